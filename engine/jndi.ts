@@ -1,0 +1,80 @@
+/**
+ * JNDI lookup (Log4Shell) detector.
+ *
+ * Log4j resolves `${prefix:...}` lookups recursively, so attackers hide the `jndi` keyword
+ * behind nested lookups (`${${lower:j}ndi:`, `${${::-j}${::-n}di:`). Rather than listing the
+ * obfuscations, this detector evaluates the lookup language the way Log4j does for the
+ * prefixes that only return text, and then looks for `jndi:` in the result.
+ */
+import type { DetectorInput, Finding } from "./types.ts";
+
+/** Innermost lookup: `${...}` without any nested `${`. */
+const INNERMOST = /\$\{([^${}]*)\}/g;
+/** Lookups Log4j offers that leak data or reach the network without `jndi`. */
+const DATA_LOOKUP =
+  /\$\{\s*(?:env|sys|java|ctx|main|bundle|k8s|docker|spring|web|log4j|marker|sd|map|jvmrunargs|base64|date|event|upper|lower|::-)[:}]/i;
+const MAX_ROUNDS = 16;
+
+/** Evaluates one innermost lookup body the way Log4j would, returning its text. */
+function resolveLookup(body: string): string {
+  // `${anything:-default}` falls back to the default when the key is unknown, which is what
+  // attackers rely on (`${env:NaN:-j}`, `${::-j}`).
+  const dflt = body.indexOf(":-");
+  if (dflt >= 0) return body.slice(dflt + 2);
+  const colon = body.indexOf(":");
+  if (colon < 0) return "";
+  const prefix = body.slice(0, colon).trim().toLowerCase();
+  const rest = body.slice(colon + 1);
+  if (prefix === "lower") return rest.toLowerCase();
+  if (prefix === "upper") return rest.toUpperCase();
+  // `${date:'j'}` formats a quoted literal back to itself.
+  if (prefix === "date") return rest.replace(/'/g, "");
+  if (prefix === "jndi") return "\u0000jndi:" + rest;
+  return "";
+}
+
+/**
+ * Reports a `${jndi:...}` lookup, also when hidden behind nested lookups.
+ *
+ * @param value the decoded input
+ * @returns a critical finding for a JNDI lookup, a high one for a data-leaking lookup
+ */
+export function jndi(value: DetectorInput): Finding | undefined {
+  const text = value.decoded;
+  const start = text.indexOf("${");
+  if (start < 0) return undefined;
+  let current = text.slice(start, start + 2048);
+  for (let round = 0; round < MAX_ROUNDS && current.indexOf("${") >= 0; round++) {
+    const next = current.replace(INNERMOST, (_m, body: string) => resolveLookup(body));
+    if (next === current) break;
+    current = next;
+    if (current.toLowerCase().indexOf("jndi:") >= 0) break;
+  }
+  const lower = current.toLowerCase();
+  const at = lower.indexOf("jndi:");
+  if (
+    at >= 0 &&
+    /^jndi:\s*(?:ldaps?|rmi|dns|iiop|corba|nds|nis|http|https)?\s*:?/.test(lower.slice(at))
+  ) {
+    return {
+      class: "jndi",
+      confidence: "critical",
+      score: 98,
+      location: value.location,
+      evidence: text.slice(start, start + 120),
+      ruleId: "jndi.lookup",
+    };
+  }
+  const data = DATA_LOOKUP.exec(text);
+  if (data !== null) {
+    return {
+      class: "jndi",
+      confidence: "medium",
+      score: 50,
+      location: value.location,
+      evidence: text.slice(data.index, data.index + 120),
+      ruleId: "jndi.data_lookup",
+    };
+  }
+  return undefined;
+}
