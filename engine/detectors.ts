@@ -1,10 +1,11 @@
 /**
  * Registry of the per-class detectors other than SQL injection and XSS.
  *
- * The inspect orchestrator runs every detector of this list on every decoded input; order
- * matters only for ties, so the cheapest detectors come first.
+ * The inspect orchestrator runs every detector of this list on every decoded input; each one
+ * starts with a cheap prefilter, so the order only matters for ties.
  */
 import type { Detector } from "./types.ts";
 import { jndi } from "./jndi.ts";
+import { traversal } from "./traversal.ts";
 
-export const DETECTORS: readonly Detector[] = [jndi];
+export const DETECTORS: readonly Detector[] = [jndi, traversal];

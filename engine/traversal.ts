@@ -1,0 +1,246 @@
+/**
+ * Path traversal and local file inclusion detector.
+ *
+ * Scanners such as dotdotpwn spell `../` in dozens of encodings (overlong UTF-8, `%u2215`,
+ * full-width dots, `0x2e`, doubled escapes, invalid escapes the target server tolerates). The
+ * detector first folds every spelling of "dot" and "slash" into `.` and `/`, then judges the
+ * folded path by its depth and by the file it reaches, because a deep climb towards
+ * `/etc/passwd` is an attack while a single `../` in a sentence or a relative link is not.
+ */
+import type { DetectorInput, Finding } from "./types.ts";
+import { makeFinding, stronger } from "./make_finding.ts";
+
+/** Cheap gate: a value without any dot, slash or escape cannot hold a path. */
+const PREFILTER = /[./\\%\uff0e\u2215\u2216\u2044\uefc8\uf025]|0x|li4v/i;
+
+/** Spellings of a slash that servers or decoders have been known to accept. */
+const ODD_SLASH = /\\|\u2215|\u2216|\u2044|\uefc8|\uf025|\u29f5|\u29f8|\uff0f|\uff3c|0x2f|0x5c/g;
+const ODD_DOT = /\uff0e|\u2024|0x2e/g;
+/** Remains of invalid or overlong escapes (`%c1%8s`, `%bg%qf`) stand for a separator. */
+const ESCAPE_LEFTOVER = /%[0-9a-z]{1,2}/g;
+/** `%%32%%65` decodes to `%2%e`: IIS-style nibble escapes, one hex digit per escape. */
+const NIBBLES = /%([0-9a-f])%([0-9a-f])/g;
+/** Bytes left by overlong UTF-8 lead bytes or replacement characters carry no meaning. */
+const NOISE = /[\u0080-\u00ff\ufffd\u0000-\u0008]/g;
+const MULTI_SLASH = /\/{2,}/g;
+const WHITESPACE = /\s/;
+const STRAY_PERCENT = /%/g;
+const PERCENT_25 = /%25/g;
+const SKELETON_JUNK = /(?:%u[0-9a-f]{4}|%[0-9a-z]{2}|0x[0-9a-f]{2}|[^a-z0-9])+/g;
+/** System files as word sequences, anchored at the start of a skeleton. */
+const SKELETON_TARGET = new RegExp(
+  "^/?(?:[a-z]/)?(?:etc/(?:passwd|shadow|issue|hosts|group|motd|hostname|fstab|vfstab|" +
+    "crontab|sudoers|master/passwd|shells|resolv/conf|network|os/release)|" +
+    "(?:boot|win|system)/ini|windows/(?:system32|win/ini|system/ini|repair|panther)|" +
+    "winnt/(?:system32|win/ini|repair)|proc/(?:self|version)/?)(?:/|$)",
+);
+
+/** One climb: two or more dots (or `?` wildcards next to a dot) followed by a separator. */
+const CLIMB = /(?:^|[/=:;,"'\s])(?:\.[.?]+|\?\.)\//g;
+/** Escapes of JSON and C strings, which would otherwise read as backslash separators. */
+const STRING_ESCAPE = /\\[nrt"']/g;
+
+/**
+ * Files and directories an application never has a reason to serve. `strong` ones are judged
+ * attacks on their own when they form the value; `weak` ones only with a climb or at the start.
+ */
+const STRONG_TARGET = new RegExp(
+  [
+    "etc/(?:passwd|shadow|master\\.passwd|group|gshadow|hosts|issue|motd|hostname|fstab|crontab|" +
+    "sudoers|profile|bashrc|resolv\\.conf|mtab|inittab|inetd\\.conf|network|security/|" +
+    "ssh/|mysql/|apache2?/|httpd/|nginx/|php\\d?(?:\\.\\d)?/|redhat-release|debian_version|" +
+    "lsb-release|os-release|proftpd|vsftpd|aliases|exports|syslog|sysconfig|shells|" +
+    "ld\\.so|x11/|init\\.d|rc\\.d|cron|apt/|knockd|ftpusers|samba/|my\\.cnf|pam\\.d)",
+    "proc/(?:self|\\d+|version|cpuinfo|meminfo|mounts|net/|sched_debug|interrupts|" +
+    "partitions|stat|modules|loadavg|filesystems|devices|ioports|swaps|kcore|cmdline)",
+    "(?:^|/)(?:boot|win|system)\\.ini",
+    "windows/(?:system32|system\\.ini|win\\.ini|repair|panther|debug|php\\.ini|" +
+    "system\\.ini|temp/|iis\\d|inf/|microsoft\\.net)",
+    "winnt/(?:system32|repair|win\\.ini|php\\.ini)",
+    "system32/(?:drivers|config|inetsrv|cmd\\.exe|logfiles)",
+    "(?:^|/)\\.(?:htaccess|htpasswd|bash_history|bashrc|zsh_history|mysql_history|passwd|netrc|" +
+    "forward|cshrc|tcshrc|rhosts|shosts|bash_logout|bash_profile|viminfo|pgpass|gitconfig|" +
+    "profile|ssh/|aws/|git/(?:config|head|index|logs)|svn/|npmrc|docker/|kube/)",
+    "(?:^|/)web-inf/",
+    "(?:^|/)meta-inf/",
+    "id_(?:rsa|dsa|ecdsa|ed25519)(?:\\.pub)?(?:$|[^a-z])",
+    "var/(?:log|lib|mail|spool|run|adm|www|cache|db)/",
+    "usr/local/(?:apache|etc|lib/php|zend|psa|cpanel|www)",
+    "(?:^|/)(?:private/etc|opt/lampp|xampp|apache\\d?/(?:conf|logs)|inetpub/)",
+    "(?:^|/)wp-config\\.php",
+    "(?:^|/)master\\.passwd",
+    "(?:^|/)dev/(?:tcp|udp|null|random|urandom|stdin|fd/|zero)",
+    "(?:^|/)(?:global\\.asa|web\\.config|php\\.ini|httpd\\.conf|my\\.cnf|my\\.ini|sam$|autoexec\\.bat|" +
+    "config\\.sys|access_log|error_log|access\\.log|error\\.log)",
+  ].join("|"),
+);
+
+/** An absolute path into a system directory, forming the whole value. */
+const SYSTEM_ROOT =
+  /^[\s"']*(?:[a-z]:)?\/(?:etc|proc|var\/log|usr\/local\/etc|private\/etc|winnt|windows\/(?:system32|repair|temp)|inetpub|xampp|opt\/lampp)\/[^\s]/;
+
+/** Dots escaped in the raw value: `%2e`, double escapes, overlong UTF-8, `%u` and `0x` forms. */
+const ENCODED_DOT =
+  /%(?:25)*2e|%(?:25)*c0%(?:25)*[a-f0-9]e|%(?:25)*[ef][0-8]%(?:25)*80|%(?:25)*u(?:ff0e|002e|2024)|0x2e|%(?:25)+(?:2f|5c)|%(?:25)*c[01]%(?:25)*(?:af|9c|1c|8s|pc)/i;
+
+/** A value ending in a server-side source or configuration file, with no spaces in it. */
+const SERVER_FILE =
+  /^[^\s]*\.(?:php\d?|phtml|inc|asp|aspx|asa|jsp|cgi|pl|py|rb|sh|ini|conf|cfg|config|log|xml|ya?ml|env|sql|bak|db|properties|passwd)(?:%00.*)?$/;
+
+/** Stream wrappers that turn an include into a read of arbitrary data or a command. */
+const WRAPPER =
+  /\b(?:php:\/\/(?:filter|input|fd|memory|temp|stdin)|phar:\/\/|zip:\/\/|expect:\/\/|glob:\/\/|compress\.(?:zlib|bzip2):\/\/|ogg:\/\/|rar:\/\/|ssh2\.\w+:\/\/|data:(?:\/\/)?text\/plain|file:\/\/?[/\\a-z.])/i;
+
+/** A NUL byte still encoded in the raw value right after a file name. */
+const NUL_TRUNCATION = /\.[a-z0-9]{1,5}(?:%00|%2500|\\0|\\x00|\\u0000)(?:$|[./\\a-z0-9#;%])/i;
+
+/** Parameter names that suggest the value is handed to a file API. */
+const FILE_PARAM =
+  /(?:^|[^a-z])(?:file|path|page|include|inc|template|tpl|doc|document|folder|dir|load|read|view|show|lang|locale|download|filename|src|source|conf|config|style|layout|module|cat|action|content)(?:$|[^a-z])/i;
+
+/** `../` spelled in base64 (`Li4v`), so a base64 parameter hides nothing. */
+const BASE64_CLIMB = /^(?:Li4v|Li5c|Li4u)[A-Za-z0-9+/]*={0,2}$/;
+
+/** Folds every spelling of dot and slash to plain `.` and `/`, lower-case. */
+function fold(text: string): string {
+  let t = text.toLowerCase();
+  if (t.indexOf("\\") >= 0) t = t.replace(STRING_ESCAPE, " ");
+  t = t.replace(ODD_SLASH, "/").replace(ODD_DOT, ".");
+  if (t.indexOf("%") >= 0) {
+    t = t.replace(
+      NIBBLES,
+      (_m, hi: string, lo: string) => String.fromCharCode(parseInt(hi + lo, 16)),
+    )
+      .replace(ESCAPE_LEFTOVER, "/").replace(STRAY_PERCENT, "").replace(ODD_SLASH, "/");
+  }
+  t = t.replace(NOISE, "");
+  return t.replace(MULTI_SLASH, "/");
+}
+
+/**
+ * Reduces a value to its words joined by `/`: every escape, however broken or overlong, and
+ * every punctuation run becomes one separator. Only the words survive, so a value whose first
+ * words are `etc/passwd` or `boot/ini` climbs to a system file whatever the encoding was.
+ */
+function skeleton(text: string): string {
+  let t = text.toLowerCase();
+  for (let i = 0; i < 3 && t.indexOf("%25") >= 0; i++) t = t.replace(PERCENT_25, "%");
+  return t.replace(SKELETON_JUNK, "/");
+}
+
+function countClimbs(folded: string): number {
+  CLIMB.lastIndex = 0;
+  let n = 0;
+  while (CLIMB.exec(folded) !== null) {
+    n++;
+    CLIMB.lastIndex--;
+  }
+  return n;
+}
+
+/** True when everything before `at` is path punctuation, a drive letter or a wrapper. */
+function isAnchored(folded: string, at: number): boolean {
+  for (let i = 0; i < at; i++) {
+    const c = folded.charCodeAt(i);
+    // . / ? : space quotes, and a drive letter such as `c:`
+    if (c === 46 || c === 47 || c === 63 || c === 58 || c === 32 || c === 34 || c === 39) continue;
+    if (c >= 97 && c <= 122 && folded.charCodeAt(i + 1) === 58) continue;
+    return false;
+  }
+  return true;
+}
+
+function judgePath(value: DetectorInput, text: string): Finding | undefined {
+  const folded = fold(text);
+  const climbs = countClimbs(folded);
+  const target = STRONG_TARGET.exec(folded);
+  if (target !== null) {
+    const at = target.index;
+    if (climbs > 0) {
+      return makeFinding(value, "lfi", 95, "lfi.traversal_target", folded, Math.max(0, at - 40));
+    }
+    if (isAnchored(folded, at)) {
+      return makeFinding(value, "lfi", 85, "lfi.sensitive_file", folded, at);
+    }
+    const before = folded.charCodeAt(at) === 47 ? 47 : folded.charCodeAt(at - 1);
+    // `/etc/passwd` inside a longer value (a URL, a shell line) is still a file reference;
+    // after a space it may just be prose that names the file.
+    const score = before === 47 ? 75 : 45;
+    return makeFinding(value, "lfi", score, "lfi.sensitive_file", folded, Math.max(0, at - 1));
+  }
+  if (climbs === 0) {
+    const root = SYSTEM_ROOT.exec(folded);
+    if (root !== null && value.input.source !== "path") {
+      return makeFinding(value, "lfi", 80, "lfi.system_path", folded, root.index);
+    }
+    return undefined;
+  }
+  const first = folded.indexOf("..");
+  const at = first < 0 ? 0 : first;
+  if (ENCODED_DOT.test(value.raw)) {
+    // Browsers never escape a dot, let alone twice: an escaped climb is deliberate.
+    return makeFinding(value, "lfi", climbs >= 2 ? 80 : 72, "lfi.encoded_traversal", folded, at);
+  }
+  if (climbs >= 3) return makeFinding(value, "lfi", 80, "lfi.deep_traversal", folded, at);
+  if (first >= 0 && isAnchored(folded, first) && SERVER_FILE.test(folded)) {
+    // The whole value climbs out to a server-side source or configuration file.
+    return makeFinding(value, "lfi", 72, "lfi.traversal_file", folded, at);
+  }
+  const fileParam = FILE_PARAM.test(value.input.name);
+  if (climbs === 2) {
+    return makeFinding(value, "lfi", fileParam ? 72 : 50, "lfi.traversal", folded, at);
+  }
+  return makeFinding(value, "lfi", fileParam ? 45 : 25, "lfi.traversal", folded, at);
+}
+
+/**
+ * Reports directory traversal, sensitive file paths and file-inclusion stream wrappers.
+ *
+ * @param value the decoded input
+ * @returns the strongest finding, scored by climb depth and the file targeted
+ */
+export function traversal(value: DetectorInput): Finding | undefined {
+  const text = value.decoded;
+  if (!PREFILTER.test(text) && value.raw.indexOf("%") < 0) return undefined;
+  const capped = text.length > 4096 ? text.slice(0, 4096) : text;
+  let best = judgePath(value, capped);
+  if (best !== undefined && best.score >= 90) return best;
+  if (best === undefined || best.score < 85) {
+    // Broken or overlong escapes can survive decoding as letters; the raw value's words
+    // still show a climb straight into a system file.
+    const raw = value.raw.length > 4096 ? value.raw.slice(0, 4096) : value.raw;
+    if (SKELETON_TARGET.test(skeleton(raw)) || SKELETON_TARGET.test(skeleton(capped))) {
+      if (!WHITESPACE.test(capped)) {
+        return makeFinding(value, "lfi", 90, "lfi.encoded_traversal", capped, 0);
+      }
+    }
+  }
+
+  const wrapper = WRAPPER.exec(capped);
+  if (wrapper !== null) {
+    const w = wrapper[0].toLowerCase();
+    const score = w.startsWith("file:") || w.startsWith("data:") ? 80 : 92;
+    best = stronger(best, makeFinding(value, "lfi", score, "lfi.wrapper", capped, wrapper.index));
+  }
+  const raw = value.raw;
+  if (raw.indexOf("%") >= 0 || raw.indexOf("\\") >= 0) {
+    const nul = NUL_TRUNCATION.exec(raw);
+    if (nul !== null) {
+      const score = best !== undefined ? Math.max(best.score, 70) + 10 : 70;
+      best = stronger(best, makeFinding(value, "lfi", score, "lfi.null_byte", raw, nul.index));
+    }
+  }
+  if (BASE64_CLIMB.test(capped)) {
+    let plain = "";
+    try {
+      plain = atob(capped);
+    } catch {
+      plain = "";
+    }
+    const inner = plain === "" ? undefined : judgePath(value, plain);
+    if (inner !== undefined) {
+      best = stronger(best, { ...inner, score: Math.max(inner.score, 75), ruleId: "lfi.base64" });
+    }
+  }
+  return best;
+}
