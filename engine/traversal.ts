@@ -21,6 +21,7 @@ const ESCAPE_LEFTOVER = /%[0-9a-z]{1,2}/g;
 /** `%%32%%65` decodes to `%2%e`: IIS-style nibble escapes, one hex digit per escape. */
 const NIBBLES = /%([0-9a-f])%([0-9a-f])/g;
 /** Bytes left by overlong UTF-8 lead bytes or replacement characters carry no meaning. */
+// deno-lint-ignore no-control-regex -- control bytes are exactly the noise to drop
 const NOISE = /[\u0080-\u00ff\ufffd\u0000-\u0008]/g;
 const MULTI_SLASH = /\/{2,}/g;
 const WHITESPACE = /\s/;
