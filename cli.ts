@@ -1,0 +1,173 @@
+/**
+ * Maps `waf <noun> <verb>` to command functions. Global options (`--config`, `--data-dir`,
+ * `--log-format`) are accepted before or after the command words; exit codes are 0 ok,
+ * 1 failure, 2 usage or invalid configuration.
+ */
+import { configCheckCommand } from "./cli/config_check.ts";
+import {
+  type Command,
+  type CommandDeps,
+  EXIT_OK,
+  EXIT_USAGE,
+  type GlobalOptions,
+} from "./cli/context.ts";
+import { serveCommand } from "./cli/serve.ts";
+import { VERSION } from "./mod/version.ts";
+
+export interface CommandSpec {
+  readonly words: readonly string[];
+  readonly summary: string;
+  readonly usage: string;
+  readonly run: Command;
+}
+
+export const COMMANDS: readonly CommandSpec[] = [
+  {
+    words: ["serve"],
+    summary: "Run the data plane and the management plane",
+    usage: `waf serve [--config PATH] [--data-dir DIR] [--log-format text|json]
+
+Starts the data-plane reverse proxy (server.data.listen, default 0.0.0.0:8080) and the
+management plane (server.management.listen, default 127.0.0.1:9443) on one embedded store.
+Creates the configuration file with documented defaults when it is absent. Stops gracefully
+on SIGINT or SIGTERM.`,
+    run: serveCommand,
+  },
+  {
+    words: ["config", "check"],
+    summary: "Validate the configuration file",
+    usage: `waf config check [--config PATH]
+
+Validates the configuration file and prints each problem with its key path.
+Exit code 0 when valid, 2 when invalid or missing.`,
+    run: configCheckCommand,
+  },
+];
+
+const GLOBAL_HELP = `Global options (before or after the command words):
+  --config PATH        configuration file (default: <data-dir>/waf.yaml, i.e. ./data/waf.yaml)
+  --data-dir DIR       data directory (default: ./data, or data_dir from the config file)
+  --log-format FORMAT  text (default) or json
+  -h, --help           show help
+  -V, --version        show the version`;
+
+export function mainHelp(): string {
+  const width = Math.max(14, ...COMMANDS.map((c) => c.words.join(" ").length));
+  const lines = COMMANDS.map((c) => `  ${c.words.join(" ").padEnd(width)}  ${c.summary}`);
+  return `waf ${VERSION}: a self-hosted web application firewall
+
+Usage: waf <command> [options]
+
+Commands:
+${lines.join("\n")}
+${"  " + "help <command>".padEnd(width)}  Show help for a command
+
+${GLOBAL_HELP}
+`;
+}
+
+type Parsed =
+  | { kind: "ok"; global: GlobalOptions; rest: string[]; help: boolean; version: boolean }
+  | { kind: "error"; message: string };
+
+/** Pulls global options out of argv wherever they stand. */
+export function parseGlobal(argv: readonly string[]): Parsed {
+  let configPath: string | undefined;
+  let dataDir: string | undefined;
+  let logFormat: "text" | "json" | undefined;
+  let help = false;
+  let version = false;
+  const rest: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === "--") {
+      rest.push(...argv.slice(i));
+      break;
+    }
+    const eq = arg.indexOf("=");
+    const name = arg.startsWith("--") && eq > 0 ? arg.slice(0, eq) : arg;
+    if (name === "--config" || name === "--data-dir" || name === "--log-format") {
+      let value: string | undefined;
+      if (eq > 0 && arg.startsWith("--")) value = arg.slice(eq + 1);
+      else value = argv[++i];
+      if (value === undefined || value === "") {
+        return { kind: "error", message: `Option ${name} needs a value` };
+      }
+      if (name === "--config") configPath = value;
+      else if (name === "--data-dir") dataDir = value;
+      else if (value === "text" || value === "json") logFormat = value;
+      else {return {
+          kind: "error",
+          message: `Option --log-format expects "text" or "json", got "${value}"`,
+        };}
+    } else if (arg === "--help" || arg === "-h") {
+      help = true;
+    } else if (arg === "--version" || arg === "-V") {
+      version = true;
+    } else {
+      rest.push(arg);
+    }
+  }
+  return { kind: "ok", global: { configPath, dataDir, logFormat }, rest, help, version };
+}
+
+function findCommand(words: readonly string[]): { spec: CommandSpec; args: string[] } | undefined {
+  let best: CommandSpec | undefined;
+  for (const spec of COMMANDS) {
+    if (spec.words.every((w, i) => words[i] === w)) {
+      if (!best || spec.words.length > best.words.length) best = spec;
+    }
+  }
+  return best ? { spec: best, args: words.slice(best.words.length) } : undefined;
+}
+
+/** Runs the CLI; returns the process exit code. */
+export async function runCli(argv: readonly string[], deps: CommandDeps): Promise<number> {
+  const parsed = parseGlobal(argv);
+  if (parsed.kind === "error") {
+    deps.stderr(`${parsed.message}\nRun "waf --help" for usage.\n`);
+    return EXIT_USAGE;
+  }
+  const { global, rest } = parsed;
+  if (parsed.version && rest.length === 0) {
+    deps.stdout(`waf ${VERSION}\n`);
+    return EXIT_OK;
+  }
+  if (rest[0] === "help") {
+    if (rest.length === 1) {
+      deps.stdout(mainHelp());
+      return EXIT_OK;
+    }
+    const found = findCommand(rest.slice(1));
+    if (!found || found.args.length > 0) {
+      deps.stderr(
+        `Unknown command: "${rest.slice(1).join(" ")}"\nRun "waf --help" for the list.\n`,
+      );
+      return EXIT_USAGE;
+    }
+    deps.stdout(`${found.spec.usage}\n\n${GLOBAL_HELP}\n`);
+    return EXIT_OK;
+  }
+  if (rest.length === 0) {
+    if (parsed.help) {
+      deps.stdout(mainHelp());
+      return EXIT_OK;
+    }
+    deps.stderr(`Missing command\n\n${mainHelp()}`);
+    return EXIT_USAGE;
+  }
+  const found = findCommand(rest);
+  if (!found) {
+    const first = rest[0]!;
+    const what = first.startsWith("-")
+      ? `Unknown option: "${first}"`
+      : `Unknown command: "${rest.join(" ")}"`;
+    deps.stderr(`${what}\nRun "waf --help" for usage.\n`);
+    return EXIT_USAGE;
+  }
+  if (parsed.help) {
+    deps.stdout(`${found.spec.usage}\n\n${GLOBAL_HELP}\n`);
+    return EXIT_OK;
+  }
+  return await found.spec.run(found.args, global, deps);
+}

@@ -1,0 +1,32 @@
+/** What every command receives from the composition root (main.ts). */
+import type { Clock } from "../mod/clock.ts";
+import type { LogFormat } from "../mod/logger.ts";
+import type { Random } from "../mod/random.ts";
+
+export interface CommandDeps {
+  readonly clock: Clock;
+  readonly random: Random;
+  /** Environment values the commands may use; read only in main.ts. */
+  readonly env: { readonly setupToken?: string; readonly osUser?: string };
+  readonly stdout: (text: string) => void;
+  readonly stderr: (text: string) => void;
+  /** Whole standard input, for `--password-stdin`. */
+  readonly readStdin: () => Promise<string>;
+}
+
+/** Global options accepted before or after the command words. */
+export interface GlobalOptions {
+  readonly configPath: string | undefined;
+  readonly dataDir: string | undefined;
+  readonly logFormat: LogFormat | undefined;
+}
+
+export type Command = (
+  args: readonly string[],
+  global: GlobalOptions,
+  deps: CommandDeps,
+) => Promise<number>;
+
+export const EXIT_OK = 0;
+export const EXIT_FAILURE = 1;
+export const EXIT_USAGE = 2;

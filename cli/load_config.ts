@@ -1,0 +1,53 @@
+/**
+ * Resolves the config path and data directory and loads the configuration the way every
+ * command needs it: missing file → defaults (written by `serve` only), invalid → exit 2.
+ */
+import {
+  type Config,
+  defaultConfig,
+  formatProblems,
+  readConfigFile,
+  writeDefaultConfig,
+} from "../mod/config.ts";
+import type { CommandDeps, GlobalOptions } from "./context.ts";
+
+export const DEFAULT_DATA_DIR = "./data";
+
+export interface Loaded {
+  readonly config: Config;
+  readonly configPath: string;
+  readonly dataDir: string;
+  readonly created: boolean;
+}
+
+/** The config path: `--config`, else `<data-dir>/waf.yaml`. */
+export function configPathOf(global: GlobalOptions): string {
+  return global.configPath ?? `${global.dataDir ?? DEFAULT_DATA_DIR}/waf.yaml`;
+}
+
+/**
+ * Loads the configuration; `create` writes the documented defaults when the file is absent.
+ * Returns undefined after printing the problems (the caller exits 2).
+ */
+export async function loadConfig(
+  global: GlobalOptions,
+  deps: CommandDeps,
+  create: boolean,
+): Promise<Loaded | undefined> {
+  const configPath = configPathOf(global);
+  let result = await readConfigFile(configPath);
+  let created = false;
+  if (result === undefined) {
+    result = { kind: "ok", config: defaultConfig() };
+    if (create) {
+      await writeDefaultConfig(configPath);
+      created = true;
+    }
+  }
+  if (result.kind === "invalid") {
+    deps.stderr(`Invalid configuration in "${configPath}":\n${formatProblems(result.problems)}\n`);
+    return undefined;
+  }
+  const dataDir = global.dataDir ?? result.config.data_dir ?? DEFAULT_DATA_DIR;
+  return { config: result.config, configPath, dataDir, created };
+}

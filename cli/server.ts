@@ -1,0 +1,164 @@
+/**
+ * Composes a running WAF process: store, services, the management app and the data plane on
+ * two separate listeners, readiness, and graceful shutdown. Tests start it on port 0.
+ */
+import type { Db } from "../db/store.ts";
+import { openStore } from "../db/store.ts";
+import type { Clock } from "../mod/clock.ts";
+import { type Config, durationMs } from "../mod/config.ts";
+import { parseListen } from "../mod/config_schema.ts";
+import type { Logger } from "../mod/logger.ts";
+import type { Random } from "../mod/random.ts";
+import { createReadiness, type Readiness } from "../mod/readiness.ts";
+import { managementTls } from "../mod/tls.ts";
+import { createNoSiteHandler, type DataHandler } from "../routes/data_plane.ts";
+import { healthRoutes } from "../routes/health.ts";
+import { formatAddress, listen, type Listener } from "../routes/listen.ts";
+import { createManagementApp, publicOnlyGuard } from "../routes/management.ts";
+
+export class ProductionStorageUnavailableError extends Error {
+  constructor(missing: string) {
+    super(
+      `ErrProductionStorageUnavailable: storage.profile is "production" but ${missing}; refusing to start (no listener opened, no file written)`,
+    );
+    this.name = "ErrProductionStorageUnavailable";
+  }
+}
+
+/** Fails closed for the production profile: this build has no external store. */
+export function checkStorageProfile(config: Config): void {
+  if (config.storage.profile === "production") {
+    throw new ProductionStorageUnavailableError(
+      "no external management database is available in this build (the production store adapter is not installed)",
+    );
+  }
+}
+
+export interface ServerDeps {
+  readonly clock: Clock;
+  readonly random: Random;
+  readonly logger: Logger;
+  readonly env: { readonly setupToken?: string };
+  /** Replaces the data-plane handler (tests use it to hold a request in flight). */
+  readonly dataHandler?: DataHandler;
+}
+
+export interface RunningServer {
+  readonly db: Db;
+  readonly data: Listener;
+  readonly management: Listener;
+  readonly readiness: Readiness;
+  /** Base URL of the management listener, e.g. `http://127.0.0.1:9443`. */
+  readonly managementUrl: string;
+  readonly dataUrl: string;
+  /** Drains both listeners (bounded by the shutdown timeout) and closes the store. */
+  shutdown(): Promise<void>;
+}
+
+export interface ServerOptions {
+  readonly config: Config;
+  readonly dataDir: string;
+}
+
+export async function startServer(
+  options: ServerOptions,
+  deps: ServerDeps,
+): Promise<RunningServer> {
+  const { config, dataDir } = options;
+  checkStorageProfile(config);
+  const dataAddr = parseListen(config.server.data.listen)!;
+  const mgmtAddr = parseListen(config.server.management.listen)!;
+  const readiness = createReadiness();
+
+  await Deno.mkdir(dataDir, { recursive: true, mode: 0o700 });
+  const db = openStore(`${dataDir}/waf.db`, { now: deps.clock.now() });
+  readiness.store = true;
+
+  const tls = await managementTls(
+    config,
+    dataDir,
+    mgmtAddr.hostname,
+    deps.clock.now(),
+    deps.random,
+  );
+  const app = createManagementApp({
+    logger: deps.logger,
+    random: deps.random,
+    routes: [...healthRoutes(readiness)],
+    guard: publicOnlyGuard,
+  });
+
+  const listeners: Listener[] = [];
+  try {
+    const management = listen({
+      hostname: mgmtAddr.hostname,
+      port: mgmtAddr.port,
+      tls,
+      handler: (req, info) => app.fetch(req, { remoteAddr: info.remoteAddr, tls: !!tls }),
+    });
+    listeners.push(management);
+    readiness.management = true;
+    const data = listen({
+      hostname: dataAddr.hostname,
+      port: dataAddr.port,
+      handler: deps.dataHandler ?? createNoSiteHandler(deps.random),
+    });
+    listeners.push(data);
+    readiness.dataPlane = true;
+
+    const managementUrl = `${tls ? "https" : "http"}://${
+      formatAddress(
+        management.hostname === "0.0.0.0" ? "127.0.0.1" : management.hostname,
+        management.port,
+      )
+    }`;
+    const dataUrl = `http://${
+      formatAddress(data.hostname === "0.0.0.0" ? "127.0.0.1" : data.hostname, data.port)
+    }`;
+    deps.logger.info("waf started", {
+      data_plane: formatAddress(data.hostname, data.port),
+      management: `${managementUrl}`,
+      data_dir: dataDir,
+    });
+
+    const timeoutMs = durationMs(config.server.shutdown_timeout);
+    let stopping: Promise<void> | undefined;
+    const shutdown = (): Promise<void> => {
+      stopping ??= (async () => {
+        readiness.shuttingDown = true;
+        deps.logger.info("shutting down", { deadline_ms: timeoutMs });
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const deadline = new Promise<"timeout">((resolve) => {
+          timer = setTimeout(() => resolve("timeout"), timeoutMs);
+        });
+        const drained = (async () => {
+          await data.shutdown();
+          await management.shutdown();
+          return "drained" as const;
+        })();
+        const outcome = await Promise.race([drained, deadline]);
+        clearTimeout(timer);
+        if (outcome === "timeout") {
+          deps.logger.warn("shutdown deadline reached with requests still in flight");
+        }
+        db.close();
+        deps.logger.info("stopped");
+      })();
+      return stopping;
+    };
+
+    return {
+      db,
+      data,
+      management,
+      readiness,
+      managementUrl,
+      dataUrl,
+      shutdown,
+    };
+  } catch (err) {
+    for (const l of listeners) await l.shutdown().catch(() => {});
+    db.close();
+    throw err;
+  }
+}

@@ -1,0 +1,166 @@
+/**
+ * Ordered schema migrations of the management store. Each runs once, inside a transaction,
+ * and is recorded in `schema_migrations`. Migrations never trim, lowercase, merge or rewrite
+ * accounts: usernames are copied byte for byte.
+ */
+
+export interface Migration {
+  readonly version: number;
+  readonly name: string;
+  readonly sql: string;
+}
+
+/** Refuses UPDATE and DELETE on an append-only table. */
+function appendOnly(table: string): string {
+  return `
+CREATE TRIGGER ${table}_no_update BEFORE UPDATE ON ${table}
+BEGIN SELECT RAISE(ABORT, '${table} is append-only'); END;
+CREATE TRIGGER ${table}_no_delete BEFORE DELETE ON ${table}
+BEGIN SELECT RAISE(ABORT, '${table} is append-only'); END;`;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: "accounts, sessions, settings and the audit trail",
+    sql: `
+CREATE TABLE users (
+  id TEXT PRIMARY KEY,
+  username TEXT NOT NULL UNIQUE,
+  password_hash TEXT NOT NULL,
+  role TEXT NOT NULL,
+  disabled INTEGER NOT NULL DEFAULT 0,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+);
+CREATE TABLE admin_sessions (
+  id_hash TEXT PRIMARY KEY,
+  user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+  created_at INTEGER NOT NULL,
+  last_seen_at INTEGER NOT NULL,
+  expires_at INTEGER NOT NULL,
+  revoked_at INTEGER,
+  client_ip TEXT,
+  user_agent TEXT
+);
+CREATE INDEX admin_sessions_user ON admin_sessions(user_id);
+CREATE TABLE settings (
+  key TEXT PRIMARY KEY,
+  value TEXT NOT NULL,
+  updated_at INTEGER NOT NULL
+);
+CREATE TABLE audit_log (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  time INTEGER NOT NULL,
+  actor_type TEXT NOT NULL,
+  actor_id TEXT,
+  actor_name TEXT,
+  action TEXT NOT NULL,
+  target TEXT,
+  result TEXT NOT NULL,
+  client_ip TEXT,
+  trace_id TEXT,
+  detail TEXT
+);
+CREATE INDEX audit_log_time ON audit_log(time);
+CREATE INDEX audit_log_action ON audit_log(action, time);
+${appendOnly("audit_log")}`,
+  },
+  {
+    version: 2,
+    name: "API tokens, notifications and two-factor secrets",
+    sql: `
+ALTER TABLE users ADD COLUMN totp_enabled INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE users ADD COLUMN totp_secret_enc TEXT;
+ALTER TABLE users ADD COLUMN totp_last_step INTEGER;
+CREATE TABLE api_tokens (
+  id TEXT PRIMARY KEY,
+  secret_hash TEXT NOT NULL UNIQUE,
+  note TEXT NOT NULL,
+  permissions TEXT NOT NULL,
+  created_by TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  expires_at INTEGER,
+  revoked_at INTEGER,
+  last_used_at INTEGER,
+  last_used_ip TEXT
+);
+CREATE TABLE notifications (
+  id TEXT PRIMARY KEY,
+  time INTEGER NOT NULL,
+  audience TEXT NOT NULL,
+  level TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  title TEXT NOT NULL,
+  body TEXT NOT NULL,
+  read_at INTEGER
+);
+CREATE INDEX notifications_time ON notifications(audience, time);`,
+  },
+  {
+    version: 3,
+    name: "sites, policy objects and access logs",
+    sql: `
+CREATE TABLE sites (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL UNIQUE,
+  config TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+);
+CREATE TABLE policy_objects (
+  id TEXT PRIMARY KEY,
+  kind TEXT NOT NULL,
+  site_id TEXT REFERENCES sites(id) ON DELETE CASCADE,
+  position INTEGER NOT NULL DEFAULT 0,
+  config TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+);
+CREATE INDEX policy_objects_kind ON policy_objects(kind, site_id, position);
+CREATE TABLE access_logs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  trace_id TEXT NOT NULL UNIQUE,
+  time INTEGER NOT NULL,
+  site_id TEXT,
+  client_ip TEXT,
+  method TEXT,
+  host TEXT,
+  path TEXT,
+  status INTEGER,
+  action TEXT NOT NULL,
+  attack_class TEXT,
+  record TEXT NOT NULL
+);
+CREATE INDEX access_logs_time ON access_logs(time);
+CREATE INDEX access_logs_site ON access_logs(site_id, time);
+CREATE INDEX access_logs_client ON access_logs(client_ip, time);
+CREATE INDEX access_logs_action ON access_logs(action, time);`,
+  },
+  {
+    version: 4,
+    name: "append-only username repair audit",
+    sql: `
+CREATE TABLE username_repairs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  user_id TEXT NOT NULL,
+  old_username TEXT NOT NULL,
+  new_username TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  os_user TEXT NOT NULL,
+  revoked_sessions INTEGER NOT NULL,
+  time INTEGER NOT NULL
+);
+${appendOnly("username_repairs")}`,
+  },
+  {
+    version: 5,
+    name: "credential epoch on users and admin sessions",
+    sql: `
+ALTER TABLE users ADD COLUMN credential_epoch INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE admin_sessions ADD COLUMN credential_epoch INTEGER NOT NULL DEFAULT 0;`,
+  },
+];
+
+/** The schema version this binary knows. */
+export const SCHEMA_VERSION: number = MIGRATIONS[MIGRATIONS.length - 1]!.version;

@@ -1,0 +1,132 @@
+/**
+ * Opens the embedded SQLite management store: WAL mode, foreign keys, a busy timeout, and the
+ * ordered migrations. A database whose schema is newer than this binary knows is refused
+ * before anything is written to it.
+ */
+import { DatabaseSync } from "node:sqlite";
+import { MIGRATIONS, SCHEMA_VERSION } from "./migrations.ts";
+
+export type Db = DatabaseSync;
+
+export class SchemaTooNewError extends Error {
+  readonly found: number;
+  readonly known: number;
+  constructor(found: number, known: number) {
+    super(
+      `Database schema version ${found} is newer than this binary supports (version ${known}): upgrade waf or restore a backup taken before the upgrade`,
+    );
+    this.name = "SchemaTooNewError";
+    this.found = found;
+    this.known = known;
+  }
+}
+
+const BUSY_TIMEOUT_MS = 5000;
+
+/** Highest applied migration, 0 for an empty database. */
+export function schemaVersion(db: Db): number {
+  const table = db.prepare(
+    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'",
+  ).get();
+  if (!table) return 0;
+  const row = db.prepare("SELECT MAX(version) AS v FROM schema_migrations").get() as
+    | { v: number | null }
+    | undefined;
+  return row?.v ?? 0;
+}
+
+/** Reads the schema version without writing anything (read-only open). */
+function peekVersion(path: string): number {
+  try {
+    Deno.statSync(path);
+  } catch {
+    return 0;
+  }
+  const db = new DatabaseSync(path, { readOnly: true, timeout: BUSY_TIMEOUT_MS });
+  try {
+    return schemaVersion(db);
+  } finally {
+    db.close();
+  }
+}
+
+/** Applies migrations above the current version up to `target`, each in its own transaction. */
+export function migrate(db: Db, target: number, now: number): number {
+  db.exec(
+    "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)",
+  );
+  const current = schemaVersion(db);
+  if (current > SCHEMA_VERSION) throw new SchemaTooNewError(current, SCHEMA_VERSION);
+  const record = db.prepare(
+    "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+  );
+  for (const m of MIGRATIONS) {
+    if (m.version <= current || m.version > target) continue;
+    db.exec("BEGIN IMMEDIATE");
+    try {
+      db.exec(m.sql);
+      record.run(m.version, m.name, now);
+      db.exec("COMMIT");
+    } catch (err) {
+      db.exec("ROLLBACK");
+      throw new Error(`Migration ${m.version} ("${m.name}") failed`, { cause: err });
+    }
+  }
+  return schemaVersion(db);
+}
+
+export interface OpenOptions {
+  /** Stop at this schema version (tests build historical stores this way). */
+  readonly targetVersion?: number;
+  /** Time recorded with each applied migration (milliseconds). */
+  readonly now: number;
+}
+
+/** Opens (creating when absent) and migrates the store at `path`. */
+export function openStore(path: string, options: OpenOptions): Db {
+  const found = peekVersion(path);
+  if (found > SCHEMA_VERSION) throw new SchemaTooNewError(found, SCHEMA_VERSION);
+  const db = new DatabaseSync(path, { timeout: BUSY_TIMEOUT_MS });
+  try {
+    db.exec("PRAGMA journal_mode = WAL");
+    db.exec("PRAGMA synchronous = NORMAL");
+    db.exec("PRAGMA foreign_keys = ON");
+    migrate(db, options.targetVersion ?? SCHEMA_VERSION, options.now);
+    return db;
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+}
+
+let savepoints = 0;
+
+/**
+ * Runs `fn` inside a transaction and rolls back when it throws. The outermost level is
+ * `BEGIN IMMEDIATE` (takes the write lock up front, so a concurrent CLI writer waits on the
+ * busy timeout instead of failing on a lock upgrade); nested calls use savepoints.
+ */
+export function transaction<T>(db: Db, fn: () => T): T {
+  if (db.isTransaction) {
+    const name = `sp${++savepoints}`;
+    db.exec(`SAVEPOINT ${name}`);
+    try {
+      const result = fn();
+      db.exec(`RELEASE ${name}`);
+      return result;
+    } catch (err) {
+      db.exec(`ROLLBACK TO ${name}`);
+      db.exec(`RELEASE ${name}`);
+      throw err;
+    }
+  }
+  db.exec("BEGIN IMMEDIATE");
+  try {
+    const result = fn();
+    db.exec("COMMIT");
+    return result;
+  } catch (err) {
+    db.exec("ROLLBACK");
+    throw err;
+  }
+}

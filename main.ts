@@ -1,0 +1,29 @@
+/**
+ * Composition root: the only place that reads `Deno.args` and `Deno.env` and builds the real
+ * clock, random source and output streams.
+ */
+import { runCli } from "./cli.ts";
+import type { CommandDeps } from "./cli/context.ts";
+import { systemClock } from "./mod/clock.ts";
+import { systemRandom } from "./mod/random.ts";
+
+const encoder = new TextEncoder();
+
+export function realDeps(): CommandDeps {
+  return {
+    clock: systemClock,
+    random: systemRandom,
+    env: {
+      setupToken: Deno.env.get("WAF_SETUP_TOKEN"),
+      osUser: Deno.env.get("SUDO_USER") ?? Deno.env.get("USER") ?? Deno.env.get("LOGNAME"),
+    },
+    stdout: (text) => Deno.stdout.writeSync(encoder.encode(text)),
+    stderr: (text) => Deno.stderr.writeSync(encoder.encode(text)),
+    readStdin: async () => await new Response(Deno.stdin.readable).text(),
+  };
+}
+
+if (import.meta.main) {
+  const code = await runCli(Deno.args, realDeps());
+  Deno.exit(code);
+}

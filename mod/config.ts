@@ -1,0 +1,127 @@
+/**
+ * Loads `waf.yaml`: creates it with documented defaults when absent, parses it with a real
+ * YAML parser and validates it, reporting every problem with its key path.
+ */
+import { parseDocument } from "yaml";
+import { type Config, configSchema, parseListen } from "./config_schema.ts";
+import { DEFAULT_CONFIG_YAML } from "./config_default.ts";
+
+export type { Config } from "./config_schema.ts";
+
+/** One configuration problem: the dotted key path and what was expected. */
+export interface ConfigProblem {
+  readonly path: string;
+  readonly message: string;
+}
+
+export type ConfigResult =
+  | { kind: "ok"; config: Config }
+  | { kind: "invalid"; problems: readonly ConfigProblem[] };
+
+function joinPath(path: ReadonlyArray<PropertyKey>): string {
+  let out = "";
+  for (const part of path) {
+    out += typeof part === "number" ? `[${part}]` : (out ? "." : "") + String(part);
+  }
+  return out || "(root)";
+}
+
+const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;
+
+/** Cross-field rules zod's per-key schema cannot express. */
+function semanticProblems(config: Config): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  const mgmt = parseListen(config.server.management.listen)!;
+  if (!LOOPBACK.test(mgmt.hostname) && config.server.management.tls === "off") {
+    problems.push({
+      path: "server.management.tls",
+      message:
+        `expected "auto" or { cert_file, key_file }: the management listener binds the non-loopback address "${mgmt.hostname}" and must not run without TLS`,
+    });
+  }
+  if (!config.apisec.permissions["admin"]) {
+    problems.push({
+      path: "apisec.permissions.admin",
+      message: 'expected an "admin" role: the first account created at setup is an admin',
+    });
+  }
+  return problems;
+}
+
+/** Validates already-parsed YAML data. */
+export function validateConfig(data: unknown): ConfigResult {
+  const parsed = configSchema.safeParse(data ?? {});
+  if (!parsed.success) {
+    const problems: ConfigProblem[] = [];
+    for (const issue of parsed.error.issues) {
+      if (issue.code === "unrecognized_keys") {
+        for (const key of issue.keys) {
+          problems.push({
+            path: joinPath([...issue.path, key]),
+            message: "unknown key: expected one of the documented keys",
+          });
+        }
+      } else {
+        problems.push({ path: joinPath(issue.path), message: issue.message });
+      }
+    }
+    return { kind: "invalid", problems };
+  }
+  const problems = semanticProblems(parsed.data);
+  return problems.length ? { kind: "invalid", problems } : { kind: "ok", config: parsed.data };
+}
+
+/** Parses and validates YAML text. */
+export function parseConfigText(text: string): ConfigResult {
+  const doc = parseDocument(text, { uniqueKeys: true });
+  if (doc.errors.length) {
+    return {
+      kind: "invalid",
+      problems: doc.errors.map((e) => ({
+        path: "(yaml)",
+        message: `${e.code}: ${e.message.split("\n")[0]}`,
+      })),
+    };
+  }
+  return validateConfig(doc.toJS());
+}
+
+/** Reads a config file; `undefined` when it does not exist. */
+export async function readConfigFile(path: string): Promise<ConfigResult | undefined> {
+  let text: string;
+  try {
+    text = await Deno.readTextFile(path);
+  } catch (err) {
+    if (err instanceof Deno.errors.NotFound) return undefined;
+    throw err;
+  }
+  return parseConfigText(text);
+}
+
+/** Writes the commented default configuration (mode 0600, parent directories created). */
+export async function writeDefaultConfig(path: string): Promise<void> {
+  const slash = path.lastIndexOf("/");
+  if (slash > 0) await Deno.mkdir(path.slice(0, slash), { recursive: true });
+  await Deno.writeTextFile(path, DEFAULT_CONFIG_YAML, { mode: 0o600, createNew: true });
+}
+
+/** The configuration with no file at all: every key at its default. */
+export function defaultConfig(): Config {
+  const result = validateConfig({});
+  if (result.kind !== "ok") throw new Error("Default configuration is invalid");
+  return result.config;
+}
+
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** Milliseconds of a validated duration string such as `"10s"`. */
+export function durationMs(value: string): number {
+  const m = /^(\d+)(ms|s|m|h|d)$/.exec(value);
+  if (!m) throw new Error(`Invalid duration: "${value}"`);
+  return Number(m[1]) * UNIT_MS[m[2]!]!;
+}
+
+/** Human-readable list of problems, one per line. */
+export function formatProblems(problems: readonly ConfigProblem[]): string {
+  return problems.map((p) => `  ${p.path}: ${p.message}`).join("\n");
+}

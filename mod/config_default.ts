@@ -1,0 +1,77 @@
+/** The commented `waf.yaml` written on first start; every value is the built-in default. */
+export const DEFAULT_CONFIG_YAML =
+  `# waf configuration. Created with the built-in defaults on first start.
+# Every key is optional; an unknown key or a bad value stops start-up naming the key.
+# Management state (sites, rules, users, tokens, ...) lives in the store, not here.
+
+# Where the store, certificates and runtime files live. The --data-dir flag wins over this.
+# data_dir: ./data
+
+server:
+  data:
+    # Data-plane reverse proxy (the traffic you protect).
+    listen: "0.0.0.0:8080"
+  management:
+    # REST API (/api), health probes (/health) and the console.
+    listen: "127.0.0.1:9443"
+    # off | auto (local CA and server certificate generated into the data directory)
+    # | { cert_file: PATH, key_file: PATH }. A non-loopback listen address requires TLS.
+    tls: "off"
+    # Public base URL of the console (used in the setup link). Derived from listen when unset.
+    # base_url: "https://waf.example.com:9443"
+  # How long in-flight requests may finish after SIGINT/SIGTERM.
+  shutdown_timeout: "10s"
+
+storage:
+  # temporary: embedded SQLite under the data directory (no other service needed).
+  # production: an external store; this build has none, so it fails closed at start.
+  profile: temporary
+  # Optional asynchronous access-log sink; never blocks requests.
+  # postgresql:
+  #   dsn: "postgres://waf@127.0.0.1:5432/waf"
+  #   pool_size: 4
+  #   batch_size: 500
+  # Optional Redis endpoint (connectivity test only; challenge state stays in memory).
+  # redis:
+  #   url: "redis://127.0.0.1:6379"
+  access_logs:
+    retention_days: 30
+    max_records: 1000000
+    queue_size: 10000
+    batch_size: 500
+
+logging:
+  level: info        # debug | info | warn | error
+  format: text       # text | json (the --log-format flag wins)
+
+protection:
+  bot:
+    # Challenge state is kept in process memory; "redis" is rejected.
+    challenge_backend: memory
+
+apisec:
+  # Role -> permission expressions: "*", "family:*" (e.g. "read:*") or an exact identifier.
+  # API callers cannot widen this map.
+  permissions:
+    admin: ["*"]
+    readonly: ["read:*", "read:cluster"]
+  management_api:
+    # Allows scoped management API tokens (Authorization: Bearer ...).
+    enabled: false
+
+time:
+  # NTP servers used to discipline the service clock (reserved).
+  servers: []
+
+update:
+  ota:
+    # Reserved: this build has no updater; enabling OTA is refused.
+    enabled: false
+    server: ""
+    channel: stable
+    check_interval: "6h"
+    auto_update_rules: true
+    auto_update_binary: false
+    verify_signature: true
+    public_keys: []
+`;

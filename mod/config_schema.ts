@@ -1,0 +1,115 @@
+/**
+ * The `waf.yaml` schema: deployment settings validated with zod at start-up.
+ * Every object is strict, so an unknown key stops the process with its path.
+ */
+import { z } from "zod";
+
+const LISTEN = /^(?:\[([0-9a-fA-F:.]+)\]|([A-Za-z0-9.-]+)):(\d{1,5})$/;
+
+/** Splits `host:port` / `[v6]:port`; undefined when malformed or the port is out of range. */
+export function parseListen(value: string): { hostname: string; port: number } | undefined {
+  const m = LISTEN.exec(value);
+  if (!m) return undefined;
+  const port = Number(m[3]);
+  if (port > 65535) return undefined;
+  return { hostname: (m[1] ?? m[2])!, port };
+}
+
+const listen = (fallback: string) =>
+  z.string().refine((v) => parseListen(v) !== undefined, {
+    message: 'expected "host:port" with a port from 0 to 65535, for example "127.0.0.1:9443"',
+  }).default(fallback);
+
+const duration = (fallback: string) =>
+  z.string().regex(/^\d+(ms|s|m|h|d)$/, 'expected a duration such as "30s", "10m" or "6h"')
+    .default(fallback);
+
+/** `*`, `family:*` or `family:name` (lower-case letters and underscores). */
+export const PERMISSION_EXPRESSION = /^(\*|[a-z_]+:\*|[a-z_]+:[a-z_]+)$/;
+
+/** Role names: ASCII letters, digits, `.`, `_`, `-`; never `*`, `/`, `:` or whitespace. */
+export const ROLE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+const tls = z.union([
+  z.enum(["off", "auto"]),
+  z.strictObject({
+    cert_file: z.string().min(1, "expected the path of a PEM certificate file"),
+    key_file: z.string().min(1, "expected the path of a PEM private key file"),
+  }),
+], { error: 'expected "off", "auto" or { cert_file, key_file }' });
+
+export const configSchema = z.strictObject({
+  data_dir: z.string().min(1).optional(),
+  server: z.strictObject({
+    data: z.strictObject({
+      listen: listen("0.0.0.0:8080"),
+    }).prefault({}),
+    management: z.strictObject({
+      listen: listen("127.0.0.1:9443"),
+      tls: tls.default("off"),
+      /** Public base URL of the console, used in the setup link; derived from listen when empty. */
+      base_url: z.string().url().optional(),
+    }).prefault({}),
+    shutdown_timeout: duration("10s"),
+  }).prefault({}),
+  storage: z.strictObject({
+    profile: z.enum(["temporary", "production"]).default("temporary"),
+    postgresql: z.strictObject({
+      dsn: z.string().regex(
+        /^postgres(ql)?:\/\//,
+        'expected a DSN such as "postgres://user@host:5432/db"',
+      ),
+      pool_size: z.number().int().min(1).max(100).default(4),
+      batch_size: z.number().int().min(1).max(10000).default(500),
+    }).optional(),
+    redis: z.strictObject({
+      url: z.string().regex(/^rediss?:\/\//, 'expected a URL such as "redis://127.0.0.1:6379"'),
+    }).optional(),
+    access_logs: z.strictObject({
+      retention_days: z.number().int().min(1).max(3650).default(30),
+      max_records: z.number().int().min(1000).default(1_000_000),
+      queue_size: z.number().int().min(100).max(1_000_000).default(10_000),
+      batch_size: z.number().int().min(1).max(10_000).default(500),
+    }).prefault({}),
+  }).prefault({}),
+  logging: z.strictObject({
+    level: z.enum(["debug", "info", "warn", "error"]).default("info"),
+    format: z.enum(["text", "json"]).default("text"),
+  }).prefault({}),
+  protection: z.strictObject({
+    bot: z.strictObject({
+      challenge_backend: z.literal("memory", {
+        error:
+          'expected "memory": challenge state stays in process memory; "redis" is not supported',
+      }).default("memory"),
+    }).prefault({}),
+  }).prefault({}),
+  apisec: z.strictObject({
+    permissions: z.record(
+      z.string().regex(ROLE_NAME, "expected a role name of ASCII letters, digits, '.', '_' or '-'"),
+      z.array(
+        z.string().regex(PERMISSION_EXPRESSION, 'expected "*", "family:*" or "family:name"'),
+      ),
+    ).default({ admin: ["*"], readonly: ["read:*", "read:cluster"] }),
+    management_api: z.strictObject({
+      enabled: z.boolean().default(false),
+    }).prefault({}),
+  }).prefault({}),
+  time: z.strictObject({
+    servers: z.array(z.string().min(1)).default([]),
+  }).prefault({}),
+  update: z.strictObject({
+    ota: z.strictObject({
+      enabled: z.boolean().default(false),
+      server: z.string().default(""),
+      channel: z.enum(["stable", "beta"]).default("stable"),
+      check_interval: duration("6h"),
+      auto_update_rules: z.boolean().default(true),
+      auto_update_binary: z.boolean().default(false),
+      verify_signature: z.boolean().default(true),
+      public_keys: z.array(z.string()).default([]),
+    }).prefault({}),
+  }).prefault({}),
+});
+
+export type Config = z.infer<typeof configSchema>;

@@ -1,0 +1,28 @@
+/**
+ * The one application error type: a condition a caller handles, carrying its HTTP status
+ * and an upper-case code. Anything else that is thrown is unexpected and becomes a 500.
+ */
+export class AppError extends Error {
+  readonly status: number;
+  readonly code: string;
+  /** Extra public detail (for example the fields that failed validation). */
+  readonly details: Readonly<Record<string, unknown>> | undefined;
+
+  constructor(
+    status: number,
+    code: string,
+    message: string,
+    options: { cause?: unknown; details?: Record<string, unknown> } = {},
+  ) {
+    super(message, { cause: options.cause });
+    this.name = "AppError";
+    this.status = status;
+    this.code = code;
+    this.details = options.details;
+  }
+}
+
+/** Shorthand for a 400 naming the offending field. */
+export function badRequest(message: string, field?: string): AppError {
+  return new AppError(400, "BAD_REQUEST", message, field ? { details: { field } } : {});
+}

@@ -1,0 +1,25 @@
+/** Hono environment shared by every management route. */
+import type { Context } from "hono";
+
+export interface Principal {
+  readonly kind: "user" | "token";
+  /** User id or token id. */
+  readonly id: string;
+  /** Username for users; the token's note is metadata only and never an identity. */
+  readonly name: string;
+  readonly role?: string;
+  readonly permissions: readonly string[];
+  readonly sessionHash?: string;
+}
+
+export type Env = {
+  Bindings: { remoteAddr?: { hostname: string; port: number }; tls?: boolean };
+  Variables: {
+    traceId: string;
+    eventId: string;
+    clientIp: string;
+    principal: Principal | undefined;
+  };
+};
+
+export type Ctx = Context<Env>;

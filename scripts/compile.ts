@@ -1,0 +1,58 @@
+/**
+ * `deno task compile`: builds the single `waf` executable with `deno compile`.
+ *
+ * `deno compile` needs Deno's `denort` base binary. It honours `DENORT_BIN` (a local denort of
+ * the same Deno version); otherwise it uses one already in Deno's cache. When neither exists
+ * it says so plainly and exits non-zero instead of trying a download that cannot succeed here.
+ */
+const root = new URL("..", import.meta.url).pathname;
+const output = Deno.args[0] ?? `${root}waf`;
+const version = Deno.version.deno;
+
+function cachedDenort(): string | undefined {
+  const home = Deno.env.get("HOME") ?? "";
+  const dirs = [Deno.env.get("DENO_DIR"), `${home}/.cache/deno`].filter((d): d is string => !!d);
+  for (const dir of dirs) {
+    const dl = `${dir}/dl/release/v${version}`;
+    try {
+      for (const entry of Deno.readDirSync(dl)) {
+        if (entry.name.startsWith("denort-")) return `${dl}/${entry.name}`;
+      }
+    } catch { /* not cached */ }
+  }
+  return undefined;
+}
+
+const denortBin = Deno.env.get("DENORT_BIN");
+if (denortBin) {
+  try {
+    Deno.statSync(denortBin);
+  } catch {
+    console.error(`DENORT_BIN points to "${denortBin}", which does not exist`);
+    Deno.exit(1);
+  }
+} else if (!cachedDenort()) {
+  console.error(
+    `Cannot compile: deno compile needs the denort ${version} base binary, and none is available.\n` +
+      `Set DENORT_BIN to a local denort ${version} binary (it cannot be downloaded on this machine).\n` +
+      `Everything else runs from source: "deno task start" and "deno run -A main.ts <args>" behave exactly like "waf <args>".`,
+  );
+  Deno.exit(1);
+}
+
+const includes = ["routes/console"].flatMap((p) => {
+  try {
+    Deno.statSync(`${root}${p}`);
+    return ["--include", `${root}${p}`];
+  } catch {
+    return [];
+  }
+});
+const cmd = new Deno.Command(Deno.execPath(), {
+  args: ["compile", "-A", "--output", output, ...includes, `${root}main.ts`],
+  stdout: "inherit",
+  stderr: "inherit",
+});
+const { code } = await cmd.output();
+if (code === 0) console.log(`Built ${output}`);
+Deno.exit(code);

@@ -1,0 +1,82 @@
+/** Runs `main.ts` as a real child process, exactly as the compiled `waf` would run. */
+const MAIN = new URL("../../main.ts", import.meta.url).pathname;
+
+export interface WafProcess extends AsyncDisposable {
+  readonly child: Deno.ChildProcess;
+  /** Resolves with the first stderr/stdout line matching `re`. */
+  waitFor(re: RegExp, timeoutMs?: number): Promise<RegExpExecArray>;
+  /** Everything printed so far. */
+  output(): string;
+  /** Sends a signal and waits for the exit code. */
+  stop(signal?: Deno.Signal): Promise<number>;
+}
+
+export function spawnWaf(args: readonly string[], env: Record<string, string> = {}): WafProcess {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", MAIN, ...args],
+    env,
+    stdout: "piped",
+    stderr: "piped",
+    stdin: "null",
+  }).spawn();
+  let text = "";
+  const waiters: { re: RegExp; resolve: (m: RegExpExecArray) => void }[] = [];
+  const pump = async (stream: ReadableStream<Uint8Array>) => {
+    for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
+      text += chunk;
+      for (const w of [...waiters]) {
+        const m = w.re.exec(text);
+        if (m) {
+          waiters.splice(waiters.indexOf(w), 1);
+          w.resolve(m);
+        }
+      }
+    }
+  };
+  const pumps = Promise.all([pump(child.stdout), pump(child.stderr)]);
+  let exited: Promise<number> | undefined;
+  const status = () =>
+    exited ??= child.status.then(async (s) => {
+      await pumps;
+      return s.code;
+    });
+  return {
+    child,
+    output: () => text,
+    waitFor(re, timeoutMs = 20_000) {
+      const m = re.exec(text);
+      if (m) return Promise.resolve(m);
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(
+          () => reject(new Error(`timed out waiting for ${re} in:\n${text}`)),
+          timeoutMs,
+        );
+        waiters.push({
+          re,
+          resolve: (found) => {
+            clearTimeout(timer);
+            resolve(found);
+          },
+        });
+        status().then(() => {
+          clearTimeout(timer);
+          const late = re.exec(text);
+          if (late) resolve(late);
+          else reject(new Error(`process exited before ${re} appeared:\n${text}`));
+        });
+      });
+    },
+    async stop(signal: Deno.Signal = "SIGTERM") {
+      try {
+        child.kill(signal);
+      } catch { /* already exited */ }
+      return await status();
+    },
+    async [Symbol.asyncDispose]() {
+      try {
+        child.kill("SIGKILL");
+      } catch { /* already exited */ }
+      await status();
+    },
+  };
+}

@@ -1,0 +1,107 @@
+import { assertEquals, assertMatch, ok } from "../_helpers/assert.ts";
+import { cli } from "../_helpers/cli.ts";
+import { tempDir } from "../_helpers/temp.ts";
+import { VERSION } from "../../mod/version.ts";
+
+Deno.test("waf --help lists the commands and global options", async () => {
+  const r = await cli(["--help"]);
+  assertEquals(r.code, 0);
+  assertMatch(r.stdout, /serve/);
+  assertMatch(r.stdout, /config check/);
+  assertMatch(r.stdout, /--data-dir DIR/);
+});
+
+Deno.test("waf --version prints the version", async () => {
+  const r = await cli(["--version"]);
+  assertEquals(r.code, 0);
+  assertEquals(r.stdout.trim(), `waf ${VERSION}`);
+});
+
+Deno.test("waf help <command> and <command> --help print the command's usage", async () => {
+  const a = await cli(["help", "config", "check"]);
+  const b = await cli(["config", "check", "--help"]);
+  assertEquals(a.code, 0);
+  assertEquals(a.stdout, b.stdout);
+  assertMatch(a.stdout, /^waf config check/);
+});
+
+Deno.test("an unknown command is a usage error with exit code 2", async () => {
+  const r = await cli(["frobnicate"]);
+  assertEquals(r.code, 2);
+  assertMatch(r.stderr, /Unknown command: "frobnicate"/);
+  assertEquals((await cli(["help", "nope"])).code, 2);
+  assertEquals((await cli([])).code, 2);
+});
+
+Deno.test("an unknown flag is a usage error with exit code 2", async () => {
+  const r = await cli(["--frob"]);
+  assertEquals(r.code, 2);
+  assertMatch(r.stderr, /Unknown option: "--frob"/);
+  const s = await cli(["serve", "--frob"]);
+  assertEquals(s.code, 2);
+  assertMatch(s.stderr, /--frob/);
+});
+
+Deno.test("a global option without a value is a usage error", async () => {
+  assertEquals((await cli(["serve", "--config"])).code, 2);
+  assertEquals((await cli(["--log-format", "xml", "serve"])).code, 2);
+});
+
+Deno.test("waf config check accepts global options before or after the command words", async () => {
+  await using dir = await tempDir();
+  await Deno.writeTextFile(`${dir}/waf.yaml`, "logging:\n  level: debug\n");
+  const before = await cli(["--data-dir", dir, "config", "check"]);
+  const after = await cli(["config", "check", `--config=${dir}/waf.yaml`]);
+  assertEquals(before.code, 0);
+  assertEquals(after.code, 0);
+  assertMatch(before.stdout, /is valid/);
+});
+
+Deno.test("waf config check prints each problem with its key path and exits 2", async () => {
+  await using dir = await tempDir();
+  const path = `${dir}/waf.yaml`;
+  await Deno.writeTextFile(
+    path,
+    'server:\n  data:\n    listen: "nope"\n  extra: 1\nprotection:\n  bot:\n    challenge_backend: redis\n',
+  );
+  const r = await cli(["config", "check", "--config", path]);
+  assertEquals(r.code, 2);
+  assertMatch(r.stderr, /server\.data\.listen: expected "host:port"/);
+  assertMatch(r.stderr, /server\.extra: unknown key/);
+  assertMatch(r.stderr, /protection\.bot\.challenge_backend/);
+});
+
+Deno.test("waf config check on a missing file exits 2", async () => {
+  await using dir = await tempDir();
+  const r = await cli(["config", "check", "--config", `${dir}/absent.yaml`]);
+  assertEquals(r.code, 2);
+  assertMatch(r.stderr, /not found/);
+});
+
+Deno.test("serve with an invalid config stops with exit code 2 naming the key", async () => {
+  await using dir = await tempDir();
+  await Deno.writeTextFile(`${dir}/waf.yaml`, "storage:\n  redis:\n    url: nope\n");
+  const r = await cli(["serve", "--data-dir", dir]);
+  assertEquals(r.code, 2);
+  assertMatch(r.stderr, /storage\.redis\.url/);
+});
+
+Deno.test("serve with the production profile fails closed before writing any file", async () => {
+  await using dir = await tempDir();
+  const data = `${dir}/data`;
+  const config = `${dir}/waf.yaml`;
+  await Deno.writeTextFile(config, "storage:\n  profile: production\n");
+  const r = await cli(["serve", "--config", config, "--data-dir", data]);
+  assertEquals(r.code, 1);
+  assertMatch(r.stderr, /ErrProductionStorageUnavailable/);
+  assertMatch(r.stderr, /external management database/);
+  let exists = true;
+  try {
+    await Deno.stat(data);
+  } catch {
+    exists = false;
+  }
+  ok(!exists, "the data directory must not be created");
+  const entries = [...Deno.readDirSync(dir)].map((e) => e.name);
+  assertEquals(entries, ["waf.yaml"]);
+});

@@ -1,0 +1,157 @@
+import { DatabaseSync } from "node:sqlite";
+import { assertEquals, assertThrows } from "../_helpers/assert.ts";
+import { tempDir } from "../_helpers/temp.ts";
+import { MIGRATIONS, SCHEMA_VERSION } from "../../db/migrations.ts";
+import { openStore, SchemaTooNewError, schemaVersion } from "../../db/store.ts";
+
+const NOW = Date.UTC(2026, 0, 1);
+/** Breaks today's username rule: leading space, NBSP, zero-width space and upper case. */
+const HISTORICAL_NAME = " Admin\u00a0\u200bé";
+
+/** Inserts rows valid at schema `version` (each version's columns only). */
+function seed(db: DatabaseSync, version: number): void {
+  db.prepare(
+    "INSERT INTO users (id, username, password_hash, role, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+  ).run("u1", HISTORICAL_NAME, "scrypt$x", "admin", NOW, NOW);
+  db.prepare(
+    "INSERT INTO users (id, username, password_hash, role, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+  ).run("u2", "alice", "scrypt$y", "readonly", NOW, NOW);
+  db.prepare(
+    "INSERT INTO admin_sessions (id_hash, user_id, created_at, last_seen_at, expires_at) VALUES (?, ?, ?, ?, ?)",
+  ).run("h1", "u1", NOW, NOW, NOW + 1000);
+  db.prepare("INSERT INTO settings (key, value, updated_at) VALUES (?, ?, ?)").run(
+    "setup",
+    '{"complete":true}',
+    NOW,
+  );
+  db.prepare(
+    "INSERT INTO audit_log (time, actor_type, action, result) VALUES (?, 'system', 'seed', 'ok')",
+  ).run(NOW);
+  if (version >= 2) {
+    db.prepare(
+      "INSERT INTO api_tokens (id, secret_hash, note, permissions, created_by, created_at) VALUES ('t1', 'hash', 'ci', '[]', 'u1', ?)",
+    ).run(NOW);
+  }
+  if (version >= 3) {
+    db.prepare(
+      "INSERT INTO sites (id, name, config, created_at, updated_at) VALUES ('s1', 'shop', '{}', ?, ?)",
+    ).run(NOW, NOW);
+  }
+  if (version >= 4) {
+    db.prepare(
+      "INSERT INTO username_repairs (user_id, old_username, new_username, reason, os_user, revoked_sessions, time) VALUES ('u2', 'x y', 'alice', 'r', 'root', 0, ?)",
+    ).run(NOW);
+  }
+}
+
+function count(db: DatabaseSync, table: string): number {
+  return (db.prepare(`SELECT COUNT(*) AS n FROM ${table}`).get() as { n: number }).n;
+}
+
+Deno.test("a fresh store reaches the current schema version 5", async () => {
+  await using dir = await tempDir();
+  const db = openStore(`${dir}/waf.db`, { now: NOW });
+  try {
+    assertEquals(SCHEMA_VERSION, 5);
+    assertEquals(schemaVersion(db), 5);
+    const recorded = db.prepare("SELECT version FROM schema_migrations ORDER BY version").all()
+      .map((r) => r.version);
+    assertEquals(recorded, [1, 2, 3, 4, 5]);
+    assertEquals(
+      (db.prepare("PRAGMA journal_mode").get() as { journal_mode: string }).journal_mode,
+      "wal",
+    );
+    assertEquals(
+      (db.prepare("PRAGMA foreign_keys").get() as { foreign_keys: number }).foreign_keys,
+      1,
+    );
+  } finally {
+    db.close();
+  }
+});
+
+for (let from = 1; from < SCHEMA_VERSION; from++) {
+  Deno.test(`a store at version ${from} upgrades to 5 with every row intact`, async () => {
+    await using dir = await tempDir();
+    const path = `${dir}/waf.db`;
+    const old = openStore(path, { now: NOW, targetVersion: from });
+    assertEquals(schemaVersion(old), from);
+    seed(old, from);
+    const before = old.prepare("SELECT id, username, password_hash, role FROM users ORDER BY id")
+      .all();
+    old.close();
+
+    const db = openStore(path, { now: NOW });
+    try {
+      assertEquals(schemaVersion(db), 5);
+      const after = db.prepare("SELECT id, username, password_hash, role FROM users ORDER BY id")
+        .all();
+      assertEquals(after, before);
+      const raw = db.prepare("SELECT hex(username) AS h FROM users WHERE id = 'u1'").get() as {
+        h: string;
+      };
+      assertEquals(
+        raw.h,
+        new TextEncoder().encode(HISTORICAL_NAME).reduce(
+          (s, b) => s + b.toString(16).padStart(2, "0").toUpperCase(),
+          "",
+        ),
+      );
+      const epoch = db.prepare("SELECT credential_epoch FROM users WHERE id = 'u1'").get() as {
+        credential_epoch: number;
+      };
+      assertEquals(epoch.credential_epoch, 1);
+      assertEquals(count(db, "admin_sessions"), 1);
+      assertEquals(count(db, "audit_log"), 1);
+      if (from >= 2) assertEquals(count(db, "api_tokens"), 1);
+      if (from >= 3) assertEquals(count(db, "sites"), 1);
+      if (from >= 4) {
+        assertEquals(count(db, "username_repairs"), 1);
+      }
+    } finally {
+      db.close();
+    }
+  });
+}
+
+Deno.test("a store with a newer schema is refused and left byte-identical", async () => {
+  await using dir = await tempDir();
+  const path = `${dir}/waf.db`;
+  const db = openStore(path, { now: NOW });
+  db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)").run(
+    SCHEMA_VERSION + 1,
+    "from the future",
+    NOW,
+  );
+  db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+  db.close();
+  const before = await Deno.readFile(path);
+  assertThrows(
+    () => openStore(path, { now: NOW }),
+    (e: unknown) =>
+      e instanceof SchemaTooNewError && e.message.includes("version 6") &&
+      e.message.includes("version 5"),
+  );
+  assertEquals(await Deno.readFile(path), before);
+  const check = new DatabaseSync(path, { readOnly: true });
+  assertEquals(schemaVersion(check), SCHEMA_VERSION + 1);
+  check.close();
+});
+
+Deno.test("the audit log and username repair tables refuse updates and deletes", async () => {
+  await using dir = await tempDir();
+  const db = openStore(`${dir}/waf.db`, { now: NOW });
+  try {
+    seed(db, 5);
+    for (const table of ["audit_log", "username_repairs"]) {
+      assertThrows(() => db.exec(`UPDATE ${table} SET time = 0`), /append-only/);
+      assertThrows(() => db.exec(`DELETE FROM ${table}`), /append-only/);
+    }
+  } finally {
+    db.close();
+  }
+});
+
+Deno.test("every migration has a unique ascending version", () => {
+  MIGRATIONS.forEach((m, i) => assertEquals(m.version, i + 1));
+});

@@ -1,0 +1,36 @@
+import { assertEquals, assertMatch, ok } from "../_helpers/assert.ts";
+import { spawnWaf } from "../_helpers/process.ts";
+import { tempDir } from "../_helpers/temp.ts";
+
+const CONFIG =
+  'server:\n  data:\n    listen: "127.0.0.1:0"\n  management:\n    listen: "127.0.0.1:0"\n';
+
+Deno.test("waf serve as a process prints both addresses and stops on SIGTERM", async () => {
+  await using dir = await tempDir();
+  await Deno.writeTextFile(`${dir}/waf.yaml`, CONFIG);
+  await using waf = spawnWaf(["serve", "--data-dir", dir]);
+  const m = await waf.waitFor(/data_plane=127\.0\.0\.1:(\d+) management=(http:\/\/[\d.:]+)/);
+  assertMatch(waf.output(), new RegExp(`data_dir=${dir}`));
+  const ready = await fetch(`${m[2]}/health/ready`);
+  assertEquals(ready.status, 200);
+  await ready.body?.cancel();
+  const page = await fetch(`http://127.0.0.1:${m[1]}/`);
+  assertEquals(page.status, 404);
+  await page.body?.cancel();
+  assertEquals(await waf.stop("SIGTERM"), 0);
+  assertMatch(waf.output(), /stopped/);
+});
+
+Deno.test("waf serve creates a documented default config on first start", async () => {
+  await using dir = await tempDir();
+  await using waf = spawnWaf(["serve", "--data-dir", dir, "--log-format", "json"]);
+  await waf.waitFor(/"msg":"waf started"/);
+  assertEquals(await waf.stop("SIGINT"), 0);
+  const yaml = await Deno.readTextFile(`${dir}/waf.yaml`);
+  assertMatch(yaml, /listen: "0\.0\.0\.0:8080"/);
+  assertMatch(yaml, /# /);
+  for (const line of waf.output().trim().split("\n")) {
+    const parsed = JSON.parse(line);
+    ok(typeof parsed.time === "string" && typeof parsed.msg === "string", line);
+  }
+});
