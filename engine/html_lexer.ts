@@ -1,0 +1,141 @@
+/**
+ * A browser-like HTML tag tokenizer for XSS detection.
+ *
+ * It follows the HTML5 tokenizer where attackers exploit it: a tag opens only with `<` and an
+ * ASCII letter, `/` separates attributes (`<svg/onload=...>`), attribute names may start with
+ * anything but whitespace, `/` and `>`, unquoted values run to whitespace or `>`, and a tag
+ * without its closing `>` still counts (the page supplies one later). It can also start
+ * inside a tag's attribute list, which is where a value lands after breaking out of a quoted
+ * attribute.
+ */
+
+/** One attribute of a tag; `value` is undefined for a bare name. */
+export interface HtmlAttr {
+  /** Lower-cased, with control characters removed. */
+  readonly name: string;
+  readonly value: string | undefined;
+}
+
+/** One start or end tag. */
+export interface HtmlTag {
+  /** Lower-cased tag name; empty for the synthetic tag of an attribute-list start. */
+  readonly name: string;
+  readonly closing: boolean;
+  readonly attrs: readonly HtmlAttr[];
+  /** Offset of `<` (or 0 for an attribute-list start). */
+  readonly start: number;
+  /** False when the text ended before `>`. */
+  readonly complete: boolean;
+}
+
+/** Tags read at most per value. */
+export const MAX_TAGS = 64;
+const MAX_ATTRS = 32;
+/** Characters dropped from attribute names, as some parsers and legacy browsers do. */
+// deno-lint-ignore no-control-regex -- control characters are what gets dropped
+const CONTROL = /[\x00-\x1f\x7f]/g;
+
+function isSpace(c: number): boolean {
+  return c === 32 || c === 9 || c === 10 || c === 12 || c === 13;
+}
+
+function isLetter(c: number): boolean {
+  const l = c | 0x20;
+  return l >= 97 && l <= 122;
+}
+
+/**
+ * Reads the tags of a text.
+ *
+ * @param text decoded text
+ * @param inTag start inside an attribute list (after an attribute-value breakout)
+ * @returns tags in order, at most {@link MAX_TAGS}
+ */
+export function lexHtml(text: string, inTag = false): HtmlTag[] {
+  const tags: HtmlTag[] = [];
+  const n = text.length;
+  let i = 0;
+  if (inTag) {
+    const r = readAttributes(text, 0);
+    tags.push({ name: "", closing: false, attrs: r.attrs, start: 0, complete: r.complete });
+    i = r.end;
+  }
+  while (i < n && tags.length < MAX_TAGS) {
+    const lt = text.indexOf("<", i);
+    if (lt < 0 || lt + 1 >= n) break;
+    const c = text.charCodeAt(lt + 1);
+    if (c === 33 || c === 63) {
+      // <!-- comment -->, <!doctype>, <?pi?>: skipped like the browser's bogus comments.
+      const close = text.startsWith("<!--", lt)
+        ? text.indexOf("-->", lt + 4)
+        : text.indexOf(">", lt);
+      i = close < 0 ? n : close + 1;
+      continue;
+    }
+    const closing = c === 47;
+    const nameStart = closing ? lt + 2 : lt + 1;
+    if (!isLetter(text.charCodeAt(nameStart))) {
+      i = lt + 1;
+      continue;
+    }
+    let j = nameStart;
+    while (j < n) {
+      const d = text.charCodeAt(j);
+      if (isSpace(d) || d === 47 || d === 62) break;
+      j++;
+    }
+    const name = text.slice(nameStart, j).toLowerCase();
+    const r = readAttributes(text, j);
+    tags.push({ name, closing, attrs: r.attrs, start: lt, complete: r.complete });
+    i = r.end;
+  }
+  return tags;
+}
+
+interface AttrList {
+  readonly attrs: HtmlAttr[];
+  readonly end: number;
+  readonly complete: boolean;
+}
+
+function readAttributes(text: string, at: number): AttrList {
+  const attrs: HtmlAttr[] = [];
+  const n = text.length;
+  let i = at;
+  while (i < n) {
+    const c = text.charCodeAt(i);
+    if (isSpace(c) || c === 47) {
+      i++;
+      continue;
+    }
+    if (c === 62) return { attrs, end: i + 1, complete: true };
+    const nameStart = i;
+    i++;
+    while (i < n) {
+      const d = text.charCodeAt(i);
+      if (isSpace(d) || d === 47 || d === 62 || d === 61) break;
+      i++;
+    }
+    const name = text.slice(nameStart, i).toLowerCase().replace(CONTROL, "");
+    let k = i;
+    while (k < n && isSpace(text.charCodeAt(k))) k++;
+    let value: string | undefined;
+    if (text.charCodeAt(k) === 61) {
+      k++;
+      while (k < n && isSpace(text.charCodeAt(k))) k++;
+      const q = text.charCodeAt(k);
+      if (q === 34 || q === 39) {
+        const close = text.indexOf(text[k]!, k + 1);
+        value = text.slice(k + 1, close < 0 ? n : close);
+        i = close < 0 ? n : close + 1;
+      } else {
+        const vStart = k;
+        while (k < n && !isSpace(text.charCodeAt(k)) && text.charCodeAt(k) !== 62) k++;
+        value = text.slice(vStart, k);
+        i = k;
+      }
+    }
+    if (attrs.length < MAX_ATTRS) attrs.push({ name, value });
+  }
+  return { attrs, end: n, complete: false };
+}

@@ -1,0 +1,21 @@
+/**
+ * Public API of the semantic inspection engine: pure functions over plain data.
+ *
+ * @example
+ * ```ts
+ * import { inspect } from "./engine/mod.ts";
+ * const result = inspect(
+ *   { method: "GET", path: "/", query: "id=1%27%20or%201=1--", headers: [] },
+ *   { level: "balanced" },
+ * );
+ * result.blocking?.ruleId; // "sqli.tautology"
+ * ```
+ */
+
+export type * from "./types.ts";
+export { ATTACK_CLASSES } from "./types.ts";
+export { BLOCKING_BAND, DEFAULT_BUDGET, inspect } from "./inspect.ts";
+export { extract } from "./extract.ts";
+export { normalize } from "./normalize.ts";
+export { sqli } from "./sqli.ts";
+export { xss } from "./xss.ts";

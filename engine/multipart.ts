@@ -1,0 +1,68 @@
+/**
+ * A forgiving multipart/form-data splitter for inspection.
+ *
+ * It works on a Latin-1 view of the body (one character per byte) so binary parts keep
+ * their length, and it accepts what lenient servers accept: missing final boundary (the
+ * connector truncates bodies), LF instead of CRLF, parts without headers.
+ */
+
+/** One part of a multipart body. */
+export interface Part {
+  readonly name: string;
+  readonly filename: string | undefined;
+  /** Part content as Latin-1 (one character per byte). */
+  readonly value: string;
+}
+
+const NAME = /\bname\s*=\s*(?:"([^"]*)"|([^\s;]+))/i;
+const FILENAME = /\bfilename\*?\s*=\s*(?:"([^"]*)"|([^\s;]+))/i;
+const MAX_PARTS = 256;
+
+/**
+ * Splits a body into parts; broken input yields the parts that could be read.
+ *
+ * @param body the body as Latin-1 text
+ * @param boundary the boundary from the content type, without the leading dashes
+ */
+export function parseMultipart(body: string, boundary: string): Part[] {
+  const parts: Part[] = [];
+  const delimiter = `--${boundary}`;
+  let at = body.indexOf(delimiter);
+  while (at >= 0 && parts.length < MAX_PARTS) {
+    const start = at + delimiter.length;
+    if (body.startsWith("--", start)) break;
+    const next = body.indexOf(delimiter, start);
+    const chunk = body.slice(start, next < 0 ? body.length : next);
+    const part = parsePart(chunk);
+    if (part !== undefined) parts.push(part);
+    at = next;
+  }
+  return parts;
+}
+
+function parsePart(chunk: string): Part | undefined {
+  const text = chunk.replace(LEADING_NEWLINE, "");
+  let split = text.indexOf("\r\n\r\n");
+  let gap = 4;
+  if (split < 0) {
+    split = text.indexOf("\n\n");
+    gap = 2;
+  }
+  if (split < 0) return undefined;
+  const head = text.slice(0, split);
+  let value = text.slice(split + gap);
+  if (value.endsWith("\r\n")) value = value.slice(0, -2);
+  else if (value.endsWith("\n")) value = value.slice(0, -1);
+  const disposition = head.split(LINE).find((line) => DISPOSITION.test(line)) ?? "";
+  const n = NAME.exec(disposition);
+  const f = FILENAME.exec(disposition);
+  return {
+    name: n?.[1] ?? n?.[2] ?? "",
+    filename: f === null ? undefined : f[1] ?? f[2] ?? "",
+    value,
+  };
+}
+
+const LEADING_NEWLINE = /^\r?\n/;
+const LINE = /\r?\n/;
+const DISPOSITION = /^content-disposition:/i;

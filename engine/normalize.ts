@@ -1,0 +1,235 @@
+/**
+ * Decoding of attacker-controlled values before detection.
+ *
+ * Attackers hide payloads behind layers of encoding that the application (or the browser)
+ * undoes later: percent escapes (sometimes twice), IIS `%uXXXX`, overlong UTF-8, HTML
+ * entities, JavaScript escapes. Detectors must see what the application will see, so each
+ * value is peeled layer by layer until it stops changing, with hard bounds on the number of
+ * layers and on the length analysed, so a hostile request cannot make inspection slow.
+ */
+
+import { decodeEntities } from "./entities.ts";
+
+/** Layers of decoding applied at most; three covers double encoding plus one entity layer. */
+export const MAX_DECODE_LAYERS = 3;
+/** Characters of one value that are analysed; the rest is ignored and reported as truncated. */
+export const MAX_VALUE_CHARS = 8192;
+
+/** Characters that can start an encoded sequence; a value without them is returned as is. */
+const ENCODED_HINT = /[%&\\+]/;
+const NUL = /\0/g;
+/** Base64 text long enough to hide a payload, optionally padded. */
+const BASE64 = /^[A-Za-z0-9+/_-]{12,}={0,2}$/;
+const PADDING = /=+$/;
+/** Decoded base64 is only interesting when it reads like markup or code. */
+const CODE_LIKE = /[<>'"();${}`|]/;
+
+/** How `+` is read: as a space in query strings and form bodies, literally elsewhere. */
+export type PlusMode = "space" | "literal";
+
+/** Result of {@link normalize}. */
+export interface Normalized {
+  readonly text: string;
+  /** True when the value was longer than {@link MAX_VALUE_CHARS}. */
+  readonly truncated: boolean;
+}
+
+/**
+ * Fully decodes one value: percent escapes (with `%uXXXX` and overlong UTF-8), HTML
+ * entities and JavaScript escapes, repeated until stable or {@link MAX_DECODE_LAYERS};
+ * NUL bytes removed.
+ *
+ * @param value raw value as received
+ * @param plus whether `+` means a space in the first percent-decoding layer
+ * @returns the decoded text and whether the input was cut to the analysis limit
+ */
+export function normalize(value: string, plus: PlusMode = "literal"): Normalized {
+  const truncated = value.length > MAX_VALUE_CHARS;
+  let text = truncated ? value.slice(0, MAX_VALUE_CHARS) : value;
+  if (ENCODED_HINT.test(text)) {
+    for (let layer = 0; layer < MAX_DECODE_LAYERS; layer++) {
+      let next = percentDecode(text, layer === 0 && plus === "space");
+      next = decodeEntities(next);
+      next = decodeJsEscapes(next);
+      if (next === text) break;
+      text = next;
+    }
+  }
+  if (text.includes("\0")) text = text.replace(NUL, "");
+  return { text, truncated };
+}
+
+function hexValue(code: number): number {
+  if (code >= 48 && code <= 57) return code - 48;
+  const lower = code | 0x20;
+  if (lower >= 97 && lower <= 102) return lower - 87;
+  return -1;
+}
+
+function hexAt(s: string, at: number, digits: number): number {
+  if (at + digits > s.length) return -1;
+  let v = 0;
+  for (let i = 0; i < digits; i++) {
+    const h = hexValue(s.charCodeAt(at + i));
+    if (h < 0) return -1;
+    v = v * 16 + h;
+  }
+  return v;
+}
+
+/**
+ * Decodes `%XX` (as UTF-8, tolerating overlong forms the way old servers did) and
+ * `%uXXXX`. Malformed escapes stay literally, as most servers leave them.
+ */
+export function percentDecode(s: string, plusIsSpace = false): string {
+  if (!s.includes("%") && !(plusIsSpace && s.includes("+"))) return s;
+  let out = "";
+  let bytes: number[] | undefined;
+  const flush = () => {
+    if (bytes !== undefined && bytes.length > 0) {
+      out += utf8Lenient(bytes);
+      bytes.length = 0;
+    }
+  };
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c === 37 /* % */) {
+      const byte = hexAt(s, i + 1, 2);
+      if (byte >= 0) {
+        (bytes ??= []).push(byte);
+        i += 2;
+        continue;
+      }
+      const lower = s.charCodeAt(i + 1) | 0x20;
+      if (lower === 117 /* u */) {
+        const unit = hexAt(s, i + 2, 4);
+        if (unit >= 0) {
+          flush();
+          out += String.fromCharCode(unit);
+          i += 5;
+          continue;
+        }
+      }
+    }
+    flush();
+    out += c === 43 && plusIsSpace ? " " : s[i];
+  }
+  flush();
+  return out;
+}
+
+/**
+ * UTF-8 decoding that maps overlong sequences (`C0 AE` = `.`) to their code point instead
+ * of rejecting them, because vulnerable servers did exactly that, and keeps other invalid
+ * bytes as Latin-1 characters so nothing disappears.
+ */
+function utf8Lenient(bytes: readonly number[]): string {
+  let out = "";
+  for (let i = 0; i < bytes.length; i++) {
+    const b0 = bytes[i]!;
+    if (b0 < 0x80) {
+      out += String.fromCharCode(b0);
+      continue;
+    }
+    const need = b0 >= 0xf0 && b0 < 0xf8 ? 3 : b0 >= 0xe0 ? 2 : b0 >= 0xc0 ? 1 : 0;
+    if (need === 0 || i + need >= bytes.length) {
+      out += String.fromCharCode(b0);
+      continue;
+    }
+    let cp = b0 & (need === 1 ? 0x1f : need === 2 ? 0x0f : 0x07);
+    let ok = true;
+    for (let k = 1; k <= need; k++) {
+      const b = bytes[i + k]!;
+      if ((b & 0xc0) !== 0x80) {
+        ok = false;
+        break;
+      }
+      cp = (cp << 6) | (b & 0x3f);
+    }
+    if (!ok || cp > 0x10ffff) {
+      out += String.fromCharCode(b0);
+      continue;
+    }
+    out += String.fromCodePoint(cp);
+    i += need;
+  }
+  return out;
+}
+
+/** Decodes `\uXXXX`, `\u{X..}`, `\xXX` and octal `\NNN` escapes as JavaScript and PHP do. */
+export function decodeJsEscapes(s: string): string {
+  if (!s.includes("\\")) return s;
+  let out = "";
+  for (let i = 0; i < s.length; i++) {
+    const c = s[i]!;
+    if (c !== "\\" || i + 1 >= s.length) {
+      out += c;
+      continue;
+    }
+    const kind = s[i + 1]!;
+    if (kind === "u" || kind === "U") {
+      if (s[i + 2] === "{") {
+        const end = s.indexOf("}", i + 3);
+        const cp = end > i + 3 && end - i <= 10 ? hexAt(s, i + 3, end - i - 3) : -1;
+        if (cp >= 0 && cp <= 0x10ffff) {
+          out += String.fromCodePoint(cp);
+          i = end;
+          continue;
+        }
+      }
+      const unit = hexAt(s, i + 2, 4);
+      if (unit >= 0) {
+        out += String.fromCharCode(unit);
+        i += 5;
+        continue;
+      }
+    } else if (kind === "x" || kind === "X") {
+      const byte = hexAt(s, i + 2, 2);
+      if (byte >= 0) {
+        out += String.fromCharCode(byte);
+        i += 3;
+        continue;
+      }
+    } else if (kind >= "0" && kind <= "7") {
+      let v = 0;
+      let n = 0;
+      while (n < 3 && i + 1 + n < s.length) {
+        const d = s.charCodeAt(i + 1 + n) - 48;
+        if (d < 0 || d > 7) break;
+        v = v * 8 + d;
+        n++;
+      }
+      if (n >= 2 || v === 0) {
+        out += String.fromCharCode(v);
+        i += n;
+        continue;
+      }
+    }
+    out += c;
+  }
+  return out;
+}
+
+/**
+ * Decodes a value that is entirely base64 when the result is printable text that reads like
+ * markup or code; otherwise undefined (most base64 in requests is binary or opaque tokens).
+ */
+export function decodeBase64Code(value: string): string | undefined {
+  if (value.length > MAX_VALUE_CHARS || !BASE64.test(value)) return undefined;
+  let text: string;
+  try {
+    text = atob(value.replaceAll("-", "+").replaceAll("_", "/").replace(PADDING, ""));
+  } catch {
+    return undefined;
+  }
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if ((c < 0x20 && c !== 9 && c !== 10 && c !== 13) || c > 0x7e) return undefined;
+  }
+  return CODE_LIKE.test(text) ? text : undefined;
+}
+
+/** ASCII lower case, cheaper than `toLowerCase()` on mostly-ASCII text and locale-free. */
+export function foldCase(s: string): string {
+  return s.toLowerCase();
+}

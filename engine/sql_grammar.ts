@@ -1,0 +1,229 @@
+/**
+ * Expression-level reading of SQL token streams: operands, comparisons and the vocabulary
+ * that gives them meaning. The injection rules in `sqli.ts` are written in these terms, so a
+ * keyword only counts where SQL grammar would use it.
+ */
+
+import type { SqlToken } from "./sql_lexer.ts";
+
+/** Clause keywords: never an operand, they start or end an expression. */
+export const CLAUSE_WORDS: ReadonlySet<string> = new Set([
+  "select",
+  "from",
+  "where",
+  "union",
+  "order",
+  "group",
+  "having",
+  "limit",
+  "offset",
+  "into",
+  "procedure",
+  "then",
+  "else",
+  "end",
+  "when",
+  "as",
+  "on",
+  "by",
+  "values",
+  "set",
+  "like",
+  "rlike",
+  "regexp",
+  "between",
+  "in",
+  "is",
+  "escape",
+  "sounds",
+  "glob",
+]);
+
+/** Comparison words that turn two operands into a predicate. */
+const COMPARE_WORDS: ReadonlySet<string> = new Set([
+  "like",
+  "rlike",
+  "regexp",
+  "between",
+  "in",
+  "is",
+  "sounds",
+  "glob",
+  "similar",
+]);
+const COMPARE_OPS: ReadonlySet<string> = new Set([
+  "=",
+  "==",
+  "<",
+  ">",
+  "<=",
+  ">=",
+  "<>",
+  "!=",
+  "<=>",
+  "!<",
+  "!>",
+]);
+/** Binary arithmetic and string operators that extend an operand. */
+const ARITH_OPS: ReadonlySet<string> = new Set([
+  "+",
+  "-",
+  "*",
+  "/",
+  "%",
+  "^",
+  "|",
+  "&",
+  "<<",
+  ">>",
+  "::",
+]);
+const ARITH_WORDS: ReadonlySet<string> = new Set(["div", "mod", "collate"]);
+const LITERAL_WORDS: ReadonlySet<string> = new Set(["null", "true", "false", "unknown"]);
+const UNARY: ReadonlySet<string> = new Set(["-", "+", "~", "!"]);
+
+/** What {@link readOperand} found. */
+export interface Operand {
+  /** Index just past the operand. */
+  readonly end: number;
+  /** Only literals (numbers, strings, true/false/null), so its value is attacker-fixed. */
+  readonly literal: boolean;
+  /** Contains a function call or a parenthesised group (subquery, nested expression). */
+  readonly complex: boolean;
+  /** Normalised text, to recognise `x=x` and `'a'='a'`. */
+  readonly key: string;
+}
+
+/** Index of the next token that is not a comment, or `tokens.length`. */
+export function skipComments(tokens: readonly SqlToken[], at: number): number {
+  let i = at;
+  while (i < tokens.length && tokens[i]!.kind === "comment") i++;
+  return i;
+}
+
+/** Index just past the parenthesised group opening at `at` (or the end when unbalanced). */
+export function skipGroup(tokens: readonly SqlToken[], at: number): number {
+  let depth = 0;
+  for (let i = at; i < tokens.length; i++) {
+    const k = tokens[i]!.kind;
+    if (k === "lparen") depth++;
+    else if (k === "rparen" && --depth === 0) return i + 1;
+  }
+  return tokens.length;
+}
+
+/** The content of a string token without its quotes, for comparing literal operands. */
+export function stringContent(text: string, token: SqlToken): string {
+  return text.slice(token.start + 1, token.closed ? token.end - 1 : token.end);
+}
+
+/**
+ * Reads one operand (`1`, `'a'`, `@@version`, `t.col`, `f(x)`, `(select 1)`, `-1+2`).
+ *
+ * @returns undefined when no operand starts at `at`
+ */
+export function readOperand(
+  text: string,
+  tokens: readonly SqlToken[],
+  at: number,
+): Operand | undefined {
+  let i = skipComments(tokens, at);
+  let literal = true;
+  let complex = false;
+  let key = "";
+  for (let terms = 0; terms < 16; terms++) {
+    while (i < tokens.length) {
+      const t = tokens[i]!;
+      if ((t.kind === "op" && UNARY.has(t.text)) || (t.kind === "logic" && t.text === "not")) {
+        i = skipComments(tokens, i + 1);
+      } else if (t.kind === "word" && t.text === "binary") i = skipComments(tokens, i + 1);
+      else break;
+    }
+    const t = tokens[i];
+    if (t === undefined) return undefined;
+    if (t.kind === "num") {
+      key += t.text;
+      i++;
+    } else if (t.kind === "str") {
+      key += stringContent(text, t);
+      i++;
+    } else if (t.kind === "var" || t.kind === "ident") {
+      literal = false;
+      key += t.text;
+      i++;
+    } else if (t.kind === "lparen") {
+      literal = false;
+      complex = true;
+      const end = skipGroup(tokens, i);
+      key += text.slice(t.start, tokens[end - 1]!.end);
+      i = end;
+    } else if (t.kind === "word" && !CLAUSE_WORDS.has(t.text)) {
+      if (!LITERAL_WORDS.has(t.text)) literal = false;
+      key += t.text;
+      i++;
+      if (t.call) {
+        complex = true;
+        const end = skipGroup(tokens, skipComments(tokens, i));
+        key += text.slice(tokens[i]?.start ?? t.end, tokens[end - 1]!.end);
+        i = end;
+      }
+      while (tokens[i]?.kind === "dot" && tokens[i + 1] !== undefined) {
+        key += "." + tokens[i + 1]!.text;
+        i += 2;
+      }
+    } else {
+      return undefined;
+    }
+    const op = tokens[skipComments(tokens, i)];
+    const arith = op !== undefined &&
+      ((op.kind === "op" && ARITH_OPS.has(op.text)) ||
+        (op.kind === "logic" && op.text === "||") ||
+        (op.kind === "word" && ARITH_WORDS.has(op.text)) ||
+        (op.kind === "logic" && op.text === "div"));
+    if (!arith) break;
+    key += op.text;
+    i = skipComments(tokens, i) + 1;
+    if (i >= tokens.length) break;
+  }
+  return { end: i, literal, complex, key };
+}
+
+/** What {@link readComparison} found. */
+export interface Comparison {
+  readonly end: number;
+  /** Both sides are literals or the same expression: the outcome is attacker-fixed. */
+  readonly fixed: boolean;
+  readonly complex: boolean;
+}
+
+/**
+ * Reads `operand <comparison> operand` (also `x between a and b`, `x in (...)`,
+ * `x is [not] null`, `x like y`) starting at `at`.
+ */
+export function readComparison(
+  text: string,
+  tokens: readonly SqlToken[],
+  at: number,
+): Comparison | undefined {
+  const left = readOperand(text, tokens, at);
+  if (left === undefined) return undefined;
+  let i = skipComments(tokens, left.end);
+  let t = tokens[i];
+  if (t?.kind === "logic" && t.text === "not") t = tokens[i = skipComments(tokens, i + 1)];
+  if (t === undefined) return undefined;
+  const isOp = t.kind === "op" && COMPARE_OPS.has(t.text);
+  const isWord = t.kind === "word" && COMPARE_WORDS.has(t.text);
+  if (!isOp && !isWord) return undefined;
+  i++;
+  if (t.text === "is") {
+    const n = tokens[skipComments(tokens, i)];
+    const m = n?.kind === "logic" && n.text === "not" ? tokens[skipComments(tokens, i + 1)] : n;
+    if (m?.kind !== "word" || !LITERAL_WORDS.has(m.text)) return undefined;
+    return { end: m.end, fixed: left.literal, complex: left.complex };
+  }
+  if (t.text === "sounds") i = skipComments(tokens, i) + 1;
+  const right = readOperand(text, tokens, i);
+  if (right === undefined) return undefined;
+  const fixed = (left.literal && right.literal) || left.key === right.key;
+  return { end: right.end, fixed, complex: left.complex || right.complex };
+}

@@ -1,0 +1,235 @@
+/**
+ * A small SQL tokenizer covering the dialect features attackers use across MySQL, MSSQL,
+ * PostgreSQL, Oracle and SQLite: every quote style (with doubled-quote and backslash
+ * escapes), hex/binary/decimal numbers, `--`, `#` and block comments, MySQL executable
+ * comments `/*! ... *\/` (whose content is code, not comment), variables, operators and
+ * bracketed identifiers.
+ *
+ * The tokenizer never fails: unknown characters become `other` tokens, unterminated strings
+ * and comments run to the end of the input.
+ */
+
+/** Token kinds; `word` covers keywords, identifiers and function names (lower-cased). */
+export type SqlTokenKind =
+  | "str"
+  | "num"
+  | "word"
+  | "ident"
+  | "var"
+  | "op"
+  | "logic"
+  | "lparen"
+  | "rparen"
+  | "comma"
+  | "semi"
+  | "dot"
+  | "comment"
+  | "other";
+
+export interface SqlToken {
+  readonly kind: SqlTokenKind;
+  /** Lower-cased text for words, logic and operators; the quote character for strings. */
+  readonly text: string;
+  /** For strings and block comments: whether the closing delimiter was present. */
+  readonly closed: boolean;
+  /** For words: whether `(` follows (possibly after spaces), i.e. a function call. */
+  readonly call: boolean;
+  /** Offset of the first character in the lexed text. */
+  readonly start: number;
+  /** Offset just past the token. */
+  readonly end: number;
+}
+
+/** Tokens produced at most; injections that matter show themselves well before this. */
+export const MAX_SQL_TOKENS = 160;
+
+/** Words that are logical connectives in every dialect. */
+const LOGIC_WORDS: ReadonlySet<string> = new Set(["and", "or", "xor", "not", "div"]);
+const TWO_CHAR_OPS: ReadonlySet<string> = new Set([
+  "<>",
+  "!=",
+  "<=",
+  ">=",
+  "::",
+  ":=",
+  "<<",
+  ">>",
+  "!<",
+  "!>",
+  "->",
+  "||",
+  "&&",
+  "==",
+]);
+const SINGLE_OPS = "=<>+-*/%^|&~!:?{}";
+const HEX_DIGIT = /[0-9a-fA-F]/;
+const EXPONENT_START = /[0-9+-]/;
+
+function isSpace(c: number): boolean {
+  return c === 32 || (c >= 9 && c <= 13) || c === 0xa0;
+}
+
+function isDigit(c: number): boolean {
+  return c >= 48 && c <= 57;
+}
+
+function isWordStart(c: number): boolean {
+  const l = c | 0x20;
+  return (l >= 97 && l <= 122) || c === 95 || c === 36 || c > 0x7f;
+}
+
+function isWordPart(c: number): boolean {
+  return isWordStart(c) || isDigit(c);
+}
+
+/**
+ * Splits text into SQL tokens.
+ *
+ * @param text the text to read as SQL
+ * @returns at most {@link MAX_SQL_TOKENS} tokens
+ */
+export function lexSql(text: string): SqlToken[] {
+  const out: SqlToken[] = [];
+  const n = text.length;
+  let i = 0;
+  const add = (kind: SqlTokenKind, value: string, start: number, end: number, closed = true) => {
+    out.push({ kind, text: value, closed, call: false, start, end });
+  };
+  while (i < n && out.length < MAX_SQL_TOKENS) {
+    const c = text.charCodeAt(i);
+    const start = i;
+    if (isSpace(c)) {
+      i++;
+      continue;
+    }
+    const next = i + 1 < n ? text.charCodeAt(i + 1) : 0;
+    if (c === 39 || c === 34) {
+      i = skipString(text, i);
+      add("str", text[start]!, start, i, text.charCodeAt(i - 1) === c && i - start > 1);
+      continue;
+    }
+    if (c === 96 || c === 91) {
+      // `name` (MySQL) and [name] (MSSQL) are identifiers, never strings.
+      const close = text.indexOf(c === 96 ? "`" : "]", i + 1);
+      i = close < 0 ? n : close + 1;
+      add("ident", text.slice(start + 1, close < 0 ? n : close).toLowerCase(), start, i);
+      continue;
+    }
+    if (c === 35 || (c === 45 && next === 45)) {
+      const eol = text.indexOf("\n", i);
+      i = eol < 0 ? n : eol + 1;
+      add("comment", c === 35 ? "#" : "--", start, i);
+      continue;
+    }
+    if (c === 47 && next === 42) {
+      if (text.charCodeAt(i + 2) === 33) {
+        // MySQL runs the content of /*! ... */ (optionally versioned): lex it as code.
+        i += 3;
+        while (i < n && isDigit(text.charCodeAt(i))) i++;
+        continue;
+      }
+      const close = text.indexOf("*/", i + 2);
+      i = close < 0 ? n : close + 2;
+      add("comment", "/*", start, i, close >= 0);
+      continue;
+    }
+    if (c === 42 && next === 47) {
+      // The end of an executable comment whose start was consumed above.
+      i += 2;
+      continue;
+    }
+    if (isDigit(c) || (c === 46 && isDigit(next))) {
+      i = skipNumber(text, i);
+      add("num", text.slice(start, i), start, i);
+      continue;
+    }
+    if (c === 64) {
+      i++;
+      if (text.charCodeAt(i) === 64) i++;
+      while (i < n && (isWordPart(text.charCodeAt(i)) || text.charCodeAt(i) === 46)) i++;
+      add("var", text.slice(start, i).toLowerCase(), start, i);
+      continue;
+    }
+    if (isWordStart(c)) {
+      i++;
+      while (i < n && isWordPart(text.charCodeAt(i))) i++;
+      // N'..', X'..', B'..', E'..' prefixes belong to the string that follows.
+      if (i - start === 1 && (text[i] === "'") && "nNxXbBeE".includes(text[start]!)) {
+        i = skipString(text, i);
+        add("str", "'", start, i, text[i - 1] === "'" && i - start > 2);
+        continue;
+      }
+      const word = text.slice(start, i).toLowerCase();
+      let j = i;
+      while (j < n && isSpace(text.charCodeAt(j))) j++;
+      const call = text.charCodeAt(j) === 40;
+      const kind = LOGIC_WORDS.has(word) && !call ? "logic" : "word";
+      out.push({ kind, text: word, closed: true, call, start, end: i });
+      continue;
+    }
+    if (c === 40) add("lparen", "(", start, ++i);
+    else if (c === 41) add("rparen", ")", start, ++i);
+    else if (c === 44) add("comma", ",", start, ++i);
+    else if (c === 59) add("semi", ";", start, ++i);
+    else if (c === 46) add("dot", ".", start, ++i);
+    else {
+      const two = text.slice(i, i + 2);
+      if (TWO_CHAR_OPS.has(two)) {
+        i += two === "<=" && text[i + 2] === ">" ? 3 : 2;
+        add(two === "||" || two === "&&" ? "logic" : "op", text.slice(start, i), start, i);
+      } else if (SINGLE_OPS.includes(text[i]!)) {
+        add("op", text[i]!, start, ++i);
+      } else {
+        add("other", text[i]!, start, ++i);
+      }
+    }
+  }
+  return out;
+}
+
+/** Returns the index just past the string starting at `at` (or the end of the text). */
+function skipString(text: string, at: number): number {
+  const quote = text.charCodeAt(at);
+  let i = at + 1;
+  while (i < text.length) {
+    const c = text.charCodeAt(i);
+    if (c === 92) {
+      i += 2;
+      continue;
+    }
+    if (c === quote) {
+      if (text.charCodeAt(i + 1) === quote) {
+        i += 2;
+        continue;
+      }
+      return i + 1;
+    }
+    i++;
+  }
+  return text.length;
+}
+
+function skipNumber(text: string, at: number): number {
+  let i = at;
+  const n = text.length;
+  if (text[i] === "0" && (text[i + 1] === "x" || text[i + 1] === "X")) {
+    i += 2;
+    while (i < n && HEX_DIGIT.test(text[i]!)) i++;
+    return i;
+  }
+  if (text[i] === "0" && (text[i + 1] === "b" || text[i + 1] === "B")) {
+    i += 2;
+    while (i < n && (text[i] === "0" || text[i] === "1")) i++;
+    return i;
+  }
+  while (i < n && isDigit(text.charCodeAt(i))) i++;
+  if (text[i] === ".") {
+    i++;
+    while (i < n && isDigit(text.charCodeAt(i))) i++;
+  }
+  if ((text[i] === "e" || text[i] === "E") && EXPONENT_START.test(text[i + 1] ?? "")) {
+    i += 2;
+    while (i < n && isDigit(text.charCodeAt(i))) i++;
+  }
+  return i;
+}

@@ -1,0 +1,352 @@
+/**
+ * Injection rules over SQL tokens: each rule recognises a statement fragment that only
+ * makes sense as injected SQL (a UNION query, a tautology, a stacked statement, a time
+ * delay...). Scores depend on how the value enters SQL: right after breaking out of a
+ * literal the bar is low, in free text (where English words like "select" and "or" appear)
+ * only unmistakable fragments count.
+ */
+
+import type { SqlToken } from "./sql_lexer.ts";
+import { readComparison, readOperand, skipComments } from "./sql_grammar.ts";
+
+/**
+ * How the value reaches SQL: `breakout` after closing a quoted literal, `code` when it
+ * starts like SQL (a number, `)`, `;`, a logical operator), `prose` otherwise.
+ */
+export type Strength = "breakout" | "code" | "prose";
+
+/** A rule hit: score 0..100 and the token where it starts. */
+export interface SqlHit {
+  readonly rule: string;
+  readonly score: number;
+  readonly at: number;
+}
+
+const STRENGTH_INDEX = { breakout: 0, code: 1, prose: 2 } as const;
+/** Scores per rule for [breakout, code, prose]; 0 disables the rule for that strength. */
+const SCORES = {
+  union: [95, 95, 90],
+  tautology: [85, 80, 70],
+  condition: [75, 65, 40],
+  stacked: [90, 90, 80],
+  delay: [95, 90, 75],
+  error: [90, 85, 70],
+  file: [90, 90, 80],
+  schema: [85, 80, 60],
+  subquery: [85, 80, 65],
+  truncation: [75, 0, 0],
+  concat: [80, 0, 0],
+  operator: [70, 0, 0],
+  orderby: [80, 75, 45],
+  variable: [75, 70, 55],
+  exec: [90, 90, 85],
+} as const satisfies Record<string, readonly [number, number, number]>;
+type Rule = keyof typeof SCORES;
+
+/** Functions that delay the response: the classic blind-injection oracle. */
+const DELAY_FUNCTIONS: ReadonlySet<string> = new Set([
+  "sleep",
+  "benchmark",
+  "pg_sleep",
+  "pg_sleep_for",
+  "randomblob",
+  "dbms_lock.sleep",
+  "dbms_pipe.receive_message",
+  "dbms_session.sleep",
+]);
+/** Functions abused to leak data through error messages or out-of-band channels. */
+const ERROR_FUNCTIONS: ReadonlySet<string> = new Set([
+  "extractvalue",
+  "updatexml",
+  "name_const",
+  "geometrycollection",
+  "multipoint",
+  "multipolygon",
+  "multilinestring",
+  "polygon",
+  "linestring",
+  "gtid_subset",
+  "json_keys",
+  "utl_inaddr.get_host_name",
+  "utl_inaddr.get_host_address",
+  "utl_http.request",
+  "ctxsys.drithsx.sn",
+  "dbms_xmlgen.getxml",
+  "dbms_utility.sqlid_to_sqlhash",
+  "xmltype",
+  "load_file",
+  "sys_eval",
+  "sys_exec",
+  "xp_cmdshell",
+  "xp_dirtree",
+  "openrowset",
+  "opendatasource",
+  "pg_read_file",
+  "lo_import",
+  "dbms_ldap.init",
+]);
+/** Catalogs that list tables, columns and users: reading them is reconnaissance. */
+const SCHEMA_NAMES: ReadonlySet<string> = new Set([
+  "information_schema",
+  "sysobjects",
+  "syscolumns",
+  "sysdatabases",
+  "sysusers",
+  "pg_catalog",
+  "pg_shadow",
+  "pg_user",
+  "pg_tables",
+  "sqlite_master",
+  "sqlite_schema",
+  "all_tables",
+  "all_tab_columns",
+  "user_tables",
+  "dba_users",
+  "all_users",
+  "v$version",
+  "mysql.user",
+  "master..sysdatabases",
+]);
+/** Statement starts after `;` with the word that must follow for it to be a statement. */
+const STACKED: ReadonlyMap<string, ReadonlySet<string> | "operand" | "any"> = new Map<
+  string,
+  ReadonlySet<string> | "operand" | "any"
+>([
+  ["drop", new Set(["table", "database", "view", "procedure", "function", "user", "schema"])],
+  ["delete", new Set(["from"])],
+  ["insert", new Set(["into"])],
+  ["truncate", new Set(["table"])],
+  ["create", new Set(["table", "user", "database", "procedure", "function", "view", "login"])],
+  ["alter", new Set(["table", "user", "database", "login"])],
+  ["waitfor", new Set(["delay", "time"])],
+  ["exec", "any"],
+  ["execute", "any"],
+  ["declare", "any"],
+  ["shutdown", "any"],
+  ["select", "operand"],
+  ["update", "any"],
+  ["set", "operand"],
+]);
+/** MSSQL system procedures and the master database they live in. */
+const SYSTEM_PROCEDURE = /^(?:master|xp_|sp_)/;
+const CONDITION_WORDS: ReadonlySet<string> = new Set(["where", "having", "when"]);
+const LITERAL_WORDS: ReadonlySet<string> = new Set(["null", "true", "false"]);
+
+/**
+ * Finds the strongest rule hit among `tokens[from..]`.
+ *
+ * @param text the text the tokens were read from (for literal contents)
+ * @param tokens tokens of the injected part
+ * @param from first token that belongs to the injection
+ * @param strength how the value enters SQL
+ */
+export function evaluate(
+  text: string,
+  tokens: readonly SqlToken[],
+  from: number,
+  strength: Strength,
+): SqlHit | undefined {
+  const column = STRENGTH_INDEX[strength];
+  let best: SqlHit | undefined;
+  const hit = (rule: Rule, at: number, bonus = 0) => {
+    const base = SCORES[rule][column];
+    if (base === 0) return;
+    const score = Math.min(100, base + bonus);
+    if (best === undefined || score > best.score) best = { rule, score, at };
+  };
+  if (strength === "breakout") afterBreakout(text, tokens, from, hit);
+  for (let i = from; i < tokens.length; i++) {
+    const t = tokens[i]!;
+    if (t.kind === "logic" && t.text !== "not") {
+      const c = readComparison(text, tokens, skipComments(tokens, i + 1));
+      if (c !== undefined) {
+        if (c.fixed || strength !== "prose") hit("tautology", i, c.fixed ? 0 : -5);
+        else hit("condition", i);
+      } else if (strength !== "prose") {
+        lonePredicate(text, tokens, i, hit);
+      }
+    } else if (t.kind === "word") {
+      wordRules(text, tokens, i, strength, hit);
+    } else if (t.kind === "semi") {
+      stackedRule(text, tokens, i, hit);
+    } else if (t.kind === "var" && t.text.startsWith("@@")) {
+      hit("variable", i);
+    }
+  }
+  return best;
+}
+
+type Hit = (rule: Rule, at: number, bonus?: number) => void;
+
+/**
+ * `or 1--`, `and true)`, `or f(x)#`: a logical operator whose operand ends the statement.
+ * An operand ending in an unterminated string (`' or 'a`) proves nothing: JSON and prose
+ * produce that shape all the time.
+ */
+function lonePredicate(text: string, tokens: readonly SqlToken[], i: number, hit: Hit): void {
+  const o = readOperand(text, tokens, i + 1);
+  if (o === undefined || !(o.literal || o.complex)) return;
+  const last = tokens[o.end - 1];
+  if (last?.kind === "str" && !last.closed) return;
+  const after = tokens[skipComments(tokens, o.end)];
+  const ends = after === undefined || after.kind === "rparen" || after.kind === "semi";
+  if (ends || tokens[o.end]?.kind === "comment") hit("condition", i);
+}
+
+/** Shapes that only make sense right after a closed literal (`admin'--`, `'||f()||'`). */
+function afterBreakout(text: string, tokens: readonly SqlToken[], from: number, hit: Hit): void {
+  let i = from;
+  while (tokens[i]?.kind === "rparen") i++;
+  const t = tokens[i];
+  if (t === undefined) return;
+  if (t.kind === "comment" || (t.kind === "semi" && tokens[i + 1] === undefined)) {
+    hit("truncation", i);
+    return;
+  }
+  const isOp = (t.kind === "op" && t.text !== "?" && t.text !== ":" && t.text !== "!") ||
+    (t.kind === "logic" && (t.text === "||" || t.text === "&&"));
+  if (!isOp) return;
+  const o = readOperand(text, tokens, i + 1);
+  if (o === undefined) return;
+  if (o.complex) hit("concat", i);
+  const after = tokens[skipComments(tokens, o.end)];
+  if (o.literal && (after === undefined || after.kind === "comment")) hit("operator", i);
+}
+
+function wordRules(
+  text: string,
+  tokens: readonly SqlToken[],
+  i: number,
+  strength: Strength,
+  hit: Hit,
+): void {
+  const t = tokens[i]!;
+  const name = qualifiedName(tokens, i);
+  if (t.call && DELAY_FUNCTIONS.has(name)) return hit("delay", i);
+  if (t.call && ERROR_FUNCTIONS.has(name)) return hit("error", i);
+  const next = tokens[skipComments(tokens, i + 1)];
+  switch (t.text) {
+    case "union":
+      unionRule(text, tokens, i, strength, hit);
+      return;
+    case "select":
+      if (tokens[i - 1]?.kind === "lparen" && selectList(text, tokens, i + 1, strength)) {
+        hit("subquery", i);
+      }
+      return;
+    case "waitfor":
+      if (next?.kind === "word" && (next.text === "delay" || next.text === "time")) hit("delay", i);
+      return;
+    case "into":
+      if (next?.kind === "word" && (next.text === "outfile" || next.text === "dumpfile")) {
+        hit("file", i);
+      }
+      return;
+    case "order":
+    case "group": {
+      const by = next?.kind === "word" && next.text === "by" ? skipComments(tokens, i + 2) : -1;
+      const n = tokens[by];
+      if (by > 0 && n?.kind === "num") {
+        const after = tokens[skipComments(tokens, by + 1)];
+        hit("orderby", i, after?.kind === "comment" || after === undefined ? 25 : 0);
+      }
+      return;
+    }
+    case "exec":
+    case "execute":
+      if (next?.kind === "word" && SYSTEM_PROCEDURE.test(next.text)) hit("exec", i);
+      return;
+    case "case":
+      if (next?.kind === "word" && next.text === "when") {
+        const c = readComparison(text, tokens, skipComments(tokens, i + 2));
+        if (c !== undefined) hit("tautology", i, c.fixed ? 0 : -5);
+      }
+      return;
+  }
+  if (SCHEMA_NAMES.has(name) || SCHEMA_NAMES.has(t.text)) {
+    const prev = tokens[i - 1];
+    hit("schema", i, prev?.kind === "word" && prev.text === "from" ? 25 : 0);
+  } else if (CONDITION_WORDS.has(t.text) && strength !== "prose") {
+    const c = readComparison(text, tokens, skipComments(tokens, i + 1));
+    if (c !== undefined) hit(c.fixed ? "tautology" : "condition", i);
+  }
+}
+
+/** `a.b.c` names ending at a call or word, lower-cased, for the function and schema sets. */
+function qualifiedName(tokens: readonly SqlToken[], i: number): string {
+  let name = tokens[i]!.text;
+  let j = i;
+  while (j >= 2 && tokens[j - 1]!.kind === "dot" && tokens[j - 2]!.kind === "word") {
+    name = `${tokens[j - 2]!.text}.${name}`;
+    j -= 2;
+  }
+  return name;
+}
+
+function unionRule(
+  text: string,
+  tokens: readonly SqlToken[],
+  i: number,
+  strength: Strength,
+  hit: Hit,
+): void {
+  let j = skipComments(tokens, i + 1);
+  const t = tokens[j];
+  if (t?.kind === "word" && (t.text === "all" || t.text === "distinct")) {
+    j = skipComments(tokens, j + 1);
+  }
+  while (tokens[j]?.kind === "lparen") j = skipComments(tokens, j + 1);
+  const s = tokens[j];
+  if (s?.kind !== "word" || s.text !== "select") return;
+  if (selectList(text, tokens, j + 1, strength)) hit("union", i);
+  else if (strength !== "prose" && skipComments(tokens, j + 1) >= tokens.length) {
+    hit("union", i, -15);
+  }
+}
+
+/** True when what follows SELECT reads as a select list rather than English. */
+function selectList(
+  text: string,
+  tokens: readonly SqlToken[],
+  at: number,
+  strength: Strength,
+): boolean {
+  let i = skipComments(tokens, at);
+  const first = tokens[i];
+  if (
+    first?.kind === "word" &&
+    (first.text === "distinct" || first.text === "all" || first.text === "top")
+  ) {
+    i = skipComments(tokens, i + 1);
+    if (first.text === "top" && tokens[i]?.kind === "num") i = skipComments(tokens, i + 1);
+  }
+  const t = tokens[i];
+  if (t === undefined) return false;
+  if (t.kind === "op" && t.text === "*") return true;
+  if (t.kind === "num" || t.kind === "str" || t.kind === "var" || t.kind === "lparen") return true;
+  if (t.kind !== "word" && t.kind !== "ident") return false;
+  if (t.call || LITERAL_WORDS.has(t.text)) return true;
+  const o = readOperand(text, tokens, i);
+  const next = tokens[skipComments(tokens, o?.end ?? i + 1)];
+  if (next?.kind === "comma") return true;
+  return strength !== "prose" && next?.kind === "word" && next.text === "from";
+}
+
+function stackedRule(text: string, tokens: readonly SqlToken[], i: number, hit: Hit): void {
+  const j = skipComments(tokens, i + 1);
+  const t = tokens[j];
+  if (t?.kind !== "word") return;
+  const need = STACKED.get(t.text);
+  if (need === undefined) return;
+  const k = skipComments(tokens, j + 1);
+  const next = tokens[k];
+  if (need === "any") {
+    if (next !== undefined || t.text === "shutdown") hit("stacked", j);
+  } else if (need === "operand") {
+    if (t.text === "select" ? selectList(text, tokens, k, "code") : next?.kind === "var") {
+      hit("stacked", j);
+    }
+  } else if (next?.kind === "word" && need.has(next.text)) {
+    hit("stacked", j);
+  }
+}

@@ -1,0 +1,125 @@
+/**
+ * SQL injection detector.
+ *
+ * Like libinjection, it reads the value in each context an application could paste it into:
+ * as-is (numeric or code context), and inside a single- or double-quoted literal. In a quoted
+ * context the value only matters if it closes the literal; what follows the closing quote is
+ * then judged as SQL by the rules in `sql_rules.ts`. English text that mentions "select" or
+ * "union" does not form those statement fragments, so it passes.
+ */
+
+import type { DetectorInput, Finding } from "./types.ts";
+import { lexSql, type SqlToken } from "./sql_lexer.ts";
+import { evaluate, type SqlHit, type Strength } from "./sql_rules.ts";
+import { makeFinding } from "./make_finding.ts";
+
+/** Values without any of these cannot change a SQL statement's structure. */
+const SQL_SYNTAX = /['"`()\s;#=<>@|&*\/-]/;
+/** Tokens that show a value is written as SQL from its first character. */
+const CODE_START_WORDS: ReadonlySet<string> = new Set([
+  "union",
+  "select",
+  "order",
+  "group",
+  "having",
+  "waitfor",
+  "procedure",
+  "limit",
+  "into",
+  "exec",
+  "execute",
+  "declare",
+  "case",
+  "where",
+]);
+
+/** The strongest hit of {@link analyzeSql} with the offset of its evidence. */
+export interface SqlVerdict {
+  readonly rule: string;
+  readonly score: number;
+  /** Offset in the analysed text where the evidence starts. */
+  readonly offset: number;
+}
+
+/**
+ * Judges one decoded value as a SQL injection candidate.
+ *
+ * @param text decoded value
+ * @returns the strongest rule hit over all contexts, or undefined
+ */
+export function analyzeSql(text: string): SqlVerdict | undefined {
+  if (text.length < 3 || !SQL_SYNTAX.test(text)) return undefined;
+  let best: SqlVerdict | undefined;
+  const consider = (hit: SqlHit | undefined, tokens: readonly SqlToken[], shift: number) => {
+    if (hit === undefined || (best !== undefined && best.score >= hit.score)) return;
+    const offset = (tokens[hit.at]?.start ?? 0) + shift;
+    best = { rule: `sqli.${hit.rule}`, score: hit.score, offset };
+  };
+  const raw = lexSql(text);
+  const start = codeStart(raw);
+  consider(evaluate(text, raw, start.from, start.strength), raw, 0);
+  for (const quote of QUOTES) {
+    const close = literalEnd(text, quote);
+    if (close < 0) continue;
+    const tail = text.slice(close + 1);
+    const tokens = lexSql(tail);
+    consider(evaluate(tail, tokens, 0, "breakout"), tokens, close + 1);
+  }
+  return best;
+}
+
+const QUOTES = ["'", '"'] as const;
+
+/**
+ * Where a literal that the application opened before the value would end: the first quote
+ * that is neither backslash-escaped nor doubled. -1 when the value stays inside the literal.
+ */
+function literalEnd(text: string, quote: string): number {
+  let i = text.indexOf(quote);
+  while (i >= 0) {
+    let slashes = 0;
+    for (let j = i - 1; j >= 0 && text[j] === "\\"; j--) slashes++;
+    if (slashes % 2 === 0) {
+      if (text[i + 1] !== quote) return i;
+      i = text.indexOf(quote, i + 2);
+      continue;
+    }
+    i = text.indexOf(quote, i + 1);
+  }
+  return -1;
+}
+
+/** Decides whether the raw value starts as SQL (and where the injected part begins). */
+function codeStart(tokens: readonly SqlToken[]): { from: number; strength: Strength } {
+  let i = 0;
+  while (tokens[i]?.kind === "op" && (tokens[i]!.text === "-" || tokens[i]!.text === "+")) i++;
+  const t = tokens[i];
+  if (t === undefined) return { from: 0, strength: "prose" };
+  if (t.kind === "num") {
+    let j = i + 1;
+    while (tokens[j]?.kind === "rparen") j++;
+    return { from: j, strength: "code" };
+  }
+  const k = t.kind;
+  if (
+    k === "rparen" || k === "semi" || k === "comment" || k === "logic" || k === "lparen" ||
+    (k === "word" && CODE_START_WORDS.has(t.text))
+  ) {
+    return { from: 0, strength: "code" };
+  }
+  return { from: 0, strength: "prose" };
+}
+
+/**
+ * Detector entry point: SQL injection in one decoded input.
+ *
+ * @param input the decoded input
+ * @returns a `sqli` finding or undefined
+ */
+export function sqli(input: DetectorInput): Finding | undefined {
+  const verdict = analyzeSql(input.decoded);
+  if (verdict === undefined || verdict.score < 30) return undefined;
+  // Evidence starts a little before the hit so the breakout that led there stays visible.
+  const at = Math.max(0, verdict.offset - 10);
+  return makeFinding(input, "sqli", verdict.score, verdict.rule, input.decoded, at);
+}

@@ -1,0 +1,182 @@
+/**
+ * Cross-site scripting detector.
+ *
+ * A value is judged in the contexts a template could place it in: HTML text (does it open
+ * a script, an event handler, a dangerous URL, embedded content?), a quoted or unquoted
+ * attribute value (does it break out and add a handler?), a URL attribute (`javascript:`),
+ * a script string (does it close the string and call something?). Markup that cannot run
+ * code - `<b>`, `a < b`, plain links - passes.
+ */
+
+import type { DetectorInput, Finding } from "./types.ts";
+import { type HtmlAttr, type HtmlTag, lexHtml } from "./html_lexer.ts";
+import { makeFinding } from "./make_finding.ts";
+
+/** `on` + event name; the word list keeps English words that start with "on" out. */
+const EVENT_HANDLER = /^on[a-z]{3,}$/;
+const NOT_EVENTS: ReadonlySet<string> = new Set([
+  "one",
+  "only",
+  "online",
+  "onto",
+  "onset",
+  "ongoing",
+  "onward",
+  "onwards",
+  "onion",
+  "onboarding",
+  "onsite",
+]);
+/** Attributes whose value the browser navigates to or loads. */
+const URL_ATTRS: ReadonlySet<string> = new Set([
+  "href",
+  "src",
+  "action",
+  "formaction",
+  "data",
+  "xlink:href",
+  "background",
+  "poster",
+  "lowsrc",
+  "dynsrc",
+  "code",
+  "codebase",
+  "to",
+  "from",
+  "values",
+  "by",
+  "content",
+  "location",
+  "ev:handler",
+  "folder",
+  "classid",
+  "srcset",
+]);
+/** URL schemes that run script or render attacker HTML in the page's origin. */
+const SCRIPT_URL =
+  /^(?:javascript|vbscript|livescript|mocha|data:(?:text\/html|text\/xml|image\/svg|application\/(?:xhtml|x-)))/;
+/** CSS that runs script (IE expressions, bindings) or pulls attacker styles. */
+const SCRIPT_CSS = /expression\s*\(|behaviou?r\s*:|-moz-binding|javascript:|@import/;
+/** Whitespace and control characters browsers ignore inside URL schemes (`java\tscript:`). */
+// deno-lint-ignore no-control-regex -- browsers drop exactly these control characters
+const URL_NOISE = /[\x00-\x20\x7f]+/g;
+const CSS_COMMENT = /\/\*.*?\*\//gs;
+/** Tags that embed other documents or redirect the page. */
+const EMBED_TAGS: ReadonlySet<string> = new Set([
+  "iframe",
+  "frame",
+  "frameset",
+  "object",
+  "embed",
+  "applet",
+  "portal",
+  "xml",
+  "import",
+]);
+/**
+ * A script string closed by the value, followed by an operator or `;`, then a call of a
+ * script sink (`';alert(1)//`, `"-confirm(1)-"`). Sinks are named because arbitrary calls
+ * (`"; foo(`) are common in code samples.
+ */
+const JS_BREAKOUT =
+  /['"`][\s)}\]]*(?:[;,+\-*/|&^%=<>?:]|\binstanceof\b|\bin\b)[\s(!~+\-]*(?:alert|prompt|confirm|eval|Function|setTimeout|setInterval|fetch|import|atob|document\s*[.[]|window\s*[.[]|top\s*[.[]|self\s*[.[]|parent\s*[.[]|location\b|constructor\b|new\s+Image)\s*[([`=.]/;
+/** Cheap prefilter: none of these, no XSS. */
+const XSS_SYNTAX = /[<>"'`:(]/;
+
+/** The strongest XSS rule of a value. */
+export interface XssVerdict {
+  readonly rule: string;
+  readonly score: number;
+  readonly offset: number;
+}
+
+/**
+ * Judges one decoded value as an XSS candidate in every context.
+ *
+ * @param text decoded value
+ * @returns the strongest verdict, or undefined
+ */
+export function analyzeXss(text: string): XssVerdict | undefined {
+  if (text.length < 4 || !XSS_SYNTAX.test(text)) return undefined;
+  let best: XssVerdict | undefined;
+  const hit = (rule: string, score: number, offset: number) => {
+    if (best === undefined || score > best.score) best = { rule: `xss.${rule}`, score, offset };
+  };
+  if (text.includes("<")) {
+    for (const tag of lexHtml(text)) judgeTag(tag, hit, 0);
+  }
+  for (const quote of ATTR_QUOTES) {
+    const at = text.indexOf(quote);
+    if (at < 0) continue;
+    const [tag] = lexHtml(text.slice(at + 1), true);
+    if (tag !== undefined) judgeTag(tag, hit, -5, at);
+  }
+  const space = text.search(FIRST_SPACE);
+  if (space > 0 && text.includes("=")) {
+    const [tag] = lexHtml(text.slice(space), true);
+    if (tag !== undefined) judgeTag(tag, hit, -10, space);
+  }
+  const url = text.replace(URL_NOISE, "").toLowerCase();
+  if (SCRIPT_URL.test(url) && url.length > url.indexOf(":") + 2) hit("url", 80, 0);
+  const js = JS_BREAKOUT.exec(text);
+  if (js !== null) hit("script_breakout", 75, js.index);
+  if (text.includes("(") && SCRIPT_CSS.test(text.replace(CSS_COMMENT, "").toLowerCase())) {
+    hit("css", 60, 0);
+  }
+  return best;
+}
+
+const ATTR_QUOTES = ['"', "'", "`"] as const;
+const FIRST_SPACE = /\s/;
+
+type Hit = (rule: string, score: number, offset: number) => void;
+
+function judgeTag(tag: HtmlTag, hit: Hit, bonus: number, offset = tag.start): void {
+  const partial = tag.complete ? 0 : -5;
+  if (tag.closing) {
+    if (tag.name === "script") hit("script_close", 60, offset);
+    return;
+  }
+  if (tag.name === "script") hit("script", 90 + partial, offset);
+  else if (EMBED_TAGS.has(tag.name)) hit("embed", 60, offset);
+  else if (tag.name === "style") hit("style", 55, offset);
+  for (const attr of tag.attrs) judgeAttr(tag, attr, hit, bonus + partial, offset);
+}
+
+function judgeAttr(tag: HtmlTag, attr: HtmlAttr, hit: Hit, bonus: number, offset: number): void {
+  const { name, value } = attr;
+  if (EVENT_HANDLER.test(name) && !NOT_EVENTS.has(name) && value !== undefined) {
+    hit("event_handler", 85 + bonus, offset);
+    return;
+  }
+  if (value === undefined) return;
+  if (URL_ATTRS.has(name)) {
+    const url = value.replace(URL_NOISE, "").toLowerCase();
+    if (SCRIPT_URL.test(url)) hit("script_url", 85 + bonus, offset);
+    else if (EMBED_TAGS.has(tag.name) && url.length > 0) hit("embed", 75 + bonus, offset);
+    else if (tag.name === "base" && name === "href") hit("base", 75 + bonus, offset);
+    else if (tag.name === "meta" && name === "content" && url.includes("url=")) {
+      hit("meta_refresh", 75 + bonus, offset);
+    }
+  } else if (name === "srcdoc") {
+    hit("srcdoc", 85 + bonus, offset);
+  } else if (name === "style") {
+    if (SCRIPT_CSS.test(value.replace(CSS_COMMENT, "").toLowerCase())) {
+      hit("style_script", 80 + bonus, offset);
+    }
+  }
+}
+
+/**
+ * Detector entry point: XSS in one decoded input.
+ *
+ * @param input the decoded input
+ * @returns an `xss` finding or undefined
+ */
+export function xss(input: DetectorInput): Finding | undefined {
+  const verdict = analyzeXss(input.decoded);
+  if (verdict === undefined) return undefined;
+  // Evidence starts a little before the hit so the breakout that led there stays visible.
+  const at = Math.max(0, verdict.offset - 10);
+  return makeFinding(input, "xss", verdict.score, verdict.rule, input.decoded, at);
+}

@@ -1,0 +1,131 @@
+/**
+ * Payload-corpus mode of `deno task corpus`: each bare payload is placed where a WAF
+ * inspects (query parameter, form field, JSON string, User-Agent header, cookie) and run
+ * through the engine in-process; detection is reported per class and placement.
+ */
+
+import { inspect } from "../engine/inspect.ts";
+import type { EngineRequest, Level } from "../engine/types.ts";
+
+interface Payload {
+  readonly id: string;
+  readonly class: string;
+  readonly payload: string;
+}
+
+const PLACEMENTS = ["query", "form", "json", "header", "cookie"] as const;
+type Placement = typeof PLACEMENTS[number];
+
+const ENCODER = new TextEncoder();
+const BASE_HEADERS = [
+  ["user-agent", "Mozilla/5.0 (X11; Linux x86_64) Chrome/120.0 Safari/537.36"],
+  ["accept", "*/*"],
+] as const;
+/** Characters a header value cannot carry as is (CR, LF, NUL) or beyond Latin-1. */
+// deno-lint-ignore no-control-regex -- NUL is one of the characters a header cannot carry
+const NOT_HEADER_SAFE = /[\r\n\0]|[^\x00-\xff]/;
+/** Characters a cookie value cannot carry unencoded (RFC 6265 cookie-octet). */
+const NOT_COOKIE_SAFE = /[^\x21\x23-\x2b\x2d-\x3a\x3c-\x5b\x5d-\x7e]/;
+
+/** Builds the request for one placement, or undefined when the payload cannot go there. */
+export function place(payload: string, where: Placement): EngineRequest | undefined {
+  const enc = encodeURIComponent(payload);
+  switch (where) {
+    case "query":
+      return { method: "GET", path: "/search", query: `q=${enc}`, headers: BASE_HEADERS };
+    case "form":
+      return {
+        method: "POST",
+        path: "/search",
+        query: "",
+        headers: [...BASE_HEADERS, ["content-type", "application/x-www-form-urlencoded"]],
+        body: ENCODER.encode(`q=${enc}`),
+      };
+    case "json":
+      return {
+        method: "POST",
+        path: "/api/search",
+        query: "",
+        headers: [...BASE_HEADERS, ["content-type", "application/json"]],
+        body: ENCODER.encode(JSON.stringify({ q: payload })),
+      };
+    case "header":
+      if (NOT_HEADER_SAFE.test(payload)) return undefined;
+      return {
+        method: "GET",
+        path: "/",
+        query: "",
+        headers: [["user-agent", payload], ["accept", "*/*"]],
+      };
+    case "cookie": {
+      const value = NOT_COOKIE_SAFE.test(payload) ? enc : payload;
+      return {
+        method: "GET",
+        path: "/",
+        query: "",
+        headers: [...BASE_HEADERS, ["cookie", `session=abc123; q=${value}`]],
+      };
+    }
+  }
+}
+
+/**
+ * Runs the payload file and prints the class x placement table.
+ *
+ * @param file path of attacks.jsonl
+ * @param level protection level
+ * @param limit payloads per class at most (evenly sampled)
+ * @param only restrict to one class
+ */
+export async function runPayloads(
+  file: string,
+  level: Level,
+  limit: number | undefined,
+  only: string | undefined,
+): Promise<number> {
+  const byClass = new Map<string, Payload[]>();
+  for (const line of (await Deno.readTextFile(file)).split("\n")) {
+    if (line.trim().length === 0) continue;
+    const p = JSON.parse(line) as Payload;
+    if (only !== undefined && p.class !== only) continue;
+    const list = byClass.get(p.class) ?? [];
+    list.push(p);
+    byClass.set(p.class, list);
+  }
+  const rows: string[] = [];
+  const misses: string[] = [];
+  for (const [cls, all] of [...byClass].sort((a, b) => b[1].length - a[1].length)) {
+    const list = sample(all, limit);
+    const cells: string[] = [];
+    let skipped = 0;
+    for (const where of PLACEMENTS) {
+      let hit = 0;
+      let total = 0;
+      for (const p of list) {
+        const req = place(p.payload, where);
+        if (req === undefined) {
+          skipped++;
+          continue;
+        }
+        total++;
+        if (inspect(req, { level }).blocking !== undefined) hit++;
+        else if (where === "query") {
+          misses.push(`${cls} ${JSON.stringify(p.payload).slice(0, 200)}`);
+        }
+      }
+      cells.push(total === 0 ? "n/a" : `${((100 * hit) / total).toFixed(1)}%`);
+    }
+    rows.push(`| ${cls} | ${list.length} | ${cells.join(" | ")} | ${skipped} |`);
+  }
+  if (only !== undefined) { for (const m of misses) console.log(`miss ${m}`); }
+  console.log(`| class | n | ${PLACEMENTS.join(" | ")} | header skipped |`);
+  console.log(`|---|---:|${PLACEMENTS.map(() => "---:").join("|")}|---:|`);
+  for (const r of rows) console.log(r);
+  return 0;
+}
+
+function sample<T>(list: readonly T[], limit: number | undefined): readonly T[] {
+  if (limit === undefined || list.length <= limit) return list;
+  const step = list.length / limit;
+  return Array.from({ length: limit }, (_, i) => list[Math.floor(i * step)]!);
+}
