@@ -5,7 +5,8 @@
  * starts with a cheap prefilter, so the order only matters for ties.
  */
 import type { Detector } from "./types.ts";
+import { cmdi } from "./cmdi.ts";
 import { jndi } from "./jndi.ts";
 import { traversal } from "./traversal.ts";
 
-export const DETECTORS: readonly Detector[] = [jndi, traversal];
+export const DETECTORS: readonly Detector[] = [jndi, traversal, cmdi];

@@ -227,7 +227,10 @@ export function traversal(value: DetectorInput): Finding | undefined {
   if (raw.indexOf("%") >= 0 || raw.indexOf("\\") >= 0) {
     const nul = NUL_TRUNCATION.exec(raw);
     if (nul !== null) {
-      const score = best !== undefined ? Math.max(best.score, 70) + 10 : 70;
+      // `name.php%00.jpg` cuts off an extension the application appends; a NUL at the very
+      // end only matters together with a climb or a system file.
+      const alone = nul[0].endsWith(".") ? 72 : 40;
+      const score = best !== undefined && best.score >= 40 ? Math.max(best.score, 70) + 10 : alone;
       best = stronger(best, makeFinding(value, "lfi", score, "lfi.null_byte", raw, nul.index));
     }
   }

@@ -1,0 +1,288 @@
+/**
+ * OS command injection detector.
+ *
+ * A command word only runs when it stands in command position: at the start of the value,
+ * after a separator (`;`, `|`, `||`, `&&`, `&`, newline) or inside a substitution (`$(...)`,
+ * backticks). The detector undoes the shell's own obfuscations first (`c'a't`, `c\at`,
+ * `${IFS}`, `{cat,/etc/passwd}`, `$@`), then reads each command position and judges the
+ * word by how telling it is and by the shape of its arguments, so `;sleep 5` is an attack
+ * while "cat and dog; sleep well" is prose.
+ */
+import type { DetectorInput, Finding } from "./types.ts";
+import { makeFinding, stronger } from "./make_finding.ts";
+import { COMMANDS, FILE_COMMANDS, META_COMMANDS, SUBCOMMANDS } from "./shell_commands.ts";
+
+const MAX_CHARS = 4096;
+
+/** Characters that can put a word in command position, or a start that could be one. */
+const GATE = /[;|&`$\n\r{]|\\n|^\s*['"]?\s*[a-z/]/i;
+
+const SHELLSHOCK = /\(\s*\)\s*\{\s*[:\w]*\s*;?\s*\}\s*;/;
+const REVERSE_SHELL =
+  /\/dev\/(?:tcp|udp)\/|\b(?:ba|z|k)?sh\s+-i\b|\bnc(?:at)?\s+(?:-\w+\s+)*-[a-z]*e\s|\bmkfifo\s|[0-9]>&[0-9]?\s*$|-e\s+\/bin\/(?:ba)?sh\b/i;
+const IFS_TRICK = /\$\{?ifs\}?|\$\{path:0:1\}|\$\{home:0:1\}/i;
+const WINDOWS_SHELL =
+  /%comspec%|\bcmd(?:\.exe)?\s+\/[ck]\s|\bpowershell(?:\.exe)?\s+(?:-|\/)(?:e|enc|encodedcommand|c|command|nop|noprofile|w|windowstyle|exec|ep)\b|\biex\s*\(|\binvoke-(?:expression|webrequest)\b/i;
+
+/** Shell obfuscations, undone before command positions are read. */
+const IFS = /\$\{ifs\}|\$ifs(?:\$\d|\$\{\d\})?/g;
+const SUBSTRING = /\$\{[a-z_]+:\d+:\d+\}/g;
+const EMPTY_PARAM = /\$(?:@|\*|\{\d\}|\d(?=[a-z]))/g;
+const QUOTE_IN_WORD = /(?<=[a-z0-9_/.-])(?:''|""|'|")(?=[a-z0-9_/.-])/g;
+const EMPTY_QUOTES = /''|""/g;
+const LITERAL_NEWLINE = /\\[nr]/g;
+const BACKSLASH_IN_WORD = /\\(?=[a-z0-9])/g;
+const BRACE_LIST = /\{([a-z/][\w./-]*),([^{}\s]*)\}/g;
+const COMMA = /,/g;
+const ANSI = /\u001b\[[0-9;]*[a-z]?/g;
+
+/** An output redirection into a file, or into a device. */
+const REDIRECT = /(?:^|[\s'"])\d?>>?\s*(?:\/dev\/|[\w./-]+\.\w{1,5}\b|\/)/;
+
+/** Common commands that do their harm without arguments (`;id`, `|pwd|`). */
+const BARE_COMMANDS: ReadonlySet<string> = new Set([
+  "id",
+  "pwd",
+  "ls",
+  "dir",
+  "ps",
+  "env",
+  "ver",
+  "arp",
+  "df",
+  "set",
+  "w",
+  "who",
+  "route",
+  "history",
+]);
+
+/** Distinct commands that, alone as the whole value, are still a probe (not a tag or a name). */
+const BARE_AT_START: ReadonlySet<string> = new Set([
+  "whoami",
+  "ifconfig",
+  "ipconfig",
+  "systeminfo",
+  "sysinfo",
+  "netstat",
+  "uname",
+  "tasklist",
+  "printenv",
+]);
+
+/** Commands whose argument is a count or a duration. */
+const NUMERIC_COMMANDS: ReadonlySet<string> = new Set(["sleep", "ping", "timeout"]);
+const DIGIT = /^\d/;
+
+/** An absolute, drive or variable path as first argument (`cat /etc/x`, `dir c:\`). */
+const PATH_ARG = /^(?:\/|[a-z]:|%[a-z_]+%|~\/)/;
+
+type Context = "strong" | "line" | "amp" | "start";
+
+/** Lower-cases the value and undoes quoting, escaping and expansion tricks. */
+function deobfuscate(text: string): string {
+  let s = text.toLowerCase();
+  if (s.indexOf("\u001b") >= 0) s = s.replace(ANSI, "");
+  if (s.indexOf("$") >= 0) {
+    s = s.replace(IFS, " ").replace(SUBSTRING, "/").replace(EMPTY_PARAM, "");
+  }
+  if (s.indexOf("\\") >= 0) s = s.replace(LITERAL_NEWLINE, "\n").replace(BACKSLASH_IN_WORD, "");
+  if (s.indexOf("'") >= 0 || s.indexOf('"') >= 0) {
+    s = s.replace(EMPTY_QUOTES, "").replace(QUOTE_IN_WORD, "");
+  }
+  if (s.indexOf("{") >= 0) {
+    s = s.replace(
+      BRACE_LIST,
+      (_m, cmd: string, rest: string) => `${cmd} ${rest.replace(COMMA, " ")}`,
+    );
+  }
+  return s;
+}
+
+function isSpace(c: number): boolean {
+  return c === 32 || c === 9 || c === 11 || c === 12;
+}
+
+/** Characters that end a command word. */
+function endsWord(c: number): boolean {
+  // space, tab, ; | & newline CR ` ' " ( ) < > { } =
+  return c !== c || isSpace(c) || c === 59 || c === 124 || c === 38 || c === 10 || c === 13 ||
+    c === 96 || c === 39 || c === 34 || c === 40 || c === 41 || c === 60 || c === 62 ||
+    c === 123 || c === 125 || c === 61;
+}
+
+/** Characters that end a simple command (its segment). */
+function endsSegment(c: number): boolean {
+  return c === 59 || c === 124 || c === 38 || c === 10 || c === 13 || c === 96 || c === 41;
+}
+
+/**
+ * How strongly one argument says "command line": 2 for flags, absolute or drive paths,
+ * variables, URLs, addresses and globs; 1 for numbers, file names, quoted strings and
+ * command names; 0 for a plain word.
+ */
+function argStrength(arg: string, command: string): number {
+  const c0 = arg.charCodeAt(0);
+  if (c0 === 45 /* - */) return /^--?[a-z0-9]/.test(arg) ? 2 : 0;
+  if (c0 === 47 /* / */) return 2;
+  if (c0 === 126 /* ~ */ || c0 === 36 /* $ */ || c0 === 37 /* % */ || c0 === 42 /* * */) return 2;
+  if (c0 === 62 || c0 === 60) return 2;
+  if (/^[a-z]:(?:$|[\\/a-z%])/.test(arg)) return 2;
+  if (/^\.\.?\//.test(arg) || /^[a-z][a-z0-9+.-]*:\/\//.test(arg)) return 2;
+  if (/^\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?$/.test(arg)) return 2;
+  const sub = SUBCOMMANDS.get(command);
+  if (sub !== undefined && sub.has(arg)) return 2;
+  if (/^\d+(?:\.\d+)?[smhd]?$/.test(arg)) return 1;
+  if (c0 === 39 || c0 === 34) return 1;
+  if (FILE_COMMANDS.has(command) && /^[\w.-]+\.[a-z0-9]{1,5}$/.test(arg)) return 1;
+  if (META_COMMANDS.has(command) && COMMANDS.has(arg)) return 1;
+  if (arg.indexOf("*") >= 0) return 2;
+  return 0;
+}
+
+/** Reads the command word at `from`; returns its name without path and `.exe`, and its end. */
+function readWord(
+  s: string,
+  from: number,
+): { name: string; end: number; path: boolean } | undefined {
+  let end = from;
+  while (end < s.length && !endsWord(s.charCodeAt(end))) end++;
+  if (end === from) return undefined;
+  let word = s.slice(from, end);
+  const slash = word.lastIndexOf("/");
+  if (slash >= 0) {
+    // `/usr/bin/id` names a program; `curl/7.68` (a user agent) and `/api/ping` do not.
+    if (word.indexOf("bin/") < 0 && word.indexOf("system32/") < 0) return undefined;
+    word = word.slice(slash + 1);
+  }
+  if (word.endsWith(".exe")) word = word.slice(0, -4);
+  return { name: word, end, path: slash >= 0 };
+}
+
+/** True when nothing command-breaking follows the segment: end, quotes, a comment or a command. */
+function tailIsShell(s: string, segEnd: number): boolean {
+  let i = segEnd;
+  while (i < s.length) {
+    const c = s.charCodeAt(i);
+    if (
+      isSpace(c) || c === 39 || c === 34 || c === 59 || c === 124 || c === 38 || c === 10 ||
+      c === 13 || c === 96 || c === 41
+    ) {
+      i++;
+      continue;
+    }
+    if (c === 35 /* # */) return true;
+    const next = readWord(s, i);
+    return next !== undefined && COMMANDS.has(next.name);
+  }
+  return true;
+}
+
+/** Scores the simple command starting at `from` in context `ctx`. */
+function judgeCommand(s: string, from: number, ctx: Context): number {
+  let p = from;
+  while (p < s.length && (isSpace(s.charCodeAt(p)) || s.charCodeAt(p) === 123)) p++;
+  if (ctx === "start") {
+    while (
+      p < s.length && (s.charCodeAt(p) === 39 || s.charCodeAt(p) === 34 || isSpace(s.charCodeAt(p)))
+    ) p++;
+  }
+  const word = readWord(s, p);
+  if (word === undefined) return 0;
+  const kind = COMMANDS.get(word.name);
+  if (kind === undefined) return 0;
+  if (s.charCodeAt(word.end) === 61 /* = */) return 0; // `id=5` is an assignment or a pair
+  if (ctx === "amp" && p === from && word.end === s.length) return kind === "distinct" ? 70 : 0;
+  let segEnd = word.end;
+  while (segEnd < s.length && !endsSegment(s.charCodeAt(segEnd))) segEnd++;
+  const args = s.slice(word.end, segEnd).trim();
+  // `/usr/bin/id` names a program by its path: no prose does that.
+  const distinct = kind === "distinct" || word.path;
+  if (args.length === 0) {
+    const tail = tailIsShell(s, segEnd);
+    if (ctx === "start") return BARE_AT_START.has(word.name) && segEnd === s.length ? 72 : 0;
+    if (!distinct && !BARE_COMMANDS.has(word.name)) return 30;
+    if (!tail) return distinct ? 55 : 35;
+    if (ctx === "line") return distinct ? 78 : 72;
+    return distinct ? 88 : 80;
+  }
+  if (word.name === "echo" || word.name === "printf") {
+    return REDIRECT.test(s.slice(word.end)) ? 90 : ctx === "strong" ? 60 : 20;
+  }
+  const tokens = args.split(/\s+/);
+  const first = argStrength(tokens[0] ?? "", word.name);
+  let all = first > 0;
+  for (let i = 1; all && i < tokens.length; i++) {
+    if (argStrength(tokens[i]!, word.name) === 0) all = false;
+  }
+  const redirect = REDIRECT.test(args);
+  if (ctx === "strong") {
+    if (first === 2 || all || redirect) return distinct ? 92 : 85;
+    return distinct ? 60 : 30;
+  }
+  if (first === 2 && (distinct || all || redirect)) return distinct ? 85 : 78;
+  // `net user ...`, `reg add ...`: a Windows administration verb is never prose.
+  if (first === 2 && SUBCOMMANDS.get(word.name)?.has(tokens[0]!) === true) return 85;
+  if (first === 2 && PATH_ARG.test(tokens[0]!)) return 75;
+  if (all && distinct) return 80;
+  if (all && META_COMMANDS.has(word.name) && COMMANDS.get(tokens[0]!) === "distinct") return 76;
+  // `sleep 5`, `ping 10.0.0.1` as the whole value; quoted strings alone prove nothing.
+  if (all && NUMERIC_COMMANDS.has(word.name) && DIGIT.test(tokens[0]!)) return 72;
+  if (first === 2) return 55;
+  return 0;
+}
+
+/**
+ * Reports shell commands in command position, shell obfuscation and known exploit shapes.
+ *
+ * @param value the decoded input
+ * @returns the strongest finding, class `rce`
+ */
+export function cmdi(value: DetectorInput): Finding | undefined {
+  const text = value.decoded.length > MAX_CHARS ? value.decoded.slice(0, MAX_CHARS) : value.decoded;
+  if (!GATE.test(text)) return undefined;
+  let best: Finding | undefined;
+  const shellshock = SHELLSHOCK.exec(text);
+  if (shellshock !== null) {
+    return makeFinding(value, "rce", 97, "cmdi.shellshock", text, shellshock.index);
+  }
+  const special = REVERSE_SHELL.exec(text) ?? WINDOWS_SHELL.exec(text);
+  if (special !== null) {
+    best = makeFinding(value, "rce", 92, "cmdi.shell_exploit", text, special.index);
+  }
+  const ifs = IFS_TRICK.exec(text);
+  if (ifs !== null) {
+    best = stronger(best, makeFinding(value, "rce", 88, "cmdi.ifs_obfuscation", text, ifs.index));
+  }
+  const s = deobfuscate(text);
+  let top = judgeCommand(s, 0, "start");
+  let topAt = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    let ctx: Context | undefined;
+    let from = i + 1;
+    if (c === 59 /* ; */ || c === 96 /* ` */) ctx = "strong";
+    else if (c === 124 /* | */) {
+      ctx = "strong";
+      if (s.charCodeAt(i + 1) === 124) from = i + 2;
+    } else if (c === 38 /* & */) {
+      if (s.charCodeAt(i + 1) === 38) {
+        ctx = "strong";
+        from = i + 2;
+      } else ctx = isSpace(s.charCodeAt(i + 1)) ? "strong" : "amp";
+    } else if (c === 10 || c === 13) ctx = "line";
+    else if (c === 36 /* $ */ && s.charCodeAt(i + 1) === 40 /* ( */) {
+      ctx = "strong";
+      from = i + 2;
+    }
+    if (ctx === undefined) continue;
+    const score = judgeCommand(s, from, ctx);
+    if (score > top) {
+      top = score;
+      topAt = i;
+    }
+    if (from > i + 1) i = from - 1;
+  }
+  if (top > 0) best = stronger(best, makeFinding(value, "rce", top, "cmdi.command", s, topAt));
+  return best;
+}
