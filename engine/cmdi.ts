@@ -34,6 +34,7 @@ const LITERAL_NEWLINE = /\\[nr]/g;
 const BACKSLASH_IN_WORD = /\\(?=[a-z0-9])/g;
 const BRACE_LIST = /\{([a-z/][\w./-]*),([^{}\s]*)\}/g;
 const COMMA = /,/g;
+// deno-lint-ignore no-control-regex -- terminal escapes hide the command that follows
 const ANSI = /\u001b\[[0-9;]*[a-z]?/g;
 
 /** An output redirection into a file, or into a device. */
