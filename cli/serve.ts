@@ -22,33 +22,36 @@ Run "waf help serve" for usage.
     now: deps.clock.now,
   });
   if (loaded.created) logger.info("created default configuration", { path: loaded.configPath });
-  let server;
-  try {
-    server = await startServer({ config: loaded.config, dataDir: loaded.dataDir }, {
-      clock: deps.clock,
-      random: deps.random,
-      logger,
-      env: deps.env,
-    });
-  } catch (err) {
-    if (err instanceof ProductionStorageUnavailableError || err instanceof SchemaTooNewError) {
-      deps.stderr(`${err.message}\n`);
-      return EXIT_FAILURE;
-    }
-    if (err instanceof Deno.errors.AddrInUse || err instanceof Deno.errors.PermissionDenied) {
-      deps.stderr(`Cannot open a listener: ${err.message}\n`);
-      return EXIT_FAILURE;
-    }
-    throw err;
-  }
-  const { promise: stopped, resolve } = Promise.withResolvers<void>();
-  const onSignal = () => {
-    server.shutdown().then(resolve);
-  };
+  // Listen for signals before anything starts, so a signal during start-up is not lost.
+  const signalled = Promise.withResolvers<void>();
+  const onSignal = () => signalled.resolve();
   Deno.addSignalListener("SIGINT", onSignal);
   Deno.addSignalListener("SIGTERM", onSignal);
-  await stopped;
-  Deno.removeSignalListener("SIGINT", onSignal);
-  Deno.removeSignalListener("SIGTERM", onSignal);
+  try {
+    let server;
+    try {
+      server = await startServer({ config: loaded.config, dataDir: loaded.dataDir }, {
+        clock: deps.clock,
+        random: deps.random,
+        logger,
+        env: deps.env,
+      });
+    } catch (err) {
+      if (err instanceof ProductionStorageUnavailableError || err instanceof SchemaTooNewError) {
+        deps.stderr(`${err.message}\n`);
+        return EXIT_FAILURE;
+      }
+      if (err instanceof Deno.errors.AddrInUse || err instanceof Deno.errors.PermissionDenied) {
+        deps.stderr(`Cannot open a listener: ${err.message}\n`);
+        return EXIT_FAILURE;
+      }
+      throw err;
+    }
+    await signalled.promise;
+    await server.shutdown();
+  } finally {
+    Deno.removeSignalListener("SIGINT", onSignal);
+    Deno.removeSignalListener("SIGTERM", onSignal);
+  }
   return EXIT_OK;
 };
