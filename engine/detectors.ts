@@ -6,7 +6,19 @@
  */
 import type { Detector } from "./types.ts";
 import { cmdi } from "./cmdi.ts";
+import { deserialization } from "./deserialization.ts";
 import { jndi } from "./jndi.ts";
+import { ldapXpath } from "./ldap_xpath.ts";
+import { codeInjection } from "./php_java.ts";
+import { ssi } from "./ssi.ts";
 import { traversal } from "./traversal.ts";
 
-export const DETECTORS: readonly Detector[] = [jndi, traversal, cmdi];
+export const DETECTORS: readonly Detector[] = [
+  jndi,
+  traversal,
+  cmdi,
+  codeInjection,
+  deserialization,
+  ssi,
+  ldapXpath,
+];

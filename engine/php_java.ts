@@ -1,0 +1,117 @@
+/**
+ * Code injection detector for PHP and Java (including OGNL, Spring EL and Struts).
+ *
+ * Code is recognised by its call shape, not by its vocabulary: `system('id')` is a call with
+ * a literal argument, while the word "system" in a sentence is not. Method calls on objects
+ * (`regex.exec(s)`) are left to the XSS detector, which knows JavaScript.
+ */
+import type { DetectorInput, Finding } from "./types.ts";
+import { makeFinding, stronger } from "./make_finding.ts";
+
+const MAX_CHARS = 8192;
+
+/** Cheap gate: every rule below needs one of these characters. */
+const GATE = /[(<{$#@%]/;
+
+const PHP_OPEN = /<\?(?:php\b|=)/i;
+/** Functions that run commands or code, called with a literal, a variable or a nested call. */
+const PHP_EXEC_CALL =
+  /(?<![.\w$>])(?:system|exec|shell_exec|passthru|popen|proc_open|pcntl_exec|assert|eval|create_function|call_user_func(?:_array)?|file_put_contents|preg_replace)\s*\(\s*(?:["'`$@]|[a-z_]\w*\s*\()/i;
+/** Functions that read files or decode payloads: code-shaped, but also common in tutorials. */
+const PHP_OTHER_CALL =
+  /(?<![.\w$>])(?:include(?:_once)?|require(?:_once)?|file_get_contents|fwrite|show_source|highlight_file|readfile|base64_decode|gzinflate|str_rot13|unserialize|print_r|var_dump)\s*\(\s*(?:["'`$@]|[a-z_]\w*\s*\()/i;
+/** Information functions that attackers call with no argument to confirm execution. */
+const PHP_PROBE =
+  /(?<![.\w$>])(?:phpinfo|phpversion|getcwd|get_current_user|php_uname|getmypid|posix_getpwuid|sys_get_temp_dir)\s*\(\s*\)/i;
+/** `${@phpinfo()}`, `{${system(...)}}`: PHP complex variable syntax that calls a function. */
+const PHP_COMPLEX_CALL = /\$\{\s*@?\s*[a-z_]\w*\s*\(/i;
+const PHP_SUPERGLOBAL = /\$_(?:GET|POST|REQUEST|COOKIE|SERVER|FILES|ENV|SESSION)\s*\[/;
+const PREG_EVAL = /preg_replace\s*\(\s*["'](.).*\1[imsxu]*e[imsxu]*["']/i;
+
+const JAVA_RUNTIME =
+  /java\.lang\.(?:Runtime|ProcessBuilder|System|Class|reflect|Thread|ClassLoader)|getRuntime\s*\(\s*\)|\.exec\s*\(\s*["'][^"']*["']\s*\)|new\s+ProcessBuilder\b|ProcessBuilder\s*\(|javax\.script\.ScriptEngineManager|\.getClass\s*\(\s*\)\s*\.forName\s*\(|Class\.forName\s*\(|getDeclaredMethod\s*\(|\.newInstance\s*\(\s*\)\s*\.|org\.apache\.commons\.(?:io|collections)|com\.sun\.org\.apache|javax\.naming\.InitialContext/;
+const OGNL =
+  /%\{\s*\(?\s*#|#_memberAccess|@ognl\.OgnlContext@|#context\s*\[|\(#[a-z_]\w*\s*=|@java\.lang\.\w+@|#(?:application|session|request|parameters|attr)\s*\[|\bognl\b.*#/i;
+const STRUTS_PREFIX = /\b(?:redirect|redirectAction|action):\s*\$\{/i;
+const SPRING_CLASSLOADER = /\bclass\.(?:module\.)?classLoader\b|\bclass\.protectionDomain\b/i;
+const SPEL = /\bT\s*\(\s*java\.|new\s+java\.(?:lang|io|net|util)\.|#\{\s*T\s*\(/;
+
+/**
+ * Reports PHP and Java code in a value.
+ *
+ * @param value the decoded input
+ * @returns the strongest finding, class `php` or `java`
+ */
+export function codeInjection(value: DetectorInput): Finding | undefined {
+  const name = value.input.name;
+  if (name.length > 12 && SPRING_CLASSLOADER.test(name)) {
+    return makeFinding(value, "java", 95, "java.classloader_param", name, 0);
+  }
+  const text = value.decoded.length > MAX_CHARS ? value.decoded.slice(0, MAX_CHARS) : value.decoded;
+  if (!GATE.test(text)) {
+    const cl = text.indexOf("lass") >= 0 ? SPRING_CLASSLOADER.exec(text) : null;
+    return cl === null
+      ? undefined
+      : makeFinding(value, "java", 90, "java.classloader", text, cl.index);
+  }
+  return stronger(php(value, text), java(value, text));
+}
+
+function php(value: DetectorInput, text: string): Finding | undefined {
+  let best: Finding | undefined;
+  const open = PHP_OPEN.exec(text);
+  if (open !== null) best = makeFinding(value, "php", 90, "php.open_tag", text, open.index);
+  const complex = PHP_COMPLEX_CALL.exec(text);
+  if (complex !== null) {
+    best = stronger(best, makeFinding(value, "php", 92, "php.complex_call", text, complex.index));
+  }
+  if (text.indexOf("(") >= 0) {
+    const call = PHP_EXEC_CALL.exec(text);
+    if (call !== null) {
+      // A dangerous call with a literal or a variable argument is code, not prose.
+      best = stronger(best, makeFinding(value, "php", 85, "php.dangerous_call", text, call.index));
+    }
+    const other = PHP_OTHER_CALL.exec(text);
+    if (other !== null) {
+      best = stronger(best, makeFinding(value, "php", 60, "php.code_call", text, other.index));
+    }
+    const probe = PHP_PROBE.exec(text);
+    if (probe !== null) {
+      best = stronger(best, makeFinding(value, "php", 88, "php.probe_call", text, probe.index));
+    }
+    const preg = PREG_EVAL.exec(text);
+    if (preg !== null) {
+      best = stronger(best, makeFinding(value, "php", 92, "php.preg_eval", text, preg.index));
+    }
+  }
+  const sg = text.indexOf("$_") >= 0 ? PHP_SUPERGLOBAL.exec(text) : null;
+  if (sg !== null) {
+    best = stronger(best, makeFinding(value, "php", 80, "php.superglobal", text, sg.index));
+  }
+  return best;
+}
+
+function java(value: DetectorInput, text: string): Finding | undefined {
+  let best: Finding | undefined;
+  const rt = JAVA_RUNTIME.exec(text);
+  if (rt !== null) best = makeFinding(value, "java", 90, "java.runtime", text, rt.index);
+  if (text.indexOf("#") >= 0 || text.indexOf("@") >= 0) {
+    const ognl = OGNL.exec(text);
+    if (ognl !== null) {
+      best = stronger(best, makeFinding(value, "java", 92, "java.ognl", text, ognl.index));
+    }
+  }
+  const struts = STRUTS_PREFIX.exec(text);
+  if (struts !== null) {
+    best = stronger(best, makeFinding(value, "java", 90, "java.struts_prefix", text, struts.index));
+  }
+  const spel = SPEL.exec(text);
+  if (spel !== null) {
+    best = stronger(best, makeFinding(value, "java", 92, "java.spel", text, spel.index));
+  }
+  const cl = SPRING_CLASSLOADER.exec(text);
+  if (cl !== null) {
+    best = stronger(best, makeFinding(value, "java", 90, "java.classloader", text, cl.index));
+  }
+  return best;
+}
