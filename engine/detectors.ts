@@ -11,6 +11,7 @@ import { jndi } from "./jndi.ts";
 import { ldapXpath } from "./ldap_xpath.ts";
 import { codeInjection } from "./php_java.ts";
 import { ssi } from "./ssi.ts";
+import { ssti } from "./ssti.ts";
 import { traversal } from "./traversal.ts";
 
 export const DETECTORS: readonly Detector[] = [
@@ -21,4 +22,5 @@ export const DETECTORS: readonly Detector[] = [
   deserialization,
   ssi,
   ldapXpath,
+  ssti,
 ];
