@@ -10,6 +10,7 @@ import { deserialization } from "./deserialization.ts";
 import { jndi } from "./jndi.ts";
 import { ldapXpath } from "./ldap_xpath.ts";
 import { codeInjection } from "./php_java.ts";
+import { nosqli } from "./nosqli.ts";
 import { ssi } from "./ssi.ts";
 import { ssti } from "./ssti.ts";
 import { traversal } from "./traversal.ts";
@@ -23,4 +24,5 @@ export const DETECTORS: readonly Detector[] = [
   ssi,
   ldapXpath,
   ssti,
+  nosqli,
 ];
