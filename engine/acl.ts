@@ -1,0 +1,179 @@
+/**
+ * Ordered ACL rules: conditions on method, path, host, header, query parameter, client address
+ * and country, with actions allow, block, challenge and log. Compiled once per policy.
+ *
+ * Every condition present in a rule must hold. Rules run in their stored order; `log` rules
+ * record a match and evaluation continues; the first `allow`, `block` or `challenge` rule
+ * decides. A country condition needs a GeoIP lookup: without one it never matches (and the
+ * management API refuses to store it, so this only guards a hand-edited store).
+ */
+import { type Cidr, cidrContains, type IpAddress, parseCidr } from "./ip_address.ts";
+import { compileRe2, type Matcher } from "./re2.ts";
+import type { RequestView } from "./request_view.ts";
+
+export type AclAction = "allow" | "block" | "challenge" | "log";
+
+/** A value condition: present, or matching a pattern (RE2), on a header or query parameter. */
+export interface NamedCondition {
+  readonly name: string;
+  /** When absent the condition only requires the header or parameter to be present. */
+  readonly pattern?: string;
+}
+
+export interface AclConditions {
+  readonly methods?: readonly string[];
+  readonly path?: { readonly prefix: string } | { readonly regex: string };
+  /** Exact host names, or `*.example.com` for any subdomain. */
+  readonly hosts?: readonly string[];
+  readonly header?: NamedCondition;
+  readonly query?: NamedCondition;
+  readonly cidrs?: readonly string[];
+  /** ISO 3166-1 alpha-2 codes, upper case. */
+  readonly countries?: readonly string[];
+}
+
+export interface AclRule {
+  readonly id: string;
+  readonly name: string;
+  readonly siteId: string | null;
+  readonly enabled: boolean;
+  readonly action: AclAction;
+  readonly conditions: AclConditions;
+}
+
+/** Maps an address to its country code; provided when a GeoIP database is configured. */
+export interface GeoLookup {
+  country(ip: IpAddress): string | undefined;
+}
+
+type Test = (view: RequestView, ip: IpAddress | undefined) => boolean;
+
+interface CompiledAcl {
+  readonly rule: AclRule;
+  readonly tests: readonly Test[];
+}
+
+export interface AclResult {
+  /** Ids of the `log` rules that matched before the decision. */
+  readonly logged: readonly string[];
+  readonly decisive: AclRule | undefined;
+}
+
+export interface CompiledAclRules {
+  readonly size: number;
+  evaluate(view: RequestView, ip: IpAddress | undefined, siteId: string): AclResult;
+}
+
+/** Returns the first problem of a rule's conditions (an RE2 message or a bad network). */
+export function validateAclConditions(
+  c: AclConditions,
+): { field: string; message: string } | undefined {
+  if (c.path && "regex" in c.path) {
+    const r = compileRe2(c.path.regex);
+    if (!r.ok) return { field: "conditions.path.regex", message: r.message };
+  }
+  for (const key of ["header", "query"] as const) {
+    const p = c[key]?.pattern;
+    if (p !== undefined) {
+      const r = compileRe2(p);
+      if (!r.ok) return { field: `conditions.${key}.pattern`, message: r.message };
+    }
+  }
+  for (const [i, text] of (c.cidrs ?? []).entries()) {
+    if (!parseCidr(text)) {
+      return { field: `conditions.cidrs[${i}]`, message: `Invalid address or network: "${text}"` };
+    }
+  }
+  return undefined;
+}
+
+function matcherOrNever(pattern: string): Matcher | undefined {
+  const r = compileRe2(pattern);
+  return r.ok ? r.matcher : undefined;
+}
+
+function hostTest(hosts: readonly string[]): Test {
+  const exact = new Set(hosts.filter((h) => !h.startsWith("*.")).map((h) => h.toLowerCase()));
+  const suffixes = hosts.filter((h) => h.startsWith("*.")).map((h) => h.slice(1).toLowerCase());
+  return (view) => exact.has(view.host) || suffixes.some((s) => view.host.endsWith(s));
+}
+
+function namedTest(
+  cond: NamedCondition,
+  values: (view: RequestView, name: string) => Iterable<string>,
+): Test {
+  const m = cond.pattern === undefined ? undefined : matcherOrNever(cond.pattern);
+  if (cond.pattern !== undefined && !m) return () => false;
+  return (view) => {
+    for (const v of values(view, cond.name)) if (!m || m.test(v)) return true;
+    return false;
+  };
+}
+
+function* headerValues(view: RequestView, name: string): Iterable<string> {
+  for (const [k, v] of view.req.headers) if (k === name) yield v;
+}
+
+function* queryValues(view: RequestView, name: string): Iterable<string> {
+  for (const [k, v] of view.query) if (k === name) yield v;
+}
+
+function compileConditions(c: AclConditions, geo: GeoLookup | undefined): Test[] {
+  const tests: Test[] = [];
+  if (c.methods?.length) {
+    const methods = new Set(c.methods.map((m) => m.toUpperCase()));
+    tests.push((view) => methods.has(view.req.method));
+  }
+  if (c.path) {
+    if ("prefix" in c.path) {
+      const prefix = c.path.prefix;
+      tests.push((view) => view.path.startsWith(prefix));
+    } else {
+      const m = matcherOrNever(c.path.regex);
+      tests.push(m ? (view) => m.test(view.path) : () => false);
+    }
+  }
+  if (c.hosts?.length) tests.push(hostTest(c.hosts));
+  if (c.header) {
+    tests.push(namedTest({ ...c.header, name: c.header.name.toLowerCase() }, headerValues));
+  }
+  if (c.query) tests.push(namedTest(c.query, queryValues));
+  if (c.cidrs?.length) {
+    const nets = c.cidrs.map(parseCidr).filter((n): n is Cidr => n !== undefined);
+    tests.push((_view, ip) => ip !== undefined && nets.some((n) => cidrContains(n, ip)));
+  }
+  if (c.countries?.length) {
+    const codes = new Set(c.countries.map((x) => x.toUpperCase()));
+    tests.push((_view, ip) => {
+      if (!geo || !ip) return false;
+      const cc = geo.country(ip);
+      return cc !== undefined && codes.has(cc);
+    });
+  }
+  return tests;
+}
+
+const NO_MATCH: AclResult = { logged: [], decisive: undefined };
+
+/** Compiles enabled rules in the given order; cheap conditions (method, prefix) run first. */
+export function compileAcl(rules: readonly AclRule[], geo?: GeoLookup): CompiledAclRules {
+  const compiled: CompiledAcl[] = rules
+    .filter((r) => r.enabled)
+    .map((rule) => ({ rule, tests: compileConditions(rule.conditions, geo) }));
+  return {
+    size: compiled.length,
+    evaluate(view, ip, siteId): AclResult {
+      let logged: string[] | undefined;
+      for (const { rule, tests } of compiled) {
+        if (rule.siteId !== null && rule.siteId !== siteId) continue;
+        if (!tests.every((t) => t(view, ip))) continue;
+        if (rule.action === "log") {
+          (logged ??= []).push(rule.id);
+          continue;
+        }
+        return { logged: logged ?? [], decisive: rule };
+      }
+      return logged ? { logged, decisive: undefined } : NO_MATCH;
+    },
+  };
+}

@@ -1,0 +1,113 @@
+/**
+ * Custom regular-expression rules: an operator's pattern against one part of the request,
+ * compiled once with RE2 (linear time) when the policy is built.
+ *
+ * Rules run in ascending `priority` (ties keep creation order). Every matching rule is
+ * reported; the first matching `block` or `challenge` rule decides, and `log` rules only
+ * record that they matched.
+ */
+import { compileRe2, type Matcher } from "./re2.ts";
+import type { RequestView } from "./request_view.ts";
+
+export type CustomTarget =
+  | { readonly kind: "path" }
+  | { readonly kind: "query" }
+  | { readonly kind: "param"; readonly name: string }
+  | { readonly kind: "any_param" }
+  | { readonly kind: "header"; readonly name: string }
+  | { readonly kind: "cookies" }
+  | { readonly kind: "body" };
+
+export type CustomAction = "block" | "log" | "challenge";
+
+/** A rule as stored and edited. */
+export interface CustomRule {
+  readonly id: string;
+  readonly name: string;
+  /** `null` for a global rule. */
+  readonly siteId: string | null;
+  readonly target: CustomTarget;
+  readonly pattern: string;
+  readonly ignoreCase: boolean;
+  readonly action: CustomAction;
+  readonly priority: number;
+  readonly enabled: boolean;
+}
+
+interface CompiledRule {
+  readonly rule: CustomRule;
+  readonly matcher: Matcher;
+}
+
+/** The result of running the rules on one request. */
+export interface CustomRulesResult {
+  /** Ids of every rule that matched, in evaluation order. */
+  readonly matched: readonly string[];
+  /** The first matching block or challenge rule. */
+  readonly decisive: CustomRule | undefined;
+}
+
+export interface CompiledCustomRules {
+  readonly size: number;
+  evaluate(view: RequestView, siteId: string): CustomRulesResult;
+}
+
+/** Checks a pattern as RE2 would compile it; the message is RE2's own. */
+export function validatePattern(pattern: string, ignoreCase = false): string | undefined {
+  const r = compileRe2(pattern, { ignoreCase });
+  return r.ok ? undefined : r.message;
+}
+
+function targetMatches(m: Matcher, target: CustomTarget, view: RequestView): boolean {
+  switch (target.kind) {
+    case "path":
+      return m.test(view.path);
+    case "query":
+      return m.test(view.rawQuery);
+    case "param":
+      for (const [k, v] of view.params) if (k === target.name && m.test(v)) return true;
+      return false;
+    case "any_param":
+      for (const [, v] of view.params) if (m.test(v)) return true;
+      return false;
+    case "header": {
+      const value = view.header(target.name);
+      return value !== undefined && m.test(value);
+    }
+    case "cookies":
+      return m.test(view.cookies);
+    case "body":
+      return m.test(view.body);
+  }
+}
+
+const EMPTY: CustomRulesResult = { matched: [], decisive: undefined };
+
+/**
+ * Compiles the enabled rules. A rule whose pattern does not compile is skipped (the API
+ * refuses such patterns at write time, so this only guards a hand-edited store).
+ */
+export function compileCustomRules(rules: readonly CustomRule[]): CompiledCustomRules {
+  const compiled: CompiledRule[] = [];
+  const ordered = rules
+    .map((rule, index) => ({ rule, index }))
+    .filter((r) => r.rule.enabled)
+    .sort((a, b) => a.rule.priority - b.rule.priority || a.index - b.index);
+  for (const { rule } of ordered) {
+    const r = compileRe2(rule.pattern, { ignoreCase: rule.ignoreCase });
+    if (r.ok) compiled.push({ rule, matcher: r.matcher });
+  }
+  return {
+    size: compiled.length,
+    evaluate(view: RequestView, siteId: string): CustomRulesResult {
+      let matched: string[] | undefined;
+      for (const { rule, matcher } of compiled) {
+        if (rule.siteId !== null && rule.siteId !== siteId) continue;
+        if (!targetMatches(matcher, rule.target, view)) continue;
+        (matched ??= []).push(rule.id);
+        if (rule.action !== "log") return { matched, decisive: rule };
+      }
+      return matched ? { matched, decisive: undefined } : EMPTY;
+    },
+  };
+}

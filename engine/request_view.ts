@@ -1,0 +1,81 @@
+/**
+ * A lazily decoded view of an {@link EngineRequest} for the rule-based controls (ACL rules and
+ * custom regex rules): each part is decoded at most once, and only when a rule asks for it, so
+ * a request that no rule inspects pays nothing.
+ */
+import type { EngineRequest } from "./types.ts";
+
+const UTF8 = new TextDecoder("utf-8", { fatal: false });
+const FORM = /^application\/x-www-form-urlencoded\b/i;
+
+function safeDecode(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}
+
+function parsePairs(text: string): Array<readonly [string, string]> {
+  const out: Array<readonly [string, string]> = [];
+  if (text.length === 0) return out;
+  for (const [k, v] of new URLSearchParams(text)) out.push([k, v]);
+  return out;
+}
+
+export class RequestView {
+  readonly req: EngineRequest;
+  /** Site host name as matched (lower case, no port). */
+  readonly host: string;
+  #path?: string;
+  #params?: ReadonlyArray<readonly [string, string]>;
+  #query?: ReadonlyArray<readonly [string, string]>;
+  #cookies?: string;
+  #body?: string;
+
+  constructor(req: EngineRequest, host: string) {
+    this.req = req;
+    this.host = host;
+  }
+
+  /** The path, percent-decoded (invalid escapes stay as written). */
+  get path(): string {
+    return this.#path ??= safeDecode(this.req.path);
+  }
+
+  /** Raw query string without `?`. */
+  get rawQuery(): string {
+    return this.req.query;
+  }
+
+  /** Query parameters, decoded. */
+  get query(): ReadonlyArray<readonly [string, string]> {
+    return this.#query ??= parsePairs(this.req.query);
+  }
+
+  /** Query parameters followed by form-body parameters, decoded. */
+  get params(): ReadonlyArray<readonly [string, string]> {
+    if (this.#params) return this.#params;
+    const form = FORM.test(this.header("content-type") ?? "") ? parsePairs(this.body) : [];
+    return this.#params = form.length ? [...this.query, ...form] : this.query;
+  }
+
+  /** First value of a header (name in lower case). */
+  header(name: string): string | undefined {
+    for (const [k, v] of this.req.headers) if (k === name) return v;
+    return undefined;
+  }
+
+  /** Every `Cookie` header joined with `; `. */
+  get cookies(): string {
+    if (this.#cookies !== undefined) return this.#cookies;
+    const parts: string[] = [];
+    for (const [k, v] of this.req.headers) if (k === "cookie") parts.push(v);
+    return this.#cookies = parts.join("; ");
+  }
+
+  /** The inspected body prefix as UTF-8 text (empty without a body). */
+  get body(): string {
+    return this.#body ??= this.req.body ? UTF8.decode(this.req.body) : "";
+  }
+}

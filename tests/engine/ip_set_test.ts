@@ -1,0 +1,97 @@
+import { assertEquals, ok } from "../_helpers/assert.ts";
+import { formatCidr, parseCidr, parseIp } from "../../engine/ip_address.ts";
+import { buildIpSet, type IpListEntry, ipSetFrom, matchIpList } from "../../engine/ip_set.ts";
+
+Deno.test("parseIp() reads IPv4, IPv6 with ::, embedded IPv4 and zone ids", () => {
+  assertEquals(parseIp("10.0.0.1"), { version: 4, words: [0x0a000001] });
+  assertEquals(parseIp("::1"), { version: 6, words: [0, 0, 0, 1] });
+  assertEquals(parseIp("2001:db8::1"), { version: 6, words: [0x20010db8, 0, 0, 1] });
+  assertEquals(parseIp("[fe80::1%eth0]"), { version: 6, words: [0xfe800000, 0, 0, 1] });
+  assertEquals(parseIp("64:ff9b::192.0.2.1"), {
+    version: 6,
+    words: [0x0064ff9b, 0, 0, 0xc0000201],
+  });
+});
+
+Deno.test("parseIp() folds an IPv4-mapped IPv6 address to IPv4", () => {
+  assertEquals(parseIp("::ffff:192.0.2.7"), parseIp("192.0.2.7"));
+});
+
+Deno.test("parseIp() refuses malformed addresses", () => {
+  for (
+    const bad of ["", "1.2.3", "1.2.3.256", "01.2.3.4", "1:2:3:4:5:6:7:8:9", "1::2::3", "g::1"]
+  ) {
+    assertEquals(parseIp(bad), undefined, bad);
+  }
+});
+
+Deno.test("parseCidr() clears host bits and checks the prefix range", () => {
+  assertEquals(formatCidr(parseCidr("10.1.2.3/8")!), "10.0.0.0/8");
+  assertEquals(formatCidr(parseCidr("2001:db8:ffff::/32")!), "2001:db8:0:0:0:0:0:0/32");
+  assertEquals(parseCidr("10.0.0.0/33"), undefined);
+  assertEquals(parseCidr("::/129"), undefined);
+  assertEquals(parseCidr("10.0.0.0/x"), undefined);
+  assertEquals(parseCidr("1.2.3.4")!.prefix, 32);
+});
+
+Deno.test("IpSet lookup returns every containing network, most specific first", () => {
+  const set = ipSetFrom([["10.0.0.0/8", "wide"], ["10.1.0.0/16", "mid"], ["10.1.2.3", "host"]]);
+  assertEquals(set.lookupText("10.1.2.3"), ["host", "mid", "wide"]);
+  assertEquals(set.lookupText("10.1.9.9"), ["mid", "wide"]);
+  assertEquals(set.lookupText("11.0.0.1"), []);
+  assertEquals(set.lookupText("not an ip"), []);
+});
+
+Deno.test("IpSet keeps IPv4 and IPv6 apart and matches IPv6 ranges", () => {
+  const set = ipSetFrom([["2001:db8::/32", "v6"], ["0.0.0.0/0", "all-v4"]]);
+  assertEquals(set.lookupText("2001:db8:1::5"), ["v6"]);
+  assertEquals(set.lookupText("2001:db9::5"), []);
+  assertEquals(set.lookupText("::ffff:8.8.8.8"), ["all-v4"]);
+  assertEquals(set.lookupText("::1"), []);
+});
+
+Deno.test("IpSet answers correctly with 100,000 entries", () => {
+  const entries = [];
+  for (let i = 0; i < 100_000; i++) {
+    entries.push(
+      [{ version: 4 as const, words: [(0x0b000000 + i * 7) >>> 0], prefix: 32 }, i] as const,
+    );
+  }
+  const set = buildIpSet(entries);
+  assertEquals(set.size, 100_000);
+  assertEquals(set.lookup({ version: 4, words: [0x0b000000 + 7 * 4242] }), [4242]);
+  assertEquals(set.lookup({ version: 4, words: [0x0b000000 + 7 * 4242 + 1] }), []);
+});
+
+const entry = (over: Partial<IpListEntry>): IpListEntry => ({
+  id: "e",
+  action: "block",
+  cidr: "10.0.0.0/8",
+  siteId: null,
+  pathPrefix: null,
+  expiresAt: null,
+  ...over,
+});
+
+Deno.test("matchIpList() honours site scope, path prefix and expiry", () => {
+  const set = ipSetFrom<IpListEntry>([
+    ["10.0.0.0/8", entry({ id: "site-b", siteId: "b" })],
+    ["10.0.0.0/8", entry({ id: "admin-only", pathPrefix: "/admin" })],
+    ["10.0.0.0/8", entry({ id: "expired", expiresAt: 1000 })],
+  ]);
+  const ip = parseIp("10.9.9.9")!;
+  assertEquals(matchIpList(set, ip, "a", "/", 2000), undefined);
+  assertEquals(matchIpList(set, ip, "b", "/", 2000)?.id, "site-b");
+  assertEquals(matchIpList(set, ip, "a", "/admin/x", 2000)?.id, "admin-only");
+  assertEquals(matchIpList(set, ip, "a", "/", 999)?.id, "expired");
+});
+
+Deno.test("matchIpList() lets an allow entry win over a block entry", () => {
+  const set = ipSetFrom<IpListEntry>([
+    ["10.0.0.0/8", entry({ id: "blk" })],
+    ["0.0.0.0/0", entry({ id: "alw", action: "allow" })],
+  ]);
+  const hit = matchIpList(set, parseIp("10.1.1.1")!, "a", "/", 0);
+  ok(hit);
+  assertEquals(hit.id, "alw");
+});
