@@ -6,6 +6,7 @@
  */
 import type { Detector } from "./types.ts";
 import { cmdi } from "./cmdi.ts";
+import { crlf } from "./crlf.ts";
 import { deserialization } from "./deserialization.ts";
 import { jndi } from "./jndi.ts";
 import { ldapXpath } from "./ldap_xpath.ts";
@@ -25,4 +26,5 @@ export const DETECTORS: readonly Detector[] = [
   ldapXpath,
   ssti,
   nosqli,
+  crlf,
 ];

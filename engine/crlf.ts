@@ -1,0 +1,53 @@
+/**
+ * CRLF / HTTP response splitting detector.
+ *
+ * A line break only splits a response when the value is copied into a header (a redirect
+ * target, a cookie), and it only does harm when what follows is a header or a status line.
+ * So the detector looks for a line break (decoded from any escape, including the
+ * `%E5%98%8A` / `%E5%98%8D` code points that some stacks truncate to LF and CR) followed by
+ * a header name an attacker would set.
+ */
+import type { DetectorInput, Finding } from "./types.ts";
+import { makeFinding } from "./make_finding.ts";
+
+/** Line breaks, plus U+560A / U+560D whose low bytes are LF and CR. */
+const BREAK = /[\r\n\u560a\u560d\u0085\u2028]/;
+const INJECTED_HEADER =
+  /[\r\n\u560a\u560d\u0085\u2028][^\r\n:]{0,3}?(?:set-cookie|location|content-type|content-length|content-security-policy|content-disposition|x-xss-protection|refresh|access-control-allow-[a-z]+|transfer-encoding|cache-control|x-forwarded-[a-z]+|host|cookie|link|x-frame-options|strict-transport-security)\s*:/i;
+const SPLIT =
+  /[\r\n\u560a\u560d][^\r\n]{0,3}?(?:http\/\d\.\d\s+\d{3}|set-cookie\s*:)|(?:\r\n|\n){2}\s*<(?:html|script|svg|body)/i;
+
+/** A break still escaped after every decoding layer the normaliser applies (`%2525250a`). */
+const ESCAPED_BREAK =
+  /%(?:25)*0[ad](?:%(?:25)*0[ad])*[^:\s]{0,3}?(?:set-cookie|location|content-type|content-length|refresh|x-xss-protection|http\/\d)/i;
+
+/** Sources whose values legitimately hold multi-line text, such as a comment field. */
+function isBody(source: string): boolean {
+  return source === "json" || source === "form" || source === "multipart" || source === "xml" ||
+    source === "body";
+}
+
+/**
+ * Reports a line break followed by a header or a status line.
+ *
+ * @param value the decoded input
+ * @returns the finding, class `crlf`
+ */
+export function crlf(value: DetectorInput): Finding | undefined {
+  const text = value.decoded;
+  if (!BREAK.test(text)) {
+    const escaped = text.indexOf("%") >= 0 ? ESCAPED_BREAK.exec(text) : null;
+    return escaped === null
+      ? undefined
+      : makeFinding(value, "crlf", 90, "crlf.escaped_break", text, escaped.index);
+  }
+  const split = SPLIT.exec(text);
+  if (split !== null) {
+    return makeFinding(value, "crlf", 92, "crlf.response_splitting", text, split.index);
+  }
+  const header = INJECTED_HEADER.exec(text);
+  if (header === null) return undefined;
+  // A comment may well say "Location: Berlin" on its own line; a redirect target may not.
+  const score = isBody(value.input.source) ? 50 : 90;
+  return makeFinding(value, "crlf", score, "crlf.header_injection", text, header.index);
+}
