@@ -24,7 +24,7 @@ import type {
   Level,
 } from "./types.ts";
 import { extract, MAX_INPUTS } from "./extract.ts";
-import { decodeBase64Code, normalize, type PlusMode } from "./normalize.ts";
+import { decodeBase64Code, decodeBase64Runs, normalize, type PlusMode } from "./normalize.ts";
 import { sqli } from "./sqli.ts";
 import { xss } from "./xss.ts";
 import { DETECTORS } from "./detectors.ts";
@@ -51,6 +51,9 @@ const INERT = /^[A-Za-z0-9_,-]*(?:\.[A-Za-z0-9_,-]+)*$/;
 /** The `+` of query strings and form bodies is a space; elsewhere it is literal. */
 const PLUS_AS_SPACE: ReadonlySet<Input["source"]> = new Set(["query", "query_name", "form"]);
 
+/** Referer query parameters (see extract.ts) were form-encoded by the browser. */
+const REFERER_QUERY = "referer?";
+
 /**
  * Inspects one request.
  *
@@ -69,8 +72,10 @@ export function inspect(req: EngineRequest, opts: InspectOptions): Inspection {
       break;
     }
     budget -= input.value.length;
-    if (INERT.test(input.value)) continue;
-    const plus: PlusMode = PLUS_AS_SPACE.has(input.source) ? "space" : "literal";
+    if (INERT.test(input.value) && decodeBase64Code(input.value) === undefined) continue;
+    const plus: PlusMode = PLUS_AS_SPACE.has(input.source) || input.name.startsWith(REFERER_QUERY)
+      ? "space"
+      : "literal";
     const normalized = normalize(input.value, plus);
     if (normalized.truncated) truncated = true;
     const location = input.name.length > 0 ? `${input.source}:${input.name}` : input.source;
@@ -81,8 +86,9 @@ export function inspect(req: EngineRequest, opts: InspectOptions): Inspection {
       raw: input.value,
     };
     runDetectors(value, findings);
-    const hidden = decodeBase64Code(normalized.text);
-    if (hidden !== undefined) runDetectors({ ...value, decoded: hidden }, findings);
+    for (const hidden of decodeBase64Runs(normalized.text)) {
+      runDetectors({ ...value, decoded: hidden }, findings);
+    }
   }
   findings.sort((a, b) => b.score - a.score);
   const threshold = RANK[BLOCKING_BAND[opts.level]];

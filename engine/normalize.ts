@@ -22,7 +22,7 @@ const NUL = /\0/g;
 const BASE64 = /^[A-Za-z0-9+/_-]{12,}={0,2}$/;
 const PADDING = /=+$/;
 /** Decoded base64 is only interesting when it reads like markup or code. */
-const CODE_LIKE = /[<>'"();${}`|]/;
+const CODE_LIKE = /[<>'"();${}`|=/]/;
 
 /** How `+` is read: as a space in query strings and form bodies, literally elsewhere. */
 export type PlusMode = "space" | "literal";
@@ -51,6 +51,7 @@ export function normalize(value: string, plus: PlusMode = "literal"): Normalized
       let next = percentDecode(text, layer === 0 && plus === "space");
       next = decodeEntities(next);
       next = decodeJsEscapes(next);
+      if (next.includes("+A")) next = decodeUtf7(next);
       if (next === text) break;
       text = next;
     }
@@ -227,6 +228,53 @@ export function decodeBase64Code(value: string): string | undefined {
     if ((c < 0x20 && c !== 9 && c !== 10 && c !== 13) || c > 0x7e) return undefined;
   }
   return CODE_LIKE.test(text) ? text : undefined;
+}
+
+/** A UTF-7 shifted sequence (`+ADw-` is `<`) that encodes ASCII, the only part XSS needs. */
+const UTF7_RUN = /\+(A[A-H][A-Za-z0-9+/]*)-?/g;
+
+/**
+ * Decodes UTF-7 shifted sequences that stand for ASCII characters; old browsers honoured a
+ * UTF-7 charset, so `+ADw-script+AD4-` was `<script>`.
+ */
+export function decodeUtf7(s: string): string {
+  return s.replace(UTF7_RUN, (whole, run: string) => {
+    let bits = 0;
+    let acc = 0;
+    let out = "";
+    for (const ch of run) {
+      acc = (acc << 6) | B64_ALPHABET.indexOf(ch);
+      bits += 6;
+      if (bits >= 16) {
+        bits -= 16;
+        const unit = (acc >> bits) & 0xffff;
+        if (unit < 0x09 || unit > 0x7e) return whole;
+        out += String.fromCharCode(unit);
+      }
+    }
+    return out.length > 0 ? out : whole;
+  });
+}
+
+const B64_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+/** Base64 runs inside a larger value (serialised objects, JSON fields, cookies). */
+const BASE64_RUN = /[A-Za-z0-9+/]{16,}={0,2}/g;
+const MAX_BASE64_RUNS = 4;
+
+/**
+ * Decodes base64 runs embedded in a value (not only a value that is base64 as a whole)
+ * when they decode to code-like text.
+ *
+ * @returns the decoded texts, at most four
+ */
+export function decodeBase64Runs(value: string): string[] {
+  const out: string[] = [];
+  for (const m of value.matchAll(BASE64_RUN)) {
+    const text = decodeBase64Code(m[0]);
+    if (text !== undefined) out.push(text);
+    if (out.length >= MAX_BASE64_RUNS) break;
+  }
+  return out;
 }
 
 /** ASCII lower case, cheaper than `toLowerCase()` on mostly-ASCII text and locale-free. */

@@ -163,7 +163,7 @@ export function lexSql(text: string): SqlToken[] {
       let j = i;
       while (j < n && isSpace(text.charCodeAt(j))) j++;
       const call = text.charCodeAt(j) === 40;
-      const kind = LOGIC_WORDS.has(word) && !call ? "logic" : "word";
+      const kind = LOGIC_WORDS.has(word) ? "logic" : "word";
       out.push({ kind, text: word, closed: true, call, start, end: i });
       continue;
     }

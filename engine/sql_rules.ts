@@ -28,6 +28,7 @@ const SCORES = {
   union: [95, 95, 90],
   tautology: [85, 80, 70],
   condition: [75, 65, 40],
+  case: [80, 75, 50],
   stacked: [90, 90, 80],
   delay: [95, 90, 75],
   error: [90, 85, 70],
@@ -127,8 +128,12 @@ const STACKED: ReadonlyMap<string, ReadonlySet<string> | "operand" | "any"> = ne
   ["update", "any"],
   ["set", "operand"],
 ]);
-/** MSSQL system procedures and the master database they live in. */
-const SYSTEM_PROCEDURE = /^(?:master|xp_|sp_)/;
+/** MSSQL extended and system stored procedures. */
+const SYSTEM_PROCEDURE = /^(?:xp|sp)_[a-z]/;
+/** Clauses that may follow a WHERE condition (`' or 1 limit 1 --`). */
+const CLAUSE_ENDS: ReadonlySet<string> = new Set(["limit", "order", "group", "union", "into"]);
+/** A quote inside a truncating comment means the "comment" is really more text or code. */
+const QUOTE_CHAR = /['"]/;
 const CONDITION_WORDS: ReadonlySet<string> = new Set(["where", "having", "when"]);
 const LITERAL_WORDS: ReadonlySet<string> = new Set(["null", "true", "false"]);
 
@@ -157,19 +162,22 @@ export function evaluate(
   if (strength === "breakout") afterBreakout(text, tokens, from, hit);
   for (let i = from; i < tokens.length; i++) {
     const t = tokens[i]!;
-    if (t.kind === "logic" && t.text !== "not") {
+    if (t.kind === "logic" && t.text !== "not" && t.text !== "div") {
+      // `&&` and `||` also join URL parameters and shell commands; they need a fixed outcome.
+      const symbol = t.text === "&&" || t.text === "||";
       const c = readComparison(text, tokens, skipComments(tokens, i + 1));
       if (c !== undefined) {
-        if (c.fixed || strength !== "prose") hit("tautology", i, c.fixed ? 0 : -5);
-        else hit("condition", i);
-      } else if (strength !== "prose") {
+        if (c.fixed || c.complex) hit("tautology", i, c.fixed ? 0 : -5);
+        else if (strength !== "prose" && !symbol) hit("condition", i);
+        else if (strength === "prose") hit("condition", i);
+      } else if (strength !== "prose" && !symbol) {
         lonePredicate(text, tokens, i, hit);
       }
     } else if (t.kind === "word") {
       wordRules(text, tokens, i, strength, hit);
     } else if (t.kind === "semi") {
       stackedRule(text, tokens, i, hit);
-    } else if (t.kind === "var" && t.text.startsWith("@@")) {
+    } else if (t.kind === "var" && t.text.startsWith("@@") && t.text.length > 3) {
       hit("variable", i);
     }
   }
@@ -189,7 +197,8 @@ function lonePredicate(text: string, tokens: readonly SqlToken[], i: number, hit
   const last = tokens[o.end - 1];
   if (last?.kind === "str" && !last.closed) return;
   const after = tokens[skipComments(tokens, o.end)];
-  const ends = after === undefined || after.kind === "rparen" || after.kind === "semi";
+  const ends = after === undefined || after.kind === "rparen" || after.kind === "semi" ||
+    (after.kind === "word" && CLAUSE_ENDS.has(after.text));
   if (ends || tokens[o.end]?.kind === "comment") hit("condition", i);
 }
 
@@ -199,7 +208,11 @@ function afterBreakout(text: string, tokens: readonly SqlToken[], from: number, 
   while (tokens[i]?.kind === "rparen") i++;
   const t = tokens[i];
   if (t === undefined) return;
-  if (t.kind === "comment" || (t.kind === "semi" && tokens[i + 1] === undefined)) {
+  // The comment must swallow the rest of the value, as in `admin'--`; code after a
+  // line comment (`'#id')` in script samples) is something else.
+  const last = i === tokens.length - 1;
+  const quoted = t.kind === "comment" && QUOTE_CHAR.test(text.slice(t.start, t.end));
+  if ((t.kind === "comment" || t.kind === "semi") && last && !quoted) {
     hit("truncation", i);
     return;
   }
@@ -210,7 +223,9 @@ function afterBreakout(text: string, tokens: readonly SqlToken[], from: number, 
   if (o === undefined) return;
   if (o.complex) hit("concat", i);
   const after = tokens[skipComments(tokens, o.end)];
-  if (o.literal && (after === undefined || after.kind === "comment")) hit("operator", i);
+  // `'-'`, `' | '`: the value ends right after, closing against the application's quote.
+  const short = text.length - (tokens[o.end - 1]?.start ?? 0) <= 4;
+  if (o.literal && short && (after === undefined || after.kind === "comment")) hit("operator", i);
 }
 
 function wordRules(
@@ -239,8 +254,14 @@ function wordRules(
       return;
     case "into":
       if (next?.kind === "word" && (next.text === "outfile" || next.text === "dumpfile")) {
-        hit("file", i);
+        // In prose, documentation mentions INTO OUTFILE; only a file name literal is an attack.
+        const file = tokens[skipComments(tokens, skipComments(tokens, i + 1) + 1)];
+        if (strength !== "prose" || file?.kind === "str") hit("file", i);
       }
+      return;
+    case "program":
+      // PostgreSQL COPY ... TO PROGRAM 'cmd' runs a shell command.
+      if (tokens[i - 1]?.text === "to" && next?.kind === "str") hit("file", i);
       return;
     case "order":
     case "group": {
@@ -254,18 +275,32 @@ function wordRules(
     }
     case "exec":
     case "execute":
-      if (next?.kind === "word" && SYSTEM_PROCEDURE.test(next.text)) hit("exec", i);
+      if (next?.kind === "word") {
+        // `master` only as the database of `master..xp_cmdshell`, not "Execute Master's".
+        const dotted = tokens[skipComments(tokens, i + 1) + 1]?.kind === "dot";
+        if (SYSTEM_PROCEDURE.test(next.text) || (next.text === "master" && dotted)) hit("exec", i);
+      }
       return;
     case "case":
       if (next?.kind === "word" && next.text === "when") {
-        const c = readComparison(text, tokens, skipComments(tokens, i + 2));
+        const at = skipComments(tokens, i + 2);
+        const c = readComparison(text, tokens, at);
         if (c !== undefined) hit("tautology", i, c.fixed ? 0 : -5);
+        else {
+          const o = readOperand(text, tokens, at);
+          const then = o === undefined ? undefined : tokens[skipComments(tokens, o.end)];
+          if (then?.kind === "word" && then.text === "then") hit("case", i);
+        }
       }
       return;
   }
+  const prev = tokens[i - 1];
+  const afterFrom = prev?.kind === "word" && prev.text === "from";
   if (SCHEMA_NAMES.has(name) || SCHEMA_NAMES.has(t.text)) {
-    const prev = tokens[i - 1];
-    hit("schema", i, prev?.kind === "word" && prev.text === "from" ? 25 : 0);
+    hit("schema", i, afterFrom ? 25 : 0);
+  } else if (t.text === "dual" && afterFrom && strength !== "prose") {
+    // Oracle's one-row table: `... FROM dual` only appears in hand-written queries.
+    hit("schema", i);
   } else if (CONDITION_WORDS.has(t.text) && strength !== "prose") {
     const c = readComparison(text, tokens, skipComments(tokens, i + 1));
     if (c !== undefined) hit(c.fixed ? "tautology" : "condition", i);
@@ -325,11 +360,16 @@ function selectList(
   if (t.kind === "op" && t.text === "*") return true;
   if (t.kind === "num" || t.kind === "str" || t.kind === "var" || t.kind === "lparen") return true;
   if (t.kind !== "word" && t.kind !== "ident") return false;
-  if (t.call || LITERAL_WORDS.has(t.text)) return true;
+  if (t.call || LITERAL_WORDS.has(t.text) || t.text === "case") return true;
   const o = readOperand(text, tokens, i);
   const next = tokens[skipComments(tokens, o?.end ?? i + 1)];
-  if (next?.kind === "comma") return true;
-  return strength !== "prose" && next?.kind === "word" && next.text === "from";
+  if (next?.kind === "word" && next.text === "from") return true;
+  if (next?.kind !== "comma") return false;
+  // "select x, y" is English too: a list of plain names must lead to FROM.
+  for (let j = i; j < tokens.length && j < i + 24; j++) {
+    if (tokens[j]!.kind === "word" && tokens[j]!.text === "from") return true;
+  }
+  return false;
 }
 
 function stackedRule(text: string, tokens: readonly SqlToken[], i: number, hit: Hit): void {

@@ -63,7 +63,7 @@ export function analyzeSql(text: string): SqlVerdict | undefined {
     if (close < 0) continue;
     const tail = text.slice(close + 1);
     const tokens = lexSql(tail);
-    consider(evaluate(tail, tokens, 0, "breakout"), tokens, close + 1);
+    if (continuesSql(tokens[0])) consider(evaluate(tail, tokens, 0, "breakout"), tokens, close + 1);
   }
   return best;
 }
@@ -87,6 +87,48 @@ function literalEnd(text: string, quote: string): number {
     i = text.indexOf(quote, i + 1);
   }
   return -1;
+}
+
+/** Words that can follow a closed literal in a SQL statement. */
+const AFTER_LITERAL_WORDS: ReadonlySet<string> = new Set([
+  ...CODE_START_WORDS,
+  "like",
+  "rlike",
+  "regexp",
+  "between",
+  "in",
+  "is",
+  "collate",
+  "sounds",
+  "escape",
+  "offset",
+  "from",
+  "as",
+  "then",
+  "else",
+  "end",
+]);
+
+/**
+ * A closing quote only breaks out if SQL continues right after it: an operator, `)`, `;`,
+ * a comment, a connective or a clause keyword. Text (`"he said"`) or JSON (`":"`) does not.
+ */
+function continuesSql(first: SqlToken | undefined): boolean {
+  if (first === undefined) return false;
+  switch (first.kind) {
+    case "rparen":
+    case "semi":
+    case "comment":
+    case "logic":
+    case "comma":
+      return true;
+    case "op":
+      return first.text !== ":";
+    case "word":
+      return AFTER_LITERAL_WORDS.has(first.text);
+    default:
+      return false;
+  }
 }
 
 /** Decides whether the raw value starts as SQL (and where the injected part begins). */

@@ -11,6 +11,7 @@
 import type { DetectorInput, Finding } from "./types.ts";
 import { type HtmlAttr, type HtmlTag, lexHtml } from "./html_lexer.ts";
 import { makeFinding } from "./make_finding.ts";
+import { analyzeJs } from "./js_context.ts";
 
 /** `on` + event name; the word list keeps English words that start with "on" out. */
 const EVENT_HANDLER = /^on[a-z]{3,}$/;
@@ -103,7 +104,11 @@ export function analyzeXss(text: string): XssVerdict | undefined {
     if (best === undefined || score > best.score) best = { rule: `xss.${rule}`, score, offset };
   };
   if (text.includes("<")) {
-    for (const tag of lexHtml(text)) judgeTag(tag, hit, 0);
+    const tags = lexHtml(text);
+    // Whole markup documents (editor content, page snapshots in telemetry) legitimately
+    // contain scripts and embeds; only handlers and script URLs keep their weight there.
+    const discount = isDocument(tags) ? -25 : 0;
+    for (const tag of tags) judgeTag(tag, hit, 0, tag.start, discount);
   }
   for (const quote of ATTR_QUOTES) {
     const at = text.indexOf(quote);
@@ -120,6 +125,8 @@ export function analyzeXss(text: string): XssVerdict | undefined {
   if (SCRIPT_URL.test(url) && url.length > url.indexOf(":") + 2) hit("url", 80, 0);
   const js = JS_BREAKOUT.exec(text);
   if (js !== null) hit("script_breakout", 75, js.index);
+  const code = analyzeJs(text);
+  if (code !== undefined) hit(code.rule, code.score, 0);
   if (text.includes("(") && SCRIPT_CSS.test(text.replace(CSS_COMMENT, "").toLowerCase())) {
     hit("css", 60, 0);
   }
@@ -131,32 +138,84 @@ const FIRST_SPACE = /\s/;
 
 type Hit = (rule: string, score: number, offset: number) => void;
 
-function judgeTag(tag: HtmlTag, hit: Hit, bonus: number, offset = tag.start): void {
-  const partial = tag.complete ? 0 : -5;
-  if (tag.closing) {
-    if (tag.name === "script") hit("script_close", 60, offset);
-    return;
+/** Layout tags that make up real documents and rarely appear in payloads. */
+const LAYOUT_TAGS: ReadonlySet<string> = new Set([
+  "html",
+  "head",
+  "body",
+  "div",
+  "p",
+  "span",
+  "ul",
+  "li",
+  "table",
+  "tr",
+  "td",
+  "h1",
+  "h2",
+  "h3",
+  "title",
+  "link",
+  "meta",
+]);
+
+function isDocument(tags: readonly HtmlTag[]): boolean {
+  let layout = 0;
+  let closing = 0;
+  for (const tag of tags) {
+    if (tag.closing) closing++;
+    else if (LAYOUT_TAGS.has(tag.name) && tag.complete) layout++;
   }
-  if (tag.name === "script") hit("script", 90 + partial, offset);
-  else if (EMBED_TAGS.has(tag.name)) hit("embed", 60, offset);
-  else if (tag.name === "style") hit("style", 55, offset);
-  for (const attr of tag.attrs) judgeAttr(tag, attr, hit, bonus + partial, offset);
+  return layout >= 3 && closing >= 2;
 }
 
-function judgeAttr(tag: HtmlTag, attr: HtmlAttr, hit: Hit, bonus: number, offset: number): void {
+function judgeTag(
+  tag: HtmlTag,
+  hit: Hit,
+  bonus: number,
+  offset = tag.start,
+  discount = 0,
+): void {
+  const partial = tag.complete ? 0 : -5;
+  if (tag.closing) {
+    if (tag.name === "script") hit("script_close", 60 + discount, offset);
+    return;
+  }
+  if (tag.name === "script") {
+    // `<script` cut short without a source is as likely prose ("binary<script is...").
+    const src = tag.attrs.some((a) => a.name === "src");
+    hit("script", (tag.complete || src ? 90 : 60) + discount, offset);
+  } else if (EMBED_TAGS.has(tag.name)) hit("embed", 60 + discount, offset);
+  else if (tag.name === "style") hit("style", 55 + discount, offset);
+  for (const attr of tag.attrs) judgeAttr(tag, attr, hit, bonus + partial, offset, discount);
+}
+
+function judgeAttr(
+  tag: HtmlTag,
+  attr: HtmlAttr,
+  hit: Hit,
+  bonus: number,
+  offset: number,
+  discount: number,
+): void {
   const { name, value } = attr;
   if (EVENT_HANDLER.test(name) && !NOT_EVENTS.has(name) && value !== undefined) {
-    hit("event_handler", 85 + bonus, offset);
+    // `onClick={() => ...}` is JSX source code (React components in editors and uploads).
+    const jsx = value.startsWith("{");
+    hit("event_handler", (jsx ? 55 : 85) + bonus, offset);
     return;
   }
   if (value === undefined) return;
   if (URL_ATTRS.has(name)) {
     const url = value.replace(URL_NOISE, "").toLowerCase();
-    if (SCRIPT_URL.test(url)) hit("script_url", 85 + bonus, offset);
-    else if (EMBED_TAGS.has(tag.name) && url.length > 0) hit("embed", 75 + bonus, offset);
-    else if (tag.name === "base" && name === "href") hit("base", 75 + bonus, offset);
+    // SVG animation `values` is a `;`-separated list; any item may become the href.
+    const items = name === "values" ? url.split(";") : [url];
+    if (items.some((item) => SCRIPT_URL.test(item))) hit("script_url", 85 + bonus, offset);
+    else if (EMBED_TAGS.has(tag.name) && url.length > 0) {
+      hit("embed", 75 + bonus + discount, offset);
+    } else if (tag.name === "base" && name === "href") hit("base", 75 + bonus + discount, offset);
     else if (tag.name === "meta" && name === "content" && url.includes("url=")) {
-      hit("meta_refresh", 75 + bonus, offset);
+      hit("meta_refresh", 75 + bonus + discount, offset);
     }
   } else if (name === "srcdoc") {
     hit("srcdoc", 85 + bonus, offset);

@@ -1,0 +1,54 @@
+/**
+ * XSS in a script context: the value lands inside a `<script>` block or a JavaScript string,
+ * so no markup is needed. What gives it away is the shape of the code at the value's start
+ * (or right after it closes the string): a computed call on a global object
+ * (`top['al'+'ert'](1)`), the Function constructor (`constructor.constructor('...')()`), a
+ * sink called or aliased (`;a=alert;a(1)`), or JSFuck (`[][(![]+[])[+[]]...]`).
+ *
+ * Anchoring at the start keeps code samples that merely contain `window[...]` deep inside
+ * from matching.
+ */
+
+/** What may precede the injected code: a quote closing the string, then `;`, an operator. */
+const BREAKOUT_PREFIX =
+  /^\s*(?:['"`]\s*[)}\]]*\s*)?(?:[;,+\-*/|&^%=?:]\s*|\binstanceof\s+|\bin\s+)*/;
+/** Objects that expose the global scope; bracket access on them hides the called name. */
+const GLOBAL_CALL =
+  /^(?:window|self|top|parent|frames|globalThis|this|document|content|opener)\s*\[[^\]]{1,200}\]\s*(?:\[[^\]]{1,200}\]\s*)*\(/;
+/** The Function constructor reached through any object: turns a string into code. */
+const FUNCTION_CONSTRUCTOR =
+  /\bconstructor\s*\.\s*constructor\s*\(|\.constructor\s*\.\s*prototype\b|\bconstructor\s*\[\s*['"`]constructor/;
+/** Sinks that run or reveal code, called or aliased at the start of the injected code. */
+const SINK_START =
+  /^(?:[\w$]+\s*=\s*)?(?:alert|prompt|confirm|eval|print|setTimeout|setInterval|Function|importScripts)\s*(?:[(`]|;)/;
+const JSFUCK_CHARS = /[[\]()!+{}]/g;
+
+/** A script-context verdict. */
+export interface JsVerdict {
+  readonly rule: string;
+  readonly score: number;
+}
+
+/**
+ * Judges a value as injected JavaScript.
+ *
+ * @param text decoded value
+ * @returns the verdict, or undefined when nothing script-like starts the value
+ */
+export function analyzeJs(text: string): JsVerdict | undefined {
+  if (!text.includes("(") && !text.includes("`")) return undefined;
+  if (FUNCTION_CONSTRUCTOR.test(text)) return { rule: "js_constructor", score: 80 };
+  const prefix = BREAKOUT_PREFIX.exec(text);
+  const code = prefix === null ? text : text.slice(prefix[0].length);
+  if (GLOBAL_CALL.test(code)) return { rule: "js_global_call", score: 80 };
+  if (SINK_START.test(code)) {
+    // A bare `alert(` at the very start could be prose; after a breakout it is code.
+    const brokeOut = prefix !== null && prefix[0].trim().length > 0;
+    return { rule: "js_sink", score: brokeOut ? 80 : 70 };
+  }
+  if (code.length >= 24) {
+    const symbols = code.match(JSFUCK_CHARS)?.length ?? 0;
+    if (symbols / code.length >= 0.6 && code.includes("![]")) return { rule: "jsfuck", score: 80 };
+  }
+  return undefined;
+}
