@@ -13,6 +13,7 @@ import { ldapXpath } from "./ldap_xpath.ts";
 import { codeInjection } from "./php_java.ts";
 import { nosqli } from "./nosqli.ts";
 import { ssi } from "./ssi.ts";
+import { ssrf } from "./ssrf.ts";
 import { ssti } from "./ssti.ts";
 import { traversal } from "./traversal.ts";
 
@@ -27,4 +28,5 @@ export const DETECTORS: readonly Detector[] = [
   ssti,
   nosqli,
   crlf,
+  ssrf,
 ];

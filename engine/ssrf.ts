@@ -1,0 +1,127 @@
+/**
+ * Server-side request forgery and remote file inclusion detector.
+ *
+ * A URL in a parameter is normal; a URL whose host is the server itself, the private
+ * network or the cloud metadata service is what a forged request needs, and so is a scheme
+ * that speaks raw protocols (`gopher://`, `dict://`). Hosts are parsed the way URL parsers
+ * and `inet_aton` read them, so `http://0x7f.1/`, `http://2130706433/` and
+ * `http://[::ffff:127.0.0.1]/` count as loopback, and an address spelled in such a way is
+ * suspicious even when it is public.
+ */
+import type { DetectorInput, Finding } from "./types.ts";
+import { makeFinding, stronger } from "./make_finding.ts";
+import { classifyHost } from "./host_address.ts";
+
+const MAX_URLS = 8;
+/** A scheme followed by `//` or a backslash, anywhere a URL can start. */
+const URL_START = /(?:^|[\s"'=(<,;|@>`])([a-z][a-z0-9+.-]{1,15}):(?:\/\/|\\\\|\/\\|\\\/)/gi;
+/** Schemes that talk raw protocols and have no business in a parameter. */
+const RAW_SCHEMES: ReadonlySet<string> = new Set([
+  "gopher",
+  "dict",
+  "ldap",
+  "ldaps",
+  "tftp",
+  "jar",
+  "netdoc",
+  "sftp",
+  "telnet",
+  "rmi",
+  "iiop",
+  "ssh2.exec",
+]);
+const FETCH_SCHEMES: ReadonlySet<string> = new Set(["http", "https", "ftp", "ws", "wss", "file"]);
+const HOST_END = /[/?#\\\s"'<>]/;
+/** Digits and letters enclosed in circles or brackets, which IDNA maps back to ASCII. */
+const ENCLOSED = /[\u2460-\u24ff\u2776-\u2793\uff10-\uff5a]/;
+/** Parameter names that usually carry a file to include. */
+const INCLUDE_PARAM =
+  /(?:^|[^a-z])(?:file|page|include|inc|template|tpl|path|doc|document|load|read|require|module|lang|conf|style|pg|cat|dir|show|view|content)(?:$|[^a-z])/i;
+/** A remote script or text file, often cut with `?` or a NUL so the app's suffix is ignored. */
+const INCLUDE_CUT = /\.(?:txt|inc|sh|pl|py|php\d?|phtml|jsp|aspx?|cgi)(?:\?+$|%00|\x00)/i;
+/** A remote script or text file with nothing after it. */
+const INCLUDE_FILE = /\.(?:txt|inc|sh|pl|py)$/i;
+
+/** Ports of local development servers: a developer's app legitimately points at them. */
+const DEV_PORT = /^localhost:(?:3\d{3}|4200|5000|5173|8000|8080|8081|8443|8888)(?:[/?#]|$)/;
+
+/** Extracts `host[:port]` of the URL that starts at `from` (just after `scheme:`). */
+function authorityOf(text: string, from: number): string {
+  let i = from;
+  while (i < text.length && (text[i] === "/" || text[i] === "\\")) i++;
+  let end = i;
+  while (end < text.length && !HOST_END.test(text[end]!)) end++;
+  let authority = text.slice(i, end);
+  const at = authority.lastIndexOf("@");
+  return at >= 0 ? authority.slice(at + 1) : authority;
+}
+
+/** The host part of an authority, IPv6 kept in brackets. */
+function hostOf(authority: string): string {
+  if (authority.charCodeAt(0) === 91 /* [ */) {
+    const close = authority.indexOf("]");
+    return close > 0 ? authority.slice(0, close + 1) : authority;
+  }
+  const colon = authority.indexOf(":");
+  return colon >= 0 ? authority.slice(0, colon) : authority;
+}
+
+/**
+ * Reports URLs that reach internal, loopback or metadata addresses, raw-protocol schemes
+ * and remote file inclusion.
+ *
+ * @param value the decoded input
+ * @returns the strongest finding, class `ssrf` or `rfi`
+ */
+export function ssrf(value: DetectorInput): Finding | undefined {
+  const text = value.decoded;
+  if (text.indexOf(":") < 0) return undefined;
+  const source = value.input.source;
+  // Browsers fill Referer and Origin with the page's own URL, often on a private network.
+  const browserHeader = source === "header" &&
+    (value.input.name === "referer" || value.input.name === "origin");
+  let best: Finding | undefined;
+  URL_START.lastIndex = 0;
+  let m: RegExpExecArray | null;
+  for (let n = 0; n < MAX_URLS && (m = URL_START.exec(text)) !== null; n++) {
+    const scheme = m[1]!.toLowerCase();
+    const at = m.index + m[0].indexOf(m[1]!);
+    const atStart = at <= 2;
+    if (RAW_SCHEMES.has(scheme)) {
+      best = stronger(
+        best,
+        makeFinding(value, "ssrf", atStart ? 90 : 75, "ssrf.raw_scheme", text, at),
+      );
+      continue;
+    }
+    if (!FETCH_SCHEMES.has(scheme)) continue;
+    const authority = authorityOf(text, at + scheme.length + 1).toLowerCase();
+    let host = hostOf(authority);
+    const enclosed = ENCLOSED.test(host);
+    if (enclosed) host = host.normalize("NFKC");
+    const info = classifyHost(host);
+    let score = 0;
+    let rule = "ssrf.internal_host";
+    if (info.kind === "metadata") score = 95;
+    else if (info.kind === "loopback") {
+      score = browserHeader ? 0 : DEV_PORT.test(authority) ? 55 : atStart ? 88 : 72;
+    } else if (info.kind === "private") score = browserHeader ? 0 : atStart ? 60 : 45;
+    if (info.obfuscated || enclosed) {
+      // Nobody writes 0x7f.1 or ①②⑦.⓪.⓪.① by accident.
+      score = Math.max(score + 10, 80);
+      rule = "ssrf.obfuscated_host";
+    }
+    if (score > 0) best = stronger(best, makeFinding(value, "ssrf", score, rule, text, at));
+    if (
+      atStart && source !== "header" && scheme !== "file" && info.kind === "name" &&
+      (INCLUDE_CUT.test(value.raw) || INCLUDE_FILE.test(text))
+    ) {
+      // `?page=http://evil/shell.txt?`: the trailing `?` or NUL cuts off the app's suffix.
+      const include = INCLUDE_PARAM.test(value.input.name);
+      const cut = INCLUDE_CUT.test(value.raw);
+      const score = cut ? (include ? 80 : 50) : include ? 65 : 30;
+      best = stronger(best, makeFinding(value, "rfi", score, "rfi.remote_include", text, at));
+    }
+  }
+  return best;
+}
