@@ -38,7 +38,7 @@ const ENCLOSED = /[\u2460-\u24ff\u2776-\u2793\uff10-\uff5a]/;
 const INCLUDE_PARAM =
   /(?:^|[^a-z])(?:file|page|include|inc|template|tpl|path|doc|document|load|read|require|module|lang|conf|style|pg|cat|dir|show|view|content)(?:$|[^a-z])/i;
 /** A remote script or text file, often cut with `?` or a NUL so the app's suffix is ignored. */
-const INCLUDE_CUT = /\.(?:txt|inc|sh|pl|py|php\d?|phtml|jsp|aspx?|cgi)(?:\?+$|%00|\x00)/i;
+const INCLUDE_CUT = /\.(?:txt|inc|sh|pl|py|php\d?|phtml|jsp|aspx?|cgi)(?:\?+$|%00)/i;
 /** A remote script or text file with nothing after it. */
 const INCLUDE_FILE = /\.(?:txt|inc|sh|pl|py)$/i;
 
@@ -51,7 +51,7 @@ function authorityOf(text: string, from: number): string {
   while (i < text.length && (text[i] === "/" || text[i] === "\\")) i++;
   let end = i;
   while (end < text.length && !HOST_END.test(text[end]!)) end++;
-  let authority = text.slice(i, end);
+  const authority = text.slice(i, end);
   const at = authority.lastIndexOf("@");
   return at >= 0 ? authority.slice(at + 1) : authority;
 }
