@@ -10,12 +10,14 @@ import { crlf } from "./crlf.ts";
 import { deserialization } from "./deserialization.ts";
 import { jndi } from "./jndi.ts";
 import { ldapXpath } from "./ldap_xpath.ts";
+import { openRedirect } from "./open_redirect.ts";
 import { codeInjection } from "./php_java.ts";
 import { nosqli } from "./nosqli.ts";
 import { ssi } from "./ssi.ts";
 import { ssrf } from "./ssrf.ts";
 import { ssti } from "./ssti.ts";
 import { traversal } from "./traversal.ts";
+import { xxe } from "./xxe.ts";
 
 export const DETECTORS: readonly Detector[] = [
   jndi,
@@ -29,4 +31,6 @@ export const DETECTORS: readonly Detector[] = [
   nosqli,
   crlf,
   ssrf,
+  xxe,
+  openRedirect,
 ];

@@ -1,0 +1,81 @@
+/**
+ * Open redirect detector.
+ *
+ * Redirect targets are URLs, so a URL alone proves nothing. What betrays a redirect attack
+ * is a target spelled to defeat the application's "same site" check: protocol-relative
+ * (`//evil`), slash-backslash mixes (`/\evil`, `\\evil`), control characters between slashes
+ * (`/%09/evil`), schemes without slashes (`https:evil`), a trusted name used as userinfo
+ * (`https://trusted@evil`) or a URL smuggled into a nested redirect parameter. Those shapes
+ * score high in redirect-style parameters and medium elsewhere.
+ */
+import type { DetectorInput, Finding } from "./types.ts";
+import { makeFinding } from "./make_finding.ts";
+
+/** Parameter names that applications feed to a redirect. */
+const REDIRECT_PARAM =
+  /^(?:.*[_.-])?(?:url|uri|redirect|redir|redirect_?ur[il]|next|return|return_?to|return_?url|returnto|continue|dest|destination|goto|go|target|forward|callback|out|to|rurl|r|u|link|location|success_?url|fail(?:ure)?_?url|back|backurl|ref|checkout_?url|login_?url|logout_?url)(?:[_.-].*)?$/i;
+
+/** A host name or address right after the trick, so odd tokens that merely look alike pass. */
+const HOST = String
+  .raw`(?:[a-z0-9-]+\.)+[a-z]{2,}|\d{1,10}(?:\.\d{1,4}){0,3}\b|0x[0-9a-f]+|\[[0-9a-f:.]+\]`;
+/** Shapes that defeat same-site checks: `///evil`, `/\evil`, `\\evil`, `/%09/evil`, `〱evil`. */
+const BYPASS = new RegExp(
+  String
+    .raw`^\s*(?:\/{3,}|\/?\\{1,2}|\/\\\/|\\\/|\/[\t\n\r\v\f]+\/|\/*[\u3031-\u3035\u309d\u309e\u30fc\uff70\uff0f\u2215\u2044])` +
+    String.raw`[\\/]*(?:[^@/\s]*@)?(?:${HOST})`,
+  "i",
+);
+const SCHEME_NO_SLASH = new RegExp(
+  String.raw`^\s*(?:https?|ftp):(?!\/\/)[\\/]*(?:[^@/\s]*@)?(?:${HOST})`,
+  "i",
+);
+const SLASH_SCHEME = new RegExp(String.raw`^\s*\/+(?:https?:[\\/]*(?:${HOST}))`, "i");
+const TRUSTED_USERINFO = new RegExp(
+  String.raw`^\s*(?:https?:)?\/\/+[^/?#@\s]*\.[^/?#@\s]*@(?:${HOST})`,
+  "i",
+);
+const NESTED_REDIRECT =
+  /[?&](?:url|next|redirect|redir|rurl|redirect_uri|redirect_url|return|returnto|return_to|dest|goto|continue)=(?:\/\/|\/\\|\\\\|%2f%2f|%5c)/i;
+const PROTOCOL_RELATIVE = /^[\s]*\/\/[a-z0-9\u0080-\uffff%-]+(?:\.[a-z0-9\u0080-\uffff%-]+)+/i;
+const ABSOLUTE = /^[\s]*https?:\/\/[^/?#\s]+/i;
+
+/**
+ * Reports redirect targets shaped to escape the application's own site.
+ *
+ * @param value the decoded input
+ * @returns the finding, class `open-redirect`
+ */
+export function openRedirect(value: DetectorInput): Finding | undefined {
+  const text = value.decoded;
+  const c0 = text.charCodeAt(0);
+  if (text.length < 4 || text.length > 2048) return undefined;
+  // Only values that start like a URL or a path can be redirect targets.
+  if (
+    !(c0 === 47 || c0 === 92 || c0 === 104 || c0 === 72 || c0 === 102 || c0 === 32 || c0 > 0x3000)
+  ) {
+    return undefined;
+  }
+  const source = value.input.source;
+  if (source === "header" || source === "path" || source === "cookie") return undefined;
+  const redirectParam = REDIRECT_PARAM.test(value.input.name);
+  const shaped = BYPASS.exec(text) ?? SCHEME_NO_SLASH.exec(text) ?? SLASH_SCHEME.exec(text) ??
+    TRUSTED_USERINFO.exec(text) ?? NESTED_REDIRECT.exec(text);
+  if (shaped !== null) {
+    return makeFinding(
+      value,
+      "open-redirect",
+      redirectParam ? 85 : 72,
+      "open_redirect.bypass",
+      text,
+      shaped.index,
+    );
+  }
+  if (!redirectParam) return undefined;
+  if (PROTOCOL_RELATIVE.test(text)) {
+    return makeFinding(value, "open-redirect", 60, "open_redirect.protocol_relative", text, 0);
+  }
+  if (ABSOLUTE.test(text)) {
+    return makeFinding(value, "open-redirect", 30, "open_redirect.absolute", text, 0);
+  }
+  return undefined;
+}
