@@ -20,6 +20,9 @@ const GATE = /[;|&`$\n\r{]|\\n|^\s*['"]?\s*[a-z/]/i;
 const SHELLSHOCK = /\(\s*\)\s*\{\s*[:\w]*\s*;?\s*\}\s*;/;
 const REVERSE_SHELL =
   /\/dev\/(?:tcp|udp)\/|\b(?:ba|z|k)?sh\s+-i\b|\bnc(?:at)?\s+(?:-\w+\s+)*-[a-z]*e\s|\bmkfifo\s|[0-9]>&[0-9]?\s*$|-e\s+\/bin\/(?:ba)?sh\b/i;
+/** Options of git, ssh and friends that take a command to run (argument injection). */
+const COMMAND_OPTION =
+  /(?:^|\s)(?:--(?:open-files-in-pager|upload-pack|receive-pack|exec|ext-diff)|-o\s*proxycommand|-o\s*localcommand)\s*=/i;
 const IFS_TRICK = /\$\{?ifs\}?|\$\{path:0:1\}|\$\{home:0:1\}/i;
 const WINDOWS_SHELL =
   /%comspec%|\bcmd(?:\.exe)?\s+\/[ck]\s|\bpowershell(?:\.exe)?\s+(?:-|\/)(?:e|enc|encodedcommand|c|command|nop|noprofile|w|windowstyle|exec|ep)\b|\biex\s*\(|\binvoke-(?:expression|webrequest)\b/i;
@@ -247,7 +250,7 @@ export function cmdi(value: DetectorInput): Finding | undefined {
   if (shellshock !== null) {
     return makeFinding(value, "rce", 97, "cmdi.shellshock", text, shellshock.index);
   }
-  const special = REVERSE_SHELL.exec(text) ?? WINDOWS_SHELL.exec(text);
+  const special = REVERSE_SHELL.exec(text) ?? WINDOWS_SHELL.exec(text) ?? COMMAND_OPTION.exec(text);
   if (special !== null) {
     best = makeFinding(value, "rce", 92, "cmdi.shell_exploit", text, special.index);
   }

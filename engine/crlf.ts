@@ -21,6 +21,8 @@ const SPLIT =
 const ESCAPED_BREAK =
   /%(?:25)*0[ad](?:%(?:25)*0[ad])*[^:\s]{0,3}?(?:set-cookie|location|content-type|content-length|refresh|x-xss-protection|http\/\d)/i;
 
+const PATH_BREAK = /%(?:25)*0[ad]|%u000[ad]/i;
+
 /** Sources whose values legitimately hold multi-line text, such as a comment field. */
 function isBody(source: string): boolean {
   return source === "json" || source === "form" || source === "multipart" || source === "xml" ||
@@ -35,6 +37,10 @@ function isBody(source: string): boolean {
  */
 export function crlf(value: DetectorInput): Finding | undefined {
   const text = value.decoded;
+  if (value.input.source === "path" && PATH_BREAK.test(value.raw)) {
+    // No client puts an escaped CR or LF into a request path; proxies may split on it.
+    return makeFinding(value, "crlf", 75, "crlf.path_break", value.raw, 0);
+  }
   if (!BREAK.test(text)) {
     const escaped = text.indexOf("%") >= 0 ? ESCAPED_BREAK.exec(text) : null;
     return escaped === null

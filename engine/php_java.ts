@@ -34,6 +34,14 @@ const OGNL =
   /%\{\s*\(?\s*#|#_memberAccess|@ognl\.OgnlContext@|#context\s*\[|\(#[a-z_]\w*\s*=|@java\.lang\.\w+@|#(?:application|session|request|parameters|attr)\s*\[|\bognl\b.*#/i;
 const STRUTS_PREFIX = /\b(?:redirect|redirectAction|action):\s*\$\{/i;
 const SPRING_CLASSLOADER = /\bclass\.(?:module\.)?classLoader\b|\bclass\.protectionDomain\b/i;
+/** Groovy's `"cmd".execute()` and escaped EL (`$\\A{...}`) that Nexus-style validators evaluate. */
+const GROOVY_EL = /["'][^"'\n]{1,200}["']\s*\.execute\s*\(\s*\)|\$\\+[a-z]?\{[^}]*[-+*/]/i;
+/** Node.js server-side code: reaching `process` or `child_process` from an evaluated string. */
+const NODE_CODE =
+  /\bchild_process\b|\.constructor\s*\.\s*constructor\s*\(|\bprocess\.mainModule\b|\b(?:execSync|spawnSync|execFileSync)\s*\(|\brequire\s*\(\s*["'](?:child_process|fs|net|vm)["']\s*\)/;
+/** Drupal render-array keys (`mail[#post_render][]=exec`) that call a function on render. */
+const DRUPAL_RENDER =
+  /\[#(?:post_render|pre_render|lazy_builder|access_callback|process|value_callback)\]/i;
 const SPEL = /\bT\s*\(\s*java\.|new\s+java\.(?:lang|io|net|util)\.|#\{\s*T\s*\(/;
 
 /**
@@ -46,6 +54,9 @@ export function codeInjection(value: DetectorInput): Finding | undefined {
   const name = value.input.name;
   if (name.length > 12 && SPRING_CLASSLOADER.test(name)) {
     return makeFinding(value, "java", 95, "java.classloader_param", name, 0);
+  }
+  if (name.indexOf("[#") >= 0 && DRUPAL_RENDER.test(name)) {
+    return makeFinding(value, "php", 92, "php.render_array", name, 0);
   }
   const text = value.decoded.length > MAX_CHARS ? value.decoded.slice(0, MAX_CHARS) : value.decoded;
   if (!GATE.test(text)) {
@@ -104,6 +115,14 @@ function java(value: DetectorInput, text: string): Finding | undefined {
   const struts = STRUTS_PREFIX.exec(text);
   if (struts !== null) {
     best = stronger(best, makeFinding(value, "java", 90, "java.struts_prefix", text, struts.index));
+  }
+  const groovy = GROOVY_EL.exec(text);
+  if (groovy !== null) {
+    best = stronger(best, makeFinding(value, "java", 88, "java.groovy_el", text, groovy.index));
+  }
+  const node = NODE_CODE.exec(text);
+  if (node !== null) {
+    best = stronger(best, makeFinding(value, "rce", 90, "rce.node_code", text, node.index));
   }
   const spel = SPEL.exec(text);
   if (spel !== null) {
