@@ -1,0 +1,250 @@
+/**
+ * ALAP (automatic learning attack protection), the pure part: turns what the data plane
+ * observes into proposed decisions, and defines how a decision moves between statuses.
+ *
+ * - A client whose summed attack score on a site within `clientWindowMs` reaches
+ *   `clientScoreThreshold` gets a site-scoped temporary block proposal. The same client over
+ *   the threshold on `globalSites` different sites gets a global IP ban proposal.
+ * - `signatureThreshold` high or critical findings with the same rule id on one site within
+ *   `signatureWindowMs` give a site-level long-term block proposal for that signature.
+ * - An administrator's false-positive mark gives an exception proposal.
+ *
+ * Site-scoped proposals backed by high or critical findings apply at once when the policy's
+ * `autoApply` is on; global IP bans and exceptions always wait for an administrator.
+ * Memory is bounded: at most `maxTracked` clients and signatures are tracked (oldest first out).
+ */
+
+export type DecisionKind = "temp_block" | "ip_ban" | "signature_block" | "exception";
+export type DecisionStatus = "proposed" | "applied" | "rejected" | "expired";
+
+export interface DecisionScope {
+  /** `null` for a global decision. */
+  readonly siteId: string | null;
+}
+
+export interface DecisionTarget {
+  readonly clientIp?: string;
+  readonly ruleId?: string;
+  readonly pathPrefix?: string;
+}
+
+/** A decision as the engine proposes it; the service stores it with an id. */
+export interface Proposal {
+  readonly key: string;
+  readonly kind: DecisionKind;
+  readonly scope: DecisionScope;
+  readonly target: DecisionTarget;
+  readonly evidence: readonly string[];
+  readonly reason: string;
+  readonly status: "proposed" | "applied";
+  readonly createdAt: number;
+  readonly expiresAt: number | null;
+}
+
+export interface AlapPolicy {
+  readonly enabled: boolean;
+  readonly autoApply: boolean;
+  readonly clientWindowMs: number;
+  readonly clientScoreThreshold: number;
+  readonly tempBlockMs: number;
+  readonly globalSites: number;
+  readonly banMs: number;
+  readonly signatureWindowMs: number;
+  readonly signatureThreshold: number;
+  readonly signatureBlockMs: number;
+  readonly maxTracked: number;
+}
+
+export const DEFAULT_ALAP_POLICY: AlapPolicy = {
+  enabled: true,
+  autoApply: false,
+  clientWindowMs: 5 * 60_000,
+  clientScoreThreshold: 300,
+  tempBlockMs: 60 * 60_000,
+  globalSites: 2,
+  banMs: 7 * 24 * 60 * 60_000,
+  signatureWindowMs: 60 * 60_000,
+  signatureThreshold: 20,
+  signatureBlockMs: 30 * 24 * 60 * 60_000,
+  maxTracked: 50_000,
+};
+
+/** One blocking or logged finding the data plane reports. */
+export interface Observation {
+  readonly siteId: string;
+  readonly clientIp: string;
+  readonly traceId: string;
+  readonly ruleId: string;
+  readonly confidence: "low" | "medium" | "high" | "critical";
+  readonly score: number;
+  readonly time: number;
+}
+
+interface Window {
+  events: Array<{ time: number; score: number; traceId: string }>;
+  strong: boolean;
+}
+
+const MAX_EVIDENCE = 20;
+
+function push(map: Map<string, Window>, key: string, o: Observation, max: number): Window {
+  let w = map.get(key);
+  if (w) map.delete(key);
+  else {
+    w = { events: [], strong: false };
+    if (map.size >= max) map.delete(map.keys().next().value!);
+  }
+  map.set(key, w);
+  w.events.push({ time: o.time, score: o.score, traceId: o.traceId });
+  if (o.confidence === "high" || o.confidence === "critical") w.strong = true;
+  return w;
+}
+
+function trim(w: Window, since: number): void {
+  let i = 0;
+  while (i < w.events.length && w.events[i]!.time < since) i++;
+  if (i > 0) w.events.splice(0, i);
+  if (w.events.length > 4 * MAX_EVIDENCE) w.events.splice(0, w.events.length - 4 * MAX_EVIDENCE);
+}
+
+const evidence = (w: Window): string[] => w.events.slice(-MAX_EVIDENCE).map((e) => e.traceId);
+
+/** Tracks observations and proposes decisions; `isOpen(key)` skips keys already decided. */
+export function createAlapTracker(policy: AlapPolicy, isOpen: (key: string) => boolean) {
+  const clients = new Map<string, Window>();
+  const signatures = new Map<string, Window>();
+  const hotSites = new Map<string, Set<string>>();
+
+  function siteDecision(
+    key: string,
+    kind: DecisionKind,
+    o: Observation,
+    target: DecisionTarget,
+    w: Window,
+    ttl: number,
+    reason: string,
+  ): Proposal {
+    const auto = policy.autoApply && w.strong;
+    return {
+      key,
+      kind,
+      scope: { siteId: o.siteId },
+      target,
+      evidence: evidence(w),
+      reason,
+      status: auto ? "applied" : "proposed",
+      createdAt: o.time,
+      expiresAt: o.time + ttl,
+    };
+  }
+
+  return {
+    observe(o: Observation): Proposal[] {
+      if (!policy.enabled) return [];
+      const out: Proposal[] = [];
+      const cw = push(clients, `${o.siteId}|${o.clientIp}`, o, policy.maxTracked);
+      trim(cw, o.time - policy.clientWindowMs);
+      const total = cw.events.reduce((n, e) => n + e.score, 0);
+      if (total >= policy.clientScoreThreshold) {
+        const key = `temp_block:${o.siteId}:${o.clientIp}`;
+        if (!isOpen(key)) {
+          out.push(
+            siteDecision(
+              key,
+              "temp_block",
+              o,
+              { clientIp: o.clientIp },
+              cw,
+              policy.tempBlockMs,
+              `attack score ${total} within ${policy.clientWindowMs / 1000}s`,
+            ),
+          );
+        }
+        let sites = hotSites.get(o.clientIp);
+        if (!sites) {
+          if (hotSites.size >= policy.maxTracked) hotSites.delete(hotSites.keys().next().value!);
+          hotSites.set(o.clientIp, sites = new Set());
+        }
+        sites.add(o.siteId);
+        const banKey = `ip_ban:${o.clientIp}`;
+        if (sites.size >= policy.globalSites && !isOpen(banKey)) {
+          out.push({
+            key: banKey,
+            kind: "ip_ban",
+            scope: { siteId: null },
+            target: { clientIp: o.clientIp },
+            evidence: evidence(cw),
+            reason: `attacking ${sites.size} sites`,
+            status: "proposed",
+            createdAt: o.time,
+            expiresAt: o.time + policy.banMs,
+          });
+        }
+      }
+      if (o.confidence === "high" || o.confidence === "critical") {
+        const sw = push(signatures, `${o.siteId}|${o.ruleId}`, o, policy.maxTracked);
+        trim(sw, o.time - policy.signatureWindowMs);
+        const key = `signature_block:${o.siteId}:${o.ruleId}`;
+        if (sw.events.length >= policy.signatureThreshold && !isOpen(key)) {
+          out.push(
+            siteDecision(
+              key,
+              "signature_block",
+              o,
+              { ruleId: o.ruleId },
+              sw,
+              policy.signatureBlockMs,
+              `${sw.events.length} high or critical findings of ${o.ruleId}`,
+            ),
+          );
+        }
+      }
+      return out;
+    },
+    tracked: (): number => clients.size + signatures.size,
+  };
+}
+
+/** An exception proposal for a logged block an administrator marked as a false positive. */
+export function falsePositiveProposal(
+  siteId: string,
+  ruleId: string,
+  pathPrefix: string | undefined,
+  traceId: string,
+  now: number,
+  ttlMs: number | null,
+): Proposal {
+  return {
+    key: `exception:${siteId}:${ruleId}:${pathPrefix ?? ""}`,
+    kind: "exception",
+    scope: { siteId },
+    target: pathPrefix === undefined ? { ruleId } : { ruleId, pathPrefix },
+    evidence: [traceId],
+    reason: "marked as a false positive",
+    status: "proposed",
+    createdAt: now,
+    expiresAt: ttlMs === null ? null : now + ttlMs,
+  };
+}
+
+export type ReviewAction = "approve" | "reject" | "revoke";
+
+/** The status after a review action, or the reason it is not allowed. */
+export function review(
+  current: DecisionStatus,
+  action: ReviewAction,
+): { ok: true; status: DecisionStatus } | { ok: false; message: string } {
+  if (action === "approve" && current === "proposed") return { ok: true, status: "applied" };
+  if (action === "reject" && current === "proposed") return { ok: true, status: "rejected" };
+  if (action === "revoke" && current === "applied") return { ok: true, status: "rejected" };
+  return { ok: false, message: `Cannot ${action} a decision that is "${current}"` };
+}
+
+/** True when a proposed or applied decision has passed its expiry. */
+export function isExpired(
+  d: { status: DecisionStatus; expiresAt: number | null },
+  now: number,
+): boolean {
+  return (d.status === "proposed" || d.status === "applied") && d.expiresAt !== null &&
+    d.expiresAt <= now;
+}
