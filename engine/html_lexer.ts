@@ -24,6 +24,8 @@ export interface HtmlTag {
   readonly attrs: readonly HtmlAttr[];
   /** Offset of `<` (or 0 for an attribute-list start). */
   readonly start: number;
+  /** Offset just past the tag's `>` (or the end of the text). */
+  readonly end: number;
   /** False when the text ended before `>`. */
   readonly complete: boolean;
 }
@@ -57,7 +59,14 @@ export function lexHtml(text: string, inTag = false): HtmlTag[] {
   let i = 0;
   if (inTag) {
     const r = readAttributes(text, 0);
-    tags.push({ name: "", closing: false, attrs: r.attrs, start: 0, complete: r.complete });
+    tags.push({
+      name: "",
+      closing: false,
+      attrs: r.attrs,
+      start: 0,
+      end: r.end,
+      complete: r.complete,
+    });
     i = r.end;
   }
   while (i < n && tags.length < MAX_TAGS) {
@@ -65,11 +74,15 @@ export function lexHtml(text: string, inTag = false): HtmlTag[] {
     if (lt < 0 || lt + 1 >= n) break;
     const c = text.charCodeAt(lt + 1);
     if (c === 33 || c === 63) {
-      // <!-- comment -->, <!doctype>, <?pi?>: skipped like the browser's bogus comments.
-      const close = text.startsWith("<!--", lt)
-        ? text.indexOf("-->", lt + 4)
-        : text.indexOf(">", lt);
-      i = close < 0 ? n : close + 1;
+      // Comment and CDATA contents are read as markup: parsers disagree on where they end
+      // (`--!>`, IE conditional comments, CDATA in HTML), and payloads live in that gap.
+      // Other `<!...>` and `<?...?>` are bogus comments up to the first `>`, as browsers do.
+      if (text.startsWith("<!--", lt)) i = lt + 4;
+      else if (text.startsWith("<![CDATA[", lt)) i = lt + 9;
+      else {
+        const close = text.indexOf(">", lt);
+        i = close < 0 ? n : close + 1;
+      }
       continue;
     }
     const closing = c === 47;
@@ -81,15 +94,22 @@ export function lexHtml(text: string, inTag = false): HtmlTag[] {
     let j = nameStart;
     while (j < n) {
       const d = text.charCodeAt(j);
-      if (isSpace(d) || d === 47 || d === 62) break;
+      // `+` ends the name too: payloads meant to be form-decoded write `<script+src=...>`.
+      if (isSpace(d) || d === 47 || d === 62 || d === 43) break;
       j++;
     }
-    const name = text.slice(nameStart, j).toLowerCase();
+    const name = localName(text.slice(nameStart, j).toLowerCase());
     const r = readAttributes(text, j);
-    tags.push({ name, closing, attrs: r.attrs, start: lt, complete: r.complete });
+    tags.push({ name, closing, attrs: r.attrs, start: lt, end: r.end, complete: r.complete });
     i = r.end;
   }
   return tags;
+}
+
+/** `svg:script` and `html:script` are scripts in XML documents: judge the local name. */
+function localName(name: string): string {
+  const colon = name.lastIndexOf(":");
+  return colon < 0 ? name : name.slice(colon + 1);
 }
 
 interface AttrList {
@@ -104,7 +124,7 @@ function readAttributes(text: string, at: number): AttrList {
   let i = at;
   while (i < n) {
     const c = text.charCodeAt(i);
-    if (isSpace(c) || c === 47) {
+    if (isSpace(c) || c === 47 || c === 43) {
       i++;
       continue;
     }

@@ -19,8 +19,12 @@ const GLOBAL_CALL =
 const FUNCTION_CONSTRUCTOR =
   /\bconstructor\s*\.\s*constructor\s*\(|\.constructor\s*\.\s*prototype\b|\bconstructor\s*\[\s*['"`]constructor/;
 /** Sinks that run or reveal code, called or aliased at the start of the injected code. */
-const SINK_START =
-  /^(?:[\w$]+\s*=\s*)?(?:alert|prompt|confirm|eval|print|setTimeout|setInterval|Function|importScripts)\s*(?:[(`]|;)/;
+const SINKS = "alert|prompt|confirm|eval|print|setTimeout|setInterval|Function|importScripts";
+const SINK_START = new RegExp(`^(?:[\\w$]+\\s*=\\s*)?(?:${SINKS})\\s*(?:[(\`;,])`);
+/** A sink called right after a statement separator, or passed as a callback (`.find(alert)`). */
+const SINK_AFTER_SEPARATOR = new RegExp(
+  `(?:^|[;,])\\s*(?:${SINKS})\\s*[(\`]|\\(\\s*(?:alert|prompt|confirm|eval)\\s*\\)`,
+);
 const JSFUCK_CHARS = /[[\]()!+{}]/g;
 
 /** A script-context verdict. */
@@ -46,6 +50,7 @@ export function analyzeJs(text: string): JsVerdict | undefined {
     const brokeOut = prefix !== null && prefix[0].trim().length > 0;
     return { rule: "js_sink", score: brokeOut ? 80 : 70 };
   }
+  if (SINK_AFTER_SEPARATOR.test(code)) return { rule: "js_sink", score: 75 };
   if (code.length >= 24) {
     const symbols = code.match(JSFUCK_CHARS)?.length ?? 0;
     if (symbols / code.length >= 0.6 && code.includes("![]")) return { rule: "jsfuck", score: 80 };

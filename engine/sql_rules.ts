@@ -8,6 +8,17 @@
 
 import type { SqlToken } from "./sql_lexer.ts";
 import { readComparison, readOperand, skipComments } from "./sql_grammar.ts";
+import {
+  CLAUSE_ENDS,
+  CONDITION_WORDS,
+  DELAY_FUNCTIONS,
+  ERROR_FUNCTIONS,
+  LITERAL_WORDS,
+  QUOTE_CHAR,
+  SCHEMA_NAMES,
+  STACKED,
+  SYSTEM_PROCEDURE,
+} from "./sql_vocabulary.ts";
 
 /**
  * How the value reaches SQL: `breakout` after closing a quoted literal, `code` when it
@@ -43,99 +54,6 @@ const SCORES = {
   exec: [90, 90, 85],
 } as const satisfies Record<string, readonly [number, number, number]>;
 type Rule = keyof typeof SCORES;
-
-/** Functions that delay the response: the classic blind-injection oracle. */
-const DELAY_FUNCTIONS: ReadonlySet<string> = new Set([
-  "sleep",
-  "benchmark",
-  "pg_sleep",
-  "pg_sleep_for",
-  "randomblob",
-  "dbms_lock.sleep",
-  "dbms_pipe.receive_message",
-  "dbms_session.sleep",
-]);
-/** Functions abused to leak data through error messages or out-of-band channels. */
-const ERROR_FUNCTIONS: ReadonlySet<string> = new Set([
-  "extractvalue",
-  "updatexml",
-  "name_const",
-  "geometrycollection",
-  "multipoint",
-  "multipolygon",
-  "multilinestring",
-  "polygon",
-  "linestring",
-  "gtid_subset",
-  "json_keys",
-  "utl_inaddr.get_host_name",
-  "utl_inaddr.get_host_address",
-  "utl_http.request",
-  "ctxsys.drithsx.sn",
-  "dbms_xmlgen.getxml",
-  "dbms_utility.sqlid_to_sqlhash",
-  "xmltype",
-  "load_file",
-  "sys_eval",
-  "sys_exec",
-  "xp_cmdshell",
-  "xp_dirtree",
-  "openrowset",
-  "opendatasource",
-  "pg_read_file",
-  "lo_import",
-  "dbms_ldap.init",
-]);
-/** Catalogs that list tables, columns and users: reading them is reconnaissance. */
-const SCHEMA_NAMES: ReadonlySet<string> = new Set([
-  "information_schema",
-  "sysobjects",
-  "syscolumns",
-  "sysdatabases",
-  "sysusers",
-  "pg_catalog",
-  "pg_shadow",
-  "pg_user",
-  "pg_tables",
-  "sqlite_master",
-  "sqlite_schema",
-  "all_tables",
-  "all_tab_columns",
-  "user_tables",
-  "dba_users",
-  "all_users",
-  "v$version",
-  "mysql.user",
-  "master..sysdatabases",
-]);
-/** Statement starts after `;` with the word that must follow for it to be a statement. */
-const STACKED: ReadonlyMap<string, ReadonlySet<string> | "operand" | "any"> = new Map<
-  string,
-  ReadonlySet<string> | "operand" | "any"
->([
-  ["drop", new Set(["table", "database", "view", "procedure", "function", "user", "schema"])],
-  ["delete", new Set(["from"])],
-  ["insert", new Set(["into"])],
-  ["truncate", new Set(["table"])],
-  ["create", new Set(["table", "user", "database", "procedure", "function", "view", "login"])],
-  ["alter", new Set(["table", "user", "database", "login"])],
-  ["waitfor", new Set(["delay", "time"])],
-  ["exec", "any"],
-  ["execute", "any"],
-  ["declare", "any"],
-  ["shutdown", "any"],
-  ["select", "operand"],
-  ["update", "any"],
-  ["set", "operand"],
-]);
-/** MSSQL extended and system stored procedures. */
-const SYSTEM_PROCEDURE = /^(?:xp|sp)_[a-z]/;
-/** Clauses that may follow a WHERE condition (`' or 1 limit 1 --`). */
-const CLAUSE_ENDS: ReadonlySet<string> = new Set(["limit", "order", "group", "union", "into"]);
-/** A quote inside a truncating comment means the "comment" is really more text or code. */
-const QUOTE_CHAR = /['"]/;
-const CONDITION_WORDS: ReadonlySet<string> = new Set(["where", "having", "when"]);
-const LITERAL_WORDS: ReadonlySet<string> = new Set(["null", "true", "false"]);
 
 /**
  * Finds the strongest rule hit among `tokens[from..]`.
@@ -245,7 +163,7 @@ function wordRules(
       unionRule(text, tokens, i, strength, hit);
       return;
     case "select":
-      if (tokens[i - 1]?.kind === "lparen" && selectList(text, tokens, i + 1, strength)) {
+      if (tokens[i - 1]?.kind === "lparen" && selectList(text, tokens, i + 1)) {
         hit("subquery", i);
       }
       return;
@@ -333,19 +251,14 @@ function unionRule(
   while (tokens[j]?.kind === "lparen") j = skipComments(tokens, j + 1);
   const s = tokens[j];
   if (s?.kind !== "word" || s.text !== "select") return;
-  if (selectList(text, tokens, j + 1, strength)) hit("union", i);
+  if (selectList(text, tokens, j + 1)) hit("union", i);
   else if (strength !== "prose" && skipComments(tokens, j + 1) >= tokens.length) {
     hit("union", i, -15);
   }
 }
 
 /** True when what follows SELECT reads as a select list rather than English. */
-function selectList(
-  text: string,
-  tokens: readonly SqlToken[],
-  at: number,
-  strength: Strength,
-): boolean {
+function selectList(text: string, tokens: readonly SqlToken[], at: number): boolean {
   let i = skipComments(tokens, at);
   const first = tokens[i];
   if (
@@ -383,7 +296,7 @@ function stackedRule(text: string, tokens: readonly SqlToken[], i: number, hit: 
   if (need === "any") {
     if (next !== undefined || t.text === "shutdown") hit("stacked", j);
   } else if (need === "operand") {
-    if (t.text === "select" ? selectList(text, tokens, k, "code") : next?.kind === "var") {
+    if (t.text === "select" ? selectList(text, tokens, k) : next?.kind === "var") {
       hit("stacked", j);
     }
   } else if (next?.kind === "word" && need.has(next.text)) {

@@ -11,6 +11,7 @@
 import type { DetectorInput, Finding } from "./types.ts";
 import { lexSql, type SqlToken } from "./sql_lexer.ts";
 import { evaluate, type SqlHit, type Strength } from "./sql_rules.ts";
+import { SQL_TRIGGER } from "./sql_vocabulary.ts";
 import { makeFinding } from "./make_finding.ts";
 
 /** Values without any of these cannot change a SQL statement's structure. */
@@ -48,7 +49,7 @@ export interface SqlVerdict {
  * @returns the strongest rule hit over all contexts, or undefined
  */
 export function analyzeSql(text: string): SqlVerdict | undefined {
-  if (text.length < 3 || !SQL_SYNTAX.test(text)) return undefined;
+  if (text.length < 3 || !SQL_SYNTAX.test(text) || !SQL_TRIGGER.test(text)) return undefined;
   let best: SqlVerdict | undefined;
   const consider = (hit: SqlHit | undefined, tokens: readonly SqlToken[], shift: number) => {
     if (hit === undefined || (best !== undefined && best.score >= hit.score)) return;

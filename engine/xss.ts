@@ -13,8 +13,21 @@ import { type HtmlAttr, type HtmlTag, lexHtml } from "./html_lexer.ts";
 import { makeFinding } from "./make_finding.ts";
 import { analyzeJs } from "./js_context.ts";
 
-/** `on` + event name; the word list keeps English words that start with "on" out. */
-const EVENT_HANDLER = /^on[a-z]{3,}$/;
+/**
+ * `on` + event name, judged on the local name (`x:ontimer`) and only its letters, since old
+ * parsers accepted junk after it (`onload!#$%=`); the word list keeps English words out.
+ */
+const EVENT_HANDLER = /^["'`]*(?:[a-z]+:)?(on[a-z]{3,})([^a-z]*)$/;
+/** Events common enough in payloads to recognise even with junk after the name. */
+const JUNK_TOLERANT: ReadonlySet<string> = new Set([
+  "onload",
+  "onerror",
+  "onclick",
+  "onfocus",
+  "onmouseover",
+  "onblur",
+  "ontoggle",
+]);
 const NOT_EVENTS: ReadonlySet<string> = new Set([
   "one",
   "only",
@@ -56,6 +69,14 @@ const URL_ATTRS: ReadonlySet<string> = new Set([
 /** URL schemes that run script or render attacker HTML in the page's origin. */
 const SCRIPT_URL =
   /^(?:javascript|vbscript|livescript|mocha|data:(?:text\/html|text\/xml|image\/svg|application\/(?:xhtml|x-)))/;
+/** In attribute values, junk before the scheme (`\xE2\x80\xA9javascript:`, a backtick). */
+const SCRIPT_URL_LENIENT = new RegExp(`^[^a-z0-9]{0,8}(?:${SCRIPT_URL.source.slice(4, -1)})`);
+/**
+ * A `javascript:` URL that calls something, inside other text (`?goto=javascript:alert(1)`,
+ * `getURL("javascript:...")`); `javascript:void(0)` links are common in page snapshots.
+ */
+const SCRIPT_URL_CALL =
+  /(?:^|[\s=,"'`(:])(?:javascript|vbscript)\s*:(?!\s*(?:void\b|;|$))[^\n]{0,100}?[\w$\])]\s*[(`]/i;
 /** CSS that runs script (IE expressions, bindings) or pulls attacker styles. */
 const SCRIPT_CSS = /expression\s*\(|behaviou?r\s*:|-moz-binding|javascript:|@import/;
 /** Whitespace and control characters browsers ignore inside URL schemes (`java\tscript:`). */
@@ -108,7 +129,16 @@ export function analyzeXss(text: string): XssVerdict | undefined {
     // Whole markup documents (editor content, page snapshots in telemetry) legitimately
     // contain scripts and embeds; only handlers and script URLs keep their weight there.
     const discount = isDocument(tags) ? -25 : 0;
-    for (const tag of tags) judgeTag(tag, hit, 0, tag.start, discount);
+    for (const tag of tags) {
+      judgeTag(tag, hit, 0, tag.start, discount);
+      if (tag.name === "style" && !tag.closing) judgeStyleBlock(text, tag, hit, discount);
+      // Markup inside attribute values runs where parsers disagree about quoting
+      // (`<img alt="`><img src=x onerror=...>">`, IE's `<comment>`).
+      for (const attr of tag.attrs) {
+        if (attr.value === undefined || !attr.value.includes("<")) continue;
+        for (const inner of lexHtml(attr.value)) judgeTag(inner, hit, -5, tag.start, discount);
+      }
+    }
   }
   for (const quote of ATTR_QUOTES) {
     const at = text.indexOf(quote);
@@ -117,17 +147,21 @@ export function analyzeXss(text: string): XssVerdict | undefined {
     if (tag !== undefined) judgeTag(tag, hit, -5, at);
   }
   const space = text.search(FIRST_SPACE);
-  if (space > 0 && text.includes("=")) {
+  if (space >= 0 && text.includes("=")) {
     const [tag] = lexHtml(text.slice(space), true);
     if (tag !== undefined) judgeTag(tag, hit, -10, space);
   }
   const url = text.replace(URL_NOISE, "").toLowerCase();
   if (SCRIPT_URL.test(url) && url.length > url.indexOf(":") + 2) hit("url", 80, 0);
+  else {
+    const call = SCRIPT_URL_CALL.exec(text);
+    if (call !== null) hit("url", 75, call.index);
+  }
   const js = JS_BREAKOUT.exec(text);
   if (js !== null) hit("script_breakout", 75, js.index);
   const code = analyzeJs(text);
   if (code !== undefined) hit(code.rule, code.score, 0);
-  if (text.includes("(") && SCRIPT_CSS.test(text.replace(CSS_COMMENT, "").toLowerCase())) {
+  if (text.includes("(") && SCRIPT_CSS.test(cssText(text))) {
     hit("css", 60, 0);
   }
   return best;
@@ -137,6 +171,37 @@ const ATTR_QUOTES = ['"', "'", "`"] as const;
 const FIRST_SPACE = /\s/;
 
 type Hit = (rule: string, score: number, offset: number) => void;
+
+function isEventHandler(name: string): boolean {
+  const m = EVENT_HANDLER.exec(name);
+  if (m === null || NOT_EVENTS.has(m[1]!)) return false;
+  return m[2]!.length === 0 || JUNK_TOLERANT.has(m[1]!);
+}
+
+const STYLE_END = /<\/style/i;
+
+const CSS_HEX_ESCAPE = /\\([0-9a-fA-F]{1,6})\s?/g;
+const CSS_CHAR_ESCAPE = /\\([^0-9a-fA-F\n])/g;
+
+/** CSS as the browser reads it: escapes resolved (`\6a ava\script`), comments removed. */
+function cssText(css: string): string {
+  let text = css;
+  if (text.includes("\\")) {
+    text = text.replace(CSS_HEX_ESCAPE, (_, hex: string) => {
+      const cp = parseInt(hex, 16);
+      return cp > 0 && cp <= 0x10ffff ? String.fromCodePoint(cp) : "";
+    }).replace(CSS_CHAR_ESCAPE, "$1");
+  }
+  return text.replace(CSS_COMMENT, "").toLowerCase();
+}
+
+function judgeStyleBlock(text: string, tag: HtmlTag, hit: Hit, discount: number): void {
+  const rest = text.slice(tag.end);
+  const close = rest.search(STYLE_END);
+  if (SCRIPT_CSS.test(cssText(close < 0 ? rest : rest.slice(0, close)))) {
+    hit("style_script", 80 + discount, tag.start);
+  }
+}
 
 /** Layout tags that make up real documents and rarely appear in payloads. */
 const LAYOUT_TAGS: ReadonlySet<string> = new Set([
@@ -183,7 +248,7 @@ function judgeTag(
   }
   if (tag.name === "script") {
     // `<script` cut short without a source is as likely prose ("binary<script is...").
-    const src = tag.attrs.some((a) => a.name === "src");
+    const src = tag.attrs.some((a) => a.name === "src" || a.name.endsWith("href"));
     hit("script", (tag.complete || src ? 90 : 60) + discount, offset);
   } else if (EMBED_TAGS.has(tag.name)) hit("embed", 60 + discount, offset);
   else if (tag.name === "style") hit("style", 55 + discount, offset);
@@ -199,7 +264,7 @@ function judgeAttr(
   discount: number,
 ): void {
   const { name, value } = attr;
-  if (EVENT_HANDLER.test(name) && !NOT_EVENTS.has(name) && value !== undefined) {
+  if (isEventHandler(name) && value !== undefined) {
     // `onClick={() => ...}` is JSX source code (React components in editors and uploads).
     const jsx = value.startsWith("{");
     hit("event_handler", (jsx ? 55 : 85) + bonus, offset);
@@ -208,19 +273,32 @@ function judgeAttr(
   if (value === undefined) return;
   if (URL_ATTRS.has(name)) {
     const url = value.replace(URL_NOISE, "").toLowerCase();
-    // SVG animation `values` is a `;`-separated list; any item may become the href.
-    const items = name === "values" ? url.split(";") : [url];
-    if (items.some((item) => SCRIPT_URL.test(item))) hit("script_url", 85 + bonus, offset);
-    else if (EMBED_TAGS.has(tag.name) && url.length > 0) {
+    // SVG animation `values` is a `;`-separated list and meta refresh reads `N;url=...`:
+    // any item may become the URL.
+    const items = name === "values" || name === "content"
+      ? url.replaceAll("url=", "").split(";")
+      : [url];
+    if (items.some((item) => SCRIPT_URL_LENIENT.test(item))) {
+      hit("script_url", 85 + bonus, offset);
+    } else if (url.startsWith("data:") && SCRIPT_CSS.test(url)) {
+      hit("style_script", 80 + bonus, offset);
+    }
+    if (EMBED_TAGS.has(tag.name) && url.length > 0) {
       hit("embed", 75 + bonus + discount, offset);
     } else if (tag.name === "base" && name === "href") hit("base", 75 + bonus + discount, offset);
     else if (tag.name === "meta" && name === "content" && url.includes("url=")) {
       hit("meta_refresh", 75 + bonus + discount, offset);
     }
+  } else if (name === "attributename" && isEventHandler(value.toLowerCase())) {
+    // SVG <set>/<animate> writing an event handler attribute.
+    hit("event_handler", 80 + bonus, offset);
+  } else if (value.startsWith("&{")) {
+    // Netscape JavaScript entities: `&{alert(1)}` in any attribute value.
+    hit("script_entity", 75 + bonus, offset);
   } else if (name === "srcdoc") {
     hit("srcdoc", 85 + bonus, offset);
   } else if (name === "style") {
-    if (SCRIPT_CSS.test(value.replace(CSS_COMMENT, "").toLowerCase())) {
+    if (SCRIPT_CSS.test(cssText(value))) {
       hit("style_script", 80 + bonus, offset);
     }
   }

@@ -1,0 +1,145 @@
+/**
+ * The SQL vocabulary the injection rules give meaning to: delay and error-leaking
+ * functions, system catalogs, statement starts. It also yields {@link SQL_TRIGGER}, the
+ * cheap prefilter that lets values without any of this vocabulary skip tokenizing.
+ */
+
+/** Functions that delay the response: the classic blind-injection oracle. */
+export const DELAY_FUNCTIONS: ReadonlySet<string> = new Set([
+  "sleep",
+  "benchmark",
+  "pg_sleep",
+  "pg_sleep_for",
+  "randomblob",
+  "dbms_lock.sleep",
+  "dbms_pipe.receive_message",
+  "dbms_session.sleep",
+]);
+/** Functions abused to leak data through error messages or out-of-band channels. */
+export const ERROR_FUNCTIONS: ReadonlySet<string> = new Set([
+  "extractvalue",
+  "updatexml",
+  "name_const",
+  "geometrycollection",
+  "multipoint",
+  "multipolygon",
+  "multilinestring",
+  "polygon",
+  "linestring",
+  "gtid_subset",
+  "json_keys",
+  "utl_inaddr.get_host_name",
+  "utl_inaddr.get_host_address",
+  "utl_http.request",
+  "ctxsys.drithsx.sn",
+  "dbms_xmlgen.getxml",
+  "dbms_utility.sqlid_to_sqlhash",
+  "xmltype",
+  "load_file",
+  "sys_eval",
+  "sys_exec",
+  "xp_cmdshell",
+  "xp_dirtree",
+  "openrowset",
+  "opendatasource",
+  "pg_read_file",
+  "lo_import",
+  "dbms_ldap.init",
+]);
+/** Catalogs that list tables, columns and users: reading them is reconnaissance. */
+export const SCHEMA_NAMES: ReadonlySet<string> = new Set([
+  "information_schema",
+  "sysobjects",
+  "syscolumns",
+  "sysdatabases",
+  "sysusers",
+  "pg_catalog",
+  "pg_shadow",
+  "pg_user",
+  "pg_tables",
+  "sqlite_master",
+  "sqlite_schema",
+  "all_tables",
+  "all_tab_columns",
+  "user_tables",
+  "dba_users",
+  "all_users",
+  "v$version",
+  "mysql.user",
+  "master..sysdatabases",
+]);
+/** Statement starts after `;` with the word that must follow for it to be a statement. */
+export const STACKED: ReadonlyMap<string, ReadonlySet<string> | "operand" | "any"> = new Map<
+  string,
+  ReadonlySet<string> | "operand" | "any"
+>([
+  ["drop", new Set(["table", "database", "view", "procedure", "function", "user", "schema"])],
+  ["delete", new Set(["from"])],
+  ["insert", new Set(["into"])],
+  ["truncate", new Set(["table"])],
+  ["create", new Set(["table", "user", "database", "procedure", "function", "view", "login"])],
+  ["alter", new Set(["table", "user", "database", "login"])],
+  ["waitfor", new Set(["delay", "time"])],
+  ["exec", "any"],
+  ["execute", "any"],
+  ["declare", "any"],
+  ["shutdown", "any"],
+  ["select", "operand"],
+  ["update", "any"],
+  ["set", "operand"],
+]);
+/** MSSQL extended and system stored procedures. */
+export const SYSTEM_PROCEDURE = /^(?:xp|sp)_[a-z]/;
+/** Clauses that may follow a WHERE condition (`' or 1 limit 1 --`). */
+export const CLAUSE_ENDS: ReadonlySet<string> = new Set([
+  "limit",
+  "order",
+  "group",
+  "union",
+  "into",
+]);
+/** A quote inside a truncating comment means the "comment" is really more text or code. */
+export const QUOTE_CHAR = /['"]/;
+export const CONDITION_WORDS: ReadonlySet<string> = new Set(["where", "having", "when"]);
+export const LITERAL_WORDS: ReadonlySet<string> = new Set(["null", "true", "false"]);
+
+/** Words any rule in `sql_rules.ts` starts from (besides the sets above). */
+const RULE_WORDS = [
+  "and",
+  "or",
+  "xor",
+  "union",
+  "select",
+  "waitfor",
+  "into",
+  "order",
+  "group",
+  "exec",
+  "execute",
+  "case",
+  "program",
+  "dual",
+  ...CONDITION_WORDS,
+];
+
+function escape(word: string): string {
+  return word.replace(/[.$]/g, (c) => `\\${c}`);
+}
+
+/**
+ * Matches when a value contains anything a SQL rule could start from: a quote, a logical
+ * operator, `@@`, or one of the rule words and function names. Built from the
+ * same sets the rules use, so the prefilter cannot drift from them.
+ */
+export const SQL_TRIGGER: RegExp = new RegExp(
+  "['\"]|&&|\\|\\||@@|(?:^|[^a-z0-9_$])(?:" +
+    [
+      ...RULE_WORDS,
+      ...DELAY_FUNCTIONS,
+      ...ERROR_FUNCTIONS,
+      ...SCHEMA_NAMES,
+      ...STACKED.keys(),
+    ].map((w) => escape(w.split(".")[0]!)).join("|") +
+    ")(?![a-z0-9_$])",
+  "i",
+);
