@@ -23,6 +23,12 @@ const REVERSE_SHELL =
 /** Options of git, ssh and friends that take a command to run (argument injection). */
 const COMMAND_OPTION =
   /(?:^|\s)(?:--(?:open-files-in-pager|upload-pack|receive-pack|exec|ext-diff)|-o\s*proxycommand|-o\s*localcommand)\s*=/i;
+/** Anything that opens a command position after the start of the value. */
+const SEPARATOR = /[;|&`\n\r]|\$\(|\\[nr]|\$\{?ifs|\{[a-z/][\w./-]*,/i;
+
+/** Literals one of the exploit-shape regexes needs; most values have none. */
+const SPECIAL_HINT =
+  /\/dev\/|sh\s+-i|nc|mkfifo|>&|comspec|cmd|powershell|iex|invoke-|--[a-z]|-o\s*[pl]/i;
 const IFS_TRICK = /\$\{?ifs\}?|\$\{path:0:1\}|\$\{home:0:1\}/i;
 const WINDOWS_SHELL =
   /%comspec%|\bcmd(?:\.exe)?\s+\/[ck]\s|\bpowershell(?:\.exe)?\s+(?:-|\/)(?:e|enc|encodedcommand|c|command|nop|noprofile|w|windowstyle|exec|ep)\b|\biex\s*\(|\binvoke-(?:expression|webrequest)\b/i;
@@ -246,17 +252,32 @@ export function cmdi(value: DetectorInput): Finding | undefined {
   const text = value.decoded.length > MAX_CHARS ? value.decoded.slice(0, MAX_CHARS) : value.decoded;
   if (!GATE.test(text)) return undefined;
   let best: Finding | undefined;
-  const shellshock = SHELLSHOCK.exec(text);
-  if (shellshock !== null) {
-    return makeFinding(value, "rce", 97, "cmdi.shellshock", text, shellshock.index);
+  if (text.indexOf("()") >= 0) {
+    const shellshock = SHELLSHOCK.exec(text);
+    if (shellshock !== null) {
+      return makeFinding(value, "rce", 97, "cmdi.shellshock", text, shellshock.index);
+    }
   }
-  const special = REVERSE_SHELL.exec(text) ?? WINDOWS_SHELL.exec(text) ?? COMMAND_OPTION.exec(text);
-  if (special !== null) {
-    best = makeFinding(value, "rce", 92, "cmdi.shell_exploit", text, special.index);
+  if (SPECIAL_HINT.test(text)) {
+    const special = REVERSE_SHELL.exec(text) ?? WINDOWS_SHELL.exec(text) ??
+      COMMAND_OPTION.exec(text);
+    if (special !== null) {
+      best = makeFinding(value, "rce", 92, "cmdi.shell_exploit", text, special.index);
+    }
   }
-  const ifs = IFS_TRICK.exec(text);
-  if (ifs !== null) {
-    best = stronger(best, makeFinding(value, "rce", 88, "cmdi.ifs_obfuscation", text, ifs.index));
+  if (text.indexOf("$") >= 0) {
+    const ifs = IFS_TRICK.exec(text);
+    if (ifs !== null) {
+      best = stronger(best, makeFinding(value, "rce", 88, "cmdi.ifs_obfuscation", text, ifs.index));
+    }
+  }
+  if (!SEPARATOR.test(text)) {
+    // No command position but the start: only the first words matter.
+    const head = deobfuscate(text.length > 256 ? text.slice(0, 256) : text);
+    const score = judgeCommand(head, 0, "start");
+    return score > 0
+      ? stronger(best, makeFinding(value, "rce", score, "cmdi.command", head, 0))
+      : best;
   }
   const s = deobfuscate(text);
   let top = judgeCommand(s, 0, "start");

@@ -75,7 +75,8 @@ const RULES: readonly Rule[] = [
 ];
 
 /** Characters one of the rules needs; values without any of them are skipped. */
-const GATE = /rO0AB|aced0005|AAEAAAD|[!$@_:\n[]/i;
+const GATE =
+  /_\$\$ND_FUNC|rO0AB|aced0005|AAEAAAD|System\.|TypeConfuse|ActivitySurrogate|TextFormatting|[$_@]type|\[\s*["'](?:com|org|ch)\.|!!|!ruby|\n(?:system|popen|exec|eval|check_output|call|getoutput)\n|^gASV|[OC]:\d{1,4}:"|^a:\d{1,4}:\{/i;
 
 /**
  * Reports serialised objects and type tags that name gadget classes.

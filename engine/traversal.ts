@@ -11,7 +11,10 @@ import type { DetectorInput, Finding } from "./types.ts";
 import { makeFinding, stronger } from "./make_finding.ts";
 
 /** Cheap gate: a value without any dot, slash or escape cannot hold a path. */
-const PREFILTER = /[./\\%\uff0e\u2215\u2216\u2044\uefc8\uf025]|0x|li4v/i;
+const PREFILTER =
+  /\.\.|[\\%\uff0e\u2215\u2216\u2044\uefc8\uf025\u2024\u29f5\u29f8\uff0f\uff3c]|0x|etc|passwd|boot|win|proc|\.ht|-inf\/|wp-config|id_[rde]|\.ssh|\.git|\.svn|\.env|var\/|usr\/|dev\/|\.ini|\.conf|\.cnf|log|\.asa|\.config|\.bash|\.aws|\.docker|\.kube|\.npmrc|inetpub|xampp|lampp|system32|\.passwd|\.netrc|\.forward|\.[a-z]*shrc|\.[rs]hosts|\.profile|\.pgpass|\.viminfo|\.gitconfig|:\/\/|data:|li4v|li5c|sam$|autoexec|config\.sys|private\/|opt\//i;
+/** Words of the system files the skeleton check looks for. */
+const SKELETON_HINT = /etc|boot|win|proc/i;
 
 /** Spellings of a slash that servers or decoders have been known to accept. */
 const ODD_SLASH = /\\|\u2215|\u2216|\u2044|\uefc8|\uf025|\u29f5|\u29f8|\uff0f|\uff3c|0x2f|0x5c/g;
@@ -210,7 +213,10 @@ export function traversal(value: DetectorInput): Finding | undefined {
     // Broken or overlong escapes can survive decoding as letters; the raw value's words
     // still show a climb straight into a system file.
     const raw = value.raw.length > 4096 ? value.raw.slice(0, 4096) : value.raw;
-    if (SKELETON_TARGET.test(skeleton(raw)) || SKELETON_TARGET.test(skeleton(capped))) {
+    if (
+      SKELETON_HINT.test(raw) &&
+      (SKELETON_TARGET.test(skeleton(raw)) || SKELETON_TARGET.test(skeleton(capped)))
+    ) {
       if (!WHITESPACE.test(capped)) {
         return makeFinding(value, "lfi", 90, "lfi.encoded_traversal", capped, 0);
       }

@@ -11,6 +11,9 @@ server:
   data:
     # Data-plane reverse proxy (the traffic you protect).
     listen: "0.0.0.0:8080"
+    # HTTPS data listener: one port, the certificate of each site chosen by SNI (sites without
+    # a certificate are not served over HTTPS). Unset: no HTTPS listener.
+    # https_listen: "0.0.0.0:8443"
   management:
     # REST API (/api), health probes (/health) and the console.
     listen: "127.0.0.1:9443"

@@ -43,6 +43,10 @@ export const configSchema = z.strictObject({
   server: z.strictObject({
     data: z.strictObject({
       listen: listen("0.0.0.0:8080"),
+      /** HTTPS data listener (a certificate per site by SNI); unset = no HTTPS listener. */
+      https_listen: z.string().refine((v) => parseListen(v) !== undefined, {
+        message: 'expected "host:port" with a port from 0 to 65535, for example "0.0.0.0:8443"',
+      }).optional(),
     }).prefault({}),
     management: z.strictObject({
       listen: listen("127.0.0.1:9443"),
