@@ -11,10 +11,11 @@ import type { Logger } from "../mod/logger.ts";
 import type { Random } from "../mod/random.ts";
 import { createReadiness, type Readiness } from "../mod/readiness.ts";
 import { managementTls } from "../mod/tls.ts";
-import { createNoSiteHandler, type DataHandler } from "../routes/data_plane.ts";
+import type { DataHandler } from "../routes/data_plane.ts";
 import { healthRoutes } from "../routes/health.ts";
 import { formatAddress, listen, type Listener } from "../routes/listen.ts";
 import { createManagementApp, publicOnlyGuard } from "../routes/management.ts";
+import { createDataPlane, type DataPlane } from "./data_plane.ts";
 
 export class ProductionStorageUnavailableError extends Error {
   constructor(missing: string) {
@@ -51,6 +52,10 @@ export interface RunningServer {
   /** Base URL of the management listener, e.g. `http://127.0.0.1:9443`. */
   readonly managementUrl: string;
   readonly dataUrl: string;
+  /** Sites, policy, access log and proxy of the data plane. */
+  readonly dataPlane: DataPlane;
+  /** `https://host:port` of the HTTPS data listener, when `server.data.https_listen` is set. */
+  readonly dataHttpsUrl: string | undefined;
   /** Drains both listeners (bounded by the shutdown timeout) and closes the store. */
   shutdown(): Promise<void>;
 }
@@ -81,10 +86,17 @@ export async function startServer(
     deps.clock.now(),
     deps.random,
   );
+  const dataPlane = createDataPlane({
+    config,
+    db,
+    clock: deps.clock,
+    random: deps.random,
+    logger: deps.logger,
+  });
   const app = createManagementApp({
     logger: deps.logger,
     random: deps.random,
-    routes: [...healthRoutes(readiness)],
+    routes: [...healthRoutes(readiness), ...dataPlane.routes],
     guard: publicOnlyGuard,
   });
 
@@ -101,9 +113,10 @@ export async function startServer(
     const data = listen({
       hostname: dataAddr.hostname,
       port: dataAddr.port,
-      handler: deps.dataHandler ?? createNoSiteHandler(deps.random),
+      handler: deps.dataHandler ?? dataPlane.handler,
     });
     listeners.push(data);
+    const https = await dataPlane.startHttps();
     readiness.dataPlane = true;
 
     const managementUrl = `${tls ? "https" : "http"}://${
@@ -133,6 +146,7 @@ export async function startServer(
         });
         const drained = (async () => {
           await data.shutdown();
+          await https?.shutdown();
           await management.shutdown();
           return "drained" as const;
         })();
@@ -141,6 +155,7 @@ export async function startServer(
         if (outcome === "timeout") {
           deps.logger.warn("shutdown deadline reached with requests still in flight");
         }
+        await dataPlane.close();
         db.close();
         deps.logger.info("stopped");
       })();
@@ -154,10 +169,13 @@ export async function startServer(
       readiness,
       managementUrl,
       dataUrl,
+      dataPlane,
+      dataHttpsUrl: https ? `https://${formatAddress(https.hostname, https.port)}` : undefined,
       shutdown,
     };
   } catch (err) {
     for (const l of listeners) await l.shutdown().catch(() => {});
+    await dataPlane.close().catch(() => {});
     db.close();
     throw err;
   }

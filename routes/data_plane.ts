@@ -57,15 +57,19 @@ h1{font-size:1.4rem;margin:0 0 .75rem}code{background:#eef0f3;padding:.1rem .35r
   return new Response(body, { status, headers });
 }
 
+/** The 404 page for a host that no site serves. */
+export function noSitePage(req: Request, traceId: string): Response {
+  return statusPage(
+    req,
+    404,
+    "NO_SITE",
+    "No site is configured for this host",
+    "This address is protected by waf, but no site is configured for the requested host name.",
+    traceId,
+  );
+}
+
 /** The data-plane handler used while no site matches. */
 export function createNoSiteHandler(random: Random): DataHandler {
-  return (req) =>
-    statusPage(
-      req,
-      404,
-      "NO_SITE",
-      "No site is configured for this host",
-      "This address is protected by waf, but no site is configured for the requested host name.",
-      randomHex(random),
-    );
+  return (req) => noSitePage(req, randomHex(random));
 }

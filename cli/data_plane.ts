@@ -1,0 +1,109 @@
+/**
+ * Composes the data plane for `cli/server.ts`: sites service and compiled policy, the access
+ * log pipeline (with the optional PostgreSQL sink), the proxy connector, its management routes,
+ * and the optional HTTPS listener with a certificate per site.
+ */
+import { createAccessLogRepo } from "../db/access_log_repo.ts";
+import { createAuditRepo } from "../db/audit_repo.ts";
+import { createPgSink } from "../db/pg_sink.ts";
+import { createSitesRepo } from "../db/sites_repo.ts";
+import type { Db } from "../db/store.ts";
+import { type AccessLog, type AccessLogSink, createAccessLog } from "../mod/access_log.ts";
+import { createAudit } from "../mod/audit.ts";
+import type { Clock } from "../mod/clock.ts";
+import type { Config } from "../mod/config.ts";
+import { parseListen } from "../mod/config_schema.ts";
+import type { Logger } from "../mod/logger.ts";
+import { createPgShipper } from "../mod/pg_shipper.ts";
+import { createPolicy, type Policy } from "../mod/policy.ts";
+import type { Random } from "../mod/random.ts";
+import { createSites, type Sites } from "../mod/sites.ts";
+import { createTraceIds } from "../mod/trace_ids.ts";
+import type { DataHandler } from "../routes/data_plane.ts";
+import { logRoutes } from "../routes/logs.ts";
+import { createProxy, type Proxy } from "../routes/proxy.ts";
+import type { RouteDef } from "../routes/route.ts";
+import { siteRoutes } from "../routes/sites.ts";
+import { startTlsFront, type TlsFront } from "../routes/tls_front.ts";
+
+export interface DataPlane {
+  readonly sites: Sites;
+  readonly policy: Policy;
+  readonly accessLog: AccessLog;
+  readonly proxy: Proxy;
+  /** Management routes of the data plane (`/api/sites`, `/api/logs`). */
+  readonly routes: readonly RouteDef[];
+  /** The plain-HTTP data listener's handler. */
+  readonly handler: DataHandler;
+  /** Opens the HTTPS listener when `server.data.https_listen` is set. */
+  startHttps(): Promise<TlsFront | undefined>;
+  /** Closes the HTTPS listener, flushes the access log and closes sinks and pools. */
+  close(): Promise<void>;
+}
+
+export interface DataPlaneDeps {
+  readonly config: Config;
+  readonly db: Db;
+  readonly clock: Clock;
+  readonly random: Random;
+  readonly logger: Logger;
+}
+
+export function createDataPlane(deps: DataPlaneDeps): DataPlane {
+  const { config, db, clock, random, logger } = deps;
+  const sitesRepo = createSitesRepo(db);
+  const policy = createPolicy({ listSites: () => sitesRepo.list(), clock });
+  const audit = createAudit({ repo: createAuditRepo(db), clock });
+  const sites = createSites({ db, repo: sitesRepo, audit, policy, clock, random });
+
+  const sinks: AccessLogSink[] = [];
+  const pg = config.storage.postgresql;
+  if (pg) {
+    sinks.push(
+      createPgShipper(
+        createPgSink({ dsn: pg.dsn, poolSize: pg.pool_size }),
+        { batchSize: pg.batch_size },
+        logger,
+      ),
+    );
+  }
+  const logs = config.storage.access_logs;
+  const accessLog = createAccessLog({
+    queueSize: logs.queue_size,
+    batchSize: logs.batch_size,
+    retentionDays: logs.retention_days,
+    maxRecords: logs.max_records,
+  }, { repo: createAccessLogRepo(db), clock, logger, sinks });
+  accessLog.prune();
+  accessLog.start();
+
+  const proxy = createProxy({ policy, accessLog, clock, logger, traceId: createTraceIds(random) });
+  let https: TlsFront | undefined;
+
+  return {
+    sites,
+    policy,
+    accessLog,
+    proxy,
+    routes: [...siteRoutes(sites), ...logRoutes(accessLog)],
+    handler: (req, info) => proxy.handle(req, (info.remoteAddr as Deno.NetAddr).hostname, "http"),
+    async startHttps() {
+      const listenAt = config.server.data.https_listen;
+      if (listenAt === undefined) return undefined;
+      const addr = parseListen(listenAt)!;
+      https = await startTlsFront({
+        hostname: addr.hostname,
+        port: addr.port,
+        policy,
+        handle: proxy.handle,
+        logger,
+      });
+      return https;
+    },
+    async close() {
+      await https?.shutdown();
+      await accessLog.stop();
+      proxy.close();
+    },
+  };
+}

@@ -1,0 +1,117 @@
+/** SQL for access logs: batched inserts, filtered pages, lookup by trace id, retention. */
+import type { Db } from "./store.ts";
+import { transaction } from "./store.ts";
+
+export interface AccessLogRow {
+  readonly trace_id: string;
+  readonly time: number;
+  readonly site_id: string | null;
+  readonly client_ip: string | null;
+  readonly method: string | null;
+  readonly host: string | null;
+  readonly path: string | null;
+  readonly status: number | null;
+  readonly action: string;
+  readonly attack_class: string | null;
+  /** The whole record as JSON. */
+  readonly record: string;
+}
+
+export interface StoredAccessLogRow extends AccessLogRow {
+  readonly id: number;
+}
+
+export interface AccessLogFilter {
+  readonly from?: number;
+  readonly to?: number;
+  readonly siteId?: string;
+  readonly clientIp?: string;
+  readonly action?: string;
+  readonly attackClass?: string;
+  readonly status?: number;
+  readonly traceId?: string;
+  /** Rows with an id below this one (newest first). */
+  readonly beforeId?: number;
+  readonly limit: number;
+}
+
+export function createAccessLogRepo(db: Db) {
+  // OR IGNORE: a trace id is unique; a duplicate (impossible with random ids) must not fail the
+  // whole batch.
+  const insert = db.prepare(
+    `INSERT OR IGNORE INTO access_logs
+       (trace_id, time, site_id, client_ip, method, host, path, status, action, attack_class, record)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  );
+  const list = db.prepare(
+    `SELECT * FROM access_logs
+     WHERE (:from IS NULL OR time >= :from) AND (:to IS NULL OR time <= :to)
+       AND (:site IS NULL OR site_id = :site) AND (:client IS NULL OR client_ip = :client)
+       AND (:action IS NULL OR action = :action) AND (:class IS NULL OR attack_class = :class)
+       AND (:status IS NULL OR status = :status) AND (:trace IS NULL OR trace_id = :trace)
+       AND (:before IS NULL OR id < :before)
+     ORDER BY id DESC LIMIT :limit`,
+  );
+  const byTrace = db.prepare("SELECT * FROM access_logs WHERE trace_id = ?");
+  const pruneAge = db.prepare("DELETE FROM access_logs WHERE time < ?");
+  const pruneCount = db.prepare(
+    `DELETE FROM access_logs WHERE id <= (SELECT id FROM access_logs ORDER BY id DESC LIMIT 1 OFFSET ?)`,
+  );
+  const count = db.prepare("SELECT COUNT(*) AS n FROM access_logs");
+  return {
+    /** Inserts rows in one transaction; returns how many were written. */
+    insertBatch(rows: readonly AccessLogRow[]): number {
+      return transaction(db, () => {
+        let n = 0;
+        for (const r of rows) {
+          n += Number(
+            insert.run(
+              r.trace_id,
+              r.time,
+              r.site_id,
+              r.client_ip,
+              r.method,
+              r.host,
+              r.path,
+              r.status,
+              r.action,
+              r.attack_class,
+              r.record,
+            ).changes,
+          );
+        }
+        return n;
+      });
+    },
+    list(filter: AccessLogFilter): StoredAccessLogRow[] {
+      return list.all({
+        from: filter.from ?? null,
+        to: filter.to ?? null,
+        site: filter.siteId ?? null,
+        client: filter.clientIp ?? null,
+        action: filter.action ?? null,
+        class: filter.attackClass ?? null,
+        status: filter.status ?? null,
+        trace: filter.traceId ?? null,
+        before: filter.beforeId ?? null,
+        limit: filter.limit,
+      }) as unknown as StoredAccessLogRow[];
+    },
+    get(traceId: string): StoredAccessLogRow | undefined {
+      return byTrace.get(traceId) as StoredAccessLogRow | undefined;
+    },
+    /** Deletes rows older than `before` and all but the newest `keep`; returns rows deleted. */
+    prune(before: number, keep: number): number {
+      return transaction(db, () => {
+        const aged = Number(pruneAge.run(before).changes);
+        const counted = Number(pruneCount.run(keep).changes);
+        return aged + counted;
+      });
+    },
+    count(): number {
+      return (count.get() as { n: number }).n;
+    },
+  };
+}
+
+export type AccessLogRepo = ReturnType<typeof createAccessLogRepo>;

@@ -1,0 +1,78 @@
+/**
+ * The one wrapper around `postgres` (porsager/postgres): writes access-log batches into a
+ * PostgreSQL table, creating it when missing. Retrying and buffering live in
+ * `mod/pg_shipper.ts`; this file only talks SQL.
+ */
+import postgres from "postgres";
+import type { AccessLogRow } from "./access_log_repo.ts";
+
+export interface PgSink {
+  /** Creates the table and its indexes when missing. */
+  ensureTable(): Promise<void>;
+  /** Inserts one batch in one statement; rows whose trace id exists are skipped. */
+  insert(rows: readonly AccessLogRow[]): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface PgSinkOptions {
+  readonly dsn: string;
+  readonly poolSize: number;
+  /** Seconds to wait for a connection before a send fails. */
+  readonly connectTimeoutSeconds?: number;
+  /** Table name (tests use their own). */
+  readonly table?: string;
+}
+
+export const PG_TABLE = "waf_access_logs";
+
+export function createPgSink(options: PgSinkOptions): PgSink {
+  const sql = postgres(options.dsn, {
+    max: options.poolSize,
+    connect_timeout: options.connectTimeoutSeconds ?? 5,
+    idle_timeout: 60,
+    onnotice: () => {},
+  });
+  const table = options.table ?? PG_TABLE;
+  return {
+    async ensureTable() {
+      await sql`
+        CREATE TABLE IF NOT EXISTS ${sql(table)} (
+          id BIGSERIAL PRIMARY KEY,
+          trace_id TEXT NOT NULL UNIQUE,
+          time TIMESTAMPTZ NOT NULL,
+          site_id TEXT,
+          client_ip TEXT,
+          method TEXT,
+          host TEXT,
+          path TEXT,
+          status INTEGER,
+          action TEXT NOT NULL,
+          attack_class TEXT,
+          record JSONB NOT NULL
+        )`;
+      await sql`CREATE INDEX IF NOT EXISTS ${sql(table + "_time")} ON ${sql(table)} (time)`;
+    },
+    async insert(rows) {
+      if (rows.length === 0) return;
+      const values = rows.map((r) => ({
+        trace_id: r.trace_id,
+        time: new Date(r.time),
+        site_id: r.site_id,
+        client_ip: r.client_ip,
+        method: r.method,
+        host: r.host,
+        path: r.path,
+        status: r.status,
+        action: r.action,
+        attack_class: r.attack_class,
+        record: r.record,
+      }));
+      await sql`
+        INSERT INTO ${sql(table)} ${sql(values)}
+        ON CONFLICT (trace_id) DO NOTHING`;
+    },
+    async close() {
+      await sql.end({ timeout: 2 });
+    },
+  };
+}

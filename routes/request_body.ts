@@ -1,0 +1,119 @@
+/**
+ * Request bodies in the data plane: read only the prefix the engine inspects, then stream the
+ * rest to the upstream. A body over the site's limit is refused without being buffered: a
+ * declared Content-Length is checked before reading, and a chunked body is counted as it
+ * streams (the upstream request is aborted the moment the count passes the limit).
+ */
+
+export type BodyPlan =
+  | { readonly kind: "none" }
+  /** Over the limit, decided before (declared length) or while reading the prefix. */
+  | { readonly kind: "too_large" }
+  /** The whole body, small enough to sit in memory for inspection. */
+  | { readonly kind: "buffered"; readonly bytes: Uint8Array }
+  /** The inspected prefix plus a stream that replays it and continues with the rest. */
+  | {
+    readonly kind: "streaming";
+    readonly prefix: Uint8Array;
+    readonly body: ReadableStream<Uint8Array>;
+    readonly progress: StreamProgress;
+  };
+
+export interface StreamProgress {
+  /** Bytes that went through so far. */
+  bytes: number;
+  /** Set once the count passed the limit. */
+  exceeded: boolean;
+  /** Called once when the stream ends normally, with the total byte count. */
+  onEnd?: (bytes: number) => void;
+}
+
+/** Raised into the upstream request stream when the body passes the limit. */
+export class BodyTooLargeError extends Error {
+  constructor() {
+    super("Request body is larger than the site's limit");
+    this.name = "BodyTooLargeError";
+  }
+}
+
+function concat(chunks: readonly Uint8Array[], total: number): Uint8Array {
+  if (chunks.length === 1) return chunks[0]!;
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.length;
+  }
+  return out;
+}
+
+/**
+ * Reads up to `inspectBytes` of the body.
+ *
+ * @param req the incoming request
+ * @param maxBytes the site's body limit
+ * @param inspectBytes how much the engine inspects (at most `maxBytes`)
+ */
+export async function planBody(
+  req: Request,
+  maxBytes: number,
+  inspectBytes: number,
+): Promise<BodyPlan> {
+  if (req.body === null) return { kind: "none" };
+  const declaredText = req.headers.get("content-length");
+  const declared = declaredText === null ? undefined : Number(declaredText);
+  if (declared !== undefined && declared > maxBytes) {
+    await req.body.cancel().catch(() => {});
+    return { kind: "too_large" };
+  }
+  if (declared === 0) return { kind: "none" };
+  const reader = req.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  // Reading stops at the first chunk boundary past the inspection prefix.
+  while (total < inspectBytes || inspectBytes === 0) {
+    const { done, value } = await reader.read();
+    if (done) {
+      return total === 0 ? { kind: "none" } : { kind: "buffered", bytes: concat(chunks, total) };
+    }
+    total += value.length;
+    if (total > maxBytes) {
+      await reader.cancel().catch(() => {});
+      return { kind: "too_large" };
+    }
+    chunks.push(value);
+    if (inspectBytes === 0) break;
+  }
+  const prefix = concat(chunks, total);
+  const progress: StreamProgress = { bytes: total, exceeded: false };
+  // A declared length is enforced by the HTTP server itself, so only a chunked body is counted.
+  const counted = declared === undefined;
+  let replayed = false;
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (!replayed) {
+        replayed = true;
+        controller.enqueue(prefix);
+        return;
+      }
+      const { done, value } = await reader.read();
+      if (done) {
+        controller.close();
+        progress.onEnd?.(progress.bytes);
+        return;
+      }
+      progress.bytes += value.length;
+      if (counted && progress.bytes > maxBytes) {
+        progress.exceeded = true;
+        await reader.cancel().catch(() => {});
+        controller.error(new BodyTooLargeError());
+        return;
+      }
+      controller.enqueue(value);
+    },
+    cancel(reason) {
+      return reader.cancel(reason);
+    },
+  });
+  return { kind: "streaming", prefix, body, progress };
+}

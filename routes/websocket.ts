@@ -1,0 +1,94 @@
+/**
+ * WebSocket pass-through. The upstream socket is opened first (with the client's requested
+ * subprotocols and its end-to-end headers), so the client's handshake can answer with the
+ * subprotocol the upstream chose, or with a 502 page when the upstream refuses. Then frames
+ * are relayed both ways and a close on one side closes the other.
+ */
+
+/** Close codes that may not be sent in a close frame; mapped to a sendable one. */
+function sendableCode(code: number): number {
+  return code === 1005 || code === 1006 || code === 1015 || code < 1000 || code > 4999
+    ? 1000
+    : code;
+}
+
+const SKIP_HEADERS: ReadonlySet<string> = new Set([
+  "host",
+  "connection",
+  "upgrade",
+  "sec-websocket-key",
+  "sec-websocket-version",
+  "sec-websocket-extensions",
+  "sec-websocket-protocol",
+  "content-length",
+]);
+
+/** Opens the upstream socket; resolves when it is open, rejects on error or timeout. */
+function openUpstream(
+  url: string,
+  protocols: string[],
+  headers: Headers,
+  timeoutMs: number,
+): Promise<WebSocket> {
+  const forward = new Headers();
+  headers.forEach((v, k) => {
+    if (!SKIP_HEADERS.has(k)) forward.set(k, v);
+  });
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url, { protocols, headers: forward });
+    ws.binaryType = "arraybuffer";
+    const timer = setTimeout(() => {
+      ws.close();
+      reject(new DOMException("WebSocket upstream did not open in time", "TimeoutError"));
+    }, timeoutMs);
+    ws.onopen = () => {
+      clearTimeout(timer);
+      resolve(ws);
+    };
+    ws.onerror = () => {
+      clearTimeout(timer);
+      reject(new TypeError("WebSocket upstream refused the connection"));
+    };
+  });
+}
+
+/** Upgrades `req` and relays to `upstreamUrl`; throws when the upstream cannot be opened. */
+export async function passWebSocket(
+  req: Request,
+  upstreamUrl: string,
+  headers: Headers,
+  timeoutMs: number,
+  extraHeaders: Headers,
+): Promise<Response> {
+  const requested = (req.headers.get("sec-websocket-protocol") ?? "").split(",").map((p) =>
+    p.trim()
+  ).filter((p) => p !== "");
+  const upstream = await openUpstream(upstreamUrl, requested, headers, timeoutMs);
+  const { socket: client, response } = Deno.upgradeWebSocket(
+    req,
+    upstream.protocol ? { protocol: upstream.protocol } : {},
+  );
+  client.binaryType = "arraybuffer";
+  const pending: Array<string | ArrayBuffer> = [];
+  client.onopen = () => {
+    for (const m of pending) client.send(m);
+    pending.length = 0;
+  };
+  client.onmessage = (e) => {
+    if (upstream.readyState === WebSocket.OPEN) upstream.send(e.data);
+  };
+  upstream.onmessage = (e) => {
+    if (client.readyState === WebSocket.OPEN) client.send(e.data);
+    else if (client.readyState === WebSocket.CONNECTING) pending.push(e.data);
+  };
+  client.onclose = (e) => {
+    if (upstream.readyState <= WebSocket.OPEN) upstream.close(sendableCode(e.code), e.reason);
+  };
+  upstream.onclose = (e) => {
+    if (client.readyState <= WebSocket.OPEN) client.close(sendableCode(e.code), e.reason);
+  };
+  client.onerror = () => upstream.close();
+  upstream.onerror = () => client.close(1011);
+  extraHeaders.forEach((v, k) => response.headers.set(k, v));
+  return response;
+}

@@ -1,0 +1,77 @@
+/**
+ * A local upstream for data-plane tests: echoes what it received as JSON, echoes WebSocket
+ * frames on `/ws`, holds `/slow` until the test releases it, and streams `/big?n=BYTES`.
+ */
+
+export interface Echo {
+  method: string;
+  path: string;
+  query: string;
+  headers: Record<string, string>;
+  body: string;
+  bodyLength: number;
+}
+
+export interface TestUpstream extends AsyncDisposable {
+  readonly url: string;
+  readonly port: number;
+  /** Requests received so far. */
+  readonly seen: Echo[];
+  /** Resolves every request held on `/slow`. */
+  release(): void;
+}
+
+export function startUpstream(name = "upstream"): TestUpstream {
+  const seen: Echo[] = [];
+  let releases: Array<() => void> = [];
+  const ac = new AbortController();
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {}, signal: ac.signal },
+    async (req) => {
+      const url = new URL(req.url);
+      if (url.pathname === "/ws" && req.headers.get("upgrade") === "websocket") {
+        const proto = req.headers.get("sec-websocket-protocol")?.split(",")[0]?.trim();
+        const { socket, response } = Deno.upgradeWebSocket(req, proto ? { protocol: proto } : {});
+        socket.onmessage = (e) =>
+          socket.send(typeof e.data === "string" ? `echo:${e.data}` : e.data);
+        return response;
+      }
+      if (url.pathname === "/slow") {
+        await new Promise<void>((resolve) => releases.push(resolve));
+        return new Response("late");
+      }
+      if (url.pathname === "/big") {
+        const n = Number(url.searchParams.get("n") ?? "0");
+        return new Response(new Uint8Array(n).fill(97));
+      }
+      const bytes = new Uint8Array(await req.arrayBuffer());
+      const echo: Echo = {
+        method: req.method,
+        path: url.pathname,
+        query: url.search,
+        headers: Object.fromEntries(req.headers),
+        body: new TextDecoder().decode(bytes.subarray(0, 4096)),
+        bodyLength: bytes.length,
+      };
+      seen.push(echo);
+      return Response.json({ ...echo, upstream: name }, {
+        headers: { "set-cookie": "a=1", "x-upstream": name, "keep-alive": "timeout=5" },
+      });
+    },
+  );
+  const port = server.addr.port;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    seen,
+    release() {
+      for (const r of releases) r();
+      releases = [];
+    },
+    async [Symbol.asyncDispose]() {
+      this.release();
+      ac.abort();
+      await server.finished;
+    },
+  };
+}
