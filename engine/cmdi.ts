@@ -15,7 +15,7 @@ import { COMMANDS, FILE_COMMANDS, META_COMMANDS, SUBCOMMANDS } from "./shell_com
 const MAX_CHARS = 4096;
 
 /** Characters that can put a word in command position, or a start that could be one. */
-const GATE = /[;|&`$\n\r{]|\\n|^\s*['"]?\s*[a-z/]/i;
+const GATE = /[;|&`$\n\r{]|\\n|^\s*['"]?\s*[a-z/%]/i;
 
 const SHELLSHOCK = /\(\s*\)\s*\{\s*[:\w]*\s*;?\s*\}\s*;/;
 const REVERSE_SHELL =
