@@ -14,7 +14,9 @@ import { managementTls } from "../mod/tls.ts";
 import type { DataHandler } from "../routes/data_plane.ts";
 import { healthRoutes } from "../routes/health.ts";
 import { formatAddress, listen, type Listener } from "../routes/listen.ts";
-import { createManagementApp, publicOnlyGuard } from "../routes/management.ts";
+import { createManagementApp } from "../routes/management.ts";
+import type { RouteDef } from "../routes/route.ts";
+import { createIdentity, type Identity } from "./identity.ts";
 import { createDataPlane, type DataPlane } from "./data_plane.ts";
 
 export class ProductionStorageUnavailableError extends Error {
@@ -56,6 +58,10 @@ export interface RunningServer {
   readonly dataPlane: DataPlane;
   /** `https://host:port` of the HTTPS data listener, when `server.data.https_listen` is set. */
   readonly dataHttpsUrl: string | undefined;
+  /** Every management route mounted (the route-permission inventory test walks these). */
+  readonly routes: readonly RouteDef[];
+  /** Identity and access services (setup, users, sessions, login, audit). */
+  readonly identity: Identity;
   /** Drains both listeners (bounded by the shutdown timeout) and closes the store. */
   shutdown(): Promise<void>;
 }
@@ -78,6 +84,21 @@ export async function startServer(
   await Deno.mkdir(dataDir, { recursive: true, mode: 0o700 });
   const db = openStore(`${dataDir}/waf.db`, { now: deps.clock.now() });
   readiness.store = true;
+  let identity: Identity;
+  try {
+    identity = await createIdentity({
+      db,
+      config,
+      dataDir,
+      clock: deps.clock,
+      random: deps.random,
+      logger: deps.logger,
+      env: deps.env,
+    });
+  } catch (err) {
+    db.close();
+    throw err;
+  }
 
   const tls = await managementTls(
     config,
@@ -93,11 +114,16 @@ export async function startServer(
     random: deps.random,
     logger: deps.logger,
   });
+  const routes: RouteDef[] = [
+    ...healthRoutes(readiness),
+    ...dataPlane.routes,
+    ...identity.routes,
+  ];
   const app = createManagementApp({
     logger: deps.logger,
     random: deps.random,
-    routes: [...healthRoutes(readiness), ...dataPlane.routes],
-    guard: publicOnlyGuard,
+    routes,
+    guard: identity.guard,
   });
 
   const listeners: Listener[] = [];
@@ -128,6 +154,7 @@ export async function startServer(
     const dataUrl = `http://${
       formatAddress(data.hostname === "0.0.0.0" ? "127.0.0.1" : data.hostname, data.port)
     }`;
+    await identity.start(config.server.management.base_url ?? managementUrl);
     deps.logger.info("waf started", {
       data_plane: formatAddress(data.hostname, data.port),
       management: `${managementUrl}`,
@@ -156,6 +183,7 @@ export async function startServer(
           deps.logger.warn("shutdown deadline reached with requests still in flight");
         }
         await dataPlane.close();
+        identity.stop();
         db.close();
         deps.logger.info("stopped");
       })();
@@ -171,11 +199,14 @@ export async function startServer(
       dataUrl,
       dataPlane,
       dataHttpsUrl: https ? `https://${formatAddress(https.hostname, https.port)}` : undefined,
+      routes,
+      identity,
       shutdown,
     };
   } catch (err) {
     for (const l of listeners) await l.shutdown().catch(() => {});
     await dataPlane.close().catch(() => {});
+    identity.stop();
     db.close();
     throw err;
   }

@@ -1,0 +1,158 @@
+/**
+ * Composes identity and access: setup, accounts, sessions, login with lockout and CAPTCHA,
+ * the guard, their routes, and the maintenance task (expired `setup.url`, sessions, CAPTCHA
+ * and lockout memory). `cli/server.ts` mounts the routes behind the guard.
+ */
+import { createAuditRepo } from "../db/audit_repo.ts";
+import { createSettingsRepo } from "../db/settings_repo.ts";
+import { type Db, transaction } from "../db/store.ts";
+import { createUsersRepo } from "../db/users_repo.ts";
+import { type Audit, createAudit } from "../mod/audit.ts";
+import { loadAuthKey } from "../mod/auth_key.ts";
+import { createCaptcha } from "../mod/captcha.ts";
+import { createCaptchaPolicy } from "../mod/captcha_policy.ts";
+import type { Clock } from "../mod/clock.ts";
+import type { Config } from "../mod/config.ts";
+import type { Logger } from "../mod/logger.ts";
+import { createLogin, type Login, type TotpVerifier } from "../mod/login.ts";
+import type { Random } from "../mod/random.ts";
+import { createSessions, type Sessions } from "../mod/sessions.ts";
+import { createSetup, type Setup } from "../mod/setup.ts";
+import { SetupTokenError, setupTokenProblem } from "../mod/setup_token.ts";
+import { createUsers, type Users } from "../mod/users.ts";
+import { auditRoutes } from "../routes/audit.ts";
+import { authRoutes } from "../routes/auth.ts";
+import { consoleRoutes } from "../routes/console.ts";
+import type { Ctx, Principal } from "../routes/env.ts";
+import { createGuard } from "../routes/guard.ts";
+import type { Guard, RouteDef } from "../routes/route.ts";
+import { setupRoutes } from "../routes/setup.ts";
+import { userRoutes } from "../routes/users.ts";
+
+/** How often the maintenance task runs. */
+export const MAINTENANCE_EVERY_MS = 30_000;
+
+export interface IdentityDeps {
+  readonly db: Db;
+  readonly config: Config;
+  readonly dataDir: string;
+  readonly clock: Clock;
+  readonly random: Random;
+  readonly logger: Logger;
+  readonly env: { readonly setupToken?: string };
+  /** API-token authentication, when installed (next issue). */
+  readonly bearer?: (
+    c: Ctx,
+    token: string,
+  ) => Principal | undefined | Promise<Principal | undefined>;
+  readonly verifyTotp?: TotpVerifier;
+}
+
+export interface Identity {
+  readonly guard: Guard;
+  readonly routes: readonly RouteDef[];
+  readonly audit: Audit;
+  readonly setup: Setup;
+  readonly users: Users;
+  readonly sessions: Sessions;
+  readonly login: Login;
+  /** Issues the setup token (while setup is incomplete) and starts the maintenance task. */
+  start(baseUrl: string): Promise<void>;
+  /** One maintenance pass (the timer runs it every 30 s). */
+  maintenance(): Promise<void>;
+  stop(): void;
+}
+
+export async function createIdentity(deps: IdentityDeps): Promise<Identity> {
+  const tx = <T>(fn: () => T): T => transaction(deps.db, fn);
+  const settings = createSettingsRepo(deps.db);
+  const usersRepo = createUsersRepo(deps.db);
+  const audit = createAudit({ repo: createAuditRepo(deps.db), clock: deps.clock });
+  const roles = deps.config.apisec.permissions;
+  const key = await loadAuthKey(deps.dataDir, deps.random);
+
+  const users = createUsers({
+    repo: usersRepo,
+    audit,
+    clock: deps.clock,
+    random: deps.random,
+    roles,
+    transaction: tx,
+  });
+  const setup = createSetup({
+    settings,
+    usersRepo,
+    users,
+    audit,
+    clock: deps.clock,
+    random: deps.random,
+    logger: deps.logger,
+    dataDir: deps.dataDir,
+    transaction: tx,
+  });
+  // A supplied token is checked before any listener opens; the message never quotes it.
+  if (!setup.isComplete() && deps.env.setupToken !== undefined) {
+    const problem = setupTokenProblem(deps.env.setupToken);
+    if (problem) throw new SetupTokenError(problem);
+  }
+  const sessions = createSessions({
+    repo: usersRepo,
+    clock: deps.clock,
+    random: deps.random,
+    key,
+    roles,
+  });
+  const captcha = createCaptcha({ key, clock: deps.clock, random: deps.random });
+  const captchaPolicy = createCaptchaPolicy(settings);
+  const login = createLogin({
+    repo: usersRepo,
+    sessions,
+    captcha,
+    captchaPolicy,
+    audit,
+    clock: deps.clock,
+    random: deps.random,
+    transaction: tx,
+    verifyTotp: deps.verifyTotp,
+  });
+  const sink = { audit, transaction: tx };
+  const guard = createGuard({ sessions, setup, audit, transaction: tx, bearer: deps.bearer });
+  const routes: RouteDef[] = [
+    ...setupRoutes(setup, sink),
+    ...authRoutes({ ...sink, login, sessions, captcha, captchaPolicy, clock: deps.clock }),
+    ...userRoutes({ ...sink, users }),
+    ...auditRoutes(audit),
+    ...consoleRoutes(),
+  ];
+
+  let timer: ReturnType<typeof setInterval> | undefined;
+  const maintenance = async () => {
+    await setup.cleanup();
+    tx(() => sessions.purge());
+    captcha.sweep();
+    login.lockout.sweep();
+  };
+  return {
+    guard,
+    routes,
+    audit,
+    setup,
+    users,
+    sessions,
+    login,
+    async start(baseUrl) {
+      await setup.start(baseUrl, deps.env.setupToken);
+      timer = setInterval(() => {
+        maintenance().catch((err) =>
+          deps.logger.error("identity maintenance failed", { error: err })
+        );
+      }, MAINTENANCE_EVERY_MS);
+      Deno.unrefTimer(timer);
+    },
+    maintenance,
+    stop() {
+      if (timer !== undefined) clearInterval(timer);
+      timer = undefined;
+    },
+  };
+}

@@ -1,0 +1,31 @@
+/**
+ * The HMAC key that signs CAPTCHA challenges, CAPTCHA receipts and CSRF values. It lives in
+ * `<data-dir>/auth.key` (32 random bytes, base64url, mode 0600), created on first start, so
+ * signatures survive a restart and never sit in the store or its backups.
+ */
+import { Buffer } from "node:buffer";
+import type { Random } from "./random.ts";
+
+export const AUTH_KEY_FILE = "auth.key";
+
+/** Reads the key, creating it (mode 0600) when absent; tightens a too-open mode. */
+export async function loadAuthKey(dataDir: string, random: Random): Promise<Uint8Array> {
+  const path = `${dataDir}/${AUTH_KEY_FILE}`;
+  try {
+    await Deno.writeTextFile(path, Buffer.from(random.bytes(32)).toString("base64url") + "\n", {
+      mode: 0o600,
+      createNew: true,
+    });
+  } catch (err) {
+    if (!(err instanceof Deno.errors.AlreadyExists)) throw err;
+  }
+  const info = await Deno.stat(path);
+  if (info.mode !== null && (info.mode & 0o077) !== 0) await Deno.chmod(path, 0o600);
+  const key = Buffer.from((await Deno.readTextFile(path)).trim(), "base64url");
+  if (key.length < 32) {
+    throw new Error(
+      `The key file "${path}" is damaged: expected 32 bytes, delete it to regenerate`,
+    );
+  }
+  return new Uint8Array(key);
+}

@@ -1,0 +1,35 @@
+/**
+ * Synchronous digests for secrets that are compared, never reversed: SHA-256 of session ids
+ * and setup tokens, HMAC signatures of CAPTCHA challenges, receipts and CSRF values.
+ */
+import { Buffer } from "node:buffer";
+import { createHash, createHmac, timingSafeEqual } from "node:crypto";
+
+/** Lower-case hex SHA-256 of `text`. */
+export function sha256Hex(text: string): string {
+  return createHash("sha256").update(text, "utf8").digest("hex");
+}
+
+/** Base64url HMAC-SHA256 of `text` under `key`. */
+export function hmac(key: Uint8Array, text: string): string {
+  return createHmac("sha256", key).update(text, "utf8").digest("base64url");
+}
+
+/** Compares two strings in time that does not depend on where they differ. */
+export function safeEqual(a: string, b: string): boolean {
+  // Hashing first gives equal-length inputs, so the length is not leaked either.
+  const ha = createHash("sha256").update(a, "utf8").digest();
+  const hb = createHash("sha256").update(b, "utf8").digest();
+  return timingSafeEqual(ha, hb) && a.length === b.length;
+}
+
+/** Base64url of bytes (no padding). */
+export function b64url(bytes: Uint8Array): string {
+  return Buffer.from(bytes).toString("base64url");
+}
+
+/** Base64url text back to UTF-8; undefined when it is not base64url. */
+export function fromB64urlText(text: string): string | undefined {
+  if (!/^[A-Za-z0-9_-]*$/.test(text)) return undefined;
+  return Buffer.from(text, "base64url").toString("utf8");
+}

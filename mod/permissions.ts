@@ -1,0 +1,81 @@
+/**
+ * Permission identifiers, expressions and roles. A role is a key of `apisec.permissions` in
+ * `waf.yaml`; its expressions are `*` (everything), `family:*` (every identifier with that
+ * prefix, e.g. `read:*`) or an exact identifier. Role names are compared exactly: no trimming,
+ * no case folding.
+ */
+
+/** Every permission a management route may declare. */
+export const PERMISSIONS = [
+  "read:sites",
+  "write:sites",
+  "read:protection",
+  "write:protection",
+  "read:rules",
+  "write:rules",
+  "read:logs",
+  "read:audit",
+  "read:users",
+  "write:users",
+  "read:system",
+  "write:system",
+  "manage:api_tokens",
+  "read:apisec",
+  "write:apisec",
+  "read:threat_intel",
+  "write:threat_intel",
+  "read:edge",
+  "write:edge",
+  "read:cluster",
+  "read:notifications",
+  "write:notifications",
+] as const;
+
+export type Permission = (typeof PERMISSIONS)[number];
+
+const KNOWN: ReadonlySet<string> = new Set(PERMISSIONS);
+
+export function isPermission(value: string): value is Permission {
+  return KNOWN.has(value);
+}
+
+/** True when one of `expressions` grants `permission`. */
+export function grants(expressions: readonly string[], permission: string): boolean {
+  for (const e of expressions) {
+    if (e === "*" || e === permission) return true;
+    if (e.endsWith(":*") && permission.startsWith(e.slice(0, -1))) return true;
+  }
+  return false;
+}
+
+export type RoleMap = Readonly<Record<string, readonly string[]>>;
+
+/** The expressions of `role`; empty for a role the configuration no longer has. */
+export function permissionsOf(roles: RoleMap, role: string): readonly string[] {
+  return Object.hasOwn(roles, role) ? roles[role]! : [];
+}
+
+export type RoleCheck = { ok: true } | { ok: false; reason: string };
+
+const FORBIDDEN_CHARS = /[*/:]/;
+const SPACE_OR_INVISIBLE = /[\s\p{Cc}\p{Cf}]/u;
+
+/** A role must be exactly a configured key; the reason names what is wrong. */
+export function validateRole(roles: RoleMap, role: string): RoleCheck {
+  if (role.length === 0) return { ok: false, reason: "must not be empty" };
+  if (SPACE_OR_INVISIBLE.test(role)) {
+    return { ok: false, reason: "must not contain whitespace, control or format characters" };
+  }
+  if (FORBIDDEN_CHARS.test(role)) {
+    return { ok: false, reason: "must not contain '*', '/' or ':'" };
+  }
+  if (!Object.hasOwn(roles, role)) {
+    return {
+      ok: false,
+      reason: `is not a configured role: expected one of ${
+        Object.keys(roles).map((r) => `"${r}"`).join(", ")
+      }`,
+    };
+  }
+  return { ok: true };
+}

@@ -1,0 +1,82 @@
+// Sign-in page: asks the server which factors this client needs, solves the proof-of-work
+// CAPTCHA when required, and goes to the console once the session cookie is set.
+"use strict";
+const $ = (id) => document.getElementById(id);
+let captchaRequired = false;
+
+async function call(method, path, body) {
+  const response = await fetch(path, {
+    method,
+    headers: body === undefined ? {} : { "content-type": "application/json" },
+    credentials: "same-origin",
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const data = await response.json().catch(() => ({}));
+  if (!response.ok) {
+    const error = new Error((data.error && data.error.message) || ("HTTP " + response.status));
+    error.code = data.error && data.error.code;
+    throw error;
+  }
+  return data;
+}
+
+function leadingZeroBits(bytes) {
+  let bits = 0;
+  for (const b of bytes) {
+    if (b === 0) {
+      bits += 8;
+      continue;
+    }
+    return bits + Math.clz32(b) - 24;
+  }
+  return bits;
+}
+
+async function solveCaptcha(username) {
+  const c = await call("POST", "/api/auth/captcha");
+  const encoder = new TextEncoder();
+  for (let nonce = 0;; nonce++) {
+    const digest = await crypto.subtle.digest("SHA-256", encoder.encode(c.challenge + ":" + nonce));
+    if (leadingZeroBits(new Uint8Array(digest)) >= c.difficulty) {
+      const v = await call("POST", "/api/auth/captcha/verify", {
+        challenge: c.challenge,
+        nonce: String(nonce),
+        username,
+      });
+      return v.receipt;
+    }
+  }
+}
+
+async function loadOptions() {
+  const options = await call("GET", "/api/auth/login-options");
+  captchaRequired = options.captcha_required;
+  $("captcha-note").classList.toggle("hidden", !captchaRequired);
+  $("totp-field").classList.toggle("hidden", !options.totp_required);
+}
+
+$("login-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  $("error").textContent = "";
+  $("submit").disabled = true;
+  const username = $("username").value;
+  const body = { username, password: $("password").value };
+  if (!$("totp-field").classList.contains("hidden") && $("totp").value) {
+    body.totp_code = $("totp").value;
+  }
+  try {
+    if (captchaRequired) body.captcha_receipt = await solveCaptcha(username);
+    await call("POST", "/api/auth/login", body);
+    globalThis.location.assign("/console");
+  } catch (err) {
+    $("error").textContent = err.message;
+    if (err.code === "CAPTCHA_REQUIRED" || err.code === "CAPTCHA_INVALID") captchaRequired = true;
+    await loadOptions().catch(() => {});
+  } finally {
+    $("submit").disabled = false;
+  }
+});
+
+loadOptions().catch((err) => {
+  $("error").textContent = err.message;
+});

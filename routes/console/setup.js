@@ -1,0 +1,167 @@
+// First-install setup page. The token arrives in the URL fragment (never sent to a server by
+// the browser); it is read and the fragment cleared before anything else happens, and then
+// travels only in the X-WAF-Setup-Token header.
+"use strict";
+const token = (function takeToken() {
+  const match = /(?:^#|&)token=([A-Za-z0-9_-]+)/.exec(globalThis.location.hash);
+  history.replaceState(null, "", globalThis.location.pathname + globalThis.location.search);
+  return match ? match[1] : "";
+})();
+
+const $ = (id) => document.getElementById(id);
+
+function showError(message) {
+  $("error").textContent = message || "";
+}
+
+async function api(method, path, body) {
+  const headers = { "x-waf-setup-token": token };
+  if (body !== undefined) headers["content-type"] = "application/json";
+  const response = await fetch(path, {
+    method,
+    headers,
+    credentials: "same-origin",
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const data = response.status === 204 ? {} : await response.json().catch(() => ({}));
+  if (!response.ok) {
+    const error = new Error((data.error && data.error.message) || ("HTTP " + response.status));
+    error.code = data.error && data.error.code;
+    error.status = response.status;
+    throw error;
+  }
+  return data;
+}
+
+// The same rules the server enforces; the server stays the authority and its message is shown.
+function usernameRules(name) {
+  return [
+    ["3 to 32 characters", name.length >= 3 && name.length <= 32],
+    ["ASCII letters, digits, '.', '_' and '-' only", /^[A-Za-z0-9._-]*$/.test(name)],
+    ["starts with an ASCII letter", /^[A-Za-z]/.test(name)],
+    ["ends with an ASCII letter or digit", /[A-Za-z0-9]$/.test(name)],
+  ];
+}
+
+function passwordRules(password, name) {
+  const digits = password.replace(/[^0-9]/g, "");
+  let classes = 0;
+  if (/[A-Z]/.test(password)) classes++;
+  if (/[a-z]/.test(password)) classes++;
+  if (digits.length > 0 && !(digits.length >= 2 && /^(\d)\1*$/.test(digits))) classes++;
+  if (/[^A-Za-z0-9]/.test(password)) classes++;
+  const lower = password.toLowerCase();
+  return [
+    ["at least 10 characters", Array.from(password).length >= 10],
+    ["3 of: upper-case, lower-case, digits, special characters", classes >= 3],
+    ["does not contain the username", !name || !lower.includes(name.toLowerCase())],
+    ["no common passwords, sequences, keyboard walks or repeats (checked by the server)", null],
+  ];
+}
+
+function renderRules(listId, rules, touched) {
+  const list = $(listId);
+  list.textContent = "";
+  for (const [text, ok] of rules) {
+    const item = document.createElement("li");
+    item.textContent = text;
+    if (touched && ok !== null) item.className = ok ? "ok" : "bad";
+    list.appendChild(item);
+  }
+}
+
+function refreshRules() {
+  const name = $("username").value;
+  const password = $("password").value;
+  renderRules("username-rules", usernameRules(name), name.length > 0);
+  renderRules("password-rules", passwordRules(password, name), password.length > 0);
+  const confirm = $("confirm").value;
+  renderRules(
+    "confirm-rules",
+    [["matches the password", confirm === password]],
+    confirm.length > 0,
+  );
+}
+
+let draftTimer;
+function saveDraft(fields) {
+  clearTimeout(draftTimer);
+  draftTimer = setTimeout(() => {
+    api("PATCH", "/api/setup/draft", fields).catch(() => {/* a draft is best effort */});
+  }, 400);
+}
+
+function formatBytes(n) {
+  if (typeof n !== "number") return "unknown";
+  return (n / 1024 / 1024 / 1024).toFixed(1) + " GiB";
+}
+
+async function receiptOf(value) {
+  const data = new TextEncoder().encode("waf-setup-receipt:" + value);
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", data));
+  const hex = Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
+  return hex.slice(0, 4) + "-" + hex.slice(4, 8);
+}
+
+async function start() {
+  const status = await api("GET", "/api/setup/status");
+  if (!status.setup_required) {
+    $("status").textContent = "Setup is already complete. Sign in instead.";
+    globalThis.location.assign("/login");
+    return;
+  }
+  if (!token) {
+    $("status").textContent =
+      'This page needs the link from the setup file. Run "waf setup url" on the host and open the link stored in the file it names.';
+    return;
+  }
+  $("receipt-value").textContent = await receiptOf(token);
+  $("receipt").classList.remove("hidden");
+  const probe = await api("POST", "/api/setup/probe");
+  $("probe-cores").textContent = String(probe.cpu_cores);
+  $("probe-memory").textContent = formatBytes(probe.memory_total_bytes);
+  $("probe-disk").textContent = probe.disk_writable ? "writable" : "NOT writable";
+  $("probe-profile").textContent = probe.suggested_profile;
+  $("probe").classList.remove("hidden");
+  const draft = await api("GET", "/api/setup/draft");
+  $("username").value = draft.username || "";
+  $("language").value = draft.language || "en";
+  $("profile").value = draft.profile || probe.suggested_profile;
+  $("status").textContent = "Create the first administrator account.";
+  $("setup-form").classList.remove("hidden");
+  refreshRules();
+}
+
+$("username").addEventListener("input", () => {
+  refreshRules();
+  const name = $("username").value;
+  if (usernameRules(name).every((r) => r[1])) saveDraft({ username: name });
+});
+$("password").addEventListener("input", refreshRules);
+$("confirm").addEventListener("input", refreshRules);
+$("language").addEventListener("change", () => saveDraft({ language: $("language").value }));
+$("profile").addEventListener("change", () => saveDraft({ profile: $("profile").value }));
+
+$("setup-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  showError("");
+  if ($("confirm").value !== $("password").value) {
+    showError("The two passwords differ.");
+    return;
+  }
+  $("submit").disabled = true;
+  try {
+    await api("POST", "/api/setup", {
+      username: $("username").value,
+      password: $("password").value,
+    });
+    $("setup-form").classList.add("hidden");
+    $("status").textContent = "Setup is complete. Taking you to the sign-in page\u2026";
+    globalThis.location.assign("/login");
+  } catch (err) {
+    showError(err.message);
+    $("submit").disabled = false;
+  }
+});
+
+start().catch((err) => showError(err.message));
