@@ -12,6 +12,7 @@ import {
   type GlobalOptions,
 } from "./cli/context.ts";
 import { serveCommand } from "./cli/serve.ts";
+import { setupUrlCommand } from "./cli/setup_url.ts";
 import { VERSION } from "./mod/version.ts";
 
 export interface CommandSpec {
@@ -41,6 +42,17 @@ on SIGINT or SIGTERM.`,
 Validates the configuration file and prints each problem with its key path.
 Exit code 0 when valid, 2 when invalid or missing.`,
     run: configCheckCommand,
+  },
+  {
+    words: ["setup", "url"],
+    summary: "Rotate the first-install setup token and write a fresh setup link",
+    usage: `waf setup url [--config PATH] [--data-dir DIR]
+
+While first-install setup is incomplete, replaces the setup token (the running server
+accepts the new one at once and refuses the old one), writes the complete setup link to
+<data-dir>/runtime/setup.url (mode 0600, valid for 10 minutes) and prints only that file's
+path and the token's receipt. Exit code 1 when setup is already complete.`,
+    run: setupUrlCommand,
   },
 ];
 
