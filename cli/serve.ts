@@ -1,5 +1,6 @@
 /** `waf serve`: runs both listeners until SIGINT/SIGTERM, then shuts down gracefully. */
 import { SchemaTooNewError } from "../db/store.ts";
+import { SetupTokenError } from "../mod/setup_token.ts";
 import { createLogger } from "../mod/logger.ts";
 import { parseFlags } from "./args.ts";
 import { type Command, EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from "./context.ts";
@@ -37,6 +38,11 @@ Run "waf help serve" for usage.
         env: deps.env,
       });
     } catch (err) {
+      if (err instanceof SetupTokenError) {
+        // The message names the problem, never the value.
+        deps.stderr(`${err.message}\n`);
+        return EXIT_USAGE;
+      }
       if (err instanceof ProductionStorageUnavailableError || err instanceof SchemaTooNewError) {
         deps.stderr(`${err.message}\n`);
         return EXIT_FAILURE;
