@@ -252,3 +252,34 @@ function isText(s: string): boolean {
   }
   return control * 20 <= n;
 }
+
+const MAX_NESTED_LEAVES = 64;
+
+/**
+ * String values of a JSON document nested inside another value (a query parameter holding
+ * JSON, base64-wrapped JSON), so each is judged alone rather than as JSON punctuation.
+ *
+ * @returns the strings, or undefined when the text is not a JSON object or array
+ */
+export function nestedJsonStrings(text: string): string[] | undefined {
+  const first = text.charCodeAt(0);
+  const last = text.charCodeAt(text.length - 1);
+  if (!((first === 123 && last === 125) || (first === 91 && last === 93))) return undefined;
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  const out: string[] = [];
+  const walk = (node: unknown, depth: number): void => {
+    if (out.length >= MAX_NESTED_LEAVES || depth > MAX_JSON_DEPTH) return;
+    if (typeof node === "string") out.push(node);
+    else if (Array.isArray(node)) { for (const item of node) walk(item, depth + 1); }
+    else if (node !== null && typeof node === "object") {
+      for (const value of Object.values(node)) walk(value, depth + 1);
+    }
+  };
+  walk(doc, 0);
+  return out;
+}

@@ -144,7 +144,8 @@ function readAttributes(text: string, at: number): AttrList {
       k++;
       while (k < n && isSpace(text.charCodeAt(k))) k++;
       const q = text.charCodeAt(k);
-      if (q === 34 || q === 39) {
+      // Backticks quoted attribute values in IE; payloads still use them.
+      if (q === 34 || q === 39 || q === 96) {
         const close = text.indexOf(text[k]!, k + 1);
         value = text.slice(k + 1, close < 0 ? n : close);
         i = close < 0 ? n : close + 1;

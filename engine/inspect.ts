@@ -23,7 +23,7 @@ import type {
   InspectOptions,
   Level,
 } from "./types.ts";
-import { extract, MAX_INPUTS } from "./extract.ts";
+import { extract, MAX_INPUTS, nestedJsonStrings } from "./extract.ts";
 import { decodeBase64Code, decodeBase64Runs, normalize, type PlusMode } from "./normalize.ts";
 import { sqli } from "./sqli.ts";
 import { xss } from "./xss.ts";
@@ -88,12 +88,23 @@ export function inspect(req: EngineRequest, opts: InspectOptions): Inspection {
     runDetectors(value, findings);
     for (const hidden of decodeBase64Runs(normalized.text)) {
       runDetectors({ ...value, decoded: hidden }, findings);
+      runNested(value, hidden, findings);
     }
+    runNested(value, normalized.text, findings);
   }
   findings.sort((a, b) => b.score - a.score);
   const threshold = RANK[BLOCKING_BAND[opts.level]];
   const blocking = findings.find((f) => RANK[f.confidence] >= threshold);
   return { findings, blocking, truncated };
+}
+
+/** JSON nested in a value: each string is judged alone (a breakout needs its own literal). */
+function runNested(value: DetectorInput, text: string, findings: Finding[]): void {
+  const strings = nestedJsonStrings(text);
+  if (strings === undefined) return;
+  for (const decoded of strings) {
+    if (decoded.length > 2 && !INERT.test(decoded)) runDetectors({ ...value, decoded }, findings);
+  }
 }
 
 function runDetectors(value: DetectorInput, findings: Finding[]): void {

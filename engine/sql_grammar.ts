@@ -6,8 +6,22 @@
 
 import type { SqlToken } from "./sql_lexer.ts";
 
+/** Comparison words that turn two operands into a predicate. */
+export const COMPARE_WORDS: ReadonlySet<string> = new Set([
+  "like",
+  "rlike",
+  "regexp",
+  "between",
+  "in",
+  "is",
+  "sounds",
+  "glob",
+  "similar",
+]);
+
 /** Clause keywords: never an operand, they start or end an expression. */
 export const CLAUSE_WORDS: ReadonlySet<string> = new Set([
+  ...COMPARE_WORDS,
   "select",
   "from",
   "where",
@@ -28,28 +42,7 @@ export const CLAUSE_WORDS: ReadonlySet<string> = new Set([
   "by",
   "values",
   "set",
-  "like",
-  "rlike",
-  "regexp",
-  "between",
-  "in",
-  "is",
   "escape",
-  "sounds",
-  "glob",
-]);
-
-/** Comparison words that turn two operands into a predicate. */
-const COMPARE_WORDS: ReadonlySet<string> = new Set([
-  "like",
-  "rlike",
-  "regexp",
-  "between",
-  "in",
-  "is",
-  "sounds",
-  "glob",
-  "similar",
 ]);
 const COMPARE_OPS: ReadonlySet<string> = new Set([
   "=",
@@ -201,6 +194,23 @@ export interface Comparison {
  * `x is [not] null`, `x like y`) starting at `at`.
  */
 export function readComparison(
+  text: string,
+  tokens: readonly SqlToken[],
+  at: number,
+): Comparison | undefined {
+  const direct = readFlatComparison(text, tokens, at);
+  if (direct !== undefined) return direct;
+  // `('1'='1` and `((1=1))`: the comparison sits inside parentheses the value opened.
+  let i = at;
+  for (let depth = 0; depth < 3 && tokens[i]?.kind === "lparen"; depth++) {
+    i = skipComments(tokens, i + 1);
+    const inner = readFlatComparison(text, tokens, i);
+    if (inner !== undefined) return inner;
+  }
+  return undefined;
+}
+
+function readFlatComparison(
   text: string,
   tokens: readonly SqlToken[],
   at: number,

@@ -75,7 +75,8 @@ function isDigit(c: number): boolean {
 
 function isWordStart(c: number): boolean {
   const l = c | 0x20;
-  return (l >= 97 && l <= 122) || c === 95 || c === 36 || c > 0x7f;
+  // Non-ASCII letters form identifiers, but MySQL also reads U+00A0 as a space.
+  return (l >= 97 && l <= 122) || c === 95 || c === 36 || (c > 0x7f && c !== 0xa0);
 }
 
 function isWordPart(c: number): boolean {

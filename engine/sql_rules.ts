@@ -51,6 +51,7 @@ const SCORES = {
   operator: [70, 0, 0],
   orderby: [80, 75, 45],
   variable: [75, 70, 55],
+  statement: [0, 70, 0],
   exec: [90, 90, 85],
 } as const satisfies Record<string, readonly [number, number, number]>;
 type Rule = keyof typeof SCORES;
@@ -78,6 +79,7 @@ export function evaluate(
     if (best === undefined || score > best.score) best = { rule, score, at };
   };
   if (strength === "breakout") afterBreakout(text, tokens, from, hit);
+  else if (strength === "code" && from === 0) statementRule(tokens, hit);
   for (let i = from; i < tokens.length; i++) {
     const t = tokens[i]!;
     if (t.kind === "logic" && t.text !== "not" && t.text !== "div") {
@@ -103,6 +105,22 @@ export function evaluate(
 }
 
 type Hit = (rule: Rule, at: number, bonus?: number) => void;
+
+/**
+ * A value that is a SELECT statement by itself, with a column list that calls functions,
+ * reads variables or selects `*` (`select current_database();`). A select list of plain words
+ * ("select 2 options") is English.
+ */
+function statementRule(tokens: readonly SqlToken[], hit: Hit): void {
+  const first = tokens[0];
+  if (first?.kind !== "word" || first.text !== "select") return;
+  for (let j = 1; j < tokens.length && j < 24; j++) {
+    const t = tokens[j]!;
+    if (t.kind === "word" && (t.text === "from" || t.text === "where")) break;
+    const star = t.kind === "op" && t.text === "*" && j === 1;
+    if (star || t.kind === "var" || (t.kind === "word" && t.call)) return hit("statement", 0);
+  }
+}
 
 /**
  * `or 1--`, `and true)`, `or f(x)#`: a logical operator whose operand ends the statement.
@@ -185,7 +203,8 @@ function wordRules(
     case "group": {
       const by = next?.kind === "word" && next.text === "by" ? skipComments(tokens, i + 2) : -1;
       const n = tokens[by];
-      if (by > 0 && n?.kind === "num") {
+      // `order by 5` probes the column count; `order by if(1<2,a,b)` is a boolean oracle.
+      if (by > 0 && (n?.kind === "num" || (n?.kind === "word" && n.call))) {
         const after = tokens[skipComments(tokens, by + 1)];
         hit("orderby", i, after?.kind === "comment" || after === undefined ? 25 : 0);
       }
@@ -278,6 +297,11 @@ function selectList(text: string, tokens: readonly SqlToken[], at: number): bool
   const next = tokens[skipComments(tokens, o?.end ?? i + 1)];
   if (next?.kind === "word" && next.text === "from") return true;
   if (next?.kind !== "comma") return false;
+  // `select version,2,3`: a literal among the columns pads the list to the column count.
+  for (let j = i; j < tokens.length && j < i + 24; j++) {
+    const k = tokens[j]!.kind;
+    if (tokens[j - 1]?.kind === "comma" && (k === "num" || k === "str" || k === "var")) return true;
+  }
   // "select x, y" is English too: a list of plain names must lead to FROM.
   for (let j = i; j < tokens.length && j < i + 24; j++) {
     if (tokens[j]!.kind === "word" && tokens[j]!.text === "from") return true;

@@ -12,6 +12,7 @@ import type { DetectorInput, Finding } from "./types.ts";
 import { lexSql, type SqlToken } from "./sql_lexer.ts";
 import { evaluate, type SqlHit, type Strength } from "./sql_rules.ts";
 import { SQL_TRIGGER } from "./sql_vocabulary.ts";
+import { COMPARE_WORDS } from "./sql_grammar.ts";
 import { makeFinding } from "./make_finding.ts";
 
 /** Values without any of these cannot change a SQL statement's structure. */
@@ -93,14 +94,8 @@ function literalEnd(text: string, quote: string): number {
 /** Words that can follow a closed literal in a SQL statement. */
 const AFTER_LITERAL_WORDS: ReadonlySet<string> = new Set([
   ...CODE_START_WORDS,
-  "like",
-  "rlike",
-  "regexp",
-  "between",
-  "in",
-  "is",
+  ...COMPARE_WORDS,
   "collate",
-  "sounds",
   "escape",
   "offset",
   "from",

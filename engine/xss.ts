@@ -77,12 +77,17 @@ const SCRIPT_URL_LENIENT = new RegExp(`^[^a-z0-9]{0,8}(?:${SCRIPT_URL.source.sli
  */
 const SCRIPT_URL_CALL =
   /(?:^|[\s=,"'`(:])(?:javascript|vbscript)\s*:(?!\s*(?:void\b|;|$))[^\n]{0,100}?[\w$\])]\s*[(`]/i;
+const URL_PAYLOAD = /[(`=<]|base64/;
+/** `javascript:void(0)` and `javascript:;` placeholders do nothing (spaces already removed). */
+const INERT_SCRIPT_URL = /^javascript:(?:void\(?0\)?|undefined|false|null)?;?$/;
 /** CSS that runs script (IE expressions, bindings) or pulls attacker styles. */
 const SCRIPT_CSS = /expression\s*\(|behaviou?r\s*:|-moz-binding|javascript:|@import/;
 /** Whitespace and control characters browsers ignore inside URL schemes (`java\tscript:`). */
 // deno-lint-ignore no-control-regex -- browsers drop exactly these control characters
 const URL_NOISE = /[\x00-\x20\x7f]+/g;
 const CSS_COMMENT = /\/\*.*?\*\//gs;
+/** Charsets whose decoding turns ASCII-looking bytes into `<` and `>`. */
+const UNUSUAL_CHARSET = /utf-?7|imap|mac-|x-|ibm|ebcdic|utf-?16|utf-?32/i;
 /** Tags that embed other documents or redirect the page. */
 const EMBED_TAGS: ReadonlySet<string> = new Set([
   "iframe",
@@ -152,7 +157,12 @@ export function analyzeXss(text: string): XssVerdict | undefined {
     if (tag !== undefined) judgeTag(tag, hit, -10, space);
   }
   const url = text.replace(URL_NOISE, "").toLowerCase();
-  if (SCRIPT_URL.test(url) && url.length > url.indexOf(":") + 2) hit("url", 80, 0);
+  // A value that is itself a script URL (for href/src templates); the rest must read as
+  // code or markup, so "javascript: the good parts" stays a search term.
+  if (
+    SCRIPT_URL.test(url) && URL_PAYLOAD.test(url.slice(url.indexOf(":") + 1)) &&
+    !INERT_SCRIPT_URL.test(url)
+  ) hit("url", 80, 0);
   else {
     const call = SCRIPT_URL_CALL.exec(text);
     if (call !== null) hit("url", 75, call.index);
@@ -278,7 +288,7 @@ function judgeAttr(
     const items = name === "values" || name === "content"
       ? url.replaceAll("url=", "").split(";")
       : [url];
-    if (items.some((item) => SCRIPT_URL_LENIENT.test(item))) {
+    if (items.some((item) => SCRIPT_URL_LENIENT.test(item) && !INERT_SCRIPT_URL.test(item))) {
       hit("script_url", 85 + bonus, offset);
     } else if (url.startsWith("data:") && SCRIPT_CSS.test(url)) {
       hit("style_script", 80 + bonus, offset);
@@ -295,6 +305,12 @@ function judgeAttr(
   } else if (value.startsWith("&{")) {
     // Netscape JavaScript entities: `&{alert(1)}` in any attribute value.
     hit("script_entity", 75 + bonus, offset);
+  } else if (name === "datasrc" || name === "dataformatas") {
+    // IE data binding renders an XML island's content as HTML.
+    hit("data_binding", 75 + bonus, offset);
+  } else if (tag.name === "meta" && name === "charset" && UNUSUAL_CHARSET.test(value)) {
+    // Switching to UTF-7 or another exotic charset turns harmless bytes into markup.
+    hit("charset", 75 + bonus + discount, offset);
   } else if (name === "srcdoc") {
     hit("srcdoc", 85 + bonus, offset);
   } else if (name === "style") {

@@ -1,0 +1,64 @@
+/**
+ * Per-request cost of the semantic engine, as ratios against a benign GET in the same run.
+ *
+ * ```sh
+ * deno bench tests/bench/engine_bench.ts
+ * ```
+ */
+
+import { inspect } from "../../engine/inspect.ts";
+import type { EngineRequest } from "../../engine/types.ts";
+
+const BROWSER_HEADERS: ReadonlyArray<readonly [string, string]> = [
+  ["host", "shop.example.com"],
+  [
+    "user-agent",
+    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) " +
+    "Chrome/114.0.0.0 Safari/537.36",
+  ],
+  ["accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"],
+  ["accept-encoding", "gzip, deflate, br"],
+  ["accept-language", "en-US,en;q=0.9"],
+  ["referer", "https://shop.example.com/catalog?category=shoes&page=1"],
+  ["cookie", "sid=6f1c2a9e8b7d4c3f; theme=dark; consent=1"],
+  ["sec-ch-ua", '"Not.A/Brand";v="8", "Chromium";v="114"'],
+];
+
+const benignGet: EngineRequest = {
+  method: "GET",
+  path: "/catalog/shoes/running",
+  query: "q=trail+running+shoes&size=42&sort=price_asc&page=2",
+  headers: BROWSER_HEADERS,
+};
+
+const benignJson: EngineRequest = {
+  method: "POST",
+  path: "/api/v1/orders",
+  query: "",
+  headers: [...BROWSER_HEADERS, ["content-type", "application/json"]],
+  body: new TextEncoder().encode(JSON.stringify({
+    items: [{ sku: "RUN-42-BLK", qty: 1 }, { sku: "SOCK-M", qty: 3 }],
+    note: "Please leave the parcel at the door, or with the neighbour if nobody's home.",
+    address: { street: "12 Main St.", city: "Springfield", zip: "12345" },
+  })),
+};
+
+const attack: EngineRequest = {
+  method: "GET",
+  path: "/catalog",
+  query:
+    "id=1%27%20union%20select%20username,password%20from%20users--&q=%3Csvg%20onload%3Dalert(1)%3E",
+  headers: BROWSER_HEADERS,
+};
+
+Deno.bench("inspect() a typical benign GET", { group: "inspect", baseline: true }, () => {
+  inspect(benignGet, { level: "balanced" });
+});
+
+Deno.bench("inspect() a benign JSON POST", { group: "inspect" }, () => {
+  inspect(benignJson, { level: "balanced" });
+});
+
+Deno.bench("inspect() an attack request", { group: "inspect" }, () => {
+  inspect(attack, { level: "balanced" });
+});

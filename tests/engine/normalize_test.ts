@@ -1,0 +1,78 @@
+import assert from "node:assert/strict";
+import {
+  decodeBase64Code,
+  decodeBase64Runs,
+  decodeJsEscapes,
+  decodeUtf7,
+  MAX_VALUE_CHARS,
+  normalize,
+  percentDecode,
+} from "../../engine/normalize.ts";
+import { decodeEntities } from "../../engine/entities.ts";
+
+Deno.test("normalize() peels double percent encoding", () => {
+  assert.equal(normalize("%2527%2520or%25201%253D1").text, "' or 1=1");
+});
+
+Deno.test("normalize() stops after a bounded number of layers", () => {
+  assert.equal(normalize("%25252525252527").text, "%25252527");
+});
+
+Deno.test("normalize() reads + as a space only in form encoding", () => {
+  assert.equal(normalize("a+b", "space").text, "a b");
+  assert.equal(normalize("a+b").text, "a+b");
+});
+
+Deno.test("normalize() removes NUL bytes", () => {
+  assert.equal(normalize("<scr%00ipt>").text, "<script>");
+});
+
+Deno.test("normalize() cuts values at the analysis limit and says so", () => {
+  const result = normalize("a".repeat(MAX_VALUE_CHARS + 10));
+  assert.equal(result.text.length, MAX_VALUE_CHARS);
+  assert.equal(result.truncated, true);
+});
+
+Deno.test("percentDecode() keeps malformed escapes literally", () => {
+  assert.equal(percentDecode("100% %zz %4"), "100% %zz %4");
+});
+
+Deno.test("percentDecode() maps overlong UTF-8 to its character", () => {
+  assert.equal(percentDecode("%c0%ae%c0%ae%c0%af"), "../");
+  assert.equal(percentDecode("%e0%80%ae"), ".");
+});
+
+Deno.test("percentDecode() decodes IIS %u escapes", () => {
+  assert.equal(percentDecode("%u003cscript%u003e"), "<script>");
+});
+
+Deno.test("percentDecode() decodes multi-byte UTF-8", () => {
+  assert.equal(percentDecode("%E7%BF%BB"), "翻");
+});
+
+Deno.test("decodeEntities() decodes numeric references without semicolons and with zeros", () => {
+  assert.equal(decodeEntities("&#106&#x61;&#0000118;a"), "java");
+});
+
+Deno.test("decodeEntities() decodes named references and leaves unknown ones", () => {
+  assert.equal(decodeEntities("&lt;a&gt; &colon; &NewLine; &bogus;"), "<a> : \n &bogus;");
+});
+
+Deno.test("decodeJsEscapes() decodes unicode, hex and octal escapes", () => {
+  assert.equal(decodeJsEscapes("\\u0061\\x6c\\145\\u{72}t"), "alert");
+});
+
+Deno.test("decodeUtf7() turns UTF-7 shifted ASCII into characters", () => {
+  assert.equal(decodeUtf7("+ADw-script+AD4-"), "<script>");
+});
+
+Deno.test("decodeBase64Code() only returns printable code-like text", () => {
+  assert.equal(decodeBase64Code(btoa("<script>alert(1)</script>")), "<script>alert(1)</script>");
+  assert.equal(decodeBase64Code("dGhpcyBpcyBwbGFpbg=="), undefined);
+  assert.equal(decodeBase64Code("d41d8cd98f00b204e9800998ecf8427e"), undefined);
+});
+
+Deno.test("decodeBase64Runs() finds base64 inside serialised values", () => {
+  const value = `s:44:"${btoa("' and 1=2 union select 1,2,3 -- ")}"`;
+  assert.deepEqual(decodeBase64Runs(value), ["' and 1=2 union select 1,2,3 -- "]);
+});

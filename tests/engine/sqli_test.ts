@@ -1,0 +1,63 @@
+import assert from "node:assert/strict";
+import { analyzeSql, sqli } from "../../engine/sqli.ts";
+import type { DetectorInput } from "../../engine/types.ts";
+
+const cases = JSON.parse(
+  await Deno.readTextFile(new URL("../testdata/engine/sqli.json", import.meta.url)),
+) as { attacks: string[]; benign: string[] };
+
+/** High and above is what blocks at the default level. */
+const BLOCKS = 70;
+
+function input(value: string): DetectorInput {
+  return {
+    input: { source: "query", name: "q", value },
+    location: "query:q",
+    decoded: decodeURIComponent(value.replaceAll("%A0", "%C2%A0")),
+    raw: value,
+  };
+}
+
+Deno.test("sqli() blocks every attack of the data file", () => {
+  for (const attack of cases.attacks) {
+    const finding = sqli(input(attack));
+    assert.ok(finding !== undefined && finding.score >= BLOCKS, `not blocked: ${attack}`);
+    assert.equal(finding.class, "sqli");
+  }
+});
+
+Deno.test("sqli() lets every benign look-alike of the data file pass", () => {
+  for (const text of cases.benign) {
+    const verdict = analyzeSql(text);
+    assert.ok(
+      verdict === undefined || verdict.score < BLOCKS,
+      `blocked: ${text} (${verdict?.rule})`,
+    );
+  }
+});
+
+Deno.test("sqli() catches a UNION SELECT after a quote", () => {
+  assert.equal(analyzeSql("x' union select username,password from users--")?.rule, "sqli.union");
+});
+
+Deno.test("sqli() reads a tautology only after the literal is closed", () => {
+  assert.equal(analyzeSql("1' or '1'='1")?.rule, "sqli.tautology");
+  assert.equal(analyzeSql("\\' or \\'1\\'=\\'1"), undefined);
+});
+
+Deno.test("sqli() treats MySQL executable comments as code", () => {
+  assert.equal(analyzeSql("1 /*!50000union*/ /*!select*/ 1,2")?.rule, "sqli.union");
+});
+
+Deno.test("sqli() names the rule and cuts the evidence near the injection", () => {
+  const finding = sqli(input("some text then 1' and sleep(5)#"));
+  assert.equal(finding?.ruleId, "sqli.delay");
+  assert.ok(finding!.evidence.includes("sleep(5)"));
+  assert.ok(finding!.evidence.length <= 120);
+});
+
+Deno.test("sqli() never throws on hostile shapes", () => {
+  for (const text of ["'".repeat(5000), "(".repeat(3000), "/*!".repeat(1000), "\\".repeat(99)]) {
+    analyzeSql(text);
+  }
+});
