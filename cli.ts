@@ -11,8 +11,11 @@ import {
   EXIT_USAGE,
   type GlobalOptions,
 } from "./cli/context.ts";
+import { cliTranslator } from "./cli/lang.ts";
+import { OPERATOR_COMMANDS } from "./cli/operator_commands.ts";
 import { serveCommand } from "./cli/serve.ts";
 import { setupUrlCommand } from "./cli/setup_url.ts";
+import { commandHelp, type Translate } from "./mod/i18n.ts";
 import { VERSION } from "./mod/version.ts";
 
 export interface CommandSpec {
@@ -30,8 +33,9 @@ export const COMMANDS: readonly CommandSpec[] = [
 
 Starts the data-plane reverse proxy (server.data.listen, default 0.0.0.0:8080) and the
 management plane (server.management.listen, default 127.0.0.1:9443) on one embedded store.
-Creates the configuration file with documented defaults when it is absent. Stops gracefully
-on SIGINT or SIGTERM.`,
+Creates the configuration file with documented defaults when it is absent. Logs go to stderr
+and to <data-dir>/logs/waf.log (rotated by size: 10 MiB x 5). Stops gracefully on SIGINT or
+SIGTERM.`,
     run: serveCommand,
   },
   {
@@ -54,33 +58,39 @@ accepts the new one at once and refuses the old one), writes the complete setup 
 path and the token's receipt. Exit code 1 when setup is already complete.`,
     run: setupUrlCommand,
   },
+  ...OPERATOR_COMMANDS,
 ];
 
-const GLOBAL_HELP = `Global options (before or after the command words):
-  --config PATH        configuration file (default: <data-dir>/waf.yaml, i.e. ./data/waf.yaml)
-  --data-dir DIR       data directory (default: ./data, or data_dir from the config file)
-  --log-format FORMAT  text (default) or json
-  -h, --help           show help
-  -V, --version        show the version`;
-
-export function mainHelp(): string {
+/** The main help in the language of `t`. */
+export function mainHelp(t: Translate): string {
   const width = Math.max(14, ...COMMANDS.map((c) => c.words.join(" ").length));
-  const lines = COMMANDS.map((c) => `  ${c.words.join(" ").padEnd(width)}  ${c.summary}`);
-  return `waf ${VERSION}: a self-hosted web application firewall
+  const lines = COMMANDS.map((c) =>
+    `  ${c.words.join(" ").padEnd(width)}  ${commandHelp(t.lang, c.words, c).summary}`
+  );
+  return `waf ${VERSION}: ${t("cli.tagline")}
 
-Usage: waf <command> [options]
+${t("cli.usage_line")}
 
-Commands:
+${t("cli.commands")}
 ${lines.join("\n")}
-${"  " + "help <command>".padEnd(width)}  Show help for a command
+${"  " + "help <command>".padEnd(width)}  ${t("cli.help_summary")}
 
-${GLOBAL_HELP}
+${t("cli.global_help")}
 `;
+}
+
+function usageOf(t: Translate, spec: CommandSpec): string {
+  return `${commandHelp(t.lang, spec.words, spec).usage}\n\n${t("cli.global_help")}\n`;
 }
 
 type Parsed =
   | { kind: "ok"; global: GlobalOptions; rest: string[]; help: boolean; version: boolean }
-  | { kind: "error"; message: string };
+  | {
+    kind: "error";
+    message: string;
+    id: "cli.option_needs_value" | "cli.bad_log_format";
+    params: Record<string, string>;
+  };
 
 /** Pulls global options out of argv wherever they stand. */
 export function parseGlobal(argv: readonly string[]): Parsed {
@@ -103,15 +113,24 @@ export function parseGlobal(argv: readonly string[]): Parsed {
       if (eq > 0 && arg.startsWith("--")) value = arg.slice(eq + 1);
       else value = argv[++i];
       if (value === undefined || value === "") {
-        return { kind: "error", message: `Option ${name} needs a value` };
+        return {
+          kind: "error",
+          message: `Option ${name} needs a value`,
+          id: "cli.option_needs_value",
+          params: { option: name },
+        };
       }
       if (name === "--config") configPath = value;
       else if (name === "--data-dir") dataDir = value;
       else if (value === "text" || value === "json") logFormat = value;
-      else {return {
+      else {
+        return {
           kind: "error",
           message: `Option --log-format expects "text" or "json", got "${value}"`,
-        };}
+          id: "cli.bad_log_format",
+          params: { value },
+        };
+      }
     } else if (arg === "--help" || arg === "-h") {
       help = true;
     } else if (arg === "--version" || arg === "-V") {
@@ -136,8 +155,14 @@ function findCommand(words: readonly string[]): { spec: CommandSpec; args: strin
 /** Runs the CLI; returns the process exit code. */
 export async function runCli(argv: readonly string[], deps: CommandDeps): Promise<number> {
   const parsed = parseGlobal(argv);
+  const { t } = await cliTranslator(
+    parsed.kind === "ok"
+      ? parsed.global
+      : { configPath: undefined, dataDir: undefined, logFormat: undefined },
+    deps,
+  );
   if (parsed.kind === "error") {
-    deps.stderr(`${parsed.message}\nRun "waf --help" for usage.\n`);
+    deps.stderr(`${t(parsed.id, parsed.params)}\n${t("cli.see_help")}\n`);
     return EXIT_USAGE;
   }
   const { global, rest } = parsed;
@@ -147,38 +172,38 @@ export async function runCli(argv: readonly string[], deps: CommandDeps): Promis
   }
   if (rest[0] === "help") {
     if (rest.length === 1) {
-      deps.stdout(mainHelp());
+      deps.stdout(mainHelp(t));
       return EXIT_OK;
     }
     const found = findCommand(rest.slice(1));
     if (!found || found.args.length > 0) {
       deps.stderr(
-        `Unknown command: "${rest.slice(1).join(" ")}"\nRun "waf --help" for the list.\n`,
+        `${t("cli.unknown_command", { command: rest.slice(1).join(" ") })}\n${t("cli.see_list")}\n`,
       );
       return EXIT_USAGE;
     }
-    deps.stdout(`${found.spec.usage}\n\n${GLOBAL_HELP}\n`);
+    deps.stdout(usageOf(t, found.spec));
     return EXIT_OK;
   }
   if (rest.length === 0) {
     if (parsed.help) {
-      deps.stdout(mainHelp());
+      deps.stdout(mainHelp(t));
       return EXIT_OK;
     }
-    deps.stderr(`Missing command\n\n${mainHelp()}`);
+    deps.stderr(`${t("cli.missing_command")}\n\n${mainHelp(t)}`);
     return EXIT_USAGE;
   }
   const found = findCommand(rest);
   if (!found) {
     const first = rest[0]!;
     const what = first.startsWith("-")
-      ? `Unknown option: "${first}"`
-      : `Unknown command: "${rest.join(" ")}"`;
-    deps.stderr(`${what}\nRun "waf --help" for usage.\n`);
+      ? t("cli.unknown_option", { option: first })
+      : t("cli.unknown_command", { command: rest.join(" ") });
+    deps.stderr(`${what}\n${t("cli.see_help")}\n`);
     return EXIT_USAGE;
   }
   if (parsed.help) {
-    deps.stdout(`${found.spec.usage}\n\n${GLOBAL_HELP}\n`);
+    deps.stdout(usageOf(t, found.spec));
     return EXIT_OK;
   }
   return await found.spec.run(found.args, global, deps);

@@ -16,6 +16,7 @@ export function realDeps(): CommandDeps {
     env: {
       setupToken: Deno.env.get("WAF_SETUP_TOKEN"),
       osUser: Deno.env.get("SUDO_USER") ?? Deno.env.get("USER") ?? Deno.env.get("LOGNAME"),
+      lang: Deno.env.get("WAF_LANG"),
     },
     stdout: (text) => Deno.stdout.writeSync(encoder.encode(text)),
     stderr: (text) => Deno.stderr.writeSync(encoder.encode(text)),

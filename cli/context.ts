@@ -7,7 +7,12 @@ export interface CommandDeps {
   readonly clock: Clock;
   readonly random: Random;
   /** Environment values the commands may use; read only in main.ts. */
-  readonly env: { readonly setupToken?: string; readonly osUser?: string };
+  readonly env: {
+    readonly setupToken?: string;
+    readonly osUser?: string;
+    /** `WAF_LANG`: overrides the persisted CLI language (`waf lang set`). */
+    readonly lang?: string;
+  };
   readonly stdout: (text: string) => void;
   readonly stderr: (text: string) => void;
   /** Whole standard input, for `--password-stdin`. */

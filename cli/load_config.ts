@@ -9,6 +9,7 @@ import {
   readConfigFile,
   writeDefaultConfig,
 } from "../mod/config.ts";
+import type { Translate } from "../mod/i18n.ts";
 import type { CommandDeps, GlobalOptions } from "./context.ts";
 
 export const DEFAULT_DATA_DIR = "./data";
@@ -27,12 +28,13 @@ export function configPathOf(global: GlobalOptions): string {
 
 /**
  * Loads the configuration; `create` writes the documented defaults when the file is absent.
- * Returns undefined after printing the problems (the caller exits 2).
+ * Returns undefined after printing the problems (the caller exits 2) in the language of `t`.
  */
 export async function loadConfig(
   global: GlobalOptions,
   deps: CommandDeps,
   create: boolean,
+  t?: Translate,
 ): Promise<Loaded | undefined> {
   const configPath = configPathOf(global);
   let result = await readConfigFile(configPath);
@@ -45,7 +47,10 @@ export async function loadConfig(
     }
   }
   if (result.kind === "invalid") {
-    deps.stderr(`Invalid configuration in "${configPath}":\n${formatProblems(result.problems)}\n`);
+    const head = t
+      ? t("config.invalid", { path: configPath })
+      : `Invalid configuration in "${configPath}":`;
+    deps.stderr(`${head}\n${formatProblems(result.problems)}\n`);
     return undefined;
   }
   const dataDir = global.dataDir ?? result.config.data_dir ?? DEFAULT_DATA_DIR;

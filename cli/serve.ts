@@ -1,26 +1,38 @@
-/** `waf serve`: runs both listeners until SIGINT/SIGTERM, then shuts down gracefully. */
+/**
+ * `waf serve`: runs both listeners until SIGINT/SIGTERM, then shuts down gracefully. Log lines
+ * go to stderr and to the size-rotated `<data-dir>/logs/waf.log` (collected by `waf logs pack`).
+ */
 import { SchemaTooNewError } from "../db/store.ts";
 import { SetupTokenError } from "../mod/setup_token.ts";
+import { type LogFile, openLogFile } from "../mod/log_file.ts";
 import { createLogger } from "../mod/logger.ts";
-import { parseFlags } from "./args.ts";
 import { type Command, EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from "./context.ts";
+import { cliTranslator } from "./lang.ts";
 import { loadConfig } from "./load_config.ts";
-import { ProductionStorageUnavailableError, startServer } from "./server.ts";
+import { flagsOrUsage } from "./output.ts";
+import { checkStorageProfile, ProductionStorageUnavailableError, startServer } from "./server.ts";
+
+const encoder = new TextEncoder();
 
 export const serveCommand: Command = async (args, global, deps) => {
-  const flags = parseFlags(args, {});
-  if (flags.kind === "error") {
-    deps.stderr(`waf serve: ${flags.message}
-Run "waf help serve" for usage.
-`);
-    return EXIT_USAGE;
-  }
-  const loaded = await loadConfig(global, deps, true);
+  const { t } = await cliTranslator(global, deps);
+  const flags = flagsOrUsage(deps, t, ["serve"], args, {});
+  if (typeof flags === "number") return flags;
+  const loaded = await loadConfig(global, deps, true, t);
   if (!loaded) return EXIT_USAGE;
+  // Lines logged before the log file may be opened (the production profile must fail before
+  // writing anything) wait here and are written once it is.
+  let logFile: LogFile | undefined;
+  const pending: string[] = [];
   const logger = createLogger({
     format: global.logFormat ?? loaded.config.logging.format,
     level: loaded.config.logging.level,
     now: deps.clock.now,
+    write: (line) => {
+      Deno.stderr.writeSync(encoder.encode(line + "\n"));
+      if (logFile) logFile.write(line);
+      else pending.push(line);
+    },
   });
   if (loaded.created) logger.info("created default configuration", { path: loaded.configPath });
   // Listen for signals before anything starts, so a signal during start-up is not lost.
@@ -31,6 +43,9 @@ Run "waf help serve" for usage.
   try {
     let server;
     try {
+      checkStorageProfile(loaded.config);
+      logFile = openLogFile({ dir: `${loaded.dataDir}/logs` });
+      for (const line of pending.splice(0)) logFile.write(line);
       server = await startServer({ config: loaded.config, dataDir: loaded.dataDir }, {
         clock: deps.clock,
         random: deps.random,
@@ -43,12 +58,16 @@ Run "waf help serve" for usage.
         deps.stderr(`${err.message}\n`);
         return EXIT_USAGE;
       }
-      if (err instanceof ProductionStorageUnavailableError || err instanceof SchemaTooNewError) {
-        deps.stderr(`${err.message}\n`);
+      if (err instanceof ProductionStorageUnavailableError) {
+        deps.stderr(`${t("serve.production_unavailable")}\n`);
+        return EXIT_FAILURE;
+      }
+      if (err instanceof SchemaTooNewError) {
+        deps.stderr(`${t("store.schema_too_new", { found: err.found, known: err.known })}\n`);
         return EXIT_FAILURE;
       }
       if (err instanceof Deno.errors.AddrInUse || err instanceof Deno.errors.PermissionDenied) {
-        deps.stderr(`Cannot open a listener: ${err.message}\n`);
+        deps.stderr(`${t("serve.listener_failed", { error: err.message })}\n`);
         return EXIT_FAILURE;
       }
       throw err;
@@ -58,6 +77,7 @@ Run "waf help serve" for usage.
   } finally {
     Deno.removeSignalListener("SIGINT", onSignal);
     Deno.removeSignalListener("SIGTERM", onSignal);
+    logFile?.close();
   }
   return EXIT_OK;
 };

@@ -77,4 +77,9 @@ update:
     auto_update_binary: false
     verify_signature: true
     public_keys: []
+
+crp:
+  # Ed25519 public keys trusted to sign content packages ("waf crp verify"): base64 of the
+  # 32-byte key (as printed by "deno task crp:build keygen") or a PEM "PUBLIC KEY" block.
+  public_keys: []
 `;

@@ -114,6 +114,15 @@ export const configSchema = z.strictObject({
       public_keys: z.array(z.string()).default([]),
     }).prefault({}),
   }).prefault({}),
+  /** Offline content packages (`waf crp`): Ed25519 public keys trusted to sign them. */
+  crp: z.strictObject({
+    public_keys: z.array(
+      z.string().regex(
+        /^(ed25519:)?[A-Za-z0-9+/]{43}=$|^-----BEGIN PUBLIC KEY-----[A-Za-z0-9+/=\s]+-----END PUBLIC KEY-----\s*$/,
+        'expected an Ed25519 public key: base64 of 32 bytes (optionally "ed25519:" first) or a PEM "PUBLIC KEY"',
+      ),
+    ).default([]),
+  }).prefault({}),
 });
 
 export type Config = z.infer<typeof configSchema>;

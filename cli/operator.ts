@@ -1,0 +1,39 @@
+/**
+ * How every operator command starts: select the language, parse the command's flags strictly,
+ * load the configuration (never writing it), and report problems with the right exit code.
+ */
+import type { Translate } from "../mod/i18n.ts";
+import type { parseFlags } from "./args.ts";
+import type { CommandDeps, GlobalOptions } from "./context.ts";
+import { EXIT_USAGE } from "./context.ts";
+import { cliTranslator } from "./lang.ts";
+import { loadConfig, type Loaded } from "./load_config.ts";
+import { type Flags, flagsOrUsage } from "./output.ts";
+
+export interface Started {
+  readonly t: Translate;
+  readonly flags: Flags;
+  readonly loaded: Loaded;
+}
+
+/** Parses flags and loads the configuration; a number is the exit code to return at once. */
+export async function startOperator(
+  global: GlobalOptions,
+  deps: CommandDeps,
+  words: readonly string[],
+  args: readonly string[],
+  options: Parameters<typeof parseFlags>[1],
+  positionals: { min: number; max: number } = { min: 0, max: 0 },
+): Promise<Started | number> {
+  const { t } = await cliTranslator(global, deps);
+  const flags = flagsOrUsage(deps, t, words, args, options, positionals);
+  if (typeof flags === "number") return flags;
+  const loaded = await loadConfig(global, deps, false, t);
+  if (!loaded) return EXIT_USAGE;
+  return { t, flags, loaded };
+}
+
+/** The store file of a data directory. */
+export function storePath(dataDir: string): string {
+  return `${dataDir}/waf.db`;
+}

@@ -1,0 +1,27 @@
+/**
+ * Read-only exports for the support archive (`waf logs pack`): the latest audit and access
+ * rows through their own repositories, skipped for a store too old to have the table.
+ */
+import { createAccessLogRepo, type StoredAccessLogRow } from "./access_log_repo.ts";
+import { type AuditRow, createAuditRepo } from "./audit_repo.ts";
+import type { Db } from "./store.ts";
+
+function hasTable(db: Db, name: string): boolean {
+  return db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !==
+    undefined;
+}
+
+export function createSupportExportRepo(db: Db) {
+  const audit = hasTable(db, "audit_log") ? createAuditRepo(db) : undefined;
+  const access = hasTable(db, "access_logs") ? createAccessLogRepo(db) : undefined;
+  return {
+    /** The newest `limit` audit rows, oldest first; undefined when the table does not exist. */
+    latestAudit(limit: number): AuditRow[] | undefined {
+      return audit?.list({ limit }).reverse();
+    },
+    /** The newest `limit` access-log rows, oldest first; undefined when there is no table. */
+    latestAccess(limit: number): StoredAccessLogRow[] | undefined {
+      return access?.list({ limit }).reverse();
+    },
+  };
+}

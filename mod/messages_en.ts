@@ -1,0 +1,142 @@
+/**
+ * English command-line messages. Sentence case, no trailing period, values quoted (see
+ * STYLE.md). `mod/messages_zh_cn.ts` must have the same ids with the same placeholders.
+ */
+export const EN = {
+  // cli.ts: the command table and global options
+  "cli.tagline": "a self-hosted web application firewall",
+  "cli.usage_line": "Usage: waf <command> [options]",
+  "cli.commands": "Commands:",
+  "cli.help_summary": "Show help for a command",
+  "cli.global_help": `Global options (before or after the command words):
+  --config PATH        configuration file (default: <data-dir>/waf.yaml, i.e. ./data/waf.yaml)
+  --data-dir DIR       data directory (default: ./data, or data_dir from the config file)
+  --log-format FORMAT  text (default) or json
+  -h, --help           show help
+  -V, --version        show the version
+Environment: WAF_LANG=en|zh-CN selects the language for one run (see "waf lang")`,
+  "cli.option_needs_value": "Option {option} needs a value",
+  "cli.bad_log_format": 'Option --log-format expects "text" or "json", got "{value}"',
+  "cli.see_help": 'Run "waf --help" for usage.',
+  "cli.see_list": 'Run "waf --help" for the list.',
+  "cli.unknown_command": 'Unknown command: "{command}"',
+  "cli.unknown_option": 'Unknown option: "{option}"',
+  "cli.missing_command": "Missing command",
+  // Flags and usage
+  "flags.unknown_option": 'Unknown option "{option}"',
+  "flags.missing_value": 'Option "{option}" needs a value',
+  "flags.no_value": 'Option "{option}" does not take a value',
+  "flags.unexpected_argument": 'Unexpected argument: "{argument}"',
+  "flags.missing_argument": "Missing argument",
+  "flags.required": "Option {option} is required",
+  "flags.exclusive": "Exactly one of {options} is required",
+  "flags.bad_duration": 'Option {option} expects a duration such as "5s" or "500ms", got "{value}"',
+  "cli.see_command_help": 'Run "waf help {command}" for usage.',
+  "config.invalid": 'Invalid configuration in "{path}":',
+  "config.not_found": 'Configuration file not found: "{path}"',
+  "config.valid": 'Configuration "{path}" is valid',
+  // waf serve
+  "serve.production_unavailable":
+    'ErrProductionStorageUnavailable: storage.profile is "production" but no external management database is available in this build (the production store adapter is not installed); refusing to start (no listener opened, no file written)',
+  "serve.listener_failed": "Cannot open a listener: {error}",
+  "store.schema_too_new":
+    "Database schema version {found} is newer than this binary supports (version {known}): upgrade waf or restore a backup taken before the upgrade",
+  // waf lang
+  "lang.current": "Language: {lang} ({source})",
+  "lang.source_env": "from WAF_LANG",
+  "lang.source_file": 'set in "{path}"',
+  "lang.source_default": "default",
+  "lang.supported": "Supported languages: {list}",
+  "lang.ignored_env": 'WAF_LANG="{value}" is not a supported language and is ignored',
+  "lang.ignored_file": 'The language "{value}" in "{path}" is not supported and is ignored',
+  "lang.unknown": 'Unsupported language "{value}": expected one of {list}',
+  "lang.set_done": 'Language set to {lang} (saved in "{path}")',
+  "lang.env_overrides": "Note: WAF_LANG is set and selects {lang} for commands run with it",
+  // waf store
+  "store.missing": 'No store at "{path}": check --data-dir or data_dir',
+  "store.open_failed": 'Cannot open the store "{path}": {error}',
+  "store.backup_exists": 'Refusing to overwrite "{path}": choose a new file name',
+  "store.backup_corrupt": "The backup copy failed the integrity check and was removed:",
+  "store.backup_failed": "Backup failed: {error}",
+  "store.backup_done":
+    'Backup written to "{path}" ({bytes} bytes, schema version {version}); integrity check of the copy:',
+  "store.check_failed": "The store failed the integrity check:",
+  "store.check_done": 'Integrity check of "{path}" (schema version {version}):',
+  // waf logs pack
+  "logs.bad_name":
+    'The archive name "{name}" must be a plain file name ending in ".zip" (letters, digits, ".", "_", "-")',
+  "logs.store_skipped": "The store could not be opened; its exports are left out: {error}",
+  "logs.exists": 'Refusing to overwrite "{path}": choose another --name',
+  "logs.done": 'Support archive written to "{path}" ({bytes} bytes):',
+  "logs.failed": "Packing the support archive failed: {error}",
+  // waf crp
+  "crp.verifying": 'Verifying "{path}"',
+  "crp.failed": "FAILED",
+  "crp.step.file": "the package is a regular file of {bytes} bytes (cap {max})",
+  "crp.step.entries":
+    "{count} archive entries, all regular files or directories with safe relative paths (cap {max})",
+  "crp.step.signature": "manifest.sig is a valid Ed25519 signature over manifest.json (key {key})",
+  "crp.step.manifest": "manifest.json is well-formed: {name} {version}, {files} files",
+  "crp.step.files":
+    "every file is listed with a matching SHA-256 and size, none missing or unlisted ({files} files, {bytes} bytes)",
+  "crp.verified": "Package {name} {version} verified (sha256 {sha256})",
+  "crp.staged": 'Staged {name} {version} (sha256 {sha256}) as "{path}"',
+  "crp.not_connected":
+    "The staged package is not used by plugin execution, server start-up, cluster distribution or downloads",
+  "crp.stage_failed": "Staging failed; the previous staged package is unchanged: {error}",
+  "crp.unavailable":
+    "{command} is not available: it needs the protected control-plane and sidecar adapters, which this runtime does not have. Nothing was changed",
+  "crp.fail.not_found": "the package file does not exist",
+  "crp.fail.not_regular":
+    "the package is not a regular file (links, directories and devices are refused)",
+  "crp.fail.too_large": "the package has {bytes} bytes, more than the cap of {max}",
+  "crp.fail.malformed": "the package is not a valid ustar archive: {detail}",
+  "crp.fail.too_many_files": "the package has more than {max} entries",
+  "crp.fail.entry_type":
+    'the entry "{path}" is a {type}; only regular files and directories are allowed',
+  "crp.fail.unsafe_path": 'the path "{path}" is unsafe: {problem}',
+  "crp.fail.duplicate": 'the path "{path}" appears twice',
+  "crp.fail.manifest_missing": "manifest.json is missing",
+  "crp.fail.manifest_too_large": "manifest.json is larger than {max} bytes",
+  "crp.fail.signature_missing": "manifest.sig is missing",
+  "crp.fail.signature_malformed": "manifest.sig is not a base64 Ed25519 signature (64 bytes)",
+  "crp.fail.no_keys":
+    "no public keys are configured: add the signer's key to crp.public_keys in the configuration",
+  "crp.fail.bad_key": "crp.public_keys entry {index} is not an Ed25519 public key",
+  "crp.fail.signature_invalid":
+    "the signature does not verify with any of the {keys} configured public keys",
+  "crp.fail.manifest_invalid": "manifest.json is invalid: {detail}",
+  "crp.fail.reserved_listed": 'the manifest lists the reserved file "{path}"',
+  "crp.fail.unlisted": 'the file "{path}" is not listed in the manifest',
+  "crp.fail.missing": 'the listed file "{path}" is missing',
+  "crp.fail.size_mismatch": 'the file "{path}" has {actual} bytes but the manifest says {expected}',
+  "crp.fail.hash_mismatch": 'the SHA-256 of "{path}" does not match the manifest',
+  "crp.path.absolute": "it is absolute",
+  "crp.path.dot_dot": 'it contains ".."',
+  "crp.path.backslash": "it contains a backslash",
+  "crp.path.empty": 'it has an empty or "." segment',
+  "crp.path.characters":
+    "only ASCII letters, digits, '.', '_' and '-' are allowed, and no segment may start with '.' or '-'",
+  "crp.path.long": "it is longer than 255 characters",
+  "crp.type.hardlink": "hard link",
+  "crp.type.symlink": "symbolic link",
+  "crp.type.char-device": "character device",
+  "crp.type.block-device": "block device",
+  "crp.type.fifo": "FIFO",
+  "crp.type.extension": "extension header (pax or GNU), which is not supported",
+  // waf temporary-online probe
+  "probe.header": "Probing {url} (timeout {timeout} ms per step)",
+  "probe.ok": "ok",
+  "probe.skipped": "skipped",
+  "probe.failed": "failed",
+  "probe.not_run": "not run (an earlier step failed)",
+  "probe.skip_ip": "the host is an IP address",
+  "probe.skip_plain": "plain http",
+  "probe.tls_detail":
+    "{protocol}, ALPN {alpn}, subject {subject}, issuer {issuer}, expires {expires}",
+  "probe.http_detail": "{status}, {bytes} header bytes, time to first byte {ttfb}",
+  "probe.bad_url": 'Option --url expects an http:// or https:// URL, got "{url}"',
+  "probe.ca_unreadable": 'Cannot read the CA file "{path}": {error}',
+} as const satisfies Record<string, string>;
+
+export type MessageId = keyof typeof EN;

@@ -1,0 +1,239 @@
+/** Simplified Chinese command-line messages: the same ids and placeholders as `messages_en.ts`. */
+import type { MessageId } from "./messages_en.ts";
+
+export const ZH_CN: Readonly<Record<MessageId, string>> = {
+  "cli.tagline": "自托管的 Web 应用防火墙",
+  "cli.usage_line": "用法：waf <命令> [选项]",
+  "cli.commands": "命令：",
+  "cli.help_summary": "显示某个命令的帮助",
+  "cli.global_help": `全局选项（可放在命令词之前或之后）：
+  --config PATH        配置文件（默认：<data-dir>/waf.yaml，即 ./data/waf.yaml）
+  --data-dir DIR       数据目录（默认：./data，或配置文件中的 data_dir）
+  --log-format FORMAT  text（默认）或 json
+  -h, --help           显示帮助
+  -V, --version        显示版本
+环境变量：WAF_LANG=en|zh-CN 为单次运行选择语言（参见 “waf lang”）`,
+  "cli.option_needs_value": "选项 {option} 需要一个值",
+  "cli.bad_log_format": "选项 --log-format 只接受 “text” 或 “json”，实际为 “{value}”",
+  "cli.see_help": "运行 “waf --help” 查看用法。",
+  "cli.see_list": "运行 “waf --help” 查看命令列表。",
+  "cli.unknown_command": "未知命令：“{command}”",
+  "cli.unknown_option": "未知选项：“{option}”",
+  "cli.missing_command": "缺少命令",
+  "flags.unknown_option": "未知选项 “{option}”",
+  "flags.missing_value": "选项 “{option}” 需要一个值",
+  "flags.no_value": "选项 “{option}” 不接受值",
+  "flags.unexpected_argument": "多余的参数：“{argument}”",
+  "flags.missing_argument": "缺少参数",
+  "flags.required": "必须提供选项 {option}",
+  "flags.exclusive": "{options} 必须且只能指定一个",
+  "flags.bad_duration": "选项 {option} 需要时长，例如 “5s” 或 “500ms”，实际为 “{value}”",
+  "cli.see_command_help": "运行 “waf help {command}” 查看用法。",
+  "config.invalid": "配置文件 “{path}” 无效：",
+  "config.not_found": "找不到配置文件：“{path}”",
+  "config.valid": "配置文件 “{path}” 有效",
+  "serve.production_unavailable":
+    "ErrProductionStorageUnavailable：storage.profile 为 “production”，但此版本没有可用的外部管理数据库（未安装生产存储适配器）；拒绝启动（未打开任何监听，未写入任何文件）",
+  "serve.listener_failed": "无法打开监听端口：{error}",
+  "store.schema_too_new":
+    "数据库架构版本 {found} 高于此程序支持的版本（{known}）：请升级 waf，或恢复升级前的备份",
+  "lang.current": "语言：{lang}（{source}）",
+  "lang.source_env": "来自 WAF_LANG",
+  "lang.source_file": "保存在 “{path}”",
+  "lang.source_default": "默认",
+  "lang.supported": "支持的语言：{list}",
+  "lang.ignored_env": "WAF_LANG=“{value}” 不是受支持的语言，已忽略",
+  "lang.ignored_file": "“{path}” 中的语言 “{value}” 不受支持，已忽略",
+  "lang.unknown": "不支持的语言 “{value}”：可选 {list}",
+  "lang.set_done": "语言已设置为 {lang}（保存在 “{path}”）",
+  "lang.env_overrides": "注意：已设置 WAF_LANG，带该变量运行的命令将使用 {lang}",
+  "store.missing": "“{path}” 处没有存储：请检查 --data-dir 或 data_dir",
+  "store.open_failed": "无法打开存储 “{path}”：{error}",
+  "store.backup_exists": "拒绝覆盖 “{path}”：请使用新的文件名",
+  "store.backup_corrupt": "备份副本未通过完整性检查，已删除：",
+  "store.backup_failed": "备份失败：{error}",
+  "store.backup_done": "备份已写入 “{path}”（{bytes} 字节，架构版本 {version}）；副本完整性检查：",
+  "store.check_failed": "存储未通过完整性检查：",
+  "store.check_done": "“{path}” 的完整性检查（架构版本 {version}）：",
+  "logs.bad_name": "归档名 “{name}” 必须是以 “.zip” 结尾的普通文件名（字母、数字、“.”、“_”、“-”）",
+  "logs.store_skipped": "无法打开存储，已略过其导出：{error}",
+  "logs.exists": "拒绝覆盖 “{path}”：请换一个 --name",
+  "logs.done": "支持归档已写入 “{path}”（{bytes} 字节）：",
+  "logs.failed": "打包支持归档失败：{error}",
+  "crp.verifying": "正在校验 “{path}”",
+  "crp.failed": "失败",
+  "crp.step.file": "软件包是普通文件，共 {bytes} 字节（上限 {max}）",
+  "crp.step.entries":
+    "共 {count} 个归档条目，均为普通文件或目录，路径均为安全的相对路径（上限 {max}）",
+  "crp.step.signature": "manifest.sig 是对 manifest.json 的有效 Ed25519 签名（密钥 {key}）",
+  "crp.step.manifest": "manifest.json 格式正确：{name} {version}，{files} 个文件",
+  "crp.step.files":
+    "每个文件都已列出且 SHA-256 和大小一致，没有缺失或未列出的文件（{files} 个文件，{bytes} 字节）",
+  "crp.verified": "软件包 {name} {version} 校验通过（sha256 {sha256}）",
+  "crp.staged": "已暂存 {name} {version}（sha256 {sha256}）于 “{path}”",
+  "crp.not_connected": "暂存的软件包不会用于插件执行、服务启动、集群分发或下载",
+  "crp.stage_failed": "暂存失败；之前暂存的软件包保持不变：{error}",
+  "crp.unavailable":
+    "{command} 不可用：它需要受保护的控制面和 sidecar 适配器，而此运行时没有。未做任何更改",
+  "crp.fail.not_found": "软件包文件不存在",
+  "crp.fail.not_regular": "软件包不是普通文件（拒绝链接、目录和设备文件）",
+  "crp.fail.too_large": "软件包有 {bytes} 字节，超过上限 {max}",
+  "crp.fail.malformed": "软件包不是有效的 ustar 归档：{detail}",
+  "crp.fail.too_many_files": "软件包的条目超过 {max} 个",
+  "crp.fail.entry_type": "条目 “{path}” 是{type}；只允许普通文件和目录",
+  "crp.fail.unsafe_path": "路径 “{path}” 不安全：{problem}",
+  "crp.fail.duplicate": "路径 “{path}” 出现了两次",
+  "crp.fail.manifest_missing": "缺少 manifest.json",
+  "crp.fail.manifest_too_large": "manifest.json 超过 {max} 字节",
+  "crp.fail.signature_missing": "缺少 manifest.sig",
+  "crp.fail.signature_malformed": "manifest.sig 不是 base64 编码的 Ed25519 签名（64 字节）",
+  "crp.fail.no_keys": "未配置公钥：请把签名者的公钥加入配置中的 crp.public_keys",
+  "crp.fail.bad_key": "crp.public_keys 的第 {index} 项不是 Ed25519 公钥",
+  "crp.fail.signature_invalid": "签名无法用已配置的 {keys} 个公钥中的任何一个验证",
+  "crp.fail.manifest_invalid": "manifest.json 无效：{detail}",
+  "crp.fail.reserved_listed": "清单列出了保留文件 “{path}”",
+  "crp.fail.unlisted": "文件 “{path}” 未在清单中列出",
+  "crp.fail.missing": "清单列出的文件 “{path}” 不存在",
+  "crp.fail.size_mismatch": "文件 “{path}” 有 {actual} 字节，但清单记录为 {expected}",
+  "crp.fail.hash_mismatch": "“{path}” 的 SHA-256 与清单不一致",
+  "crp.path.absolute": "它是绝对路径",
+  "crp.path.dot_dot": "它包含 “..”",
+  "crp.path.backslash": "它包含反斜杠",
+  "crp.path.empty": "它含有空的或 “.” 路径段",
+  "crp.path.characters": "只允许 ASCII 字母、数字、“.”、“_” 和 “-”，且路径段不能以 “.” 或 “-” 开头",
+  "crp.path.long": "它超过 255 个字符",
+  "crp.type.hardlink": "硬链接",
+  "crp.type.symlink": "符号链接",
+  "crp.type.char-device": "字符设备",
+  "crp.type.block-device": "块设备",
+  "crp.type.fifo": "FIFO 管道",
+  "crp.type.extension": "扩展头（pax 或 GNU），不受支持",
+  "probe.header": "正在探测 {url}（每步超时 {timeout} 毫秒）",
+  "probe.ok": "成功",
+  "probe.skipped": "跳过",
+  "probe.failed": "失败",
+  "probe.not_run": "未执行（前一步失败）",
+  "probe.skip_ip": "主机是 IP 地址",
+  "probe.skip_plain": "明文 http",
+  "probe.tls_detail": "{protocol}，ALPN {alpn}，主体 {subject}，签发者 {issuer}，到期 {expires}",
+  "probe.http_detail": "{status}，响应头 {bytes} 字节，首字节时间 {ttfb}",
+  "probe.bad_url": "选项 --url 需要 http:// 或 https:// 地址，实际为 “{url}”",
+  "probe.ca_unreadable": "无法读取 CA 文件 “{path}”：{error}",
+};
+
+/** Chinese help for each command, keyed by its words (`"store backup"`). */
+export const HELP_ZH_CN: Readonly<Record<string, { summary: string; usage: string }>> = {
+  "serve": {
+    summary: "运行数据面和管理面",
+    usage: `waf serve [--config PATH] [--data-dir DIR] [--log-format text|json]
+
+在同一个内置存储上启动数据面反向代理（server.data.listen，默认 0.0.0.0:8080）和管理面
+（server.management.listen，默认 127.0.0.1:9443）。配置文件不存在时按文档中的默认值创建。
+日志同时写入标准错误和 <data-dir>/logs/waf.log（按大小轮转：10 MiB × 5）。
+收到 SIGINT 或 SIGTERM 时平稳停止。`,
+  },
+  "config check": {
+    summary: "校验配置文件",
+    usage: `waf config check [--config PATH]
+
+校验配置文件，并逐条打印问题及其键路径。
+有效时退出码为 0，无效或缺失时为 2。`,
+  },
+  "setup url": {
+    summary: "轮换首次安装的安装令牌并写出新的安装链接",
+    usage: `waf setup url [--config PATH] [--data-dir DIR]
+
+首次安装尚未完成时，替换安装令牌（运行中的服务立即接受新令牌并拒绝旧令牌），把完整的安装链接
+写入 <data-dir>/runtime/setup.url（权限 0600，10 分钟内有效），只打印该文件的路径和令牌回执。
+安装已完成时退出码为 1。`,
+  },
+  "store backup": {
+    summary: "在线写出存储的一致性备份",
+    usage: `waf store backup --out FILE
+
+在 “waf serve” 继续运行的同时，把管理存储（<data-dir>/waf.db）的一致性快照写入 FILE
+（SQLite VACUUM INTO：仍在预写日志中的提交也会包含在内；绝不是简单的文件复制），
+然后对副本执行 PRAGMA integrity_check 并打印 “ok”。FILE 已存在时拒绝覆盖。
+存储按原样打开、不做迁移，因此升级前做的备份保留旧的架构版本。每次升级或修复前请先备份。
+退出码：0 成功，1 失败，2 用法错误。`,
+  },
+  "store check": {
+    summary: "对在用存储执行完整性检查",
+    usage: `waf store check
+
+对在用存储执行 PRAGMA integrity_check（只读，“waf serve” 运行时也安全），
+通过时打印 “ok”，否则打印问题并以 1 退出。
+退出码：0 成功，1 失败，2 用法错误。`,
+  },
+  "logs pack": {
+    summary: "把日志和脱敏后的配置打包成支持用 ZIP",
+    usage: `waf logs pack --dir DIR [--name FILE.zip]
+
+在 DIR 中写出支持归档 ZIP：运行日志（<data-dir>/logs/waf.log 及其轮转文件）、
+从存储导出的审计日志和最近的访问日志、脱敏后的生效配置，以及 manifest.json
+（时间、版本、主机信息）。默认文件名为 waf-support-<UTC 时间>.zip。
+绝不包含安装令牌、TOTP 密钥、会话密钥、密码或令牌哈希、私钥。拒绝覆盖已有文件。
+退出码：0 成功，1 失败，2 用法错误。`,
+  },
+  "lang show": {
+    summary: "显示命令行语言",
+    usage: `waf lang show
+
+显示命令消息的语言、其来源（WAF_LANG、<data-dir>/cli.json 或默认的英语）以及支持的语言。
+退出码：0 成功，1 失败，2 用法错误。`,
+  },
+  "lang set": {
+    summary: "设置命令行语言（en 或 zh-CN）",
+    usage: `waf lang set <en|zh-CN>
+
+把命令消息的语言保存到 <data-dir>/cli.json。环境变量 WAF_LANG 可在单次运行中覆盖它。
+不支持的语言会被拒绝，并列出支持的语言。
+退出码：0 成功，1 失败，2 用法错误。`,
+  },
+  "crp verify": {
+    summary: "离线校验已签名的内容包",
+    usage: `waf crp verify PACKAGE.tar
+
+按以下顺序离线检查本地软件包，遇到第一个失败即停止：文件是普通文件且不超过大小上限；
+每个 tar 条目都是普通文件或目录（不允许链接、设备或 FIFO），路径是安全的相对路径
+（不允许绝对路径、“..” 或重复），条目数不超过上限；manifest.sig 是 crp.public_keys 中
+某个公钥对 manifest.json 的有效 Ed25519 签名；每个文件都在清单中列出且 SHA-256 和大小一致，
+清单列出的文件都存在。逐项打印检查结果。
+仅做校验：暂存的软件包不会用于插件执行、服务启动、集群分发或下载。
+退出码：0 成功，1 失败，2 用法错误。`,
+  },
+  "crp stage": {
+    summary: "校验软件包并放入暂存槽",
+    usage: `waf crp stage PACKAGE.tar
+
+与 “waf crp verify” 完全相同地校验 PACKAGE，然后保存为 <data-dir>/crp/staged.tar
+（先写临时文件、同步到磁盘、再重命名：崩溃后要么是旧的暂存包，要么是新的）。
+暂存的软件包不会用于插件执行、服务启动、集群分发或下载。
+退出码：0 成功，1 失败，2 用法错误。`,
+  },
+  "crp activate": {
+    summary: "不可用：安全失败，不做任何更改",
+    usage: `waf crp activate
+
+激活暂存的软件包需要受保护的控制面和 sidecar 适配器，而此运行时没有。
+该命令安全失败：打印原因，不做任何更改，并以 1 退出。`,
+  },
+  "crp rollback": {
+    summary: "不可用：安全失败，不做任何更改",
+    usage: `waf crp rollback
+
+回滚需要受保护的控制面和 sidecar 适配器，而此运行时没有。
+该命令安全失败：打印原因，不做任何更改，并以 1 退出。`,
+  },
+  "temporary-online probe": {
+    summary: "一次性出站探测：DNS、TCP、TLS、HTTP 及耗时",
+    usage: `waf temporary-online probe --url URL [--timeout 5s] [--ca-file PEM] [--json]
+
+独立的一次性运维工具：向 URL（http 或 https）发出一次出站请求，并报告每一步及其耗时：
+DNS（系统解析器；IP 地址时为 “跳过”）、TCP 连接、TLS（协议、ALPN、证书主体、签发者和
+到期时间；--ca-file 在系统根证书之外额外信任本地 CA）以及 HTTP（状态、响应头字节数、
+首字节时间）。然后退出。--timeout 限制每一步的时长（默认 5s）。waf 的其他部分不会调用它；
+它不是插件出站 API。收到 HTTP 响应时退出码为 0，某一步失败时为 1。
+退出码：0 成功，1 失败，2 用法错误。`,
+  },
+};

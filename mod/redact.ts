@@ -1,0 +1,54 @@
+/**
+ * Masking for anything that leaves the host in a support archive: configuration values under
+ * secret-looking keys, credentials inside URLs, and secret-looking fragments of free text (log
+ * lines, exported records). Defence in depth: the logger already masks secret fields.
+ */
+export const MASK = "[masked]";
+
+const SECRET_KEY = /pass|secret|token|dsn|key|private|cookie|auth|credential|session|totp/i;
+const URL_USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/@]*@/gi;
+const PEM_PRIVATE = /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----/g;
+const BEARER = /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+/g;
+const ASSIGNMENT =
+  /\b([A-Za-z0-9_-]*(?:pass(?:word|wd)?|secret|token|api[_-]?key|authorization|cookie|dsn|totp|session[_-]?id)[A-Za-z0-9_-]*)(\s*[=:]\s*)("[^"]*"|[^\s,;&}]+)/gi;
+const JSON_FIELD =
+  /("[^"]*(?:pass|secret|token|key|cookie|authorization|dsn|totp|session|credential)[^"]*"\s*:\s*)("(?:[^"\\]|\\.)*"|[^,}\]\s]+)/gi;
+
+/** Masks credentials in a URL-like string (`redis://user:pw@host` → `redis://[masked]@host`). */
+function maskUrlUserinfo(text: string): string {
+  return text.replace(URL_USERINFO, `$1${MASK}@`);
+}
+
+/** A deep copy of `value` with secret-like keys masked and URL credentials removed. */
+export function maskConfigValue(value: unknown, key = ""): unknown {
+  if (SECRET_KEY.test(key)) {
+    if (Array.isArray(value)) return value.map(() => MASK);
+    if (value === undefined || value === null || value === "") return value;
+    if (typeof value === "object") return maskConfigValue(value);
+    return MASK;
+  }
+  if (Array.isArray(value)) return value.map((v) => maskConfigValue(v));
+  if (value && typeof value === "object") {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[k] = maskConfigValue(v, k);
+    return out;
+  }
+  return typeof value === "string" ? maskUrlUserinfo(value) : value;
+}
+
+/** Masks secret-looking fragments of free text and every known secret value. */
+export function scrubText(text: string, knownSecrets: readonly string[] = []): string {
+  let out = text.replace(PEM_PRIVATE, MASK);
+  for (const secret of knownSecrets) {
+    // Short values would mask ordinary words; real secrets here are long random strings.
+    if (secret.length >= 8) out = out.replaceAll(secret, MASK);
+  }
+  out = out.replace(
+    JSON_FIELD,
+    (_, head: string, value: string) =>
+      value === '""' || value === "null" ? head + value : `${head}"${MASK}"`,
+  );
+  out = out.replace(ASSIGNMENT, `$1$2${MASK}`);
+  out = out.replace(BEARER, `$1 ${MASK}`);
+  return maskUrlUserinfo(out);
+}
