@@ -11,6 +11,10 @@ export interface PgSink {
   ensureTable(): Promise<void>;
   /** Inserts one batch in one statement; rows whose trace id exists are skipped. */
   insert(rows: readonly AccessLogRow[]): Promise<void>;
+  /** Rows in the table (diagnostics and tests). */
+  count(): Promise<number>;
+  /** Drops the table (tests clean up their own). */
+  drop(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -70,6 +74,13 @@ export function createPgSink(options: PgSinkOptions): PgSink {
       await sql`
         INSERT INTO ${sql(table)} ${sql(values)}
         ON CONFLICT (trace_id) DO NOTHING`;
+    },
+    async count() {
+      const rows = await sql`SELECT COUNT(*)::int AS n FROM ${sql(table)}`;
+      return Number(rows[0]?.["n"] ?? 0);
+    },
+    async drop() {
+      await sql`DROP TABLE IF EXISTS ${sql(table)}`;
     },
     async close() {
       await sql.end({ timeout: 2 });

@@ -8,6 +8,7 @@
 import type { CidrSet } from "./cidr.ts";
 import { compileCidrs } from "./cidr.ts";
 import type { Clock } from "./clock.ts";
+import type { CompiledProtection } from "./protection_compile.ts";
 import type { Site, StoredSiteRow } from "./site_schema.ts";
 import { siteFromRow } from "./site_schema.ts";
 import { createUpstreamPool, type UpstreamPool } from "./upstream_pool.ts";
@@ -36,6 +37,8 @@ export interface CompiledPolicy {
   readonly sites: readonly CompiledSite[];
   /** The site for a Host header (port ignored, case-insensitive), or undefined. */
   match(host: string | null): CompiledSite | undefined;
+  /** The protection controls (IP lists, ACL, rules, bot, rate limit, ALAP, edge, block page). */
+  readonly protection?: CompiledProtection;
 }
 
 /** Lower-case host without port or trailing dot; IPv6 literals keep their brackets. */
@@ -129,10 +132,14 @@ export interface Policy {
 export function createPolicy(deps: {
   readonly listSites: () => readonly StoredSiteRow[];
   readonly clock: Clock;
+  /** Compiles the protection controls into the same policy, so both swap together. */
+  readonly compileProtection?: () => CompiledProtection;
 }): Policy {
   let version = 0;
-  const build = (previous?: CompiledPolicy) =>
-    compilePolicy(deps.listSites().map(siteFromRow), deps.clock, ++version, previous);
+  const build = (previous?: CompiledPolicy): CompiledPolicy => {
+    const sites = compilePolicy(deps.listSites().map(siteFromRow), deps.clock, ++version, previous);
+    return deps.compileProtection ? { ...sites, protection: deps.compileProtection() } : sites;
+  };
   let current = build();
   return {
     get current() {

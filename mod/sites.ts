@@ -3,6 +3,7 @@
  * in the same transaction, then rebuild the compiled policy so the data plane enforces the
  * change at once. Private keys are stored but never returned or audited.
  */
+import { createPrivateKey, X509Certificate } from "node:crypto";
 import { createSecureContext } from "node:tls";
 import type { SitesRepo } from "../db/sites_repo.ts";
 import { transaction } from "../db/store.ts";
@@ -92,6 +93,10 @@ function resolveTls(
   }
   try {
     createSecureContext({ cert: input.cert, key });
+    // Loading a pair does not check that the key belongs to the certificate; this does.
+    if (!new X509Certificate(input.cert).checkPrivateKey(createPrivateKey(key))) {
+      throw new Error("The private key does not match the certificate");
+    }
   } catch (err) {
     throw new AppError(
       400,

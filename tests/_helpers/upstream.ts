@@ -19,11 +19,14 @@ export interface TestUpstream extends AsyncDisposable {
   readonly seen: Echo[];
   /** Resolves every request held on `/slow`. */
   release(): void;
+  /** Resolves once a request is being held on `/slow`. */
+  held(): Promise<void>;
 }
 
 export function startUpstream(name = "upstream"): TestUpstream {
   const seen: Echo[] = [];
   let releases: Array<() => void> = [];
+  let holdWaiters: Array<() => void> = [];
   const ac = new AbortController();
   const server = Deno.serve(
     { hostname: "127.0.0.1", port: 0, onListen: () => {}, signal: ac.signal },
@@ -37,7 +40,10 @@ export function startUpstream(name = "upstream"): TestUpstream {
         return response;
       }
       if (url.pathname === "/slow") {
-        await new Promise<void>((resolve) => releases.push(resolve));
+        const wait = new Promise<void>((resolve) => releases.push(resolve));
+        for (const w of holdWaiters) w();
+        holdWaiters = [];
+        await wait;
         return new Response("late");
       }
       if (url.pathname === "/big") {
@@ -67,6 +73,10 @@ export function startUpstream(name = "upstream"): TestUpstream {
     release() {
       for (const r of releases) r();
       releases = [];
+    },
+    held() {
+      if (releases.length > 0) return Promise.resolve();
+      return new Promise<void>((resolve) => holdWaiters.push(resolve));
     },
     async [Symbol.asyncDispose]() {
       this.release();

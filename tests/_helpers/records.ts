@@ -1,0 +1,32 @@
+/** Access-log record fixtures. */
+import type { AccessRecord } from "../../mod/access_record.ts";
+
+let n = 0;
+
+export function record(overrides: Partial<AccessRecord> = {}): AccessRecord {
+  n++;
+  return {
+    trace_id: n.toString(16).padStart(32, "0"),
+    time: Date.UTC(2026, 0, 1),
+    site_id: "s1",
+    site: "shop",
+    client_ip: "192.0.2.1",
+    peer_ip: "192.0.2.1",
+    proto: "http",
+    method: "GET",
+    host: "shop.test",
+    path: "/",
+    query: "",
+    user_agent: null,
+    status: 200,
+    action: "pass",
+    chain: [{ check: "site", result: "match", us: 1 }],
+    finding: null,
+    findings: 0,
+    upstream: null,
+    bytes_in: 0,
+    bytes_out: 0,
+    latency_us: { total: 10, waf: 5, upstream: 5 },
+    ...overrides,
+  };
+}
