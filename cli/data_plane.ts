@@ -22,6 +22,7 @@ import { createTraceIds } from "../mod/trace_ids.ts";
 import type { DataHandler } from "../routes/data_plane.ts";
 import { logRoutes } from "../routes/logs.ts";
 import { createProxy, type Proxy } from "../routes/proxy.ts";
+import { createProtectionPlane, type ProtectionPlane } from "./protection.ts";
 import type { RouteDef } from "../routes/route.ts";
 import { siteRoutes } from "../routes/sites.ts";
 import { startTlsFront, type TlsFront } from "../routes/tls_front.ts";
@@ -31,6 +32,8 @@ export interface DataPlane {
   readonly policy: Policy;
   readonly accessLog: AccessLog;
   readonly proxy: Proxy;
+  /** The protection controls' store, gate and routes. */
+  readonly protection: ProtectionPlane;
   /** Management routes of the data plane (`/api/sites`, `/api/logs`). */
   readonly routes: readonly RouteDef[];
   /** The plain-HTTP data listener's handler. */
@@ -52,7 +55,13 @@ export interface DataPlaneDeps {
 export function createDataPlane(deps: DataPlaneDeps): DataPlane {
   const { config, db, clock, random, logger } = deps;
   const sitesRepo = createSitesRepo(db);
-  const policy = createPolicy({ listSites: () => sitesRepo.list(), clock });
+  const protection = createProtectionPlane({ db, clock, random, logger });
+  const policy = createPolicy({
+    listSites: () => sitesRepo.list(),
+    clock,
+    compileProtection: protection.compile,
+  });
+  protection.attach(policy);
   const audit = createAudit({ repo: createAuditRepo(db), clock });
   const sites = createSites({ db, repo: sitesRepo, audit, policy, clock, random });
 
@@ -77,7 +86,14 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
   accessLog.prune();
   accessLog.start();
 
-  const proxy = createProxy({ policy, accessLog, clock, logger, traceId: createTraceIds(random) });
+  const proxy = createProxy({
+    policy,
+    accessLog,
+    clock,
+    logger,
+    traceId: createTraceIds(random),
+    protection: protection.gate,
+  });
   let https: TlsFront | undefined;
 
   return {
@@ -85,7 +101,8 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     policy,
     accessLog,
     proxy,
-    routes: [...siteRoutes(sites), ...logRoutes(accessLog)],
+    protection,
+    routes: [...siteRoutes(sites), ...logRoutes(accessLog), ...protection.routes],
     handler: (req, info) => proxy.handle(req, (info.remoteAddr as Deno.NetAddr).hostname, "http"),
     async startHttps() {
       const listenAt = config.server.data.https_listen;
@@ -104,6 +121,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
       await https?.shutdown();
       await accessLog.stop();
       proxy.close();
+      await protection.close();
     },
   };
 }

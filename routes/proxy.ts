@@ -17,6 +17,7 @@ import { renderBlockPage } from "./block_page.ts";
 import { noSitePage, statusPage } from "./data_plane.ts";
 import { clientAddress, downstreamHeaders, upstreamHeaders } from "./forwarding.ts";
 import { type BodyPlan, planBody } from "./request_body.ts";
+import type { ProtectionGate } from "./protection_gate.ts";
 import { passWebSocket } from "./websocket.ts";
 
 export interface ProxyDeps {
@@ -25,6 +26,8 @@ export interface ProxyDeps {
   readonly clock: Clock;
   readonly logger: Logger;
   readonly traceId: () => string;
+  /** The protection controls (IP lists, ACL, rules, bot, rate limit, ALAP, block page). */
+  readonly protection?: ProtectionGate;
 }
 
 /** Handles one request from a peer; `proto` is how the client reached the data plane. */
@@ -213,6 +216,10 @@ export function createProxy(deps: ProxyDeps): Proxy {
       record.site = site.name;
       record.client_ip = clientAddress(peer, req.headers, site.trustedProxies);
       chain.add("site", "match");
+      if (deps.protection) {
+        const answer = await deps.protection.pre(req, site, record, chain, current, path, query);
+        if (answer) return finish(record, start, answer);
+      }
 
       const plan = await planBody(req, site.maxBodyBytes, site.inspectBodyBytes);
       if (plan.kind === "too_large") {
@@ -243,7 +250,17 @@ export function createProxy(deps: ProxyDeps): Proxy {
             ? plan.prefix.subarray(0, site.inspectBodyBytes)
             : undefined,
         };
-        const inspection = inspect(engineReq, { level: site.level });
+        if (deps.protection) {
+          const answer = await deps.protection.custom(req, site, record, chain, current, engineReq);
+          if (answer) {
+            if (plan.kind === "streaming") plan.body.cancel().catch(() => {});
+            return finish(record, start, answer);
+          }
+        }
+        const raw = inspect(engineReq, { level: site.level });
+        const inspection = deps.protection
+          ? deps.protection.engine(site, record, chain, current, path, raw)
+          : raw;
         record.findings = inspection.findings.length;
         record.finding = findingRecord(inspection);
         const blocking = inspection.blocking;
@@ -251,7 +268,10 @@ export function createProxy(deps: ProxyDeps): Proxy {
           chain.add("engine", "block", blocking.ruleId);
           record.action = "block";
           if (plan.kind === "streaming") plan.body.cancel().catch(() => {});
-          return finish(record, start, renderBlockPage(req, traceId));
+          const page = deps.protection
+            ? deps.protection.blockPage(req, traceId, current)
+            : renderBlockPage(req, traceId);
+          return finish(record, start, page);
         }
         if (blocking) {
           chain.add("engine", "log", blocking.ruleId);

@@ -1,0 +1,66 @@
+/**
+ * Composes the protection controls for `cli/data_plane.ts`: the policy-objects store and its
+ * compiler (plugged into the compiled policy), the per-request runtime and its connector gate,
+ * and the management routes. Everything here shares the data plane's store and policy.
+ */
+import { createAuditRepo } from "../db/audit_repo.ts";
+import { createPolicyObjectsRepo } from "../db/policy_objects_repo.ts";
+import type { Db } from "../db/store.ts";
+import { createAudit } from "../mod/audit.ts";
+import type { Clock } from "../mod/clock.ts";
+import type { Logger } from "../mod/logger.ts";
+import type { Policy } from "../mod/policy.ts";
+import { createPolicyObjects, type PolicyObjects } from "../mod/policy_objects.ts";
+import { type CompiledProtection, createProtectionCompiler } from "../mod/protection_compile.ts";
+import { createProtectionRuntime } from "../mod/protection_runtime.ts";
+import type { Random } from "../mod/random.ts";
+import { createProtectionGate, type ProtectionGate } from "../routes/protection_gate.ts";
+import { protectionRoutes } from "../routes/protection.ts";
+import type { RouteDef } from "../routes/route.ts";
+
+export interface ProtectionPlane {
+  readonly objects: PolicyObjects;
+  /** Compiles the controls; passed to `createPolicy`. */
+  readonly compile: () => CompiledProtection;
+  readonly gate: ProtectionGate;
+  readonly routes: readonly RouteDef[];
+  /** Connects the policy once it exists (changes rebuild it). */
+  attach(policy: Policy): void;
+  close(): Promise<void>;
+}
+
+export interface ProtectionDeps {
+  readonly db: Db;
+  readonly clock: Clock;
+  readonly random: Random;
+  readonly logger: Logger;
+}
+
+export function createProtectionPlane(deps: ProtectionDeps): ProtectionPlane {
+  const { db, clock, random } = deps;
+  const repo = createPolicyObjectsRepo(db);
+  const audit = createAudit({ repo: createAuditRepo(db), clock });
+  let policy: Policy | undefined;
+  const objects = createPolicyObjects({
+    db,
+    repo,
+    audit,
+    clock,
+    random,
+    onChange: () => policy?.rebuild(),
+  });
+  const compiler = createProtectionCompiler();
+  const runtime = createProtectionRuntime({ clock, random });
+  const gate = createProtectionGate({ runtime, clock, random });
+  return {
+    objects,
+    compile: () =>
+      compiler({ rows: (k) => repo.list(k), singleton: (k) => repo.get(k, k)?.config }),
+    gate,
+    routes: [...protectionRoutes(objects)],
+    attach(p) {
+      policy = p;
+    },
+    close: () => Promise.resolve(),
+  };
+}

@@ -1,0 +1,167 @@
+/**
+ * Management routes of the protection controls stored as documents: IP allow/block lists and
+ * ACL rules (`read:protection` / `write:protection`), custom regex rules (`read:rules` /
+ * `write:rules`), bot policies, and the global rate limit (read with `read:protection`, change
+ * with `write:protection`). Each write is validated, audited in its transaction and recompiled
+ * into the running policy before the response is sent.
+ */
+import type { z } from "zod";
+import type { PolicyObjects } from "../mod/policy_objects.ts";
+import { KIND } from "../mod/protection_compile.ts";
+import {
+  aclRuleSchema,
+  botPolicySchema,
+  customRuleSchema,
+  ipEntrySchema,
+  parseStored,
+  rateLimitSchema,
+} from "../mod/protection_schema.ts";
+import { auditContext } from "./actor.ts";
+import { perm, type RouteDef } from "./route.ts";
+import { readJson } from "./validate.ts";
+
+export interface CrudOptions {
+  readonly base: string;
+  readonly kind: string;
+  /** Human name in messages, e.g. "IP list entry". */
+  readonly label: string;
+  /** Audit action prefix, e.g. `protection.ip_entry`. */
+  readonly audit: string;
+  readonly schema: z.ZodType<Record<string, unknown>>;
+  readonly read: string;
+  readonly write: string;
+  /** Optional list filter from the query string. */
+  readonly filter?: (item: Record<string, unknown>, query: Record<string, string>) => boolean;
+}
+
+/** List, create, read, replace and delete routes for one document kind. */
+export function crudRoutes(objects: PolicyObjects, o: CrudOptions): RouteDef[] {
+  const position = (doc: Record<string, unknown>) =>
+    typeof doc["position"] === "number" ? doc["position"] : undefined;
+  return [
+    {
+      method: "GET",
+      path: o.base,
+      access: perm(o.read),
+      handler: (c) => {
+        const q = c.req.query();
+        const items = objects.list(o.kind);
+        return c.json({ items: o.filter ? items.filter((i) => o.filter!(i, q)) : items });
+      },
+    },
+    {
+      method: "POST",
+      path: o.base,
+      access: perm(o.write),
+      handler: async (c) => {
+        const doc = await readJson(c, o.schema);
+        return c.json(objects.create(o.kind, o.audit, doc, auditContext(c), position(doc)), 201);
+      },
+    },
+    {
+      method: "GET",
+      path: `${o.base}/:id`,
+      access: perm(o.read),
+      handler: (c) => c.json(objects.get(o.kind, o.label, c.req.param("id") ?? "")),
+    },
+    {
+      method: "PUT",
+      path: `${o.base}/:id`,
+      access: perm(o.write),
+      handler: async (c) => {
+        const doc = await readJson(c, o.schema);
+        const id = c.req.param("id") ?? "";
+        return c.json(
+          objects.replace(o.kind, o.audit, o.label, id, doc, auditContext(c), position(doc)),
+        );
+      },
+    },
+    {
+      method: "DELETE",
+      path: `${o.base}/:id`,
+      access: perm(o.write),
+      handler: (c) => {
+        objects.remove(o.kind, o.audit, o.label, c.req.param("id") ?? "", auditContext(c));
+        return c.body(null, 204);
+      },
+    },
+  ];
+}
+
+/** GET and PUT of one singleton setting. */
+export function settingRoutes(
+  objects: PolicyObjects,
+  o: { path: string; kind: string; audit: string; schema: z.ZodType; read: string; write: string },
+): RouteDef[] {
+  return [
+    {
+      method: "GET",
+      path: o.path,
+      access: perm(o.read),
+      handler: (c) =>
+        c.json(parseStored(o.schema, objects.singleton(o.kind)) as Record<string, unknown>),
+    },
+    {
+      method: "PUT",
+      path: o.path,
+      access: perm(o.write),
+      handler: async (c) => {
+        const doc = await readJson(c, o.schema);
+        objects.putSingleton(o.kind, o.audit, doc, auditContext(c), doc as Record<string, unknown>);
+        return c.json(doc as Record<string, unknown>);
+      },
+    },
+  ];
+}
+
+export function protectionRoutes(objects: PolicyObjects): RouteDef[] {
+  return [
+    ...crudRoutes(objects, {
+      base: "/api/protection/ip-lists",
+      kind: KIND.ip,
+      label: "IP list entry",
+      audit: "protection.ip_entry",
+      schema: ipEntrySchema,
+      read: "read:protection",
+      write: "write:protection",
+      filter: (item, q) =>
+        (q["action"] === undefined || item["action"] === q["action"]) &&
+        (q["site_id"] === undefined || item["site_id"] === q["site_id"]),
+    }),
+    ...crudRoutes(objects, {
+      base: "/api/protection/acl-rules",
+      kind: KIND.acl,
+      label: "ACL rule",
+      audit: "protection.acl_rule",
+      schema: aclRuleSchema,
+      read: "read:protection",
+      write: "write:protection",
+    }),
+    ...crudRoutes(objects, {
+      base: "/api/rules/custom",
+      kind: KIND.custom,
+      label: "custom rule",
+      audit: "rules.custom",
+      schema: customRuleSchema,
+      read: "read:rules",
+      write: "write:rules",
+    }),
+    ...crudRoutes(objects, {
+      base: "/api/protection/bot-policies",
+      kind: KIND.bot,
+      label: "bot policy",
+      audit: "protection.bot_policy",
+      schema: botPolicySchema,
+      read: "read:protection",
+      write: "write:protection",
+    }),
+    ...settingRoutes(objects, {
+      path: "/api/protection/rate-limit",
+      kind: KIND.rateLimit,
+      audit: "protection.rate_limit",
+      schema: rateLimitSchema,
+      read: "read:protection",
+      write: "write:protection",
+    }),
+  ];
+}
