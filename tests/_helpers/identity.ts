@@ -1,0 +1,127 @@
+/** Setup, login and authenticated calls against a real test server (cookies by hand). */
+import type { TestServer } from "./server.ts";
+
+export const ADMIN = { username: "admin", password: "Correct-Horse-9" } as const;
+
+export interface Session {
+  readonly cookie: string;
+  readonly csrf: string;
+  readonly sessionId: string;
+}
+
+export interface SetCookie {
+  readonly value: string;
+  /** Lower-cased attribute names → values ("" for flags such as HttpOnly). */
+  readonly attrs: Readonly<Record<string, string>>;
+}
+
+/** The Set-Cookie headers of a response, by cookie name. */
+export function setCookies(res: Response): Map<string, SetCookie> {
+  const out = new Map<string, SetCookie>();
+  for (const line of res.headers.getSetCookie()) {
+    const [pair, ...rest] = line.split(";").map((p) => p.trim());
+    const eq = pair!.indexOf("=");
+    const attrs: Record<string, string> = {};
+    for (const a of rest) {
+      const i = a.indexOf("=");
+      attrs[(i < 0 ? a : a.slice(0, i)).toLowerCase()] = i < 0 ? "" : a.slice(i + 1);
+    }
+    out.set(pair!.slice(0, eq), { value: pair!.slice(eq + 1), attrs });
+  }
+  return out;
+}
+
+/** The token inside `<data-dir>/runtime/setup.url`. */
+export async function setupToken(server: TestServer): Promise<string> {
+  const text = await Deno.readTextFile(`${server.dir}/runtime/setup.url`);
+  return /#token=([A-Za-z0-9_-]+)/.exec(text)![1]!;
+}
+
+export interface CallOptions {
+  readonly session?: Session;
+  readonly body?: unknown;
+  readonly headers?: Record<string, string>;
+  /** Send this CSRF header instead of the session's; `false` sends none. */
+  readonly csrf?: string | false;
+}
+
+const UNSAFE = new Set(["POST", "PUT", "PATCH", "DELETE"]);
+
+/** One request to the management listener. */
+export async function call(
+  server: TestServer,
+  method: string,
+  path: string,
+  options: CallOptions = {},
+): Promise<Response> {
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.body !== undefined) headers["content-type"] = "application/json";
+  if (options.session) {
+    headers["cookie"] = [options.session.cookie, headers["cookie"]].filter(Boolean).join("; ");
+    if (UNSAFE.has(method) && options.csrf !== false) {
+      headers["x-csrf-token"] = options.csrf ?? options.session.csrf;
+    }
+  }
+  return await fetch(`${server.managementUrl}${path}`, {
+    method,
+    headers,
+    body: options.body === undefined ? undefined : JSON.stringify(options.body),
+  });
+}
+
+/** Calls and parses the JSON body (the body is always consumed). */
+export async function callJson(
+  server: TestServer,
+  method: string,
+  path: string,
+  options: CallOptions = {},
+): Promise<{ status: number; body: Record<string, unknown>; res: Response }> {
+  const res = await call(server, method, path, options);
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : {}, res };
+}
+
+/** Completes first-install setup through the API with the token from setup.url. */
+export async function completeSetup(
+  server: TestServer,
+  user: { username: string; password: string } = ADMIN,
+): Promise<void> {
+  const token = await setupToken(server);
+  const r = await call(server, "POST", "/api/setup", {
+    headers: { "x-waf-setup-token": token },
+    body: user,
+  });
+  if (r.status !== 201) throw new Error(`setup failed: ${r.status} ${await r.text()}`);
+  await r.body?.cancel();
+}
+
+/** Logs in and returns the cookies to send back. */
+export async function login(
+  server: TestServer,
+  username: string,
+  password: string,
+  extra: Record<string, unknown> = {},
+): Promise<Session> {
+  const res = await call(server, "POST", "/api/auth/login", {
+    body: { username, password, ...extra },
+  });
+  if (res.status !== 200) throw new Error(`login failed: ${res.status} ${await res.text()}`);
+  await res.body?.cancel();
+  const cookies = setCookies(res);
+  const sessionId = cookies.get("waf_session")!.value;
+  const csrf = cookies.get("waf_csrf")!.value;
+  return { cookie: `waf_session=${sessionId}; waf_csrf=${csrf}`, csrf, sessionId };
+}
+
+/** Creates an account directly through the users service (no HTTP, audited as the CLI). */
+export async function createUser(
+  server: TestServer,
+  username: string,
+  password: string,
+  role: string,
+): Promise<string> {
+  const user = await server.identity.users.create({ username, password, role }, {
+    actor: { type: "cli", name: "test" },
+  });
+  return user.id;
+}
