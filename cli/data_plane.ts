@@ -55,7 +55,7 @@ export interface DataPlaneDeps {
 export function createDataPlane(deps: DataPlaneDeps): DataPlane {
   const { config, db, clock, random, logger } = deps;
   const sitesRepo = createSitesRepo(db);
-  const protection = createProtectionPlane({ db, clock, random, logger });
+  const protection = createProtectionPlane({ config, db, clock, random, logger });
   const policy = createPolicy({
     listSites: () => sitesRepo.list(),
     clock,

@@ -8,6 +8,8 @@ import { createPolicyObjectsRepo } from "../db/policy_objects_repo.ts";
 import type { Db } from "../db/store.ts";
 import { createAudit } from "../mod/audit.ts";
 import type { Clock } from "../mod/clock.ts";
+import type { Config } from "../mod/config.ts";
+import { loadGeoIp } from "../mod/geoip.ts";
 import type { Logger } from "../mod/logger.ts";
 import type { Policy } from "../mod/policy.ts";
 import { createPolicyObjects, type PolicyObjects } from "../mod/policy_objects.ts";
@@ -30,6 +32,7 @@ export interface ProtectionPlane {
 }
 
 export interface ProtectionDeps {
+  readonly config: Config;
   readonly db: Db;
   readonly clock: Clock;
   readonly random: Random;
@@ -49,7 +52,9 @@ export function createProtectionPlane(deps: ProtectionDeps): ProtectionPlane {
     random,
     onChange: () => policy?.rebuild(),
   });
-  const compiler = createProtectionCompiler();
+  const geoFile = deps.config.protection.geoip.file;
+  const geo = geoFile === undefined ? undefined : loadGeoIp(geoFile);
+  const compiler = createProtectionCompiler(geo);
   const runtime = createProtectionRuntime({ clock, random });
   const gate = createProtectionGate({ runtime, clock, random });
   return {
@@ -57,7 +62,7 @@ export function createProtectionPlane(deps: ProtectionDeps): ProtectionPlane {
     compile: () =>
       compiler({ rows: (k) => repo.list(k), singleton: (k) => repo.get(k, k)?.config }),
     gate,
-    routes: [...protectionRoutes(objects)],
+    routes: [...protectionRoutes(objects, { hasGeo: geo !== undefined })],
     attach(p) {
       policy = p;
     },

@@ -87,6 +87,10 @@ export const configSchema = z.strictObject({
           'expected "memory": challenge state stays in process memory; "redis" is not supported',
       }).default("memory"),
     }).prefault({}),
+    geoip: z.strictObject({
+      /** CSV of `network,country_code` lines; enables the ACL country condition. */
+      file: z.string().min(1).optional(),
+    }).prefault({}),
   }).prefault({}),
   apisec: z.strictObject({
     permissions: z.record(

@@ -175,8 +175,11 @@ function cached<T>(build: (key: string) => T): (key: string) => T {
   };
 }
 
+/** The documents themselves are the key: timestamps can repeat (a fake or coarse clock). */
 const keyOf = (source: ProtectionSource, ...kinds: string[]): string =>
-  kinds.map((k) => source.rows(k).map((r) => `${r.id}@${r.updated_at}`).join(",")).join("|");
+  kinds.map((k) => source.rows(k).map((r) => `${r.id}=${r.position}:${r.config}`).join("\n")).join(
+    "\f",
+  );
 
 /** A compiler keeping its part caches between builds. */
 export function createProtectionCompiler(geo?: GeoLookup) {

@@ -6,6 +6,7 @@
  * into the running policy before the response is sent.
  */
 import type { z } from "zod";
+import { badRequest } from "../mod/errors.ts";
 import type { PolicyObjects } from "../mod/policy_objects.ts";
 import { KIND } from "../mod/protection_compile.ts";
 import {
@@ -30,6 +31,8 @@ export interface CrudOptions {
   readonly schema: z.ZodType<Record<string, unknown>>;
   readonly read: string;
   readonly write: string;
+  /** Extra write-time checks that need the running configuration; throw an AppError. */
+  readonly check?: (doc: Record<string, unknown>) => void;
   /** Optional list filter from the query string. */
   readonly filter?: (item: Record<string, unknown>, query: Record<string, string>) => boolean;
 }
@@ -55,6 +58,7 @@ export function crudRoutes(objects: PolicyObjects, o: CrudOptions): RouteDef[] {
       access: perm(o.write),
       handler: async (c) => {
         const doc = await readJson(c, o.schema);
+        o.check?.(doc);
         return c.json(objects.create(o.kind, o.audit, doc, auditContext(c), position(doc)), 201);
       },
     },
@@ -70,6 +74,7 @@ export function crudRoutes(objects: PolicyObjects, o: CrudOptions): RouteDef[] {
       access: perm(o.write),
       handler: async (c) => {
         const doc = await readJson(c, o.schema);
+        o.check?.(doc);
         const id = c.req.param("id") ?? "";
         return c.json(
           objects.replace(o.kind, o.audit, o.label, id, doc, auditContext(c), position(doc)),
@@ -114,7 +119,20 @@ export function settingRoutes(
   ];
 }
 
-export function protectionRoutes(objects: PolicyObjects): RouteDef[] {
+/** Refuses country conditions when no GeoIP database is configured. */
+function geoCheck(hasGeo: boolean) {
+  return (doc: Record<string, unknown>) => {
+    const conditions = doc["conditions"] as { countries?: unknown } | undefined;
+    if (!hasGeo && conditions?.countries !== undefined) {
+      throw badRequest(
+        'Invalid field "conditions.countries": no GeoIP database is configured (set protection.geoip.file)',
+        "conditions.countries",
+      );
+    }
+  };
+}
+
+export function protectionRoutes(objects: PolicyObjects, options: { hasGeo: boolean }): RouteDef[] {
   return [
     ...crudRoutes(objects, {
       base: "/api/protection/ip-lists",
@@ -136,6 +154,7 @@ export function protectionRoutes(objects: PolicyObjects): RouteDef[] {
       schema: aclRuleSchema,
       read: "read:protection",
       write: "write:protection",
+      check: geoCheck(options.hasGeo),
     }),
     ...crudRoutes(objects, {
       base: "/api/rules/custom",
