@@ -51,10 +51,10 @@ protection:
   bot:
     # Challenge state is kept in process memory; "redis" is rejected.
     challenge_backend: memory
-  geoip:
-    # CSV of "network,country_code" lines (e.g. "203.0.113.0/24,AU"); enables the ACL
-    # country condition. Without it, rules with a country condition are refused.
-    # file: /var/lib/waf/geoip.csv
+  # A CSV of "network,country_code" lines (e.g. "203.0.113.0/24,AU") enables the ACL
+  # country condition. Without it, rules with a country condition are refused.
+  # geoip:
+  #   file: /var/lib/waf/geoip.csv
 
 apisec:
   # Role -> permission expressions: "*", "family:*" (e.g. "read:*") or an exact identifier.
