@@ -32,7 +32,7 @@ export function parseLang(value: string): Lang | undefined {
   return LANGUAGES.find((lang) => lang.toLowerCase() === wanted);
 }
 
-const PLACEHOLDER = /\{([a-z_]+)\}/g;
+const PLACEHOLDER = /\{([a-z][a-z0-9_]*)\}/g;
 
 /** The placeholder names a template uses, sorted (catalogue tests compare them per language). */
 export function placeholders(template: string): string[] {

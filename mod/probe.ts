@@ -213,7 +213,7 @@ export async function probe(options: ProbeOptions, deps: ProbeDeps): Promise<Pro
   };
   const result = (): ProbeReport => r;
 
-  let address = host;
+  let addresses = [host];
   if (isIP(host)) {
     r.dns = { status: "skipped", reason: "ip_literal" };
   } else {
@@ -225,22 +225,34 @@ export async function probe(options: ProbeOptions, deps: ProbeDeps): Promise<Pro
       r.dns = { status: "failed", ms: dns.ms, error: dns.error };
       return result();
     }
-    const addresses = dns.value.map((a) => a.address);
-    if (!addresses[0]) {
+    addresses = dns.value.map((a) => a.address);
+    if (addresses.length === 0) {
       r.dns = { status: "failed", ms: dns.ms, error: "no address" };
       return result();
     }
     r.dns = { status: "ok", ms: dns.ms, detail: { addresses } };
-    address = addresses[0];
   }
 
-  const tcp = await timed(deps, () => connectTcp(address, port, options.timeoutMs));
+  // Addresses in resolver order, the first that accepts wins (localhost is often ::1 first
+  // while the service listens on 127.0.0.1 only).
+  const tcp = await timed(deps, async () => {
+    let last: unknown;
+    for (const address of addresses) {
+      try {
+        return { address, socket: await connectTcp(address, port, options.timeoutMs) };
+      } catch (err) {
+        last = err;
+      }
+    }
+    throw last;
+  });
   if (!tcp.ok) {
     r.tcp = { status: "failed", ms: tcp.ms, error: tcp.error };
     return result();
   }
-  r.tcp = { status: "ok", ms: tcp.ms, detail: { address, port } };
-  let socket: Socket = tcp.value;
+  r.tcp = { status: "ok", ms: tcp.ms, detail: { address: tcp.value.address, port } };
+  const raw = tcp.value.socket;
+  let socket: Socket = raw;
   try {
     if (url.protocol === "https:") {
       const secure = await timed(deps, () => startTls(socket, host, options));
@@ -260,6 +272,6 @@ export async function probe(options: ProbeOptions, deps: ProbeDeps): Promise<Pro
     return result();
   } finally {
     socket.destroy();
-    tcp.value.destroy();
+    raw.destroy();
   }
 }

@@ -10,9 +10,9 @@ const URL_USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/@]*@/gi;
 const PEM_PRIVATE = /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----/g;
 const BEARER = /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+/g;
 const ASSIGNMENT =
-  /\b([A-Za-z0-9_-]*(?:pass(?:word|wd)?|secret|token|api[_-]?key|authorization|cookie|dsn|totp|session[_-]?id)[A-Za-z0-9_-]*)(\s*[=:]\s*)("[^"]*"|[^\s,;&}]+)/gi;
+  /\b([A-Za-z0-9_-]*(?:pass(?:word|wd)?|secret|token|api[_-]?key|authorization|cookie|dsn|totp|session[_-]?id)[A-Za-z0-9_-]*)(\s*[=:]\s*)("[^"]*"|(?!(?:Bearer|Basic)\s)[^\s,;&}]+)/gi;
 const JSON_FIELD =
-  /("[^"]*(?:pass|secret|token|key|cookie|authorization|dsn|totp|session|credential)[^"]*"\s*:\s*)("(?:[^"\\]|\\.)*"|[^,}\]\s]+)/gi;
+  /("[^"]*(?:pass|secret|token|key|cookie|authorization|dsn|totp|session|credential)[^"]*"\s*:\s*)("(?:[^"\\]|\\.)*"|(?![[{])[^,}\]\s]+)/gi;
 
 /** Masks credentials in a URL-like string (`redis://user:pw@host` → `redis://[masked]@host`). */
 function maskUrlUserinfo(text: string): string {
@@ -48,7 +48,7 @@ export function scrubText(text: string, knownSecrets: readonly string[] = []): s
     (_, head: string, value: string) =>
       value === '""' || value === "null" ? head + value : `${head}"${MASK}"`,
   );
-  out = out.replace(ASSIGNMENT, `$1$2${MASK}`);
   out = out.replace(BEARER, `$1 ${MASK}`);
+  out = out.replace(ASSIGNMENT, `$1$2${MASK}`);
   return maskUrlUserinfo(out);
 }
