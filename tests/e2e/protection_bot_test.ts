@@ -1,0 +1,112 @@
+/** Bot challenge: a real headless browser passes it (GET and POST), a plain HTTP client never does. */
+import { assertEquals, ok } from "../_helpers/assert.ts";
+import { launchBrowser } from "../_helpers/browser.ts";
+import { addSite, apiFor, hit, steps } from "../_helpers/protection.ts";
+import { startTestServer } from "../_helpers/server.ts";
+import { startUpstream } from "../_helpers/upstream.ts";
+
+const CURL = { "user-agent": "curl/8.5.0" };
+/** A page-side condition (a string, so this file needs no DOM types). */
+const bodyHas = (text: string) =>
+  `document.body && document.body.innerText.includes(${JSON.stringify(text)})`;
+
+Deno.test("a client without JavaScript gets the challenge page and never reaches the upstream", async () => {
+  await using up = startUpstream();
+  await using s = await startTestServer();
+  addSite(s, up.url);
+  const api = apiFor(s);
+  const policy =
+    await (await api("POST", "/api/protection/bot-policies", { mode: "suspicious", difficulty: 8 }))
+      .json();
+  const r = await hit(s, "/", { init: { headers: CURL } });
+  assertEquals(r.status, 403);
+  assertEquals(r.headers.get("x-waf-challenge"), "1");
+  ok((r.headers.get("content-security-policy") ?? "").includes("script-src 'nonce-"));
+  ok(r.body.includes(r.traceId));
+  assertEquals(steps(r).at(-1), `bot:challenge:bad_user_agent:${policy.id}`);
+  assertEquals(r.action, "challenge");
+  const noUa = await hit(s, "/", { init: { headers: { "user-agent": "" } } });
+  assertEquals(noUa.status, 403);
+  const token = /name="token" value="([^"]+)"/.exec(r.body)?.[1] ?? "";
+  const wrong = await hit(s, "/.well-known/waf/challenge", {
+    init: {
+      method: "POST",
+      headers: { ...CURL, "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ token, answer: "nope", ret: "/" }).toString(),
+    },
+  });
+  assertEquals(wrong.status, 403);
+  assertEquals(steps(wrong).at(-1), "bot:verify:wrong_answer");
+  const browserLike = await hit(s, "/");
+  assertEquals(browserLike.status, 200, "an ordinary browser user agent passes in suspicious mode");
+  assertEquals(up.seen.length, 1);
+});
+
+Deno.test("a headless browser solves the challenge and reaches the upstream with a clearance cookie (GET and POST)", async () => {
+  await using browser = await launchBrowser();
+  if (!browser) return;
+  await using up = startUpstream();
+  await using s = await startTestServer();
+  addSite(s, up.url, { hosts: ["127.0.0.1"] });
+  const api = apiFor(s);
+  const all = await (await api("POST", "/api/protection/bot-policies", {
+    mode: "all",
+    path_prefix: "/protected",
+    difficulty: 12,
+  })).json();
+  const suspicious = await (await api("POST", "/api/protection/bot-policies", {
+    mode: "suspicious",
+    difficulty: 12,
+  })).json();
+
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await page.goto(`${s.dataUrl}/welcome?from=test`);
+  await page.waitForFunction(bodyHas('"path":"/welcome"'), null, { timeout: 30_000 });
+  const echo = JSON.parse(await page.innerText("body"));
+  assertEquals([echo.method, echo.path, echo.query], ["GET", "/welcome", "?from=test"]);
+  assertEquals(
+    up.seen.filter((e) => e.path === "/welcome").length,
+    1,
+    "only the cleared request reached the upstream",
+  );
+  const cookies = await context.cookies();
+  const clearance = cookies.find((c) => c.name === "waf_clearance");
+  ok(clearance?.httpOnly);
+  const last = s.dataPlane.accessLog.list({ limit: 1 })[0];
+  ok(last !== undefined);
+  const rec = JSON.parse(last.record);
+  assertEquals(
+    rec.chain.map((c: { check: string; result: string; rule?: string }) =>
+      `${c.check}:${c.result}:${c.rule ?? ""}`
+    )
+      .filter((x: string) => x.startsWith("bot")),
+    [`bot:clearance:${suspicious.id}`],
+  );
+  await context.close();
+
+  const fresh = await browser.newContext();
+  const p2 = await fresh.newPage();
+  await p2.goto(`${s.dataUrl}/open`);
+  await p2.waitForFunction(bodyHas('"path":"/open"'), null, { timeout: 30_000 });
+  // A plain form POST, as a user submitting a page would send it.
+  await p2.evaluate(`(() => {
+    const f = document.createElement("form");
+    f.method = "POST";
+    f.action = "/protected/form";
+    for (const [k, v] of [["name", "Ada"], ["note", "a&b=c"]]) {
+      const i = document.createElement("input");
+      i.name = k;
+      i.value = v;
+      f.appendChild(i);
+    }
+    document.body.appendChild(f);
+    f.submit();
+  })()`);
+  await p2.waitForFunction(bodyHas('"path":"/protected/form"'), null, { timeout: 30_000 });
+  const posted = JSON.parse(await p2.innerText("body"));
+  assertEquals([posted.method, posted.body], ["POST", "name=Ada&note=a%26b%3Dc"]);
+  assertEquals(up.seen.filter((e) => e.path === "/protected/form").length, 1);
+  ok(all.id);
+  await fresh.close();
+});
