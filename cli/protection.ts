@@ -18,6 +18,8 @@ import { createProtectionRuntime } from "../mod/protection_runtime.ts";
 import type { Random } from "../mod/random.ts";
 import { createProtectionGate, type ProtectionGate } from "../routes/protection_gate.ts";
 import { protectionRoutes } from "../routes/protection.ts";
+import { threatIntelRoutes } from "../routes/threat_intel.ts";
+import { createThreatFeeds, type ThreatFeeds } from "../mod/threat_feeds.ts";
 import type { RouteDef } from "../routes/route.ts";
 
 export interface ProtectionPlane {
@@ -25,6 +27,7 @@ export interface ProtectionPlane {
   /** Compiles the controls; passed to `createPolicy`. */
   readonly compile: () => CompiledProtection;
   readonly gate: ProtectionGate;
+  readonly feeds: ThreatFeeds;
   readonly routes: readonly RouteDef[];
   /** Connects the policy once it exists (changes rebuild it). */
   attach(policy: Policy): void;
@@ -57,15 +60,32 @@ export function createProtectionPlane(deps: ProtectionDeps): ProtectionPlane {
   const compiler = createProtectionCompiler(geo);
   const runtime = createProtectionRuntime({ clock, random });
   const gate = createProtectionGate({ runtime, clock, random });
+  const feeds = createThreatFeeds({
+    objects,
+    clock,
+    logger: deps.logger,
+    rebuild: () => policy?.rebuild(),
+  });
   return {
     objects,
     compile: () =>
       compiler({ rows: (k) => repo.list(k), singleton: (k) => repo.get(k, k)?.config }),
     gate,
-    routes: [...protectionRoutes(objects, { hasGeo: geo !== undefined })],
+    feeds,
+    routes: [
+      ...protectionRoutes(objects, { hasGeo: geo !== undefined }),
+      ...threatIntelRoutes({
+        objects,
+        feeds,
+        db,
+        audit,
+        current: () => policy?.current.protection,
+      }),
+    ],
     attach(p) {
       policy = p;
+      feeds.start();
     },
-    close: () => Promise.resolve(),
+    close: () => feeds.stop(),
   };
 }

@@ -140,6 +140,11 @@ export function createPolicyObjects(deps: PolicyObjectsDeps) {
       deps.onChange();
     },
 
+    /** The stored JSON of an internal document keyed by id (feed status, indicators). */
+    singletonOf(kind: string, id: string): string | undefined {
+      return repo.get(kind, id)?.config;
+    },
+
     /** The stored JSON of a singleton setting (its id is its kind), if any. */
     singleton(kind: string): string | undefined {
       return repo.get(kind, kind)?.config;

@@ -119,7 +119,10 @@ interface IndicatorsDoc {
 
 function threatEntries(source: ProtectionSource): Array<readonly [Cidr, ThreatHit]> {
   const out: Array<readonly [Cidr, ThreatHit]> = [];
-  const indicators = new Map(source.rows(KIND.indicators).map((r) => [r.id, r.config]));
+  // Indicator rows are `<feed id>:indicators` (ids are unique across kinds).
+  const indicators = new Map(
+    source.rows(KIND.indicators).map((r) => [r.id.slice(0, r.id.lastIndexOf(":")), r.config]),
+  );
   for (const feed of docs<ThreatFeedDoc>(source, KIND.feed)) {
     if (!feed.enabled) continue;
     const stored = indicators.get(feed.id);

@@ -7,7 +7,7 @@
  */
 import type { z } from "zod";
 import { badRequest } from "../mod/errors.ts";
-import type { PolicyObjects } from "../mod/policy_objects.ts";
+import type { PolicyObjects, StoredObject } from "../mod/policy_objects.ts";
 import { KIND } from "../mod/protection_compile.ts";
 import {
   aclRuleSchema,
@@ -33,6 +33,12 @@ export interface CrudOptions {
   readonly write: string;
   /** Extra write-time checks that need the running configuration; throw an AppError. */
   readonly check?: (doc: Record<string, unknown>) => void;
+  /** Shapes each stored item for the response (e.g. adds a sync status). */
+  readonly decorate?: (item: StoredObject) => StoredObject;
+  /** Runs after a committed create or replace. */
+  readonly afterWrite?: (item: StoredObject) => void;
+  /** Runs after a committed delete. */
+  readonly afterDelete?: (id: string) => void;
   /** Optional list filter from the query string. */
   readonly filter?: (item: Record<string, unknown>, query: Record<string, string>) => boolean;
 }
@@ -41,6 +47,11 @@ export interface CrudOptions {
 export function crudRoutes(objects: PolicyObjects, o: CrudOptions): RouteDef[] {
   const position = (doc: Record<string, unknown>) =>
     typeof doc["position"] === "number" ? doc["position"] : undefined;
+  const shape = o.decorate ?? ((item: StoredObject) => item);
+  const written = (item: StoredObject) => {
+    o.afterWrite?.(item);
+    return shape(item);
+  };
   return [
     {
       method: "GET",
@@ -49,7 +60,8 @@ export function crudRoutes(objects: PolicyObjects, o: CrudOptions): RouteDef[] {
       handler: (c) => {
         const q = c.req.query();
         const items = objects.list(o.kind);
-        return c.json({ items: o.filter ? items.filter((i) => o.filter!(i, q)) : items });
+        const kept = o.filter ? items.filter((i) => o.filter!(i, q)) : items;
+        return c.json({ items: kept.map(shape) });
       },
     },
     {
@@ -59,14 +71,15 @@ export function crudRoutes(objects: PolicyObjects, o: CrudOptions): RouteDef[] {
       handler: async (c) => {
         const doc = await readJson(c, o.schema);
         o.check?.(doc);
-        return c.json(objects.create(o.kind, o.audit, doc, auditContext(c), position(doc)), 201);
+        const item = objects.create(o.kind, o.audit, doc, auditContext(c), position(doc));
+        return c.json(written(item), 201);
       },
     },
     {
       method: "GET",
       path: `${o.base}/:id`,
       access: perm(o.read),
-      handler: (c) => c.json(objects.get(o.kind, o.label, c.req.param("id") ?? "")),
+      handler: (c) => c.json(shape(objects.get(o.kind, o.label, c.req.param("id") ?? ""))),
     },
     {
       method: "PUT",
@@ -76,9 +89,16 @@ export function crudRoutes(objects: PolicyObjects, o: CrudOptions): RouteDef[] {
         const doc = await readJson(c, o.schema);
         o.check?.(doc);
         const id = c.req.param("id") ?? "";
-        return c.json(
-          objects.replace(o.kind, o.audit, o.label, id, doc, auditContext(c), position(doc)),
+        const item = objects.replace(
+          o.kind,
+          o.audit,
+          o.label,
+          id,
+          doc,
+          auditContext(c),
+          position(doc),
         );
+        return c.json(written(item));
       },
     },
     {
@@ -86,7 +106,9 @@ export function crudRoutes(objects: PolicyObjects, o: CrudOptions): RouteDef[] {
       path: `${o.base}/:id`,
       access: perm(o.write),
       handler: (c) => {
-        objects.remove(o.kind, o.audit, o.label, c.req.param("id") ?? "", auditContext(c));
+        const id = c.req.param("id") ?? "";
+        objects.remove(o.kind, o.audit, o.label, id, auditContext(c));
+        o.afterDelete?.(id);
         return c.body(null, 204);
       },
     },
