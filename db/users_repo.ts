@@ -51,7 +51,7 @@ export function createUsersRepo(db: Db) {
   );
   const byId = db.prepare("SELECT * FROM users WHERE id = ?");
   const byUsername = db.prepare("SELECT * FROM users WHERE username = ?");
-  const all = db.prepare("SELECT * FROM users ORDER BY created_at, id");
+  const all = db.prepare("SELECT * FROM users ORDER BY created_at, rowid");
   const count = db.prepare("SELECT COUNT(*) AS n FROM users");
   const setPassword = db.prepare(
     `UPDATE users SET password_hash = ?, updated_at = ?, ${EPOCH} WHERE id = ?`,

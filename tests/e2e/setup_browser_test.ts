@@ -1,0 +1,63 @@
+/**
+ * The whole first-install flow as a new user meets it, in a real headless chromium: start on an
+ * empty data directory, read setup.url, open it, complete setup in the page, sign in, list users.
+ */
+import { assertEquals, assertMatch, ok } from "../_helpers/assert.ts";
+import { launchBrowser } from "../_helpers/browser.ts";
+import { startTestServer } from "../_helpers/server.ts";
+import { setupReceipt } from "../../mod/setup_token.ts";
+
+Deno.test("a new user completes setup in the browser, signs in and sees the user list", async () => {
+  await using browser = await launchBrowser();
+  if (!browser) return;
+  await using server = await startTestServer();
+  const link = (await Deno.readTextFile(`${server.dir}/runtime/setup.url`)).trim();
+  const token = /#token=(.+)$/.exec(link)![1]!;
+
+  const page = await browser.newPage();
+  const requests: { url: string; headers: Record<string, string> }[] = [];
+  page.on("request", (r) => requests.push({ url: r.url(), headers: r.headers() }));
+  await page.goto(link);
+
+  await page.locator("#setup-form").waitFor({ state: "visible" });
+  // The fragment is gone from the address bar and history before any request carried it.
+  assertEquals(page.url(), `${server.managementUrl}/setup`);
+  assertEquals(await page.evaluate(() => globalThis.location.hash), "");
+  assertEquals(await page.locator("#receipt-value").textContent(), setupReceipt(token));
+  assertMatch((await page.locator("#probe-profile").textContent())!, /^(low|balanced|strict)$/);
+
+  // The rules react as the user types.
+  await page.locator("#username").fill(" admin");
+  assertEquals(await page.locator("#username-rules li.bad").count() > 0, true);
+  await page.locator("#username").fill("admin");
+  assertEquals(await page.locator("#username-rules li.bad").count(), 0);
+  await page.locator("#password").fill("Password-2026");
+  await page.locator("#confirm").fill("Password-2026");
+  // The server's refusal (a common password) is shown as it is.
+  await page.locator("#submit").click();
+  await page.locator("#error").filter({ hasText: "not a common password" }).waitFor();
+
+  await page.locator("#password").fill("Correct-Horse-9");
+  await page.locator("#confirm").fill("Correct-Horse-9");
+  assertEquals(await page.locator("#password-rules li.bad").count(), 0);
+  await page.locator("#submit").click();
+  await page.waitForURL(`${server.managementUrl}/login`);
+
+  await page.locator("#username").fill("admin");
+  await page.locator("#password").fill("Correct-Horse-9");
+  await page.locator("#submit").click();
+  await page.waitForURL(`${server.managementUrl}/console`);
+  await page.locator("#users tbody tr").first().waitFor();
+  const rows = await page.locator("#users tbody tr td:first-child").allTextContents();
+  assertEquals(rows, ["admin"]);
+  assertMatch((await page.locator("#whoami").textContent())!, /Signed in as admin \(admin\)/);
+
+  // The token only ever travelled in the X-WAF-Setup-Token header.
+  for (const r of requests) ok(!r.url.includes(token), r.url);
+  const withHeader = requests.filter((r) => r.headers["x-waf-setup-token"] === token);
+  ok(withHeader.some((r) => r.url.endsWith("/api/setup/probe")));
+  ok(withHeader.some((r) => r.url.endsWith("/api/setup")));
+  for (const line of server.logs) ok(!line.includes(token), line);
+  assertEquals((await server.identity.users.list()).map((u) => u.username), ["admin"]);
+  await page.close();
+});
