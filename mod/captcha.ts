@@ -1,7 +1,8 @@
 /**
  * A proof-of-work CAPTCHA the browser solves without third parties: the server signs a
  * challenge (HMAC), the client finds a nonce whose SHA-256 together with the challenge has
- * `difficulty` leading zero bits, and the server checks it. Challenges and receipts expire
+ * `difficulty` leading zero bits (the same puzzle as the data plane's bot challenge,
+ * `engine/bot.ts`), and the server checks it. Challenges and receipts expire
  * after two minutes and are single-use; a receipt is bound to one username and one client
  * address. Signed values carry this process's boot id, so nothing issued before a restart
  * (when the used-sets were lost) is accepted after it.
@@ -10,7 +11,7 @@ import type { Clock } from "./clock.ts";
 import { fromB64urlText, hmac, safeEqual, sha256Hex } from "./digest.ts";
 import { AppError } from "./errors.ts";
 import { type Random, randomHex } from "./random.ts";
-import { createHash } from "node:crypto";
+import { solves } from "../engine/bot.ts";
 import { Buffer } from "node:buffer";
 
 export const CAPTCHA_TTL_MS = 120_000;
@@ -65,25 +66,9 @@ export class CaptchaError extends AppError {
   }
 }
 
-/** Leading zero bits of a digest. */
-export function leadingZeroBits(digest: Uint8Array): number {
-  let bits = 0;
-  for (const byte of digest) {
-    if (byte === 0) {
-      bits += 8;
-      continue;
-    }
-    return bits + Math.clz32(byte) - 24;
-  }
-  return bits;
-}
-
 /** Solves a challenge by brute force (tests and command-line clients). */
 export function solveChallenge(challenge: string, difficulty: number): string {
-  for (let n = 0;; n++) {
-    const digest = createHash("sha256").update(`${challenge}:${n}`).digest();
-    if (leadingZeroBits(digest) >= difficulty) return String(n);
-  }
+  for (let n = 0;; n++) if (solves(challenge, String(n), difficulty)) return String(n);
 }
 
 export function createCaptcha(deps: { key: Uint8Array; clock: Clock; random: Random }) {
@@ -152,8 +137,7 @@ export function createCaptcha(deps: { key: Uint8Array; clock: Clock; random: Ran
       if (usedChallenges.has(claims.id)) throw new CaptchaError("reused");
       usedChallenges.set(claims.id, claims.e);
       if (claims.ip !== input.clientIp) throw new CaptchaError("wrong_client");
-      const digest = createHash("sha256").update(`${input.challenge}:${input.nonce}`).digest();
-      if (leadingZeroBits(digest) < claims.d) throw new CaptchaError("wrong_answer");
+      if (!solves(input.challenge, input.nonce, claims.d)) throw new CaptchaError("wrong_answer");
       const receipt: ReceiptClaims = {
         t: "r",
         id: randomHex(deps.random),
