@@ -14,10 +14,71 @@ import { langSetCommand, langShowCommand } from "./lang.ts";
 import { logsPackCommand } from "./logs.ts";
 import { probeCommand } from "./probe.ts";
 import { storeBackupCommand, storeCheckCommand } from "./store.ts";
+import {
+  userEnsureAdminCommand,
+  userPasswordCommand,
+  userRenameCommand,
+  userRepairUsernameCommand,
+} from "./user.ts";
 
 const EXITS = "Exit codes: 0 success, 1 failure, 2 usage error.";
 
+const PASSWORD_INPUT =
+  `Exactly one password input: --password-stdin (recommended: one line on standard
+input), --password PASSWORD (visible in the process list), or --generate (a strong password
+that meets the policy, printed once).`;
+
 export const OPERATOR_COMMANDS: readonly CommandSpec[] = [
+  {
+    words: ["user", "password"],
+    summary: "Set an account's password (recovery)",
+    usage: `waf user password USERNAME (--password-stdin | --password PASSWORD | --generate)
+                  [--reset-2fa]
+
+Sets the password of the account named exactly USERNAME. ${PASSWORD_INPUT}
+The password policy applies. --reset-2fa also turns two-factor authentication (TOTP) off.
+The credential epoch advances, so the account's existing sessions end at their next request,
+also while "waf serve" runs. Audited as the local CLI.
+Exit codes: 0 success, 1 failure, 2 usage error.`,
+    run: userPasswordCommand,
+  },
+  {
+    words: ["user", "ensure-admin"],
+    summary: "Create an admin account, or make an existing one admin",
+    usage: `waf user ensure-admin USERNAME --password-stdin
+
+Ensures an enabled admin account named USERNAME exists: creates it (the first account also
+completes first-install setup), or makes the existing account an enabled admin and sets its
+password (its sessions end at their next request). USERNAME must follow the username rule.
+--password PASSWORD and --generate are accepted instead of --password-stdin.
+Exit codes: 0 success, 1 failure, 2 usage error.`,
+    run: userEnsureAdminCommand,
+  },
+  {
+    words: ["user", "rename"],
+    summary: "Rename an account (both names canonical)",
+    usage: `waf user rename OLD NEW
+
+Renames the account OLD to NEW. Both names must follow the username rule, so a historical
+non-canonical name cannot be selected here (use "waf user repair-username"). Revokes every
+unrevoked session of the account. Writes a regular audit record, no username repair record.
+Exit codes: 0 success, 1 failure, 2 usage error.`,
+    run: userRenameCommand,
+  },
+  {
+    words: ["user", "repair-username"],
+    summary: "Repair a historical username that breaks the rule",
+    usage: `waf user repair-username USER_ID NEW_USERNAME --reason TEXT
+
+Only for an account whose current username breaks today's username rule (such accounts can
+exist from before the rule tightened). USER_ID must match the account's immutable id exactly;
+NEW_USERNAME must follow the rule and belong to no other account (accounts are never merged).
+One transaction updates the username, revokes all the account's unrevoked sessions and
+appends to the username repair log (your OS user and uid, the reason, old and new name, the
+number of revoked sessions, the time). Id, password, role and two-factor state are unchanged.
+Exit codes: 0 success, 1 failure, 2 usage error.`,
+    run: userRepairUsernameCommand,
+  },
   {
     words: ["store", "backup"],
     summary: "Write a consistent online backup of the store",

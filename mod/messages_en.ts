@@ -137,6 +137,51 @@ Environment: WAF_LANG=en|zh-CN selects the language for one run (see "waf lang")
   "probe.http_detail": "{status}, {bytes} header bytes, time to first byte {ttfb}",
   "probe.bad_url": 'Option --url expects an http:// or https:// URL, got "{url}"',
   "probe.ca_unreadable": 'Cannot read the CA file "{path}": {error}',
+  // waf user
+  "user.password_on_command_line":
+    "Warning: a password given with --password may be visible in the process list and shell history; prefer --password-stdin",
+  "user.empty_stdin": "No password on standard input",
+  "user.no_name": 'No account is named "{name}" (names match exactly, byte for byte)',
+  "user.no_id": 'No account has the id "{id}" (ids match exactly)',
+  "user.username_invalid": 'The username "{name}" breaks the username rule: {reason}',
+  "user.username_taken":
+    'The username "{name}" belongs to another account; accounts are never merged',
+  "user.username_canonical":
+    'The username "{name}" already follows the rule: use "waf user rename" instead',
+  "user.same_username": "The new username equals the old one: nothing to change",
+  "user.password_policy": "The password does not meet the policy:",
+  "user.no_admin_role": 'The role "admin" is not configured in apisec.permissions',
+  "user.password_set":
+    'Password of "{name}" changed; its existing sessions end at their next request',
+  "user.totp_disabled": "Two-factor authentication (TOTP) is now off for this account",
+  "user.totp_was_off": "Two-factor authentication (TOTP) was already off",
+  "user.generated": "Generated password (shown only this once):",
+  "user.admin_created": 'Created the admin account "{name}" (id {id})',
+  "user.setup_url_removed": "First-install setup is complete; the setup link file was removed",
+  "user.admin_updated":
+    'The account "{name}" is now an enabled admin (was "{role}") with the new password; its existing sessions end at their next request',
+  "user.renamed": 'Renamed "{old}" to "{name}"; {sessions} session(s) revoked',
+  "user.repaired":
+    'Repaired the username of {id}: "{old}" is now "{name}"; {sessions} session(s) revoked; recorded in the username repair log',
+  "username.whitespace": "it contains the whitespace character {char}",
+  "username.control": "it contains the control or format character {char}",
+  "username.non_ascii": "it contains the non-ASCII character {char}",
+  "username.character":
+    "it contains {char}; only ASCII letters, digits, '.', '_' and '-' are allowed",
+  "username.length": "it must be 3 to 32 characters long, not {length}",
+  "username.first": "it must start with an ASCII letter",
+  "username.last": "it must end with an ASCII letter or digit",
+  "password.min_length": "at least 10 characters",
+  "password.max_length": "at most 256 characters",
+  "password.character_classes":
+    "at least 3 of: upper-case letters, lower-case letters, digits (not all one repeated digit), special characters",
+  "password.common_password": "not a common password",
+  "password.sequence":
+    "no runs of 4 or more consecutive letters or digits such as 'abcd' or '1234'",
+  "password.keyboard_walk": "no keyboard walks of 4 or more keys such as 'qwer' or 'asdf'",
+  "password.repeated_run":
+    "no character repeated 4 or more times in a row and no repeated short pattern",
+  "password.contains_username": "must neither equal nor contain the username (ignoring case)",
 } as const satisfies Record<string, string>;
 
 export type MessageId = keyof typeof EN;

@@ -119,6 +119,44 @@ export const ZH_CN: Readonly<Record<MessageId, string>> = {
   "probe.http_detail": "{status}，响应头 {bytes} 字节，首字节时间 {ttfb}",
   "probe.bad_url": "选项 --url 需要 http:// 或 https:// 地址，实际为 “{url}”",
   "probe.ca_unreadable": "无法读取 CA 文件 “{path}”：{error}",
+  "user.password_on_command_line":
+    "警告：通过 --password 传入的密码可能出现在进程列表和 shell 历史中；建议使用 --password-stdin",
+  "user.empty_stdin": "标准输入中没有密码",
+  "user.no_name": "没有名为 “{name}” 的账户（名称按字节精确匹配）",
+  "user.no_id": "没有 id 为 “{id}” 的账户（id 精确匹配）",
+  "user.username_invalid": "用户名 “{name}” 不符合用户名规则：{reason}",
+  "user.username_taken": "用户名 “{name}” 属于另一个账户；账户永远不会被合并",
+  "user.username_canonical": "用户名 “{name}” 已符合规则：请改用 “waf user rename”",
+  "user.same_username": "新用户名与旧用户名相同：无需更改",
+  "user.password_policy": "密码不符合密码策略：",
+  "user.no_admin_role": "apisec.permissions 中没有配置 “admin” 角色",
+  "user.password_set": "已更改 “{name}” 的密码；其现有会话将在下一次请求时失效",
+  "user.totp_disabled": "该账户的双因素认证（TOTP）已关闭",
+  "user.totp_was_off": "双因素认证（TOTP）原本就是关闭的",
+  "user.generated": "生成的密码（只显示这一次）：",
+  "user.admin_created": "已创建管理员账户 “{name}”（id {id}）",
+  "user.setup_url_removed": "首次安装设置已完成；已删除安装链接文件",
+  "user.admin_updated":
+    "账户 “{name}” 现在是已启用的管理员（原角色 “{role}”），并已设置新密码；其现有会话将在下一次请求时失效",
+  "user.renamed": "已将 “{old}” 重命名为 “{name}”；撤销了 {sessions} 个会话",
+  "user.repaired":
+    "已修复 {id} 的用户名：“{old}” 现为 “{name}”；撤销了 {sessions} 个会话；已记入用户名修复日志",
+  "username.whitespace": "包含空白字符 {char}",
+  "username.control": "包含控制或格式字符 {char}",
+  "username.non_ascii": "包含非 ASCII 字符 {char}",
+  "username.character": "包含 {char}；只允许 ASCII 字母、数字、“.”、“_” 和 “-”",
+  "username.length": "长度必须为 3 到 32 个字符，而不是 {length}",
+  "username.first": "必须以 ASCII 字母开头",
+  "username.last": "必须以 ASCII 字母或数字结尾",
+  "password.min_length": "至少 10 个字符",
+  "password.max_length": "最多 256 个字符",
+  "password.character_classes":
+    "至少包含以下 4 类中的 3 类：大写字母、小写字母、数字（不能全是同一个数字）、特殊字符",
+  "password.common_password": "不能是常见密码",
+  "password.sequence": "不能包含 4 个或以上连续的字母或数字，例如 “abcd” 或 “1234”",
+  "password.keyboard_walk": "不能包含 4 个或以上相邻的键盘按键，例如 “qwer” 或 “asdf”",
+  "password.repeated_run": "同一字符不能连续重复 4 次或以上，也不能重复短模式",
+  "password.contains_username": "不能等于或包含用户名（不区分大小写）",
 };
 
 /** Chinese help for each command, keyed by its words (`"store backup"`). */
@@ -146,6 +184,46 @@ export const HELP_ZH_CN: Readonly<Record<string, { summary: string; usage: strin
 首次安装尚未完成时，替换安装令牌（运行中的服务立即接受新令牌并拒绝旧令牌），把完整的安装链接
 写入 <data-dir>/runtime/setup.url（权限 0600，10 分钟内有效），只打印该文件的路径和令牌回执。
 安装已完成时退出码为 1。`,
+  },
+  "user password": {
+    summary: "设置账户密码（恢复访问）",
+    usage: `waf user password USERNAME (--password-stdin | --password PASSWORD | --generate)
+                  [--reset-2fa]
+
+设置名称与 USERNAME 完全相同的账户的密码。密码输入方式必须且只能选一种：--password-stdin
+（推荐：从标准输入读取一行）、--password PASSWORD（会出现在进程列表中）或 --generate
+（生成符合策略的强密码，只打印一次）。适用密码策略。--reset-2fa 同时关闭双因素认证（TOTP）。
+凭据纪元递增，因此该账户的现有会话会在下一次请求时失效（“waf serve” 运行时同样如此）。
+以本地 CLI 身份记入审计。
+退出码：0 成功，1 失败，2 用法错误。`,
+  },
+  "user ensure-admin": {
+    summary: "创建管理员账户，或把现有账户设为管理员",
+    usage: `waf user ensure-admin USERNAME --password-stdin
+
+确保存在名为 USERNAME 的已启用管理员账户：不存在时创建（第一个账户同时完成首次安装设置），
+存在时把它设为已启用的管理员并设置密码（其会话在下一次请求时失效）。USERNAME 必须符合用户名规则。
+也可用 --password PASSWORD 或 --generate 代替 --password-stdin。
+退出码：0 成功，1 失败，2 用法错误。`,
+  },
+  "user rename": {
+    summary: "重命名账户（新旧名称都须符合规则）",
+    usage: `waf user rename OLD NEW
+
+把账户 OLD 重命名为 NEW。两个名称都必须符合用户名规则，因此这里不能选中不合规的历史用户名
+（请用 “waf user repair-username”）。撤销该账户所有未撤销的会话。写入普通审计记录，
+不写用户名修复记录。
+退出码：0 成功，1 失败，2 用法错误。`,
+  },
+  "user repair-username": {
+    summary: "修复不符合规则的历史用户名",
+    usage: `waf user repair-username USER_ID NEW_USERNAME --reason TEXT
+
+仅适用于当前用户名不符合现行用户名规则的账户（规则收紧之前可能存在这样的账户）。USER_ID
+必须与账户不可变的 id 完全一致；NEW_USERNAME 必须符合规则且不属于其他账户（账户永远不会被合并）。
+在一个事务中更新用户名、撤销该账户所有未撤销的会话，并追加到用户名修复日志（你的操作系统用户
+和 uid、原因、旧名和新名、撤销的会话数、时间）。id、密码、角色和双因素状态保持不变。
+退出码：0 成功，1 失败，2 用法错误。`,
   },
   "store backup": {
     summary: "在线写出存储的一致性备份",
