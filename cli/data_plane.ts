@@ -55,7 +55,14 @@ export interface DataPlaneDeps {
 export function createDataPlane(deps: DataPlaneDeps): DataPlane {
   const { config, db, clock, random, logger } = deps;
   const sitesRepo = createSitesRepo(db);
-  const protection = createProtectionPlane({ config, db, clock, random, logger });
+  const protection = createProtectionPlane({
+    config,
+    db,
+    clock,
+    random,
+    logger,
+    findAccessRecord: async (traceId) => (await accessLog.get(traceId))?.record,
+  });
   const policy = createPolicy({
     listSites: () => sitesRepo.list(),
     clock,

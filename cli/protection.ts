@@ -10,6 +10,8 @@ import { createAudit } from "../mod/audit.ts";
 import type { Clock } from "../mod/clock.ts";
 import type { Config } from "../mod/config.ts";
 import { loadGeoIp } from "../mod/geoip.ts";
+import { type Alap, createAlap } from "../mod/alap.ts";
+import { alapRoutes } from "../routes/alap.ts";
 import type { Logger } from "../mod/logger.ts";
 import type { Policy } from "../mod/policy.ts";
 import { createPolicyObjects, type PolicyObjects } from "../mod/policy_objects.ts";
@@ -28,6 +30,7 @@ export interface ProtectionPlane {
   readonly compile: () => CompiledProtection;
   readonly gate: ProtectionGate;
   readonly feeds: ThreatFeeds;
+  readonly alap: Alap;
   readonly routes: readonly RouteDef[];
   /** Connects the policy once it exists (changes rebuild it). */
   attach(policy: Policy): void;
@@ -40,6 +43,8 @@ export interface ProtectionDeps {
   readonly clock: Clock;
   readonly random: Random;
   readonly logger: Logger;
+  /** The stored access-log record (JSON) of a trace id, for false-positive marks. */
+  readonly findAccessRecord: (traceId: string) => Promise<string | undefined>;
 }
 
 export function createProtectionPlane(deps: ProtectionDeps): ProtectionPlane {
@@ -59,7 +64,22 @@ export function createProtectionPlane(deps: ProtectionDeps): ProtectionPlane {
   const geo = geoFile === undefined ? undefined : loadGeoIp(geoFile);
   const compiler = createProtectionCompiler(geo);
   const runtime = createProtectionRuntime({ clock, random });
-  const gate = createProtectionGate({ runtime, clock, random });
+  const alap = createAlap({
+    db,
+    objects,
+    audit,
+    clock,
+    logger: deps.logger,
+    rebuild: () => policy?.rebuild(),
+    findRecord: deps.findAccessRecord,
+  });
+  const gate = createProtectionGate({
+    runtime,
+    clock,
+    random,
+    observe: (site, record, inspection) =>
+      alap.observe(site.id, record.client_ip, record.trace_id, inspection),
+  });
   const feeds = createThreatFeeds({
     objects,
     clock,
@@ -72,7 +92,9 @@ export function createProtectionPlane(deps: ProtectionDeps): ProtectionPlane {
       compiler({ rows: (k) => repo.list(k), singleton: (k) => repo.get(k, k)?.config }),
     gate,
     feeds,
+    alap,
     routes: [
+      ...alapRoutes(alap, objects),
       ...protectionRoutes(objects, { hasGeo: geo !== undefined }),
       ...threatIntelRoutes({
         objects,
@@ -86,6 +108,9 @@ export function createProtectionPlane(deps: ProtectionDeps): ProtectionPlane {
       policy = p;
       feeds.start();
     },
-    close: () => feeds.stop(),
+    async close() {
+      await feeds.stop();
+      alap.flush();
+    },
   };
 }

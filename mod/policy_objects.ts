@@ -111,6 +111,7 @@ export function createPolicyObjects(deps: PolicyObjectsDeps) {
       doc: Record<string, unknown>,
       ctx: AuditContext,
       position?: number,
+      verb = "update",
     ): StoredObject {
       checkSite(doc);
       const now = clock.now();
@@ -125,7 +126,7 @@ export function createPolicyObjects(deps: PolicyObjectsDeps) {
           updated_at: now,
         };
         repo.update(r);
-        audit.record({ ...ctx, action: `${auditName}.update`, target: id, result: "success" });
+        audit.record({ ...ctx, action: `${auditName}.${verb}`, target: id, result: "success" });
         return r;
       });
       deps.onChange();
@@ -192,6 +193,25 @@ export function createPolicyObjects(deps: PolicyObjectsDeps) {
         audit.record({ ...ctx, action: `${auditName}.delete`, target: kind, result: "success" });
       });
       deps.onChange();
+    },
+
+    /**
+     * Inserts a document without its own transaction, audit or rebuild: for callers that
+     * batch several inside one transaction with their own audit records (ALAP proposals).
+     */
+    createInternal(kind: string, doc: unknown, siteId: string | null): StoredObject {
+      const now = clock.now();
+      const row: PolicyObjectRow = {
+        id: `${kind.slice(0, 3)}_${randomHex(deps.random, 8)}`,
+        kind,
+        site_id: siteId,
+        position: 0,
+        config: JSON.stringify(doc),
+        created_at: now,
+        updated_at: now,
+      };
+      repo.insert(row);
+      return toApi(row);
     },
 
     /** Writes without audit or rebuild, for the data plane's own bookkeeping (feed results). */

@@ -86,7 +86,7 @@ export async function hit(
   });
   const body = await r.text();
   const traceId = r.headers.get("x-waf-trace-id") ?? "";
-  const row = s.dataPlane.accessLog.get(traceId);
+  const row = await s.dataPlane.accessLog.get(traceId);
   const rec = row ? JSON.parse(row.record) : { chain: [], action: "" };
   return {
     status: r.status,

@@ -73,7 +73,7 @@ Deno.test("a headless browser solves the challenge and reaches the upstream with
   const cookies = await context.cookies();
   const clearance = cookies.find((c) => c.name === "waf_clearance");
   ok(clearance?.httpOnly);
-  const last = s.dataPlane.accessLog.list({ limit: 1 })[0];
+  const last = (await s.dataPlane.accessLog.list({ limit: 1 }))[0];
   ok(last !== undefined);
   const rec = JSON.parse(last.record);
   assertEquals(
