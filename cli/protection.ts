@@ -12,6 +12,7 @@ import type { Config } from "../mod/config.ts";
 import { loadGeoIp } from "../mod/geoip.ts";
 import { type Alap, createAlap } from "../mod/alap.ts";
 import { alapRoutes } from "../routes/alap.ts";
+import { blockPageRoutes, configuredBlockPage } from "../routes/block_pages.ts";
 import type { Logger } from "../mod/logger.ts";
 import type { Policy } from "../mod/policy.ts";
 import { createPolicyObjects, type PolicyObjects } from "../mod/policy_objects.ts";
@@ -77,6 +78,7 @@ export function createProtectionPlane(deps: ProtectionDeps): ProtectionPlane {
     runtime,
     clock,
     random,
+    blockPage: configuredBlockPage,
     observe: (site, record, inspection) =>
       alap.observe(site.id, record.client_ip, record.trace_id, inspection),
   });
@@ -95,6 +97,7 @@ export function createProtectionPlane(deps: ProtectionDeps): ProtectionPlane {
     alap,
     routes: [
       ...alapRoutes(alap, objects),
+      ...blockPageRoutes(objects),
       ...protectionRoutes(objects, { hasGeo: geo !== undefined }),
       ...threatIntelRoutes({
         objects,
