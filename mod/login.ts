@@ -14,8 +14,7 @@ import { createLockout } from "./lockout.ts";
 import { DUMMY_HASH, hashPassword, needsRehash, verifyPassword } from "./password_hash.ts";
 import type { Random } from "./random.ts";
 import type { NewSessionResult, Sessions } from "./sessions.ts";
-import { type PublicUser, toPublicUser } from "./users.ts";
-import { validateUsername } from "./username.ts";
+import { assertUsername, type PublicUser, toPublicUser } from "./users.ts";
 
 /** Checks a second-factor code; absent until two-factor support is installed. */
 export type TotpVerifier = (user: UserRow, code: string) => Promise<boolean>;
@@ -118,16 +117,11 @@ export function createLogin(deps: LoginDeps) {
           { count: false },
         );
       }
-      const name = validateUsername(input.username);
-      if (!name.ok) {
-        refuse(
-          input,
-          ctx,
-          "username_invalid",
-          new AppError(400, "USERNAME_INVALID", `Invalid username: ${name.reason}`, {
-            details: { field: "username", reason: name.reason },
-          }),
-        );
+      try {
+        assertUsername(input.username);
+      } catch (err) {
+        if (!(err instanceof AppError)) throw err;
+        refuse(input, ctx, "username_invalid", err);
       }
       if (captchaRequired(ctx.clientIp, input.username)) {
         if (!input.captcha_receipt) {

@@ -11,8 +11,7 @@ import type { Clock } from "../mod/clock.ts";
 import { AppError } from "../mod/errors.ts";
 import type { Login } from "../mod/login.ts";
 import { SESSION_ABSOLUTE_MS, SESSION_IDLE_MS, type Sessions } from "../mod/sessions.ts";
-import { toPublicUser } from "../mod/users.ts";
-import { validateUsername } from "../mod/username.ts";
+import { assertUsername, toPublicUser } from "../mod/users.ts";
 import { auditContext } from "./actor.ts";
 import { auditFailures, type AuditSink } from "./audited.ts";
 import { clearSessionCookies, readCookie, SESSION_COOKIE, setSessionCookies } from "./cookies.ts";
@@ -49,15 +48,6 @@ const policyBody = z.strictObject({
   failures: z.number().int().min(1).max(100),
   difficulty: z.number().int().min(8).max(24),
 });
-
-function requireUsername(username: string): void {
-  const check = validateUsername(username);
-  if (!check.ok) {
-    throw new AppError(400, "USERNAME_INVALID", `Invalid username: ${check.reason}`, {
-      details: { field: "username", reason: check.reason },
-    });
-  }
-}
 
 export function authRoutes(deps: AuthRouteDeps): RouteDef[] {
   const sessionBody = (c: Ctx) => {
@@ -143,7 +133,7 @@ export function authRoutes(deps: AuthRouteDeps): RouteDef[] {
       access: PUBLIC,
       handler: (c) => {
         const q = readQuery(c, optionsQuery);
-        if (q.username !== undefined) requireUsername(q.username);
+        if (q.username !== undefined) assertUsername(q.username);
         return c.json(deps.login.options(c.get("clientIp"), q.username));
       },
     },
@@ -160,7 +150,7 @@ export function authRoutes(deps: AuthRouteDeps): RouteDef[] {
       access: PUBLIC,
       handler: async (c) => {
         const body = await readJson(c, verifyBody);
-        requireUsername(body.username);
+        assertUsername(body.username);
         try {
           return c.json(deps.captcha.verify({ ...body, clientIp: c.get("clientIp") }), 201);
         } catch (err) {
