@@ -4,6 +4,7 @@
  * and the optional HTTPS listener with a certificate per site.
  */
 import { createAccessLogRepo } from "../db/access_log_repo.ts";
+import { createWorkerWriter } from "../db/access_log_writer.ts";
 import { createAuditRepo } from "../db/audit_repo.ts";
 import { createPgSink } from "../db/pg_sink.ts";
 import { createSitesRepo } from "../db/sites_repo.ts";
@@ -47,6 +48,8 @@ export interface DataPlane {
 export interface DataPlaneDeps {
   readonly config: Config;
   readonly db: Db;
+  /** The store file, which the access-log writer thread opens on its own connection. */
+  readonly dbPath: string;
   readonly clock: Clock;
   readonly random: Random;
   readonly logger: Logger;
@@ -89,7 +92,13 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     batchSize: logs.batch_size,
     retentionDays: logs.retention_days,
     maxRecords: logs.max_records,
-  }, { repo: createAccessLogRepo(db), clock, logger, sinks });
+  }, {
+    repo: createAccessLogRepo(db),
+    writer: createWorkerWriter(deps.dbPath),
+    clock,
+    logger,
+    sinks,
+  });
   accessLog.prune();
   accessLog.start();
 

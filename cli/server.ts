@@ -110,6 +110,7 @@ export async function startServer(
   const dataPlane = createDataPlane({
     config,
     db,
+    dbPath: `${dataDir}/waf.db`,
     clock: deps.clock,
     random: deps.random,
     logger: deps.logger,

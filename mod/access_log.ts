@@ -1,10 +1,11 @@
 /**
  * The access-log pipeline: the data plane pushes records into a bounded in-memory queue (never
- * touching SQLite on the request path); a timer drains it in batches into the store and hands
- * each batch to the optional sinks. A full queue drops the record and counts it. Retention
- * deletes records by age and by count.
+ * touching SQLite on the request path); a timer drains it in batches to the writer (a writer
+ * thread in the server) and hands each batch to the optional sinks. A full queue drops the
+ * record and counts it. Retention deletes records by age and by count.
  */
 import type { AccessLogFilter, AccessLogRepo, AccessLogRow } from "../db/access_log_repo.ts";
+import { type AccessLogWriter, directWriter } from "../db/access_log_writer.ts";
 import type { AccessRecord } from "./access_record.ts";
 import { toRow } from "./access_record.ts";
 import type { Clock } from "./clock.ts";
@@ -29,7 +30,10 @@ export interface AccessLogOptions {
 }
 
 export interface AccessLogDeps {
+  /** Queries and retention (on the caller's connection). */
   readonly repo: AccessLogRepo;
+  /** Inserts; defaults to writing through `repo` on this thread. */
+  readonly writer?: AccessLogWriter;
   readonly clock: Clock;
   readonly logger: Logger;
   readonly sinks?: readonly AccessLogSink[];
@@ -56,32 +60,47 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
   let flushTimer: ReturnType<typeof setInterval> | undefined;
   let pruneTimer: ReturnType<typeof setInterval> | undefined;
 
-  function flush(): number {
-    if (queue.length === 0) return 0;
+  const writer = deps.writer ?? directWriter(repo);
+  /** The last write in flight; writes are chained so they finish in order. */
+  let writing: Promise<unknown> = Promise.resolve();
+
+  function reportDrops(): void {
+    if (dropped === reportedDropped) return;
+    logger.warn("access log records dropped (queue full or batch failed)", {
+      dropped_since_last: dropped - reportedDropped,
+      dropped_total: dropped,
+    });
+    reportedDropped = dropped;
+  }
+
+  /** Hands everything queued to the writer; resolves once it is in the store. */
+  function flush(): Promise<number> {
+    if (queue.length === 0) return writing.then(() => 0);
     const taken = queue;
     queue = [];
-    let n = 0;
+    const batches: Promise<number>[] = [];
     for (let i = 0; i < taken.length; i += options.batchSize) {
       const rows = taken.slice(i, i + options.batchSize).map(toRow);
-      try {
-        n += repo.insertBatch(rows);
-      } catch (err) {
-        // A failed batch is dropped rather than retried forever: the store is local, so a
-        // failure here is a full disk or a corrupt file, which retrying does not cure.
-        dropped += rows.length;
-        logger.error("access log batch failed", { rows: rows.length, error: err as Error });
-      }
       for (const sink of sinks) sink.offer(rows);
+      batches.push(
+        writer.write(rows).then((n) => {
+          written += n;
+          return n;
+        }, (err) => {
+          // A failed batch is dropped rather than retried forever: the store is local, so a
+          // failure here is a full disk or a corrupt file, which retrying does not cure.
+          dropped += rows.length;
+          logger.error("access log batch failed", { rows: rows.length, error: err as Error });
+          return 0;
+        }),
+      );
     }
-    written += n;
-    if (dropped !== reportedDropped) {
-      logger.warn("access log queue overflowed; records dropped", {
-        dropped_since_last: dropped - reportedDropped,
-        dropped_total: dropped,
-      });
-      reportedDropped = dropped;
-    }
-    return n;
+    const done = Promise.all(batches).then((counts) => {
+      reportDrops();
+      return counts.reduce((a, b) => a + b, 0);
+    });
+    writing = done;
+    return done;
   }
 
   function prune(): number {
@@ -100,11 +119,11 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
       queue.push(record);
       return true;
     },
-    /** Writes everything queued now; returns the number of rows written. */
+    /** Writes everything queued now; resolves with the number of rows written. */
     flush,
     prune,
     start(): void {
-      flushTimer ??= setInterval(flush, options.flushIntervalMs ?? 250);
+      flushTimer ??= setInterval(() => void flush(), options.flushIntervalMs ?? 100);
       pruneTimer ??= setInterval(() => {
         try {
           prune();
@@ -118,19 +137,20 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
       clearInterval(flushTimer);
       clearInterval(pruneTimer);
       flushTimer = pruneTimer = undefined;
-      flush();
+      await flush();
+      await writer.close();
       for (const sink of sinks) await sink.close();
     },
     stats(): AccessLogStats {
       return { queued: queue.length, written, dropped, pruned, sinks: sinks.map((s) => s.stats()) };
     },
     /** Store queries, after writing what is queued so a fresh trace id is found at once. */
-    list(filter: AccessLogFilter) {
-      flush();
+    async list(filter: AccessLogFilter) {
+      await flush();
       return repo.list(filter);
     },
-    get(traceId: string) {
-      flush();
+    async get(traceId: string) {
+      await flush();
       return repo.get(traceId);
     },
   };

@@ -48,9 +48,9 @@ export function logRoutes(accessLog: AccessLog): RouteDef[] {
       method: "GET",
       path: "/api/logs",
       access: perm("read:logs"),
-      handler: (c) => {
+      handler: async (c) => {
         const q = readQuery(c, querySchema);
-        const rows = accessLog.list({
+        const rows = await accessLog.list({
           from: q.from,
           to: q.to,
           siteId: q.site,
@@ -80,7 +80,7 @@ export function logRoutes(accessLog: AccessLog): RouteDef[] {
       method: "GET",
       path: "/api/logs/:traceId",
       access: perm("read:logs"),
-      handler: (c) => {
+      handler: async (c) => {
         const traceId = c.req.param("traceId") ?? "";
         if (!TRACE_ID.test(traceId)) {
           throw new AppError(
@@ -90,7 +90,7 @@ export function logRoutes(accessLog: AccessLog): RouteDef[] {
             { details: { field: "traceId" } },
           );
         }
-        const row = accessLog.get(traceId);
+        const row = await accessLog.get(traceId);
         if (!row) throw new AppError(404, "NOT_FOUND", `No access-log record for "${traceId}"`);
         return c.json(item(row));
       },

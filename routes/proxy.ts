@@ -16,6 +16,7 @@ import type { Upstream } from "../mod/upstream_pool.ts";
 import { renderBlockPage } from "./block_page.ts";
 import { noSitePage, statusPage } from "./data_plane.ts";
 import { clientAddress, downstreamHeaders, upstreamHeaders } from "./forwarding.ts";
+import { createDeadlines } from "./deadlines.ts";
 import { type BodyPlan, planBody } from "./request_body.ts";
 import type { ProtectionGate } from "./protection_gate.ts";
 import { passWebSocket } from "./websocket.ts";
@@ -41,6 +42,24 @@ export interface Proxy {
   readonly handle: ProxyHandler;
   /** Releases the pooled upstream connections. */
   close(): void;
+}
+
+/** Pooled upstream connections idle longer than this are closed. */
+const POOL_IDLE_MS = 60_000;
+
+/**
+ * Fetch has no connect timeout, so an upstream without a recent answer (no pooled connection
+ * can be assumed) is first dialled with the connect deadline: an unreachable host fails in
+ * `connect_ms` instead of holding the request until the response deadline.
+ */
+async function probe(upstream: Upstream, timeoutMs: number, now: number): Promise<void> {
+  if (now - upstream.lastOkAt < POOL_IDLE_MS) return;
+  const conn = await Deno.connect({
+    hostname: upstream.hostname,
+    port: upstream.port,
+    signal: AbortSignal.timeout(timeoutMs),
+  });
+  conn.close();
 }
 
 const NO_BODY_STATUS: ReadonlySet<number> = new Set([101, 204, 205, 304]);
@@ -79,7 +98,8 @@ export function createProxy(deps: ProxyDeps): Proxy {
   const { policy, accessLog, clock, logger } = deps;
   // One pooled client for every upstream: connections are reused per origin. The client may
   // set Host, so the upstream sees the name the client asked for.
-  const client = Deno.createHttpClient({ allowHost: true, poolIdleTimeout: 60_000 });
+  const client = Deno.createHttpClient({ allowHost: true, poolIdleTimeout: POOL_IDLE_MS });
+  const deadlines = createDeadlines();
 
   function finish(
     record: AccessRecord,
@@ -118,15 +138,19 @@ export function createProxy(deps: ProxyDeps): Proxy {
       upstream = site.pool.pick(upstream);
       record.upstream = upstream.origin;
       const t0 = micros();
+      let deadline: ReturnType<typeof deadlines.start> | undefined;
       try {
+        await probe(upstream, site.connectTimeoutMs, clock.now());
+        deadline = deadlines.start(site.responseTimeoutMs);
         const res = await fetch(upstream.origin + pathAndQuery, {
           method: req.method,
           headers,
           body,
           client,
           redirect: "manual",
-          signal: AbortSignal.timeout(site.responseTimeoutMs),
+          signal: deadline.signal,
         });
+        deadlines.clear(deadline);
         const upstreamUs = Math.round(micros() - t0);
         site.pool.ok(upstream);
         chain.add("upstream", String(res.status));
@@ -139,6 +163,7 @@ export function createProxy(deps: ProxyDeps): Proxy {
         });
         return finish(record, start, out, upstreamUs);
       } catch (err) {
+        if (deadline) deadlines.clear(deadline);
         const upstreamUs = Math.round(micros() - t0);
         if (plan.kind === "streaming" && plan.progress.exceeded) {
           chain.add("body_limit", "exceeded");
@@ -335,7 +360,13 @@ export function createProxy(deps: ProxyDeps): Proxy {
     }
   }
 
-  return { handle, close: () => client.close() };
+  return {
+    handle,
+    close: () => {
+      deadlines.close();
+      client.close();
+    },
+  };
 }
 
 function tooLarge(req: Request, traceId: string): Response {

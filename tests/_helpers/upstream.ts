@@ -1,6 +1,7 @@
 /**
  * A local upstream for data-plane tests: echoes what it received as JSON, echoes WebSocket
- * frames on `/ws`, holds `/slow` until the test releases it, and streams `/big?n=BYTES`.
+ * frames on `/ws`, holds `/slow` until the test releases it, streams `/big?n=BYTES`, and
+ * answers `/drip?chunks=N&gap=MS` at once but sends its body slowly.
  */
 
 export interface Echo {
@@ -45,6 +46,21 @@ export function startUpstream(name = "upstream"): TestUpstream {
         holdWaiters = [];
         await wait;
         return new Response("late");
+      }
+      if (url.pathname === "/drip") {
+        const chunks = Number(url.searchParams.get("chunks") ?? "3");
+        const gap = Number(url.searchParams.get("gap") ?? "100");
+        let sent = 0;
+        return new Response(
+          new ReadableStream<Uint8Array>({
+            async pull(controller) {
+              if (sent === chunks) return controller.close();
+              if (sent > 0) await new Promise((r) => setTimeout(r, gap));
+              sent++;
+              controller.enqueue(new TextEncoder().encode(`chunk${sent};`));
+            },
+          }),
+        );
       }
       if (url.pathname === "/big") {
         const n = Number(url.searchParams.get("n") ?? "0");

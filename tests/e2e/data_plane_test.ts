@@ -75,7 +75,7 @@ Deno.test("the HTTPS listener picks each site's certificate by SNI on one port",
   const blocked = await tlsGet(port, "a.test", ca.cert, "/?id=1%27%20or%201=1--");
   assertMatch(blocked.reply, /^HTTP\/1\.1 403/);
   const trace = /x-waf-trace-id: ([0-9a-f]{32})/i.exec(blocked.reply)?.[1] ?? "";
-  const rec = JSON.parse(s.dataPlane.accessLog.get(trace)!.record);
+  const rec = JSON.parse((await s.dataPlane.accessLog.get(trace))!.record);
   assertEquals(rec.proto, "https");
   assertEquals(rec.client_ip, "127.0.0.1");
   // A name no site serves gets no certificate at all.

