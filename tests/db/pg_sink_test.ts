@@ -1,6 +1,9 @@
-import { assertEquals } from "../_helpers/assert.ts";
+import { assertEquals, ok } from "../_helpers/assert.ts";
 import { record } from "../_helpers/records.ts";
+import { startTestServer } from "../_helpers/server.ts";
 import { postgresDsn } from "../_helpers/services.ts";
+import { siteInput, SYSTEM } from "../_helpers/sites.ts";
+import { startUpstream } from "../_helpers/upstream.ts";
 import { createPgSink } from "../../db/pg_sink.ts";
 import { toRow } from "../../mod/access_record.ts";
 import { createMemoryLogger } from "../../mod/logger.ts";
@@ -71,4 +74,29 @@ Deno.test("a PostgreSQL sink that is down buffers a bounded number of batches an
   } finally {
     await shipper.close();
   }
+});
+
+Deno.test({
+  name: "a server with storage.postgresql ships its access-log records to PostgreSQL",
+  ignore: dsn === undefined,
+  async fn() {
+    await using up = startUpstream();
+    await using s = await startTestServer({
+      config: { storage: { postgresql: { dsn: dsn!, pool_size: 1, batch_size: 10 } } },
+    });
+    const check = createPgSink({ dsn: dsn!, poolSize: 1 });
+    try {
+      s.dataPlane.sites.create(siteInput({ hosts: ["127.0.0.1"], upstreams: [up.url] }), SYSTEM);
+      const r = await fetch(`${s.dataUrl}/?id=1%27%20or%201=1--`);
+      assertEquals(r.status, 403);
+      await r.body?.cancel();
+      await s.dataPlane.accessLog.flush();
+      const stats = () => s.dataPlane.accessLog.stats().sinks[0]!;
+      await waitFor(() => (stats()["shipped_rows"] as number) >= 1, "a shipped row");
+      assertEquals(stats()["up"], true);
+      ok(await check.count() >= 1);
+    } finally {
+      await check.close();
+    }
+  },
 });

@@ -1,7 +1,11 @@
 import tls from "node:tls";
 import { assertEquals, assertMatch, ok } from "../_helpers/assert.ts";
-import { startTestServer } from "../_helpers/server.ts";
+import { hostFetch } from "../_helpers/data_client.ts";
+import { ADMIN, call, completeSetup, login } from "../_helpers/identity.ts";
+import { spawnWaf } from "../_helpers/process.ts";
+import { startTestServer, type TestServer } from "../_helpers/server.ts";
 import { siteInput, SYSTEM } from "../_helpers/sites.ts";
+import { tempDir } from "../_helpers/temp.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
 import { FakeClock } from "../../mod/clock.ts";
 import { systemRandom } from "../../mod/random.ts";
@@ -146,4 +150,47 @@ Deno.test("a site change applies to requests already queued without a restart", 
   up1.release();
   const old = await inFlight;
   assertEquals(await old.text(), "late");
+});
+
+Deno.test("a new user creates a site over the API, sees an attack blocked and finds its chain by trace id", async () => {
+  await using up = startUpstream();
+  await using dir = await tempDir();
+  await Deno.writeTextFile(
+    `${dir}/waf.yaml`,
+    'server:\n  data:\n    listen: "127.0.0.1:0"\n  management:\n    listen: "127.0.0.1:0"\n',
+  );
+  await using waf = spawnWaf(["serve", "--data-dir", dir]);
+  const m = await waf.waitFor(/data_plane=127\.0\.0\.1:(\d+) management=(http:\/\/[\d.:]+)/);
+  const dataUrl = `http://127.0.0.1:${m[1]}`;
+  // The identity helpers only need the management URL and the data directory.
+  const server = { managementUrl: m[2]!, dir } as unknown as TestServer;
+  await completeSetup(server);
+  const session = await login(server, ADMIN.username, ADMIN.password);
+
+  const created = await call(server, "POST", "/api/sites", {
+    session,
+    body: { name: "shop", hosts: ["shop.test"], upstreams: [up.url], mode: "block" },
+  });
+  assertEquals(created.status, 201);
+  const site = await created.json();
+  assertEquals(site.level, "balanced");
+
+  const fine = await hostFetch(`${dataUrl}/products?id=42`, "shop.test");
+  assertEquals(fine.status, 200);
+  await fine.body?.cancel();
+  const attack = await hostFetch(`${dataUrl}/products?id=1%27%20or%201=1--`, "shop.test");
+  assertEquals(attack.status, 403);
+  const trace = attack.headers.get("x-waf-trace-id")!;
+  ok((await attack.text()).includes(trace));
+
+  const found = await call(server, "GET", `/api/logs/${trace}`, { session });
+  assertEquals(found.status, 200);
+  const record = await found.json();
+  assertEquals(record.trace_id, trace);
+  assertEquals(record.site_id, site.id);
+  assertEquals(record.action, "block");
+  assertEquals(record.chain.at(-1).check, "engine");
+  assertEquals(record.chain.at(-1).result, "block");
+  assertEquals(record.finding.class, "sqli");
+  assertEquals(await waf.stop(), 0);
 });

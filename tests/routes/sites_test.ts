@@ -1,46 +1,34 @@
 /**
- * The sites and logs routes in-process, behind a test guard that grants the permissions named
- * in `x-test-permissions` (the real guard with a real login is covered in
- * tests/e2e/data_plane_test.ts).
+ * The sites and logs routes over HTTP on a real server, behind the real guard: first-install
+ * setup, a real login (session cookie and CSRF token), and a read-only account for the
+ * permission checks.
  */
 import { assertEquals, assertMatch, ok } from "../_helpers/assert.ts";
 import { hostFetch } from "../_helpers/data_client.ts";
+import {
+  ADMIN,
+  call,
+  completeSetup,
+  createUser,
+  login,
+  type Session,
+} from "../_helpers/identity.ts";
 import { startTestServer } from "../_helpers/server.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
-import { AppError } from "../../mod/errors.ts";
-import { grants } from "../../mod/permissions.ts";
-import { createMemoryLogger } from "../../mod/logger.ts";
-import { systemRandom } from "../../mod/random.ts";
-import { createManagementApp } from "../../routes/management.ts";
-import type { Guard } from "../../routes/route.ts";
 
-const testGuard: Guard = (c, access) => {
-  if (access.kind !== "permission") return Promise.resolve();
-  const held = (c.req.header("x-test-permissions") ?? "").split(",").filter((p) => p !== "");
-  if (!grants(held, access.permission)) {
-    return Promise.reject(
-      new AppError(403, "FORBIDDEN", `Permission "${access.permission}" is required`),
-    );
-  }
-  c.set("principal", { kind: "user", id: "u1", name: "tester", permissions: held });
-  return Promise.resolve();
-};
+const VIEWER = { username: "viewer", password: "Quiet-Lantern-42" } as const;
 
+/** A server with an admin and a read-only user signed in; `call` uses the admin by default. */
 async function setup() {
   const s = await startTestServer();
-  const app = createManagementApp({
-    logger: createMemoryLogger(),
-    random: systemRandom,
-    routes: s.dataPlane.routes,
-    guard: testGuard,
-  });
-  const call = (method: string, path: string, body?: unknown, permissions = "*") =>
-    app.request(path, {
-      method,
-      headers: { "content-type": "application/json", "x-test-permissions": permissions },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-  return { s, call };
+  await completeSetup(s);
+  const admin = await login(s, ADMIN.username, ADMIN.password);
+  await createUser(s, VIEWER.username, VIEWER.password, "readonly");
+  const viewer = await login(s, VIEWER.username, VIEWER.password);
+  const sessions: Record<string, Session> = { admin, viewer };
+  const api = (method: string, path: string, body?: unknown, who: "admin" | "viewer" = "admin") =>
+    call(s, method, path, { session: sessions[who], body });
+  return { s, call: api, admin, viewer };
 }
 
 Deno.test("POST /api/sites creates a site that serves traffic at once; GET lists it", async () => {
@@ -60,9 +48,9 @@ Deno.test("POST /api/sites creates a site that serves traffic at once; GET lists
   const proxied = await hostFetch(`${s.dataUrl}/`, "shop.test");
   assertEquals(proxied.status, 200);
   await proxied.body?.cancel();
-  const list = await (await call("GET", "/api/sites", undefined, "read:sites")).json();
+  const list = await (await call("GET", "/api/sites", undefined, "viewer")).json();
   assertEquals(list.items.map((i: { id: string }) => i.id), [site.id]);
-  const one = await call("GET", `/api/sites/${site.id}`, undefined, "read:sites");
+  const one = await call("GET", `/api/sites/${site.id}`, undefined, "viewer");
   assertEquals((await one.json()).name, "shop");
 });
 
@@ -113,16 +101,43 @@ Deno.test("a bad site is refused with 400 naming the field", async () => {
   }
 });
 
-Deno.test("the site routes declare read:sites and write:sites", async () => {
-  const { s, call } = await setup();
+Deno.test("the site and log routes need a session, the permission and the CSRF token", async () => {
+  const { s, call: api, admin } = await setup();
   await using _ = s;
-  assertEquals((await call("GET", "/api/sites", undefined, "read:logs")).status, 403);
-  assertEquals(
-    (await call("POST", "/api/sites", { name: "a" }, "read:sites")).status,
-    403,
-  );
-  assertEquals((await call("GET", "/api/sites", undefined, "read:*")).status, 200);
-  assertEquals((await call("GET", "/api/logs", undefined, "read:sites")).status, 403);
+  const anonymous = await call(s, "GET", "/api/sites");
+  assertEquals(anonymous.status, 401);
+  await anonymous.body?.cancel();
+  const read = await api("GET", "/api/sites", undefined, "viewer");
+  assertEquals(read.status, 200);
+  await read.body?.cancel();
+  const logs = await api("GET", "/api/logs", undefined, "viewer");
+  assertEquals(logs.status, 200);
+  await logs.body?.cancel();
+  const body = { name: "a", hosts: ["a.test"], upstreams: ["http://127.0.0.1:1"] };
+  const denied = await api("POST", "/api/sites", body, "viewer");
+  assertEquals(denied.status, 403);
+  assertEquals((await denied.json()).error.code, "FORBIDDEN");
+  const noCsrf = await call(s, "POST", "/api/sites", { session: admin, body, csrf: false });
+  assertEquals(noCsrf.status, 403);
+  assertEquals((await noCsrf.json()).error.code, "CSRF_INVALID");
+  const list = await (await api("GET", "/api/sites")).json();
+  assertEquals(list.items, []);
+});
+
+Deno.test("a site change is audited with the signed-in user as the actor", async () => {
+  const { s, call: api } = await setup();
+  await using _ = s;
+  const created = await api("POST", "/api/sites", {
+    name: "shop",
+    hosts: ["shop.test"],
+    upstreams: ["http://127.0.0.1:1"],
+  });
+  const site = await created.json();
+  const audit = await (await api("GET", "/api/audit?action=site.create")).json();
+  const entry = audit.items.find((i: { target: string }) => i.target === site.id);
+  ok(entry, "an audit record for the new site");
+  assertEquals(entry.actor.name, ADMIN.username);
+  assertEquals(entry.result, "success");
 });
 
 Deno.test("GET /api/logs filters, pages with next_cursor, and finds a block by trace id", async () => {
@@ -142,7 +157,7 @@ Deno.test("GET /api/logs filters, pages with next_cursor, and finds a block by t
   await blocked.body?.cancel();
   const trace = blocked.headers.get("x-waf-trace-id")!;
 
-  const blocks = await (await call("GET", "/api/logs?action=block", undefined, "read:logs")).json();
+  const blocks = await (await call("GET", "/api/logs?action=block", undefined, "viewer")).json();
   assertEquals(blocks.items.length, 1);
   assertEquals(blocks.items[0].trace_id, trace);
   assertEquals(blocks.next_cursor, null);
@@ -162,7 +177,7 @@ Deno.test("GET /api/logs filters, pages with next_cursor, and finds a block by t
       .json();
   assertEquals(ranged.items.length, 1);
 
-  const one = await call("GET", `/api/logs/${trace}`, undefined, "read:logs");
+  const one = await call("GET", `/api/logs/${trace}`, undefined, "viewer");
   assertEquals(one.status, 200);
   const record = await one.json();
   assertEquals(record.action, "block");
