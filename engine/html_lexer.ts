@@ -7,6 +7,11 @@
  * without its closing `>` still counts (the page supplies one later). It can also start
  * inside a tag's attribute list, which is where a value lands after breaking out of a quoted
  * attribute.
+ *
+ * Where legacy browsers and filters read markup differently it takes the reading that finds
+ * more: control characters separate attributes (old IE treated `\x0b` and `\x11` as space),
+ * and a `<` followed by a letter inside a tag starts a new tag (`<b <script>`, the
+ * `<scr<script>ipt>` left over once a filter strips the inner tag).
  */
 
 /** One attribute of a tag; `value` is undefined for a bare name. */
@@ -14,6 +19,8 @@ export interface HtmlAttr {
   /** Lower-cased, with control characters removed. */
   readonly name: string;
   readonly value: string | undefined;
+  /** True for a quoted value whose closing quote never came (it swallows the page after it). */
+  readonly unterminated: boolean;
 }
 
 /** One start or end tag. */
@@ -37,8 +44,16 @@ const MAX_ATTRS = 32;
 // deno-lint-ignore no-control-regex -- control characters are what gets dropped
 const CONTROL = /[\x00-\x1f\x7f]/g;
 
+/** Whitespace and the control characters legacy parsers also treated as separators. */
 function isSpace(c: number): boolean {
-  return c === 32 || c === 9 || c === 10 || c === 12 || c === 13;
+  return c <= 32 && c !== 0;
+}
+
+/** `<` and a letter or `/`: the start of another tag. */
+function opensTag(text: string, at: number): boolean {
+  if (text.charCodeAt(at) !== 60) return false;
+  const c = text.charCodeAt(at + 1);
+  return c === 47 || isLetter(c);
 }
 
 function isLetter(c: number): boolean {
@@ -67,7 +82,7 @@ export function lexHtml(text: string, inTag = false): HtmlTag[] {
       end: r.end,
       complete: r.complete,
     });
-    i = r.end;
+    i = r.nested < 0 ? r.end : r.nested;
   }
   while (i < n && tags.length < MAX_TAGS) {
     const lt = text.indexOf("<", i);
@@ -95,13 +110,14 @@ export function lexHtml(text: string, inTag = false): HtmlTag[] {
     while (j < n) {
       const d = text.charCodeAt(j);
       // `+` ends the name too: payloads meant to be form-decoded write `<script+src=...>`.
-      if (isSpace(d) || d === 47 || d === 62 || d === 43) break;
+      if (isSpace(d) || d === 47 || d === 62 || d === 43 || opensTag(text, j)) break;
       j++;
     }
     const name = localName(text.slice(nameStart, j).toLowerCase());
     const r = readAttributes(text, j);
     tags.push({ name, closing, attrs: r.attrs, start: lt, end: r.end, complete: r.complete });
-    i = r.end;
+    // The browser reads on to `>`; a filter that strips tags may also see the inner one.
+    i = r.nested < 0 ? r.end : r.nested;
   }
   return tags;
 }
@@ -116,19 +132,23 @@ interface AttrList {
   readonly attrs: HtmlAttr[];
   readonly end: number;
   readonly complete: boolean;
+  /** Offset of a `<` that opens another tag inside the attribute list, or -1. */
+  readonly nested: number;
 }
 
 function readAttributes(text: string, at: number): AttrList {
   const attrs: HtmlAttr[] = [];
   const n = text.length;
   let i = at;
+  let nested = -1;
   while (i < n) {
     const c = text.charCodeAt(i);
     if (isSpace(c) || c === 47 || c === 43) {
       i++;
       continue;
     }
-    if (c === 62) return { attrs, end: i + 1, complete: true };
+    if (c === 62) return { attrs, end: i + 1, complete: true, nested };
+    if (nested < 0 && opensTag(text, i)) nested = i;
     const nameStart = i;
     i++;
     while (i < n) {
@@ -140,6 +160,7 @@ function readAttributes(text: string, at: number): AttrList {
     let k = i;
     while (k < n && isSpace(text.charCodeAt(k))) k++;
     let value: string | undefined;
+    let unterminated = false;
     if (text.charCodeAt(k) === 61) {
       k++;
       while (k < n && isSpace(text.charCodeAt(k))) k++;
@@ -148,6 +169,7 @@ function readAttributes(text: string, at: number): AttrList {
       if (q === 34 || q === 39 || q === 96) {
         const close = text.indexOf(text[k]!, k + 1);
         value = text.slice(k + 1, close < 0 ? n : close);
+        unterminated = close < 0;
         i = close < 0 ? n : close + 1;
       } else {
         const vStart = k;
@@ -156,7 +178,7 @@ function readAttributes(text: string, at: number): AttrList {
         i = k;
       }
     }
-    if (attrs.length < MAX_ATTRS) attrs.push({ name, value });
+    if (attrs.length < MAX_ATTRS) attrs.push({ name, value, unterminated });
   }
-  return { attrs, end: n, complete: false };
+  return { attrs, end: n, complete: false, nested };
 }

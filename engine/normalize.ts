@@ -60,6 +60,25 @@ export function normalize(value: string, plus: PlusMode = "literal"): Normalized
   return { text, truncated };
 }
 
+/**
+ * Decodes only what an HTML parser would see: percent escapes and character references,
+ * without JavaScript escapes. CSS escapes such as `\0075` read as octal under
+ * {@link normalize}, so markup judged for its CSS needs this reading too.
+ *
+ * @param value raw value as received
+ * @param plus whether `+` means a space in the first percent-decoding layer
+ * @returns the decoded text, cut to {@link MAX_VALUE_CHARS}
+ */
+export function decodeMarkup(value: string, plus: PlusMode = "literal"): string {
+  let text = value.length > MAX_VALUE_CHARS ? value.slice(0, MAX_VALUE_CHARS) : value;
+  for (let layer = 0; layer < MAX_DECODE_LAYERS; layer++) {
+    const next = decodeEntities(percentDecode(text, layer === 0 && plus === "space"));
+    if (next === text) break;
+    text = next;
+  }
+  return text.includes("\0") ? text.replace(NUL, "") : text;
+}
+
 function hexValue(code: number): number {
   if (code >= 48 && code <= 57) return code - 48;
   const lower = code | 0x20;

@@ -56,3 +56,58 @@ Deno.test("xss() never throws on hostile shapes", () => {
     analyzeXss(text);
   }
 });
+
+/** Runs the detector the way inspect() does: decoded text beside the raw value. */
+function detect(source: "query" | "json" | "header" | "cookie", raw: string) {
+  const plus = source === "query" ? "space" : "literal";
+  return xss({
+    input: { source, name: "q", value: raw },
+    location: `${source}:q`,
+    decoded: normalize(raw, plus).text,
+    raw,
+  });
+}
+
+Deno.test("xss() blocks a lone < spelled in an encoding the transport does not need", () => {
+  for (const raw of ["&#x003C;", "&#0000060", "\\x3c", "\\u003C", "&LT"]) {
+    assert.equal(detect("json", raw)?.ruleId, "xss.encoded_delimiter", raw);
+  }
+  assert.equal(detect("query", "%253C")?.ruleId, "xss.encoded_delimiter");
+  assert.equal(detect("query", "%26lt%3B")?.ruleId, "xss.encoded_delimiter");
+});
+
+Deno.test("xss() lets a search for < or > pass when only the transport encoded it", () => {
+  assert.equal(detect("query", "%3C"), undefined);
+  assert.equal(detect("query", "%3E"), undefined);
+  assert.equal(detect("json", "<"), undefined);
+  assert.equal(detect("header", "a &lt; b"), undefined);
+});
+
+Deno.test("xss() blocks markup spelled in UTF-7 but not base64 that happens to hold +AD", () => {
+  const finding = detect("header", "+ADw-p+AD4-Welcome+ADw-/p+AD4-");
+  assert.equal(finding?.ruleId, "xss.utf7_markup");
+  assert.equal(detect("cookie", "c2Vzc2lvbg+ADwq9fZk=="), undefined);
+});
+
+Deno.test("xss() reads CSS escapes that the JavaScript decoder would take for octal", () => {
+  const raw = '<div style="background:\\0075\\0072\\006c(javascript:alert(1))">';
+  assert.equal(detect("json", raw)?.ruleId, "xss.style_script");
+  assert.equal(
+    detect("query", encodeURIComponent('<div style="\\63olor:red">x</div>'))?.ruleId,
+    "xss.css_escape",
+  );
+});
+
+Deno.test("xss() reads markup whose eighth bit a US-ASCII page would drop", () => {
+  assert.equal(
+    detect("json", "\u00bcscript\u00bealert(1)\u00bc/script\u00be")?.ruleId,
+    "xss.script",
+  );
+});
+
+Deno.test("xss() skips the injection vocabulary in JSX but still sees its handlers", () => {
+  const jsx = '<Form onFinish={save}><Input name="password" /></Form>';
+  assert.ok((detect("json", jsx)?.score ?? 0) < BLOCKS);
+  const handler = detect("json", "<Form onClick=alert(1)>");
+  assert.ok((handler?.score ?? 0) >= BLOCKS);
+});

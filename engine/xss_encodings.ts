@@ -1,0 +1,81 @@
+/**
+ * XSS hidden in the encoding itself rather than in the decoded markup.
+ *
+ * The normaliser peels every layer it knows, which is right for most detectors but loses
+ * what the layers say: a lone `<` written as `&#x003C;` is a filter probe, `+ADw-` is markup
+ * for a browser tricked into UTF-7, CSS escapes (`\0075`) read as octal JavaScript escapes,
+ * and `¼script¾` becomes `<script>` for a browser that drops the eighth bit (IE's US-ASCII).
+ * These readings are taken from the raw value, only when its characters call for them.
+ */
+
+import type { DetectorInput } from "./types.ts";
+import { decodeMarkup, percentDecode, type PlusMode } from "./normalize.ts";
+
+/** A verdict about the encoding of a value. */
+export interface EncodingVerdict {
+  readonly rule: string;
+  readonly score: number;
+}
+
+/** A value that is nothing but a markup delimiter, once decoded. */
+const DELIMITER = /^\s*[<>]\s*$/;
+/** UTF-7 for `<` followed by a tag name or `/`, and for `>`: markup in a UTF-7 page. */
+const UTF7_OPEN = /\+ADw-?(?:[A-Za-z/!]|\+AC8-?)/;
+const UTF7_CLOSE = /\+AD4-?/;
+/** Sources whose wire format percent-encodes `+` when it is a plus. */
+const FORM_ENCODED: ReadonlySet<string> = new Set(["query", "query_name", "form"]);
+
+/**
+ * Judges the way a value is encoded: a lone delimiter spelled in an encoding the transport
+ * does not need (`&#x003C;`, `\x3c`, `%253C`, the probes that map what a filter lets
+ * through), or markup spelled in UTF-7. A search for `<` arrives percent-encoded once and
+ * passes.
+ *
+ * @param input the decoded input with its raw value
+ * @returns the verdict, or undefined
+ */
+export function judgeEncoding(input: DetectorInput): EncodingVerdict | undefined {
+  const { decoded, raw } = input;
+  const delimiter = decoded.length <= 8 && DELIMITER.test(decoded);
+  if (!delimiter && !raw.includes("AD")) return undefined;
+  const transported = input.input.source === "json"
+    ? raw
+    : percentDecode(raw, plusOf(input) === "space");
+  if (delimiter) {
+    return DELIMITER.test(transported) ? undefined : { rule: "encoded_delimiter", score: 70 };
+  }
+  if (UTF7_OPEN.test(transported) && UTF7_CLOSE.test(transported)) {
+    return { rule: "utf7_markup", score: 75 };
+  }
+  return undefined;
+}
+
+/** A backslash, literal or percent-encoded: the start of an escape some decoder will read. */
+const BACKSLASH = /\\|%5c/i;
+/** Characters that lose their eighth bit to become `<` and `>`. */
+const HIGH_BIT_MARKUP = /[\u00bc\u00be]/;
+const HIGH_BIT = /[\u0080-\u00ff]/g;
+
+/**
+ * Other readings of a value worth judging as markup: without JavaScript escapes (for CSS
+ * escapes) and with the eighth bit stripped.
+ *
+ * @param input the decoded input with its raw value
+ * @returns the readings that differ from the decoded text, often none
+ */
+export function otherReadings(input: DetectorInput): string[] {
+  const out: string[] = [];
+  const { decoded, raw } = input;
+  if (BACKSLASH.test(raw) && (decoded.includes("<") || decoded.includes("="))) {
+    const markup = decodeMarkup(raw, plusOf(input));
+    if (markup !== decoded) out.push(markup);
+  }
+  if (HIGH_BIT_MARKUP.test(decoded)) {
+    out.push(decoded.replace(HIGH_BIT, (c) => String.fromCharCode(c.charCodeAt(0) & 0x7f)));
+  }
+  return out;
+}
+
+function plusOf(input: DetectorInput): PlusMode {
+  return FORM_ENCODED.has(input.input.source) ? "space" : "literal";
+}
