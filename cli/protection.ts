@@ -12,6 +12,9 @@ import type { Config } from "../mod/config.ts";
 import { loadGeoIp } from "../mod/geoip.ts";
 import { type Alap, createAlap } from "../mod/alap.ts";
 import { alapRoutes } from "../routes/alap.ts";
+import { createEdgeCache } from "../mod/edge_cache.ts";
+import { edgeRoutes } from "../routes/edge.ts";
+import { createEdgeResponder } from "../routes/edge_response.ts";
 import { blockPageRoutes, configuredBlockPage } from "../routes/block_pages.ts";
 import type { Logger } from "../mod/logger.ts";
 import type { Policy } from "../mod/policy.ts";
@@ -74,10 +77,13 @@ export function createProtectionPlane(deps: ProtectionDeps): ProtectionPlane {
     rebuild: () => policy?.rebuild(),
     findRecord: deps.findAccessRecord,
   });
+  const cache = createEdgeCache();
   const gate = createProtectionGate({
     runtime,
     clock,
     random,
+    edge: createEdgeResponder({ cache, clock }),
+    current: () => policy?.current.protection,
     blockPage: configuredBlockPage,
     observe: (site, record, inspection) =>
       alap.observe(site.id, record.client_ip, record.trace_id, inspection),
@@ -98,6 +104,7 @@ export function createProtectionPlane(deps: ProtectionDeps): ProtectionPlane {
     routes: [
       ...alapRoutes(alap, objects),
       ...blockPageRoutes(objects),
+      ...edgeRoutes(objects, cache),
       ...protectionRoutes(objects, { hasGeo: geo !== undefined }),
       ...threatIntelRoutes({
         objects,

@@ -186,6 +186,11 @@ export function createPolicyObjects(deps: PolicyObjectsDeps) {
       deps.onChange();
     },
 
+    /** Records an action that changes no document (a cache purge). */
+    auditOnly(action: string, ctx: AuditContext, detail: Record<string, unknown>): void {
+      transaction(db, () => audit.record({ ...ctx, action, result: "success", detail }));
+    },
+
     /** Removes a singleton setting (back to its defaults). */
     deleteSingleton(kind: string, auditName: string, ctx: AuditContext): void {
       transaction(db, () => {

@@ -19,6 +19,7 @@ import { type Random, randomHex } from "../mod/random.ts";
 import { renderBlockPage } from "./block_page.ts";
 import { CHALLENGE_PATH, challengePage, safeReturn } from "./challenge_page.ts";
 import { statusPage } from "./data_plane.ts";
+import type { EdgeResponder } from "./edge_response.ts";
 
 export interface GateDeps {
   readonly runtime: ProtectionRuntime;
@@ -26,6 +27,10 @@ export interface GateDeps {
   readonly random: Random;
   /** Renders the configured block page (custom or built-in template). */
   readonly blockPage?: (req: Request, traceId: string, p: CompiledProtection) => Response;
+  /** Edge work on responses (header rules, cache, compression). */
+  readonly edge?: EdgeResponder;
+  /** The protection in force now, for response-side work that runs after the request's checks. */
+  readonly current?: () => CompiledProtection | undefined;
   /** Receives the engine's findings for ALAP (never blocks the request). */
   readonly observe?: (site: CompiledSite, record: AccessRecord, inspection: Inspection) => void;
 }
@@ -209,6 +214,34 @@ export function createProtectionGate(deps: GateDeps) {
       return adjusted.blocking === inspection.blocking
         ? inspection
         : { ...inspection, blocking: adjusted.blocking };
+    },
+
+    /** A cached response for the request (checked after every protection control passed). */
+    cached(
+      req: Request,
+      site: CompiledSite,
+      record: AccessRecord,
+      chain: ChainSink,
+      policy: CompiledPolicy,
+      pathAndQuery: string,
+    ): Response | undefined {
+      const p = policy.protection;
+      if (!p || !deps.edge) return undefined;
+      return deps.edge.lookup(req, p, site, record, chain, record.path, pathAndQuery);
+    },
+
+    /** Header rules, cache capture and compression of an upstream response. */
+    respond(
+      req: Request,
+      site: CompiledSite,
+      record: AccessRecord,
+      chain: ChainSink,
+      pathAndQuery: string,
+      res: Response,
+    ): Response {
+      const p = deps.current?.();
+      if (!p || !deps.edge) return res;
+      return deps.edge.respond(req, p, site, record, chain, record.path, pathAndQuery, res);
     },
 
     /** The configured block page for an engine block. */

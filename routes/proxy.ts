@@ -161,7 +161,10 @@ export function createProxy(deps: ProxyDeps): Proxy {
           statusText: res.statusText,
           headers: downstreamHeaders(res.headers, record.trace_id),
         });
-        return finish(record, start, out, upstreamUs);
+        const final = deps.protection
+          ? deps.protection.respond(req, site, record, chain, pathAndQuery, out)
+          : out;
+        return finish(record, start, final, upstreamUs);
       } catch (err) {
         if (deadline) deadlines.clear(deadline);
         const upstreamUs = Math.round(micros() - t0);
@@ -309,6 +312,13 @@ export function createProxy(deps: ProxyDeps): Proxy {
       const pathAndQuery = query === "" ? path : `${path}?${query}`;
       if (req.headers.get("upgrade")?.toLowerCase() === "websocket") {
         return await webSocket(req, site, record, chain, pathAndQuery, headers, start);
+      }
+      if (deps.protection) {
+        const cached = deps.protection.cached(req, site, record, chain, current, pathAndQuery);
+        if (cached) {
+          if (plan.kind === "streaming") plan.body.cancel().catch(() => {});
+          return finish(record, start, cached);
+        }
       }
       return await forward(req, site, record, chain, plan, pathAndQuery, headers, start);
     } catch (err) {
