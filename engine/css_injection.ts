@@ -17,10 +17,12 @@ const CSS_CHAR_ESCAPE = /\\([^0-9a-fA-F\n])/g;
 /** A `\` escape in a declaration: only hand-written obfuscation needs one. */
 const CSS_ESCAPE = /\\[0-9a-fA-F]|\\[a-zA-Z]/;
 /** `url(` whose argument contains what ends a declaration or opens a comment. */
-const URL_BREAKOUT = /url\(\s*['"]?[^)'"]*?(?:[;{}]|\/\*)/;
+const URL_BREAKOUT = /url\(\s*['"]?(?!data:)[^)'"]*?(?:[;{}]|\/\*)/;
 /** An SVG document used as a CSS resource: it brings its own script-capable DOM. */
 const URL_SVG = /url\(\s*['"]?(?:data:image\/svg|[^)'"]*\.svg(?:[#?)'"\s]|$))/;
 const BRACES = /[{}]/;
+/** A quoted CSS string holding a line break or a further declaration (`'foo\n;color:red'`). */
+const STRING_BREAKOUT = /[:,(]\s*(['"])[^'"]*?[\n;][^'"]*?[a-z-]+\s*:[^'"]*\1/;
 
 /** A CSS verdict: rule name without the `xss.` prefix and a score. */
 export interface CssVerdict {
@@ -53,11 +55,16 @@ export function cssText(css: string): string {
 export function judgeCss(css: string, inline: boolean): CssVerdict | undefined {
   const read = cssText(css);
   if (SCRIPT_CSS.test(read)) return { rule: "style_script", score: 80 };
-  if (URL_SVG.test(read)) return { rule: "css_svg", score: 70 };
+  const svg = URL_SVG.exec(read);
+  // Inline SVG is attacker markup; an SVG file may just be a designer's background image.
+  if (svg !== null && svg[0].includes("data:")) return { rule: "css_svg", score: 70 };
   if (URL_BREAKOUT.test(css)) return { rule: "css_breakout", score: 70 };
   // Icon fonts write `content: "\e600"` in style sheets; inline styles have no such need.
   if (inline && CSS_ESCAPE.test(css)) return { rule: "css_escape", score: 70 };
-  if (inline && BRACES.test(css)) return { rule: "css_breakout", score: 70 };
+  if (inline && (BRACES.test(css) || STRING_BREAKOUT.test(css))) {
+    return { rule: "css_breakout", score: 70 };
+  }
+  if (svg !== null) return { rule: "css_svg", score: 60 };
   if (inline && css.includes("/*")) return { rule: "css_comment", score: 60 };
   return undefined;
 }

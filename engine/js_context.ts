@@ -21,9 +21,12 @@ const FUNCTION_CONSTRUCTOR =
 /** Sinks that run or reveal code, called or aliased at the start of the injected code. */
 const SINKS = "alert|prompt|confirm|eval|print|setTimeout|setInterval|Function|importScripts";
 const SINK_START = new RegExp(`^(?:[\\w$]+\\s*=\\s*)?(?:${SINKS})\\s*(?:[(\`;,])`);
-/** A sink called right after a statement separator, or passed as a callback (`.find(alert)`). */
+/**
+ * A sink called right after a statement separator or a closed block (`}alert(1)`), or passed
+ * as a callback (`.find(alert)`).
+ */
 const SINK_AFTER_SEPARATOR = new RegExp(
-  `(?:^|[;,])\\s*(?:${SINKS})\\s*[(\`]|\\(\\s*(?:alert|prompt|confirm|eval)\\s*\\)`,
+  `(?:^|[;,])\\s*(?:${SINKS})\\s*[(\`]|\\}\\s*(?:alert|prompt|confirm)\\s*[(\`]|\\(\\s*(?:alert|prompt|confirm|eval)\\s*\\)`,
 );
 const JSFUCK_CHARS = /[[\]()!+{}]/g;
 

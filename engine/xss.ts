@@ -30,7 +30,7 @@ import {
  * `getURL("javascript:...")`); `javascript:void(0)` links are common in page snapshots.
  */
 const SCRIPT_URL_CALL =
-  /(?:^|[\s=,;"'`(:])(?:javascript|vbscript)\s*:(?!\s*(?:void\b|;|$))[^\n]{0,100}?[\w$\])]\s*[(`]/i;
+  /(?:^|[\s=,;?&#"'`(:])(?:javascript|vbscript)\s*:(?!\s*(?:void\b|;|$))[^\n]{0,100}?[\w$\])]\s*[(`]/i;
 const URL_PAYLOAD = /[(`=<]|base64/;
 /**
  * A script string closed by the value, followed by an operator or `;`, then a call of a
@@ -48,6 +48,11 @@ const HANDLER_CALL =
   /(?:^|[^\w$.-])on[a-z]{3,}[^\s=<>]{0,4}\s*=[^<>]{0,16}?\b(?:alert|prompt|confirm|eval|setTimeout|setInterval|Function|fetch|import)\s*[(`]/i;
 /** CDATA sections and comments that split a keyword: XML parsers join the pieces again. */
 const SPLITTERS = /<!\[CDATA\[|\]\]>|<!--[^]*?-->/g;
+/** A CSS declaration whose value is an IE expression or a binding. */
+const CSS_DECLARATION_SCRIPT =
+  /(?:^|[\s;{"'=])[a-z-]+\s*:\s*(?:expression\s*\(|url\s*\(\s*['"]?\s*javascript:)/;
+/** A Netscape JavaScript entity (`&{alert(1)}`) assigned to an attribute. */
+const SCRIPT_ENTITY = /=\s*["'`]?&\{/;
 /** Cheap prefilter: none of these, no XSS. */
 const XSS_SYNTAX = /[<>"'`:(]/;
 
@@ -123,9 +128,13 @@ function judgeText(text: string, hit: Hit): void {
   if (js !== null) hit("script_breakout", 75, js.index);
   const code = analyzeJs(text);
   if (code !== undefined) hit(code.rule, code.score, 0);
-  if (text.includes("(") && SCRIPT_CSS.test(cssText(text))) {
-    hit("css", 60, 0);
+  if (text.includes("(")) {
+    const css = cssText(text);
+    // `xss:expression(...)` is a declaration, not the word "expression (" in prose.
+    if (SCRIPT_CSS.test(css)) hit("css", CSS_DECLARATION_SCRIPT.test(css) ? 75 : 60, 0);
   }
+  const entity = SCRIPT_ENTITY.exec(text);
+  if (entity !== null) hit("script_entity", 70, entity.index);
   if (text.includes("=")) {
     const handler = HANDLER_CALL.exec(text);
     if (handler !== null) hit("event_handler", 80, handler.index);
