@@ -13,6 +13,7 @@ import { loadGeoIp } from "../mod/geoip.ts";
 import { type Alap, createAlap } from "../mod/alap.ts";
 import { alapRoutes } from "../routes/alap.ts";
 import { createEdgeCache } from "../mod/edge_cache.ts";
+import { createGoodBotVerifier, denoResolver, type Resolver } from "../mod/good_bots.ts";
 import { edgeRoutes } from "../routes/edge.ts";
 import { createEdgeResponder } from "../routes/edge_response.ts";
 import { blockPageRoutes, configuredBlockPage } from "../routes/block_pages.ts";
@@ -47,6 +48,8 @@ export interface ProtectionDeps {
   readonly clock: Clock;
   readonly random: Random;
   readonly logger: Logger;
+  /** DNS for crawler verification (tests inject one; default `Deno.resolveDns`). */
+  readonly resolver?: Resolver;
   /** The stored access-log record (JSON) of a trace id, for false-positive marks. */
   readonly findAccessRecord: (traceId: string) => Promise<string | undefined>;
 }
@@ -83,6 +86,7 @@ export function createProtectionPlane(deps: ProtectionDeps): ProtectionPlane {
     clock,
     random,
     edge: createEdgeResponder({ cache, clock }),
+    goodBots: createGoodBotVerifier({ resolver: deps.resolver ?? denoResolver, clock }),
     current: () => policy?.current.protection,
     blockPage: configuredBlockPage,
     observe: (site, record, inspection) =>

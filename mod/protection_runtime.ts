@@ -28,6 +28,8 @@ export interface PreRequest {
   readonly siteId: string;
   readonly clientIp: string;
   readonly view: RequestView;
+  /** Set when the client is a crawler verified by reverse DNS (see `good_bots.ts`). */
+  readonly verifiedBot?: boolean;
 }
 
 /** What the pre-body checks decided. */
@@ -187,6 +189,12 @@ export function createProtectionRuntime(deps: ProtectionRuntimeDeps) {
   }
 
   return {
+    /** True when a bot policy for this request exempts verified crawlers. */
+    wantsBotVerification(p: CompiledProtection, siteId: string, path: string): boolean {
+      const b = p.bot.length > 0 ? botPolicyFor(p, siteId, path) : undefined;
+      return b !== undefined && b.mode !== "off" && b.verified_bots;
+    },
+
     /** The issuer for a policy's puzzles (used by the challenge endpoint too). */
     issuer,
     newNonce: (): string => randomHex(deps.random, 16),
@@ -268,7 +276,9 @@ export function createProtectionRuntime(deps: ProtectionRuntimeDeps) {
       }
 
       const bot = p.bot.length > 0 ? botPolicyFor(p, req.siteId, req.view.path) : undefined;
-      if (bot && bot.mode !== "off") {
+      if (bot && bot.mode !== "off" && bot.verified_bots && req.verifiedBot) {
+        chain.add("bot", "verified_bot", bot.id);
+      } else if (bot && bot.mode !== "off") {
         const ua = req.view.header("user-agent");
         const reason = bot.mode === "all" ? "all" : classifyClient(ua, overBotRate(bot, req, now));
         if (reason === undefined) chain.add("bot", "pass", bot.id);

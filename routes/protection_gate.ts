@@ -20,6 +20,7 @@ import { renderBlockPage } from "./block_page.ts";
 import { CHALLENGE_PATH, challengePage, safeReturn } from "./challenge_page.ts";
 import { statusPage } from "./data_plane.ts";
 import type { EdgeResponder } from "./edge_response.ts";
+import { claimedCrawler, type GoodBotVerifier } from "../mod/good_bots.ts";
 
 export interface GateDeps {
   readonly runtime: ProtectionRuntime;
@@ -27,6 +28,8 @@ export interface GateDeps {
   readonly random: Random;
   /** Renders the configured block page (custom or built-in template). */
   readonly blockPage?: (req: Request, traceId: string, p: CompiledProtection) => Response;
+  /** Reverse-DNS verification of claimed search-engine crawlers. */
+  readonly goodBots?: GoodBotVerifier;
   /** Edge work on responses (header rules, cache, compression). */
   readonly edge?: EdgeResponder;
   /** The protection in force now, for response-side work that runs after the request's checks. */
@@ -152,7 +155,15 @@ export function createProtectionGate(deps: GateDeps) {
         { method: req.method, path, query, headers: headerList(req) },
         hostOf(record.host),
       );
-      const v = runtime.pre(p, { siteId: site.id, clientIp: record.client_ip, view }, chain);
+      const ua = req.headers.get("user-agent");
+      const verifiedBot = deps.goodBots !== undefined && claimedCrawler(ua) !== undefined &&
+        runtime.wantsBotVerification(p, site.id, path) &&
+        await deps.goodBots.verify(record.client_ip, ua);
+      const v = runtime.pre(
+        p,
+        { siteId: site.id, clientIp: record.client_ip, view, verifiedBot },
+        chain,
+      );
       switch (v.kind) {
         case "pass":
           return undefined;
