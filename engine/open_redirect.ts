@@ -21,15 +21,38 @@ const HOST = String
 /** Shapes that defeat same-site checks: `///evil`, `/\evil`, `\\evil`, `/%09/evil`, `〱evil`. */
 const BYPASS = new RegExp(
   String
-    .raw`^\s*(?:\/{3,}|\/?\\{1,2}|\/\\\/|\\\/|\/[\t\n\r\v\f]+\/|\/*[\u3031-\u3035\u309d\u309e\u30fc\uff70\uff0f\u2215\u2044])` +
+    .raw`^\s*(?:\/{3,}|\/*\\{1,2}|\/\\\/|\\\/|\/+[\t\n\r\v\f]+\/|\/*[\u3031-\u3035\u309d\u309e\u30fc\uff70\uff0f\u2215\u2044])` +
     String.raw`[\\/]*(?:[^@/\s]*@)?(?:${HOST})`,
   "i",
 );
-const SCHEME_NO_SLASH = new RegExp(
-  String.raw`^\s*(?:https?|ftp):(?!\/\/)[\\/]*(?:[^@/\s]*@)?(?:${HOST})`,
+/**
+ * A scheme followed by anything but exactly `//` and a host: `https:evil`, `https:///evil`,
+ * `https://\evil`, `https://%09/evil`; browsers repair all of them to `https://evil`.
+ */
+const SCHEME_ODD_SLASHES = new RegExp(
+  String
+    .raw`^\s*(?:https?|ftp):(?!\/\/[^\/\\\s])[\\/\t\n\r\v\f]*(?:[^@/\s]*@)?(?:${HOST})`,
   "i",
 );
-const SLASH_SCHEME = new RegExp(String.raw`^\s*\/+(?:https?:[\\/]*(?:${HOST}))`, "i");
+/**
+ * Characters that end the authority for a browser (`\`, `#`, `?`) before what a naive parser
+ * reads as the rest of the host or as userinfo: `http://evil\trusted`, `http://evil#@trusted`.
+ */
+const AUTHORITY_CONFUSION = new RegExp(
+  String.raw`^\s*https?:\/\/[^\/?#\\\s]*(?:\\@?|[#?]@)(?:${HOST})`,
+  "i",
+);
+/** Full stops of other scripts that IDNA maps to `.`: `//evil。com` passes a dot check. */
+const LOOKALIKE_DOT = /^\s*(?:https?:)?\/\/[^\/?#\s]*[\u3002\uff0e\uff61]/i;
+/** A URL-shaped value whose letters were percent-encoded, which no client needs to do. */
+const ENCODED_LETTERS = /%(?:25)?(?:6[1-9a-f]|7[0-9a]|4[1-9a-f]|5[0-9a])/gi;
+const URL_SHAPE = /^\s*(?:https?:)?\/\/[^\/?#\s]+/i;
+const SLASH_SCHEME = new RegExp(
+  String.raw`^\s*\/+(?:https?:[\\/\t\n\r\v\f]*(?:${HOST}))`,
+  "i",
+);
+/** A host followed at once by a `..` segment (`//evil/%2f..`): bait for path normalisers. */
+const HOST_DOT_SEGMENT = /^\s*(?:https?:)?\/\/[^\/?#\s]+\/+\.\.(?:[\/?#]|$)/i;
 const TRUSTED_USERINFO = new RegExp(
   String.raw`^\s*(?:https?:)?\/\/+[^/?#@\s]*\.[^/?#@\s]*@(?:${HOST})`,
   "i",
@@ -58,8 +81,10 @@ export function openRedirect(value: DetectorInput): Finding | undefined {
   const source = value.input.source;
   if (source === "header" || source === "path" || source === "cookie") return undefined;
   const redirectParam = REDIRECT_PARAM.test(value.input.name);
-  const shaped = BYPASS.exec(text) ?? SCHEME_NO_SLASH.exec(text) ?? SLASH_SCHEME.exec(text) ??
-    TRUSTED_USERINFO.exec(text) ?? NESTED_REDIRECT.exec(text);
+  const shaped = BYPASS.exec(text) ?? SCHEME_ODD_SLASHES.exec(text) ?? SLASH_SCHEME.exec(text) ??
+    TRUSTED_USERINFO.exec(text) ?? AUTHORITY_CONFUSION.exec(text) ?? LOOKALIKE_DOT.exec(text) ??
+    HOST_DOT_SEGMENT.exec(text) ??
+    NESTED_REDIRECT.exec(text) ?? encodedUrl(value);
   if (shaped !== null) {
     return makeFinding(
       value,
@@ -78,4 +103,11 @@ export function openRedirect(value: DetectorInput): Finding | undefined {
     return makeFinding(value, "open-redirect", 30, "open_redirect.absolute", text, 0);
   }
   return undefined;
+}
+
+/** Three or more percent-encoded letters in a value that decodes to an absolute URL. */
+function encodedUrl(value: DetectorInput): RegExpExecArray | null {
+  if (!value.raw.includes("%") || !URL_SHAPE.test(value.decoded)) return null;
+  const letters = value.raw.match(ENCODED_LETTERS);
+  return letters !== null && letters.length >= 3 ? URL_SHAPE.exec(value.decoded) : null;
 }

@@ -30,7 +30,7 @@ import {
  * `getURL("javascript:...")`); `javascript:void(0)` links are common in page snapshots.
  */
 const SCRIPT_URL_CALL =
-  /(?:^|[\s=,;?&#"'`(:])(?:javascript|vbscript)\s*:(?!\s*(?:void\b|;|$))[^\n]{0,100}?[\w$\])]\s*[(`]/i;
+  /(?:^|[\s=,;?&#"'`(:/\\>])(?:javascript|vbscript)\s*:(?!\s*(?:void\b|;|$))[^\n]{0,100}?[\w$\])]\s*[(`]/i;
 const URL_PAYLOAD = /[(`=<]|base64/;
 /**
  * A script string closed by the value, followed by an operator or `;`, then a call of a

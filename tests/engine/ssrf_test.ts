@@ -83,3 +83,43 @@ Deno.test("openRedirect() passes ordinary links and nested HTTPS redirect URIs",
     (openRedirect(engineInput("https://example.com/x", { name: "next" }))?.score ?? 0) < 40,
   );
 });
+
+Deno.test("openRedirect() catches URLs that browsers repair differently than filters read", () => {
+  for (
+    const p of [
+      "https:///evil.com",
+      "https://\\evil.com",
+      "https://\t/evil.com",
+      "//\t/evil.com",
+      "//\\evil.com",
+      "http://evil.com\\trusted.example",
+      "http://evil.com:80#@trusted.example/",
+      "https://:@evil.com\\@trusted.example",
+      "//evil\u3002com",
+      "/https://\t/evil.com",
+      "//evil.com/%2f..".replace("%2f", "/"),
+    ]
+  ) {
+    assert.ok((openRedirect(engineInput(p, { name: "q" }))?.score ?? 0) >= 70, p);
+  }
+  const encoded = engineInput("http://google.com", { raw: "http://%67%6f%6f%67%6c%65.com" });
+  assert.ok((openRedirect(encoded)?.score ?? 0) >= 70);
+});
+
+Deno.test("openRedirect() passes ordinary URLs outside redirect parameters", () => {
+  for (
+    const p of [
+      "//cdn.example.com/app.js",
+      "https://example.com/a/../b",
+      "https://example.com/?ref=www.other.example",
+      "https://example.com/path#section",
+      "https://例子.测试/路径",
+    ]
+  ) {
+    assert.ok((openRedirect(engineInput(p, { name: "q" }))?.score ?? 0) < 70, p);
+  }
+  const chinese = engineInput("https://example.com/搜索", {
+    raw: "https://example.com/%E6%90%9C%E7%B4%A2",
+  });
+  assert.ok((openRedirect(chinese)?.score ?? 0) < 70);
+});
