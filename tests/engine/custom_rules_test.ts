@@ -1,6 +1,6 @@
 import { assertEquals, ok } from "../_helpers/assert.ts";
 import { compileCustomRules, type CustomRule, validatePattern } from "../../engine/custom_rules.ts";
-import { compileRe2 } from "../../engine/re2.ts";
+import { compileRe2, requiredLiteral } from "../../engine/re2.ts";
 import { RequestView } from "../../engine/request_view.ts";
 import type { EngineRequest } from "../../engine/types.ts";
 
@@ -81,4 +81,48 @@ Deno.test("custom rules honour case-insensitive matching when asked", () => {
   assertEquals(compiled.evaluate(view({ path: "/admin" }), "a").decisive?.id, "r1");
   const strict = compileCustomRules([rule({ pattern: "^/ADMIN" })]);
   assertEquals(strict.evaluate(view({ path: "/admin" }), "a").decisive, undefined);
+});
+
+Deno.test("requiredLiteral() finds only literals every match must contain", () => {
+  const cases: Array<[string, string | undefined]> = [
+    ["evil[0-9]+", "evil"],
+    ["^/admin/", "/admin/"],
+    ["sqlmap", "sqlmap"],
+    ["ab?cdef", "cdef"],
+    ["abc*def", "def"],
+    ["a{2,3}bcd", "bcd"],
+    ["x\\.php$", "x.php"],
+    ["foo|barbaz", undefined],
+    ["(abc)+", undefined],
+    ["(?i)zgrab", undefined],
+    ["\\x41bcd", undefined],
+    ["\\d+abc", "abc"],
+    ["[\\]]abcd", undefined],
+    ["ab", undefined],
+  ];
+  for (const [pattern, literal] of cases) assertEquals(requiredLiteral(pattern), literal, pattern);
+});
+
+Deno.test("the literal prefilter never changes what a rule matches", () => {
+  const inputs = [
+    "EVIL12",
+    "evil12",
+    "xevil9y",
+    "evil",
+    "ADMIN",
+    "/admin/x",
+    "abbbc",
+    "acdef",
+    "x.php",
+  ];
+  for (const pattern of ["evil[0-9]+", "^/admin/", "ab?cdef", "x\\.php$", "b+c"]) {
+    for (const ignoreCase of [false, true]) {
+      const r = compileRe2(pattern, { ignoreCase });
+      ok(r.ok);
+      const js = new RegExp(pattern, ignoreCase ? "iu" : "u");
+      for (const input of inputs) {
+        assertEquals(r.matcher.test(input), js.test(input), `${pattern} ${ignoreCase} ${input}`);
+      }
+    }
+  }
 });
