@@ -7,6 +7,7 @@
  */
 import type { DetectorInput, Finding } from "./types.ts";
 import { makeFinding, stronger } from "./make_finding.ts";
+import { percentDecode } from "./normalize.ts";
 
 /** Attributes that LDAP injection payloads target. */
 const LDAP_ATTR =
@@ -19,6 +20,12 @@ const LDAP_WILDCARD_CLOSE = /\*\)+\s*\(\s*[|&!(]/;
 const LDAP_COMPOSITION = /\(\s*[|&!]\s*\(\s*[a-z][\w-]*\s*=\s*\*/i;
 /** A wildcard value closed twice and cut with a NUL byte (`*))%00`). */
 const LDAP_NUL = /\*\)\)(?:%00|\\x00|\\0)/i;
+/**
+ * A value made only of filter syntax - wildcard, parentheses and a boolean operator
+ * (`*()|&'`): the probe that shows whether a filter is built by concatenation.
+ */
+const LDAP_PROBE = /^[\s*()|&!='"\\]{3,12}$/;
+const LDAP_PROBE_PARTS = [/\*/, /[()]/, /[|&!]/] as const;
 
 /** XPath functions applied to a node path (`count(/child::node())`, `name(/*)`). */
 const XPATH_FUNC_PATH =
@@ -43,9 +50,15 @@ export function ldapXpath(value: DetectorInput): Finding | undefined {
   if (text.indexOf(")") >= 0) {
     const br = LDAP_BREAKOUT.exec(text) ?? LDAP_WILDCARD_CLOSE.exec(text);
     if (br !== null) best = makeFinding(value, "ldap", 85, "ldap.filter_breakout", text, br.index);
-    const nul = LDAP_NUL.exec(value.raw);
+    // The raw value still shows the `%00` the normaliser removed, once the transport's own
+    // encoding is undone.
+    const raw = value.raw.includes("%25") ? percentDecode(value.raw) : value.raw;
+    const nul = LDAP_NUL.exec(raw);
     if (nul !== null) {
-      best = stronger(best, makeFinding(value, "ldap", 75, "ldap.nul_cut", value.raw, nul.index));
+      best = stronger(best, makeFinding(value, "ldap", 75, "ldap.nul_cut", raw, nul.index));
+    }
+    if (LDAP_PROBE.test(text) && LDAP_PROBE_PARTS.every((part) => part.test(text))) {
+      best = stronger(best, makeFinding(value, "ldap", 70, "ldap.syntax_probe", text, 0));
     }
   }
   const comp = LDAP_COMPOSITION.exec(text);

@@ -110,3 +110,15 @@ Deno.test("ldapXpath() passes parentheses in prose", () => {
     assert.ok(score(ldapXpath, p) < 70, p);
   }
 });
+
+Deno.test("ldapXpath() catches filter-syntax probes and NUL cuts under the transport encoding", () => {
+  assert.ok(score(ldapXpath, "*()|&'") >= 70);
+  const nul = ldapXpath(engineInput("*))", { raw: "*))%2500" }));
+  assert.equal(nul?.ruleId, "ldap.nul_cut");
+});
+
+Deno.test("ldapXpath() passes wildcards and operators that are not filter probes", () => {
+  for (const p of ["(*)", "*.*", "a && (b || c)", "()", "(!)", "5 * (3 + 2)"]) {
+    assert.ok(score(ldapXpath, p) < 70, p);
+  }
+});
