@@ -16,6 +16,7 @@ import { healthRoutes } from "../routes/health.ts";
 import { formatAddress, listen, type Listener } from "../routes/listen.ts";
 import { createManagementApp } from "../routes/management.ts";
 import type { RouteDef } from "../routes/route.ts";
+import { type ApiAccess, createApiAccess } from "./api_access.ts";
 import { createIdentity, type Identity } from "./identity.ts";
 import { createDataPlane, type DataPlane } from "./data_plane.ts";
 
@@ -62,6 +63,8 @@ export interface RunningServer {
   readonly routes: readonly RouteDef[];
   /** Identity and access services (setup, users, sessions, login, audit). */
   readonly identity: Identity;
+  /** API tokens and their cleanup worker, notifications, two-factor authentication. */
+  readonly apiAccess: ApiAccess;
   /** Drains both listeners (bounded by the shutdown timeout) and closes the store. */
   shutdown(): Promise<void>;
 }
@@ -84,16 +87,22 @@ export async function startServer(
   await Deno.mkdir(dataDir, { recursive: true, mode: 0o700 });
   const db = openStore(`${dataDir}/waf.db`, { now: deps.clock.now() });
   readiness.store = true;
+  const services = {
+    db,
+    config,
+    dataDir,
+    clock: deps.clock,
+    random: deps.random,
+    logger: deps.logger,
+  };
+  const apiAccess = createApiAccess(services);
   let identity: Identity;
   try {
     identity = await createIdentity({
-      db,
-      config,
-      dataDir,
-      clock: deps.clock,
-      random: deps.random,
-      logger: deps.logger,
+      ...services,
       env: deps.env,
+      bearer: apiAccess.bearer,
+      verifyTotp: apiAccess.verifyTotp,
     });
   } catch (err) {
     db.close();
@@ -119,6 +128,7 @@ export async function startServer(
     ...healthRoutes(readiness),
     ...dataPlane.routes,
     ...identity.routes,
+    ...apiAccess.routes,
   ];
   const app = createManagementApp({
     logger: deps.logger,
@@ -156,6 +166,7 @@ export async function startServer(
       formatAddress(data.hostname === "0.0.0.0" ? "127.0.0.1" : data.hostname, data.port)
     }`;
     await identity.start(config.server.management.base_url ?? managementUrl);
+    apiAccess.start();
     deps.logger.info("waf started", {
       data_plane: formatAddress(data.hostname, data.port),
       management: `${managementUrl}`,
@@ -185,6 +196,7 @@ export async function startServer(
         }
         await dataPlane.close();
         identity.stop();
+        apiAccess.stop();
         db.close();
         deps.logger.info("stopped");
       })();
@@ -202,12 +214,14 @@ export async function startServer(
       dataHttpsUrl: https ? `https://${formatAddress(https.hostname, https.port)}` : undefined,
       routes,
       identity,
+      apiAccess,
       shutdown,
     };
   } catch (err) {
     for (const l of listeners) await l.shutdown().catch(() => {});
     await dataPlane.close().catch(() => {});
     identity.stop();
+    apiAccess.stop();
     db.close();
     throw err;
   }

@@ -84,9 +84,14 @@ export interface CreateTokenInput {
 }
 
 export interface Creator {
-  /** User id or token id of the caller (recorded as `created_by`). */
+  /** The caller, recorded as `created_by` (the routes pass `user:<id>` or `token:<id>`). */
   readonly id: string;
   readonly permissions: readonly string[];
+  /**
+   * When the caller is itself a token: its expiry. A token cannot mint one that outlives it,
+   * or a short-lived token could extend itself for ever.
+   */
+  readonly expiresAt?: number | null;
 }
 
 export function createApiTokens(deps: {
@@ -195,6 +200,24 @@ export function createApiTokens(deps: {
       }
       const now = deps.clock.now();
       const expiresAt = lifetime(input, now);
+      if (typeof creator.expiresAt === "number" && expiresAt > creator.expiresAt) {
+        deps.transaction(() =>
+          deps.audit.record({
+            ...ctx,
+            action: "api_token.create",
+            result: "denied",
+            detail: { reason: "outlives_creator" },
+          })
+        );
+        throw new AppError(
+          403,
+          "FORBIDDEN",
+          `A token cannot create a token that outlives it: the calling token expires at ${
+            iso(creator.expiresAt)
+          }, so pass expires_at or expires_in_days within that`,
+          { details: { field: "expires_at", creator_expires_at: iso(creator.expiresAt) } },
+        );
+      }
       const token = `waf_${randomToken(deps.random, 43)}`;
       const id = randomHex(deps.random, 8);
       const row = {

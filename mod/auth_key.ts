@@ -9,8 +9,15 @@ import type { Random } from "./random.ts";
 export const AUTH_KEY_FILE = "auth.key";
 
 /** Reads the key, creating it (mode 0600) when absent; tightens a too-open mode. */
-export async function loadAuthKey(dataDir: string, random: Random): Promise<Uint8Array> {
-  const path = `${dataDir}/${AUTH_KEY_FILE}`;
+export function loadAuthKey(dataDir: string, random: Random): Promise<Uint8Array> {
+  return loadKeyFile(`${dataDir}/${AUTH_KEY_FILE}`, random);
+}
+
+/**
+ * Reads a 32-byte key kept as base64url in `path`, creating it (mode 0600) when absent and
+ * tightening a too-open mode. Other data-dir keys (the TOTP encryption key) use it too.
+ */
+export async function loadKeyFile(path: string, random: Random): Promise<Uint8Array> {
   try {
     await Deno.writeTextFile(path, Buffer.from(random.bytes(32)).toString("base64url") + "\n", {
       mode: 0o600,

@@ -16,8 +16,14 @@ import type { Random } from "./random.ts";
 import type { NewSessionResult, Sessions } from "./sessions.ts";
 import { assertUsername, type PublicUser, toPublicUser } from "./users.ts";
 
-/** Checks a second-factor code; absent until two-factor support is installed. */
-export type TotpVerifier = (user: UserRow, code: string) => Promise<boolean>;
+/** The outcome of checking a second-factor code at login. */
+export type TotpCheck =
+  | { readonly ok: true }
+  | { readonly ok: false; readonly reason: "invalid" | "replayed" | "unreadable" }
+  | { readonly ok: false; readonly reason: "locked"; readonly retryAfter: number };
+
+/** Checks a second-factor code (and spends it); without one, 2FA accounts cannot log in. */
+export type TotpVerifier = (user: UserRow, code: string) => Promise<TotpCheck>;
 
 export const LOGIN_LOCKOUT = {
   threshold: 5,
@@ -188,11 +194,27 @@ export function createLogin(deps: LoginDeps) {
             { count: false, user: account },
           );
         }
-        if (!(await deps.verifyTotp!(account, input.totp_code!))) {
+        const check = await deps.verifyTotp!(account, input.totp_code!);
+        if (!check.ok && check.reason === "locked") {
           refuse(
             input,
             ctx,
-            "wrong_totp",
+            "totp_locked",
+            new AppError(
+              429,
+              "TOO_MANY_ATTEMPTS",
+              `Too many wrong two-factor codes: retry in ${check.retryAfter} s`,
+              { details: { retry_after: check.retryAfter } },
+            ),
+            { count: false, user: account },
+          );
+        }
+        if (!check.ok) {
+          // A replayed code answers exactly like a wrong one; the audit keeps the difference.
+          refuse(
+            input,
+            ctx,
+            `totp_${check.reason}`,
             new AppError(401, "TOTP_INVALID", "Invalid two-factor code"),
             { count: true, user: account },
           );

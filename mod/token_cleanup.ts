@@ -114,7 +114,10 @@ export function createTokenCleanup(deps: CleanupDeps) {
       }
     },
     start(): void {
-      timer ??= setInterval(() => this.tick(), TICK_MS);
+      if (timer !== undefined) return;
+      timer = setInterval(() => this.tick(), TICK_MS);
+      // The listeners keep a server alive; this timer alone must not.
+      Deno.unrefTimer(timer);
     },
     stop(): void {
       if (timer !== undefined) clearInterval(timer);

@@ -204,5 +204,5 @@ Deno.test("a repaired account's live server session dies at its next request", a
   const again = await callJson(server, "POST", "/api/auth/login", {
     body: { username: "admin", password: PASSWORD },
   });
-  assertEquals((again.body.error as { code: string }).code, "TOTP_UNAVAILABLE");
+  assertEquals((again.body.error as { code: string }).code, "TOTP_REQUIRED");
 });

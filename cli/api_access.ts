@@ -1,0 +1,130 @@
+/**
+ * Composes what builds on identity: management API tokens (the guard's bearer hook) and their
+ * cleanup worker, administrator notifications, TOTP two-factor authentication (the login's
+ * code check), and the system endpoints (version, backup, OTA). `cli/server.ts` passes the
+ * hooks to identity and mounts the routes.
+ */
+import { createApiTokensRepo } from "../db/api_tokens_repo.ts";
+import { createAuditRepo } from "../db/audit_repo.ts";
+import { createNotificationsRepo } from "../db/notifications_repo.ts";
+import { type Db, transaction } from "../db/store.ts";
+import { createTotpRepo } from "../db/totp_repo.ts";
+import { createUsersRepo } from "../db/users_repo.ts";
+import { type ApiTokens, createApiTokens } from "../mod/api_tokens.ts";
+import { createAudit } from "../mod/audit.ts";
+import type { Clock } from "../mod/clock.ts";
+import type { Config } from "../mod/config.ts";
+import type { Logger } from "../mod/logger.ts";
+import type { TotpVerifier } from "../mod/login.ts";
+import { createNotifications, type Notifications } from "../mod/notifications.ts";
+import { createOta } from "../mod/ota.ts";
+import type { Random } from "../mod/random.ts";
+import { createSecretBox, TOTP_KEY_FILE } from "../mod/secret_box.ts";
+import { createTokenCleanup, type TokenCleanup } from "../mod/token_cleanup.ts";
+import { createTwoFactor, type TwoFactor } from "../mod/two_factor.ts";
+import { apiTokenRoutes } from "../routes/api_tokens.ts";
+import type { Ctx, Principal } from "../routes/env.ts";
+import { notificationRoutes } from "../routes/notifications.ts";
+import type { RouteDef } from "../routes/route.ts";
+import { systemRoutes } from "../routes/system.ts";
+import { twoFactorRoutes } from "../routes/two_factor.ts";
+
+/** How often expired 2FA setups and idle lockout entries are forgotten. */
+const SWEEP_EVERY_MS = 60_000;
+
+export interface ApiAccessDeps {
+  readonly db: Db;
+  readonly config: Config;
+  readonly dataDir: string;
+  readonly clock: Clock;
+  readonly random: Random;
+  readonly logger: Logger;
+}
+
+export interface ApiAccess {
+  readonly tokens: ApiTokens;
+  readonly cleanup: TokenCleanup;
+  readonly notifications: Notifications;
+  readonly twoFactor: TwoFactor;
+  readonly routes: readonly RouteDef[];
+  /** The guard's `Authorization: Bearer` hook. */
+  readonly bearer: (c: Ctx, token: string) => Principal | undefined;
+  /** The login's second-factor check. */
+  readonly verifyTotp: TotpVerifier;
+  /** Starts the cleanup worker and the sweep timer. */
+  start(): void;
+  stop(): void;
+}
+
+export function createApiAccess(deps: ApiAccessDeps): ApiAccess {
+  const tx = <T>(fn: () => T): T => transaction(deps.db, fn);
+  const audit = createAudit({ repo: createAuditRepo(deps.db), clock: deps.clock });
+  const tokensRepo = createApiTokensRepo(deps.db);
+  const tokens = createApiTokens({
+    repo: tokensRepo,
+    clock: deps.clock,
+    random: deps.random,
+    audit,
+    transaction: tx,
+    enabled: () => deps.config.apisec.management_api.enabled,
+  });
+  const notifications = createNotifications({
+    repo: createNotificationsRepo(deps.db),
+    clock: deps.clock,
+    random: deps.random,
+  });
+  const cleanup = createTokenCleanup({
+    repo: tokensRepo,
+    audit,
+    notifications,
+    clock: deps.clock,
+    logger: deps.logger,
+    transaction: tx,
+  });
+  const twoFactor = createTwoFactor({
+    users: createUsersRepo(deps.db),
+    totp: createTotpRepo(deps.db),
+    box: createSecretBox(`${deps.dataDir}/${TOTP_KEY_FILE}`, deps.random),
+    audit,
+    notifications,
+    clock: deps.clock,
+    random: deps.random,
+    logger: deps.logger,
+    transaction: tx,
+  });
+  const sink = { audit, transaction: tx };
+  const routes: RouteDef[] = [
+    ...apiTokenRoutes({ ...sink, tokens, created: () => cleanup.tokenCreated() }),
+    ...notificationRoutes({ ...sink, notifications }),
+    ...twoFactorRoutes({ ...sink, twoFactor }),
+    ...systemRoutes({ ...sink, ota: createOta(deps.config.update.ota) }),
+  ];
+
+  let timer: ReturnType<typeof setInterval> | undefined;
+  return {
+    tokens,
+    cleanup,
+    notifications,
+    twoFactor,
+    routes,
+    bearer: (c, token) => tokens.authenticate(token, c.get("clientIp")),
+    verifyTotp: (user, code) => twoFactor.verifyLogin(user, code),
+    start() {
+      cleanup.start();
+      if (timer !== undefined) return;
+      timer = setInterval(() => {
+        try {
+          twoFactor.sweep();
+        } catch (err) {
+          deps.logger.error("two-factor sweep failed", { error: err as Error });
+        }
+      }, SWEEP_EVERY_MS);
+      Deno.unrefTimer(timer);
+    },
+    stop() {
+      cleanup.stop();
+      if (timer !== undefined) clearInterval(timer);
+      timer = undefined;
+    },
+  };
+}

@@ -1,0 +1,50 @@
+/** API tokens and TOTP codes for tests against a real server. */
+import { totpCode, totpSecretFromBase32, totpStep } from "../../mod/totp.ts";
+import { callJson, type Session } from "./identity.ts";
+import type { TestServer } from "./server.ts";
+
+/** Config overrides that allow management API tokens. */
+export const TOKENS_ON = { apisec: { management_api: { enabled: true } } } as const;
+
+export interface Minted {
+  readonly token: string;
+  readonly item: Record<string, unknown> & { id: string };
+}
+
+/** Creates a token through the API as `by` (a session or a bearer token); throws unless 201. */
+export async function mintToken(
+  server: TestServer,
+  by: Session | string,
+  body: Record<string, unknown>,
+): Promise<Minted> {
+  const r = await callJson(server, "POST", "/api/system/api-tokens", as(by, body));
+  if (r.status !== 201) throw new Error(`mint failed: ${r.status} ${JSON.stringify(r.body)}`);
+  return r.body as unknown as Minted;
+}
+
+/** Call options for a session or a bearer token. */
+export function as(by: Session | string, body?: unknown) {
+  return typeof by === "string"
+    ? { headers: { authorization: `Bearer ${by}` }, body }
+    : { session: by, body };
+}
+
+/** One request with `Authorization: Bearer <token>` (no cookie, no CSRF header). */
+export function withToken(
+  server: TestServer,
+  token: string,
+  method: string,
+  path: string,
+  body?: unknown,
+) {
+  return callJson(server, method, path, as(token, body));
+}
+
+/** The code an authenticator bound to `base32` shows at the server's clock (± steps). */
+export function codeAt(server: TestServer, base32: string, steps = 0): string {
+  return totpCode(totpSecretFromBase32(base32), totpStep(server.clock.now()) + steps);
+}
+
+/** The error code of a JSON error response. */
+export const errorCode = (r: { body: Record<string, unknown> }) =>
+  (r.body.error as { code?: string } | undefined)?.code;
