@@ -81,7 +81,7 @@ export interface ProtectionRuntimeDeps {
 export function createProtectionRuntime(deps: ProtectionRuntimeDeps) {
   const secret = deps.challengeSecret ?? deps.random.bytes(32);
   const issuers = new Map<string, ChallengeIssuer>();
-  let globalLimiter: { json: string; limiter: RateLimiter } | undefined;
+  let globalLimiter: { doc: RateLimitDoc; json: string; limiter: RateLimiter } | undefined;
   const botLimiters = new Map<string, RateLimiter>();
 
   /** One issuer per (difficulty, clearance lifetime), sharing the used-nonce set per pair. */
@@ -141,20 +141,22 @@ export function createProtectionRuntime(deps: ProtectionRuntimeDeps) {
     return !l.hit(req.clientIp, now).allowed;
   }
 
+  /** The limiter survives rebuilds that leave the limits unchanged (counters are kept). */
   function rateLimiter(doc: RateLimitDoc): RateLimiter {
+    if (globalLimiter?.doc === doc) return globalLimiter.limiter;
     const json = JSON.stringify(doc);
-    if (globalLimiter?.json !== json) {
-      globalLimiter = {
-        json,
-        limiter: createRateLimiter({
-          requests: doc.requests,
-          windowMs: doc.window_seconds * 1000,
-          burst: doc.burst,
-          maxKeys: doc.max_keys,
-        }),
-      };
+    if (globalLimiter?.json === json) {
+      globalLimiter.doc = doc;
+      return globalLimiter.limiter;
     }
-    return globalLimiter.limiter;
+    const limiter = createRateLimiter({
+      requests: doc.requests,
+      windowMs: doc.window_seconds * 1000,
+      burst: doc.burst,
+      maxKeys: doc.max_keys,
+    });
+    globalLimiter = { doc, json, limiter };
+    return limiter;
   }
 
   function ipChecks(

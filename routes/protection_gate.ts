@@ -151,13 +151,22 @@ export function createProtectionGate(deps: GateDeps) {
       if (path === CHALLENGE_PATH && req.method === "POST") {
         return await verify(req, record, chain, p);
       }
+      // Headers are copied only if a control reads them (most requests need the UA at most).
+      let headers: Array<[string, string]> | undefined;
       const view = new RequestView(
-        { method: req.method, path, query, headers: headerList(req) },
+        {
+          method: req.method,
+          path,
+          query,
+          get headers() {
+            return headers ??= headerList(req);
+          },
+        },
         hostOf(record.host),
       );
       const ua = req.headers.get("user-agent");
-      const verifiedBot = deps.goodBots !== undefined && claimedCrawler(ua) !== undefined &&
-        runtime.wantsBotVerification(p, site.id, path) &&
+      const verifiedBot = deps.goodBots !== undefined && p.bot.length > 0 &&
+        runtime.wantsBotVerification(p, site.id, path) && claimedCrawler(ua) !== undefined &&
         await deps.goodBots.verify(record.client_ip, ua);
       const v = runtime.pre(
         p,
