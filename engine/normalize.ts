@@ -235,7 +235,9 @@ export function decodeJsEscapes(s: string): string {
  * markup or code; otherwise undefined (most base64 in requests is binary or opaque tokens).
  */
 export function decodeBase64Code(value: string): string | undefined {
-  if (value.length > MAX_VALUE_CHARS || !BASE64.test(value)) return undefined;
+  if (value.length > MAX_VALUE_CHARS || !BASE64.test(value) || !mayEncodeAscii(value)) {
+    return undefined;
+  }
   let text: string;
   try {
     text = atob(value.replaceAll("-", "+").replaceAll("_", "/").replace(PADDING, ""));
@@ -247,6 +249,40 @@ export function decodeBase64Code(value: string): string | undefined {
     if ((c < 0x20 && c !== 9 && c !== 10 && c !== 13) || c > 0x7e) return undefined;
   }
   return CODE_LIKE.test(text) ? text : undefined;
+}
+
+/** Index of a base64 digit (standard or URL-safe alphabet), -1 for padding or anything else. */
+function base64Index(c: number): number {
+  if (c >= 65 && c <= 90) return c - 65;
+  if (c >= 97 && c <= 122) return c - 71;
+  if (c >= 48 && c <= 57) return c + 4;
+  if (c === 43 || c === 45) return 62;
+  if (c === 47 || c === 95) return 63;
+  return -1;
+}
+
+/**
+ * Whether base64 text can decode to 7-bit bytes, read from the digits alone: each byte below
+ * 0x80 leaves a zero bit at a fixed place in its group of four digits. Random tokens fail
+ * within a group or two, so most opaque ids and hashes never reach `atob`.
+ */
+function mayEncodeAscii(value: string): boolean {
+  const n = value.length;
+  for (let i = 0; i < n; i += 4) {
+    const d0 = base64Index(value.charCodeAt(i));
+    if (d0 < 0) return true;
+    if (d0 >= 32) return false;
+    if (i + 2 >= n) return true;
+    const d1 = base64Index(value.charCodeAt(i + 1));
+    const d2 = base64Index(value.charCodeAt(i + 2));
+    if (d1 < 0 || d2 < 0) return true;
+    if ((d1 & 15) >= 8) return false;
+    if (i + 3 >= n) return true;
+    const d3 = base64Index(value.charCodeAt(i + 3));
+    if (d3 < 0) return true;
+    if ((d2 & 3) >= 2) return false;
+  }
+  return true;
 }
 
 /** A UTF-7 shifted sequence (`+ADw-` is `<`) that encodes ASCII, the only part XSS needs. */

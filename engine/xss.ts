@@ -51,6 +51,8 @@ const SPLITTERS = /<!\[CDATA\[|\]\]>|<!--[^]*?-->/g;
 /** A CSS declaration whose value is an IE expression or a binding. */
 const CSS_DECLARATION_SCRIPT =
   /(?:^|[\s;{"'=])[a-z-]+\s*:\s*(?:expression\s*\(|url\s*\(\s*['"]?\s*javascript:)/;
+/** What script-running CSS needs before escapes and comments are resolved. */
+const CSS_HINT = /\\|\/\*|expression|behavio|binding|javascript|@import/i;
 /** A Netscape JavaScript entity (`&{alert(1)}`) assigned to an attribute. */
 const SCRIPT_ENTITY = /=\s*["'`]?&\{/;
 /** Cheap prefilter: none of these, no XSS. */
@@ -104,7 +106,8 @@ function judgeText(text: string, hit: Hit): void {
   }
   for (const quote of ATTR_QUOTES) {
     const at = text.indexOf(quote);
-    if (at < 0) continue;
+    // Only attributes with values can carry anything the tag judgement looks for.
+    if (at < 0 || !text.includes("=", at)) continue;
     const [tag] = lexHtml(text.slice(at + 1), true);
     if (tag !== undefined) judgeTag(tag, hit, -5, at);
   }
@@ -113,22 +116,12 @@ function judgeText(text: string, hit: Hit): void {
     const [tag] = lexHtml(text.slice(space), true);
     if (tag !== undefined) judgeTag(tag, hit, -10, space);
   }
-  const url = text.replace(URL_NOISE, "").toLowerCase();
-  // A value that is itself a script URL (for href/src templates); the rest must read as
-  // code or markup, so "javascript: the good parts" stays a search term.
-  if (
-    SCRIPT_URL.test(url) && URL_PAYLOAD.test(url.slice(url.indexOf(":") + 1)) &&
-    !INERT_SCRIPT_URL.test(url)
-  ) hit("url", 80, 0);
-  else {
-    const call = SCRIPT_URL_CALL.exec(text);
-    if (call !== null) hit("url", 75, call.index);
-  }
+  if (text.includes(":")) judgeUrl(text, hit);
   const js = JS_BREAKOUT.exec(text);
   if (js !== null) hit("script_breakout", 75, js.index);
   const code = analyzeJs(text);
   if (code !== undefined) hit(code.rule, code.score, 0);
-  if (text.includes("(")) {
+  if (text.includes("(") && CSS_HINT.test(text)) {
     const css = cssText(text);
     // `xss:expression(...)` is a declaration, not the word "expression (" in prose.
     if (SCRIPT_CSS.test(css)) hit("css", CSS_DECLARATION_SCRIPT.test(css) ? 75 : 60, 0);
@@ -138,6 +131,20 @@ function judgeText(text: string, hit: Hit): void {
   if (text.includes("=")) {
     const handler = HANDLER_CALL.exec(text);
     if (handler !== null) hit("event_handler", 80, handler.index);
+  }
+}
+
+/** A value that is itself a script URL (for href/src templates), or calls one inside text. */
+function judgeUrl(text: string, hit: Hit): void {
+  const url = text.replace(URL_NOISE, "").toLowerCase();
+  // The rest must read as code or markup, so "javascript: the good parts" stays a search term.
+  if (
+    SCRIPT_URL.test(url) && URL_PAYLOAD.test(url.slice(url.indexOf(":") + 1)) &&
+    !INERT_SCRIPT_URL.test(url)
+  ) hit("url", 80, 0);
+  else {
+    const call = SCRIPT_URL_CALL.exec(text);
+    if (call !== null) hit("url", 75, call.index);
   }
 }
 
