@@ -43,6 +43,22 @@ const benignJson: EngineRequest = {
   })),
 };
 
+/** Session, analytics and consent cookies: long opaque tokens that must not be decoded. */
+const benignCookies: EngineRequest = {
+  method: "GET",
+  path: "/account/orders",
+  query: "page=1",
+  headers: [
+    ...BROWSER_HEADERS.filter(([name]) => name !== "cookie"),
+    [
+      "cookie",
+      "_ga=GA1.2.1843290132.1688377708; _gid=GA1.2.771839510.1688377708; " +
+      "session=x8Kz9QmT4vLp2wRbN7cYd3FjHs6AeUq1; csrftoken=Vb3nQ9wZr7Lk2PmX8tYc5HdJf4Gs1AeU; " +
+      "OptanonConsent=isGpcEnabled=0&datestamp=Mon+Jul+03+2023&version=202301.1.0",
+    ],
+  ],
+};
+
 const attack: EngineRequest = {
   method: "GET",
   path: "/catalog",
@@ -57,6 +73,10 @@ Deno.bench("inspect() a typical benign GET", { group: "inspect", baseline: true 
 
 Deno.bench("inspect() a benign JSON POST", { group: "inspect" }, () => {
   inspect(benignJson, { level: "balanced" });
+});
+
+Deno.bench("inspect() a benign GET with tracking cookies", { group: "inspect" }, () => {
+  inspect(benignCookies, { level: "balanced" });
 });
 
 Deno.bench("inspect() an attack request", { group: "inspect" }, () => {

@@ -72,6 +72,24 @@ Deno.test("decodeBase64Code() only returns printable code-like text", () => {
   assert.equal(decodeBase64Code("d41d8cd98f00b204e9800998ecf8427e"), undefined);
 });
 
+Deno.test("decodeBase64Code() reads code in every alignment and alphabet but not random tokens", () => {
+  const code = "<svg onload=alert(1)>";
+  const b64 = btoa(code);
+  assert.equal(decodeBase64Code(b64), code);
+  assert.equal(decodeBase64Code(b64.replace(/=+$/, "")), code);
+  assert.equal(
+    decodeBase64Code(btoa("' or 1=1-- ?>").replaceAll("+", "-").replaceAll("/", "_")),
+    "' or 1=1-- ?>",
+  );
+  for (
+    const token of ["9f86d081884c7d659a2feaa0c55ad015", "eyJhbGciOiJIUzI1NiJ9", "Zm9vYmFyYmF6cXV4"]
+  ) {
+    const out = decodeBase64Code(token);
+    assert.ok(out === undefined || /[<>'"();${}`|=/]/.test(out), token);
+  }
+  assert.equal(decodeBase64Code("x8Kz9QmT4vLp2wRb"), undefined);
+});
+
 Deno.test("decodeBase64Runs() finds base64 inside serialised values", () => {
   const value = `s:44:"${btoa("' and 1=2 union select 1,2,3 -- ")}"`;
   assert.deepEqual(decodeBase64Runs(value), ["' and 1=2 union select 1,2,3 -- "]);
