@@ -39,6 +39,11 @@ export interface HtmlTag {
 
 /** Tags read at most per value. */
 export const MAX_TAGS = 64;
+/**
+ * Tags nested inside another tag's attribute list that are read again on their own; each
+ * re-read scans to the next `>`, so the count is bounded to keep `<a <a <a ...` linear.
+ */
+const MAX_NESTED = 4;
 const MAX_ATTRS = 32;
 /** Characters dropped from attribute names, as some parsers and legacy browsers do. */
 // deno-lint-ignore no-control-regex -- control characters are what gets dropped
@@ -72,6 +77,8 @@ export function lexHtml(text: string, inTag = false): HtmlTag[] {
   const tags: HtmlTag[] = [];
   const n = text.length;
   let i = 0;
+  let nested = 0;
+  const next = (r: AttrList): number => r.nested >= 0 && nested++ < MAX_NESTED ? r.nested : r.end;
   if (inTag) {
     const r = readAttributes(text, 0);
     tags.push({
@@ -82,7 +89,7 @@ export function lexHtml(text: string, inTag = false): HtmlTag[] {
       end: r.end,
       complete: r.complete,
     });
-    i = r.nested < 0 ? r.end : r.nested;
+    i = next(r);
   }
   while (i < n && tags.length < MAX_TAGS) {
     const lt = text.indexOf("<", i);
@@ -117,7 +124,7 @@ export function lexHtml(text: string, inTag = false): HtmlTag[] {
     const r = readAttributes(text, j);
     tags.push({ name, closing, attrs: r.attrs, start: lt, end: r.end, complete: r.complete });
     // The browser reads on to `>`; a filter that strips tags may also see the inner one.
-    i = r.nested < 0 ? r.end : r.nested;
+    i = next(r);
   }
   return tags;
 }

@@ -47,7 +47,7 @@ const JS_BREAKOUT =
 const HANDLER_CALL =
   /(?:^|[^\w$.-])on[a-z]{3,}[^\s=<>]{0,4}\s*=[^<>]{0,16}?\b(?:alert|prompt|confirm|eval|setTimeout|setInterval|Function|fetch|import)\s*[(`]/i;
 /** CDATA sections and comments that split a keyword: XML parsers join the pieces again. */
-const SPLITTERS = /<!\[CDATA\[|\]\]>|<!--[^]*?-->/g;
+const SPLITTERS = /<!\[CDATA\[|\]\]>|<!--[^]{0,64}?-->/g;
 /** A CSS declaration whose value is an IE expression or a binding. */
 const CSS_DECLARATION_SCRIPT =
   /(?:^|[\s;{"'=])[a-z-]+\s*:\s*(?:expression\s*\(|url\s*\(\s*['"]?\s*javascript:)/;
