@@ -40,7 +40,8 @@ if (denortBin) {
   Deno.exit(1);
 }
 
-const includes = ["routes/console"].flatMap((p) => {
+// Worker modules are loaded by URL at run time, so the compiler must be told to embed them.
+const includes = ["routes/console", "db/access_log_worker.ts"].flatMap((p) => {
   try {
     Deno.statSync(`${root}${p}`);
     return ["--include", `${root}${p}`];
