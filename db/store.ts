@@ -50,6 +50,18 @@ function peekVersion(path: string): number {
   }
 }
 
+/**
+ * Creates an empty database file readable by the owner only; SQLite gives its -wal and -shm
+ * files the same mode, so password hashes and session hashes are never world-readable.
+ */
+function createPrivate(path: string): void {
+  try {
+    Deno.openSync(path, { createNew: true, write: true, mode: 0o600 }).close();
+  } catch (err) {
+    if (!(err instanceof Deno.errors.AlreadyExists)) throw err;
+  }
+}
+
 /** Applies migrations above the current version up to `target`, each in its own transaction. */
 export function migrate(db: Db, target: number, now: number): number {
   db.exec(
@@ -86,6 +98,7 @@ export interface OpenOptions {
 export function openStore(path: string, options: OpenOptions): Db {
   const found = peekVersion(path);
   if (found > SCHEMA_VERSION) throw new SchemaTooNewError(found, SCHEMA_VERSION);
+  if (found === 0 && path !== ":memory:") createPrivate(path);
   const db = new DatabaseSync(path, { timeout: BUSY_TIMEOUT_MS });
   try {
     db.exec("PRAGMA journal_mode = WAL");

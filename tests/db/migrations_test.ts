@@ -48,7 +48,7 @@ function count(db: DatabaseSync, table: string): number {
   return (db.prepare(`SELECT COUNT(*) AS n FROM ${table}`).get() as { n: number }).n;
 }
 
-Deno.test("a fresh store reaches the current schema version 5", async () => {
+Deno.test("a fresh store reaches schema version 5 in private files", async () => {
   await using dir = await tempDir();
   const db = openStore(`${dir}/waf.db`, { now: NOW });
   try {
@@ -65,6 +65,10 @@ Deno.test("a fresh store reaches the current schema version 5", async () => {
       (db.prepare("PRAGMA foreign_keys").get() as { foreign_keys: number }).foreign_keys,
       1,
     );
+    db.exec("CREATE TABLE t (x); INSERT INTO t VALUES (1)");
+    for (const file of ["waf.db", "waf.db-wal", "waf.db-shm"]) {
+      assertEquals((await Deno.stat(`${dir}/${file}`)).mode! & 0o777, 0o600, file);
+    }
   } finally {
     db.close();
   }
