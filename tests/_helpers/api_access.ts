@@ -1,7 +1,7 @@
 /** API tokens and TOTP codes for tests against a real server. */
 import { totpCode, totpSecretFromBase32, totpStep } from "../../mod/totp.ts";
-import { callJson, type Session } from "./identity.ts";
-import type { TestServer } from "./server.ts";
+import { ADMIN, callJson, completeSetup, createUser, login, type Session } from "./identity.ts";
+import { startTestServer, type TestServer } from "./server.ts";
 
 /** Config overrides that allow management API tokens. */
 export const TOKENS_ON = { apisec: { management_api: { enabled: true } } } as const;
@@ -48,3 +48,42 @@ export function codeAt(server: TestServer, base32: string, steps = 0): string {
 /** The error code of a JSON error response. */
 export const errorCode = (r: { body: Record<string, unknown> }) =>
   (r.body.error as { code?: string } | undefined)?.code;
+
+export const VIEWER = { username: "viewer", password: "Glacier-Moth-42" } as const;
+
+/** A server (with `config`) after setup, with the admin and a `readonly` viewer signed in. */
+export async function adminAndViewer(config: Record<string, unknown> = {}): Promise<{
+  server: TestServer;
+  admin: Session;
+  viewer: Session;
+  viewerId: string;
+}> {
+  const server = await startTestServer({ config });
+  await completeSetup(server);
+  const viewerId = await createUser(server, VIEWER.username, VIEWER.password, "readonly");
+  return {
+    server,
+    admin: await login(server, ADMIN.username, ADMIN.password),
+    viewer: await login(server, VIEWER.username, VIEWER.password),
+    viewerId,
+  };
+}
+
+export interface AuditItem {
+  readonly action: string;
+  readonly result: string;
+  readonly target: string | null;
+  readonly actor: Record<string, unknown>;
+  readonly detail: Record<string, unknown>;
+}
+
+/** `GET /api/audit?<query>` as `session`, newest first. */
+export async function auditItems(
+  server: TestServer,
+  session: Session,
+  query: string,
+): Promise<AuditItem[]> {
+  const r = await callJson(server, "GET", `/api/audit?${query}`, { session });
+  if (r.status !== 200) throw new Error(`audit: ${r.status}`);
+  return r.body.items as AuditItem[];
+}

@@ -4,7 +4,15 @@
  * actors in the audit trail, escalation, revocation and expiry.
  */
 import { assertEquals, assertMatch, ok } from "../_helpers/assert.ts";
-import { as, errorCode, mintToken, TOKENS_ON, withToken } from "../_helpers/api_access.ts";
+import {
+  as,
+  auditItems,
+  errorCode,
+  mintToken,
+  TOKENS_ON,
+  VIEWER,
+  withToken,
+} from "../_helpers/api_access.ts";
 import {
   ADMIN,
   callJson,
@@ -17,7 +25,6 @@ import { startTestServer, type TestServer } from "../_helpers/server.ts";
 import { sha256Hex } from "../../mod/digest.ts";
 
 const DAY = 86_400_000;
-const VIEWER = { username: "viewer", password: "Glacier-Moth-42" } as const;
 
 async function ready(
   config: Record<string, unknown> = TOKENS_ON,
@@ -42,10 +49,7 @@ Deno.test("creating a token answers 403 MANAGEMENT_API_DISABLED while apisec.man
   assertEquals(errorCode(r), "MANAGEMENT_API_DISABLED");
   assertMatch((r.body.error as { message: string }).message, /apisec\.management_api\.enabled/);
   assertEquals(await list(server, admin), []);
-  const audit = await callJson(server, "GET", "/api/audit?action=api_token.create", {
-    session: admin,
-  });
-  const items = audit.body.items as { result: string; detail: { code: string } }[];
+  const items = await auditItems(server, admin, "action=api_token.create");
   assertEquals(items.map((i) => [i.result, i.detail.code]), [
     ["failure", "MANAGEMENT_API_DISABLED"],
   ]);
@@ -192,8 +196,8 @@ Deno.test("a read:sites token can list sites but not create one, and cannot read
   assertEquals([post.status, errorCode(post)], [403, "FORBIDDEN"]);
   const users = await withToken(server, token, "GET", "/api/users");
   assertEquals([users.status, errorCode(users)], [403, "FORBIDDEN"]);
-  const denied = await callJson(server, "GET", "/api/audit?action=auth.denied", { session: admin });
-  const actors = (denied.body.items as { actor: { type: string } }[]).map((i) => i.actor.type);
+  const denied = await auditItems(server, admin, "action=auth.denied");
+  const actors = denied.map((i) => i.actor.type);
   assertEquals(actors, ["token", "token"]);
 });
 
@@ -223,10 +227,9 @@ Deno.test("bearer requests need no CSRF header, and the audit trail names the to
     upstreams: ["http://127.0.0.1:9"],
   });
   assertEquals(r.status, 201);
-  const audit = await callJson(server, "GET", "/api/audit?action=site.create", { session: admin });
-  const record = (audit.body.items as { actor: Record<string, unknown> }[])[0]!;
-  assertEquals(record.actor, { type: "token", id: item.id, name: `token:${item.id}` });
-  ok(!JSON.stringify(audit.body).includes("alice"), "the note is never the identity");
+  const audit = await auditItems(server, admin, "action=site.create");
+  assertEquals(audit[0]!.actor, { type: "token", id: item.id, name: `token:${item.id}` });
+  ok(!JSON.stringify(audit).includes("alice"), "the note is never the identity");
   // A session on the same route still needs the CSRF header.
   const noCsrf = await callJson(server, "POST", "/api/sites", {
     session: admin,
@@ -261,10 +264,8 @@ Deno.test("a token cannot mint a token wider than itself, nor one that outlives 
   });
   assertEquals(child.item.created_by, `token:${parent.item.id}`);
   assertEquals((await withToken(server, child.token, "GET", "/api/sites")).status, 200);
-  const denied = await callJson(server, "GET", "/api/audit?action=api_token.create&result=denied", {
-    session: admin,
-  });
-  assertEquals((denied.body.items as unknown[]).length, 5);
+  const denied = await auditItems(server, admin, "action=api_token.create&result=denied");
+  assertEquals(denied.length, 5);
   assertEquals((await list(server, admin)).length, 2);
 });
 
@@ -290,11 +291,9 @@ Deno.test("revocation by DELETE or POST .../revoke takes effect on the next requ
     session: admin,
   });
   assertEquals(missing.status, 404);
-  const audit = await callJson(server, "GET", "/api/audit?action=api_token.revoke", {
-    session: admin,
-  });
+  const audit = await auditItems(server, admin, "action=api_token.revoke");
   assertEquals(
-    (audit.body.items as { result: string }[]).map((i) => i.result),
+    audit.map((i) => i.result),
     ["failure", "success", "success"],
   );
 });
