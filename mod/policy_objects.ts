@@ -56,6 +56,25 @@ export function createPolicyObjects(deps: PolicyObjectsDeps) {
     }
   }
 
+  /** Writes a global document under a fixed id (singletons, feed results). */
+  function upsert(kind: string, id: string, doc: unknown): void {
+    const now = clock.now();
+    const config = JSON.stringify(doc);
+    const old = repo.get(kind, id);
+    if (old) repo.update({ ...old, config, updated_at: now });
+    else {
+      repo.insert({
+        id,
+        kind,
+        site_id: null,
+        position: 0,
+        config,
+        created_at: now,
+        updated_at: now,
+      });
+    }
+  }
+
   function notFound(label: string, id: string): AppError {
     return new AppError(404, "NOT_FOUND", `No ${label} "${id}"`);
   }
@@ -159,22 +178,8 @@ export function createPolicyObjects(deps: PolicyObjectsDeps) {
       ctx: AuditContext,
       detail?: Record<string, unknown>,
     ): void {
-      const now = clock.now();
       transaction(db, () => {
-        const config = JSON.stringify(doc);
-        const old = repo.get(kind, kind);
-        if (old) repo.update({ ...old, config, updated_at: now });
-        else {
-          repo.insert({
-            id: kind,
-            kind,
-            site_id: null,
-            position: 0,
-            config,
-            created_at: now,
-            updated_at: now,
-          });
-        }
+        upsert(kind, kind, doc);
         audit.record({
           ...ctx,
           action: `${auditName}.update`,
@@ -221,23 +226,7 @@ export function createPolicyObjects(deps: PolicyObjectsDeps) {
 
     /** Writes without audit or rebuild, for the data plane's own bookkeeping (feed results). */
     putInternal(kind: string, id: string, doc: unknown): void {
-      const now = clock.now();
-      const config = JSON.stringify(doc);
-      transaction(db, () => {
-        const old = repo.get(kind, id);
-        if (old) repo.update({ ...old, config, updated_at: now });
-        else {
-          repo.insert({
-            id,
-            kind,
-            site_id: null,
-            position: 0,
-            config,
-            created_at: now,
-            updated_at: now,
-          });
-        }
-      });
+      transaction(db, () => upsert(kind, id, doc));
     },
     removeInternal(kind: string, id: string): void {
       repo.remove(kind, id);

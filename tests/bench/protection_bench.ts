@@ -6,27 +6,11 @@
 import { inspect } from "../../engine/inspect.ts";
 import { RequestView } from "../../engine/request_view.ts";
 import type { EngineRequest } from "../../engine/types.ts";
-import type { PolicyObjectRow } from "../../db/policy_objects_repo.ts";
+import { compileDocs } from "../_helpers/compiled_protection.ts";
 import { FakeClock } from "../../mod/clock.ts";
-import { createProtectionCompiler, KIND } from "../../mod/protection_compile.ts";
+import { KIND } from "../../mod/protection_compile.ts";
 import { createProtectionRuntime } from "../../mod/protection_runtime.ts";
 import { systemRandom } from "../../mod/random.ts";
-
-function compile(rows: Record<string, unknown[]>, singletons: Record<string, unknown> = {}) {
-  const toRows = (kind: string): PolicyObjectRow[] =>
-    (rows[kind] ?? []).map((doc, i) => ({
-      id: kind === KIND.indicators ? `thr_0:indicators` : `${kind}_${i}`,
-      kind,
-      site_id: null,
-      position: i,
-      config: JSON.stringify(doc),
-      created_at: 0,
-      updated_at: 0,
-    }));
-  const single = (k: string) =>
-    singletons[k] === undefined ? undefined : JSON.stringify(singletons[k]);
-  return createProtectionCompiler()({ rows: toRows, singleton: single });
-}
 
 const ip = (i: number) => `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
 const hundredK = Array.from({ length: 100_000 }, (_, i) => ip(i + 1));
@@ -48,8 +32,8 @@ const chain = { add() {} };
 const clock = new FakeClock();
 const runtime = createProtectionRuntime({ clock, random: systemRandom });
 
-const none = compile({});
-const ipList = compile({
+const none = compileDocs({});
+const ipList = compileDocs({
   [KIND.ip]: hundredK.map((cidr, i) => ({
     action: i % 2 ? "block" : "allow",
     cidr,
@@ -58,7 +42,7 @@ const ipList = compile({
     expires_at: null,
   })),
 });
-const acl = compile({
+const acl = compileDocs({
   [KIND.acl]: Array.from({ length: 20 }, (_, i) => ({
     name: `r${i}`,
     site_id: null,
@@ -67,7 +51,7 @@ const acl = compile({
     conditions: { path: { regex: `^/admin${i}/` }, methods: ["POST"] },
   })),
 });
-const threat = compile({
+const threat = compileDocs({
   [KIND.feed]: [{
     name: "f",
     url: null,
@@ -79,7 +63,7 @@ const threat = compile({
   }],
   [KIND.indicators]: [{ networks: hundredK }],
 });
-const bot = compile({
+const bot = compileDocs({
   [KIND.bot]: [{
     site_id: null,
     path_prefix: "/",
@@ -90,7 +74,7 @@ const bot = compile({
     clearance_minutes: 60,
   }],
 });
-const rate = compile({}, {
+const rate = compileDocs({}, {
   [KIND.rateLimit]: {
     enabled: true,
     requests: 1e9,
@@ -100,7 +84,7 @@ const rate = compile({}, {
     max_keys: 100_000,
   },
 });
-const custom = compile({
+const custom = compileDocs({
   [KIND.custom]: Array.from({ length: 20 }, (_, i) => ({
     name: `c${i}`,
     site_id: null,

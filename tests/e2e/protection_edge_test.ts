@@ -5,6 +5,7 @@ import { Buffer } from "node:buffer";
 import http from "node:http";
 import { assertEquals, ok } from "../_helpers/assert.ts";
 import { addSite, apiFor, hit, steps } from "../_helpers/protection.ts";
+import { localServer } from "../_helpers/local_server.ts";
 import { startTestServer } from "../_helpers/server.ts";
 
 const SCRIPT = "console.log('edge');\n".repeat(200);
@@ -12,13 +13,7 @@ const SCRIPT = "console.log('edge');\n".repeat(200);
 /** An upstream with static-looking resources; counts requests per path. */
 function staticUpstream() {
   const counts: Record<string, number> = {};
-  const ac = new AbortController();
-  const server = Deno.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    onListen: () => {},
-    signal: ac.signal,
-  }, (req) => {
+  const server = localServer((req) => {
     const path = new URL(req.url).pathname;
     counts[path] = (counts[path] ?? 0) + 1;
     const cc = { "cache-control": "public, max-age=60" };
@@ -43,14 +38,7 @@ function staticUpstream() {
         return new Response("dynamic", { headers: { "content-type": "text/plain" } });
     }
   });
-  return {
-    url: `http://127.0.0.1:${server.addr.port}`,
-    counts,
-    async [Symbol.asyncDispose]() {
-      ac.abort();
-      await server.finished;
-    },
-  };
+  return Object.assign(server, { counts });
 }
 
 Deno.test("response header rules set, add and remove headers per site and path, at once", async () => {

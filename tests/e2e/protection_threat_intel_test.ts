@@ -2,28 +2,16 @@
 import { assertEquals, ok } from "../_helpers/assert.ts";
 import { addSite, apiFor, hit, steps } from "../_helpers/protection.ts";
 import { startTestServer } from "../_helpers/server.ts";
+import { localServer } from "../_helpers/local_server.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
 
 /** Serves `bodies[path]`; a missing path answers 500. */
 function feedServer(bodies: Record<string, string>) {
-  const ac = new AbortController();
-  const server = Deno.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    onListen: () => {},
-    signal: ac.signal,
-  }, (req) => {
+  const server = localServer((req) => {
     const body = bodies[new URL(req.url).pathname];
     return body === undefined ? new Response("down", { status: 500 }) : new Response(body);
   });
-  return {
-    url: `http://127.0.0.1:${server.addr.port}`,
-    bodies,
-    async [Symbol.asyncDispose]() {
-      ac.abort();
-      await server.finished;
-    },
-  };
+  return Object.assign(server, { bodies });
 }
 
 Deno.test("a feed synced from a URL blocks its addresses, and a failing sync keeps the previous indicators", async () => {

@@ -1,39 +1,16 @@
 import { assertEquals } from "../_helpers/assert.ts";
 import { RequestView } from "../../engine/request_view.ts";
 import { FakeClock } from "../../mod/clock.ts";
-import { createProtectionCompiler, KIND } from "../../mod/protection_compile.ts";
+import { KIND } from "../../mod/protection_compile.ts";
 import { createProtectionRuntime } from "../../mod/protection_runtime.ts";
 import { systemRandom } from "../../mod/random.ts";
-import type { PolicyObjectRow } from "../../db/policy_objects_repo.ts";
-
-function compiled(rows: Record<string, unknown[]>) {
-  const toRows = (kind: string): PolicyObjectRow[] =>
-    (rows[kind] ?? []).map((doc, i) => ({
-      id: `${kind}_${i}`,
-      kind,
-      site_id: null,
-      position: i,
-      config: JSON.stringify(doc),
-      created_at: 0,
-      updated_at: 0,
-    }));
-  return createProtectionCompiler()({ rows: toRows, singleton: () => undefined });
-}
-
-const chainOf = () => {
-  const entries: string[] = [];
-  return {
-    entries,
-    add: (check: string, result: string, rule?: string) =>
-      entries.push([check, result, rule].filter(Boolean).join(":")),
-  };
-};
+import { compileDocs, recordingChain } from "../_helpers/compiled_protection.ts";
 
 const view = (ua: string) =>
   new RequestView({ method: "GET", path: "/", query: "", headers: [["user-agent", ua]] }, "a.test");
 
 Deno.test("a verified crawler passes a bot policy that exempts verified bots; an unverified one is challenged", () => {
-  const p = compiled({
+  const p = compileDocs({
     [KIND.bot]: [{
       site_id: null,
       path_prefix: "/",
@@ -46,13 +23,13 @@ Deno.test("a verified crawler passes a bot policy that exempts verified bots; an
   });
   const rt = createProtectionRuntime({ clock: new FakeClock(), random: systemRandom });
   const ua = "Mozilla/5.0 (compatible; Googlebot/2.1)";
-  const c1 = chainOf();
+  const c1 = recordingChain();
   assertEquals(
     rt.pre(p, { siteId: "s", clientIp: "66.249.66.1", view: view(ua), verifiedBot: true }, c1).kind,
     "pass",
   );
   assertEquals(c1.entries, [`bot:verified_bot:${KIND.bot}_0`]);
-  const c2 = chainOf();
+  const c2 = recordingChain();
   assertEquals(
     rt.pre(p, { siteId: "s", clientIp: "66.249.66.1", view: view(ua), verifiedBot: false }, c2)
       .kind,
@@ -62,7 +39,7 @@ Deno.test("a verified crawler passes a bot policy that exempts verified bots; an
 });
 
 Deno.test("a bot policy's rate threshold makes an ordinary browser suspicious once exceeded", () => {
-  const p = compiled({
+  const p = compileDocs({
     [KIND.bot]: [{
       site_id: null,
       path_prefix: "/",
@@ -75,6 +52,6 @@ Deno.test("a bot policy's rate threshold makes an ordinary browser suspicious on
   });
   const rt = createProtectionRuntime({ clock: new FakeClock(), random: systemRandom });
   const req = { siteId: "s", clientIp: "10.0.0.1", view: view("Mozilla/5.0 Firefox/140.0") };
-  const kinds = Array.from({ length: 5 }, () => rt.pre(p, req, chainOf()).kind);
+  const kinds = Array.from({ length: 5 }, () => rt.pre(p, req, recordingChain()).kind);
   assertEquals(kinds, ["pass", "pass", "pass", "challenge", "challenge"]);
 });
