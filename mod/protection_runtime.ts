@@ -8,8 +8,9 @@
  * The compiled structures are immutable; what changes per request (rate counters, used puzzle
  * nonces, ALAP scores) lives here, bounded, and survives policy rebuilds that do not touch it.
  */
-import { type ChallengeIssuer, classifyClient, createChallengeIssuer } from "../engine/bot.ts";
-import type { Finding, Inspection } from "../engine/types.ts";
+import { classifyClient } from "../engine/bot.ts";
+import type { Inspection } from "../engine/types.ts";
+import { type AlapAdjusted, applyAlap } from "./alap_enforce.ts";
 import { type IpAddress, parseIp } from "../engine/ip_address.ts";
 import { matchIpList } from "../engine/ip_set.ts";
 import { createRateLimiter, type RateLimiter } from "../engine/rate_limit.ts";
@@ -17,7 +18,8 @@ import type { RequestView } from "../engine/request_view.ts";
 import type { Clock } from "./clock.ts";
 import type { CompiledBotPolicy, CompiledProtection } from "./protection_compile.ts";
 import type { RateLimitDoc } from "./protection_schema.ts";
-import { type Random, randomHex } from "./random.ts";
+import { createChallenges, DEFAULT_DIFFICULTY } from "./challenges.ts";
+import type { Random } from "./random.ts";
 
 /** The evaluation chain of the access-log record (one call per check). */
 export interface ChainSink {
@@ -49,19 +51,9 @@ export type RuleVerdict =
   | { readonly kind: "block"; readonly rule: string }
   | { readonly kind: "challenge"; readonly rule: string };
 
-export const CLEARANCE_COOKIE = "waf_clearance";
-const DEFAULT_DIFFICULTY = 16;
+export { CLEARANCE_COOKIE } from "./challenges.ts";
 const PASS_UNTRUSTED: PreVerdict = { kind: "pass", trusted: false };
 const PASS_TRUSTED: PreVerdict = { kind: "pass", trusted: true };
-
-function cookieValue(cookies: string, name: string): string | undefined {
-  if (!cookies.includes(name)) return undefined;
-  for (const part of cookies.split(";")) {
-    const eq = part.indexOf("=");
-    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
-  }
-  return undefined;
-}
 
 function limiterKey(doc: RateLimitDoc, req: PreRequest): string {
   if (doc.key === "ip") return req.clientIp;
@@ -79,38 +71,12 @@ export interface ProtectionRuntimeDeps {
 }
 
 export function createProtectionRuntime(deps: ProtectionRuntimeDeps) {
-  const secret = deps.challengeSecret ?? deps.random.bytes(32);
-  const issuers = new Map<string, ChallengeIssuer>();
+  const challenges = createChallenges(deps);
+  const issuer = challenges.issuer;
+  const hasClearance = (req: PreRequest) =>
+    challenges.hasClearance(req.view.cookies, req.clientIp, req.view.header("user-agent") ?? "");
   let globalLimiter: { doc: RateLimitDoc; json: string; limiter: RateLimiter } | undefined;
   const botLimiters = new Map<string, RateLimiter>();
-
-  /** One issuer per (difficulty, clearance lifetime), sharing the used-nonce set per pair. */
-  function issuer(difficulty: number, clearanceMinutes: number): ChallengeIssuer {
-    const key = `${difficulty}/${clearanceMinutes}`;
-    let i = issuers.get(key);
-    if (!i) {
-      i = createChallengeIssuer({
-        secret,
-        difficulty,
-        puzzleTtlMs: deps.puzzleTtlMs ?? 5 * 60_000,
-        clearanceTtlMs: clearanceMinutes * 60_000,
-      });
-      issuers.set(key, i);
-    }
-    return i;
-  }
-
-  function hasClearance(req: PreRequest): boolean {
-    const value = cookieValue(req.view.cookies, CLEARANCE_COOKIE);
-    if (value === undefined) return false;
-    // Any issuer can check a clearance: they share the secret and the format.
-    return issuer(DEFAULT_DIFFICULTY, 60).checkClearance(
-      value,
-      req.clientIp,
-      req.view.header("user-agent") ?? "",
-      deps.clock.now(),
-    );
-  }
 
   function botPolicyFor(
     p: CompiledProtection,
@@ -199,14 +165,14 @@ export function createProtectionRuntime(deps: ProtectionRuntimeDeps) {
 
     /** The issuer for a policy's puzzles (used by the challenge endpoint too). */
     issuer,
-    newNonce: (): string => randomHex(deps.random, 16),
+    newNonce: challenges.newNonce,
 
     /**
      * Checks a posted answer. One issuer verifies every puzzle (the difficulty travels signed
      * inside the token), so the used-nonce set is shared and a puzzle is single-use everywhere.
      */
     verify(token: string, answer: string, ip: string, userAgent: string, now: number) {
-      return issuer(DEFAULT_DIFFICULTY, 60).verify(token, answer, ip, userAgent, now);
+      return challenges.verify(token, answer, ip, userAgent, now);
     },
 
     /** A clearance cookie lasting as long as the bot policy of the return path says. */
@@ -327,47 +293,15 @@ export function createProtectionRuntime(deps: ProtectionRuntimeDeps) {
         : { kind: "block", rule: decisive.id };
     },
 
-    /**
-     * Applies ALAP decisions to the engine's verdict: applied exceptions drop their rule's
-     * findings on the site (and path), applied signature blocks make their rule block whatever
-     * the site's level.
-     */
+    /** ALAP exceptions and signature blocks around the engine's verdict (see alap_enforce.ts). */
     adjust(
       p: CompiledProtection,
       siteId: string,
       path: string,
       inspection: Inspection,
       chain: ChainSink,
-    ): {
-      blocking: Finding | undefined;
-      decision: string | undefined;
-    } {
-      const now = deps.clock.now();
-      let blocking = inspection.blocking;
-      const live = (d: { siteId: string | null; expiresAt: number | null }) =>
-        (d.siteId === null || d.siteId === siteId) && (d.expiresAt === null || d.expiresAt > now);
-      if (blocking && p.alapExceptions.length > 0) {
-        const excepted = (f: Finding) =>
-          p.alapExceptions.find((e) =>
-            live(e) && e.ruleId === f.ruleId &&
-            (e.pathPrefix === undefined || path.startsWith(e.pathPrefix))
-          );
-        const hit = excepted(blocking);
-        if (hit) {
-          chain.add("alap", "exception", hit.id);
-          blocking = undefined;
-        }
-      }
-      if (!blocking && p.alapSignatures.length > 0) {
-        for (const f of inspection.findings) {
-          const sig = p.alapSignatures.find((s) => live(s) && s.ruleId === f.ruleId);
-          if (sig) {
-            chain.add("alap", "block", sig.id);
-            return { blocking: f, decision: sig.id };
-          }
-        }
-      }
-      return { blocking, decision: undefined };
+    ): AlapAdjusted {
+      return applyAlap(p, siteId, path, inspection, chain, deps.clock.now());
     },
   };
 }
