@@ -37,7 +37,8 @@ export function errorResponse(
 export function createOnError(logger: Logger) {
   return (err: unknown, c: Ctx): Response => {
     if (err instanceof AppError) {
-      if (err.status >= 500) {
+      // 501 is a deliberate answer (a feature this build does not have), not a failure to log.
+      if (err.status >= 500 && err.status !== 501) {
         logger.error("request failed", {
           trace_id: c.get("traceId"),
           event_id: c.get("eventId"),
