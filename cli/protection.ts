@@ -89,8 +89,8 @@ export function createProtectionPlane(deps: ProtectionDeps): ProtectionPlane {
     goodBots: createGoodBotVerifier({ resolver: deps.resolver ?? denoResolver, clock }),
     current: () => policy?.current.protection,
     blockPage: configuredBlockPage,
-    observe: (site, record, inspection) =>
-      alap.observe(site.id, record.client_ip, record.trace_id, inspection),
+    observe: (site, record, inspection, p) =>
+      alap.observe(site.id, record.client_ip, record.trace_id, inspection, p.alapPolicy),
   });
   const feeds = createThreatFeeds({
     objects,

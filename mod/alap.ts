@@ -22,7 +22,7 @@ import { AppError } from "./errors.ts";
 import type { Logger } from "./logger.ts";
 import type { AuditContext, PolicyObjects, StoredObject } from "./policy_objects.ts";
 import { KIND } from "./protection_compile.ts";
-import { type AlapPolicyDoc, alapPolicySchema, parseStored } from "./protection_schema.ts";
+import { type AlapPolicyDoc, alapPolicySchema } from "./protection_schema.ts";
 
 /** A decision as stored (and returned by the API). */
 export interface DecisionDoc {
@@ -98,19 +98,24 @@ export function createAlap(deps: AlapDeps) {
   for (const d of objects.list(KIND.decision) as unknown as DecisionDoc[]) {
     if (d.status === "proposed" || d.status === "applied") open.add(d.key);
   }
-  let policyJson = "";
+  let policyJson = JSON.stringify(alapPolicySchema.parse({}));
   let tracker = createAlapTracker(toPolicy(alapPolicySchema.parse({})), (k) => open.has(k));
   let queue: Proposal[] = [];
   let flushing = false;
 
-  function currentTracker() {
-    const json = objects.singleton(KIND.alapPolicy) ?? "";
-    if (json !== policyJson) {
-      policyJson = json;
-      tracker = createAlapTracker(
-        toPolicy(parseStored(alapPolicySchema, json || undefined)),
-        (k) => open.has(k),
-      );
+  /**
+   * The tracker for the policy in force: the compiled policy's document is compared by identity
+   * (it only changes on a rebuild), so observing never reads the store on the request path.
+   */
+  let policyDoc: AlapPolicyDoc | undefined;
+  function currentTracker(doc: AlapPolicyDoc) {
+    if (doc !== policyDoc) {
+      const json = JSON.stringify(doc);
+      if (json !== policyJson) {
+        tracker = createAlapTracker(toPolicy(doc), (k) => open.has(k));
+        policyJson = json;
+      }
+      policyDoc = doc;
     }
     return tracker;
   }
@@ -149,7 +154,13 @@ export function createAlap(deps: AlapDeps) {
 
   return {
     /** Called by the data plane for a request with findings; never blocks it. */
-    observe(siteId: string, clientIp: string, traceId: string, inspection: Inspection): void {
+    observe(
+      siteId: string,
+      clientIp: string,
+      traceId: string,
+      inspection: Inspection,
+      policy: AlapPolicyDoc,
+    ): void {
       const f = inspection.findings[0];
       if (!f || f.confidence === "low") return;
       const o: Observation = {
@@ -161,7 +172,7 @@ export function createAlap(deps: AlapDeps) {
         score: f.score,
         time: clock.now(),
       };
-      const proposals = currentTracker().observe(o);
+      const proposals = currentTracker(policy).observe(o);
       if (proposals.length === 0) return;
       for (const p of proposals) open.add(p.key);
       queue.push(...proposals);

@@ -35,7 +35,12 @@ export interface GateDeps {
   /** The protection in force now, for response-side work that runs after the request's checks. */
   readonly current?: () => CompiledProtection | undefined;
   /** Receives the engine's findings for ALAP (never blocks the request). */
-  readonly observe?: (site: CompiledSite, record: AccessRecord, inspection: Inspection) => void;
+  readonly observe?: (
+    site: CompiledSite,
+    record: AccessRecord,
+    inspection: Inspection,
+    p: CompiledProtection,
+  ) => void;
 }
 
 const FORM = /^application\/x-www-form-urlencoded\b/i;
@@ -228,8 +233,8 @@ export function createProtectionGate(deps: GateDeps) {
       inspection: Inspection,
     ): Inspection {
       const p = policy.protection;
-      if (inspection.findings.length > 0) deps.observe?.(site, record, inspection);
       if (!p) return inspection;
+      if (inspection.findings.length > 0) deps.observe?.(site, record, inspection, p);
       const adjusted = runtime.adjust(p, site.id, path, inspection, chain);
       return adjusted.blocking === inspection.blocking
         ? inspection
