@@ -16,6 +16,7 @@ import type { Clock } from "../mod/clock.ts";
 import type { Config } from "../mod/config.ts";
 import type { Logger } from "../mod/logger.ts";
 import type { TotpVerifier } from "../mod/login.ts";
+import { permissionsOf } from "../mod/permissions.ts";
 import { createNotifications, type Notifications } from "../mod/notifications.ts";
 import { createOta } from "../mod/ota.ts";
 import type { Random } from "../mod/random.ts";
@@ -60,6 +61,7 @@ export function createApiAccess(deps: ApiAccessDeps): ApiAccess {
   const tx = <T>(fn: () => T): T => transaction(deps.db, fn);
   const audit = createAudit({ repo: createAuditRepo(deps.db), clock: deps.clock });
   const tokensRepo = createApiTokensRepo(deps.db);
+  const usersRepo = createUsersRepo(deps.db);
   const tokens = createApiTokens({
     repo: tokensRepo,
     clock: deps.clock,
@@ -67,6 +69,12 @@ export function createApiAccess(deps: ApiAccessDeps): ApiAccess {
     audit,
     transaction: tx,
     enabled: () => deps.config.apisec.management_api.enabled,
+    userPermissions: (id) => {
+      const user = usersRepo.get(id);
+      return user && !user.disabled
+        ? permissionsOf(deps.config.apisec.permissions, user.role)
+        : undefined;
+    },
   });
   const notifications = createNotifications({
     repo: createNotificationsRepo(deps.db),
@@ -82,7 +90,7 @@ export function createApiAccess(deps: ApiAccessDeps): ApiAccess {
     transaction: tx,
   });
   const twoFactor = createTwoFactor({
-    users: createUsersRepo(deps.db),
+    users: usersRepo,
     totp: createTotpRepo(deps.db),
     box: createSecretBox(`${deps.dataDir}/${TOTP_KEY_FILE}`, deps.random),
     audit,

@@ -17,6 +17,8 @@ export const MAX_LIFETIME_DAYS = 365;
 /** `last_used_at` is written at most this often per token. */
 const TOUCH_EVERY_MS = 60_000;
 const TOKEN_PATTERN = /^waf_[A-Za-z0-9_-]{43}$/;
+/** Tokens minted by tokens form a chain; beyond this depth the chain is not trusted. */
+const MAX_CHAIN = 8;
 
 export interface TokenPrincipal {
   readonly kind: "token";
@@ -102,7 +104,33 @@ export function createApiTokens(deps: {
   transaction: <T>(fn: () => T) => T;
   /** Reads `apisec.management_api.enabled` (a security root of waf.yaml). */
   enabled: () => boolean;
+  /**
+   * The current permissions of the user with this id, or undefined when the account no
+   * longer exists or is disabled. A token never acts beyond what its creator holds now.
+   */
+  userPermissions: (userId: string) => readonly string[] | undefined;
 }) {
+  /**
+   * What a live token may do now: its own grant, narrowed to what its creator (a user, or a
+   * parent token, recursively) still holds. Undefined when the token or any creator in its
+   * chain is revoked, expired, disabled or gone.
+   */
+  function effective(row: ApiTokenRow, now: number, depth: number): string[] | undefined {
+    if (row.revoked_at !== null) return undefined;
+    if (row.expires_at !== null && now >= row.expires_at) return undefined;
+    const sep = row.created_by.indexOf(":");
+    const kind = row.created_by.slice(0, sep);
+    const id = row.created_by.slice(sep + 1);
+    let held: readonly string[] | undefined;
+    if (kind === "user") held = deps.userPermissions(id);
+    else if (kind === "token" && depth < MAX_CHAIN) {
+      const parent = deps.repo.get(id);
+      held = parent ? effective(parent, now, depth + 1) : undefined;
+    }
+    if (held === undefined) return undefined;
+    return (JSON.parse(row.permissions) as string[]).filter((p) => covers(held, p));
+  }
+
   function lifetime(input: CreateTokenInput, now: number): number {
     if (input.expires_in_days !== undefined && input.expires_at !== undefined) {
       throw new AppError(
@@ -269,15 +297,17 @@ export function createApiTokens(deps: {
 
     /**
      * The principal behind a bearer secret, or undefined when it is malformed, unknown,
-     * revoked, expired, or the management API is disabled.
+     * revoked, expired, its creator chain is no longer valid, or the management API is
+     * disabled.
      */
     authenticate(secret: string, clientIp: string): TokenPrincipal | undefined {
       if (!deps.enabled() || !TOKEN_PATTERN.test(secret)) return undefined;
       const hash = sha256Hex(secret);
       const row = deps.repo.getByHash(hash);
-      if (!row || !safeEqual(row.secret_hash, hash) || row.revoked_at !== null) return undefined;
+      if (!row || !safeEqual(row.secret_hash, hash)) return undefined;
       const now = deps.clock.now();
-      if (row.expires_at !== null && now >= row.expires_at) return undefined;
+      const permissions = effective(row, now, 0);
+      if (permissions === undefined) return undefined;
       if (row.last_used_at === null || now - row.last_used_at >= TOUCH_EVERY_MS) {
         deps.repo.touch(row.id, now, clientIp);
       }
@@ -285,7 +315,7 @@ export function createApiTokens(deps: {
         kind: "token",
         id: row.id,
         name: `token:${row.id}`,
-        permissions: JSON.parse(row.permissions),
+        permissions,
       };
     },
   };

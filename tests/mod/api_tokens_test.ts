@@ -10,7 +10,7 @@ import { systemRandom } from "../../mod/random.ts";
 
 const DAY = 86_400_000;
 const CTX = { actor: { type: "user" as const, id: "u1", name: "alice" }, clientIp: "127.0.0.1" };
-const ADMIN = { id: "u1", permissions: ["*"] };
+const ADMIN = { id: "user:u1", permissions: ["*"] };
 
 async function setup(enabled = true) {
   const store = await testStore();
@@ -18,6 +18,7 @@ async function setup(enabled = true) {
   const repo = createApiTokensRepo(store.db);
   const audit = createAudit({ repo: createAuditRepo(store.db), clock });
   let on = enabled;
+  const users = new Map<string, readonly string[]>([["u1", ["*"]]]);
   const tokens = createApiTokens({
     repo,
     clock,
@@ -25,12 +26,14 @@ async function setup(enabled = true) {
     audit,
     transaction: store.transaction,
     enabled: () => on,
+    userPermissions: (id) => users.get(id),
   });
   return {
     store,
     clock,
     repo,
     tokens,
+    users,
     setEnabled: (v: boolean) => {
       on = v;
     },
@@ -121,7 +124,7 @@ Deno.test("unknown permissions and wider grants are refused", async () => {
     code(() => t.tokens.create({ note: "x", permissions: ["read:nothing"] }, ADMIN, CTX)),
     "400 BAD_REQUEST",
   );
-  const narrow = { id: "t1", permissions: ["read:sites", "read:logs"] };
+  const narrow = { id: "token:t1", permissions: ["read:sites", "read:logs"] };
   assertEquals(
     code(() => t.tokens.create({ note: "x", permissions: ["write:sites"] }, narrow, CTX)),
     "403 FORBIDDEN",
@@ -136,7 +139,7 @@ Deno.test("unknown permissions and wider grants are refused", async () => {
   );
   const ok1 = t.tokens.create({ note: "x", permissions: ["read:sites"] }, narrow, CTX);
   assertEquals(ok1.item.permissions, ["read:sites"]);
-  assertEquals(ok1.item.created_by, "t1");
+  assertEquals(ok1.item.created_by, "token:t1");
 });
 
 Deno.test("covers() treats wildcards as wider than any list of identifiers", () => {
@@ -199,4 +202,31 @@ Deno.test("creation and revocation are audited without the secret", async () => 
     `api_token.revoke api_token:${item.id} success`,
   ]);
   assertThrows(() => t.tokens.revoke("missing", CTX), /No API token/);
+});
+
+Deno.test("a token acts only within what its creator holds now", async () => {
+  await using t = await setup();
+  const { token } = t.tokens.create(
+    { note: "n", permissions: ["read:sites", "write:sites"] },
+    ADMIN,
+    CTX,
+  );
+  assertEquals(t.tokens.authenticate(token, "x")?.permissions, ["read:sites", "write:sites"]);
+  t.users.set("u1", ["read:*"]);
+  assertEquals(t.tokens.authenticate(token, "x")?.permissions, ["read:sites"], "role narrowed");
+  t.users.delete("u1");
+  assertEquals(t.tokens.authenticate(token, "x"), undefined, "creator disabled or gone");
+});
+
+Deno.test("a token minted by a token dies with its parent", async () => {
+  await using t = await setup();
+  const parent = t.tokens.create({ note: "p", permissions: ["read:*"] }, ADMIN, CTX);
+  const child = t.tokens.create(
+    { note: "c", permissions: ["read:logs"] },
+    { id: `token:${parent.item.id}`, permissions: ["read:*"] },
+    CTX,
+  );
+  assertEquals(t.tokens.authenticate(child.token, "x")?.permissions, ["read:logs"]);
+  t.tokens.revoke(parent.item.id, CTX);
+  assertEquals(t.tokens.authenticate(child.token, "x"), undefined);
 });
