@@ -7,6 +7,8 @@ export interface WafProcess extends AsyncDisposable {
   waitFor(re: RegExp, timeoutMs?: number): Promise<RegExpExecArray>;
   /** Everything printed so far. */
   output(): string;
+  /** Waits for the process to exit by itself; resolves with its exit code. */
+  wait(): Promise<number>;
   /** Sends a signal and waits for the exit code. */
   stop(signal?: Deno.Signal): Promise<number>;
 }
@@ -66,6 +68,7 @@ export function spawnWaf(args: readonly string[], env: Record<string, string> = 
         });
       });
     },
+    wait: () => status(),
     async stop(signal: Deno.Signal = "SIGTERM") {
       try {
         child.kill(signal);

@@ -36,8 +36,7 @@ Deno.test("waf serve with a weak WAF_SETUP_TOKEN exits 2 with a clear message th
   await Deno.writeTextFile(`${dir}/waf.yaml`, CONFIG);
   const weak = "weakweakweakweakweakweakweakweak";
   await using waf = spawnWaf(["serve", "--data-dir", dir], { WAF_SETUP_TOKEN: weak });
-  await waf.waitFor(/WAF_SETUP_TOKEN/);
-  assertEquals(await waf.stop("SIGTERM"), 2);
+  assertEquals(await waf.wait(), 2);
   assertMatch(
     waf.output(),
     /WAF_SETUP_TOKEN is not a usable setup token: .*predictable.*not shown/,
