@@ -11,23 +11,18 @@ import { createUsersRepo } from "../db/users_repo.ts";
 import { createAudit } from "../mod/audit.ts";
 import { parseListen } from "../mod/config_schema.ts";
 import { isSetupComplete, issueSetupToken, SETUP_KEYS, SETUP_TTL_MS } from "../mod/setup_token.ts";
-import { parseFlags } from "./args.ts";
-import { type Command, EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from "./context.ts";
-import { loadConfig } from "./load_config.ts";
+import { type Command, EXIT_FAILURE, EXIT_OK } from "./context.ts";
+import { startOperator } from "./operator.ts";
 
 export const setupUrlCommand: Command = async (args, global, deps) => {
-  const flags = parseFlags(args, {});
-  if (flags.kind === "error") {
-    deps.stderr(`waf setup url: ${flags.message}\nRun "waf help setup url" for usage.\n`);
-    return EXIT_USAGE;
-  }
-  const loaded = await loadConfig(global, deps, false);
-  if (!loaded) return EXIT_USAGE;
+  const started = await startOperator(global, deps, ["setup", "url"], args, {});
+  if (typeof started === "number") return started;
+  const { t, loaded } = started;
   const path = `${loaded.dataDir}/waf.db`;
   try {
     await Deno.stat(path);
   } catch {
-    deps.stderr(`No store at "${path}": start "waf serve" once with this data directory first\n`);
+    deps.stderr(`${t("setup.no_store", { path })}\n`);
     return EXIT_FAILURE;
   }
   let db;
@@ -35,7 +30,7 @@ export const setupUrlCommand: Command = async (args, global, deps) => {
     db = openStore(path, { now: deps.clock.now() });
   } catch (err) {
     if (err instanceof SchemaTooNewError) {
-      deps.stderr(`${err.message}\n`);
+      deps.stderr(`${t("store.schema_too_new", { found: err.found, known: err.known })}\n`);
       return EXIT_FAILURE;
     }
     throw err;
@@ -43,7 +38,7 @@ export const setupUrlCommand: Command = async (args, global, deps) => {
   try {
     const settings = createSettingsRepo(db);
     if (isSetupComplete(settings, createUsersRepo(db))) {
-      deps.stderr("Setup is already complete: sign in on the console's /login page\n");
+      deps.stderr(`${t("setup.already_complete")}\n`);
       return EXIT_FAILURE;
     }
     const listen = parseListen(loaded.config.server.management.listen)!;
@@ -70,8 +65,8 @@ export const setupUrlCommand: Command = async (args, global, deps) => {
         detail: { receipt: issued.receipt },
       }));
     deps.stdout(
-      `Setup link written to ${issued.path} (valid for ${SETUP_TTL_MS / 60_000} minutes)\n` +
-        `Receipt: ${issued.receipt}\n`,
+      `${t("setup.link_written", { path: issued.path, minutes: SETUP_TTL_MS / 60_000 })}\n` +
+        `${t("setup.receipt", { receipt: issued.receipt })}\n`,
     );
     return EXIT_OK;
   } finally {

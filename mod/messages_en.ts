@@ -158,6 +158,11 @@ Environment: WAF_LANG=en|zh-CN selects the language for one run (see "waf lang")
   "user.generated": "Generated password (shown only this once):",
   "user.admin_created": 'Created the admin account "{name}" (id {id})',
   "user.setup_url_removed": "First-install setup is complete; the setup link file was removed",
+  // waf setup url
+  "setup.no_store": 'No store at "{path}": start "waf serve" once with this data directory first',
+  "setup.already_complete": "Setup is already complete: sign in on the console's /login page",
+  "setup.link_written": "Setup link written to {path} (valid for {minutes} minutes)",
+  "setup.receipt": "Receipt: {receipt}",
   "user.admin_updated":
     'The account "{name}" is now an enabled admin (was "{role}") with the new password; its existing sessions end at their next request',
   "user.renamed": 'Renamed "{old}" to "{name}"; {sessions} session(s) revoked',

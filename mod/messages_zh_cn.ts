@@ -136,6 +136,10 @@ export const ZH_CN: Readonly<Record<MessageId, string>> = {
   "user.generated": "生成的密码（只显示这一次）：",
   "user.admin_created": "已创建管理员账户 “{name}”（id {id}）",
   "user.setup_url_removed": "首次安装设置已完成；已删除安装链接文件",
+  "setup.no_store": "“{path}” 处没有存储：请先用此数据目录运行一次 “waf serve”",
+  "setup.already_complete": "设置已完成：请在控制台的 /login 页面登录",
+  "setup.link_written": "安装链接已写入 {path}（{minutes} 分钟内有效）",
+  "setup.receipt": "回执：{receipt}",
   "user.admin_updated":
     "账户 “{name}” 现在是已启用的管理员（原角色 “{role}”），并已设置新密码；其现有会话将在下一次请求时失效",
   "user.renamed": "已将 “{old}” 重命名为 “{name}”；撤销了 {sessions} 个会话",
