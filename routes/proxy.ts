@@ -15,7 +15,12 @@ import type { CompiledSite, Policy } from "../mod/policy.ts";
 import type { Upstream } from "../mod/upstream_pool.ts";
 import { renderBlockPage } from "./block_page.ts";
 import { noSitePage, statusPage } from "./data_plane.ts";
-import { clientAddress, downstreamHeaders, upstreamHeaders } from "./forwarding.ts";
+import {
+  clientAddress,
+  downstreamHeaders,
+  type HeaderPairs,
+  upstreamHeaders,
+} from "./forwarding.ts";
 import { createDeadlines } from "./deadlines.ts";
 import { type BodyPlan, planBody } from "./request_body.ts";
 import type { ProtectionGate } from "./protection_gate.ts";
@@ -125,7 +130,7 @@ export function createProxy(deps: ProxyDeps): Proxy {
     chain: Chain,
     plan: BodyPlan,
     pathAndQuery: string,
-    headers: Headers,
+    headers: HeaderPairs,
     start: number,
   ): Promise<Response> {
     const replayable = plan.kind !== "streaming";
@@ -345,7 +350,7 @@ export function createProxy(deps: ProxyDeps): Proxy {
     record: AccessRecord,
     chain: Chain,
     pathAndQuery: string,
-    headers: Headers,
+    headers: HeaderPairs,
     start: number,
   ): Promise<Response> {
     const upstream = site.pool.pick();

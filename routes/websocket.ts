@@ -4,6 +4,7 @@
  * subprotocol the upstream chose, or with a 502 page when the upstream refuses. Then frames
  * are relayed both ways and a close on one side closes the other.
  */
+import type { HeaderPairs } from "./forwarding.ts";
 
 /** Close codes that may not be sent in a close frame; mapped to a sendable one. */
 function sendableCode(code: number): number {
@@ -27,13 +28,13 @@ const SKIP_HEADERS: ReadonlySet<string> = new Set([
 function openUpstream(
   url: string,
   protocols: string[],
-  headers: Headers,
+  headers: HeaderPairs,
   timeoutMs: number,
 ): Promise<WebSocket> {
   const forward = new Headers();
-  headers.forEach((v, k) => {
+  for (const [k, v] of headers) {
     if (!SKIP_HEADERS.has(k)) forward.set(k, v);
-  });
+  }
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(url, { protocols, headers: forward });
     ws.binaryType = "arraybuffer";
@@ -56,7 +57,7 @@ function openUpstream(
 export async function passWebSocket(
   req: Request,
   upstreamUrl: string,
-  headers: Headers,
+  headers: HeaderPairs,
   timeoutMs: number,
   extraHeaders: Headers,
 ): Promise<Response> {
