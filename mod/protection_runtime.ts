@@ -157,6 +157,15 @@ export function createProtectionRuntime(deps: ProtectionRuntimeDeps) {
   }
 
   return {
+    /**
+     * True when any pre-body check is configured. When none is, `pre` adds nothing to the chain
+     * and passes, so the connector skips it (and the request view it would build).
+     */
+    hasPre(p: CompiledProtection): boolean {
+      return p.ipList.size > 0 || p.alapBlocks.size > 0 || p.acl.size > 0 || p.threat.size > 0 ||
+        p.bot.length > 0 || p.rateLimit.enabled;
+    },
+
     /** True when a bot policy for this request exempts verified crawlers. */
     wantsBotVerification(p: CompiledProtection, siteId: string, path: string): boolean {
       const b = p.bot.length > 0 ? botPolicyFor(p, siteId, path) : undefined;

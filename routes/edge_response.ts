@@ -161,6 +161,11 @@ export function createEdgeResponder(deps: { cache: EdgeCache; clock: Clock }) {
       pathAndQuery: string,
       res: Response,
     ): Response {
+      const edge = p.edge;
+      if (
+        !edge.cache.enabled && !edge.compression.gzip && !edge.compression.brotli &&
+        p.headerRules.length === 0
+      ) return res;
       const length = res.headers.get("content-length");
       const size = length === null ? null : Number(length);
       let out = res;

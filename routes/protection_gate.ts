@@ -156,6 +156,7 @@ export function createProtectionGate(deps: GateDeps) {
       if (path === CHALLENGE_PATH && req.method === "POST") {
         return await verify(req, record, chain, p);
       }
+      if (!runtime.hasPre(p)) return undefined;
       // Headers are copied only if a control reads them (most requests need the UA at most).
       let headers: Array<[string, string]> | undefined;
       const view = new RequestView(
