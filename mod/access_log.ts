@@ -48,6 +48,13 @@ export interface AccessLogStats {
 }
 
 const DAY_MS = 86_400_000;
+/**
+ * Records queued before a flush is scheduled ahead of the timer. A flush serialises every record
+ * it takes on the event loop and copies the rows to the writer thread (about 2 µs a record), so
+ * at a few thousand requests a second one flush per 100 ms paused the data plane for 1-2 ms;
+ * flushing every 64 records keeps each pause near 0.15 ms.
+ */
+const EARLY_FLUSH_AT = 64;
 
 export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) {
   const { repo, clock, logger } = deps;
@@ -59,6 +66,9 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
   let pruned = 0;
   let flushTimer: ReturnType<typeof setInterval> | undefined;
   let pruneTimer: ReturnType<typeof setInterval> | undefined;
+  let earlyFlush: ReturnType<typeof setTimeout> | undefined;
+  /** Rows waiting for a full batch before they are offered to the sinks. */
+  let sinkRows: AccessLogRow[] = [];
 
   const writer = deps.writer ?? directWriter(repo);
   /** The last write in flight; writes are chained so they finish in order. */
@@ -73,15 +83,34 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
     reportedDropped = dropped;
   }
 
-  /** Hands everything queued to the writer; resolves once it is in the store. */
-  function flush(): Promise<number> {
-    if (queue.length === 0) return writing.then(() => 0);
+  /** Offers the sinks their rows in batches of `batchSize`; `all` includes a partial batch. */
+  function offer(rows: AccessLogRow[], all: boolean): void {
+    if (sinks.length === 0) return;
+    for (const row of rows) sinkRows.push(row);
+    while (sinkRows.length >= options.batchSize || (all && sinkRows.length > 0)) {
+      const batch = sinkRows.length === options.batchSize
+        ? sinkRows
+        : sinkRows.slice(0, options.batchSize);
+      sinkRows = sinkRows.length === batch.length ? [] : sinkRows.slice(batch.length);
+      for (const sink of sinks) sink.offer(batch);
+    }
+  }
+
+  /**
+   * Hands everything queued to the writer; resolves once it is in the store. An early flush
+   * (`partial`) keeps a partial batch for the sinks until the next one.
+   */
+  function flush(partial = false): Promise<number> {
+    if (queue.length === 0) {
+      offer([], !partial);
+      return writing.then(() => 0);
+    }
     const taken = queue;
     queue = [];
     const batches: Promise<number>[] = [];
     for (let i = 0; i < taken.length; i += options.batchSize) {
       const rows = taken.slice(i, i + options.batchSize).map(toRow);
-      for (const sink of sinks) sink.offer(rows);
+      offer(rows, !partial && i + options.batchSize >= taken.length);
       batches.push(
         writer.write(rows).then((n) => {
           written += n;
@@ -117,10 +146,16 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
         return false;
       }
       queue.push(record);
+      if (queue.length === EARLY_FLUSH_AT && flushTimer !== undefined && !earlyFlush) {
+        earlyFlush = setTimeout(() => {
+          earlyFlush = undefined;
+          void flush(true);
+        }, 0);
+      }
       return true;
     },
     /** Writes everything queued now; resolves with the number of rows written. */
-    flush,
+    flush: () => flush(),
     prune,
     start(): void {
       flushTimer ??= setInterval(() => void flush(), options.flushIntervalMs ?? 100);
@@ -136,7 +171,8 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
     async stop(): Promise<void> {
       clearInterval(flushTimer);
       clearInterval(pruneTimer);
-      flushTimer = pruneTimer = undefined;
+      clearTimeout(earlyFlush);
+      flushTimer = pruneTimer = earlyFlush = undefined;
       await flush();
       await writer.close();
       for (const sink of sinks) await sink.close();

@@ -42,6 +42,22 @@ Deno.test("records wait in the queue until a flush writes them in batches", asyn
   assertEquals(log.stats().queued, 0);
 });
 
+Deno.test("a running log flushes early once 64 records are queued, keeping whole sink batches", async () => {
+  const { store, repo, log, shipped } = await setup();
+  await using _ = store;
+  log.start();
+  try {
+    for (let i = 0; i < 64; i++) log.push(record());
+    await new Promise((r) => setTimeout(r, 0));
+    assertEquals(repo.count(), 64);
+    assertEquals(shipped.map((b) => b.length), Array(21).fill(3));
+    await log.flush();
+    assertEquals(shipped.flat().length, 64);
+  } finally {
+    await log.stop();
+  }
+});
+
 Deno.test("a full queue drops records and counts them", async () => {
   const { store, log, logger } = await setup({ queueSize: 100 });
   await using _ = store;
