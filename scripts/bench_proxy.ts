@@ -3,15 +3,19 @@
  *
  * 1. the upstream served directly (nginx static, one worker);
  * 2. nginx as a plain reverse proxy (Debian's nginx-light, one worker, pooled keep-alive);
- * 3. the WAF with protection off;
- * 4. the WAF with default protection (balanced, block);
+ * 3. a bare Deno proxy (`bench_bare_proxy.ts`): the floor for any proxy built on Deno's
+ *    server and `fetch`;
+ * 4. the WAF with protection off;
+ * 5. the WAF with default protection (balanced, block);
  *
- * each on a benign request mix and on an attack mix, then the p99 latency the WAF adds at half
- * of its maximum rate. wrk2 is not packaged in Debian, so the paced runs use wrk's Lua
- * `delay()` hook: every connection waits between requests so the total rate is the target.
+ * each on a benign request mix and on an attack mix, then the p99 latency at half of the WAF's
+ * maximum rate for the upstream, nginx, the bare Deno proxy and the WAF. wrk2 is not packaged in
+ * Debian, so the paced runs use wrk's Lua `delay()` hook: every connection waits between
+ * requests. They use fewer connections (`--paced-connections`, default 10) so that the load
+ * generator itself, which shares the machine, stays light.
  *
  * ```sh
- * deno task bench:proxy [--duration 10] [--connections 50] [--threads 2] [--json]
+ * deno task bench:proxy [--duration 10] [--connections 50] [--threads 2] [--paced-connections 10] [--json]
  * ```
  *
  * wrk and nginx-light are installed with apt-get when missing (needs root).
@@ -28,6 +32,8 @@ import { siteInputSchema } from "../mod/site_schema.ts";
 import { createSites } from "../mod/sites.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
+/** The V8 flags `deno task start` and the compiled binary use (see docs/data-plane.md). */
+const V8_FLAGS = "--v8-flags=--max-semi-space-size=4";
 
 interface WrkResult {
   readonly rps: number;
@@ -282,11 +288,22 @@ logging:
   );
   seedSites(dataDir, upstream);
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", `${ROOT}main.ts`, "serve", "--data-dir", dataDir],
+    args: ["run", "-A", V8_FLAGS, `${ROOT}main.ts`, "serve", "--data-dir", dataDir],
     stdout: "null",
     stderr: "inherit",
   }).spawn();
   await waitForPort(dataPort, "waf data plane");
+  return child;
+}
+
+/** The bare Deno proxy, with the same V8 flags as the WAF. */
+async function startBareProxy(upstream: string, port: number) {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", V8_FLAGS, `${ROOT}scripts/bench_bare_proxy.ts`, String(port), upstream],
+    stdout: "null",
+    stderr: "inherit",
+  }).spawn();
+  await waitForPort(port, "bare Deno proxy");
   return child;
 }
 
@@ -301,6 +318,7 @@ export async function main(args: string[]): Promise<number> {
       duration: { type: "string", default: "10" },
       connections: { type: "string", default: "50" },
       threads: { type: "string", default: "2" },
+      "paced-connections": { type: "string", default: "10" },
       json: { type: "boolean", default: false },
     },
   });
@@ -309,6 +327,7 @@ export async function main(args: string[]): Promise<number> {
     connections: Number(values.connections),
     threads: Number(values.threads),
   };
+  const pacedConnections = Number(values["paced-connections"]);
   await ensure("wrk", "wrk");
   await ensure("nginx", "nginx-light");
   const dir = await Deno.makeTempDir({ prefix: "waf-bench-" });
@@ -349,12 +368,15 @@ export async function main(args: string[]): Promise<number> {
         rpPort,
       ),
     );
+    const barePort = freePort();
+    children.push(await startBareProxy(`http://127.0.0.1:${upPort}`, barePort));
     const wafPort = freePort();
     children.push(await startWaf(dir, `http://127.0.0.1:${upPort}`, wafPort, freePort()));
 
     const targets = [
       { name: "upstream direct", url: `http://127.0.0.1:${upPort}`, host: "on.bench" },
       { name: "nginx reverse proxy", url: `http://127.0.0.1:${rpPort}`, host: "on.bench" },
+      { name: "deno bare proxy", url: `http://127.0.0.1:${barePort}`, host: "on.bench" },
       { name: "waf, protection off", url: `http://127.0.0.1:${wafPort}`, host: "off.bench" },
       { name: "waf, balanced/block", url: `http://127.0.0.1:${wafPort}`, host: "on.bench" },
     ] as const;
@@ -375,17 +397,24 @@ export async function main(args: string[]): Promise<number> {
         }
       }
     }
-    // Half of the WAF's maximum benign rate, paced; compare p99 with the upstream served directly.
+    // Half of the WAF's maximum benign rate, paced; compare p99 with the upstream served directly
+    // and with the bare Deno proxy (what the WAF's own code adds).
     const wafMax = results["benign"]!["waf, balanced/block"]!.rps;
     const target = wafMax / 2;
-    const delayMs = (opts.connections * 1000) / target;
+    const delayMs = (pacedConnections * 1000) / target;
+    const pacedOpts = {
+      ...opts,
+      connections: pacedConnections,
+      threads: Math.min(opts.threads, pacedConnections),
+    };
     const paced: Record<string, WrkResult> = {};
-    for (const t of [targets[0], targets[3]]) {
+    for (const t of [targets[0], targets[1], targets[2], targets[4]]) {
       const script = wrkScript(BENIGN, t.host, delayMs);
-      await wrk(dir, t.url, script, { ...opts, duration: 2 });
-      paced[t.name] = await wrk(dir, t.url, script, opts);
+      await wrk(dir, t.url, script, { ...pacedOpts, duration: 2 });
+      paced[t.name] = await wrk(dir, t.url, script, pacedOpts);
     }
     const direct = paced["upstream direct"]!;
+    const bare = paced["deno bare proxy"]!;
     const waf = paced["waf, balanced/block"]!;
     const b = results["benign"]!;
     const a = results["attack"]!;
@@ -393,10 +422,18 @@ export async function main(args: string[]): Promise<number> {
       benign_waf_default_vs_nginx: b["waf, balanced/block"]!.rps / b["nginx reverse proxy"]!.rps,
       benign_waf_off_vs_nginx: b["waf, protection off"]!.rps / b["nginx reverse proxy"]!.rps,
       benign_waf_default_vs_off: b["waf, balanced/block"]!.rps / b["waf, protection off"]!.rps,
+      benign_waf_default_vs_bare_deno: b["waf, balanced/block"]!.rps / b["deno bare proxy"]!.rps,
+      benign_bare_deno_vs_nginx: b["deno bare proxy"]!.rps / b["nginx reverse proxy"]!.rps,
       attack_waf_default_vs_nginx: a["waf, balanced/block"]!.rps / a["nginx reverse proxy"]!.rps,
       nginx_vs_upstream: b["nginx reverse proxy"]!.rps / b["upstream direct"]!.rps,
     };
-    const added = { target_rps: target, direct, waf, added_p99_ms: waf.p99 - direct.p99 };
+    const added = {
+      target_rps: target,
+      connections: pacedConnections,
+      paced,
+      added_p99_ms: waf.p99 - direct.p99,
+      added_p99_over_bare_ms: waf.p99 - bare.p99,
+    };
     if (values.json) {
       console.log(JSON.stringify({ options: opts, results, ratios, half_rate: added }, null, 2));
     } else {
@@ -405,14 +442,20 @@ export async function main(args: string[]): Promise<number> {
         console.log(`  ${k.padEnd(30)} ${fmt(v * 100, 1)}%`);
       }
       console.log(
-        `\nat half the WAF's max rate (target ${fmt(target, 0)} req/s, wrk delay() pacing):` +
-          `\n  upstream direct      ${fmt(direct.rps, 0)} req/s  p50 ${fmt(direct.p50)} ms  p99 ${
-            fmt(direct.p99)
-          } ms` +
-          `\n  waf, balanced/block  ${fmt(waf.rps, 0)} req/s  p50 ${fmt(waf.p50)} ms  p99 ${
-            fmt(waf.p99)
-          } ms` +
-          `\n  p99 added by the WAF: ${fmt(added.added_p99_ms)} ms`,
+        `\nat half the WAF's max rate (target ${fmt(target, 0)} req/s, ${pacedConnections} ` +
+          `connections, wrk delay() pacing):`,
+      );
+      for (const [name, r] of Object.entries(paced)) {
+        console.log(
+          `  ${name.padEnd(22)} ${fmt(r.rps, 0).padStart(6)} req/s  p50 ${fmt(r.p50)} ms  p90 ${
+            fmt(r.p90)
+          } ms  p99 ${fmt(r.p99)} ms`,
+        );
+      }
+      console.log(
+        `  p99 added by the WAF: ${fmt(added.added_p99_ms)} ms over the upstream, ${
+          fmt(added.added_p99_over_bare_ms)
+        } ms over the bare Deno proxy`,
       );
       console.log(
         `\ntargets: WAF default >= 40% of nginx (${
