@@ -107,7 +107,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     accessLog,
     clock,
     logger,
-    traceId: createTraceIds(random),
+    traceId: createTraceIds(random, clock),
     protection: protection.gate,
   });
   let https: TlsFront | undefined;

@@ -58,7 +58,7 @@ const proxy = createProxy({
   accessLog,
   clock: systemClock,
   logger: createLogger({ format: "text", level: "error" }),
-  traceId: createTraceIds(systemRandom),
+  traceId: createTraceIds(systemRandom, systemClock),
 });
 
 const HEADERS = {
