@@ -33,7 +33,7 @@ import { createSites } from "../mod/sites.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 /** The V8 flags `deno task start` and the compiled binary use (see docs/data-plane.md). */
-const V8_FLAGS = "--v8-flags=--max-semi-space-size=4";
+const V8_FLAGS = "--v8-flags=--max-semi-space-size=4,--no-memory-reducer";
 
 interface WrkResult {
   readonly rps: number;

@@ -50,12 +50,12 @@ const includes = ["routes/console", "db/access_log_worker.ts"].flatMap((p) => {
   }
 });
 const cmd = new Deno.Command(Deno.execPath(), {
-  // A 4 MB young generation keeps the data plane's garbage-collection pauses short (see
-  // docs/data-plane.md, "Numbers"); the flag is embedded in the binary.
+  // A 4 MB young generation and no memory reducer keep the data plane's garbage-collection
+  // pauses short and rare (see docs/data-plane.md, "V8 flags"); the flags are embedded.
   args: [
     "compile",
     "-A",
-    "--v8-flags=--max-semi-space-size=4",
+    "--v8-flags=--max-semi-space-size=4,--no-memory-reducer",
     "--output",
     output,
     ...includes,
