@@ -99,7 +99,9 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     logger,
     sinks,
   });
-  accessLog.prune();
+  accessLog.prune().catch((err) => {
+    logger.error("access log retention failed", { error: err as Error });
+  });
   accessLog.start();
 
   const proxy = createProxy({

@@ -35,6 +35,9 @@ export interface AccessLogFilter {
   readonly limit: number;
 }
 
+/** Rows deleted per retention transaction. */
+const PRUNE_CHUNK = 5000;
+
 export function createAccessLogRepo(db: Db) {
   // OR IGNORE: a trace id is unique; a duplicate (impossible with random ids) must not fail the
   // whole batch.
@@ -53,9 +56,16 @@ export function createAccessLogRepo(db: Db) {
      ORDER BY id DESC LIMIT :limit`,
   );
   const byTrace = db.prepare("SELECT * FROM access_logs WHERE trace_id = ?");
-  const pruneAge = db.prepare("DELETE FROM access_logs WHERE time < ?");
-  const pruneCount = db.prepare(
-    `DELETE FROM access_logs WHERE id <= (SELECT id FROM access_logs ORDER BY id DESC LIMIT 1 OFFSET ?)`,
+  // Retention deletes in chunks, each its own short transaction, so a large backlog never
+  // holds the store's write lock long enough to make other writers wait on the busy timeout.
+  const pruneAge = db.prepare(
+    `DELETE FROM access_logs WHERE id IN
+       (SELECT id FROM access_logs WHERE time < ? ORDER BY time LIMIT ${PRUNE_CHUNK})`,
+  );
+  const keepFrom = db.prepare("SELECT id FROM access_logs ORDER BY id DESC LIMIT 1 OFFSET ?");
+  const pruneUpTo = db.prepare(
+    `DELETE FROM access_logs WHERE id IN
+       (SELECT id FROM access_logs WHERE id <= ? ORDER BY id LIMIT ${PRUNE_CHUNK})`,
   );
   const count = db.prepare("SELECT COUNT(*) AS n FROM access_logs");
   return {
@@ -102,11 +112,20 @@ export function createAccessLogRepo(db: Db) {
     },
     /** Deletes rows older than `before` and all but the newest `keep`; returns rows deleted. */
     prune(before: number, keep: number): number {
-      return transaction(db, () => {
-        const aged = Number(pruneAge.run(before).changes);
-        const counted = Number(pruneCount.run(keep).changes);
-        return aged + counted;
-      });
+      let deleted = 0;
+      for (;;) {
+        const n = Number(transaction(db, () => pruneAge.run(before)).changes);
+        deleted += n;
+        if (n < PRUNE_CHUNK) break;
+      }
+      const cutoff = keepFrom.get(keep) as { id: number } | undefined;
+      if (cutoff === undefined) return deleted;
+      for (;;) {
+        const n = Number(transaction(db, () => pruneUpTo.run(cutoff.id)).changes);
+        deleted += n;
+        if (n < PRUNE_CHUNK) break;
+      }
+      return deleted;
     },
     count(): number {
       return (count.get() as { n: number }).n;

@@ -1,8 +1,8 @@
 /**
  * The access-log writer thread: owns its own connection to the store and inserts the batches
  * the main thread posts, so SQLite work never stalls the data plane's event loop. Started by
- * `createWorkerWriter` in `db/access_log_writer.ts`; messages are `{id, rows}` in and
- * `{id, written}` or `{id, error}` out.
+ * `createWorkerWriter` in `db/access_log_writer.ts`; `write` and `prune` messages go in, and
+ * each answers `{id, written}` (rows inserted or deleted) or `{id, error}`.
  */
 /// <reference lib="deno.worker" />
 import { DatabaseSync } from "node:sqlite";
@@ -14,6 +14,7 @@ let db: DatabaseSync | undefined;
 type Message =
   | { kind: "open"; path: string }
   | { kind: "write"; id: number; rows: AccessLogRow[] }
+  | { kind: "prune"; id: number; before: number; keep: number }
   | { kind: "close" };
 
 self.onmessage = (e: MessageEvent<Message>) => {
@@ -32,7 +33,7 @@ self.onmessage = (e: MessageEvent<Message>) => {
     return;
   }
   try {
-    const written = repo!.insertBatch(m.rows);
+    const written = m.kind === "prune" ? repo!.prune(m.before, m.keep) : repo!.insertBatch(m.rows);
     self.postMessage({ kind: "written", id: m.id, written });
   } catch (err) {
     self.postMessage({ kind: "failed", id: m.id, error: String(err) });

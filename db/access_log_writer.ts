@@ -8,6 +8,8 @@ import type { AccessLogRepo, AccessLogRow } from "./access_log_repo.ts";
 export interface AccessLogWriter {
   /** Resolves with the number of rows written; rejects when the batch failed. */
   write(rows: AccessLogRow[]): Promise<number>;
+  /** Retention: deletes rows older than `before` and all but the newest `keep`. */
+  prune(before: number, keep: number): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -17,6 +19,13 @@ export function directWriter(repo: AccessLogRepo): AccessLogWriter {
     write: (rows) => {
       try {
         return Promise.resolve(repo.insertBatch(rows));
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    },
+    prune: (before, keep) => {
+      try {
+        return Promise.resolve(repo.prune(before, keep));
       } catch (err) {
         return Promise.reject(err);
       }
@@ -48,15 +57,17 @@ export function createWorkerWriter(path: string): AccessLogWriter {
   };
   worker.postMessage({ kind: "open", path });
   let closing: Promise<void> | undefined;
+  const request = (message: Record<string, unknown>): Promise<number> => {
+    if (closing) return Promise.reject(new Error("The access-log writer is closed"));
+    const id = ++next;
+    return new Promise((resolve, reject) => {
+      pending.set(id, { resolve, reject });
+      worker.postMessage({ ...message, id });
+    });
+  };
   return {
-    write(rows) {
-      if (closing) return Promise.reject(new Error("The access-log writer is closed"));
-      const id = ++next;
-      return new Promise((resolve, reject) => {
-        pending.set(id, { resolve, reject });
-        worker.postMessage({ kind: "write", id, rows });
-      });
-    },
+    write: (rows) => request({ kind: "write", rows }),
+    prune: (before, keep) => request({ kind: "prune", before, keep }),
     close() {
       closing ??= new Promise<void>((resolve) => {
         // Messages are handled in order, so every posted batch is written before "close".

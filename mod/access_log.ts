@@ -30,9 +30,9 @@ export interface AccessLogOptions {
 }
 
 export interface AccessLogDeps {
-  /** Queries and retention (on the caller's connection). */
+  /** Queries (on the caller's connection). */
   readonly repo: AccessLogRepo;
-  /** Inserts; defaults to writing through `repo` on this thread. */
+  /** Inserts and retention; defaults to writing through `repo` on this thread. */
   readonly writer?: AccessLogWriter;
   readonly clock: Clock;
   readonly logger: Logger;
@@ -132,8 +132,9 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
     return done;
   }
 
-  function prune(): number {
-    const n = repo.prune(clock.now() - options.retentionDays * DAY_MS, options.maxRecords);
+  /** Retention runs where the inserts run (the writer thread in the server), never here. */
+  async function prune(): Promise<number> {
+    const n = await writer.prune(clock.now() - options.retentionDays * DAY_MS, options.maxRecords);
     pruned += n;
     return n;
   }
@@ -160,11 +161,9 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
     start(): void {
       flushTimer ??= setInterval(() => void flush(), options.flushIntervalMs ?? 100);
       pruneTimer ??= setInterval(() => {
-        try {
-          prune();
-        } catch (err) {
+        prune().catch((err) => {
           logger.error("access log retention failed", { error: err as Error });
-        }
+        });
       }, options.pruneIntervalMs ?? 600_000);
     },
     /** Stops the timers, writes what is queued and closes the sinks. */

@@ -2,6 +2,7 @@ import { assertEquals, ok } from "../_helpers/assert.ts";
 import { record } from "../_helpers/records.ts";
 import { testStore } from "../_helpers/store.ts";
 import { type AccessLogRow, createAccessLogRepo } from "../../db/access_log_repo.ts";
+import { createWorkerWriter } from "../../db/access_log_writer.ts";
 import { type AccessLogSink, createAccessLog } from "../../mod/access_log.ts";
 import { Chain, safeEvidence, safeQuery, toRow } from "../../mod/access_record.ts";
 import { FakeClock } from "../../mod/clock.ts";
@@ -77,7 +78,7 @@ Deno.test("retention deletes records older than the age limit and beyond the cou
   for (let i = 0; i < 5; i++) log.push(record({ time: now - i * 1000 }));
   await log.flush();
   assertEquals(repo.count(), 6);
-  assertEquals(log.prune(), 3);
+  assertEquals(await log.prune(), 3);
   assertEquals(repo.count(), 3);
   const left = repo.list({ limit: 10 }).map((r) => r.time);
   assertEquals(left, [now - 4000, now - 3000, now - 2000]);
@@ -153,4 +154,31 @@ Deno.test("Chain.add() appends checks in order with their timings", () => {
     ["engine", "block", "sqli.union"],
   ]);
   ok(entries.every((e) => Number.isInteger(e.us) && e.us >= 0));
+});
+
+Deno.test("the writer thread inserts and prunes a backlog larger than one retention chunk", async () => {
+  await using store = await testStore();
+  const path = `${store.dir}/waf.db`;
+  const clock = new FakeClock(Date.UTC(2026, 0, 10));
+  const repo = createAccessLogRepo(store.db);
+  const log = createAccessLog({
+    queueSize: 20_000,
+    batchSize: 500,
+    retentionDays: 2,
+    maxRecords: 1000,
+  }, { repo, clock, logger: createMemoryLogger(), writer: createWorkerWriter(path) });
+  try {
+    const now = clock.now();
+    for (let i = 0; i < 6000; i++) log.push(record({ time: now - 3 * DAY }));
+    for (let i = 0; i < 6000; i++) log.push(record({ time: now - i }));
+    assertEquals(await log.flush(), 12_000);
+    assertEquals(repo.count(), 12_000);
+    assertEquals(await log.prune(), 11_000);
+    assertEquals(repo.count(), 1000);
+    const newest = repo.list({ limit: 1 })[0]!;
+    assertEquals(newest.time, now - 5999);
+    assertEquals(log.stats().pruned, 11_000);
+  } finally {
+    await log.stop();
+  }
 });
