@@ -33,7 +33,9 @@ Deno.test("waf store backup takes a consistent snapshot while the server keeps w
       "INSERT INTO access_logs (trace_id, time, action, record) VALUES (?, ?, 'allow', ?)",
     );
     const record = JSON.stringify({ pad: "x".repeat(400) });
-    for (let i = 0; i < 40_000; i++) insert.run(`t${i}`, NOW, record);
+    // Within retention, so the server's own start-up pruning (on its writer thread) keeps them.
+    const time = server.clock.now();
+    for (let i = 0; i < 40_000; i++) insert.run(`t${i}`, time, record);
   });
   let n = 0;
   let writing = true;
