@@ -101,7 +101,7 @@ export async function readConfigFile(path: string): Promise<ConfigResult | undef
 /** Writes the commented default configuration (mode 0600, parent directories created). */
 export async function writeDefaultConfig(path: string): Promise<void> {
   const slash = path.lastIndexOf("/");
-  if (slash > 0) await Deno.mkdir(path.slice(0, slash), { recursive: true });
+  if (slash > 0) await Deno.mkdir(path.slice(0, slash), { recursive: true, mode: 0o700 });
   await Deno.writeTextFile(path, DEFAULT_CONFIG_YAML, { mode: 0o600, createNew: true });
 }
 

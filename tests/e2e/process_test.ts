@@ -27,6 +27,7 @@ Deno.test("waf serve creates a documented default config on first start", async 
   await waf.waitFor(/"msg":"waf started"/);
   assertEquals(await waf.stop("SIGINT"), 0);
   const yaml = await Deno.readTextFile(`${dir}/waf.yaml`);
+  assertEquals((await Deno.stat(`${dir}/waf.yaml`)).mode! & 0o777, 0o600);
   assertMatch(yaml, /listen: "0\.0\.0\.0:8080"/);
   assertMatch(yaml, /# /);
   for (const line of waf.output().trim().split("\n")) {

@@ -1,5 +1,10 @@
 import { assertEquals, ok } from "../_helpers/assert.ts";
-import { defaultConfig, durationMs, parseConfigText } from "../../mod/config.ts";
+import {
+  defaultConfig,
+  durationMs,
+  parseConfigText,
+  writeDefaultConfig,
+} from "../../mod/config.ts";
 import { DEFAULT_CONFIG_YAML } from "../../mod/config_default.ts";
 
 function problems(yaml: string): { path: string; message: string }[] {
@@ -115,4 +120,15 @@ Deno.test("durationMs() converts each unit", () => {
   assertEquals(durationMs("250ms"), 250);
   assertEquals(durationMs("10s"), 10_000);
   assertEquals(durationMs("6h"), 21_600_000);
+});
+
+Deno.test("writeDefaultConfig() creates a private data directory and file", async () => {
+  const root = await Deno.makeTempDir();
+  try {
+    await writeDefaultConfig(`${root}/data/waf.yaml`);
+    assertEquals((await Deno.stat(`${root}/data`)).mode! & 0o777, 0o700);
+    assertEquals((await Deno.stat(`${root}/data/waf.yaml`)).mode! & 0o777, 0o600);
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
 });
