@@ -48,7 +48,11 @@ const accessLog = createAccessLog(
   { queueSize: 1_000_000, batchSize: 500, retentionDays: 1, maxRecords: 1_000_000 },
   {
     repo: createAccessLogRepo(db),
-    writer: { write: (rows) => Promise.resolve(rows.length), close: () => Promise.resolve() },
+    writer: {
+      write: (rows) => Promise.resolve(rows.length),
+      prune: () => Promise.resolve(0),
+      close: () => Promise.resolve(),
+    },
     clock: systemClock,
     logger: createLogger({ format: "text", level: "error" }),
   },
