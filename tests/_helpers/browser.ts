@@ -4,6 +4,7 @@
  */
 import { chromium } from "playwright-core";
 import type { Browser } from "playwright-core";
+export type { Page } from "playwright-core";
 
 export const CHROMIUM = "/usr/bin/chromium";
 

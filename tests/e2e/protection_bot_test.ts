@@ -1,14 +1,19 @@
 /** Bot challenge: a real headless browser passes it (GET and POST), a plain HTTP client never does. */
 import { assertEquals, ok } from "../_helpers/assert.ts";
-import { launchBrowser } from "../_helpers/browser.ts";
+import { launchBrowser, type Page } from "../_helpers/browser.ts";
 import { addSite, apiFor, hit, steps } from "../_helpers/protection.ts";
 import { startTestServer } from "../_helpers/server.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
 
 const CURL = { "user-agent": "curl/8.5.0" };
 /** A page-side condition (a string, so this file needs no DOM types). */
-const bodyHas = (text: string) =>
-  `document.body && document.body.innerText.includes(${JSON.stringify(text)})`;
+/**
+ * Waits until the page body shows `text`. Locators run in Playwright's isolated world, so the
+ * challenge page's strict Content-Security-Policy (no eval) does not get in the way while the
+ * page is still the challenge.
+ */
+const bodyShows = (page: Page, text: string) =>
+  page.locator("body").filter({ hasText: text }).waitFor({ timeout: 30_000 });
 
 Deno.test("a client without JavaScript gets the challenge page and never reaches the upstream", async () => {
   await using up = startUpstream();
@@ -62,7 +67,7 @@ Deno.test("a headless browser solves the challenge and reaches the upstream with
   const context = await browser.newContext();
   const page = await context.newPage();
   await page.goto(`${s.dataUrl}/welcome?from=test`);
-  await page.waitForFunction(bodyHas('"path":"/welcome"'), null, { timeout: 30_000 });
+  await bodyShows(page, '"path":"/welcome"');
   const echo = JSON.parse(await page.innerText("body"));
   assertEquals([echo.method, echo.path, echo.query], ["GET", "/welcome", "?from=test"]);
   assertEquals(
@@ -88,7 +93,7 @@ Deno.test("a headless browser solves the challenge and reaches the upstream with
   const fresh = await browser.newContext();
   const p2 = await fresh.newPage();
   await p2.goto(`${s.dataUrl}/open`);
-  await p2.waitForFunction(bodyHas('"path":"/open"'), null, { timeout: 30_000 });
+  await bodyShows(p2, '"path":"/open"');
   // A plain form POST, as a user submitting a page would send it.
   await p2.evaluate(`(() => {
     const f = document.createElement("form");
@@ -103,7 +108,7 @@ Deno.test("a headless browser solves the challenge and reaches the upstream with
     document.body.appendChild(f);
     f.submit();
   })()`);
-  await p2.waitForFunction(bodyHas('"path":"/protected/form"'), null, { timeout: 30_000 });
+  await bodyShows(p2, '"path":"/protected/form"');
   const posted = JSON.parse(await p2.innerText("body"));
   assertEquals([posted.method, posted.body], ["POST", "name=Ada&note=a%26b%3Dc"]);
   assertEquals(up.seen.filter((e) => e.path === "/protected/form").length, 1);
