@@ -15,6 +15,7 @@
  * wrk is installed with apt-get when missing (needs root).
  */
 import { parseArgs } from "node:util";
+import { SERVER_V8_FLAGS } from "./server_flags.ts";
 import { createAuditRepo } from "../db/audit_repo.ts";
 import { createPolicyObjectsRepo } from "../db/policy_objects_repo.ts";
 import { createSitesRepo } from "../db/sites_repo.ts";
@@ -242,7 +243,7 @@ async function startWaf(dataDir: string, port: number) {
     `server:\n  data:\n    listen: "127.0.0.1:${port}"\n  management:\n    listen: "127.0.0.1:${freePort()}"\nlogging:\n  level: warn\n`,
   );
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", `${ROOT}main.ts`, "serve", "--data-dir", dataDir],
+    args: ["run", "-A", SERVER_V8_FLAGS, `${ROOT}main.ts`, "serve", "--data-dir", dataDir],
     stdout: "null",
     stderr: "inherit",
   }).spawn();

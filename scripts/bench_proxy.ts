@@ -21,6 +21,7 @@
  * wrk and nginx-light are installed with apt-get when missing (needs root).
  */
 import { parseArgs } from "node:util";
+import { SERVER_V8_FLAGS } from "./server_flags.ts";
 import { createAuditRepo } from "../db/audit_repo.ts";
 import { createSitesRepo } from "../db/sites_repo.ts";
 import { openStore } from "../db/store.ts";
@@ -33,7 +34,6 @@ import { createSites } from "../mod/sites.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 /** The V8 flags `deno task start` and the compiled binary use (see docs/data-plane.md). */
-const V8_FLAGS = "--v8-flags=--max-semi-space-size=4,--no-memory-reducer";
 
 interface WrkResult {
   readonly rps: number;
@@ -288,7 +288,7 @@ logging:
   );
   seedSites(dataDir, upstream);
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", V8_FLAGS, `${ROOT}main.ts`, "serve", "--data-dir", dataDir],
+    args: ["run", "-A", SERVER_V8_FLAGS, `${ROOT}main.ts`, "serve", "--data-dir", dataDir],
     stdout: "null",
     stderr: "inherit",
   }).spawn();
@@ -299,7 +299,14 @@ logging:
 /** The bare Deno proxy, with the same V8 flags as the WAF. */
 async function startBareProxy(upstream: string, port: number) {
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", V8_FLAGS, `${ROOT}scripts/bench_bare_proxy.ts`, String(port), upstream],
+    args: [
+      "run",
+      "-A",
+      SERVER_V8_FLAGS,
+      `${ROOT}scripts/bench_bare_proxy.ts`,
+      String(port),
+      upstream,
+    ],
     stdout: "null",
     stderr: "inherit",
   }).spawn();

@@ -5,6 +5,7 @@
  * the same Deno version); otherwise it uses one already in Deno's cache. When neither exists
  * it says so plainly and exits non-zero instead of trying a download that cannot succeed here.
  */
+import { SERVER_V8_FLAGS } from "./server_flags.ts";
 const root = new URL("..", import.meta.url).pathname;
 const output = Deno.args[0] ?? `${root}waf`;
 const version = Deno.version.deno;
@@ -55,7 +56,7 @@ const cmd = new Deno.Command(Deno.execPath(), {
   args: [
     "compile",
     "-A",
-    "--v8-flags=--max-semi-space-size=4,--no-memory-reducer",
+    SERVER_V8_FLAGS,
     "--output",
     output,
     ...includes,
