@@ -4,6 +4,7 @@
  * indicators, applied ALAP decisions, edge and block-page settings. Built on every change and
  * swapped with the rest of the policy.
  */
+import { createHash } from "node:crypto";
 import type { PolicyObjectRow } from "../db/policy_objects_repo.ts";
 import { type AclRule, compileAcl, type CompiledAclRules, type GeoLookup } from "../engine/acl.ts";
 import {
@@ -178,11 +179,19 @@ function cached<T>(build: (key: string) => T): (key: string) => T {
   };
 }
 
-/** The documents themselves are the key: timestamps can repeat (a fake or coarse clock). */
-const keyOf = (source: ProtectionSource, ...kinds: string[]): string =>
-  kinds.map((k) => source.rows(k).map((r) => `${r.id}=${r.position}:${r.config}`).join("\n")).join(
-    "\f",
-  );
+/**
+ * The documents themselves are the key (timestamps can repeat under a fake or coarse clock),
+ * kept as their SHA-256: 100,000 IP entries joined are a 15 MB string that would otherwise stay
+ * on the heap between builds and bring the next major garbage collection forward.
+ */
+const keyOf = (source: ProtectionSource, ...kinds: string[]): string => {
+  const hash = createHash("sha256");
+  for (const k of kinds) {
+    for (const r of source.rows(k)) hash.update(`${r.id}=${r.position}:${r.config}\n`);
+    hash.update("\f");
+  }
+  return hash.digest("hex");
+};
 
 /** A compiler keeping its part caches between builds. */
 export function createProtectionCompiler(geo?: GeoLookup) {
