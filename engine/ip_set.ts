@@ -183,25 +183,87 @@ export interface IpListEntry {
   readonly expiresAt: number | null;
 }
 
+/** An IP allow/block list compiled for the data plane; see {@link buildIpList}. */
+export interface IpList {
+  /** Number of entries. */
+  readonly size: number;
+  /**
+   * The deciding entry for a request: entries must match the site (or be global), the path
+   * prefix and not be expired. An allow entry wins over a block entry, so an operator who allows
+   * their own addresses is never locked out by a broader block range.
+   */
+  match(ip: IpAddress, siteId: string, path: string, now: number): IpListEntry | undefined;
+}
+
+/** Concatenated strings with offsets: one string and one typed array instead of n strings. */
+function packStrings(values: readonly string[]): { text: string; offsets: Uint32Array } {
+  const offsets = new Uint32Array(values.length + 1);
+  let at = 0;
+  values.forEach((v, i) => {
+    offsets[i] = at;
+    at += v.length;
+  });
+  offsets[values.length] = at;
+  return { text: values.join(""), offsets };
+}
+
+/** Small lists of distinct values (sites, path prefixes) referenced by index; 0 means null. */
+function intern(values: ReadonlyArray<string | null>): { table: string[]; refs: Uint32Array } {
+  const table: string[] = [];
+  const index = new Map<string, number>();
+  const refs = new Uint32Array(values.length);
+  values.forEach((v, i) => {
+    if (v === null) return;
+    let n = index.get(v);
+    if (n === undefined) index.set(v, n = table.push(v));
+    refs[i] = n;
+  });
+  return { table, refs };
+}
+
 /**
- * The deciding IP-list entry for a request: entries must match the site (or be global), the path
- * prefix and not be expired. An allow entry wins over a block entry, so an operator who allows
- * their own addresses is never locked out by a broader block range.
+ * Compiles IP-list entries into columns (packed ids and networks, interned sites and path
+ * prefixes, typed actions and expiries) behind an {@link IpSet} of entry numbers, so a list of
+ * 100,000 entries holds a handful of objects the garbage collector must trace, not 100,000
+ * entry objects with their strings. The entry object is rebuilt only for a request that hits.
  */
-export function matchIpList(
-  set: IpSet<IpListEntry>,
-  ip: IpAddress,
-  siteId: string,
-  path: string,
-  now: number,
-): IpListEntry | undefined {
-  let block: IpListEntry | undefined;
-  for (const e of set.lookup(ip)) {
-    if (e.siteId !== null && e.siteId !== siteId) continue;
-    if (e.expiresAt !== null && e.expiresAt <= now) continue;
-    if (e.pathPrefix !== null && !path.startsWith(e.pathPrefix)) continue;
-    if (e.action === "allow") return e;
-    block ??= e;
-  }
-  return block;
+export function buildIpList(entries: ReadonlyArray<readonly [Cidr, IpListEntry]>): IpList {
+  const ids = packStrings(entries.map(([, e]) => e.id));
+  const cidrs = packStrings(entries.map(([, e]) => e.cidr));
+  const sites = intern(entries.map(([, e]) => e.siteId));
+  const prefixes = intern(entries.map(([, e]) => e.pathPrefix));
+  const allow = Uint8Array.from(entries, ([, e]) => e.action === "allow" ? 1 : 0);
+  const expires = Float64Array.from(entries, ([, e]) => e.expiresAt ?? NaN);
+  const set = buildIpSet(entries.map(([cidr], i) => [cidr, i] as const));
+  const slice = (p: { text: string; offsets: Uint32Array }, i: number) =>
+    p.text.slice(p.offsets[i]!, p.offsets[i + 1]!);
+  const entry = (i: number): IpListEntry => {
+    const site = sites.refs[i]!;
+    const prefix = prefixes.refs[i]!;
+    const expiry = expires[i]!;
+    return {
+      id: slice(ids, i),
+      action: allow[i] ? "allow" : "block",
+      cidr: slice(cidrs, i),
+      siteId: site === 0 ? null : sites.table[site - 1]!,
+      pathPrefix: prefix === 0 ? null : prefixes.table[prefix - 1]!,
+      expiresAt: Number.isNaN(expiry) ? null : expiry,
+    };
+  };
+  return {
+    size: entries.length,
+    match(ip, siteId, path, now) {
+      let block: number | undefined;
+      for (const i of set.lookup(ip)) {
+        const site = sites.refs[i]!;
+        if (site !== 0 && sites.table[site - 1] !== siteId) continue;
+        if (expires[i]! <= now) continue;
+        const prefix = prefixes.refs[i]!;
+        if (prefix !== 0 && !path.startsWith(prefixes.table[prefix - 1]!)) continue;
+        if (allow[i]) return entry(i);
+        block ??= i;
+      }
+      return block === undefined ? undefined : entry(block);
+    },
+  };
 }

@@ -13,7 +13,13 @@ import {
   type CustomRule,
 } from "../engine/custom_rules.ts";
 import { type Cidr, parseCidr } from "../engine/ip_address.ts";
-import { buildIpSet, type IpListEntry, type IpSet } from "../engine/ip_set.ts";
+import {
+  buildIpList,
+  buildIpSet,
+  type IpList,
+  type IpListEntry,
+  type IpSet,
+} from "../engine/ip_set.ts";
 import {
   type AclRuleDoc,
   alapPolicySchema,
@@ -72,7 +78,7 @@ export interface CompiledBotPolicy extends BotPolicyDoc {
 }
 
 export interface CompiledProtection {
-  readonly ipList: IpSet<IpListEntry>;
+  readonly ipList: IpList;
   readonly acl: CompiledAclRules;
   readonly threat: IpSet<ThreatHit>;
   /** Most specific first: site policies before global ones, longer path prefixes first. */
@@ -197,7 +203,7 @@ const keyOf = (source: ProtectionSource, ...kinds: string[]): string => {
 export function createProtectionCompiler(geo?: GeoLookup) {
   let source: ProtectionSource;
   const threat = cached(() => buildIpSet(threatEntries(source)));
-  const ipList = cached(() => buildIpSet(ipEntries(source)));
+  const ipList = cached(() => buildIpList(ipEntries(source)));
   const acl = cached(() =>
     compileAcl(
       docs<AclRuleDoc>(source, KIND.acl).map((d): AclRule => ({

@@ -12,7 +12,6 @@ import { classifyClient } from "../engine/bot.ts";
 import type { Inspection } from "../engine/types.ts";
 import { type AlapAdjusted, applyAlap } from "./alap_enforce.ts";
 import { type IpAddress, parseIp } from "../engine/ip_address.ts";
-import { matchIpList } from "../engine/ip_set.ts";
 import { createRateLimiter, type RateLimiter } from "../engine/rate_limit.ts";
 import type { RequestView } from "../engine/request_view.ts";
 import type { Clock } from "./clock.ts";
@@ -134,7 +133,7 @@ export function createProtectionRuntime(deps: ProtectionRuntimeDeps) {
   ): PreVerdict | undefined {
     if (!ip) return undefined;
     if (p.ipList.size > 0) {
-      const hit = matchIpList(p.ipList, ip, req.siteId, req.view.path, now);
+      const hit = p.ipList.match(ip, req.siteId, req.view.path, now);
       if (hit?.action === "allow") {
         chain.add("ip_list", "allow", hit.id);
         return PASS_TRUSTED;

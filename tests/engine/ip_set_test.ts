@@ -1,6 +1,6 @@
 import { assertEquals, ok } from "../_helpers/assert.ts";
 import { formatCidr, parseCidr, parseIp } from "../../engine/ip_address.ts";
-import { buildIpSet, type IpListEntry, ipSetFrom, matchIpList } from "../../engine/ip_set.ts";
+import { buildIpList, buildIpSet, type IpListEntry, ipSetFrom } from "../../engine/ip_set.ts";
 
 Deno.test("parseIp() reads IPv4, IPv6 with ::, embedded IPv4 and zone ids", () => {
   assertEquals(parseIp("10.0.0.1"), { version: 4, words: [0x0a000001] });
@@ -73,25 +73,42 @@ const entry = (over: Partial<IpListEntry>): IpListEntry => ({
   ...over,
 });
 
-Deno.test("matchIpList() honours site scope, path prefix and expiry", () => {
-  const set = ipSetFrom<IpListEntry>([
+const list = (entries: ReadonlyArray<readonly [string, IpListEntry]>) =>
+  buildIpList(entries.map(([text, e]) => [parseCidr(text)!, e] as const));
+
+Deno.test("IpList.match() honours site scope, path prefix and expiry", () => {
+  const set = list([
     ["10.0.0.0/8", entry({ id: "site-b", siteId: "b" })],
     ["10.0.0.0/8", entry({ id: "admin-only", pathPrefix: "/admin" })],
     ["10.0.0.0/8", entry({ id: "expired", expiresAt: 1000 })],
   ]);
   const ip = parseIp("10.9.9.9")!;
-  assertEquals(matchIpList(set, ip, "a", "/", 2000), undefined);
-  assertEquals(matchIpList(set, ip, "b", "/", 2000)?.id, "site-b");
-  assertEquals(matchIpList(set, ip, "a", "/admin/x", 2000)?.id, "admin-only");
-  assertEquals(matchIpList(set, ip, "a", "/", 999)?.id, "expired");
+  assertEquals(set.match(ip, "a", "/", 2000), undefined);
+  assertEquals(set.match(ip, "b", "/", 2000)?.id, "site-b");
+  assertEquals(set.match(ip, "a", "/admin/x", 2000)?.id, "admin-only");
+  assertEquals(set.match(ip, "a", "/", 999)?.id, "expired");
 });
 
-Deno.test("matchIpList() lets an allow entry win over a block entry", () => {
-  const set = ipSetFrom<IpListEntry>([
+Deno.test("IpList.match() lets an allow entry win over a block entry", () => {
+  const set = list([
     ["10.0.0.0/8", entry({ id: "blk" })],
     ["0.0.0.0/0", entry({ id: "alw", action: "allow" })],
   ]);
-  const hit = matchIpList(set, parseIp("10.1.1.1")!, "a", "/", 0);
+  const hit = set.match(parseIp("10.1.1.1")!, "a", "/", 0);
   ok(hit);
   assertEquals(hit.id, "alw");
+});
+
+Deno.test("IpList.match() rebuilds the deciding entry exactly as it was given", () => {
+  const given = entry({
+    id: "ipe_42",
+    cidr: "2001:db8::/32",
+    siteId: "shop",
+    pathPrefix: "/api",
+    expiresAt: 5000,
+  });
+  const set = list([["10.0.0.0/8", entry({ id: "other" })], ["2001:db8::/32", given]]);
+  assertEquals(set.match(parseIp("2001:db8::7")!, "shop", "/api/x", 10), given);
+  assertEquals(set.match(parseIp("2001:db8::7")!, "blog", "/api/x", 10), undefined);
+  assertEquals(set.size, 2);
 });
