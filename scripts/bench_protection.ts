@@ -15,6 +15,7 @@
  * wrk is installed with apt-get when missing (needs root).
  */
 import { parseArgs } from "node:util";
+import { ensure, freePort, run, waitForPort } from "./bench_kit.ts";
 import { SERVER_V8_FLAGS } from "./server_flags.ts";
 import { createAuditRepo } from "../db/audit_repo.ts";
 import { createPolicyObjectsRepo } from "../db/policy_objects_repo.ts";
@@ -42,39 +43,6 @@ import { createSites } from "../mod/sites.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const WHO = { actor: { type: "cli" as const, name: "bench_protection" } };
-
-async function sh(cmd: string, args: string[]): Promise<{ code: number; out: string }> {
-  const o = await new Deno.Command(cmd, { args, stdout: "piped", stderr: "piped" }).output();
-  return { code: o.code, out: new TextDecoder().decode(o.stdout) };
-}
-
-async function ensureWrk(): Promise<void> {
-  if ((await sh("sh", ["-c", "command -v wrk"])).code === 0) return;
-  console.log("installing wrk (apt-get) ...");
-  await sh("apt-get", ["update", "-qq"]);
-  if ((await sh("apt-get", ["install", "-y", "-qq", "wrk"])).code !== 0) {
-    throw new Error('Cannot install "wrk": run "apt-get install wrk" as root');
-  }
-}
-
-function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
-}
-
-async function waitForPort(port: number): Promise<void> {
-  for (let i = 0; i < 400; i++) {
-    try {
-      (await Deno.connect({ hostname: "127.0.0.1", port })).close();
-      return;
-    } catch {
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-  throw new Error(`nothing listens on port ${port}`);
-}
 
 const ip = (i: number) => `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
 
@@ -221,7 +189,7 @@ async function wrk(
 ) {
   const script = `${dir}/mix.lua`;
   await Deno.writeTextFile(script, wrkScript());
-  const r = await sh("wrk", [
+  const r = await run("wrk", [
     `-t${o.threads}`,
     `-c${o.connections}`,
     `-d${o.duration}s`,
@@ -247,7 +215,7 @@ async function startWaf(dataDir: string, port: number) {
     stdout: "null",
     stderr: "inherit",
   }).spawn();
-  await waitForPort(port);
+  await waitForPort(port, "waf data plane");
   return child;
 }
 
@@ -266,7 +234,7 @@ export async function main(args: string[]): Promise<number> {
     connections: Number(values.connections),
     threads: Number(values.threads),
   };
-  await ensureWrk();
+  await ensure("wrk", "wrk");
   const dir = await Deno.makeTempDir({ prefix: "waf-bench-protection-" });
   const upPort = freePort();
   const upstream = new Deno.Command(Deno.execPath(), {
@@ -278,7 +246,7 @@ export async function main(args: string[]): Promise<number> {
     stderr: "inherit",
   }).spawn();
   try {
-    await waitForPort(upPort);
+    await waitForPort(upPort, "upstream");
     const variants = [["engine only", false], ["all controls", true]] as const;
     const results: Record<string, number[]> = { "engine only": [], "all controls": [] };
     for (const [, all] of variants) {

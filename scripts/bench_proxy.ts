@@ -21,6 +21,7 @@
  * wrk and nginx-light are installed with apt-get when missing (needs root).
  */
 import { parseArgs } from "node:util";
+import { ensure, freePort, run, waitForPort } from "./bench_kit.ts";
 import { SERVER_V8_FLAGS } from "./server_flags.ts";
 import { createAuditRepo } from "../db/audit_repo.ts";
 import { createSitesRepo } from "../db/sites_repo.ts";
@@ -42,53 +43,6 @@ interface WrkResult {
   readonly p99: number;
   readonly non2xx: number;
   readonly requests: number;
-}
-
-async function run(
-  cmd: string,
-  args: string[],
-  quiet = true,
-): Promise<{ code: number; out: string }> {
-  const out = await new Deno.Command(cmd, {
-    args,
-    stdout: "piped",
-    stderr: quiet ? "piped" : "inherit",
-  }).output();
-  return { code: out.code, out: new TextDecoder().decode(out.stdout) };
-}
-
-async function which(bin: string): Promise<boolean> {
-  return (await run("sh", ["-c", `command -v ${bin}`])).code === 0;
-}
-
-/** Installs a Debian package when its binary is missing. */
-async function ensure(bin: string, pkg: string): Promise<void> {
-  if (await which(bin)) return;
-  console.log(`installing ${pkg} (apt-get) ...`);
-  await run("apt-get", ["update", "-qq"]);
-  const r = await run("apt-get", ["install", "-y", "-qq", pkg]);
-  if (r.code !== 0 || !(await which(bin))) {
-    throw new Error(`Cannot install "${pkg}": run "apt-get install ${pkg}" as root`);
-  }
-}
-
-function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
-}
-
-async function waitForPort(port: number, what: string): Promise<void> {
-  for (let i = 0; i < 300; i++) {
-    try {
-      (await Deno.connect({ hostname: "127.0.0.1", port })).close();
-      return;
-    } catch {
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-  throw new Error(`${what} did not start listening on port ${port}`);
 }
 
 function nginxConf(dir: string, name: string, server: string, upstreamBlock = ""): string {
