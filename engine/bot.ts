@@ -31,10 +31,31 @@ export function classifyClient(
   userAgent: string | undefined,
   overRate: boolean,
 ): SuspicionReason | undefined {
-  if (userAgent === undefined || userAgent.trim() === "") return "no_user_agent";
-  if (HEADLESS.test(userAgent)) return "headless";
-  if (BAD_AGENTS.test(userAgent)) return "bad_user_agent";
-  return overRate ? "rate" : undefined;
+  return classifyAgent(userAgent) ?? (overRate ? "rate" : undefined);
+}
+
+/** User-Agent verdicts by agent text: real traffic repeats a few hundred agents. */
+const AGENT_VERDICTS = new Map<string, SuspicionReason | null>();
+const MAX_AGENT_VERDICTS = 4096;
+const MAX_CACHED_AGENT = 512;
+
+/** What the User-Agent alone says (memoised; the two scans cost more than the lookup). */
+export function classifyAgent(userAgent: string | undefined): SuspicionReason | undefined {
+  if (userAgent === undefined) return "no_user_agent";
+  const known = AGENT_VERDICTS.get(userAgent);
+  if (known !== undefined) return known ?? undefined;
+  const verdict = userAgent.trim() === ""
+    ? "no_user_agent"
+    : HEADLESS.test(userAgent)
+    ? "headless"
+    : BAD_AGENTS.test(userAgent)
+    ? "bad_user_agent"
+    : undefined;
+  if (userAgent.length <= MAX_CACHED_AGENT) {
+    if (AGENT_VERDICTS.size >= MAX_AGENT_VERDICTS) AGENT_VERDICTS.clear();
+    AGENT_VERDICTS.set(userAgent, verdict ?? null);
+  }
+  return verdict;
 }
 
 function b64url(data: string | Uint8Array): string {

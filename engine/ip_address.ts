@@ -17,18 +17,32 @@ export interface Cidr {
   readonly prefix: number;
 }
 
-const V4_PART = /^(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/;
 const HEX_GROUP = /^[0-9a-fA-F]{1,4}$/;
 
+/**
+ * Dotted-quad IPv4 in one pass over the characters: four decimal parts of 0-255, no leading
+ * zeros (`010` is octal to some parsers, so it is refused rather than guessed).
+ */
 function parseV4(text: string): number | undefined {
-  const parts = text.split(".");
-  if (parts.length !== 4) return undefined;
   let n = 0;
-  for (const p of parts) {
-    if (!V4_PART.test(p)) return undefined;
-    n = n * 256 + Number(p);
+  let part = 0;
+  let digits = 0;
+  let dots = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 46 /* . */) {
+      if (digits === 0 || ++dots > 3) return undefined;
+      n = n * 256 + part;
+      part = 0;
+      digits = 0;
+    } else if (c >= 48 && c <= 57) {
+      if (digits === 1 && part === 0) return undefined;
+      part = part * 10 + c - 48;
+      if (++digits > 3 || part > 255) return undefined;
+    } else return undefined;
   }
-  return n >>> 0;
+  if (digits === 0 || dots !== 3) return undefined;
+  return (n * 256 + part) >>> 0;
 }
 
 function parseV6Groups(text: string): number[] | undefined {

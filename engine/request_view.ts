@@ -16,10 +16,41 @@ function safeDecode(text: string): string {
   }
 }
 
-function parsePairs(text: string): Array<readonly [string, string]> {
+/** One `application/x-www-form-urlencoded` component; undefined when its escapes are not UTF-8. */
+function formDecode(text: string): string | undefined {
+  const spaced = text.includes("+") ? text.replaceAll("+", " ") : text;
+  if (!spaced.includes("%")) return spaced;
+  try {
+    return decodeURIComponent(spaced);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Name/value pairs exactly as `URLSearchParams` parses them, without its per-call cost for the
+ * usual text (no escapes, or escapes of valid UTF-8); anything else goes to `URLSearchParams`,
+ * whose lenient decoding stays the reference.
+ */
+export function parsePairs(text: string): Array<readonly [string, string]> {
   const out: Array<readonly [string, string]> = [];
   if (text.length === 0) return out;
-  for (const [k, v] of new URLSearchParams(text)) out.push([k, v]);
+  let start = 0;
+  while (start <= text.length) {
+    let end = text.indexOf("&", start);
+    if (end < 0) end = text.length;
+    if (end > start) {
+      const eq = text.indexOf("=", start);
+      const split = eq >= 0 && eq < end;
+      const name = formDecode(text.slice(start, split ? eq : end));
+      const value = split ? formDecode(text.slice(eq + 1, end)) : "";
+      if (name === undefined || value === undefined) {
+        return Array.from(new URLSearchParams(text), ([k, v]) => [k, v] as const);
+      }
+      out.push([name, value]);
+    }
+    start = end + 1;
+  }
   return out;
 }
 

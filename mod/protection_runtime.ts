@@ -89,19 +89,25 @@ export function createProtectionRuntime(deps: ProtectionRuntimeDeps) {
     return undefined;
   }
 
+  /** A policy's threshold limiter: found by object per request, by limits across rebuilds. */
+  const botLimiterOf = new WeakMap<CompiledBotPolicy, RateLimiter>();
   function overBotRate(b: CompiledBotPolicy, req: PreRequest, now: number): boolean {
     if (!b.rate_threshold) return false;
-    const key = `${b.id}/${b.rate_threshold.requests}/${b.rate_threshold.window_seconds}`;
-    let l = botLimiters.get(key);
+    let l = botLimiterOf.get(b);
     if (!l) {
-      if (botLimiters.size > 1000) botLimiters.clear();
-      l = createRateLimiter({
-        requests: b.rate_threshold.requests,
-        windowMs: b.rate_threshold.window_seconds * 1000,
-        burst: 0,
-        maxKeys: 50_000,
-      });
-      botLimiters.set(key, l);
+      const key = `${b.id}/${b.rate_threshold.requests}/${b.rate_threshold.window_seconds}`;
+      l = botLimiters.get(key);
+      if (!l) {
+        if (botLimiters.size > 1000) botLimiters.clear();
+        l = createRateLimiter({
+          requests: b.rate_threshold.requests,
+          windowMs: b.rate_threshold.window_seconds * 1000,
+          burst: 0,
+          maxKeys: 50_000,
+        });
+        botLimiters.set(key, l);
+      }
+      botLimiterOf.set(b, l);
     }
     return !l.hit(req.clientIp, now).allowed;
   }

@@ -47,12 +47,6 @@ const FORM = /^application\/x-www-form-urlencoded\b/i;
 const MAX_REPLAY = 64 * 1024;
 const MAX_VERIFY_BODY = 8 * 1024;
 
-function headerList(req: Request): Array<[string, string]> {
-  const list: Array<[string, string]> = [];
-  req.headers.forEach((v, k) => list.push([k, v]));
-  return list;
-}
-
 export function createProtectionGate(deps: GateDeps) {
   const { runtime } = deps;
 
@@ -148,32 +142,25 @@ export function createProtectionGate(deps: GateDeps) {
       record: AccessRecord,
       chain: ChainSink,
       policy: CompiledPolicy,
-      path: string,
-      query: string,
+      request: EngineRequest,
     ): Promise<Response | undefined> {
       const p = policy.protection;
       if (!p) return undefined;
+      const { path, query } = request;
       if (path === CHALLENGE_PATH && req.method === "POST") {
         return await verify(req, record, chain, p);
       }
       if (!runtime.hasPre(p)) return undefined;
-      // Headers are copied only if a control reads them (most requests need the UA at most).
-      let headers: Array<[string, string]> | undefined;
-      const view = new RequestView(
-        {
-          method: req.method,
-          path,
-          query,
-          get headers() {
-            return headers ??= headerList(req);
-          },
-        },
-        hostOf(record.host),
-      );
-      const ua = req.headers.get("user-agent");
-      const verifiedBot = deps.goodBots !== undefined && p.bot.length > 0 &&
-        runtime.wantsBotVerification(p, site.id, path) && claimedCrawler(ua) !== undefined &&
-        await deps.goodBots.verify(record.client_ip, ua);
+      const view = new RequestView(request, hostOf(record.host));
+      let verifiedBot = false;
+      if (
+        deps.goodBots !== undefined && p.bot.length > 0 &&
+        runtime.wantsBotVerification(p, site.id, path)
+      ) {
+        const ua = view.header("user-agent") ?? null;
+        verifiedBot = claimedCrawler(ua) !== undefined &&
+          await deps.goodBots.verify(record.client_ip, ua);
+      }
       const v = runtime.pre(
         p,
         { siteId: site.id, clientIp: record.client_ip, view, verifiedBot },

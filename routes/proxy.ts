@@ -251,8 +251,18 @@ export function createProxy(deps: ProxyDeps): Proxy {
       record.site = site.name;
       record.client_ip = clientAddress(peer, req.headers, site.trustedProxies);
       chain.add("site", "match");
+      // One copy of the headers serves the protection controls and the engine.
+      const headerList: Array<[string, string]> = [];
+      req.headers.forEach((v, k) => headerList.push([k, v]));
+      const engineReq: { -readonly [K in keyof EngineRequest]: EngineRequest[K] } = {
+        method: req.method,
+        path,
+        query,
+        headers: headerList,
+        body: undefined,
+      };
       if (deps.protection) {
-        const answer = await deps.protection.pre(req, site, record, chain, current, path, query);
+        const answer = await deps.protection.pre(req, site, record, chain, current, engineReq);
         if (answer) return finish(record, start, answer);
       }
 
@@ -272,19 +282,11 @@ export function createProxy(deps: ProxyDeps): Proxy {
       if (site.mode === "off") {
         chain.add("engine", "off");
       } else {
-        const headerList: Array<[string, string]> = [];
-        req.headers.forEach((v, k) => headerList.push([k, v]));
-        const engineReq: EngineRequest = {
-          method: req.method,
-          path,
-          query,
-          headers: headerList,
-          body: plan.kind === "buffered"
-            ? plan.bytes
-            : plan.kind === "streaming"
-            ? plan.prefix.subarray(0, site.inspectBodyBytes)
-            : undefined,
-        };
+        engineReq.body = plan.kind === "buffered"
+          ? plan.bytes
+          : plan.kind === "streaming"
+          ? plan.prefix.subarray(0, site.inspectBodyBytes)
+          : undefined;
         if (deps.protection) {
           const answer = await deps.protection.custom(req, site, record, chain, current, engineReq);
           if (answer) {

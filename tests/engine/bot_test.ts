@@ -1,5 +1,5 @@
 import { assertEquals, ok } from "../_helpers/assert.ts";
-import { classifyClient, createChallengeIssuer, solves } from "../../engine/bot.ts";
+import { classifyAgent, classifyClient, createChallengeIssuer, solves } from "../../engine/bot.ts";
 
 const secret = new TextEncoder().encode("test-secret-test-secret-test-sec");
 const T0 = 1_700_000_000_000;
@@ -27,6 +27,21 @@ Deno.test("classifyClient() flags missing, tool and headless user agents and rat
   assertEquals(classifyClient("Mozilla/5.0 HeadlessChrome/140.0", false), "headless");
   assertEquals(classifyClient(UA, true), "rate");
   assertEquals(classifyClient(UA, false), undefined);
+});
+
+Deno.test("classifyAgent() keeps its verdicts through a full memo and for uncached long agents", () => {
+  // More distinct agents than the memo holds: it is cleared and refilled, never wrong.
+  for (let i = 0; i < 5000; i++) {
+    assertEquals(classifyAgent(`${UA} build/${i}`), undefined);
+    if (i % 1000 === 0) assertEquals(classifyAgent(`curl/8.${i}`), "bad_user_agent");
+  }
+  assertEquals(classifyAgent("curl/8.5.0"), "bad_user_agent");
+  assertEquals(classifyAgent("curl/8.5.0"), "bad_user_agent");
+  assertEquals(classifyAgent(UA), undefined);
+  const long = `${"x".repeat(600)} HeadlessChrome/140.0`;
+  assertEquals(classifyAgent(long), "headless");
+  assertEquals(classifyAgent(long), "headless");
+  assertEquals(classifyAgent(""), "no_user_agent");
 });
 
 Deno.test("a solved puzzle verifies once for the same client", () => {

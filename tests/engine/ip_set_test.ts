@@ -19,10 +19,34 @@ Deno.test("parseIp() folds an IPv4-mapped IPv6 address to IPv4", () => {
 
 Deno.test("parseIp() refuses malformed addresses", () => {
   for (
-    const bad of ["", "1.2.3", "1.2.3.256", "01.2.3.4", "1:2:3:4:5:6:7:8:9", "1::2::3", "g::1"]
+    const bad of [
+      "",
+      "1.2.3",
+      "1.2.3.256",
+      "01.2.3.4",
+      "1.2.3.00",
+      "1.2.3.0400",
+      "1..2.3",
+      "1.2.3.4.5",
+      "1.2.3.",
+      ".1.2.3",
+      "1.2.3.-4",
+      "1.2.3.4x",
+      "::ffff:01.2.3.4",
+      "1:2:3:4:5:6:7:8:9",
+      "1::2::3",
+      "g::1",
+    ]
   ) {
     assertEquals(parseIp(bad), undefined, bad);
   }
+});
+
+Deno.test("parseIp() reads every dotted-quad edge value and surrounding spaces", () => {
+  assertEquals(parseIp("0.0.0.0"), { version: 4, words: [0] });
+  assertEquals(parseIp("255.255.255.255"), { version: 4, words: [0xffffffff] });
+  assertEquals(parseIp(" 100.200.250.9 "), { version: 4, words: [0x64c8fa09] });
+  assertEquals(parseIp("10.0.0.10"), { version: 4, words: [0x0a00000a] });
 });
 
 Deno.test("parseCidr() clears host bits and checks the prefix range", () => {
