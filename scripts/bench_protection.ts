@@ -5,11 +5,16 @@
  * RE2 rules, a threat feed of 100,000 indicators, a bot policy with a rate threshold, the
  * global rate limit, ALAP, two response header rules and compression settings. None of them
  * matches the benign traffic, so every request pays for every check and still reaches the
- * upstream. The runs alternate (engine only, all controls, engine only, all controls) and the
- * ratio compares the means.
+ * upstream.
+ *
+ * By default (`--mode paired`) both servers run at once and every round loads both at the same
+ * moment; the verdict is the median of the rounds' ratios. `--calibrate` adds a control pair of
+ * two engine-only servers (the method's noise floor, expected near 100%). `--mode alternate`
+ * runs one server at a time in alternating rounds and compares the best rounds.
  *
  * ```sh
- * deno task bench:protection [--duration 10] [--connections 50] [--threads 2]
+ * deno task bench:protection [--duration 10] [--rounds 5] [--connections 50] [--threads 2]
+ *                            [--mode paired|alternate] [--calibrate]
  * ```
  *
  * wrk is installed with apt-get when missing (needs root).
@@ -182,13 +187,8 @@ request = function() i = i + 1; return reqs[(i % #reqs) + 1] end
 `;
 }
 
-async function wrk(
-  dir: string,
-  port: number,
-  o: { threads: number; connections: number; duration: number },
-) {
+async function wrk(dir: string, port: number, o: WrkOptions) {
   const script = `${dir}/mix.lua`;
-  await Deno.writeTextFile(script, wrkScript());
   const r = await run("wrk", [
     `-t${o.threads}`,
     `-c${o.connections}`,
@@ -219,6 +219,113 @@ async function startWaf(dataDir: string, port: number) {
   return child;
 }
 
+type WrkOptions = { threads: number; connections: number; duration: number };
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
+
+/**
+ * Paired mode: both servers run at once and each round loads them at the same moment, each
+ * with half the load generator (threads and connections), so a neighbour that slows the
+ * machine slows both sides of the ratio. Rounds of the same variant run one after the other
+ * swing by a third on this shared machine; paired rounds of two identical servers (the
+ * `--calibrate` control) stay within a few percent of 100%.
+ */
+async function paired(
+  dir: string,
+  o: WrkOptions,
+  rounds: number,
+  calibrate: boolean,
+): Promise<number> {
+  const half = {
+    ...o,
+    threads: Math.max(1, o.threads >> 1),
+    connections: Math.max(1, o.connections >> 1),
+  };
+  const pairs: Array<[string, string, string]> = [["engine only", "all controls", "all"]];
+  if (calibrate) pairs.push(["engine only", "engine only (twin)", "twin"]);
+  const servers = new Map<string, { port: number; child: Deno.ChildProcess }>();
+  try {
+    for (const name of ["engine", "all", ...(calibrate ? ["twin"] : [])]) {
+      const port = freePort();
+      servers.set(name, { port, child: await startWaf(`${dir}/${name}`, port) });
+    }
+    const port = (name: string) => servers.get(name)!.port;
+    const both = (b: string, d: number) =>
+      Promise.all([
+        wrk(dir, port("engine"), { ...half, duration: d }),
+        wrk(dir, port(b), { ...half, duration: d }),
+      ]);
+    let verdict = NaN;
+    for (const [baseName, otherName, other] of pairs) {
+      await both(other, 2);
+      const ratios: number[] = [];
+      const base: number[] = [];
+      const them: number[] = [];
+      for (let round = 0; round < rounds; round++) {
+        const [e, a] = await both(other, o.duration);
+        base.push(e);
+        them.push(a);
+        ratios.push(a / e);
+        console.log(
+          `round ${round + 1}  ${baseName} ${e.toFixed(0)} req/s, ${otherName} ${
+            a.toFixed(0)
+          } req/s, ratio ${pct(a / e)}`,
+        );
+      }
+      console.log(
+        `${otherName} / ${baseName}: median ${pct(median(ratios))}, total ${
+          pct(mean(them) / mean(base))
+        } (ratios ${pct(Math.min(...ratios))} to ${pct(Math.max(...ratios))})\n`,
+      );
+      if (other === "all") verdict = median(ratios);
+    }
+    console.log(`ratio         ${pct(verdict)} median of paired rounds (target >= 80%)`);
+    return verdict >= 0.8 ? 0 : 1;
+  } finally {
+    for (const { child } of servers.values()) {
+      child.kill("SIGTERM");
+      await child.status;
+    }
+  }
+}
+
+/** Alternate mode: one server at a time, engine only and all controls in turn. */
+async function alternate(dir: string, o: WrkOptions, rounds: number): Promise<number> {
+  const variants = [["engine only", "engine"], ["all controls", "all"]] as const;
+  const results: Record<string, number[]> = { "engine only": [], "all controls": [] };
+  for (let round = 0; round < rounds; round++) {
+    for (const [name, sub] of variants) {
+      const port = freePort();
+      const waf = await startWaf(`${dir}/${sub}`, port);
+      try {
+        await wrk(dir, port, { ...o, duration: 2 });
+        const rps = await wrk(dir, port, o);
+        results[name]!.push(rps);
+        console.log(`round ${round + 1}  ${name.padEnd(13)} ${rps.toFixed(0)} req/s`);
+      } finally {
+        waf.kill("SIGTERM");
+        await waf.status;
+      }
+    }
+  }
+  const best = (xs: number[]) => Math.max(...xs);
+  const e = results["engine only"]!;
+  const a = results["all controls"]!;
+  console.log(`\nengine only   best ${best(e).toFixed(0)} req/s, mean ${mean(e).toFixed(0)}`);
+  console.log(`all controls  best ${best(a).toFixed(0)} req/s, mean ${mean(a).toFixed(0)}`);
+  const ratio = best(a) / best(e);
+  console.log(
+    `ratio         ${pct(ratio)} best/best, ${pct(mean(a) / mean(e))} mean/mean (target >= 80%)`,
+  );
+  return ratio >= 0.8 ? 0 : 1;
+}
+
 export async function main(args: string[]): Promise<number> {
   const { values } = parseArgs({
     args,
@@ -226,7 +333,9 @@ export async function main(args: string[]): Promise<number> {
       duration: { type: "string", default: "10" },
       connections: { type: "string", default: "50" },
       threads: { type: "string", default: "2" },
-      rounds: { type: "string", default: "3" },
+      rounds: { type: "string", default: "5" },
+      mode: { type: "string", default: "paired" },
+      calibrate: { type: "boolean", default: false },
     },
   });
   const o = {
@@ -234,6 +343,10 @@ export async function main(args: string[]): Promise<number> {
     connections: Number(values.connections),
     threads: Number(values.threads),
   };
+  if (values.mode !== "paired" && values.mode !== "alternate") {
+    console.error(`--mode must be "paired" or "alternate", not "${values.mode}"`);
+    return 2;
+  }
   await ensure("wrk", "wrk");
   const dir = await Deno.makeTempDir({ prefix: "waf-bench-protection-" });
   const upPort = freePort();
@@ -247,41 +360,17 @@ export async function main(args: string[]): Promise<number> {
   }).spawn();
   try {
     await waitForPort(upPort, "upstream");
-    const variants = [["engine only", false], ["all controls", true]] as const;
-    const results: Record<string, number[]> = { "engine only": [], "all controls": [] };
-    for (const [, all] of variants) {
-      await Deno.mkdir(`${dir}/${all ? "all" : "engine"}`, { recursive: true });
-      seed(`${dir}/${all ? "all" : "engine"}`, `http://127.0.0.1:${upPort}`, all);
+    await Deno.writeTextFile(`${dir}/mix.lua`, wrkScript());
+    const stores = [["engine", false], ["all", true]] as Array<[string, boolean]>;
+    if (values.calibrate && values.mode === "paired") stores.push(["twin", false]);
+    for (const [name, all] of stores) {
+      await Deno.mkdir(`${dir}/${name}`, { recursive: true });
+      seed(`${dir}/${name}`, `http://127.0.0.1:${upPort}`, all);
     }
-    for (let round = 0; round < Number(values.rounds); round++) {
-      for (const [name, all] of variants) {
-        const port = freePort();
-        const waf = await startWaf(`${dir}/${all ? "all" : "engine"}`, port);
-        try {
-          await wrk(dir, port, { ...o, duration: 2 });
-          const rps = await wrk(dir, port, o);
-          results[name]!.push(rps);
-          console.log(`round ${round + 1}  ${name.padEnd(13)} ${rps.toFixed(0)} req/s`);
-        } finally {
-          waf.kill("SIGTERM");
-          await waf.status;
-        }
-      }
-    }
-    // Best of the rounds: on a shared machine a slow round measures the neighbours, not us.
-    const best = (xs: number[]) => Math.max(...xs);
-    const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-    const e = results["engine only"]!;
-    const a = results["all controls"]!;
-    console.log(`\nengine only   best ${best(e).toFixed(0)} req/s, mean ${mean(e).toFixed(0)}`);
-    console.log(`all controls  best ${best(a).toFixed(0)} req/s, mean ${mean(a).toFixed(0)}`);
-    const ratio = best(a) / best(e);
-    console.log(
-      `ratio         ${(ratio * 100).toFixed(1)}% best/best, ${
-        (mean(a) / mean(e) * 100).toFixed(1)
-      }% mean/mean (target >= 80%)`,
-    );
-    return ratio >= 0.8 ? 0 : 1;
+    const rounds = Number(values.rounds);
+    return values.mode === "paired"
+      ? await paired(dir, o, rounds, values.calibrate)
+      : await alternate(dir, o, rounds);
   } finally {
     upstream.kill("SIGTERM");
     await upstream.status;
