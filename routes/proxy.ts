@@ -180,6 +180,11 @@ export function createProxy(deps: ProxyDeps): Proxy {
           record.action = "block";
           return finish(record, start, tooLarge(req, record.trace_id), upstreamUs);
         }
+        // The client's body broke off mid-stream: its fault, not the upstream's.
+        if (plan.kind === "streaming" && plan.progress.failed) {
+          chain.add("body", "unreadable");
+          return finish(record, start, unreadableBody(req, record.trace_id), upstreamUs);
+        }
         site.pool.fail(upstream);
         if (isTimeout(err)) {
           chain.add("upstream", "timeout");
@@ -271,6 +276,10 @@ export function createProxy(deps: ProxyDeps): Proxy {
         chain.add("body_limit", "exceeded");
         record.action = "block";
         return finish(record, start, tooLarge(req, traceId));
+      }
+      if (plan.kind === "unreadable") {
+        chain.add("body", "unreadable");
+        return finish(record, start, unreadableBody(req, traceId));
       }
       if (plan.kind === "buffered") record.bytes_in = plan.bytes.length;
       else if (plan.kind === "streaming") {
@@ -395,6 +404,17 @@ function tooLarge(req: Request, traceId: string): Response {
     "PAYLOAD_TOO_LARGE",
     "Request body too large",
     "The request body is larger than this site accepts.",
+    traceId,
+  );
+}
+
+function unreadableBody(req: Request, traceId: string): Response {
+  return statusPage(
+    req,
+    400,
+    "BODY_UNREADABLE",
+    "The request body could not be read",
+    "The request body ended early or was not framed correctly. Send the request again.",
     traceId,
   );
 }

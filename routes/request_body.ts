@@ -9,6 +9,8 @@ export type BodyPlan =
   | { readonly kind: "none" }
   /** Over the limit, decided before (declared length) or while reading the prefix. */
   | { readonly kind: "too_large" }
+  /** The client's body broke off or its framing was invalid while the prefix was read. */
+  | { readonly kind: "unreadable" }
   /** The whole body, small enough to sit in memory for inspection. */
   | { readonly kind: "buffered"; readonly bytes: Uint8Array }
   /** The inspected prefix plus a stream that replays it and continues with the rest. */
@@ -24,6 +26,8 @@ export interface StreamProgress {
   bytes: number;
   /** Set once the count passed the limit. */
   exceeded: boolean;
+  /** Set when reading the client's body failed (it broke off, or its framing was invalid). */
+  failed: boolean;
   /** Called once when the stream ends normally, with the total byte count. */
   onEnd?: (bytes: number) => void;
 }
@@ -70,7 +74,12 @@ export async function planBody(
   if (declared !== undefined && declared <= inspectBytes) {
     // The whole body is inspected anyway: one read instead of a reader loop (the HTTP server
     // enforces a declared length, so this cannot read more than `declared`).
-    const bytes = await req.bytes();
+    let bytes: Uint8Array;
+    try {
+      bytes = await req.bytes();
+    } catch {
+      return { kind: "unreadable" };
+    }
     return bytes.length === 0 ? { kind: "none" } : { kind: "buffered", bytes };
   }
   const reader = req.body.getReader();
@@ -78,7 +87,13 @@ export async function planBody(
   let total = 0;
   // Reading stops at the first chunk boundary past the inspection prefix.
   while (total < inspectBytes || inspectBytes === 0) {
-    const { done, value } = await reader.read();
+    let chunk: ReadableStreamReadResult<Uint8Array>;
+    try {
+      chunk = await reader.read();
+    } catch {
+      return { kind: "unreadable" };
+    }
+    const { done, value } = chunk;
     if (done) {
       return total === 0 ? { kind: "none" } : { kind: "buffered", bytes: concat(chunks, total) };
     }
@@ -91,7 +106,7 @@ export async function planBody(
     if (inspectBytes === 0) break;
   }
   const prefix = concat(chunks, total);
-  const progress: StreamProgress = { bytes: total, exceeded: false };
+  const progress: StreamProgress = { bytes: total, exceeded: false, failed: false };
   // A declared length is enforced by the HTTP server itself, so only a chunked body is counted.
   const counted = declared === undefined;
   let replayed = false;
@@ -102,7 +117,15 @@ export async function planBody(
         controller.enqueue(prefix);
         return;
       }
-      const { done, value } = await reader.read();
+      let chunk: ReadableStreamReadResult<Uint8Array>;
+      try {
+        chunk = await reader.read();
+      } catch (err) {
+        progress.failed = true;
+        controller.error(err);
+        return;
+      }
+      const { done, value } = chunk;
       if (done) {
         controller.close();
         progress.onEnd?.(progress.bytes);

@@ -66,7 +66,10 @@ export function startUpstream(name = "upstream"): TestUpstream {
         const n = Number(url.searchParams.get("n") ?? "0");
         return new Response(new Uint8Array(n).fill(97));
       }
-      const bytes = new Uint8Array(await req.arrayBuffer());
+      const buffer = await req.arrayBuffer().catch(() => undefined);
+      // The proxy aborted the body (its client broke off): nothing to echo.
+      if (buffer === undefined) return new Response(null, { status: 400 });
+      const bytes = new Uint8Array(buffer);
       const echo: Echo = {
         method: req.method,
         path: url.pathname,
