@@ -73,29 +73,64 @@ export function inspect(req: EngineRequest, opts: InspectOptions): Inspection {
     }
     budget -= input.value.length;
     if (INERT.test(input.value) && decodeBase64Code(input.value) === undefined) continue;
-    const plus: PlusMode = PLUS_AS_SPACE.has(input.source) || input.name.startsWith(REFERER_QUERY)
-      ? "space"
-      : "literal";
-    const normalized = normalize(input.value, plus);
-    if (normalized.truncated) truncated = true;
-    const location = input.name.length > 0 ? `${input.source}:${input.name}` : input.source;
-    const value: DetectorInput = {
-      input,
-      location,
-      decoded: normalized.text,
-      raw: input.value,
-    };
-    runDetectors(value, findings);
-    for (const hidden of decodeBase64Runs(normalized.text)) {
-      runDetectors({ ...value, decoded: hidden }, findings);
-      runNested(value, hidden, findings);
-    }
-    runNested(value, normalized.text, findings);
+    if (input.source === "header") {
+      if (inspectHeader(input, findings)) truncated = true;
+    } else if (inspectInput(input, findings)) truncated = true;
   }
   findings.sort((a, b) => b.score - a.score);
   const threshold = RANK[BLOCKING_BAND[opts.level]];
   const blocking = findings.find((f) => RANK[f.confidence] >= threshold);
   return { findings, blocking, truncated };
+}
+
+/** Runs every detector on one value and what it hides; true when decoding was cut short. */
+function inspectInput(input: Input, findings: Finding[]): boolean {
+  const plus: PlusMode = PLUS_AS_SPACE.has(input.source) || input.name.startsWith(REFERER_QUERY)
+    ? "space"
+    : "literal";
+  const normalized = normalize(input.value, plus);
+  const location = input.name.length > 0 ? `${input.source}:${input.name}` : input.source;
+  const value: DetectorInput = {
+    input,
+    location,
+    decoded: normalized.text,
+    raw: input.value,
+  };
+  runDetectors(value, findings);
+  for (const hidden of decodeBase64Runs(normalized.text)) {
+    runDetectors({ ...value, decoded: hidden }, findings);
+    runNested(value, hidden, findings);
+  }
+  runNested(value, normalized.text, findings);
+  return normalized.truncated;
+}
+
+/**
+ * Header verdicts by name and text. Browsers repeat their headers on every request (the
+ * User-Agent, the page in Referer, client hints), and those values are long and not inert
+ * (`(KHTML, like Gecko)`, a whole URL), so judging them dominated the engine's time for benign
+ * traffic (a browser's User-Agent alone cost as much as the rest of the request). Verdicts,
+ * findings included so an attack in a header is reported every time, are kept for values up to
+ * 512 characters, 4,096 at most; a flood of distinct values only empties the memo.
+ */
+const HEADER_VERDICTS = new Map<string, { findings: readonly Finding[]; truncated: boolean }>();
+const MAX_HEADER_VERDICTS = 4096;
+const MAX_CACHED_HEADER = 512;
+
+function inspectHeader(input: Input, findings: Finding[]): boolean {
+  if (input.value.length > MAX_CACHED_HEADER) return inspectInput(input, findings);
+  const key = `${input.name}\n${input.value}`;
+  const known = HEADER_VERDICTS.get(key);
+  if (known !== undefined) {
+    for (const f of known.findings) findings.push(f);
+    return known.truncated;
+  }
+  const own: Finding[] = [];
+  const truncated = inspectInput(input, own);
+  for (const f of own) findings.push(f);
+  if (HEADER_VERDICTS.size >= MAX_HEADER_VERDICTS) HEADER_VERDICTS.clear();
+  HEADER_VERDICTS.set(key, { findings: own, truncated });
+  return truncated;
 }
 
 /** JSON nested in a value: each string is judged alone (a breakout needs its own literal). */

