@@ -4,6 +4,7 @@ import { cli } from "../_helpers/cli.ts";
 import { startTestServer } from "../_helpers/server.ts";
 import { tempDir } from "../_helpers/temp.ts";
 import { openStore, schemaVersion, transaction } from "../../db/store.ts";
+import { SCHEMA_VERSION } from "../../db/migrations.ts";
 
 const MAIN = new URL("../../main.ts", import.meta.url).pathname;
 const NOW = Date.UTC(2026, 0, 1);
@@ -58,14 +59,19 @@ Deno.test("waf store backup takes a consistent snapshot while the server keeps w
   await writer;
   const stdout = new TextDecoder().decode(child.stdout);
   assertEquals(child.code, 0, new TextDecoder().decode(child.stderr));
-  assertMatch(stdout, /Backup written to ".*backup\.db" \(\d+ bytes, schema version 5\)/);
+  assertMatch(
+    stdout,
+    new RegExp(
+      `Backup written to ".*backup\\.db" \\(\\d+ bytes, schema version ${SCHEMA_VERSION}\\)`,
+    ),
+  );
   assertMatch(stdout, /\nok\n$/);
   ok(after > before, "the server kept writing while the backup ran");
 
   const copy = new DatabaseSync(out, { readOnly: true });
   try {
     assertEquals({ ...copy.prepare("PRAGMA integrity_check").get() }, { integrity_check: "ok" });
-    assertEquals(schemaVersion(copy), 5);
+    assertEquals(schemaVersion(copy), SCHEMA_VERSION);
     const ticks = count(copy, "SELECT COUNT(*) AS n FROM audit_log WHERE action = 'test.tick'");
     const counter = copy.prepare("SELECT value FROM settings WHERE key = 'tick'").get() as {
       value: string;
@@ -125,7 +131,7 @@ Deno.test("waf store check prints ok for a sound store, also while the server ru
   tick(server.db, 1);
   const r = await cli(["store", "check", "--data-dir", server.dir]);
   assertEquals(r.code, 0, r.stderr);
-  assertMatch(r.stdout, /Integrity check of ".*waf\.db" \(schema version 5\):\nok\n/);
+  assertMatch(r.stdout, /Integrity check of ".*waf\.db" \(schema version 6\):\nok\n/);
 });
 
 Deno.test("waf store check reports a damaged store and exits 1", async () => {

@@ -1,5 +1,5 @@
 import { DatabaseSync } from "node:sqlite";
-import { assertEquals, assertThrows } from "../_helpers/assert.ts";
+import { assertEquals, assertThrows, ok } from "../_helpers/assert.ts";
 import { tempDir } from "../_helpers/temp.ts";
 import { MIGRATIONS, SCHEMA_VERSION } from "../../db/migrations.ts";
 import { openStore, SchemaTooNewError, schemaVersion } from "../../db/store.ts";
@@ -48,15 +48,15 @@ function count(db: DatabaseSync, table: string): number {
   return (db.prepare(`SELECT COUNT(*) AS n FROM ${table}`).get() as { n: number }).n;
 }
 
-Deno.test("a fresh store reaches schema version 5 in private files", async () => {
+Deno.test("a fresh store reaches schema version 6 in private files", async () => {
   await using dir = await tempDir();
   const db = openStore(`${dir}/waf.db`, { now: NOW });
   try {
-    assertEquals(SCHEMA_VERSION, 5);
-    assertEquals(schemaVersion(db), 5);
+    assertEquals(SCHEMA_VERSION, 6);
+    assertEquals(schemaVersion(db), 6);
     const recorded = db.prepare("SELECT version FROM schema_migrations ORDER BY version").all()
       .map((r) => r.version);
-    assertEquals(recorded, [1, 2, 3, 4, 5]);
+    assertEquals(recorded, [1, 2, 3, 4, 5, 6]);
     assertEquals(
       (db.prepare("PRAGMA journal_mode").get() as { journal_mode: string }).journal_mode,
       "wal",
@@ -75,7 +75,7 @@ Deno.test("a fresh store reaches schema version 5 in private files", async () =>
 });
 
 for (let from = 1; from < SCHEMA_VERSION; from++) {
-  Deno.test(`a store at version ${from} upgrades to 5 with every row intact`, async () => {
+  Deno.test(`a store at version ${from} upgrades to ${SCHEMA_VERSION} with every row intact`, async () => {
     await using dir = await tempDir();
     const path = `${dir}/waf.db`;
     const old = openStore(path, { now: NOW, targetVersion: from });
@@ -87,7 +87,7 @@ for (let from = 1; from < SCHEMA_VERSION; from++) {
 
     const db = openStore(path, { now: NOW });
     try {
-      assertEquals(schemaVersion(db), 5);
+      assertEquals(schemaVersion(db), SCHEMA_VERSION);
       const after = db.prepare("SELECT id, username, password_hash, role FROM users ORDER BY id")
         .all();
       assertEquals(after, before);
@@ -133,8 +133,8 @@ Deno.test("a store with a newer schema is refused and left byte-identical", asyn
   assertThrows(
     () => openStore(path, { now: NOW }),
     (e: unknown) =>
-      e instanceof SchemaTooNewError && e.message.includes("version 6") &&
-      e.message.includes("version 5"),
+      e instanceof SchemaTooNewError && e.message.includes("version 7") &&
+      e.message.includes("version 6"),
   );
   assertEquals(await Deno.readFile(path), before);
   const check = new DatabaseSync(path, { readOnly: true });
@@ -158,4 +158,23 @@ Deno.test("the audit log and username repair tables refuse updates and deletes",
 
 Deno.test("every migration has a unique ascending version", () => {
   MIGRATIONS.forEach((m, i) => assertEquals(m.version, i + 1));
+});
+
+Deno.test("access-log inserts maintain only the indexes a query uses (time for retention, trace id)", async () => {
+  await using dir = await tempDir();
+  const db = openStore(`${dir}/waf.db`, { now: NOW });
+  try {
+    const indexes = db.prepare("PRAGMA index_list(access_logs)").all()
+      .map((r) => String(r.name)).sort();
+    assertEquals(indexes, ["access_logs_time", "sqlite_autoindex_access_logs_1"]);
+    const plan = (sql: string) =>
+      db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all().map((r) => String(r.detail)).join("; ");
+    ok(plan("SELECT * FROM access_logs WHERE trace_id = 'x'").includes("sqlite_autoindex"));
+    ok(
+      plan("SELECT id FROM access_logs WHERE time < 5 ORDER BY time LIMIT 10")
+        .includes("access_logs_time"),
+    );
+  } finally {
+    db.close();
+  }
 });
