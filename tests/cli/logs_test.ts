@@ -5,6 +5,7 @@ import { tempDir } from "../_helpers/temp.ts";
 import { openStore } from "../../db/store.ts";
 import { FakeClock } from "../../mod/clock.ts";
 import { generateSigningKey } from "../../mod/crp_build.ts";
+import { SCHEMA_VERSION } from "../../db/migrations.ts";
 
 const NOW = Date.UTC(2026, 0, 1, 12, 30, 5);
 
@@ -137,7 +138,7 @@ Deno.test("waf logs pack writes a ZIP that unzip opens, with logs, exports and m
   const manifest = JSON.parse(files.get("manifest.json")!);
   assertEquals(manifest.format, "waf-support/1");
   assertEquals(manifest.created_at, "2026-01-01T12:30:05.000Z");
-  assertEquals(manifest.schema_version, 5);
+  assertEquals(manifest.schema_version, SCHEMA_VERSION);
   assertEquals(typeof manifest.waf_version, "string");
   assertEquals(typeof manifest.host.hostname, "string");
   assertEquals(typeof manifest.host.os, "string");

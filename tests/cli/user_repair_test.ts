@@ -10,6 +10,7 @@ import { repairUsernameCommand } from "../../cli/user.ts";
 import { FakeClock } from "../../mod/clock.ts";
 import { hashPassword } from "../../mod/password_hash.ts";
 import { systemRandom } from "../../mod/random.ts";
+import { SCHEMA_VERSION } from "../../db/migrations.ts";
 
 const NOW = Date.UTC(2026, 0, 1);
 /** Breaks today's rule: leading space, NBSP, zero-width space, upper case and a non-ASCII letter. */
@@ -37,7 +38,7 @@ async function historicalStore(dir: string): Promise<void> {
   session.run("s4", "u2", NOW, NOW, NOW + 3_600_000, null);
   old.close();
   const db = openStore(`${dir}/waf.db`, { now: NOW });
-  assertEquals(schemaVersion(db), 5);
+  assertEquals(schemaVersion(db), SCHEMA_VERSION);
   db.close();
 }
 

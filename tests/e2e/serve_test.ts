@@ -1,5 +1,6 @@
 import { assertEquals, assertMatch, ok } from "../_helpers/assert.ts";
 import { startTestServer } from "../_helpers/server.ts";
+import { SCHEMA_VERSION } from "../../db/migrations.ts";
 
 const HEX32 = /^[0-9a-f]{32}$/;
 
@@ -56,7 +57,7 @@ Deno.test("serve creates the SQLite store in the data directory", async () => {
   ok(info.isFile);
   assertEquals(
     (s.db.prepare("SELECT MAX(version) AS v FROM schema_migrations").get() as { v: number }).v,
-    5,
+    SCHEMA_VERSION,
   );
 });
 
