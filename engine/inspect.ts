@@ -113,14 +113,17 @@ function inspectInput(input: Input, findings: Finding[]): boolean {
  * findings included so an attack in a header is reported every time, are kept for values up to
  * 512 characters, 4,096 at most; a flood of distinct values only empties the memo.
  */
-const HEADER_VERDICTS = new Map<string, { findings: readonly Finding[]; truncated: boolean }>();
+type Verdict = { readonly findings: readonly Finding[]; readonly truncated: boolean };
+/** By header name, then value (no joined key: decoded Referer parameter names hold anything). */
+const HEADER_VERDICTS = new Map<string, Map<string, Verdict>>();
 const MAX_HEADER_VERDICTS = 4096;
 const MAX_CACHED_HEADER = 512;
+let headerVerdicts = 0;
 
 function inspectHeader(input: Input, findings: Finding[]): boolean {
   if (input.value.length > MAX_CACHED_HEADER) return inspectInput(input, findings);
-  const key = `${input.name}\n${input.value}`;
-  const known = HEADER_VERDICTS.get(key);
+  let byValue = HEADER_VERDICTS.get(input.name);
+  const known = byValue?.get(input.value);
   if (known !== undefined) {
     for (const f of known.findings) findings.push(f);
     return known.truncated;
@@ -128,8 +131,14 @@ function inspectHeader(input: Input, findings: Finding[]): boolean {
   const own: Finding[] = [];
   const truncated = inspectInput(input, own);
   for (const f of own) findings.push(f);
-  if (HEADER_VERDICTS.size >= MAX_HEADER_VERDICTS) HEADER_VERDICTS.clear();
-  HEADER_VERDICTS.set(key, { findings: own, truncated });
+  if (headerVerdicts >= MAX_HEADER_VERDICTS) {
+    HEADER_VERDICTS.clear();
+    headerVerdicts = 0;
+    byValue = undefined;
+  }
+  if (byValue === undefined) HEADER_VERDICTS.set(input.name, byValue = new Map());
+  byValue.set(input.value, { findings: own, truncated });
+  headerVerdicts++;
   return truncated;
 }
 
