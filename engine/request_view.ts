@@ -40,10 +40,12 @@ export function parsePairs(text: string): Array<readonly [string, string]> {
     let end = text.indexOf("&", start);
     if (end < 0) end = text.length;
     if (end > start) {
-      const eq = text.indexOf("=", start);
-      const split = eq >= 0 && eq < end;
-      const name = formDecode(text.slice(start, split ? eq : end));
-      const value = split ? formDecode(text.slice(eq + 1, end)) : "";
+      // Searched within the pair: a search of the whole rest would make a run of value-less
+      // pairs (`a&a&a...`) quadratic.
+      const pair = text.slice(start, end);
+      const eq = pair.indexOf("=");
+      const name = formDecode(eq < 0 ? pair : pair.slice(0, eq));
+      const value = eq < 0 ? "" : formDecode(pair.slice(eq + 1));
       if (name === undefined || value === undefined) {
         return Array.from(new URLSearchParams(text), ([k, v]) => [k, v] as const);
       }

@@ -55,3 +55,12 @@ Deno.test("RequestView decodes path, query and form parameters once a body is kn
   assertEquals(view.cookies, "s=1");
   assertEquals(view.header("content-type"), "application/x-www-form-urlencoded");
 });
+
+Deno.test("parsePairs() reads a long run of value-less pairs followed by one with a value", () => {
+  const text = "a&".repeat(20_000) + "b=c";
+  const got = parsePairs(text);
+  assertEquals(got.length, 20_001);
+  assertEquals(got[0], ["a", ""]);
+  assertEquals(got[20_000], ["b", "c"]);
+  assertEquals(got, pairs(text));
+});
