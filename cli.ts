@@ -15,8 +15,8 @@ import { cliTranslator } from "./cli/lang.ts";
 import { OPERATOR_COMMANDS } from "./cli/operator_commands.ts";
 import { serveCommand } from "./cli/serve.ts";
 import { setupUrlCommand } from "./cli/setup_url.ts";
-import { commandHelp, type Translate } from "./mod/i18n.ts";
-import { VERSION } from "./mod/version.ts";
+import { commandHelp, type Translate } from "./cli/i18n/i18n.ts";
+import { VERSION } from "./mod/core/version.ts";
 
 export interface CommandSpec {
   readonly words: readonly string[];

@@ -4,8 +4,8 @@
  */
 import { runCli } from "./cli.ts";
 import type { CommandDeps } from "./cli/context.ts";
-import { systemClock } from "./mod/clock.ts";
-import { systemRandom } from "./mod/random.ts";
+import { systemClock } from "./mod/core/clock.ts";
+import { systemRandom } from "./mod/core/random.ts";
 
 const encoder = new TextEncoder();
 

@@ -1,5 +1,5 @@
 /** `waf config check`: validates the config file and prints each problem with its key path. */
-import { formatProblems, readConfigFile } from "../mod/config.ts";
+import { formatProblems, readConfigFile } from "../mod/config/config.ts";
 import { type Command, EXIT_OK, EXIT_USAGE } from "./context.ts";
 import { cliTranslator } from "./lang.ts";
 import { configPathOf } from "./load_config.ts";

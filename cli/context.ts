@@ -1,7 +1,7 @@
 /** What every command receives from the composition root (main.ts). */
-import type { Clock } from "../mod/clock.ts";
-import type { LogFormat } from "../mod/logger.ts";
-import type { Random } from "../mod/random.ts";
+import type { Clock } from "../mod/core/clock.ts";
+import type { LogFormat } from "../mod/core/logger.ts";
+import type { Random } from "../mod/core/random.ts";
 
 export interface CommandDeps {
   readonly clock: Clock;

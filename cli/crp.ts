@@ -4,9 +4,9 @@
  * control-plane/sidecar adapters this runtime does not have, so they fail closed. The staged
  * package is not connected to plugin execution, start-up, cluster distribution or downloads.
  */
-import type { CrpFailure, CrpStep } from "../mod/crp.ts";
-import { stageBytes, verifyPackage } from "../mod/crp.ts";
-import type { Translate } from "../mod/i18n.ts";
+import type { CrpFailure, CrpStep } from "../mod/ops/crp/crp.ts";
+import { stageBytes, verifyPackage } from "../mod/ops/crp/crp.ts";
+import type { Translate } from "./i18n/i18n.ts";
 import {
   type Command,
   type CommandDeps,

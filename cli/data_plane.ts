@@ -9,17 +9,21 @@ import { createAuditRepo } from "../db/audit_repo.ts";
 import { createPgSink } from "../db/pg_sink.ts";
 import { createSitesRepo } from "../db/sites_repo.ts";
 import type { Db } from "../db/store.ts";
-import { type AccessLog, type AccessLogSink, createAccessLog } from "../mod/access_log.ts";
-import { createAudit } from "../mod/audit.ts";
-import type { Clock } from "../mod/clock.ts";
-import type { Config } from "../mod/config.ts";
-import { parseListen } from "../mod/config_schema.ts";
-import type { Logger } from "../mod/logger.ts";
-import { createPgShipper } from "../mod/pg_shipper.ts";
-import { createPolicy, type Policy } from "../mod/policy.ts";
-import type { Random } from "../mod/random.ts";
-import { createSites, type Sites } from "../mod/sites.ts";
-import { createTraceIds } from "../mod/trace_ids.ts";
+import {
+  type AccessLog,
+  type AccessLogSink,
+  createAccessLog,
+} from "../mod/data_plane/access_log.ts";
+import { createAudit } from "../mod/core/audit.ts";
+import type { Clock } from "../mod/core/clock.ts";
+import type { Config } from "../mod/config/config.ts";
+import { parseListen } from "../mod/config/config_schema.ts";
+import type { Logger } from "../mod/core/logger.ts";
+import { createPgShipper } from "../mod/data_plane/pg_shipper.ts";
+import { createPolicy, type Policy } from "../mod/data_plane/policy.ts";
+import type { Random } from "../mod/core/random.ts";
+import { createSites, type Sites } from "../mod/data_plane/sites.ts";
+import { createTraceIds } from "../mod/data_plane/trace_ids.ts";
 import type { DataHandler } from "../routes/data_plane.ts";
 import { logRoutes } from "../routes/logs.ts";
 import { createProxy, type Proxy } from "../routes/proxy.ts";

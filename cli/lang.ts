@@ -2,7 +2,7 @@
  * The CLI language: `waf lang show` / `waf lang set <en|zh-CN>`. The choice persists in
  * `<data-dir>/cli.json`; `WAF_LANG` (read in main.ts) overrides it for one invocation.
  */
-import { readConfigFile } from "../mod/config.ts";
+import { readConfigFile } from "../mod/config/config.ts";
 import {
   DEFAULT_LANG,
   type Lang,
@@ -10,7 +10,7 @@ import {
   parseLang,
   type Translate,
   translator,
-} from "../mod/i18n.ts";
+} from "./i18n/i18n.ts";
 import { type Command, type CommandDeps, EXIT_OK, type GlobalOptions } from "./context.ts";
 import { configPathOf, DEFAULT_DATA_DIR } from "./load_config.ts";
 import { flagsOrUsage, usageError } from "./output.ts";

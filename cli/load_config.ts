@@ -8,8 +8,8 @@ import {
   formatProblems,
   readConfigFile,
   writeDefaultConfig,
-} from "../mod/config.ts";
-import type { Translate } from "../mod/i18n.ts";
+} from "../mod/config/config.ts";
+import type { Translate } from "./i18n/i18n.ts";
 import type { CommandDeps, GlobalOptions } from "./context.ts";
 
 export const DEFAULT_DATA_DIR = "./data";

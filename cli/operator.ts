@@ -2,7 +2,7 @@
  * How every operator command starts: select the language, parse the command's flags strictly,
  * load the configuration (never writing it), and report problems with the right exit code.
  */
-import type { Translate } from "../mod/i18n.ts";
+import type { Translate } from "./i18n/i18n.ts";
 import type { parseFlags } from "./args.ts";
 import type { CommandDeps, GlobalOptions } from "./context.ts";
 import { EXIT_USAGE } from "./context.ts";

@@ -2,7 +2,7 @@
  * Shared plumbing of the operator commands: usage errors (exit 2) with parseArgs' English
  * details translated into the selected language, and flag parsing around it.
  */
-import type { MessageId, Translate } from "../mod/i18n.ts";
+import type { MessageId, Translate } from "./i18n/i18n.ts";
 import { type FlagsResult, parseFlags } from "./args.ts";
 import { type CommandDeps, EXIT_USAGE } from "./context.ts";
 

@@ -2,10 +2,10 @@
  * `waf temporary-online probe --url URL [--timeout 5s] [--ca-file PEM] [--json]`: one outbound
  * request with DNS, TCP, TLS and HTTP timings, then exit. A separate operator tool.
  */
-import { durationMs } from "../mod/config.ts";
-import type { Translate } from "../mod/i18n.ts";
-import { probe, type ProbeReport, type Step } from "../mod/probe.ts";
-import { VERSION } from "../mod/version.ts";
+import { durationMs } from "../mod/config/config.ts";
+import type { Translate } from "./i18n/i18n.ts";
+import { probe, type ProbeReport, type Step } from "../mod/ops/probe.ts";
+import { VERSION } from "../mod/core/version.ts";
 import { type Command, EXIT_FAILURE, EXIT_OK } from "./context.ts";
 import { cliTranslator } from "./lang.ts";
 import { boolFlag, flagsOrUsage, stringFlag, usageError } from "./output.ts";

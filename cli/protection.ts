@@ -6,27 +6,30 @@
 import { createAuditRepo } from "../db/audit_repo.ts";
 import { createPolicyObjectsRepo } from "../db/policy_objects_repo.ts";
 import type { Db } from "../db/store.ts";
-import { createAudit } from "../mod/audit.ts";
-import type { Clock } from "../mod/clock.ts";
-import type { Config } from "../mod/config.ts";
-import { loadGeoIp } from "../mod/geoip.ts";
-import { type Alap, createAlap } from "../mod/alap.ts";
+import { createAudit } from "../mod/core/audit.ts";
+import type { Clock } from "../mod/core/clock.ts";
+import type { Config } from "../mod/config/config.ts";
+import { loadGeoIp } from "../mod/protection/geoip.ts";
+import { type Alap, createAlap } from "../mod/protection/alap.ts";
 import { alapRoutes } from "../routes/alap.ts";
-import { createEdgeCache } from "../mod/edge_cache.ts";
-import { createGoodBotVerifier, denoResolver, type Resolver } from "../mod/good_bots.ts";
+import { createEdgeCache } from "../mod/protection/edge_cache.ts";
+import { createGoodBotVerifier, denoResolver, type Resolver } from "../mod/protection/good_bots.ts";
 import { edgeRoutes } from "../routes/edge.ts";
 import { createEdgeResponder } from "../routes/edge_response.ts";
 import { blockPageRoutes, configuredBlockPage } from "../routes/block_pages.ts";
-import type { Logger } from "../mod/logger.ts";
-import type { Policy } from "../mod/policy.ts";
-import { createPolicyObjects, type PolicyObjects } from "../mod/policy_objects.ts";
-import { type CompiledProtection, createProtectionCompiler } from "../mod/protection_compile.ts";
-import { createProtectionRuntime } from "../mod/protection_runtime.ts";
-import type { Random } from "../mod/random.ts";
+import type { Logger } from "../mod/core/logger.ts";
+import type { Policy } from "../mod/data_plane/policy.ts";
+import { createPolicyObjects, type PolicyObjects } from "../mod/protection/policy_objects.ts";
+import {
+  type CompiledProtection,
+  createProtectionCompiler,
+} from "../mod/protection/protection_compile.ts";
+import { createProtectionRuntime } from "../mod/protection/protection_runtime.ts";
+import type { Random } from "../mod/core/random.ts";
 import { createProtectionGate, type ProtectionGate } from "../routes/protection_gate.ts";
 import { protectionRoutes } from "../routes/protection.ts";
 import { threatIntelRoutes } from "../routes/threat_intel.ts";
-import { createThreatFeeds, type ThreatFeeds } from "../mod/threat_feeds.ts";
+import { createThreatFeeds, type ThreatFeeds } from "../mod/protection/threat_feeds.ts";
 import type { RouteDef } from "../routes/route.ts";
 
 export interface ProtectionPlane {

@@ -3,9 +3,9 @@
  * go to stderr and to the size-rotated `<data-dir>/logs/waf.log` (collected by `waf logs pack`).
  */
 import { SchemaTooNewError } from "../db/store.ts";
-import { SetupTokenError } from "../mod/setup_token.ts";
-import { type LogFile, openLogFile } from "../mod/log_file.ts";
-import { createLogger } from "../mod/logger.ts";
+import { SetupTokenError } from "../mod/identity/setup_token.ts";
+import { type LogFile, openLogFile } from "../mod/ops/log_file.ts";
+import { createLogger } from "../mod/core/logger.ts";
 import { type Command, EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from "./context.ts";
 import { cliTranslator } from "./lang.ts";
 import { loadConfig } from "./load_config.ts";

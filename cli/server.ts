@@ -4,13 +4,13 @@
  */
 import type { Db } from "../db/store.ts";
 import { openStore } from "../db/store.ts";
-import type { Clock } from "../mod/clock.ts";
-import { type Config, durationMs } from "../mod/config.ts";
-import { parseListen } from "../mod/config_schema.ts";
-import type { Logger } from "../mod/logger.ts";
-import type { Random } from "../mod/random.ts";
-import { createReadiness, type Readiness } from "../mod/readiness.ts";
-import { managementTls } from "../mod/tls.ts";
+import type { Clock } from "../mod/core/clock.ts";
+import { type Config, durationMs } from "../mod/config/config.ts";
+import { parseListen } from "../mod/config/config_schema.ts";
+import type { Logger } from "../mod/core/logger.ts";
+import type { Random } from "../mod/core/random.ts";
+import { createReadiness, type Readiness } from "../mod/core/readiness.ts";
+import { managementTls } from "../mod/tls/tls.ts";
 import type { DataHandler } from "../routes/data_plane.ts";
 import { healthRoutes } from "../routes/health.ts";
 import { formatAddress, listen, type Listener } from "../routes/listen.ts";

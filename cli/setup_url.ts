@@ -8,9 +8,14 @@ import { createAuditRepo } from "../db/audit_repo.ts";
 import { createSettingsRepo } from "../db/settings_repo.ts";
 import { openStore, SchemaTooNewError, transaction } from "../db/store.ts";
 import { createUsersRepo } from "../db/users_repo.ts";
-import { createAudit } from "../mod/audit.ts";
-import { parseListen } from "../mod/config_schema.ts";
-import { isSetupComplete, issueSetupToken, SETUP_KEYS, SETUP_TTL_MS } from "../mod/setup_token.ts";
+import { createAudit } from "../mod/core/audit.ts";
+import { parseListen } from "../mod/config/config_schema.ts";
+import {
+  isSetupComplete,
+  issueSetupToken,
+  SETUP_KEYS,
+  SETUP_TTL_MS,
+} from "../mod/identity/setup_token.ts";
 import { type Command, EXIT_FAILURE, EXIT_OK } from "./context.ts";
 import { startOperator } from "./operator.ts";
 

@@ -5,8 +5,8 @@
  */
 import { openExisting } from "../db/maintenance.ts";
 import type { Db } from "../db/store.ts";
-import { backupStore, checkDb } from "../mod/backup.ts";
-import type { Translate } from "../mod/i18n.ts";
+import { backupStore, checkDb } from "../mod/ops/backup.ts";
+import type { Translate } from "./i18n/i18n.ts";
 import { type Command, type CommandDeps, EXIT_FAILURE, EXIT_OK } from "./context.ts";
 import { startOperator, storePath } from "./operator.ts";
 import { stringFlag, usageError } from "./output.ts";

@@ -3,7 +3,7 @@
  * directly against the store (safe while `waf serve` runs: the server drops the affected
  * sessions at their next request because the credential epoch moved on).
  */
-import { removeSetupUrl } from "../mod/setup_token.ts";
+import { removeSetupUrl } from "../mod/identity/setup_token.ts";
 import { type Command, EXIT_OK } from "./context.ts";
 import { startOperator } from "./operator.ts";
 import { boolFlag, stringFlag, usageError } from "./output.ts";

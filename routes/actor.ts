@@ -1,5 +1,5 @@
 /** The audit actor and request facts of a management request. */
-import type { Actor, AuditEvent } from "../mod/audit.ts";
+import type { Actor, AuditEvent } from "../mod/core/audit.ts";
 import type { Ctx } from "./env.ts";
 
 export function actorOf(c: Ctx): Actor {

@@ -4,10 +4,10 @@
  * ALAP policy (read with `read:logs`, changed with `write:protection`).
  */
 import { z } from "zod";
-import type { Alap } from "../mod/alap.ts";
-import type { PolicyObjects } from "../mod/policy_objects.ts";
-import { KIND } from "../mod/protection_compile.ts";
-import { alapPolicySchema } from "../mod/protection_schema.ts";
+import type { Alap } from "../mod/protection/alap.ts";
+import type { PolicyObjects } from "../mod/protection/policy_objects.ts";
+import { KIND } from "../mod/protection/protection_compile.ts";
+import { alapPolicySchema } from "../mod/protection/protection_schema.ts";
 import { auditContext } from "./actor.ts";
 import { settingRoutes } from "./protection.ts";
 import { perm, type RouteDef } from "./route.ts";

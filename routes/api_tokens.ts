@@ -4,7 +4,7 @@
  * caller, user or token, is the creator: a token can mint only narrower, shorter-lived tokens.
  */
 import { z } from "zod";
-import type { ApiTokens } from "../mod/api_tokens.ts";
+import type { ApiTokens } from "../mod/identity/api_tokens.ts";
 import { auditContext } from "./actor.ts";
 import { auditFailures, type AuditSink } from "./audited.ts";
 import type { Ctx } from "./env.ts";

@@ -1,6 +1,6 @@
 /** `GET /api/audit`: the audit trail, newest first, with filters and cursor pagination. */
 import { z } from "zod";
-import type { Audit } from "../mod/audit.ts";
+import type { Audit } from "../mod/core/audit.ts";
 import { perm, type RouteDef } from "./route.ts";
 import { readQuery } from "./validate.ts";
 

@@ -3,8 +3,8 @@
  * transaction; when it throws an AppError instead (validation, conflict, not found), this
  * records the failure with its code before the error reaches the client.
  */
-import type { Audit } from "../mod/audit.ts";
-import { AppError } from "../mod/errors.ts";
+import type { Audit } from "../mod/core/audit.ts";
+import { AppError } from "../mod/core/errors.ts";
 import { auditContext } from "./actor.ts";
 import type { Ctx } from "./env.ts";
 

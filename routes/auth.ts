@@ -4,14 +4,14 @@
  * the caller's own session (logout still demands the CSRF double-submit when one exists).
  */
 import { z } from "zod";
-import type { Captcha } from "../mod/captcha.ts";
-import { CaptchaError } from "../mod/captcha.ts";
-import type { CaptchaPolicyStore } from "../mod/captcha_policy.ts";
-import type { Clock } from "../mod/clock.ts";
-import { AppError } from "../mod/errors.ts";
-import type { Login } from "../mod/login.ts";
-import { SESSION_ABSOLUTE_MS, SESSION_IDLE_MS, type Sessions } from "../mod/sessions.ts";
-import { assertUsername, toPublicUser } from "../mod/users.ts";
+import type { Captcha } from "../mod/identity/captcha.ts";
+import { CaptchaError } from "../mod/identity/captcha.ts";
+import type { CaptchaPolicyStore } from "../mod/identity/captcha_policy.ts";
+import type { Clock } from "../mod/core/clock.ts";
+import { AppError } from "../mod/core/errors.ts";
+import type { Login } from "../mod/identity/login.ts";
+import { SESSION_ABSOLUTE_MS, SESSION_IDLE_MS, type Sessions } from "../mod/identity/sessions.ts";
+import { assertUsername, toPublicUser } from "../mod/identity/users.ts";
 import { auditContext } from "./actor.ts";
 import { auditFailures, type AuditSink } from "./audited.ts";
 import { clearSessionCookies, readCookie, SESSION_COOKIE, setSessionCookies } from "./cookies.ts";

@@ -5,11 +5,15 @@
  * `{{trace_id}}` placeholder is filled in, or a trace-id line is inserted when it is missing.
  */
 import { z } from "zod";
-import { AppError } from "../mod/errors.ts";
-import { sanitizeHtml } from "../mod/html_sanitize.ts";
-import type { PolicyObjects } from "../mod/policy_objects.ts";
-import { type CompiledProtection, KIND } from "../mod/protection_compile.ts";
-import { type BlockPageDoc, blockPageSchema, parseStored } from "../mod/protection_schema.ts";
+import { AppError } from "../mod/core/errors.ts";
+import { sanitizeHtml } from "../mod/protection/html_sanitize.ts";
+import type { PolicyObjects } from "../mod/protection/policy_objects.ts";
+import { type CompiledProtection, KIND } from "../mod/protection/protection_compile.ts";
+import {
+  type BlockPageDoc,
+  blockPageSchema,
+  parseStored,
+} from "../mod/protection/protection_schema.ts";
 import { auditContext } from "./actor.ts";
 import { blockTemplateNames, registerBlockTemplate, renderBlockPage } from "./block_page.ts";
 import { escapeHtml, statusPage } from "./data_plane.ts";

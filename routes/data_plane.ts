@@ -2,7 +2,7 @@
  * The data-plane connector. Until sites exist it answers every request with the "no site is
  * configured for this host" page (404, with a trace id), never with a management route.
  */
-import { type Random, randomHex } from "../mod/random.ts";
+import { type Random, randomHex } from "../mod/core/random.ts";
 
 export type DataHandler = (
   req: Request,

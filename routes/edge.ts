@@ -3,10 +3,14 @@
  * settings, cache statistics and purge.
  */
 import { z } from "zod";
-import type { EdgeCache } from "../mod/edge_cache.ts";
-import type { PolicyObjects } from "../mod/policy_objects.ts";
-import { KIND } from "../mod/protection_compile.ts";
-import { edgeSettingsSchema, headerRuleSchema, parseStored } from "../mod/protection_schema.ts";
+import type { EdgeCache } from "../mod/protection/edge_cache.ts";
+import type { PolicyObjects } from "../mod/protection/policy_objects.ts";
+import { KIND } from "../mod/protection/protection_compile.ts";
+import {
+  edgeSettingsSchema,
+  headerRuleSchema,
+  parseStored,
+} from "../mod/protection/protection_schema.ts";
 import { auditContext } from "./actor.ts";
 import { crudRoutes } from "./protection.ts";
 import { perm, type RouteDef } from "./route.ts";

@@ -6,12 +6,17 @@
  */
 import { Duplex } from "node:stream";
 import zlib from "node:zlib";
-import type { AccessRecord } from "../mod/access_record.ts";
-import type { Clock } from "../mod/clock.ts";
-import { cacheableTtl, type EdgeCache, requestMayUseCache, varyNames } from "../mod/edge_cache.ts";
-import type { CompiledSite } from "../mod/policy.ts";
-import type { CompiledProtection } from "../mod/protection_compile.ts";
-import type { ChainSink } from "../mod/protection_runtime.ts";
+import type { AccessRecord } from "../mod/data_plane/access_record.ts";
+import type { Clock } from "../mod/core/clock.ts";
+import {
+  cacheableTtl,
+  type EdgeCache,
+  requestMayUseCache,
+  varyNames,
+} from "../mod/protection/edge_cache.ts";
+import type { CompiledSite } from "../mod/data_plane/policy.ts";
+import type { CompiledProtection } from "../mod/protection/protection_compile.ts";
+import type { ChainSink } from "../mod/protection/protection_runtime.ts";
 
 const NO_TRANSFORM = /\bno-transform\b/i;
 

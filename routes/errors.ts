@@ -3,8 +3,8 @@
  * `X-WAF-Trace-Id` / `X-WAF-Event-Id` headers. Unexpected errors become a generic 500 whose
  * stack goes to the log under the same ids, never to the client.
  */
-import { AppError } from "../mod/errors.ts";
-import type { Logger } from "../mod/logger.ts";
+import { AppError } from "../mod/core/errors.ts";
+import type { Logger } from "../mod/core/logger.ts";
 import type { Ctx } from "./env.ts";
 
 /** Builds the JSON error response for `c`. */

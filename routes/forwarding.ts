@@ -3,7 +3,7 @@
  * hop-by-hop and never cross the proxy, and the X-Forwarded-* / Forwarded headers the
  * upstream receives. Every constant is built once at module load.
  */
-import type { CidrSet } from "../mod/cidr.ts";
+import type { CidrSet } from "../mod/data_plane/cidr.ts";
 
 /** RFC 9110 §7.6.1 connection-specific headers, plus the legacy ones proxies also drop. */
 const HOP_BY_HOP: ReadonlySet<string> = new Set([

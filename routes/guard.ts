@@ -6,12 +6,12 @@
  * authenticated by a session must double-submit the CSRF value. 401 `UNAUTHORIZED` means
  * "who are you?", 403 `FORBIDDEN` / `CSRF_INVALID` means "not this".
  */
-import type { Audit } from "../mod/audit.ts";
-import { safeEqual } from "../mod/digest.ts";
-import { AppError } from "../mod/errors.ts";
-import { grants } from "../mod/permissions.ts";
-import type { Authenticated, Sessions } from "../mod/sessions.ts";
-import type { Setup } from "../mod/setup.ts";
+import type { Audit } from "../mod/core/audit.ts";
+import { safeEqual } from "../mod/core/digest.ts";
+import { AppError } from "../mod/core/errors.ts";
+import { grants } from "../mod/identity/permissions.ts";
+import type { Authenticated, Sessions } from "../mod/identity/sessions.ts";
+import type { Setup } from "../mod/identity/setup.ts";
 import { auditContext } from "./actor.ts";
 import { CSRF_COOKIE, CSRF_HEADER, readCookie, SESSION_COOKIE } from "./cookies.ts";
 import type { Ctx, Principal } from "./env.ts";

@@ -1,6 +1,6 @@
 /** Health probes: public JSON for load balancers and orchestrators. */
-import { isReady, type Readiness } from "../mod/readiness.ts";
-import { VERSION } from "../mod/version.ts";
+import { isReady, type Readiness } from "../mod/core/readiness.ts";
+import { VERSION } from "../mod/core/version.ts";
 import { PUBLIC, type RouteDef } from "./route.ts";
 
 export function healthRoutes(readiness: Readiness): RouteDef[] {

@@ -4,8 +4,8 @@
  */
 import { z } from "zod";
 import type { StoredAccessLogRow } from "../db/access_log_repo.ts";
-import type { AccessLog } from "../mod/access_log.ts";
-import { AppError } from "../mod/errors.ts";
+import type { AccessLog } from "../mod/data_plane/access_log.ts";
+import { AppError } from "../mod/core/errors.ts";
 import { perm, type RouteDef } from "./route.ts";
 import { readQuery } from "./validate.ts";
 

@@ -4,9 +4,9 @@
  */
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import { AppError } from "../mod/errors.ts";
-import type { Logger } from "../mod/logger.ts";
-import { type Random, randomHex } from "../mod/random.ts";
+import { AppError } from "../mod/core/errors.ts";
+import type { Logger } from "../mod/core/logger.ts";
+import { type Random, randomHex } from "../mod/core/random.ts";
 import type { Env } from "./env.ts";
 import { createOnError, errorResponse } from "./errors.ts";
 import { compilePatterns, type Guard, mount, type RouteDef } from "./route.ts";

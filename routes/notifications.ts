@@ -1,6 +1,6 @@
 /** Administrator notifications: list (newest first, unread filter, cursor) and mark read. */
 import { z } from "zod";
-import type { Notifications } from "../mod/notifications.ts";
+import type { Notifications } from "../mod/core/notifications.ts";
 import { auditContext } from "./actor.ts";
 import { auditFailures, type AuditSink } from "./audited.ts";
 import { perm, type RouteDef } from "./route.ts";

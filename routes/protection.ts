@@ -6,9 +6,9 @@
  * into the running policy before the response is sent.
  */
 import type { z } from "zod";
-import { badRequest } from "../mod/errors.ts";
-import type { PolicyObjects, StoredObject } from "../mod/policy_objects.ts";
-import { KIND } from "../mod/protection_compile.ts";
+import { badRequest } from "../mod/core/errors.ts";
+import type { PolicyObjects, StoredObject } from "../mod/protection/policy_objects.ts";
+import { KIND } from "../mod/protection/protection_compile.ts";
 import {
   aclRuleSchema,
   botPolicySchema,
@@ -16,7 +16,7 @@ import {
   ipEntrySchema,
   parseStored,
   rateLimitSchema,
-} from "../mod/protection_schema.ts";
+} from "../mod/protection/protection_schema.ts";
 import { auditContext } from "./actor.ts";
 import { perm, type RouteDef } from "./route.ts";
 import { readJson } from "./validate.ts";

@@ -6,21 +6,21 @@
  */
 import { RequestView } from "../engine/request_view.ts";
 import type { EngineRequest, Inspection } from "../engine/types.ts";
-import type { AccessRecord } from "../mod/access_record.ts";
-import type { Clock } from "../mod/clock.ts";
-import { type CompiledPolicy, type CompiledSite, hostOf } from "../mod/policy.ts";
-import type { CompiledProtection } from "../mod/protection_compile.ts";
+import type { AccessRecord } from "../mod/data_plane/access_record.ts";
+import type { Clock } from "../mod/core/clock.ts";
+import { type CompiledPolicy, type CompiledSite, hostOf } from "../mod/data_plane/policy.ts";
+import type { CompiledProtection } from "../mod/protection/protection_compile.ts";
 import {
   type ChainSink,
   CLEARANCE_COOKIE,
   type ProtectionRuntime,
-} from "../mod/protection_runtime.ts";
-import { type Random, randomHex } from "../mod/random.ts";
+} from "../mod/protection/protection_runtime.ts";
+import { type Random, randomHex } from "../mod/core/random.ts";
 import { renderBlockPage } from "./block_page.ts";
 import { CHALLENGE_PATH, challengePage, safeReturn } from "./challenge_page.ts";
 import { statusPage } from "./data_plane.ts";
 import type { EdgeResponder } from "./edge_response.ts";
-import { claimedCrawler, type GoodBotVerifier } from "../mod/good_bots.ts";
+import { claimedCrawler, type GoodBotVerifier } from "../mod/protection/good_bots.ts";
 
 export interface GateDeps {
   readonly runtime: ProtectionRuntime;

@@ -7,12 +7,17 @@
  */
 import { inspect } from "../engine/mod.ts";
 import type { EngineRequest, Inspection } from "../engine/mod.ts";
-import type { AccessLog } from "../mod/access_log.ts";
-import { type AccessRecord, Chain, type FindingRecord, micros } from "../mod/access_record.ts";
-import type { Clock } from "../mod/clock.ts";
-import type { Logger } from "../mod/logger.ts";
-import type { CompiledSite, Policy } from "../mod/policy.ts";
-import type { Upstream } from "../mod/upstream_pool.ts";
+import type { AccessLog } from "../mod/data_plane/access_log.ts";
+import {
+  type AccessRecord,
+  Chain,
+  type FindingRecord,
+  micros,
+} from "../mod/data_plane/access_record.ts";
+import type { Clock } from "../mod/core/clock.ts";
+import type { Logger } from "../mod/core/logger.ts";
+import type { CompiledSite, Policy } from "../mod/data_plane/policy.ts";
+import type { Upstream } from "../mod/data_plane/upstream_pool.ts";
 import { renderBlockPage } from "./block_page.ts";
 import { noSitePage, statusPage } from "./data_plane.ts";
 import {

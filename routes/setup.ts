@@ -4,7 +4,7 @@
  * the setup token header and/or the setup session cookie itself.
  */
 import { z } from "zod";
-import type { Setup } from "../mod/setup.ts";
+import type { Setup } from "../mod/identity/setup.ts";
 import { auditFailures, type AuditSink } from "./audited.ts";
 import {
   clearSetupCookie,

@@ -1,6 +1,6 @@
 /** `/api/sites`: list, create, read, replace and delete sites (`read:sites` / `write:sites`). */
-import type { Sites } from "../mod/sites.ts";
-import { siteInputSchema } from "../mod/site_schema.ts";
+import type { Sites } from "../mod/data_plane/sites.ts";
+import { siteInputSchema } from "../mod/data_plane/site_schema.ts";
 import { auditContext } from "./actor.ts";
 import { perm, type RouteDef } from "./route.ts";
 import { readJson } from "./validate.ts";

@@ -1,10 +1,10 @@
 /** System endpoints: version, the unimplemented backup API, and the reserved OTA settings. */
 import { z } from "zod";
 import { SCHEMA_VERSION } from "../db/migrations.ts";
-import type { Audit } from "../mod/audit.ts";
-import { AppError } from "../mod/errors.ts";
-import type { Ota } from "../mod/ota.ts";
-import { VERSION } from "../mod/version.ts";
+import type { Audit } from "../mod/core/audit.ts";
+import { AppError } from "../mod/core/errors.ts";
+import type { Ota } from "../mod/ops/ota.ts";
+import { VERSION } from "../mod/core/version.ts";
 import { auditContext } from "./actor.ts";
 import type { Ctx } from "./env.ts";
 import { perm, type RouteDef } from "./route.ts";

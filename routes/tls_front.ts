@@ -10,8 +10,8 @@
  */
 import net from "node:net";
 import tls from "node:tls";
-import type { Logger } from "../mod/logger.ts";
-import type { CompiledSite, Policy } from "../mod/policy.ts";
+import type { Logger } from "../mod/core/logger.ts";
+import type { CompiledSite, Policy } from "../mod/data_plane/policy.ts";
 import { listen } from "./listen.ts";
 import type { ProxyHandler } from "./proxy.ts";
 

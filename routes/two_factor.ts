@@ -4,8 +4,8 @@
  * refused here (`sessionOnly`), whatever their permissions.
  */
 import { z } from "zod";
-import { PERMISSIONS } from "../mod/permissions.ts";
-import type { TwoFactor } from "../mod/two_factor.ts";
+import { PERMISSIONS } from "../mod/identity/permissions.ts";
+import type { TwoFactor } from "../mod/identity/two_factor.ts";
 import { auditContext } from "./actor.ts";
 import { auditFailures, type AuditSink } from "./audited.ts";
 import type { Ctx } from "./env.ts";

@@ -1,6 +1,6 @@
 /** Account management: list, read, create and update users (read:users / write:users). */
 import { z } from "zod";
-import type { Users } from "../mod/users.ts";
+import type { Users } from "../mod/identity/users.ts";
 import { auditContext } from "./actor.ts";
 import { auditFailures, type AuditSink } from "./audited.ts";
 import { perm, type RouteDef } from "./route.ts";

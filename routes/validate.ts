@@ -1,6 +1,6 @@
 /** Edge validation: JSON bodies and query strings through zod, failures as 400 naming the field. */
 import type { z } from "zod";
-import { AppError } from "../mod/errors.ts";
+import { AppError } from "../mod/core/errors.ts";
 import type { Ctx } from "./env.ts";
 
 function fieldName(path: ReadonlyArray<PropertyKey>): string {

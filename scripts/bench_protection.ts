@@ -26,11 +26,11 @@ import { createAuditRepo } from "../db/audit_repo.ts";
 import { createPolicyObjectsRepo } from "../db/policy_objects_repo.ts";
 import { createSitesRepo } from "../db/sites_repo.ts";
 import { openStore } from "../db/store.ts";
-import { createAudit } from "../mod/audit.ts";
-import { systemClock } from "../mod/clock.ts";
-import { createPolicy } from "../mod/policy.ts";
-import { createPolicyObjects } from "../mod/policy_objects.ts";
-import { KIND } from "../mod/protection_compile.ts";
+import { createAudit } from "../mod/core/audit.ts";
+import { systemClock } from "../mod/core/clock.ts";
+import { createPolicy } from "../mod/data_plane/policy.ts";
+import { createPolicyObjects } from "../mod/protection/policy_objects.ts";
+import { KIND } from "../mod/protection/protection_compile.ts";
 import {
   aclRuleSchema,
   botPolicySchema,
@@ -40,11 +40,11 @@ import {
   ipEntrySchema,
   rateLimitSchema,
   threatFeedSchema,
-} from "../mod/protection_schema.ts";
-import { systemRandom } from "../mod/random.ts";
-import { FEED_STATUS } from "../mod/threat_feeds.ts";
-import { siteInputSchema } from "../mod/site_schema.ts";
-import { createSites } from "../mod/sites.ts";
+} from "../mod/protection/protection_schema.ts";
+import { systemRandom } from "../mod/core/random.ts";
+import { FEED_STATUS } from "../mod/protection/threat_feeds.ts";
+import { siteInputSchema } from "../mod/data_plane/site_schema.ts";
+import { createSites } from "../mod/data_plane/sites.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const WHO = { actor: { type: "cli" as const, name: "bench_protection" } };

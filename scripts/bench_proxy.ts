@@ -26,12 +26,12 @@ import { SERVER_V8_FLAGS } from "./server_flags.ts";
 import { createAuditRepo } from "../db/audit_repo.ts";
 import { createSitesRepo } from "../db/sites_repo.ts";
 import { openStore } from "../db/store.ts";
-import { createAudit } from "../mod/audit.ts";
-import { systemClock } from "../mod/clock.ts";
-import { createPolicy } from "../mod/policy.ts";
-import { systemRandom } from "../mod/random.ts";
-import { siteInputSchema } from "../mod/site_schema.ts";
-import { createSites } from "../mod/sites.ts";
+import { createAudit } from "../mod/core/audit.ts";
+import { systemClock } from "../mod/core/clock.ts";
+import { createPolicy } from "../mod/data_plane/policy.ts";
+import { systemRandom } from "../mod/core/random.ts";
+import { siteInputSchema } from "../mod/data_plane/site_schema.ts";
+import { createSites } from "../mod/data_plane/sites.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 /** The V8 flags `deno task start` and the compiled binary use (see docs/data-plane.md). */

@@ -9,11 +9,11 @@
  */
 import { parseArgs } from "node:util";
 import { startServer } from "../cli/server.ts";
-import { systemClock } from "../mod/clock.ts";
-import { validateConfig } from "../mod/config.ts";
-import { createLogger } from "../mod/logger.ts";
-import { systemRandom } from "../mod/random.ts";
-import { siteInputSchema } from "../mod/site_schema.ts";
+import { systemClock } from "../mod/core/clock.ts";
+import { validateConfig } from "../mod/config/config.ts";
+import { createLogger } from "../mod/core/logger.ts";
+import { systemRandom } from "../mod/core/random.ts";
+import { siteInputSchema } from "../mod/data_plane/site_schema.ts";
 
 const { values } = parseArgs({
   args: Deno.args,

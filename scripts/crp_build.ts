@@ -9,8 +9,8 @@
  *       manifest of SHA-256 and size, signs the manifest, and writes FILE.tar (never overwrites)
  */
 import { parseArgs } from "node:util";
-import { systemClock } from "../mod/clock.ts";
-import { buildPackage, generateSigningKey, importSigningKey } from "../mod/crp_build.ts";
+import { systemClock } from "../mod/core/clock.ts";
+import { buildPackage, generateSigningKey, importSigningKey } from "../mod/ops/crp/crp_build.ts";
 
 const USAGE = `Usage:
   deno task crp:build keygen --out DIR

@@ -1,5 +1,5 @@
 /** API tokens and TOTP codes for tests against a real server. */
-import { totpCode, totpSecretFromBase32, totpStep } from "../../mod/totp.ts";
+import { totpCode, totpSecretFromBase32, totpStep } from "../../mod/identity/totp.ts";
 import { ADMIN, callJson, completeSetup, createUser, login, type Session } from "./identity.ts";
 import { startTestServer, type TestServer } from "./server.ts";
 

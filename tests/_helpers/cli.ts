@@ -1,8 +1,8 @@
 /** Runs the CLI in-process with captured output. */
 import { runCli } from "../../cli.ts";
 import type { CommandDeps } from "../../cli/context.ts";
-import { FakeClock } from "../../mod/clock.ts";
-import { systemRandom } from "../../mod/random.ts";
+import { FakeClock } from "../../mod/core/clock.ts";
+import { systemRandom } from "../../mod/core/random.ts";
 
 export interface CliRun {
   code: number;

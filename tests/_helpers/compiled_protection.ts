@@ -4,7 +4,7 @@ import {
   type CompiledProtection,
   createProtectionCompiler,
   KIND,
-} from "../../mod/protection_compile.ts";
+} from "../../mod/protection/protection_compile.ts";
 
 /** `rows` by kind (ids are `<kind>_<index>`; indicators belong to feed `threat_feed_0`). */
 export function compileDocs(

@@ -7,10 +7,10 @@ import { hostFetch } from "./data_client.ts";
 import type { TestServer } from "./server.ts";
 import { siteInput, SYSTEM } from "./sites.ts";
 import { createManagementApp } from "../../routes/management.ts";
-import { AppError } from "../../mod/errors.ts";
+import { AppError } from "../../mod/core/errors.ts";
 import type { Guard } from "../../routes/route.ts";
-import { createMemoryLogger } from "../../mod/logger.ts";
-import { systemRandom } from "../../mod/random.ts";
+import { createMemoryLogger } from "../../mod/core/logger.ts";
+import { systemRandom } from "../../mod/core/random.ts";
 
 /** Grants exactly the permissions in `x-test-permissions` (space separated; `*` and `family:*`). */
 export const testGuard: Guard = (c, access) => {

@@ -1,9 +1,9 @@
 /** Starts a real WAF (both listeners on port 0, a real SQLite file) for a test. */
 import { type RunningServer, type ServerDeps, startServer } from "../../cli/server.ts";
-import { FakeClock } from "../../mod/clock.ts";
-import { type Config, validateConfig } from "../../mod/config.ts";
-import { createMemoryLogger } from "../../mod/logger.ts";
-import { systemRandom } from "../../mod/random.ts";
+import { FakeClock } from "../../mod/core/clock.ts";
+import { type Config, validateConfig } from "../../mod/config/config.ts";
+import { createMemoryLogger } from "../../mod/core/logger.ts";
+import { systemRandom } from "../../mod/core/random.ts";
 
 export interface TestServer extends RunningServer, AsyncDisposable {
   readonly dir: string;

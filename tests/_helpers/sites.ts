@@ -1,5 +1,5 @@
 /** Site fixtures: a valid site input with overrides, parsed exactly as the API parses it. */
-import { type SiteConfig, siteInputSchema } from "../../mod/site_schema.ts";
+import { type SiteConfig, siteInputSchema } from "../../mod/data_plane/site_schema.ts";
 
 export function siteInput(overrides: Record<string, unknown> = {}): SiteConfig {
   return siteInputSchema.parse({

@@ -7,10 +7,10 @@ import { inspect } from "../../engine/inspect.ts";
 import { RequestView } from "../../engine/request_view.ts";
 import type { EngineRequest } from "../../engine/types.ts";
 import { compileDocs } from "../_helpers/compiled_protection.ts";
-import { FakeClock } from "../../mod/clock.ts";
-import { KIND } from "../../mod/protection_compile.ts";
-import { createProtectionRuntime } from "../../mod/protection_runtime.ts";
-import { systemRandom } from "../../mod/random.ts";
+import { FakeClock } from "../../mod/core/clock.ts";
+import { KIND } from "../../mod/protection/protection_compile.ts";
+import { createProtectionRuntime } from "../../mod/protection/protection_runtime.ts";
+import { systemRandom } from "../../mod/core/random.ts";
 
 const ip = (i: number) => `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
 const hundredK = Array.from({ length: 100_000 }, (_, i) => ip(i + 1));

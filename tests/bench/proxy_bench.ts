@@ -9,13 +9,13 @@
  */
 import { createAccessLogRepo } from "../../db/access_log_repo.ts";
 import { openStore } from "../../db/store.ts";
-import { createAccessLog } from "../../mod/access_log.ts";
-import { systemClock } from "../../mod/clock.ts";
-import { createLogger } from "../../mod/logger.ts";
-import { compilePolicy, type Policy } from "../../mod/policy.ts";
-import { systemRandom } from "../../mod/random.ts";
-import { siteInputSchema } from "../../mod/site_schema.ts";
-import { createTraceIds } from "../../mod/trace_ids.ts";
+import { createAccessLog } from "../../mod/data_plane/access_log.ts";
+import { systemClock } from "../../mod/core/clock.ts";
+import { createLogger } from "../../mod/core/logger.ts";
+import { compilePolicy, type Policy } from "../../mod/data_plane/policy.ts";
+import { systemRandom } from "../../mod/core/random.ts";
+import { siteInputSchema } from "../../mod/data_plane/site_schema.ts";
+import { createTraceIds } from "../../mod/data_plane/trace_ids.ts";
 import { createProxy } from "../../routes/proxy.ts";
 
 const realFetch = globalThis.fetch;

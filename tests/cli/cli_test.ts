@@ -1,7 +1,7 @@
 import { assertEquals, assertMatch, ok } from "../_helpers/assert.ts";
 import { cli } from "../_helpers/cli.ts";
 import { tempDir } from "../_helpers/temp.ts";
-import { VERSION } from "../../mod/version.ts";
+import { VERSION } from "../../mod/core/version.ts";
 
 Deno.test("waf --help lists the commands and global options", async () => {
   const r = await cli(["--help"]);

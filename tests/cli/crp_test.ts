@@ -7,8 +7,8 @@ import {
   importSigningKey,
   manifestFor,
   signManifest,
-} from "../../mod/crp_build.ts";
-import { writeTar } from "../../mod/tar.ts";
+} from "../../mod/ops/crp/crp_build.ts";
+import { writeTar } from "../../mod/ops/tar.ts";
 
 const enc = new TextEncoder();
 const NOW = Date.UTC(2026, 0, 1);

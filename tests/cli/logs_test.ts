@@ -3,8 +3,8 @@ import { cli } from "../_helpers/cli.ts";
 import { spawnWaf } from "../_helpers/process.ts";
 import { tempDir } from "../_helpers/temp.ts";
 import { openStore } from "../../db/store.ts";
-import { FakeClock } from "../../mod/clock.ts";
-import { generateSigningKey } from "../../mod/crp_build.ts";
+import { FakeClock } from "../../mod/core/clock.ts";
+import { generateSigningKey } from "../../mod/ops/crp/crp_build.ts";
 import { SCHEMA_VERSION } from "../../db/migrations.ts";
 
 const NOW = Date.UTC(2026, 0, 1, 12, 30, 5);

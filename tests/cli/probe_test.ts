@@ -1,8 +1,8 @@
 import { assertEquals, assertMatch, ok } from "../_helpers/assert.ts";
 import { cli } from "../_helpers/cli.ts";
 import { tempDir } from "../_helpers/temp.ts";
-import { systemRandom } from "../../mod/random.ts";
-import { createCa, createLeaf } from "../../mod/x509.ts";
+import { systemRandom } from "../../mod/core/random.ts";
+import { createCa, createLeaf } from "../../mod/tls/x509.ts";
 
 function serve(options: { cert?: string; key?: string } = {}) {
   return Deno.serve(

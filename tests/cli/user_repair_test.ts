@@ -7,9 +7,9 @@ import { tempDir } from "../_helpers/temp.ts";
 import { openStore, schemaVersion } from "../../db/store.ts";
 import { createUsersRepo } from "../../db/users_repo.ts";
 import { repairUsernameCommand } from "../../cli/user.ts";
-import { FakeClock } from "../../mod/clock.ts";
-import { hashPassword } from "../../mod/password_hash.ts";
-import { systemRandom } from "../../mod/random.ts";
+import { FakeClock } from "../../mod/core/clock.ts";
+import { hashPassword } from "../../mod/identity/password_hash.ts";
+import { systemRandom } from "../../mod/core/random.ts";
 import { SCHEMA_VERSION } from "../../db/migrations.ts";
 
 const NOW = Date.UTC(2026, 0, 1);

@@ -5,8 +5,8 @@ import { ADMIN, callJson, completeSetup, createUser, login } from "../_helpers/i
 import { startTestServer } from "../_helpers/server.ts";
 import { tempDir } from "../_helpers/temp.ts";
 import { openStore } from "../../db/store.ts";
-import { verifyPassword } from "../../mod/password_hash.ts";
-import { checkPassword } from "../../mod/password_policy.ts";
+import { verifyPassword } from "../../mod/identity/password_hash.ts";
+import { checkPassword } from "../../mod/identity/password_policy.ts";
 
 const NEW_PASSWORD = "Vivid-Lantern-73";
 

@@ -5,10 +5,10 @@ import { postgresDsn } from "../_helpers/services.ts";
 import { siteInput, SYSTEM } from "../_helpers/sites.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
 import { createPgSink } from "../../db/pg_sink.ts";
-import { toRow } from "../../mod/access_record.ts";
-import { createMemoryLogger } from "../../mod/logger.ts";
-import { createPgShipper } from "../../mod/pg_shipper.ts";
-import { randomHex, systemRandom } from "../../mod/random.ts";
+import { toRow } from "../../mod/data_plane/access_record.ts";
+import { createMemoryLogger } from "../../mod/core/logger.ts";
+import { createPgShipper } from "../../mod/data_plane/pg_shipper.ts";
+import { randomHex, systemRandom } from "../../mod/core/random.ts";
 
 const dsn = await postgresDsn();
 

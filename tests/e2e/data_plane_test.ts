@@ -7,9 +7,9 @@ import { startTestServer, type TestServer } from "../_helpers/server.ts";
 import { siteInput, SYSTEM } from "../_helpers/sites.ts";
 import { tempDir } from "../_helpers/temp.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
-import { FakeClock } from "../../mod/clock.ts";
-import { systemRandom } from "../../mod/random.ts";
-import { createCa, createLeaf, type Pem } from "../../mod/x509.ts";
+import { FakeClock } from "../../mod/core/clock.ts";
+import { systemRandom } from "../../mod/core/random.ts";
+import { createCa, createLeaf, type Pem } from "../../mod/tls/x509.ts";
 
 /** Opens TLS to 127.0.0.1 with `servername`, sends one HTTP/1.1 request, returns cert CN and reply. */
 function tlsGet(

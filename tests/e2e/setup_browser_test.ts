@@ -5,7 +5,7 @@
 import { assertEquals, assertMatch, ok } from "../_helpers/assert.ts";
 import { launchBrowser } from "../_helpers/browser.ts";
 import { startTestServer } from "../_helpers/server.ts";
-import { setupReceipt } from "../../mod/setup_token.ts";
+import { setupReceipt } from "../../mod/identity/setup_token.ts";
 
 Deno.test("a new user completes setup in the browser, signs in and sees the user list", async () => {
   await using browser = await launchBrowser();

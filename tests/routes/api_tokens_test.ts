@@ -22,7 +22,7 @@ import {
   type Session,
 } from "../_helpers/identity.ts";
 import { startTestServer, type TestServer } from "../_helpers/server.ts";
-import { sha256Hex } from "../../mod/digest.ts";
+import { sha256Hex } from "../../mod/core/digest.ts";
 
 const DAY = 86_400_000;
 

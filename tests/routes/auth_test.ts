@@ -10,8 +10,8 @@ import {
   setCookies,
 } from "../_helpers/identity.ts";
 import { startTestServer, type TestServer } from "../_helpers/server.ts";
-import { solveChallenge } from "../../mod/captcha.ts";
-import { sha256Hex } from "../../mod/digest.ts";
+import { solveChallenge } from "../../mod/identity/captcha.ts";
+import { sha256Hex } from "../../mod/core/digest.ts";
 
 const VIEWER = { username: "viewer", password: "Glacier-Moth-42" };
 

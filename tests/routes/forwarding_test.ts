@@ -1,5 +1,5 @@
 import { assertEquals } from "../_helpers/assert.ts";
-import { compileCidrs } from "../../mod/cidr.ts";
+import { compileCidrs } from "../../mod/data_plane/cidr.ts";
 import { clientAddress, downstreamHeaders, upstreamHeaders } from "../../routes/forwarding.ts";
 
 const TRUSTED = compileCidrs(["10.0.0.0/8"]);

@@ -1,8 +1,8 @@
 import { z } from "zod";
 import { assertEquals, assertMatch, ok } from "../_helpers/assert.ts";
-import { AppError } from "../../mod/errors.ts";
-import { createMemoryLogger } from "../../mod/logger.ts";
-import { systemRandom } from "../../mod/random.ts";
+import { AppError } from "../../mod/core/errors.ts";
+import { createMemoryLogger } from "../../mod/core/logger.ts";
+import { systemRandom } from "../../mod/core/random.ts";
 import { createManagementApp, publicOnlyGuard } from "../../routes/management.ts";
 import { PUBLIC, type RouteDef } from "../../routes/route.ts";
 import { readJson } from "../../routes/validate.ts";

@@ -14,7 +14,7 @@ import {
   type Session,
 } from "../_helpers/identity.ts";
 import { startTestServer, type TestServer } from "../_helpers/server.ts";
-import { grants, isPermission } from "../../mod/permissions.ts";
+import { grants, isPermission } from "../../mod/identity/permissions.ts";
 import type { RouteDef } from "../../routes/route.ts";
 
 /** Section 4.1: what anyone may call. Adding a public route means adding it here, on purpose. */

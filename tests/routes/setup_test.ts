@@ -9,12 +9,12 @@ import {
   setupToken,
 } from "../_helpers/identity.ts";
 import { startTestServer } from "../_helpers/server.ts";
-import { setupReceipt, SetupTokenError } from "../../mod/setup_token.ts";
-import { createMemoryLogger } from "../../mod/logger.ts";
+import { setupReceipt, SetupTokenError } from "../../mod/identity/setup_token.ts";
+import { createMemoryLogger } from "../../mod/core/logger.ts";
 import { startServer } from "../../cli/server.ts";
 import { testConfig } from "../_helpers/server.ts";
-import { FakeClock } from "../../mod/clock.ts";
-import { systemRandom } from "../../mod/random.ts";
+import { FakeClock } from "../../mod/core/clock.ts";
+import { systemRandom } from "../../mod/core/random.ts";
 
 const STRONG = "k3T9_vQx-2LmZpR8wYb4NcHd6JfGs1Ua0EoIi7Xy5Wt";
 const tokenHeader = (token: string) => ({ "x-waf-setup-token": token });

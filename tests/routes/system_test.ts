@@ -3,7 +3,7 @@ import { assertEquals, assertMatch } from "../_helpers/assert.ts";
 import { adminAndViewer as ready, auditItems, errorCode } from "../_helpers/api_access.ts";
 import { callJson } from "../_helpers/identity.ts";
 import { SCHEMA_VERSION } from "../../db/migrations.ts";
-import { VERSION } from "../../mod/version.ts";
+import { VERSION } from "../../mod/core/version.ts";
 
 Deno.test("GET /api/system/version reports product, schema, runtime and build", async () => {
   const { server, viewer } = await ready();

@@ -7,7 +7,7 @@ import { assertEquals } from "../_helpers/assert.ts";
 import { mintToken, TOKENS_ON, withToken } from "../_helpers/api_access.ts";
 import { ADMIN, completeSetup, login } from "../_helpers/identity.ts";
 import { startTestServer } from "../_helpers/server.ts";
-import { grants } from "../../mod/permissions.ts";
+import { grants } from "../../mod/identity/permissions.ts";
 
 const SCOPES: readonly (readonly string[])[] = [
   ["read:sites"],

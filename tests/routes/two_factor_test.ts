@@ -23,7 +23,7 @@ import {
   type Session,
 } from "../_helpers/identity.ts";
 import { startTestServer, type TestServer } from "../_helpers/server.ts";
-import { fromB64urlText } from "../../mod/digest.ts";
+import { fromB64urlText } from "../../mod/core/digest.ts";
 
 const STEP = 30_000;
 

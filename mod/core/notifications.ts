@@ -1,0 +1,86 @@
+/** Administrator notifications: stored in the store and listed for admins (`/api/notifications`). */
+import type { NotificationRow, NotificationsRepo } from "../../db/notifications_repo.ts";
+import type { Clock } from "./clock.ts";
+import { AppError } from "./errors.ts";
+import { type Random, randomHex } from "./random.ts";
+
+/** The only audience for now; delivery channels (mail, webhooks) can fan out from it later. */
+export const ADMINS = "admins";
+
+export interface NewNotification {
+  readonly level: "info" | "warning" | "critical";
+  readonly kind: string;
+  readonly title: string;
+  readonly body: string;
+}
+
+export interface NotificationView {
+  readonly id: string;
+  readonly time: string;
+  readonly level: string;
+  readonly kind: string;
+  readonly title: string;
+  readonly body: string;
+  readonly read: boolean;
+  readonly read_at: string | null;
+}
+
+function view(row: NotificationRow): NotificationView {
+  return {
+    id: row.id,
+    time: new Date(row.time).toISOString(),
+    level: row.level,
+    kind: row.kind,
+    title: row.title,
+    body: row.body,
+    read: row.read_at !== null,
+    read_at: row.read_at === null ? null : new Date(row.read_at).toISOString(),
+  };
+}
+
+export function createNotifications(
+  deps: { repo: NotificationsRepo; clock: Clock; random: Random },
+) {
+  return {
+    notifyAdmins(n: NewNotification): string {
+      const id = randomHex(deps.random, 8);
+      deps.repo.insert({ id, time: deps.clock.now(), audience: ADMINS, ...n });
+      return id;
+    },
+    list(
+      options: { unread: boolean; cursor?: string; limit: number },
+    ): { items: NotificationView[]; next_cursor: string | null } {
+      let before: { time: number; id: string } | undefined;
+      if (options.cursor) {
+        const [time, id] = options.cursor.split(".");
+        if (!time || !id || !/^\d+$/.test(time)) {
+          throw new AppError(400, "BAD_REQUEST", 'Invalid field "cursor": not a cursor', {
+            details: { field: "cursor" },
+          });
+        }
+        before = { time: Number(time), id };
+      }
+      const rows = deps.repo.list(ADMINS, {
+        unread: options.unread,
+        before,
+        limit: options.limit + 1,
+      });
+      const page = rows.slice(0, options.limit);
+      const last = page[page.length - 1];
+      return {
+        items: page.map(view),
+        next_cursor: rows.length > options.limit && last ? `${last.time}.${last.id}` : null,
+      };
+    },
+    markRead(id: string): NotificationView {
+      const row = deps.repo.get(id);
+      if (!row || row.audience !== ADMINS) {
+        throw new AppError(404, "NOT_FOUND", `No notification with id "${id}"`);
+      }
+      deps.repo.markRead(id, deps.clock.now());
+      return view(deps.repo.get(id)!);
+    },
+  };
+}
+
+export type Notifications = ReturnType<typeof createNotifications>;

@@ -1,0 +1,194 @@
+/**
+ * The access-log pipeline: the data plane pushes records into a bounded in-memory queue (never
+ * touching SQLite on the request path); a timer drains it in batches to the writer (a writer
+ * thread in the server) and hands each batch to the optional sinks. A full queue drops the
+ * record and counts it. Retention deletes records by age and by count.
+ */
+import type { AccessLogFilter, AccessLogRepo, AccessLogRow } from "../../db/access_log_repo.ts";
+import { type AccessLogWriter, directWriter } from "../../db/access_log_writer.ts";
+import type { AccessRecord } from "./access_record.ts";
+import { toRow } from "./access_record.ts";
+import type { Clock } from "../core/clock.ts";
+import type { Logger } from "../core/logger.ts";
+
+/** Somewhere else batches go (PostgreSQL); must return at once and never throw. */
+export interface AccessLogSink {
+  offer(rows: readonly AccessLogRow[]): void;
+  stats(): Record<string, number | boolean>;
+  close(): Promise<void>;
+}
+
+export interface AccessLogOptions {
+  readonly queueSize: number;
+  readonly batchSize: number;
+  readonly retentionDays: number;
+  readonly maxRecords: number;
+  /** How often the queue is drained (ms). */
+  readonly flushIntervalMs?: number;
+  /** How often retention runs (ms). */
+  readonly pruneIntervalMs?: number;
+}
+
+export interface AccessLogDeps {
+  /** Queries (on the caller's connection). */
+  readonly repo: AccessLogRepo;
+  /** Inserts and retention; defaults to writing through `repo` on this thread. */
+  readonly writer?: AccessLogWriter;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly sinks?: readonly AccessLogSink[];
+}
+
+export interface AccessLogStats {
+  readonly queued: number;
+  readonly written: number;
+  readonly dropped: number;
+  readonly pruned: number;
+  readonly sinks: Record<string, number | boolean>[];
+}
+
+const DAY_MS = 86_400_000;
+/**
+ * Records queued before a flush is scheduled ahead of the timer. A flush serialises every record
+ * it takes on the event loop and copies the rows to the writer thread (about 2 µs a record), so
+ * at a few thousand requests a second one flush per 100 ms paused the data plane for 1-2 ms;
+ * flushing every 64 records keeps each pause near 0.15 ms.
+ */
+const EARLY_FLUSH_AT = 64;
+
+export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) {
+  const { repo, clock, logger } = deps;
+  const sinks = deps.sinks ?? [];
+  let queue: AccessRecord[] = [];
+  let dropped = 0;
+  let reportedDropped = 0;
+  let written = 0;
+  let pruned = 0;
+  let flushTimer: ReturnType<typeof setInterval> | undefined;
+  let pruneTimer: ReturnType<typeof setInterval> | undefined;
+  let earlyFlush: ReturnType<typeof setTimeout> | undefined;
+  /** Rows waiting for a full batch before they are offered to the sinks. */
+  let sinkRows: AccessLogRow[] = [];
+
+  const writer = deps.writer ?? directWriter(repo);
+  /** The last write in flight; writes are chained so they finish in order. */
+  let writing: Promise<unknown> = Promise.resolve();
+
+  function reportDrops(): void {
+    if (dropped === reportedDropped) return;
+    logger.warn("access log records dropped (queue full or batch failed)", {
+      dropped_since_last: dropped - reportedDropped,
+      dropped_total: dropped,
+    });
+    reportedDropped = dropped;
+  }
+
+  /** Offers the sinks their rows in batches of `batchSize`; `all` includes a partial batch. */
+  function offer(rows: AccessLogRow[], all: boolean): void {
+    if (sinks.length === 0) return;
+    for (const row of rows) sinkRows.push(row);
+    while (sinkRows.length >= options.batchSize || (all && sinkRows.length > 0)) {
+      const batch = sinkRows.length === options.batchSize
+        ? sinkRows
+        : sinkRows.slice(0, options.batchSize);
+      sinkRows = sinkRows.length === batch.length ? [] : sinkRows.slice(batch.length);
+      for (const sink of sinks) sink.offer(batch);
+    }
+  }
+
+  /**
+   * Hands everything queued to the writer; resolves once it is in the store. An early flush
+   * (`partial`) keeps a partial batch for the sinks until the next one.
+   */
+  function flush(partial = false): Promise<number> {
+    if (queue.length === 0) {
+      offer([], !partial);
+      return writing.then(() => 0);
+    }
+    const taken = queue;
+    queue = [];
+    const batches: Promise<number>[] = [];
+    for (let i = 0; i < taken.length; i += options.batchSize) {
+      const rows = taken.slice(i, i + options.batchSize).map(toRow);
+      offer(rows, !partial && i + options.batchSize >= taken.length);
+      batches.push(
+        writer.write(rows).then((n) => {
+          written += n;
+          return n;
+        }, (err) => {
+          // A failed batch is dropped rather than retried forever: the store is local, so a
+          // failure here is a full disk or a corrupt file, which retrying does not cure.
+          dropped += rows.length;
+          logger.error("access log batch failed", { rows: rows.length, error: err as Error });
+          return 0;
+        }),
+      );
+    }
+    const done = Promise.all(batches).then((counts) => {
+      reportDrops();
+      return counts.reduce((a, b) => a + b, 0);
+    });
+    writing = done;
+    return done;
+  }
+
+  /** Retention runs where the inserts run (the writer thread in the server), never here. */
+  async function prune(): Promise<number> {
+    const n = await writer.prune(clock.now() - options.retentionDays * DAY_MS, options.maxRecords);
+    pruned += n;
+    return n;
+  }
+
+  return {
+    /** Queues a record; false (and counted) when the queue is full. Never blocks. */
+    push(record: AccessRecord): boolean {
+      if (queue.length >= options.queueSize) {
+        dropped++;
+        return false;
+      }
+      queue.push(record);
+      if (queue.length === EARLY_FLUSH_AT && flushTimer !== undefined && !earlyFlush) {
+        earlyFlush = setTimeout(() => {
+          earlyFlush = undefined;
+          void flush(true);
+        }, 0);
+      }
+      return true;
+    },
+    /** Writes everything queued now; resolves with the number of rows written. */
+    flush: () => flush(),
+    prune,
+    start(): void {
+      flushTimer ??= setInterval(() => void flush(), options.flushIntervalMs ?? 100);
+      pruneTimer ??= setInterval(() => {
+        prune().catch((err) => {
+          logger.error("access log retention failed", { error: err as Error });
+        });
+      }, options.pruneIntervalMs ?? 600_000);
+    },
+    /** Stops the timers, writes what is queued and closes the sinks. */
+    async stop(): Promise<void> {
+      clearInterval(flushTimer);
+      clearInterval(pruneTimer);
+      clearTimeout(earlyFlush);
+      flushTimer = pruneTimer = earlyFlush = undefined;
+      await flush();
+      await writer.close();
+      for (const sink of sinks) await sink.close();
+    },
+    stats(): AccessLogStats {
+      return { queued: queue.length, written, dropped, pruned, sinks: sinks.map((s) => s.stats()) };
+    },
+    /** Store queries, after writing what is queued so a fresh trace id is found at once. */
+    async list(filter: AccessLogFilter) {
+      await flush();
+      return repo.list(filter);
+    },
+    async get(traceId: string) {
+      await flush();
+      return repo.get(traceId);
+    },
+  };
+}
+
+export type AccessLog = ReturnType<typeof createAccessLog>;

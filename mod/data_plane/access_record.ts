@@ -1,0 +1,125 @@
+/**
+ * One data-plane request as the access log keeps it, and the ordered chain of checks that ran.
+ * The chain is shared by every check in the data plane: adding a check is one
+ * `chain.add("ip_list", "pass")` call, which also times it.
+ */
+import type { AccessLogRow } from "../../db/access_log_repo.ts";
+
+export type Action = "pass" | "block" | "log" | "challenge";
+
+/** One check's outcome, in the order the checks ran. */
+export interface CheckEntry {
+  readonly check: string;
+  readonly result: string;
+  /** Microseconds this check took. */
+  readonly us: number;
+  /** Rule or detector id behind the result, when there is one. */
+  readonly rule?: string;
+}
+
+export interface FindingRecord {
+  readonly class: string;
+  readonly confidence: string;
+  readonly score: number;
+  readonly location: string;
+  readonly evidence: string;
+  readonly rule: string;
+}
+
+export interface AccessRecord {
+  readonly trace_id: string;
+  /** Milliseconds since the epoch when the request arrived. */
+  readonly time: number;
+  site_id: string | null;
+  site: string | null;
+  /** The client address (from forwarding headers only when the peer is a trusted proxy). */
+  client_ip: string;
+  /** The address of the TCP peer. */
+  readonly peer_ip: string;
+  readonly proto: "http" | "https";
+  readonly method: string;
+  readonly host: string;
+  readonly path: string;
+  readonly query: string;
+  readonly user_agent: string | null;
+  status: number;
+  action: Action;
+  readonly chain: CheckEntry[];
+  finding: FindingRecord | null;
+  /** Findings of every band, including those below the site's threshold. */
+  findings: number;
+  upstream: string | null;
+  bytes_in: number | null;
+  bytes_out: number | null;
+  latency_us: { total: number; waf: number; upstream: number | null };
+}
+
+/** Monotonic microseconds for check timings (not wall-clock time, never asserted in tests). */
+export function micros(): number {
+  return performance.now() * 1000;
+}
+
+/** Appends timed entries to a record's chain. */
+export class Chain {
+  #mark: number;
+  readonly entries: CheckEntry[];
+  constructor(entries: CheckEntry[], start: number = micros()) {
+    this.entries = entries;
+    this.#mark = start;
+  }
+  /** Records a check that ran since the previous entry (or since the request started). */
+  add(check: string, result: string, rule?: string): void {
+    const now = micros();
+    const us = Math.round(now - this.#mark);
+    this.#mark = now;
+    this.entries.push(rule === undefined ? { check, result, us } : { check, result, us, rule });
+  }
+}
+
+const EVIDENCE_LIMIT = 200;
+const QUERY_LIMIT = 1024;
+/** Locations whose values are credentials: evidence from them is never stored. */
+const SECRET_LOCATION = /^(header:(authorization|proxy-authorization|cookie|x-api-key)|cookie:)/;
+/** Query parameters whose values are masked in stored records. */
+const SECRET_PARAM = /(pass|secret|token|key|auth|session|sig|credential)/i;
+
+/** The evidence as stored: truncated, and masked when it came from a credential. */
+export function safeEvidence(location: string, evidence: string): string {
+  if (SECRET_LOCATION.test(location)) return `[masked: ${evidence.length} characters]`;
+  return evidence.length > EVIDENCE_LIMIT ? evidence.slice(0, EVIDENCE_LIMIT) + "…" : evidence;
+}
+
+/** The query string as stored: values of secret-looking parameters masked, then truncated. */
+export function safeQuery(query: string): string {
+  if (query.length === 0) return query;
+  const masked = query.split("&").map((pair) => {
+    const eq = pair.indexOf("=");
+    if (eq < 0) return pair;
+    return SECRET_PARAM.test(pair.slice(0, eq)) ? `${pair.slice(0, eq)}=[masked]` : pair;
+  }).join("&");
+  return masked.length > QUERY_LIMIT ? masked.slice(0, QUERY_LIMIT) + "…" : masked;
+}
+
+/** Serialises a record for the store (and other sinks), masking on the way out. */
+export function toRow(record: AccessRecord): AccessLogRow {
+  const finding = record.finding
+    ? {
+      ...record.finding,
+      evidence: safeEvidence(record.finding.location, record.finding.evidence),
+    }
+    : null;
+  const stored = { ...record, query: safeQuery(record.query), finding };
+  return {
+    trace_id: record.trace_id,
+    time: record.time,
+    site_id: record.site_id,
+    client_ip: record.client_ip,
+    method: record.method,
+    host: record.host,
+    path: record.path,
+    status: record.status,
+    action: record.action,
+    attack_class: finding?.class ?? null,
+    record: JSON.stringify(stored),
+  };
+}

@@ -1,0 +1,153 @@
+/**
+ * The compiled policy the data plane runs on: sites compiled once into immutable lookup
+ * structures (exact host map, wildcard suffix map, upstream pools, trusted-proxy sets).
+ * Every management change rebuilds it from the store and swaps one reference; a request reads
+ * the reference once when it starts, so requests in flight finish on the policy they began
+ * with.
+ */
+import type { CidrSet } from "./cidr.ts";
+import { compileCidrs } from "./cidr.ts";
+import type { Clock } from "../core/clock.ts";
+import type { CompiledProtection } from "../protection/protection_compile.ts";
+import type { Site, StoredSiteRow } from "./site_schema.ts";
+import { siteFromRow } from "./site_schema.ts";
+import { createUpstreamPool, type UpstreamPool } from "./upstream_pool.ts";
+
+export type Mode = Site["mode"];
+export type Level = Site["level"];
+
+export interface CompiledSite {
+  readonly id: string;
+  readonly name: string;
+  readonly hosts: readonly string[];
+  readonly mode: Mode;
+  readonly level: Level;
+  readonly maxBodyBytes: number;
+  readonly inspectBodyBytes: number;
+  readonly connectTimeoutMs: number;
+  readonly responseTimeoutMs: number;
+  readonly pool: UpstreamPool;
+  readonly trustedProxies: CidrSet;
+  readonly tls: { readonly cert: string; readonly key: string } | null;
+}
+
+export interface CompiledPolicy {
+  /** Increases with every rebuild; logged and exposed for diagnostics. */
+  readonly version: number;
+  readonly sites: readonly CompiledSite[];
+  /** The site for a Host header (port ignored, case-insensitive), or undefined. */
+  match(host: string | null): CompiledSite | undefined;
+  /** The protection controls (IP lists, ACL, rules, bot, rate limit, ALAP, edge, block page). */
+  readonly protection?: CompiledProtection;
+}
+
+/** Lower-case host without port or trailing dot; IPv6 literals keep their brackets. */
+export function hostOf(header: string): string {
+  let h = header;
+  if (h.startsWith("[")) {
+    const end = h.indexOf("]");
+    h = end > 0 ? h.slice(0, end + 1) : h;
+  } else {
+    const colon = h.indexOf(":");
+    if (colon >= 0) h = h.slice(0, colon);
+  }
+  if (h.endsWith(".")) h = h.slice(0, -1);
+  return h.toLowerCase();
+}
+
+const HOST_CACHE_LIMIT = 1024;
+
+function compileSite(site: Site, clock: Clock, previous: CompiledSite | undefined): CompiledSite {
+  // Keep the upstream pool (and its health state) when the upstream list did not change.
+  const samePool = previous !== undefined &&
+    previous.pool.upstreams.map((u) => u.origin).join(" ") === site.upstreams.join(" ");
+  return {
+    id: site.id,
+    name: site.name,
+    hosts: site.hosts,
+    mode: site.mode,
+    level: site.level,
+    maxBodyBytes: site.max_body_bytes,
+    inspectBodyBytes: Math.min(site.inspect_body_bytes, site.max_body_bytes),
+    connectTimeoutMs: site.timeouts.connect_ms,
+    responseTimeoutMs: site.timeouts.response_ms,
+    pool: samePool ? previous.pool : createUpstreamPool(site.upstreams, clock),
+    trustedProxies: compileCidrs(site.trusted_proxies),
+    tls: site.tls,
+  };
+}
+
+/** Compiles sites into a policy; `previous` lends unchanged upstream pools. */
+export function compilePolicy(
+  sites: readonly Site[],
+  clock: Clock,
+  version: number,
+  previous?: CompiledPolicy,
+): CompiledPolicy {
+  const before = new Map(previous?.sites.map((s) => [s.id, s]));
+  const compiled = sites.map((s) => compileSite(s, clock, before.get(s.id)));
+  const exact = new Map<string, CompiledSite>();
+  /** `*.example.com` is stored under `example.com`. */
+  const wildcard = new Map<string, CompiledSite>();
+  for (const site of compiled) {
+    for (const h of site.hosts) {
+      if (h.startsWith("*.")) wildcard.set(h.slice(2), site);
+      else exact.set(h, site);
+    }
+  }
+  const cache = new Map<string, CompiledSite | null>();
+  function lookup(host: string): CompiledSite | undefined {
+    const found = exact.get(host);
+    if (found) return found;
+    if (wildcard.size === 0) return undefined;
+    // The longest matching suffix wins: a.b.example.com tries b.example.com, then example.com.
+    for (let dot = host.indexOf("."); dot >= 0; dot = host.indexOf(".", dot + 1)) {
+      const site = wildcard.get(host.slice(dot + 1));
+      if (site) return site;
+    }
+    return undefined;
+  }
+  return {
+    version,
+    sites: compiled,
+    match(header: string | null): CompiledSite | undefined {
+      if (header === null || compiled.length === 0) return undefined;
+      const cached = cache.get(header);
+      if (cached !== undefined) return cached ?? undefined;
+      const site = lookup(hostOf(header));
+      if (cache.size >= HOST_CACHE_LIMIT) cache.clear();
+      cache.set(header, site ?? null);
+      return site;
+    },
+  };
+}
+
+/** Holds the current policy and rebuilds it from the store. */
+export interface Policy {
+  readonly current: CompiledPolicy;
+  /** Recompiles from the store and swaps; returns the new policy. */
+  rebuild(): CompiledPolicy;
+}
+
+export function createPolicy(deps: {
+  readonly listSites: () => readonly StoredSiteRow[];
+  readonly clock: Clock;
+  /** Compiles the protection controls into the same policy, so both swap together. */
+  readonly compileProtection?: () => CompiledProtection;
+}): Policy {
+  let version = 0;
+  const build = (previous?: CompiledPolicy): CompiledPolicy => {
+    const sites = compilePolicy(deps.listSites().map(siteFromRow), deps.clock, ++version, previous);
+    return deps.compileProtection ? { ...sites, protection: deps.compileProtection() } : sites;
+  };
+  let current = build();
+  return {
+    get current() {
+      return current;
+    },
+    rebuild() {
+      current = build(current);
+      return current;
+    },
+  };
+}

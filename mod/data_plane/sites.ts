@@ -1,0 +1,220 @@
+/**
+ * The sites service: create, change and delete sites in the store, each with its audit record
+ * in the same transaction, then rebuild the compiled policy so the data plane enforces the
+ * change at once. Private keys are stored but never returned or audited.
+ */
+import { createPrivateKey, X509Certificate } from "node:crypto";
+import { createSecureContext } from "node:tls";
+import type { SitesRepo } from "../../db/sites_repo.ts";
+import { transaction } from "../../db/store.ts";
+import type { Db } from "../../db/store.ts";
+import type { Audit, AuditEvent } from "../core/audit.ts";
+import type { Clock } from "../core/clock.ts";
+import { AppError } from "../core/errors.ts";
+import type { Policy } from "./policy.ts";
+import { type Random, randomHex } from "../core/random.ts";
+import { type Site, type SiteConfig, siteFromRow } from "./site_schema.ts";
+
+/** A site as the API shows it: the certificate but never the private key. */
+export interface SiteView extends Omit<Site, "tls" | "created_at" | "updated_at"> {
+  readonly tls: { readonly cert: string } | null;
+  readonly created_at: string;
+  readonly updated_at: string;
+}
+
+export function siteView(site: Site): SiteView {
+  return {
+    ...site,
+    tls: site.tls ? { cert: site.tls.cert } : null,
+    created_at: new Date(site.created_at).toISOString(),
+    updated_at: new Date(site.updated_at).toISOString(),
+  };
+}
+
+/** Who asked, for the audit record. */
+export type AuditContext = Pick<AuditEvent, "actor" | "clientIp" | "traceId">;
+
+export interface SitesDeps {
+  readonly db: Db;
+  readonly repo: SitesRepo;
+  readonly audit: Audit;
+  readonly policy: Policy;
+  readonly clock: Clock;
+  readonly random: Random;
+}
+
+function notFound(id: string): AppError {
+  return new AppError(404, "NOT_FOUND", `No site with id "${id}"`);
+}
+
+/** Refuses a host that another site already serves (exact or the same wildcard). */
+function checkHosts(repo: SitesRepo, hosts: readonly string[], selfId?: string): void {
+  const seen = new Set<string>();
+  for (const [i, h] of hosts.entries()) {
+    if (seen.has(h)) {
+      throw new AppError(
+        400,
+        "BAD_REQUEST",
+        `Invalid field "hosts[${i}]": "${h}" is listed twice`,
+        {
+          details: { field: `hosts[${i}]` },
+        },
+      );
+    }
+    seen.add(h);
+  }
+  for (const row of repo.list()) {
+    if (row.id === selfId) continue;
+    const other = siteFromRow(row);
+    for (const [i, h] of hosts.entries()) {
+      if (other.hosts.includes(h)) {
+        throw new AppError(
+          409,
+          "CONFLICT",
+          `Host "${h}" is already served by site "${other.name}"`,
+          { details: { field: `hosts[${i}]`, site_id: other.id } },
+        );
+      }
+    }
+  }
+}
+
+/** Resolves the key (kept from the stored site when omitted) and checks the pair loads. */
+function resolveTls(
+  input: SiteConfig["tls"],
+  stored: Site["tls"] | undefined,
+): Site["tls"] {
+  if (input === null) return null;
+  const key = input.key ?? stored?.key;
+  if (key === undefined) {
+    throw new AppError(400, "BAD_REQUEST", 'Invalid field "tls.key": expected a PEM private key', {
+      details: { field: "tls.key" },
+    });
+  }
+  try {
+    createSecureContext({ cert: input.cert, key });
+    // Loading a pair does not check that the key belongs to the certificate; this does.
+    if (!new X509Certificate(input.cert).checkPrivateKey(createPrivateKey(key))) {
+      throw new Error("The private key does not match the certificate");
+    }
+  } catch (err) {
+    throw new AppError(
+      400,
+      "BAD_REQUEST",
+      'Invalid field "tls": the certificate and key do not load as a pair',
+      { details: { field: "tls" }, cause: err },
+    );
+  }
+  return { cert: input.cert, key };
+}
+
+function stored(config: SiteConfig, tls: Site["tls"]): string {
+  const { name: _name, ...rest } = config;
+  return JSON.stringify({ ...rest, tls });
+}
+
+/** What the audit record says about a site: its settings, never key material. */
+function auditDetail(config: SiteConfig): Record<string, unknown> {
+  return {
+    name: config.name,
+    hosts: config.hosts,
+    upstreams: config.upstreams,
+    mode: config.mode,
+    level: config.level,
+    tls: config.tls !== null,
+  };
+}
+
+export function createSites(deps: SitesDeps) {
+  const { db, repo, audit, policy, clock } = deps;
+
+  function load(id: string): Site {
+    const row = repo.get(id);
+    if (!row) throw notFound(id);
+    return siteFromRow(row);
+  }
+
+  function nameTaken(name: string, selfId?: string): void {
+    const row = repo.getByName(name);
+    if (row && row.id !== selfId) {
+      throw new AppError(409, "CONFLICT", `A site named "${name}" already exists`, {
+        details: { field: "name", site_id: row.id },
+      });
+    }
+  }
+
+  return {
+    list(): SiteView[] {
+      return repo.list().map((r) => siteView(siteFromRow(r)));
+    },
+    get(id: string): SiteView {
+      return siteView(load(id));
+    },
+    create(config: SiteConfig, who: AuditContext): SiteView {
+      const id = randomHex(deps.random, 12);
+      const site = transaction(db, () => {
+        nameTaken(config.name);
+        checkHosts(repo, config.hosts);
+        const tls = resolveTls(config.tls, undefined);
+        const now = clock.now();
+        repo.insert({
+          id,
+          name: config.name,
+          config: stored(config, tls),
+          created_at: now,
+          updated_at: now,
+        });
+        audit.record({
+          ...who,
+          action: "site.create",
+          target: id,
+          result: "success",
+          detail: auditDetail(config),
+        });
+        return load(id);
+      });
+      policy.rebuild();
+      return siteView(site);
+    },
+    update(id: string, config: SiteConfig, who: AuditContext): SiteView {
+      const site = transaction(db, () => {
+        const before = load(id);
+        nameTaken(config.name, id);
+        checkHosts(repo, config.hosts, id);
+        const tls = resolveTls(config.tls, before.tls);
+        repo.update({
+          id,
+          name: config.name,
+          config: stored(config, tls),
+          updated_at: clock.now(),
+        });
+        audit.record({
+          ...who,
+          action: "site.update",
+          target: id,
+          result: "success",
+          detail: auditDetail(config),
+        });
+        return load(id);
+      });
+      policy.rebuild();
+      return siteView(site);
+    },
+    remove(id: string, who: AuditContext): void {
+      transaction(db, () => {
+        const before = load(id);
+        repo.remove(id);
+        audit.record({
+          ...who,
+          action: "site.delete",
+          target: id,
+          result: "success",
+          detail: { name: before.name, hosts: before.hosts },
+        });
+      });
+      policy.rebuild();
+    },
+  };
+}
+
+export type Sites = ReturnType<typeof createSites>;

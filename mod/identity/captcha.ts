@@ -1,0 +1,170 @@
+/**
+ * A proof-of-work CAPTCHA the browser solves without third parties: the server signs a
+ * challenge (HMAC), the client finds a nonce whose SHA-256 together with the challenge has
+ * `difficulty` leading zero bits (the same puzzle as the data plane's bot challenge,
+ * `engine/bot.ts`), and the server checks it. Challenges and receipts expire
+ * after two minutes and are single-use; a receipt is bound to one username and one client
+ * address. Signed values carry this process's boot id, so nothing issued before a restart
+ * (when the used-sets were lost) is accepted after it.
+ */
+import type { Clock } from "../core/clock.ts";
+import { fromB64urlText, hmac, safeEqual, sha256Hex } from "../core/digest.ts";
+import { AppError } from "../core/errors.ts";
+import { type Random, randomHex } from "../core/random.ts";
+import { solves } from "../../engine/bot.ts";
+import { Buffer } from "node:buffer";
+
+export const CAPTCHA_TTL_MS = 120_000;
+export const CAPTCHA_ALGORITHM = "sha256-leading-zero-bits";
+const VERSION = "v1";
+
+interface ChallengeClaims {
+  readonly t: "c";
+  readonly id: string;
+  readonly d: number;
+  readonly e: number;
+  readonly ip: string;
+  readonly b: string;
+}
+
+interface ReceiptClaims {
+  readonly t: "r";
+  readonly id: string;
+  readonly u: string;
+  readonly e: number;
+  readonly ip: string;
+  readonly b: string;
+}
+
+export interface Challenge {
+  readonly challenge: string;
+  readonly algorithm: typeof CAPTCHA_ALGORITHM;
+  readonly difficulty: number;
+  readonly expires_at: string;
+}
+
+/** Why a challenge answer or a receipt was refused (kept for the audit record). */
+export type CaptchaFailure =
+  | "malformed"
+  | "bad_signature"
+  | "expired"
+  | "reused"
+  | "wrong_client"
+  | "wrong_username"
+  | "wrong_answer";
+
+export class CaptchaError extends AppError {
+  readonly reason: CaptchaFailure;
+  constructor(reason: CaptchaFailure) {
+    super(
+      403,
+      "CAPTCHA_INVALID",
+      `CAPTCHA refused (${reason.replace("_", " ")}): fetch a fresh challenge and solve it again`,
+      { details: { reason } },
+    );
+    this.reason = reason;
+  }
+}
+
+/** Solves a challenge by brute force (tests and command-line clients). */
+export function solveChallenge(challenge: string, difficulty: number): string {
+  for (let n = 0;; n++) if (solves(challenge, String(n), difficulty)) return String(n);
+}
+
+export function createCaptcha(deps: { key: Uint8Array; clock: Clock; random: Random }) {
+  const boot = randomHex(deps.random, 8);
+  /** Ids already used, with their expiry so the sets can be swept. */
+  const usedChallenges = new Map<string, number>();
+  const usedReceipts = new Map<string, number>();
+
+  const sign = (claims: ChallengeClaims | ReceiptClaims): string => {
+    const body = `${VERSION}.${Buffer.from(JSON.stringify(claims)).toString("base64url")}`;
+    return `${body}.${hmac(deps.key, body)}`;
+  };
+
+  const open = (token: string, type: "c" | "r"): ChallengeClaims | ReceiptClaims => {
+    const parts = token.split(".");
+    if (parts.length !== 3 || parts[0] !== VERSION) throw new CaptchaError("malformed");
+    const body = `${parts[0]}.${parts[1]}`;
+    if (!safeEqual(hmac(deps.key, body), parts[2]!)) throw new CaptchaError("bad_signature");
+    const text = fromB64urlText(parts[1]!);
+    let claims: ChallengeClaims | ReceiptClaims;
+    try {
+      claims = JSON.parse(text ?? "");
+    } catch {
+      throw new CaptchaError("malformed");
+    }
+    if (claims.t !== type) throw new CaptchaError("malformed");
+    if (claims.b !== boot || claims.e <= deps.clock.now()) throw new CaptchaError("expired");
+    return claims;
+  };
+
+  const sweep = () => {
+    const now = deps.clock.now();
+    for (const set of [usedChallenges, usedReceipts]) {
+      for (const [id, exp] of set) if (exp <= now) set.delete(id);
+    }
+  };
+
+  return {
+    /** A fresh signed challenge for `clientIp`. */
+    challenge(clientIp: string, difficulty: number): Challenge {
+      const claims: ChallengeClaims = {
+        t: "c",
+        id: randomHex(deps.random),
+        d: difficulty,
+        e: deps.clock.now() + CAPTCHA_TTL_MS,
+        ip: clientIp,
+        b: boot,
+      };
+      return {
+        challenge: sign(claims),
+        algorithm: CAPTCHA_ALGORITHM,
+        difficulty,
+        expires_at: new Date(claims.e).toISOString(),
+      };
+    },
+
+    /**
+     * Checks an answer and returns a one-time receipt bound to `username` and `clientIp`.
+     * The challenge is spent by this call whether the answer is right or not.
+     */
+    verify(input: { challenge: string; nonce: string; username: string; clientIp: string }): {
+      receipt: string;
+      expires_at: string;
+    } {
+      const claims = open(input.challenge, "c") as ChallengeClaims;
+      if (usedChallenges.has(claims.id)) throw new CaptchaError("reused");
+      usedChallenges.set(claims.id, claims.e);
+      if (claims.ip !== input.clientIp) throw new CaptchaError("wrong_client");
+      if (!solves(input.challenge, input.nonce, claims.d)) throw new CaptchaError("wrong_answer");
+      const receipt: ReceiptClaims = {
+        t: "r",
+        id: randomHex(deps.random),
+        u: input.username,
+        e: deps.clock.now() + CAPTCHA_TTL_MS,
+        ip: input.clientIp,
+        b: boot,
+      };
+      return { receipt: sign(receipt), expires_at: new Date(receipt.e).toISOString() };
+    },
+
+    /** Spends a receipt for a login of `username` from `clientIp`; throws when refused. */
+    consumeReceipt(receipt: string, username: string, clientIp: string): void {
+      const claims = open(receipt, "r") as ReceiptClaims;
+      if (usedReceipts.has(claims.id)) throw new CaptchaError("reused");
+      usedReceipts.set(claims.id, claims.e);
+      if (claims.ip !== clientIp) throw new CaptchaError("wrong_client");
+      // Exact comparison: usernames are never normalised, receipts included.
+      if (!safeEqual(claims.u, username)) throw new CaptchaError("wrong_username");
+    },
+
+    sweep,
+    /** A short digest of a receipt for audit records (the receipt itself is a credential). */
+    fingerprint(token: string): string {
+      return sha256Hex(token).slice(0, 12);
+    },
+  };
+}
+
+export type Captcha = ReturnType<typeof createCaptcha>;

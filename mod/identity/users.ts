@@ -1,0 +1,198 @@
+/**
+ * Accounts: create, list and update, each validated by the one username, role and password
+ * rule, hashed before the transaction (hashing is slow), and audited inside it.
+ */
+import type { UserRow, UsersRepo } from "../../db/users_repo.ts";
+import type { Audit, AuditEvent } from "../core/audit.ts";
+import type { Clock } from "../core/clock.ts";
+import { AppError } from "../core/errors.ts";
+import { hashPassword } from "./password_hash.ts";
+import { checkPassword, PASSWORD_RULES } from "./password_policy.ts";
+import { grants, permissionsOf, type RoleMap, validateRole } from "./permissions.ts";
+import { type Random, randomHex } from "../core/random.ts";
+import { validateUsername } from "./username.ts";
+
+/** What the API returns for an account: never hashes or secrets. */
+export interface PublicUser {
+  readonly id: string;
+  readonly username: string;
+  readonly role: string;
+  readonly totp_enabled: boolean;
+  readonly created_at: string;
+  readonly updated_at: string;
+}
+
+export function toPublicUser(row: UserRow): PublicUser {
+  return {
+    id: row.id,
+    username: row.username,
+    role: row.role,
+    totp_enabled: row.totp_enabled === 1,
+    created_at: new Date(row.created_at).toISOString(),
+    updated_at: new Date(row.updated_at).toISOString(),
+  };
+}
+
+/** Throws 400 `USERNAME_INVALID` unless `username` follows the rule exactly. */
+export function assertUsername(username: string): void {
+  const check = validateUsername(username);
+  if (!check.ok) {
+    throw new AppError(400, "USERNAME_INVALID", `Invalid username: ${check.reason}`, {
+      details: { field: "username", reason: check.reason },
+    });
+  }
+}
+
+/** Throws 400 `PASSWORD_POLICY` listing every failed rule. */
+export function assertPassword(password: string, username: string): void {
+  const failed = checkPassword(password, username);
+  if (failed.length > 0) {
+    throw new AppError(
+      400,
+      "PASSWORD_POLICY",
+      `Password does not meet the policy: ${failed.map((r) => PASSWORD_RULES[r]).join("; ")}`,
+      { details: { field: "password", rules: failed } },
+    );
+  }
+}
+
+/** Throws 400 `ROLE_INVALID` unless `role` is exactly a configured role. */
+export function assertRole(roles: RoleMap, role: string): void {
+  const check = validateRole(roles, role);
+  if (!check.ok) {
+    throw new AppError(400, "ROLE_INVALID", `Invalid role: ${check.reason}`, {
+      details: { field: "role", reason: check.reason },
+    });
+  }
+}
+
+export type AuditContext = Pick<AuditEvent, "actor" | "clientIp" | "traceId">;
+
+export interface UsersDeps {
+  readonly repo: UsersRepo;
+  readonly audit: Audit;
+  readonly clock: Clock;
+  readonly random: Random;
+  readonly roles: RoleMap;
+  readonly transaction: <T>(fn: () => T) => T;
+}
+
+export function createUsers(deps: UsersDeps) {
+  const canManageUsers = (row: UserRow) =>
+    !row.disabled && grants(permissionsOf(deps.roles, row.role), "write:users");
+
+  const taken = (username: string) =>
+    new AppError(409, "USERNAME_TAKEN", `Username "${username}" is already taken`, {
+      details: { field: "username" },
+    });
+
+  return {
+    list(): PublicUser[] {
+      return deps.repo.list().map(toPublicUser);
+    },
+
+    get(id: string): PublicUser {
+      const row = deps.repo.get(id);
+      if (!row) throw new AppError(404, "NOT_FOUND", `No user with id "${id}"`);
+      return toPublicUser(row);
+    },
+
+    /**
+     * Creates an account. `inTransaction` runs extra work (setup completion) in the same
+     * transaction as the insert and its audit record.
+     */
+    async create(
+      input: { username: string; password: string; role: string },
+      ctx: AuditContext & { action?: string },
+      inTransaction?: (row: UserRow) => void,
+    ): Promise<PublicUser> {
+      assertUsername(input.username);
+      assertRole(deps.roles, input.role);
+      assertPassword(input.password, input.username);
+      const hash = await hashPassword(input.password, deps.random);
+      return deps.transaction(() => {
+        if (deps.repo.getByUsername(input.username)) throw taken(input.username);
+        const id = randomHex(deps.random);
+        deps.repo.insert({
+          id,
+          username: input.username,
+          password_hash: hash,
+          role: input.role,
+          now: deps.clock.now(),
+        });
+        const row = deps.repo.get(id)!;
+        inTransaction?.(row);
+        deps.audit.record({
+          ...ctx,
+          action: ctx.action ?? "user.create",
+          target: `user:${id}`,
+          result: "success",
+          detail: { username: input.username, role: input.role },
+        });
+        return toPublicUser(row);
+      });
+    },
+
+    /** Changes username, role and/or password; each change advances the credential epoch. */
+    async update(
+      id: string,
+      input: { username?: string; password?: string; role?: string },
+      ctx: AuditContext,
+    ): Promise<PublicUser> {
+      const before = deps.repo.get(id);
+      if (!before) throw new AppError(404, "NOT_FOUND", `No user with id "${id}"`);
+      // A supplied username is always checked, even when unchanged: PUT cannot keep or pick
+      // a non-canonical historical name.
+      if (input.username !== undefined) assertUsername(input.username);
+      if (input.role !== undefined) assertRole(deps.roles, input.role);
+      const username = input.username ?? before.username;
+      if (input.password !== undefined) assertPassword(input.password, username);
+      const hash = input.password === undefined
+        ? undefined
+        : await hashPassword(input.password, deps.random);
+      return deps.transaction(() => {
+        const row = deps.repo.get(id);
+        if (!row) throw new AppError(404, "NOT_FOUND", `No user with id "${id}"`);
+        const now = deps.clock.now();
+        const changed: string[] = [];
+        if (input.username !== undefined && input.username !== row.username) {
+          if (deps.repo.getByUsername(input.username)) throw taken(input.username);
+          deps.repo.updateUsername(id, input.username, now);
+          changed.push("username");
+        }
+        if (input.role !== undefined && input.role !== row.role) {
+          const losesAdmin = canManageUsers(row) &&
+            !grants(permissionsOf(deps.roles, input.role), "write:users");
+          if (losesAdmin && deps.repo.list().filter(canManageUsers).length <= 1) {
+            throw new AppError(
+              409,
+              "LAST_ADMIN",
+              "Refusing to change the role of the last account that can manage users",
+            );
+          }
+          deps.repo.updateRole(id, input.role, now);
+          changed.push("role");
+        }
+        if (hash !== undefined) {
+          deps.repo.updatePassword(id, hash, now);
+          changed.push("password");
+        }
+        deps.audit.record({
+          ...ctx,
+          action: "user.update",
+          target: `user:${id}`,
+          result: "success",
+          detail: {
+            changed,
+            username: username,
+            ...(changed.includes("username") ? { previous_username: row.username } : {}),
+            ...(changed.includes("role") ? { role: input.role, previous_role: row.role } : {}),
+          },
+        });
+        return toPublicUser(deps.repo.get(id)!);
+      });
+    },
+  };
+}
+
+export type Users = ReturnType<typeof createUsers>;

@@ -1,0 +1,323 @@
+/**
+ * Per-request evaluation of the protection controls, in the design's order: IP allow/block
+ * lists and applied ALAP blocks, ACL rules, threat-intelligence indicators, bot policy, global
+ * rate limit (the pre-body checks); custom regex rules (after the body prefix is read); ALAP
+ * exceptions and signature blocks around the semantic engine's verdict. Each check adds its
+ * entry to the evaluation chain.
+ *
+ * The compiled structures are immutable; what changes per request (rate counters, used puzzle
+ * nonces, ALAP scores) lives here, bounded, and survives policy rebuilds that do not touch it.
+ */
+import { classifyClient } from "../../engine/bot.ts";
+import type { Inspection } from "../../engine/types.ts";
+import { type AlapAdjusted, applyAlap } from "./alap_enforce.ts";
+import { type IpAddress, parseIp } from "../../engine/ip_address.ts";
+import { createRateLimiter, type RateLimiter } from "../../engine/rate_limit.ts";
+import type { RequestView } from "../../engine/request_view.ts";
+import type { Clock } from "../core/clock.ts";
+import type { CompiledBotPolicy, CompiledProtection } from "./protection_compile.ts";
+import type { RateLimitDoc } from "./protection_schema.ts";
+import { createChallenges, DEFAULT_DIFFICULTY } from "./challenges.ts";
+import type { Random } from "../core/random.ts";
+
+/** The evaluation chain of the access-log record (one call per check). */
+export interface ChainSink {
+  add(check: string, result: string, rule?: string): void;
+}
+
+export interface PreRequest {
+  readonly siteId: string;
+  readonly clientIp: string;
+  readonly view: RequestView;
+  /** Set when the client is a crawler verified by reverse DNS (see `good_bots.ts`). */
+  readonly verifiedBot?: boolean;
+}
+
+/** What the pre-body checks decided. */
+export type PreVerdict =
+  | { readonly kind: "pass"; readonly trusted: boolean }
+  | { readonly kind: "block"; readonly check: string; readonly rule: string }
+  | {
+    readonly kind: "challenge";
+    readonly check: string;
+    readonly rule: string;
+    readonly difficulty: number;
+  }
+  | { readonly kind: "rate_limited"; readonly retryAfterSeconds: number };
+
+export type RuleVerdict =
+  | { readonly kind: "pass" }
+  | { readonly kind: "block"; readonly rule: string }
+  | { readonly kind: "challenge"; readonly rule: string };
+
+export { CLEARANCE_COOKIE } from "./challenges.ts";
+const PASS_UNTRUSTED: PreVerdict = { kind: "pass", trusted: false };
+const PASS_TRUSTED: PreVerdict = { kind: "pass", trusted: true };
+
+function limiterKey(doc: RateLimitDoc, req: PreRequest): string {
+  if (doc.key === "ip") return req.clientIp;
+  if (doc.key === "ip_site") return `${req.clientIp}|${req.siteId}`;
+  return `${req.clientIp}|${req.siteId}|${req.view.path}`;
+}
+
+export interface ProtectionRuntimeDeps {
+  readonly clock: Clock;
+  readonly random: Random;
+  /** HMAC key of puzzles and clearance cookies; per process unless injected. */
+  readonly challengeSecret?: Uint8Array;
+  /** Puzzle lifetime; the clearance lifetime comes from the bot policy. */
+  readonly puzzleTtlMs?: number;
+}
+
+export function createProtectionRuntime(deps: ProtectionRuntimeDeps) {
+  const challenges = createChallenges(deps);
+  const issuer = challenges.issuer;
+  const hasClearance = (req: PreRequest) =>
+    challenges.hasClearance(req.view.cookies, req.clientIp, req.view.header("user-agent") ?? "");
+  let globalLimiter: { doc: RateLimitDoc; json: string; limiter: RateLimiter } | undefined;
+  const botLimiters = new Map<string, RateLimiter>();
+
+  function botPolicyFor(
+    p: CompiledProtection,
+    siteId: string,
+    path: string,
+  ): CompiledBotPolicy | undefined {
+    for (const b of p.bot) {
+      if (b.site_id !== null && b.site_id !== siteId) continue;
+      if (path.startsWith(b.path_prefix)) return b;
+    }
+    return undefined;
+  }
+
+  /** A policy's threshold limiter: found by object per request, by limits across rebuilds. */
+  const botLimiterOf = new WeakMap<CompiledBotPolicy, RateLimiter>();
+  function overBotRate(b: CompiledBotPolicy, req: PreRequest, now: number): boolean {
+    if (!b.rate_threshold) return false;
+    let l = botLimiterOf.get(b);
+    if (!l) {
+      const key = `${b.id}/${b.rate_threshold.requests}/${b.rate_threshold.window_seconds}`;
+      l = botLimiters.get(key);
+      if (!l) {
+        if (botLimiters.size > 1000) botLimiters.clear();
+        l = createRateLimiter({
+          requests: b.rate_threshold.requests,
+          windowMs: b.rate_threshold.window_seconds * 1000,
+          burst: 0,
+          maxKeys: 50_000,
+        });
+        botLimiters.set(key, l);
+      }
+      botLimiterOf.set(b, l);
+    }
+    return !l.hit(req.clientIp, now).allowed;
+  }
+
+  /** The limiter survives rebuilds that leave the limits unchanged (counters are kept). */
+  function rateLimiter(doc: RateLimitDoc): RateLimiter {
+    if (globalLimiter?.doc === doc) return globalLimiter.limiter;
+    const json = JSON.stringify(doc);
+    if (globalLimiter?.json === json) {
+      globalLimiter.doc = doc;
+      return globalLimiter.limiter;
+    }
+    const limiter = createRateLimiter({
+      requests: doc.requests,
+      windowMs: doc.window_seconds * 1000,
+      burst: doc.burst,
+      maxKeys: doc.max_keys,
+    });
+    globalLimiter = { doc, json, limiter };
+    return limiter;
+  }
+
+  function ipChecks(
+    p: CompiledProtection,
+    req: PreRequest,
+    ip: IpAddress | undefined,
+    chain: ChainSink,
+    now: number,
+  ): PreVerdict | undefined {
+    if (!ip) return undefined;
+    if (p.ipList.size > 0) {
+      const hit = p.ipList.match(ip, req.siteId, req.view.path, now);
+      if (hit?.action === "allow") {
+        chain.add("ip_list", "allow", hit.id);
+        return PASS_TRUSTED;
+      }
+      if (hit) {
+        chain.add("ip_list", "block", hit.id);
+        return { kind: "block", check: "ip_list", rule: hit.id };
+      }
+      chain.add("ip_list", "pass");
+    }
+    if (p.alapBlocks.size > 0) {
+      for (const d of p.alapBlocks.lookup(ip)) {
+        if (d.siteId !== null && d.siteId !== req.siteId) continue;
+        if (d.expiresAt !== null && d.expiresAt <= now) continue;
+        chain.add("alap", "block", d.id);
+        return { kind: "block", check: "alap", rule: d.id };
+      }
+    }
+    return undefined;
+  }
+
+  return {
+    /**
+     * True when any pre-body check is configured. When none is, `pre` adds nothing to the chain
+     * and passes, so the connector skips it (and the request view it would build).
+     */
+    hasPre(p: CompiledProtection): boolean {
+      return p.ipList.size > 0 || p.alapBlocks.size > 0 || p.acl.size > 0 || p.threat.size > 0 ||
+        p.bot.length > 0 || p.rateLimit.enabled;
+    },
+
+    /** True when a bot policy for this request exempts verified crawlers. */
+    wantsBotVerification(p: CompiledProtection, siteId: string, path: string): boolean {
+      const b = p.bot.length > 0 ? botPolicyFor(p, siteId, path) : undefined;
+      return b !== undefined && b.mode !== "off" && b.verified_bots;
+    },
+
+    /** The issuer for a policy's puzzles (used by the challenge endpoint too). */
+    issuer,
+    newNonce: challenges.newNonce,
+
+    /**
+     * Checks a posted answer. One issuer verifies every puzzle (the difficulty travels signed
+     * inside the token), so the used-nonce set is shared and a puzzle is single-use everywhere.
+     */
+    verify(token: string, answer: string, ip: string, userAgent: string, now: number) {
+      return challenges.verify(token, answer, ip, userAgent, now);
+    },
+
+    /** A clearance cookie lasting as long as the bot policy of the return path says. */
+    clearance(
+      p: CompiledProtection,
+      siteId: string,
+      path: string,
+      ip: string,
+      userAgent: string,
+      now: number,
+    ) {
+      const b = botPolicyFor(p, siteId, path.split("?", 1)[0]!);
+      return issuer(b?.difficulty ?? DEFAULT_DIFFICULTY, b?.clearance_minutes ?? 60).clearance(
+        ip,
+        userAgent,
+        now,
+      );
+    },
+
+    /** IP lists, ALAP blocks, ACL, threat intelligence, bot policy and the global rate limit. */
+    pre(p: CompiledProtection, req: PreRequest, chain: ChainSink): PreVerdict {
+      const now = deps.clock.now();
+      const ip = parseIp(req.clientIp);
+      const ipVerdict = ipChecks(p, req, ip, chain, now);
+      if (ipVerdict && ipVerdict.kind !== "pass") return ipVerdict;
+      let trusted = ipVerdict?.kind === "pass";
+
+      if (p.acl.size > 0) {
+        const r = p.acl.evaluate(req.view, ip, req.siteId);
+        for (const id of r.logged) chain.add("acl", "log", id);
+        const d = r.decisive;
+        if (d?.action === "allow") {
+          chain.add("acl", "allow", d.id);
+          trusted = true;
+        } else if (d?.action === "block") {
+          chain.add("acl", "block", d.id);
+          return { kind: "block", check: "acl", rule: d.id };
+        } else if (d?.action === "challenge") {
+          if (hasClearance(req)) chain.add("acl", "clearance", d.id);
+          else {
+            chain.add("acl", "challenge", d.id);
+            return { kind: "challenge", check: "acl", rule: d.id, difficulty: DEFAULT_DIFFICULTY };
+          }
+        } else if (r.logged.length === 0) chain.add("acl", "pass");
+      }
+      if (trusted) return PASS_TRUSTED;
+
+      if (p.threat.size > 0 && ip) {
+        const hits = p.threat.lookup(ip);
+        const decisive = hits.find((h) => h.action === "block") ??
+          hits.find((h) => h.action === "challenge");
+        for (const h of hits) if (h.action === "log") chain.add("threat_intel", "log", h.feedId);
+        if (decisive?.action === "block") {
+          chain.add("threat_intel", "block", decisive.feedId);
+          return { kind: "block", check: "threat_intel", rule: decisive.feedId };
+        }
+        if (decisive?.action === "challenge") {
+          if (hasClearance(req)) chain.add("threat_intel", "clearance", decisive.feedId);
+          else {
+            chain.add("threat_intel", "challenge", decisive.feedId);
+            return {
+              kind: "challenge",
+              check: "threat_intel",
+              rule: decisive.feedId,
+              difficulty: DEFAULT_DIFFICULTY,
+            };
+          }
+        } else if (hits.length === 0) chain.add("threat_intel", "pass");
+      }
+
+      const bot = p.bot.length > 0 ? botPolicyFor(p, req.siteId, req.view.path) : undefined;
+      if (bot && bot.mode !== "off" && bot.verified_bots && req.verifiedBot) {
+        chain.add("bot", "verified_bot", bot.id);
+      } else if (bot && bot.mode !== "off") {
+        const ua = req.view.header("user-agent");
+        const reason = bot.mode === "all" ? "all" : classifyClient(ua, overBotRate(bot, req, now));
+        if (reason === undefined) chain.add("bot", "pass", bot.id);
+        else if (hasClearance(req)) chain.add("bot", "clearance", bot.id);
+        else {
+          chain.add("bot", `challenge:${reason}`, bot.id);
+          return { kind: "challenge", check: "bot", rule: bot.id, difficulty: bot.difficulty };
+        }
+      }
+
+      if (p.rateLimit.enabled) {
+        const d = rateLimiter(p.rateLimit).hit(limiterKey(p.rateLimit, req), now);
+        if (!d.allowed) {
+          chain.add("rate_limit", "limited");
+          return {
+            kind: "rate_limited",
+            retryAfterSeconds: Math.max(1, Math.ceil(d.retryAfterMs / 1000)),
+          };
+        }
+        chain.add("rate_limit", "pass");
+      }
+      return PASS_UNTRUSTED;
+    },
+
+    /** Custom regex rules; every matching rule id enters the chain. */
+    custom(p: CompiledProtection, req: PreRequest, chain: ChainSink): RuleVerdict {
+      if (p.custom.size === 0) return { kind: "pass" };
+      const r = p.custom.evaluate(req.view, req.siteId);
+      const decisive = r.decisive;
+      for (const id of r.matched) {
+        if (id !== decisive?.id) chain.add("custom_rule", "log", id);
+      }
+      if (!decisive) {
+        if (r.matched.length === 0) chain.add("custom_rule", "pass");
+        return { kind: "pass" };
+      }
+      if (decisive.action === "challenge" && hasClearance(req)) {
+        chain.add("custom_rule", "clearance", decisive.id);
+        return { kind: "pass" };
+      }
+      chain.add("custom_rule", decisive.action, decisive.id);
+      return decisive.action === "challenge"
+        ? { kind: "challenge", rule: decisive.id }
+        : { kind: "block", rule: decisive.id };
+    },
+
+    /** ALAP exceptions and signature blocks around the engine's verdict (see alap_enforce.ts). */
+    adjust(
+      p: CompiledProtection,
+      siteId: string,
+      path: string,
+      inspection: Inspection,
+      chain: ChainSink,
+    ): AlapAdjusted {
+      return applyAlap(p, siteId, path, inspection, chain, deps.clock.now());
+    },
+  };
+}
+
+export type ProtectionRuntime = ReturnType<typeof createProtectionRuntime>;

@@ -1,0 +1,134 @@
+import { assertEquals, ok } from "../../_helpers/assert.ts";
+import {
+  defaultConfig,
+  durationMs,
+  parseConfigText,
+  writeDefaultConfig,
+} from "../../../mod/config/config.ts";
+import { DEFAULT_CONFIG_YAML } from "../../../mod/config/config_default.ts";
+
+function problems(yaml: string): { path: string; message: string }[] {
+  const result = parseConfigText(yaml);
+  if (result.kind === "ok") throw new Error("expected the configuration to be invalid");
+  return [...result.problems];
+}
+
+Deno.test("the commented default configuration parses to the built-in defaults", () => {
+  const result = parseConfigText(DEFAULT_CONFIG_YAML);
+  assertEquals(result.kind, "ok");
+  if (result.kind === "ok") assertEquals(result.config, defaultConfig());
+});
+
+Deno.test("defaults match the specification", () => {
+  const c = defaultConfig();
+  assertEquals(c.server.data.listen, "0.0.0.0:8080");
+  assertEquals(c.server.management.listen, "127.0.0.1:9443");
+  assertEquals(c.server.management.tls, "off");
+  assertEquals(c.storage.profile, "temporary");
+  assertEquals(c.apisec.permissions, { admin: ["*"], readonly: ["read:*", "read:cluster"] });
+  assertEquals(c.apisec.management_api.enabled, false);
+  assertEquals(c.update.ota.enabled, false);
+  assertEquals(c.update.ota.server, "");
+  assertEquals(c.update.ota.channel, "stable");
+  assertEquals(c.update.ota.check_interval, "6h");
+  assertEquals(c.update.ota.auto_update_rules, true);
+  assertEquals(c.update.ota.auto_update_binary, false);
+  assertEquals(c.update.ota.verify_signature, true);
+});
+
+Deno.test("an unknown key is reported with its full path", () => {
+  const p = problems("server:\n  management:\n    listen: 127.0.0.1:9443\n    lisen: x\n");
+  assertEquals(p.length, 1);
+  assertEquals(p[0]!.path, "server.management.lisen");
+  ok(p[0]!.message.includes("unknown key"));
+});
+
+Deno.test("an unknown top-level key is reported", () => {
+  assertEquals(problems("servr: {}\n")[0]!.path, "servr");
+});
+
+Deno.test("a bad listen address names the key and the expected form", () => {
+  for (const bad of ["8080", "localhost:99999", "1.2.3.4:", "host:port", ":8080"]) {
+    const p = problems(`server:\n  data:\n    listen: "${bad}"\n`);
+    assertEquals(p[0]!.path, "server.data.listen", bad);
+    ok(p[0]!.message.includes("host:port"), p[0]!.message);
+  }
+});
+
+Deno.test("IPv6 listen addresses in brackets are accepted", () => {
+  assertEquals(parseConfigText('server:\n  data:\n    listen: "[::1]:8080"\n').kind, "ok");
+});
+
+Deno.test("the redis challenge backend is rejected with a clear message", () => {
+  const p = problems("protection:\n  bot:\n    challenge_backend: redis\n");
+  assertEquals(p[0]!.path, "protection.bot.challenge_backend");
+  ok(p[0]!.message.includes("process memory"));
+});
+
+Deno.test("a non-loopback management listener without TLS is refused", () => {
+  const p = problems('server:\n  management:\n    listen: "0.0.0.0:9443"\n');
+  assertEquals(p[0]!.path, "server.management.tls");
+  ok(p[0]!.message.includes("0.0.0.0"));
+  const withTls = parseConfigText(
+    'server:\n  management:\n    listen: "0.0.0.0:9443"\n    tls: auto\n',
+  );
+  assertEquals(withTls.kind, "ok");
+});
+
+Deno.test("explicit TLS files need both cert_file and key_file", () => {
+  const p = problems("server:\n  management:\n    tls:\n      cert_file: a.pem\n");
+  assertEquals(p[0]!.path, "server.management.tls");
+});
+
+Deno.test("storage sinks are validated", () => {
+  assertEquals(
+    problems('storage:\n  postgresql:\n    dsn: "mysql://x"\n')[0]!.path,
+    "storage.postgresql.dsn",
+  );
+  assertEquals(
+    problems('storage:\n  redis:\n    url: "http://x"\n')[0]!.path,
+    "storage.redis.url",
+  );
+  assertEquals(
+    problems("storage:\n  profile: prod\n")[0]!.path,
+    "storage.profile",
+  );
+  const okSinks = parseConfigText(
+    'storage:\n  postgresql:\n    dsn: "postgres://u@127.0.0.1:5432/test"\n  redis:\n    url: "redis://127.0.0.1:6379"\n',
+  );
+  assertEquals(okSinks.kind, "ok");
+});
+
+Deno.test("permission expressions and role names are validated", () => {
+  assertEquals(
+    problems('apisec:\n  permissions:\n    admin: ["*"]\n    ops: ["read:sites", "bad perm"]\n')[0]!
+      .path,
+    "apisec.permissions.ops[1]",
+  );
+  assertEquals(
+    problems('apisec:\n  permissions:\n    admin: ["*"]\n    "a:b": ["read:*"]\n')[0]!.path,
+    "apisec.permissions.a:b",
+  );
+});
+
+Deno.test("YAML syntax errors and duplicate keys are reported", () => {
+  assertEquals(problems("server: [\n")[0]!.path, "(yaml)");
+  assertEquals(problems("logging:\n  level: info\n  level: debug\n")[0]!.path, "(yaml)");
+});
+
+Deno.test("durationMs() converts each unit", () => {
+  assertEquals(durationMs("250ms"), 250);
+  assertEquals(durationMs("10s"), 10_000);
+  assertEquals(durationMs("6h"), 21_600_000);
+});
+
+Deno.test("writeDefaultConfig() creates a private data directory and file", async () => {
+  const root = await Deno.makeTempDir();
+  try {
+    await writeDefaultConfig(`${root}/data/waf.yaml`);
+    assertEquals((await Deno.stat(`${root}/data`)).mode! & 0o777, 0o700);
+    assertEquals((await Deno.stat(`${root}/data/waf.yaml`)).mode! & 0o777, 0o600);
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});

@@ -1,0 +1,184 @@
+import { assertEquals, ok } from "../../_helpers/assert.ts";
+import { record } from "../../_helpers/records.ts";
+import { testStore } from "../../_helpers/store.ts";
+import { type AccessLogRow, createAccessLogRepo } from "../../../db/access_log_repo.ts";
+import { createWorkerWriter } from "../../../db/access_log_writer.ts";
+import { type AccessLogSink, createAccessLog } from "../../../mod/data_plane/access_log.ts";
+import { Chain, safeEvidence, safeQuery, toRow } from "../../../mod/data_plane/access_record.ts";
+import { FakeClock } from "../../../mod/core/clock.ts";
+import { createMemoryLogger } from "../../../mod/core/logger.ts";
+
+const DAY = 86_400_000;
+
+async function setup(options: { queueSize?: number; maxRecords?: number } = {}) {
+  const store = await testStore();
+  const clock = new FakeClock(Date.UTC(2026, 0, 10));
+  const repo = createAccessLogRepo(store.db);
+  const logger = createMemoryLogger();
+  const shipped: AccessLogRow[][] = [];
+  const sink: AccessLogSink = {
+    offer: (rows) => shipped.push([...rows]),
+    stats: () => ({ test: true }),
+    close: () => Promise.resolve(),
+  };
+  const log = createAccessLog({
+    queueSize: options.queueSize ?? 100,
+    batchSize: 3,
+    retentionDays: 2,
+    maxRecords: options.maxRecords ?? 1000,
+  }, { repo, clock, logger, sinks: [sink] });
+  return { store, repo, log, clock, logger, shipped };
+}
+
+Deno.test("records wait in the queue until a flush writes them in batches", async () => {
+  const { store, repo, log, shipped } = await setup();
+  await using _ = store;
+  for (let i = 0; i < 7; i++) ok(log.push(record()));
+  assertEquals(repo.count(), 0);
+  assertEquals(log.stats().queued, 7);
+  assertEquals(await log.flush(), 7);
+  assertEquals(repo.count(), 7);
+  assertEquals(shipped.map((b) => b.length), [3, 3, 1]);
+  assertEquals(log.stats().written, 7);
+  assertEquals(log.stats().queued, 0);
+});
+
+Deno.test("a running log flushes early once 64 records are queued, keeping whole sink batches", async () => {
+  const { store, repo, log, shipped } = await setup();
+  await using _ = store;
+  log.start();
+  try {
+    for (let i = 0; i < 64; i++) log.push(record());
+    await new Promise((r) => setTimeout(r, 0));
+    assertEquals(repo.count(), 64);
+    assertEquals(shipped.map((b) => b.length), Array(21).fill(3));
+    await log.flush();
+    assertEquals(shipped.flat().length, 64);
+  } finally {
+    await log.stop();
+  }
+});
+
+Deno.test("a full queue drops records and counts them", async () => {
+  const { store, log, logger } = await setup({ queueSize: 100 });
+  await using _ = store;
+  for (let i = 0; i < 100; i++) log.push(record());
+  assertEquals(log.push(record()), false);
+  assertEquals(log.push(record()), false);
+  assertEquals(log.stats().dropped, 2);
+  await log.flush();
+  ok(logger.lines.some((l) => l.includes("dropped_total=2")));
+});
+
+Deno.test("retention deletes records older than the age limit and beyond the count limit", async () => {
+  const { store, repo, log, clock } = await setup({ maxRecords: 3 });
+  await using _ = store;
+  const now = clock.now();
+  log.push(record({ time: now - 3 * DAY }));
+  for (let i = 0; i < 5; i++) log.push(record({ time: now - i * 1000 }));
+  await log.flush();
+  assertEquals(repo.count(), 6);
+  assertEquals(await log.prune(), 3);
+  assertEquals(repo.count(), 3);
+  const left = repo.list({ limit: 10 }).map((r) => r.time);
+  assertEquals(left, [now - 4000, now - 3000, now - 2000]);
+});
+
+Deno.test("list() and get() see a record pushed a moment ago", async () => {
+  const { store, log } = await setup();
+  await using _ = store;
+  const r = record({ action: "block", status: 403 });
+  log.push(r);
+  assertEquals((await log.get(r.trace_id))?.action, "block");
+  assertEquals((await log.list({ action: "block", limit: 5 })).length, 1);
+});
+
+Deno.test("the repository filters by every column and pages by cursor", async () => {
+  const { store, repo, log } = await setup();
+  await using _ = store;
+  log.push(record({ client_ip: "198.51.100.7", status: 403, action: "block" }));
+  log.push(record({ site_id: "s2", status: 404 }));
+  log.push(record({
+    finding: {
+      class: "xss",
+      confidence: "high",
+      score: 80,
+      location: "query:q",
+      evidence: "<script>",
+      rule: "xss.tag",
+    },
+    action: "log",
+  }));
+  await log.flush();
+  assertEquals(repo.list({ clientIp: "198.51.100.7", limit: 10 }).length, 1);
+  assertEquals(repo.list({ siteId: "s2", limit: 10 }).length, 1);
+  assertEquals(repo.list({ status: 404, limit: 10 }).length, 1);
+  assertEquals(repo.list({ attackClass: "xss", limit: 10 })[0]?.action, "log");
+  const first = repo.list({ limit: 2 });
+  const rest = repo.list({ limit: 2, beforeId: first[1]!.id });
+  assertEquals(rest.length, 1);
+});
+
+Deno.test("stored records mask credential evidence and secret query values", () => {
+  assertEquals(safeEvidence("header:authorization", "Bearer abc"), "[masked: 10 characters]");
+  assertEquals(safeEvidence("cookie:session", "x' or 1=1"), "[masked: 9 characters]");
+  assertEquals(safeEvidence("query:q", "x' or 1=1"), "x' or 1=1");
+  assertEquals(safeEvidence("query:q", "a".repeat(500)).length, 201);
+  assertEquals(
+    safeQuery("q=1&api_key=s3cret&token=t&x=2"),
+    "q=1&api_key=[masked]&token=[masked]&x=2",
+  );
+  const row = toRow(record({
+    query: "password=hunter2",
+    finding: {
+      class: "sqli",
+      confidence: "high",
+      score: 90,
+      location: "header:cookie",
+      evidence: "session=abc' or 1=1",
+      rule: "sqli.tautology",
+    },
+  }));
+  ok(!row.record.includes("hunter2"));
+  ok(!row.record.includes("session=abc"));
+  assertEquals(row.attack_class, "sqli");
+});
+
+Deno.test("Chain.add() appends checks in order with their timings", () => {
+  const entries: { check: string; result: string; us: number; rule?: string }[] = [];
+  const chain = new Chain(entries);
+  chain.add("site", "match");
+  chain.add("engine", "block", "sqli.union");
+  assertEquals(entries.map((e) => [e.check, e.result, e.rule]), [
+    ["site", "match", undefined],
+    ["engine", "block", "sqli.union"],
+  ]);
+  ok(entries.every((e) => Number.isInteger(e.us) && e.us >= 0));
+});
+
+Deno.test("the writer thread inserts and prunes a backlog larger than one retention chunk", async () => {
+  await using store = await testStore();
+  const path = `${store.dir}/waf.db`;
+  const clock = new FakeClock(Date.UTC(2026, 0, 10));
+  const repo = createAccessLogRepo(store.db);
+  const log = createAccessLog({
+    queueSize: 20_000,
+    batchSize: 500,
+    retentionDays: 2,
+    maxRecords: 1000,
+  }, { repo, clock, logger: createMemoryLogger(), writer: createWorkerWriter(path) });
+  try {
+    const now = clock.now();
+    for (let i = 0; i < 6000; i++) log.push(record({ time: now - 3 * DAY }));
+    for (let i = 0; i < 6000; i++) log.push(record({ time: now - i }));
+    assertEquals(await log.flush(), 12_000);
+    assertEquals(repo.count(), 12_000);
+    assertEquals(await log.prune(), 11_000);
+    assertEquals(repo.count(), 1000);
+    const newest = repo.list({ limit: 1 })[0]!;
+    assertEquals(newest.time, now - 5999);
+    assertEquals(log.stats().pruned, 11_000);
+  } finally {
+    await log.stop();
+  }
+});

@@ -1,0 +1,80 @@
+import { assertEquals, assertMatch, ok } from "../../_helpers/assert.ts";
+import {
+  grants,
+  PERMISSIONS,
+  permissionsOf,
+  validateRole,
+} from "../../../mod/identity/permissions.ts";
+
+const roles = { admin: ["*"], readonly: ["read:*", "read:cluster"], auditor: ["read:audit"] };
+
+Deno.test("grants() treats * as everything", () => {
+  for (const p of PERMISSIONS) ok(grants(["*"], p), p);
+});
+
+Deno.test("grants() treats family:* as every identifier with that prefix", () => {
+  ok(grants(["read:*"], "read:sites"));
+  ok(grants(["read:*"], "read:audit"));
+  ok(!grants(["read:*"], "write:sites"));
+  ok(!grants(["read:*"], "manage:api_tokens"));
+  ok(grants(["write:*"], "write:users"));
+  // The prefix includes the colon: "read:*" is not "readers:...".
+  ok(!grants(["read:*"], "readers:x"));
+});
+
+Deno.test("grants() otherwise needs an exact match", () => {
+  ok(grants(["read:audit"], "read:audit"));
+  ok(!grants(["read:audit"], "read:audits"));
+  ok(!grants(["read:audit"], "read:aud"));
+  ok(!grants(["Read:audit"], "read:audit"));
+  ok(!grants([], "read:audit"));
+});
+
+Deno.test("permissionsOf() gives nothing for a role the configuration does not have", () => {
+  assertEquals(permissionsOf(roles, "auditor"), ["read:audit"]);
+  assertEquals(permissionsOf(roles, "ghost"), []);
+  assertEquals(permissionsOf(roles, "constructor"), []);
+  assertEquals(permissionsOf(roles, "__proto__"), []);
+});
+
+Deno.test("validateRole() accepts exactly a configured key", () => {
+  for (const r of Object.keys(roles)) assertEquals(validateRole(roles, r), { ok: true });
+});
+
+Deno.test("validateRole() refuses empty, unknown and case-folded roles", () => {
+  const reason = (r: string) => {
+    const v = validateRole(roles, r);
+    if (v.ok) throw new Error(`expected ${JSON.stringify(r)} to be refused`);
+    return v.reason;
+  };
+  assertMatch(reason(""), /empty/);
+  assertMatch(reason("ghost"), /not a configured role/);
+  assertMatch(reason("Admin"), /not a configured role/);
+  assertMatch(reason("ADMIN"), /not a configured role/);
+  assertMatch(reason("toString"), /not a configured role/);
+});
+
+Deno.test("validateRole() refuses *, / and : anywhere", () => {
+  for (const r of ["*", "admin*", "ad/min", "read:*", ":admin", "admin/"]) {
+    ok(!validateRole({ ...roles, [r]: ["*"] }, r).ok, r);
+  }
+});
+
+Deno.test("validateRole() refuses leading, trailing and embedded whitespace, Cc and Cf characters", () => {
+  const odd = [
+    " admin",
+    "admin ",
+    "ad min",
+    "\u00a0admin",
+    "admin\u2003",
+    "ad\u200bmin",
+    "\ufeffadmin",
+    "admin\u0000",
+    "ad\tmin",
+  ];
+  for (const r of odd) {
+    // Even a configured key with such characters is refused: there is no trimming.
+    const check = validateRole({ ...roles, [r]: ["*"] }, r);
+    ok(!check.ok, JSON.stringify(r));
+  }
+});
