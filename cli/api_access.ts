@@ -23,12 +23,12 @@ import type { Random } from "../mod/core/random.ts";
 import { createSecretBox, TOTP_KEY_FILE } from "../mod/core/secret_box.ts";
 import { createTokenCleanup, type TokenCleanup } from "../mod/identity/token_cleanup.ts";
 import { createTwoFactor, type TwoFactor } from "../mod/identity/two_factor.ts";
-import { apiTokenRoutes } from "../routes/api_tokens.ts";
-import type { Ctx, Principal } from "../routes/env.ts";
-import { notificationRoutes } from "../routes/notifications.ts";
-import type { RouteDef } from "../routes/route.ts";
-import { systemRoutes } from "../routes/system.ts";
-import { twoFactorRoutes } from "../routes/two_factor.ts";
+import { apiTokenRoutes } from "../routes/api/api_tokens.ts";
+import type { Ctx, Principal } from "../routes/api/env.ts";
+import { notificationRoutes } from "../routes/api/notifications.ts";
+import type { RouteDef } from "../routes/api/route.ts";
+import { systemRoutes } from "../routes/api/system.ts";
+import { twoFactorRoutes } from "../routes/api/two_factor.ts";
 
 /** How often expired 2FA setups and idle lockout entries are forgotten. */
 const SWEEP_EVERY_MS = 60_000;

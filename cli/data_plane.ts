@@ -24,13 +24,13 @@ import { createPolicy, type Policy } from "../mod/data_plane/policy.ts";
 import type { Random } from "../mod/core/random.ts";
 import { createSites, type Sites } from "../mod/data_plane/sites.ts";
 import { createTraceIds } from "../mod/data_plane/trace_ids.ts";
-import type { DataHandler } from "../routes/data_plane.ts";
-import { logRoutes } from "../routes/logs.ts";
-import { createProxy, type Proxy } from "../routes/proxy.ts";
+import type { DataHandler } from "../routes/proxy/data_plane.ts";
+import { logRoutes } from "../routes/api/logs.ts";
+import { createProxy, type Proxy } from "../routes/proxy/proxy.ts";
 import { createProtectionPlane, type ProtectionPlane } from "./protection.ts";
-import type { RouteDef } from "../routes/route.ts";
-import { siteRoutes } from "../routes/sites.ts";
-import { startTlsFront, type TlsFront } from "../routes/tls_front.ts";
+import type { RouteDef } from "../routes/api/route.ts";
+import { siteRoutes } from "../routes/api/sites.ts";
+import { startTlsFront, type TlsFront } from "../routes/proxy/tls_front.ts";
 
 export interface DataPlane {
   readonly sites: Sites;

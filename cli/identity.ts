@@ -20,14 +20,14 @@ import { createSessions, type Sessions } from "../mod/identity/sessions.ts";
 import { createSetup, type Setup } from "../mod/identity/setup.ts";
 import { SetupTokenError, setupTokenProblem } from "../mod/identity/setup_token.ts";
 import { createUsers, type Users } from "../mod/identity/users.ts";
-import { auditRoutes } from "../routes/audit.ts";
-import { authRoutes } from "../routes/auth.ts";
-import { consoleRoutes } from "../routes/console.ts";
-import type { Ctx, Principal } from "../routes/env.ts";
-import { createGuard } from "../routes/guard.ts";
-import type { Guard, RouteDef } from "../routes/route.ts";
-import { setupRoutes } from "../routes/setup.ts";
-import { userRoutes } from "../routes/users.ts";
+import { auditRoutes } from "../routes/api/audit.ts";
+import { authRoutes } from "../routes/api/auth.ts";
+import { consoleRoutes } from "../routes/api/console.ts";
+import type { Ctx, Principal } from "../routes/api/env.ts";
+import { createGuard } from "../routes/api/guard.ts";
+import type { Guard, RouteDef } from "../routes/api/route.ts";
+import { setupRoutes } from "../routes/api/setup.ts";
+import { userRoutes } from "../routes/api/users.ts";
 
 /** How often the maintenance task runs. */
 export const MAINTENANCE_EVERY_MS = 30_000;

@@ -11,12 +11,12 @@ import type { Clock } from "../mod/core/clock.ts";
 import type { Config } from "../mod/config/config.ts";
 import { loadGeoIp } from "../mod/protection/geoip.ts";
 import { type Alap, createAlap } from "../mod/protection/alap.ts";
-import { alapRoutes } from "../routes/alap.ts";
+import { alapRoutes } from "../routes/api/alap.ts";
 import { createEdgeCache } from "../mod/protection/edge_cache.ts";
 import { createGoodBotVerifier, denoResolver, type Resolver } from "../mod/protection/good_bots.ts";
-import { edgeRoutes } from "../routes/edge.ts";
-import { createEdgeResponder } from "../routes/edge_response.ts";
-import { blockPageRoutes, configuredBlockPage } from "../routes/block_pages.ts";
+import { edgeRoutes } from "../routes/api/edge.ts";
+import { createEdgeResponder } from "../routes/proxy/edge_response.ts";
+import { blockPageRoutes, configuredBlockPage } from "../routes/api/block_pages.ts";
 import type { Logger } from "../mod/core/logger.ts";
 import type { Policy } from "../mod/data_plane/policy.ts";
 import { createPolicyObjects, type PolicyObjects } from "../mod/protection/policy_objects.ts";
@@ -26,11 +26,11 @@ import {
 } from "../mod/protection/protection_compile.ts";
 import { createProtectionRuntime } from "../mod/protection/protection_runtime.ts";
 import type { Random } from "../mod/core/random.ts";
-import { createProtectionGate, type ProtectionGate } from "../routes/protection_gate.ts";
-import { protectionRoutes } from "../routes/protection.ts";
-import { threatIntelRoutes } from "../routes/threat_intel.ts";
+import { createProtectionGate, type ProtectionGate } from "../routes/proxy/protection_gate.ts";
+import { protectionRoutes } from "../routes/api/protection.ts";
+import { threatIntelRoutes } from "../routes/api/threat_intel.ts";
 import { createThreatFeeds, type ThreatFeeds } from "../mod/protection/threat_feeds.ts";
-import type { RouteDef } from "../routes/route.ts";
+import type { RouteDef } from "../routes/api/route.ts";
 
 export interface ProtectionPlane {
   readonly objects: PolicyObjects;

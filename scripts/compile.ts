@@ -42,7 +42,7 @@ if (denortBin) {
 }
 
 // Worker modules are loaded by URL at run time, so the compiler must be told to embed them.
-const includes = ["routes/console", "db/access_log_worker.ts"].flatMap((p) => {
+const includes = ["routes/api/console", "db/access_log_worker.ts"].flatMap((p) => {
   try {
     Deno.statSync(`${root}${p}`);
     return ["--include", `${root}${p}`];

@@ -6,9 +6,9 @@
 import { hostFetch } from "./data_client.ts";
 import type { TestServer } from "./server.ts";
 import { siteInput, SYSTEM } from "./sites.ts";
-import { createManagementApp } from "../../routes/management.ts";
+import { createManagementApp } from "../../routes/api/management.ts";
 import { AppError } from "../../mod/core/errors.ts";
-import type { Guard } from "../../routes/route.ts";
+import type { Guard } from "../../routes/api/route.ts";
 import { createMemoryLogger } from "../../mod/core/logger.ts";
 import { systemRandom } from "../../mod/core/random.ts";
 

@@ -16,7 +16,7 @@ import { compilePolicy, type Policy } from "../../mod/data_plane/policy.ts";
 import { systemRandom } from "../../mod/core/random.ts";
 import { siteInputSchema } from "../../mod/data_plane/site_schema.ts";
 import { createTraceIds } from "../../mod/data_plane/trace_ids.ts";
-import { createProxy } from "../../routes/proxy.ts";
+import { createProxy } from "../../routes/proxy/proxy.ts";
 
 const realFetch = globalThis.fetch;
 globalThis.fetch = (() =>

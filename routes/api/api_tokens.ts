@@ -1,0 +1,80 @@
+/**
+ * Management API tokens: create (the secret is in this one response), list, read and revoke.
+ * Reads accept `manage:api_tokens` or `read:system`; changes need `manage:api_tokens`. The
+ * caller, user or token, is the creator: a token can mint only narrower, shorter-lived tokens.
+ */
+import { z } from "zod";
+import type { ApiTokens } from "../../mod/identity/api_tokens.ts";
+import { auditContext } from "./actor.ts";
+import { auditFailures, type AuditSink } from "./audited.ts";
+import type { Ctx } from "./env.ts";
+import { perm, type RouteDef } from "./route.ts";
+import { readJson } from "./validate.ts";
+
+export interface ApiTokenRouteDeps extends AuditSink {
+  readonly tokens: ApiTokens;
+  /** Called after each creation (the cleanup worker slides its deadline). */
+  readonly created: () => void;
+}
+
+const createBody = z.strictObject({
+  note: z.string().max(200),
+  permissions: z.array(z.string().max(64)).min(1).max(64),
+  expires_in_days: z.number().int().min(1).optional(),
+  expires_at: z.iso.datetime({ offset: true, message: "expected an RFC 3339 time" }).optional(),
+  non_expiring: z.boolean().optional(),
+});
+
+const READ = perm("manage:api_tokens", { alternatives: ["read:system"] });
+const MANAGE = perm("manage:api_tokens");
+
+export function apiTokenRoutes(deps: ApiTokenRouteDeps): RouteDef[] {
+  const revoke = async (c: Ctx) => {
+    const id = c.req.param("id")!;
+    const item = await auditFailures(
+      c,
+      deps,
+      "api_token.revoke",
+      `api_token:${id}`,
+      () => Promise.resolve(deps.tokens.revoke(id, auditContext(c))),
+    );
+    return c.json({ item });
+  };
+
+  return [
+    {
+      method: "POST",
+      path: "/api/system/api-tokens",
+      access: MANAGE,
+      handler: async (c) => {
+        const p = c.get("principal")!;
+        const created = await auditFailures(c, deps, "api_token.create", "api_tokens", async () => {
+          const body = await readJson(c, createBody);
+          const own = p.kind === "token" ? deps.tokens.get(p.id).expires_at : null;
+          return deps.tokens.create(body, {
+            id: `${p.kind}:${p.id}`,
+            permissions: p.permissions,
+            expiresAt: own === null ? null : Date.parse(own),
+          }, auditContext(c));
+        });
+        deps.created();
+        c.header("cache-control", "no-store");
+        return c.json(created, 201);
+      },
+    },
+    {
+      method: "GET",
+      path: "/api/system/api-tokens",
+      access: READ,
+      handler: (c) => c.json({ items: deps.tokens.list() }),
+    },
+    {
+      method: "GET",
+      path: "/api/system/api-tokens/:id",
+      access: READ,
+      handler: (c) => c.json({ item: deps.tokens.get(c.req.param("id")!) }),
+    },
+    { method: "DELETE", path: "/api/system/api-tokens/:id", access: MANAGE, handler: revoke },
+    { method: "POST", path: "/api/system/api-tokens/:id/revoke", access: MANAGE, handler: revoke },
+  ];
+}

@@ -1,0 +1,208 @@
+/**
+ * Login, logout, the current session, login options, the CAPTCHA and its policy. Login and
+ * the CAPTCHA are public by nature; logout and session are public routes that act only on
+ * the caller's own session (logout still demands the CSRF double-submit when one exists).
+ */
+import { z } from "zod";
+import type { Captcha } from "../../mod/identity/captcha.ts";
+import { CaptchaError } from "../../mod/identity/captcha.ts";
+import type { CaptchaPolicyStore } from "../../mod/identity/captcha_policy.ts";
+import type { Clock } from "../../mod/core/clock.ts";
+import { AppError } from "../../mod/core/errors.ts";
+import type { Login } from "../../mod/identity/login.ts";
+import {
+  SESSION_ABSOLUTE_MS,
+  SESSION_IDLE_MS,
+  type Sessions,
+} from "../../mod/identity/sessions.ts";
+import { assertUsername, toPublicUser } from "../../mod/identity/users.ts";
+import { auditContext } from "./actor.ts";
+import { auditFailures, type AuditSink } from "./audited.ts";
+import { clearSessionCookies, readCookie, SESSION_COOKIE, setSessionCookies } from "./cookies.ts";
+import type { Ctx } from "./env.ts";
+import { csrfValid, sessionOf, unauthorized } from "./guard.ts";
+import { perm, PUBLIC, type RouteDef } from "./route.ts";
+import { readJson, readQuery } from "./validate.ts";
+
+export interface AuthRouteDeps extends AuditSink {
+  readonly login: Login;
+  readonly sessions: Sessions;
+  readonly captcha: Captcha;
+  readonly captchaPolicy: CaptchaPolicyStore;
+  readonly clock: Clock;
+}
+
+const loginBody = z.strictObject({
+  username: z.string().max(256),
+  password: z.string().max(1024),
+  totp_code: z.string().max(16).optional(),
+  captcha_receipt: z.string().max(2048).optional(),
+});
+
+const verifyBody = z.strictObject({
+  challenge: z.string().max(2048),
+  nonce: z.string().regex(/^[0-9]{1,20}$/, "expected the decimal nonce that solves the challenge"),
+  username: z.string().max(256),
+});
+
+const optionsQuery = z.strictObject({ username: z.string().max(256).optional() });
+
+const policyBody = z.strictObject({
+  mode: z.enum(["always", "never", "after_failures"]),
+  failures: z.number().int().min(1).max(100),
+  difficulty: z.number().int().min(8).max(24),
+});
+
+export function authRoutes(deps: AuthRouteDeps): RouteDef[] {
+  const sessionBody = (c: Ctx) => {
+    const found = sessionOf(c, deps.sessions);
+    if (!found) throw unauthorized("No valid session: sign in again");
+    const lastSeen = Math.max(found.session.last_seen_at, deps.clock.now());
+    return {
+      user: toPublicUser(found.user),
+      permissions: found.principal.permissions,
+      csrf_token: deps.sessions.csrfFor(readCookie(c, SESSION_COOKIE)!),
+      idle_expires_at: new Date(lastSeen + SESSION_IDLE_MS).toISOString(),
+      expires_at: new Date(found.session.expires_at).toISOString(),
+    };
+  };
+
+  return [
+    {
+      method: "POST",
+      path: "/api/auth/login",
+      access: PUBLIC,
+      handler: async (c) => {
+        const body = await readJson(c, loginBody);
+        const { user, session } = await deps.login.login(body, {
+          clientIp: c.get("clientIp"),
+          traceId: c.get("traceId"),
+          userAgent: c.req.header("user-agent") ?? null,
+        });
+        setSessionCookies(c, {
+          id: session.id,
+          csrf: session.csrf,
+          maxAgeSeconds: SESSION_ABSOLUTE_MS / 1000,
+        });
+        c.header("cache-control", "no-store");
+        return c.json({
+          user,
+          csrf_token: session.csrf,
+          expires_at: new Date(session.expiresAt).toISOString(),
+        });
+      },
+    },
+    {
+      method: "POST",
+      path: "/api/auth/logout",
+      access: PUBLIC,
+      handler: (c) => {
+        const id = readCookie(c, SESSION_COOKIE);
+        const found = sessionOf(c, deps.sessions);
+        if (found && id) {
+          c.set("principal", found.principal);
+          if (!csrfValid(c, deps.sessions, id)) {
+            throw new AppError(
+              403,
+              "CSRF_INVALID",
+              "CSRF check failed: send the X-CSRF-Token header",
+            );
+          }
+          deps.transaction(() => {
+            deps.sessions.revoke(found.principal.sessionHash);
+            deps.audit.record({
+              ...auditContext(c),
+              action: "auth.logout",
+              target: `user:${found.user.id}`,
+              result: "success",
+            });
+          });
+        }
+        clearSessionCookies(c);
+        return c.body(null, 204);
+      },
+    },
+    {
+      method: "GET",
+      path: "/api/auth/session",
+      access: PUBLIC,
+      handler: (c) => {
+        c.header("cache-control", "no-store");
+        return c.json(sessionBody(c));
+      },
+    },
+    {
+      method: "GET",
+      path: "/api/auth/login-options",
+      access: PUBLIC,
+      handler: (c) => {
+        const q = readQuery(c, optionsQuery);
+        if (q.username !== undefined) assertUsername(q.username);
+        return c.json(deps.login.options(c.get("clientIp"), q.username));
+      },
+    },
+    {
+      method: "POST",
+      path: "/api/auth/captcha",
+      access: PUBLIC,
+      handler: (c) =>
+        c.json(deps.captcha.challenge(c.get("clientIp"), deps.captchaPolicy.get().difficulty), 201),
+    },
+    {
+      method: "POST",
+      path: "/api/auth/captcha/verify",
+      access: PUBLIC,
+      handler: async (c) => {
+        const body = await readJson(c, verifyBody);
+        assertUsername(body.username);
+        try {
+          return c.json(deps.captcha.verify({ ...body, clientIp: c.get("clientIp") }), 201);
+        } catch (err) {
+          if (err instanceof CaptchaError) {
+            deps.transaction(() =>
+              deps.audit.record({
+                ...auditContext(c),
+                action: "auth.captcha",
+                result: "failure",
+                detail: { reason: err.reason, username: body.username },
+              })
+            );
+          }
+          throw err;
+        }
+      },
+    },
+    {
+      method: "GET",
+      path: "/api/auth/captcha-policy",
+      access: perm("read:system"),
+      handler: (c) => c.json(deps.captchaPolicy.get()),
+    },
+    {
+      method: "PUT",
+      path: "/api/auth/captcha-policy",
+      access: perm("write:system"),
+      handler: async (c) => {
+        const policy = await auditFailures(
+          c,
+          deps,
+          "auth.captcha_policy.update",
+          "captcha_policy",
+          () => readJson(c, policyBody),
+        );
+        deps.transaction(() => {
+          const before = deps.captchaPolicy.get();
+          deps.captchaPolicy.set(policy, deps.clock.now());
+          deps.audit.record({
+            ...auditContext(c),
+            action: "auth.captcha_policy.update",
+            target: "captcha_policy",
+            result: "success",
+            detail: { before, after: policy },
+          });
+        });
+        return c.json(policy);
+      },
+    },
+  ];
+}

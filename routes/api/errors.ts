@@ -1,0 +1,69 @@
+/**
+ * Maps failures to the one error object: `{"error": {code, message, trace_id, event_id}}` with
+ * `X-WAF-Trace-Id` / `X-WAF-Event-Id` headers. Unexpected errors become a generic 500 whose
+ * stack goes to the log under the same ids, never to the client.
+ */
+import { AppError } from "../../mod/core/errors.ts";
+import type { Logger } from "../../mod/core/logger.ts";
+import type { Ctx } from "./env.ts";
+
+/** Builds the JSON error response for `c`. */
+export function errorResponse(
+  c: Ctx,
+  status: number,
+  code: string,
+  message: string,
+  details?: Readonly<Record<string, unknown>>,
+  headers?: Record<string, string>,
+): Response {
+  const traceId = c.get("traceId");
+  const eventId = c.get("eventId");
+  return new Response(
+    JSON.stringify({ error: { code, message, trace_id: traceId, event_id: eventId, ...details } }),
+    {
+      status,
+      headers: {
+        "content-type": "application/json; charset=utf-8",
+        "cache-control": "no-store",
+        "x-waf-trace-id": traceId,
+        "x-waf-event-id": eventId,
+        ...headers,
+      },
+    },
+  );
+}
+
+/** Hono `onError` handler. */
+export function createOnError(logger: Logger) {
+  return (err: unknown, c: Ctx): Response => {
+    if (err instanceof AppError) {
+      // 501 is a deliberate answer (a feature this build does not have), not a failure to log.
+      if (err.status >= 500 && err.status !== 501) {
+        logger.error("request failed", {
+          trace_id: c.get("traceId"),
+          event_id: c.get("eventId"),
+          code: err.code,
+          error: err,
+          cause: err.cause instanceof Error ? err.cause : undefined,
+        });
+      }
+      const headers: Record<string, string> = {};
+      const retry = err.details?.["retry_after"];
+      if (typeof retry === "number") headers["retry-after"] = String(Math.ceil(retry));
+      return errorResponse(c, err.status, err.code, err.message, err.details, headers);
+    }
+    logger.error("unexpected error", {
+      trace_id: c.get("traceId"),
+      event_id: c.get("eventId"),
+      method: c.req.method,
+      path: c.req.path,
+      error: err instanceof Error ? err : String(err),
+    });
+    return errorResponse(
+      c,
+      500,
+      "INTERNAL",
+      "Internal error: see the server log for this event id",
+    );
+  };
+}

@@ -1,0 +1,50 @@
+/** Health probes: public JSON for load balancers and orchestrators. */
+import { isReady, type Readiness } from "../../mod/core/readiness.ts";
+import { VERSION } from "../../mod/core/version.ts";
+import { PUBLIC, type RouteDef } from "./route.ts";
+
+export function healthRoutes(readiness: Readiness): RouteDef[] {
+  return [
+    {
+      method: "GET",
+      path: "/health",
+      access: PUBLIC,
+      handler: (c) => {
+        const ready = isReady(readiness);
+        return c.json({
+          status: readiness.shuttingDown ? "shutting_down" : ready ? "ok" : "starting",
+          version: VERSION,
+          checks: {
+            store: readiness.store,
+            data_plane: readiness.dataPlane,
+            management: readiness.management,
+          },
+        }, ready ? 200 : 503);
+      },
+    },
+    {
+      method: "GET",
+      path: "/health/live",
+      access: PUBLIC,
+      handler: (c) => c.json({ status: "alive" }),
+    },
+    {
+      method: "GET",
+      path: "/health/ready",
+      access: PUBLIC,
+      handler: (c) => {
+        const ready = isReady(readiness);
+        return c.json({
+          status: ready ? "ready" : readiness.shuttingDown ? "shutting_down" : "starting",
+        }, ready ? 200 : 503);
+      },
+    },
+    {
+      method: "GET",
+      path: "/health/cluster",
+      access: PUBLIC,
+      handler: (c) =>
+        c.json({ mode: "standalone", status: "healthy", nodes: [{ id: "local", healthy: true }] }),
+    },
+  ];
+}

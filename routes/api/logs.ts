@@ -1,0 +1,99 @@
+/**
+ * `/api/logs` (`read:logs`): filtered, cursor-paginated access-log records, one record by trace
+ * id with its whole evaluation chain, and the pipeline's counters (queued, written, dropped).
+ */
+import { z } from "zod";
+import type { StoredAccessLogRow } from "../../db/access_log_repo.ts";
+import type { AccessLog } from "../../mod/data_plane/access_log.ts";
+import { AppError } from "../../mod/core/errors.ts";
+import { perm, type RouteDef } from "./route.ts";
+import { readQuery } from "./validate.ts";
+
+const time = z.string().transform((v, ctx) => {
+  const ms = /^\d+$/.test(v) ? Number(v) : Date.parse(v);
+  if (Number.isNaN(ms)) {
+    ctx.addIssue({
+      code: "custom",
+      message: 'expected an ISO 8601 time such as "2026-01-01T00:00:00Z" or epoch milliseconds',
+    });
+    return z.NEVER;
+  }
+  return ms;
+});
+
+const TRACE_ID = /^[0-9a-f]{32}$/;
+
+const querySchema = z.strictObject({
+  from: time.optional(),
+  to: time.optional(),
+  site: z.string().min(1).optional(),
+  client_ip: z.string().min(1).optional(),
+  action: z.enum(["pass", "block", "log", "challenge"]).optional(),
+  class: z.string().regex(/^[a-z-]+$/, 'expected an attack class such as "sqli"').optional(),
+  status: z.coerce.number().int().min(100).max(599).optional(),
+  trace_id: z.string().regex(TRACE_ID, "expected 32 lower-case hex characters").optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(50),
+  cursor: z.string().regex(/^\d+$/, "expected the next_cursor of a previous page").optional(),
+});
+
+/** The stored record plus its store id. */
+function item(row: StoredAccessLogRow): Record<string, unknown> {
+  const record = JSON.parse(row.record) as Record<string, unknown>;
+  return { id: row.id, ...record, time: new Date(row.time).toISOString() };
+}
+
+export function logRoutes(accessLog: AccessLog): RouteDef[] {
+  return [
+    {
+      method: "GET",
+      path: "/api/logs",
+      access: perm("read:logs"),
+      handler: async (c) => {
+        const q = readQuery(c, querySchema);
+        const rows = await accessLog.list({
+          from: q.from,
+          to: q.to,
+          siteId: q.site,
+          clientIp: q.client_ip,
+          action: q.action,
+          attackClass: q.class,
+          status: q.status,
+          traceId: q.trace_id,
+          beforeId: q.cursor === undefined ? undefined : Number(q.cursor),
+          limit: q.limit + 1,
+        });
+        const page = rows.slice(0, q.limit);
+        const more = rows.length > q.limit;
+        return c.json({
+          items: page.map(item),
+          next_cursor: more && page.length > 0 ? String(page[page.length - 1]!.id) : null,
+        });
+      },
+    },
+    {
+      method: "GET",
+      path: "/api/logs/stats",
+      access: perm("read:logs"),
+      handler: (c) => c.json(accessLog.stats()),
+    },
+    {
+      method: "GET",
+      path: "/api/logs/:traceId",
+      access: perm("read:logs"),
+      handler: async (c) => {
+        const traceId = c.req.param("traceId") ?? "";
+        if (!TRACE_ID.test(traceId)) {
+          throw new AppError(
+            400,
+            "BAD_REQUEST",
+            'Invalid field "traceId": expected 32 lower-case hex characters',
+            { details: { field: "traceId" } },
+          );
+        }
+        const row = await accessLog.get(traceId);
+        if (!row) throw new AppError(404, "NOT_FOUND", `No access-log record for "${traceId}"`);
+        return c.json(item(row));
+      },
+    },
+  ];
+}

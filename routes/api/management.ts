@@ -1,0 +1,78 @@
+/**
+ * The management-plane Hono app: request ids, security headers, the declared routes behind
+ * one guard, and the error object for every failure (404, 405, 400, 413, 500).
+ */
+import { Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { AppError } from "../../mod/core/errors.ts";
+import type { Logger } from "../../mod/core/logger.ts";
+import { type Random, randomHex } from "../../mod/core/random.ts";
+import type { Env } from "./env.ts";
+import { createOnError, errorResponse } from "./errors.ts";
+import { compilePatterns, type Guard, mount, type RouteDef } from "./route.ts";
+
+export interface ManagementAppDeps {
+  readonly logger: Logger;
+  readonly random: Random;
+  readonly routes: readonly RouteDef[];
+  readonly guard: Guard;
+  /** Largest accepted request body in bytes. */
+  readonly maxBodyBytes?: number;
+}
+
+const SECURITY_HEADERS: Readonly<Record<string, string>> = {
+  "x-content-type-options": "nosniff",
+  "x-frame-options": "DENY",
+  "referrer-policy": "no-referrer",
+};
+
+export function createManagementApp(deps: ManagementAppDeps): Hono<Env> {
+  const app = new Hono<Env>();
+  const patterns = compilePatterns(deps.routes);
+
+  app.use("*", async (c, next) => {
+    const traceId = randomHex(deps.random);
+    c.set("traceId", traceId);
+    c.set("eventId", randomHex(deps.random));
+    c.set("clientIp", c.env?.remoteAddr?.hostname ?? "unknown");
+    c.set("principal", undefined);
+    await next();
+    c.header("x-waf-trace-id", traceId);
+    for (const [k, v] of Object.entries(SECURITY_HEADERS)) c.header(k, v);
+  });
+
+  app.use(
+    "/api/*",
+    bodyLimit({
+      maxSize: deps.maxBodyBytes ?? 1024 * 1024,
+      onError: (c) =>
+        errorResponse(c, 413, "PAYLOAD_TOO_LARGE", "Request body is larger than the limit"),
+    }),
+  );
+
+  mount(app, deps.routes, deps.guard);
+
+  app.notFound((c) => {
+    const path = c.req.path;
+    const allowed = [...new Set(patterns.filter((p) => p.re.test(path)).map((p) => p.method))];
+    if (allowed.length > 0) {
+      return errorResponse(
+        c,
+        405,
+        "METHOD_NOT_ALLOWED",
+        `Method ${c.req.method} is not allowed here: expected ${allowed.join(", ")}`,
+        undefined,
+        { allow: allowed.join(", ") },
+      );
+    }
+    return errorResponse(c, 404, "NOT_FOUND", `No such endpoint: "${path}"`);
+  });
+  app.onError(createOnError(deps.logger));
+  return app;
+}
+
+/** A guard for builds without identity: only public routes answer. */
+export const publicOnlyGuard: Guard = (_c, access) => {
+  if (access.kind === "public") return Promise.resolve();
+  return Promise.reject(new AppError(401, "UNAUTHORIZED", "Authentication required"));
+};

@@ -1,0 +1,94 @@
+/**
+ * First-install setup API. Status is public and says only whether setup is required; every
+ * other route is `bootstrap` (the guard answers 409 `SETUP_COMPLETE` once done) and checks
+ * the setup token header and/or the setup session cookie itself.
+ */
+import { z } from "zod";
+import type { Setup } from "../../mod/identity/setup.ts";
+import { auditFailures, type AuditSink } from "./audited.ts";
+import {
+  clearSetupCookie,
+  readCookie,
+  setSetupCookie,
+  SETUP_COOKIE,
+  SETUP_TOKEN_HEADER,
+} from "./cookies.ts";
+import type { Ctx } from "./env.ts";
+import { BOOTSTRAP, PUBLIC, type RouteDef } from "./route.ts";
+import { readJson } from "./validate.ts";
+
+const draftPatch = z.strictObject({
+  username: z.string().max(256).optional(),
+  language: z.string().regex(
+    /^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$/,
+    'expected a language tag such as "en" or "de-CH"',
+  ).optional(),
+  profile: z.enum(["low", "balanced", "strict"]).optional(),
+});
+
+const completeBody = z.strictObject({
+  username: z.string().max(256),
+  password: z.string().max(4096),
+});
+
+const ctxOf = (c: Ctx) => ({ clientIp: c.get("clientIp"), traceId: c.get("traceId") });
+const tokenOf = (c: Ctx) => c.req.header(SETUP_TOKEN_HEADER);
+
+export function setupRoutes(setup: Setup, sink: AuditSink): RouteDef[] {
+  return [
+    {
+      method: "GET",
+      path: "/api/setup/status",
+      access: PUBLIC,
+      handler: (c) => c.json({ setup_required: !setup.isComplete() }),
+    },
+    {
+      method: "POST",
+      path: "/api/setup/probe",
+      access: BOOTSTRAP,
+      handler: async (c) => {
+        const token = setup.checkToken(tokenOf(c), ctxOf(c));
+        const { cookie, maxAgeSeconds, probe } = await setup.probe(token, ctxOf(c));
+        setSetupCookie(c, cookie, maxAgeSeconds);
+        return c.json(probe);
+      },
+    },
+    {
+      method: "GET",
+      path: "/api/setup/draft",
+      access: BOOTSTRAP,
+      handler: (c) => {
+        setup.checkSession(readCookie(c, SETUP_COOKIE));
+        return c.json(setup.getDraft());
+      },
+    },
+    {
+      method: "PATCH",
+      path: "/api/setup/draft",
+      access: BOOTSTRAP,
+      handler: async (c) => {
+        setup.checkSession(readCookie(c, SETUP_COOKIE));
+        setup.checkToken(tokenOf(c), ctxOf(c));
+        const draft = await auditFailures(c, sink, "setup.draft", "setup", async () => {
+          const patch = await readJson(c, draftPatch);
+          return setup.patchDraft(patch, ctxOf(c));
+        });
+        return c.json(draft);
+      },
+    },
+    {
+      method: "POST",
+      path: "/api/setup",
+      access: BOOTSTRAP,
+      handler: async (c) => {
+        setup.checkToken(tokenOf(c), ctxOf(c));
+        const user = await auditFailures(c, sink, "setup.complete", "setup", async () => {
+          const body = await readJson(c, completeBody);
+          return await setup.complete(body, ctxOf(c));
+        });
+        clearSetupCookie(c);
+        return c.json({ user, next: "/login" }, 201);
+      },
+    },
+  ];
+}

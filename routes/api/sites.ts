@@ -1,0 +1,50 @@
+/** `/api/sites`: list, create, read, replace and delete sites (`read:sites` / `write:sites`). */
+import type { Sites } from "../../mod/data_plane/sites.ts";
+import { siteInputSchema } from "../../mod/data_plane/site_schema.ts";
+import { auditContext } from "./actor.ts";
+import { perm, type RouteDef } from "./route.ts";
+import { readJson } from "./validate.ts";
+
+export function siteRoutes(sites: Sites): RouteDef[] {
+  return [
+    {
+      method: "GET",
+      path: "/api/sites",
+      access: perm("read:sites"),
+      handler: (c) => c.json({ items: sites.list() }),
+    },
+    {
+      method: "POST",
+      path: "/api/sites",
+      access: perm("write:sites"),
+      handler: async (c) => {
+        const input = await readJson(c, siteInputSchema);
+        return c.json(sites.create(input, auditContext(c)), 201);
+      },
+    },
+    {
+      method: "GET",
+      path: "/api/sites/:id",
+      access: perm("read:sites"),
+      handler: (c) => c.json(sites.get(c.req.param("id") ?? "")),
+    },
+    {
+      method: "PUT",
+      path: "/api/sites/:id",
+      access: perm("write:sites"),
+      handler: async (c) => {
+        const input = await readJson(c, siteInputSchema);
+        return c.json(sites.update(c.req.param("id") ?? "", input, auditContext(c)));
+      },
+    },
+    {
+      method: "DELETE",
+      path: "/api/sites/:id",
+      access: perm("write:sites"),
+      handler: (c) => {
+        sites.remove(c.req.param("id") ?? "", auditContext(c));
+        return c.body(null, 204);
+      },
+    },
+  ];
+}

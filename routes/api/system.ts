@@ -1,0 +1,122 @@
+/** System endpoints: version, the unimplemented backup API, and the reserved OTA settings. */
+import { z } from "zod";
+import { SCHEMA_VERSION } from "../../db/migrations.ts";
+import type { Audit } from "../../mod/core/audit.ts";
+import { AppError } from "../../mod/core/errors.ts";
+import type { Ota } from "../../mod/ops/ota.ts";
+import { VERSION } from "../../mod/core/version.ts";
+import { auditContext } from "./actor.ts";
+import type { Ctx } from "./env.ts";
+import { perm, type RouteDef } from "./route.ts";
+import { readJson } from "./validate.ts";
+
+export interface SystemRouteDeps {
+  readonly ota: Ota;
+  readonly audit: Audit;
+  /** Runs `fn` in one store transaction (the audit record commits with the change). */
+  readonly transaction: <T>(fn: () => T) => T;
+}
+
+const otaPatch = z.strictObject({
+  enabled: z.boolean().optional(),
+  server: z.string().optional(),
+  channel: z.enum(["stable", "beta"]).optional(),
+  check_interval: z.string().regex(/^\d+(ms|s|m|h|d)$/).optional(),
+  auto_update_rules: z.boolean().optional(),
+  auto_update_binary: z.boolean().optional(),
+  verify_signature: z.boolean().optional(),
+});
+
+export function systemRoutes(deps: SystemRouteDeps): RouteDef[] {
+  /** Records a refused write, then rethrows its error. */
+  const refuse = (c: Ctx, action: string, err: AppError): never => {
+    deps.transaction(() =>
+      deps.audit.record({
+        ...auditContext(c),
+        action,
+        target: "system",
+        result: "failure",
+        detail: { code: err.code },
+      })
+    );
+    throw err;
+  };
+  return [
+    {
+      method: "GET",
+      path: "/api/system/version",
+      access: perm("read:system"),
+      handler: (c) =>
+        c.json({
+          version: VERSION,
+          schema_version: SCHEMA_VERSION,
+          runtime: {
+            deno: Deno.version.deno,
+            v8: Deno.version.v8,
+            typescript: Deno.version.typescript,
+          },
+          build: { os: Deno.build.os, arch: Deno.build.arch, target: Deno.build.target },
+        }),
+    },
+    {
+      method: "POST",
+      path: "/api/backup/export",
+      access: perm("write:system"),
+      handler: (c) =>
+        refuse(
+          c,
+          "backup.export",
+          new AppError(
+            501,
+            "BACKUP_EXPORT_NOT_IMPLEMENTED",
+            'Backup export over the API is not implemented: run "waf store backup --out FILE" on the host',
+          ),
+        ),
+    },
+    {
+      method: "POST",
+      path: "/api/backup/restore",
+      access: perm("write:system"),
+      handler: (c) =>
+        refuse(
+          c,
+          "backup.restore",
+          new AppError(
+            501,
+            "BACKUP_RESTORE_NOT_IMPLEMENTED",
+            'Backup restore over the API is not implemented: stop waf and restore a snapshot taken with "waf store backup"',
+          ),
+        ),
+    },
+    {
+      method: "GET",
+      path: "/api/system/ota",
+      access: perm("read:system"),
+      handler: (c) => c.json(deps.ota.view()),
+    },
+    {
+      method: "PUT",
+      path: "/api/system/ota",
+      access: perm("write:system"),
+      handler: async (c) => {
+        const patch = await readJson(c, otaPatch);
+        try {
+          const view = deps.ota.update(patch);
+          deps.transaction(() =>
+            deps.audit.record({
+              ...auditContext(c),
+              action: "system.ota.update",
+              target: "update.ota",
+              result: "success",
+              detail: { changed: [] },
+            })
+          );
+          return c.json(view);
+        } catch (err) {
+          if (err instanceof AppError) return refuse(c, "system.ota.update", err);
+          throw err;
+        }
+      },
+    },
+  ];
+}

@@ -1,0 +1,48 @@
+/** Edge validation: JSON bodies and query strings through zod, failures as 400 naming the field. */
+import type { z } from "zod";
+import { AppError } from "../../mod/core/errors.ts";
+import type { Ctx } from "./env.ts";
+
+function fieldName(path: ReadonlyArray<PropertyKey>): string {
+  let out = "";
+  for (const part of path) {
+    out += typeof part === "number" ? `[${part}]` : (out ? "." : "") + String(part);
+  }
+  return out;
+}
+
+/** Throws a 400 `BAD_REQUEST` for a zod failure; the message names the first field. */
+export function invalid(error: z.ZodError): AppError {
+  const problems = error.issues.map((i) => {
+    const base = fieldName(i.path);
+    const field = i.code === "unrecognized_keys" ? fieldName([...i.path, i.keys[0] ?? ""]) : base;
+    return { field: field || "(body)", message: i.message };
+  });
+  const first = problems[0]!;
+  return new AppError(400, "BAD_REQUEST", `Invalid field "${first.field}": ${first.message}`, {
+    details: { field: first.field, problems },
+  });
+}
+
+/** Parses the request body as JSON and validates it. */
+export async function readJson<S extends z.ZodType>(c: Ctx, schema: S): Promise<z.infer<S>> {
+  let data: unknown;
+  try {
+    const text = await c.req.text();
+    data = text.length === 0 ? {} : JSON.parse(text);
+  } catch {
+    throw new AppError(400, "BAD_REQUEST", "Malformed JSON body: expected a JSON object", {
+      details: { field: "(body)" },
+    });
+  }
+  const parsed = schema.safeParse(data);
+  if (!parsed.success) throw invalid(parsed.error);
+  return parsed.data;
+}
+
+/** Validates the query string (single values; repeated keys keep the last). */
+export function readQuery<S extends z.ZodType>(c: Ctx, schema: S): z.infer<S> {
+  const parsed = schema.safeParse(c.req.query());
+  if (!parsed.success) throw invalid(parsed.error);
+  return parsed.data;
+}

@@ -1,0 +1,75 @@
+/**
+ * The data-plane connector. Until sites exist it answers every request with the "no site is
+ * configured for this host" page (404, with a trace id), never with a management route.
+ */
+import { type Random, randomHex } from "../../mod/core/random.ts";
+
+export type DataHandler = (
+  req: Request,
+  info: Deno.ServeHandlerInfo,
+) => Response | Promise<Response>;
+
+const HTML_ESCAPES: Readonly<Record<string, string>> = {
+  "&": "&amp;",
+  "<": "&lt;",
+  ">": "&gt;",
+  '"': "&quot;",
+  "'": "&#39;",
+};
+
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (ch) => HTML_ESCAPES[ch]!);
+}
+
+function wantsJson(req: Request): boolean {
+  const accept = req.headers.get("accept");
+  return accept !== null && accept.includes("application/json") && !accept.includes("text/html");
+}
+
+/** A small self-contained status page (or JSON) carrying the trace id. */
+export function statusPage(
+  req: Request,
+  status: number,
+  code: string,
+  title: string,
+  message: string,
+  traceId: string,
+): Response {
+  const headers = {
+    "cache-control": "no-store",
+    "x-waf-trace-id": traceId,
+    "content-type": "",
+  };
+  if (wantsJson(req)) {
+    headers["content-type"] = "application/json; charset=utf-8";
+    return new Response(JSON.stringify({ code, message, traceId }), { status, headers });
+  }
+  headers["content-type"] = "text/html; charset=utf-8";
+  const body = `<!doctype html><html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width,initial-scale=1"><title>${
+    escapeHtml(title)
+  }</title>
+<style>body{font-family:system-ui,sans-serif;background:#f5f6f8;color:#1f2933;display:flex;min-height:100vh;margin:0;align-items:center;justify-content:center}
+main{background:#fff;border-radius:8px;padding:2rem 2.5rem;max-width:34rem;box-shadow:0 1px 4px rgba(0,0,0,.08)}
+h1{font-size:1.4rem;margin:0 0 .75rem}code{background:#eef0f3;padding:.1rem .35rem;border-radius:4px}</style></head>
+<body><main><h1>${escapeHtml(title)}</h1><p>${escapeHtml(message)}</p>
+<p>traceId: <code>${traceId}</code></p></main></body></html>`;
+  return new Response(body, { status, headers });
+}
+
+/** The 404 page for a host that no site serves. */
+export function noSitePage(req: Request, traceId: string): Response {
+  return statusPage(
+    req,
+    404,
+    "NO_SITE",
+    "No site is configured for this host",
+    "This address is protected by waf, but no site is configured for the requested host name.",
+    traceId,
+  );
+}
+
+/** The data-plane handler used while no site matches. */
+export function createNoSiteHandler(random: Random): DataHandler {
+  return (req) => noSitePage(req, randomHex(random));
+}

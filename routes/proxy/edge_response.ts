@@ -1,0 +1,216 @@
+/**
+ * The edge's work on responses in the data plane: operator header rules (set, add, remove per
+ * site and path), the in-memory cache (lookup before the upstream; capture of cacheable
+ * responses on the selected paths), and gzip/Brotli compression when the client accepts it, the
+ * content type and size qualify, and the upstream did not already encode the body.
+ */
+import { Duplex } from "node:stream";
+import zlib from "node:zlib";
+import type { AccessRecord } from "../../mod/data_plane/access_record.ts";
+import type { Clock } from "../../mod/core/clock.ts";
+import {
+  cacheableTtl,
+  type EdgeCache,
+  requestMayUseCache,
+  varyNames,
+} from "../../mod/protection/edge_cache.ts";
+import type { CompiledSite } from "../../mod/data_plane/policy.ts";
+import type { CompiledProtection } from "../../mod/protection/protection_compile.ts";
+import type { ChainSink } from "../../mod/protection/protection_runtime.ts";
+
+const NO_TRANSFORM = /\bno-transform\b/i;
+
+function applyHeaderRules(
+  p: CompiledProtection,
+  siteId: string,
+  path: string,
+  headers: Headers,
+): void {
+  for (const r of p.headerRules) {
+    if (r.site_id !== null && r.site_id !== siteId) continue;
+    if (!path.startsWith(r.path_prefix)) continue;
+    if (r.op === "set") headers.set(r.name, r.value);
+    else if (r.op === "add") headers.append(r.name, r.value);
+    else headers.delete(r.name);
+  }
+}
+
+function cachePathSelected(p: CompiledProtection, siteId: string, path: string): boolean {
+  return p.edge.cache.paths.some((s) =>
+    (s.site_id === null || s.site_id === siteId) && path.startsWith(s.path_prefix)
+  );
+}
+
+function pickEncoding(p: CompiledProtection, req: Request): "br" | "gzip" | undefined {
+  const accept = req.headers.get("accept-encoding") ?? "";
+  if (p.edge.compression.brotli && /\bbr\b/.test(accept)) return "br";
+  if (p.edge.compression.gzip && /\bgzip\b/.test(accept)) return "gzip";
+  return undefined;
+}
+
+function compressible(p: CompiledProtection, res: Response, sizeHint: number | null): boolean {
+  if (res.body === null || res.status < 200 || res.status === 204 || res.status === 206) {
+    return false;
+  }
+  if (res.headers.has("content-encoding")) return false;
+  if (NO_TRANSFORM.test(res.headers.get("cache-control") ?? "")) return false;
+  const type = (res.headers.get("content-type") ?? "").toLowerCase();
+  if (!p.edge.compression.types.some((t) => type.startsWith(t))) return false;
+  return sizeHint === null || sizeHint >= p.edge.compression.min_bytes;
+}
+
+function compress(res: Response, encoding: "br" | "gzip"): Response {
+  const stream = encoding === "gzip"
+    ? res.body!.pipeThrough(new CompressionStream("gzip"))
+    : res.body!.pipeThrough(
+      Duplex.toWeb(zlib.createBrotliCompress()) as TransformStream<Uint8Array, Uint8Array>,
+    );
+  const headers = new Headers(res.headers);
+  headers.delete("content-length");
+  headers.set("content-encoding", encoding);
+  headers.append("vary", "Accept-Encoding");
+  return new Response(stream, { status: res.status, statusText: res.statusText, headers });
+}
+
+/** Passes the body through while keeping a copy up to `limit` bytes; `done` gets the copy. */
+function capture(
+  body: ReadableStream<Uint8Array>,
+  limit: number,
+  done: (bytes: Uint8Array) => void,
+) {
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  let over = false;
+  return body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, ctl) {
+        if (!over) {
+          total += chunk.length;
+          if (total > limit) over = true;
+          else chunks.push(chunk);
+        }
+        ctl.enqueue(chunk);
+      },
+      flush() {
+        if (over) return;
+        const all = new Uint8Array(total);
+        let at = 0;
+        for (const c of chunks) {
+          all.set(c, at);
+          at += c.length;
+        }
+        done(all);
+      },
+    }),
+  );
+}
+
+export function createEdgeResponder(deps: { cache: EdgeCache; clock: Clock }) {
+  const { cache, clock } = deps;
+
+  function finishEdge(
+    req: Request,
+    p: CompiledProtection,
+    site: CompiledSite,
+    path: string,
+    res: Response,
+    chain: ChainSink,
+    size: number | null,
+  ): Response {
+    applyHeaderRules(p, site.id, path, res.headers);
+    const encoding = req.method === "HEAD" ? undefined : pickEncoding(p, req);
+    if (encoding && compressible(p, res, size)) {
+      chain.add("compress", encoding);
+      return compress(res, encoding);
+    }
+    return res;
+  }
+
+  return {
+    /** A cached answer for the request, or undefined. */
+    lookup(
+      req: Request,
+      p: CompiledProtection,
+      site: CompiledSite,
+      record: AccessRecord,
+      chain: ChainSink,
+      path: string,
+      pathAndQuery: string,
+    ): Response | undefined {
+      if (
+        !p.edge.cache.enabled || !requestMayUseCache(req) || !cachePathSelected(p, site.id, path)
+      ) return undefined;
+      if (/\bno-cache\b/i.test(req.headers.get("cache-control") ?? "")) return undefined;
+      const hit = cache.get(site.id, record.host.toLowerCase(), pathAndQuery, req, clock.now());
+      if (!hit) {
+        chain.add("cache", "miss");
+        return undefined;
+      }
+      chain.add("cache", "hit");
+      const headers = new Headers(hit.headers as Array<[string, string]>);
+      headers.set("x-waf-trace-id", record.trace_id);
+      headers.set("x-waf-cache", "HIT");
+      const body = req.method === "HEAD" ? null : hit.body as Uint8Array<ArrayBuffer>;
+      const res = new Response(body, { status: hit.status, headers });
+      return finishEdge(req, p, site, path, res, chain, hit.body.length);
+    },
+
+    /** Header rules, cache capture and compression for an upstream response. */
+    respond(
+      req: Request,
+      p: CompiledProtection,
+      site: CompiledSite,
+      record: AccessRecord,
+      chain: ChainSink,
+      path: string,
+      pathAndQuery: string,
+      res: Response,
+    ): Response {
+      const edge = p.edge;
+      if (
+        !edge.cache.enabled && !edge.compression.gzip && !edge.compression.brotli &&
+        p.headerRules.length === 0
+      ) return res;
+      const length = res.headers.get("content-length");
+      const size = length === null ? null : Number(length);
+      let out = res;
+      if (
+        p.edge.cache.enabled && req.method === "GET" && res.body !== null &&
+        requestMayUseCache(req) &&
+        cachePathSelected(p, site.id, path) &&
+        (size === null || size <= p.edge.cache.max_object_bytes)
+      ) {
+        const ttl = cacheableTtl(res.status, res.headers);
+        if (ttl > 0) {
+          cache.setMaxBytes(p.edge.cache.max_bytes);
+          const stored = [...res.headers].filter(([k]) => k !== "x-waf-trace-id");
+          const vary = varyNames(res.headers);
+          const expiresAt = clock.now() + ttl * 1000;
+          const host = record.host.toLowerCase();
+          out = new Response(
+            capture(
+              res.body,
+              p.edge.cache.max_object_bytes,
+              (body) =>
+                cache.put(host, pathAndQuery, req, {
+                  status: res.status,
+                  headers: stored,
+                  body,
+                  expiresAt,
+                  vary,
+                  siteId: site.id,
+                  path,
+                }),
+            ),
+            { status: res.status, statusText: res.statusText, headers: res.headers },
+          );
+          out.headers.set("x-waf-cache", "MISS");
+          chain.add("cache", "store");
+        }
+      }
+      return finishEdge(req, p, site, path, out, chain, size);
+    },
+  };
+}
+
+export type EdgeResponder = ReturnType<typeof createEdgeResponder>;

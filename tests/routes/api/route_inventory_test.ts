@@ -1,0 +1,155 @@
+/**
+ * The security boundary, route by route: every route of the real composed app is public
+ * (the fixed list below), bootstrap/node, or guarded by a declared permission; and an
+ * authorisation matrix (anonymous, readonly, admin, a narrow custom role) runs over every
+ * guarded route. Routes added later by anyone are picked up from `server.routes`.
+ */
+import { assertEquals, ok } from "../../_helpers/assert.ts";
+import {
+  ADMIN,
+  callJson,
+  completeSetup,
+  createUser,
+  login,
+  type Session,
+} from "../../_helpers/identity.ts";
+import { startTestServer, type TestServer } from "../../_helpers/server.ts";
+import { grants, isPermission } from "../../../mod/identity/permissions.ts";
+import type { RouteDef } from "../../../routes/api/route.ts";
+
+/** Section 4.1: what anyone may call. Adding a public route means adding it here, on purpose. */
+const PUBLIC_ROUTES = new Set([
+  "GET /health",
+  "GET /health/live",
+  "GET /health/ready",
+  "GET /health/cluster",
+  "GET /api/setup/status",
+  "POST /api/auth/login",
+  "POST /api/auth/logout",
+  "GET /api/auth/session",
+  "GET /api/auth/login-options",
+  "POST /api/auth/captcha",
+  "POST /api/auth/captcha/verify",
+  "GET /setup",
+  "GET /login",
+  "GET /console",
+]);
+const PUBLIC_ASSETS = /^GET \/console\/assets\/[a-z_]+\.(js|css)$/;
+
+/** Section 4.2: first-install setup (setup token) and node-to-node calls. */
+const BOOTSTRAP_ROUTES = new Set([
+  "POST /api/setup/probe",
+  "GET /api/setup/draft",
+  "PATCH /api/setup/draft",
+  "POST /api/setup",
+]);
+
+const ROLES = {
+  admin: ["*"],
+  readonly: ["read:*", "read:cluster"],
+  auditor: ["read:audit", "read:users", "write:sites"],
+};
+
+const key = (r: RouteDef) => `${r.method} ${r.path}`;
+const concrete = (path: string) => path.replace(/:[A-Za-z_]+/g, "no-such-id");
+
+Deno.test("every registered route is public (4.1), bootstrap/node (4.2) or guarded by a declared permission", async () => {
+  await using server = await startTestServer();
+  ok(server.routes.length > 20);
+  const problems: string[] = [];
+  const seen = new Set<string>();
+  for (const r of server.routes) {
+    const k = key(r);
+    if (seen.has(k)) problems.push(`${k}: registered twice`);
+    seen.add(k);
+    switch (r.access.kind) {
+      case "public":
+        if (!PUBLIC_ROUTES.has(k) && !PUBLIC_ASSETS.test(k)) {
+          problems.push(`${k}: public but not in the public list (4.1)`);
+        }
+        break;
+      case "bootstrap":
+        if (!BOOTSTRAP_ROUTES.has(k)) problems.push(`${k}: bootstrap but not a setup route (4.2)`);
+        break;
+      case "node":
+        if (!r.path.startsWith("/api/cluster/")) {
+          problems.push(`${k}: node access outside /api/cluster`);
+        }
+        break;
+      case "permission":
+        for (const p of [r.access.permission, ...(r.access.alternatives ?? [])]) {
+          if (!isPermission(p)) problems.push(`${k}: unknown permission "${p}"`);
+        }
+        break;
+      default:
+        problems.push(`${k}: no declared access`);
+    }
+  }
+  assertEquals(problems, []);
+  for (const k of [...PUBLIC_ROUTES, ...BOOTSTRAP_ROUTES]) {
+    ok(seen.has(k), `${k} is not registered`);
+  }
+});
+
+Deno.test("every guarded route answers anonymous callers 401 UNAUTHORIZED", async () => {
+  await using server = await startTestServer();
+  await completeSetup(server);
+  for (const r of server.routes) {
+    if (r.access.kind !== "permission") continue;
+    const res = await callJson(server, r.method, concrete(r.path), {
+      body: r.method === "GET" ? undefined : {},
+    });
+    assertEquals(res.status, 401, key(r));
+    assertEquals((res.body.error as { code: string }).code, "UNAUTHORIZED", key(r));
+  }
+});
+
+async function principals(server: TestServer): Promise<Record<keyof typeof ROLES, Session>> {
+  await completeSetup(server);
+  await createUser(server, "viewer", "Glacier-Moth-42", "readonly");
+  await createUser(server, "auditor", "Pebble-Lantern-5", "auditor");
+  return {
+    admin: await login(server, ADMIN.username, ADMIN.password),
+    readonly: await login(server, "viewer", "Glacier-Moth-42"),
+    auditor: await login(server, "auditor", "Pebble-Lantern-5"),
+  };
+}
+
+const GUARD_CODES = new Set(["UNAUTHORIZED", "FORBIDDEN", "CSRF_INVALID"]);
+
+Deno.test("the authorisation matrix holds on every guarded route: 403 without the permission, through the guard with it", async () => {
+  await using server = await startTestServer({ config: { apisec: { permissions: ROLES } } });
+  const sessions = await principals(server);
+  const report: string[] = [];
+  for (const r of server.routes) {
+    if (r.access.kind !== "permission") continue;
+    const wanted = [r.access.permission, ...(r.access.alternatives ?? [])];
+    for (const [role, session] of Object.entries(sessions)) {
+      const allowed = wanted.some((p) => grants(ROLES[role as keyof typeof ROLES], p));
+      const res = await callJson(server, r.method, concrete(r.path), {
+        session,
+        body: r.method === "GET" ? undefined : {},
+      });
+      const code = (res.body.error as { code?: string } | undefined)?.code;
+      const label = `${role} ${key(r)} → ${res.status} ${code ?? ""}`;
+      if (!allowed) {
+        if (res.status !== 403 || code !== "FORBIDDEN") report.push(`expected 403: ${label}`);
+      } else if (code !== undefined && GUARD_CODES.has(code)) {
+        report.push(`expected to pass the guard: ${label}`);
+      } else if (
+        r.method === "GET" && !r.path.includes(":") && (res.status < 200 || res.status > 299)
+      ) {
+        report.push(`expected 2xx: ${label}`);
+      }
+    }
+  }
+  assertEquals(report, []);
+});
+
+Deno.test("a role the configuration no longer has grants nothing", async () => {
+  await using server = await startTestServer({ config: { apisec: { permissions: ROLES } } });
+  const sessions = await principals(server);
+  server.db.prepare("UPDATE users SET role = 'retired' WHERE username = 'viewer'").run();
+  const r = await callJson(server, "GET", "/api/users", { session: sessions.readonly });
+  assertEquals(r.status, 403);
+});
