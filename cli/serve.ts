@@ -10,7 +10,11 @@ import { type Command, EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from "./context.ts";
 import { cliTranslator } from "./lang.ts";
 import { loadConfig } from "./load_config.ts";
 import { flagsOrUsage } from "./output.ts";
-import { checkStorageProfile, ProductionStorageUnavailableError, startServer } from "./server.ts";
+import {
+  checkStorageProfile,
+  ProductionStorageUnavailableError,
+  startServer,
+} from "../app/server.ts";
 
 const encoder = new TextEncoder();
 

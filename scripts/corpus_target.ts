@@ -8,7 +8,7 @@
  * ```
  */
 import { parseArgs } from "node:util";
-import { startServer } from "../cli/server.ts";
+import { startServer } from "../app/server.ts";
 import { systemClock } from "../mod/core/clock.ts";
 import { validateConfig } from "../mod/config/config.ts";
 import { createLogger } from "../mod/core/logger.ts";

@@ -1,5 +1,5 @@
 /** Starts a real WAF (both listeners on port 0, a real SQLite file) for a test. */
-import { type RunningServer, type ServerDeps, startServer } from "../../cli/server.ts";
+import { type RunningServer, type ServerDeps, startServer } from "../../app/server.ts";
 import { FakeClock } from "../../mod/core/clock.ts";
 import { type Config, validateConfig } from "../../mod/config/config.ts";
 import { createMemoryLogger } from "../../mod/core/logger.ts";

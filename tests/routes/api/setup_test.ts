@@ -11,7 +11,7 @@ import {
 import { startTestServer } from "../../_helpers/server.ts";
 import { setupReceipt, SetupTokenError } from "../../../mod/identity/setup_token.ts";
 import { createMemoryLogger } from "../../../mod/core/logger.ts";
-import { startServer } from "../../../cli/server.ts";
+import { startServer } from "../../../app/server.ts";
 import { testConfig } from "../../_helpers/server.ts";
 import { FakeClock } from "../../../mod/core/clock.ts";
 import { systemRandom } from "../../../mod/core/random.ts";
