@@ -5,8 +5,8 @@
  */
 import { configCheckCommand } from "./cli/config_check.ts";
 import {
-  type Command,
   type CommandDeps,
+  type CommandSpec,
   EXIT_OK,
   EXIT_USAGE,
   type GlobalOptions,
@@ -17,13 +17,6 @@ import { serveCommand } from "./cli/serve.ts";
 import { setupUrlCommand } from "./cli/setup_url.ts";
 import { commandHelp, type Translate } from "./cli/i18n/i18n.ts";
 import { VERSION } from "./mod/core/version.ts";
-
-export interface CommandSpec {
-  readonly words: readonly string[];
-  readonly summary: string;
-  readonly usage: string;
-  readonly run: Command;
-}
 
 export const COMMANDS: readonly CommandSpec[] = [
   {

@@ -32,6 +32,14 @@ export type Command = (
   deps: CommandDeps,
 ) => Promise<number>;
 
+/** One row of the command table: the words that select it, its help, and its function. */
+export interface CommandSpec {
+  readonly words: readonly string[];
+  readonly summary: string;
+  readonly usage: string;
+  readonly run: Command;
+}
+
 export const EXIT_OK = 0;
 export const EXIT_FAILURE = 1;
 export const EXIT_USAGE = 2;

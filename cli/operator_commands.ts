@@ -3,7 +3,7 @@
  * the one-shot probe and accounts). `cli.ts` spreads them into COMMANDS; Chinese help for each
  * lives in `mod/messages_zh_cn.ts` HELP_ZH_CN.
  */
-import type { CommandSpec } from "../cli.ts";
+import type { CommandSpec } from "./context.ts";
 import {
   crpActivateCommand,
   crpRollbackCommand,
