@@ -13,9 +13,14 @@ export interface WafProcess extends AsyncDisposable {
   stop(signal?: Deno.Signal): Promise<number>;
 }
 
-export function spawnWaf(args: readonly string[], env: Record<string, string> = {}): WafProcess {
+/** `denoFlags` go before the main module (e.g. `--preload FILE`). */
+export function spawnWaf(
+  args: readonly string[],
+  env: Record<string, string> = {},
+  denoFlags: readonly string[] = [],
+): WafProcess {
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", MAIN, ...args],
+    args: ["run", "-A", ...denoFlags, MAIN, ...args],
     env,
     stdout: "piped",
     stderr: "piped",

@@ -21,11 +21,24 @@ Deno.test("waf serve as a process prints both addresses and stops on SIGTERM", a
   assertMatch(waf.output(), /stopped/);
 });
 
+// The default config listens on 8080 and 9443; the preload binds port 0 instead and records
+// the addresses the process asked for, so this test does not need those ports free.
+const PORT_ZERO = new URL("../_helpers/listen_port_zero.ts", import.meta.url).pathname;
+
 Deno.test("waf serve creates a documented default config on first start", async () => {
   await using dir = await tempDir();
-  await using waf = spawnWaf(["serve", "--data-dir", dir, "--log-format", "json"]);
+  const requested = `${dir}/requested_listen.txt`;
+  await using waf = spawnWaf(
+    ["serve", "--data-dir", dir, "--log-format", "json"],
+    { WAF_TEST_REQUESTED_LISTEN: requested },
+    ["--preload", PORT_ZERO],
+  );
   await waf.waitFor(/"msg":"waf started"/);
   assertEquals(await waf.stop("SIGINT"), 0);
+  assertEquals(
+    (await Deno.readTextFile(requested)).trim().split("\n").sort(),
+    ["0.0.0.0:8080", "127.0.0.1:9443"],
+  );
   const yaml = await Deno.readTextFile(`${dir}/waf.yaml`);
   assertEquals((await Deno.stat(`${dir}/waf.yaml`)).mode! & 0o777, 0o600);
   assertMatch(yaml, /listen: "0\.0\.0\.0:8080"/);

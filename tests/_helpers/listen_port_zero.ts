@@ -1,0 +1,28 @@
+/**
+ * Preloaded into a `waf` child process (`deno run --preload`) by tests that run the built-in
+ * default configuration, whose listeners are the fixed ports 8080 and 9443: every `Deno.serve`
+ * binds the host it was given on port 0 instead, and appends the address it asked for
+ * (`host:port`, one per line) to the file named by `WAF_TEST_REQUESTED_LISTEN`. The test can then
+ * assert the defaults without needing those ports free on the machine.
+ */
+const record = Deno.env.get("WAF_TEST_REQUESTED_LISTEN");
+const serve = Deno.serve;
+
+function portZero(options: Deno.ServeTcpOptions): Deno.ServeTcpOptions {
+  if (record !== undefined) {
+    Deno.writeTextFileSync(record, `${options.hostname}:${options.port}\n`, { append: true });
+  }
+  return { ...options, port: 0 };
+}
+
+// waf calls `Deno.serve(options, handler)` (routes/listen.ts); other call shapes pass through.
+Deno.serve = ((...args: unknown[]) => {
+  const [first, ...rest] = args;
+  if (typeof first === "object" && first !== null && "port" in first) {
+    return (serve as (...a: unknown[]) => Deno.HttpServer)(
+      portZero(first as Deno.ServeTcpOptions),
+      ...rest,
+    );
+  }
+  return (serve as (...a: unknown[]) => Deno.HttpServer)(...args);
+}) as typeof Deno.serve;
