@@ -1,7 +1,7 @@
 /**
  * Composes what builds on identity: management API tokens (the guard's bearer hook) and their
  * cleanup worker, administrator notifications, TOTP two-factor authentication (the login's
- * code check), and the system endpoints (version, backup, OTA). `cli/server.ts` passes the
+ * code check), and the system endpoints (version, backup, OTA). `app/server.ts` passes the
  * hooks to identity and mounts the routes.
  */
 import { createApiTokensRepo } from "../db/api_tokens_repo.ts";

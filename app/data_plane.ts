@@ -1,5 +1,5 @@
 /**
- * Composes the data plane for `cli/server.ts`: sites service and compiled policy, the access
+ * Composes the data plane for `app/server.ts`: sites service and compiled policy, the access
  * log pipeline (with the optional PostgreSQL sink), the proxy connector, its management routes,
  * and the optional HTTPS listener with a certificate per site.
  */

@@ -1,7 +1,7 @@
 /**
  * Composes identity and access: setup, accounts, sessions, login with lockout and CAPTCHA,
  * the guard, their routes, and the maintenance task (expired `setup.url`, sessions, CAPTCHA
- * and lockout memory). `cli/server.ts` mounts the routes behind the guard.
+ * and lockout memory). `app/server.ts` mounts the routes behind the guard.
  */
 import { createAuditRepo } from "../db/audit_repo.ts";
 import { createSettingsRepo } from "../db/settings_repo.ts";

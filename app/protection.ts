@@ -1,5 +1,5 @@
 /**
- * Composes the protection controls for `cli/data_plane.ts`: the policy-objects store and its
+ * Composes the protection controls for `app/data_plane.ts`: the policy-objects store and its
  * compiler (plugged into the compiled policy), the per-request runtime and its connector gate,
  * and the management routes. Everything here shares the data plane's store and policy.
  */

@@ -1,7 +1,7 @@
 /**
  * The command-table entries of the local operator commands (store, logs, language, packages,
  * the one-shot probe and accounts). `cli.ts` spreads them into COMMANDS; Chinese help for each
- * lives in `mod/messages_zh_cn.ts` HELP_ZH_CN.
+ * lives in `cli/i18n/messages_zh_cn.ts` HELP_ZH_CN.
  */
 import type { CommandSpec } from "./context.ts";
 import {

@@ -1,7 +1,7 @@
 /**
  * The one wrapper around `postgres` (porsager/postgres): writes access-log batches into a
  * PostgreSQL table, creating it when missing. Retrying and buffering live in
- * `mod/pg_shipper.ts`; this file only talks SQL.
+ * `mod/data_plane/pg_shipper.ts`; this file only talks SQL.
  */
 import postgres from "postgres";
 import type { AccessLogRow } from "./access_log_repo.ts";

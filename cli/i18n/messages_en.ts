@@ -1,6 +1,6 @@
 /**
  * English command-line messages. Sentence case, no trailing period, values quoted (see
- * STYLE.md). `mod/messages_zh_cn.ts` must have the same ids with the same placeholders.
+ * STYLE.md). `cli/i18n/messages_zh_cn.ts` must have the same ids with the same placeholders.
  */
 export const EN = {
   // cli.ts: the command table and global options

@@ -1,6 +1,6 @@
 /**
  * The setup page, the sign-in page and a minimal console, served by the management listener
- * as plain files (no build step) from `routes/console/`, read once at start-up. A strict CSP
+ * as plain files (no build step) from `routes/api/console/`, read once at start-up. A strict CSP
  * allows only these same-origin scripts and styles.
  */
 import type { Ctx } from "./env.ts";

@@ -1,7 +1,7 @@
 /**
  * The protection controls' part of the data-plane connector: runs the pre-body checks, the
  * custom rules and the ALAP adjustments through the runtime, renders their answers (block page,
- * challenge page, 429) and serves the challenge endpoint. `routes/proxy.ts` calls it at the
+ * challenge page, 429) and serves the challenge endpoint. `routes/proxy/proxy.ts` calls it at the
  * points the design's request flow names; every answer leaves its entry in the chain.
  */
 import { RequestView } from "../../engine/request_view.ts";

@@ -23,7 +23,10 @@ Deno.test("every command has Chinese help, and its usage starts with the same co
   for (const spec of COMMANDS) {
     const words = spec.words.join(" ");
     const zh = HELP_ZH_CN[words];
-    ok(zh, `command "${words}" has no zh-CN help: add it to HELP_ZH_CN in mod/messages_zh_cn.ts`);
+    ok(
+      zh,
+      `command "${words}" has no zh-CN help: add it to HELP_ZH_CN in cli/i18n/messages_zh_cn.ts`,
+    );
     assertEquals(zh.usage.split("\n")[0], spec.usage.split("\n")[0], `usage line of ${words}`);
     ok(/[\u4e00-\u9fff]/.test(zh.summary), `the zh-CN summary of "${words}" is not Chinese`);
   }
