@@ -131,7 +131,7 @@ Deno.test("waf store check prints ok for a sound store, also while the server ru
   tick(server.db, 1);
   const r = await cli(["store", "check", "--data-dir", server.dir]);
   assertEquals(r.code, 0, r.stderr);
-  assertMatch(r.stdout, /Integrity check of ".*waf\.db" \(schema version 6\):\nok\n/);
+  assertMatch(r.stdout, /Integrity check of ".*waf\.db" \(schema version 5\):\nok\n/);
 });
 
 Deno.test("waf store check reports a damaged store and exits 1", async () => {

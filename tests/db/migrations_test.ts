@@ -48,15 +48,21 @@ function count(db: DatabaseSync, table: string): number {
   return (db.prepare(`SELECT COUNT(*) AS n FROM ${table}`).get() as { n: number }).n;
 }
 
-Deno.test("a fresh store reaches schema version 6 in private files", async () => {
+function indexNames(db: DatabaseSync, table: string): string[] {
+  return db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? ORDER BY name")
+    .all(table).map((r) => String(r.name)).filter((n) => !n.startsWith("sqlite_autoindex"));
+}
+
+Deno.test("a fresh store reaches schema version 5 (the specification's) in private files", async () => {
   await using dir = await tempDir();
   const db = openStore(`${dir}/waf.db`, { now: NOW });
   try {
-    assertEquals(SCHEMA_VERSION, 6);
-    assertEquals(schemaVersion(db), 6);
+    assertEquals(SCHEMA_VERSION, 5);
+    assertEquals(schemaVersion(db), 5);
     const recorded = db.prepare("SELECT version FROM schema_migrations ORDER BY version").all()
       .map((r) => r.version);
-    assertEquals(recorded, [1, 2, 3, 4, 5, 6]);
+    assertEquals(recorded, [1, 2, 3, 4, 5]);
+    assertEquals(indexNames(db, "access_logs"), ["access_logs_time"]);
     assertEquals(
       (db.prepare("PRAGMA journal_mode").get() as { journal_mode: string }).journal_mode,
       "wal",
@@ -112,13 +118,14 @@ for (let from = 1; from < SCHEMA_VERSION; from++) {
       if (from >= 4) {
         assertEquals(count(db, "username_repairs"), 1);
       }
+      assertEquals(indexNames(db, "access_logs"), ["access_logs_time"]);
     } finally {
       db.close();
     }
   });
 }
 
-Deno.test("a store with a newer schema is refused and left byte-identical", async () => {
+Deno.test("a store with a newer schema (such as version 6 of a development build) is refused and left byte-identical", async () => {
   await using dir = await tempDir();
   const path = `${dir}/waf.db`;
   const db = openStore(path, { now: NOW });
@@ -133,8 +140,8 @@ Deno.test("a store with a newer schema is refused and left byte-identical", asyn
   assertThrows(
     () => openStore(path, { now: NOW }),
     (e: unknown) =>
-      e instanceof SchemaTooNewError && e.message.includes("version 7") &&
-      e.message.includes("version 6"),
+      e instanceof SchemaTooNewError && e.message.includes("version 6") &&
+      e.message.includes("version 5"),
   );
   assertEquals(await Deno.readFile(path), before);
   const check = new DatabaseSync(path, { readOnly: true });
