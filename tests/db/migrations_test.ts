@@ -49,7 +49,9 @@ function count(db: DatabaseSync, table: string): number {
 }
 
 function indexNames(db: DatabaseSync, table: string): string[] {
-  return db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? ORDER BY name")
+  return db.prepare(
+    "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? ORDER BY name",
+  )
     .all(table).map((r) => String(r.name)).filter((n) => !n.startsWith("sqlite_autoindex"));
 }
 

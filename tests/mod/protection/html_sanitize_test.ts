@@ -1,5 +1,61 @@
 import { assertEquals, ok } from "../../_helpers/assert.ts";
-import { safeUrl, sanitizeCss, sanitizeHtml } from "../../../mod/protection/html_sanitize.ts";
+import {
+  ALLOWED_TAGS,
+  safeUrl,
+  sanitizeCss,
+  sanitizeHtml,
+} from "../../../mod/protection/html_sanitize.ts";
+
+/** Specification rule 4.5.1, verbatim. */
+const SPEC_TAGS = [
+  "html",
+  "head",
+  "body",
+  "title",
+  "main",
+  "section",
+  "header",
+  "footer",
+  "div",
+  "span",
+  "h1",
+  "h2",
+  "h3",
+  "h4",
+  "h5",
+  "h6",
+  "p",
+  "strong",
+  "em",
+  "b",
+  "i",
+  "small",
+  "pre",
+  "code",
+  "br",
+  "hr",
+  "ul",
+  "ol",
+  "li",
+  "table",
+  "thead",
+  "tbody",
+  "tfoot",
+  "tr",
+  "th",
+  "td",
+  "a",
+  "img",
+  "style",
+  "meta",
+];
+
+/** Every element name left in the output (text is escaped, so each `<name` is an element). */
+function tagsIn(html: string): string[] {
+  return [...html.replace(/^<!DOCTYPE html>/i, "").matchAll(/<([a-zA-Z][a-zA-Z0-9-]*)/g)].map((
+    m,
+  ) => m[1]!.toLowerCase());
+}
 
 const FORBIDDEN = [
   /<script/i,
@@ -11,6 +67,12 @@ const FORBIDDEN = [
   /<base/i,
   /<link/i,
   /<template/i,
+  /<form/i,
+  /<input/i,
+  /<button/i,
+  /<select/i,
+  /<textarea/i,
+  /<noscript/i,
   /<!--/,
   /\son[a-z]+\s*=/i,
   /javascript:/i,
@@ -28,6 +90,9 @@ const FORBIDDEN = [
 function assertClean(input: string): string {
   const { html } = sanitizeHtml(input);
   for (const re of FORBIDDEN) ok(!re.test(html), `${re} survived in ${html}\nfrom ${input}`);
+  for (const tag of tagsIn(html)) {
+    ok(ALLOWED_TAGS.has(tag), `<${tag}> is not in rule 4.5.1 but survived in ${html}`);
+  }
   return html;
 }
 
@@ -132,6 +197,175 @@ Deno.test("sanitizeHtml() reports what it removed and unwraps unknown tags", () 
   );
   ok(html.includes("hi <b>there</b>"), html);
   assertEquals(removed, ["b@onclick", "<blink> (unwrapped)", "script"]);
+});
+
+Deno.test("rule 4.5.1: the allow list is exactly the specification's tag list", () => {
+  assertEquals([...ALLOWED_TAGS].sort(), [...SPEC_TAGS].sort());
+});
+
+Deno.test("rule 4.5.1: every allowed tag survives with its text", () => {
+  const body = SPEC_TAGS.filter((t) =>
+    !["html", "head", "body", "title", "style", "meta"].includes(t)
+  )
+    .map((t) =>
+      ["br", "hr", "img"].includes(t)
+        ? `<${t}>`
+        : t.startsWith("t") || t === "table"
+        ? ""
+        : `<${t}>in-${t}</${t}>`
+    ).join("");
+  const page =
+    `<html><head><meta charset="utf-8"><title>T</title><style>p{color:red}</style></head><body>${body}` +
+    `<table><thead><tr><th>h</th></tr></thead><tbody><tr><td>d</td></tr></tbody><tfoot><tr><td>f</td></tr></tfoot></table></body></html>`;
+  const { html, removed } = sanitizeHtml(page);
+  assertEquals(removed, []);
+  assertEquals(new Set(tagsIn(html)), new Set(SPEC_TAGS));
+});
+
+Deno.test("rule 4.5.1: formatting tags outside the list are unwrapped and keep their text", () => {
+  for (
+    const tag of [
+      "article",
+      "nav",
+      "aside",
+      "blockquote",
+      "u",
+      "s",
+      "sub",
+      "sup",
+      "mark",
+      "kbd",
+      "q",
+      "abbr",
+      "dl",
+      "dt",
+      "dd",
+      "figure",
+      "figcaption",
+      "center",
+      "font",
+      "label",
+      "details",
+      "summary",
+      "marquee",
+      "blink",
+      "fieldset",
+      "legend",
+      "address",
+      "caption",
+    ]
+  ) {
+    const { html, removed } = sanitizeHtml(`<p>before <${tag}>kept-${tag}</${tag}> after</p>`);
+    ok(html.includes(`kept-${tag}`), `text of <${tag}> lost: ${html}`);
+    ok(!tagsIn(html).includes(tag), `<${tag}> survived: ${html}`);
+    ok(removed.includes(`<${tag}> (unwrapped)`), `${tag}: ${removed}`);
+  }
+});
+
+Deno.test("rule 4.5.1: containers of active content go with their content", () => {
+  for (
+    const [tag, inner] of [
+      ["form", '<p>Password</p><input name="pw"><button>Sign in</button>'],
+      ["button", "Click me"],
+      ["select", "<option>one</option>"],
+      ["textarea", "typed"],
+      ["iframe", "fallback"],
+      ["object", "<param name=a value=b>fallback"],
+      ["svg", "<text>drawn</text>"],
+      ["math", "<mi>x</mi>"],
+      ["template", "<p>later</p>"],
+      ["noscript", "<p>no js</p>"],
+      ["applet", "old"],
+      ["video", "<p>no video</p>"],
+      ["canvas", "painted"],
+      ["dialog", "<p>modal</p>"],
+    ] as const
+  ) {
+    const { html, removed } = sanitizeHtml(`<div>keep<${tag}>${inner}SECRET</${tag}></div>`);
+    ok(html.includes("<div>keep</div>"), `${tag}: ${html}`);
+    ok(!html.includes("SECRET"), `content of <${tag}> survived: ${html}`);
+    ok(removed.includes(tag), `${tag}: ${removed}`);
+  }
+  for (const tag of ["input", "embed", "link", "base", "frameset"]) {
+    const { html } = sanitizeHtml(
+      `<html><head><${tag} href="https://a.test"></head><body><div>x</div></body></html>`,
+    );
+    ok(!tagsIn(html).includes(tag), `<${tag}> survived: ${html}`);
+  }
+});
+
+Deno.test("rule 4.5.2: script elements and HTML comments are removed", () => {
+  const { html, removed } = sanitizeHtml(
+    "<p>a<!-- secret note -->b</p><script>alert(1)</script><SCRIPT src=https://a.test/x.js></SCRIPT>",
+  );
+  assertEquals(html.includes("<script"), false);
+  assertEquals(html.includes("secret note"), false);
+  ok(html.includes("<p>ab</p>"), html);
+  assertEquals(removed, ["comment", "script", "script"]);
+});
+
+Deno.test("rule 4.5.3: attributes whose name starts with on are removed", () => {
+  const { html } = sanitizeHtml(
+    '<div onclick="a()" ONMOUSEOVER="b()" onfocusin=c() class="box" one="x">t</div>',
+  );
+  ok(html.includes('<div class="box">t</div>'), html);
+});
+
+Deno.test("rule 4.5.4: formaction, action and method are removed", () => {
+  const { html } = sanitizeHtml(
+    '<a href="https://a.test" action="https://evil.test" method="post" formaction="https://evil.test">x</a>',
+  );
+  ok(html.includes('<a href="https://a.test">x</a>'), html);
+});
+
+Deno.test("rule 4.5.5: meta keeps only charset; http-equiv refresh and headers are rejected", () => {
+  const { html, removed } = sanitizeHtml(
+    '<html><head><meta charset="utf-8" name="viewport" content="x"><meta http-equiv="refresh" content="0;url=https://evil.test"><meta http-equiv="Content-Security-Policy" content="x"></head><body>b</body></html>',
+  );
+  ok(html.includes('<meta charset="utf-8">'), html);
+  ok(!/http-equiv|refresh|viewport/i.test(html), html);
+  assertEquals(removed.filter((r) => r === "meta[http-equiv]").length, 2);
+});
+
+Deno.test("rule 4.5.6: @import and script-capable CSS are removed from style elements and attributes", () => {
+  const { html } = sanitizeHtml(
+    `<html><head><style>@import url(https://evil.test/x.css); p{color:red;background:url(javascript:x);width:expression(1);behavior:url(x);-moz-binding:url(y);b:url(vbscript:z)}</style></head><body><p style="color:blue;background:url(javascript:x);width:expression(1)">t</p></body></html>`,
+  );
+  for (
+    const bad of ["@import", "javascript:", "vbscript:", "expression(", "behavior:", "-moz-binding"]
+  ) {
+    assertEquals(html.toLowerCase().includes(bad), false, `${bad} in ${html}`);
+  }
+  ok(html.includes("p{color:red;"), html);
+  ok(html.includes('style="color:blue;'), html);
+});
+
+Deno.test("rule 4.5.7: href and src accept only http, https, mailto and tel", () => {
+  const { html } = sanitizeHtml(
+    '<a href="https://a.test/">1</a><a href="http://a.test/">2</a><a href="mailto:x@a.test">3</a><a href="tel:+1">4</a><a href="javascript:x">5</a><a href="ftp://a.test">6</a><a href="/rel">7</a><img src="https://a.test/i.png"><img src="file:///etc/passwd">',
+  );
+  for (
+    const kept of [
+      "https://a.test/",
+      "http://a.test/",
+      "mailto:x@a.test",
+      "tel:+1",
+      "https://a.test/i.png",
+    ]
+  ) {
+    ok(html.includes(`"${kept}"`), `${kept} lost: ${html}`);
+  }
+  for (const dropped of ["javascript:", "ftp:", "/rel", "file:"]) {
+    assertEquals(html.includes(dropped), false, `${dropped} kept: ${html}`);
+  }
+});
+
+Deno.test("rule 4.5.8: img also accepts a base64 image data URI; any other data URI is discarded", () => {
+  const { html } = sanitizeHtml(
+    '<img src="data:image/png;base64,iVBORw0KGgo="><img src="data:image/svg+xml,<svg/onload=x>"><img src="data:text/html;base64,PHNjcmlwdD4="><a href="data:image/png;base64,iVBORw0KGgo=">a</a>',
+  );
+  ok(html.includes('<img src="data:image/png;base64,iVBORw0KGgo=">'), html);
+  assertEquals((html.match(/data:/g) ?? []).length, 1, html);
 });
 
 Deno.test("sanitizeHtml() strips meta attributes other than charset", () => {
