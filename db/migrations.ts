@@ -155,18 +155,26 @@ ${appendOnly("username_repairs")}`,
   },
   {
     version: 5,
-    name: "credential epoch on users and admin sessions; unused access-log indexes dropped",
+    name: "credential epoch; unused access-log indexes dropped; notification read state per reader",
     // The access-log listing filters with "(:x IS NULL OR col = :x)", which SQLite's planner
     // cannot serve from the site, client and action indexes of version 3 (it walks the rowid,
     // newest first), while every access-log insert paid for three more B-tree updates. The time
     // index stays for retention, the trace_id one for lookups by trace id. (A development build
-    // had this as a version 6; nothing was released, so it lives here.)
+    // had this as a version 6; nothing was released, so it lives here.) Marking a notification
+    // read changes only the reader's own inbox, which is why `read:monitor` may do it.
     sql: `
 ALTER TABLE users ADD COLUMN credential_epoch INTEGER NOT NULL DEFAULT 1;
 ALTER TABLE admin_sessions ADD COLUMN credential_epoch INTEGER NOT NULL DEFAULT 0;
 DROP INDEX IF EXISTS access_logs_site;
 DROP INDEX IF EXISTS access_logs_client;
-DROP INDEX IF EXISTS access_logs_action;`,
+DROP INDEX IF EXISTS access_logs_action;
+CREATE TABLE notification_reads (
+  notification_id TEXT NOT NULL REFERENCES notifications(id) ON DELETE CASCADE,
+  reader TEXT NOT NULL,
+  read_at INTEGER NOT NULL,
+  PRIMARY KEY (notification_id, reader)
+) WITHOUT ROWID;
+ALTER TABLE notifications DROP COLUMN read_at;`,
   },
 ];
 

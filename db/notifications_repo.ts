@@ -9,6 +9,10 @@ export interface NotificationRow {
   readonly kind: string;
   readonly title: string;
   readonly body: string;
+}
+
+/** A notification with the read state of one reader. */
+export interface NotificationReadRow extends NotificationRow {
   readonly read_at: number | null;
 }
 
@@ -18,36 +22,47 @@ export function createNotificationsRepo(db: Db) {
      VALUES (?, ?, ?, ?, ?, ?, ?)`,
   );
   const list = db.prepare(
-    `SELECT * FROM notifications WHERE audience = :audience
-       AND (:unread = 0 OR read_at IS NULL)
-       AND (:before_time IS NULL OR time < :before_time OR (time = :before_time AND id < :before_id))
-     ORDER BY time DESC, id DESC LIMIT :limit`,
+    `SELECT n.*, r.read_at FROM notifications n
+       LEFT JOIN notification_reads r ON r.notification_id = n.id AND r.reader = :reader
+     WHERE n.audience = :audience
+       AND (:unread = 0 OR r.read_at IS NULL)
+       AND (:before_time IS NULL OR n.time < :before_time
+            OR (n.time = :before_time AND n.id < :before_id))
+     ORDER BY n.time DESC, n.id DESC LIMIT :limit`,
   );
   const markRead = db.prepare(
-    "UPDATE notifications SET read_at = ? WHERE id = ? AND read_at IS NULL",
+    "INSERT OR IGNORE INTO notification_reads (notification_id, reader, read_at) VALUES (?, ?, ?)",
   );
-  const byId = db.prepare("SELECT * FROM notifications WHERE id = ?");
+  const byId = db.prepare(
+    `SELECT n.*, r.read_at FROM notifications n
+       LEFT JOIN notification_reads r ON r.notification_id = n.id AND r.reader = ?
+     WHERE n.id = ?`,
+  );
   return {
-    insert(row: Omit<NotificationRow, "read_at">): void {
+    insert(row: NotificationRow): void {
       insert.run(row.id, row.time, row.audience, row.level, row.kind, row.title, row.body);
     },
-    get(id: string): NotificationRow | undefined {
-      return byId.get(id) as NotificationRow | undefined;
+    /** One notification with `reader`'s read state. */
+    get(id: string, reader: string): NotificationReadRow | undefined {
+      return byId.get(reader, id) as NotificationReadRow | undefined;
     },
     list(
       audience: string,
+      reader: string,
       options: { unread: boolean; before?: { time: number; id: string }; limit: number },
-    ): NotificationRow[] {
+    ): NotificationReadRow[] {
       return list.all({
         audience,
+        reader,
         unread: options.unread ? 1 : 0,
         before_time: options.before?.time ?? null,
         before_id: options.before?.id ?? null,
         limit: options.limit,
-      }) as unknown as NotificationRow[];
+      }) as unknown as NotificationReadRow[];
     },
-    markRead(id: string, now: number): boolean {
-      return Number(markRead.run(now, id).changes) > 0;
+    /** Marks `id` read for `reader` only; the first time stays. */
+    markRead(id: string, reader: string, now: number): boolean {
+      return Number(markRead.run(id, reader, now).changes) > 0;
     },
   };
 }

@@ -1,5 +1,5 @@
 /** Administrator notifications: stored in the store and listed for admins (`/api/notifications`). */
-import type { NotificationRow, NotificationsRepo } from "../../db/notifications_repo.ts";
+import type { NotificationReadRow, NotificationsRepo } from "../../db/notifications_repo.ts";
 import type { Clock } from "./clock.ts";
 import { AppError } from "./errors.ts";
 import { type Random, randomHex } from "./random.ts";
@@ -25,7 +25,7 @@ export interface NotificationView {
   readonly read_at: string | null;
 }
 
-function view(row: NotificationRow): NotificationView {
+function view(row: NotificationReadRow): NotificationView {
   return {
     id: row.id,
     time: new Date(row.time).toISOString(),
@@ -47,7 +47,9 @@ export function createNotifications(
       deps.repo.insert({ id, time: deps.clock.now(), audience: ADMINS, ...n });
       return id;
     },
+    /** `reader` (e.g. `user:<id>`) sees its own read state: each reader has its own inbox. */
     list(
+      reader: string,
       options: { unread: boolean; cursor?: string; limit: number },
     ): { items: NotificationView[]; next_cursor: string | null } {
       let before: { time: number; id: string } | undefined;
@@ -60,7 +62,7 @@ export function createNotifications(
         }
         before = { time: Number(time), id };
       }
-      const rows = deps.repo.list(ADMINS, {
+      const rows = deps.repo.list(ADMINS, reader, {
         unread: options.unread,
         before,
         limit: options.limit + 1,
@@ -72,13 +74,14 @@ export function createNotifications(
         next_cursor: rows.length > options.limit && last ? `${last.time}.${last.id}` : null,
       };
     },
-    markRead(id: string): NotificationView {
-      const row = deps.repo.get(id);
+    /** Marks `id` read in `reader`'s inbox only. */
+    markRead(id: string, reader: string): NotificationView {
+      const row = deps.repo.get(id, reader);
       if (!row || row.audience !== ADMINS) {
         throw new AppError(404, "NOT_FOUND", `No notification with id "${id}"`);
       }
-      deps.repo.markRead(id, deps.clock.now());
-      return view(deps.repo.get(id)!);
+      deps.repo.markRead(id, reader, deps.clock.now());
+      return view(deps.repo.get(id, reader)!);
     },
   };
 }

@@ -5,30 +5,42 @@
  * no case folding.
  */
 
-/** Every permission a management route may declare. */
+/**
+ * Every permission identifier, exactly the specification's list (section 5), in its order. Routes
+ * declare one of these, tokens are granted from these; never invent one (docs/identity.md maps
+ * every route family to its identifier).
+ */
 export const PERMISSIONS = [
   "read:sites",
   "write:sites",
-  "read:protection",
-  "write:protection",
   "read:rules",
   "write:rules",
-  "read:logs",
-  "read:audit",
-  "read:users",
-  "write:users",
-  "read:system",
-  "write:system",
-  "manage:api_tokens",
-  "read:apisec",
-  "write:apisec",
+  "read:protection",
+  "write:protection",
   "read:threat_intel",
   "write:threat_intel",
   "read:edge",
   "write:edge",
+  "read:ai",
+  "write:ai",
+  "use:ai",
+  "approve:ai",
   "read:cluster",
-  "read:notifications",
-  "write:notifications",
+  "write:cluster",
+  "read:system",
+  "write:system",
+  "manage:api_tokens",
+  "read:users",
+  "write:users",
+  "read:logs",
+  "read:monitor",
+  "read:audit",
+  "read:realtime",
+  "read:ops",
+  "write:ops",
+  "read:storage",
+  "write:storage",
+  "read:apisec",
 ] as const;
 
 export type Permission = (typeof PERMISSIONS)[number];

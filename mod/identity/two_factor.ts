@@ -1,9 +1,11 @@
 /**
  * Two-factor authentication (TOTP) for accounts: setup with a pending secret that expires,
- * enable with a code for it, disable with password and code, recovery of another account by
- * an administrator, and the code check at login. Only the account owner changes its own 2FA.
- * Secrets are sealed at rest; every change advances the credential epoch (sessions end); a
- * code is accepted once; wrong codes and passwords count toward a lockout.
+ * enable with a code for it, disable (the owner with password and code; an administrator for
+ * another account with their own password, like recovery), recovery of another account, and the
+ * code check at login. Who may act on which account is the route guard's decision (the owner
+ * always, others with `write:users`). Secrets are sealed at rest; every change advances the
+ * credential epoch (sessions end); a code is accepted once; wrong codes and passwords count
+ * toward a lockout.
  */
 import type { TotpRepo } from "../../db/totp_repo.ts";
 import type { UserRow, UsersRepo } from "../../db/users_repo.ts";
@@ -75,16 +77,6 @@ export function createTwoFactor(deps: TwoFactorDeps) {
     return row;
   };
 
-  const assertOwner = (actorId: string, row: UserRow) => {
-    if (actorId !== row.id) {
-      throw new AppError(
-        403,
-        "FORBIDDEN",
-        "Only the account owner can set up, enable or disable its two-factor authentication",
-      );
-    }
-  };
-
   const assertNotLocked = (keys: readonly string[]) => {
     const wait = lockout.retryAfter(keys);
     if (wait > 0) {
@@ -128,13 +120,47 @@ export function createTwoFactor(deps: TwoFactorDeps) {
   const notEnabled = () =>
     new AppError(409, "TOTP_NOT_ENABLED", "Two-factor authentication is not enabled");
 
+  /** Another account's 2FA off, confirmed by the acting administrator's own password. */
+  const turnOffForOther = async (
+    actorId: string,
+    targetId: string,
+    password: string,
+    ctx: AuditContext,
+    action: "user.2fa.disable" | "user.2fa.recover",
+  ): Promise<PublicUser> => {
+    const target = account(targetId);
+    const actor = account(actorId);
+    if (!target.totp_enabled) throw notEnabled();
+    assertNotLocked([passwordKey(actor.id)]);
+    await checkPassword(actor, password);
+    deps.transaction(() => {
+      deps.users.setTotp(target.id, null, deps.clock.now());
+      deps.totp.deletePending(target.id);
+      deps.audit.record({
+        ...ctx,
+        action,
+        target: `user:${target.id}`,
+        result: "success",
+        detail: { username: target.username },
+      });
+      deps.notifications.notifyAdmins({
+        level: "warning",
+        kind: action,
+        title: `Two-factor authentication turned off for ${target.username}`,
+        body:
+          `${actor.username} turned off two-factor authentication of ${target.username} (${target.id}).`,
+      });
+    });
+    lockout.reset(passwordKey(actor.id));
+    return toPublicUser(account(target.id));
+  };
+
   return {
     lockout,
 
-    /** Starts a setup: a new pending secret (replacing any earlier one) for the owner. */
-    async setup(actorId: string, userId: string, ctx: AuditContext): Promise<TwoFactorSetup> {
+    /** Starts a setup: a new pending secret (replacing any earlier one) for the account. */
+    async setup(userId: string, ctx: AuditContext): Promise<TwoFactorSetup> {
       const row = account(userId);
-      assertOwner(actorId, row);
       if (row.totp_enabled) {
         throw new AppError(
           409,
@@ -170,14 +196,8 @@ export function createTwoFactor(deps: TwoFactorDeps) {
     },
 
     /** Confirms the pending secret with a code for it and turns 2FA on. */
-    async enable(
-      actorId: string,
-      userId: string,
-      code: string,
-      ctx: AuditContext,
-    ): Promise<PublicUser> {
+    async enable(userId: string, code: string, ctx: AuditContext): Promise<PublicUser> {
       const row = account(userId);
-      assertOwner(actorId, row);
       if (row.totp_enabled) {
         throw new AppError(409, "TOTP_ALREADY_ENABLED", "Two-factor authentication is enabled");
       }
@@ -209,16 +229,29 @@ export function createTwoFactor(deps: TwoFactorDeps) {
       return toPublicUser(account(row.id));
     },
 
-    /** The owner turns 2FA off with the password and a current code. */
+    /**
+     * Turns 2FA off. The owner confirms with the password and a current code; an administrator
+     * acting on another account confirms with their own password (as in {@link recover}).
+     */
     async disable(
       actorId: string,
       userId: string,
-      input: { password: string; code: string },
+      input: { password: string; code?: string },
       ctx: AuditContext,
     ): Promise<PublicUser> {
+      if (actorId !== userId) {
+        return await turnOffForOther(actorId, userId, input.password, ctx, "user.2fa.disable");
+      }
       const row = account(userId);
-      assertOwner(actorId, row);
       if (!row.totp_enabled) throw notEnabled();
+      if (input.code === undefined) {
+        throw new AppError(
+          400,
+          "BAD_REQUEST",
+          'Invalid field "code": required to turn off your own two-factor authentication',
+          { details: { field: "code" } },
+        );
+      }
       assertNotLocked([codeKey(row.id), passwordKey(row.id)]);
       await checkPassword(row, input.password);
       const secret = await openSecret(row.totp_secret_enc, row.id);
@@ -256,37 +289,15 @@ export function createTwoFactor(deps: TwoFactorDeps) {
       password: string,
       ctx: AuditContext,
     ): Promise<PublicUser> {
-      const target = account(targetId);
-      const actor = account(actorId);
-      if (actor.id === target.id) {
+      if (actorId === targetId) {
+        account(targetId);
         throw new AppError(
           403,
           "FORBIDDEN",
           "Recovery is for another account: turn off your own two-factor authentication with POST /api/users/{id}/2fa/disable",
         );
       }
-      if (!target.totp_enabled) throw notEnabled();
-      assertNotLocked([passwordKey(actor.id)]);
-      await checkPassword(actor, password);
-      deps.transaction(() => {
-        deps.users.setTotp(target.id, null, deps.clock.now());
-        deps.totp.deletePending(target.id);
-        deps.audit.record({
-          ...ctx,
-          action: "user.2fa.recover",
-          target: `user:${target.id}`,
-          result: "success",
-          detail: { username: target.username },
-        });
-        deps.notifications.notifyAdmins({
-          level: "warning",
-          kind: "user.2fa.recover",
-          title: `Two-factor authentication turned off for ${target.username}`,
-          body: `${actor.username} recovered the account ${target.username} (${target.id}).`,
-        });
-      });
-      lockout.reset(passwordKey(actor.id));
-      return toPublicUser(account(target.id));
+      return await turnOffForOther(actorId, targetId, password, ctx, "user.2fa.recover");
     },
 
     /** The login check: a current code for the enabled secret, not used before. */

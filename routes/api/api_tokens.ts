@@ -1,7 +1,8 @@
 /**
  * Management API tokens: create (the secret is in this one response), list, read and revoke.
- * Reads accept `manage:api_tokens` or `read:system`; changes need `manage:api_tokens`. The
- * caller, user or token, is the creator: a token can mint only narrower, shorter-lived tokens.
+ * Every route needs `manage:api_tokens` (the specification reserves create, query and revoke for
+ * it: a `read:*` role sees no token metadata). The caller, user or token, is the creator: a token
+ * can mint only narrower, shorter-lived tokens.
  */
 import { z } from "zod";
 import type { ApiTokens } from "../../mod/identity/api_tokens.ts";
@@ -25,7 +26,6 @@ const createBody = z.strictObject({
   non_expiring: z.boolean().optional(),
 });
 
-const READ = perm("manage:api_tokens", { alternatives: ["read:system"] });
 const MANAGE = perm("manage:api_tokens");
 
 export function apiTokenRoutes(deps: ApiTokenRouteDeps): RouteDef[] {
@@ -65,13 +65,13 @@ export function apiTokenRoutes(deps: ApiTokenRouteDeps): RouteDef[] {
     {
       method: "GET",
       path: "/api/system/api-tokens",
-      access: READ,
+      access: MANAGE,
       handler: (c) => c.json({ items: deps.tokens.list() }),
     },
     {
       method: "GET",
       path: "/api/system/api-tokens/:id",
-      access: READ,
+      access: MANAGE,
       handler: (c) => c.json({ item: deps.tokens.get(c.req.param("id")!) }),
     },
     { method: "DELETE", path: "/api/system/api-tokens/:id", access: MANAGE, handler: revoke },

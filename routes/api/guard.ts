@@ -105,8 +105,9 @@ export function createGuard(deps: GuardDeps): Guard {
         "This endpoint needs a signed-in user, not an API token",
       );
     }
-    const wanted = [access.permission, ...(access.alternatives ?? [])];
-    if (!wanted.some((p) => grants(principal.permissions, p))) {
+    const own = access.ownAccount !== undefined && principal.kind === "user" &&
+      c.req.param(access.ownAccount) === principal.id;
+    if (!own && !grants(principal.permissions, access.permission)) {
       deny(c, principal, "auth.denied", { permission: access.permission });
       throw new AppError(403, "FORBIDDEN", `Permission "${access.permission}" is required`, {
         details: { permission: access.permission },

@@ -1,8 +1,13 @@
-/** Administrator notifications: list (newest first, unread filter, cursor) and mark read. */
+/**
+ * Administrator notifications: list (newest first, unread filter, cursor) and mark read. Both
+ * need `read:monitor` (the specification's identifier for notification channels); marking read
+ * changes only the caller's own inbox, so it is no write of shared state.
+ */
 import { z } from "zod";
 import type { Notifications } from "../../mod/core/notifications.ts";
 import { auditContext } from "./actor.ts";
 import { auditFailures, type AuditSink } from "./audited.ts";
+import type { Ctx } from "./env.ts";
 import { perm, type RouteDef } from "./route.ts";
 import { readQuery } from "./validate.ts";
 
@@ -16,15 +21,21 @@ const listQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(200).default(50),
 });
 
+/** The inbox of the caller: a user or an API token. */
+function readerOf(c: Ctx): string {
+  const p = c.get("principal")!;
+  return `${p.kind}:${p.id}`;
+}
+
 export function notificationRoutes(deps: NotificationRouteDeps): RouteDef[] {
   return [
     {
       method: "GET",
       path: "/api/notifications",
-      access: perm("read:notifications"),
+      access: perm("read:monitor"),
       handler: (c) => {
         const q = readQuery(c, listQuery);
-        return c.json(deps.notifications.list({
+        return c.json(deps.notifications.list(readerOf(c), {
           unread: q.unread === "true",
           cursor: q.cursor,
           limit: q.limit,
@@ -34,7 +45,7 @@ export function notificationRoutes(deps: NotificationRouteDeps): RouteDef[] {
     {
       method: "POST",
       path: "/api/notifications/:id/read",
-      access: perm("write:notifications"),
+      access: perm("read:monitor"),
       handler: async (c) => {
         const id = c.req.param("id")!;
         const item = await auditFailures(
@@ -44,7 +55,7 @@ export function notificationRoutes(deps: NotificationRouteDeps): RouteDef[] {
           `notification:${id}`,
           () =>
             Promise.resolve(deps.transaction(() => {
-              const view = deps.notifications.markRead(id);
+              const view = deps.notifications.markRead(id, readerOf(c));
               deps.audit.record({
                 ...auditContext(c),
                 action: "notification.read",

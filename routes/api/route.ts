@@ -11,8 +11,9 @@ export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
  * - `public`: anyone (health probes, setup status, login).
  * - `bootstrap`: first-install setup, guarded by the setup token instead of a session.
  * - `node`: cluster node-to-node calls (reserved).
- * - `permission`: an authenticated principal holding `permission` (or one of `alternatives`).
- *   `sessionOnly` routes refuse API tokens (for example 2FA changes).
+ * - `permission`: an authenticated principal holding `permission`. `sessionOnly` routes refuse
+ *   API tokens (for example 2FA changes). `ownAccount` names a path parameter holding a user id:
+ *   a signed-in user acting on their own account needs no permission (their own second factor).
  */
 export type Access =
   | { readonly kind: "public" }
@@ -21,8 +22,8 @@ export type Access =
   | {
     readonly kind: "permission";
     readonly permission: string;
-    readonly alternatives?: readonly string[];
     readonly sessionOnly?: boolean;
+    readonly ownAccount?: string;
   };
 
 export interface RouteDef {
@@ -38,7 +39,7 @@ export const BOOTSTRAP: Access = { kind: "bootstrap" };
 /** Shorthand for a permission-guarded route. */
 export function perm(
   permission: string,
-  options: { alternatives?: readonly string[]; sessionOnly?: boolean } = {},
+  options: { sessionOnly?: boolean; ownAccount?: string } = {},
 ): Access {
   return { kind: "permission", permission, ...options };
 }

@@ -1,10 +1,11 @@
 /**
- * Two-factor authentication of an account: setup, enable and disable by the account owner,
- * recovery of another account by an administrator. Signed-in users only: API tokens are
- * refused here (`sessionOnly`), whatever their permissions.
+ * Two-factor authentication of an account (`/api/users/{id}/2fa/*`, the specification's
+ * `write:users` family): setup, enable and disable need `write:users` for another account, while
+ * every signed-in user manages their own second factor without it; recovery is for another
+ * account only. Signed-in users only: API tokens are refused here (`sessionOnly`), whatever
+ * their permissions.
  */
 import { z } from "zod";
-import { PERMISSIONS } from "../../mod/identity/permissions.ts";
 import type { TwoFactor } from "../../mod/identity/two_factor.ts";
 import { auditContext } from "./actor.ts";
 import { auditFailures, type AuditSink } from "./audited.ts";
@@ -16,20 +17,19 @@ export interface TwoFactorRouteDeps extends AuditSink {
   readonly twoFactor: TwoFactor;
 }
 
-/**
- * Any signed-in user whose role grants at least one permission: 2FA protects every account,
- * not only administrators. The handlers then allow the account owner alone.
- */
-export const ANY_SIGNED_IN_USER: Access = perm("read:users", {
-  alternatives: PERMISSIONS.filter((p) => p !== "read:users"),
+/** `write:users`, except on one's own account: 2FA protects every account, not only admins'. */
+export const OWN_OR_WRITE_USERS: Access = perm("write:users", {
   sessionOnly: true,
+  ownAccount: "id",
 });
 
 const code = z.string().regex(/^[0-9]{6}$/, "expected the 6-digit code of the authenticator");
 const password = z.string().min(1).max(1024);
 const setupBody = z.strictObject({});
 const enableBody = z.strictObject({ code });
-const disableBody = z.strictObject({ password, code });
+// The owner sends a current code; an administrator acting on another account only their own
+// password (they do not hold that account's authenticator).
+const disableBody = z.strictObject({ password, code: code.optional() });
 const recoverBody = z.strictObject({ password });
 
 export function twoFactorRoutes(deps: TwoFactorRouteDeps): RouteDef[] {
@@ -41,11 +41,11 @@ export function twoFactorRoutes(deps: TwoFactorRouteDeps): RouteDef[] {
     {
       method: "POST",
       path: "/api/users/:id/2fa/setup",
-      access: ANY_SIGNED_IN_USER,
+      access: OWN_OR_WRITE_USERS,
       handler: async (c) => {
-        const result = await run(c, "user.2fa.setup", async (actor, id) => {
+        const result = await run(c, "user.2fa.setup", async (_actor, id) => {
           await readJson(c, setupBody);
-          return await deps.twoFactor.setup(actor, id, auditContext(c));
+          return await deps.twoFactor.setup(id, auditContext(c));
         });
         c.header("cache-control", "no-store");
         return c.json(result, 201);
@@ -54,11 +54,11 @@ export function twoFactorRoutes(deps: TwoFactorRouteDeps): RouteDef[] {
     {
       method: "POST",
       path: "/api/users/:id/2fa/enable",
-      access: ANY_SIGNED_IN_USER,
+      access: OWN_OR_WRITE_USERS,
       handler: async (c) => {
-        const user = await run(c, "user.2fa.enable", async (actor, id) => {
+        const user = await run(c, "user.2fa.enable", async (_actor, id) => {
           const body = await readJson(c, enableBody);
-          return await deps.twoFactor.enable(actor, id, body.code, auditContext(c));
+          return await deps.twoFactor.enable(id, body.code, auditContext(c));
         });
         return c.json({ user });
       },
@@ -66,7 +66,7 @@ export function twoFactorRoutes(deps: TwoFactorRouteDeps): RouteDef[] {
     {
       method: "POST",
       path: "/api/users/:id/2fa/disable",
-      access: ANY_SIGNED_IN_USER,
+      access: OWN_OR_WRITE_USERS,
       handler: async (c) => {
         const user = await run(c, "user.2fa.disable", async (actor, id) => {
           const body = await readJson(c, disableBody);

@@ -78,3 +78,15 @@ Deno.test("validateRole() refuses leading, trailing and embedded whitespace, Cc 
     ok(!check.ok, JSON.stringify(r));
   }
 });
+
+Deno.test("PERMISSIONS is exactly the specification's identifier list (section 5), nothing invented", () => {
+  const spec = `read:sites write:sites read:rules write:rules read:protection write:protection
+    read:threat_intel write:threat_intel read:edge write:edge read:ai write:ai use:ai approve:ai
+    read:cluster write:cluster read:system write:system manage:api_tokens read:users write:users
+    read:logs read:monitor read:audit read:realtime read:ops write:ops read:storage write:storage
+    read:apisec`.split(/\s+/);
+  assertEquals([...PERMISSIONS], spec);
+  for (const invented of ["write:apisec", "read:notifications", "write:notifications"]) {
+    ok(!(PERMISSIONS as readonly string[]).includes(invented), invented);
+  }
+});

@@ -99,7 +99,7 @@ Deno.test("the cleanup removes expired and 180-day idle tokens, then audits and 
   const audit = t.audit.list({ limit: 10, action: "api_token.cleanup" }).items;
   assertEquals(audit.length, 1);
   assertEquals((audit[0]!.detail as { removed: number }).removed, 2);
-  const notes = t.notifications.list({ unread: true, limit: 10 }).items;
+  const notes = t.notifications.list("user:admin", { unread: true, limit: 10 }).items;
   assertEquals(notes.length, 1);
   assertEquals(notes[0]!.kind, "api_token.cleanup");
 });

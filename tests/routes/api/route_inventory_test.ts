@@ -77,8 +77,8 @@ Deno.test("every registered route is public (4.1), bootstrap/node (4.2) or guard
         }
         break;
       case "permission":
-        for (const p of [r.access.permission, ...(r.access.alternatives ?? [])]) {
-          if (!isPermission(p)) problems.push(`${k}: unknown permission "${p}"`);
+        if (!isPermission(r.access.permission)) {
+          problems.push(`${k}: unknown permission "${r.access.permission}"`);
         }
         break;
       default:
@@ -89,6 +89,44 @@ Deno.test("every registered route is public (4.1), bootstrap/node (4.2) or guard
   for (const k of [...PUBLIC_ROUTES, ...BOOTSTRAP_ROUTES]) {
     ok(seen.has(k), `${k} is not registered`);
   }
+});
+
+/** The rows of the route-family table in docs/identity.md: path prefix -> read/write identifier. */
+async function familyTable(): Promise<{ prefix: string; read: string; write: string }[]> {
+  const doc = await Deno.readTextFile(new URL("../../../docs/identity.md", import.meta.url));
+  const rows = [];
+  for (const line of doc.split("\n")) {
+    const m = /^\| `(\/api\/[^`]*)` *\| `([a-z_:]+)` *\| `([a-z_:]+)` *\|/.exec(line);
+    if (m) rows.push({ prefix: m[1]!.replace(/\{[a-z]+\}/g, ":id"), read: m[2]!, write: m[3]! });
+  }
+  return rows;
+}
+
+Deno.test("docs/identity.md maps every guarded route family to the identifier the route declares", async () => {
+  await using server = await startTestServer();
+  const table = await familyTable();
+  ok(table.length > 10, "the table is found");
+  for (const row of table) {
+    for (const id of [row.read, row.write]) {
+      ok(isPermission(id), `${row.prefix}: ${id} is not in the spec`);
+    }
+  }
+  const problems: string[] = [];
+  for (const r of server.routes) {
+    if (r.access.kind !== "permission") continue;
+    const path = r.path.replace(/:[A-Za-z_]+/g, ":id");
+    const row = table.filter((t) => path === t.prefix || path.startsWith(`${t.prefix}/`))
+      .sort((a, b) => b.prefix.length - a.prefix.length)[0];
+    if (!row) {
+      problems.push(`${key(r)}: no row in docs/identity.md "Route families and their identifiers"`);
+      continue;
+    }
+    const documented = r.method === "GET" ? row.read : row.write;
+    if (documented !== r.access.permission) {
+      problems.push(`${key(r)}: declares ${r.access.permission}, docs say ${documented}`);
+    }
+  }
+  assertEquals(problems, []);
 });
 
 Deno.test("every guarded route answers anonymous callers 401 UNAUTHORIZED", async () => {
@@ -123,7 +161,7 @@ Deno.test("the authorisation matrix holds on every guarded route: 403 without th
   const report: string[] = [];
   for (const r of server.routes) {
     if (r.access.kind !== "permission") continue;
-    const wanted = [r.access.permission, ...(r.access.alternatives ?? [])];
+    const wanted = [r.access.permission];
     for (const [role, session] of Object.entries(sessions)) {
       const allowed = wanted.some((p) => grants(ROLES[role as keyof typeof ROLES], p));
       const res = await callJson(server, r.method, concrete(r.path), {

@@ -196,8 +196,8 @@ Deno.test("codes of the previous and next 30-second step are accepted, never an 
   assertEquals(await status(0), 200);
 });
 
-Deno.test("only the account owner may set up, enable or disable its 2FA", async () => {
-  const { server, admin, adminId } = await ready();
+Deno.test("a user manages their own 2FA without write:users, never another account's", async () => {
+  const { server, adminId } = await ready();
   await using _ = server;
   const viewerId = await createUser(server, VIEWER.username, VIEWER.password, "readonly");
   const viewer = await login(server, VIEWER.username, VIEWER.password);
@@ -206,18 +206,76 @@ Deno.test("only the account owner may set up, enable or disable its 2FA", async 
       ? {}
       : action === "enable"
       ? { code: "123456" }
-      : { password: ADMIN.password, code: "123456" };
-    const r = await post(server, admin, `/api/users/${viewerId}/2fa/${action}`, body);
-    assertEquals([r.status, errorCode(r)], [403, "FORBIDDEN"], `admin ${action} for viewer`);
+      : { password: VIEWER.password, code: "123456" };
     const v = await post(server, viewer, `/api/users/${adminId}/2fa/${action}`, body);
     assertEquals([v.status, errorCode(v)], [403, "FORBIDDEN"], `viewer ${action} for admin`);
-    const none = await post(server, admin, `/api/users/no-such-id/2fa/${action}`, body);
-    assertEquals(none.status, 404);
+    assertMatch((v.body.error as { message: string }).message, /write:users/);
   }
-  // A read-only account protects itself like any other.
-  await enable2fa(server, viewer, viewerId);
+  // A read-only account protects itself like any other, and turns it off with its own code.
+  const secret = await enable2fa(server, viewer, viewerId);
   const row = server.db.prepare("SELECT totp_enabled FROM users WHERE id = ?").get(viewerId);
   assertEquals({ ...row }, { totp_enabled: 1 });
+  server.clock.advance(STEP);
+  const session = await login(server, VIEWER.username, VIEWER.password, {
+    totp_code: codeAt(server, secret),
+  });
+  const noCode = await post(server, session, `/api/users/${viewerId}/2fa/disable`, {
+    password: VIEWER.password,
+  });
+  assertEquals(
+    [noCode.status, errorCode(noCode)],
+    [400, "BAD_REQUEST"],
+    "own disable needs a code",
+  );
+  server.clock.advance(STEP);
+  const off = await post(server, session, `/api/users/${viewerId}/2fa/disable`, {
+    password: VIEWER.password,
+    code: codeAt(server, secret),
+  });
+  assertEquals(off.status, 200);
+});
+
+Deno.test("write:users sets up, enables and disables 2FA of another account (spec 4.3), audited and notified", async () => {
+  const { server, admin, adminId } = await ready();
+  await using _ = server;
+  const viewerId = await createUser(server, VIEWER.username, VIEWER.password, "readonly");
+  const missing = await post(server, admin, `/api/users/no-such-id/2fa/setup`);
+  assertEquals(missing.status, 404);
+  // Enrolment on the user's behalf: the administrator binds the device, e.g. in person.
+  const secret = await enable2fa(server, admin, viewerId);
+  assertEquals(
+    { ...server.db.prepare("SELECT totp_enabled FROM users WHERE id = ?").get(viewerId) },
+    { totp_enabled: 1 },
+  );
+  server.clock.advance(STEP);
+  assertEquals((await tryLogin(server, VIEWER)).status, 401, "the viewer now needs a code");
+  assertEquals(
+    (await tryLogin(server, VIEWER, { totp_code: codeAt(server, secret) })).status,
+    200,
+  );
+  // Turning it off for another account takes the administrator's own password, not a code.
+  const wrong = await post(server, admin, `/api/users/${viewerId}/2fa/disable`, {
+    password: VIEWER.password,
+  });
+  assertEquals([wrong.status, errorCode(wrong)], [403, "PASSWORD_INVALID"]);
+  const off = await post(server, admin, `/api/users/${viewerId}/2fa/disable`, {
+    password: ADMIN.password,
+  });
+  assertEquals(off.status, 200);
+  assertEquals((off.body.user as { totp_enabled: boolean }).totp_enabled, false);
+  const trail = (await auditItems(server, admin, "result=success")).filter((i) =>
+    i.action.startsWith("user.2fa.")
+  ).map((i) => [i.action, i.actor.id, i.target]);
+  assertEquals(trail, [
+    ["user.2fa.disable", adminId, `user:${viewerId}`],
+    ["user.2fa.enable", adminId, `user:${viewerId}`],
+    ["user.2fa.setup", adminId, `user:${viewerId}`],
+  ]);
+  const notes = await callJson(server, "GET", "/api/notifications", { session: admin });
+  assertEquals(
+    (notes.body.items as { kind: string }[]).map((n) => n.kind),
+    ["user.2fa.disable"],
+  );
 });
 
 Deno.test("API tokens cannot call any 2FA route, whatever their permissions", async () => {
