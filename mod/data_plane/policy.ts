@@ -5,12 +5,11 @@
  * the reference once when it starts, so requests in flight finish on the policy they began
  * with.
  */
-import type { CidrSet } from "./cidr.ts";
-import { compileCidrs } from "./cidr.ts";
 import type { Clock } from "../core/clock.ts";
 import type { CompiledProtection } from "../protection/protection_compile.ts";
 import type { Site, StoredSiteRow } from "./site_schema.ts";
 import { siteFromRow } from "./site_schema.ts";
+import { compileTrustedProxies, type TrustedProxies } from "./trusted_proxies.ts";
 import { createUpstreamPool, type UpstreamPool } from "./upstream_pool.ts";
 
 export type Mode = Site["mode"];
@@ -27,7 +26,7 @@ export interface CompiledSite {
   readonly connectTimeoutMs: number;
   readonly responseTimeoutMs: number;
   readonly pool: UpstreamPool;
-  readonly trustedProxies: CidrSet;
+  readonly trustedProxies: TrustedProxies;
   readonly tls: { readonly cert: string; readonly key: string } | null;
 }
 
@@ -72,7 +71,7 @@ function compileSite(site: Site, clock: Clock, previous: CompiledSite | undefine
     connectTimeoutMs: site.timeouts.connect_ms,
     responseTimeoutMs: site.timeouts.response_ms,
     pool: samePool ? previous.pool : createUpstreamPool(site.upstreams, clock),
-    trustedProxies: compileCidrs(site.trusted_proxies),
+    trustedProxies: compileTrustedProxies(site.trusted_proxies),
     tls: site.tls,
   };
 }

@@ -3,7 +3,7 @@
  * refused at the edge with the failing field named; the service and the compiler trust it.
  */
 import { z } from "zod";
-import { parseCidr } from "./cidr.ts";
+import { isCidr } from "./trusted_proxies.ts";
 
 /** A DNS name: lower-case labels of letters, digits and hyphens. */
 const HOST_NAME =
@@ -32,7 +32,7 @@ const upstream = z.string().refine((v) => {
 }, { message: 'expected an http(s) origin such as "http://10.0.0.5:8080" (no path or query)' })
   .transform((v) => new URL(v).origin);
 
-const cidr = z.string().refine((v) => parseCidr(v) !== undefined, {
+const cidr = z.string().refine(isCidr, {
   message: 'expected an IP address or CIDR range such as "10.0.0.0/8" or "2001:db8::/32"',
 });
 

@@ -3,7 +3,7 @@
  * hop-by-hop and never cross the proxy, and the X-Forwarded-* / Forwarded headers the
  * upstream receives. Every constant is built once at module load.
  */
-import type { CidrSet } from "../../mod/data_plane/cidr.ts";
+import type { TrustedProxies } from "../../mod/data_plane/trusted_proxies.ts";
 
 /** RFC 9110 §7.6.1 connection-specific headers, plus the legacy ones proxies also drop. */
 const HOP_BY_HOP: ReadonlySet<string> = new Set([
@@ -68,7 +68,7 @@ function forwardedFor(value: string): string[] {
  * then the chain is walked from the right and the first address that is not itself a trusted
  * proxy is the client (so a client cannot forge its address by sending its own header).
  */
-export function clientAddress(peer: string, headers: Headers, trusted: CidrSet): string {
+export function clientAddress(peer: string, headers: Headers, trusted: TrustedProxies): string {
   if (trusted.size === 0 || !trusted.has(peer)) return peer;
   const xff = headers.get("x-forwarded-for");
   const forwarded = xff === null ? headers.get("forwarded") : null;

@@ -1,17 +1,17 @@
 import { assertEquals } from "../../_helpers/assert.ts";
-import { compileCidrs } from "../../../mod/data_plane/cidr.ts";
+import { compileTrustedProxies } from "../../../mod/data_plane/trusted_proxies.ts";
 import {
   clientAddress,
   downstreamHeaders,
   upstreamHeaders,
 } from "../../../routes/proxy/forwarding.ts";
 
-const TRUSTED = compileCidrs(["10.0.0.0/8"]);
+const TRUSTED = compileTrustedProxies(["10.0.0.0/8"]);
 
 Deno.test("clientAddress() ignores forwarding headers from an untrusted peer", () => {
   const h = new Headers({ "x-forwarded-for": "203.0.113.9" });
   assertEquals(clientAddress("198.51.100.1", h, TRUSTED), "198.51.100.1");
-  assertEquals(clientAddress("10.0.0.1", h, compileCidrs([])), "10.0.0.1");
+  assertEquals(clientAddress("10.0.0.1", h, compileTrustedProxies([])), "10.0.0.1");
 });
 
 Deno.test("clientAddress() takes the first untrusted hop from the right for a trusted peer", () => {
