@@ -3,7 +3,7 @@
  * `<data-dir>/auth.key` (32 random bytes, base64url, mode 0600), created on first start, so
  * signatures survive a restart and never sit in the store or its backups.
  */
-import { Buffer } from "node:buffer";
+import { b64url, fromB64url } from "./digest.ts";
 import type { Random } from "./random.ts";
 
 export const AUTH_KEY_FILE = "auth.key";
@@ -19,7 +19,7 @@ export function loadAuthKey(dataDir: string, random: Random): Promise<Uint8Array
  */
 export async function loadKeyFile(path: string, random: Random): Promise<Uint8Array> {
   try {
-    await Deno.writeTextFile(path, Buffer.from(random.bytes(32)).toString("base64url") + "\n", {
+    await Deno.writeTextFile(path, b64url(random.bytes(32)) + "\n", {
       mode: 0o600,
       createNew: true,
     });
@@ -28,11 +28,11 @@ export async function loadKeyFile(path: string, random: Random): Promise<Uint8Ar
   }
   const info = await Deno.stat(path);
   if (info.mode !== null && (info.mode & 0o077) !== 0) await Deno.chmod(path, 0o600);
-  const key = Buffer.from((await Deno.readTextFile(path)).trim(), "base64url");
-  if (key.length < 32) {
+  const key = fromB64url((await Deno.readTextFile(path)).trim());
+  if (key === undefined || key.length < 32) {
     throw new Error(
       `The key file "${path}" is damaged: expected 32 bytes, delete it to regenerate`,
     );
   }
-  return new Uint8Array(key);
+  return key;
 }

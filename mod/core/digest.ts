@@ -2,7 +2,6 @@
  * Synchronous digests for secrets that are compared, never reversed: SHA-256 of session ids
  * and setup tokens, HMAC signatures of CAPTCHA challenges, receipts and CSRF values.
  */
-import { Buffer } from "node:buffer";
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 
 /** Lower-case hex SHA-256 of `text`. */
@@ -23,13 +22,27 @@ export function safeEqual(a: string, b: string): boolean {
   return timingSafeEqual(ha, hb) && a.length === b.length;
 }
 
+const B64URL = { alphabet: "base64url", omitPadding: true } as const;
+const B64URL_TEXT = /^[A-Za-z0-9_-]*={0,2}$/;
+const DECODER = new TextDecoder();
+
 /** Base64url of bytes (no padding). */
 export function b64url(bytes: Uint8Array): string {
-  return Buffer.from(bytes).toString("base64url");
+  return bytes.toBase64(B64URL);
+}
+
+/** Base64url text (no padding) back to bytes; undefined when it is not base64url. */
+export function fromB64url(text: string): Uint8Array | undefined {
+  if (!B64URL_TEXT.test(text)) return undefined;
+  try {
+    return Uint8Array.fromBase64(text, B64URL);
+  } catch {
+    return undefined;
+  }
 }
 
 /** Base64url text back to UTF-8; undefined when it is not base64url. */
 export function fromB64urlText(text: string): string | undefined {
-  if (!/^[A-Za-z0-9_-]*$/.test(text)) return undefined;
-  return Buffer.from(text, "base64url").toString("utf8");
+  const bytes = fromB64url(text);
+  return bytes === undefined ? undefined : DECODER.decode(bytes);
 }

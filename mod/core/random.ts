@@ -9,21 +9,9 @@ export const systemRandom: Random = {
   },
 };
 
-const HEX: readonly string[] = Array.from(
-  { length: 256 },
-  (_, i) => i.toString(16).padStart(2, "0"),
-);
-
-/** Lower-case hex of the given bytes. */
-export function toHex(bytes: Uint8Array): string {
-  let out = "";
-  for (const b of bytes) out += HEX[b];
-  return out;
-}
-
 /** A lower-case hex identifier of `bytes` random bytes (trace and event ids use 16). */
 export function randomHex(random: Random, bytes = 16): string {
-  return toHex(random.bytes(bytes));
+  return random.bytes(bytes).toHex();
 }
 
 const URL_SAFE = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";

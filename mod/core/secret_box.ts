@@ -4,8 +4,8 @@
  * its backups alone never reveal a secret. Each value is bound to its owner through the
  * additional data: a ciphertext copied onto another account does not open.
  */
-import { Buffer } from "node:buffer";
 import { loadKeyFile } from "./auth_key.ts";
+import { b64url, fromB64url } from "./digest.ts";
 import type { Random } from "./random.ts";
 
 export const TOTP_KEY_FILE = "totp.key";
@@ -38,7 +38,7 @@ export function createSecretBox(keyPath: string, random: Random): SecretBox {
         await cryptoKey(),
         new Uint8Array(plain),
       );
-      return [VERSION, b64(iv), b64(new Uint8Array(sealed))].join(".");
+      return [VERSION, b64url(iv), b64url(new Uint8Array(sealed))].join(".");
     },
     async open(sealed, owner) {
       const [version, iv, data] = sealed.split(".");
@@ -55,5 +55,6 @@ export function createSecretBox(keyPath: string, random: Random): SecretBox {
   };
 }
 
-const b64 = (bytes: Uint8Array) => Buffer.from(bytes).toString("base64url");
-const unb64 = (text: string) => new Uint8Array(Buffer.from(text, "base64url"));
+/** Damaged base64url decodes to no bytes, which AES-GCM then refuses like a wrong tag. */
+const unb64 = (text: string): Uint8Array<ArrayBuffer> =>
+  (fromB64url(text) ?? new Uint8Array(0)) as Uint8Array<ArrayBuffer>;

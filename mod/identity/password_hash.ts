@@ -4,6 +4,7 @@
  * `pbkdf2-sha256$<iterations>$<salt base64url>$<hash base64url>`. The iteration count lives
  * in the encoding, so a later increase still verifies old hashes.
  */
+import { b64url, fromB64url } from "../core/digest.ts";
 import { type Random, systemRandom } from "../core/random.ts";
 
 export const PBKDF2_ITERATIONS = 600_000;
@@ -12,22 +13,6 @@ const KEY_BITS = 256;
 const PREFIX = "pbkdf2-sha256";
 
 const encoder = new TextEncoder();
-
-function b64url(bytes: Uint8Array): string {
-  let bin = "";
-  for (const b of bytes) bin += String.fromCharCode(b);
-  return btoa(bin).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
-}
-
-function fromB64url(text: string): Uint8Array | undefined {
-  if (!/^[A-Za-z0-9_-]*$/.test(text)) return undefined;
-  try {
-    const bin = atob(text.replaceAll("-", "+").replaceAll("_", "/"));
-    return Uint8Array.from(bin, (c) => c.charCodeAt(0));
-  } catch {
-    return undefined;
-  }
-}
 
 async function derive(password: string, salt: Uint8Array, iterations: number) {
   const key = await crypto.subtle.importKey("raw", encoder.encode(password), "PBKDF2", false, [

@@ -4,7 +4,7 @@
  */
 import "reflect-metadata";
 import * as x509 from "@peculiar/x509";
-import { type Random, toHex } from "../core/random.ts";
+import type { Random } from "../core/random.ts";
 
 const ALG = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" } as const;
 const DAY = 86_400_000;
@@ -27,7 +27,7 @@ async function importKey(pem: string): Promise<CryptoKey> {
 function serial(random: Random): string {
   const bytes = random.bytes(16);
   bytes[0] = bytes[0]! & 0x7f;
-  return toHex(bytes);
+  return bytes.toHex();
 }
 
 /** A self-signed certificate authority. */

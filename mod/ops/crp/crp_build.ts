@@ -10,7 +10,6 @@ import {
   pathProblem,
   sha256Hex,
   SIGNATURE,
-  toBase64,
 } from "./crp_format.ts";
 import { writeTar } from "../tar.ts";
 
@@ -30,7 +29,7 @@ export interface PackageSpec {
 const encoder = new TextEncoder();
 
 function pem(label: string, der: Uint8Array): string {
-  const body = toBase64(der).replace(/.{1,64}/g, "$&\n");
+  const body = der.toBase64().replace(/.{1,64}/g, "$&\n");
   return `-----BEGIN ${label}-----\n${body}-----END ${label}-----\n`;
 }
 
@@ -42,7 +41,7 @@ export async function generateSigningKey(): Promise<{ privatePem: string; public
   ]) as CryptoKeyPair;
   const pkcs8 = new Uint8Array(await crypto.subtle.exportKey("pkcs8", pair.privateKey));
   const raw = new Uint8Array(await crypto.subtle.exportKey("raw", pair.publicKey));
-  return { privatePem: pem("PRIVATE KEY", pkcs8), publicKey: toBase64(raw) };
+  return { privatePem: pem("PRIVATE KEY", pkcs8), publicKey: raw.toBase64() };
 }
 
 /** Imports a PKCS#8 PEM Ed25519 private key for signing. */
@@ -51,7 +50,7 @@ export async function importSigningKey(privatePem: string): Promise<CryptoKey> {
     privatePem,
   );
   if (!m) throw new Error("Expected a PKCS#8 PEM private key (BEGIN PRIVATE KEY)");
-  const der = Uint8Array.from(atob(m[1]!.replace(/\s+/g, "")), (c) => c.charCodeAt(0));
+  const der = Uint8Array.fromBase64(m[1]!);
   return await crypto.subtle.importKey("pkcs8", der as BufferSource, "Ed25519", false, ["sign"]);
 }
 
@@ -79,7 +78,7 @@ export async function manifestFor(spec: PackageSpec): Promise<Uint8Array> {
 /** Signs `manifest` and returns the text of `manifest.sig`. */
 export async function signManifest(manifest: Uint8Array, key: CryptoKey): Promise<Uint8Array> {
   const sig = new Uint8Array(await crypto.subtle.sign("Ed25519", key, manifest as BufferSource));
-  return encoder.encode(toBase64(sig) + "\n");
+  return encoder.encode(sig.toBase64() + "\n");
 }
 
 /** A complete signed package as tar bytes. */

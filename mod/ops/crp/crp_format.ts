@@ -5,7 +5,6 @@
  * public keys, base64 of the 32 raw bytes (optionally prefixed `ed25519:`) or SPKI PEM.
  */
 import { z } from "zod";
-import { toHex } from "../../core/random.ts";
 
 export const MANIFEST = "manifest.json";
 export const SIGNATURE = "manifest.sig";
@@ -59,22 +58,15 @@ export const manifestSchema = z.strictObject({
 export type Manifest = z.infer<typeof manifestSchema>;
 
 export async function sha256Hex(data: Uint8Array): Promise<string> {
-  return toHex(new Uint8Array(await crypto.subtle.digest("SHA-256", data as BufferSource)));
+  return new Uint8Array(await crypto.subtle.digest("SHA-256", data as BufferSource)).toHex();
 }
 
 function base64Bytes(text: string): Uint8Array | undefined {
   try {
-    const binary = atob(text);
-    return Uint8Array.from(binary, (c) => c.charCodeAt(0));
+    return Uint8Array.fromBase64(text);
   } catch {
     return undefined;
   }
-}
-
-export function toBase64(bytes: Uint8Array): string {
-  let binary = "";
-  for (const b of bytes) binary += String.fromCharCode(b);
-  return btoa(binary);
 }
 
 const PEM = /^-----BEGIN PUBLIC KEY-----([A-Za-z0-9+/=\s]+)-----END PUBLIC KEY-----\s*$/;
