@@ -2,6 +2,8 @@
  * Structured logger: human-readable lines by default, one JSON object per line with
  * `--log-format json`. Field values under secret-looking keys are masked before writing.
  */
+import { isSecretName } from "./redact.ts";
+
 export type LogLevel = "debug" | "info" | "warn" | "error";
 export type LogFormat = "text" | "json";
 export type LogFields = Record<string, unknown>;
@@ -14,13 +16,12 @@ export interface Logger {
 }
 
 const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
-const SECRET_KEY = /pass(word)?|secret|token|cookie|authorization|private|totp|dsn/i;
 
 /** Masks values of keys that name secrets, recursively. */
 export function maskSecrets(fields: LogFields): LogFields {
   const out: LogFields = {};
   for (const [key, value] of Object.entries(fields)) {
-    if (SECRET_KEY.test(key) && value !== undefined && value !== null && value !== "") {
+    if (isSecretName(key) && value !== undefined && value !== null && value !== "") {
       out[key] = "[masked]";
     } else if (
       value && typeof value === "object" && !Array.isArray(value) && !(value instanceof Error)

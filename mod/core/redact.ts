@@ -5,14 +5,45 @@
  */
 export const MASK = "[masked]";
 
-const SECRET_KEY = /pass|secret|token|dsn|key|private|cookie|auth|credential|session|totp/i;
+/**
+ * The one rule for secret-looking names, used wherever a name decides whether its value is
+ * shown: configuration keys, log fields, stored query parameters and header locations, and
+ * `name=value` / `"name": value` fragments of free text. A name is secret when it contains one
+ * of these fragments (case-insensitive).
+ */
+const SECRET_FRAGMENTS = [
+  "pass",
+  "secret",
+  "token",
+  "dsn",
+  "key",
+  "private",
+  "cookie",
+  "auth",
+  "credential",
+  "session",
+  "totp",
+  "sig",
+] as const;
+const FRAGMENTS = SECRET_FRAGMENTS.join("|");
+const SECRET_NAME = new RegExp(FRAGMENTS, "i");
+
+/** True when `name` looks like it names a secret (see `SECRET_FRAGMENTS`). */
+export function isSecretName(name: string): boolean {
+  return SECRET_NAME.test(name);
+}
+
 const URL_USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/@]*@/gi;
 const PEM_PRIVATE = /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----/g;
 const BEARER = /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+/g;
-const ASSIGNMENT =
-  /\b([A-Za-z0-9_-]*(?:pass(?:word|wd)?|secret|token|api[_-]?key|authorization|cookie|dsn|totp|session[_-]?id)[A-Za-z0-9_-]*)(\s*[=:]\s*)("[^"]*"|(?!(?:Bearer|Basic)\s)[^\s,;&}]+)/gi;
-const JSON_FIELD =
-  /("[^"]*(?:pass|secret|token|key|cookie|authorization|dsn|totp|session|credential)[^"]*"\s*:\s*)("(?:[^"\\]|\\.)*"|(?![[{])[^,}\]\s]+)/gi;
+const ASSIGNMENT = new RegExp(
+  `\\b([A-Za-z0-9_-]*(?:${FRAGMENTS})[A-Za-z0-9_-]*)(\\s*[=:]\\s*)("[^"]*"|(?!(?:Bearer|Basic)\\s)[^\\s,;&}]+)`,
+  "gi",
+);
+const JSON_FIELD = new RegExp(
+  `("[^"]*(?:${FRAGMENTS})[^"]*"\\s*:\\s*)("(?:[^"\\\\]|\\\\.)*"|(?![[{])[^,}\\]\\s]+)`,
+  "gi",
+);
 
 /** Masks credentials in a URL-like string (`redis://user:pw@host` → `redis://[masked]@host`). */
 function maskUrlUserinfo(text: string): string {
@@ -21,9 +52,12 @@ function maskUrlUserinfo(text: string): string {
 
 /** A deep copy of `value` with secret-like keys masked and URL credentials removed. */
 export function maskConfigValue(value: unknown, key = ""): unknown {
-  if (SECRET_KEY.test(key)) {
+  if (isSecretName(key)) {
     if (Array.isArray(value)) return value.map(() => MASK);
-    if (value === undefined || value === null || value === "") return value;
+    // A flag is never a secret (`verify_signature: true` stays readable).
+    if (value === undefined || value === null || value === "" || typeof value === "boolean") {
+      return value;
+    }
     if (typeof value === "object") return maskConfigValue(value);
     return MASK;
   }

@@ -4,6 +4,7 @@
  * `chain.add("ip_list", "pass")` call, which also times it.
  */
 import type { AccessLogRow } from "../../db/access_log_repo.ts";
+import { isSecretName } from "../core/redact.ts";
 
 export type Action = "pass" | "block" | "log" | "challenge";
 
@@ -78,14 +79,15 @@ export class Chain {
 
 const EVIDENCE_LIMIT = 200;
 const QUERY_LIMIT = 1024;
-/** Locations whose values are credentials: evidence from them is never stored. */
-const SECRET_LOCATION = /^(header:(authorization|proxy-authorization|cookie|x-api-key)|cookie:)/;
-/** Query parameters whose values are masked in stored records. */
-const SECRET_PARAM = /(pass|secret|token|key|auth|session|sig|credential)/i;
+/** Cookies and headers with secret-looking names carry credentials: their evidence is never stored. */
+function secretLocation(location: string): boolean {
+  return location.startsWith("cookie:") ||
+    (location.startsWith("header:") && isSecretName(location.slice(7)));
+}
 
 /** The evidence as stored: truncated, and masked when it came from a credential. */
 export function safeEvidence(location: string, evidence: string): string {
-  if (SECRET_LOCATION.test(location)) return `[masked: ${evidence.length} characters]`;
+  if (secretLocation(location)) return `[masked: ${evidence.length} characters]`;
   return evidence.length > EVIDENCE_LIMIT ? evidence.slice(0, EVIDENCE_LIMIT) + "…" : evidence;
 }
 
@@ -95,7 +97,7 @@ export function safeQuery(query: string): string {
   const masked = query.split("&").map((pair) => {
     const eq = pair.indexOf("=");
     if (eq < 0) return pair;
-    return SECRET_PARAM.test(pair.slice(0, eq)) ? `${pair.slice(0, eq)}=[masked]` : pair;
+    return isSecretName(pair.slice(0, eq)) ? `${pair.slice(0, eq)}=[masked]` : pair;
   }).join("&");
   return masked.length > QUERY_LIMIT ? masked.slice(0, QUERY_LIMIT) + "…" : masked;
 }
