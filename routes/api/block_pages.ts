@@ -17,6 +17,7 @@ import {
 import { auditContext } from "./actor.ts";
 import { blockTemplateNames, registerBlockTemplate, renderBlockPage } from "../proxy/block_page.ts";
 import { escapeHtml, statusPage } from "../proxy/data_plane.ts";
+import { wantsJson } from "../accept.ts";
 import { perm, type RouteDef } from "./route.ts";
 import { readJson } from "./validate.ts";
 
@@ -83,9 +84,7 @@ export function configuredBlockPage(
   p: CompiledProtection,
 ): Response {
   const s = p.blockPage;
-  const accept = req.headers.get("accept") ?? "";
-  const json = accept.includes("application/json") && !accept.includes("text/html");
-  if (s.custom_enabled && s.custom_html !== "" && !json) {
+  if (s.custom_enabled && s.custom_html !== "" && !wantsJson(req)) {
     return htmlResponse(renderCustomHtml(s.custom_html, traceId), 403, traceId, PAGE_CSP);
   }
   return renderBlockPage(req, traceId, s.template_id);

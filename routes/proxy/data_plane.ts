@@ -3,6 +3,7 @@
  * configured for this host" page (404, with a trace id), never with a management route.
  */
 import { type Random, randomHex } from "../../mod/core/random.ts";
+import { wantsJson } from "../accept.ts";
 
 export type DataHandler = (
   req: Request,
@@ -19,11 +20,6 @@ const HTML_ESCAPES: Readonly<Record<string, string>> = {
 
 export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (ch) => HTML_ESCAPES[ch]!);
-}
-
-function wantsJson(req: Request): boolean {
-  const accept = req.headers.get("accept");
-  return accept !== null && accept.includes("application/json") && !accept.includes("text/html");
 }
 
 /** A small self-contained status page (or JSON) carrying the trace id. */

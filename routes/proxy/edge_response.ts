@@ -6,6 +6,7 @@
  */
 import { Duplex } from "node:stream";
 import zlib from "node:zlib";
+import { type Encoding, pickEncoding } from "../accept.ts";
 import type { AccessRecord } from "../../mod/data_plane/access_record.ts";
 import type { Clock } from "../../mod/core/clock.ts";
 import {
@@ -41,13 +42,6 @@ function cachePathSelected(p: CompiledProtection, siteId: string, path: string):
   );
 }
 
-function pickEncoding(p: CompiledProtection, req: Request): "br" | "gzip" | undefined {
-  const accept = req.headers.get("accept-encoding") ?? "";
-  if (p.edge.compression.brotli && /\bbr\b/.test(accept)) return "br";
-  if (p.edge.compression.gzip && /\bgzip\b/.test(accept)) return "gzip";
-  return undefined;
-}
-
 function compressible(p: CompiledProtection, res: Response, sizeHint: number | null): boolean {
   if (res.body === null || res.status < 200 || res.status === 204 || res.status === 206) {
     return false;
@@ -59,7 +53,7 @@ function compressible(p: CompiledProtection, res: Response, sizeHint: number | n
   return sizeHint === null || sizeHint >= p.edge.compression.min_bytes;
 }
 
-function compress(res: Response, encoding: "br" | "gzip"): Response {
+function compress(res: Response, encoding: Encoding): Response {
   const stream = encoding === "gzip"
     ? res.body!.pipeThrough(new CompressionStream("gzip"))
     : res.body!.pipeThrough(
@@ -118,7 +112,9 @@ export function createEdgeResponder(deps: { cache: EdgeCache; clock: Clock }) {
     size: number | null,
   ): Response {
     applyHeaderRules(p, site.id, path, res.headers);
-    const encoding = req.method === "HEAD" ? undefined : pickEncoding(p, req);
+    const encoding = req.method === "HEAD"
+      ? undefined
+      : pickEncoding(req.headers.get("accept-encoding"), p.edge.compression);
     if (encoding && compressible(p, res, size)) {
       chain.add("compress", encoding);
       return compress(res, encoding);

@@ -181,6 +181,10 @@ Deno.test("compression uses Brotli or gzip when accepted and the type and size q
   assertEquals([gz.encoding, gz.vary], ["gzip", "Accept-Encoding"]);
   assertEquals(gunzipSync(gz.bytes).toString(), SCRIPT);
   assertEquals((await get("/static/app.js", "identity")).encoding, null);
+  // q=0 means "not acceptable": Brotli refused, gzip still fine; both refused means neither.
+  assertEquals((await get("/static/app.js", "gzip, br;q=0")).encoding, "gzip");
+  assertEquals((await get("/static/app.js", "gzip;q=0, br;q=0")).encoding, null);
+  assertEquals((await get("/static/app.js", "br;q=0.5, gzip;q=0.9")).encoding, "gzip");
   assertEquals(
     (await get("/static/logo.png", "gzip, br")).encoding,
     null,
