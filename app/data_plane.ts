@@ -24,7 +24,7 @@ import { createPolicy, type Policy } from "../mod/data_plane/policy.ts";
 import type { Random } from "../mod/core/random.ts";
 import { createSites, type Sites } from "../mod/data_plane/sites.ts";
 import { createTraceIds } from "../mod/data_plane/trace_ids.ts";
-import type { DataHandler } from "../routes/proxy/data_plane.ts";
+import type { DataHandler } from "../routes/proxy/status_page.ts";
 import { logRoutes } from "../routes/api/logs.ts";
 import { createProxy, type Proxy } from "../routes/proxy/proxy.ts";
 import { createProtectionPlane, type ProtectionPlane } from "./protection.ts";

@@ -11,7 +11,7 @@ import type { Logger } from "../mod/core/logger.ts";
 import type { Random } from "../mod/core/random.ts";
 import { createReadiness, type Readiness } from "../mod/core/readiness.ts";
 import { managementTls } from "../mod/tls/tls.ts";
-import type { DataHandler } from "../routes/proxy/data_plane.ts";
+import type { DataHandler } from "../routes/proxy/status_page.ts";
 import { healthRoutes } from "../routes/api/health.ts";
 import { formatAddress, listen, type Listener } from "../routes/listen.ts";
 import { createManagementApp } from "../routes/api/management.ts";

@@ -16,7 +16,7 @@ import {
 } from "../../mod/protection/protection_schema.ts";
 import { auditContext } from "./actor.ts";
 import { blockTemplateNames, registerBlockTemplate, renderBlockPage } from "../proxy/block_page.ts";
-import { escapeHtml, statusPage } from "../proxy/data_plane.ts";
+import { escapeHtml, statusPage } from "../proxy/status_page.ts";
 import { wantsJson } from "../accept.ts";
 import { perm, type RouteDef } from "./route.ts";
 import { readJson } from "./validate.ts";

@@ -4,7 +4,7 @@
  * cannot reveal which rule fired. Every block answer is 403 with `X-WAF-Trace-Id` and
  * `Cache-Control: no-store`; a client asking for JSON gets `{code, message, traceId}`.
  */
-import { statusPage } from "./data_plane.ts";
+import { statusPage } from "./status_page.ts";
 
 export type BlockTemplate = (req: Request, traceId: string) => Response;
 

@@ -7,7 +7,7 @@
  * re-submits the original form fields after the answer is accepted. Clients without
  * JavaScript stay on the page and never reach the upstream.
  */
-import { escapeHtml } from "./data_plane.ts";
+import { escapeHtml } from "./status_page.ts";
 
 export const CHALLENGE_PATH = "/.well-known/waf/challenge";
 

@@ -18,7 +18,7 @@ import {
 import { type Random, randomHex } from "../../mod/core/random.ts";
 import { renderBlockPage } from "./block_page.ts";
 import { CHALLENGE_PATH, challengePage, safeReturn } from "./challenge_page.ts";
-import { statusPage } from "./data_plane.ts";
+import { statusPage } from "./status_page.ts";
 import type { EdgeResponder } from "./edge_response.ts";
 import { claimedCrawler, type GoodBotVerifier } from "../../mod/protection/good_bots.ts";
 

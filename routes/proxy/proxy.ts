@@ -19,7 +19,7 @@ import type { Logger } from "../../mod/core/logger.ts";
 import type { CompiledSite, Policy } from "../../mod/data_plane/policy.ts";
 import type { Upstream } from "../../mod/data_plane/upstream_pool.ts";
 import { renderBlockPage } from "./block_page.ts";
-import { noSitePage, statusPage } from "./data_plane.ts";
+import { noSitePage, statusPage } from "./status_page.ts";
 import {
   clientAddress,
   downstreamHeaders,

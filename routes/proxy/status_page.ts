@@ -1,6 +1,8 @@
 /**
- * The data-plane connector. Until sites exist it answers every request with the "no site is
- * configured for this host" page (404, with a trace id), never with a management route.
+ * The data plane's own status pages (HTML, or JSON for clients that prefer it), each carrying
+ * the request's trace id: no site for the host (404), and the answers the transaction gives
+ * when it cannot pass a request on. Until sites exist every request gets the no-site page,
+ * never a management route.
  */
 import { type Random, randomHex } from "../../mod/core/random.ts";
 import { wantsJson } from "../accept.ts";
