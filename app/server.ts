@@ -17,6 +17,7 @@ import { formatAddress, listen, type Listener } from "../routes/listen.ts";
 import { createManagementApp } from "../routes/api/management.ts";
 import type { RouteDef } from "../routes/api/route.ts";
 import { type ApiAccess, createApiAccess } from "./api_access.ts";
+import { type AiPlane, createAiPlane } from "./ai.ts";
 import { createIdentity, type Identity } from "./identity.ts";
 import { createDataPlane, type DataPlane } from "./data_plane.ts";
 
@@ -65,6 +66,8 @@ export interface RunningServer {
   readonly identity: Identity;
   /** API tokens and their cleanup worker, notifications, two-factor authentication. */
   readonly apiAccess: ApiAccess;
+  /** The AI assistant: configuration, conversations, approvals. */
+  readonly ai: AiPlane;
   /** Drains both listeners (bounded by the shutdown timeout) and closes the store. */
   shutdown(): Promise<void>;
 }
@@ -124,11 +127,20 @@ export async function startServer(
     random: deps.random,
     logger: deps.logger,
   });
+  const ai = createAiPlane({
+    db,
+    dataDir,
+    clock: deps.clock,
+    random: deps.random,
+    logger: deps.logger,
+    dataPlane,
+  });
   const routes: RouteDef[] = [
     ...healthRoutes(readiness),
     ...dataPlane.routes,
     ...identity.routes,
     ...apiAccess.routes,
+    ...ai.routes,
   ];
   const app = createManagementApp({
     logger: deps.logger,
@@ -215,6 +227,7 @@ export async function startServer(
       routes,
       identity,
       apiAccess,
+      ai,
       shutdown,
     };
   } catch (err) {

@@ -155,13 +155,16 @@ ${appendOnly("username_repairs")}`,
   },
   {
     version: 5,
-    name: "credential epoch; unused access-log indexes dropped; notification read state per reader",
+    name: "credential epoch; unused access-log indexes dropped; notification read state per reader; AI assistant",
     // The access-log listing filters with "(:x IS NULL OR col = :x)", which SQLite's planner
     // cannot serve from the site, client and action indexes of version 3 (it walks the rowid,
     // newest first), while every access-log insert paid for three more B-tree updates. The time
     // index stays for retention, the trace_id one for lookups by trace id. (A development build
     // had this as a version 6; nothing was released, so it lives here.) Marking a notification
-    // read changes only the reader's own inbox, which is why `read:monitor` may do it.
+    // read changes only the reader's own inbox, which is why `read:monitor` may do it. The AI
+    // assistant's tables joined before any release too: conversations and their messages belong
+    // to one principal; approvals hold the exact change a high-risk tool proposed and survive
+    // their conversation.
     sql: `
 ALTER TABLE users ADD COLUMN credential_epoch INTEGER NOT NULL DEFAULT 1;
 ALTER TABLE admin_sessions ADD COLUMN credential_epoch INTEGER NOT NULL DEFAULT 0;
@@ -174,7 +177,53 @@ CREATE TABLE notification_reads (
   read_at INTEGER NOT NULL,
   PRIMARY KEY (notification_id, reader)
 ) WITHOUT ROWID;
-ALTER TABLE notifications DROP COLUMN read_at;`,
+ALTER TABLE notifications DROP COLUMN read_at;
+CREATE TABLE ai_conversations (
+  id TEXT PRIMARY KEY,
+  owner TEXT NOT NULL,
+  title TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+);
+CREATE INDEX ai_conversations_owner ON ai_conversations(owner, updated_at);
+CREATE TABLE ai_messages (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  conversation_id TEXT NOT NULL REFERENCES ai_conversations(id) ON DELETE CASCADE,
+  role TEXT NOT NULL,
+  content TEXT NOT NULL,
+  tool_calls TEXT,
+  tool_call_id TEXT,
+  tool_name TEXT,
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX ai_messages_conversation ON ai_messages(conversation_id, id);
+CREATE TABLE ai_approvals (
+  id TEXT PRIMARY KEY,
+  conversation_id TEXT REFERENCES ai_conversations(id) ON DELETE SET NULL,
+  tool TEXT NOT NULL,
+  permission TEXT NOT NULL,
+  summary TEXT NOT NULL,
+  change TEXT NOT NULL,
+  status TEXT NOT NULL,
+  requested_by TEXT NOT NULL,
+  requested_by_human TEXT NOT NULL,
+  requested_by_name TEXT NOT NULL,
+  requested_at INTEGER NOT NULL,
+  decided_by TEXT,
+  decided_by_name TEXT,
+  decided_at INTEGER,
+  result TEXT
+);
+CREATE INDEX ai_approvals_status ON ai_approvals(status, requested_at);
+CREATE TABLE ai_usage (
+  owner TEXT NOT NULL,
+  owner_name TEXT NOT NULL,
+  day TEXT NOT NULL,
+  requests INTEGER NOT NULL,
+  prompt_tokens INTEGER NOT NULL,
+  completion_tokens INTEGER NOT NULL,
+  PRIMARY KEY (owner, day)
+);`,
   },
 ];
 

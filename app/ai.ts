@@ -1,0 +1,125 @@
+/**
+ * Composes the AI assistant: its configuration (API key sealed with the data directory's key),
+ * the chat-completions client, conversations, tools over the data plane's own services, the
+ * approval queue, and the `/api/ai` routes.
+ */
+import { createAccessLogStatsRepo } from "../db/access_log_stats_repo.ts";
+import { createAiApprovalsRepo } from "../db/ai_approvals_repo.ts";
+import { createAiConversationsRepo } from "../db/ai_conversations_repo.ts";
+import { createAiUsageRepo } from "../db/ai_usage_repo.ts";
+import { createApiTokensRepo } from "../db/api_tokens_repo.ts";
+import { createAuditRepo } from "../db/audit_repo.ts";
+import { createSettingsRepo } from "../db/settings_repo.ts";
+import { type Db, transaction } from "../db/store.ts";
+import { type AiConfig, createAiConfig } from "../mod/ai/ai_config.ts";
+import { type Approvals, createApprovals } from "../mod/ai/approvals.ts";
+import { createAssistant } from "../mod/ai/assistant.ts";
+import { changeTools } from "../mod/ai/change_tools.ts";
+import { createChatClient } from "../mod/ai/chat_client.ts";
+import { createConversations } from "../mod/ai/conversations.ts";
+import { readTools } from "../mod/ai/read_tools.ts";
+import { createAudit } from "../mod/core/audit.ts";
+import type { Clock } from "../mod/core/clock.ts";
+import type { Logger } from "../mod/core/logger.ts";
+import type { Random } from "../mod/core/random.ts";
+import { createSecretBox, TOTP_KEY_FILE } from "../mod/core/secret_box.ts";
+import { aiRoutes } from "../routes/api/ai.ts";
+import type { Principal } from "../routes/api/env.ts";
+import type { RouteDef } from "../routes/api/route.ts";
+import type { DataPlane } from "./data_plane.ts";
+
+export interface AiPlane {
+  readonly config: AiConfig;
+  readonly approvals: Approvals;
+  readonly routes: readonly RouteDef[];
+}
+
+export interface AiDeps {
+  readonly db: Db;
+  readonly dataDir: string;
+  readonly clock: Clock;
+  readonly random: Random;
+  readonly logger: Logger;
+  readonly dataPlane: DataPlane;
+}
+
+/** Tokens minted by tokens: the depth past which a chain is not followed (as in api_tokens). */
+const MAX_CHAIN = 8;
+
+export function createAiPlane(deps: AiDeps): AiPlane {
+  const { db, clock, random } = deps;
+  const tx = <T>(fn: () => T) => transaction(db, fn);
+  const audit = createAudit({ repo: createAuditRepo(db), clock });
+  const tokens = createApiTokensRepo(db);
+  const config = createAiConfig({
+    settings: createSettingsRepo(db),
+    box: createSecretBox(`${deps.dataDir}/${TOTP_KEY_FILE}`, random),
+    audit,
+    clock,
+    transaction: tx,
+  });
+  const { sites, accessLog, protection, policy } = deps.dataPlane;
+  const services = {
+    clock,
+    accessLog,
+    stats: createAccessLogStatsRepo(db),
+    sites,
+    objects: protection.objects,
+    alap: protection.alap,
+    protection: () => policy.current.protection,
+  };
+  const changes = changeTools(services);
+  const approvals = createApprovals({
+    repo: createAiApprovalsRepo(db),
+    audit,
+    clock,
+    random,
+    transaction: tx,
+    apply: changes.apply,
+  });
+  const conversations = createConversations({
+    repo: createAiConversationsRepo(db),
+    clock,
+    random,
+    transaction: tx,
+  });
+  const usage = createAiUsageRepo(db);
+  const assistant = createAssistant({
+    config,
+    client: createChatClient(),
+    conversations,
+    approvals,
+    reads: readTools(services),
+    changes,
+    usage,
+    clock,
+    logger: deps.logger,
+  });
+
+  /** The user behind a principal: a token's creator chain is followed to its root user. */
+  const humanOf = (p: Principal): string => {
+    let key = `${p.kind}:${p.id}`;
+    for (let depth = 0; key.startsWith("token:") && depth <= MAX_CHAIN; depth++) {
+      const row = tokens.get(key.slice("token:".length));
+      if (!row) break;
+      key = row.created_by;
+    }
+    return key;
+  };
+
+  return {
+    config,
+    approvals,
+    routes: aiRoutes({
+      audit,
+      transaction: tx,
+      config,
+      conversations,
+      assistant,
+      approvals,
+      usage,
+      clock,
+      humanOf,
+    }),
+  };
+}

@@ -1,0 +1,236 @@
+/**
+ * Approval requests for high-risk tool calls. A request holds the exact change; a user with
+ * `approve:ai` who also holds the permission the change needs, and who is not the requester,
+ * approves it, and the change is applied through the API's own service under the approver's
+ * name, with an `ai.approval.approve` record naming both users. Decisions are compare-and-set
+ * on the status, so two approvers racing cannot apply a change twice.
+ */
+import type {
+  AiApprovalRow,
+  AiApprovalsRepo,
+  AiApprovalStatus,
+} from "../../db/ai_approvals_repo.ts";
+import type { Audit, AuditEvent } from "../core/audit.ts";
+import type { Clock } from "../core/clock.ts";
+import { AppError } from "../core/errors.ts";
+import { type Random, randomHex } from "../core/random.ts";
+import { grants } from "../identity/permissions.ts";
+import type { AppliedChange, PlannedChange } from "./change_tools.ts";
+import type { Asker } from "./tools.ts";
+
+type RequestFacts = Pick<AuditEvent, "clientIp" | "traceId">;
+
+export interface ApprovalView {
+  readonly id: string;
+  readonly status: AiApprovalStatus;
+  readonly tool: string;
+  readonly permission: string;
+  readonly summary: string;
+  readonly change: unknown;
+  readonly conversation_id: string | null;
+  readonly requested_by: { readonly id: string; readonly name: string };
+  readonly requested_at: string;
+  readonly decided_by: { readonly id: string; readonly name: string } | null;
+  readonly decided_at: string | null;
+  readonly result: unknown;
+}
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+export function approvalView(row: AiApprovalRow): ApprovalView {
+  return {
+    id: row.id,
+    status: row.status,
+    tool: row.tool,
+    permission: row.permission,
+    summary: row.summary,
+    change: JSON.parse(row.change),
+    conversation_id: row.conversation_id,
+    requested_by: { id: row.requested_by, name: row.requested_by_name },
+    requested_at: iso(row.requested_at)!,
+    decided_by: row.decided_by === null
+      ? null
+      : { id: row.decided_by, name: row.decided_by_name ?? row.decided_by },
+    decided_at: iso(row.decided_at),
+    result: row.result === null ? null : JSON.parse(row.result),
+  };
+}
+
+export interface ApprovalsDeps {
+  readonly repo: AiApprovalsRepo;
+  readonly audit: Audit;
+  readonly clock: Clock;
+  readonly random: Random;
+  readonly transaction: <T>(fn: () => T) => T;
+  /** Applies an approved change through the API's service. */
+  readonly apply: (
+    tool: string,
+    change: Record<string, unknown>,
+    ctx: Pick<AuditEvent, "actor" | "clientIp" | "traceId">,
+  ) => Promise<AppliedChange>;
+}
+
+const actorOf = (a: Asker) => {
+  const [type, id] = a.key.split(":", 2) as ["user" | "token", string];
+  return { type, id, name: a.name };
+};
+
+export function createApprovals(deps: ApprovalsDeps) {
+  const { repo, audit, clock } = deps;
+
+  function load(id: string): AiApprovalRow {
+    const row = repo.get(id);
+    if (!row) throw new AppError(404, "NOT_FOUND", `No approval request "${id}"`);
+    return row;
+  }
+
+  function pending(row: AiApprovalRow): void {
+    if (row.status !== "pending") {
+      throw new AppError(409, "CONFLICT", `Approval request "${row.id}" is already ${row.status}`, {
+        details: { status: row.status },
+      });
+    }
+  }
+
+  function deny(row: AiApprovalRow, by: Asker, facts: RequestFacts, reason: string): void {
+    deps.transaction(() =>
+      audit.record({
+        ...facts,
+        actor: actorOf(by),
+        action: "ai.approval.approve",
+        target: row.id,
+        result: "denied",
+        detail: { reason, tool: row.tool, requested_by: row.requested_by },
+      })
+    );
+  }
+
+  const both = (row: AiApprovalRow, by: Asker) => ({
+    tool: row.tool,
+    requested_by: { id: row.requested_by, name: row.requested_by_name },
+    decided_by: { id: by.key, name: by.name },
+  });
+
+  return {
+    /** Records a pending request for `planned`; nothing changes until it is approved. */
+    request(
+      asker: Asker,
+      conversationId: string | null,
+      tool: string,
+      permission: string,
+      planned: PlannedChange,
+      facts: RequestFacts,
+    ): ApprovalView {
+      const id = `apr_${randomHex(deps.random, 8)}`;
+      deps.transaction(() => {
+        repo.insert({
+          id,
+          conversation_id: conversationId,
+          tool,
+          permission,
+          summary: planned.summary,
+          change: JSON.stringify(planned.change),
+          requested_by: asker.key,
+          requested_by_human: asker.human,
+          requested_by_name: asker.name,
+          requested_at: clock.now(),
+        });
+        audit.record({
+          ...facts,
+          actor: actorOf(asker),
+          action: "ai.approval.request",
+          target: id,
+          result: "success",
+          detail: { tool, summary: planned.summary, change: planned.change },
+        });
+      });
+      return approvalView(load(id));
+    },
+
+    list(status: AiApprovalStatus | undefined, limit: number): ApprovalView[] {
+      return repo.list(status, limit).map(approvalView);
+    },
+    get(id: string): ApprovalView {
+      return approvalView(load(id));
+    },
+
+    async approve(id: string, by: Asker, facts: RequestFacts): Promise<ApprovalView> {
+      const row = load(id);
+      pending(row);
+      if (by.human === row.requested_by_human) {
+        deny(row, by, facts, "self_approval");
+        throw new AppError(
+          403,
+          "AI_SELF_APPROVAL",
+          "You cannot approve a change you requested: another user with approve:ai must review it",
+        );
+      }
+      if (!grants(by.permissions, row.permission)) {
+        deny(row, by, facts, "missing_permission");
+        throw new AppError(
+          403,
+          "FORBIDDEN",
+          `Approving this change also needs permission "${row.permission}"`,
+          { details: { permission: row.permission } },
+        );
+      }
+      const now = clock.now();
+      if (!repo.decide(id, "pending", "applying", { key: by.key, name: by.name }, now)) {
+        pending(load(id));
+      }
+      const ctx = { ...facts, actor: actorOf(by) };
+      let applied: AppliedChange;
+      try {
+        applied = await deps.apply(row.tool, JSON.parse(row.change), ctx);
+      } catch (err) {
+        const error = err instanceof AppError
+          ? { code: err.code, message: err.message }
+          : { code: "INTERNAL", message: "Internal error: see the server log" };
+        deps.transaction(() => {
+          repo.finish(id, "failed", { error });
+          audit.record({
+            ...ctx,
+            action: "ai.approval.approve",
+            target: id,
+            result: "failure",
+            detail: { ...both(row, by), error },
+          });
+        });
+        throw err;
+      }
+      deps.transaction(() => {
+        repo.finish(id, "applied", { target: applied.target, object: applied.object });
+        audit.record({
+          ...ctx,
+          action: "ai.approval.approve",
+          target: id,
+          result: "success",
+          detail: { ...both(row, by), applied_to: applied.target, change: JSON.parse(row.change) },
+        });
+      });
+      return approvalView(load(id));
+    },
+
+    reject(id: string, by: Asker, reason: string | undefined, facts: RequestFacts): ApprovalView {
+      const row = load(id);
+      pending(row);
+      deps.transaction(() => {
+        if (!repo.decide(id, "pending", "rejected", { key: by.key, name: by.name }, clock.now())) {
+          pending(load(id));
+        }
+        repo.finish(id, "rejected", { reason: reason ?? null });
+        audit.record({
+          ...facts,
+          actor: actorOf(by),
+          action: "ai.approval.reject",
+          target: id,
+          result: "success",
+          detail: { ...both(row, by), reason: reason ?? null },
+        });
+      });
+      return approvalView(load(id));
+    },
+  };
+}
+
+export type Approvals = ReturnType<typeof createApprovals>;

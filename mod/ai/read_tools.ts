@@ -1,0 +1,139 @@
+/**
+ * The read tools: each answers from the same services the management API reads, and only
+ * with what the asking user may see (a section needing a permission they lack is left out and
+ * named in `withheld`). They run at once and change nothing.
+ */
+import { cidrContains, parseCidr, parseIp } from "../../engine/ip_address.ts";
+import { AppError } from "../core/errors.ts";
+import { grants } from "../identity/permissions.ts";
+import { KIND } from "../protection/protection_compile.ts";
+import type { StoredObject } from "../protection/policy_objects.ts";
+import type { ToolArgs } from "./tool_catalog.ts";
+import { type Asker, findSite, type ToolServices } from "./tools.ts";
+
+const HOUR = 3_600_000;
+/** Items per list in a tool result; the total says how many there were. */
+const LIST_LIMIT = 50;
+
+function period(s: ToolServices, a: { hours?: number; from?: string; to?: string }) {
+  const to = a.to === undefined ? s.clock.now() : Date.parse(a.to);
+  const from = a.from === undefined ? to - (a.hours ?? 24) * HOUR : Date.parse(a.from);
+  if (from > to) throw new AppError(400, "BAD_REQUEST", 'Invalid field "from": after "to"');
+  return { from, to };
+}
+
+function siteFilter(s: ToolServices, site: string | undefined) {
+  return site === undefined ? undefined : findSite(s.sites, site);
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+function capped(items: readonly StoredObject[]) {
+  return { total: items.length, items: items.slice(0, LIST_LIMIT) };
+}
+
+export function readTools(s: ToolServices) {
+  return {
+    async explain_access_log(a: ToolArgs<"explain_access_log">) {
+      const row = await s.accessLog.get(a.trace_id);
+      if (!row) throw new AppError(404, "NOT_FOUND", `No access-log record for "${a.trace_id}"`);
+      return { record: { ...JSON.parse(row.record), time: iso(row.time) } };
+    },
+
+    summarize_attacks(a: ToolArgs<"summarize_attacks">) {
+      const { from, to } = period(s, a);
+      const site = siteFilter(s, a.site);
+      const rows = s.stats.byActionClass({ from, to, siteId: site?.id });
+      const byAction: Record<string, number> = {};
+      const byClass: Record<string, number> = {};
+      let total = 0;
+      for (const r of rows) {
+        total += r.requests;
+        byAction[r.action] = (byAction[r.action] ?? 0) + r.requests;
+        if (r.attack_class) byClass[r.attack_class] = (byClass[r.attack_class] ?? 0) + r.requests;
+      }
+      return {
+        from: iso(from),
+        to: iso(to),
+        site: site ? { id: site.id, name: site.name } : null,
+        total_requests: total,
+        by_action: byAction,
+        by_attack_class: byClass,
+      };
+    },
+
+    top_attackers(a: ToolArgs<"top_attackers">) {
+      const { from, to } = period(s, a);
+      const site = siteFilter(s, a.site);
+      const f = { from, to, siteId: site?.id };
+      const limit = a.limit ?? 10;
+      const shape = (rows: ReturnType<typeof s.stats.top>, key: string) =>
+        rows.map((r) => ({
+          [key]: r.key,
+          requests: r.requests,
+          blocked: r.blocked,
+          attack_classes: r.classes ? r.classes.split(",") : [],
+          first_seen: iso(r.first_seen),
+          last_seen: iso(r.last_seen),
+        }));
+      return {
+        from: iso(from),
+        to: iso(to),
+        site: site ? { id: site.id, name: site.name } : null,
+        addresses: shape(s.stats.top("client_ip", f, limit), "client_ip"),
+        paths: shape(s.stats.top("path", f, limit), "path"),
+      };
+    },
+
+    describe_site_protection(a: ToolArgs<"describe_site_protection">, asker: Asker) {
+      const site = findSite(s.sites, a.site);
+      const applies = (o: StoredObject) => o["site_id"] === null || o["site_id"] === site.id;
+      const out: Record<string, unknown> = {
+        site: {
+          id: site.id,
+          name: site.name,
+          hosts: site.hosts,
+          mode: site.mode,
+          level: site.level,
+          upstreams: site.upstreams,
+          https: site.tls !== null,
+          trusted_proxies: site.trusted_proxies,
+        },
+      };
+      const withheld: string[] = [];
+      const section = (name: string, permission: string, kind: string) => {
+        if (grants(asker.permissions, permission)) {
+          out[name] = capped(s.objects.list(kind).filter(applies));
+        } else withheld.push(`${name} (needs ${permission})`);
+      };
+      section("ip_lists", "read:protection", KIND.ip);
+      section("acl_rules", "read:protection", KIND.acl);
+      section("bot_policies", "read:protection", KIND.bot);
+      section("custom_rules", "read:rules", KIND.custom);
+      if (withheld.length > 0) out["withheld"] = withheld;
+      return out;
+    },
+
+    lookup_ip(a: ToolArgs<"lookup_ip">, asker: Asker) {
+      const ip = parseIp(a.ip);
+      if (!ip) {
+        throw new AppError(
+          400,
+          "BAD_REQUEST",
+          'Invalid field "ip": expected an IPv4 or IPv6 address',
+        );
+      }
+      const hits = s.protection()?.threat.lookupText(a.ip) ?? [];
+      const feeds = [...new Map(hits.map((h) => [h.feedId, h])).values()]
+        .map((h) => ({ id: h.feedId, name: h.feedName, action: h.action }));
+      const out: Record<string, unknown> = { ip: a.ip, threat_feeds: feeds };
+      if (grants(asker.permissions, "read:protection")) {
+        out["ip_list_entries"] = s.objects.list(KIND.ip).filter((e) => {
+          const cidr = parseCidr(String(e["cidr"]));
+          return cidr !== undefined && cidrContains(cidr, ip);
+        }).slice(0, LIST_LIMIT);
+      } else out["withheld"] = ["ip_list_entries (needs read:protection)"];
+      return out;
+    },
+  };
+}
