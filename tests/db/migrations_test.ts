@@ -73,6 +73,10 @@ Deno.test("a fresh store reaches schema version 5 (the specification's) in priva
       (db.prepare("PRAGMA foreign_keys").get() as { foreign_keys: number }).foreign_keys,
       1,
     );
+    const tables = db.prepare(
+      "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'ai_%' ORDER BY name",
+    ).all().map((r) => r.name);
+    assertEquals(tables, ["ai_approvals", "ai_conversations", "ai_messages", "ai_usage"]);
     db.exec("CREATE TABLE t (x); INSERT INTO t VALUES (1)");
     for (const file of ["waf.db", "waf.db-wal", "waf.db-shm"]) {
       assertEquals((await Deno.stat(`${dir}/${file}`)).mode! & 0o777, 0o600, file);

@@ -90,3 +90,11 @@ Deno.test("PERMISSIONS is exactly the specification's identifier list (section 5
     ok(!(PERMISSIONS as readonly string[]).includes(invented), invented);
   }
 });
+
+Deno.test("the AI identifiers are known, and the default roles give admin all four and readonly read:ai only", () => {
+  const ai = ["read:ai", "write:ai", "use:ai", "approve:ai"];
+  for (const p of ai) ok((PERMISSIONS as readonly string[]).includes(p), p);
+  const defaults = { admin: ["*"], readonly: ["read:*", "read:cluster"] };
+  assertEquals(ai.filter((p) => grants(permissionsOf(defaults, "admin"), p)), ai);
+  assertEquals(ai.filter((p) => grants(permissionsOf(defaults, "readonly"), p)), ["read:ai"]);
+});
