@@ -155,7 +155,8 @@ ${appendOnly("username_repairs")}`,
   },
   {
     version: 5,
-    name: "credential epoch; unused access-log indexes dropped; notification read state per reader; AI assistant",
+    name:
+      "credential epoch; unused access-log indexes dropped; notification read state per reader; AI assistant",
     // The access-log listing filters with "(:x IS NULL OR col = :x)", which SQLite's planner
     // cannot serve from the site, client and action indexes of version 3 (it walks the rowid,
     // newest first), while every access-log insert paid for three more B-tree updates. The time
