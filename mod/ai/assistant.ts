@@ -274,6 +274,13 @@ export function createAssistant(deps: AssistantDeps) {
       } catch (err) {
         if (err instanceof AppError) {
           if (err.code !== "AI_CANCELLED") {
+            if (err.status >= 500) {
+              deps.logger.warn("AI provider request failed", {
+                trace_id: o.facts.traceId,
+                code: err.code,
+                message: err.message,
+              });
+            }
             await o.emit({ type: "error", code: err.code, message: err.message }).catch(() => {});
           }
         } else {
