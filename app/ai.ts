@@ -18,6 +18,7 @@ import { changeTools } from "../mod/ai/change_tools.ts";
 import { createChatClient } from "../mod/ai/chat_client.ts";
 import { createConversations } from "../mod/ai/conversations.ts";
 import { readTools } from "../mod/ai/read_tools.ts";
+import { createToolRunner } from "../mod/ai/tool_runner.ts";
 import { createAudit } from "../mod/core/audit.ts";
 import type { Clock } from "../mod/core/clock.ts";
 import type { Logger } from "../mod/core/logger.ts";
@@ -88,9 +89,12 @@ export function createAiPlane(deps: AiDeps): AiPlane {
     config,
     client: createChatClient(),
     conversations,
-    approvals,
-    reads: readTools(services),
-    changes,
+    tools: createToolRunner({
+      reads: readTools(services),
+      changes,
+      approvals,
+      logger: deps.logger,
+    }),
     usage,
     clock,
     logger: deps.logger,

@@ -10,14 +10,14 @@ import type { Clock } from "../core/clock.ts";
 import { AppError } from "../core/errors.ts";
 import type { Logger } from "../core/logger.ts";
 import type { AiConfig } from "./ai_config.ts";
-import type { Approvals, ApprovalView } from "./approvals.ts";
-import type { ChangeTools } from "./change_tools.ts";
-import type { ChatClient, ToolCall, Usage } from "./chat_client.ts";
+import type { ApprovalView } from "./approvals.ts";
+import type { ChatClient } from "./chat_client.ts";
+import type { Usage } from "./chat_wire.ts";
 import type { Conversations } from "./conversations.ts";
 import { buildPrompt, dataMessage } from "./prompt.ts";
-import type { readTools } from "./read_tools.ts";
-import { TOOL_ARGS, TOOL_DEFINITIONS, type ToolName, toolSpec } from "./tool_catalog.ts";
-import { type Asker, checkTool, offeredTools } from "./tools.ts";
+import { TOOL_DEFINITIONS } from "./tool_catalog.ts";
+import type { ToolRunner } from "./tool_runner.ts";
+import { type Asker, offeredTools } from "./tools.ts";
 
 /** Model calls per question: after the last tool round the model must answer in words. */
 const MAX_ROUNDS = 6;
@@ -47,9 +47,7 @@ export interface AssistantDeps {
   readonly config: AiConfig;
   readonly client: ChatClient;
   readonly conversations: Conversations;
-  readonly approvals: Approvals;
-  readonly reads: ReturnType<typeof readTools>;
-  readonly changes: ChangeTools;
+  readonly tools: ToolRunner;
   readonly usage: AiUsageRepo;
   readonly clock: Clock;
   readonly logger: Logger;
@@ -65,73 +63,9 @@ export interface AskOptions {
   readonly facts: Pick<AuditEvent, "clientIp" | "traceId">;
 }
 
-type Outcome =
-  | { ok: true; result: unknown; approval?: ApprovalView }
-  | { ok: false; error: { code: string; message: string } };
-
 export function createAssistant(deps: AssistantDeps) {
   const busy = new Set<string>();
   const day = () => new Date(deps.clock.now()).toISOString().slice(0, 10);
-
-  async function runTool(
-    o: AskOptions,
-    allowed: readonly ToolName[],
-    call: ToolCall,
-  ): Promise<Outcome> {
-    try {
-      const spec = checkTool(toolSpec(call.function.name), call.function.name, allowed, o.asker);
-      let raw: unknown;
-      try {
-        raw = JSON.parse(call.function.arguments || "{}");
-      } catch {
-        throw new AppError(400, "BAD_REQUEST", "The tool arguments are not valid JSON");
-      }
-      const parsed = TOOL_ARGS[spec.name].safeParse(raw);
-      if (!parsed.success) {
-        const issue = parsed.error.issues[0]!;
-        throw new AppError(
-          400,
-          "BAD_REQUEST",
-          `Invalid field "${issue.path.map(String).join(".") || "(arguments)"}": ${issue.message}`,
-        );
-      }
-      if (spec.risk === "change") {
-        const planned = await deps.changes.plan(spec.name, parsed.data);
-        const approval = deps.approvals.request(
-          o.asker,
-          o.conversationId,
-          spec.name,
-          spec.permission,
-          planned,
-          o.facts,
-        );
-        return {
-          ok: true,
-          approval,
-          result: {
-            status: "pending_approval",
-            approval_id: approval.id,
-            summary: approval.summary,
-            note: "Nothing has changed yet: another administrator must approve this request.",
-          },
-        };
-      }
-      const run = deps.reads[spec.name as keyof typeof deps.reads] as (
-        args: unknown,
-        asker: Asker,
-      ) => unknown;
-      return { ok: true, result: await run(parsed.data, o.asker) };
-    } catch (err) {
-      if (err instanceof AppError) {
-        return { ok: false, error: { code: err.code, message: err.message } };
-      }
-      deps.logger.error("AI tool failed", { tool: call.function.name, error: err as Error });
-      return {
-        ok: false,
-        error: { code: "INTERNAL", message: "The tool failed: see the server log" },
-      };
-    }
-  }
 
   async function loop(o: AskOptions): Promise<void> {
     const settings = await deps.config.provider();
@@ -181,7 +115,7 @@ export function createAssistant(deps: AssistantDeps) {
           // shown as the model sent it
         }
         await o.emit({ type: "tool_call", id: call.id, name: call.function.name, arguments: args });
-        const outcome = await runTool(o, allowed, call);
+        const outcome = await deps.tools.run(o.asker, o.conversationId, o.facts, allowed, call);
         deps.conversations.append(owner, {
           conversation_id: o.conversationId,
           role: "tool",

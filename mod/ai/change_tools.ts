@@ -4,7 +4,6 @@
  * change calls the same service the API calls (so it is validated again, audited, and swapped
  * into the data plane's policy at once).
  */
-import type { z } from "zod";
 import { parseCidr } from "../../engine/ip_address.ts";
 import type { AuditEvent } from "../core/audit.ts";
 import { AppError } from "../core/errors.ts";
@@ -12,7 +11,7 @@ import { siteInputSchema } from "../data_plane/site_schema.ts";
 import { KIND } from "../protection/protection_compile.ts";
 import { customRuleSchema, ipEntrySchema } from "../protection/protection_schema.ts";
 import type { ToolArgs, ToolName } from "./tool_catalog.ts";
-import { findSite, type ToolServices } from "./tools.ts";
+import { findSite, parseWith as parse, type ToolServices } from "./tools.ts";
 
 type AuditContext = Pick<AuditEvent, "actor" | "clientIp" | "traceId">;
 
@@ -27,17 +26,6 @@ export interface AppliedChange {
   /** Id of what was created or changed. */
   readonly target: string;
   readonly object: unknown;
-}
-
-/** Parses with `schema`, turning a failure into a 400 that names the field. */
-function parse<S extends z.ZodType>(schema: S, value: unknown): z.infer<S> {
-  const r = schema.safeParse(value);
-  if (r.success) return r.data;
-  const issue = r.error.issues[0]!;
-  const field = issue.path.map(String).join(".") || "(change)";
-  throw new AppError(400, "BAD_REQUEST", `Invalid field "${field}": ${issue.message}`, {
-    details: { field },
-  });
 }
 
 /** A warning for networks wide enough to cut off a large part of the Internet. */

@@ -6,7 +6,7 @@
  * create approval requests that another person reviews.
  */
 import type { AiMessageRow } from "../../db/ai_conversations_repo.ts";
-import type { ChatMessage, ToolCall } from "./chat_client.ts";
+import type { ChatMessage, ToolCall } from "./chat_wire.ts";
 
 export const SYSTEM_PROMPT =
   `You are the assistant built into "waf", a self-hosted web application firewall. You help its operators understand traffic, attacks and protection settings.

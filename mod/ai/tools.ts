@@ -3,6 +3,7 @@
  * before a tool is offered and again before it runs) and the services the tools read from or
  * change through, the same ones the management API uses.
  */
+import type { z } from "zod";
 import type { StoredAccessLogRow } from "../../db/access_log_repo.ts";
 import type { AccessLogStatsRepo } from "../../db/access_log_stats_repo.ts";
 import type { Clock } from "../core/clock.ts";
@@ -73,4 +74,15 @@ export function findSite(sites: Sites, ref: string): SiteView {
   const site = sites.list().find((s) => s.id === ref || s.name === ref);
   if (!site) throw new AppError(404, "NOT_FOUND", `No site named or with id "${ref}"`);
   return site;
+}
+
+/** Parses with `schema`, turning a failure into a 400 that names the first field. */
+export function parseWith<S extends z.ZodType>(schema: S, value: unknown): z.infer<S> {
+  const r = schema.safeParse(value);
+  if (r.success) return r.data;
+  const issue = r.error.issues[0]!;
+  const field = issue.path.map(String).join(".") || "(arguments)";
+  throw new AppError(400, "BAD_REQUEST", `Invalid field "${field}": ${issue.message}`, {
+    details: { field },
+  });
 }
