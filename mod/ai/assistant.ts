@@ -115,7 +115,12 @@ export function createAssistant(deps: AssistantDeps) {
           // shown as the model sent it
         }
         await o.emit({ type: "tool_call", id: call.id, name: call.function.name, arguments: args });
-        const outcome = await deps.tools.run(o.asker, o.conversationId, o.facts, allowed, call);
+        const outcome = await deps.tools.run(call, {
+          asker: o.asker,
+          conversationId: o.conversationId,
+          facts: o.facts,
+          allowed,
+        });
         deps.conversations.append(owner, {
           conversation_id: o.conversationId,
           role: "tool",

@@ -25,14 +25,17 @@ export interface ToolRunnerDeps {
   readonly logger: Logger;
 }
 
+/** Whose question the call answers, and the tools the configuration allows. */
+export interface ToolCallContext {
+  readonly asker: Asker;
+  readonly conversationId: string;
+  readonly facts: Pick<AuditEvent, "clientIp" | "traceId">;
+  readonly allowed: readonly ToolName[];
+}
+
 export function createToolRunner(deps: ToolRunnerDeps) {
-  async function attempt(
-    asker: Asker,
-    conversationId: string,
-    facts: Pick<AuditEvent, "clientIp" | "traceId">,
-    allowed: readonly ToolName[],
-    call: ToolCall,
-  ): Promise<ToolOutcome> {
+  async function attempt(call: ToolCall, ctx: ToolCallContext): Promise<ToolOutcome> {
+    const { asker, conversationId, facts, allowed } = ctx;
     const spec = checkTool(toolSpec(call.function.name), call.function.name, allowed, asker);
     let raw: unknown;
     try {
@@ -70,15 +73,9 @@ export function createToolRunner(deps: ToolRunnerDeps) {
   }
 
   return {
-    async run(
-      asker: Asker,
-      conversationId: string,
-      facts: Pick<AuditEvent, "clientIp" | "traceId">,
-      allowed: readonly ToolName[],
-      call: ToolCall,
-    ): Promise<ToolOutcome> {
+    async run(call: ToolCall, ctx: ToolCallContext): Promise<ToolOutcome> {
       try {
-        return await attempt(asker, conversationId, facts, allowed, call);
+        return await attempt(call, ctx);
       } catch (err) {
         if (err instanceof AppError) {
           return { ok: false, error: { code: err.code, message: err.message } };
