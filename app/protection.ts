@@ -100,6 +100,7 @@ export function createProtectionPlane(deps: ProtectionDeps): ProtectionPlane {
     clock,
     logger: deps.logger,
     rebuild: () => policy?.rebuild(),
+    enforced: () => policy?.current.protection,
   });
   return {
     objects,
@@ -113,13 +114,7 @@ export function createProtectionPlane(deps: ProtectionDeps): ProtectionPlane {
       ...blockPageRoutes(objects),
       ...edgeRoutes(objects, cache),
       ...protectionRoutes(objects, { hasGeo: geo !== undefined }),
-      ...threatIntelRoutes({
-        objects,
-        feeds,
-        db,
-        audit,
-        current: () => policy?.current.protection,
-      }),
+      ...threatIntelRoutes({ objects, feeds }),
     ],
     attach(p) {
       policy = p;

@@ -4,7 +4,12 @@
  * thread in the server) and hands each batch to the optional sinks. A full queue drops the
  * record and counts it. Retention deletes records by age and by count.
  */
-import type { AccessLogFilter, AccessLogRepo, AccessLogRow } from "../../db/access_log_repo.ts";
+import type {
+  AccessLogFilter,
+  AccessLogRepo,
+  AccessLogRow,
+  StoredAccessLogRow,
+} from "../../db/access_log_repo.ts";
 import { type AccessLogWriter, directWriter } from "../../db/access_log_writer.ts";
 import type { AccessRecord } from "./access_record.ts";
 import { toRow } from "./access_record.ts";
@@ -192,3 +197,5 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
 }
 
 export type AccessLog = ReturnType<typeof createAccessLog>;
+/** A stored record as the access-log service returns it (with its row id). */
+export type StoredAccessRecord = StoredAccessLogRow;

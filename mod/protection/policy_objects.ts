@@ -191,9 +191,21 @@ export function createPolicyObjects(deps: PolicyObjectsDeps) {
       deps.onChange();
     },
 
-    /** Records an action that changes no document (a cache purge). */
-    auditOnly(action: string, ctx: AuditContext, detail: Record<string, unknown>): void {
-      transaction(db, () => audit.record({ ...ctx, action, result: "success", detail }));
+    /** Records an action that changes no document (a cache purge, a feed sync). */
+    auditOnly(
+      action: string,
+      ctx: AuditContext,
+      detail: Record<string, unknown>,
+      outcome: { readonly target?: string; readonly result?: "success" | "failure" } = {},
+    ): void {
+      transaction(db, () =>
+        audit.record({
+          ...ctx,
+          action,
+          target: outcome.target,
+          result: outcome.result ?? "success",
+          detail,
+        }));
     },
 
     /** Removes a singleton setting (back to its defaults). */

@@ -4,12 +4,12 @@
  * unparsable body - records its error and keeps the feed's previous indicators. Feeds sync
  * when created or changed, on demand, and on their refresh interval.
  */
-import { formatCidr } from "../../engine/ip_address.ts";
+import { formatCidr, parseIp } from "../../engine/ip_address.ts";
 import { parseFeed } from "../../engine/threat_intel.ts";
 import type { Clock } from "../core/clock.ts";
 import type { Logger } from "../core/logger.ts";
-import type { PolicyObjects, StoredObject } from "./policy_objects.ts";
-import { KIND } from "./protection_compile.ts";
+import type { AuditContext, PolicyObjects, StoredObject } from "./policy_objects.ts";
+import { type CompiledProtection, KIND } from "./protection_compile.ts";
 import { parseStored, type ThreatFeedDoc, threatFeedSchema } from "./protection_schema.ts";
 
 export const FEED_STATUS = "threat_feed_status";
@@ -34,12 +34,26 @@ const NEVER: FeedStatus = {
   error: null,
 };
 
+/** True when `text` is an IPv4 or IPv6 address (what a lookup accepts). */
+export function isIpAddress(text: string): boolean {
+  return parseIp(text) !== undefined;
+}
+
+/** A lookup's answer: whether the address is listed, and by which feeds with which action. */
+export interface FeedLookup {
+  readonly ip: string;
+  readonly listed: boolean;
+  readonly feeds: ReadonlyArray<{ id: string; name: string; action: string }>;
+}
+
 export interface ThreatFeedsDeps {
   readonly objects: PolicyObjects;
   readonly clock: Clock;
   readonly logger: Logger;
   /** Recompiles the policy after new indicators are stored. */
   readonly rebuild: () => void;
+  /** The protection the data plane enforces now (lookups answer against it). */
+  readonly enforced: () => CompiledProtection | undefined;
   readonly fetch?: typeof fetch;
   readonly maxEntries?: number;
   readonly maxBytes?: number;
@@ -155,6 +169,27 @@ export function createThreatFeeds(deps: ThreatFeedsDeps) {
         running.set(id, p);
       }
       return p;
+    },
+    /**
+     * An operator's on-demand sync: runs it and audits the outcome (`threat_intel.feed.sync`);
+     * undefined when there is no such feed.
+     */
+    async syncAudited(id: string, ctx: AuditContext): Promise<FeedStatus | undefined> {
+      const run = this.sync(id);
+      if (!run) return undefined;
+      const s = await run;
+      objects.auditOnly("threat_intel.feed.sync", ctx, { count: s.count, error: s.error }, {
+        target: id,
+        result: s.last_result === "ok" ? "success" : "failure",
+      });
+      return s;
+    },
+    /** Which feeds list `ip`, against the indicators the data plane enforces now. */
+    lookup(ip: string): FeedLookup {
+      const hits = deps.enforced()?.threat.lookupText(ip) ?? [];
+      const feeds = [...new Map(hits.map((h) => [h.feedId, h])).values()]
+        .map((h) => ({ id: h.feedId, name: h.feedName, action: h.action }));
+      return { ip, listed: feeds.length > 0, feeds };
     },
     /** Drops a deleted feed's indicators and status. */
     forget(id: string): void {

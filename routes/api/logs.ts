@@ -3,8 +3,7 @@
  * id with its whole evaluation chain, and the pipeline's counters (queued, written, dropped).
  */
 import { z } from "zod";
-import type { StoredAccessLogRow } from "../../db/access_log_repo.ts";
-import type { AccessLog } from "../../mod/data_plane/access_log.ts";
+import type { AccessLog, StoredAccessRecord } from "../../mod/data_plane/access_log.ts";
 import { AppError } from "../../mod/core/errors.ts";
 import { perm, type RouteDef } from "./route.ts";
 import { readQuery } from "./validate.ts";
@@ -37,7 +36,7 @@ const querySchema = z.strictObject({
 });
 
 /** The stored record plus its store id. */
-function item(row: StoredAccessLogRow): Record<string, unknown> {
+function item(row: StoredAccessRecord): Record<string, unknown> {
   const record = JSON.parse(row.record) as Record<string, unknown>;
   return { id: row.id, ...record, time: new Date(row.time).toISOString() };
 }

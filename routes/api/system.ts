@@ -1,10 +1,9 @@
 /** System endpoints: version, the unimplemented backup API, and the reserved OTA settings. */
 import { z } from "zod";
-import { SCHEMA_VERSION } from "../../db/migrations.ts";
 import type { Audit } from "../../mod/core/audit.ts";
 import { AppError } from "../../mod/core/errors.ts";
 import type { Ota } from "../../mod/ops/ota.ts";
-import { VERSION } from "../../mod/core/version.ts";
+import { versionReport } from "../../mod/core/version.ts";
 import { auditContext } from "./actor.ts";
 import type { Ctx } from "./env.ts";
 import { perm, type RouteDef } from "./route.ts";
@@ -46,17 +45,7 @@ export function systemRoutes(deps: SystemRouteDeps): RouteDef[] {
       method: "GET",
       path: "/api/system/version",
       access: perm("read:system"),
-      handler: (c) =>
-        c.json({
-          version: VERSION,
-          schema_version: SCHEMA_VERSION,
-          runtime: {
-            deno: Deno.version.deno,
-            v8: Deno.version.v8,
-            typescript: Deno.version.typescript,
-          },
-          build: { os: Deno.build.os, arch: Deno.build.arch, target: Deno.build.target },
-        }),
+      handler: (c) => c.json(versionReport()),
     },
     {
       method: "POST",

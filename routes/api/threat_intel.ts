@@ -4,22 +4,18 @@
  * feeds (against the indicators the data plane is enforcing right now).
  */
 import { z } from "zod";
-import { parseIp } from "../../engine/ip_address.ts";
-import { transaction } from "../../db/store.ts";
-import type { Audit } from "../../mod/core/audit.ts";
-import type { Db } from "../../db/store.ts";
 import { AppError } from "../../mod/core/errors.ts";
 import type { PolicyObjects } from "../../mod/protection/policy_objects.ts";
-import { type CompiledProtection, KIND } from "../../mod/protection/protection_compile.ts";
+import { KIND } from "../../mod/protection/protection_compile.ts";
 import { threatFeedSchema } from "../../mod/protection/protection_schema.ts";
-import type { ThreatFeeds } from "../../mod/protection/threat_feeds.ts";
+import { isIpAddress, type ThreatFeeds } from "../../mod/protection/threat_feeds.ts";
 import { auditContext } from "./actor.ts";
 import { crudRoutes } from "./protection.ts";
 import { perm, type RouteDef } from "./route.ts";
 import { readJson } from "./validate.ts";
 
 const lookupSchema = z.strictObject({
-  ip: z.string().refine((v) => parseIp(v) !== undefined, {
+  ip: z.string().refine(isIpAddress, {
     message: "expected an IPv4 or IPv6 address",
   }),
 });
@@ -27,9 +23,6 @@ const lookupSchema = z.strictObject({
 export function threatIntelRoutes(deps: {
   objects: PolicyObjects;
   feeds: ThreatFeeds;
-  db: Db;
-  audit: Audit;
-  current: () => CompiledProtection | undefined;
 }): RouteDef[] {
   const { feeds } = deps;
   return [
@@ -51,17 +44,8 @@ export function threatIntelRoutes(deps: {
       access: perm("write:threat_intel"),
       handler: async (c) => {
         const id = c.req.param("id") ?? "";
-        const run = feeds.sync(id);
-        if (!run) throw new AppError(404, "NOT_FOUND", `No threat feed "${id}"`);
-        const status = await run;
-        transaction(deps.db, () =>
-          deps.audit.record({
-            ...auditContext(c),
-            action: "threat_intel.feed.sync",
-            target: id,
-            result: status.last_result === "ok" ? "success" : "failure",
-            detail: { count: status.count, error: status.error },
-          }));
+        const status = await feeds.syncAudited(id, auditContext(c));
+        if (!status) throw new AppError(404, "NOT_FOUND", `No threat feed "${id}"`);
         return c.json({ id, status });
       },
     },
@@ -71,10 +55,7 @@ export function threatIntelRoutes(deps: {
       access: perm("read:threat_intel"),
       handler: async (c) => {
         const { ip } = await readJson(c, lookupSchema);
-        const hits = deps.current()?.threat.lookupText(ip) ?? [];
-        const feedsHit = [...new Map(hits.map((h) => [h.feedId, h])).values()]
-          .map((h) => ({ id: h.feedId, name: h.feedName, action: h.action }));
-        return c.json({ ip, listed: feedsHit.length > 0, feeds: feedsHit });
+        return c.json(feeds.lookup(ip));
       },
     },
   ];
