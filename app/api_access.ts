@@ -5,13 +5,12 @@
  * hooks to identity and mounts the routes.
  */
 import { createApiTokensRepo } from "../db/api_tokens_repo.ts";
-import { createAuditRepo } from "../db/audit_repo.ts";
 import { createNotificationsRepo } from "../db/notifications_repo.ts";
 import { type Db, transaction } from "../db/store.ts";
 import { createTotpRepo } from "../db/totp_repo.ts";
 import { createUsersRepo } from "../db/users_repo.ts";
 import { type ApiTokens, createApiTokens } from "../mod/identity/api_tokens.ts";
-import { createAudit } from "../mod/core/audit.ts";
+import type { Audit } from "../mod/core/audit.ts";
 import type { Clock } from "../mod/core/clock.ts";
 import type { Config } from "../mod/config/config.ts";
 import type { Logger } from "../mod/core/logger.ts";
@@ -35,6 +34,8 @@ const SWEEP_EVERY_MS = 60_000;
 
 export interface ApiAccessDeps {
   readonly db: Db;
+  /** The process's one audit trail. */
+  readonly audit: Audit;
   readonly config: Config;
   readonly dataDir: string;
   readonly clock: Clock;
@@ -59,7 +60,7 @@ export interface ApiAccess {
 
 export function createApiAccess(deps: ApiAccessDeps): ApiAccess {
   const tx = <T>(fn: () => T): T => transaction(deps.db, fn);
-  const audit = createAudit({ repo: createAuditRepo(deps.db), clock: deps.clock });
+  const { audit } = deps;
   const tokensRepo = createApiTokensRepo(deps.db);
   const usersRepo = createUsersRepo(deps.db);
   const tokens = createApiTokens({

@@ -5,7 +5,6 @@
  */
 import { createAccessLogRepo } from "../db/access_log_repo.ts";
 import { createWorkerWriter } from "../db/access_log_writer.ts";
-import { createAuditRepo } from "../db/audit_repo.ts";
 import { createPgSink } from "../db/pg_sink.ts";
 import { createSitesRepo } from "../db/sites_repo.ts";
 import type { Db } from "../db/store.ts";
@@ -14,7 +13,7 @@ import {
   type AccessLogSink,
   createAccessLog,
 } from "../mod/data_plane/access_log.ts";
-import { createAudit } from "../mod/core/audit.ts";
+import type { Audit } from "../mod/core/audit.ts";
 import type { Clock } from "../mod/core/clock.ts";
 import type { Config } from "../mod/config/config.ts";
 import { parseListen } from "../mod/config/config_schema.ts";
@@ -27,7 +26,7 @@ import { createTraceIds } from "../mod/data_plane/trace_ids.ts";
 import type { DataHandler } from "../routes/proxy/status_page.ts";
 import { logRoutes } from "../routes/api/logs.ts";
 import { createProxy, type Proxy } from "../routes/proxy/proxy.ts";
-import { createProtectionPlane, type ProtectionPlane } from "./protection.ts";
+import { createProtectionPlane, openProtectionStore, type ProtectionPlane } from "./protection.ts";
 import type { RouteDef } from "../routes/api/route.ts";
 import { siteRoutes } from "../routes/api/sites.ts";
 import { startTlsFront, type TlsFront } from "../routes/proxy/tls_front.ts";
@@ -37,7 +36,7 @@ export interface DataPlane {
   readonly policy: Policy;
   readonly accessLog: AccessLog;
   readonly proxy: Proxy;
-  /** The protection controls' store, gate and routes. */
+  /** The protection controls' services, per-request controls and routes. */
   readonly protection: ProtectionPlane;
   /** Management routes of the data plane (`/api/sites`, `/api/logs`). */
   readonly routes: readonly RouteDef[];
@@ -54,68 +53,46 @@ export interface DataPlaneDeps {
   readonly db: Db;
   /** The store file, which the access-log writer thread opens on its own connection. */
   readonly dbPath: string;
+  /** The process's one audit trail. */
+  readonly audit: Audit;
   readonly clock: Clock;
   readonly random: Random;
   readonly logger: Logger;
 }
 
 export function createDataPlane(deps: DataPlaneDeps): DataPlane {
-  const { config, db, clock, random, logger } = deps;
+  const { config, db, audit, clock, random, logger } = deps;
+  // The policy first: what changes it (sites, protection services) gets it when built.
   const sitesRepo = createSitesRepo(db);
+  const store = openProtectionStore(db, config);
+  const policy = createPolicy({
+    listSites: () => sitesRepo.list(),
+    clock,
+    compileProtection: store.compile,
+  });
+  const accessLog = startAccessLog(deps);
   const protection = createProtectionPlane({
-    config,
+    store,
+    policy,
     db,
+    audit,
     clock,
     random,
     logger,
     findAccessRecord: async (traceId) => (await accessLog.get(traceId))?.record,
   });
-  const policy = createPolicy({
-    listSites: () => sitesRepo.list(),
-    clock,
-    compileProtection: protection.compile,
-  });
-  protection.attach(policy);
-  const audit = createAudit({ repo: createAuditRepo(db), clock });
+  protection.start();
   const sites = createSites({ db, repo: sitesRepo, audit, policy, clock, random });
-
-  const sinks: AccessLogSink[] = [];
-  const pg = config.storage.postgresql;
-  if (pg) {
-    sinks.push(
-      createPgShipper(
-        createPgSink({ dsn: pg.dsn, poolSize: pg.pool_size }),
-        { batchSize: pg.batch_size },
-        logger,
-      ),
-    );
-  }
-  const logs = config.storage.access_logs;
-  const accessLog = createAccessLog({
-    queueSize: logs.queue_size,
-    batchSize: logs.batch_size,
-    retentionDays: logs.retention_days,
-    maxRecords: logs.max_records,
-  }, {
-    repo: createAccessLogRepo(db),
-    writer: createWorkerWriter(deps.dbPath),
-    clock,
-    logger,
-    sinks,
-  });
-  accessLog.prune().catch((err) => {
-    logger.error("access log retention failed", { error: err as Error });
-  });
-  accessLog.start();
-
   const proxy = createProxy({
     policy,
     accessLog,
     clock,
     logger,
     traceId: createTraceIds(random, clock),
-    protection: protection.gate,
+    protection: protection.controls,
   });
+  const handler: DataHandler = (req, info) =>
+    proxy.handle(req, (info.remoteAddr as Deno.NetAddr).hostname, "http");
   let https: TlsFront | undefined;
 
   return {
@@ -125,7 +102,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     proxy,
     protection,
     routes: [...siteRoutes(sites), ...logRoutes(accessLog), ...protection.routes],
-    handler: (req, info) => proxy.handle(req, (info.remoteAddr as Deno.NetAddr).hostname, "http"),
+    handler,
     async startHttps() {
       const listenAt = config.server.data.https_listen;
       if (listenAt === undefined) return undefined;
@@ -146,4 +123,38 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
       await protection.close();
     },
   };
+}
+
+/** The access-log pipeline: queue, writer thread, optional PostgreSQL shipper, retention. */
+function startAccessLog(deps: DataPlaneDeps): AccessLog {
+  const { config, logger } = deps;
+  const sinks: AccessLogSink[] = [];
+  const pg = config.storage.postgresql;
+  if (pg) {
+    sinks.push(
+      createPgShipper(
+        createPgSink({ dsn: pg.dsn, poolSize: pg.pool_size }),
+        { batchSize: pg.batch_size },
+        logger,
+      ),
+    );
+  }
+  const logs = config.storage.access_logs;
+  const accessLog = createAccessLog({
+    queueSize: logs.queue_size,
+    batchSize: logs.batch_size,
+    retentionDays: logs.retention_days,
+    maxRecords: logs.max_records,
+  }, {
+    repo: createAccessLogRepo(deps.db),
+    writer: createWorkerWriter(deps.dbPath),
+    clock: deps.clock,
+    logger,
+    sinks,
+  });
+  accessLog.prune().catch((err) => {
+    logger.error("access log retention failed", { error: err as Error });
+  });
+  accessLog.start();
+  return accessLog;
 }

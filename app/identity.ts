@@ -3,11 +3,10 @@
  * the guard, their routes, and the maintenance task (expired `setup.url`, sessions, CAPTCHA
  * and lockout memory). `app/server.ts` mounts the routes behind the guard.
  */
-import { createAuditRepo } from "../db/audit_repo.ts";
 import { createSettingsRepo } from "../db/settings_repo.ts";
 import { type Db, transaction } from "../db/store.ts";
 import { createUsersRepo } from "../db/users_repo.ts";
-import { type Audit, createAudit } from "../mod/core/audit.ts";
+import type { Audit } from "../mod/core/audit.ts";
 import { loadAuthKey } from "../mod/core/auth_key.ts";
 import { createCaptcha } from "../mod/identity/captcha.ts";
 import { createCaptchaPolicy } from "../mod/identity/captcha_policy.ts";
@@ -34,6 +33,8 @@ export const MAINTENANCE_EVERY_MS = 30_000;
 
 export interface IdentityDeps {
   readonly db: Db;
+  /** The process's one audit trail. */
+  readonly audit: Audit;
   readonly config: Config;
   readonly dataDir: string;
   readonly clock: Clock;
@@ -67,7 +68,7 @@ export async function createIdentity(deps: IdentityDeps): Promise<Identity> {
   const tx = <T>(fn: () => T): T => transaction(deps.db, fn);
   const settings = createSettingsRepo(deps.db);
   const usersRepo = createUsersRepo(deps.db);
-  const audit = createAudit({ repo: createAuditRepo(deps.db), clock: deps.clock });
+  const { audit } = deps;
   const roles = deps.config.apisec.permissions;
   const key = await loadAuthKey(deps.dataDir, deps.random);
 

@@ -4,6 +4,8 @@
  */
 import type { Db } from "../db/store.ts";
 import { openStore } from "../db/store.ts";
+import { createAuditRepo } from "../db/audit_repo.ts";
+import { createAudit } from "../mod/core/audit.ts";
 import type { Clock } from "../mod/core/clock.ts";
 import { type Config, durationMs } from "../mod/config/config.ts";
 import { parseListen } from "../mod/config/config_schema.ts";
@@ -90,8 +92,11 @@ export async function startServer(
   await Deno.mkdir(dataDir, { recursive: true, mode: 0o700 });
   const db = openStore(`${dataDir}/waf.db`, { now: deps.clock.now() });
   readiness.store = true;
+  // One audit trail for the whole process, injected into every area that records.
+  const audit = createAudit({ repo: createAuditRepo(db), clock: deps.clock });
   const services = {
     db,
+    audit,
     config,
     dataDir,
     clock: deps.clock,
@@ -122,6 +127,7 @@ export async function startServer(
   const dataPlane = createDataPlane({
     config,
     db,
+    audit,
     dbPath: `${dataDir}/waf.db`,
     clock: deps.clock,
     random: deps.random,

@@ -1,9 +1,10 @@
 /**
- * Per-request evaluation of the protection controls, in the design's order: IP allow/block
+ * Per-request evaluation of the protection controls, one function per check: IP allow/block
  * lists and applied ALAP blocks, ACL rules, threat-intelligence indicators, bot policy, global
- * rate limit (the pre-body checks); custom regex rules (after the body prefix is read); ALAP
- * exceptions and signature blocks around the semantic engine's verdict. Each check adds its
- * entry to the evaluation chain.
+ * rate limit (the request-header checks); custom regex rules (after the body prefix is read);
+ * ALAP exceptions and signature blocks around the semantic engine's verdict. Each check adds its
+ * entry to the evaluation chain. The order they run in is the data-plane transaction's
+ * (`routes/proxy/transaction.ts`), written there once.
  *
  * The compiled structures are immutable; what changes per request (rate counters, used puzzle
  * nonces, ALAP scores) lives here, bounded, and survives policy rebuilds that do not touch it.
@@ -11,7 +12,7 @@
 import { classifyClient } from "../../engine/bot.ts";
 import type { Inspection } from "../../engine/types.ts";
 import { type AlapAdjusted, applyAlap } from "./alap_enforce.ts";
-import { type IpAddress, parseIp } from "../../engine/ip_address.ts";
+import type { IpAddress } from "../../engine/ip_address.ts";
 import { createRateLimiter, type RateLimiter } from "../../engine/rate_limit.ts";
 import type { RequestView } from "../../engine/request_view.ts";
 import type { Clock } from "../core/clock.ts";
@@ -25,15 +26,21 @@ export interface ChainSink {
   add(check: string, result: string, rule?: string): void;
 }
 
-export interface PreRequest {
+/** What a check sees of the request (the data-plane transaction is one). */
+export interface CheckRequest {
   readonly siteId: string;
   readonly clientIp: string;
+  /** The client address parsed once; undefined when it is not an address. */
+  readonly ip: IpAddress | undefined;
+  /** The request line and headers; header checks never read its body parts. */
   readonly view: RequestView;
+  /** When the request started (the clock read once). */
+  readonly now: number;
   /** Set when the client is a crawler verified by reverse DNS (see `good_bots.ts`). */
   readonly verifiedBot?: boolean;
 }
 
-/** What the pre-body checks decided. */
+/** What the request-header checks decided. */
 export type PreVerdict =
   | { readonly kind: "pass"; readonly trusted: boolean }
   | { readonly kind: "block"; readonly check: string; readonly rule: string }
@@ -51,10 +58,13 @@ export type RuleVerdict =
   | { readonly kind: "challenge"; readonly rule: string };
 
 export { CLEARANCE_COOKIE } from "./challenges.ts";
-const PASS_UNTRUSTED: PreVerdict = { kind: "pass", trusted: false };
-const PASS_TRUSTED: PreVerdict = { kind: "pass", trusted: true };
+/** Every header check passed. */
+export const PASS: PreVerdict = { kind: "pass", trusted: false };
+/** An allow entry (IP list or ACL) trusts the client: the later header checks are skipped. */
+export const TRUSTED: PreVerdict = { kind: "pass", trusted: true };
+const RULE_PASS: RuleVerdict = { kind: "pass" };
 
-function limiterKey(doc: RateLimitDoc, req: PreRequest): string {
+function limiterKey(doc: RateLimitDoc, req: CheckRequest): string {
   if (doc.key === "ip") return req.clientIp;
   if (doc.key === "ip_site") return `${req.clientIp}|${req.siteId}`;
   return `${req.clientIp}|${req.siteId}|${req.view.path}`;
@@ -72,7 +82,7 @@ export interface ProtectionRuntimeDeps {
 export function createProtectionRuntime(deps: ProtectionRuntimeDeps) {
   const challenges = createChallenges(deps);
   const issuer = challenges.issuer;
-  const hasClearance = (req: PreRequest) =>
+  const hasClearance = (req: CheckRequest) =>
     challenges.hasClearance(req.view.cookies, req.clientIp, req.view.header("user-agent") ?? "");
   let globalLimiter: { doc: RateLimitDoc; json: string; limiter: RateLimiter } | undefined;
   const botLimiters = new Map<string, RateLimiter>();
@@ -91,7 +101,7 @@ export function createProtectionRuntime(deps: ProtectionRuntimeDeps) {
 
   /** A policy's threshold limiter: found by object per request, by limits across rebuilds. */
   const botLimiterOf = new WeakMap<CompiledBotPolicy, RateLimiter>();
-  function overBotRate(b: CompiledBotPolicy, req: PreRequest, now: number): boolean {
+  function overBotRate(b: CompiledBotPolicy, req: CheckRequest): boolean {
     if (!b.rate_threshold) return false;
     let l = botLimiterOf.get(b);
     if (!l) {
@@ -109,7 +119,7 @@ export function createProtectionRuntime(deps: ProtectionRuntimeDeps) {
       }
       botLimiterOf.set(b, l);
     }
-    return !l.hit(req.clientIp, now).allowed;
+    return !l.hit(req.clientIp, req.now).allowed;
   }
 
   /** The limiter survives rebuilds that leave the limits unchanged (counters are kept). */
@@ -130,43 +140,12 @@ export function createProtectionRuntime(deps: ProtectionRuntimeDeps) {
     return limiter;
   }
 
-  function ipChecks(
-    p: CompiledProtection,
-    req: PreRequest,
-    ip: IpAddress | undefined,
-    chain: ChainSink,
-    now: number,
-  ): PreVerdict | undefined {
-    if (!ip) return undefined;
-    if (p.ipList.size > 0) {
-      const hit = p.ipList.match(ip, req.siteId, req.view.path, now);
-      if (hit?.action === "allow") {
-        chain.add("ip_list", "allow", hit.id);
-        return PASS_TRUSTED;
-      }
-      if (hit) {
-        chain.add("ip_list", "block", hit.id);
-        return { kind: "block", check: "ip_list", rule: hit.id };
-      }
-      chain.add("ip_list", "pass");
-    }
-    if (p.alapBlocks.size > 0) {
-      for (const d of p.alapBlocks.lookup(ip)) {
-        if (d.siteId !== null && d.siteId !== req.siteId) continue;
-        if (d.expiresAt !== null && d.expiresAt <= now) continue;
-        chain.add("alap", "block", d.id);
-        return { kind: "block", check: "alap", rule: d.id };
-      }
-    }
-    return undefined;
-  }
-
   return {
     /**
-     * True when any pre-body check is configured. When none is, `pre` adds nothing to the chain
-     * and passes, so the connector skips it (and the request view it would build).
+     * True when any request-header check is configured. When none is, they would add nothing
+     * to the chain and pass, so the transaction skips them (and the request view).
      */
-    hasPre(p: CompiledProtection): boolean {
+    hasHeaderChecks(p: CompiledProtection): boolean {
       return p.ipList.size > 0 || p.alapBlocks.size > 0 || p.acl.size > 0 || p.threat.size > 0 ||
         p.bot.length > 0 || p.rateLimit.enabled;
     },
@@ -206,88 +185,128 @@ export function createProtectionRuntime(deps: ProtectionRuntimeDeps) {
       );
     },
 
-    /** IP lists, ALAP blocks, ACL, threat intelligence, bot policy and the global rate limit. */
-    pre(p: CompiledProtection, req: PreRequest, chain: ChainSink): PreVerdict {
-      const now = deps.clock.now();
-      const ip = parseIp(req.clientIp);
-      const ipVerdict = ipChecks(p, req, ip, chain, now);
-      if (ipVerdict && ipVerdict.kind !== "pass") return ipVerdict;
-      let trusted = ipVerdict?.kind === "pass";
-
-      if (p.acl.size > 0) {
-        const r = p.acl.evaluate(req.view, ip, req.siteId);
-        for (const id of r.logged) chain.add("acl", "log", id);
-        const d = r.decisive;
-        if (d?.action === "allow") {
-          chain.add("acl", "allow", d.id);
-          trusted = true;
-        } else if (d?.action === "block") {
-          chain.add("acl", "block", d.id);
-          return { kind: "block", check: "acl", rule: d.id };
-        } else if (d?.action === "challenge") {
-          if (hasClearance(req)) chain.add("acl", "clearance", d.id);
-          else {
-            chain.add("acl", "challenge", d.id);
-            return { kind: "challenge", check: "acl", rule: d.id, difficulty: DEFAULT_DIFFICULTY };
-          }
-        } else if (r.logged.length === 0) chain.add("acl", "pass");
-      }
-      if (trusted) return PASS_TRUSTED;
-
-      if (p.threat.size > 0 && ip) {
-        const hits = p.threat.lookup(ip);
-        const decisive = hits.find((h) => h.action === "block") ??
-          hits.find((h) => h.action === "challenge");
-        for (const h of hits) if (h.action === "log") chain.add("threat_intel", "log", h.feedId);
-        if (decisive?.action === "block") {
-          chain.add("threat_intel", "block", decisive.feedId);
-          return { kind: "block", check: "threat_intel", rule: decisive.feedId };
+    /** IP allow/block lists, then applied ALAP blocks: a block, TRUSTED on allow, or nothing. */
+    ipLists(p: CompiledProtection, req: CheckRequest, chain: ChainSink): PreVerdict | undefined {
+      const ip = req.ip;
+      if (!ip) return undefined;
+      if (p.ipList.size > 0) {
+        const hit = p.ipList.match(ip, req.siteId, req.view.path, req.now);
+        if (hit?.action === "allow") {
+          chain.add("ip_list", "allow", hit.id);
+          return TRUSTED;
         }
-        if (decisive?.action === "challenge") {
-          if (hasClearance(req)) chain.add("threat_intel", "clearance", decisive.feedId);
-          else {
-            chain.add("threat_intel", "challenge", decisive.feedId);
-            return {
-              kind: "challenge",
-              check: "threat_intel",
-              rule: decisive.feedId,
-              difficulty: DEFAULT_DIFFICULTY,
-            };
-          }
-        } else if (hits.length === 0) chain.add("threat_intel", "pass");
+        if (hit) {
+          chain.add("ip_list", "block", hit.id);
+          return { kind: "block", check: "ip_list", rule: hit.id };
+        }
+        chain.add("ip_list", "pass");
       }
+      if (p.alapBlocks.size > 0) {
+        for (const d of p.alapBlocks.lookup(ip)) {
+          if (d.siteId !== null && d.siteId !== req.siteId) continue;
+          if (d.expiresAt !== null && d.expiresAt <= req.now) continue;
+          chain.add("alap", "block", d.id);
+          return { kind: "block", check: "alap", rule: d.id };
+        }
+      }
+      return undefined;
+    },
 
+    /** ACL rules: a block or challenge, TRUSTED on allow, or nothing. */
+    acl(p: CompiledProtection, req: CheckRequest, chain: ChainSink): PreVerdict | undefined {
+      if (p.acl.size === 0) return undefined;
+      const r = p.acl.evaluate(req.view, req.ip, req.siteId);
+      for (const id of r.logged) chain.add("acl", "log", id);
+      const d = r.decisive;
+      if (d?.action === "allow") {
+        chain.add("acl", "allow", d.id);
+        return TRUSTED;
+      }
+      if (d?.action === "block") {
+        chain.add("acl", "block", d.id);
+        return { kind: "block", check: "acl", rule: d.id };
+      }
+      if (d?.action === "challenge") {
+        if (hasClearance(req)) {
+          chain.add("acl", "clearance", d.id);
+          return undefined;
+        }
+        chain.add("acl", "challenge", d.id);
+        return { kind: "challenge", check: "acl", rule: d.id, difficulty: DEFAULT_DIFFICULTY };
+      }
+      if (r.logged.length === 0) chain.add("acl", "pass");
+      return undefined;
+    },
+
+    /** Threat-intelligence indicators: a block or challenge, or nothing. */
+    threatIntel(
+      p: CompiledProtection,
+      req: CheckRequest,
+      chain: ChainSink,
+    ): PreVerdict | undefined {
+      if (p.threat.size === 0 || !req.ip) return undefined;
+      const hits = p.threat.lookup(req.ip);
+      const decisive = hits.find((h) => h.action === "block") ??
+        hits.find((h) => h.action === "challenge");
+      for (const h of hits) if (h.action === "log") chain.add("threat_intel", "log", h.feedId);
+      if (decisive?.action === "block") {
+        chain.add("threat_intel", "block", decisive.feedId);
+        return { kind: "block", check: "threat_intel", rule: decisive.feedId };
+      }
+      if (decisive?.action === "challenge") {
+        if (hasClearance(req)) {
+          chain.add("threat_intel", "clearance", decisive.feedId);
+          return undefined;
+        }
+        chain.add("threat_intel", "challenge", decisive.feedId);
+        return {
+          kind: "challenge",
+          check: "threat_intel",
+          rule: decisive.feedId,
+          difficulty: DEFAULT_DIFFICULTY,
+        };
+      }
+      if (hits.length === 0) chain.add("threat_intel", "pass");
+      return undefined;
+    },
+
+    /** The bot policy of the request's path: a challenge, or nothing. */
+    bot(p: CompiledProtection, req: CheckRequest, chain: ChainSink): PreVerdict | undefined {
       const bot = p.bot.length > 0 ? botPolicyFor(p, req.siteId, req.view.path) : undefined;
-      if (bot && bot.mode !== "off" && bot.verified_bots && req.verifiedBot) {
+      if (!bot || bot.mode === "off") return undefined;
+      if (bot.verified_bots && req.verifiedBot) {
         chain.add("bot", "verified_bot", bot.id);
-      } else if (bot && bot.mode !== "off") {
-        const ua = req.view.header("user-agent");
-        const reason = bot.mode === "all" ? "all" : classifyClient(ua, overBotRate(bot, req, now));
-        if (reason === undefined) chain.add("bot", "pass", bot.id);
-        else if (hasClearance(req)) chain.add("bot", "clearance", bot.id);
-        else {
-          chain.add("bot", `challenge:${reason}`, bot.id);
-          return { kind: "challenge", check: "bot", rule: bot.id, difficulty: bot.difficulty };
-        }
+        return undefined;
       }
+      const ua = req.view.header("user-agent");
+      const reason = bot.mode === "all" ? "all" : classifyClient(ua, overBotRate(bot, req));
+      if (reason === undefined) chain.add("bot", "pass", bot.id);
+      else if (hasClearance(req)) chain.add("bot", "clearance", bot.id);
+      else {
+        chain.add("bot", `challenge:${reason}`, bot.id);
+        return { kind: "challenge", check: "bot", rule: bot.id, difficulty: bot.difficulty };
+      }
+      return undefined;
+    },
 
-      if (p.rateLimit.enabled) {
-        const d = rateLimiter(p.rateLimit).hit(limiterKey(p.rateLimit, req), now);
-        if (!d.allowed) {
-          chain.add("rate_limit", "limited");
-          return {
-            kind: "rate_limited",
-            retryAfterSeconds: Math.max(1, Math.ceil(d.retryAfterMs / 1000)),
-          };
-        }
-        chain.add("rate_limit", "pass");
+    /** The global rate limit: rate_limited, or nothing. */
+    rateLimit(p: CompiledProtection, req: CheckRequest, chain: ChainSink): PreVerdict | undefined {
+      if (!p.rateLimit.enabled) return undefined;
+      const d = rateLimiter(p.rateLimit).hit(limiterKey(p.rateLimit, req), req.now);
+      if (!d.allowed) {
+        chain.add("rate_limit", "limited");
+        return {
+          kind: "rate_limited",
+          retryAfterSeconds: Math.max(1, Math.ceil(d.retryAfterMs / 1000)),
+        };
       }
-      return PASS_UNTRUSTED;
+      chain.add("rate_limit", "pass");
+      return undefined;
     },
 
     /** Custom regex rules; every matching rule id enters the chain. */
-    custom(p: CompiledProtection, req: PreRequest, chain: ChainSink): RuleVerdict {
-      if (p.custom.size === 0) return { kind: "pass" };
+    custom(p: CompiledProtection, req: CheckRequest, chain: ChainSink): RuleVerdict {
+      if (p.custom.size === 0) return RULE_PASS;
       const r = p.custom.evaluate(req.view, req.siteId);
       const decisive = r.decisive;
       for (const id of r.matched) {
@@ -295,11 +314,11 @@ export function createProtectionRuntime(deps: ProtectionRuntimeDeps) {
       }
       if (!decisive) {
         if (r.matched.length === 0) chain.add("custom_rule", "pass");
-        return { kind: "pass" };
+        return RULE_PASS;
       }
       if (decisive.action === "challenge" && hasClearance(req)) {
         chain.add("custom_rule", "clearance", decisive.id);
-        return { kind: "pass" };
+        return RULE_PASS;
       }
       chain.add("custom_rule", decisive.action, decisive.id);
       return decisive.action === "challenge"

@@ -28,8 +28,8 @@ export interface StreamProgress {
   exceeded: boolean;
   /** Set when reading the client's body failed (it broke off, or its framing was invalid). */
   failed: boolean;
-  /** Called once when the stream ends normally, with the total byte count. */
-  onEnd?: (bytes: number) => void;
+  /** Receives the total byte count in `bytes_in` when the stream ends normally. */
+  record?: { bytes_in: number | null };
 }
 
 /** Raised into the upstream request stream when the body passes the limit. */
@@ -128,7 +128,7 @@ export async function planBody(
       const { done, value } = chunk;
       if (done) {
         controller.close();
-        progress.onEnd?.(progress.bytes);
+        if (progress.record) progress.record.bytes_in = progress.bytes;
         return;
       }
       progress.bytes += value.length;

@@ -67,6 +67,80 @@ export function noSitePage(req: Request, traceId: string): Response {
   );
 }
 
+/** 413: the body is over the site's limit (declared, or counted while streaming). */
+export function tooLargePage(req: Request, traceId: string): Response {
+  return statusPage(
+    req,
+    413,
+    "PAYLOAD_TOO_LARGE",
+    "Request body too large",
+    "The request body is larger than this site accepts.",
+    traceId,
+  );
+}
+
+/** 400: the client's body broke off or was framed wrongly. */
+export function unreadableBodyPage(req: Request, traceId: string): Response {
+  return statusPage(
+    req,
+    400,
+    "BODY_UNREADABLE",
+    "The request body could not be read",
+    "The request body ended early or was not framed correctly. Send the request again.",
+    traceId,
+  );
+}
+
+/** 502: no upstream of the site could be reached. */
+export function badGatewayPage(req: Request, traceId: string): Response {
+  return statusPage(
+    req,
+    502,
+    "UPSTREAM_UNREACHABLE",
+    "The site is unreachable",
+    "The server behind this address could not be reached. Try again later.",
+    traceId,
+  );
+}
+
+/** 504: the upstream did not answer within the site's response timeout. */
+export function gatewayTimeoutPage(req: Request, traceId: string): Response {
+  return statusPage(
+    req,
+    504,
+    "UPSTREAM_TIMEOUT",
+    "The site did not answer in time",
+    "The server behind this address did not answer in time. Try again later.",
+    traceId,
+  );
+}
+
+/** 429 with `Retry-After`: the client is over the global rate limit. */
+export function rateLimitedPage(req: Request, traceId: string, retryAfterSeconds: number) {
+  const res = statusPage(
+    req,
+    429,
+    "RATE_LIMITED",
+    "Too many requests",
+    "This client sent too many requests. Wait a moment and try again.",
+    traceId,
+  );
+  res.headers.set("retry-after", String(retryAfterSeconds));
+  return res;
+}
+
+/** 500: the transaction itself failed (logged with the trace id). */
+export function internalErrorPage(req: Request, traceId: string): Response {
+  return statusPage(
+    req,
+    500,
+    "INTERNAL",
+    "Something went wrong",
+    "The firewall could not handle this request. Quote the trace id when you report it.",
+    traceId,
+  );
+}
+
 /** The data-plane handler used while no site matches. */
 export function createNoSiteHandler(random: Random): DataHandler {
   return (req) => noSitePage(req, randomHex(random));

@@ -10,6 +10,8 @@ import { compileDocs } from "../_helpers/compiled_protection.ts";
 import { FakeClock } from "../../mod/core/clock.ts";
 import { KIND } from "../../mod/protection/protection_compile.ts";
 import { createProtectionRuntime } from "../../mod/protection/protection_runtime.ts";
+import { headerChecks } from "../../routes/proxy/transaction.ts";
+import { parseIp } from "../../engine/ip_address.ts";
 import { systemRandom } from "../../mod/core/random.ts";
 
 const ip = (i: number) => `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
@@ -27,7 +29,14 @@ const req: EngineRequest = {
   ],
 };
 const view = () => new RequestView(req, "shop.test");
-const preReq = () => ({ siteId: "s1", clientIp: "192.0.2.10", view: view() });
+const clientIp = "192.0.2.10";
+const preReq = () => ({
+  siteId: "s1",
+  clientIp,
+  ip: parseIp(clientIp),
+  view: view(),
+  now: clock.now(),
+});
 const chain = { add() {} };
 const clock = new FakeClock();
 const runtime = createProtectionRuntime({ clock, random: systemRandom });
@@ -101,23 +110,23 @@ Deno.bench(
   "baseline: pre checks with no control configured",
   { group: "controls", baseline: true },
   () => {
-    runtime.pre(none, preReq(), chain);
+    headerChecks(runtime, none, preReq(), chain);
   },
 );
 Deno.bench("IP allow/block list, 100k entries", { group: "controls" }, () => {
-  runtime.pre(ipList, preReq(), chain);
+  headerChecks(runtime, ipList, preReq(), chain);
 });
 Deno.bench("ACL, 20 rules (regex path + method)", { group: "controls" }, () => {
-  runtime.pre(acl, preReq(), chain);
+  headerChecks(runtime, acl, preReq(), chain);
 });
 Deno.bench("threat intel, 100k indicators", { group: "controls" }, () => {
-  runtime.pre(threat, preReq(), chain);
+  headerChecks(runtime, threat, preReq(), chain);
 });
 Deno.bench("bot policy (suspicious, with rate threshold)", { group: "controls" }, () => {
-  runtime.pre(bot, preReq(), chain);
+  headerChecks(runtime, bot, preReq(), chain);
 });
 Deno.bench("global rate limit", { group: "controls" }, () => {
-  runtime.pre(rate, preReq(), chain);
+  headerChecks(runtime, rate, preReq(), chain);
 });
 Deno.bench("custom rules, 20 RE2 rules on params and a header", { group: "controls" }, () => {
   runtime.custom(custom, preReq(), chain);

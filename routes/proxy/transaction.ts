@@ -1,0 +1,534 @@
+/**
+ * One data-plane request as a transaction, the way Coraza's is: it carries everything the
+ * request needs - the policy snapshot taken once when it starts (every phase, the response phase
+ * included, uses that snapshot), its one request view, its trace id, access-log record and check
+ * chain - and runs the phases in one visible order (see {@link Transaction.run}):
+ *
+ * 1. request headers: site match; IP lists and applied ALAP blocks, ACL, threat intelligence,
+ *    bot policy, global rate limit ({@link headerChecks}); the challenge endpoint;
+ * 2. request body: the body within the site's limits, custom rules, the semantic engine and ALAP;
+ * 3. upstream: the edge cache, a WebSocket, or the site's upstream (one retry when replayable);
+ * 4. response: the edge's header rules, cache capture and compression.
+ *
+ * A phase ends the transaction early by returning a response (a block, challenge, limit or error
+ * page). Every request leaves one access-log record in the in-memory queue ({@link finish} is the
+ * one exit); nothing here touches SQLite, and nothing throws: a failure becomes a status page
+ * with the trace id.
+ */
+import { inspect } from "../../engine/mod.ts";
+import type { EngineRequest, Inspection } from "../../engine/mod.ts";
+import { type IpAddress, parseIp } from "../../engine/ip_address.ts";
+import { RequestView } from "../../engine/request_view.ts";
+import type { Clock } from "../../mod/core/clock.ts";
+import type { Logger } from "../../mod/core/logger.ts";
+import type { AccessLog } from "../../mod/data_plane/access_log.ts";
+import {
+  type AccessRecord,
+  Chain,
+  type FindingRecord,
+  micros,
+} from "../../mod/data_plane/access_record.ts";
+import { type CompiledPolicy, type CompiledSite, hostOf } from "../../mod/data_plane/policy.ts";
+import type { Upstream } from "../../mod/data_plane/upstream_pool.ts";
+import type { Alap } from "../../mod/protection/alap.ts";
+import { claimedCrawler, type GoodBotVerifier } from "../../mod/protection/good_bots.ts";
+import type { CompiledProtection } from "../../mod/protection/protection_compile.ts";
+import {
+  type ChainSink,
+  type CheckRequest,
+  PASS,
+  type PreVerdict,
+  type ProtectionRuntime,
+  TRUSTED,
+} from "../../mod/protection/protection_runtime.ts";
+import { blockPage } from "./block_page.ts";
+import { challengeAnswer, type ChallengeDeps, verifyAnswer } from "./challenge.ts";
+import { CHALLENGE_PATH } from "./challenge_page.ts";
+import type { EdgeResponder } from "./edge_response.ts";
+import {
+  clientAddress,
+  downstreamHeaders,
+  type ForwardFacts,
+  type HeaderPairs,
+  upstreamHeaders,
+} from "./forwarding.ts";
+import { type BodyPlan, planBody } from "./request_body.ts";
+import {
+  badGatewayPage,
+  gatewayTimeoutPage,
+  internalErrorPage,
+  noSitePage,
+  rateLimitedPage,
+  tooLargePage,
+  unreadableBodyPage,
+} from "./status_page.ts";
+import { isTimeout, type UpstreamClient, type UpstreamRequest } from "./upstream_client.ts";
+import { passWebSocket } from "./websocket.ts";
+
+/** The protection controls' per-process parts the transaction calls. */
+export interface ProtectionControls extends ChallengeDeps {
+  /** Edge work on responses: header rules, the cache, compression. */
+  readonly edge: EdgeResponder;
+  /** Reverse-DNS verification of claimed search-engine crawlers. */
+  readonly goodBots?: GoodBotVerifier;
+  /** Receives the engine's findings for ALAP scoring (never blocks the request). */
+  readonly alap?: Pick<Alap, "observe">;
+}
+
+/** What every transaction shares: built once per process by `createProxy`. */
+export interface ProxyContext {
+  readonly accessLog: AccessLog;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly upstream: UpstreamClient;
+  /** Absent when the data plane runs without protection controls (benchmarks, some tests). */
+  readonly protection: ProtectionControls | undefined;
+}
+
+/** The challenge difficulty of a custom rule whose action is `challenge`. */
+const CUSTOM_RULE_DIFFICULTY = 16;
+const NO_BODY_STATUS: ReadonlySet<number> = new Set([101, 204, 205, 304]);
+const ignore = () => {};
+
+/**
+ * The request-header checks in their one order. An allow entry (IP list or ACL) trusts the
+ * client and skips the checks after the ACL; an ACL block still stops an allow-listed address.
+ * They read the request line and headers only (the view caches each part at its first read, and
+ * the body prefix is attached later, for phase 2).
+ */
+export function headerChecks(
+  rt: ProtectionRuntime,
+  p: CompiledProtection,
+  req: CheckRequest,
+  chain: ChainSink,
+): PreVerdict {
+  const listed = rt.ipLists(p, req, chain);
+  if (listed !== undefined && listed.kind !== "pass") return listed;
+  const acl = rt.acl(p, req, chain);
+  if (acl !== undefined && acl.kind !== "pass") return acl;
+  if (listed !== undefined || acl !== undefined) return TRUSTED;
+  return rt.threatIntel(p, req, chain) ?? rt.bot(p, req, chain) ??
+    rt.rateLimit(p, req, chain) ??
+    // API security (JWT, per-route limits) slots in here, right after the global rate limit.
+    PASS;
+}
+
+/** Splits `scheme://authority/path?query` without building a URL object. */
+function splitUrl(url: string): { authority: string; path: string; query: string } {
+  const authorityStart = url.indexOf("//") + 2;
+  let pathStart = url.indexOf("/", authorityStart);
+  if (pathStart < 0) pathStart = url.length;
+  const q = url.indexOf("?", pathStart);
+  return {
+    authority: url.slice(authorityStart, pathStart),
+    path: q < 0 ? url.slice(pathStart) || "/" : url.slice(pathStart, q) || "/",
+    query: q < 0 ? "" : url.slice(q + 1),
+  };
+}
+
+function findingRecord(inspection: Inspection): FindingRecord | null {
+  const f = inspection.blocking ?? inspection.findings[0];
+  if (!f) return null;
+  return {
+    class: f.class,
+    confidence: f.confidence,
+    score: f.score,
+    location: f.location,
+    evidence: f.evidence,
+    rule: f.ruleId,
+  };
+}
+
+/**
+ * One request's transaction. It is itself what the checks see ({@link CheckRequest}), what the
+ * forwarding headers are built from ({@link ForwardFacts}) and what the upstream client sends
+ * ({@link UpstreamRequest}), so no per-request copies of those are made.
+ */
+export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest {
+  readonly #ctx: ProxyContext;
+  readonly req: Request;
+  readonly peer: string;
+  readonly proto: "http" | "https";
+  /** The policy snapshot every phase uses. */
+  readonly policy: CompiledPolicy;
+  readonly protection: CompiledProtection | undefined;
+  readonly record: AccessRecord;
+  readonly chain: Chain;
+  readonly #start: number;
+  /** The Host header (or the URL's authority), as the client sent it. */
+  readonly host: string;
+  readonly path: string;
+  readonly query: string;
+  readonly pathAndQuery: string;
+  readonly method: string;
+  /** The request as the engine and the rule checks see it; the body prefix joins in phase 2. */
+  readonly #request: { -readonly [K in keyof EngineRequest]: EngineRequest[K] };
+  #view: RequestView | undefined = undefined;
+  #site: CompiledSite | undefined = undefined;
+  #plan: BodyPlan | undefined = undefined;
+  /** Set once the body was handed to the upstream (otherwise an early answer discards it). */
+  #bodySent = false;
+  /** Set when phase 3 returned the upstream's own answer (phase 4 applies to it only). */
+  #answered = false;
+  #upstreamUs: number | null = null;
+
+  // CheckRequest
+  siteId = "";
+  clientIp: string;
+  ip: IpAddress | undefined = undefined;
+  readonly now: number;
+  verifiedBot = false;
+
+  // ForwardFacts and UpstreamRequest
+  trustedPeer = false;
+  upstreamHeaders: HeaderPairs = [];
+  upstreamBody: BodyInit | undefined = undefined;
+  connectTimeoutMs = 0;
+  responseTimeoutMs = 0;
+
+  constructor(
+    ctx: ProxyContext,
+    req: Request,
+    peer: string,
+    proto: "http" | "https",
+    policy: CompiledPolicy,
+    traceId: string,
+  ) {
+    this.#start = micros();
+    this.#ctx = ctx;
+    this.req = req;
+    this.peer = peer;
+    this.proto = proto;
+    this.policy = policy;
+    this.protection = policy.protection;
+    this.method = req.method;
+    const { authority, path, query } = splitUrl(req.url);
+    this.host = req.headers.get("host") ?? authority;
+    this.path = path;
+    this.query = query;
+    this.pathAndQuery = query === "" ? path : `${path}?${query}`;
+    this.clientIp = peer;
+    this.now = ctx.clock.now();
+    this.record = {
+      trace_id: traceId,
+      time: this.now,
+      site_id: null,
+      site: null,
+      client_ip: peer,
+      peer_ip: peer,
+      proto,
+      method: req.method,
+      host: this.host,
+      path,
+      query,
+      user_agent: req.headers.get("user-agent"),
+      status: 0,
+      action: "pass",
+      chain: [],
+      finding: null,
+      findings: 0,
+      upstream: null,
+      bytes_in: null,
+      bytes_out: null,
+      latency_us: { total: 0, waf: 0, upstream: null },
+    };
+    this.chain = new Chain(this.record.chain, this.#start);
+    this.#request = { method: req.method, path, query, headers: [], body: undefined };
+  }
+
+  /** The request view of the rule checks, built at its first use (once per request). */
+  get view(): RequestView {
+    return this.#view ??= new RequestView(this.#request, hostOf(this.host));
+  }
+
+  /** Runs the phases in order; never throws. */
+  async run(): Promise<Response> {
+    try {
+      const early = (await this.requestHeaders()) ?? (await this.requestBody());
+      if (early !== undefined) return this.finish(early);
+      const res = await this.upstream();
+      return this.finish(this.#answered ? this.response(res) : res);
+    } catch (err) {
+      this.#ctx.logger.error("data plane request failed", {
+        trace_id: this.record.trace_id,
+        error: err as Error,
+      });
+      this.chain.add("proxy", "error");
+      return this.finish(internalErrorPage(this.req, this.record.trace_id));
+    }
+  }
+
+  /** Phase 1: site match, the challenge endpoint, then the request-header checks. */
+  private async requestHeaders(): Promise<Response | undefined> {
+    const { req, record, chain } = this;
+    const site = this.policy.match(this.host);
+    if (!site) {
+      chain.add("site", "none");
+      return noSitePage(req, record.trace_id);
+    }
+    this.#site = site;
+    record.site_id = site.id;
+    record.site = site.name;
+    record.client_ip = clientAddress(this.peer, req.headers, site.trustedProxies);
+    chain.add("site", "match");
+    // One copy of the headers serves the protection controls and the engine.
+    const headers = this.#request.headers as Array<[string, string]>;
+    req.headers.forEach((v, k) => headers.push([k, v]));
+
+    const p = this.protection;
+    const controls = this.#ctx.protection;
+    if (p === undefined || controls === undefined) return undefined;
+    if (this.path === CHALLENGE_PATH && req.method === "POST") {
+      return await verifyAnswer(controls, this, p);
+    }
+    const rt = controls.runtime;
+    if (!rt.hasHeaderChecks(p)) return undefined;
+    this.siteId = site.id;
+    this.clientIp = record.client_ip;
+    this.ip = parseIp(record.client_ip);
+    if (
+      controls.goodBots !== undefined && p.bot.length > 0 &&
+      rt.wantsBotVerification(p, site.id, this.path)
+    ) {
+      const ua = this.view.header("user-agent") ?? null;
+      this.verifiedBot = claimedCrawler(ua) !== undefined &&
+        await controls.goodBots.verify(record.client_ip, ua);
+    }
+    const v = headerChecks(rt, p, this, chain);
+    if (v.kind === "pass") return undefined;
+    if (v.kind === "challenge") return await challengeAnswer(controls, this, v.difficulty);
+    record.action = "block";
+    return v.kind === "rate_limited"
+      ? rateLimitedPage(req, record.trace_id, v.retryAfterSeconds)
+      : blockPage(req, record.trace_id, p);
+  }
+
+  /** Phase 2: the body within the site's limits, custom rules, the semantic engine and ALAP. */
+  private async requestBody(): Promise<Response | undefined> {
+    const { req, record, chain } = this;
+    const site = this.#site!;
+    const plan = await planBody(req, site.maxBodyBytes, site.inspectBodyBytes);
+    this.#plan = plan;
+    if (plan.kind === "too_large") {
+      chain.add("body_limit", "exceeded");
+      record.action = "block";
+      return tooLargePage(req, record.trace_id);
+    }
+    if (plan.kind === "unreadable") {
+      chain.add("body", "unreadable");
+      return unreadableBodyPage(req, record.trace_id);
+    }
+    if (plan.kind === "buffered") record.bytes_in = plan.bytes.length;
+    else if (plan.kind === "streaming") {
+      const declared = req.headers.get("content-length");
+      record.bytes_in = declared === null ? null : Number(declared);
+      plan.progress.record = record;
+    } else record.bytes_in = 0;
+
+    if (site.mode === "off") {
+      chain.add("engine", "off");
+      return undefined;
+    }
+    this.#request.body = plan.kind === "buffered"
+      ? plan.bytes
+      : plan.kind === "streaming"
+      ? plan.prefix.subarray(0, site.inspectBodyBytes)
+      : undefined;
+    const p = this.protection;
+    const controls = this.#ctx.protection;
+    if (p !== undefined && controls !== undefined && p.custom.size > 0) {
+      this.siteId = site.id;
+      this.clientIp = record.client_ip;
+      const v = controls.runtime.custom(p, this, chain);
+      if (v.kind === "block") {
+        record.action = "block";
+        return blockPage(req, record.trace_id, p);
+      }
+      if (v.kind === "challenge") {
+        return await challengeAnswer(controls, this, CUSTOM_RULE_DIFFICULTY);
+      }
+    }
+    return this.engine(site, p, controls);
+  }
+
+  /** The semantic engine, with ALAP's exceptions and signature blocks around its verdict. */
+  private engine(
+    site: CompiledSite,
+    p: CompiledProtection | undefined,
+    controls: ProtectionControls | undefined,
+  ): Response | undefined {
+    const { record, chain } = this;
+    let inspection = inspect(this.#request, { level: site.level });
+    if (p !== undefined && controls !== undefined) {
+      if (inspection.findings.length > 0) {
+        controls.alap?.observe(
+          site.id,
+          record.client_ip,
+          record.trace_id,
+          inspection,
+          p.alapPolicy,
+        );
+      }
+      const adjusted = controls.runtime.adjust(p, site.id, this.path, inspection, chain);
+      if (adjusted.blocking !== inspection.blocking) {
+        inspection = { ...inspection, blocking: adjusted.blocking };
+      }
+    }
+    record.findings = inspection.findings.length;
+    record.finding = findingRecord(inspection);
+    const blocking = inspection.blocking;
+    if (blocking && site.mode === "block") {
+      chain.add("engine", "block", blocking.ruleId);
+      record.action = "block";
+      return blockPage(this.req, record.trace_id, p);
+    }
+    if (blocking) {
+      chain.add("engine", "log", blocking.ruleId);
+      record.action = "log";
+    } else chain.add("engine", "pass");
+    return undefined;
+  }
+
+  /** Phase 3: the edge cache, a WebSocket, or the site's upstream. */
+  private async upstream(): Promise<Response> {
+    const site = this.#site!;
+    this.trustedPeer = site.trustedProxies.size > 0 && site.trustedProxies.has(this.peer);
+    this.upstreamHeaders = upstreamHeaders(this.req.headers, this);
+    if (this.req.headers.get("upgrade")?.toLowerCase() === "websocket") {
+      return await this.webSocket(site);
+    }
+    const p = this.protection;
+    const controls = this.#ctx.protection;
+    if (p !== undefined && controls !== undefined) {
+      const cached = controls.edge.lookup(
+        this.req,
+        p,
+        site,
+        this.record,
+        this.chain,
+        this.path,
+        this.pathAndQuery,
+      );
+      if (cached) return cached;
+    }
+    return await this.forward(site);
+  }
+
+  /** Sends the request to one of the site's upstreams; a replayable one gets a second try. */
+  private async forward(site: CompiledSite): Promise<Response> {
+    const { req, record, chain } = this;
+    const plan = this.#plan!;
+    const replayable = plan.kind !== "streaming";
+    this.upstreamBody =
+      (plan.kind === "buffered" ? plan.bytes : plan.kind === "streaming" ? plan.body : undefined) as
+        | BodyInit
+        | undefined;
+    this.connectTimeoutMs = site.connectTimeoutMs;
+    this.responseTimeoutMs = site.responseTimeoutMs;
+    this.#bodySent = true;
+    let upstream: Upstream | undefined;
+    for (let attempt = 0; attempt < 2; attempt++) {
+      upstream = site.pool.pick(upstream);
+      record.upstream = upstream.origin;
+      const t0 = micros();
+      try {
+        const res = await this.#ctx.upstream.send(upstream, this);
+        this.#upstreamUs = Math.round(micros() - t0);
+        site.pool.ok(upstream);
+        chain.add("upstream", String(res.status));
+        const length = res.headers.get("content-length");
+        record.bytes_out = length === null ? null : Number(length);
+        this.#answered = true;
+        return new Response(NO_BODY_STATUS.has(res.status) ? null : res.body, {
+          status: res.status,
+          statusText: res.statusText,
+          headers: downstreamHeaders(res.headers, record.trace_id),
+        });
+      } catch (err) {
+        this.#upstreamUs = Math.round(micros() - t0);
+        if (plan.kind === "streaming" && plan.progress.exceeded) {
+          chain.add("body_limit", "exceeded");
+          record.action = "block";
+          return tooLargePage(req, record.trace_id);
+        }
+        // The client's body broke off mid-stream: its fault, not the upstream's.
+        if (plan.kind === "streaming" && plan.progress.failed) {
+          chain.add("body", "unreadable");
+          return unreadableBodyPage(req, record.trace_id);
+        }
+        site.pool.fail(upstream);
+        if (isTimeout(err)) {
+          chain.add("upstream", "timeout");
+          return gatewayTimeoutPage(req, record.trace_id);
+        }
+        chain.add("upstream", "unreachable");
+        this.#ctx.logger.debug("upstream failed", {
+          trace_id: record.trace_id,
+          upstream: upstream.origin,
+          error: err instanceof Error ? err.message : String(err),
+        });
+        // Another upstream gets one try when the request can be sent again.
+        if (replayable && site.pool.upstreams.length > 1 && attempt === 0) continue;
+        return badGatewayPage(req, record.trace_id);
+      }
+    }
+    return badGatewayPage(req, record.trace_id);
+  }
+
+  /** Passes a WebSocket upgrade through to one upstream. */
+  private async webSocket(site: CompiledSite): Promise<Response> {
+    const upstream = site.pool.pick();
+    this.record.upstream = upstream.origin;
+    const t0 = micros();
+    try {
+      const res = await passWebSocket(
+        this.req,
+        upstream.wsOrigin + this.pathAndQuery,
+        this.upstreamHeaders,
+        site.connectTimeoutMs,
+        new Headers({ "x-waf-trace-id": this.record.trace_id }),
+      );
+      this.#upstreamUs = Math.round(micros() - t0);
+      site.pool.ok(upstream);
+      this.chain.add("upstream", "websocket");
+      return res;
+    } catch (err) {
+      this.#upstreamUs = Math.round(micros() - t0);
+      site.pool.fail(upstream);
+      this.chain.add("upstream", isTimeout(err) ? "timeout" : "unreachable");
+      return badGatewayPage(this.req, this.record.trace_id);
+    }
+  }
+
+  /** Phase 4: the edge's header rules, cache capture and compression, by the request's policy. */
+  private response(res: Response): Response {
+    const p = this.protection;
+    const controls = this.#ctx.protection;
+    if (p === undefined || controls === undefined) return res;
+    return controls.edge.respond(
+      this.req,
+      p,
+      this.#site!,
+      this.record,
+      this.chain,
+      this.path,
+      this.pathAndQuery,
+      res,
+    );
+  }
+
+  /** The one exit: discards an unsent body, completes the record and queues it. */
+  private finish(response: Response): Response {
+    const plan = this.#plan;
+    if (plan?.kind === "streaming" && !this.#bodySent) plan.body.cancel().catch(ignore);
+    const record = this.record;
+    const total = Math.round(micros() - this.#start);
+    const upstreamUs = this.#upstreamUs;
+    record.status = response.status;
+    record.latency_us.total = total;
+    record.latency_us.waf = upstreamUs === null ? total : Math.max(0, total - upstreamUs);
+    record.latency_us.upstream = upstreamUs;
+    this.#ctx.accessLog.push(record);
+    return response;
+  }
+}
