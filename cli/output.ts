@@ -1,29 +1,28 @@
 /**
- * Shared plumbing of the operator commands: usage errors (exit 2) with parseArgs' English
- * details translated into the selected language, and flag parsing around it.
+ * Shared plumbing of the operator commands: usage errors (exit 2) worded in the selected
+ * language from the flag parser's problems (data, never its English text), and flag parsing
+ * around it.
  */
-import type { MessageId, Translate } from "./i18n/i18n.ts";
-import { type FlagsResult, parseFlags } from "./args.ts";
+import type { Translate } from "./i18n/i18n.ts";
+import { type FlagProblem, type FlagsResult, parseFlags } from "./args.ts";
 import { type CommandDeps, EXIT_USAGE } from "./context.ts";
 
 type FlagOptions = Parameters<typeof parseFlags>[1];
 
-const FLAG_ERRORS: readonly { re: RegExp; id: MessageId }[] = [
-  { re: /^Unknown option '([^']+)'/, id: "flags.unknown_option" },
-  { re: /^Option '([^' ]+)(?: <value>)?' argument missing/, id: "flags.missing_value" },
-  { re: /^Option '([^']+)' argument is ambiguous/, id: "flags.missing_value" },
-  { re: /^Option '([^']+)' does not take an argument/, id: "flags.no_value" },
-  { re: /^Unexpected argument:? ["']([^"']*)["']/, id: "flags.unexpected_argument" },
-  { re: /^Missing argument()/, id: "flags.missing_argument" },
-];
-
-/** parseArgs' English error, in the selected language (unknown shapes pass through). */
-export function translateFlagError(t: Translate, message: string): string {
-  for (const { re, id } of FLAG_ERRORS) {
-    const m = re.exec(message);
-    if (m) return t(id, { option: m[1] ?? "", argument: m[1] ?? "" });
+/** A flag problem in the selected language. */
+export function flagProblemText(t: Translate, problem: FlagProblem): string {
+  switch (problem.code) {
+    case "unknown_option":
+      return t("flags.unknown_option", { option: problem.option });
+    case "missing_value":
+      return t("flags.missing_value", { option: problem.option });
+    case "no_value":
+      return t("flags.no_value", { option: problem.option });
+    case "unexpected_argument":
+      return t("flags.unexpected_argument", { argument: problem.argument });
+    case "missing_argument":
+      return t("flags.missing_argument");
   }
-  return message;
 }
 
 /** Prints a usage error for `waf <words>` and returns exit code 2. */
@@ -51,7 +50,7 @@ export function flagsOrUsage(
 ): Flags | number {
   const parsed = parseFlags(args, options, positionals);
   if (parsed.kind === "error") {
-    return usageError(deps, t, words, translateFlagError(t, parsed.message));
+    return usageError(deps, t, words, flagProblemText(t, parsed.problem));
   }
   return parsed;
 }

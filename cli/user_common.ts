@@ -8,9 +8,10 @@ import { createUsersRepo } from "../db/users_repo.ts";
 import { createAuditRepo } from "../db/audit_repo.ts";
 import { createAudit } from "../mod/core/audit.ts";
 import { AppError } from "../mod/core/errors.ts";
-import type { MessageId, Translate } from "./i18n/i18n.ts";
+import type { Translate } from "./i18n/i18n.ts";
 import { createLocalAccounts, type LocalAccounts } from "../mod/identity/local_accounts.ts";
 import { generatePassword, type PasswordRule } from "../mod/identity/password_policy.ts";
+import type { UsernameProblem } from "../mod/identity/username.ts";
 import type { CommandDeps } from "./context.ts";
 import { EXIT_FAILURE } from "./context.ts";
 import type { Loaded } from "./load_config.ts";
@@ -117,22 +118,18 @@ export async function readPassword(
   return { password: text, generated: false };
 }
 
-const USERNAME_REASONS: readonly { re: RegExp; id: MessageId }[] = [
-  { re: /whitespace character (U\+[0-9A-F]+)/, id: "username.whitespace" },
-  { re: /control or format character (U\+[0-9A-F]+)/, id: "username.control" },
-  { re: /non-ASCII character (U\+[0-9A-F]+)/, id: "username.non_ascii" },
-  { re: /^contains (U\+[0-9A-F]+): only/, id: "username.character" },
-  { re: /long, got (\d+)/, id: "username.length" },
-  { re: /start with/, id: "username.first" },
-  { re: /end with/, id: "username.last" },
-];
-
-function usernameReason(t: Translate, reason: string): string {
-  for (const { re, id } of USERNAME_REASONS) {
-    const m = re.exec(reason);
-    if (m) return t(id, { char: m[1] ?? "", length: m[1] ?? "" });
+/** A username problem (data from the service) in the selected language. */
+function usernameReason(t: Translate, problem: UsernameProblem | undefined, fallback: string) {
+  if (problem === undefined) return fallback;
+  switch (problem.code) {
+    case "length":
+      return t("username.length", { length: String(problem.length) });
+    case "first":
+    case "last":
+      return t(`username.${problem.code}`);
+    default:
+      return t(`username.${problem.code}`, { char: problem.char });
   }
-  return reason;
 }
 
 /**
@@ -165,7 +162,16 @@ export function reportAccountError(deps: CommandDeps, t: Translate, err: unknown
     }
     case "USERNAME_INVALID":
       deps.stderr(
-        `${t("user.username_invalid", { name, reason: usernameReason(t, String(d["reason"])) })}\n`,
+        `${
+          t("user.username_invalid", {
+            name,
+            reason: usernameReason(
+              t,
+              err.problem as UsernameProblem | undefined,
+              String(d["reason"]),
+            ),
+          })
+        }\n`,
       );
       break;
     case "USERNAME_TAKEN":

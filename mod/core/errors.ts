@@ -7,18 +7,28 @@ export class AppError extends Error {
   readonly code: string;
   /** Extra public detail (for example the fields that failed validation). */
   readonly details: Readonly<Record<string, unknown>> | undefined;
+  /**
+   * The reason as data (`{ code, ...params }`) for in-process callers that word it themselves
+   * (the command line, in its language); not part of the API's error object.
+   */
+  readonly problem: Readonly<{ code: string }> | undefined;
 
   constructor(
     status: number,
     code: string,
     message: string,
-    options: { cause?: unknown; details?: Record<string, unknown> } = {},
+    options: {
+      cause?: unknown;
+      details?: Record<string, unknown>;
+      problem?: Readonly<{ code: string }>;
+    } = {},
   ) {
     super(message, { cause: options.cause });
     this.name = "AppError";
     this.status = status;
     this.code = code;
     this.details = options.details;
+    this.problem = options.problem;
   }
 }
 

@@ -32,15 +32,14 @@ export interface LocalAccountsDeps {
   readonly hooks?: { readonly afterUsernameUpdate?: () => void };
 }
 
-function invalidUsername(name: string, reason: string): AppError {
-  return new AppError(400, "USERNAME_INVALID", `Invalid username "${name}": ${reason}`, {
-    details: { name, reason },
-  });
-}
-
 function assertCanonical(name: string): void {
   const check = validateUsername(name);
-  if (!check.ok) throw invalidUsername(name, check.reason);
+  if (!check.ok) {
+    throw new AppError(400, "USERNAME_INVALID", `Invalid username "${name}": ${check.reason}`, {
+      details: { name, reason: check.reason },
+      problem: check.problem,
+    });
+  }
 }
 
 function assertPassword(password: string, username: string): void {

@@ -5,7 +5,16 @@
  * string from `"admin"` and is invalid.
  */
 
-export type UsernameCheck = { ok: true } | { ok: false; reason: string };
+/** Why a name breaks the rule, as data (`char` is a code point such as `U+200B`). */
+export type UsernameProblem =
+  | { readonly code: "whitespace" | "control" | "non_ascii" | "character"; readonly char: string }
+  | { readonly code: "length"; readonly length: number }
+  | { readonly code: "first" | "last" };
+
+/** A failure carries the problem as data and its English wording (API messages use it). */
+export type UsernameCheck =
+  | { ok: true }
+  | { ok: false; problem: UsernameProblem; reason: string };
 
 export const USERNAME_MIN = 3;
 export const USERNAME_MAX = 32;
@@ -34,31 +43,47 @@ function firstBad(name: string, re: RegExp): string | undefined {
   return undefined;
 }
 
-/** Checks `name` against the username rules without changing it. */
-export function validateUsername(name: string): UsernameCheck {
-  const space = firstBad(name, WHITESPACE);
-  if (space) return { ok: false, reason: `contains the whitespace character ${space}` };
-  const control = firstBad(name, CONTROL_OR_FORMAT);
-  if (control) {
-    return { ok: false, reason: `contains the control or format character ${control}` };
+/** The English wording of a problem (API error messages and details). */
+export function usernameProblemText(p: UsernameProblem): string {
+  switch (p.code) {
+    case "whitespace":
+      return `contains the whitespace character ${p.char}`;
+    case "control":
+      return `contains the control or format character ${p.char}`;
+    case "non_ascii":
+      return `contains the non-ASCII character ${p.char}`;
+    case "character":
+      return `contains ${p.char}: only ASCII letters, digits, '.', '_' and '-' are allowed`;
+    case "length":
+      return `must be ${USERNAME_MIN} to ${USERNAME_MAX} characters long, got ${p.length}`;
+    case "first":
+      return "must start with an ASCII letter";
+    case "last":
+      return "must end with an ASCII letter or digit";
   }
+}
+
+function problemOf(name: string): UsernameProblem | undefined {
+  const space = firstBad(name, WHITESPACE);
+  if (space) return { code: "whitespace", char: space };
+  const control = firstBad(name, CONTROL_OR_FORMAT);
+  if (control) return { code: "control", char: control };
   // ASCII controls were refused above, so "outside printable ASCII" means non-ASCII here.
   const nonAscii = firstBad(name, /[^ -~]/);
-  if (nonAscii) return { ok: false, reason: `contains the non-ASCII character ${nonAscii}` };
-  if (!ALLOWED.test(name)) {
-    const other = firstBad(name, /[^A-Za-z0-9._-]/)!;
-    return {
-      ok: false,
-      reason: `contains ${other}: only ASCII letters, digits, '.', '_' and '-' are allowed`,
-    };
-  }
+  if (nonAscii) return { code: "non_ascii", char: nonAscii };
+  if (!ALLOWED.test(name)) return { code: "character", char: firstBad(name, /[^A-Za-z0-9._-]/)! };
   if (name.length < USERNAME_MIN || name.length > USERNAME_MAX) {
-    return {
-      ok: false,
-      reason: `must be ${USERNAME_MIN} to ${USERNAME_MAX} characters long, got ${name.length}`,
-    };
+    return { code: "length", length: name.length };
   }
-  if (!FIRST.test(name)) return { ok: false, reason: "must start with an ASCII letter" };
-  if (!LAST.test(name)) return { ok: false, reason: "must end with an ASCII letter or digit" };
-  return { ok: true };
+  if (!FIRST.test(name)) return { code: "first" };
+  if (!LAST.test(name)) return { code: "last" };
+  return undefined;
+}
+
+/** Checks `name` against the username rules without changing it. */
+export function validateUsername(name: string): UsernameCheck {
+  const problem = problemOf(name);
+  return problem === undefined
+    ? { ok: true }
+    : { ok: false, problem, reason: usernameProblemText(problem) };
 }

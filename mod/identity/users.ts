@@ -39,6 +39,7 @@ export function assertUsername(username: string): void {
   if (!check.ok) {
     throw new AppError(400, "USERNAME_INVALID", `Invalid username: ${check.reason}`, {
       details: { field: "username", reason: check.reason },
+      problem: check.problem,
     });
   }
 }
