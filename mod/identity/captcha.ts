@@ -8,11 +8,11 @@
  * (when the used-sets were lost) is accepted after it.
  */
 import type { Clock } from "../core/clock.ts";
-import { fromB64urlText, hmac, safeEqual, sha256Hex } from "../core/digest.ts";
+import { safeEqual, sha256Hex } from "../core/digest.ts";
 import { AppError } from "../core/errors.ts";
 import { type Random, randomHex } from "../core/random.ts";
+import { createSignedTokens } from "../core/signed_token.ts";
 import { solves } from "../../engine/bot.ts";
-import { Buffer } from "node:buffer";
 
 export const CAPTCHA_TTL_MS = 120_000;
 export const CAPTCHA_ALGORITHM = "sha256-leading-zero-bits";
@@ -77,25 +77,15 @@ export function createCaptcha(deps: { key: Uint8Array; clock: Clock; random: Ran
   const usedChallenges = new Map<string, number>();
   const usedReceipts = new Map<string, number>();
 
-  const sign = (claims: ChallengeClaims | ReceiptClaims): string => {
-    const body = `${VERSION}.${Buffer.from(JSON.stringify(claims)).toString("base64url")}`;
-    return `${body}.${hmac(deps.key, body)}`;
-  };
+  const tokens = createSignedTokens(deps.key, { version: VERSION });
+  const sign = (claims: ChallengeClaims | ReceiptClaims): string => tokens.sign(claims);
 
   const open = (token: string, type: "c" | "r"): ChallengeClaims | ReceiptClaims => {
-    const parts = token.split(".");
-    if (parts.length !== 3 || parts[0] !== VERSION) throw new CaptchaError("malformed");
-    const body = `${parts[0]}.${parts[1]}`;
-    if (!safeEqual(hmac(deps.key, body), parts[2]!)) throw new CaptchaError("bad_signature");
-    const text = fromB64urlText(parts[1]!);
-    let claims: ChallengeClaims | ReceiptClaims;
-    try {
-      claims = JSON.parse(text ?? "");
-    } catch {
-      throw new CaptchaError("malformed");
-    }
+    const opened = tokens.open(token, deps.clock.now());
+    if (!opened.ok) throw new CaptchaError(opened.reason);
+    const claims = opened.claims as unknown as ChallengeClaims | ReceiptClaims;
     if (claims.t !== type) throw new CaptchaError("malformed");
-    if (claims.b !== boot || claims.e <= deps.clock.now()) throw new CaptchaError("expired");
+    if (claims.b !== boot) throw new CaptchaError("expired");
     return claims;
   };
 
