@@ -1,19 +1,20 @@
 /**
  * Composes identity and access: setup, accounts, sessions, login with lockout and CAPTCHA,
  * the guard, their routes, and the maintenance task (expired `setup.url`, sessions, CAPTCHA
- * and lockout memory). `app/server.ts` mounts the routes behind the guard.
+ * and lockout memory, the aggregated audit of refused logins and its retention). `app/server.ts` mounts the routes behind the guard.
  */
 import { createSettingsRepo } from "../db/settings_repo.ts";
 import { type Db, transaction } from "../db/store.ts";
 import { createUsersRepo } from "../db/users_repo.ts";
 import type { Audit } from "../mod/core/audit.ts";
 import { loadAuthKey } from "../mod/core/auth_key.ts";
-import { createCaptcha } from "../mod/identity/captcha.ts";
+import { type Captcha, createCaptcha } from "../mod/identity/captcha.ts";
 import { createCaptchaPolicy } from "../mod/identity/captcha_policy.ts";
 import type { Clock } from "../mod/core/clock.ts";
 import type { Config } from "../mod/config/config.ts";
 import type { Logger } from "../mod/core/logger.ts";
 import { createLogin, type Login, type TotpVerifier } from "../mod/identity/login.ts";
+import { createRefusalAudit, type RefusalAudit } from "../mod/identity/refusal_audit.ts";
 import type { Random } from "../mod/core/random.ts";
 import { createSessions, type Sessions } from "../mod/identity/sessions.ts";
 import { createSetup, type Setup } from "../mod/identity/setup.ts";
@@ -41,6 +42,8 @@ export interface IdentityDeps {
   readonly random: Random;
   readonly logger: Logger;
   readonly env: { readonly setupToken?: string };
+  /** Waits before answering a flooding client's refusal. */
+  readonly sleep: (ms: number) => Promise<void>;
   /** API-token authentication, when installed (next issue). */
   readonly bearer?: (
     c: Ctx,
@@ -57,6 +60,9 @@ export interface Identity {
   readonly users: Users;
   readonly sessions: Sessions;
   readonly login: Login;
+  /** Aggregated audit of refused authentications (flushed by maintenance). */
+  readonly refusals: RefusalAudit;
+  readonly captcha: Captcha;
   /** Issues the setup token (while setup is incomplete) and starts the maintenance task. */
   start(baseUrl: string): Promise<void>;
   /** One maintenance pass (the timer runs it every 30 s). */
@@ -80,11 +86,13 @@ export async function createIdentity(deps: IdentityDeps): Promise<Identity> {
     roles,
     transaction: tx,
   });
+  const refusals = createRefusalAudit({ audit, clock: deps.clock, transaction: tx });
   const setup = createSetup({
     settings,
     usersRepo,
     users,
     audit,
+    refusals,
     clock: deps.clock,
     random: deps.random,
     logger: deps.logger,
@@ -111,16 +119,27 @@ export async function createIdentity(deps: IdentityDeps): Promise<Identity> {
     captcha,
     captchaPolicy,
     audit,
+    refusals,
     clock: deps.clock,
     random: deps.random,
     transaction: tx,
     verifyTotp: deps.verifyTotp,
   });
   const sink = { audit, transaction: tx };
+  const slow = { refusals, sleep: deps.sleep };
   const guard = createGuard({ sessions, setup, audit, transaction: tx, bearer: deps.bearer });
   const routes: RouteDef[] = [
-    ...setupRoutes(setup, sink),
-    ...authRoutes({ ...sink, login, sessions, captcha, captchaPolicy, clock: deps.clock }),
+    ...setupRoutes(setup, sink, slow),
+    ...authRoutes({
+      ...sink,
+      login,
+      sessions,
+      captcha,
+      captchaPolicy,
+      refusals,
+      sleep: deps.sleep,
+      clock: deps.clock,
+    }),
     ...userRoutes({ ...sink, users }),
     ...auditRoutes(audit),
     ...consoleRoutes(),
@@ -131,7 +150,8 @@ export async function createIdentity(deps: IdentityDeps): Promise<Identity> {
     await setup.cleanup();
     tx(() => sessions.purge());
     captcha.sweep();
-    login.lockout.sweep();
+    login.throttle.sweep();
+    refusals.sweep();
   };
   return {
     guard,
@@ -141,6 +161,8 @@ export async function createIdentity(deps: IdentityDeps): Promise<Identity> {
     users,
     sessions,
     login,
+    refusals,
+    captcha,
     async start(baseUrl) {
       await setup.start(baseUrl, deps.env.setupToken);
       timer = setInterval(() => {
@@ -154,6 +176,8 @@ export async function createIdentity(deps: IdentityDeps): Promise<Identity> {
     stop() {
       if (timer !== undefined) clearInterval(timer);
       timer = undefined;
+      // Counts of refused logins since the last pass are written before the store closes.
+      refusals.flush();
     },
   };
 }

@@ -46,6 +46,8 @@ export interface ServerDeps {
   readonly random: Random;
   readonly logger: Logger;
   readonly env: { readonly setupToken?: string };
+  /** Waits `ms` (answering a flooding client late); tests replace it. Default: a timer. */
+  readonly sleep?: (ms: number) => Promise<void>;
   /** Replaces the data-plane handler (tests use it to hold a request in flight). */
   readonly dataHandler?: DataHandler;
 }
@@ -109,6 +111,7 @@ export async function startServer(
     identity = await createIdentity({
       ...services,
       env: deps.env,
+      sleep: deps.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
       bearer: apiAccess.bearer,
       verifyTotp: apiAccess.verifyTotp,
     });

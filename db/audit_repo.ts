@@ -1,4 +1,8 @@
-/** SQL for the append-only audit log. */
+/**
+ * SQL for the audit log: append-only, except aggregated authentication failures
+ * (`retention = 'auth_failure'`), whose count and detail grow over their window and which
+ * retention deletes (the store's triggers enforce both).
+ */
 import type { Db } from "./store.ts";
 
 export interface AuditRow {
@@ -13,9 +17,13 @@ export interface AuditRow {
   readonly client_ip: string | null;
   readonly trace_id: string | null;
   readonly detail: string | null;
+  /** `forever`, or `auth_failure` for aggregated refused authentications (retention applies). */
+  readonly retention: string;
+  /** Events this record stands for (1, or more for an aggregated authentication failure). */
+  readonly count: number;
 }
 
-export type NewAuditRow = Omit<AuditRow, "id">;
+export type NewAuditRow = Omit<AuditRow, "id" | "retention" | "count">;
 
 export interface AuditFilter {
   readonly from?: number;
@@ -33,6 +41,17 @@ export function createAuditRepo(db: Db) {
   const insert = db.prepare(
     `INSERT INTO audit_log (time, actor_type, actor_id, actor_name, action, target, result, client_ip, trace_id, detail)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  );
+  const insertAggregate = db.prepare(
+    `INSERT INTO audit_log (time, actor_type, actor_id, actor_name, action, target, result, client_ip, trace_id, detail, retention, count)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'auth_failure', ?)`,
+  );
+  const updateAggregate = db.prepare(
+    "UPDATE audit_log SET count = ?, detail = ?, trace_id = ? WHERE id = ? AND retention = 'auth_failure'",
+  );
+  const purge = db.prepare(
+    `DELETE FROM audit_log WHERE id IN (
+       SELECT id FROM audit_log WHERE retention = 'auth_failure' AND time < ? LIMIT ?)`,
   );
   const list = db.prepare(
     `SELECT * FROM audit_log
@@ -57,6 +76,31 @@ export function createAuditRepo(db: Db) {
         row.detail,
       );
       return Number(r.lastInsertRowid);
+    },
+    /** Appends an aggregated authentication-failure record (its count can grow, retention applies). */
+    insertAggregate(row: NewAuditRow, count: number): number {
+      const r = insertAggregate.run(
+        row.time,
+        row.actor_type,
+        row.actor_id,
+        row.actor_name,
+        row.action,
+        row.target,
+        row.result,
+        row.client_ip,
+        row.trace_id,
+        row.detail,
+        count,
+      );
+      return Number(r.lastInsertRowid);
+    },
+    /** Updates the count, detail and latest trace id of an aggregated record. */
+    updateAggregate(id: number, count: number, detail: string, traceId: string | null): void {
+      updateAggregate.run(count, detail, traceId, id);
+    },
+    /** Deletes up to `limit` aggregated authentication failures older than `before`. */
+    purgeAuthFailures(before: number, limit: number): number {
+      return Number(purge.run(before, limit).changes);
     },
     list(filter: AuditFilter): AuditRow[] {
       return list.all({

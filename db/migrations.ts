@@ -156,7 +156,7 @@ ${appendOnly("username_repairs")}`,
   {
     version: 5,
     name:
-      "credential epoch; unused access-log indexes dropped; notification read state per reader; AI assistant",
+      "credential epoch; unused access-log indexes dropped; notification read state per reader; AI assistant; aggregated authentication failures",
     // The access-log listing filters with "(:x IS NULL OR col = :x)", which SQLite's planner
     // cannot serve from the site, client and action indexes of version 3 (it walks the rowid,
     // newest first), while every access-log insert paid for three more B-tree updates. The time
@@ -165,7 +165,10 @@ ${appendOnly("username_repairs")}`,
     // read changes only the reader's own inbox, which is why `read:monitor` may do it. The AI
     // assistant's tables joined before any release too: conversations and their messages belong
     // to one principal; approvals hold the exact change a high-risk tool proposed and survive
-    // their conversation.
+    // their conversation. Refused anonymous authentications are aggregated into one audit record
+    // per client, username and window (`retention = 'auth_failure'`): only such a record's count,
+    // detail and latest trace id may change, and only such records may be deleted (by
+    // retention); administrative changes and repairs stay append-only forever.
     sql: `
 ALTER TABLE users ADD COLUMN credential_epoch INTEGER NOT NULL DEFAULT 1;
 ALTER TABLE admin_sessions ADD COLUMN credential_epoch INTEGER NOT NULL DEFAULT 0;
@@ -224,7 +227,22 @@ CREATE TABLE ai_usage (
   prompt_tokens INTEGER NOT NULL,
   completion_tokens INTEGER NOT NULL,
   PRIMARY KEY (owner, day)
-);`,
+);
+ALTER TABLE audit_log ADD COLUMN retention TEXT NOT NULL DEFAULT 'forever';
+ALTER TABLE audit_log ADD COLUMN count INTEGER NOT NULL DEFAULT 1;
+DROP TRIGGER audit_log_no_update;
+DROP TRIGGER audit_log_no_delete;
+CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log
+WHEN OLD.retention IS NOT 'auth_failure' OR NEW.retention IS NOT OLD.retention
+  OR NEW.id IS NOT OLD.id OR NEW.time IS NOT OLD.time OR NEW.actor_type IS NOT OLD.actor_type
+  OR NEW.actor_id IS NOT OLD.actor_id OR NEW.actor_name IS NOT OLD.actor_name
+  OR NEW.action IS NOT OLD.action OR NEW.target IS NOT OLD.target OR NEW.result IS NOT OLD.result
+  OR NEW.client_ip IS NOT OLD.client_ip
+BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;
+CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log
+WHEN OLD.retention IS NOT 'auth_failure'
+BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;
+CREATE INDEX audit_log_retention ON audit_log(retention, time);`,
   },
 ];
 

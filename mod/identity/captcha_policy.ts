@@ -1,9 +1,12 @@
 /**
- * When the login form needs a CAPTCHA: `always`, `never`, or `after_failures` (once a client
- * or a username has `failures` failed logins in the lockout window). Stored in the store's
- * `settings` table under `auth.captcha_policy`, so it changes through the API without a restart.
+ * When the login form needs a CAPTCHA: `always`, `never`, or `after_failures` (once the
+ * (username, client) pair has `failures` failed logins in the lockout window, or a ceiling of
+ * `login_throttle.ts` is reached: a username under a distributed attack, a client spraying many
+ * usernames). Stored in the store's `settings` table under `auth.captcha_policy`, so it changes
+ * through the API without a restart.
  */
 import type { SettingsRepo } from "../../db/settings_repo.ts";
+import type { LoginPressure } from "./login_throttle.ts";
 
 export type CaptchaMode = "always" | "never" | "after_failures";
 
@@ -33,12 +36,12 @@ export function createCaptchaPolicy(settings: SettingsRepo) {
     set(policy: CaptchaPolicy, now: number): void {
       settings.set(KEY, policy, now);
     },
-    /** Whether a login with these failure counts must carry a receipt. */
-    required(failureCounts: readonly number[]): boolean {
+    /** Whether a login under this pressure must carry a receipt. */
+    required(pressure: LoginPressure): boolean {
       const p = this.get();
       if (p.mode === "always") return true;
       if (p.mode === "never") return false;
-      return failureCounts.some((n) => n >= p.failures);
+      return pressure.ceilingReached || pressure.pairFailures >= p.failures;
     },
   };
 }

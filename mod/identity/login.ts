@@ -1,8 +1,9 @@
 /**
- * Password login: lockout first (cheap, and a locked client learns nothing), then the
- * username rule, the CAPTCHA when the policy asks for one, the password (a dummy hash for an
- * unknown user so timing does not tell them apart), the second factor, and finally a new
- * session. Every failure is audited with its reason, never with the password.
+ * Password login: the (username, client) lockout first (cheap, and a locked pair learns
+ * nothing), then the username rule, the CAPTCHA when the policy asks for one, the password (a
+ * dummy hash for an unknown user so timing does not tell them apart), the second factor, and
+ * finally a new session. Every refusal is audited with its reason, never with the password,
+ * aggregated per client and username (`refusal_audit.ts`) so a flood cannot fill the trail.
  */
 import type { UserRow, UsersRepo } from "../../db/users_repo.ts";
 import type { Audit } from "../core/audit.ts";
@@ -10,9 +11,10 @@ import { type Captcha, CaptchaError } from "./captcha.ts";
 import type { CaptchaPolicyStore } from "./captcha_policy.ts";
 import type { Clock } from "../core/clock.ts";
 import { AppError } from "../core/errors.ts";
-import { createLockout } from "./lockout.ts";
+import { createLoginThrottle, LOGIN_LIMITS } from "./login_throttle.ts";
 import { DUMMY_HASH, hashPassword, needsRehash, verifyPassword } from "./password_hash.ts";
 import type { Random } from "../core/random.ts";
+import type { RefusalAudit } from "./refusal_audit.ts";
 import type { NewSessionResult, Sessions } from "./sessions.ts";
 import { assertUsername, type PublicUser, toPublicUser } from "./users.ts";
 
@@ -25,11 +27,12 @@ export type TotpCheck =
 /** Checks a second-factor code (and spends it); without one, 2FA accounts cannot log in. */
 export type TotpVerifier = (user: UserRow, code: string) => Promise<TotpCheck>;
 
+/** The backoff of one key (also used by two-factor checks): 5 failures, then 30 s doubling. */
 export const LOGIN_LOCKOUT = {
-  threshold: 5,
-  baseLockMs: 30_000,
-  maxLockMs: 15 * 60_000,
-  windowMs: 15 * 60_000,
+  threshold: LOGIN_LIMITS.threshold,
+  baseLockMs: LOGIN_LIMITS.baseLockMs,
+  maxLockMs: LOGIN_LIMITS.maxLockMs,
+  windowMs: LOGIN_LIMITS.windowMs,
 } as const;
 
 export interface LoginInput {
@@ -51,24 +54,20 @@ export interface LoginDeps {
   readonly captcha: Captcha;
   readonly captchaPolicy: CaptchaPolicyStore;
   readonly audit: Audit;
+  readonly refusals: RefusalAudit;
   readonly clock: Clock;
   readonly random: Random;
   readonly transaction: <T>(fn: () => T) => T;
   readonly verifyTotp?: TotpVerifier;
 }
 
-const clientKey = (ip: string) => `ip:${ip}`;
-const userKey = (name: string) => `user:${name}`;
 const INVALID_CREDENTIALS = "Invalid username or password";
 
 export function createLogin(deps: LoginDeps) {
-  const lockout = createLockout(deps.clock, LOGIN_LOCKOUT);
+  const throttle = createLoginThrottle(deps.clock);
 
   const captchaRequired = (clientIp: string, username?: string) =>
-    deps.captchaPolicy.required([
-      lockout.failures(clientKey(clientIp)),
-      ...(username === undefined ? [] : [lockout.failures(userKey(username))]),
-    ]);
+    deps.captchaPolicy.required(throttle.pressure(clientIp, username));
 
   const refuse = (
     input: LoginInput,
@@ -77,25 +76,23 @@ export function createLogin(deps: LoginDeps) {
     error: AppError,
     options: { count: boolean; user?: UserRow } = { count: true },
   ): never => {
-    if (options.count) lockout.fail([clientKey(ctx.clientIp), userKey(input.username)]);
-    deps.transaction(() =>
-      deps.audit.record({
-        actor: options.user
-          ? { type: "user", id: options.user.id, name: options.user.username }
-          : { type: "anonymous" },
-        action: "auth.login",
-        target: options.user ? `user:${options.user.id}` : undefined,
-        result: "failure",
-        clientIp: ctx.clientIp,
-        traceId: ctx.traceId,
-        detail: { reason, username: input.username.slice(0, 64) },
-      })
-    );
+    if (options.count) throttle.fail(input.username, ctx.clientIp);
+    deps.refusals.record({
+      actor: options.user
+        ? { type: "user", id: options.user.id, name: options.user.username }
+        : { type: "anonymous" },
+      action: "auth.login",
+      target: options.user ? `user:${options.user.id}` : undefined,
+      clientIp: ctx.clientIp,
+      traceId: ctx.traceId,
+      username: input.username.slice(0, 64),
+      reason,
+    });
     throw error;
   };
 
   return {
-    lockout,
+    throttle,
     /** What the login form should show for this client (and username, when known). */
     options(clientIp: string, username?: string) {
       return {
@@ -110,8 +107,7 @@ export function createLogin(deps: LoginDeps) {
       input: LoginInput,
       ctx: LoginContext,
     ): Promise<{ user: PublicUser; session: NewSessionResult }> {
-      const keys = [clientKey(ctx.clientIp), userKey(input.username)];
-      const wait = lockout.retryAfter(keys);
+      const wait = throttle.retryAfter(input.username, ctx.clientIp);
       if (wait > 0) {
         refuse(
           input,
@@ -223,7 +219,7 @@ export function createLogin(deps: LoginDeps) {
       const rehash = needsRehash(account.password_hash)
         ? await hashPassword(input.password, deps.random)
         : undefined;
-      lockout.reset(userKey(input.username));
+      throttle.succeed(input.username, ctx.clientIp);
       return deps.transaction(() => {
         if (rehash) deps.repo.rehashPassword(account.id, rehash);
         const session = deps.sessions.create(account, ctx.clientIp, ctx.userAgent);

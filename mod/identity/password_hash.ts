@@ -3,6 +3,11 @@
  * for PBKDF2-SHA256), a 16-byte random salt and a 32-byte key, encoded as
  * `pbkdf2-sha256$<iterations>$<salt base64url>$<hash base64url>`. The iteration count lives
  * in the encoding, so a later increase still verifies old hashes.
+ *
+ * One derivation runs at a time in the process: WebCrypto runs each on its own worker thread,
+ * and a burst of concurrent logins (a flood of wrong passwords from many connections) would
+ * otherwise take every core from the event loop the data plane runs on. Queued derivations wait
+ * their turn; the login's limits (`login_throttle.ts`) bound how many a client can cause.
  */
 import { b64url, fromB64url } from "../core/digest.ts";
 import { type Random, systemRandom } from "../core/random.ts";
@@ -14,7 +19,16 @@ const PREFIX = "pbkdf2-sha256";
 
 const encoder = new TextEncoder();
 
-async function derive(password: string, salt: Uint8Array, iterations: number) {
+/** The tail of the queue of derivations: each starts when the previous one has finished. */
+let previous: Promise<unknown> = Promise.resolve();
+
+function derive(password: string, salt: Uint8Array, iterations: number): Promise<Uint8Array> {
+  const next = previous.then(() => deriveNow(password, salt, iterations));
+  previous = next.catch(() => {});
+  return next;
+}
+
+async function deriveNow(password: string, salt: Uint8Array, iterations: number) {
   const key = await crypto.subtle.importKey("raw", encoder.encode(password), "PBKDF2", false, [
     "deriveBits",
   ]);

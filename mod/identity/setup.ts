@@ -8,6 +8,7 @@
 import type { SettingsRepo } from "../../db/settings_repo.ts";
 import type { UsersRepo } from "../../db/users_repo.ts";
 import type { Audit, AuditEvent } from "../core/audit.ts";
+import type { RefusalAudit } from "./refusal_audit.ts";
 import type { Clock } from "../core/clock.ts";
 import { b64url, safeEqual, sha256Hex } from "../core/digest.ts";
 import { AppError } from "../core/errors.ts";
@@ -42,6 +43,8 @@ export interface SetupDeps {
   readonly usersRepo: UsersRepo;
   readonly users: Users;
   readonly audit: Audit;
+  /** Wrong setup tokens come from clients nobody knows: audited aggregated. */
+  readonly refusals: RefusalAudit;
   readonly clock: Clock;
   readonly random: Random;
   readonly logger: Logger;
@@ -121,8 +124,17 @@ export function createSetup(deps: SetupDeps) {
     checkToken(token: string | undefined, ctx: SetupAuditContext): StoredSetupToken {
       const key = `ip:${ctx.clientIp ?? "unknown"}`;
       const wait = attempts.retryAfter([key]);
+      const refuse = (reason: string) =>
+        deps.refusals.record({
+          actor: SETUP_ACTOR,
+          action: "setup.auth",
+          target: "setup",
+          clientIp: ctx.clientIp ?? "unknown",
+          traceId: ctx.traceId,
+          reason,
+        });
       if (wait > 0) {
-        audit(ctx, "setup.auth", "failure", { reason: "locked_out" });
+        refuse("locked_out");
         throw new AppError(
           429,
           "TOO_MANY_ATTEMPTS",
@@ -136,9 +148,7 @@ export function createSetup(deps: SetupDeps) {
       // Hash first so the comparison is of equal-length values and constant-time.
       if (token && current && safeEqual(sha256Hex(token), current.hash)) return current;
       attempts.fail([key]);
-      audit(ctx, "setup.auth", "failure", {
-        reason: !token ? "missing" : !current ? "expired" : "wrong",
-      });
+      refuse(!token ? "missing" : !current ? "expired" : "wrong");
       throw new AppError(
         401,
         "UNAUTHORIZED",

@@ -10,6 +10,7 @@ import type { CaptchaPolicyStore } from "../../mod/identity/captcha_policy.ts";
 import type { Clock } from "../../mod/core/clock.ts";
 import { AppError } from "../../mod/core/errors.ts";
 import type { Login } from "../../mod/identity/login.ts";
+import type { RefusalAudit } from "../../mod/identity/refusal_audit.ts";
 import {
   SESSION_ABSOLUTE_MS,
   SESSION_IDLE_MS,
@@ -22,6 +23,7 @@ import { clearSessionCookies, readCookie, SESSION_COOKIE, setSessionCookies } fr
 import type { Ctx } from "./env.ts";
 import { csrfValid, sessionOf, unauthorized } from "./guard.ts";
 import { perm, PUBLIC, type RouteDef } from "./route.ts";
+import { slowRefusals } from "./slow_refusals.ts";
 import { readJson, readQuery } from "./validate.ts";
 
 export interface AuthRouteDeps extends AuditSink {
@@ -29,6 +31,8 @@ export interface AuthRouteDeps extends AuditSink {
   readonly sessions: Sessions;
   readonly captcha: Captcha;
   readonly captchaPolicy: CaptchaPolicyStore;
+  readonly refusals: RefusalAudit;
+  readonly sleep: (ms: number) => Promise<void>;
   readonly clock: Clock;
 }
 
@@ -67,18 +71,42 @@ export function authRoutes(deps: AuthRouteDeps): RouteDef[] {
     };
   };
 
+  const verify = async (c: Ctx) => {
+    const body = await readJson(c, verifyBody);
+    assertUsername(body.username);
+    try {
+      return c.json(deps.captcha.verify({ ...body, clientIp: c.get("clientIp") }), 201);
+    } catch (err) {
+      if (err instanceof CaptchaError) {
+        deps.refusals.record({
+          actor: { type: "anonymous" },
+          action: "auth.captcha",
+          clientIp: c.get("clientIp"),
+          traceId: c.get("traceId"),
+          username: body.username,
+          reason: err.reason,
+        });
+      }
+      throw err;
+    }
+  };
+
   return [
     {
       method: "POST",
       path: "/api/auth/login",
       access: PUBLIC,
       handler: async (c) => {
-        const body = await readJson(c, loginBody);
-        const { user, session } = await deps.login.login(body, {
-          clientIp: c.get("clientIp"),
-          traceId: c.get("traceId"),
-          userAgent: c.req.header("user-agent") ?? null,
-        });
+        const { user, session } = await slowRefusals(
+          c,
+          deps,
+          async () =>
+            await deps.login.login(await readJson(c, loginBody), {
+              clientIp: c.get("clientIp"),
+              traceId: c.get("traceId"),
+              userAgent: c.req.header("user-agent") ?? null,
+            }),
+        );
         setSessionCookies(c, {
           id: session.id,
           csrf: session.csrf,
@@ -152,25 +180,7 @@ export function authRoutes(deps: AuthRouteDeps): RouteDef[] {
       method: "POST",
       path: "/api/auth/captcha/verify",
       access: PUBLIC,
-      handler: async (c) => {
-        const body = await readJson(c, verifyBody);
-        assertUsername(body.username);
-        try {
-          return c.json(deps.captcha.verify({ ...body, clientIp: c.get("clientIp") }), 201);
-        } catch (err) {
-          if (err instanceof CaptchaError) {
-            deps.transaction(() =>
-              deps.audit.record({
-                ...auditContext(c),
-                action: "auth.captcha",
-                result: "failure",
-                detail: { reason: err.reason, username: body.username },
-              })
-            );
-          }
-          throw err;
-        }
-      },
+      handler: (c) => slowRefusals(c, deps, () => verify(c)),
     },
     {
       method: "GET",

@@ -15,6 +15,7 @@ import {
 } from "./cookies.ts";
 import type { Ctx } from "./env.ts";
 import { BOOTSTRAP, PUBLIC, type RouteDef } from "./route.ts";
+import { type SlowRefusalDeps, slowRefusals } from "./slow_refusals.ts";
 import { readJson } from "./validate.ts";
 
 const draftPatch = z.strictObject({
@@ -34,7 +35,7 @@ const completeBody = z.strictObject({
 const ctxOf = (c: Ctx) => ({ clientIp: c.get("clientIp"), traceId: c.get("traceId") });
 const tokenOf = (c: Ctx) => c.req.header(SETUP_TOKEN_HEADER);
 
-export function setupRoutes(setup: Setup, sink: AuditSink): RouteDef[] {
+export function setupRoutes(setup: Setup, sink: AuditSink, slow: SlowRefusalDeps): RouteDef[] {
   return [
     {
       method: "GET",
@@ -47,7 +48,7 @@ export function setupRoutes(setup: Setup, sink: AuditSink): RouteDef[] {
       path: "/api/setup/probe",
       access: BOOTSTRAP,
       handler: async (c) => {
-        const token = setup.checkToken(tokenOf(c), ctxOf(c));
+        const token = await slowRefusals(c, slow, () => setup.checkToken(tokenOf(c), ctxOf(c)));
         const { cookie, maxAgeSeconds, probe } = await setup.probe(token, ctxOf(c));
         setSetupCookie(c, cookie, maxAgeSeconds);
         return c.json(probe);
@@ -68,7 +69,7 @@ export function setupRoutes(setup: Setup, sink: AuditSink): RouteDef[] {
       access: BOOTSTRAP,
       handler: async (c) => {
         setup.checkSession(readCookie(c, SETUP_COOKIE));
-        setup.checkToken(tokenOf(c), ctxOf(c));
+        await slowRefusals(c, slow, () => setup.checkToken(tokenOf(c), ctxOf(c)));
         const draft = await auditFailures(c, sink, "setup.draft", "setup", async () => {
           const patch = await readJson(c, draftPatch);
           return setup.patchDraft(patch, ctxOf(c));
@@ -81,7 +82,7 @@ export function setupRoutes(setup: Setup, sink: AuditSink): RouteDef[] {
       path: "/api/setup",
       access: BOOTSTRAP,
       handler: async (c) => {
-        setup.checkToken(tokenOf(c), ctxOf(c));
+        await slowRefusals(c, slow, () => setup.checkToken(tokenOf(c), ctxOf(c)));
         const user = await auditFailures(c, sink, "setup.complete", "setup", async () => {
           const body = await readJson(c, completeBody);
           return await setup.complete(body, ctxOf(c));

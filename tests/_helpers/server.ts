@@ -9,6 +9,8 @@ export interface TestServer extends RunningServer, AsyncDisposable {
   readonly dir: string;
   readonly logs: string[];
   readonly clock: FakeClock;
+  /** Every delay the server asked for (answering a flooding client late); none is waited. */
+  readonly sleeps: number[];
 }
 
 /** Deep-merges `overrides` into a config whose listeners bind 127.0.0.1:0. */
@@ -47,15 +49,21 @@ export async function startTestServer(
   const dir = options.dir ?? await Deno.makeTempDir({ prefix: "waf-e2e-" });
   const logger = createMemoryLogger();
   const clock = new FakeClock(Date.now());
+  const sleeps: number[] = [];
+  const sleep = (ms: number) => {
+    sleeps.push(ms);
+    return Promise.resolve();
+  };
   const server = await startServer(
     { config: testConfig(options.config), dataDir: dir },
-    { clock, random: systemRandom, logger, env: {}, ...options.deps },
+    { clock, random: systemRandom, logger, env: {}, sleep, ...options.deps },
   );
   let closed = false;
   return Object.assign(server, {
     dir,
     logs: logger.lines,
     clock,
+    sleeps,
     async [Symbol.asyncDispose]() {
       if (!closed) {
         closed = true;

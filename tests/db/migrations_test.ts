@@ -169,6 +169,46 @@ Deno.test("the audit log and username repair tables refuse updates and deletes",
   }
 });
 
+Deno.test("only aggregated authentication failures may grow their count and be deleted; their identity stays", async () => {
+  await using dir = await tempDir();
+  const db = openStore(`${dir}/waf.db`, { now: NOW });
+  try {
+    seed(db, 5);
+    db.prepare(
+      "INSERT INTO audit_log (time, actor_type, action, result, client_ip, retention) VALUES (?, 'anonymous', 'auth.login', 'failure', '10.0.0.1', 'auth_failure')",
+    ).run(NOW);
+    db.exec(
+      "UPDATE audit_log SET count = 7, detail = '{}', trace_id = 'x' WHERE retention = 'auth_failure'",
+    );
+    for (
+      const change of [
+        "time = 0",
+        "client_ip = '10.9.9.9'",
+        "action = 'user.create'",
+        "result = 'success'",
+        "actor_type = 'user'",
+        "retention = 'forever'",
+      ]
+    ) {
+      assertThrows(
+        () => db.exec(`UPDATE audit_log SET ${change} WHERE retention = 'auth_failure'`),
+        /append-only/,
+        change,
+      );
+    }
+    // The seeded administrative record can be neither changed nor deleted, not even its count.
+    assertThrows(
+      () => db.exec("UPDATE audit_log SET count = 2 WHERE action = 'seed'"),
+      /append-only/,
+    );
+    assertThrows(() => db.exec("DELETE FROM audit_log WHERE action = 'seed'"), /append-only/);
+    db.exec("DELETE FROM audit_log WHERE retention = 'auth_failure'");
+    assertEquals(count(db, "audit_log"), 1);
+  } finally {
+    db.close();
+  }
+});
+
 Deno.test("every migration has a unique ascending version", () => {
   MIGRATIONS.forEach((m, i) => assertEquals(m.version, i + 1));
 });

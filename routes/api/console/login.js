@@ -48,11 +48,37 @@ async function solveCaptcha(username) {
   }
 }
 
-async function loadOptions() {
-  const options = await call("GET", "/api/auth/login-options");
+async function loadOptions(username) {
+  const query = username ? "?username=" + encodeURIComponent(username) : "";
+  const options = await call("GET", "/api/auth/login-options" + query);
   captchaRequired = options.captcha_required;
   $("captcha-note").classList.toggle("hidden", !captchaRequired);
   $("totp-field").classList.toggle("hidden", !options.totp_required);
+  return options;
+}
+
+function isCaptchaRefusal(err) {
+  return err.code === "CAPTCHA_REQUIRED" || err.code === "CAPTCHA_INVALID";
+}
+
+// The page solves the proof of work itself: whether a CAPTCHA is due depends on this client and
+// this username (and on ceilings an attack elsewhere may have reached), so it asks with the
+// username just before signing in, and solves once more if the server still wants a receipt.
+async function signIn(username, body) {
+  await loadOptions(username).catch(() => {});
+  for (let attempt = 0;; attempt++) {
+    if (captchaRequired) {
+      $("status").textContent = "Solving the CAPTCHA in your browser...";
+      body.captcha_receipt = await solveCaptcha(username);
+      $("status").textContent = "";
+    }
+    try {
+      return await call("POST", "/api/auth/login", body);
+    } catch (err) {
+      if (!isCaptchaRefusal(err) || attempt > 0) throw err;
+      captchaRequired = true;
+    }
+  }
 }
 
 $("login-form").addEventListener("submit", async (event) => {
@@ -65,13 +91,12 @@ $("login-form").addEventListener("submit", async (event) => {
     body.totp_code = $("totp").value;
   }
   try {
-    if (captchaRequired) body.captcha_receipt = await solveCaptcha(username);
-    await call("POST", "/api/auth/login", body);
+    await signIn(username, body);
     globalThis.location.assign("/console");
   } catch (err) {
+    $("status").textContent = "";
     $("error").textContent = err.message;
-    if (err.code === "CAPTCHA_REQUIRED" || err.code === "CAPTCHA_INVALID") captchaRequired = true;
-    await loadOptions().catch(() => {});
+    await loadOptions(username).catch(() => {});
   } finally {
     $("submit").disabled = false;
   }

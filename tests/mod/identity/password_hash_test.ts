@@ -44,3 +44,27 @@ Deno.test("constantTimeEqual() compares content and length", () => {
   ok(!constantTimeEqual(new Uint8Array([1, 2, 3]), new Uint8Array([1, 2, 4])));
   ok(!constantTimeEqual(new Uint8Array([1, 2, 3]), new Uint8Array([1, 2, 3, 1])));
 });
+
+Deno.test("password derivations run one at a time, so a burst of logins cannot take every core", async () => {
+  const original = crypto.subtle.deriveBits;
+  let running = 0;
+  let most = 0;
+  crypto.subtle.deriveBits = async function (this: SubtleCrypto, ...args) {
+    running++;
+    most = Math.max(most, running);
+    try {
+      return await original.apply(this, args);
+    } finally {
+      running--;
+    }
+  } as typeof original;
+  try {
+    const hashes = await Promise.all(
+      ["Correct-Horse-1", "Correct-Horse-2", "Correct-Horse-3"].map((p) => hashPassword(p)),
+    );
+    assertEquals(most, 1);
+    assertEquals(await verifyPassword("Correct-Horse-2", hashes[1]!), true);
+  } finally {
+    crypto.subtle.deriveBits = original;
+  }
+});

@@ -210,13 +210,17 @@ Deno.test("failed logins lock the client out with 429 and Retry-After, with back
   await longer.body?.cancel();
   server.clock.advance(60_000);
   await login(server, ADMIN.username, ADMIN.password);
-  const reasons = (server.db.prepare(
-    "SELECT detail FROM audit_log WHERE action = 'auth.login' AND result = 'failure'",
-  ).all() as { detail: string }[]).map((r) => JSON.parse(r.detail).reason);
-  ok(reasons.includes("locked_out"));
+  server.identity.refusals.flush();
+  const rows = server.db.prepare(
+    "SELECT count, detail FROM audit_log WHERE action = 'auth.login' AND result = 'failure'",
+  ).all() as { count: number; detail: string }[];
+  // One aggregated record for this client and username: 6 wrong passwords and 2 lockouts.
+  assertEquals(rows.length, 1);
+  assertEquals(rows[0]!.count, 8);
+  assertEquals(JSON.parse(rows[0]!.detail).reasons, { wrong_password: 6, locked_out: 2 });
 });
 
-Deno.test("login-options is public and says when a CAPTCHA is needed (after N failures by default)", async () => {
+Deno.test("login-options is public and says when a CAPTCHA is needed (after N failures of this client and username by default)", async () => {
   const { server } = await ready();
   await using _ = server;
   assertEquals((await callJson(server, "GET", "/api/auth/login-options")).body, {
@@ -228,10 +232,11 @@ Deno.test("login-options is public and says when a CAPTCHA is needed (after N fa
       body: { username: "admin", password: `Wrong-Pass-${i}x` },
     });
   }
-  assertEquals(
-    (await callJson(server, "GET", "/api/auth/login-options")).body.captcha_required,
-    true,
-  );
+  const asked = async (q: string) =>
+    (await callJson(server, "GET", `/api/auth/login-options${q}`)).body.captcha_required;
+  assertEquals(await asked("?username=admin"), true);
+  assertEquals(await asked("?username=viewer"), false, "another username from this client");
+  assertEquals(await asked(""), false, "the client alone is below its ceiling");
   const refused = await callJson(server, "POST", "/api/auth/login", { body: ADMIN });
   assertEquals(refused.status, 403);
   assertEquals(code(refused), "CAPTCHA_REQUIRED");
@@ -397,4 +402,40 @@ Deno.test("the CAPTCHA policy is read with read:system and changed with write:sy
     "SELECT result FROM audit_log WHERE action = 'auth.captcha_policy.update' ORDER BY id",
   ).all() as { result: string }[];
   assertEquals(rows.map((r) => r.result), ["failure", "success"]);
+});
+
+Deno.test("an anonymous login flood writes a bounded number of audit records, each with its count (issue #22.3)", async () => {
+  const { server, admin } = await ready();
+  await using _ = server;
+  const attempts = 300;
+  for (let i = 0; i < attempts; i++) {
+    const username = i < 200 ? "admin" : `user${i}`;
+    const r = await call(server, "POST", "/api/auth/login", {
+      body: { username, password: `Wrong-Pass-${i}x` },
+    });
+    ok([401, 403, 429].includes(r.status), `${r.status}`);
+    await r.body?.cancel();
+  }
+  server.identity.refusals.flush();
+  const rows = server.db.prepare(
+    "SELECT count, retention FROM audit_log WHERE action = 'auth.login' AND result = 'failure'",
+  ).all() as { count: number; retention: string }[];
+  // 300 refusals from one address: its own cap of records, never one row per refusal.
+  ok(rows.length <= 11, `${rows.length} records`);
+  assertEquals(rows.reduce((n, r) => n + r.count, 0), attempts);
+  ok(rows.every((r) => r.retention === "auth_failure"));
+  const listed = await callJson(server, "GET", "/api/audit?action=auth.login&result=failure", {
+    session: admin,
+  });
+  const items = listed.body.items as { count: number; detail: { username: string } }[];
+  assertEquals(items.find((i) => i.detail.username === "admin")!.count, 200);
+  // Past 30 refusals in the window each refusal is answered a second late (the server asked for
+  // the delay; the test's sleep does not wait), so a flooding connection gets one answer a second.
+  assertEquals(server.sleeps.length, attempts - 30);
+  ok(server.sleeps.every((ms) => ms === 1000));
+  // Signing in is never delayed, even from the flooding address.
+  await login(server, ADMIN.username, ADMIN.password, {
+    captcha_receipt: await receipt(server, "admin"),
+  });
+  assertEquals(server.sleeps.length, attempts - 30);
 });

@@ -1,0 +1,86 @@
+/**
+ * Who may try a password now. Failures are counted per (username, client address): that pair is
+ * locked with exponential backoff, so an attacker can lock only the pair they use, never the
+ * real administrator at another address, and a success resets the pair (a few typos cost a
+ * local operator nothing once they get it right). Two ceilings count across pairs and only ever
+ * ask for a CAPTCHA, never refuse: a username that failed often from any addresses (a
+ * distributed guess at one account), and a client that failed often across usernames (password
+ * spraying). Counts live in process memory, bounded, and reset on restart.
+ */
+import type { Clock } from "../core/clock.ts";
+import { createLockout } from "./lockout.ts";
+
+export interface LoginLimits {
+  /** Failures of one (username, client) pair before it is locked. */
+  readonly threshold: number;
+  /** First lock of a pair; each further failure doubles it, up to `maxLockMs`. */
+  readonly baseLockMs: number;
+  readonly maxLockMs: number;
+  /** A key with no failure for this long starts again from zero. */
+  readonly windowMs: number;
+  /** Failures of one username from any addresses in the window before everyone needs a CAPTCHA. */
+  readonly usernameCeiling: number;
+  /** Failures of one client across usernames in the window before it needs a CAPTCHA. */
+  readonly clientCeiling: number;
+}
+
+export const LOGIN_LIMITS: LoginLimits = {
+  threshold: 5,
+  baseLockMs: 30_000,
+  maxLockMs: 15 * 60_000,
+  windowMs: 15 * 60_000,
+  usernameCeiling: 100,
+  clientCeiling: 20,
+};
+
+/** What the CAPTCHA policy needs to decide for one login attempt. */
+export interface LoginPressure {
+  /** Failures of this (username, client) pair in the window (0 without a username). */
+  readonly pairFailures: number;
+  /** A ceiling (username or client) is reached: a CAPTCHA is due whatever the pair did. */
+  readonly ceilingReached: boolean;
+}
+
+const pairKey = (username: string, client: string) => `${username}\n${client}`;
+
+export function createLoginThrottle(clock: Clock, limits: LoginLimits = LOGIN_LIMITS) {
+  const window = { windowMs: limits.windowMs, baseLockMs: 0, maxLockMs: 0 };
+  const pairs = createLockout(clock, { ...limits });
+  // Ceilings never lock: their threshold is out of reach, only their counts are read.
+  const usernames = createLockout(clock, { ...window, threshold: Infinity });
+  const clients = createLockout(clock, { ...window, threshold: Infinity });
+
+  return {
+    /** Seconds until this pair may try again; 0 when it is not locked. */
+    retryAfter(username: string, client: string): number {
+      return pairs.retryAfter([pairKey(username, client)]);
+    },
+    /** The counts behind the CAPTCHA decision (`username` unknown: the client alone). */
+    pressure(client: string, username?: string): LoginPressure {
+      const clientHot = clients.failures(client) >= limits.clientCeiling;
+      if (username === undefined) return { pairFailures: 0, ceilingReached: clientHot };
+      return {
+        pairFailures: pairs.failures(pairKey(username, client)),
+        ceilingReached: clientHot || usernames.failures(username) >= limits.usernameCeiling,
+      };
+    },
+    /** Counts one failed password (or second factor) of `username` from `client`. */
+    fail(username: string, client: string): void {
+      pairs.fail([pairKey(username, client)]);
+      usernames.fail([username]);
+      clients.fail([client]);
+    },
+    /** A success resets its own pair only: the ceilings keep counting an attack in progress. */
+    succeed(username: string, client: string): void {
+      pairs.reset(pairKey(username, client));
+    },
+    /** Drops entries whose window and lock have both passed. */
+    sweep(): void {
+      pairs.sweep();
+      usernames.sweep();
+      clients.sweep();
+    },
+  };
+}
+
+export type LoginThrottle = ReturnType<typeof createLoginThrottle>;
