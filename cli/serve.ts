@@ -1,11 +1,13 @@
 /**
- * `waf serve`: runs both listeners until SIGINT/SIGTERM, then shuts down gracefully. Log lines
- * go to stderr and to the size-rotated `<data-dir>/logs/waf.log` (collected by `waf logs pack`).
+ * `waf serve`: runs both listeners until SIGINT/SIGTERM (or until the `deno task` command that
+ * launched it is gone, see `launcher_watch.ts`), then shuts down gracefully. Log lines go to
+ * stderr and to the size-rotated `<data-dir>/logs/waf.log` (collected by `waf logs pack`).
  */
 import { SchemaTooNewError } from "../db/store.ts";
 import { SetupTokenError } from "../mod/identity/setup_token.ts";
 import { type LogFile, openLogFile } from "../mod/ops/log_file.ts";
 import { createLogger } from "../mod/core/logger.ts";
+import { readProc, watchLauncher } from "../mod/ops/launcher_watch.ts";
 import { type Command, EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from "./context.ts";
 import { cliTranslator } from "./lang.ts";
 import { loadConfig } from "./load_config.ts";
@@ -44,6 +46,10 @@ export const serveCommand: Command = async (args, global, deps) => {
   const onSignal = () => signalled.resolve();
   Deno.addSignalListener("SIGINT", onSignal);
   Deno.addSignalListener("SIGTERM", onSignal);
+  const stopWatch = watchLauncher({ ppid: Deno.ppid, readProc }, () => {
+    logger.info("the command that started waf through deno task is gone: shutting down");
+    signalled.resolve();
+  });
   try {
     let server;
     try {
@@ -81,6 +87,7 @@ export const serveCommand: Command = async (args, global, deps) => {
   } finally {
     Deno.removeSignalListener("SIGINT", onSignal);
     Deno.removeSignalListener("SIGTERM", onSignal);
+    stopWatch();
     logFile?.close();
   }
   return EXIT_OK;
