@@ -12,8 +12,9 @@ Deno.test("GET /api/audit filters by action, result, actor and time and pages wi
   const admin = await login(server, ADMIN.username, ADMIN.password);
   for (let i = 0; i < 5; i++) {
     server.clock.advance(1000);
+    // Refused logins aggregate per client and username: five usernames, five records.
     await callJson(server, "POST", "/api/auth/login", {
-      body: { username: "admin", password: `Wrong-Pass-${i}x` },
+      body: { username: i === 0 ? "admin" : `nobody${i}`, password: `Wrong-Pass-${i}x` },
     });
   }
   const get = (q: string) => callJson(server, "GET", `/api/audit?${q}`, { session: admin });
