@@ -1,6 +1,8 @@
 /**
  * The management-plane Hono app: request ids, security headers, the declared routes behind
- * one guard, and the error object for every failure (404, 405, 400, 413, 500).
+ * one guard, and the error object for every failure (404, 405, 400, 413, 500). A GET or HEAD
+ * of a route with a trailing slash (`/console/`, `/api/logs/`) is redirected (308) to the path
+ * without it; other methods get a 404 that names the right path.
  */
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
@@ -52,9 +54,31 @@ export function createManagementApp(deps: ManagementAppDeps): Hono<Env> {
 
   mount(app, deps.routes, deps.guard);
 
+  const methodsAt = (path: string) => [
+    ...new Set(patterns.filter((p) => p.re.test(path)).map((p) => p.method)),
+  ];
+
   app.notFound((c) => {
     const path = c.req.path;
-    const allowed = [...new Set(patterns.filter((p) => p.re.test(path)).map((p) => p.method))];
+    const bare = path.replace(/\/+$/, "");
+    if (bare !== path && bare !== "") {
+      // "/console/", "/api/logs/": the same endpoint without the slash. Only a known route is a
+      // target, so "//evil.example/" cannot become an off-site redirect.
+      const there = methodsAt(bare);
+      if ((c.req.method === "GET" || c.req.method === "HEAD") && there.includes("GET")) {
+        const query = new URL(c.req.url).search;
+        return c.body(null, 308, { location: `${bare}${query}` });
+      }
+      if (there.length > 0) {
+        return errorResponse(
+          c,
+          404,
+          "NOT_FOUND",
+          `No such endpoint: "${path}": the endpoint is "${bare}", without the trailing slash`,
+        );
+      }
+    }
+    const allowed = methodsAt(path);
     if (allowed.length > 0) {
       return errorResponse(
         c,

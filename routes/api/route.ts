@@ -58,7 +58,7 @@ export function mount(app: Hono<Env>, routes: readonly RouteDef[], guard: Guard)
   }
 }
 
-/** Compiles Hono path patterns once, for the 405 check of unmatched requests. */
+/** Compiles Hono path patterns once (exact paths), for the 405 and 308 checks of unmatched requests. */
 export function compilePatterns(routes: readonly RouteDef[]): ReadonlyArray<
   { re: RegExp; method: Method }
 > {
@@ -66,7 +66,7 @@ export function compilePatterns(routes: readonly RouteDef[]): ReadonlyArray<
     method: r.method,
     re: new RegExp(
       "^" + r.path.replace(/[.+?^${}()|[\]\\]/g, "\\$&").replace(/\/:[A-Za-z_]+/g, "/[^/]+") +
-        "/?$",
+        "$",
     ),
   }));
 }

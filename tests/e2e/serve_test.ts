@@ -83,6 +83,38 @@ Deno.test("a wrong method answers 405 with the error object and Allow", async ()
   assertMatch(error.event_id, HEX32);
 });
 
+Deno.test("a trailing slash redirects GET and HEAD (308) to the path without it; other methods get a 404 naming it", async () => {
+  await using s = await startTestServer();
+  for (
+    const [path, target] of [
+      ["/console/", "/console"],
+      ["/health/", "/health"],
+      ["/api/logs/?limit=5", "/api/logs?limit=5"],
+      ["/login//", "/login"],
+    ]
+  ) {
+    for (const method of ["GET", "HEAD"]) {
+      const r = await fetch(`${s.managementUrl}${path}`, { method, redirect: "manual" });
+      assertEquals([r.status, r.headers.get("location")], [308, target], `${method} ${path}`);
+      await r.body?.cancel();
+    }
+  }
+  const post = await fetch(`${s.managementUrl}/api/sites/`, { method: "POST" });
+  assertEquals(post.status, 404);
+  const { error } = await post.json();
+  assertEquals(error.code, "NOT_FOUND");
+  assertMatch(error.message, /"\/api\/sites", without the trailing slash/);
+  // Never an off-site redirect, never the old 405 that named the method it refused.
+  for (const path of ["//evil.example/", "/nope/"]) {
+    const r = await fetch(`${s.managementUrl}${path}`, { redirect: "manual" });
+    assertEquals(r.status, 404, path);
+    await r.body?.cancel();
+  }
+  const followed = await fetch(`${s.managementUrl}/health/`);
+  assertEquals(followed.status, 200);
+  await followed.body?.cancel();
+});
+
 Deno.test("ids are fresh per request", async () => {
   await using s = await startTestServer();
   const a = await (await fetch(`${s.managementUrl}/api/x`)).json();
