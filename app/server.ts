@@ -7,7 +7,7 @@ import { openStore } from "../db/store.ts";
 import { createAuditRepo } from "../db/audit_repo.ts";
 import { createAudit } from "../mod/core/audit.ts";
 import type { Clock } from "../mod/core/clock.ts";
-import { type Config, durationMs } from "../mod/config/config.ts";
+import { type Config, deploymentProblems, durationMs } from "../mod/config/config.ts";
 import { parseListen } from "../mod/config/config_schema.ts";
 import type { Logger } from "../mod/core/logger.ts";
 import type { Random } from "../mod/core/random.ts";
@@ -34,7 +34,7 @@ export class ProductionStorageUnavailableError extends Error {
 
 /** Fails closed for the production profile: this build has no external store. */
 export function checkStorageProfile(config: Config): void {
-  if (config.storage.profile === "production") {
+  if (deploymentProblems(config).some((p) => p.code === "ErrProductionStorageUnavailable")) {
     throw new ProductionStorageUnavailableError(
       "no external management database is available in this build (the production store adapter is not installed)",
     );

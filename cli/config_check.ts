@@ -1,5 +1,8 @@
-/** `waf config check`: validates the config file and prints each problem with its key path. */
-import { formatProblems, readConfigFile } from "../mod/config/config.ts";
+/**
+ * `waf config check`: validates the config file and prints each problem with its key path: the
+ * same validation as `waf serve`, including what serve refuses at start (`deploymentProblems`).
+ */
+import { deploymentProblems, formatProblems, readConfigFile } from "../mod/config/config.ts";
 import { type Command, EXIT_OK, EXIT_USAGE } from "./context.ts";
 import { cliTranslator } from "./lang.ts";
 import { configPathOf } from "./load_config.ts";
@@ -15,8 +18,9 @@ export const configCheckCommand: Command = async (args, global, deps) => {
     deps.stderr(`${t("config.not_found", { path })}\n`);
     return EXIT_USAGE;
   }
-  if (result.kind === "invalid") {
-    deps.stderr(`${t("config.invalid", { path })}\n${formatProblems(result.problems)}\n`);
+  const problems = result.kind === "invalid" ? result.problems : deploymentProblems(result.config);
+  if (problems.length > 0) {
+    deps.stderr(`${t("config.invalid", { path })}\n${formatProblems(problems)}\n`);
     return EXIT_USAGE;
   }
   deps.stdout(`${t("config.valid", { path })}\n`);

@@ -12,11 +12,8 @@ import { type Command, EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from "./context.ts";
 import { cliTranslator } from "./lang.ts";
 import { loadConfig } from "./load_config.ts";
 import { flagsOrUsage } from "./output.ts";
-import {
-  checkStorageProfile,
-  ProductionStorageUnavailableError,
-  startServer,
-} from "../app/server.ts";
+import { ProductionStorageUnavailableError, startServer } from "../app/server.ts";
+import { deploymentProblems, formatProblems } from "../mod/config/config.ts";
 
 const encoder = new TextEncoder();
 
@@ -52,8 +49,20 @@ export const serveCommand: Command = async (args, global, deps) => {
   });
   try {
     let server;
+    // The same checks as `waf config check`; the production profile keeps the specification's
+    // own failure (ErrProductionStorageUnavailable, exit 1), the others are configuration errors.
+    const problems = deploymentProblems(loaded.config);
+    if (problems.some((p) => p.code === "ErrProductionStorageUnavailable")) {
+      deps.stderr(`${t("serve.production_unavailable")}\n`);
+      return EXIT_FAILURE;
+    }
+    if (problems.length > 0) {
+      deps.stderr(
+        `${t("config.invalid", { path: loaded.configPath })}\n${formatProblems(problems)}\n`,
+      );
+      return EXIT_USAGE;
+    }
     try {
-      checkStorageProfile(loaded.config);
       logFile = openLogFile({ dir: `${loaded.dataDir}/logs` });
       for (const line of pending.splice(0)) logFile.write(line);
       server = await startServer({ config: loaded.config, dataDir: loaded.dataDir }, {

@@ -12,6 +12,8 @@ export type { Config } from "./config_schema.ts";
 export interface ConfigProblem {
   readonly path: string;
   readonly message: string;
+  /** Set where the specification names the failure (`ErrProductionStorageUnavailable`). */
+  readonly code?: "ErrProductionStorageUnavailable";
 }
 
 export type ConfigResult =
@@ -43,6 +45,59 @@ function semanticProblems(config: Config): ConfigProblem[] {
     problems.push({
       path: "apisec.permissions.admin",
       message: 'expected an "admin" role: the first account created at setup is an admin',
+    });
+  }
+  return problems;
+}
+
+const WILDCARD = new Set(["0.0.0.0", "::", "[::]"]);
+
+/** True when two listeners would claim the same port (port 0 picks a free one each). */
+function clash(a: { hostname: string; port: number }, b: { hostname: string; port: number }) {
+  if (a.port === 0 || a.port !== b.port) return false;
+  return a.hostname === b.hostname || WILDCARD.has(a.hostname) || WILDCARD.has(b.hostname);
+}
+
+/**
+ * What `waf serve` refuses in a configuration that is valid key by key: the production storage
+ * profile (this build has no external store), two listeners on one address, and OTA updates
+ * (this build has no updater). `waf config check` runs the same function, so it passes nothing
+ * that `serve` would refuse.
+ */
+export function deploymentProblems(config: Config): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  if (config.storage.profile === "production") {
+    problems.push({
+      path: "storage.profile",
+      code: "ErrProductionStorageUnavailable",
+      message:
+        'expected "temporary": "production" needs an external management database, which this build does not have (ErrProductionStorageUnavailable)',
+    });
+  }
+  const listeners = [
+    ["server.data.listen", config.server.data.listen],
+    ["server.data.https_listen", config.server.data.https_listen],
+    ["server.management.listen", config.server.management.listen],
+  ] as const;
+  for (let i = 0; i < listeners.length; i++) {
+    for (let j = i + 1; j < listeners.length; j++) {
+      const [pathA, a] = listeners[i]!;
+      const [pathB, b] = listeners[j]!;
+      if (a === undefined || b === undefined) continue;
+      if (clash(parseListen(a)!, parseListen(b)!)) {
+        problems.push({
+          path: pathB,
+          message:
+            `expected another address or port: "${b}" is also the address of ${pathA} ("${a}"), and the two listeners must be separate`,
+        });
+      }
+    }
+  }
+  if (config.update.ota.enabled) {
+    problems.push({
+      path: "update.ota.enabled",
+      message:
+        "expected false: this build has no updater worker, so OTA updates cannot be enabled (OTA_UPDATES_UNAVAILABLE)",
     });
   }
   return problems;

@@ -71,6 +71,41 @@ Deno.test("waf config check prints each problem with its key path and exits 2", 
   assertMatch(r.stderr, /protection\.bot\.challenge_backend/);
 });
 
+Deno.test("waf config check refuses what waf serve refuses, with the same messages", async () => {
+  await using dir = await tempDir();
+  const cases: Array<[string, RegExp]> = [
+    ["storage:\n  profile: production\n", /storage\.profile: .*ErrProductionStorageUnavailable/],
+    [
+      'server:\n  data:\n    listen: "127.0.0.1:9443"\n',
+      /server\.management\.listen: .*"127\.0\.0\.1:9443" is also the address of server\.data\.listen/,
+    ],
+    [
+      'server:\n  data:\n    listen: "0.0.0.0:7000"\n    https_listen: "127.0.0.1:7000"\n',
+      /server\.data\.https_listen: .*also the address of server\.data\.listen/,
+    ],
+    ["update:\n  ota:\n    enabled: true\n", /update\.ota\.enabled: expected false/],
+  ];
+  for (const [yaml, problem] of cases) {
+    const config = `${dir}/waf.yaml`;
+    await Deno.writeTextFile(config, yaml);
+    const check = await cli(["config", "check", "--config", config]);
+    assertEquals(check.code, 2, yaml);
+    assertMatch(check.stderr, problem);
+    const serve = await cli(["serve", "--config", config, "--data-dir", `${dir}/data`]);
+    assertEquals(serve.code, yaml.includes("production") ? 1 : 2, yaml);
+    if (!yaml.includes("production")) assertMatch(serve.stderr, problem);
+    let created = true;
+    await Deno.stat(`${dir}/data`).catch(() => created = false);
+    ok(!created, `serve wrote nothing for ${yaml}`);
+  }
+  // Port 0 twice is two free ports, not a clash.
+  await Deno.writeTextFile(
+    `${dir}/waf.yaml`,
+    'server:\n  data:\n    listen: "127.0.0.1:0"\n  management:\n    listen: "127.0.0.1:0"\n',
+  );
+  assertEquals((await cli(["config", "check", "--config", `${dir}/waf.yaml`])).code, 0);
+});
+
 Deno.test("waf config check on a missing file exits 2", async () => {
   await using dir = await tempDir();
   const r = await cli(["config", "check", "--config", `${dir}/absent.yaml`]);
