@@ -145,6 +145,32 @@ function findCommand(words: readonly string[]): { spec: CommandSpec; args: strin
   return best ? { spec: best, args: words.slice(best.words.length) } : undefined;
 }
 
+/**
+ * The commands that start with the longest prefix of `words` naming a group (`user`, `store`,
+ * `logs`, ...), when no whole command matches: `waf user` lists the `user` commands.
+ */
+function groupOf(words: readonly string[]):
+  | { group: string; specs: readonly CommandSpec[] }
+  | undefined {
+  for (let k = words.length; k >= 1; k--) {
+    const specs = COMMANDS.filter((spec) =>
+      spec.words.length > k && words.slice(0, k).every((w, i) => spec.words[i] === w)
+    );
+    if (specs.length > 0) return { group: words.slice(0, k).join(" "), specs };
+  }
+  return undefined;
+}
+
+function groupHelp(t: Translate, group: { group: string; specs: readonly CommandSpec[] }): string {
+  const width = Math.max(...group.specs.map((c) => c.words.join(" ").length));
+  const lines = group.specs.map((c) =>
+    `  waf ${c.words.join(" ").padEnd(width)}  ${commandHelp(t.lang, c.words, c).summary}`
+  );
+  return `${t("cli.group_commands", { group: group.group })}\n${lines.join("\n")}\n\n${
+    t("cli.group_hint", { group: group.group })
+  }\n`;
+}
+
 /** Runs the CLI; returns the process exit code. */
 export async function runCli(argv: readonly string[], deps: CommandDeps): Promise<number> {
   const parsed = parseGlobal(argv);
@@ -169,6 +195,11 @@ export async function runCli(argv: readonly string[], deps: CommandDeps): Promis
       return EXIT_OK;
     }
     const found = findCommand(rest.slice(1));
+    const group = found && found.args.length === 0 ? undefined : groupOf(rest.slice(1));
+    if (group && rest.length === group.group.split(" ").length + 1) {
+      deps.stdout(groupHelp(t, group));
+      return EXIT_OK;
+    }
     if (!found || found.args.length > 0) {
       deps.stderr(
         `${t("cli.unknown_command", { command: rest.slice(1).join(" ") })}\n${t("cli.see_list")}\n`,
@@ -187,6 +218,19 @@ export async function runCli(argv: readonly string[], deps: CommandDeps): Promis
     return EXIT_USAGE;
   }
   const found = findCommand(rest);
+  const group = found ? undefined : groupOf(rest);
+  if (group) {
+    const exact = rest.length === group.group.split(" ").length;
+    if (exact && parsed.help) {
+      deps.stdout(groupHelp(t, group));
+      return EXIT_OK;
+    }
+    const head = exact
+      ? t("cli.missing_command")
+      : t("cli.unknown_command", { command: rest.join(" ") });
+    deps.stderr(`${head}\n\n${groupHelp(t, group)}`);
+    return EXIT_USAGE;
+  }
   if (!found) {
     const first = rest[0]!;
     const what = first.startsWith("-")

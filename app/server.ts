@@ -15,7 +15,13 @@ import { createReadiness, type Readiness } from "../mod/core/readiness.ts";
 import { managementTls } from "../mod/tls/tls.ts";
 import type { DataHandler } from "../routes/proxy/status_page.ts";
 import { healthRoutes } from "../routes/api/health.ts";
-import { formatAddress, listen, type Listener } from "../routes/listen.ts";
+import {
+  formatAddress,
+  listen,
+  type Listener,
+  ListenerError,
+  listenerError,
+} from "../routes/listen.ts";
 import { createManagementApp } from "../routes/api/management.ts";
 import type { RouteDef } from "../routes/api/route.ts";
 import { type ApiAccess, createApiAccess } from "./api_access.ts";
@@ -161,6 +167,7 @@ export async function startServer(
   const listeners: Listener[] = [];
   try {
     const management = listen({
+      name: "management",
       hostname: mgmtAddr.hostname,
       port: mgmtAddr.port,
       tls,
@@ -169,12 +176,17 @@ export async function startServer(
     listeners.push(management);
     readiness.management = true;
     const data = listen({
+      name: "data",
       hostname: dataAddr.hostname,
       port: dataAddr.port,
       handler: deps.dataHandler ?? dataPlane.handler,
     });
     listeners.push(data);
-    const https = await dataPlane.startHttps();
+    const https = await dataPlane.startHttps().catch((err) => {
+      throw err instanceof ListenerError
+        ? err
+        : listenerError("data HTTPS", config.server.data.https_listen ?? "", err);
+    });
     readiness.dataPlane = true;
 
     const managementUrl = `${tls ? "https" : "http"}://${

@@ -14,6 +14,7 @@ import { loadConfig } from "./load_config.ts";
 import { flagsOrUsage } from "./output.ts";
 import { ProductionStorageUnavailableError, startServer } from "../app/server.ts";
 import { deploymentProblems, formatProblems } from "../mod/config/config.ts";
+import { ListenerError } from "../routes/listen.ts";
 
 const encoder = new TextEncoder();
 
@@ -85,8 +86,16 @@ export const serveCommand: Command = async (args, global, deps) => {
         deps.stderr(`${t("store.schema_too_new", { found: err.found, known: err.known })}\n`);
         return EXIT_FAILURE;
       }
-      if (err instanceof Deno.errors.AddrInUse || err instanceof Deno.errors.PermissionDenied) {
-        deps.stderr(`${t("serve.listener_failed", { error: err.message })}\n`);
+      if (err instanceof ListenerError) {
+        deps.stderr(
+          `${
+            t("serve.listener_failed", {
+              listener: err.listener,
+              address: err.address,
+              reason: t(`serve.listen_${err.reason}`),
+            })
+          }\n`,
+        );
         return EXIT_FAILURE;
       }
       throw err;

@@ -40,6 +40,13 @@ export const storeBackupCommand: Command = async (args, global, deps) => {
       deps.stderr(`${t("store.backup_exists", { path: out })}\n`);
       return EXIT_FAILURE;
     }
+    if (result.kind === "no_folder" || result.kind === "not_a_folder") {
+      const id = result.kind === "no_folder"
+        ? "store.backup_no_folder"
+        : "store.backup_not_a_folder";
+      deps.stderr(`${t(id, { folder: result.folder, path: out })}\n`);
+      return EXIT_FAILURE;
+    }
     if (result.kind === "corrupt") {
       deps.stderr(`${t("store.backup_corrupt")}\n${result.problems.join("\n")}\n`);
       return EXIT_FAILURE;

@@ -22,6 +22,8 @@ Environment: WAF_LANG=en|zh-CN selects the language for one run (see "waf lang")
   "cli.unknown_command": 'Unknown command: "{command}"',
   "cli.unknown_option": 'Unknown option: "{option}"',
   "cli.missing_command": "Missing command",
+  "cli.group_commands": '"waf {group}" is followed by one of these commands:',
+  "cli.group_hint": 'Run "waf help {group} <command>" for the usage of one of them.',
   // Flags and usage
   "flags.unknown_option": 'Unknown option "{option}"',
   "flags.missing_value": 'Option "{option}" needs a value',
@@ -38,7 +40,13 @@ Environment: WAF_LANG=en|zh-CN selects the language for one run (see "waf lang")
   // waf serve
   "serve.production_unavailable":
     'ErrProductionStorageUnavailable: storage.profile is "production" but no external management database is available in this build (the production store adapter is not installed); refusing to start (no listener opened, no file written)',
-  "serve.listener_failed": "Cannot open a listener: {error}",
+  "serve.listener_failed": "Cannot open the {listener} listener on {address}: {reason}",
+  "serve.listen_in_use":
+    "another process already listens there (change the address or port in waf.yaml, or stop the other process)",
+  "serve.listen_permission":
+    "permission denied (ports below 1024 need privileges: choose a port from 1024 up)",
+  "serve.listen_unavailable": "this host has no such address (check the host part in waf.yaml)",
+  "serve.listen_other": "the operating system refused it",
   "store.schema_too_new":
     "Database schema version {found} is newer than this binary supports (version {known}): upgrade waf or restore a backup taken before the upgrade",
   // waf lang
@@ -56,6 +64,9 @@ Environment: WAF_LANG=en|zh-CN selects the language for one run (see "waf lang")
   "store.missing": 'No store at "{path}": check --data-dir or data_dir',
   "store.open_failed": 'Cannot open the store "{path}": {error}',
   "store.backup_exists": 'Refusing to overwrite "{path}": choose a new file name',
+  "store.backup_no_folder":
+    'The folder "{folder}" does not exist: create it first (mkdir -p "{folder}") or choose another --out',
+  "store.backup_not_a_folder": '"{folder}" is not a folder: choose another --out than "{path}"',
   "store.backup_corrupt": "The backup copy failed the integrity check and was removed:",
   "store.backup_failed": "Backup failed: {error}",
   "store.backup_done":

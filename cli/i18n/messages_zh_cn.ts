@@ -18,6 +18,8 @@ export const ZH_CN: Readonly<Record<MessageId, string>> = {
   "cli.see_help": "运行 “waf --help” 查看用法。",
   "cli.see_list": "运行 “waf --help” 查看命令列表。",
   "cli.unknown_command": "未知命令：“{command}”",
+  "cli.group_commands": "“waf {group}” 后面需要以下命令之一：",
+  "cli.group_hint": "运行 “waf help {group} <命令>” 查看其中某个命令的用法。",
   "cli.unknown_option": "未知选项：“{option}”",
   "cli.missing_command": "缺少命令",
   "flags.unknown_option": "未知选项 “{option}”",
@@ -34,7 +36,11 @@ export const ZH_CN: Readonly<Record<MessageId, string>> = {
   "config.valid": "配置文件 “{path}” 有效",
   "serve.production_unavailable":
     "ErrProductionStorageUnavailable：storage.profile 为 “production”，但此版本没有可用的外部管理数据库（未安装生产存储适配器）；拒绝启动（未打开任何监听，未写入任何文件）",
-  "serve.listener_failed": "无法打开监听端口：{error}",
+  "serve.listener_failed": "无法在 {address} 上打开 {listener} 监听：{reason}",
+  "serve.listen_in_use": "已有其他进程在此监听（请在 waf.yaml 中更换地址或端口，或停止该进程）",
+  "serve.listen_permission": "权限不足（1024 以下的端口需要特权：请选择 1024 及以上的端口）",
+  "serve.listen_unavailable": "本机没有这个地址（请检查 waf.yaml 中的主机部分）",
+  "serve.listen_other": "操作系统拒绝了该请求",
   "store.schema_too_new":
     "数据库架构版本 {found} 高于此程序支持的版本（{known}）：请升级 waf，或恢复升级前的备份",
   "lang.current": "语言：{lang}（{source}）",
@@ -50,6 +56,9 @@ export const ZH_CN: Readonly<Record<MessageId, string>> = {
   "store.missing": "“{path}” 处没有存储：请检查 --data-dir 或 data_dir",
   "store.open_failed": "无法打开存储 “{path}”：{error}",
   "store.backup_exists": "拒绝覆盖 “{path}”：请使用新的文件名",
+  "store.backup_no_folder":
+    "文件夹 “{folder}” 不存在：请先创建（mkdir -p “{folder}”）或选择其他 --out",
+  "store.backup_not_a_folder": "“{folder}” 不是文件夹：请为 “{path}” 选择其他 --out",
   "store.backup_corrupt": "备份副本未通过完整性检查，已删除：",
   "store.backup_failed": "备份失败：{error}",
   "store.backup_done": "备份已写入 “{path}”（{bytes} 字节，架构版本 {version}）；副本完整性检查：",

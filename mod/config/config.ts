@@ -103,6 +103,58 @@ export function deploymentProblems(config: Config): ConfigProblem[] {
   return problems;
 }
 
+/** Unwraps defaults, prefaults and optionals down to the schema that holds the shape. */
+function unwrap(schema: unknown): unknown {
+  let current = schema as { _zod?: { def?: { innerType?: unknown } }; shape?: unknown };
+  for (let i = 0; i < 8 && current && current.shape === undefined; i++) {
+    const inner = current._zod?.def?.innerType;
+    if (!inner) break;
+    current = inner as typeof current;
+  }
+  return current;
+}
+
+/** The documented keys of the object at `path` in the configuration schema. */
+function keysAt(path: ReadonlyArray<PropertyKey>): string[] {
+  let schema = unwrap(configSchema) as { shape?: Record<string, unknown> };
+  for (const part of path) {
+    const next = schema?.shape?.[String(part)];
+    if (next === undefined) return [];
+    schema = unwrap(next) as typeof schema;
+  }
+  return Object.keys(schema?.shape ?? {});
+}
+
+/** Edit distance (insertions, deletions, substitutions, adjacent swaps). */
+function distance(a: string, b: string): number {
+  const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array(b.length).fill(0)]);
+  for (let j = 1; j <= b.length; j++) d[0]![j] = j;
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let v = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
+        v = Math.min(v, d[i - 2]![j - 2]! + 1);
+      }
+      d[i]![j] = v;
+    }
+  }
+  return d[a.length]![b.length]!;
+}
+
+/** The known key closest to a mistyped one, when it is close enough to be a typo. */
+function nearest(key: string, known: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Infinity;
+  for (const k of known) {
+    const dist = distance(key.toLowerCase(), k.toLowerCase());
+    if (dist < bestDistance) [best, bestDistance] = [k, dist];
+  }
+  return best !== undefined && bestDistance <= Math.max(2, Math.floor(key.length / 3))
+    ? best
+    : undefined;
+}
+
 /** Validates already-parsed YAML data. */
 export function validateConfig(data: unknown): ConfigResult {
   const parsed = configSchema.safeParse(data ?? {});
@@ -110,10 +162,14 @@ export function validateConfig(data: unknown): ConfigResult {
     const problems: ConfigProblem[] = [];
     for (const issue of parsed.error.issues) {
       if (issue.code === "unrecognized_keys") {
+        const known = keysAt(issue.path);
         for (const key of issue.keys) {
+          const near = nearest(key, known);
           problems.push({
             path: joinPath([...issue.path, key]),
-            message: "unknown key: expected one of the documented keys",
+            message: `unknown key${near ? `: did you mean "${near}"?` : ""}${
+              known.length ? ` Keys here: ${known.join(", ")}` : ""
+            }`,
           });
         }
       } else {

@@ -20,9 +20,14 @@ const listen = (fallback: string) =>
     message: 'expected "host:port" with a port from 0 to 65535, for example "127.0.0.1:9443"',
   }).default(fallback);
 
+/** What a duration is, for every message about one. */
+export const DURATION_HELP =
+  'a whole number followed by a unit: ms (milliseconds), s (seconds), m (minutes), h (hours) or d (days), with no space, e.g. "10s", "5m", "1h"';
+
 const duration = (fallback: string) =>
-  z.string().regex(/^\d+(ms|s|m|h|d)$/, 'expected a duration such as "30s", "10m" or "6h"')
-    .default(fallback);
+  z.string({ error: `expected a duration: ${DURATION_HELP}` }).regex(/^\d+(ms|s|m|h|d)$/, {
+    error: (issue) => `expected a duration: ${DURATION_HELP}; got ${JSON.stringify(issue.input)}`,
+  }).default(fallback);
 
 /** `*`, `family:*` or `family:name` (lower-case letters and underscores). */
 export const PERMISSION_EXPRESSION = /^(\*|[a-z_]+:\*|[a-z_]+:[a-z_]+)$/;

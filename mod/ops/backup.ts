@@ -10,6 +10,8 @@ import { type Random, randomHex } from "../core/random.ts";
 export type BackupResult =
   | { kind: "ok"; path: string; bytes: number; schemaVersion: number }
   | { kind: "exists"; path: string }
+  | { kind: "no_folder"; folder: string }
+  | { kind: "not_a_folder"; folder: string }
   | { kind: "corrupt"; problems: readonly string[] };
 
 export type CheckResult =
@@ -21,7 +23,9 @@ function exists(path: string): boolean {
     Deno.lstatSync(path);
     return true;
   } catch (err) {
-    if (err instanceof Deno.errors.NotFound) return false;
+    if (err instanceof Deno.errors.NotFound || err instanceof Deno.errors.NotADirectory) {
+      return false;
+    }
     throw err;
   }
 }
@@ -71,6 +75,15 @@ export function checkDb(db: Db): CheckResult {
 export function backupStore(db: Db, out: string, deps: { random: Random }): BackupResult {
   if (exists(out)) return { kind: "exists", path: out };
   const { dir, base } = splitPath(out);
+  // SQLite would only say "unable to open database" about the temporary file.
+  let folder: Deno.FileInfo;
+  try {
+    folder = Deno.statSync(dir);
+  } catch (err) {
+    if (err instanceof Deno.errors.NotFound) return { kind: "no_folder", folder: dir };
+    throw err;
+  }
+  if (!folder.isDirectory) return { kind: "not_a_folder", folder: dir };
   const tmp = `${dir}/.${base}.${randomHex(deps.random, 8)}.tmp`;
   try {
     vacuumInto(db, tmp);

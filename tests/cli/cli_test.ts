@@ -140,3 +140,48 @@ Deno.test("serve with the production profile fails closed before writing any fil
   const entries = [...Deno.readDirSync(dir)].map((e) => e.name);
   assertEquals(entries, ["waf.yaml"]);
 });
+
+Deno.test("a port clash names the listener and its address", async () => {
+  await using dir = await tempDir();
+  using taken = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (taken.addr as Deno.NetAddr).port;
+  for (
+    const [listener, yaml] of [
+      [
+        "data",
+        `server:\n  data:\n    listen: "127.0.0.1:${port}"\n  management:\n    listen: "127.0.0.1:0"\n`,
+      ],
+      [
+        "management",
+        `server:\n  data:\n    listen: "127.0.0.1:0"\n  management:\n    listen: "127.0.0.1:${port}"\n`,
+      ],
+    ]
+  ) {
+    await Deno.writeTextFile(`${dir}/waf.yaml`, yaml!);
+    const r = await cli(["serve", "--data-dir", dir]);
+    assertEquals(r.code, 1, r.stderr);
+    assertMatch(
+      r.stderr,
+      new RegExp(
+        `Cannot open the ${listener} listener on 127\\.0\\.0\\.1:${port}: another process already listens there`,
+      ),
+    );
+  }
+});
+
+Deno.test("waf user, waf help store and waf store --help list the subcommands of their group", async () => {
+  const user = await cli(["user"]);
+  assertEquals(user.code, 2);
+  for (const sub of ["password", "ensure-admin", "rename", "repair-username"]) {
+    assertMatch(user.stderr, new RegExp(`waf user ${sub} `));
+  }
+  const help = await cli(["help", "store"]);
+  assertEquals(help.code, 0);
+  assertMatch(help.stdout, /waf store backup +Write a consistent online backup/);
+  assertMatch(help.stdout, /waf store check /);
+  assertMatch(help.stdout, /waf help store <command>/);
+  assertEquals((await cli(["store", "--help"])).stdout, help.stdout);
+  const typo = await cli(["user", "pasword", "admin"]);
+  assertEquals(typo.code, 2);
+  assertMatch(typo.stderr, /Unknown command: "user pasword admin"[\s\S]*waf user password/);
+});

@@ -102,6 +102,25 @@ Deno.test("waf store backup refuses to overwrite an existing file", async () => 
   assertEquals((await cli(["store", "backup", "--out", second, "--data-dir", dir])).code, 1);
 });
 
+Deno.test("waf store backup names a missing folder (or a file where a folder should be)", async () => {
+  await using dir = await tempDir();
+  openStore(`${dir}/waf.db`, { now: NOW }).close();
+  const missing = await cli([
+    "store",
+    "backup",
+    "--out",
+    `${dir}/missing/sub/x.db`,
+    "--data-dir",
+    dir,
+  ]);
+  assertEquals(missing.code, 1);
+  assertMatch(missing.stderr, new RegExp(`The folder ".*/missing/sub" does not exist`));
+  await Deno.writeTextFile(`${dir}/plain`, "x");
+  const file = await cli(["store", "backup", "--out", `${dir}/plain/x.db`, "--data-dir", dir]);
+  assertEquals(file.code, 1);
+  assertMatch(file.stderr, /".*\/plain" is not a folder/);
+});
+
 Deno.test("waf store backup copies an older store as it is, without migrating it", async () => {
   await using dir = await tempDir();
   openStore(`${dir}/waf.db`, { now: NOW, targetVersion: 3 }).close();

@@ -3,6 +3,7 @@ import {
   defaultConfig,
   durationMs,
   parseConfigText,
+  validateConfig,
   writeDefaultConfig,
 } from "../../../mod/config/config.ts";
 import { DEFAULT_CONFIG_YAML } from "../../../mod/config/config_default.ts";
@@ -131,4 +132,30 @@ Deno.test("writeDefaultConfig() creates a private data directory and file", asyn
   } finally {
     await Deno.remove(root, { recursive: true });
   }
+});
+
+Deno.test("an unknown key suggests the nearest documented one and lists the keys at its level", () => {
+  const r = validateConfig({ server: { data: { lisen: "127.0.0.1:8080" } }, stroage: {} });
+  assertEquals(r.kind, "invalid");
+  const found = r.kind === "invalid" ? r.problems : [];
+  const listen = found.find((p) => p.path === "server.data.lisen")!;
+  assertEquals(
+    listen.message,
+    'unknown key: did you mean "listen"? Keys here: listen, https_listen',
+  );
+  ok(found.find((p) => p.path === "stroage")!.message.includes('did you mean "storage"?'));
+  const far = validateConfig({ server: { zzzzzzzz: 1 } });
+  const message = far.kind === "invalid" ? far.problems[0]!.message : "";
+  ok(!message.includes("did you mean"), message);
+  ok(message.includes("Keys here: data, management"), message);
+});
+
+Deno.test("a bad duration explains what a duration is and shows the value", () => {
+  const r = validateConfig({ server: { shutdown_timeout: "10 seconds" } });
+  const p = r.kind === "invalid" ? r.problems[0]! : undefined;
+  assertEquals(p?.path, "server.shutdown_timeout");
+  assertEquals(
+    p?.message,
+    'expected a duration: a whole number followed by a unit: ms (milliseconds), s (seconds), m (minutes), h (hours) or d (days), with no space, e.g. "10s", "5m", "1h"; got "10 seconds"',
+  );
 });
