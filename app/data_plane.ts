@@ -17,7 +17,9 @@ import type { Audit } from "../mod/core/audit.ts";
 import type { Clock } from "../mod/core/clock.ts";
 import type { Config } from "../mod/config/config.ts";
 import { parseListen } from "../mod/config/config_schema.ts";
+import type { EventLog } from "../mod/core/event_log.ts";
 import type { Logger } from "../mod/core/logger.ts";
+import { recordEvents } from "../mod/data_plane/record_events.ts";
 import { createPgShipper } from "../mod/data_plane/pg_shipper.ts";
 import { createPolicy, type Policy } from "../mod/data_plane/policy.ts";
 import type { Random } from "../mod/core/random.ts";
@@ -58,6 +60,8 @@ export interface DataPlaneDeps {
   readonly clock: Clock;
   readonly random: Random;
   readonly logger: Logger;
+  /** The runtime log's rate-limited events (blocks, upstream failures, policy swaps, ALAP). */
+  readonly events?: EventLog;
 }
 
 export function createDataPlane(deps: DataPlaneDeps): DataPlane {
@@ -69,6 +73,12 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     listSites: () => sitesRepo.list(),
     clock,
     compileProtection: store.compile,
+    swapped: (p, ms) =>
+      deps.events?.event("policy_swap", "policy swapped", {
+        version: p.version,
+        sites: p.sites.length,
+        compile_ms: Math.round(ms),
+      }),
   });
   const accessLog = startAccessLog(deps);
   const protection = createProtectionPlane({
@@ -79,6 +89,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     clock,
     random,
     logger,
+    events: deps.events,
     findAccessRecord: async (traceId) => (await accessLog.get(traceId))?.record,
   });
   protection.start();
@@ -151,6 +162,7 @@ function startAccessLog(deps: DataPlaneDeps): AccessLog {
     clock: deps.clock,
     logger,
     sinks,
+    observe: deps.events ? recordEvents(deps.events) : undefined,
   });
   accessLog.prune().catch((err) => {
     logger.error("access log retention failed", { error: err as Error });

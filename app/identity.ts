@@ -12,6 +12,7 @@ import { type Captcha, createCaptcha } from "../mod/identity/captcha.ts";
 import { createCaptchaPolicy } from "../mod/identity/captcha_policy.ts";
 import type { Clock } from "../mod/core/clock.ts";
 import type { Config } from "../mod/config/config.ts";
+import type { EventLog } from "../mod/core/event_log.ts";
 import type { Logger } from "../mod/core/logger.ts";
 import { createLogin, type Login, type TotpVerifier } from "../mod/identity/login.ts";
 import { createRefusalAudit, type RefusalAudit } from "../mod/identity/refusal_audit.ts";
@@ -42,6 +43,8 @@ export interface IdentityDeps {
   readonly random: Random;
   readonly logger: Logger;
   readonly env: { readonly setupToken?: string };
+  /** The runtime log's rate-limited events (refused logins). */
+  readonly events?: EventLog;
   /** Waits before answering a flooding client's refusal. */
   readonly sleep: (ms: number) => Promise<void>;
   /** API-token authentication, when installed (next issue). */
@@ -86,7 +89,12 @@ export async function createIdentity(deps: IdentityDeps): Promise<Identity> {
     roles,
     transaction: tx,
   });
-  const refusals = createRefusalAudit({ audit, clock: deps.clock, transaction: tx });
+  const refusals = createRefusalAudit({
+    audit,
+    clock: deps.clock,
+    transaction: tx,
+    events: deps.events,
+  });
   const setup = createSetup({
     settings,
     usersRepo,

@@ -15,6 +15,9 @@ import type { Policy } from "../mod/data_plane/policy.ts";
 import type { GeoLookup } from "../engine/acl.ts";
 import { loadGeoIp } from "../mod/protection/geoip.ts";
 import { type Alap, createAlap } from "../mod/protection/alap.ts";
+import { createNotificationsRepo } from "../db/notifications_repo.ts";
+import type { EventLog } from "../mod/core/event_log.ts";
+import { createNotifications } from "../mod/core/notifications.ts";
 import { createEdgeCache } from "../mod/protection/edge_cache.ts";
 import { createGoodBotVerifier, denoResolver, type Resolver } from "../mod/protection/good_bots.ts";
 import { createPolicyObjects, type PolicyObjects } from "../mod/protection/policy_objects.ts";
@@ -78,6 +81,8 @@ export interface ProtectionDeps {
   readonly resolver?: Resolver;
   /** The stored access-log record (JSON) of a trace id, for false-positive marks. */
   readonly findAccessRecord: (traceId: string) => Promise<string | undefined>;
+  /** The runtime log's rate-limited events (ALAP proposals). */
+  readonly events?: EventLog;
 }
 
 export function createProtectionPlane(deps: ProtectionDeps): ProtectionPlane {
@@ -95,6 +100,8 @@ export function createProtectionPlane(deps: ProtectionDeps): ProtectionPlane {
     db,
     objects,
     audit,
+    notifications: createNotifications({ repo: createNotificationsRepo(db), clock, random }),
+    events: deps.events,
     clock,
     logger: deps.logger,
     rebuild,

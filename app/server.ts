@@ -12,6 +12,7 @@ import { parseListen } from "../mod/config/config_schema.ts";
 import type { Logger } from "../mod/core/logger.ts";
 import type { Random } from "../mod/core/random.ts";
 import { createReadiness, type Readiness } from "../mod/core/readiness.ts";
+import { createEventLog } from "../mod/core/event_log.ts";
 import { managementTls } from "../mod/tls/tls.ts";
 import type { DataHandler } from "../routes/proxy/status_page.ts";
 import { healthRoutes } from "../routes/api/health.ts";
@@ -96,6 +97,7 @@ export async function startServer(
   const dataAddr = parseListen(config.server.data.listen)!;
   const mgmtAddr = parseListen(config.server.management.listen)!;
   const readiness = createReadiness();
+  const events = createEventLog({ logger: deps.logger, clock: deps.clock });
 
   await Deno.mkdir(dataDir, { recursive: true, mode: 0o700 });
   const db = openStore(`${dataDir}/waf.db`, { now: deps.clock.now() });
@@ -117,6 +119,7 @@ export async function startServer(
     identity = await createIdentity({
       ...services,
       env: deps.env,
+      events,
       sleep: deps.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
       bearer: apiAccess.bearer,
       verifyTotp: apiAccess.verifyTotp,
@@ -141,6 +144,7 @@ export async function startServer(
     clock: deps.clock,
     random: deps.random,
     logger: deps.logger,
+    events,
   });
   const ai = createAiPlane({
     db,

@@ -24,6 +24,7 @@ export interface StoredAccessLogRow extends AccessLogRow {
 export interface AccessLogFilter {
   readonly from?: number;
   readonly to?: number;
+  /** A site's id or name. */
   readonly siteId?: string;
   readonly clientIp?: string;
   readonly action?: string;
@@ -38,6 +39,12 @@ export interface AccessLogFilter {
 /** Rows deleted per retention transaction. */
 const PRUNE_CHUNK = 5000;
 
+/** Access-log records of a period, counted per action and per attack class. */
+export interface AccessLogCounts {
+  readonly byAction: Record<string, number>;
+  readonly byClass: Record<string, number>;
+}
+
 export function createAccessLogRepo(db: Db) {
   // OR IGNORE: a trace id is unique; a duplicate (impossible with random ids) must not fail the
   // whole batch.
@@ -49,11 +56,22 @@ export function createAccessLogRepo(db: Db) {
   const list = db.prepare(
     `SELECT * FROM access_logs
      WHERE (:from IS NULL OR time >= :from) AND (:to IS NULL OR time <= :to)
-       AND (:site IS NULL OR site_id = :site) AND (:client IS NULL OR client_ip = :client)
+       AND (:site IS NULL OR site_id = :site OR site_id = (SELECT id FROM sites WHERE name = :site))
+       AND (:client IS NULL OR client_ip = :client)
        AND (:action IS NULL OR action = :action) AND (:class IS NULL OR attack_class = :class)
        AND (:status IS NULL OR status = :status) AND (:trace IS NULL OR trace_id = :trace)
        AND (:before IS NULL OR id < :before)
      ORDER BY id DESC LIMIT :limit`,
+  );
+  // Counts over a period: the time index bounds the scan; a site is matched by id or name.
+  const periodWhere = `time >= :from AND time <= :to
+       AND (:site IS NULL OR site_id = :site OR site_id = (SELECT id FROM sites WHERE name = :site))`;
+  const byAction = db.prepare(
+    `SELECT action AS key, COUNT(*) AS n FROM access_logs WHERE ${periodWhere} GROUP BY action`,
+  );
+  const byClass = db.prepare(
+    `SELECT attack_class AS key, COUNT(*) AS n FROM access_logs
+     WHERE ${periodWhere} AND attack_class IS NOT NULL GROUP BY attack_class`,
   );
   const byTrace = db.prepare("SELECT * FROM access_logs WHERE trace_id = ?");
   // Retention deletes in chunks, each its own short transaction, so a large backlog never
@@ -106,6 +124,16 @@ export function createAccessLogRepo(db: Db) {
         before: filter.beforeId ?? null,
         limit: filter.limit,
       }) as unknown as StoredAccessLogRow[];
+    },
+    /** Records per action and per attack class in [from, to], optionally of one site (id or name). */
+    counts(filter: { from: number; to: number; site?: string }): AccessLogCounts {
+      const params = { from: filter.from, to: filter.to, site: filter.site ?? null };
+      const tally = (rows: unknown[]) => {
+        const out: Record<string, number> = {};
+        for (const r of rows as { key: string; n: number }[]) out[r.key] = r.n;
+        return out;
+      };
+      return { byAction: tally(byAction.all(params)), byClass: tally(byClass.all(params)) };
     },
     get(traceId: string): StoredAccessLogRow | undefined {
       return byTrace.get(traceId) as StoredAccessLogRow | undefined;

@@ -42,6 +42,8 @@ export interface AccessLogDeps {
   readonly clock: Clock;
   readonly logger: Logger;
   readonly sinks?: readonly AccessLogSink[];
+  /** Sees every record as the data plane hands it over (the runtime log's events). */
+  readonly observe?: (record: AccessRecord) => void;
 }
 
 export interface AccessLogStats {
@@ -147,6 +149,7 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
   return {
     /** Queues a record; false (and counted) when the queue is full. Never blocks. */
     push(record: AccessRecord): boolean {
+      deps.observe?.(record);
       if (queue.length >= options.queueSize) {
         dropped++;
         return false;
@@ -192,6 +195,24 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
     async get(traceId: string) {
       await flush();
       return repo.get(traceId);
+    },
+    /**
+     * Records per action and attack class over a period (default: the last 24 hours), after
+     * writing what is queued; `site` is a site's id or name.
+     */
+    async counts(filter: { from?: number; to?: number; site?: string }) {
+      await flush();
+      const to = filter.to ?? clock.now();
+      const from = filter.from ?? to - DAY_MS;
+      const { byAction, byClass } = repo.counts({ from, to, site: filter.site });
+      const total = Object.values(byAction).reduce((a, b) => a + b, 0);
+      return {
+        period: { from: new Date(from).toISOString(), to: new Date(to).toISOString() },
+        ...(filter.site === undefined ? {} : { site: filter.site }),
+        total,
+        by_action: byAction,
+        by_class: byClass,
+      };
     },
   };
 }

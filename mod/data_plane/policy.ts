@@ -133,6 +133,8 @@ export function createPolicy(deps: {
   readonly clock: Clock;
   /** Compiles the protection controls into the same policy, so both swap together. */
   readonly compileProtection?: () => CompiledProtection;
+  /** Told after each swap (the runtime log's `policy_swap` event). */
+  readonly swapped?: (policy: CompiledPolicy, compileMs: number) => void;
 }): Policy {
   let version = 0;
   const build = (previous?: CompiledPolicy): CompiledPolicy => {
@@ -145,7 +147,9 @@ export function createPolicy(deps: {
       return current;
     },
     rebuild() {
+      const started = performance.now();
       current = build(current);
+      deps.swapped?.(current, performance.now() - started);
       return current;
     },
   };

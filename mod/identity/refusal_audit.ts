@@ -20,6 +20,7 @@
  */
 import type { Actor, Audit } from "../core/audit.ts";
 import type { Clock } from "../core/clock.ts";
+import type { EventLog } from "../core/event_log.ts";
 
 export interface RefusalLimits {
   readonly windowMs: number;
@@ -76,6 +77,8 @@ export function createRefusalAudit(deps: {
   clock: Clock;
   transaction: <T>(fn: () => T) => T;
   limits?: RefusalLimits;
+  /** The runtime log (rate-limited `info` lines). */
+  events?: EventLog;
 }) {
   const limits = deps.limits ?? REFUSAL_LIMITS;
   let windowStart = -1;
@@ -130,6 +133,12 @@ export function createRefusalAudit(deps: {
   return {
     /** Counts one refusal; inserts a record only for the first of its aggregate in a window. */
     record(r: Refusal): void {
+      deps.events?.event("login_refused", `${r.action} refused`, {
+        client_ip: r.clientIp,
+        username: r.username,
+        reason: r.reason,
+        trace_id: r.traceId,
+      });
       const now = deps.clock.now();
       roll(now);
       const clientKey = perClient.has(r.clientIp) || perClient.size < limits.maxClients

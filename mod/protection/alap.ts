@@ -2,7 +2,9 @@
  * ALAP decisions as a service: feeds the engine's findings to the tracker, stores its proposals
  * (auto-applied ones included) in `policy_objects`, serves the review queue, turns a
  * false-positive mark into an exception proposal, and expires decisions. Proposals are written
- * off the request path: the data plane only queues them.
+ * off the request path: the data plane only queues them. A temporary block or a ban, proposed
+ * or applied, also raises an administrator notification (at most {@link NOTIFY_BURST} at once,
+ * then one a minute, with a count of those left out) and a runtime-log line.
  */
 import {
   type AlapPolicy,
@@ -19,7 +21,9 @@ import { type Db, transaction } from "../../db/store.ts";
 import type { Audit } from "../core/audit.ts";
 import type { Clock } from "../core/clock.ts";
 import { AppError } from "../core/errors.ts";
+import type { EventLog } from "../core/event_log.ts";
 import type { Logger } from "../core/logger.ts";
+import type { Notifications } from "../core/notifications.ts";
 import type { AuditContext, PolicyObjects, StoredObject } from "./policy_objects.ts";
 import { KIND } from "./protection_compile.ts";
 import { type AlapPolicyDoc, alapPolicySchema } from "./protection_schema.ts";
@@ -85,11 +89,23 @@ export interface AlapDeps {
   readonly db: Db;
   readonly objects: PolicyObjects;
   readonly audit: Audit;
+  readonly notifications: Notifications;
+  readonly events?: EventLog;
   readonly clock: Clock;
   readonly logger: Logger;
   readonly rebuild: () => void;
   /** The stored access-log record (JSON) of a trace id. */
   readonly findRecord: (traceId: string) => Promise<string | undefined>;
+}
+
+/** Client blocks notified at once before the rate of one a minute applies. */
+export const NOTIFY_BURST = 10;
+const NOTIFY_EVERY_MS = 60_000;
+const CLIENT_BLOCKS: ReadonlySet<string> = new Set(["temp_block", "ip_ban"]);
+
+function minutes(p: Proposal): string {
+  if (p.expiresAt === null) return "until revoked";
+  return `for ${Math.round((p.expiresAt - p.createdAt) / 60_000)} min`;
 }
 
 export function createAlap(deps: AlapDeps) {
@@ -102,6 +118,45 @@ export function createAlap(deps: AlapDeps) {
   let tracker = createAlapTracker(toPolicy(alapPolicySchema.parse({})), (k) => open.has(k));
   let queue: Proposal[] = [];
   let flushing = false;
+  let notifyTokens = NOTIFY_BURST;
+  let notifyAt = clock.now();
+  let notSent = 0;
+
+  /** Tells administrators about a client block (inside the transaction that stores it). */
+  function notifyBlock(p: Proposal, id: string): void {
+    const ip = p.target.clientIp ?? "?";
+    const applied = p.status === "applied";
+    const what = p.kind === "temp_block" ? "temporary block" : "ban";
+    deps.events?.event("alap", applied ? `ALAP applied a ${what}` : `ALAP proposes a ${what}`, {
+      decision: id,
+      client_ip: ip,
+      site_id: p.scope.siteId,
+      expires_at: p.expiresAt === null ? null : new Date(p.expiresAt).toISOString(),
+      reason: p.reason,
+    });
+    const now = clock.now();
+    notifyTokens = Math.min(NOTIFY_BURST, notifyTokens + (now - notifyAt) / NOTIFY_EVERY_MS);
+    notifyAt = now;
+    if (notifyTokens < 1) {
+      notSent++;
+      return;
+    }
+    notifyTokens--;
+    const more = notSent > 0 ? ` ${notSent} more ALAP block(s) were not notified one by one.` : "";
+    notSent = 0;
+    deps.notifications.notifyAdmins({
+      level: "warning",
+      kind: `alap.${p.kind}`,
+      title: applied
+        ? `ALAP blocked ${ip} ${minutes(p)}`
+        : `ALAP proposes blocking ${ip} ${minutes(p)}: review it`,
+      body: `${p.reason}. Decision ${id}: ${
+        applied
+          ? "revoke it with POST /api/alap/decisions/" + id + "/revoke"
+          : "approve or reject it with POST /api/alap/decisions/" + id + "/approve (or /reject)"
+      }.${more}`,
+    });
+  }
 
   /**
    * The tracker for the policy in force: the compiled policy's document is compared by identity
@@ -138,6 +193,7 @@ export function createAlap(deps: AlapDeps) {
             detail: { kind: p.kind, reason: p.reason },
           });
           if (p.status === "applied") applied = true;
+          if (CLIENT_BLOCKS.has(p.kind)) notifyBlock(p, item.id);
         }
       });
     } catch (err) {

@@ -1,6 +1,7 @@
 /**
- * `/api/logs` (`read:logs`): filtered, cursor-paginated access-log records, one record by trace
- * id with its whole evaluation chain, and the pipeline's counters (queued, written, dropped).
+ * `/api/logs` (`read:logs`): filtered, cursor-paginated access-log records (a site by id or
+ * name), one record by trace id with its whole evaluation chain, and statistics: the pipeline's
+ * counters (queued, written, dropped) and the records of a period counted per action and class.
  */
 import { z } from "zod";
 import type { AccessLog, StoredAccessRecord } from "../../mod/data_plane/access_log.ts";
@@ -21,6 +22,12 @@ const time = z.string().transform((v, ctx) => {
 });
 
 const TRACE_ID = /^[0-9a-f]{32}$/;
+
+const statsQuery = z.strictObject({
+  from: time.optional(),
+  to: time.optional(),
+  site: z.string().min(1).optional(),
+});
 
 const querySchema = z.strictObject({
   from: time.optional(),
@@ -73,7 +80,15 @@ export function logRoutes(accessLog: AccessLog): RouteDef[] {
       method: "GET",
       path: "/api/logs/stats",
       access: perm("read:logs"),
-      handler: (c) => c.json(accessLog.stats()),
+      handler: async (c) => {
+        const q = readQuery(c, statsQuery);
+        if (q.from !== undefined && q.to !== undefined && q.from > q.to) {
+          throw new AppError(400, "BAD_REQUEST", 'Invalid field "from": it is after "to"', {
+            details: { field: "from" },
+          });
+        }
+        return c.json({ ...accessLog.stats(), ...(await accessLog.counts(q)) });
+      },
     },
     {
       method: "GET",

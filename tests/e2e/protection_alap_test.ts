@@ -55,6 +55,23 @@ Deno.test("a client that keeps attacking gets a temporary block proposal that an
   ]);
   assertEquals(d.evidence, [first.traceId, second.traceId]);
   assertEquals((await hit(s, "/", { ip: "192.0.2.66" })).status, 200, "a proposal is not enforced");
+  // The proposal is not silent: an administrator notification and a runtime-log line.
+  const notes = s.db.prepare("SELECT kind, title, body FROM notifications").all() as {
+    kind: string;
+    title: string;
+    body: string;
+  }[];
+  assertEquals(notes.map((n) => [n.kind, n.title]), [
+    ["alap.temp_block", "ALAP proposes blocking 192.0.2.66 for 60 min: review it"],
+  ]);
+  ok(notes[0]!.body.includes(`/api/alap/decisions/${d.id}/approve`), notes[0]!.body);
+  ok(
+    s.logs.some((l) =>
+      l.includes("INFO  ALAP proposes a temporary block") && l.includes("client_ip=192.0.2.66") &&
+      l.includes(`decision=${d.id}`)
+    ),
+    s.logs.join("\n"),
+  );
 
   assertEquals(
     (await api("POST", `/api/alap/decisions/${d.id}/approve`, undefined, "read:logs")).status,

@@ -192,3 +192,49 @@ Deno.test("GET /api/logs filters, pages with next_cursor, and finds a block by t
   assertEquals(stats.dropped, 0);
   ok(stats.written >= 4);
 });
+
+Deno.test("GET /api/logs takes a site's name as well as its id; /api/logs/stats counts per action and class over a period", async () => {
+  await using up = startUpstream();
+  const { s, call } = await setup();
+  await using _ = s;
+  const shop = await (await call("POST", "/api/sites", {
+    name: "shop",
+    hosts: ["shop.test"],
+    upstreams: [up.url],
+  })).json();
+  await call("POST", "/api/sites", { name: "blog", hosts: ["blog.test"], upstreams: [up.url] });
+  const t0 = s.clock.now();
+  const send = async (host: string, path: string) =>
+    await (await hostFetch(`${s.dataUrl}${path}`, host)).body?.cancel();
+  await send("shop.test", "/a");
+  await send("shop.test", "/?q=%3Cscript%3Ealert(1)%3C/script%3E");
+  await send("shop.test", "/?id=1%27%20or%201=1--");
+  await send("blog.test", "/b");
+  s.clock.advance(20 * 60_000); // within the sessions' 30 idle minutes
+  await send("shop.test", "/later");
+
+  for (const site of ["shop", shop.id]) {
+    const r = await (await call("GET", `/api/logs?site=${site}`)).json();
+    assertEquals(r.items.length, 4, `site=${site}`);
+  }
+  assertEquals((await (await call("GET", "/api/logs?site=nosuch")).json()).items, []);
+
+  const iso = (ms: number) => new Date(ms).toISOString();
+  const early = await (await call(
+    "GET",
+    `/api/logs/stats?from=${iso(t0 - 1000)}&to=${iso(t0 + 600_000)}&site=shop`,
+    undefined,
+    "viewer",
+  )).json();
+  assertEquals(early.total, 3);
+  assertEquals(early.by_action, { pass: 1, block: 2 });
+  assertEquals(early.by_class, { xss: 1, sqli: 1 });
+  assertEquals(early.period, { from: iso(t0 - 1000), to: iso(t0 + 600_000) });
+  ok(typeof early.written === "number", "the pipeline counters stay");
+  const all = await (await call("GET", "/api/logs/stats")).json();
+  assertEquals([all.total, all.by_action.pass], [5, 3], "default period: the last 24 hours");
+  const blog = await (await call("GET", `/api/logs/stats?site=blog`)).json();
+  assertEquals(blog.by_action, { pass: 1 });
+  const backwards = await call("GET", `/api/logs/stats?from=${iso(t0)}&to=${iso(t0 - 1)}`);
+  assertEquals(backwards.status, 400);
+});
