@@ -6,7 +6,10 @@
 import { createAccessLogRepo } from "../db/access_log_repo.ts";
 import { createWorkerWriter } from "../db/access_log_writer.ts";
 import { createPgSink } from "../db/pg_sink.ts";
+import { createSettingsRepo } from "../db/settings_repo.ts";
 import { createSitesRepo } from "../db/sites_repo.ts";
+import type { SiteConfig } from "../mod/data_plane/site_schema.ts";
+import { SETUP_KEYS } from "../mod/identity/setup_token.ts";
 import type { Db } from "../db/store.ts";
 import {
   type AccessLog,
@@ -93,7 +96,16 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     findAccessRecord: async (traceId) => (await accessLog.get(traceId))?.record,
   });
   protection.start();
-  const sites = createSites({ db, repo: sitesRepo, audit, policy, clock, random });
+  const settings = createSettingsRepo(db);
+  const sites = createSites({
+    db,
+    repo: sitesRepo,
+    audit,
+    policy,
+    clock,
+    random,
+    defaultLevel: () => settings.get(SETUP_KEYS.siteLevel) as SiteConfig["level"] | undefined,
+  });
   const proxy = createProxy({
     policy,
     accessLog,

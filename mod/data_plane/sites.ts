@@ -41,6 +41,8 @@ export interface SitesDeps {
   readonly policy: Policy;
   readonly clock: Clock;
   readonly random: Random;
+  /** The level of a site created or replaced without one (chosen at setup; else balanced). */
+  readonly defaultLevel?: () => SiteConfig["level"] | undefined;
 }
 
 function notFound(id: string): AppError {
@@ -144,6 +146,10 @@ export function createSites(deps: SitesDeps) {
   }
 
   return {
+    /** The level a site gets when its request names none. */
+    defaultLevel(): SiteConfig["level"] {
+      return deps.defaultLevel?.() ?? "balanced";
+    },
     list(): SiteView[] {
       return repo.list().map((r) => siteView(siteFromRow(r)));
     },

@@ -32,7 +32,6 @@ const MAX_SETUP_SESSIONS = 32;
 
 export interface SetupDraft {
   readonly username?: string;
-  readonly language?: string;
   readonly profile?: ProtectionLevel;
 }
 
@@ -212,13 +211,17 @@ export function createSetup(deps: SetupDeps) {
       });
     },
 
-    /** Creates the first admin, completes setup and revokes the token, in one transaction. */
+    /**
+     * Creates the first admin, completes setup and revokes the token, in one transaction. The
+     * protection level (`profile`, else the draft's) becomes the level of new sites.
+     */
     async complete(
-      input: { username: string; password: string },
+      input: { username: string; password: string; profile?: ProtectionLevel },
       ctx: SetupAuditContext,
     ): Promise<PublicUser> {
+      const level = input.profile ?? this.getDraft().profile;
       const user = await deps.users.create(
-        { ...input, role: "admin" },
+        { username: input.username, password: input.password, role: "admin" },
         { ...ctx, actor: SETUP_ACTOR, action: "setup.complete" },
         () => {
           // Re-checked inside the transaction: of two racing requests only one creates.
@@ -229,6 +232,7 @@ export function createSetup(deps: SetupDeps) {
           deps.settings.set(SETUP_KEYS.completedAt, now, now);
           deps.settings.delete(SETUP_KEYS.token);
           deps.settings.delete(SETUP_KEYS.draft);
+          if (level !== undefined) deps.settings.set(SETUP_KEYS.siteLevel, level, now);
         },
       );
       sessions.clear();

@@ -22,6 +22,8 @@ export const SETUP_KEYS = {
   completedAt: "setup.completed_at",
   baseUrl: "setup.base_url",
   draft: "setup.draft",
+  /** The protection level chosen at setup: the level of new sites created without one. */
+  siteLevel: "sites.default_level",
 } as const;
 
 export interface StoredSetupToken {

@@ -18,18 +18,18 @@ import { BOOTSTRAP, PUBLIC, type RouteDef } from "./route.ts";
 import { type SlowRefusalDeps, slowRefusals } from "./slow_refusals.ts";
 import { readJson } from "./validate.ts";
 
+const profile = z.enum(["low", "balanced", "strict"]);
+
 const draftPatch = z.strictObject({
   username: z.string().max(256).optional(),
-  language: z.string().regex(
-    /^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$/,
-    'expected a language tag such as "en" or "de-CH"',
-  ).optional(),
-  profile: z.enum(["low", "balanced", "strict"]).optional(),
+  profile: profile.optional(),
 });
 
 const completeBody = z.strictObject({
   username: z.string().max(256),
   password: z.string().max(4096),
+  /** The protection level of new sites created without one (default: the draft's). */
+  profile: profile.optional(),
 });
 
 const ctxOf = (c: Ctx) => ({ clientIp: c.get("clientIp"), traceId: c.get("traceId") });

@@ -1,11 +1,23 @@
-/** `/api/sites`: list, create, read, replace and delete sites (`read:sites` / `write:sites`). */
+/**
+ * `/api/sites`: list, create, read, replace and delete sites (`read:sites` / `write:sites`). A
+ * site created or replaced without `level` gets the default level (chosen at setup).
+ */
+import { z } from "zod";
 import type { Sites } from "../../mod/data_plane/sites.ts";
 import { siteInputSchema } from "../../mod/data_plane/site_schema.ts";
 import { auditContext } from "./actor.ts";
 import { perm, type RouteDef } from "./route.ts";
 import { readJson } from "./validate.ts";
 
+const siteBody = siteInputSchema.extend({
+  level: z.enum(["low", "balanced", "strict"]).optional(),
+});
+
 export function siteRoutes(sites: Sites): RouteDef[] {
+  const withLevel = (input: z.output<typeof siteBody>) => ({
+    ...input,
+    level: input.level ?? sites.defaultLevel(),
+  });
   return [
     {
       method: "GET",
@@ -18,7 +30,7 @@ export function siteRoutes(sites: Sites): RouteDef[] {
       path: "/api/sites",
       access: perm("write:sites"),
       handler: async (c) => {
-        const input = await readJson(c, siteInputSchema);
+        const input = withLevel(await readJson(c, siteBody));
         return c.json(sites.create(input, auditContext(c)), 201);
       },
     },
@@ -33,7 +45,7 @@ export function siteRoutes(sites: Sites): RouteDef[] {
       path: "/api/sites/:id",
       access: perm("write:sites"),
       handler: async (c) => {
-        const input = await readJson(c, siteInputSchema);
+        const input = withLevel(await readJson(c, siteBody));
         return c.json(sites.update(c.req.param("id") ?? "", input, auditContext(c)));
       },
     },

@@ -61,3 +61,56 @@ Deno.test("a new user completes setup in the browser, signs in and sees the user
   assertEquals((await server.identity.users.list()).map((u) => u.username), ["admin"]);
   await page.close();
 });
+
+Deno.test("without the link the setup page says where it is, and takes a link opened in the same tab or pasted", async () => {
+  await using browser = await launchBrowser();
+  if (!browser) return;
+  await using server = await startTestServer();
+  const link = (await Deno.readTextFile(`${server.dir}/runtime/setup.url`)).trim();
+  const token = /#token=(.+)$/.exec(link)![1]!;
+  const page = await browser.newPage();
+  await page.goto(`${server.managementUrl}/setup`);
+  await page.locator("#where").waitFor({ state: "visible" });
+  const where = (await page.locator("#where").textContent())!;
+  assertMatch(where, /runtime\/setup\.url/);
+  assertMatch(where, /waf setup url/);
+  assertEquals(await page.locator("#setup-form").isVisible(), false);
+
+  // The real link opened in the same tab changes only the fragment: no reload, a hashchange.
+  await page.goto(link);
+  await page.locator("#setup-form").waitFor({ state: "visible" });
+  assertEquals(await page.evaluate(() => globalThis.location.hash), "");
+  assertEquals(await page.locator("#receipt-value").textContent(), setupReceipt(token));
+  assertEquals(await page.locator("#where").isVisible(), false);
+  assertEquals(await page.locator("#language").count(), 0, "no language the console lacks");
+  // The offered level is applied: it becomes the level of new sites.
+  await page.locator("#profile").selectOption("strict");
+  await page.locator("#username").fill("admin");
+  await page.locator("#password").fill("Correct-Horse-9");
+  await page.locator("#confirm").fill("Correct-Horse-9");
+  await page.locator("#submit").click();
+  await page.waitForURL(`${server.managementUrl}/login`);
+  assertEquals(server.dataPlane.sites.defaultLevel(), "strict");
+  await page.close();
+});
+
+Deno.test("a setup link pasted into the page's field is used without a reload", async () => {
+  await using browser = await launchBrowser();
+  if (!browser) return;
+  await using server = await startTestServer();
+  const link = (await Deno.readTextFile(`${server.dir}/runtime/setup.url`)).trim();
+  const page = await browser.newPage();
+  await page.goto(`${server.managementUrl}/setup`);
+  await page.locator("#link").fill("http://nothing.here/setup");
+  await page.locator("#link-submit").click();
+  await page.locator("#error").filter({ hasText: "not the setup link" }).waitFor();
+  await page.locator("#link").fill(link);
+  await page.locator("#link-submit").click();
+  await page.locator("#setup-form").waitFor({ state: "visible" });
+  assertEquals(
+    await page.locator("#link").inputValue(),
+    "",
+    "the token does not stay in the field",
+  );
+  await page.close();
+});

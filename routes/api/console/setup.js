@@ -1,12 +1,23 @@
 // First-install setup page. The token arrives in the URL fragment (never sent to a server by
 // the browser); it is read and the fragment cleared before anything else happens, and then
-// travels only in the X-WAF-Setup-Token header.
+// travels only in the X-WAF-Setup-Token header. Without a token the page says where the link
+// is; a link opened in the same tab later (hashchange) or pasted into the field is taken the
+// same way, without a reload.
 "use strict";
-const token = (function takeToken() {
-  const match = /(?:^#|&)token=([A-Za-z0-9_-]+)/.exec(globalThis.location.hash);
-  history.replaceState(null, "", globalThis.location.pathname + globalThis.location.search);
-  return match ? match[1] : "";
-})();
+const TOKEN_IN = /(?:#|&)token=([A-Za-z0-9_-]+)/;
+let token = "";
+let started = false;
+
+/** Takes the token out of `text` (a fragment or a whole link); returns whether one was there. */
+function takeToken(text) {
+  const match = TOKEN_IN.exec(text);
+  if (!match) return false;
+  token = match[1];
+  return true;
+}
+
+takeToken(globalThis.location.hash);
+history.replaceState(null, "", globalThis.location.pathname + globalThis.location.search);
 
 const $ = (id) => document.getElementById(id);
 
@@ -111,10 +122,13 @@ async function start() {
     return;
   }
   if (!token) {
-    $("status").textContent =
-      'This page needs the link from the setup file. Run "waf setup url" on the host and open the link stored in the file it names.';
+    $("status").textContent = "This page needs the setup link, which carries a secret token.";
+    $("where").classList.remove("hidden");
     return;
   }
+  if (started) return;
+  started = true;
+  $("where").classList.add("hidden");
   $("receipt-value").textContent = await receiptOf(token);
   $("receipt").classList.remove("hidden");
   const probe = await api("POST", "/api/setup/probe");
@@ -125,7 +139,6 @@ async function start() {
   $("probe").classList.remove("hidden");
   const draft = await api("GET", "/api/setup/draft");
   $("username").value = draft.username || "";
-  $("language").value = draft.language || "en";
   $("profile").value = draft.profile || probe.suggested_profile;
   $("status").textContent = "Create the first administrator account.";
   $("setup-form").classList.remove("hidden");
@@ -139,7 +152,6 @@ $("username").addEventListener("input", () => {
 });
 $("password").addEventListener("input", refreshRules);
 $("confirm").addEventListener("input", refreshRules);
-$("language").addEventListener("change", () => saveDraft({ language: $("language").value }));
 $("profile").addEventListener("change", () => saveDraft({ profile: $("profile").value }));
 
 $("setup-form").addEventListener("submit", async (event) => {
@@ -154,6 +166,7 @@ $("setup-form").addEventListener("submit", async (event) => {
     await api("POST", "/api/setup", {
       username: $("username").value,
       password: $("password").value,
+      profile: $("profile").value,
     });
     $("setup-form").classList.add("hidden");
     $("status").textContent = "Setup is complete. Taking you to the sign-in page\u2026";
@@ -164,4 +177,26 @@ $("setup-form").addEventListener("submit", async (event) => {
   }
 });
 
-start().catch((err) => showError(err.message));
+function restart() {
+  showError("");
+  start().catch((err) => showError(err.message));
+}
+
+// The real link opened in this tab after the page loaded without one: only the fragment
+// changes, so no load happens; take it from here.
+globalThis.addEventListener("hashchange", () => {
+  const found = takeToken(globalThis.location.hash);
+  history.replaceState(null, "", globalThis.location.pathname + globalThis.location.search);
+  if (found) restart();
+});
+
+$("link-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const field = $("link");
+  const found = takeToken(field.value);
+  field.value = "";
+  if (found) restart();
+  else showError('That is not the setup link: it ends with "#token=" and the token.');
+});
+
+restart();

@@ -5,6 +5,7 @@ import {
   call,
   callJson,
   completeSetup,
+  login,
   setCookies,
   setupToken,
 } from "../../_helpers/identity.ts";
@@ -68,7 +69,7 @@ Deno.test("a missing or wrong setup token answers 401 on every setup mutation", 
   await ok1.body?.cancel();
   const patch = await call(server, "PATCH", "/api/setup/draft", {
     headers: { cookie },
-    body: { language: "de" },
+    body: { profile: "strict" },
   });
   assertEquals(patch.status, 401);
   await patch.body?.cancel();
@@ -117,13 +118,19 @@ Deno.test("the draft needs the setup session; its changes need the token too; it
   assertEquals((badName.body.error as { code: string }).code, "USERNAME_INVALID");
   const saved = await callJson(server, "PATCH", "/api/setup/draft", {
     headers,
-    body: { username: "ops.admin", language: "de", profile: "strict" },
+    body: { username: "ops.admin", profile: "strict" },
   });
   assertEquals(saved.status, 200);
   assertEquals(
     (await callJson(server, "GET", "/api/setup/draft", { headers: { cookie } })).body,
-    { username: "ops.admin", language: "de", profile: "strict" },
+    { username: "ops.admin", profile: "strict" },
   );
+  // The page offers no language (the console is English): a language is no draft field.
+  const language = await callJson(server, "PATCH", "/api/setup/draft", {
+    headers,
+    body: { language: "de" },
+  });
+  assertEquals(language.status, 400);
   const rows = server.db.prepare("SELECT value FROM settings").all() as { value: string }[];
   for (const r of rows) ok(!r.value.includes(ADMIN.password));
 });
@@ -175,7 +182,7 @@ Deno.test("completing setup creates the admin, revokes the token, deletes setup.
   for (
     const [method, path, body] of [
       ["POST", "/api/setup/probe", undefined],
-      ["PATCH", "/api/setup/draft", { language: "en" }],
+      ["PATCH", "/api/setup/draft", { profile: "low" }],
       ["POST", "/api/setup", { username: "second", password: "Another-Pass-7" }],
       ["GET", "/api/setup/draft", undefined],
     ] as const
@@ -378,7 +385,7 @@ Deno.test("setup writes audit records for the probe, the draft, failures and com
   await probe.body?.cancel();
   await (await call(server, "PATCH", "/api/setup/draft", {
     headers: { cookie, ...tokenHeader(token) },
-    body: { language: "en" },
+    body: { profile: "low" },
   })).body?.cancel();
   await (await call(server, "POST", "/api/setup/probe", { headers: tokenHeader("bad") })).body
     ?.cancel();
@@ -410,4 +417,48 @@ Deno.test("setup writes audit records for the probe, the draft, failures and com
     assertEquals(r.client_ip, "127.0.0.1");
     assertMatch(r.trace_id, /^[0-9a-f]{32}$/);
   }
+});
+
+Deno.test("the protection level chosen at setup becomes the level of new sites created without one", async () => {
+  await using server = await startTestServer();
+  const headers = tokenHeader(await setupToken(server));
+  const created = await callJson(server, "POST", "/api/setup", {
+    headers,
+    body: { ...ADMIN, profile: "strict" },
+  });
+  assertEquals(created.status, 201);
+  const admin = await login(server, ADMIN.username, ADMIN.password);
+  const site = (body: Record<string, unknown>) =>
+    callJson(server, "POST", "/api/sites", {
+      session: admin,
+      body: { hosts: [`${body.name}.test`], upstreams: ["http://127.0.0.1:1"], ...body },
+    });
+  const plain = await site({ name: "plain" });
+  assertEquals([plain.status, plain.body.level], [201, "strict"]);
+  const chosen = await site({ name: "chosen", level: "low" });
+  assertEquals(chosen.body.level, "low", "an explicit level wins");
+  const replaced = await callJson(server, "PUT", `/api/sites/${chosen.body.id}`, {
+    session: admin,
+    body: { name: "chosen", hosts: ["chosen.test"], upstreams: ["http://127.0.0.1:1"] },
+  });
+  assertEquals(replaced.body.level, "strict", "a replacement without level takes the default");
+});
+
+Deno.test("the draft's protection level applies when setup completes without one", async () => {
+  await using server = await startTestServer();
+  const token = await setupToken(server);
+  const probe = await call(server, "POST", "/api/setup/probe", { headers: tokenHeader(token) });
+  const cookie = `waf_setup=${setCookies(probe).get("waf_setup")!.value}`;
+  await probe.body?.cancel();
+  const draft = await callJson(server, "PATCH", "/api/setup/draft", {
+    headers: { cookie, ...tokenHeader(token) },
+    body: { profile: "low" },
+  });
+  assertEquals(draft.status, 200);
+  assertEquals(
+    (await callJson(server, "POST", "/api/setup", { headers: tokenHeader(token), body: ADMIN }))
+      .status,
+    201,
+  );
+  assertEquals(server.dataPlane.sites.defaultLevel(), "low");
 });
