@@ -8,7 +8,6 @@ import { createAiApprovalsRepo } from "../db/ai_approvals_repo.ts";
 import { createAiConversationsRepo } from "../db/ai_conversations_repo.ts";
 import { createAiUsageRepo } from "../db/ai_usage_repo.ts";
 import { createApiTokensRepo } from "../db/api_tokens_repo.ts";
-import { createAuditRepo } from "../db/audit_repo.ts";
 import { createSettingsRepo } from "../db/settings_repo.ts";
 import { type Db, transaction } from "../db/store.ts";
 import { type AiConfig, createAiConfig } from "../mod/ai/ai_config.ts";
@@ -19,7 +18,7 @@ import { createChatClient } from "../mod/ai/chat_client.ts";
 import { createConversations } from "../mod/ai/conversations.ts";
 import { readTools } from "../mod/ai/read_tools.ts";
 import { createToolRunner } from "../mod/ai/tool_runner.ts";
-import { createAudit } from "../mod/core/audit.ts";
+import type { Audit } from "../mod/core/audit.ts";
 import type { Clock } from "../mod/core/clock.ts";
 import type { Logger } from "../mod/core/logger.ts";
 import type { Random } from "../mod/core/random.ts";
@@ -37,6 +36,8 @@ export interface AiPlane {
 
 export interface AiDeps {
   readonly db: Db;
+  /** The process's one audit trail. */
+  readonly audit: Audit;
   readonly dataDir: string;
   readonly clock: Clock;
   readonly random: Random;
@@ -48,9 +49,8 @@ export interface AiDeps {
 const MAX_CHAIN = 8;
 
 export function createAiPlane(deps: AiDeps): AiPlane {
-  const { db, clock, random } = deps;
+  const { db, audit, clock, random } = deps;
   const tx = <T>(fn: () => T) => transaction(db, fn);
-  const audit = createAudit({ repo: createAuditRepo(db), clock });
   const tokens = createApiTokensRepo(db);
   const config = createAiConfig({
     settings: createSettingsRepo(db),

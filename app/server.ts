@@ -14,6 +14,9 @@ import type { Random } from "../mod/core/random.ts";
 import { createReadiness, type Readiness } from "../mod/core/readiness.ts";
 import { createEventLog } from "../mod/core/event_log.ts";
 import { managementTls } from "../mod/tls/tls.ts";
+import type { Pem } from "../mod/tls/x509.ts";
+import type { Hono } from "hono";
+import type { Env } from "../routes/api/env.ts";
 import type { DataHandler } from "../routes/proxy/status_page.ts";
 import { healthRoutes } from "../routes/api/health.ts";
 import {
@@ -88,13 +91,34 @@ export interface ServerOptions {
   readonly dataDir: string;
 }
 
-export async function startServer(
+/** A composed process without listeners: what `startServer` serves, and what tests call. */
+export interface ComposedServer {
+  readonly db: Db;
+  readonly readiness: Readiness;
+  readonly dataPlane: DataPlane;
+  readonly identity: Identity;
+  readonly apiAccess: ApiAccess;
+  /** The AI assistant: configuration, conversations, approvals. */
+  readonly ai: AiPlane;
+  /** Every management route mounted. */
+  readonly routes: readonly RouteDef[];
+  /** The management Hono app (tests call it in-process with `app.request`). */
+  readonly app: Hono<Env>;
+  /** The management listener's TLS material, when TLS is on. */
+  readonly tls: Pem | undefined;
+  /** Starts the background work: setup token, identity maintenance, token cleanup. */
+  start(baseUrl: string): Promise<void>;
+  /** Closes the data plane, stops the services and closes the store. */
+  close(): Promise<void>;
+}
+
+/** Builds the store, services and both planes' handlers; opens no listener. */
+export async function composeServer(
   options: ServerOptions,
-  deps: ServerDeps,
-): Promise<RunningServer> {
+  deps: Omit<ServerDeps, "dataHandler">,
+): Promise<ComposedServer> {
   const { config, dataDir } = options;
   checkStorageProfile(config);
-  const dataAddr = parseListen(config.server.data.listen)!;
   const mgmtAddr = parseListen(config.server.management.listen)!;
   const readiness = createReadiness();
   const events = createEventLog({ logger: deps.logger, clock: deps.clock });
@@ -115,6 +139,9 @@ export async function startServer(
   };
   const apiAccess = createApiAccess(services);
   let identity: Identity;
+  let tls: Pem | undefined;
+  let dataPlane: DataPlane;
+  let ai: AiPlane;
   try {
     identity = await createIdentity({
       ...services,
@@ -124,36 +151,14 @@ export async function startServer(
       bearer: apiAccess.bearer,
       verifyTotp: apiAccess.verifyTotp,
     });
+    tls = await managementTls(config, dataDir, mgmtAddr.hostname, deps.clock.now(), deps.random);
+    dataPlane = createDataPlane({ ...services, dbPath: `${dataDir}/waf.db`, events });
+    ai = createAiPlane({ ...services, dataPlane });
   } catch (err) {
+    apiAccess.stop();
     db.close();
     throw err;
   }
-
-  const tls = await managementTls(
-    config,
-    dataDir,
-    mgmtAddr.hostname,
-    deps.clock.now(),
-    deps.random,
-  );
-  const dataPlane = createDataPlane({
-    config,
-    db,
-    audit,
-    dbPath: `${dataDir}/waf.db`,
-    clock: deps.clock,
-    random: deps.random,
-    logger: deps.logger,
-    events,
-  });
-  const ai = createAiPlane({
-    db,
-    dataDir,
-    clock: deps.clock,
-    random: deps.random,
-    logger: deps.logger,
-    dataPlane,
-  });
   const routes: RouteDef[] = [
     ...healthRoutes(readiness),
     ...dataPlane.routes,
@@ -167,6 +172,38 @@ export async function startServer(
     routes,
     guard: identity.guard,
   });
+  return {
+    db,
+    readiness,
+    dataPlane,
+    identity,
+    apiAccess,
+    ai,
+    routes,
+    app,
+    tls,
+    async start(baseUrl) {
+      await identity.start(config.server.management.base_url ?? baseUrl);
+      apiAccess.start();
+    },
+    async close() {
+      await dataPlane.close();
+      identity.stop();
+      apiAccess.stop();
+      db.close();
+    },
+  };
+}
+
+export async function startServer(
+  options: ServerOptions,
+  deps: ServerDeps,
+): Promise<RunningServer> {
+  const { config, dataDir } = options;
+  const dataAddr = parseListen(config.server.data.listen)!;
+  const mgmtAddr = parseListen(config.server.management.listen)!;
+  const composed = await composeServer(options, deps);
+  const { app, tls, readiness, dataPlane } = composed;
 
   const listeners: Listener[] = [];
   try {
@@ -202,8 +239,7 @@ export async function startServer(
     const dataUrl = `http://${
       formatAddress(data.hostname === "0.0.0.0" ? "127.0.0.1" : data.hostname, data.port)
     }`;
-    await identity.start(config.server.management.base_url ?? managementUrl);
-    apiAccess.start();
+    await composed.start(managementUrl);
     deps.logger.info("waf started", {
       data_plane: formatAddress(data.hostname, data.port),
       management: `${managementUrl}`,
@@ -231,17 +267,14 @@ export async function startServer(
         if (outcome === "timeout") {
           deps.logger.warn("shutdown deadline reached with requests still in flight");
         }
-        await dataPlane.close();
-        identity.stop();
-        apiAccess.stop();
-        db.close();
+        await composed.close();
         deps.logger.info("stopped");
       })();
       return stopping;
     };
 
     return {
-      db,
+      db: composed.db,
       data,
       management,
       readiness,
@@ -249,18 +282,15 @@ export async function startServer(
       dataUrl,
       dataPlane,
       dataHttpsUrl: https ? `https://${formatAddress(https.hostname, https.port)}` : undefined,
-      routes,
-      identity,
-      apiAccess,
-      ai,
+      routes: composed.routes,
+      identity: composed.identity,
+      apiAccess: composed.apiAccess,
+      ai: composed.ai,
       shutdown,
     };
   } catch (err) {
     for (const l of listeners) await l.shutdown().catch(() => {});
-    await dataPlane.close().catch(() => {});
-    identity.stop();
-    apiAccess.stop();
-    db.close();
+    await composed.close().catch(() => {});
     throw err;
   }
 }
