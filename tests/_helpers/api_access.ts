@@ -1,7 +1,7 @@
-/** API tokens and TOTP codes for tests against a real server. */
+/** API tokens and TOTP codes for tests against a WAF (in-process or listening). */
 import { totpCode, totpSecretFromBase32, totpStep } from "../../mod/identity/totp.ts";
 import { ADMIN, callJson, completeSetup, createUser, login, type Session } from "./identity.ts";
-import { startTestServer, type TestServer } from "./server.ts";
+import { createTestApp, type TestTarget } from "./server.ts";
 
 /** Config overrides that allow management API tokens. */
 export const TOKENS_ON = { apisec: { management_api: { enabled: true } } } as const;
@@ -13,7 +13,7 @@ export interface Minted {
 
 /** Creates a token through the API as `by` (a session or a bearer token); throws unless 201. */
 export async function mintToken(
-  server: TestServer,
+  server: TestTarget,
   by: Session | string,
   body: Record<string, unknown>,
 ): Promise<Minted> {
@@ -31,7 +31,7 @@ export function as(by: Session | string, body?: unknown) {
 
 /** One request with `Authorization: Bearer <token>` (no cookie, no CSRF header). */
 export function withToken(
-  server: TestServer,
+  server: TestTarget,
   token: string,
   method: string,
   path: string,
@@ -41,7 +41,7 @@ export function withToken(
 }
 
 /** The code an authenticator bound to `base32` shows at the server's clock (± steps). */
-export function codeAt(server: TestServer, base32: string, steps = 0): string {
+export function codeAt(server: TestTarget, base32: string, steps = 0): string {
   return totpCode(totpSecretFromBase32(base32), totpStep(server.clock.now()) + steps);
 }
 
@@ -51,14 +51,17 @@ export const errorCode = (r: { body: Record<string, unknown> }) =>
 
 export const VIEWER = { username: "viewer", password: "Glacier-Moth-42" } as const;
 
-/** A server (with `config`) after setup, with the admin and a `readonly` viewer signed in. */
+/**
+ * An in-process WAF (with `config`) after setup, with the admin and a `readonly` viewer signed
+ * in: route tests where a real socket is not the point.
+ */
 export async function adminAndViewer(config: Record<string, unknown> = {}): Promise<{
-  server: TestServer;
+  server: TestTarget;
   admin: Session;
   viewer: Session;
   viewerId: string;
 }> {
-  const server = await startTestServer({ config });
+  const server = await createTestApp({ config });
   await completeSetup(server);
   const viewerId = await createUser(server, VIEWER.username, VIEWER.password, "readonly");
   return {
@@ -79,7 +82,7 @@ export interface AuditItem {
 
 /** `GET /api/audit?<query>` as `session`, newest first. */
 export async function auditItems(
-  server: TestServer,
+  server: TestTarget,
   session: Session,
   query: string,
 ): Promise<AuditItem[]> {

@@ -1,5 +1,5 @@
-/** Setup, login and authenticated calls against a real test server (cookies by hand). */
-import type { TestServer } from "./server.ts";
+/** Setup, login and authenticated calls against a test WAF, in-process or listening (cookies by hand). */
+import type { TestTarget } from "./server.ts";
 
 export const ADMIN = { username: "admin", password: "Correct-Horse-9" } as const;
 
@@ -32,7 +32,7 @@ export function setCookies(res: Response): Map<string, SetCookie> {
 }
 
 /** The token inside `<data-dir>/runtime/setup.url`. */
-export async function setupToken(server: TestServer): Promise<string> {
+export async function setupToken(server: TestTarget): Promise<string> {
   const text = await Deno.readTextFile(`${server.dir}/runtime/setup.url`);
   return /#token=([A-Za-z0-9_-]+)/.exec(text)![1]!;
 }
@@ -47,9 +47,9 @@ export interface CallOptions {
 
 const UNSAFE = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
-/** One request to the management listener. */
+/** One request to the management API. */
 export async function call(
-  server: TestServer,
+  server: TestTarget,
   method: string,
   path: string,
   options: CallOptions = {},
@@ -62,7 +62,7 @@ export async function call(
       headers["x-csrf-token"] = options.csrf ?? options.session.csrf;
     }
   }
-  return await fetch(`${server.managementUrl}${path}`, {
+  return await server.api(path, {
     method,
     headers,
     body: options.body === undefined ? undefined : JSON.stringify(options.body),
@@ -71,7 +71,7 @@ export async function call(
 
 /** Calls and parses the JSON body (the body is always consumed). */
 export async function callJson(
-  server: TestServer,
+  server: TestTarget,
   method: string,
   path: string,
   options: CallOptions = {},
@@ -83,7 +83,7 @@ export async function callJson(
 
 /** Completes first-install setup through the API with the token from setup.url. */
 export async function completeSetup(
-  server: TestServer,
+  server: TestTarget,
   user: { username: string; password: string } = ADMIN,
 ): Promise<void> {
   const token = await setupToken(server);
@@ -97,7 +97,7 @@ export async function completeSetup(
 
 /** Logs in and returns the cookies to send back. */
 export async function login(
-  server: TestServer,
+  server: TestTarget,
   username: string,
   password: string,
   extra: Record<string, unknown> = {},
@@ -115,7 +115,7 @@ export async function login(
 
 /** Creates an account directly through the users service (no HTTP, audited as the CLI). */
 export async function createUser(
-  server: TestServer,
+  server: TestTarget,
   username: string,
   password: string,
   role: string,

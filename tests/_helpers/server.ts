@@ -1,16 +1,49 @@
-/** Starts a real WAF (both listeners on port 0, a real SQLite file) for a test. */
-import { type RunningServer, type ServerDeps, startServer } from "../../app/server.ts";
+/**
+ * A WAF for a test, on a temporary data directory with a real SQLite file: either started for
+ * real (both listeners on port 0) or composed in-process without listeners, where management
+ * requests go straight to the Hono app (`app.request`). The API helpers take either.
+ */
+import {
+  type ComposedServer,
+  composeServer,
+  type RunningServer,
+  type ServerDeps,
+  startServer,
+} from "../../app/server.ts";
 import { FakeClock } from "../../mod/core/clock.ts";
 import { type Config, validateConfig } from "../../mod/config/config.ts";
 import { createMemoryLogger } from "../../mod/core/logger.ts";
 import { systemRandom } from "../../mod/core/random.ts";
 
-export interface TestServer extends RunningServer, AsyncDisposable {
+/** What the management-API helpers need: a listening server or an in-process app. */
+export interface TestTarget extends
+  Pick<
+    RunningServer,
+    "db" | "dataPlane" | "identity" | "apiAccess" | "ai" | "routes" | "readiness"
+  >,
+  AsyncDisposable {
   readonly dir: string;
   readonly logs: string[];
   readonly clock: FakeClock;
   /** Every delay the server asked for (answering a flooding client late); none is waited. */
   readonly sleeps: number[];
+  /** One request to the management plane; `path` starts with `/`. */
+  api(path: string, init?: RequestInit): Promise<Response>;
+}
+
+export interface TestServer extends RunningServer, TestTarget {}
+
+/** An in-process WAF: the management app answers without a socket; no data listener. */
+export interface TestApp extends ComposedServer, TestTarget {}
+
+/** A `sleep` that records every delay asked for and waits for none. */
+function recordedSleeps() {
+  const sleeps: number[] = [];
+  const sleep = (ms: number) => {
+    sleeps.push(ms);
+    return Promise.resolve();
+  };
+  return { sleeps, sleep };
 }
 
 /** Deep-merges `overrides` into a config whose listeners bind 127.0.0.1:0. */
@@ -49,11 +82,7 @@ export async function startTestServer(
   const dir = options.dir ?? await Deno.makeTempDir({ prefix: "waf-e2e-" });
   const logger = createMemoryLogger();
   const clock = new FakeClock(Date.now());
-  const sleeps: number[] = [];
-  const sleep = (ms: number) => {
-    sleeps.push(ms);
-    return Promise.resolve();
-  };
+  const { sleeps, sleep } = recordedSleeps();
   const server = await startServer(
     { config: testConfig(options.config), dataDir: dir },
     { clock, random: systemRandom, logger, env: {}, sleep, ...options.deps },
@@ -64,12 +93,51 @@ export async function startTestServer(
     logs: logger.lines,
     clock,
     sleeps,
+    api: (path: string, init?: RequestInit) => fetch(`${server.managementUrl}${path}`, init),
     async [Symbol.asyncDispose]() {
       if (!closed) {
         closed = true;
         await server.shutdown();
       }
       if (!options.dir) await Deno.remove(dir, { recursive: true }).catch(() => {});
+    },
+  });
+}
+
+/** The peer address in-process requests appear to come from. */
+const LOOPBACK_PEER = { transport: "tcp" as const, hostname: "127.0.0.1", port: 40_000 };
+
+/**
+ * Composes a WAF on a temporary store without opening a listener, for route tests where a real
+ * socket is not the point: management requests go to the Hono app in-process.
+ */
+export async function createTestApp(
+  options: { config?: Record<string, unknown>; deps?: Partial<ServerDeps> } = {},
+): Promise<TestApp> {
+  const dir = await Deno.makeTempDir({ prefix: "waf-app-" });
+  const logger = createMemoryLogger();
+  const clock = new FakeClock(Date.now());
+  const { sleeps, sleep } = recordedSleeps();
+  const composed = await composeServer(
+    { config: testConfig(options.config), dataDir: dir },
+    { clock, random: systemRandom, logger, env: {}, sleep, ...options.deps },
+  );
+  await composed.start("http://127.0.0.1:9443");
+  const env = { remoteAddr: LOOPBACK_PEER, tls: false };
+  let closed = false;
+  return Object.assign(composed, {
+    dir,
+    logs: logger.lines,
+    clock,
+    sleeps,
+    api: async (path: string, init?: RequestInit) =>
+      await composed.app.request(`http://127.0.0.1:9443${path}`, init, env),
+    async [Symbol.asyncDispose]() {
+      if (!closed) {
+        closed = true;
+        await composed.close();
+      }
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
     },
   });
 }

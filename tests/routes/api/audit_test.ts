@@ -1,11 +1,11 @@
 import { assertEquals, ok } from "../../_helpers/assert.ts";
 import { ADMIN, callJson, completeSetup, createUser, login } from "../../_helpers/identity.ts";
-import { startTestServer } from "../../_helpers/server.ts";
+import { createTestApp } from "../../_helpers/server.ts";
 
 type Item = { id: number; action: string; result: string; actor: { name: string }; time: string };
 
 Deno.test("GET /api/audit filters by action, result, actor and time and pages with a cursor", async () => {
-  await using server = await startTestServer();
+  await using server = await createTestApp();
   await completeSetup(server);
   const t0 = server.clock.now();
   server.clock.advance(1000);
@@ -55,7 +55,7 @@ Deno.test("GET /api/audit filters by action, result, actor and time and pages wi
 });
 
 Deno.test("GET /api/audit needs read:audit", async () => {
-  await using server = await startTestServer({
+  await using server = await createTestApp({
     config: { apisec: { permissions: { admin: ["*"], sites: ["read:sites"] } } },
   });
   await completeSetup(server);

@@ -9,19 +9,19 @@ import {
   type Session,
   setCookies,
 } from "../../_helpers/identity.ts";
-import { startTestServer, type TestServer } from "../../_helpers/server.ts";
+import { createTestApp, type TestTarget } from "../../_helpers/server.ts";
 import { solveChallenge } from "../../../mod/identity/captcha.ts";
 import { sha256Hex } from "../../../mod/core/digest.ts";
 
 const VIEWER = { username: "viewer", password: "Glacier-Moth-42" };
 
-async function ready(): Promise<{ server: TestServer; admin: Session }> {
-  const server = await startTestServer();
+async function ready(): Promise<{ server: TestTarget; admin: Session }> {
+  const server = await createTestApp();
   await completeSetup(server);
   return { server, admin: await login(server, ADMIN.username, ADMIN.password) };
 }
 
-async function setPolicy(server: TestServer, admin: Session, policy: Record<string, unknown>) {
+async function setPolicy(server: TestTarget, admin: Session, policy: Record<string, unknown>) {
   const r = await callJson(server, "PUT", "/api/auth/captcha-policy", {
     session: admin,
     body: policy,
@@ -29,7 +29,7 @@ async function setPolicy(server: TestServer, admin: Session, policy: Record<stri
   assertEquals(r.status, 200, JSON.stringify(r.body));
 }
 
-async function receipt(server: TestServer, username: string): Promise<string> {
+async function receipt(server: TestTarget, username: string): Promise<string> {
   const c = await callJson(server, "POST", "/api/auth/captcha");
   assertEquals(c.status, 201);
   const challenge = c.body.challenge as string;

@@ -1,6 +1,6 @@
 import { assertEquals } from "../../_helpers/assert.ts";
 import { ADMIN, completeSetup, createUser, login } from "../../_helpers/identity.ts";
-import { startTestServer } from "../../_helpers/server.ts";
+import { createTestApp } from "../../_helpers/server.ts";
 import { transaction } from "../../../db/store.ts";
 import { createMemoryLogger } from "../../../mod/core/logger.ts";
 import { systemRandom } from "../../../mod/core/random.ts";
@@ -29,7 +29,7 @@ const ROUTES: RouteDef[] = [
 ];
 
 async function app() {
-  const server = await startTestServer();
+  const server = await createTestApp();
   await completeSetup(server);
   const guard = createGuard({
     sessions: server.identity.sessions,

@@ -13,7 +13,7 @@ import {
   login,
   type Session,
 } from "../../_helpers/identity.ts";
-import { startTestServer, type TestServer } from "../../_helpers/server.ts";
+import { createTestApp, type TestTarget } from "../../_helpers/server.ts";
 import { grants, isPermission } from "../../../mod/identity/permissions.ts";
 import type { RouteDef } from "../../../routes/api/route.ts";
 
@@ -54,7 +54,7 @@ const key = (r: RouteDef) => `${r.method} ${r.path}`;
 const concrete = (path: string) => path.replace(/:[A-Za-z_]+/g, "no-such-id");
 
 Deno.test("every registered route is public (4.1), bootstrap/node (4.2) or guarded by a declared permission", async () => {
-  await using server = await startTestServer();
+  await using server = await createTestApp();
   ok(server.routes.length > 20);
   const problems: string[] = [];
   const seen = new Set<string>();
@@ -103,7 +103,7 @@ async function familyTable(): Promise<{ prefix: string; read: string; write: str
 }
 
 Deno.test("docs/identity.md maps every guarded route family to the identifier the route declares", async () => {
-  await using server = await startTestServer();
+  await using server = await createTestApp();
   const table = await familyTable();
   ok(table.length > 10, "the table is found");
   for (const row of table) {
@@ -130,7 +130,7 @@ Deno.test("docs/identity.md maps every guarded route family to the identifier th
 });
 
 Deno.test("every guarded route answers anonymous callers 401 UNAUTHORIZED", async () => {
-  await using server = await startTestServer();
+  await using server = await createTestApp();
   await completeSetup(server);
   for (const r of server.routes) {
     if (r.access.kind !== "permission") continue;
@@ -142,7 +142,7 @@ Deno.test("every guarded route answers anonymous callers 401 UNAUTHORIZED", asyn
   }
 });
 
-async function principals(server: TestServer): Promise<Record<keyof typeof ROLES, Session>> {
+async function principals(server: TestTarget): Promise<Record<keyof typeof ROLES, Session>> {
   await completeSetup(server);
   await createUser(server, "viewer", "Glacier-Moth-42", "readonly");
   await createUser(server, "auditor", "Pebble-Lantern-5", "auditor");
@@ -156,7 +156,7 @@ async function principals(server: TestServer): Promise<Record<keyof typeof ROLES
 const GUARD_CODES = new Set(["UNAUTHORIZED", "FORBIDDEN", "CSRF_INVALID"]);
 
 Deno.test("the authorisation matrix holds on every guarded route: 403 without the permission, through the guard with it", async () => {
-  await using server = await startTestServer({ config: { apisec: { permissions: ROLES } } });
+  await using server = await createTestApp({ config: { apisec: { permissions: ROLES } } });
   const sessions = await principals(server);
   const report: string[] = [];
   for (const r of server.routes) {
@@ -185,7 +185,7 @@ Deno.test("the authorisation matrix holds on every guarded route: 403 without th
 });
 
 Deno.test("a role the configuration no longer has grants nothing", async () => {
-  await using server = await startTestServer({ config: { apisec: { permissions: ROLES } } });
+  await using server = await createTestApp({ config: { apisec: { permissions: ROLES } } });
   const sessions = await principals(server);
   server.db.prepare("UPDATE users SET role = 'retired' WHERE username = 'viewer'").run();
   const r = await callJson(server, "GET", "/api/users", { session: sessions.readonly });

@@ -6,7 +6,7 @@
 import { assertEquals } from "../../_helpers/assert.ts";
 import { mintToken, TOKENS_ON, withToken } from "../../_helpers/api_access.ts";
 import { ADMIN, completeSetup, login } from "../../_helpers/identity.ts";
-import { startTestServer } from "../../_helpers/server.ts";
+import { createTestApp } from "../../_helpers/server.ts";
 import { grants } from "../../../mod/identity/permissions.ts";
 
 const SCOPES: readonly (readonly string[])[] = [
@@ -21,7 +21,7 @@ const GUARD_CODES = new Set(["UNAUTHORIZED", "FORBIDDEN", "CSRF_INVALID"]);
 const concrete = (path: string) => path.replace(/:[A-Za-z_]+/g, "no-such-id");
 
 Deno.test("every guarded route checks a bearer token's permissions and refuses tokens on session-only routes", async () => {
-  await using server = await startTestServer({ config: TOKENS_ON });
+  await using server = await createTestApp({ config: TOKENS_ON });
   await completeSetup(server);
   const admin = await login(server, ADMIN.username, ADMIN.password);
   const tokens = [];

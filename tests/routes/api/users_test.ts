@@ -1,12 +1,12 @@
 import { assertEquals, assertMatch, ok } from "../../_helpers/assert.ts";
 import { ADMIN, callJson, completeSetup, login, type Session } from "../../_helpers/identity.ts";
-import { startTestServer, type TestServer } from "../../_helpers/server.ts";
+import { createTestApp, type TestTarget } from "../../_helpers/server.ts";
 
 const PASSWORD = "Glacier-Moth-42";
 const code = (r: { body: Record<string, unknown> }) => (r.body.error as { code: string }).code;
 
-async function ready(): Promise<{ server: TestServer; admin: Session }> {
-  const server = await startTestServer({
+async function ready(): Promise<{ server: TestTarget; admin: Session }> {
+  const server = await createTestApp({
     config: {
       apisec: {
         permissions: {
@@ -21,7 +21,7 @@ async function ready(): Promise<{ server: TestServer; admin: Session }> {
   return { server, admin: await login(server, ADMIN.username, ADMIN.password) };
 }
 
-const create = (server: TestServer, admin: Session, body: Record<string, unknown>) =>
+const create = (server: TestTarget, admin: Session, body: Record<string, unknown>) =>
   callJson(server, "POST", "/api/users", { session: admin, body });
 
 Deno.test("POST /api/users creates an account and returns only public fields", async () => {
