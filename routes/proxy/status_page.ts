@@ -4,7 +4,6 @@
  * when it cannot pass a request on. Until sites exist every request gets the no-site page,
  * never a management route.
  */
-import { type Random, randomHex } from "../../mod/core/random.ts";
 import { wantsJson } from "../accept.ts";
 
 export type DataHandler = (
@@ -139,9 +138,4 @@ export function internalErrorPage(req: Request, traceId: string): Response {
     "The firewall could not handle this request. Quote the trace id when you report it.",
     traceId,
   );
-}
-
-/** The data-plane handler used while no site matches. */
-export function createNoSiteHandler(random: Random): DataHandler {
-  return (req) => noSitePage(req, randomHex(random));
 }
