@@ -3,7 +3,7 @@ import { assertEquals, assertMatch, ok } from "../_helpers/assert.ts";
 import { hostFetch } from "../_helpers/data_client.ts";
 import { ADMIN, call, completeSetup, login } from "../_helpers/identity.ts";
 import { spawnWaf } from "../_helpers/process.ts";
-import { startTestServer, type TestServer } from "../_helpers/server.ts";
+import { startTestServer, type TestTarget } from "../_helpers/server.ts";
 import { siteInput, SYSTEM } from "../_helpers/sites.ts";
 import { tempDir } from "../_helpers/temp.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
@@ -162,8 +162,9 @@ Deno.test("a new user creates a site over the API, sees an attack blocked and fi
   await using waf = spawnWaf(["serve", "--data-dir", dir]);
   const m = await waf.waitFor(/data_plane=127\.0\.0\.1:(\d+) management=(http:\/\/[\d.:]+)/);
   const dataUrl = `http://127.0.0.1:${m[1]}`;
-  // The identity helpers only need the management URL and the data directory.
-  const server = { managementUrl: m[2]!, dir } as unknown as TestServer;
+  // The identity helpers only need a way to the management API and the data directory.
+  const api = (path: string, init?: RequestInit) => fetch(`${m[2]!}${path}`, init);
+  const server = { api, dir } as unknown as TestTarget;
   await completeSetup(server);
   const session = await login(server, ADMIN.username, ADMIN.password);
 
