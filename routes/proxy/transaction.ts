@@ -271,7 +271,8 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     record.site = site.name;
     record.client_ip = clientAddress(this.peer, req.headers, site.trustedProxies);
     chain.add("site", "match");
-    // One copy of the headers serves the protection controls and the engine.
+    // One copy of the headers serves the protection controls and the engine. `forEach` with a
+    // closure costs a fraction of the Headers pair iterator (measured), so it stays.
     const headers = this.#request.headers as Array<[string, string]>;
     req.headers.forEach((v, k) => headers.push([k, v]));
 
