@@ -3,7 +3,6 @@
  * the chat-completions client, conversations, tools over the data plane's own services, the
  * approval queue, and the `/api/ai` routes.
  */
-import { createAccessLogStatsRepo } from "../db/access_log_stats_repo.ts";
 import { createAiApprovalsRepo } from "../db/ai_approvals_repo.ts";
 import { createAiConversationsRepo } from "../db/ai_conversations_repo.ts";
 import { createAiUsageRepo } from "../db/ai_usage_repo.ts";
@@ -63,7 +62,6 @@ export function createAiPlane(deps: AiDeps): AiPlane {
   const services = {
     clock,
     accessLog,
-    stats: createAccessLogStatsRepo(db),
     sites,
     objects: protection.objects,
     alap: protection.alap,

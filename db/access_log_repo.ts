@@ -45,6 +45,17 @@ export interface AccessLogCounts {
   readonly byClass: Record<string, number>;
 }
 
+/** The most hostile client addresses or paths of a period (see `top`). */
+export interface TopEntry {
+  readonly key: string | null;
+  readonly requests: number;
+  readonly blocked: number;
+  /** Comma-separated attack classes seen. */
+  readonly classes: string | null;
+  readonly first_seen: number;
+  readonly last_seen: number;
+}
+
 export function createAccessLogRepo(db: Db) {
   // OR IGNORE: a trace id is unique; a duplicate (impossible with random ids) must not fail the
   // whole batch.
@@ -73,6 +84,16 @@ export function createAccessLogRepo(db: Db) {
     `SELECT attack_class AS key, COUNT(*) AS n FROM access_logs
      WHERE ${periodWhere} AND attack_class IS NOT NULL GROUP BY attack_class`,
   );
+  // Hostile: anything blocked, challenged or logged, or carrying an attack class.
+  const top = (column: "client_ip" | "path") =>
+    db.prepare(
+      `SELECT ${column} AS key, COUNT(*) AS requests, SUM(action = 'block') AS blocked,
+         GROUP_CONCAT(DISTINCT attack_class) AS classes, MIN(time) AS first_seen,
+         MAX(time) AS last_seen
+       FROM access_logs WHERE ${periodWhere} AND (action <> 'pass' OR attack_class IS NOT NULL)
+       GROUP BY ${column} ORDER BY requests DESC, key LIMIT :limit`,
+    );
+  const topBy = { client_ip: top("client_ip"), path: top("path") };
   const byTrace = db.prepare("SELECT * FROM access_logs WHERE trace_id = ?");
   // Retention deletes in chunks, each its own short transaction, so a large backlog never
   // holds the store's write lock long enough to make other writers wait on the busy timeout.
@@ -134,6 +155,15 @@ export function createAccessLogRepo(db: Db) {
         return out;
       };
       return { byAction: tally(byAction.all(params)), byClass: tally(byClass.all(params)) };
+    },
+    /** The most hostile client addresses or paths in [from, to], optionally of one site. */
+    top(
+      by: "client_ip" | "path",
+      filter: { from: number; to: number; site?: string },
+      limit: number,
+    ): TopEntry[] {
+      const params = { from: filter.from, to: filter.to, site: filter.site ?? null, limit };
+      return topBy[by].all(params) as unknown as TopEntry[];
     },
     get(traceId: string): StoredAccessLogRow | undefined {
       return byTrace.get(traceId) as StoredAccessLogRow | undefined;

@@ -3,6 +3,7 @@
  * with what the asking user may see (a section needing a permission they lack is left out and
  * named in `withheld`). They run at once and change nothing.
  */
+import type { TopEntry } from "../../db/access_log_repo.ts";
 import { cidrContains, parseCidr, parseIp } from "../../engine/ip_address.ts";
 import { AppError } from "../core/errors.ts";
 import { grants } from "../identity/permissions.ts";
@@ -40,34 +41,26 @@ export function readTools(s: ToolServices) {
       return { record: { ...JSON.parse(row.record), time: iso(row.time) } };
     },
 
-    summarize_attacks(a: ToolArgs<"summarize_attacks">) {
+    async summarize_attacks(a: ToolArgs<"summarize_attacks">) {
       const { from, to } = period(s, a);
       const site = siteFilter(s, a.site);
-      const rows = s.stats.byActionClass({ from, to, siteId: site?.id });
-      const byAction: Record<string, number> = {};
-      const byClass: Record<string, number> = {};
-      let total = 0;
-      for (const r of rows) {
-        total += r.requests;
-        byAction[r.action] = (byAction[r.action] ?? 0) + r.requests;
-        if (r.attack_class) byClass[r.attack_class] = (byClass[r.attack_class] ?? 0) + r.requests;
-      }
+      const counts = await s.accessLog.counts({ from, to, site: site?.id });
       return {
         from: iso(from),
         to: iso(to),
         site: site ? { id: site.id, name: site.name } : null,
-        total_requests: total,
-        by_action: byAction,
-        by_attack_class: byClass,
+        total_requests: counts.total,
+        by_action: counts.by_action,
+        by_attack_class: counts.by_class,
       };
     },
 
-    top_attackers(a: ToolArgs<"top_attackers">) {
+    async top_attackers(a: ToolArgs<"top_attackers">) {
       const { from, to } = period(s, a);
       const site = siteFilter(s, a.site);
-      const f = { from, to, siteId: site?.id };
+      const f = { from, to, site: site?.id };
       const limit = a.limit ?? 10;
-      const shape = (rows: ReturnType<typeof s.stats.top>, key: string) =>
+      const shape = (rows: TopEntry[], key: string) =>
         rows.map((r) => ({
           [key]: r.key,
           requests: r.requests,
@@ -80,8 +73,8 @@ export function readTools(s: ToolServices) {
         from: iso(from),
         to: iso(to),
         site: site ? { id: site.id, name: site.name } : null,
-        addresses: shape(s.stats.top("client_ip", f, limit), "client_ip"),
-        paths: shape(s.stats.top("path", f, limit), "path"),
+        addresses: shape(await s.accessLog.top("client_ip", f, limit), "client_ip"),
+        paths: shape(await s.accessLog.top("path", f, limit), "path"),
       };
     },
 

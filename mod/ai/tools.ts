@@ -4,9 +4,8 @@
  * change through, the same ones the management API uses.
  */
 import type { z } from "zod";
-import type { StoredAccessLogRow } from "../../db/access_log_repo.ts";
-import type { AccessLogStatsRepo } from "../../db/access_log_stats_repo.ts";
 import type { Clock } from "../core/clock.ts";
+import type { AccessLog } from "../data_plane/access_log.ts";
 import { AppError } from "../core/errors.ts";
 import type { Sites, SiteView } from "../data_plane/sites.ts";
 import { grants } from "../identity/permissions.ts";
@@ -30,11 +29,7 @@ export interface Asker {
 
 export interface ToolServices {
   readonly clock: Clock;
-  readonly accessLog: {
-    get(traceId: string): Promise<StoredAccessLogRow | undefined>;
-    flush(): Promise<unknown>;
-  };
-  readonly stats: AccessLogStatsRepo;
+  readonly accessLog: Pick<AccessLog, "get" | "counts" | "top">;
   readonly sites: Sites;
   readonly objects: PolicyObjects;
   readonly alap: Alap;

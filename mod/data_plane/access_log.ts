@@ -214,6 +214,15 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
         by_class: byClass,
       };
     },
+    /** The most hostile client addresses or paths of a period, after writing what is queued. */
+    async top(
+      by: "client_ip" | "path",
+      filter: { from: number; to: number; site?: string },
+      limit: number,
+    ) {
+      await flush();
+      return repo.top(by, filter, limit);
+    },
   };
 }
 
