@@ -1,0 +1,157 @@
+/**
+ * The README's curl walk-through against a real server (both listeners on port 0, a real store,
+ * a real upstream and a scripted AI provider on loopback), run by bash with curl and jq exactly as
+ * a new operator would type it. `tests/testdata/readme_walkthrough.sh` holds the commands; the
+ * first test checks that every command line of every README curl block is in it, unchanged and
+ * in order, so the README cannot drift from what runs here.
+ */
+import { assertEquals, assertMatch, ok } from "../_helpers/assert.ts";
+import { codeAt, TOKENS_ON } from "../_helpers/api_access.ts";
+import { startFakeProvider } from "../_helpers/openai_server.ts";
+import { startTestServer } from "../_helpers/server.ts";
+import { tempDir } from "../_helpers/temp.ts";
+import { startUpstream } from "../_helpers/upstream.ts";
+
+const ROOT = new URL("../../", import.meta.url);
+const SCRIPT = new URL("tests/testdata/readme_walkthrough.sh", ROOT);
+
+/** The command lines of the README's fenced `sh` blocks that use curl (whole-line comments out). */
+async function readmeBlocks(): Promise<string[][]> {
+  const readme = await Deno.readTextFile(new URL("README.md", ROOT));
+  const blocks: string[][] = [];
+  for (const m of readme.matchAll(/```sh\n([\s\S]*?)```/g)) {
+    const lines = m[1]!.split("\n").filter((l) => l.trim() !== "" && !l.trim().startsWith("#"));
+    if (lines.some((l) => l.includes("curl "))) blocks.push(lines);
+  }
+  return blocks;
+}
+
+Deno.test("every command of the README's curl examples is in the walk-through script, unchanged and in order", async () => {
+  const script = (await Deno.readTextFile(SCRIPT)).split("\n");
+  const blocks = await readmeBlocks();
+  ok(blocks.length >= 5, "the README's curl blocks are found");
+  let at = 0;
+  for (const block of blocks) {
+    for (const line of block) {
+      const found = script.indexOf(line, at);
+      ok(found >= 0, `README line not in ${SCRIPT.pathname} (in this order):\n${line}`);
+      at = found + 1;
+    }
+  }
+});
+
+async function available(bin: string): Promise<boolean> {
+  try {
+    return (await new Deno.Command(bin, { args: ["--version"], stdout: "null", stderr: "null" })
+      .output()).success;
+  } catch {
+    return false;
+  }
+}
+
+const status = (headers: string) => Number(/^HTTP\/[\d.]+ (\d{3})/.exec(headers)?.[1]);
+
+Deno.test("the README's curl walk-through works against a real server, step by step", async () => {
+  for (const bin of ["curl", "jq", "bash"]) {
+    if (await available(bin)) continue;
+    if (Deno.env.get("WAF_REQUIRE_SERVICES") === "1") throw new Error(`${bin} is not installed`);
+    console.warn(`skipped: ${bin} is not installed`);
+    return;
+  }
+  await using up = startUpstream();
+  await using provider = startFakeProvider();
+  provider.script({ text: "Nothing was blocked today." });
+  await using s = await startTestServer({ config: TOKENS_ON });
+  await using work = await tempDir();
+  const out = `${work}/out`;
+  await Deno.mkdir(out);
+  // The authenticator: each code is for the next 30-second step of the server's clock, so each
+  // is new (a code works once) and none needs a real wait.
+  const control = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async () => {
+    const secret = JSON.parse(await Deno.readTextFile(`${work}/setup.json`)).secret as string;
+    s.clock.advance(30_000);
+    return new Response(codeAt(s, secret));
+  });
+  try {
+    const runnable = (await Deno.readTextFile(SCRIPT))
+      .replaceAll("http://127.0.0.1:9443", s.managementUrl)
+      .replaceAll("http://127.0.0.1:8080", s.dataUrl)
+      .replaceAll("http://127.0.0.1:3000", up.url)
+      .replaceAll("https://api.openai.com/v1", provider.baseUrl)
+      .replaceAll("./data/", `${s.dir}/`)
+      .replaceAll("<traceId>", "$TRACE")
+      // The placeholders sit inside single quotes: close them around the command substitution.
+      .replaceAll(/<6 digits from the app>|<next code>|<a later code>/g, `'"$(code)"'`)
+      .replaceAll(/^#> (\w+)$/gm, 'exec >"$OUT/$1"');
+    const preamble = `set -euo pipefail
+OUT=${JSON.stringify(out)}
+code() { curl -s http://127.0.0.1:${control.addr.port}/code; }
+`;
+    await Deno.writeTextFile(`${work}/walk.sh`, preamble + runnable);
+    const run = await new Deno.Command("bash", {
+      args: [`${work}/walk.sh`],
+      cwd: `${work}`,
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const stderr = new TextDecoder().decode(run.stderr);
+    assertEquals(run.code, 0, stderr);
+    const text = (step: string) => Deno.readTextFileSync(`${out}/${step}`);
+    const json = (step: string) => JSON.parse(text(step));
+
+    assertEquals(json("health").status, "ok");
+    ok(text("ready").length > 0);
+    assertEquals(status(text("no_site")), 404);
+    assertMatch(text("no_site"), /No site is configured for this host/);
+    assertMatch(text("no_site"), /x-waf-trace-id: [0-9a-f]{32}/i);
+
+    assertMatch(text("setup_url"), /^http:\/\/127\.0\.0\.1:\d+\/setup#token=/);
+    assertEquals(json("setup").user.username, "admin");
+    assertEquals(json("login").user.username, "admin");
+    assertEquals(json("users").items.map((u: { username: string }) => u.username), ["admin"]);
+
+    assertEquals(json("site_create").name, "shop");
+    assertEquals(status(text("pass")), 200);
+    assertEquals(status(text("sqli")), 403);
+    assertEquals(json("chain").action, "block");
+    assertEquals(json("chain").finding.class, "sqli");
+
+    ok(json("ip_block").id.startsWith("ip__"), text("ip_block"));
+    assertEquals(json("trust_proxy").trusted_proxies, ["127.0.0.1/32"]);
+    assertEquals(status(text("ip_blocked")), 403, "the README's IP block blocks");
+    const blockedTrace = /x-waf-trace-id: ([0-9a-f]{32})/i.exec(text("ip_blocked"))![1]!;
+    const record = JSON.parse((await s.dataPlane.accessLog.get(blockedTrace))!.record);
+    const last = record.chain.at(-1);
+    assertEquals([last.check, last.result], ["ip_list", "block"]);
+    assertEquals(last.rule, json("ip_block").id, "the rule the README shows is the entry's id");
+
+    assertMatch(json("token_create").token, /^waf_[A-Za-z0-9_-]{43}$/);
+    assertEquals(json("token_sites").items.length, 1);
+    assertEquals(json("token_site_create").name, "blog");
+    assertEquals(json("token_users").error.code, "FORBIDDEN");
+    assertEquals(json("token_audit").type, "token");
+    ok(!text("token_list").includes(json("token_create").token), "metadata only");
+    assertEquals(json("token_revoke").item.revoked, true);
+    assertEquals(json("token_revoked").error.code, "UNAUTHORIZED");
+
+    assertMatch(json("totp_setup").qr_code, /^data:image\/svg\+xml;base64,/);
+    ok((await Deno.readTextFile(`${work}/qr.svg`)).includes("<svg"), "the QR code decodes");
+    assertEquals(json("totp_enable").user?.totp_enabled, true, text("totp_enable"));
+    assertEquals(json("totp_login").user.username, "admin");
+    assertEquals(json("totp_disable").user.totp_enabled, false);
+    assertEquals(json("relogin").user.username, "admin");
+
+    assertEquals(json("version").schema_version, 5);
+    ok(Array.isArray(json("notifications").items));
+    assertEquals(json("backup").error.code, "BACKUP_EXPORT_NOT_IMPLEMENTED");
+    assertEquals(json("ota").error.code, "OTA_UPDATES_UNAVAILABLE");
+    assertEquals(json("ai_config").enabled, true);
+    // The answer streams as Server-Sent Events: its pieces join into the scripted answer.
+    const answer = [...text("ai_message").matchAll(/^data: (\{"text".*\})$/gm)]
+      .map((m) => JSON.parse(m[1]!).text).join("");
+    assertEquals(answer, "Nothing was blocked today.");
+    assertMatch(text("ai_message"), /^event: done$/m);
+  } finally {
+    await control.shutdown();
+  }
+});

@@ -1,0 +1,120 @@
+# The README's curl examples, verbatim and in order, run by tests/e2e/readme_test.ts against a real
+# server: every command line of the README's curl blocks must appear here unchanged (the test
+# checks it). The test swaps the README's addresses for the test server's, `./data/` for its
+# data directory and the placeholders (`<traceId>`, the authenticator codes) for values, and turns
+# each `#> name` line into a redirection of what follows to a file it inspects.
+
+#> health
+curl -s http://127.0.0.1:9443/health        # {"status":"ok","version":"0.1.0",...}
+#> ready
+curl -s http://127.0.0.1:9443/health/ready  # 200 when store and both listeners are up
+#> no_site
+curl -i http://127.0.0.1:8080/              # 404 "No site is configured for this host" + traceId
+
+#> setup_url
+cat ./data/runtime/setup.url                  # http://127.0.0.1:9443/setup#token=...
+# Without a browser: the token is the part after "#token=".
+TOKEN=$(sed 's/.*#token=//' ./data/runtime/setup.url)
+#> setup
+curl -s -X POST http://127.0.0.1:9443/api/setup -H "X-WAF-Setup-Token: $TOKEN" \
+  -H 'content-type: application/json' -d '{"username":"admin","password":"Correct-Horse-9"}'
+#> login
+curl -s -c cookies -X POST http://127.0.0.1:9443/api/auth/login \
+  -H 'content-type: application/json' -d '{"username":"admin","password":"Correct-Horse-9"}'
+#> users
+curl -s -b cookies http://127.0.0.1:9443/api/users
+
+CSRF=$(awk '$6=="waf_csrf"{print $7}' cookies)
+#> site_create
+curl -s -b cookies -H "x-csrf-token: $CSRF" -H 'content-type: application/json' \
+  -X POST http://127.0.0.1:9443/api/sites \
+  -d '{"name":"shop","hosts":["shop.example","*.shop.example"],"upstreams":["http://127.0.0.1:3000"]}' \
+  | tee site.json                                                 # 201 {"id":"...","name":"shop",...}
+#> pass
+curl -i -H 'host: shop.example' 'http://127.0.0.1:8080/products?id=42'          # 200 from the upstream
+#> sqli
+curl -i -H 'host: shop.example' "http://127.0.0.1:8080/products?id=1'%20or%201=1--"  # 403 + traceId
+TRACE=$(tr -d '\r' < "$OUT/sqli" | awk 'tolower($1)=="x-waf-trace-id:"{print $2}')
+#> chain
+curl -s -b cookies http://127.0.0.1:9443/api/logs/<traceId>    # the evaluation chain of that request
+
+CSRF=$(awk '$6=="waf_csrf"{print $7}' cookies)
+#> ip_block
+curl -s -b cookies -H "x-csrf-token: $CSRF" -H 'content-type: application/json' \
+  -X POST http://127.0.0.1:9443/api/protection/ip-lists -d '{"action":"block","cidr":"203.0.113.0/24"}'
+#> trust_proxy
+curl -s -b cookies -H "x-csrf-token: $CSRF" -H 'content-type: application/json' \
+  -X PUT http://127.0.0.1:9443/api/sites/$(jq -r .id site.json) \
+  -d '{"name":"shop","hosts":["shop.example","*.shop.example"],"upstreams":["http://127.0.0.1:3000"],"trusted_proxies":["127.0.0.1/32"]}'
+#> ip_blocked
+curl -i -H 'host: shop.example' -H 'x-forwarded-for: 203.0.113.9' http://127.0.0.1:8080/
+
+B=http://127.0.0.1:9443
+#> jar_login
+curl -s -c jar -X POST $B/api/auth/login -H 'content-type: application/json' \
+  -d '{"username":"admin","password":"Correct-Horse-9"}'
+CSRF=$(awk '$6=="waf_csrf"{print $7}' jar)
+
+#> token_create
+curl -s -b jar -X POST $B/api/system/api-tokens -H "X-CSRF-Token: $CSRF" \
+  -H 'content-type: application/json' \
+  -d '{"note":"deploy script","permissions":["read:sites","write:sites"],"expires_in_days":30}' \
+  | tee token.json
+WAF_TOKEN=$(jq -r .token token.json); ID=$(jq -r .item.id token.json)
+
+#> token_sites
+curl -s $B/api/sites -H "Authorization: Bearer $WAF_TOKEN"
+#> token_site_create
+curl -s -X POST $B/api/sites -H "Authorization: Bearer $WAF_TOKEN" \
+  -H 'content-type: application/json' \
+  -d '{"name":"blog","hosts":["blog.example"],"upstreams":["http://127.0.0.1:3000"]}'
+#> token_users
+curl -s $B/api/users -H "Authorization: Bearer $WAF_TOKEN"           # 403: no read:users
+#> token_audit
+curl -s -b jar "$B/api/audit?action=site.create" | jq '.items[0].actor'  # {"type":"token","id":...}
+
+#> token_list
+curl -s -b jar $B/api/system/api-tokens
+#> token_revoke
+curl -s -b jar -X DELETE $B/api/system/api-tokens/$ID -H "X-CSRF-Token: $CSRF"
+#> token_revoked
+curl -s $B/api/sites -H "Authorization: Bearer $WAF_TOKEN"           # 401: revoked
+
+ME=$(curl -s -b jar $B/api/auth/session | jq -r .user.id)
+#> totp_setup
+curl -s -b jar -X POST $B/api/users/$ME/2fa/setup -H "X-CSRF-Token: $CSRF" | tee setup.json
+jq -r .qr_code setup.json | sed 's/^data:image\/svg+xml;base64,//' | base64 -d > qr.svg
+#> totp_enable
+curl -s -b jar -X POST $B/api/users/$ME/2fa/enable -H "X-CSRF-Token: $CSRF" \
+  -H 'content-type: application/json' -d '{"code":"<6 digits from the app>"}'
+#> totp_login
+curl -s -c jar -X POST $B/api/auth/login -H 'content-type: application/json' \
+  -d '{"username":"admin","password":"Correct-Horse-9","totp_code":"<next code>"}'
+CSRF=$(awk '$6=="waf_csrf"{print $7}' jar)
+#> totp_disable
+curl -s -b jar -X POST $B/api/users/$ME/2fa/disable -H "X-CSRF-Token: $CSRF" \
+  -H 'content-type: application/json' -d '{"password":"Correct-Horse-9","code":"<a later code>"}'
+# Disabling ends your sessions too: sign in again, with the password alone.
+#> relogin
+curl -s -c jar -X POST $B/api/auth/login -H 'content-type: application/json' \
+  -d '{"username":"admin","password":"Correct-Horse-9"}'
+CSRF=$(awk '$6=="waf_csrf"{print $7}' jar)
+
+#> version
+curl -s -b jar $B/api/system/version
+#> notifications
+curl -s -b jar "$B/api/notifications?unread=true"
+#> backup
+curl -s -b jar -X POST $B/api/backup/export -H "X-CSRF-Token: $CSRF"     # 501 BACKUP_EXPORT_NOT_IMPLEMENTED
+#> ota
+curl -s -b jar -X PUT $B/api/system/ota -H "X-CSRF-Token: $CSRF" \
+  -H 'content-type: application/json' -d '{"enabled":true}'             # 501 OTA_UPDATES_UNAVAILABLE
+
+#> ai_config
+curl -s -b jar -H "X-CSRF-Token: $CSRF" -H 'content-type: application/json' -X PUT $B/api/ai/config \
+  -d '{"enabled":true,"base_url":"https://api.openai.com/v1","model":"gpt-4o-mini","api_key":"sk-..."}'
+CONV=$(curl -s -b jar -H "X-CSRF-Token: $CSRF" -H 'content-type: application/json' \
+  -X POST $B/api/ai/conversations -d '{}' | jq -r .id)
+#> ai_message
+curl -sN -b jar -H "X-CSRF-Token: $CSRF" -H 'content-type: application/json' \
+  -X POST $B/api/ai/conversations/$CONV/messages -d '{"content":"What was blocked today?"}'
