@@ -10,9 +10,11 @@
  */
 import type { DetectorInput, Finding } from "./types.ts";
 import { makeFinding, stronger } from "./make_finding.ts";
+import { MAX_TEXT } from "./limits.ts";
 import { COMMANDS, FILE_COMMANDS, META_COMMANDS, SUBCOMMANDS } from "./shell_commands.ts";
+import { judgeWindows } from "./windows_cmd.ts";
 
-const MAX_CHARS = 4096;
+const MAX_CHARS = MAX_TEXT;
 
 /** Characters that can put a word in command position, or a start that could be one. */
 const GATE = /[;|&`$\n\r{]|\\n|^\s*['"]?\s*[a-z/%]/i;
@@ -40,6 +42,8 @@ const EMPTY_PARAM = /\$(?:@|\*|\{\d\}|\d(?=[a-z]))/g;
 const QUOTE_IN_WORD = /(?<=[a-z0-9_/.-])(?:''|""|'|")(?=[a-z0-9_/.-])/g;
 const EMPTY_QUOTES = /''|""/g;
 const LITERAL_NEWLINE = /\\[nr]/g;
+/** cmd.exe's escape character inside a word (`w^h^o^a^m^i`). */
+const CARET_IN_WORD = /(?<=[a-z0-9])\^+(?=[a-z0-9])/g;
 const BACKSLASH_IN_WORD = /\\(?=[a-z0-9])/g;
 const BRACE_LIST = /\{([a-z/][\w./-]*),([^{}\s]*)\}/g;
 const COMMA = /,/g;
@@ -87,7 +91,12 @@ const DIGIT = /^\d/;
 /** An absolute, drive or variable path as first argument (`cat /etc/x`, `dir c:\`). */
 const PATH_ARG = /^(?:\/|[a-z]:|%[a-z_]+%|~\/)/;
 
-type Context = "strong" | "line" | "amp" | "start";
+/**
+ * Where a command word stands: after `;`, `|`, `&&` (strong), at a line start, after a lone
+ * `&` with no space (amp: also a query-string separator), at the value's start, or opening a
+ * substitution (`` `id` ``, `$(id)`), which runs whatever follows its closing character.
+ */
+type Context = "strong" | "line" | "amp" | "start" | "subst";
 
 /** Lower-cases the value and undoes quoting, escaping and expansion tricks. */
 function deobfuscate(text: string): string {
@@ -97,6 +106,7 @@ function deobfuscate(text: string): string {
     s = s.replace(IFS, " ").replace(SUBSTRING, "/").replace(EMPTY_PARAM, "");
   }
   if (s.indexOf("\\") >= 0) s = s.replace(LITERAL_NEWLINE, "\n").replace(BACKSLASH_IN_WORD, "");
+  if (s.indexOf("^") >= 0) s = s.replace(CARET_IN_WORD, "");
   if (s.indexOf("'") >= 0 || s.indexOf('"') >= 0) {
     s = s.replace(EMPTY_QUOTES, "").replace(QUOTE_IN_WORD, "");
   }
@@ -208,7 +218,9 @@ function judgeCommand(s: string, from: number, ctx: Context): number {
   const args = s.slice(word.end, segEnd).trim();
   // `/usr/bin/id` names a program by its path: no prose does that.
   const distinct = kind === "distinct" || word.path;
+  const closed = ctx === "subst" && (s.charCodeAt(segEnd) === 96 || s.charCodeAt(segEnd) === 41);
   if (args.length === 0) {
+    if (closed) return distinct ? 90 : 85;
     const tail = tailIsShell(s, segEnd);
     if (ctx === "start") return BARE_AT_START.has(word.name) && segEnd === s.length ? 72 : 0;
     if (!distinct && !BARE_COMMANDS.has(word.name)) return 30;
@@ -217,7 +229,10 @@ function judgeCommand(s: string, from: number, ctx: Context): number {
     return distinct ? 88 : 80;
   }
   if (word.name === "echo" || word.name === "printf") {
-    return REDIRECT.test(s.slice(word.end)) ? 90 : ctx === "strong" ? 60 : 20;
+    if (REDIRECT.test(s.slice(word.end))) return 90;
+    // `$(printf '...'|rev)`: output computed inside a substitution is a command line.
+    if (ctx === "subst" && (closed || s.charCodeAt(segEnd) === 124)) return 85;
+    return ctx === "strong" || ctx === "subst" ? 60 : 20;
   }
   const tokens = args.split(/\s+/);
   const first = argStrength(tokens[0] ?? "", word.name);
@@ -226,8 +241,8 @@ function judgeCommand(s: string, from: number, ctx: Context): number {
     if (argStrength(tokens[i]!, word.name) === 0) all = false;
   }
   const redirect = REDIRECT.test(args);
-  if (ctx === "strong") {
-    if (first === 2 || all || redirect) return distinct ? 92 : 85;
+  if (ctx === "strong" || ctx === "subst") {
+    if (first === 2 || all || redirect || closed) return distinct ? 92 : 85;
     return distinct ? 60 : 30;
   }
   if (first === 2 && (distinct || all || redirect)) return distinct ? 85 : 78;
@@ -240,6 +255,19 @@ function judgeCommand(s: string, from: number, ctx: Context): number {
   if (all && NUMERIC_COMMANDS.has(word.name) && DIGIT.test(tokens[0]!)) return 72;
   if (first === 2) return 55;
   return 0;
+}
+
+/**
+ * A backtick substitution glued to other text (`--exec=\`id\`--x`) runs inside a word; one
+ * set off by spaces is as likely a Markdown code span, judged like any separator.
+ */
+function gluedBacktick(s: string, at: number): boolean {
+  const close = s.indexOf("`", at + 1);
+  if (close < 0) return false;
+  const before = s.charCodeAt(at - 1);
+  const after = s.charCodeAt(close + 1);
+  return (at > 0 && !isSpace(before) && before !== 10) ||
+    (close + 1 < s.length && !isSpace(after) && after !== 10);
 }
 
 /**
@@ -265,6 +293,10 @@ export function cmdi(value: DetectorInput): Finding | undefined {
       best = makeFinding(value, "rce", 92, "cmdi.shell_exploit", text, special.index);
     }
   }
+  const windows = judgeWindows(text.toLowerCase());
+  if (windows !== undefined) {
+    best = stronger(best, makeFinding(value, "rce", windows.score, windows.rule, text, windows.at));
+  }
   if (text.indexOf("$") >= 0) {
     const ifs = IFS_TRICK.exec(text);
     if (ifs !== null) {
@@ -286,7 +318,8 @@ export function cmdi(value: DetectorInput): Finding | undefined {
     const c = s.charCodeAt(i);
     let ctx: Context | undefined;
     let from = i + 1;
-    if (c === 59 /* ; */ || c === 96 /* ` */) ctx = "strong";
+    if (c === 59 /* ; */) ctx = "strong";
+    else if (c === 96 /* ` */) ctx = gluedBacktick(s, i) ? "subst" : "strong";
     else if (c === 124 /* | */) {
       ctx = "strong";
       if (s.charCodeAt(i + 1) === 124) from = i + 2;
@@ -297,7 +330,7 @@ export function cmdi(value: DetectorInput): Finding | undefined {
       } else ctx = isSpace(s.charCodeAt(i + 1)) ? "strong" : "amp";
     } else if (c === 10 || c === 13) ctx = "line";
     else if (c === 36 /* $ */ && s.charCodeAt(i + 1) === 40 /* ( */) {
-      ctx = "strong";
+      ctx = "subst";
       from = i + 2;
     }
     if (ctx === undefined) continue;

@@ -18,6 +18,10 @@ import { ssrf } from "./ssrf.ts";
 import { ssti } from "./ssti.ts";
 import { traversal } from "./traversal.ts";
 import { xxe } from "./xxe.ts";
+import { graphql } from "./graphql.ts";
+import { mail } from "./mail.ts";
+import { restrictedFile } from "./restricted_files.ts";
+import { sessionFixation } from "./session_fixation.ts";
 
 export const DETECTORS: readonly Detector[] = [
   jndi,
@@ -33,4 +37,8 @@ export const DETECTORS: readonly Detector[] = [
   ssrf,
   xxe,
   openRedirect,
+  graphql,
+  mail,
+  restrictedFile,
+  sessionFixation,
 ];

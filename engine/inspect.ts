@@ -23,14 +23,39 @@ import type {
   InspectOptions,
   Level,
 } from "./types.ts";
-import { extract, MAX_INPUTS, nestedJsonStrings } from "./extract.ts";
-import { decodeBase64Code, decodeBase64Runs, normalize, type PlusMode } from "./normalize.ts";
+import { extract, MAX_INPUTS } from "./extract.ts";
+import { locationOf } from "./extract_push.ts";
+import { sessionParameter } from "./session_fixation.ts";
+import { decodeBase64Code, normalize, type PlusMode } from "./normalize.ts";
+import { hiddenTexts } from "./hidden.ts";
+import { MAX_TEXT, WINDOW_OVERLAP } from "./limits.ts";
+import { checkProtocol } from "./protocol.ts";
 import { sqli } from "./sqli.ts";
 import { xss } from "./xss.ts";
 import { DETECTORS } from "./detectors.ts";
 
-/** Characters analysed per request by default; ample for real traffic, bounded for floods. */
+/** Characters analysed per request at least; ample for real traffic, bounded for floods. */
 export const DEFAULT_BUDGET = 256 * 1024;
+/**
+ * Characters analysed per character of the request on top of {@link DEFAULT_BUDGET}. Every
+ * character is judged about 1.33 times (overlapping windows) plus what decoding reveals, so
+ * the whole request up to the inspection limit fits and padding cannot push a payload out of
+ * reach, while the work stays linear in the request's size.
+ */
+const BUDGET_PER_CHAR = 4;
+/** Long values are judged in windows of this many raw characters... */
+const WINDOW = MAX_TEXT;
+/** ...starting this far apart, so any fragment up to the overlap lies whole in one window. */
+const STEP = MAX_TEXT - WINDOW_OVERLAP;
+/** Windows of long values that look like binary data (compressed, encrypted) are skipped. */
+const BINARY_SHARE = 0.25;
+/**
+ * What a window after the first starts with: a neutral word, so detectors that read the start
+ * of a value as a command, a SQL statement or a path do not take the middle of a text for it.
+ */
+const CONTINUED = "x ";
+/** Layers of hidden text (base64 in JSON in base64) judged inside one value. */
+const MAX_HIDDEN_DEPTH = 3;
 
 const RANK: Readonly<Record<Confidence, number>> = { low: 0, medium: 1, high: 2, critical: 3 };
 /** Lowest band that blocks at each level. */
@@ -49,10 +74,32 @@ const ALL_DETECTORS: readonly Detector[] = [sqli, xss, ...DETECTORS];
  */
 const INERT = /^[A-Za-z0-9_,-]*(?:\.[A-Za-z0-9_,-]+)*$/;
 /** The `+` of query strings and form bodies is a space; elsewhere it is literal. */
-const PLUS_AS_SPACE: ReadonlySet<Input["source"]> = new Set(["query", "query_name", "form"]);
+const PLUS_AS_SPACE: ReadonlySet<Input["source"]> = new Set([
+  "query",
+  "query_name",
+  "form",
+  "form_name",
+]);
 
 /** Referer query parameters (see extract.ts) were form-encoded by the browser. */
 const REFERER_QUERY = "referer?";
+
+/** Per-request state: the findings so far and the work left. */
+class Analysis {
+  readonly findings: Finding[] = [];
+  truncated = false;
+  constructor(private budget: number) {}
+
+  /** Charges `n` characters; false (and truncated) once the budget is spent. */
+  spend(n: number): boolean {
+    if (this.budget <= 0) {
+      this.truncated = true;
+      return false;
+    }
+    this.budget -= n;
+    return true;
+  }
+}
 
 /**
  * Inspects one request.
@@ -62,47 +109,99 @@ const REFERER_QUERY = "referer?";
  * @returns every finding (highest score first) and the one that blocks at this level
  */
 export function inspect(req: EngineRequest, opts: InspectOptions): Inspection {
+  const analysis = new Analysis(opts.budget ?? budgetFor(req));
+  const protocol = checkProtocol(req.method, req.headers);
+  if (protocol !== undefined) analysis.findings.push(protocol);
   const inputs = extract(req);
-  let budget = opts.budget ?? DEFAULT_BUDGET;
-  let truncated = inputs.length >= MAX_INPUTS;
-  const findings: Finding[] = [];
+  if (inputs.length >= MAX_INPUTS) analysis.truncated = true;
+  const session = sessionParameter(req, inputs);
+  if (session !== undefined) analysis.findings.push(session);
   for (const input of inputs) {
-    if (budget <= 0) {
-      truncated = true;
-      break;
-    }
-    budget -= input.value.length;
+    if (!analysis.spend(input.value.length)) break;
     if (INERT.test(input.value) && decodeBase64Code(input.value) === undefined) continue;
-    if (input.source === "header") {
-      if (inspectHeader(input, findings)) truncated = true;
-    } else if (inspectInput(input, findings)) truncated = true;
+    if (input.source === "header") inspectHeader(input, analysis);
+    else inspectInput(input, analysis.findings, analysis);
   }
+  const findings = analysis.findings;
   findings.sort((a, b) => b.score - a.score);
   const threshold = RANK[BLOCKING_BAND[opts.level]];
   const blocking = findings.find((f) => RANK[f.confidence] >= threshold);
-  return { findings, blocking, truncated };
+  return { findings, blocking, truncated: analysis.truncated };
 }
 
-/** Runs every detector on one value and what it hides; true when decoding was cut short. */
-function inspectInput(input: Input, findings: Finding[]): boolean {
+function budgetFor(req: EngineRequest): number {
+  let size = req.path.length + req.query.length + (req.body?.length ?? 0);
+  for (const [name, value] of req.headers) size += name.length + value.length;
+  return DEFAULT_BUDGET + BUDGET_PER_CHAR * size;
+}
+
+/** Runs every detector on one value and what it hides, in windows when it is long. */
+function inspectInput(input: Input, findings: Finding[], analysis: Analysis): void {
   const plus: PlusMode = PLUS_AS_SPACE.has(input.source) || input.name.startsWith(REFERER_QUERY)
     ? "space"
     : "literal";
-  const normalized = normalize(input.value, plus);
-  const location = input.name.length > 0 ? `${input.source}:${input.name}` : input.source;
+  const location = locationOf(input);
+  const v = input.value;
+  if (v.length <= WINDOW) {
+    judge(input, location, v, plus, false, findings, analysis);
+    return;
+  }
+  for (let at = 0; at < v.length; at += STEP) {
+    const window = v.slice(at, at + WINDOW);
+    if (!INERT.test(window) && !isBinary(window)) {
+      judge(input, location, window, plus, at > 0, findings, analysis);
+    }
+    if (at + WINDOW >= v.length) break;
+  }
+}
+
+/** Control characters and Latin-1 bytes above ASCII: text decoded from binary data. */
+function isBinary(text: string): boolean {
+  let odd = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if ((c < 0x20 && c !== 9 && c !== 10 && c !== 13) || (c >= 0x7f && c <= 0xff) || c === 0xfffd) {
+      odd++;
+    }
+  }
+  return odd > text.length * BINARY_SHARE;
+}
+
+function judge(
+  input: Input,
+  location: string,
+  raw: string,
+  plus: PlusMode,
+  continued: boolean,
+  findings: Finding[],
+  analysis: Analysis,
+): void {
+  const text = normalize(raw, plus).text;
   const value: DetectorInput = {
     input,
     location,
-    decoded: normalized.text,
-    raw: input.value,
+    decoded: continued ? CONTINUED + text : text,
+    raw,
   };
   runDetectors(value, findings);
-  for (const hidden of decodeBase64Runs(normalized.text)) {
-    runDetectors({ ...value, decoded: hidden }, findings);
-    runNested(value, hidden, findings);
+  revealHidden(value, text, findings, analysis, 0);
+}
+
+/** Judges what a decoded text hides (base64, nested JSON), and what that hides in turn. */
+function revealHidden(
+  value: DetectorInput,
+  text: string,
+  findings: Finding[],
+  analysis: Analysis,
+  depth: number,
+): void {
+  for (const hidden of hiddenTexts(text)) {
+    if (!analysis.spend(hidden.length)) return;
+    const decoded = normalize(hidden).text;
+    const inner: DetectorInput = { ...value, decoded, raw: hidden };
+    runDetectors(inner, findings);
+    if (depth + 1 < MAX_HIDDEN_DEPTH) revealHidden(inner, decoded, findings, analysis, depth + 1);
   }
-  runNested(value, normalized.text, findings);
-  return normalized.truncated;
 }
 
 /**
@@ -113,42 +212,35 @@ function inspectInput(input: Input, findings: Finding[]): boolean {
  * findings included so an attack in a header is reported every time, are kept for values up to
  * 512 characters, 4,096 at most; a flood of distinct values only empties the memo.
  */
-type Verdict = { readonly findings: readonly Finding[]; readonly truncated: boolean };
+type Verdict = { readonly findings: readonly Finding[] };
 /** By header name, then value (no joined key: decoded Referer parameter names hold anything). */
 const HEADER_VERDICTS = new Map<string, Map<string, Verdict>>();
 const MAX_HEADER_VERDICTS = 4096;
 const MAX_CACHED_HEADER = 512;
 let headerVerdicts = 0;
 
-function inspectHeader(input: Input, findings: Finding[]): boolean {
-  if (input.value.length > MAX_CACHED_HEADER) return inspectInput(input, findings);
+function inspectHeader(input: Input, analysis: Analysis): void {
+  if (input.value.length > MAX_CACHED_HEADER) {
+    inspectInput(input, analysis.findings, analysis);
+    return;
+  }
   let byValue = HEADER_VERDICTS.get(input.name);
   const known = byValue?.get(input.value);
   if (known !== undefined) {
-    for (const f of known.findings) findings.push(f);
-    return known.truncated;
+    for (const f of known.findings) analysis.findings.push(f);
+    return;
   }
   const own: Finding[] = [];
-  const truncated = inspectInput(input, own);
-  for (const f of own) findings.push(f);
+  inspectInput(input, own, analysis);
+  for (const f of own) analysis.findings.push(f);
   if (headerVerdicts >= MAX_HEADER_VERDICTS) {
     HEADER_VERDICTS.clear();
     headerVerdicts = 0;
     byValue = undefined;
   }
   if (byValue === undefined) HEADER_VERDICTS.set(input.name, byValue = new Map());
-  byValue.set(input.value, { findings: own, truncated });
+  byValue.set(input.value, { findings: own });
   headerVerdicts++;
-  return truncated;
-}
-
-/** JSON nested in a value: each string is judged alone (a breakout needs its own literal). */
-function runNested(value: DetectorInput, text: string, findings: Finding[]): void {
-  const strings = nestedJsonStrings(text);
-  if (strings === undefined) return;
-  for (const decoded of strings) {
-    if (decoded.length > 2 && !INERT.test(decoded)) runDetectors({ ...value, decoded }, findings);
-  }
 }
 
 function runDetectors(value: DetectorInput, findings: Finding[]): void {

@@ -17,10 +17,15 @@ const GLOBAL_CALL =
   /^(?:window|self|top|parent|frames|globalThis|this|document|content|opener)\s*\[[^\]]{1,200}\]\s*(?:\[[^\]]{1,200}\]\s*)*\(/;
 /** The Function constructor reached through any object: turns a string into code. */
 const FUNCTION_CONSTRUCTOR =
-  /\bconstructor\s*\.\s*constructor\s*\(|\.constructor\s*\.\s*prototype\b|\bconstructor\s*\[\s*['"`]constructor/;
+  /\bconstructor\s*\.\s*constructor\s*\(|\.constructor\s*\.\s*prototype\b|\bconstructor\s*\[\s*['"`]constructor|\.constructor\s*\(\s*['"`][^'"`]{0,200}\b(?:alert|prompt|confirm|eval|fetch|document|location|window)\b[^'"`]{0,200}['"`]\s*\)\s*\(/;
 /** Sinks that run or reveal code, called or aliased at the start of the injected code. */
 const SINKS = "alert|prompt|confirm|eval|print|setTimeout|setInterval|Function|importScripts";
-const SINK_START = new RegExp(`^(?:[\\w$]+\\s*=\\s*)?(?:${SINKS})\\s*(?:[(\`;,])`);
+/**
+ * How a sink is invoked: called (`alert(`, a tagged template), aliased (`;`, `,`), called
+ * optionally (`alert?.(`) or through `Function.prototype` (`alert.call(null,1)`).
+ */
+const INVOKE = "\\s*(?:[(`;,]|\\?\\.\\s*\\(|\\.\\s*(?:call|apply|bind)\\s*\\()";
+const SINK_START = new RegExp(`^(?:[\\w$]+\\s*=\\s*)?(?:${SINKS})${INVOKE}`);
 /**
  * A sink called right after a statement separator or a closed block (`}alert(1)`), or passed
  * as a callback (`.find(alert)`).

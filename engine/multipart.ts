@@ -8,8 +8,13 @@
 
 /** One part of a multipart body. */
 export interface Part {
+  /** The field name, `""` when the part has none. */
   readonly name: string;
   readonly filename: string | undefined;
+  /** The part's content type, lower-case, `""` when absent. */
+  readonly contentType: string;
+  /** Part headers other than Content-Disposition, names lower-case, values Latin-1. */
+  readonly headers: ReadonlyArray<readonly [string, string]>;
   /** Part content as Latin-1 (one character per byte). */
   readonly value: string;
 }
@@ -53,16 +58,32 @@ function parsePart(chunk: string): Part | undefined {
   let value = text.slice(split + gap);
   if (value.endsWith("\r\n")) value = value.slice(0, -2);
   else if (value.endsWith("\n")) value = value.slice(0, -1);
-  const disposition = head.split(LINE).find((line) => DISPOSITION.test(line)) ?? "";
+  let disposition = "";
+  let contentType = "";
+  const headers: Array<readonly [string, string]> = [];
+  for (const line of head.split(LINE)) {
+    const colon = line.indexOf(":");
+    if (colon <= 0) continue;
+    const name = line.slice(0, colon).trim().toLowerCase();
+    const headerValue = line.slice(colon + 1).trim();
+    if (name === "content-disposition") disposition = headerValue;
+    else {
+      if (name === "content-type") contentType = headerValue.toLowerCase();
+      if (headers.length < MAX_PART_HEADERS) headers.push([name, headerValue]);
+    }
+  }
   const n = NAME.exec(disposition);
   const f = FILENAME.exec(disposition);
   return {
     name: n?.[1] ?? n?.[2] ?? "",
     filename: f === null ? undefined : f[1] ?? f[2] ?? "",
+    contentType,
+    headers,
     value,
   };
 }
 
+const MAX_PART_HEADERS = 8;
+
 const LEADING_NEWLINE = /^\r?\n/;
 const LINE = /\r?\n/;
-const DISPOSITION = /^content-disposition:/i;

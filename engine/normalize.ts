@@ -9,20 +9,23 @@
  */
 
 import { decodeEntities } from "./entities.ts";
+import { MAX_TEXT } from "./limits.ts";
 
 /** Layers of decoding applied at most; three covers double encoding plus one entity layer. */
 export const MAX_DECODE_LAYERS = 3;
 /** Characters of one value that are analysed; the rest is ignored and reported as truncated. */
-export const MAX_VALUE_CHARS = 8192;
+export const MAX_VALUE_CHARS = MAX_TEXT;
 
 /** Characters that can start an encoded sequence; a value without them is returned as is. */
 const ENCODED_HINT = /[%&\\+]/;
 const NUL = /\0/g;
 /** Base64 text long enough to hide a payload, optionally padded. */
-const BASE64 = /^[A-Za-z0-9+/_-]{12,}={0,2}$/;
+const BASE64 = /^[A-Za-z0-9+/_-]{8,}={0,2}$/;
 const PADDING = /=+$/;
-/** Decoded base64 is only interesting when it reads like markup or code. */
-const CODE_LIKE = /[<>'"();${}`|=/]/;
+/** Decoded base64 inside other text is only interesting when it reads like markup or code. */
+const CODE_LIKE = /[<>'"();${}`|=/\r\n\\]/;
+/** A value that is base64 as a whole is also worth a look when it decodes to words. */
+const WORDS_OR_CODE = /[<>'"();${}`|=/\s\\]/;
 
 /** How `+` is read: as a space in query strings and form bodies, literally elsewhere. */
 export type PlusMode = "space" | "literal";
@@ -232,9 +235,13 @@ export function decodeJsEscapes(s: string): string {
 
 /**
  * Decodes a value that is entirely base64 when the result is printable text that reads like
- * markup or code; otherwise undefined (most base64 in requests is binary or opaque tokens).
+ * markup, code or a command line; otherwise undefined (most base64 in requests is binary or
+ * opaque tokens).
+ *
+ * @param value the candidate
+ * @param embedded true for a run found inside other text, which must read like code
  */
-export function decodeBase64Code(value: string): string | undefined {
+export function decodeBase64Code(value: string, embedded = false): string | undefined {
   if (value.length > MAX_VALUE_CHARS || !BASE64.test(value) || !mayEncodeAscii(value)) {
     return undefined;
   }
@@ -248,7 +255,7 @@ export function decodeBase64Code(value: string): string | undefined {
     const c = text.charCodeAt(i);
     if ((c < 0x20 && c !== 9 && c !== 10 && c !== 13) || c > 0x7e) return undefined;
   }
-  return CODE_LIKE.test(text) ? text : undefined;
+  return (embedded ? CODE_LIKE : WORDS_OR_CODE).test(text) ? text : undefined;
 }
 
 /** Index of a base64 digit (standard or URL-safe alphabet), -1 for padding or anything else. */
@@ -313,7 +320,7 @@ export function decodeUtf7(s: string): string {
 
 const B64_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 /** Base64 runs inside a larger value (serialised objects, JSON fields, cookies). */
-const BASE64_RUN = /[A-Za-z0-9+/]{16,}={0,2}/g;
+const BASE64_RUN = /[A-Za-z0-9+/]{12,}={0,2}/g;
 const MAX_BASE64_RUNS = 4;
 
 /**
@@ -325,7 +332,7 @@ const MAX_BASE64_RUNS = 4;
 export function decodeBase64Runs(value: string): string[] {
   const out: string[] = [];
   for (const m of value.matchAll(BASE64_RUN)) {
-    const text = decodeBase64Code(m[0]);
+    const text = decodeBase64Code(m[0], true);
     if (text !== undefined) out.push(text);
     if (out.length >= MAX_BASE64_RUNS) break;
   }

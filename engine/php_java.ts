@@ -7,8 +7,9 @@
  */
 import type { DetectorInput, Finding } from "./types.ts";
 import { makeFinding, stronger } from "./make_finding.ts";
+import { MAX_TEXT } from "./limits.ts";
 
-const MAX_CHARS = 8192;
+const MAX_CHARS = MAX_TEXT;
 
 /** Cheap gate: every rule below needs one of these characters. */
 const GATE = /[(<{$#@%]/;
@@ -45,6 +46,23 @@ const DRUPAL_RENDER =
 const SPEL = /\bT\s*\(\s*java\.|new\s+java\.(?:lang|io|net|util)\.|#\{\s*T\s*\(/;
 
 /**
+ * Classic ASP / VBScript: statements and objects that only server-side script uses. One of
+ * them may be quoted in a question about VB; two or more form code.
+ */
+const ASP_HINT =
+  /server\.|response\.|request\.|on\s+error|createobject|wscript|scripting\.|adodb\.|msxml2\.|execute|eval\s*\(|chrw?\s*\(/i;
+const ASP_TOKENS: readonly RegExp[] = [
+  /\bon\s+error\s+resume\s+next\b/i,
+  /\bserver\.(?:createobject|mappath|scripttimeout|execute|transfer)\b/i,
+  /\bresponse\.(?:write|binarywrite|redirect|addheader)\s*\(?/i,
+  /\brequest\.(?:form|querystring|item|servervariables)\s*\(/i,
+  /\bcreateobject\s*\(\s*["']/i,
+  /\b(?:execute|executeglobal|eval)\s*\(\s*(?:request|["'])/i,
+  /\b(?:wscript\.shell|scripting\.filesystemobject|adodb\.(?:stream|connection|recordset)|msxml2\.(?:serverxmlhttp|xmlhttp))\b/i,
+  /\bchrw?\s*\(\s*&h[0-9a-f]/i,
+];
+
+/**
  * Reports PHP and Java code in a value.
  *
  * @param value the decoded input
@@ -65,7 +83,21 @@ export function codeInjection(value: DetectorInput): Finding | undefined {
       ? undefined
       : makeFinding(value, "java", 90, "java.classloader", text, cl.index);
   }
-  return stronger(php(value, text), java(value, text));
+  return stronger(stronger(php(value, text), java(value, text)), asp(value, text));
+}
+
+function asp(value: DetectorInput, text: string): Finding | undefined {
+  if (!ASP_HINT.test(text)) return undefined;
+  let hits = 0;
+  let first = -1;
+  for (const token of ASP_TOKENS) {
+    const m = token.exec(text);
+    if (m === null) continue;
+    hits++;
+    if (first < 0 || m.index < first) first = m.index;
+  }
+  if (hits === 0) return undefined;
+  return makeFinding(value, "rce", hits >= 2 ? 88 : 45, "rce.asp_code", text, first);
 }
 
 function php(value: DetectorInput, text: string): Finding | undefined {

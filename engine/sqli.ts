@@ -155,7 +155,12 @@ function codeStart(tokens: readonly SqlToken[]): { from: number; strength: Stren
  * @returns a `sqli` finding or undefined
  */
 export function sqli(input: DetectorInput): Finding | undefined {
-  const verdict = analyzeSql(input.decoded);
+  let verdict = analyzeSql(input.decoded);
+  if ((verdict === undefined || verdict.score < 70) && input.decoded.includes("+")) {
+    // `1+union+select`: a form-encoded space that reached a JSON or multipart field as `+`.
+    const spaced = analyzeSql(input.decoded.replaceAll("+", " "));
+    if (spaced !== undefined && spaced.score > (verdict?.score ?? 0)) verdict = spaced;
+  }
   if (verdict === undefined || verdict.score < 30) return undefined;
   // Evidence starts a little before the hit so the breakout that led there stays visible.
   const at = Math.max(0, verdict.offset - 10);

@@ -15,6 +15,9 @@ import { classifyHost } from "./host_address.ts";
 const MAX_URLS = 8;
 /** A scheme followed by `//` or a backslash, anywhere a URL can start. */
 const URL_START = /(?:^|[\s"'=(<,;|@>`])([a-z][a-z0-9+.-]{1,15}):(?:\/\/|\\\\|\/\\|\\\/)/gi;
+/** Apache's `unix:/path|http://host/` proxy syntax: the socket path reaches any backend. */
+const UNIX_SOCKET_PROXY = /\bunix:[^|\s]{0,8192}\|(?:https?|fcgi|ajp|wss?|uwsgi|scgi|h2c?):\/\//i;
+
 /** Schemes that talk raw protocols and have no business in a parameter. */
 const RAW_SCHEMES: ReadonlySet<string> = new Set([
   "gopher",
@@ -41,6 +44,15 @@ const INCLUDE_PARAM =
 const INCLUDE_CUT = /\.(?:txt|inc|sh|pl|py|php\d?|phtml|jsp|aspx?|cgi)(?:\?+$|%00)/i;
 /** A remote script or text file with nothing after it. */
 const INCLUDE_FILE = /\.(?:txt|inc|sh|pl|py)$/i;
+
+/**
+ * Out-of-band interaction services: their only use is to receive the DNS lookup or request a
+ * blind injection makes (Burp Collaborator, interactsh, dnslog), so their names in a request
+ * are the probe itself.
+ */
+const OAST_HINT = /oast|interact|collaborator|dnslog|ceye\.io|canarytoken|xss\.ht|bxss|eyes\.sh/i;
+const OAST_HOST =
+  /(?:^|[^a-z0-9-])(?:[a-z0-9-]{1,63}\.)+(?:interact\.sh|interactsh\.com|oast\.(?:pro|live|site|online|fun|me)|oastify\.com|burpcollaborator\.net|dnslog\.(?:cn|link)|ceye\.io|canarytokens\.com|xss\.ht|bxss\.me|eyes\.sh)(?![a-z0-9-])/i;
 
 /** Ports of local development servers: a developer's app legitimately points at them. */
 const DEV_PORT = /^localhost:(?:3\d{3}|4200|5000|5173|8000|8080|8081|8443|8888)(?:[/?#]|$)/;
@@ -75,7 +87,19 @@ function hostOf(authority: string): string {
  */
 export function ssrf(value: DetectorInput): Finding | undefined {
   const text = value.decoded;
+  if (OAST_HINT.test(text)) {
+    const oast = OAST_HOST.exec(text);
+    if (oast !== null) {
+      return makeFinding(value, "ssrf", 88, "ssrf.oast_callback", text, oast.index);
+    }
+  }
   if (text.indexOf(":") < 0) return undefined;
+  if (text.indexOf("unix:") >= 0 || text.indexOf("UNIX:") >= 0) {
+    const unix = UNIX_SOCKET_PROXY.exec(text);
+    if (unix !== null) {
+      return makeFinding(value, "ssrf", 90, "ssrf.unix_socket_proxy", text, unix.index);
+    }
+  }
   const source = value.input.source;
   // Browsers fill Referer and Origin with the page's own URL, often on a private network.
   const browserHeader = source === "header" &&

@@ -10,8 +10,9 @@
  */
 import type { DetectorInput, Finding } from "./types.ts";
 import { makeFinding } from "./make_finding.ts";
+import { MAX_TEXT } from "./limits.ts";
 
-const MAX_CHARS = 8192;
+const MAX_CHARS = MAX_TEXT;
 const GATE = /[{}%#$<@[*]/;
 
 interface Rule {

@@ -9,10 +9,11 @@
  */
 import type { DetectorInput, Finding } from "./types.ts";
 import { makeFinding, stronger } from "./make_finding.ts";
+import { MAX_TEXT } from "./limits.ts";
 
 /** Cheap gate: a value without any dot, slash or escape cannot hold a path. */
 const PREFILTER =
-  /\.\.|[\\%\uff0e\u2215\u2216\u2044\uefc8\uf025\u2024\u29f5\u29f8\uff0f\uff3c]|0x|etc|passwd|boot|win|proc|\.ht|-inf\/|wp-config|id_[rde]|\.ssh|\.git|\.svn|\.env|var\/|usr\/|dev\/|\.ini|\.conf|\.cnf|log|\.asa|\.config|\.bash|\.aws|\.docker|\.kube|\.npmrc|inetpub|xampp|lampp|system32|\.passwd|\.netrc|\.forward|\.[a-z]*shrc|\.[rs]hosts|\.profile|\.pgpass|\.viminfo|\.gitconfig|:\/\/|data:|li4v|li5c|sam$|autoexec|config\.sys|private\/|opt\//i;
+  /\.\.|[\\%\uff0e\u2215\u2216\u2044\uefc8\uf025\u2024\u29f5\u29f8\uff0f\uff3c]|0x|etc|passwd|boot|win|proc|\.ht|-inf\/|wp-config|id_[rde]|\.ssh|\.git|\.svn|\.env|var\/|usr\/|dev\/|\.ini|\.conf|\.cnf|log|\.asa|\.config|\.bash|\.aws|\.docker|\.kube|\.npmrc|inetpub|xampp|lampp|system32|\.passwd|\.netrc|\.forward|\.[a-z]*shrc|\.[rs]hosts|\.profile|\.pgpass|\.viminfo|\.gitconfig|:\/\/|data:|li4v|li5c|sam$|autoexec|config\.sys|private\/|opt\/|ntuser|pagefile|hiberfil|unattend|sysprep/i;
 /** Words of the system files the skeleton check looks for. */
 const SKELETON_HINT = /etc|boot|win|proc/i;
 
@@ -74,10 +75,18 @@ const STRONG_TARGET = new RegExp(
     "(?:^|/)wp-config\\.php",
     "(?:^|/)master\\.passwd",
     "(?:^|/)dev/(?:tcp|udp|null|random|urandom|stdin|fd/|zero)",
+    "(?:^|/)(?:ntuser\\.dat|ntuser\\.ini|pagefile\\.sys|hiberfil\\.sys|unattend\\.xml|sysprep\\.inf)(?:$|[^a-z])",
     "(?:^|/)(?:global\\.asa|web\\.config|php\\.ini|httpd\\.conf|my\\.cnf|my\\.ini|sam$|autoexec\\.bat|" +
     "config\\.sys|access_log|error_log|access\\.log|error\\.log)",
   ].join("|"),
 );
+
+/**
+ * A UNC path to an administrative share (`\\host\c$\...`, `\\::1\admin$`): reads any file of
+ * the server (or another host) through SMB, whatever the application's base directory.
+ */
+const UNC_ADMIN_SHARE =
+  /^[\s"']*(?:\\\\|\/\/)[^\\/\s]{1,255}[\\/](?:[a-z]\$|admin\$|ipc\$|print\$|sysvol|netlogon)(?:[\\/]|$)/i;
 
 /** An absolute path into a system directory, forming the whole value. */
 const SYSTEM_ROOT =
@@ -205,14 +214,18 @@ function judgePath(value: DetectorInput, text: string): Finding | undefined {
  */
 export function traversal(value: DetectorInput): Finding | undefined {
   const text = value.decoded;
+  if (text.indexOf("$") >= 0) {
+    const unc = UNC_ADMIN_SHARE.exec(text);
+    if (unc !== null) return makeFinding(value, "lfi", 92, "lfi.unc_share", text, unc.index);
+  }
   if (!PREFILTER.test(text) && value.raw.indexOf("%") < 0) return undefined;
-  const capped = text.length > 4096 ? text.slice(0, 4096) : text;
+  const capped = text.length > MAX_TEXT ? text.slice(0, MAX_TEXT) : text;
   let best = judgePath(value, capped);
   if (best !== undefined && best.score >= 90) return best;
   if (best === undefined || best.score < 85) {
     // Broken or overlong escapes can survive decoding as letters; the raw value's words
     // still show a climb straight into a system file.
-    const raw = value.raw.length > 4096 ? value.raw.slice(0, 4096) : value.raw;
+    const raw = value.raw.length > MAX_TEXT ? value.raw.slice(0, MAX_TEXT) : value.raw;
     if (
       SKELETON_HINT.test(raw) &&
       (SKELETON_TARGET.test(skeleton(raw)) || SKELETON_TARGET.test(skeleton(capped)))

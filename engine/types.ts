@@ -25,27 +25,44 @@ export const ATTACK_CLASSES = [
   "xpath",
   "open-redirect",
   "ssi",
+  "mail",
+  "session-fixation",
+  "graphql",
+  "request-smuggling",
+  "host-header",
+  "header-injection",
+  "method",
 ] as const;
 export type AttackClass = typeof ATTACK_CLASSES[number];
 
-/** Where an inspected value came from. */
+/**
+ * Where an inspected value came from. Names follow the source in a finding's location:
+ * `path[2]` (a segment), `query:id`, `json:user.name`, `json_key:user.$where`,
+ * `multipart:file.filename`, `xml:/root/a@probe`, `graphql.query`, `cookie_name:x`.
+ */
 export type InputSource =
   | "path"
   | "query"
   | "query_name"
   | "form"
+  | "form_name"
   | "json"
+  | "json_key"
   | "multipart"
-  | "filename"
   | "xml"
+  | "graphql"
   | "body"
   | "cookie"
+  | "cookie_name"
   | "header";
 
 /** One attacker-controlled value, already separated from its container. */
 export interface Input {
   readonly source: InputSource;
-  /** Parameter, header, cookie or JSON path name; empty for the raw path or body. */
+  /**
+   * Parameter, header, cookie or JSON path name; empty for the raw path or body. A name that
+   * starts with `[` or `.` is joined to the source without a colon (`path[2]`, `graphql.query`).
+   */
   readonly name: string;
   /** Raw value as received (before normalisation). */
   readonly value: string;

@@ -55,6 +55,11 @@ const BACKSLASH = /\\|%5c/i;
 /** Characters that lose their eighth bit to become `<` and `>`. */
 const HIGH_BIT_MARKUP = /[\u00bc\u00be]/;
 const HIGH_BIT = /[\u0080-\u00ff]/g;
+/**
+ * A short tag wedged inside a word (`o<x>nfocus`, `alert<x>(1)`): filters that strip unknown
+ * tags join the word again, so the stripped reading is what the browser gets.
+ */
+const WEDGED_TAG = /(?<=[\w"'=])<\/?[a-z]{1,8}>(?=[\w(=])/gi;
 
 /**
  * Other readings of a value worth judging as markup: without JavaScript escapes (for CSS
@@ -69,6 +74,10 @@ export function otherReadings(input: DetectorInput): string[] {
   if (BACKSLASH.test(raw) && (decoded.includes("<") || decoded.includes("="))) {
     const markup = decodeMarkup(raw, plusOf(input));
     if (markup !== decoded) out.push(markup);
+  }
+  if (decoded.includes("<")) {
+    const joined = decoded.replace(WEDGED_TAG, "");
+    if (joined !== decoded) out.push(joined);
   }
   if (HIGH_BIT_MARKUP.test(decoded)) {
     out.push(decoded.replace(HIGH_BIT, (c) => String.fromCharCode(c.charCodeAt(0) & 0x7f)));

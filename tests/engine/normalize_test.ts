@@ -66,9 +66,10 @@ Deno.test("decodeUtf7() turns UTF-7 shifted ASCII into characters", () => {
   assert.equal(decodeUtf7("+ADw-script+AD4-"), "<script>");
 });
 
-Deno.test("decodeBase64Code() only returns printable code-like text", () => {
+Deno.test("decodeBase64Code() only returns printable text, code-like when embedded", () => {
   assert.equal(decodeBase64Code(btoa("<script>alert(1)</script>")), "<script>alert(1)</script>");
-  assert.equal(decodeBase64Code("dGhpcyBpcyBwbGFpbg=="), undefined);
+  assert.equal(decodeBase64Code("dGhpcyBpcyBwbGFpbg=="), "this is plain");
+  assert.equal(decodeBase64Code("dGhpcyBpcyBwbGFpbg==", true), undefined);
   assert.equal(decodeBase64Code("d41d8cd98f00b204e9800998ecf8427e"), undefined);
 });
 

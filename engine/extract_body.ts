@@ -1,0 +1,172 @@
+/**
+ * Extraction from request bodies: form fields, JSON strings and keys, XML and SOAP element
+ * text and attributes, multipart fields with their file names and part headers, GraphQL
+ * queries, and whole text bodies of any other (or no) content type.
+ *
+ * Structured readers are linear and lenient (a body cut at the inspection limit still
+ * yields its values). When a body holds more values than the request may have inputs, its
+ * text is also judged whole, so values past the cap are not invisible.
+ */
+
+import type { Input } from "./types.ts";
+import { MAX_INPUTS, push } from "./extract_push.ts";
+import { addPairs, PLAIN_SEGMENT } from "./extract_url.ts";
+import { parseMultipart } from "./multipart.ts";
+import { scanJson } from "./json_scan.ts";
+import { readXml } from "./xml_reader.ts";
+import { graphqlStrings } from "./graphql.ts";
+import { percentDecode } from "./normalize.ts";
+
+const BOUNDARY = /boundary=(?:"([^"]+)"|([^\s;]+))/i;
+const UTF8 = new TextDecoder("utf-8", { fatal: false });
+/** JSON keys are only worth a look when they are not plain identifiers (`$where`, `<x>`). */
+const PLAIN_KEY = /^[A-Za-z0-9_-]*$/;
+/** Paths that serve GraphQL, where a `query` value is a GraphQL document. */
+export const GRAPHQL_PATH = /graphql|graphiql|\/gql(?:$|\/)/i;
+/** A form body sent without a content type: `name=value` pairs and nothing else. */
+const FORM_SHAPE = /^[\w.%[\]-]+=[^\s]*$/;
+
+/** What the body readers need from the request. */
+export interface BodyContext {
+  readonly contentType: string;
+  /** True when the request path serves GraphQL. */
+  readonly graphqlPath: boolean;
+}
+
+/**
+ * Adds the inputs of a body.
+ *
+ * @param out the inputs collected so far
+ * @param body the body prefix the connector captured
+ * @param ctx content type and path facts
+ */
+export function addBody(out: Input[], body: Uint8Array, ctx: BodyContext): void {
+  const type = ctx.contentType.toLowerCase();
+  if (type.startsWith("multipart/")) {
+    const m = BOUNDARY.exec(ctx.contentType);
+    const boundary = m?.[1] ?? m?.[2];
+    if (boundary !== undefined) {
+      addMultipart(out, latin1(body), boundary, ctx);
+      return;
+    }
+  }
+  const text = UTF8.decode(body);
+  const before = out.length;
+  addText(out, text, type, "", ctx);
+  if (out.length >= MAX_INPUTS) {
+    // More values than inputs: judge the whole text too, in place of the last ones.
+    out.length = Math.max(before, MAX_INPUTS - 1);
+    push(out, "body", "", text);
+  }
+}
+
+/** Reads one text by its content type (or its shape when the type says nothing). */
+function addText(out: Input[], text: string, type: string, prefix: string, ctx: BodyContext): void {
+  if (type.includes("x-www-form-urlencoded")) addPairs(out, text, "form");
+  else if (type.includes("graphql")) addGraphql(out, text, `${prefix}.query`);
+  else if (type.includes("json")) addJson(out, text, prefix, ctx);
+  else if (type.includes("xml")) addXml(out, text, prefix);
+  else if (isText(text)) addSniffed(out, text, prefix, ctx);
+}
+
+/** Bodies without a useful content type are read by their shape, as lenient frameworks do. */
+function addSniffed(out: Input[], text: string, prefix: string, ctx: BodyContext): void {
+  const start = text.trimStart();
+  const first = start[0];
+  if (first === "{" || first === "[") addJson(out, text, prefix, ctx);
+  else if (first === "<") addXml(out, text, prefix);
+  else if (prefix === "" && FORM_SHAPE.test(text)) addPairs(out, text, "form");
+  else push(out, prefix === "" ? "body" : "multipart", prefix, text);
+}
+
+function addJson(out: Input[], text: string, prefix: string, ctx: BodyContext): void {
+  const source = prefix === "" ? "json" : "multipart";
+  const clean = scanJson(text, (path, value, key) => {
+    const name = prefix === "" ? path : `${prefix}.${path}`;
+    if (key) {
+      if (PLAIN_KEY.test(value)) return true;
+      return push(out, prefix === "" ? "json_key" : "multipart", name, value);
+    }
+    if (path === "query" && (ctx.graphqlPath || graphqlStrings(value) !== undefined)) {
+      addGraphql(out, value, `${prefix}.query`);
+      return out.length < MAX_INPUTS;
+    }
+    return push(out, source, name, value);
+  });
+  // Text that is not JSON at all (`{{7*7}}`, `{${jndi:...}}`) is judged as it came.
+  if (!clean) push(out, prefix === "" ? "body" : "multipart", prefix, text);
+}
+
+function addXml(out: Input[], text: string, prefix: string): void {
+  const source = prefix === "" ? "xml" : "multipart";
+  // The whole document carries the DTD (XXE) and whatever does not parse as XML.
+  push(out, source, prefix, text);
+  readXml(text, (path, value) => push(out, source, `${prefix}${path}`, value));
+}
+
+/**
+ * A GraphQL document (`graphql.query`), plus each of its string arguments
+ * (`graphql.query.id`): an injection in an argument is judged without the query around it.
+ */
+export function addGraphql(out: Input[], doc: string, name: string): void {
+  push(out, "graphql", name, doc);
+  for (const s of graphqlStrings(doc) ?? []) {
+    if (!push(out, "graphql", s.name.length > 0 ? `${name}.${s.name}` : name, s.value)) return;
+  }
+}
+
+/** Adds the GraphQL document of a `query` parameter on a GraphQL path (GET requests). */
+export function addGraphqlQuery(out: Input[], query: string): void {
+  for (const pair of query.split("&")) {
+    if (pair.startsWith("query=")) {
+      addGraphql(out, percentDecode(pair.slice(6), true), ".query");
+    }
+  }
+}
+
+function addMultipart(out: Input[], body: string, boundary: string, ctx: BodyContext): void {
+  for (const part of parseMultipart(body, boundary)) {
+    const name = part.name;
+    if (!PLAIN_SEGMENT.test(name)) push(out, "multipart", `${name}.name`, name);
+    if (part.filename !== undefined) push(out, "multipart", `${name}.filename`, part.filename);
+    for (const [header, value] of part.headers) {
+      if (header !== "content-type" || !PLAIN_TYPE.test(value)) {
+        push(out, "multipart", `${name}.${header}`, value);
+      }
+    }
+    if (!isText(part.value)) continue;
+    const value = utf8FromLatin1(part.value);
+    if (part.contentType === "" || part.contentType.startsWith("text/plain")) {
+      push(out, "multipart", name, value);
+    } else addText(out, value, part.contentType, name, ctx);
+  }
+}
+
+/** A part content type with nothing but a media type and harmless parameters. */
+const PLAIN_TYPE = /^[\w.+-]+\/[\w.+-]+(?:\s*;\s*[\w-]+=[\w.-]+)*$/i;
+
+function latin1(bytes: Uint8Array): string {
+  let out = "";
+  const CHUNK = 8192;
+  for (let i = 0; i < bytes.length; i += CHUNK) {
+    out += String.fromCharCode(...bytes.subarray(i, i + CHUNK));
+  }
+  return out;
+}
+
+function utf8FromLatin1(s: string): string {
+  const bytes = new Uint8Array(s.length);
+  for (let i = 0; i < s.length; i++) bytes[i] = s.charCodeAt(i);
+  return UTF8.decode(bytes);
+}
+
+/** Binary content (images, archives) is not inspectable text; a few control bytes are. */
+export function isText(s: string): boolean {
+  const n = Math.min(s.length, 512);
+  let control = 0;
+  for (let i = 0; i < n; i++) {
+    const c = s.charCodeAt(i);
+    if ((c < 0x20 && c !== 9 && c !== 10 && c !== 13) || c === 0xfffd) control++;
+  }
+  return control * 20 <= n;
+}

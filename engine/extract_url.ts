@@ -1,0 +1,85 @@
+/**
+ * Extraction from the request target: the path, its segments and matrix parameters, and
+ * `name=value` lists (query strings and form bodies).
+ */
+
+import type { Input } from "./types.ts";
+import { push } from "./extract_push.ts";
+
+/** Characters a path segment or a name can hold without being worth a separate look. */
+export const PLAIN_SEGMENT = /^[A-Za-z0-9_.~@,-]*$/;
+/** A segment that could be base64 (URL-safe or standard without `/`) long enough to hide code. */
+const BASE64_SEGMENT = /^[A-Za-z0-9+_-]{8,}={0,2}$/;
+
+/**
+ * The whole path, then every segment that is not a plain word (`path[2]`), then the
+ * matrix parameters of a segment (`path[2];jsessionid`). A payload placed as a segment
+ * (`/foo/24'union select 1/bar`) is judged alone, so the text around it cannot dilute it;
+ * encoded slashes (`..%2f..%2f`) stay inside their segment and are decoded with it.
+ *
+ * @param out the inputs collected so far
+ * @param path the raw path, still percent-encoded
+ */
+export function addPath(out: Input[], path: string): void {
+  if (path === "/" || path.length === 0) return;
+  push(out, "path", "", path);
+  const segments = path.split("/");
+  for (let i = 1; i < segments.length; i++) {
+    const segment = segments[i]!;
+    if (segment.length === 0) continue;
+    if (PLAIN_SEGMENT.test(segment) && !BASE64_SEGMENT.test(segment)) continue;
+    push(out, "path", `[${i}]`, segment);
+    const semi = segment.indexOf(";");
+    if (semi < 0) continue;
+    for (const param of segment.slice(semi + 1).split(";")) {
+      const eq = param.indexOf("=");
+      if (eq > 0) push(out, "path", `[${i}];${param.slice(0, eq)}`, param.slice(eq + 1));
+    }
+  }
+}
+
+/**
+ * Splits `name=value&...`. A piece without `=` that follows a value is glued back onto that
+ * value (`q=<img src=j&#X41vascript:...>`, `cmd=1 && ls`): no browser sends such a piece,
+ * but a payload's own `&` (an entity, a shell operator) splits it there, and lenient
+ * parsers that re-join the raw string see the whole payload. Plain word pieces (`&debug`)
+ * stay flags. Names that are not plain words are judged too (`?<script>=1`).
+ *
+ * @param out the inputs collected so far
+ * @param text the raw list, still percent-encoded
+ * @param source `query` or `form`
+ */
+export function addPairs(out: Input[], text: string, source: "query" | "form"): void {
+  const pieces = text.split("&");
+  const nameSource = source === "query" ? "query_name" : "form_name";
+  for (let i = 0; i < pieces.length; i++) {
+    const pair = pieces[i]!;
+    if (pair.length === 0) continue;
+    const eq = pair.indexOf("=");
+    const name = eq < 0 ? pair : pair.slice(0, eq);
+    let value = eq < 0 ? "" : pair.slice(eq + 1);
+    if (!PLAIN_SEGMENT.test(name)) push(out, nameSource, name, name);
+    if (eq >= 0) {
+      while (i + 1 < pieces.length && gluesOn(pieces[i + 1]!)) {
+        value += `&${pieces[++i]!}`;
+        if (!PLAIN_SEGMENT.test(pieces[i]!)) push(out, nameSource, pieces[i]!, pieces[i]!);
+      }
+    }
+    push(out, source, safeDecodeName(name), value);
+  }
+}
+
+/** A piece that can only be the rest of the previous value: no `=`, and not a plain flag. */
+function gluesOn(piece: string): boolean {
+  return piece.indexOf("=") < 0 && (piece.length === 0 || !PLAIN_SEGMENT.test(piece));
+}
+
+/** Parameter names for locations: decoded when possible, raw when the escapes are broken. */
+export function safeDecodeName(name: string): string {
+  if (!name.includes("%") && !name.includes("+")) return name;
+  try {
+    return decodeURIComponent(name.replaceAll("+", " "));
+  } catch {
+    return name;
+  }
+}

@@ -1,0 +1,45 @@
+/**
+ * Texts hidden inside a decoded value that an application decodes again before use: base64
+ * (the whole value or runs inside it) and JSON nested in a string. Each is judged alone by
+ * the inspector, within the request's work budget.
+ */
+import { decodeBase64Code, decodeBase64Runs } from "./normalize.ts";
+import { scanJson } from "./json_scan.ts";
+
+const MAX_NESTED_LEAVES = 64;
+const PLAIN_KEY = /^[A-Za-z0-9_-]*$/;
+
+/**
+ * Lists what a decoded value hides.
+ *
+ * @param text the decoded value
+ * @returns decoded base64 texts and nested JSON strings, possibly none
+ */
+export function hiddenTexts(text: string): string[] {
+  const out: string[] = [];
+  const whole = text.length >= 8 ? decodeBase64Code(text) : undefined;
+  if (whole !== undefined) out.push(whole);
+  else if (text.length >= 12) { for (const run of decodeBase64Runs(text)) out.push(run); }
+  const nested = nestedJsonStrings(text);
+  if (nested !== undefined) { for (const s of nested) out.push(s); }
+  return out;
+}
+
+/**
+ * String values (and unusual keys) of a JSON document nested inside another value (a query
+ * parameter holding JSON, base64-wrapped JSON), so each is judged alone rather than as JSON
+ * punctuation.
+ *
+ * @returns the strings, or undefined when the text is not a JSON object or array
+ */
+export function nestedJsonStrings(text: string): string[] | undefined {
+  const first = text.charCodeAt(0);
+  const last = text.charCodeAt(text.length - 1);
+  if (!((first === 123 && last === 125) || (first === 91 && last === 93))) return undefined;
+  const out: string[] = [];
+  const clean = scanJson(text, (_path, value, key) => {
+    if (value.length > 2 && (!key || !PLAIN_KEY.test(value))) out.push(value);
+    return out.length < MAX_NESTED_LEAVES;
+  });
+  return clean ? out : undefined;
+}

@@ -1,0 +1,109 @@
+/**
+ * Protocol enforcement, run before the detectors: request shapes that no conforming client
+ * sends and that only serve to make two HTTP parsers disagree (request smuggling, Host
+ * confusion, header injection, verb tampering).
+ *
+ * The check sees what the server's parser let through. Deno's HTTP/1.1 server already
+ * refuses some shapes with 400 before any handler runs (Content-Length together with
+ * Transfer-Encoding, two different Content-Lengths, a Transfer-Encoding other than a coding
+ * list ending in `chunked`, a repeated Host, raw CR or NUL in a header value); HTTP/2 and
+ * other connectors may be less strict, so the rules stay here too. Shapes that do get
+ * through Deno: a coding list (`gzip, chunked`), a repeated identical Content-Length (joined
+ * as `4, 4`), a malformed Host, a lower-case or absurd method.
+ */
+import type { AttackClass, Finding } from "./types.ts";
+import { confidenceOf } from "./make_finding.ts";
+
+/** HTTP methods: a token of upper-case letters (WebDAV and custom verbs included). */
+const METHOD = /^[A-Z][A-Z_-]{0,23}$/;
+/** Methods a reverse proxy never has a reason to forward: tracing and tunnelling. */
+const REFUSED_METHODS: ReadonlySet<string> = new Set(["TRACE", "TRACK", "DEBUG", "CONNECT"]);
+/** A host name or IPv4 address, or a bracketed IPv6 literal, with an optional port. */
+const HOST =
+  /^(?:[A-Za-z0-9_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?)*\.?|\[[0-9A-Fa-f:.]+(?:%[\w.-]+)?\])(?::\d{1,5})?$/;
+const CONTENT_LENGTH = /^\d{1,16}$/;
+// deno-lint-ignore no-control-regex -- control characters are exactly what is looked for
+const CONTROL = /[\x00-\x08\x0a-\x1f\x7f]/;
+
+/**
+ * Checks the request line and the header list.
+ *
+ * @param method the request method as received
+ * @param headers header names lower-case, values as received
+ * @returns the first violation, or undefined
+ */
+export function checkProtocol(
+  method: string,
+  headers: ReadonlyArray<readonly [string, string]>,
+): Finding | undefined {
+  if (!METHOD.test(method)) {
+    return finding("method", 90, "method.invalid", "method", method);
+  }
+  if (REFUSED_METHODS.has(method)) {
+    return finding("method", 90, "method.refused", "method", method);
+  }
+  let contentLength: string | undefined;
+  let transferEncoding: string | undefined;
+  let hosts = 0;
+  for (let i = 0; i < headers.length; i++) {
+    const [name, value] = headers[i]!;
+    // Header names need no check: every HTTP parser refuses an invalid one.
+    if (CONTROL.test(value)) {
+      return finding("header-injection", 95, "header.control_character", `header:${name}`, value);
+    }
+    if (name === "content-length") {
+      if (contentLength !== undefined) {
+        return smuggling("protocol.duplicate_length", "content-length", value);
+      }
+      contentLength = value;
+    } else if (name === "transfer-encoding") {
+      if (transferEncoding !== undefined) {
+        return smuggling("protocol.duplicate_encoding", "transfer-encoding", value);
+      }
+      transferEncoding = value;
+    } else if (name === "host" || name === ":authority") {
+      hosts++;
+      if (hosts > 1 || !HOST.test(value)) {
+        return finding("host-header", 90, "host.invalid", `header:${name}`, value);
+      }
+    }
+  }
+  if (contentLength !== undefined && !CONTENT_LENGTH.test(contentLength)) {
+    // Deno joins repeated headers: `4, 4` is two Content-Length fields.
+    return smuggling("protocol.invalid_length", "content-length", contentLength);
+  }
+  if (transferEncoding !== undefined) {
+    if (contentLength !== undefined) {
+      return smuggling(
+        "protocol.length_and_encoding",
+        "transfer-encoding",
+        `${contentLength} / ${transferEncoding}`,
+      );
+    }
+    if (transferEncoding.trim().toLowerCase() !== "chunked") {
+      return smuggling("protocol.obfuscated_encoding", "transfer-encoding", transferEncoding);
+    }
+  }
+  return undefined;
+}
+
+function smuggling(ruleId: string, header: string, evidence: string): Finding {
+  return finding("request-smuggling", 92, ruleId, `header:${header}`, evidence);
+}
+
+function finding(
+  cls: AttackClass,
+  score: number,
+  ruleId: string,
+  location: string,
+  evidence: string,
+): Finding {
+  return {
+    class: cls,
+    confidence: confidenceOf(score),
+    score,
+    location,
+    evidence: evidence.slice(0, 120),
+    ruleId,
+  };
+}

@@ -1,0 +1,146 @@
+/**
+ * The Windows half of command injection: cmd.exe's own grammar (`for %%d in (...) do`,
+ * `if exist ... @echo`, `%VAR:~n,m%` substrings, `^` escapes) and PowerShell (cmdlets by
+ * their Verb-Noun names, aliases such as `iex`, .NET calls, encoded commands).
+ *
+ * Each rule names syntax rather than words: "for each day in (May) do" lacks the `%x`
+ * variable, "Get-Together" is not a cmdlet, "if you echo" lacks the `@` that silences a
+ * batch line.
+ */
+
+/** A Windows verdict: score, rule and where the evidence starts. */
+export interface WindowsHit {
+  readonly score: number;
+  readonly rule: string;
+  readonly at: number;
+}
+
+/** Literals one of the rules needs (the text is lower-case); most values have none. */
+const HINTS = /%|@echo|::|for |if |cmd|iex|iwr|irm|saps|sal |\.download|powershell|pwsh/;
+/** A PowerShell verb before its noun. */
+const CMDLET_VERB =
+  /\b(?:invoke|start|stop|restart|new|get|set|add|remove|copy|move|rename|out|test|convertto|register|enter|import|write|select|expand|compress|resolve)-[a-z]/;
+
+function mayBeWindows(lower: string): boolean {
+  return HINTS.test(lower) || (lower.indexOf("-") >= 0 && CMDLET_VERB.test(lower));
+}
+
+interface Rule {
+  readonly re: RegExp;
+  readonly score: number;
+  readonly rule: string;
+}
+
+/** PowerShell cmdlets that read, run, fetch or change something; none is an English word. */
+const CMDLETS = [
+  "invoke-(?:expression|webrequest|restmethod|command|item|wmimethod|shellcode|mimikatz)",
+  "start-(?:process|job|bitstransfer|service|sleep)",
+  "stop-(?:process|service|computer)",
+  "restart-computer",
+  "new-(?:object|item|service|localuser|psdrive|scheduledtask(?:action|trigger)?)",
+  "get-(?:content|childitem|process|service|wmiobject|ciminstance|item(?:property)?|acl|" +
+  "localuser|localgroup(?:member)?|aduser|adcomputer|credential|hotfix|netipaddress|" +
+  "nettcpconnection|executionpolicy|host|command|psdrive|eventlog|winevent)",
+  "set-(?:content|executionpolicy|item(?:property)?|mppreference|acl|localuser|alias)",
+  "add-(?:content|type|localgroupmember|mppreference)",
+  "remove-(?:item(?:property)?|localuser|mppreference)",
+  "copy-item",
+  "move-item",
+  "rename-item",
+  "out-(?:file|string|null)",
+  "test-(?:connection|netconnection|path)",
+  "convertto-securestring",
+  "register-scheduledtask",
+  "enter-pssession",
+  "import-module",
+  "write-(?:output|host)",
+  "select-string",
+  "expand-archive",
+  "compress-archive",
+  "resolve-dnsname",
+];
+const CMDLET = new RegExp(`(?:^|[\\s;|&({'"\`$])(${CMDLETS.join("|")})(?=$|[\\s;|&)}'"\`(])`, "i");
+/** A cmdlet followed by a parameter, a pipe or an argument: a PowerShell statement. */
+const CMDLET_STATEMENT = new RegExp(
+  `(?:^|[\\s;|&({'"\`$])(?:${
+    CMDLETS.join("|")
+  })(?:\\s*[|(]|\\s+(?:-[a-z]|['"$]|[a-z]:\\\\|\\\\\\\\|https?:|\\.{0,2}[/\\\\]))`,
+  "i",
+);
+
+const RULES: readonly Rule[] = [
+  {
+    re: /\bfor\s+(?:\/[dlfr]\s+(?:"[^"]*"\s+)?(?:\S+\s+)?)?%%?[a-z]\s+in\s*\([^)]*\)\s*do\b/i,
+    score: 92,
+    rule: "cmdi.windows_for",
+  },
+  {
+    re:
+      /\bif\s+(?:\/i\s+)?(?:not\s+)?(?:exist\s+\S+|errorlevel\s+\d+|defined\s+\w+|%[\w:~,-]+%\s*==|"[^"]*"\s*==)[^\n]{0,200}?(?:\(|@?echo\b|\bgoto\b|\bcall\b|\bset\b)/i,
+    score: 90,
+    rule: "cmdi.windows_if",
+  },
+  { re: /(?:^|[\s&|(;])@echo\b/i, score: 85, rule: "cmdi.windows_echo" },
+  {
+    re:
+      /%(?:comspec|systemroot|windir|programfiles|programdata|appdata|localappdata|userprofile|temp|tmp|public|allusersprofile|path|homepath|homedrive|computername|username|os|processor_architecture)(?::~-?\d+(?:,-?\d+)?)?%/i,
+    score: 55,
+    rule: "cmdi.windows_variable",
+  },
+  { re: /%[a-z_]+:~-?\d+(?:,-?\d+)?%/i, score: 88, rule: "cmdi.windows_substring" },
+  {
+    re:
+      /\b(?:powershell|pwsh)(?:\.exe)?\s+(?:[-/][a-z]+(?:\s+(?!-)\S+)?\s+)*[-/](?:e|ec|en|enc|enco|encodedcommand)\s+[A-Za-z0-9+/=]{8,}/i,
+    score: 95,
+    rule: "cmdi.powershell_encoded",
+  },
+  {
+    re:
+      /\b(?:powershell|pwsh)(?:\.exe)?\s+(?:[-/](?:nop|noprofile|noni|noninteractive|w|windowstyle|ep|exec|executionpolicy|c|command|f|file|sta|mta|version)\b)/i,
+    score: 92,
+    rule: "cmdi.powershell",
+  },
+  {
+    re:
+      /\[(?:system\.)?(?:net\.webclient|convert|text\.encoding|io\.file|io\.compression|diagnostics\.process|reflection\.assembly|runtime\.interopservices\.marshal|environment)\]\s*::\s*\w+|\bnew-object\s+(?:-typename\s+)?(?:system\.)?net\.(?:webclient|sockets\.tcpclient)|\.download(?:string|file|data)\s*\(/i,
+    score: 92,
+    rule: "cmdi.powershell_dotnet",
+  },
+  {
+    re: /(?:^|[\s;|&(])(?:iex|iwr|irm|saps|sal)\s*(?:\(|\$|['"]|-\w)/i,
+    score: 88,
+    rule: "cmdi.powershell_alias",
+  },
+  {
+    re: /(?:^|[&|]\s*)cmd(?:\.exe)?\s+\/[ckr]\s*\S/i,
+    score: 92,
+    rule: "cmdi.cmd_exe",
+  },
+];
+
+/**
+ * Judges a decoded value as a cmd.exe or PowerShell line.
+ *
+ * @param text decoded value, lower-case
+ * @returns the strongest hit, or undefined
+ */
+export function judgeWindows(text: string): WindowsHit | undefined {
+  if (!mayBeWindows(text)) return undefined;
+  let best: WindowsHit | undefined;
+  for (const r of RULES) {
+    if (best !== undefined && best.score >= r.score) continue;
+    const m = r.re.exec(text);
+    if (m !== null) best = { score: r.score, rule: r.rule, at: m.index };
+  }
+  if (best === undefined || best.score < 85) {
+    const statement = CMDLET_STATEMENT.exec(text);
+    if (statement !== null) {
+      return { score: 85, rule: "cmdi.powershell_cmdlet", at: statement.index };
+    }
+    if (best === undefined) {
+      const cmdlet = CMDLET.exec(text);
+      if (cmdlet !== null) return { score: 50, rule: "cmdi.powershell_cmdlet", at: cmdlet.index };
+    }
+  }
+  return best;
+}
