@@ -11,7 +11,7 @@ import { deserialization } from "./deserialization.ts";
 import { jndi } from "./jndi.ts";
 import { ldapXpath } from "./ldap_xpath.ts";
 import { openRedirect } from "./open_redirect.ts";
-import { codeInjection } from "./php_java.ts";
+import { codeInjection } from "./code_injection.ts";
 import { nosqli } from "./nosqli.ts";
 import { ssi } from "./ssi.ts";
 import { ssrf } from "./ssrf.ts";

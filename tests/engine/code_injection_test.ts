@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { codeInjection } from "../../engine/php_java.ts";
+import { codeInjection } from "../../engine/code_injection.ts";
 import { deserialization } from "../../engine/deserialization.ts";
 import { ssi } from "../../engine/ssi.ts";
 import { ldapXpath } from "../../engine/ldap_xpath.ts";
