@@ -72,7 +72,7 @@ const BARE_COMMANDS: ReadonlySet<string> = new Set([
 ]);
 
 /** Distinct commands that, alone as the whole value, are still a probe (not a tag or a name). */
-const BARE_AT_START: ReadonlySet<string> = new Set([
+export const BARE_AT_START: ReadonlySet<string> = new Set([
   "whoami",
   "ifconfig",
   "ipconfig",
@@ -268,6 +268,21 @@ function gluedBacktick(s: string, at: number): boolean {
   const after = s.charCodeAt(close + 1);
   return (at > 0 && !isSpace(before) && before !== 10) ||
     (close + 1 < s.length && !isSpace(after) && after !== 10);
+}
+
+/**
+ * Judges a value that is one plain word (the inspector skips such values otherwise): a
+ * command that only reports on the system (`whoami`, `ipconfig`) is a probe.
+ *
+ * @param value the decoded input
+ * @returns an `rce` finding or undefined
+ */
+export function bareCommand(value: DetectorInput): Finding | undefined {
+  const word = value.decoded;
+  if (word.length < 5 || word.length > 10 || !BARE_AT_START.has(word.toLowerCase())) {
+    return undefined;
+  }
+  return makeFinding(value, "rce", 72, "cmdi.command", word, 0);
 }
 
 /**

@@ -8,13 +8,15 @@
 import type { DetectorInput, Finding } from "./types.ts";
 import { makeFinding, stronger } from "./make_finding.ts";
 import { MAX_TEXT } from "./limits.ts";
+import { java, JAVA_HINT, SPRING_CLASSLOADER } from "./java.ts";
 
 const MAX_CHARS = MAX_TEXT;
 
 /** Cheap gate: every rule below needs one of these characters. */
 const GATE = /[(<{$#@%]/;
 
-const PHP_OPEN = /<\?(?:php\b|=)/i;
+const PHP_OPEN =
+  /<\?(?:php\b|=)|<\?\s*(?:echo|print|system|exec|passthru|eval|include|require)\b\s*[(\'"$]/i;
 /** Functions that run commands or code, called with a literal, a variable or a nested call. */
 const PHP_EXEC_CALL =
   /(?<![.\w$>])(?:system|exec|shell_exec|passthru|popen|proc_open|pcntl_exec|assert|eval|create_function|call_user_func(?:_array)?|file_put_contents|preg_replace)\s*\(\s*(?:["'`$@]|[a-z_]\w*\s*\()/i;
@@ -29,21 +31,8 @@ const PHP_COMPLEX_CALL = /\$\{\s*@?\s*[a-z_]\w*\s*\(/i;
 const PHP_SUPERGLOBAL = /\$_(?:GET|POST|REQUEST|COOKIE|SERVER|FILES|ENV|SESSION)\s*\[/;
 const PREG_EVAL = /preg_replace\s*\(\s*["'](.).*\1[imsxu]*e[imsxu]*["']/i;
 
-const JAVA_RUNTIME =
-  /java\.lang\.(?:Runtime|ProcessBuilder|System|Class|reflect|Thread|ClassLoader)|getRuntime\s*\(\s*\)|\.exec\s*\(\s*["'][^"']*["']\s*\)|new\s+ProcessBuilder\b|ProcessBuilder\s*\(|javax\.script\.ScriptEngineManager|\.getClass\s*\(\s*\)\s*\.forName\s*\(|Class\.forName\s*\(|getDeclaredMethod\s*\(|\.newInstance\s*\(\s*\)\s*\.|org\.apache\.commons\.(?:io|collections)|com\.sun\.org\.apache|javax\.naming\.InitialContext/;
-const OGNL =
-  /%\{\s*\(?\s*#|#_memberAccess|@ognl\.OgnlContext@|#context\s*\[|\(#[a-z_]\w*\s*=|@java\.lang\.\w+@|#(?:application|session|request|parameters|attr)\s*\[|\bognl\b.*#/i;
-const STRUTS_PREFIX = /\b(?:redirect|redirectAction|action):\s*\$\{/i;
-const SPRING_CLASSLOADER = /\bclass\.(?:module\.)?classLoader\b|\bclass\.protectionDomain\b/i;
-/** Groovy's `"cmd".execute()` and escaped EL (`$\\A{...}`) that Nexus-style validators evaluate. */
-const GROOVY_EL = /["'][^"'\n]{1,200}["']\s*\.execute\s*\(\s*\)|\$\\+[a-z]?\{[^}]*[-+*/]/i;
-/** Node.js server-side code: reaching `process` or `child_process` from an evaluated string. */
-const NODE_CODE =
-  /\bchild_process\b|\.constructor\s*\.\s*constructor\s*\(|\bprocess\.mainModule\b|\b(?:execSync|spawnSync|execFileSync)\s*\(|\brequire\s*\(\s*["'](?:child_process|fs|net|vm)["']\s*\)/;
-/** Drupal render-array keys (`mail[#post_render][]=exec`) that call a function on render. */
 const DRUPAL_RENDER =
   /\[#(?:post_render|pre_render|lazy_builder|access_callback|process|value_callback)\]/i;
-const SPEL = /\bT\s*\(\s*java\.|new\s+java\.(?:lang|io|net|util)\.|#\{\s*T\s*\(/;
 
 /**
  * Classic ASP / VBScript: statements and objects that only server-side script uses. One of
@@ -77,13 +66,9 @@ export function codeInjection(value: DetectorInput): Finding | undefined {
     return makeFinding(value, "php", 92, "php.render_array", name, 0);
   }
   const text = value.decoded.length > MAX_CHARS ? value.decoded.slice(0, MAX_CHARS) : value.decoded;
-  if (!GATE.test(text)) {
-    const cl = text.indexOf("lass") >= 0 ? SPRING_CLASSLOADER.exec(text) : null;
-    return cl === null
-      ? undefined
-      : makeFinding(value, "java", 90, "java.classloader", text, cl.index);
-  }
-  return stronger(stronger(php(value, text), java(value, text)), asp(value, text));
+  const javaCode = JAVA_HINT.test(text) ? java(value, text) : undefined;
+  if (!GATE.test(text)) return javaCode;
+  return stronger(stronger(php(value, text), javaCode), asp(value, text));
 }
 
 function asp(value: DetectorInput, text: string): Finding | undefined {
@@ -130,39 +115,6 @@ function php(value: DetectorInput, text: string): Finding | undefined {
   const sg = text.indexOf("$_") >= 0 ? PHP_SUPERGLOBAL.exec(text) : null;
   if (sg !== null) {
     best = stronger(best, makeFinding(value, "php", 80, "php.superglobal", text, sg.index));
-  }
-  return best;
-}
-
-function java(value: DetectorInput, text: string): Finding | undefined {
-  let best: Finding | undefined;
-  const rt = JAVA_RUNTIME.exec(text);
-  if (rt !== null) best = makeFinding(value, "java", 90, "java.runtime", text, rt.index);
-  if (text.indexOf("#") >= 0 || text.indexOf("@") >= 0) {
-    const ognl = OGNL.exec(text);
-    if (ognl !== null) {
-      best = stronger(best, makeFinding(value, "java", 92, "java.ognl", text, ognl.index));
-    }
-  }
-  const struts = STRUTS_PREFIX.exec(text);
-  if (struts !== null) {
-    best = stronger(best, makeFinding(value, "java", 90, "java.struts_prefix", text, struts.index));
-  }
-  const groovy = GROOVY_EL.exec(text);
-  if (groovy !== null) {
-    best = stronger(best, makeFinding(value, "java", 88, "java.groovy_el", text, groovy.index));
-  }
-  const node = NODE_CODE.exec(text);
-  if (node !== null) {
-    best = stronger(best, makeFinding(value, "rce", 90, "rce.node_code", text, node.index));
-  }
-  const spel = SPEL.exec(text);
-  if (spel !== null) {
-    best = stronger(best, makeFinding(value, "java", 92, "java.spel", text, spel.index));
-  }
-  const cl = SPRING_CLASSLOADER.exec(text);
-  if (cl !== null) {
-    best = stronger(best, makeFinding(value, "java", 90, "java.classloader", text, cl.index));
   }
   return best;
 }

@@ -33,6 +33,9 @@ import { checkProtocol } from "./protocol.ts";
 import { sqli } from "./sqli.ts";
 import { xss } from "./xss.ts";
 import { DETECTORS } from "./detectors.ts";
+import { javaClassName } from "./java.ts";
+import { bareCommand } from "./cmdi.ts";
+import { restrictedFile } from "./restricted_files.ts";
 
 /** Characters analysed per request at least; ample for real traffic, bounded for floods. */
 export const DEFAULT_BUDGET = 256 * 1024;
@@ -64,6 +67,11 @@ export const BLOCKING_BAND: Readonly<Record<Level, Confidence>> = {
   balanced: "high",
   low: "critical",
 };
+
+/** What an inert dotted value can still be: a gadget class name or a restricted file. */
+const DOTTED_DETECTORS: readonly Detector[] = [javaClassName, restrictedFile];
+/** What an inert word can still be: a probing command. */
+const WORD_DETECTORS: readonly Detector[] = [bareCommand];
 
 /** SQLi and XSS first: they are the most common attacks, so findings appear early. */
 const ALL_DETECTORS: readonly Detector[] = [sqli, xss, ...DETECTORS];
@@ -118,7 +126,12 @@ export function inspect(req: EngineRequest, opts: InspectOptions): Inspection {
   if (session !== undefined) analysis.findings.push(session);
   for (const input of inputs) {
     if (!analysis.spend(input.value.length)) break;
-    if (INERT.test(input.value) && decodeBase64Code(input.value) === undefined) continue;
+    if (INERT.test(input.value) && decodeBase64Code(input.value) === undefined) {
+      // Dotted names (`java.lang.Runtime`, `.env`) still name classes and files, and a
+      // lone word can be a probing command (`whoami`).
+      judgeInert(input, analysis.findings);
+      continue;
+    }
     if (input.source === "header") inspectHeader(input, analysis);
     else inspectInput(input, analysis.findings, analysis);
   }
@@ -241,6 +254,21 @@ function inspectHeader(input: Input, analysis: Analysis): void {
   if (byValue === undefined) HEADER_VERDICTS.set(input.name, byValue = new Map());
   byValue.set(input.value, { findings: own });
   headerVerdicts++;
+}
+
+function judgeInert(input: Input, findings: Finding[]): void {
+  const dotted = input.value.indexOf(".") >= 0;
+  if (!dotted && (input.value.length < 5 || input.value.length > 10)) return;
+  const value: DetectorInput = {
+    input,
+    location: locationOf(input),
+    decoded: input.value,
+    raw: input.value,
+  };
+  for (const detector of dotted ? DOTTED_DETECTORS : WORD_DETECTORS) {
+    const finding = detector(value);
+    if (finding !== undefined) findings.push(finding);
+  }
 }
 
 function runDetectors(value: DetectorInput, findings: Finding[]): void {

@@ -7,7 +7,7 @@
  */
 
 import type { SqlToken } from "./sql_lexer.ts";
-import { readComparison, readOperand, skipComments } from "./sql_grammar.ts";
+import { readComparison, readOperand, skipComments, stringContent } from "./sql_grammar.ts";
 import {
   CLAUSE_ENDS,
   CONDITION_WORDS,
@@ -131,11 +131,66 @@ function lonePredicate(text: string, tokens: readonly SqlToken[], i: number, hit
   const o = readOperand(text, tokens, i + 1);
   if (o === undefined || !(o.literal || o.complex)) return;
   const last = tokens[o.end - 1];
-  if (last?.kind === "str" && !last.closed) return;
+  if (last?.kind === "str" && !last.closed) {
+    // `' or ''-'`: an expression of literals that re-opens the application's quote at the
+    // end is still built to balance it; a lone `' or 'a` is not.
+    const start = skipComments(tokens, i + 1);
+    const first = tokens[start];
+    if (o.end - start === 1 && TRUTHY_STRING.test(stringContent(text, last))) {
+      // `'or'1=1`, `' or '1`: a string that reads as a non-zero number is true.
+      hit("tautology", i, -5);
+      return;
+    }
+    if (o.end - start < 3 || first?.kind !== "str" || !first.closed) return;
+    hit("condition", i);
+    return;
+  }
   const after = tokens[skipComments(tokens, o.end)];
   const ends = after === undefined || after.kind === "rparen" || after.kind === "semi" ||
     (after.kind === "word" && CLAUSE_ENDS.has(after.text));
-  if (ends || tokens[o.end]?.kind === "comment") hit("condition", i);
+  // A line comment that ends the value cuts off the rest of the statement.
+  const truncated = tokens[tokens.length - 1]?.kind === "comment" && o.end < tokens.length;
+  if (ends || tokens[o.end]?.kind === "comment") hit("condition", i, truncated ? 10 : 0);
+}
+
+/** A string literal that SQL's numeric conversion reads as a non-zero number. */
+const TRUTHY_STRING = /^\s*[1-9]/;
+
+/** Statements that can follow a closed literal without `;`, and the word each needs next. */
+export const BREAKOUT_STATEMENTS: ReadonlyMap<string, ReadonlySet<string>> = new Map([
+  ["drop", new Set(["table", "database", "view", "procedure", "function", "user", "schema"])],
+  ["delete", new Set(["from"])],
+  ["insert", new Set(["into"])],
+  ["truncate", new Set(["table"])],
+  ["create", new Set(["table", "user", "database", "procedure", "function", "view", "login"])],
+  ["alter", new Set(["table", "user", "database", "login"])],
+  ["grant", new Set(["all", "connect", "resource", "dba", "select", "insert", "execute", "admin"])],
+  ["revoke", new Set(["all", "connect", "resource", "dba", "select", "insert", "execute"])],
+  ["backup", new Set(["database", "log"])],
+  ["restore", new Set(["database"])],
+  ["update", new Set()],
+]);
+
+/**
+ * `drop table x`, `insert into t`, `create user u identified by`, `grant dba to u`,
+ * `update t set c=`: a statement keyword with the word its grammar requires, then a name.
+ */
+function statementShape(tokens: readonly SqlToken[], i: number): boolean {
+  const word = tokens[i]!.text;
+  const need = BREAKOUT_STATEMENTS.get(word);
+  if (need === undefined) return false;
+  const j = skipComments(tokens, i + 1);
+  const next = tokens[j];
+  if (word === "update") {
+    // `update <table> set <column> =`
+    const set = tokens[skipComments(tokens, j + 1)];
+    return (next?.kind === "word" || next?.kind === "ident") && set?.kind === "word" &&
+      set.text === "set";
+  }
+  if (next?.kind !== "word" || !need.has(next.text)) return false;
+  const name = tokens[skipComments(tokens, j + 1)];
+  return name !== undefined &&
+    (name.kind === "word" || name.kind === "ident" || name.kind === "var");
 }
 
 /** Shapes that only make sense right after a closed literal (`admin'--`, `'||f()||'`). */
@@ -150,6 +205,11 @@ function afterBreakout(text: string, tokens: readonly SqlToken[], from: number, 
   const quoted = t.kind === "comment" && QUOTE_CHAR.test(text.slice(t.start, t.end));
   if ((t.kind === "comment" || t.kind === "semi") && last && !quoted) {
     hit("truncation", i);
+    return;
+  }
+  if (t.kind === "word" && BREAKOUT_STATEMENTS.has(t.text)) {
+    // `' insert into users values(...)`: SQL Server runs a second statement without `;`.
+    if (statementShape(tokens, i)) hit("stacked", i);
     return;
   }
   const isOp = (t.kind === "op" && t.text !== "?" && t.text !== ":" && t.text !== "!") ||
@@ -269,6 +329,11 @@ function unionRule(
   }
   while (tokens[j]?.kind === "lparen") j = skipComments(tokens, j + 1);
   const s = tokens[j];
+  if (strength === "code" && (s === undefined || s.kind === "num")) {
+    // `-1 union--`, `-1 union 1,2,3`: a number, then UNION and nothing or a column list.
+    if (s === undefined || tokens[j + 1]?.kind === "comma") hit("union", i, -15);
+    return;
+  }
   if (s?.kind !== "word" || s.text !== "select") return;
   if (selectList(text, tokens, j + 1)) hit("union", i);
   else if (strength !== "prose" && skipComments(tokens, j + 1) >= tokens.length) {

@@ -10,10 +10,18 @@
 
 import type { DetectorInput, Finding } from "./types.ts";
 import { lexSql, type SqlToken } from "./sql_lexer.ts";
-import { evaluate, type SqlHit, type Strength } from "./sql_rules.ts";
+import { BREAKOUT_STATEMENTS, evaluate, type SqlHit, type Strength } from "./sql_rules.ts";
 import { SQL_TRIGGER } from "./sql_vocabulary.ts";
 import { COMPARE_WORDS } from "./sql_grammar.ts";
 import { makeFinding } from "./make_finding.ts";
+
+/**
+ * Primes and full-width quotes, which legacy code-page conversions ("best fit") turn into
+ * ASCII quotes. Typographic quotes (`’`, `“`) are left alone: prose is full of them.
+ */
+const LOOKALIKE_QUOTE = /[\u2032\uff07\u2033\uff02]/;
+const SINGLE_LOOKALIKE = /[\u2032\uff07]/g;
+const DOUBLE_LOOKALIKE = /[\u2033\uff02]/g;
 
 /** Values without any of these cannot change a SQL statement's structure. */
 const SQL_SYNTAX = /['"`()\s;#=<>@|&*\/-]/;
@@ -121,7 +129,7 @@ function continuesSql(first: SqlToken | undefined): boolean {
     case "op":
       return first.text !== ":";
     case "word":
-      return AFTER_LITERAL_WORDS.has(first.text);
+      return AFTER_LITERAL_WORDS.has(first.text) || BREAKOUT_STATEMENTS.has(first.text);
     default:
       return false;
   }
@@ -156,6 +164,13 @@ function codeStart(tokens: readonly SqlToken[]): { from: number; strength: Stren
  */
 export function sqli(input: DetectorInput): Finding | undefined {
   let verdict = analyzeSql(input.decoded);
+  if ((verdict === undefined || verdict.score < 70) && LOOKALIKE_QUOTE.test(input.decoded)) {
+    // `' or '1′='1`: the prime becomes a quote where a database converts to a legacy code page.
+    const ascii = analyzeSql(
+      input.decoded.replace(SINGLE_LOOKALIKE, "'").replace(DOUBLE_LOOKALIKE, '"'),
+    );
+    if (ascii !== undefined && ascii.score > (verdict?.score ?? 0)) verdict = ascii;
+  }
   if ((verdict === undefined || verdict.score < 70) && input.decoded.includes("+")) {
     // `1+union+select`: a form-encoded space that reached a JSON or multipart field as `+`.
     const spaced = analyzeSql(input.decoded.replaceAll("+", " "));

@@ -44,6 +44,11 @@ const INCLUDE_PARAM =
 const INCLUDE_CUT = /\.(?:txt|inc|sh|pl|py|php\d?|phtml|jsp|aspx?|cgi)(?:\?+$|%00)/i;
 /** A remote script or text file with nothing after it. */
 const INCLUDE_FILE = /\.(?:txt|inc|sh|pl|py)$/i;
+/** A URL cut with trailing `?` (or `#`, `%00`): whatever the application appends is ignored. */
+const TRAILING_CUT = /(?:\?+|#|%00|\0)$/;
+/** Parameters of known file-inclusion flaws (Mambo, Gallery, phpBB-era applications). */
+const KNOWN_INCLUDE_PARAM =
+  /^(?:mosConfig_absolute_path|_CONF\[path\]|_SERVER\[DOCUMENT_ROOT\]|GALLERY_BASEDIR|path\[docroot\]|appserv_root|config\[root_dir\]|phpbb_root_path|includedir|include_path|root_path|base_path|abs_path)$/i;
 
 /**
  * Out-of-band interaction services: their only use is to receive the DNS lookup or request a
@@ -56,6 +61,30 @@ const OAST_HOST =
 
 /** Ports of local development servers: a developer's app legitimately points at them. */
 const DEV_PORT = /^localhost:(?:3\d{3}|4200|5000|5173|8000|8080|8081|8443|8888)(?:[/?#]|$)/;
+
+/**
+ * Remote file inclusion: a URL value an application would include as code. The signs are a
+ * cut (`http://evil/shell.txt?`), a script or text file, an address instead of a name, or a
+ * parameter known from inclusion flaws.
+ */
+function remoteInclude(
+  value: DetectorInput,
+  text: string,
+  at: number,
+  kind: string,
+): Finding | undefined {
+  const include = INCLUDE_PARAM.test(value.input.name) ||
+    KNOWN_INCLUDE_PARAM.test(value.input.name);
+  const known = KNOWN_INCLUDE_PARAM.test(value.input.name);
+  const trimmed = text.trimEnd();
+  let score = 0;
+  if (known) score = 88;
+  else if (INCLUDE_CUT.test(value.raw)) score = include ? 85 : 50;
+  else if (include && TRAILING_CUT.test(trimmed) && trimmed.length > at + 10) score = 85;
+  else if (kind === "public") score = include ? 80 : 72;
+  else if (INCLUDE_FILE.test(text)) score = include ? 65 : 30;
+  return score === 0 ? undefined : makeFinding(value, "rfi", score, "rfi.remote_include", text, at);
+}
 
 /** Extracts `host[:port]` of the URL that starts at `from` (just after `scheme:`). */
 function authorityOf(text: string, from: number): string {
@@ -136,15 +165,8 @@ export function ssrf(value: DetectorInput): Finding | undefined {
       rule = "ssrf.obfuscated_host";
     }
     if (score > 0) best = stronger(best, makeFinding(value, "ssrf", score, rule, text, at));
-    if (
-      atStart && source !== "header" && scheme !== "file" && info.kind === "name" &&
-      (INCLUDE_CUT.test(value.raw) || INCLUDE_FILE.test(text))
-    ) {
-      // `?page=http://evil/shell.txt?`: the trailing `?` or NUL cuts off the app's suffix.
-      const include = INCLUDE_PARAM.test(value.input.name);
-      const cut = INCLUDE_CUT.test(value.raw);
-      const score = cut ? (include ? 80 : 50) : include ? 65 : 30;
-      best = stronger(best, makeFinding(value, "rfi", score, "rfi.remote_include", text, at));
+    if (atStart && source !== "header" && scheme !== "file") {
+      best = stronger(best, remoteInclude(value, text, at, info.kind));
     }
   }
   return best;

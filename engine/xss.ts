@@ -46,6 +46,19 @@ const JS_BREAKOUT =
  */
 const HANDLER_CALL =
   /(?:^|[^\w$.-])on[a-z]{3,}[^\s=<>]{0,4}\s*=[^<>]{0,16}?\b(?:alert|prompt|confirm|eval|setTimeout|setInterval|Function|fetch|import)\s*[(`]/i;
+/** A handler declared in a DTD (`<!ATTLIST img onerror CDATA "alert(1)">`), defaulted on every tag. */
+const DTD_HANDLER =
+  /\bon[a-z]{3,}\s+CDATA\s+["'][^"']{0,200}?\b(?:alert|prompt|confirm|eval|setTimeout|setInterval|Function|fetch|import)\s*[(`]/i;
+/** JScript's ActiveX bridge (`new ActiveXObject('htmlfile').parentWindow.alert(1)`). */
+const ACTIVEX =
+  /\bnew\s+ActiveXObject\s*\(|\.parentWindow\s*\.\s*(?:alert|eval|execScript|location)\b/;
+/**
+ * A link whose scheme or host is spelled to slip past filters: a tab or newline inside the
+ * scheme (`htt\tp://`), percent-escapes in the host, or a second scheme inside the host.
+ */
+const OBFUSCATED_LINK =
+  /<a\b[^>]*\bhref\s*=\s*["']?\s*(?:[a-z]+[\t\n\r]+[a-z]*:|https?:\/\/(?:[^/"'\s>]*%[0-9a-f]{2}|[^/"'\s>]*https?:\/\/))/i;
+
 /** CDATA sections and comments that split a keyword: XML parsers join the pieces again. */
 const SPLITTERS = /<!\[CDATA\[|\]\]>|<!--[^]{0,64}?-->/g;
 /** A CSS declaration whose value is an IE expression or a binding. */
@@ -131,6 +144,18 @@ function judgeText(text: string, hit: Hit): void {
   if (text.includes("=")) {
     const handler = HANDLER_CALL.exec(text);
     if (handler !== null) hit("event_handler", 80, handler.index);
+  }
+  if (text.includes("CDATA") || text.includes("cdata")) {
+    const dtd = DTD_HANDLER.exec(text);
+    if (dtd !== null) hit("event_handler", 80, dtd.index);
+  }
+  if (text.includes("ActiveX") || text.includes("parentWindow")) {
+    const activex = ACTIVEX.exec(text);
+    if (activex !== null) hit("activex", 80, activex.index);
+  }
+  if (text.includes("<")) {
+    const link = OBFUSCATED_LINK.exec(text);
+    if (link !== null) hit("obfuscated_link", 75, link.index);
   }
 }
 

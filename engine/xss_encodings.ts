@@ -60,6 +60,8 @@ const HIGH_BIT = /[\u0080-\u00ff]/g;
  * tags join the word again, so the stripped reading is what the browser gets.
  */
 const WEDGED_TAG = /(?<=[\w"'=])<\/?[a-z]{1,8}>(?=[\w(=])/gi;
+/** Whitespace or NUL inside a tag name (`<scr&#x9;ipt>`), which old parsers skipped. */
+const SPLIT_TAG_NAME = /(<\/?[a-z]+)[\t\n\r\0]+(?=[a-z]+[\s>/])/gi;
 
 /**
  * Other readings of a value worth judging as markup: without JavaScript escapes (for CSS
@@ -78,6 +80,8 @@ export function otherReadings(input: DetectorInput): string[] {
   if (decoded.includes("<")) {
     const joined = decoded.replace(WEDGED_TAG, "");
     if (joined !== decoded) out.push(joined);
+    const named = decoded.replace(SPLIT_TAG_NAME, "$1");
+    if (named !== decoded) out.push(named);
   }
   if (HIGH_BIT_MARKUP.test(decoded)) {
     out.push(decoded.replace(HIGH_BIT, (c) => String.fromCharCode(c.charCodeAt(0) & 0x7f)));

@@ -4,7 +4,8 @@
  * ```sh
  * deno task corpus --mode engine --dir ../shared/corpus/blazehttp-dev [--level balanced]
  * deno task corpus --mode http --target http://127.0.0.1:8080 --host example.test
- * deno task corpus --mode payloads --file ../shared/corpus/payloads/attacks.jsonl [--limit N] [--class sqli]
+ * deno task corpus --mode payloads --file ../shared/corpus/payloads/attacks.jsonl [--limit N]
+ *                  [--class sqli [--placement path]]   # with --class: that placement's misses
  * ```
  *
  * Corpus files stay outside the repository; a missing corpus exits with status 2.
@@ -41,6 +42,7 @@ export async function main(args: string[]): Promise<number> {
       host: { type: "string", default: "example.test" },
       limit: { type: "string" },
       class: { type: "string" },
+      placement: { type: "string", default: "query" },
       concurrency: { type: "string", default: "8" },
       quiet: { type: "boolean", default: false },
     },
@@ -53,7 +55,7 @@ export async function main(args: string[]): Promise<number> {
   if (values.mode === "payloads") {
     if (!(await exists(values.file))) return missing(values.file);
     const limit = values.limit === undefined ? undefined : Number(values.limit);
-    return await runPayloads(values.file, level, limit, values.class);
+    return await runPayloads(values.file, level, limit, values.class, values.placement);
   }
   if (values.mode !== "engine" && values.mode !== "http") {
     console.error(`Unknown mode: "${values.mode}"`);

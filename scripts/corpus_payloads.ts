@@ -1,6 +1,7 @@
 /**
  * Payload-corpus mode of `deno task corpus`: each bare payload is placed where a WAF
- * inspects (query parameter, form field, JSON string, User-Agent header, cookie) and run
+ * inspects (query parameter, form field, JSON string, User-Agent header, cookie, path
+ * segment, multipart field, XML element text escaped as a SOAP client would) and run
  * through the engine in-process; detection is reported per class and placement.
  */
 
@@ -13,7 +14,16 @@ interface Payload {
   readonly payload: string;
 }
 
-const PLACEMENTS = ["query", "form", "json", "header", "cookie"] as const;
+const PLACEMENTS = [
+  "query",
+  "form",
+  "json",
+  "header",
+  "cookie",
+  "path",
+  "multipart",
+  "xml",
+] as const;
 type Placement = typeof PLACEMENTS[number];
 
 const ENCODER = new TextEncoder();
@@ -26,6 +36,12 @@ const BASE_HEADERS = [
 const NOT_HEADER_SAFE = /[\r\n\0]|[^\x00-\xff]/;
 /** Characters a cookie value cannot carry unencoded (RFC 6265 cookie-octet). */
 const NOT_COOKIE_SAFE = /[^\x21\x23-\x2b\x2d-\x3a\x3c-\x5b\x5d-\x7e]/;
+
+const BOUNDARY = "----corpus7MA4YWxkTrZu0gW";
+
+function escapeXml(s: string): string {
+  return s.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;");
+}
 
 /** Builds the request for one placement, or undefined when the payload cannot go there. */
 export function place(payload: string, where: Placement): EngineRequest | undefined {
@@ -57,6 +73,33 @@ export function place(payload: string, where: Placement): EngineRequest | undefi
         query: "",
         headers: [["user-agent", payload], ["accept", "*/*"]],
       };
+    case "path":
+      return { method: "GET", path: `/items/${enc}/view`, query: "", headers: BASE_HEADERS };
+    case "multipart": {
+      const body = `--${BOUNDARY}\r\nContent-Disposition: form-data; name="comment"\r\n\r\n` +
+        `${payload}\r\n--${BOUNDARY}--\r\n`;
+      return {
+        method: "POST",
+        path: "/upload",
+        query: "",
+        headers: [
+          ...BASE_HEADERS,
+          ["content-type", `multipart/form-data; boundary=${BOUNDARY}`],
+        ],
+        body: ENCODER.encode(body),
+      };
+    }
+    case "xml":
+      return {
+        method: "POST",
+        path: "/api/soap",
+        query: "",
+        headers: [...BASE_HEADERS, ["content-type", "text/xml"]],
+        body: ENCODER.encode(
+          '<?xml version="1.0"?><Envelope><Body><search><q>' + escapeXml(payload) +
+            "</q></search></Body></Envelope>",
+        ),
+      };
     case "cookie": {
       const value = NOT_COOKIE_SAFE.test(payload) ? enc : payload;
       return {
@@ -75,13 +118,15 @@ export function place(payload: string, where: Placement): EngineRequest | undefi
  * @param file path of attacks.jsonl
  * @param level protection level
  * @param limit payloads per class at most (evenly sampled)
- * @param only restrict to one class
+ * @param only restrict to one class (its misses are listed)
+ * @param missesIn the placement whose misses are listed (default `query`)
  */
 export async function runPayloads(
   file: string,
   level: Level,
   limit: number | undefined,
   only: string | undefined,
+  missesIn = "query",
 ): Promise<number> {
   const byClass = new Map<string, Payload[]>();
   for (const line of (await Deno.readTextFile(file)).split("\n")) {
@@ -109,7 +154,7 @@ export async function runPayloads(
         }
         total++;
         if (inspect(req, { level }).blocking !== undefined) hit++;
-        else if (where === "query") {
+        else if (where === missesIn) {
           misses.push(`${cls} ${JSON.stringify(p.payload).slice(0, 200)}`);
         }
       }
