@@ -68,7 +68,7 @@ export function codeInjection(value: DetectorInput): Finding | undefined {
   const text = value.decoded.length > MAX_CHARS ? value.decoded.slice(0, MAX_CHARS) : value.decoded;
   const javaCode = JAVA_HINT.test(text) ? java(value, text) : undefined;
   if (!GATE.test(text)) return javaCode;
-  return stronger(stronger(php(value, text), javaCode), asp(value, text));
+  return stronger(stronger(javaCode, php(value, text)), asp(value, text));
 }
 
 function asp(value: DetectorInput, text: string): Finding | undefined {

@@ -100,8 +100,11 @@ function addJson(out: Input[], text: string, prefix: string, ctx: BodyContext): 
 function addXml(out: Input[], text: string, prefix: string): void {
   const source = prefix === "" ? "xml" : "multipart";
   // The whole document carries the DTD (XXE) and whatever does not parse as XML.
+  const at = out.length;
   push(out, source, prefix, text);
-  readXml(text, (path, value) => push(out, source, `${prefix}${path}`, value));
+  const parsed = readXml(text, (path, value) => push(out, source, `${prefix}${path}`, value));
+  const doc = out[at];
+  if (parsed && doc !== undefined && doc.value === text) out[at] = { ...doc, structured: true };
 }
 
 /**

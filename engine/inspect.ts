@@ -35,6 +35,8 @@ import { xss } from "./xss.ts";
 import { DETECTORS } from "./detectors.ts";
 import { javaClassName } from "./java.ts";
 import { bareCommand } from "./cmdi.ts";
+import { xxe } from "./xxe.ts";
+import { ssi } from "./ssi.ts";
 import { restrictedFile } from "./restricted_files.ts";
 
 /** Characters analysed per request at least; ample for real traffic, bounded for floods. */
@@ -67,6 +69,9 @@ export const BLOCKING_BAND: Readonly<Record<Level, Confidence>> = {
   balanced: "high",
   low: "critical",
 };
+
+/** What judges a structured document whose values are inputs of their own. */
+const DOCUMENT_DETECTORS: readonly Detector[] = [xxe, ssi];
 
 /** What an inert dotted value can still be: a gadget class name or a restricted file. */
 const DOTTED_DETECTORS: readonly Detector[] = [javaClassName, restrictedFile];
@@ -136,10 +141,17 @@ export function inspect(req: EngineRequest, opts: InspectOptions): Inspection {
     else inspectInput(input, analysis.findings, analysis);
   }
   const findings = analysis.findings;
-  findings.sort((a, b) => b.score - a.score);
+  // On a tie the most precise place wins: a segment, a field or an element over the whole.
+  findings.sort((a, b) => b.score - a.score || wholeness(a) - wholeness(b));
   const threshold = RANK[BLOCKING_BAND[opts.level]];
   const blocking = findings.find((f) => RANK[f.confidence] >= threshold);
   return { findings, blocking, truncated: analysis.truncated };
+}
+
+const WHOLE: ReadonlySet<string> = new Set(["path", "body", "xml", "multipart"]);
+
+function wholeness(f: Finding): number {
+  return WHOLE.has(f.location) ? 1 : 0;
 }
 
 function budgetFor(req: EngineRequest): number {
@@ -196,6 +208,10 @@ function judge(
     decoded: continued ? CONTINUED + text : text,
     raw,
   };
+  if (input.structured === true) {
+    runDetectors(value, findings, DOCUMENT_DETECTORS);
+    return;
+  }
   runDetectors(value, findings);
   revealHidden(value, text, findings, analysis, 0);
 }
@@ -271,10 +287,14 @@ function judgeInert(input: Input, findings: Finding[]): void {
   }
 }
 
-function runDetectors(value: DetectorInput, findings: Finding[]): void {
+function runDetectors(
+  value: DetectorInput,
+  findings: Finding[],
+  detectors: readonly Detector[] = ALL_DETECTORS,
+): void {
   // The Host header only reaches the engine for header-injection checks (see extract.ts).
   const hostOnly = value.location === "header:host";
-  for (const detector of ALL_DETECTORS) {
+  for (const detector of detectors) {
     let finding: Finding | undefined;
     try {
       finding = detector(value);

@@ -56,9 +56,11 @@ export const JAVA_HINT =
  */
 export function javaClassName(value: DetectorInput): Finding | undefined {
   const m = JAVA_CLASS.exec(value.decoded);
-  return m === null
+  if (m !== null) return makeFinding(value, "java", 85, "java.class", value.decoded, m.index);
+  const cl = SPRING_CLASSLOADER.exec(value.decoded);
+  return cl === null
     ? undefined
-    : makeFinding(value, "java", 85, "java.class", value.decoded, m.index);
+    : makeFinding(value, "java", 90, "java.classloader", value.decoded, cl.index);
 }
 
 /** An EL expression: `${...}` (JSP, Spring) or `#{...}` (JSF, SpEL templates). */

@@ -27,11 +27,12 @@ const SINKS = "alert|prompt|confirm|eval|print|setTimeout|setInterval|Function|i
 const INVOKE = "\\s*(?:[(`;,]|\\?\\.\\s*\\(|\\.\\s*(?:call|apply|bind)\\s*\\()";
 const SINK_START = new RegExp(`^(?:[\\w$]+\\s*=\\s*)?(?:${SINKS})${INVOKE}`);
 /**
- * A sink called right after a statement separator or a closed block (`}alert(1)`), or passed
- * as a callback (`.find(alert)`).
+ * A sink called right after a statement separator or a closed block (`}alert(1)`), passed
+ * as a callback (`.find(alert)`), or called through parentheses (`(alert)(1)`); "(eval)" in a
+ * sentence is neither.
  */
 const SINK_AFTER_SEPARATOR = new RegExp(
-  `(?:^|[;,])\\s*(?:${SINKS})\\s*[(\`]|\\}\\s*(?:alert|prompt|confirm)\\s*[(\`]|\\(\\s*(?:alert|prompt|confirm|eval)\\s*\\)`,
+  `(?:^|[;,])\\s*(?:${SINKS})\\s*[(\`]|\\}\\s*(?:alert|prompt|confirm)\\s*[(\`]|[\\w$.\\])]\\(\\s*(?:alert|prompt|confirm|eval)\\s*\\)|\\(\\s*(?:alert|prompt|confirm|eval)\\s*\\)\\s*[(\`]`,
 );
 const JSFUCK_CHARS = /[[\]()!+{}]/g;
 

@@ -66,6 +66,13 @@ export interface Input {
   readonly name: string;
   /** Raw value as received (before normalisation). */
   readonly value: string;
+  /**
+   * A whole document whose text and attribute values are inputs of their own (an XML body
+   * that parsed): only the rules that need the document itself (DTDs, server-side includes)
+   * judge it, so markup that is the document's own structure is not mistaken for injected
+   * markup.
+   */
+  readonly structured?: boolean;
 }
 
 /** Severity bands; the site's level picks which bands block. */

@@ -3,12 +3,15 @@
  *
  * ```sh
  * deno task corpus --mode engine --dir ../shared/corpus/blazehttp-dev [--level balanced]
+ * deno task corpus --mode engine --dir ../shared/corpus/gotestwaf-dev   # + per placement/encoding
  * deno task corpus --mode http --target http://127.0.0.1:8080 --host example.test
  * deno task corpus --mode payloads --file ../shared/corpus/payloads/attacks.jsonl [--limit N]
  *                  [--class sqli [--placement path]]   # with --class: that placement's misses
  * ```
  *
- * Corpus files stay outside the repository; a missing corpus exits with status 2.
+ * Files named `<set>__<case>__<placement>__<encoding>__<hash>.<black|white>` (gotestwaf-dev)
+ * are also reported per placement, per encoding and per case. Corpus files stay outside the
+ * repository; a missing corpus exits with status 2.
  */
 
 import { parseArgs } from "node:util";
@@ -189,6 +192,41 @@ function report(outcomes: readonly Outcome[], quiet: boolean | undefined): void 
   console.log(`detection rate ${pc(tp, black.length)} (${tp}/${black.length})`);
   console.log(`false-positive rate ${pc(fp, white.length)} (${fp}/${white.length})`);
   console.log(`accuracy ${pc(tp + white.length - fp, outcomes.length)}`);
+  for (const [field, title] of BREAKDOWNS) breakdown(outcomes, field, title);
+}
+
+/** Parts of a gotestwaf-style file name: set, case, placement, encoding, hash. */
+const BREAKDOWNS: ReadonlyArray<readonly [number, string]> = [
+  [2, "placement"],
+  [3, "encoding"],
+  [1, "case"],
+];
+
+/** Detection and false positives grouped by one part of the file name, when names have parts. */
+function breakdown(outcomes: readonly Outcome[], field: number, title: string): void {
+  const groups = new Map<string, { black: number; tp: number; white: number; fp: number }>();
+  for (const o of outcomes) {
+    const parts = o.file.split("__");
+    if (parts.length < 5) return;
+    const key = parts[field]!;
+    const g = groups.get(key) ?? { black: 0, tp: 0, white: 0, fp: 0 };
+    if (o.black) {
+      g.black++;
+      if (o.blocked) g.tp++;
+    } else {
+      g.white++;
+      if (o.blocked) g.fp++;
+    }
+    groups.set(key, g);
+  }
+  const rate = (a: number, b: number) => (b === 0 ? "-" : `${((100 * a) / b).toFixed(1)}%`);
+  console.log(`\n| ${title} | attacks | detected | rate | benign | false positives |`);
+  console.log("|---|---:|---:|---:|---:|---:|");
+  for (const [key, g] of [...groups].sort((a, b) => a[0].localeCompare(b[0]))) {
+    console.log(
+      `| ${key} | ${g.black} | ${g.tp} | ${rate(g.tp, g.black)} | ${g.white} | ${g.fp} |`,
+    );
+  }
 }
 
 if (import.meta.main) Deno.exit(await main(Deno.args));
