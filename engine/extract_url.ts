@@ -27,7 +27,9 @@ export function addPath(out: Input[], path: string): void {
   for (let i = 1; i < segments.length; i++) {
     const segment = segments[i]!;
     if (segment.length === 0) continue;
-    if (PLAIN_SEGMENT.test(segment) && !BASE64_SEGMENT.test(segment)) continue;
+    if (PLAIN_SEGMENT.test(segment) && (segment.length < 8 || !BASE64_SEGMENT.test(segment))) {
+      continue;
+    }
     push(out, "path", `[${i}]`, segment);
     const semi = segment.indexOf(";");
     if (semi < 0) continue;

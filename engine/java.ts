@@ -45,7 +45,7 @@ const JAVA_CLASS = new RegExp(
 );
 /** Literals the rules need; a value without any of them holds no Java. */
 export const JAVA_HINT =
-  /java|Runtime|ProcessBuilder|ObjectInputStream|ScriptEngine|ClassLoader|XMLDecoder|getEngineByName|sun\.|jdk\.|groovy|bsh\.|mozilla|apache|springframework|codehaus|opensymphony|mchange|python|hibernate|forName|getClass|ognl|[#$%]\{|@\w+@|\.exec\s*\(|class\.|#_|#context|#application|#session|#request|#parameters|#attr|child_process|execSync|spawnSync|execFileSync|mainModule|constructor|require|\.execute|\$\\|lass/i;
+  /java|Runtime|ProcessBuilder|[Ll]ass|LASS|[Oo]gnl|OGNL|[#$%]\{|\$\\|@\w+@|\.exec|[Ee]xecute|ObjectInputStream|ScriptEngine|XMLDecoder|getEngineByName|sun\.|jdk\.|groovy|bsh\.|mozilla|apache|springframework|codehaus|opensymphony|mchange|python|hibernate|forName|getClass|#_|#context|#application|#session|#request|#parameters|#attr|child_process|Sync\s*\(|mainModule|constructor|require|[Rr]edirect|[Aa]ction:/;
 
 /**
  * Judges a dotted name alone (the inspector skips such values otherwise): a gadget class

@@ -242,7 +242,10 @@ export function decodeJsEscapes(s: string): string {
  * @param embedded true for a run found inside other text, which must read like code
  */
 export function decodeBase64Code(value: string, embedded = false): string | undefined {
-  if (value.length > MAX_VALUE_CHARS || !BASE64.test(value) || !mayEncodeAscii(value)) {
+  if (
+    value.length < 8 || value.length > MAX_VALUE_CHARS || !BASE64.test(value) ||
+    !mayEncodeAscii(value)
+  ) {
     return undefined;
   }
   let text: string;

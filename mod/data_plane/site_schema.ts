@@ -60,7 +60,7 @@ export const siteInputSchema = z.strictObject({
   /** Largest request body accepted; larger ones get 413 before reaching the upstream. */
   max_body_bytes: z.number().int().min(0).max(4096 * MIB).default(10 * MIB),
   /** How much of the body the engine inspects (the rest streams through uninspected). */
-  inspect_body_bytes: z.number().int().min(0).max(16 * MIB).default(64 * 1024),
+  inspect_body_bytes: z.number().int().min(0).max(16 * MIB).default(MIB),
   timeouts: z.strictObject({
     /** Deadline for opening a TCP connection to an upstream that has no pooled connection. */
     connect_ms: z.number().int().min(1).max(600_000).default(5_000),

@@ -111,9 +111,9 @@ Deno.test("ACL rules run in order with allow, block, challenge and log, and reac
     conditions: { path: { prefix: "/health" } },
   });
   const block = await post({
-    name: "no backups",
+    name: "no exports",
     action: "block",
-    conditions: { path: { regex: "\\.(bak|old)$" }, hosts: ["shop.test"] },
+    conditions: { path: { regex: "\\.(csv|xlsx)$" }, hosts: ["shop.test"] },
   });
   const challenge = await post({
     name: "debug header",
@@ -127,7 +127,7 @@ Deno.test("ACL rules run in order with allow, block, challenge and log, and reac
   });
   assertEquals(countries.status, 400, "no GeoIP database is configured");
 
-  const b = await hit(s, "/db.bak");
+  const b = await hit(s, "/db.csv");
   assertEquals([b.status, steps(b).at(-1)], [403, `acl:block:${block}`]);
   const c = await hit(s, "/x", { init: { headers: { "x-debug": "1" } } });
   assertEquals([c.status, c.headers.get("x-waf-challenge"), steps(c).at(-1)], [
@@ -136,19 +136,19 @@ Deno.test("ACL rules run in order with allow, block, challenge and log, and reac
     `acl:challenge:${challenge}`,
   ]);
   assertEquals(c.action, "challenge");
-  const a = await hit(s, "/health/db.bak", { init: { method: "POST", body: "x" } });
+  const a = await hit(s, "/health/db.csv", { init: { method: "POST", body: "x" } });
   assertEquals(a.status, 200);
   assertEquals(steps(a).slice(1, 3), [`acl:log:${log}`, `acl:allow:${allow}`]);
   assertEquals((await hit(s, "/index.html")).status, 200);
 
   const put = await api("PUT", `/api/protection/acl-rules/${block}`, {
-    name: "no backups",
+    name: "no exports",
     action: "block",
     enabled: false,
-    conditions: { path: { regex: "\\.(bak|old)$" } },
+    conditions: { path: { regex: "\\.(csv|xlsx)$" } },
   });
   assertEquals(put.status, 200);
-  const after = await hit(s, "/db.bak");
+  const after = await hit(s, "/db.csv");
   assertEquals(after.status, 200, `the disabled rule stopped blocking at once: ${steps(after)}`);
   const badRe = await api("POST", "/api/protection/acl-rules", {
     name: "x",
