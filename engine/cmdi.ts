@@ -270,6 +270,13 @@ function gluedBacktick(s: string, at: number): boolean {
     (close + 1 < s.length && !isSpace(after) && after !== 10);
 }
 
+/** A word that is one of {@link BARE_AT_START}, whatever its case, without allocating. */
+export function mayBeBareCommand(word: string): boolean {
+  return BARE_WORD.test(word);
+}
+
+const BARE_WORD = new RegExp(`^(?:${[...BARE_AT_START].join("|")})$`, "i");
+
 /**
  * Judges a value that is one plain word (the inspector skips such values otherwise): a
  * command that only reports on the system (`whoami`, `ipconfig`) is a probe.

@@ -12,6 +12,9 @@ import { java, JAVA_HINT, SPRING_CLASSLOADER } from "./java.ts";
 
 const MAX_CHARS = MAX_TEXT;
 
+/** Java code needs a call, a brace, an OGNL or EL sigil, or a dotted name (`java.lang`). */
+const JAVA_SHAPE = /[({#@%$\\]|[a-z]\.[a-z]/i;
+
 /** Cheap gate: every rule below needs one of these characters. */
 const GATE = /[(<{$#@%]/;
 
@@ -66,7 +69,7 @@ export function codeInjection(value: DetectorInput): Finding | undefined {
     return makeFinding(value, "php", 92, "php.render_array", name, 0);
   }
   const text = value.decoded.length > MAX_CHARS ? value.decoded.slice(0, MAX_CHARS) : value.decoded;
-  const javaCode = JAVA_HINT.test(text) ? java(value, text) : undefined;
+  const javaCode = JAVA_SHAPE.test(text) && JAVA_HINT.test(text) ? java(value, text) : undefined;
   if (!GATE.test(text)) return javaCode;
   return stronger(stronger(javaCode, php(value, text)), asp(value, text));
 }

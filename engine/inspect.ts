@@ -34,7 +34,7 @@ import { sqli } from "./sqli.ts";
 import { xss } from "./xss.ts";
 import { DETECTORS } from "./detectors.ts";
 import { javaClassName } from "./java.ts";
-import { bareCommand } from "./cmdi.ts";
+import { bareCommand, mayBeBareCommand } from "./cmdi.ts";
 import { xxe } from "./xxe.ts";
 import { ssi } from "./ssi.ts";
 import { restrictedFile } from "./restricted_files.ts";
@@ -272,15 +272,17 @@ function inspectHeader(input: Input, analysis: Analysis): void {
   headerVerdicts++;
 }
 
+/** Dotted words that can name a gadget class or a restricted file (the rest are versions, hosts). */
+const DOTTED_HINT =
+  /^(?:java|javax|sun|jdk|groovy|bsh|org|com|class)\.|^\.|\.(?:bak|old|orig|swp|sql|env)/i;
+
 function judgeInert(input: Input, findings: Finding[]): void {
-  const dotted = input.value.indexOf(".") >= 0;
-  if (!dotted && (input.value.length < 5 || input.value.length > 10)) return;
-  const value: DetectorInput = {
-    input,
-    location: locationOf(input),
-    decoded: input.value,
-    raw: input.value,
-  };
+  const v = input.value;
+  const dotted = v.indexOf(".") >= 0;
+  if (dotted ? !DOTTED_HINT.test(v) : v.length < 5 || v.length > 10 || !mayBeBareCommand(v)) {
+    return;
+  }
+  const value: DetectorInput = { input, location: locationOf(input), decoded: v, raw: v };
   for (const detector of dotted ? DOTTED_DETECTORS : WORD_DETECTORS) {
     const finding = detector(value);
     if (finding !== undefined) findings.push(finding);

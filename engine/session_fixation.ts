@@ -31,6 +31,12 @@ const SESSION_PARAMS: ReadonlySet<string> = new Set([
   "cfsid",
 ]);
 
+/** Any of {@link SESSION_PARAMS} in any case, or IIS's `ASPSESSIONIDxxxxxxxx`. */
+const SESSION_NAME = new RegExp(
+  `^(?:${[...SESSION_PARAMS].map((n) => n.replace(".", "\\.")).join("|")}|aspsessionid\\w*)$`,
+  "i",
+);
+
 /**
  * Reports markup or script that sets a cookie.
  *
@@ -66,8 +72,8 @@ export function sessionParameter(
   for (const input of inputs) {
     const s = input.source;
     if (s !== "query" && s !== "form" && s !== "path") continue;
-    const name = s === "path" ? matrixName(input.name) : input.name.toLowerCase();
-    if (name !== undefined && (SESSION_PARAMS.has(name) || name.startsWith("aspsessionid"))) {
+    const name = s === "path" ? matrixName(input.name) : input.name;
+    if (name !== undefined && SESSION_NAME.test(name)) {
       param = input;
       break;
     }
@@ -95,7 +101,7 @@ export function sessionParameter(
 /** `[2];jsessionid` -> `jsessionid`; undefined for anything but a matrix parameter. */
 function matrixName(name: string): string | undefined {
   const semi = name.indexOf(";");
-  return semi < 0 ? undefined : name.slice(semi + 1).toLowerCase();
+  return semi < 0 ? undefined : name.slice(semi + 1);
 }
 
 function refererHost(referer: string): string {
