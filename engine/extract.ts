@@ -9,7 +9,7 @@
  */
 
 import type { EngineRequest, Input } from "./types.ts";
-import { push } from "./extract_push.ts";
+import { MAX_QUERY_INPUTS, push } from "./extract_push.ts";
 import { addPairs, addPath, PLAIN_SEGMENT, safeDecodeName } from "./extract_url.ts";
 import { addBody, addGraphqlQuery, GRAPHQL_PATH } from "./extract_body.ts";
 
@@ -73,7 +73,12 @@ export function extract(req: EngineRequest): Input[] {
   addPath(out, req.path);
   const graphqlPath = GRAPHQL_PATH.test(req.path);
   if (req.query.length > 0) {
+    const before = out.length;
     addPairs(out, req.query, "query");
+    if (out.length - before >= MAX_QUERY_INPUTS) {
+      out.length = before + MAX_QUERY_INPUTS - 1;
+      push(out, "query", "", req.query);
+    }
     if (graphqlPath) addGraphqlQuery(out, req.query);
   }
   let contentType = "";

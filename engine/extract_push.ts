@@ -3,8 +3,14 @@
  */
 import type { Input, InputSource } from "./types.ts";
 
-/** Inputs per request; beyond this the inspector reports the request as truncated. */
-export const MAX_INPUTS = 2048;
+/**
+ * Inputs per request. A section that holds more values (a query string with thousands of
+ * parameters, a JSON body with thousands of strings) is also judged whole as text, so values
+ * past the cap are never invisible.
+ */
+export const MAX_INPUTS = 4096;
+/** Query parameters judged one by one; past this the whole query string is judged as text. */
+export const MAX_QUERY_INPUTS = 1024;
 
 /**
  * Appends one non-empty value unless the request already has {@link MAX_INPUTS} inputs.

@@ -23,7 +23,7 @@ import type {
   InspectOptions,
   Level,
 } from "./types.ts";
-import { extract, MAX_INPUTS } from "./extract.ts";
+import { extract } from "./extract.ts";
 import { locationOf } from "./extract_push.ts";
 import { sessionParameter } from "./session_fixation.ts";
 import { decodeBase64Code, normalize, type PlusMode } from "./normalize.ts";
@@ -126,7 +126,6 @@ export function inspect(req: EngineRequest, opts: InspectOptions): Inspection {
   const protocol = checkProtocol(req.method, req.headers);
   if (protocol !== undefined) analysis.findings.push(protocol);
   const inputs = extract(req);
-  if (inputs.length >= MAX_INPUTS) analysis.truncated = true;
   const session = sessionParameter(req, inputs);
   if (session !== undefined) analysis.findings.push(session);
   for (const input of inputs) {

@@ -16,7 +16,29 @@ const MAX_URLS = 8;
 /** A scheme followed by `//` or a backslash, anywhere a URL can start. */
 const URL_START = /(?:^|[\s"'=(<,;|@>`])([a-z][a-z0-9+.-]{1,15}):(?:\/\/|\\\\|\/\\|\\\/)/gi;
 /** Apache's `unix:/path|http://host/` proxy syntax: the socket path reaches any backend. */
-const UNIX_SOCKET_PROXY = /\bunix:[^|\s]{0,8192}\|(?:https?|fcgi|ajp|wss?|uwsgi|scgi|h2c?):\/\//i;
+const UNIX_SOCKET_TARGET = /^\|(?:https?|fcgi|ajp|wss?|uwsgi|scgi|h2c?):\/\//i;
+const SPACE = /\s/;
+
+/** Offset of a `unix:...|scheme://` proxy target, found with one forward scan, or -1. */
+function unixSocketProxy(text: string): number {
+  const lower = text.toLowerCase();
+  let at = lower.indexOf("unix:");
+  while (at >= 0) {
+    const bar = lower.indexOf("|", at + 5);
+    if (bar < 0) return -1;
+    // The socket path has no spaces; the next candidate starts after the last one seen.
+    let space = -1;
+    for (let i = at + 5; i < bar; i++) {
+      if (SPACE.test(text[i]!)) {
+        space = i;
+        break;
+      }
+    }
+    if (space < 0 && UNIX_SOCKET_TARGET.test(text.slice(bar, bar + 12))) return at;
+    at = lower.indexOf("unix:", space < 0 ? bar : space);
+  }
+  return -1;
+}
 
 /** Schemes that talk raw protocols and have no business in a parameter. */
 const RAW_SCHEMES: ReadonlySet<string> = new Set([
@@ -57,7 +79,7 @@ const KNOWN_INCLUDE_PARAM =
  */
 const OAST_HINT = /oast|interact|collaborator|dnslog|ceye\.io|canarytoken|xss\.ht|bxss|eyes\.sh/i;
 const OAST_HOST =
-  /(?:^|[^a-z0-9-])(?:[a-z0-9-]{1,63}\.)+(?:interact\.sh|interactsh\.com|oast\.(?:pro|live|site|online|fun|me)|oastify\.com|burpcollaborator\.net|dnslog\.(?:cn|link)|ceye\.io|canarytokens\.com|xss\.ht|bxss\.me|eyes\.sh)(?![a-z0-9-])/i;
+  /(?:^|[^a-z0-9-])(?:[a-z0-9-]{1,63}\.){1,8}(?:interact\.sh|interactsh\.com|oast\.(?:pro|live|site|online|fun|me)|oastify\.com|burpcollaborator\.net|dnslog\.(?:cn|link)|ceye\.io|canarytokens\.com|xss\.ht|bxss\.me|eyes\.sh)(?![a-z0-9-])/i;
 
 /** Ports of local development servers: a developer's app legitimately points at them. */
 const DEV_PORT = /^localhost:(?:3\d{3}|4200|5000|5173|8000|8080|8081|8443|8888)(?:[/?#]|$)/;
@@ -123,11 +145,9 @@ export function ssrf(value: DetectorInput): Finding | undefined {
     }
   }
   if (text.indexOf(":") < 0) return undefined;
-  if (text.indexOf("unix:") >= 0 || text.indexOf("UNIX:") >= 0) {
-    const unix = UNIX_SOCKET_PROXY.exec(text);
-    if (unix !== null) {
-      return makeFinding(value, "ssrf", 90, "ssrf.unix_socket_proxy", text, unix.index);
-    }
+  if (text.indexOf("nix:") >= 0 || text.indexOf("NIX:") >= 0) {
+    const unix = unixSocketProxy(text);
+    if (unix >= 0) return makeFinding(value, "ssrf", 90, "ssrf.unix_socket_proxy", text, unix);
   }
   const source = value.input.source;
   // Browsers fill Referer and Origin with the page's own URL, often on a private network.

@@ -71,7 +71,8 @@ const CMDLET_STATEMENT = new RegExp(
 
 const RULES: readonly Rule[] = [
   {
-    re: /\bfor\s+(?:\/[dlfr]\s+(?:"[^"]*"\s+)?(?:\S+\s+)?)?%%?[a-z]\s+in\s*\([^)]*\)\s*do\b/i,
+    re:
+      /\bfor\s+(?:\/[dlfr]\s+(?:"[^"]{0,200}"\s+)?(?:\S{1,64}\s+)?)?%%?[a-z]\s+in\s*\([^)]{0,400}\)\s*do\b/i,
     score: 92,
     rule: "cmdi.windows_for",
   },
@@ -91,7 +92,7 @@ const RULES: readonly Rule[] = [
   { re: /%[a-z_]+:~-?\d+(?:,-?\d+)?%/i, score: 88, rule: "cmdi.windows_substring" },
   {
     re:
-      /\b(?:powershell|pwsh)(?:\.exe)?\s+(?:[-/][a-z]+(?:\s+(?!-)\S+)?\s+)*[-/](?:e|ec|en|enc|enco|encodedcommand)\s+[A-Za-z0-9+/=]{8,}/i,
+      /\b(?:powershell|pwsh)(?:\.exe)?\s+(?:[-/][a-z]{1,32}\s+(?:(?!-)[^\s-]\S{0,63}\s+)?){0,8}[-/](?:e|ec|en|enc|enco|encodedcommand)\s+[A-Za-z0-9+/=]{8,}/i,
     score: 95,
     rule: "cmdi.powershell_encoded",
   },

@@ -9,7 +9,7 @@
  */
 
 import type { DetectorInput, Finding } from "./types.ts";
-import { lexHtml } from "./html_lexer.ts";
+import { type HtmlTag, lexHtml } from "./html_lexer.ts";
 import { makeFinding } from "./make_finding.ts";
 import { analyzeJs } from "./js_context.ts";
 import { judgeEncoding, otherReadings } from "./xss_encodings.ts";
@@ -53,11 +53,11 @@ const DTD_HANDLER =
 const ACTIVEX =
   /\bnew\s+ActiveXObject\s*\(|\.parentWindow\s*\.\s*(?:alert|eval|execScript|location)\b/;
 /**
- * A link whose scheme or host is spelled to slip past filters: a tab or newline inside the
- * scheme (`htt\tp://`), percent-escapes in the host, or a second scheme inside the host.
+ * A link target whose scheme or host is spelled to slip past filters: a tab or newline inside
+ * the scheme (`htt\tp://`), percent-escapes in the host, or a second scheme inside the host.
  */
-const OBFUSCATED_LINK =
-  /<a\b[^>]*\bhref\s*=\s*["']?\s*(?:[a-z]+[\t\n\r]+[a-z]*:|https?:\/\/(?:[^/"'\s>]*%[0-9a-f]{2}|[^/"'\s>]*https?:\/\/))/i;
+const OBFUSCATED_HREF =
+  /^\s*(?:[a-z]+[\t\n\r]+[a-z]*:|https?:\/\/(?:[^/"'\s>]{0,253}%[0-9a-f]{2}|[^/"'\s>]{0,253}https?:\/\/))/i;
 
 /** CDATA sections and comments that split a keyword: XML parsers join the pieces again. */
 const SPLITTERS = /<!\[CDATA\[|\]\]>|<!--[^]{0,64}?-->/g;
@@ -108,6 +108,7 @@ function judgeText(text: string, hit: Hit): void {
     judgeInjection(text, tags, hit, discount);
     for (const tag of tags) {
       judgeTag(tag, hit, 0, tag.start, discount);
+      if (tag.name === "a" && !tag.closing) judgeLink(tag, hit);
       if (tag.name === "style" && !tag.closing) judgeStyleBlock(text, tag, hit, discount);
       // Markup inside attribute values runs where parsers disagree about quoting
       // (`<img alt="`><img src=x onerror=...>">`, IE's `<comment>`).
@@ -153,9 +154,13 @@ function judgeText(text: string, hit: Hit): void {
     const activex = ACTIVEX.exec(text);
     if (activex !== null) hit("activex", 80, activex.index);
   }
-  if (text.includes("<")) {
-    const link = OBFUSCATED_LINK.exec(text);
-    if (link !== null) hit("obfuscated_link", 75, link.index);
+}
+
+function judgeLink(tag: HtmlTag, hit: Hit): void {
+  for (const attr of tag.attrs) {
+    if (attr.name === "href" && attr.value !== undefined && OBFUSCATED_HREF.test(attr.value)) {
+      hit("obfuscated_link", 75, tag.start);
+    }
   }
 }
 

@@ -170,3 +170,18 @@ Deno.test("graphqlStrings() lexes documents and refuses other text", () => {
   assert.equal(graphqlStrings("1' or 1=1--"), undefined);
   assert.equal(graphqlStrings("hello world"), undefined);
 });
+
+Deno.test("inspect() still sees a payload past the cap on inputs, in the query and in a body", () => {
+  const many = Array.from({ length: 3000 }, (_, i) => `p${i}=v${i}`).join("&");
+  const query = inspect({
+    method: "GET",
+    path: "/",
+    query: `${many}&last=1%27%20union%20select%20password%20from%20users--`,
+    headers: [],
+  }, { level: "balanced" });
+  assert.equal(query.blocking?.class, "sqli");
+  const items = Array.from({ length: 5000 }, (_, i) => `item ${i}`);
+  items.push("<script>alert(1)</script>");
+  const body = inspect(post("application/json", JSON.stringify({ items })), { level: "balanced" });
+  assert.equal(body.blocking?.class, "xss");
+});
