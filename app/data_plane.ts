@@ -124,7 +124,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     accessLog,
     proxy,
     protection,
-    routes: [...siteRoutes(sites), ...logRoutes(accessLog), ...protection.routes],
+    routes: [...siteRoutes(sites), ...logRoutes(accessLog, clock), ...protection.routes],
     handler,
     async startHttps() {
       const listenAt = config.server.data.https_listen;

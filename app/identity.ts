@@ -21,6 +21,7 @@ import { createSessions, type Sessions } from "../mod/identity/sessions.ts";
 import { createSetup, type Setup } from "../mod/identity/setup.ts";
 import { SetupTokenError, setupTokenProblem } from "../mod/identity/setup_token.ts";
 import { createUsers, type Users } from "../mod/identity/users.ts";
+import { createPreferences } from "../mod/identity/preferences.ts";
 import { auditRoutes } from "../routes/api/audit.ts";
 import { authRoutes } from "../routes/api/auth.ts";
 import { consoleRoutes } from "../routes/api/console.ts";
@@ -147,6 +148,7 @@ export async function createIdentity(deps: IdentityDeps): Promise<Identity> {
       refusals,
       sleep: deps.sleep,
       clock: deps.clock,
+      preferences: createPreferences({ settings, clock: deps.clock }),
     }),
     ...userRoutes({ ...sink, users }),
     ...auditRoutes(audit),

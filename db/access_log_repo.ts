@@ -56,6 +56,20 @@ export interface TopEntry {
   readonly last_seen: number;
 }
 
+export interface AccessLogSummaryRows {
+  readonly buckets: readonly {
+    b: number;
+    requests: number;
+    blocked: number;
+    challenged: number;
+    logged: number;
+  }[];
+  readonly byClass: readonly { key: string | null; count: number }[];
+  readonly sites: readonly { key: string | null; count: number }[];
+  readonly paths: readonly { key: string | null; count: number }[];
+  readonly clients: readonly { key: string | null; count: number }[];
+}
+
 export function createAccessLogRepo(db: Db) {
   // OR IGNORE: a trace id is unique; a duplicate (impossible with random ids) must not fail the
   // whole batch.
@@ -95,6 +109,24 @@ export function createAccessLogRepo(db: Db) {
     );
   const topBy = { client_ip: top("client_ip"), path: top("path") };
   const byTrace = db.prepare("SELECT * FROM access_logs WHERE trace_id = ?");
+  // The dashboard's figures over a time range (served by the time index); "attacked" means
+  // any request the WAF did not simply pass (blocked, challenged, or logged in monitor mode).
+  const range = "time >= :from AND time < :to";
+  const buckets = db.prepare(
+    `SELECT (time - :from) / :bucket AS b, COUNT(*) AS requests,
+       SUM(action = 'block') AS blocked, SUM(action = 'challenge') AS challenged,
+       SUM(action = 'log') AS logged
+     FROM access_logs WHERE ${range} GROUP BY b`,
+  );
+  const ranked = (column: string, where = "action != 'pass'") =>
+    db.prepare(
+      `SELECT ${column} AS key, COUNT(*) AS n FROM access_logs
+       WHERE ${range} AND ${where} GROUP BY ${column} ORDER BY n DESC LIMIT :limit`,
+    );
+  const blockedByClass = ranked("attack_class", "action = 'block'");
+  const topSites = ranked("site_id");
+  const topPaths = ranked("path");
+  const topClients = ranked("client_ip");
   // Retention deletes in chunks, each its own short transaction, so a large backlog never
   // holds the store's write lock long enough to make other writers wait on the busy timeout.
   const pruneAge = db.prepare(
@@ -187,6 +219,22 @@ export function createAccessLogRepo(db: Db) {
     },
     count(): number {
       return (count.get() as { n: number }).n;
+    },
+    /** Counts per bucket of `bucket` ms from `from`, and the top keys of attacked requests. */
+    summary(from: number, to: number, bucket: number, limit: number): AccessLogSummaryRows {
+      const args = { from, to, limit };
+      const topOf = (q: typeof blockedByClass) =>
+        (q.all(args) as { key: string | null; n: number }[]).map((r) => ({
+          key: r.key,
+          count: r.n,
+        }));
+      return {
+        buckets: buckets.all({ from, to, bucket }) as unknown as AccessLogSummaryRows["buckets"],
+        byClass: topOf(blockedByClass),
+        sites: topOf(topSites),
+        paths: topOf(topPaths),
+        clients: topOf(topClients),
+      };
     },
   };
 }

@@ -58,6 +58,17 @@ export function validatePattern(pattern: string, ignoreCase = false): string | u
   return r.ok ? undefined : r.message;
 }
 
+/** Tries `pattern` on each sample, as a custom rule would (for the console's regex tester). */
+export function testPattern(
+  pattern: string,
+  ignoreCase: boolean,
+  samples: readonly string[],
+): { valid: true; matches: boolean[] } | { valid: false; error: string } {
+  const r = compileRe2(pattern, { ignoreCase });
+  if (!r.ok) return { valid: false, error: r.message };
+  return { valid: true, matches: samples.map((s) => r.matcher.test(s)) };
+}
+
 function targetMatches(m: Matcher, target: CustomTarget, view: RequestView): boolean {
   switch (target.kind) {
     case "path":

@@ -223,6 +223,41 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
       await flush();
       return repo.top(by, filter, limit);
     },
+    /** The dashboard's figures: `buckets` equal slices of [from, to), and top lists. */
+    async summary(range: { from: number; to: number; buckets: number; top: number }) {
+      await flush();
+      const bucketMs = Math.max(1, Math.ceil((range.to - range.from) / range.buckets));
+      const rows = repo.summary(range.from, range.to, bucketMs, range.top);
+      const byBucket = new Map(rows.buckets.map((r) => [r.b, r]));
+      const series = Array.from({ length: range.buckets }, (_, b) => {
+        const r = byBucket.get(b);
+        return {
+          time: new Date(range.from + b * bucketMs).toISOString(),
+          requests: r?.requests ?? 0,
+          blocked: r?.blocked ?? 0,
+          challenged: r?.challenged ?? 0,
+          logged: r?.logged ?? 0,
+        };
+      });
+      const sum = (k: "requests" | "blocked" | "challenged" | "logged") =>
+        series.reduce((n, s) => n + s[k], 0);
+      return {
+        from: new Date(range.from).toISOString(),
+        to: new Date(range.to).toISOString(),
+        bucket_ms: bucketMs,
+        totals: {
+          requests: sum("requests"),
+          blocked: sum("blocked"),
+          challenged: sum("challenged"),
+          logged: sum("logged"),
+        },
+        series,
+        blocked_by_class: rows.byClass.map((r) => ({ class: r.key, count: r.count })),
+        top_sites: rows.sites.map((r) => ({ site_id: r.key, count: r.count })),
+        top_paths: rows.paths.map((r) => ({ path: r.key, count: r.count })),
+        top_clients: rows.clients.map((r) => ({ client_ip: r.key, count: r.count })),
+      };
+    },
   };
 }
 

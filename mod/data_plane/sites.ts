@@ -15,20 +15,66 @@ import type { Policy } from "./policy.ts";
 import { type Random, randomHex } from "../core/random.ts";
 import { type Site, type SiteConfig, siteFromRow } from "./site_schema.ts";
 
-/** A site as the API shows it: the certificate but never the private key. */
+/** What the certificate of a site says, and whether it is valid now. */
+export interface CertificateState {
+  readonly subject: string;
+  readonly issuer: string;
+  readonly names: readonly string[];
+  readonly not_before: string;
+  readonly not_after: string;
+  /** `expiring`: valid for less than 30 more days. */
+  readonly state: "valid" | "expiring" | "expired" | "not_yet_valid";
+}
+
+/** A site as the API shows it: the certificate (and its state) but never the private key. */
 export interface SiteView extends Omit<Site, "tls" | "created_at" | "updated_at"> {
-  readonly tls: { readonly cert: string } | null;
+  readonly tls: { readonly cert: string; readonly certificate: CertificateState } | null;
   readonly created_at: string;
   readonly updated_at: string;
 }
 
-export function siteView(site: Site): SiteView {
+const EXPIRING_MS = 30 * 86_400_000;
+
+export function certificateState(pem: string, now: number): CertificateState {
+  const cert = new X509Certificate(pem);
+  const from = Date.parse(cert.validFrom);
+  const to = Date.parse(cert.validTo);
+  const state = now < from
+    ? "not_yet_valid"
+    : now > to
+    ? "expired"
+    : to - now < EXPIRING_MS
+    ? "expiring"
+    : "valid";
+  return {
+    subject: cert.subject.replaceAll("\n", ", "),
+    issuer: cert.issuer.replaceAll("\n", ", "),
+    names: (cert.subjectAltName ?? "").split(", ").filter((n) => n !== "")
+      .map((n) => n.replace(/^(DNS|IP Address):/, "")),
+    not_before: new Date(from).toISOString(),
+    not_after: new Date(to).toISOString(),
+    state,
+  };
+}
+
+export function siteView(site: Site, now: number): SiteView {
   return {
     ...site,
-    tls: site.tls ? { cert: site.tls.cert } : null,
+    tls: site.tls
+      ? { cert: site.tls.cert, certificate: certificateState(site.tls.cert, now) }
+      : null,
     created_at: new Date(site.created_at).toISOString(),
     updated_at: new Date(site.updated_at).toISOString(),
   };
+}
+
+/** One upstream's passive health as the data plane sees it now. */
+export interface UpstreamHealth {
+  readonly origin: string;
+  readonly healthy: boolean;
+  readonly failures: number;
+  readonly down_until: string | null;
+  readonly last_ok_at: string | null;
 }
 
 /** Who asked, for the audit record. */
@@ -151,10 +197,26 @@ export function createSites(deps: SitesDeps) {
       return deps.defaultLevel?.() ?? "balanced";
     },
     list(): SiteView[] {
-      return repo.list().map((r) => siteView(siteFromRow(r)));
+      return repo.list().map((r) => siteView(siteFromRow(r), clock.now()));
     },
     get(id: string): SiteView {
-      return siteView(load(id));
+      return siteView(load(id), clock.now());
+    },
+    /** Every site's upstreams with the passive health of the running data plane. */
+    health(): { site_id: string; name: string; upstreams: UpstreamHealth[] }[] {
+      const now = clock.now();
+      const iso = (ms: number) => ms > 0 ? new Date(ms).toISOString() : null;
+      return policy.current.sites.map((site) => ({
+        site_id: site.id,
+        name: site.name,
+        upstreams: site.pool.upstreams.map((u) => ({
+          origin: u.origin,
+          healthy: u.downUntil <= now,
+          failures: u.failures,
+          down_until: u.downUntil > now ? iso(u.downUntil) : null,
+          last_ok_at: iso(u.lastOkAt),
+        })),
+      }));
     },
     create(config: SiteConfig, who: AuditContext): SiteView {
       const id = randomHex(deps.random, 12);
@@ -180,7 +242,7 @@ export function createSites(deps: SitesDeps) {
         return load(id);
       });
       policy.rebuild();
-      return siteView(site);
+      return siteView(site, clock.now());
     },
     update(id: string, config: SiteConfig, who: AuditContext): SiteView {
       const site = transaction(db, () => {
@@ -204,7 +266,7 @@ export function createSites(deps: SitesDeps) {
         return load(id);
       });
       policy.rebuild();
-      return siteView(site);
+      return siteView(site, clock.now());
     },
     remove(id: string, who: AuditContext): void {
       transaction(db, () => {

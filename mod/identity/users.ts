@@ -18,6 +18,8 @@ export interface PublicUser {
   readonly username: string;
   readonly role: string;
   readonly totp_enabled: boolean;
+  /** A disabled account cannot sign in; its sessions and API tokens stop working. */
+  readonly disabled: boolean;
   readonly created_at: string;
   readonly updated_at: string;
 }
@@ -28,6 +30,7 @@ export function toPublicUser(row: UserRow): PublicUser {
     username: row.username,
     role: row.role,
     totp_enabled: row.totp_enabled === 1,
+    disabled: row.disabled === 1,
     created_at: new Date(row.created_at).toISOString(),
     updated_at: new Date(row.updated_at).toISOString(),
   };
@@ -87,6 +90,19 @@ export function createUsers(deps: UsersDeps) {
       details: { field: "username" },
     });
 
+  const refuseDisable = (row: UserRow, ctx: AuditContext) => {
+    if (ctx.actor.type === "user" && ctx.actor.id === row.id) {
+      throw new AppError(409, "SELF_DISABLE", "Refusing to disable your own account");
+    }
+    if (canManageUsers(row) && deps.repo.list().filter(canManageUsers).length <= 1) {
+      throw new AppError(
+        409,
+        "LAST_ADMIN",
+        "Refusing to disable the last account that can manage users",
+      );
+    }
+  };
+
   return {
     list(): PublicUser[] {
       return deps.repo.list().map(toPublicUser);
@@ -134,10 +150,14 @@ export function createUsers(deps: UsersDeps) {
       });
     },
 
-    /** Changes username, role and/or password; each change advances the credential epoch. */
+    /**
+     * Changes username, role, password and/or the disabled flag; each change advances the
+     * credential epoch, so the account's sessions end. Nobody disables their own account, and
+     * the last account that can manage users is neither demoted nor disabled.
+     */
     async update(
       id: string,
-      input: { username?: string; password?: string; role?: string },
+      input: { username?: string; password?: string; role?: string; disabled?: boolean },
       ctx: AuditContext,
     ): Promise<PublicUser> {
       const before = deps.repo.get(id);
@@ -177,6 +197,11 @@ export function createUsers(deps: UsersDeps) {
         if (hash !== undefined) {
           deps.repo.updatePassword(id, hash, now);
           changed.push("password");
+        }
+        if (input.disabled !== undefined && input.disabled !== (row.disabled === 1)) {
+          if (input.disabled) refuseDisable(row, ctx);
+          deps.repo.setDisabled(id, input.disabled, now);
+          changed.push(input.disabled ? "disabled" : "enabled");
         }
         deps.audit.record({
           ...ctx,

@@ -17,6 +17,9 @@ import {
   type Sessions,
 } from "../../mod/identity/sessions.ts";
 import { assertUsername, toPublicUser } from "../../mod/identity/users.ts";
+import { grants, PERMISSIONS } from "../../mod/identity/permissions.ts";
+import { LANGUAGES, type Preferences } from "../../mod/identity/preferences.ts";
+import { ANY_SIGNED_IN_USER } from "./two_factor.ts";
 import { auditContext } from "./actor.ts";
 import { auditFailures, type AuditSink } from "./audited.ts";
 import { clearSessionCookies, readCookie, SESSION_COOKIE, setSessionCookies } from "./cookies.ts";
@@ -34,6 +37,7 @@ export interface AuthRouteDeps extends AuditSink {
   readonly refusals: RefusalAudit;
   readonly sleep: (ms: number) => Promise<void>;
   readonly clock: Clock;
+  readonly preferences: Preferences;
 }
 
 const loginBody = z.strictObject({
@@ -48,6 +52,8 @@ const verifyBody = z.strictObject({
   nonce: z.string().regex(/^[0-9]{1,20}$/, "expected the decimal nonce that solves the challenge"),
   username: z.string().max(256),
 });
+
+const preferencesBody = z.strictObject({ language: z.enum(LANGUAGES).nullable() });
 
 const optionsQuery = z.strictObject({ username: z.string().max(256).optional() });
 
@@ -65,6 +71,9 @@ export function authRoutes(deps: AuthRouteDeps): RouteDef[] {
     return {
       user: toPublicUser(found.user),
       permissions: found.principal.permissions,
+      /** The identifiers the role's expressions grant, for clients that hide what they lack. */
+      effective_permissions: PERMISSIONS.filter((p) => grants(found.principal.permissions, p)),
+      preferences: deps.preferences.get(found.user.id),
       csrf_token: deps.sessions.csrfFor(readCookie(c, SESSION_COOKIE)!),
       idle_expires_at: new Date(lastSeen + SESSION_IDLE_MS).toISOString(),
       expires_at: new Date(found.session.expires_at).toISOString(),
@@ -157,6 +166,28 @@ export function authRoutes(deps: AuthRouteDeps): RouteDef[] {
       handler: (c) => {
         c.header("cache-control", "no-store");
         return c.json(sessionBody(c));
+      },
+    },
+    {
+      method: "PUT",
+      path: "/api/auth/session/preferences",
+      access: ANY_SIGNED_IN_USER,
+      handler: async (c) => {
+        const body = await readJson(c, preferencesBody);
+        const userId = c.get("principal")!.id;
+        const saved = deps.transaction(() => {
+          const before = deps.preferences.get(userId);
+          const after = deps.preferences.set(userId, { ...before, ...body });
+          deps.audit.record({
+            ...auditContext(c),
+            action: "user.preferences.update",
+            target: `user:${userId}`,
+            result: "success",
+            detail: { before, after },
+          });
+          return after;
+        });
+        return c.json(saved);
       },
     },
     {

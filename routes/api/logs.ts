@@ -1,10 +1,12 @@
 /**
  * `/api/logs` (`read:logs`): filtered, cursor-paginated access-log records (a site by id or
  * name), one record by trace id with its whole evaluation chain, and statistics: the pipeline's
- * counters (queued, written, dropped) and the records of a period counted per action and class.
+ * counters (queued, written, dropped), the records of a period counted per action and class, and
+ * the dashboard's summary of a time range (requests, blocks, classes, top targets).
  */
 import { z } from "zod";
 import type { AccessLog, StoredAccessRecord } from "../../mod/data_plane/access_log.ts";
+import type { Clock } from "../../mod/core/clock.ts";
 import { AppError } from "../../mod/core/errors.ts";
 import { perm, type RouteDef } from "./route.ts";
 import { readQuery } from "./validate.ts";
@@ -42,13 +44,24 @@ const querySchema = z.strictObject({
   cursor: z.string().regex(/^\d+$/, "expected the next_cursor of a previous page").optional(),
 });
 
+/** The dashboard window: at most 31 days, in 1 to 240 buckets, top 1 to 50 keys. */
+const MAX_WINDOW_MS = 31 * 86_400_000;
+const summarySchema = z.strictObject({
+  from: time.optional(),
+  to: time.optional(),
+  /** Instead of `from`: this many minutes before `to`. */
+  minutes: z.coerce.number().int().min(1).max(31 * 1440).optional(),
+  buckets: z.coerce.number().int().min(1).max(240).default(60),
+  top: z.coerce.number().int().min(1).max(50).default(10),
+});
+
 /** The stored record plus its store id. */
 function item(row: StoredAccessRecord): Record<string, unknown> {
   const record = JSON.parse(row.record) as Record<string, unknown>;
   return { id: row.id, ...record, time: new Date(row.time).toISOString() };
 }
 
-export function logRoutes(accessLog: AccessLog): RouteDef[] {
+export function logRoutes(accessLog: AccessLog, clock: Clock): RouteDef[] {
   return [
     {
       method: "GET",
@@ -88,6 +101,26 @@ export function logRoutes(accessLog: AccessLog): RouteDef[] {
           });
         }
         return c.json({ ...accessLog.stats(), ...(await accessLog.counts(q)) });
+      },
+    },
+    {
+      method: "GET",
+      path: "/api/logs/summary",
+      access: perm("read:logs"),
+      handler: async (c) => {
+        const q = readQuery(c, summarySchema);
+        // The end is exclusive: "now" includes what arrived in the current millisecond.
+        const to = q.to ?? clock.now() + 1;
+        const from = q.from ?? to - (q.minutes ?? 60) * 60_000;
+        if (from >= to || to - from > MAX_WINDOW_MS) {
+          throw new AppError(
+            400,
+            "BAD_REQUEST",
+            'Invalid field "from": expected a time before "to", at most 31 days earlier',
+            { details: { field: "from" } },
+          );
+        }
+        return c.json(await accessLog.summary({ from, to, buckets: q.buckets, top: q.top }));
       },
     },
     {

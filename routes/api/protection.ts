@@ -5,7 +5,8 @@
  * with `write:protection`). Each write is validated, audited in its transaction and recompiled
  * into the running policy before the response is sent.
  */
-import type { z } from "zod";
+import { z } from "zod";
+import { testPattern } from "../../engine/custom_rules.ts";
 import { badRequest } from "../../mod/core/errors.ts";
 import type { PolicyObjects, StoredObject } from "../../mod/protection/policy_objects.ts";
 import { KIND } from "../../mod/protection/protection_compile.ts";
@@ -141,6 +142,12 @@ export function settingRoutes(
   ];
 }
 
+const patternTest = z.strictObject({
+  pattern: z.string().min(1).max(4000),
+  ignore_case: z.boolean().default(false),
+  samples: z.array(z.string().max(8192)).max(20).default([]),
+});
+
 /** Refuses country conditions when no GeoIP database is configured. */
 function geoCheck(hasGeo: boolean) {
   return (doc: Record<string, unknown>) => {
@@ -196,6 +203,25 @@ export function protectionRoutes(objects: PolicyObjects, options: { hasGeo: bool
       read: "read:protection",
       write: "write:protection",
     }),
+    {
+      // Changes nothing: compiles the pattern with RE2, as saving a rule would, and tries it.
+      method: "POST",
+      path: "/api/rules/custom/test",
+      access: perm("read:rules"),
+      handler: async (c) => {
+        const body = await readJson(c, patternTest);
+        const r = testPattern(body.pattern, body.ignore_case, body.samples);
+        return c.json(
+          r.valid
+            ? {
+              valid: true,
+              error: null,
+              results: body.samples.map((sample, i) => ({ sample, matched: r.matches[i] })),
+            }
+            : { valid: false, error: r.error, results: [] },
+        );
+      },
+    },
     ...settingRoutes(objects, {
       path: "/api/protection/rate-limit",
       kind: KIND.rateLimit,

@@ -1,6 +1,7 @@
 /**
- * `/api/sites`: list, create, read, replace and delete sites (`read:sites` / `write:sites`). A
- * site created or replaced without `level` gets the default level (chosen at setup).
+ * `/api/sites`: list, create, read, replace and delete sites, and the upstreams' passive health
+ * (`read:sites` / `write:sites`). A site created or replaced without `level` gets the default
+ * level (chosen at setup).
  */
 import { z } from "zod";
 import type { Sites } from "../../mod/data_plane/sites.ts";
@@ -24,6 +25,13 @@ export function siteRoutes(sites: Sites): RouteDef[] {
       path: "/api/sites",
       access: perm("read:sites"),
       handler: (c) => c.json({ items: sites.list() }),
+    },
+    {
+      // Before "/api/sites/:id", which would otherwise take "health" for an id.
+      method: "GET",
+      path: "/api/sites/health",
+      access: perm("read:sites"),
+      handler: (c) => c.json({ items: sites.health() }),
     },
     {
       method: "POST",

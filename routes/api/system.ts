@@ -1,4 +1,7 @@
-/** System endpoints: version, the unimplemented backup API, and the reserved OTA settings. */
+/**
+ * System endpoints: version, the unimplemented backup API, the reserved OTA settings and the
+ * update check (NOT_IMPLEMENTED).
+ */
 import { z } from "zod";
 import type { Audit } from "../../mod/core/audit.ts";
 import { AppError } from "../../mod/core/errors.ts";
@@ -76,6 +79,19 @@ export function systemRoutes(deps: SystemRouteDeps): RouteDef[] {
             'Backup restore over the API is not implemented: stop waf and restore a snapshot taken with "waf store backup"',
           ),
         ),
+    },
+    {
+      // The console's Updates page asks here; the specification's answer is NOT_IMPLEMENTED.
+      method: "GET",
+      path: "/api/system/updates",
+      access: perm("read:system"),
+      handler: () => {
+        throw new AppError(
+          501,
+          "NOT_IMPLEMENTED",
+          "Update checks are not implemented in this build: there is no updater worker, the update.ota keys are reserved",
+        );
+      },
     },
     {
       method: "GET",

@@ -22,6 +22,7 @@ const updateBody = z.strictObject({
   username: z.string().max(256).optional(),
   password: z.string().max(4096).optional(),
   role: z.string().max(256).optional(),
+  disabled: z.boolean().optional(),
 });
 
 export function userRoutes(deps: UserRouteDeps): RouteDef[] {

@@ -1,0 +1,36 @@
+/**
+ * A user's own console preferences (today: the language), kept in the settings table under
+ * `user_preferences:<user id>`. Changing them needs no permission beyond being signed in.
+ */
+import type { SettingsRepo } from "../../db/settings_repo.ts";
+import type { Clock } from "../core/clock.ts";
+
+export const LANGUAGES = ["en", "zh-CN"] as const;
+export type Language = (typeof LANGUAGES)[number];
+
+export interface UserPreferences {
+  /** The console language; null follows the browser's. */
+  readonly language: Language | null;
+}
+
+const DEFAULTS: UserPreferences = { language: null };
+const key = (userId: string) => `user_preferences:${userId}`;
+
+function isLanguage(value: unknown): value is Language {
+  return typeof value === "string" && (LANGUAGES as readonly string[]).includes(value);
+}
+
+export function createPreferences(deps: { settings: SettingsRepo; clock: Clock }) {
+  return {
+    get(userId: string): UserPreferences {
+      const stored = deps.settings.get(key(userId)) as Partial<UserPreferences> | undefined;
+      return { language: isLanguage(stored?.language) ? stored.language : DEFAULTS.language };
+    },
+    set(userId: string, prefs: UserPreferences): UserPreferences {
+      deps.settings.set(key(userId), prefs, deps.clock.now());
+      return prefs;
+    },
+  };
+}
+
+export type Preferences = ReturnType<typeof createPreferences>;

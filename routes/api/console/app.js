@@ -1,0 +1,164 @@
+// The console shell: loads the session and the language, draws the navigation (pages the user
+// may read), routes `/console/<page>[/<detail>]` on the client and loads each page's module
+// on first visit, so the first load carries only the shell and one page.
+import { api, toLogin } from "./api.js";
+import { ErrorBox } from "./components.js";
+import { currentLanguage, LANGUAGES, pickLanguage, setLanguage, t } from "./i18n.js";
+import { html, render, useEffect, useState } from "./lib/ui.js";
+import { GROUPS, PAGES, route } from "./pages.js";
+import { can, loadSession, saveLanguage, session } from "./session.js";
+
+const loaded = new Map();
+function loadPage(id) {
+  if (!loaded.has(id)) loaded.set(id, import(`./pages/${id}.js`).then((m) => m.default));
+  return loaded.get(id);
+}
+
+/** Client-side navigation to a console path. */
+export function navigate(path) {
+  if (path !== location.pathname + location.search) history.pushState(null, "", path);
+  dispatchEvent(new Event("console:navigate"));
+}
+
+function useLocation() {
+  const [at, setAt] = useState(location.pathname + location.search);
+  useEffect(() => {
+    const update = () => setAt(location.pathname + location.search);
+    addEventListener("popstate", update);
+    addEventListener("console:navigate", update);
+    return () => {
+      removeEventListener("popstate", update);
+      removeEventListener("console:navigate", update);
+    };
+  }, []);
+  return at;
+}
+
+function Nav({ current }) {
+  const visible = PAGES.filter((p) => can(p.read));
+  return html`<nav aria-label=${t("nav.label")}>
+    ${
+    GROUPS.map((g) => {
+      const items = visible.filter((p) => p.group === g);
+      if (items.length === 0) return null;
+      return html`
+        <div class="nav-group">
+          <h2 class="nav-title">${t("nav.group." + g)}</h2>
+          <ul>${items.map((p) =>
+            html`<li><a href=${"/console/" + p.id} id=${"nav-" + p.id}
+            aria-current=${p.id === current ? "page" : undefined}>${t("nav." + p.id)}</a></li>`
+          )}</ul>
+        </div>
+      `;
+    })
+  }
+  </nav>`;
+}
+
+function LanguagePicker({ onChange }) {
+  const pick = async (e) => {
+    const id = e.target.value;
+    await saveLanguage(id).catch(() => {});
+    await setLanguage(id);
+    onChange();
+  };
+  return html`<label class="lang"><span class="sr-only">${t("shell.language")}</span>
+    <select id="language" onChange=${pick} aria-label=${t("shell.language")}>
+      ${
+    LANGUAGES.map((l) =>
+      html`<option value=${l.id} selected=${l.id === currentLanguage()}>${l.name}</option>`
+    )
+  }
+    </select></label>`;
+}
+
+function PageView({ id, detail }) {
+  const [Component, setComponent] = useState(null);
+  const [error, setError] = useState(null);
+  const page = PAGES.find((p) => p.id === id);
+  useEffect(() => {
+    setComponent(null);
+    setError(null);
+    if (!page || !can(page.read)) return;
+    loadPage(id).then((c) => setComponent(() => c), (err) => setError(err));
+  }, [id]);
+  useEffect(() => {
+    if (Component) document.getElementById("page-title")?.focus({ preventScroll: true });
+  }, [Component, id]);
+  if (!page) {
+    return html`
+      <section class="page">
+        <h1 id="page-title" tabindex="-1">${t("shell.not_found")}</h1>
+      </section>
+    `;
+  }
+  if (!can(page.read)) {
+    return html`
+      <section class="page">
+        <h1 id="page-title" tabindex="-1">${t("nav." + id)}</h1>
+        <p class="notice">${t("common.no_access", { permission: page.read })}</p>
+      </section>
+    `;
+  }
+  if (error) return html`<${ErrorBox} error=${error} />`;
+  if (!Component) return html`<p class="muted" role="status">${t("common.loading")}</p>`;
+  return html`<${Component} detail=${detail} navigate=${navigate} />`;
+}
+
+function Shell() {
+  const at = useLocation();
+  const [, redraw] = useState(0);
+  const { id, detail } = route(location.pathname);
+  const user = session().user;
+  const signOut = async () => {
+    await api("POST", "/api/auth/logout").catch(() => {});
+    toLogin();
+  };
+  return html`
+    <div class="shell" key=${currentLanguage()}>
+      <a class="skip" href="#main">${t("shell.skip")}</a>
+      <header class="top">
+        <a class="brand" href="/console">waf</a>
+        <div class="who">
+          <span id="whoami">${t("shell.signed_in", { user: user.username, role: user.role })}</span>
+          <${LanguagePicker} onChange=${() => redraw((n) => n + 1)} />
+          <button id="logout" type="button" class="secondary" onClick=${signOut}>${t(
+            "shell.sign_out",
+          )}</button>
+        </div>
+      </header>
+      <div class="body">
+        <${Nav} current=${id} />
+        <main id="main" data-at=${at}>
+          <${PageView} id=${id} detail=${detail} key=${id} />
+        </main>
+      </div>
+    </div>
+  `;
+}
+
+// Links inside the console navigate without reloading the page.
+document.addEventListener("click", (e) => {
+  const a = e.target.closest && e.target.closest("a[href^='/console']");
+  if (!a || e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey) return;
+  if (a.getAttribute("href").startsWith("/console/assets/")) return;
+  e.preventDefault();
+  navigate(a.getAttribute("href"));
+});
+
+async function start() {
+  const root = document.getElementById("app");
+  try {
+    const s = await loadSession();
+    await setLanguage(pickLanguage(s.preferences?.language));
+    root.textContent = "";
+    render(html`<${Shell} />`, root);
+  } catch (err) {
+    if (err.status === 401) return toLogin();
+    await setLanguage(pickLanguage(null));
+    root.textContent = "";
+    render(html`<${ErrorBox} error=${err} />`, root);
+  }
+}
+
+start();

@@ -1,0 +1,95 @@
+// A list of API documents with create, edit and delete, for the pages whose API is the common
+// `GET/POST {base}`, `GET/PUT/DELETE {base}/{id}` shape. Without the write permission the list
+// stays, the forms open read-only and the buttons that change something are not shown.
+import { del, post, put } from "./api.js";
+import {
+  ConfirmButton,
+  Done,
+  ErrorBox,
+  Loading,
+  ReadOnlyNote,
+  Table,
+  useAction,
+  useApi,
+} from "./components.js";
+import { Form } from "./form.js";
+import { t } from "./i18n.js";
+import { can } from "./session.js";
+import { html, useState } from "./lib/ui.js";
+
+/**
+ * `base`: the API path; `write`: its write permission; `columns`: table columns; `fields`:
+ * the form (see form.js); `name(item)`: how an item is named in questions; `rowActions(item,
+ * reload)`: extra buttons per row; `prepare(doc)`: last change to a document before it is sent.
+ */
+export function Crud({ base, write, columns, fields, name, rowActions, prepare, query, newLabel }) {
+  const list = useApi(base, query);
+  const [editing, setEditing] = useState(null);
+  const action = useAction();
+  const writable = can(write);
+  const close = () => setEditing(null);
+
+  const save = (doc) =>
+    action.run(async () => {
+      const body = prepare ? prepare(doc) : doc;
+      if (editing === "new") await post(base, body);
+      else await put(`${base}/${editing.id}`, body);
+      close();
+      list.reload();
+    }, t("common.saved"));
+
+  const remove = (item) =>
+    action.run(async () => {
+      await del(`${base}/${item.id}`);
+      list.reload();
+    }, t("common.deleted"));
+
+  const actions = (item) =>
+    html`<span class="row-actions">
+      <button type="button" class="secondary small" onClick=${() => setEditing(item)}>
+        ${writable ? t("common.edit") : t("common.view")}
+      </button>
+      ${
+      writable
+        ? html`
+          <${ConfirmButton} label=${t("common.delete")}
+            question=${t("common.confirm_delete", { name: name(item) })}
+            onConfirm=${() => remove(item)} />
+        `
+        : null
+    }
+      ${rowActions ? rowActions(item, list.reload) : null}
+    </span>`;
+
+  return html`<div class="crud">
+    ${writable ? null : html`<${ReadOnlyNote} permission=${write} />`}
+    <${ErrorBox} error=${action.error} />
+    <${Done} text=${action.done} />
+    ${
+    editing
+      ? html`
+        <div class="panel">
+          <h2>${editing === "new" ? (newLabel ?? t("common.new")) : name(editing)}</h2>
+          <${Form} key=${editing === "new" ? "new" : editing.id} fields=${fields}
+            initial=${editing === "new" ? {} : editing} readOnly=${!writable}
+            busy=${action.busy} onSubmit=${save} idPrefix="edit">
+            <button type="button" class="secondary" onClick=${close}>${t("common.close")}</button>
+            </${Form}>
+            </div>
+      `
+      : writable
+      ? html`<p><button type="button" class="new" onClick=${() => setEditing("new")}>
+          ${newLabel ?? t("common.new")}</button></p>`
+      : null
+  }
+    <${Loading} state=${list} />
+    ${
+    list.data
+      ? html`
+        <${Table} columns=${[...columns, { label: t("common.actions"), value: actions }]}
+          rows=${list.data.items} />
+      `
+      : null
+  }
+  </div>`;
+}

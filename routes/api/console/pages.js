@@ -1,0 +1,33 @@
+// The console's pages: one entry and one file (`pages/<id>.js`) each. `read` is the permission
+// the page's main API needs (from the specification's list, as the route declares it): the
+// navigation hides pages the signed-in user cannot read. Titles come from the i18n catalogues
+// (`nav.<id>`). A new capability adds its entry here in the same change as its API.
+export const GROUPS = ["overview", "protection", "access", "system"];
+
+export const PAGES = [
+  { id: "dashboard", group: "overview", read: "read:logs" },
+  { id: "sites", group: "overview", read: "read:sites" },
+  { id: "logs", group: "overview", read: "read:logs" },
+  { id: "ip-lists", group: "protection", read: "read:protection" },
+  { id: "acl-rules", group: "protection", read: "read:protection" },
+  { id: "custom-rules", group: "protection", read: "read:rules" },
+  { id: "rate-limit", group: "protection", read: "read:protection" },
+  { id: "bot-policies", group: "protection", read: "read:protection" },
+  { id: "threat-feeds", group: "protection", read: "read:threat_intel" },
+  { id: "alap", group: "protection", read: "read:logs" },
+  { id: "edge", group: "protection", read: "read:edge" },
+  { id: "block-pages", group: "protection", read: "read:system" },
+  { id: "users", group: "access", read: "read:users" },
+  { id: "account", group: "access", read: null },
+  { id: "tokens", group: "access", read: "manage:api_tokens" },
+  { id: "audit", group: "access", read: "read:audit" },
+  { id: "notifications", group: "access", read: "read:notifications" },
+  { id: "system", group: "system", read: "read:system" },
+  { id: "updates", group: "system", read: "read:system" },
+];
+
+/** The page a path names (`/console/<id>[/<detail>]`), or the dashboard for `/console`. */
+export function route(pathname) {
+  const [id = "", detail = ""] = pathname.replace(/^\/console\/?/, "").split("/");
+  return { id: id || "dashboard", detail: decodeURIComponent(detail) };
+}

@@ -1,0 +1,27 @@
+// The signed-in session as GET /api/auth/session reports it: the user, the effective
+// permission identifiers (what the role's expressions grant) and the user's preferences.
+import { get, put } from "./api.js";
+
+let current = null;
+
+export async function loadSession() {
+  current = await get("/api/auth/session");
+  return current;
+}
+
+export function session() {
+  return current;
+}
+
+/** True when the user holds `permission` (null means "any signed-in user"). */
+export function can(permission) {
+  if (permission === null) return true;
+  return current !== null && current.effective_permissions.includes(permission);
+}
+
+/** Stores the user's console language on the server (`null` follows the browser). */
+export async function saveLanguage(language) {
+  const preferences = await put("/api/auth/session/preferences", { language });
+  current = { ...current, preferences };
+  return preferences;
+}

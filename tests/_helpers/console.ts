@@ -1,0 +1,106 @@
+/**
+ * The console's browser test kit: one real server and one headless chromium per test file, a
+ * page per user signed in through the real sign-in page, a guard that fails the test on any
+ * script error or CSP violation, screenshots into one temporary folder (printed once), and the
+ * checks every page must pass (each form control has a label).
+ */
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { launchBrowser } from "./browser.ts";
+import { ADMIN, completeSetup } from "./identity.ts";
+import { startTestServer, type TestServer } from "./server.ts";
+
+export interface ConsoleKit extends AsyncDisposable {
+  readonly server: TestServer;
+  readonly browser: Browser;
+  /** Where screenshots go (a temporary folder, not committed). */
+  readonly shots: string;
+  /** A new page signed in as `user`, with `language` as the browser's language. */
+  signIn(user: { username: string; password: string }, language?: string): Promise<ConsolePage>;
+}
+
+export interface ConsolePage {
+  readonly page: Page;
+  readonly context: BrowserContext;
+  /** Script errors, failed asset loads and CSP violations seen so far. */
+  readonly problems: string[];
+  /** Opens `/console/<path>` by client-side navigation when the shell is loaded. */
+  open(path: string): Promise<void>;
+  screenshot(name: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Starts the server (setup done, `ADMIN` exists) and chromium; undefined when it is absent. */
+export async function startConsoleKit(
+  config: Record<string, unknown> = {},
+): Promise<ConsoleKit | undefined> {
+  const browser = await launchBrowser();
+  if (!browser) return undefined;
+  const server = await startTestServer({ config });
+  await completeSetup(server);
+  const shots = await Deno.makeTempDir({ prefix: "waf-console-shots-" });
+  console.log(`console screenshots: ${shots}`);
+
+  const signIn = async (user: { username: string; password: string }, language = "en-US") => {
+    const context = await browser.newContext({
+      locale: language,
+      viewport: { width: 1280, height: 900 },
+    });
+    const page = await context.newPage();
+    const problems: string[] = [];
+    page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
+    page.on("console", (m) => {
+      if (m.type() === "error" && !/status of 4\d\d|status of 501/.test(m.text())) {
+        problems.push(`console error: ${m.text()}`);
+      }
+    });
+    await page.goto(`${server.managementUrl}/login`);
+    await page.locator("#username").fill(user.username);
+    await page.locator("#password").fill(user.password);
+    await page.locator("#submit").click();
+    await page.waitForURL(`${server.managementUrl}/console`);
+    await page.locator("#page-title").waitFor();
+    return {
+      page,
+      context,
+      problems,
+      async open(path: string) {
+        await page.evaluate(`history.pushState(null, "", ${JSON.stringify(`/console/${path}`)});
+          dispatchEvent(new Event("console:navigate"));`);
+        await page.locator("main .page").first().waitFor();
+      },
+      async screenshot(name: string) {
+        await page.screenshot({ path: `${shots}/${name}.png`, fullPage: true });
+      },
+      close: () => context.close(),
+    };
+  };
+
+  return {
+    server,
+    browser,
+    shots,
+    signIn,
+    async [Symbol.asyncDispose]() {
+      await browser.close();
+      await server[Symbol.asyncDispose]();
+    },
+  };
+}
+
+export { ADMIN };
+
+/** Form controls on the page that have no accessible label (run in the page: DOM code). */
+const UNLABELLED = `(() => {
+  const missing = [];
+  for (const el of document.querySelectorAll("input, select, textarea")) {
+    if (el.type === "hidden") continue;
+    const named = (el.labels && el.labels.length > 0) || el.getAttribute("aria-label") ||
+      el.getAttribute("aria-labelledby");
+    if (!named) missing.push(el.outerHTML.slice(0, 120));
+  }
+  return missing;
+})()`;
+
+export function unlabelled(page: Page): Promise<string[]> {
+  return page.evaluate(UNLABELLED) as Promise<string[]>;
+}
