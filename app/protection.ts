@@ -8,6 +8,7 @@ import { createPolicyObjectsRepo, type PolicyObjectsRepo } from "../db/policy_ob
 import type { Db } from "../db/store.ts";
 import type { Audit } from "../mod/core/audit.ts";
 import type { Clock } from "../mod/core/clock.ts";
+import { createBlockPagePreviews } from "../mod/protection/block_page_previews.ts";
 import type { Config } from "../mod/config/config.ts";
 import type { Logger } from "../mod/core/logger.ts";
 import type { Random } from "../mod/core/random.ts";
@@ -130,7 +131,7 @@ export function createProtectionPlane(deps: ProtectionDeps): ProtectionPlane {
     alap,
     routes: [
       ...alapRoutes(alap, objects),
-      ...blockPageRoutes(objects),
+      ...blockPageRoutes(objects, createBlockPagePreviews({ clock, random: deps.random })),
       ...edgeRoutes(objects, cache),
       ...protectionRoutes(objects, { hasGeo: store.geo !== undefined }),
       ...threatIntelRoutes({ objects, feeds }),

@@ -22,7 +22,9 @@ import {
   renderCustomHtml,
 } from "../proxy/block_page.ts";
 import { perm, type RouteDef } from "./route.ts";
-import { readJson } from "./validate.ts";
+import { readJson, readQuery } from "./validate.ts";
+import type { Ctx } from "./env.ts";
+import type { BlockPagePreviews } from "../../mod/protection/block_page_previews.ts";
 
 /** Largest custom page accepted, in bytes of UTF-8. */
 export const MAX_CUSTOM_HTML = 64 * 1024;
@@ -64,7 +66,13 @@ function checkSize(html: string): void {
   }
 }
 
-export function blockPageRoutes(objects: PolicyObjects): RouteDef[] {
+const previewQuery = z.strictObject({ as: z.enum(["html", "link"]).default("html") });
+
+export function blockPageRoutes(objects: PolicyObjects, previews: BlockPagePreviews): RouteDef[] {
+  const owner = (c: Ctx) => {
+    const p = c.get("principal")!;
+    return `${p.kind}:${p.id}`;
+  };
   const current = (): BlockPageDoc =>
     parseStored(blockPageSchema, objects.singleton(KIND.blockPage));
   return [
@@ -82,6 +90,20 @@ export function blockPageRoutes(objects: PolicyObjects): RouteDef[] {
         }));
         return Promise.all(items.map(async (t) => ({ ...t, preview: await t.preview.text() })))
           .then((list) => c.json({ items: list }));
+      },
+    },
+    {
+      method: "GET",
+      path: "/api/block-pages/templates/:id/preview",
+      access: perm("read:system"),
+      handler: async (c) => {
+        const id = c.req.param("id") ?? "";
+        if (!blockTemplateNames().includes(id)) {
+          throw new AppError(404, "NOT_FOUND", `No block-page template "${id}"`);
+        }
+        const sample = new Request("http://preview.invalid/", { headers: { accept: "text/html" } });
+        const page = await renderBlockPage(sample, SAMPLE_TRACE, id).text();
+        return htmlPage(page, 200, c.get("traceId"), PREVIEW_CSP);
       },
     },
     {
@@ -126,9 +148,28 @@ export function blockPageRoutes(objects: PolicyObjects): RouteDef[] {
       path: "/api/block-pages/preview",
       access: perm("read:system"),
       handler: async (c) => {
+        const { as } = readQuery(c, previewQuery);
         const { html } = await readJson(c, htmlBody);
         checkSize(html);
         const page = renderCustomHtml(sanitizeHtml(html).html, SAMPLE_TRACE);
+        if (as === "html") return htmlPage(page, 200, c.get("traceId"), PREVIEW_CSP);
+        // A link for an iframe: the preview document then carries its own sandboxed CSP.
+        const kept = previews.put(owner(c), page);
+        return c.json({
+          url: `/api/block-pages/preview/${kept.id}`,
+          expires_at: new Date(kept.expiresAt).toISOString(),
+        }, 201);
+      },
+    },
+    {
+      method: "GET",
+      path: "/api/block-pages/preview/:id",
+      access: perm("read:system"),
+      handler: (c) => {
+        const page = previews.get(owner(c), c.req.param("id") ?? "");
+        if (page === undefined) {
+          throw new AppError(404, "NOT_FOUND", "No such preview: previews expire after 10 minutes");
+        }
         return htmlPage(page, 200, c.get("traceId"), PREVIEW_CSP);
       },
     },

@@ -20,9 +20,24 @@ import { html, useState } from "./lib/ui.js";
 /**
  * `base`: the API path; `write`: its write permission; `columns`: table columns; `fields`:
  * the form (see form.js); `name(item)`: how an item is named in questions; `rowActions(item,
- * reload)`: extra buttons per row; `prepare(doc)`: last change to a document before it is sent.
+ * reload)`: extra buttons per row; `prepare(doc, isNew)`: last change to a document before it is
+ * sent; `editFields`: the form of an existing item (or a function of the item) when it differs.
  */
-export function Crud({ base, write, columns, fields, name, rowActions, prepare, query, newLabel }) {
+export function Crud(
+  {
+    base,
+    write,
+    columns,
+    fields,
+    editFields,
+    name,
+    rowActions,
+    prepare,
+    query,
+    newLabel,
+    deletable = true,
+  },
+) {
   const list = useApi(base, query);
   const [editing, setEditing] = useState(null);
   const action = useAction();
@@ -31,7 +46,7 @@ export function Crud({ base, write, columns, fields, name, rowActions, prepare, 
 
   const save = (doc) =>
     action.run(async () => {
-      const body = prepare ? prepare(doc) : doc;
+      const body = prepare ? prepare(doc, editing === "new") : doc;
       if (editing === "new") await post(base, body);
       else await put(`${base}/${editing.id}`, body);
       close();
@@ -50,7 +65,7 @@ export function Crud({ base, write, columns, fields, name, rowActions, prepare, 
         ${writable ? t("common.edit") : t("common.view")}
       </button>
       ${
-      writable
+      writable && deletable
         ? html`
           <${ConfirmButton} label=${t("common.delete")}
             question=${t("common.confirm_delete", { name: name(item) })}
@@ -70,7 +85,12 @@ export function Crud({ base, write, columns, fields, name, rowActions, prepare, 
       ? html`
         <div class="panel">
           <h2>${editing === "new" ? (newLabel ?? t("common.new")) : name(editing)}</h2>
-          <${Form} key=${editing === "new" ? "new" : editing.id} fields=${fields}
+          <${Form} key=${editing === "new" ? "new" : editing.id}
+            fields=${editing === "new"
+              ? fields
+              : typeof editFields === "function"
+              ? editFields(editing)
+              : (editFields ?? fields)}
             initial=${editing === "new" ? {} : editing} readOnly=${!writable}
             busy=${action.busy} onSubmit=${save} idPrefix="edit">
             <button type="button" class="secondary" onClick=${close}>${t("common.close")}</button>
@@ -91,5 +111,37 @@ export function Crud({ base, write, columns, fields, name, rowActions, prepare, 
       `
       : null
   }
+  </div>`;
+}
+
+/**
+ * One settings document (`GET/PUT path`) edited as a form; `load(doc)` and `prepare(doc)`
+ * convert between the API's shape and the form's where they differ.
+ */
+export function SettingForm({ path, write, fields, idPrefix = "setting", onSaved, load, prepare }) {
+  const doc = useApi(path);
+  const action = useAction();
+  const writable = can(write);
+  const save = (body) =>
+    action.run(async () => {
+      await put(path, prepare ? prepare(body) : body);
+      doc.reload();
+      onSaved?.();
+    }, t("common.saved"));
+  return html`<div class="setting">
+    ${writable ? null : html`<${ReadOnlyNote} permission=${write} />`}
+    <${Loading} state=${doc} />
+    ${
+    doc.data
+      ? html`
+        <${Form} key=${JSON.stringify(doc.data)} fields=${fields}
+          initial=${load ? load(doc.data) : doc.data} readOnly=${!writable} busy=${action
+            .busy} onSubmit=${save}
+          idPrefix=${idPrefix} />
+      `
+      : null
+  }
+    <${ErrorBox} error=${action.error} />
+    <${Done} text=${action.done} />
   </div>`;
 }

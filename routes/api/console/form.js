@@ -8,7 +8,7 @@ import { html, useState } from "./lib/ui.js";
 
 /**
  * Field types: text, password, textarea, number, lines (one value per line -> array),
- * checkbox, select (`options`: [{value, label}]), site (a site id, or null for all sites).
+ * checkbox, select (`options`: [{value, label}], label an i18n key), site (a site id, or null for all sites).
  * `empty`: what an empty value sends: "omit" (default), "null", or "empty" ("" or []).
  */
 export function getPath(doc, name) {
@@ -100,7 +100,7 @@ function Control({ field, id, value, onInput }) {
       return html`<select ...${common} value=${value} onChange=${(e) => onInput(e.target.value)}>
         ${
         field.options.map((o) =>
-          html`<option value=${o.value} selected=${o.value === value}>${o.label}</option>`
+          html`<option value=${o.value} selected=${o.value === value}>${t(o.label)}</option>`
         )
       }
       </select>`;

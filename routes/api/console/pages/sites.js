@@ -5,7 +5,7 @@ import { Crud } from "../crud.js";
 import { fmtTime, t } from "../i18n.js";
 import { html } from "../lib/ui.js";
 
-const opts = (prefix, values) => values.map((v) => ({ value: v, label: t(prefix + v) }));
+const opts = (prefix, values) => values.map((v) => ({ value: v, label: prefix + v }));
 
 const FIELDS = [
   { name: "name", label: "sites.name", type: "text", required: true },

@@ -1,0 +1,74 @@
+// Notifications inbox: administrator notifications (token cleanup runs, ALAP proposals, ...),
+// unread first if asked, each marked read with one click.
+import { get, post } from "../api.js";
+import { Badge, ErrorBox, Field, Page, Table, useAction } from "../components.js";
+import { fmtTime, t } from "../i18n.js";
+import { html, useEffect, useState } from "../lib/ui.js";
+import { can } from "../session.js";
+
+const LEVEL = { error: "bad", warning: "warn", warn: "warn", info: "plain" };
+
+export default function Notifications() {
+  const [unread, setUnread] = useState(false);
+  const [state, setState] = useState({ items: [], next: null, error: null });
+  const action = useAction();
+  const load = (cursor) =>
+    get("/api/notifications", { unread, cursor, limit: 50 }).then(
+      (r) =>
+        setState((s) => ({
+          items: cursor ? [...s.items, ...r.items] : r.items,
+          next: r.next_cursor,
+          error: null,
+        })),
+      (error) => setState((s) => ({ ...s, error })),
+    );
+  useEffect(() => {
+    load(undefined);
+  }, [unread]);
+  const markRead = (n) =>
+    action.run(async () => {
+      await post(`/api/notifications/${n.id}/read`);
+      load(undefined);
+    });
+  return html`
+    <${Page} title=${t("nav.notifications")}>
+      <${Field} id="only-unread" label=${t("notes.only_unread")} inline>
+          <input type="checkbox" id="only-unread" checked=${unread} onChange=${(e) =>
+            setUnread(e.target.checked)} />
+        </${Field}>
+        <${ErrorBox} error=${state.error ?? action.error} />
+        <${Table} rows=${state.items} empty=${t("notes.empty")} columns=${[
+          { label: t("logs.time"), value: (n) => fmtTime(n.time) },
+          {
+            label: t("notes.level"),
+            value: (n) => html`<${Badge} kind=${LEVEL[n.level] ?? "plain"}>${n.level}</${Badge}>`,
+          },
+          {
+            label: t("notes.title"),
+            value: (n) => html`<strong>${n.title}</strong><br />${n.body}`,
+          },
+          {
+            label: t("common.status"),
+            value: (n) =>
+              n.read
+                ? t("notes.read")
+                : html`<${Badge} kind="warn">${t("notes.unread")}</${Badge}>`,
+          },
+          {
+            label: t("common.actions"),
+            value: (n) =>
+              !n.read && can("write:notifications")
+                ? html`<button type="button" class="secondary small" onClick=${() => markRead(n)}>${
+                  t("notes.mark_read")
+                }</button>`
+                : null,
+          },
+        ]} />
+        ${state.next
+          ? html`<button type="button" class="secondary" onClick=${() => load(state.next)}>${
+            t("common.more")
+          }</button>`
+          : null}
+      </${Page}>
+  `;
+}
