@@ -113,7 +113,7 @@ export function createAccessLogRepo(db: Db) {
   // any request the WAF did not simply pass (blocked, challenged, or logged in monitor mode).
   const range = "time >= :from AND time < :to";
   const buckets = db.prepare(
-    `SELECT (time - :from) / :bucket AS b, COUNT(*) AS requests,
+    `SELECT CAST((time - :from) / :bucket AS INTEGER) AS b, COUNT(*) AS requests,
        SUM(action = 'block') AS blocked, SUM(action = 'challenge') AS challenged,
        SUM(action = 'log') AS logged
      FROM access_logs WHERE ${range} GROUP BY b`,

@@ -95,7 +95,7 @@ export function consoleRoutes(): RouteDef[] {
       : notFound(c);
   };
   return [
-    ...assets.map((asset): RouteDef => ({
+    ...assets.filter((a) => !a.path.endsWith(".html")).map((asset): RouteDef => ({
       method: "GET",
       path: `/console/assets/${asset.path}`,
       access: PUBLIC,

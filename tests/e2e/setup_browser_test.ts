@@ -47,9 +47,10 @@ Deno.test("a new user completes setup in the browser, signs in and sees the user
   await page.locator("#password").fill("Correct-Horse-9");
   await page.locator("#submit").click();
   await page.waitForURL(`${server.managementUrl}/console`);
-  await page.locator("#users tbody tr").first().waitFor();
-  const rows = await page.locator("#users tbody tr td:first-child").allTextContents();
-  assertEquals(rows, ["admin"]);
+  await page.locator("#nav-users").click();
+  await page.locator("main table tbody tr").first().waitFor();
+  const rows = await page.locator("main table tbody tr td:first-child").allTextContents();
+  assertEquals(rows, ["admin you"]);
   assertMatch((await page.locator("#whoami").textContent())!, /Signed in as admin \(admin\)/);
 
   // The token only ever travelled in the X-WAF-Setup-Token header.

@@ -33,8 +33,12 @@ const PUBLIC_ROUTES = new Set([
   "GET /setup",
   "GET /login",
   "GET /console",
+  "GET /console/:page",
+  "GET /console/:page/:detail",
+  "GET /",
 ]);
-const PUBLIC_ASSETS = /^GET \/console\/assets\/[a-z_]+\.(js|css)$/;
+/** The console's static files (scripts, styles), no data. */
+const PUBLIC_ASSETS = /^GET \/console\/assets\/[a-z0-9_/-]+\.(js|css)$/i;
 
 /** Section 4.2: first-install setup (setup token) and node-to-node calls. */
 const BOOTSTRAP_ROUTES = new Set([
@@ -154,6 +158,8 @@ async function principals(server: TestTarget): Promise<Record<keyof typeof ROLES
 }
 
 const GUARD_CODES = new Set(["UNAUTHORIZED", "FORBIDDEN", "CSRF_INVALID"]);
+/** GET routes whose answer is 501 by the specification (section 7: the Updates page). */
+const NOT_IMPLEMENTED = new Set(["GET /api/system/updates"]);
 
 Deno.test("the authorisation matrix holds on every guarded route: 403 without the permission, through the guard with it", async () => {
   await using server = await createTestApp({ config: { apisec: { permissions: ROLES } } });
@@ -175,7 +181,8 @@ Deno.test("the authorisation matrix holds on every guarded route: 403 without th
       } else if (code !== undefined && GUARD_CODES.has(code)) {
         report.push(`expected to pass the guard: ${label}`);
       } else if (
-        r.method === "GET" && !r.path.includes(":") && (res.status < 200 || res.status > 299)
+        r.method === "GET" && !r.path.includes(":") && (res.status < 200 || res.status > 299) &&
+        !(NOT_IMPLEMENTED.has(key(r)) && res.status === 501)
       ) {
         report.push(`expected 2xx: ${label}`);
       }

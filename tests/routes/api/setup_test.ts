@@ -169,6 +169,7 @@ Deno.test("completing setup creates the admin, revokes the token, deletes setup.
   const user = done.body.user as Record<string, unknown>;
   assertEquals(Object.keys(user).sort(), [
     "created_at",
+    "disabled",
     "id",
     "role",
     "totp_enabled",

@@ -35,6 +35,7 @@ Deno.test("POST /api/users creates an account and returns only public fields", a
   assertEquals(r.status, 201);
   assertEquals(Object.keys(r.body).sort(), [
     "created_at",
+    "disabled",
     "id",
     "role",
     "totp_enabled",

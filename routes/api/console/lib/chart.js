@@ -20,7 +20,7 @@ const COLORS = ["#2563eb", "#dc2626", "#16a34a", "#d97706", "#7c3aed"];
  * `percent` fixes the y axis to 0-100 %.
  * `label` names the chart for assistive technology; the table beside it carries the numbers.
  */
-export function TimeChart({ times, series, label, height = 220, percent = false }) {
+export function TimeChart({ times, series, label, timeLabel, height = 220, percent = false }) {
   const box = useRef(null);
   useEffect(() => {
     linkStyle();
@@ -31,11 +31,12 @@ export function TimeChart({ times, series, label, height = 220, percent = false 
       width,
       height,
       series: [
-        {},
+        { label: timeLabel },
         ...series.map((s, i) => ({
           label: s.label,
           stroke: COLORS[i % COLORS.length],
           width: 2,
+          points: { show: true, size: 4 },
           value: (_u, v) => v == null ? "-" : s.format ? s.format(v) : String(v),
         })),
       ],
@@ -45,6 +46,6 @@ export function TimeChart({ times, series, label, height = 220, percent = false 
     const data = [times.map((t) => t / 1000), ...series.map((s) => s.values)];
     const chart = new uPlot(opts, data, el);
     return () => chart.destroy();
-  }, [times, series, height, percent]);
+  }, [times, series, height, percent, timeLabel]);
   return html`<div class="chart" ref=${box} role="img" aria-label=${label}></div>`;
 }

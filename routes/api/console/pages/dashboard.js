@@ -50,11 +50,16 @@ function Charts({ s }) {
     <div class="grid2">
       <div>
         <h2>${t("dash.traffic")}</h2>
-        <${TimeChart} times=${times} series=${traffic} label=${t("dash.traffic")} />
+        <${TimeChart} times=${times} series=${traffic} label=${t("dash.traffic")} timeLabel=${t(
+          "logs.time",
+        )} />
       </div>
       <div>
         <h2>${t("dash.block_rate")}</h2>
-        <${TimeChart} times=${times} series=${rate} label=${t("dash.block_rate")} percent />
+        <${TimeChart} times=${times} series=${rate} label=${t("dash.block_rate")} timeLabel=${t(
+          "logs.time",
+        )}
+          percent />
       </div>
     </div>
   `;

@@ -106,7 +106,7 @@ export default function Users() {
     {
       label: t("users.username"),
       value: (u) =>
-        html`${u.username}${
+        html`${u.username} ${
           u.id === me
             ? html`
               <${Badge}>${t("users.you")}</${Badge}>

@@ -1,0 +1,297 @@
+/**
+ * The console's main paths in a real headless chromium against a real server (one of each for
+ * the whole file): create a site, send an attack through the data plane and find it on the
+ * dashboard and by its trace id, block the address from the record, approve an ALAP decision,
+ * preview and publish a custom block page, create and revoke a token, enable 2FA with a code
+ * computed here, a readonly user who cannot change anything, every page in both languages
+ * (labelled controls, no script error or CSP violation, screenshots), and the first page's
+ * script weight.
+ */
+import { assertEquals, assertMatch, ok } from "../_helpers/assert.ts";
+import { codeAt, TOKENS_ON } from "../_helpers/api_access.ts";
+import { ADMIN, type ConsolePage, startConsoleKit, unlabelled } from "../_helpers/console.ts";
+import { callJson, createUser, login } from "../_helpers/identity.ts";
+import { hit } from "../_helpers/protection.ts";
+import { startUpstream } from "../_helpers/upstream.ts";
+import { PAGES } from "../../routes/api/console/pages.js";
+
+const UNION = "/search?q=1%20union%20select%20password%20from%20users"; // sqli, critical
+const ATTACKER = "198.51.100.7";
+const VIEWER = { username: "viewer", password: "Glacier-Moth-42" };
+const OPS = { username: "ops", password: "Juniper-Stone-71" };
+const BUDGET = 200 * 1024;
+
+/** Waits until `selector`'s text matches `re` (the dashboard polls). */
+async function textMatches(p: ConsolePage, selector: string, re: RegExp): Promise<string> {
+  const locator = p.page.locator(selector).first();
+  await locator.waitFor();
+  for (let i = 0; i < 100; i++) {
+    const text = (await locator.textContent()) ?? "";
+    if (re.test(text)) return text;
+    await p.page.waitForTimeout(100);
+  }
+  throw new Error(`${selector} never matched ${re}: "${await locator.textContent()}"`);
+}
+
+Deno.test("the console's main paths work in a real browser", async (t) => {
+  await using up = startUpstream();
+  await using kit = await startConsoleKit(TOKENS_ON);
+  if (!kit) return;
+  const { server } = kit;
+  const admin = await kit.signIn(ADMIN);
+  const api = await login(server, ADMIN.username, ADMIN.password);
+
+  await t.step("the first page loads under 200 KB of script", async () => {
+    const context = await kit.browser.newContext();
+    const page = await context.newPage();
+    const bodies: Promise<number>[] = [];
+    page.on("response", (r) => {
+      if (r.request().resourceType() === "script") bodies.push(r.body().then((b) => b.length));
+    });
+    await context.addCookies(
+      api.cookie.split("; ").map((c) => {
+        const [name, value] = c.split("=");
+        return { name: name!, value: value!, url: server.managementUrl };
+      }),
+    );
+    await page.goto(`${server.managementUrl}/console`);
+    await page.locator("#card-requests").waitFor();
+    await page.waitForLoadState("networkidle");
+    const sizes = await Promise.all(bodies);
+    const total = sizes.reduce((a, b) => a + b, 0);
+    console.log(`first page: ${sizes.length} scripts, ${total} bytes of script`);
+    ok(total > 0 && total < BUDGET, `${total} bytes`);
+    await context.close();
+  });
+
+  await t.step("/ redirects to the console and client routes answer the shell", async () => {
+    const root = await fetch(`${server.managementUrl}/`, { redirect: "manual" });
+    await root.body?.cancel();
+    assertEquals([root.status, root.headers.get("location")], [302, "/console"]);
+    const deep = await fetch(`${server.managementUrl}/console/logs/${"a".repeat(32)}`);
+    assertMatch(await deep.text(), /app\.js/);
+    const csp = deep.headers.get("content-security-policy") ?? "";
+    ok(csp.includes("script-src 'self'") && csp.includes("frame-ancestors 'none'"), csp);
+    ok(!csp.includes("unsafe-inline") && !csp.includes("unsafe-eval"), csp);
+  });
+
+  let siteId = "";
+  await t.step("an administrator creates a site", async () => {
+    await admin.open("sites");
+    await admin.page.locator("button.new").click();
+    await admin.page.locator("#edit-name").fill("shop");
+    await admin.page.locator("#edit-hosts").fill("shop.test");
+    await admin.page.locator("#edit-upstreams").fill(up.url);
+    await admin.page.locator("#edit-trusted-proxies").fill("127.0.0.1/32");
+    await admin.page.locator("form button[type=submit]").click();
+    await admin.page.locator("td", { hasText: "shop.test" }).waitFor();
+    const sites = server.dataPlane.sites.list();
+    assertEquals(sites.map((s) => [s.name, s.hosts, s.trusted_proxies]), [
+      ["shop", ["shop.test"], ["127.0.0.1/32"]],
+    ]);
+    siteId = sites[0]!.id;
+    assertEquals((await hit(server, "/", { ip: "192.0.2.1" })).status, 200);
+  });
+
+  await t.step("a failed call shows the API's message and trace id", async () => {
+    await admin.page.locator("button.new").click();
+    await admin.page.locator("#edit-name").fill("broken");
+    await admin.page.locator("#edit-hosts").fill("broken.test");
+    await admin.page.locator("#edit-upstreams").fill("ftp://nowhere");
+    await admin.page.locator("form button[type=submit]").click();
+    const box = admin.page.locator(".error-box");
+    await box.waitFor();
+    assertMatch((await box.textContent())!, /upstreams.*http\(s\) origin/);
+    assertMatch((await box.locator(".trace-id").textContent())!, /^[0-9a-f]{32}$/);
+  });
+
+  let traceId = "";
+  await t.step("an attack shows on the dashboard and opens by its trace id", async () => {
+    const attack = await hit(server, UNION, { ip: ATTACKER });
+    assertEquals(attack.status, 403);
+    traceId = attack.traceId;
+    await admin.open("dashboard");
+    await textMatches(admin, "#card-blocked .value", /^1$/);
+    await textMatches(admin, "#card-requests .value", /^2$/);
+    await admin.page.locator("td", { hasText: ATTACKER }).waitFor();
+    await admin.page.locator("td", { hasText: "sqli" }).first().waitFor();
+    await admin.screenshot("flow-dashboard-after-attack");
+
+    await admin.open("logs");
+    await admin.page.locator("#trace-search").fill(traceId);
+    await admin.page.locator("#trace-open").click();
+    await admin.page.locator("#record").waitFor();
+    assertEquals(admin.page.url(), `${server.managementUrl}/console/logs/${traceId}`);
+    assertEquals(await admin.page.locator("#record .trace-id").textContent(), traceId);
+    assertMatch((await admin.page.locator("#finding").textContent())!, /sqli/);
+    assertMatch((await admin.page.locator("#evidence").textContent())!, /union/i);
+    const chain = await admin.page.locator("#record table tbody tr td:nth-child(2)")
+      .allTextContents();
+    assertEquals(chain, attack.chain.map((c) => c.check), "the whole chain is listed");
+    await admin.screenshot("flow-record");
+  });
+
+  await t.step("one click blocks the address from the record", async () => {
+    await admin.page.locator("#block-ip").click();
+    await admin.page.locator(".done", { hasText: ATTACKER }).waitFor();
+    const list = await callJson(server, "GET", "/api/protection/ip-lists", { session: api });
+    assertEquals(
+      (list.body.items as { cidr: string; action: string }[]).map((e) => [e.action, e.cidr]),
+      [["block", ATTACKER]],
+    );
+    const benign = await hit(server, "/", { ip: ATTACKER });
+    assertEquals([benign.status, benign.chain.at(-1)?.check], [403, "ip_list"]);
+  });
+
+  await t.step("a pending ALAP decision shows on the dashboard and is approved", async () => {
+    const policy = await callJson(server, "PUT", "/api/alap/policy", {
+      session: api,
+      body: { client_score_threshold: 150 },
+    });
+    assertEquals(policy.status, 200);
+    for (let i = 0; i < 2; i++) await hit(server, UNION, { ip: "192.0.2.66" });
+    server.dataPlane.protection.alap.flush();
+    await admin.open("dashboard");
+    await textMatches(admin, "#pending-alap", /^1 /);
+    await admin.open("alap");
+    await admin.page.locator("button.approve").click();
+    await admin.page.locator("button.approve").waitFor({ state: "detached" });
+    const decisions = await callJson(server, "GET", "/api/alap/decisions", { session: api });
+    const items = decisions.body.items as { status: string; target: { client_ip?: string } }[];
+    assertEquals(items.map((d) => [d.status, d.target.client_ip]), [["applied", "192.0.2.66"]]);
+    assertEquals((await hit(server, "/", { ip: "192.0.2.66" })).status, 403);
+  });
+
+  await t.step("a custom block page is previewed in a sandboxed frame and published", async () => {
+    await admin.open("block-pages");
+    const iframe = admin.page.locator("iframe.preview").first();
+    await iframe.waitFor();
+    assertEquals(await iframe.getAttribute("sandbox"), "");
+    const draft =
+      `<html><head><style>h1{color:rgb(200, 0, 0)}</style></head><body><h1>Stopped</h1><script>parent.document.title="pwned"</script><p>{{trace_id}}</p></body></html>`;
+    await admin.page.locator("#custom-html").fill(draft);
+    await admin.page.locator("#preview-custom").click();
+    const frame = admin.page.frameLocator("iframe.preview").last();
+    await frame.locator("h1", { hasText: "Stopped" }).waitFor();
+    assertEquals(
+      await frame.locator("h1").evaluate((el) =>
+        (globalThis as unknown as { getComputedStyle(e: unknown): { color: string } })
+          .getComputedStyle(el).color
+      ),
+      "rgb(200, 0, 0)",
+      "the page's own styles apply inside the preview",
+    );
+    assertEquals(await frame.locator("script").count(), 0);
+    await admin.page.locator("#publish-custom").click();
+    await admin.page.locator("#custom-state", { hasText: "custom page is in use" }).waitFor();
+    const blocked = await hit(server, UNION, { ip: "203.0.113.9" });
+    assertMatch(blocked.body, /Stopped/);
+    ok(!blocked.body.includes("<script"), "the published page carries no script");
+    ok(!(await admin.page.title()).includes("pwned"));
+  });
+
+  await t.step("a token is created (secret shown once) and revoked", async () => {
+    await admin.open("tokens");
+    await admin.page.locator("#token-note").fill("deploy script");
+    await admin.page.locator("#scope-read-sites").check();
+    assertEquals(await admin.page.locator("#token-never").isDisabled(), true);
+    await admin.page.locator("#token-create").click();
+    const secret = (await admin.page.locator("#token-secret").textContent())!;
+    assertMatch(secret, /^waf_/);
+    const bearer = { headers: { authorization: `Bearer ${secret}` } };
+    assertEquals((await callJson(server, "GET", "/api/sites", bearer)).status, 200);
+    await admin.page.getByRole("cell", { name: "deploy script", exact: true }).waitFor();
+    await admin.page.locator("button.danger", { hasText: "Revoke" }).first().click();
+    await admin.page.locator("dialog[open] button.danger").click();
+    await admin.page.locator(".badge", { hasText: "revoked" }).waitFor();
+    assertEquals((await callJson(server, "GET", "/api/sites", bearer)).status, 401);
+  });
+
+  await t.step("a user enables 2FA with a code from the authenticator", async () => {
+    await createUser(server, OPS.username, OPS.password, "admin");
+    const ops = await kit.signIn(OPS);
+    await ops.open("account");
+    await ops.page.locator("#tfa-setup").click();
+    await ops.page.locator("#tfa-qr").waitFor();
+    assertMatch((await ops.page.locator("#tfa-qr").getAttribute("src"))!, /^data:image\/svg/);
+    const secret = (await ops.page.locator("#tfa-secret").textContent())!;
+    await ops.page.locator("#tfa-code").fill(codeAt(server, secret));
+    await ops.page.locator("#tfa-enable").click();
+    // Enabling ends the account's sessions: the console goes back to the sign-in page.
+    await ops.page.waitForURL(`${server.managementUrl}/login`);
+    const user = (await server.identity.users.list()).find((u) => u.username === OPS.username);
+    assertEquals(user?.totp_enabled, true);
+    const again = await callJson(server, "POST", "/api/auth/login", {
+      body: { ...OPS, totp_code: codeAt(server, secret, 1) },
+    });
+    assertEquals(again.status, 200);
+    ok(ops.problems.length === 0, ops.problems.join("\n"));
+    await ops.close();
+  });
+
+  await t.step("the language follows the stored preference, else the browser", async () => {
+    const zh = await kit.signIn(ADMIN, "zh-CN");
+    assertEquals(await zh.page.locator("#nav-dashboard").textContent(), "仪表盘");
+    await zh.page.locator("#language").selectOption("en");
+    await zh.page.locator("#nav-dashboard", { hasText: "Dashboard" }).waitFor();
+    await zh.close();
+    const again = await kit.signIn(ADMIN, "zh-CN");
+    assertEquals(await again.page.locator("#nav-dashboard").textContent(), "Dashboard");
+    await again.page.locator("#language").selectOption("zh-CN");
+    await again.page.locator("#nav-dashboard", { hasText: "仪表盘" }).waitFor();
+    await again.close();
+    const session = await callJson(server, "GET", "/api/auth/session", { session: api });
+    assertEquals(session.body.preferences, { language: "zh-CN" });
+    await callJson(server, "PUT", "/api/auth/session/preferences", {
+      session: api,
+      body: { language: null },
+    });
+  });
+
+  await t.step("a readonly user sees everything and can change nothing", async () => {
+    await createUser(server, VIEWER.username, VIEWER.password, "readonly");
+    const viewer = await kit.signIn(VIEWER);
+    assertEquals(await viewer.page.locator("#nav-tokens").count(), 0, "no manage:api_tokens");
+    for (const id of ["sites", "ip-lists", "acl-rules", "custom-rules", "users", "edge"]) {
+      await viewer.open(id);
+      await viewer.page.locator(".readonly-note").first().waitFor();
+      assertEquals(await viewer.page.locator("button.new").count(), 0, id);
+      assertEquals(await viewer.page.locator("button.danger").count(), 0, id);
+    }
+    await viewer.open("rate-limit");
+    await viewer.page.locator(".setting form").waitFor();
+    assertEquals(await viewer.page.locator(".setting input").first().isDisabled(), true);
+    assertEquals(await viewer.page.locator(".setting button[type=submit]").count(), 0);
+    await viewer.open(`logs/${traceId}`);
+    await viewer.page.locator("#record").waitFor();
+    assertEquals(await viewer.page.locator("#block-ip").count(), 0);
+    await viewer.open("sites");
+    await viewer.page.locator("button", { hasText: "View" }).first().click();
+    assertEquals(await viewer.page.locator("#edit-name").isDisabled(), true);
+    ok(viewer.problems.length === 0, viewer.problems.join("\n"));
+    await viewer.close();
+    assertEquals(server.dataPlane.sites.list().map((s) => s.id), [siteId]);
+  });
+
+  await t.step(
+    "every page in both languages: labelled controls, no errors, screenshots",
+    async () => {
+      for (const language of ["en-US", "zh-CN"]) {
+        const p = await kit.signIn(ADMIN, language);
+        for (const page of PAGES) {
+          await p.open(page.id);
+          await p.page.locator("main .page").waitFor();
+          await p.page.locator("main [role=status]", { hasText: /Loading|加载中/ }).waitFor({
+            state: "detached",
+          });
+          await p.page.waitForTimeout(200);
+          assertEquals(await unlabelled(p.page), [], `${page.id} in ${language}`);
+          await p.screenshot(`${page.id}.${language}`);
+        }
+        ok(p.problems.length === 0, p.problems.join("\n"));
+        await p.close();
+      }
+      ok(admin.problems.length === 0, admin.problems.join("\n"));
+    },
+  );
+});
