@@ -98,7 +98,9 @@ Deno.test("a certificate is stored with its key but the key is never shown or au
     systemRandom,
   );
   const created = sites.create(siteInput({ tls: leaf }), SYSTEM);
-  assertEquals(created.tls, { cert: leaf.cert });
+  assertEquals(created.tls?.cert, leaf.cert);
+  assertEquals(created.tls?.certificate.state, "valid");
+  assertEquals(Object.keys(created.tls ?? {}).sort(), ["cert", "certificate"]);
   assertEquals(JSON.stringify(sites.get(created.id)).includes("PRIVATE KEY"), false);
   assertEquals(JSON.stringify(audit.list({ limit: 10 })).includes("PRIVATE KEY"), false);
   assertEquals(policy.current.match("shop.test")?.tls?.key, leaf.key);
