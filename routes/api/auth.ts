@@ -19,7 +19,6 @@ import {
 import { assertUsername, toPublicUser } from "../../mod/identity/users.ts";
 import { grants, PERMISSIONS } from "../../mod/identity/permissions.ts";
 import { LANGUAGES, type Preferences } from "../../mod/identity/preferences.ts";
-import { ANY_SIGNED_IN_USER } from "./two_factor.ts";
 import { auditContext } from "./actor.ts";
 import { auditFailures, type AuditSink } from "./audited.ts";
 import { clearSessionCookies, readCookie, SESSION_COOKIE, setSessionCookies } from "./cookies.ts";
@@ -169,12 +168,24 @@ export function authRoutes(deps: AuthRouteDeps): RouteDef[] {
       },
     },
     {
+      // Like logout: any signed-in user, on their own account only, so no permission; the
+      // handler demands the session and the CSRF double-submit itself. Not for API tokens.
       method: "PUT",
       path: "/api/auth/session/preferences",
-      access: ANY_SIGNED_IN_USER,
+      access: PUBLIC,
       handler: async (c) => {
+        const found = sessionOf(c, deps.sessions);
+        if (!found) throw unauthorized("No valid session: sign in again");
+        c.set("principal", found.principal);
+        if (!csrfValid(c, deps.sessions, readCookie(c, SESSION_COOKIE)!)) {
+          throw new AppError(
+            403,
+            "CSRF_INVALID",
+            "CSRF check failed: send the X-CSRF-Token header",
+          );
+        }
         const body = await readJson(c, preferencesBody);
-        const userId = c.get("principal")!.id;
+        const userId = found.user.id;
         const saved = deps.transaction(() => {
           const before = deps.preferences.get(userId);
           const after = deps.preferences.set(userId, { ...before, ...body });

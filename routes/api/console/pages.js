@@ -21,7 +21,7 @@ export const PAGES = [
   { id: "account", group: "access", read: null },
   { id: "tokens", group: "access", read: "manage:api_tokens" },
   { id: "audit", group: "access", read: "read:audit" },
-  { id: "notifications", group: "access", read: "read:notifications" },
+  { id: "notifications", group: "access", read: "read:monitor" },
   { id: "system", group: "system", read: "read:system" },
   { id: "updates", group: "system", read: "read:system" },
 ];

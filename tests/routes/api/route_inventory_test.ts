@@ -27,6 +27,7 @@ const PUBLIC_ROUTES = new Set([
   "POST /api/auth/login",
   "POST /api/auth/logout",
   "GET /api/auth/session",
+  "PUT /api/auth/session/preferences",
   "GET /api/auth/login-options",
   "POST /api/auth/captcha",
   "POST /api/auth/captcha/verify",

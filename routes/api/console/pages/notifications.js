@@ -57,7 +57,7 @@ export default function Notifications() {
           {
             label: t("common.actions"),
             value: (n) =>
-              !n.read && can("write:notifications")
+              !n.read && can("read:monitor")
                 ? html`<button type="button" class="secondary small" onClick=${() => markRead(n)}>${
                   t("notes.mark_read")
                 }</button>`
