@@ -13,6 +13,7 @@ import { makeFinding, stronger } from "./make_finding.ts";
 import { MAX_TEXT } from "./limits.ts";
 import { COMMANDS, FILE_COMMANDS, META_COMMANDS, SUBCOMMANDS } from "./shell_commands.ts";
 import { judgeWindows } from "./windows_cmd.ts";
+import { deobfuscate } from "./shell_deobfuscate.ts";
 
 const MAX_CHARS = MAX_TEXT;
 
@@ -34,21 +35,6 @@ const SPECIAL_HINT =
 const IFS_TRICK = /\$\{?ifs\}?|\$\{path:0:1\}|\$\{home:0:1\}/i;
 const WINDOWS_SHELL =
   /%comspec%|\bcmd(?:\.exe)?\s+\/[ck]\s|\bpowershell(?:\.exe)?\s+(?:-|\/)(?:e|enc|encodedcommand|c|command|nop|noprofile|w|windowstyle|exec|ep)\b|\biex\s*\(|\binvoke-(?:expression|webrequest)\b/i;
-
-/** Shell obfuscations, undone before command positions are read. */
-const IFS = /\$\{ifs\}|\$ifs(?:\$\d|\$\{\d\})?/g;
-const SUBSTRING = /\$\{[a-z_]+:\d+:\d+\}/g;
-const EMPTY_PARAM = /\$(?:@|\*|\{\d\}|\d(?=[a-z]))/g;
-const QUOTE_IN_WORD = /(?<=[a-z0-9_/.-])(?:''|""|'|")(?=[a-z0-9_/.-])/g;
-const EMPTY_QUOTES = /''|""/g;
-const LITERAL_NEWLINE = /\\[nr]/g;
-/** cmd.exe's escape character inside a word (`w^h^o^a^m^i`). */
-const CARET_IN_WORD = /(?<=[a-z0-9])\^+(?=[a-z0-9])/g;
-const BACKSLASH_IN_WORD = /\\(?=[a-z0-9])/g;
-const BRACE_LIST = /\{([a-z/][\w./-]*),([^{}\s]*)\}/g;
-const COMMA = /,/g;
-// deno-lint-ignore no-control-regex -- terminal escapes hide the command that follows
-const ANSI = /\u001b\[[0-9;]*[a-z]?/g;
 
 /** An output redirection into a file, or into a device. */
 const REDIRECT = /(?:^|[\s'"])\d?>>?\s*(?:\/dev\/|[\w./-]+\.\w{1,5}\b|\/)/;
@@ -97,27 +83,6 @@ const PATH_ARG = /^(?:\/|[a-z]:|%[a-z_]+%|~\/)/;
  * substitution (`` `id` ``, `$(id)`), which runs whatever follows its closing character.
  */
 type Context = "strong" | "line" | "amp" | "start" | "subst";
-
-/** Lower-cases the value and undoes quoting, escaping and expansion tricks. */
-function deobfuscate(text: string): string {
-  let s = text.toLowerCase();
-  if (s.indexOf("\u001b") >= 0) s = s.replace(ANSI, "");
-  if (s.indexOf("$") >= 0) {
-    s = s.replace(IFS, " ").replace(SUBSTRING, "/").replace(EMPTY_PARAM, "");
-  }
-  if (s.indexOf("\\") >= 0) s = s.replace(LITERAL_NEWLINE, "\n").replace(BACKSLASH_IN_WORD, "");
-  if (s.indexOf("^") >= 0) s = s.replace(CARET_IN_WORD, "");
-  if (s.indexOf("'") >= 0 || s.indexOf('"') >= 0) {
-    s = s.replace(EMPTY_QUOTES, "").replace(QUOTE_IN_WORD, "");
-  }
-  if (s.indexOf("{") >= 0) {
-    s = s.replace(
-      BRACE_LIST,
-      (_m, cmd: string, rest: string) => `${cmd} ${rest.replace(COMMA, " ")}`,
-    );
-  }
-  return s;
-}
 
 function isSpace(c: number): boolean {
   return c === 32 || c === 9 || c === 11 || c === 12;

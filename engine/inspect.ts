@@ -28,6 +28,7 @@ import { locationOf } from "./extract_push.ts";
 import { sessionParameter } from "./session_fixation.ts";
 import { decodeBase64Code, normalize, type PlusMode } from "./normalize.ts";
 import { hiddenTexts } from "./hidden.ts";
+import { HeaderMemo } from "./header_memo.ts";
 import { MAX_TEXT, WINDOW_OVERLAP } from "./limits.ts";
 import { checkProtocol } from "./protocol.ts";
 import { sqli } from "./sqli.ts";
@@ -93,6 +94,9 @@ const PLUS_AS_SPACE: ReadonlySet<Input["source"]> = new Set([
   "form",
   "form_name",
 ]);
+
+/** Verdicts of repeated header values (see header_memo.ts), shared by all requests. */
+const HEADER_MEMO = new HeaderMemo();
 
 /** Referer query parameters (see extract.ts) were form-encoded by the browser. */
 const REFERER_QUERY = "referer?";
@@ -232,43 +236,20 @@ function revealHidden(
   }
 }
 
-/**
- * Header verdicts by name and text. Browsers repeat their headers on every request (the
- * User-Agent, the page in Referer, client hints), and those values are long and not inert
- * (`(KHTML, like Gecko)`, a whole URL), so judging them dominated the engine's time for benign
- * traffic (a browser's User-Agent alone cost as much as the rest of the request). Verdicts,
- * findings included so an attack in a header is reported every time, are kept for values up to
- * 512 characters, 4,096 at most; a flood of distinct values only empties the memo.
- */
-type Verdict = { readonly findings: readonly Finding[] };
-/** By header name, then value (no joined key: decoded Referer parameter names hold anything). */
-const HEADER_VERDICTS = new Map<string, Map<string, Verdict>>();
-const MAX_HEADER_VERDICTS = 4096;
-const MAX_CACHED_HEADER = 512;
-let headerVerdicts = 0;
-
 function inspectHeader(input: Input, analysis: Analysis): void {
-  if (input.value.length > MAX_CACHED_HEADER) {
+  if (!HEADER_MEMO.fits(input.value)) {
     inspectInput(input, analysis.findings, analysis);
     return;
   }
-  let byValue = HEADER_VERDICTS.get(input.name);
-  const known = byValue?.get(input.value);
+  const known = HEADER_MEMO.get(input.name, input.value);
   if (known !== undefined) {
-    for (const f of known.findings) analysis.findings.push(f);
+    for (const f of known) analysis.findings.push(f);
     return;
   }
   const own: Finding[] = [];
   inspectInput(input, own, analysis);
   for (const f of own) analysis.findings.push(f);
-  if (headerVerdicts >= MAX_HEADER_VERDICTS) {
-    HEADER_VERDICTS.clear();
-    headerVerdicts = 0;
-    byValue = undefined;
-  }
-  if (byValue === undefined) HEADER_VERDICTS.set(input.name, byValue = new Map());
-  byValue.set(input.value, { findings: own });
-  headerVerdicts++;
+  HEADER_MEMO.set(input.name, input.value, own);
 }
 
 /** Dotted words that can name a gadget class or a restricted file (the rest are versions, hosts). */

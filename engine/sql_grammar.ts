@@ -5,6 +5,7 @@
  */
 
 import type { SqlToken } from "./sql_lexer.ts";
+import { BREAKOUT_STATEMENTS, LITERAL_WORDS as SELECTABLE_WORDS } from "./sql_vocabulary.ts";
 
 /** Comparison words that turn two operands into a predicate. */
 export const COMPARE_WORDS: ReadonlySet<string> = new Set([
@@ -236,4 +237,59 @@ function readFlatComparison(
   if (right === undefined) return undefined;
   const fixed = (left.literal && right.literal) || left.key === right.key;
   return { end: right.end, fixed, complex: left.complex || right.complex };
+}
+
+/**
+ * `drop table x`, `insert into t`, `create user u identified by`, `grant dba to u`,
+ * `update t set c=`: a statement keyword with the word its grammar requires, then a name.
+ */
+export function statementShape(tokens: readonly SqlToken[], i: number): boolean {
+  const word = tokens[i]!.text;
+  const need = BREAKOUT_STATEMENTS.get(word);
+  if (need === undefined) return false;
+  const j = skipComments(tokens, i + 1);
+  const next = tokens[j];
+  if (word === "update") {
+    // `update <table> set <column> =`
+    const set = tokens[skipComments(tokens, j + 1)];
+    return (next?.kind === "word" || next?.kind === "ident") && set?.kind === "word" &&
+      set.text === "set";
+  }
+  if (next?.kind !== "word" || !need.has(next.text)) return false;
+  const name = tokens[skipComments(tokens, j + 1)];
+  return name !== undefined &&
+    (name.kind === "word" || name.kind === "ident" || name.kind === "var");
+}
+
+/** True when what follows SELECT reads as a select list rather than English. */
+export function selectList(text: string, tokens: readonly SqlToken[], at: number): boolean {
+  let i = skipComments(tokens, at);
+  const first = tokens[i];
+  if (
+    first?.kind === "word" &&
+    (first.text === "distinct" || first.text === "all" || first.text === "top")
+  ) {
+    i = skipComments(tokens, i + 1);
+    if (first.text === "top" && tokens[i]?.kind === "num") i = skipComments(tokens, i + 1);
+  }
+  const t = tokens[i];
+  if (t === undefined) return false;
+  if (t.kind === "op" && t.text === "*") return true;
+  if (t.kind === "num" || t.kind === "str" || t.kind === "var" || t.kind === "lparen") return true;
+  if (t.kind !== "word" && t.kind !== "ident") return false;
+  if (t.call || SELECTABLE_WORDS.has(t.text) || t.text === "case") return true;
+  const o = readOperand(text, tokens, i);
+  const next = tokens[skipComments(tokens, o?.end ?? i + 1)];
+  if (next?.kind === "word" && next.text === "from") return true;
+  if (next?.kind !== "comma") return false;
+  // `select version,2,3`: a literal among the columns pads the list to the column count.
+  for (let j = i; j < tokens.length && j < i + 24; j++) {
+    const k = tokens[j]!.kind;
+    if (tokens[j - 1]?.kind === "comma" && (k === "num" || k === "str" || k === "var")) return true;
+  }
+  // "select x, y" is English too: a list of plain names must lead to FROM.
+  for (let j = i; j < tokens.length && j < i + 24; j++) {
+    if (tokens[j]!.kind === "word" && tokens[j]!.text === "from") return true;
+  }
+  return false;
 }

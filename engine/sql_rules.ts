@@ -7,13 +7,20 @@
  */
 
 import type { SqlToken } from "./sql_lexer.ts";
-import { readComparison, readOperand, skipComments, stringContent } from "./sql_grammar.ts";
 import {
+  readComparison,
+  readOperand,
+  selectList,
+  skipComments,
+  statementShape,
+  stringContent,
+} from "./sql_grammar.ts";
+import {
+  BREAKOUT_STATEMENTS,
   CLAUSE_ENDS,
   CONDITION_WORDS,
   DELAY_FUNCTIONS,
   ERROR_FUNCTIONS,
-  LITERAL_WORDS,
   QUOTE_CHAR,
   SCHEMA_NAMES,
   STACKED,
@@ -155,43 +162,6 @@ function lonePredicate(text: string, tokens: readonly SqlToken[], i: number, hit
 
 /** A string literal that SQL's numeric conversion reads as a non-zero number. */
 const TRUTHY_STRING = /^\s*[1-9]/;
-
-/** Statements that can follow a closed literal without `;`, and the word each needs next. */
-export const BREAKOUT_STATEMENTS: ReadonlyMap<string, ReadonlySet<string>> = new Map([
-  ["drop", new Set(["table", "database", "view", "procedure", "function", "user", "schema"])],
-  ["delete", new Set(["from"])],
-  ["insert", new Set(["into"])],
-  ["truncate", new Set(["table"])],
-  ["create", new Set(["table", "user", "database", "procedure", "function", "view", "login"])],
-  ["alter", new Set(["table", "user", "database", "login"])],
-  ["grant", new Set(["all", "connect", "resource", "dba", "select", "insert", "execute", "admin"])],
-  ["revoke", new Set(["all", "connect", "resource", "dba", "select", "insert", "execute"])],
-  ["backup", new Set(["database", "log"])],
-  ["restore", new Set(["database"])],
-  ["update", new Set()],
-]);
-
-/**
- * `drop table x`, `insert into t`, `create user u identified by`, `grant dba to u`,
- * `update t set c=`: a statement keyword with the word its grammar requires, then a name.
- */
-function statementShape(tokens: readonly SqlToken[], i: number): boolean {
-  const word = tokens[i]!.text;
-  const need = BREAKOUT_STATEMENTS.get(word);
-  if (need === undefined) return false;
-  const j = skipComments(tokens, i + 1);
-  const next = tokens[j];
-  if (word === "update") {
-    // `update <table> set <column> =`
-    const set = tokens[skipComments(tokens, j + 1)];
-    return (next?.kind === "word" || next?.kind === "ident") && set?.kind === "word" &&
-      set.text === "set";
-  }
-  if (next?.kind !== "word" || !need.has(next.text)) return false;
-  const name = tokens[skipComments(tokens, j + 1)];
-  return name !== undefined &&
-    (name.kind === "word" || name.kind === "ident" || name.kind === "var");
-}
 
 /** Shapes that only make sense right after a closed literal (`admin'--`, `'||f()||'`). */
 function afterBreakout(text: string, tokens: readonly SqlToken[], from: number, hit: Hit): void {
@@ -339,39 +309,6 @@ function unionRule(
   else if (strength !== "prose" && skipComments(tokens, j + 1) >= tokens.length) {
     hit("union", i, -15);
   }
-}
-
-/** True when what follows SELECT reads as a select list rather than English. */
-function selectList(text: string, tokens: readonly SqlToken[], at: number): boolean {
-  let i = skipComments(tokens, at);
-  const first = tokens[i];
-  if (
-    first?.kind === "word" &&
-    (first.text === "distinct" || first.text === "all" || first.text === "top")
-  ) {
-    i = skipComments(tokens, i + 1);
-    if (first.text === "top" && tokens[i]?.kind === "num") i = skipComments(tokens, i + 1);
-  }
-  const t = tokens[i];
-  if (t === undefined) return false;
-  if (t.kind === "op" && t.text === "*") return true;
-  if (t.kind === "num" || t.kind === "str" || t.kind === "var" || t.kind === "lparen") return true;
-  if (t.kind !== "word" && t.kind !== "ident") return false;
-  if (t.call || LITERAL_WORDS.has(t.text) || t.text === "case") return true;
-  const o = readOperand(text, tokens, i);
-  const next = tokens[skipComments(tokens, o?.end ?? i + 1)];
-  if (next?.kind === "word" && next.text === "from") return true;
-  if (next?.kind !== "comma") return false;
-  // `select version,2,3`: a literal among the columns pads the list to the column count.
-  for (let j = i; j < tokens.length && j < i + 24; j++) {
-    const k = tokens[j]!.kind;
-    if (tokens[j - 1]?.kind === "comma" && (k === "num" || k === "str" || k === "var")) return true;
-  }
-  // "select x, y" is English too: a list of plain names must lead to FROM.
-  for (let j = i; j < tokens.length && j < i + 24; j++) {
-    if (tokens[j]!.kind === "word" && tokens[j]!.text === "from") return true;
-  }
-  return false;
 }
 
 function stackedRule(text: string, tokens: readonly SqlToken[], i: number, hit: Hit): void {

@@ -88,6 +88,20 @@ export const STACKED: ReadonlyMap<string, ReadonlySet<string> | "operand" | "any
   ["update", "any"],
   ["set", "operand"],
 ]);
+/**
+ * Statements that can follow a closed literal without `;` (SQL Server runs them), and the word
+ * each needs next: the stacked statements that name their object, plus privilege and backup
+ * statements; `update` is read as `update <table> set`.
+ */
+export const BREAKOUT_STATEMENTS: ReadonlyMap<string, ReadonlySet<string>> = new Map([
+  ...[...STACKED].filter((e): e is [string, ReadonlySet<string>] => typeof e[1] !== "string"),
+  ["grant", new Set(["all", "connect", "resource", "dba", "select", "insert", "execute", "admin"])],
+  ["revoke", new Set(["all", "connect", "resource", "dba", "select", "insert", "execute"])],
+  ["backup", new Set(["database", "log"])],
+  ["restore", new Set(["database"])],
+  ["update", new Set<string>()],
+]);
+
 /** MSSQL extended and system stored procedures. */
 export const SYSTEM_PROCEDURE = /^(?:xp|sp)_[a-z]/;
 /** Clauses that may follow a WHERE condition (`' or 1 limit 1 --`). */

@@ -10,8 +10,8 @@
 
 import type { DetectorInput, Finding } from "./types.ts";
 import { lexSql, type SqlToken } from "./sql_lexer.ts";
-import { BREAKOUT_STATEMENTS, evaluate, type SqlHit, type Strength } from "./sql_rules.ts";
-import { SQL_TRIGGER } from "./sql_vocabulary.ts";
+import { evaluate, type SqlHit, type Strength } from "./sql_rules.ts";
+import { BREAKOUT_STATEMENTS, SQL_TRIGGER } from "./sql_vocabulary.ts";
 import { COMPARE_WORDS } from "./sql_grammar.ts";
 import { makeFinding } from "./make_finding.ts";
 

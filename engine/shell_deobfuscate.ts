@@ -1,0 +1,42 @@
+/**
+ * Undoes the obfuscations shells (and cmd.exe) remove before they run a command line:
+ * quotes and backslashes inside words (`c'a't`, `c\\at`, `w^h^o^a^m^i`), empty parameters and
+ * `${IFS}`, substring expansions, brace lists (`{cat,/etc/passwd}`) and terminal escapes, so
+ * the command detector reads the words the shell will read.
+ */
+
+/** Shell obfuscations, undone before command positions are read. */
+const IFS = /\$\{ifs\}|\$ifs(?:\$\d|\$\{\d\})?/g;
+const SUBSTRING = /\$\{[a-z_]+:\d+:\d+\}/g;
+const EMPTY_PARAM = /\$(?:@|\*|\{\d\}|\d(?=[a-z]))/g;
+const QUOTE_IN_WORD = /(?<=[a-z0-9_/.-])(?:''|""|'|")(?=[a-z0-9_/.-])/g;
+const EMPTY_QUOTES = /''|""/g;
+const LITERAL_NEWLINE = /\\[nr]/g;
+/** cmd.exe's escape character inside a word (`w^h^o^a^m^i`). */
+const CARET_IN_WORD = /(?<=[a-z0-9])\^+(?=[a-z0-9])/g;
+const BACKSLASH_IN_WORD = /\\(?=[a-z0-9])/g;
+const BRACE_LIST = /\{([a-z/][\w./-]*),([^{}\s]*)\}/g;
+const COMMA = /,/g;
+// deno-lint-ignore no-control-regex -- terminal escapes hide the command that follows
+const ANSI = /\u001b\[[0-9;]*[a-z]?/g;
+
+/** Lower-cases the value and undoes quoting, escaping and expansion tricks. */
+export function deobfuscate(text: string): string {
+  let s = text.toLowerCase();
+  if (s.indexOf("\u001b") >= 0) s = s.replace(ANSI, "");
+  if (s.indexOf("$") >= 0) {
+    s = s.replace(IFS, " ").replace(SUBSTRING, "/").replace(EMPTY_PARAM, "");
+  }
+  if (s.indexOf("\\") >= 0) s = s.replace(LITERAL_NEWLINE, "\n").replace(BACKSLASH_IN_WORD, "");
+  if (s.indexOf("^") >= 0) s = s.replace(CARET_IN_WORD, "");
+  if (s.indexOf("'") >= 0 || s.indexOf('"') >= 0) {
+    s = s.replace(EMPTY_QUOTES, "").replace(QUOTE_IN_WORD, "");
+  }
+  if (s.indexOf("{") >= 0) {
+    s = s.replace(
+      BRACE_LIST,
+      (_m, cmd: string, rest: string) => `${cmd} ${rest.replace(COMMA, " ")}`,
+    );
+  }
+  return s;
+}
