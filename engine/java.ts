@@ -19,6 +19,7 @@ const STRUTS_PREFIX = /\b(?:redirect|redirectAction|action):\s*\$\{/i;
 export const SPRING_CLASSLOADER =
   /\bclass\.(?:module\.)?classLoader\b|\bclass\.protectionDomain\b/i;
 /** Groovy's `"cmd".execute()` and escaped EL (`$\\A{...}`) that Nexus-style validators evaluate. */
+const GROOVY_HINT = /xecute|\$\\/i;
 const GROOVY_EL = /["'][^"'\n]{1,200}["']\s*\.execute\s*\(\s*\)|\$\\+[a-z]?\{[^}]*[-+*/]/i;
 /** Node.js server-side code: reaching `process` or `child_process` from an evaluated string. */
 const NODE_CODE =
@@ -101,7 +102,7 @@ export function java(value: DetectorInput, text: string): Finding | undefined {
   if (struts !== null) {
     best = stronger(best, makeFinding(value, "java", 90, "java.struts_prefix", text, struts.index));
   }
-  const groovy = GROOVY_EL.exec(text);
+  const groovy = GROOVY_HINT.test(text) ? GROOVY_EL.exec(text) : null;
   if (groovy !== null) {
     best = stronger(best, makeFinding(value, "java", 88, "java.groovy_el", text, groovy.index));
   }

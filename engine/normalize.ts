@@ -323,21 +323,39 @@ export function decodeUtf7(s: string): string {
 
 const B64_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 /** Base64 runs inside a larger value (serialised objects, JSON fields, cookies). */
-const BASE64_RUN = /[A-Za-z0-9+/]{12,}={0,2}/g;
 const MAX_BASE64_RUNS = 4;
+const MIN_BASE64_RUN = 12;
 
 /**
  * Decodes base64 runs embedded in a value (not only a value that is base64 as a whole)
- * when they decode to code-like text.
+ * when they decode to code-like text. One forward scan finds the runs (a regex retried at
+ * every letter of ordinary text cost more than all the decoding).
  *
  * @returns the decoded texts, at most four
  */
 export function decodeBase64Runs(value: string): string[] {
   const out: string[] = [];
-  for (const m of value.matchAll(BASE64_RUN)) {
-    const text = decodeBase64Code(m[0], true);
-    if (text !== undefined) out.push(text);
-    if (out.length >= MAX_BASE64_RUNS) break;
+  const n = value.length;
+  let start = -1;
+  for (let i = 0; i <= n; i++) {
+    const c = i < n ? value.charCodeAt(i) : 0;
+    // A-Z a-z 0-9 + /
+    const digit = (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || (c >= 48 && c <= 57) ||
+      c === 43 || c === 47;
+    if (digit) {
+      if (start < 0) start = i;
+      continue;
+    }
+    if (start >= 0 && i - start >= MIN_BASE64_RUN) {
+      let end = i;
+      while (end < n && end - i < 2 && value.charCodeAt(end) === 61 /* = */) end++;
+      const text = decodeBase64Code(value.slice(start, end), true);
+      if (text !== undefined) {
+        out.push(text);
+        if (out.length >= MAX_BASE64_RUNS) break;
+      }
+    }
+    start = -1;
   }
   return out;
 }
