@@ -71,3 +71,50 @@ export const get = (path, query) => api("GET", withQuery(path, query));
 export const post = (path, body) => api("POST", path, body);
 export const put = (path, body) => api("PUT", path, body);
 export const del = (path) => api("DELETE", path);
+
+/**
+ * POSTs `body` and reads a Server-Sent Events answer, calling `onEvent(type, data)` for each
+ * event as it arrives. An error answer (before the stream starts) rejects with ApiError.
+ */
+export async function postEvents(path, body, onEvent, signal) {
+  let response;
+  try {
+    response = await fetch(path, {
+      method: "POST",
+      headers: {
+        accept: "text/event-stream",
+        "content-type": "application/json",
+        "x-csrf-token": csrfToken(),
+      },
+      credentials: "same-origin",
+      body: JSON.stringify(body),
+      signal,
+    });
+  } catch (err) {
+    throw new ApiError(0, { code: "NETWORK", message: String(err.message || err) });
+  }
+  if (response.status === 401) toLogin();
+  if (!response.ok || !response.body) {
+    const data = await response.json().catch(() => ({}));
+    throw new ApiError(response.status, data.error || {});
+  }
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += value;
+    let end;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      let type = "message";
+      const data = [];
+      for (const line of block.split("\n")) {
+        if (line.startsWith("event: ")) type = line.slice(7);
+        else if (line.startsWith("data: ")) data.push(line.slice(6));
+      }
+      if (data.length > 0) onEvent(type, JSON.parse(data.join("\n")));
+    }
+  }
+}

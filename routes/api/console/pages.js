@@ -2,7 +2,7 @@
 // the page's main API needs (from the specification's list, as the route declares it): the
 // navigation hides pages the signed-in user cannot read. Titles come from the i18n catalogues
 // (`nav.<id>`). A new capability adds its entry here in the same change as its API.
-export const GROUPS = ["overview", "protection", "access", "system"];
+export const GROUPS = ["overview", "protection", "ai", "access", "system"];
 
 export const PAGES = [
   { id: "dashboard", group: "overview", read: "read:logs" },
@@ -17,6 +17,9 @@ export const PAGES = [
   { id: "alap", group: "protection", read: "read:logs" },
   { id: "edge", group: "protection", read: "read:edge" },
   { id: "block-pages", group: "protection", read: "read:system" },
+  { id: "ai-assistant", group: "ai", read: "use:ai" },
+  { id: "ai-approvals", group: "ai", read: "approve:ai" },
+  { id: "ai-settings", group: "ai", read: "read:ai" },
   { id: "users", group: "access", read: "read:users" },
   { id: "account", group: "access", read: null },
   { id: "tokens", group: "access", read: "manage:api_tokens" },
