@@ -41,6 +41,10 @@ export interface ApiAccessDeps {
   readonly clock: Clock;
   readonly random: Random;
   readonly logger: Logger;
+  /** The administrator inbox (built before, so monitoring's producers share it). */
+  readonly notifications?: Notifications;
+  /** The clock of TOTP checks (time synchronisation may add the measured offset). */
+  readonly timeClock?: Clock;
 }
 
 export interface ApiAccess {
@@ -77,7 +81,7 @@ export function createApiAccess(deps: ApiAccessDeps): ApiAccess {
         : undefined;
     },
   });
-  const notifications = createNotifications({
+  const notifications = deps.notifications ?? createNotifications({
     repo: createNotificationsRepo(deps.db),
     clock: deps.clock,
     random: deps.random,
@@ -96,7 +100,7 @@ export function createApiAccess(deps: ApiAccessDeps): ApiAccess {
     box: createSecretBox(`${deps.dataDir}/${TOTP_KEY_FILE}`, deps.random),
     audit,
     notifications,
-    clock: deps.clock,
+    clock: deps.timeClock ?? deps.clock,
     random: deps.random,
     logger: deps.logger,
     transaction: tx,

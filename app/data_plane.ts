@@ -24,7 +24,9 @@ import type { EventLog } from "../mod/core/event_log.ts";
 import type { Logger } from "../mod/core/logger.ts";
 import { recordEvents } from "../mod/data_plane/record_events.ts";
 import { createPgShipper } from "../mod/data_plane/pg_shipper.ts";
-import { createPolicy, type Policy } from "../mod/data_plane/policy.ts";
+import { createPolicy, type Policy, type SiteUpstreamHealth } from "../mod/data_plane/policy.ts";
+import type { SiteCounterSet } from "../mod/data_plane/site_counters.ts";
+import type { AccessRecord } from "../mod/data_plane/access_record.ts";
 import type { Random } from "../mod/core/random.ts";
 import { createSites, type Sites } from "../mod/data_plane/sites.ts";
 import { createTraceIds } from "../mod/data_plane/trace_ids.ts";
@@ -65,6 +67,14 @@ export interface DataPlaneDeps {
   readonly logger: Logger;
   /** The runtime log's rate-limited events (blocks, upstream failures, policy swaps, ALAP). */
   readonly events?: EventLog;
+  /** Per-site request counters (monitoring reads them). */
+  readonly counters?: SiteCounterSet;
+  /** Upstream health changes (monitoring's events, notifications and metrics). */
+  readonly upstreamHealth?: SiteUpstreamHealth;
+  /** Sees every finished request (the realtime feed's blocked and challenged requests). */
+  readonly observe?: (record: AccessRecord) => void;
+  /** Told after each policy swap. */
+  readonly swapped?: () => void;
 }
 
 export function createDataPlane(deps: DataPlaneDeps): DataPlane {
@@ -76,12 +86,16 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     listSites: () => sitesRepo.list(),
     clock,
     compileProtection: store.compile,
-    swapped: (p, ms) =>
+    counters: deps.counters,
+    upstreamHealth: deps.upstreamHealth,
+    swapped: (p, ms) => {
+      deps.swapped?.();
       deps.events?.event("policy_swap", "policy swapped", {
         version: p.version,
         sites: p.sites.length,
         compile_ms: Math.round(ms),
-      }),
+      });
+    },
   });
   const accessLog = startAccessLog(deps);
   const protection = createProtectionPlane({
@@ -174,11 +188,22 @@ function startAccessLog(deps: DataPlaneDeps): AccessLog {
     clock: deps.clock,
     logger,
     sinks,
-    observe: deps.events ? recordEvents(deps.events) : undefined,
+    observe: both(deps.events ? recordEvents(deps.events) : undefined, deps.observe),
   });
   accessLog.prune().catch((err) => {
     logger.error("access log retention failed", { error: err as Error });
   });
   accessLog.start();
   return accessLog;
+}
+
+function both<T>(
+  a: ((v: T) => void) | undefined,
+  b: ((v: T) => void) | undefined,
+): ((v: T) => void) | undefined {
+  if (a === undefined || b === undefined) return a ?? b;
+  return (v) => {
+    a(v);
+    b(v);
+  };
 }

@@ -14,6 +14,7 @@ import type { Clock } from "../mod/core/clock.ts";
 import type { Config } from "../mod/config/config.ts";
 import type { EventLog } from "../mod/core/event_log.ts";
 import type { Logger } from "../mod/core/logger.ts";
+import type { Notify } from "../mod/core/notifications.ts";
 import { createLogin, type Login, type TotpVerifier } from "../mod/identity/login.ts";
 import { createRefusalAudit, type RefusalAudit } from "../mod/identity/refusal_audit.ts";
 import type { Random } from "../mod/core/random.ts";
@@ -54,6 +55,8 @@ export interface IdentityDeps {
     token: string,
   ) => Principal | undefined | Promise<Principal | undefined>;
   readonly verifyTotp?: TotpVerifier;
+  /** Raises administrator notifications (login lockouts). */
+  readonly notify?: Notify;
 }
 
 export interface Identity {
@@ -133,6 +136,21 @@ export async function createIdentity(deps: IdentityDeps): Promise<Identity> {
     random: deps.random,
     transaction: tx,
     verifyTotp: deps.verifyTotp,
+    lockedOut: deps.notify &&
+      ((username, clientIp) => {
+        try {
+          deps.notify!({
+            level: "warning",
+            kind: "login.lockout",
+            title: `Sign-in locked for "${username.slice(0, 64)}" from ${clientIp}`,
+            body:
+              `Repeated failed sign-ins locked this username from ${clientIp} for a while; other addresses are not affected.`,
+            data: { username: username.slice(0, 64), client_ip: clientIp },
+          });
+        } catch (err) {
+          deps.logger.error("lockout notification failed", { error: err as Error });
+        }
+      }),
   });
   const sink = { audit, transaction: tx };
   const slow = { refusals, sleep: deps.sleep };

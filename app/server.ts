@@ -32,6 +32,7 @@ import { type ApiAccess, createApiAccess } from "./api_access.ts";
 import { type AiPlane, createAiPlane } from "./ai.ts";
 import { createIdentity, type Identity } from "./identity.ts";
 import { createDataPlane, type DataPlane } from "./data_plane.ts";
+import { createMonitorCore, createMonitorPlane, type MonitorPlane } from "./monitor.ts";
 
 export class ProductionStorageUnavailableError extends Error {
   constructor(missing: string) {
@@ -82,9 +83,14 @@ export interface RunningServer {
   readonly apiAccess: ApiAccess;
   /** The AI assistant: configuration, conversations, approvals. */
   readonly ai: AiPlane;
+  /** Metrics, rollups, realtime bus, notification channels, time synchronisation. */
+  readonly monitor: Monitoring;
   /** Drains both listeners (bounded by the shutdown timeout) and closes the store. */
   shutdown(): Promise<void>;
 }
+
+/** Observability as the process exposes it (tests reach its parts). */
+export type Monitoring = MonitorPlane & ReturnType<typeof createMonitorCore>;
 
 export interface ServerOptions {
   readonly config: Config;
@@ -100,6 +106,8 @@ export interface ComposedServer {
   readonly apiAccess: ApiAccess;
   /** The AI assistant: configuration, conversations, approvals. */
   readonly ai: AiPlane;
+  /** Metrics, rollups, realtime bus, notification channels, time synchronisation. */
+  readonly monitor: Monitoring;
   /** Every management route mounted. */
   readonly routes: readonly RouteDef[];
   /** The management Hono app (tests call it in-process with `app.request`). */
@@ -137,11 +145,17 @@ export async function composeServer(
     random: deps.random,
     logger: deps.logger,
   };
-  const apiAccess = createApiAccess(services);
+  const core = createMonitorCore(services);
+  const apiAccess = createApiAccess({
+    ...services,
+    notifications: core.notifications,
+    timeClock: core.timeClock,
+  });
   let identity: Identity;
   let tls: Pem | undefined;
   let dataPlane: DataPlane;
   let ai: AiPlane;
+  let plane: MonitorPlane;
   try {
     identity = await createIdentity({
       ...services,
@@ -150,27 +164,42 @@ export async function composeServer(
       sleep: deps.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
       bearer: apiAccess.bearer,
       verifyTotp: apiAccess.verifyTotp,
+      notify: core.notify,
     });
     tls = await managementTls(config, dataDir, mgmtAddr.hostname, deps.clock.now(), deps.random);
-    dataPlane = createDataPlane({ ...services, dbPath: `${dataDir}/waf.db`, events });
+    dataPlane = createDataPlane({
+      ...services,
+      dbPath: `${dataDir}/waf.db`,
+      events,
+      counters: core.counters,
+      upstreamHealth: core.upstreamHealth.hook,
+      observe: core.bus.access,
+      swapped: () => core.swaps++,
+    });
     ai = createAiPlane({ ...services, dataPlane });
+    plane = createMonitorPlane(core, dataPlane, services);
   } catch (err) {
     apiAccess.stop();
     db.close();
     throw err;
   }
+  const monitor: Monitoring = Object.assign(core, plane);
   const routes: RouteDef[] = [
     ...healthRoutes(readiness),
     ...dataPlane.routes,
     ...identity.routes,
     ...apiAccess.routes,
     ...ai.routes,
+    ...core.routes,
+    ...plane.monitorRoutes,
+    ...plane.systemRoutes,
   ];
   const app = createManagementApp({
     logger: deps.logger,
     random: deps.random,
     routes,
     guard: identity.guard,
+    observe: core.observe,
   });
   return {
     db,
@@ -179,14 +208,17 @@ export async function composeServer(
     identity,
     apiAccess,
     ai,
+    monitor,
     routes,
     app,
     tls,
     async start(baseUrl) {
       await identity.start(config.server.management.base_url ?? baseUrl);
       apiAccess.start();
+      plane.start();
     },
     async close() {
+      await plane.stop();
       await dataPlane.close();
       identity.stop();
       apiAccess.stop();
@@ -286,6 +318,7 @@ export async function startServer(
       identity: composed.identity,
       apiAccess: composed.apiAccess,
       ai: composed.ai,
+      monitor: composed.monitor,
       shutdown,
     };
   } catch (err) {

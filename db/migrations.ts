@@ -156,7 +156,7 @@ ${appendOnly("username_repairs")}`,
   {
     version: 5,
     name:
-      "credential epoch; unused access-log indexes dropped; notification read state per reader; AI assistant; aggregated authentication failures",
+      "credential epoch; unused access-log indexes dropped; notification read state per reader; AI assistant; aggregated authentication failures; monitoring rollups; notification channels and deliveries",
     // The access-log listing filters with "(:x IS NULL OR col = :x)", which SQLite's planner
     // cannot serve from the site, client and action indexes of version 3 (it walks the rowid,
     // newest first), while every access-log insert paid for three more B-tree updates. The time
@@ -168,7 +168,9 @@ ${appendOnly("username_repairs")}`,
     // their conversation. Refused anonymous authentications are aggregated into one audit record
     // per client, username and window (`retention = 'auth_failure'`): only such a record's count,
     // detail and latest trace id may change, and only such records may be deleted (by
-    // retention); administrative changes and repairs stay append-only forever.
+    // retention); administrative changes and repairs stay append-only forever. Monitoring keeps
+    // per-minute and per-hour rollups (docs/monitoring.md); notification channels keep their
+    // secrets sealed, and every delivery with each of its attempts.
     sql: `
 ALTER TABLE users ADD COLUMN credential_epoch INTEGER NOT NULL DEFAULT 1;
 ALTER TABLE admin_sessions ADD COLUMN credential_epoch INTEGER NOT NULL DEFAULT 0;
@@ -242,7 +244,50 @@ BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;
 CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log
 WHEN OLD.retention IS NOT 'auth_failure'
 BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;
-CREATE INDEX audit_log_retention ON audit_log(retention, time);`,
+CREATE INDEX audit_log_retention ON audit_log(retention, time);
+CREATE TABLE monitor_rollups (
+  resolution TEXT NOT NULL,
+  bucket INTEGER NOT NULL,
+  site_id TEXT NOT NULL,
+  data TEXT NOT NULL,
+  PRIMARY KEY (resolution, bucket, site_id)
+) WITHOUT ROWID;
+CREATE TABLE notification_channels (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  type TEXT NOT NULL,
+  enabled INTEGER NOT NULL,
+  events TEXT NOT NULL,
+  config TEXT NOT NULL,
+  secret_sealed TEXT,
+  secret_hint TEXT,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+);
+CREATE TABLE notification_deliveries (
+  id TEXT PRIMARY KEY,
+  channel_id TEXT NOT NULL REFERENCES notification_channels(id) ON DELETE CASCADE,
+  event TEXT NOT NULL,
+  payload TEXT NOT NULL,
+  status TEXT NOT NULL,
+  attempts INTEGER NOT NULL,
+  next_attempt_at INTEGER,
+  created_at INTEGER NOT NULL,
+  finished_at INTEGER,
+  last_error TEXT
+);
+CREATE INDEX notification_deliveries_channel ON notification_deliveries(channel_id, created_at);
+CREATE INDEX notification_deliveries_due ON notification_deliveries(status, next_attempt_at);
+CREATE TABLE notification_attempts (
+  delivery_id TEXT NOT NULL REFERENCES notification_deliveries(id) ON DELETE CASCADE,
+  attempt INTEGER NOT NULL,
+  time INTEGER NOT NULL,
+  ok INTEGER NOT NULL,
+  status INTEGER,
+  error TEXT,
+  duration_ms INTEGER NOT NULL,
+  PRIMARY KEY (delivery_id, attempt)
+) WITHOUT ROWID;`,
   },
 ];
 

@@ -66,9 +66,31 @@ apisec:
     # Allows scoped management API tokens (Authorization: Bearer ...).
     enabled: false
 
+monitor:
+  prometheus:
+    # Prometheus text exposition on the management listener.
+    enabled: true
+    path: /metrics
+    # true: the path needs no credentials; false: a session or token with read:monitor.
+    public: false
+  alerts:
+    # Blocked requests in one minute (all sites) that raise an "attack.spike" notification.
+    attack_spike_per_minute: 100
+    # Days before a site certificate expires that raise "certificate.expiring".
+    certificate_days: 14
+  realtime:
+    # SSE comment / WebSocket heartbeat when no event was sent for this long.
+    heartbeat: "15s"
+
 time:
-  # NTP servers used to discipline the service clock (reserved).
+  # SNTP servers ("host" or "host:port") the host clock is measured against. The service never
+  # sets the host clock; it reports the offset and warns above max_offset.
   servers: []
+  # true: TOTP, JWT exp/nbf and cluster heartbeats use the host clock plus the measured offset.
+  apply_offset: false
+  max_offset: "1s"
+  sync_interval: "15m"
+  query_timeout: "2s"
 
 update:
   ota:

@@ -108,8 +108,44 @@ export const configSchema = z.strictObject({
       enabled: z.boolean().default(false),
     }).prefault({}),
   }).prefault({}),
+  monitor: z.strictObject({
+    prometheus: z.strictObject({
+      enabled: z.boolean().default(true),
+      /** Served on the management listener, outside /api. */
+      path: z.string().regex(/^\/[A-Za-z0-9._~-][A-Za-z0-9._~/-]*$/, {
+        message: 'expected a path such as "/metrics"',
+      }).refine((v) => !/^\/(api|health|console|setup|login)(\/|$)/.test(v), {
+        message: "expected a path outside /api, /health, /console, /setup and /login",
+      }).default("/metrics"),
+      /** Without credentials (specification 4.1); otherwise `read:monitor`. */
+      public: z.boolean().default(false),
+    }).prefault({}),
+    alerts: z.strictObject({
+      /** Blocked requests in one minute (all sites) that raise an `attack.spike` notification. */
+      attack_spike_per_minute: z.number().int().min(1).default(100),
+      /** Days before a site certificate expires that raise `certificate.expiring`. */
+      certificate_days: z.number().int().min(1).max(365).default(14),
+    }).prefault({}),
+    realtime: z.strictObject({
+      /** Comment (SSE) or heartbeat message (WebSocket) sent when nothing else was. */
+      heartbeat: duration("15s"),
+    }).prefault({}),
+  }).prefault({}),
   time: z.strictObject({
-    servers: z.array(z.string().min(1)).default([]),
+    /** SNTP servers: "host" or "host:port" (port 123 by default), "[v6]:port". */
+    servers: z.array(
+      z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?$|^[0-9a-fA-F:]+$/, {
+        message: 'expected "host" or "host:port", for example "pool.ntp.org" or "10.0.0.1:123"',
+      }),
+    ).default([]),
+    /** Add the measured offset to the clock of TOTP, JWT checks and cluster heartbeats. */
+    apply_offset: z.boolean().default(false),
+    /** An offset above this raises a `time.offset` notification and the metric. */
+    max_offset: duration("1s"),
+    /** How often the active server is measured. */
+    sync_interval: duration("15m"),
+    /** How long to wait for one server's answer. */
+    query_timeout: duration("2s"),
   }).prefault({}),
   update: z.strictObject({
     ota: z.strictObject({

@@ -22,3 +22,25 @@ export class FakeClock implements Clock {
     this.#now = ms;
   }
 }
+
+/**
+ * A clock that can add a measured offset to another (time synchronisation with
+ * `time.apply_offset`): what TOTP, JWT `exp`/`nbf` and cluster heartbeats read. With the offset at
+ * 0 it is the base clock.
+ */
+export class OffsetClock implements Clock {
+  readonly base: Clock;
+  #offset = 0;
+  constructor(base: Clock) {
+    this.base = base;
+  }
+  now(): number {
+    return this.base.now() + this.#offset;
+  }
+  get offsetMs(): number {
+    return this.#offset;
+  }
+  set offsetMs(ms: number) {
+    this.#offset = Math.round(ms);
+  }
+}

@@ -14,6 +14,15 @@ export function hmac(key: Uint8Array, text: string): string {
   return createHmac("sha256", key).update(text, "utf8").digest("base64url");
 }
 
+/** HMAC-SHA256 of `text` under `key`, in `encoding` (the signatures of notification channels). */
+export function hmacSha256(
+  key: string | Uint8Array,
+  text: string,
+  encoding: "hex" | "base64",
+): string {
+  return createHmac("sha256", key).update(text, "utf8").digest(encoding);
+}
+
 /** Compares two strings in time that does not depend on where they differ. */
 export function safeEqual(a: string, b: string): boolean {
   // Hashing first gives equal-length inputs, so the length is not leaked either.

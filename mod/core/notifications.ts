@@ -1,10 +1,14 @@
-/** Administrator notifications: stored in the store and listed for admins (`/api/notifications`). */
+/**
+ * Administrator notifications: stored in the store and listed for admins (`/api/notifications`).
+ * Each new one is also handed to `created` (the notification channels' dispatcher and the
+ * realtime feed), after it is stored.
+ */
 import type { NotificationReadRow, NotificationsRepo } from "../../db/notifications_repo.ts";
 import type { Clock } from "./clock.ts";
 import { AppError } from "./errors.ts";
 import { type Random, randomHex } from "./random.ts";
 
-/** The only audience for now; delivery channels (mail, webhooks) can fan out from it later. */
+/** The only audience of the inbox; notification channels fan out from it (`mod/notify/`). */
 export const ADMINS = "admins";
 
 export interface NewNotification {
@@ -12,7 +16,12 @@ export interface NewNotification {
   readonly kind: string;
   readonly title: string;
   readonly body: string;
+  /** Structured facts for notification channels and the realtime feed (not kept in the inbox). */
+  readonly data?: Readonly<Record<string, unknown>>;
 }
+
+/** Raises an administrator notification (the inbox, the channels, the realtime feed). */
+export type Notify = (n: NewNotification) => string;
 
 export interface NotificationView {
   readonly id: string;
@@ -39,12 +48,24 @@ function view(row: NotificationReadRow): NotificationView {
 }
 
 export function createNotifications(
-  deps: { repo: NotificationsRepo; clock: Clock; random: Random },
+  deps: {
+    repo: NotificationsRepo;
+    clock: Clock;
+    random: Random;
+    /** Told about each stored notification (channels, realtime); must not throw. */
+    created?: (view: NotificationView, data: Readonly<Record<string, unknown>>) => void;
+  },
 ) {
   return {
     notifyAdmins(n: NewNotification): string {
       const id = randomHex(deps.random, 8);
-      deps.repo.insert({ id, time: deps.clock.now(), audience: ADMINS, ...n });
+      const time = deps.clock.now();
+      const { data, ...stored } = n;
+      deps.repo.insert({ id, time, audience: ADMINS, ...stored });
+      deps.created?.(
+        view({ id, time, audience: ADMINS, ...stored, read_at: null }),
+        data ?? {},
+      );
       return id;
     },
     /** `reader` (e.g. `user:<id>`) sees its own read state: each reader has its own inbox. */

@@ -9,8 +9,14 @@ import type { Clock } from "../core/clock.ts";
 import type { CompiledProtection } from "../protection/protection_compile.ts";
 import type { Site, StoredSiteRow } from "./site_schema.ts";
 import { siteFromRow } from "./site_schema.ts";
+import { type SiteCounters, SiteCounterSet } from "./site_counters.ts";
 import { compileTrustedProxies, type TrustedProxies } from "./trusted_proxies.ts";
-import { createUpstreamPool, type UpstreamPool } from "./upstream_pool.ts";
+import {
+  createUpstreamPool,
+  type Upstream,
+  type UpstreamHealthHook,
+  type UpstreamPool,
+} from "./upstream_pool.ts";
 
 export type Mode = Site["mode"];
 export type Level = Site["level"];
@@ -28,6 +34,22 @@ export interface CompiledSite {
   readonly pool: UpstreamPool;
   readonly trustedProxies: TrustedProxies;
   readonly tls: { readonly cert: string; readonly key: string } | null;
+  /** The site's request counters (kept by site id across policy swaps). */
+  readonly counters: SiteCounters;
+}
+
+/** Told about a site's upstream health changes (see {@link UpstreamHealthHook}). */
+export type SiteUpstreamHealth = (
+  site: { readonly id: string; readonly name: string },
+  upstream: Upstream,
+  event: "down" | "failure" | "up",
+) => void;
+
+/** What compiling a policy binds into each site besides the site's own settings. */
+export interface CompileOptions {
+  /** Where each site's counters come from (default: a set of its own). */
+  readonly counters?: SiteCounterSet;
+  readonly upstreamHealth?: SiteUpstreamHealth;
 }
 
 export interface CompiledPolicy {
@@ -38,6 +60,8 @@ export interface CompiledPolicy {
   match(host: string | null): CompiledSite | undefined;
   /** The protection controls (IP lists, ACL, rules, bot, rate limit, ALAP, edge, block page). */
   readonly protection?: CompiledProtection;
+  /** Counters of requests whose host matched no site. */
+  readonly unmatched: SiteCounters;
 }
 
 /** Lower-case host without port or trailing dot; IPv6 literals keep their brackets. */
@@ -56,7 +80,12 @@ export function hostOf(header: string): string {
 
 const HOST_CACHE_LIMIT = 1024;
 
-function compileSite(site: Site, clock: Clock, previous: CompiledSite | undefined): CompiledSite {
+function compileSite(
+  site: Site,
+  clock: Clock,
+  previous: CompiledSite | undefined,
+  options: CompileOptions,
+): CompiledSite {
   // Keep the upstream pool (and its health state) when the upstream list did not change.
   const samePool = previous !== undefined &&
     previous.pool.upstreams.map((u) => u.origin).join(" ") === site.upstreams.join(" ");
@@ -70,10 +99,20 @@ function compileSite(site: Site, clock: Clock, previous: CompiledSite | undefine
     inspectBodyBytes: Math.min(site.inspect_body_bytes, site.max_body_bytes),
     connectTimeoutMs: site.timeouts.connect_ms,
     responseTimeoutMs: site.timeouts.response_ms,
-    pool: samePool ? previous.pool : createUpstreamPool(site.upstreams, clock),
+    pool: samePool
+      ? previous.pool
+      : createUpstreamPool(site.upstreams, clock, healthHook(site, options)),
     trustedProxies: compileTrustedProxies(site.trusted_proxies),
     tls: site.tls,
+    counters: options.counters!.forSite(site.id, site.name),
   };
+}
+
+function healthHook(site: Site, options: CompileOptions): UpstreamHealthHook | undefined {
+  const report = options.upstreamHealth;
+  if (report === undefined) return undefined;
+  const who = { id: site.id, name: site.name };
+  return (upstream, event) => report(who, upstream, event);
 }
 
 /** Compiles sites into a policy; `previous` lends unchanged upstream pools. */
@@ -82,9 +121,12 @@ export function compilePolicy(
   clock: Clock,
   version: number,
   previous?: CompiledPolicy,
+  options: CompileOptions = {},
 ): CompiledPolicy {
   const before = new Map(previous?.sites.map((s) => [s.id, s]));
-  const compiled = sites.map((s) => compileSite(s, clock, before.get(s.id)));
+  const counters = options.counters ?? new SiteCounterSet();
+  const bound = { ...options, counters };
+  const compiled = sites.map((s) => compileSite(s, clock, before.get(s.id), bound));
   const exact = new Map<string, CompiledSite>();
   /** `*.example.com` is stored under `example.com`. */
   const wildcard = new Map<string, CompiledSite>();
@@ -109,6 +151,7 @@ export function compilePolicy(
   return {
     version,
     sites: compiled,
+    unmatched: counters.none,
     match(header: string | null): CompiledSite | undefined {
       if (header === null || compiled.length === 0) return undefined;
       const cached = cache.get(header);
@@ -128,17 +171,29 @@ export interface Policy {
   rebuild(): CompiledPolicy;
 }
 
-export function createPolicy(deps: {
-  readonly listSites: () => readonly StoredSiteRow[];
-  readonly clock: Clock;
-  /** Compiles the protection controls into the same policy, so both swap together. */
-  readonly compileProtection?: () => CompiledProtection;
-  /** Told after each swap (the runtime log's `policy_swap` event). */
-  readonly swapped?: (policy: CompiledPolicy, compileMs: number) => void;
-}): Policy {
+export function createPolicy(
+  deps: {
+    readonly listSites: () => readonly StoredSiteRow[];
+    readonly clock: Clock;
+    /** Compiles the protection controls into the same policy, so both swap together. */
+    readonly compileProtection?: () => CompiledProtection;
+    /** Told after each swap (the runtime log's `policy_swap` event, the swap metric). */
+    readonly swapped?: (policy: CompiledPolicy, compileMs: number) => void;
+  } & CompileOptions,
+): Policy {
   let version = 0;
+  const options: CompileOptions = {
+    counters: deps.counters ?? new SiteCounterSet(),
+    upstreamHealth: deps.upstreamHealth,
+  };
   const build = (previous?: CompiledPolicy): CompiledPolicy => {
-    const sites = compilePolicy(deps.listSites().map(siteFromRow), deps.clock, ++version, previous);
+    const sites = compilePolicy(
+      deps.listSites().map(siteFromRow),
+      deps.clock,
+      ++version,
+      previous,
+      options,
+    );
     return deps.compileProtection ? { ...sites, protection: deps.compileProtection() } : sites;
   };
   let current = build();

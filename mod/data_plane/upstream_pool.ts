@@ -29,6 +29,12 @@ export interface UpstreamPool {
   ok(upstream: Upstream): void;
 }
 
+/**
+ * Told when an upstream fails (`failure`; the first failure of a healthy one is `down`) and when
+ * a failing one answers again (`up`). Monitoring turns these into metrics and events.
+ */
+export type UpstreamHealthHook = (upstream: Upstream, event: "down" | "failure" | "up") => void;
+
 export const BASE_COOLDOWN_MS = 2_000;
 export const MAX_COOLDOWN_MS = 60_000;
 
@@ -46,7 +52,11 @@ function toUpstream(origin: string): Upstream {
   };
 }
 
-export function createUpstreamPool(origins: readonly string[], clock: Clock): UpstreamPool {
+export function createUpstreamPool(
+  origins: readonly string[],
+  clock: Clock,
+  onHealth?: UpstreamHealthHook,
+): UpstreamPool {
   const upstreams = origins.map(toUpstream);
   if (upstreams.length === 0) throw new Error("An upstream pool needs at least one upstream");
   let turn = 0;
@@ -72,11 +82,13 @@ export function createUpstreamPool(origins: readonly string[], clock: Clock): Up
       upstream.failures++;
       const cooldown = Math.min(MAX_COOLDOWN_MS, BASE_COOLDOWN_MS * 2 ** (upstream.failures - 1));
       upstream.downUntil = clock.now() + cooldown;
+      onHealth?.(upstream, upstream.failures === 1 ? "down" : "failure");
     },
     ok(upstream: Upstream): void {
       if (upstream.failures !== 0) {
         upstream.failures = 0;
         upstream.downUntil = 0;
+        onHealth?.(upstream, "up");
       }
       upstream.lastOkAt = clock.now();
     },

@@ -59,6 +59,8 @@ export interface LoginDeps {
   readonly random: Random;
   readonly transaction: <T>(fn: () => T) => T;
   readonly verifyTotp?: TotpVerifier;
+  /** Told when failures lock a (username, client) pair (the `login.lockout` notification). */
+  readonly lockedOut?: (username: string, clientIp: string) => void;
 }
 
 const INVALID_CREDENTIALS = "Invalid username or password";
@@ -76,7 +78,9 @@ export function createLogin(deps: LoginDeps) {
     error: AppError,
     options: { count: boolean; user?: UserRow } = { count: true },
   ): never => {
-    if (options.count) throttle.fail(input.username, ctx.clientIp);
+    if (options.count && throttle.fail(input.username, ctx.clientIp)) {
+      deps.lockedOut?.(input.username, ctx.clientIp);
+    }
     deps.refusals.record({
       actor: options.user
         ? { type: "user", id: options.user.id, name: options.user.username }

@@ -64,11 +64,16 @@ export function createLoginThrottle(clock: Clock, limits: LoginLimits = LOGIN_LI
         ceilingReached: clientHot || usernames.failures(username) >= limits.usernameCeiling,
       };
     },
-    /** Counts one failed password (or second factor) of `username` from `client`. */
-    fail(username: string, client: string): void {
-      pairs.fail([pairKey(username, client)]);
+    /**
+     * Counts one failed password (or second factor) of `username` from `client`; true when this
+     * failure locked the pair (the `login.lockout` notification).
+     */
+    fail(username: string, client: string): boolean {
+      const key = pairKey(username, client);
+      pairs.fail([key]);
       usernames.fail([username]);
       clients.fail([client]);
+      return pairs.failures(key) === limits.threshold;
     },
     /** A success resets its own pair only: the ceilings keep counting an attack in progress. */
     succeed(username: string, client: string): void {

@@ -19,6 +19,8 @@ export type Env = {
     eventId: string;
     clientIp: string;
     principal: Principal | undefined;
+    /** The matched route's pattern (`/api/sites/:id`), for the request metrics. */
+    route: string | undefined;
   };
 };
 

@@ -9,7 +9,7 @@ import { bodyLimit } from "hono/body-limit";
 import { AppError } from "../../mod/core/errors.ts";
 import type { Logger } from "../../mod/core/logger.ts";
 import { type Random, randomHex } from "../../mod/core/random.ts";
-import type { Env } from "./env.ts";
+import type { Ctx, Env } from "./env.ts";
 import { createOnError, errorResponse } from "./errors.ts";
 import { compilePatterns, type Guard, mount, type RouteDef } from "./route.ts";
 
@@ -20,6 +20,8 @@ export interface ManagementAppDeps {
   readonly guard: Guard;
   /** Largest accepted request body in bytes. */
   readonly maxBodyBytes?: number;
+  /** Sees every answered request (request metrics, `config.changed` events). */
+  readonly observe?: (c: Ctx, status: number) => void;
 }
 
 const SECURITY_HEADERS: Readonly<Record<string, string>> = {
@@ -38,7 +40,11 @@ export function createManagementApp(deps: ManagementAppDeps): Hono<Env> {
     c.set("eventId", randomHex(deps.random));
     c.set("clientIp", c.env?.remoteAddr?.hostname ?? "unknown");
     c.set("principal", undefined);
+    c.set("route", undefined);
     await next();
+    deps.observe?.(c, c.res.status);
+    // A WebSocket handshake's answer cannot take headers.
+    if (c.res.status === 101) return;
     c.header("x-waf-trace-id", traceId);
     for (const [k, v] of Object.entries(SECURITY_HEADERS)) c.header(k, v);
   });

@@ -51,6 +51,7 @@ export type Guard = (c: Ctx, access: Access) => Promise<void>;
 export function mount(app: Hono<Env>, routes: readonly RouteDef[], guard: Guard): void {
   for (const route of routes) {
     const check: MiddlewareHandler<Env> = async (c, next) => {
+      c.set("route", route.path);
       await guard(c, route.access);
       await next();
     };

@@ -380,6 +380,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     const blocking = inspection.blocking;
     if (blocking && site.mode === "block") {
       chain.add("engine", "block", blocking.ruleId);
+      site.counters.inspection.observe(chain.entries[chain.entries.length - 1]!.us);
       record.action = "block";
       return blockPage(this.req, record.trace_id, p);
     }
@@ -387,6 +388,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
       chain.add("engine", "log", blocking.ruleId);
       record.action = "log";
     } else chain.add("engine", "pass");
+    site.counters.inspection.observe(chain.entries[chain.entries.length - 1]!.us);
     return undefined;
   }
 
@@ -518,7 +520,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     );
   }
 
-  /** The one exit: discards an unsent body, completes the record and queues it. */
+  /** The one exit: discards an unsent body, completes the record, counts it and queues it. */
   private finish(response: Response): Response {
     const plan = this.#plan;
     if (plan?.kind === "streaming" && !this.#bodySent) plan.body.cancel().catch(ignore);
@@ -529,6 +531,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     record.latency_us.total = total;
     record.latency_us.waf = upstreamUs === null ? total : Math.max(0, total - upstreamUs);
     record.latency_us.upstream = upstreamUs;
+    (this.#site?.counters ?? this.policy.unmatched).count(record, total, upstreamUs);
     this.#ctx.accessLog.push(record);
     return response;
   }

@@ -1,0 +1,351 @@
+/**
+ * Composes observability: the realtime event bus, the administrator inbox with its notification
+ * channels and dispatcher, upstream health, the per-site counters (before the data plane, which
+ * binds them into its policy), then - once the data plane exists - the Prometheus metrics, the
+ * rollups behind the dashboard API, the attack-spike and certificate alerts, time
+ * synchronisation and every route of these areas.
+ */
+import { createMonitorRepo } from "../db/monitor_repo.ts";
+import { createNotificationsRepo } from "../db/notifications_repo.ts";
+import { createNotifyRepo } from "../db/notify_repo.ts";
+import { type Db, transaction } from "../db/store.ts";
+import type { Audit } from "../mod/core/audit.ts";
+import { type Clock, OffsetClock } from "../mod/core/clock.ts";
+import type { Logger } from "../mod/core/logger.ts";
+import { createNotifications, type Notifications, type Notify } from "../mod/core/notifications.ts";
+import type { Random } from "../mod/core/random.ts";
+import { createSecretBox, TOTP_KEY_FILE } from "../mod/core/secret_box.ts";
+import { VERSION } from "../mod/core/version.ts";
+import { type Config, durationMs } from "../mod/config/config.ts";
+import { SiteCounterSet } from "../mod/data_plane/site_counters.ts";
+import { createCertificateWatch } from "../mod/monitor/certificates.ts";
+import { createDashboard } from "../mod/monitor/dashboard.ts";
+import { createEventBus, type EventBus } from "../mod/monitor/event_bus.ts";
+import {
+  createMetrics,
+  dataPlaneCollector,
+  ManagementCounters,
+  type Metrics,
+  processCollector,
+  startLagSampler,
+} from "../mod/monitor/metrics.ts";
+import { createRollups, type Rollups } from "../mod/monitor/rollups.ts";
+import { createUpstreamHealth } from "../mod/monitor/upstream_health.ts";
+import { createChannels } from "../mod/notify/channels.ts";
+import { createDispatcher, type Dispatcher } from "../mod/notify/dispatcher.ts";
+import { createTimeSync, type TimeSync } from "../mod/ops/time_sync.ts";
+import type { Ctx } from "../routes/api/env.ts";
+import { monitorRoutes } from "../routes/api/monitor.ts";
+import { notificationChannelRoutes } from "../routes/api/notification_channels.ts";
+import { realtimeRoutes } from "../routes/api/realtime.ts";
+import type { RouteDef } from "../routes/api/route.ts";
+import { timeSyncRoutes } from "../routes/api/time_sync.ts";
+import type { DataPlane } from "./data_plane.ts";
+
+const SAMPLE_EVERY_MS = 5_000;
+const PERSIST_EVERY_MS = 60_000;
+const CERTIFICATES_EVERY_MS = 6 * 3_600_000;
+const UNSAFE = new Set(["POST", "PUT", "PATCH", "DELETE"]);
+
+export interface MonitorDeps {
+  readonly db: Db;
+  readonly audit: Audit;
+  readonly config: Config;
+  readonly dataDir: string;
+  readonly clock: Clock;
+  readonly random: Random;
+  readonly logger: Logger;
+}
+
+/** What exists before the data plane and identity: they publish into it. */
+export interface MonitorCore {
+  readonly bus: EventBus;
+  readonly notifications: Notifications;
+  readonly notify: Notify;
+  readonly dispatcher: Dispatcher;
+  readonly counters: SiteCounterSet;
+  readonly upstreamHealth: ReturnType<typeof createUpstreamHealth>;
+  /** The clock of TOTP, JWT and heartbeat checks (`time.apply_offset`). */
+  readonly timeClock: OffsetClock;
+  readonly timeSync: TimeSync;
+  readonly management: ManagementCounters;
+  /** Policy swaps since start. */
+  swaps: number;
+  readonly routes: RouteDef[];
+  /** The management app's observer: request metrics and `config.changed` events. */
+  observe(c: Ctx, status: number): void;
+}
+
+export function createMonitorCore(deps: MonitorDeps): MonitorCore {
+  const { config, clock, logger } = deps;
+  const tx = <T>(fn: () => T): T => transaction(deps.db, fn);
+  const bus = createEventBus({ clock });
+  const channels = createChannels({
+    repo: createNotifyRepo(deps.db),
+    box: createSecretBox(`${deps.dataDir}/${TOTP_KEY_FILE}`, deps.random),
+    clock,
+    random: deps.random,
+  });
+  const dispatcher = createDispatcher({
+    repo: createNotifyRepo(deps.db),
+    channels,
+    clock,
+    random: deps.random,
+    logger,
+  });
+  const notifications = createNotifications({
+    repo: createNotificationsRepo(deps.db),
+    clock,
+    random: deps.random,
+    created: (view, data) => {
+      try {
+        dispatcher.offer(view, data);
+      } catch (err) {
+        logger.error("notification channels could not be offered a notification", {
+          error: err as Error,
+        });
+      }
+      bus.publish("notification.created", { ...view, data });
+    },
+  });
+  const notify: Notify = (n) => notifications.notifyAdmins(n);
+  const upstreamHealth = createUpstreamHealth({ bus, clock, notify });
+  const timeClock = new OffsetClock(clock);
+  const t = config.time;
+  const timeSync = createTimeSync({
+    servers: t.servers,
+    applyOffset: t.apply_offset,
+    maxOffsetMs: durationMs(t.max_offset),
+    intervalMs: durationMs(t.sync_interval),
+    timeoutMs: durationMs(t.query_timeout),
+  }, {
+    clock,
+    adjusted: timeClock,
+    logger,
+    notify,
+    measured: (v) =>
+      bus.publish("time.sync", {
+        active: v.active,
+        offset_ms: v.offset_ms,
+        offset_exceeded: v.offset_exceeded,
+      }),
+  });
+  const management = new ManagementCounters();
+  const sink = { audit: deps.audit, transaction: tx };
+  const core: MonitorCore = {
+    bus,
+    notifications,
+    notify,
+    dispatcher,
+    counters: new SiteCounterSet(),
+    upstreamHealth,
+    timeClock,
+    timeSync,
+    management,
+    swaps: 0,
+    routes: [
+      ...notificationChannelRoutes({ ...sink, channels, dispatcher }),
+      ...realtimeRoutes({
+        bus,
+        heartbeatMs: durationMs(config.monitor.realtime.heartbeat),
+        baseUrl: config.server.management.base_url,
+      }),
+    ],
+    observe(c, status) {
+      const route = c.get("route") ?? "unmatched";
+      management.count(c.req.method, route, status);
+      if (UNSAFE.has(c.req.method) && status >= 200 && status < 300 && c.get("principal")) {
+        const p = c.get("principal")!;
+        bus.publish("config.changed", {
+          method: c.req.method,
+          route,
+          path: c.req.path,
+          status,
+          actor: p.kind === "user" ? p.name : `token:${p.id}`,
+          trace_id: c.get("traceId"),
+        });
+      }
+    },
+  };
+  return core;
+}
+
+export interface MonitorPlane {
+  readonly metrics: Metrics;
+  readonly rollups: Rollups;
+  /** Monitoring's own routes (metrics, summary, series). */
+  readonly monitorRoutes: readonly RouteDef[];
+  /** Routes of the system family (time synchronisation), mounted with the system API. */
+  readonly systemRoutes: readonly RouteDef[];
+  start(): void;
+  stop(): Promise<void>;
+}
+
+/** The parts that read the data plane: metrics, rollups, alerts, and the routes. */
+export function createMonitorPlane(
+  core: MonitorCore,
+  dataPlane: DataPlane,
+  deps: MonitorDeps,
+): MonitorPlane {
+  const { config, clock, logger } = deps;
+  const tx = <T>(fn: () => T): T => transaction(deps.db, fn);
+  const metrics = createMetrics();
+  const lag = startLagSampler();
+  metrics.register(dataPlaneCollector({
+    counters: core.counters,
+    policy: dataPlane.policy,
+    accessLog: dataPlane.accessLog,
+    swaps: () => core.swaps,
+  }));
+  metrics.register(core.upstreamHealth.collector(dataPlane.policy));
+  metrics.register(processCollector({ lag: lag.lag, startedAt: clock.now(), version: VERSION }));
+  metrics.register(core.management.collect);
+  metrics.register((out) => {
+    out.family(
+      "waf_notification_deliveries_total",
+      "counter",
+      "Notification delivery attempts by channel type and outcome",
+    );
+    for (const [key, n] of core.dispatcher.outcomes()) {
+      const [type = "", outcome = ""] = key.split(" ");
+      out.sample("waf_notification_deliveries_total", { type, outcome }, n);
+    }
+    out.family(
+      "waf_notification_pending",
+      "gauge",
+      "Notification deliveries waiting for an attempt",
+    );
+    out.sample("waf_notification_pending", {}, core.dispatcher.pending());
+    const bus = core.bus.stats();
+    out.family("waf_realtime_subscribers", "gauge", "Connected realtime subscribers by transport");
+    for (const transport of ["sse", "websocket"]) {
+      out.sample("waf_realtime_subscribers", { transport }, bus.subscribers[transport] ?? 0);
+    }
+    out.family("waf_realtime_events_total", "counter", "Realtime events published by kind");
+    for (const [kind, n] of Object.entries(bus.published)) {
+      out.sample("waf_realtime_events_total", { kind }, n);
+    }
+    out.family(
+      "waf_realtime_dropped_total",
+      "counter",
+      "Events dropped for subscribers whose queue was full",
+    );
+    out.sample("waf_realtime_dropped_total", {}, bus.dropped);
+    out.family(
+      "waf_realtime_disconnects_total",
+      "counter",
+      "Subscribers disconnected for being too slow",
+    );
+    out.sample("waf_realtime_disconnects_total", {}, bus.disconnected);
+    const time = core.timeSync.figures();
+    out.family(
+      "waf_time_offset_seconds",
+      "gauge",
+      "Measured offset of the host clock to the active time server (positive: host behind)",
+    );
+    if (time.offsetMs !== null) out.sample("waf_time_offset_seconds", {}, time.offsetMs / 1000);
+    out.family(
+      "waf_time_offset_exceeded",
+      "gauge",
+      "1 while the measured offset is above time.max_offset",
+    );
+    out.sample("waf_time_offset_exceeded", {}, time.exceeded ? 1 : 0);
+    out.family(
+      "waf_time_server_reachable",
+      "gauge",
+      "1 when the time server answered its last query",
+    );
+    for (const s of time.states) {
+      if (s.reachable !== null) {
+        out.sample("waf_time_server_reachable", { server: s.server }, s.reachable ? 1 : 0);
+      }
+    }
+  });
+
+  let lastSpike = -Infinity;
+  const alerts = config.monitor.alerts;
+  const rollups = createRollups({
+    repo: createMonitorRepo(deps.db),
+    clock,
+    counters: core.counters,
+    minuteClosed: (bucket, cell) => {
+      const blocked = Object.values(cell.b).reduce((a, b) => a + b, 0);
+      if (blocked < alerts.attack_spike_per_minute || bucket - lastSpike < 10 * 60_000) return;
+      lastSpike = bucket;
+      const classes = Object.entries(cell.b).sort((a, b) => b[1] - a[1]).slice(0, 5);
+      core.notify({
+        level: "warning",
+        kind: "attack.spike",
+        title: `Attack spike: ${blocked} requests blocked in one minute`,
+        body: `${blocked} requests were blocked between ${new Date(bucket).toISOString()} and ${
+          new Date(bucket + 60_000).toISOString()
+        } (threshold ${alerts.attack_spike_per_minute}). Top classes: ${
+          classes.map(([k, v]) => `${k} ${v}`).join(", ")
+        }.`,
+        data: {
+          minute: new Date(bucket).toISOString(),
+          blocked,
+          threshold: alerts.attack_spike_per_minute,
+          classes: Object.fromEntries(classes),
+        },
+      });
+    },
+  });
+  core.bus.listen(rollups.observe);
+  const dashboard = createDashboard({
+    rollups,
+    clock,
+    sites: () => dataPlane.policy.current.sites,
+  });
+  const certificates = createCertificateWatch({
+    policy: dataPlane.policy,
+    clock,
+    logger,
+    notify: core.notify,
+    days: alerts.certificate_days,
+  });
+  const timers: ReturnType<typeof setInterval>[] = [];
+  const every = (ms: number, what: string, fn: () => void) => {
+    const t = setInterval(() => {
+      try {
+        fn();
+      } catch (err) {
+        logger.error(`${what} failed`, { error: err as Error });
+      }
+    }, ms);
+    Deno.unrefTimer(t);
+    timers.push(t);
+  };
+
+  return {
+    metrics,
+    rollups,
+    monitorRoutes: monitorRoutes({ metrics, dashboard, prometheus: config.monitor.prometheus }),
+    systemRoutes: timeSyncRoutes({ audit: deps.audit, transaction: tx, timeSync: core.timeSync }),
+    start() {
+      every(SAMPLE_EVERY_MS, "monitoring rollup", rollups.sample);
+      every(PERSIST_EVERY_MS, "monitoring rollup persistence", rollups.persist);
+      every(CERTIFICATES_EVERY_MS, "certificate check", certificates.check);
+      try {
+        certificates.check();
+      } catch (err) {
+        logger.error("certificate check failed", { error: err as Error });
+      }
+      core.dispatcher.start();
+      core.timeSync.start();
+    },
+    async stop() {
+      for (const t of timers) clearInterval(t);
+      timers.length = 0;
+      lag.stop();
+      core.bus.close();
+      try {
+        rollups.persist();
+      } catch (err) {
+        logger.error("monitoring rollup persistence failed", { error: err as Error });
+      }
+      await core.dispatcher.stop();
+      await core.timeSync.stop();
+    },
+  };
+}

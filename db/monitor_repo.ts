@@ -1,0 +1,48 @@
+/** SQL for the monitoring rollups: one JSON cell per resolution, bucket start and site. */
+import { type Db, transaction } from "./store.ts";
+
+export type Resolution = "minute" | "hour";
+
+export interface RollupRow {
+  readonly resolution: Resolution;
+  readonly bucket: number;
+  /** The site's id; "" for all sites together. */
+  readonly site_id: string;
+  readonly data: string;
+}
+
+export function createMonitorRepo(db: Db) {
+  const upsert = db.prepare(
+    "INSERT OR REPLACE INTO monitor_rollups (resolution, bucket, site_id, data) VALUES (?, ?, ?, ?)",
+  );
+  const one = db.prepare(
+    "SELECT * FROM monitor_rollups WHERE resolution = ? AND bucket = ? AND site_id = ?",
+  );
+  const range = db.prepare(
+    `SELECT * FROM monitor_rollups WHERE resolution = ? AND bucket >= ? AND bucket < ?
+       AND (? IS NULL OR site_id = ?) ORDER BY bucket`,
+  );
+  const prune = db.prepare("DELETE FROM monitor_rollups WHERE resolution = ? AND bucket < ?");
+  return {
+    /** Writes the cells in one transaction. */
+    save(rows: readonly RollupRow[]): void {
+      if (rows.length === 0) return;
+      transaction(db, () => {
+        for (const r of rows) upsert.run(r.resolution, r.bucket, r.site_id, r.data);
+      });
+    },
+    get(resolution: Resolution, bucket: number, siteId: string): RollupRow | undefined {
+      return one.get(resolution, bucket, siteId) as RollupRow | undefined;
+    },
+    /** Cells in [from, to); `siteId` undefined = every scope ("" and each site). */
+    list(resolution: Resolution, from: number, to: number, siteId?: string): RollupRow[] {
+      const s = siteId ?? null;
+      return range.all(resolution, from, to, s, s) as unknown as RollupRow[];
+    },
+    prune(resolution: Resolution, before: number): number {
+      return Number(prune.run(resolution, before).changes);
+    },
+  };
+}
+
+export type MonitorRepo = ReturnType<typeof createMonitorRepo>;

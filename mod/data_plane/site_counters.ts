@@ -1,0 +1,109 @@
+/**
+ * The data plane's per-site counters: requests by action and status class, blocks by class,
+ * request, upstream and inspection latency histograms. Each compiled site holds its counters
+ * (resolved once when the policy is compiled, by site id, so they survive policy swaps), and the
+ * transaction's one exit adds to them: a few typed-array increments, no label string and no
+ * allocation per request. Monitoring (Prometheus, the per-minute rollups) reads them off the
+ * request path.
+ */
+import { Histogram, INSPECTION_BOUNDS_US, LATENCY_BOUNDS_US } from "../core/histogram.ts";
+import type { AccessRecord, Action } from "./access_record.ts";
+
+export const ACTIONS: readonly Action[] = ["pass", "block", "log", "challenge"];
+/** `1xx` .. `5xx`; index = first digit - 1 (other statuses count as 5xx). */
+export const STATUS_CLASSES = ["1xx", "2xx", "3xx", "4xx", "5xx"] as const;
+const NSTATUS = STATUS_CLASSES.length;
+const BLOCK = 1;
+
+/**
+ * Names of what blocked a request: the check (`ip_list`, `acl`, `bot`, `rate_limit`, ...) or,
+ * for the semantic engine, the attack class (`sqli`, `xss`, ...). Names come from the code, not
+ * from requests, so the table stays small; past its size everything counts as `other`.
+ */
+const MAX_BLOCK_CLASSES = 64;
+const blockClassIndex = new Map<string, number>();
+export const BLOCK_CLASSES: string[] = [];
+
+export function blockClassId(name: string): number {
+  let i = blockClassIndex.get(name);
+  if (i !== undefined) return i;
+  if (BLOCK_CLASSES.length >= MAX_BLOCK_CLASSES - 1) return blockClassId("other");
+  i = BLOCK_CLASSES.length;
+  BLOCK_CLASSES.push(name);
+  blockClassIndex.set(name, i);
+  return i;
+}
+blockClassId("other");
+
+/** The class of a blocked request: the engine's attack class, otherwise the deciding check. */
+export function blockClassOf(record: AccessRecord): string {
+  const last = record.chain[record.chain.length - 1];
+  if (last === undefined) return "other";
+  if (last.check === "engine") return record.finding?.class ?? "engine";
+  return last.check;
+}
+
+function actionIndex(action: Action): number {
+  switch (action) {
+    case "pass":
+      return 0;
+    case "block":
+      return 1;
+    case "log":
+      return 2;
+    default:
+      return 3;
+  }
+}
+
+export class SiteCounters {
+  readonly id: string;
+  name: string;
+  /** `ACTIONS.length` x `STATUS_CLASSES.length`, row per action. */
+  readonly requests = new Float64Array(ACTIONS.length * NSTATUS);
+  /** Indexed by {@link blockClassId}. */
+  readonly blocks = new Float64Array(MAX_BLOCK_CLASSES);
+  readonly latency = new Histogram(LATENCY_BOUNDS_US);
+  readonly upstreamLatency = new Histogram(LATENCY_BOUNDS_US);
+  readonly inspection = new Histogram(INSPECTION_BOUNDS_US);
+
+  constructor(id: string, name: string) {
+    this.id = id;
+    this.name = name;
+  }
+
+  /** Counts one finished request (the transaction's exit). */
+  count(record: AccessRecord, totalUs: number, upstreamUs: number | null): void {
+    const a = actionIndex(record.action);
+    let sc = ((record.status / 100) | 0) - 1;
+    if (sc < 0 || sc >= NSTATUS) sc = NSTATUS - 1;
+    this.requests[a * NSTATUS + sc]!++;
+    this.latency.observe(totalUs);
+    if (upstreamUs !== null) this.upstreamLatency.observe(upstreamUs);
+    if (a === BLOCK) this.blocks[blockClassId(blockClassOf(record))]!++;
+  }
+}
+
+/** Counters of every site seen, by id, plus those of requests that matched no site. */
+export class SiteCounterSet {
+  readonly #byId = new Map<string, SiteCounters>();
+  /** Requests whose host matched no site. */
+  readonly none = new SiteCounters("", "");
+
+  /** The counters of a site (created at its first compile; the name follows renames). */
+  forSite(id: string, name: string): SiteCounters {
+    let c = this.#byId.get(id);
+    if (c === undefined) {
+      c = new SiteCounters(id, name);
+      this.#byId.set(id, c);
+    }
+    c.name = name;
+    return c;
+  }
+
+  /** Every site's counters, then those of unmatched requests. */
+  *all(): Iterable<SiteCounters> {
+    yield* this.#byId.values();
+    yield this.none;
+  }
+}
