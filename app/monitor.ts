@@ -268,6 +268,7 @@ export function createMonitorPlane(
     repo: createMonitorRepo(deps.db),
     clock,
     counters: core.counters,
+    drain: () => core.bus.flush(),
     minuteClosed: (bucket, cell) => {
       const blocked = Object.values(cell.b).reduce((a, b) => a + b, 0);
       if (blocked < alerts.attack_spike_per_minute || bucket - lastSpike < 10 * 60_000) return;

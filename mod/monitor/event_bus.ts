@@ -244,6 +244,10 @@ export function createEventBus(deps: { clock: Clock }, options: BusOptions = {})
         : undefined;
       if (kind !== undefined) add(new AccessEvent(nextId, kind, record));
     },
+    /** Fans out what was published and not yet fanned out, now (before a query reads sketches). */
+    flush(): void {
+      if (scheduled) fanOut();
+    },
     /** Sees every event in order, off the publisher's path (sketches, notifications). */
     listen(fn: (e: BusEvent) => void): void {
       listeners.push(fn);

@@ -65,6 +65,8 @@ export interface RollupDeps {
   readonly repo: MonitorRepo;
   readonly clock: Clock;
   readonly counters: SiteCounterSet;
+  /** Delivers events still in flight to {@link Rollups.observe} (the bus's flush). */
+  readonly drain?: () => void;
   /** Told once a minute closes, with the cell of all sites (the attack-spike alert). */
   readonly minuteClosed?: (bucket: number, cell: Cell) => void;
 }
@@ -223,6 +225,7 @@ export function createRollups(deps: RollupDeps) {
     },
     /** Stored cells of a range, after writing what is open (management requests only). */
     cells(res: Resolution, from: number, to: number, site?: string) {
+      deps.drain?.();
       persist();
       return repo.list(res, from, to, site).map((row) => ({
         bucket: row.bucket,

@@ -57,22 +57,20 @@ export function createUpstreamHealth(
   };
 
   const collector = (policy: { readonly current: CompiledPolicy }): Collector => (out) => {
-    out.family(
-      "waf_upstream_up",
-      "gauge",
-      "1 when the upstream is healthy, 0 while it cools down after failures",
+    const all = policy.current.sites.flatMap((site) =>
+      site.pool.upstreams.map((u) => ({ site, u, labels: { site: site.name, upstream: u.origin } }))
     );
+    out.family("waf_upstream_up", "gauge", "1 when the upstream is healthy, 0 while it cools down");
+    for (const { u, labels } of all) {
+      out.sample("waf_upstream_up", labels, u.failures === 0 ? 1 : 0);
+    }
     out.family("waf_upstream_failures_total", "counter", "Failed attempts to reach an upstream");
-    for (const site of policy.current.sites) {
-      for (const u of site.pool.upstreams) {
-        const labels = { site: site.name, upstream: u.origin };
-        out.sample("waf_upstream_up", labels, u.failures === 0 ? 1 : 0);
-        out.sample(
-          "waf_upstream_failures_total",
-          labels,
-          failures.get(`${site.id} ${u.origin}`) ?? 0,
-        );
-      }
+    for (const { site, u, labels } of all) {
+      out.sample(
+        "waf_upstream_failures_total",
+        labels,
+        failures.get(`${site.id} ${u.origin}`) ?? 0,
+      );
     }
   };
 

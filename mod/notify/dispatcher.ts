@@ -277,6 +277,11 @@ export function createDispatcher(deps: DispatcherDeps) {
     /** Outcomes of attempts since start, by channel type (`"slack delivered"` -> count). */
     outcomes: (): ReadonlyMap<string, number> => outcomes,
     pending: () => repo.pendingCount(),
+    /** Sends what is due now and resolves when done (the timer does this on its own). */
+    async runDue(): Promise<void> {
+      await running;
+      await drain();
+    },
     start(): void {
       stopped = false;
       repo.pruneDeliveries(clock.now() - KEEP_DELIVERIES_MS);
