@@ -1,0 +1,104 @@
+/**
+ * Time synchronisation against SNTP servers on loopback UDP: two that answer with known offsets
+ * and delays, one that never answers; the offset is reported (never applied to the host clock),
+ * applied to the offset clock only with `apply_offset`, and a large one warns.
+ */
+import dgram from "node:dgram";
+import { assertEquals, ok } from "../../_helpers/assert.ts";
+import { OffsetClock, systemClock } from "../../../mod/core/clock.ts";
+import { createMemoryLogger } from "../../../mod/core/logger.ts";
+import type { NewNotification } from "../../../mod/core/notifications.ts";
+import { readTimestamp, writeTimestamp } from "../../../mod/ops/sntp.ts";
+import { createTimeSync } from "../../../mod/ops/time_sync.ts";
+
+/** An SNTP server whose clock is `offsetMs` ahead of ours and answers after `delayMs`. */
+async function sntpServer(offsetMs: number, delayMs = 0, answer = true) {
+  const socket = dgram.createSocket("udp4");
+  socket.on("message", (msg: Uint8Array, rinfo: { port: number; address: string }) => {
+    if (!answer) return;
+    const req = new DataView(msg.buffer, msg.byteOffset, msg.byteLength);
+    const reply = new Uint8Array(48);
+    const view = new DataView(reply.buffer);
+    reply[0] = (0 << 6) | (4 << 3) | 4;
+    reply[1] = 2;
+    view.setUint32(24, req.getUint32(40));
+    view.setUint32(28, req.getUint32(44));
+    // The wait comes before both server timestamps: it looks like network delay, not processing.
+    setTimeout(() => {
+      writeTimestamp(view, 32, Date.now() + offsetMs);
+      writeTimestamp(view, 40, Date.now() + offsetMs);
+      socket.send(reply, rinfo.port, rinfo.address);
+    }, delayMs);
+  });
+  await new Promise<void>((resolve) => socket.bind(0, "127.0.0.1", resolve));
+  return {
+    address: `127.0.0.1:${socket.address().port}`,
+    [Symbol.asyncDispose]: () => new Promise<void>((resolve) => socket.close(() => resolve())),
+  };
+}
+
+Deno.test("writeTimestamp() and readTimestamp() round-trip Unix milliseconds", () => {
+  const view = new DataView(new ArrayBuffer(8));
+  writeTimestamp(view, 0, 1_767_225_600_123);
+  ok(Math.abs(readTimestamp(view, 0) - 1_767_225_600_123) < 0.001);
+});
+
+Deno.test("reselect() picks the reachable server with the lowest delay; sync() reports its offset", async () => {
+  await using near = await sntpServer(5_000, 0);
+  await using far = await sntpServer(-3_000, 150);
+  await using silent = await sntpServer(0, 0, false);
+  const notes: NewNotification[] = [];
+  const adjusted = new OffsetClock(systemClock);
+  const sync = createTimeSync({
+    servers: [silent.address, far.address, near.address],
+    applyOffset: false,
+    maxOffsetMs: 1_000,
+    intervalMs: 0,
+    timeoutMs: 300,
+  }, {
+    clock: systemClock,
+    adjusted,
+    logger: createMemoryLogger(),
+    notify: (n) => {
+      notes.push(n);
+      return "id";
+    },
+  });
+  const view = await sync.reselect();
+  assertEquals(view.active, near.address);
+  ok(view.chosen_at !== null);
+  ok(Math.abs(view.offset_ms! - 5_000) < 100, `offset ${view.offset_ms}`);
+  const byServer = Object.fromEntries(view.servers.map((s) => [s.server, s]));
+  assertEquals(byServer[silent.address]!.reachable, false);
+  ok(byServer[silent.address]!.error!.includes("no answer"));
+  ok(
+    Math.abs(byServer[far.address]!.offset_ms! + 3_000) < 200,
+    `${byServer[far.address]!.offset_ms}`,
+  );
+  ok(byServer[far.address]!.delay_ms! >= 100);
+  assertEquals(byServer[near.address]!.stratum, 2);
+  // The offset warns but is not applied: the host clock is never set.
+  assertEquals(view.offset_exceeded, true);
+  assertEquals(view.sets_host_clock, false);
+  assertEquals(adjusted.offsetMs, 0);
+  assertEquals(notes.map((n) => n.kind), ["time.offset"]);
+  // A second measurement of the same state does not notify again.
+  await sync.sync();
+  assertEquals(notes.length, 1);
+});
+
+Deno.test("apply_offset makes the offset clock add the measured offset", async () => {
+  await using server = await sntpServer(-2_500);
+  const adjusted = new OffsetClock(systemClock);
+  const sync = createTimeSync({
+    servers: [server.address],
+    applyOffset: true,
+    maxOffsetMs: 10_000,
+    intervalMs: 0,
+    timeoutMs: 500,
+  }, { clock: systemClock, adjusted, logger: createMemoryLogger() });
+  const view = await sync.sync();
+  ok(Math.abs(adjusted.offsetMs + 2_500) < 100, `applied ${adjusted.offsetMs}`);
+  assertEquals(view.offset_exceeded, false);
+  ok(Math.abs(adjusted.now() - (Date.now() - 2_500)) < 150);
+});
