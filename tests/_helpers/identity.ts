@@ -69,7 +69,7 @@ export async function call(
   });
 }
 
-/** Calls and parses the JSON body (the body is always consumed). */
+/** Calls and parses the JSON body (the body is always consumed; a non-JSON one is cancelled). */
 export async function callJson(
   server: TestTarget,
   method: string,
@@ -77,6 +77,11 @@ export async function callJson(
   options: CallOptions = {},
 ): Promise<{ status: number; body: Record<string, unknown>; res: Response }> {
   const res = await call(server, method, path, options);
+  // A body that is not JSON (the Prometheus text, an event stream that never ends) is not read.
+  if (!/json/.test(res.headers.get("content-type") ?? "json")) {
+    await res.body?.cancel();
+    return { status: res.status, body: {}, res };
+  }
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : {}, res };
 }
