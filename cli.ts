@@ -22,13 +22,14 @@ export const COMMANDS: readonly CommandSpec[] = [
   {
     words: ["serve"],
     summary: "Run the data plane and the management plane",
-    usage: `waf serve [--config PATH] [--data-dir DIR] [--log-format text|json]
+    usage: `waf serve [--config PATH] [--data-dir DIR] [--log-format text|json] [--join-token TOKEN]
 
 Starts the data-plane reverse proxy (server.data.listen, default 0.0.0.0:8080) and the
 management plane (server.management.listen, default 127.0.0.1:9443) on one embedded store.
 Creates the configuration file with documented defaults when it is absent. Logs go to stderr
 and to <data-dir>/logs/waf.log (rotated by size: 10 MiB x 5). Stops gracefully on SIGINT or
-SIGTERM.`,
+SIGTERM. With cluster.role: node, --join-token (or WAF_CLUSTER_JOIN_TOKEN, or
+cluster.join_token) enrols the node with its controller once; the token is never logged.`,
     run: serveCommand,
   },
   {

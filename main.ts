@@ -15,6 +15,7 @@ export function realDeps(): CommandDeps {
     random: systemRandom,
     env: {
       setupToken: Deno.env.get("WAF_SETUP_TOKEN"),
+      clusterJoinToken: Deno.env.get("WAF_CLUSTER_JOIN_TOKEN"),
       osUser: Deno.env.get("SUDO_USER") ?? Deno.env.get("USER") ?? Deno.env.get("LOGNAME"),
       lang: Deno.env.get("WAF_LANG"),
     },

@@ -30,7 +30,6 @@ import { systemRoutes } from "../routes/api/system.ts";
 import { twoFactorRoutes } from "../routes/api/two_factor.ts";
 
 /** How often expired 2FA setups and idle lockout entries are forgotten. */
-const SWEEP_EVERY_MS = 60_000;
 
 export interface ApiAccessDeps {
   readonly db: Db;
@@ -57,9 +56,6 @@ export interface ApiAccess {
   readonly bearer: (c: Ctx, token: string) => Principal | undefined;
   /** The login's second-factor check. */
   readonly verifyTotp: TotpVerifier;
-  /** Starts the cleanup worker and the sweep timer. */
-  start(): void;
-  stop(): void;
 }
 
 export function createApiAccess(deps: ApiAccessDeps): ApiAccess {
@@ -113,7 +109,6 @@ export function createApiAccess(deps: ApiAccessDeps): ApiAccess {
     ...systemRoutes({ ...sink, ota: createOta(deps.config.update.ota) }),
   ];
 
-  let timer: ReturnType<typeof setInterval> | undefined;
   return {
     tokens,
     cleanup,
@@ -122,22 +117,5 @@ export function createApiAccess(deps: ApiAccessDeps): ApiAccess {
     routes,
     bearer: (c, token) => tokens.authenticate(token, c.get("clientIp")),
     verifyTotp: (user, code) => twoFactor.verifyLogin(user, code),
-    start() {
-      cleanup.start();
-      if (timer !== undefined) return;
-      timer = setInterval(() => {
-        try {
-          twoFactor.sweep();
-        } catch (err) {
-          deps.logger.error("two-factor sweep failed", { error: err as Error });
-        }
-      }, SWEEP_EVERY_MS);
-      Deno.unrefTimer(timer);
-    },
-    stop() {
-      cleanup.stop();
-      if (timer !== undefined) clearInterval(timer);
-      timer = undefined;
-    },
   };
 }

@@ -18,7 +18,7 @@ import {
 } from "../mod/data_plane/access_log.ts";
 import type { Audit } from "../mod/core/audit.ts";
 import type { Clock } from "../mod/core/clock.ts";
-import type { Config } from "../mod/config/config.ts";
+import { type Config, durationMs } from "../mod/config/config.ts";
 import { parseListen } from "../mod/config/config_schema.ts";
 import type { EventLog } from "../mod/core/event_log.ts";
 import type { Logger } from "../mod/core/logger.ts";
@@ -32,8 +32,10 @@ import { createSites, type Sites } from "../mod/data_plane/sites.ts";
 import { createTraceIds } from "../mod/data_plane/trace_ids.ts";
 import type { DataHandler } from "../routes/proxy/status_page.ts";
 import { logRoutes } from "../routes/api/logs.ts";
+import { createDataApp } from "../routes/proxy/data_app.ts";
 import { createProxy, type Proxy } from "../routes/proxy/proxy.ts";
 import { createProtectionPlane, openProtectionStore, type ProtectionPlane } from "./protection.ts";
+import { type ApiSecPlane, createApiSecPlane, openApiSecStore } from "./apisec.ts";
 import type { RouteDef } from "../routes/api/route.ts";
 import { siteRoutes } from "../routes/api/sites.ts";
 import { startTlsFront, type TlsFront } from "../routes/proxy/tls_front.ts";
@@ -45,6 +47,8 @@ export interface DataPlane {
   readonly proxy: Proxy;
   /** The protection controls' services, per-request controls and routes. */
   readonly protection: ProtectionPlane;
+  /** API security: settings, per-request runtime and routes. */
+  readonly apisec: ApiSecPlane;
   /** Management routes of the data plane (`/api/sites`, `/api/logs`). */
   readonly routes: readonly RouteDef[];
   /** The plain-HTTP data listener's handler. */
@@ -60,6 +64,8 @@ export interface DataPlaneDeps {
   readonly db: Db;
   /** The store file, which the access-log writer thread opens on its own connection. */
   readonly dbPath: string;
+  /** The data directory (the key that seals the API-security shared secret). */
+  readonly dataDir: string;
   /** The process's one audit trail. */
   readonly audit: Audit;
   readonly clock: Clock;
@@ -86,6 +92,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     listSites: () => sitesRepo.list(),
     clock,
     compileProtection: store.compile,
+    compileApiSec: openApiSecStore(store.repo).compile,
     counters: deps.counters,
     upstreamHealth: deps.upstreamHealth,
     swapped: (p, ms) => {
@@ -109,7 +116,18 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     events: deps.events,
     findAccessRecord: async (traceId) => (await accessLog.get(traceId))?.record,
   });
-  protection.start();
+  const apisec = createApiSecPlane({
+    config,
+    objects: protection.objects,
+    repo: store.repo,
+    policy,
+    db,
+    dataDir: deps.dataDir,
+    clock,
+    random,
+    logger,
+  });
+  apisec.start();
   const settings = createSettingsRepo(db);
   const sites = createSites({
     db,
@@ -120,16 +138,20 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     random,
     defaultLevel: () => settings.get(SETUP_KEYS.siteLevel) as SiteConfig["level"] | undefined,
   });
+  const traceIds = createTraceIds(random, clock);
   const proxy = createProxy({
     policy,
     accessLog,
     clock,
     logger,
-    traceId: createTraceIds(random, clock),
+    traceId: traceIds,
     protection: protection.controls,
+    apisec: apisec.runtime,
   });
+  // Both listeners (HTTP here, HTTPS through the TLS front) run requests through the Hono app.
+  const data = createDataApp(proxy.handle, logger, traceIds);
   const handler: DataHandler = (req, info) =>
-    proxy.handle(req, (info.remoteAddr as Deno.NetAddr).hostname, "http");
+    data.handle(req, (info.remoteAddr as Deno.NetAddr).hostname, "http");
   let https: TlsFront | undefined;
 
   return {
@@ -138,7 +160,13 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     accessLog,
     proxy,
     protection,
-    routes: [...siteRoutes(sites), ...logRoutes(accessLog, clock), ...protection.routes],
+    apisec,
+    routes: [
+      ...siteRoutes(sites),
+      ...logRoutes(accessLog, clock),
+      ...protection.routes,
+      ...apisec.routes,
+    ],
     handler,
     async startHttps() {
       const listenAt = config.server.data.https_listen;
@@ -148,7 +176,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
         hostname: addr.hostname,
         port: addr.port,
         policy,
-        handle: proxy.handle,
+        handle: data.handle,
         logger,
       });
       return https;
@@ -156,6 +184,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     async close() {
       await https?.shutdown();
       await accessLog.stop();
+      apisec.stop();
       proxy.close();
       await protection.close();
     },
@@ -166,13 +195,19 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
 function startAccessLog(deps: DataPlaneDeps): AccessLog {
   const { config, logger } = deps;
   const sinks: AccessLogSink[] = [];
+  const writer = createWorkerWriter(deps.dbPath);
   const pg = config.storage.postgresql;
   if (pg) {
     sinks.push(
       createPgShipper(
-        createPgSink({ dsn: pg.dsn, poolSize: pg.pool_size }),
-        { batchSize: pg.batch_size },
-        logger,
+        createPgSink({
+          dsn: pg.dsn,
+          poolSize: pg.pool_size,
+          connectTimeoutSeconds: Math.max(1, Math.ceil(durationMs(pg.connect_timeout) / 1000)),
+        }),
+        writer,
+        { batchSize: pg.batch_size, insertTimeoutMs: durationMs(pg.insert_timeout) },
+        { logger, clock: deps.clock },
       ),
     );
   }
@@ -184,14 +219,11 @@ function startAccessLog(deps: DataPlaneDeps): AccessLog {
     maxRecords: logs.max_records,
   }, {
     repo: createAccessLogRepo(deps.db),
-    writer: createWorkerWriter(deps.dbPath),
+    writer,
     clock: deps.clock,
     logger,
     sinks,
     observe: both(deps.events ? recordEvents(deps.events) : undefined, deps.observe),
-  });
-  accessLog.prune().catch((err) => {
-    logger.error("access log retention failed", { error: err as Error });
   });
   accessLog.start();
   return accessLog;

@@ -32,7 +32,7 @@ import type { Guard, RouteDef } from "../routes/api/route.ts";
 import { setupRoutes } from "../routes/api/setup.ts";
 import { userRoutes } from "../routes/api/users.ts";
 
-/** How often the maintenance task runs. */
+/** How often the scheduler's `identity-maintenance` task runs by default. */
 export const MAINTENANCE_EVERY_MS = 30_000;
 
 export interface IdentityDeps {
@@ -55,6 +55,8 @@ export interface IdentityDeps {
     token: string,
   ) => Principal | undefined | Promise<Principal | undefined>;
   readonly verifyTotp?: TotpVerifier;
+  /** Cluster node authentication (the node's client certificate), on a controller. */
+  readonly node?: (c: Ctx) => boolean | Promise<boolean>;
   /** Raises administrator notifications (login lockouts). */
   readonly notify?: Notify;
 }
@@ -70,9 +72,9 @@ export interface Identity {
   /** Aggregated audit of refused authentications (flushed by maintenance). */
   readonly refusals: RefusalAudit;
   readonly captcha: Captcha;
-  /** Issues the setup token (while setup is incomplete) and starts the maintenance task. */
+  /** Issues the setup token (while setup is incomplete). */
   start(baseUrl: string): Promise<void>;
-  /** One maintenance pass (the timer runs it every 30 s). */
+  /** One maintenance pass (the scheduler's `identity-maintenance` task, every 30 s). */
   maintenance(): Promise<void>;
   stop(): void;
 }
@@ -154,7 +156,14 @@ export async function createIdentity(deps: IdentityDeps): Promise<Identity> {
   });
   const sink = { audit, transaction: tx };
   const slow = { refusals, sleep: deps.sleep };
-  const guard = createGuard({ sessions, setup, audit, transaction: tx, bearer: deps.bearer });
+  const guard = createGuard({
+    sessions,
+    setup,
+    audit,
+    transaction: tx,
+    bearer: deps.bearer,
+    node: deps.node,
+  });
   const routes: RouteDef[] = [
     ...setupRoutes(setup, sink, slow),
     ...authRoutes({
@@ -173,7 +182,6 @@ export async function createIdentity(deps: IdentityDeps): Promise<Identity> {
     ...consoleRoutes(),
   ];
 
-  let timer: ReturnType<typeof setInterval> | undefined;
   const maintenance = async () => {
     await setup.cleanup();
     tx(() => sessions.purge());
@@ -193,17 +201,9 @@ export async function createIdentity(deps: IdentityDeps): Promise<Identity> {
     captcha,
     async start(baseUrl) {
       await setup.start(baseUrl, deps.env.setupToken);
-      timer = setInterval(() => {
-        maintenance().catch((err) =>
-          deps.logger.error("identity maintenance failed", { error: err })
-        );
-      }, MAINTENANCE_EVERY_MS);
-      Deno.unrefTimer(timer);
     },
     maintenance,
     stop() {
-      if (timer !== undefined) clearInterval(timer);
-      timer = undefined;
       // Counts of refused logins since the last pass are written before the store closes.
       refusals.flush();
     },

@@ -44,7 +44,6 @@ import type { DataPlane } from "./data_plane.ts";
 
 const SAMPLE_EVERY_MS = 5_000;
 const PERSIST_EVERY_MS = 60_000;
-const CERTIFICATES_EVERY_MS = 6 * 3_600_000;
 const UNSAFE = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
 export interface MonitorDeps {
@@ -173,6 +172,8 @@ export function createMonitorCore(deps: MonitorDeps): MonitorCore {
 export interface MonitorPlane {
   readonly metrics: Metrics;
   readonly rollups: Rollups;
+  /** The certificate-expiry watch (the scheduler's `certificate-check` task). */
+  readonly certificates: ReturnType<typeof createCertificateWatch>;
   /** Monitoring's own routes (metrics, summary, series). */
   readonly monitorRoutes: readonly RouteDef[];
   /** Routes of the system family (time synchronisation), mounted with the system API. */
@@ -321,19 +322,13 @@ export function createMonitorPlane(
   return {
     metrics,
     rollups,
+    certificates,
     monitorRoutes: monitorRoutes({ metrics, dashboard, prometheus: config.monitor.prometheus }),
     systemRoutes: timeSyncRoutes({ audit: deps.audit, transaction: tx, timeSync: core.timeSync }),
     start() {
       every(SAMPLE_EVERY_MS, "monitoring rollup", rollups.sample);
       every(PERSIST_EVERY_MS, "monitoring rollup persistence", rollups.persist);
-      every(CERTIFICATES_EVERY_MS, "certificate check", certificates.check);
-      try {
-        certificates.check();
-      } catch (err) {
-        logger.error("certificate check failed", { error: err as Error });
-      }
       core.dispatcher.start();
-      core.timeSync.start();
     },
     async stop() {
       for (const t of timers) clearInterval(t);

@@ -64,8 +64,6 @@ export interface ProtectionPlane {
   readonly feeds: ThreatFeeds;
   readonly alap: Alap;
   readonly routes: readonly RouteDef[];
-  /** Starts the threat-feed scheduler. */
-  start(): void;
   close(): Promise<void>;
 }
 
@@ -136,7 +134,6 @@ export function createProtectionPlane(deps: ProtectionDeps): ProtectionPlane {
       ...protectionRoutes(objects, { hasGeo: store.geo !== undefined }),
       ...threatIntelRoutes({ objects, feeds }),
     ],
-    start: () => feeds.start(),
     async close() {
       await feeds.stop();
       alap.flush();

@@ -33,6 +33,8 @@ import { type AiPlane, createAiPlane } from "./ai.ts";
 import { createIdentity, type Identity } from "./identity.ts";
 import { createDataPlane, type DataPlane } from "./data_plane.ts";
 import { createMonitorCore, createMonitorPlane, type MonitorPlane } from "./monitor.ts";
+import { type ClusterPlane, createCluster } from "./cluster.ts";
+import { createOps, type OpsPlane } from "./ops.ts";
 
 export class ProductionStorageUnavailableError extends Error {
   constructor(missing: string) {
@@ -56,7 +58,11 @@ export interface ServerDeps {
   readonly clock: Clock;
   readonly random: Random;
   readonly logger: Logger;
-  readonly env: { readonly setupToken?: string };
+  readonly env: {
+    readonly setupToken?: string;
+    /** A node's one-time join token (`--join-token`, `WAF_CLUSTER_JOIN_TOKEN`); never logged. */
+    readonly clusterJoinToken?: string;
+  };
   /** Waits `ms` (answering a flooding client late); tests replace it. Default: a timer. */
   readonly sleep?: (ms: number) => Promise<void>;
   /** Replaces the data-plane handler (tests use it to hold a request in flight). */
@@ -85,6 +91,12 @@ export interface RunningServer {
   readonly ai: AiPlane;
   /** Metrics, rollups, realtime bus, notification channels, time synchronisation. */
   readonly monitor: Monitoring;
+  /** The cluster role: controller (CA, tokens, nodes) or node (identity, agent). */
+  readonly cluster: ClusterPlane;
+  /** `https://host:port` of the controller's cluster listener, when `cluster.listen` is set. */
+  readonly clusterUrl: string | undefined;
+  /** The task scheduler and its maintenance routines. */
+  readonly ops: OpsPlane;
   /** Drains both listeners (bounded by the shutdown timeout) and closes the store. */
   shutdown(): Promise<void>;
 }
@@ -108,13 +120,17 @@ export interface ComposedServer {
   readonly ai: AiPlane;
   /** Metrics, rollups, realtime bus, notification channels, time synchronisation. */
   readonly monitor: Monitoring;
+  /** The cluster role: controller (CA, tokens, nodes) or node (identity, agent). */
+  readonly cluster: ClusterPlane;
+  /** The task scheduler and its maintenance routines. */
+  readonly ops: OpsPlane;
   /** Every management route mounted. */
   readonly routes: readonly RouteDef[];
   /** The management Hono app (tests call it in-process with `app.request`). */
   readonly app: Hono<Env>;
   /** The management listener's TLS material, when TLS is on. */
   readonly tls: Pem | undefined;
-  /** Starts the background work: setup token, identity maintenance, token cleanup. */
+  /** Starts the background work: setup token, monitoring pipelines, the task scheduler. */
   start(baseUrl: string): Promise<void>;
   /** Closes the data plane, stops the services and closes the store. */
   close(): Promise<void>;
@@ -152,11 +168,25 @@ export async function composeServer(
     timeClock: core.timeClock,
   });
   let identity: Identity;
+  let cluster: ClusterPlane;
   let tls: Pem | undefined;
   let dataPlane: DataPlane;
   let ai: AiPlane;
   let plane: MonitorPlane;
+  let ops: OpsPlane;
   try {
+    cluster = await createCluster({
+      ...services,
+      joinToken: deps.env.clusterJoinToken,
+      notify: core.notify,
+      publish: (payload) => core.bus.publish("node.status", payload),
+      counters: core.counters,
+      ready: () => ({
+        store: readiness.store,
+        data_plane: readiness.dataPlane,
+        management: readiness.management,
+      }),
+    });
     identity = await createIdentity({
       ...services,
       env: deps.env,
@@ -164,6 +194,7 @@ export async function composeServer(
       sleep: deps.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
       bearer: apiAccess.bearer,
       verifyTotp: apiAccess.verifyTotp,
+      node: (c) => cluster.authenticate(c),
       notify: core.notify,
     });
     tls = await managementTls(config, dataDir, mgmtAddr.hostname, deps.clock.now(), deps.random);
@@ -174,25 +205,34 @@ export async function composeServer(
       counters: core.counters,
       upstreamHealth: core.upstreamHealth.hook,
       observe: core.bus.access,
-      swapped: () => core.swaps++,
+      swapped: () => {
+        core.swaps++;
+        cluster.policyChanged();
+      },
+    });
+    await dataPlane.apisec.ready.catch(async (err) => {
+      await dataPlane.close();
+      throw err;
     });
     ai = createAiPlane({ ...services, dataPlane });
     plane = createMonitorPlane(core, dataPlane, services);
+    ops = createOps({ ...services, core, plane, dataPlane, identity, apiAccess });
   } catch (err) {
-    apiAccess.stop();
     db.close();
     throw err;
   }
   const monitor: Monitoring = Object.assign(core, plane);
   const routes: RouteDef[] = [
-    ...healthRoutes(readiness),
-    ...dataPlane.routes,
+    ...healthRoutes(readiness, () => cluster.health()),
+    ...cluster.localWrites(dataPlane.routes),
     ...identity.routes,
     ...apiAccess.routes,
     ...ai.routes,
     ...core.routes,
     ...plane.monitorRoutes,
     ...plane.systemRoutes,
+    ...cluster.routes,
+    ...ops.routes,
   ];
   const app = createManagementApp({
     logger: deps.logger,
@@ -209,19 +249,23 @@ export async function composeServer(
     apiAccess,
     ai,
     monitor,
+    cluster,
+    ops,
     routes,
     app,
     tls,
     async start(baseUrl) {
       await identity.start(config.server.management.base_url ?? baseUrl);
-      apiAccess.start();
       plane.start();
+      cluster.start({ rebuild: () => void dataPlane.policy.rebuild() });
+      ops.start();
     },
     async close() {
+      await ops.stop();
+      await cluster.stop();
       await plane.stop();
       await dataPlane.close();
       identity.stop();
-      apiAccess.stop();
       db.close();
     },
   };
@@ -247,6 +291,8 @@ export async function startServer(
       handler: (req, info) => app.fetch(req, { remoteAddr: info.remoteAddr, tls: !!tls }),
     });
     listeners.push(management);
+    const clusterListener = await composed.cluster.listen(app);
+    if (clusterListener) listeners.push(clusterListener);
     readiness.management = true;
     const data = listen({
       name: "data",
@@ -292,6 +338,7 @@ export async function startServer(
           await data.shutdown();
           await https?.shutdown();
           await management.shutdown();
+          await clusterListener?.shutdown();
           return "drained" as const;
         })();
         const outcome = await Promise.race([drained, deadline]);
@@ -319,6 +366,16 @@ export async function startServer(
       apiAccess: composed.apiAccess,
       ai: composed.ai,
       monitor: composed.monitor,
+      cluster: composed.cluster,
+      clusterUrl: clusterListener
+        ? `https://${
+          formatAddress(
+            clusterListener.hostname === "0.0.0.0" ? "127.0.0.1" : clusterListener.hostname,
+            clusterListener.port,
+          )
+        }`
+        : undefined,
+      ops: composed.ops,
       shutdown,
     };
   } catch (err) {

@@ -9,6 +9,8 @@ export interface CommandDeps {
   /** Environment values the commands may use; read only in main.ts. */
   readonly env: {
     readonly setupToken?: string;
+    /** `WAF_CLUSTER_JOIN_TOKEN`: a node's one-time join token. */
+    readonly clusterJoinToken?: string;
     readonly osUser?: string;
     /** `WAF_LANG`: overrides the persisted CLI language (`waf lang set`). */
     readonly lang?: string;

@@ -41,7 +41,7 @@ export const logsPackCommand: Command = async (args, global, deps) => {
       db,
       version: VERSION,
       host: hostFacts(),
-      knownSecrets: deps.env.setupToken ? [deps.env.setupToken] : [],
+      knownSecrets: [deps.env.setupToken, deps.env.clusterJoinToken].filter((v) => v !== undefined),
       now,
     }, `${dir}/${name}`);
     if (result.kind === "exists") {

@@ -11,7 +11,7 @@ import { readProc, watchLauncher } from "../mod/ops/launcher_watch.ts";
 import { type Command, EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from "./context.ts";
 import { cliTranslator } from "./lang.ts";
 import { loadConfig } from "./load_config.ts";
-import { flagsOrUsage } from "./output.ts";
+import { flagsOrUsage, stringFlag } from "./output.ts";
 import { ProductionStorageUnavailableError, startServer } from "../app/server.ts";
 import { deploymentProblems, formatProblems } from "../mod/config/config.ts";
 import { ListenerError } from "../routes/listen.ts";
@@ -20,7 +20,7 @@ const encoder = new TextEncoder();
 
 export const serveCommand: Command = async (args, global, deps) => {
   const { t } = await cliTranslator(global, deps);
-  const flags = flagsOrUsage(deps, t, ["serve"], args, {});
+  const flags = flagsOrUsage(deps, t, ["serve"], args, { "join-token": { type: "string" } });
   if (typeof flags === "number") return flags;
   const loaded = await loadConfig(global, deps, true, t);
   if (!loaded) return EXIT_USAGE;
@@ -70,7 +70,10 @@ export const serveCommand: Command = async (args, global, deps) => {
         clock: deps.clock,
         random: deps.random,
         logger,
-        env: deps.env,
+        env: {
+          ...deps.env,
+          clusterJoinToken: stringFlag(flags, "join-token") ?? deps.env.clusterJoinToken,
+        },
       });
     } catch (err) {
       if (err instanceof SetupTokenError) {

@@ -139,6 +139,16 @@ export function createAccessLogRepo(db: Db) {
        (SELECT id FROM access_logs WHERE id <= ? ORDER BY id LIMIT ${PRUNE_CHUNK})`,
   );
   const count = db.prepare("SELECT COUNT(*) AS n FROM access_logs");
+  const after = db.prepare(
+    `SELECT id, trace_id, time, site_id, client_ip, method, host, path, status, action,
+       attack_class, record FROM access_logs WHERE id > ? ORDER BY id LIMIT ?`,
+  );
+  const maxId = db.prepare("SELECT COALESCE(MAX(id), 0) AS n FROM access_logs");
+  const getCursor = db.prepare("SELECT last_id FROM access_log_cursors WHERE name = ?");
+  const putCursor = db.prepare(
+    `INSERT INTO access_log_cursors (name, last_id, updated_at) VALUES (?, ?, ?)
+     ON CONFLICT (name) DO UPDATE SET last_id = excluded.last_id, updated_at = excluded.updated_at`,
+  );
   return {
     /** Inserts rows in one transaction; returns how many were written. */
     insertBatch(rows: readonly AccessLogRow[]): number {
@@ -200,6 +210,18 @@ export function createAccessLogRepo(db: Db) {
     get(traceId: string): StoredAccessLogRow | undefined {
       return byTrace.get(traceId) as StoredAccessLogRow | undefined;
     },
+    /**
+     * One slice of retention (at most two chunks of 5,000 rows, each its own transaction):
+     * rows older than `before` first, then all but the newest `keep`. Returns the rows deleted;
+     * 0 when nothing is left to delete. Callers loop, letting other writes in between slices.
+     */
+    pruneSlice(before: number, keep: number): number {
+      const aged = Number(transaction(db, () => pruneAge.run(before)).changes);
+      if (aged >= PRUNE_CHUNK) return aged;
+      const cutoff = keepFrom.get(keep) as { id: number } | undefined;
+      if (cutoff === undefined) return aged;
+      return aged + Number(transaction(db, () => pruneUpTo.run(cutoff.id)).changes);
+    },
     /** Deletes rows older than `before` and all but the newest `keep`; returns rows deleted. */
     prune(before: number, keep: number): number {
       let deleted = 0;
@@ -219,6 +241,20 @@ export function createAccessLogRepo(db: Db) {
     },
     count(): number {
       return (count.get() as { n: number }).n;
+    },
+    /** Up to `limit` rows after row id `afterId`, oldest first, and the newest id stored. */
+    readAfter(afterId: number, limit: number): { rows: StoredAccessLogRow[]; maxId: number } {
+      return {
+        rows: after.all(afterId, limit) as unknown as StoredAccessLogRow[],
+        maxId: (maxId.get() as { n: number }).n,
+      };
+    },
+    /** A shipping cursor (the last row id shipped), or undefined when never saved. */
+    cursor(name: string): number | undefined {
+      return (getCursor.get(name) as { last_id: number } | undefined)?.last_id;
+    },
+    saveCursor(name: string, lastId: number, now: number): void {
+      putCursor.run(name, lastId, now);
     },
     /** Counts per bucket of `bucket` ms from `from`, and the top keys of attacked requests. */
     summary(from: number, to: number, bucket: number, limit: number): AccessLogSummaryRows {

@@ -15,6 +15,9 @@ type Message =
   | { kind: "open"; path: string }
   | { kind: "write"; id: number; rows: AccessLogRow[] }
   | { kind: "prune"; id: number; before: number; keep: number }
+  | { kind: "read"; id: number; afterId: number; limit: number }
+  | { kind: "cursor"; id: number; name: string }
+  | { kind: "save-cursor"; id: number; name: string; lastId: number; now: number }
   | { kind: "close" };
 
 self.onmessage = (e: MessageEvent<Message>) => {
@@ -33,7 +36,15 @@ self.onmessage = (e: MessageEvent<Message>) => {
     return;
   }
   try {
-    const written = m.kind === "prune" ? repo!.prune(m.before, m.keep) : repo!.insertBatch(m.rows);
+    const written = m.kind === "prune"
+      ? repo!.pruneSlice(m.before, m.keep)
+      : m.kind === "read"
+      ? repo!.readAfter(m.afterId, m.limit)
+      : m.kind === "cursor"
+      ? repo!.cursor(m.name)
+      : m.kind === "save-cursor"
+      ? repo!.saveCursor(m.name, m.lastId, m.now)
+      : repo!.insertBatch(m.rows);
     self.postMessage({ kind: "written", id: m.id, written });
   } catch (err) {
     self.postMessage({ kind: "failed", id: m.id, error: String(err) });

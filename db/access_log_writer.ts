@@ -3,18 +3,33 @@
  * writer thread with its own store connection (the running server), so the insert work and
  * its pauses stay off the data plane's event loop.
  */
-import type { AccessLogRepo, AccessLogRow } from "./access_log_repo.ts";
+import type { AccessLogRepo, AccessLogRow, StoredAccessLogRow } from "./access_log_repo.ts";
 
 export interface AccessLogWriter {
   /** Resolves with the number of rows written; rejects when the batch failed. */
   write(rows: AccessLogRow[]): Promise<number>;
-  /** Retention: deletes rows older than `before` and all but the newest `keep`. */
+  /**
+   * One slice of retention (rows older than `before`, then all but the newest `keep`); resolves
+   * with the rows deleted, 0 when done. Batches written meanwhile go in between slices.
+   */
   prune(before: number, keep: number): Promise<number>;
   close(): Promise<void>;
 }
 
+/** What a sink ships from: the stored rows and its persisted cursor. */
+export interface ShipSource {
+  /**
+   * Rows after row id `afterId` (oldest first, at most `limit`) and the newest id stored: what a
+   * sink ships from. Read where the inserts run, after every batch posted before it.
+   */
+  readAfter(afterId: number, limit: number): Promise<{ rows: StoredAccessLogRow[]; maxId: number }>;
+  /** A sink's persisted cursor (the last row id it shipped). */
+  cursor(name: string): Promise<number | undefined>;
+  saveCursor(name: string, lastId: number, now: number): Promise<void>;
+}
+
 /** Writes on the calling thread. */
-export function directWriter(repo: AccessLogRepo): AccessLogWriter {
+export function directWriter(repo: AccessLogRepo): AccessLogWriter & ShipSource {
   return {
     write: (rows) => {
       try {
@@ -25,49 +40,63 @@ export function directWriter(repo: AccessLogRepo): AccessLogWriter {
     },
     prune: (before, keep) => {
       try {
-        return Promise.resolve(repo.prune(before, keep));
+        return Promise.resolve(repo.pruneSlice(before, keep));
       } catch (err) {
         return Promise.reject(err);
       }
     },
+    readAfter: (afterId, limit) => attempt(() => repo.readAfter(afterId, limit)),
+    cursor: (name) => attempt(() => repo.cursor(name)),
+    saveCursor: (name, lastId, now) => attempt(() => repo.saveCursor(name, lastId, now)),
     close: () => Promise.resolve(),
   };
 }
 
+function attempt<T>(fn: () => T): Promise<T> {
+  try {
+    return Promise.resolve(fn());
+  } catch (err) {
+    return Promise.reject(err);
+  }
+}
+
 type Reply =
-  | { kind: "written"; id: number; written: number }
+  | { kind: "written"; id: number; written: unknown }
   | { kind: "failed"; id: number; error: string }
   | { kind: "closed" };
 
 /** Writes on a worker thread that opens its own connection to the store at `path`. */
-export function createWorkerWriter(path: string): AccessLogWriter {
+export function createWorkerWriter(path: string): AccessLogWriter & ShipSource {
   const worker = new Worker(new URL("./access_log_worker.ts", import.meta.url), {
     type: "module",
   });
   let next = 0;
-  const pending = new Map<number, { resolve: (n: number) => void; reject: (e: Error) => void }>();
+  const pending = new Map<number, { resolve: (v: never) => void; reject: (e: Error) => void }>();
   let onClosed: (() => void) | undefined;
   worker.onmessage = (e: MessageEvent<Reply>) => {
     const m = e.data;
     if (m.kind === "closed") return onClosed?.();
     const p = pending.get(m.id);
     pending.delete(m.id);
-    if (m.kind === "written") p?.resolve(m.written);
+    if (m.kind === "written") p?.resolve(m.written as never);
     else p?.reject(new Error(`Access-log batch failed: ${m.error}`));
   };
   worker.postMessage({ kind: "open", path });
   let closing: Promise<void> | undefined;
-  const request = (message: Record<string, unknown>): Promise<number> => {
+  const request = <T = number>(message: Record<string, unknown>): Promise<T> => {
     if (closing) return Promise.reject(new Error("The access-log writer is closed"));
     const id = ++next;
-    return new Promise((resolve, reject) => {
-      pending.set(id, { resolve, reject });
+    return new Promise<T>((resolve, reject) => {
+      pending.set(id, { resolve: resolve as (v: never) => void, reject });
       worker.postMessage({ ...message, id });
     });
   };
   return {
     write: (rows) => request({ kind: "write", rows }),
     prune: (before, keep) => request({ kind: "prune", before, keep }),
+    readAfter: (afterId, limit) => request({ kind: "read", afterId, limit }),
+    cursor: (name) => request({ kind: "cursor", name }),
+    saveCursor: (name, lastId, now) => request({ kind: "save-cursor", name, lastId, now }),
     close() {
       closing ??= new Promise<void>((resolve) => {
         // Messages are handled in order, so every posted batch is written before "close".

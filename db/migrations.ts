@@ -156,7 +156,7 @@ ${appendOnly("username_repairs")}`,
   {
     version: 5,
     name:
-      "credential epoch; unused access-log indexes dropped; notification read state per reader; AI assistant; aggregated authentication failures; monitoring rollups; notification channels and deliveries",
+      "credential epoch; unused access-log indexes dropped; notification read state per reader; AI assistant; aggregated authentication failures; monitoring rollups; notification channels and deliveries; cluster join tokens and nodes",
     // The access-log listing filters with "(:x IS NULL OR col = :x)", which SQLite's planner
     // cannot serve from the site, client and action indexes of version 3 (it walks the rowid,
     // newest first), while every access-log insert paid for three more B-tree updates. The time
@@ -287,7 +287,69 @@ CREATE TABLE notification_attempts (
   error TEXT,
   duration_ms INTEGER NOT NULL,
   PRIMARY KEY (delivery_id, attempt)
-) WITHOUT ROWID;`,
+) WITHOUT ROWID;
+-- Cluster (issue #19): one-time join tokens (the SHA-256 of the secret only; the token's id is
+-- the id of the node it enrols) and the nodes a controller manages.
+CREATE TABLE cluster_join_tokens (
+  id TEXT PRIMARY KEY,
+  secret_hash TEXT NOT NULL,
+  note TEXT NOT NULL,
+  created_by TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  expires_at INTEGER NOT NULL,
+  used_at INTEGER
+);
+CREATE TABLE cluster_nodes (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  cert_serial TEXT NOT NULL,
+  cert_fingerprint TEXT NOT NULL,
+  cert_not_after INTEGER NOT NULL,
+  enrolled_at INTEGER NOT NULL,
+  revoked_at INTEGER,
+  status TEXT NOT NULL,
+  last_heartbeat_at INTEGER,
+  last_ip TEXT,
+  report TEXT
+);
+-- API security (issue #15): the discovered API inventory, one row per endpoint template and
+-- site, written in batches off the request path (the statistics are JSON in data).
+CREATE TABLE apisec_endpoints (
+  site_id TEXT NOT NULL,
+  template TEXT NOT NULL,
+  data TEXT NOT NULL,
+  last_seen INTEGER NOT NULL,
+  PRIMARY KEY (site_id, template)
+) WITHOUT ROWID;
+-- Operations (#17): the task scheduler's persisted schedules and its run history.
+CREATE TABLE ops_tasks (
+  id TEXT PRIMARY KEY,
+  schedule TEXT NOT NULL,
+  enabled INTEGER NOT NULL,
+  jitter_ms INTEGER NOT NULL,
+  settings TEXT NOT NULL,
+  next_run_at INTEGER,
+  updated_at INTEGER NOT NULL
+);
+CREATE TABLE ops_task_runs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  task_id TEXT NOT NULL,
+  trigger TEXT NOT NULL,
+  actor TEXT,
+  started_at INTEGER NOT NULL,
+  finished_at INTEGER,
+  result TEXT NOT NULL,
+  duration_ms INTEGER,
+  error TEXT,
+  detail TEXT
+);
+CREATE INDEX ops_task_runs_task ON ops_task_runs(task_id, id);
+-- The PostgreSQL access-log sink (#22 item 5) ships from access_logs by this persisted cursor.
+CREATE TABLE access_log_cursors (
+  name TEXT PRIMARY KEY,
+  last_id INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+);`,
   },
 ];
 

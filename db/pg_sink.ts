@@ -1,7 +1,8 @@
 /**
  * The one wrapper around `postgres` (porsager/postgres): writes access-log batches into a
- * PostgreSQL table, creating it when missing. Retrying and buffering live in
- * `mod/data_plane/pg_shipper.ts`; this file only talks SQL.
+ * PostgreSQL table, creating it when missing. Retrying, the cursor and timeouts live in
+ * `mod/data_plane/pg_shipper.ts`; this file only talks SQL. `reset()` drops every connection
+ * (a stalled one never errors by itself) and starts a fresh pool.
  */
 import postgres from "postgres";
 import type { AccessLogRow } from "./access_log_repo.ts";
@@ -15,6 +16,10 @@ export interface PgSink {
   count(): Promise<number>;
   /** Drops the table (tests clean up their own). */
   drop(): Promise<void>;
+  /** `SELECT version()`: the connectivity check. */
+  version(): Promise<string>;
+  /** Ends every connection at once (pending queries fail) and opens a new pool. */
+  reset(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -30,12 +35,14 @@ export interface PgSinkOptions {
 export const PG_TABLE = "waf_access_logs";
 
 export function createPgSink(options: PgSinkOptions): PgSink {
-  const sql = postgres(options.dsn, {
-    max: options.poolSize,
-    connect_timeout: options.connectTimeoutSeconds ?? 5,
-    idle_timeout: 60,
-    onnotice: () => {},
-  });
+  const open = () =>
+    postgres(options.dsn, {
+      max: options.poolSize,
+      connect_timeout: options.connectTimeoutSeconds ?? 5,
+      idle_timeout: 60,
+      onnotice: () => {},
+    });
+  let sql = open();
   const table = options.table ?? PG_TABLE;
   return {
     async ensureTable() {
@@ -81,6 +88,15 @@ export function createPgSink(options: PgSinkOptions): PgSink {
     },
     async drop() {
       await sql`DROP TABLE IF EXISTS ${sql(table)}`;
+    },
+    async version() {
+      const rows = await sql`SELECT version() AS v`;
+      return String(rows[0]?.["v"] ?? "");
+    },
+    async reset() {
+      const old = sql;
+      sql = open();
+      await old.end({ timeout: 0 }).catch(() => {});
     },
     async close() {
       await sql.end({ timeout: 2 });

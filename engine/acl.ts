@@ -8,7 +8,14 @@
  * management API refuses to store it, so this only guards a hand-edited store).
  */
 import { type Cidr, cidrContains, type IpAddress, parseCidr } from "./ip_address.ts";
-import { compileRe2, type Matcher } from "./re2.ts";
+import {
+  checkRe2,
+  compileRe2,
+  holderOf,
+  type Matcher,
+  type RuleSetHolder,
+  type SharedMatcher,
+} from "./re2.ts";
 import type { RequestView } from "./request_view.ts";
 
 export type AclAction = "allow" | "block" | "challenge" | "log";
@@ -59,7 +66,7 @@ export interface AclResult {
   readonly decisive: AclRule | undefined;
 }
 
-export interface CompiledAclRules {
+export interface CompiledAclRules extends RuleSetHolder {
   readonly size: number;
   evaluate(view: RequestView, ip: IpAddress | undefined, siteId: string): AclResult;
 }
@@ -69,14 +76,14 @@ export function validateAclConditions(
   c: AclConditions,
 ): { field: string; message: string } | undefined {
   if (c.path && "regex" in c.path) {
-    const r = compileRe2(c.path.regex);
-    if (!r.ok) return { field: "conditions.path.regex", message: r.message };
+    const r = checkRe2(c.path.regex);
+    if (r) return { field: "conditions.path.regex", message: r.message };
   }
   for (const key of ["header", "query"] as const) {
     const p = c[key]?.pattern;
     if (p !== undefined) {
-      const r = compileRe2(p);
-      if (!r.ok) return { field: `conditions.${key}.pattern`, message: r.message };
+      const r = checkRe2(p);
+      if (r) return { field: `conditions.${key}.pattern`, message: r.message };
     }
   }
   for (const [i, text] of (c.cidrs ?? []).entries()) {
@@ -87,9 +94,12 @@ export function validateAclConditions(
   return undefined;
 }
 
-function matcherOrNever(pattern: string): Matcher | undefined {
+/** Compiles for a rule set, adding the matcher to what the set holds. */
+function matcherOrNever(pattern: string, held: SharedMatcher[]): Matcher | undefined {
   const r = compileRe2(pattern);
-  return r.ok ? r.matcher : undefined;
+  if (!r.ok) return undefined;
+  held.push(r.matcher);
+  return r.matcher;
 }
 
 function hostTest(hosts: readonly string[]): Test {
@@ -99,10 +109,11 @@ function hostTest(hosts: readonly string[]): Test {
 }
 
 function namedTest(
+  held: SharedMatcher[],
   cond: NamedCondition,
   values: (view: RequestView, name: string) => Iterable<string>,
 ): Test {
-  const m = cond.pattern === undefined ? undefined : matcherOrNever(cond.pattern);
+  const m = cond.pattern === undefined ? undefined : matcherOrNever(cond.pattern, held);
   if (cond.pattern !== undefined && !m) return () => false;
   return (view) => {
     for (const v of values(view, cond.name)) if (!m || m.test(v)) return true;
@@ -118,7 +129,11 @@ function* queryValues(view: RequestView, name: string): Iterable<string> {
   for (const [k, v] of view.query) if (k === name) yield v;
 }
 
-function compileConditions(c: AclConditions, geo: GeoLookup | undefined): Test[] {
+function compileConditions(
+  c: AclConditions,
+  geo: GeoLookup | undefined,
+  held: SharedMatcher[],
+): Test[] {
   const tests: Test[] = [];
   if (c.methods?.length) {
     const methods = new Set(c.methods.map((m) => m.toUpperCase()));
@@ -129,15 +144,15 @@ function compileConditions(c: AclConditions, geo: GeoLookup | undefined): Test[]
       const prefix = c.path.prefix;
       tests.push((view) => view.path.startsWith(prefix));
     } else {
-      const m = matcherOrNever(c.path.regex);
+      const m = matcherOrNever(c.path.regex, held);
       tests.push(m ? (view) => m.test(view.path) : () => false);
     }
   }
   if (c.hosts?.length) tests.push(hostTest(c.hosts));
   if (c.header) {
-    tests.push(namedTest({ ...c.header, name: c.header.name.toLowerCase() }, headerValues));
+    tests.push(namedTest(held, { ...c.header, name: c.header.name.toLowerCase() }, headerValues));
   }
-  if (c.query) tests.push(namedTest(c.query, queryValues));
+  if (c.query) tests.push(namedTest(held, c.query, queryValues));
   if (c.cidrs?.length) {
     const nets = c.cidrs.map(parseCidr).filter((n): n is Cidr => n !== undefined);
     tests.push((_view, ip) => ip !== undefined && nets.some((n) => cidrContains(n, ip)));
@@ -157,10 +172,12 @@ const NO_MATCH: AclResult = { logged: [], decisive: undefined };
 
 /** Compiles enabled rules in the given order; cheap conditions (method, prefix) run first. */
 export function compileAcl(rules: readonly AclRule[], geo?: GeoLookup): CompiledAclRules {
+  const held: SharedMatcher[] = [];
   const compiled: CompiledAcl[] = rules
     .filter((r) => r.enabled)
-    .map((rule) => ({ rule, tests: compileConditions(rule.conditions, geo) }));
+    .map((rule) => ({ rule, tests: compileConditions(rule.conditions, geo, held) }));
   return {
+    ...holderOf(held),
     size: compiled.length,
     evaluate(view, ip, siteId): AclResult {
       let logged: string[] | undefined;

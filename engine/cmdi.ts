@@ -18,7 +18,7 @@ import { deobfuscate } from "./shell_deobfuscate.ts";
 const MAX_CHARS = MAX_TEXT;
 
 /** Characters that can put a word in command position, or a start that could be one. */
-const GATE = /[;|&`$\n\r{]|\\n|^\s*['"]?\s*[a-z/%]/i;
+const GATE = /[;|&`$\n\r{]|\\n|^\s*(?:['"]\s*)?[a-z/%]/i;
 
 const SHELLSHOCK = /\(\s*\)\s*\{\s*[:\w]*\s*;?\s*\}\s*;/;
 const REVERSE_SHELL =
@@ -29,9 +29,12 @@ const COMMAND_OPTION =
 /** Anything that opens a command position after the start of the value. */
 const SEPARATOR = /[;|&`\n\r]|\$\(|\\[nr]|\$\{?ifs|\{[a-z/][\w./-]*,/i;
 
-/** Literals one of the exploit-shape regexes needs; most values have none. */
+/**
+ * Literals one of the exploit-shape regexes needs; most values have none (`nc` only as the
+ * word netcat is, or every "once" and "since" of a text would run them all).
+ */
 const SPECIAL_HINT =
-  /\/dev\/|sh\s+-i|nc|mkfifo|>&|comspec|cmd|powershell|iex|invoke-|--[a-z]|-o\s*[pl]/i;
+  /\/dev\/|sh\s+-i|\bnc(?:at)?\s|mkfifo|>&|comspec|cmd|powershell|iex|invoke-|--[a-z]|-o\s*[pl]/i;
 const IFS_TRICK = /\$\{?ifs\}?|\$\{path:0:1\}|\$\{home:0:1\}/i;
 const WINDOWS_SHELL =
   /%comspec%|\bcmd(?:\.exe)?\s+\/[ck]\s|\bpowershell(?:\.exe)?\s+(?:-|\/)(?:e|enc|encodedcommand|c|command|nop|noprofile|w|windowstyle|exec|ep)\b|\biex\s*\(|\binvoke-(?:expression|webrequest)\b/i;

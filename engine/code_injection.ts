@@ -32,7 +32,7 @@ const PHP_PROBE =
 /** `${@phpinfo()}`, `{${system(...)}}`: PHP complex variable syntax that calls a function. */
 const PHP_COMPLEX_CALL = /\$\{\s*@?\s*[a-z_]\w*\s*\(/i;
 const PHP_SUPERGLOBAL = /\$_(?:GET|POST|REQUEST|COOKIE|SERVER|FILES|ENV|SESSION)\s*\[/;
-const PREG_EVAL = /preg_replace\s*\(\s*["'](.).*\1[imsxu]*e[imsxu]*["']/i;
+const PREG_EVAL = /preg_replace\s*\(\s*["'](.).{0,512}?\1[imsxu]*e[imsxu]*["']/i;
 
 const DRUPAL_RENDER =
   /\[#(?:post_render|pre_render|lazy_builder|access_callback|process|value_callback)\]/i;

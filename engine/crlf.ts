@@ -14,12 +14,20 @@ import { makeFinding } from "./make_finding.ts";
 const BREAK = /[\r\n\u560a\u560d\u0085\u2028]/;
 const INJECTED_HEADER =
   /[\r\n\u560a\u560d\u0085\u2028][^\r\n:]{0,3}?(?:set-cookie|location|content-type|content-length|content-security-policy|content-disposition|x-xss-protection|refresh|access-control-allow-[a-z]+|transfer-encoding|cache-control|x-forwarded-[a-z]+|host|cookie|link|x-frame-options|strict-transport-security)\s*:/i;
-const SPLIT =
-  /[\r\n\u560a\u560d][^\r\n]{0,3}?(?:http\/\d\.\d\s+\d{3}|set-cookie\s*:)|(?:\r\n|\n){2}\s*<(?:html|script|svg|body)/i;
+const SPLIT = /[\r\n\u560a\u560d][^\r\n]{0,3}?(?:http\/\d\.\d\s+\d{3}|set-cookie\s*:)/i;
+/**
+ * A document start; {@link blankLineBefore} then looks back for the empty line that ends the
+ * headers. Looking back from the rare tag (rather than forward from every line break) keeps a
+ * text of nothing but line breaks linear.
+ */
+const BODY_START = /<(?:html|script|svg|body)/gi;
 
-/** A break still escaped after every decoding layer the normaliser applies (`%2525250a`). */
+/**
+ * A break still escaped after every decoding layer the normaliser applies (`%2525250a`). A
+ * match only starts at the first break of a run, so a run of breaks is read once.
+ */
 const ESCAPED_BREAK =
-  /%(?:25)*0[ad](?:%(?:25)*0[ad])*[^:\s]{0,3}?(?:set-cookie|location|content-type|content-length|refresh|x-xss-protection|http\/\d)/i;
+  /(?<!%(?:25)*0[ad])%(?:25)*0[ad](?:%(?:25)*0[ad])*[^:\s]{0,3}?(?:set-cookie|location|content-type|content-length|refresh|x-xss-protection|http\/\d)/i;
 
 const PATH_BREAK = /%(?:25)*0[ad]|%u000[ad]/i;
 
@@ -51,10 +59,35 @@ export function crlf(value: DetectorInput): Finding | undefined {
   if (split !== null) {
     return makeFinding(value, "crlf", 92, "crlf.response_splitting", text, split.index);
   }
+  const body = injectedBody(text);
+  if (body >= 0) return makeFinding(value, "crlf", 92, "crlf.response_splitting", text, body);
   const header = INJECTED_HEADER.exec(text);
   if (header === null) return undefined;
   // A comment may well say "Location: Berlin" on its own line; a redirect target may not.
   // Monitoring SDKs even post whole response header blocks as JSON text.
   const score = isBody(value.input.source) ? 30 : 90;
   return makeFinding(value, "crlf", score, "crlf.header_injection", text, header.index);
+}
+
+/** Where a document starts after an empty line (headers ended, body injected), or -1. */
+function injectedBody(text: string): number {
+  if (text.indexOf("<") < 0) return -1;
+  BODY_START.lastIndex = 0;
+  for (let m = BODY_START.exec(text); m !== null; m = BODY_START.exec(text)) {
+    const at = blankLineBefore(text, m.index);
+    if (at >= 0) return at;
+  }
+  return -1;
+}
+
+/** The start of the whitespace before `at` when it holds two line feeds, or -1. */
+function blankLineBefore(text: string, at: number): number {
+  let feeds = 0;
+  let i = at - 1;
+  for (; i >= 0; i--) {
+    const c = text.charCodeAt(i);
+    if (c === 10) feeds++;
+    else if (c !== 13 && c !== 32 && c !== 9) break;
+  }
+  return feeds >= 2 ? i + 1 : -1;
 }

@@ -11,18 +11,19 @@
 /** CSS that runs script (IE expressions, bindings) or pulls attacker styles. */
 export const SCRIPT_CSS =
   /expression\s*\(|behaviou?r\s*:|-moz-binding|(?:^|[\s;{"'])binding\s*:|javascript:|@import/;
-const CSS_COMMENT = /\/\*.*?\*\//gs;
+/** A comment; one left open runs to the end, as the CSS parser reads it (and a run of `/*` is read once). */
+const CSS_COMMENT = /\/\*[\s\S]*?(?:\*\/|$)/g;
 const CSS_HEX_ESCAPE = /\\([0-9a-fA-F]{1,6})\s?/g;
 const CSS_CHAR_ESCAPE = /\\([^0-9a-fA-F\n])/g;
 /** A `\` escape in a declaration: only hand-written obfuscation needs one. */
 const CSS_ESCAPE = /\\[0-9a-fA-F]|\\[a-zA-Z]/;
 /** `url(` whose argument contains what ends a declaration or opens a comment. */
-const URL_BREAKOUT = /url\(\s*['"]?(?!data:)[^)'"]*?(?:[;{}]|\/\*)/;
+const URL_BREAKOUT = /url\(\s*['"]?(?!data:)[^()'"]*?(?:[;{}]|\/\*)/;
 /** An SVG document used as a CSS resource: it brings its own script-capable DOM. */
-const URL_SVG = /url\(\s*['"]?(?:data:image\/svg|[^)'"]*\.svg(?:[#?)'"\s]|$))/;
+const URL_SVG = /url\(\s*['"]?(?:data:image\/svg|[^()'"]*\.svg(?:[#?)'"\s]|$))/;
 const BRACES = /[{}]/;
 /** A quoted CSS string holding a line break or a further declaration (`'foo\n;color:red'`). */
-const STRING_BREAKOUT = /[:,(]\s*(['"])[^'"]*?[\n;][^'"]*?[a-z-]+\s*:[^'"]*\1/;
+const STRING_BREAKOUT = /[:,(]\s*(['"])(?=[^'"]*\1)[^'"\n;]*[\n;][^'"]*?(?<![a-z-])[a-z-]+\s*:/;
 
 /** A CSS verdict: rule name without the `xss.` prefix and a score. */
 export interface CssVerdict {

@@ -6,7 +6,14 @@
  * reported; the first matching `block` or `challenge` rule decides, and `log` rules only
  * record that they matched.
  */
-import { compileRe2, type Matcher } from "./re2.ts";
+import {
+  checkRe2,
+  compileRe2,
+  holderOf,
+  type Matcher,
+  type RuleSetHolder,
+  type SharedMatcher,
+} from "./re2.ts";
 import type { RequestView } from "./request_view.ts";
 
 export type CustomTarget =
@@ -47,15 +54,14 @@ export interface CustomRulesResult {
   readonly decisive: CustomRule | undefined;
 }
 
-export interface CompiledCustomRules {
+export interface CompiledCustomRules extends RuleSetHolder {
   readonly size: number;
   evaluate(view: RequestView, siteId: string): CustomRulesResult;
 }
 
 /** Checks a pattern as RE2 would compile it; the message is RE2's own. */
 export function validatePattern(pattern: string, ignoreCase = false): string | undefined {
-  const r = compileRe2(pattern, { ignoreCase });
-  return r.ok ? undefined : r.message;
+  return checkRe2(pattern, { ignoreCase })?.message;
 }
 
 /** Tries `pattern` on each sample, as a custom rule would (for the console's regex tester). */
@@ -66,7 +72,11 @@ export function testPattern(
 ): { valid: true; matches: boolean[] } | { valid: false; error: string } {
   const r = compileRe2(pattern, { ignoreCase });
   if (!r.ok) return { valid: false, error: r.message };
-  return { valid: true, matches: samples.map((s) => r.matcher.test(s)) };
+  try {
+    return { valid: true, matches: samples.map((s) => r.matcher.test(s)) };
+  } finally {
+    r.matcher.release();
+  }
 }
 
 function targetMatches(m: Matcher, target: CustomTarget, view: RequestView): boolean {
@@ -95,20 +105,25 @@ function targetMatches(m: Matcher, target: CustomTarget, view: RequestView): boo
 const EMPTY: CustomRulesResult = { matched: [], decisive: undefined };
 
 /**
- * Compiles the enabled rules. A rule whose pattern does not compile is skipped (the API
- * refuses such patterns at write time, so this only guards a hand-edited store).
+ * Compiles the enabled rules. A rule whose pattern does not compile, or no longer fits RE2's
+ * memory, is skipped (the API refuses such patterns at write time, so this only guards a
+ * hand-edited store or a budget filled since).
  */
 export function compileCustomRules(rules: readonly CustomRule[]): CompiledCustomRules {
   const compiled: CompiledRule[] = [];
+  const held: SharedMatcher[] = [];
   const ordered = rules
     .map((rule, index) => ({ rule, index }))
     .filter((r) => r.rule.enabled)
     .sort((a, b) => a.rule.priority - b.rule.priority || a.index - b.index);
   for (const { rule } of ordered) {
     const r = compileRe2(rule.pattern, { ignoreCase: rule.ignoreCase });
-    if (r.ok) compiled.push({ rule, matcher: r.matcher });
+    if (!r.ok) continue;
+    compiled.push({ rule, matcher: r.matcher });
+    held.push(r.matcher);
   }
   return {
+    ...holderOf(held),
     size: compiled.length,
     evaluate(view: RequestView, siteId: string): CustomRulesResult {
       let matched: string[] | undefined;

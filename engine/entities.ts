@@ -75,23 +75,19 @@ function isAlnum(c: number): boolean {
  * @returns the text with every recognised reference replaced
  */
 export function decodeEntities(s: string): string {
-  if (!s.includes("&")) return s;
+  let i = s.indexOf("&");
+  if (i < 0) return s;
+  // Text between references is copied whole.
   let out = "";
-  for (let i = 0; i < s.length; i++) {
-    const c = s[i]!;
-    if (c !== "&") {
-      out += c;
-      continue;
-    }
+  let last = 0;
+  for (; i >= 0; i = s.indexOf("&", i + 1)) {
     const decoded = s[i + 1] === "#" ? numericAt(s, i) : namedAt(s, i);
-    if (decoded === undefined) {
-      out += c;
-      continue;
-    }
-    out += decoded.text;
+    if (decoded === undefined) continue;
+    out += s.slice(last, i) + decoded.text;
+    last = decoded.end;
     i = decoded.end - 1;
   }
-  return out;
+  return last === 0 ? s : out + s.slice(last);
 }
 
 interface Decoded {

@@ -81,9 +81,9 @@ const RAW_TEXT: ReadonlySet<string> = new Set([
 /** A quoted attribute or a comment closed, then markup: the shape of a context breakout. */
 const BREAKOUT = /["'`]\s*\/?>|-->|\]\]>/;
 /** Legacy processing instructions that load behaviours, namespaces or XSL style sheets. */
-const ACTIVE_PI = /<\?(?:import\b|xml:namespace\b|xml-stylesheet\b[^>]*\bhref)/i;
+const ACTIVE_PI = /<\?(?:import\b|xml:namespace\b|xml-stylesheet\b[^<>]*\bhref)/i;
 /** A DTD that gives every element of a kind a default event handler. */
-const ATTLIST_HANDLER = /<!ATTLIST\s[^>]*?\son[a-z]{3,}\s+CDATA/i;
+const ATTLIST_HANDLER = /<!ATTLIST\s[^<>]*?\son[a-z]{3,}\s+CDATA/i;
 /** Attributes that only JSX source uses (`className`, `htmlFor`, `={expression}`). */
 const JSX_ATTR = /^(?:classname|htmlfor|key|ref)$/;
 /** Attributes whose value is fetched or navigated to, where a dangling quote leaks the page. */

@@ -126,29 +126,90 @@ class Analysis {
  * @returns every finding (highest score first) and the one that blocks at this level
  */
 export function inspect(req: EngineRequest, opts: InspectOptions): Inspection {
-  const analysis = new Analysis(opts.budget ?? budgetFor(req));
-  const protocol = checkProtocol(req.method, req.headers);
-  if (protocol !== undefined) analysis.findings.push(protocol);
-  const inputs = extract(req);
-  const session = sessionParameter(req, inputs);
-  if (session !== undefined) analysis.findings.push(session);
-  for (const input of inputs) {
-    if (!analysis.spend(input.value.length)) break;
+  const run = new InspectionRun(req, opts);
+  while (run.step());
+  return run.result();
+}
+
+/**
+ * One request's inspection done a slice at a time, so a caller that must stay responsive (the
+ * data plane's event loop) can pause between slices: {@link step} judges one input, or one
+ * window of a long one (16 KB), and says whether work is left; {@link result} gives the same
+ * verdict {@link inspect} gives. A slice costs what 16 KB of text costs, whatever the request.
+ */
+export class InspectionRun {
+  readonly #analysis: Analysis;
+  readonly #inputs: Input[];
+  readonly #level: Level;
+  #next = 0;
+  /** The long input being judged in windows, and where its next window starts. */
+  #long: { input: Input; location: string; plus: PlusMode; at: number } | undefined;
+
+  constructor(req: EngineRequest, opts: InspectOptions) {
+    this.#level = opts.level;
+    const analysis = new Analysis(opts.budget ?? budgetFor(req));
+    this.#analysis = analysis;
+    const protocol = checkProtocol(req.method, req.headers);
+    if (protocol !== undefined) analysis.findings.push(protocol);
+    this.#inputs = extract(req);
+    const session = sessionParameter(req, this.#inputs);
+    if (session !== undefined) analysis.findings.push(session);
+  }
+
+  /** Does the next slice of work; false once nothing is left. */
+  step(): boolean {
+    const analysis = this.#analysis;
+    if (this.#long !== undefined) {
+      this.#window(this.#long);
+      return true;
+    }
+    const input = this.#inputs[this.#next++];
+    if (input === undefined) return false;
+    if (!analysis.spend(input.value.length)) {
+      this.#next = this.#inputs.length;
+      return false;
+    }
     if (INERT.test(input.value) && decodeBase64Code(input.value) === undefined) {
       // Dotted names (`java.lang.Runtime`, `.env`) still name classes and files, and a
       // lone word can be a probing command (`whoami`).
       judgeInert(input, analysis.findings);
-      continue;
-    }
-    if (input.source === "header") inspectHeader(input, analysis);
+    } else if (input.value.length > WINDOW) {
+      this.#long = { input, location: locationOf(input), plus: plusMode(input), at: 0 };
+      this.#window(this.#long);
+    } else if (input.source === "header") inspectHeader(input, analysis);
     else inspectInput(input, analysis.findings, analysis);
+    return true;
   }
-  const findings = analysis.findings;
-  // On a tie the most precise place wins: a segment, a field or an element over the whole.
-  findings.sort((a, b) => b.score - a.score || wholeness(a) - wholeness(b));
-  const threshold = RANK[BLOCKING_BAND[opts.level]];
-  const blocking = findings.find((f) => RANK[f.confidence] >= threshold);
-  return { findings, blocking, truncated: analysis.truncated };
+
+  /** The findings so far, sorted, and the one that blocks at the run's level. */
+  result(): Inspection {
+    const findings = this.#analysis.findings;
+    // On a tie the most precise place wins: a segment, a field or an element over the whole.
+    findings.sort((a, b) => b.score - a.score || wholeness(a) - wholeness(b));
+    const threshold = RANK[BLOCKING_BAND[this.#level]];
+    const blocking = findings.find((f) => RANK[f.confidence] >= threshold);
+    return { findings, blocking, truncated: this.#analysis.truncated };
+  }
+
+  /** Judges the next window of the long input; forgets the input after its last one. */
+  #window(long: { input: Input; location: string; plus: PlusMode; at: number }): void {
+    const v = long.input.value;
+    const at = long.at;
+    const window = v.slice(at, at + WINDOW);
+    if (!INERT.test(window) && !isBinary(window)) {
+      judge(
+        long.input,
+        long.location,
+        window,
+        long.plus,
+        at > 0,
+        this.#analysis.findings,
+        this.#analysis,
+      );
+    }
+    long.at += STEP;
+    if (at + WINDOW >= v.length) this.#long = undefined;
+  }
 }
 
 const WHOLE: ReadonlySet<string> = new Set(["path", "body", "xml", "multipart"]);
@@ -163,24 +224,15 @@ function budgetFor(req: EngineRequest): number {
   return DEFAULT_BUDGET + BUDGET_PER_CHAR * size;
 }
 
-/** Runs every detector on one value and what it hides, in windows when it is long. */
-function inspectInput(input: Input, findings: Finding[], analysis: Analysis): void {
-  const plus: PlusMode = PLUS_AS_SPACE.has(input.source) || input.name.startsWith(REFERER_QUERY)
+function plusMode(input: Input): PlusMode {
+  return PLUS_AS_SPACE.has(input.source) || input.name.startsWith(REFERER_QUERY)
     ? "space"
     : "literal";
-  const location = locationOf(input);
-  const v = input.value;
-  if (v.length <= WINDOW) {
-    judge(input, location, v, plus, false, findings, analysis);
-    return;
-  }
-  for (let at = 0; at < v.length; at += STEP) {
-    const window = v.slice(at, at + WINDOW);
-    if (!INERT.test(window) && !isBinary(window)) {
-      judge(input, location, window, plus, at > 0, findings, analysis);
-    }
-    if (at + WINDOW >= v.length) break;
-  }
+}
+
+/** Runs every detector on one value (at most a window long) and what it hides. */
+function inspectInput(input: Input, findings: Finding[], analysis: Analysis): void {
+  judge(input, locationOf(input), input.value, plusMode(input), false, findings, analysis);
 }
 
 /** Control characters and Latin-1 bytes above ASCII: text decoded from binary data. */

@@ -14,13 +14,13 @@ import { makeFinding, stronger } from "./make_finding.ts";
 const JAVA_RUNTIME =
   /java\.lang\.(?:Runtime|ProcessBuilder|System|Class|reflect|Thread|ClassLoader)|getRuntime\s*\(\s*\)|\.exec\s*\(\s*["'][^"']*["']\s*\)|new\s+ProcessBuilder\b|ProcessBuilder\s*\(|javax\.script\.ScriptEngineManager|\.getClass\s*\(\s*\)\s*\.forName\s*\(|Class\.forName\s*\(|getDeclaredMethod\s*\(|\.newInstance\s*\(\s*\)\s*\.|org\.apache\.commons\.(?:io|collections)|com\.sun\.org\.apache|javax\.naming\.InitialContext/;
 const OGNL =
-  /%\{\s*\(?\s*#|#_memberAccess|@ognl\.OgnlContext@|#context\s*\[|\(#[a-z_]\w*\s*=|@java\.lang\.\w+@|#(?:application|session|request|parameters|attr)\s*\[|\bognl\b.*#/i;
+  /%\{\s*\(?\s*#|#_memberAccess|@ognl\.OgnlContext@|#context\s*\[|\(#[a-z_]\w*\s*=|@java\.lang\.\w+@|#(?:application|session|request|parameters|attr)\s*\[|\bognl\b.{0,256}?#/i;
 const STRUTS_PREFIX = /\b(?:redirect|redirectAction|action):\s*\$\{/i;
 export const SPRING_CLASSLOADER =
   /\bclass\.(?:module\.)?classLoader\b|\bclass\.protectionDomain\b/i;
 /** Groovy's `"cmd".execute()` and escaped EL (`$\\A{...}`) that Nexus-style validators evaluate. */
 const GROOVY_HINT = /xecute|\$\\/i;
-const GROOVY_EL = /["'][^"'\n]{1,200}["']\s*\.execute\s*\(\s*\)|\$\\+[a-z]?\{[^}]*[-+*/]/i;
+const GROOVY_EL = /["'][^"'\n]{1,200}["']\s*\.execute\s*\(\s*\)|\$\\+[a-z]?\{[^}$]*[-+*/]/i;
 /** Node.js server-side code: reaching `process` or `child_process` from an evaluated string. */
 const NODE_CODE =
   /\bchild_process\b|\.constructor\s*\.\s*constructor\s*\(|\bprocess\.mainModule\b|\b(?:execSync|spawnSync|execFileSync)\s*\(|\brequire\s*\(\s*["'](?:child_process|fs|net|vm)["']\s*\)/;

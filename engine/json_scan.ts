@@ -29,6 +29,7 @@ interface Frame {
  */
 export function scanJson(text: string, sink: JsonSink): boolean {
   const stack: Frame[] = [];
+  let overflow = 0;
   let clean = true;
   let i = 0;
   const n = text.length;
@@ -40,12 +41,22 @@ export function scanJson(text: string, sink: JsonSink): boolean {
     }
     const top = stack[stack.length - 1];
     if (c === 123 /* { */ || c === 91 /* [ */) {
-      const path = top === undefined ? "" : childPath(top);
       if (stack.length < MAX_DEPTH) {
+        const path = top === undefined ? "" : childPath(top);
         stack.push({ array: c === 91, path, key: "", index: 0, value: false });
-      } else clean = false;
+      } else {
+        // Deeper levels are counted, not kept (nor named: a path per bracket of a run of
+        // `[[[[` would cost as much as the run is long, at every bracket).
+        clean = false;
+        overflow++;
+      }
       i++;
     } else if (c === 125 /* } */ || c === 93 /* ] */) {
+      if (overflow > 0) {
+        overflow--;
+        i++;
+        continue;
+      }
       stack.pop();
       const parent = stack[stack.length - 1];
       if (parent !== undefined && !parent.array) parent.value = false;

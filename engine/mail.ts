@@ -15,7 +15,7 @@ import { makeFinding } from "./make_finding.ts";
 const BREAK = /[\r\n]/;
 /** SMTP envelope commands with their argument shape, at a line start (any case). */
 const SMTP_ARG =
-  /[\r\n][ \t]*(?:MAIL[ \t]+FROM|RCPT[ \t]+TO)[ \t]*:[ \t]*<?[^\s@<>]*@?[^\s<>]*>?[ \t]*(?:\r?\n|$)/i;
+  /[\r\n][ \t]*(?:MAIL[ \t]+FROM|RCPT[ \t]+TO)[ \t]*:[ \t]*<?[^\s<>]*>?[ \t]*(?:\r?\n|$)/i;
 /** SMTP and POP3 commands that take an argument, upper-case as clients send them. */
 const VERB_ARG =
   /[\r\n][ \t]*(?:(?:HELO|EHLO|VRFY|EXPN)[ \t]+[\w.@-]+|AUTH[ \t]+(?:LOGIN|PLAIN|CRAM-MD5|XOAUTH2)\b|(?:USER|PASS|RETR|DELE|TOP)[ \t]+\S+)[ \t]*(?:\r?\n|$)/;

@@ -14,7 +14,7 @@
 
 export type * from "./types.ts";
 export { ATTACK_CLASSES } from "./types.ts";
-export { BLOCKING_BAND, DEFAULT_BUDGET, inspect } from "./inspect.ts";
+export { BLOCKING_BAND, DEFAULT_BUDGET, inspect, InspectionRun } from "./inspect.ts";
 export { extract } from "./extract.ts";
 export { normalize } from "./normalize.ts";
 export { sqli } from "./sqli.ts";

@@ -106,39 +106,51 @@ function hexAt(s: string, at: number, digits: number): number {
  */
 export function percentDecode(s: string, plusIsSpace = false): string {
   if (!s.includes("%") && !(plusIsSpace && s.includes("+"))) return s;
+  // Literal runs are copied whole (`last` is where the pending one starts); escaped bytes
+  // gather until a literal or another kind of escape, then decode together as UTF-8.
   let out = "";
-  let bytes: number[] | undefined;
-  const flush = () => {
-    if (bytes !== undefined && bytes.length > 0) {
-      out += utf8Lenient(bytes);
-      bytes.length = 0;
-    }
-  };
+  let last = 0;
+  const bytes: number[] = [];
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
     if (c === 37 /* % */) {
       const byte = hexAt(s, i + 1, 2);
       if (byte >= 0) {
-        (bytes ??= []).push(byte);
+        if (bytes.length === 0) out += s.slice(last, i);
+        bytes.push(byte);
         i += 2;
+        last = i + 1;
         continue;
       }
-      const lower = s.charCodeAt(i + 1) | 0x20;
-      if (lower === 117 /* u */) {
-        const unit = hexAt(s, i + 2, 4);
-        if (unit >= 0) {
-          flush();
-          out += String.fromCharCode(unit);
-          i += 5;
-          continue;
-        }
+      const unit = (s.charCodeAt(i + 1) | 0x20) === 117 /* u */ ? hexAt(s, i + 2, 4) : -1;
+      if (unit >= 0) {
+        if (bytes.length > 0) out += flushBytes(bytes);
+        else out += s.slice(last, i);
+        out += String.fromCharCode(unit);
+        i += 5;
+        last = i + 1;
+        continue;
       }
+    } else if (c === 43 /* + */ && plusIsSpace) {
+      if (bytes.length > 0) out += flushBytes(bytes);
+      else out += s.slice(last, i);
+      out += " ";
+      last = i + 1;
+      continue;
     }
-    flush();
-    out += c === 43 && plusIsSpace ? " " : s[i];
+    if (bytes.length > 0) {
+      out += flushBytes(bytes);
+      last = i;
+    }
   }
-  flush();
-  return out;
+  return bytes.length > 0 ? out + flushBytes(bytes) : out + s.slice(last);
+}
+
+/** Decodes the gathered bytes and empties the list. */
+function flushBytes(bytes: number[]): string {
+  const text = utf8Lenient(bytes);
+  bytes.length = 0;
+  return text;
 }
 
 /**
@@ -181,56 +193,46 @@ function utf8Lenient(bytes: readonly number[]): string {
 
 /** Decodes `\uXXXX`, `\u{X..}`, `\xXX` and octal `\NNN` escapes as JavaScript and PHP do. */
 export function decodeJsEscapes(s: string): string {
-  if (!s.includes("\\")) return s;
+  let i = s.indexOf("\\");
+  if (i < 0) return s;
   let out = "";
-  for (let i = 0; i < s.length; i++) {
-    const c = s[i]!;
-    if (c !== "\\" || i + 1 >= s.length) {
-      out += c;
-      continue;
-    }
-    const kind = s[i + 1]!;
-    if (kind === "u" || kind === "U") {
-      if (s[i + 2] === "{") {
-        const end = s.indexOf("}", i + 3);
-        const cp = end > i + 3 && end - i <= 10 ? hexAt(s, i + 3, end - i - 3) : -1;
-        if (cp >= 0 && cp <= 0x10ffff) {
-          out += String.fromCodePoint(cp);
-          i = end;
-          continue;
-        }
-      }
-      const unit = hexAt(s, i + 2, 4);
-      if (unit >= 0) {
-        out += String.fromCharCode(unit);
-        i += 5;
-        continue;
-      }
-    } else if (kind === "x" || kind === "X") {
-      const byte = hexAt(s, i + 2, 2);
-      if (byte >= 0) {
-        out += String.fromCharCode(byte);
-        i += 3;
-        continue;
-      }
-    } else if (kind >= "0" && kind <= "7") {
-      let v = 0;
-      let n = 0;
-      while (n < 3 && i + 1 + n < s.length) {
-        const d = s.charCodeAt(i + 1 + n) - 48;
-        if (d < 0 || d > 7) break;
-        v = v * 8 + d;
-        n++;
-      }
-      if (n >= 2 || v === 0) {
-        out += String.fromCharCode(v);
-        i += n;
-        continue;
-      }
-    }
-    out += c;
+  let last = 0;
+  for (; i >= 0 && i + 1 < s.length; i = s.indexOf("\\", i + 1)) {
+    const escape = jsEscapeAt(s, i);
+    if (escape === undefined) continue;
+    out += s.slice(last, i) + escape.text;
+    last = escape.end;
+    i = escape.end - 1;
   }
-  return out;
+  return last === 0 ? s : out + s.slice(last);
+}
+
+/** The escape starting with the backslash at `i`, or undefined when it is not one. */
+function jsEscapeAt(s: string, i: number): { text: string; end: number } | undefined {
+  const kind = s[i + 1]!;
+  if (kind === "u" || kind === "U") {
+    if (s[i + 2] === "{") {
+      const end = s.indexOf("}", i + 3);
+      const cp = end > i + 3 && end - i <= 10 ? hexAt(s, i + 3, end - i - 3) : -1;
+      if (cp >= 0 && cp <= 0x10ffff) return { text: String.fromCodePoint(cp), end: end + 1 };
+    }
+    const unit = hexAt(s, i + 2, 4);
+    if (unit >= 0) return { text: String.fromCharCode(unit), end: i + 6 };
+  } else if (kind === "x" || kind === "X") {
+    const byte = hexAt(s, i + 2, 2);
+    if (byte >= 0) return { text: String.fromCharCode(byte), end: i + 4 };
+  } else if (kind >= "0" && kind <= "7") {
+    let v = 0;
+    let n = 0;
+    while (n < 3 && i + 1 + n < s.length) {
+      const d = s.charCodeAt(i + 1 + n) - 48;
+      if (d < 0 || d > 7) break;
+      v = v * 8 + d;
+      n++;
+    }
+    if (n >= 2 || v === 0) return { text: String.fromCharCode(v), end: i + 1 + n };
+  }
+  return undefined;
 }
 
 /**

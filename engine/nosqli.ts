@@ -35,8 +35,12 @@ export function nosqli(value: DetectorInput): Finding | undefined {
     if (m !== null) best = makeFinding(value, "nosqli", 90, "nosqli.operator_name", name, m.index);
   }
   const text = value.decoded;
-  if (value.input.source === "json" && text.charCodeAt(0) === 36 && KEY_OPERATOR.test(text)) {
-    // The extractor hands JSON keys over as values; `$ne` as a key is an operator.
+  const source = value.input.source;
+  if (
+    (source === "json_key" || source === "json") && text.charCodeAt(0) === 36 &&
+    KEY_OPERATOR.test(text)
+  ) {
+    // The extractor hands JSON keys over as values (`json_key`); `$ne` as a key is an operator.
     best = stronger(best, makeFinding(value, "nosqli", 88, "nosqli.operator_key", name, 0));
   }
   if (text.indexOf("$") >= 0) {

@@ -12,7 +12,7 @@ import type { DetectorInput, EngineRequest, Finding, Input } from "./types.ts";
 import { confidenceOf, makeFinding } from "./make_finding.ts";
 import { locationOf } from "./extract_push.ts";
 
-const META_SET_COOKIE = /<meta\b[^>]*\bhttp-equiv\s*=\s*["']?\s*set-cookie\b/i;
+const META_SET_COOKIE = /<meta\b[^<>]*\bhttp-equiv\s*=\s*["']?\s*set-cookie\b/i;
 /** Script that writes a cookie with a scope or lifetime (what a fixation needs). */
 const SCRIPT_COOKIE = /\.cookie\s*=[^;\n]{0,200};\s*(?:expires|domain|path|max-age)\s*=/i;
 

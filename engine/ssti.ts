@@ -37,7 +37,7 @@ const RULES: readonly Rule[] = [
   },
   {
     re:
-      /\$\{[^}]*\b(?:os\.(?:system|popen)|subprocess\.|__import__|self\.module\.|self\.template\.|self\.context\.|self\.attr\.)/,
+      /\$\{[^}$]*\b(?:os\.(?:system|popen)|subprocess\.|__import__|self\.module\.|self\.template\.|self\.context\.|self\.attr\.)/,
     score: 92,
     ruleId: "ssti.mako",
   },
@@ -59,10 +59,10 @@ const RULES: readonly Rule[] = [
     score: 88,
     ruleId: "ssti.velocity",
   },
-  { re: /__\$\{[^}]+\}__\s*(?:::|\.)/, score: 90, ruleId: "ssti.thymeleaf_preprocess" },
+  { re: /__\$\{[^}$]+\}__\s*(?:::|\.)/, score: 90, ruleId: "ssti.thymeleaf_preprocess" },
   {
     re:
-      /\{\{[^}]*(?:\|\s*(?:attr|filter|map|join|format|select|reverse)\s*\(|\[\s*['"]_|\bconstructor\b|\.getClass\s*\(|\.forName\s*\(|\bself\.__|\bget_flashed_messages\b|\burl_for\.__|\blipsum\b|\bcycler\b|\bjoiner\b|\bnamespace\b|\brequest\.(?:application|environ|args|__)|\bconfig\.(?:items|__|from_)|\b_self\.env\b|\bdump\s*\(\s*app\b|\bapp\.request\b|\[\s*\]\s*\.\s*(?:class|__)|(?:''|"")\s*\.\s*(?:class|__|join)|\(\s*\)\s*\.\s*__)/,
+      /\{\{(?:[^{}]|\{(?!\{))*(?:\|\s*(?:attr|filter|map|join|format|select|reverse)\s*\(|\[\s*['"]_|\bconstructor\b|\.getClass\s*\(|\.forName\s*\(|\bself\.__|\bget_flashed_messages\b|\burl_for\.__|\blipsum\b|\bcycler\b|\bjoiner\b|\bnamespace\b|\brequest\.(?:application|environ|args|__)|\bconfig\.(?:items|__|from_)|\b_self\.env\b|\bdump\s*\(\s*app\b|\bapp\.request\b|\[\s*\]\s*\.\s*(?:class|__)|(?:''|"")\s*\.\s*(?:class|__|join)|\(\s*\)\s*\.\s*__)/,
     score: 88,
     ruleId: "ssti.engine_object",
   },

@@ -15,7 +15,11 @@ interface Rule {
   readonly ruleId: string;
 }
 
-/** Ordered strongest first; the first match wins. */
+/**
+ * Ordered strongest first; the first match wins. A run inside one construct (`[^<>]*`, a
+ * subset up to the next DOCTYPE) stops where the next construct starts, so a text of nothing
+ * but openings is read once.
+ */
 const RULES: readonly Rule[] = [
   {
     re: /<!ENTITY\s+(?:%\s*)?[\w.:-]+\s+(?:SYSTEM|PUBLIC)\b/i,
@@ -27,19 +31,24 @@ const RULES: readonly Rule[] = [
     score: 85,
     ruleId: "xxe.external_dtd",
   },
-  { re: /<!DOCTYPE\s+[\w.:-]+\s*\[[^\]]*<!ENTITY/i, score: 90, ruleId: "xxe.internal_subset" },
+  {
+    re: /<!DOCTYPE\s+[\w.:-]+\s*\[(?:[^\]<]|<(?!!DOCTYPE))*<!ENTITY/i,
+    score: 90,
+    ruleId: "xxe.internal_subset",
+  },
   { re: /<!ENTITY\s+%\s*[\w.:-]+/i, score: 90, ruleId: "xxe.parameter_entity" },
   { re: /<!ENTITY\s+[\w.:-]+\s+["'][^"']*&[\w.:-]+;/i, score: 90, ruleId: "xxe.entity_expansion" },
   { re: /<!ENTITY\s+[\w.:-]+\s+["']/i, score: 75, ruleId: "xxe.entity" },
   {
-    re: /<(?:\w+:)?include\b[^>]*\bxmlns(?::\w+)?\s*=\s*["']http:\/\/www\.w3\.org\/2001\/XInclude/i,
+    re:
+      /<(?:\w+:)?include\b[^<>]*\bxmlns(?::\w+)?\s*=\s*["']http:\/\/www\.w3\.org\/2001\/XInclude/i,
     score: 92,
     ruleId: "xxe.xinclude",
   },
-  { re: /<xi:include\b[^>]*\bhref\s*=/i, score: 90, ruleId: "xxe.xinclude" },
+  { re: /<xi:include\b[^<>]*\bhref\s*=/i, score: 90, ruleId: "xxe.xinclude" },
   {
     re:
-      /<xsl:(?:value-of|copy-of|variable|param|if|when)\b[^>]*\bselect\s*=\s*["'][^"']*(?:php:function|system-property\s*\(|document\s*\(|unparsed-text\s*\(|java:|Runtime|exec\s*\()/i,
+      /<xsl:(?:value-of|copy-of|variable|param|if|when)\b[^<>]*\bselect\s*=\s*["'][^"']*(?:php:function|system-property\s*\(|document\s*\(|unparsed-text\s*\(|java:|Runtime|exec\s*\()/i,
     score: 92,
     ruleId: "xxe.xslt_code",
   },

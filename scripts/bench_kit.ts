@@ -39,7 +39,8 @@ export function freePort(): number {
 
 /** Waits (up to 20 s) until something accepts connections on `port`. */
 export async function waitForPort(port: number, what: string): Promise<void> {
-  for (let i = 0; i < 400; i++) {
+  // 60 s: a server that compiles 200,000 indicators starts slowly on a loaded machine.
+  for (let i = 0; i < 1200; i++) {
     try {
       (await Deno.connect({ hostname: "127.0.0.1", port })).close();
       return;

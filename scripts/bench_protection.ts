@@ -7,6 +7,12 @@
  * matches the benign traffic, so every request pays for every check and still reaches the
  * upstream.
  *
+ * `--apisec` adds a pair measuring API security against the same engine-only baseline: every
+ * request carries an HS256 bearer token verified on every route (results cached by token for its
+ * lifetime), 20 schema entries (one matches the mix's POST), a route limit on every path and
+ * discovery sampling every request. Both servers of that pair get the same requests, token
+ * included.
+ *
  * By default (`--mode paired`) both servers run at once and every round loads both at the same
  * moment; the verdict is the median of the rounds' ratios. `--calibrate` adds a control pair of
  * two engine-only servers (the method's noise floor, expected near 100%). `--mode alternate`
@@ -14,7 +20,7 @@
  *
  * ```sh
  * deno task bench:protection [--duration 10] [--rounds 5] [--connections 50] [--threads 2]
- *                            [--mode paired|alternate] [--calibrate]
+ *                            [--mode paired|alternate] [--calibrate] [--apisec]
  * ```
  *
  * wrk is installed with apt-get when missing (needs root).
@@ -44,6 +50,7 @@ import {
 import { systemRandom } from "../mod/core/random.ts";
 import { FEED_STATUS } from "../mod/protection/threat_feeds.ts";
 import { siteInputSchema } from "../mod/data_plane/site_schema.ts";
+import { SignJWT } from "jose";
 import { createSites } from "../mod/data_plane/sites.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
@@ -172,11 +179,53 @@ const MIX: ReadonlyArray<readonly [string, string, string]> = [
   ["GET", "/static/app.js", ""],
 ];
 
-function wrkScript(): string {
+const JWT_SECRET = "bench-shared-secret-of-32-chars!";
+
+/** The `apisec` block of the API-security variant's `waf.yaml` (JSON is YAML). */
+function apisecYaml(): string {
+  const schemas = Array.from({ length: 19 }, (_, i) => ({
+    id: `s${i}`,
+    method: "POST",
+    path_pattern: `^/api/v${i}/orders/[0-9]+$`,
+    required_params: ["sku"],
+    required_headers: ["x-api-key"],
+    max_body_bytes: 4096,
+  }));
+  schemas.push({
+    id: "cart",
+    method: "POST",
+    path_pattern: "^/cart$",
+    required_params: ["item", "qty"],
+    required_headers: ["user-agent"],
+    max_body_bytes: 4096,
+  });
+  return `apisec: ${
+    JSON.stringify({
+      discovery: { enabled: true, sample_limit: 1_000_000 },
+      validation: { enabled: true, schemas },
+      auth: {
+        enabled: true,
+        algorithms: ["HS256"],
+        secret: JWT_SECRET,
+        routes: [{ id: "all", method: "*", path_pattern: "^/" }],
+      },
+      rate_limits: [{
+        id: "all",
+        method: "*",
+        path_pattern: "^/",
+        requests: 10_000_000,
+        window: "1m",
+      }],
+    })
+  }\n`;
+}
+
+function wrkScript(token?: string): string {
+  const auth = token ? `, ["Authorization"]="Bearer ${token}"` : "";
   const reqs = MIX.map(([m, p, b]) =>
     `wrk.format(${JSON.stringify(m)}, ${
       JSON.stringify(p)
-    }, {["Host"]="shop.bench", ["User-Agent"]="Mozilla/5.0 (X11; Linux x86_64) Chrome/126.0 Safari/537.36", ["Cookie"]="session=4f2a9c1e7b"${
+    }, {["Host"]="shop.bench", ["User-Agent"]="Mozilla/5.0 (X11; Linux x86_64) Chrome/126.0 Safari/537.36", ["Cookie"]="session=4f2a9c1e7b"${auth}${
       b ? `, ["Content-Type"]="application/x-www-form-urlencoded"` : ""
     }}, ${b ? JSON.stringify(b) : "nil"})`
   );
@@ -187,8 +236,8 @@ request = function() i = i + 1; return reqs[(i % #reqs) + 1] end
 `;
 }
 
-async function wrk(dir: string, port: number, o: WrkOptions) {
-  const script = `${dir}/mix.lua`;
+async function wrk(dir: string, port: number, o: WrkOptions, mix = "mix") {
+  const script = `${dir}/${mix}.lua`;
   const r = await run("wrk", [
     `-t${o.threads}`,
     `-c${o.connections}`,
@@ -206,9 +255,10 @@ async function wrk(dir: string, port: number, o: WrkOptions) {
 }
 
 async function startWaf(dataDir: string, port: number) {
+  const extra = dataDir.endsWith("/apisec") ? apisecYaml() : "";
   await Deno.writeTextFile(
     `${dataDir}/waf.yaml`,
-    `server:\n  data:\n    listen: "127.0.0.1:${port}"\n  management:\n    listen: "127.0.0.1:${freePort()}"\nlogging:\n  level: warn\n`,
+    `server:\n  data:\n    listen: "127.0.0.1:${port}"\n  management:\n    listen: "127.0.0.1:${freePort()}"\nlogging:\n  level: warn\n${extra}`,
   );
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", SERVER_V8_FLAGS, `${ROOT}main.ts`, "serve", "--data-dir", dataDir],
@@ -241,6 +291,7 @@ async function paired(
   o: WrkOptions,
   rounds: number,
   calibrate: boolean,
+  apisec: boolean,
 ): Promise<number> {
   const half = {
     ...o,
@@ -249,18 +300,24 @@ async function paired(
   };
   const pairs: Array<[string, string, string]> = [["engine only", "all controls", "all"]];
   if (calibrate) pairs.push(["engine only", "engine only (twin)", "twin"]);
+  if (apisec) pairs.push(["engine only", "API security", "apisec"]);
   const servers = new Map<string, { port: number; child: Deno.ChildProcess }>();
   try {
-    for (const name of ["engine", "all", ...(calibrate ? ["twin"] : [])]) {
+    for (
+      const name of ["engine", "all", ...(calibrate ? ["twin"] : []), ...(apisec ? ["apisec"] : [])]
+    ) {
       const port = freePort();
       servers.set(name, { port, child: await startWaf(`${dir}/${name}`, port) });
     }
     const port = (name: string) => servers.get(name)!.port;
-    const both = (b: string, d: number) =>
-      Promise.all([
-        wrk(dir, port("engine"), { ...half, duration: d }),
-        wrk(dir, port(b), { ...half, duration: d }),
+    // The API-security pair sends the bearer token to both sides (the baseline ignores it).
+    const both = (b: string, d: number) => {
+      const mix = b === "apisec" ? "mix-token" : "mix";
+      return Promise.all([
+        wrk(dir, port("engine"), { ...half, duration: d }, mix),
+        wrk(dir, port(b), { ...half, duration: d }, mix),
       ]);
+    };
     let verdict = NaN;
     for (const [baseName, otherName, other] of pairs) {
       await both(other, 2);
@@ -336,6 +393,7 @@ export async function main(args: string[]): Promise<number> {
       rounds: { type: "string", default: "5" },
       mode: { type: "string", default: "paired" },
       calibrate: { type: "boolean", default: false },
+      apisec: { type: "boolean", default: false },
     },
   });
   const o = {
@@ -361,15 +419,20 @@ export async function main(args: string[]): Promise<number> {
   try {
     await waitForPort(upPort, "upstream");
     await Deno.writeTextFile(`${dir}/mix.lua`, wrkScript());
+    const now = Math.floor(systemClock.now() / 1000);
+    const token = await new SignJWT({ sub: "bench" }).setProtectedHeader({ alg: "HS256" })
+      .setIssuedAt(now).setExpirationTime(now + 3600).sign(new TextEncoder().encode(JWT_SECRET));
+    await Deno.writeTextFile(`${dir}/mix-token.lua`, wrkScript(token));
     const stores = [["engine", false], ["all", true]] as Array<[string, boolean]>;
     if (values.calibrate && values.mode === "paired") stores.push(["twin", false]);
+    if (values.apisec && values.mode === "paired") stores.push(["apisec", false]);
     for (const [name, all] of stores) {
       await Deno.mkdir(`${dir}/${name}`, { recursive: true });
       seed(`${dir}/${name}`, `http://127.0.0.1:${upPort}`, all);
     }
     const rounds = Number(values.rounds);
     return values.mode === "paired"
-      ? await paired(dir, o, rounds, values.calibrate)
+      ? await paired(dir, o, rounds, values.calibrate, values.apisec)
       : await alternate(dir, o, rounds);
   } finally {
     upstream.kill("SIGTERM");

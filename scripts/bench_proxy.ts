@@ -3,19 +3,22 @@
  *
  * 1. the upstream served directly (nginx static, one worker);
  * 2. nginx as a plain reverse proxy (Debian's nginx-light, one worker, pooled keep-alive);
- * 3. a bare Deno proxy (`bench_bare_proxy.ts`): the floor for any proxy built on Deno's
- *    server and `fetch`;
- * 4. the WAF with protection off;
- * 5. the WAF with default protection (balanced, block);
+ * 3. a bare Deno proxy (`bench_bare_proxy.ts`) on `fetch`: the floor for any proxy built on
+ *    Deno's server and `fetch`;
+ * 4. the same bare proxy on the data plane's own HTTP/1.1 client (`http1_client.ts`);
+ * 5. the WAF with protection off;
+ * 6. the WAF with default protection (balanced, block);
  *
  * each on a benign request mix and on an attack mix, then the p99 latency at half of the WAF's
- * maximum rate for the upstream, nginx, the bare Deno proxy and the WAF. wrk2 is not packaged in
+ * maximum rate for the upstream, nginx, the bare Deno proxies and the WAF, and finally the WAF's
+ * resident memory after `--rss-seconds` (default 60, 0 skips it) of full benign load. wrk2 is not packaged in
  * Debian, so the paced runs use wrk's Lua `delay()` hook: every connection waits between
  * requests. They use fewer connections (`--paced-connections`, default 10) so that the load
  * generator itself, which shares the machine, stays light.
  *
  * ```sh
- * deno task bench:proxy [--duration 10] [--connections 50] [--threads 2] [--paced-connections 10] [--json]
+ * deno task bench:proxy [--duration 10] [--connections 50] [--threads 2] [--paced-connections 10]
+ *                       [--rss-seconds 60] [--json]
  * ```
  *
  * wrk and nginx-light are installed with apt-get when missing (needs root).
@@ -43,9 +46,45 @@ interface WrkResult {
   readonly p99: number;
   readonly non2xx: number;
   readonly requests: number;
+  /** CPU time the target's process(es) used per request, in µs (all threads, and children). */
+  cpuUs?: number;
 }
 
-function nginxConf(dir: string, name: string, server: string, upstreamBlock = ""): string {
+/** CPU clock ticks (1/100 s) used so far by `pid`, its threads and its child processes. */
+function cpuTicks(pid: number): number {
+  const ticks = (p: number) => {
+    try {
+      const fields = Deno.readTextFileSync(`/proc/${p}/stat`).split(") ")[1]!.split(" ");
+      return Number(fields[11]) + Number(fields[12]);
+    } catch {
+      return 0;
+    }
+  };
+  let total = ticks(pid);
+  try {
+    const kids = Deno.readTextFileSync(`/proc/${pid}/task/${pid}/children`).trim();
+    for (const k of kids.split(/\s+/).filter(Boolean)) total += ticks(Number(k));
+  } catch {
+    // no children listing: the process alone
+  }
+  return total;
+}
+
+/** A wrk run that also reports the target process's CPU time per request. */
+export async function measured(
+  pid: number,
+  dir: string,
+  url: string,
+  script: string,
+  opts: { threads: number; connections: number; duration: number },
+): Promise<WrkResult> {
+  const before = cpuTicks(pid);
+  const r = await wrk(dir, url, script, opts);
+  r.cpuUs = ((cpuTicks(pid) - before) * 10_000) / Math.max(1, r.requests);
+  return r;
+}
+
+export function nginxConf(dir: string, name: string, server: string, upstreamBlock = ""): string {
   return `worker_processes 1;
 daemon off;
 pid ${dir}/${name}.pid;
@@ -64,7 +103,21 @@ http {
 `;
 }
 
-async function startNginx(dir: string, name: string, conf: string, port: number) {
+/** nginx answering every request with a short text, the upstream of the benchmarks. */
+export function startNginxUpstream(dir: string, port: number) {
+  return startNginx(
+    dir,
+    "upstream",
+    nginxConf(
+      dir,
+      "upstream",
+      `listen 127.0.0.1:${port}; location / { default_type text/plain; return 200 "hello from the upstream\\n"; }`,
+    ),
+    port,
+  );
+}
+
+export async function startNginx(dir: string, name: string, conf: string, port: number) {
   const path = `${dir}/${name}.conf`;
   await Deno.writeTextFile(path, conf);
   const child = new Deno.Command("nginx", {
@@ -76,7 +129,7 @@ async function startNginx(dir: string, name: string, conf: string, port: number)
   return child;
 }
 
-const BENIGN: ReadonlyArray<readonly [string, string, string, string]> = [
+export const BENIGN: ReadonlyArray<readonly [string, string, string, string]> = [
   ["GET", "/index.html", "", ""],
   ["GET", "/products?id=42&sort=price&page=2", "", ""],
   ["GET", "/search?q=how+to+select+the+union+of+two+sets+and+drop+duplicates", "", ""],
@@ -95,7 +148,7 @@ const BENIGN: ReadonlyArray<readonly [string, string, string, string]> = [
   ["GET", "/static/app.js?v=1.4.2", "", ""],
 ];
 
-const ATTACK: ReadonlyArray<readonly [string, string, string, string]> = [
+export const ATTACK: ReadonlyArray<readonly [string, string, string, string]> = [
   ["GET", "/products?id=1%27%20OR%201=1--", "", ""],
   ["GET", "/search?q=%3Cscript%3Ealert(document.cookie)%3C/script%3E", "", ""],
   ["GET", "/download?file=../../../../etc/passwd", "", ""],
@@ -114,7 +167,7 @@ function luaString(s: string): string {
 }
 
 /** A wrk script cycling through `mix`; with `delayMs` each connection paces itself. */
-function wrkScript(
+export function wrkScript(
   mix: ReadonlyArray<readonly [string, string, string, string]>,
   host: string,
   delayMs?: number,
@@ -250,8 +303,12 @@ logging:
   return child;
 }
 
-/** The bare Deno proxy, with the same V8 flags as the WAF. */
-async function startBareProxy(upstream: string, port: number) {
+/** A bare Deno proxy on `fetch` or on our HTTP/1.1 client, with the same V8 flags as the WAF. */
+async function startBareProxy(
+  upstream: string,
+  port: number,
+  client: "fetch" | "http1" | "http1-hono",
+) {
   const child = new Deno.Command(Deno.execPath(), {
     args: [
       "run",
@@ -260,11 +317,12 @@ async function startBareProxy(upstream: string, port: number) {
       `${ROOT}scripts/bench_bare_proxy.ts`,
       String(port),
       upstream,
+      client,
     ],
     stdout: "null",
     stderr: "inherit",
   }).spawn();
-  await waitForPort(port, "bare Deno proxy");
+  await waitForPort(port, `bare Deno proxy (${client})`);
   return child;
 }
 
@@ -280,6 +338,7 @@ export async function main(args: string[]): Promise<number> {
       connections: { type: "string", default: "50" },
       threads: { type: "string", default: "2" },
       "paced-connections": { type: "string", default: "10" },
+      "rss-seconds": { type: "string", default: "60" },
       json: { type: "boolean", default: false },
     },
   });
@@ -289,6 +348,7 @@ export async function main(args: string[]): Promise<number> {
     threads: Number(values.threads),
   };
   const pacedConnections = Number(values["paced-connections"]);
+  const rssSeconds = Number(values["rss-seconds"]);
   await ensure("wrk", "wrk");
   await ensure("nginx", "nginx-light");
   const dir = await Deno.makeTempDir({ prefix: "waf-bench-" });
@@ -296,16 +356,7 @@ export async function main(args: string[]): Promise<number> {
   try {
     const upPort = freePort();
     children.push(
-      await startNginx(
-        dir,
-        "upstream",
-        nginxConf(
-          dir,
-          "upstream",
-          `listen 127.0.0.1:${upPort}; location / { default_type text/plain; return 200 "hello from the upstream\\n"; }`,
-        ),
-        upPort,
-      ),
+      await startNginxUpstream(dir, upPort),
     );
     const rpPort = freePort();
     children.push(
@@ -330,16 +381,24 @@ export async function main(args: string[]): Promise<number> {
       ),
     );
     const barePort = freePort();
-    children.push(await startBareProxy(`http://127.0.0.1:${upPort}`, barePort));
+    children.push(await startBareProxy(`http://127.0.0.1:${upPort}`, barePort, "fetch"));
+    const clientPort = freePort();
+    children.push(await startBareProxy(`http://127.0.0.1:${upPort}`, clientPort, "http1"));
+    const honoPort = freePort();
+    children.push(await startBareProxy(`http://127.0.0.1:${upPort}`, honoPort, "http1-hono"));
     const wafPort = freePort();
-    children.push(await startWaf(dir, `http://127.0.0.1:${upPort}`, wafPort, freePort()));
+    const wafChild = await startWaf(dir, `http://127.0.0.1:${upPort}`, wafPort, freePort());
+    children.push(wafChild);
 
+    const pid = children.map((c) => c.pid);
+    const url = (port: number) => `http://127.0.0.1:${port}`;
     const targets = [
-      { name: "upstream direct", url: `http://127.0.0.1:${upPort}`, host: "on.bench" },
-      { name: "nginx reverse proxy", url: `http://127.0.0.1:${rpPort}`, host: "on.bench" },
-      { name: "deno bare proxy", url: `http://127.0.0.1:${barePort}`, host: "on.bench" },
-      { name: "waf, protection off", url: `http://127.0.0.1:${wafPort}`, host: "off.bench" },
-      { name: "waf, balanced/block", url: `http://127.0.0.1:${wafPort}`, host: "on.bench" },
+      { name: "upstream direct", url: url(upPort), host: "on.bench", pid: pid[0]! },
+      { name: "nginx reverse proxy", url: url(rpPort), host: "on.bench", pid: pid[1]! },
+      { name: "deno bare proxy", url: url(barePort), host: "on.bench", pid: pid[2]! },
+      { name: "deno bare, own client", url: url(clientPort), host: "on.bench", pid: pid[3]! },
+      { name: "waf, protection off", url: url(wafPort), host: "off.bench", pid: pid[5]! },
+      { name: "waf, balanced/block", url: url(wafPort), host: "on.bench", pid: pid[5]! },
     ] as const;
     const results: Record<string, Record<string, WrkResult>> = {};
     for (const [mixName, mix] of [["benign", BENIGN], ["attack", ATTACK]] as const) {
@@ -347,13 +406,15 @@ export async function main(args: string[]): Promise<number> {
       for (const t of targets) {
         // A short warm-up fills connection pools and JIT caches before the measured run.
         await wrk(dir, t.url, wrkScript(mix, t.host), { ...opts, duration: 2 });
-        const r = await wrk(dir, t.url, wrkScript(mix, t.host), opts);
+        const r = await measured(t.pid, dir, t.url, wrkScript(mix, t.host), opts);
         results[mixName]![t.name] = r;
         if (!values.json) {
           console.log(
             `${mixName.padEnd(6)} ${t.name.padEnd(22)} ${fmt(r.rps, 0).padStart(8)} req/s  p50 ${
               fmt(r.p50)
-            } ms  p90 ${fmt(r.p90)} ms  p99 ${fmt(r.p99)} ms  non-2xx ${r.non2xx}/${r.requests}`,
+            } ms  p90 ${fmt(r.p90)} ms  p99 ${fmt(r.p99)} ms  cpu ${
+              fmt(r.cpuUs!, 1)
+            } µs/req  non-2xx ${r.non2xx}/${r.requests}`,
           );
         }
       }
@@ -369,7 +430,7 @@ export async function main(args: string[]): Promise<number> {
       threads: Math.min(opts.threads, pacedConnections),
     };
     const paced: Record<string, WrkResult> = {};
-    for (const t of [targets[0], targets[1], targets[2], targets[4]]) {
+    for (const t of [targets[0], targets[1], targets[2], targets[3], targets[5]]) {
       const script = wrkScript(BENIGN, t.host, delayMs);
       await wrk(dir, t.url, script, { ...pacedOpts, duration: 2 });
       paced[t.name] = await wrk(dir, t.url, script, pacedOpts);
@@ -385,9 +446,44 @@ export async function main(args: string[]): Promise<number> {
       benign_waf_default_vs_off: b["waf, balanced/block"]!.rps / b["waf, protection off"]!.rps,
       benign_waf_default_vs_bare_deno: b["waf, balanced/block"]!.rps / b["deno bare proxy"]!.rps,
       benign_bare_deno_vs_nginx: b["deno bare proxy"]!.rps / b["nginx reverse proxy"]!.rps,
+      benign_bare_client_vs_nginx: b["deno bare, own client"]!.rps / b["nginx reverse proxy"]!.rps,
+      benign_bare_client_vs_bare_fetch: b["deno bare, own client"]!.rps /
+        b["deno bare proxy"]!.rps,
       attack_waf_default_vs_nginx: a["waf, balanced/block"]!.rps / a["nginx reverse proxy"]!.rps,
       nginx_vs_upstream: b["nginx reverse proxy"]!.rps / b["upstream direct"]!.rps,
+      // CPU per request, inverted (nginx's cost over ours): less sensitive than req/s to what the
+      // other processes on the machine are doing.
+      benign_cpu_nginx_over_waf_default: b["nginx reverse proxy"]!.cpuUs! /
+        b["waf, balanced/block"]!.cpuUs!,
+      benign_cpu_bare_fetch_over_bare_client: b["deno bare proxy"]!.cpuUs! /
+        b["deno bare, own client"]!.cpuUs!,
     };
+    // Hono's cost: the bare own-client proxy with and without the data plane's Hono app,
+    // alternated in short runs (the median of three ratios; one long run each is too noisy here).
+    const honoRatios: number[] = [];
+    const honoCpu: number[] = [];
+    for (let round = 0; round < 3; round++) {
+      const script = wrkScript(BENIGN, "on.bench");
+      const short = { ...opts, duration: 4 };
+      const plain = await measured(pid[3]!, dir, targets[3].url, script, short);
+      const hono = await measured(pid[4]!, dir, url(honoPort), script, short);
+      honoRatios.push(hono.rps / plain.rps);
+      honoCpu.push(hono.cpuUs! / plain.cpuUs!);
+    }
+    const median = (xs: number[]) => xs.sort((x, y) => x - y)[1]!;
+    const honoRatio = median(honoRatios);
+    const honoCpuRatio = median(honoCpu);
+
+    // Resident memory of the WAF after a long full-load run (the issue's bound: under 200 MB).
+    let rssMb: number | undefined;
+    if (rssSeconds > 0) {
+      await wrk(dir, targets[5].url, wrkScript(BENIGN, targets[5].host), {
+        ...opts,
+        duration: rssSeconds,
+      });
+      const status = await Deno.readTextFile(`/proc/${wafChild.pid}/status`);
+      rssMb = Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? NaN) / 1024;
+    }
     const added = {
       target_rps: target,
       connections: pacedConnections,
@@ -396,7 +492,13 @@ export async function main(args: string[]): Promise<number> {
       added_p99_over_bare_ms: waf.p99 - bare.p99,
     };
     if (values.json) {
-      console.log(JSON.stringify({ options: opts, results, ratios, half_rate: added }, null, 2));
+      console.log(
+        JSON.stringify(
+          { options: opts, results, ratios, half_rate: added, rss_mb: rssMb },
+          null,
+          2,
+        ),
+      );
     } else {
       console.log("\nratios (requests/s):");
       for (const [k, v] of Object.entries(ratios)) {
@@ -419,11 +521,28 @@ export async function main(args: string[]): Promise<number> {
         } ms over the bare Deno proxy`,
       );
       console.log(
+        `\nHono app around the bare own-client proxy (median of 3 alternated 4 s runs): ${
+          fmt(honoRatio * 100, 1)
+        }% of its throughput (${honoRatios.map((r) => fmt(r * 100, 1)).join(", ")}), ${
+          fmt(honoCpuRatio * 100, 1)
+        }% of its CPU per request (${honoCpu.map((r) => fmt(r * 100, 1)).join(", ")})`,
+      );
+      if (rssMb !== undefined) {
+        console.log(
+          `\nWAF resident memory after ${rssSeconds} s of full load: ${fmt(rssMb, 1)} MB`,
+        );
+      }
+      const met = (ok: boolean) => ok ? "met" : "NOT met";
+      console.log(
         `\ntargets: WAF default >= 40% of nginx (${
           fmt(ratios.benign_waf_default_vs_nginx * 100, 1)
-        }%: ${ratios.benign_waf_default_vs_nginx >= 0.4 ? "met" : "NOT met"}); p99 added <= 2 ms (${
+        }%: ${met(ratios.benign_waf_default_vs_nginx >= 0.4)}); own client >= 2x fetch (${
+          fmt(ratios.benign_bare_client_vs_bare_fetch, 2)
+        }x: ${met(ratios.benign_bare_client_vs_bare_fetch >= 2)}); p99 added <= 2 ms (${
           fmt(added.added_p99_ms)
-        } ms: ${added.added_p99_ms <= 2 ? "met" : "NOT met"})`,
+        } ms: ${met(added.added_p99_ms <= 2)})${
+          rssMb === undefined ? "" : `; RSS < 200 MB (${fmt(rssMb, 1)} MB: ${met(rssMb < 200)})`
+        }`,
       );
     }
     return 0;

@@ -176,12 +176,13 @@ export const ZH_CN: Readonly<Record<MessageId, string>> = {
 export const HELP_ZH_CN: Readonly<Record<string, { summary: string; usage: string }>> = {
   "serve": {
     summary: "运行数据面和管理面",
-    usage: `waf serve [--config PATH] [--data-dir DIR] [--log-format text|json]
+    usage: `waf serve [--config PATH] [--data-dir DIR] [--log-format text|json] [--join-token TOKEN]
 
 在同一个内置存储上启动数据面反向代理（server.data.listen，默认 0.0.0.0:8080）和管理面
 （server.management.listen，默认 127.0.0.1:9443）。配置文件不存在时按文档中的默认值创建。
 日志同时写入标准错误和 <data-dir>/logs/waf.log（按大小轮转：10 MiB × 5）。
-收到 SIGINT 或 SIGTERM 时平稳停止。`,
+收到 SIGINT 或 SIGTERM 时平稳停止。cluster.role 为 node 时，--join-token（或环境变量
+WAF_CLUSTER_JOIN_TOKEN，或 cluster.join_token）用于一次性加入控制器；令牌从不写入日志。`,
   },
   "config check": {
     summary: "校验配置文件",

@@ -78,6 +78,7 @@ export function deploymentProblems(config: Config): ConfigProblem[] {
     ["server.data.listen", config.server.data.listen],
     ["server.data.https_listen", config.server.data.https_listen],
     ["server.management.listen", config.server.management.listen],
+    ["cluster.listen", config.cluster.listen],
   ] as const;
   for (let i = 0; i < listeners.length; i++) {
     for (let j = i + 1; j < listeners.length; j++) {
@@ -92,6 +93,13 @@ export function deploymentProblems(config: Config): ConfigProblem[] {
         });
       }
     }
+  }
+  if (config.cluster.role === "node" && config.cluster.controller_url === undefined) {
+    problems.push({
+      path: "cluster.controller_url",
+      message:
+        'expected the controller\'s cluster listener, e.g. "https://controller.example:9444": a node needs it',
+    });
   }
   if (config.update.ota.enabled) {
     problems.push({
@@ -223,14 +231,7 @@ export function defaultConfig(): Config {
   return result.config;
 }
 
-const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-
-/** Milliseconds of a validated duration string such as `"10s"`. */
-export function durationMs(value: string): number {
-  const m = /^(\d+)(ms|s|m|h|d)$/.exec(value);
-  if (!m) throw new Error(`Invalid duration: "${value}"`);
-  return Number(m[1]) * UNIT_MS[m[2]!]!;
-}
+export { durationMs } from "../core/duration.ts";
 
 /** Human-readable list of problems, one per line. */
 export function formatProblems(problems: readonly ConfigProblem[]): string {

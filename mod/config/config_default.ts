@@ -65,6 +65,29 @@ apisec:
   management_api:
     # Allows scoped management API tokens (Authorization: Bearer ...).
     enabled: false
+  # The blocks below are managed through /api/apisec/config; set here, they seed the store
+  # at start whenever they differ from what the file last set (docs/api-security.md).
+  # validation:
+  #   enabled: true
+  #   schemas:
+  #     - { id: create-order, method: POST, path_pattern: "^/api/orders$",
+  #         required_params: [sku], required_headers: [x-api-key], max_body_bytes: 65536,
+  #         enabled: true }
+  # auth:
+  #   enabled: true
+  #   issuer: https://issuer.example
+  #   audience: [orders]
+  #   algorithms: [RS256, ES256, EdDSA]   # "none" is never accepted
+  #   clock_skew: 30s
+  #   jwks_url: https://issuer.example/.well-known/jwks.json
+  #   jwks_cache_file: /var/lib/waf/jwks-cache.json
+  #   jwks_refresh_interval: 10m
+  #   # or: secret (HS*), pem (inline), pem_file, jwks_file
+  #   routes:
+  #     - { id: api, method: "*", path_pattern: "^/api/" }
+  # rate_limits:
+  #   - { id: login, method: POST, path_pattern: "^/login$", requests: 5, window: 1m,
+  #       enabled: true }
 
 monitor:
   prometheus:
@@ -103,6 +126,23 @@ update:
     auto_update_binary: false
     verify_signature: true
     public_keys: []
+
+cluster:
+  # "controller" (standalone until a node joins) or "node" (a data-plane node managed by a
+  # controller; its own management API is read-only). See docs/cluster.md.
+  role: controller
+  # Controller: the mTLS listener nodes join and report to (unset: no node can connect).
+  # listen: "0.0.0.0:9444"
+  # Controller: extra names in the cluster listener's certificate (the address nodes dial).
+  server_names: []
+  # Controller: a node silent this long is "offline" (after half of it: "stale").
+  offline_after: "30s"
+  # Node: the controller's cluster listener and the one-time join token (the token may also
+  # come from --join-token or WAF_CLUSTER_JOIN_TOKEN; it is never logged).
+  # controller_url: "https://controller.example:9444"
+  # join_token: "wafjoin...."
+  # name: edge-1
+  heartbeat_interval: "5s"
 
 crp:
   # Ed25519 public keys trusted to sign content packages ("waf crp verify"): base64 of the

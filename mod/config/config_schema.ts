@@ -3,6 +3,8 @@
  * Every object is strict, so an unknown key stops the process with its path.
  */
 import { z } from "zod";
+import { DURATION_HELP } from "../core/duration.ts";
+import { apisecFileBlocks } from "../apisec/apisec_schema.ts";
 
 const LISTEN = /^(?:\[([0-9a-fA-F:.]+)\]|([A-Za-z0-9.-]+)):(\d{1,5})$/;
 
@@ -20,9 +22,7 @@ const listen = (fallback: string) =>
     message: 'expected "host:port" with a port from 0 to 65535, for example "127.0.0.1:9443"',
   }).default(fallback);
 
-/** What a duration is, for every message about one. */
-export const DURATION_HELP =
-  'a whole number followed by a unit: ms (milliseconds), s (seconds), m (minutes), h (hours) or d (days), with no space, e.g. "10s", "5m", "1h"';
+export { DURATION_HELP };
 
 const duration = (fallback: string) =>
   z.string({ error: `expected a duration: ${DURATION_HELP}` }).regex(/^\d+(ms|s|m|h|d)$/, {
@@ -70,6 +70,10 @@ export const configSchema = z.strictObject({
       ),
       pool_size: z.number().int().min(1).max(100).default(4),
       batch_size: z.number().int().min(1).max(10000).default(500),
+      /** A connection attempt that takes longer fails (then retried with back-off). */
+      connect_timeout: duration("5s"),
+      /** An insert without an answer by then fails and its connections are dropped. */
+      insert_timeout: duration("10s"),
     }).optional(),
     redis: z.strictObject({
       url: z.string().regex(/^rediss?:\/\//, 'expected a URL such as "redis://127.0.0.1:6379"'),
@@ -107,6 +111,8 @@ export const configSchema = z.strictObject({
     management_api: z.strictObject({
       enabled: z.boolean().default(false),
     }).prefault({}),
+    /** Seed the store's API-security settings (docs/api-security.md); the API manages them. */
+    ...apisecFileBlocks,
   }).prefault({}),
   monitor: z.strictObject({
     prometheus: z.strictObject({
@@ -158,6 +164,33 @@ export const configSchema = z.strictObject({
       verify_signature: z.boolean().default(true),
       public_keys: z.array(z.string()).default([]),
     }).prefault({}),
+  }).prefault({}),
+  /** One controller and many data-plane nodes (docs/cluster.md). */
+  cluster: z.strictObject({
+    /** `controller` (the default; standalone while no node joined) or `node`. */
+    role: z.enum(["controller", "node"]).default("controller"),
+    /** Controller: the mTLS listener nodes join and report to; unset = no node can connect. */
+    listen: z.string().refine((v) => parseListen(v) !== undefined, {
+      message: 'expected "host:port" with a port from 0 to 65535, for example "0.0.0.0:9444"',
+    }).optional(),
+    /** Controller: extra DNS names or IP addresses in the cluster listener's certificate. */
+    server_names: z.array(
+      z.string().regex(/^[A-Za-z0-9.:-]+$/, "expected a DNS name or an IP address"),
+    ).default([]),
+    /** Controller: a node silent for this long is `offline` (half of it: `stale`). */
+    offline_after: duration("30s"),
+    /** Node: the controller's cluster listener, e.g. "https://controller.example:9444". */
+    controller_url: z.string().regex(/^https:\/\/[^/?#\s]+$/, {
+      message: 'expected "https://host:port" of the controller\'s cluster listener',
+    }).optional(),
+    /** Node: the one-time join token (also `--join-token` or WAF_CLUSTER_JOIN_TOKEN). */
+    join_token: z.string().min(1).optional(),
+    /** Node: its display name (default: the host name). */
+    name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, {
+      message: "expected 1 to 64 ASCII letters, digits, '.', '_' or '-'",
+    }).optional(),
+    /** Node: how often it reports to the controller. */
+    heartbeat_interval: duration("5s"),
   }).prefault({}),
   /** Offline content packages (`waf crp`): Ed25519 public keys trusted to sign them. */
   crp: z.strictObject({

@@ -2,7 +2,7 @@
  * The access-log pipeline: the data plane pushes records into a bounded in-memory queue (never
  * touching SQLite on the request path); a timer drains it in batches to the writer (a writer
  * thread in the server) and hands each batch to the optional sinks. A full queue drops the
- * record and counts it. Retention deletes records by age and by count.
+ * record and counts it. Retention deletes records by age and by count (run by the scheduler).
  */
 import type {
   AccessLogFilter,
@@ -16,10 +16,13 @@ import { toRow } from "./access_record.ts";
 import type { Clock } from "../core/clock.ts";
 import type { Logger } from "../core/logger.ts";
 
-/** Somewhere else batches go (PostgreSQL); must return at once and never throw. */
+/**
+ * Somewhere else records go (PostgreSQL); `offer` must return at once and never throw. A sink
+ * that ships from the store by its own cursor takes `offer` as a wake-up call only.
+ */
 export interface AccessLogSink {
   offer(rows: readonly AccessLogRow[]): void;
-  stats(): Record<string, number | boolean>;
+  stats(): Record<string, unknown>;
   close(): Promise<void>;
 }
 
@@ -30,8 +33,6 @@ export interface AccessLogOptions {
   readonly maxRecords: number;
   /** How often the queue is drained (ms). */
   readonly flushIntervalMs?: number;
-  /** How often retention runs (ms). */
-  readonly pruneIntervalMs?: number;
 }
 
 export interface AccessLogDeps {
@@ -51,7 +52,7 @@ export interface AccessLogStats {
   readonly written: number;
   readonly dropped: number;
   readonly pruned: number;
-  readonly sinks: Record<string, number | boolean>[];
+  readonly sinks: Record<string, unknown>[];
 }
 
 const DAY_MS = 86_400_000;
@@ -72,7 +73,6 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
   let written = 0;
   let pruned = 0;
   let flushTimer: ReturnType<typeof setInterval> | undefined;
-  let pruneTimer: ReturnType<typeof setInterval> | undefined;
   let earlyFlush: ReturnType<typeof setTimeout> | undefined;
   /** Rows waiting for a full batch before they are offered to the sinks. */
   let sinkRows: AccessLogRow[] = [];
@@ -139,11 +139,22 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
     return done;
   }
 
-  /** Retention runs where the inserts run (the writer thread in the server), never here. */
+  /**
+   * Retention runs where the inserts run (the writer thread in the server), never here; the
+   * scheduler's `access-log-retention` task calls it.
+   */
   async function prune(): Promise<number> {
-    const n = await writer.prune(clock.now() - options.retentionDays * DAY_MS, options.maxRecords);
-    pruned += n;
-    return n;
+    const before = clock.now() - options.retentionDays * DAY_MS;
+    let total = 0;
+    // Slice by slice, so the batches the data plane hands over meanwhile are written between
+    // slices instead of waiting for the whole retention.
+    for (;;) {
+      const n = await writer.prune(before, options.maxRecords);
+      if (n === 0) break;
+      total += n;
+      pruned += n;
+    }
+    return total;
   }
 
   return {
@@ -168,21 +179,16 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
     prune,
     start(): void {
       flushTimer ??= setInterval(() => void flush(), options.flushIntervalMs ?? 100);
-      pruneTimer ??= setInterval(() => {
-        prune().catch((err) => {
-          logger.error("access log retention failed", { error: err as Error });
-        });
-      }, options.pruneIntervalMs ?? 600_000);
     },
     /** Stops the timers, writes what is queued and closes the sinks. */
     async stop(): Promise<void> {
       clearInterval(flushTimer);
-      clearInterval(pruneTimer);
       clearTimeout(earlyFlush);
-      flushTimer = pruneTimer = earlyFlush = undefined;
+      flushTimer = earlyFlush = undefined;
       await flush();
-      await writer.close();
+      // Sinks reading from the store catch up before the writer thread closes.
       for (const sink of sinks) await sink.close();
+      await writer.close();
     },
     stats(): AccessLogStats {
       return { queued: queue.length, written, dropped, pruned, sinks: sinks.map((s) => s.stats()) };

@@ -4,7 +4,7 @@
  * `chain.add("ip_list", "pass")` call, which also times it.
  */
 import type { AccessLogRow } from "../../db/access_log_repo.ts";
-import { isSecretName } from "../core/redact.ts";
+import { isSecretName, scrubText } from "../core/redact.ts";
 
 export type Action = "pass" | "block" | "log" | "challenge";
 
@@ -79,16 +79,32 @@ export class Chain {
 
 const EVIDENCE_LIMIT = 200;
 const QUERY_LIMIT = 1024;
-/** Cookies and headers with secret-looking names carry credentials: their evidence is never stored. */
+const NAME_SEPARATORS = /[.:[\]]/;
+/** What {@link safeEvidence} makes of a credential (already masked when the record is stored). */
+const MASKED = /^\[masked: \d+ characters\]$/;
+
+/**
+ * Cookies, and values whose name (or any part of a nested name: `query:token`,
+ * `json.user.password`, `header:authorization`) looks secret, carry credentials: their evidence
+ * is never stored.
+ */
 function secretLocation(location: string): boolean {
-  return location.startsWith("cookie:") ||
-    (location.startsWith("header:") && isSecretName(location.slice(7)));
+  if (location.startsWith("cookie")) return true;
+  const start = location.search(NAME_SEPARATORS);
+  if (start < 0) return false;
+  return location.slice(start + 1).split(NAME_SEPARATORS).some((p) => p && isSecretName(p));
 }
 
-/** The evidence as stored: truncated, and masked when it came from a credential. */
+/**
+ * The evidence as every sink gets it (access log, PostgreSQL, API, events): masked whole when it
+ * came from a credential, else with secret-looking fragments (`token=...`, `"password": ...`,
+ * bearer tokens, URL credentials) masked, then truncated.
+ */
 export function safeEvidence(location: string, evidence: string): string {
+  if (MASKED.test(evidence)) return evidence;
   if (secretLocation(location)) return `[masked: ${evidence.length} characters]`;
-  return evidence.length > EVIDENCE_LIMIT ? evidence.slice(0, EVIDENCE_LIMIT) + "…" : evidence;
+  const text = scrubText(evidence);
+  return text.length > EVIDENCE_LIMIT ? text.slice(0, EVIDENCE_LIMIT) + "…" : text;
 }
 
 /** The query string as stored: values of secret-looking parameters masked, then truncated. */

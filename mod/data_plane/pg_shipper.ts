@@ -1,120 +1,220 @@
 /**
- * Ships access-log batches to PostgreSQL in the background. `offer` only appends to a bounded
- * buffer and returns; one sender drains it, retrying with exponential back-off while the
- * database is down. When the buffer is full the oldest batch is dropped and counted, so a
- * dead sink costs bounded memory and never slows or loses a request (the local store still
- * has every record).
+ * Ships the access log to PostgreSQL from the local store, by a persisted cursor. The records
+ * are already in SQLite (`access_logs`), so the shipper keeps no buffer of its own: it reads the
+ * rows after its cursor (on the writer thread), inserts them as one batch, and only then moves
+ * and saves the cursor. An outage therefore loses nothing that retention still holds: when
+ * PostgreSQL answers again the shipper catches up from where it stopped, and rows that retention
+ * deleted before they were shipped are counted (`skipped_rows`), never silently missed.
+ *
+ * Every insert has a deadline (`insertTimeoutMs`): a connection that stalls (no error, no answer)
+ * fails the attempt, drops the pool's connections and retries with back-off, and health (`up`,
+ * `stalled`, `last_error`) says so. The lag is reported in rows and in seconds (the age of the
+ * oldest record not shipped yet). `offer` is only a wake-up call from the access log after a
+ * flush; it never blocks and never holds rows.
  */
-import type { AccessLogRow } from "../../db/access_log_repo.ts";
+import type { ShipSource } from "../../db/access_log_writer.ts";
 import type { PgSink } from "../../db/pg_sink.ts";
-import type { AccessLogSink } from "./access_log.ts";
+import type { Clock } from "../core/clock.ts";
 import type { Logger } from "../core/logger.ts";
+import type { AccessLogSink } from "./access_log.ts";
 
 export interface PgShipperOptions {
   readonly batchSize: number;
-  /** Batches kept while PostgreSQL is unreachable. */
-  readonly maxBatches?: number;
+  /** An insert without an answer by then fails (ms). */
+  readonly insertTimeoutMs?: number;
   readonly minBackoffMs?: number;
   readonly maxBackoffMs?: number;
+  /** How often an idle shipper looks for new rows without a wake-up call (ms). */
+  readonly idlePollMs?: number;
+  /** The cursor's name in the store. */
+  readonly cursorName?: string;
 }
+
+export interface PgShipperStats {
+  readonly postgresql: true;
+  readonly up: boolean;
+  readonly stalled: boolean;
+  readonly cursor: number;
+  readonly lag_rows: number;
+  readonly lag_seconds: number;
+  readonly shipped_rows: number;
+  readonly shipped_batches: number;
+  readonly skipped_rows: number;
+  readonly failures: number;
+  readonly timeouts: number;
+  readonly last_error: string | null;
+  readonly last_success_at: string | null;
+}
+
+class Timeout extends Error {}
 
 export function createPgShipper(
   sink: PgSink,
+  source: ShipSource,
   options: PgShipperOptions,
-  logger: Logger,
-): AccessLogSink {
-  const maxBatches = options.maxBatches ?? 64;
+  deps: { logger: Logger; clock: Clock },
+): AccessLogSink & { stats(): PgShipperStats } {
+  const { logger, clock } = deps;
+  const name = options.cursorName ?? "postgresql";
+  const insertTimeout = options.insertTimeoutMs ?? 10_000;
   const minBackoff = options.minBackoffMs ?? 500;
   const maxBackoff = options.maxBackoffMs ?? 30_000;
-  const buffer: AccessLogRow[][] = [];
+  const idlePoll = options.idlePollMs ?? 1_000;
+  let cursor: number | undefined;
+  let maxId = 0;
+  let oldestUnshipped: number | null = null;
   let tableReady = false;
-  let sending: Promise<void> | undefined;
-  let retryTimer: ReturnType<typeof setTimeout> | undefined;
-  let backoff = minBackoff;
+  let up = false;
   let closed = false;
+  let inFlightSince: number | undefined;
   let shippedRows = 0;
   let shippedBatches = 0;
-  let droppedBatches = 0;
-  let droppedRows = 0;
+  let skippedRows = 0;
   let failures = 0;
-  let up = false;
+  let timeouts = 0;
+  let lastError: string | null = null;
+  let lastSuccess: number | null = null;
+  let backoff = minBackoff;
+  /** Wakes an idle wait (a flush happened) or any wait (closing). */
+  let wake: (() => void) | undefined;
+  let idle = false;
 
-  async function drain(): Promise<void> {
-    while (buffer.length > 0 && !closed) {
-      const batch = buffer[0]!;
-      try {
+  const sleep = (ms: number, interruptible: boolean) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        wake = undefined;
+        idle = false;
+        resolve();
+      }
+      wake = done;
+      idle = interruptible;
+    });
+
+  function withTimeout<T>(p: Promise<T>): Promise<T> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    return Promise.race([
+      p,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () => reject(new Timeout(`no answer from PostgreSQL within ${insertTimeout} ms`)),
+          insertTimeout,
+        );
+      }),
+    ]).finally(() => clearTimeout(timer));
+  }
+
+  async function ship(): Promise<void> {
+    if (cursor === undefined) {
+      const saved = await source.cursor(name);
+      // A new sink starts at the present: it does not replay the whole retained history.
+      cursor = saved ?? (await source.readAfter(Number.MAX_SAFE_INTEGER, 0)).maxId;
+      if (saved === undefined) await source.saveCursor(name, cursor, clock.now());
+    }
+    const batch = await source.readAfter(cursor, options.batchSize);
+    maxId = batch.maxId;
+    const rows = batch.rows;
+    if (rows.length === 0) {
+      oldestUnshipped = null;
+      await sleep(idlePoll, true);
+      return;
+    }
+    oldestUnshipped = rows[0]!.time;
+    inFlightSince = clock.now();
+    try {
+      await withTimeout((async () => {
         if (!tableReady) {
           await sink.ensureTable();
           tableReady = true;
         }
-        await sink.insert(batch);
-      } catch (err) {
-        failures++;
-        if (up || failures === 1) {
-          logger.warn("PostgreSQL access-log sink unavailable; retrying in the background", {
-            error: err instanceof Error ? err.message : String(err),
-            buffered_batches: buffer.length,
-          });
-        }
-        up = false;
-        retryTimer = setTimeout(() => {
-          retryTimer = undefined;
-          kick();
-        }, backoff);
-        backoff = Math.min(maxBackoff, backoff * 2);
-        return;
+        await sink.insert(rows);
+      })());
+    } catch (err) {
+      failures++;
+      const timedOut = err instanceof Timeout;
+      if (timedOut) timeouts++;
+      lastError = err instanceof Error ? err.message : String(err);
+      if (up || failures === 1) {
+        logger.warn("PostgreSQL access-log sink unavailable; retrying from its cursor", {
+          error: lastError,
+          cursor,
+          lag_rows: maxId - cursor,
+        });
       }
-      // The batch may have been dropped as the oldest while it was in flight.
-      if (buffer[0] === batch) buffer.shift();
-      up = true;
-      backoff = minBackoff;
-      shippedBatches++;
-      shippedRows += batch.length;
+      up = false;
+      // A stalled connection never fails by itself: drop it so the retry opens a fresh one.
+      if (timedOut) await sink.reset();
+      await sleep(backoff, false);
+      backoff = Math.min(maxBackoff, backoff * 2);
+      return;
+    } finally {
+      inFlightSince = undefined;
     }
+    const last = rows[rows.length - 1]!.id;
+    // Ids only grow; a gap before the first row means retention deleted rows never shipped.
+    if (rows[0]!.id > cursor + 1) skippedRows += rows[0]!.id - cursor - 1;
+    cursor = last;
+    await source.saveCursor(name, cursor, clock.now());
+    if (!up && failures > 0) logger.info("PostgreSQL access-log sink shipping again", { cursor });
+    up = true;
+    lastError = null;
+    lastSuccess = clock.now();
+    backoff = minBackoff;
+    shippedBatches++;
+    shippedRows += rows.length;
   }
 
-  function kick(): void {
-    if (sending || retryTimer || closed) return;
-    sending = drain().finally(() => {
-      sending = undefined;
-      if (buffer.length > 0 && !retryTimer && !closed) kick();
-    });
+  const loop = (async () => {
+    while (!closed) {
+      try {
+        await ship();
+      } catch (err) {
+        // The store side failed (the writer closing, a busy store): try again shortly.
+        if (closed) break;
+        logger.error("PostgreSQL access-log shipper could not read the store", {
+          error: err as Error,
+        });
+        await sleep(minBackoff, false);
+      }
+    }
+  })();
+
+  function stats(): PgShipperStats {
+    const now = clock.now();
+    const c = cursor ?? maxId;
+    return {
+      postgresql: true,
+      up,
+      stalled: inFlightSince !== undefined && now - inFlightSince > insertTimeout,
+      cursor: c,
+      lag_rows: Math.max(0, maxId - c),
+      lag_seconds: oldestUnshipped === null ? 0 : Math.max(0, (now - oldestUnshipped) / 1000),
+      shipped_rows: shippedRows,
+      shipped_batches: shippedBatches,
+      skipped_rows: skippedRows,
+      failures,
+      timeouts,
+      last_error: lastError,
+      last_success_at: lastSuccess === null ? null : new Date(lastSuccess).toISOString(),
+    };
   }
 
   return {
-    offer(rows) {
-      if (closed) return;
-      for (let i = 0; i < rows.length; i += options.batchSize) {
-        if (buffer.length >= maxBatches) {
-          const old = buffer.shift()!;
-          droppedBatches++;
-          droppedRows += old.length;
-        }
-        buffer.push(rows.slice(i, i + options.batchSize));
-      }
-      kick();
+    offer() {
+      if (idle) setTimeout(() => wake?.(), 0);
     },
-    stats() {
-      return {
-        postgresql: true,
-        up,
-        buffered_batches: buffer.length,
-        shipped_batches: shippedBatches,
-        shipped_rows: shippedRows,
-        dropped_batches: droppedBatches,
-        dropped_rows: droppedRows,
-        failures,
-      };
-    },
+    stats: stats as () => PgShipperStats & Record<string, number | boolean>,
     async close() {
-      // Give a healthy sink a moment to ship what is buffered, then stop.
-      if (retryTimer === undefined && sending) {
-        let timer: ReturnType<typeof setTimeout> | undefined;
-        await Promise.race([sending, new Promise((r) => timer = setTimeout(r, 2_000))]);
-        clearTimeout(timer);
+      // Give a healthy sink a moment to catch up with the last flush, then stop.
+      for (let i = 0; i < 20 && up && stats().lag_rows > 0; i++) {
+        await new Promise((r) => setTimeout(r, 100));
       }
       closed = true;
-      clearTimeout(retryTimer);
+      wake?.();
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([loop, new Promise((r) => timer = setTimeout(r, 2_000))]);
+      clearTimeout(timer);
       await sink.close().catch(() => {});
     },
   };

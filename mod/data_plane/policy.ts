@@ -5,6 +5,7 @@
  * the reference once when it starts, so requests in flight finish on the policy they began
  * with.
  */
+import type { CompiledApiSec } from "../apisec/apisec_compile.ts";
 import type { Clock } from "../core/clock.ts";
 import type { CompiledProtection } from "../protection/protection_compile.ts";
 import type { Site, StoredSiteRow } from "./site_schema.ts";
@@ -60,6 +61,8 @@ export interface CompiledPolicy {
   match(host: string | null): CompiledSite | undefined;
   /** The protection controls (IP lists, ACL, rules, bot, rate limit, ALAP, edge, block page). */
   readonly protection?: CompiledProtection;
+  /** API security (schemas, route limits); absent when the data plane runs without it. */
+  readonly apisec?: CompiledApiSec;
   /** Counters of requests whose host matched no site. */
   readonly unmatched: SiteCounters;
 }
@@ -177,6 +180,8 @@ export function createPolicy(
     readonly clock: Clock;
     /** Compiles the protection controls into the same policy, so both swap together. */
     readonly compileProtection?: () => CompiledProtection;
+    /** Compiles the API-security settings into the same policy. */
+    readonly compileApiSec?: () => CompiledApiSec;
     /** Told after each swap (the runtime log's `policy_swap` event, the swap metric). */
     readonly swapped?: (policy: CompiledPolicy, compileMs: number) => void;
   } & CompileOptions,
@@ -194,7 +199,12 @@ export function createPolicy(
       previous,
       options,
     );
-    return deps.compileProtection ? { ...sites, protection: deps.compileProtection() } : sites;
+    if (deps.compileProtection === undefined && deps.compileApiSec === undefined) return sites;
+    return {
+      ...sites,
+      protection: deps.compileProtection?.(),
+      apisec: deps.compileApiSec?.(),
+    };
   };
   let current = build();
   return {
@@ -203,7 +213,11 @@ export function createPolicy(
     },
     rebuild() {
       const started = performance.now();
-      current = build(current);
+      const previous = current;
+      current = build(previous);
+      // Requests in flight on the previous policy keep working: a released expression they
+      // still use compiles a private copy for the call.
+      previous.protection?.release();
       deps.swapped?.(current, performance.now() - started);
       return current;
     },

@@ -7,7 +7,7 @@
 import type { EventLog } from "../core/event_log.ts";
 import type { AccessRecord } from "./access_record.ts";
 
-const UPSTREAM_FAILED = new Set(["timeout", "unreachable"]);
+const UPSTREAM_FAILED = new Set(["timeout", "unreachable", "invalid"]);
 
 export function recordEvents(events: EventLog): (record: AccessRecord) => void {
   return (r) => {

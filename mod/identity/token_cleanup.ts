@@ -2,7 +2,8 @@
  * The API-token cleanup worker: deletes tokens that have expired or have had 180 days without
  * activity. Creating a token slides the next cleanup to 10 minutes later, but never past the
  * first creation of that batch plus 60 minutes, so a steady trickle of creations cannot
- * postpone it forever. Without creations it still runs every 6 hours. After the deletion
+ * postpone it forever. Without creations it still runs every 6 hours. The scheduler's
+ * `api-token-cleanup` task runs it (its interval, plus `schedule.deadline` as its own deadline). After the deletion
  * commits, an audit entry and an administrator notification are attempted; their failure is
  * logged and does not undo the cleanup.
  */
@@ -16,8 +17,6 @@ export const SLIDE_MS = 10 * 60_000;
 export const BATCH_BOUND_MS = 60 * 60_000;
 export const IDLE_LIMIT_MS = 180 * 86_400_000;
 export const PERIODIC_MS = 6 * 60 * 60_000;
-/** How often the timer looks at the schedule; the schedule itself decides. */
-const TICK_MS = 30_000;
 
 /** Pure deadline bookkeeping, driven by the caller's clock. */
 export class CleanupSchedule {
@@ -63,7 +62,6 @@ export interface CleanupDeps {
 
 export function createTokenCleanup(deps: CleanupDeps) {
   const schedule = new CleanupSchedule(deps.clock.now());
-  let timer: ReturnType<typeof setInterval> | undefined;
 
   /** Deletes stale tokens now; returns their ids. */
   function run(): string[] {
@@ -112,16 +110,6 @@ export function createTokenCleanup(deps: CleanupDeps) {
         deps.logger.error("token cleanup failed", { error: err as Error });
         return undefined;
       }
-    },
-    start(): void {
-      if (timer !== undefined) return;
-      timer = setInterval(() => this.tick(), TICK_MS);
-      // The listeners keep a server alive; this timer alone must not.
-      Deno.unrefTimer(timer);
-    },
-    stop(): void {
-      if (timer !== undefined) clearInterval(timer);
-      timer = undefined;
     },
   };
 }

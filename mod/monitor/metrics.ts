@@ -138,6 +138,38 @@ export function dataPlaneCollector(deps: {
       "Access-log records dropped (queue full or batch failed)",
     );
     out.sample("waf_access_log_dropped_total", {}, log.dropped);
+    const pg = log.sinks.find((s) => s["postgresql"] === true);
+    if (pg) {
+      const n = (k: string) => Number(pg[k] ?? 0);
+      out.family("waf_pg_sink_up", "gauge", "1 while the PostgreSQL access-log sink ships");
+      out.sample("waf_pg_sink_up", {}, pg["up"] === true ? 1 : 0);
+      out.family(
+        "waf_pg_sink_lag_records",
+        "gauge",
+        "Stored access-log records not shipped to PostgreSQL yet",
+      );
+      out.sample("waf_pg_sink_lag_records", {}, n("lag_rows"));
+      out.family(
+        "waf_pg_sink_lag_seconds",
+        "gauge",
+        "Age of the oldest access-log record not shipped to PostgreSQL yet",
+      );
+      out.sample("waf_pg_sink_lag_seconds", {}, n("lag_seconds"));
+      out.family("waf_pg_sink_shipped_total", "counter", "Records shipped to PostgreSQL");
+      out.sample("waf_pg_sink_shipped_total", {}, n("shipped_rows"));
+      out.family(
+        "waf_pg_sink_skipped_total",
+        "counter",
+        "Records retention deleted before they were shipped",
+      );
+      out.sample("waf_pg_sink_skipped_total", {}, n("skipped_rows"));
+      out.family(
+        "waf_pg_sink_failures_total",
+        "counter",
+        "Failed PostgreSQL inserts (timeouts included)",
+      );
+      out.sample("waf_pg_sink_failures_total", {}, n("failures"));
+    }
   };
 }
 

@@ -83,16 +83,21 @@ export function createDispatcher(deps: DispatcherDeps) {
       return;
     }
     clearTimeout(timer);
-    timer = setTimeout(() => {
-      timer = undefined;
-      running = drain().finally(() => {
-        running = undefined;
-        if (again) {
-          again = false;
-          schedule();
-        } else armForNext();
-      });
-    }, Math.max(0, delayMs));
+    timer = setTimeout(run, Math.max(0, delayMs));
+  }
+
+  /** One drain at a time: two would both take the same due delivery and send it twice. */
+  function run(): Promise<void> {
+    clearTimeout(timer);
+    timer = undefined;
+    running = drain().finally(() => {
+      running = undefined;
+      if (again) {
+        again = false;
+        schedule();
+      } else armForNext();
+    });
+    return running;
   }
 
   function armForNext(): void {
@@ -279,8 +284,8 @@ export function createDispatcher(deps: DispatcherDeps) {
     pending: () => repo.pendingCount(),
     /** Sends what is due now and resolves when done (the timer does this on its own). */
     async runDue(): Promise<void> {
-      await running;
-      await drain();
+      while (running) await running;
+      await run();
     },
     start(): void {
       stopped = false;

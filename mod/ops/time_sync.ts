@@ -64,7 +64,6 @@ export function createTimeSync(options: TimeSyncOptions, deps: TimeSyncDeps) {
   let offsetMs: number | null = null;
   let syncedAt: number | null = null;
   let exceeded = false;
-  let timer: ReturnType<typeof setInterval> | undefined;
   let busy: Promise<unknown> = Promise.resolve();
 
   function requireServers(): void {
@@ -185,20 +184,11 @@ export function createTimeSync(options: TimeSyncOptions, deps: TimeSyncDeps) {
     reselect: () => serial(reselect),
     /** Current figures for the metrics. */
     figures: () => ({ offsetMs, exceeded, states: states as readonly ServerState[] }),
-    start(): void {
-      if (states.length === 0 || options.intervalMs === 0 || timer !== undefined) return;
-      const run = () => {
-        serial(sync).catch((err) =>
-          deps.logger.error("time synchronisation failed", { error: err as Error })
-        );
-      };
-      run();
-      timer = setInterval(run, options.intervalMs);
-      Deno.unrefTimer(timer);
-    },
+    /** Whether a periodic synchronisation is configured (servers and a non-zero interval). */
+    periodic: () => states.length > 0 && options.intervalMs > 0,
+    intervalMs: options.intervalMs,
+    /** Waits for a measurement in flight. */
     async stop(): Promise<void> {
-      clearInterval(timer);
-      timer = undefined;
       await busy;
     },
   };

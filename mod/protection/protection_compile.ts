@@ -18,6 +18,7 @@ import {
   type CustomRule,
 } from "../../engine/custom_rules.ts";
 import { type Cidr, parseCidr } from "../../engine/ip_address.ts";
+import type { RuleSetHolder } from "../../engine/re2.ts";
 import {
   buildIpList,
   buildIpSet,
@@ -97,6 +98,11 @@ export interface CompiledProtection {
   readonly headerRules: ReadonlyArray<HeaderRuleDoc & { readonly id: string }>;
   readonly edge: EdgeSettingsDoc;
   readonly blockPage: BlockPageDoc;
+  /**
+   * Drops this policy's hold on its compiled rule sets (their RE2 expressions are freed once
+   * no policy or cache holds them); called when a newer policy has replaced it.
+   */
+  release(): void;
 }
 
 export interface ProtectionSource {
@@ -176,19 +182,24 @@ function appliedDecisions(source: ProtectionSource): AppliedDecision[] {
 
 /**
  * Part caches: compiling 100,000 indicators or a few hundred RE2 rules again for an unrelated
- * change would waste a rebuild, so each part is reused while its documents are unchanged.
+ * change would waste a rebuild, so each part is reused while its documents are unchanged. A
+ * part with RE2 expressions is held by the cache (from its compilation) and by every policy
+ * that embeds it; the cache lets go when it replaces the part.
  */
-function cached<T>(build: (key: string) => T): (key: string) => T {
+function cached<T>(build: (key: string) => T, drop?: (part: T) => void): (key: string) => T {
   let lastKey: string | undefined;
   let last: T | undefined;
   return (key) => {
     if (key !== lastKey || last === undefined) {
+      if (last !== undefined) drop?.(last);
       last = build(key);
       lastKey = key;
     }
     return last;
   };
 }
+
+const drop = (part: RuleSetHolder): void => part.release();
 
 /**
  * The documents themselves are the key (timestamps can repeat under a fake or coarse clock),
@@ -220,8 +231,7 @@ export function createProtectionCompiler(geo?: GeoLookup) {
         conditions: d.conditions,
       })),
       geo,
-    )
-  );
+    ), drop);
   const custom = cached(() =>
     compileCustomRules(
       docs<CustomRuleDoc>(source, KIND.custom).map((d): CustomRule => ({
@@ -235,8 +245,7 @@ export function createProtectionCompiler(geo?: GeoLookup) {
         priority: d.priority,
         enabled: d.enabled,
       })),
-    )
-  );
+    ), drop);
 
   return (src: ProtectionSource): CompiledProtection => {
     source = src;
@@ -252,13 +261,17 @@ export function createProtectionCompiler(geo?: GeoLookup) {
       Number(b.site_id !== null) - Number(a.site_id !== null) ||
       b.path_prefix.length - a.path_prefix.length
     );
+    const rules = { acl: acl(keyOf(src, KIND.acl)), custom: custom(keyOf(src, KIND.custom)) };
+    rules.acl.retain();
+    rules.custom.retain();
+    let released = false;
     return {
       ipList: ipList(keyOf(src, KIND.ip)),
-      acl: acl(keyOf(src, KIND.acl)),
+      acl: rules.acl,
       threat: threat(keyOf(src, KIND.feed, KIND.indicators)),
       bot,
       rateLimit: parseStored(rateLimitSchema, src.singleton(KIND.rateLimit)),
-      custom: custom(keyOf(src, KIND.custom)),
+      custom: rules.custom,
       alapBlocks: buildIpSet(blocks),
       alapSignatures: decisions.filter((d) => d.kind === "signature_block"),
       alapExceptions: decisions.filter((d) => d.kind === "exception"),
@@ -266,6 +279,12 @@ export function createProtectionCompiler(geo?: GeoLookup) {
       headerRules: docs<HeaderRuleDoc>(src, KIND.headerRule),
       edge: parseStored(edgeSettingsSchema, src.singleton(KIND.edge)),
       blockPage: parseStored(blockPageSchema, src.singleton(KIND.blockPage)),
+      release() {
+        if (released) return;
+        released = true;
+        rules.acl.release();
+        rules.custom.release();
+      },
     };
   };
 }

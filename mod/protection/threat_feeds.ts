@@ -90,7 +90,6 @@ export function createThreatFeeds(deps: ThreatFeedsDeps) {
   const maxBytes = deps.maxBytes ?? 32 * 1024 * 1024;
   const doFetch = deps.fetch ?? fetch;
   const running = new Map<string, Promise<FeedStatus>>();
-  let timer: ReturnType<typeof setInterval> | undefined;
 
   function status(id: string): FeedStatus {
     const json = objects.singletonOf(FEED_STATUS, statusId(id));
@@ -197,7 +196,7 @@ export function createThreatFeeds(deps: ThreatFeedsDeps) {
       objects.removeInternal(FEED_STATUS, statusId(id));
       deps.rebuild();
     },
-    /** Syncs every enabled feed whose refresh interval has passed. */
+    /** Syncs every enabled feed whose refresh interval has passed (the `threat-feeds` task). */
     async tick(): Promise<void> {
       const now = clock.now();
       for (const row of objects.rows(KIND.feed)) {
@@ -208,16 +207,7 @@ export function createThreatFeeds(deps: ThreatFeedsDeps) {
         await this.sync(row.id);
       }
     },
-    start(intervalMs = 30_000): void {
-      timer ??= setInterval(() => {
-        this.tick().catch((err) =>
-          deps.logger.error("threat feed scheduler failed", { error: err })
-        );
-      }, intervalMs);
-    },
     async stop(): Promise<void> {
-      if (timer !== undefined) clearInterval(timer);
-      timer = undefined;
       await Promise.allSettled([...running.values()]);
     },
   };

@@ -6,7 +6,7 @@
 import type { Config } from "../config/config.ts";
 import { AppError } from "../core/errors.ts";
 import type { Random } from "../core/random.ts";
-import { certificateExpiry, createCa, createLeaf, type Pem } from "./x509.ts";
+import { certificateExpiry, createCa, createServerLeaf, type Pem } from "./x509.ts";
 
 const RENEW_BEFORE_MS = 30 * 86_400_000;
 
@@ -44,19 +44,7 @@ export async function ensureAutoTls(
   }
   let server = await readPem(dir, "server");
   if (!server || certificateExpiry(server.cert) - now < RENEW_BEFORE_MS) {
-    const ips = hostnames.filter((h) => /^[\d.]+$|:/.test(h));
-    const dns = hostnames.filter((h) => !ips.includes(h));
-    server = await createLeaf(
-      ca,
-      {
-        commonName: dns[0] ?? "localhost",
-        dnsNames: dns,
-        ipAddresses: ips,
-        days: 397,
-      },
-      now,
-      random,
-    );
+    server = await createServerLeaf(ca, hostnames, 397, now, random);
     await writePem(dir, "server", server);
   }
   return { ...server, caCert: ca.cert };

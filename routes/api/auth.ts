@@ -26,7 +26,7 @@ import type { Ctx } from "./env.ts";
 import { csrfValid, sessionOf, unauthorized } from "./guard.ts";
 import { perm, PUBLIC, type RouteDef } from "./route.ts";
 import { slowRefusals } from "./slow_refusals.ts";
-import { readJson, readQuery } from "./validate.ts";
+import { readJson, readJsonOnly, readQuery } from "./validate.ts";
 
 export interface AuthRouteDeps extends AuditSink {
   readonly login: Login;
@@ -109,7 +109,7 @@ export function authRoutes(deps: AuthRouteDeps): RouteDef[] {
           c,
           deps,
           async () =>
-            await deps.login.login(await readJson(c, loginBody), {
+            await deps.login.login(await readJsonOnly(c, loginBody), {
               clientIp: c.get("clientIp"),
               traceId: c.get("traceId"),
               userAgent: c.req.header("user-agent") ?? null,

@@ -1,5 +1,6 @@
 /** Hono environment shared by every management route. */
 import type { Context } from "hono";
+import type { PeerCertificate } from "../mtls_listen.ts";
 
 export interface Principal {
   readonly kind: "user" | "token";
@@ -13,7 +14,12 @@ export interface Principal {
 }
 
 export type Env = {
-  Bindings: { remoteAddr?: { hostname: string; port: number }; tls?: boolean };
+  Bindings: {
+    remoteAddr?: { hostname: string; port: number };
+    tls?: boolean;
+    /** The client certificate, on the cluster's mTLS listener only. */
+    peer?: PeerCertificate;
+  };
   Variables: {
     traceId: string;
     eventId: string;

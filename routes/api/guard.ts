@@ -27,7 +27,10 @@ export interface GuardDeps {
     c: Ctx,
     token: string,
   ) => Principal | undefined | Promise<Principal | undefined>;
-  /** Authenticates cluster node-to-node calls; without it `node` routes answer 401. */
+  /**
+   * Authenticates cluster node calls (it may throw its own 401/403); without it, or when it
+   * answers false, `node` routes answer 401.
+   */
   readonly node?: (c: Ctx) => boolean | Promise<boolean>;
 }
 
@@ -124,6 +127,7 @@ export function createGuard(deps: GuardDeps): Guard {
         deps.setup.assertIncomplete();
         return;
       case "node":
+        if (access.credential === "join_token") return;
         if (deps.node && await deps.node(c)) return;
         throw unauthorized("Node authentication required");
       case "permission":

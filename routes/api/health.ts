@@ -3,7 +3,13 @@ import { isReady, type Readiness } from "../../mod/core/readiness.ts";
 import { VERSION } from "../../mod/core/version.ts";
 import { PUBLIC, type RouteDef } from "./route.ts";
 
-export function healthRoutes(readiness: Readiness): RouteDef[] {
+/** What `/health/cluster` reports: the cluster role's summary, without secrets. */
+export type ClusterHealth = () => {
+  readonly healthy: boolean;
+  readonly body: Record<string, unknown>;
+};
+
+export function healthRoutes(readiness: Readiness, cluster: ClusterHealth): RouteDef[] {
   return [
     {
       method: "GET",
@@ -43,8 +49,10 @@ export function healthRoutes(readiness: Readiness): RouteDef[] {
       method: "GET",
       path: "/health/cluster",
       access: PUBLIC,
-      handler: (c) =>
-        c.json({ mode: "standalone", status: "healthy", nodes: [{ id: "local", healthy: true }] }),
+      handler: (c) => {
+        const h = cluster();
+        return c.json(h.body, h.healthy ? 200 : 503);
+      },
     },
   ];
 }

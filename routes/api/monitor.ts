@@ -1,7 +1,8 @@
 /**
  * Monitoring: the Prometheus exposition (`monitor.prometheus.path`, outside /api; public when
  * `monitor.prometheus.public` is true, otherwise `read:monitor`) and the dashboard's summary and
- * series (`read:monitor`).
+ * series (`read:monitor`), and where the exposition is (`GET /api/monitor/prometheus`, for the
+ * console's note).
  */
 import { z } from "zod";
 import { CONTENT_TYPE } from "../../mod/monitor/exposition.ts";
@@ -63,6 +64,18 @@ export function monitorRoutes(deps: MonitorRouteDeps): RouteDef[] {
         const q = readQuery(c, seriesQuery);
         return c.json(deps.dashboard.series({ ...q, periodMs: q.period }));
       },
+    },
+    {
+      method: "GET",
+      path: "/api/monitor/prometheus",
+      access: perm("read:monitor"),
+      handler: (c) =>
+        c.json({
+          enabled: deps.prometheus.enabled,
+          path: deps.prometheus.enabled ? deps.prometheus.path : null,
+          public: deps.prometheus.enabled && deps.prometheus.public,
+          content_type: CONTENT_TYPE,
+        }),
     },
   ];
   if (deps.prometheus.enabled) {

@@ -10,7 +10,9 @@ export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 /**
  * - `public`: anyone (health probes, setup status, login).
  * - `bootstrap`: first-install setup, guarded by the setup token instead of a session.
- * - `node`: cluster node-to-node calls (reserved).
+ * - `node`: cluster node-to-controller calls (specification 4.2): by default the node's verified
+ *   client certificate (the guard's `node` hook); `credential: "join_token"` routes check the
+ *   one-time join token in their handler instead (`POST /api/cluster/join`).
  * - `permission`: an authenticated principal holding `permission`. `sessionOnly` routes refuse
  *   API tokens (for example 2FA changes). `ownAccount` names a path parameter holding a user id:
  *   a signed-in user acting on their own account needs no permission (their own second factor).
@@ -18,7 +20,7 @@ export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 export type Access =
   | { readonly kind: "public" }
   | { readonly kind: "bootstrap" }
-  | { readonly kind: "node" }
+  | { readonly kind: "node"; readonly credential?: "join_token" }
   | {
     readonly kind: "permission";
     readonly permission: string;

@@ -40,6 +40,28 @@ export async function readJson<S extends z.ZodType>(c: Ctx, schema: S): Promise<
   return parsed.data;
 }
 
+const JSON_TYPE = /^application\/(?:[a-z0-9.+-]+\+)?json\s*(?:;|$)/i;
+
+/**
+ * {@link readJson} for a route a cross-site form must not reach: an HTML form can send
+ * `text/plain`, form-encoded or multipart bodies without a CORS preflight, never
+ * `application/json`, so anything else is refused with 415 before the body is read.
+ */
+export function readJsonOnly<S extends z.ZodType>(c: Ctx, schema: S): Promise<z.infer<S>> {
+  const type = c.req.header("content-type") ?? "";
+  if (!JSON_TYPE.test(type)) {
+    return Promise.reject(
+      new AppError(
+        415,
+        "UNSUPPORTED_MEDIA_TYPE",
+        `Unsupported content type "${type}": expected "application/json"`,
+        { details: { field: "(content-type)" } },
+      ),
+    );
+  }
+  return readJson(c, schema);
+}
+
 /** Validates the query string (single values; repeated keys keep the last). */
 export function readQuery<S extends z.ZodType>(c: Ctx, schema: S): z.infer<S> {
   const parsed = schema.safeParse(c.req.query());

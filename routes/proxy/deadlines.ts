@@ -1,34 +1,32 @@
 /**
- * Upstream deadlines without a timer per request: pending deadlines sit in a set that one
- * interval sweeps (every `tickMs`, only while any is pending). A deadline is cleared as soon as
- * the upstream answers, so a long response body is never cut by the response timeout.
+ * Upstream deadlines without a timer or an `AbortSignal` per request: pending deadlines sit in a
+ * set that one interval sweeps (every `tickMs`, only while any is pending), and an expired one
+ * calls its callback (the upstream client closes the connection it guards). A deadline is cleared
+ * as soon as what it guards happened, so a long response body is never cut by the response
+ * timeout.
  */
 
 export interface Deadline {
-  readonly signal: AbortSignal;
-}
-
-interface Entry extends Deadline {
   readonly at: number;
-  readonly controller: AbortController;
+  readonly onExpire: () => void;
 }
 
 export interface Deadlines {
-  /** A signal that aborts with a `TimeoutError` after `ms` (± one tick) unless cleared. */
-  start(ms: number): Deadline;
+  /** Calls `onExpire` after `ms` (± one tick) unless cleared first. */
+  start(ms: number, onExpire: () => void): Deadline;
   clear(deadline: Deadline): void;
   close(): void;
 }
 
 export function createDeadlines(tickMs = 20): Deadlines {
-  const pending = new Set<Entry>();
+  const pending = new Set<Deadline>();
   let timer: ReturnType<typeof setInterval> | undefined;
   function sweep(): void {
     const now = performance.now();
-    for (const e of pending) {
-      if (e.at <= now) {
-        pending.delete(e);
-        e.controller.abort(new DOMException("The upstream did not answer in time", "TimeoutError"));
+    for (const d of pending) {
+      if (d.at <= now) {
+        pending.delete(d);
+        d.onExpire();
       }
     }
     if (pending.size === 0) {
@@ -37,15 +35,14 @@ export function createDeadlines(tickMs = 20): Deadlines {
     }
   }
   return {
-    start(ms) {
-      const controller = new AbortController();
-      const entry: Entry = { at: performance.now() + ms, controller, signal: controller.signal };
-      pending.add(entry);
+    start(ms, onExpire) {
+      const deadline: Deadline = { at: performance.now() + ms, onExpire };
+      pending.add(deadline);
       timer ??= setInterval(sweep, Math.min(tickMs, ms));
-      return entry;
+      return deadline;
     },
     clear(deadline) {
-      pending.delete(deadline as Entry);
+      pending.delete(deadline);
     },
     close() {
       clearInterval(timer);

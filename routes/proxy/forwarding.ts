@@ -132,13 +132,24 @@ export function upstreamHeaders(incoming: Headers, facts: ForwardFacts): HeaderP
 }
 
 /** The upstream response's headers minus hop-by-hop ones, plus the trace id. */
-export function downstreamHeaders(upstream: Headers, traceId: string): HeaderPairs {
-  const dropped = connectionTokens(upstream);
+export function downstreamHeaders(upstream: Headers | HeaderPairs, traceId: string): HeaderPairs {
+  const pairs = upstream instanceof Headers ? [...upstream] : upstream;
+  let dropped: Set<string> | undefined;
+  for (const [name, value] of pairs) {
+    if (name !== "connection") continue;
+    for (const t of value.split(",")) {
+      const token = t.trim().toLowerCase();
+      if (token !== "" && token !== "close" && token !== "keep-alive") {
+        (dropped ??= new Set()).add(token);
+      }
+    }
+  }
   const out: HeaderPairs = [];
-  upstream.forEach((value, name) => {
-    if (HOP_BY_HOP.has(name) || dropped?.has(name) || name === "x-waf-trace-id") return;
-    out.push([name, value]);
-  });
+  for (const pair of pairs) {
+    const name = pair[0];
+    if (HOP_BY_HOP.has(name) || dropped?.has(name) || name === "x-waf-trace-id") continue;
+    out.push(pair);
+  }
   out.push(["x-waf-trace-id", traceId]);
   return out;
 }

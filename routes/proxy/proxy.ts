@@ -3,12 +3,14 @@
  * once (upstream client, protection controls) and runs one {@link Transaction} per request on
  * the policy in force when the request arrived. The order of checks lives in the transaction.
  */
+import type { ApiSecRuntime } from "../../mod/apisec/apisec_runtime.ts";
 import type { Clock } from "../../mod/core/clock.ts";
 import type { Logger } from "../../mod/core/logger.ts";
 import type { AccessLog } from "../../mod/data_plane/access_log.ts";
 import type { Policy } from "../../mod/data_plane/policy.ts";
 import { type ProtectionControls, type ProxyContext, Transaction } from "./transaction.ts";
-import { createFetchUpstream, type UpstreamClient } from "./upstream_client.ts";
+import { createHttp1Upstream } from "./http1_client.ts";
+import type { UpstreamClient } from "./upstream_client.ts";
 
 export interface ProxyDeps {
   readonly policy: Policy;
@@ -18,7 +20,9 @@ export interface ProxyDeps {
   readonly traceId: () => string;
   /** The protection controls (IP lists, ACL, rules, bot, rate limit, ALAP, edge, block page). */
   readonly protection?: ProtectionControls;
-  /** How requests reach upstreams (default: `fetch` with one pooled client). */
+  /** API security's per-process state (route limits); absent in benchmarks and some tests. */
+  readonly apisec?: ApiSecRuntime;
+  /** How requests reach upstreams (default: the HTTP/1.1 client with its keep-alive pools). */
   readonly upstream?: UpstreamClient;
 }
 
@@ -41,8 +45,9 @@ export function createProxy(deps: ProxyDeps): Proxy {
     accessLog: deps.accessLog,
     clock: deps.clock,
     logger: deps.logger,
-    upstream: deps.upstream ?? createFetchUpstream(deps.clock),
+    upstream: deps.upstream ?? createHttp1Upstream(),
     protection: deps.protection,
+    apisec: deps.apisec,
   };
   return {
     handle: (req, peer, proto) =>

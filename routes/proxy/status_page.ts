@@ -128,6 +128,31 @@ export function rateLimitedPage(req: Request, traceId: string, retryAfterSeconds
   return res;
 }
 
+/**
+ * 401 with `WWW-Authenticate: Bearer` (RFC 6750): the route needs a valid token. A missing token
+ * gets the bare challenge; a refused one `error="invalid_token"` and why.
+ */
+export function unauthorizedPage(req: Request, traceId: string, reason: string): Response {
+  const missing = reason === "missing";
+  const res = statusPage(
+    req,
+    401,
+    missing ? "TOKEN_REQUIRED" : "TOKEN_INVALID",
+    missing ? "Authentication required" : "Invalid token",
+    missing
+      ? "This API needs a bearer token in the Authorization header."
+      : `The bearer token was refused (${reason.replaceAll("_", " ")}).`,
+    traceId,
+  );
+  res.headers.set(
+    "www-authenticate",
+    missing
+      ? 'Bearer realm="api"'
+      : `Bearer realm="api", error="invalid_token", error_description="${reason}"`,
+  );
+  return res;
+}
+
 /** 500: the transaction itself failed (logged with the trace id). */
 export function internalErrorPage(req: Request, traceId: string): Response {
   return statusPage(

@@ -15,18 +15,22 @@
  * one exit); nothing here touches SQLite, and nothing throws: a failure becomes a status page
  * with the trace id.
  */
-import { inspect } from "../../engine/mod.ts";
 import type { EngineRequest, Inspection } from "../../engine/mod.ts";
 import { type IpAddress, parseIp } from "../../engine/ip_address.ts";
 import { RequestView } from "../../engine/request_view.ts";
+import type { CompiledDiscovery, CompiledSchema } from "../../mod/apisec/apisec_compile.ts";
+import type { ApiSecRuntime } from "../../mod/apisec/apisec_runtime.ts";
+import { findSchema, jsonKeys, violations } from "../../mod/apisec/apisec_validate.ts";
 import type { Clock } from "../../mod/core/clock.ts";
 import type { Logger } from "../../mod/core/logger.ts";
 import type { AccessLog } from "../../mod/data_plane/access_log.ts";
+import { inspectSliced } from "../../mod/data_plane/inspect_sliced.ts";
 import {
   type AccessRecord,
   Chain,
   type FindingRecord,
   micros,
+  safeEvidence,
 } from "../../mod/data_plane/access_record.ts";
 import { type CompiledPolicy, type CompiledSite, hostOf } from "../../mod/data_plane/policy.ts";
 import type { Upstream } from "../../mod/data_plane/upstream_pool.ts";
@@ -52,6 +56,7 @@ import {
   type HeaderPairs,
   upstreamHeaders,
 } from "./forwarding.ts";
+import { UpstreamProtocolError } from "./http1_parse.ts";
 import { type BodyPlan, planBody } from "./request_body.ts";
 import {
   badGatewayPage,
@@ -60,6 +65,7 @@ import {
   noSitePage,
   rateLimitedPage,
   tooLargePage,
+  unauthorizedPage,
   unreadableBodyPage,
 } from "./status_page.ts";
 import { isTimeout, type UpstreamClient, type UpstreamRequest } from "./upstream_client.ts";
@@ -83,6 +89,8 @@ export interface ProxyContext {
   readonly upstream: UpstreamClient;
   /** Absent when the data plane runs without protection controls (benchmarks, some tests). */
   readonly protection: ProtectionControls | undefined;
+  /** API security's per-process state; absent when the data plane runs without it. */
+  readonly apisec?: ApiSecRuntime;
 }
 
 /** The challenge difficulty of a custom rule whose action is `challenge`. */
@@ -107,10 +115,10 @@ export function headerChecks(
   const acl = rt.acl(p, req, chain);
   if (acl !== undefined && acl.kind !== "pass") return acl;
   if (listed !== undefined || acl !== undefined) return TRUSTED;
+  // API security (route limits, tokens) follows in the transaction's `apiSecurity()`, right
+  // after the global rate limit; it applies to allow-listed clients too (docs/api-security.md).
   return rt.threatIntel(p, req, chain) ?? rt.bot(p, req, chain) ??
-    rt.rateLimit(p, req, chain) ??
-    // API security (JWT, per-route limits) slots in here, right after the global rate limit.
-    PASS;
+    rt.rateLimit(p, req, chain) ?? PASS;
 }
 
 /** Splits `scheme://authority/path?query` without building a URL object. */
@@ -134,7 +142,8 @@ function findingRecord(inspection: Inspection): FindingRecord | null {
     confidence: f.confidence,
     score: f.score,
     location: f.location,
-    evidence: f.evidence,
+    // Masked here, not only when stored: the record also reaches the realtime events.
+    evidence: safeEvidence(f.location, f.evidence),
     rule: f.ruleId,
   };
 }
@@ -166,6 +175,8 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
   #view: RequestView | undefined = undefined;
   #site: CompiledSite | undefined = undefined;
   #plan: BodyPlan | undefined = undefined;
+  /** The API schema entry that applies to this request (found in phase 1, checked in phase 2). */
+  #schema: CompiledSchema | undefined = undefined;
   /** Set once the body was handed to the upstream (otherwise an early answer discards it). */
   #bodySent = false;
   /** Set when phase 3 returned the upstream's own answer (phase 4 applies to it only). */
@@ -258,7 +269,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     }
   }
 
-  /** Phase 1: site match, the challenge endpoint, then the request-header checks. */
+  /** Phase 1: site match, the challenge endpoint, the request-header checks, API security. */
   private async requestHeaders(): Promise<Response | undefined> {
     const { req, record, chain } = this;
     const site = this.policy.match(this.host);
@@ -275,7 +286,12 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     // closure costs a fraction of the Headers pair iterator (measured), so it stays.
     const headers = this.#request.headers as Array<[string, string]>;
     req.headers.forEach((v, k) => headers.push([k, v]));
+    return (await this.protectionHeaders(site)) ?? await this.apiSecurity(site);
+  }
 
+  /** The protection controls' header checks ({@link headerChecks}) and the challenge endpoint. */
+  private async protectionHeaders(site: CompiledSite): Promise<Response | undefined> {
+    const { req, record, chain } = this;
     const p = this.protection;
     const controls = this.#ctx.protection;
     if (p === undefined || controls === undefined) return undefined;
@@ -304,14 +320,64 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
       : blockPage(req, record.trace_id, p);
   }
 
+  /**
+   * API security's header part, after the global rate limit: the route-level limits (the
+   * cheaper check first), the bearer token of a route that needs one, and finding the schema
+   * entry whose body part runs in phase 2.
+   */
+  private async apiSecurity(site: CompiledSite): Promise<Response | undefined> {
+    const a = this.policy.apisec;
+    const rt = this.#ctx.apisec;
+    if (a === undefined || rt === undefined) return undefined;
+    if (a.rateLimits.length === 0 && a.schemas.length === 0 && a.auth.routes.length === 0) {
+      return undefined;
+    }
+    const { record, chain } = this;
+    const facts = {
+      siteId: site.id,
+      method: this.method,
+      path: this.view.path,
+      clientIp: record.client_ip,
+      now: this.now,
+    };
+    if (a.schemas.length > 0) this.#schema = findSchema(a, site.id, this.method, facts.path);
+    if (a.rateLimits.length > 0) {
+      const v = rt.routeLimits(a, facts);
+      if (v.kind !== "pass") {
+        chain.add("api_rate_limit", "limited", v.rule);
+        record.action = "block";
+        return rateLimitedPage(this.req, record.trace_id, v.retryAfterSeconds);
+      }
+    }
+    const route = a.auth.routes.length > 0 ? rt.authRoute(a, facts) : undefined;
+    if (route === undefined) return undefined;
+    const v = await rt.authenticate(a.auth, this.view.header("authorization"), this.now);
+    if (v.ok) {
+      chain.add("api_auth", "pass", route.id);
+      return undefined;
+    }
+    chain.add("api_auth", v.reason, route.id);
+    record.action = "block";
+    return unauthorizedPage(this.req, record.trace_id, v.reason);
+  }
+
   /** Phase 2: the body within the site's limits, custom rules, the semantic engine and ALAP. */
   private async requestBody(): Promise<Response | undefined> {
     const { req, record, chain } = this;
     const site = this.#site!;
-    const plan = await planBody(req, site.maxBodyBytes, site.inspectBodyBytes);
+    const schema = this.#schema;
+    // A schema's smaller body limit is enforced while reading, like the site's (block mode only:
+    // a monitored site must still receive the body).
+    const limit = schema !== undefined && schema.maxBodyBytes > 0 && site.mode === "block"
+      ? Math.min(site.maxBodyBytes, schema.maxBodyBytes)
+      : site.maxBodyBytes;
+    const plan = await planBody(req, limit, Math.min(site.inspectBodyBytes, limit));
     this.#plan = plan;
     if (plan.kind === "too_large") {
-      chain.add("body_limit", "exceeded");
+      if (limit < site.maxBodyBytes) {
+        this.schemaFinding(schema!, "schema:body_too_large", "body over the limit");
+      }
+      chain.add(limit < site.maxBodyBytes ? "api_schema" : "body_limit", "exceeded", schema?.id);
       record.action = "block";
       return tooLargePage(req, record.trace_id);
     }
@@ -336,6 +402,26 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
       ? plan.prefix.subarray(0, site.inspectBodyBytes)
       : undefined;
     const p = this.protection;
+    if (schema !== undefined) {
+      const found = violations(schema, this.view, plan.kind === "none" ? 0 : record.bytes_in);
+      if (found.length > 0) {
+        const first = found[0]!;
+        // The evidence is the violations' wording, never a value; the location names the kind
+        // of violation, so a required header named like a secret does not mask the wording.
+        this.schemaFinding(
+          schema,
+          `schema:${first.code}`,
+          found.map((f) => f.detail).join("; "),
+        );
+        if (site.mode === "block") {
+          chain.add("api_schema", "block", schema.id);
+          record.action = "block";
+          return blockPage(req, record.trace_id, p);
+        }
+        chain.add("api_schema", "log", schema.id);
+        record.action = "log";
+      } else chain.add("api_schema", "pass", schema.id);
+    }
     const controls = this.#ctx.protection;
     if (p !== undefined && controls !== undefined && p.custom.size > 0) {
       this.siteId = site.id;
@@ -349,17 +435,31 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
         return await challengeAnswer(controls, this, CUSTOM_RULE_DIFFICULTY);
       }
     }
-    return this.engine(site, p, controls);
+    return await this.engine(site, p, controls);
+  }
+
+  /** Records a schema violation as the access log's finding (class `api_schema`). */
+  private schemaFinding(schema: CompiledSchema, location: string, evidence: string): void {
+    this.record.findings++;
+    this.record.finding = {
+      class: "api_schema",
+      confidence: "high",
+      score: 100,
+      location,
+      evidence,
+      rule: schema.id,
+    };
   }
 
   /** The semantic engine, with ALAP's exceptions and signature blocks around its verdict. */
-  private engine(
+  private async engine(
     site: CompiledSite,
     p: CompiledProtection | undefined,
     controls: ProtectionControls | undefined,
-  ): Response | undefined {
+  ): Promise<Response | undefined> {
     const { record, chain } = this;
-    let inspection = inspect(this.#request, { level: site.level });
+    // A large body is judged in slices so the event loop keeps serving (inspect_sliced.ts).
+    let inspection = await inspectSliced(this.#request, { level: site.level });
     if (p !== undefined && controls !== undefined) {
       if (inspection.findings.length > 0) {
         controls.alap?.observe(
@@ -375,8 +475,9 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
         inspection = { ...inspection, blocking: adjusted.blocking };
       }
     }
-    record.findings = inspection.findings.length;
-    record.finding = findingRecord(inspection);
+    // A logged schema violation stays the finding unless the engine found something itself.
+    record.findings += inspection.findings.length;
+    record.finding = findingRecord(inspection) ?? record.finding;
     const blocking = inspection.blocking;
     if (blocking && site.mode === "block") {
       chain.add("engine", "block", blocking.ruleId);
@@ -437,10 +538,14 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
       try {
         const res = await this.#ctx.upstream.send(upstream, this);
         this.#upstreamUs = Math.round(micros() - t0);
-        site.pool.ok(upstream);
+        // Passive health: a 5xx counts against the upstream like a failed connection.
+        if (res.status >= 500) site.pool.fail(upstream);
+        else site.pool.ok(upstream);
         chain.add("upstream", String(res.status));
-        const length = res.headers.get("content-length");
-        record.bytes_out = length === null ? null : Number(length);
+        const length = res instanceof Response
+          ? Number(res.headers.get("content-length") ?? -1)
+          : res.contentLength;
+        record.bytes_out = length < 0 ? null : length;
         this.#answered = true;
         return new Response(NO_BODY_STATUS.has(res.status) ? null : res.body, {
           status: res.status,
@@ -459,12 +564,14 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
           chain.add("body", "unreadable");
           return unreadableBodyPage(req, record.trace_id);
         }
-        site.pool.fail(upstream);
+        // A request the transport refuses to send (a TypeError or RangeError: a method or
+        // header it will not write) is the client's doing; only the upstream's failures count.
+        if (!(err instanceof TypeError || err instanceof RangeError)) site.pool.fail(upstream);
         if (isTimeout(err)) {
           chain.add("upstream", "timeout");
           return gatewayTimeoutPage(req, record.trace_id);
         }
-        chain.add("upstream", "unreachable");
+        chain.add("upstream", err instanceof UpstreamProtocolError ? "invalid" : "unreachable");
         this.#ctx.logger.debug("upstream failed", {
           trace_id: record.trace_id,
           upstream: upstream.origin,
@@ -533,6 +640,30 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     record.latency_us.upstream = upstreamUs;
     (this.#site?.counters ?? this.policy.unmatched).count(record, total, upstreamUs);
     this.#ctx.accessLog.push(record);
+    const discovery = this.policy.apisec?.discovery;
+    if (discovery?.enabled && this.#site !== undefined) this.discover(discovery);
     return response;
+  }
+
+  /** Hands the request to API discovery when it is sampled (a bounded push, no clustering). */
+  private discover(d: CompiledDiscovery): void {
+    const rt = this.#ctx.apisec;
+    const view = this.view;
+    if (rt === undefined || !rt.shouldSample(d, view.path, this.now)) return;
+    const query = view.query;
+    const hasBody = this.#request.body !== undefined;
+    const form = hasBody ? view.params.slice(query.length) : [];
+    const type = hasBody ? view.header("content-type") ?? "" : "";
+    const semi = type.indexOf(";");
+    rt.inventory.sample({
+      siteId: this.#site!.id,
+      method: this.method,
+      path: view.path,
+      status: this.record.status,
+      time: this.now,
+      queryNames: query.map(([k]) => k),
+      bodyNames: hasBody ? [...form.map(([k]) => k), ...jsonKeys(view)] : [],
+      contentType: (semi < 0 ? type : type.slice(0, semi)).trim().toLowerCase(),
+    });
   }
 }

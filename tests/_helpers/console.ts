@@ -6,7 +6,8 @@
  */
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { launchBrowser } from "./browser.ts";
-import { ADMIN, completeSetup } from "./identity.ts";
+import { ADMIN, callJson, completeSetup, type Session } from "./identity.ts";
+import { type Hit, hit } from "./protection.ts";
 import { startTestServer, type TestServer } from "./server.ts";
 
 export interface ConsoleKit extends AsyncDisposable {
@@ -103,4 +104,52 @@ const UNLABELLED = `(() => {
 
 export function unlabelled(page: Page): Promise<string[]> {
   return page.evaluate(UNLABELLED) as Promise<string[]>;
+}
+
+/** Waits until `selector`'s text matches `re` (pages poll and reload); returns the text. */
+export async function textMatches(
+  p: ConsolePage,
+  selector: string,
+  re: RegExp,
+  tries = 150,
+): Promise<string> {
+  const locator = p.page.locator(selector).first();
+  await locator.waitFor();
+  for (let i = 0; i < tries; i++) {
+    const text = (await locator.textContent()) ?? "";
+    if (re.test(text)) return text;
+    await p.page.waitForTimeout(100);
+  }
+  throw new Error(`${selector} never matched ${re}: "${await locator.textContent()}"`);
+}
+
+/** True once no "Loading…" status is left in the page (polled: the CSP refuses eval). */
+const LOADED = `![...document.querySelectorAll("main [role=status]")]
+  .some((e) => /Loading|加载中/.test(e.textContent))`;
+
+/** Waits until the open page has drawn and none of its parts is still loading. */
+export async function settle(p: ConsolePage): Promise<void> {
+  await p.page.locator("main .page").first().waitFor();
+  for (let i = 0; i < 300 && !(await p.page.evaluate(LOADED)); i++) {
+    await p.page.waitForTimeout(50);
+  }
+  await p.page.waitForTimeout(150);
+}
+
+/** Creates the site `shop` (host shop.test) in front of `upstream` and sends it one SQLi attack. */
+export async function shopWithAttack(
+  server: TestServer,
+  session: Session,
+  upstream: string,
+): Promise<Hit> {
+  const site = await callJson(server, "POST", "/api/sites", {
+    session,
+    body: { name: "shop", hosts: ["shop.test"], upstreams: [upstream] },
+  });
+  if (site.status !== 201) throw new Error(`site: ${site.status} ${JSON.stringify(site.body)}`);
+  const attack = await hit(server, "/search?q=1%20union%20select%20password%20from%20users", {
+    ip: "198.51.100.7",
+  });
+  if (attack.status !== 403) throw new Error(`the attack was not blocked: ${attack.status}`);
+  return attack;
 }

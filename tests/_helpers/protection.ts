@@ -66,6 +66,8 @@ export interface Hit {
   readonly headers: Headers;
   readonly chain: Array<{ check: string; result: string; rule?: string }>;
   readonly action: string;
+  /** The access-log record's finding (class, location, evidence, rule), or null. */
+  readonly finding: Record<string, unknown> | null;
 }
 
 /** Sends one request from `ip` to the data plane and returns it with its access-log chain. */
@@ -95,6 +97,7 @@ export async function hit(
     headers: r.headers,
     chain: rec.chain,
     action: rec.action,
+    finding: rec.finding ?? null,
   };
 }
 

@@ -19,7 +19,15 @@ import { systemRandom } from "../../mod/core/random.ts";
 export interface TestTarget extends
   Pick<
     RunningServer,
-    "db" | "dataPlane" | "identity" | "apiAccess" | "ai" | "routes" | "readiness"
+    | "db"
+    | "dataPlane"
+    | "identity"
+    | "apiAccess"
+    | "ai"
+    | "monitor"
+    | "ops"
+    | "routes"
+    | "readiness"
   >,
   AsyncDisposable {
   readonly dir: string;

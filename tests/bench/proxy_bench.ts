@@ -1,6 +1,6 @@
 /**
- * The connector's own cost per request, without sockets: `fetch` is replaced by a stub that
- * answers at once, so what remains is the work the proxy adds (site match, headers, engine,
+ * The connector's own cost per request, without sockets: the upstream client (and `fetch`, for
+ * the baseline) is replaced by a stub that answers at once, so what remains is the work the proxy adds (site match, headers, engine,
  * access-log record). Compared with a minimal pass-through handler measured the same way.
  *
  * ```sh
@@ -17,6 +17,7 @@ import { systemRandom } from "../../mod/core/random.ts";
 import { siteInputSchema } from "../../mod/data_plane/site_schema.ts";
 import { createTraceIds } from "../../mod/data_plane/trace_ids.ts";
 import { createProxy } from "../../routes/proxy/proxy.ts";
+import type { UpstreamClient } from "../../routes/proxy/upstream_client.ts";
 
 const realFetch = globalThis.fetch;
 globalThis.fetch = (() =>
@@ -25,6 +26,19 @@ globalThis.fetch = (() =>
       headers: { "content-type": "text/plain", "content-length": "24", server: "stub" },
     }),
   )) as typeof fetch;
+
+const BODY = new TextEncoder().encode("hello from the upstream\n");
+const stubUpstream: UpstreamClient = {
+  send: () =>
+    Promise.resolve({
+      status: 200,
+      statusText: "OK",
+      headers: [["content-type", "text/plain"], ["content-length", "24"], ["server", "stub"]],
+      contentLength: 24,
+      body: BODY.slice(),
+    }),
+  close() {},
+};
 
 const dir = await Deno.makeTempDir();
 const db = openStore(`${dir}/waf.db`, { now: systemClock.now() });
@@ -63,6 +77,7 @@ const proxy = createProxy({
   clock: systemClock,
   logger: createLogger({ format: "text", level: "error" }),
   traceId: createTraceIds(systemRandom, systemClock),
+  upstream: stubUpstream,
 });
 
 const HEADERS = {

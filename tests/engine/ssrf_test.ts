@@ -1,10 +1,7 @@
 import assert from "node:assert/strict";
-import { ssrf } from "../../engine/ssrf.ts";
 import { openRedirect } from "../../engine/open_redirect.ts";
 import { classifyHost, parseIpv4 } from "../../engine/host_address.ts";
 import { engineInput } from "../_helpers/engine_input.ts";
-
-const score = (text: string, name = "url") => ssrf(engineInput(text, { name }))?.score ?? 0;
 
 Deno.test("parseIpv4() reads every inet_aton spelling of loopback", () => {
   for (const h of ["127.0.0.1", "127.1", "2130706433", "0x7f000001", "0177.0.0.1", "0x7f.0.0.1"]) {
@@ -21,40 +18,6 @@ Deno.test("classifyHost() knows metadata, loopback and mapped IPv6 hosts", () =>
   assert.equal(classifyHost("[::ffff:127.0.0.1]").kind, "loopback");
   assert.equal(classifyHost("[0:0:0:0:0:ffff:7f00:1]").kind, "loopback");
   assert.equal(classifyHost("example.com").kind, "name");
-});
-
-Deno.test("ssrf() catches internal and metadata URLs in every encoding", () => {
-  for (
-    const p of [
-      "http://169.254.169.254/latest/meta-data/",
-      "http://127.0.0.1:22",
-      "http://2130706433/",
-      "http://0x7f.1/",
-      "http://[::ffff:127.0.0.1]/",
-      "http://evil.com@127.0.0.1/",
-      "gopher://127.0.0.1:6379/_config",
-      "dict://internal:11211/stat",
-      "http://①②⑦.⓪.⓪.①/",
-    ]
-  ) {
-    assert.ok(score(p) >= 70, p);
-  }
-});
-
-Deno.test("ssrf() flags remote includes cut with a question mark in include parameters", () => {
-  const f = ssrf(engineInput("http://evil.example/shell.txt?", { name: "page" }));
-  assert.equal(f?.class, "rfi");
-  assert.ok((f?.score ?? 0) >= 70);
-});
-
-Deno.test("ssrf() passes public URLs, referers and local dev servers", () => {
-  assert.ok(score("https://www.example.com/path?x=1") < 40);
-  assert.equal(
-    ssrf(engineInput("http://10.0.0.5:8080/app", { source: "header", name: "referer" })),
-    undefined,
-  );
-  assert.ok(score("http://localhost:3000/callback") < 70);
-  assert.ok(score("https://cdn.example.com/img/banner.jpg", "image") < 40);
 });
 
 Deno.test("openRedirect() catches same-site-check bypass shapes", () => {

@@ -49,6 +49,23 @@ curl -s -b cookies -H "x-csrf-token: $CSRF" -H 'content-type: application/json' 
 #> ip_blocked
 curl -i -H 'host: shop.example' -H 'x-forwarded-for: 203.0.113.9' http://127.0.0.1:8080/
 
+# API security (README "API security")
+#> apisec_config
+curl -s -b cookies -H "x-csrf-token: $CSRF" -H 'content-type: application/json' \
+  -X PUT http://127.0.0.1:9443/api/apisec/config \
+  -d '{"discovery":{"enabled":true},"validation":{"enabled":true,"schemas":[{"id":"create-order","method":"POST","path_pattern":"^/api/orders$","required_headers":["x-api-key"]}]},"auth":{"enabled":true,"algorithms":["HS256"],"secret":"change-me-to-32-random-characters","routes":[{"id":"admin","method":"*","path_pattern":"^/api/admin/"}]},"rate_limits":[{"id":"login","method":"POST","path_pattern":"^/login$","requests":2,"window":"1m"}]}'
+#> apisec_schema
+curl -i -H 'host: shop.example' -X POST http://127.0.0.1:8080/api/orders -d '{}'  # 403: no x-api-key
+#> apisec_auth
+curl -i -H 'host: shop.example' http://127.0.0.1:8080/api/admin/stats  # 401 + WWW-Authenticate: Bearer
+#> apisec_limit
+for i in 1 2 3; do curl -s -o /dev/null -w '%{http_code} ' -H 'host: shop.example' -X POST http://127.0.0.1:8080/login; done  # 200 200 429
+#> apisec_validate
+curl -s -b cookies -H "x-csrf-token: $CSRF" -H 'content-type: application/json' \
+  -X POST http://127.0.0.1:9443/api/apisec/validate -d '{"method":"POST","path":"/api/orders"}'
+#> apisec_endpoints
+curl -s -b cookies 'http://127.0.0.1:9443/api/apisec/endpoints?limit=10'  # templates, hits, coverage
+
 B=http://127.0.0.1:9443
 #> jar_login
 curl -s -c jar -X POST $B/api/auth/login -H 'content-type: application/json' \
@@ -118,3 +135,34 @@ CONV=$(curl -s -b jar -H "X-CSRF-Token: $CSRF" -H 'content-type: application/jso
 #> ai_message
 curl -sN -b jar -H "X-CSRF-Token: $CSRF" -H 'content-type: application/json' \
   -X POST $B/api/ai/conversations/$CONV/messages -d '{"content":"What was blocked today?"}'
+
+#> metrics
+curl -s -b jar $B/metrics | grep '^waf_requests_total'
+#> monitor_summary
+curl -s -b jar "$B/api/monitor/summary?period=1h" | jq '{requests, blocked, blocked_classes}'
+#> monitor_series
+curl -s -b jar "$B/api/monitor/series?period=1h&step=minute" | jq '.points[-1]'
+#> realtime
+curl -sN -b jar --max-time 2 -H 'Last-Event-ID: 0' "$B/api/realtime/events?kinds=access.blocked" || true
+#> channel_create
+curl -s -b jar -X POST $B/api/notification-channels -H "X-CSRF-Token: $CSRF" \
+  -H 'content-type: application/json' \
+  -d '{"name":"ops","type":"webhook","events":["attack.spike","upstream.down","login.lockout"],"settings":{"url":"http://127.0.0.1:3000/hooks/waf","secret":"s3cret-signing-key"}}' \
+  | tee channel.json
+CH=$(jq -r .item.id channel.json)
+#> channel_test
+curl -s -b jar -X POST $B/api/notification-channels/$CH/test -H "X-CSRF-Token: $CSRF"
+#> channel_deliveries
+curl -s -b jar $B/api/notification-channels/$CH/deliveries | jq '.items[0] | {event, status, attempts}'
+#> time_sync
+curl -s -b jar $B/api/system/time-sync | jq '{active, offset_ms, servers}'
+#> time_reselect
+curl -s -b jar -X POST $B/api/system/time-sync/reselect -H "X-CSRF-Token: $CSRF"  # 409 without time.servers
+
+#> cluster_token
+curl -s -b jar -X POST $B/api/cluster/join-tokens -H "X-CSRF-Token: $CSRF" \
+  -H 'content-type: application/json' -d '{"note":"edge-1"}'   # {"token":"wafjoin.…","expires_at":…}: shown once
+#> cluster_nodes
+curl -s -b jar $B/api/cluster/nodes                             # state, last heartbeat, policy, counters
+#> cluster_health
+curl -s $B/health/cluster                                       # public summary, no secrets

@@ -28,9 +28,15 @@ export function withQuery(path, query = {}) {
   return qs ? `${path}?${qs}` : path;
 }
 
-/** Where a signed-out console goes (the sign-in page). */
-export function toLogin() {
-  globalThis.location.assign("/login");
+/**
+ * Where a signed-out console goes: the sign-in page, told (`?next=`) to come back to the page
+ * that was open, unless `back` is false (signing out).
+ */
+export function toLogin(back = true) {
+  const { pathname, search, hash } = globalThis.location;
+  const here = pathname + search + hash;
+  const next = back && /^\/console\/./.test(here) ? `?next=${encodeURIComponent(here)}` : "";
+  globalThis.location.assign("/login" + next);
 }
 
 /**

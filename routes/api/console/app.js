@@ -112,7 +112,7 @@ function Shell() {
   const user = session().user;
   const signOut = async () => {
     await api("POST", "/api/auth/logout").catch(() => {});
-    toLogin();
+    toLogin(false);
   };
   return html`
     <div class="shell" key=${currentLanguage()}>

@@ -167,6 +167,18 @@ export function ConfirmButton({ label, question, onConfirm, danger = true, disab
   `;
 }
 
+/** A secret shown once: the value as code and a copy button (ids `<id>` and `copy-<id>`). */
+export function CopyOnce({ id, value }) {
+  const [copied, setCopied] = useState(false);
+  const copy = async () => {
+    await navigator.clipboard.writeText(value).catch(() => {});
+    setCopied(true);
+  };
+  return html`<p><code id=${id} class="secret">${value}</code></p>
+    <button type="button" id=${"copy-" + id} onClick=${copy}>${t("common.copy")}</button>
+    ${copied ? html`<span class="done">${t("common.copied")}</span>` : null}`;
+}
+
 /** A small coloured label (`kind`: good, bad, warn or plain). */
 export function Badge({ kind = "plain", children }) {
   return html`<span class=${"badge " + kind}>${children}</span>`;

@@ -15,7 +15,7 @@ import {
 import { Form } from "./form.js";
 import { t } from "./i18n.js";
 import { can } from "./session.js";
-import { html, useState } from "./lib/ui.js";
+import { html, useEffect, useRef, useState } from "./lib/ui.js";
 
 /**
  * `base`: the API path; `write`: its write permission; `columns`: table columns; `fields`:
@@ -43,6 +43,26 @@ export function Crud(
   const action = useAction();
   const writable = can(write);
   const close = () => setEditing(null);
+  const panel = useRef(null);
+  const newButton = useRef(null);
+  const opener = useRef(null);
+  const open = (item) => {
+    opener.current ??= document.activeElement;
+    setEditing(item);
+  };
+  // Keyboard focus follows the form: into its first control when it opens, back to the button
+  // that opened it (or the page's heading) when it closes.
+  useEffect(() => {
+    if (editing) {
+      panel.current?.querySelector(
+        "input:not(:disabled), select:not(:disabled), textarea:not(:disabled), button",
+      )?.focus();
+    } else if (opener.current) {
+      const back = opener.current.isConnected ? opener.current : newButton.current ?? pageTitle();
+      opener.current = null;
+      back?.focus();
+    }
+  }, [editing]);
 
   const save = (doc) =>
     action.run(async () => {
@@ -56,12 +76,13 @@ export function Crud(
   const remove = (item) =>
     action.run(async () => {
       await del(`${base}/${item.id}`);
+      pageTitle()?.focus(); // the row and its button are going away
       list.reload();
     }, t("common.deleted"));
 
   const actions = (item) =>
     html`<span class="row-actions">
-      <button type="button" class="secondary small" onClick=${() => setEditing(item)}>
+      <button type="button" class="secondary small" onClick=${() => open(item)}>
         ${writable ? t("common.edit") : t("common.view")}
       </button>
       ${
@@ -83,7 +104,7 @@ export function Crud(
     ${
     editing
       ? html`
-        <div class="panel">
+        <div class="panel" ref=${panel}>
           <h2>${editing === "new" ? (newLabel ?? t("common.new")) : name(editing)}</h2>
           <${Form} key=${editing === "new" ? "new" : editing.id}
             fields=${editing === "new"
@@ -98,7 +119,7 @@ export function Crud(
             </div>
       `
       : writable
-      ? html`<p><button type="button" class="new" onClick=${() => setEditing("new")}>
+      ? html`<p><button type="button" class="new" ref=${newButton} onClick=${() => open("new")}>
           ${newLabel ?? t("common.new")}</button></p>`
       : null
   }
@@ -145,3 +166,5 @@ export function SettingForm({ path, write, fields, idPrefix = "setting", onSaved
     <${Done} text=${action.done} />
   </div>`;
 }
+
+const pageTitle = () => document.getElementById("page-title");

@@ -1,11 +1,25 @@
-// Where the dashboard's figures come from, in one module so the source can change without
-// touching the page: today the access-log summary (`GET /api/logs/summary`), the upstream
-// health, the access-log pipeline counters and the pending ALAP decisions, polled every
-// `POLL_MS`. When the monitoring API and the realtime feed exist, this module switches to them.
-import { get } from "./api.js";
+// Where the dashboard's figures come from, in one module so the page does not care: the
+// monitoring rollups (`GET /api/monitor/summary` and `/series`, kept as counters, never a scan of
+// the access log), the upstream health, the access-log pipeline counters and the pending ALAP
+// decisions, reloaded every `POLL_MS`; and the realtime feed (`GET /api/realtime/events`, Server-
+// Sent Events read by the browser's EventSource) for blocked and challenged requests as they
+// happen, each of which also asks for a reload (at most one a second).
+import { get, withQuery } from "./api.js";
 import { can } from "./session.js";
 
 export const POLL_MS = 10_000;
+/** A live event reloads the figures after this long (several events, one reload). */
+const SETTLE_MS = 1_000;
+/** The kinds the live list shows. */
+export const LIVE_KINDS = ["access.blocked", "access.challenged"];
+
+/** The API's period for a range in minutes, and the series' step (minutes up to a day). */
+function periodOf(minutes) {
+  return {
+    period: minutes % 1440 === 0 ? `${minutes / 1440}d` : `${minutes}m`,
+    step: minutes <= 1440 ? "minute" : "hour",
+  };
+}
 
 /** Whatever the user may read, each part independent so one failure does not blank the rest. */
 export async function loadDashboard(minutes) {
@@ -13,30 +27,76 @@ export async function loadDashboard(minutes) {
     can(permission)
       ? get(path, query).then((data) => ({ data }), (error) => ({ error }))
       : Promise.resolve({ hidden: true });
-  const [summary, health, stats, alap, sites] = await Promise.all([
-    part("read:logs", "/api/logs/summary", { minutes, buckets: 60, top: 8 }),
+  const { period, step } = periodOf(minutes);
+  const [summary, series, health, stats, alap] = await Promise.all([
+    part("read:monitor", "/api/monitor/summary", { period, top: 8 }),
+    part("read:monitor", "/api/monitor/series", { period, step }),
     part("read:sites", "/api/sites/health"),
     part("read:logs", "/api/logs/stats"),
     part("read:logs", "/api/alap/decisions", { status: "proposed" }),
-    part("read:sites", "/api/sites"),
   ]);
-  const names = new Map((sites.data?.items ?? []).map((s) => [s.id, s.name]));
-  return { summary, health, stats, alap, siteName: (id) => names.get(id) ?? id ?? "-" };
+  return { summary, series, health, stats, alap };
 }
 
-/** Calls `onData` now and every POLL_MS until the returned function is called. */
+/**
+ * Calls `onData` now, every POLL_MS and soon after `refresh()`, until `stop()`.
+ */
 export function watchDashboard(minutes, onData) {
   let stopped = false;
   let timer;
+  let running = false;
   const tick = async () => {
-    const data = await loadDashboard(minutes);
+    clearTimeout(timer);
+    if (running) return;
+    running = true;
+    const data = await loadDashboard(minutes).finally(() => (running = false));
     if (stopped) return;
     onData(data);
     timer = setTimeout(tick, POLL_MS);
   };
   tick();
+  return {
+    refresh() {
+      if (stopped) return;
+      clearTimeout(timer);
+      timer = setTimeout(tick, SETTLE_MS);
+    },
+    stop() {
+      stopped = true;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/**
+ * Subscribes to blocked and challenged requests over EventSource (it reconnects by itself and
+ * resumes with Last-Event-ID). `onEvent(envelope)` per event, `onState("connecting" | "live" |
+ * "closed")` as the connection changes. Returns the function that closes it; undefined without
+ * `read:realtime`.
+ */
+export function watchLive(onEvent, onState) {
+  if (!can("read:realtime")) return undefined;
+  let source;
+  let retry;
+  const connect = () => {
+    source = new EventSource(withQuery("/api/realtime/events", { kinds: LIVE_KINDS.join(",") }));
+    onState("connecting");
+    source.onopen = () => onState("live");
+    source.onerror = () =>
+      onState(source.readyState === EventSource.CLOSED ? "closed" : "connecting");
+    for (const kind of LIVE_KINDS) {
+      source.addEventListener(kind, (e) => onEvent(JSON.parse(e.data)));
+    }
+    // The server dropped this subscriber for reading too slowly: connect again, afresh.
+    source.addEventListener("stream.closed", () => {
+      source.close();
+      onState("closed");
+      retry = setTimeout(connect, 3_000);
+    });
+  };
+  connect();
   return () => {
-    stopped = true;
-    clearTimeout(timer);
+    clearTimeout(retry);
+    source.close();
   };
 }

@@ -20,6 +20,29 @@ async function call(method, path, body) {
   return data;
 }
 
+/**
+ * Where to go once signed in: the console page named by `?next=` (set by the console when a
+ * signed-out browser opened it), else the console's start. Only this origin's console paths are
+ * taken: the value is resolved against this page and must stay on this origin under
+ * `/console/` (not the assets), so `//host`, `/\host`, `https://host`, `javascript:` and
+ * `/console/../api` all fall back to `/console`.
+ */
+function nextPage() {
+  const raw = new URLSearchParams(globalThis.location.search).get("next") || "";
+  if (!raw.startsWith("/") || raw.startsWith("//") || /[\\\s\p{Cc}]/u.test(raw)) {
+    return "/console";
+  }
+  let url;
+  try {
+    url = new URL(raw, globalThis.location.origin);
+  } catch {
+    return "/console";
+  }
+  const ok = url.origin === globalThis.location.origin &&
+    /^\/console(\/|$)/.test(url.pathname) && !url.pathname.startsWith("/console/assets/");
+  return ok ? url.pathname + url.search + url.hash : "/console";
+}
+
 function leadingZeroBits(bytes) {
   let bits = 0;
   for (const b of bytes) {
@@ -92,7 +115,7 @@ $("login-form").addEventListener("submit", async (event) => {
   }
   try {
     await signIn(username, body);
-    globalThis.location.assign("/console");
+    globalThis.location.assign(nextPage());
   } catch (err) {
     $("status").textContent = "";
     $("error").textContent = err.message;

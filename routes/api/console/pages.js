@@ -5,7 +5,7 @@
 export const GROUPS = ["overview", "protection", "ai", "access", "system"];
 
 export const PAGES = [
-  { id: "dashboard", group: "overview", read: "read:logs" },
+  { id: "dashboard", group: "overview", read: "read:monitor" },
   { id: "sites", group: "overview", read: "read:sites" },
   { id: "logs", group: "overview", read: "read:logs" },
   { id: "ip-lists", group: "protection", read: "read:protection" },
@@ -17,6 +17,7 @@ export const PAGES = [
   { id: "alap", group: "protection", read: "read:logs" },
   { id: "edge", group: "protection", read: "read:edge" },
   { id: "block-pages", group: "protection", read: "read:system" },
+  { id: "api-security", group: "protection", read: "read:apisec" },
   { id: "ai-assistant", group: "ai", read: "use:ai" },
   { id: "ai-approvals", group: "ai", read: "approve:ai" },
   { id: "ai-settings", group: "ai", read: "read:ai" },
@@ -26,7 +27,11 @@ export const PAGES = [
   { id: "audit", group: "access", read: "read:audit" },
   { id: "notifications", group: "access", read: "read:monitor" },
   { id: "system", group: "system", read: "read:system" },
+  { id: "channels", group: "system", read: "read:monitor" },
   { id: "updates", group: "system", read: "read:system" },
+  { id: "ops-tasks", group: "system", read: "read:ops" },
+  { id: "cluster", group: "system", read: "read:cluster" },
+  { id: "storage", group: "system", read: "read:storage" },
 ];
 
 /** The page a path names (`/console/<id>[/<detail>]`), or the dashboard for `/console`. */

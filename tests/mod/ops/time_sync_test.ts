@@ -3,39 +3,13 @@
  * and delays, one that never answers; the offset is reported (never applied to the host clock),
  * applied to the offset clock only with `apply_offset`, and a large one warns.
  */
-import dgram from "node:dgram";
 import { assertEquals, ok } from "../../_helpers/assert.ts";
 import { OffsetClock, systemClock } from "../../../mod/core/clock.ts";
 import { createMemoryLogger } from "../../../mod/core/logger.ts";
 import type { NewNotification } from "../../../mod/core/notifications.ts";
 import { readTimestamp, writeTimestamp } from "../../../mod/ops/sntp.ts";
+import { startSntpServer } from "../../_helpers/sntp_server.ts";
 import { createTimeSync } from "../../../mod/ops/time_sync.ts";
-
-/** An SNTP server whose clock is `offsetMs` ahead of ours and answers after `delayMs`. */
-async function sntpServer(offsetMs: number, delayMs = 0, answer = true) {
-  const socket = dgram.createSocket("udp4");
-  socket.on("message", (msg: Uint8Array, rinfo: { port: number; address: string }) => {
-    if (!answer) return;
-    const req = new DataView(msg.buffer, msg.byteOffset, msg.byteLength);
-    const reply = new Uint8Array(48);
-    const view = new DataView(reply.buffer);
-    reply[0] = (0 << 6) | (4 << 3) | 4;
-    reply[1] = 2;
-    view.setUint32(24, req.getUint32(40));
-    view.setUint32(28, req.getUint32(44));
-    // The wait comes before both server timestamps: it looks like network delay, not processing.
-    setTimeout(() => {
-      writeTimestamp(view, 32, Date.now() + offsetMs);
-      writeTimestamp(view, 40, Date.now() + offsetMs);
-      socket.send(reply, rinfo.port, rinfo.address);
-    }, delayMs);
-  });
-  await new Promise<void>((resolve) => socket.bind(0, "127.0.0.1", resolve));
-  return {
-    address: `127.0.0.1:${socket.address().port}`,
-    [Symbol.asyncDispose]: () => new Promise<void>((resolve) => socket.close(() => resolve())),
-  };
-}
 
 Deno.test("writeTimestamp() and readTimestamp() round-trip Unix milliseconds", () => {
   const view = new DataView(new ArrayBuffer(8));
@@ -44,9 +18,9 @@ Deno.test("writeTimestamp() and readTimestamp() round-trip Unix milliseconds", (
 });
 
 Deno.test("reselect() picks the reachable server with the lowest delay; sync() reports its offset", async () => {
-  await using near = await sntpServer(5_000, 0);
-  await using far = await sntpServer(-3_000, 150);
-  await using silent = await sntpServer(0, 0, false);
+  await using near = await startSntpServer(5_000, 0);
+  await using far = await startSntpServer(-3_000, 150);
+  await using silent = await startSntpServer(0, 0, false);
   const notes: NewNotification[] = [];
   const adjusted = new OffsetClock(systemClock);
   const sync = createTimeSync({
@@ -88,7 +62,7 @@ Deno.test("reselect() picks the reachable server with the lowest delay; sync() r
 });
 
 Deno.test("apply_offset makes the offset clock add the measured offset", async () => {
-  await using server = await sntpServer(-2_500);
+  await using server = await startSntpServer(-2_500);
   const adjusted = new OffsetClock(systemClock);
   const sync = createTimeSync({
     servers: [server.address],

@@ -24,6 +24,7 @@ const PUBLIC_ROUTES = new Set([
   "GET /health/live",
   "GET /health/ready",
   "GET /health/cluster",
+  "GET /api/cluster/ca",
   "GET /api/setup/status",
   "POST /api/auth/login",
   "POST /api/auth/logout",

@@ -1,12 +1,17 @@
-// Dashboard: requests, blocks and block rate over time, blocks by class, top attacked sites,
-// paths and clients, upstream health, the access-log pipeline and pending ALAP decisions.
+// Dashboard: requests, blocks, block rate and latency over time (the monitoring rollups), blocks
+// by class, top attacked sites, paths and clients, blocked requests live as they happen (the
+// realtime feed), upstream health, the access-log pipeline and pending ALAP decisions.
 import { Badge, ErrorBox, Field, Link, Page, Table } from "../components.js";
-import { watchDashboard } from "../dashboard_data.js";
+import { watchDashboard, watchLive } from "../dashboard_data.js";
 import { fmtNumber, fmtTime, t } from "../i18n.js";
 import { TimeChart } from "../lib/chart.js";
-import { html, useEffect, useMemo, useState } from "../lib/ui.js";
+import { html, useEffect, useMemo, useRef, useState } from "../lib/ui.js";
+import { can } from "../session.js";
 
-const RANGES = [60, 360, 1440];
+const RANGES = [60, 360, 1440, 10080, 43200];
+/** How many live events the list keeps. */
+const LIVE_MAX = 20;
+const LIVE_STATE = { live: "good", connecting: "warn", closed: "bad" };
 
 function Part({ part, children }) {
   if (part.hidden) return null;
@@ -14,13 +19,16 @@ function Part({ part, children }) {
   return part.data ? children(part.data) : null;
 }
 
+const fmtMs = (v) => (v === null || v === undefined ? "-" : `${v} ms`);
+
 function Cards({ s, stats }) {
-  const rate = s.totals.requests ? (100 * s.totals.blocked / s.totals.requests).toFixed(1) : "0.0";
+  const rate = s.requests ? (100 * s.blocked / s.requests).toFixed(1) : "0.0";
   const cards = [
-    ["requests", fmtNumber(s.totals.requests)],
-    ["blocked", fmtNumber(s.totals.blocked)],
+    ["requests", fmtNumber(s.requests)],
+    ["blocked", fmtNumber(s.blocked)],
     ["block_rate", rate + "%"],
-    ["challenged", fmtNumber(s.totals.challenged)],
+    ["challenged", fmtNumber(s.challenged)],
+    ["latency_p95", fmtMs(s.latency_ms.p95)],
     ...(stats ? [["queued", fmtNumber(stats.queued)], ["dropped", fmtNumber(stats.dropped)]] : []),
   ];
   return html`<div class="cards">${
@@ -35,17 +43,17 @@ function Cards({ s, stats }) {
   }</div>`;
 }
 
-function Charts({ s }) {
-  const times = useMemo(() => s.series.map((p) => Date.parse(p.time)), [s]);
+function Charts({ points }) {
+  const times = useMemo(() => points.map((p) => Date.parse(p.time)), [points]);
   const traffic = useMemo(() => [
-    { label: t("dash.requests"), values: s.series.map((p) => p.requests) },
-    { label: t("dash.blocked"), values: s.series.map((p) => p.blocked) },
-  ], [s]);
+    { label: t("dash.requests"), values: points.map((p) => p.requests) },
+    { label: t("dash.blocked"), values: points.map((p) => p.blocked) },
+  ], [points]);
   const rate = useMemo(() => [{
     label: t("dash.block_rate"),
     format: (v) => v.toFixed(1) + "%",
-    values: s.series.map((p) => p.requests ? 100 * p.blocked / p.requests : null),
-  }], [s]);
+    values: points.map((p) => p.requests ? 100 * p.blocked / p.requests : null),
+  }], [points]);
   return html`
     <div class="grid2">
       <div>
@@ -65,27 +73,30 @@ function Charts({ s }) {
   `;
 }
 
-function Tops({ s, siteName }) {
-  const count = { label: t("dash.count"), value: (r) => fmtNumber(r.count) };
+function Tops({ s }) {
+  const count = { label: t("dash.count"), value: (r) => fmtNumber(r.blocked) };
+  const classes = Object.entries(s.blocked_classes).map(([k, n]) => ({ class: k, blocked: n }));
   return html`
     <div class="grid2">
       <div>
         <h2>${t("dash.by_class")}</h2>
-        <${Table} rowKey=${(r) => r.class} rows=${s.blocked_by_class} columns=${[
-          { label: t("logs.class"), value: (r) => r.class ?? t("dash.class_other") },
+        <${Table} rowKey=${(r) => r.class} rows=${classes} columns=${[
+          { label: t("logs.class"), key: "class" },
           count,
         ]} />
       </div>
       <div>
         <h2>${t("dash.top_sites")}</h2>
         <${Table} rowKey=${(r) => r.site_id} rows=${s.top_sites} columns=${[
-          { label: t("logs.site"), value: (r) => siteName(r.site_id) },
+          { label: t("logs.site"), value: (r) => r.site ?? t("dash.unmatched") },
           count,
+          { label: t("dash.challenged"), value: (r) => fmtNumber(r.challenged) },
         ]} />
       </div>
       <div>
         <h2>${t("dash.top_paths")}</h2>
-        <${Table} rowKey=${(r) => r.path} rows=${s.top_paths} columns=${[
+        <${Table} rowKey=${(r) => r.site_id + r.path} rows=${s.top_paths} columns=${[
+          { label: t("logs.site"), value: (r) => r.site ?? t("dash.unmatched") },
           { label: t("logs.path"), key: "path", className: "mono wrap" },
           count,
         ]} />
@@ -126,10 +137,61 @@ function Upstreams({ items }) {
   ]} />`;
 }
 
+/** Blocked and challenged requests as the realtime feed delivers them, newest first. */
+function Live({ events, state }) {
+  return html`
+    <div id="live">
+      <h2>${t("dash.live")} <${Badge} kind=${LIVE_STATE[state] ??
+        "plain"}><span id="live-state">${t("dash.live_" + state)}</span></${Badge}></h2>
+        <${Table} rows=${events} empty=${t("dash.live_empty")} columns=${[
+          { label: t("logs.time"), value: (e) => fmtTime(e.time) },
+          {
+            label: t("common.status"),
+            value: (e) =>
+              html`<${Badge} kind=${
+                e.kind === "access.blocked" ? "bad" : "warn"
+              }>${e.data.status} ${e.data.action}</${Badge}>`,
+          },
+          { label: t("logs.site"), value: (e) => e.site ?? "-" },
+          { label: t("logs.client_ip"), value: (e) => e.data.client_ip, className: "mono" },
+          {
+            label: t("logs.path"),
+            value: (e) => `${e.data.method} ${e.data.path}`,
+            className: "mono wrap",
+          },
+          { label: t("logs.class"), value: (e) => e.data.class ?? e.data.check ?? "-" },
+          {
+            label: t("dash.trace"),
+            value: (e) =>
+              e.data.trace_id && can("read:logs")
+                ? html`<${Link} href=${
+                  "/console/logs/" + e.data.trace_id
+                } className="mono live-trace">${e.data.trace_id}</${Link}>`
+                : html`<span class="mono">${e.data.trace_id ?? "-"}</span>`,
+          },
+        ]} />
+      </div>
+  `;
+}
+
 export default function Dashboard() {
   const [minutes, setMinutes] = useState(60);
   const [data, setData] = useState(null);
-  useEffect(() => watchDashboard(minutes, setData), [minutes]);
+  const [live, setLive] = useState({ events: [], state: "connecting" });
+  const watcher = useRef(null);
+  useEffect(() => {
+    const w = watchDashboard(minutes, setData);
+    watcher.current = w;
+    return () => w.stop();
+  }, [minutes]);
+  useEffect(() =>
+    watchLive(
+      (e) => {
+        setLive((l) => ({ ...l, events: [e, ...l.events].slice(0, LIVE_MAX) }));
+        watcher.current?.refresh();
+      },
+      (state) => setLive((l) => ({ ...l, state })),
+    ), []);
   const range = html`<${Field} id="dash-range" label=${t("dash.range")}>
     <select id="dash-range" onChange=${(e) => setMinutes(Number(e.target.value))}>
       ${
@@ -144,8 +206,15 @@ export default function Dashboard() {
       <${Part} part=${data.summary}>${(s) =>
         html`
           <${Cards} s=${s} stats=${data.stats.data} />
-          <${Charts} s=${s} />
-          <${Tops} s=${s} siteName=${data.siteName} />
+        `}</${Part}>
+      <${Part} part=${data.series}>${(series) =>
+        html`
+          <${Charts} points=${series.points} />
+        `}</${Part}>
+      ${can("read:realtime") ? html`<${Live} events=${live.events} state=${live.state} />` : null}
+      <${Part} part=${data.summary}>${(s) =>
+        html`
+          <${Tops} s=${s} />
         `}</${Part}>
       <${Part} part=${data.alap}>${(a) =>
         html`

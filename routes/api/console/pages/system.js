@@ -1,10 +1,121 @@
-// System: the version and runtime, and the backup buttons: the API answers 501 by design
-// (specification 4.3), so the page explains what to run on the host instead.
+// System: the version and runtime, time synchronisation (servers, offsets, measure now,
+// reselect), where the Prometheus metrics are, and the backup buttons: the backup API answers
+// 501 by design (specification 4.3), so the page explains what to run on the host instead.
 import { post } from "../api.js";
-import { ErrorBox, Loading, Page, useAction, useApi } from "../components.js";
-import { t } from "../i18n.js";
-import { html } from "../lib/ui.js";
+import {
+  Badge,
+  Done,
+  ErrorBox,
+  Loading,
+  Page,
+  ReadOnlyNote,
+  Table,
+  useAction,
+  useApi,
+} from "../components.js";
+import { fmtTime, t } from "../i18n.js";
+import { html, useEffect, useState } from "../lib/ui.js";
 import { can } from "../session.js";
+
+const ms = (v) => (v === null || v === undefined ? "-" : `${v} ms`);
+
+function TimeSync() {
+  const state = useApi("/api/system/time-sync");
+  const [view, setView] = useState(null);
+  const action = useAction();
+  useEffect(() => setView(state.data ?? null), [state.data]);
+  const run = (op) =>
+    action.run(async () => setView(await post(`/api/system/time-sync/${op}`)), t("time.done"));
+  const writable = can("write:system");
+  const v = view;
+  return html`<div class="panel" id="time-sync">
+    <h2>${t("time.title")}</h2>
+    <p class="muted">${t("time.explain")}</p>
+    <${Loading} state=${state} />
+    ${
+    v
+      ? html`
+        <dl class="facts" id="time-facts">
+          <dt>${t("time.active")}</dt>
+          <dd id="time-active">${v.active ?? "-"}</dd>
+          <dt>${t("time.chosen_at")}</dt>
+          <dd>${fmtTime(v.chosen_at)}</dd>
+          <dt>${t("time.offset")}</dt>
+          <dd id="time-offset">${ms(v.offset_ms)} ${v.offset_exceeded
+            ? html`<${Badge} kind="bad">${t("time.exceeded", { max: v.max_offset_ms })}</${Badge}>`
+            : null}</dd>
+          <dt>${t("time.synced_at")}</dt>
+          <dd>${fmtTime(v.synced_at)}</dd>
+          <dt>${t("time.apply_offset")}</dt>
+          <dd>${v.apply_offset
+            ? t("time.applied", { offset: ms(v.applied_offset_ms) })
+            : t("time.not_applied")}</dd>
+        </dl>
+        ${v.servers.length === 0
+          ? html`<p class="notice" id="time-none">${t("time.no_servers")}</p>`
+          : html`<${Table} rowKey=${(s) => s.server} rows=${v.servers} columns=${[
+            {
+              label: t("time.server"),
+              value: (s) =>
+                html`<span class="mono">${s.server}</span> ${
+                  s.active ? html`<${Badge} kind="good">${t("time.active_badge")}</${Badge}>` : null
+                }`,
+            },
+            {
+              label: t("time.reachable"),
+              value: (s) =>
+                s.reachable === null
+                  ? "-"
+                  : s.reachable
+                  ? html`<${Badge} kind="good">${t("common.yes")}</${Badge}>`
+                  : html`<${Badge} kind="bad">${t("common.no")}</${Badge}>`,
+            },
+            { label: t("time.offset"), value: (s) => ms(s.offset_ms) },
+            { label: t("time.delay"), value: (s) => ms(s.delay_ms) },
+            { label: t("time.stratum"), value: (s) => s.stratum ?? "-" },
+            { label: t("time.checked_at"), value: (s) => fmtTime(s.checked_at) },
+            { label: t("time.error"), key: "error", className: "wrap" },
+          ]} />`}
+      `
+      : null
+  }
+    ${writable ? null : html`<${ReadOnlyNote} permission="write:system" />`}
+    <div class="actions">
+      <button type="button" id="time-sync-now" disabled=${!writable || action.busy}
+        onClick=${() => run("sync")}>${t("time.sync")}</button>
+      <button type="button" id="time-reselect" class="secondary" disabled=${
+    !writable || action.busy
+  } onClick=${() => run("reselect")}>${t("time.reselect")}</button>
+    </div>
+    <${ErrorBox} error=${action.error} />
+    <${Done} text=${action.done} />
+  </div>`;
+}
+
+/** Where the Prometheus exposition is and whether it needs credentials. */
+function Metrics() {
+  const info = useApi(can("read:monitor") ? "/api/monitor/prometheus" : null);
+  const p = info.data;
+  if (!can("read:monitor")) return null;
+  return html`<div class="panel" id="metrics">
+    <h2>${t("metrics.title")}</h2>
+    <${Loading} state=${info} />
+    ${
+    p
+      ? p.enabled
+        ? html`
+          <p id="metrics-where">${t("metrics.where")} <code>${location.origin}${p.path}</code></p>
+          <p id="metrics-access">${p.public ? t("metrics.public") : t("metrics.private")}</p>
+          <pre>${p.public
+            ? `curl -s ${location.origin}${p.path}`
+            : `curl -s -H "Authorization: Bearer $TOKEN" ${location.origin}${p.path}`}</pre>
+          <p class="muted">${t("metrics.config")}</p>
+        `
+        : html`<p id="metrics-where">${t("metrics.disabled")}</p>`
+      : null
+  }
+  </div>`;
+}
 
 function Backup({ kind }) {
   const action = useAction();
@@ -53,7 +164,8 @@ export default function System() {
       `
       : null
   }
-    <p class="muted">${t("system.time_sync_later")}</p>
+    <${TimeSync} />
+    <${Metrics} />
     <${Backup} kind="export" />
     <${Backup} kind="restore" />
   </${Page}>`;

@@ -6,6 +6,7 @@ import { del, post } from "../api.js";
 import {
   Badge,
   ConfirmButton,
+  CopyOnce,
   Done,
   ErrorBox,
   Field,
@@ -21,19 +22,14 @@ import { html, useState } from "../lib/ui.js";
 import { can, session } from "../session.js";
 
 function Secret({ token, onClose }) {
-  const [copied, setCopied] = useState(false);
-  const copy = async () => {
-    await navigator.clipboard.writeText(token).catch(() => {});
-    setCopied(true);
-  };
-  return html`<div class="panel" role="status">
-    <h2>${t("tokens.secret_title")}</h2>
-    <p>${t("tokens.secret_once")}</p>
-    <p><code id="token-secret" class="secret">${token}</code></p>
-    <button type="button" id="copy-secret" onClick=${copy}>${t("common.copy")}</button>
-    ${copied ? html`<span class="done">${t("common.copied")}</span>` : null}
-    <button type="button" class="secondary" onClick=${onClose}>${t("common.close")}</button>
-  </div>`;
+  return html`
+    <div class="panel" role="status">
+      <h2>${t("tokens.secret_title")}</h2>
+      <p>${t("tokens.secret_once")}</p>
+      <${CopyOnce} id="token-secret" value=${token} />
+      <button type="button" class="secondary" onClick=${onClose}>${t("common.close")}</button>
+    </div>
+  `;
 }
 
 function Create({ onCreated }) {

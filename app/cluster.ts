@@ -1,0 +1,342 @@
+/**
+ * Composes the cluster role of a process (docs/cluster.md). A controller keeps the cluster CA,
+ * the join tokens and the node registry, and opens the mTLS cluster listener when
+ * `cluster.listen` is set. A node joins its controller with a one-time token (once; its identity
+ * stays in its data directory).
+ */
+import { createClusterRepo } from "../db/cluster_repo.ts";
+import type { Db } from "../db/store.ts";
+import { transaction } from "../db/store.ts";
+import { type ClusterCa, loadClusterCa } from "../mod/cluster/cluster_ca.ts";
+import { createEnrollment } from "../mod/cluster/enrollment.ts";
+import { createJoinTokens } from "../mod/cluster/join_tokens.ts";
+import { NodeAgent } from "../mod/cluster/node_agent.ts";
+import { createRegistry } from "../mod/cluster/registry.ts";
+import { createPolicyFollower, createPolicySource } from "../mod/cluster/policy_sync.ts";
+import { createClusterPolicyRepo } from "../db/cluster_policy_repo.ts";
+import { createSettingsRepo } from "../db/settings_repo.ts";
+import { durationMs } from "../mod/core/duration.ts";
+import type { Notify } from "../mod/core/notifications.ts";
+import type { SiteCounterSet } from "../mod/data_plane/site_counters.ts";
+import type { Ctx } from "../routes/api/env.ts";
+import { auditContext } from "../routes/api/actor.ts";
+import { joinCluster, loadNodeIdentity, type NodeIdentity } from "../mod/cluster/node_identity.ts";
+import type { Config } from "../mod/config/config.ts";
+import { parseListen } from "../mod/config/config_schema.ts";
+import type { Audit } from "../mod/core/audit.ts";
+import type { Clock } from "../mod/core/clock.ts";
+import { AppError } from "../mod/core/errors.ts";
+import type { Logger } from "../mod/core/logger.ts";
+import type { Random } from "../mod/core/random.ts";
+import { clusterRoutes } from "../routes/api/cluster.ts";
+import type { Env } from "../routes/api/env.ts";
+import type { RouteDef } from "../routes/api/route.ts";
+import type { Listener } from "../routes/listen.ts";
+import { listenMtls } from "../routes/mtls_listen.ts";
+import type { Hono } from "hono";
+
+/** Paths the cluster listener serves; everything else there is 404. */
+const CLUSTER_PATHS = /^\/api\/cluster\/(?:ca|join|nodes\/[0-9a-f]{16}\/(?:heartbeat|policy))$/;
+const JOIN_RETRY_MS = 3000;
+
+export interface ClusterDeps {
+  readonly db: Db;
+  readonly audit: Audit;
+  readonly config: Config;
+  readonly dataDir: string;
+  readonly clock: Clock;
+  readonly random: Random;
+  readonly logger: Logger;
+  /** The join token from `--join-token` or `WAF_CLUSTER_JOIN_TOKEN` (wins over the file). */
+  readonly joinToken?: string;
+  /** Raises administrator notifications (`node.offline`, a node's clock skew). */
+  readonly notify?: Notify;
+  /** Publishes `node.status` on the realtime bus. */
+  readonly publish?: (payload: Readonly<Record<string, unknown>>) => void;
+  /** The data plane's per-site counters (a node reports their totals). */
+  readonly counters: SiteCounterSet;
+  /** The process's readiness facts (a node reports them). */
+  readonly ready: () => Readonly<Record<string, unknown>>;
+}
+
+/** How often the controller moves silent nodes to stale and offline. */
+const SWEEP_EVERY_MS = 1000;
+
+export interface ClusterPlane {
+  readonly role: "controller" | "node";
+  readonly routes: readonly RouteDef[];
+  /** The controller's CA (undefined on a node). */
+  readonly ca: ClusterCa | undefined;
+  /** The node's identity once joined (undefined on a controller or before joining). */
+  identity(): NodeIdentity | undefined;
+  /** The guard's node authentication (the client certificate of a node call). */
+  authenticate(c: Ctx): Promise<boolean>;
+  /** The node's heartbeat agent, once joined (tests call `beat()`). */
+  agent(): NodeAgent | undefined;
+  /** The controller's stale/offline pass (a timer runs it every second). */
+  sweep(): void;
+  /** Told after every policy swap (the controller's policy version follows it). */
+  policyChanged(): void;
+  /** On a node, the data-plane routes with their changes refused (409 `CLUSTER_NODE_READ_ONLY`). */
+  localWrites(routes: readonly RouteDef[]): readonly RouteDef[];
+  /** What `/health/cluster` shows (no secrets). */
+  health(): { readonly healthy: boolean; readonly body: Record<string, unknown> };
+  /** Opens the cluster listener (a controller with `cluster.listen`), serving `app`. */
+  listen(app: Hono<Env>): Promise<Listener | undefined>;
+  /**
+   * Starts the controller's sweep, or the node's join (in the background until it succeeds or is
+   * refused) and heartbeats; `rebuild` recompiles the data plane's policy from the store.
+   */
+  start(data: { readonly rebuild: () => void }): void;
+  stop(): Promise<void>;
+}
+
+export async function createCluster(deps: ClusterDeps): Promise<ClusterPlane> {
+  const { config } = deps;
+  return config.cluster.role === "node" ? await createNodeRole(deps) : await createController(deps);
+}
+
+async function createController(deps: ClusterDeps): Promise<ClusterPlane> {
+  const c = deps.config.cluster;
+  const listenAddr = c.listen ? parseListen(c.listen) : undefined;
+  const names = new Set(["localhost", "127.0.0.1", "::1", ...c.server_names]);
+  if (listenAddr && listenAddr.hostname !== "0.0.0.0" && listenAddr.hostname !== "::") {
+    names.add(listenAddr.hostname);
+  }
+  const ca = await loadClusterCa(deps.dataDir, [...names], deps.clock.now(), deps.random);
+  const repo = createClusterRepo(deps.db);
+  const tx = <T>(fn: () => T): T => transaction(deps.db, fn);
+  const base = { repo, audit: deps.audit, clock: deps.clock, random: deps.random, transaction: tx };
+  const tokens = createJoinTokens({ ...base, caFingerprint: ca.fingerprint });
+  const enrollment = createEnrollment({
+    ...base,
+    ca,
+    enrolled: (id, name) => deps.publish?.({ id, name, state: "enrolled", previous: null }),
+  });
+  const registry = createRegistry({
+    ...base,
+    caCert: ca.ca.cert,
+    offlineAfterMs: durationMs(c.offline_after),
+    policy: () => source.current(),
+    maxSkewMs: durationMs(deps.config.time.max_offset),
+    notify: deps.notify,
+    publish: deps.publish,
+  });
+  const source = createPolicySource({ repo: createClusterPolicyRepo(deps.db), clock: deps.clock });
+  let sweeper: ReturnType<typeof setInterval> | undefined;
+  const routes = clusterRoutes({
+    policy: source,
+    audit: deps.audit,
+    transaction: tx,
+    tokens,
+    enrollment,
+    registry,
+    caCertificate: ca.ca.cert,
+    caFingerprint: ca.fingerprint,
+  });
+  return {
+    role: "controller",
+    routes,
+    ca,
+    identity: () => undefined,
+    agent: () => undefined,
+    async authenticate(c) {
+      await registry.authenticate(c.req.param("id") ?? "", c.env?.peer, auditContext(c));
+      return true;
+    },
+    sweep: () => registry.sweep(),
+    policyChanged: () => source.changed(),
+    localWrites: (r) => r,
+    health() {
+      const nodes = registry.list().map((n) => ({
+        id: n.id,
+        name: n.name,
+        state: n.state,
+        healthy: n.state === "online",
+        last_heartbeat_at: n.last_heartbeat_at,
+        policy_current: n.policy_current,
+      }));
+      const active = nodes.filter((n) => n.state !== "revoked");
+      const degraded = active.some((n) => n.state === "stale" || n.state === "offline");
+      return {
+        healthy: true,
+        body: {
+          mode: nodes.length > 0 ? "controller" : "standalone",
+          status: degraded ? "degraded" : "healthy",
+          ...(nodes.length > 0
+            ? {
+              counts: Object.fromEntries(
+                ["enrolled", "online", "stale", "offline", "revoked"].map((
+                  s,
+                ) => [s, nodes.filter((n) => n.state === s).length]),
+              ),
+            }
+            : {}),
+          nodes: nodes.length > 0 ? nodes : [{ id: "local", healthy: true }],
+        },
+      };
+    },
+    async listen(app) {
+      if (!listenAddr) return undefined;
+      return await listenMtls({
+        name: "cluster",
+        hostname: listenAddr.hostname,
+        port: listenAddr.port,
+        cert: ca.server.cert,
+        key: ca.server.key,
+        ca: ca.ca.cert,
+        maxBodyBytes: 1_048_576,
+        handler: (req, info) => {
+          const path = new URL(req.url).pathname;
+          if (!CLUSTER_PATHS.test(path)) {
+            return Response.json({
+              error: { code: "NOT_FOUND", message: "Not a cluster endpoint" },
+            }, { status: 404 });
+          }
+          return app.fetch(req, { remoteAddr: info.remoteAddr, tls: true, peer: info.peer });
+        },
+      });
+    },
+    start() {
+      sweeper = setInterval(() => {
+        try {
+          registry.sweep();
+        } catch (err) {
+          deps.logger.error("cluster node sweep failed", { error: err as Error });
+        }
+      }, SWEEP_EVERY_MS);
+    },
+    stop() {
+      if (sweeper !== undefined) clearInterval(sweeper);
+      return Promise.resolve();
+    },
+  };
+}
+
+function refuseLocalWrite(): never {
+  throw new AppError(
+    409,
+    "CLUSTER_NODE_READ_ONLY",
+    "This waf is a cluster node: its policy comes from the controller; make the change there",
+  );
+}
+
+async function createNodeRole(deps: ClusterDeps): Promise<ClusterPlane> {
+  const c = deps.config.cluster;
+  let identity = await loadNodeIdentity(deps.dataDir);
+  const token = deps.joinToken ?? c.join_token;
+  let joinProblem: string | undefined;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let stopped = false;
+  let agent: NodeAgent | undefined;
+  const name = c.name ?? Deno.hostname();
+  let rebuild: (() => void) | undefined;
+  const startAgent = (id: NodeIdentity) => {
+    if (stopped) return;
+    const tx = <T>(fn: () => T): T => transaction(deps.db, fn);
+    agent = new NodeAgent({
+      policy: createPolicyFollower({
+        nodeId: id.nodeId,
+        repo: createClusterPolicyRepo(deps.db),
+        settings: createSettingsRepo(deps.db),
+        clock: deps.clock,
+        logger: deps.logger,
+        transaction: tx,
+        rebuild: () => rebuild?.(),
+      }),
+      identity: id,
+      clock: deps.clock,
+      logger: deps.logger,
+      intervalMs: durationMs(c.heartbeat_interval),
+      counters: () => deps.counters.all(),
+      health: deps.ready,
+    });
+    agent.start();
+  };
+
+  const tryJoin = async () => {
+    timer = undefined;
+    if (stopped || identity) return;
+    try {
+      identity = await joinCluster({
+        dataDir: deps.dataDir,
+        controllerUrl: c.controller_url!,
+        token: token!,
+        name,
+      });
+      joinProblem = undefined;
+      deps.logger.info("joined the cluster", {
+        node_id: identity.nodeId,
+        controller: identity.controllerUrl,
+      });
+      startAgent(identity);
+    } catch (err) {
+      // A refused token or a CA that does not match the pin will not improve by retrying.
+      const final = err instanceof AppError && err.status < 500;
+      joinProblem = err instanceof AppError ? err.code : "CONTROLLER_UNREACHABLE";
+      deps.logger.error(final ? "joining the cluster was refused" : "cannot reach the controller", {
+        controller: c.controller_url,
+        code: joinProblem,
+        error: err instanceof AppError ? err.message : String((err as Error)?.message ?? err),
+      });
+      if (!final && !stopped) timer = setTimeout(tryJoin, JOIN_RETRY_MS);
+    }
+  };
+
+  return {
+    role: "node",
+    routes: clusterRoutes(undefined),
+    ca: undefined,
+    identity: () => identity,
+    agent: () => agent,
+    authenticate: () => Promise.resolve(false),
+    sweep() {},
+    policyChanged() {},
+    localWrites: (routes) =>
+      routes.map((r) =>
+        r.access.kind === "permission" && r.access.permission.startsWith("write:")
+          ? { ...r, handler: refuseLocalWrite }
+          : r
+      ),
+    health() {
+      const enrolled = identity !== undefined;
+      const link = agent?.status();
+      const problem = joinProblem ?? link?.last_error ?? undefined;
+      return {
+        healthy: enrolled,
+        body: {
+          mode: "node",
+          status: enrolled && link?.link === "connected" ? "healthy" : "degraded",
+          node_id: identity?.nodeId ?? null,
+          name,
+          controller: c.controller_url,
+          enrolled,
+          ...(link ?? {}),
+          ...(problem ? { problem } : {}),
+        },
+      };
+    },
+    listen: () => Promise.resolve(undefined),
+    start(data) {
+      rebuild = data.rebuild;
+      if (identity) {
+        deps.logger.info("cluster node identity loaded", { node_id: identity.nodeId });
+        startAgent(identity);
+        return;
+      }
+      if (!token) {
+        joinProblem = "JOIN_TOKEN_MISSING";
+        deps.logger.error(
+          "this node has not joined a cluster and has no join token: set cluster.join_token, --join-token or WAF_CLUSTER_JOIN_TOKEN",
+        );
+        return;
+      }
+      void tryJoin();
+    },
+    async stop() {
+      stopped = true;
+      if (timer !== undefined) clearTimeout(timer);
+      await agent?.stop();
+    },
+  };
+}

@@ -1,0 +1,205 @@
+/**
+ * Composes operations: the one task scheduler with every periodic maintenance routine of the
+ * process (they used to be timers of their own in each area), and its routes. Built last: its
+ * tasks call into the data plane, identity, API access and monitoring.
+ */
+import { z } from "zod";
+import { createOpsTasksRepo } from "../db/ops_tasks_repo.ts";
+import { type Db, transaction } from "../db/store.ts";
+import type { Audit } from "../mod/core/audit.ts";
+import type { Clock } from "../mod/core/clock.ts";
+import type { Config } from "../mod/config/config.ts";
+import { createStorage, type Storage } from "../mod/ops/storage.ts";
+import { storageRoutes } from "../routes/api/storage.ts";
+import type { Logger } from "../mod/core/logger.ts";
+import type { Random } from "../mod/core/random.ts";
+import { createScheduler, type Scheduler, type TaskDef } from "../mod/ops/scheduler.ts";
+import { backupToFolder, runStoreJob } from "../mod/ops/store_jobs.ts";
+import type { RouteDef } from "../routes/api/route.ts";
+import { opsTaskRoutes } from "../routes/api/ops_tasks.ts";
+import type { ApiAccess } from "./api_access.ts";
+import type { DataPlane } from "./data_plane.ts";
+import type { Identity } from "./identity.ts";
+import { MAINTENANCE_EVERY_MS } from "./identity.ts";
+import type { MonitorCore, MonitorPlane } from "./monitor.ts";
+
+export interface OpsDeps {
+  readonly db: Db;
+  readonly audit: Audit;
+  readonly dataDir: string;
+  readonly config: Config;
+  readonly clock: Clock;
+  readonly random: Random;
+  readonly logger: Logger;
+  readonly core: MonitorCore;
+  readonly plane: MonitorPlane;
+  readonly dataPlane: DataPlane;
+  readonly identity: Identity;
+  readonly apiAccess: ApiAccess;
+}
+
+export interface OpsPlane {
+  readonly scheduler: Scheduler;
+  readonly storage: Storage;
+  readonly routes: readonly RouteDef[];
+  start(): void;
+  stop(): Promise<void>;
+}
+
+const MIN = 60_000;
+const HOUR = 60 * MIN;
+
+const backupSettings = z.strictObject({
+  folder: z.string().max(4096).refine((f) => f === "" || f.startsWith("/"), {
+    message: 'an absolute path, or "" for <data-dir>/backups',
+  }).default(""),
+  keep: z.number().int().min(1).max(1000).default(7),
+});
+
+const optimizeSettings = z.strictObject({
+  vacuum_free_ratio: z.number().min(0).max(1).default(0.25),
+});
+
+/** Every routine the scheduler runs, with its default schedule. */
+export function maintenanceTasks(deps: OpsDeps): TaskDef<never>[] {
+  const { dataPlane, identity, apiAccess, core, plane, clock } = deps;
+  const dbPath = `${deps.dataDir}/waf.db`;
+  const timeSync = core.timeSync;
+  const tasks: TaskDef<never>[] = [
+    {
+      id: "access-log-retention",
+      title: "Access-log retention",
+      description:
+        "Deletes access-log records older than storage.access_logs.retention_days and beyond max_records, in bounded slices on the writer thread.",
+      schedule: { every_ms: 10 * MIN },
+      runAtStart: true,
+      run: async () => ({ deleted: await dataPlane.accessLog.prune() }),
+    },
+    {
+      id: "api-token-cleanup",
+      title: "API token cleanup",
+      description:
+        "Deletes expired API tokens and those unused for 180 days; a token creation brings the next run to 10 minutes later, bounded by 60 minutes after the first creation of the batch.",
+      schedule: { every_ms: 6 * HOUR },
+      dueAt: () => apiAccess.cleanup.schedule.deadline,
+      run: () => ({ removed: apiAccess.cleanup.run().length }),
+    },
+    {
+      id: "identity-maintenance",
+      title: "Sessions and sign-in state",
+      description:
+        "Purges ended sessions, expired CAPTCHA and throttle state and the setup token's file, writes the counts of aggregated refused sign-ins, and sweeps used two-factor codes.",
+      schedule: { every_ms: MAINTENANCE_EVERY_MS },
+      run: async () => {
+        await identity.maintenance();
+        apiAccess.twoFactor.sweep();
+      },
+    },
+    {
+      id: "threat-feeds",
+      title: "Threat-feed synchronisation",
+      description:
+        "Downloads every enabled threat feed whose own refresh interval has passed and swaps in its indicators.",
+      schedule: { every_ms: MIN },
+      run: async () => {
+        await dataPlane.protection.feeds.tick();
+      },
+    },
+    {
+      id: "store-integrity",
+      title: "Store integrity check",
+      description:
+        "PRAGMA integrity_check on the store, on a thread of its own; a damaged store fails the run (and notifies).",
+      schedule: { cron: "30 3 * * *" },
+      jitterMs: 30 * MIN,
+      run: async () => {
+        const r = await runStoreJob({ kind: "integrity", path: dbPath });
+        if (r.kind !== "ok") throw new Error(`Integrity check failed: ${r.problems.join("; ")}`);
+        return { result: "ok", schema_version: r.schemaVersion };
+      },
+    },
+    {
+      id: "store-backup",
+      title: "Store backup",
+      description:
+        "An online, checked copy of the store (VACUUM INTO) into the backup folder as waf-YYYYMMDD-HHMMSS.db, keeping the newest `keep` copies.",
+      schedule: { cron: "0 2 * * *" },
+      jitterMs: 30 * MIN,
+      settings: backupSettings,
+      run: async ({ settings }: { settings: z.infer<typeof backupSettings> }) => {
+        const folder = settings.folder || `${deps.dataDir}/backups`;
+        return await backupToFolder(dbPath, folder, settings.keep, clock.now());
+      },
+    } as TaskDef<z.infer<typeof backupSettings>> as unknown as TaskDef<never>,
+    {
+      id: "store-optimize",
+      title: "Store optimisation",
+      description:
+        "PRAGMA optimize and a WAL checkpoint; VACUUM when at least vacuum_free_ratio of the pages are free (VACUUM holds the write lock while it rewrites the file).",
+      schedule: { cron: "0 4 * * 0" },
+      jitterMs: 30 * MIN,
+      settings: optimizeSettings,
+      run: async ({ settings }: { settings: z.infer<typeof optimizeSettings> }) => ({
+        ...await runStoreJob({
+          kind: "optimize",
+          path: dbPath,
+          vacuumFreeRatio: settings.vacuum_free_ratio,
+        }),
+      }),
+    } as TaskDef<z.infer<typeof optimizeSettings>> as unknown as TaskDef<never>,
+    {
+      id: "certificate-check",
+      title: "Certificate expiry check",
+      description:
+        "Warns (a notification) about site certificates that expire within monitor.alerts.certificate_days.",
+      schedule: { every_ms: 6 * HOUR },
+      runAtStart: true,
+      run: () => ({ expiring: plane.certificates.check() }),
+    },
+    {
+      id: "time-sync",
+      title: "Time synchronisation",
+      description:
+        "Measures the host clock against the active SNTP server of time.servers (reselecting when it stops answering); a run where no server answers fails.",
+      schedule: { every_ms: timeSync.intervalMs > 0 ? timeSync.intervalMs : HOUR },
+      enabled: timeSync.periodic(),
+      runAtStart: true,
+      run: async () => {
+        const v = await timeSync.sync();
+        if (v.active === null) throw new Error("No time server answered");
+        return { active: v.active, offset_ms: v.offset_ms };
+      },
+    },
+  ];
+  return tasks;
+}
+
+export function createOps(deps: OpsDeps): OpsPlane {
+  const tx = <T>(fn: () => T): T => transaction(deps.db, fn);
+  const scheduler = createScheduler({
+    repo: createOpsTasksRepo(deps.db),
+    clock: deps.clock,
+    random: deps.random,
+    logger: deps.logger,
+    transaction: tx,
+    notify: deps.core.notify,
+    publish: (kind, payload) => deps.core.bus.publish(kind, payload),
+  }, maintenanceTasks(deps));
+  const storage = createStorage({
+    dataDir: deps.dataDir,
+    clock: deps.clock,
+    accessLog: () => deps.dataPlane.accessLog.stats(),
+    redisUrl: deps.config.storage.redis?.url,
+    backupFolder: () =>
+      (scheduler.get("store-backup").settings as { folder: string }).folder ||
+      `${deps.dataDir}/backups`,
+  });
+  const sink = { audit: deps.audit, transaction: tx };
+  return {
+    scheduler,
+    storage,
+    routes: [...opsTaskRoutes({ ...sink, scheduler }), ...storageRoutes({ ...sink, storage })],
+    start: () => scheduler.start(),
+    stop: () => scheduler.stop(),
+  };
+}

@@ -1,0 +1,169 @@
+/**
+ * The node's side of the cluster channel: every `cluster.heartbeat_interval` it reports to the
+ * controller over mTLS (version, uptime, policy version, clock, data-plane counters, health) and
+ * reads the controller's policy version from the answer; a policy follower (when given) fetches
+ * a newer policy. A node that cannot reach its controller keeps serving with what it has and
+ * says so in its health; a refused node (revoked) takes no policy.
+ */
+import type { Clock } from "../core/clock.ts";
+import type { Logger } from "../core/logger.ts";
+import { VERSION } from "../core/version.ts";
+import { ACTIONS, type SiteCounters } from "../data_plane/site_counters.ts";
+import { type ControllerAnswer, ControllerClient } from "./controller_client.ts";
+import type { NodeIdentity } from "./node_identity.ts";
+
+/** `connected` after a heartbeat was accepted; `unreachable` or `refused` after one was not. */
+export type ControllerLink = "connecting" | "connected" | "unreachable" | "refused";
+
+/** What the node does with the controller's policy version (policy distribution). */
+export interface PolicyFollower {
+  /** The version of the policy this node enforces (null before the first one). */
+  version(): string | null;
+  /** Called with the controller's version after each accepted heartbeat. */
+  follow(version: string, client: ControllerClient): Promise<void>;
+}
+
+export interface NodeAgentDeps {
+  readonly identity: NodeIdentity;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly intervalMs: number;
+  /** The data plane's per-site counters (summed into the report). */
+  readonly counters: () => Iterable<SiteCounters>;
+  /** Extra health facts for the report (readiness). */
+  readonly health: () => Readonly<Record<string, unknown>>;
+  readonly policy?: PolicyFollower;
+}
+
+export interface NodeAgentStatus {
+  readonly link: ControllerLink;
+  readonly last_heartbeat_at: string | null;
+  readonly last_error: string | null;
+  readonly controller_policy_version: string | null;
+}
+
+/** Requests by action over every site since start. */
+export function counterTotals(sites: Iterable<SiteCounters>): Record<string, number> {
+  const out: Record<string, number> = { requests: 0 };
+  for (const a of ACTIONS) out[a] = 0;
+  for (const s of sites) {
+    const per = s.requests.length / ACTIONS.length;
+    for (let i = 0; i < s.requests.length; i++) {
+      const n = s.requests[i]!;
+      out.requests! += n;
+      out[ACTIONS[Math.floor(i / per)]!]! += n;
+    }
+  }
+  return out;
+}
+
+export class NodeAgent {
+  readonly #deps: NodeAgentDeps;
+  readonly #client: ControllerClient;
+  readonly #started: number;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #stopped = false;
+  #running: Promise<void> | undefined;
+  #link: ControllerLink = "connecting";
+  #lastOk: number | null = null;
+  #lastError: string | null = null;
+  #controllerVersion: string | null = null;
+
+  constructor(deps: NodeAgentDeps) {
+    this.#deps = deps;
+    this.#started = deps.clock.now();
+    const id = deps.identity;
+    this.#client = new ControllerClient(id.controllerUrl, id.caCert, {
+      cert: id.cert,
+      key: id.key,
+    });
+  }
+
+  start(): void {
+    this.#tick();
+  }
+
+  status(): NodeAgentStatus {
+    return {
+      link: this.#link,
+      last_heartbeat_at: this.#lastOk === null ? null : new Date(this.#lastOk).toISOString(),
+      last_error: this.#lastError,
+      controller_policy_version: this.#controllerVersion,
+    };
+  }
+
+  /** One heartbeat now (the timer's work; tests call it to avoid waiting). */
+  async beat(): Promise<ControllerAnswer | undefined> {
+    const d = this.#deps;
+    const id = d.identity.nodeId;
+    let answer: ControllerAnswer;
+    try {
+      answer = await this.#client.request("POST", `/api/cluster/nodes/${id}/heartbeat`, {
+        version: VERSION,
+        uptime_s: Math.round((d.clock.now() - this.#started) / 1000),
+        policy_version: d.policy?.version() ?? null,
+        time: d.clock.now(),
+        counters: counterTotals(d.counters()),
+        health: d.health(),
+      });
+    } catch (err) {
+      if (this.#link !== "unreachable") {
+        d.logger.warn("cannot reach the cluster controller; serving with the last policy", {
+          controller: d.identity.controllerUrl,
+          error: String((err as Error)?.message ?? err),
+        });
+      }
+      this.#link = "unreachable";
+      this.#lastError = "CONTROLLER_UNREACHABLE";
+      return undefined;
+    }
+    if (answer.status !== 200) {
+      const code = (answer.body["error"] as { code?: string } | undefined)?.code ?? "HTTP_ERROR";
+      if (this.#link !== "refused" || this.#lastError !== code) {
+        d.logger.error("the cluster controller refused this node's heartbeat", {
+          status: answer.status,
+          code,
+        });
+      }
+      this.#link = answer.status === 401 || answer.status === 403 ? "refused" : "unreachable";
+      this.#lastError = code;
+      return answer;
+    }
+    if (this.#link !== "connected") {
+      d.logger.info("connected to the cluster controller", { node_id: id });
+    }
+    this.#link = "connected";
+    this.#lastOk = d.clock.now();
+    this.#lastError = null;
+    const version = answer.body["policy_version"];
+    if (typeof version === "string") {
+      this.#controllerVersion = version;
+      if (d.policy && version !== d.policy.version()) {
+        await d.policy.follow(version, this.#client).catch((err) => {
+          this.#lastError = "POLICY_SYNC_FAILED";
+          d.logger.error("cannot apply the controller's policy; keeping the current one", {
+            version,
+            error: String((err as Error)?.message ?? err),
+          });
+        });
+      }
+    }
+    return answer;
+  }
+
+  #tick(): void {
+    this.#timer = undefined;
+    if (this.#stopped) return;
+    this.#running = this.beat().then(() => {}, () => {}).finally(() => {
+      this.#running = undefined;
+      if (!this.#stopped) this.#timer = setTimeout(() => this.#tick(), this.#deps.intervalMs);
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    await this.#running;
+    this.#client.close();
+  }
+}

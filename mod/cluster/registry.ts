@@ -1,0 +1,312 @@
+/**
+ * The controller's node registry: authenticates each node call by its client certificate,
+ * records heartbeats, derives each node's state from the time of its last heartbeat, and revokes
+ * or removes nodes. A state change is published on the realtime bus (`node.status`); a node
+ * going offline, and a node whose clock is off, raise notifications.
+ *
+ * A node call is accepted only when the certificate chains to the cluster CA, names a node that
+ * is enrolled and not revoked, and its serial and fingerprint are the ones recorded at the join
+ * (specification 4.2). Otherwise 401 (no or untrusted certificate) or 403 (another node's, a
+ * revoked one), with an audit record.
+ */
+import type { ClusterRepo, NodeRow } from "../../db/cluster_repo.ts";
+import type { Audit, AuditEvent } from "../core/audit.ts";
+import type { Clock } from "../core/clock.ts";
+import { safeEqual } from "../core/digest.ts";
+import { AppError } from "../core/errors.ts";
+import type { Notify } from "../core/notifications.ts";
+import { certificateFacts, issuedBy } from "../tls/x509.ts";
+
+export const NODE_STATES = ["enrolled", "online", "stale", "offline", "revoked"] as const;
+export type NodeState = typeof NODE_STATES[number];
+
+/** What a node reports in each heartbeat (validated at the edge). */
+export interface HeartbeatReport {
+  readonly version: string;
+  readonly uptime_s: number;
+  readonly policy_version: string | null;
+  /** The node's clock (ms since the epoch) when it sent the heartbeat. */
+  readonly time: number;
+  readonly counters: Readonly<Record<string, number>>;
+  readonly health: Readonly<Record<string, unknown>>;
+}
+
+export interface NodeView {
+  readonly id: string;
+  readonly name: string;
+  readonly state: NodeState;
+  readonly enrolled_at: string;
+  readonly revoked_at: string | null;
+  readonly last_heartbeat_at: string | null;
+  readonly last_ip: string | null;
+  readonly version: string | null;
+  readonly uptime_s: number | null;
+  readonly policy_version: string | null;
+  /** True when the node runs the controller's current policy. */
+  readonly policy_current: boolean;
+  /** Milliseconds since the controller's policy changed while this node still ran an older one. */
+  readonly policy_lag_ms: number | null;
+  readonly clock_skew_ms: number | null;
+  readonly counters: Readonly<Record<string, number>> | null;
+  readonly health: Readonly<Record<string, unknown>> | null;
+  readonly certificate: {
+    readonly serial: string;
+    readonly fingerprint: string;
+    expires_at: string;
+  };
+}
+
+/** The client certificate of a node call, as the cluster listener saw it. */
+export interface NodeCredential {
+  readonly authorized: boolean;
+  readonly der: Uint8Array;
+}
+
+type Ctx = Pick<AuditEvent, "actor" | "clientIp" | "traceId">;
+
+export interface RegistryDeps {
+  readonly repo: ClusterRepo;
+  readonly audit: Audit;
+  readonly clock: Clock;
+  readonly transaction: <T>(fn: () => T) => T;
+  readonly caCert: string;
+  /** A node silent this long is offline; half of it, stale. */
+  readonly offlineAfterMs: number;
+  /** A clock difference above this is shown and raises `node.clock_skew`. */
+  readonly maxSkewMs: number;
+  readonly notify?: Notify;
+  /** Publishes `node.status` on the realtime bus. */
+  readonly publish?: (payload: Readonly<Record<string, unknown>>) => void;
+  /** The controller's current policy version and when it took effect. */
+  readonly policy?: () => { readonly version: string; readonly since: number };
+}
+
+const iso = (ms: number | null) => ms === null ? null : new Date(ms).toISOString();
+
+export function createRegistry(deps: RegistryDeps) {
+  const skewed = new Set<string>();
+
+  const stateOf = (row: NodeRow, now: number): NodeState => {
+    if (row.revoked_at !== null) return "revoked";
+    if (row.last_heartbeat_at === null) return "enrolled";
+    const age = now - row.last_heartbeat_at;
+    if (age >= deps.offlineAfterMs) return "offline";
+    if (age >= deps.offlineAfterMs / 2) return "stale";
+    return "online";
+  };
+
+  const view = (row: NodeRow, now: number): NodeView => {
+    const report = row.report ? JSON.parse(row.report) as HeartbeatReport & { skew: number } : null;
+    const policy = deps.policy?.();
+    const current = policy !== undefined && report?.policy_version === policy.version;
+    return {
+      id: row.id,
+      name: row.name,
+      state: stateOf(row, now),
+      enrolled_at: iso(row.enrolled_at)!,
+      revoked_at: iso(row.revoked_at),
+      last_heartbeat_at: iso(row.last_heartbeat_at),
+      last_ip: row.last_ip,
+      version: report?.version ?? null,
+      uptime_s: report?.uptime_s ?? null,
+      policy_version: report?.policy_version ?? null,
+      policy_current: current,
+      policy_lag_ms: policy === undefined || current ? null : Math.max(0, now - policy.since),
+      clock_skew_ms: report?.skew ?? null,
+      counters: report?.counters ?? null,
+      health: report?.health ?? null,
+      certificate: {
+        serial: row.cert_serial,
+        fingerprint: row.cert_fingerprint,
+        expires_at: iso(row.cert_not_after)!,
+      },
+    };
+  };
+
+  const changed = (row: NodeRow, from: string, to: NodeState) => {
+    deps.publish?.({ id: row.id, name: row.name, state: to, previous: from });
+    if (to === "offline") {
+      deps.notify?.({
+        level: "warning",
+        kind: "node.offline",
+        title: `Cluster node "${row.name}" is offline`,
+        body: `No heartbeat from node ${row.name} (${row.id}) since ${
+          iso(row.last_heartbeat_at)
+        }; it keeps serving with its last policy if it is still running.`,
+        data: { node_id: row.id, name: row.name, last_heartbeat_at: iso(row.last_heartbeat_at) },
+      });
+    }
+  };
+
+  const refuse = (
+    ctx: Ctx,
+    nodeId: string,
+    reason: string,
+    status: 401 | 403,
+    code: string,
+    message: string,
+  ): AppError => {
+    deps.transaction(() =>
+      deps.audit.record({
+        ...ctx,
+        action: "cluster.node.authenticate",
+        target: `cluster_node:${nodeId}`,
+        result: "denied",
+        detail: { reason },
+      })
+    );
+    return new AppError(status, code, message);
+  };
+
+  return {
+    /** Checks a node call's certificate against the registration of `nodeId`; throws if not. */
+    async authenticate(nodeId: string, peer: NodeCredential | undefined, ctx: Ctx): Promise<void> {
+      if (!peer) {
+        throw refuse(
+          ctx,
+          nodeId,
+          "no_certificate",
+          401,
+          "NODE_CERTIFICATE_REQUIRED",
+          "Node authentication required: present the node's client certificate on the cluster listener",
+        );
+      }
+      const now = deps.clock.now();
+      if (!peer.authorized || !await issuedBy(peer.der, deps.caCert, now)) {
+        throw refuse(
+          ctx,
+          nodeId,
+          "untrusted_certificate",
+          401,
+          "NODE_CERTIFICATE_UNTRUSTED",
+          "The client certificate is not issued by this cluster's CA",
+        );
+      }
+      const facts = await certificateFacts(peer.der);
+      const row = deps.repo.node(nodeId);
+      const same = row !== undefined && facts !== undefined &&
+        safeEqual(facts.serial, row.cert_serial) &&
+        safeEqual(facts.fingerprint, row.cert_fingerprint);
+      if (!same) {
+        throw refuse(
+          ctx,
+          nodeId,
+          row ? "identity_mismatch" : "unknown_node",
+          403,
+          "NODE_IDENTITY_MISMATCH",
+          `The client certificate is not the one registered for node "${nodeId}"`,
+        );
+      }
+      if (row.revoked_at !== null) {
+        throw refuse(
+          ctx,
+          nodeId,
+          "revoked",
+          403,
+          "NODE_REVOKED",
+          `Node "${nodeId}" has been revoked`,
+        );
+      }
+    },
+
+    /** Records a heartbeat of an authenticated node; returns its clock skew (ms). */
+    heartbeat(
+      nodeId: string,
+      report: HeartbeatReport,
+      ip: string,
+    ): { skew_ms: number; server_time: string } {
+      const now = deps.clock.now();
+      const skew = report.time - now;
+      const stored = JSON.stringify({ ...report, skew });
+      const before = deps.repo.node(nodeId);
+      if (!before || !deps.repo.heartbeat(nodeId, now, ip, stored, "online")) {
+        throw new AppError(403, "NODE_REVOKED", `Node "${nodeId}" has been revoked`);
+      }
+      if (before.status !== "online") changed(before, before.status, "online");
+      if (Math.abs(skew) > deps.maxSkewMs) {
+        if (!skewed.has(nodeId)) {
+          skewed.add(nodeId);
+          deps.notify?.({
+            level: "warning",
+            kind: "time.offset",
+            title: `Cluster node "${before.name}" clock is off by ${Math.round(skew)} ms`,
+            body: `The clock of node ${before.name} (${nodeId}) differs from the controller's by ${
+              Math.round(skew)
+            } ms (limit ${deps.maxSkewMs} ms). TOTP, token expiry and heartbeats depend on it: fix the node's time synchronisation.`,
+            data: { node_id: nodeId, name: before.name, skew_ms: skew },
+          });
+        }
+      } else {
+        skewed.delete(nodeId);
+      }
+      return { skew_ms: skew, server_time: iso(now)! };
+    },
+
+    /** Moves nodes whose heartbeats stopped to `stale` and `offline` (a timer calls it). */
+    sweep(): void {
+      const now = deps.clock.now();
+      for (const row of deps.repo.nodes()) {
+        const state = stateOf(row, now);
+        if (state === row.status || row.revoked_at !== null) continue;
+        deps.repo.setStatus(row.id, state);
+        changed(row, row.status, state);
+      }
+    },
+
+    list(): NodeView[] {
+      const now = deps.clock.now();
+      return deps.repo.nodes().map((r) => view(r, now));
+    },
+
+    get(id: string): NodeView {
+      const row = deps.repo.node(id);
+      if (!row) throw new AppError(404, "NOT_FOUND", `No cluster node "${id}"`);
+      return view(row, deps.clock.now());
+    },
+
+    /** Revokes a node's certificate at once: its next call is refused. */
+    revoke(id: string, ctx: Ctx): NodeView {
+      const row = deps.transaction(() => {
+        const row = deps.repo.node(id);
+        if (!row) throw new AppError(404, "NOT_FOUND", `No cluster node "${id}"`);
+        if (!deps.repo.revoke(id, deps.clock.now())) {
+          throw new AppError(409, "NODE_REVOKED", `Node "${id}" is already revoked`);
+        }
+        deps.audit.record({
+          ...ctx,
+          action: "cluster.node.revoke",
+          target: `cluster_node:${id}`,
+          result: "success",
+          detail: { name: row.name, serial: row.cert_serial },
+        });
+        return row;
+      });
+      changed(row, row.status, "revoked");
+      return this.get(id);
+    },
+
+    /** Deletes a revoked node from the registry. */
+    remove(id: string, ctx: Ctx): void {
+      deps.transaction(() => {
+        const row = deps.repo.node(id);
+        if (!row) throw new AppError(404, "NOT_FOUND", `No cluster node "${id}"`);
+        if (!deps.repo.removeNode(id)) {
+          throw new AppError(
+            409,
+            "NODE_NOT_REVOKED",
+            `Node "${id}" is not revoked: revoke it before removing it`,
+          );
+        }
+        deps.audit.record({
+          ...ctx,
+          action: "cluster.node.delete",
+          target: `cluster_node:${id}`,
+          result: "success",
+          detail: { name: row.name },
+        });
+      });
+    },
+  };
+}
+
+export type Registry = ReturnType<typeof createRegistry>;

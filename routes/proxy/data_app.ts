@@ -1,0 +1,44 @@
+/**
+ * The data plane as a Hono app, as the product's design has it (two Hono apps on separate
+ * listeners, sharing the engine and the store): one catch-all route that runs the request's
+ * {@link Transaction}. There is no per-request middleware: the order of checks lives in the
+ * transaction, and Hono's single-handler path calls the route directly (its cost is measured in
+ * `bench:proxy`, see docs/data-plane.md).
+ */
+import { Hono } from "hono";
+import type { Logger } from "../../mod/core/logger.ts";
+import type { ProxyHandler } from "./proxy.ts";
+import { internalErrorPage } from "./status_page.ts";
+
+/** What the listener tells the app about the connection a request came on. */
+export interface DataBindings {
+  /** The TCP peer's address. */
+  readonly peer: string;
+  /** How the client reached the data plane. */
+  readonly proto: "http" | "https";
+}
+
+export interface DataApp {
+  readonly app: Hono<{ Bindings: DataBindings }>;
+  /** The app as a handler: what both data-plane listeners (HTTP and the TLS front) call. */
+  readonly handle: ProxyHandler;
+}
+
+export function createDataApp(
+  handle: ProxyHandler,
+  logger: Logger,
+  traceId: () => string,
+): DataApp {
+  const app = new Hono<{ Bindings: DataBindings }>();
+  app.all("*", (c) => handle(c.req.raw, c.env.peer, c.env.proto));
+  // The transaction never throws; this only catches a failure before it started.
+  app.onError((err, c) => {
+    const id = traceId();
+    logger.error("data plane request failed", { trace_id: id, error: err });
+    return internalErrorPage(c.req.raw, id);
+  });
+  return {
+    app,
+    handle: (req, peer, proto) => app.fetch(req, { peer, proto }) as Promise<Response>,
+  };
+}

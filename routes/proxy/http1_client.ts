@@ -1,0 +1,540 @@
+/**
+ * The data plane's upstream client: HTTP/1.1 over `Deno.connect` (`Deno.connectTls` for
+ * `https://` upstreams, the certificate verified), with a keep-alive pool per upstream. It
+ * replaces `fetch`, which held the proxy to a third of what this machine can do (see
+ * docs/data-plane.md, "The upstream client").
+ *
+ * - Requests: the head in one write (with the body when it is buffered), bodies framed by
+ *   `Content-Length` or streamed `chunked`; the client's own framing headers are never copied.
+ * - Responses: the head parsed strictly (http1_parse.ts; smuggling shapes are a 502), interim 1xx
+ *   skipped, bodies by `Content-Length`, `chunked` or the connection's end, none for HEAD, 204 and
+ *   304. A body already in the read buffer is handed over as bytes; a longer one streams, one read
+ *   per pull, so a slow client slows the upstream instead of filling memory.
+ * - Deadlines: connect and response-head deadlines from one sweeping timer (deadlines.ts); an
+ *   expired one closes the connection. A client that goes away cancels the body stream, which
+ *   closes the upstream connection (its unread rest would poison the pool).
+ * - Pool: idle connections per upstream origin, newest first, at most `maxIdle` each, closed after
+ *   `idleTimeoutMs`. An idle connection keeps a read pending, so an upstream that closes it is
+ *   noticed at once and the connection dropped; one that dies just as it is reused (no byte of the
+ *   response came back) is retried once on a fresh connection when the body can be sent again.
+ */
+import type { Upstream } from "../../mod/data_plane/upstream_pool.ts";
+import { createDeadlines, type Deadline } from "./deadlines.ts";
+import {
+  ChunkedDecoder,
+  headEnd,
+  latin1,
+  MAX_HEAD_BYTES,
+  parseHead,
+  type ResponseHead,
+  UpstreamProtocolError,
+} from "./http1_parse.ts";
+import {
+  POOL_IDLE_MS,
+  type UpstreamClient,
+  type UpstreamRequest,
+  type UpstreamResponse,
+} from "./upstream_client.ts";
+
+export interface Http1ClientOptions {
+  /** Idle connections kept per upstream (default 64). */
+  readonly maxIdle?: number;
+  /** Idle connections older than this are closed (default {@link POOL_IDLE_MS}). */
+  readonly idleTimeoutMs?: number;
+  /** Extra CA certificates (PEM) trusted for `https://` upstreams, besides the system's. */
+  readonly caCerts?: string[];
+}
+
+const READ_SIZE = 16 * 1024;
+const BODY_READ_SIZE = 64 * 1024;
+/** Interim (1xx) responses skipped before the final one; more is a misbehaving upstream. */
+const MAX_INTERIM = 16;
+const EMPTY: Uint8Array<ArrayBuffer> = new Uint8Array(0);
+const utf8 = new TextEncoder();
+const ignore = () => {};
+
+const enum Step {
+  More,
+  Done,
+  End,
+}
+
+/** A reused connection failed before any byte of the response: safe to retry once. */
+class StaleConnection extends Error {
+  constructor(cause: unknown) {
+    super("the pooled upstream connection was closed", { cause });
+  }
+}
+
+function timeoutError(what: string): DOMException {
+  return new DOMException(`The upstream did not ${what} in time`, "TimeoutError");
+}
+
+/** One upstream connection: its socket, read buffer and pool bookkeeping. */
+class Connection {
+  buf: Uint8Array<ArrayBuffer> = new Uint8Array(READ_SIZE);
+  start = 0;
+  end = 0;
+  /** A read started while idle; the next {@link fill} takes its result. */
+  pending: Promise<number | null> | undefined = undefined;
+  idle = false;
+  idleSince = 0;
+  closed = false;
+  /** Served a request before (a failure before any answer may be the upstream's idle close). */
+  reused = false;
+  timedOut = false;
+  /** The current request's body has been written completely. */
+  bodyDone = true;
+  /** Why the current request's body could not be sent (the client's stream failed). */
+  bodyFailure: unknown = undefined;
+  /** Outgoing bytes for the head (and a small buffered body); grown when needed. */
+  out = new Uint8Array(4096);
+
+  constructor(readonly conn: Deno.Conn, readonly origin: string) {}
+
+  /** Reads more bytes after `end`; false at the end of the stream. */
+  async fill(): Promise<boolean> {
+    if (this.start === this.end) {
+      this.start = 0;
+      this.end = 0;
+    } else if (this.end === this.buf.length) {
+      if (this.start > 0) {
+        this.buf.copyWithin(0, this.start, this.end);
+        this.end -= this.start;
+        this.start = 0;
+      } else {
+        const grown = new Uint8Array(this.buf.length * 2);
+        grown.set(this.buf);
+        this.buf = grown;
+      }
+    }
+    const read = this.pending ?? this.conn.read(this.buf.subarray(this.end));
+    this.pending = undefined;
+    const n = await read;
+    if (n === null) return false;
+    this.end += n;
+    return true;
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    try {
+      this.conn.close();
+    } catch {
+      // already closed by the runtime
+    }
+  }
+}
+
+async function writeAll(conn: Deno.Conn, data: Uint8Array): Promise<void> {
+  let at = 0;
+  while (at < data.length) at += await conn.write(data.subarray(at));
+}
+
+/** Encodes `s` (code units 0-255) into `c.out` from `at`, growing it; returns the end. */
+function encodeInto(c: Connection, s: string, at: number): number {
+  if (c.out.length - at < s.length) {
+    const grown = new Uint8Array(Math.max(c.out.length * 2, at + s.length + 1024));
+    grown.set(c.out.subarray(0, at));
+    c.out = grown;
+  }
+  const { read, written } = utf8.encodeInto(s, c.out.subarray(at));
+  if (read === s.length && written === s.length) return at + written;
+  // A header value with bytes above 0x7f (obs-text): one byte per code unit, not UTF-8.
+  for (let i = 0; i < s.length; i++) c.out[at + i] = s.charCodeAt(i) & 0xff;
+  return at + s.length;
+}
+
+/** The request body as bytes, a stream, or nothing. */
+function bodyOf(body: BodyInit | undefined): Uint8Array | ReadableStream<Uint8Array> | undefined {
+  if (body === undefined || body === null) return undefined;
+  if (body instanceof Uint8Array) return body;
+  if (body instanceof ReadableStream) return body as ReadableStream<Uint8Array>;
+  if (typeof body === "string") return utf8.encode(body);
+  return new Response(body).body ?? undefined;
+}
+
+const DECIMAL = /^\d{1,15}$/;
+
+/** Creates the HTTP/1.1 upstream client. */
+export function createHttp1Upstream(options: Http1ClientOptions = {}): UpstreamClient {
+  const maxIdle = options.maxIdle ?? 64;
+  const idleTimeoutMs = options.idleTimeoutMs ?? POOL_IDLE_MS;
+  const deadlines = createDeadlines();
+  const pools = new Map<string, Connection[]>();
+  let idleCount = 0;
+  let sweeper: ReturnType<typeof setInterval> | undefined;
+  let closed = false;
+
+  function sweepIdle(): void {
+    const now = performance.now();
+    for (const idle of pools.values()) {
+      // Oldest first: stop at the first one still fresh.
+      while (idle.length > 0 && now - idle[0]!.idleSince >= idleTimeoutMs) drop(idle.shift()!);
+    }
+    if (idleCount === 0) {
+      clearInterval(sweeper);
+      sweeper = undefined;
+    }
+  }
+
+  function drop(c: Connection): void {
+    if (c.idle) {
+      c.idle = false;
+      idleCount--;
+      const idle = pools.get(c.origin);
+      const i = idle?.indexOf(c) ?? -1;
+      if (i >= 0) idle!.splice(i, 1);
+    }
+    c.close();
+  }
+
+  /** A connection whose exchange ended cleanly goes back to the pool (or is closed). */
+  function finish(c: Connection, keepAlive: boolean): void {
+    if (!keepAlive || closed || c.closed || !c.bodyDone || c.start !== c.end) {
+      c.close();
+      return;
+    }
+    let idle = pools.get(c.origin);
+    if (idle === undefined) pools.set(c.origin, idle = []);
+    if (idle.length >= maxIdle) drop(idle[0]!);
+    c.start = 0;
+    c.end = 0;
+    c.idle = true;
+    c.reused = true;
+    c.idleSince = performance.now();
+    idle.push(c);
+    idleCount++;
+    sweeper ??= setInterval(sweepIdle, Math.max(250, Math.min(idleTimeoutMs / 4, 5_000)));
+    // Anything arriving on an idle connection (its end, or bytes nobody asked for) ends it.
+    const read = c.conn.read(c.buf);
+    c.pending = read;
+    read.then(() => {
+      if (c.idle && c.pending === read) drop(c);
+    }, () => {
+      if (c.idle && c.pending === read) drop(c);
+    });
+  }
+
+  function take(origin: string): Connection | undefined {
+    const idle = pools.get(origin);
+    const c = idle?.pop();
+    if (c === undefined) return undefined;
+    c.idle = false;
+    idleCount--;
+    return c;
+  }
+
+  async function connect(upstream: Upstream, ms: number): Promise<Connection> {
+    const tls = upstream.origin.startsWith("https:");
+    let expired = false;
+    let deadline: Deadline | undefined;
+    // TCP connects take a signal, so a dial into a black hole stops at the deadline; a TLS
+    // connection that arrives after its deadline is closed on arrival.
+    const ac = tls ? undefined : new AbortController();
+    const dial: Promise<Deno.Conn> = tls
+      ? Deno.connectTls({
+        hostname: upstream.hostname,
+        port: upstream.port,
+        caCerts: options.caCerts,
+        alpnProtocols: ["http/1.1"],
+      })
+      : Deno.connect({ hostname: upstream.hostname, port: upstream.port, signal: ac!.signal });
+    const timeout = new Promise<never>((_, reject) => {
+      deadline = deadlines.start(ms, () => {
+        expired = true;
+        reject(timeoutError("accept the connection"));
+        ac?.abort();
+      });
+    });
+    dial.then((conn) => {
+      if (expired) conn.close();
+    }, ignore);
+    try {
+      const conn = await Promise.race([dial, timeout]);
+      if (!tls) (conn as Deno.TcpConn).setNoDelay(true);
+      return new Connection(conn, upstream.origin);
+    } finally {
+      deadlines.clear(deadline!);
+    }
+  }
+
+  /** Writes the request head, and the body when it is bytes; returns the body stream, if any. */
+  async function writeRequest(c: Connection, request: UpstreamRequest): Promise<void> {
+    const body = bodyOf(request.upstreamBody);
+    let head = `${request.method} ${request.pathAndQuery} HTTP/1.1\r\n`;
+    let declared: string | undefined;
+    for (const [name, value] of request.upstreamHeaders) {
+      // The framing is this client's own, never the client's.
+      if (name === "content-length") declared = value;
+      else if (name !== "transfer-encoding") head += `${name}: ${value}\r\n`;
+    }
+    let length = -1;
+    if (body instanceof Uint8Array) head += `content-length: ${body.length}\r\n\r\n`;
+    else if (body === undefined) {
+      head += declared === undefined ? "\r\n" : "content-length: 0\r\n\r\n";
+    } else if (declared !== undefined && DECIMAL.test(declared)) {
+      length = Number(declared);
+      head += `content-length: ${length}\r\n\r\n`;
+    } else head += "transfer-encoding: chunked\r\n\r\n";
+    let end = encodeInto(c, head, 0);
+    if (body instanceof Uint8Array && c.out.length - end >= body.length) {
+      c.out.set(body, end);
+      end += body.length;
+      await writeAll(c.conn, c.out.subarray(0, end));
+    } else {
+      await writeAll(c.conn, c.out.subarray(0, end));
+      if (body instanceof Uint8Array) await writeAll(c.conn, body);
+    }
+    if (body instanceof ReadableStream) {
+      c.bodyDone = false;
+      // The body streams while the response is awaited: an upstream may answer early.
+      writeBody(c, body, length).then(() => {
+        c.bodyDone = true;
+      }, (err) => {
+        c.bodyFailure = err;
+        c.close();
+      });
+    }
+  }
+
+  async function writeBody(
+    c: Connection,
+    body: ReadableStream<Uint8Array>,
+    length: number,
+  ): Promise<void> {
+    const reader = body.getReader();
+    let sent = 0;
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        if (value.length === 0) continue;
+        if (c.closed) throw new Error("the upstream connection closed");
+        sent += value.length;
+        if (length < 0) {
+          const size = `${value.length.toString(16)}\r\n`;
+          const framed = new Uint8Array(size.length + value.length + 2);
+          utf8.encodeInto(size, framed);
+          framed.set(value, size.length);
+          framed[framed.length - 2] = 13;
+          framed[framed.length - 1] = 10;
+          await writeAll(c.conn, framed);
+        } else {
+          if (sent > length) throw new Error("the request body is longer than declared");
+          await writeAll(c.conn, value);
+        }
+      }
+      if (length < 0) await writeAll(c.conn, utf8.encode("0\r\n\r\n"));
+      else if (sent !== length) throw new Error("the request body is shorter than declared");
+    } catch (err) {
+      reader.cancel(err).catch(ignore);
+      throw err;
+    }
+  }
+
+  /** Reads up to the final response head (interim 1xx skipped); `seen` tells if any byte came. */
+  async function readHead(c: Connection, progress: { seen: boolean }): Promise<ResponseHead> {
+    let interim = 0;
+    for (;;) {
+      let at = headEnd(c.buf, c.start, c.end);
+      while (at < 0) {
+        if (c.end - c.start > MAX_HEAD_BYTES) {
+          throw new UpstreamProtocolError("response head too large");
+        }
+        if (!(await c.fill())) throw new Error("the upstream closed the connection");
+        progress.seen = true;
+        at = headEnd(c.buf, c.start, c.end);
+      }
+      if (at - c.start > MAX_HEAD_BYTES) throw new UpstreamProtocolError("response head too large");
+      const head = parseHead(latin1(c.buf, c.start, at));
+      c.start = at;
+      if (head.status >= 200) return head;
+      if (head.status === 101) throw new UpstreamProtocolError("unexpected 101 response");
+      if (++interim > MAX_INTERIM) throw new UpstreamProtocolError("too many 1xx responses");
+    }
+  }
+
+  /** The body: none, the bytes already read, or a stream reading the rest. */
+  function responseBody(
+    c: Connection,
+    head: ResponseHead,
+    method: string,
+  ): Uint8Array<ArrayBuffer> | ReadableStream<Uint8Array> | null {
+    const keepAlive = !head.close;
+    if (method === "HEAD" || head.status === 204 || head.status === 304) {
+      finish(c, keepAlive);
+      return null;
+    }
+    if (head.chunked) {
+      const decoder = new ChunkedDecoder();
+      const parts: Uint8Array[] = [];
+      c.start = decoder.next(c.buf, c.start, c.end, parts);
+      if (decoder.done) {
+        const bytes = concat(parts);
+        finish(c, keepAlive);
+        return bytes;
+      }
+      return chunkedStream(c, decoder, parts, keepAlive);
+    }
+    const length = head.contentLength;
+    if (length >= 0 && c.end - c.start >= length) {
+      const bytes = length === 0 ? EMPTY : c.buf.slice(c.start, c.start + length);
+      c.start += length;
+      finish(c, keepAlive);
+      return bytes;
+    }
+    return lengthStream(c, length, keepAlive);
+  }
+
+  /**
+   * A response body stream: each pull runs `step`, which enqueues at most one piece and says
+   * whether the body is complete (`done`: the connection may be reused; `end`: it ended with the
+   * connection). Cancelling it (the client went away) closes the connection.
+   */
+  function bodyStream(
+    c: Connection,
+    keepAlive: boolean,
+    step: (controller: ReadableStreamDefaultController<Uint8Array>) => Promise<Step>,
+  ): ReadableStream<Uint8Array> {
+    return new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        try {
+          const state = await step(controller);
+          if (state === Step.More) return;
+          controller.close();
+          if (state === Step.Done) finish(c, keepAlive);
+          else c.close();
+        } catch (err) {
+          c.close();
+          controller.error(err);
+        }
+      },
+      cancel() {
+        c.close();
+      },
+    }, { highWaterMark: 0 });
+  }
+
+  /** A `Content-Length` body (`length` >= 0) or one ending with the connection (-1). */
+  function lengthStream(
+    c: Connection,
+    length: number,
+    keepAlive: boolean,
+  ): ReadableStream<Uint8Array> {
+    let remaining = length;
+    return bodyStream(c, keepAlive, async (controller) => {
+      let chunk: Uint8Array;
+      if (c.start < c.end) {
+        const take = remaining < 0 ? c.end - c.start : Math.min(remaining, c.end - c.start);
+        chunk = c.buf.slice(c.start, c.start + take);
+        c.start += take;
+      } else {
+        const fresh = new Uint8Array(
+          remaining < 0 ? BODY_READ_SIZE : Math.min(remaining, BODY_READ_SIZE),
+        );
+        const n = await c.conn.read(fresh);
+        if (n === null) {
+          if (remaining >= 0) throw new UpstreamProtocolError("the upstream body ended early");
+          return Step.End;
+        }
+        chunk = fresh.subarray(0, n);
+      }
+      if (remaining >= 0) remaining -= chunk.length;
+      controller.enqueue(chunk);
+      return remaining === 0 ? Step.Done : Step.More;
+    });
+  }
+
+  function chunkedStream(
+    c: Connection,
+    decoder: ChunkedDecoder,
+    first: Uint8Array[],
+    keepAlive: boolean,
+  ): ReadableStream<Uint8Array> {
+    // The first parts are views into the read buffer, which the next read overwrites.
+    let parts: Uint8Array[] = first.length > 0 ? [concat(first)] : [];
+    return bodyStream(c, keepAlive, async (controller) => {
+      while (parts.length === 0 && !decoder.done) {
+        if (!(await c.fill())) throw new UpstreamProtocolError("the upstream body ended early");
+        c.start = decoder.next(c.buf, c.start, c.end, parts);
+        if (parts.length > 0) parts = [concat(parts)];
+      }
+      if (parts.length > 0) controller.enqueue(parts[0]!);
+      parts = [];
+      return decoder.done ? Step.Done : Step.More;
+    });
+  }
+
+  /** One request on one connection, up to the response head. */
+  async function exchange(c: Connection, request: UpstreamRequest): Promise<UpstreamResponse> {
+    const progress = { seen: false };
+    c.bodyDone = true;
+    c.bodyFailure = undefined;
+    const deadline = deadlines.start(request.responseTimeoutMs, () => {
+      c.timedOut = true;
+      c.close();
+    });
+    try {
+      await writeRequest(c, request);
+      const head = await readHead(c, progress);
+      deadlines.clear(deadline);
+      return {
+        status: head.status,
+        statusText: head.statusText,
+        headers: head.headers,
+        contentLength: head.contentLength,
+        body: responseBody(c, head, request.method),
+      };
+    } catch (err) {
+      deadlines.clear(deadline);
+      c.close();
+      if (c.timedOut) throw timeoutError("answer");
+      if (c.bodyFailure !== undefined) throw c.bodyFailure;
+      if (c.reused && !progress.seen && !(err instanceof UpstreamProtocolError)) {
+        throw new StaleConnection(err);
+      }
+      throw err;
+    }
+  }
+
+  return {
+    async send(upstream, request) {
+      const idle = take(upstream.origin);
+      if (idle !== undefined) {
+        try {
+          return await exchange(idle, request);
+        } catch (err) {
+          const replayable = !(request.upstreamBody instanceof ReadableStream);
+          if (!(err instanceof StaleConnection)) throw err;
+          if (!replayable) throw err.cause;
+        }
+      }
+      const c = await connect(upstream, request.connectTimeoutMs);
+      return await exchange(c, request);
+    },
+    close() {
+      closed = true;
+      clearInterval(sweeper);
+      sweeper = undefined;
+      for (const idle of pools.values()) for (const c of idle.splice(0)) c.close();
+      idleCount = 0;
+      deadlines.close();
+    },
+  };
+}
+
+function concat(parts: Uint8Array[]): Uint8Array<ArrayBuffer> {
+  if (parts.length === 0) return EMPTY;
+  if (parts.length === 1) return parts[0]!.slice();
+  let n = 0;
+  for (const p of parts) n += p.length;
+  const out = new Uint8Array(n);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}

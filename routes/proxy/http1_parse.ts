@@ -1,0 +1,247 @@
+/**
+ * The strict half of the upstream HTTP/1.1 client: reading an upstream's response head and its
+ * chunked body (RFC 9112). Anything that could frame a response two ways (response smuggling) or
+ * that `Response` would refuse is an {@link UpstreamProtocolError}, which the data plane answers
+ * with 502 and the trace id, never passing the response on.
+ */
+import type { HeaderPairs } from "./forwarding.ts";
+
+/** Largest response head (status line and headers) accepted from an upstream. */
+export const MAX_HEAD_BYTES = 64 * 1024;
+/** Most header lines accepted in one response head. */
+export const MAX_HEADERS = 256;
+/** Longest chunk-size line (with extensions) and the most trailer bytes read and discarded. */
+export const MAX_CHUNK_LINE = 4096;
+export const MAX_TRAILER_BYTES = 64 * 1024;
+
+/** The upstream broke HTTP/1.1 framing or syntax: the data plane answers 502. */
+export class UpstreamProtocolError extends Error {
+  override readonly name = "UpstreamProtocolError";
+}
+
+/** What the response head says. */
+export interface ResponseHead {
+  readonly status: number;
+  readonly statusText: string;
+  /** Header pairs with lower-case names, in the order received (hop-by-hop ones included). */
+  readonly headers: HeaderPairs;
+  /** The declared body length, or -1 without a Content-Length. */
+  readonly contentLength: number;
+  readonly chunked: boolean;
+  /** The upstream will close the connection after this response (or it is HTTP/1.0). */
+  readonly close: boolean;
+}
+
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+const BAD_VALUE = /[\0\r\n]/;
+const STATUS_LINE = /^HTTP\/1\.([01]) ([1-9]\d\d)(?: ([^\0\r\n]*))?$/;
+const DIGITS = /^\d{1,15}$/;
+
+/**
+ * Where the head ending at or after `from` ends in `buf[0, end)`: the index just past the empty
+ * line (CRLF CRLF, or bare LF as RFC 9112 §2.2 lets a recipient accept), or -1 if not yet there.
+ */
+export function headEnd(buf: Uint8Array, from: number, end: number): number {
+  let i = buf.indexOf(10, from);
+  while (i >= 0 && i < end) {
+    if (i + 1 < end && buf[i + 1] === 10) return i + 2;
+    if (i + 2 < end && buf[i + 1] === 13 && buf[i + 2] === 10) return i + 3;
+    i = buf.indexOf(10, i + 1);
+  }
+  return -1;
+}
+
+const ascii = new TextDecoder();
+
+/** The bytes as a string of code units 0-255 (header bytes are not UTF-8). */
+export function latin1(buf: Uint8Array, start: number, end: number): string {
+  let plain = true;
+  for (let i = start; i < end; i++) {
+    if (buf[i]! > 0x7f) {
+      plain = false;
+      break;
+    }
+  }
+  if (plain) return ascii.decode(buf.subarray(start, end));
+  let s = "";
+  for (let i = start; i < end; i += 8192) {
+    s += String.fromCharCode(...buf.subarray(i, Math.min(end, i + 8192)));
+  }
+  return s;
+}
+
+/** Parses a response head (status line to the empty line, terminator included). */
+export function parseHead(text: string): ResponseHead {
+  const lines = text.split("\n");
+  const statusLine = stripCr(lines[0]!);
+  const m = STATUS_LINE.exec(statusLine);
+  if (m === null) throw new UpstreamProtocolError("malformed status line");
+  const minor = m[1] === "1" ? 1 : 0;
+  const status = Number(m[2]);
+  // `Response` takes 200-599 only; 1xx are interim and handled by the client.
+  if (status > 599) throw new UpstreamProtocolError("status code out of range");
+  const headers: HeaderPairs = [];
+  let contentLength = -1;
+  let te: string | undefined;
+  let close = minor === 0;
+  // The last two entries are the empty line and what follows the final LF.
+  const last = lines.length - 2;
+  if (last - 1 > MAX_HEADERS) throw new UpstreamProtocolError("too many response headers");
+  for (let i = 1; i < last; i++) {
+    const line = stripCr(lines[i]!);
+    const colon = line.indexOf(":");
+    if (colon <= 0) throw new UpstreamProtocolError("malformed header line");
+    const rawName = line.slice(0, colon);
+    // Also refuses obs-fold (a line starting with whitespace) and whitespace before the colon.
+    if (!TOKEN.test(rawName)) throw new UpstreamProtocolError("malformed header name");
+    const name = rawName.toLowerCase();
+    const value = trimOws(line.slice(colon + 1));
+    if (BAD_VALUE.test(value)) throw new UpstreamProtocolError("malformed header value");
+    if (name === "content-length") {
+      for (const part of value.split(",")) {
+        const v = trimOws(part);
+        if (!DIGITS.test(v)) throw new UpstreamProtocolError("invalid Content-Length");
+        const n = Number(v);
+        if (contentLength !== -1 && contentLength !== n) {
+          throw new UpstreamProtocolError("conflicting Content-Length values");
+        }
+        contentLength = n;
+      }
+    } else if (name === "transfer-encoding") {
+      te = te === undefined ? value : `${te}, ${value}`;
+    } else if (name === "connection") {
+      for (const t of value.split(",")) {
+        const token = trimOws(t).toLowerCase();
+        if (token === "close") close = true;
+        else if (token === "keep-alive" && minor === 0) close = false;
+      }
+    }
+    headers.push([name, value]);
+  }
+  let chunked = false;
+  if (te !== undefined && status >= 200 && status !== 204 && status !== 304) {
+    if (contentLength !== -1) {
+      throw new UpstreamProtocolError("both Transfer-Encoding and Content-Length");
+    }
+    // Only `chunked` can be decoded for the client; other codings cannot cross the proxy.
+    if (minor === 0 || trimOws(te).toLowerCase() !== "chunked") {
+      throw new UpstreamProtocolError("unsupported Transfer-Encoding");
+    }
+    chunked = true;
+  }
+  return {
+    status,
+    statusText: m[3] ?? "",
+    headers,
+    contentLength,
+    chunked,
+    close,
+  };
+}
+
+function stripCr(line: string): string {
+  return line.endsWith("\r") ? line.slice(0, -1) : line;
+}
+
+function trimOws(s: string): string {
+  let a = 0;
+  let b = s.length;
+  while (a < b && (s.charCodeAt(a) === 32 || s.charCodeAt(a) === 9)) a++;
+  while (b > a && (s.charCodeAt(b - 1) === 32 || s.charCodeAt(b - 1) === 9)) b--;
+  return a === 0 && b === s.length ? s : s.slice(a, b);
+}
+
+const enum Chunk {
+  Size,
+  Data,
+  DataEnd,
+  Trailer,
+  Done,
+}
+
+/**
+ * A chunked-body decoder fed from a buffer: {@link next} consumes what it can from
+ * `buf[start, end)` and returns the data bytes found (views into `buf`). An unfinished line is
+ * left unconsumed, for the caller to keep in front of the next read. Extensions are skipped,
+ * trailers read and discarded (never passed on: the client gets none).
+ */
+export class ChunkedDecoder {
+  #state = Chunk.Size;
+  #remaining = 0;
+  #trailerBytes = 0;
+
+  get done(): boolean {
+    return this.#state === Chunk.Done;
+  }
+
+  /** Decodes from `buf[start, end)`, pushing data views to `out`; returns where it stopped. */
+  next(buf: Uint8Array, start: number, end: number, out: Uint8Array[]): number {
+    let i = start;
+    while (i < end && this.#state !== Chunk.Done) {
+      if (this.#state === Chunk.Data) {
+        const take = Math.min(this.#remaining, end - i);
+        out.push(buf.subarray(i, i + take));
+        this.#remaining -= take;
+        i += take;
+        if (this.#remaining === 0) this.#state = Chunk.DataEnd;
+      } else if (this.#state === Chunk.DataEnd) {
+        // CRLF (or a bare LF) after the chunk data.
+        if (buf[i] === 10) i += 1;
+        else if (buf[i] === 13 && i + 1 === end) break;
+        else if (buf[i] === 13 && buf[i + 1] === 10) i += 2;
+        else throw new UpstreamProtocolError("invalid chunk terminator");
+        this.#state = Chunk.Size;
+      } else {
+        const lf = buf.indexOf(10, i);
+        if (lf < 0 || lf >= end) {
+          if (end - i > MAX_CHUNK_LINE) throw new UpstreamProtocolError("chunk line too long");
+          break;
+        }
+        if (this.#state === Chunk.Size) {
+          if (lf - i > MAX_CHUNK_LINE) throw new UpstreamProtocolError("chunk line too long");
+          this.#remaining = chunkSize(buf, i, lf);
+          this.#state = this.#remaining === 0 ? Chunk.Trailer : Chunk.Data;
+        } else {
+          this.#trailerBytes += lf + 1 - i;
+          if (this.#trailerBytes > MAX_TRAILER_BYTES) {
+            throw new UpstreamProtocolError("trailers too large");
+          }
+          // An empty line (LF or CRLF) ends the trailers and the body.
+          if (lf === i || (lf === i + 1 && buf[i] === 13)) this.#state = Chunk.Done;
+        }
+        i = lf + 1;
+      }
+    }
+    return i;
+  }
+}
+
+/** The hex size of a chunk-size line `buf[from, lf)`, extensions and whitespace skipped. */
+function chunkSize(buf: Uint8Array, from: number, lf: number): number {
+  let end = lf;
+  if (end > from && buf[end - 1] === 13) end--;
+  let n = 0;
+  let digits = 0;
+  let i = from;
+  for (; i < end; i++) {
+    const c = buf[i]!;
+    const d = c >= 48 && c <= 57
+      ? c - 48
+      : c >= 97 && c <= 102
+      ? c - 87
+      : c >= 65 && c <= 70
+      ? c - 55
+      : -1;
+    if (d < 0) break;
+    n = n * 16 + d;
+    digits++;
+  }
+  if (digits === 0 || digits > 12) throw new UpstreamProtocolError("invalid chunk size");
+  // After the size: optional whitespace, then nothing or `;extension`.
+  while (i < end && (buf[i] === 32 || buf[i] === 9)) i++;
+  if (i < end && buf[i] !== 59) throw new UpstreamProtocolError("invalid chunk size");
+  for (; i < end; i++) {
+    if (buf[i] === 13 || buf[i] === 0) throw new UpstreamProtocolError("invalid chunk extension");
+  }
+  return n;
+}

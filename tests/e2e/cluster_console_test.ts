@@ -1,0 +1,72 @@
+/**
+ * The console's Cluster page in a real chromium against a real controller: create a join token
+ * (shown once), join a real node with it, watch the node come online, revoke it (the node's next
+ * heartbeat is refused); a readonly user sees the nodes without any control.
+ */
+import { assertEquals, ok } from "../_helpers/assert.ts";
+import { ADMIN, startConsoleKit, textMatches, unlabelled } from "../_helpers/console.ts";
+import { eventually, nodeHealth, startNode } from "../_helpers/cluster.ts";
+import { callJson, createUser, login } from "../_helpers/identity.ts";
+import { parseJoinToken } from "../../mod/cluster/join_tokens.ts";
+
+const VIEWER = { username: "viewer", password: "Glacier-Moth-42" };
+
+Deno.test("the console's Cluster page issues a join token, shows the node and revokes it", async (t) => {
+  await using kit = await startConsoleKit({ cluster: { listen: "127.0.0.1:0" } });
+  if (!kit) return;
+  const { server } = kit;
+  const api = await login(server, ADMIN.username, ADMIN.password);
+  const admin = await kit.signIn(ADMIN);
+  let token = "";
+
+  await t.step("create a join token: shown once with the command that uses it", async () => {
+    await admin.open("cluster");
+    await textMatches(admin, "main", /No node has joined/);
+    await admin.page.locator("#join-token-note").fill("edge in rack 2");
+    await admin.page.locator("#join-token-minutes").fill("30");
+    assertEquals(await unlabelled(admin.page), []);
+    await admin.page.locator("#join-token-create").click();
+    token = (await textMatches(admin, "#join-token", /^wafjoin\./)).trim();
+    ok(parseJoinToken(token), "a well-formed token");
+    await textMatches(admin, "main pre", /waf serve --join-token wafjoin\./);
+    await textMatches(admin, "main", /edge in rack 2/);
+    await admin.screenshot("cluster-token");
+    const listed = await callJson(server, "GET", "/api/cluster/join-tokens", { session: api });
+    const item = (listed.body.items as { note: string; expires_at: string }[])[0]!;
+    assertEquals(item.note, "edge in rack 2");
+    assertEquals(Date.parse(item.expires_at) - server.clock.now(), 30 * 60_000);
+  });
+
+  await using node = await startNode(server.clusterUrl!, { token, name: "edge-rack2" });
+  await eventually(
+    "the node connected",
+    async () => (await nodeHealth(node)).link === "connected" ? true : undefined,
+  );
+
+  await t.step("the node appears online; revoking it refuses its next heartbeat", async () => {
+    await textMatches(admin, "main table", /edge-rack2.*online/s);
+    await admin.screenshot("cluster-online");
+    const id = parseJoinToken(token)!.nodeId;
+    await admin.page.locator(`#revoke-${id}`).click();
+    await admin.page.locator(`#revoke-${id} + dialog button.danger`).click();
+    await textMatches(admin, "main table", /edge-rack2.*revoked/s);
+    await node.cluster.agent()!.beat();
+    assertEquals((await nodeHealth(node)).problem, "NODE_REVOKED");
+    ok(await admin.page.locator(`#remove-${id}`).isVisible(), "a revoked node can be removed");
+    assertEquals(admin.problems, []);
+  });
+
+  await t.step("a readonly user sees the nodes without controls", async () => {
+    await createUser(server, VIEWER.username, VIEWER.password, "readonly");
+    const viewer = await kit.signIn(VIEWER);
+    await viewer.open("cluster");
+    await textMatches(viewer, "main table", /edge-rack2/);
+    assertEquals(await viewer.page.locator("#join-token-form").count(), 0);
+    assertEquals(await viewer.page.locator("main table button").count(), 0);
+    ok(await viewer.page.locator(".readonly-note").isVisible());
+    assertEquals(viewer.problems, []);
+    await viewer.close();
+  });
+
+  await admin.close();
+});

@@ -1,0 +1,84 @@
+/**
+ * The console's operations pages in a real chromium against a real server: the scheduled tasks
+ * (change a schedule and settings, run a task now and read its history), and a readonly user who
+ * sees them without any control that changes something.
+ */
+import { assertEquals, ok } from "../_helpers/assert.ts";
+import { ADMIN, startConsoleKit, textMatches, unlabelled } from "../_helpers/console.ts";
+import { callJson, createUser, login } from "../_helpers/identity.ts";
+
+const VIEWER = { username: "viewer", password: "Glacier-Moth-42" };
+
+Deno.test("the console's operations pages work in a real browser", async (t) => {
+  await using kit = await startConsoleKit({ storage: { redis: { url: "redis://127.0.0.1:9" } } });
+  if (!kit) return;
+  const { server } = kit;
+  const api = await login(server, ADMIN.username, ADMIN.password);
+  const admin = await kit.signIn(ADMIN);
+
+  await t.step("scheduled tasks: change the backup's schedule and settings", async () => {
+    await admin.open("ops-tasks");
+    await textMatches(admin, "main table", /Store backup/);
+    await admin.page.locator("#edit-button-store-backup").click();
+    await admin.page.locator("#value-store-backup").fill("15 1 * * *");
+    await admin.page.locator("#jitter-store-backup").fill("60");
+    await admin.page.locator("#setting-store-backup-keep").fill("3");
+    assertEquals(await unlabelled(admin.page), []);
+    await admin.screenshot("ops-tasks-edit");
+    await admin.page.locator("#edit-store-backup button[type=submit]").click();
+    await admin.page.locator("#edit-store-backup").waitFor({ state: "detached" });
+    const r = await callJson(server, "GET", "/api/ops/tasks/store-backup", { session: api });
+    const item = r.body.item as { schedule: unknown; jitter_ms: number; settings: unknown };
+    assertEquals(item.schedule, { cron: "15 1 * * *" });
+    assertEquals(item.jitter_ms, 60_000);
+    assertEquals(item.settings, { folder: "", keep: 3 });
+    await textMatches(admin, "main table", /cron "15 1 \* \* \*" \(UTC\)/);
+  });
+
+  await t.step("a bad cron expression shows the API's error with its field", async () => {
+    await admin.page.locator("#edit-button-store-optimize").click();
+    await admin.page.locator("#value-store-optimize").fill("every sunday");
+    await admin.page.locator("#edit-store-optimize button[type=submit]").click();
+    await textMatches(admin, "#edit-store-optimize [role=alert]", /schedule\.cron/);
+    await admin.page.locator("#edit-store-optimize button.secondary").click();
+  });
+
+  await t.step("run a task now and read its history", async () => {
+    await admin.page.locator("#run-store-integrity").click();
+    await textMatches(admin, "main table", /Store integrity check.*ok/s);
+    await admin.open("ops-tasks/store-integrity");
+    await textMatches(admin, "main table", /manual.*admin.*ok/s);
+    await textMatches(admin, "main table", /"result":"ok"/);
+    await admin.screenshot("ops-tasks-history");
+    assertEquals(admin.problems, []);
+  });
+
+  await t.step("storage: status, tables, usage and a Redis test with its exact error", async () => {
+    await admin.open("storage");
+    await textMatches(admin, "#store", /waf\.db/);
+    await textMatches(admin, "main table", /audit_log/);
+    await textMatches(admin, "#pg-sink", /no PostgreSQL sink/);
+    await admin.page.locator("#redis-test").click();
+    await textMatches(admin, "#redis-result", /failed.*127\.0\.0\.1:9.*refused/is);
+    await admin.screenshot("storage");
+    assertEquals(admin.problems, []);
+  });
+
+  await t.step("a readonly user sees the tasks without controls", async () => {
+    await createUser(server, VIEWER.username, VIEWER.password, "readonly");
+    const viewer = await kit.signIn(VIEWER);
+    await viewer.open("ops-tasks");
+    await textMatches(viewer, "main table", /Store backup/);
+    assertEquals(await viewer.page.locator("#run-store-backup").count(), 0);
+    assertEquals(await viewer.page.locator("#edit-button-store-backup").count(), 0);
+    await viewer.open("storage");
+    await textMatches(viewer, "#redis", /Redis/);
+    assertEquals(await viewer.page.locator("#redis-test").count(), 0);
+    await viewer.open("ops-tasks");
+    ok(await viewer.page.locator(".readonly-note").isVisible());
+    assertEquals(viewer.problems, []);
+    await viewer.close();
+  });
+
+  await admin.close();
+});

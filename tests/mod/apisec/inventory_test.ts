@@ -1,0 +1,100 @@
+import { assertEquals, ok } from "../../_helpers/assert.ts";
+import { testStore } from "../../_helpers/store.ts";
+import { createApiSecEndpointsRepo } from "../../../db/apisec_endpoints_repo.ts";
+import { FakeClock } from "../../../mod/core/clock.ts";
+import { createMemoryLogger } from "../../../mod/core/logger.ts";
+import { createInventory, type Sample, VARIETY_LIMIT } from "../../../mod/apisec/inventory.ts";
+
+const T0 = Date.UTC(2026, 0, 1);
+
+function sample(path: string, extra: Partial<Sample> = {}): Sample {
+  return {
+    siteId: "s1",
+    method: "GET",
+    path,
+    status: 200,
+    time: T0,
+    queryNames: [],
+    bodyNames: [],
+    contentType: "",
+    ...extra,
+  };
+}
+
+function inventoryOn(db: Parameters<typeof createApiSecEndpointsRepo>[0], maxEndpoints?: number) {
+  return createInventory({
+    repo: createApiSecEndpointsRepo(db),
+    clock: new FakeClock(T0),
+    logger: createMemoryLogger(),
+    maxEndpoints,
+  });
+}
+
+Deno.test("the inventory clusters numbers, UUIDs and hex ids into {id} and keeps per-endpoint statistics", async () => {
+  await using store = await testStore();
+  const inv = inventoryOn(store.db);
+  inv.sample(sample("/users/123/orders/9f1c2a7b3d4e"));
+  inv.sample(
+    sample("/users/77/orders/0b9e8c7d6f5a", {
+      method: "POST",
+      status: 422,
+      bodyNames: ["sku"],
+      contentType: "application/json",
+      time: T0 + 5,
+    }),
+  );
+  inv.sample(
+    sample("/users/5/orders/3f2504e0-4f89-11d3-9a0c-0305e82c3301", { queryNames: ["page"] }),
+  );
+  inv.sample(sample("/health"));
+  const all = inv.endpoints();
+  assertEquals(all.map((e) => e.template).sort(), ["/health", "/users/{id}/orders/{id}"]);
+  const e = all.find((x) => x.template === "/users/{id}/orders/{id}")!;
+  assertEquals(e.hits, 3);
+  assertEquals(e.methods, { GET: 2, POST: 1 });
+  assertEquals(e.statuses, { "2xx": 2, "4xx": 1 });
+  assertEquals([e.first_seen, e.last_seen], [T0, T0 + 5]);
+  assertEquals(e.query_params, ["page"]);
+  assertEquals(e.body_params, ["sku"]);
+  assertEquals(e.content_types, ["application/json"]);
+});
+
+Deno.test("a position whose variety passes the limit becomes {param}, merging what was seen under it", async () => {
+  await using store = await testStore();
+  const inv = inventoryOn(store.db);
+  for (let i = 0; i <= VARIETY_LIMIT; i++) {
+    inv.sample(
+      sample(
+        `/u/user${String.fromCharCode(97 + (i % 26))}${"x".repeat(Math.floor(i / 26))}/profile`,
+      ),
+    );
+  }
+  inv.sample(sample("/u/somebody-new/profile"));
+  inv.sample(sample("/static-thing"));
+  const templates = inv.endpoints().map((e) => e.template).sort();
+  assertEquals(templates, ["/static-thing", "/u/{param}/profile"]);
+  assertEquals(
+    inv.endpoints().find((e) => e.template === "/u/{param}/profile")!.hits,
+    VARIETY_LIMIT + 2,
+  );
+  // A few distinct children stay literal.
+  inv.sample(sample("/api/users"));
+  inv.sample(sample("/api/orders"));
+  ok(inv.endpoints().some((e) => e.template === "/api/orders"));
+});
+
+Deno.test("the inventory is stored in batches and survives a restart; the endpoint bound holds", async () => {
+  await using store = await testStore();
+  const inv = inventoryOn(store.db, 3);
+  for (const p of ["/a", "/b", "/c", "/d", "/e"]) inv.sample(sample(p));
+  assertEquals(inv.stats().endpoints, 0, "nothing is clustered until drained");
+  const count = () =>
+    (store.db.prepare("SELECT count(*) AS n FROM apisec_endpoints").get() as { n: number }).n;
+  assertEquals(count(), 0);
+  inv.flush();
+  assertEquals(inv.stats(), { endpoints: 3, overflow: 2, dropped: 0, buffered: 0 });
+  assertEquals(count(), 3);
+  const again = inventoryOn(store.db, 3);
+  assertEquals(again.endpoints().map((e) => e.template).sort(), ["/a", "/b", "/c"]);
+  assertEquals(again.endpoints()[0]!.hits, 1);
+});

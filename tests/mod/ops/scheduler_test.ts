@@ -1,0 +1,258 @@
+/**
+ * The task scheduler on a real store with a fake clock: interval and cron schedules, jitter
+ * bounds, persistence across a restart (a changed schedule and the next run survive; a run the
+ * process left behind is marked interrupted), one run at a time (409), failures reported to the
+ * notification and realtime hooks, and a task's own earlier deadline.
+ */
+import { assertEquals, assertRejects, ok } from "../../_helpers/assert.ts";
+import { testStore } from "../../_helpers/store.ts";
+import { createOpsTasksRepo } from "../../../db/ops_tasks_repo.ts";
+import { FakeClock } from "../../../mod/core/clock.ts";
+import { AppError } from "../../../mod/core/errors.ts";
+import { createMemoryLogger } from "../../../mod/core/logger.ts";
+import type { NewNotification } from "../../../mod/core/notifications.ts";
+import { systemRandom } from "../../../mod/core/random.ts";
+import {
+  createScheduler,
+  nextAfter,
+  type TaskDef,
+  toSchedule,
+} from "../../../mod/ops/scheduler.ts";
+
+const MIN = 60_000;
+const START = Date.UTC(2026, 0, 1, 0, 0, 0);
+
+function setup(
+  store: { db: import("../../../db/store.ts").Db; transaction: <T>(fn: () => T) => T },
+  tasks: TaskDef<never>[],
+  clock: FakeClock,
+) {
+  const notes: NewNotification[] = [];
+  const events: Record<string, unknown>[] = [];
+  const scheduler = createScheduler({
+    repo: createOpsTasksRepo(store.db),
+    clock,
+    random: systemRandom,
+    logger: createMemoryLogger(),
+    transaction: store.transaction,
+    notify: (n) => {
+      notes.push(n);
+      return "id";
+    },
+    publish: (_kind, payload) => events.push(payload),
+  }, tasks);
+  return { scheduler, notes, events };
+}
+
+Deno.test("an interval task runs when due, records the run and plans the next one", async () => {
+  await using store = await testStore();
+  const clock = new FakeClock(START);
+  let runs = 0;
+  const { scheduler, events } = setup(store, [{
+    id: "count",
+    title: "Count",
+    description: "",
+    schedule: { every_ms: 10 * MIN },
+    run: () => ({ n: ++runs }),
+  }], clock);
+  assertEquals(scheduler.get("count").next_run_at, new Date(START + 10 * MIN).toISOString());
+  await scheduler.tick();
+  assertEquals(runs, 0, "not due yet");
+  clock.advance(10 * MIN);
+  await scheduler.tick();
+  assertEquals(runs, 1);
+  const view = scheduler.get("count");
+  assertEquals(view.last_run?.result, "ok");
+  assertEquals(view.last_run?.trigger, "schedule");
+  assertEquals(view.last_run?.detail, { n: 1 });
+  assertEquals(view.next_run_at, new Date(START + 20 * MIN).toISOString());
+  assertEquals(events.map((e) => [e.task, e.result]), [["count", "ok"]]);
+});
+
+Deno.test("cron schedules are evaluated in UTC; a bad expression is a 400 naming schedule.cron", () => {
+  const s = toSchedule({ cron: "30 3 * * *" });
+  assertEquals(nextAfter(s, Date.UTC(2026, 0, 1, 5)), Date.UTC(2026, 0, 2, 3, 30));
+  assertEquals(nextAfter(s, Date.UTC(2026, 0, 1, 2)), Date.UTC(2026, 0, 1, 3, 30));
+  assertEquals(toSchedule({ every: "90s" }), { every_ms: 90_000 });
+  try {
+    toSchedule({ cron: "61 * * * *" });
+    throw new Error("accepted");
+  } catch (err) {
+    ok(err instanceof AppError);
+    assertEquals(err.status, 400);
+    assertEquals(err.details?.field, "schedule.cron");
+  }
+});
+
+Deno.test("jitter delays each scheduled run by less than jitter_ms, differently each time", async () => {
+  await using store = await testStore();
+  const clock = new FakeClock(START);
+  const { scheduler } = setup(store, [{
+    id: "j",
+    title: "J",
+    description: "",
+    schedule: { cron: "0 * * * *" },
+    jitterMs: 20 * MIN,
+    run: () => {},
+  }], clock);
+  const seen = new Set<number>();
+  for (let i = 0; i < 20; i++) {
+    const next = Date.parse(scheduler.update("j", { jitter_ms: 20 * MIN }).next_run_at!);
+    ok(next >= START + 60 * MIN && next < START + 80 * MIN, `within the jitter: ${next - START}`);
+    seen.add(next);
+  }
+  ok(seen.size > 5, "spread");
+});
+
+Deno.test("the schedule and the next run persist across a restart; a run left behind is interrupted", async () => {
+  await using store = await testStore();
+  const clock = new FakeClock(START);
+  const task: TaskDef<never> = {
+    id: "t",
+    title: "T",
+    description: "",
+    schedule: { every_ms: 6 * 60 * MIN },
+    run: () => {},
+  };
+  const first = setup(store, [task], clock).scheduler;
+  first.update("t", { schedule: { cron: "15 1 * * *" } });
+  const next = first.get("t").next_run_at;
+  assertEquals(next, new Date(Date.UTC(2026, 0, 1, 1, 15)).toISOString());
+  createOpsTasksRepo(store.db).started("t", "manual", "admin", START);
+  clock.advance(5 * MIN);
+  const second = setup(store, [task], clock).scheduler;
+  const view = second.get("t");
+  assertEquals(view.schedule, { cron: "15 1 * * *" });
+  assertEquals(view.next_run_at, next);
+  assertEquals(view.last_run?.result, "error");
+  ok(view.last_run?.error?.includes("interrupted"));
+});
+
+Deno.test("a missed run happens at the next tick after a restart, not a period later", async () => {
+  await using store = await testStore();
+  const clock = new FakeClock(START);
+  let runs = 0;
+  const task: TaskDef<never> = {
+    id: "daily",
+    title: "Daily",
+    description: "",
+    schedule: { cron: "0 2 * * *" },
+    run: () => void runs++,
+  };
+  setup(store, [task], clock);
+  clock.set(Date.UTC(2026, 0, 3));
+  const { scheduler } = setup(store, [task], clock);
+  await scheduler.tick();
+  assertEquals(runs, 1);
+  assertEquals(scheduler.get("daily").next_run_at, new Date(Date.UTC(2026, 0, 3, 2)).toISOString());
+});
+
+Deno.test("one run at a time: a manual run while the task runs is refused with 409 TASK_RUNNING", async () => {
+  await using store = await testStore();
+  const clock = new FakeClock(START);
+  let release!: () => void;
+  const { scheduler } = setup(store, [{
+    id: "slow",
+    title: "Slow",
+    description: "",
+    schedule: { every_ms: MIN },
+    run: () => new Promise<void>((r) => release = r),
+  }], clock);
+  const { run, done } = scheduler.runNow("slow", "admin");
+  assertEquals(run.result, "running");
+  ok(scheduler.get("slow").running);
+  try {
+    scheduler.runNow("slow", "admin");
+    throw new Error("accepted");
+  } catch (err) {
+    ok(err instanceof AppError);
+    assertEquals([err.status, err.code], [409, "TASK_RUNNING"]);
+  }
+  clock.advance(MIN);
+  await scheduler.tick();
+  assertEquals(scheduler.runs("slow", 10).length, 1, "the scheduled run skips a running task");
+  release();
+  assertEquals((await done).result, "ok");
+  assertEquals((await done).actor, "admin");
+  const again = scheduler.runNow("slow", "admin");
+  assertEquals(again.run.result, "running", "free again");
+  release();
+  await again.done;
+});
+
+Deno.test("a failed run is recorded with its error, notifies and publishes task.finished", async () => {
+  await using store = await testStore();
+  const clock = new FakeClock(START);
+  const { scheduler, notes, events } = setup(store, [{
+    id: "broken",
+    title: "Broken",
+    description: "",
+    schedule: { every_ms: MIN },
+    run: () => Promise.reject(new Error("disk full")),
+  }], clock);
+  const run = await scheduler.runNow("broken", "admin").done;
+  assertEquals([run.result, run.error], ["error", "disk full"]);
+  assertEquals(notes.length, 1);
+  assertEquals(notes[0]!.kind, "task.failed");
+  ok(notes[0]!.body.includes("disk full"));
+  assertEquals(events.length, 1);
+  assertEquals([events[0]!.task, events[0]!.result, events[0]!.error], [
+    "broken",
+    "error",
+    "disk full",
+  ]);
+});
+
+Deno.test("a task's own deadline brings its run forward (the token cleanup's sliding deadline)", async () => {
+  await using store = await testStore();
+  const clock = new FakeClock(START);
+  let deadline: number | undefined;
+  let runs = 0;
+  const { scheduler } = setup(store, [{
+    id: "cleanup",
+    title: "Cleanup",
+    description: "",
+    schedule: { every_ms: 6 * 60 * MIN },
+    dueAt: () => deadline,
+    run: () => {
+      runs++;
+      deadline = undefined;
+    },
+  }], clock);
+  deadline = START + 10 * MIN;
+  assertEquals(scheduler.get("cleanup").next_run_at, new Date(START + 10 * MIN).toISOString());
+  clock.advance(10 * MIN);
+  await scheduler.tick();
+  assertEquals(runs, 1);
+  assertEquals(
+    scheduler.get("cleanup").next_run_at,
+    new Date(START + 10 * MIN + 6 * 60 * MIN).toISOString(),
+  );
+});
+
+Deno.test("settings are validated against the task's schema; a disabled task has no next run", async () => {
+  await using store = await testStore();
+  const clock = new FakeClock(START);
+  const { z } = await import("zod");
+  const { scheduler } = setup(store, [{
+    id: "s",
+    title: "S",
+    description: "",
+    schedule: { every_ms: MIN },
+    settings: z.strictObject({ keep: z.number().int().min(1).default(7) }),
+    run: () => {},
+  } as unknown as TaskDef<never>], clock);
+  assertEquals(scheduler.get("s").settings, { keep: 7 });
+  assertEquals(scheduler.update("s", { settings: { keep: 3 } }).settings, { keep: 3 });
+  try {
+    scheduler.update("s", { settings: { keep: 0 } });
+    throw new Error("accepted");
+  } catch (err) {
+    ok(err instanceof AppError);
+    assertEquals(err.details?.field, "settings.keep");
+  }
+  assertEquals(scheduler.update("s", { enabled: false }).next_run_at, null);
+  await assertRejects(async () => {
+    await scheduler.runNow("nope", "admin").done;
+  }, AppError);
+});

@@ -1,0 +1,235 @@
+/**
+ * `/api/ops/tasks` on the composed app: every maintenance routine is a task, schedules change
+ * and persist, a manual run answers with its result (409 while one runs), the backup task
+ * writes checked copies and keeps `keep` of them, a failed run notifies and publishes
+ * `task.finished`, and every change and run is audited.
+ */
+import { assertEquals, ok } from "../../_helpers/assert.ts";
+import {
+  adminAndViewer,
+  auditItems,
+  errorCode,
+  mintToken,
+  TOKENS_ON,
+} from "../../_helpers/api_access.ts";
+import { callJson, type Session } from "../../_helpers/identity.ts";
+import type { TestTarget } from "../../_helpers/server.ts";
+import type { BusEvent } from "../../../mod/monitor/event_bus.ts";
+import { checkFile } from "../../../mod/ops/backup.ts";
+
+type Task = {
+  id: string;
+  enabled: boolean;
+  schedule: Record<string, unknown>;
+  next_run_at: string | null;
+  running: boolean;
+  settings: Record<string, unknown>;
+  last_run: Record<string, unknown> | null;
+};
+
+type Run = { id: number; result: string; error: string | null; detail: Record<string, unknown> };
+
+/** Runs a task now; a run still going after the route's wait (202) is polled until it ends. */
+async function runTask(server: TestTarget, session: Session, id: string): Promise<Run> {
+  const r = await callJson(server, "POST", `/api/ops/tasks/${id}/run`, { session, body: {} });
+  if (r.status !== 200 && r.status !== 202) {
+    throw new Error(`${r.status} ${JSON.stringify(r.body)}`);
+  }
+  let run = r.body.run as Run;
+  while (run.result === "running") {
+    await new Promise((res) => setTimeout(res, 100));
+    const page = await callJson(server, "GET", `/api/ops/tasks/${id}/runs`, { session });
+    run = (page.body.items as Run[]).find((x) => x.id === run.id)!;
+  }
+  return run;
+}
+
+const ROUTINES = [
+  "access-log-retention",
+  "api-token-cleanup",
+  "identity-maintenance",
+  "threat-feeds",
+  "store-integrity",
+  "store-backup",
+  "store-optimize",
+  "certificate-check",
+  "time-sync",
+];
+
+Deno.test("GET /api/ops/tasks lists every routine with its schedule; read:ops is enough to read", async () => {
+  const { server, viewer } = await adminAndViewer();
+  await using _ = server;
+  const r = await callJson(server, "GET", "/api/ops/tasks", { session: viewer });
+  assertEquals(r.status, 200);
+  const items = r.body.items as Task[];
+  assertEquals(items.map((t) => t.id).sort(), [...ROUTINES].sort());
+  const byId = new Map(items.map((t) => [t.id, t]));
+  assertEquals(byId.get("store-backup")!.schedule, { cron: "0 2 * * *" });
+  assertEquals(byId.get("store-backup")!.settings, { folder: "", keep: 7 });
+  assertEquals(byId.get("time-sync")!.enabled, false, "no time servers configured");
+  // Retention runs at start, as it did before the scheduler.
+  ok(byId.get("access-log-retention")!.next_run_at !== null);
+  const w = await callJson(server, "PUT", "/api/ops/tasks/store-backup", {
+    session: viewer,
+    body: { enabled: false },
+  });
+  assertEquals([w.status, errorCode(w)], [403, "FORBIDDEN"]);
+  const missing = await callJson(server, "GET", "/api/ops/tasks/nope", { session: viewer });
+  assertEquals([missing.status, errorCode(missing)], [404, "NOT_FOUND"]);
+});
+
+Deno.test("PUT /api/ops/tasks/{id} changes schedule, jitter, enabled and settings, audited; bad input is a 400 naming the field", async () => {
+  const { server, admin } = await adminAndViewer();
+  await using _ = server;
+  const r = await callJson(server, "PUT", "/api/ops/tasks/store-integrity", {
+    session: admin,
+    body: { schedule: { cron: "0 5 * * 1" }, jitter_ms: 0 },
+  });
+  assertEquals(r.status, 200);
+  const item = r.body.item as Task;
+  assertEquals(item.schedule, { cron: "0 5 * * 1" });
+  const next = new Date(item.next_run_at!);
+  assertEquals([next.getUTCDay(), next.getUTCHours(), next.getUTCMinutes()], [1, 5, 0]);
+  const bad = await callJson(server, "PUT", "/api/ops/tasks/store-integrity", {
+    session: admin,
+    body: { schedule: { cron: "every tuesday" } },
+  });
+  assertEquals([bad.status, (bad.body.error as { field: string }).field], [
+    400,
+    "schedule.cron",
+  ]);
+  const badKeep = await callJson(server, "PUT", "/api/ops/tasks/store-backup", {
+    session: admin,
+    body: { settings: { keep: 0 } },
+  });
+  assertEquals([badKeep.status, (badKeep.body.error as { field: string }).field], [
+    400,
+    "settings.keep",
+  ]);
+  const off = await callJson(server, "PUT", "/api/ops/tasks/threat-feeds", {
+    session: admin,
+    body: { enabled: false, schedule: { every: "5m" } },
+  });
+  assertEquals([(off.body.item as Task).enabled, (off.body.item as Task).next_run_at], [
+    false,
+    null,
+  ]);
+  const audit = await auditItems(server, admin, "action=ops.task.update");
+  assertEquals(audit.map((a) => [a.target, a.result]), [
+    ["task:threat-feeds", "success"],
+    ["task:store-backup", "failure"],
+    ["task:store-integrity", "failure"],
+    ["task:store-integrity", "success"],
+  ]);
+});
+
+Deno.test("the backup task writes checked copies into its folder and keeps `keep` of them; runs are listed and audited", async () => {
+  const { server, admin } = await adminAndViewer();
+  await using _ = server;
+  const folder = `${server.dir}/copies`;
+  const set = await callJson(server, "PUT", "/api/ops/tasks/store-backup", {
+    session: admin,
+    body: { settings: { folder, keep: 2 } },
+  });
+  assertEquals(set.status, 200);
+  const written: string[] = [];
+  for (let i = 0; i < 3; i++) {
+    const run = await runTask(server, admin, "store-backup");
+    assertEquals(run.result, "ok");
+    written.push(run.detail.path as string);
+    server.clock.advance(1000);
+  }
+  const left = [...Deno.readDirSync(folder)].map((e) => e.name).sort();
+  assertEquals(left, written.slice(1).map((p) => p.slice(folder.length + 1)).sort());
+  for (const name of left) assertEquals(checkFile(`${folder}/${name}`).kind, "ok");
+  assertEquals(Deno.statSync(written[2]!).mode! & 0o777, 0o600);
+  const runs = await callJson(server, "GET", "/api/ops/tasks/store-backup/runs?limit=2", {
+    session: admin,
+  });
+  assertEquals((runs.body.items as { trigger: string; actor: string }[]).map((r) => r.trigger), [
+    "manual",
+    "manual",
+  ]);
+  assertEquals((runs.body.items as { actor: string }[])[0]!.actor, "admin");
+  const audit = await auditItems(server, admin, "action=ops.task.run");
+  assertEquals(audit.length, 3);
+  ok(audit.every((a) => a.result === "success" && a.target === "task:store-backup"));
+});
+
+Deno.test("a second run while one is in flight answers 409 TASK_RUNNING (audited)", async () => {
+  const { server, admin } = await adminAndViewer();
+  await using _ = server;
+  const [a, b] = await Promise.all([
+    callJson(server, "POST", "/api/ops/tasks/store-integrity/run", { session: admin, body: {} }),
+    callJson(server, "POST", "/api/ops/tasks/store-integrity/run", { session: admin, body: {} }),
+  ]);
+  const refused = a.status === 409 ? a : b;
+  assertEquals([refused.status, errorCode(refused)], [409, "TASK_RUNNING"]);
+  const started = a.status === 409 ? b : a;
+  ok(started.status === 200 || started.status === 202, String(started.status));
+  while (server.ops.scheduler.isRunning("store-integrity")) {
+    await new Promise((res) => setTimeout(res, 50));
+  }
+  const item = await callJson(server, "GET", "/api/ops/tasks/store-integrity", { session: admin });
+  assertEquals((item.body.item as Task).last_run?.detail, { result: "ok", schema_version: 5 });
+  const audit = await auditItems(server, admin, "action=ops.task.run");
+  assertEquals(audit.map((x) => x.result).sort(), ["failure", "success"]);
+});
+
+Deno.test("a failed run raises a notification and a task.finished event, and is audited as a failure", async () => {
+  const { server, admin } = await adminAndViewer();
+  await using _ = server;
+  const events: BusEvent[] = [];
+  server.monitor.bus.listen((e) => {
+    if (e.kind === "task.finished") events.push(e);
+  });
+  // A folder below a regular file can never be created.
+  await Deno.writeTextFile(`${server.dir}/plain`, "");
+  await callJson(server, "PUT", "/api/ops/tasks/store-backup", {
+    session: admin,
+    body: { settings: { folder: `${server.dir}/plain/backups` } },
+  });
+  const run = await runTask(server, admin, "store-backup");
+  assertEquals(run.result, "error");
+  ok(run.error!.length > 0);
+  server.monitor.bus.flush();
+  assertEquals(events.length, 1);
+  const payload = JSON.parse(events[0]!.json()) as Record<string, unknown>;
+  assertEquals([payload.task, payload.result, payload.trigger], [
+    "store-backup",
+    "error",
+    "manual",
+  ]);
+  const notes = await callJson(server, "GET", "/api/notifications", { session: admin });
+  const note = (notes.body.items as { kind: string; title: string }[]).find((n) =>
+    n.kind === "task.failed"
+  );
+  ok(note, "a task.failed notification");
+  ok(note.title.includes("Store backup"));
+  const audit = await auditItems(server, admin, "action=ops.task.run");
+  assertEquals(audit[0]!.result, "failure");
+  const list = await callJson(server, "GET", "/api/ops/tasks/store-backup", { session: admin });
+  assertEquals((list.body.item as Task).last_run?.result, "error");
+});
+
+Deno.test("creating an API token brings the token cleanup's next run to within 10 minutes", async () => {
+  const { server, admin } = await adminAndViewer(TOKENS_ON);
+  await using _ = server;
+  const before = await callJson(server, "GET", "/api/ops/tasks/api-token-cleanup", {
+    session: admin,
+  });
+  const periodic = Date.parse((before.body.item as Task).next_run_at!);
+  ok(periodic - server.clock.now() > 5 * 3_600_000, "6 hours out");
+  await mintToken(server, admin, { note: "ci", permissions: ["read:ops"], expires_in_days: 1 });
+  const after = await callJson(server, "GET", "/api/ops/tasks/api-token-cleanup", {
+    session: admin,
+  });
+  assertEquals(Date.parse((after.body.item as Task).next_run_at!), server.clock.now() + 600_000);
+  server.clock.advance(600_000);
+  await server.ops.scheduler.tick();
+  const ran = await callJson(server, "GET", "/api/ops/tasks/api-token-cleanup", {
+    session: admin,
+  });
+  assertEquals((ran.body.item as Task).last_run?.result, "ok");
+  ok(Date.parse((ran.body.item as Task).next_run_at!) - server.clock.now() > 5 * 3_600_000);
+});

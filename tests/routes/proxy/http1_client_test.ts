@@ -1,0 +1,529 @@
+/**
+ * The HTTP/1.1 upstream client against real peers on loopback: a Deno server, misbehaving
+ * raw-socket upstreams, nginx (skipped when it is not installed) and a TLS upstream.
+ */
+import { assertEquals, assertRejects, ok } from "../../_helpers/assert.ts";
+import { type RawPeer, startRawUpstream } from "../../_helpers/raw_upstream.ts";
+import { startUpstream } from "../../_helpers/upstream.ts";
+import { systemClock } from "../../../mod/core/clock.ts";
+import { systemRandom } from "../../../mod/core/random.ts";
+import { createUpstreamPool, type Upstream } from "../../../mod/data_plane/upstream_pool.ts";
+import { createCa, createLeaf } from "../../../mod/tls/x509.ts";
+import { createHttp1Upstream } from "../../../routes/proxy/http1_client.ts";
+import { UpstreamProtocolError } from "../../../routes/proxy/http1_parse.ts";
+import type { HeaderPairs } from "../../../routes/proxy/forwarding.ts";
+import {
+  isTimeout,
+  type UpstreamRequest,
+  type UpstreamResponse,
+} from "../../../routes/proxy/upstream_client.ts";
+
+function upstreamOf(url: string): Upstream {
+  return createUpstreamPool([url], systemClock).upstreams[0]!;
+}
+
+function request(overrides: Partial<UpstreamRequest> = {}): UpstreamRequest {
+  return {
+    method: "GET",
+    pathAndQuery: "/",
+    upstreamHeaders: [["host", "shop.test"]],
+    upstreamBody: undefined,
+    connectTimeoutMs: 2_000,
+    responseTimeoutMs: 5_000,
+    ...overrides,
+  };
+}
+
+function header(headers: HeaderPairs, name: string): string | undefined {
+  return headers.find(([n]) => n === name)?.[1];
+}
+
+async function text(res: UpstreamResponse | Response): Promise<string> {
+  if (res instanceof Response) return await res.text();
+  return await new Response(res.body).text();
+}
+
+function streamOf(...parts: string[]): ReadableStream<Uint8Array> {
+  const enc = new TextEncoder();
+  return new ReadableStream({
+    start(c) {
+      for (const p of parts) c.enqueue(enc.encode(p));
+      c.close();
+    },
+  });
+}
+
+/** A script answering every request on a connection with `answer(request, index)`. */
+function answering(answer: (req: string, n: number) => string) {
+  return async (peer: RawPeer) => {
+    for (let n = 0;; n++) {
+      const req = await peer.readRequest();
+      if (req === null) return;
+      await peer.send(answer(req, n));
+    }
+  };
+}
+
+const OK = "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+
+Deno.test("http1 client: requests and bodies against a Deno server, one pooled connection", async () => {
+  await using up = startUpstream();
+  const client = createHttp1Upstream();
+  try {
+    const u = upstreamOf(up.url);
+    const get = await client.send(u, request({ pathAndQuery: "/a/b?x=1" })) as UpstreamResponse;
+    assertEquals(get.status, 200);
+    assertEquals(header(get.headers, "x-upstream"), "upstream");
+    const echo = JSON.parse(await text(get));
+    assertEquals([echo.method, echo.path, echo.query], ["GET", "/a/b", "?x=1"]);
+    assertEquals(echo.headers["host"], "shop.test");
+
+    const posted = await client.send(
+      u,
+      request({
+        method: "POST",
+        upstreamHeaders: [["host", "shop.test"], ["content-length", "99"]],
+        upstreamBody: new TextEncoder().encode("name=value"),
+      }),
+    );
+    const p = JSON.parse(await text(posted));
+    assertEquals([p.body, p.headers["content-length"]], ["name=value", "10"]);
+
+    // A streamed body without a declared length goes chunked.
+    const streamed = await client.send(
+      u,
+      request({ method: "PUT", upstreamBody: streamOf("ab", "cd", "e") }),
+    );
+    const s = JSON.parse(await text(streamed));
+    assertEquals([s.body, s.headers["transfer-encoding"]], ["abcde", "chunked"]);
+
+    // A declared length is kept for a streamed body.
+    const declared = await client.send(
+      u,
+      request({
+        method: "PUT",
+        upstreamHeaders: [["host", "shop.test"], ["content-length", "4"]],
+        upstreamBody: streamOf("wx", "yz"),
+      }),
+    );
+    const d = JSON.parse(await text(declared));
+    assertEquals([d.body, d.headers["content-length"]], ["wxyz", "4"]);
+
+    // A large body streams through in pieces.
+    const big = await client.send(u, request({ pathAndQuery: "/big?n=3000000" }));
+    ok(big.body instanceof ReadableStream, "a body larger than one read streams");
+    assertEquals((await text(big)).length, 3_000_000);
+
+    const head = await client.send(u, request({ method: "HEAD", pathAndQuery: "/big?n=10" }));
+    assertEquals(head.body, null);
+    // The connection survives a HEAD answer with a Content-Length and no body.
+    assertEquals(await text(await client.send(u, request({ pathAndQuery: "/big?n=5" }))), "aaaaa");
+  } finally {
+    client.close();
+  }
+});
+
+Deno.test("http1 client: keep-alive reuses one connection; no body for 204 and 304", async () => {
+  await using up = startRawUpstream(answering((req) => {
+    if (req.startsWith("GET /204")) return "HTTP/1.1 204 No Content\r\ncontent-length: 5\r\n\r\n";
+    if (req.startsWith("GET /304")) return "HTTP/1.1 304 Not Modified\r\netag: x\r\n\r\n";
+    return OK;
+  }));
+  const client = createHttp1Upstream();
+  try {
+    const u = upstreamOf(up.url);
+    for (const path of ["/", "/204", "/304", "/"]) {
+      const res = await client.send(u, request({ pathAndQuery: path }));
+      if (path === "/") assertEquals(await text(res), "ok");
+      else {assertEquals([res.status, (res as UpstreamResponse).body], [
+          Number(path.slice(1)),
+          null,
+        ]);}
+    }
+    assertEquals(up.connections, 1);
+  } finally {
+    client.close();
+  }
+});
+
+Deno.test("http1 client: chunked with extensions and trailers; 100-continue skipped", async () => {
+  await using up = startRawUpstream(
+    answering((req) =>
+      req.startsWith("GET /continue")
+        ? "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nlink: </a.css>\r\n\r\n" + OK
+        : "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\ntrailer: x-sum\r\n\r\n" +
+          "5;name=value\r\nhello\r\n1 ; ext\r\n \r\n5\r\nworld\r\n0\r\nx-sum: 1\r\nx-more: 2\r\n\r\n"
+    ),
+  );
+  const client = createHttp1Upstream();
+  try {
+    const u = upstreamOf(up.url);
+    const res = await client.send(u, request()) as UpstreamResponse;
+    assertEquals(await text(res), "hello world");
+    assertEquals(header(res.headers, "x-sum"), undefined, "trailers are not headers");
+    const cont = await client.send(u, request({ pathAndQuery: "/continue" }));
+    assertEquals([cont.status, await text(cont)], [200, "ok"]);
+    assertEquals(up.connections, 1, "the connection is reused after the trailers");
+  } finally {
+    client.close();
+  }
+});
+
+Deno.test("http1 client: a chunked body arriving slowly streams in order", async () => {
+  await using up = startRawUpstream(async (peer) => {
+    await peer.readRequest();
+    await peer.send("HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nab");
+    await new Promise((r) => setTimeout(r, 30));
+    await peer.send("c\r\n");
+    await new Promise((r) => setTimeout(r, 30));
+    await peer.send("4\r");
+    await new Promise((r) => setTimeout(r, 30));
+    await peer.send("\ndefg\r\n0\r\n\r\n");
+    await peer.readRequest();
+  });
+  const client = createHttp1Upstream();
+  try {
+    const res = await client.send(upstreamOf(up.url), request());
+    assertEquals(await text(res), "abcdefg");
+  } finally {
+    client.close();
+  }
+});
+
+Deno.test("http1 client: a close-delimited body ends with the connection", async () => {
+  await using up = startRawUpstream(async (peer) => {
+    await peer.readRequest();
+    await peer.send("HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\n\r\nuntil ");
+    await new Promise((r) => setTimeout(r, 20));
+    await peer.send("the end");
+  });
+  const client = createHttp1Upstream();
+  try {
+    const u = upstreamOf(up.url);
+    assertEquals(await text(await client.send(u, request())), "until the end");
+    assertEquals(await text(await client.send(u, request())), "until the end");
+    assertEquals(up.connections, 2, "a close-delimited connection is never reused");
+  } finally {
+    client.close();
+  }
+});
+
+const SMUGGLING: Array<[string, string]> = [
+  [
+    "Content-Length and Transfer-Encoding",
+    "HTTP/1.1 200 OK\r\ncontent-length: 5\r\ntransfer-encoding: chunked\r\n\r\n0\r\n\r\n",
+  ],
+  ["a malformed status line", "HTTP/1.1 2OO OK\r\ncontent-length: 2\r\n\r\nok"],
+  ["garbage", "SSH-2.0-OpenSSH_9.6\r\n\r\n"],
+  [
+    "an invalid chunk size",
+    "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\nhi\r\n0\r\n\r\n",
+  ],
+  [
+    "differing Content-Lengths",
+    "HTTP/1.1 200 OK\r\ncontent-length: 2\r\ncontent-length: 3\r\n\r\nok!",
+  ],
+  ["a list of differing lengths", "HTTP/1.1 200 OK\r\ncontent-length: 2, 3\r\n\r\nok!"],
+  ["a signed length", "HTTP/1.1 200 OK\r\ncontent-length: +2\r\n\r\nok"],
+  ["obs-fold", "HTTP/1.1 200 OK\r\nx-a: 1\r\n  folded\r\ncontent-length: 2\r\n\r\nok"],
+  ["space before the colon", "HTTP/1.1 200 OK\r\ncontent-length : 2\r\n\r\nok"],
+  ["a bare CR in a value", "HTTP/1.1 200 OK\r\nx-a: 1\r2\r\ncontent-length: 2\r\n\r\nok"],
+  ["gzip transfer coding", "HTTP/1.1 200 OK\r\ntransfer-encoding: gzip, chunked\r\n\r\n0\r\n\r\n"],
+  ["a 101 without an upgrade", "HTTP/1.1 101 Switching Protocols\r\n\r\n"],
+  ["status 600", "HTTP/1.1 600 Odd\r\ncontent-length: 0\r\n\r\n"],
+  ["too many headers", `HTTP/1.1 200 OK\r\n${"x-a: 1\r\n".repeat(300)}content-length: 0\r\n\r\n`],
+  ["a head over 64 KiB", `HTTP/1.1 200 OK\r\nx-a: ${"a".repeat(70_000)}\r\n\r\n`],
+];
+
+Deno.test("http1 client: response smuggling shapes and garbage are protocol errors", async () => {
+  for (const [name, answer] of SMUGGLING) {
+    await using up = startRawUpstream(answering(() => answer));
+    const client = createHttp1Upstream();
+    try {
+      await assertRejects(
+        async () => {
+          const res = await client.send(upstreamOf(up.url), request());
+          await text(res);
+        },
+        UpstreamProtocolError,
+        name,
+      );
+    } finally {
+      client.close();
+    }
+  }
+});
+
+Deno.test("http1 client: identical repeated Content-Lengths are accepted", async () => {
+  await using up = startRawUpstream(
+    answering(() => "HTTP/1.1 200 OK\r\ncontent-length: 2\r\ncontent-length: 2, 2\r\n\r\nok"),
+  );
+  const client = createHttp1Upstream();
+  try {
+    assertEquals(await text(await client.send(upstreamOf(up.url), request())), "ok");
+  } finally {
+    client.close();
+  }
+});
+
+Deno.test("http1 client: an upstream closing mid-body errors the stream", async () => {
+  await using up = startRawUpstream(async (peer) => {
+    await peer.readRequest();
+    await peer.send("HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\nonly ten..");
+  });
+  const client = createHttp1Upstream();
+  try {
+    const res = await client.send(upstreamOf(up.url), request());
+    assertEquals(res.status, 200);
+    await assertRejects(() => text(res), UpstreamProtocolError);
+  } finally {
+    client.close();
+  }
+});
+
+Deno.test("http1 client: a hanging upstream hits the response deadline", async () => {
+  await using up = startRawUpstream(async (peer) => {
+    await peer.readRequest();
+    await peer.readRequest(); // never answers; returns when the client closes
+  });
+  const client = createHttp1Upstream();
+  try {
+    const t0 = performance.now();
+    const err = await client.send(upstreamOf(up.url), request({ responseTimeoutMs: 150 })).then(
+      () => undefined,
+      (e) => e,
+    );
+    ok(isTimeout(err), `a timeout, not ${err}`);
+    ok(performance.now() - t0 < 2_000);
+  } finally {
+    client.close();
+  }
+});
+
+Deno.test("http1 client: a refused connection rejects without a timeout", async () => {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  const client = createHttp1Upstream();
+  try {
+    const err = await client.send(upstreamOf(`http://127.0.0.1:${port}`), request()).then(
+      () => undefined,
+      (e) => e,
+    );
+    ok(err instanceof Deno.errors.ConnectionRefused, String(err));
+  } finally {
+    client.close();
+  }
+});
+
+Deno.test("http1 client: an idle connection the upstream closes is dropped from the pool", async () => {
+  await using up = startRawUpstream(async (peer) => {
+    await peer.readRequest();
+    await peer.send(OK); // keep-alive, then closes while idle
+  });
+  const client = createHttp1Upstream();
+  try {
+    const u = upstreamOf(up.url);
+    assertEquals(await text(await client.send(u, request())), "ok");
+    await new Promise((r) => setTimeout(r, 50));
+    assertEquals(await text(await client.send(u, request())), "ok");
+    assertEquals(up.connections, 2);
+  } finally {
+    client.close();
+  }
+});
+
+Deno.test("http1 client: a reused connection dying before the answer is retried once when replayable", async () => {
+  // The first connection answers once, then closes on the next request without answering
+  // (the race with an upstream's idle timeout).
+  await using up = startRawUpstream(async (peer) => {
+    await peer.readRequest();
+    await peer.send(OK);
+    if (peer.index === 0) {
+      await peer.readRequest();
+      return;
+    }
+    for (;;) {
+      if ((await peer.readRequest()) === null) return;
+      await peer.send(OK);
+    }
+  });
+  const client = createHttp1Upstream();
+  try {
+    const u = upstreamOf(up.url);
+    assertEquals(await text(await client.send(u, request())), "ok");
+    const posted = await client.send(
+      u,
+      request({ method: "POST", upstreamBody: new TextEncoder().encode("again") }),
+    );
+    assertEquals(await text(posted), "ok");
+    assertEquals(up.connections, 2);
+    ok(up.requests.at(-1)!.endsWith("again"), "the body was sent again on the new connection");
+    // A streamed body cannot be sent twice: the failure is the caller's to answer.
+    await using up2 = startRawUpstream(async (peer) => {
+      await peer.readRequest();
+      await peer.send(OK);
+      await peer.readRequest();
+    });
+    const u2 = upstreamOf(up2.url);
+    assertEquals(await text(await client.send(u2, request())), "ok");
+    await assertRejects(() =>
+      client.send(u2, request({ method: "POST", upstreamBody: streamOf("once") }))
+    );
+    assertEquals(up2.connections, 1);
+  } finally {
+    client.close();
+  }
+});
+
+Deno.test("http1 client: cancelling the body (the client went away) closes the upstream connection", async () => {
+  let closed: () => void;
+  const sawClose = new Promise<void>((r) => closed = r);
+  await using up = startRawUpstream(async (peer) => {
+    await peer.readRequest();
+    await peer.send("HTTP/1.1 200 OK\r\ncontent-length: 1000000\r\n\r\nstart");
+    assertEquals(await peer.readRequest(), null);
+    closed();
+  });
+  const client = createHttp1Upstream();
+  try {
+    const res = await client.send(upstreamOf(up.url), request()) as UpstreamResponse;
+    const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+    await reader.read();
+    await reader.cancel();
+    await sawClose;
+  } finally {
+    client.close();
+  }
+});
+
+Deno.test("http1 client: the pool keeps at most maxIdle connections per upstream", async () => {
+  await using up = startRawUpstream(async (peer) => {
+    await new Promise((r) => setTimeout(r, 20));
+    await answering(() => OK)(peer);
+  });
+  const client = createHttp1Upstream({ maxIdle: 2, idleTimeoutMs: 200 });
+  try {
+    const u = upstreamOf(up.url);
+    await Promise.all([1, 2, 3, 4].map(async () => await text(await client.send(u, request()))));
+    assertEquals(up.connections, 4);
+    await Promise.all([1, 2].map(async () => await text(await client.send(u, request()))));
+    assertEquals(up.connections, 4, "two idle connections were kept and reused");
+    await new Promise((r) => setTimeout(r, 600));
+    await text(await client.send(u, request()));
+    assertEquals(up.connections, 5, "idle connections expire");
+  } finally {
+    client.close();
+  }
+});
+
+Deno.test("http1 client: https upstreams are verified against the trusted CAs", async () => {
+  const now = Date.now();
+  const ca = await createCa("test ca", now, systemRandom);
+  const leaf = await createLeaf(
+    ca,
+    { commonName: "localhost", dnsNames: ["localhost"], ipAddresses: ["127.0.0.1"] },
+    now,
+    systemRandom,
+  );
+  const ac = new AbortController();
+  const server = Deno.serve(
+    {
+      hostname: "127.0.0.1",
+      port: 0,
+      cert: leaf.cert,
+      key: leaf.key,
+      signal: ac.signal,
+      onListen() {},
+    },
+    () => new Response("secure"),
+  );
+  const url = `https://127.0.0.1:${server.addr.port}`;
+  const trusting = createHttp1Upstream({ caCerts: [ca.cert] });
+  const plain = createHttp1Upstream();
+  try {
+    assertEquals(await text(await trusting.send(upstreamOf(url), request())), "secure");
+    await assertRejects(() => plain.send(upstreamOf(url), request()));
+  } finally {
+    trusting.close();
+    plain.close();
+    ac.abort();
+    await server.finished;
+  }
+});
+
+Deno.test("http1 client: against nginx (static, gzip chunked, keep-alive)", async (t) => {
+  const nginx = await new Deno.Command("sh", { args: ["-c", "command -v nginx"] }).output();
+  if (!nginx.success) {
+    if (Deno.env.get("WAF_REQUIRE_SERVICES") === "1") throw new Error("nginx is not installed");
+    console.warn("skipped: nginx is not installed (apt-get install nginx-light)");
+    return;
+  }
+  const dir = await Deno.makeTempDir({ prefix: "waf-http1-nginx-" });
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  const page = "the quick brown fox jumps over the lazy dog\n".repeat(5000);
+  await Deno.mkdir(`${dir}/www`);
+  // nginx's worker may run as another user: let it read the files.
+  await Deno.chmod(dir, 0o755);
+  await Deno.writeTextFile(`${dir}/www/page.txt`, page);
+  await Deno.writeTextFile(
+    `${dir}/nginx.conf`,
+    `worker_processes 1; daemon off; pid ${dir}/nginx.pid; error_log ${dir}/error.log warn;
+events { worker_connections 64; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy;
+  fastcgi_temp_path ${dir}/fcgi; uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;
+  gzip on; gzip_min_length 0; gzip_types text/plain;
+  server { listen 127.0.0.1:${port}; root ${dir}/www; default_type text/plain; }
+}`,
+  );
+  const child = new Deno.Command("nginx", {
+    args: ["-c", `${dir}/nginx.conf`, "-p", dir],
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  const client = createHttp1Upstream();
+  try {
+    for (let i = 0; i < 50; i++) {
+      const ok = await Deno.connect({ hostname: "127.0.0.1", port }).then((c) => {
+        c.close();
+        return true;
+      }, () => false);
+      if (ok) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const u = upstreamOf(`http://127.0.0.1:${port}`);
+    await t.step("a static file with Content-Length", async () => {
+      const res = await client.send(u, request({ pathAndQuery: "/page.txt" })) as UpstreamResponse;
+      assertEquals(res.contentLength, page.length);
+      assertEquals(await text(res), page);
+    });
+    await t.step("gzip comes chunked and decodes to the file", async () => {
+      const res = await client.send(
+        u,
+        request({
+          pathAndQuery: "/page.txt",
+          upstreamHeaders: [["host", "x"], ["accept-encoding", "gzip"]],
+        }),
+      ) as UpstreamResponse;
+      assertEquals(header(res.headers, "transfer-encoding"), "chunked");
+      const body = new Response(res.body).body!.pipeThrough(new DecompressionStream("gzip"));
+      assertEquals(await new Response(body).text(), page);
+    });
+    await t.step("HEAD and 404 on the same connection", async () => {
+      const head = await client.send(u, request({ method: "HEAD", pathAndQuery: "/page.txt" }));
+      assertEquals([head.status, (head as UpstreamResponse).body], [200, null]);
+      const missing = await client.send(u, request({ pathAndQuery: "/missing" }));
+      assertEquals(missing.status, 404);
+      await text(missing);
+    });
+  } finally {
+    client.close();
+    child.kill("SIGTERM");
+    await child.status;
+    await Deno.remove(dir, { recursive: true });
+  }
+});
