@@ -21,7 +21,7 @@ import type { SiteCounterSet } from "../mod/data_plane/site_counters.ts";
 import type { Ctx } from "../routes/api/env.ts";
 import { auditContext } from "../routes/api/actor.ts";
 import { joinCluster, loadNodeIdentity, type NodeIdentity } from "../mod/cluster/node_identity.ts";
-import type { Config } from "../mod/config/config.ts";
+import { type Config, ConfigProblemError } from "../mod/config/config.ts";
 import { parseListen } from "../mod/config/config_schema.ts";
 import type { Audit } from "../mod/core/audit.ts";
 import type { Clock } from "../mod/core/clock.ts";
@@ -225,6 +225,14 @@ async function createNodeRole(deps: ClusterDeps): Promise<ClusterPlane> {
   const c = deps.config.cluster;
   let identity = await loadNodeIdentity(deps.dataDir);
   const token = deps.joinToken ?? c.join_token;
+  if (!identity && !token) {
+    // Without an identity and a token this node could never serve the controller's policy.
+    throw new ConfigProblemError([{
+      path: "cluster.join_token",
+      message:
+        `expected a one-time join token from the controller (POST /api/cluster/join-tokens or its Cluster page): this node has not joined a cluster (no identity in ${deps.dataDir}/cluster/); set cluster.join_token, --join-token or WAF_CLUSTER_JOIN_TOKEN`,
+    }]);
+  }
   let joinProblem: string | undefined;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let stopped = false;
@@ -322,13 +330,6 @@ async function createNodeRole(deps: ClusterDeps): Promise<ClusterPlane> {
       if (identity) {
         deps.logger.info("cluster node identity loaded", { node_id: identity.nodeId });
         startAgent(identity);
-        return;
-      }
-      if (!token) {
-        joinProblem = "JOIN_TOKEN_MISSING";
-        deps.logger.error(
-          "this node has not joined a cluster and has no join token: set cluster.join_token, --join-token or WAF_CLUSTER_JOIN_TOKEN",
-        );
         return;
       }
       void tryJoin();

@@ -13,7 +13,7 @@ import { cliTranslator } from "./lang.ts";
 import { loadConfig } from "./load_config.ts";
 import { flagsOrUsage, stringFlag } from "./output.ts";
 import { ProductionStorageUnavailableError, startServer } from "../app/server.ts";
-import { deploymentProblems, formatProblems } from "../mod/config/config.ts";
+import { ConfigProblemError, deploymentProblems, formatProblems } from "../mod/config/config.ts";
 import { ListenerError } from "../routes/listen.ts";
 
 const encoder = new TextEncoder();
@@ -79,6 +79,12 @@ export const serveCommand: Command = async (args, global, deps) => {
       if (err instanceof SetupTokenError) {
         // The message names the problem, never the value.
         deps.stderr(`${err.message}\n`);
+        return EXIT_USAGE;
+      }
+      if (err instanceof ConfigProblemError) {
+        deps.stderr(
+          `${t("config.invalid", { path: loaded.configPath })}\n${formatProblems(err.problems)}\n`,
+        );
         return EXIT_USAGE;
       }
       if (err instanceof ProductionStorageUnavailableError) {

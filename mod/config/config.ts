@@ -16,6 +16,18 @@ export interface ConfigProblem {
   readonly code?: "ErrProductionStorageUnavailable";
 }
 
+/**
+ * A configuration mistake found only while starting (it depends on the data directory, such as
+ * a cluster node with neither a stored identity nor a join token): `waf serve` reports it like
+ * the problems of `waf.yaml` itself and exits 2.
+ */
+export class ConfigProblemError extends Error {
+  constructor(readonly problems: readonly ConfigProblem[]) {
+    super(problems.map((p) => `${p.path}: ${p.message}`).join("; "));
+    this.name = "ConfigProblemError";
+  }
+}
+
 export type ConfigResult =
   | { kind: "ok"; config: Config }
   | { kind: "invalid"; problems: readonly ConfigProblem[] };

@@ -21,6 +21,7 @@ import {
 import { tempDir } from "../_helpers/temp.ts";
 import { systemRandom } from "../../mod/core/random.ts";
 import { nodeUri } from "../../mod/cluster/enrollment.ts";
+import { ConfigProblemError } from "../../mod/config/config.ts";
 
 async function filesUnder(dir: string): Promise<string[]> {
   const out: string[] = [];
@@ -208,8 +209,20 @@ Deno.test("join tokens need write:cluster to issue and read:cluster to list; a n
   });
   assertEquals(list.body.items, []);
 
-  await using node = await startNode(ctl.server.clusterUrl!, {});
+  // A node (here one whose token the controller will refuse) answers the cluster routes 409.
+  await using node = await startNode(ctl.server.clusterUrl!, { token: "wafjoin.not-a-token" });
   const refused = await node.api("/api/cluster/ca");
   assertEquals(refused.status, 409);
-  assertEquals((await nodeHealth(node)).problem, "JOIN_TOKEN_MISSING");
+  assertEquals((await refused.json()).error.code, "CLUSTER_ROLE");
+});
+
+Deno.test("a node with neither a stored identity nor a join token refuses to start, naming cluster.join_token", async () => {
+  await using dir = await tempDir();
+  const err = await startNode("https://127.0.0.1:9", { dir: `${dir}` }).then(
+    (s) => s[Symbol.asyncDispose]().then(() => undefined),
+    (e) => e as Error,
+  );
+  ok(err instanceof ConfigProblemError, String(err));
+  assertEquals(err.problems.map((p) => p.path), ["cluster.join_token"]);
+  ok(/WAF_CLUSTER_JOIN_TOKEN/.test(err.message));
 });
