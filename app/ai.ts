@@ -58,7 +58,7 @@ export function createAiPlane(deps: AiDeps): AiPlane {
     clock,
     transaction: tx,
   });
-  const { sites, accessLog, protection, policy } = deps.dataPlane;
+  const { sites, accessLog, protection, policy, apisec } = deps.dataPlane;
   const services = {
     clock,
     accessLog,
@@ -66,6 +66,7 @@ export function createAiPlane(deps: AiDeps): AiPlane {
     objects: protection.objects,
     alap: protection.alap,
     protection: () => policy.current.protection,
+    apisec: apisec.source,
   };
   const changes = changeTools(services);
   const approvals = createApprovals({

@@ -7,6 +7,7 @@
 import { createApiSecEndpointsRepo } from "../db/apisec_endpoints_repo.ts";
 import type { PolicyObjectsRepo } from "../db/policy_objects_repo.ts";
 import type { Db } from "../db/store.ts";
+import type { InventorySource } from "../mod/apisec/endpoints_query.ts";
 import { createInventory, type Inventory } from "../mod/apisec/inventory.ts";
 import type { Config } from "../mod/config/config.ts";
 import { compileApiSec, type CompiledApiSec, NO_APISEC } from "../mod/apisec/apisec_compile.ts";
@@ -58,6 +59,8 @@ export interface ApiSecPlane {
   readonly ready: Promise<void>;
   /** The discovered API inventory. */
   readonly inventory: Inventory;
+  /** The inventory with the settings it is judged against (the API's and the assistant's). */
+  readonly source: InventorySource;
   /** Starts the inventory's drain and flush timer. */
   start(): void;
   /** Stops the timer and stores what discovery gathered. */
@@ -101,20 +104,21 @@ export function createApiSecPlane(deps: ApiSecDeps): ApiSecPlane {
     clock: deps.clock,
     logger: deps.logger,
   });
+  const source = {
+    compiled: () => deps.policy.current.apisec ?? NO_APISEC,
+    inventory,
+    schemas: () => settings.get().validation.schemas,
+  };
   return {
     settings,
+    source,
     runtime: createApiSecRuntime({
       clock: deps.clock,
       logger: deps.logger,
       openSecret: (sealed) => box.open(sealed, SECRET_OWNER),
       inventory,
     }),
-    routes: apisecRoutes({
-      settings,
-      compiled: () => deps.policy.current.apisec ?? NO_APISEC,
-      inventory,
-      audit: deps.objects,
-    }),
+    routes: apisecRoutes({ settings, ...source, audit: deps.objects }),
     ready,
     inventory,
     start: () => inventory.start(),

@@ -4,6 +4,7 @@
  * named in `withheld`). They run at once and change nothing.
  */
 import type { TopEntry } from "../../db/access_log_repo.ts";
+import { listEndpoints } from "../apisec/endpoints_query.ts";
 import { cidrContains, parseCidr, parseIp } from "../../engine/ip_address.ts";
 import { AppError } from "../core/errors.ts";
 import { grants } from "../identity/permissions.ts";
@@ -127,6 +128,31 @@ export function readTools(s: ToolServices) {
         }).slice(0, LIST_LIMIT);
       } else out["withheld"] = ["ip_list_entries (needs read:protection)"];
       return out;
+    },
+
+    list_api_inventory(a: ToolArgs<"list_api_inventory">) {
+      const site = siteFilter(s, a.site);
+      const page = listEndpoints(s.apisec, {
+        siteId: site?.id,
+        method: a.method?.toUpperCase(),
+        q: a.q,
+        shadow: a.shadow,
+        covered: a.covered,
+        limit: a.limit ?? 20,
+        offset: 0,
+      });
+      const names = new Map(s.sites.list().map((x) => [x.id, x.name]));
+      return {
+        discovery_enabled: page.discovery_enabled,
+        note: "hits count sampled requests (discovery samples up to sample_limit per minute)",
+        total: page.total,
+        endpoints: page.items.map(({ first_seen, last_seen, ...e }) => ({
+          ...e,
+          site: names.get(e.site_id) ?? e.site_id,
+          first_seen: iso(first_seen),
+          last_seen: iso(last_seen),
+        })),
+      };
     },
   };
 }

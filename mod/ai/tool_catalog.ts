@@ -29,6 +29,21 @@ export const TOOL_ARGS = {
   lookup_ip: z.strictObject({
     ip: z.string().min(2).max(64).describe("IPv4 or IPv6 address"),
   }),
+  list_api_inventory: z.strictObject({
+    site: SITE.optional().describe("Only this site (name or id)"),
+    method: z.string().regex(/^[A-Za-z]{1,16}$/).optional()
+      .describe("Only endpoints seen with this HTTP method"),
+    q: z.string().min(1).max(512).optional().describe("Only templates containing this text"),
+    shadow: z.boolean().optional()
+      .describe(
+        "true: only endpoints no schema entry documents (shadow APIs); false: only documented ones",
+      ),
+    covered: z.boolean().optional()
+      .describe(
+        "true: only endpoints a validation schema or token rule covers; false: only uncovered ones",
+      ),
+    limit: z.number().int().min(1).max(50).optional().describe("How many (default 20)"),
+  }),
   block_ip: z.strictObject({
     cidr: z.string().min(2).max(64).describe("Address or CIDR network to block"),
     site: SITE.optional().describe("Only on this site (default: every site)"),
@@ -117,6 +132,13 @@ export const TOOLS: readonly ToolSpec[] = [
     description:
       "Whether an address is listed by a threat-intelligence feed or matched by an IP allow/block list entry.",
     permission: "read:threat_intel",
+    risk: "read",
+  },
+  {
+    name: "list_api_inventory",
+    description:
+      "The API endpoints discovery has seen (path templates such as /users/{id}), busiest first: methods, sampled hit counts, status classes, parameter names, content types, first and last seen, whether a validation schema or token rule covers each, and shadow APIs (undocumented endpoints).",
+    permission: "read:apisec",
     risk: "read",
   },
   {

@@ -4,6 +4,7 @@
  * change through, the same ones the management API uses.
  */
 import type { z } from "zod";
+import type { InventorySource } from "../apisec/endpoints_query.ts";
 import type { Clock } from "../core/clock.ts";
 import type { AccessLog } from "../data_plane/access_log.ts";
 import { AppError } from "../core/errors.ts";
@@ -35,6 +36,8 @@ export interface ToolServices {
   readonly alap: Alap;
   /** The protection the data plane enforces right now (threat indicators). */
   readonly protection: () => CompiledProtection | undefined;
+  /** The discovered API inventory and the settings it is judged against. */
+  readonly apisec: InventorySource;
 }
 
 /** The tools `asker` may use among those the configuration allows, in catalogue order. */

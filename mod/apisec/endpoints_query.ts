@@ -7,7 +7,7 @@
 import { compileRe2 } from "../../engine/re2.ts";
 import { type CompiledApiSec, inScope } from "./apisec_compile.ts";
 import type { SchemaEntry } from "./apisec_schema.ts";
-import type { Endpoint } from "./inventory.ts";
+import type { Endpoint, Inventory } from "./inventory.ts";
 
 export interface EndpointFilter {
   readonly siteId?: string;
@@ -73,4 +73,23 @@ export function queryEndpoints(
   }
   items.sort((a, b) => b.hits - a.hits || a.template.localeCompare(b.template));
   return { items: items.slice(f.offset, f.offset + f.limit), total: items.length };
+}
+
+/** Where the inventory and the settings it is judged against come from. */
+export interface InventorySource {
+  readonly inventory: Pick<Inventory, "endpoints" | "stats">;
+  /** The settings in force in the data plane. */
+  readonly compiled: () => CompiledApiSec;
+  /** Every stored schema entry, enabled or not (what counts as documented). */
+  readonly schemas: () => readonly SchemaEntry[];
+}
+
+/** The inventory page as the API and the assistant answer it, with the inventory's counters. */
+export function listEndpoints(src: InventorySource, f: EndpointFilter) {
+  const compiled = src.compiled();
+  return {
+    ...queryEndpoints(src.inventory.endpoints(), compiled, src.schemas(), f),
+    stats: src.inventory.stats(),
+    discovery_enabled: compiled.discovery.enabled,
+  };
 }

@@ -7,12 +7,12 @@
  */
 import { z } from "zod";
 import type { CompiledApiSec } from "../../mod/apisec/apisec_compile.ts";
-import { queryEndpoints } from "../../mod/apisec/endpoints_query.ts";
+import { listEndpoints } from "../../mod/apisec/endpoints_query.ts";
 import { importOpenApi, parseOpenApiText } from "../../mod/apisec/openapi.ts";
 import { AppError } from "../../mod/core/errors.ts";
 import type { Inventory } from "../../mod/apisec/inventory.ts";
 import type { PolicyObjects } from "../../mod/protection/policy_objects.ts";
-import { apisecConfigSchema } from "../../mod/apisec/apisec_schema.ts";
+import { apisecConfigSchema, type SchemaEntry } from "../../mod/apisec/apisec_schema.ts";
 import type { ApiSecSettings } from "../../mod/apisec/apisec_settings.ts";
 import { validateTestRequest } from "../../mod/apisec/apisec_validate.ts";
 import { auditContext } from "./actor.ts";
@@ -59,6 +59,8 @@ export interface ApiSecRouteDeps {
   /** The settings in force in the data plane. */
   readonly compiled: () => CompiledApiSec;
   readonly inventory: Inventory;
+  /** Every stored schema entry (what counts as documented for the shadow flag). */
+  readonly schemas: () => readonly SchemaEntry[];
   /** Records actions that change no settings document (clearing the inventory). */
   readonly audit: Pick<PolicyObjects, "auditOnly">;
 }
@@ -86,13 +88,7 @@ export function apisecRoutes(deps: ApiSecRouteDeps): RouteDef[] {
       access: perm("read:apisec"),
       handler: (c) => {
         const f = readQuery(c, endpointQuerySchema);
-        const result = queryEndpoints(
-          deps.inventory.endpoints(),
-          deps.compiled(),
-          deps.settings.get().validation.schemas,
-          { ...f, siteId: f.site_id },
-        );
-        return c.json({ ...result, stats: deps.inventory.stats() });
+        return c.json(listEndpoints(deps, { ...f, siteId: f.site_id }));
       },
     },
     {

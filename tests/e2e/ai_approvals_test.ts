@@ -260,6 +260,37 @@ Deno.test("a custom rule and a site's level change proposed by the model apply t
   );
 });
 
+Deno.test("a site's mode change proposed by the model reaches the data plane only once approved", async () => {
+  await using up = startUpstream();
+  await using f = await startAiFixture();
+  const s = f.server;
+  addSite(s, up.url);
+  const attack = "/item?id=1%27%20OR%20%271%27%3D%271";
+  assertEquals((await hit(s, attack)).status, 403);
+  const conv = await newConversation(f, f.as.admin);
+  f.provider.script(
+    {
+      toolCalls: [{
+        name: "set_site_protection",
+        arguments: { site: "shop", mode: "monitor", reason: "tuning week" },
+      }],
+    },
+    { text: "Requested." },
+  );
+  const r = await ask(f, f.as.admin, conv, "Put the shop in monitor mode");
+  const approval = r.events.find((e) => e.event === "approval")!.data.approval as Approval;
+  assertEquals(approval.tool, "set_site_protection");
+  assertEquals((await hit(s, attack)).status, 403, "not before approval");
+  const res = await callJson(s, "POST", `/api/ai/approvals/${approval.id}/approve`, {
+    session: f.as.approver,
+  });
+  assertEquals(res.status, 200, JSON.stringify(res.body));
+  const logged = await hit(s, attack);
+  assertEquals(logged.status, 200, "monitor mode logs the attack and lets it through");
+  const record = await callJson(s, "GET", `/api/logs/${logged.traceId}`, { session: f.as.admin });
+  assertEquals((record.body as { action?: string }).action, "log");
+});
+
 Deno.test("an ALAP exception proposed by the model lets the false positive through once approved", async () => {
   await using up = startUpstream();
   await using f = await startAiFixture();

@@ -133,6 +133,77 @@ Deno.test("attack summaries, top attackers, site protection and IP lookups answe
   assertEquals(lookup.ip_list_entries.map((e) => e.note), ["known bad"]);
 });
 
+Deno.test("list_api_inventory answers from the discovered inventory, with coverage and shadow flags, for read:apisec", async () => {
+  await using up = startUpstream();
+  await using f = await startAiFixture();
+  const s = f.server;
+  addSite(s, up.url);
+  const put = await callJson(s, "PUT", "/api/apisec/config", {
+    session: f.as.admin,
+    body: {
+      discovery: { enabled: true, sample_limit: 100, ignore_prefixes: ["/static/"] },
+      validation: {
+        enabled: true,
+        schemas: [{ id: "orders", method: "POST", path_pattern: "^/api/orders/[0-9]+$" }],
+      },
+    },
+  });
+  assertEquals(put.status, 200);
+  const json = { "content-type": "application/json" };
+  for (const id of [17, 18, 19]) {
+    await hit(s, `/api/orders/${id}`, {
+      init: { method: "POST", headers: json, body: '{"sku":1}' },
+    });
+  }
+  await hit(s, "/api/items?page=2");
+  await hit(s, "/static/app.js");
+  const conv = await newConversation(f, f.as.admin);
+  f.provider.script(
+    {
+      toolCalls: [
+        { name: "list_api_inventory", arguments: { site: "shop" } },
+        { name: "list_api_inventory", arguments: { shadow: true, method: "get" } },
+        { name: "list_api_inventory", arguments: { site: "nope" } },
+      ],
+    },
+    { text: "Two endpoints; /api/items is undocumented." },
+  );
+  const r = await ask(f, f.as.admin, conv, "Which APIs do we expose?");
+  ok(f.provider.requests[0]!.body.tools!.some((t) => t.function.name === "list_api_inventory"));
+  const results = r.events.filter((e) => e.event === "tool_result").map((e) => e.data) as Array<
+    { ok: boolean; result: Record<string, unknown>; error?: { code: string } }
+  >;
+  type Item = {
+    template: string;
+    site: string;
+    methods: Record<string, number>;
+    hits: number;
+    body_params: string[];
+    covered: { schema: string | null; auth: string | null };
+    shadow: boolean;
+    last_seen: string;
+  };
+  const all = results[0]!.result as {
+    discovery_enabled: boolean;
+    total: number;
+    endpoints: Item[];
+  };
+  assertEquals([all.discovery_enabled, all.total], [true, 2]);
+  const orders = all.endpoints[0]!;
+  assertEquals(
+    [orders.template, orders.site, orders.methods, orders.hits, orders.body_params],
+    ["/api/orders/{id}", "shop", { POST: 3 }, 3, ["sku"]],
+  );
+  assertEquals([orders.covered, orders.shadow], [{ schema: "orders", auth: null }, false]);
+  assertMatch(orders.last_seen, /^\d{4}-\d\d-\d\dT/);
+  const shadow = results[1]!.result as { total: number; endpoints: Item[] };
+  assertEquals(shadow.endpoints.map((e) => [e.template, e.shadow]), [["/api/items", true]]);
+  assertEquals(results[2]!.error?.code, "NOT_FOUND");
+  // The answer the model saw is the same data, quoted.
+  const tool = f.provider.requests[1]!.body.messages.find((m) => m.role === "tool")!;
+  assertEquals(JSON.parse(tool.content!).waf_data.tool, "list_api_inventory");
+});
+
 Deno.test("tools are offered and run only within the asker's permissions", async () => {
   await using f = await startAiFixture();
   const s = f.server;
@@ -142,6 +213,7 @@ Deno.test("tools are offered and run only within the asker's permissions", async
       toolCalls: [
         { name: "block_ip", arguments: { cidr: "192.0.2.1", reason: "x" } },
         { name: "lookup_ip", arguments: { ip: "192.0.2.1" } },
+        { name: "list_api_inventory", arguments: {} },
         { name: "no_such_tool", arguments: {} },
         { name: "summarize_attacks", arguments: { hours: 99999 } },
       ],
@@ -163,6 +235,7 @@ Deno.test("tools are offered and run only within the asker's permissions", async
   assertEquals(errors, [
     ["block_ip", "FORBIDDEN"],
     ["lookup_ip", "FORBIDDEN"],
+    ["list_api_inventory", "FORBIDDEN"],
     ["no_such_tool", "AI_TOOL_UNAVAILABLE"],
     ["summarize_attacks", "BAD_REQUEST"],
   ]);

@@ -560,6 +560,7 @@ export default {
   "ai.tool_top_attackers": "Tool: top attacking addresses and paths",
   "ai.tool_describe_site_protection": "Tool: describe a site's protection",
   "ai.tool_lookup_ip": "Tool: look up an address",
+  "ai.tool_list_api_inventory": "Tool: list the discovered API endpoints",
   "ai.tool_block_ip": "Tool: propose blocking an address (needs approval)",
   "ai.tool_add_custom_rule": "Tool: propose a custom rule (needs approval)",
   "ai.tool_set_site_protection": "Tool: propose a site mode or level (needs approval)",

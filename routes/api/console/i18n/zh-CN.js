@@ -524,6 +524,7 @@ export default {
   "ai.tool_top_attackers": "工具：主要攻击地址和路径",
   "ai.tool_describe_site_protection": "工具：描述站点防护",
   "ai.tool_lookup_ip": "工具：查询地址",
+  "ai.tool_list_api_inventory": "工具：列出发现的 API 端点",
   "ai.tool_block_ip": "工具：提议封禁地址（需审批）",
   "ai.tool_add_custom_rule": "工具：提议自定义规则（需审批）",
   "ai.tool_set_site_protection": "工具：提议站点模式或级别（需审批）",
