@@ -35,7 +35,10 @@ export interface TaskDef<S = Record<string, unknown>> {
   /** Random delay added to each scheduled run, up to this many ms (default 0). */
   readonly jitterMs?: number;
   readonly enabled?: boolean;
-  /** Runs at the first start instead of one period later (retention, time sync). */
+  /**
+   * Also runs at every start (retention, the certificate check, time sync): the run begins in
+   * `start()`, whatever the stored next run says, unless the task is disabled.
+   */
   readonly runAtStart?: boolean;
   /** The task's own settings, with their defaults (validated on update). */
   readonly settings?: z.ZodType<S>;
@@ -304,6 +307,11 @@ export function createScheduler(deps: SchedulerDeps, tasks: readonly TaskDef<nev
     await Promise.allSettled(runs);
   }
 
+  /** Resolves when the runs in flight now have ended. */
+  async function idle(): Promise<void> {
+    await Promise.allSettled([...running.values()]);
+  }
+
   function arm(): void {
     if (!started) return;
     clearTimeout(timer);
@@ -335,9 +343,9 @@ export function createScheduler(deps: SchedulerDeps, tasks: readonly TaskDef<nev
         updated_at: now,
       });
       const r = row(d.id);
-      if (r.next_run_at === null && r.enabled) {
-        repo.setNext(d.id, d.runAtStart ? now : plan(r, now));
-      }
+      if (!r.enabled) continue;
+      if (d.runAtStart) repo.setNext(d.id, now);
+      else if (r.next_run_at === null) repo.setNext(d.id, plan(r, now));
     }
   });
 
@@ -396,17 +404,20 @@ export function createScheduler(deps: SchedulerDeps, tasks: readonly TaskDef<nev
     },
     isRunning: (id: string) => running.has(id),
     tick,
+    /** Starts the timer; what is due (the tasks that run at start) begins before this returns. */
     start(): void {
       if (started) return;
       started = true;
-      arm();
+      tick().catch((err) => logger.error("scheduler tick failed", { error: err as Error }))
+        .finally(arm);
     },
+    idle,
     /** Stops the timer and waits for runs in flight. */
     async stop(): Promise<void> {
       started = false;
       clearTimeout(timer);
       timer = undefined;
-      await Promise.allSettled([...running.values()]);
+      await idle();
     },
   };
 }

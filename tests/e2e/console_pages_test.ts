@@ -13,6 +13,18 @@ import { startUpstream } from "../_helpers/upstream.ts";
 import { PAGES } from "../../routes/api/console/pages.js";
 
 const VIEWER = { username: "viewer", password: "Glacier-Moth-42" };
+/**
+ * The POSTs that change nothing: testers and lookups whose answer is computed, not stored, so the
+ * specification guards them with a read permission (4.3: `POST /api/apisec/validate` needs the
+ * `read:apisec` family). A readonly user may use them; the step below checks that the server
+ * guards each with a read permission, and that nothing else but a GET leaves the browser.
+ */
+const READ_ONLY_POSTS = [
+  "/api/rules/custom/test",
+  "/api/apisec/validate",
+  "/api/threat-intel/lookup",
+  "/api/block-pages/preview",
+];
 Deno.test("the console's other pages work in a real browser", async (t) => {
   await using up = startUpstream();
   await using kit = await startConsoleKit(TOKENS_ON);
@@ -124,9 +136,20 @@ Deno.test("the console's other pages work in a real browser", async (t) => {
       server.dataPlane.sites.list(),
       server.identity.users.list(),
     ]);
+    for (const path of READ_ONLY_POSTS) {
+      const route = server.routes.find((r) => r.method === "POST" && r.path === path);
+      const access = route?.access;
+      ok(
+        access?.kind === "permission" && access.permission.startsWith("read:"),
+        `${path} is not guarded by a read permission: ${JSON.stringify(access)}`,
+      );
+    }
     const wrong: string[] = [];
+    const tried = new Set<string>();
     viewer.page.on("request", (r) => {
-      if (r.method() !== "GET") wrong.push(`${r.method()} ${new URL(r.url()).pathname}`);
+      const path = new URL(r.url()).pathname;
+      if (r.method() === "POST" && READ_ONLY_POSTS.includes(path)) tried.add(path);
+      else if (r.method() !== "GET") wrong.push(`${r.method()} ${path}`);
     });
     viewer.page.on("response", (r) => {
       if (r.status() === 403) wrong.push(`403 ${new URL(r.url()).pathname}`);
@@ -148,6 +171,8 @@ Deno.test("the console's other pages work in a real browser", async (t) => {
     await viewer.page.waitForTimeout(300);
     assertEquals(wrong, [], "requests a readonly user's console sent or was refused");
     ok(pressed >= 5, `only ${pressed} buttons were pressed`);
+    // The API security tester's button is enabled with its defaults, and answered (no 403).
+    ok(tried.has("/api/apisec/validate"), [...tried].join(", "));
     assertEquals(
       JSON.stringify([server.dataPlane.sites.list(), server.identity.users.list()]),
       before,

@@ -102,8 +102,12 @@ Deno.test("attack spikes, login lockouts and expiring certificates reach a loopb
     ok(lockout, JSON.stringify(receiver.received.map((r) => r.event)));
     assertEquals(lockout.data.username, ADMIN.username);
   }
-  // The certificate check runs at start: the site's certificate has 5 days left (< 14).
+  // The certificate check runs at every start (the first start's run saw no site and planned
+  // the next one 6 hours later): the site's certificate has 5 days left (< 14).
   await using again = await startTestServer({ dir, config });
+  await again.ops.scheduler.idle();
+  const check = again.ops.scheduler.runs("certificate-check", 1)[0];
+  assertEquals([check?.result, check?.detail], ["ok", { expiring: 1 }]);
   await again.monitor.dispatcher.runDue();
   const expiring = receiver.received.find((r) => r.event === "certificate.expiring");
   ok(expiring, JSON.stringify(receiver.received.map((r) => r.event)));

@@ -147,6 +147,36 @@ Deno.test("a missed run happens at the next tick after a restart, not a period l
   assertEquals(scheduler.get("daily").next_run_at, new Date(Date.UTC(2026, 0, 3, 2)).toISOString());
 });
 
+Deno.test("a task that runs at start runs at every start, in start(), unless disabled", async () => {
+  await using store = await testStore();
+  const clock = new FakeClock(START);
+  const runs: string[] = [];
+  const tasks = (): TaskDef<never>[] =>
+    ["at-start", "off"].map((id) => ({
+      id,
+      title: id,
+      description: "",
+      schedule: { every_ms: 6 * 60 * MIN },
+      runAtStart: true,
+      run: () => void runs.push(id),
+    }));
+  for (let start = 1; start <= 2; start++) {
+    const { scheduler } = setup(store, tasks(), clock);
+    if (start === 1) scheduler.update("off", { enabled: false });
+    scheduler.start();
+    // The run began inside start(), not on a later timer.
+    assertEquals(runs.filter((r) => r === "at-start").length, start);
+    await scheduler.stop();
+    assertEquals(
+      scheduler.get("at-start").next_run_at,
+      new Date(clock.now() + 6 * 60 * MIN).toISOString(),
+    );
+    // A minute later: well before the stored next run, which a start does not wait for.
+    clock.advance(MIN);
+  }
+  assertEquals(runs.includes("off"), false);
+});
+
 Deno.test("one run at a time: a manual run while the task runs is refused with 409 TASK_RUNNING", async () => {
   await using store = await testStore();
   const clock = new FakeClock(START);
