@@ -317,10 +317,20 @@ export async function startServer(
     const dataUrl = `http://${
       formatAddress(data.hostname === "0.0.0.0" ? "127.0.0.1" : data.hostname, data.port)
     }`;
+    // The cluster listener's own address (a wildcard bind is shown as loopback, as above).
+    const clusterUrl = clusterListener
+      ? `https://${
+        formatAddress(
+          clusterListener.hostname === "0.0.0.0" ? "127.0.0.1" : clusterListener.hostname,
+          clusterListener.port,
+        )
+      }`
+      : undefined;
     await composed.start(managementUrl);
     deps.logger.info("waf started", {
       data_plane: formatAddress(data.hostname, data.port),
       management: `${managementUrl}`,
+      ...(clusterUrl ? { cluster: clusterUrl } : {}),
       data_dir: dataDir,
     });
 
@@ -367,14 +377,7 @@ export async function startServer(
       ai: composed.ai,
       monitor: composed.monitor,
       cluster: composed.cluster,
-      clusterUrl: clusterListener
-        ? `https://${
-          formatAddress(
-            clusterListener.hostname === "0.0.0.0" ? "127.0.0.1" : clusterListener.hostname,
-            clusterListener.port,
-          )
-        }`
-        : undefined,
+      clusterUrl,
       ops: composed.ops,
       shutdown,
     };

@@ -1,6 +1,9 @@
 /** Setup, login and authenticated calls against a test WAF, in-process or listening (cookies by hand). */
 import type { TestTarget } from "./server.ts";
 
+/** What the HTTP helpers need: the data directory and a way to call the management plane. */
+export type ApiTarget = Pick<TestTarget, "dir" | "api">;
+
 export const ADMIN = { username: "admin", password: "Correct-Horse-9" } as const;
 
 export interface Session {
@@ -32,7 +35,7 @@ export function setCookies(res: Response): Map<string, SetCookie> {
 }
 
 /** The token inside `<data-dir>/runtime/setup.url`. */
-export async function setupToken(server: TestTarget): Promise<string> {
+export async function setupToken(server: ApiTarget): Promise<string> {
   const text = await Deno.readTextFile(`${server.dir}/runtime/setup.url`);
   return /#token=([A-Za-z0-9_-]+)/.exec(text)![1]!;
 }
@@ -49,7 +52,7 @@ const UNSAFE = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
 /** One request to the management API. */
 export async function call(
-  server: TestTarget,
+  server: ApiTarget,
   method: string,
   path: string,
   options: CallOptions = {},
@@ -71,7 +74,7 @@ export async function call(
 
 /** Calls and parses the JSON body (the body is always consumed; a non-JSON one is cancelled). */
 export async function callJson(
-  server: TestTarget,
+  server: ApiTarget,
   method: string,
   path: string,
   options: CallOptions = {},
@@ -88,7 +91,7 @@ export async function callJson(
 
 /** Completes first-install setup through the API with the token from setup.url. */
 export async function completeSetup(
-  server: TestTarget,
+  server: ApiTarget,
   user: { username: string; password: string } = ADMIN,
 ): Promise<void> {
   const token = await setupToken(server);
@@ -102,7 +105,7 @@ export async function completeSetup(
 
 /** Logs in and returns the cookies to send back. */
 export async function login(
-  server: TestTarget,
+  server: ApiTarget,
   username: string,
   password: string,
   extra: Record<string, unknown> = {},
