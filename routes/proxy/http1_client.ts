@@ -10,9 +10,11 @@
  *   skipped, bodies by `Content-Length`, `chunked` or the connection's end, none for HEAD, 204 and
  *   304. A body already in the read buffer is handed over as bytes; a longer one streams, one read
  *   per pull, so a slow client slows the upstream instead of filling memory.
- * - Deadlines: connect and response-head deadlines from one sweeping timer (deadlines.ts); an
- *   expired one closes the connection. A client that goes away cancels the body stream, which
- *   closes the upstream connection (its unread rest would poison the pool).
+ * - Deadlines: connect and response-head deadlines from one sweeping timer (deadlines.ts), and
+ *   while a body streams, a limit on the silence between two reads (`bodyIdleTimeoutMs`, like
+ *   nginx's `proxy_read_timeout`); an expired one closes the connection. A client that goes away
+ *   cancels the body stream, which closes the upstream connection (its unread rest would poison
+ *   the pool).
  * - Pool: idle connections per upstream origin, newest first, at most `maxIdle` each, closed after
  *   `idleTimeoutMs`. An idle connection keeps a read pending, so an upstream that closes it is
  *   noticed at once and the connection dropped; one that dies just as it is reused (no byte of the
@@ -43,7 +45,16 @@ export interface Http1ClientOptions {
   readonly idleTimeoutMs?: number;
   /** Extra CA certificates (PEM) trusted for `https://` upstreams, besides the system's. */
   readonly caCerts?: string[];
+  /**
+   * Longest silence between two reads of a streaming response body before the connection is
+   * closed and the body errors (default {@link BODY_IDLE_MS}); the body as a whole may take as
+   * long as it takes.
+   */
+  readonly bodyIdleTimeoutMs?: number;
 }
+
+/** The default for {@link Http1ClientOptions.bodyIdleTimeoutMs} (nginx's proxy_read_timeout). */
+export const BODY_IDLE_MS = 60_000;
 
 const READ_SIZE = 16 * 1024;
 const BODY_READ_SIZE = 64 * 1024;
@@ -161,6 +172,7 @@ const DECIMAL = /^\d{1,15}$/;
 export function createHttp1Upstream(options: Http1ClientOptions = {}): UpstreamClient {
   const maxIdle = options.maxIdle ?? 64;
   const idleTimeoutMs = options.idleTimeoutMs ?? POOL_IDLE_MS;
+  const bodyIdleMs = options.bodyIdleTimeoutMs ?? BODY_IDLE_MS;
   const deadlines = createDeadlines();
   const pools = new Map<string, Connection[]>();
   let idleCount = 0;
@@ -388,6 +400,19 @@ export function createHttp1Upstream(options: Http1ClientOptions = {}): UpstreamC
     return lengthStream(c, length, keepAlive);
   }
 
+  /** A body read that closes the connection when the upstream stays silent too long. */
+  async function bodyRead<T>(c: Connection, read: Promise<T>): Promise<T> {
+    const deadline = deadlines.start(bodyIdleMs, () => {
+      c.timedOut = true;
+      c.close();
+    });
+    try {
+      return await read;
+    } finally {
+      deadlines.clear(deadline);
+    }
+  }
+
   /**
    * A response body stream: each pull runs `step`, which enqueues at most one piece and says
    * whether the body is complete (`done`: the connection may be reused; `end`: it ended with the
@@ -408,7 +433,7 @@ export function createHttp1Upstream(options: Http1ClientOptions = {}): UpstreamC
           else c.close();
         } catch (err) {
           c.close();
-          controller.error(err);
+          controller.error(c.timedOut ? timeoutError("send the body") : err);
         }
       },
       cancel() {
@@ -434,7 +459,7 @@ export function createHttp1Upstream(options: Http1ClientOptions = {}): UpstreamC
         const fresh = new Uint8Array(
           remaining < 0 ? BODY_READ_SIZE : Math.min(remaining, BODY_READ_SIZE),
         );
-        const n = await c.conn.read(fresh);
+        const n = await bodyRead(c, c.conn.read(fresh));
         if (n === null) {
           if (remaining >= 0) throw new UpstreamProtocolError("the upstream body ended early");
           return Step.End;
@@ -457,7 +482,9 @@ export function createHttp1Upstream(options: Http1ClientOptions = {}): UpstreamC
     let parts: Uint8Array[] = first.length > 0 ? [concat(first)] : [];
     return bodyStream(c, keepAlive, async (controller) => {
       while (parts.length === 0 && !decoder.done) {
-        if (!(await c.fill())) throw new UpstreamProtocolError("the upstream body ended early");
+        if (!(await bodyRead(c, c.fill()))) {
+          throw new UpstreamProtocolError("the upstream body ended early");
+        }
         c.start = decoder.next(c.buf, c.start, c.end, parts);
         if (parts.length > 0) parts = [concat(parts)];
       }

@@ -300,6 +300,42 @@ Deno.test("http1 client: a hanging upstream hits the response deadline", async (
   }
 });
 
+Deno.test("http1 client: an upstream that falls silent mid-body hits the body idle deadline", async () => {
+  let closed: () => void;
+  const sawClose = new Promise<void>((r) => closed = r);
+  await using up = startRawUpstream(async (peer) => {
+    await peer.readRequest();
+    // A chunked body and a Content-Length one: both stop after their first piece.
+    await peer.send("HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n");
+    assertEquals(await peer.readRequest(), null);
+    closed();
+  });
+  const client = createHttp1Upstream({ bodyIdleTimeoutMs: 150 });
+  try {
+    const t0 = performance.now();
+    const res = await client.send(upstreamOf(up.url), request({ responseTimeoutMs: 5_000 }));
+    const err = await text(res).then(() => undefined, (e) => e);
+    ok(isTimeout(err), `a timeout, not ${err}`);
+    ok(performance.now() - t0 < 2_000);
+    await sawClose;
+  } finally {
+    client.close();
+  }
+  await using quiet = startRawUpstream(async (peer) => {
+    await peer.readRequest();
+    await peer.send("HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\nsome");
+    await peer.readRequest();
+  });
+  const second = createHttp1Upstream({ bodyIdleTimeoutMs: 150 });
+  try {
+    const res = await second.send(upstreamOf(quiet.url), request());
+    const err = await text(res).then(() => undefined, (e) => e);
+    ok(isTimeout(err), `a timeout, not ${err}`);
+  } finally {
+    second.close();
+  }
+});
+
 Deno.test("http1 client: a refused connection rejects without a timeout", async () => {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = (listener.addr as Deno.NetAddr).port;

@@ -60,3 +60,72 @@ Deno.test("hop-by-hop headers (and those Connection names) are removed both ways
   }
   assertEquals(await r.text(), "body");
 });
+
+const BROKEN: Array<[string, string]> = [
+  ["malformed-status", "HTTP/1.1 2OO OK\r\ncontent-length: 2\r\n\r\nok"],
+  [
+    "bad-chunk-size",
+    "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\nhi\r\n0\r\n\r\n",
+  ],
+  [
+    "duplicate-length",
+    "HTTP/1.1 200 OK\r\ncontent-length: 2\r\ncontent-length: 3\r\nx-leak: 1\r\n\r\nok!",
+  ],
+  ["garbage", "SSH-2.0-OpenSSH_9.6\r\n\r\n"],
+];
+
+Deno.test("a malformed status, a bad chunk size, differing lengths or garbage are 502s with the trace id", async () => {
+  await using up = startRawUpstream(async (peer) => {
+    const req = await peer.readRequest();
+    const path = /^GET \/(\S+)/.exec(req ?? "")?.[1];
+    await peer.send(BROKEN.find(([name]) => name === path)?.[1] ?? "HTTP/1.1 500 x\r\n\r\n");
+  });
+  await using s = await startTestServer();
+  for (const [name] of BROKEN) {
+    s.dataPlane.sites.create(
+      siteInput({ name, hosts: [`${name}.test`], upstreams: [up.url] }),
+      SYSTEM,
+    );
+  }
+  for (const [name] of BROKEN) {
+    const r = await hostFetch(`${s.dataUrl}/${name}`, `${name}.test`);
+    assertEquals(r.status, 502, name);
+    assertEquals(r.headers.has("x-leak"), false, name);
+    const trace = r.headers.get("x-waf-trace-id") ?? "";
+    assertMatch(trace, HEX32);
+    const page = await r.text();
+    ok(page.includes(trace), name);
+    ok(!page.includes("SSH-2.0") && !page.includes("ok!"), name);
+    const rec = JSON.parse((await s.dataPlane.accessLog.get(trace))!.record);
+    assertEquals([rec.status, rec.chain.at(-1).result], [502, "invalid"], name);
+  }
+});
+
+Deno.test("a client that goes away mid-body gets the upstream connection closed, not pooled", async () => {
+  let closed: () => void;
+  const sawClose = new Promise<void>((r) => closed = r);
+  await using up = startRawUpstream(async (peer) => {
+    await peer.readRequest();
+    await peer.send(
+      "HTTP/1.1 200 OK\r\ncontent-length: 10000000\r\n\r\n",
+      new Uint8Array(256 * 1024).fill(97),
+    );
+    // Nothing more is sent: the proxy must close this connection once its client is gone.
+    assertEquals(await peer.readRequest(), null);
+    closed();
+  });
+  await using s = await startTestServer();
+  s.dataPlane.sites.create(siteInput({ upstreams: [up.url] }), SYSTEM);
+  const ac = new AbortController();
+  const r = await hostFetch(`${s.dataUrl}/big`, "shop.test", { signal: ac.signal });
+  assertEquals(r.status, 200);
+  const reader = r.body!.getReader();
+  await reader.read();
+  ac.abort();
+  await reader.cancel().catch(() => {});
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const gaveUp = new Promise<string>((r) => timer = setTimeout(() => r("still open"), 5_000));
+  assertEquals(await Promise.race([sawClose.then(() => "closed"), gaveUp]), "closed");
+  clearTimeout(timer);
+  assertEquals(up.connections, 1);
+});
