@@ -10,7 +10,7 @@ import { createApiTokensRepo } from "../db/api_tokens_repo.ts";
 import { createSettingsRepo } from "../db/settings_repo.ts";
 import { type Db, transaction } from "../db/store.ts";
 import { type AiConfig, createAiConfig } from "../mod/ai/ai_config.ts";
-import { type Approvals, createApprovals } from "../mod/ai/approvals.ts";
+import { type Approvals, type ApprovalView, createApprovals } from "../mod/ai/approvals.ts";
 import { createAssistant } from "../mod/ai/assistant.ts";
 import { changeTools } from "../mod/ai/change_tools.ts";
 import { createChatClient } from "../mod/ai/chat_client.ts";
@@ -20,6 +20,7 @@ import { createToolRunner } from "../mod/ai/tool_runner.ts";
 import type { Audit } from "../mod/core/audit.ts";
 import type { Clock } from "../mod/core/clock.ts";
 import type { Logger } from "../mod/core/logger.ts";
+import type { Notify } from "../mod/core/notifications.ts";
 import type { Random } from "../mod/core/random.ts";
 import { createSecretBox, TOTP_KEY_FILE } from "../mod/core/secret_box.ts";
 import { aiRoutes } from "../routes/api/ai.ts";
@@ -42,6 +43,26 @@ export interface AiDeps {
   readonly random: Random;
   readonly logger: Logger;
   readonly dataPlane: DataPlane;
+  /** Publishes an `ai.approval` realtime event. */
+  readonly publish?: (payload: Readonly<Record<string, unknown>>) => void;
+  /** Raises the `ai.approval` notification for a new request (inbox and channels). */
+  readonly notify?: Notify;
+}
+
+/** What the realtime feed and the notification carry of a request (the change stays in the API). */
+function approvalEvent(a: ApprovalView) {
+  return {
+    id: a.id,
+    status: a.status,
+    tool: a.tool,
+    permission: a.permission,
+    summary: a.summary,
+    conversation_id: a.conversation_id,
+    requested_by: a.requested_by.name,
+    requested_at: a.requested_at,
+    decided_by: a.decided_by?.name ?? null,
+    decided_at: a.decided_at,
+  };
 }
 
 /** Tokens minted by tokens: the depth past which a chain is not followed (as in api_tokens). */
@@ -76,6 +97,19 @@ export function createAiPlane(deps: AiDeps): AiPlane {
     random,
     transaction: tx,
     apply: changes.apply,
+    changed: (a) => {
+      const event = approvalEvent(a);
+      deps.publish?.(event);
+      if (a.status !== "pending") return;
+      deps.notify?.({
+        level: "info",
+        kind: "ai.approval",
+        title: `AI assistant change awaits approval (${a.tool})`,
+        body: `${a.requested_by.name} asked the AI assistant for a change that needs another ` +
+          `user's approval (approve:ai and ${a.permission}): ${a.summary}`,
+        data: event,
+      });
+    },
   });
   const conversations = createConversations({
     repo: createAiConversationsRepo(db),

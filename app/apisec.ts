@@ -77,6 +77,8 @@ export interface ApiSecDeps {
   readonly clock: Clock;
   readonly random: Random;
   readonly logger: Logger;
+  /** The measured clock offset token checks apply (`time.apply_offset`). */
+  readonly timeOffsetMs?: () => number;
 }
 
 export function createApiSecPlane(deps: ApiSecDeps): ApiSecPlane {
@@ -117,6 +119,7 @@ export function createApiSecPlane(deps: ApiSecDeps): ApiSecPlane {
       logger: deps.logger,
       openSecret: (sealed) => box.open(sealed, SECRET_OWNER),
       inventory,
+      timeOffsetMs: deps.timeOffsetMs,
     }),
     routes: apisecRoutes({ settings, ...source, audit: deps.objects }),
     ready,

@@ -81,6 +81,8 @@ export interface DataPlaneDeps {
   readonly observe?: (record: AccessRecord) => void;
   /** Told after each policy swap. */
   readonly swapped?: () => void;
+  /** The measured clock offset JWT `exp`/`nbf` checks apply (`time.apply_offset`; 0 when off). */
+  readonly timeOffsetMs?: () => number;
 }
 
 export function createDataPlane(deps: DataPlaneDeps): DataPlane {
@@ -126,6 +128,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     clock,
     random,
     logger,
+    timeOffsetMs: deps.timeOffsetMs,
   });
   apisec.start();
   const settings = createSettingsRepo(db);

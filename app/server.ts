@@ -177,6 +177,8 @@ export async function composeServer(
   try {
     cluster = await createCluster({
       ...services,
+      // Heartbeats and node states on the synchronised clock (`time.apply_offset`).
+      clock: core.timeClock,
       joinToken: deps.env.clusterJoinToken,
       notify: core.notify,
       publish: (payload) => core.bus.publish("node.status", payload),
@@ -205,6 +207,7 @@ export async function composeServer(
       counters: core.counters,
       upstreamHealth: core.upstreamHealth.hook,
       observe: core.bus.access,
+      timeOffsetMs: () => core.timeClock.offsetMs,
       swapped: () => {
         core.swaps++;
         cluster.policyChanged();
@@ -214,7 +217,12 @@ export async function composeServer(
       await dataPlane.close();
       throw err;
     });
-    ai = createAiPlane({ ...services, dataPlane });
+    ai = createAiPlane({
+      ...services,
+      dataPlane,
+      publish: (payload) => core.bus.publish("ai.approval", payload),
+      notify: core.notify,
+    });
     plane = createMonitorPlane(core, dataPlane, services);
     ops = createOps({ ...services, core, plane, dataPlane, identity, apiAccess });
   } catch (err) {

@@ -68,6 +68,8 @@ export interface ApprovalsDeps {
     change: Record<string, unknown>,
     ctx: Pick<AuditEvent, "actor" | "clientIp" | "traceId">,
   ) => Promise<AppliedChange>;
+  /** Told after a request is created or decided (the realtime feed, the approvers' inbox). */
+  readonly changed?: (approval: ApprovalView) => void;
 }
 
 const actorOf = (a: Asker) => {
@@ -77,6 +79,12 @@ const actorOf = (a: Asker) => {
 
 export function createApprovals(deps: ApprovalsDeps) {
   const { repo, audit, clock } = deps;
+  /** The stored request, told to `changed`. */
+  const told = (id: string): ApprovalView => {
+    const v = approvalView(load(id));
+    deps.changed?.(v);
+    return v;
+  };
 
   function load(id: string): AiApprovalRow {
     const row = repo.get(id);
@@ -144,7 +152,7 @@ export function createApprovals(deps: ApprovalsDeps) {
           detail: { tool, summary: planned.summary, change: planned.change },
         });
       });
-      return approvalView(load(id));
+      return told(id);
     },
 
     list(status: AiApprovalStatus | undefined, limit: number): ApprovalView[] {
@@ -196,6 +204,7 @@ export function createApprovals(deps: ApprovalsDeps) {
             detail: { ...both(row, by), error },
           });
         });
+        told(id);
         throw err;
       }
       deps.transaction(() => {
@@ -208,7 +217,7 @@ export function createApprovals(deps: ApprovalsDeps) {
           detail: { ...both(row, by), applied_to: applied.target, change: JSON.parse(row.change) },
         });
       });
-      return approvalView(load(id));
+      return told(id);
     },
 
     reject(id: string, by: Asker, reason: string | undefined, facts: RequestFacts): ApprovalView {
@@ -228,7 +237,7 @@ export function createApprovals(deps: ApprovalsDeps) {
           detail: { ...both(row, by), reason: reason ?? null },
         });
       });
-      return approvalView(load(id));
+      return told(id);
     },
   };
 }

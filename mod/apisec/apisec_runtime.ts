@@ -8,6 +8,7 @@
 import { createRateLimiter, type RateLimiter } from "../../engine/rate_limit.ts";
 import {
   type CompiledApiSec,
+  type CompiledAuth,
   type CompiledAuthRoute,
   type CompiledDiscovery,
   type CompiledRouteLimit,
@@ -39,6 +40,11 @@ const SAMPLE_WINDOW_MS = 60_000;
 export interface ApiSecRuntimeDeps extends TokenAuthDeps {
   /** Where sampled requests go (discovery). */
   readonly inventory: Inventory;
+  /**
+   * The measured clock offset applied to token `exp`/`nbf` checks (`time.apply_offset`; 0 when
+   * off), read per verification.
+   */
+  readonly timeOffsetMs?: () => number;
 }
 
 export function createApiSecRuntime(deps: ApiSecRuntimeDeps) {
@@ -85,8 +91,12 @@ export function createApiSecRuntime(deps: ApiSecRuntimeDeps) {
       return true;
     },
 
-    /** Verifies a bearer token against the compiled `auth` settings. */
-    authenticate: tokens.authenticate,
+    /**
+     * Verifies a bearer token against the compiled `auth` settings, at the request's time plus
+     * the applied clock offset.
+     */
+    authenticate: (a: CompiledAuth, authorization: string | undefined, now: number) =>
+      tokens.authenticate(a, authorization, now + (deps.timeOffsetMs?.() ?? 0)),
 
     /** The first enabled route that needs a token for this request, if any. */
     authRoute(c: CompiledApiSec, req: RouteLimitRequest): CompiledAuthRoute | undefined {

@@ -20,6 +20,7 @@ export const REALTIME_KINDS = [
   "task.finished",
   "node.status",
   "time.sync",
+  "ai.approval",
 ] as const;
 export type RealtimeKind = typeof REALTIME_KINDS[number];
 

@@ -22,6 +22,7 @@ export const CHANNEL_EVENTS = [
   "task.failed",
   "login.lockout",
   "time.offset",
+  "ai.approval",
 ] as const;
 export type ChannelEvent = typeof CHANNEL_EVENTS[number];
 

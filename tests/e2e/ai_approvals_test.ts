@@ -4,10 +4,10 @@
  * at once, or rejects it; self-approval and approvers without the change's permission are
  * refused; a log record carrying a prompt injection cannot cause a change.
  */
-import { assertEquals, ok } from "../_helpers/assert.ts";
+import { assertEquals, assertMatch, ok } from "../_helpers/assert.ts";
 import { type AiFixture, ask, newConversation, parseSse, startAiFixture } from "../_helpers/ai.ts";
 import { mintToken, withToken } from "../_helpers/api_access.ts";
-import { callJson } from "../_helpers/identity.ts";
+import { call, callJson } from "../_helpers/identity.ts";
 import { addSite, hit } from "../_helpers/protection.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
 import { SYSTEM_PROMPT } from "../../mod/ai/prompt.ts";
@@ -121,6 +121,58 @@ Deno.test("a block proposed by the model waits for approval; another user's appr
   assertEquals(decision.detail.requested_by!.name, "analyst");
   assertEquals(decision.detail.decided_by!.name, "approver");
   ok(records.some((a) => a.action === "ai.approval.request" && a.actor.name === "analyst"));
+});
+
+/** Reads `count` events of an SSE body (`event:` and parsed `data:`), then cancels it. */
+async function readEvents(body: ReadableStream<Uint8Array>, count: number) {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  const events: Array<{ event: string; data: Record<string, unknown> }> = [];
+  let buffer = "";
+  try {
+    while (events.length < count) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += value;
+      let end: number;
+      while ((end = buffer.indexOf("\n\n")) >= 0) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        if (!block.includes("\ndata: ")) continue;
+        const [block0] = parseSse(block);
+        if (block0) events.push(block0);
+      }
+    }
+  } finally {
+    await reader.cancel();
+  }
+  return events;
+}
+
+Deno.test("a new approval request and its decision reach the realtime feed (ai.approval) and the inbox", async () => {
+  await using up = startUpstream();
+  await using f = await startAiFixture();
+  const s = f.server;
+  const feed = await call(s, "GET", "/api/realtime/events?kinds=ai.approval", {
+    session: f.as.admin,
+  });
+  assertEquals(feed.status, 200);
+  const events = readEvents(feed.body!, 2);
+  const id = await proposeBlock(f, up.url, "analyst", "203.0.113.77");
+  const approved = await callJson(s, "POST", `/api/ai/approvals/${id}/approve`, {
+    session: f.as.approver,
+  });
+  assertEquals(approved.status, 200);
+  const seen = await events;
+  assertEquals(seen.map((e) => e.event), ["ai.approval", "ai.approval"]);
+  const [pending, applied] = seen.map((e) => e.data.data as Record<string, unknown>);
+  assertEquals([pending!.id, pending!.status, pending!.tool], [id, "pending", "block_ip"]);
+  assertEquals([pending!.requested_by, pending!.decided_by], ["analyst", null]);
+  assertEquals([applied!.status, applied!.decided_by], ["applied", "approver"]);
+  const inbox = await callJson(s, "GET", "/api/notifications", { session: f.as.admin });
+  const note = (inbox.body.items as Array<{ kind: string; title: string; body: string }>)
+    .filter((n) => n.kind === "ai.approval");
+  assertEquals(note.length, 1, "one notification, for the new request only");
+  assertMatch(note[0]!.body, /203\.0\.113\.77/);
 });
 
 Deno.test("a rejected proposal changes nothing and cannot be approved afterwards", async () => {

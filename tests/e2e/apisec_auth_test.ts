@@ -9,6 +9,7 @@ import { exportJWK, exportSPKI, generateKeyPair, type JWK, SignJWT, UnsecuredJWT
 import { assertEquals, ok } from "../_helpers/assert.ts";
 import { addSite, apiFor, hit, steps } from "../_helpers/protection.ts";
 import { startTestServer, type TestServer } from "../_helpers/server.ts";
+import { startSntpServer } from "../_helpers/sntp_server.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
 
 const SECRET = "a-shared-secret-of-32-characters!";
@@ -272,4 +273,32 @@ Deno.test("an auth block in waf.yaml seeds the store with its secret sealed, and
   const stored = s.db.prepare("SELECT config FROM policy_objects WHERE kind = 'apisec_config'")
     .get() as { config: string };
   ok(!stored.config.includes(SECRET));
+});
+
+Deno.test("with time.apply_offset, exp and nbf are judged on the synchronised clock", async () => {
+  await using up = startUpstream();
+  // The time server is an hour ahead of this host.
+  await using sntp = await startSntpServer(3_600_000);
+  await using s = await startTestServer({
+    config: { time: { servers: [sntp.address], apply_offset: true, sync_interval: "0s" } },
+  });
+  addSite(s, up.url);
+  const put = await apiFor(s)("PUT", "/api/apisec/config", {
+    auth: { enabled: true, algorithms: ["HS256"], secret: SECRET, routes: ROUTES },
+  });
+  assertEquals(put.status, 200);
+  const key = new TextEncoder().encode(SECRET);
+  // Valid from 30 minutes on the host's clock, and for two hours.
+  const early = await sign(s, key, { alg: "HS256" }, { nbf: 1800, exp: 7200 });
+  // Expired 30 minutes from now on the host's clock.
+  const soon = await sign(s, key, { alg: "HS256" }, { exp: 1800 });
+  assertEquals((await hit(s, "/api/orders", bearer(early))).status, 401);
+  assertEquals((await hit(s, "/api/orders", bearer(soon))).status, 200);
+
+  const v = await s.monitor.timeSync.sync();
+  ok(Math.abs(v.applied_offset_ms - 3_600_000) < 60_000, JSON.stringify(v));
+  assertEquals((await hit(s, "/api/orders", bearer(early))).status, 200);
+  const expired = await hit(s, "/api/orders", bearer(soon));
+  assertEquals(expired.status, 401);
+  assertEquals(steps(expired).at(-1), "api_auth:expired:api");
 });
