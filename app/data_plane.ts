@@ -10,12 +10,8 @@ import { createSettingsRepo } from "../db/settings_repo.ts";
 import { createSitesRepo } from "../db/sites_repo.ts";
 import type { SiteConfig } from "../mod/data_plane/site_schema.ts";
 import { SETUP_KEYS } from "../mod/identity/setup_token.ts";
-import type { Db } from "../db/store.ts";
-import {
-  type AccessLog,
-  type AccessLogSink,
-  createAccessLog,
-} from "../mod/data_plane/access_log.ts";
+import { type Db, transaction } from "../db/store.ts";
+import { type AccessLog, createAccessLog } from "../mod/data_plane/access_log.ts";
 import type { Audit } from "../mod/core/audit.ts";
 import type { Clock } from "../mod/core/clock.ts";
 import { type Config, durationMs } from "../mod/config/config.ts";
@@ -24,6 +20,13 @@ import type { EventLog } from "../mod/core/event_log.ts";
 import type { Logger } from "../mod/core/logger.ts";
 import { recordEvents } from "../mod/data_plane/record_events.ts";
 import { createPgShipper } from "../mod/data_plane/pg_shipper.ts";
+import {
+  createPgSinkConfig,
+  type PgSinkConfig,
+  type PgSinkSettings,
+} from "../mod/data_plane/pg_sink_config.ts";
+import { createSinkSlot } from "../mod/data_plane/access_log.ts";
+import { createSecretBox, TOTP_KEY_FILE } from "../mod/core/secret_box.ts";
 import { createPolicy, type Policy, type SiteUpstreamHealth } from "../mod/data_plane/policy.ts";
 import type { SiteCounterSet } from "../mod/data_plane/site_counters.ts";
 import type { AccessRecord } from "../mod/data_plane/access_record.ts";
@@ -44,6 +47,8 @@ export interface DataPlane {
   readonly sites: Sites;
   readonly policy: Policy;
   readonly accessLog: AccessLog;
+  /** The PostgreSQL sink's run-time configuration (`PUT /api/storage/sink`). */
+  readonly pgSink: PgSinkConfig;
   readonly proxy: Proxy;
   /** The protection controls' services, per-request controls and routes. */
   readonly protection: ProtectionPlane;
@@ -106,7 +111,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
       });
     },
   });
-  const accessLog = startAccessLog(deps);
+  const { accessLog, pgSink } = startAccessLog(deps);
   const protection = createProtectionPlane({
     store,
     policy,
@@ -161,6 +166,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     sites,
     policy,
     accessLog,
+    pgSink,
     proxy,
     protection,
     apisec,
@@ -195,25 +201,59 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
 }
 
 /** The access-log pipeline: queue, writer thread, optional PostgreSQL shipper, retention. */
-function startAccessLog(deps: DataPlaneDeps): AccessLog {
-  const { config, logger } = deps;
-  const sinks: AccessLogSink[] = [];
+function startAccessLog(deps: DataPlaneDeps): { accessLog: AccessLog; pgSink: PgSinkConfig } {
+  const { config, logger, db, clock } = deps;
   const writer = createWorkerWriter(deps.dbPath);
+  const slot = createSinkSlot();
+  const open = (s: PgSinkSettings) =>
+    createPgSink({
+      dsn: s.dsn,
+      poolSize: s.pool_size,
+      connectTimeoutSeconds: Math.max(1, Math.ceil(s.connect_timeout_ms / 1000)),
+    });
+  const ship = (s: PgSinkSettings | null) =>
+    s === null ? null : createPgShipper(open(s), writer, {
+      batchSize: s.batch_size,
+      insertTimeoutMs: s.insert_timeout_ms,
+    }, { logger, clock });
   const pg = config.storage.postgresql;
-  if (pg) {
-    sinks.push(
-      createPgShipper(
-        createPgSink({
-          dsn: pg.dsn,
-          poolSize: pg.pool_size,
-          connectTimeoutSeconds: Math.max(1, Math.ceil(durationMs(pg.connect_timeout) / 1000)),
-        }),
-        writer,
-        { batchSize: pg.batch_size, insertTimeoutMs: durationMs(pg.insert_timeout) },
-        { logger, clock: deps.clock },
-      ),
+  const file: PgSinkSettings | undefined = pg && {
+    dsn: pg.dsn,
+    pool_size: pg.pool_size,
+    batch_size: pg.batch_size,
+    connect_timeout_ms: durationMs(pg.connect_timeout),
+    insert_timeout_ms: durationMs(pg.insert_timeout),
+  };
+  const pgSink = createPgSinkConfig({
+    settings: createSettingsRepo(db),
+    box: createSecretBox(`${deps.dataDir}/${TOTP_KEY_FILE}`, deps.random),
+    audit: deps.audit,
+    clock,
+    transaction: (fn) => transaction(db, fn),
+    file,
+    probe: async (s) => {
+      const sink = createPgSink({
+        dsn: s.dsn,
+        poolSize: 1,
+        connectTimeoutSeconds: Math.max(1, Math.ceil(s.connect_timeout_ms / 1000)),
+      });
+      try {
+        return await sink.version();
+      } finally {
+        await sink.close().catch(() => {});
+      }
+    },
+    apply: (s) => slot.replace(() => ship(s)),
+  });
+  // The stored run-time configuration, when there is one, replaces the file's (opening its
+  // sealed DSN is asynchronous; the slot ships nothing until then).
+  if (pgSink.overridden()) {
+    pgSink.start().catch((err) =>
+      logger.error("PostgreSQL access-log sink: the stored configuration could not be applied", {
+        error: err as Error,
+      })
     );
-  }
+  } else void slot.replace(() => ship(file ?? null));
   const logs = config.storage.access_logs;
   const accessLog = createAccessLog({
     queueSize: logs.queue_size,
@@ -221,15 +261,15 @@ function startAccessLog(deps: DataPlaneDeps): AccessLog {
     retentionDays: logs.retention_days,
     maxRecords: logs.max_records,
   }, {
-    repo: createAccessLogRepo(deps.db),
+    repo: createAccessLogRepo(db),
     writer,
-    clock: deps.clock,
+    clock,
     logger,
-    sinks,
+    sinks: [slot],
     observe: both(deps.events ? recordEvents(deps.events) : undefined, deps.observe),
   });
   accessLog.start();
-  return accessLog;
+  return { accessLog, pgSink };
 }
 
 function both<T>(

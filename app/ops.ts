@@ -193,6 +193,10 @@ export function createOps(deps: OpsDeps): OpsPlane {
     backupFolder: () =>
       (scheduler.get("store-backup").settings as { folder: string }).folder ||
       `${deps.dataDir}/backups`,
+    pruneAccessLogs: (before) => deps.dataPlane.accessLog.pruneBefore(before),
+    pgSink: deps.dataPlane.pgSink,
+    audit: deps.audit,
+    transaction: tx,
   });
   const sink = { audit: deps.audit, transaction: tx };
   return {

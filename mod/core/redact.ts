@@ -45,6 +45,21 @@ const JSON_FIELD = new RegExp(
   "gi",
 );
 
+/**
+ * A URL with its password (userinfo or a `password` query parameter) replaced by `***`, the user
+ * kept: what an endpoint's owner may see (`postgres://waf:***@db:5432/waf`).
+ */
+export function maskUrlPassword(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = "***";
+    if (u.searchParams.has("password")) u.searchParams.set("password", "***");
+    return u.toString().replace("password=%2A%2A%2A", "password=***");
+  } catch {
+    return "(invalid URL)";
+  }
+}
+
 /** Masks credentials in a URL-like string (`redis://user:pw@host` → `redis://[masked]@host`). */
 function maskUrlUserinfo(text: string): string {
   return text.replace(URL_USERINFO, `$1${MASK}@`);

@@ -26,6 +26,46 @@ export interface AccessLogSink {
   close(): Promise<void>;
 }
 
+/**
+ * A sink that can be replaced while the pipeline runs (the PostgreSQL sink configured at run
+ * time): it forwards to the current one, or to none. A replacement closes the previous sink
+ * first (a shipper saves its cursor), so two never ship at once; replacements run in order.
+ */
+export function createSinkSlot(): AccessLogSink & {
+  /** Closes the current sink, then starts `open()`'s (null: none). */
+  replace(open: () => AccessLogSink | null): Promise<void>;
+} {
+  let current: AccessLogSink | null = null;
+  let changing: Promise<void> = Promise.resolve();
+  let pending = 0;
+  return {
+    offer(rows) {
+      current?.offer(rows);
+    },
+    stats: () => current?.stats() ?? {},
+    replace(open) {
+      if (pending === 0 && current === null) {
+        // Nothing to close: start at once (the pipeline's first sink at composition).
+        current = open();
+        return changing;
+      }
+      pending++;
+      changing = changing.then(async () => {
+        const old = current;
+        current = null;
+        await old?.close();
+        current = open();
+      }).finally(() => pending--);
+      return changing;
+    },
+    async close() {
+      await changing;
+      await current?.close();
+      current = null;
+    },
+  };
+}
+
 export interface AccessLogOptions {
   readonly queueSize: number;
   readonly batchSize: number;
@@ -144,12 +184,17 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
    * scheduler's `access-log-retention` task calls it.
    */
   async function prune(): Promise<number> {
-    const before = clock.now() - options.retentionDays * DAY_MS;
+    return await pruneSlices(clock.now() - options.retentionDays * DAY_MS, options.maxRecords);
+  }
+
+  /**
+   * Slice by slice, so the batches the data plane hands over meanwhile are written between
+   * slices instead of waiting for the whole deletion.
+   */
+  async function pruneSlices(before: number, keep: number): Promise<number> {
     let total = 0;
-    // Slice by slice, so the batches the data plane hands over meanwhile are written between
-    // slices instead of waiting for the whole retention.
     for (;;) {
-      const n = await writer.prune(before, options.maxRecords);
+      const n = await writer.prune(before, keep);
       if (n === 0) break;
       total += n;
       pruned += n;
@@ -177,6 +222,11 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
     /** Writes everything queued now; resolves with the number of rows written. */
     flush: () => flush(),
     prune,
+    /** Deletes every record older than `before` (the storage clean-up), in slices. */
+    async pruneBefore(before: number): Promise<number> {
+      await flush();
+      return await pruneSlices(before, Number.MAX_SAFE_INTEGER);
+    },
     start(): void {
       flushTimer ??= setInterval(() => void flush(), options.flushIntervalMs ?? 100);
     },

@@ -4,6 +4,8 @@
  * `PING`, `INFO server` for the version; the latency and the exact error are reported. RESP is
  * spoken directly over the socket: three commands do not justify a client library.
  */
+import { maskUrlPassword } from "../core/redact.ts";
+
 export interface RedisTestResult {
   readonly ok: boolean;
   readonly endpoint: string;
@@ -15,15 +17,7 @@ export interface RedisTestResult {
 }
 
 /** The URL with any password masked (what results and logs show). */
-export function maskRedisUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = "***";
-    return u.toString();
-  } catch {
-    return "(invalid URL)";
-  }
-}
+export const maskRedisUrl: (url: string) => string = maskUrlPassword;
 
 function command(...args: string[]): Uint8Array {
   const enc = new TextEncoder();

@@ -8,7 +8,8 @@ export type StoreJob =
   | { kind: "integrity"; path: string }
   | { kind: "backup"; path: string; out: string }
   | { kind: "optimize"; path: string; vacuumFreeRatio: number }
-  | { kind: "status"; path: string };
+  | { kind: "status"; path: string }
+  | { kind: "access_logs_before"; path: string; before: number };
 
 /** Rows and the oldest record of one table (`oldest` in ms since the epoch). */
 export interface TableStatus {
@@ -28,6 +29,7 @@ export interface OptimizeResult {
 type Result<J extends StoreJob> = J extends { kind: "integrity" } ? CheckResult
   : J extends { kind: "backup" } ? BackupResult
   : J extends { kind: "status" } ? TableStatus[]
+  : J extends { kind: "access_logs_before" } ? { rows: number }
   : OptimizeResult;
 
 /** Runs one job on a fresh worker thread; rejects with the worker's error. */

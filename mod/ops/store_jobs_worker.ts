@@ -95,6 +95,15 @@ self.onmessage = (e: MessageEvent<StoreJob>) => {
       }
     } else if (job.kind === "status") {
       result = status(job.path);
+    } else if (job.kind === "access_logs_before") {
+      const db = openExisting(job.path, { readOnly: true });
+      try {
+        const r = db.prepare("SELECT COUNT(*) AS n FROM access_logs WHERE time < ?")
+          .get(job.before) as { n: number };
+        result = { rows: Number(r.n) };
+      } finally {
+        db.close();
+      }
     } else {
       result = optimize(job.path, job.vacuumFreeRatio);
     }

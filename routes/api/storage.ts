@@ -1,18 +1,40 @@
 /**
  * Storage: the status of the store, disk, access-log pipeline, PostgreSQL sink and Redis
- * (`read:storage`), and the Redis connectivity test (`write:storage`: it opens a connection to
- * an outside service; audited with its outcome).
+ * (`read:storage`); the Redis connectivity test (`write:storage`: it opens a connection to an
+ * outside service; audited with its outcome), the PostgreSQL sink's run-time configuration and
+ * the disk clean-up (`write:storage`, audited, refusals too).
  */
-import type { Storage } from "../../mod/ops/storage.ts";
+import type { z } from "zod";
+import { pgSinkInputSchema } from "../../mod/data_plane/pg_sink_config.ts";
+import { cleanupInputSchema, type Storage } from "../../mod/ops/storage.ts";
 import { auditContext } from "./actor.ts";
 import { auditFailures, type AuditSink } from "./audited.ts";
+import type { Ctx } from "./env.ts";
 import { perm, type RouteDef } from "./route.ts";
+import { readJson } from "./validate.ts";
 
 export interface StorageRouteDeps extends AuditSink {
   readonly storage: Storage;
 }
 
 export function storageRoutes(deps: StorageRouteDeps): RouteDef[] {
+  /** Reads the body, runs the change (which audits itself), audits a refusal. */
+  const audited = async <S extends z.ZodType, R>(
+    c: Ctx,
+    action: string,
+    target: string,
+    schema: S,
+    change: (input: z.infer<S>, ctx: ReturnType<typeof auditContext>) => Promise<R>,
+  ) =>
+    c.json(
+      await auditFailures(
+        c,
+        deps,
+        action,
+        target,
+        async () => await change(await readJson(c, schema), auditContext(c)),
+      ),
+    );
   return [
     {
       method: "GET",
@@ -48,6 +70,26 @@ export function storageRoutes(deps: StorageRouteDeps): RouteDef[] {
         );
         return c.json(result);
       },
+    },
+    {
+      method: "PUT",
+      path: "/api/storage/sink",
+      access: perm("write:storage"),
+      handler: (c) =>
+        audited(
+          c,
+          "storage.sink.update",
+          "storage:sink",
+          pgSinkInputSchema,
+          deps.storage.sink.update,
+        ),
+    },
+    {
+      method: "POST",
+      path: "/api/storage/cleanup",
+      access: perm("write:storage"),
+      handler: (c) =>
+        audited(c, "storage.cleanup", "storage", cleanupInputSchema, deps.storage.cleanup),
     },
   ];
 }

@@ -22,18 +22,10 @@ import { systemClock } from "../../mod/core/clock.ts";
 import { createMemoryLogger } from "../../mod/core/logger.ts";
 import { createPgShipper, type PgShipperStats } from "../../mod/data_plane/pg_shipper.ts";
 import { randomHex, systemRandom } from "../../mod/core/random.ts";
+import { waitFor } from "../_helpers/wait.ts";
 
 const dsn = await postgresDsn();
 const ignore = dsn === undefined;
-
-async function waitFor(check: () => boolean | Promise<boolean>, what: string, ms = 20_000) {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 const viaRelay = (port: number) => dsn!.replace("127.0.0.1:5432", `127.0.0.1:${port}`);
 

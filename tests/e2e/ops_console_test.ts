@@ -64,6 +64,33 @@ Deno.test("the console's operations pages work in a real browser", async (t) => 
     assertEquals(admin.problems, []);
   });
 
+  await t.step(
+    "storage: a sink whose test fails changes nothing; the clean-up previews",
+    async () => {
+      await textMatches(admin, "#sink-source", /Not configured/);
+      await admin.page.locator("#sink-enabled").check();
+      await admin.page.locator("#sink-dsn").fill("postgres://waf:Sekrit-Pw@127.0.0.1:9/waf");
+      assertEquals(await unlabelled(admin.page), []);
+      await admin.page.locator("#sink-save").click();
+      await textMatches(admin, "#sink-form [role=alert]", /SINK_TEST_FAILED/);
+      ok(!(await admin.page.locator("main").innerText()).includes("Sekrit-Pw"));
+      // Stored disabled (no test), the DSN comes back masked.
+      await admin.page.locator("#sink-enabled").uncheck();
+      await admin.page.locator("#sink-save").click();
+      await textMatches(
+        admin,
+        "#sink-source",
+        /Configured here.*postgres:\/\/waf:\*\*\*@127\.0\.0\.1:9/s,
+      );
+      const r = await callJson(server, "GET", "/api/storage", { session: api });
+      assertEquals((r.body.sink as { enabled: boolean }).enabled, false);
+      await admin.page.locator("#cleanup-dry").click();
+      await textMatches(admin, "#cleanup-result", /Would remove 0 records and 0 files/);
+      await admin.screenshot("storage-cleanup");
+      assertEquals(admin.problems, []);
+    },
+  );
+
   await t.step("a readonly user sees the tasks without controls", async () => {
     await createUser(server, VIEWER.username, VIEWER.password, "readonly");
     const viewer = await kit.signIn(VIEWER);
@@ -74,6 +101,8 @@ Deno.test("the console's operations pages work in a real browser", async (t) => 
     await viewer.open("storage");
     await textMatches(viewer, "#redis", /Redis/);
     assertEquals(await viewer.page.locator("#redis-test").count(), 0);
+    assertEquals(await viewer.page.locator("#sink-form, #cleanup").count(), 0);
+    await textMatches(viewer, "#sink-source", /postgres:\/\/waf:\*\*\*@/);
     await viewer.open("ops-tasks");
     ok(await viewer.page.locator(".readonly-note").isVisible());
     assertEquals(viewer.problems, []);
