@@ -5,7 +5,8 @@
  * target, a cookie), and it only does harm when what follows is a header or a status line.
  * So the detector looks for a line break (decoded from any escape, including the
  * `%E5%98%8A` / `%E5%98%8D` code points that some stacks truncate to LF and CR) followed by
- * a header name an attacker would set.
+ * a header name an attacker would set. Terminal control sequences, the other way a value
+ * rewrites what an operator reads in a log, are reported here too.
  */
 import type { DetectorInput, Finding } from "./types.ts";
 import { makeFinding } from "./make_finding.ts";
@@ -31,6 +32,18 @@ const ESCAPED_BREAK =
 
 const PATH_BREAK = /%(?:25)*0[ad]|%u000[ad]/i;
 
+/**
+ * A terminal control sequence (ECMA-48): CSI (`ESC [` or U+009B) with its parameter,
+ * intermediate and final bytes, or OSC (`ESC ]`, window titles, hyperlinks, clipboard writes).
+ * Logs and consoles that print a value replay it: cursor moves that hide lines, rewritten
+ * titles, terminals that answer with keystrokes. No text a person types holds one; binary
+ * data (mostly control and Latin-1 bytes) may hold the bytes by chance and is left alone.
+ */
+// deno-lint-ignore no-control-regex -- ESC and C1 CSI are what the rule looks for
+const TERMINAL_ESCAPE = /(?:\x1b\[|\x9b)[0-9][0-?]*[ -/]*[@-~]|\x1b\][0-9]+;/;
+// deno-lint-ignore no-control-regex -- the introducers of terminal control sequences
+const ESCAPE_INTRODUCER = /[\x1b\x9b]/;
+
 /** Sources whose values legitimately hold multi-line text, such as a comment field. */
 function isBody(source: string): boolean {
   return source === "json" || source === "form" || source === "multipart" || source === "xml" ||
@@ -48,6 +61,12 @@ export function crlf(value: DetectorInput): Finding | undefined {
   if (value.input.source === "path" && PATH_BREAK.test(value.raw)) {
     // No client puts an escaped CR or LF into a request path; proxies may split on it.
     return makeFinding(value, "crlf", 75, "crlf.path_break", value.raw, 0);
+  }
+  if (ESCAPE_INTRODUCER.test(text)) {
+    const escape = TERMINAL_ESCAPE.exec(text);
+    if (escape !== null && !isBinary(text)) {
+      return makeFinding(value, "crlf", 75, "crlf.terminal_escape", text, escape.index);
+    }
   }
   if (!BREAK.test(text)) {
     const escaped = text.indexOf("%") >= 0 ? ESCAPED_BREAK.exec(text) : null;
@@ -67,6 +86,22 @@ export function crlf(value: DetectorInput): Finding | undefined {
   // Monitoring SDKs even post whole response header blocks as JSON text.
   const score = isBody(value.input.source) ? 30 : 90;
   return makeFinding(value, "crlf", score, "crlf.header_injection", text, header.index);
+}
+
+/**
+ * More than a tenth of the text is control characters or Latin-1 bytes other than the ESC and
+ * BEL that delimit control sequences: decoded binary data.
+ */
+function isBinary(text: string): boolean {
+  let odd = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x1b || c === 7) continue;
+    if ((c < 0x20 && c !== 9 && c !== 10 && c !== 13) || (c >= 0x7f && c <= 0xff) || c === 0xfffd) {
+      odd++;
+    }
+  }
+  return odd * 10 > text.length;
 }
 
 /** Where a document starts after an empty line (headers ended, body injected), or -1. */

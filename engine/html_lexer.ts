@@ -25,8 +25,13 @@ export interface HtmlAttr {
 
 /** One start or end tag. */
 export interface HtmlTag {
-  /** Lower-cased tag name; empty for the synthetic tag of an attribute-list start. */
+  /**
+   * Lower-cased local tag name (`svg:script` and `html:script` are scripts in XML documents);
+   * empty for the synthetic tag of an attribute-list start.
+   */
   readonly name: string;
+  /** Lower-cased namespace prefix (`svg` of `<svg:rect>`); empty when there is none. */
+  readonly prefix: string;
   readonly closing: boolean;
   readonly attrs: readonly HtmlAttr[];
   /** Offset of `<` (or 0 for an attribute-list start). */
@@ -83,6 +88,7 @@ export function lexHtml(text: string, inTag = false): HtmlTag[] {
     const r = readAttributes(text, 0);
     tags.push({
       name: "",
+      prefix: "",
       closing: false,
       attrs: r.attrs,
       start: 0,
@@ -120,19 +126,24 @@ export function lexHtml(text: string, inTag = false): HtmlTag[] {
       if (isSpace(d) || d === 47 || d === 62 || d === 43 || opensTag(text, j)) break;
       j++;
     }
-    const name = localName(text.slice(nameStart, j).toLowerCase());
+    const qualified = text.slice(nameStart, j).toLowerCase();
+    const colon = qualified.lastIndexOf(":");
+    const name = colon < 0 ? qualified : qualified.slice(colon + 1);
+    const prefix = colon < 0 ? "" : qualified.slice(0, colon);
     const r = readAttributes(text, j);
-    tags.push({ name, closing, attrs: r.attrs, start: lt, end: r.end, complete: r.complete });
+    tags.push({
+      name,
+      prefix,
+      closing,
+      attrs: r.attrs,
+      start: lt,
+      end: r.end,
+      complete: r.complete,
+    });
     // The browser reads on to `>`; a filter that strips tags may also see the inner one.
     i = next(r);
   }
   return tags;
-}
-
-/** `svg:script` and `html:script` are scripts in XML documents: judge the local name. */
-function localName(name: string): string {
-  const colon = name.lastIndexOf(":");
-  return colon < 0 ? name : name.slice(colon + 1);
 }
 
 interface AttrList {

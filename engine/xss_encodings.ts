@@ -22,14 +22,22 @@ const DELIMITER = /^\s*[<>]\s*$/;
 /** UTF-7 for `<` followed by a tag name or `/`, and for `>`: markup in a UTF-7 page. */
 const UTF7_OPEN = /\+ADw-?(?:[A-Za-z/!]|\+AC8-?)/;
 const UTF7_CLOSE = /\+AD4-?/;
+/**
+ * Six or more numeric character references in a row for printable ASCII (`&#106;&#97;...`,
+ * `&#0000106`): spelling plain letters this way only serves to slip markup past a filter.
+ */
+const ASCII_REFERENCES =
+  /(?:&#(?:x0*[2-7][0-9a-f]|0*(?:3[2-9]|[4-9]\d|1[01]\d|12[0-6]))(?![0-9a-f]);?\s*){6}/i;
+/** A tag opening: the references above sit in markup. */
+const TAG_OPEN = /<[a-z]/i;
 /** Sources whose wire format percent-encodes `+` when it is a plus. */
 const FORM_ENCODED: ReadonlySet<string> = new Set(["query", "query_name", "form"]);
 
 /**
  * Judges the way a value is encoded: a lone delimiter spelled in an encoding the transport
  * does not need (`&#x003C;`, `\x3c`, `%253C`, the probes that map what a filter lets
- * through), or markup spelled in UTF-7. A search for `<` arrives percent-encoded once and
- * passes.
+ * through), markup whose letters are spelled as numeric references, or markup spelled in
+ * UTF-7. A search for `<` arrives percent-encoded once and passes.
  *
  * @param input the decoded input with its raw value
  * @returns the verdict, or undefined
@@ -37,10 +45,14 @@ const FORM_ENCODED: ReadonlySet<string> = new Set(["query", "query_name", "form"
 export function judgeEncoding(input: DetectorInput): EncodingVerdict | undefined {
   const { decoded, raw } = input;
   const delimiter = decoded.length <= 8 && DELIMITER.test(decoded);
-  if (!delimiter && !raw.includes("AD")) return undefined;
+  const references = raw.includes("&#") || raw.includes("%26%23");
+  if (!delimiter && !references && !raw.includes("AD")) return undefined;
   const transported = input.input.source === "json"
     ? raw
     : percentDecode(raw, plusOf(input) === "space");
+  if (references && TAG_OPEN.test(decoded) && ASCII_REFERENCES.test(transported)) {
+    return { rule: "entity_obfuscation", score: 70 };
+  }
   if (delimiter) {
     return DELIMITER.test(transported) ? undefined : { rule: "encoded_delimiter", score: 70 };
   }

@@ -123,16 +123,28 @@ const LAYOUT_TAGS: ReadonlySet<string> = new Set([
   "link",
   "meta",
 ]);
+/** Tags only a whole page has. */
+const PAGE_TAGS: ReadonlySet<string> = new Set(["html", "head", "body", "title", "link", "meta"]);
+/** Layout tags that make a fragment without page tags a document (an article, a template). */
+const DOCUMENT_LAYOUT = 6;
 
-/** A whole markup document (page snapshots, templates) rather than an injected fragment. */
+/**
+ * A whole markup document (page snapshots, templates, articles) rather than an injected
+ * fragment: layout and closing tags, and either page-level tags or a body of layout
+ * (`<div><div><div>x</div></div>` is a payload's wrapper, not an article).
+ */
 export function isDocument(tags: readonly HtmlTag[]): boolean {
   let layout = 0;
   let closing = 0;
+  let page = false;
   for (const tag of tags) {
     if (tag.closing) closing++;
-    else if (LAYOUT_TAGS.has(tag.name) && tag.complete) layout++;
+    else if (LAYOUT_TAGS.has(tag.name) && tag.complete) {
+      layout++;
+      if (PAGE_TAGS.has(tag.name)) page = true;
+    }
   }
-  return layout >= 3 && closing >= 2;
+  return layout >= 3 && closing >= 2 && (page || layout >= DOCUMENT_LAYOUT);
 }
 
 /**
