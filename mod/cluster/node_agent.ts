@@ -103,6 +103,7 @@ export class NodeAgent {
         uptime_s: Math.round((d.clock.now() - this.#started) / 1000),
         policy_version: d.policy?.version() ?? null,
         time: d.clock.now(),
+        started_at: this.#started,
         counters: counterTotals(d.counters()),
         health: d.health(),
       });

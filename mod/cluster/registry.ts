@@ -27,6 +27,9 @@ export interface HeartbeatReport {
   readonly policy_version: string | null;
   /** The node's clock (ms since the epoch) when it sent the heartbeat. */
   readonly time: number;
+  /** When the node's process started (its clock); a new value means its counters restarted. */
+  readonly started_at?: number;
+  /** Requests by action since the node's process started. */
   readonly counters: Readonly<Record<string, number>>;
   readonly health: Readonly<Record<string, unknown>>;
 }
@@ -47,7 +50,10 @@ export interface NodeView {
   /** Milliseconds since the controller's policy changed while this node still ran an older one. */
   readonly policy_lag_ms: number | null;
   readonly clock_skew_ms: number | null;
+  /** Requests by action since the node's process started (its last report). */
   readonly counters: Readonly<Record<string, number>> | null;
+  /** Requests by action since the node joined, across its restarts (summed by the controller). */
+  readonly totals: Readonly<Record<string, number>> | null;
   readonly health: Readonly<Record<string, unknown>> | null;
   readonly certificate: {
     readonly serial: string;
@@ -83,6 +89,39 @@ export interface RegistryDeps {
 
 const iso = (ms: number | null) => ms === null ? null : new Date(ms).toISOString();
 
+/** A heartbeat as the registry keeps it: the report, the clock skew and the totals since join. */
+type StoredReport = HeartbeatReport & {
+  readonly skew: number;
+  readonly totals?: Readonly<Record<string, number>>;
+};
+
+/**
+ * The node's totals since it joined: the previous totals plus what it counted since its previous
+ * heartbeat (all of its counters when its process restarted in between).
+ */
+export function addToTotals(
+  prev: StoredReport | null,
+  report: HeartbeatReport,
+): Record<string, number> {
+  const restarted = prev === null || prev.started_at !== report.started_at ||
+    report.uptime_s < prev.uptime_s;
+  const out: Record<string, number> = { ...prev?.totals };
+  for (const [k, v] of Object.entries(report.counters)) {
+    const before = restarted ? 0 : prev.counters[k] ?? 0;
+    out[k] = (out[k] ?? 0) + Math.max(0, v - before);
+  }
+  return out;
+}
+
+/** The sum of every node's totals since join (the cluster's traffic). */
+export function clusterTotals(nodes: readonly NodeView[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const n of nodes) {
+    for (const [k, v] of Object.entries(n.totals ?? {})) out[k] = (out[k] ?? 0) + v;
+  }
+  return out;
+}
+
 export function createRegistry(deps: RegistryDeps) {
   const skewed = new Set<string>();
 
@@ -96,7 +135,7 @@ export function createRegistry(deps: RegistryDeps) {
   };
 
   const view = (row: NodeRow, now: number): NodeView => {
-    const report = row.report ? JSON.parse(row.report) as HeartbeatReport & { skew: number } : null;
+    const report = row.report ? JSON.parse(row.report) as StoredReport : null;
     const policy = deps.policy?.();
     const current = policy !== undefined && report?.policy_version === policy.version;
     return {
@@ -114,6 +153,7 @@ export function createRegistry(deps: RegistryDeps) {
       policy_lag_ms: policy === undefined || current ? null : Math.max(0, now - policy.since),
       clock_skew_ms: report?.skew ?? null,
       counters: report?.counters ?? null,
+      totals: report?.totals ?? report?.counters ?? null,
       health: report?.health ?? null,
       certificate: {
         serial: row.cert_serial,
@@ -217,8 +257,9 @@ export function createRegistry(deps: RegistryDeps) {
     ): { skew_ms: number; server_time: string } {
       const now = deps.clock.now();
       const skew = report.time - now;
-      const stored = JSON.stringify({ ...report, skew });
       const before = deps.repo.node(nodeId);
+      const prev = before?.report ? JSON.parse(before.report) as StoredReport : null;
+      const stored = JSON.stringify({ ...report, skew, totals: addToTotals(prev, report) });
       if (!before || !deps.repo.heartbeat(nodeId, now, ip, stored, "online")) {
         throw new AppError(403, "NODE_REVOKED", `Node "${nodeId}" has been revoked`);
       }

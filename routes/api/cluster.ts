@@ -8,7 +8,7 @@ import { z } from "zod";
 import { AppError } from "../../mod/core/errors.ts";
 import type { Enrollment } from "../../mod/cluster/enrollment.ts";
 import { type JoinTokens, MAX_TOKEN_TTL_S } from "../../mod/cluster/join_tokens.ts";
-import type { Registry } from "../../mod/cluster/registry.ts";
+import { clusterTotals, type Registry } from "../../mod/cluster/registry.ts";
 import type { PolicySource } from "../../mod/cluster/policy_sync.ts";
 import { auditContext } from "./actor.ts";
 import { auditFailures, type AuditSink } from "./audited.ts";
@@ -32,6 +32,7 @@ const heartbeatBody = z.strictObject({
   uptime_s: z.number().int().min(0),
   policy_version: z.string().max(128).nullable(),
   time: z.number().int().min(0),
+  started_at: z.number().int().min(0).optional(),
   counters: z.record(z.string().max(64), z.number()).refine((o) => Object.keys(o).length <= 64, {
     message: "expected at most 64 counters",
   }),
@@ -87,7 +88,10 @@ export function clusterRoutes(controller: ControllerRouteDeps | undefined): Rout
       method: "GET",
       path: "/api/cluster/nodes",
       access: perm("read:cluster"),
-      handler: (c) => c.json({ items: need().registry.list() }),
+      handler: (c) => {
+        const items = need().registry.list();
+        return c.json({ items, totals: clusterTotals(items) });
+      },
     },
     {
       method: "GET",

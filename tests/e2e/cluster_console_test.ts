@@ -1,12 +1,15 @@
 /**
  * The console's Cluster page in a real chromium against a real controller: create a join token
- * (shown once), join a real node with it, watch the node come online, revoke it (the node's next
- * heartbeat is refused); a readonly user sees the nodes without any control.
+ * (shown once), join a real node with it, watch the node come online, see the traffic through it
+ * on the dashboard and the Cluster page, revoke it (the node's next heartbeat is refused); a
+ * readonly user sees the nodes without any control.
  */
 import { assertEquals, ok } from "../_helpers/assert.ts";
 import { ADMIN, startConsoleKit, textMatches, unlabelled } from "../_helpers/console.ts";
 import { eventually, nodeHealth, startNode } from "../_helpers/cluster.ts";
 import { callJson, createUser, login } from "../_helpers/identity.ts";
+import { hostFetch } from "../_helpers/data_client.ts";
+import { startUpstream } from "../_helpers/upstream.ts";
 import { parseJoinToken } from "../../mod/cluster/join_tokens.ts";
 
 const VIEWER = { username: "viewer", password: "Glacier-Moth-42" };
@@ -42,6 +45,42 @@ Deno.test("the console's Cluster page issues a join token, shows the node and re
     "the node connected",
     async () => (await nodeHealth(node)).link === "connected" ? true : undefined,
   );
+
+  await t.step("the node's counters reach the dashboard and the Cluster page", async () => {
+    await using up = startUpstream();
+    const site = await callJson(server, "POST", "/api/sites", {
+      session: api,
+      body: { name: "shop", hosts: ["shop.test"], upstreams: [up.url] },
+    });
+    assertEquals(site.status, 201);
+    const through = async (path: string) => {
+      const r = await hostFetch(`${node.dataUrl}${path}`, "shop.test");
+      await r.body?.cancel();
+      return r.status;
+    };
+    await eventually(
+      "the node serves the site",
+      async () => await through("/") === 200 || undefined,
+    );
+    assertEquals(await through("/search?q=1%20union%20select%20password%20from%20users"), 403);
+    await node.cluster.agent()!.beat();
+    const listed = await callJson(server, "GET", "/api/cluster/nodes", { session: api });
+    const totals = listed.body.totals as Record<string, number>;
+    ok(totals.requests! >= 2 && totals.block! >= 1, JSON.stringify(totals));
+
+    await admin.open("dashboard");
+    const shown = await textMatches(admin, "#cluster-totals", /\d/);
+    ok(shown.includes(String(totals.requests)), `dashboard totals: ${shown}`);
+    ok(shown.includes(String(totals.block)), `dashboard blocked: ${shown}`);
+    await textMatches(admin, "#cluster-nodes table", /edge-rack2.*online/s);
+    await admin.screenshot("dashboard-cluster");
+    await admin.open("cluster");
+    await textMatches(
+      admin,
+      "#cluster-totals",
+      new RegExp(`${totals.requests} requests, ${totals.block} blocked`),
+    );
+  });
 
   await t.step("the node appears online; revoking it refuses its next heartbeat", async () => {
     await textMatches(admin, "main table", /edge-rack2.*online/s);

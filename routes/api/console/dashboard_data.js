@@ -1,7 +1,7 @@
 // Where the dashboard's figures come from, in one module so the page does not care: the
 // monitoring rollups (`GET /api/monitor/summary` and `/series`, kept as counters, never a scan of
 // the access log), the upstream health, the access-log pipeline counters and the pending ALAP
-// decisions, reloaded every `POLL_MS`; and the realtime feed (`GET /api/realtime/events`, Server-
+// decisions and the cluster nodes' counters (a controller's), reloaded every `POLL_MS`; and the realtime feed (`GET /api/realtime/events`, Server-
 // Sent Events read by the browser's EventSource) for blocked and challenged requests as they
 // happen, each of which also asks for a reload (at most one a second).
 import { get, withQuery } from "./api.js";
@@ -28,14 +28,17 @@ export async function loadDashboard(minutes) {
       ? get(path, query).then((data) => ({ data }), (error) => ({ error }))
       : Promise.resolve({ hidden: true });
   const { period, step } = periodOf(minutes);
-  const [summary, series, health, stats, alap] = await Promise.all([
+  const [summary, series, health, stats, alap, cluster] = await Promise.all([
     part("read:monitor", "/api/monitor/summary", { period, top: 8 }),
     part("read:monitor", "/api/monitor/series", { period, step }),
     part("read:sites", "/api/sites/health"),
     part("read:logs", "/api/logs/stats"),
     part("read:logs", "/api/alap/decisions", { status: "proposed" }),
+    part("read:cluster", "/api/cluster/nodes"),
   ]);
-  return { summary, series, health, stats, alap };
+  // A cluster node has no nodes of its own (its controller has): nothing to show.
+  if (cluster.error?.code === "CLUSTER_ROLE") cluster.hidden = true;
+  return { summary, series, health, stats, alap, cluster };
 }
 
 /**

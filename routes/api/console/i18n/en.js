@@ -107,6 +107,9 @@ export default {
   "dash.pending_alap": "Pending ALAP decisions",
   "dash.pending_count": "{n} waiting for review.",
   "dash.review": "Review them",
+  "dash.cluster": "Cluster nodes",
+  "dash.cluster_note":
+    "The whole cluster's traffic since each node joined, from the nodes' heartbeats (the figures above are this controller's own data plane):",
   "dash.polling":
     "Figures come from the monitoring rollups; they refresh every {s} seconds and after each live event.",
 
@@ -761,7 +764,9 @@ export default {
   "cluster.policy_current": "current",
   "cluster.policy_behind": "behind ({s} s)",
   "cluster.clock_skew": "Clock skew",
-  "cluster.requests": "Requests / blocked",
+  "cluster.requests": "Requests / blocked since joined",
+  "cluster.totals":
+    "Whole cluster since the nodes joined: {requests} requests, {blocked} blocked, {challenged} challenged.",
   "cluster.revoke": "Revoke",
   "cluster.revoke_question":
     'Revoke node "{name}"? Its certificate is refused at once and it takes no new policy.',

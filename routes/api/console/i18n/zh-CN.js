@@ -102,6 +102,9 @@ export default {
   "dash.pending_alap": "待审核的 ALAP 决策",
   "dash.pending_count": "{n} 项待审核。",
   "dash.review": "去审核",
+  "dash.cluster": "集群节点",
+  "dash.cluster_note":
+    "各节点加入以来整个集群的流量，来自节点心跳（上方数据为本控制器自身的数据面）：",
   "dash.polling": "数据来自监控汇总,每 {s} 秒刷新一次,每个实时事件后也会刷新。",
   "sites.new": "新建站点",
   "sites.name": "名称",
@@ -720,7 +723,9 @@ export default {
   "cluster.policy_current": "最新",
   "cluster.policy_behind": "落后（{s} 秒）",
   "cluster.clock_skew": "时钟偏差",
-  "cluster.requests": "请求 / 拦截",
+  "cluster.requests": "加入以来的请求 / 拦截",
+  "cluster.totals":
+    "节点加入以来的整个集群：{requests} 个请求，{blocked} 个拦截，{challenged} 个质询。",
   "cluster.revoke": "吊销",
   "cluster.revoke_question": "吊销节点“{name}”？其证书将立即被拒绝，且不再接收新策略。",
   "cluster.revoked_done": "节点“{name}”已吊销。",

@@ -17,7 +17,7 @@ import {
   useAction,
   useApi,
 } from "../components.js";
-import { fmtTime, t } from "../i18n.js";
+import { fmtNumber, fmtTime, t } from "../i18n.js";
 import { html, useEffect, useState } from "../lib/ui.js";
 import { can } from "../session.js";
 
@@ -28,6 +28,13 @@ const STATE_KIND = {
   offline: "bad",
   revoked: "bad",
 };
+
+/** A node's state as a coloured badge (also on the dashboard). */
+export function NodeState({ state }) {
+  return html`<${Badge} kind=${STATE_KIND[state] ?? "plain"}>${
+    t("cluster.state." + state)
+  }</${Badge}>`;
+}
 
 function NewToken({ token, onClose }) {
   return html`
@@ -84,10 +91,7 @@ function nodeColumns(writable, revoke, remove) {
     },
     {
       label: t("common.status"),
-      value: (n) =>
-        html`<${Badge} kind=${STATE_KIND[n.state] ?? "plain"}>${
-          t("cluster.state." + n.state)
-        }</${Badge}>`,
+      value: (n) => html`<${NodeState} state=${n.state} />`,
     },
     {
       label: t("cluster.last_heartbeat"),
@@ -111,7 +115,8 @@ function nodeColumns(writable, revoke, remove) {
     },
     {
       label: t("cluster.requests"),
-      value: (n) => n.counters ? `${n.counters.requests ?? 0} / ${n.counters.block ?? 0}` : "-",
+      value: (n) =>
+        n.totals ? `${fmtNumber(n.totals.requests ?? 0)} / ${fmtNumber(n.totals.block ?? 0)}` : "-",
     },
     {
       label: t("common.actions"),
@@ -172,6 +177,15 @@ export default function Cluster() {
     ${
     nodes.data
       ? html`
+        ${nodes.data.items.length > 0
+          ? html`<p id="cluster-totals">${
+            t("cluster.totals", {
+              requests: fmtNumber(nodes.data.totals.requests ?? 0),
+              blocked: fmtNumber(nodes.data.totals.block ?? 0),
+              challenged: fmtNumber(nodes.data.totals.challenge ?? 0),
+            })
+          }</p>`
+          : null}
         <${Table} rows=${nodes.data.items} empty=${t("cluster.no_nodes")}
           columns=${nodeColumns(writable, revoke, remove)} />
       `

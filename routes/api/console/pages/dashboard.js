@@ -1,12 +1,14 @@
 // Dashboard: requests, blocks, block rate and latency over time (the monitoring rollups), blocks
 // by class, top attacked sites, paths and clients, blocked requests live as they happen (the
-// realtime feed), upstream health, the access-log pipeline and pending ALAP decisions.
+// realtime feed), upstream health, the access-log pipeline, pending ALAP decisions and, on a
+// controller with nodes, the traffic through each node since it joined (from its heartbeats).
 import { Badge, ErrorBox, Field, Link, Page, Table } from "../components.js";
 import { watchDashboard, watchLive } from "../dashboard_data.js";
 import { fmtNumber, fmtTime, t } from "../i18n.js";
 import { TimeChart } from "../lib/chart.js";
 import { html, useEffect, useMemo, useRef, useState } from "../lib/ui.js";
 import { can } from "../session.js";
+import { NodeState } from "./cluster.js";
 
 const RANGES = [60, 360, 1440, 10080, 43200];
 /** How many live events the list keeps. */
@@ -137,6 +139,43 @@ function Upstreams({ items }) {
   ]} />`;
 }
 
+/** The nodes' own counters since each joined, and their sum: traffic this controller never sees. */
+function ClusterNodes({ c }) {
+  if (c.items.length === 0) return null;
+  const n = (o, k) => fmtNumber(o?.[k] ?? 0);
+  return html`
+    <h2>${t("dash.cluster")}</h2>
+    <p class="muted">${t("dash.cluster_note")}</p>
+    <dl class="facts" id="cluster-totals">
+      <dt>${t("dash.requests")}</dt>
+      <dd>${n(c.totals, "requests")}</dd>
+      <dt>${t("dash.blocked")}</dt>
+      <dd>${n(c.totals, "block")}</dd>
+      <dt>${t("dash.challenged")}</dt>
+      <dd>${n(c.totals, "challenge")}</dd>
+    </dl>
+    <div id="cluster-nodes">
+      <${Table} rows=${c.items} columns=${[
+        {
+          label: t("common.name"),
+          value: (x) => html`<${Link} href="/console/cluster">${x.name}</${Link}>`,
+        },
+        {
+          label: t("common.status"),
+          value: (x) => html`<${NodeState} state=${x.state} />`,
+        },
+        { label: t("dash.requests"), value: (x) => n(x.totals, "requests") },
+        { label: t("dash.blocked"), value: (x) => n(x.totals, "block") },
+        { label: t("dash.challenged"), value: (x) => n(x.totals, "challenge") },
+        {
+          label: t("cluster.last_heartbeat"),
+          value: (x) => x.last_heartbeat_at ? fmtTime(x.last_heartbeat_at) : "-",
+        },
+      ]} />
+    </div>
+  `;
+}
+
 /** Blocked and challenged requests as the realtime feed delivers them, newest first. */
 function Live({ events, state }) {
   return html`
@@ -231,6 +270,10 @@ export default function Dashboard() {
         html`
           <h2>${t("dash.upstreams")}</h2>
           <${Upstreams} items=${h.items} />
+        `}</${Part}>
+      <${Part} part=${data.cluster}>${(c) =>
+        html`
+          <${ClusterNodes} c=${c} />
         `}</${Part}>
       <${Part} part=${data.stats}>${(st) =>
         html`
