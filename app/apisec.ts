@@ -88,8 +88,8 @@ export function createApiSecPlane(deps: ApiSecDeps): ApiSecPlane {
     siteExists: (id) => deps.repo.siteExists(id),
     box,
   });
-  const { validation, auth, rate_limits } = deps.config.apisec;
-  const ready = settings.seed({ validation, auth, rate_limits }).then(
+  const { discovery, validation, auth, rate_limits } = deps.config.apisec;
+  const ready = settings.seed({ discovery, validation, auth, rate_limits }).then(
     () => {},
     (err) => {
       if (!(err instanceof AppError)) throw err;

@@ -59,7 +59,7 @@ const WHO = { actor: { type: "cli" as const, name: "bench_protection" } };
 const ip = (i: number) => `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
 
 /** Seeds a store with the benchmark site and, for `all`, every protection control. */
-function seed(dataDir: string, upstream: string, all: boolean): void {
+export function seed(dataDir: string, upstream: string, all: boolean): void {
   const db = openStore(`${dataDir}/waf.db`, { now: systemClock.now() });
   try {
     const audit = createAudit({ repo: createAuditRepo(db), clock: systemClock });
@@ -179,10 +179,10 @@ const MIX: ReadonlyArray<readonly [string, string, string]> = [
   ["GET", "/static/app.js", ""],
 ];
 
-const JWT_SECRET = "bench-shared-secret-of-32-chars!";
+export const JWT_SECRET = "bench-shared-secret-of-32-chars!";
 
 /** The `apisec` block of the API-security variant's `waf.yaml` (JSON is YAML). */
-function apisecYaml(): string {
+export function apisecYaml(): string {
   const schemas = Array.from({ length: 19 }, (_, i) => ({
     id: `s${i}`,
     method: "POST",
@@ -220,7 +220,7 @@ function apisecYaml(): string {
   }\n`;
 }
 
-function wrkScript(token?: string): string {
+export function wrkScript(token?: string): string {
   const auth = token ? `, ["Authorization"]="Bearer ${token}"` : "";
   const reqs = MIX.map(([m, p, b]) =>
     `wrk.format(${JSON.stringify(m)}, ${

@@ -244,12 +244,19 @@ Deno.test("waf.yaml's apisec blocks seed the store at start; an API change stand
   await using up = startUpstream();
   const dir = await Deno.makeTempDir({ prefix: "waf-apisec-" });
   const fileLimit = { id: "f", method: "GET", path_pattern: "^/f$", requests: 1, window: "1m" };
-  const config = { apisec: { rate_limits: [fileLimit] } };
+  const discovery = { enabled: true, sample_limit: 7, ignore_prefixes: ["/static/"] };
+  const config = { apisec: { rate_limits: [fileLimit], discovery } };
   {
     await using s = await startTestServer({ config, dir });
     addSite(s, up.url);
     assertEquals((await hit(s, "/f")).status, 200);
     assertEquals((await hit(s, "/f")).status, 429);
+    // Every block of the file reaches the store, discovery included, and discovery samples.
+    const seeded = await apiFor(s)("GET", "/api/apisec/config").then((r) => r.json());
+    assertEquals(seeded.discovery, discovery);
+    const inventory = await apiFor(s)("GET", "/api/apisec/endpoints").then((r) => r.json());
+    assertEquals(inventory.discovery_enabled, true);
+    assertEquals(inventory.items.map((e: { template: string }) => e.template), ["/f"]);
     await apiFor(s)("PUT", "/api/apisec/config", { rate_limits: [] });
     assertEquals((await hit(s, "/f")).status, 200);
   }
