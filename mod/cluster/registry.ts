@@ -49,7 +49,10 @@ export interface NodeView {
   readonly policy_current: boolean;
   /** Milliseconds since the controller's policy changed while this node still ran an older one. */
   readonly policy_lag_ms: number | null;
+  /** The node's clock minus the controller's at its last heartbeat. */
   readonly clock_skew_ms: number | null;
+  /** True when that skew is beyond `time.max_offset` (a `time.offset` notification was raised). */
+  readonly clock_skewed: boolean;
   /** Requests by action since the node's process started (its last report). */
   readonly counters: Readonly<Record<string, number>> | null;
   /** Requests by action since the node joined, across its restarts (summed by the controller). */
@@ -152,6 +155,7 @@ export function createRegistry(deps: RegistryDeps) {
       policy_current: current,
       policy_lag_ms: policy === undefined || current ? null : Math.max(0, now - policy.since),
       clock_skew_ms: report?.skew ?? null,
+      clock_skewed: report !== null && Math.abs(report.skew) > deps.maxSkewMs,
       counters: report?.counters ?? null,
       totals: report?.totals ?? report?.counters ?? null,
       health: report?.health ?? null,
@@ -199,6 +203,9 @@ export function createRegistry(deps: RegistryDeps) {
   };
 
   return {
+    /** The clock skew beyond which a node is shown as skewed and notified (`time.max_offset`). */
+    maxSkewMs: deps.maxSkewMs,
+
     /** Checks a node call's certificate against the registration of `nodeId`; throws if not. */
     async authenticate(nodeId: string, peer: NodeCredential | undefined, ctx: Ctx): Promise<void> {
       if (!peer) {

@@ -89,8 +89,13 @@ export function clusterRoutes(controller: ControllerRouteDeps | undefined): Rout
       path: "/api/cluster/nodes",
       access: perm("read:cluster"),
       handler: (c) => {
-        const items = need().registry.list();
-        return c.json({ items, totals: clusterTotals(items) });
+        const { registry } = need();
+        const items = registry.list();
+        return c.json({
+          items,
+          totals: clusterTotals(items),
+          clock_skew_limit_ms: registry.maxSkewMs,
+        });
       },
     },
     {

@@ -1,7 +1,7 @@
 /**
  * The console's Cluster page in a real chromium against a real controller: create a join token
  * (shown once), join a real node with it, watch the node come online, see the traffic through it
- * on the dashboard and the Cluster page, revoke it (the node's next heartbeat is refused); a
+ * on the dashboard and the Cluster page, see its clock skew flagged and notified, revoke it (the node's next heartbeat is refused); a
  * readonly user sees the nodes without any control.
  */
 import { assertEquals, ok } from "../_helpers/assert.ts";
@@ -11,6 +11,7 @@ import { callJson, createUser, login } from "../_helpers/identity.ts";
 import { hostFetch } from "../_helpers/data_client.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
 import { parseJoinToken } from "../../mod/cluster/join_tokens.ts";
+import { FakeClock } from "../../mod/core/clock.ts";
 
 const VIEWER = { username: "viewer", password: "Glacier-Moth-42" };
 
@@ -40,7 +41,12 @@ Deno.test("the console's Cluster page issues a join token, shows the node and re
     assertEquals(Date.parse(item.expires_at) - server.clock.now(), 30 * 60_000);
   });
 
-  await using node = await startNode(server.clusterUrl!, { token, name: "edge-rack2" });
+  // This node's clock runs a minute ahead of the controller's (beyond time.max_offset, 1 s).
+  await using node = await startNode(server.clusterUrl!, {
+    token,
+    name: "edge-rack2",
+    deps: { clock: new FakeClock(server.clock.now() + 60_000) },
+  });
   await eventually(
     "the node connected",
     async () => (await nodeHealth(node)).link === "connected" ? true : undefined,
@@ -82,18 +88,25 @@ Deno.test("the console's Cluster page issues a join token, shows the node and re
     );
   });
 
-  await t.step("the node appears online; revoking it refuses its next heartbeat", async () => {
-    await textMatches(admin, "main table", /edge-rack2.*online/s);
-    await admin.screenshot("cluster-online");
-    const id = parseJoinToken(token)!.nodeId;
-    await admin.page.locator(`#revoke-${id}`).click();
-    await admin.page.locator(`#revoke-${id} + dialog button.danger`).click();
-    await textMatches(admin, "main table", /edge-rack2.*revoked/s);
-    await node.cluster.agent()!.beat();
-    assertEquals((await nodeHealth(node)).problem, "NODE_REVOKED");
-    ok(await admin.page.locator(`#remove-${id}`).isVisible(), "a revoked node can be removed");
-    assertEquals(admin.problems, []);
-  });
+  await t.step(
+    "the node appears online, its clock skew flagged and notified; revoking it refuses its next heartbeat",
+    async () => {
+      await textMatches(admin, "main table", /edge-rack2.*online/s);
+      const id = parseJoinToken(token)!.nodeId;
+      await textMatches(admin, `#skew-${id}`, /^(59|60),\d{3} ms: over the 1,000 ms limit/);
+      await admin.screenshot("cluster-online");
+      await admin.open("notifications");
+      await textMatches(admin, "main", /Cluster node "edge-rack2" clock is off by (59|60)\d{3} ms/);
+      await admin.open("cluster");
+      await admin.page.locator(`#revoke-${id}`).click();
+      await admin.page.locator(`#revoke-${id} + dialog button.danger`).click();
+      await textMatches(admin, "main table", /edge-rack2.*revoked/s);
+      await node.cluster.agent()!.beat();
+      assertEquals((await nodeHealth(node)).problem, "NODE_REVOKED");
+      ok(await admin.page.locator(`#remove-${id}`).isVisible(), "a revoked node can be removed");
+      assertEquals(admin.problems, []);
+    },
+  );
 
   await t.step("a readonly user sees the nodes without controls", async () => {
     await createUser(server, VIEWER.username, VIEWER.password, "readonly");

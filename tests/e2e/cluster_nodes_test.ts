@@ -174,8 +174,11 @@ Deno.test("a silent node goes stale, then offline with a node.offline notificati
   const id = (await loadNodeIdentity(skewed.dir))!.nodeId;
   const node = async () =>
     ((await callJson(ctl.server, "GET", `/api/cluster/nodes/${id}`, { session: ctl.admin }))
-      .body.item) as { state: string; clock_skew_ms: number };
+      .body.item) as { state: string; clock_skew_ms: number; clock_skewed: boolean };
   ok(Math.abs((await node()).clock_skew_ms - 60_000) < 5_000, "the skew is shown");
+  assertEquals((await node()).clock_skewed, true, "beyond time.max_offset");
+  const listed = await callJson(ctl.server, "GET", "/api/cluster/nodes", { session: ctl.admin });
+  assertEquals(listed.body.clock_skew_limit_ms, 1000);
   const kinds = () =>
     ctl.server.db.prepare("SELECT kind, title FROM notifications ORDER BY time").all() as {
       kind: string;

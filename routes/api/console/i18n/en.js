@@ -764,6 +764,7 @@ export default {
   "cluster.policy_current": "current",
   "cluster.policy_behind": "behind ({s} s)",
   "cluster.clock_skew": "Clock skew",
+  "cluster.clock_skewed": "{ms} ms: over the {limit} ms limit (time.max_offset)",
   "cluster.requests": "Requests / blocked since joined",
   "cluster.totals":
     "Whole cluster since the nodes joined: {requests} requests, {blocked} blocked, {challenged} challenged.",

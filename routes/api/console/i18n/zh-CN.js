@@ -723,6 +723,7 @@ export default {
   "cluster.policy_current": "最新",
   "cluster.policy_behind": "落后（{s} 秒）",
   "cluster.clock_skew": "时钟偏差",
+  "cluster.clock_skewed": "{ms} 毫秒：超过 {limit} 毫秒上限（time.max_offset）",
   "cluster.requests": "加入以来的请求 / 拦截",
   "cluster.totals":
     "节点加入以来的整个集群：{requests} 个请求，{blocked} 个拦截，{challenged} 个质询。",

@@ -83,7 +83,7 @@ function CreateToken({ onCreated }) {
   `;
 }
 
-function nodeColumns(writable, revoke, remove) {
+function nodeColumns(writable, revoke, remove, limit) {
   return [
     {
       label: t("common.name"),
@@ -111,7 +111,14 @@ function nodeColumns(writable, revoke, remove) {
     },
     {
       label: t("cluster.clock_skew"),
-      value: (n) => n.clock_skew_ms === null ? "-" : `${Math.round(n.clock_skew_ms)} ms`,
+      value: (n) =>
+        n.clock_skew_ms === null
+          ? "-"
+          : n.clock_skewed
+          ? html`<${Badge} kind="warn"><span id=${"skew-" + n.id}>${
+            t("cluster.clock_skewed", { ms: fmtNumber(Math.round(n.clock_skew_ms)), limit })
+          }</span></${Badge}>`
+          : `${Math.round(n.clock_skew_ms)} ms`,
     },
     {
       label: t("cluster.requests"),
@@ -187,7 +194,12 @@ export default function Cluster() {
           }</p>`
           : null}
         <${Table} rows=${nodes.data.items} empty=${t("cluster.no_nodes")}
-          columns=${nodeColumns(writable, revoke, remove)} />
+          columns=${nodeColumns(
+            writable,
+            revoke,
+            remove,
+            fmtNumber(nodes.data.clock_skew_limit_ms),
+          )} />
       `
       : null
   }
