@@ -40,7 +40,11 @@ export interface SqlToken {
   readonly end: number;
 }
 
-/** Tokens produced at most; injections that matter show themselves well before this. */
+/**
+ * Tokens one call produces at most: the window the rules read together. A longer value is read
+ * in further windows (see `sqli.ts`), so the bound caps the cost of one reading, not how far
+ * into a value an injection is seen.
+ */
 export const MAX_SQL_TOKENS = 160;
 
 /** Words that are logical connectives in every dialect. */
@@ -87,12 +91,14 @@ function isWordPart(c: number): boolean {
  * Splits text into SQL tokens.
  *
  * @param text the text to read as SQL
- * @returns at most {@link MAX_SQL_TOKENS} tokens
+ * @param from offset to start at: 0, or the start of a token an earlier call produced (the
+ *   lexer keeps no state between tokens, so reading on from there gives the same tokens)
+ * @returns at most {@link MAX_SQL_TOKENS} tokens, with offsets into `text`
  */
-export function lexSql(text: string): SqlToken[] {
+export function lexSql(text: string, from = 0): SqlToken[] {
   const out: SqlToken[] = [];
   const n = text.length;
-  let i = 0;
+  let i = from;
   const add = (kind: SqlTokenKind, value: string, start: number, end: number, closed = true) => {
     out.push({ kind, text: value, closed, call: false, start, end });
   };

@@ -70,12 +70,15 @@ type Rule = keyof typeof SCORES;
  * @param tokens tokens of the injected part
  * @param from first token that belongs to the injection
  * @param strength how the value enters SQL
+ * @param until rules start at tokens before this index only (they still read the tokens after
+ *   it); a window of a longer value leaves its second half to the next window, which reads on
  */
 export function evaluate(
   text: string,
   tokens: readonly SqlToken[],
   from: number,
   strength: Strength,
+  until = tokens.length,
 ): SqlHit | undefined {
   const column = STRENGTH_INDEX[strength];
   let best: SqlHit | undefined;
@@ -87,7 +90,7 @@ export function evaluate(
   };
   if (strength === "breakout") afterBreakout(text, tokens, from, hit);
   else if (strength === "code" && from === 0) statementRule(tokens, hit);
-  for (let i = from; i < tokens.length; i++) {
+  for (let i = from; i < until; i++) {
     const t = tokens[i]!;
     if (t.kind === "logic" && t.text !== "not" && t.text !== "div") {
       // `&&` and `||` also join URL parameters and shell commands; they need a fixed outcome.

@@ -9,7 +9,7 @@
  */
 
 import type { DetectorInput, Finding } from "./types.ts";
-import { lexSql, type SqlToken } from "./sql_lexer.ts";
+import { lexSql, MAX_SQL_TOKENS, type SqlToken } from "./sql_lexer.ts";
 import { evaluate, type SqlHit, type Strength } from "./sql_rules.ts";
 import { BREAKOUT_STATEMENTS, SQL_TRIGGER } from "./sql_vocabulary.ts";
 import { COMPARE_WORDS } from "./sql_grammar.ts";
@@ -68,14 +68,47 @@ export function analyzeSql(text: string): SqlVerdict | undefined {
   const raw = lexSql(text);
   const start = codeStart(raw);
   consider(evaluate(text, raw, start.from, start.strength), raw, 0);
+  readOn(text, raw, consider, 0);
   for (const quote of QUOTES) {
     const close = literalEnd(text, quote);
     if (close < 0) continue;
     const tail = text.slice(close + 1);
     const tokens = lexSql(tail);
-    if (continuesSql(tokens[0])) consider(evaluate(tail, tokens, 0, "breakout"), tokens, close + 1);
+    if (!continuesSql(tokens[0])) continue;
+    consider(evaluate(tail, tokens, 0, "breakout"), tokens, close + 1);
+    readOn(tail, tokens, consider, close + 1);
   }
   return best;
+}
+
+/** Tokens from the start of one window to the start of the next. */
+const WINDOW_STEP = MAX_SQL_TOKENS / 2;
+/** Tokens a window reads before the first fragment it judges (`(` before `select`, `from`). */
+const LOOKBEHIND = 8;
+
+/**
+ * Reads the rest of a value past its first window of tokens, so padding in front of an
+ * injection buys no bypass: windows of {@link MAX_SQL_TOKENS} tokens start
+ * {@link WINDOW_STEP} tokens apart, each judging the fragments that start in the
+ * {@link WINDOW_STEP} tokens after its {@link LOOKBEHIND} (the last window, all of its own).
+ * Those stretches follow each other without a gap, and every fragment is read with the tokens
+ * before it and at least `WINDOW_STEP - LOOKBEHIND` after it. The middle of a value is not the
+ * start of a statement, so these windows are judged as prose. Each token is lexed about twice
+ * and each window's rules stay within it, so the cost stays linear in the value's length.
+ */
+function readOn(
+  text: string,
+  first: readonly SqlToken[],
+  consider: (hit: SqlHit | undefined, tokens: readonly SqlToken[], shift: number) => void,
+  shift: number,
+): void {
+  let tokens = first;
+  while (tokens.length === MAX_SQL_TOKENS) {
+    tokens = lexSql(text, tokens[WINDOW_STEP]!.start);
+    const last = tokens.length < MAX_SQL_TOKENS;
+    const until = last ? tokens.length : LOOKBEHIND + WINDOW_STEP;
+    consider(evaluate(text, tokens, LOOKBEHIND, "prose", until), tokens, shift);
+  }
 }
 
 const QUOTES = ["'", '"'] as const;

@@ -61,3 +61,30 @@ Deno.test("sqli() never throws on hostile shapes", () => {
     analyzeSql(text);
   }
 });
+
+Deno.test("sqli() reads a whole long value: padding before the injection buys no bypass", () => {
+  // Every amount of padding, including the ones that put the injection across a boundary of
+  // the token windows the lexer reads in.
+  for (let words = 0; words <= 420; words++) {
+    const padded = "note ".repeat(words);
+    const raw = analyzeSql(`${padded}1 union select password from users`);
+    assert.ok(raw !== undefined && raw.score >= BLOCKS, `union missed after ${words} words`);
+    assert.equal(raw.rule, "sqli.union");
+    const tail = analyzeSql(`x' ${", 1".repeat(words)}; drop table users --`);
+    assert.ok(tail !== undefined && tail.score >= BLOCKS, `stacked missed after ${words} items`);
+  }
+});
+
+Deno.test("sqli() points at an injection deep in a long value", () => {
+  const text = `${"lorem ipsum dolor ".repeat(150)}1 union select password from users --`;
+  const verdict = analyzeSql(text);
+  assert.equal(verdict?.rule, "sqli.union");
+  assert.ok(verdict.offset > 2000, `offset ${verdict.offset} is not where the injection is`);
+});
+
+Deno.test("sqli() stays quiet on long prose that mentions SQL words far apart", () => {
+  const prose = "Select the union of both sets, or compare them where the order matters. "
+    .repeat(80);
+  const verdict = analyzeSql(prose);
+  assert.ok(verdict === undefined || verdict.score < BLOCKS, `blocked: ${verdict?.rule}`);
+});
