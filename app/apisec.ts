@@ -31,7 +31,9 @@ import { apisecRoutes } from "../routes/api/apisec.ts";
 import type { RouteDef } from "../routes/api/route.ts";
 
 /** Compiles the stored settings; reuses the last result while the document is unchanged. */
-export function openApiSecStore(repo: PolicyObjectsRepo): { compile(): CompiledApiSec } {
+export function openApiSecStore(
+  repo: Pick<PolicyObjectsRepo, "get">,
+): { compile(): CompiledApiSec } {
   let lastJson: string | undefined;
   let last: CompiledApiSec = NO_APISEC;
   return {

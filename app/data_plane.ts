@@ -32,11 +32,12 @@ import type { SiteCounterSet } from "../mod/data_plane/site_counters.ts";
 import type { AccessRecord } from "../mod/data_plane/access_record.ts";
 import type { Random } from "../mod/core/random.ts";
 import { createSites, type Sites } from "../mod/data_plane/sites.ts";
-import { createTraceIds } from "../mod/data_plane/trace_ids.ts";
+import { createSnapshotTap, type PolicySnapshot } from "../mod/data_plane/policy_snapshot.ts";
+import type { EdgeCache } from "../mod/protection/edge_cache.ts";
 import type { DataHandler } from "../routes/proxy/status_page.ts";
 import { logRoutes } from "../routes/api/logs.ts";
-import { createDataApp } from "../routes/proxy/data_app.ts";
-import { createProxy, type Proxy } from "../routes/proxy/proxy.ts";
+import { createProxyApp } from "../routes/proxy/data_app.ts";
+import type { Proxy } from "../routes/proxy/proxy.ts";
 import { createProtectionPlane, openProtectionStore, type ProtectionPlane } from "./protection.ts";
 import { type ApiSecPlane, createApiSecPlane, openApiSecStore } from "./apisec.ts";
 import type { RouteDef } from "../routes/api/route.ts";
@@ -62,6 +63,10 @@ export interface DataPlane {
   startHttps(): Promise<TlsFront | undefined>;
   /** Closes the HTTPS listener, flushes the access log and closes sinks and pools. */
   close(): Promise<void>;
+  /** What the current policy was built from (only when `workers` was set). */
+  snapshot(): PolicySnapshot | undefined;
+  /** Calls `listener` after every policy swap. */
+  onSwap(listener: () => void): void;
 }
 
 export interface DataPlaneDeps {
@@ -88,22 +93,31 @@ export interface DataPlaneDeps {
   readonly swapped?: () => void;
   /** The measured clock offset JWT `exp`/`nbf` checks apply (`time.apply_offset`; 0 when off). */
   readonly timeOffsetMs?: () => number;
+  /**
+   * Set when data-plane workers serve the listeners: the policy builds are recorded for them
+   * (`snapshot`), and the edge cache the routes purge is the workers' (`app/data_workers.ts`).
+   */
+  readonly workers?: { readonly edgeCache: EdgeCache };
 }
 
 export function createDataPlane(deps: DataPlaneDeps): DataPlane {
   const { config, db, audit, clock, random, logger } = deps;
   // The policy first: what changes it (sites, protection services) gets it when built.
   const sitesRepo = createSitesRepo(db);
-  const store = openProtectionStore(db, config);
+  // With workers, every build's reads are recorded: the workers compile the same snapshot.
+  const tap = deps.workers ? createSnapshotTap() : undefined;
+  const store = openProtectionStore(db, config, tap?.source);
+  const swapListeners: Array<() => void> = [];
   const policy = createPolicy({
-    listSites: () => sitesRepo.list(),
+    listSites: tap ? () => tap.sites(sitesRepo.list()) : () => sitesRepo.list(),
     clock,
     compileProtection: store.compile,
-    compileApiSec: openApiSecStore(store.repo).compile,
+    compileApiSec: openApiSecStore(tap ? tap.get(store.repo) : store.repo).compile,
     counters: deps.counters,
     upstreamHealth: deps.upstreamHealth,
     swapped: (p, ms) => {
       deps.swapped?.();
+      for (const l of swapListeners) l();
       deps.events?.event("policy_swap", "policy swapped", {
         version: p.version,
         sites: p.sites.length,
@@ -122,6 +136,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     logger,
     events: deps.events,
     findAccessRecord: async (traceId) => (await accessLog.get(traceId))?.record,
+    edgeCache: deps.workers?.edgeCache,
   });
   const apisec = createApiSecPlane({
     config,
@@ -146,18 +161,16 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     random,
     defaultLevel: () => settings.get(SETUP_KEYS.siteLevel) as SiteConfig["level"] | undefined,
   });
-  const traceIds = createTraceIds(random, clock);
-  const proxy = createProxy({
+  // Both listeners (HTTP here, HTTPS through the TLS front) run requests through the Hono app.
+  const { proxy, data } = createProxyApp({
     policy,
     accessLog,
     clock,
+    random,
     logger,
-    traceId: traceIds,
     protection: protection.controls,
     apisec: apisec.runtime,
   });
-  // Both listeners (HTTP here, HTTPS through the TLS front) run requests through the Hono app.
-  const data = createDataApp(proxy.handle, logger, traceIds);
   const handler: DataHandler = (req, info) =>
     data.handle(req, (info.remoteAddr as Deno.NetAddr).hostname, "http");
   let https: TlsFront | undefined;
@@ -190,6 +203,8 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
       });
       return https;
     },
+    snapshot: () => tap?.snapshot(policy.current.version),
+    onSwap: (listener) => void swapListeners.push(listener),
     async close() {
       await https?.shutdown();
       await accessLog.stop();

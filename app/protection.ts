@@ -19,12 +19,13 @@ import { type Alap, createAlap } from "../mod/protection/alap.ts";
 import { createNotificationsRepo } from "../db/notifications_repo.ts";
 import type { EventLog } from "../mod/core/event_log.ts";
 import { createNotifications } from "../mod/core/notifications.ts";
-import { createEdgeCache } from "../mod/protection/edge_cache.ts";
+import { createEdgeCache, type EdgeCache } from "../mod/protection/edge_cache.ts";
 import { createGoodBotVerifier, denoResolver, type Resolver } from "../mod/protection/good_bots.ts";
 import { createPolicyObjects, type PolicyObjects } from "../mod/protection/policy_objects.ts";
 import {
   type CompiledProtection,
   createProtectionCompiler,
+  type ProtectionSource,
 } from "../mod/protection/protection_compile.ts";
 import { createProtectionRuntime } from "../mod/protection/protection_runtime.ts";
 import { createThreatFeeds, type ThreatFeeds } from "../mod/protection/threat_feeds.ts";
@@ -45,16 +46,29 @@ export interface ProtectionStore {
   compile(): CompiledProtection;
 }
 
-export function openProtectionStore(db: Db, config: Config): ProtectionStore {
+/**
+ * `tap` wraps the compiler's reads (the data-plane workers' policy snapshot records them, see
+ * `mod/data_plane/policy_snapshot.ts`).
+ */
+export function openProtectionStore(
+  db: Db,
+  config: Config,
+  tap: (source: ProtectionSource) => ProtectionSource = (s) => s,
+): ProtectionStore {
   const repo = createPolicyObjectsRepo(db);
-  const geoFile = config.protection.geoip.file;
-  const geo = geoFile === undefined ? undefined : loadGeoIp(geoFile);
-  const compiler = createProtectionCompiler(geo);
-  const source = {
+  const compiler = protectionCompiler(config);
+  const source = tap({
     rows: (kind: string) => repo.list(kind),
     singleton: (kind: string) => repo.get(kind, kind)?.config,
-  };
-  return { repo, geo, compile: () => compiler(source) };
+  });
+  return { repo, geo: compiler.geo, compile: () => compiler.compile(source) };
+}
+
+/** The protection compiler with the configured GeoIP database (a data-plane worker's too). */
+export function protectionCompiler(config: Config) {
+  const geoFile = config.protection.geoip.file;
+  const geo = geoFile === undefined ? undefined : loadGeoIp(geoFile);
+  return { geo, compile: createProtectionCompiler(geo) };
 }
 
 export interface ProtectionPlane {
@@ -82,6 +96,8 @@ export interface ProtectionDeps {
   readonly findAccessRecord: (traceId: string) => Promise<string | undefined>;
   /** The runtime log's rate-limited events (ALAP proposals). */
   readonly events?: EventLog;
+  /** The edge cache the routes purge and report (default: this thread's own). */
+  readonly edgeCache?: EdgeCache;
 }
 
 export function createProtectionPlane(deps: ProtectionDeps): ProtectionPlane {
@@ -113,7 +129,7 @@ export function createProtectionPlane(deps: ProtectionDeps): ProtectionPlane {
     rebuild,
     enforced: () => policy.current.protection,
   });
-  const cache = createEdgeCache();
+  const cache = deps.edgeCache ?? createEdgeCache();
   const controls: ProtectionControls = {
     runtime: createProtectionRuntime({ clock, random }),
     clock,

@@ -8,7 +8,7 @@ import { createAuditRepo } from "../db/audit_repo.ts";
 import { createAudit } from "../mod/core/audit.ts";
 import type { Clock } from "../mod/core/clock.ts";
 import { type Config, deploymentProblems, durationMs } from "../mod/config/config.ts";
-import { parseListen } from "../mod/config/config_schema.ts";
+import { dataWorkerCount, parseListen } from "../mod/config/config_schema.ts";
 import type { Logger } from "../mod/core/logger.ts";
 import type { Random } from "../mod/core/random.ts";
 import { createReadiness, type Readiness } from "../mod/core/readiness.ts";
@@ -35,6 +35,7 @@ import { createDataPlane, type DataPlane } from "./data_plane.ts";
 import { createMonitorCore, createMonitorPlane, type MonitorPlane } from "./monitor.ts";
 import { type ClusterPlane, createCluster } from "./cluster.ts";
 import { createOps, type OpsPlane } from "./ops.ts";
+import { createDataWorkerPool, type DataWorkerPool, startDataWorkers } from "./data_workers.ts";
 
 export class ProductionStorageUnavailableError extends Error {
   constructor(missing: string) {
@@ -79,6 +80,8 @@ export interface RunningServer {
   readonly dataUrl: string;
   /** Sites, policy, access log and proxy of the data plane. */
   readonly dataPlane: DataPlane;
+  /** The data-plane workers, when `server.data.workers` is more than 1. */
+  readonly dataWorkers: DataWorkerPool | undefined;
   /** `https://host:port` of the HTTPS data listener, when `server.data.https_listen` is set. */
   readonly dataHttpsUrl: string | undefined;
   /** Every management route mounted (the route-permission inventory test walks these). */
@@ -114,6 +117,8 @@ export interface ComposedServer {
   readonly db: Db;
   readonly readiness: Readiness;
   readonly dataPlane: DataPlane;
+  /** The data-plane workers (not started yet), when `server.data.workers` is more than 1. */
+  readonly dataWorkers: DataWorkerPool | undefined;
   readonly identity: Identity;
   readonly apiAccess: ApiAccess;
   /** The AI assistant: configuration, conversations, approvals. */
@@ -162,6 +167,14 @@ export async function composeServer(
     logger: deps.logger,
   };
   const core = createMonitorCore(services);
+  const workerCount = dataWorkerCount(config.server.data.workers, navigator.hardwareConcurrency);
+  const dataWorkers = workerCount > 1
+    ? createDataWorkerPool({
+      ...services,
+      count: workerCount,
+      timeOffsetMs: () => core.timeClock.offsetMs,
+    })
+    : undefined;
   const apiAccess = createApiAccess({
     ...services,
     notifications: core.notifications,
@@ -208,6 +221,7 @@ export async function composeServer(
       upstreamHealth: core.upstreamHealth.hook,
       observe: core.bus.access,
       timeOffsetMs: () => core.timeClock.offsetMs,
+      workers: dataWorkers,
       swapped: () => {
         core.swaps++;
         cluster.policyChanged();
@@ -253,6 +267,7 @@ export async function composeServer(
     db,
     readiness,
     dataPlane,
+    dataWorkers,
     identity,
     apiAccess,
     ai,
@@ -302,18 +317,33 @@ export async function startServer(
     const clusterListener = await composed.cluster.listen(app);
     if (clusterListener) listeners.push(clusterListener);
     readiness.management = true;
-    const data = listen({
-      name: "data",
-      hostname: dataAddr.hostname,
-      port: dataAddr.port,
-      handler: deps.dataHandler ?? dataPlane.handler,
-    });
-    listeners.push(data);
-    const https = await dataPlane.startHttps().catch((err) => {
-      throw err instanceof ListenerError
-        ? err
-        : listenerError("data HTTPS", config.server.data.https_listen ?? "", err);
-    });
+    const workers = composed.dataWorkers;
+    let data: Listener;
+    let https: { hostname: string; port: number; shutdown(): Promise<void> } | undefined;
+    if (workers) {
+      // The workers serve both data ports; the process is ready once all enforce the policy.
+      ({ data, https } = await startDataWorkers(workers, {
+        config,
+        dataPlane,
+        counters: composed.monitor.counters,
+        upstreamHealth: composed.monitor.upstreamHealth.hook,
+      }));
+      listeners.push(data);
+      readiness.dataPlaneCurrent = () => workers.current();
+    } else {
+      data = listen({
+        name: "data",
+        hostname: dataAddr.hostname,
+        port: dataAddr.port,
+        handler: deps.dataHandler ?? dataPlane.handler,
+      });
+      listeners.push(data);
+      https = await dataPlane.startHttps().catch((err) => {
+        throw err instanceof ListenerError
+          ? err
+          : listenerError("data HTTPS", config.server.data.https_listen ?? "", err);
+      });
+    }
     readiness.dataPlane = true;
 
     const managementUrl = `${tls ? "https" : "http"}://${
@@ -378,6 +408,7 @@ export async function startServer(
       managementUrl,
       dataUrl,
       dataPlane,
+      dataWorkers: workers,
       dataHttpsUrl: https ? `https://${formatAddress(https.hostname, https.port)}` : undefined,
       routes: composed.routes,
       identity: composed.identity,

@@ -27,7 +27,7 @@ export type RateDecision =
   | { readonly allowed: true; readonly remaining: number }
   | { readonly allowed: false; readonly retryAfterMs: number };
 
-interface Counter {
+export interface Counter {
   window: number;
   previous: number;
   current: number;
@@ -85,8 +85,13 @@ export function createRateLimiter(opts: RateLimitOptions): RateLimiter {
   };
 }
 
-/** Milliseconds until one more request fits under `ceiling`. */
-function retryAfter(c: Counter, elapsed: number, ceiling: number, w: number): number {
+/** Milliseconds until one more request fits under `ceiling` (shared limiters use it too). */
+export function retryAfter(
+  c: Readonly<Counter>,
+  elapsed: number,
+  ceiling: number,
+  w: number,
+): number {
   if (c.current + 1 <= ceiling && c.previous > 0) {
     // Still this window: wait until enough of the previous window slides out.
     const t = w * (1 - (ceiling - c.current - 1) / c.previous);

@@ -48,6 +48,8 @@ export interface ListenOptions {
     info: Deno.ServeHandlerInfo<Deno.NetAddr>,
   ) => Response | Promise<Response>;
   readonly onError?: (err: unknown) => Response;
+  /** Shares the port with other listeners of this process (data-plane workers). */
+  readonly reusePort?: boolean;
 }
 
 export function listen(options: ListenOptions): Listener {
@@ -57,6 +59,7 @@ export function listen(options: ListenOptions): Listener {
       hostname: options.hostname,
       port: options.port,
       ...(options.tls ? { cert: options.tls.cert, key: options.tls.key } : {}),
+      ...(options.reusePort ? { reusePort: true } : {}),
       onListen: () => {},
       onError: options.onError ??
         (() => new Response("Internal error", { status: 500 })),

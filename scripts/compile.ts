@@ -42,20 +42,24 @@ if (denortBin) {
 }
 
 // Worker modules are loaded by URL at run time, so the compiler must be told to embed them.
-const includes = ["routes/api/console", "db/access_log_worker.ts"].flatMap((p) => {
-  try {
-    Deno.statSync(`${root}${p}`);
-    return ["--include", `${root}${p}`];
-  } catch {
-    return [];
-  }
-});
+const includes = ["routes/api/console", "db/access_log_worker.ts", "app/data_worker.ts"].flatMap(
+  (p) => {
+    try {
+      Deno.statSync(`${root}${p}`);
+      return ["--include", `${root}${p}`];
+    } catch {
+      return [];
+    }
+  },
+);
 const cmd = new Deno.Command(Deno.execPath(), {
   // A 4 MB young generation and no memory reducer keep the data plane's garbage-collection
   // pauses short and rare (see docs/data-plane.md, "V8 flags"); the flags are embedded.
   args: [
     "compile",
     "-A",
+    // Data-plane workers share the listeners with `reusePort` (server.data.workers).
+    "--unstable-net",
     SERVER_V8_FLAGS,
     "--output",
     output,

@@ -5,7 +5,11 @@
  * compiled entry per request and kept by (id, requests, window) across policy rebuilds, so a
  * change elsewhere in the policy does not reset a client's count.
  */
-import { createRateLimiter, type RateLimiter } from "../../engine/rate_limit.ts";
+import {
+  createRateLimiter,
+  type RateLimiter,
+  type RateLimitOptions,
+} from "../../engine/rate_limit.ts";
 import {
   type CompiledApiSec,
   type CompiledAuth,
@@ -38,8 +42,10 @@ export interface RouteLimitRequest {
 const SAMPLE_WINDOW_MS = 60_000;
 
 export interface ApiSecRuntimeDeps extends TokenAuthDeps {
-  /** Where sampled requests go (discovery). */
-  readonly inventory: Inventory;
+  /** Where sampled requests go (discovery); workers hand them to the main thread's. */
+  readonly inventory: Pick<Inventory, "sample">;
+  /** Makes a route's limiter (default: this thread's own; workers share counters). */
+  readonly limiter?: (name: string, options: RateLimitOptions) => RateLimiter;
   /**
    * The measured clock offset applied to token `exp`/`nbf` checks (`time.apply_offset`; 0 when
    * off), read per verification.
@@ -61,7 +67,7 @@ export function createApiSecRuntime(deps: ApiSecRuntimeDeps) {
     limiter = byKey.get(key);
     if (!limiter) {
       if (byKey.size > 2000) byKey.clear();
-      limiter = createRateLimiter({
+      limiter = (deps.limiter ?? ((_n, o) => createRateLimiter(o)))(`route/${l.id}`, {
         requests: l.requests,
         windowMs: l.windowMs,
         burst: 0,

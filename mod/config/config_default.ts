@@ -14,6 +14,9 @@ server:
     # HTTPS data listener: one port, the certificate of each site chosen by SNI (sites without
     # a certificate are not served over HTTPS). Unset: no HTTPS listener.
     # https_listen: "0.0.0.0:8443"
+    # Data-plane worker threads sharing these ports: auto (one per core, at most 32) or a
+    # number. 1 runs the data plane on the main thread.
+    workers: 1
   management:
     # REST API (/api), health probes (/health) and the console.
     listen: "127.0.0.1:9443"

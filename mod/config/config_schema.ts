@@ -24,6 +24,15 @@ const listen = (fallback: string) =>
 
 export { DURATION_HELP };
 
+/** The most data-plane workers `server.data.workers` allows (and `auto` picks). */
+export const MAX_DATA_WORKERS = 32;
+const WORKERS_HELP = `expected "auto" or a whole number from 1 to ${MAX_DATA_WORKERS}`;
+
+/** The worker count `server.data.workers` means on this machine. */
+export function dataWorkerCount(setting: "auto" | number, cores: number): number {
+  return setting === "auto" ? Math.max(1, Math.min(MAX_DATA_WORKERS, cores)) : setting;
+}
+
 const duration = (fallback: string) =>
   z.string({ error: `expected a duration: ${DURATION_HELP}` }).regex(/^\d+(ms|s|m|h|d)$/, {
     error: (issue) => `expected a duration: ${DURATION_HELP}; got ${JSON.stringify(issue.input)}`,
@@ -52,6 +61,14 @@ export const configSchema = z.strictObject({
       https_listen: z.string().refine((v) => parseListen(v) !== undefined, {
         message: 'expected "host:port" with a port from 0 to 65535, for example "0.0.0.0:8443"',
       }).optional(),
+      /**
+       * Data-plane worker threads sharing the listeners (`reusePort`): `auto` = one per
+       * available core (at most 32), or a number; 1 runs the data plane on the main thread.
+       */
+      workers: z.union([
+        z.literal("auto"),
+        z.number().int(WORKERS_HELP).min(1, WORKERS_HELP).max(MAX_DATA_WORKERS, WORKERS_HELP),
+      ], { error: WORKERS_HELP }).default(1),
     }).prefault({}),
     management: z.strictObject({
       listen: listen("127.0.0.1:9443"),

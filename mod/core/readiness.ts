@@ -4,13 +4,23 @@ export interface Readiness {
   dataPlane: boolean;
   management: boolean;
   shuttingDown: boolean;
+  /**
+   * With data-plane workers: true once every worker enforces the current policy (until then
+   * the data plane is not ready).
+   */
+  dataPlaneCurrent?: () => boolean;
 }
 
 export function createReadiness(): Readiness {
   return { store: false, dataPlane: false, management: false, shuttingDown: false };
 }
 
+/** The data plane is listening and (with workers) every worker has the current policy. */
+export function dataPlaneReady(r: Readiness): boolean {
+  return r.dataPlane && (r.dataPlaneCurrent?.() ?? true);
+}
+
 /** Ready means every part is up and the process is not draining. */
 export function isReady(r: Readiness): boolean {
-  return r.store && r.dataPlane && r.management && !r.shuttingDown;
+  return r.store && dataPlaneReady(r) && r.management && !r.shuttingDown;
 }

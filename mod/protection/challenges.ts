@@ -39,6 +39,37 @@ export function clientBinding(ip: string, userAgent: string): string {
   return createHash("sha256").update(`${ip}\n${userAgent}`).digest("base64url").slice(0, 22);
 }
 
+/**
+ * The used-nonce set: in memory for one thread, or shared by the data-plane workers
+ * (`mod/data_plane/shared_state.ts`) so a puzzle is single-use across all of them.
+ */
+export interface NonceStore {
+  /** True when `nonce` was used and has not expired. */
+  has(nonce: string, now: number): boolean;
+  /** Marks `nonce` used until `expiresAt`; false when it already was (another thread won). */
+  add(nonce: string, expiresAt: number, now: number): boolean;
+  /** Nonces currently remembered. */
+  size(): number;
+}
+
+/** The in-memory used-nonce set, bounded (the oldest are forgotten first). */
+export function memoryNonces(maxUsed = 100_000): NonceStore {
+  const used = new Map<string, number>();
+  return {
+    has: (nonce) => used.has(nonce),
+    add(nonce, expiresAt, now) {
+      if (used.has(nonce)) return false;
+      for (const [n, exp] of used) {
+        if (exp > now && used.size < maxUsed) break;
+        used.delete(n);
+      }
+      used.set(nonce, expiresAt);
+      return true;
+    },
+    size: () => used.size,
+  };
+}
+
 export interface ChallengeIssuerOptions {
   readonly secret: Uint8Array;
   /** Leading zero bits required (16 takes a browser a fraction of a second). */
@@ -49,21 +80,14 @@ export interface ChallengeIssuerOptions {
   readonly maxUsed?: number;
   /** Signed tokens under `secret` (issuers sharing a secret may share these). */
   readonly tokens?: SignedTokens;
+  /** Where used nonces are kept (default: in memory, `maxUsed` of them). */
+  readonly used?: NonceStore;
 }
 
 /** Issues and verifies puzzles and clearance cookies with one secret. */
 export function createChallengeIssuer(opts: ChallengeIssuerOptions) {
   const tokens = opts.tokens ?? createSignedTokens(opts.secret, { maxLength: MAX_TOKEN });
-  const used = new Map<string, number>();
-  const maxUsed = opts.maxUsed ?? 100_000;
-
-  function remember(nonce: string, expiresAt: number, now: number): void {
-    for (const [n, exp] of used) {
-      if (exp > now && used.size < maxUsed) break;
-      used.delete(n);
-    }
-    used.set(nonce, expiresAt);
-  }
+  const used = opts.used ?? memoryNonces(opts.maxUsed);
 
   return {
     /** A fresh puzzle for a client; `nonce` comes from the caller's random source. */
@@ -91,11 +115,14 @@ export function createChallengeIssuer(opts: ChallengeIssuerOptions) {
       const { n, d, e, c } = opened.claims;
       if (typeof n !== "string" || typeof d !== "number") return { ok: false, reason: "malformed" };
       if (c !== clientBinding(ip, userAgent)) return { ok: false, reason: "wrong_client" };
-      if (used.has(n)) return { ok: false, reason: "reused" };
+      if (used.has(n, now)) return { ok: false, reason: "reused" };
       if (answer.length > 32 || !solves(n, answer, d)) {
         return { ok: false, reason: "wrong_answer" };
       }
-      remember(n, e, now);
+      // Marking it used is the atomic step: of two threads with the same answer, one wins.
+      if (!used.add(n, typeof e === "number" ? e : now, now)) {
+        return { ok: false, reason: "reused" };
+      }
       return { ok: true };
     },
 
@@ -112,7 +139,7 @@ export function createChallengeIssuer(opts: ChallengeIssuerOptions) {
     },
 
     /** Nonces currently remembered as used. */
-    usedCount: (): number => used.size,
+    usedCount: (): number => used.size(),
   };
 }
 
@@ -132,10 +159,13 @@ export function createChallenges(deps: {
   readonly random: Random;
   readonly challengeSecret?: Uint8Array;
   readonly puzzleTtlMs?: number;
+  /** The used-nonce set (default: in memory); data-plane workers share one. */
+  readonly usedNonces?: NonceStore;
 }) {
   const secret = deps.challengeSecret ?? deps.random.bytes(32);
   const tokens = createSignedTokens(secret, { maxLength: MAX_TOKEN });
   const issuers = new Map<string, ChallengeIssuer>();
+  const used = deps.usedNonces ?? memoryNonces();
 
   function issuer(difficulty: number, clearanceMinutes: number): ChallengeIssuer {
     const key = `${difficulty}/${clearanceMinutes}`;
@@ -147,6 +177,7 @@ export function createChallenges(deps: {
         difficulty,
         puzzleTtlMs: deps.puzzleTtlMs ?? 5 * 60_000,
         clearanceTtlMs: clearanceMinutes * 60_000,
+        used,
       });
       issuers.set(key, i);
     }

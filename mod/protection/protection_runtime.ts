@@ -13,12 +13,16 @@ import { classifyClient } from "../../engine/bot.ts";
 import type { Inspection } from "../../engine/types.ts";
 import { type AlapAdjusted, applyAlap } from "./alap_enforce.ts";
 import type { IpAddress } from "../../engine/ip_address.ts";
-import { createRateLimiter, type RateLimiter } from "../../engine/rate_limit.ts";
+import {
+  createRateLimiter,
+  type RateLimiter,
+  type RateLimitOptions,
+} from "../../engine/rate_limit.ts";
 import type { RequestView } from "../../engine/request_view.ts";
 import type { Clock } from "../core/clock.ts";
 import type { CompiledBotPolicy, CompiledProtection } from "./protection_compile.ts";
 import type { RateLimitDoc } from "./protection_schema.ts";
-import { createChallenges, DEFAULT_DIFFICULTY } from "./challenges.ts";
+import { createChallenges, DEFAULT_DIFFICULTY, type NonceStore } from "./challenges.ts";
 import type { Random } from "../core/random.ts";
 
 /** The evaluation chain of the access-log record (one call per check). */
@@ -77,10 +81,22 @@ export interface ProtectionRuntimeDeps {
   readonly challengeSecret?: Uint8Array;
   /** Puzzle lifetime; the clearance lifetime comes from the bot policy. */
   readonly puzzleTtlMs?: number;
+  /** Where used puzzle nonces are kept (default: in memory); data-plane workers share one. */
+  readonly usedNonces?: NonceStore;
+  /**
+   * Makes the limiter named `name` (default: this thread's own); data-plane workers count in
+   * shared memory, so a limit of N is N across all of them.
+   */
+  readonly limiter?: LimiterFactory;
 }
+
+/** Makes a rate limiter; equal names mean one limiter across the threads that share state. */
+export type LimiterFactory = (name: string, options: RateLimitOptions) => RateLimiter;
+const ownLimiter: LimiterFactory = (_name, options) => createRateLimiter(options);
 
 export function createProtectionRuntime(deps: ProtectionRuntimeDeps) {
   const challenges = createChallenges(deps);
+  const makeLimiter = deps.limiter ?? ownLimiter;
   const issuer = challenges.issuer;
   const hasClearance = (req: CheckRequest) =>
     challenges.hasClearance(req.view.cookies, req.clientIp, req.view.header("user-agent") ?? "");
@@ -109,7 +125,7 @@ export function createProtectionRuntime(deps: ProtectionRuntimeDeps) {
       l = botLimiters.get(key);
       if (!l) {
         if (botLimiters.size > 1000) botLimiters.clear();
-        l = createRateLimiter({
+        l = makeLimiter(`bot/${b.id}`, {
           requests: b.rate_threshold.requests,
           windowMs: b.rate_threshold.window_seconds * 1000,
           burst: 0,
@@ -130,7 +146,7 @@ export function createProtectionRuntime(deps: ProtectionRuntimeDeps) {
       globalLimiter.doc = doc;
       return globalLimiter.limiter;
     }
-    const limiter = createRateLimiter({
+    const limiter = makeLimiter(`global/${doc.key}`, {
       requests: doc.requests,
       windowMs: doc.window_seconds * 1000,
       burst: doc.burst,

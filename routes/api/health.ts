@@ -1,5 +1,5 @@
 /** Health probes: public JSON for load balancers and orchestrators. */
-import { isReady, type Readiness } from "../../mod/core/readiness.ts";
+import { dataPlaneReady, isReady, type Readiness } from "../../mod/core/readiness.ts";
 import { VERSION } from "../../mod/core/version.ts";
 import { PUBLIC, type RouteDef } from "./route.ts";
 
@@ -22,7 +22,7 @@ export function healthRoutes(readiness: Readiness, cluster: ClusterHealth): Rout
           version: VERSION,
           checks: {
             store: readiness.store,
-            data_plane: readiness.dataPlane,
+            data_plane: dataPlaneReady(readiness),
             management: readiness.management,
           },
         }, ready ? 200 : 503);

@@ -7,7 +7,9 @@
  */
 import { Hono } from "hono";
 import type { Logger } from "../../mod/core/logger.ts";
-import type { ProxyHandler } from "./proxy.ts";
+import type { Random } from "../../mod/core/random.ts";
+import { createTraceIds } from "../../mod/data_plane/trace_ids.ts";
+import { createProxy, type Proxy, type ProxyDeps, type ProxyHandler } from "./proxy.ts";
 import { internalErrorPage } from "./status_page.ts";
 
 /** What the listener tells the app about the connection a request came on. */
@@ -41,4 +43,13 @@ export function createDataApp(
     app,
     handle: (req, peer, proto) => app.fetch(req, { peer, proto }) as Promise<Response>,
   };
+}
+
+/** The proxy and its Hono app on one policy (the main thread's, or a data-plane worker's). */
+export function createProxyApp(
+  deps: Omit<ProxyDeps, "traceId"> & { readonly random: Random },
+): { readonly proxy: Proxy; readonly data: DataApp } {
+  const traceId = createTraceIds(deps.random, deps.clock);
+  const proxy = createProxy({ ...deps, traceId });
+  return { proxy, data: createDataApp(proxy.handle, deps.logger, traceId) };
 }

@@ -14,7 +14,7 @@ import type { UpstreamClient } from "./upstream_client.ts";
 
 export interface ProxyDeps {
   readonly policy: Policy;
-  readonly accessLog: AccessLog;
+  readonly accessLog: Pick<AccessLog, "push">;
   readonly clock: Clock;
   readonly logger: Logger;
   readonly traceId: () => string;

@@ -24,9 +24,11 @@ export interface TlsFront {
 export interface TlsFrontOptions {
   readonly hostname: string;
   readonly port: number;
-  readonly policy: Policy;
+  readonly policy: Pick<Policy, "current">;
   readonly handle: ProxyHandler;
   readonly logger: Logger;
+  /** Shares the port with the other data-plane workers' TLS fronts. */
+  readonly reusePort?: boolean;
 }
 
 function plainAddress(address: string | undefined): string {
@@ -94,7 +96,10 @@ export async function startTlsFront(options: TlsFrontOptions): Promise<TlsFront>
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(options.port, options.hostname, () => resolve());
+    server.listen(
+      { port: options.port, host: options.hostname, reusePort: options.reusePort === true },
+      () => resolve(),
+    );
   });
   const addr = server.address() as net.AddressInfo;
   let stopping: Promise<void> | undefined;

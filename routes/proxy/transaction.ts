@@ -83,7 +83,7 @@ export interface ProtectionControls extends ChallengeDeps {
 
 /** What every transaction shares: built once per process by `createProxy`. */
 export interface ProxyContext {
-  readonly accessLog: AccessLog;
+  readonly accessLog: Pick<AccessLog, "push">;
   readonly clock: Clock;
   readonly logger: Logger;
   readonly upstream: UpstreamClient;

@@ -6,6 +6,7 @@ import {
   validateConfig,
   writeDefaultConfig,
 } from "../../../mod/config/config.ts";
+import { dataWorkerCount } from "../../../mod/config/config_schema.ts";
 import { DEFAULT_CONFIG_YAML } from "../../../mod/config/config_default.ts";
 
 function problems(yaml: string): { path: string; message: string }[] {
@@ -141,7 +142,7 @@ Deno.test("an unknown key suggests the nearest documented one and lists the keys
   const listen = found.find((p) => p.path === "server.data.lisen")!;
   assertEquals(
     listen.message,
-    'unknown key: did you mean "listen"? Keys here: listen, https_listen',
+    'unknown key: did you mean "listen"? Keys here: listen, https_listen, workers',
   );
   ok(found.find((p) => p.path === "stroage")!.message.includes('did you mean "storage"?'));
   const far = validateConfig({ server: { zzzzzzzz: 1 } });
@@ -158,4 +159,22 @@ Deno.test("a bad duration explains what a duration is and shows the value", () =
     p?.message,
     'expected a duration: a whole number followed by a unit: ms (milliseconds), s (seconds), m (minutes), h (hours) or d (days), with no space, e.g. "10s", "5m", "1h"; got "10 seconds"',
   );
+});
+
+Deno.test("server.data.workers takes auto or 1..32 and names the key otherwise", () => {
+  for (const bad of [0, 33, 2.5, "lots", -1]) {
+    const r = validateConfig({ server: { data: { workers: bad } } });
+    const p = r.kind === "invalid" ? r.problems[0] : undefined;
+    assertEquals(p?.path, "server.data.workers", String(bad));
+    assertEquals(p?.message, 'expected "auto" or a whole number from 1 to 32');
+  }
+  for (const good of ["auto", 1, 2, 32] as const) {
+    const r = validateConfig({ server: { data: { workers: good } } });
+    assertEquals(r.kind === "ok" ? r.config.server.data.workers : undefined, good);
+  }
+  const r = validateConfig({});
+  assertEquals(r.kind === "ok" ? r.config.server.data.workers : undefined, 1);
+  assertEquals(dataWorkerCount("auto", 4), 4);
+  assertEquals(dataWorkerCount("auto", 64), 32);
+  assertEquals(dataWorkerCount(3, 64), 3);
 });

@@ -1,0 +1,194 @@
+/**
+ * One data-plane worker thread (`server.data.workers` > 1): the data-plane Hono app on the
+ * process's HTTP (and HTTPS) port, shared with the other workers through `reusePort`, on a
+ * policy compiled here from the main thread's snapshot. Exact shared state (rate-limit
+ * counters, used puzzle nonces) is in the shared memory the main thread allocated; what needs
+ * the store or the process's single services (access-log writer, ALAP, API discovery,
+ * monitoring, the runtime log) goes to the main thread as messages, never awaited by a request.
+ * See `app/data_workers.ts` for the main thread's side and the message protocol.
+ */
+/// <reference lib="deno.worker" />
+import { systemClock } from "../mod/core/clock.ts";
+import type { LogFields, Logger, LogLevel } from "../mod/core/logger.ts";
+import { systemRandom } from "../mod/core/random.ts";
+import { createSecretBox, TOTP_KEY_FILE } from "../mod/core/secret_box.ts";
+import type { AccessRecord } from "../mod/data_plane/access_record.ts";
+import { createPolicy } from "../mod/data_plane/policy.ts";
+import { type PolicySnapshot, replaySnapshot } from "../mod/data_plane/policy_snapshot.ts";
+import { openSharedState } from "../mod/data_plane/shared_state.ts";
+import { createApiSecRuntime } from "../mod/apisec/apisec_runtime.ts";
+import { SECRET_OWNER } from "../mod/apisec/apisec_settings.ts";
+import { createEdgeCache } from "../mod/protection/edge_cache.ts";
+import { createGoodBotVerifier, denoResolver } from "../mod/protection/good_bots.ts";
+import { createProtectionRuntime } from "../mod/protection/protection_runtime.ts";
+import { listen, type Listener } from "../routes/listen.ts";
+import { createProxyApp } from "../routes/proxy/data_app.ts";
+import { createEdgeResponder } from "../routes/proxy/edge_response.ts";
+import { startTlsFront, type TlsFront } from "../routes/proxy/tls_front.ts";
+import { openApiSecStore } from "./apisec.ts";
+import { protectionCompiler } from "./protection.ts";
+import type { FromWorker, ToWorker, WorkerInit } from "./data_workers.ts";
+
+/** Records are sent in batches: at most this many, or after {@link FLUSH_MS}. */
+const BATCH = 256;
+const FLUSH_MS = 20;
+const STATS_MS = 1000;
+
+function post(message: FromWorker): void {
+  self.postMessage(message);
+}
+
+function forwardingLogger(worker: number): Logger {
+  const send = (level: LogLevel) => (message: string, fields?: LogFields) => {
+    const f = { ...fields, worker };
+    try {
+      post({ t: "log", level, message, fields: f });
+    } catch {
+      // A field that cannot be cloned: send its text.
+      post({
+        t: "log",
+        level,
+        message,
+        fields: JSON.parse(JSON.stringify(f, (_k, v) => v ?? null)),
+      });
+    }
+  };
+  return { debug: send("debug"), info: send("info"), warn: send("warn"), error: send("error") };
+}
+
+async function start(init: WorkerInit): Promise<void> {
+  const { config, index } = init;
+  const clock = systemClock;
+  const random = systemRandom;
+  const logger = forwardingLogger(index);
+  const shared = openSharedState(init.shared, index);
+
+  let snapshot: PolicySnapshot = init.snapshot;
+  const replay = replaySnapshot(() => snapshot);
+  const compiler = protectionCompiler(config);
+  const apisec = openApiSecStore(replay.repo);
+  const policy = createPolicy({
+    listSites: replay.listSites,
+    clock,
+    compileProtection: () => compiler.compile(replay.source),
+    compileApiSec: apisec.compile,
+    upstreamHealth: (site, upstream, event) =>
+      post({
+        t: "upstream",
+        site: { id: site.id, name: site.name },
+        upstream: { origin: upstream.origin, failures: upstream.failures },
+        event,
+      }),
+  });
+
+  let batch: AccessRecord[] = [];
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const flush = () => {
+    if (timer !== undefined) clearTimeout(timer);
+    timer = undefined;
+    if (batch.length === 0) return;
+    post({ t: "records", records: batch });
+    batch = [];
+  };
+  const accessLog = {
+    push(record: AccessRecord): boolean {
+      batch.push(record);
+      if (batch.length >= BATCH) flush();
+      else timer ??= setTimeout(flush, FLUSH_MS);
+      return true;
+    },
+  };
+
+  const cache = createEdgeCache();
+  const box = createSecretBox(`${init.dataDir}/${TOTP_KEY_FILE}`, random);
+  const { proxy, data } = createProxyApp({
+    policy,
+    accessLog,
+    clock,
+    random,
+    logger,
+    protection: {
+      runtime: createProtectionRuntime({
+        clock,
+        random,
+        challengeSecret: init.challengeSecret,
+        usedNonces: shared.nonces,
+        limiter: shared.limiter,
+      }),
+      clock,
+      random,
+      edge: createEdgeResponder({ cache, clock }),
+      goodBots: createGoodBotVerifier({ resolver: denoResolver, clock }),
+      alap: {
+        observe: (siteId, clientIp, traceId, inspection, alapPolicy) =>
+          post({ t: "alap", args: [siteId, clientIp, traceId, inspection, alapPolicy] }),
+      },
+    },
+    apisec: createApiSecRuntime({
+      clock,
+      logger,
+      openSecret: (sealed) => box.open(sealed, SECRET_OWNER),
+      inventory: { sample: (s) => post({ t: "sample", sample: s }) },
+      limiter: shared.limiter,
+      timeOffsetMs: shared.offsetMs,
+    }),
+  });
+  const http: Listener = listen({
+    name: "data",
+    hostname: init.http.hostname,
+    port: init.http.port,
+    reusePort: true,
+    handler: (req, info) => data.handle(req, info.remoteAddr.hostname, "http"),
+  });
+  let https: TlsFront | undefined;
+  const stats = setInterval(() => post({ t: "cache", stats: cache.stats() }), STATS_MS);
+
+  self.onmessage = async (e: MessageEvent<ToWorker>) => {
+    const m = e.data;
+    switch (m.t) {
+      case "policy":
+        snapshot = m.snapshot;
+        policy.rebuild();
+        post({ t: "ack", version: m.snapshot.version });
+        return;
+      case "purge":
+        cache.purge(m.siteId, m.pathPrefix);
+        return;
+      case "crash":
+        // The test hook: an uncaught error, as a bug would raise.
+        setTimeout(() => {
+          throw new Error("data-plane worker crash requested (test hook)");
+        });
+        return;
+      case "drain":
+        clearInterval(stats);
+        await http.shutdown();
+        await https?.shutdown();
+        flush();
+        proxy.close();
+        post({ t: "drained" });
+        return;
+    }
+  };
+  if (init.https) {
+    https = await startTlsFront({
+      hostname: init.https.hostname,
+      port: init.https.port,
+      policy,
+      handle: data.handle,
+      logger,
+      reusePort: true,
+    });
+  }
+  post({ t: "ack", version: snapshot.version });
+}
+
+self.onmessage = (e: MessageEvent<ToWorker>) => {
+  if (e.data.t !== "init") return;
+  start(e.data.init).catch((err) => {
+    post({
+      t: "failed",
+      error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
+    });
+  });
+};

@@ -1,0 +1,395 @@
+/**
+ * The data plane on every core (`server.data.workers` > 1): the main thread keeps the
+ * management plane, the store and its writer, the scheduler and the single services, and runs N
+ * worker threads (`app/data_worker.ts`) that each serve the data-plane Hono app on the same
+ * HTTP and HTTPS ports (`reusePort`: the kernel spreads connections over them).
+ *
+ * - Policy: every swap on the main thread sends the build's snapshot to each worker, which
+ *   compiles and swaps it, then acknowledges the version. The data plane is ready only while
+ *   every live worker has acknowledged the main thread's current version.
+ * - Exact shared state: rate-limit counters and used puzzle nonces in `SharedArrayBuffer`
+ *   tables (`mod/data_plane/shared_state.ts`); one challenge secret for all workers.
+ * - One owner on the main thread, fed by messages a request never waits for: access-log
+ *   records (the one writer; monitoring counts them here), ALAP observations, API discovery
+ *   samples, upstream health, log lines. The edge cache is per worker (purges go to all).
+ * - A worker that crashes is logged and restarted (its shared-memory locks released first);
+ *   shutdown drains every worker.
+ */
+import type { Config } from "../mod/config/config.ts";
+import type { LogFields, Logger, LogLevel } from "../mod/core/logger.ts";
+import type { Random } from "../mod/core/random.ts";
+import type { AccessRecord } from "../mod/data_plane/access_record.ts";
+import type { SiteUpstreamHealth } from "../mod/data_plane/policy.ts";
+import type { PolicySnapshot } from "../mod/data_plane/policy_snapshot.ts";
+import type { SiteCounterSet } from "../mod/data_plane/site_counters.ts";
+import {
+  allocateSharedState,
+  openSharedState,
+  type SharedState,
+  type SharedStateBuffers,
+} from "../mod/data_plane/shared_state.ts";
+import type { Upstream } from "../mod/data_plane/upstream_pool.ts";
+import type { Inspection } from "../engine/types.ts";
+import type { AlapPolicyDoc } from "../mod/protection/protection_schema.ts";
+import type { Sample } from "../mod/apisec/inventory.ts";
+import { createEdgeCache, type EdgeCache } from "../mod/protection/edge_cache.ts";
+import type { DataPlane } from "./data_plane.ts";
+import { parseListen } from "../mod/config/config_schema.ts";
+import { type Listener, listenerError } from "../routes/listen.ts";
+
+/** What a worker needs to start. */
+export interface WorkerInit {
+  /** 1..N; also the owner id of the shared-memory locks it holds. */
+  readonly index: number;
+  readonly config: Config;
+  readonly dataDir: string;
+  readonly shared: SharedStateBuffers;
+  readonly challengeSecret: Uint8Array;
+  readonly snapshot: PolicySnapshot;
+  readonly http: { readonly hostname: string; readonly port: number };
+  readonly https?: { readonly hostname: string; readonly port: number };
+}
+
+export type ToWorker =
+  | { readonly t: "init"; readonly init: WorkerInit }
+  | { readonly t: "policy"; readonly snapshot: PolicySnapshot }
+  | { readonly t: "purge"; readonly siteId: string | null; readonly pathPrefix: string | null }
+  | { readonly t: "drain" }
+  | { readonly t: "crash" };
+
+type CacheStats = ReturnType<EdgeCache["stats"]>;
+type AlapArgs = [string, string, string, Inspection, AlapPolicyDoc];
+
+export type FromWorker =
+  | { readonly t: "ack"; readonly version: number }
+  | { readonly t: "records"; readonly records: AccessRecord[] }
+  | { readonly t: "alap"; readonly args: AlapArgs }
+  | { readonly t: "sample"; readonly sample: Sample }
+  | {
+    readonly t: "upstream";
+    readonly site: { readonly id: string; readonly name: string };
+    readonly upstream: { readonly origin: string; readonly failures: number };
+    readonly event: "down" | "failure" | "up";
+  }
+  | { readonly t: "log"; readonly level: LogLevel; readonly message: string; fields: LogFields }
+  | { readonly t: "cache"; readonly stats: CacheStats }
+  | { readonly t: "failed"; readonly error: string }
+  | { readonly t: "drained" };
+
+/** One worker slot: its thread (replaced on restart) and what it acknowledged. */
+interface Slot {
+  readonly index: number;
+  worker: Worker;
+  /** Policy version the worker enforces (0 until it listens). */
+  version: number;
+  /** Serving: listening and not crashed. */
+  live: boolean;
+  cache: CacheStats | undefined;
+  /** Requests it finished (from the records it sent); tests and measurements read it. */
+  requests: number;
+  restarts: number;
+  drained?: () => void;
+}
+
+export interface DataWorkersOptions {
+  readonly count: number;
+  readonly config: Config;
+  readonly dataDir: string;
+  readonly logger: Logger;
+  readonly random: Random;
+  /** The measured clock offset (`time.apply_offset`), published to the workers every second. */
+  readonly timeOffsetMs?: () => number;
+}
+
+export interface DataWorkerPool {
+  readonly count: number;
+  /** The edge cache the management routes see: purges reach every worker. */
+  readonly edgeCache: EdgeCache;
+  /** Starts the workers on the given ports (resolved by the caller); resolves once all listen. */
+  start(wiring: PoolWiring): Promise<void>;
+  /** True while every worker enforces the main thread's current policy. */
+  current(): boolean;
+  /** Per worker: index, serving or not, policy version, requests served, restarts. */
+  status(): Array<
+    { index: number; live: boolean; version: number; requests: number; restarts: number }
+  >;
+  /** Test hook: makes worker `index` (1..N) throw an uncaught error. */
+  crash(index: number): void;
+  /** Test hook: terminates worker `index`'s thread outright (it is restarted like a crash). */
+  kill(index: number): void;
+  /** Stops accepting on every worker and lets their requests finish, then ends the threads. */
+  drain(): Promise<void>;
+}
+
+export interface PoolWiring {
+  readonly dataPlane: DataPlane;
+  readonly counters: SiteCounterSet;
+  readonly upstreamHealth?: SiteUpstreamHealth;
+  readonly http: { readonly hostname: string; readonly port: number };
+  readonly https?: { readonly hostname: string; readonly port: number };
+}
+
+const WORKER_URL = new URL("./data_worker.ts", import.meta.url);
+const START_TIMEOUT_MS = 120_000;
+
+/** Counts a worker's finished request in the site's counters, as its transaction would have. */
+function countRecord(counters: SiteCounterSet, record: AccessRecord): void {
+  const c = record.site_id === null
+    ? counters.none
+    : counters.forSite(record.site_id, record.site ?? "");
+  c.count(record, record.latency_us.total, record.latency_us.upstream);
+  for (const e of record.chain) if (e.check === "engine") c.inspection.observe(e.us);
+}
+
+export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPool {
+  const { count, logger } = options;
+  const buffers = allocateSharedState();
+  const shared: SharedState = openSharedState(buffers, 0);
+  const challengeSecret = options.random.bytes(32);
+  const slots: Slot[] = [];
+  let wiring: PoolWiring | undefined;
+  let stopping = false;
+  let publishing: ReturnType<typeof setInterval> | undefined;
+
+  // The routes' edge cache: purges go to every worker; stats add up their last reports.
+  const local = createEdgeCache();
+  const edgeCache: EdgeCache = {
+    ...local,
+    purge(siteId, pathPrefix) {
+      for (const s of slots) s.worker.postMessage({ t: "purge", siteId, pathPrefix });
+      return local.purge(siteId, pathPrefix);
+    },
+    stats() {
+      const sum = { ...local.stats() };
+      for (const s of slots) {
+        if (!s.cache) continue;
+        sum.entries += s.cache.entries;
+        sum.bytes += s.cache.bytes;
+        sum.hits += s.cache.hits;
+        sum.misses += s.cache.misses;
+        sum.max_bytes = Math.max(sum.max_bytes, s.cache.max_bytes);
+      }
+      return sum;
+    },
+  };
+
+  function init(index: number, w: PoolWiring): WorkerInit {
+    return {
+      index,
+      config: options.config,
+      dataDir: options.dataDir,
+      shared: buffers,
+      challengeSecret,
+      snapshot: w.dataPlane.snapshot()!,
+      http: w.http,
+      https: w.https,
+    };
+  }
+
+  function onMessage(slot: Slot, m: FromWorker, w: PoolWiring, started: (err?: Error) => void) {
+    const dp = w.dataPlane;
+    switch (m.t) {
+      case "ack":
+        slot.version = Math.max(slot.version, m.version);
+        slot.live = true;
+        started();
+        return;
+      case "records":
+        slot.requests += m.records.length;
+        for (const r of m.records) {
+          countRecord(w.counters, r);
+          dp.accessLog.push(r);
+        }
+        return;
+      case "alap":
+        dp.protection.alap.observe(...m.args);
+        return;
+      case "sample":
+        dp.apisec.inventory.sample(m.sample);
+        return;
+      case "upstream":
+        w.upstreamHealth?.(m.site, m.upstream as Upstream, m.event);
+        return;
+      case "log":
+        logger[m.level](m.message, m.fields);
+        return;
+      case "cache":
+        slot.cache = m.stats;
+        return;
+      case "failed":
+        started(new Error(m.error));
+        return;
+      case "drained":
+        slot.drained?.();
+        return;
+    }
+  }
+
+  /** Starts (or restarts) the thread of `slot`; resolves when it listens. */
+  function spawn(slot: Slot, w: PoolWiring): Promise<void> {
+    const worker = new Worker(WORKER_URL, { type: "module", name: `data-${slot.index}` });
+    slot.worker = worker;
+    slot.version = 0;
+    slot.cache = undefined;
+    return new Promise<void>((resolve, reject) => {
+      let settled = false;
+      const timer = setTimeout(
+        () => started(new Error(`data-plane worker ${slot.index} did not start in time`)),
+        START_TIMEOUT_MS,
+      );
+      function started(err?: Error) {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        if (err) reject(err);
+        else resolve();
+      }
+      worker.onmessage = (e: MessageEvent<FromWorker>) => onMessage(slot, e.data, w, started);
+      worker.onerror = (e: ErrorEvent) => {
+        e.preventDefault();
+        if (!settled) {
+          started(new Error(e.message));
+          return;
+        }
+        crashed(slot, w, e.message);
+      };
+      worker.postMessage({ t: "init", init: init(slot.index, w) } satisfies ToWorker);
+    });
+  }
+
+  function crashed(slot: Slot, w: PoolWiring, reason: string): void {
+    slot.worker.terminate();
+    slot.live = false;
+    if (stopping) return;
+    // Locks it held mid-update would stop the others: release them before anyone waits long.
+    const released = shared.clearLocksOf(slot.index);
+    slot.restarts++;
+    logger.error("data-plane worker crashed; restarting it", {
+      worker: slot.index,
+      reason,
+      restarts: slot.restarts,
+      locks_released: released,
+    });
+    spawn(slot, w).then(
+      () => logger.info("data-plane worker restarted", { worker: slot.index }),
+      (err) =>
+        logger.error("data-plane worker failed to restart", { worker: slot.index, error: err }),
+    );
+  }
+
+  return {
+    count,
+    edgeCache,
+    async start(w) {
+      wiring = w;
+      for (let i = 1; i <= count; i++) {
+        slots.push({
+          index: i,
+          worker: undefined as unknown as Worker,
+          version: 0,
+          live: false,
+          cache: undefined,
+          requests: 0,
+          restarts: 0,
+        });
+      }
+      const offset = options.timeOffsetMs;
+      if (offset) {
+        shared.setOffsetMs(offset());
+        publishing = setInterval(() => shared.setOffsetMs(offset()), 1000);
+      }
+      w.dataPlane.onSwap(() => {
+        const snapshot = w.dataPlane.snapshot()!;
+        for (const s of slots) s.worker.postMessage({ t: "policy", snapshot } satisfies ToWorker);
+      });
+      try {
+        await Promise.all(slots.map((s) => spawn(s, w)));
+      } catch (err) {
+        stopping = true;
+        for (const s of slots) s.worker?.terminate();
+        throw err;
+      }
+    },
+    current() {
+      const version = wiring?.dataPlane.policy.current.version ?? 0;
+      // A worker being restarted serves nothing, so it cannot enforce an old policy.
+      const live = slots.filter((s) => s.live);
+      return live.length > 0 && live.every((s) => s.version >= version);
+    },
+    status: () =>
+      slots.map((s) => ({
+        index: s.index,
+        live: s.live,
+        version: s.version,
+        requests: s.requests,
+        restarts: s.restarts,
+      })),
+    crash(index) {
+      slots[index - 1]?.worker.postMessage({ t: "crash" } satisfies ToWorker);
+    },
+    kill(index) {
+      const slot = slots[index - 1];
+      if (slot && wiring) crashed(slot, wiring, "terminated (test hook)");
+    },
+    async drain() {
+      stopping = true;
+      clearInterval(publishing);
+      await Promise.all(slots.map((s) =>
+        new Promise<void>((resolve) => {
+          s.drained = resolve;
+          s.worker.postMessage({ t: "drain" } satisfies ToWorker);
+        })
+      ));
+      // Let the last record batches (sent just before "drained") arrive, then end the threads.
+      await new Promise((r) => setTimeout(r, 0));
+      for (const s of slots) s.worker.terminate();
+    },
+  };
+}
+
+/**
+ * Binds the data ports for the workers and starts them: a port of 0 is resolved first by a
+ * probe socket on the main thread (with `reusePort`, so the workers can join it; closed once
+ * they listen), and a fixed port is checked the same way, so a port in use fails start-up with
+ * the listener's name as the single-thread shape does.
+ */
+export async function startDataWorkers(
+  pool: DataWorkerPool,
+  wiring: Omit<PoolWiring, "http" | "https"> & { readonly config: Config },
+): Promise<
+  {
+    data: Listener;
+    https: { hostname: string; port: number; shutdown(): Promise<void> } | undefined;
+  }
+> {
+  const probes: Deno.Listener[] = [];
+  const probe = (name: string, listenAt: string) => {
+    const addr = parseListen(listenAt)!;
+    try {
+      const l = Deno.listen({ hostname: addr.hostname, port: addr.port, reusePort: true });
+      if (addr.port === 0) probes.push(l);
+      else l.close();
+      return { hostname: addr.hostname, port: (l.addr as Deno.NetAddr).port };
+    } catch (err) {
+      throw listenerError(name, listenAt, err);
+    }
+  };
+  try {
+    const data = wiring.config.server.data;
+    const http = probe("data", data.listen);
+    const https = data.https_listen === undefined
+      ? undefined
+      : probe("data HTTPS", data.https_listen);
+    await pool.start({ ...wiring, http, https });
+    let finished!: () => void;
+    const done = new Promise<void>((resolve) => finished = resolve);
+    let draining: Promise<void> | undefined;
+    const shutdown = () => draining ??= pool.drain().then(finished);
+    return {
+      data: { ...http, tls: false, shutdown, finished: done },
+      https: https && { ...https, shutdown },
+    };
+  } finally {
+    for (const p of probes) p.close();
+  }
+}

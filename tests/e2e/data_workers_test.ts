@@ -1,0 +1,184 @@
+/**
+ * The data plane on several worker threads (`server.data.workers: 2`): both workers serve the
+ * one port, a policy change reaches both, shared limits and puzzles are exact across them, and a
+ * crashed or killed worker thread is replaced while the other keeps serving.
+ */
+import { assertEquals, ok } from "../_helpers/assert.ts";
+import { solves } from "../../engine/bot.ts";
+import { addSite, apiFor } from "../_helpers/protection.ts";
+import { startTestServer, type TestServer } from "../_helpers/server.ts";
+import { startUpstream } from "../_helpers/upstream.ts";
+import { siteInput, SYSTEM } from "../_helpers/sites.ts";
+
+const WORKERS = { server: { data: { workers: 2 } } };
+const UA = "Mozilla/5.0 (X11; Linux x86_64) Firefox/140.0";
+
+/** One request on a connection of its own (so the kernel may pick either worker). */
+async function send(
+  s: TestServer,
+  path: string,
+  init: { ip?: string; method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<{ status: number; body: string; headers: Headers }> {
+  const client = Deno.createHttpClient({ allowHost: true, poolMaxIdlePerHost: 0 });
+  try {
+    const headers = new Headers({ host: "shop.test", "user-agent": UA, ...init.headers });
+    if (init.ip) headers.set("x-forwarded-for", init.ip);
+    const r = await fetch(`${s.dataUrl}${path}`, {
+      method: init.method ?? "GET",
+      headers,
+      body: init.body,
+      client,
+      redirect: "manual",
+    });
+    return { status: r.status, body: await r.text(), headers: r.headers };
+  } finally {
+    client.close();
+  }
+}
+
+/** Requests each worker has finished (from the records it sent to the main thread). */
+function served(s: TestServer): number[] {
+  return s.dataWorkers!.status().map((w) => w.requests);
+}
+
+async function until(cond: () => boolean, what: string, ms = 5000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** Sends requests until each worker has served at least `each` more than now. */
+async function untilBothServe(
+  s: TestServer,
+  request: () => Promise<void>,
+  each = 1,
+  max = 200,
+): Promise<number> {
+  const before = served(s);
+  for (let i = 1; i <= max; i++) {
+    await request();
+    const now = served(s);
+    if (now.every((n, w) => n - before[w]! >= each)) return i;
+    if (i % 10 === 0) await new Promise((r) => setTimeout(r, 30));
+  }
+  throw new Error(`requests did not reach both workers: ${served(s)}`);
+}
+
+async function ready(s: TestServer): Promise<number> {
+  return (await s.api("/health/ready")).status;
+}
+
+Deno.test("two workers serve the data port, and a site change is enforced by both", async () => {
+  await using up = startUpstream();
+  await using s = await startTestServer({ config: WORKERS });
+  assertEquals(s.dataWorkers?.count, 2);
+  const site = addSite(s, up.url);
+  await until(() => s.dataWorkers!.current(), "both workers on the new policy");
+  assertEquals(await ready(s), 200);
+  await untilBothServe(s, async () => {
+    assertEquals((await send(s, "/hello")).status, 200);
+  }, 3);
+  // Records from both workers reach the one access log.
+  await until(() => up.seen.length >= 6, "upstream requests");
+
+  // A change: the site goes to another host name; both workers answer 404 for the old one.
+  s.dataPlane.sites.update(
+    site.id,
+    siteInput({ upstreams: [up.url], hosts: ["other.test"] }),
+    SYSTEM,
+  );
+  await until(() => s.dataWorkers!.current(), "both workers on the changed policy", 1000);
+  await untilBothServe(s, async () => {
+    assertEquals((await send(s, "/hello")).status, 404);
+  }, 2);
+  await (await s.api("/health/ready")).body?.cancel();
+});
+
+Deno.test("a rate limit of N per window lets exactly N through across both workers", async () => {
+  await using up = startUpstream();
+  await using s = await startTestServer({ config: WORKERS });
+  addSite(s, up.url);
+  const api = apiFor(s);
+  const N = 7;
+  const put = await api("PUT", "/api/protection/rate-limit", {
+    enabled: true,
+    requests: N,
+    window_seconds: 600,
+    burst: 0,
+  });
+  assertEquals(put.status, 200);
+  await until(() => s.dataWorkers!.current(), "both workers on the rate limit");
+  const statuses: number[] = [];
+  await untilBothServe(
+    s,
+    async () => {
+      statuses.push((await send(s, "/", { ip: "192.0.2.77" })).status);
+    },
+    N,
+    400,
+  );
+  assertEquals(statuses.filter((x) => x === 200).length, N, statuses.join(" "));
+  assertEquals(statuses.filter((x) => x !== 200 && x !== 429).length, 0);
+  ok(statuses.length >= 2 * N, "each worker saw at least N of them");
+});
+
+Deno.test("a solved bot puzzle is accepted once: replayed on the other worker it is refused", async () => {
+  await using up = startUpstream();
+  await using s = await startTestServer({ config: WORKERS });
+  addSite(s, up.url);
+  const api = apiFor(s);
+  const bot = await api("POST", "/api/protection/bot-policies", { mode: "all", difficulty: 8 });
+  assertEquals(bot.status, 201);
+  await until(() => s.dataWorkers!.current(), "both workers on the bot policy");
+  const page = await send(s, "/");
+  assertEquals(page.status, 403);
+  const token = /name="token" value="([^"]+)"/.exec(page.body)?.[1] ?? "";
+  const nonce = /data-nonce="([^"]+)"/.exec(page.body)?.[1] ?? "";
+  let answer = 0;
+  while (!solves(nonce, String(answer), 8)) answer++;
+  const post = () =>
+    send(s, "/.well-known/waf/challenge", {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ token, answer: String(answer), ret: "/" }).toString(),
+    });
+  const first = await post();
+  assertEquals(first.status, 303, "the first answer earns the clearance");
+  ok((first.headers.get("set-cookie") ?? "").includes("waf_clearance="));
+  const replays: number[] = [];
+  await untilBothServe(s, async () => {
+    replays.push((await post()).status);
+  }, 1);
+  ok(replays.length >= 1);
+  assertEquals(replays.filter((x) => x !== 403), [], "every replay is refused, on both workers");
+});
+
+Deno.test("a crashed or killed worker thread is restarted while the other keeps serving", async () => {
+  await using up = startUpstream();
+  await using s = await startTestServer({ config: WORKERS });
+  addSite(s, up.url);
+  const pool = s.dataWorkers!;
+  await until(() => pool.current(), "both workers ready");
+  const restarted = (w: number) => {
+    const st = pool.status()[w - 1]!;
+    return st.restarts === 1 && st.live;
+  };
+  pool.crash(1);
+  // Once the crash is seen (a connection it had accepted dies with it), worker 2 answers
+  // every request while worker 1 is replaced.
+  await until(() => !pool.status()[0]!.live, "worker 1 down");
+  await new Promise((r) => setTimeout(r, 100));
+  for (let i = 0; i < 10; i++) assertEquals((await send(s, "/")).status, 200);
+  await until(() => restarted(1), "worker 1 restarted", 60_000);
+  pool.kill(2);
+  await new Promise((r) => setTimeout(r, 100));
+  for (let i = 0; i < 10; i++) assertEquals((await send(s, "/")).status, 200);
+  await until(() => restarted(2), "worker 2 restarted", 60_000);
+  assertEquals(await ready(s), 200);
+  await untilBothServe(s, async () => {
+    assertEquals((await send(s, "/")).status, 200);
+  });
+  ok(s.logs.some((l) => l.includes("data-plane worker crashed")), "the crash is logged");
+});
