@@ -45,6 +45,12 @@ function Filters({ value, onApply, sites }) {
     e.preventDefault();
     onApply(v);
   };
+  // Reset clears the fields too, so the form never shows filters that are not applied.
+  const reset = () => {
+    const none = Object.fromEntries(FILTERS.map((k) => [k, ""]));
+    setV(none);
+    onApply(none);
+  };
   const input = (k, type = "text") =>
     html`
       <${Field} id=${"filter-" + k} label=${t("logs.filter_" + k)}>
@@ -75,8 +81,7 @@ function Filters({ value, onApply, sites }) {
     </${Field}>
     ${input("class")} ${input("status")}
     <div><button type="submit" id="apply-filters">${t("common.apply")}</button>
-      <button type="button" class="secondary" onClick=${() =>
-    onApply(Object.fromEntries(FILTERS.map((k) => [k, ""])))}>
+      <button type="button" class="secondary" onClick=${reset}>
         ${t("common.reset")}</button></div>
   </form>`;
 }
