@@ -20,7 +20,12 @@ import type { Notify } from "../mod/core/notifications.ts";
 import type { SiteCounterSet } from "../mod/data_plane/site_counters.ts";
 import type { Ctx } from "../routes/api/env.ts";
 import { auditContext } from "../routes/api/actor.ts";
-import { joinCluster, loadNodeIdentity, type NodeIdentity } from "../mod/cluster/node_identity.ts";
+import {
+  joinCluster,
+  loadNodeIdentity,
+  type NodeIdentity,
+  saveRenewedCertificate,
+} from "../mod/cluster/node_identity.ts";
 import { type Config, ConfigProblemError } from "../mod/config/config.ts";
 import { parseListen } from "../mod/config/config_schema.ts";
 import type { Audit } from "../mod/core/audit.ts";
@@ -36,7 +41,8 @@ import { listenMtls } from "../routes/mtls_listen.ts";
 import type { Hono } from "hono";
 
 /** Paths the cluster listener serves; everything else there is 404. */
-const CLUSTER_PATHS = /^\/api\/cluster\/(?:ca|join|nodes\/[0-9a-f]{16}\/(?:heartbeat|policy))$/;
+const CLUSTER_PATHS =
+  /^\/api\/cluster\/(?:ca|join|nodes\/[0-9a-f]{16}\/(?:heartbeat|policy|certificate))$/;
 const JOIN_RETRY_MS = 3000;
 
 export interface ClusterDeps {
@@ -258,6 +264,7 @@ async function createNodeRole(deps: ClusterDeps): Promise<ClusterPlane> {
       intervalMs: durationMs(c.heartbeat_interval),
       counters: () => deps.counters.all(),
       health: deps.ready,
+      saveRenewal: (renewed) => saveRenewedCertificate(deps.dataDir, renewed),
     });
     agent.start();
   };

@@ -27,6 +27,15 @@ export interface NodeRow {
   readonly report: string | null;
 }
 
+/** A renewed certificate of a node, signed but not yet presented by it. */
+export interface RenewalRow {
+  readonly node_id: string;
+  readonly cert_serial: string;
+  readonly cert_fingerprint: string;
+  readonly cert_not_after: number;
+  readonly issued_at: number;
+}
+
 export type NewNode = Pick<
   NodeRow,
   "id" | "name" | "cert_serial" | "cert_fingerprint" | "cert_not_after" | "enrolled_at"
@@ -69,6 +78,17 @@ export function createClusterRepo(db: Db) {
   const removeNode = db.prepare(
     "DELETE FROM cluster_nodes WHERE id = ? AND revoked_at IS NOT NULL",
   );
+  const renewalById = db.prepare("SELECT * FROM cluster_node_renewals WHERE node_id = ?");
+  const putRenewal = db.prepare(
+    `INSERT OR REPLACE INTO cluster_node_renewals
+       (node_id, cert_serial, cert_fingerprint, cert_not_after, issued_at)
+     VALUES (:node_id, :cert_serial, :cert_fingerprint, :cert_not_after, :issued_at)`,
+  );
+  const setCertificate = db.prepare(
+    `UPDATE cluster_nodes SET cert_serial = ?, cert_fingerprint = ?, cert_not_after = ?
+     WHERE id = ? AND revoked_at IS NULL`,
+  );
+  const deleteRenewal = db.prepare("DELETE FROM cluster_node_renewals WHERE node_id = ?");
   return {
     insertToken(row: Omit<JoinTokenRow, "used_at">): void {
       insertToken.run(
@@ -121,6 +141,22 @@ export function createClusterRepo(db: Db) {
     },
     revoke(id: string, now: number): boolean {
       return Number(revoke.run(now, id).changes) === 1;
+    },
+    renewal(id: string): RenewalRow | undefined {
+      return renewalById.get(id) as RenewalRow | undefined;
+    },
+    /** Records a renewed certificate (replacing an earlier one the node never presented). */
+    putRenewal(row: RenewalRow): void {
+      putRenewal.run({ ...row });
+    },
+    /** Makes the renewed certificate the registered one; false when the node is revoked. */
+    promoteRenewal(row: RenewalRow): boolean {
+      const changed = Number(
+        setCertificate.run(row.cert_serial, row.cert_fingerprint, row.cert_not_after, row.node_id)
+          .changes,
+      ) === 1;
+      deleteRenewal.run(row.node_id);
+      return changed;
     },
     /** Deletes a revoked node; false when it is unknown or not revoked. */
     removeNode(id: string): boolean {

@@ -349,6 +349,15 @@ CREATE TABLE access_log_cursors (
   name TEXT PRIMARY KEY,
   last_id INTEGER NOT NULL,
   updated_at INTEGER NOT NULL
+);
+-- Cluster (#19): a node's renewed certificate, signed but not presented yet. Its first use
+-- replaces the registered one, so a node that lost the answer keeps working with its old one.
+CREATE TABLE cluster_node_renewals (
+  node_id TEXT PRIMARY KEY REFERENCES cluster_nodes(id) ON DELETE CASCADE,
+  cert_serial TEXT NOT NULL,
+  cert_fingerprint TEXT NOT NULL,
+  cert_not_after INTEGER NOT NULL,
+  issued_at INTEGER NOT NULL
 );`,
   },
 ];

@@ -1,6 +1,6 @@
 /**
  * `POST /api/cluster/join` on the controller: a one-time token and a CSR in, a client certificate
- * out. The token is checked by id, its secret compared in constant time against the stored hash,
+ * out; and a node's renewal (`POST /api/cluster/nodes/{id}/certificate`) before it expires. The token is checked by id, its secret compared in constant time against the stored hash,
  * and consumed in the same transaction that records the node; the CSR must prove possession of
  * its key and name the node the token enrols. Every refusal is audited with its reason; the
  * caller learns only that the token or the CSR was refused.
@@ -15,13 +15,18 @@ import { readCsr, signClientCsr } from "../tls/x509.ts";
 import type { ClusterCa } from "./cluster_ca.ts";
 import { parseJoinToken } from "./join_tokens.ts";
 
-/** How long a node's client certificate is valid; re-join with a new token to renew. */
+/** How long a node's client certificate is valid; the node renews it before it expires. */
 export const NODE_CERT_DAYS = 365;
 
 export interface JoinRequest {
   readonly token: string;
   readonly csr: string;
   readonly name: string;
+}
+
+export interface RenewAnswer {
+  readonly certificate: string;
+  readonly expires_at: string;
 }
 
 export interface JoinAnswer {
@@ -51,11 +56,17 @@ export interface EnrollmentDeps {
 const TOKEN_REFUSED = "Join token is invalid, expired or already used";
 
 export function createEnrollment(deps: EnrollmentDeps) {
-  const refuse = (ctx: Ctx, nodeId: string | undefined, reason: string, err: AppError) => {
+  const refuse = (
+    ctx: Ctx,
+    nodeId: string | undefined,
+    reason: string,
+    err: AppError,
+    action = "cluster.join",
+  ) => {
     deps.transaction(() =>
       deps.audit.record({
         ...ctx,
-        action: "cluster.join",
+        action,
         target: nodeId ? `cluster_node:${nodeId}` : "cluster",
         result: "denied",
         detail: { reason, code: err.code },
@@ -64,6 +75,44 @@ export function createEnrollment(deps: EnrollmentDeps) {
     return err;
   };
   const badToken = () => new AppError(401, "JOIN_TOKEN_INVALID", TOKEN_REFUSED);
+
+  /** The CSR of node `id`, or a refusal (audited as `action`) saying what is wrong with it. */
+  const nodeCsr = async (ctx: Ctx, action: string, id: string, pem: string) => {
+    const csr = await readCsr(pem);
+    if (!csr) {
+      throw refuse(
+        ctx,
+        id,
+        "csr_invalid",
+        new AppError(
+          400,
+          "CSR_INVALID",
+          "The CSR is not a PEM certificate request with a valid signature",
+        ),
+        action,
+      );
+    }
+    if (csr.commonName !== id) {
+      throw refuse(
+        ctx,
+        id,
+        "csr_identity",
+        new AppError(
+          400,
+          "CSR_IDENTITY_MISMATCH",
+          `The CSR names "${csr.commonName}", but the request is for node "${id}"`,
+        ),
+        action,
+      );
+    }
+    return await signClientCsr(
+      deps.ca.ca,
+      csr,
+      { commonName: id, uri: nodeUri(id), days: NODE_CERT_DAYS },
+      deps.clock.now(),
+      deps.random,
+    );
+  };
 
   return {
     async join(input: JoinRequest, ctx: Ctx): Promise<JoinAnswer> {
@@ -80,38 +129,7 @@ export function createEnrollment(deps: EnrollmentDeps) {
       if (!safeEqual(parsed.caFingerprint, deps.ca.fingerprint)) {
         throw refuse(ctx, id, "other_ca", badToken());
       }
-      const csr = await readCsr(input.csr);
-      if (!csr) {
-        throw refuse(
-          ctx,
-          id,
-          "csr_invalid",
-          new AppError(
-            400,
-            "CSR_INVALID",
-            "The CSR is not a PEM certificate request with a valid signature",
-          ),
-        );
-      }
-      if (csr.commonName !== id) {
-        throw refuse(
-          ctx,
-          id,
-          "csr_identity",
-          new AppError(
-            400,
-            "CSR_IDENTITY_MISMATCH",
-            `The CSR names "${csr.commonName}", but the token enrols node "${id}"`,
-          ),
-        );
-      }
-      const cert = await signClientCsr(
-        deps.ca.ca,
-        csr,
-        { commonName: id, uri: nodeUri(id), days: NODE_CERT_DAYS },
-        now,
-        deps.random,
-      );
+      const cert = await nodeCsr(ctx, "cluster.join", id, input.csr);
       const enrolled = deps.transaction(() => {
         // Consumed here, with the node: two racing joins cannot both enrol.
         if (!deps.repo.useToken(id, deps.clock.now()) || deps.repo.node(id)) return false;
@@ -136,6 +154,33 @@ export function createEnrollment(deps: EnrollmentDeps) {
       if (!enrolled) throw refuse(ctx, id, "used", badToken());
       deps.enrolled?.(id, input.name);
       return { node_id: id, certificate: cert.cert, ca_certificate: deps.ca.ca.cert };
+    },
+
+    /**
+     * Signs a new certificate for an authenticated node (its renewal before expiry). It is kept
+     * as the node's pending certificate: the registered one stays valid until the node first
+     * presents the new one (the registry then swaps them).
+     */
+    async renew(id: string, csrPem: string, ctx: Ctx): Promise<RenewAnswer> {
+      const cert = await nodeCsr(ctx, "cluster.node.renew", id, csrPem);
+      deps.transaction(() => {
+        deps.repo.putRenewal({
+          node_id: id,
+          cert_serial: cert.serial,
+          cert_fingerprint: cert.fingerprint,
+          cert_not_after: cert.notAfter,
+          issued_at: deps.clock.now(),
+        });
+        deps.audit.record({
+          ...ctx,
+          actor: { type: "system", id, name: `node:${id}` },
+          action: "cluster.node.renew",
+          target: `cluster_node:${id}`,
+          result: "success",
+          detail: { serial: cert.serial, expires_at: new Date(cert.notAfter).toISOString() },
+        });
+      });
+      return { certificate: cert.cert, expires_at: new Date(cert.notAfter).toISOString() };
     },
   };
 }

@@ -3,7 +3,8 @@
  * controller over mTLS (version, uptime, policy version, clock, data-plane counters, health) and
  * reads the controller's policy version from the answer; a policy follower (when given) fetches
  * a newer policy. A node that cannot reach its controller keeps serving with what it has and
- * says so in its health; a refused node (revoked) takes no policy.
+ * says so in its health; a refused node (revoked) takes no policy. Within `RENEW_BEFORE_MS` of
+ * its certificate's expiry it renews it over the same channel (a new key, made here).
  */
 import type { Clock } from "../core/clock.ts";
 import type { Logger } from "../core/logger.ts";
@@ -11,6 +12,12 @@ import { VERSION } from "../core/version.ts";
 import { ACTIONS, type SiteCounters } from "../data_plane/site_counters.ts";
 import { type ControllerAnswer, ControllerClient } from "./controller_client.ts";
 import type { NodeIdentity } from "./node_identity.ts";
+import { certificateExpiry, createCsr } from "../tls/x509.ts";
+
+/** A node renews its certificate when it expires within this (30 days). */
+export const RENEW_BEFORE_MS = 30 * 86_400_000;
+/** After a renewal, failed or not, the next one waits this long (10 minutes). */
+const RENEW_RETRY_MS = 600_000;
 
 /** `connected` after a heartbeat was accepted; `unreachable` or `refused` after one was not. */
 export type ControllerLink = "connecting" | "connected" | "unreachable" | "refused";
@@ -33,6 +40,10 @@ export interface NodeAgentDeps {
   /** Extra health facts for the report (readiness). */
   readonly health: () => Readonly<Record<string, unknown>>;
   readonly policy?: PolicyFollower;
+  /** Stores a renewed key and certificate; without it the agent does not renew. */
+  readonly saveRenewal?: (
+    renewed: { readonly key: string; readonly cert: string },
+  ) => Promise<void>;
 }
 
 export interface NodeAgentStatus {
@@ -59,7 +70,11 @@ export function counterTotals(sites: Iterable<SiteCounters>): Record<string, num
 
 export class NodeAgent {
   readonly #deps: NodeAgentDeps;
-  readonly #client: ControllerClient;
+  #identity: NodeIdentity;
+  #client: ControllerClient;
+  #certExpiry: number;
+  #renewAfter = 0;
+  #renewing: Promise<boolean> | undefined;
   readonly #started: number;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #stopped = false;
@@ -72,11 +87,66 @@ export class NodeAgent {
   constructor(deps: NodeAgentDeps) {
     this.#deps = deps;
     this.#started = deps.clock.now();
-    const id = deps.identity;
-    this.#client = new ControllerClient(id.controllerUrl, id.caCert, {
-      cert: id.cert,
-      key: id.key,
-    });
+    this.#identity = deps.identity;
+    this.#client = this.#connect(deps.identity);
+    this.#certExpiry = certificateExpiry(deps.identity.cert);
+  }
+
+  #connect(id: NodeIdentity): ControllerClient {
+    return new ControllerClient(id.controllerUrl, id.caCert, { cert: id.cert, key: id.key });
+  }
+
+  /** When the certificate this node presents expires (ms since the epoch). */
+  certificateExpiry(): number {
+    return this.#certExpiry;
+  }
+
+  /**
+   * Renews the node's certificate: a new key and CSR made here, signed by the controller over
+   * the current mTLS channel, saved, then presented from the next call on. False when it failed
+   * (the current certificate stays in use; the next try waits `RENEW_RETRY_MS`). Calls during a
+   * renewal share it.
+   */
+  renew(): Promise<boolean> {
+    this.#renewing ??= this.#renew().finally(() => (this.#renewing = undefined));
+    return this.#renewing;
+  }
+
+  async #renew(): Promise<boolean> {
+    const d = this.#deps;
+    // At most one renewal per RENEW_RETRY_MS, also after a success (a node whose clock runs far
+    // ahead would otherwise find every new certificate within the window at once).
+    this.#renewAfter = d.clock.now() + RENEW_RETRY_MS;
+    const id = this.#identity.nodeId;
+    try {
+      const { key, csr } = await createCsr(id);
+      const answer = await this.#client.request("POST", `/api/cluster/nodes/${id}/certificate`, {
+        csr,
+      });
+      const cert = answer.body["certificate"];
+      if (answer.status !== 200 || typeof cert !== "string") {
+        const code = (answer.body["error"] as { code?: string } | undefined)?.code;
+        throw new Error(`the controller answered ${answer.status} ${code ?? ""}`.trim());
+      }
+      await d.saveRenewal?.({ key, cert });
+      this.#identity = { ...this.#identity, key, cert };
+      const old = this.#client;
+      this.#client = this.#connect(this.#identity);
+      old.close();
+      this.#certExpiry = certificateExpiry(cert);
+      d.logger.info("renewed the node certificate", {
+        node_id: id,
+        expires_at: new Date(this.#certExpiry).toISOString(),
+      });
+      return true;
+    } catch (err) {
+      d.logger.warn("cannot renew the node certificate; the current one stays in use", {
+        node_id: id,
+        expires_at: new Date(this.#certExpiry).toISOString(),
+        error: String((err as Error)?.message ?? err),
+      });
+      return false;
+    }
   }
 
   start(): void {
@@ -95,7 +165,7 @@ export class NodeAgent {
   /** One heartbeat now (the timer's work; tests call it to avoid waiting). */
   async beat(): Promise<ControllerAnswer | undefined> {
     const d = this.#deps;
-    const id = d.identity.nodeId;
+    const id = this.#identity.nodeId;
     let answer: ControllerAnswer;
     try {
       answer = await this.#client.request("POST", `/api/cluster/nodes/${id}/heartbeat`, {
@@ -148,6 +218,10 @@ export class NodeAgent {
           });
         });
       }
+    }
+    const now = d.clock.now();
+    if (d.saveRenewal && this.#certExpiry - now < RENEW_BEFORE_MS && now >= this.#renewAfter) {
+      await this.renew();
     }
     return answer;
   }

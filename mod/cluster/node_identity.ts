@@ -20,9 +20,43 @@ export interface NodeIdentity {
 
 const dirOf = (dataDir: string) => `${dataDir}/cluster`;
 
+/**
+ * Finishes a renewal interrupted between writing the new key and certificate and moving them in
+ * place (both `.next` files are complete before the first move).
+ */
+async function finishRenewal(dir: string): Promise<void> {
+  try {
+    await Deno.stat(`${dir}/node.crt.next`);
+  } catch (err) {
+    if (err instanceof Deno.errors.NotFound) return;
+    throw err;
+  }
+  await Deno.rename(`${dir}/node.key.next`, `${dir}/node.key`).catch((err) => {
+    if (!(err instanceof Deno.errors.NotFound)) throw err;
+  });
+  await Deno.rename(`${dir}/node.crt.next`, `${dir}/node.crt`);
+}
+
+/**
+ * Replaces the node's key and certificate with renewed ones: both written beside the old ones,
+ * then moved in place (an interruption is finished by the next load).
+ */
+export async function saveRenewedCertificate(
+  dataDir: string,
+  renewed: { readonly key: string; readonly cert: string },
+): Promise<void> {
+  const dir = dirOf(dataDir);
+  await writePrivate(`${dir}/node.key.next`, renewed.key);
+  // node.crt.next appears whole (a rename), and only once the key is written.
+  await Deno.writeTextFile(`${dir}/node.crt.tmp`, renewed.cert, { mode: 0o644 });
+  await Deno.rename(`${dir}/node.crt.tmp`, `${dir}/node.crt.next`);
+  await finishRenewal(dir);
+}
+
 /** The identity saved by an earlier join, or undefined. */
 export async function loadNodeIdentity(dataDir: string): Promise<NodeIdentity | undefined> {
   const dir = dirOf(dataDir);
+  await finishRenewal(dir);
   try {
     const meta = JSON.parse(await Deno.readTextFile(`${dir}/node.json`)) as {
       node_id: string;

@@ -231,10 +231,13 @@ export function createRegistry(deps: RegistryDeps) {
       }
       const facts = await certificateFacts(peer.der);
       const row = deps.repo.node(nodeId);
-      const same = row !== undefined && facts !== undefined &&
-        safeEqual(facts.serial, row.cert_serial) &&
-        safeEqual(facts.fingerprint, row.cert_fingerprint);
-      if (!same) {
+      const is = (c: { cert_serial: string; cert_fingerprint: string } | undefined) =>
+        c !== undefined && facts !== undefined && safeEqual(facts.serial, c.cert_serial) &&
+        safeEqual(facts.fingerprint, c.cert_fingerprint);
+      // The registered certificate, or the renewed one the node presents for the first time.
+      const renewal = row && !is(row) ? deps.repo.renewal(nodeId) : undefined;
+      const renewed = is(renewal);
+      if (!row || (!is(row) && !renewed)) {
         throw refuse(
           ctx,
           nodeId,
@@ -253,6 +256,19 @@ export function createRegistry(deps: RegistryDeps) {
           "NODE_REVOKED",
           `Node "${nodeId}" has been revoked`,
         );
+      }
+      if (renewed) {
+        deps.transaction(() => {
+          deps.repo.promoteRenewal(renewal!);
+          deps.audit.record({
+            ...ctx,
+            actor: { type: "system", id: nodeId, name: `node:${row.name}` },
+            action: "cluster.node.certificate",
+            target: `cluster_node:${nodeId}`,
+            result: "success",
+            detail: { serial: renewal!.cert_serial, previous_serial: row.cert_serial },
+          });
+        });
       }
     },
 

@@ -42,6 +42,8 @@ const heartbeatBody = z.strictObject({
   ),
 });
 
+const renewBody = z.strictObject({ csr: z.string().max(16_384) });
+
 const tokenBody = z.strictObject({
   note: z.string().max(200).optional(),
   ttl_seconds: z.number().int().min(60).max(MAX_TOKEN_TTL_S).optional(),
@@ -137,6 +139,18 @@ export function clusterRoutes(controller: ControllerRouteDeps | undefined): Rout
         const report = await readJson(c, heartbeatBody);
         const beat = d.registry.heartbeat(c.req.param("id")!, report, c.get("clientIp"));
         return c.json({ policy_version: d.policy.current().version, ...beat });
+      },
+    },
+    {
+      method: "POST",
+      path: "/api/cluster/nodes/:id/certificate",
+      access: { kind: "node" },
+      handler: async (c) => {
+        const d = need();
+        const { csr } = await readJson(c, renewBody);
+        const answer = await d.enrollment.renew(c.req.param("id")!, csr, auditContext(c));
+        c.header("cache-control", "no-store");
+        return c.json(answer);
       },
     },
     {

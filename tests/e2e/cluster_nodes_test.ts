@@ -10,7 +10,7 @@ import { eventually, joinedNode, nodeHealth, startController } from "../_helpers
 import { callJson } from "../_helpers/identity.ts";
 import { ControllerClient } from "../../mod/cluster/controller_client.ts";
 import { loadNodeIdentity } from "../../mod/cluster/node_identity.ts";
-import { createCa, createLeaf } from "../../mod/tls/x509.ts";
+import { certificateFacts, createCa, createCsr, createLeaf } from "../../mod/tls/x509.ts";
 import { systemRandom } from "../../mod/core/random.ts";
 import { FakeClock } from "../../mod/core/clock.ts";
 import type { BusEvent } from "../../mod/monitor/event_bus.ts";
@@ -207,4 +207,71 @@ Deno.test("a silent node goes stale, then offline with a node.offline notificati
       )
       ? true
       : undefined);
+});
+
+Deno.test("a node renews its certificate before expiry over mTLS with a new key; the new one replaces the old at its first use", async () => {
+  const ctl = await startController();
+  await using _c = ctl.server;
+  await using node = await joinedNode(ctl, "edge-renew");
+  const before = (await loadNodeIdentity(node.dir))!;
+  const oldSerial = (await certificateFacts(before.cert))!.serial;
+  const agent = node.cluster.agent()!;
+  const registered = async () =>
+    ((await callJson(ctl.server, "GET", `/api/cluster/nodes/${before.nodeId}`, {
+      session: ctl.admin,
+    })).body.item as { certificate: { serial: string } }).certificate.serial;
+
+  // Not due yet: a heartbeat renews nothing.
+  await agent.beat();
+  assertEquals((await loadNodeIdentity(node.dir))!.cert, before.cert);
+  // 340 days on (the node's clock): the certificate expires within 30 days, the next accepted
+  // heartbeat renews it.
+  node.clock.advance(340 * 86_400_000);
+  await agent.beat();
+  const after = (await loadNodeIdentity(node.dir))!;
+  ok(after.cert !== before.cert && after.key !== before.key, "a new key and certificate");
+  assertEquals((await Deno.stat(`${node.dir}/cluster/node.key`)).mode! & 0o777, 0o600);
+  const newSerial = (await certificateFacts(after.cert))!.serial;
+  ok(agent.certificateExpiry() > Date.now() + 360 * 86_400_000, "valid for a year again");
+  // Signed but not presented yet: the registration still names the old certificate.
+  assertEquals(await registered(), oldSerial);
+  await agent.beat();
+  assertEquals((await nodeHealth(node)).link, "connected");
+  assertEquals(await registered(), newSerial);
+
+  const url = ctl.server.clusterUrl!;
+  const asOld = new ControllerClient(url, before.caCert, { cert: before.cert, key: before.key });
+  const asNew = new ControllerClient(url, after.caCert, { cert: after.cert, key: after.key });
+  try {
+    // The old certificate is refused from then on.
+    const old = await asOld.request(
+      "POST",
+      `/api/cluster/nodes/${before.nodeId}/heartbeat`,
+      REPORT,
+    );
+    assertEquals([old.status, (old.body.error as { code: string }).code], [
+      403,
+      "NODE_IDENTITY_MISMATCH",
+    ]);
+    // A renewal CSR must name the node itself.
+    const { csr } = await createCsr("0123456789abcdef");
+    const other = await asNew.request("POST", `/api/cluster/nodes/${before.nodeId}/certificate`, {
+      csr,
+    });
+    assertEquals([other.status, (other.body.error as { code: string }).code], [
+      400,
+      "CSR_IDENTITY_MISMATCH",
+    ]);
+  } finally {
+    asOld.close();
+    asNew.close();
+  }
+  const audited = (ctl.server.db.prepare(
+    "SELECT action, result, target, detail FROM audit_log WHERE action IN ('cluster.node.renew', 'cluster.node.certificate') ORDER BY id",
+  ).all() as Row[]).map((r) => `${r.action}:${r.result}`);
+  assertEquals(audited, [
+    "cluster.node.renew:success",
+    "cluster.node.certificate:success",
+    "cluster.node.renew:denied",
+  ]);
 });
