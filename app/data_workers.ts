@@ -371,6 +371,11 @@ export async function startDataWorkers(
       else l.close();
       return { hostname: addr.hostname, port: (l.addr as Deno.NetAddr).port };
     } catch (err) {
+      if (String((err as Error)?.message).includes("--unstable-net")) {
+        throw new Error(
+          `server.data.workers: ${pool.count} workers share the data ports with reusePort, which needs Deno's --unstable-net flag ("deno task start" and the waf binary pass it); set server.data.workers: 1 or add the flag`,
+        );
+      }
       throw listenerError(name, listenAt, err);
     }
   };

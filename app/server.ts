@@ -19,6 +19,7 @@ import type { Hono } from "hono";
 import type { Env } from "../routes/api/env.ts";
 import type { DataHandler } from "../routes/proxy/status_page.ts";
 import { healthRoutes } from "../routes/api/health.ts";
+import { dataPlaneStatusRoutes } from "../routes/api/data_plane_status.ts";
 import {
   formatAddress,
   listen,
@@ -246,6 +247,14 @@ export async function composeServer(
   const monitor: Monitoring = Object.assign(core, plane);
   const routes: RouteDef[] = [
     ...healthRoutes(readiness, () => cluster.health()),
+    ...dataPlaneStatusRoutes(() => ({
+      setting: config.server.data.workers,
+      workers: workerCount,
+      cores: navigator.hardwareConcurrency,
+      policy_version: dataPlane.policy.current.version,
+      current: dataWorkers?.current() ?? true,
+      threads: dataWorkers?.status() ?? [],
+    })),
     ...cluster.localWrites(dataPlane.routes),
     ...identity.routes,
     ...apiAccess.routes,

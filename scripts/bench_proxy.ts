@@ -18,7 +18,7 @@
  *
  * ```sh
  * deno task bench:proxy [--duration 10] [--connections 50] [--threads 2] [--paced-connections 10]
- *                       [--rss-seconds 60] [--json]
+ *                       [--rss-seconds 60] [--workers 1|N|auto] [--json]
  * ```
  *
  * wrk and nginx-light are installed with apt-get when missing (needs root).
@@ -279,7 +279,13 @@ function seedSites(dataDir: string, upstream: string): void {
   }
 }
 
-async function startWaf(dir: string, upstream: string, dataPort: number, mgmtPort: number) {
+async function startWaf(
+  dir: string,
+  upstream: string,
+  dataPort: number,
+  mgmtPort: number,
+  workers: string,
+) {
   const dataDir = `${dir}/waf`;
   await Deno.mkdir(dataDir, { recursive: true });
   await Deno.writeTextFile(
@@ -287,6 +293,7 @@ async function startWaf(dir: string, upstream: string, dataPort: number, mgmtPor
     `server:
   data:
     listen: "127.0.0.1:${dataPort}"
+    workers: ${workers}
   management:
     listen: "127.0.0.1:${mgmtPort}"
 logging:
@@ -295,7 +302,16 @@ logging:
   );
   seedSites(dataDir, upstream);
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", SERVER_V8_FLAGS, `${ROOT}main.ts`, "serve", "--data-dir", dataDir],
+    args: [
+      "run",
+      "-A",
+      "--unstable-net",
+      SERVER_V8_FLAGS,
+      `${ROOT}main.ts`,
+      "serve",
+      "--data-dir",
+      dataDir,
+    ],
     stdout: "null",
     stderr: "inherit",
   }).spawn();
@@ -340,6 +356,8 @@ export async function main(args: string[]): Promise<number> {
       "paced-connections": { type: "string", default: "10" },
       "rss-seconds": { type: "string", default: "60" },
       json: { type: "boolean", default: false },
+      /** `server.data.workers` of the WAF under test: 1 (the default), a number or `auto`. */
+      workers: { type: "string", default: "1" },
     },
   });
   const opts = {
@@ -387,7 +405,13 @@ export async function main(args: string[]): Promise<number> {
     const honoPort = freePort();
     children.push(await startBareProxy(`http://127.0.0.1:${upPort}`, honoPort, "http1-hono"));
     const wafPort = freePort();
-    const wafChild = await startWaf(dir, `http://127.0.0.1:${upPort}`, wafPort, freePort());
+    const wafChild = await startWaf(
+      dir,
+      `http://127.0.0.1:${upPort}`,
+      wafPort,
+      freePort(),
+      values.workers,
+    );
     children.push(wafChild);
 
     const pid = children.map((c) => c.pid);

@@ -9,6 +9,7 @@ import { addSite, apiFor } from "../_helpers/protection.ts";
 import { startTestServer, type TestServer } from "../_helpers/server.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
 import { siteInput, SYSTEM } from "../_helpers/sites.ts";
+import { ADMIN, startConsoleKit } from "../_helpers/console.ts";
 
 const WORKERS = { server: { data: { workers: 2 } } };
 const UA = "Mozilla/5.0 (X11; Linux x86_64) Firefox/140.0";
@@ -181,4 +182,27 @@ Deno.test("a crashed or killed worker thread is restarted while the other keeps 
     assertEquals((await send(s, "/")).status, 200);
   });
   ok(s.logs.some((l) => l.includes("data-plane worker crashed")), "the crash is logged");
+});
+
+Deno.test("the system page shows the worker setting and each worker on the current policy (chromium)", async () => {
+  await using up = startUpstream();
+  await using kit = await startConsoleKit(WORKERS);
+  if (!kit) return;
+  const { server } = kit;
+  addSite(server, up.url);
+  await until(() => server.dataWorkers!.current(), "both workers on the new policy");
+  const admin = await kit.signIn(ADMIN);
+  await admin.open("system");
+  await admin.page.locator("#data-plane table").waitFor();
+  assertEquals(
+    (await admin.page.locator("#data-plane-setting").textContent())?.trim(),
+    "server.data.workers: 2",
+  );
+  ok((await admin.page.locator("#data-plane-workers").textContent())!.includes("2 worker threads"));
+  assertEquals(await admin.page.locator("#data-plane tbody tr").count(), 2);
+  const policy = (await admin.page.locator("#data-plane-policy").textContent())!;
+  ok(policy.includes("every worker current"), policy);
+  const chinese = await kit.signIn(ADMIN, "zh-CN");
+  await chinese.open("system");
+  await chinese.page.locator("#data-plane h2", { hasText: "数据面" }).waitFor();
 });

@@ -16,6 +16,21 @@ Deno.test("GET /api/system/version reports product, schema, runtime and build", 
   assertEquals((r.body.build as { os: string }).os, Deno.build.os);
 });
 
+Deno.test("GET /api/system/data-plane: one worker is the main thread; it needs read:system", async () => {
+  const { server, viewer } = await ready();
+  await using _ = server;
+  const r = await callJson(server, "GET", "/api/system/data-plane", { session: viewer });
+  assertEquals(r.status, 200);
+  assertEquals(
+    [r.body.setting, r.body.workers, r.body.current, r.body.threads],
+    [1, 1, true, []],
+  );
+  assertEquals(r.body.cores, navigator.hardwareConcurrency);
+  assertEquals(typeof r.body.policy_version, "number");
+  const anonymous = await callJson(server, "GET", "/api/system/data-plane");
+  assertEquals([anonymous.status, errorCode(anonymous)], [401, "UNAUTHORIZED"]);
+});
+
 Deno.test("POST /api/backup/export and /restore always answer 501 with their codes, audited", async () => {
   const { server, admin, viewer } = await ready();
   await using _ = server;

@@ -1,4 +1,4 @@
-// System: the version and runtime, time synchronisation (servers, offsets, measure now,
+// System: the version and runtime, the data plane's worker threads, time synchronisation (servers, offsets, measure now,
 // reselect), where the Prometheus metrics are, and the backup buttons: the backup API answers
 // 501 by design (specification 4.3), so the page explains what to run on the host instead.
 import { post } from "../api.js";
@@ -92,6 +92,50 @@ function TimeSync() {
   </div>`;
 }
 
+/** `server.data.workers` and, per worker thread, whether it serves and on which policy. */
+function DataPlane() {
+  const state = useApi("/api/system/data-plane");
+  const d = state.data;
+  return html`<div class="panel" id="data-plane">
+    <h2>${t("dataplane.title")}</h2>
+    <p class="muted">${t("dataplane.explain")}</p>
+    <${Loading} state=${state} />
+    ${
+    d
+      ? html`
+        <dl class="facts" id="data-plane-facts">
+          <dt>${t("dataplane.setting")}</dt>
+          <dd id="data-plane-setting"><code>server.data.workers: ${String(d.setting)}</code></dd>
+          <dt>${t("dataplane.workers")}</dt>
+          <dd id="data-plane-workers">${d.workers === 1
+            ? t("dataplane.main_thread")
+            : t("dataplane.threads", { n: d.workers, cores: d.cores })}</dd>
+          <dt>${t("dataplane.policy")}</dt>
+          <dd id="data-plane-policy">${d.policy_version} ${d.current
+            ? html`<${Badge} kind="good">${t("dataplane.current")}</${Badge}>`
+            : html`<${Badge} kind="bad">${t("dataplane.behind")}</${Badge}>`}</dd>
+        </dl>
+        ${d.threads.length > 0
+          ? html`<${Table} rowKey=${(w) => w.index} rows=${d.threads} columns=${[
+            { label: t("dataplane.worker"), key: "index" },
+            {
+              label: t("dataplane.serving"),
+              value: (w) =>
+                w.live
+                  ? html`<${Badge} kind="good">${t("common.yes")}</${Badge}>`
+                  : html`<${Badge} kind="bad">${t("common.no")}</${Badge}>`,
+            },
+            { label: t("dataplane.version"), key: "version" },
+            { label: t("dataplane.requests"), key: "requests" },
+            { label: t("dataplane.restarts"), key: "restarts" },
+          ]} />`
+          : null}
+      `
+      : null
+  }
+  </div>`;
+}
+
 /** Where the Prometheus exposition is and whether it needs credentials. */
 function Metrics() {
   const info = useApi(can("read:monitor") ? "/api/monitor/prometheus" : null);
@@ -164,6 +208,7 @@ export default function System() {
       `
       : null
   }
+    <${DataPlane} />
     <${TimeSync} />
     <${Metrics} />
     <${Backup} kind="export" />
