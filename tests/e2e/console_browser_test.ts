@@ -238,10 +238,18 @@ Deno.test("the console's main paths work in a real browser", async (t) => {
     await admin.open("tokens");
     await admin.page.locator("#token-note").fill("deploy script");
     await admin.page.locator("#scope-read-sites").check();
+    await admin.page.locator("#token-days").fill("30");
     assertEquals(await admin.page.locator("#token-never").isDisabled(), true);
     await admin.page.locator("#token-create").click();
     const secret = (await admin.page.locator("#token-secret").textContent())!;
     assertMatch(secret, /^waf_/);
+    await admin.page.locator("#copy-token-secret").click();
+    await admin.page.locator(".done", { hasText: "Copied" }).waitFor();
+    const tokens = await callJson(server, "GET", "/api/system/api-tokens", { session: api });
+    const made = (tokens.body.items as { note: string; expires_at: string; scopes: string[] }[])
+      .find((x) => x.note === "deploy script")!;
+    const days = (Date.parse(made.expires_at) - server.clock.now()) / 86_400_000;
+    ok(days > 29.9 && days <= 30.01, `expires in ${days} days`);
     const bearer = { headers: { authorization: `Bearer ${secret}` } };
     assertEquals((await callJson(server, "GET", "/api/sites", bearer)).status, 200);
     await admin.page.getByRole("cell", { name: "deploy script", exact: true }).waitFor();

@@ -2,7 +2,7 @@
  * The console's remaining main paths in a real headless chromium (issue #21's test list, next to
  * tests/e2e/console_browser_test.ts): an ALAP exception made from an attack record, users
  * created, promoted and disabled, the regex tester, the audit log's filter, the Updates and
- * backup buttons showing their 501 answers, and a readonly user who presses every button of
+ * backup (export, restore) buttons showing their 501 answers, the version facts, and a readonly user who presses every button of
  * every page without the browser sending one state-changing request or being refused once.
  */
 import { assertEquals, assertMatch, ok } from "../_helpers/assert.ts";
@@ -119,13 +119,27 @@ Deno.test("the console's other pages work in a real browser", async (t) => {
     await admin.page.locator("#backup-export .error-box").waitFor();
     assertMatch(
       (await admin.page.locator("#backup-export .error-box code").first().textContent())!,
-      /NOT_IMPLEMENTED$/,
+      /^BACKUP_EXPORT_NOT_IMPLEMENTED$/,
     );
     await admin.page.locator("#backup-export .notice").waitFor();
     assertMatch(
       (await admin.page.locator("#backup-export pre").textContent())!,
       /waf store backup/,
     );
+    await admin.page.locator("#backup-restore button").click();
+    await admin.page.locator("#backup-restore .error-box").waitFor();
+    assertEquals(
+      await admin.page.locator("#backup-restore .error-box code").first().textContent(),
+      "BACKUP_RESTORE_NOT_IMPLEMENTED",
+    );
+    await admin.page.locator("#backup-restore .notice").waitFor();
+    // The version facts come from GET /api/system/version.
+    const version = await callJson(server, "GET", "/api/system/version", { session: api });
+    const facts = await admin.page.locator("#version dd").allTextContents();
+    assertEquals([facts[0], facts[1]], [
+      String(version.body.version),
+      String(version.body.schema_version),
+    ]);
     ok(admin.problems.length === 0, admin.problems.join("\n"));
   });
 

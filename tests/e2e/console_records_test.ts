@@ -1,9 +1,10 @@
 /**
- * The rest of issue #21's page list in a real headless chromium: a site edited (mode, level,
+ * The rest of issue #21's page list in a real headless chromium: the attack log filtered by time,
+ * site, client address, action, class and status, and a record's timings; the dashboard's block
+ * rate, classes, top lists, charts, upstream health and pipeline; a site edited (mode, level,
  * limits, timeouts, a TLS certificate and key uploaded from files) with its certificate state
- * shown; the attack log filtered by time, site, client address, action, class and status, and a
- * record's timings; the expiring certificate in the notifications inbox, marked read; and 2FA
- * turned off by its owner and reset by an administrator.
+ * shown; the expiring certificate in the notifications inbox, marked read; and 2FA turned off by
+ * its owner and reset by an administrator.
  */
 import { Buffer } from "node:buffer";
 import { assertEquals, assertMatch, ok } from "../_helpers/assert.ts";
@@ -114,6 +115,53 @@ Deno.test("sites, the attack log's filters, the inbox and 2FA recovery work in a
       await admin.page.locator("#filter-from").fill("2020-01-01T00:00");
       await apply();
       await rowsWhen(admin, (r) => r.length === 4);
+      ok(admin.problems.length === 0, admin.problems.join("\n"));
+    },
+  );
+
+  await t.step(
+    "the dashboard: block rate, classes, top sites, paths and clients, upstreams, pipeline",
+    async () => {
+      // Four requests, two blocked (one sqli on each site), from the step above.
+      server.monitor.rollups.sample();
+      await admin.open("dashboard");
+      const page = admin.page;
+      await page.locator("#card-requests .value", { hasText: /^4$/ }).waitFor();
+      await page.locator("#card-blocked .value", { hasText: /^2$/ }).waitFor();
+      assertEquals(await page.locator("#card-block_rate .value").textContent(), "50.0%");
+      /** The rows (cell texts) of the table under the heading `title`. */
+      const table = async (title: string) => {
+        const part = page.locator(".grid2 > div", { has: page.locator("h2", { hasText: title }) });
+        await part.locator("tbody tr").first().waitFor();
+        const rows = await part.locator("tbody tr").all();
+        return await Promise.all(
+          rows.map(async (r) => (await r.locator("td").allTextContents()).map((c) => c.trim())),
+        );
+      };
+      assertEquals(await table("Blocked by attack class"), [["sqli", "2"]]);
+      assertEquals(
+        (await table("Top attacked sites")).map((r) => r.slice(0, 2)).sort(),
+        [["blog", "1"], ["shop", "1"]],
+      );
+      assertEquals(
+        (await table("Top attacked paths")).map((r) => r.slice(1)),
+        [["/search", "1"], ["/search", "1"]],
+      );
+      assertEquals(
+        (await table("Top attacking addresses")).sort(),
+        [["198.51.100.7", "1"], ["198.51.100.8", "1"]],
+      );
+      // Both charts are drawn (uPlot canvases), and every site's upstream is listed as up.
+      assertEquals(await page.locator(".chart[role=img] canvas").count() >= 2, true);
+      const upstreams = page.locator("h2", { hasText: "Upstream health" })
+        .locator("xpath=following-sibling::*[1]");
+      const health = await upstreams.locator("tbody tr").allTextContents();
+      assertEquals(health.length, 2, JSON.stringify(health));
+      ok(health.every((h) => h.includes(up.url.replace(/\/$/, "")) && h.includes("up")), health[0]);
+      const pipeline = await page.locator("#pipeline dd").allTextContents();
+      assertEquals(pipeline.length, 4);
+      ok(pipeline.every((v) => /^\d/.test(v)), JSON.stringify(pipeline));
+      await page.locator("#card-dropped .value", { hasText: /^0$/ }).waitFor();
       ok(admin.problems.length === 0, admin.problems.join("\n"));
     },
   );
