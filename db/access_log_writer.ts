@@ -6,8 +6,12 @@
 import type { AccessLogRepo, AccessLogRow, StoredAccessLogRow } from "./access_log_repo.ts";
 
 export interface AccessLogWriter {
-  /** Resolves with the number of rows written; rejects when the batch failed. */
-  write(rows: AccessLogRow[]): Promise<number>;
+  /**
+   * Resolves with the number of rows written; rejects when the batch failed. A `defer`red batch
+   * may wait a little to be written with the next ones (fewer commits); one that is not writes
+   * every batch before it too.
+   */
+  write(rows: AccessLogRow[], defer?: boolean): Promise<number>;
   /**
    * One slice of retention (rows older than `before`, then all but the newest `keep`); resolves
    * with the rows deleted, 0 when done. Batches written meanwhile go in between slices.
@@ -62,6 +66,8 @@ function attempt<T>(fn: () => T): Promise<T> {
 
 type Reply =
   | { kind: "written"; id: number; written: unknown }
+  /** Deferred batches written together: a row count, or the error, per batch. */
+  | { kind: "batches"; ids: number[]; results: Array<number | string> }
   | { kind: "failed"; id: number; error: string }
   | { kind: "closed" };
 
@@ -76,6 +82,16 @@ export function createWorkerWriter(path: string): AccessLogWriter & ShipSource {
   worker.onmessage = (e: MessageEvent<Reply>) => {
     const m = e.data;
     if (m.kind === "closed") return onClosed?.();
+    if (m.kind === "batches") {
+      m.ids.forEach((id, i) => {
+        const p = pending.get(id);
+        pending.delete(id);
+        const r = m.results[i];
+        if (typeof r === "number") p?.resolve(r as never);
+        else p?.reject(new Error(`Access-log batch failed: ${r}`));
+      });
+      return;
+    }
     const p = pending.get(m.id);
     pending.delete(m.id);
     if (m.kind === "written") p?.resolve(m.written as never);
@@ -92,7 +108,7 @@ export function createWorkerWriter(path: string): AccessLogWriter & ShipSource {
     });
   };
   return {
-    write: (rows) => request({ kind: "write", rows }),
+    write: (rows, defer) => request({ kind: "write", rows, defer }),
     prune: (before, keep) => request({ kind: "prune", before, keep }),
     readAfter: (afterId, limit) => request({ kind: "read", afterId, limit }),
     cursor: (name) => request({ kind: "cursor", name }),

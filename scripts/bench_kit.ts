@@ -50,3 +50,35 @@ export async function waitForPort(port: number, what: string): Promise<void> {
   }
   throw new Error(`${what} did not start listening on port ${port}`);
 }
+
+/** The median of `xs` (the mean of the middle two for an even count). */
+export function median(xs: readonly number[]): number {
+  const s = [...xs].sort((x, y) => x - y);
+  const m = s.length / 2;
+  return s.length % 2 ? s[Math.floor(m)]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+/**
+ * An A/B in one run: `rounds` rounds of `measure` on every side, the order alternating so that
+ * neither side always runs after the other; prints each result in `unit` and then the medians.
+ */
+export async function alternate<S extends { readonly name: string }>(
+  sides: readonly S[],
+  rounds: number,
+  unit: string,
+  measure: (side: S) => Promise<number>,
+): Promise<Map<string, number>> {
+  const results = new Map<string, number[]>(sides.map((s) => [s.name, []]));
+  for (let i = 0; i < rounds; i++) {
+    for (const s of i % 2 === 0 ? sides : [...sides].reverse()) {
+      const v = await measure(s);
+      results.get(s.name)!.push(v);
+      console.log(`round ${i + 1} ${s.name}: ${v.toFixed(2)} ${unit}`);
+    }
+  }
+  const medians = new Map([...results].map(([name, xs]) => [name, median(xs)]));
+  const line = [...medians].map(([name, m]) => `${name} ${m.toFixed(2)} ${unit}`).join("  ");
+  const [a, b] = [...medians.values()];
+  console.log(`median: ${line}${b === undefined ? "" : `  (B/A ${((b / a!) * 100).toFixed(1)}%)`}`);
+  return medians;
+}

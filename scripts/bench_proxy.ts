@@ -225,7 +225,7 @@ function parseWrk(out: string): WrkResult {
   };
 }
 
-async function wrk(
+export async function wrk(
   dir: string,
   url: string,
   script: string,
@@ -279,12 +279,15 @@ function seedSites(dataDir: string, upstream: string): void {
   }
 }
 
-async function startWaf(
+/** Starts the WAF (`main.ts serve`) with the benchmark sites; `denoArgs` go before the script. */
+export async function startWaf(
   dir: string,
   upstream: string,
   dataPort: number,
   mgmtPort: number,
-  workers: string,
+  workers = "1",
+  denoArgs: string[] = [],
+  root = ROOT,
 ) {
   const dataDir = `${dir}/waf`;
   await Deno.mkdir(dataDir, { recursive: true });
@@ -307,7 +310,8 @@ logging:
       "-A",
       "--unstable-net",
       SERVER_V8_FLAGS,
-      `${ROOT}main.ts`,
+      ...denoArgs,
+      `${root}main.ts`,
       "serve",
       "--data-dir",
       dataDir,

@@ -145,9 +145,11 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
 
   /**
    * Hands everything queued to the writer; resolves once it is in the store. An early flush
-   * (`partial`) keeps a partial batch for the sinks until the next one.
+   * (`partial`) keeps a partial batch for the sinks until the next one. The timer's flushes
+   * `defer`: the writer thread may hold them briefly to commit several at once; an explicit
+   * flush (a lookup, a listing, the stop) does not, and takes the deferred ones with it.
    */
-  function flush(partial = false): Promise<number> {
+  function flush(partial = false, defer = false): Promise<number> {
     if (queue.length === 0) {
       offer([], !partial);
       return writing.then(() => 0);
@@ -159,7 +161,7 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
       const rows = taken.slice(i, i + options.batchSize).map(toRow);
       offer(rows, !partial && i + options.batchSize >= taken.length);
       batches.push(
-        writer.write(rows).then((n) => {
+        writer.write(rows, defer).then((n) => {
           written += n;
           return n;
         }, (err) => {
@@ -214,7 +216,7 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
       if (queue.length === EARLY_FLUSH_AT && flushTimer !== undefined && !earlyFlush) {
         earlyFlush = setTimeout(() => {
           earlyFlush = undefined;
-          void flush(true);
+          void flush(true, true);
         }, 0);
       }
       return true;
@@ -228,7 +230,7 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
       return await pruneSlices(before, Number.MAX_SAFE_INTEGER);
     },
     start(): void {
-      flushTimer ??= setInterval(() => void flush(), options.flushIntervalMs ?? 100);
+      flushTimer ??= setInterval(() => void flush(false, true), options.flushIntervalMs ?? 100);
     },
     /** Stops the timers, writes what is queued and closes the sinks. */
     async stop(): Promise<void> {

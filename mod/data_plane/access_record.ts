@@ -109,7 +109,8 @@ export function safeEvidence(location: string, evidence: string): string {
 
 /** The query string as stored: values of secret-looking parameters masked, then truncated. */
 export function safeQuery(query: string): string {
-  if (query.length === 0) return query;
+  // A parameter name is part of the query: when nothing in it looks secret, no name does.
+  if (query.length === 0 || (query.length <= QUERY_LIMIT && !isSecretName(query))) return query;
   const masked = query.split("&").map((pair) => {
     const eq = pair.indexOf("=");
     if (eq < 0) return pair;
@@ -126,7 +127,11 @@ export function toRow(record: AccessRecord): AccessLogRow {
       evidence: safeEvidence(record.finding.location, record.finding.evidence),
     }
     : null;
-  const stored = { ...record, query: safeQuery(record.query), finding };
+  const query = safeQuery(record.query);
+  // Most records need no masking: serialised as they are, without a copy.
+  const stored = finding === null && query === record.query
+    ? record
+    : { ...record, query, finding };
   return {
     trace_id: record.trace_id,
     time: record.time,

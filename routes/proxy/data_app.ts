@@ -31,7 +31,9 @@ export function createDataApp(
   logger: Logger,
   traceId: () => string,
 ): DataApp {
-  const app = new Hono<{ Bindings: DataBindings }>();
+  // The one route matches every path, so Hono is not asked to find the path in the URL (the
+  // transaction splits the URL once itself).
+  const app = new Hono<{ Bindings: DataBindings }>({ getPath: () => "/" });
   app.all("*", (c) => handle(c.req.raw, c.env.peer, c.env.proto));
   // The transaction never throws; this only catches a failure before it started.
   app.onError((err, c) => {

@@ -182,3 +182,39 @@ Deno.test("the writer thread inserts and prunes a backlog larger than one retent
     await log.stop();
   }
 });
+
+Deno.test("the writer thread holds the timer's batches briefly; a lookup still finds the newest record", async () => {
+  await using store = await testStore();
+  const repo = createAccessLogRepo(store.db);
+  const log = createAccessLog({
+    queueSize: 10_000,
+    batchSize: 500,
+    retentionDays: 2,
+    maxRecords: 100_000,
+  }, {
+    repo,
+    clock: new FakeClock(Date.UTC(2026, 0, 10)),
+    logger: createMemoryLogger(),
+    writer: createWorkerWriter(`${store.dir}/waf.db`),
+  });
+  log.start();
+  try {
+    // Early flushes of 64, deferred by the writer thread: written within its wait, untouched.
+    for (let burst = 0; burst < 3; burst++) {
+      for (let i = 0; i < 64; i++) log.push(record());
+      await new Promise((r) => setTimeout(r, 0));
+    }
+    for (let i = 0; i < 100 && repo.count() < 192; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assertEquals(repo.count(), 192);
+    // A lookup right after a burst finds its last record (it waits for the deferred write).
+    let last = record();
+    for (let i = 0; i < 64; i++) log.push(last = record());
+    await new Promise((r) => setTimeout(r, 0));
+    assertEquals((await log.get(last.trace_id))?.trace_id, last.trace_id);
+    assertEquals(repo.count(), 256);
+  } finally {
+    await log.stop();
+  }
+});

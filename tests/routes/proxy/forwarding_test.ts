@@ -38,7 +38,7 @@ Deno.test("upstreamHeaders() drops hop-by-hop headers, including those named by 
     "x-kept": "yes",
     host: "shop.test",
   });
-  const out = new Headers(upstreamHeaders(incoming, {
+  const out = new Headers(upstreamHeaders([...incoming], {
     peer: "198.51.100.1",
     trustedPeer: false,
     proto: "http",
@@ -57,7 +57,7 @@ Deno.test("upstreamHeaders() replaces forged forwarding headers from an untruste
     forwarded: "for=6.6.6.6",
     "x-forwarded-proto": "https",
   });
-  const out = new Headers(upstreamHeaders(incoming, {
+  const out = new Headers(upstreamHeaders([...incoming], {
     peer: "2001:db8::1",
     trustedPeer: false,
     proto: "http",
@@ -75,7 +75,7 @@ Deno.test("upstreamHeaders() extends the chain a trusted proxy sent", () => {
     forwarded: "for=203.0.113.9",
     "x-forwarded-proto": "https",
   });
-  const out = new Headers(upstreamHeaders(incoming, {
+  const out = new Headers(upstreamHeaders([...incoming], {
     peer: "10.0.0.1",
     trustedPeer: true,
     proto: "http",

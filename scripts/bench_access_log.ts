@@ -1,0 +1,128 @@
+/**
+ * The access log's cost per record, both threads together: records pushed as the data plane
+ * pushes them (early flushes of 64, the writer thread inserting into a store on disk), with the
+ * process's CPU time (user + system, every thread) divided by the records written. With `--a`
+ * the same run also loads the access log of another checkout and alternates the two (an A/B in
+ * one process, on one machine load).
+ *
+ * ```sh
+ * deno run -A scripts/bench_access_log.ts [--a /tmp/waf-a] [--records 20000] [--rounds 4]
+ * ```
+ */
+import process from "node:process";
+import { parseArgs } from "node:util";
+import { resolve } from "node:path";
+import { alternate } from "./bench_kit.ts";
+
+type Record_ = Record<string, unknown>;
+
+interface Variant {
+  readonly name: string;
+  push(r: Record_): void;
+  flush(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+async function load(name: string, root: string, dir: string): Promise<Variant> {
+  const url = (p: string) => new URL(p, `file://${root}`).href;
+  const { openStore } = await import(url("db/store.ts"));
+  const { createAccessLogRepo } = await import(url("db/access_log_repo.ts"));
+  const { createWorkerWriter } = await import(url("db/access_log_writer.ts"));
+  const { createAccessLog } = await import(url("mod/data_plane/access_log.ts"));
+  const { systemClock } = await import(url("mod/core/clock.ts"));
+  const { createLogger } = await import(url("mod/core/logger.ts"));
+  const path = `${dir}/${name}.db`;
+  const db = openStore(path, { now: Date.now() });
+  const log = createAccessLog(
+    { queueSize: 100_000, batchSize: 500, retentionDays: 30, maxRecords: 10_000_000 },
+    {
+      repo: createAccessLogRepo(db),
+      writer: createWorkerWriter(path),
+      clock: systemClock,
+      logger: createLogger({ format: "text", level: "error" }),
+    },
+  );
+  log.start();
+  return {
+    name,
+    push: (r) => log.push(r),
+    flush: () => log.flush(),
+    stop: async () => {
+      await log.stop();
+      db.close();
+    },
+  };
+}
+
+let seq = 0;
+/** A benign request's record, as the data plane makes it at default protection. */
+function benign(): Record_ {
+  seq++;
+  const now = Date.now();
+  return {
+    trace_id: now.toString(16).padStart(12, "0") + seq.toString(16).padStart(20, "0"),
+    time: now,
+    site_id: "c0ffee00-0000-4000-8000-000000000001",
+    site: "on",
+    client_ip: "127.0.0.1",
+    peer_ip: "127.0.0.1",
+    proto: "http",
+    method: "GET",
+    host: "on.bench",
+    path: "/products",
+    query: "id=42&sort=price&page=2",
+    user_agent: "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 Chrome/126.0 Safari/537.36",
+    status: 200,
+    action: "pass",
+    chain: [
+      { check: "site", result: "match", us: 3 },
+      { check: "rate_limit", result: "pass", us: 1 },
+      { check: "engine", result: "pass", us: 21 },
+      { check: "upstream", result: "200", us: 180 },
+    ],
+    finding: null,
+    findings: 0,
+    upstream: "http://127.0.0.1:8081",
+    bytes_in: 0,
+    bytes_out: 24,
+    latency_us: { total: 230, waf: 50, upstream: 180 },
+  };
+}
+
+async function round(v: Variant, records: number): Promise<number> {
+  const before = process.cpuUsage();
+  for (let i = 0; i < records; i += 64) {
+    for (let j = 0; j < 64; j++) v.push(benign());
+    // The data plane yields between bursts; the early flush runs from a zero timer.
+    await new Promise((r) => setTimeout(r, 0));
+  }
+  await v.flush();
+  const used = process.cpuUsage(before);
+  return (used.user + used.system) / records;
+}
+
+export async function main(args: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      a: { type: "string" },
+      records: { type: "string", default: "20000" },
+      rounds: { type: "string", default: "4" },
+    },
+  });
+  const dir = await Deno.makeTempDir({ prefix: "waf-log-bench-" });
+  const here = new URL("..", import.meta.url).pathname;
+  const variants = [await load("B", here, dir)];
+  if (values.a) variants.unshift(await load("A", resolve(values.a) + "/", dir));
+  const records = Number(values.records);
+  try {
+    for (const v of variants) await round(v, 2000); // warm-up
+    await alternate(variants, Number(values.rounds), "µs CPU a record", (v) => round(v, records));
+  } finally {
+    for (const v of variants) await v.stop();
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+  return 0;
+}
+
+if (import.meta.main) Deno.exit(await main(Deno.args));
