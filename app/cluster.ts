@@ -24,6 +24,7 @@ import {
   joinCluster,
   loadNodeIdentity,
   type NodeIdentity,
+  nodeJoinProblem,
   saveRenewedCertificate,
 } from "../mod/cluster/node_identity.ts";
 import { type Config, ConfigProblemError } from "../mod/config/config.ts";
@@ -231,14 +232,8 @@ async function createNodeRole(deps: ClusterDeps): Promise<ClusterPlane> {
   const c = deps.config.cluster;
   let identity = await loadNodeIdentity(deps.dataDir);
   const token = deps.joinToken ?? c.join_token;
-  if (!identity && !token) {
-    // Without an identity and a token this node could never serve the controller's policy.
-    throw new ConfigProblemError([{
-      path: "cluster.join_token",
-      message:
-        `expected a one-time join token from the controller (POST /api/cluster/join-tokens or its Cluster page): this node has not joined a cluster (no identity in ${deps.dataDir}/cluster/); set cluster.join_token, --join-token or WAF_CLUSTER_JOIN_TOKEN`,
-    }]);
-  }
+  const problem = await nodeJoinProblem(deps.config, deps.dataDir, deps.joinToken);
+  if (problem) throw new ConfigProblemError([problem]);
   let joinProblem: string | undefined;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let stopped = false;

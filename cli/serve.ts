@@ -15,6 +15,7 @@ import { flagsOrUsage, stringFlag } from "./output.ts";
 import { ProductionStorageUnavailableError, startServer } from "../app/server.ts";
 import { ConfigProblemError, deploymentProblems, formatProblems } from "../mod/config/config.ts";
 import { ListenerError } from "../routes/listen.ts";
+import { nodeJoinProblem } from "../mod/cluster/node_identity.ts";
 
 const encoder = new TextEncoder();
 
@@ -52,7 +53,10 @@ export const serveCommand: Command = async (args, global, deps) => {
     let server;
     // The same checks as `waf config check`; the production profile keeps the specification's
     // own failure (ErrProductionStorageUnavailable, exit 1), the others are configuration errors.
+    const joinToken = stringFlag(flags, "join-token") ?? deps.env.clusterJoinToken;
     const problems = deploymentProblems(loaded.config);
+    const join = await nodeJoinProblem(loaded.config, loaded.dataDir, joinToken);
+    if (join) problems.push(join);
     if (problems.some((p) => p.code === "ErrProductionStorageUnavailable")) {
       deps.stderr(`${t("serve.production_unavailable")}\n`);
       return EXIT_FAILURE;
@@ -72,7 +76,7 @@ export const serveCommand: Command = async (args, global, deps) => {
         logger,
         env: {
           ...deps.env,
-          clusterJoinToken: stringFlag(flags, "join-token") ?? deps.env.clusterJoinToken,
+          clusterJoinToken: joinToken,
         },
       });
     } catch (err) {

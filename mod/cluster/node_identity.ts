@@ -3,6 +3,7 @@
  * generated (`node.key`, mode 0600, never sent anywhere), the certificate the controller signed,
  * the cluster CA and `node.json` (id, name, controller). Joining builds it from a join token.
  */
+import type { Config, ConfigProblem } from "../config/config.ts";
 import { AppError } from "../core/errors.ts";
 import { createCsr } from "../tls/x509.ts";
 import { writePrivate } from "./cluster_ca.ts";
@@ -51,6 +52,25 @@ export async function saveRenewedCertificate(
   await Deno.writeTextFile(`${dir}/node.crt.tmp`, renewed.cert, { mode: 0o644 });
   await Deno.rename(`${dir}/node.crt.tmp`, `${dir}/node.crt.next`);
   await finishRenewal(dir);
+}
+
+/**
+ * A node that has neither joined (no identity in `dataDir`) nor a join token could never take
+ * the controller's policy: a configuration mistake that stops start-up (and `waf config check`).
+ * `joinToken` is the one from `--join-token` or WAF_CLUSTER_JOIN_TOKEN.
+ */
+export async function nodeJoinProblem(
+  config: Config,
+  dataDir: string,
+  joinToken: string | undefined,
+): Promise<ConfigProblem | undefined> {
+  if (config.cluster.role !== "node" || (joinToken ?? config.cluster.join_token)) return undefined;
+  if (await loadNodeIdentity(dataDir)) return undefined;
+  return {
+    path: "cluster.join_token",
+    message:
+      `expected a one-time join token from the controller (POST /api/cluster/join-tokens or its Cluster page): this node has not joined a cluster (no identity in ${dataDir}/cluster/); set cluster.join_token, --join-token or WAF_CLUSTER_JOIN_TOKEN`,
+  };
 }
 
 /** The identity saved by an earlier join, or undefined. */

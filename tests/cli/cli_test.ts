@@ -106,6 +106,25 @@ Deno.test("waf config check refuses what waf serve refuses, with the same messag
   assertEquals((await cli(["config", "check", "--config", `${dir}/waf.yaml`])).code, 0);
 });
 
+Deno.test("a cluster node with neither a stored identity nor a join token: config check and serve name cluster.join_token", async () => {
+  await using dir = await tempDir();
+  await Deno.writeTextFile(
+    `${dir}/waf.yaml`,
+    'cluster:\n  role: node\n  controller_url: "https://127.0.0.1:9444"\n',
+  );
+  const problem = /cluster\.join_token: expected a one-time join token/;
+  const check = await cli(["config", "check", "--data-dir", dir]);
+  assertEquals(check.code, 2);
+  assertMatch(check.stderr, problem);
+  const serve = await cli(["serve", "--data-dir", dir]);
+  assertEquals(serve.code, 2);
+  assertMatch(serve.stderr, problem);
+  ok(![...Deno.readDirSync(dir)].some((e) => e.name === "waf.db"), "serve wrote no store");
+  // With the token in the environment, the same file is valid.
+  const env = { clusterJoinToken: "wafjoin.x.y.z" };
+  assertEquals((await cli(["config", "check", "--data-dir", dir], { env })).code, 0);
+});
+
 Deno.test("waf config check on a missing file exits 2", async () => {
   await using dir = await tempDir();
   const r = await cli(["config", "check", "--config", `${dir}/absent.yaml`]);
