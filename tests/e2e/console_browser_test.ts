@@ -187,24 +187,34 @@ Deno.test("the console's main paths work in a real browser", async (t) => {
     await context.close();
   });
 
-  await t.step("a pending ALAP decision shows on the dashboard and is approved", async () => {
-    const policy = await callJson(server, "PUT", "/api/alap/policy", {
-      session: api,
-      body: { client_score_threshold: 150 },
-    });
-    assertEquals(policy.status, 200);
-    for (let i = 0; i < 2; i++) await hit(server, UNION, { ip: "192.0.2.66" });
-    server.dataPlane.protection.alap.flush();
-    await admin.open("dashboard");
-    await textMatches(admin, "#pending-alap", /^1 /);
-    await admin.open("alap");
-    await admin.page.locator("button.approve").click();
-    await admin.page.locator("button.approve").waitFor({ state: "detached" });
-    const decisions = await callJson(server, "GET", "/api/alap/decisions", { session: api });
-    const items = decisions.body.items as { status: string; target: { client_ip?: string } }[];
-    assertEquals(items.map((d) => [d.status, d.target.client_ip]), [["applied", "192.0.2.66"]]);
-    assertEquals((await hit(server, "/", { ip: "192.0.2.66" })).status, 403);
-  });
+  await t.step(
+    "a pending ALAP decision shows on the dashboard, is approved and revoked",
+    async () => {
+      const policy = await callJson(server, "PUT", "/api/alap/policy", {
+        session: api,
+        body: { client_score_threshold: 150 },
+      });
+      assertEquals(policy.status, 200);
+      for (let i = 0; i < 2; i++) await hit(server, UNION, { ip: "192.0.2.66" });
+      server.dataPlane.protection.alap.flush();
+      await admin.open("dashboard");
+      await textMatches(admin, "#pending-alap", /^1 /);
+      await admin.open("alap");
+      await admin.page.locator("button.approve").click();
+      await admin.page.locator("button.approve").waitFor({ state: "detached" });
+      const decisions = await callJson(server, "GET", "/api/alap/decisions", { session: api });
+      const items = decisions.body.items as { status: string; target: { client_ip?: string } }[];
+      assertEquals(items.map((d) => [d.status, d.target.client_ip]), [["applied", "192.0.2.66"]]);
+      assertEquals((await hit(server, "/", { ip: "192.0.2.66" })).status, 403);
+      // Revoked from the applied list (it reads "rejected" then), the address passes again.
+      await admin.page.locator("#alap-status").selectOption("applied");
+      await admin.page.locator("button", { hasText: "Revoke" }).click();
+      await admin.page.locator("button", { hasText: "Revoke" }).waitFor({ state: "detached" });
+      const after = await callJson(server, "GET", "/api/alap/decisions", { session: api });
+      assertEquals((after.body.items as { status: string }[]).map((d) => d.status), ["rejected"]);
+      assertEquals((await hit(server, "/", { ip: "192.0.2.66" })).status, 200);
+    },
+  );
 
   await t.step("a custom block page is previewed in a sandboxed frame and published", async () => {
     await admin.open("block-pages");

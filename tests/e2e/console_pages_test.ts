@@ -38,16 +38,25 @@ Deno.test("the console's other pages work in a real browser", async (t) => {
   const attack = await shopWithAttack(server, api, up.url);
   const admin = await kit.signIn(ADMIN);
 
-  await t.step("one click makes an ALAP exception from an attack record", async () => {
-    await admin.open(`logs/${attack.traceId}`);
-    await admin.page.locator("#record").waitFor();
-    await admin.page.locator("#alap-exception").click();
-    await admin.page.locator(".done").waitFor();
-    // The exception is an ALAP decision proposed from the record's finding.
-    const decisions = await callJson(server, "GET", "/api/alap/decisions", { session: api });
-    assertEquals(decisions.status, 200);
-    ok(JSON.stringify(decisions.body).includes(attack.traceId), JSON.stringify(decisions.body));
-  });
+  await t.step(
+    "one click makes an ALAP exception from an attack record; it is rejected",
+    async () => {
+      await admin.open(`logs/${attack.traceId}`);
+      await admin.page.locator("#record").waitFor();
+      await admin.page.locator("#alap-exception").click();
+      await admin.page.locator(".done").waitFor();
+      // The exception is an ALAP decision proposed from the record's finding.
+      const decisions = await callJson(server, "GET", "/api/alap/decisions", { session: api });
+      assertEquals(decisions.status, 200);
+      ok(JSON.stringify(decisions.body).includes(attack.traceId), JSON.stringify(decisions.body));
+      // The proposal waits on the ALAP page; rejecting it leaves nothing proposed.
+      await admin.open("alap");
+      await admin.page.locator("button.reject").click();
+      await admin.page.locator("button.reject").waitFor({ state: "detached" });
+      const after = await callJson(server, "GET", "/api/alap/decisions", { session: api });
+      assertEquals((after.body.items as { status: string }[]).map((d) => d.status), ["rejected"]);
+    },
+  );
 
   await t.step("users are created, promoted and disabled", async () => {
     await admin.open("users");
