@@ -19,6 +19,7 @@ import { parseListen } from "../mod/config/config_schema.ts";
 import type { EventLog } from "../mod/core/event_log.ts";
 import type { Logger } from "../mod/core/logger.ts";
 import { recordEvents } from "../mod/data_plane/record_events.ts";
+import { type AcmeChallenges, createAcmeChallenges } from "../mod/data_plane/acme_challenges.ts";
 import { createPgShipper } from "../mod/data_plane/pg_shipper.ts";
 import {
   createPgSinkConfig,
@@ -48,6 +49,8 @@ export interface DataPlane {
   readonly sites: Sites;
   readonly policy: Policy;
   readonly accessLog: AccessLog;
+  /** Pending ACME HTTP-01 answers the data plane serves (the ACME issuer adds them). */
+  readonly acmeChallenges: AcmeChallenges;
   /** The PostgreSQL sink's run-time configuration (`PUT /api/storage/sink`). */
   readonly pgSink: PgSinkConfig;
   readonly proxy: Proxy;
@@ -161,8 +164,10 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     random,
     defaultLevel: () => settings.get(SETUP_KEYS.siteLevel) as SiteConfig["level"] | undefined,
   });
+  const acmeChallenges = createAcmeChallenges();
   // Both listeners (HTTP here, HTTPS through the TLS front) run requests through the Hono app.
   const { proxy, data } = createProxyApp({
+    acme: acmeChallenges,
     policy,
     accessLog,
     clock,
@@ -180,6 +185,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     policy,
     accessLog,
     pgSink,
+    acmeChallenges,
     proxy,
     protection,
     apisec,

@@ -11,6 +11,10 @@ import type { Clock } from "../mod/core/clock.ts";
 import type { Config } from "../mod/config/config.ts";
 import { createStorage, type Storage } from "../mod/ops/storage.ts";
 import { storageRoutes } from "../routes/api/storage.ts";
+import { acmeRoutes } from "../routes/api/acme.ts";
+import { type Acme, createAcme } from "../mod/tls/acme.ts";
+import { createSettingsRepo } from "../db/settings_repo.ts";
+import { createSecretBox, TOTP_KEY_FILE } from "../mod/core/secret_box.ts";
 import type { Logger } from "../mod/core/logger.ts";
 import type { Random } from "../mod/core/random.ts";
 import { createScheduler, type Scheduler, type TaskDef } from "../mod/ops/scheduler.ts";
@@ -36,10 +40,14 @@ export interface OpsDeps {
   readonly dataPlane: DataPlane;
   readonly identity: Identity;
   readonly apiAccess: ApiAccess;
+  /** How often the ACME client polls the CA while it validates (tests shorten it). */
+  readonly acmeBackoff?: { attempts: number; minMs: number; maxMs: number };
 }
 
 export interface OpsPlane {
   readonly scheduler: Scheduler;
+  /** ACME certificates for sites (issued on request, renewed by `certificate-renewal`). */
+  readonly acme: Acme;
   readonly storage: Storage;
   readonly routes: readonly RouteDef[];
   start(): void;
@@ -61,7 +69,7 @@ const optimizeSettings = z.strictObject({
 });
 
 /** Every routine the scheduler runs, with its default schedule. */
-export function maintenanceTasks(deps: OpsDeps): TaskDef<never>[] {
+export function maintenanceTasks(deps: OpsDeps, acme: Acme): TaskDef<never>[] {
   const { dataPlane, identity, apiAccess, core, plane, clock } = deps;
   const dbPath = `${deps.dataDir}/waf.db`;
   const timeSync = core.timeSync;
@@ -157,6 +165,15 @@ export function maintenanceTasks(deps: OpsDeps): TaskDef<never>[] {
       run: () => ({ expiring: plane.certificates.check() }),
     },
     {
+      id: "certificate-renewal",
+      title: "ACME certificate renewal",
+      description:
+        "Renews the ACME certificate of every site that expires within 30 days, and retries the sites whose last order failed (each failure notifies).",
+      schedule: { every_ms: 12 * HOUR },
+      jitterMs: HOUR,
+      run: () => acme.renewDue(),
+    },
+    {
       id: "time-sync",
       title: "Time synchronisation",
       description:
@@ -176,6 +193,27 @@ export function maintenanceTasks(deps: OpsDeps): TaskDef<never>[] {
 
 export function createOps(deps: OpsDeps): OpsPlane {
   const tx = <T>(fn: () => T): T => transaction(deps.db, fn);
+  const sites = deps.dataPlane.sites;
+  const acme = createAcme({
+    settings: createSettingsRepo(deps.db),
+    box: createSecretBox(`${deps.dataDir}/${TOTP_KEY_FILE}`, deps.random),
+    audit: deps.audit,
+    clock: deps.clock,
+    logger: deps.logger,
+    transaction: tx,
+    site: (id) => {
+      try {
+        return sites.get(id);
+      } catch {
+        return undefined;
+      }
+    },
+    install: (id, pair, who) => sites.installCertificate(id, pair, "acme", who),
+    challenges: deps.dataPlane.acmeChallenges,
+    notify: deps.core.notify,
+    publish: (payload) => deps.core.bus.publish("acme.certificate", payload),
+    backoff: deps.acmeBackoff,
+  });
   const scheduler = createScheduler({
     repo: createOpsTasksRepo(deps.db),
     clock: deps.clock,
@@ -184,7 +222,7 @@ export function createOps(deps: OpsDeps): OpsPlane {
     transaction: tx,
     notify: deps.core.notify,
     publish: (kind, payload) => deps.core.bus.publish(kind, payload),
-  }, maintenanceTasks(deps));
+  }, maintenanceTasks(deps, acme));
   const storage = createStorage({
     dataDir: deps.dataDir,
     clock: deps.clock,
@@ -202,7 +240,12 @@ export function createOps(deps: OpsDeps): OpsPlane {
   return {
     scheduler,
     storage,
-    routes: [...opsTaskRoutes({ ...sink, scheduler }), ...storageRoutes({ ...sink, storage })],
+    acme,
+    routes: [
+      ...opsTaskRoutes({ ...sink, scheduler }),
+      ...storageRoutes({ ...sink, storage }),
+      ...acmeRoutes({ ...sink, acme }),
+    ],
     start: () => scheduler.start(),
     stop: () => scheduler.stop(),
   };

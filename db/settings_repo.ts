@@ -8,6 +8,9 @@ export function createSettingsRepo(db: Db) {
      ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
   );
   const del = db.prepare("DELETE FROM settings WHERE key = ?");
+  const byPrefix = db.prepare(
+    "SELECT key, value FROM settings WHERE substr(key, 1, length(?)) = ? ORDER BY key",
+  );
   return {
     /** The parsed JSON value under `key`, or undefined. */
     get(key: string): unknown {
@@ -16,6 +19,11 @@ export function createSettingsRepo(db: Db) {
     },
     set(key: string, value: unknown, now: number): void {
       put.run(key, JSON.stringify(value), now);
+    },
+    /** Every row whose key starts with `prefix`, parsed. */
+    list(prefix: string): { key: string; value: unknown }[] {
+      return (byPrefix.all(prefix, prefix) as { key: string; value: string }[])
+        .map((r) => ({ key: r.key, value: JSON.parse(r.value) }));
     },
     delete(key: string): boolean {
       return Number(del.run(key).changes) > 0;

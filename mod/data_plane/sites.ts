@@ -268,6 +268,41 @@ export function createSites(deps: SitesDeps) {
       policy.rebuild();
       return siteView(site, clock.now());
     },
+    /**
+     * Installs a certificate chain and key obtained for the site (ACME): the site's settings are
+     * unchanged, the policy is rebuilt so SNI serves the new pair at once. Audited without key
+     * material.
+     */
+    installCertificate(
+      id: string,
+      pair: { cert: string; key: string },
+      source: string,
+      who: AuditContext,
+    ): SiteView {
+      const site = transaction(db, () => {
+        const before = load(id);
+        const { id: _id, created_at: _c, updated_at: _u, ...rest } = before;
+        const tls = resolveTls(pair, undefined);
+        const config: SiteConfig = { ...rest, tls };
+        repo.update({
+          id,
+          name: before.name,
+          config: stored(config, tls),
+          updated_at: clock.now(),
+        });
+        const state = certificateState(pair.cert, clock.now());
+        audit.record({
+          ...who,
+          action: "site.certificate.install",
+          target: id,
+          result: "success",
+          detail: { source, issuer: state.issuer, names: state.names, not_after: state.not_after },
+        });
+        return load(id);
+      });
+      policy.rebuild();
+      return siteView(site, clock.now());
+    },
     remove(id: string, who: AuditContext): void {
       transaction(db, () => {
         const before = load(id);

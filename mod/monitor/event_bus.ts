@@ -21,6 +21,7 @@ export const REALTIME_KINDS = [
   "node.status",
   "time.sync",
   "ai.approval",
+  "acme.certificate",
 ] as const;
 export type RealtimeKind = typeof REALTIME_KINDS[number];
 

@@ -23,6 +23,7 @@ export const CHANNEL_EVENTS = [
   "login.lockout",
   "time.offset",
   "ai.approval",
+  "acme.failed",
 ] as const;
 export type ChannelEvent = typeof CHANNEL_EVENTS[number];
 

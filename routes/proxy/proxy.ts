@@ -3,6 +3,7 @@
  * once (upstream client, protection controls) and runs one {@link Transaction} per request on
  * the policy in force when the request arrived. The order of checks lives in the transaction.
  */
+import type { AcmeChallenges } from "../../mod/data_plane/acme_challenges.ts";
 import type { ApiSecRuntime } from "../../mod/apisec/apisec_runtime.ts";
 import type { Clock } from "../../mod/core/clock.ts";
 import type { Logger } from "../../mod/core/logger.ts";
@@ -24,6 +25,8 @@ export interface ProxyDeps {
   readonly apisec?: ApiSecRuntime;
   /** How requests reach upstreams (default: the HTTP/1.1 client with its keep-alive pools). */
   readonly upstream?: UpstreamClient;
+  /** Pending ACME HTTP-01 answers, served before any protection check. */
+  readonly acme?: AcmeChallenges;
 }
 
 /** Handles one request from a peer; `proto` is how the client reached the data plane. */
@@ -48,6 +51,7 @@ export function createProxy(deps: ProxyDeps): Proxy {
     upstream: deps.upstream ?? createHttp1Upstream(),
     protection: deps.protection,
     apisec: deps.apisec,
+    acme: deps.acme,
   };
   return {
     handle: (req, peer, proto) =>

@@ -15,6 +15,10 @@
  * one exit); nothing here touches SQLite, and nothing throws: a failure becomes a status page
  * with the trace id.
  */
+import {
+  ACME_CHALLENGE_PREFIX,
+  type AcmeChallenges,
+} from "../../mod/data_plane/acme_challenges.ts";
 import type { EngineRequest, Inspection } from "../../engine/mod.ts";
 import { type IpAddress, parseIp } from "../../engine/ip_address.ts";
 import { RequestView } from "../../engine/request_view.ts";
@@ -92,6 +96,8 @@ export interface ProxyContext {
   readonly protection: ProtectionControls | undefined;
   /** API security's per-process state; absent when the data plane runs without it. */
   readonly apisec?: ApiSecRuntime;
+  /** Pending ACME HTTP-01 answers; absent when the data plane runs without them. */
+  readonly acme?: AcmeChallenges;
 }
 
 /** The challenge difficulty of a custom rule whose action is `challenge`. */
@@ -287,6 +293,17 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     record.site = site.name;
     record.client_ip = clientAddress(this.peer, req.headers, site.trustedProxies);
     chain.add("site", "match");
+    if (this.#ctx.acme !== undefined && this.path.startsWith(ACME_CHALLENGE_PREFIX)) {
+      const answer = this.#ctx.acme.answer(
+        hostOf(this.host),
+        this.path.slice(ACME_CHALLENGE_PREFIX.length),
+      );
+      if (answer !== undefined) {
+        // The CA validating an order of this site's host: before any protection check.
+        chain.add("acme", "answered");
+        return new Response(answer, { headers: { "content-type": "text/plain" } });
+      }
+    }
     return (await this.protectionHeaders(site)) ?? await this.apiSecurity(site);
   }
 

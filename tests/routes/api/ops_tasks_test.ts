@@ -53,6 +53,7 @@ const ROUTINES = [
   "store-backup",
   "store-optimize",
   "certificate-check",
+  "certificate-renewal",
   "time-sync",
 ];
 

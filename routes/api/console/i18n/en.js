@@ -646,6 +646,7 @@ export default {
   "channels.event_login_lockout": "Login lockout",
   "channels.event_time_offset": "Clock offset too large",
   "channels.event_ai_approval": "AI assistant change awaiting approval",
+  "channels.event_acme_failed": "ACME certificate failed",
   "channels.url": "Webhook URL",
   "channels.url_hint_webhook": "Receives a JSON body.",
   "channels.url_hint_slack": "The Slack incoming-webhook URL.",

@@ -609,6 +609,7 @@ export default {
   "channels.event_login_lockout": "登录锁定",
   "channels.event_time_offset": "时钟偏差过大",
   "channels.event_ai_approval": "AI 助手变更待审批",
+  "channels.event_acme_failed": "ACME 证书申请失败",
   "channels.url": "Webhook 地址",
   "channels.url_hint_webhook": "接收 JSON 请求体。",
   "channels.url_hint_slack": "Slack 传入 Webhook 地址。",
