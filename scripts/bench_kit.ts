@@ -82,3 +82,23 @@ export async function alternate<S extends { readonly name: string }>(
   console.log(`median: ${line}${b === undefined ? "" : `  (B/A ${((b / a!) * 100).toFixed(1)}%)`}`);
   return medians;
 }
+
+/** CPU clock ticks (1/100 s) used so far by `pid`, its threads and its child processes. */
+export function cpuTicks(pid: number): number {
+  const ticks = (p: number) => {
+    try {
+      const fields = Deno.readTextFileSync(`/proc/${p}/stat`).split(") ")[1]!.split(" ");
+      return Number(fields[11]) + Number(fields[12]);
+    } catch {
+      return 0;
+    }
+  };
+  let total = ticks(pid);
+  try {
+    const kids = Deno.readTextFileSync(`/proc/${pid}/task/${pid}/children`).trim();
+    for (const k of kids.split(/\s+/).filter(Boolean)) total += ticks(Number(k));
+  } catch {
+    // no children listing: the process alone
+  }
+  return total;
+}

@@ -14,7 +14,9 @@
  * included.
  *
  * By default (`--mode paired`) both servers run at once and every round loads both at the same
- * moment; the verdict is the median of the rounds' ratios. `--calibrate` adds a control pair of
+ * moment; the verdict is the median of the rounds' ratios. Each round also reads each server's CPU
+ * time (`/proc`) and prints the CPU time per request, baseline over variant: the throughput the
+ * variant keeps on the same CPU, the steadier figure when other work takes the cores. `--calibrate` adds a control pair of
  * two engine-only servers (the method's noise floor, expected near 100%). `--mode alternate`
  * runs one server at a time in alternating rounds and compares the best rounds.
  *
@@ -26,7 +28,7 @@
  * wrk is installed with apt-get when missing (needs root).
  */
 import { parseArgs } from "node:util";
-import { ensure, freePort, run, waitForPort } from "./bench_kit.ts";
+import { cpuTicks, ensure, freePort, run, waitForPort } from "./bench_kit.ts";
 import { SERVER_V8_FLAGS } from "./server_flags.ts";
 import { createAuditRepo } from "../db/audit_repo.ts";
 import { createPolicyObjectsRepo } from "../db/policy_objects_repo.ts";
@@ -254,6 +256,14 @@ async function wrk(dir: string, port: number, o: WrkOptions, mix = "mix") {
   return Number(/Requests\/sec:\s+([\d.]+)/.exec(r.out)?.[1] ?? NaN);
 }
 
+/** wrk against one server, with the CPU time its process used per request (µs). */
+async function measuredWrk(dir: string, port: number, pid: number, o: WrkOptions, mix: string) {
+  const before = cpuTicks(pid);
+  const rps = await wrk(dir, port, o, mix);
+  const requests = Math.max(1, rps * o.duration);
+  return { rps, cpuUs: ((cpuTicks(pid) - before) * 10_000) / requests };
+}
+
 async function startWaf(dataDir: string, port: number) {
   const extra = dataDir.endsWith("/apisec") ? apisecYaml() : "";
   await Deno.writeTextFile(
@@ -309,39 +319,48 @@ async function paired(
       const port = freePort();
       servers.set(name, { port, child: await startWaf(`${dir}/${name}`, port) });
     }
-    const port = (name: string) => servers.get(name)!.port;
+    const server = (name: string) => servers.get(name)!;
     // The API-security pair sends the bearer token to both sides (the baseline ignores it).
     const both = (b: string, d: number) => {
       const mix = b === "apisec" ? "mix-token" : "mix";
-      return Promise.all([
-        wrk(dir, port("engine"), { ...half, duration: d }, mix),
-        wrk(dir, port(b), { ...half, duration: d }, mix),
-      ]);
+      const one = (name: string) =>
+        measuredWrk(dir, server(name).port, server(name).child.pid, { ...half, duration: d }, mix);
+      return Promise.all([one("engine"), one(b)]);
     };
     let verdict = NaN;
     for (const [baseName, otherName, other] of pairs) {
       await both(other, 2);
       const ratios: number[] = [];
+      // CPU per request, baseline over other: the throughput the other would keep on the same
+      // CPU, steadier than req/s when neighbours take the cores.
+      const cpuRatios: number[] = [];
       const base: number[] = [];
       const them: number[] = [];
       for (let round = 0; round < rounds; round++) {
         const [e, a] = await both(other, o.duration);
-        base.push(e);
-        them.push(a);
-        ratios.push(a / e);
+        base.push(e.rps);
+        them.push(a.rps);
+        ratios.push(a.rps / e.rps);
+        cpuRatios.push(e.cpuUs / a.cpuUs);
         console.log(
-          `round ${round + 1}  ${baseName} ${e.toFixed(0)} req/s, ${otherName} ${
-            a.toFixed(0)
-          } req/s, ratio ${pct(a / e)}`,
+          `round ${round + 1}  ${baseName} ${e.rps.toFixed(0)} req/s ${
+            e.cpuUs.toFixed(0)
+          } µs CPU/req, ${otherName} ${a.rps.toFixed(0)} req/s ${
+            a.cpuUs.toFixed(0)
+          } µs CPU/req, ratio ${pct(a.rps / e.rps)}, CPU ratio ${pct(e.cpuUs / a.cpuUs)}`,
         );
       }
       console.log(
         `${otherName} / ${baseName}: median ${pct(median(ratios))}, total ${
           pct(mean(them) / mean(base))
-        } (ratios ${pct(Math.min(...ratios))} to ${pct(Math.max(...ratios))})\n`,
+        } (ratios ${pct(Math.min(...ratios))} to ${pct(Math.max(...ratios))}); CPU per request ${
+          pct(median(cpuRatios))
+        } median (${pct(Math.min(...cpuRatios))} to ${pct(Math.max(...cpuRatios))})\n`,
       );
       if (other === "all") verdict = median(ratios);
     }
+    const load = (await Deno.readTextFile("/proc/loadavg")).split(" ").slice(0, 3).join(" ");
+    console.log(`load average at the end: ${load}`);
     console.log(`ratio         ${pct(verdict)} median of paired rounds (target >= 80%)`);
     return verdict >= 0.8 ? 0 : 1;
   } finally {

@@ -24,7 +24,7 @@
  * wrk and nginx-light are installed with apt-get when missing (needs root).
  */
 import { parseArgs } from "node:util";
-import { ensure, freePort, run, waitForPort } from "./bench_kit.ts";
+import { cpuTicks, ensure, freePort, run, waitForPort } from "./bench_kit.ts";
 import { SERVER_V8_FLAGS } from "./server_flags.ts";
 import { createAuditRepo } from "../db/audit_repo.ts";
 import { createSitesRepo } from "../db/sites_repo.ts";
@@ -48,26 +48,6 @@ interface WrkResult {
   readonly requests: number;
   /** CPU time the target's process(es) used per request, in µs (all threads, and children). */
   cpuUs?: number;
-}
-
-/** CPU clock ticks (1/100 s) used so far by `pid`, its threads and its child processes. */
-function cpuTicks(pid: number): number {
-  const ticks = (p: number) => {
-    try {
-      const fields = Deno.readTextFileSync(`/proc/${p}/stat`).split(") ")[1]!.split(" ");
-      return Number(fields[11]) + Number(fields[12]);
-    } catch {
-      return 0;
-    }
-  };
-  let total = ticks(pid);
-  try {
-    const kids = Deno.readTextFileSync(`/proc/${pid}/task/${pid}/children`).trim();
-    for (const k of kids.split(/\s+/).filter(Boolean)) total += ticks(Number(k));
-  } catch {
-    // no children listing: the process alone
-  }
-  return total;
 }
 
 /** A wrk run that also reports the target process's CPU time per request. */

@@ -38,13 +38,12 @@ export function jsonKeys(view: RequestView): readonly string[] {
   }
 }
 
-function hasParam(view: RequestView, name: string, json: { keys?: readonly string[] }): boolean {
-  for (const [k] of view.params) if (k === name) return true;
-  return (json.keys ??= jsonKeys(view)).includes(name);
-}
+/** What {@link violations} answers for a valid request (shared: nothing allocated). */
+const NONE: readonly Violation[] = Object.freeze([]);
 
 /**
- * Every way the request breaks the schema (empty: valid).
+ * Every way the request breaks the schema (empty: valid). A valid request allocates nothing:
+ * the list, and the JSON body's keys, are made only when needed.
  *
  * @param bodyBytes the body's size (declared or read), null when unknown
  */
@@ -52,37 +51,40 @@ export function violations(
   s: CompiledSchema,
   view: RequestView,
   bodyBytes: number | null,
-): Violation[] {
-  const out: Violation[] = [];
+): readonly Violation[] {
+  let out: Violation[] | undefined;
   for (const h of s.requiredHeaders) {
     if (view.header(h) === undefined) {
-      out.push({
+      (out ??= []).push({
         code: "missing_header",
         location: `header:${h}`,
         detail: `missing header "${h}"`,
       });
     }
   }
-  const json: { keys?: readonly string[] } = {};
-  for (const p of s.requiredParams) {
-    if (!hasParam(view, p, json)) {
-      out.push({
-        code: "missing_param",
-        location: `param:${p}`,
-        detail: `missing parameter "${p}"`,
-      });
-    }
+  let keys: readonly string[] | undefined;
+  const params = s.requiredParams.length > 0 ? view.params : NO_PARAMS;
+  required: for (const p of s.requiredParams) {
+    for (const [k] of params) if (k === p) continue required;
+    if ((keys ??= jsonKeys(view)).includes(p)) continue;
+    (out ??= []).push({
+      code: "missing_param",
+      location: `param:${p}`,
+      detail: `missing parameter "${p}"`,
+    });
   }
-  if (s.body !== undefined) bodyViolations(s, view, bodyBytes, out);
+  if (s.body !== undefined) bodyViolations(s, view, bodyBytes, out ??= []);
   if (s.maxBodyBytes > 0 && bodyBytes !== null && bodyBytes > s.maxBodyBytes) {
-    out.push({
+    (out ??= []).push({
       code: "body_too_large",
       location: "body",
       detail: `body of ${bodyBytes} bytes is over the schema's limit of ${s.maxBodyBytes}`,
     });
   }
-  return out;
+  return out === undefined || out.length === 0 ? NONE : out;
 }
+
+const NO_PARAMS: ReadonlyArray<readonly [string, string]> = [];
 
 /**
  * The JSON body against the entry's JSON Schema. A body longer than the inspected prefix is not

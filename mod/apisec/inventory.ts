@@ -23,6 +23,13 @@ const BUFFER_LIMIT = 10_000;
 const VARIETY_KEYS_LIMIT = 50_000;
 const FLUSH_EVERY_MS = 30_000;
 const DRAIN_EVERY_MS = 2_000;
+/**
+ * Buffered samples that bring the drain forward (to the next macrotask, still off the request
+ * path): samples then die young instead of surviving into the old generation under heavy traffic.
+ */
+const EAGER_DRAIN = 512;
+/** Paths whose template is remembered (cleared whole when full or when clustering changes). */
+const TEMPLATE_CACHE_LIMIT = 4096;
 
 /** One sampled request, as the data plane saw it. */
 export interface Sample {
@@ -96,6 +103,9 @@ export function createInventory(o: InventoryOptions) {
   let dropped = 0;
   let lastFlush = o.clock.now();
   let timer: ReturnType<typeof setInterval> | undefined;
+  let eager: ReturnType<typeof setTimeout> | undefined;
+  /** `site \0 path` -> its template under the clustering in force. */
+  const templates = new Map<string, string>();
 
   for (const row of o.repo.load(maxEndpoints)) {
     const e = { ...JSON.parse(row.data) as Endpoint, site_id: row.site_id, template: row.template };
@@ -108,6 +118,7 @@ export function createInventory(o: InventoryOptions) {
 
   /** Merges the endpoints under `parent`'s literal children into `parent/{param}/...`. */
   function collapse(site: string, parent: string): void {
+    templates.clear();
     const depth = parent === "" ? 1 : parent.split("/").length;
     for (const [k, e] of [...endpoints]) {
       if (e.site_id !== site || !e.template.startsWith(`${parent}/`)) continue;
@@ -139,7 +150,10 @@ export function createInventory(o: InventoryOptions) {
         const vk = keyOf(site, parent);
         let seen = variety.get(vk);
         if (!seen) {
-          if (variety.size >= VARIETY_KEYS_LIMIT) variety.clear();
+          if (variety.size >= VARIETY_KEYS_LIMIT) {
+            variety.clear();
+            templates.clear();
+          }
           seen = new Set();
           variety.set(vk, seen);
         }
@@ -156,8 +170,20 @@ export function createInventory(o: InventoryOptions) {
     return out === "" ? "/" : out;
   }
 
+  /** {@link templateOf}, remembered per path (a repeated path teaches clustering nothing new). */
+  function cachedTemplate(site: string, path: string): string {
+    const k = keyOf(site, path);
+    let t = templates.get(k);
+    if (t === undefined) {
+      t = templateOf(site, path);
+      if (templates.size >= TEMPLATE_CACHE_LIMIT) templates.clear();
+      templates.set(k, t);
+    }
+    return t;
+  }
+
   function add(s: Sample): void {
-    const template = templateOf(s.siteId, s.path);
+    const template = cachedTemplate(s.siteId, s.path);
     const k = keyOf(s.siteId, template);
     let e = endpoints.get(k);
     if (!e) {
@@ -203,6 +229,12 @@ export function createInventory(o: InventoryOptions) {
         return;
       }
       buffer.push(s);
+      if (buffer.length >= EAGER_DRAIN && timer !== undefined && eager === undefined) {
+        eager = setTimeout(() => {
+          eager = undefined;
+          inventory.drain();
+        }, 0);
+      }
     },
 
     /** Clusters the buffered samples into the endpoints. */
@@ -248,6 +280,7 @@ export function createInventory(o: InventoryOptions) {
     clear(): void {
       buffer = [];
       endpoints.clear();
+      templates.clear();
       variety.clear();
       variable.clear();
       dirty.clear();
@@ -265,6 +298,8 @@ export function createInventory(o: InventoryOptions) {
     stop(): void {
       if (timer !== undefined) clearInterval(timer);
       timer = undefined;
+      if (eager !== undefined) clearTimeout(eager);
+      eager = undefined;
       inventory.flush();
     },
   };

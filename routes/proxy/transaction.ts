@@ -104,6 +104,9 @@ export interface ProxyContext {
 const CUSTOM_RULE_DIFFICULTY = 16;
 const NO_BODY_STATUS: ReadonlySet<number> = new Set([101, 204, 205, 304]);
 const ignore = () => {};
+/** Discovery's samples share this for "no names" instead of a new empty list each. */
+const NO_NAMES: readonly string[] = Object.freeze([]);
+const nameOf = (pair: readonly [string, string]) => pair[0];
 
 /**
  * The request-header checks in their one order. An allow entry (IP list or ACL) trusts the
@@ -670,19 +673,29 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     const view = this.view;
     if (rt === undefined || !rt.shouldSample(d, view.path, this.now)) return;
     const query = view.query;
-    const hasBody = this.#request.body !== undefined;
-    const form = hasBody ? view.params.slice(query.length) : [];
-    const type = hasBody ? view.header("content-type") ?? "" : "";
-    const semi = type.indexOf(";");
+    const queryNames = query.length === 0 ? NO_NAMES : query.map(nameOf);
+    let bodyNames = NO_NAMES;
+    let contentType = "";
+    if (this.#request.body !== undefined) {
+      // Form fields follow the query's pairs in `params`; a JSON object body adds its keys.
+      const params = view.params;
+      const names: string[] = [];
+      for (let i = query.length; i < params.length; i++) names.push(params[i]![0]);
+      for (const k of jsonKeys(view)) names.push(k);
+      bodyNames = names;
+      const type = view.header("content-type") ?? "";
+      const semi = type.indexOf(";");
+      contentType = (semi < 0 ? type : type.slice(0, semi)).trim().toLowerCase();
+    }
     rt.inventory.sample({
       siteId: this.#site!.id,
       method: this.method,
       path: view.path,
       status: this.record.status,
       time: this.now,
-      queryNames: query.map(([k]) => k),
-      bodyNames: hasBody ? [...form.map(([k]) => k), ...jsonKeys(view)] : [],
-      contentType: (semi < 0 ? type : type.slice(0, semi)).trim().toLowerCase(),
+      queryNames,
+      bodyNames,
+      contentType,
     });
   }
 }

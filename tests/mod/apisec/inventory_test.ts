@@ -98,3 +98,30 @@ Deno.test("the inventory is stored in batches and survives a restart; the endpoi
   assertEquals(again.endpoints().map((e) => e.template).sort(), ["/a", "/b", "/c"]);
   assertEquals(again.endpoints()[0]!.hits, 1);
 });
+
+Deno.test("a path seen before and remembered follows the clustering when its position becomes a parameter", async () => {
+  await using store = await testStore();
+  const inv = inventoryOn(store.db);
+  for (let i = 0; i < 3; i++) inv.sample(sample("/u/alice/posts"));
+  assertEquals(inv.endpoints().map((e) => e.template), ["/u/alice/posts"]);
+  for (let i = 0; i <= VARIETY_LIMIT; i++) {
+    inv.sample(sample(`/u/user${String.fromCharCode(97 + (i % 26))}${i}x/posts`));
+  }
+  inv.sample(sample("/u/alice/posts"));
+  const all = inv.endpoints();
+  assertEquals(all.map((e) => [e.template, e.hits]), [["/u/{param}/posts", VARIETY_LIMIT + 5]]);
+});
+
+Deno.test("a large buffer is drained at the next macrotask once the inventory runs", async () => {
+  await using store = await testStore();
+  const inv = inventoryOn(store.db);
+  inv.start();
+  try {
+    for (let i = 0; i < 600; i++) inv.sample(sample(`/items/${i}`));
+    assertEquals(inv.stats().buffered, 600);
+    await new Promise((r) => setTimeout(r, 10));
+    assertEquals(inv.stats(), { endpoints: 1, overflow: 0, dropped: 0, buffered: 0 });
+  } finally {
+    inv.stop();
+  }
+});
