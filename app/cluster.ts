@@ -11,7 +11,8 @@ import { type ClusterCa, loadClusterCa } from "../mod/cluster/cluster_ca.ts";
 import { createEnrollment } from "../mod/cluster/enrollment.ts";
 import { createJoinTokens } from "../mod/cluster/join_tokens.ts";
 import { NodeAgent } from "../mod/cluster/node_agent.ts";
-import { createRegistry } from "../mod/cluster/registry.ts";
+import { createRegistry, registryCollector } from "../mod/cluster/registry.ts";
+import type { Collector } from "../mod/monitor/exposition.ts";
 import { createPolicyFollower, createPolicySource } from "../mod/cluster/policy_sync.ts";
 import { createClusterPolicyRepo } from "../db/cluster_policy_repo.ts";
 import { createSettingsRepo } from "../db/settings_repo.ts";
@@ -86,6 +87,8 @@ export interface ClusterPlane {
   policyChanged(): void;
   /** On a node, the data-plane routes with their changes refused (409 `CLUSTER_NODE_READ_ONLY`). */
   localWrites(routes: readonly RouteDef[]): readonly RouteDef[];
+  /** The Prometheus metrics of the cluster role (nodes on a controller, the link on a node). */
+  readonly collector: Collector;
   /** What `/health/cluster` shows (no secrets). */
   health(): { readonly healthy: boolean; readonly body: Record<string, unknown> };
   /** Opens the cluster listener (a controller with `cluster.listen`), serving `app`. */
@@ -153,6 +156,7 @@ async function createController(deps: ClusterDeps): Promise<ClusterPlane> {
     },
     sweep: () => registry.sweep(),
     policyChanged: () => source.changed(),
+    collector: registryCollector(() => registry.list()),
     localWrites: (r) => r,
     health() {
       const nodes = registry.list().map((n) => ({
@@ -302,6 +306,18 @@ async function createNodeRole(deps: ClusterDeps): Promise<ClusterPlane> {
     authenticate: () => Promise.resolve(false),
     sweep() {},
     policyChanged() {},
+    collector(out) {
+      out.family(
+        "waf_cluster_controller_connected",
+        "gauge",
+        "1 when this node's last heartbeat was accepted by its controller",
+      );
+      out.sample(
+        "waf_cluster_controller_connected",
+        {},
+        agent?.status().link === "connected" ? 1 : 0,
+      );
+    },
     localWrites: (routes) =>
       routes.map((r) =>
         r.access.kind === "permission" && r.access.permission.startsWith("write:")

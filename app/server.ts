@@ -239,6 +239,7 @@ export async function composeServer(
       notify: core.notify,
     });
     plane = createMonitorPlane(core, dataPlane, services);
+    plane.metrics.register(cluster.collector);
     ops = createOps({ ...services, core, plane, dataPlane, identity, apiAccess });
   } catch (err) {
     db.close();

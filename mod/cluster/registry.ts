@@ -16,6 +16,7 @@ import { safeEqual } from "../core/digest.ts";
 import { AppError } from "../core/errors.ts";
 import type { Notify } from "../core/notifications.ts";
 import { certificateFacts, issuedBy } from "../tls/x509.ts";
+import type { Collector } from "../monitor/exposition.ts";
 
 export const NODE_STATES = ["enrolled", "online", "stale", "offline", "revoked"] as const;
 export type NodeState = typeof NODE_STATES[number];
@@ -114,6 +115,44 @@ export function addToTotals(
     out[k] = (out[k] ?? 0) + Math.max(0, v - before);
   }
   return out;
+}
+
+/**
+ * The controller's Prometheus metrics of its nodes: how many are in each state, each node's
+ * requests by action since it joined (from its heartbeats) and its clock skew.
+ */
+export function registryCollector(list: () => readonly NodeView[]): Collector {
+  return (out) => {
+    const nodes = list();
+    out.family("waf_cluster_nodes", "gauge", "Cluster nodes by state (on a controller)");
+    for (const state of NODE_STATES) {
+      out.sample("waf_cluster_nodes", { state }, nodes.filter((n) => n.state === state).length);
+    }
+    out.family(
+      "waf_cluster_node_requests_total",
+      "counter",
+      "Requests through each cluster node since it joined, by action (from its heartbeats)",
+    );
+    for (const n of nodes) {
+      for (const [action, v] of Object.entries(n.totals ?? {})) {
+        if (action === "requests") continue;
+        out.sample("waf_cluster_node_requests_total", { node: n.name, node_id: n.id, action }, v);
+      }
+    }
+    out.family(
+      "waf_cluster_node_clock_skew_seconds",
+      "gauge",
+      "Each cluster node's clock minus the controller's at its last heartbeat",
+    );
+    for (const n of nodes) {
+      if (n.clock_skew_ms === null) continue;
+      out.sample(
+        "waf_cluster_node_clock_skew_seconds",
+        { node: n.name, node_id: n.id },
+        n.clock_skew_ms / 1000,
+      );
+    }
+  };
 }
 
 /** The sum of every node's totals since join (the cluster's traffic). */

@@ -8,6 +8,7 @@
 import { assertEquals, ok } from "../_helpers/assert.ts";
 import { eventually, joinedNode, nodeHealth, startController } from "../_helpers/cluster.ts";
 import { callJson } from "../_helpers/identity.ts";
+import { parseExposition, valueOf } from "../_helpers/prometheus.ts";
 import { ControllerClient } from "../../mod/cluster/controller_client.ts";
 import { loadNodeIdentity } from "../../mod/cluster/node_identity.ts";
 import { certificateFacts, createCa, createCsr, createLeaf } from "../../mod/tls/x509.ts";
@@ -42,6 +43,19 @@ Deno.test("heartbeats over mTLS: list and health show the nodes; foreign, missin
   assertEquals(items.map((n) => [n.name, n.state]), [["edge-a", "online"], ["edge-b", "online"]]);
   assertEquals(items[0]!.version, "0.1.0");
   ok(typeof (items[0]!.counters as Record<string, number>).requests === "number");
+  // The controller's Prometheus metrics: nodes by state, each node's requests and clock skew.
+  const scrape = parseExposition(ctl.server.monitor.metrics.scrape());
+  assertEquals(valueOf(scrape.samples, "waf_cluster_nodes", { state: "online" }), 2);
+  assertEquals(scrape.types.get("waf_cluster_node_requests_total"), "counter");
+  ok(
+    scrape.samples.some((s) =>
+      s.name === "waf_cluster_node_requests_total" && s.labels.node === "edge-a" &&
+      s.labels.action === "pass" && s.labels.node_id === idA.nodeId
+    ),
+  );
+  ok(scrape.samples.some((s) => s.name === "waf_cluster_node_clock_skew_seconds"));
+  const nodeScrape = parseExposition(a.monitor.metrics.scrape());
+  assertEquals(valueOf(nodeScrape.samples, "waf_cluster_controller_connected"), 1);
   const health = await (await ctl.server.api("/health/cluster")).json();
   assertEquals(health.mode, "controller");
   assertEquals(health.counts.online, 2);
@@ -109,6 +123,8 @@ Deno.test("heartbeats over mTLS: list and health show the nodes; foreign, missin
     await b.cluster.agent()!.beat();
     const bHealth = await nodeHealth(b);
     assertEquals([bHealth.link, bHealth.problem], ["refused", "NODE_REVOKED"]);
+    const bScrape = parseExposition(b.monitor.metrics.scrape());
+    assertEquals(valueOf(bScrape.samples, "waf_cluster_controller_connected"), 0);
     assertEquals((await a.cluster.agent()!.beat())?.status, 200);
     assertEquals((await nodeHealth(a)).link, "connected");
     const after = await callJson(ctl.server, "GET", "/api/cluster/nodes", { session: ctl.admin });
