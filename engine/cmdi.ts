@@ -14,6 +14,7 @@ import { MAX_TEXT } from "./limits.ts";
 import { COMMANDS, FILE_COMMANDS, META_COMMANDS, SUBCOMMANDS } from "./shell_commands.ts";
 import { judgeWindows } from "./windows_cmd.ts";
 import { deobfuscate } from "./shell_deobfuscate.ts";
+import { factorAlternation } from "./regex_factor.ts";
 
 const MAX_CHARS = MAX_TEXT;
 
@@ -33,8 +34,9 @@ const SEPARATOR = /[;|&`\n\r]|\$\(|\\[nr]|\$\{?ifs|\{[a-z/][\w./-]*,/i;
  * Literals one of the exploit-shape regexes needs; most values have none (`nc` only as the
  * word netcat is, or every "once" and "since" of a text would run them all).
  */
-const SPECIAL_HINT =
-  /\/dev\/|sh\s+-i|\bnc(?:at)?\s|mkfifo|>&|comspec|cmd|powershell|iex|invoke-|--[a-z]|-o\s*[pl]/i;
+const SPECIAL_HINT = factorAlternation(
+  /\/dev\/|sh\s+-i|\bnc(?:at)?\s|mkfifo|>&|comspec|cmd|powershell|iex|invoke-|--[a-z]|-o\s*[pl]/i,
+);
 const IFS_TRICK = /\$\{?ifs\}?|\$\{path:0:1\}|\$\{home:0:1\}/i;
 const WINDOWS_SHELL =
   /%comspec%|\bcmd(?:\.exe)?\s+\/[ck]\s|\bpowershell(?:\.exe)?\s+(?:-|\/)(?:e|enc|encodedcommand|c|command|nop|noprofile|w|windowstyle|exec|ep)\b|\biex\s*\(|\binvoke-(?:expression|webrequest)\b/i;

@@ -9,6 +9,7 @@ import type { DetectorInput, Finding } from "./types.ts";
 import { makeFinding, stronger } from "./make_finding.ts";
 import { MAX_TEXT } from "./limits.ts";
 import { java, JAVA_HINT, SPRING_CLASSLOADER } from "./java.ts";
+import { factorAlternation } from "./regex_factor.ts";
 
 const MAX_CHARS = MAX_TEXT;
 
@@ -41,8 +42,9 @@ const DRUPAL_RENDER =
  * Classic ASP / VBScript: statements and objects that only server-side script uses. One of
  * them may be quoted in a question about VB; two or more form code.
  */
-const ASP_HINT =
-  /server\.|response\.|request\.|on\s+error|createobject|wscript|scripting\.|adodb\.|msxml2\.|execute|eval\s*\(|chrw?\s*\(/i;
+const ASP_HINT = factorAlternation(
+  /server\.|response\.|request\.|on\s+error|createobject|wscript|scripting\.|adodb\.|msxml2\.|execute|eval\s*\(|chrw?\s*\(/i,
+);
 const ASP_TOKENS: readonly RegExp[] = [
   /\bon\s+error\s+resume\s+next\b/i,
   /\bserver\.(?:createobject|mappath|scripttimeout|execute|transfer)\b/i,

@@ -8,6 +8,7 @@
 import type { DetectorInput, Finding } from "./types.ts";
 import { makeFinding } from "./make_finding.ts";
 import { MAX_TEXT } from "./limits.ts";
+import { factorAlternation } from "./regex_factor.ts";
 
 const MAX_CHARS = MAX_TEXT;
 
@@ -76,8 +77,9 @@ const RULES: readonly Rule[] = [
 ];
 
 /** Characters one of the rules needs; values without any of them are skipped. */
-const GATE =
-  /_\$\$ND_FUNC|rO0AB|aced0005|AAEAAAD|System\.|TypeConfuse|ActivitySurrogate|TextFormatting|[$_@]type|\[\s*["'](?:com|org|ch)\.|!!|!ruby|\n(?:system|popen|exec|eval|check_output|call|getoutput)\n|^gASV|[OC]:\d{1,4}:"|^a:\d{1,4}:\{/i;
+const GATE = factorAlternation(
+  /_\$\$ND_FUNC|rO0AB|aced0005|AAEAAAD|System\.|TypeConfuse|ActivitySurrogate|TextFormatting|[$_@]type|\[\s*["'](?:com|org|ch)\.|!!|!ruby|\n(?:system|popen|exec|eval|check_output|call|getoutput)\n|^gASV|[OC]:\d{1,4}:"|^a:\d{1,4}:\{/i,
+);
 
 /**
  * Reports serialised objects and type tags that name gadget classes.

@@ -10,6 +10,7 @@
  */
 import type { DetectorInput, Finding } from "./types.ts";
 import { makeFinding, stronger } from "./make_finding.ts";
+import { factorAlternation } from "./regex_factor.ts";
 
 const JAVA_RUNTIME =
   /java\.lang\.(?:Runtime|ProcessBuilder|System|Class|reflect|Thread|ClassLoader)|getRuntime\s*\(\s*\)|\.exec\s*\(\s*["'][^"']*["']\s*\)|new\s+ProcessBuilder\b|ProcessBuilder\s*\(|javax\.script\.ScriptEngineManager|\.getClass\s*\(\s*\)\s*\.forName\s*\(|Class\.forName\s*\(|getDeclaredMethod\s*\(|\.newInstance\s*\(\s*\)\s*\.|org\.apache\.commons\.(?:io|collections)|com\.sun\.org\.apache|javax\.naming\.InitialContext/;
@@ -45,8 +46,9 @@ const JAVA_CLASS = new RegExp(
     "\\bgetEngineByName\\s*\\(",
 );
 /** Literals the rules need; a value without any of them holds no Java. */
-export const JAVA_HINT =
-  /java|Runtime|ProcessBuilder|[Ll]ass|LASS|[Oo]gnl|OGNL|[#$%]\{|\$\\|@\w+@|\.exec|[Ee]xecute|ObjectInputStream|ScriptEngine|XMLDecoder|getEngineByName|sun\.|jdk\.|groovy|bsh\.|mozilla|apache|springframework|codehaus|opensymphony|mchange|python|hibernate|forName|getClass|#_|#context|#application|#session|#request|#parameters|#attr|child_process|Sync\s*\(|mainModule|constructor|require|[Rr]edirect|[Aa]ction:/;
+export const JAVA_HINT = factorAlternation(
+  /java|Runtime|ProcessBuilder|[Ll]ass|LASS|[Oo]gnl|OGNL|[#$%]\{|\$\\|@\w+@|\.exec|[Ee]xecute|ObjectInputStream|ScriptEngine|XMLDecoder|getEngineByName|sun\.|jdk\.|groovy|bsh\.|mozilla|apache|springframework|codehaus|opensymphony|mchange|python|hibernate|forName|getClass|#_|#context|#application|#session|#request|#parameters|#attr|child_process|Sync\s*\(|mainModule|constructor|require|[Rr]edirect|[Aa]ction:/,
+);
 
 /**
  * Judges a dotted name alone (the inspector skips such values otherwise): a gadget class

@@ -41,9 +41,9 @@ export interface SqlToken {
 }
 
 /**
- * Tokens one call produces at most: the window the rules read together. A longer value is read
- * in further windows (see `sqli.ts`), so the bound caps the cost of one reading, not how far
- * into a value an injection is seen.
+ * Tokens the rules read together: a longer value is read in further windows of this many
+ * tokens (see `sqli.ts`), so the bound caps the cost of one reading, not how far into a value
+ * an injection is seen.
  */
 export const MAX_SQL_TOKENS = 160;
 
@@ -91,18 +91,17 @@ function isWordPart(c: number): boolean {
  * Splits text into SQL tokens.
  *
  * @param text the text to read as SQL
- * @param from offset to start at: 0, or the start of a token an earlier call produced (the
- *   lexer keeps no state between tokens, so reading on from there gives the same tokens)
- * @returns at most {@link MAX_SQL_TOKENS} tokens, with offsets into `text`
+ * @param limit tokens produced at most
+ * @returns the tokens of the whole text (or the first `limit`), each token read once
  */
-export function lexSql(text: string, from = 0): SqlToken[] {
+export function lexSql(text: string, limit = Infinity): SqlToken[] {
   const out: SqlToken[] = [];
   const n = text.length;
-  let i = from;
+  let i = 0;
   const add = (kind: SqlTokenKind, value: string, start: number, end: number, closed = true) => {
     out.push({ kind, text: value, closed, call: false, start, end });
   };
-  while (i < n && out.length < MAX_SQL_TOKENS) {
+  while (i < n && out.length < limit) {
     const c = text.charCodeAt(i);
     const start = i;
     if (isSpace(c)) {
@@ -158,15 +157,19 @@ export function lexSql(text: string, from = 0): SqlToken[] {
       continue;
     }
     if (isWordStart(c)) {
+      let upper = c >= 65 && c <= 90;
       i++;
-      while (i < n && isWordPart(text.charCodeAt(i))) i++;
+      for (let d = text.charCodeAt(i); i < n && isWordPart(d); d = text.charCodeAt(++i)) {
+        if (d >= 65 && d <= 90) upper = true;
+      }
       // N'..', X'..', B'..', E'..' prefixes belong to the string that follows.
       if (i - start === 1 && (text[i] === "'") && "nNxXbBeE".includes(text[start]!)) {
         i = skipString(text, i);
         add("str", "'", start, i, text[i - 1] === "'" && i - start > 2);
         continue;
       }
-      const word = text.slice(start, i).toLowerCase();
+      // Most words are lower case already: skip the copy `toLowerCase` would make.
+      const word = upper || c > 0x7f ? text.slice(start, i).toLowerCase() : text.slice(start, i);
       let j = i;
       while (j < n && isSpace(text.charCodeAt(j))) j++;
       const call = text.charCodeAt(j) === 40;

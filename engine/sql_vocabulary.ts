@@ -145,15 +145,19 @@ function escape(word: string): string {
  * operator, `@@`, or one of the rule words and function names. Built from the
  * same sets the rules use, so the prefilter cannot drift from them.
  */
-export const SQL_TRIGGER: RegExp = new RegExp(
-  "['\"]|&&|\\|\\||@@|(?:^|[^a-z0-9_$])(?:" +
-    [
-      ...RULE_WORDS,
-      ...DELAY_FUNCTIONS,
-      ...ERROR_FUNCTIONS,
-      ...SCHEMA_NAMES,
-      ...STACKED.keys(),
-    ].map((w) => escape(w.split(".")[0]!)).join("|") +
-    ")(?![a-z0-9_$])",
-  "i",
-);
+const TRIGGER_WORDS = "&&|\\|\\||@@|(?:^|[^a-z0-9_$])(?:" +
+  [
+    ...RULE_WORDS,
+    ...DELAY_FUNCTIONS,
+    ...ERROR_FUNCTIONS,
+    ...SCHEMA_NAMES,
+    ...STACKED.keys(),
+  ].map((w) => escape(w.split(".")[0]!)).join("|") +
+  ")(?![a-z0-9_$])";
+export const SQL_TRIGGER: RegExp = new RegExp(`['"]|${TRIGGER_WORDS}`, "i");
+/**
+ * What a rule read in prose can start from: {@link SQL_TRIGGER} without the quotes, which only
+ * matter where a value can close a literal (its start). A long value's later windows are only
+ * read when this matches in them.
+ */
+export const PROSE_TRIGGER: RegExp = new RegExp(TRIGGER_WORDS, "i");

@@ -11,7 +11,7 @@
 import type { DetectorInput, Finding } from "./types.ts";
 import { lexSql, MAX_SQL_TOKENS, type SqlToken } from "./sql_lexer.ts";
 import { evaluate, type SqlHit, type Strength } from "./sql_rules.ts";
-import { BREAKOUT_STATEMENTS, SQL_TRIGGER } from "./sql_vocabulary.ts";
+import { BREAKOUT_STATEMENTS, PROSE_TRIGGER, SQL_TRIGGER } from "./sql_vocabulary.ts";
 import { COMPARE_WORDS } from "./sql_grammar.ts";
 import { makeFinding } from "./make_finding.ts";
 
@@ -65,20 +65,41 @@ export function analyzeSql(text: string): SqlVerdict | undefined {
     const offset = (tokens[hit.at]?.start ?? 0) + shift;
     best = { rule: `sqli.${hit.rule}`, score: hit.score, offset };
   };
-  const raw = lexSql(text);
+  const all = lexLong(text);
+  const raw = firstWindow(all);
   const start = codeStart(raw);
   consider(evaluate(text, raw, start.from, start.strength), raw, 0);
-  readOn(text, raw, consider, 0);
+  readOn(text, all, consider, 0);
   for (const quote of QUOTES) {
     const close = literalEnd(text, quote);
     if (close < 0) continue;
     const tail = text.slice(close + 1);
-    const tokens = lexSql(tail);
-    if (!continuesSql(tokens[0])) continue;
+    // What follows the quote decides whether it breaks out; only then is the rest read.
+    if (!continuesSql(lexSql(tail, 1)[0])) continue;
+    const rest = lexLong(tail);
+    const tokens = firstWindow(rest);
     consider(evaluate(tail, tokens, 0, "breakout"), tokens, close + 1);
-    readOn(tail, tokens, consider, close + 1);
+    readOn(tail, rest, consider, close + 1);
   }
   return best;
+}
+
+function firstWindow(tokens: readonly SqlToken[]): readonly SqlToken[] {
+  return tokens.length > MAX_SQL_TOKENS ? tokens.slice(0, MAX_SQL_TOKENS) : tokens;
+}
+
+/**
+ * The tokens of a value: its first window, and the rest only when a rule read in prose could
+ * start there (a JSON document or a page of markup without SQL words is lexed no further).
+ */
+function lexLong(text: string): SqlToken[] {
+  const head = lexSql(text, MAX_SQL_TOKENS + 1);
+  if (head.length <= MAX_SQL_TOKENS) return head;
+  // The second window starts here: its fragments are the first the first window left out.
+  const later = head[WINDOW_STEP]!.start;
+  if (PROSE_TRIGGER.test(later === 0 ? text : text.slice(later))) return lexSql(text);
+  head.length = MAX_SQL_TOKENS;
+  return head;
 }
 
 /** Tokens from the start of one window to the start of the next. */
@@ -93,20 +114,19 @@ const LOOKBEHIND = 8;
  * {@link WINDOW_STEP} tokens after its {@link LOOKBEHIND} (the last window, all of its own).
  * Those stretches follow each other without a gap, and every fragment is read with the tokens
  * before it and at least `WINDOW_STEP - LOOKBEHIND` after it. The middle of a value is not the
- * start of a statement, so these windows are judged as prose. Each token is lexed about twice
+ * start of a statement, so these windows are judged as prose. The value is lexed once
  * and each window's rules stay within it, so the cost stays linear in the value's length.
  */
 function readOn(
   text: string,
-  first: readonly SqlToken[],
+  all: readonly SqlToken[],
   consider: (hit: SqlHit | undefined, tokens: readonly SqlToken[], shift: number) => void,
   shift: number,
 ): void {
-  let tokens = first;
-  while (tokens.length === MAX_SQL_TOKENS) {
-    tokens = lexSql(text, tokens[WINDOW_STEP]!.start);
-    const last = tokens.length < MAX_SQL_TOKENS;
-    const until = last ? tokens.length : LOOKBEHIND + WINDOW_STEP;
+  // Each window starts where the one before would have run out of room.
+  for (let at = WINDOW_STEP; at - WINDOW_STEP + MAX_SQL_TOKENS < all.length; at += WINDOW_STEP) {
+    const tokens = all.slice(at, at + MAX_SQL_TOKENS);
+    const until = at + MAX_SQL_TOKENS >= all.length ? tokens.length : LOOKBEHIND + WINDOW_STEP;
     consider(evaluate(text, tokens, LOOKBEHIND, "prose", until), tokens, shift);
   }
 }

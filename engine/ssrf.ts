@@ -11,6 +11,7 @@
 import type { DetectorInput, Finding } from "./types.ts";
 import { makeFinding, stronger } from "./make_finding.ts";
 import { classifyHost } from "./host_address.ts";
+import { factorAlternation } from "./regex_factor.ts";
 
 const MAX_URLS = 8;
 /** A scheme followed by `//` or a backslash, anywhere a URL can start. */
@@ -77,7 +78,9 @@ const KNOWN_INCLUDE_PARAM =
  * blind injection makes (Burp Collaborator, interactsh, dnslog), so their names in a request
  * are the probe itself.
  */
-const OAST_HINT = /oast|interact|collaborator|dnslog|ceye\.io|canarytoken|xss\.ht|bxss|eyes\.sh/i;
+const OAST_HINT = factorAlternation(
+  /oast|interact|collaborator|dnslog|ceye\.io|canarytoken|xss\.ht|bxss|eyes\.sh/i,
+);
 const OAST_HOST =
   /(?:^|[^a-z0-9-])(?:[a-z0-9-]{1,63}\.){1,8}(?:interact\.sh|interactsh\.com|oast\.(?:pro|live|site|online|fun|me)|oastify\.com|burpcollaborator\.net|dnslog\.(?:cn|link)|ceye\.io|canarytokens\.com|xss\.ht|bxss\.me|eyes\.sh)(?![a-z0-9-])/i;
 

@@ -8,6 +8,8 @@
  * batch line.
  */
 
+import { factorAlternation } from "./regex_factor.ts";
+
 /** A Windows verdict: score, rule and where the evidence starts. */
 export interface WindowsHit {
   readonly score: number;
@@ -16,8 +18,9 @@ export interface WindowsHit {
 }
 
 /** Literals one of the rules needs (the text is lower-case); most values have none. */
-const HINTS =
-  /%|@echo|::|for\s+[/%]|if\s+(?:not|exist|errorlevel|defined|\/i|%|")|cmd|iex|iwr|irm|saps|sal |\.download|powershell|pwsh/;
+const HINTS = factorAlternation(
+  /%|@echo|::|for\s+[/%]|if\s+(?:not|exist|errorlevel|defined|\/i|%|")|cmd|iex|iwr|irm|saps|sal |\.download|powershell|pwsh/,
+);
 /** A PowerShell verb before its noun. */
 const CMDLET_VERB =
   /\b(?:invoke|start|stop|restart|new|get|set|add|remove|copy|move|rename|out|test|convertto|register|enter|import|write|select|expand|compress|resolve)-[a-z]/;
