@@ -1,9 +1,12 @@
 // Sites: list, create, edit (hosts, upstreams, mode, level, TLS certificate, limits, timeouts,
-// trusted proxies), delete with confirmation, and each site's certificate state.
-import { Badge, Page } from "../components.js";
+// trusted proxies), delete with confirmation, each site's certificate state, and its certificate
+// panel: issuer, names, expiry, the ACME state and (write:sites) an ACME order.
+import { post } from "../api.js";
+import { Badge, ErrorBox, Field, Page, useAction, useApi } from "../components.js";
 import { Crud } from "../crud.js";
 import { fmtTime, t } from "../i18n.js";
-import { html } from "../lib/ui.js";
+import { html, useState } from "../lib/ui.js";
+import { can } from "../session.js";
 
 const opts = (prefix, values) => values.map((v) => ({ value: v, label: prefix + v }));
 
@@ -70,11 +73,124 @@ function Certificate({ site }) {
     <span class="muted"> ${t("sites.until", { time: fmtTime(c.not_after) })}</span>`;
 }
 
+const ACME_STATUS = { valid: "good", pending: "warn", failed: "bad" };
+
+function AcmeState({ acme }) {
+  if (!acme) return html`<p class="muted" id="acme-state">${t("sites.acme_never")}</p>`;
+  return html`
+    <dl class="facts" id="acme-state">
+      <dt>${t("sites.acme_status")}</dt>
+      <dd>
+        <${Badge} kind=${ACME_STATUS[acme.status]}>${t("sites.acme_" + acme.status)}</${Badge}></dd>
+        <dt>${t("sites.acme_directory")}</dt><dd><code>${acme.directory}</code></dd>
+        <dt>${t("sites.acme_renew_after")}</dt><dd>${fmtTime(acme.renew_after)}</dd>
+        <dt>${t("sites.acme_last_attempt")}</dt><dd>${fmtTime(acme.last_attempt_at)}</dd>
+        ${acme.last_error
+          ? html`
+            <dt>${t("sites.acme_last_error")}</dt>
+            <dd id="acme-error" class="wrap">${acme
+              .last_error}</dd>
+          `
+          : null}
+      </dl>
+  `;
+}
+
+function AcmeOrder({ site, reload }) {
+  const action = useAction();
+  const [directory, setDirectory] = useState("production");
+  const [custom, setCustom] = useState("");
+  const [email, setEmail] = useState("");
+  const [ca, setCa] = useState("");
+  const submit = (e) => {
+    e.preventDefault();
+    action.run(async () => {
+      const body = { directory: directory === "custom" ? custom : directory };
+      if (email) body.email = email;
+      if (directory === "custom" && ca) body.directory_ca = ca;
+      await post(`/api/sites/${site.id}/certificate/acme`, body);
+    }, t("sites.acme_done")).finally(reload);
+  };
+  return html`
+    <form id="acme-form" onSubmit=${submit}>
+      <${Field} id="acme-directory" label=${t("sites.acme_directory")}>
+          <select id="acme-directory" value=${directory}
+            onChange=${(e) => setDirectory(e.target.value)}>
+            <option value="production">${t("sites.acme_production")}</option>
+            <option value="staging">${t("sites.acme_staging")}</option>
+            <option value="custom">${t("sites.acme_custom")}</option>
+          </select>
+        </${Field}>
+        ${directory === "custom"
+          ? html`
+            <${Field} id="acme-url" label=${t("sites.acme_url")}>
+              <input type="url" id="acme-url" value=${custom} required
+                onInput=${(e) => setCustom(e.target.value)} />
+              </${Field}>
+              <${Field} id="acme-ca" label=${t("sites.acme_ca")} hint=${t("sites.acme_ca_hint")}>
+                <textarea id="acme-ca" rows="4" aria-describedby="acme-ca-hint" value=${ca}
+                  onInput=${(e) => setCa(e.target.value)}></textarea>
+                </${Field}>
+          `
+          : null}
+        <${Field} id="acme-email" label=${t("sites.acme_email")}>
+          <input type="email" id="acme-email" value=${email}
+            onInput=${(e) => setEmail(e.target.value)} />
+        </${Field}>
+        <p class="hint">${t("sites.acme_hint", { hosts: site.hosts.join(", ") })}</p>
+        <button type="submit" id="acme-request" disabled=${action.busy}>${action.busy
+          ? t("sites.acme_busy")
+          : t("sites.acme_request")}</button>
+        <${ErrorBox} error=${action.error} />
+      </form>
+  `;
+}
+
+/** A site's certificate: what it says, its ACME state, and an ACME order. */
+function CertificatePanel({ site, close, reloadList }) {
+  const state = useApi(`/api/sites/${site.id}/certificate/acme`);
+  const view = useApi(`/api/sites/${site.id}`);
+  const c = (view.data?.item ?? view.data)?.tls?.certificate;
+  const reload = () => {
+    state.reload();
+    view.reload();
+    reloadList();
+  };
+  return html`<div class="panel" id="certificate-panel">
+    <h2>${t("sites.cert_title", { name: site.name })}</h2>
+    ${
+    c
+      ? html`
+        <dl class="facts" id="cert-facts">
+          <dt>${t("sites.cert_issuer")}</dt>
+          <dd>${c.issuer}</dd>
+          <dt>${t("sites.cert_names")}</dt>
+          <dd>${c.names.join(", ")}</dd>
+          <dt>${t("sites.cert_expiry")}</dt>
+          <dd>${fmtTime(c.not_after)}</dd>
+        </dl>
+      `
+      : html`<p class="muted" id="cert-facts">${t("sites.no_tls")}</p>`
+  }
+    <h3>ACME</h3>
+    ${state.data ? html`<${AcmeState} acme=${state.data.acme} />` : null}
+    ${can("write:sites") ? html`<${AcmeOrder} site=${site} reload=${reload} />` : null}
+    <button type="button" class="secondary" id="certificate-close" onClick=${close}>${
+    t("common.close")
+  }</button>
+  </div>`;
+}
+
 export default function Sites() {
+  const [open, setOpen] = useState(null);
   return html`
     <${Page} title=${t("nav.sites")}>
       <${Crud} base="/api/sites" write="write:sites" fields=${FIELDS} prepare=${prepare}
-        name=${(s) => s.name} newLabel=${t("sites.new")} columns=${[
+        name=${(s) => s.name} newLabel=${t("sites.new")} rowActions=${(s, reload) =>
+          html`
+            <button type="button" class="secondary small" id=${"certificate-" + s.id}
+              onClick=${() => setOpen({ site: s, reload })}>${t("sites.certificate")}</button>
+          `} columns=${[
           { label: t("sites.name"), key: "name" },
           { label: t("sites.hosts"), value: (s) => s.hosts.join(", "), className: "wrap" },
           {
@@ -86,6 +202,12 @@ export default function Sites() {
           { label: t("sites.level"), value: (s) => t("sites.level_" + s.level) },
           { label: t("sites.certificate"), value: (s) => html`<${Certificate} site=${s} />` },
         ]} />
+      ${open
+        ? html`
+          <${CertificatePanel} key=${open.site.id} site=${open.site}
+            close=${() => setOpen(null)} reloadList=${open.reload} />
+        `
+        : null}
       </${Page}>
   `;
 }
