@@ -39,6 +39,7 @@ import type { DataHandler } from "../routes/proxy/status_page.ts";
 import { logRoutes } from "../routes/api/logs.ts";
 import { createProxyApp } from "../routes/proxy/data_app.ts";
 import type { Proxy } from "../routes/proxy/proxy.ts";
+import type { BrokenRequest } from "../routes/conn_framing.ts";
 import { createProtectionPlane, openProtectionStore, type ProtectionPlane } from "./protection.ts";
 import { type ApiSecPlane, createApiSecPlane, openApiSecStore } from "./apisec.ts";
 import type { RouteDef } from "../routes/api/route.ts";
@@ -62,6 +63,8 @@ export interface DataPlane {
   readonly routes: readonly RouteDef[];
   /** The plain-HTTP data listener's handler. */
   readonly handler: DataHandler;
+  /** The connection front answered a request with bad framing: its access-log record. */
+  readonly badFraming: (client: string, request: BrokenRequest) => void;
   /** Opens the HTTPS listener when `server.data.https_listen` is set. */
   startHttps(): Promise<TlsFront | undefined>;
   /** Closes the HTTPS listener, flushes the access log and closes sinks and pools. */
@@ -196,6 +199,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
       ...apisec.routes,
     ],
     handler,
+    badFraming: (client, request) => proxy.refused(client, request),
     async startHttps() {
       const listenAt = config.server.data.https_listen;
       if (listenAt === undefined) return undefined;

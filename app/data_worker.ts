@@ -22,6 +22,8 @@ import { createEdgeCache } from "../mod/protection/edge_cache.ts";
 import { createGoodBotVerifier, denoResolver } from "../mod/protection/good_bots.ts";
 import { createProtectionRuntime } from "../mod/protection/protection_runtime.ts";
 import { listen, type Listener } from "../routes/listen.ts";
+import { limitsFromConfig } from "../routes/conn_front.ts";
+import { createConnectionStats } from "../mod/core/connection_stats.ts";
 import { createProxyApp } from "../routes/proxy/data_app.ts";
 import { createEdgeResponder } from "../routes/proxy/edge_response.ts";
 import { startTlsFront, type TlsFront } from "../routes/proxy/tls_front.ts";
@@ -133,15 +135,28 @@ async function start(init: WorkerInit): Promise<void> {
       timeOffsetMs: shared.offsetMs,
     }),
   });
+  // The front's counters; the main thread adds every worker's up (`waf_connections_*`).
+  const connections = createConnectionStats().listener("data");
   const http: Listener = listen({
     name: "data",
     hostname: init.http.hostname,
     port: init.http.port,
     reusePort: true,
     handler: (req, info) => data.handle(req, info.remoteAddr.hostname, "http"),
+    front: config.server.data.limits.enabled
+      ? {
+        limits: limitsFromConfig(config.server.data.limits, init.workers),
+        stats: connections,
+        logger,
+        onBadFraming: (client, request) => proxy.refused(client, request),
+      }
+      : undefined,
   });
   let https: TlsFront | undefined;
-  const stats = setInterval(() => post({ t: "cache", stats: cache.stats() }), STATS_MS);
+  const stats = setInterval(() => {
+    post({ t: "cache", stats: cache.stats() });
+    post({ t: "connections", stats: connections });
+  }, STATS_MS);
 
   self.onmessage = async (e: MessageEvent<ToWorker>) => {
     const m = e.data;
@@ -162,6 +177,7 @@ async function start(init: WorkerInit): Promise<void> {
         return;
       case "drain":
         clearInterval(stats);
+        post({ t: "connections", stats: connections });
         await http.shutdown();
         await https?.shutdown();
         flush();

@@ -36,6 +36,11 @@ import { createEdgeCache, type EdgeCache } from "../mod/protection/edge_cache.ts
 import type { DataPlane } from "./data_plane.ts";
 import { parseListen } from "../mod/config/config_schema.ts";
 import { type Listener, listenerError } from "../routes/listen.ts";
+import {
+  CLOSE_REASONS,
+  type ListenerConnections,
+  REFUSE_REASONS,
+} from "../mod/core/connection_stats.ts";
 
 /** What a worker needs to start. */
 export interface WorkerInit {
@@ -48,6 +53,8 @@ export interface WorkerInit {
   readonly snapshot: PolicySnapshot;
   readonly http: { readonly hostname: string; readonly port: number };
   readonly https?: { readonly hostname: string; readonly port: number };
+  /** Workers sharing the ports: each front takes its share of the connection caps. */
+  readonly workers: number;
 }
 
 export type ToWorker =
@@ -73,6 +80,7 @@ export type FromWorker =
   }
   | { readonly t: "log"; readonly level: LogLevel; readonly message: string; fields: LogFields }
   | { readonly t: "cache"; readonly stats: CacheStats }
+  | { readonly t: "connections"; readonly stats: ListenerConnections }
   | { readonly t: "failed"; readonly error: string }
   | { readonly t: "drained" };
 
@@ -85,6 +93,8 @@ interface Slot {
   /** Serving: listening and not crashed. */
   live: boolean;
   cache: CacheStats | undefined;
+  /** Its connection front's counters as last reported (added to the process's). */
+  connections: ListenerConnections | undefined;
   /** Requests it finished (from the records it sent); tests and measurements read it. */
   requests: number;
   restarts: number;
@@ -125,12 +135,27 @@ export interface PoolWiring {
   readonly dataPlane: DataPlane;
   readonly counters: SiteCounterSet;
   readonly upstreamHealth?: SiteUpstreamHealth;
+  /** The process's counters of the data listener's connections (the workers' fronts add up). */
+  readonly connections?: ListenerConnections;
   readonly http: { readonly hostname: string; readonly port: number };
   readonly https?: { readonly hostname: string; readonly port: number };
 }
 
 const WORKER_URL = new URL("./data_worker.ts", import.meta.url);
 const START_TIMEOUT_MS = 120_000;
+
+/** Adds what a worker's front counted since its last report (`before`) to the process's. */
+function addConnections(
+  into: ListenerConnections,
+  before: ListenerConnections | undefined,
+  now: ListenerConnections,
+): void {
+  into.open += now.open - (before?.open ?? 0);
+  into.accepted += now.accepted - (before?.accepted ?? 0);
+  into.acceptErrors += now.acceptErrors - (before?.acceptErrors ?? 0);
+  for (const r of REFUSE_REASONS) into.refused[r] += now.refused[r] - (before?.refused[r] ?? 0);
+  for (const r of CLOSE_REASONS) into.closed[r] += now.closed[r] - (before?.closed[r] ?? 0);
+}
 
 /** Counts a worker's finished request in the site's counters, as its transaction would have. */
 function countRecord(counters: SiteCounterSet, record: AccessRecord): void {
@@ -183,6 +208,7 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
       snapshot: w.dataPlane.snapshot()!,
       http: w.http,
       https: w.https,
+      workers: options.count,
     };
   }
 
@@ -216,6 +242,10 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
       case "cache":
         slot.cache = m.stats;
         return;
+      case "connections":
+        if (w.connections) addConnections(w.connections, slot.connections, m.stats);
+        slot.connections = m.stats;
+        return;
       case "failed":
         started(new Error(m.error));
         return;
@@ -231,6 +261,9 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
     slot.worker = worker;
     slot.version = 0;
     slot.cache = undefined;
+    // A replaced worker's connections went with it; what it counted stays counted.
+    if (slot.connections && w.connections) w.connections.open -= slot.connections.open;
+    slot.connections = undefined;
     return new Promise<void>((resolve, reject) => {
       let settled = false;
       const timer = setTimeout(
@@ -289,6 +322,7 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
           version: 0,
           live: false,
           cache: undefined,
+          connections: undefined,
           requests: 0,
           restarts: 0,
         });

@@ -5,6 +5,7 @@
  * rollups behind the dashboard API, the attack-spike and certificate alerts, time
  * synchronisation and every route of these areas.
  */
+import { type ConnectionStats, createConnectionStats } from "../mod/core/connection_stats.ts";
 import { createMonitorRepo } from "../db/monitor_repo.ts";
 import { createNotificationsRepo } from "../db/notifications_repo.ts";
 import { createNotifyRepo } from "../db/notify_repo.ts";
@@ -22,6 +23,7 @@ import { createCertificateWatch } from "../mod/monitor/certificates.ts";
 import { createDashboard } from "../mod/monitor/dashboard.ts";
 import { createEventBus, type EventBus } from "../mod/monitor/event_bus.ts";
 import {
+  connectionsCollector,
   createMetrics,
   dataPlaneCollector,
   ManagementCounters,
@@ -70,6 +72,8 @@ export interface MonitorCore {
   readonly management: ManagementCounters;
   /** Policy swaps since start. */
   swaps: number;
+  /** The listeners' connection fronts: open, refused and closed-early connections. */
+  readonly connections: ConnectionStats;
   readonly routes: RouteDef[];
   /** The management app's observer: request metrics and `config.changed` events. */
   observe(c: Ctx, status: number): void;
@@ -142,6 +146,7 @@ export function createMonitorCore(deps: MonitorDeps): MonitorCore {
     timeSync,
     management,
     swaps: 0,
+    connections: createConnectionStats(),
     routes: [
       ...notificationChannelRoutes({ ...sink, channels, dispatcher }),
       ...realtimeRoutes({
@@ -199,6 +204,7 @@ export function createMonitorPlane(
     swaps: () => core.swaps,
   }));
   metrics.register(core.upstreamHealth.collector(dataPlane.policy));
+  metrics.register(connectionsCollector(core.connections));
   metrics.register(processCollector({ lag: lag.lag, startedAt: clock.now(), version: VERSION }));
   metrics.register(core.management.collect);
   metrics.register((out) => {

@@ -26,7 +26,9 @@ import {
   type Listener,
   ListenerError,
   listenerError,
+  type ListenOptions,
 } from "../routes/listen.ts";
+import { limitsFromConfig } from "../routes/conn_front.ts";
 import { createManagementApp } from "../routes/api/management.ts";
 import type { RouteDef } from "../routes/api/route.ts";
 import { type ApiAccess, createApiAccess } from "./api_access.ts";
@@ -304,6 +306,22 @@ export async function composeServer(
   };
 }
 
+/** The connection front of a listener from its `limits` block; undefined when turned off. */
+function connectionFront(
+  limits: Config["server"]["data"]["limits"],
+  composed: ComposedServer,
+  name: "data" | "management",
+  deps: ServerDeps,
+): ListenOptions["front"] {
+  if (!limits.enabled) return undefined;
+  return {
+    limits: limitsFromConfig(limits),
+    stats: composed.monitor.connections.listener(name),
+    logger: deps.logger,
+    onBadFraming: name === "data" ? composed.dataPlane.badFraming : undefined,
+  };
+}
+
 export async function startServer(
   options: ServerOptions,
   deps: ServerDeps,
@@ -322,6 +340,7 @@ export async function startServer(
       port: mgmtAddr.port,
       tls,
       handler: (req, info) => app.fetch(req, { remoteAddr: info.remoteAddr, tls: !!tls }),
+      front: connectionFront(config.server.management.limits, composed, "management", deps),
     });
     listeners.push(management);
     const clusterListener = await composed.cluster.listen(app);
@@ -337,6 +356,7 @@ export async function startServer(
         dataPlane,
         counters: composed.monitor.counters,
         upstreamHealth: composed.monitor.upstreamHealth.hook,
+        connections: composed.monitor.connections.listener("data"),
       }));
       listeners.push(data);
       readiness.dataPlaneCurrent = () => workers.current();
@@ -346,6 +366,7 @@ export async function startServer(
         hostname: dataAddr.hostname,
         port: dataAddr.port,
         handler: deps.dataHandler ?? dataPlane.handler,
+        front: connectionFront(config.server.data.limits, composed, "data", deps),
       });
       listeners.push(data);
       https = await dataPlane.startHttps().catch((err) => {

@@ -1,4 +1,13 @@
-/** Starts one HTTP(S) listener with `Deno.serve` and exposes a graceful shutdown. */
+/**
+ * Starts one HTTP(S) listener with `Deno.serve` and exposes a graceful shutdown. With `front`,
+ * the public port is the connection front's (`conn_front.ts`: deadlines, connection caps, accept
+ * failures survived) and `Deno.serve` listens privately on loopback behind it.
+ */
+import type { Logger } from "../mod/core/logger.ts";
+import type { ListenerConnections } from "../mod/core/connection_stats.ts";
+import type { BrokenRequest } from "./conn_framing.ts";
+import { type ConnectionLimits, type Front, startFront } from "./conn_front.ts";
+
 export interface Listener {
   readonly hostname: string;
   readonly port: number;
@@ -50,9 +59,17 @@ export interface ListenOptions {
   readonly onError?: (err: unknown) => Response;
   /** Shares the port with other listeners of this process (data-plane workers). */
   readonly reusePort?: boolean;
+  /** Puts the connection front before `Deno.serve` (absent: `Deno.serve` on the port itself). */
+  readonly front?: {
+    readonly limits: ConnectionLimits;
+    readonly stats: ListenerConnections;
+    readonly logger?: Logger;
+    readonly onBadFraming?: (client: string, request: BrokenRequest) => void;
+  };
 }
 
 export function listen(options: ListenOptions): Listener {
+  if (options.front) return listenFronted(options, options.front);
   let server: Deno.HttpServer<Deno.NetAddr>;
   try {
     server = Deno.serve({
@@ -61,8 +78,7 @@ export function listen(options: ListenOptions): Listener {
       ...(options.tls ? { cert: options.tls.cert, key: options.tls.key } : {}),
       ...(options.reusePort ? { reusePort: true } : {}),
       onListen: () => {},
-      onError: options.onError ??
-        (() => new Response("Internal error", { status: 500 })),
+      onError: options.onError ?? internalError,
     }, options.handler);
   } catch (err) {
     const address = formatAddress(options.hostname, options.port);
@@ -74,6 +90,60 @@ export function listen(options: ListenOptions): Listener {
     port: addr.port,
     tls: options.tls !== undefined,
     shutdown: () => server.shutdown(),
+    finished: server.finished,
+  };
+}
+
+function internalError(): Response {
+  return new Response("Internal error", { status: 500 });
+}
+
+function listenFronted(
+  options: ListenOptions,
+  frontOptions: NonNullable<ListenOptions["front"]>,
+): Listener {
+  const { handler } = options;
+  const tls = options.tls !== undefined;
+  let front: Front | undefined;
+  const server = Deno.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    onListen: () => {},
+    onError: options.onError ?? internalError,
+  }, (req, info) => {
+    const client = front?.peer(info.remoteAddr.port);
+    if (client === undefined) return new Response("Misdirected request", { status: 421 });
+    const remoteAddr: Deno.NetAddr = { transport: "tcp", ...client };
+    // Behind a TLS front the server sees plain HTTP; the request keeps the scheme the client used.
+    const request = tls ? new Request(`https${req.url.slice(4)}`, req) : req;
+    return handler(request, { ...info, remoteAddr });
+  });
+  try {
+    front = startFront({
+      hostname: options.hostname,
+      port: options.port,
+      tls: options.tls,
+      reusePort: options.reusePort,
+      innerPort: server.addr.port,
+      ...frontOptions,
+    });
+  } catch (err) {
+    void server.shutdown();
+    const address = formatAddress(options.hostname, options.port);
+    throw listenerError(options.name ?? "HTTP", address, err);
+  }
+  const opened = front;
+  return {
+    hostname: opened.hostname,
+    port: opened.port,
+    tls,
+    async shutdown() {
+      opened.stop();
+      await server.shutdown();
+      // The server has answered everything; let the last answers through the pipe.
+      await opened.drain(1_000);
+      opened.close();
+    },
     finished: server.finished,
   };
 }

@@ -8,6 +8,8 @@
  * 4. the same bare proxy on the data plane's own HTTP/1.1 client (`http1_client.ts`);
  * 5. the WAF with protection off;
  * 6. the WAF with default protection (balanced, block);
+ * 7. the WAF's connection front (`routes/conn_front.ts`): the WAF with and without it
+ *    (`--front-only` runs just this);
  *
  * each on a benign request mix and on an attack mix, then the p99 latency at half of the WAF's
  * maximum rate for the upstream, nginx, the bare Deno proxies and the WAF, and finally the WAF's
@@ -18,7 +20,7 @@
  *
  * ```sh
  * deno task bench:proxy [--duration 10] [--connections 50] [--threads 2] [--paced-connections 10]
- *                       [--rss-seconds 60] [--workers 1|N|auto] [--json]
+ *                       [--rss-seconds 60] [--workers 1|N|auto] [--json] [--front-only]
  * ```
  *
  * wrk and nginx-light are installed with apt-get when missing (needs root).
@@ -268,8 +270,9 @@ export async function startWaf(
   workers = "1",
   denoArgs: string[] = [],
   root = ROOT,
+  options: { name?: string; front?: boolean } = {},
 ) {
-  const dataDir = `${dir}/waf`;
+  const dataDir = `${dir}/${options.name ?? "waf"}`;
   await Deno.mkdir(dataDir, { recursive: true });
   await Deno.writeTextFile(
     `${dataDir}/waf.yaml`,
@@ -277,6 +280,8 @@ export async function startWaf(
   data:
     listen: "127.0.0.1:${dataPort}"
     workers: ${workers}
+    limits:
+      enabled: ${options.front ?? true}
   management:
     listen: "127.0.0.1:${mgmtPort}"
 logging:
@@ -326,6 +331,68 @@ async function startBareProxy(
   return child;
 }
 
+/**
+ * The connection front's cost (routes/conn_front.ts): the same WAF with the front (the default)
+ * and with `server.data.limits.enabled: false` (`Deno.serve` on the port), both running, measured
+ * alternately in short runs on the benign mix through the protected site; medians of the ratios.
+ */
+async function frontCost(
+  dir: string,
+  upstream: string,
+  opts: { threads: number; connections: number; duration: number },
+  children: Deno.ChildProcess[],
+) {
+  const withPort = freePort();
+  const withFront = await startWaf(dir, upstream, withPort, freePort(), "1", [], ROOT, {
+    name: "waf-front",
+  });
+  children.push(withFront);
+  const withoutPort = freePort();
+  const without = await startWaf(dir, upstream, withoutPort, freePort(), "1", [], ROOT, {
+    name: "waf-nofront",
+    front: false,
+  });
+  children.push(without);
+  const script = wrkScript(BENIGN, "on.bench");
+  const short = { ...opts, duration: Math.max(4, Math.round(opts.duration / 2)) };
+  for (const port of [withPort, withoutPort]) {
+    await wrk(dir, `http://127.0.0.1:${port}`, script, { ...opts, duration: 2 });
+  }
+  const rps: number[] = [];
+  const cpu: number[] = [];
+  const p99: number[] = [];
+  const rounds: string[] = [];
+  for (let round = 0; round < 5; round++) {
+    // Alternate which one goes first, so a trend in the machine's load cancels out.
+    const first = round % 2 === 0;
+    const a = first
+      ? await measured(withFront.pid, dir, `http://127.0.0.1:${withPort}`, script, short)
+      : undefined;
+    const b = await measured(without.pid, dir, `http://127.0.0.1:${withoutPort}`, script, short);
+    const f = a ??
+      await measured(withFront.pid, dir, `http://127.0.0.1:${withPort}`, script, short);
+    rps.push(f.rps / b.rps);
+    cpu.push(f.cpuUs! / b.cpuUs!);
+    p99.push(f.p99 - b.p99);
+    rounds.push(`${fmt(f.rps, 0)}/${fmt(b.rps, 0)}`);
+  }
+  const mid = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
+  const result = {
+    rps_with_over_without: mid(rps),
+    cpu_with_over_without: mid(cpu),
+    p99_added_ms: mid(p99),
+    rounds: rps,
+  };
+  return {
+    ...result,
+    text: `connection front (median of ${rps.length} alternated ${short.duration} s runs, ` +
+      `benign, protected site): ${fmt(result.rps_with_over_without * 100, 1)}% of the ` +
+      `throughput without it (req/s with/without: ${rounds.join(", ")}), ${
+        fmt(result.cpu_with_over_without * 100, 1)
+      }% of its CPU per request, p99 ${fmt(result.p99_added_ms)} ms more`,
+  };
+}
+
 function fmt(n: number, digits = 2): string {
   return Number.isFinite(n) ? n.toFixed(digits) : "n/a";
 }
@@ -342,6 +409,8 @@ export async function main(args: string[]): Promise<number> {
       json: { type: "boolean", default: false },
       /** `server.data.workers` of the WAF under test: 1 (the default), a number or `auto`. */
       workers: { type: "string", default: "1" },
+      /** Only the connection front's cost (two WAFs, alternated), nothing else. */
+      "front-only": { type: "boolean", default: false },
     },
   });
   const opts = {
@@ -360,6 +429,11 @@ export async function main(args: string[]): Promise<number> {
     children.push(
       await startNginxUpstream(dir, upPort),
     );
+    if (values["front-only"]) {
+      const front = await frontCost(dir, `http://127.0.0.1:${upPort}`, opts, children);
+      console.log(values.json ? JSON.stringify(front, null, 2) : front.text);
+      return 0;
+    }
     const rpPort = freePort();
     children.push(
       await startNginx(
@@ -481,6 +555,7 @@ export async function main(args: string[]): Promise<number> {
     const median = (xs: number[]) => xs.sort((x, y) => x - y)[1]!;
     const honoRatio = median(honoRatios);
     const honoCpuRatio = median(honoCpu);
+    const front = await frontCost(dir, `http://127.0.0.1:${upPort}`, opts, children);
 
     // Resident memory of the WAF after a long full-load run (the issue's bound: under 200 MB).
     let rssMb: number | undefined;
@@ -502,7 +577,7 @@ export async function main(args: string[]): Promise<number> {
     if (values.json) {
       console.log(
         JSON.stringify(
-          { options: opts, results, ratios, half_rate: added, rss_mb: rssMb },
+          { options: opts, results, ratios, half_rate: added, rss_mb: rssMb, front },
           null,
           2,
         ),
@@ -535,6 +610,7 @@ export async function main(args: string[]): Promise<number> {
           fmt(honoCpuRatio * 100, 1)
         }% of its CPU per request (${honoCpu.map((r) => fmt(r * 100, 1)).join(", ")})`,
       );
+      console.log(`\n${front.text}`);
       if (rssMb !== undefined) {
         console.log(
           `\nWAF resident memory after ${rssSeconds} s of full load: ${fmt(rssMb, 1)} MB`,

@@ -17,6 +17,16 @@ server:
     # Data-plane worker threads sharing these ports: auto (one per core, at most 32) or a
     # number. 1 runs the data plane on the main thread.
     workers: 1
+    # Connection limits of this listener (nginx's client_header_timeout, client_body_timeout,
+    # keepalive_timeout and limit_conn). A connection past a cap is closed on arrival; one past a
+    # deadline is closed; both are counted (waf_connections_* metrics). The total is also bounded
+    # by the process's descriptor limit.
+    limits:
+      header_timeout: "60s"      # the whole request head, from its first byte
+      body_timeout: "60s"        # the longest pause between two reads of a body
+      keepalive_timeout: "75s"   # silence allowed between requests
+      max_connections: 10000
+      max_connections_per_client: 256   # 0 = no cap (raise it behind a load balancer)
   management:
     # REST API (/api), health probes (/health) and the console.
     listen: "127.0.0.1:9443"
@@ -25,6 +35,13 @@ server:
     tls: "off"
     # Public base URL of the console (used in the setup link). Derived from listen when unset.
     # base_url: "https://waf.example.com:9443"
+    # The same connection limits as the data listener, smaller caps.
+    limits:
+      header_timeout: "60s"      # the whole request head, from its first byte
+      body_timeout: "60s"        # the longest pause between two reads of a body
+      keepalive_timeout: "75s"   # silence allowed between requests
+      max_connections: 1000
+      max_connections_per_client: 64
   # How long in-flight requests may finish after SIGINT/SIGTERM.
   shutdown_timeout: "10s"
 

@@ -52,6 +52,27 @@ const tls = z.union([
   }),
 ], { error: 'expected "off", "auto" or { cert_file, key_file }' });
 
+/**
+ * Connection limits of one listener (its connection front, routes/conn_front.ts); the defaults
+ * are nginx's (`client_header_timeout`, `client_body_timeout`, `keepalive_timeout`), the caps
+ * `limit_conn`-like.
+ */
+const connectionLimits = (caps: { total: number; perClient: number }) =>
+  z.strictObject({
+    /** Off: `Deno.serve` takes the port itself, with none of these limits (benchmarks only). */
+    enabled: z.boolean().default(true),
+    /** The whole request head must arrive within this time of its first byte. */
+    header_timeout: duration("60s"),
+    /** Longest pause between two reads of a request body. */
+    body_timeout: duration("60s"),
+    /** How long a connection may stay silent between requests. */
+    keepalive_timeout: duration("75s"),
+    /** Open connections on the listener (the descriptor limit may lower it); 0 = that bound only. */
+    max_connections: z.number().int().min(0).max(1_000_000).default(caps.total),
+    /** Open connections from one client address; 0 = no cap. */
+    max_connections_per_client: z.number().int().min(0).max(1_000_000).default(caps.perClient),
+  }).prefault({});
+
 export const configSchema = z.strictObject({
   data_dir: z.string().min(1).optional(),
   server: z.strictObject({
@@ -69,12 +90,14 @@ export const configSchema = z.strictObject({
         z.literal("auto"),
         z.number().int(WORKERS_HELP).min(1, WORKERS_HELP).max(MAX_DATA_WORKERS, WORKERS_HELP),
       ], { error: WORKERS_HELP }).default(1),
+      limits: connectionLimits({ total: 10_000, perClient: 256 }),
     }).prefault({}),
     management: z.strictObject({
       listen: listen("127.0.0.1:9443"),
       tls: tls.default("off"),
       /** Public base URL of the console, used in the setup link; derived from listen when empty. */
       base_url: z.string().url().optional(),
+      limits: connectionLimits({ total: 1_000, perClient: 64 }),
     }).prefault({}),
     shutdown_timeout: duration("10s"),
   }).prefault({}),

@@ -55,6 +55,30 @@ export interface AccessRecord {
   latency_us: { total: number; waf: number; upstream: number | null };
 }
 
+/** A record as a request arrives: what it asked for; nothing decided, counted or measured yet. */
+export function arrivingRecord(
+  r: Pick<
+    AccessRecord,
+    "trace_id" | "time" | "peer_ip" | "proto" | "method" | "host" | "path" | "query" | "user_agent"
+  >,
+): AccessRecord {
+  return {
+    ...r,
+    site_id: null,
+    site: null,
+    client_ip: r.peer_ip,
+    status: 0,
+    action: "pass",
+    chain: [],
+    finding: null,
+    findings: 0,
+    upstream: null,
+    bytes_in: null,
+    bytes_out: null,
+    latency_us: { total: 0, waf: 0, upstream: null },
+  };
+}
+
 /** Monotonic microseconds for check timings (not wall-clock time, never asserted in tests). */
 export function micros(): number {
   return performance.now() * 1000;

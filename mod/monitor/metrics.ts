@@ -15,6 +15,12 @@ import {
   STATUS_CLASSES,
 } from "../data_plane/site_counters.ts";
 import { type Collector, Exposition } from "./exposition.ts";
+import {
+  CLOSE_REASONS,
+  type ConnectionStats,
+  type ListenerConnections,
+  REFUSE_REASONS,
+} from "../core/connection_stats.ts";
 
 const US = 1e-6;
 
@@ -169,6 +175,52 @@ export function dataPlaneCollector(deps: {
         "Failed PostgreSQL inserts (timeouts included)",
       );
       out.sample("waf_pg_sink_failures_total", {}, n("failures"));
+    }
+  };
+}
+
+/** The listeners' connection fronts (routes/conn_front.ts). */
+export function connectionsCollector(stats: ConnectionStats): Collector {
+  return (out) => {
+    const all = [...stats.all()];
+    out.family("waf_connections_open", "gauge", "Open client connections by listener");
+    for (const s of all) out.sample("waf_connections_open", { listener: s.listener }, s.open);
+    out.family("waf_connections_accepted_total", "counter", "Client connections accepted");
+    for (const s of all) {
+      out.sample("waf_connections_accepted_total", { listener: s.listener }, s.accepted);
+    }
+    const byReason = <R extends string>(
+      name: string,
+      help: string,
+      reasons: readonly R[],
+      of: (s: ListenerConnections) => Record<R, number>,
+    ) => {
+      out.family(name, "counter", help);
+      for (const s of all) {
+        for (const reason of reasons) {
+          out.sample(name, { listener: s.listener, reason }, of(s)[reason]);
+        }
+      }
+    };
+    byReason(
+      "waf_connections_refused_total",
+      "Connections closed on arrival: a per-client or total cap, or the descriptor limit",
+      REFUSE_REASONS,
+      (s) => s.refused,
+    );
+    byReason(
+      "waf_connections_closed_total",
+      "Connections the front closed early: a deadline passed or the framing was invalid",
+      CLOSE_REASONS,
+      (s) => s.closed,
+    );
+    out.family(
+      "waf_accept_errors_total",
+      "counter",
+      "Failed accepts (descriptor limit and the like), each followed by a back-off",
+    );
+    for (const s of all) {
+      out.sample("waf_accept_errors_total", { listener: s.listener }, s.acceptErrors);
     }
   };
 }

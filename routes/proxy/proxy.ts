@@ -12,6 +12,14 @@ import type { Policy } from "../../mod/data_plane/policy.ts";
 import { type ProtectionControls, type ProxyContext, Transaction } from "./transaction.ts";
 import { createHttp1Upstream } from "./http1_client.ts";
 import type { UpstreamClient } from "./upstream_client.ts";
+import { arrivingRecord } from "../../mod/data_plane/access_record.ts";
+import type { BrokenRequest } from "../conn_framing.ts";
+
+/** A header's value in a raw request head (the first of its name), or null. */
+function headerOf(head: string, name: string): string | null {
+  const m = new RegExp(`\\n${name}[ \\t]*:[ \\t]*([^\\r\\n]*)`, "i").exec(head);
+  return m ? m[1]!.trim() : null;
+}
 
 export interface ProxyDeps {
   readonly policy: Policy;
@@ -38,6 +46,11 @@ export type ProxyHandler = (
 
 export interface Proxy {
   readonly handle: ProxyHandler;
+  /**
+   * Records a request the connection front answered with 400 before the server saw it whole
+   * (bad chunked framing): the access log and the site's counters get it like any other.
+   */
+  refused(peer: string, broken: BrokenRequest): void;
   /** Releases the pooled upstream connections. */
   close(): void;
 }
@@ -56,6 +69,30 @@ export function createProxy(deps: ProxyDeps): Proxy {
   return {
     handle: (req, peer, proto) =>
       new Transaction(ctx, req, peer, proto, policy.current, traceId()).run(),
+    refused(peer, broken) {
+      const p = policy.current;
+      const host = headerOf(broken.head, "host") ?? "";
+      const site = p.match(host);
+      const q = broken.target.indexOf("?");
+      const record = arrivingRecord({
+        trace_id: traceId(),
+        time: deps.clock.now(),
+        peer_ip: peer,
+        proto: "http",
+        method: broken.method,
+        host,
+        path: q < 0 ? broken.target : broken.target.slice(0, q),
+        query: q < 0 ? "" : broken.target.slice(q + 1),
+        user_agent: headerOf(broken.head, "user-agent"),
+      });
+      record.site_id = site?.id ?? null;
+      record.site = site?.name ?? null;
+      record.status = 400;
+      record.action = "block";
+      record.chain.push({ check: "framing", result: broken.reason, us: 0 });
+      (site?.counters ?? p.unmatched).count(record, 0, null);
+      deps.accessLog.push(record);
+    },
     close: () => ctx.upstream.close(),
   };
 }

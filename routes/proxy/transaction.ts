@@ -31,6 +31,7 @@ import type { AccessLog } from "../../mod/data_plane/access_log.ts";
 import { inspectSliced } from "../../mod/data_plane/inspect_sliced.ts";
 import {
   type AccessRecord,
+  arrivingRecord,
   Chain,
   type FindingRecord,
   micros,
@@ -235,12 +236,9 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     this.pathAndQuery = query === "" ? path : `${path}?${query}`;
     this.clientIp = peer;
     this.now = ctx.clock.now();
-    this.record = {
+    this.record = arrivingRecord({
       trace_id: traceId,
       time: this.now,
-      site_id: null,
-      site: null,
-      client_ip: peer,
       peer_ip: peer,
       proto,
       method: req.method,
@@ -248,16 +246,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
       path,
       query,
       user_agent: headerOf(headers, "user-agent") ?? null,
-      status: 0,
-      action: "pass",
-      chain: [],
-      finding: null,
-      findings: 0,
-      upstream: null,
-      bytes_in: null,
-      bytes_out: null,
-      latency_us: { total: 0, waf: 0, upstream: null },
-    };
+    });
     this.chain = new Chain(this.record.chain, this.#start);
   }
 

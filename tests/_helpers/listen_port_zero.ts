@@ -1,15 +1,18 @@
 /**
  * Preloaded into a `waf` child process (`deno run --preload`) by tests that run the built-in
- * default configuration, whose listeners are the fixed ports 8080 and 9443: every `Deno.serve`
- * binds the host it was given on port 0 instead, and appends the address it asked for
- * (`host:port`, one per line) to the file named by `WAF_TEST_REQUESTED_LISTEN`. The test can then
+ * default configuration, whose listeners are the fixed ports 8080 and 9443: every `Deno.serve`,
+ * `Deno.listen` and `Deno.listenTls` (the connection fronts) binds the host it was given on port 0
+ * instead, and appends the address it asked for (`host:port`, one per line; private listeners on
+ * port 0 are not recorded) to the file named by `WAF_TEST_REQUESTED_LISTEN`. The test can then
  * assert the defaults without needing those ports free on the machine.
  */
 const record = Deno.env.get("WAF_TEST_REQUESTED_LISTEN");
 const serve = Deno.serve;
+const listen = Deno.listen;
+const listenTls = Deno.listenTls;
 
-function portZero(options: Deno.ServeTcpOptions): Deno.ServeTcpOptions {
-  if (record !== undefined) {
+function portZero<T extends { hostname?: string; port?: number }>(options: T): T {
+  if (record !== undefined && options.port !== 0) {
     Deno.writeTextFileSync(record, `${options.hostname}:${options.port}\n`, { append: true });
   }
   return { ...options, port: 0 };
@@ -26,3 +29,11 @@ Deno.serve = ((...args: unknown[]) => {
   }
   return (serve as (...a: unknown[]) => Deno.HttpServer)(...args);
 }) as typeof Deno.serve;
+
+Deno.listen = ((options: Deno.ListenOptions) =>
+  (listen as (o: unknown) => Deno.Listener)(
+    "port" in options ? portZero(options) : options,
+  )) as typeof Deno.listen;
+Deno.listenTls =
+  ((options: Deno.ListenTlsOptions & Deno.TlsCertifiedKeyPem) =>
+    listenTls(portZero(options))) as typeof Deno.listenTls;

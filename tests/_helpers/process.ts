@@ -13,14 +13,19 @@ export interface WafProcess extends AsyncDisposable {
   stop(signal?: Deno.Signal): Promise<number>;
 }
 
-/** `denoFlags` go before the main module (e.g. `--preload FILE`). */
+/**
+ * `denoFlags` go before the main module (e.g. `--preload FILE`); `wrapper` runs deno through a
+ * command (e.g. `["prlimit", "--nofile=1024:1024"]`).
+ */
 export function spawnWaf(
   args: readonly string[],
   env: Record<string, string> = {},
   denoFlags: readonly string[] = [],
+  wrapper: readonly string[] = [],
 ): WafProcess {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", ...denoFlags, MAIN, ...args],
+  const command = [...wrapper, Deno.execPath(), "run", "-A", ...denoFlags, MAIN, ...args];
+  const child = new Deno.Command(command[0]!, {
+    args: command.slice(1),
     env,
     stdout: "piped",
     stderr: "piped",

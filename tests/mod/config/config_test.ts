@@ -142,13 +142,38 @@ Deno.test("an unknown key suggests the nearest documented one and lists the keys
   const listen = found.find((p) => p.path === "server.data.lisen")!;
   assertEquals(
     listen.message,
-    'unknown key: did you mean "listen"? Keys here: listen, https_listen, workers',
+    'unknown key: did you mean "listen"? Keys here: listen, https_listen, workers, limits',
   );
   ok(found.find((p) => p.path === "stroage")!.message.includes('did you mean "storage"?'));
   const far = validateConfig({ server: { zzzzzzzz: 1 } });
   const message = far.kind === "invalid" ? far.problems[0]!.message : "";
   ok(!message.includes("did you mean"), message);
   ok(message.includes("Keys here: data, management"), message);
+});
+
+Deno.test("connection limits: nginx-like defaults per listener, bad values stop start-up naming the key", () => {
+  const d = validateConfig({});
+  ok(d.kind === "ok");
+  const data = d.config.server.data.limits;
+  assertEquals(
+    [data.enabled, data.header_timeout, data.body_timeout, data.keepalive_timeout],
+    [true, "60s", "60s", "75s"],
+  );
+  assertEquals([data.max_connections, data.max_connections_per_client], [10_000, 256]);
+  const mgmt = d.config.server.management.limits;
+  assertEquals([mgmt.max_connections, mgmt.max_connections_per_client], [1_000, 64]);
+  const bad = validateConfig({
+    server: {
+      data: { limits: { header_timeout: "soon", max_connections_per_client: -1 } },
+      management: { limits: { keepalive: "5s" } },
+    },
+  });
+  const paths = bad.kind === "invalid" ? bad.problems.map((p) => p.path).sort() : [];
+  assertEquals(paths, [
+    "server.data.limits.header_timeout",
+    "server.data.limits.max_connections_per_client",
+    "server.management.limits.keepalive",
+  ]);
 });
 
 Deno.test("a bad duration explains what a duration is and shows the value", () => {

@@ -1,0 +1,309 @@
+/**
+ * Follows the request framing of one HTTP/1.1 connection as its bytes go by, without buffering
+ * them: where a request head ends, how long its body is (Content-Length, or chunked framing
+ * checked as strictly as the server behind it checks it), and when the connection stops being
+ * HTTP/1.1 (an HTTP/2 preface, CONNECT, or an upgrade the server accepted). The connection front
+ * (`conn_front.ts`) sets its deadlines from the phase and answers bad chunked framing itself.
+ */
+
+/** Where the connection is: between requests, in a head, in a body, or no longer HTTP/1.1. */
+export type Phase = "idle" | "head" | "body" | "tunnel";
+
+/** The request whose framing broke, for the access-log record. */
+export interface BrokenRequest {
+  readonly method: string;
+  readonly target: string;
+  readonly head: string;
+  readonly reason: string;
+}
+
+/** Longest head kept for parsing; a longer one is the server's to refuse (431). */
+const HEAD_CAP = 64 * 1024;
+/** Longest chunk-size line (with extensions) and trailer section accepted. */
+const EXT_CAP = 4096;
+const TRAILER_CAP = 8 * 1024;
+
+const CR = 13;
+const LF = 10;
+const SP = 32;
+const HTAB = 9;
+const SEMI = 59;
+
+// Chunked states.
+const C_SIZE_START = 0;
+const C_SIZE = 1;
+const C_LWS = 2;
+const C_EXT = 3;
+const C_SIZE_LF = 4;
+const C_DATA = 5;
+const C_DATA_CR = 6;
+const C_DATA_LF = 7;
+const C_TRAILER_START = 8;
+const C_TRAILER = 9;
+const C_TRAILER_LF = 10;
+const C_END_LF = 11;
+
+const latin1 = new TextDecoder("latin1");
+const FIELDS = /\n(content-length|transfer-encoding|upgrade)[ \t]*:[ \t]*([^\r\n]*)/gi;
+
+function hexValue(b: number): number {
+  if (b >= 48 && b <= 57) return b - 48;
+  if (b >= 97 && b <= 102) return b - 87;
+  if (b >= 65 && b <= 70) return b - 55;
+  return -1;
+}
+
+export class RequestFraming {
+  phase: Phase = "idle";
+  /** Heads begun so far (the front restarts the head deadline when it grows). */
+  heads = 0;
+  /** Set while a request asked to upgrade; the server's 101 turns the connection into a tunnel. */
+  upgradeAsked = false;
+  /** The request whose framing was invalid, once `feed` returned false. */
+  broken: BrokenRequest | undefined;
+  #head = new Uint8Array(1024);
+  #headLen = 0;
+  #headOverflow = false;
+  #remaining = 0;
+  #chunked = false;
+  #cstate = C_SIZE_START;
+  #digits = 0;
+  #lineLen = 0;
+  #method = "";
+  #target = "";
+  #headText = "";
+
+  /** Follows the client's bytes; false when the request's framing is invalid. */
+  feed(buf: Uint8Array): boolean {
+    let i = 0;
+    const n = buf.length;
+    while (i < n) {
+      switch (this.phase) {
+        case "tunnel":
+          return true;
+        case "idle":
+          this.phase = "head";
+          this.heads++;
+          this.#headLen = 0;
+          this.#headOverflow = false;
+          continue;
+        case "head": {
+          const end = this.#scanHead(buf, i);
+          if (end < 0) return true;
+          i = end;
+          this.#startBody();
+          break;
+        }
+        case "body":
+          i = this.#chunked ? this.#chunks(buf, i) : this.#counted(buf, i);
+          if (i < 0) return false;
+          break;
+      }
+    }
+    return true;
+  }
+
+  /** The server's bytes: a 101 to an upgrade request makes the connection a tunnel. */
+  answered(buf: Uint8Array): void {
+    if (!this.upgradeAsked || buf.length < 12) return;
+    this.upgradeAsked = false;
+    // "HTTP/1.1 101"
+    if (buf[9] === 49 && buf[10] === 48 && buf[11] === 49) this.phase = "tunnel";
+  }
+
+  /** Copies head bytes until the blank line; the index after it, or -1 when not there yet. */
+  #scanHead(buf: Uint8Array, from: number): number {
+    let p = buf.indexOf(LF, from);
+    while (p >= 0) {
+      // The byte before this LF, and the one before that, across the chunk boundary.
+      const prev = p - 1 >= from ? buf[p - 1] : this.#headByte(p - 1 - from);
+      const prev2 = p - 2 >= from ? buf[p - 2] : this.#headByte(p - 2 - from);
+      if (prev === LF || (prev === CR && prev2 === LF)) {
+        this.#keep(buf, from, p + 1);
+        return p + 1;
+      }
+      p = buf.indexOf(LF, p + 1);
+    }
+    this.#keep(buf, from, buf.length);
+    return -1;
+  }
+
+  /** A kept head byte counted back from the end (`back` is -1 for the last one). */
+  #headByte(back: number): number | undefined {
+    const at = this.#headLen + back;
+    return at >= 0 && !this.#headOverflow ? this.#head[at] : undefined;
+  }
+
+  #keep(buf: Uint8Array, from: number, to: number): void {
+    if (this.#headOverflow) return;
+    const len = to - from;
+    if (this.#headLen + len > HEAD_CAP) {
+      this.#headOverflow = true;
+      return;
+    }
+    if (this.#headLen + len > this.#head.length) {
+      const grown = new Uint8Array(
+        Math.min(HEAD_CAP, Math.max(this.#head.length * 2, this.#headLen + len)),
+      );
+      grown.set(this.#head.subarray(0, this.#headLen));
+      this.#head = grown;
+    }
+    this.#head.set(buf.subarray(from, to), this.#headLen);
+    this.#headLen += len;
+  }
+
+  /** The head is complete: decide how the body is framed. */
+  #startBody(): void {
+    if (this.#headOverflow) {
+      this.phase = "tunnel";
+      return;
+    }
+    const text = latin1.decode(this.#head.subarray(0, this.#headLen));
+    this.#headText = text;
+    const sp = text.indexOf(" ");
+    this.#method = text.slice(0, sp < 0 ? 0 : sp);
+    const sp2 = text.indexOf(" ", sp + 1);
+    this.#target = sp < 0 ? "" : text.slice(sp + 1, sp2 < 0 ? undefined : sp2);
+    if (this.#method === "PRI" || this.#method === "CONNECT") {
+      this.phase = "tunnel";
+      return;
+    }
+    let te: string | undefined;
+    let cl: string | undefined;
+    let clConflict = false;
+    let upgrade = false;
+    FIELDS.lastIndex = 0;
+    for (let m = FIELDS.exec(text); m !== null; m = FIELDS.exec(text)) {
+      const name = m[1]!.toLowerCase();
+      const value = m[2]!.trim();
+      if (name === "transfer-encoding") te = te === undefined ? value : `${te}, ${value}`;
+      else if (name === "content-length") {
+        if (cl !== undefined && cl !== value) clConflict = true;
+        cl = value;
+      } else upgrade = true;
+    }
+    this.upgradeAsked = upgrade;
+    this.#chunked = false;
+    if (te !== undefined) {
+      const codings = te.toLowerCase().split(",");
+      if (codings[codings.length - 1]!.trim() !== "chunked") {
+        // Not framed by chunks: the server refuses it; follow nothing more.
+        this.phase = "tunnel";
+        return;
+      }
+      this.#chunked = true;
+      this.#cstate = C_SIZE_START;
+      this.#digits = 0;
+      this.#remaining = 0;
+      this.phase = "body";
+      return;
+    }
+    if (cl !== undefined) {
+      if (clConflict || !/^\d{1,15}$/.test(cl)) {
+        this.phase = "tunnel";
+        return;
+      }
+      this.#remaining = Number(cl);
+      this.phase = this.#remaining > 0 ? "body" : "idle";
+      return;
+    }
+    this.phase = "idle";
+  }
+
+  #counted(buf: Uint8Array, i: number): number {
+    const take = Math.min(this.#remaining, buf.length - i);
+    this.#remaining -= take;
+    if (this.#remaining === 0) this.phase = "idle";
+    return i + take;
+  }
+
+  #bad(reason: string): number {
+    this.broken = { method: this.#method, target: this.#target, head: this.#headText, reason };
+    this.phase = "tunnel";
+    return -1;
+  }
+
+  /** Chunked framing, byte by byte except the data; -1 when it is invalid. */
+  #chunks(buf: Uint8Array, i: number): number {
+    const n = buf.length;
+    while (i < n) {
+      const b = buf[i]!;
+      switch (this.#cstate) {
+        case C_SIZE_START: {
+          const h = hexValue(b);
+          if (h < 0) return this.#bad("chunk size missing");
+          this.#remaining = h;
+          this.#digits = 1;
+          this.#cstate = C_SIZE;
+          break;
+        }
+        case C_SIZE: {
+          const h = hexValue(b);
+          if (h >= 0) {
+            if (++this.#digits > 13) return this.#bad("chunk size too large");
+            this.#remaining = this.#remaining * 16 + h;
+          } else if (b === SP || b === HTAB) this.#cstate = C_LWS;
+          else if (b === SEMI) {
+            this.#cstate = C_EXT;
+            this.#lineLen = 0;
+          } else if (b === CR) this.#cstate = C_SIZE_LF;
+          else return this.#bad("invalid chunk size line");
+          break;
+        }
+        case C_LWS:
+          if (b === SEMI) {
+            this.#cstate = C_EXT;
+            this.#lineLen = 0;
+          } else if (b === CR) this.#cstate = C_SIZE_LF;
+          else if (b !== SP && b !== HTAB) return this.#bad("invalid chunk size line");
+          break;
+        case C_EXT:
+          if (b === CR) this.#cstate = C_SIZE_LF;
+          else if (b === LF) return this.#bad("newline in a chunk extension");
+          else if (++this.#lineLen > EXT_CAP) return this.#bad("chunk extension too long");
+          break;
+        case C_SIZE_LF:
+          if (b !== LF) return this.#bad("chunk size line not ended by CRLF");
+          if (this.#remaining === 0) {
+            this.#cstate = C_TRAILER_START;
+            this.#lineLen = 0;
+          } else this.#cstate = C_DATA;
+          break;
+        case C_DATA: {
+          const take = Math.min(this.#remaining, n - i);
+          this.#remaining -= take;
+          i += take;
+          if (this.#remaining === 0) this.#cstate = C_DATA_CR;
+          continue;
+        }
+        case C_DATA_CR:
+          if (b !== CR) return this.#bad("chunk data longer than its size");
+          this.#cstate = C_DATA_LF;
+          break;
+        case C_DATA_LF:
+          if (b !== LF) return this.#bad("chunk data not ended by CRLF");
+          this.#cstate = C_SIZE_START;
+          break;
+        case C_TRAILER_START:
+          if (b === CR) this.#cstate = C_END_LF;
+          else this.#cstate = C_TRAILER;
+          if (++this.#lineLen > TRAILER_CAP) return this.#bad("trailer section too large");
+          break;
+        case C_TRAILER:
+          if (b === CR) this.#cstate = C_TRAILER_LF;
+          if (++this.#lineLen > TRAILER_CAP) return this.#bad("trailer section too large");
+          break;
+        case C_TRAILER_LF:
+          if (b !== LF) return this.#bad("trailer line not ended by CRLF");
+          this.#cstate = C_TRAILER_START;
+          break;
+        case C_END_LF:
+          if (b !== LF) return this.#bad("chunked body not ended by CRLF");
+          this.phase = "idle";
+          return i + 1;
+      }
+      i++;
+    }
+    return i;
+  }
+}

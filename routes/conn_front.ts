@@ -1,0 +1,433 @@
+/**
+ * The connection front of a listener: `Deno.serve` has no head, body or keep-alive deadline, no
+ * cap on connections, and ends the process when an accept fails at the descriptor limit. So the
+ * public port is ours: each accepted connection is admitted or refused (per-client and total
+ * caps, the total also bounded by the process's descriptor limit), then piped over loopback into
+ * the private `Deno.serve` listener (the way the HTTPS front does), with its request framing
+ * followed (`conn_framing.ts`) so that the deadlines match what the client is doing:
+ *
+ * - the head of a request must arrive within `header_timeout` of its first byte (of the
+ *   connection, for the first request), however slowly it trickles;
+ * - a body may pause at most `body_timeout` between reads (time the server takes to read is not
+ *   the client's);
+ * - between requests, a connection may stay silent `keepalive_timeout` after the last byte of the
+ *   answer; while the answer has not begun, the site's own upstream deadline applies instead;
+ * - an answer the client does not read for `body_timeout` ends the connection (send timeout);
+ * - bad chunked framing gets a 400 from the front (the server behind would only close) and is
+ *   reported to `onBadFraming` for the access log.
+ *
+ * Accept failures are counted, logged (at most one line a second) and retried with a growing
+ * back-off; nothing here can throw out of the accept loop. With TLS, the front ends TLS itself
+ * (`Deno.listenTls`), so the same framing rules apply to the decrypted bytes.
+ */
+import type { Logger } from "../mod/core/logger.ts";
+import type {
+  CloseReason,
+  ListenerConnections,
+  RefuseReason,
+} from "../mod/core/connection_stats.ts";
+import { type BrokenRequest, RequestFraming } from "./conn_framing.ts";
+import { type Config, durationMs } from "../mod/config/config.ts";
+
+export interface ConnectionLimits {
+  readonly headerTimeoutMs: number;
+  readonly bodyTimeoutMs: number;
+  readonly keepAliveTimeoutMs: number;
+  /** Open connections on this listener; 0 = only the descriptor bound. */
+  readonly maxConnections: number;
+  /** Open connections from one client address; 0 = no cap. */
+  readonly maxPerClient: number;
+  /** This front's part of the process's descriptor budget (1 unless it shares a port). */
+  readonly descriptorShare?: number;
+}
+
+/**
+ * A listener's `limits` block as the front applies it; with `shares` fronts on one port (data
+ * workers with `reusePort`, among which the kernel spreads connections), each gets its share of
+ * the caps and of the descriptor budget.
+ */
+export function limitsFromConfig(
+  limits: Config["server"]["data"]["limits"],
+  shares = 1,
+): ConnectionLimits {
+  const share = (n: number) => n === 0 ? 0 : Math.max(1, Math.ceil(n / shares));
+  return {
+    headerTimeoutMs: durationMs(limits.header_timeout),
+    bodyTimeoutMs: durationMs(limits.body_timeout),
+    keepAliveTimeoutMs: durationMs(limits.keepalive_timeout),
+    maxConnections: share(limits.max_connections),
+    maxPerClient: share(limits.max_connections_per_client),
+    descriptorShare: 1 / shares,
+  };
+}
+
+export interface FrontOptions {
+  readonly hostname: string;
+  readonly port: number;
+  readonly tls?: { readonly cert: string; readonly key: string };
+  /** Shares the port with the other fronts of this process (data workers). */
+  readonly reusePort?: boolean;
+  /** The private listener the connections are piped into. */
+  readonly innerPort: number;
+  readonly limits: ConnectionLimits;
+  readonly stats: ListenerConnections;
+  readonly logger?: Logger;
+  /** A request whose chunked framing broke; the front has answered it with 400. */
+  readonly onBadFraming?: (client: string, request: BrokenRequest) => void;
+}
+
+export interface Front {
+  readonly hostname: string;
+  readonly port: number;
+  /** The client address of a piped connection, by the loopback source port the server saw. */
+  peer(innerRemotePort: number): { hostname: string; port: number } | undefined;
+  /** Stops accepting; open connections go on. */
+  stop(): void;
+  /** Waits up to `ms` for the open connections to finish by themselves (answers in transit). */
+  drain(ms: number): Promise<void>;
+  /** Stops accepting and ends every open connection. */
+  close(): void;
+}
+
+const BAD_REQUEST = new TextEncoder().encode(
+  "HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain; charset=utf-8\r\n" +
+    "connection: close\r\ncontent-length: 36\r\n\r\nBad Request: invalid chunked framing",
+);
+const BUFFER = 64 * 1024;
+
+/**
+ * Descriptors one piped connection holds (the client's, our end of the pipe, the server's end)
+ * plus one for its upstream connection; the rest of the limit is kept for the store, logs,
+ * workers and outbound connections.
+ */
+const FDS_PER_CONNECTION = 4;
+
+/** The connections the descriptor limit leaves room for (whole process, all fronts). */
+export function descriptorBudget(limits = readLimits()): number {
+  if (limits === undefined) return Number.MAX_SAFE_INTEGER;
+  const reserve = Math.max(64, Math.floor(limits * 0.1));
+  return Math.max(16, Math.floor((limits - reserve) / FDS_PER_CONNECTION));
+}
+
+function readLimits(): number | undefined {
+  try {
+    const text = Deno.readTextFileSync("/proc/self/limits");
+    const m = /^Max open files\s+(\d+|unlimited)/m.exec(text);
+    return m && m[1] !== "unlimited" ? Number(m[1]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Shared by every front of the process: the descriptor budget is the process's. */
+const processWide = { open: 0, budget: -1 };
+
+interface Piped {
+  readonly client: Deno.Conn;
+  inner: Deno.Conn | undefined;
+  readonly address: string;
+  readonly framing: RequestFraming;
+  /** When the connection is closed unless something happens; Infinity = no deadline. */
+  deadline: number;
+  reason: CloseReason;
+  heads: number;
+  /** A write into the server is pending (its reading is slow, not the client's sending). */
+  pushing: boolean;
+  /** When a pending write to the client began (0: none). */
+  sendingSince: number;
+  closed: boolean;
+}
+
+export function startFront(options: FrontOptions): Front {
+  const { limits, stats, logger } = options;
+  if (processWide.budget < 0) {
+    processWide.budget = Math.floor(descriptorBudget() * (limits.descriptorShare ?? 1));
+  }
+  const listener: Deno.Listener = options.tls
+    ? Deno.listenTls({
+      hostname: options.hostname,
+      port: options.port,
+      cert: options.tls.cert,
+      key: options.tls.key,
+      alpnProtocols: ["h2", "http/1.1"],
+    })
+    : Deno.listen({
+      hostname: options.hostname,
+      port: options.port,
+      ...(options.reusePort ? { reusePort: true } : {}),
+    });
+  const addr = listener.addr as Deno.NetAddr;
+  const perClient = new Map<string, number>();
+  const peers = new Map<number, { hostname: string; port: number }>();
+  const open = new Set<Piped>();
+  let stopped = false;
+  /** A coarse clock, advanced by the sweep (and on accept): per-byte bookkeeping reads it. */
+  let now = Date.now();
+  const sweepMs = Math.max(
+    50,
+    Math.min(1000, Math.floor(Math.min(limits.headerTimeoutMs, limits.bodyTimeoutMs) / 4)),
+  );
+  const sweep = setInterval(() => {
+    now = Date.now();
+    for (const c of open) {
+      if (c.sendingSince > 0 && now - c.sendingSince > limits.bodyTimeoutMs) {
+        end(c, "send_timeout");
+      } else if (!c.pushing && now > c.deadline) end(c, c.reason);
+    }
+  }, sweepMs);
+  Deno.unrefTimer(sweep);
+
+  let lastAcceptLog = 0;
+  (async () => {
+    let backoff = 0;
+    while (!stopped) {
+      let conn: Deno.Conn;
+      try {
+        conn = await listener.accept();
+        backoff = 0;
+      } catch (err) {
+        if (stopped || err instanceof Deno.errors.BadResource) return;
+        stats.acceptErrors++;
+        backoff = Math.min(1000, backoff === 0 ? 10 : backoff * 2);
+        const t = Date.now();
+        if (t - lastAcceptLog >= 1000) {
+          lastAcceptLog = t;
+          logger?.warn("accepting a connection failed; retrying", {
+            listener: stats.listener,
+            error: (err as Error).message,
+            retry_ms: backoff,
+            open: stats.open,
+          });
+        }
+        await new Promise((resolve) => setTimeout(resolve, backoff));
+        continue;
+      }
+      admit(conn);
+    }
+  })();
+
+  function refuse(conn: Deno.Conn, reason: RefuseReason): void {
+    stats.refused[reason]++;
+    try {
+      conn.close();
+    } catch {
+      // already gone
+    }
+  }
+
+  function admit(conn: Deno.Conn): void {
+    stats.accepted++;
+    const remote = conn.remoteAddr as Deno.NetAddr;
+    const address = plainAddress(remote.hostname);
+    if (limits.maxConnections > 0 && stats.open >= limits.maxConnections) {
+      return refuse(conn, "total");
+    }
+    if (processWide.open >= processWide.budget) return refuse(conn, "fd_limit");
+    const mine = perClient.get(address) ?? 0;
+    if (limits.maxPerClient > 0 && mine >= limits.maxPerClient) {
+      return refuse(conn, "per_client");
+    }
+    perClient.set(address, mine + 1);
+    stats.open++;
+    processWide.open++;
+    now = Date.now();
+    const c: Piped = {
+      client: conn,
+      inner: undefined,
+      address,
+      framing: new RequestFraming(),
+      deadline: now + limits.headerTimeoutMs,
+      reason: "header_timeout",
+      heads: 0,
+      pushing: false,
+      sendingSince: 0,
+      closed: false,
+    };
+    open.add(c);
+    pipe(c, remote.port).catch(() => end(c));
+  }
+
+  async function pipe(c: Piped, clientPort: number): Promise<void> {
+    let inner: Deno.Conn;
+    try {
+      inner = await Deno.connect({ hostname: "127.0.0.1", port: options.innerPort });
+    } catch {
+      stats.refused.fd_limit++;
+      return end(c);
+    }
+    if (c.closed) {
+      inner.close();
+      return;
+    }
+    c.inner = inner;
+    // Small writes go out at once on both legs (Nagle's delay would add up to 40 ms per answer).
+    (inner as Deno.TcpConn).setNoDelay?.(true);
+    (c.client as Deno.TcpConn).setNoDelay?.(true);
+    const innerPort = (inner.localAddr as Deno.NetAddr).port;
+    peers.set(innerPort, { hostname: c.address, port: clientPort });
+    // The server's end decides: when it closes, the client's connection goes too (the client
+    // finishing first only half-closes the pipe, the answer may still come).
+    inbound(c, inner).catch(() => end(c));
+    try {
+      await outbound(c, inner);
+    } finally {
+      peers.delete(innerPort);
+      end(c);
+    }
+  }
+
+  /** Client to server: follows the framing, moves the deadline, answers bad framing. */
+  async function inbound(c: Piped, inner: Deno.Conn): Promise<void> {
+    const buf = new Uint8Array(BUFFER);
+    const f = c.framing;
+    while (!c.closed) {
+      const n = await readOrEnd(c.client, buf);
+      if (n === null) {
+        // The client finished sending: the server may still answer.
+        await inner.closeWrite().catch(() => {});
+        return;
+      }
+      const chunk = buf.subarray(0, n);
+      if (f.phase !== "tunnel" && !f.feed(chunk)) {
+        await badFraming(c, inner);
+        return;
+      }
+      switch (f.phase) {
+        case "head":
+          if (f.heads !== c.heads) {
+            c.heads = f.heads;
+            c.deadline = now + limits.headerTimeoutMs;
+            c.reason = "header_timeout";
+          }
+          break;
+        case "body":
+          c.deadline = now + limits.bodyTimeoutMs;
+          c.reason = "body_timeout";
+          break;
+        case "idle":
+          // The request is complete: the answer is the server's (and the site's deadline).
+          c.deadline = Infinity;
+          c.reason = "keepalive_timeout";
+          break;
+        case "tunnel":
+          c.deadline = Infinity;
+          break;
+      }
+      c.pushing = true;
+      try {
+        await writeAll(inner, chunk);
+      } finally {
+        c.pushing = false;
+      }
+      if (f.phase === "body") c.deadline = now + limits.bodyTimeoutMs;
+    }
+  }
+
+  /** Server to client: the answer's bytes restart the keep-alive deadline. */
+  async function outbound(c: Piped, inner: Deno.Conn): Promise<void> {
+    const buf = new Uint8Array(BUFFER);
+    const f = c.framing;
+    while (!c.closed) {
+      const n = await readOrEnd(inner, buf);
+      if (n === null) return;
+      const chunk = buf.subarray(0, n);
+      if (f.upgradeAsked) f.answered(chunk);
+      c.sendingSince = now || 1;
+      try {
+        await writeAll(c.client, chunk);
+      } finally {
+        c.sendingSince = 0;
+      }
+      if (f.phase === "idle") {
+        c.deadline = now + limits.keepAliveTimeoutMs;
+        c.reason = "keepalive_timeout";
+      }
+    }
+  }
+
+  async function badFraming(c: Piped, _inner: Deno.Conn): Promise<void> {
+    stats.closed.bad_framing++;
+    const broken = c.framing.broken!;
+    // The server behind has the head and part of the body: cut it off before it answers, and
+    // answer ourselves (it would only close the connection).
+    c.inner?.close();
+    c.inner = undefined;
+    await writeAll(c.client, BAD_REQUEST).catch(() => {});
+    try {
+      options.onBadFraming?.(c.address, broken);
+    } catch (err) {
+      logger?.warn("recording a request with bad framing failed", {
+        error: (err as Error).message,
+      });
+    }
+    end(c);
+  }
+
+  function end(c: Piped, reason?: CloseReason): void {
+    if (c.closed) return;
+    c.closed = true;
+    if (reason) stats.closed[reason]++;
+    open.delete(c);
+    stats.open--;
+    processWide.open--;
+    const left = (perClient.get(c.address) ?? 1) - 1;
+    if (left <= 0) perClient.delete(c.address);
+    else perClient.set(c.address, left);
+    try {
+      c.client.close();
+    } catch {
+      // already closed
+    }
+    try {
+      c.inner?.close();
+    } catch {
+      // already closed
+    }
+  }
+
+  function stop(): void {
+    if (stopped) return;
+    stopped = true;
+    try {
+      listener.close();
+    } catch {
+      // already closed
+    }
+  }
+
+  return {
+    hostname: addr.hostname,
+    port: addr.port,
+    peer: (port) => peers.get(port),
+    stop,
+    async drain(ms) {
+      const until = Date.now() + ms;
+      while (open.size > 0 && Date.now() < until) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    },
+    close() {
+      stop();
+      clearInterval(sweep);
+      for (const c of open) end(c);
+    },
+  };
+}
+
+/** The bytes read, or null at the end or on an error (both end the direction). */
+async function readOrEnd(conn: Deno.Conn, buf: Uint8Array): Promise<number | null> {
+  try {
+    return await conn.read(buf);
+  } catch {
+    return null;
+  }
+}
+
+async function writeAll(conn: Deno.Conn, chunk: Uint8Array): Promise<void> {
+  let at = 0;
+  while (at < chunk.length) at += await conn.write(chunk.subarray(at));
+}
+
+function plainAddress(address: string): string {
+  return address.startsWith("::ffff:") && address.includes(".") ? address.slice(7) : address;
+}
