@@ -6,7 +6,7 @@
  */
 import { assertEquals, ok } from "../_helpers/assert.ts";
 import { ADMIN, type ConsolePage, startConsoleKit, unlabelled } from "../_helpers/console.ts";
-import { callJson, createUser, login } from "../_helpers/identity.ts";
+import { call, callJson, createUser, login } from "../_helpers/identity.ts";
 import { startFakeProvider } from "../_helpers/openai_server.ts";
 import { addSite, hit } from "../_helpers/protection.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
@@ -104,6 +104,28 @@ Deno.test("the AI pages: settings with a connection test, a streamed answer that
     });
     const items = done.body.items as Array<{ decided_by: { name: string } }>;
     assertEquals(items.map((a) => a.decided_by.name), [ADMIN.username]);
+    ok(admin.problems.length === 0, admin.problems.join("\n"));
+  });
+
+  await t.step("a new request appears on the open approvals page without a reload", async () => {
+    const session = await login(server, ANALYST.username, ANALYST.password);
+    const conv = await callJson(server, "POST", "/api/ai/conversations", { session, body: {} });
+    provider.script(
+      {
+        toolCalls: [{
+          name: "block_ip",
+          arguments: { cidr: "198.51.100.0/24", reason: "port scanner" },
+        }],
+      },
+      { text: "Requested." },
+    );
+    const asked = await call(server, "POST", `/api/ai/conversations/${conv.body.id}/messages`, {
+      session,
+      body: { content: "Block the scanner" },
+    });
+    await asked.text();
+    // The page was opened before the request existed; the ai.approval event brings it in.
+    await textOf(admin, "main table", /198\.51\.100\.0\/24/);
     ok(admin.problems.length === 0, admin.problems.join("\n"));
   });
 });

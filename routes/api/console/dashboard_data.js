@@ -72,22 +72,22 @@ export function watchDashboard(minutes, onData) {
 }
 
 /**
- * Subscribes to blocked and challenged requests over EventSource (it reconnects by itself and
- * resumes with Last-Event-ID). `onEvent(envelope)` per event, `onState("connecting" | "live" |
- * "closed")` as the connection changes. Returns the function that closes it; undefined without
- * `read:realtime`.
+ * Subscribes to realtime events of `kinds` (default: blocked and challenged requests) over
+ * EventSource (it reconnects by itself and resumes with Last-Event-ID). `onEvent(envelope)` per
+ * event, `onState("connecting" | "live" | "closed")` as the connection changes. Returns the
+ * function that closes it; undefined without `read:realtime`.
  */
-export function watchLive(onEvent, onState) {
+export function watchLive(onEvent, onState, kinds = LIVE_KINDS) {
   if (!can("read:realtime")) return undefined;
   let source;
   let retry;
   const connect = () => {
-    source = new EventSource(withQuery("/api/realtime/events", { kinds: LIVE_KINDS.join(",") }));
+    source = new EventSource(withQuery("/api/realtime/events", { kinds: kinds.join(",") }));
     onState("connecting");
     source.onopen = () => onState("live");
     source.onerror = () =>
       onState(source.readyState === EventSource.CLOSED ? "closed" : "connecting");
-    for (const kind of LIVE_KINDS) {
+    for (const kind of kinds) {
       source.addEventListener(kind, (e) => onEvent(JSON.parse(e.data)));
     }
     // The server dropped this subscriber for reading too slowly: connect again, afresh.

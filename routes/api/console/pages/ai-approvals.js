@@ -1,10 +1,13 @@
 // AI approvals: the changes the assistant proposed (block an address, add a custom rule, change a
 // site's mode or level, add an ALAP exception), each with its exact change; approve or reject.
 // The API refuses approving one's own request and approving without the change's permission.
+// With read:realtime the list follows the `ai.approval` events: new requests and decisions made
+// elsewhere appear without a reload.
 import { post } from "../api.js";
 import { Badge, ErrorBox, Field, Loading, Page, Table, useAction, useApi } from "../components.js";
 import { fmtTime, t } from "../i18n.js";
-import { html, useState } from "../lib/ui.js";
+import { watchLive } from "../dashboard_data.js";
+import { html, useEffect, useState } from "../lib/ui.js";
 import { can } from "../session.js";
 
 const STATUSES = ["pending", "applied", "rejected", "failed", ""];
@@ -45,6 +48,8 @@ function outcome(a) {
 export default function AiApprovals() {
   const [status, setStatus] = useState("pending");
   const list = useApi("/api/ai/approvals", { status });
+  const reload = list.reload;
+  useEffect(() => watchLive(() => reload(), () => {}, ["ai.approval"]), [reload]);
   return html`
     <${Page} title=${t("nav.ai-approvals")}>
       <p class="muted">${t("ai.approvals_intro")}</p>
