@@ -102,7 +102,7 @@ Deno.test("the console's other pages work in a real browser", async (t) => {
     await admin.page.locator("#tester-error").waitFor();
   });
 
-  await t.step("the audit log filters by action", async () => {
+  await t.step("the audit log filters by action, actor and result", async () => {
     await admin.open("audit");
     await admin.page.locator("#audit-action").fill("user.create");
     await admin.page.locator("button", { hasText: "Apply" }).click();
@@ -114,10 +114,31 @@ Deno.test("the console's other pages work in a real browser", async (t) => {
     }
     ok(actions.length > 0 && actions.every((a) => a.includes("user.create")), actions.join("\n"));
     ok(actions.some((a) => a.includes("carol")), actions.join("\n"));
+    // By actor and result: carol's own successful sign-in, and nothing of anyone else.
+    await admin.page.locator("#audit-action").fill("");
+    await admin.page.locator("#audit-actor").fill("carol");
+    await admin.page.locator("#audit-result").selectOption("success");
+    await admin.page.locator("button", { hasText: "Apply" }).click();
+    for (let i = 0; i < 100; i++) {
+      actions = await admin.page.locator("main tbody tr").allTextContents();
+      if (actions.length > 0 && actions.every((a) => a.includes("carol ("))) break;
+      await admin.page.waitForTimeout(100);
+    }
+    ok(actions.length > 0, "carol's records are listed");
+    ok(actions.every((a) => a.includes("carol (") && a.includes("success")), actions.join("\n"));
+    ok(actions.some((a) => a.includes("auth.login")), actions.join("\n"));
   });
 
   await t.step("Updates and backup show the 501 answers and what to do instead", async () => {
     await admin.open("updates");
+    // The OTA settings are shown read-only, as the API reports them.
+    const ota = await callJson(server, "GET", "/api/system/ota", { session: api });
+    await admin.page.locator("#ota-settings dd").first().waitFor();
+    const shown = await admin.page.locator("#ota-settings dd").allTextContents();
+    const settings = ota.body.settings as Record<string, unknown>;
+    assertEquals(shown[0], String(settings.enabled));
+    assertEquals(shown.length, 7);
+    assertEquals(await admin.page.locator("main input, main select, main textarea").count(), 0);
     await admin.page.locator("#check-updates").click();
     assertEquals(
       await admin.page.locator(".error-box code").first().textContent(),
