@@ -14,7 +14,11 @@ import { systemRandom } from "../mod/core/random.ts";
 import { createSecretBox, TOTP_KEY_FILE } from "../mod/core/secret_box.ts";
 import type { AccessRecord } from "../mod/data_plane/access_record.ts";
 import { createPolicy } from "../mod/data_plane/policy.ts";
-import { type PolicySnapshot, replaySnapshot } from "../mod/data_plane/policy_snapshot.ts";
+import {
+  applyDelta,
+  type PolicySnapshot,
+  replaySnapshot,
+} from "../mod/data_plane/policy_snapshot.ts";
 import { openSharedState } from "../mod/data_plane/shared_state.ts";
 import { createApiSecRuntime } from "../mod/apisec/apisec_runtime.ts";
 import { SECRET_OWNER } from "../mod/apisec/apisec_settings.ts";
@@ -162,9 +166,9 @@ async function start(init: WorkerInit): Promise<void> {
     const m = e.data;
     switch (m.t) {
       case "policy":
-        snapshot = m.snapshot;
+        snapshot = applyDelta(snapshot, m.delta);
         policy.rebuild();
-        post({ t: "ack", version: m.snapshot.version });
+        post({ t: "ack", version: snapshot.version });
         return;
       case "purge":
         cache.purge(m.siteId, m.pathPrefix);

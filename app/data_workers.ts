@@ -20,7 +20,11 @@ import type { LogFields, Logger, LogLevel } from "../mod/core/logger.ts";
 import type { Random } from "../mod/core/random.ts";
 import type { AccessRecord } from "../mod/data_plane/access_record.ts";
 import type { SiteUpstreamHealth } from "../mod/data_plane/policy.ts";
-import type { PolicySnapshot } from "../mod/data_plane/policy_snapshot.ts";
+import {
+  deltaOf,
+  type PolicySnapshot,
+  type SnapshotDelta,
+} from "../mod/data_plane/policy_snapshot.ts";
 import type { SiteCounterSet } from "../mod/data_plane/site_counters.ts";
 import {
   allocateSharedState,
@@ -34,6 +38,7 @@ import type { AlapPolicyDoc } from "../mod/protection/protection_schema.ts";
 import type { Sample } from "../mod/apisec/inventory.ts";
 import { createEdgeCache, type EdgeCache } from "../mod/protection/edge_cache.ts";
 import type { DataPlane } from "./data_plane.ts";
+import type { Exposition } from "../mod/monitor/exposition.ts";
 import { parseListen } from "../mod/config/config_schema.ts";
 import { type Listener, listenerError } from "../routes/listen.ts";
 import {
@@ -59,7 +64,7 @@ export interface WorkerInit {
 
 export type ToWorker =
   | { readonly t: "init"; readonly init: WorkerInit }
-  | { readonly t: "policy"; readonly snapshot: PolicySnapshot }
+  | { readonly t: "policy"; readonly delta: SnapshotDelta }
   | { readonly t: "purge"; readonly siteId: string | null; readonly pathPrefix: string | null }
   | { readonly t: "drain" }
   | { readonly t: "crash" };
@@ -129,6 +134,8 @@ export interface DataWorkerPool {
   kill(index: number): void;
   /** Stops accepting on every worker and lets their requests finish, then ends the threads. */
   drain(): Promise<void>;
+  /** Prometheus: requests, restarts and state per worker (how evenly the kernel spreads). */
+  collect(out: Exposition): void;
 }
 
 export interface PoolWiring {
@@ -332,9 +339,14 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
         shared.setOffsetMs(offset());
         publishing = setInterval(() => shared.setOffsetMs(offset()), 1000);
       }
+      // Each swap sends what changed since the last one (a restarted worker starts from the
+      // full snapshot, which is what the last one sent adds up to).
+      let sent = w.dataPlane.snapshot();
       w.dataPlane.onSwap(() => {
         const snapshot = w.dataPlane.snapshot()!;
-        for (const s of slots) s.worker.postMessage({ t: "policy", snapshot } satisfies ToWorker);
+        const delta = deltaOf(sent, snapshot);
+        sent = snapshot;
+        for (const s of slots) s.worker.postMessage({ t: "policy", delta } satisfies ToWorker);
       });
       try {
         await Promise.all(slots.map((s) => spawn(s, w)));
@@ -364,6 +376,41 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
     kill(index) {
       const slot = slots[index - 1];
       if (slot && wiring) crashed(slot, wiring, "terminated (test hook)");
+    },
+    collect(out) {
+      const metric = (
+        name: string,
+        type: "counter" | "gauge",
+        help: string,
+        of: (s: Slot) => number,
+      ) => {
+        out.family(name, type, help);
+        for (const s of slots) out.sample(name, { worker: String(s.index) }, of(s));
+      };
+      metric(
+        "waf_data_worker_requests_total",
+        "counter",
+        "Requests each data-plane worker finished",
+        (s) => s.requests,
+      );
+      metric(
+        "waf_data_worker_restarts_total",
+        "counter",
+        "Restarts of each data-plane worker after a crash",
+        (s) => s.restarts,
+      );
+      metric(
+        "waf_data_worker_up",
+        "gauge",
+        "1 while the data-plane worker serves",
+        (s) => Number(s.live),
+      );
+      metric(
+        "waf_data_worker_policy_version",
+        "gauge",
+        "Policy version the data-plane worker enforces",
+        (s) => s.version,
+      );
     },
     async drain() {
       stopping = true;

@@ -242,6 +242,7 @@ export async function composeServer(
     });
     plane = createMonitorPlane(core, dataPlane, services);
     plane.metrics.register(cluster.collector);
+    if (dataWorkers) plane.metrics.register((out) => dataWorkers.collect(out));
     ops = createOps({ ...services, core, plane, dataPlane, identity, apiAccess });
   } catch (err) {
     db.close();

@@ -261,7 +261,10 @@ function seedSites(dataDir: string, upstream: string): void {
   }
 }
 
-/** Starts the WAF (`main.ts serve`) with the benchmark sites; `denoArgs` go before the script. */
+/**
+ * Starts the WAF (`main.ts serve`) with the benchmark sites; `denoArgs` go before the script,
+ * `options.extra` is appended to its waf.yaml.
+ */
 export async function startWaf(
   dir: string,
   upstream: string,
@@ -270,7 +273,7 @@ export async function startWaf(
   workers = "1",
   denoArgs: string[] = [],
   root = ROOT,
-  options: { name?: string; front?: boolean } = {},
+  options: { name?: string; front?: boolean; extra?: string } = {},
 ) {
   const dataDir = `${dir}/${options.name ?? "waf"}`;
   await Deno.mkdir(dataDir, { recursive: true });
@@ -286,7 +289,7 @@ export async function startWaf(
     listen: "127.0.0.1:${mgmtPort}"
 logging:
   level: warn
-`,
+${options.extra ?? ""}`,
   );
   seedSites(dataDir, upstream);
   const child = new Deno.Command(Deno.execPath(), {

@@ -87,3 +87,51 @@ export function replaySnapshot(current: () => PolicySnapshot) {
     },
   };
 }
+
+/** A snapshot as sent after another: the kinds in `kept` have the rows the previous one had. */
+export interface SnapshotDelta extends PolicySnapshot {
+  readonly kept: readonly string[];
+}
+
+function sameRows(a: readonly PolicyObjectRow[], b: readonly PolicyObjectRow[]): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i]!;
+    const y = b[i]!;
+    if (
+      x.id !== y.id || x.updated_at !== y.updated_at || x.position !== y.position ||
+      x.config !== y.config
+    ) return false;
+  }
+  return true;
+}
+
+/**
+ * `next` without the row lists equal to `previous`'s: a change to one site does not send (and
+ * clone) 100,000 unchanged IP entries to every worker again.
+ */
+export function deltaOf(previous: PolicySnapshot | undefined, next: PolicySnapshot): SnapshotDelta {
+  if (previous === undefined) return { ...next, kept: [] };
+  const rows: Record<string, readonly PolicyObjectRow[]> = {};
+  const kept: string[] = [];
+  for (const [kind, list] of Object.entries(next.rows)) {
+    const before = previous.rows[kind];
+    if (before !== undefined && sameRows(before, list)) kept.push(kind);
+    else rows[kind] = list;
+  }
+  return { ...next, rows, kept };
+}
+
+/** The full snapshot a delta stands for, given the one before it. */
+export function applyDelta(previous: PolicySnapshot, delta: SnapshotDelta): PolicySnapshot {
+  const rows: Record<string, readonly PolicyObjectRow[]> = { ...delta.rows };
+  for (const kind of delta.kept) rows[kind] = previous.rows[kind] ?? [];
+  return {
+    version: delta.version,
+    sites: delta.sites,
+    rows,
+    singletons: delta.singletons,
+    objects: delta.objects,
+  };
+}

@@ -81,8 +81,15 @@ Deno.test("two workers serve the data port, and a site change is enforced by bot
   await untilBothServe(s, async () => {
     assertEquals((await send(s, "/hello")).status, 200);
   }, 3);
-  // Records from both workers reach the one access log.
+  // Records from both workers reach the one access log and monitoring's counters.
   await until(() => up.seen.length >= 6, "upstream requests");
+  const scrape = s.monitor.metrics.scrape();
+  for (const w of ["1", "2"]) {
+    ok(scrape.includes(`waf_data_worker_up{worker="${w}"} 1`), scrape);
+  }
+  const counted = [...scrape.matchAll(/^waf_requests_total\{site="shop"[^}]*\} (\d+)/gm)]
+    .reduce((n, m) => n + Number(m[1]), 0);
+  assertEquals(counted, served(s).reduce((a, b) => a + b, 0));
 
   // A change: the site goes to another host name; both workers answer 404 for the old one.
   s.dataPlane.sites.update(

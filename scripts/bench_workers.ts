@@ -1,0 +1,309 @@
+/**
+ * What predicts the data plane's scaling over worker threads (`server.data.workers`), on a
+ * machine too small to show the throughput itself (docs/data-plane.md, "Workers"):
+ *
+ * 1. `policy`: the cost of getting a policy of 100,000 IP entries and 1,000 custom rules into a
+ *    worker: compiling it (what each worker does with the snapshot), cloning the snapshot (what
+ *    `postMessage` does), the round trip to a real worker (send, compile, acknowledge), and
+ *    whether the compiled policy itself could be sent instead (it cannot: closures and RE2).
+ * 2. `cpu`: the WAF as a child process (`deno run main.ts serve`, the shipped V8 flags) with
+ *    workers 1, then 2, under the same wrk load: CPU time of the whole process per request (from
+ *    `/proc/<pid>/stat`, all threads), the rate, and how the requests spread over the workers
+ *    (`waf_data_worker_requests_total` from the metrics).
+ *
+ * ```sh
+ * deno run -A scripts/bench_workers.ts [policy|cpu|all] [--duration 10] [--connections 16]
+ *                                      [--threads 1] [--workers 1,2] [--rounds 3] [--runs 5]
+ * ```
+ */
+import { parseArgs } from "node:util";
+import { ensure, freePort } from "./bench_kit.ts";
+import { BENIGN, measured, startNginxUpstream, startWaf, wrkScript } from "./bench_proxy.ts";
+import type { PolicyObjectRow } from "../db/policy_objects_repo.ts";
+import { deltaOf, type PolicySnapshot } from "../mod/data_plane/policy_snapshot.ts";
+import { createProtectionCompiler, KIND } from "../mod/protection/protection_compile.ts";
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+function row(id: string, kind: string, position: number, doc: unknown): PolicyObjectRow {
+  return {
+    id,
+    kind,
+    site_id: null,
+    position,
+    config: JSON.stringify(doc),
+    created_at: 0,
+    updated_at: 0,
+  };
+}
+
+/** 100,000 IP entries and 1,000 custom rules, as the protection compiler reads them. */
+export function bigSnapshot(version = 1): PolicySnapshot {
+  const ips: PolicyObjectRow[] = [];
+  for (let i = 0; i < 100_000; i++) {
+    const cidr = `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}/32`;
+    ips.push(row(`ip${i}`, KIND.ip, i, {
+      action: i % 10 === 0 ? "allow" : "block",
+      cidr,
+      site_id: null,
+      path_prefix: null,
+      expires_at: null,
+      note: "",
+    }));
+  }
+  const rules: PolicyObjectRow[] = [];
+  for (let i = 0; i < 1_000; i++) {
+    rules.push(row(`rule${i}`, KIND.custom, i, {
+      name: `rule ${i}`,
+      site_id: null,
+      target: i % 2 ? { kind: "path" } : { kind: "any_param" },
+      pattern: `^/(?:admin|private)${i}/[a-z]+\\d{2,}$`,
+      ignore_case: i % 3 === 0,
+      action: "block",
+      priority: i,
+      enabled: true,
+    }));
+  }
+  return {
+    version,
+    sites: [],
+    rows: { [KIND.ip]: ips, [KIND.custom]: rules },
+    singletons: {},
+    objects: {},
+  };
+}
+
+function sourceOf(s: PolicySnapshot) {
+  return {
+    rows: (kind: string) => (s.rows[kind] ?? []) as PolicyObjectRow[],
+    singleton: (kind: string) => s.singletons[kind],
+  };
+}
+
+const WORKER = `
+import { createProtectionCompiler } from "${
+  new URL("../mod/protection/protection_compile.ts", import.meta.url).href
+}";
+const compile = createProtectionCompiler();
+self.onmessage = (e) => {
+  const s = e.data;
+  const t0 = performance.now();
+  compile({ rows: (k) => s.rows[k] ?? [], singleton: (k) => s.singletons[k] });
+  self.postMessage({ version: s.version, compileMs: performance.now() - t0 });
+};
+`;
+
+async function policyBench(runs: number): Promise<void> {
+  const snapshot = bigSnapshot();
+  const compileMs: number[] = [];
+  const cloneMs: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const t0 = performance.now();
+    createProtectionCompiler()(sourceOf(snapshot));
+    compileMs.push(performance.now() - t0);
+    const t1 = performance.now();
+    structuredClone(snapshot);
+    cloneMs.push(performance.now() - t1);
+  }
+  // A change elsewhere (a site): the same 100,000 rows read again are left out of the message.
+  const deltaMs: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const again = bigSnapshot(i + 2);
+    const t0 = performance.now();
+    structuredClone(deltaOf(snapshot, again));
+    deltaMs.push(performance.now() - t0);
+  }
+  let transferable = "yes";
+  try {
+    structuredClone(createProtectionCompiler()(sourceOf(snapshot)));
+  } catch (err) {
+    transferable = `no (${(err as Error).name})`;
+  }
+  const file = await Deno.makeTempFile({ suffix: ".ts" });
+  await Deno.writeTextFile(file, WORKER);
+  const worker = new Worker(new URL(`file://${file}`), { type: "module" });
+  const roundMs: number[] = [];
+  const inWorkerMs: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const t0 = performance.now();
+    const answer = await new Promise<{ compileMs: number }>((resolve) => {
+      worker.onmessage = (e) => resolve(e.data);
+      worker.postMessage(bigSnapshot(i + 2));
+    });
+    roundMs.push(performance.now() - t0);
+    inWorkerMs.push(answer.compileMs);
+  }
+  worker.terminate();
+  await Deno.remove(file);
+  const bytes = JSON.stringify(snapshot).length;
+  console.log(
+    `policy: 100,000 IP entries + 1,000 custom rules (snapshot ${
+      (bytes / 1e6).toFixed(1)
+    } MB as JSON), median of ${runs}`,
+  );
+  console.log(`  compile on the main thread          ${median(compileMs).toFixed(0)} ms`);
+  console.log(`  structured clone of the snapshot    ${median(cloneMs).toFixed(0)} ms`);
+  console.log(`  compiled policy cloneable            ${transferable}`);
+  console.log(`  unrelated change: delta + clone      ${median(deltaMs).toFixed(1)} ms`);
+  console.log(
+    `  worker round trip (send+compile+ack) ${median(roundMs).toFixed(0)} ms (compile in worker ${
+      median(inWorkerMs).toFixed(0)
+    } ms, fresh compiler)`,
+  );
+}
+
+async function startWafWith(dir: string, upstream: string, workers: number) {
+  const dataPort = freePort();
+  const mgmtPort = freePort();
+  const child = await startWaf(
+    dir,
+    upstream,
+    dataPort,
+    mgmtPort,
+    String(workers),
+    [],
+    undefined,
+    { extra: "monitor:\n  prometheus:\n    public: true\n" },
+  );
+  // Workers listen before the process is ready; wait for every worker to be serving.
+  for (let i = 0; i < 300; i++) {
+    const r = await fetch(`http://127.0.0.1:${mgmtPort}/health/ready`).catch(() => undefined);
+    await r?.body?.cancel();
+    if (r?.status === 200) break;
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  return { child, dataPort, mgmtPort };
+}
+
+/** CPU ticks per thread of `pid`, by thread id (with its name). */
+function threadTicks(pid: number): Map<string, { name: string; ticks: number }> {
+  const out = new Map<string, { name: string; ticks: number }>();
+  for (const e of Deno.readDirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = Deno.readTextFileSync(`/proc/${pid}/task/${e.name}/stat`);
+      const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+      const f = stat.slice(stat.lastIndexOf(") ") + 2).split(" ");
+      out.set(e.name, { name, ticks: Number(f[11]) + Number(f[12]) });
+    } catch {
+      // the thread ended
+    }
+  }
+  return out;
+}
+
+/** The CPU time each thread used between two samples, µs per request, busiest first. */
+function threadShare(
+  pid: number,
+  a: Map<string, { name: string; ticks: number }>,
+  b: Map<string, { name: string; ticks: number }>,
+  requests: number,
+): string {
+  const rows: Array<[string, number]> = [];
+  for (const [tid, t] of b) {
+    const us = ((t.ticks - (a.get(tid)?.ticks ?? 0)) * 10_000) / Math.max(1, requests);
+    if (us >= 1) rows.push([tid === String(pid) ? "main" : t.name, us]);
+  }
+  return rows.sort((x, y) => y[1] - x[1]).map(([n, us]) => `${n} ${us.toFixed(0)}`).join(", ");
+}
+
+async function perWorker(mgmtPort: number): Promise<number[]> {
+  const text = await (await fetch(`http://127.0.0.1:${mgmtPort}/metrics`)).text();
+  return [...text.matchAll(/^waf_data_worker_requests_total\{worker="(\d+)"\} (\d+)/gm)]
+    .map((m) => Number(m[2]));
+}
+
+async function cpuBench(
+  workerCounts: number[],
+  opts: { duration: number; connections: number; threads: number; rounds: number },
+): Promise<void> {
+  await ensure("wrk", "wrk");
+  await ensure("nginx", "nginx-light");
+  const dir = await Deno.makeTempDir({ prefix: "waf-bench-workers-" });
+  const upPort = freePort();
+  const upstream = await startNginxUpstream(dir, upPort);
+  try {
+    const script = wrkScript(BENIGN, "on.bench");
+    const cpu = new Map<number, number[]>();
+    // Rounds alternate the worker counts, so a change in the machine's load hits both alike.
+    const order = Array.from({ length: opts.rounds }, () => workerCounts).flat();
+    for (const [round, n] of order.entries()) {
+      const waf = await startWafWith(`${dir}/r${round}`, `http://127.0.0.1:${upPort}`, n);
+      try {
+        const url = `http://127.0.0.1:${waf.dataPort}`;
+        // Warm-up: JIT, upstream pools; then the measured run.
+        await measured(waf.child.pid, dir, url, script, { ...opts, duration: 3 });
+        const before = n > 1 ? await perWorker(waf.mgmtPort) : [];
+        const threadsBefore = threadTicks(waf.child.pid);
+        const r = await measured(waf.child.pid, dir, url, script, opts);
+        cpu.set(n, [...cpu.get(n) ?? [], r.cpuUs!]);
+        const threads = threadShare(
+          waf.child.pid,
+          threadsBefore,
+          threadTicks(waf.child.pid),
+          r.requests,
+        );
+        await new Promise((res) => setTimeout(res, 300));
+        const after = n > 1 ? await perWorker(waf.mgmtPort) : [];
+        const spread = after.map((a, i) => a - (before[i] ?? 0));
+        const total = spread.reduce((a, b) => a + b, 0);
+        console.log(
+          `workers ${n}: ${r.rps.toFixed(0)} req/s, cpu ${r.cpuUs!.toFixed(1)} µs/req, p50 ${
+            r.p50.toFixed(2)
+          } ms, p99 ${r.p99.toFixed(2)} ms, non-2xx ${r.non2xx}/${r.requests}${
+            total > 0
+              ? `, per worker ${spread.map((x) => `${(100 * x / total).toFixed(0)}%`).join(" / ")}`
+              : ""
+          }\n  µs/req by thread: ${threads}`,
+        );
+      } finally {
+        waf.child.kill("SIGTERM");
+        await waf.child.status;
+      }
+    }
+    const base = median(cpu.get(workerCounts[0]!)!);
+    for (const [n, xs] of cpu) {
+      console.log(
+        `median cpu, workers ${n}: ${median(xs).toFixed(1)} µs/req (${
+          (100 * (median(xs) / base - 1)).toFixed(1)
+        }% against workers ${workerCounts[0]}; runs ${xs.map((x) => x.toFixed(0)).join(", ")})`,
+      );
+    }
+  } finally {
+    upstream.kill("SIGTERM");
+    await upstream.status;
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+}
+
+export async function main(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      duration: { type: "string", default: "10" },
+      connections: { type: "string", default: "16" },
+      threads: { type: "string", default: "1" },
+      workers: { type: "string", default: "1,2" },
+      runs: { type: "string", default: "5" },
+      rounds: { type: "string", default: "3" },
+    },
+  });
+  const what = positionals[0] ?? "all";
+  console.log(
+    `load: ${
+      Deno.loadavg().map((x) => x.toFixed(2)).join(" ")
+    }, cores: ${navigator.hardwareConcurrency}`,
+  );
+  if (what === "policy" || what === "all") await policyBench(Number(values.runs));
+  if (what === "cpu" || what === "all") {
+    await cpuBench(values.workers.split(",").map(Number), {
+      duration: Number(values.duration),
+      connections: Number(values.connections),
+      threads: Number(values.threads),
+      rounds: Number(values.rounds),
+    });
+  }
+  return 0;
+}
+
+if (import.meta.main) Deno.exit(await main(Deno.args));
