@@ -103,7 +103,7 @@ export interface DataPlaneDeps {
    * Set when data-plane workers serve the listeners: the policy builds are recorded for them
    * (`snapshot`), and the edge cache the routes purge is the workers' (`app/data_workers.ts`).
    */
-  readonly workers?: { readonly edgeCache: EdgeCache };
+  readonly workers?: { readonly edgeCache: EdgeCache; readonly acmeChallenges: AcmeChallenges };
 }
 
 export function createDataPlane(deps: DataPlaneDeps): DataPlane {
@@ -167,7 +167,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     random,
     defaultLevel: () => settings.get(SETUP_KEYS.siteLevel) as SiteConfig["level"] | undefined,
   });
-  const acmeChallenges = createAcmeChallenges();
+  const acmeChallenges = deps.workers?.acmeChallenges ?? createAcmeChallenges();
   // Both listeners (HTTP here, HTTPS through the TLS front) run requests through the Hono app.
   const { proxy, data } = createProxyApp({
     acme: acmeChallenges,

@@ -20,6 +20,7 @@ import {
   replaySnapshot,
 } from "../mod/data_plane/policy_snapshot.ts";
 import { openSharedState } from "../mod/data_plane/shared_state.ts";
+import { createAcmeChallenges } from "../mod/data_plane/acme_challenges.ts";
 import { createApiSecRuntime } from "../mod/apisec/apisec_runtime.ts";
 import { SECRET_OWNER } from "../mod/apisec/apisec_settings.ts";
 import { createEdgeCache } from "../mod/protection/edge_cache.ts";
@@ -107,7 +108,10 @@ async function start(init: WorkerInit): Promise<void> {
 
   const cache = createEdgeCache();
   const box = createSecretBox(`${init.dataDir}/${TOTP_KEY_FILE}`, random);
+  const acme = createAcmeChallenges();
+  for (const [host, token, answer] of init.acme) acme.add(host, token, answer);
   const { proxy, data } = createProxyApp({
+    acme,
     policy,
     accessLog,
     clock,
@@ -169,6 +173,10 @@ async function start(init: WorkerInit): Promise<void> {
         snapshot = applyDelta(snapshot, m.delta);
         policy.rebuild();
         post({ t: "ack", version: snapshot.version });
+        return;
+      case "acme":
+        if (m.answer === null) acme.remove(m.host, m.token);
+        else acme.add(m.host, m.token, m.answer);
         return;
       case "purge":
         cache.purge(m.siteId, m.pathPrefix);

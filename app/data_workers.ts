@@ -38,6 +38,7 @@ import type { AlapPolicyDoc } from "../mod/protection/protection_schema.ts";
 import type { Sample } from "../mod/apisec/inventory.ts";
 import { createEdgeCache, type EdgeCache } from "../mod/protection/edge_cache.ts";
 import type { DataPlane } from "./data_plane.ts";
+import type { AcmeChallenges } from "../mod/data_plane/acme_challenges.ts";
 import type { Exposition } from "../mod/monitor/exposition.ts";
 import { parseListen } from "../mod/config/config_schema.ts";
 import { type Listener, listenerError } from "../routes/listen.ts";
@@ -56,6 +57,8 @@ export interface WorkerInit {
   readonly shared: SharedStateBuffers;
   readonly challengeSecret: Uint8Array;
   readonly snapshot: PolicySnapshot;
+  /** Pending ACME HTTP-01 answers: [host, token, key authorisation]. */
+  readonly acme: ReadonlyArray<readonly [string, string, string]>;
   readonly http: { readonly hostname: string; readonly port: number };
   readonly https?: { readonly hostname: string; readonly port: number };
   /** Workers sharing the ports: each front takes its share of the connection caps. */
@@ -67,7 +70,14 @@ export type ToWorker =
   | { readonly t: "policy"; readonly delta: SnapshotDelta }
   | { readonly t: "purge"; readonly siteId: string | null; readonly pathPrefix: string | null }
   | { readonly t: "drain" }
-  | { readonly t: "crash" };
+  | { readonly t: "crash" }
+  | {
+    readonly t: "acme";
+    readonly host: string;
+    readonly token: string;
+    /** The key authorisation to answer, or null when the token is withdrawn. */
+    readonly answer: string | null;
+  };
 
 type CacheStats = ReturnType<EdgeCache["stats"]>;
 type AlapArgs = [string, string, string, Inspection, AlapPolicyDoc];
@@ -120,6 +130,8 @@ export interface DataWorkerPool {
   readonly count: number;
   /** The edge cache the management routes see: purges reach every worker. */
   readonly edgeCache: EdgeCache;
+  /** The ACME HTTP-01 answers the issuer adds and removes: every worker serves them. */
+  readonly acmeChallenges: AcmeChallenges;
   /** Starts the workers on the given ports (resolved by the caller); resolves once all listen. */
   start(wiring: PoolWiring): Promise<void>;
   /** True while every worker enforces the main thread's current policy. */
@@ -205,6 +217,29 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
     },
   };
 
+  // ACME answers: kept here (a restarted worker gets them) and sent to every worker.
+  const acme = new Map<string, readonly [string, string, string]>();
+  const acmeKey = (host: string, token: string) => `${host} ${token}`;
+  const acmeTell = (host: string, token: string, answer: string | null) => {
+    for (const s of slots) {
+      s.worker.postMessage({ t: "acme", host, token, answer } satisfies ToWorker);
+    }
+  };
+  const acmeChallenges: AcmeChallenges = {
+    answer: (host, token) => acme.get(acmeKey(host, token))?.[2],
+    add(host, token, keyAuthorization) {
+      acme.set(acmeKey(host, token), [host, token, keyAuthorization]);
+      acmeTell(host, token, keyAuthorization);
+    },
+    remove(host, token) {
+      acme.delete(acmeKey(host, token));
+      acmeTell(host, token, null);
+    },
+    get size() {
+      return acme.size;
+    },
+  };
+
   function init(index: number, w: PoolWiring): WorkerInit {
     return {
       index,
@@ -213,6 +248,7 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
       shared: buffers,
       challengeSecret,
       snapshot: w.dataPlane.snapshot()!,
+      acme: [...acme.values()],
       http: w.http,
       https: w.https,
       workers: options.count,
@@ -320,6 +356,7 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
   return {
     count,
     edgeCache,
+    acmeChallenges,
     async start(w) {
       wiring = w;
       for (let i = 1; i <= count; i++) {

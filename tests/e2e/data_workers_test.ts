@@ -91,6 +91,14 @@ Deno.test("two workers serve the data port, and a site change is enforced by bot
     .reduce((n, m) => n + Number(m[1]), 0);
   assertEquals(counted, served(s).reduce((a, b) => a + b, 0));
 
+  // An ACME HTTP-01 answer the issuer adds on the main thread is served by both workers.
+  s.dataPlane.acmeChallenges.add("shop.test", "tok-1", "tok-1.thumbprint");
+  await untilBothServe(s, async () => {
+    const r = await send(s, "/.well-known/acme-challenge/tok-1");
+    assertEquals([r.status, r.body], [200, "tok-1.thumbprint"]);
+  });
+  s.dataPlane.acmeChallenges.remove("shop.test", "tok-1");
+
   // A change: the site goes to another host name; both workers answer 404 for the old one.
   s.dataPlane.sites.update(
     site.id,
