@@ -4,6 +4,8 @@
  * cheap prefilter that lets values without any of this vocabulary skip tokenizing.
  */
 
+import { factorAlternation } from "./regex_factor.ts";
+
 /** Functions that delay the response: the classic blind-injection oracle. */
 export const DELAY_FUNCTIONS: ReadonlySet<string> = new Set([
   "sleep",
@@ -154,10 +156,10 @@ const TRIGGER_WORDS = "&&|\\|\\||@@|(?:^|[^a-z0-9_$])(?:" +
     ...STACKED.keys(),
   ].map((w) => escape(w.split(".")[0]!)).join("|") +
   ")(?![a-z0-9_$])";
-export const SQL_TRIGGER: RegExp = new RegExp(`['"]|${TRIGGER_WORDS}`, "i");
+export const SQL_TRIGGER: RegExp = factorAlternation(new RegExp(`['"]|${TRIGGER_WORDS}`, "i"));
 /**
  * What a rule read in prose can start from: {@link SQL_TRIGGER} without the quotes, which only
  * matter where a value can close a literal (its start). A long value's later windows are only
  * read when this matches in them.
  */
-export const PROSE_TRIGGER: RegExp = new RegExp(TRIGGER_WORDS, "i");
+export const PROSE_TRIGGER: RegExp = factorAlternation(new RegExp(TRIGGER_WORDS, "i"));
