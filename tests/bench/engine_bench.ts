@@ -8,6 +8,7 @@
 
 import { inspect } from "../../engine/inspect.ts";
 import type { EngineRequest } from "../../engine/types.ts";
+import { BODIES } from "./engine_bodies.ts";
 
 const BROWSER_HEADERS: ReadonlyArray<readonly [string, string]> = [
   ["host", "shop.example.com"],
@@ -102,83 +103,8 @@ Deno.bench("inspect() a benign GET from a browser not seen before", { group: "in
 /**
  * Whole bodies at the default inspection limit (1 MiB): the cost per byte of judging every
  * character, against a plain regex scan of the same bytes in the same run (the baseline), so
- * the ratios hold on a loaded machine. Typical text first, then shapes built to be expensive:
- * runs of one opening character that a careless pattern would rescan from every start.
+ * the ratios hold on a loaded machine. The bodies are in `engine_bodies.ts`.
  */
-const MIB = 1 << 20;
-const PROSE_WORDS = ("Our committee will select a venue for the union meeting; members can " +
-  "exec their votes online. It's a fine plan, isn't it? The java lang courses start in May, " +
-  "and the ls 300 lexus (2019) is for sale at 12,500 - call 555-0100.").split(" ");
-
-function repeatTo(size: number, next: (i: number) => string): string {
-  const parts: string[] = [];
-  let length = 0;
-  for (let i = 0; length < size; i++) {
-    const part = next(i);
-    parts.push(part);
-    length += part.length;
-  }
-  return parts.join("").slice(0, size);
-}
-
-function bodyRequest(contentType: string, text: string): EngineRequest {
-  return {
-    method: "POST",
-    path: "/api/v1/submit",
-    query: "",
-    headers: [...BROWSER_HEADERS, ["content-type", contentType]],
-    body: new TextEncoder().encode(text),
-  };
-}
-
-const prose = repeatTo(MIB, (i) => PROSE_WORDS[(i * 7) % PROSE_WORDS.length] + " ");
-const BODIES: ReadonlyArray<readonly [string, EngineRequest]> = [
-  ["1 MiB of prose", bodyRequest("text/plain", prose)],
-  [
-    "1 MiB of JSON records",
-    bodyRequest(
-      "application/json",
-      "[" + repeatTo(MIB - 2, (i) =>
-        JSON.stringify({
-          id: i,
-          name: `Customer ${i}`,
-          email: `c${i}@example.com`,
-          note: "Please leave the parcel at the door, it's fine (really).",
-          tags: ["retail", "eu"],
-          total: 12.5,
-        }) + ",") +
-        "{}]",
-    ),
-  ],
-  [
-    "1 MiB of HTML",
-    bodyRequest(
-      "text/html",
-      repeatTo(
-        MIB,
-        (i) =>
-          `<div class="item" id="i${i}"><a href="/p/${i}?x=1&amp;y=2" title="Item ${i}">` +
-          `Item's "name"</a><img src="/img/${i}.png" alt="pic"><p style="color:red">Some ` +
-          `<b>bold</b> text &amp; more.</p></div>\n`,
-      ),
-    ),
-  ],
-  [
-    "1 MiB of form fields",
-    bodyRequest(
-      "application/x-www-form-urlencoded",
-      repeatTo(MIB, (i) => `field${i}=${encodeURIComponent(`a value, it's here (ok) ${i}`)}&`),
-    ),
-  ],
-  ["1 MiB of '<'", bodyRequest("text/plain", "<".repeat(MIB))],
-  ["1 MiB of quotes", bodyRequest("text/plain", "'\"".repeat(MIB / 2))],
-  ["1 MiB of '%'", bodyRequest("text/plain", "%".repeat(MIB))],
-  ["1 MiB of '${'", bodyRequest("text/plain", "${".repeat(MIB / 2))],
-  ["1 MiB of line breaks", bodyRequest("text/plain", "x" + "\n".repeat(MIB - 1))],
-  ["1 MiB of nested JSON arrays", bodyRequest("application/json", "[".repeat(MIB))],
-  ["1 MiB of hostile markup", bodyRequest("text/html", `<a onx='("`.repeat(MIB / 10))],
-];
-
 /** What the engine is compared with: one pass of a plain regex over the same text. */
 const SCAN = /<script|union\s+select|\.\.\/|\$\{jndi/gi;
 Deno.bench("regex scan of 1 MiB of prose", { group: "body", baseline: true, n: 20 }, () => {
