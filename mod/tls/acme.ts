@@ -32,6 +32,26 @@ export const DIRECTORIES = {
 /** Renew when the certificate has less than this left. */
 export const RENEW_BEFORE_MS = 30 * 86_400_000;
 const SITE_KEY = "acme.site.";
+const DIRECTORY_TIMEOUT_MS = 10_000;
+
+/** GETs the directory once; throws naming it and the exact network or HTTP error. */
+function reachable(directory: string, agent: https.Agent): Promise<void> {
+  const refuse = (why: string) =>
+    new AppError(
+      502,
+      "ACME_DIRECTORY_UNREACHABLE",
+      `The ACME directory ${directory} could not be reached: ${why}`,
+    );
+  return new Promise((resolve, reject) => {
+    const req = https.get(directory, { agent, timeout: DIRECTORY_TIMEOUT_MS }, (res) => {
+      res.resume();
+      if (res.statusCode === 200) resolve();
+      else reject(refuse(`HTTP ${res.statusCode}`));
+    });
+    req.on("timeout", () => req.destroy(new Error(`no answer within ${DIRECTORY_TIMEOUT_MS} ms`)));
+    req.on("error", (err) => reject(refuse(err.message)));
+  });
+}
 const ACCOUNT_KEY = "acme.account.";
 
 const PEM_CERT = /-----BEGIN CERTIFICATE-----[\s\S]+-----END CERTIFICATE-----/;
@@ -254,13 +274,26 @@ export function createAcme(deps: AcmeDeps) {
     return { cert, key: key.toString() };
   }
 
-  /** Runs `fn` with acme-client's HTTPS agent trusting the system's CAs and `extra`. */
-  function withTrust<T>(extra: string | null, fn: () => Promise<T>): Promise<T> {
-    const run = queue.then(() => {
-      acme.axios.defaults.httpsAgent = extra === null
-        ? undefined
+  /**
+   * Runs `fn` with acme-client's HTTPS agent trusting the system's CAs and `extra`, after
+   * checking that the directory answers (the library's retries end in an unhelpful TypeError
+   * when a host cannot be reached at all; this names the directory and the network's error).
+   */
+  function withTrust<T>(directory: string, extra: string | null, fn: () => Promise<T>): Promise<T> {
+    const run = queue.then(async () => {
+      const agent = extra === null
+        ? new https.Agent()
         : new https.Agent({ ca: [...rootCertificates, extra] });
-      return fn();
+      acme.axios.defaults.httpsAgent = agent;
+      acme.axios.defaults.timeout = 30_000;
+      // The library's own retry settings (not in its types): 3 attempts, 2 s apart at first.
+      const settings = (acme.axios.defaults as unknown as {
+        acmeSettings: { retryMaxAttempts: number; retryDefaultDelay: number };
+      }).acmeSettings;
+      settings.retryMaxAttempts = 3;
+      settings.retryDefaultDelay = 2;
+      await reachable(directory, agent);
+      return await fn();
     });
     queue = run.catch(() => {});
     return run;
@@ -314,6 +347,7 @@ export function createAcme(deps: AcmeDeps) {
     });
     try {
       const pair = await withTrust(
+        directory,
         directoryCa,
         async () => order(site, await account(directory, email)),
       );

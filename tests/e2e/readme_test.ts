@@ -8,6 +8,7 @@
 import { assertEquals, assertMatch, ok } from "../_helpers/assert.ts";
 import { codeAt, TOKENS_ON } from "../_helpers/api_access.ts";
 import { startFakeProvider } from "../_helpers/openai_server.ts";
+import { startPebble } from "../_helpers/pebble.ts";
 import { startTestServer } from "../_helpers/server.ts";
 import { tempDir } from "../_helpers/temp.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
@@ -63,6 +64,16 @@ Deno.test("the README's curl walk-through works against a real server, step by s
   provider.script({ text: "Nothing was blocked today." });
   await using s = await startTestServer({ config: TOKENS_ON });
   await using work = await tempDir();
+  // The ACME example orders from pebble (on loopback, validating on the data plane's port)
+  // instead of Let's Encrypt staging; without pebble, from a directory that refuses at once.
+  await using pebble = await startPebble({ httpPort: Number(new URL(s.dataUrl).port) });
+  const acmeOrder = pebble
+    ? JSON.stringify({
+      directory: pebble.directory,
+      directory_ca: pebble.ca,
+      email: "ops@example.com",
+    })
+    : '{"directory":"https://127.0.0.1:9/dir","email":"ops@example.com"}';
   const out = `${work}/out`;
   await Deno.mkdir(out);
   // The authenticator: each code is for the next 30-second step of the server's clock, so each
@@ -79,6 +90,7 @@ Deno.test("the README's curl walk-through works against a real server, step by s
       .replaceAll("http://127.0.0.1:3000", up.url)
       .replaceAll("https://api.openai.com/v1", provider.baseUrl)
       .replaceAll("./data/", `${s.dir}/`)
+      .replace('{"directory":"staging","email":"ops@example.com"}', acmeOrder)
       .replaceAll("<traceId>", "$TRACE")
       // The placeholders sit inside single quotes: close them around the command substitution.
       .replaceAll(/<6 digits from the app>|<next code>|<a later code>/g, `'"$(code)"'`)
@@ -185,6 +197,21 @@ code() { curl -s http://127.0.0.1:${control.addr.port}/code; }
     ok(!text("cluster_nodes").includes(json("cluster_token").token), "the secret is shown once");
     assertEquals(json("cluster_nodes").items, []);
     assertEquals(json("cluster_health").mode, "standalone");
+
+    ok(text("ops_tasks").includes("store-backup "), text("ops_tasks"));
+    assertEquals(json("ops_backup").result, "ok", text("ops_backup"));
+    ok(json("storage").store.bytes > 0, text("storage"));
+    assertEquals(json("storage_sink").dsn, "postgres://waf:***@127.0.0.1:5432/waf");
+    ok(!text("storage_sink").includes("secret@"), "the DSN's password is not returned");
+    assertEquals(json("storage_cleanup").dry_run, true);
+    if (pebble) {
+      assertEquals(json("acme_order").status, "valid", text("acme_order"));
+      assertMatch(json("acme_state").issuer, /Pebble/);
+      ok(json("acme_state").renew_after !== null, text("acme_state"));
+    } else {
+      assertEquals(json("acme_order").code, "ACME_DIRECTORY_UNREACHABLE", text("acme_order"));
+      assertEquals(json("acme_state").status, "failed");
+    }
   } finally {
     await control.shutdown();
   }

@@ -166,3 +166,22 @@ curl -s -b jar -X POST $B/api/cluster/join-tokens -H "X-CSRF-Token: $CSRF" \
 curl -s -b jar $B/api/cluster/nodes                             # state, last heartbeat, policy, counters
 #> cluster_health
 curl -s $B/health/cluster                                       # public summary, no secrets
+
+#> ops_tasks
+curl -s -b jar $B/api/ops/tasks | jq -r '.items[] | "\(.id) \(.schedule | tostring) next \(.next_run_at)"'
+#> ops_backup
+curl -s -b jar -X POST $B/api/ops/tasks/store-backup/run -H "X-CSRF-Token: $CSRF" | jq '.run | {result, detail}'
+#> storage
+curl -s -b jar $B/api/storage | jq '{store, disk, access_log, sink}'
+#> storage_sink
+curl -s -b jar -X PUT $B/api/storage/sink -H "X-CSRF-Token: $CSRF" -H 'content-type: application/json' \
+  -d '{"enabled":false,"dsn":"postgres://waf:secret@127.0.0.1:5432/waf"}' | jq .sink
+#> storage_cleanup
+curl -s -b jar -X POST $B/api/storage/cleanup -H "X-CSRF-Token: $CSRF" -H 'content-type: application/json' \
+  -d '{"runtime_logs_older_than_days":30,"backups_older_than_days":90,"dry_run":true}' | jq '{dry_run, freed_bytes}'
+BLOG=$(curl -s -b jar $B/api/sites | jq -r '.items[] | select(.name=="blog") | .id')
+#> acme_order
+curl -s -b jar -X POST $B/api/sites/$BLOG/certificate/acme -H "X-CSRF-Token: $CSRF" \
+  -H 'content-type: application/json' -d '{"directory":"staging","email":"ops@example.com"}' | jq '.acme // .error'
+#> acme_state
+curl -s -b jar $B/api/sites/$BLOG/certificate/acme | jq '.acme | {status, issuer, not_after, renew_after, last_error}'
