@@ -105,8 +105,13 @@ export function createApiSecRuntime(deps: ApiSecRuntimeDeps) {
       tokens.authenticate(a, authorization, now + (deps.timeOffsetMs?.() ?? 0)),
 
     /** The first enabled route that needs a token for this request, if any. */
-    authRoute(c: CompiledApiSec, req: RouteLimitRequest): CompiledAuthRoute | undefined {
-      for (const r of c.auth.routes) if (inScope(r, req.siteId, req.method, req.path)) return r;
+    authRoute(
+      c: CompiledApiSec,
+      siteId: string,
+      method: string,
+      path: string,
+    ): CompiledAuthRoute | undefined {
+      for (const r of c.auth.routes) if (inScope(r, siteId, method, path)) return r;
       return undefined;
     },
 

@@ -41,7 +41,10 @@ export interface TokenAuthDeps {
 
 interface Verifier {
   readonly lookup: KeyLookup;
-  /** Token -> time (ms) until which it counts as verified. */
+  /**
+   * `Authorization` header value -> time (ms) until which its token counts as verified (keyed by
+   * the whole header, so a repeated one is found before any parsing).
+   */
   readonly cache: Map<string, number>;
 }
 
@@ -115,6 +118,8 @@ export function createTokenAuth(deps: TokenAuthDeps) {
      */
     async authenticate(a: CompiledAuth, authorization: string | undefined, now: number) {
       if (authorization === undefined) return MISSING;
+      const seen = verifiers.get(a)?.cache.get(authorization);
+      if (seen !== undefined && seen > now) return OK;
       const m = BEARER.exec(authorization);
       if (!m) {
         return {
@@ -124,11 +129,7 @@ export function createTokenAuth(deps: TokenAuthDeps) {
       }
       const token = m[1]!;
       const v = verifierOf(a);
-      const until = v.cache.get(token);
-      if (until !== undefined) {
-        if (until > now) return OK;
-        v.cache.delete(token);
-      }
+      if (seen !== undefined) v.cache.delete(authorization);
       const r = await verifyJwt(token, v.lookup, {
         algorithms: a.algorithms,
         issuer: a.issuer,
@@ -139,7 +140,7 @@ export function createTokenAuth(deps: TokenAuthDeps) {
       if (!r.ok) return r as AuthVerdict;
       if (v.cache.size >= CACHE_LIMIT) v.cache.clear();
       v.cache.set(
-        token,
+        authorization,
         r.exp === null ? now + NO_EXP_CACHE_MS : r.exp + a.clockSkewSeconds * 1000,
       );
       return OK;

@@ -342,24 +342,24 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     if (a.rateLimits.length === 0 && a.schemas.length === 0 && a.auth.routes.length === 0) {
       return undefined;
     }
-    const { record, chain } = this;
-    const facts = {
-      siteId: site.id,
-      method: this.method,
-      path: this.view.path,
-      clientIp: record.client_ip,
-      now: this.now,
-    };
-    if (a.schemas.length > 0) this.#schema = findSchema(a, site.id, this.method, facts.path);
+    const { record, chain, method } = this;
+    const path = this.view.path;
+    if (a.schemas.length > 0) this.#schema = findSchema(a, site.id, method, path);
     if (a.rateLimits.length > 0) {
-      const v = rt.routeLimits(a, facts);
+      const v = rt.routeLimits(a, {
+        siteId: site.id,
+        method,
+        path,
+        clientIp: record.client_ip,
+        now: this.now,
+      });
       if (v.kind !== "pass") {
         chain.add("api_rate_limit", "limited", v.rule);
         record.action = "block";
         return rateLimitedPage(this.req, record.trace_id, v.retryAfterSeconds);
       }
     }
-    const route = a.auth.routes.length > 0 ? rt.authRoute(a, facts) : undefined;
+    const route = a.auth.routes.length > 0 ? rt.authRoute(a, site.id, method, path) : undefined;
     if (route === undefined) return undefined;
     const v = await rt.authenticate(a.auth, this.view.header("authorization"), this.now);
     if (v.ok) {
