@@ -21,15 +21,20 @@ const GATE = /[(<{$#@%]/;
 
 const PHP_OPEN =
   /<\?(?:php\b|=)|<\?\s*(?:echo|print|system|exec|passthru|eval|include|require)\b\s*[(\'"$]/i;
+/*
+ * The three call patterns below start with the character before the name rather than a
+ * lookbehind: irregexp scans for a leading class twice as fast as it checks a lookbehind at
+ * every position. A match then starts one character early, which only moves the evidence.
+ */
 /** Functions that run commands or code, called with a literal, a variable or a nested call. */
 const PHP_EXEC_CALL =
-  /(?<![.\w$>])(?:system|exec|shell_exec|passthru|popen|proc_open|pcntl_exec|assert|eval|create_function|call_user_func(?:_array)?|file_put_contents|preg_replace)\s*\(\s*(?:["'`$@]|[a-z_]\w*\s*\()/i;
+  /(?:^|[^.\w$>])(?:system|exec|shell_exec|passthru|popen|proc_open|pcntl_exec|assert|eval|create_function|call_user_func(?:_array)?|file_put_contents|preg_replace)\s*\(\s*(?:["'`$@]|[a-z_]\w*\s*\()/i;
 /** Functions that read files or decode payloads: code-shaped, but also common in tutorials. */
 const PHP_OTHER_CALL =
-  /(?<![.\w$>])(?:include(?:_once)?|require(?:_once)?|file_get_contents|fwrite|show_source|highlight_file|readfile|base64_decode|gzinflate|str_rot13|unserialize|print_r|var_dump)\s*\(\s*(?:["'`$@]|[a-z_]\w*\s*\()/i;
+  /(?:^|[^.\w$>])(?:include(?:_once)?|require(?:_once)?|file_get_contents|fwrite|show_source|highlight_file|readfile|base64_decode|gzinflate|str_rot13|unserialize|print_r|var_dump)\s*\(\s*(?:["'`$@]|[a-z_]\w*\s*\()/i;
 /** Information functions that attackers call with no argument to confirm execution. */
 const PHP_PROBE =
-  /(?<![.\w$>])(?:phpinfo|phpversion|getcwd|get_current_user|php_uname|getmypid|posix_getpwuid|sys_get_temp_dir)\s*\(\s*\)/i;
+  /(?:^|[^.\w$>])(?:phpinfo|phpversion|getcwd|get_current_user|php_uname|getmypid|posix_getpwuid|sys_get_temp_dir)\s*\(\s*\)/i;
 /** `${@phpinfo()}`, `{${system(...)}}`: PHP complex variable syntax that calls a function. */
 const PHP_COMPLEX_CALL = /\$\{\s*@?\s*[a-z_]\w*\s*\(/i;
 const PHP_SUPERGLOBAL = /\$_(?:GET|POST|REQUEST|COOKIE|SERVER|FILES|ENV|SESSION)\s*\[/;
