@@ -156,7 +156,12 @@ Deno.test("the protection pages change what the data plane does", async (t) => {
           "<html><body><h1>Uploaded stop page</h1><p>{{trace_id}}</p></body></html>",
         ),
       });
-      assertMatch(await admin.page.locator("#custom-html").inputValue(), /Uploaded stop page/);
+      // The page reads the file asynchronously (File.text()), so the field fills a moment later.
+      const customHtml = admin.page.locator("#custom-html");
+      for (let i = 0; i < 200 && !/Uploaded stop page/.test(await customHtml.inputValue()); i++) {
+        await admin.page.waitForTimeout(50);
+      }
+      assertMatch(await customHtml.inputValue(), /Uploaded stop page/);
       await admin.page.locator("#publish-custom").click();
       await admin.page.locator("#custom-state", { hasText: "The custom page is in use." })
         .waitFor();
