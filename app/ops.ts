@@ -48,6 +48,8 @@ export interface OpsPlane {
   readonly scheduler: Scheduler;
   /** ACME certificates for sites (issued on request, renewed by `certificate-renewal`). */
   readonly acme: Acme;
+  /** Site routes (ACME): part of the policy, so a cluster node refuses their writes. */
+  readonly siteRoutes: readonly RouteDef[];
   readonly storage: Storage;
   readonly routes: readonly RouteDef[];
   start(): void;
@@ -241,11 +243,8 @@ export function createOps(deps: OpsDeps): OpsPlane {
     scheduler,
     storage,
     acme,
-    routes: [
-      ...opsTaskRoutes({ ...sink, scheduler }),
-      ...storageRoutes({ ...sink, storage }),
-      ...acmeRoutes({ ...sink, acme }),
-    ],
+    routes: [...opsTaskRoutes({ ...sink, scheduler }), ...storageRoutes({ ...sink, storage })],
+    siteRoutes: acmeRoutes({ ...sink, acme }),
     start: () => scheduler.start(),
     stop: () => scheduler.stop(),
   };

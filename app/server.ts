@@ -259,7 +259,7 @@ export async function composeServer(
       current: dataWorkers?.current() ?? true,
       threads: dataWorkers?.status() ?? [],
     })),
-    ...cluster.localWrites(dataPlane.routes),
+    ...cluster.localWrites([...dataPlane.routes, ...ops.siteRoutes]),
     ...identity.routes,
     ...apiAccess.routes,
     ...ai.routes,

@@ -78,5 +78,14 @@ Deno.test("policy changes on the controller reach every node; nodes refuse local
   });
   assertEquals(refused.status, 409);
   assertEquals((refused.body.error as { code: string }).code, "CLUSTER_NODE_READ_ONLY");
+  // Certificates too: ACME orders are made on the controller.
+  const acme = await callJson(a, "POST", "/api/sites/any/certificate/acme", {
+    session: local,
+    body: {},
+  });
+  assertEquals([acme.status, (acme.body.error as { code: string }).code], [
+    409,
+    "CLUSTER_NODE_READ_ONLY",
+  ]);
   assertEquals((await callJson(a, "GET", "/api/sites", { session: local })).status, 200);
 });
