@@ -141,6 +141,8 @@ async function start(init: WorkerInit): Promise<void> {
       inventory: { sample: (s) => post({ t: "sample", sample: s }) },
       limiter: shared.limiter,
       timeOffsetMs: shared.offsetMs,
+      // Each worker samples its share of `sample_limit`: the process stays within the limit.
+      sampleShares: init.workers,
     }),
   });
   // The front's counters; the main thread adds every worker's up (`waf_connections_*`).

@@ -51,10 +51,16 @@ export interface ApiSecRuntimeDeps extends TokenAuthDeps {
    * off), read per verification.
    */
   readonly timeOffsetMs?: () => number;
+  /**
+   * How many data-plane threads share `sample_limit` (default 1): each takes its share, so the
+   * process samples at most the limit per window whichever thread serves a request.
+   */
+  readonly sampleShares?: number;
 }
 
 export function createApiSecRuntime(deps: ApiSecRuntimeDeps) {
   const tokens = createTokenAuth(deps);
+  const shares = Math.max(1, deps.sampleShares ?? 1);
   let sampleWindow = 0;
   let sampled = 0;
   const byKey = new Map<string, RateLimiter>();
@@ -92,7 +98,7 @@ export function createApiSecRuntime(deps: ApiSecRuntimeDeps) {
         sampleWindow = window;
         sampled = 0;
       }
-      if (sampled >= d.sampleLimit || ignoredPath(d, path)) return false;
+      if (sampled >= Math.ceil(d.sampleLimit / shares) || ignoredPath(d, path)) return false;
       sampled++;
       return true;
     },
