@@ -37,10 +37,12 @@ const PATH_BREAK = /%(?:25)*0[ad]|%u000[ad]/i;
  * intermediate and final bytes, or OSC (`ESC ]`, window titles, hyperlinks, clipboard writes).
  * Logs and consoles that print a value replay it: cursor moves that hide lines, rewritten
  * titles, terminals that answer with keystrokes. No text a person types holds one; binary
- * data (mostly control and Latin-1 bytes) may hold the bytes by chance and is left alone.
+ * data (mostly control and Latin-1 bytes) may hold the bytes by chance and is left alone, and
+ * colour (SGR, `ESC[31m`) is what coloured tool output carries, so it does not count. In a body
+ * (build logs, crash reports) a sequence only counts at `strict`.
  */
 // deno-lint-ignore no-control-regex -- ESC and C1 CSI are what the rule looks for
-const TERMINAL_ESCAPE = /(?:\x1b\[|\x9b)[0-9][0-?]*[ -/]*[@-~]|\x1b\][0-9]+;/;
+const TERMINAL_ESCAPE = /(?:\x1b\[|\x9b)[0-9][0-?]*[ -/]*[@-ln-~]|\x1b\][0-9]+;/;
 // deno-lint-ignore no-control-regex -- the introducers of terminal control sequences
 const ESCAPE_INTRODUCER = /[\x1b\x9b]/;
 
@@ -65,7 +67,9 @@ export function crlf(value: DetectorInput): Finding | undefined {
   if (ESCAPE_INTRODUCER.test(text)) {
     const escape = TERMINAL_ESCAPE.exec(text);
     if (escape !== null && !isBinary(text)) {
-      return makeFinding(value, "crlf", 75, "crlf.terminal_escape", text, escape.index);
+      // Build logs and crash reports posted as bodies carry progress bars (`ESC[2K`, `ESC[1A`).
+      const score = isBody(value.input.source) ? 50 : 75;
+      return makeFinding(value, "crlf", score, "crlf.terminal_escape", text, escape.index);
     }
   }
   if (!BREAK.test(text)) {
