@@ -4,12 +4,15 @@
  * Redis on 127.0.0.1:6379 (skipped with a message when absent, unless WAF_REQUIRE_SERVICES=1), a
  * refused port, a password the server does not expect, and no endpoint configured. The
  * PostgreSQL sink configured at run time (refusals, a failed test, the real PostgreSQL on
- * 127.0.0.1:5432 shipping and then disabled, the DSN sealed) and the disk clean-up (dry run, then
+ * 127.0.0.1:5432 shipping and then disabled, the DSN sealed, the stored configuration replacing
+ * waf.yaml's after a restart) and the disk clean-up (dry run, then
  * records and files removed; the live log, other files and links kept).
  */
 import { assertEquals, assertMatch, ok } from "../../_helpers/assert.ts";
 import { adminAndViewer, auditItems, errorCode } from "../../_helpers/api_access.ts";
-import { callJson } from "../../_helpers/identity.ts";
+import { ADMIN, callJson, completeSetup, login } from "../../_helpers/identity.ts";
+import { startTestServer, type TestTarget } from "../../_helpers/server.ts";
+import { tempDir } from "../../_helpers/temp.ts";
 import { record } from "../../_helpers/records.ts";
 import { postgresDsn, REQUIRE_SERVICES } from "../../_helpers/services.ts";
 import postgres from "postgres";
@@ -142,6 +145,36 @@ const DAY = 86_400_000;
 
 type SinkView = { source: string; enabled: boolean; dsn: string | null; batch_size: number };
 
+/**
+ * Pushes one record per id into `server`'s access log, waits until the sink shipped them, and
+ * answers how many PostgreSQL holds (then deletes them: the table is shared).
+ */
+async function shipThrough(server: TestTarget, ids: string[]): Promise<number> {
+  const status = async () => (await callJson(server, "GET", "/api/storage", { session })).body;
+  const session = await login(server, ADMIN.username, ADMIN.password);
+  await waitFor(async () => (await status()).postgresql !== null, "the sink to start");
+  for (const trace_id of ids) {
+    server.dataPlane.accessLog.push(record({ trace_id, time: server.clock.now() }));
+  }
+  await server.dataPlane.accessLog.flush();
+  await waitFor(
+    async () =>
+      ((await status()).postgresql as { shipped_rows: number }).shipped_rows >= ids.length,
+    `${ids.length} records shipped`,
+  );
+  const sql = postgres(pgDsn!, { max: 1, onnotice: () => {} });
+  try {
+    const rows = await sql`SELECT trace_id FROM waf_access_logs WHERE trace_id IN ${sql(ids)}`;
+    await sql`DELETE FROM waf_access_logs WHERE trace_id IN ${sql(ids)}`;
+    return rows.length;
+  } finally {
+    await sql.end();
+  }
+}
+
+const traceIds = (n: number) =>
+  Array.from({ length: n }, () => crypto.randomUUID().replaceAll("-", ""));
+
 Deno.test("PUT /api/storage/sink refuses a viewer, a bad DSN, enabling without one and a failed test", async () => {
   const { server, admin, viewer } = await adminAndViewer();
   await using _ = server;
@@ -220,24 +253,7 @@ Deno.test({
     ok(!JSON.stringify(on.body).includes("Sekrit-Pw"));
     const status = async () =>
       (await callJson(server, "GET", "/api/storage", { session: admin })).body;
-    await waitFor(async () => (await status()).postgresql !== null, "the sink to start");
-    const ids = Array.from({ length: 3 }, () => crypto.randomUUID().replaceAll("-", ""));
-    for (const trace_id of ids) {
-      server.dataPlane.accessLog.push(record({ trace_id, time: server.clock.now() }));
-    }
-    await server.dataPlane.accessLog.flush();
-    await waitFor(
-      async () => ((await status()).postgresql as { shipped_rows: number }).shipped_rows >= 3,
-      "three records shipped",
-    );
-    const sql = postgres(pgDsn!, { max: 1, onnotice: () => {} });
-    try {
-      const rows = await sql`SELECT trace_id FROM waf_access_logs WHERE trace_id IN ${sql(ids)}`;
-      assertEquals(rows.length, 3);
-      await sql`DELETE FROM waf_access_logs WHERE trace_id IN ${sql(ids)}`;
-    } finally {
-      await sql.end();
-    }
+    assertEquals(await shipThrough(server, traceIds(3)), 3);
     const off = await callJson(server, "PUT", "/api/storage/sink", {
       session: admin,
       body: { enabled: false },
@@ -337,4 +353,32 @@ Deno.test("POST /api/storage/cleanup reports with dry_run, then removes old reco
     ["failure", "BAD_REQUEST"],
     ["failure", "BAD_REQUEST"],
   ]);
+});
+
+Deno.test({
+  name:
+    "a sink configured at run time outlives a restart: the sealed DSN is opened at start and replaces waf.yaml's",
+  ignore: pgDsn === undefined,
+  async fn() {
+    await using work = await tempDir();
+    // waf.yaml names an endpoint that refuses; the stored configuration wins over it.
+    const config = { storage: { postgresql: { dsn: "postgres://waf@127.0.0.1:9/waf" } } };
+    {
+      await using s = await startTestServer({ dir: String(work), config });
+      await completeSetup(s);
+      const admin = await login(s, ADMIN.username, ADMIN.password);
+      const before = (await callJson(s, "GET", "/api/storage", { session: admin })).body;
+      assertEquals((before.sink as SinkView).source, "file");
+      const on = await callJson(s, "PUT", "/api/storage/sink", {
+        session: admin,
+        body: { enabled: true, dsn: pgDsn, batch_size: 5 },
+      });
+      assertEquals(on.status, 200, JSON.stringify(on.body));
+    }
+    await using s = await startTestServer({ dir: String(work), config });
+    const admin = await login(s, ADMIN.username, ADMIN.password);
+    const status = async () => (await callJson(s, "GET", "/api/storage", { session: admin })).body;
+    assertEquals(((await status()).sink as SinkView).source, "api");
+    assertEquals(await shipThrough(s, traceIds(1)), 1, "shipped through the stored DSN");
+  },
 });
