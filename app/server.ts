@@ -275,6 +275,7 @@ export async function composeServer(
     routes,
     guard: identity.guard,
     observe: core.observe,
+    write: (handle) => dataPlane.policy.coalesce(handle),
   });
   return {
     db,

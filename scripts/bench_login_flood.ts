@@ -77,7 +77,7 @@ async function cli(root: string, dataDir: string, args: string[], stdin = ""): P
   }
 }
 
-async function login(mgmt: string): Promise<{ cookie: string; csrf: string }> {
+export async function login(mgmt: string): Promise<{ cookie: string; csrf: string }> {
   const r = await fetch(`${mgmt}/api/auth/login`, {
     method: "POST",
     headers: { "content-type": "application/json" },
@@ -97,7 +97,7 @@ const median = (xs: number[]) => {
 };
 const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
 
-interface Waf {
+export interface Waf {
   readonly dir: string;
   readonly data: string;
   readonly mgmt: string;
@@ -105,7 +105,7 @@ interface Waf {
 }
 
 /** A `waf serve` with an administrator and the benchmark site. */
-async function startWaf(root: string, dir: string, upstream: string): Promise<Waf> {
+export async function startWaf(root: string, dir: string, upstream: string): Promise<Waf> {
   const dataPort = freePort();
   const mgmtPort = freePort();
   await Deno.mkdir(dir, { recursive: true });

@@ -33,18 +33,28 @@ export interface PolicySnapshot extends PolicyRows {
   readonly version: string;
 }
 
-/** The controller's side: the current version (cached until the policy changes). */
+/**
+ * The controller's side: the current version (cached until the policy changes). A swap only
+ * marks it stale: reading and hashing every row on each swap cost a burst of management writes
+ * one full read of the policy per write; the version is computed when a node next asks.
+ */
 export function createPolicySource(deps: { repo: ClusterPolicyRepo; clock: Clock }) {
   let cached: { version: string; since: number } | undefined;
+  /** When the first swap since the version was last computed happened. */
+  let staleSince: number | undefined;
   return {
     /** Told after every policy swap. */
     changed(): void {
-      const previous = cached;
-      const version = policyVersion(deps.repo.read());
-      if (previous?.version !== version) cached = { version, since: deps.clock.now() };
+      staleSince ??= deps.clock.now();
     },
     current(): { version: string; since: number } {
-      if (!cached) cached = { version: policyVersion(deps.repo.read()), since: deps.clock.now() };
+      if (!cached || staleSince !== undefined) {
+        const version = policyVersion(deps.repo.read());
+        if (cached?.version !== version) {
+          cached = { version, since: staleSince ?? deps.clock.now() };
+        }
+        staleSince = undefined;
+      }
       return cached;
     },
     snapshot(): PolicySnapshot {

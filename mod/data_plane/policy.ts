@@ -5,6 +5,7 @@
  * the reference once when it starts, so requests in flight finish on the policy they began
  * with.
  */
+import { AsyncLocalStorage } from "node:async_hooks";
 import type { CompiledApiSec } from "../apisec/apisec_compile.ts";
 import type { Clock } from "../core/clock.ts";
 import type { CompiledProtection } from "../protection/protection_compile.ts";
@@ -83,7 +84,22 @@ export function hostOf(header: string): string {
 
 const HOST_CACHE_LIMIT = 1024;
 
+/** The stored site each compiled site was built from: an unchanged one is reused as it is. */
+const builtFrom = new WeakMap<CompiledSite, Site>();
+
 function compileSite(
+  site: Site,
+  clock: Clock,
+  previous: CompiledSite | undefined,
+  options: CompileOptions,
+): CompiledSite {
+  if (previous !== undefined && builtFrom.get(previous) === site) return previous;
+  const compiled = compileChangedSite(site, clock, previous, options);
+  builtFrom.set(compiled, site);
+  return compiled;
+}
+
+function compileChangedSite(
   site: Site,
   clock: Clock,
   previous: CompiledSite | undefined,
@@ -170,9 +186,25 @@ export function compilePolicy(
 /** Holds the current policy and rebuilds it from the store. */
 export interface Policy {
   readonly current: CompiledPolicy;
-  /** Recompiles from the store and swaps; returns the new policy. */
+  /**
+   * Recompiles from the store and swaps; returns the policy in force. Inside {@link coalesce}, a
+   * rebuild soon after the previous one is deferred and shared with the writes that follow.
+   */
   rebuild(): CompiledPolicy;
+  /**
+   * Runs a management write whose rebuilds may be coalesced with those of other writes, and
+   * resolves once the policy in force contains its changes (the caller reads its own write).
+   */
+  coalesce<T>(write: () => Promise<T>): Promise<T>;
 }
+
+/**
+ * How long after a build the next one waits when writes come in a burst, as a multiple of the
+ * last build's time: the event loop spends at most 1/(1+N) of a burst compiling.
+ */
+const COALESCE_FACTOR = 8;
+const COALESCE_MIN_MS = 2;
+const COALESCE_MAX_MS = 200;
 
 export function createPolicy(
   deps: {
@@ -191,9 +223,23 @@ export function createPolicy(
     counters: deps.counters ?? new SiteCounterSet(),
     upstreamHealth: deps.upstreamHealth,
   };
+  // Stored sites parsed once per stored row (zod is the larger part of compiling a site): a row
+  // unchanged since the last build gives the same `Site` object, and its compiled site is reused.
+  let parsed = new Map<string, Site>();
+  const sitesOf = (rows: readonly StoredSiteRow[]): Site[] => {
+    const next = new Map<string, Site>();
+    const out = rows.map((row) => {
+      const key = `${row.id}\n${row.name}\n${row.updated_at}\n${row.config}`;
+      const site = parsed.get(key) ?? siteFromRow(row);
+      next.set(key, site);
+      return site;
+    });
+    parsed = next;
+    return out;
+  };
   const build = (previous?: CompiledPolicy): CompiledPolicy => {
     const sites = compilePolicy(
-      deps.listSites().map(siteFromRow),
+      sitesOf(deps.listSites()),
       deps.clock,
       ++version,
       previous,
@@ -207,19 +253,57 @@ export function createPolicy(
     };
   };
   let current = build();
+  const swap = (): CompiledPolicy => {
+    const started = performance.now();
+    const previous = current;
+    current = build(previous);
+    // Requests in flight on the previous policy keep working: a released expression they
+    // still use compiles a private copy for the call.
+    previous.protection?.release();
+    const ms = performance.now() - started;
+    lastMs = ms;
+    lastEnd = performance.now();
+    deps.swapped?.(current, ms);
+    return current;
+  };
+  let lastMs = 0;
+  let lastEnd = -Infinity;
+  /** A deferred build (a burst is under way) and who waits for it. */
+  let pending:
+    | { timer: ReturnType<typeof setTimeout>; done: PromiseWithResolvers<void> }
+    | undefined;
+  const runPending = () => {
+    const p = pending;
+    if (p === undefined) return;
+    pending = undefined;
+    clearTimeout(p.timer);
+    try {
+      swap();
+    } finally {
+      p.done.resolve();
+    }
+  };
+  const writes = new AsyncLocalStorage<true>();
   return {
     get current() {
       return current;
     },
     rebuild() {
-      const started = performance.now();
-      const previous = current;
-      current = build(previous);
-      // Requests in flight on the previous policy keep working: a released expression they
-      // still use compiles a private copy for the call.
-      previous.protection?.release();
-      deps.swapped?.(current, performance.now() - started);
+      if (pending !== undefined) {
+        // Outside a coalesced write the caller expects its change in force now.
+        if (writes.getStore() === undefined) runPending();
+        return current;
+      }
+      const gap = Math.min(COALESCE_MAX_MS, Math.max(COALESCE_MIN_MS, lastMs * COALESCE_FACTOR));
+      const wait = lastEnd + gap - performance.now();
+      if (writes.getStore() === undefined || wait <= 0) return swap();
+      pending = { timer: setTimeout(runPending, wait), done: Promise.withResolvers() };
       return current;
+    },
+    async coalesce(write) {
+      const result = await writes.run(true, write);
+      if (pending !== undefined) await pending.done.promise;
+      return result;
     },
   };
 }

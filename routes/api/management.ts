@@ -22,7 +22,14 @@ export interface ManagementAppDeps {
   readonly maxBodyBytes?: number;
   /** Sees every answered request (request metrics, `config.changed` events). */
   readonly observe?: (c: Ctx, status: number) => void;
+  /**
+   * Runs a state-changing request (the policy coalesces the rebuilds of a burst of writes and
+   * answers each once its change is in force).
+   */
+  readonly write?: <T>(handle: () => Promise<T>) => Promise<T>;
 }
+
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   "x-content-type-options": "nosniff",
@@ -41,7 +48,8 @@ export function createManagementApp(deps: ManagementAppDeps): Hono<Env> {
     c.set("clientIp", c.env?.remoteAddr?.hostname ?? "unknown");
     c.set("principal", undefined);
     c.set("route", undefined);
-    await next();
+    if (deps.write && !SAFE_METHODS.has(c.req.method)) await deps.write(next);
+    else await next();
     deps.observe?.(c, c.res.status);
     // A WebSocket handshake's answer cannot take headers.
     if (c.res.status === 101) return;

@@ -57,7 +57,7 @@ const site = (name: string, mode: string) => ({
 const compiled = compilePolicy([site("off", "off"), site("on", "block")], systemClock, 1);
 // Pretend the upstream answered recently, so the cold-connect dial is skipped as under load.
 for (const s of compiled.sites) s.pool.upstreams[0]!.lastOkAt = Date.now() + 3_600_000;
-const policy: Policy = { current: compiled, rebuild: () => compiled };
+const policy: Policy = { current: compiled, rebuild: () => compiled, coalesce: (w) => w() };
 const accessLog = createAccessLog(
   { queueSize: 1_000_000, batchSize: 500, retentionDays: 1, maxRecords: 1_000_000 },
   {

@@ -1,8 +1,8 @@
 import { assertEquals, ok } from "../../_helpers/assert.ts";
 import { siteInput } from "../../_helpers/sites.ts";
 import { FakeClock } from "../../../mod/core/clock.ts";
-import { compilePolicy, hostOf } from "../../../mod/data_plane/policy.ts";
-import type { Site } from "../../../mod/data_plane/site_schema.ts";
+import { compilePolicy, createPolicy, hostOf } from "../../../mod/data_plane/policy.ts";
+import type { Site, StoredSiteRow } from "../../../mod/data_plane/site_schema.ts";
 
 function site(id: string, hosts: string[], upstreams = ["http://127.0.0.1:9"]): Site {
   return {
@@ -53,4 +53,82 @@ Deno.test("compilePolicy() keeps an unchanged upstream pool and its health acros
   // The old policy object is untouched: requests in flight keep using it.
   assertEquals(first.match("b.test"), undefined);
   assertEquals(second.match("b.test")?.id, "a");
+});
+
+/** A policy over an in-memory list of stored rows, counting its builds. */
+function storedPolicy() {
+  const rows: StoredSiteRow[] = [];
+  let builds = 0;
+  const policy = createPolicy({
+    listSites: () => {
+      builds++;
+      return rows;
+    },
+    clock: new FakeClock(0),
+  });
+  const put = (id: string, host: string, updated = 0) => {
+    const at = rows.findIndex((r) => r.id === id);
+    const row: StoredSiteRow = {
+      id,
+      name: id,
+      config: JSON.stringify(siteInput({ name: id, hosts: [host] })),
+      created_at: 0,
+      updated_at: updated,
+    };
+    if (at >= 0) rows[at] = row;
+    else rows.push(row);
+  };
+  return { policy, put, builds: () => builds };
+}
+
+Deno.test("a rebuild reuses the compiled site of every unchanged row and compiles the changed one", () => {
+  const { policy, put } = storedPolicy();
+  put("a", "a.test");
+  put("b", "b.test");
+  const first = policy.rebuild();
+  put("b", "b2.test", 1);
+  const second = policy.rebuild();
+  ok(second.sites[0] === first.sites[0], "site a is the same compiled object");
+  ok(second.sites[1] !== first.sites[1], "site b is compiled again");
+  assertEquals(second.match("b2.test")?.id, "b");
+});
+
+Deno.test("outside a coalesced write every rebuild is immediate; inside, a burst shares builds and each write reads itself", async () => {
+  const { policy, put, builds } = storedPolicy();
+  // Direct callers (the CLI, tests, background tasks) see their change at once, however often.
+  for (let i = 0; i < 5; i++) {
+    put(`d${i}`, `d${i}.test`);
+    policy.rebuild();
+    assertEquals(policy.current.match(`d${i}.test`)?.id, `d${i}`);
+  }
+  // 100 concurrent management writes: far fewer builds, every write in force when it answers.
+  const before = builds();
+  await Promise.all(Array.from({ length: 100 }, (_, i) =>
+    policy.coalesce(async () => {
+      await Promise.resolve();
+      put(`w${i}`, `w${i}.test`);
+      policy.rebuild();
+    }).then(() => assertEquals(policy.current.match(`w${i}.test`)?.id, `w${i}`))));
+  const burst = builds() - before;
+  ok(burst >= 1 && burst <= 5, `${burst} builds for 100 writes`);
+  // Sequential writes each read their own write as well.
+  for (let i = 0; i < 5; i++) {
+    await policy.coalesce(() => {
+      put(`s${i}`, `s${i}.test`);
+      policy.rebuild();
+      return Promise.resolve();
+    });
+    assertEquals(policy.current.match(`s${i}.test`)?.id, `s${i}`);
+  }
+  // A direct rebuild while a coalesced one is pending runs it at once.
+  const pendingWrite = policy.coalesce(() => {
+    put("p1", "p1.test");
+    policy.rebuild();
+    return Promise.resolve();
+  });
+  put("p2", "p2.test");
+  policy.rebuild();
+  assertEquals(policy.current.match("p1.test")?.id, "p1");
+  assertEquals(policy.current.match("p2.test")?.id, "p2");
+  await pendingWrite;
 });

@@ -94,6 +94,7 @@ Deno.test("the response phase uses the policy the request started with, not a ne
       return current;
     },
     rebuild: () => current,
+    coalesce: (write) => write(),
   };
   const upstream: UpstreamClient = {
     send() {
