@@ -276,9 +276,14 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
       case "sample":
         dp.apisec.inventory.sample(m.sample);
         return;
-      case "upstream":
-        w.upstreamHealth?.(m.site, m.upstream as Upstream, m.event);
+      case "upstream": {
+        // Mirrored into the main thread's pool, which `waf_upstream_up` reads.
+        const site = dp.policy.current.sites.find((s) => s.id === m.site.id);
+        const upstream = site?.pool.upstreams.find((u) => u.origin === m.upstream.origin);
+        if (upstream) upstream.failures = m.event === "up" ? 0 : m.upstream.failures;
+        w.upstreamHealth?.(m.site, upstream ?? m.upstream as Upstream, m.event);
         return;
+      }
       case "log":
         logger[m.level](m.message, m.fields);
         return;

@@ -236,6 +236,7 @@ async function cpuBench(
         const threadsBefore = threadTicks(waf.child.pid);
         const r = await measured(waf.child.pid, dir, url, script, opts);
         cpu.set(n, [...cpu.get(n) ?? [], r.cpuUs!]);
+        const rss = /VmRSS:\s+(\d+)/.exec(Deno.readTextFileSync(`/proc/${waf.child.pid}/status`));
         const threads = threadShare(
           waf.child.pid,
           threadsBefore,
@@ -253,7 +254,7 @@ async function cpuBench(
             total > 0
               ? `, per worker ${spread.map((x) => `${(100 * x / total).toFixed(0)}%`).join(" / ")}`
               : ""
-          }\n  µs/req by thread: ${threads}`,
+          }, RSS ${(Number(rss?.[1] ?? 0) / 1024).toFixed(0)} MB\n  µs/req by thread: ${threads}`,
         );
       } finally {
         waf.child.kill("SIGTERM");

@@ -3,7 +3,10 @@
  * one port, a policy change reaches both, shared limits and puzzles are exact across them, and a
  * crashed or killed worker thread is replaced while the other keeps serving.
  */
-import { assertEquals, ok } from "../_helpers/assert.ts";
+import tls from "node:tls";
+import { assertEquals, assertMatch, ok } from "../_helpers/assert.ts";
+import { systemRandom } from "../../mod/core/random.ts";
+import { createCa, createLeaf } from "../../mod/tls/x509.ts";
 import { solves } from "../../engine/bot.ts";
 import { addSite, apiFor } from "../_helpers/protection.ts";
 import { startTestServer, type TestServer } from "../_helpers/server.ts";
@@ -112,6 +115,45 @@ Deno.test("two workers serve the data port, and a site change is enforced by bot
   await (await s.api("/health/ready")).body?.cancel();
 });
 
+/** One HTTP/1.1 request over TLS with SNI `servername`; the reply's text. */
+function tlsGet(port: number, servername: string, ca: string, path: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = tls.connect({ host: "127.0.0.1", port, servername, ca }, () => {
+      let reply = "";
+      socket.on("data", (d: Uint8Array) => reply += new TextDecoder().decode(d));
+      socket.on("end", () => resolve(reply));
+      socket.write(`GET ${path} HTTP/1.1\r\nHost: ${servername}\r\nConnection: close\r\n\r\n`);
+    });
+    socket.on("error", reject);
+  });
+}
+
+Deno.test("both workers serve HTTPS on the one port, with the site's certificate by SNI", async () => {
+  const now = Date.now();
+  const ca = await createCa("waf test CA", now, systemRandom);
+  const leaf = await createLeaf(
+    ca,
+    { commonName: "a.test", dnsNames: ["a.test"] },
+    now,
+    systemRandom,
+  );
+  await using up = startUpstream();
+  await using s = await startTestServer({
+    config: { server: { data: { workers: 2, https_listen: "127.0.0.1:0" } } },
+  });
+  const port = Number(new URL(s.dataHttpsUrl!).port);
+  s.dataPlane.sites.create(
+    siteInput({ name: "a", hosts: ["a.test"], upstreams: [up.url], tls: leaf }),
+    SYSTEM,
+  );
+  await until(() => s.dataWorkers!.current(), "both workers on the new policy");
+  await untilBothServe(s, async () => {
+    const reply = await tlsGet(port, "a.test", ca.cert, "/x");
+    assertMatch(reply, /^HTTP\/1\.1 200/);
+    assertMatch(reply, /"x-forwarded-proto":"https"/);
+  });
+});
+
 Deno.test("a rate limit of N per window lets exactly N through across both workers", async () => {
   await using up = startUpstream();
   await using s = await startTestServer({ config: WORKERS });
@@ -197,6 +239,25 @@ Deno.test("a crashed or killed worker thread is restarted while the other keeps 
     assertEquals((await send(s, "/")).status, 200);
   });
   ok(s.logs.some((l) => l.includes("data-plane worker crashed")), "the crash is logged");
+});
+
+Deno.test("shutdown drains every worker: a request in flight finishes, its record is written, new connections are refused", async () => {
+  await using up = startUpstream();
+  const s = await startTestServer({ config: WORKERS });
+  addSite(s, up.url);
+  await until(() => s.dataWorkers!.current(), "both workers ready");
+  const inFlight = send(s, "/slow");
+  await up.held();
+  const stopping = s.shutdown();
+  await new Promise((r) => setTimeout(r, 200));
+  const refused = await send(s, "/").then(() => "answered", () => "refused");
+  assertEquals(refused, "refused", "no worker accepts once draining started");
+  up.release();
+  assertEquals((await inFlight).status, 200, "the held request finished");
+  await stopping;
+  assertEquals(s.dataWorkers!.status().filter((w) => w.requests > 0).length, 1);
+  ok(s.logs.some((l) => l.includes("stopped")));
+  await Deno.remove(s.dir, { recursive: true });
 });
 
 Deno.test("the system page shows the worker setting and each worker on the current policy (chromium)", async () => {
