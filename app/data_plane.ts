@@ -103,7 +103,12 @@ export interface DataPlaneDeps {
    * Set when data-plane workers serve the listeners: the policy builds are recorded for them
    * (`snapshot`), and the edge cache the routes purge is the workers' (`app/data_workers.ts`).
    */
-  readonly workers?: { readonly edgeCache: EdgeCache; readonly acmeChallenges: AcmeChallenges };
+  readonly workers?: {
+    readonly edgeCache: EdgeCache;
+    readonly acmeChallenges: AcmeChallenges;
+    /** Resolves once every worker has sent the records it holds. */
+    flush(): Promise<void>;
+  };
 }
 
 export function createDataPlane(deps: DataPlaneDeps): DataPlane {
@@ -131,7 +136,12 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
       });
     },
   });
-  const { accessLog, pgSink } = startAccessLog(deps);
+  const started = startAccessLog(deps);
+  const { pgSink } = started;
+  // With workers, a read first collects what they hold, so a trace id just answered is found.
+  const accessLog = deps.workers
+    ? readsAfter(started.accessLog, deps.workers.flush)
+    : started.accessLog;
   const protection = createProtectionPlane({
     store,
     policy,
@@ -305,5 +315,17 @@ function both<T>(
   return (v) => {
     a(v);
     b(v);
+  };
+}
+
+/** The access log whose store reads first wait for `before` (the workers' records). */
+function readsAfter(log: AccessLog, before: () => Promise<void>): AccessLog {
+  return {
+    ...log,
+    list: async (filter) => (await before(), log.list(filter)),
+    get: async (traceId) => (await before(), log.get(traceId)),
+    counts: async (filter) => (await before(), log.counts(filter)),
+    top: async (...args) => (await before(), log.top(...args)),
+    summary: async (range) => (await before(), log.summary(range)),
   };
 }

@@ -183,6 +183,10 @@ async function start(init: WorkerInit): Promise<void> {
         if (m.answer === null) acme.remove(m.host, m.token);
         else acme.add(m.host, m.token, m.answer);
         return;
+      case "flush":
+        flush();
+        post({ t: "flushed", id: m.id });
+        return;
       case "purge":
         cache.purge(m.siteId, m.pathPrefix);
         return;

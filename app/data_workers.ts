@@ -70,6 +70,7 @@ export type ToWorker =
   | { readonly t: "policy"; readonly delta: SnapshotDelta }
   | { readonly t: "purge"; readonly siteId: string | null; readonly pathPrefix: string | null }
   | { readonly t: "drain" }
+  | { readonly t: "flush"; readonly id: number }
   | { readonly t: "crash" }
   | {
     readonly t: "acme";
@@ -97,6 +98,7 @@ export type FromWorker =
   | { readonly t: "cache"; readonly stats: CacheStats }
   | { readonly t: "connections"; readonly stats: ListenerConnections }
   | { readonly t: "failed"; readonly error: string }
+  | { readonly t: "flushed"; readonly id: number }
   | { readonly t: "drained" };
 
 /** One worker slot: its thread (replaced on restart) and what it acknowledged. */
@@ -132,6 +134,8 @@ export interface DataWorkerPool {
   readonly edgeCache: EdgeCache;
   /** The ACME HTTP-01 answers the issuer adds and removes: every worker serves them. */
   readonly acmeChallenges: AcmeChallenges;
+  /** Resolves once every serving worker has sent the records it holds (at most 1 s). */
+  flush(): Promise<void>;
   /** Starts the workers on the given ports (resolved by the caller); resolves once all listen. */
   start(wiring: PoolWiring): Promise<void>;
   /** True while every worker enforces the main thread's current policy. */
@@ -240,6 +244,28 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
     },
   };
 
+  // Record flushes asked by the management plane's reads: id -> one worker answered.
+  const flushes = new Map<number, () => void>();
+  let flushId = 0;
+  function flush(): Promise<void> {
+    const live = slots.filter((s) => s.live);
+    if (live.length === 0) return Promise.resolve();
+    const id = ++flushId;
+    let left = live.length;
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        flushes.delete(id);
+        resolve();
+      };
+      const timer = setTimeout(done, 1000);
+      flushes.set(id, () => {
+        if (--left === 0) done();
+      });
+      for (const s of live) s.worker.postMessage({ t: "flush", id } satisfies ToWorker);
+    });
+  }
+
   function init(index: number, w: PoolWiring): WorkerInit {
     return {
       index,
@@ -299,6 +325,9 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
         return;
       case "drained":
         slot.drained?.();
+        return;
+      case "flushed":
+        flushes.get(m.id)?.();
         return;
     }
   }
@@ -362,6 +391,7 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
     count,
     edgeCache,
     acmeChallenges,
+    flush,
     async start(w) {
       wiring = w;
       for (let i = 1; i <= count; i++) {

@@ -16,7 +16,7 @@ server:
     # https_listen: "0.0.0.0:8443"
     # Data-plane worker threads sharing these ports: auto (one per core, at most 32) or a
     # number. 1 runs the data plane on the main thread.
-    workers: 1
+    workers: auto
     # Connection limits of this listener (nginx's client_header_timeout, client_body_timeout,
     # keepalive_timeout and limit_conn). A connection past a cap is closed on arrival; one past a
     # deadline is closed; both are counted (waf_connections_* metrics). The total is also bounded

@@ -89,7 +89,7 @@ export const configSchema = z.strictObject({
       workers: z.union([
         z.literal("auto"),
         z.number().int(WORKERS_HELP).min(1, WORKERS_HELP).max(MAX_DATA_WORKERS, WORKERS_HELP),
-      ], { error: WORKERS_HELP }).default(1),
+      ], { error: WORKERS_HELP }).default("auto"),
       limits: connectionLimits({ total: 10_000, perClient: 256 }),
     }).prefault({}),
     management: z.strictObject({

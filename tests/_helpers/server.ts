@@ -58,7 +58,10 @@ function recordedSleeps() {
 export function testConfig(overrides: Record<string, unknown> = {}): Config {
   const base: Record<string, unknown> = {
     server: {
-      data: { listen: "127.0.0.1:0" },
+      // In-process servers keep the data plane on the test's thread: tests drive a fake clock,
+      // hold requests with `dataHandler` and read records as soon as a request ends. Tests of
+      // the workers set `workers` themselves; spawned processes run the default (`auto`).
+      data: { listen: "127.0.0.1:0", workers: 1 },
       management: { listen: "127.0.0.1:0" },
       shutdown_timeout: "5s",
     },

@@ -165,6 +165,8 @@ code() { curl -s http://127.0.0.1:${control.addr.port}/code; }
     assertEquals(json("relogin").user.username, "admin");
 
     assertEquals(json("version").schema_version, 5);
+    // The walk-through's server runs in-process with one worker: the main thread.
+    assertEquals([json("data_plane").workers, json("data_plane").threads], [1, []]);
     ok(Array.isArray(json("notifications").items));
     assertEquals(json("backup").error.code, "BACKUP_EXPORT_NOT_IMPLEMENTED");
     assertEquals(json("ota").error.code, "OTA_UPDATES_UNAVAILABLE");

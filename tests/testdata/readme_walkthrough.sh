@@ -119,6 +119,8 @@ CSRF=$(awk '$6=="waf_csrf"{print $7}' jar)
 
 #> version
 curl -s -b jar $B/api/system/version
+#> data_plane
+curl -s -b jar $B/api/system/data-plane   # server.data.workers, and each worker's policy version
 #> notifications
 curl -s -b jar "$B/api/notifications?unread=true"
 #> backup

@@ -198,7 +198,7 @@ Deno.test("server.data.workers takes auto or 1..32 and names the key otherwise",
     assertEquals(r.kind === "ok" ? r.config.server.data.workers : undefined, good);
   }
   const r = validateConfig({});
-  assertEquals(r.kind === "ok" ? r.config.server.data.workers : undefined, 1);
+  assertEquals(r.kind === "ok" ? r.config.server.data.workers : undefined, "auto");
   assertEquals(dataWorkerCount("auto", 4), 4);
   assertEquals(dataWorkerCount("auto", 64), 32);
   assertEquals(dataWorkerCount(3, 64), 3);
