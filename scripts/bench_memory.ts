@@ -5,42 +5,24 @@
  * header names and values up to 4 KB), then idles, printing V8's heap and the process's RSS after
  * the load, after 5, 10 and 20 s idle, and after a forced full GC (live data only).
  *
- * Run it with the shipped V8 flags and without `--no-memory-reducer` to compare (see
- * docs/reliability.md); `--expose-gc` is needed for the last line.
+ * Run it with the shipped V8 flags and with `--no-memory-reducer` added to compare (see
+ * docs/reliability.md; `bench:memory-flags` compares the flags across processes, with the latency
+ * they cost); `--expose-gc` is needed for the last line.
  *
  * ```sh
- * deno run -A --v8-flags=--max-semi-space-size=4,--no-memory-reducer,--expose-gc \
+ * deno run -A --v8-flags=--max-semi-space-size=4,--expose-gc \
  *   scripts/bench_memory.ts [--duration 30] [--connections 50]
  * ```
  */
 import { parseArgs } from "node:util";
 import { ensure } from "./bench_kit.ts";
+import { fuzzLua } from "./fuzz_mix.ts";
 import { startServer } from "../app/server.ts";
 import { systemClock } from "../mod/core/clock.ts";
 import { validateConfig } from "../mod/config/config.ts";
 import { createLogger } from "../mod/core/logger.ts";
 import { systemRandom } from "../mod/core/random.ts";
 import { siteInputSchema } from "../mod/data_plane/site_schema.ts";
-
-const FUZZ_LUA = `
-math.randomseed(os.time())
-local payloads = {"' OR 1=1--", "<script>alert(1)</script>", "../../etc/passwd",
-  "\${jndi:ldap://x/a}", "{{7*7}}", "; cat /etc/passwd", "%00%ff%fe", "\\"><img src=x onerror=alert(1)>"}
-request = function()
-  local p = payloads[math.random(#payloads)]
-  local kind = math.random(0, 3)
-  local headers = {["Host"] = "fuzz.test", ["X-R" .. math.random(1, 1000)] = string.rep("v", math.random(1, 4000))}
-  local path = "/p" .. math.random(1, 100000) .. "?q=" .. p .. "&r=" .. math.random()
-  if kind == 0 then
-    headers["Content-Type"] = "application/x-www-form-urlencoded"
-    return wrk.format("POST", path, headers, string.rep("a=" .. p .. "&", math.random(1, 3000)))
-  elseif kind == 1 then
-    headers["Content-Type"] = "application/json"
-    return wrk.format("POST", path, headers, '{"k":"' .. string.rep(p, math.random(1, 2000)) .. '"}')
-  end
-  return wrk.format("GET", path, headers)
-end
-`;
 
 const { values } = parseArgs({
   args: Deno.args,
@@ -88,7 +70,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 show("start");
 const script = `${dir}/fuzz.lua`;
-await Deno.writeTextFile(script, FUZZ_LUA);
+await Deno.writeTextFile(script, fuzzLua("fuzz.test"));
 const out = await new Deno.Command("wrk", {
   args: ["-t1", `-c${values.connections}`, `-d${values.duration}s`, "-s", script, server.dataUrl],
   stdout: "piped",
