@@ -34,6 +34,7 @@ import type { Audit } from "../mod/core/audit.ts";
 import type { Clock } from "../mod/core/clock.ts";
 import { AppError } from "../mod/core/errors.ts";
 import type { Logger } from "../mod/core/logger.ts";
+import { dataDirSiteKeys, openedPolicyRepo } from "../mod/data_plane/site_keys.ts";
 import type { Random } from "../mod/core/random.ts";
 import { clusterRoutes } from "../routes/api/cluster.ts";
 import type { Env } from "../routes/api/env.ts";
@@ -132,7 +133,7 @@ async function createController(deps: ClusterDeps): Promise<ClusterPlane> {
     notify: deps.notify,
     publish: deps.publish,
   });
-  const source = createPolicySource({ repo: createClusterPolicyRepo(deps.db), clock: deps.clock });
+  const source = createPolicySource({ repo: policyRows(deps), clock: deps.clock });
   let sweeper: ReturnType<typeof setInterval> | undefined;
   const routes = clusterRoutes({
     policy: source,
@@ -250,7 +251,7 @@ async function createNodeRole(deps: ClusterDeps): Promise<ClusterPlane> {
     agent = new NodeAgent({
       policy: createPolicyFollower({
         nodeId: id.nodeId,
-        repo: createClusterPolicyRepo(deps.db),
+        repo: policyRows(deps),
         settings: createSettingsRepo(deps.db),
         clock: deps.clock,
         logger: deps.logger,
@@ -358,4 +359,12 @@ async function createNodeRole(deps: ClusterDeps): Promise<ClusterPlane> {
       await agent?.stop();
     },
   };
+}
+
+/** The policy rows as they travel: site keys opened for the snapshot, sealed again on a node. */
+function policyRows(deps: Pick<ClusterDeps, "db" | "dataDir" | "random" | "logger">) {
+  return openedPolicyRepo(
+    createClusterPolicyRepo(deps.db),
+    dataDirSiteKeys(deps.dataDir, deps.random, deps.logger),
+  );
 }

@@ -33,6 +33,7 @@ import type { SiteCounterSet } from "../mod/data_plane/site_counters.ts";
 import type { AccessRecord } from "../mod/data_plane/access_record.ts";
 import type { Random } from "../mod/core/random.ts";
 import { createSites, type Sites } from "../mod/data_plane/sites.ts";
+import { dataDirSiteKeys, resealLegacy, sealedSitesRepo } from "../mod/data_plane/site_keys.ts";
 import { createSnapshotTap, type PolicySnapshot } from "../mod/data_plane/policy_snapshot.ts";
 import type { EdgeCache } from "../mod/protection/edge_cache.ts";
 import type { DataHandler } from "../routes/proxy/status_page.ts";
@@ -114,7 +115,15 @@ export interface DataPlaneDeps {
 export function createDataPlane(deps: DataPlaneDeps): DataPlane {
   const { config, db, audit, clock, random, logger } = deps;
   // The policy first: what changes it (sites, protection services) gets it when built.
-  const sitesRepo = createSitesRepo(db);
+  // Site private keys are sealed at rest; the ones an older build stored in plain text are
+  // sealed here, before the first policy build.
+  const rawSites = createSitesRepo(db);
+  const siteKeys = dataDirSiteKeys(deps.dataDir, random, logger);
+  const resealed = transaction(db, () => resealLegacy(rawSites, siteKeys));
+  if (resealed > 0) {
+    logger.info("sealed site private keys stored in plain text", { sites: resealed });
+  }
+  const sitesRepo = sealedSitesRepo(rawSites, siteKeys);
   // With workers, every build's reads are recorded: the workers compile the same snapshot.
   const tap = deps.workers ? createSnapshotTap() : undefined;
   const store = openProtectionStore(db, config, tap?.source);

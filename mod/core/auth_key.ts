@@ -17,18 +17,27 @@ export function loadAuthKey(dataDir: string, random: Random): Promise<Uint8Array
  * Reads a 32-byte key kept as base64url in `path`, creating it (mode 0600) when absent and
  * tightening a too-open mode. Other data-dir keys (the TOTP encryption key) use it too.
  */
-export async function loadKeyFile(path: string, random: Random): Promise<Uint8Array> {
+export function loadKeyFile(path: string, random: Random): Promise<Uint8Array> {
   try {
-    await Deno.writeTextFile(path, b64url(random.bytes(32)) + "\n", {
-      mode: 0o600,
-      createNew: true,
-    });
+    return Promise.resolve(loadKeyFileSync(path, random));
+  } catch (err) {
+    return Promise.reject(err);
+  }
+}
+
+/**
+ * `loadKeyFile` for callers that must stay synchronous (the site private keys are opened while
+ * the policy compiles). A few small file operations, once per process and key.
+ */
+export function loadKeyFileSync(path: string, random: Random): Uint8Array {
+  try {
+    Deno.writeTextFileSync(path, b64url(random.bytes(32)) + "\n", { mode: 0o600, createNew: true });
   } catch (err) {
     if (!(err instanceof Deno.errors.AlreadyExists)) throw err;
   }
-  const info = await Deno.stat(path);
-  if (info.mode !== null && (info.mode & 0o077) !== 0) await Deno.chmod(path, 0o600);
-  const key = fromB64url((await Deno.readTextFile(path)).trim());
+  const info = Deno.statSync(path);
+  if (info.mode !== null && (info.mode & 0o077) !== 0) Deno.chmodSync(path, 0o600);
+  const key = fromB64url(Deno.readTextFileSync(path).trim());
   if (key === undefined || key.length < 32) {
     throw new Error(
       `The key file "${path}" is damaged: expected 32 bytes, delete it to regenerate`,

@@ -4,7 +4,8 @@
  * its backups alone never reveal a secret. Each value is bound to its owner through the
  * additional data: a ciphertext copied onto another account does not open.
  */
-import { loadKeyFile } from "./auth_key.ts";
+import { createCipheriv, createDecipheriv } from "node:crypto";
+import { loadKeyFile, loadKeyFileSync } from "./auth_key.ts";
 import { b64url, fromB64url } from "./digest.ts";
 import type { Random } from "./random.ts";
 
@@ -51,6 +52,55 @@ export function createSecretBox(keyPath: string, random: Random): SecretBox {
         unb64(data),
       );
       return new Uint8Array(plain);
+    },
+  };
+}
+
+/** `SecretBox` for callers that cannot await (the policy compile opens site private keys). */
+export interface SyncSecretBox {
+  seal(plain: Uint8Array, owner: string): string;
+  open(sealed: string, owner: string): Uint8Array;
+}
+
+const TAG_BYTES = 16;
+
+/**
+ * The same envelope, key file and additional data as `createSecretBox` (each opens what the other
+ * sealed: WebCrypto's AES-GCM output is the ciphertext followed by the 16-byte tag), computed with
+ * node:crypto synchronously. The key file is read on first use.
+ */
+export function createSyncSecretBox(keyPath: string, random: Random): SyncSecretBox {
+  let key: Uint8Array | undefined;
+  const rawKey = () => key ??= loadKeyFileSync(keyPath, random).subarray(0, 32);
+  return {
+    seal(plain, owner) {
+      const iv = new Uint8Array(random.bytes(IV_BYTES));
+      const cipher = createCipheriv("aes-256-gcm", rawKey(), iv);
+      cipher.setAAD(encoder.encode(owner));
+      const body = cipher.update(plain);
+      const rest = cipher.final();
+      const out = new Uint8Array(body.length + rest.length + TAG_BYTES);
+      out.set(body);
+      out.set(rest, body.length);
+      out.set(cipher.getAuthTag(), body.length + rest.length);
+      return [VERSION, b64url(iv), b64url(out)].join(".");
+    },
+    open(sealed, owner) {
+      const [version, iv, data] = sealed.split(".");
+      if (version !== VERSION || !iv || !data) {
+        throw new Error("Not a sealed value: expected v1.<iv>.<data>");
+      }
+      const bytes = unb64(data);
+      if (bytes.length < TAG_BYTES) throw new Error("The sealed value is damaged");
+      const decipher = createDecipheriv("aes-256-gcm", rawKey(), unb64(iv));
+      decipher.setAAD(encoder.encode(owner));
+      decipher.setAuthTag(bytes.subarray(bytes.length - TAG_BYTES));
+      const body = decipher.update(bytes.subarray(0, bytes.length - TAG_BYTES));
+      const rest = decipher.final();
+      const out = new Uint8Array(body.length + rest.length);
+      out.set(body);
+      out.set(rest, body.length);
+      return out;
     },
   };
 }

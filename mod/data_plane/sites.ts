@@ -1,7 +1,7 @@
 /**
  * The sites service: create, change and delete sites in the store, each with its audit record
  * in the same transaction, then rebuild the compiled policy so the data plane enforces the
- * change at once. Private keys are stored but never returned or audited.
+ * change at once. Private keys are stored sealed (`site_keys.ts`), never returned or audited.
  */
 import { createPrivateKey, X509Certificate } from "node:crypto";
 import { createSecureContext } from "node:tls";

@@ -14,6 +14,7 @@ import { X509Certificate } from "node:crypto";
 import { assertEquals, assertMatch, ok } from "../_helpers/assert.ts";
 import { ADMIN, callJson, completeSetup, login } from "../_helpers/identity.ts";
 import { startPebble } from "../_helpers/pebble.ts";
+import { PEM_PRIVATE_KEY, storedSettings, storedSiteConfigs } from "../_helpers/sites.ts";
 import { startTestServer } from "../_helpers/server.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
 
@@ -89,6 +90,16 @@ Deno.test("ACME: issue over HTTP-01 through the data plane, serve it by SNI, ren
         assertMatch(got.reply, /^HTTP\/1\.1 200/);
       }
       first = cert.tls.cert;
+      // The issued key is sealed in the store file, like an uploaded one.
+      const [config] = storedSiteConfigs(`${s.dir}/waf.db`);
+      ok(!PEM_PRIVATE_KEY.test(config!), "no PEM private key text in the sites table");
+      const settings = storedSettings(`${s.dir}/waf.db`);
+      ok(settings.some((v) => v.includes("key_sealed")), "the ACME account key, sealed");
+      ok(!settings.some((v) => PEM_PRIVATE_KEY.test(v)), "nor in the settings table");
+      assertEquals(
+        Object.keys((JSON.parse(config!) as { tls: Record<string, string> }).tls).sort(),
+        ["cert", "key_sealed"],
+      );
       // The challenge answers are withdrawn once the order is done.
       assertEquals(s.dataPlane.acmeChallenges.size, 0);
       const got = await callJson(s, "GET", `/api/sites/${id}/certificate/acme`, { session: admin });

@@ -10,7 +10,10 @@ import { eventually, joinedNode, startController } from "../_helpers/cluster.ts"
 import { hostFetch } from "../_helpers/data_client.ts";
 import { ADMIN, callJson, completeSetup, login } from "../_helpers/identity.ts";
 import type { TestServer } from "../_helpers/server.ts";
+import { PEM_PRIVATE_KEY, storedSiteConfigs } from "../_helpers/sites.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
+import { systemRandom } from "../../mod/core/random.ts";
+import { createCa, createLeaf } from "../../mod/tls/x509.ts";
 
 /** Status of one request through `node`'s data plane from client address `ip`. */
 async function status(node: TestServer, path: string, ip = "192.0.2.10"): Promise<number> {
@@ -88,4 +91,35 @@ Deno.test("policy changes on the controller reach every node; nodes refuse local
     "CLUSTER_NODE_READ_ONLY",
   ]);
   assertEquals((await callJson(a, "GET", "/api/sites", { session: local })).status, 200);
+});
+
+Deno.test("a site's key reaches a node over the mTLS channel and is sealed in both stores", async () => {
+  await using up = startUpstream();
+  const ctl = await startController();
+  await using controller = ctl.server;
+  const now = Date.now();
+  const ca = await createCa("waf test CA", now, systemRandom);
+  const pem = await createLeaf(
+    ca,
+    { commonName: "shop.test", dnsNames: ["shop.test"] },
+    now,
+    systemRandom,
+  );
+  const created = await callJson(controller, "POST", "/api/sites", {
+    session: ctl.admin,
+    body: { name: "shop", hosts: ["shop.test"], upstreams: [up.url], tls: pem },
+  });
+  assertEquals(created.status, 201, JSON.stringify(created.body));
+  await using node = await joinedNode(ctl, "edge-tls");
+  await until(node, "/", 200);
+  // The node compiled the pair (its HTTPS listener serves it) from a row sealed under its own key.
+  assertEquals(node.dataPlane.policy.current.match("shop.test")?.tls?.key, pem.key);
+  for (const dir of [controller.dir, node.dir]) {
+    const [config] = storedSiteConfigs(`${dir}/waf.db`);
+    ok(!PEM_PRIVATE_KEY.test(config!), `no PEM private key in ${dir}`);
+  }
+  ok(
+    storedSiteConfigs(`${controller.dir}/waf.db`)[0] !== storedSiteConfigs(`${node.dir}/waf.db`)[0],
+  );
+  ok(![...controller.logs, ...node.logs].some((l) => l.includes("PRIVATE KEY")));
 });

@@ -1,7 +1,17 @@
-import { assertEquals, assertMatch, assertRejects, ok } from "../../_helpers/assert.ts";
+import {
+  assertEquals,
+  assertMatch,
+  assertRejects,
+  assertThrows,
+  ok,
+} from "../../_helpers/assert.ts";
 import { tempDir } from "../../_helpers/temp.ts";
 import { systemRandom } from "../../../mod/core/random.ts";
-import { createSecretBox, TOTP_KEY_FILE } from "../../../mod/core/secret_box.ts";
+import {
+  createSecretBox,
+  createSyncSecretBox,
+  TOTP_KEY_FILE,
+} from "../../../mod/core/secret_box.ts";
 
 const SECRET = new TextEncoder().encode("12345678901234567890");
 
@@ -41,4 +51,20 @@ Deno.test("a too-open key file is tightened to 0600", async () => {
   await Deno.chmod(path, 0o644);
   await createSecretBox(path, systemRandom).seal(SECRET, "u1");
   assertEquals((await Deno.stat(path)).mode! & 0o777, 0o600);
+});
+
+Deno.test("the synchronous box shares the key file and envelope: each opens what the other sealed", async () => {
+  await using dir = await tempDir();
+  const path = `${dir}/${TOTP_KEY_FILE}`;
+  const sync = createSyncSecretBox(path, systemRandom);
+  const box = createSecretBox(path, systemRandom);
+  const sealed = sync.seal(SECRET, "site.tls.key:a");
+  assertMatch(sealed, /^v1\.[A-Za-z0-9_-]{16}\.[A-Za-z0-9_-]+$/);
+  assertEquals((await Deno.stat(path)).mode! & 0o777, 0o600);
+  assertEquals(await box.open(sealed, "site.tls.key:a"), SECRET);
+  assertEquals(sync.open(await box.seal(SECRET, "u1"), "u1"), SECRET);
+  assertThrows(() => sync.open(sealed, "site.tls.key:b"), Error);
+  assertThrows(() => sync.open(sealed.slice(0, -2) + "AA", "site.tls.key:a"), Error);
+  assertThrows(() => sync.open("v1.AAAA.AA", "site.tls.key:a"), Error);
+  assertThrows(() => sync.open(SECRET.toString(), "site.tls.key:a"), Error);
 });

@@ -1,0 +1,135 @@
+/**
+ * Site private keys sealed at rest. A site's row keeps its settings as JSON in `config`; its TLS
+ * pair is stored there as `tls: { cert, key_sealed }`, the key sealed with AES-256-GCM under
+ * `<data-dir>/totp.key` (the key file and envelope of every other sealed secret,
+ * `mod/core/secret_box.ts`) and bound to the site id, so a sealed key copied onto another site
+ * does not open. Everything above the store (the sites service, the policy compile, the workers'
+ * snapshots, the cluster's policy snapshot) sees the opened form `tls: { cert, key }`, which is
+ * also how builds before sealing stored it: such a legacy row is still read, and sealed when the
+ * data plane starts (`resealLegacy`).
+ */
+import type { ClusterPolicyRepo } from "../../db/cluster_policy_repo.ts";
+import type { SitesRepo } from "../../db/sites_repo.ts";
+import type { Logger } from "../core/logger.ts";
+import type { Random } from "../core/random.ts";
+import { createSyncSecretBox, type SyncSecretBox, TOTP_KEY_FILE } from "../core/secret_box.ts";
+import type { StoredSiteRow } from "./site_schema.ts";
+
+/** Additional data binding a sealed key to its site. */
+const owner = (siteId: string) => `site.tls.key:${siteId}`;
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+type StoredTls = { cert: string; key?: string; key_sealed?: string } | null | undefined;
+
+export interface SiteKeys {
+  /** The row with its key opened (`tls.key`); an unreadable key leaves the site without TLS. */
+  open<R extends StoredSiteRow>(row: R): R;
+  /** The row as stored: `tls.key` replaced by `tls.key_sealed`. */
+  seal<R extends Pick<StoredSiteRow, "id" | "config">>(row: R): R;
+  /** Whether the stored row still holds its key in plain text (written by an older build). */
+  isPlain(row: Pick<StoredSiteRow, "config">): boolean;
+}
+
+export function createSiteKeys(deps: {
+  readonly box: SyncSecretBox;
+  /** Told once per sealed value that does not open (another data directory's key, damage). */
+  readonly unreadable?: (siteId: string, err: unknown) => void;
+}): SiteKeys {
+  const reported = new Set<string>();
+  const tlsOf = (config: string) => (JSON.parse(config) as Record<string, unknown>)["tls"];
+  return {
+    open(row) {
+      const config = JSON.parse(row.config) as Record<string, unknown>;
+      const tls = config["tls"] as StoredTls;
+      if (!tls || tls.key_sealed === undefined) return row;
+      let opened: StoredTls = null;
+      try {
+        opened = {
+          cert: tls.cert,
+          key: decoder.decode(deps.box.open(tls.key_sealed, owner(row.id))),
+        };
+      } catch (err) {
+        if (!reported.has(tls.key_sealed)) {
+          reported.add(tls.key_sealed);
+          deps.unreadable?.(row.id, err);
+        }
+      }
+      return { ...row, config: JSON.stringify({ ...config, tls: opened }) };
+    },
+    seal(row) {
+      const config = JSON.parse(row.config) as Record<string, unknown>;
+      const tls = config["tls"] as StoredTls;
+      if (!tls || tls.key === undefined) return row;
+      const key_sealed = deps.box.seal(encoder.encode(tls.key), owner(row.id));
+      return { ...row, config: JSON.stringify({ ...config, tls: { cert: tls.cert, key_sealed } }) };
+    },
+    isPlain(row) {
+      const tls = tlsOf(row.config) as StoredTls;
+      return !!tls && tls.key !== undefined;
+    },
+  };
+}
+
+/** The site keys of a data directory, sealed with its `totp.key`; failures go to the log. */
+export function dataDirSiteKeys(dataDir: string, random: Random, logger: Logger): SiteKeys {
+  return createSiteKeys({
+    box: createSyncSecretBox(`${dataDir}/${TOTP_KEY_FILE}`, random),
+    unreadable: (siteId) =>
+      logger.error(
+        "a site's private key cannot be opened (sealed with another data directory's totp.key, or damaged); the site serves no HTTPS until its certificate is uploaded again",
+        { site_id: siteId },
+      ),
+  });
+}
+
+/** The sites repository with keys sealed on write and opened on read. */
+export function sealedSitesRepo(raw: SitesRepo, keys: SiteKeys): SitesRepo {
+  return {
+    list: () => raw.list().map((r) => keys.open(r)),
+    get: (id) => {
+      const row = raw.get(id);
+      return row && keys.open(row);
+    },
+    getByName: (name) => {
+      const row = raw.getByName(name);
+      return row && keys.open(row);
+    },
+    insert: (row) => raw.insert(keys.seal(row)),
+    update: (row) => raw.update(keys.seal(row)),
+    remove: (id) => raw.remove(id),
+  };
+}
+
+/**
+ * The cluster's policy rows with keys opened: the controller's snapshot carries each site's key
+ * in plain text inside the mTLS channel (a node needs it to serve HTTPS and cannot open what the
+ * controller's `totp.key` sealed), the version hashes that opened form, and a node seals the keys
+ * with its own `totp.key` as it stores the rows.
+ */
+export function openedPolicyRepo(raw: ClusterPolicyRepo, keys: SiteKeys): ClusterPolicyRepo {
+  return {
+    read() {
+      const rows = raw.read();
+      return { ...rows, sites: rows.sites.map((r) => keys.open(r)) };
+    },
+    replace(rows) {
+      raw.replace({ ...rows, sites: rows.sites.map((r) => keys.seal(r)) });
+    },
+  };
+}
+
+/**
+ * Seals the keys an older build stored in plain text (call inside a transaction). `updated_at`
+ * is kept: the site did not change, and the cluster's policy version (computed over the opened
+ * form) stays the same. Returns how many rows were sealed.
+ */
+export function resealLegacy(raw: SitesRepo, keys: SiteKeys): number {
+  let sealed = 0;
+  for (const row of raw.list()) {
+    if (!keys.isPlain(row)) continue;
+    raw.update(keys.seal(row));
+    sealed++;
+  }
+  return sealed;
+}
