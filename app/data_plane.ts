@@ -41,6 +41,8 @@ import { logRoutes } from "../routes/api/logs.ts";
 import { createProxyApp } from "../routes/proxy/data_app.ts";
 import type { Proxy } from "../routes/proxy/proxy.ts";
 import type { BrokenRequest } from "../routes/conn_framing.ts";
+import { limitsFromConfig } from "../routes/conn_front.ts";
+import { type ConnectionStats, createConnectionStats } from "../mod/core/connection_stats.ts";
 import { createProtectionPlane, openProtectionStore, type ProtectionPlane } from "./protection.ts";
 import { type ApiSecPlane, createApiSecPlane, openApiSecStore } from "./apisec.ts";
 import type { RouteDef } from "../routes/api/route.ts";
@@ -98,6 +100,8 @@ export interface DataPlaneDeps {
   readonly observe?: (record: AccessRecord) => void;
   /** Told after each policy swap. */
   readonly swapped?: () => void;
+  /** The listeners' connection counters (the HTTPS listener's count under `data`). */
+  readonly connections?: ConnectionStats;
   /** The measured clock offset JWT `exp`/`nbf` checks apply (`time.apply_offset`; 0 when off). */
   readonly timeOffsetMs?: () => number;
   /**
@@ -223,12 +227,20 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
       const listenAt = config.server.data.https_listen;
       if (listenAt === undefined) return undefined;
       const addr = parseListen(listenAt)!;
+      const limits = config.server.data.limits;
       https = await startTlsFront({
         hostname: addr.hostname,
         port: addr.port,
         policy,
         handle: data.handle,
         logger,
+        front: limits.enabled
+          ? {
+            limits: limitsFromConfig(limits),
+            stats: (deps.connections ?? createConnectionStats()).listener("data"),
+            onBadFraming: (client, request) => proxy.refused(client, request, "https"),
+          }
+          : undefined,
       });
       return https;
     },

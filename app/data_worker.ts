@@ -215,6 +215,13 @@ async function start(init: WorkerInit): Promise<void> {
       handle: data.handle,
       logger,
       reusePort: true,
+      front: config.server.data.limits.enabled
+        ? {
+          limits: limitsFromConfig(config.server.data.limits, init.workers),
+          stats: connections,
+          onBadFraming: (client, request) => proxy.refused(client, request, "https"),
+        }
+        : undefined,
     });
   }
   post({ t: "ack", version: snapshot.version });

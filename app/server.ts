@@ -225,6 +225,7 @@ export async function composeServer(
       observe: core.bus.access,
       timeOffsetMs: () => core.timeClock.offsetMs,
       workers: dataWorkers,
+      connections: core.connections,
       swapped: () => {
         core.swaps++;
         cluster.policyChanged();

@@ -72,8 +72,11 @@ export interface FrontOptions {
   readonly limits: ConnectionLimits;
   readonly stats: ListenerConnections;
   readonly logger?: Logger;
-  /** A request whose chunked framing broke; the front has answered it with 400. */
-  readonly onBadFraming?: (client: string, request: BrokenRequest) => void;
+  /**
+   * A request whose chunked framing broke; the front has answered it with 400. `clientPort` is
+   * the client's source port (a loopback pipe's, behind the HTTPS listener).
+   */
+  readonly onBadFraming?: (client: string, request: BrokenRequest, clientPort: number) => void;
 }
 
 export interface Front {
@@ -124,6 +127,7 @@ const processWide = { open: 0, budget: -1 };
 
 interface Piped {
   readonly client: Deno.Conn;
+  readonly clientPort: number;
   inner: Deno.Conn | undefined;
   readonly address: string;
   readonly framing: RequestFraming;
@@ -233,6 +237,7 @@ export function startFront(options: FrontOptions): Front {
     now = Date.now();
     const c: Piped = {
       client: conn,
+      clientPort: remote.port,
       inner: undefined,
       address,
       framing: new RequestFraming(),
@@ -354,7 +359,7 @@ export function startFront(options: FrontOptions): Front {
     c.inner = undefined;
     await writeAll(c.client, BAD_REQUEST).catch(() => {});
     try {
-      options.onBadFraming?.(c.address, broken);
+      options.onBadFraming?.(c.address, broken, c.clientPort);
     } catch (err) {
       logger?.warn("recording a request with bad framing failed", {
         error: (err as Error).message,

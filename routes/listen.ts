@@ -64,7 +64,7 @@ export interface ListenOptions {
     readonly limits: ConnectionLimits;
     readonly stats: ListenerConnections;
     readonly logger?: Logger;
-    readonly onBadFraming?: (client: string, request: BrokenRequest) => void;
+    readonly onBadFraming?: (client: string, request: BrokenRequest, clientPort: number) => void;
   };
 }
 

@@ -50,7 +50,7 @@ export interface Proxy {
    * Records a request the connection front answered with 400 before the server saw it whole
    * (bad chunked framing): the access log and the site's counters get it like any other.
    */
-  refused(peer: string, broken: BrokenRequest): void;
+  refused(peer: string, broken: BrokenRequest, proto?: "http" | "https"): void;
   /** Releases the pooled upstream connections. */
   close(): void;
 }
@@ -69,7 +69,7 @@ export function createProxy(deps: ProxyDeps): Proxy {
   return {
     handle: (req, peer, proto) =>
       new Transaction(ctx, req, peer, proto, policy.current, traceId()).run(),
-    refused(peer, broken) {
+    refused(peer, broken, proto = "http") {
       const p = policy.current;
       const host = headerOf(broken.head, "host") ?? "";
       const site = p.match(host);
@@ -78,7 +78,7 @@ export function createProxy(deps: ProxyDeps): Proxy {
         trace_id: traceId(),
         time: deps.clock.now(),
         peer_ip: peer,
-        proto: "http",
+        proto,
         method: broken.method,
         host,
         path: q < 0 ? broken.target : broken.target.slice(0, q),

@@ -13,6 +13,9 @@ import tls from "node:tls";
 import type { Logger } from "../../mod/core/logger.ts";
 import type { CompiledSite, Policy } from "../../mod/data_plane/policy.ts";
 import { listen } from "../listen.ts";
+import type { ConnectionLimits } from "../conn_front.ts";
+import type { BrokenRequest } from "../conn_framing.ts";
+import type { ListenerConnections } from "../../mod/core/connection_stats.ts";
 import type { ProxyHandler } from "./proxy.ts";
 
 export interface TlsFront {
@@ -29,6 +32,17 @@ export interface TlsFrontOptions {
   readonly logger: Logger;
   /** Shares the port with the other data-plane workers' TLS fronts. */
   readonly reusePort?: boolean;
+  /**
+   * The connection limits (`server.data.limits`): the handshake must finish within the header
+   * deadline, the per-client cap counts TLS connections by the real address, and the decrypted
+   * connections pass the connection front (deadlines, framing, the descriptor budget).
+   */
+  readonly front?: {
+    readonly limits: ConnectionLimits;
+    readonly stats: ListenerConnections;
+    /** A request with bad chunked framing, answered 400 by the front (the real client). */
+    readonly onBadFraming?: (client: string, request: BrokenRequest) => void;
+  };
 }
 
 function plainAddress(address: string | undefined): string {
@@ -40,9 +54,18 @@ export async function startTlsFront(options: TlsFrontOptions): Promise<TlsFront>
   const { policy, handle, logger } = options;
   /** Loopback source port of a piped connection → the real client address. */
   const peers = new Map<number, string>();
+  const front = options.front;
   const inner = listen({
     hostname: "127.0.0.1",
     port: 0,
+    // Every decrypted connection comes from loopback: the per-client cap is applied above.
+    front: front && {
+      limits: { ...front.limits, maxPerClient: 0 },
+      stats: front.stats,
+      logger,
+      onBadFraming: (loopback, request, port) =>
+        front.onBadFraming?.(peers.get(port) ?? loopback, request),
+    },
     handler: (req, info) => {
       const client = peers.get(info.remoteAddr.port);
       return client === undefined
@@ -63,8 +86,10 @@ export async function startTlsFront(options: TlsFrontOptions): Promise<TlsFront>
   }
 
   const sockets = new Set<net.Socket>();
+  const perClient = new Map<string, number>();
   const server = tls.createServer({
     ALPNProtocols: ["h2", "http/1.1"],
+    ...(front ? { handshakeTimeout: front.limits.headerTimeoutMs } : {}),
     SNICallback: (servername, cb) => {
       const site = policy.current.match(servername);
       const ctx = site ? contextFor(site) : undefined;
@@ -72,15 +97,30 @@ export async function startTlsFront(options: TlsFrontOptions): Promise<TlsFront>
       else cb(new Error(`No certificate for "${servername}"`), undefined);
     },
   }, (socket) => {
+    const client = plainAddress(socket.remoteAddress);
+    const mine = perClient.get(client) ?? 0;
+    const cap = front?.limits.maxPerClient ?? 0;
+    if (cap > 0 && mine >= cap) {
+      front!.stats.refused.per_client++;
+      socket.destroy();
+      return;
+    }
+    perClient.set(client, mine + 1);
+    let counted = true;
     const pipe = net.connect(inner.port, "127.0.0.1");
     sockets.add(socket);
-    const client = plainAddress(socket.remoteAddress);
     pipe.on("connect", () => {
       peers.set(pipe.localPort!, client);
       socket.pipe(pipe);
       pipe.pipe(socket);
     });
     const done = () => {
+      if (counted) {
+        counted = false;
+        const left = (perClient.get(client) ?? 1) - 1;
+        if (left <= 0) perClient.delete(client);
+        else perClient.set(client, left);
+      }
       if (pipe.localPort !== undefined) peers.delete(pipe.localPort);
       sockets.delete(socket);
       socket.destroy();

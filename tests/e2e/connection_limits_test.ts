@@ -4,6 +4,7 @@
  * `prlimit --nofile=1024:1024`, the report's reproduction.
  */
 import net from "node:net";
+import tls from "node:tls";
 import { assertEquals, ok } from "../_helpers/assert.ts";
 import { addSite } from "../_helpers/protection.ts";
 import { bytes, rawSend } from "../_helpers/raw_socket.ts";
@@ -11,6 +12,9 @@ import { startTestServer, type TestServer } from "../_helpers/server.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
 import { spawnWaf } from "../_helpers/process.ts";
 import { tempDir } from "../_helpers/temp.ts";
+import { siteInput, SYSTEM } from "../_helpers/sites.ts";
+import { systemRandom } from "../../mod/core/random.ts";
+import { createCa, createLeaf } from "../../mod/tls/x509.ts";
 
 const enc = new TextEncoder();
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -307,4 +311,77 @@ Deno.test("with data-plane workers, each worker's front applies the limits and t
   while (counter(s, "data").closed.header_timeout < 4 && Date.now() < deadline) await sleep(100);
   assertEquals(counter(s, "data").closed.header_timeout, 4);
   assertEquals(counter(s, "data").closed.bad_framing, 1);
+});
+
+/** TLS to 127.0.0.1 as `a.test`; resolves with what the server sent until it closed. */
+function tlsExchange(
+  port: number,
+  ca: string,
+  send: string,
+  then?: (socket: tls.TLSSocket) => void,
+): Promise<{ reply: string; ms: number }> {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    const socket = tls.connect({ host: "127.0.0.1", port, servername: "a.test", ca }, () => {
+      if (send) socket.write(send);
+      then?.(socket);
+    });
+    let reply = "";
+    socket.on("data", (d: Uint8Array) => reply += new TextDecoder().decode(d));
+    socket.on("close", () => resolve({ reply, ms: performance.now() - t0 }));
+    socket.on("error", (err) => reply === "" ? reject(err) : undefined);
+  });
+}
+
+Deno.test("the HTTPS data listener has the same limits: header deadline, per-client cap, bad framing", async () => {
+  const now = Date.now();
+  const ca = await createCa("waf test CA", now, systemRandom);
+  const a = await createLeaf(ca, { commonName: "a.test", dnsNames: ["a.test"] }, now, systemRandom);
+  await using up = startUpstream();
+  await using s = await startTestServer({
+    config: {
+      server: {
+        data: {
+          https_listen: "127.0.0.1:0",
+          limits: { ...SHORT, max_connections_per_client: 2 },
+        },
+      },
+    },
+  });
+  const port = Number(new URL(s.dataHttpsUrl!).port);
+  s.dataPlane.sites.create(
+    siteInput({ name: "a", hosts: ["a.test"], upstreams: [up.url], tls: a }),
+    SYSTEM,
+  );
+  // A head that never ends is cut at the deadline.
+  const slow = await tlsExchange(port, ca.cert, "GET / HTTP/1.1\r\nHost: a.test\r\n");
+  ok(slow.ms >= 900 && slow.ms < 3_000, `closed after ${Math.round(slow.ms)} ms`);
+  // Bad chunked framing: 400 from the front, and the record has the real client and https.
+  const bad = await tlsExchange(
+    port,
+    ca.cert,
+    "POST /up HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: chunked\r\n\r\nZZ\r\n",
+  );
+  ok(bad.reply.startsWith("HTTP/1.1 400"), bad.reply.slice(0, 40));
+  const rows = await s.dataPlane.accessLog.list({ limit: 10 });
+  const rec = rows.map((r) => JSON.parse(r.record)).find((r) =>
+    r.chain.some((c: { check: string }) => c.check === "framing")
+  );
+  assertEquals([rec?.proto, rec?.client_ip, rec?.site], ["https", "127.0.0.1", "a"]);
+  // Two held connections from this address; a third is refused.
+  const held: tls.TLSSocket[] = [];
+  const opened = (socket: tls.TLSSocket) => held.push(socket);
+  const pending = [tlsExchange(port, ca.cert, "", opened), tlsExchange(port, ca.cert, "", opened)];
+  while (held.length < 2) await sleep(20);
+  const before = counter(s, "data").refused.per_client;
+  // Closed as soon as the handshake is done, without an answer.
+  const third = await tlsExchange(
+    port,
+    ca.cert,
+    "GET / HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n",
+  ).catch(() => ({ reply: "", ms: 0 }));
+  assertEquals(third.reply, "");
+  assertEquals(counter(s, "data").refused.per_client, before + 1);
+  for (const h of held) h.destroy();
+  await Promise.all(pending);
 });
