@@ -19,6 +19,8 @@ import type { StoredSiteRow } from "./site_schema.ts";
 const owner = (siteId: string) => `site.tls.key:${siteId}`;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
+/** Opened keys kept (more sites than this only cost a re-open after the cache is cleared). */
+const OPENED_MAX = 20_000;
 
 type StoredTls = { cert: string; key?: string; key_sealed?: string } | null | undefined;
 
@@ -37,25 +39,36 @@ export function createSiteKeys(deps: {
   readonly unreadable?: (siteId: string, err: unknown) => void;
 }): SiteKeys {
   const reported = new Set<string>();
+  // Opened keys: a policy build opens every site's key, and most builds follow a change to
+  // something else. The compiled policy holds the same keys in memory anyway. Keyed by site id
+  // and value, so a value moved onto another site is opened (and refused) anew.
+  const opened = new Map<string, string>();
+  const openKey = (sealed: string, siteId: string): string => {
+    const id = `${owner(siteId)}\u0000${sealed}`;
+    let key = opened.get(id);
+    if (key === undefined) {
+      key = decoder.decode(deps.box.open(sealed, owner(siteId)));
+      if (opened.size >= OPENED_MAX) opened.clear();
+      opened.set(id, key);
+    }
+    return key;
+  };
   const tlsOf = (config: string) => (JSON.parse(config) as Record<string, unknown>)["tls"];
   return {
     open(row) {
       const config = JSON.parse(row.config) as Record<string, unknown>;
       const tls = config["tls"] as StoredTls;
       if (!tls || tls.key_sealed === undefined) return row;
-      let opened: StoredTls = null;
+      let pair: StoredTls = null;
       try {
-        opened = {
-          cert: tls.cert,
-          key: decoder.decode(deps.box.open(tls.key_sealed, owner(row.id))),
-        };
+        pair = { cert: tls.cert, key: openKey(tls.key_sealed, row.id) };
       } catch (err) {
         if (!reported.has(tls.key_sealed)) {
           reported.add(tls.key_sealed);
           deps.unreadable?.(row.id, err);
         }
       }
-      return { ...row, config: JSON.stringify({ ...config, tls: opened }) };
+      return { ...row, config: JSON.stringify({ ...config, tls: pair }) };
     },
     seal(row) {
       const config = JSON.parse(row.config) as Record<string, unknown>;
