@@ -14,6 +14,11 @@
  * ```sh
  * deno run -A scripts/bench_workers.ts [policy|cpu|all] [--duration 10] [--connections 16]
  *                                      [--threads 1] [--workers 1,2] [--rounds 3] [--runs 5]
+ *                                      [--paced-ms 8]
+ *
+ * Without `--paced-ms` wrk sends as fast as the WAF answers (closed loop), so the two shapes run
+ * at different rates; with it every connection waits between requests and both get the same
+ * rate, which keeps a 2-core machine from being oversubscribed by the second worker.
  * ```
  */
 import { parseArgs } from "node:util";
@@ -214,7 +219,14 @@ async function perWorker(mgmtPort: number): Promise<number[]> {
 
 async function cpuBench(
   workerCounts: number[],
-  opts: { duration: number; connections: number; threads: number; rounds: number },
+  opts: {
+    duration: number;
+    connections: number;
+    threads: number;
+    rounds: number;
+    /** Each connection waits this long between requests: the same rate for every worker count. */
+    pacedMs?: number;
+  },
 ): Promise<void> {
   await ensure("wrk", "wrk");
   await ensure("nginx", "nginx-light");
@@ -222,7 +234,7 @@ async function cpuBench(
   const upPort = freePort();
   const upstream = await startNginxUpstream(dir, upPort);
   try {
-    const script = wrkScript(BENIGN, "on.bench");
+    const script = wrkScript(BENIGN, "on.bench", opts.pacedMs);
     const cpu = new Map<number, number[]>();
     // Rounds alternate the worker counts, so a change in the machine's load hits both alike.
     const order = Array.from({ length: opts.rounds }, () => workerCounts).flat();
@@ -287,6 +299,7 @@ export async function main(args: string[]): Promise<number> {
       workers: { type: "string", default: "1,2" },
       runs: { type: "string", default: "5" },
       rounds: { type: "string", default: "3" },
+      "paced-ms": { type: "string" },
     },
   });
   const what = positionals[0] ?? "all";
@@ -302,6 +315,7 @@ export async function main(args: string[]): Promise<number> {
       connections: Number(values.connections),
       threads: Number(values.threads),
       rounds: Number(values.rounds),
+      pacedMs: values["paced-ms"] === undefined ? undefined : Number(values["paced-ms"]),
     });
   }
   return 0;
