@@ -84,9 +84,23 @@ Deno.test("an uploaded site key is sealed in the SQLite file, served over HTTPS,
     new X509Certificate(leaf.cert).fingerprint256,
   );
 
+  // A refused pair (another key) echoes neither key in the answer, the audit trail or the log.
+  const { leaf: stranger } = await pki("shop.test");
+  const refused = await callJson(s, "PUT", `/api/sites/${id}`, {
+    session: admin,
+    body: {
+      name: "shop",
+      hosts: ["shop.test"],
+      upstreams: [up.url],
+      tls: { cert: leaf.cert, key: stranger.key },
+    },
+  });
+  assertEquals(refused.status, 400, JSON.stringify(refused.body));
+
   const answers = [
     created.body,
     changed.body,
+    refused.body,
     (await callJson(s, "GET", `/api/sites/${id}`, { session: admin })).body,
     (await callJson(s, "GET", "/api/sites", { session: admin })).body,
     (await callJson(s, "GET", "/api/audit?limit=100", { session: admin })).body,
