@@ -15,7 +15,7 @@
  * - A worker that crashes is logged and restarted (its shared-memory locks released first);
  *   shutdown drains every worker.
  */
-import type { Config } from "../mod/config/config.ts";
+import { type Config, ConfigProblemError } from "../mod/config/config.ts";
 import type { LogFields, Logger, LogLevel } from "../mod/core/logger.ts";
 import type { Random } from "../mod/core/random.ts";
 import type { AccessRecord } from "../mod/data_plane/access_record.ts";
@@ -40,7 +40,7 @@ import { createEdgeCache, type EdgeCache } from "../mod/protection/edge_cache.ts
 import type { DataPlane } from "./data_plane.ts";
 import type { AcmeChallenges } from "../mod/data_plane/acme_challenges.ts";
 import type { Exposition } from "../mod/monitor/exposition.ts";
-import { parseListen } from "../mod/config/config_schema.ts";
+import { dataWorkerCount, parseListen } from "../mod/config/config_schema.ts";
 import { type Listener, listenerError } from "../routes/listen.ts";
 import {
   CLOSE_REASONS,
@@ -500,6 +500,36 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
   };
 }
 
+const NEEDS_FLAG =
+  'workers share the data ports with reusePort, which needs Deno\'s --unstable-net flag ("deno task start" and the waf binary pass it)';
+
+/**
+ * False when this process was started without `--unstable-net`. Asking for `reusePort` then does
+ * not throw: Deno prints a message and ends the process. The flag's other APIs are only present
+ * with it, so their presence tells.
+ */
+function reusePortAvailable(): boolean {
+  return typeof (Deno as unknown as { listenDatagram?: unknown }).listenDatagram === "function";
+}
+
+/**
+ * How many data-plane workers to run: `server.data.workers` on this machine's cores. Without
+ * `--unstable-net`, `auto` falls back to the main thread with a warning, and an explicit number
+ * above 1 stops start-up naming the key.
+ */
+export function dataWorkersFor(setting: "auto" | number, cores: number, logger: Logger): number {
+  const n = dataWorkerCount(setting, cores);
+  if (n === 1 || reusePortAvailable()) return n;
+  if (setting === "auto") {
+    logger.warn(`server.data.workers: auto runs the data plane on the main thread: ${NEEDS_FLAG}`);
+    return 1;
+  }
+  throw new ConfigProblemError([{
+    path: "server.data.workers",
+    message: `${n} ${NEEDS_FLAG}; set 1, or start with the flag`,
+  }]);
+}
+
 /**
  * Binds the data ports for the workers and starts them: a port of 0 is resolved first by a
  * probe socket on the main thread (with `reusePort`, so the workers can join it; closed once
@@ -524,11 +554,6 @@ export async function startDataWorkers(
       else l.close();
       return { hostname: addr.hostname, port: (l.addr as Deno.NetAddr).port };
     } catch (err) {
-      if (String((err as Error)?.message).includes("--unstable-net")) {
-        throw new Error(
-          `server.data.workers: ${pool.count} workers share the data ports with reusePort, which needs Deno's --unstable-net flag ("deno task start" and the waf binary pass it); set server.data.workers: 1 or add the flag`,
-        );
-      }
       throw listenerError(name, listenAt, err);
     }
   };

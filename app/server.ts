@@ -8,7 +8,7 @@ import { createAuditRepo } from "../db/audit_repo.ts";
 import { createAudit } from "../mod/core/audit.ts";
 import type { Clock } from "../mod/core/clock.ts";
 import { type Config, deploymentProblems, durationMs } from "../mod/config/config.ts";
-import { dataWorkerCount, parseListen } from "../mod/config/config_schema.ts";
+import { parseListen } from "../mod/config/config_schema.ts";
 import type { Logger } from "../mod/core/logger.ts";
 import type { Random } from "../mod/core/random.ts";
 import { createReadiness, type Readiness } from "../mod/core/readiness.ts";
@@ -38,7 +38,12 @@ import { createDataPlane, type DataPlane } from "./data_plane.ts";
 import { createMonitorCore, createMonitorPlane, type MonitorPlane } from "./monitor.ts";
 import { type ClusterPlane, createCluster } from "./cluster.ts";
 import { createOps, type OpsPlane } from "./ops.ts";
-import { createDataWorkerPool, type DataWorkerPool, startDataWorkers } from "./data_workers.ts";
+import {
+  createDataWorkerPool,
+  type DataWorkerPool,
+  dataWorkersFor,
+  startDataWorkers,
+} from "./data_workers.ts";
 
 export class ProductionStorageUnavailableError extends Error {
   constructor(missing: string) {
@@ -151,6 +156,12 @@ export async function composeServer(
 ): Promise<ComposedServer> {
   const { config, dataDir } = options;
   checkStorageProfile(config);
+  // Before anything is opened: without --unstable-net an explicit worker count stops start-up.
+  const workerCount = dataWorkersFor(
+    config.server.data.workers,
+    navigator.hardwareConcurrency,
+    deps.logger,
+  );
   const mgmtAddr = parseListen(config.server.management.listen)!;
   const readiness = createReadiness();
   const events = createEventLog({ logger: deps.logger, clock: deps.clock });
@@ -170,7 +181,6 @@ export async function composeServer(
     logger: deps.logger,
   };
   const core = createMonitorCore(services);
-  const workerCount = dataWorkerCount(config.server.data.workers, navigator.hardwareConcurrency);
   const dataWorkers = workerCount > 1
     ? createDataWorkerPool({
       ...services,
