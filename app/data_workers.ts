@@ -150,6 +150,8 @@ export interface DataWorkerPool {
   kill(index: number): void;
   /** Stops accepting on every worker and lets their requests finish, then ends the threads. */
   drain(): Promise<void>;
+  /** Ends every thread now (after the shutdown deadline, whatever is still in flight). */
+  terminate(): void;
   /** Prometheus: requests, restarts and state per worker (how evenly the kernel spreads). */
   collect(out: Exposition): void;
 }
@@ -483,6 +485,11 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
         "Policy version the data-plane worker enforces",
         (s) => s.version,
       );
+    },
+    terminate() {
+      stopping = true;
+      clearInterval(publishing);
+      for (const s of slots) s.worker?.terminate();
     },
     async drain() {
       stopping = true;

@@ -309,6 +309,8 @@ export async function composeServer(
       ops.start();
     },
     async close() {
+      // Workers still busy after the shutdown deadline end here, before the store closes.
+      dataWorkers?.terminate();
       await ops.stop();
       await cluster.stop();
       await plane.stop();
