@@ -34,6 +34,7 @@ import type { Audit } from "../mod/core/audit.ts";
 import type { Clock } from "../mod/core/clock.ts";
 import { AppError } from "../mod/core/errors.ts";
 import type { Logger } from "../mod/core/logger.ts";
+import { dataDirApisecWire } from "../mod/apisec/apisec_wire.ts";
 import { dataDirSiteKeys, openedPolicyRepo } from "../mod/data_plane/site_keys.ts";
 import type { Random } from "../mod/core/random.ts";
 import { clusterRoutes } from "../routes/api/cluster.ts";
@@ -361,10 +362,14 @@ async function createNodeRole(deps: ClusterDeps): Promise<ClusterPlane> {
   };
 }
 
-/** The policy rows as they travel: site keys opened for the snapshot, sealed again on a node. */
+/**
+ * The policy rows as they travel: site keys and the API-security shared secret opened for the
+ * snapshot, sealed again on a node.
+ */
 function policyRows(deps: Pick<ClusterDeps, "db" | "dataDir" | "random" | "logger">) {
   return openedPolicyRepo(
     createClusterPolicyRepo(deps.db),
     dataDirSiteKeys(deps.dataDir, deps.random, deps.logger),
+    dataDirApisecWire(deps.dataDir, deps.random, deps.logger),
   );
 }

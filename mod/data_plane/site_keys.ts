@@ -10,6 +10,7 @@
  */
 import type { ClusterPolicyRepo } from "../../db/cluster_policy_repo.ts";
 import type { SitesRepo } from "../../db/sites_repo.ts";
+import type { ObjectSecrets } from "../apisec/apisec_wire.ts";
 import type { Logger } from "../core/logger.ts";
 import type { Random } from "../core/random.ts";
 import { createSyncSecretBox, type SyncSecretBox, TOTP_KEY_FILE } from "../core/secret_box.ts";
@@ -118,16 +119,27 @@ export function sealedSitesRepo(raw: SitesRepo, keys: SiteKeys): SitesRepo {
  * The cluster's policy rows with keys opened: the controller's snapshot carries each site's key
  * in plain text inside the mTLS channel (a node needs it to serve HTTPS and cannot open what the
  * controller's `totp.key` sealed), the version hashes that opened form, and a node seals the keys
- * with its own `totp.key` as it stores the rows.
+ * with its own `totp.key` as it stores the rows. `objects` does the same for the secrets policy
+ * objects keep sealed (the API-security shared secret).
  */
-export function openedPolicyRepo(raw: ClusterPolicyRepo, keys: SiteKeys): ClusterPolicyRepo {
+export function openedPolicyRepo(
+  raw: ClusterPolicyRepo,
+  keys: SiteKeys,
+  objects: ObjectSecrets = { open: (r) => r, seal: (r) => r },
+): ClusterPolicyRepo {
   return {
     read() {
       const rows = raw.read();
-      return { ...rows, sites: rows.sites.map((r) => keys.open(r)) };
+      return {
+        sites: rows.sites.map((r) => keys.open(r)),
+        objects: rows.objects.map((r) => objects.open(r)),
+      };
     },
     replace(rows) {
-      raw.replace({ ...rows, sites: rows.sites.map((r) => keys.seal(r)) });
+      raw.replace({
+        sites: rows.sites.map((r) => keys.seal(r)),
+        objects: rows.objects.map((r) => objects.seal(r)),
+      });
     },
   };
 }

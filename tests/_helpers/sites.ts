@@ -30,6 +30,10 @@ function column(dbPath: string, sql: string): string[] {
 export const storedSiteConfigs = (dbPath: string): string[] =>
   column(dbPath, "SELECT config AS v FROM sites ORDER BY id");
 
+/** The `config` column of every policy object of `kind`. */
+export const storedPolicyObjects = (dbPath: string, kind: string): string[] =>
+  column(dbPath, `SELECT config AS v FROM policy_objects WHERE kind = '${kind}' ORDER BY id`);
+
 /** The `value` column of every settings row (ACME state and account, sealed secrets). */
 export const storedSettings = (dbPath: string): string[] =>
   column(dbPath, "SELECT value AS v FROM settings ORDER BY key");

@@ -5,12 +5,13 @@
  * local changes. Revocation and the controller's absence run with real processes in
  * `cluster_process_test.ts`.
  */
+import { SignJWT } from "jose";
 import { assertEquals, ok } from "../_helpers/assert.ts";
 import { eventually, joinedNode, startController } from "../_helpers/cluster.ts";
 import { hostFetch } from "../_helpers/data_client.ts";
 import { ADMIN, callJson, completeSetup, login } from "../_helpers/identity.ts";
 import type { TestServer } from "../_helpers/server.ts";
-import { PEM_PRIVATE_KEY, storedSiteConfigs } from "../_helpers/sites.ts";
+import { PEM_PRIVATE_KEY, storedPolicyObjects, storedSiteConfigs } from "../_helpers/sites.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
 import { systemRandom } from "../../mod/core/random.ts";
 import { createCa, createLeaf } from "../../mod/tls/x509.ts";
@@ -122,4 +123,75 @@ Deno.test("a site's key reaches a node over the mTLS channel and is sealed in bo
     storedSiteConfigs(`${controller.dir}/waf.db`)[0] !== storedSiteConfigs(`${node.dir}/waf.db`)[0],
   );
   ok(![...controller.logs, ...node.logs].some((l) => l.includes("PRIVATE KEY")));
+});
+
+Deno.test("the API-security shared secret reaches a node over the mTLS channel: HS256 tokens verify there, the secret is sealed in both stores and shown nowhere", async () => {
+  const SECRET = "cluster-shared-secret-of-32-chars!";
+  await using up = startUpstream();
+  const ctl = await startController();
+  await using controller = ctl.server;
+  const admin = ctl.admin;
+  const site = await callJson(controller, "POST", "/api/sites", {
+    session: admin,
+    body: { name: "shop", hosts: ["shop.test"], upstreams: [up.url] },
+  });
+  assertEquals(site.status, 201, JSON.stringify(site.body));
+  const put = await callJson(controller, "PUT", "/api/apisec/config", {
+    session: admin,
+    body: {
+      auth: {
+        enabled: true,
+        algorithms: ["HS256"],
+        secret: SECRET,
+        audience: "orders",
+        routes: [{ id: "api", method: "*", path_pattern: "^/api/" }],
+      },
+    },
+  });
+  assertEquals(put.status, 200, JSON.stringify(put.body));
+  await using node = await joinedNode(ctl, "edge-jwt");
+
+  const sign = (key: string) =>
+    new SignJWT({ sub: "client-1" }).setProtectedHeader({ alg: "HS256" })
+      .setIssuedAt(Math.floor(node.clock.now() / 1000)).setAudience("orders")
+      .setExpirationTime(Math.floor(node.clock.now() / 1000) + 600)
+      .sign(new TextEncoder().encode(key));
+  const call = async (token?: string) => {
+    const r = await hostFetch(`${node.dataUrl}/api/orders`, "shop.test", {
+      headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
+    });
+    await r.body?.cancel();
+    return r.status;
+  };
+  const good = await sign(SECRET);
+  await eventually(
+    "the node accepting a token signed with the secret",
+    async () => await call(good) === 200 ? true : undefined,
+  );
+  assertEquals(await call(await sign("another-secret-of-thirty-two-chars")), 401);
+  assertEquals(await call(), 401);
+  ok(up.seen.some((r) => r.path === "/api/orders"), "the accepted token reached the upstream");
+
+  // Sealed in both stores, each under its own key; neither holds the opened wire form.
+  const sealed = [controller.dir, node.dir].map((dir) => {
+    const [config] = storedPolicyObjects(`${dir}/waf.db`, "apisec_config");
+    ok(!config!.includes(SECRET) && !config!.includes("opened."), `no open secret in ${dir}`);
+    return (JSON.parse(config!) as { auth: { secret_sealed: string } }).auth.secret_sealed;
+  });
+  ok(sealed[0]!.startsWith("v1.") && sealed[1]!.startsWith("v1."), JSON.stringify(sealed));
+  ok(sealed[0] !== sealed[1]);
+
+  // No API answer shows it: the settings on both machines say only that one is set.
+  await completeSetup(node);
+  const local = await login(node, ADMIN.username, ADMIN.password);
+  for (const [server, session] of [[controller, admin], [node, local]] as const) {
+    for (const path of ["/api/apisec/config", "/api/audit?limit=100"]) {
+      const r = await callJson(server, "GET", path, { session });
+      assertEquals(r.status, 200, `${path}: ${JSON.stringify(r.body)}`);
+      ok(!JSON.stringify(r.body).includes(SECRET), `${path} shows no secret`);
+    }
+  }
+  const view = await callJson(node, "GET", "/api/apisec/config", { session: local });
+  assertEquals((view.body.auth as { secret_set: boolean }).secret_set, true);
+  ok(![...controller.logs, ...node.logs].some((l) => l.includes(SECRET)), "no log holds it");
 });
