@@ -1,10 +1,22 @@
 /** Setup, login and authenticated calls against a test WAF, in-process or listening (cookies by hand). */
 import type { TestTarget } from "./server.ts";
+import { REFUSAL_LIMITS } from "../../mod/identity/refusal_audit.ts";
 
 /** What the HTTP helpers need: the data directory and a way to call the management plane. */
 export type ApiTarget = Pick<TestTarget, "dir" | "api">;
 
 export const ADMIN = { username: "admin", password: "Correct-Horse-9" } as const;
+
+/**
+ * Moves the test server's clock to `offsetMs` into the next refused-authentication audit window.
+ * The windows are aligned (5 minutes) and the fake clock starts at the wall clock, so a test that
+ * moves the clock and expects one aggregated record must place itself in a window first, or it
+ * fails whenever it happens to run shortly before a window's end.
+ */
+export function enterRefusalWindow(server: Pick<TestTarget, "clock">, offsetMs = 1000): void {
+  const window = REFUSAL_LIMITS.windowMs;
+  server.clock.advance(window - (server.clock.now() % window) + offsetMs);
+}
 
 export interface Session {
   readonly cookie: string;

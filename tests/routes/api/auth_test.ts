@@ -5,6 +5,7 @@ import {
   callJson,
   completeSetup,
   createUser,
+  enterRefusalWindow,
   login,
   type Session,
   setCookies,
@@ -12,6 +13,7 @@ import {
 import { createTestApp, type TestTarget } from "../../_helpers/server.ts";
 import { solveChallenge } from "../../../mod/identity/captcha.ts";
 import { sha256Hex } from "../../../mod/core/digest.ts";
+import { REFUSAL_LIMITS } from "../../../mod/identity/refusal_audit.ts";
 
 const VIEWER = { username: "viewer", password: "Glacier-Moth-42" };
 
@@ -183,10 +185,16 @@ Deno.test("state-changing requests with a session need X-CSRF-Token equal to the
   assertEquals(denied.n, attempts.length);
 });
 
-Deno.test("failed logins lock the client out with 429 and Retry-After, with backoff, then let it in again", async () => {
+/**
+ * Five wrong passwords lock admin out of this client (429 for 30 s), one more after it doubles the
+ * lockout (60 s), then the right password lets it in: returns the refused logins' audit records.
+ * `offsetMs` places the first refusal that far into an aligned refusal-audit window.
+ */
+async function lockoutAndBack(offsetMs: number) {
   const { server, admin } = await ready();
   await using _ = server;
   await setPolicy(server, admin, { mode: "never", failures: 3, difficulty: 8 });
+  enterRefusalWindow(server, offsetMs);
   for (let i = 0; i < 5; i++) {
     const r = await callJson(server, "POST", "/api/auth/login", {
       body: { username: "admin", password: `Wrong-Pass-${i}x` },
@@ -211,13 +219,27 @@ Deno.test("failed logins lock the client out with 429 and Retry-After, with back
   server.clock.advance(60_000);
   await login(server, ADMIN.username, ADMIN.password);
   server.identity.refusals.flush();
-  const rows = server.db.prepare(
-    "SELECT count, detail FROM audit_log WHERE action = 'auth.login' AND result = 'failure'",
-  ).all() as { count: number; detail: string }[];
+  return (server.db.prepare(
+    "SELECT count, detail FROM audit_log WHERE action = 'auth.login' AND result = 'failure' ORDER BY id",
+  ).all() as { count: number; detail: string }[]).map((r) => ({
+    count: r.count,
+    reasons: JSON.parse(r.detail).reasons,
+  }));
+}
+
+Deno.test("failed logins lock the client out with 429 and Retry-After, with backoff, then let it in again", async () => {
   // One aggregated record for this client and username: 6 wrong passwords and 2 lockouts.
-  assertEquals(rows.length, 1);
-  assertEquals(rows[0]!.count, 8);
-  assertEquals(JSON.parse(rows[0]!.detail).reasons, { wrong_password: 6, locked_out: 2 });
+  assertEquals(await lockoutAndBack(1000), [
+    { count: 8, reasons: { wrong_password: 6, locked_out: 2 } },
+  ]);
+});
+
+Deno.test("a lockout that spans a refusal-audit window's end holds, and each window has its own record", async () => {
+  // The first six refusals fall 10 s before the window's end, the next two 20 s into the next.
+  assertEquals(await lockoutAndBack(REFUSAL_LIMITS.windowMs - 10_000), [
+    { count: 6, reasons: { wrong_password: 5, locked_out: 1 } },
+    { count: 2, reasons: { wrong_password: 1, locked_out: 1 } },
+  ]);
 });
 
 Deno.test("login-options is public and says when a CAPTCHA is needed (after N failures of this client and username by default)", async () => {

@@ -19,10 +19,10 @@ import {
   callJson,
   completeSetup,
   createUser,
+  enterRefusalWindow,
   login,
   type Session,
 } from "../../_helpers/identity.ts";
-import { REFUSAL_LIMITS } from "../../../mod/identity/refusal_audit.ts";
 import { createTestApp, type TestTarget } from "../../_helpers/server.ts";
 import { fromB64urlText } from "../../../mod/core/digest.ts";
 
@@ -83,10 +83,8 @@ const epoch = (server: TestTarget, id: string) =>
 Deno.test("the whole 2FA lifecycle: setup, enable, login needs a code, a reused code is refused, disable", async () => {
   const { server, admin, adminId } = await ready();
   await using _ = server;
-  // Refused logins aggregate per aligned window: start at a window's beginning so that the
-  // minutes this test moves the clock cannot split the one record it expects into two.
-  const window = REFUSAL_LIMITS.windowMs;
-  server.clock.advance(window - (server.clock.now() % window) + 1000);
+  // The minutes this test moves the clock must not split the one refusal record it expects.
+  enterRefusalWindow(server);
   const before = epoch(server, adminId);
 
   const setup = await post(server, admin, `/api/users/${adminId}/2fa/setup`);
