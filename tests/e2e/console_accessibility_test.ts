@@ -22,6 +22,7 @@ import { callJson, login, setupToken } from "../_helpers/identity.ts";
 import { startTestServer } from "../_helpers/server.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
 import { PAGES } from "../../routes/api/console/pages.js";
+import type { Page } from "playwright-core";
 
 /** Adds one page's contrast report to the running totals. */
 function tally(total: ContrastReport, page: string, report: ContrastReport): void {
@@ -35,6 +36,27 @@ const empty = (): ContrastReport => ({
   failures: [],
   checked: { text: 0, link: 0, button: 0, muted: 0, error: 0, field: 0 },
 });
+
+/**
+ * Watches the page from now on and, in the moment `condition` (a script expression) first holds
+ * after a change to the document, takes the value of `probe`; the returned function waits for
+ * it. What a user meets the instant something is drawn (where the focus is, whether a button
+ * works), which a check made after a wait for the element can miss when the page finishes the
+ * job a frame or a request later.
+ */
+async function atFirstDraw(page: Page, condition: string, probe: string) {
+  const key = `__drawn${crypto.randomUUID().replaceAll("-", "")}`;
+  // (`void`: evaluate would wait for the promise itself, before the action that draws it.)
+  await page.evaluate(`void (globalThis.${key} = new Promise((resolve) => {
+    const seen = new MutationObserver(() => {
+      if (!(${condition})) return;
+      seen.disconnect();
+      resolve(${probe});
+    });
+    seen.observe(document.body, { childList: true, subtree: true, characterData: true, attributes: true });
+  }))`);
+  return () => page.evaluate(`globalThis.${key}`);
+}
 
 Deno.test("the console is usable by keyboard, named for screen readers, and readable", async (t) => {
   await using up = startUpstream();
@@ -124,8 +146,15 @@ Deno.test("the console is usable by keyboard, named for screen readers, and read
         await page.goto(`${server.managementUrl}/login`);
         await page.locator("#username").fill("nobody");
         await page.locator("#password").fill("wrong-password-1");
+        // The message appears with the button usable again, not a request before it.
+        const buttonWithError = await atFirstDraw(
+          page,
+          `document.getElementById("error").textContent !== ""`,
+          `!document.getElementById("submit").disabled`,
+        );
         await page.locator("#submit").click();
         await page.locator("#error", { hasText: /./ }).waitFor();
+        assertEquals(await buttonWithError(), true, "the button was enabled with the error");
         const login = await contrast(page);
         assertEquals(login.failures, [], `sign-in page, ${scheme}`);
         ok(login.checked.error > 0 && login.checked.button > 0, JSON.stringify(login.checked));
@@ -176,17 +205,29 @@ Deno.test("the console is usable by keyboard, named for screen readers, and read
 
     // Enter on a navigation link opens the page and puts the focus on its heading.
     await tabTo("#nav-sites");
+    const titleDrawn = await atFirstDraw(
+      page,
+      `document.getElementById("page-title")?.textContent === "Sites"`,
+      `document.activeElement?.id === "page-title"`,
+    );
     await page.keyboard.press("Enter");
     await page.waitForURL(/\/console\/sites$/);
     await page.locator("#page-title", { hasText: "Sites" }).waitFor();
     ok(await active("#page-title"), `after navigating: ${await focused(page)}`);
+    assertEquals(await titleDrawn(), true, "the heading had the focus when it was drawn");
 
     // Space on "New" opens the form with the focus in its first field; Enter on its button
     // submits it.
     await tabTo("button.new");
+    const formDrawn = await atFirstDraw(
+      page,
+      `document.getElementById("edit-name")`,
+      `document.activeElement?.id === "edit-name"`,
+    );
     await page.keyboard.press("Space");
     await page.locator("#edit-name").waitFor();
     ok(await active("#edit-name"), `the form opened, focus on ${await focused(page)}`);
+    assertEquals(await formDrawn(), true, "the first field had the focus when it was drawn");
     await page.keyboard.type("keys");
     await tabTo("#edit-hosts", 5);
     await page.keyboard.type("keys.test");

@@ -4,7 +4,7 @@
 import { api, toLogin } from "./api.js";
 import { ErrorBox } from "./components.js";
 import { currentLanguage, LANGUAGES, pickLanguage, setLanguage, t } from "./i18n.js";
-import { html, render, useEffect, useState } from "./lib/ui.js";
+import { html, render, useEffect, useLayoutEffect, useState } from "./lib/ui.js";
 import { GROUPS, PAGES, route } from "./pages.js";
 import { can, loadSession, saveLanguage, session } from "./session.js";
 
@@ -82,7 +82,10 @@ function PageView({ id, detail }) {
     if (!page || !can(page.read)) return;
     loadPage(id).then((c) => setComponent(() => c), (err) => setError(err));
   }, [id]);
-  useEffect(() => {
+  // Focus moves to the heading in the same task that draws the page (a layout effect), not
+  // after the next frame: an effect waits for a frame (up to 100 ms, longer on a busy machine),
+  // and a keyboard user acting on the new page in between would act from the navigation link.
+  useLayoutEffect(() => {
     if (Component) document.getElementById("page-title")?.focus({ preventScroll: true });
   }, [Component, id]);
   if (!page) {

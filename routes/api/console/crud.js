@@ -15,7 +15,7 @@ import {
 import { Form } from "./form.js";
 import { t } from "./i18n.js";
 import { can } from "./session.js";
-import { html, useEffect, useRef, useState } from "./lib/ui.js";
+import { html, useLayoutEffect, useRef, useState } from "./lib/ui.js";
 
 /**
  * `base`: the API path; `write`: its write permission; `columns`: table columns; `fields`:
@@ -51,8 +51,9 @@ export function Crud(
     setEditing(item);
   };
   // Keyboard focus follows the form: into its first control when it opens, back to the button
-  // that opened it (or the page's heading) when it closes.
-  useEffect(() => {
+  // that opened it (or the page's heading) when it closes, in the same task that draws or
+  // removes the form (a layout effect: see PageView in app.js).
+  useLayoutEffect(() => {
     if (editing) {
       panel.current?.querySelector(
         "input:not(:disabled), select:not(:disabled), textarea:not(:disabled), button",

@@ -117,9 +117,12 @@ $("login-form").addEventListener("submit", async (event) => {
     await signIn(username, body);
     globalThis.location.assign(nextPage());
   } catch (err) {
+    // The factors this username now needs (a CAPTCHA, a code) are asked for before the error
+    // is shown, so the message, the fields and the re-enabled button appear together: showing
+    // the message first left the button disabled for the length of that request.
+    await loadOptions(username).catch(() => {});
     $("status").textContent = "";
     $("error").textContent = err.message;
-    await loadOptions(username).catch(() => {});
   } finally {
     $("submit").disabled = false;
   }

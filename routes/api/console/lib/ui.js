@@ -3,7 +3,14 @@
 import { render } from "../vendor/preact.js";
 import { h } from "../vendor/preact.js";
 import htm from "../vendor/htm.js";
-export { useCallback, useEffect, useMemo, useRef, useState } from "../vendor/hooks.js";
+export {
+  useCallback,
+  useEffect,
+  useLayoutEffect,
+  useMemo,
+  useRef,
+  useState,
+} from "../vendor/hooks.js";
 
 export const html = htm.bind(h);
 export { render };
