@@ -289,6 +289,19 @@ export interface TabWalk {
  */
 export async function tabWalk(page: Page, slack = 30): Promise<TabWalk> {
   const { count, positive } = await page.evaluate(TAG) as { count: number; positive: string[] };
+  // Every element the focus arrives at, however briefly, is also noted as it arrives: leaving
+  // a frame (the block pages' previews) moves the focus asynchronously, so a sample taken after
+  // a press can still see the frame while the next press already moves on from the element
+  // after it, which the walk would then never see focused.
+  await page.evaluate(`(() => {
+    globalThis.__arrivals = [];
+    if (globalThis.__arrivalsOn) return;
+    globalThis.__arrivalsOn = true;
+    document.addEventListener("focusin", (e) => {
+      const tag = e.target.getAttribute && e.target.getAttribute("data-kbd");
+      if (tag) globalThis.__arrivals.push(tag);
+    }, true);
+  })()`);
   const seen = new Set<string>();
   const noRing = new Set<string>();
   for (let i = 0; i < count + slack && seen.size < count; i++) {
@@ -296,6 +309,8 @@ export async function tabWalk(page: Page, slack = 30): Promise<TabWalk> {
     const f = await page.evaluate(FOCUSED) as { tag: string | null; what: string; ring: string };
     if (f.tag) seen.add(f.tag);
     if (f.ring) noRing.add(`${f.what}: ${f.ring}`);
+    const arrived = await page.evaluate("globalThis.__arrivals.splice(0)") as string[];
+    for (const tag of arrived) seen.add(tag);
   }
   const unreached = await page.evaluate(`[...document.querySelectorAll("[data-kbd]")]
     .filter((e) => !${JSON.stringify([...seen])}.includes(e.getAttribute("data-kbd")))
