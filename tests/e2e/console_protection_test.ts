@@ -158,6 +158,9 @@ Deno.test("the protection pages change what the data plane does", async (t) => {
       });
       // The page reads the file asynchronously (File.text()), so the field fills a moment later.
       const customHtml = admin.page.locator("#custom-html");
+      // Pasted HTML is code: the browser must not spell-check it (Preact sets the property, so
+      // the string "false" would have turned it on).
+      assertEquals(await customHtml.getAttribute("spellcheck"), "false");
       for (let i = 0; i < 200 && !/Uploaded stop page/.test(await customHtml.inputValue()); i++) {
         await admin.page.waitForTimeout(50);
       }

@@ -93,7 +93,7 @@ function Control({ field, id, value, onInput }) {
     case "lines":
       return html`
         <textarea ...${common} rows=${field.rows ?? 3} value=${value}
-          spellcheck="false" onInput=${(e) => onInput(e.target.value)}></textarea>
+          spellcheck=${false} onInput=${(e) => onInput(e.target.value)}></textarea>
               ${field.upload ? html`<${Upload} id=${id} onText=${onInput} />` : null}
       `;
     case "select":
@@ -115,7 +115,7 @@ function Control({ field, id, value, onInput }) {
       return html`
         <input type=${field.type === "password" ? "password" : "text"} ...${common}
           inputmode=${field.type === "number" ? "numeric" : undefined} value=${value}
-          autocomplete=${field.type === "password" ? "new-password" : "off"} spellcheck="false"
+          autocomplete=${field.type === "password" ? "new-password" : "off"} spellcheck=${false}
           onInput=${(e) => onInput(e.target.value)} />
       `;
   }

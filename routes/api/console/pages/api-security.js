@@ -105,7 +105,7 @@ function Settings({ tick, onSaved }) {
     ${writable ? null : html`<${ReadOnlyNote} permission=${WRITE} />`}
     <${Loading} state=${doc} />
     <${Field} id="apisec-config" label=${t("apisec.settings_json")}>
-      <textarea id="apisec-config" rows="18" spellcheck="false" readOnly=${!writable}
+      <textarea id="apisec-config" rows="18" spellcheck=${false} readOnly=${!writable}
         value=${shown} onInput=${(e) => setText(e.target.value)}></textarea>
     </${Field}>
     ${
@@ -139,7 +139,7 @@ function OpenApiImport({ onSaved }) {
       <h2>${t("apisec.openapi")}</h2>
       <p class="muted">${t("apisec.openapi_intro")}</p>
       <${Field} id="apisec-openapi-text" label=${t("apisec.openapi_document")}>
-        <textarea id="apisec-openapi-text" rows="10" spellcheck="false" value=${text}
+        <textarea id="apisec-openapi-text" rows="10" spellcheck=${false} value=${text}
           onInput=${(e) => setText(e.target.value)}></textarea>
         </${Field}>
         <${Field} id="apisec-openapi-mode" label=${t("apisec.openapi_mode")}>
@@ -190,15 +190,15 @@ function Tester() {
           setMethod(e.target.value)} />
         </${Field}>
         <${Field} id="apisec-test-path" label=${t("apisec.path")}>
-          <input id="apisec-test-path" value=${path} spellcheck="false" onInput=${(e) =>
+          <input id="apisec-test-path" value=${path} spellcheck=${false} onInput=${(e) =>
             setPath(e.target.value)} />
           </${Field}>
           <${Field} id="apisec-test-headers" label=${t("apisec.headers_json")}>
-            <input id="apisec-test-headers" value=${headers} spellcheck="false" onInput=${(e) =>
+            <input id="apisec-test-headers" value=${headers} spellcheck=${false} onInput=${(e) =>
               setHeaders(e.target.value)} />
             </${Field}>
             <${Field} id="apisec-test-body" label=${t("apisec.body")}>
-          <textarea id="apisec-test-body" rows="4" spellcheck="false" value=${body}
+          <textarea id="apisec-test-body" rows="4" spellcheck=${false} value=${body}
             onInput=${(e) => setBody(e.target.value)}></textarea>
         </${Field}>
         <button type="submit" id="apisec-test" disabled=${action.busy}>${t("apisec.test")}</button>

@@ -94,7 +94,7 @@ function Custom({ settings, reload, writable }) {
         ? t("block.custom_on")
         : t("block.custom_off")}</p>
       <${Field} id="custom-html" label=${t("block.custom_html")} hint=${t("block.custom_hint")}>
-          <textarea id="custom-html" rows="8" spellcheck="false" readonly=${!writable} value=${draft}
+          <textarea id="custom-html" rows="8" spellcheck=${false} readonly=${!writable} value=${draft}
             onInput=${(e) => setDraft(e.target.value)}></textarea>
         </${Field}>
         ${writable

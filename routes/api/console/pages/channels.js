@@ -88,7 +88,7 @@ function ChannelForm({ item, types, events, readOnly, onSaved, onClose }) {
   const text = (k, label, hint, type = "text") =>
     html`
       <${Field} id=${"ch-" + k} label=${t(label)} hint=${hint}>
-        <input id=${"ch-" + k} type=${type} value=${v[k]} onInput=${set(k)} spellcheck="false"
+        <input id=${"ch-" + k} type=${type} value=${v[k]} onInput=${set(k)} spellcheck=${false}
           autocomplete=${type === "password" ? "new-password" : "off"}
           aria-describedby=${hint ? "ch-" + k + "-hint" : undefined} />
         </${Field}>
@@ -156,12 +156,12 @@ function ChannelForm({ item, types, events, readOnly, onSaved, onClose }) {
                 <${Field} id="ch-to" label=${t("channels.to")} hint=${t("channels.one_per_line")}>
                   <textarea id="ch-to" rows="2" value=${v.to} onInput=${set(
                     "to",
-                  )} spellcheck="false"
+                  )} spellcheck=${false}
                     aria-describedby="ch-to-hint"></textarea></${Field}>
                 <${Field} id="ch-ca" label=${t("channels.ca")} hint=${t("channels.ca_hint")}>
                   <textarea id="ch-ca" rows="3" value=${v.ca} onInput=${set(
                     "ca",
-                  )} spellcheck="false"
+                  )} spellcheck=${false}
                     aria-describedby="ch-ca-hint"></textarea></${Field}>
               `
               : html`

@@ -57,7 +57,7 @@ function Tester() {
       <h2>${t("rules.tester")}</h2>
       <p class="muted">${t("rules.tester_intro")}</p>
       <${Field} id="tester-pattern" label=${t("rules.pattern")}>
-        <input id="tester-pattern" value=${pattern} spellcheck="false" onInput=${(e) =>
+        <input id="tester-pattern" value=${pattern} spellcheck=${false} onInput=${(e) =>
           setPattern(e.target.value)} />
         </${Field}>
         <${Field} id="tester-ignore-case" label=${t("rules.ignore_case")} inline>
@@ -65,7 +65,7 @@ function Tester() {
             onChange=${(e) => setIgnoreCase(e.target.checked)} />
           </${Field}>
           <${Field} id="tester-samples" label=${t("rules.samples")} hint=${t("rules.samples_hint")}>
-          <textarea id="tester-samples" rows="4" value=${samples} spellcheck="false"
+          <textarea id="tester-samples" rows="4" value=${samples} spellcheck=${false}
             onInput=${(e) => setSamples(e.target.value)}></textarea>
         </${Field}>
         <button type="submit" disabled=${action.busy || pattern === ""}>${t("rules.test")}</button>

@@ -99,7 +99,7 @@ function TraceSearch({ navigate }) {
     <form class="toolbar" role="search" onSubmit=${submit}>
       <${Field} id="trace-search" label=${t("logs.trace_search")}
         hint=${bad ? t("logs.trace_invalid") : t("logs.trace_hint")}>
-        <input id="trace-search" value=${value} spellcheck="false" autocomplete="off"
+        <input id="trace-search" value=${value} spellcheck=${false} autocomplete="off"
           aria-invalid=${bad} onInput=${(e) => (setValue(e.target.value), setBad(false))} />
         </${Field}>
         <div><button type="submit" id="trace-open">${t("logs.open")}</button></div>
