@@ -194,8 +194,8 @@ function Tester() {
             setPath(e.target.value)} />
           </${Field}>
           <${Field} id="apisec-test-headers" label=${t("apisec.headers_json")}>
-            <input id="apisec-test-headers" value=${headers} spellcheck=${false} onInput=${(e) =>
-              setHeaders(e.target.value)} />
+            <input id="apisec-test-headers" value=${headers} spellcheck=${false}
+              onInput=${(e) => setHeaders(e.target.value)} />
             </${Field}>
             <${Field} id="apisec-test-body" label=${t("apisec.body")}>
           <textarea id="apisec-test-body" rows="4" spellcheck=${false} value=${body}

@@ -88,7 +88,8 @@ function ChannelForm({ item, types, events, readOnly, onSaved, onClose }) {
   const text = (k, label, hint, type = "text") =>
     html`
       <${Field} id=${"ch-" + k} label=${t(label)} hint=${hint}>
-        <input id=${"ch-" + k} type=${type} value=${v[k]} onInput=${set(k)} spellcheck=${false}
+        <input id=${"ch-" + k} type=${type} value=${v[k]} onInput=${set(k)}
+          spellcheck=${false}
           autocomplete=${type === "password" ? "new-password" : "off"}
           aria-describedby=${hint ? "ch-" + k + "-hint" : undefined} />
         </${Field}>
