@@ -11,6 +11,7 @@ import { callJson, login } from "../_helpers/identity.ts";
 import { localServer } from "../_helpers/local_server.ts";
 import { hit } from "../_helpers/protection.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
+import { waitFor } from "../_helpers/wait.ts";
 
 const UNION = "/search?q=1%20union%20select%20password%20from%20users";
 
@@ -143,9 +144,11 @@ Deno.test("the protection pages change what the data plane does", async (t) => {
       await admin.page.locator("button", { hasText: "Use this template" }).click();
       // The saved choice redraws the panel (keyed by the stored template).
       await admin.page.locator("#template").waitFor();
-      for (let i = 0; i < 100 && (await settings()).template_id !== other.id; i++) {
-        await admin.page.waitForTimeout(50);
-      }
+      await waitFor(
+        async () => (await settings()).template_id === other.id,
+        "the saved template",
+        5_000,
+      );
       assertEquals((await settings()).template_id, other.id);
       assertEquals(await admin.page.locator("#template").inputValue(), other.id);
 
@@ -156,14 +159,16 @@ Deno.test("the protection pages change what the data plane does", async (t) => {
           "<html><body><h1>Uploaded stop page</h1><p>{{trace_id}}</p></body></html>",
         ),
       });
-      // The page reads the file asynchronously (File.text()), so the field fills a moment later.
       const customHtml = admin.page.locator("#custom-html");
       // Pasted HTML is code: the browser must not spell-check it (Preact sets the property, so
       // the string "false" would have turned it on).
       assertEquals(await customHtml.getAttribute("spellcheck"), "false");
-      for (let i = 0; i < 200 && !/Uploaded stop page/.test(await customHtml.inputValue()); i++) {
-        await admin.page.waitForTimeout(50);
-      }
+      // The page reads the file asynchronously (File.text()), so the field fills a moment later.
+      await waitFor(
+        async () => /Uploaded stop page/.test(await customHtml.inputValue()),
+        "the uploaded page in the field",
+        10_000,
+      );
       assertMatch(await customHtml.inputValue(), /Uploaded stop page/);
       await admin.page.locator("#publish-custom").click();
       await admin.page.locator("#custom-state", { hasText: "The custom page is in use." })
