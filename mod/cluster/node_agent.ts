@@ -18,6 +18,12 @@ import { certificateExpiry, createCsr } from "../tls/x509.ts";
 export const RENEW_BEFORE_MS = 30 * 86_400_000;
 /** After a renewal, failed or not, the next one waits this long (10 minutes). */
 const RENEW_RETRY_MS = 600_000;
+/**
+ * The longest wait between heartbeats of a refused node (10 minutes). A refusal (401/403: revoked,
+ * removed, an expired or replaced certificate) does not heal by retrying, so the wait doubles
+ * from the heartbeat interval up to this, and the first accepted heartbeat resets it.
+ */
+export const REFUSED_MAX_DELAY_MS = 600_000;
 
 /** `connected` after a heartbeat was accepted; `unreachable` or `refused` after one was not. */
 export type ControllerLink = "connecting" | "connected" | "unreachable" | "refused";
@@ -51,6 +57,10 @@ export interface NodeAgentStatus {
   readonly last_heartbeat_at: string | null;
   readonly last_error: string | null;
   readonly controller_policy_version: string | null;
+  /** When the last heartbeat was sent, accepted or not. */
+  readonly last_attempt_at: string | null;
+  /** When the next one is due (later than the interval while the controller refuses this node). */
+  readonly next_attempt_at: string | null;
 }
 
 /** Requests by action over every site since start. */
@@ -83,6 +93,10 @@ export class NodeAgent {
   #lastOk: number | null = null;
   #lastError: string | null = null;
   #controllerVersion: string | null = null;
+  #lastAttempt: number | null = null;
+  #nextAttempt: number | null = null;
+  /** Refused heartbeats in a row (the back-off's exponent). */
+  #refusals = 0;
 
   constructor(deps: NodeAgentDeps) {
     this.#deps = deps;
@@ -159,13 +173,30 @@ export class NodeAgent {
       last_heartbeat_at: this.#lastOk === null ? null : new Date(this.#lastOk).toISOString(),
       last_error: this.#lastError,
       controller_policy_version: this.#controllerVersion,
+      last_attempt_at: this.#lastAttempt === null
+        ? null
+        : new Date(this.#lastAttempt).toISOString(),
+      next_attempt_at: this.#nextAttempt === null
+        ? null
+        : new Date(this.#nextAttempt).toISOString(),
     };
+  }
+
+  /**
+   * How long the timer waits before the next heartbeat: the interval, or while the controller
+   * refuses this node, twice the previous wait up to `REFUSED_MAX_DELAY_MS`.
+   */
+  delayMs(): number {
+    const interval = this.#deps.intervalMs;
+    if (this.#refusals === 0) return interval;
+    return Math.min(REFUSED_MAX_DELAY_MS, Math.max(interval, interval * 2 ** this.#refusals));
   }
 
   /** One heartbeat now (the timer's work; tests call it to avoid waiting). */
   async beat(): Promise<ControllerAnswer | undefined> {
     const d = this.#deps;
     const id = this.#identity.nodeId;
+    this.#lastAttempt = d.clock.now();
     let answer: ControllerAnswer;
     try {
       answer = await this.#client.request("POST", `/api/cluster/nodes/${id}/heartbeat`, {
@@ -178,6 +209,7 @@ export class NodeAgent {
         health: d.health(),
       });
     } catch (err) {
+      this.#refusals = 0;
       if (this.#link !== "unreachable") {
         d.logger.warn("cannot reach the cluster controller; serving with the last policy", {
           controller: d.identity.controllerUrl,
@@ -190,16 +222,28 @@ export class NodeAgent {
     }
     if (answer.status !== 200) {
       const code = (answer.body["error"] as { code?: string } | undefined)?.code ?? "HTTP_ERROR";
+      const refused = answer.status === 401 || answer.status === 403;
+      const before = this.delayMs();
+      this.#refusals = refused ? Math.min(this.#refusals + 1, 30) : 0;
       if (this.#link !== "refused" || this.#lastError !== code) {
         d.logger.error("the cluster controller refused this node's heartbeat", {
           status: answer.status,
           code,
+          ...(refused ? { retry_in_ms: this.delayMs(), max_retry_ms: REFUSED_MAX_DELAY_MS } : {}),
+        });
+      } else if (
+        refused && before < REFUSED_MAX_DELAY_MS && this.delayMs() >= REFUSED_MAX_DELAY_MS
+      ) {
+        d.logger.warn("still refused by the cluster controller; retrying at the longest interval", {
+          code,
+          retry_in_ms: this.delayMs(),
         });
       }
-      this.#link = answer.status === 401 || answer.status === 403 ? "refused" : "unreachable";
+      this.#link = refused ? "refused" : "unreachable";
       this.#lastError = code;
       return answer;
     }
+    this.#refusals = 0;
     if (this.#link !== "connected") {
       d.logger.info("connected to the cluster controller", { node_id: id });
     }
@@ -231,7 +275,10 @@ export class NodeAgent {
     if (this.#stopped) return;
     this.#running = this.beat().then(() => {}, () => {}).finally(() => {
       this.#running = undefined;
-      if (!this.#stopped) this.#timer = setTimeout(() => this.#tick(), this.#deps.intervalMs);
+      if (this.#stopped) return;
+      const delay = this.delayMs();
+      this.#nextAttempt = this.#deps.clock.now() + delay;
+      this.#timer = setTimeout(() => this.#tick(), delay);
     });
   }
 

@@ -91,6 +91,17 @@ export interface RegistryDeps {
   readonly policy?: () => { readonly version: string; readonly since: number };
 }
 
+/**
+ * A refusal that only an operator can end (a revoked node, or a removed one still calling) is
+ * audited when it first happens and then at most once per this (1 hour) per certificate, with the
+ * number of refusals in between, so a node left running cannot flood the audit log.
+ */
+export const REPEATED_REFUSAL_AUDIT_MS = 3_600_000;
+/** Reasons of a lasting refusal (see `REPEATED_REFUSAL_AUDIT_MS`). */
+const LASTING_REFUSALS: ReadonlySet<string> = new Set(["revoked", "unknown_node"]);
+/** The throttle remembers at most this many certificates (only the cluster CA's can be here). */
+const REFUSAL_MEMORY = 4096;
+
 const iso = (ms: number | null) => ms === null ? null : new Date(ms).toISOString();
 
 /** A heartbeat as the registry keeps it: the report, the clock skew and the totals since join. */
@@ -221,6 +232,26 @@ export function createRegistry(deps: RegistryDeps) {
     }
   };
 
+  /** Per certificate and reason: when the refusal was last audited and how many came since. */
+  const lasting = new Map<string, { at: number; since: number }>();
+  /** The detail to add when this lasting refusal is audited now; undefined: counted for later. */
+  const auditDue = (key: string): { repeated?: number } | undefined => {
+    const now = deps.clock.now();
+    const seen = lasting.get(key);
+    if (seen && now - seen.at < REPEATED_REFUSAL_AUDIT_MS) {
+      seen.since++;
+      return undefined;
+    }
+    lasting.delete(key);
+    if (lasting.size >= REFUSAL_MEMORY) {
+      for (const [k, v] of lasting) if (now - v.at >= REPEATED_REFUSAL_AUDIT_MS) lasting.delete(k);
+      // Still full: forget the oldest (its next refusal is audited again).
+      if (lasting.size >= REFUSAL_MEMORY) lasting.delete(lasting.keys().next().value!);
+    }
+    lasting.set(key, { at: now, since: 0 });
+    return seen && seen.since > 0 ? { repeated: seen.since } : {};
+  };
+
   const refuse = (
     ctx: Ctx,
     nodeId: string,
@@ -228,16 +259,22 @@ export function createRegistry(deps: RegistryDeps) {
     status: 401 | 403,
     code: string,
     message: string,
+    fingerprint?: string,
   ): AppError => {
-    deps.transaction(() =>
-      deps.audit.record({
-        ...ctx,
-        action: "cluster.node.authenticate",
-        target: `cluster_node:${nodeId}`,
-        result: "denied",
-        detail: { reason },
-      })
-    );
+    const extra = LASTING_REFUSALS.has(reason)
+      ? auditDue(`${reason}:${fingerprint ?? nodeId}`)
+      : {};
+    if (extra) {
+      deps.transaction(() =>
+        deps.audit.record({
+          ...ctx,
+          action: "cluster.node.authenticate",
+          target: `cluster_node:${nodeId}`,
+          result: "denied",
+          detail: { reason, ...extra },
+        })
+      );
+    }
     return new AppError(status, code, message);
   };
 
@@ -284,6 +321,7 @@ export function createRegistry(deps: RegistryDeps) {
           403,
           "NODE_IDENTITY_MISMATCH",
           `The client certificate is not the one registered for node "${nodeId}"`,
+          facts?.fingerprint,
         );
       }
       if (row.revoked_at !== null) {
@@ -294,6 +332,7 @@ export function createRegistry(deps: RegistryDeps) {
           403,
           "NODE_REVOKED",
           `Node "${nodeId}" has been revoked`,
+          facts?.fingerprint,
         );
       }
       if (renewed) {

@@ -131,17 +131,26 @@ Deno.test("a controller and two node processes: join, policy enforced by both, r
     const changedAt = Date.now();
     await blockPath("/legacy/");
     await until(a, "/legacy/x", 403);
-    // A heartbeat of B after the change was refused (and audited) by the controller.
+    // A heartbeat of B after the change was refused (B backs off: 2 s, 4 s, 8 s, ...).
     await eventually("a refused heartbeat of B after the change", async () => {
-      const r = await callJson(
-        ctl,
-        "GET",
-        `/api/audit?action=cluster.node.authenticate&result=denied&from=${changedAt}`,
-        { session: admin },
-      );
-      const items = r.body.items as { target: string }[];
-      return items.some((i) => i.target === `cluster_node:${idB}`) ? true : undefined;
-    });
+      const h = await health(b);
+      return h.link === "refused" && Date.parse(h.last_attempt_at as string) > changedAt
+        ? true
+        : undefined;
+    }, 60_000);
+    // The controller audited the refusal (once: a revoked node's refusals are audited hourly).
+    const refusals = await callJson(
+      ctl,
+      "GET",
+      `/api/audit?action=cluster.node.authenticate&result=denied`,
+      { session: admin },
+    );
+    assertEquals(
+      (refusals.body.items as { target: string }[]).filter((i) =>
+        i.target === `cluster_node:${idB}`
+      ).length,
+      1,
+    );
     assertEquals(await status(b, "/legacy/x"), 200, "the revoked node took no new policy");
     assertEquals(await status(b, "/admin/x"), 403, "it keeps enforcing its last policy");
 
