@@ -47,9 +47,14 @@ const TEMPLATES: Readonly<Record<string, { name: string; description: string }>>
 };
 
 const htmlBody = z.strictObject({ html: z.string() });
+/**
+ * The whole `block_page` object of specification 2.6, each key optional: what GET answers can be
+ * written back. `custom_html` is sanitised (4.5) before it is kept, as an upload is.
+ */
 const settingsBody = z.strictObject({
   template_id: z.string().min(1).max(64).optional(),
   custom_enabled: z.boolean().optional(),
+  custom_html: z.string().optional(),
 });
 
 function checkSize(html: string): void {
@@ -117,8 +122,22 @@ export function blockPageRoutes(objects: PolicyObjects, previews: BlockPagePrevi
       path: "/api/block-pages/settings",
       access: perm("write:system"),
       handler: async (c) => {
-        const body = await readJson(c, settingsBody);
-        const next = { ...current(), ...body };
+        const { custom_html: html, ...body } = await readJson(c, settingsBody);
+        const next: BlockPageDoc = { ...current(), ...body };
+        let detail: Record<string, unknown> = body;
+        if (html !== undefined) {
+          checkSize(html);
+          // An empty page stays empty, so "" clears it rather than becoming a bare document.
+          const clean = html === "" ? { html: "", removed: [] } : sanitizeHtml(html);
+          next.custom_html = clean.html;
+          detail = {
+            ...body,
+            custom_html: {
+              bytes: ENCODER.encode(clean.html).length,
+              removed: clean.removed.length,
+            },
+          };
+        }
         if (!blockTemplateNames().includes(next.template_id)) {
           throw new AppError(
             400,
@@ -139,7 +158,7 @@ export function blockPageRoutes(objects: PolicyObjects, previews: BlockPagePrevi
             },
           );
         }
-        objects.putSingleton(KIND.blockPage, "block_page.settings", next, auditContext(c), body);
+        objects.putSingleton(KIND.blockPage, "block_page.settings", next, auditContext(c), detail);
         return c.json(next);
       },
     },

@@ -1,0 +1,323 @@
+/**
+ * The limits of specification section 8 against the constants that enforce them, and requests
+ * against an in-process server for what only an answer shows: health probes, setup artefacts,
+ * the codes and statuses of section 7, the block-page defaults of 2.6, and the error object
+ * (`code`, `message`, `trace_id`, `event_id`) on every route for malformed JSON, a body of the
+ * wrong type, an unknown id, a missing CSRF value and a missing permission.
+ */
+import { DEFAULT_LIFETIME_DAYS, MAX_LIFETIME_DAYS } from "../mod/identity/api_tokens.ts";
+import { PASSWORD_MIN } from "../mod/identity/password_policy.ts";
+import { SETUP_TTL_MS } from "../mod/identity/setup_token.ts";
+import { BATCH_BOUND_MS, IDLE_LIMIT_MS, SLIDE_MS } from "../mod/identity/token_cleanup.ts";
+import { USERNAME_MAX, USERNAME_MIN } from "../mod/identity/username.ts";
+import { SCHEMA_VERSION } from "../db/migrations.ts";
+import { LANGUAGES } from "../cli/i18n/i18n.ts";
+import {
+  ADMIN,
+  call,
+  callJson,
+  completeSetup,
+  createUser,
+  login,
+  type Session,
+} from "../tests/_helpers/identity.ts";
+import { createTestApp, type TestServer } from "../tests/_helpers/server.ts";
+import type { Check, Finding } from "./spec_audit_text.ts";
+
+const DAY = 86_400_000;
+
+const limit = (name: string, want: unknown, got: unknown): Check => () => ({
+  area: "limit",
+  name,
+  ok: JSON.stringify(want) === JSON.stringify(got),
+  detail: `spec ${JSON.stringify(want)}, code ${JSON.stringify(got)}`,
+});
+
+export const LIMIT_CHECKS: readonly Check[] = [
+  limit("username length", [3, 32], [USERNAME_MIN, USERNAME_MAX]),
+  limit("password minimum length", 10, PASSWORD_MIN),
+  limit("token default lifetime (days)", 90, DEFAULT_LIFETIME_DAYS),
+  limit("token maximum lifetime (days)", 365, MAX_LIFETIME_DAYS),
+  limit("token inactivity removal (days)", 180, IDLE_LIMIT_MS / DAY),
+  limit("token cleanup slide (minutes)", 10, SLIDE_MS / 60_000),
+  limit("token cleanup batch bound (minutes)", 60, BATCH_BOUND_MS / 60_000),
+  limit("setup URL validity (minutes)", 10, SETUP_TTL_MS / 60_000),
+  limit("schema version", 5, SCHEMA_VERSION),
+  limit("waf lang set languages", ["en", "zh-CN"], LANGUAGES),
+];
+
+type Body = Record<string, unknown>;
+
+/** True when `body` is the section 2.5 error object with `code`. */
+function errorObject(body: Body, code?: string): string | undefined {
+  const e = body.error as Record<string, unknown> | undefined;
+  if (!e) return "no error object";
+  for (const k of ["code", "message", "trace_id", "event_id"]) {
+    if (typeof e[k] !== "string" || e[k] === "") return `error.${k} missing`;
+  }
+  if (!/^[0-9a-f]+$/.test(e.trace_id as string)) return "trace_id is not hex";
+  if (!/^[0-9a-f]+$/.test(e.event_id as string)) return "event_id is not hex";
+  if (!/^[A-Z][A-Z0-9_]*$/.test(e.code as string)) return `code "${e.code}" is not upper case`;
+  if (code !== undefined && e.code !== code) return `code ${e.code}, expected ${code}`;
+  return undefined;
+}
+
+function expect(
+  area: string,
+  name: string,
+  res: { status: number; body: Body },
+  status: number,
+  code?: string,
+): Finding {
+  const problem = res.status !== status
+    ? `status ${res.status} (${JSON.stringify(res.body).slice(0, 160)}), expected ${status}`
+    : errorObject(res.body, code);
+  return { area, name, ok: problem === undefined, detail: problem ?? `${status} ${code ?? ""}` };
+}
+
+/** Section 2.3 and 5.2: the secret once, metadata only afterwards, and the bearer accepted. */
+async function probeTokens(server: TestServer, admin: Session): Promise<Finding[]> {
+  const created = await callJson(server, "POST", "/api/system/api-tokens", {
+    session: admin,
+    body: { note: "audit", permissions: ["read:users"] },
+  });
+  const secret = created.body.token;
+  const id = (created.body.item as Body | undefined)?.id;
+  const list = await callJson(server, "GET", "/api/system/api-tokens", { session: admin });
+  const one = await callJson(server, "GET", `/api/system/api-tokens/${id}`, { session: admin });
+  const leaks = typeof secret === "string" &&
+    (JSON.stringify(list.body).includes(secret) || JSON.stringify(one.body).includes(secret));
+  const bearer = await callJson(server, "GET", "/api/users", {
+    headers: { authorization: `Bearer ${secret}` },
+  });
+  const expiry = (created.body.item as Body | undefined)?.expires_at;
+  const days = typeof expiry === "string"
+    ? Math.round((Date.parse(expiry) - server.clock.now()) / DAY)
+    : undefined;
+  return [
+    {
+      area: "api token",
+      name: "secret returned once at creation",
+      ok: created.status === 201 && typeof secret === "string",
+      detail: `${created.status}`,
+    },
+    {
+      area: "api token",
+      name: "list and read carry no secret",
+      ok: list.status === 200 && one.status === 200 && !leaks,
+      detail: `${list.status} ${one.status} leaks=${leaks}`,
+    },
+    { area: "api token", name: "default lifetime 90 days", ok: days === 90, detail: `${days}` },
+    {
+      area: "api token",
+      name: "Authorization: Bearer accepted",
+      ok: bearer.status === 200,
+      detail: `${bearer.status}`,
+    },
+  ];
+}
+
+/** Section 4.1: `monitor.prometheus.public: true` makes the configured path anonymous. */
+export async function probePublicPrometheus(): Promise<Finding> {
+  await using app = await createTestApp({
+    config: { monitor: { prometheus: { public: true, path: "/scrape" } } },
+  });
+  const res = await app.api("/scrape");
+  const text = await res.text();
+  return {
+    area: "monitor",
+    name: "monitor.prometheus.public: true",
+    ok: res.status === 200 && /# (HELP|TYPE) /.test(text),
+    detail: `${res.status} ${text.slice(0, 60).replace(/\n/g, " ")}`,
+  };
+}
+
+/** Sends a raw body (not JSON-encoded) with a session. */
+async function raw(server: TestServer, method: string, path: string, body: string, s: Session) {
+  const res = await server.api(path, {
+    method,
+    headers: {
+      "content-type": "application/json",
+      cookie: s.cookie,
+      "x-csrf-token": s.csrf,
+    },
+    body,
+  });
+  const text = await res.text();
+  let parsed: Body = {};
+  try {
+    parsed = text ? JSON.parse(text) : {};
+  } catch { /* not JSON: reported by the caller */ }
+  return { status: res.status, body: parsed, text };
+}
+
+/** A path with every parameter an id that exists nowhere (a trace id must look like one). */
+const concrete = (path: string) =>
+  path.replace(/:traceId/g, "0".repeat(32)).replace(/:[A-Za-z_]+/g, "no-such-id");
+
+export async function probeServer(server: TestServer): Promise<Finding[]> {
+  const out: Finding[] = [];
+  for (const p of ["/health", "/health/live", "/health/ready", "/health/cluster"]) {
+    const r = await callJson(server, "GET", p);
+    out.push({
+      area: "health probe",
+      name: `GET ${p}`,
+      ok: r.status === 200 && /json/.test(r.res.headers.get("content-type") ?? ""),
+      detail: `${r.status} ${JSON.stringify(r.body).slice(0, 80)}`,
+    });
+  }
+  const info = await Deno.stat(`${server.dir}/runtime/setup.url`);
+  out.push({
+    area: "setup",
+    name: "setup.url mode 0600",
+    ok: (info.mode! & 0o777) === 0o600,
+    detail: (info.mode! & 0o777).toString(8),
+  });
+  const status = await callJson(server, "GET", "/api/setup/status");
+  const leaked = /token|url/i.test(JSON.stringify(status.body));
+  out.push({
+    area: "setup",
+    name: "GET /api/setup/status reveals no token or URL",
+    ok: status.status === 200 && !leaked,
+    detail: JSON.stringify(status.body),
+  });
+  await completeSetup(server);
+  const admin = await login(server, ADMIN.username, ADMIN.password);
+  await createUser(server, "viewer", "Glacier-Moth-42", "readonly");
+  const viewer = await login(server, "viewer", "Glacier-Moth-42");
+  const as = (method: string, path: string, body?: unknown, session = admin) =>
+    callJson(server, method, path, { session, body });
+
+  out.push(
+    expect(
+      "error code",
+      "POST /api/backup/export",
+      await as("POST", "/api/backup/export", {}),
+      501,
+      "BACKUP_EXPORT_NOT_IMPLEMENTED",
+    ),
+    expect(
+      "error code",
+      "POST /api/backup/restore",
+      await as("POST", "/api/backup/restore", {}),
+      501,
+      "BACKUP_RESTORE_NOT_IMPLEMENTED",
+    ),
+    expect(
+      "error code",
+      "GET /api/system/updates",
+      await as("GET", "/api/system/updates"),
+      501,
+      "NOT_IMPLEMENTED",
+    ),
+    expect(
+      "error code",
+      "PUT /api/system/ota enabled",
+      await as("PUT", "/api/system/ota", { enabled: true }),
+      501,
+      "OTA_UPDATES_UNAVAILABLE",
+    ),
+    expect(
+      "error code",
+      "POST /api/users bad username",
+      await as("POST", "/api/users", {
+        username: " viewer2",
+        password: "Glacier-Moth-42",
+        role: "readonly",
+      }),
+      400,
+      "USERNAME_INVALID",
+    ),
+    expect(
+      "error code",
+      "POST /api/users bad role",
+      await as("POST", "/api/users", {
+        username: "viewer2",
+        password: "Glacier-Moth-42",
+        role: "Admin",
+      }),
+      400,
+      "ROLE_INVALID",
+    ),
+    expect(
+      "error code",
+      "POST /api/system/api-tokens non-expiring",
+      await as("POST", "/api/system/api-tokens", {
+        note: "x",
+        permissions: ["read:sites"],
+        non_expiring: true,
+      }),
+      501,
+      "API_TOKEN_CONFIRMATION_UNAVAILABLE",
+    ),
+    expect(
+      "error code",
+      "POST /api/sites malformed JSON",
+      await raw(server, "POST", "/api/sites", "{", admin),
+      400,
+      "BAD_REQUEST",
+    ),
+  );
+
+  out.push(...await probeTokens(server, admin));
+  const bp = await as("GET", "/api/block-pages/settings");
+  const want = { template_id: "minimal", custom_enabled: false, custom_html: "" };
+  out.push({
+    area: "block_page",
+    name: "defaults",
+    ok: JSON.stringify(bp.body) === JSON.stringify(want),
+    detail: JSON.stringify(bp.body),
+  });
+  const back = await as("PUT", "/api/block-pages/settings", bp.body);
+  out.push({
+    area: "block_page",
+    name: "GET settings written back with PUT",
+    ok: back.status === 200,
+    detail: `${back.status} ${JSON.stringify(back.body).slice(0, 160)}`,
+  });
+
+  // Every guarded route: the error object for each kind of bad request.
+  for (const r of server.routes) {
+    if (r.access.kind !== "permission") continue;
+    const path = concrete(r.path);
+    const name = `${r.method} ${r.path}`;
+    if (r.method === "GET") {
+      if (!r.path.includes(":")) continue;
+      const res = await as("GET", path);
+      out.push(expect("unknown id", name, res, 404, "NOT_FOUND"));
+      continue;
+    }
+    out.push(
+      expect(
+        "missing CSRF",
+        name,
+        await callJson(server, r.method, path, { session: admin, body: {}, csrf: false }),
+        403,
+        "CSRF_INVALID",
+      ),
+    );
+    if (!r.access.permission.startsWith("read:")) {
+      out.push(
+        expect("no permission", name, await as(r.method, path, {}, viewer), 403, "FORBIDDEN"),
+      );
+    }
+    for (const [kind, body] of [["malformed JSON", '{"a":'], ["wrong type", "[1,2]"]] as const) {
+      const res = await raw(server, r.method, path, body, admin);
+      // A route without a body may ignore it; an unknown id may be found first (404). Anything
+      // else must be a 400 with the error object, and nothing may be a 5xx or lack the object.
+      const problem = res.status >= 500 && res.status !== 501
+        ? `status ${res.status}: ${res.text.slice(0, 160)}`
+        : res.status >= 400
+        ? errorObject(res.body)
+        : undefined;
+      out.push({
+        area: kind,
+        name,
+        ok: problem === undefined,
+        detail: problem ?? `${res.status} ${(res.body.error as Body | undefined)?.code ?? ""}`,
+      });
+    }
+  }
+  await call(server, "POST", "/api/auth/logout", { session: viewer }).then((r) => r.body?.cancel());
+  return out;
+}
