@@ -47,6 +47,22 @@ export function assertUsername(username: string): void {
   }
 }
 
+/**
+ * Throws 400 `USERNAME_INVALID` when the account's stored name breaks the rule (a name from before
+ * the rule): renaming it through the API would be a repair, which only the CLI performs.
+ */
+function assertRepairable(current: string): void {
+  const check = validateUsername(current);
+  if (!check.ok) {
+    throw new AppError(
+      400,
+      "USERNAME_INVALID",
+      `Invalid username: the account's current name ${check.reason}, and the API cannot repair it: run "waf user repair-username USER_ID NEW_USERNAME --reason TEXT" on the host`,
+      { details: { field: "username", reason: "repair_required" }, problem: check.problem },
+    );
+  }
+}
+
 /** Throws 400 `PASSWORD_POLICY` listing every failed rule. */
 export function assertPassword(password: string, username: string): void {
   const failed = checkPassword(password, username);
@@ -165,6 +181,11 @@ export function createUsers(deps: UsersDeps) {
       // A supplied username is always checked, even when unchanged: PUT cannot keep or pick
       // a non-canonical historical name.
       if (input.username !== undefined) assertUsername(input.username);
+      // Nor can it repair one (specification 4.3): that is `waf user repair-username`, which
+      // revokes the sessions and writes the append-only repair record in the same transaction.
+      if (input.username !== undefined && input.username !== before.username) {
+        assertRepairable(before.username);
+      }
       if (input.role !== undefined) assertRole(deps.roles, input.role);
       const username = input.username ?? before.username;
       if (input.password !== undefined) assertPassword(input.password, username);

@@ -178,7 +178,7 @@ Deno.test("PUT /api/users/{id} validates like POST and changes role, password an
   );
 });
 
-Deno.test("PUT /api/users/{id} cannot keep or pick a non-canonical historical username", async () => {
+Deno.test("PUT /api/users/{id} cannot keep, pick or repair a non-canonical historical username", async () => {
   const { server, admin } = await ready();
   await using _ = server;
   // An account imported from an older release with a name today's rule refuses.
@@ -193,12 +193,22 @@ Deno.test("PUT /api/users/{id} cannot keep or pick a non-canonical historical us
   assertEquals(keep.status, 400);
   assertEquals(code(keep), "USERNAME_INVALID");
   assertEquals(server.identity.users.get(id).role, "readonly");
-  const fixed = await callJson(server, "PUT", `/api/users/${id}`, {
+  // Nor repair it: that is `waf user repair-username` (revocation and repair record together).
+  const repair = await callJson(server, "PUT", `/api/users/${id}`, {
     session: admin,
     body: { username: "legacy" },
   });
-  assertEquals(fixed.status, 200);
-  assertEquals(fixed.body.username, "legacy");
+  assertEquals(repair.status, 400);
+  assertEquals(code(repair), "USERNAME_INVALID");
+  ok(/repair-username/.test((repair.body.error as { message: string }).message));
+  assertEquals(server.identity.users.get(id).username, " legacy");
+  // Other changes to the account stay possible (an operator can still disable it).
+  const other = await callJson(server, "PUT", `/api/users/${id}`, {
+    session: admin,
+    body: { role: "admin", disabled: true },
+  });
+  assertEquals(other.status, 200);
+  assertEquals([other.body.username, other.body.role], [" legacy", "admin"]);
 });
 
 Deno.test("the last account that can manage users cannot lose that role", async () => {
