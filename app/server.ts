@@ -334,6 +334,7 @@ function connectionFront(
     stats: composed.monitor.connections.listener(name),
     logger: deps.logger,
     onBadFraming: name === "data" ? composed.dataPlane.badFraming : undefined,
+    longLivedFeeds: name === "management",
   };
 }
 
@@ -354,7 +355,8 @@ export async function startServer(
       hostname: mgmtAddr.hostname,
       port: mgmtAddr.port,
       tls,
-      handler: (req, info) => app.fetch(req, { remoteAddr: info.remoteAddr, tls: !!tls }),
+      handler: (req, info) =>
+        app.fetch(req, { remoteAddr: info.remoteAddr, tls: !!tls, longLived: info.longLived }),
       front: connectionFront(config.server.management.limits, composed, "management", deps),
     });
     listeners.push(management);

@@ -84,6 +84,13 @@ export interface Front {
   readonly port: number;
   /** The client address of a piped connection, by the loopback source port the server saw. */
   peer(innerRemotePort: number): { hostname: string; port: number } | undefined;
+  /**
+   * The connection piped from `innerRemotePort` carries an authenticated long-lived feed (the
+   * management listener's realtime streams): from now on it does not count toward the per-client
+   * cap, which is there against unauthenticated floods; it still counts toward the total and the
+   * descriptor budget.
+   */
+  longLived(innerRemotePort: number): void;
   /** Stops accepting; open connections go on. */
   stop(): void;
   /** Waits up to `ms` for the open connections to finish by themselves (answers in transit). */
@@ -140,6 +147,8 @@ interface Piped {
   /** When a pending write to the client began (0: none). */
   sendingSince: number;
   closed: boolean;
+  /** Counted toward its address's per-client cap (not once it carried a long-lived feed). */
+  perClient: boolean;
 }
 
 export function startFront(options: FrontOptions): Front {
@@ -162,7 +171,7 @@ export function startFront(options: FrontOptions): Front {
     });
   const addr = listener.addr as Deno.NetAddr;
   const perClient = new Map<string, number>();
-  const peers = new Map<number, { hostname: string; port: number }>();
+  const peers = new Map<number, { hostname: string; port: number; conn: Piped }>();
   const open = new Set<Piped>();
   let stopped = false;
   /** A coarse clock, advanced by the sweep (and on accept): per-byte bookkeeping reads it. */
@@ -247,6 +256,7 @@ export function startFront(options: FrontOptions): Front {
       pushing: false,
       sendingSince: 0,
       closed: false,
+      perClient: true,
     };
     open.add(c);
     pipe(c, remote.port).catch(() => end(c));
@@ -269,7 +279,7 @@ export function startFront(options: FrontOptions): Front {
     (inner as Deno.TcpConn).setNoDelay?.(true);
     (c.client as Deno.TcpConn).setNoDelay?.(true);
     const innerPort = (inner.localAddr as Deno.NetAddr).port;
-    peers.set(innerPort, { hostname: c.address, port: clientPort });
+    peers.set(innerPort, { hostname: c.address, port: clientPort, conn: c });
     // The server's end decides: when it closes, the client's connection goes too (the client
     // finishing first only half-closes the pipe, the answer may still come).
     inbound(c, inner).catch(() => end(c));
@@ -375,9 +385,7 @@ export function startFront(options: FrontOptions): Front {
     open.delete(c);
     stats.open--;
     processWide.open--;
-    const left = (perClient.get(c.address) ?? 1) - 1;
-    if (left <= 0) perClient.delete(c.address);
-    else perClient.set(c.address, left);
+    uncount(c);
     try {
       c.client.close();
     } catch {
@@ -388,6 +396,14 @@ export function startFront(options: FrontOptions): Front {
     } catch {
       // already closed
     }
+  }
+
+  function uncount(c: Piped): void {
+    if (!c.perClient) return;
+    c.perClient = false;
+    const left = (perClient.get(c.address) ?? 1) - 1;
+    if (left <= 0) perClient.delete(c.address);
+    else perClient.set(c.address, left);
   }
 
   function stop(): void {
@@ -404,6 +420,10 @@ export function startFront(options: FrontOptions): Front {
     hostname: addr.hostname,
     port: addr.port,
     peer: (port) => peers.get(port),
+    longLived(port) {
+      const c = peers.get(port)?.conn;
+      if (c && !c.closed) uncount(c);
+    },
     stop,
     async drain(ms) {
       const until = Date.now() + ms;

@@ -46,16 +46,22 @@ export function listenerError(listener: string, address: string, err: unknown): 
   return new ListenerError(listener, address, reason, err);
 }
 
+/** What a handler learns about the request's connection. */
+export interface ConnectionInfo extends Deno.ServeHandlerInfo<Deno.NetAddr> {
+  /**
+   * Behind a front with `longLivedFeeds`: the connection carries an authenticated long-lived feed
+   * and stops counting toward the per-client cap (`Front.longLived`).
+   */
+  readonly longLived?: () => void;
+}
+
 export interface ListenOptions {
   /** Which listener this is, for error messages (`management`, `data`, ...). */
   readonly name?: string;
   readonly hostname: string;
   readonly port: number;
   readonly tls?: { readonly cert: string; readonly key: string };
-  readonly handler: (
-    req: Request,
-    info: Deno.ServeHandlerInfo<Deno.NetAddr>,
-  ) => Response | Promise<Response>;
+  readonly handler: (req: Request, info: ConnectionInfo) => Response | Promise<Response>;
   readonly onError?: (err: unknown) => Response;
   /** Shares the port with other listeners of this process (data-plane workers). */
   readonly reusePort?: boolean;
@@ -65,6 +71,8 @@ export interface ListenOptions {
     readonly stats: ListenerConnections;
     readonly logger?: Logger;
     readonly onBadFraming?: (client: string, request: BrokenRequest, clientPort: number) => void;
+    /** Gives handlers `info.longLived` (the management listener's realtime feeds). */
+    readonly longLivedFeeds?: boolean;
   };
 }
 
@@ -116,7 +124,9 @@ function listenFronted(
     const remoteAddr: Deno.NetAddr = { transport: "tcp", ...client };
     // Behind a TLS front the server sees plain HTTP; the request keeps the scheme the client used.
     const request = tls ? new Request(`https${req.url.slice(4)}`, req) : req;
-    return handler(request, { ...info, remoteAddr });
+    if (!frontOptions.longLivedFeeds) return handler(request, { ...info, remoteAddr });
+    const innerPort = info.remoteAddr.port;
+    return handler(request, { ...info, remoteAddr, longLived: () => front?.longLived(innerPort) });
   });
   try {
     front = startFront({

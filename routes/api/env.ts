@@ -17,6 +17,8 @@ export type Env = {
   Bindings: {
     remoteAddr?: { hostname: string; port: number };
     tls?: boolean;
+    /** Frees this connection from the listener's per-client cap (an authenticated feed). */
+    longLived?: () => void;
     /** The client certificate, on the cluster's mTLS listener only. */
     peer?: PeerCertificate;
   };

@@ -6,6 +6,8 @@
  * heartbeat when nothing else was sent for the configured interval. A WebSocket authenticated by
  * a session cookie must come from the console's own origin (browsers send cookies on cross-site
  * WebSocket handshakes, so the `Origin` is the only defence against cross-site hijacking).
+ * A connection that carries a feed stops counting toward the management listener's per-client
+ * connection cap (an office behind one address keeps its consoles' feeds; docs/data-plane.md).
  */
 import { z } from "zod";
 import { AppError } from "../../mod/core/errors.ts";
@@ -67,6 +69,7 @@ export function realtimeRoutes(deps: RealtimeRouteDeps): RouteDef[] {
 
   function sse(c: Ctx): Response {
     const { filter, lastId } = filterOf(c);
+    c.env?.longLived?.();
     const sub = bus.subscribe(filter, "sse");
     const first = replay(bus, sub, lastId);
     let started = false;
@@ -159,6 +162,7 @@ export function realtimeRoutes(deps: RealtimeRouteDeps): RouteDef[] {
     }
     const { filter, lastId } = filterOf(c);
     const { socket, response } = Deno.upgradeWebSocket(c.req.raw);
+    c.env?.longLived?.();
     const sub = bus.subscribe(filter, "websocket");
     sub.onClose = (reason) => {
       if (reason === "too_slow") {
