@@ -13,7 +13,8 @@
  */
 import { parseArgs } from "node:util";
 import { COMMANDS } from "../cli.ts";
-import { deploymentProblems, validateConfig } from "../mod/config/config.ts";
+import { deploymentProblems, parseConfigText, validateConfig } from "../mod/config/config.ts";
+import { DEFAULT_CONFIG_YAML } from "../mod/config/config_default.ts";
 import { PERMISSIONS } from "../mod/identity/permissions.ts";
 import type { RouteDef } from "../routes/api/route.ts";
 import { startTestServer } from "../tests/_helpers/server.ts";
@@ -236,6 +237,15 @@ function checkConfig(spec: Map<string, string>, text: string): Finding[] {
     name: "apisec.permissions",
     ok: roleMap === JSON.stringify({ admin: ["*"], readonly: ["read:*", "read:cluster"] }),
     detail: roleMap,
+  });
+  // The file written on first start must say what the schema does when a key is left out.
+  const written = parseConfigText(DEFAULT_CONFIG_YAML);
+  const same = written.kind === "ok" && JSON.stringify(written.config) === JSON.stringify(defaults);
+  out.push({
+    area: "config default",
+    name: "waf.yaml written on first start",
+    ok: same,
+    detail: same ? "equals the schema defaults" : "differs from the schema defaults",
   });
   const listen = String(at(defaults, "server.management.listen").value);
   out.push({
