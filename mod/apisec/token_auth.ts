@@ -92,7 +92,15 @@ export function createTokenAuth(deps: TokenAuthDeps) {
     const lookup: KeyLookup = async (h): Promise<VerifyKey> => {
       if (isHmac(h.alg ?? "")) {
         if (sealed === null) throw new NoKeyError("no_key");
-        return await (secret ??= deps.openSecret(sealed));
+        // A secret this process cannot open (sealed under another data directory's key, or
+        // damaged) is no key at all, not a malformed token: the token may well be fine.
+        return await (secret ??= deps.openSecret(sealed).catch((err) => {
+          deps.logger.error("cannot open the API-security shared secret; HS tokens are refused", {
+            reason: "no_key",
+            error: String((err as Error)?.message ?? err),
+          });
+          throw new NoKeyError("no_key");
+        }));
       }
       let last: unknown = new NoKeyError("no_key");
       for (const source of publicSources) {
