@@ -80,10 +80,19 @@ export function covers(held: readonly string[], requested: string): boolean {
 export interface CreateTokenInput {
   readonly note: string;
   readonly permissions: readonly string[];
+  /** The lifetime as a time to live (the request's `ttl`, already in milliseconds). */
+  readonly ttl_ms?: number;
   readonly expires_in_days?: number;
   readonly expires_at?: string;
   readonly non_expiring?: boolean;
 }
+
+/** The ways to give a token's lifetime (input key, request field); at most one per request. */
+const LIFETIME_FIELDS = [
+  ["ttl_ms", "ttl"],
+  ["expires_in_days", "expires_in_days"],
+  ["expires_at", "expires_at"],
+] as const;
 
 export interface Creator {
   /** The caller, recorded as `created_by` (the routes pass `user:<id>` or `token:<id>`). */
@@ -132,13 +141,27 @@ export function createApiTokens(deps: {
   }
 
   function lifetime(input: CreateTokenInput, now: number): number {
-    if (input.expires_in_days !== undefined && input.expires_at !== undefined) {
+    const given = LIFETIME_FIELDS.filter(([key]) => input[key] !== undefined).map(([, f]) => f);
+    if (given.length > 1) {
       throw new AppError(
         400,
         "BAD_REQUEST",
-        'Invalid field "expires_at": give either expires_in_days or expires_at, not both',
-        { details: { field: "expires_at" } },
+        `Invalid field "${given[1]}": give one of ${
+          LIFETIME_FIELDS.map(([, f]) => f).join(", ")
+        }, not several`,
+        { details: { field: given[1] } },
       );
+    }
+    if (input.ttl_ms !== undefined) {
+      if (input.ttl_ms > MAX_LIFETIME_DAYS * DAY) {
+        throw new AppError(
+          400,
+          "API_TOKEN_LIFETIME_TOO_LONG",
+          `Invalid field "ttl": a token lives at most ${MAX_LIFETIME_DAYS} days`,
+          { details: { field: "ttl" } },
+        );
+      }
+      return now + input.ttl_ms;
     }
     if (input.expires_at !== undefined) {
       const at = Date.parse(input.expires_at);

@@ -11,6 +11,7 @@ import { auditFailures, type AuditSink } from "./audited.ts";
 import type { Ctx } from "./env.ts";
 import { perm, type RouteDef } from "./route.ts";
 import { readJson } from "./validate.ts";
+import { DURATION_HELP, durationMs } from "../../mod/core/duration.ts";
 
 export interface ApiTokenRouteDeps extends AuditSink {
   readonly tokens: ApiTokens;
@@ -18,9 +19,20 @@ export interface ApiTokenRouteDeps extends AuditSink {
   readonly created: () => void;
 }
 
+/**
+ * `ttl` (the specification's word for the lifetime, 2.3): a duration such as `"720h"` or `"30d"`,
+ * or a whole number of seconds.
+ */
+const ttl = z.union([
+  z.number().int().min(1, "expected at least 1 second"),
+  z.string().regex(/^[1-9]\d{0,9}(s|m|h|d)$/, `expected a duration: ${DURATION_HELP}`),
+], { error: `expected a duration (${DURATION_HELP}) or a whole number of seconds` })
+  .transform((v) => typeof v === "number" ? v * 1000 : durationMs(v));
+
 const createBody = z.strictObject({
   note: z.string().max(200),
   permissions: z.array(z.string().max(64)).min(1).max(64),
+  ttl: ttl.optional(),
   expires_in_days: z.number().int().min(1).optional(),
   expires_at: z.iso.datetime({ offset: true, message: "expected an RFC 3339 time" }).optional(),
   non_expiring: z.boolean().optional(),
@@ -49,9 +61,9 @@ export function apiTokenRoutes(deps: ApiTokenRouteDeps): RouteDef[] {
       handler: async (c) => {
         const p = c.get("principal")!;
         const created = await auditFailures(c, deps, "api_token.create", "api_tokens", async () => {
-          const body = await readJson(c, createBody);
+          const { ttl, ...body } = await readJson(c, createBody);
           const own = p.kind === "token" ? deps.tokens.get(p.id).expires_at : null;
-          return deps.tokens.create(body, {
+          return deps.tokens.create({ ...body, ttl_ms: ttl }, {
             id: `${p.kind}:${p.id}`,
             permissions: p.permissions,
             expiresAt: own === null ? null : Date.parse(own),

@@ -123,6 +123,27 @@ Deno.test("a token lives 90 days by default, as asked up to 365 days, and longer
   assertEquals((await list(server, admin)).length, 5);
 });
 
+Deno.test("ttl (the specification's TTL) gives the lifetime as a duration or in seconds, up to 365 days", async () => {
+  const { server, admin } = await ready();
+  await using _ = server;
+  const now = server.clock.now();
+  const expiry = async (extra: Record<string, unknown>) => {
+    const r = await create(server, admin, { note: "t", permissions: ["read:sites"], ...extra });
+    return r.status === 201
+      ? Date.parse((r.body.item as { expires_at: string }).expires_at) - now
+      : `${r.status} ${errorCode(r)} ${(r.body.error as { field?: string }).field}`;
+  };
+  assertEquals(await expiry({ ttl: "24h" }), DAY);
+  assertEquals(await expiry({ ttl: "30d" }), 30 * DAY);
+  assertEquals(await expiry({ ttl: 3600 }), 3_600_000);
+  assertEquals(await expiry({ ttl: "365d" }), 365 * DAY);
+  assertEquals(await expiry({ ttl: "366d" }), "400 API_TOKEN_LIFETIME_TOO_LONG ttl");
+  assertEquals(await expiry({ ttl: 0 }), "400 BAD_REQUEST ttl");
+  assertEquals(await expiry({ ttl: "soon" }), "400 BAD_REQUEST ttl");
+  assertEquals(await expiry({ ttl: "1h", expires_in_days: 2 }), "400 BAD_REQUEST expires_in_days");
+  assertEquals((await list(server, admin)).length, 4);
+});
+
 Deno.test("a non-expiring token answers 501 API_TOKEN_CONFIRMATION_UNAVAILABLE and creates nothing", async () => {
   const { server, admin } = await ready();
   await using _ = server;
