@@ -380,6 +380,24 @@ function checkNames(source: string): Finding[] {
   }));
 }
 
+/**
+ * Operations 4.3 names without a path: the 2FA lifecycle next to `/2fa/setup` ("further
+ * operations named enable, disable and recover"), under the same user.
+ */
+function checkNamedOperations(text: string, routes: readonly RouteDef[]): Finding[] {
+  const m = /operations named ([a-z]+), ([a-z]+) and ([a-z]+)/.exec(text);
+  return (m ? m.slice(1) : []).map((op) => {
+    const r = routes.find((x) => x.path === `/api/users/:id/2fa/${op}`);
+    return {
+      area: "endpoint 4.3",
+      name: `2FA ${op}`,
+      ok: r !== undefined && r.access.kind === "permission" &&
+        r.access.permission === "write:users",
+      detail: r ? `${r.method} ${r.path}` : "no route",
+    };
+  });
+}
+
 async function main(): Promise<number> {
   const args = parseArgs({
     options: {
@@ -388,7 +406,13 @@ async function main(): Promise<number> {
       json: { type: "boolean", default: false },
     },
   }).values;
-  const text = await Deno.readTextFile(args.spec!);
+  let text: string;
+  try {
+    text = await Deno.readTextFile(args.spec!);
+  } catch (err) {
+    console.error(`Cannot read the specification at "${args.spec}": ${err}; pass --spec PATH`);
+    return 2;
+  }
   const spec = sections(text);
   const source = await runtimeSource();
   await using server = await startTestServer({
@@ -396,6 +420,7 @@ async function main(): Promise<number> {
   });
   const findings: Finding[] = [
     ...checkEndpoints(spec, server.routes),
+    ...checkNamedOperations(text, server.routes),
     ...checkPermissions(spec),
     ...checkErrorCodes(spec, source),
     ...checkConfig(spec, text),
