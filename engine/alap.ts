@@ -15,7 +15,8 @@
  */
 
 export type DecisionKind = "temp_block" | "ip_ban" | "signature_block" | "exception";
-export type DecisionStatus = "proposed" | "applied" | "rejected" | "expired";
+/** `rejected`: a proposal turned down; `revoked`: an applied decision withdrawn. */
+export type DecisionStatus = "proposed" | "applied" | "rejected" | "revoked" | "expired";
 
 export interface DecisionScope {
   /** `null` for a global decision. */
@@ -236,7 +237,7 @@ export function review(
 ): { ok: true; status: DecisionStatus } | { ok: false; message: string } {
   if (action === "approve" && current === "proposed") return { ok: true, status: "applied" };
   if (action === "reject" && current === "proposed") return { ok: true, status: "rejected" };
-  if (action === "revoke" && current === "applied") return { ok: true, status: "rejected" };
+  if (action === "revoke" && current === "applied") return { ok: true, status: "revoked" };
   return { ok: false, message: `Cannot ${action} a decision that is "${current}"` };
 }
 

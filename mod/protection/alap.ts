@@ -9,6 +9,7 @@
 import {
   type AlapPolicy,
   createAlapTracker,
+  type DecisionStatus,
   falsePositiveProposal,
   isExpired,
   type Observation,
@@ -32,7 +33,7 @@ import { type AlapPolicyDoc, alapPolicySchema } from "./protection_schema.ts";
 export interface DecisionDoc {
   readonly key: string;
   readonly kind: Proposal["kind"];
-  readonly status: "proposed" | "applied" | "rejected" | "expired";
+  readonly status: DecisionStatus;
   readonly scope: { readonly site_id: string | null };
   readonly target: {
     readonly client_ip?: string;
@@ -272,6 +273,7 @@ export function createAlap(deps: AlapDeps) {
         ctx,
         undefined,
         action,
+        { status: next.status, previous: d.status },
       );
       if (next.status === "applied") open.add(d.key);
       else open.delete(d.key);

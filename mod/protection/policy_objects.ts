@@ -131,6 +131,7 @@ export function createPolicyObjects(deps: PolicyObjectsDeps) {
       ctx: AuditContext,
       position?: number,
       verb = "update",
+      detail?: Record<string, unknown>,
     ): StoredObject {
       checkSite(doc);
       const now = clock.now();
@@ -145,7 +146,13 @@ export function createPolicyObjects(deps: PolicyObjectsDeps) {
           updated_at: now,
         };
         repo.update(r);
-        audit.record({ ...ctx, action: `${auditName}.${verb}`, target: id, result: "success" });
+        audit.record({
+          ...ctx,
+          action: `${auditName}.${verb}`,
+          target: id,
+          result: "success",
+          ...(detail ? { detail } : {}),
+        });
         return r;
       });
       deps.onChange();

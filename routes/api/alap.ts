@@ -14,7 +14,7 @@ import { perm, type RouteDef } from "./route.ts";
 import { readJson, readQuery } from "./validate.ts";
 
 const listQuery = z.strictObject({
-  status: z.enum(["proposed", "applied", "rejected", "expired"]).optional(),
+  status: z.enum(["proposed", "applied", "rejected", "revoked", "expired"]).optional(),
 });
 
 const falsePositiveSchema = z.strictObject({

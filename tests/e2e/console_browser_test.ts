@@ -206,13 +206,15 @@ Deno.test("the console's main paths work in a real browser", async (t) => {
       const items = decisions.body.items as { status: string; target: { client_ip?: string } }[];
       assertEquals(items.map((d) => [d.status, d.target.client_ip]), [["applied", "192.0.2.66"]]);
       assertEquals((await hit(server, "/", { ip: "192.0.2.66" })).status, 403);
-      // Revoked from the applied list (it reads "rejected" then), the address passes again.
+      // Revoked from the applied list, it reads "revoked" and the address passes again.
       await admin.page.locator("#alap-status").selectOption("applied");
       await admin.page.locator("button", { hasText: "Revoke" }).click();
       await admin.page.locator("button", { hasText: "Revoke" }).waitFor({ state: "detached" });
       const after = await callJson(server, "GET", "/api/alap/decisions", { session: api });
-      assertEquals((after.body.items as { status: string }[]).map((d) => d.status), ["rejected"]);
+      assertEquals((after.body.items as { status: string }[]).map((d) => d.status), ["revoked"]);
       assertEquals((await hit(server, "/", { ip: "192.0.2.66" })).status, 200);
+      await admin.page.locator("#alap-status").selectOption("revoked");
+      await admin.page.locator("tbody .badge", { hasText: "revoked" }).waitFor();
     },
   );
 

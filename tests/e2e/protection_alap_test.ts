@@ -90,14 +90,22 @@ Deno.test("a client that keeps attacking gets a temporary block proposal that an
   assertEquals((await hit(s, "/", { ip: "192.0.2.67" })).status, 200);
   assertEquals((await api("POST", `/api/alap/decisions/${d.id}/approve`)).status, 409);
 
-  assertEquals((await api("POST", `/api/alap/decisions/${d.id}/revoke`)).status, 200);
+  // A revoked decision reads "revoked" (not "rejected", which is a proposal turned down).
+  const revoked = await api("POST", `/api/alap/decisions/${d.id}/revoke`);
+  assertEquals([revoked.status, (await revoked.json()).status], [200, "revoked"]);
   assertEquals((await hit(s, "/", { ip: "192.0.2.66" })).status, 200);
-  const audit = s.db.prepare("SELECT action FROM audit_log WHERE target = ? ORDER BY id").all(d.id);
+  const listed = await (await api("GET", "/api/alap/decisions?status=revoked")).json();
+  assertEquals(listed.items.map((i: { id: string }) => i.id), [d.id]);
+  assertEquals((await (await api("GET", "/api/alap/decisions?status=rejected")).json()).items, []);
+  assertEquals((await api("POST", `/api/alap/decisions/${d.id}/revoke`)).status, 409);
+  const audit = s.db.prepare("SELECT action, detail FROM audit_log WHERE target = ? ORDER BY id")
+    .all(d.id);
   assertEquals(audit.map((r) => r.action), [
     "alap.decision.propose",
     "alap.decision.approve",
     "alap.decision.revoke",
   ]);
+  assertEquals(JSON.parse(audit[2]!.detail as string), { status: "revoked", previous: "applied" });
 });
 
 Deno.test("site-scoped decisions from high findings auto-apply by policy and expire; the global ban waits", async () => {

@@ -112,7 +112,9 @@ Deno.test("a false-positive mark proposes an exception that waits for review", (
 Deno.test("review() allows approve/reject of proposals and revoke of applied decisions only", () => {
   assertEquals(review("proposed", "approve"), { ok: true, status: "applied" });
   assertEquals(review("proposed", "reject"), { ok: true, status: "rejected" });
-  assertEquals(review("applied", "revoke"), { ok: true, status: "rejected" });
+  assertEquals(review("applied", "revoke"), { ok: true, status: "revoked" });
+  assertEquals(review("revoked", "revoke").ok, false);
+  assertEquals(review("revoked", "approve").ok, false);
   assertEquals(review("applied", "approve"), {
     ok: false,
     message: 'Cannot approve a decision that is "applied"',
@@ -124,5 +126,6 @@ Deno.test("isExpired() applies to open decisions past their expiry", () => {
   ok(isExpired({ status: "applied", expiresAt: T0 }, T0));
   ok(!isExpired({ status: "applied", expiresAt: T0 }, T0 - 1));
   ok(!isExpired({ status: "rejected", expiresAt: T0 }, T0 + 1));
+  ok(!isExpired({ status: "revoked", expiresAt: T0 }, T0 + 1));
   ok(!isExpired({ status: "proposed", expiresAt: null }, T0 + 1));
 });

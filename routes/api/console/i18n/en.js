@@ -364,6 +364,7 @@ export default {
   "alap.status_proposed": "proposed",
   "alap.status_applied": "applied",
   "alap.status_rejected": "rejected",
+  "alap.status_revoked": "revoked",
   "alap.status_expired": "expired",
   "alap.reason": "Why",
   "alap.expires": "Expires",

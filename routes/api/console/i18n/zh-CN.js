@@ -343,6 +343,7 @@ export default {
   "alap.status_proposed": "待审核",
   "alap.status_applied": "已生效",
   "alap.status_rejected": "已拒绝",
+  "alap.status_revoked": "已撤销",
   "alap.status_expired": "已过期",
   "alap.reason": "原因",
   "alap.expires": "过期时间",

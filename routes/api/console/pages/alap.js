@@ -7,8 +7,14 @@ import { fmtTime, t } from "../i18n.js";
 import { html, useState } from "../lib/ui.js";
 import { can } from "../session.js";
 
-const STATUSES = ["proposed", "applied", "rejected", "expired", ""];
-const KIND = { proposed: "warn", applied: "good", rejected: "plain", expired: "plain" };
+const STATUSES = ["proposed", "applied", "rejected", "revoked", "expired", ""];
+const KIND = {
+  proposed: "warn",
+  applied: "good",
+  rejected: "plain",
+  revoked: "plain",
+  expired: "plain",
+};
 
 const POLICY = [
   { name: "enabled", label: "common.enabled", type: "checkbox" },
