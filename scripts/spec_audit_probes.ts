@@ -22,6 +22,7 @@ import {
   type Session,
 } from "../tests/_helpers/identity.ts";
 import { createTestApp, type TestServer } from "../tests/_helpers/server.ts";
+import { errorObject, raw, sweepErrorObjects } from "../tests/_helpers/error_sweep.ts";
 import type { Check, Finding } from "./spec_audit_text.ts";
 
 const DAY = 86_400_000;
@@ -47,20 +48,6 @@ export const LIMIT_CHECKS: readonly Check[] = [
 ];
 
 type Body = Record<string, unknown>;
-
-/** True when `body` is the section 2.5 error object with `code`. */
-function errorObject(body: Body, code?: string): string | undefined {
-  const e = body.error as Record<string, unknown> | undefined;
-  if (!e) return "no error object";
-  for (const k of ["code", "message", "trace_id", "event_id"]) {
-    if (typeof e[k] !== "string" || e[k] === "") return `error.${k} missing`;
-  }
-  if (!/^[0-9a-f]+$/.test(e.trace_id as string)) return "trace_id is not hex";
-  if (!/^[0-9a-f]+$/.test(e.event_id as string)) return "event_id is not hex";
-  if (!/^[A-Z][A-Z0-9_]*$/.test(e.code as string)) return `code "${e.code}" is not upper case`;
-  if (code !== undefined && e.code !== code) return `code ${e.code}, expected ${code}`;
-  return undefined;
-}
 
 function expect(
   area: string,
@@ -131,66 +118,6 @@ export async function probePublicPrometheus(): Promise<Finding> {
     detail: `${res.status} ${text.slice(0, 60).replace(/\n/g, " ")}`,
   };
 }
-
-/** Sends a raw body (not JSON-encoded) with a session. */
-async function raw(server: TestServer, method: string, path: string, body: string, s: Session) {
-  const res = await server.api(path, {
-    method,
-    headers: {
-      "content-type": "application/json",
-      cookie: s.cookie,
-      "x-csrf-token": s.csrf,
-    },
-    body: method === "GET" ? undefined : body,
-  });
-  const text = await res.text();
-  let parsed: Body = {};
-  try {
-    parsed = text ? JSON.parse(text) : {};
-  } catch { /* not JSON: reported by the caller */ }
-  return { status: res.status, body: parsed, text };
-}
-
-/** Common field names, each with a value of the wrong type. */
-const WRONG_FIELDS = JSON.stringify({
-  name: 1,
-  enabled: "yes",
-  id: [],
-  username: 7,
-  password: false,
-  role: {},
-  permissions: "read:users",
-  note: 1,
-  html: 2,
-  template_id: 3,
-  upstreams: "http://x",
-  hosts: 1,
-  pattern: 1,
-  mode: 9,
-  url: 1,
-  ip: [],
-  entries: {},
-  schedule: 1,
-  message: 1,
-});
-
-const BAD_QUERY = [
-  "limit=abc",
-  "cursor=-1",
-  "offset=x",
-  "page=0",
-  "days=many",
-  "status=%00",
-  "since=yesterday",
-  "until=2",
-  "period=1y",
-  "site=%ff",
-  "q=%E0%A4%A",
-].join("&");
-
-/** A path with every parameter an id that exists nowhere (a trace id must look like one). */
-const concrete = (path: string) =>
-  path.replace(/:traceId/g, "0".repeat(32)).replace(/:[A-Za-z_]+/g, "no-such-id");
 
 export async function probeServer(server: TestServer): Promise<Finding[]> {
   const out: Finding[] = [];
@@ -313,70 +240,7 @@ export async function probeServer(server: TestServer): Promise<Finding[]> {
     detail: `${back.status} ${JSON.stringify(back.body).slice(0, 160)}`,
   });
 
-  // Every guarded route: the error object for each kind of bad request.
-  for (const r of server.routes) {
-    if (r.access.kind !== "permission") continue;
-    const path = concrete(r.path);
-    const name = `${r.method} ${r.path}`;
-    if (r.method === "GET") {
-      if (!r.path.includes(":")) {
-        if (r.path.startsWith("/api/realtime/")) continue; // streams: their filters are tested there
-        // Filters and pagination of the wrong type: a 400 with the error object, or ignored.
-        const res = await raw(server, "GET", `${path}?${BAD_QUERY}`, "", admin);
-        const problem = res.status >= 500 && res.status !== 501
-          ? `status ${res.status}: ${res.text.slice(0, 160)}`
-          : res.status >= 400
-          ? errorObject(res.body)
-          : undefined;
-        out.push({
-          area: "bad query",
-          name,
-          ok: problem === undefined,
-          detail: problem ?? `${res.status} ${(res.body.error as Body | undefined)?.code ?? ""}`,
-        });
-        continue;
-      }
-      const res = await as("GET", path);
-      out.push(expect("unknown id", name, res, 404, "NOT_FOUND"));
-      continue;
-    }
-    out.push(
-      expect(
-        "missing CSRF",
-        name,
-        await callJson(server, r.method, path, { session: admin, body: {}, csrf: false }),
-        403,
-        "CSRF_INVALID",
-      ),
-    );
-    if (!r.access.permission.startsWith("read:")) {
-      out.push(
-        expect("no permission", name, await as(r.method, path, {}, viewer), 403, "FORBIDDEN"),
-      );
-    }
-    for (
-      const [kind, body] of [
-        ["malformed JSON", '{"a":'],
-        ["wrong type", "[1,2]"],
-        ["wrong field types", WRONG_FIELDS],
-      ] as const
-    ) {
-      const res = await raw(server, r.method, path, body, admin);
-      // A route without a body may ignore it; an unknown id may be found first (404). Anything
-      // else must be a 400 with the error object, and nothing may be a 5xx or lack the object.
-      const problem = res.status >= 500 && res.status !== 501
-        ? `status ${res.status}: ${res.text.slice(0, 160)}`
-        : res.status >= 400
-        ? errorObject(res.body)
-        : undefined;
-      out.push({
-        area: kind,
-        name,
-        ok: problem === undefined,
-        detail: problem ?? `${res.status} ${(res.body.error as Body | undefined)?.code ?? ""}`,
-      });
-    }
-  }
+  out.push(...await sweepErrorObjects(server, server.routes, { admin, viewer }));
   await call(server, "POST", "/api/auth/logout", { session: viewer }).then((r) => r.body?.cancel());
   return out;
 }
