@@ -19,7 +19,7 @@ export interface SystemRouteDeps {
   readonly transaction: <T>(fn: () => T) => T;
 }
 
-const otaPatch = z.strictObject({
+const otaKeys = z.strictObject({
   enabled: z.boolean().optional(),
   server: z.string().optional(),
   channel: z.enum(["stable", "beta"]).optional(),
@@ -28,6 +28,32 @@ const otaPatch = z.strictObject({
   auto_update_binary: z.boolean().optional(),
   verify_signature: z.boolean().optional(),
 });
+
+/** The read-only parts of what `GET /api/system/ota` answers. */
+const VIEW_ONLY = new Set(["available", "reserved_keys", "message"]);
+
+/**
+ * The `update.ota` keys flat, or the document `GET` answers written back: its `settings` are the
+ * keys, and the read-only parts (`available`, `reserved_keys`, `message`, the `public_keys`
+ * count) are ignored. Either way, asking to enable OTA is `OTA_UPDATES_UNAVAILABLE`
+ * (specification 7), never a 400 about the shape.
+ */
+const otaPatch = z.preprocess((body) => {
+  if (!isObject(body) || !isObject(body.settings)) return body;
+  const { public_keys, ...keys } = body.settings;
+  const rest = Object.fromEntries(
+    Object.entries(body).filter(([k]) => k !== "settings" && !VIEW_ONLY.has(k)),
+  );
+  // A list of keys is not the count GET shows: left in, so the strict check names it.
+  const listed = public_keys === undefined || typeof public_keys === "number"
+    ? {}
+    : { public_keys };
+  return { ...keys, ...listed, ...rest };
+}, otaKeys);
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
 
 export function systemRoutes(deps: SystemRouteDeps): RouteDef[] {
   /** Records a refused write, then rethrows its error. */

@@ -102,11 +102,29 @@ Deno.test("PUT /api/system/ota refuses enabling (501) and reserved keys (409) an
     body: { enabled: false },
   });
   assertEquals(denied.status, 403);
+  // The document GET answers, written back: unchanged is fine, enabled is the same refusal.
+  const back = await callJson(server, "PUT", "/api/system/ota", {
+    session: admin,
+    body: before.body,
+  });
+  assertEquals(back.status, 200, JSON.stringify(back.body));
+  const settings = before.body.settings as Record<string, unknown>;
+  const onAsRead = await callJson(server, "PUT", "/api/system/ota", {
+    session: admin,
+    body: { ...before.body, settings: { ...settings, enabled: true } },
+  });
+  assertEquals([onAsRead.status, errorCode(onAsRead)], [501, "OTA_UPDATES_UNAVAILABLE"]);
   const after = await callJson(server, "GET", "/api/system/ota", { session: admin });
   assertEquals(after.body, before.body);
   const audit = await auditItems(server, admin, "action=system.ota.update");
   assertEquals(
     audit.map((i) => `${i.result} ${i.detail.code ?? ""}`),
-    ["success ", "failure OTA_SETTING_RESERVED", "failure OTA_UPDATES_UNAVAILABLE"],
+    [
+      "failure OTA_UPDATES_UNAVAILABLE",
+      "success ",
+      "success ",
+      "failure OTA_SETTING_RESERVED",
+      "failure OTA_UPDATES_UNAVAILABLE",
+    ],
   );
 });
