@@ -1,5 +1,6 @@
 /** Account management: list, read, create and update users (read:users / write:users). */
 import { z } from "zod";
+import { AppError } from "../../mod/core/errors.ts";
 import type { Users } from "../../mod/identity/users.ts";
 import { auditContext } from "./actor.ts";
 import { auditFailures, type AuditSink } from "./audited.ts";
@@ -18,12 +19,30 @@ const createBody = z.strictObject({
   role: z.string().max(256),
 });
 
+/**
+ * The changeable fields, and the read-only ones of the user `GET` answers, so that answer can be
+ * written back: `created_at` and `updated_at` are ignored; `id` must be the path's and
+ * `totp_enabled` the current state (2FA changes through its own routes), else 400 naming them.
+ */
 const updateBody = z.strictObject({
   username: z.string().max(256).optional(),
   password: z.string().max(4096).optional(),
   role: z.string().max(256).optional(),
   disabled: z.boolean().optional(),
+  id: z.string().max(256).optional(),
+  totp_enabled: z.boolean().optional(),
+  created_at: z.string().max(64).optional(),
+  updated_at: z.string().max(64).optional(),
 });
+
+/** Throws 400 when a read-only field asks for a change. */
+function readOnly(field: string, given: unknown, current: unknown, hint: string): void {
+  if (given !== undefined && given !== current) {
+    throw new AppError(400, "BAD_REQUEST", `Invalid field "${field}": read-only; ${hint}`, {
+      details: { field },
+    });
+  }
+}
 
 export function userRoutes(deps: UserRouteDeps): RouteDef[] {
   return [
@@ -58,8 +77,17 @@ export function userRoutes(deps: UserRouteDeps): RouteDef[] {
       handler: async (c) => {
         const id = c.req.param("id")!;
         const user = await auditFailures(c, deps, "user.update", `user:${id}`, async () => {
-          const body = await readJson(c, updateBody);
-          return await deps.users.update(id, body, auditContext(c));
+          const { id: bodyId, totp_enabled, created_at: _c, updated_at: _u, ...changes } =
+            await readJson(c, updateBody);
+          const current = deps.users.get(id);
+          readOnly("id", bodyId, current.id, "it must be the id in the path");
+          readOnly(
+            "totp_enabled",
+            totp_enabled,
+            current.totp_enabled,
+            `use POST /api/users/${id}/2fa/enable or /2fa/disable`,
+          );
+          return await deps.users.update(id, changes, auditContext(c));
         });
         return c.json(user);
       },

@@ -178,6 +178,28 @@ Deno.test("PUT /api/users/{id} validates like POST and changes role, password an
   );
 });
 
+Deno.test("PUT /api/users/{id} takes back the user GET answers; its read-only fields cannot change", async () => {
+  const { server, admin } = await ready();
+  await using _ = server;
+  const id =
+    (await create(server, admin, { username: "viewer", password: PASSWORD, role: "readonly" }))
+      .body.id as string;
+  const read = (await callJson(server, "GET", `/api/users/${id}`, { session: admin })).body;
+  const put = (body: Record<string, unknown>) =>
+    callJson(server, "PUT", `/api/users/${id}`, { session: admin, body });
+  const same = await put(read);
+  assertEquals(same.status, 200, JSON.stringify(same.body));
+  const promoted = await put({ ...read, role: "admin", updated_at: "2000-01-01T00:00:00.000Z" });
+  assertEquals([promoted.status, promoted.body.role], [200, "admin"]);
+  const field = (r: { body: Record<string, unknown> }) => (r.body.error as { field: string }).field;
+  const otherId = await put({ ...read, id: "someone-else" });
+  assertEquals([otherId.status, code(otherId), field(otherId)], [400, "BAD_REQUEST", "id"]);
+  const totp = await put({ ...read, totp_enabled: true });
+  assertEquals([totp.status, field(totp)], [400, "totp_enabled"]);
+  ok(/2fa\/enable/.test((totp.body.error as { message: string }).message));
+  assertEquals(server.identity.users.get(id).totp_enabled, false);
+});
+
 Deno.test("PUT /api/users/{id} cannot keep, pick or repair a non-canonical historical username", async () => {
   const { server, admin } = await ready();
   await using _ = server;
