@@ -26,6 +26,7 @@ import {
   type SnapshotDelta,
 } from "../mod/data_plane/policy_snapshot.ts";
 import type { SiteCounterSet } from "../mod/data_plane/site_counters.ts";
+import { withoutSiteKeys } from "../mod/data_plane/site_keys.ts";
 import {
   allocateSharedState,
   openSharedState,
@@ -191,6 +192,14 @@ function countRecord(counters: SiteCounterSet, record: AccessRecord): void {
   for (const e of record.chain) if (e.check === "engine") c.inspection.observe(e.us);
 }
 
+/**
+ * The snapshot as workers get it: without the sites' private keys unless they serve the HTTPS
+ * port (the only reader of a key is the HTTPS listener's certificate callback).
+ */
+function forWorkers(snapshot: PolicySnapshot, w: PoolWiring): PolicySnapshot {
+  return w.https ? snapshot : { ...snapshot, sites: withoutSiteKeys(snapshot.sites) };
+}
+
 export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPool {
   const { count, logger } = options;
   const buffers = allocateSharedState();
@@ -275,7 +284,7 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
       dataDir: options.dataDir,
       shared: buffers,
       challengeSecret,
-      snapshot: w.dataPlane.snapshot()!,
+      snapshot: forWorkers(w.dataPlane.snapshot()!, w),
       acme: [...acme.values()],
       http: w.http,
       https: w.https,
@@ -415,9 +424,10 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
       }
       // Each swap sends what changed since the last one (a restarted worker starts from the
       // full snapshot, which is what the last one sent adds up to).
-      let sent = w.dataPlane.snapshot();
+      const first = w.dataPlane.snapshot();
+      let sent = first && forWorkers(first, w);
       w.dataPlane.onSwap(() => {
-        const snapshot = w.dataPlane.snapshot()!;
+        const snapshot = forWorkers(w.dataPlane.snapshot()!, w);
         const delta = deltaOf(sent, snapshot);
         sent = snapshot;
         for (const s of slots) s.worker.postMessage({ t: "policy", delta } satisfies ToWorker);

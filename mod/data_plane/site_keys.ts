@@ -85,6 +85,21 @@ export function createSiteKeys(deps: {
   };
 }
 
+/**
+ * The site rows without their private keys (certificates kept), for data-plane workers that serve
+ * no HTTPS port: only the HTTPS listener's certificate callback reads a key, so such a worker need
+ * not hold any. Rows without a key are returned as they are.
+ */
+export function withoutSiteKeys(rows: readonly StoredSiteRow[]): readonly StoredSiteRow[] {
+  return rows.map((row) => {
+    if (!row.config.includes('"key"')) return row;
+    const config = JSON.parse(row.config) as Record<string, unknown>;
+    const tls = config["tls"] as StoredTls;
+    if (!tls || tls.key === undefined) return row;
+    return { ...row, config: JSON.stringify({ ...config, tls: { cert: tls.cert } }) };
+  });
+}
+
 /** The site keys of a data directory, sealed with its `totp.key`; failures go to the log. */
 export function dataDirSiteKeys(dataDir: string, random: Random, logger: Logger): SiteKeys {
   return createSiteKeys({

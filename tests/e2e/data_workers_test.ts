@@ -154,6 +154,47 @@ Deno.test("both workers serve HTTPS on the one port, with the site's certificate
   });
 });
 
+/** Records every message the main thread posts to a worker until disposed. */
+function spyWorkerMessages(): { readonly texts: string[] } & Disposable {
+  const texts: string[] = [];
+  const original = Worker.prototype.postMessage;
+  Worker.prototype.postMessage = function (this: Worker, ...args: unknown[]) {
+    texts.push(JSON.stringify(args[0], (_k, v) => v instanceof SharedArrayBuffer ? null : v));
+    return (original as (...a: unknown[]) => void).apply(this, args);
+  } as typeof original;
+  return { texts, [Symbol.dispose]: () => (Worker.prototype.postMessage = original) };
+}
+
+Deno.test("workers serving no HTTPS port get the sites' certificates but never their private keys", async () => {
+  const now = Date.now();
+  const ca = await createCa("waf test CA", now, systemRandom);
+  const leaf = await createLeaf(
+    ca,
+    { commonName: "shop.test", dnsNames: ["shop.test"] },
+    now,
+    systemRandom,
+  );
+  using spy = spyWorkerMessages();
+  await using up = startUpstream();
+  await using s = await startTestServer({ config: WORKERS });
+  addSite(s, up.url);
+  s.dataPlane.sites.create(
+    siteInput({ name: "a", hosts: ["a.test"], upstreams: [up.url], tls: leaf }),
+    SYSTEM,
+  );
+  await until(() => s.dataWorkers!.current(), "both workers on the new policy");
+  // The site is served by both workers (over HTTP: the only data port here).
+  await untilBothServe(s, async () => {
+    assertEquals((await send(s, "/x", { headers: { host: "a.test" } })).status, 200);
+  });
+  const policies = spy.texts.filter((t) =>
+    t.startsWith('{"t":"init"') || t.startsWith('{"t":"policy"')
+  );
+  ok(policies.length >= 3, `init to each worker and the change: ${policies.length}`);
+  ok(policies.some((t) => t.includes("BEGIN CERTIFICATE")), "the certificate is sent");
+  ok(!policies.some((t) => t.includes("PRIVATE KEY")), "no private key reaches a worker");
+});
+
 Deno.test("a rate limit of N per window lets exactly N through across both workers", async () => {
   await using up = startUpstream();
   await using s = await startTestServer({ config: WORKERS });
