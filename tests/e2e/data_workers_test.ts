@@ -70,6 +70,14 @@ async function untilBothServe(
   throw new Error(`requests did not reach both workers: ${served(s)}`);
 }
 
+/** A test CA and a certificate for `host` signed by it. */
+async function certificateFor(host: string) {
+  const now = Date.now();
+  const ca = await createCa("waf test CA", now, systemRandom);
+  const leaf = await createLeaf(ca, { commonName: host, dnsNames: [host] }, now, systemRandom);
+  return { ca, leaf };
+}
+
 async function ready(s: TestServer): Promise<number> {
   return (await s.api("/health/ready")).status;
 }
@@ -129,14 +137,7 @@ function tlsGet(port: number, servername: string, ca: string, path: string): Pro
 }
 
 Deno.test("both workers serve HTTPS on the one port, with the site's certificate by SNI", async () => {
-  const now = Date.now();
-  const ca = await createCa("waf test CA", now, systemRandom);
-  const leaf = await createLeaf(
-    ca,
-    { commonName: "a.test", dnsNames: ["a.test"] },
-    now,
-    systemRandom,
-  );
+  const { ca, leaf } = await certificateFor("a.test");
   await using up = startUpstream();
   await using s = await startTestServer({
     config: { server: { data: { workers: 2, https_listen: "127.0.0.1:0" } } },
@@ -166,14 +167,7 @@ function spyWorkerMessages(): { readonly texts: string[] } & Disposable {
 }
 
 Deno.test("workers serving no HTTPS port get the sites' certificates but never their private keys", async () => {
-  const now = Date.now();
-  const ca = await createCa("waf test CA", now, systemRandom);
-  const leaf = await createLeaf(
-    ca,
-    { commonName: "shop.test", dnsNames: ["shop.test"] },
-    now,
-    systemRandom,
-  );
+  const { leaf } = await certificateFor("a.test");
   using spy = spyWorkerMessages();
   await using up = startUpstream();
   await using s = await startTestServer({ config: WORKERS });
