@@ -192,6 +192,10 @@ export function validateConfig(data: unknown): ConfigResult {
             }`,
           });
         }
+      } else if (issue.code === "invalid_key") {
+        // A record key (a role name): zod says only "Invalid key in record"; its own check says why.
+        const inner = issue.issues.map((i) => i.message).join("; ");
+        problems.push({ path: joinPath(issue.path), message: inner || issue.message });
       } else {
         problems.push({ path: joinPath(issue.path), message: issue.message });
       }
