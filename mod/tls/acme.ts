@@ -12,6 +12,8 @@
 import https from "node:https";
 import { rootCertificates } from "node:tls";
 import * as acme from "acme-client";
+// acme-client's own HTTP client (the version its lock entry resolves to), for its adapter only.
+import axios, { type AxiosAdapter } from "axios";
 import { z } from "zod";
 import type { SettingsRepo } from "../../db/settings_repo.ts";
 import type { Audit, AuditEvent } from "../core/audit.ts";
@@ -53,6 +55,44 @@ function reachable(directory: string, agent: https.Agent): Promise<void> {
   });
 }
 const ACCOUNT_KEY = "acme.account.";
+
+/** acme-client's retry settings (not in its types). */
+interface AcmeRetrySettings {
+  retryMaxAttempts: number;
+  retryDefaultDelay: number;
+}
+const retrySettings = () =>
+  (acme.axios.defaults as unknown as { acmeSettings: AcmeRetrySettings }).acmeSettings;
+const httpAdapter = axios.getAdapter("http");
+
+/**
+ * acme-client's HTTP adapter: axios's own, except that a request that got no answer and will not
+ * be retried (its last attempt, or a timeout, which the library never retries) fails with an
+ * `AppError` naming the directory, the request and the network's error. acme-client 5.4.0 would
+ * otherwise read the missing answer on that path and throw a TypeError ("Cannot read properties
+ * of undefined"). The error has no axios `config`, so the library's retry interceptor passes it
+ * on as it is.
+ */
+function namedNetworkErrors(directory: string): AxiosAdapter {
+  return async (config) => {
+    try {
+      return await httpAdapter(config);
+    } catch (err) {
+      const e = err as { response?: unknown; code?: string; message?: string };
+      if (e.response !== undefined) throw err;
+      const attempt = (config as { retryAttempt?: number }).retryAttempt ?? 0;
+      if (e.code !== "ECONNABORTED" && attempt < retrySettings().retryMaxAttempts) throw err;
+      const request = `${(config.method ?? "get").toUpperCase()} ${config.url ?? ""}`;
+      throw new AppError(
+        502,
+        "ACME_DIRECTORY_UNREACHABLE",
+        `The ACME server of ${directory} could not be reached at ${request}: ${
+          e.message ?? e.code ?? String(err)
+        }`,
+      );
+    }
+  };
+}
 
 const PEM_CERT = /-----BEGIN CERTIFICATE-----[\s\S]+-----END CERTIFICATE-----/;
 
@@ -276,8 +316,9 @@ export function createAcme(deps: AcmeDeps) {
 
   /**
    * Runs `fn` with acme-client's HTTPS agent trusting the system's CAs and `extra`, after
-   * checking that the directory answers (the library's retries end in an unhelpful TypeError
-   * when a host cannot be reached at all; this names the directory and the network's error).
+   * checking that the directory answers (naming the directory and the network's error when it
+   * does not); a request of the order that later gets no answer fails the same way
+   * (`namedNetworkErrors`), never with the library's TypeError.
    */
   function withTrust<T>(directory: string, extra: string | null, fn: () => Promise<T>): Promise<T> {
     const run = queue.then(async () => {
@@ -286,10 +327,9 @@ export function createAcme(deps: AcmeDeps) {
         : new https.Agent({ ca: [...rootCertificates, extra] });
       acme.axios.defaults.httpsAgent = agent;
       acme.axios.defaults.timeout = 30_000;
-      // The library's own retry settings (not in its types): 3 attempts, 2 s apart at first.
-      const settings = (acme.axios.defaults as unknown as {
-        acmeSettings: { retryMaxAttempts: number; retryDefaultDelay: number };
-      }).acmeSettings;
+      acme.axios.defaults.adapter = namedNetworkErrors(directory);
+      // The library's own retry settings: 3 retries, 2 s apart at first.
+      const settings = retrySettings();
       settings.retryMaxAttempts = 3;
       settings.retryDefaultDelay = 2;
       await reachable(directory, agent);

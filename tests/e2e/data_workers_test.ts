@@ -5,8 +5,7 @@
  */
 import tls from "node:tls";
 import { assertEquals, assertMatch, ok } from "../_helpers/assert.ts";
-import { systemRandom } from "../../mod/core/random.ts";
-import { createCa, createLeaf } from "../../mod/tls/x509.ts";
+import { testCertificate } from "../_helpers/certificates.ts";
 import { solves } from "../../engine/bot.ts";
 import { addSite, apiFor } from "../_helpers/protection.ts";
 import { startTestServer, type TestServer } from "../_helpers/server.ts";
@@ -70,14 +69,6 @@ async function untilBothServe(
   throw new Error(`requests did not reach both workers: ${served(s)}`);
 }
 
-/** A test CA and a certificate for `host` signed by it. */
-async function certificateFor(host: string) {
-  const now = Date.now();
-  const ca = await createCa("waf test CA", now, systemRandom);
-  const leaf = await createLeaf(ca, { commonName: host, dnsNames: [host] }, now, systemRandom);
-  return { ca, leaf };
-}
-
 async function ready(s: TestServer): Promise<number> {
   return (await s.api("/health/ready")).status;
 }
@@ -137,7 +128,7 @@ function tlsGet(port: number, servername: string, ca: string, path: string): Pro
 }
 
 Deno.test("both workers serve HTTPS on the one port, with the site's certificate by SNI", async () => {
-  const { ca, leaf } = await certificateFor("a.test");
+  const { ca, leaf } = await testCertificate("a.test");
   await using up = startUpstream();
   await using s = await startTestServer({
     config: { server: { data: { workers: 2, https_listen: "127.0.0.1:0" } } },
@@ -167,7 +158,7 @@ function spyWorkerMessages(): { readonly texts: string[] } & Disposable {
 }
 
 Deno.test("workers serving no HTTPS port get the sites' certificates but never their private keys", async () => {
-  const { leaf } = await certificateFor("a.test");
+  const { leaf } = await testCertificate("a.test");
   using spy = spyWorkerMessages();
   await using up = startUpstream();
   await using s = await startTestServer({ config: WORKERS });
