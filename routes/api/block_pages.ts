@@ -46,7 +46,21 @@ const TEMPLATES: Readonly<Record<string, { name: string; description: string }>>
   },
 };
 
-const htmlBody = z.strictObject({ html: z.string() });
+/**
+ * The page to upload or preview: `html`, or `custom_html` (the name specification 2.6 gives the
+ * key it is kept under); exactly one of them.
+ */
+const htmlBody = z.strictObject({ html: z.string().optional(), custom_html: z.string().optional() })
+  .superRefine((b, ctx) => {
+    if ((b.html === undefined) === (b.custom_html === undefined)) {
+      ctx.addIssue({
+        code: "custom",
+        path: [b.html === undefined ? "html" : "custom_html"],
+        message: 'expected the page in "html" (or "custom_html"), exactly one of them',
+      });
+    }
+  })
+  .transform((b) => ({ html: (b.html ?? b.custom_html)! }));
 /**
  * The whole `block_page` object of specification 2.6, each key optional: what GET answers can be
  * written back. `custom_html` is sanitised (4.5) before it is kept, as an upload is.

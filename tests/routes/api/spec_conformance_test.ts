@@ -51,3 +51,28 @@ Deno.test("PUT /api/block-pages/settings takes back what GET answers, and saniti
   ).all() as Array<{ detail: string }>;
   ok(!audit.some((r) => r.detail.includes("Stopped")), "the audit keeps a size, not the page");
 });
+
+Deno.test("POST /api/block-pages/upload and /preview take the page as html or as custom_html (2.6's key), exactly one", async () => {
+  await using s = await startTestServer();
+  await completeSetup(s);
+  const session = await login(s, ADMIN.username, ADMIN.password);
+  const upload = await callJson(s, "POST", "/api/block-pages/upload", {
+    session,
+    body: { custom_html: "<h1>Stop</h1><script>x()</script>" },
+  });
+  assertEquals(upload.status, 200, JSON.stringify(upload.body));
+  ok(!(upload.body.html as string).includes("script"));
+  const kept = await callJson(s, "GET", "/api/block-pages/settings", { session });
+  assertEquals(kept.body.custom_enabled, true);
+  ok((kept.body.custom_html as string).includes("<h1>Stop</h1>"));
+  const preview = await callJson(s, "POST", "/api/block-pages/preview?as=link", {
+    session,
+    body: { custom_html: "<p>Preview</p>" },
+  });
+  assertEquals(preview.status, 201);
+  for (const body of [{}, { html: "<p>a</p>", custom_html: "<p>b</p>" }]) {
+    const r = await callJson(s, "POST", "/api/block-pages/upload", { session, body });
+    assertEquals(r.status, 400, JSON.stringify(body));
+    assertEquals((r.body.error as { code: string }).code, "BAD_REQUEST");
+  }
+});
