@@ -12,7 +12,10 @@ import { systemClock } from "../mod/core/clock.ts";
 import type { LogFields, Logger, LogLevel } from "../mod/core/logger.ts";
 import { systemRandom } from "../mod/core/random.ts";
 import { createSecretBox, TOTP_KEY_FILE } from "../mod/core/secret_box.ts";
-import type { AccessRecord } from "../mod/data_plane/access_record.ts";
+import { type AccessRecord, toRow } from "../mod/data_plane/access_record.ts";
+import { rowLines } from "../db/access_log_lines.ts";
+import { isEventRecord } from "../mod/data_plane/record_events.ts";
+import { SiteCounterSet, takeCounts } from "../mod/data_plane/site_counters.ts";
 import { createPolicy } from "../mod/data_plane/policy.ts";
 import {
   applyDelta,
@@ -74,9 +77,11 @@ async function start(init: WorkerInit): Promise<void> {
   const replay = replaySnapshot(() => snapshot);
   const compiler = protectionCompiler(config);
   const apisec = openApiSecStore(replay.repo);
+  const counters = new SiteCounterSet();
   const policy = createPolicy({
     listSites: replay.listSites,
     clock,
+    counters,
     compileProtection: () => compiler.compile(replay.source),
     compileApiSec: apisec.compile,
     upstreamHealth: (site, upstream, event) =>
@@ -88,22 +93,34 @@ async function start(init: WorkerInit): Promise<void> {
       }),
   });
 
-  // Records go in batches (one message, one wake-up of the main thread, per FLUSH_MS at most);
-  // a read through the management API asks for them at once (`flush`), so a trace id just
-  // answered is found.
-  let batch: AccessRecord[] = [];
+  // Records go in batches (one message, one wake-up of the main thread, per FLUSH_MS at most),
+  // already serialised here as the access log's rows (one string: `db/access_log_lines.ts`),
+  // with what the requests added to the site counters (this thread counts them as the
+  // transaction's exit does anywhere) and, whole, only the records the main thread's events and
+  // realtime feed look at. A read through the management API asks for them at once (`flush`),
+  // so a trace id just answered is found.
+  let lines: string[] = [];
+  let events: AccessRecord[] = [];
   let timer: ReturnType<typeof setTimeout> | undefined;
   const flush = () => {
     if (timer !== undefined) clearTimeout(timer);
     timer = undefined;
-    if (batch.length === 0) return;
-    post({ t: "records", records: batch });
-    batch = [];
+    if (lines.length === 0) return;
+    post({
+      t: "records",
+      lines: lines.join(""),
+      count: lines.length,
+      events,
+      counts: takeCounts(counters),
+    });
+    lines = [];
+    events = [];
   };
   const accessLog = {
     push(record: AccessRecord): boolean {
-      batch.push(record);
-      if (batch.length >= BATCH) flush();
+      lines.push(rowLines(toRow(record)));
+      if (isEventRecord(record)) events.push(record);
+      if (lines.length >= BATCH) flush();
       else timer ??= setTimeout(flush, FLUSH_MS);
       return true;
     },

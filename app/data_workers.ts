@@ -25,7 +25,11 @@ import {
   type PolicySnapshot,
   type SnapshotDelta,
 } from "../mod/data_plane/policy_snapshot.ts";
-import type { SiteCounterSet } from "../mod/data_plane/site_counters.ts";
+import {
+  addCounts,
+  type CountsDelta,
+  type SiteCounterSet,
+} from "../mod/data_plane/site_counters.ts";
 import { withoutSiteKeys } from "../mod/data_plane/site_keys.ts";
 import {
   allocateSharedState,
@@ -86,7 +90,16 @@ type AlapArgs = [string, string, string, Inspection, AlapPolicyDoc];
 
 export type FromWorker =
   | { readonly t: "ack"; readonly version: number }
-  | { readonly t: "records"; readonly records: AccessRecord[] }
+  | {
+    readonly t: "records";
+    /** The batch's access-log rows as text (`db/access_log_lines.ts`). */
+    readonly lines: string;
+    readonly count: number;
+    /** The records the main thread's events and realtime feed see (`isEventRecord`). */
+    readonly events: AccessRecord[];
+    /** What the batch's requests added to the site counters. */
+    readonly counts: CountsDelta[];
+  }
   | { readonly t: "alap"; readonly args: AlapArgs }
   | { readonly t: "sample"; readonly sample: Sample }
   | {
@@ -181,15 +194,6 @@ function addConnections(
   into.acceptErrors += now.acceptErrors - (before?.acceptErrors ?? 0);
   for (const r of REFUSE_REASONS) into.refused[r] += now.refused[r] - (before?.refused[r] ?? 0);
   for (const r of CLOSE_REASONS) into.closed[r] += now.closed[r] - (before?.closed[r] ?? 0);
-}
-
-/** Counts a worker's finished request in the site's counters, as its transaction would have. */
-function countRecord(counters: SiteCounterSet, record: AccessRecord): void {
-  const c = record.site_id === null
-    ? counters.none
-    : counters.forSite(record.site_id, record.site ?? "");
-  c.count(record, record.latency_us.total, record.latency_us.upstream);
-  for (const e of record.chain) if (e.check === "engine") c.inspection.observe(e.us);
 }
 
 /**
@@ -301,11 +305,9 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
         started();
         return;
       case "records":
-        slot.requests += m.records.length;
-        for (const r of m.records) {
-          countRecord(w.counters, r);
-          dp.accessLog.push(r);
-        }
+        slot.requests += m.count;
+        addCounts(w.counters, m.counts);
+        dp.accessLog.pushLines(m.lines, m.count, m.events);
         return;
       case "alap":
         dp.protection.alap.observe(...m.args);

@@ -14,6 +14,7 @@
 /// <reference lib="deno.worker" />
 import { DatabaseSync } from "node:sqlite";
 import { type AccessLogRow, createAccessLogRepo } from "./access_log_repo.ts";
+import { parseRowLines } from "./access_log_lines.ts";
 import { transaction } from "./store.ts";
 
 /** Deferred rows that are written at once, without waiting for the timer. */
@@ -26,7 +27,8 @@ let db: DatabaseSync | undefined;
 
 type Message =
   | { kind: "open"; path: string }
-  | { kind: "write"; id: number; rows: AccessLogRow[]; defer?: boolean }
+  /** `rows`, or `lines` (`db/access_log_lines.ts`: data-plane workers' rows, parsed here). */
+  | { kind: "write"; id: number; rows?: AccessLogRow[]; lines?: string; defer?: boolean }
   | { kind: "prune"; id: number; before: number; keep: number }
   | { kind: "read"; id: number; afterId: number; limit: number }
   | { kind: "cursor"; id: number; name: string }
@@ -65,11 +67,15 @@ function writeWaiting(): void {
   self.postMessage({ kind: "batches", ids, results });
 }
 
+const rowsOf = (m: { rows?: AccessLogRow[]; lines?: string }) =>
+  m.rows ?? parseRowLines(m.lines ?? "");
+
 self.onmessage = (e: MessageEvent<Message>) => {
   const m = e.data;
   if (m.kind === "write" && m.defer && db !== undefined) {
-    waiting.push({ id: m.id, rows: m.rows });
-    waitingRows += m.rows.length;
+    const rows = rowsOf(m);
+    waiting.push({ id: m.id, rows });
+    waitingRows += rows.length;
     if (waitingRows >= DEFER_ROWS) writeWaiting();
     else timer ??= setTimeout(writeWaiting, DEFER_MS);
     return;
@@ -97,7 +103,7 @@ self.onmessage = (e: MessageEvent<Message>) => {
       ? repo!.cursor(m.name)
       : m.kind === "save-cursor"
       ? repo!.saveCursor(m.name, m.lastId, m.now)
-      : repo!.insertBatch(m.rows);
+      : repo!.insertBatch(rowsOf(m));
     self.postMessage({ kind: "written", id: m.id, written });
   } catch (err) {
     self.postMessage({ kind: "failed", id: m.id, error: String(err) });

@@ -4,6 +4,7 @@
  * its pauses stay off the data plane's event loop.
  */
 import type { AccessLogRepo, AccessLogRow, StoredAccessLogRow } from "./access_log_repo.ts";
+import { parseRowLines } from "./access_log_lines.ts";
 
 export interface AccessLogWriter {
   /**
@@ -12,6 +13,8 @@ export interface AccessLogWriter {
    * every batch before it too.
    */
   write(rows: AccessLogRow[], defer?: boolean): Promise<number>;
+  /** {@link write} for rows as text (`db/access_log_lines.ts`): what data-plane workers send. */
+  writeLines(lines: string, defer?: boolean): Promise<number>;
   /**
    * One slice of retention (rows older than `before`, then all but the newest `keep`); resolves
    * with the rows deleted, 0 when done. Batches written meanwhile go in between slices.
@@ -42,6 +45,7 @@ export function directWriter(repo: AccessLogRepo): AccessLogWriter & ShipSource 
         return Promise.reject(err);
       }
     },
+    writeLines: (lines) => attempt(() => repo.insertBatch(parseRowLines(lines))),
     prune: (before, keep) => {
       try {
         return Promise.resolve(repo.pruneSlice(before, keep));
@@ -109,6 +113,8 @@ export function createWorkerWriter(path: string): AccessLogWriter & ShipSource {
   };
   return {
     write: (rows, defer) => request({ kind: "write", rows, defer }),
+    // Parsed on the writer thread: the thread that posts copies one string.
+    writeLines: (lines, defer) => request({ kind: "write", lines, defer }),
     prune: (before, keep) => request({ kind: "prune", before, keep }),
     readAfter: (afterId, limit) => request({ kind: "read", afterId, limit }),
     cursor: (name) => request({ kind: "cursor", name }),

@@ -120,6 +120,8 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
   const writer = deps.writer ?? directWriter(repo);
   /** The last write in flight; writes are chained so they finish in order. */
   let writing: Promise<unknown> = Promise.resolve();
+  /** Rows handed to the writer as text (`pushLines`) and not answered yet. */
+  let inFlight = 0;
 
   function reportDrops(): void {
     if (dropped === reportedDropped) return;
@@ -152,6 +154,9 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
   function flush(partial = false, defer = false): Promise<number> {
     if (queue.length === 0) {
       offer([], !partial);
+      // Rows sent as text may wait on the writer thread to be committed with the next ones;
+      // an explicit flush has them written now.
+      if (inFlight > 0 && !defer) writing = Promise.all([writing, writer.writeLines("", false)]);
       return writing.then(() => 0);
     }
     const taken = queue;
@@ -177,7 +182,7 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
       reportDrops();
       return counts.reduce((a, b) => a + b, 0);
     });
-    writing = done;
+    writing = inFlight > 0 ? Promise.all([writing, done]) : done;
     return done;
   }
 
@@ -221,6 +226,36 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
       }
       return true;
     },
+    /**
+     * Rows a data-plane worker serialised (`db/access_log_lines.ts`), handed to the writer as
+     * they are, and the records among them that `observe` must see (blocked, challenged,
+     * upstream failures: the worker keeps the others). The rows count against `queueSize`
+     * until the writer answers; past it the batch is dropped and counted. The sinks are woken
+     * once the rows are stored (the PostgreSQL shipper reads them from the store).
+     */
+    pushLines(lines: string, count: number, observed: readonly AccessRecord[]): boolean {
+      if (deps.observe) { for (const r of observed) deps.observe(r); }
+      if (count === 0) return true;
+      if (queue.length + inFlight + count > options.queueSize) {
+        dropped += count;
+        return false;
+      }
+      inFlight += count;
+      const done = writer.writeLines(lines, true).then((n) => {
+        written += n;
+        for (const sink of sinks) sink.offer([]);
+        return n;
+      }, (err) => {
+        dropped += count;
+        logger.error("access log batch failed", { rows: count, error: err as Error });
+        return 0;
+      }).finally(() => {
+        inFlight -= count;
+        reportDrops();
+      });
+      writing = Promise.all([writing, done]);
+      return true;
+    },
     /** Writes everything queued now; resolves with the number of rows written. */
     flush: () => flush(),
     prune,
@@ -243,7 +278,13 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
       await writer.close();
     },
     stats(): AccessLogStats {
-      return { queued: queue.length, written, dropped, pruned, sinks: sinks.map((s) => s.stats()) };
+      return {
+        queued: queue.length + inFlight,
+        written,
+        dropped,
+        pruned,
+        sinks: sinks.map((s) => s.stats()),
+      };
     },
     /** Store queries, after writing what is queued so a fresh trace id is found at once. */
     async list(filter: AccessLogFilter) {

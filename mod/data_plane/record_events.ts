@@ -9,6 +9,17 @@ import type { AccessRecord } from "./access_record.ts";
 
 const UPSTREAM_FAILED = new Set(["timeout", "unreachable", "invalid"]);
 
+/**
+ * Whether a record is one the runtime log's events or the realtime feed look at (blocked,
+ * challenged, a failed upstream): a data-plane worker sends the main thread these records
+ * whole, and only the access-log row and its counters for the others.
+ */
+export function isEventRecord(r: AccessRecord): boolean {
+  if (r.action === "block" || r.action === "challenge") return true;
+  const last = r.chain[r.chain.length - 1];
+  return last?.check === "upstream" && UPSTREAM_FAILED.has(last.result);
+}
+
 export function recordEvents(events: EventLog): (record: AccessRecord) => void {
   return (r) => {
     if (r.action === "block") {

@@ -107,3 +107,63 @@ export class SiteCounterSet {
     yield this.none;
   }
 }
+
+/**
+ * What one site's counters gained since the last {@link takeCounts}: a data-plane worker counts
+ * in its own set (the transaction's exit, as on the main thread) and sends these with its
+ * access-log records, so the main thread adds a few arrays per site and batch instead of
+ * counting every record again. Block classes go by name: their numbers are per thread.
+ */
+export interface CountsDelta {
+  readonly id: string;
+  readonly name: string;
+  readonly requests: Float64Array;
+  readonly blocks: ReadonlyArray<readonly [string, number]>;
+  readonly latency: Float64Array;
+  readonly upstreamLatency: Float64Array;
+  readonly inspection: Float64Array;
+}
+
+/** Takes what every site counted since the last call, and zeroes it (a worker's side). */
+export function takeCounts(set: SiteCounterSet): CountsDelta[] {
+  const out: CountsDelta[] = [];
+  for (const c of set.all()) {
+    // Every counted request observes its latency; inspection alone comes from the engine.
+    if (c.latency.count === 0 && c.inspection.count === 0) continue;
+    const blocks: Array<readonly [string, number]> = [];
+    for (let i = 0; i < c.blocks.length; i++) {
+      if (c.blocks[i]! > 0) blocks.push([BLOCK_CLASSES[i]!, c.blocks[i]!]);
+    }
+    out.push({
+      id: c.id,
+      name: c.name,
+      requests: c.requests.slice(),
+      blocks,
+      latency: c.latency.values.slice(),
+      upstreamLatency: c.upstreamLatency.values.slice(),
+      inspection: c.inspection.values.slice(),
+    });
+    c.requests.fill(0);
+    c.blocks.fill(0);
+    c.latency.values.fill(0);
+    c.upstreamLatency.values.fill(0);
+    c.inspection.values.fill(0);
+  }
+  return out;
+}
+
+function addInto(into: Float64Array, from: Float64Array): void {
+  for (let i = 0; i < into.length && i < from.length; i++) into[i]! += from[i]!;
+}
+
+/** Adds a worker's {@link takeCounts} to the process's counters (the main thread's side). */
+export function addCounts(set: SiteCounterSet, deltas: readonly CountsDelta[]): void {
+  for (const d of deltas) {
+    const c = d.id === "" ? set.none : set.forSite(d.id, d.name);
+    addInto(c.requests, d.requests);
+    for (const [name, n] of d.blocks) c.blocks[blockClassId(name)]! += n;
+    addInto(c.latency.values, d.latency);
+    addInto(c.upstreamLatency.values, d.upstreamLatency);
+    addInto(c.inspection.values, d.inspection);
+  }
+}

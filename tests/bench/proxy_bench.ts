@@ -64,6 +64,7 @@ const accessLog = createAccessLog(
     repo: createAccessLogRepo(db),
     writer: {
       write: (rows) => Promise.resolve(rows.length),
+      writeLines: () => Promise.resolve(0),
       prune: () => Promise.resolve(0),
       close: () => Promise.resolve(),
     },

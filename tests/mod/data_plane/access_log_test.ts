@@ -3,6 +3,7 @@ import { record } from "../../_helpers/records.ts";
 import { testStore } from "../../_helpers/store.ts";
 import { type AccessLogRow, createAccessLogRepo } from "../../../db/access_log_repo.ts";
 import { createWorkerWriter } from "../../../db/access_log_writer.ts";
+import { parseRowLines, rowLines } from "../../../db/access_log_lines.ts";
 import { type AccessLogSink, createAccessLog } from "../../../mod/data_plane/access_log.ts";
 import { Chain, safeEvidence, safeQuery, toRow } from "../../../mod/data_plane/access_record.ts";
 import { FakeClock } from "../../../mod/core/clock.ts";
@@ -217,4 +218,64 @@ Deno.test("the writer thread holds the timer's batches briefly; a lookup still f
   } finally {
     await log.stop();
   }
+});
+
+Deno.test("rows a worker sent as text are stored as push stores them; observe sees only the records passed along", async () => {
+  await using store = await testStore();
+  const repo = createAccessLogRepo(store.db);
+  const seen: string[] = [];
+  const shipped: number[] = [];
+  const log = createAccessLog({
+    queueSize: 10,
+    batchSize: 500,
+    retentionDays: 2,
+    maxRecords: 100_000,
+  }, {
+    repo,
+    clock: new FakeClock(Date.UTC(2026, 0, 10)),
+    logger: createMemoryLogger(),
+    writer: createWorkerWriter(`${store.dir}/waf.db`),
+    sinks: [{
+      offer: (rows) => shipped.push(rows.length),
+      stats: () => ({}),
+      close: () => Promise.resolve(),
+    }],
+    observe: (r) => seen.push(r.trace_id),
+  });
+  log.start();
+  try {
+    const tricky = record({
+      path: '/a\nb"c',
+      host: "h\u2028.test",
+      query: "token=secret&x=1",
+      action: "block",
+    });
+    const plain = record();
+    const batch = [tricky, plain];
+    ok(log.pushLines(batch.map((r) => rowLines(toRow(r))).join(""), 2, [tricky]));
+    assertEquals(seen, [tricky.trace_id]);
+    // A lookup right after finds the row (the writer thread's wait is cut short).
+    const got = await log.get(tricky.trace_id);
+    assertEquals({ ...got }, { ...toRow(tricky), id: got!.id });
+    assertEquals((await log.get(plain.trace_id))?.record, toRow(plain).record);
+    assertEquals(log.stats().written, 2);
+    assertEquals(log.stats().queued, 0);
+    ok(shipped.length > 0, "the sinks are woken once the rows are stored");
+    // Past the queue's size a batch is dropped whole and counted.
+    const many = Array.from({ length: 11 }, () => rowLines(toRow(record()))).join("");
+    assertEquals(log.pushLines(many, 11, []), false);
+    assertEquals(log.stats().dropped, 11);
+  } finally {
+    await log.stop();
+  }
+  assertEquals(repo.count(), 2);
+});
+
+Deno.test("row lines: a batch parses back into the rows it was made of", () => {
+  const rows = [
+    toRow(record({ path: "/x\ny", user_agent: "a\r\nb" })),
+    toRow(record({ site_id: null, site: null })),
+  ];
+  assertEquals(parseRowLines(rows.map(rowLines).join("")), rows);
+  assertEquals(parseRowLines(""), []);
 });

@@ -1,0 +1,52 @@
+/**
+ * Access-log rows as text, the way data-plane workers hand them over: two lines per row, the
+ * indexed columns as a JSON array, then the record's JSON as the store keeps it. A batch is one
+ * string, which `postMessage` copies as a block of bytes (the worker to the main thread, the main
+ * thread to the writer thread), where an array of row objects is cloned field by field and the
+ * records themselves would be cloned object by object (docs/data-plane.md, "Workers"). Neither
+ * line can hold a raw line break: `JSON.stringify` escapes them.
+ */
+import type { AccessLogRow } from "./access_log_repo.ts";
+
+/** A row's two lines. */
+export function rowLines(r: AccessLogRow): string {
+  return JSON.stringify([
+    r.trace_id,
+    r.time,
+    r.site_id,
+    r.client_ip,
+    r.method,
+    r.host,
+    r.path,
+    r.status,
+    r.action,
+    r.attack_class,
+  ]) + "\n" + r.record + "\n";
+}
+
+/** The rows of a batch of {@link rowLines}. */
+export function parseRowLines(text: string): AccessLogRow[] {
+  const rows: AccessLogRow[] = [];
+  let at = 0;
+  while (at < text.length) {
+    const a = text.indexOf("\n", at);
+    const b = text.indexOf("\n", a + 1);
+    if (a < 0 || b < 0) break;
+    const c = JSON.parse(text.slice(at, a));
+    rows.push({
+      trace_id: c[0],
+      time: c[1],
+      site_id: c[2],
+      client_ip: c[3],
+      method: c[4],
+      host: c[5],
+      path: c[6],
+      status: c[7],
+      action: c[8],
+      attack_class: c[9],
+      record: text.slice(a + 1, b),
+    });
+    at = b + 1;
+  }
+  return rows;
+}
