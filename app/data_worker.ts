@@ -37,11 +37,16 @@ import { createEdgeResponder } from "../routes/proxy/edge_response.ts";
 import { startTlsFront, type TlsFront } from "../routes/proxy/tls_front.ts";
 import { openApiSecStore } from "./apisec.ts";
 import { protectionCompiler } from "./protection.ts";
-import type { FromWorker, ToWorker, WorkerInit } from "./data_workers.ts";
+import type { AlapArgs, FromWorker, ToWorker, WorkerInit } from "./data_workers.ts";
+import type { Sample } from "../mod/apisec/inventory.ts";
 
-/** Records are sent in batches: at most this many, or after {@link FLUSH_MS}. */
+/**
+ * Records are sent in batches: at most this many, or {@link FLUSH_MS} after the first. Each
+ * batch wakes the main thread once (and the writer thread once): at 20 ms the wake-ups cost the
+ * main thread about as much as the records themselves; reads through the API flush at once.
+ */
 const BATCH = 256;
-const FLUSH_MS = 20;
+const FLUSH_MS = 50;
 const STATS_MS = 1000;
 
 function post(message: FromWorker): void {
@@ -97,31 +102,39 @@ async function start(init: WorkerInit): Promise<void> {
   // already serialised here as the access log's rows (one string: `db/access_log_lines.ts`),
   // with what the requests added to the site counters (this thread counts them as the
   // transaction's exit does anywhere) and, whole, only the records the main thread's events and
-  // realtime feed look at. A read through the management API asks for them at once (`flush`),
-  // so a trace id just answered is found.
+  // realtime feed look at; ALAP observations and API-discovery samples ride along. A read
+  // through the management API asks for them at once (`flush`), so a trace id just answered is
+  // found.
   let lines: string[] = [];
   let events: AccessRecord[] = [];
+  let alap: AlapArgs[] = [];
+  let samples: Sample[] = [];
   let timer: ReturnType<typeof setTimeout> | undefined;
   const flush = () => {
     if (timer !== undefined) clearTimeout(timer);
     timer = undefined;
-    if (lines.length === 0) return;
+    if (lines.length === 0 && alap.length === 0 && samples.length === 0) return;
     post({
       t: "records",
       lines: lines.join(""),
       count: lines.length,
       events,
-      counts: takeCounts(counters),
+      counts: lines.length === 0 ? [] : takeCounts(counters),
+      alap,
+      samples,
     });
     lines = [];
     events = [];
+    alap = [];
+    samples = [];
   };
+  const later = () => timer ??= setTimeout(flush, FLUSH_MS);
   const accessLog = {
     push(record: AccessRecord): boolean {
       lines.push(rowLines(toRow(record)));
       if (isEventRecord(record)) events.push(record);
       if (lines.length >= BATCH) flush();
-      else timer ??= setTimeout(flush, FLUSH_MS);
+      else later();
       return true;
     },
   };
@@ -150,15 +163,22 @@ async function start(init: WorkerInit): Promise<void> {
       edge: createEdgeResponder({ cache, clock }),
       goodBots: createGoodBotVerifier({ resolver: denoResolver, clock }),
       alap: {
-        observe: (siteId, clientIp, traceId, inspection, alapPolicy) =>
-          post({ t: "alap", args: [siteId, clientIp, traceId, inspection, alapPolicy] }),
+        observe: (siteId, clientIp, traceId, inspection, alapPolicy) => {
+          alap.push([siteId, clientIp, traceId, inspection, alapPolicy]);
+          later();
+        },
       },
     },
     apisec: createApiSecRuntime({
       clock,
       logger,
       openSecret: (sealed) => box.open(sealed, SECRET_OWNER),
-      inventory: { sample: (s) => post({ t: "sample", sample: s }) },
+      inventory: {
+        sample: (s) => {
+          samples.push(s);
+          later();
+        },
+      },
       limiter: shared.limiter,
       timeOffsetMs: shared.offsetMs,
       // Each worker samples its share of `sample_limit`: the process stays within the limit.

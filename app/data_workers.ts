@@ -86,7 +86,7 @@ export type ToWorker =
   };
 
 type CacheStats = ReturnType<EdgeCache["stats"]>;
-type AlapArgs = [string, string, string, Inspection, AlapPolicyDoc];
+export type AlapArgs = [string, string, string, Inspection, AlapPolicyDoc];
 
 export type FromWorker =
   | { readonly t: "ack"; readonly version: number }
@@ -99,9 +99,10 @@ export type FromWorker =
     readonly events: AccessRecord[];
     /** What the batch's requests added to the site counters. */
     readonly counts: CountsDelta[];
+    /** ALAP observations (requests with findings) and API-discovery samples, in order. */
+    readonly alap: AlapArgs[];
+    readonly samples: Sample[];
   }
-  | { readonly t: "alap"; readonly args: AlapArgs }
-  | { readonly t: "sample"; readonly sample: Sample }
   | {
     readonly t: "upstream";
     readonly site: { readonly id: string; readonly name: string };
@@ -308,12 +309,8 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
         slot.requests += m.count;
         addCounts(w.counters, m.counts);
         dp.accessLog.pushLines(m.lines, m.count, m.events);
-        return;
-      case "alap":
-        dp.protection.alap.observe(...m.args);
-        return;
-      case "sample":
-        dp.apisec.inventory.sample(m.sample);
+        for (const args of m.alap) dp.protection.alap.observe(...args);
+        for (const sample of m.samples) dp.apisec.inventory.sample(sample);
         return;
       case "upstream": {
         // Mirrored into the main thread's pool, which `waf_upstream_up` reads.

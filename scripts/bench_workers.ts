@@ -3,16 +3,19 @@
  * machine too small to show the throughput itself (docs/data-plane.md, "Workers"):
  *
  * 1. `policy`: the cost of getting a policy of 100,000 IP entries and 1,000 custom rules into a
- *    worker: compiling it (what each worker does with the snapshot), cloning the snapshot (what
- *    `postMessage` does), the round trip to a real worker (send, compile, acknowledge), and
- *    whether the compiled policy itself could be sent instead (it cannot: closures and RE2).
+ *    worker: compiling it, cloning its rows (what `postMessage` did with the snapshot), whether
+ *    the compiled policy itself could be sent (it cannot: closures and RE2), the IP list alone
+ *    compiled from rows against its compiled tables copied and wrapped (what a worker does now),
+ *    the lookup on both; then `e2e`: a real server with 2 workers and 100,000 entries, an entry
+ *    added or removed through the API, the time to the answer and from the answer until every
+ *    worker enforces the change.
  * 2. `cpu`: the WAF as a child process (`deno run main.ts serve`, the shipped V8 flags) with
  *    workers 1, then 2, under the same wrk load: CPU time of the whole process per request (from
  *    `/proc/<pid>/stat`, all threads), the rate, and how the requests spread over the workers
  *    (`waf_data_worker_requests_total` from the metrics).
  *
  * ```sh
- * deno run -A scripts/bench_workers.ts [policy|cpu|all] [--duration 10] [--connections 16]
+ * deno run -A scripts/bench_workers.ts [policy|e2e|cpu|all] [--duration 10] [--connections 16]
  *                                      [--threads 1] [--workers 1,2] [--rounds 3] [--runs 5]
  *                                      [--paced-ms 8]
  *
@@ -27,6 +30,8 @@ import { BENIGN, measured, startNginxUpstream, startWaf, wrkScript } from "./ben
 import type { PolicyObjectRow } from "../db/policy_objects_repo.ts";
 import { deltaOf, type PolicySnapshot } from "../mod/data_plane/policy_snapshot.ts";
 import { createProtectionCompiler, KIND } from "../mod/protection/protection_compile.ts";
+import type { IpList } from "../engine/ip_set.ts";
+import { parseIp } from "../engine/ip_address.ts";
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
@@ -85,23 +90,23 @@ function sourceOf(s: PolicySnapshot) {
   };
 }
 
-const WORKER = `
-import { createProtectionCompiler } from "${
-  new URL("../mod/protection/protection_compile.ts", import.meta.url).href
-}";
-const compile = createProtectionCompiler();
-self.onmessage = (e) => {
-  const s = e.data;
-  const t0 = performance.now();
-  compile({ rows: (k) => s.rows[k] ?? [], singleton: (k) => s.singletons[k] });
-  self.postMessage({ version: s.version, compileMs: performance.now() - t0 });
-};
-`;
+/** The IP list of a snapshot's rows, compiled as the protection compiler does. */
+function compileIpList(s: PolicySnapshot) {
+  return createProtectionCompiler()({
+    rows: (kind) => kind === KIND.ip ? (s.rows[kind] ?? []) as PolicyObjectRow[] : [],
+    singleton: () => undefined,
+  }).ipList;
+}
 
 async function policyBench(runs: number): Promise<void> {
+  // Imported here, so `e2e` alone also runs on a tree from before the compiled IP list (A/B).
+  const { ipListOf } = await import("../engine/ip_set.ts");
   const snapshot = bigSnapshot();
   const compileMs: number[] = [];
   const cloneMs: number[] = [];
+  const ipCompileMs: number[] = [];
+  const tablesMs: number[] = [];
+  let tablesBytes = 0;
   for (let i = 0; i < runs; i++) {
     const t0 = performance.now();
     createProtectionCompiler()(sourceOf(snapshot));
@@ -109,6 +114,18 @@ async function policyBench(runs: number): Promise<void> {
     const t1 = performance.now();
     structuredClone(snapshot);
     cloneMs.push(performance.now() - t1);
+    const t2 = performance.now();
+    const list = compileIpList(snapshot);
+    ipCompileMs.push(performance.now() - t2);
+    // What a worker pays now for a changed list: the tables' copy, and wrapping them.
+    const t3 = performance.now();
+    ipListOf(structuredClone(list.tables));
+    tablesMs.push(performance.now() - t3);
+    const t = list.tables;
+    tablesBytes = [t.allow, t.expires, t.ids.offsets, t.cidrs.offsets, t.sites.refs]
+      .concat(t.prefixes.refs, t.set.payloads)
+      .concat([...t.set.v4, ...t.set.v6].flatMap((l) => [l.networks, l.starts]))
+      .reduce((n, v) => n + v.byteLength, t.ids.text.length + t.cidrs.text.length);
   }
   // A change elsewhere (a site): the same 100,000 rows read again are left out of the message.
   const deltaMs: number[] = [];
@@ -124,22 +141,16 @@ async function policyBench(runs: number): Promise<void> {
   } catch (err) {
     transferable = `no (${(err as Error).name})`;
   }
-  const file = await Deno.makeTempFile({ suffix: ".ts" });
-  await Deno.writeTextFile(file, WORKER);
-  const worker = new Worker(new URL(`file://${file}`), { type: "module" });
-  const roundMs: number[] = [];
-  const inWorkerMs: number[] = [];
-  for (let i = 0; i < runs; i++) {
+  // The lookup on the list as compiled here and as a worker wraps the copied tables.
+  const list = compileIpList(snapshot);
+  const copied = ipListOf(structuredClone(list.tables));
+  const probes = Array.from({ length: 1000 }, (_, i) => parseIp(`10.0.${i & 255}.${i % 7}`)!);
+  const lookupNs = (l: IpList) => {
     const t0 = performance.now();
-    const answer = await new Promise<{ compileMs: number }>((resolve) => {
-      worker.onmessage = (e) => resolve(e.data);
-      worker.postMessage(bigSnapshot(i + 2));
-    });
-    roundMs.push(performance.now() - t0);
-    inWorkerMs.push(answer.compileMs);
-  }
-  worker.terminate();
-  await Deno.remove(file);
+    for (let k = 0; k < 200; k++) for (const ip of probes) l.match(ip, "site", "/", 0);
+    return ((performance.now() - t0) * 1e6) / (200 * probes.length);
+  };
+  lookupNs(list);
   const bytes = JSON.stringify(snapshot).length;
   console.log(
     `policy: 100,000 IP entries + 1,000 custom rules (snapshot ${
@@ -147,13 +158,72 @@ async function policyBench(runs: number): Promise<void> {
     } MB as JSON), median of ${runs}`,
   );
   console.log(`  compile on the main thread          ${median(compileMs).toFixed(0)} ms`);
-  console.log(`  structured clone of the snapshot    ${median(cloneMs).toFixed(0)} ms`);
+  console.log(`  structured clone of the rows        ${median(cloneMs).toFixed(0)} ms`);
   console.log(`  compiled policy cloneable            ${transferable}`);
   console.log(`  unrelated change: delta + clone      ${median(deltaMs).toFixed(1)} ms`);
+  console.log(`  IP list alone: compile from rows     ${median(ipCompileMs).toFixed(0)} ms`);
   console.log(
-    `  worker round trip (send+compile+ack) ${median(roundMs).toFixed(0)} ms (compile in worker ${
-      median(inWorkerMs).toFixed(0)
-    } ms, fresh compiler)`,
+    `  IP list tables: clone + wrap         ${median(tablesMs).toFixed(1)} ms (${
+      (tablesBytes / 1e6).toFixed(1)
+    } MB of typed arrays and text)`,
+  );
+  console.log(
+    `  IP list match(), 100k entries        ${lookupNs(list).toFixed(0)} ns compiled here, ${
+      lookupNs(copied).toFixed(0)
+    } ns on copied tables`,
+  );
+}
+
+/**
+ * End to end on a real server with 2 workers and 100,000 IP entries: an IP-list entry added or
+ * removed through the API; how long the write takes to be answered (the main thread compiles
+ * the list before answering) and then until every worker acknowledges the version (enforcing).
+ */
+async function policyEndToEnd(runs: number): Promise<void> {
+  const { startTestServer } = await import("../tests/_helpers/server.ts");
+  const { apiFor, seedIpEntries } = await import("../tests/_helpers/protection.ts");
+  await using s = await startTestServer({ config: { server: { data: { workers: 2 } } } });
+  const workers = s.dataWorkers!;
+  const t0 = performance.now();
+  seedIpEntries(s, 100_000);
+  while (!workers.current()) await new Promise((r) => setTimeout(r, 1));
+  const seeded = performance.now() - t0;
+  const api = apiFor(s);
+  const ackMs: number[] = [];
+  const enforceMs: number[] = [];
+  const rssMb = () => Deno.memoryUsage().rss / 1e6;
+  for (let i = 0; i < runs; i++) {
+    for (const method of ["POST", "DELETE"]) {
+      const start = performance.now();
+      const r = method === "POST"
+        ? await api("POST", "/api/protection/ip-lists", {
+          action: "block",
+          cidr: `198.51.100.${i}/32`,
+          site_id: null,
+        })
+        : await api("DELETE", `/api/protection/ip-lists/seed-ip-${i}`);
+      await r.body?.cancel();
+      if (r.status >= 300) throw new Error(`${method} answered ${r.status}`);
+      const acked = performance.now();
+      while (!workers.current()) await new Promise((r) => setTimeout(r, 1));
+      ackMs.push(acked - start);
+      enforceMs.push(performance.now() - acked);
+    }
+  }
+  console.log(
+    `end to end, 2 workers, 100,000 IP entries (${runs * 2} changes, median; seeding ${
+      seeded.toFixed(0)
+    } ms; RSS ${rssMb().toFixed(0)} MB)`,
+  );
+  console.log(
+    `  write answered (main thread compiles) ${median(ackMs).toFixed(0)} ms (max ${
+      Math.max(...ackMs).toFixed(0)
+    })`,
+  );
+  console.log(
+    `  answered -> every worker enforcing    ${median(enforceMs).toFixed(0)} ms (max ${
+      Math.max(...enforceMs).toFixed(0)
+    })`,
   );
 }
 
@@ -309,6 +379,9 @@ export async function main(args: string[]): Promise<number> {
     }, cores: ${navigator.hardwareConcurrency}`,
   );
   if (what === "policy" || what === "all") await policyBench(Number(values.runs));
+  if (what === "policy" || what === "e2e" || what === "all") {
+    await policyEndToEnd(Number(values.runs));
+  }
   if (what === "cpu" || what === "all") {
     await cpuBench(values.workers.split(",").map(Number), {
       duration: Number(values.duration),

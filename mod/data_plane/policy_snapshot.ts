@@ -7,7 +7,8 @@
  * the snapshot's structured clone costs less than the compile (numbers in docs/data-plane.md).
  */
 import type { PolicyObjectRow } from "../../db/policy_objects_repo.ts";
-import type { ProtectionSource } from "../protection/protection_compile.ts";
+import { KIND, type ProtectionSource } from "../protection/protection_compile.ts";
+import type { IpListTables } from "../../engine/ip_set.ts";
 import type { StoredSiteRow } from "./site_schema.ts";
 
 export interface PolicySnapshot {
@@ -20,6 +21,11 @@ export interface PolicySnapshot {
   readonly singletons: Readonly<Record<string, string | undefined>>;
   /** Single documents read by kind and id (API security's settings). */
   readonly objects: Readonly<Record<string, PolicyObjectRow | undefined>>;
+  /**
+   * The IP list as the main thread compiled it (typed arrays: a copy of bytes to send, nothing
+   * to parse or sort in the worker); its rows are not in `rows`.
+   */
+  readonly ipList?: IpListTables;
 }
 
 const objectKey = (kind: string, id: string) => `${kind}\u0000${id}`;
@@ -44,7 +50,8 @@ export function createSnapshotTap() {
       return {
         rows(kind) {
           const r = src.rows(kind);
-          rows[kind] = r;
+          // The IP list goes compiled (`snapshot`'s `ipList`): 100,000 rows are not kept here.
+          if (kind !== KIND.ip) rows[kind] = r;
           return r;
         },
         singleton(kind) {
@@ -66,8 +73,9 @@ export function createSnapshotTap() {
         },
       };
     },
-    snapshot(version: number): PolicySnapshot {
-      return { version, sites, rows, singletons, objects };
+    /** The last build's reads, with the IP list it compiled. */
+    snapshot(version: number, ipList?: IpListTables): PolicySnapshot {
+      return { version, sites, rows, singletons, objects, ...(ipList && { ipList }) };
     },
   };
 }
@@ -81,6 +89,7 @@ export function replaySnapshot(current: () => PolicySnapshot) {
     source: {
       rows: (kind: string) => (current().rows[kind] ?? []) as PolicyObjectRow[],
       singleton: (kind: string) => current().singletons[kind],
+      ipList: () => current().ipList,
     } satisfies ProtectionSource,
     repo: {
       get: (kind: string, id: string) => current().objects[objectKey(kind, id)],
@@ -88,7 +97,10 @@ export function replaySnapshot(current: () => PolicySnapshot) {
   };
 }
 
-/** A snapshot as sent after another: the kinds in `kept` have the rows the previous one had. */
+/**
+ * A snapshot as sent after another: the kinds in `kept` have the rows the previous one had
+ * (`KIND.ip` in `kept`: the same compiled IP list).
+ */
 export interface SnapshotDelta extends PolicySnapshot {
   readonly kept: readonly string[];
 }
@@ -115,23 +127,35 @@ export function deltaOf(previous: PolicySnapshot | undefined, next: PolicySnapsh
   if (previous === undefined) return { ...next, kept: [] };
   const rows: Record<string, readonly PolicyObjectRow[]> = {};
   const kept: string[] = [];
+  // The compiler keeps its compiled IP list while the entries are unchanged: the same object.
+  let ipList = next.ipList;
+  if (ipList !== undefined && ipList === previous.ipList) {
+    kept.push(KIND.ip);
+    ipList = undefined;
+  }
   for (const [kind, list] of Object.entries(next.rows)) {
     const before = previous.rows[kind];
     if (before !== undefined && sameRows(before, list)) kept.push(kind);
     else rows[kind] = list;
   }
-  return { ...next, rows, kept };
+  const { ipList: _, ...rest } = next;
+  return { ...rest, rows, kept, ...(ipList && { ipList }) };
 }
 
 /** The full snapshot a delta stands for, given the one before it. */
 export function applyDelta(previous: PolicySnapshot, delta: SnapshotDelta): PolicySnapshot {
   const rows: Record<string, readonly PolicyObjectRow[]> = { ...delta.rows };
-  for (const kind of delta.kept) rows[kind] = previous.rows[kind] ?? [];
+  let ipList = delta.ipList;
+  for (const kind of delta.kept) {
+    if (kind === KIND.ip) ipList = previous.ipList;
+    else rows[kind] = previous.rows[kind] ?? [];
+  }
   return {
     version: delta.version,
     sites: delta.sites,
     rows,
     singletons: delta.singletons,
     objects: delta.objects,
+    ...(ipList && { ipList }),
   };
 }

@@ -24,6 +24,8 @@ import {
   buildIpSet,
   type IpList,
   type IpListEntry,
+  ipListOf,
+  type IpListTables,
   type IpSet,
 } from "../../engine/ip_set.ts";
 import {
@@ -108,6 +110,11 @@ export interface CompiledProtection {
 export interface ProtectionSource {
   rows(kind: string): PolicyObjectRow[];
   singleton(kind: string): string | undefined;
+  /**
+   * The IP list compiled already (by the main thread, for a data-plane worker): used as it is
+   * instead of compiling `rows(KIND.ip)`.
+   */
+  ipList?(): IpListTables | undefined;
 }
 
 function docs<T>(source: ProtectionSource, kind: string): Array<T & { id: string }> {
@@ -220,6 +227,13 @@ export function createProtectionCompiler(geo?: GeoLookup) {
   let source: ProtectionSource;
   const threat = cached(() => buildIpSet(threatEntries(source)));
   const ipList = cached(() => buildIpList(ipEntries(source)));
+  let received: { tables: IpListTables; list: IpList } | undefined;
+  const ipListOfSource = (src: ProtectionSource): IpList => {
+    const tables = src.ipList?.();
+    if (tables === undefined) return ipList(keyOf(src, KIND.ip));
+    if (received?.tables !== tables) received = { tables, list: ipListOf(tables) };
+    return received.list;
+  };
   const acl = cached(() =>
     compileAcl(
       docs<AclRuleDoc>(source, KIND.acl).map((d): AclRule => ({
@@ -266,7 +280,7 @@ export function createProtectionCompiler(geo?: GeoLookup) {
     rules.custom.retain();
     let released = false;
     return {
-      ipList: ipList(keyOf(src, KIND.ip)),
+      ipList: ipListOfSource(src),
       acl: rules.acl,
       threat: threat(keyOf(src, KIND.feed, KIND.indicators)),
       bot,

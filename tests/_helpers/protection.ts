@@ -11,6 +11,10 @@ import { AppError } from "../../mod/core/errors.ts";
 import type { Guard } from "../../routes/api/route.ts";
 import { createMemoryLogger } from "../../mod/core/logger.ts";
 import { systemRandom } from "../../mod/core/random.ts";
+import { createPolicyObjectsRepo } from "../../db/policy_objects_repo.ts";
+import { type Db, transaction } from "../../db/store.ts";
+import type { Policy } from "../../mod/data_plane/policy.ts";
+import { KIND } from "../../mod/protection/protection_compile.ts";
 
 /** Grants exactly the permissions in `x-test-permissions` (space separated; `*` and `family:*`). */
 export const testGuard: Guard = (c, access) => {
@@ -104,4 +108,40 @@ export async function hit(
 /** The chain without timings, as `check:result[:rule]` strings. */
 export function steps(h: Hit): string[] {
   return h.chain.map((c) => [c.check, c.result, c.rule].filter((x) => x !== undefined).join(":"));
+}
+
+/**
+ * Stores `n` global IP-list entries in one transaction (10.x.y.z/32, every tenth an allow
+ * entry) and rebuilds the policy once: a large list without `n` API calls and `n` rebuilds.
+ * Entry `i`'s address is {@link seededIp}(i).
+ */
+export function seedIpEntries(s: { db: Db; dataPlane: { policy: Policy } }, n: number): void {
+  const repo = createPolicyObjectsRepo(s.db);
+  const now = Date.now();
+  transaction(s.db, () => {
+    for (let i = 0; i < n; i++) {
+      repo.insert({
+        id: `seed-ip-${i}`,
+        kind: KIND.ip,
+        site_id: null,
+        position: i + 1,
+        config: JSON.stringify({
+          action: i % 10 === 9 ? "allow" : "block",
+          cidr: `${seededIp(i)}/32`,
+          site_id: null,
+          path_prefix: null,
+          expires_at: null,
+          note: "",
+        }),
+        created_at: now,
+        updated_at: now,
+      });
+    }
+  });
+  s.dataPlane.policy.rebuild();
+}
+
+/** The address of seeded entry `i` (see {@link seedIpEntries}). */
+export function seededIp(i: number): string {
+  return `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
 }

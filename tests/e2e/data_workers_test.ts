@@ -7,7 +7,7 @@ import tls from "node:tls";
 import { assertEquals, assertMatch, ok } from "../_helpers/assert.ts";
 import { testCertificate } from "../_helpers/certificates.ts";
 import { solves } from "../../engine/bot.ts";
-import { addSite, apiFor } from "../_helpers/protection.ts";
+import { addSite, apiFor, seededIp, seedIpEntries } from "../_helpers/protection.ts";
 import { startTestServer, type TestServer } from "../_helpers/server.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
 import { siteInput, SYSTEM } from "../_helpers/sites.ts";
@@ -112,6 +112,43 @@ Deno.test("two workers serve the data port, and a site change is enforced by bot
     assertEquals((await send(s, "/hello")).status, 404);
   }, 2);
   await (await s.api("/health/ready")).body?.cancel();
+});
+
+Deno.test("with 100,000 IP entries, a change to the list through the API is enforced by both workers", async () => {
+  await using up = startUpstream();
+  await using s = await startTestServer({ config: WORKERS });
+  addSite(s, up.url);
+  seedIpEntries(s, 100_000);
+  await until(() => s.dataWorkers!.current(), "both workers on the seeded list", 60_000);
+  const status = async (ip: string) => (await send(s, "/hello", { ip })).status;
+  // The list arrived compiled: a listed address is refused and an allowed one served by both.
+  await untilBothServe(s, async () => {
+    assertEquals(await status(seededIp(4321)), 403);
+    assertEquals(await status(seededIp(4329)), 200);
+    assertEquals(await status("203.0.113.7"), 200);
+  });
+
+  // A new entry through the API: both workers refuse its address once the write is answered
+  // and they acknowledge the version.
+  const api = apiFor(s);
+  const added = await api("POST", "/api/protection/ip-lists", {
+    action: "block",
+    cidr: "203.0.113.0/24",
+    site_id: null,
+  });
+  assertEquals(added.status, 201);
+  await until(() => s.dataWorkers!.current(), "both workers on the changed list", 60_000);
+  await untilBothServe(s, async () => {
+    assertEquals(await status("203.0.113.7"), 403);
+  }, 2);
+  // A removed entry: its address is served again by both.
+  const removed = await api("DELETE", "/api/protection/ip-lists/seed-ip-4321");
+  assertEquals(removed.status, 204);
+  await until(() => s.dataWorkers!.current(), "both workers after the removal", 60_000);
+  await untilBothServe(s, async () => {
+    assertEquals(await status(seededIp(4321)), 200);
+    assertEquals(await status(seededIp(4322)), 403);
+  }, 2);
 });
 
 /** One HTTP/1.1 request over TLS with SNI `servername`; the reply's text. */

@@ -1,6 +1,12 @@
 import { assertEquals, ok } from "../_helpers/assert.ts";
 import { formatCidr, parseCidr, parseIp } from "../../engine/ip_address.ts";
-import { buildIpList, buildIpSet, type IpListEntry, ipSetFrom } from "../../engine/ip_set.ts";
+import {
+  buildIpList,
+  buildIpSet,
+  type IpListEntry,
+  ipListOf,
+  ipSetFrom,
+} from "../../engine/ip_set.ts";
 
 Deno.test("parseIp() reads IPv4, IPv6 with ::, embedded IPv4 and zone ids", () => {
   assertEquals(parseIp("10.0.0.1"), { version: 4, words: [0x0a000001] });
@@ -135,4 +141,49 @@ Deno.test("IpList.match() rebuilds the deciding entry exactly as it was given", 
   assertEquals(set.match(parseIp("2001:db8::7")!, "shop", "/api/x", 10), given);
   assertEquals(set.match(parseIp("2001:db8::7")!, "blog", "/api/x", 10), undefined);
   assertEquals(set.size, 2);
+});
+
+Deno.test("IPv6 networks of every prefix length are found, most specific first, duplicates kept", () => {
+  const set = ipSetFrom([
+    ["2001:db8::/32", "32"],
+    ["2001:db8:0:1::/64", "64"],
+    ["2001:db8:0:1::/64", "64b"],
+    ["2001:db8:0:1:8000::/65", "65"],
+    ["2001:db8:0:1:8000::1", "128"],
+    ["::/0", "all"],
+    ["2001:db8:ffff:ffff::/63", "63"],
+  ]);
+  assertEquals(set.lookupText("2001:db8:0:1:8000::1"), ["128", "65", "64", "64b", "32", "all"]);
+  assertEquals(set.lookupText("2001:db8:0:1::1"), ["64", "64b", "32", "all"]);
+  assertEquals(set.lookupText("2001:db8:ffff:fffe::9"), ["63", "32", "all"]);
+  assertEquals(set.lookupText("2001:db9::1"), ["all"]);
+  assertEquals(set.lookupText("10.0.0.1"), []);
+});
+
+Deno.test("an IP list's tables copied to another thread answer as the list does", () => {
+  const given = [
+    ["10.0.0.0/8", entry({ id: "wide" })],
+    ["10.1.2.3", entry({ id: "host", action: "allow", cidr: "10.1.2.3" })],
+    ["2001:db8::/48", entry({ id: "v6", siteId: "shop", cidr: "2001:db8::/48" })],
+    ["2001:db8::/48", entry({ id: "v6-admin", pathPrefix: "/admin", expiresAt: 5000 })],
+  ] as const;
+  const original = list(given);
+  const copied = ipListOf(structuredClone(original.tables));
+  const cases: Array<[string, string, string, number]> = [
+    ["10.1.2.3", "a", "/", 0],
+    ["10.9.9.9", "a", "/", 0],
+    ["11.0.0.1", "a", "/", 0],
+    ["2001:db8::5", "shop", "/", 0],
+    ["2001:db8::5", "blog", "/admin/x", 10],
+    ["2001:db8::5", "blog", "/admin/x", 6000],
+    ["2001:db8:1::5", "shop", "/", 0],
+  ];
+  for (const [ip, site, path, now] of cases) {
+    assertEquals(
+      copied.match(parseIp(ip)!, site, path, now),
+      original.match(parseIp(ip)!, site, path, now),
+    );
+  }
+  assertEquals(copied.match(parseIp("2001:db8::5")!, "blog", "/admin/x", 10), given[3][1]);
+  assertEquals(copied.size, 4);
 });

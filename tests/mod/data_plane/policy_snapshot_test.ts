@@ -6,10 +6,12 @@ import {
   deltaOf,
   replaySnapshot,
 } from "../../../mod/data_plane/policy_snapshot.ts";
+import { createProtectionCompiler, KIND } from "../../../mod/protection/protection_compile.ts";
+import { parseIp } from "../../../engine/ip_address.ts";
 
 const row = (id: string, config: string, updated_at = 1): PolicyObjectRow => ({
   id,
-  kind: "ip_entry",
+  kind: "acl_rule",
   site_id: null,
   position: 0,
   config,
@@ -19,13 +21,13 @@ const row = (id: string, config: string, updated_at = 1): PolicyObjectRow => ({
 
 Deno.test("the tap records one build's reads, and a replay answers them back", () => {
   const tap = createSnapshotTap();
-  const rows = { ip_entry: [row("a", "{}")], custom_rule: [] as PolicyObjectRow[] };
+  const rows = { acl_rule: [row("a", "{}")], custom_rule: [] as PolicyObjectRow[] };
   tap.sites([]);
   const source = tap.source({
     rows: (k) => rows[k as keyof typeof rows] ?? [],
     singleton: (k) => k === "rate_limit" ? '{"enabled":true}' : undefined,
   });
-  source.rows("ip_entry");
+  source.rows("acl_rule");
   source.rows("custom_rule");
   source.singleton("rate_limit");
   tap.get({ get: (kind, id) => kind === "apisec" ? row(id, '{"x":1}') : undefined })
@@ -33,7 +35,7 @@ Deno.test("the tap records one build's reads, and a replay answers them back", (
   const snap = tap.snapshot(7);
   const replay = replaySnapshot(() => structuredClone(snap));
   assertEquals(snap.version, 7);
-  assertEquals(replay.source.rows("ip_entry"), rows.ip_entry);
+  assertEquals(replay.source.rows("acl_rule"), rows.acl_rule);
   assertEquals(replay.source.rows("never_read"), []);
   assertEquals(replay.source.singleton("rate_limit"), '{"enabled":true}');
   assertEquals(replay.repo.get("apisec", "apisec")?.config, '{"x":1}');
@@ -47,17 +49,62 @@ Deno.test("a delta leaves out unchanged row lists and adds up to the full snapsh
     sites: [],
     singletons: {},
     objects: {},
-    rows: { ip_entry: [row("a", "{}"), row("b", "{}")], custom_rule: [row("r", "{}")] },
+    rows: { acl_rule: [row("a", "{}"), row("b", "{}")], custom_rule: [row("r", "{}")] },
   };
   // The same rows read again (new objects), and one changed rule.
   const next = {
     ...base,
     version: 2,
-    rows: { ip_entry: [row("a", "{}"), row("b", "{}")], custom_rule: [row("r", '{"x":1}', 2)] },
+    rows: { acl_rule: [row("a", "{}"), row("b", "{}")], custom_rule: [row("r", '{"x":1}', 2)] },
   };
   const delta = deltaOf(base, next);
-  assertEquals(delta.kept, ["ip_entry"]);
+  assertEquals(delta.kept, ["acl_rule"]);
   assertEquals(Object.keys(delta.rows), ["custom_rule"]);
   assertEquals(applyDelta(base, structuredClone(delta)), next);
   assertEquals(deltaOf(undefined, next).kept, [], "the first one is whole");
+});
+
+Deno.test("the IP list travels compiled: its rows are not recorded, an unchanged list is not sent again", () => {
+  const entry = (id: string, cidr: string) =>
+    row(
+      id,
+      JSON.stringify({ action: "block", cidr, site_id: null, path_prefix: null, expires_at: null }),
+    );
+  const stored: Record<string, PolicyObjectRow[]> = {
+    [KIND.ip]: [entry("a", "192.0.2.0/24"), entry("b", "198.51.100.7/32")],
+  };
+  const tap = createSnapshotTap();
+  const compile = createProtectionCompiler();
+  const build = () => {
+    tap.sites([]);
+    const compiled = compile(tap.source({
+      rows: (k) => stored[k] ?? [],
+      singleton: () => undefined,
+    }));
+    return { compiled, snapshot: tap.snapshot(1, compiled.ipList.tables) };
+  };
+  const first = build();
+  assertEquals(first.snapshot.rows[KIND.ip], undefined, "100,000 rows are not kept for workers");
+  // A worker compiles from the snapshot: the list is the main thread's tables, copied.
+  const worker = createProtectionCompiler();
+  let received = structuredClone(deltaOf(undefined, first.snapshot));
+  let held = applyDelta(first.snapshot, received);
+  const inWorker = () => worker(replaySnapshot(() => held).source).ipList;
+  const ip = (text: string) => parseIp(text)!;
+  assertEquals(inWorker().match(ip("192.0.2.9"), "s", "/", 0)?.id, "a");
+  assertEquals(inWorker().match(ip("203.0.113.1"), "s", "/", 0), undefined);
+  // Rebuilt without a change: the compiler keeps its list, so the delta keeps it too.
+  const again = build();
+  const kept = deltaOf(first.snapshot, again.snapshot);
+  assertEquals(kept.kept.includes(KIND.ip), true);
+  assertEquals(kept.ipList, undefined);
+  held = applyDelta(held, structuredClone(kept));
+  assertEquals(inWorker().size, 2);
+  // A changed list is sent whole, compiled.
+  stored[KIND.ip] = [...stored[KIND.ip]!, entry("c", "203.0.113.0/24")];
+  const changed = build();
+  received = structuredClone(deltaOf(again.snapshot, changed.snapshot));
+  assertEquals(received.kept.includes(KIND.ip), false);
+  held = applyDelta(held, received);
+  assertEquals(inWorker().match(ip("203.0.113.1"), "s", "/", 0)?.id, "c");
 });
