@@ -222,9 +222,11 @@ const keyOf = (source: ProtectionSource, ...kinds: string[]): string => {
   return hash.digest("hex");
 };
 
+const NO_SOURCE: ProtectionSource = { rows: () => [], singleton: () => undefined };
+
 /** A compiler keeping its part caches between builds. */
 export function createProtectionCompiler(geo?: GeoLookup) {
-  let source: ProtectionSource;
+  let source: ProtectionSource = NO_SOURCE;
   const threat = cached(() => buildIpSet(threatEntries(source)));
   const ipList = cached(() => buildIpList(ipEntries(source)));
   let received: { tables: IpListTables; list: IpList } | undefined;
@@ -261,7 +263,19 @@ export function createProtectionCompiler(geo?: GeoLookup) {
       })),
     ), drop);
 
-  return (src: ProtectionSource): CompiledProtection => {
+  return (given: ProtectionSource): CompiledProtection => {
+    // Each kind is read once per build: the part keys and the part compilers both read it (a
+    // changed list of 100,000 IP entries was read from the store twice). Not kept afterwards.
+    const read = new Map<string, PolicyObjectRow[]>();
+    const src: ProtectionSource = {
+      rows(kind) {
+        let rows = read.get(kind);
+        if (rows === undefined) read.set(kind, rows = given.rows(kind));
+        return rows;
+      },
+      singleton: (kind) => given.singleton(kind),
+      ipList: () => given.ipList?.(),
+    };
     source = src;
     const decisions = appliedDecisions(src);
     const blocks: Array<readonly [Cidr, AppliedDecision]> = [];
@@ -279,10 +293,13 @@ export function createProtectionCompiler(geo?: GeoLookup) {
     rules.acl.retain();
     rules.custom.retain();
     let released = false;
+    const ipListPart = ipListOfSource(src);
+    const threatPart = threat(keyOf(src, KIND.feed, KIND.indicators));
+    source = NO_SOURCE;
     return {
-      ipList: ipListOfSource(src),
+      ipList: ipListPart,
       acl: rules.acl,
-      threat: threat(keyOf(src, KIND.feed, KIND.indicators)),
+      threat: threatPart,
       bot,
       rateLimit: parseStored(rateLimitSchema, src.singleton(KIND.rateLimit)),
       custom: rules.custom,
