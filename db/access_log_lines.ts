@@ -6,22 +6,11 @@
  * records themselves would be cloned object by object (docs/data-plane.md, "Workers"). Neither
  * line can hold a raw line break: `JSON.stringify` escapes them.
  */
-import type { AccessLogRow } from "./access_log_repo.ts";
+import { type AccessLogRow, indexedColumns } from "./access_log_repo.ts";
 
 /** A row's two lines. */
 export function rowLines(r: AccessLogRow): string {
-  return JSON.stringify([
-    r.trace_id,
-    r.time,
-    r.site_id,
-    r.client_ip,
-    r.method,
-    r.host,
-    r.path,
-    r.status,
-    r.action,
-    r.attack_class,
-  ]) + "\n" + r.record + "\n";
+  return JSON.stringify(indexedColumns(r)) + "\n" + r.record + "\n";
 }
 
 /** The rows of a batch of {@link rowLines}. */
@@ -32,7 +21,7 @@ export function parseRowLines(text: string): AccessLogRow[] {
     const a = text.indexOf("\n", at);
     const b = text.indexOf("\n", a + 1);
     if (a < 0 || b < 0) break;
-    const c = JSON.parse(text.slice(at, a));
+    const c: ReturnType<typeof indexedColumns> = JSON.parse(text.slice(at, a));
     rows.push({
       trace_id: c[0],
       time: c[1],

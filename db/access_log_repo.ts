@@ -17,6 +17,22 @@ export interface AccessLogRow {
   readonly record: string;
 }
 
+/** A row's indexed columns in the table's order (the insert's, without `record`). */
+export function indexedColumns(r: AccessLogRow) {
+  return [
+    r.trace_id,
+    r.time,
+    r.site_id,
+    r.client_ip,
+    r.method,
+    r.host,
+    r.path,
+    r.status,
+    r.action,
+    r.attack_class,
+  ] as const;
+}
+
 export interface StoredAccessLogRow extends AccessLogRow {
   readonly id: number;
 }
@@ -155,21 +171,7 @@ export function createAccessLogRepo(db: Db) {
       return transaction(db, () => {
         let n = 0;
         for (const r of rows) {
-          n += Number(
-            insert.run(
-              r.trace_id,
-              r.time,
-              r.site_id,
-              r.client_ip,
-              r.method,
-              r.host,
-              r.path,
-              r.status,
-              r.action,
-              r.attack_class,
-              r.record,
-            ).changes,
-          );
+          n += Number(insert.run(...indexedColumns(r), r.record).changes);
         }
         return n;
       });
