@@ -66,9 +66,7 @@ export class RequestFraming {
   #headOverflow = false;
   #remaining = 0;
   #chunked = false;
-  #cstate = C_SIZE_START;
-  #digits = 0;
-  #lineLen = 0;
+  readonly #chunker = new ChunkedFraming();
   #method = "";
   #target = "";
   #headText = "";
@@ -192,9 +190,7 @@ export class RequestFraming {
         return;
       }
       this.#chunked = true;
-      this.#cstate = C_SIZE_START;
-      this.#digits = 0;
-      this.#remaining = 0;
+      this.#chunker.reset();
       this.phase = "body";
       return;
     }
@@ -223,15 +219,59 @@ export class RequestFraming {
     return -1;
   }
 
-  /** Chunked framing, byte by byte except the data; -1 when it is invalid. */
+  /** Chunked framing; -1 when it is invalid. */
   #chunks(buf: Uint8Array, i: number): number {
-    const n = buf.length;
+    const c = this.#chunker;
+    const at = c.feed(buf, i, buf.length);
+    if (at < 0) return this.#bad(c.reason!);
+    if (c.done) this.phase = "idle";
+    return at;
+  }
+}
+
+/**
+ * Chunked framing (RFC 9112 §7.1) checked byte by byte except the data, as strictly as hyper:
+ * hex sizes of at most 13 digits, optional whitespace, extensions up to 4 KiB without a bare
+ * LF, CRLF after every line and after the data, trailers up to 8 KiB. Shared by the connection
+ * front (which follows the bytes it pipes) and the own HTTP/1.1 server (which also takes the
+ * data out).
+ */
+export class ChunkedFraming {
+  /** The last chunk and the trailers have been read. */
+  done = false;
+  /** Why the framing is invalid, once `feed` returned -1. */
+  reason: string | undefined;
+  #cstate = C_SIZE_START;
+  #remaining = 0;
+  #digits = 0;
+  #lineLen = 0;
+
+  reset(): void {
+    this.done = false;
+    this.reason = undefined;
+    this.#cstate = C_SIZE_START;
+    this.#remaining = 0;
+    this.#digits = 0;
+    this.#lineLen = 0;
+  }
+
+  #fail(reason: string): number {
+    this.reason = reason;
+    return -1;
+  }
+
+  /**
+   * Follows `buf[i, n)`: the index where it stopped (after the body's last byte once
+   * {@link done}), or -1 when the framing is invalid ({@link reason} says why). With `data`, the
+   * chunk data found is pushed as `[start, end)` index pairs into `buf`.
+   */
+  feed(buf: Uint8Array, i: number, n: number, data?: number[]): number {
     while (i < n) {
       const b = buf[i]!;
       switch (this.#cstate) {
         case C_SIZE_START: {
           const h = hexValue(b);
-          if (h < 0) return this.#bad("chunk size missing");
+          if (h < 0) return this.#fail("chunk size missing");
           this.#remaining = h;
           this.#digits = 1;
           this.#cstate = C_SIZE;
@@ -240,14 +280,14 @@ export class RequestFraming {
         case C_SIZE: {
           const h = hexValue(b);
           if (h >= 0) {
-            if (++this.#digits > 13) return this.#bad("chunk size too large");
+            if (++this.#digits > 13) return this.#fail("chunk size too large");
             this.#remaining = this.#remaining * 16 + h;
           } else if (b === SP || b === HTAB) this.#cstate = C_LWS;
           else if (b === SEMI) {
             this.#cstate = C_EXT;
             this.#lineLen = 0;
           } else if (b === CR) this.#cstate = C_SIZE_LF;
-          else return this.#bad("invalid chunk size line");
+          else return this.#fail("invalid chunk size line");
           break;
         }
         case C_LWS:
@@ -255,15 +295,15 @@ export class RequestFraming {
             this.#cstate = C_EXT;
             this.#lineLen = 0;
           } else if (b === CR) this.#cstate = C_SIZE_LF;
-          else if (b !== SP && b !== HTAB) return this.#bad("invalid chunk size line");
+          else if (b !== SP && b !== HTAB) return this.#fail("invalid chunk size line");
           break;
         case C_EXT:
           if (b === CR) this.#cstate = C_SIZE_LF;
-          else if (b === LF) return this.#bad("newline in a chunk extension");
-          else if (++this.#lineLen > EXT_CAP) return this.#bad("chunk extension too long");
+          else if (b === LF) return this.#fail("newline in a chunk extension");
+          else if (++this.#lineLen > EXT_CAP) return this.#fail("chunk extension too long");
           break;
         case C_SIZE_LF:
-          if (b !== LF) return this.#bad("chunk size line not ended by CRLF");
+          if (b !== LF) return this.#fail("chunk size line not ended by CRLF");
           if (this.#remaining === 0) {
             this.#cstate = C_TRAILER_START;
             this.#lineLen = 0;
@@ -271,35 +311,36 @@ export class RequestFraming {
           break;
         case C_DATA: {
           const take = Math.min(this.#remaining, n - i);
+          if (data !== undefined && take > 0) data.push(i, i + take);
           this.#remaining -= take;
           i += take;
           if (this.#remaining === 0) this.#cstate = C_DATA_CR;
           continue;
         }
         case C_DATA_CR:
-          if (b !== CR) return this.#bad("chunk data longer than its size");
+          if (b !== CR) return this.#fail("chunk data longer than its size");
           this.#cstate = C_DATA_LF;
           break;
         case C_DATA_LF:
-          if (b !== LF) return this.#bad("chunk data not ended by CRLF");
+          if (b !== LF) return this.#fail("chunk data not ended by CRLF");
           this.#cstate = C_SIZE_START;
           break;
         case C_TRAILER_START:
           if (b === CR) this.#cstate = C_END_LF;
           else this.#cstate = C_TRAILER;
-          if (++this.#lineLen > TRAILER_CAP) return this.#bad("trailer section too large");
+          if (++this.#lineLen > TRAILER_CAP) return this.#fail("trailer section too large");
           break;
         case C_TRAILER:
           if (b === CR) this.#cstate = C_TRAILER_LF;
-          if (++this.#lineLen > TRAILER_CAP) return this.#bad("trailer section too large");
+          if (++this.#lineLen > TRAILER_CAP) return this.#fail("trailer section too large");
           break;
         case C_TRAILER_LF:
-          if (b !== LF) return this.#bad("trailer line not ended by CRLF");
+          if (b !== LF) return this.#fail("trailer line not ended by CRLF");
           this.#cstate = C_TRAILER_START;
           break;
         case C_END_LF:
-          if (b !== LF) return this.#bad("chunked body not ended by CRLF");
-          this.phase = "idle";
+          if (b !== LF) return this.#fail("chunked body not ended by CRLF");
+          this.done = true;
           return i + 1;
       }
       i++;

@@ -1,0 +1,925 @@
+/**
+ * The data listener's own HTTP/1.1 server: the connection front (`conn_front.ts`) reads the
+ * client's requests itself, calls the data-plane app with each, and writes its answers back on
+ * the same connection, instead of piping every byte over loopback into `Deno.serve` (that hop
+ * cost a fifth of the throughput; docs/data-plane.md, "Connection limits").
+ *
+ * It parses as strictly as hyper, the server behind `Deno.serve`, and answers the same way
+ * (measured side by side: `scripts/http1_probe.ts`, `tests/routes/http1_server_test.ts`):
+ * token methods and header names, request targets of visible ASCII, no obsolete line folding,
+ * no bare CR, no control bytes in values, one Host, at most 128 header lines and 64 KiB of
+ * head, Content-Length digits only (repeats must agree), Transfer-Encoding only with `chunked`
+ * last (and never with Content-Length, nor on HTTP/1.0), chunked framing as `conn_framing.ts`
+ * checks it. Anything else is a 400 and the connection closes.
+ *
+ * What it does not serve, it hands back to the front (`handOver`) at a request boundary, with
+ * the bytes already read: upgrades (WebSocket, h2c), the HTTP/2 preface and CONNECT, which keep
+ * going to `Deno.serve` through the loopback pipe.
+ *
+ * Requests are handled one at a time per connection (pipelined requests wait in the buffer),
+ * bodies stream both ways (`Content-Length` or chunked; 100-continue sent when the handler
+ * first reads a body the client holds back), HEAD, 1xx, 204 and 304 answers carry no body.
+ */
+import { ChunkedFraming } from "./conn_framing.ts";
+
+/** Largest request head accepted (hyper's limit; 400 past it). */
+export const MAX_HEAD_BYTES = 64 * 1024;
+/** Most header lines in a request head (hyper's limit; 400 past it). */
+export const MAX_HEADER_LINES = 128;
+/** Request body left unread by the handler that is still read (and dropped) to keep the connection. */
+const DRAIN_LIMIT = 64 * 1024;
+const READ_BUFFER = 16 * 1024;
+
+/** What a connection needs from whoever runs it (the connection front). */
+export interface Http1Host {
+  /** A request head is awaited (`first`: the connection's first) or has begun arriving. */
+  awaitingHead(started: boolean): void;
+  /** The handler is reading the body (a read from the client is pending) or not any more. */
+  readingBody(pending: boolean): void;
+  /** The request is complete; the handler works on it. */
+  handling(): void;
+  /** A write to the client is pending (true) or done (false). */
+  sending(pending: boolean): void;
+  /** The answer is complete; the connection waits for the next request. */
+  idle(): void;
+  /** The request's framing broke (bad chunked framing); it was answered 400. */
+  badFraming(request: BrokenRequestHead, reason: string): void;
+  /** The request head was refused with 400 (`reason`); for the record. */
+  badRequest(request: BrokenRequestHead | undefined, reason: string): void;
+  /**
+   * A request this server does not serve (upgrade, HTTP/2 preface, CONNECT): the connection
+   * goes on elsewhere, starting with `pending` (the bytes read and not yet consumed).
+   */
+  handOver(pending: Uint8Array): Promise<void>;
+}
+
+/** The part of a refused request the access-log record needs. */
+export interface BrokenRequestHead {
+  readonly method: string;
+  readonly target: string;
+  /** The head as received (latin1), for the Host and User-Agent of the record. */
+  readonly head: string;
+}
+
+export type Http1Handler = (req: Request) => Response | Promise<Response>;
+
+const REQUEST_LINE = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+) ([\x21-\x7e\x80-\xff]+) HTTP\/1\.([01])$/;
+const NON_ASCII = /[\x80-\xff]/;
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
+const HEADER_LINE = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*/;
+// deno-lint-ignore no-control-regex
+const BAD_VALUE = /[\x00-\x08\x0a-\x1f\x7f]/;
+const DIGITS = /^\d+$/;
+const ABSOLUTE = /^https?:\/\/[^/?#]+/i;
+
+const utf8 = new TextEncoder();
+const ascii = new TextDecoder();
+
+/** The bytes as a string of code units 0-255 (a head is not UTF-8). */
+function isomorphic(buf: Uint8Array, start: number, end: number): string {
+  for (let i = start; i < end; i++) {
+    if (buf[i]! > 0x7f) {
+      let s = "";
+      for (let j = start; j < end; j += 8192) {
+        s += String.fromCharCode(...buf.subarray(j, Math.min(end, j + 8192)));
+      }
+      return s;
+    }
+  }
+  return ascii.decode(buf.subarray(start, end));
+}
+
+function trimOws(s: string): string {
+  let a = 0;
+  let b = s.length;
+  while (a < b && (s.charCodeAt(a) === 32 || s.charCodeAt(a) === 9)) a++;
+  while (b > a && (s.charCodeAt(b - 1) === 32 || s.charCodeAt(b - 1) === 9)) b--;
+  return a === 0 && b === s.length ? s : s.slice(a, b);
+}
+
+/** A parsed request head. */
+export interface RequestHead {
+  readonly method: string;
+  readonly target: string;
+  /** 0 for HTTP/1.0, 1 for HTTP/1.1. */
+  readonly minor: number;
+  /** Lower-case names, sorted, repeats joined as `Headers` joins them. */
+  readonly headers: Array<[string, string]>;
+  readonly host: string | undefined;
+  /** -1: no Content-Length. */
+  readonly contentLength: number;
+  readonly chunked: boolean;
+  readonly close: boolean;
+  readonly expectContinue: boolean;
+  /** Upgrade, HTTP/2 preface or CONNECT: not served here. */
+  readonly handOver: boolean;
+  readonly text: string;
+}
+
+/** A head this server refuses with 400. */
+export class BadRequest extends Error {
+  constructor(readonly reason: string, readonly request?: BrokenRequestHead) {
+    super(reason);
+  }
+}
+
+/**
+ * Parses the head `text` (request line to the empty line, terminator included; leading empty
+ * lines already skipped); throws {@link BadRequest}.
+ */
+export function parseRequestHead(text: string): RequestHead {
+  const lines = text.split("\n");
+  // The last two entries are the empty line and what follows the final LF.
+  const last = lines.length - 2;
+  const requestLine = stripCr(lines[0]!);
+  const m = REQUEST_LINE.exec(requestLine);
+  if (m === null) {
+    const sp = requestLine.indexOf(" ");
+    const sp2 = requestLine.indexOf(" ", sp + 1);
+    throw new BadRequest("invalid request line", {
+      method: sp < 0 ? "" : requestLine.slice(0, sp),
+      target: sp < 0 ? "" : requestLine.slice(sp + 1, sp2 < 0 ? undefined : sp2),
+      head: text,
+    });
+  }
+  const method = m[1]!;
+  let target = m[2]!;
+  const minor = m[3] === "1" ? 1 : 0;
+  const broken = { method, target, head: text };
+  if (requestLine.includes("\r")) throw new BadRequest("bare CR", broken);
+  if (NON_ASCII.test(target)) {
+    // Bytes above 0x7f in a target are accepted as UTF-8 only (as hyper does).
+    try {
+      target = strictUtf8.decode(Uint8Array.from(target, (c) => c.charCodeAt(0)));
+    } catch {
+      throw new BadRequest("request target is not UTF-8", broken);
+    }
+  }
+  if (last - 1 > MAX_HEADER_LINES) throw new BadRequest("too many header lines", broken);
+  const raw: Array<[string, string]> = [];
+  let host: string | undefined;
+  let hosts = 0;
+  let contentLength = -1;
+  let te: string[] | undefined;
+  let connection = "";
+  let expect = "";
+  let upgrade = false;
+  for (let i = 1; i < last; i++) {
+    const line = stripCr(lines[i]!);
+    const h = HEADER_LINE.exec(line);
+    // Also refuses obs-fold (a line starting with whitespace) and whitespace before the colon.
+    if (h === null) throw new BadRequest("invalid header line", broken);
+    const value = trimOws(line.slice(h[0].length));
+    if (BAD_VALUE.test(value)) throw new BadRequest("invalid header value", broken);
+    const name = h[1]!.toLowerCase();
+    raw.push([name, value]);
+    switch (name) {
+      case "host":
+        hosts++;
+        host = value;
+        break;
+      case "content-length": {
+        if (!DIGITS.test(value)) throw new BadRequest("invalid Content-Length", broken);
+        const n = Number(value);
+        if (!Number.isSafeInteger(n)) throw new BadRequest("invalid Content-Length", broken);
+        if (contentLength !== -1 && contentLength !== n) {
+          throw new BadRequest("differing Content-Length values", broken);
+        }
+        contentLength = n;
+        break;
+      }
+      case "transfer-encoding":
+        (te ??= []).push(value);
+        break;
+      case "connection":
+        connection = connection === "" ? value : `${connection}, ${value}`;
+        break;
+      case "expect":
+        expect = value;
+        break;
+      case "upgrade":
+        upgrade = true;
+        break;
+    }
+  }
+  if (hosts > 1) throw new BadRequest("more than one Host", broken);
+  let chunked = false;
+  if (te !== undefined) {
+    if (minor === 0) throw new BadRequest("Transfer-Encoding on HTTP/1.0", broken);
+    if (contentLength !== -1) {
+      throw new BadRequest("Content-Length with Transfer-Encoding", broken);
+    }
+    for (const v of te) {
+      for (const part of v.split(",")) {
+        const coding = trimOws(part).toLowerCase();
+        // Nothing may follow `chunked` (a second one included), and no empty element.
+        if (coding === "" || chunked) throw new BadRequest("invalid Transfer-Encoding", broken);
+        if (coding === "chunked") chunked = true;
+      }
+    }
+    if (!chunked) throw new BadRequest("Transfer-Encoding without chunked last", broken);
+  }
+  let close = minor === 0;
+  if (connection !== "") {
+    for (const t of connection.split(",")) {
+      const token = trimOws(t).toLowerCase();
+      if (token === "close") close = true;
+      else if (token === "keep-alive" && minor === 0) close = false;
+    }
+  }
+  const absolute = target.charCodeAt(0) !== 47 && target !== "*";
+  if (absolute && !ABSOLUTE.test(target) && method !== "CONNECT") {
+    throw new BadRequest("invalid request target", broken);
+  }
+  return {
+    method,
+    target,
+    minor,
+    headers: joined(raw),
+    host,
+    contentLength,
+    chunked,
+    close,
+    expectContinue: minor === 1 && expect.toLowerCase() === "100-continue",
+    handOver: upgrade || method === "CONNECT" || method === "PRI",
+    text,
+  };
+}
+
+function stripCr(line: string): string {
+  return line.charCodeAt(line.length - 1) === 13 ? line.slice(0, -1) : line;
+}
+
+const byName = (a: [string, string], b: [string, string]) => a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0;
+
+/** The pairs sorted by name, repeats joined (`, `; `; ` for Cookie), as `Headers` lists them. */
+function joined(raw: Array<[string, string]>): Array<[string, string]> {
+  raw.sort(byName);
+  let w = 0;
+  for (let r = 0; r < raw.length; r++) {
+    const pair = raw[r]!;
+    if (w > 0 && raw[w - 1]![0] === pair[0]) {
+      const prev = raw[w - 1]!;
+      prev[1] = `${prev[1]}${pair[0] === "cookie" ? "; " : ", "}${pair[1]}`;
+    } else raw[w++] = pair;
+  }
+  raw.length = w;
+  return raw;
+}
+
+/**
+ * The request's headers as `Headers` reads them (lower-case names, sorted, repeats joined), on
+ * the parsed pairs: no copy, no validation again (the parser checked them).
+ */
+class PairHeaders {
+  #pairs: Array<[string, string]>;
+  constructor(pairs: Array<[string, string]>) {
+    this.#pairs = pairs;
+  }
+  get(name: string): string | null {
+    const key = name.toLowerCase();
+    for (const p of this.#pairs) if (p[0] === key) return p[1];
+    return null;
+  }
+  has(name: string): boolean {
+    return this.get(name) !== null;
+  }
+  getSetCookie(): string[] {
+    const v = this.get("set-cookie");
+    return v === null ? [] : [v];
+  }
+  forEach(fn: (value: string, name: string, parent: Headers) => void, thisArg?: unknown): void {
+    for (const p of this.#pairs) fn.call(thisArg, p[1], p[0], this as unknown as Headers);
+  }
+  set(name: string, value: string): void {
+    this.delete(name);
+    this.append(name, value);
+  }
+  append(name: string, value: string): void {
+    const key = name.toLowerCase();
+    const old = this.#pairs.find((p) => p[0] === key);
+    if (old) old[1] = `${old[1]}, ${value}`;
+    else this.#pairs = joined([...this.#pairs, [key, value]]);
+  }
+  delete(name: string): void {
+    const key = name.toLowerCase();
+    this.#pairs = this.#pairs.filter((p) => p[0] !== key);
+  }
+  *entries(): IterableIterator<[string, string]> {
+    for (const p of this.#pairs) yield [p[0], p[1]];
+  }
+  *keys(): IterableIterator<string> {
+    for (const p of this.#pairs) yield p[0];
+  }
+  *values(): IterableIterator<string> {
+    for (const p of this.#pairs) yield p[1];
+  }
+  [Symbol.iterator](): IterableIterator<[string, string]> {
+    return this.entries();
+  }
+}
+
+const NEVER = new AbortController().signal;
+const EMPTY = new Uint8Array(0);
+
+/**
+ * A request as the data-plane app reads it: the `Request` surface on the parsed head, with the
+ * URL as received (not normalised by the URL parser, as `Deno.serve` gives it) and the method
+ * as sent (a `Request` would upper-case `get` and refuse `TRACE`, hiding them from the engine).
+ */
+class IncomingRequest {
+  readonly method: string;
+  readonly url: string;
+  readonly headers: PairHeaders;
+  readonly signal = NEVER;
+  readonly cache = "default";
+  readonly credentials = "same-origin";
+  readonly destination = "";
+  readonly integrity = "";
+  readonly keepalive = false;
+  readonly mode = "cors";
+  readonly redirect = "follow";
+  readonly referrer = "about:client";
+  readonly referrerPolicy = "";
+  #source: BodySource | undefined;
+  #stream: ReadableStream<Uint8Array> | undefined;
+  #used = false;
+
+  constructor(method: string, url: string, headers: PairHeaders, source: BodySource | undefined) {
+    this.method = method;
+    this.url = url;
+    this.headers = headers;
+    this.#source = source;
+  }
+
+  get body(): ReadableStream<Uint8Array> | null {
+    if (this.#source === undefined) return null;
+    return this.#stream ??= this.#source.stream();
+  }
+
+  get bodyUsed(): boolean {
+    return this.#used;
+  }
+
+  async bytes(): Promise<Uint8Array<ArrayBuffer>> {
+    if (this.#used) throw new TypeError("Body already consumed");
+    this.#used = true;
+    const source = this.#source;
+    if (source === undefined) return EMPTY;
+    if (this.#stream === undefined) {
+      const whole = source.whole();
+      if (whole !== undefined) return whole;
+    }
+    return new Uint8Array(await new Response(this.body).arrayBuffer());
+  }
+
+  async arrayBuffer(): Promise<ArrayBuffer> {
+    return (await this.bytes()).slice().buffer;
+  }
+
+  async text(): Promise<string> {
+    return new TextDecoder().decode(await this.bytes());
+  }
+
+  async json(): Promise<unknown> {
+    return JSON.parse(await this.text());
+  }
+
+  async blob(): Promise<Blob> {
+    return new Blob([await this.bytes()], { type: this.headers.get("content-type") ?? "" });
+  }
+
+  async formData(): Promise<FormData> {
+    const type = this.headers.get("content-type") ?? "";
+    return await new Response(await this.bytes(), { headers: { "content-type": type } })
+      .formData();
+  }
+
+  clone(): never {
+    throw new TypeError("This request cannot be cloned");
+  }
+}
+
+/** The body of the request being read, from the connection. */
+interface BodySource {
+  /** The whole body when it is already in the buffer (no stream needed). */
+  whole(): Uint8Array<ArrayBuffer> | undefined;
+  stream(): ReadableStream<Uint8Array>;
+}
+
+/** Response status texts for the status line when the response has none. */
+const REASONS: Record<number, string> = {
+  100: "Continue",
+  101: "Switching Protocols",
+  200: "OK",
+  201: "Created",
+  202: "Accepted",
+  204: "No Content",
+  206: "Partial Content",
+  301: "Moved Permanently",
+  302: "Found",
+  303: "See Other",
+  304: "Not Modified",
+  307: "Temporary Redirect",
+  308: "Permanent Redirect",
+  400: "Bad Request",
+  401: "Unauthorized",
+  403: "Forbidden",
+  404: "Not Found",
+  405: "Method Not Allowed",
+  408: "Request Timeout",
+  413: "Content Too Large",
+  421: "Misdirected Request",
+  429: "Too Many Requests",
+  500: "Internal Server Error",
+  502: "Bad Gateway",
+  503: "Service Unavailable",
+  504: "Gateway Timeout",
+};
+
+let dateSecond = 0;
+let dateText = "";
+/** The `date` header line, formatted once a second. */
+function dateLine(): string {
+  const now = Date.now();
+  const s = Math.floor(now / 1000);
+  if (s !== dateSecond) {
+    dateSecond = s;
+    dateText = `date: ${new Date(now).toUTCString()}\r\n`;
+  }
+  return dateText;
+}
+
+const BAD_REQUEST = utf8.encode(
+  "HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+);
+const BAD_FRAMING = utf8.encode(
+  "HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain; charset=utf-8\r\n" +
+    "connection: close\r\ncontent-length: 36\r\n\r\nBad Request: invalid chunked framing",
+);
+const CONTINUE = utf8.encode("HTTP/1.1 100 Continue\r\n\r\n");
+const NO_BODY = new Set([101, 204, 205, 304]);
+/** Response headers the server writes itself (framing and connection management). */
+const OWN = new Set(["connection", "keep-alive", "transfer-encoding", "content-length", "date"]);
+
+/** A client connection served until it closes; resolves when it is done. */
+export class Http1Connection {
+  #conn: Deno.Conn;
+  #handler: Http1Handler;
+  #host: Http1Host;
+  #authority: string;
+  #buf = new Uint8Array(READ_BUFFER);
+  #start = 0;
+  #end = 0;
+  #eof = false;
+  #closed = false;
+  #out = new Uint8Array(4096);
+  // The body of the request in progress.
+  #remaining = 0;
+  #chunked = false;
+  #chunker = new ChunkedFraming();
+  #bodyDone = true;
+  #bodyError: Error | undefined;
+  #continue = false;
+  #head: RequestHead | undefined;
+
+  constructor(conn: Deno.Conn, handler: Http1Handler, host: Http1Host, authority: string) {
+    this.#conn = conn;
+    this.#handler = handler;
+    this.#host = host;
+    this.#authority = authority;
+  }
+
+  /** Serves requests until the connection ends; never throws. */
+  async run(): Promise<void> {
+    try {
+      await this.#loop();
+    } catch {
+      // the connection broke; the front closes it
+    }
+  }
+
+  async #loop(): Promise<void> {
+    let first = true;
+    while (!this.#closed) {
+      this.#host.awaitingHead(!first);
+      first = false;
+      const head = await this.#readHead();
+      if (head === undefined) return;
+      if (head.handOver) {
+        this.#closed = true;
+        await this.#host.handOver(this.#buf.slice(this.#start, this.#end));
+        return;
+      }
+      this.#head = head;
+      this.#remaining = head.contentLength;
+      this.#chunked = head.chunked;
+      const hasBody = head.chunked || head.contentLength > 0;
+      this.#bodyDone = !hasBody;
+      this.#bodyError = undefined;
+      this.#continue = head.expectContinue && hasBody;
+      if (head.chunked) {
+        this.#chunker.reset();
+        // Framing already broken in what arrived with the head: answered before the handler.
+        if (!this.#checkBuffered()) return await this.#brokenFraming();
+      }
+      this.#host.handling();
+      const url = head.target.charCodeAt(0) === 47 || head.target === "*"
+        ? `http://${
+          head.host === undefined || !validHost(head.host) ? this.#authority : head.host
+        }${head.target === "*" ? "/*" : head.target}`
+        : head.target;
+      // GET and HEAD bodies are read and dropped, as `Deno.serve` does.
+      const source = hasBody && head.method !== "GET" && head.method !== "HEAD"
+        ? this.#source()
+        : undefined;
+      const req = new IncomingRequest(head.method, url, new PairHeaders(head.headers), source);
+      let res: Response;
+      try {
+        res = await this.#handler(req as unknown as Request);
+      } catch {
+        res = new Response("Internal Server Error", { status: 500 });
+      }
+      if (this.#chunked && this.#chunker.reason !== undefined) {
+        await res.body?.cancel().catch(() => {});
+        return await this.#brokenFraming();
+      }
+      const keep = await this.#respond(head, res);
+      if (!keep) return;
+      this.#host.idle();
+    }
+  }
+
+  /** Reads until a whole head is buffered; undefined when the connection ended or was refused. */
+  async #readHead(): Promise<RequestHead | undefined> {
+    /** How many bytes after `#start` were searched for the head's end already. */
+    let scanned = 0;
+    let started = false;
+    while (true) {
+      // Empty lines before a request line are skipped (RFC 9112 §2.2).
+      while (this.#start < this.#end) {
+        const b = this.#buf[this.#start];
+        if (b === 10) this.#start++;
+        else if (b === 13 && this.#start + 1 < this.#end && this.#buf[this.#start + 1] === 10) {
+          this.#start += 2;
+        } else break;
+        scanned = 0;
+      }
+      if (this.#start < this.#end) {
+        if (!started) {
+          started = true;
+          this.#host.awaitingHead(true);
+        }
+        const end = headEnd(this.#buf, this.#start + Math.max(0, scanned - 3), this.#end);
+        if (end >= 0) {
+          if (end - this.#start > MAX_HEAD_BYTES) return this.#refuse("head too large");
+          const text = isomorphic(this.#buf, this.#start, end);
+          this.#start = end;
+          try {
+            return parseRequestHead(text);
+          } catch (err) {
+            const bad = err as BadRequest;
+            return this.#refuse(bad.reason, bad.request);
+          }
+        }
+        scanned = this.#end - this.#start;
+        if (scanned > MAX_HEAD_BYTES) return this.#refuse("head too large");
+      }
+      if (this.#eof || !(await this.#fill())) return undefined;
+    }
+  }
+
+  async #refuse(reason: string, request?: BrokenRequestHead): Promise<undefined> {
+    this.#host.badRequest(request, reason);
+    await this.#write(BAD_REQUEST).catch(() => {});
+    this.#closed = true;
+    return undefined;
+  }
+
+  async #brokenFraming(): Promise<void> {
+    const head = this.#head!;
+    await this.#write(BAD_FRAMING).catch(() => {});
+    this.#closed = true;
+    this.#host.badFraming(
+      { method: head.method, target: head.target, head: head.text },
+      this.#chunker.reason ?? "invalid chunked framing",
+    );
+  }
+
+  /** Reads more into the buffer (compacting or growing it); false at the end. */
+  async #fill(): Promise<boolean> {
+    if (this.#start === this.#end) {
+      this.#start = 0;
+      this.#end = 0;
+    } else if (this.#end === this.#buf.length) {
+      if (this.#start > 0) {
+        this.#buf.copyWithin(0, this.#start, this.#end);
+        this.#end -= this.#start;
+        this.#start = 0;
+      } else {
+        const grown = new Uint8Array(this.#buf.length * 2);
+        grown.set(this.#buf);
+        this.#buf = grown;
+      }
+    }
+    let n: number | null;
+    try {
+      n = await this.#conn.read(this.#buf.subarray(this.#end));
+    } catch {
+      n = null;
+    }
+    if (n === null) {
+      this.#eof = true;
+      return false;
+    }
+    this.#end += n;
+    return true;
+  }
+
+  /** Follows the chunked framing of what is buffered; false when it is already invalid. */
+  #checkBuffered(): boolean {
+    // A throwaway follower: the real decoding happens as the handler reads.
+    const probe = new ChunkedFraming();
+    if (probe.feed(this.#buf, this.#start, this.#end) < 0) {
+      this.#chunker.reason = probe.reason;
+      return false;
+    }
+    return true;
+  }
+
+  #source(): BodySource {
+    return {
+      whole: () => {
+        if (this.#chunked || this.#end - this.#start < this.#remaining) return undefined;
+        const bytes = this.#buf.slice(this.#start, this.#start + this.#remaining);
+        this.#start += this.#remaining;
+        this.#remaining = 0;
+        this.#bodyDone = true;
+        return bytes;
+      },
+      stream: () =>
+        new ReadableStream<Uint8Array>({
+          pull: async (controller) => {
+            try {
+              const chunk = await this.#readBody();
+              if (chunk === null) controller.close();
+              else controller.enqueue(chunk);
+            } catch (err) {
+              controller.error(err);
+            }
+          },
+        }, { highWaterMark: 0 }),
+    };
+  }
+
+  /** The next piece of the request body, or null at its end; throws when it broke off. */
+  async #readBody(): Promise<Uint8Array | null> {
+    while (true) {
+      if (this.#bodyDone) return null;
+      if (this.#bodyError) throw this.#bodyError;
+      if (this.#start < this.#end) {
+        if (!this.#chunked) {
+          const take = Math.min(this.#remaining, this.#end - this.#start);
+          const out = this.#buf.slice(this.#start, this.#start + take);
+          this.#start += take;
+          this.#remaining -= take;
+          if (this.#remaining === 0) this.#bodyDone = true;
+          return out;
+        }
+        const ranges: number[] = [];
+        const at = this.#chunker.feed(this.#buf, this.#start, this.#end, ranges);
+        if (at < 0) {
+          this.#bodyError = new Error(`invalid chunked framing: ${this.#chunker.reason}`);
+          throw this.#bodyError;
+        }
+        let size = 0;
+        for (let i = 0; i < ranges.length; i += 2) size += ranges[i + 1]! - ranges[i]!;
+        let out: Uint8Array | undefined;
+        if (size > 0) {
+          out = new Uint8Array(size);
+          let w = 0;
+          for (let i = 0; i < ranges.length; i += 2) {
+            out.set(this.#buf.subarray(ranges[i]!, ranges[i + 1]!), w);
+            w += ranges[i + 1]! - ranges[i]!;
+          }
+        }
+        this.#start = at;
+        if (this.#chunker.done) this.#bodyDone = true;
+        if (out !== undefined) return out;
+        if (this.#bodyDone) return null;
+      }
+      if (this.#continue) {
+        this.#continue = false;
+        await this.#write(CONTINUE);
+      }
+      this.#host.readingBody(true);
+      const more = this.#eof ? false : await this.#fill();
+      this.#host.readingBody(false);
+      if (!more) {
+        this.#bodyError = new Error("the request body ended early");
+        throw this.#bodyError;
+      }
+    }
+  }
+
+  /** Writes the answer; whether the connection can serve another request. */
+  async #respond(head: RequestHead, res: Response): Promise<boolean> {
+    const status = res.status;
+    const bodyless = head.method === "HEAD" || NO_BODY.has(status) || status < 200;
+    let close = head.close || this.#eof;
+    // What the handler left of the request body is read and dropped when it is small;
+    // otherwise the connection closes after the answer.
+    if (!this.#bodyDone && !this.#bodyError) {
+      if (this.#chunked || this.#remaining > DRAIN_LIMIT) close = true;
+    }
+    if (this.#bodyError) close = true;
+    let text = `HTTP/1.1 ${status} ${res.statusText || REASONS[status] || ""}\r\n`;
+    let length = -1;
+    res.headers.forEach((v, k) => {
+      if (OWN.has(k)) {
+        if (k === "content-length" && bodyless) text += `content-length: ${v}\r\n`;
+        else if (k === "content-length") length = DIGITS.test(v) ? Number(v) : -1;
+        return;
+      }
+      text += `${k}: ${v}\r\n`;
+    });
+    text += dateLine();
+    const body = bodyless ? null : res.body;
+    if (body === null) {
+      if (!bodyless) text += "content-length: 0\r\n";
+      text += close ? "connection: close\r\n\r\n" : "\r\n";
+      await this.#write(this.#encode(text, undefined));
+      if (bodyless) await res.body?.cancel().catch(() => {});
+      return this.#after(close);
+    }
+    const reader = body.getReader();
+    try {
+      // Two reads tell a body that is already whole (a buffer) from a stream.
+      const a = await reader.read();
+      const b = a.done ? a : await reader.read();
+      if (b.done) {
+        const bytes = a.done ? EMPTY : a.value;
+        text += `content-length: ${bytes.length}\r\n`;
+        text += close ? "connection: close\r\n\r\n" : "\r\n";
+        await this.#write(this.#encode(text, bytes));
+        return this.#after(close);
+      }
+      // A stream: with a declared length as it is, else chunked (close-delimited for HTTP/1.0).
+      const chunked = length < 0 && head.minor === 1;
+      if (length >= 0) text += `content-length: ${length}\r\n`;
+      else if (chunked) text += "transfer-encoding: chunked\r\n";
+      else close = true;
+      text += close ? "connection: close\r\n\r\n" : "\r\n";
+      let sent = 0;
+      const frame = (chunk: Uint8Array) => {
+        sent += chunk.length;
+        return chunked ? chunkFrame(chunk) : chunk;
+      };
+      await this.#write(this.#encode(text, frame(a.value!)));
+      await this.#write(frame(b.value!));
+      while (true) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        if (value.length > 0) await this.#write(frame(value));
+      }
+      if (chunked) await this.#write(LAST_CHUNK);
+      // A body that did not match its declared length cannot keep the connection.
+      if (length >= 0 && sent !== length) return false;
+      return this.#after(close);
+    } catch {
+      await reader.cancel().catch(() => {});
+      return false;
+    }
+  }
+
+  /** After an answer: drops what is left of a small body; whether to go on. */
+  async #after(close: boolean): Promise<boolean> {
+    if (close) return false;
+    while (!this.#bodyDone) {
+      try {
+        if ((await this.#readBody()) === null) break;
+      } catch {
+        return false;
+      }
+    }
+    return !this.#eof || this.#start < this.#end;
+  }
+
+  #encode(text: string, body: Uint8Array | undefined): Uint8Array {
+    const need = text.length + (body?.length ?? 0);
+    if (this.#out.length < need) this.#out = new Uint8Array(Math.max(need, this.#out.length * 2));
+    const out = this.#out;
+    const { read, written } = utf8.encodeInto(text, out);
+    let at = written;
+    if (read !== text.length || written !== text.length) {
+      // A header value with bytes above 0x7f: one byte per code unit, not UTF-8.
+      for (let i = 0; i < text.length; i++) out[i] = text.charCodeAt(i) & 0xff;
+      at = text.length;
+    }
+    if (body !== undefined) {
+      out.set(body, at);
+      at += body.length;
+    }
+    return out.subarray(0, at);
+  }
+
+  async #write(data: Uint8Array): Promise<void> {
+    this.#host.sending(true);
+    try {
+      let at = 0;
+      while (at < data.length) at += await this.#conn.write(data.subarray(at));
+    } finally {
+      this.#host.sending(false);
+    }
+  }
+}
+
+const LAST_CHUNK = utf8.encode("0\r\n\r\n");
+
+function chunkFrame(chunk: Uint8Array): Uint8Array {
+  const size = `${chunk.length.toString(16)}\r\n`;
+  const out = new Uint8Array(size.length + chunk.length + 2);
+  utf8.encodeInto(size, out);
+  out.set(chunk, size.length);
+  out[out.length - 2] = 13;
+  out[out.length - 1] = 10;
+  return out;
+}
+
+/** A Host value `Deno.serve` would put in the URL (visible ASCII, not empty). */
+function validHost(host: string): boolean {
+  if (host === "") return false;
+  for (let i = 0; i < host.length; i++) {
+    const c = host.charCodeAt(i);
+    if (c > 0x7e) return false;
+  }
+  return true;
+}
+
+/**
+ * Where the head starting at or before `from` ends in `buf[0, end)`: the index just past the
+ * empty line (CRLF CRLF, LF LF or LF CRLF), or -1 if not yet there.
+ */
+function headEnd(buf: Uint8Array, from: number, end: number): number {
+  let i = buf.indexOf(10, from);
+  while (i >= 0 && i < end) {
+    if (i + 1 < end && buf[i + 1] === 10) return i + 2;
+    if (i + 2 < end && buf[i + 1] === 13 && buf[i + 2] === 10) return i + 3;
+    i = buf.indexOf(10, i + 1);
+  }
+  return -1;
+}
+
+/** Serves `listener` with no limits (tests, the probe and the prototypes). */
+export function serveHttp1(
+  listener: Deno.Listener,
+  handler: (req: Request, remote: Deno.NetAddr) => Response | Promise<Response>,
+): { close(): Promise<void> } {
+  const conns = new Set<Deno.Conn>();
+  const addr = listener.addr as Deno.NetAddr;
+  const authority = `localhost:${addr.port}`;
+  const nothing = () => {};
+  const accepting = (async () => {
+    for await (const conn of listener) {
+      conns.add(conn);
+      (conn as Deno.TcpConn).setNoDelay?.(true);
+      const remote = conn.remoteAddr as Deno.NetAddr;
+      const host: Http1Host = {
+        awaitingHead: nothing,
+        readingBody: nothing,
+        handling: nothing,
+        sending: nothing,
+        idle: nothing,
+        badFraming: nothing,
+        badRequest: nothing,
+        handOver: () => Promise.resolve(),
+      };
+      new Http1Connection(conn, (req) => handler(req, remote), host, authority).run()
+        .finally(() => {
+          conns.delete(conn);
+          try {
+            conn.close();
+          } catch {
+            // closed
+          }
+        });
+    }
+  })().catch(() => {});
+  return {
+    async close() {
+      try {
+        listener.close();
+      } catch {
+        // closed
+      }
+      for (const c of conns) {
+        try {
+          c.close();
+        } catch {
+          // closed
+        }
+      }
+      await accepting;
+    },
+  };
+}
