@@ -335,6 +335,8 @@ function connectionFront(
     logger: deps.logger,
     onBadFraming: name === "data" ? composed.dataPlane.badFraming : undefined,
     longLivedFeeds: name === "management",
+    // The data listener's front serves HTTP/1.1 itself; the management app stays on Deno.serve.
+    http1: name === "data",
   };
 }
 

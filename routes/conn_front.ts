@@ -27,6 +27,7 @@ import type {
   RefuseReason,
 } from "../mod/core/connection_stats.ts";
 import { type BrokenRequest, RequestFraming } from "./conn_framing.ts";
+import { Http1Connection, type Http1Host } from "./http1_server.ts";
 import { type Config, durationMs } from "../mod/config/config.ts";
 
 export interface ConnectionLimits {
@@ -67,8 +68,16 @@ export interface FrontOptions {
   readonly tls?: { readonly cert: string; readonly key: string };
   /** Shares the port with the other fronts of this process (data workers). */
   readonly reusePort?: boolean;
-  /** The private listener the connections are piped into. */
+  /**
+   * The private listener the connections are piped into (all of them without `serve`; with it,
+   * only those `serve` does not take: upgrades, HTTP/2, CONNECT).
+   */
   readonly innerPort: number;
+  /**
+   * Serves HTTP/1.1 in the front itself (`http1_server.ts`) with this handler: no loopback hop
+   * for plain requests. `client` is the connection's peer.
+   */
+  readonly serve?: (req: Request, client: Deno.NetAddr) => Response | Promise<Response>;
   readonly limits: ConnectionLimits;
   readonly stats: ListenerConnections;
   readonly logger?: Logger;
@@ -146,6 +155,10 @@ interface Piped {
   pushing: boolean;
   /** When a pending write to the client began (0: none). */
   sendingSince: number;
+  /** Served by the front itself: between requests, with nothing of the next one read yet. */
+  waiting: boolean;
+  /** Piped into the private listener (from the start, or handed over by the own server). */
+  piped: boolean;
   closed: boolean;
   /** Counted toward its address's per-client cap (not once it carried a long-lived feed). */
   perClient: boolean;
@@ -170,6 +183,8 @@ export function startFront(options: FrontOptions): Front {
       ...(options.reusePort ? { reusePort: true } : {}),
     });
   const addr = listener.addr as Deno.NetAddr;
+  /** The URL's authority for a request without a usable Host (as `Deno.serve` uses). */
+  const authority = `localhost:${addr.port}`;
   const perClient = new Map<string, number>();
   const peers = new Map<number, { hostname: string; port: number; conn: Piped }>();
   const open = new Set<Piped>();
@@ -255,14 +270,78 @@ export function startFront(options: FrontOptions): Front {
       heads: 0,
       pushing: false,
       sendingSince: 0,
+      waiting: true,
+      piped: false,
       closed: false,
       perClient: true,
     };
     open.add(c);
-    pipe(c, remote.port).catch(() => end(c));
+    if (options.serve) serveOwn(c, remote).catch(() => end(c));
+    else pipe(c, remote.port).catch(() => end(c));
   }
 
-  async function pipe(c: Piped, clientPort: number): Promise<void> {
+  /**
+   * The front answers the connection's requests itself (`http1_server.ts`); the deadlines follow
+   * what the connection is doing, as they follow the piped bytes below.
+   */
+  async function serveOwn(c: Piped, remote: Deno.NetAddr): Promise<void> {
+    (c.client as Deno.TcpConn).setNoDelay?.(true);
+    const peer: Deno.NetAddr = { transport: "tcp", hostname: c.address, port: remote.port };
+    const serve = options.serve!;
+    const host: Http1Host = {
+      headStarted() {
+        c.waiting = false;
+        // The first head's deadline runs from the connection's start.
+        if (c.heads++ > 0) {
+          c.deadline = now + limits.headerTimeoutMs;
+          c.reason = "header_timeout";
+        }
+      },
+      readingBody(pending) {
+        c.deadline = pending ? now + limits.bodyTimeoutMs : Infinity;
+        c.reason = "body_timeout";
+      },
+      handling() {
+        // The answer is the handler's (and the site's deadline).
+        c.deadline = Infinity;
+      },
+      sending(pending) {
+        c.sendingSince = pending ? now || 1 : 0;
+      },
+      idle() {
+        c.waiting = true;
+        c.deadline = now + limits.keepAliveTimeoutMs;
+        c.reason = "keepalive_timeout";
+        if (stopped) end(c);
+      },
+      badFraming(request, reason) {
+        stats.closed.bad_framing++;
+        recordBroken(c, { ...request, reason });
+      },
+      badRequest(request, reason) {
+        if (request !== undefined) recordBroken(c, { ...request, reason });
+      },
+      handOver: (pending) => pipe(c, remote.port, pending),
+    };
+    try {
+      await new Http1Connection(c.client, (req) => serve(req, peer), host, authority).run();
+    } finally {
+      if (!c.piped) end(c);
+    }
+  }
+
+  function recordBroken(c: Piped, broken: BrokenRequest): void {
+    try {
+      options.onBadFraming?.(c.address, broken, c.clientPort);
+    } catch (err) {
+      logger?.warn("recording a request with bad framing failed", {
+        error: (err as Error).message,
+      });
+    }
+  }
+
+  async function pipe(c: Piped, clientPort: number, pending?: Uint8Array): Promise<void> {
+    c.piped = true;
     let inner: Deno.Conn;
     try {
       inner = await Deno.connect({ hostname: "127.0.0.1", port: options.innerPort });
@@ -280,6 +359,12 @@ export function startFront(options: FrontOptions): Front {
     (c.client as Deno.TcpConn).setNoDelay?.(true);
     const innerPort = (inner.localAddr as Deno.NetAddr).port;
     peers.set(innerPort, { hostname: c.address, port: clientPort, conn: c });
+    if (pending !== undefined && pending.length > 0) {
+      // What the own server read of the request it hands over goes first.
+      c.framing.feed(pending);
+      if (c.framing.phase === "idle") c.deadline = Infinity;
+      await writeAll(inner, pending);
+    }
     // The server's end decides: when it closes, the client's connection goes too (the client
     // finishing first only half-closes the pipe, the answer may still come).
     inbound(c, inner).catch(() => end(c));
@@ -368,13 +453,7 @@ export function startFront(options: FrontOptions): Front {
     c.inner?.close();
     c.inner = undefined;
     await writeAll(c.client, BAD_REQUEST).catch(() => {});
-    try {
-      options.onBadFraming?.(c.address, broken, c.clientPort);
-    } catch (err) {
-      logger?.warn("recording a request with bad framing failed", {
-        error: (err as Error).message,
-      });
-    }
+    recordBroken(c, broken);
     end(c);
   }
 
@@ -414,6 +493,9 @@ export function startFront(options: FrontOptions): Front {
     } catch {
       // already closed
     }
+    // Connections the front serves that wait for a next request end now; the others after
+    // their answer (`idle`).
+    for (const c of open) if (!c.piped && c.waiting) end(c);
   }
 
   return {

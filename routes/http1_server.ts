@@ -29,11 +29,14 @@ export const MAX_HEADER_LINES = 128;
 /** Request body left unread by the handler that is still read (and dropped) to keep the connection. */
 const DRAIN_LIMIT = 64 * 1024;
 const READ_BUFFER = 16 * 1024;
+/** Lingering close: how long and how much of what a client still sends is read and dropped. */
+const LINGER_MS = 2_000;
+const LINGER_BYTES = 1024 * 1024;
 
 /** What a connection needs from whoever runs it (the connection front). */
 export interface Http1Host {
-  /** A request head is awaited (`first`: the connection's first) or has begun arriving. */
-  awaitingHead(started: boolean): void;
+  /** The first bytes of a request head have arrived. */
+  headStarted(): void;
   /** The handler is reading the body (a read from the client is pending) or not any more. */
   readingBody(pending: boolean): void;
   /** The request is complete; the handler works on it. */
@@ -132,6 +135,7 @@ export function parseRequestHead(text: string): RequestHead {
   // The last two entries are the empty line and what follows the final LF.
   const last = lines.length - 2;
   const requestLine = stripCr(lines[0]!);
+  if (requestLine === "PRI * HTTP/2.0") return preface(text);
   const m = REQUEST_LINE.exec(requestLine);
   if (m === null) {
     const sp = requestLine.indexOf(" ");
@@ -242,6 +246,23 @@ export function parseRequestHead(text: string): RequestHead {
     close,
     expectContinue: minor === 1 && expect.toLowerCase() === "100-continue",
     handOver: upgrade || method === "CONNECT" || method === "PRI",
+    text,
+  };
+}
+
+/** The HTTP/2 connection preface (prior knowledge, or ALPN h2 behind the TLS front). */
+function preface(text: string): RequestHead {
+  return {
+    method: "PRI",
+    target: "*",
+    minor: 0,
+    headers: [],
+    host: undefined,
+    contentLength: -1,
+    chunked: false,
+    close: true,
+    expectContinue: false,
+    handOver: true,
     text,
   };
 }
@@ -482,6 +503,11 @@ export class Http1Connection {
   #bodyError: Error | undefined;
   #continue = false;
   #head: RequestHead | undefined;
+  #handedOver = false;
+  /** Where the current request's head began in the buffer (for a hand-over). */
+  #headStart = 0;
+  /** The read in progress, if any (one at a time: the response may watch for a close). */
+  #filling: Promise<boolean> | undefined;
 
   constructor(conn: Deno.Conn, handler: Http1Handler, host: Http1Host, authority: string) {
     this.#conn = conn;
@@ -494,21 +520,54 @@ export class Http1Connection {
   async run(): Promise<void> {
     try {
       await this.#loop();
+      if (!this.#handedOver) await this.#linger();
     } catch {
       // the connection broke; the front closes it
     }
   }
 
+  /**
+   * Closing with request bytes still unread would make the kernel reset the connection, and a
+   * reset can destroy the answer before the client reads it (a 413 to a body still being
+   * sent). So, like nginx's lingering close, the write side is shut first and what the client
+   * still sends is read and dropped until it closes, for at most `LINGER_MS` and `LINGER_BYTES`.
+   */
+  async #linger(): Promise<void> {
+    if (this.#eof || (this.#bodyDone && this.#start === this.#end)) return;
+    try {
+      await this.#conn.closeWrite();
+    } catch {
+      return;
+    }
+    const conn = this.#conn;
+    const timer = setTimeout(() => {
+      try {
+        conn.close();
+      } catch {
+        // closed
+      }
+    }, LINGER_MS);
+    try {
+      const sink = new Uint8Array(READ_BUFFER);
+      let total = 0;
+      while (total < LINGER_BYTES) {
+        const n = await conn.read(sink).catch(() => null);
+        if (n === null) break;
+        total += n;
+      }
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   async #loop(): Promise<void> {
-    let first = true;
     while (!this.#closed) {
-      this.#host.awaitingHead(!first);
-      first = false;
       const head = await this.#readHead();
       if (head === undefined) return;
       if (head.handOver) {
         this.#closed = true;
-        await this.#host.handOver(this.#buf.slice(this.#start, this.#end));
+        this.#handedOver = true;
+        await this.#host.handOver(this.#buf.slice(this.#headStart, this.#end));
         return;
       }
       this.#head = head;
@@ -568,12 +627,13 @@ export class Http1Connection {
       if (this.#start < this.#end) {
         if (!started) {
           started = true;
-          this.#host.awaitingHead(true);
+          this.#host.headStarted();
         }
         const end = headEnd(this.#buf, this.#start + Math.max(0, scanned - 3), this.#end);
         if (end >= 0) {
           if (end - this.#start > MAX_HEAD_BYTES) return this.#refuse("head too large");
           const text = isomorphic(this.#buf, this.#start, end);
+          this.#headStart = this.#start;
           this.#start = end;
           try {
             return parseRequestHead(text);
@@ -607,7 +667,11 @@ export class Http1Connection {
   }
 
   /** Reads more into the buffer (compacting or growing it); false at the end. */
-  async #fill(): Promise<boolean> {
+  #fill(): Promise<boolean> {
+    return this.#filling ??= this.#read().finally(() => this.#filling = undefined);
+  }
+
+  async #read(): Promise<boolean> {
     if (this.#start === this.#end) {
       this.#start = 0;
       this.#end = 0;
@@ -730,7 +794,8 @@ export class Http1Connection {
     // What the handler left of the request body is read and dropped when it is small;
     // otherwise the connection closes after the answer.
     if (!this.#bodyDone && !this.#bodyError) {
-      if (this.#chunked || this.#remaining > DRAIN_LIMIT) close = true;
+      // A client still waiting for its 100 (Continue) will not send the body.
+      if (this.#chunked || this.#remaining > DRAIN_LIMIT || this.#continue) close = true;
     }
     if (this.#bodyError) close = true;
     let text = `HTTP/1.1 ${status} ${res.statusText || REASONS[status] || ""}\r\n`;
@@ -775,13 +840,25 @@ export class Http1Connection {
         sent += chunk.length;
         return chunked ? chunkFrame(chunk) : chunk;
       };
+      // While a stream is sent, a client that goes away cancels it (and so its upstream
+      // connection), as `Deno.serve` does; a pipelined request read meanwhile stays buffered.
+      let gone = false;
+      if (this.#bodyDone && !this.#eof && this.#end - this.#start < READ_BUFFER) {
+        this.#fill().then((more) => {
+          if (!more) {
+            gone = true;
+            reader.cancel().catch(() => {});
+          }
+        });
+      }
       await this.#write(this.#encode(text, frame(a.value!)));
       await this.#write(frame(b.value!));
-      while (true) {
+      while (!gone) {
         const { done, value } = await reader.read();
         if (done) break;
         if (value.length > 0) await this.#write(frame(value));
       }
+      if (gone) return false;
       if (chunked) await this.#write(LAST_CHUNK);
       // A body that did not match its declared length cannot keep the connection.
       if (length >= 0 && sent !== length) return false;
@@ -885,7 +962,7 @@ export function serveHttp1(
       (conn as Deno.TcpConn).setNoDelay?.(true);
       const remote = conn.remoteAddr as Deno.NetAddr;
       const host: Http1Host = {
-        awaitingHead: nothing,
+        headStarted: nothing,
         readingBody: nothing,
         handling: nothing,
         sending: nothing,

@@ -1,7 +1,9 @@
 /**
  * Starts one HTTP(S) listener with `Deno.serve` and exposes a graceful shutdown. With `front`,
  * the public port is the connection front's (`conn_front.ts`: deadlines, connection caps, accept
- * failures survived) and `Deno.serve` listens privately on loopback behind it.
+ * failures survived) and `Deno.serve` listens privately on loopback behind it; the front serves
+ * plain HTTP/1.1 itself (`http1_server.ts`) unless `front.http1` is false, and pipes into
+ * `Deno.serve` only what it does not serve (upgrades, HTTP/2, CONNECT).
  */
 import type { Logger } from "../mod/core/logger.ts";
 import type { ListenerConnections } from "../mod/core/connection_stats.ts";
@@ -73,6 +75,11 @@ export interface ListenOptions {
     readonly onBadFraming?: (client: string, request: BrokenRequest, clientPort: number) => void;
     /** Gives handlers `info.longLived` (the management listener's realtime feeds). */
     readonly longLivedFeeds?: boolean;
+    /**
+     * `false`: every connection is piped into `Deno.serve` (the management listener). Otherwise
+     * the front serves HTTP/1.1 itself and pipes only upgrades, HTTP/2 and CONNECT.
+     */
+    readonly http1?: boolean;
   };
 }
 
@@ -128,6 +135,8 @@ function listenFronted(
     const innerPort = info.remoteAddr.port;
     return handler(request, { ...info, remoteAddr, longLived: () => front?.longLived(innerPort) });
   });
+  const own = frontOptions.http1 !== false && !tls;
+  const completed = new Promise<void>(() => {});
   try {
     front = startFront({
       hostname: options.hostname,
@@ -136,6 +145,7 @@ function listenFronted(
       reusePort: options.reusePort,
       innerPort: server.addr.port,
       ...frontOptions,
+      serve: own ? (req, remoteAddr) => handler(req, { remoteAddr, completed }) : undefined,
     });
   } catch (err) {
     void server.shutdown();
@@ -150,8 +160,9 @@ function listenFronted(
     async shutdown() {
       opened.stop();
       await server.shutdown();
-      // The server has answered everything; let the last answers through the pipe.
-      await opened.drain(1_000);
+      // The server has answered everything; let the last answers through the pipe (and the
+      // front finish the requests it serves itself: the caller bounds the whole shutdown).
+      await opened.drain(own ? 60_000 : 1_000);
       opened.close();
     },
     finished: server.finished,
