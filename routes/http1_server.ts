@@ -800,10 +800,13 @@ export class Http1Connection {
     if (this.#bodyError) close = true;
     let text = `HTTP/1.1 ${status} ${res.statusText || REASONS[status] || ""}\r\n`;
     let length = -1;
+    let hasLength = false;
     res.headers.forEach((v, k) => {
       if (OWN.has(k)) {
-        if (k === "content-length" && bodyless) text += `content-length: ${v}\r\n`;
-        else if (k === "content-length") length = DIGITS.test(v) ? Number(v) : -1;
+        if (k === "content-length" && bodyless) {
+          hasLength = true;
+          text += `content-length: ${v}\r\n`;
+        } else if (k === "content-length") length = DIGITS.test(v) ? Number(v) : -1;
         return;
       }
       text += `${k}: ${v}\r\n`;
@@ -812,6 +815,11 @@ export class Http1Connection {
     const body = bodyless ? null : res.body;
     if (body === null) {
       if (!bodyless) text += "content-length: 0\r\n";
+      else if (head.method === "HEAD" && !hasLength && res.body !== null) {
+        // The length the GET would have had, when the body is already whole (as hyper does).
+        const whole = await wholeBody(res.body);
+        if (whole !== undefined) text += `content-length: ${whole}\r\n`;
+      }
       text += close ? "connection: close\r\n\r\n" : "\r\n";
       await this.#write(this.#encode(text, undefined));
       if (bodyless) await res.body?.cancel().catch(() => {});
@@ -912,6 +920,21 @@ export class Http1Connection {
 }
 
 const LAST_CHUNK = utf8.encode("0\r\n\r\n");
+
+/** The length of a body that is whole within two reads (a buffer), else undefined. */
+async function wholeBody(body: ReadableStream<Uint8Array>): Promise<number | undefined> {
+  const reader = body.getReader();
+  try {
+    const a = await reader.read();
+    if (a.done) return 0;
+    const b = await reader.read();
+    return b.done ? a.value.length : undefined;
+  } catch {
+    return undefined;
+  } finally {
+    reader.cancel().catch(() => {});
+  }
+}
 
 function chunkFrame(chunk: Uint8Array): Uint8Array {
   const size = `${chunk.length.toString(16)}\r\n`;
