@@ -4,6 +4,7 @@
  */
 import { parseDocument } from "yaml";
 import { type Config, configSchema, parseListen } from "./config_schema.ts";
+import { isKnownExpression, KNOWN_EXPRESSIONS } from "../identity/permissions.ts";
 import { DEFAULT_CONFIG_YAML } from "./config_default.ts";
 
 export type { Config } from "./config_schema.ts";
@@ -51,6 +52,19 @@ function semanticProblems(config: Config): ConfigProblem[] {
       path: "server.management.tls",
       message:
         `expected "auto" or { cert_file, key_file }: the management listener binds the non-loopback address "${mgmt.hostname}" and must not run without TLS`,
+    });
+  }
+  // An identifier the specification does not have grants nothing: a typo ("read:site") would
+  // leave a role silently without the access it was written for.
+  for (const [role, expressions] of Object.entries(config.apisec.permissions)) {
+    expressions.forEach((e, i) => {
+      if (isKnownExpression(e)) return;
+      const near = nearest(e, KNOWN_EXPRESSIONS);
+      problems.push({
+        path: `apisec.permissions.${role}[${i}]`,
+        message: `unknown permission "${e}": expected "*", "family:*" of a permission family ` +
+          `or an identifier of the specification${near ? `; did you mean "${near}"?` : ""}`,
+      });
     });
   }
   if (!config.apisec.permissions["admin"]) {

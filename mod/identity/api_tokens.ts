@@ -8,7 +8,7 @@ import type { Audit, AuditEvent } from "../core/audit.ts";
 import type { Clock } from "../core/clock.ts";
 import { safeEqual, sha256Hex } from "../core/digest.ts";
 import { AppError } from "../core/errors.ts";
-import { grants, isPermission, PERMISSIONS } from "./permissions.ts";
+import { grants, isKnownExpression } from "./permissions.ts";
 import { type Random, randomHex, randomToken } from "../core/random.ts";
 
 const DAY = 86_400_000;
@@ -57,14 +57,7 @@ export function toTokenView(row: ApiTokenRow): TokenView {
   };
 }
 
-const FAMILIES = new Set(PERMISSIONS.map((p) => p.slice(0, p.indexOf(":"))));
-
-/** A known identifier, `*`, or `family:*` of an existing family. */
-export function isKnownExpression(e: string): boolean {
-  if (e === "*") return true;
-  if (e.endsWith(":*")) return FAMILIES.has(e.slice(0, -2));
-  return isPermission(e);
-}
+export { isKnownExpression };
 
 /**
  * Whether `held` covers `requested` entirely. A wildcard is only covered by an equal or wider

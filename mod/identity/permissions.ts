@@ -51,6 +51,22 @@ export function isPermission(value: string): value is Permission {
   return KNOWN.has(value);
 }
 
+const FAMILIES: ReadonlySet<string> = new Set(PERMISSIONS.map((p) => p.slice(0, p.indexOf(":"))));
+
+/** A known identifier, `*`, or `family:*` of an existing family. */
+export function isKnownExpression(e: string): boolean {
+  if (e === "*") return true;
+  if (e.endsWith(":*")) return FAMILIES.has(e.slice(0, -2));
+  return isPermission(e);
+}
+
+/** Every expression {@link isKnownExpression} accepts, for suggestions. */
+export const KNOWN_EXPRESSIONS: readonly string[] = [
+  "*",
+  ...[...FAMILIES].map((f) => `${f}:*`),
+  ...PERMISSIONS,
+];
+
 /** True when one of `expressions` grants `permission`. */
 export function grants(expressions: readonly string[], permission: string): boolean {
   for (const e of expressions) {

@@ -116,6 +116,24 @@ Deno.test("permission expressions and role names are validated", () => {
   );
 });
 
+Deno.test("a role map naming a permission the specification does not have stops start-up, with a suggestion", () => {
+  const found = problems(
+    'apisec:\n  permissions:\n    admin: ["*"]\n    ops: ["read:*", "read:site", "writ:*", "nope:x"]\n',
+  );
+  assertEquals(found.map((p) => p.path), [
+    "apisec.permissions.ops[1]",
+    "apisec.permissions.ops[2]",
+    "apisec.permissions.ops[3]",
+  ]);
+  ok(found[0]!.message.includes('unknown permission "read:site"'), found[0]!.message);
+  ok(found[0]!.message.endsWith('did you mean "read:sites"?'), found[0]!.message);
+  ok(found[1]!.message.endsWith('did you mean "write:*"?'), found[1]!.message);
+  const fine = parseConfigText(
+    'apisec:\n  permissions:\n    admin: ["*"]\n    ops: ["use:*", "manage:api_tokens"]\n',
+  );
+  assertEquals(fine.kind, "ok");
+});
+
 Deno.test("YAML syntax errors and duplicate keys are reported", () => {
   assertEquals(problems("server: [\n")[0]!.path, "(yaml)");
   assertEquals(problems("logging:\n  level: info\n  level: debug\n")[0]!.path, "(yaml)");
