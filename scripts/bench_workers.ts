@@ -15,7 +15,7 @@
  *    (`waf_data_worker_requests_total` from the metrics).
  *
  * ```sh
- * deno run -A scripts/bench_workers.ts [policy|e2e|cpu|all] [--duration 10] [--connections 16]
+ * deno run -A scripts/bench_workers.ts [records|policy|e2e|cpu|all] [--duration 10] [--connections 16]
  *                                      [--threads 1] [--workers 1,2] [--rounds 3] [--runs 5]
  *                                      [--paced-ms 8]
  *
@@ -32,6 +32,8 @@ import { deltaOf, type PolicySnapshot } from "../mod/data_plane/policy_snapshot.
 import { createProtectionCompiler, KIND } from "../mod/protection/protection_compile.ts";
 import type { IpList } from "../engine/ip_set.ts";
 import { parseIp } from "../engine/ip_address.ts";
+import { type AccessRecord, toRow } from "../mod/data_plane/access_record.ts";
+import type { CountsDelta } from "../mod/data_plane/site_counters.ts";
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
@@ -233,6 +235,135 @@ async function policyEndToEnd(runs: number): Promise<void> {
   );
 }
 
+/** A benign request's record as the transaction leaves it (a protected site, six checks). */
+function benignRecord(i: number): AccessRecord {
+  const checks = ["site", "client", "ip_list", "acl", "bot", "rate_limit", "engine", "upstream"];
+  return {
+    trace_id: (0x1000000 + i).toString(16).padStart(32, "0"),
+    time: Date.now(),
+    site_id: "0b6f3c6e-8a52-4f7e-9d0c-2f3e4a5b6c7d",
+    site: "on",
+    client_ip: "127.0.0.1",
+    peer_ip: "127.0.0.1",
+    proto: "http",
+    method: "GET",
+    host: "on.bench",
+    path: `/products/${i % 500}`,
+    query: "id=42&sort=price&page=2",
+    user_agent: "Mozilla/5.0 (X11; Linux x86_64; rv:140.0) Gecko/20100101 Firefox/140.0",
+    status: 200,
+    action: "pass",
+    chain: checks.map((check) => ({ check, result: check === "site" ? "match" : "pass", us: 3 })),
+    finding: null,
+    findings: 0,
+    upstream: "http://127.0.0.1:8081",
+    bytes_in: 0,
+    bytes_out: 612,
+    latency_us: { total: 950, waf: 120, upstream: 830 },
+  };
+}
+
+/**
+ * The records' trip from a worker to the writer thread, per record, split by thread, for the
+ * first design (records by structured clone to the main thread, which counted them, built the
+ * rows and cloned those to the writer) and this one (rows built and joined into one string in
+ * the worker, counts as per-site deltas, the string passed on as it is and parsed by the
+ * writer). `node:v8`'s serialiser is the one `postMessage` uses; batches of 64, as under load.
+ */
+async function recordsBench(runs: number): Promise<void> {
+  const v8 = await import("node:v8");
+  const { rowLines, parseRowLines } = await import("../db/access_log_lines.ts");
+  const { SiteCounterSet, takeCounts, addCounts } = await import(
+    "../mod/data_plane/site_counters.ts"
+  );
+  const N = 64;
+  const batches = 300;
+  const records = Array.from({ length: N * batches }, (_, i) => benignRecord(i));
+  const workerSet = new SiteCounterSet();
+  const mainSet = new SiteCounterSet();
+  const old = { worker: [] as number[], main: [] as number[], writer: [] as number[] };
+  const now = { worker: [] as number[], main: [] as number[], writer: [] as number[] };
+  const per = (ms: number) => (ms * 1000) / records.length;
+  for (let r = 0; r < runs; r++) {
+    // First design.
+    let w = 0, m = 0, wr = 0;
+    for (let b = 0; b < batches; b++) {
+      const batch = records.slice(b * N, (b + 1) * N);
+      const t0 = performance.now();
+      // The worker's transaction counted in its own set then too (unread).
+      for (const rec of batch) {
+        workerSet.forSite(rec.site_id!, rec.site!).count(rec, rec.latency_us.total, null);
+      }
+      const wire = v8.serialize({ t: "records", records: batch });
+      const t1 = performance.now();
+      const got = v8.deserialize(wire) as { records: AccessRecord[] };
+      const rows = [];
+      for (const rec of got.records) {
+        const c = mainSet.forSite(rec.site_id!, rec.site!);
+        c.count(rec, rec.latency_us.total, rec.latency_us.upstream);
+        for (const e of rec.chain) if (e.check === "engine") c.inspection.observe(e.us);
+        rows.push(toRow(rec));
+      }
+      const toWriter = v8.serialize({ kind: "write", id: b, rows });
+      const t2 = performance.now();
+      v8.deserialize(toWriter);
+      const t3 = performance.now();
+      w += t1 - t0;
+      m += t2 - t1;
+      wr += t3 - t2;
+    }
+    old.worker.push(per(w));
+    old.main.push(per(m));
+    old.writer.push(per(wr));
+    // This design.
+    w = m = wr = 0;
+    for (let b = 0; b < batches; b++) {
+      const batch = records.slice(b * N, (b + 1) * N);
+      const t0 = performance.now();
+      const lines: string[] = [];
+      for (const rec of batch) {
+        workerSet.forSite(rec.site_id!, rec.site!).count(rec, rec.latency_us.total, null);
+        lines.push(rowLines(toRow(rec)));
+      }
+      const wire = v8.serialize({
+        t: "records",
+        lines: lines.join(""),
+        count: lines.length,
+        events: [],
+        counts: takeCounts(workerSet),
+        alap: [],
+        samples: [],
+      });
+      const t1 = performance.now();
+      const got = v8.deserialize(wire) as { lines: string; counts: CountsDelta[] };
+      addCounts(mainSet, got.counts);
+      const toWriter = v8.serialize({ kind: "write", id: b, lines: got.lines, defer: true });
+      const t2 = performance.now();
+      parseRowLines((v8.deserialize(toWriter) as { lines: string }).lines);
+      const t3 = performance.now();
+      w += t1 - t0;
+      m += t2 - t1;
+      wr += t3 - t2;
+    }
+    now.worker.push(per(w));
+    now.main.push(per(m));
+    now.writer.push(per(wr));
+  }
+  const line = (name: string, x: typeof old) =>
+    console.log(
+      `  ${name} worker ${median(x.worker).toFixed(2)}, main ${median(x.main).toFixed(2)}, writer ${
+        median(x.writer).toFixed(2)
+      }, total ${(median(x.worker) + median(x.main) + median(x.writer)).toFixed(2)} µs/record`,
+    );
+  console.log(`records: a benign record's trip to the writer, batches of ${N}, median of ${runs}`);
+  line("records cloned (first design): ", old);
+  line("rows as text, counts as deltas:", now);
+  console.log(
+    "  (the worker's part includes the counting its transaction does in both designs, and" +
+      " toRow, which the main thread does with one worker)",
+  );
+}
+
 async function startWafWith(dir: string, upstream: string, workers: number) {
   const dataPort = freePort();
   const mgmtPort = freePort();
@@ -384,6 +515,7 @@ export async function main(args: string[]): Promise<number> {
       Deno.loadavg().map((x) => x.toFixed(2)).join(" ")
     }, cores: ${navigator.hardwareConcurrency}`,
   );
+  if (what === "records" || what === "all") await recordsBench(Number(values.runs));
   if (what === "policy" || what === "all") await policyBench(Number(values.runs));
   if (what === "policy" || what === "e2e" || what === "all") {
     await policyEndToEnd(Number(values.runs));

@@ -3,7 +3,7 @@
  * `Set<string>.has` of the address text as the baseline: results read as ratios.
  */
 import { parseIp } from "../../engine/ip_address.ts";
-import { buildIpSet } from "../../engine/ip_set.ts";
+import { buildIpSet, buildIpTables, ipSetOf } from "../../engine/ip_set.ts";
 import type { Cidr } from "../../engine/ip_address.ts";
 
 const entries: Array<readonly [Cidr, number]> = [];
@@ -20,10 +20,13 @@ for (let i = 0; i < 100_000; i++) {
   texts.add(`${n >>> 24}.${(n >>> 16) & 255}.${(n >>> 8) & 255}.${n & 255}`);
 }
 const set = buildIpSet(entries);
+/** The same set as a data-plane worker holds it: the tables copied (`postMessage`) and wrapped. */
+const copied = ipSetOf(structuredClone(buildIpTables(entries)));
 const linear = entries.slice();
 const hitText = "11.0.97.194";
 const hit = parseIp(hitText)!;
 const missV6 = parseIp("2001:db9::1")!;
+const hitV6 = parseIp("2001:db8:0:14::1")!;
 
 Deno.bench("baseline: Set<string>.has (exact text only)", { group: "ip", baseline: true }, () => {
   texts.has(hitText);
@@ -33,6 +36,12 @@ Deno.bench("IpSet.lookup, 100k entries, IPv4 hit", { group: "ip" }, () => {
 });
 Deno.bench("IpSet.lookup, 100k entries, IPv6 miss", { group: "ip" }, () => {
   set.lookup(missV6);
+});
+Deno.bench("IpSet.lookup, 100k entries, IPv6 hit", { group: "ip" }, () => {
+  set.lookup(hitV6);
+});
+Deno.bench("IpSet.lookup on copied tables (a worker's), IPv4 hit", { group: "ip" }, () => {
+  copied.lookup(hit);
 });
 Deno.bench("IpSet.lookupText (parse + lookup), 100k entries", { group: "ip" }, () => {
   set.lookupText(hitText);
