@@ -3,7 +3,7 @@ import { FakeClock } from "../../../mod/core/clock.ts";
 import { createEventLog } from "../../../mod/core/event_log.ts";
 import { createMemoryLogger } from "../../../mod/core/logger.ts";
 import type { AccessRecord } from "../../../mod/data_plane/access_record.ts";
-import { recordEvents } from "../../../mod/data_plane/record_events.ts";
+import { isEventRecord, recordEvents } from "../../../mod/data_plane/record_events.ts";
 
 const base = {
   trace_id: "a".repeat(32),
@@ -52,4 +52,17 @@ Deno.test("blocks and upstream failures become runtime-log lines; passes do not"
     logger.lines[1]!.includes("INFO  upstream failed") &&
       logger.lines[1]!.includes("result=timeout"),
   );
+});
+
+Deno.test("a worker passes whole only the records the events and the realtime feed look at", () => {
+  const upstream = (result: string) =>
+    ({ ...base, chain: [...base.chain, { check: "upstream", result, us: 9 }] }) as AccessRecord;
+  assertEquals(isEventRecord(base), false);
+  assertEquals(isEventRecord(upstream("ok")), false);
+  assertEquals(isEventRecord({ ...base, action: "log" }), false);
+  assertEquals(isEventRecord({ ...base, action: "block", status: 403 }), true);
+  assertEquals(isEventRecord({ ...base, action: "challenge" }), true);
+  for (const r of ["timeout", "unreachable", "invalid"]) {
+    assertEquals(isEventRecord(upstream(r)), true);
+  }
 });
