@@ -360,9 +360,13 @@ export function startFront(options: FrontOptions): Front {
     const innerPort = (inner.localAddr as Deno.NetAddr).port;
     peers.set(innerPort, { hostname: c.address, port: clientPort, conn: c });
     if (pending !== undefined && pending.length > 0) {
-      // What the own server read of the request it hands over goes first.
-      c.framing.feed(pending);
-      if (c.framing.phase === "idle") c.deadline = Infinity;
+      // What the own server read of the request it hands over goes first, framing followed.
+      if (!c.framing.feed(pending)) {
+        peers.delete(innerPort);
+        return await badFraming(c, inner);
+      }
+      c.heads = c.framing.heads;
+      if (c.framing.phase !== "head") c.deadline = Infinity;
       await writeAll(inner, pending);
     }
     // The server's end decides: when it closes, the client's connection goes too (the client

@@ -820,7 +820,7 @@ export class Http1Connection {
         const whole = await wholeBody(res.body);
         if (whole !== undefined) text += `content-length: ${whole}\r\n`;
       }
-      text += close ? "connection: close\r\n\r\n" : "\r\n";
+      text += close ? CLOSE_END : head.minor === 0 ? KEEP_ALIVE_END : "\r\n";
       await this.#write(this.#encode(text, undefined));
       if (bodyless) await res.body?.cancel().catch(() => {});
       return this.#after(close);
@@ -833,7 +833,7 @@ export class Http1Connection {
       if (b.done) {
         const bytes = a.done ? EMPTY : a.value;
         text += `content-length: ${bytes.length}\r\n`;
-        text += close ? "connection: close\r\n\r\n" : "\r\n";
+        text += close ? CLOSE_END : head.minor === 0 ? KEEP_ALIVE_END : "\r\n";
         await this.#write(this.#encode(text, bytes));
         return this.#after(close);
       }
@@ -842,7 +842,7 @@ export class Http1Connection {
       if (length >= 0) text += `content-length: ${length}\r\n`;
       else if (chunked) text += "transfer-encoding: chunked\r\n";
       else close = true;
-      text += close ? "connection: close\r\n\r\n" : "\r\n";
+      text += close ? CLOSE_END : head.minor === 0 ? KEEP_ALIVE_END : "\r\n";
       let sent = 0;
       const frame = (chunk: Uint8Array) => {
         sent += chunk.length;
@@ -920,6 +920,9 @@ export class Http1Connection {
 }
 
 const LAST_CHUNK = utf8.encode("0\r\n\r\n");
+const CLOSE_END = "connection: close\r\n\r\n";
+/** An HTTP/1.0 client that asked to keep the connection is told it is kept. */
+const KEEP_ALIVE_END = "connection: keep-alive\r\n\r\n";
 
 /** The length of a body that is whole within two reads (a buffer), else undefined. */
 async function wholeBody(body: ReadableStream<Uint8Array>): Promise<number | undefined> {

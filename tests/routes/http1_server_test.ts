@@ -301,6 +301,21 @@ Deno.test("a stream without a length goes out chunked (HTTP/1.1) or close-delimi
   });
 });
 
+Deno.test("an HTTP/1.0 client keeps its connection only when it asks, and is told so", async () => {
+  await withOwn(async (port) => {
+    const { conn, responses, send } = await connect(port);
+    await send("GET /k1 HTTP/1.0\r\nHost: a.test\r\nConnection: keep-alive\r\n\r\n");
+    const kept = await responses.next();
+    ok(kept!.head.includes("connection: keep-alive"), kept!.head);
+    await send("GET /k2 HTTP/1.0\r\nHost: a.test\r\n\r\n");
+    const last = await responses.next();
+    assertEquals(JSON.parse(last!.body).url, "http://a.test/k2");
+    ok(last!.head.includes("connection: close"), last!.head);
+    ok(await responses.closed());
+    conn.close();
+  });
+});
+
 Deno.test("an answer given before a large body is read reaches the client (lingering close)", async () => {
   await withOwn(async (port) => {
     const { conn, responses, send } = await connect(port);
