@@ -22,6 +22,12 @@ import type { Logger } from "../core/logger.ts";
  */
 export interface AccessLogSink {
   offer(rows: readonly AccessLogRow[]): void;
+  /**
+   * False when `offer` is only a wake-up call (the sink reads the store) or there is nowhere to
+   * send rows: the log then keeps no rows for it, which would otherwise wait for a whole batch
+   * and outlive the young generation. Absent: the sink takes rows.
+   */
+  wantsRows?(): boolean;
   stats(): Record<string, unknown>;
   close(): Promise<void>;
 }
@@ -42,6 +48,7 @@ export function createSinkSlot(): AccessLogSink & {
     offer(rows) {
       current?.offer(rows);
     },
+    wantsRows: () => current !== null && current.wantsRows?.() !== false,
     stats: () => current?.stats() ?? {},
     replace(open) {
       if (pending === 0 && current === null) {
@@ -96,6 +103,7 @@ export interface AccessLogStats {
 }
 
 const DAY_MS = 86_400_000;
+const NO_ROWS: readonly AccessLogRow[] = Object.freeze([]);
 /**
  * Records queued before a flush is scheduled ahead of the timer. A flush serialises every record
  * it takes on the event loop and copies the rows to the writer thread (about 2 µs a record), so
@@ -116,6 +124,8 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
   let earlyFlush: ReturnType<typeof setTimeout> | undefined;
   /** Rows waiting for a full batch before they are offered to the sinks. */
   let sinkRows: AccessLogRow[] = [];
+  /** Rows written since the wake-up-only sinks were last woken. */
+  let unannounced = 0;
 
   const writer = deps.writer ?? directWriter(repo);
   /** The last write in flight; writes are chained so they finish in order. */
@@ -135,13 +145,27 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
   /** Offers the sinks their rows in batches of `batchSize`; `all` includes a partial batch. */
   function offer(rows: AccessLogRow[], all: boolean): void {
     if (sinks.length === 0) return;
+    // Sinks that only want a wake-up get one per batch's worth of rows, as before, but no rows
+    // are kept for them.
+    let keep = false;
+    unannounced += rows.length;
+    const wake = unannounced >= options.batchSize || (all && unannounced > 0);
+    for (const sink of sinks) {
+      if (sink.wantsRows?.() !== false) keep = true;
+      else if (wake) sink.offer(NO_ROWS);
+    }
+    if (wake) unannounced = 0;
+    if (!keep) {
+      sinkRows = [];
+      return;
+    }
     for (const row of rows) sinkRows.push(row);
     while (sinkRows.length >= options.batchSize || (all && sinkRows.length > 0)) {
       const batch = sinkRows.length === options.batchSize
         ? sinkRows
         : sinkRows.slice(0, options.batchSize);
       sinkRows = sinkRows.length === batch.length ? [] : sinkRows.slice(batch.length);
-      for (const sink of sinks) sink.offer(batch);
+      for (const sink of sinks) if (sink.wantsRows?.() !== false) sink.offer(batch);
     }
   }
 

@@ -55,28 +55,95 @@ export interface AccessRecord {
   latency_us: { total: number; waf: number; upstream: number | null };
 }
 
-/** A record as a request arrives: what it asked for; nothing decided, counted or measured yet. */
+/**
+ * A record as a request arrives: what it asked for; nothing decided, counted or measured yet.
+ * One class, so every record has one shape from its start (its fields in the order the JSON
+ * keeps them) instead of a copy of the arguments with fields added one by one.
+ */
+class ArrivingRecord implements AccessRecord {
+  readonly trace_id: string;
+  readonly time: number;
+  readonly peer_ip: string;
+  readonly proto: "http" | "https";
+  readonly method: string;
+  readonly host: string;
+  readonly path: string;
+  readonly query: string;
+  readonly user_agent: string | null;
+  site_id: string | null = null;
+  site: string | null = null;
+  client_ip: string;
+  status = 0;
+  action: Action = "pass";
+  readonly chain: CheckEntry[] = [];
+  finding: FindingRecord | null = null;
+  findings = 0;
+  upstream: string | null = null;
+  bytes_in: number | null = null;
+  bytes_out: number | null = null;
+  readonly latency_us: { total: number; waf: number; upstream: number | null } = {
+    total: 0,
+    waf: 0,
+    upstream: null,
+  };
+
+  constructor(
+    traceId: string,
+    time: number,
+    peerIp: string,
+    proto: "http" | "https",
+    method: string,
+    host: string,
+    path: string,
+    query: string,
+    userAgent: string | null,
+  ) {
+    this.trace_id = traceId;
+    this.time = time;
+    this.peer_ip = peerIp;
+    this.proto = proto;
+    this.method = method;
+    this.host = host;
+    this.path = path;
+    this.query = query;
+    this.user_agent = userAgent;
+    this.client_ip = peerIp;
+  }
+}
+
+/** A record as a request arrives, from its request line and the connection's facts. */
+export function newRecord(
+  traceId: string,
+  time: number,
+  peerIp: string,
+  proto: "http" | "https",
+  method: string,
+  host: string,
+  path: string,
+  query: string,
+  userAgent: string | null,
+): AccessRecord {
+  return new ArrivingRecord(traceId, time, peerIp, proto, method, host, path, query, userAgent);
+}
+
+/** {@link newRecord} with named fields. */
 export function arrivingRecord(
   r: Pick<
     AccessRecord,
     "trace_id" | "time" | "peer_ip" | "proto" | "method" | "host" | "path" | "query" | "user_agent"
   >,
 ): AccessRecord {
-  return {
-    ...r,
-    site_id: null,
-    site: null,
-    client_ip: r.peer_ip,
-    status: 0,
-    action: "pass",
-    chain: [],
-    finding: null,
-    findings: 0,
-    upstream: null,
-    bytes_in: null,
-    bytes_out: null,
-    latency_us: { total: 0, waf: 0, upstream: null },
-  };
+  return new ArrivingRecord(
+    r.trace_id,
+    r.time,
+    r.peer_ip,
+    r.proto,
+    r.method,
+    r.host,
+    r.path,
+    r.query,
+    r.user_agent,
+  );
 }
 
 /** Monotonic microseconds for check timings (not wall-clock time, never asserted in tests). */

@@ -204,6 +204,8 @@ export function createPgShipper(
     offer() {
       if (idle) setTimeout(() => wake?.(), 0);
     },
+    // It ships from the store by its cursor: an offer is only a wake-up call.
+    wantsRows: () => false,
     stats: stats as () => PgShipperStats & Record<string, number | boolean>,
     async close() {
       // Give a healthy sink a moment to catch up with the last flush, then stop.

@@ -100,6 +100,15 @@ class Connection {
   bodyFailure: unknown = undefined;
   /** Outgoing bytes for the head (and a small buffered body); grown when needed. */
   out = new Uint8Array(4096);
+  /** Ends an idle connection whose pending read completed (made at its first idle time). */
+  onIdleRead: (() => void) | undefined = undefined;
+  /** Some byte of the current response arrived (a reused connection that failed before is stale). */
+  seen = false;
+  /** What an expired deadline does: one callback per connection, not one per request. */
+  readonly expire = (): void => {
+    this.timedOut = true;
+    this.close();
+  };
 
   constructor(readonly conn: Deno.Conn, readonly origin: string) {}
 
@@ -143,18 +152,29 @@ async function writeAll(conn: Deno.Conn, data: Uint8Array): Promise<void> {
   while (at < data.length) at += await conn.write(data.subarray(at));
 }
 
-/** Encodes `s` (code units 0-255) into `c.out` from `at`, growing it; returns the end. */
-function encodeInto(c: Connection, s: string, at: number): number {
-  if (c.out.length - at < s.length) {
-    const grown = new Uint8Array(Math.max(c.out.length * 2, at + s.length + 1024));
+/** Strings longer than this are encoded with `encodeInto`; shorter ones byte by byte. */
+const SHORT_STRING = 64;
+
+/**
+ * Writes `s` (code units 0-255, one byte each: header bytes are not UTF-8) into `c.out` from
+ * `at`, growing it; returns the end. The head is written piece by piece, so no head string is
+ * built (and flattened) per request.
+ */
+function put(c: Connection, s: string, at: number): number {
+  const n = s.length;
+  if (c.out.length - at < n) {
+    const grown = new Uint8Array(Math.max(c.out.length * 2, at + n + 1024));
     grown.set(c.out.subarray(0, at));
     c.out = grown;
   }
-  const { read, written } = utf8.encodeInto(s, c.out.subarray(at));
-  if (read === s.length && written === s.length) return at + written;
-  // A header value with bytes above 0x7f (obs-text): one byte per code unit, not UTF-8.
-  for (let i = 0; i < s.length; i++) c.out[at + i] = s.charCodeAt(i) & 0xff;
-  return at + s.length;
+  const out = c.out;
+  if (n > SHORT_STRING) {
+    const { read, written } = utf8.encodeInto(s, out.subarray(at));
+    if (read === n && written === n) return at + n;
+  }
+  // A typed-array store keeps the low 8 bits, like `& 0xff`.
+  for (let i = 0; i < n; i++) out[at + i] = s.charCodeAt(i);
+  return at + n;
 }
 
 /** The request body as bytes, a stream, or nothing. */
@@ -222,11 +242,12 @@ export function createHttp1Upstream(options: Http1ClientOptions = {}): UpstreamC
     // Anything arriving on an idle connection (its end, or bytes nobody asked for) ends it.
     const read = c.conn.read(c.buf);
     c.pending = read;
-    read.then(() => {
-      if (c.idle && c.pending === read) drop(c);
-    }, () => {
-      if (c.idle && c.pending === read) drop(c);
-    });
+    // This reaction runs before the one of a `fill` that takes the read when the connection is
+    // reused (reactions run in the order they were added), and `take` clears `idle` first.
+    c.onIdleRead ??= () => {
+      if (c.idle) drop(c);
+    };
+    read.then(c.onIdleRead, c.onIdleRead);
   }
 
   function take(origin: string): Connection | undefined {
@@ -275,30 +296,43 @@ export function createHttp1Upstream(options: Http1ClientOptions = {}): UpstreamC
   /** Writes the request head, and the body when it is bytes; returns the body stream, if any. */
   async function writeRequest(c: Connection, request: UpstreamRequest): Promise<void> {
     const body = bodyOf(request.upstreamBody);
-    let head = `${request.method} ${request.pathAndQuery} HTTP/1.1\r\n`;
+    let end = put(c, request.method, 0);
+    end = put(c, " ", end);
+    end = put(c, request.pathAndQuery, end);
+    end = put(c, " HTTP/1.1\r\n", end);
     let declared: string | undefined;
-    for (const [name, value] of request.upstreamHeaders) {
+    const headers = request.upstreamHeaders;
+    for (let i = 0; i < headers.length; i++) {
+      const pair = headers[i]!;
+      const name = pair[0];
       // The framing is this client's own, never the client's.
-      if (name === "content-length") declared = value;
-      else if (name !== "transfer-encoding") head += `${name}: ${value}\r\n`;
+      if (name === "content-length") declared = pair[1];
+      else if (name !== "transfer-encoding") {
+        end = put(c, name, end);
+        end = put(c, ": ", end);
+        end = put(c, pair[1], end);
+        end = put(c, "\r\n", end);
+      }
     }
     let length = -1;
-    if (body instanceof Uint8Array) head += `content-length: ${body.length}\r\n\r\n`;
+    if (body instanceof Uint8Array) end = put(c, `content-length: ${body.length}\r\n\r\n`, end);
     else if (body === undefined) {
-      head += declared === undefined ? "\r\n" : "content-length: 0\r\n\r\n";
+      end = put(c, declared === undefined ? "\r\n" : "content-length: 0\r\n\r\n", end);
     } else if (declared !== undefined && DECIMAL.test(declared)) {
       length = Number(declared);
-      head += `content-length: ${length}\r\n\r\n`;
-    } else head += "transfer-encoding: chunked\r\n\r\n";
-    let end = encodeInto(c, head, 0);
+      end = put(c, `content-length: ${length}\r\n\r\n`, end);
+    } else end = put(c, "transfer-encoding: chunked\r\n\r\n", end);
+    let inline = false;
     if (body instanceof Uint8Array && c.out.length - end >= body.length) {
       c.out.set(body, end);
       end += body.length;
-      await writeAll(c.conn, c.out.subarray(0, end));
-    } else {
-      await writeAll(c.conn, c.out.subarray(0, end));
-      if (body instanceof Uint8Array) await writeAll(c.conn, body);
+      inline = true;
     }
+    // One write takes the whole head nearly always (no `writeAll` frame then).
+    const head = c.out.subarray(0, end);
+    const n = await c.conn.write(head);
+    if (n < end) await writeAll(c.conn, head.subarray(n));
+    if (body instanceof Uint8Array && !inline) await writeAll(c.conn, body);
     if (body instanceof ReadableStream) {
       c.bodyDone = false;
       // The body streams while the response is awaited: an upstream may answer early.
@@ -346,8 +380,8 @@ export function createHttp1Upstream(options: Http1ClientOptions = {}): UpstreamC
     }
   }
 
-  /** Reads up to the final response head (interim 1xx skipped); `seen` tells if any byte came. */
-  async function readHead(c: Connection, progress: { seen: boolean }): Promise<ResponseHead> {
+  /** Reads up to the final response head (interim 1xx skipped); `c.seen` tells if any byte came. */
+  async function readHead(c: Connection): Promise<ResponseHead> {
     let interim = 0;
     for (;;) {
       let at = headEnd(c.buf, c.start, c.end);
@@ -356,7 +390,7 @@ export function createHttp1Upstream(options: Http1ClientOptions = {}): UpstreamC
           throw new UpstreamProtocolError("response head too large");
         }
         if (!(await c.fill())) throw new Error("the upstream closed the connection");
-        progress.seen = true;
+        c.seen = true;
         at = headEnd(c.buf, c.start, c.end);
       }
       if (at - c.start > MAX_HEAD_BYTES) throw new UpstreamProtocolError("response head too large");
@@ -402,10 +436,7 @@ export function createHttp1Upstream(options: Http1ClientOptions = {}): UpstreamC
 
   /** A body read that closes the connection when the upstream stays silent too long. */
   async function bodyRead<T>(c: Connection, read: Promise<T>): Promise<T> {
-    const deadline = deadlines.start(bodyIdleMs, () => {
-      c.timedOut = true;
-      c.close();
-    });
+    const deadline = deadlines.start(bodyIdleMs, c.expire);
     try {
       return await read;
     } finally {
@@ -496,16 +527,13 @@ export function createHttp1Upstream(options: Http1ClientOptions = {}): UpstreamC
 
   /** One request on one connection, up to the response head. */
   async function exchange(c: Connection, request: UpstreamRequest): Promise<UpstreamResponse> {
-    const progress = { seen: false };
+    c.seen = false;
     c.bodyDone = true;
     c.bodyFailure = undefined;
-    const deadline = deadlines.start(request.responseTimeoutMs, () => {
-      c.timedOut = true;
-      c.close();
-    });
+    const deadline = deadlines.start(request.responseTimeoutMs, c.expire);
     try {
       await writeRequest(c, request);
-      const head = await readHead(c, progress);
+      const head = await readHead(c);
       deadlines.clear(deadline);
       return {
         status: head.status,
@@ -519,7 +547,7 @@ export function createHttp1Upstream(options: Http1ClientOptions = {}): UpstreamC
       c.close();
       if (c.timedOut) throw timeoutError("answer");
       if (c.bodyFailure !== undefined) throw c.bodyFailure;
-      if (c.reused && !progress.seen && !(err instanceof UpstreamProtocolError)) {
+      if (c.reused && !c.seen && !(err instanceof UpstreamProtocolError)) {
         throw new StaleConnection(err);
       }
       throw err;

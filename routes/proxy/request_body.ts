@@ -32,6 +32,9 @@ export interface StreamProgress {
   record?: { bytes_in: number | null };
 }
 
+/** The plan of a request without a body, shared: most requests have none. */
+export const NO_BODY: BodyPlan = Object.freeze({ kind: "none" });
+
 /** Raised into the upstream request stream when the body passes the limit. */
 export class BodyTooLargeError extends Error {
   constructor() {
@@ -63,7 +66,7 @@ export async function planBody(
   maxBytes: number,
   inspectBytes: number,
 ): Promise<BodyPlan> {
-  if (req.body === null) return { kind: "none" };
+  if (req.body === null) return NO_BODY;
   const declaredText = req.headers.get("content-length");
   const declared = declaredText === null ? undefined : Number(declaredText);
   if (declared !== undefined && declared > maxBytes) {

@@ -19,7 +19,7 @@ import {
   ACME_CHALLENGE_PREFIX,
   type AcmeChallenges,
 } from "../../mod/data_plane/acme_challenges.ts";
-import type { EngineRequest, Inspection } from "../../engine/mod.ts";
+import type { EngineRequest, Inspection, InspectOptions, Level } from "../../engine/mod.ts";
 import { type IpAddress, parseIp } from "../../engine/ip_address.ts";
 import { RequestView } from "../../engine/request_view.ts";
 import type { CompiledDiscovery, CompiledSchema } from "../../mod/apisec/apisec_compile.ts";
@@ -31,10 +31,10 @@ import type { AccessLog } from "../../mod/data_plane/access_log.ts";
 import { inspectSliced } from "../../mod/data_plane/inspect_sliced.ts";
 import {
   type AccessRecord,
-  arrivingRecord,
   Chain,
   type FindingRecord,
   micros,
+  newRecord,
   safeEvidence,
 } from "../../mod/data_plane/access_record.ts";
 import { type CompiledPolicy, type CompiledSite, hostOf } from "../../mod/data_plane/policy.ts";
@@ -63,7 +63,7 @@ import {
   upstreamHeaders,
 } from "./forwarding.ts";
 import { UpstreamProtocolError } from "./http1_parse.ts";
-import { type BodyPlan, planBody } from "./request_body.ts";
+import { type BodyPlan, NO_BODY, planBody } from "./request_body.ts";
 import {
   badGatewayPage,
   gatewayTimeoutPage,
@@ -101,6 +101,19 @@ export interface ProxyContext {
   readonly acme?: AcmeChallenges;
 }
 
+/**
+ * What a phase returns: at once when it needed to wait for nothing (the common case: no `await`,
+ * so no promise and no event-loop hop), else a promise.
+ */
+type Maybe<T> = T | Promise<T>;
+
+/** The engine's options per level, built once. */
+const INSPECT_OPTIONS: Readonly<Record<Level, InspectOptions>> = {
+  strict: { level: "strict" },
+  balanced: { level: "balanced" },
+  low: { level: "low" },
+};
+
 /** The challenge difficulty of a custom rule whose action is `challenge`. */
 const CUSTOM_RULE_DIFFICULTY = 16;
 const NO_BODY_STATUS: ReadonlySet<number> = new Set([101, 204, 205, 304]);
@@ -130,19 +143,6 @@ export function headerChecks(
   // after the global rate limit; it applies to allow-listed clients too (docs/api-security.md).
   return rt.threatIntel(p, req, chain) ?? rt.bot(p, req, chain) ??
     rt.rateLimit(p, req, chain) ?? PASS;
-}
-
-/** Splits `scheme://authority/path?query` without building a URL object. */
-function splitUrl(url: string): { authority: string; path: string; query: string } {
-  const authorityStart = url.indexOf("//") + 2;
-  let pathStart = url.indexOf("/", authorityStart);
-  if (pathStart < 0) pathStart = url.length;
-  const q = url.indexOf("?", pathStart);
-  return {
-    authority: url.slice(authorityStart, pathStart),
-    path: q < 0 ? url.slice(pathStart) || "/" : url.slice(pathStart, q) || "/",
-    query: q < 0 ? "" : url.slice(q + 1),
-  };
 }
 
 function findingRecord(inspection: Inspection): FindingRecord | null {
@@ -224,29 +224,36 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     this.policy = policy;
     this.protection = policy.protection;
     this.method = req.method;
-    const { authority, path, query } = splitUrl(req.url);
+    // `scheme://authority/path?query`, split without a URL object.
+    const url = req.url;
+    const authorityStart = url.indexOf("//") + 2;
+    let pathStart = url.indexOf("/", authorityStart);
+    if (pathStart < 0) pathStart = url.length;
+    const q = url.indexOf("?", pathStart);
+    const path = (q < 0 ? url.slice(pathStart) : url.slice(pathStart, q)) || "/";
+    const query = q < 0 ? "" : url.slice(q + 1);
     // The request's one header copy: the checks, the engine and the upstream headers read it.
     // `forEach` with a closure costs a fraction of the Headers pair iterator (measured).
     const headers: HeaderPairs = [];
     req.headers.forEach((v, k) => headers.push([k, v]));
-    this.#request = { method: req.method, path, query, headers, body: undefined };
-    this.host = headerOf(headers, "host") ?? authority;
+    this.#request = { method: this.method, path, query, headers, body: undefined };
+    this.host = headerOf(headers, "host") ?? url.slice(authorityStart, pathStart);
     this.path = path;
     this.query = query;
     this.pathAndQuery = query === "" ? path : `${path}?${query}`;
     this.clientIp = peer;
     this.now = ctx.clock.now();
-    this.record = arrivingRecord({
-      trace_id: traceId,
-      time: this.now,
-      peer_ip: peer,
+    this.record = newRecord(
+      traceId,
+      this.now,
+      peer,
       proto,
-      method: req.method,
-      host: this.host,
+      this.method,
+      this.host,
       path,
       query,
-      user_agent: headerOf(headers, "user-agent") ?? null,
-    });
+      headerOf(headers, "user-agent") ?? null,
+    );
     this.chain = new Chain(this.record.chain, this.#start);
   }
 
@@ -258,7 +265,12 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
   /** Runs the phases in order; never throws. */
   async run(): Promise<Response> {
     try {
-      const early = (await this.requestHeaders()) ?? (await this.requestBody());
+      let early = this.requestHeaders();
+      if (early instanceof Promise) early = await early;
+      if (early === undefined) {
+        early = this.requestBody();
+        if (early instanceof Promise) early = await early;
+      }
       if (early !== undefined) return this.finish(early);
       const res = await this.upstream();
       return this.finish(this.#answered ? this.response(res) : res);
@@ -273,7 +285,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
   }
 
   /** Phase 1: site match, the challenge endpoint, the request-header checks, API security. */
-  private async requestHeaders(): Promise<Response | undefined> {
+  private requestHeaders(): Maybe<Response | undefined> {
     const { req, record, chain } = this;
     const site = this.policy.match(this.host);
     if (!site) {
@@ -296,34 +308,50 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
         return new Response(answer, { headers: { "content-type": "text/plain" } });
       }
     }
-    return (await this.protectionHeaders(site)) ?? await this.apiSecurity(site);
+    const early = this.protectionHeaders(site);
+    if (early instanceof Promise) return early.then((r) => r ?? this.apiSecurity(site));
+    return early ?? this.apiSecurity(site);
   }
 
   /** The protection controls' header checks ({@link headerChecks}) and the challenge endpoint. */
-  private async protectionHeaders(site: CompiledSite): Promise<Response | undefined> {
-    const { req, record, chain } = this;
+  private protectionHeaders(site: CompiledSite): Maybe<Response | undefined> {
+    const { req, record } = this;
     const p = this.protection;
     const controls = this.#ctx.protection;
     if (p === undefined || controls === undefined) return undefined;
     if (this.path === CHALLENGE_PATH && req.method === "POST") {
-      return await verifyAnswer(controls, this, p);
+      return verifyAnswer(controls, this, p);
     }
     const rt = controls.runtime;
     if (!rt.hasHeaderChecks(p)) return undefined;
     this.siteId = site.id;
     this.clientIp = record.client_ip;
     this.ip = parseIp(record.client_ip);
+    const goodBots = controls.goodBots;
     if (
-      controls.goodBots !== undefined && p.bot.length > 0 &&
-      rt.wantsBotVerification(p, site.id, this.path)
+      goodBots !== undefined && p.bot.length > 0 && rt.wantsBotVerification(p, site.id, this.path)
     ) {
-      const ua = this.view.header("user-agent") ?? null;
-      this.verifiedBot = claimedCrawler(ua) !== undefined &&
-        await controls.goodBots.verify(record.client_ip, ua);
+      return this.verifyBot(goodBots).then(() => this.headerVerdict(controls, p));
     }
-    const v = headerChecks(rt, p, this, chain);
+    return this.headerVerdict(controls, p);
+  }
+
+  /** Whether a client claiming to be a search-engine crawler is one (reverse DNS). */
+  private async verifyBot(goodBots: GoodBotVerifier): Promise<void> {
+    const ua = this.view.header("user-agent") ?? null;
+    this.verifiedBot = claimedCrawler(ua) !== undefined &&
+      await goodBots.verify(this.record.client_ip, ua);
+  }
+
+  /** The verdict of the request-header checks ({@link headerChecks}). */
+  private headerVerdict(
+    controls: ProtectionControls,
+    p: CompiledProtection,
+  ): Maybe<Response | undefined> {
+    const { req, record, chain } = this;
+    const v = headerChecks(controls.runtime, p, this, chain);
     if (v.kind === "pass") return undefined;
-    if (v.kind === "challenge") return await challengeAnswer(controls, this, v.difficulty);
+    if (v.kind === "challenge") return challengeAnswer(controls, this, v.difficulty);
     record.action = "block";
     return v.kind === "rate_limited"
       ? rateLimitedPage(req, record.trace_id, v.retryAfterSeconds)
@@ -335,7 +363,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
    * cheaper check first), the bearer token of a route that needs one, and finding the schema
    * entry whose body part runs in phase 2.
    */
-  private async apiSecurity(site: CompiledSite): Promise<Response | undefined> {
+  private apiSecurity(site: CompiledSite): Maybe<Response | undefined> {
     const a = this.policy.apisec;
     const rt = this.#ctx.apisec;
     if (a === undefined || rt === undefined) return undefined;
@@ -361,6 +389,16 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     }
     const route = a.auth.routes.length > 0 ? rt.authRoute(a, site.id, method, path) : undefined;
     if (route === undefined) return undefined;
+    return this.authenticate(a, rt, route);
+  }
+
+  /** The bearer token of a route that needs one. */
+  private async authenticate(
+    a: NonNullable<CompiledPolicy["apisec"]>,
+    rt: ApiSecRuntime,
+    route: { readonly id: string },
+  ): Promise<Response | undefined> {
+    const { record, chain } = this;
     const v = await rt.authenticate(a.auth, this.view.header("authorization"), this.now);
     if (v.ok) {
       chain.add("api_auth", "pass", route.id);
@@ -372,8 +410,8 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
   }
 
   /** Phase 2: the body within the site's limits, custom rules, the semantic engine and ALAP. */
-  private async requestBody(): Promise<Response | undefined> {
-    const { req, record, chain } = this;
+  private requestBody(): Maybe<Response | undefined> {
+    const req = this.req;
     const site = this.#site!;
     const schema = this.#schema;
     // A schema's smaller body limit is enforced while reading, like the site's (block mode only:
@@ -381,7 +419,16 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     const limit = schema !== undefined && schema.maxBodyBytes > 0 && site.mode === "block"
       ? Math.min(site.maxBodyBytes, schema.maxBodyBytes)
       : site.maxBodyBytes;
-    const plan = await planBody(req, limit, Math.min(site.inspectBodyBytes, limit));
+    if (req.body === null) return this.bodyChecks(NO_BODY, limit);
+    return planBody(req, limit, Math.min(site.inspectBodyBytes, limit))
+      .then((plan) => this.bodyChecks(plan, limit));
+  }
+
+  /** Phase 2 once the body is planned: limits, schema, custom rules, then the engine. */
+  private bodyChecks(plan: BodyPlan, limit: number): Maybe<Response | undefined> {
+    const { req, record, chain } = this;
+    const site = this.#site!;
+    const schema = this.#schema;
     this.#plan = plan;
     if (plan.kind === "too_large") {
       if (limit < site.maxBodyBytes) {
@@ -442,10 +489,10 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
         return blockPage(req, record.trace_id, p);
       }
       if (v.kind === "challenge") {
-        return await challengeAnswer(controls, this, CUSTOM_RULE_DIFFICULTY);
+        return challengeAnswer(controls, this, CUSTOM_RULE_DIFFICULTY);
       }
     }
-    return await this.engine(site, p, controls);
+    return this.engine(site, p, controls);
   }
 
   /** Records a schema violation as the access log's finding (class `api_schema`). */
@@ -462,14 +509,28 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
   }
 
   /** The semantic engine, with ALAP's exceptions and signature blocks around its verdict. */
-  private async engine(
+  private engine(
     site: CompiledSite,
     p: CompiledProtection | undefined,
     controls: ProtectionControls | undefined,
-  ): Promise<Response | undefined> {
+  ): Maybe<Response | undefined> {
+    // A large body is judged in slices so the event loop keeps serving (inspect_sliced.ts); a
+    // small request is judged at once.
+    const inspection = inspectSliced(this.#request, INSPECT_OPTIONS[site.level]);
+    if (inspection instanceof Promise) {
+      return inspection.then((i) => this.engineVerdict(site, p, controls, i));
+    }
+    return this.engineVerdict(site, p, controls, inspection);
+  }
+
+  /** The engine's verdict, with ALAP's exceptions and signature blocks around it. */
+  private engineVerdict(
+    site: CompiledSite,
+    p: CompiledProtection | undefined,
+    controls: ProtectionControls | undefined,
+    inspection: Inspection,
+  ): Response | undefined {
     const { record, chain } = this;
-    // A large body is judged in slices so the event loop keeps serving (inspect_sliced.ts).
-    let inspection = await inspectSliced(this.#request, { level: site.level });
     if (p !== undefined && controls !== undefined) {
       if (inspection.findings.length > 0) {
         controls.alap?.observe(
@@ -504,13 +565,13 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
   }
 
   /** Phase 3: the edge cache, a WebSocket, or the site's upstream. */
-  private async upstream(): Promise<Response> {
+  private upstream(): Maybe<Response> {
     const site = this.#site!;
     this.trustedPeer = site.trustedProxies.size > 0 && site.trustedProxies.has(this.peer);
     const headers = this.#request.headers as HeaderPairs;
     this.upstreamHeaders = upstreamHeaders(headers, this);
     if (headerOf(headers, "upgrade")?.toLowerCase() === "websocket") {
-      return await this.webSocket(site);
+      return this.webSocket(site);
     }
     const p = this.protection;
     const controls = this.#ctx.protection;
@@ -526,7 +587,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
       );
       if (cached) return cached;
     }
-    return await this.forward(site);
+    return this.forward(site);
   }
 
   /** Sends the request to one of the site's upstreams; a replayable one gets a second try. */
