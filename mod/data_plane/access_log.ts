@@ -189,6 +189,9 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
     for (let i = 0; i < taken.length; i += options.batchSize) {
       const rows = taken.slice(i, i + options.batchSize).map(toRow);
       offer(rows, !partial && i + options.batchSize >= taken.length);
+      // Only the count is kept while the writer works: rows held by these callbacks would live
+      // until its reply (up to 50 ms) and be promoted to the old generation.
+      const count = rows.length;
       batches.push(
         writer.write(rows, defer).then((n) => {
           written += n;
@@ -196,8 +199,8 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
         }, (err) => {
           // A failed batch is dropped rather than retried forever: the store is local, so a
           // failure here is a full disk or a corrupt file, which retrying does not cure.
-          dropped += rows.length;
-          logger.error("access log batch failed", { rows: rows.length, error: err as Error });
+          dropped += count;
+          logger.error("access log batch failed", { rows: count, error: err as Error });
           return 0;
         }),
       );
