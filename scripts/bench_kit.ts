@@ -83,6 +83,15 @@ export async function alternate<S extends { readonly name: string }>(
   return medians;
 }
 
+/** The load average (1, 5 and 15 minutes), to print next to every measurement. */
+export function loadAverage(): string {
+  try {
+    return Deno.readTextFileSync("/proc/loadavg").split(" ").slice(0, 3).join(" ");
+  } catch {
+    return "unknown";
+  }
+}
+
 /** CPU clock ticks (1/100 s) used so far by `pid`, its threads and its child processes. */
 export function cpuTicks(pid: number): number {
   const ticks = (p: number) => {

@@ -24,15 +24,7 @@ import {
   wrk,
   wrkScript,
 } from "./bench_proxy.ts";
-import { alternate, ensure, freePort } from "./bench_kit.ts";
-
-function load(): string {
-  try {
-    return Deno.readTextFileSync("/proc/loadavg").split(" ").slice(0, 3).join(" ");
-  } catch {
-    return "unknown";
-  }
-}
+import { alternate, ensure, freePort, loadAverage, median } from "./bench_kit.ts";
 
 export async function main(args: string[]): Promise<number> {
   const { values } = parseArgs({
@@ -82,7 +74,7 @@ export async function main(args: string[]): Promise<number> {
       sides.push({ name, pid: child.pid, url: `http://127.0.0.1:${port}`, child });
     }
     for (const s of sides) await wrk(dir, s.url, script, opts);
-    console.log(`load average before: ${load()}`);
+    console.log(`load average before: ${loadAverage()}`);
     const rps = new Map<string, number[]>(sides.map((s) => [s.name, []]));
     await alternate(sides, Number(values.rounds), "µs CPU a request", async (s) => {
       const r = await measured(s.pid, dir, s.url, script, {
@@ -95,11 +87,10 @@ export async function main(args: string[]): Promise<number> {
       rps.get(s.name)!.push(r.rps);
       return r.cpuUs ?? Number.NaN;
     });
-    const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     console.log(
-      `req/s (median): ${[...rps].map(([n, xs]) => `${n} ${med(xs).toFixed(0)}`).join("  ")}`,
+      `req/s (median): ${[...rps].map(([n, xs]) => `${n} ${median(xs).toFixed(0)}`).join("  ")}`,
     );
-    console.log(`load average after: ${load()}`);
+    console.log(`load average after: ${loadAverage()}`);
     return 0;
   } finally {
     for (const s of sides) {

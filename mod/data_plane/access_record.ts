@@ -60,7 +60,7 @@ export interface AccessRecord {
  * One class, so every record has one shape from its start (its fields in the order the JSON
  * keeps them) instead of a copy of the arguments with fields added one by one.
  */
-class ArrivingRecord implements AccessRecord {
+export class ArrivingRecord implements AccessRecord {
   readonly trace_id: string;
   readonly time: number;
   readonly peer_ip: string;
@@ -111,22 +111,7 @@ class ArrivingRecord implements AccessRecord {
   }
 }
 
-/** A record as a request arrives, from its request line and the connection's facts. */
-export function newRecord(
-  traceId: string,
-  time: number,
-  peerIp: string,
-  proto: "http" | "https",
-  method: string,
-  host: string,
-  path: string,
-  query: string,
-  userAgent: string | null,
-): AccessRecord {
-  return new ArrivingRecord(traceId, time, peerIp, proto, method, host, path, query, userAgent);
-}
-
-/** {@link newRecord} with named fields. */
+/** {@link ArrivingRecord} with named fields. */
 export function arrivingRecord(
   r: Pick<
     AccessRecord,

@@ -31,10 +31,10 @@ import type { AccessLog } from "../../mod/data_plane/access_log.ts";
 import { inspectSliced } from "../../mod/data_plane/inspect_sliced.ts";
 import {
   type AccessRecord,
+  ArrivingRecord,
   Chain,
   type FindingRecord,
   micros,
-  newRecord,
   safeEvidence,
 } from "../../mod/data_plane/access_record.ts";
 import { type CompiledPolicy, type CompiledSite, hostOf } from "../../mod/data_plane/policy.ts";
@@ -243,7 +243,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     this.pathAndQuery = query === "" ? path : `${path}?${query}`;
     this.clientIp = peer;
     this.now = ctx.clock.now();
-    this.record = newRecord(
+    this.record = new ArrivingRecord(
       traceId,
       this.now,
       peer,
