@@ -1,5 +1,5 @@
 /**
- * Header verdicts by name and text. Browsers repeat their headers on every request (the
+ * Header (and path) verdicts by name and text. Browsers repeat their headers on every request (the
  * User-Agent, the page in Referer, client hints), and those values are long and not inert
  * (`(KHTML, like Gecko)`, a whole URL), so judging them dominated the engine's time for benign
  * traffic (a browser's User-Agent alone cost as much as the rest of the request). Verdicts,

@@ -97,6 +97,13 @@ const PLUS_AS_SPACE: ReadonlySet<Input["source"]> = new Set([
 
 /** Verdicts of repeated header values (see header_memo.ts), shared by all requests. */
 const HEADER_MEMO = new HeaderMemo();
+/**
+ * Verdicts of repeated paths and path segments: sites serve the same few paths over and over
+ * (pages, assets, API routes), and a path is never inert (its slashes), so every detector ran on
+ * it for every request. The same memo as the headers' (a verdict is a function of the value and
+ * its name alone), kept apart so a path and a header never share an entry.
+ */
+const PATH_MEMO = new HeaderMemo();
 
 /** Referer query parameters (see extract.ts) were form-encoded by the browser. */
 const REFERER_QUERY = "referer?";
@@ -176,7 +183,8 @@ export class InspectionRun {
     } else if (input.value.length > WINDOW) {
       this.#long = { input, location: locationOf(input), plus: plusMode(input), at: 0 };
       this.#window(this.#long);
-    } else if (input.source === "header") inspectHeader(input, analysis);
+    } else if (input.source === "header") inspectRemembered(HEADER_MEMO, input, analysis);
+    else if (input.source === "path") inspectRemembered(PATH_MEMO, input, analysis);
     else inspectInput(input, analysis.findings, analysis);
     return true;
   }
@@ -288,12 +296,13 @@ function revealHidden(
   }
 }
 
-function inspectHeader(input: Input, analysis: Analysis): void {
-  if (!HEADER_MEMO.fits(input.value)) {
+/** Judges a header or path value, or takes the verdict `memo` has for it. */
+function inspectRemembered(memo: HeaderMemo, input: Input, analysis: Analysis): void {
+  if (!memo.fits(input.value)) {
     inspectInput(input, analysis.findings, analysis);
     return;
   }
-  const known = HEADER_MEMO.get(input.name, input.value);
+  const known = memo.get(input.name, input.value);
   if (known !== undefined) {
     for (const f of known) analysis.findings.push(f);
     return;
@@ -301,7 +310,7 @@ function inspectHeader(input: Input, analysis: Analysis): void {
   const own: Finding[] = [];
   inspectInput(input, own, analysis);
   for (const f of own) analysis.findings.push(f);
-  HEADER_MEMO.set(input.name, input.value, own);
+  memo.set(input.name, input.value, own);
 }
 
 /** Dotted words that can name a gadget class or a restricted file (the rest are versions, hosts). */
