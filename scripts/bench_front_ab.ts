@@ -10,6 +10,15 @@
  * deno run -A scripts/bench_front_ab.ts --a /tmp/waf-a [--b .] [--rounds 5] [--duration 5]
  *                                       [--host on.bench|off.bench]
  * ```
+ *
+ * The own server against the piped front in the same code (docs/data-plane.md):
+ *
+ * ```sh
+ * git archive HEAD | (mkdir -p /tmp/waf-c && tar -x -C /tmp/waf-c)
+ * sed -i 's/  const own = frontOptions.http1 !== false && !tls;/  const own = false;/' \
+ *   /tmp/waf-c/routes/listen.ts
+ * deno run -A scripts/bench_front_ab.ts --a /tmp/waf-c --rounds 9 --duration 4
+ * ```
  */
 import { parseArgs } from "node:util";
 import { ensure, freePort, median } from "./bench_kit.ts";
