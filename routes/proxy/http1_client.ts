@@ -155,25 +155,53 @@ async function writeAll(conn: Deno.Conn, data: Uint8Array): Promise<void> {
 /** Strings longer than this are encoded with `encodeInto`; shorter ones byte by byte. */
 const SHORT_STRING = 64;
 
-/**
- * Writes `s` (code units 0-255, one byte each: header bytes are not UTF-8) into `c.out` from
- * `at`, growing it; returns the end. The head is written piece by piece, so no head string is
- * built (and flattened) per request.
- */
-function put(c: Connection, s: string, at: number): number {
-  const n = s.length;
+/** Makes room for `n` more bytes after `at` in `c.out`. */
+function room(c: Connection, at: number, n: number): Uint8Array {
   if (c.out.length - at < n) {
     const grown = new Uint8Array(Math.max(c.out.length * 2, at + n + 1024));
     grown.set(c.out.subarray(0, at));
     c.out = grown;
   }
-  const out = c.out;
+  return c.out;
+}
+
+/**
+ * Writes `s` (code units 0-255, one byte each: header bytes are not UTF-8) into `c.out` from
+ * `at`, growing it; returns the end. The head is written piece by piece, so no head string is
+ * built (and flattened) per request. A code unit above 0xff is never cut to its low 8 bits
+ * (U+010A would become LF and start a header or a request the WAF never saw): such a string
+ * goes out as UTF-8, whose bytes for it are all above 0x7f.
+ */
+function put(c: Connection, s: string, at: number): number {
+  const n = s.length;
+  const out = room(c, at, n);
   if (n > SHORT_STRING) {
     const { read, written } = utf8.encodeInto(s, out.subarray(at));
     if (read === n && written === n) return at + n;
   }
-  // A typed-array store keeps the low 8 bits, like `& 0xff`.
-  for (let i = 0; i < n; i++) out[at + i] = s.charCodeAt(i);
+  for (let i = 0; i < n; i++) {
+    const code = s.charCodeAt(i);
+    if (code > 0xff) return putUtf8(c, s, at);
+    out[at + i] = code;
+  }
+  return at + n;
+}
+
+/**
+ * Writes `s` as UTF-8: the request target, which the server decoded from UTF-8 (so these are
+ * the client's own bytes again; hyper's `Request.url` is decoded the same way).
+ */
+function putUtf8(c: Connection, s: string, at: number): number {
+  const n = s.length;
+  let out = room(c, at, n);
+  for (let i = 0; i < n; i++) {
+    const code = s.charCodeAt(i);
+    if (code > 0x7f) {
+      out = room(c, at + i, (n - i) * 3);
+      return at + i + utf8.encodeInto(s.slice(i), out.subarray(at + i)).written;
+    }
+    out[at + i] = code;
+  }
   return at + n;
 }
 
@@ -298,7 +326,7 @@ export function createHttp1Upstream(options: Http1ClientOptions = {}): UpstreamC
     const body = bodyOf(request.upstreamBody);
     let end = put(c, request.method, 0);
     end = put(c, " ", end);
-    end = put(c, request.pathAndQuery, end);
+    end = putUtf8(c, request.pathAndQuery, end);
     end = put(c, " HTTP/1.1\r\n", end);
     let declared: string | undefined;
     const headers = request.upstreamHeaders;

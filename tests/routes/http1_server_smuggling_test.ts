@@ -1,0 +1,146 @@
+/**
+ * Request smuggling through the data plane (the own HTTP/1.1 server, `routes/http1_server.ts`,
+ * and the upstream client behind it): the oracle is an upstream that records exactly the bytes
+ * it receives. Whatever a client sends, each request the WAF inspected must reach the upstream
+ * as exactly one well-framed request carrying the client's own bytes, never a second request
+ * hidden inside a target, a header or a body.
+ */
+import { assertEquals, ok } from "../_helpers/assert.ts";
+import { addSite } from "../_helpers/protection.ts";
+import { bytes } from "../_helpers/raw_socket.ts";
+import { startTestServer } from "../_helpers/server.ts";
+
+const latin1 = new TextDecoder("latin1");
+const answer = new TextEncoder().encode("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+
+/** An upstream that keeps every byte it receives (latin1) and answers each request head 200. */
+function recordingUpstream() {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const received: string[] = [];
+  const conns = new Set<Deno.Conn>();
+  const accepting = (async () => {
+    for await (const conn of listener) {
+      conns.add(conn);
+      const index = received.push("") - 1;
+      (async () => {
+        const buf = new Uint8Array(65536);
+        let pending = "";
+        for (;;) {
+          const n = await conn.read(buf).catch(() => null);
+          if (n === null) break;
+          const text = latin1.decode(buf.subarray(0, n));
+          received[index] += text;
+          pending += text;
+          // One answer per request head (the requests here have no body or a short one).
+          for (let end = pending.indexOf("\r\n\r\n"); end >= 0; end = pending.indexOf("\r\n\r\n")) {
+            const cl = /\r\ncontent-length: (\d+)/.exec(pending.slice(0, end));
+            const length = cl ? Number(cl[1]) : 0;
+            if (pending.length < end + 4 + length) break;
+            pending = pending.slice(end + 4 + length);
+            await conn.write(answer).catch(() => {});
+          }
+        }
+        conns.delete(conn);
+      })();
+    }
+  })().catch(() => {});
+  return {
+    url: `http://127.0.0.1:${(listener.addr as Deno.NetAddr).port}`,
+    /** Every request line the upstream received, in order. */
+    requestLines(): string[] {
+      return received.join("").split("\r\n").filter((l) => / HTTP\/1\.1$/.test(l));
+    },
+    all: () => received.join(""),
+    async [Symbol.asyncDispose]() {
+      listener.close();
+      for (const c of conns) c.close();
+      await accepting;
+    },
+  };
+}
+
+/** Sends `raw` on one connection and reads until the server closes; the answers' status codes. */
+async function exchange(port: number, raw: Uint8Array): Promise<number[]> {
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+  await conn.write(raw);
+  const buf = new Uint8Array(65536);
+  let text = "";
+  const timer = setTimeout(() => conn.close(), 10_000);
+  try {
+    for (;;) {
+      const n = await conn.read(buf).catch(() => null);
+      if (n === null) break;
+      text += latin1.decode(buf.subarray(0, n));
+    }
+  } finally {
+    clearTimeout(timer);
+    try {
+      conn.close();
+    } catch {
+      // closed by the timer
+    }
+  }
+  return [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
+}
+
+async function waf() {
+  const up = recordingUpstream();
+  const s = await startTestServer();
+  addSite(s, up.url, { mode: "block" });
+  return { up, s, port: Number(new URL(s.dataUrl).port) };
+}
+
+/** The UTF-8 bytes of a string, as one latin1 character each (what the upstream records). */
+const asBytes = (s: string) => latin1.decode(new TextEncoder().encode(s));
+
+Deno.test("a request target with characters above U+00FF reaches the upstream as its own UTF-8 bytes: no request hidden in it", async () => {
+  const { up, s, port } = await waf();
+  await using _up = up;
+  await using _s = s;
+  // U+0120, U+010D and U+010A end in the bytes of space, CR and LF: cut to 8 bits they would
+  // start a second request the WAF never inspected.
+  const target = "/x\u0120HTTP/1.1\u010d\u010aHost:\u0120shop.test\u010d\u010a\u010d\u010a" +
+    "GET\u0120/admin";
+  assertEquals(
+    await exchange(
+      port,
+      bytes(`GET ${target} HTTP/1.1\r\nHost: shop.test\r\nConnection: close\r\n\r\n`),
+    ),
+    [200],
+  );
+  assertEquals(up.requestLines(), [`GET ${asBytes(target)} HTTP/1.1`]);
+  // U+0127 ends in the byte of a quote: the engine saw no quote, so the upstream must not get one.
+  const quote = "/?id=1\u0127%20OR%20\u01271\u0127=\u01271";
+  assertEquals(
+    await exchange(
+      port,
+      bytes(`GET ${quote} HTTP/1.1\r\nHost: shop.test\r\nConnection: close\r\n\r\n`),
+    ),
+    [200],
+  );
+  assertEquals(up.requestLines().at(-1), `GET ${asBytes(quote)} HTTP/1.1`);
+  ok(!up.all().includes("'"), "no quote reached the upstream");
+});
+
+Deno.test("the same through Deno.serve (a request with Upgrade is handed over): the target's bytes are kept", async () => {
+  const { up, s, port } = await waf();
+  await using _up = up;
+  await using _s = s;
+  const target = "/x\u0120HTTP/1.1\u010d\u010a\u010d\u010aGET\u0120/admin";
+  await exchange(
+    port,
+    bytes(`GET ${target} HTTP/1.1\r\nHost: shop.test\r\nUpgrade: h2c\r\nConnection: close\r\n\r\n`),
+  );
+  assertEquals(up.requestLines(), [`GET ${asBytes(target)} HTTP/1.1`]);
+});
+
+Deno.test("a host taken from an absolute-form target never adds a header line upstream", async () => {
+  const { up, s, port } = await waf();
+  await using _up = up;
+  await using _s = s;
+  const authority = "shop.test:80\u010d\u010aX-Evil:\u0120y";
+  for (const extra of ["", "Upgrade: h2c\r\n"]) {
+    await exchange(port, bytes(`GET http://${authority}/p HTTP/1.0\r\n${extra}\r\n`));
+  }
+  ok(!/\r\nX-Evil/i.test(up.all()), up.all());
+});
