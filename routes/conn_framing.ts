@@ -327,11 +327,14 @@ export class ChunkedFraming {
           break;
         case C_TRAILER_START:
           if (b === CR) this.#cstate = C_END_LF;
+          else if (b === LF) return this.#fail("bare LF in the trailer section");
           else this.#cstate = C_TRAILER;
           if (++this.#lineLen > TRAILER_CAP) return this.#fail("trailer section too large");
           break;
         case C_TRAILER:
+          // A bare LF would end the line for some readers and not for others.
           if (b === CR) this.#cstate = C_TRAILER_LF;
+          else if (b === LF) return this.#fail("bare LF in the trailer section");
           if (++this.#lineLen > TRAILER_CAP) return this.#fail("trailer section too large");
           break;
         case C_TRAILER_LF:

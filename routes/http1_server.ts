@@ -66,14 +66,17 @@ export interface BrokenRequestHead {
 
 export type Http1Handler = (req: Request) => Response | Promise<Response>;
 
-const REQUEST_LINE = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+) ([\x21-\x7e\x80-\xff]+) HTTP\/1\.([01])$/;
+// The target: visible ASCII but `#` (a fragment is never sent; servers behind cut the path
+// there differently), or UTF-8.
+const REQUEST_LINE =
+  /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+) ([\x21\x22\x24-\x7e\x80-\xff]+) HTTP\/1\.([01])$/;
 const NON_ASCII = /[\x80-\xff]/;
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
 const HEADER_LINE = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*/;
 // deno-lint-ignore no-control-regex
 const BAD_VALUE = /[\x00-\x08\x0a-\x1f\x7f]/;
 const DIGITS = /^\d+$/;
-const ABSOLUTE = /^https?:\/\/[^/?#]+/i;
+const ABSOLUTE = /^https?:\/\/([^/?#]+)/i;
 
 const utf8 = new TextEncoder();
 const ascii = new TextDecoder();
@@ -204,9 +207,16 @@ export function parseRequestHead(text: string): RequestHead {
       case "upgrade":
         upgrade = true;
         break;
+      case "transfer_encoding":
+      case "content_length":
+        // A server behind that reads `_` as `-` (CGI-style) would frame the body by it.
+        throw new BadRequest("framing header name with an underscore", broken);
     }
   }
   if (hosts > 1) throw new BadRequest("more than one Host", broken);
+  if (host === undefined) {
+    if (minor === 1) throw new BadRequest("no Host", broken);
+  } else if (!validAuthority(host)) throw new BadRequest("invalid Host", broken);
   let chunked = false;
   if (te !== undefined) {
     if (minor === 0) throw new BadRequest("Transfer-Encoding on HTTP/1.0", broken);
@@ -232,8 +242,16 @@ export function parseRequestHead(text: string): RequestHead {
     }
   }
   const absolute = target.charCodeAt(0) !== 47 && target !== "*";
-  if (absolute && !ABSOLUTE.test(target) && method !== "CONNECT") {
-    throw new BadRequest("invalid request target", broken);
+  if (absolute && method !== "CONNECT") {
+    const m = ABSOLUTE.exec(target);
+    if (m === null) throw new BadRequest("invalid request target", broken);
+    // The site is chosen by Host: a target naming another host (or one that is not a host) is
+    // refused rather than guessed at (RFC 9112 lets the target's win; servers differ).
+    const authority = m[1]!;
+    if (!validAuthority(authority)) throw new BadRequest("invalid request target", broken);
+    if (host !== undefined && host.toLowerCase() !== authority.toLowerCase()) {
+      throw new BadRequest("Host differs from the request target", broken);
+    }
   }
   return {
     method,
@@ -248,6 +266,47 @@ export function parseRequestHead(text: string): RequestHead {
     handOver: upgrade || method === "CONNECT" || method === "PRI",
     text,
   };
+}
+
+/** Characters of a reg-name (RFC 3986: unreserved, sub-delims, `%`), by code. */
+const REG_NAME = new Uint8Array(128);
+for (const c of "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~!$&'()*+,;=%") {
+  REG_NAME[c.charCodeAt(0)] = 1;
+}
+
+/**
+ * A Host value (or an absolute-form target's authority): `uri-host [":" port]`, a reg-name or
+ * an IP literal in brackets, port digits; empty is allowed (RFC 9112 §3.2). Everything else
+ * (quotes, `/`, `@`, spaces, bytes above 0x7f) is refused: the host is copied into the
+ * upstream's `Host`, `X-Forwarded-Host` and `Forwarded` headers.
+ */
+function validAuthority(h: string): boolean {
+  const n = h.length;
+  let i = 0;
+  if (n > 0 && h.charCodeAt(0) === 91) {
+    // [IPv6] or [v1.future]: hex digits, `:` and `.` (and the reg-name characters) inside.
+    i = 1;
+    while (i < n && h.charCodeAt(i) !== 93) {
+      const c = h.charCodeAt(i);
+      if (c > 127 || (REG_NAME[c] === 0 && c !== 58)) return false;
+      i++;
+    }
+    if (i === n) return false;
+    i++;
+  } else {
+    while (i < n) {
+      const c = h.charCodeAt(i);
+      if (c > 127 || REG_NAME[c] === 0) break;
+      i++;
+    }
+  }
+  if (i === n) return true;
+  if (h.charCodeAt(i) !== 58) return false;
+  for (i++; i < n; i++) {
+    const c = h.charCodeAt(i);
+    if (c < 48 || c > 57) return false;
+  }
+  return true;
 }
 
 /** The HTTP/2 connection preface (prior knowledge, or ALPN h2 behind the TLS front). */

@@ -144,3 +144,50 @@ Deno.test("a host taken from an absolute-form target never adds a header line up
   }
   ok(!/\r\nX-Evil/i.test(up.all()), up.all());
 });
+
+Deno.test("heads a server behind could read otherwise are refused with 400, closed and recorded; nothing reaches the upstream", async () => {
+  const { up, s, port } = await waf();
+  await using _up = up;
+  await using _s = s;
+  const H = "Host: shop.test\r\n";
+  const smuggled = "GET /smuggled HTTP/1.1\r\nHost: shop.test\r\n\r\n";
+  const cases: Array<[string, string]> = [
+    // A server that reads `_` as `-` (CGI-style) would frame by these.
+    [
+      "Transfer_Encoding",
+      `POST /te HTTP/1.1\r\n${H}Content-Length: 5\r\nTransfer_Encoding: chunked\r\n\r\n0\r\n\r\n`,
+    ],
+    [
+      "Content_Length",
+      `POST /cl HTTP/1.1\r\n${H}Content_Length: 40\r\nContent-Length: 3\r\n\r\nabc`,
+    ],
+    ["no Host on HTTP/1.1", "GET /nohost HTTP/1.1\r\n\r\n"],
+    ["Host with a quote", `GET /q HTTP/1.1\r\nHost: shop.test:1";for=6.6.6.6\r\n\r\n`],
+    ["Host with a path", "GET /p HTTP/1.1\r\nHost: shop.test/x\r\n\r\n"],
+    ["Host with userinfo", "GET /u HTTP/1.1\r\nHost: u@shop.test\r\n\r\n"],
+    ["Host with a bad port", "GET /bp HTTP/1.1\r\nHost: shop.test:x\r\n\r\n"],
+    ["absolute form, other Host", `GET http://other.test/o HTTP/1.1\r\n${H}\r\n`],
+    ["absolute form, quote in authority", `GET http://shop.test:1";for=6.6.6.6/a HTTP/1.0\r\n\r\n`],
+    ["absolute form, non-ASCII authority", `GET http://shop.test\u00e9/n HTTP/1.0\r\n\r\n`],
+    ["fragment in the target", `GET /admin#/../public HTTP/1.1\r\n${H}\r\n`],
+    [
+      "bare LF in the trailer section",
+      `POST /t HTTP/1.1\r\n${H}Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX: a\n${smuggled}`,
+    ],
+  ];
+  for (const [name, raw] of cases) {
+    assertEquals(await exchange(port, bytes(raw + smuggled)), [400], name);
+  }
+  assertEquals(up.all(), "");
+  // Each refused request whose request line could be read has its access-log record.
+  const rows = await s.dataPlane.accessLog.list({ limit: 100 });
+  const refused = rows.map((r) => JSON.parse(r.record)).filter((r) => r.status === 400);
+  assertEquals(refused.length, cases.length);
+  // What stays accepted: the same host in the target and in Host (any case), ports, IP literals.
+  for (
+    const raw of [
+      `GET http://SHOP.test/abs HTTP/1.1\r\n${H}Connection: close\r\n\r\n`,
+      "GET /port HTTP/1.1\r\nHost: shop.test:8080\r\nConnection: close\r\n\r\n",
+    ]
+  ) assertEquals(await exchange(port, bytes(raw)), [200], raw);
+});
