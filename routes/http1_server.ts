@@ -29,6 +29,8 @@ export const MAX_HEADER_LINES = 128;
 /** Request body left unread by the handler that is still read (and dropped) to keep the connection. */
 const DRAIN_LIMIT = 64 * 1024;
 const READ_BUFFER = 16 * 1024;
+/** An answer declaring at most this many bytes is read whole before it is written. */
+const SMALL_BODY = 64 * 1024;
 /** Lingering close: how long and how much of what a client still sends is read and dropped. */
 const LINGER_MS = 2_000;
 const LINGER_BYTES = 1024 * 1024;
@@ -871,6 +873,19 @@ export class Http1Connection {
       text += `${k}: ${v}\r\n`;
     });
     text += dateLine();
+    if (!bodyless && length >= 0 && length <= SMALL_BODY) {
+      // A small declared body is taken whole: a buffer body needs no stream and no reader.
+      let bytes: Uint8Array;
+      try {
+        bytes = await res.bytes();
+      } catch {
+        return false;
+      }
+      text += `content-length: ${bytes.length}\r\n`;
+      text += close ? CLOSE_END : head.minor === 0 ? KEEP_ALIVE_END : "\r\n";
+      await this.#write(this.#encode(text, bytes));
+      return this.#after(close);
+    }
     const body = bodyless ? null : res.body;
     if (body === null) {
       if (!bodyless) text += "content-length: 0\r\n";
