@@ -366,7 +366,11 @@ export function startFront(options: FrontOptions): Front {
         return await badFraming(c, inner);
       }
       c.heads = c.framing.heads;
-      if (c.framing.phase !== "head") c.deadline = Infinity;
+      if (c.framing.phase === "body") {
+        // The rest of the body must come as any body's does (Deno.serve has no deadline).
+        c.deadline = now + limits.bodyTimeoutMs;
+        c.reason = "body_timeout";
+      } else if (c.framing.phase !== "head") c.deadline = Infinity;
       await writeAll(inner, pending);
     }
     // The server's end decides: when it closes, the client's connection goes too (the client

@@ -119,6 +119,21 @@ Deno.test("a slow body is cut at the body deadline; a body that keeps coming is 
   ok(head.startsWith("HTTP/1.1 200"), head.slice(0, 80));
 });
 
+Deno.test("a body that stops after a head handed over to Deno.serve (Upgrade) is cut at the body deadline too", async () => {
+  await using up = startUpstream();
+  await using s = await startTestServer({ config: { server: { data: { limits: SHORT } } } });
+  addSite(s, up.url, { mode: "off" });
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port: portOf(s.dataUrl) });
+  const t0 = performance.now();
+  // An Upgrade header sends the connection to Deno.serve, which has no body deadline.
+  await conn.write(enc.encode(
+    "POST /upload HTTP/1.1\r\nHost: shop.test\r\nUpgrade: h2c\r\nContent-Length: 100\r\n\r\n",
+  ));
+  const ms = await closedAfter(conn, t0);
+  ok(ms >= 900 && ms < 3_000, `closed after ${Math.round(ms)} ms (body deadline 1 s)`);
+  assertEquals(counter(s, "data").closed.body_timeout, 1);
+});
+
 Deno.test("a keep-alive connection idle past the keep-alive deadline is closed; one in use is not", async () => {
   await using up = startUpstream();
   await using s = await startTestServer({ config: { server: { data: { limits: SHORT } } } });
