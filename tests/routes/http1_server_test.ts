@@ -383,3 +383,35 @@ Deno.test("through the data plane: keep-alive and pipelining, each answer with i
     [400, "shop", "framing", "invalid header value"],
   );
 });
+
+Deno.test("through the data plane: HTTP/2 with prior knowledge and a WebSocket are handed to Deno.serve", async () => {
+  await using up = startUpstream();
+  await using s = await startTestServer();
+  addSite(s, up.url, { mode: "off", hosts: ["127.0.0.1"] });
+  // The upgrade request is handed over with the bytes already read; frames then go both ways.
+  const ws = new WebSocket(`${s.dataUrl.replace("http", "ws")}/ws`);
+  const echoed = await new Promise<string>((resolve, reject) => {
+    ws.onopen = () => ws.send("x");
+    ws.onmessage = (e) => resolve(e.data);
+    ws.onerror = () => reject(new Error("WebSocket failed"));
+  });
+  assertEquals(echoed, "echo:x");
+  const closed = new Promise<void>((resolve) => ws.onclose = () => resolve());
+  ws.close();
+  await closed;
+  const out = await new Deno.Command("curl", {
+    args: [
+      "-s",
+      "-o",
+      "/dev/null",
+      "-w",
+      "%{http_version} %{http_code}",
+      "--http2-prior-knowledge",
+      `${s.dataUrl}/h2`,
+    ],
+    stdout: "piped",
+    stderr: "null",
+  }).output().catch(() => undefined);
+  // curl is on the development and CI machines; without it only the WebSocket is checked.
+  if (out) assertEquals(dec.decode(out.stdout), "2 200");
+});
