@@ -105,6 +105,17 @@ function forwardedNode(ip: string): string {
   return ip.includes(":") ? `"[${ip}]"` : ip;
 }
 
+/**
+ * The host as a quoted-string (RFC 7239): a quote or backslash in it is escaped, so it cannot
+ * end the parameter and add its own (`host="a";for=6.6.6.6"` would forge the client). The own
+ * server refuses such a Host; `Deno.serve` (upgrades, HTTP/2) takes it.
+ */
+function quoted(host: string): string {
+  return host.includes('"') || host.includes("\\")
+    ? `"${host.replace(/["\\]/g, "\\$&")}"`
+    : `"${host}"`;
+}
+
 /** Header name/value pairs, which `fetch` and `Response` take without a `Headers` copy. */
 export type HeaderPairs = Array<[string, string]>;
 
@@ -143,7 +154,7 @@ export function upstreamHeaders(incoming: HeaderPairs, facts: ForwardFacts): Hea
   out.push(["x-forwarded-for", priorXff ? `${priorXff}, ${facts.peer}` : facts.peer]);
   out.push(["x-forwarded-proto", priorProto ?? facts.proto]);
   out.push(["x-forwarded-host", priorHost ?? facts.host]);
-  const node = `for=${forwardedNode(facts.peer)};host="${facts.host}";proto=${facts.proto}`;
+  const node = `for=${forwardedNode(facts.peer)};host=${quoted(facts.host)};proto=${facts.proto}`;
   out.push(["forwarded", priorForwarded ? `${priorForwarded}, ${node}` : node]);
   if (!hasHost) out.push(["host", facts.host]);
   return out;

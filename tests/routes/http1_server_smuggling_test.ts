@@ -83,10 +83,10 @@ async function exchange(port: number, raw: Uint8Array): Promise<number[]> {
   return [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
 }
 
-async function waf() {
+async function waf(mode = "block") {
   const up = recordingUpstream();
   const s = await startTestServer();
-  addSite(s, up.url, { mode: "block" });
+  addSite(s, up.url, { mode });
   return { up, s, port: Number(new URL(s.dataUrl).port) };
 }
 
@@ -190,4 +190,21 @@ Deno.test("heads a server behind could read otherwise are refused with 400, clos
       "GET /port HTTP/1.1\r\nHost: shop.test:8080\r\nConnection: close\r\n\r\n",
     ]
   ) assertEquals(await exchange(port, bytes(raw)), [200], raw);
+});
+
+Deno.test("a quote in Host (Deno.serve takes it) stays inside the Forwarded header's host parameter", async () => {
+  const { up, s, port } = await waf("off");
+  await using _up = up;
+  await using _s = s;
+  await exchange(
+    port,
+    bytes(
+      // The first request sends the connection to Deno.serve, which reads the next one.
+      "GET /ws HTTP/1.1\r\nHost: shop.test\r\nUpgrade: h2c\r\n\r\n" +
+        'GET /f HTTP/1.1\r\nHost: shop.test:1";for=6.6.6.6\r\nConnection: close\r\n\r\n',
+    ),
+  );
+  const forwarded = /\r\nforwarded: ([^\r]*)/.exec(up.all().slice(up.all().indexOf("GET /f ")))
+    ?.[1];
+  assertEquals(forwarded, 'for=127.0.0.1;host="shop.test:1\\";for=6.6.6.6";proto=http');
 });
