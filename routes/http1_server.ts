@@ -29,6 +29,8 @@ export const MAX_HEADER_LINES = 128;
 /** Request body left unread by the handler that is still read (and dropped) to keep the connection. */
 const DRAIN_LIMIT = 64 * 1024;
 const READ_BUFFER = 16 * 1024;
+/** The largest answer head and body a connection keeps a write buffer for. */
+const OUT_KEEP = 16 * 1024;
 /** An answer declaring at most this many bytes is read whole before it is written. */
 const SMALL_BODY = 64 * 1024;
 /** Lingering close: how long and how much of what a client still sends is read and dropped. */
@@ -555,7 +557,7 @@ export class Http1Connection {
   #end = 0;
   #eof = false;
   #closed = false;
-  #out = new Uint8Array(4096);
+  #out = new Uint8Array(2048);
   // The body of the request in progress.
   #remaining = 0;
   #chunked = false;
@@ -736,6 +738,8 @@ export class Http1Connection {
     if (this.#start === this.#end) {
       this.#start = 0;
       this.#end = 0;
+      // A buffer grown for a large head goes back to its usual size once it is empty.
+      if (this.#buf.length > READ_BUFFER) this.#buf = new Uint8Array(READ_BUFFER);
     } else if (this.#end === this.#buf.length) {
       if (this.#start > 0) {
         this.#buf.copyWithin(0, this.#start, this.#end);
@@ -966,8 +970,12 @@ export class Http1Connection {
 
   #encode(text: string, body: Uint8Array | undefined): Uint8Array {
     const need = text.length + (body?.length ?? 0);
-    if (this.#out.length < need) this.#out = new Uint8Array(Math.max(need, this.#out.length * 2));
-    const out = this.#out;
+    // The connection keeps a buffer for small answers only; a larger one gets its own.
+    let out = this.#out;
+    if (out.length < need) {
+      out = new Uint8Array(need <= OUT_KEEP ? OUT_KEEP : need);
+      if (need <= OUT_KEEP) this.#out = out;
+    }
     const { read, written } = utf8.encodeInto(text, out);
     let at = written;
     if (read !== text.length || written !== text.length) {
