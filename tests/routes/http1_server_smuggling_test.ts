@@ -48,7 +48,9 @@ function recordingUpstream() {
     url: `http://127.0.0.1:${(listener.addr as Deno.NetAddr).port}`,
     /** Every request line the upstream received, in order. */
     requestLines(): string[] {
-      return received.join("").split("\r\n").filter((l) => / HTTP\/1\.1$/.test(l));
+      return [...received.join("").matchAll(/[A-Z]+ [^ \r\n]+ HTTP\/1\.1(?=\r\n)/g)].map((m) =>
+        m[0]
+      );
     },
     all: () => received.join(""),
     async [Symbol.asyncDispose]() {
@@ -207,4 +209,78 @@ Deno.test("a quote in Host (Deno.serve takes it) stays inside the Forwarded head
   const forwarded = /\r\nforwarded: ([^\r]*)/.exec(up.all().slice(up.all().indexOf("GET /f ")))
     ?.[1];
   assertEquals(forwarded, 'for=127.0.0.1;host="shop.test:1\\";for=6.6.6.6";proto=http');
+});
+
+Deno.test("framing does not depend on how the bytes are split: every split point of a chunked and a GET-with-body exchange", async () => {
+  const { up, s, port } = await waf();
+  await using _up = up;
+  await using _s = s;
+  const hidden = "GET /hidden HTTP/1.1\r\nHost: shop.test\r\n\r\n";
+  const messages: Array<[string, string[]]> = [
+    [
+      "POST /a HTTP/1.1\r\nHost: shop.test\r\nTransfer-Encoding: chunked\r\n\r\n" +
+      '5;ext="a;b"\r\nhello\r\n6\r\n world\r\n0\r\nX-Trailer: t\r\n\r\n' +
+      "GET /b HTTP/1.1\nHost: shop.test\nConnection: close\n\n",
+      ["POST /a HTTP/1.1", "GET /b HTTP/1.1"],
+    ],
+    [
+      `\r\nGET /c HTTP/1.1\r\nHost: shop.test\r\nContent-Length: ${hidden.length}\r\n\r\n${hidden}` +
+      "GET /d HTTP/1.1\r\nHost: shop.test\r\nConnection: close\r\n\r\n",
+      ["GET /c HTTP/1.1", "GET /d HTTP/1.1"],
+    ],
+  ];
+  for (const [raw, lines] of messages) {
+    const data = bytes(raw);
+    for (let cut = 1; cut < data.length; cut++) {
+      const seen = up.requestLines().length;
+      const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+      conn.setNoDelay(true);
+      await conn.write(data.subarray(0, cut));
+      await new Promise((resolve) => setTimeout(resolve, 1));
+      await conn.write(data.subarray(cut));
+      const buf = new Uint8Array(65536);
+      let text = "";
+      for (;;) {
+        const n = await conn.read(buf).catch(() => null);
+        if (n === null) break;
+        text += latin1.decode(buf.subarray(0, n));
+      }
+      conn.close();
+      assertEquals(text.match(/HTTP\/1\.1 200 /g)?.length, 2, `cut at ${cut}`);
+      assertEquals(up.requestLines().slice(seen), lines, `cut at ${cut}`);
+    }
+  }
+  ok(up.all().includes("content-length: 11\r\n\r\nhello world"), "the chunked body arrived whole");
+});
+
+Deno.test("an attack in a chunked body is seen whatever its chunks and extensions, and in a body after 100-continue", async () => {
+  const { up, s, port } = await waf();
+  await using _up = up;
+  await using _s = s;
+  const form = "id=1' UNION SELECT password FROM users--";
+  const chunks = [...form].map((ch) => `1;x="y;z"\r\n${ch}\r\n`).join("");
+  assertEquals(
+    await exchange(
+      port,
+      bytes(
+        "POST /form HTTP/1.1\r\nHost: shop.test\r\nContent-Type: application/x-www-form-urlencoded\r\n" +
+          `Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n${chunks}0\r\n\r\n`,
+      ),
+    ),
+    [403],
+  );
+  // Its body (a request, sent without waiting for 100) is read as a body, never as a request.
+  const hidden = "GET /hidden HTTP/1.1\r\nHost: shop.test\r\n\r\n";
+  assertEquals(
+    await exchange(
+      port,
+      bytes(
+        "POST /?id=1%27%20OR%20%271%27=%271 HTTP/1.1\r\nHost: shop.test\r\nExpect: 100-continue\r\n" +
+          "Connection: close\r\n" +
+          `Content-Length: ${hidden.length}\r\n\r\n${hidden}`,
+      ),
+    ),
+    [403],
+  );
+  assertEquals(up.all(), "");
 });
