@@ -922,7 +922,13 @@ export class Http1Connection {
       else close = true;
       text += close ? CLOSE_END : head.minor === 0 ? KEEP_ALIVE_END : "\r\n";
       let sent = 0;
+      let over = false;
       const frame = (chunk: Uint8Array) => {
+        if (length >= 0 && sent + chunk.length > length) {
+          // Never more than declared: the excess would read as the next answer.
+          over = true;
+          chunk = chunk.subarray(0, length - sent);
+        }
         sent += chunk.length;
         return chunked ? chunkFrame(chunk) : chunk;
       };
@@ -939,12 +945,13 @@ export class Http1Connection {
       }
       await this.#write(this.#encode(text, frame(a.value!)));
       await this.#write(frame(b.value!));
-      while (!gone) {
+      while (!gone && !over) {
         const { done, value } = await reader.read();
         if (done) break;
         if (value.length > 0) await this.#write(frame(value));
       }
-      if (gone) return false;
+      if (over) await reader.cancel().catch(() => {});
+      if (gone || over) return false;
       if (chunked) await this.#write(LAST_CHUNK);
       // A body that did not match its declared length cannot keep the connection.
       if (length >= 0 && sent !== length) return false;

@@ -9,6 +9,7 @@ import { assertEquals, ok } from "../_helpers/assert.ts";
 import { addSite } from "../_helpers/protection.ts";
 import { bytes } from "../_helpers/raw_socket.ts";
 import { startTestServer } from "../_helpers/server.ts";
+import { serveHttp1 } from "../../routes/http1_server.ts";
 
 const latin1 = new TextDecoder("latin1");
 const answer = new TextEncoder().encode("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
@@ -63,6 +64,12 @@ function recordingUpstream() {
 
 /** Sends `raw` on one connection and reads until the server closes; the answers' status codes. */
 async function exchange(port: number, raw: Uint8Array): Promise<number[]> {
+  const text = await exchangeText(port, raw);
+  return [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
+}
+
+/** Sends `raw` on one connection and reads until the server closes; all it received. */
+async function exchangeText(port: number, raw: Uint8Array): Promise<string> {
   const conn = await Deno.connect({ hostname: "127.0.0.1", port });
   await conn.write(raw);
   const buf = new Uint8Array(65536);
@@ -82,7 +89,7 @@ async function exchange(port: number, raw: Uint8Array): Promise<number[]> {
       // closed by the timer
     }
   }
-  return [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
+  return text;
 }
 
 async function waf(mode = "block") {
@@ -283,4 +290,32 @@ Deno.test("an attack in a chunked body is seen whatever its chunks and extension
     [403],
   );
   assertEquals(up.all(), "");
+});
+
+Deno.test("an answer never carries more bytes than the length it declares (the rest would read as a next answer)", async () => {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const declared = 70_000;
+  const forged = "HTTP/1.1 200 OK\r\ncontent-length: 6\r\n\r\nforged";
+  const server = serveHttp1(listener, () => {
+    let n = 0;
+    const body = new ReadableStream<Uint8Array>({
+      pull(c) {
+        if (n++ === 0) c.enqueue(new Uint8Array(declared).fill(97));
+        else if (n === 2) c.enqueue(bytes(forged));
+        else c.close();
+      },
+    });
+    return new Response(body, { headers: { "content-length": String(declared) } });
+  });
+  try {
+    const text = await exchangeText(
+      (listener.addr as Deno.NetAddr).port,
+      bytes("GET / HTTP/1.1\r\nHost: a.test\r\n\r\nGET /next HTTP/1.1\r\nHost: a.test\r\n\r\n"),
+    );
+    ok(!text.includes("forged"), "the excess was not sent");
+    const body = text.slice(text.indexOf("\r\n\r\n") + 4);
+    assertEquals(body.length, declared);
+  } finally {
+    await server.close();
+  }
 });
