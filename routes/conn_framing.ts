@@ -66,6 +66,8 @@ export class RequestFraming {
   #headOverflow = false;
   #remaining = 0;
   #chunked = false;
+  /** The request asking for an upgrade is a CONNECT (a 2xx answer makes the tunnel). */
+  #connect = false;
   readonly #chunker = new ChunkedFraming();
   #method = "";
   #target = "";
@@ -105,8 +107,12 @@ export class RequestFraming {
   answered(buf: Uint8Array): void {
     if (!this.upgradeAsked || buf.length < 12) return;
     this.upgradeAsked = false;
-    // "HTTP/1.1 101"
-    if (buf[9] === 49 && buf[10] === 48 && buf[11] === 49) this.phase = "tunnel";
+    // "HTTP/1.1 101", or "HTTP/1.1 2xx" to a CONNECT.
+    const tunnel = this.#connect
+      ? buf[9] === 50
+      : buf[9] === 49 && buf[10] === 48 && buf[11] === 49;
+    this.#connect = false;
+    if (tunnel) this.phase = "tunnel";
   }
 
   /** Copies head bytes until the blank line; the index after it, or -1 when not there yet. */
@@ -162,8 +168,16 @@ export class RequestFraming {
     this.#method = text.slice(0, sp < 0 ? 0 : sp);
     const sp2 = text.indexOf(" ", sp + 1);
     this.#target = sp < 0 ? "" : text.slice(sp + 1, sp2 < 0 ? undefined : sp2);
-    if (this.#method === "PRI" || this.#method === "CONNECT") {
+    if (this.#method === "PRI") {
       this.phase = "tunnel";
+      return;
+    }
+    if (this.#method === "CONNECT") {
+      // A request without a body until a 2xx answer makes it a tunnel (`answered`): refused, the
+      // connection is followed on (a tunnel has no deadline, so it must not start before).
+      this.upgradeAsked = true;
+      this.#connect = true;
+      this.phase = "idle";
       return;
     }
     let te: string | undefined;

@@ -134,6 +134,17 @@ Deno.test("a body that stops after a head handed over to Deno.serve (Upgrade) is
   assertEquals(counter(s, "data").closed.body_timeout, 1);
 });
 
+Deno.test("a CONNECT (handed over to Deno.serve) that is refused leaves a connection the keep-alive deadline still ends", async () => {
+  await using up = startUpstream();
+  await using s = await startTestServer({ config: { server: { data: { limits: SHORT } } } });
+  addSite(s, up.url, { mode: "off" });
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port: portOf(s.dataUrl) });
+  const t0 = performance.now();
+  await conn.write(enc.encode("CONNECT shop.test:80 HTTP/1.1\r\nHost: shop.test:80\r\n\r\n"));
+  const ms = await closedAfter(conn, t0);
+  ok(ms < 3_000, `closed after ${Math.round(ms)} ms (keep-alive deadline 1 s)`);
+});
+
 Deno.test("a keep-alive connection idle past the keep-alive deadline is closed; one in use is not", async () => {
   await using up = startUpstream();
   await using s = await startTestServer({ config: { server: { data: { limits: SHORT } } } });

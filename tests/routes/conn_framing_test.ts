@@ -58,9 +58,16 @@ Deno.test("bad chunked framing is found, with the request it broke", () => {
   }
 });
 
-Deno.test("HTTP/2, CONNECT, unknown codings and an accepted upgrade stop the following", () => {
+Deno.test("HTTP/2, an accepted CONNECT, unknown codings and an accepted upgrade stop the following", () => {
   assertEquals(follow("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 1000).f.phase, "tunnel");
-  assertEquals(follow("CONNECT a:443 HTTP/1.1\r\nHost: a\r\n\r\n", 1000).f.phase, "tunnel");
+  // CONNECT is a request like another until a 2xx answer (a refused one keeps its deadlines).
+  const connect = follow("CONNECT a:443 HTTP/1.1\r\nHost: a\r\n\r\n", 1000);
+  assertEquals(connect.f.phase, "idle");
+  connect.f.answered(enc.encode("HTTP/1.1 403 Forbidden\r\n"));
+  assertEquals(connect.f.phase, "idle");
+  const tunnel = follow("CONNECT a:443 HTTP/1.1\r\nHost: a\r\n\r\n", 1000);
+  tunnel.f.answered(enc.encode("HTTP/1.1 200 OK\r\n"));
+  assertEquals(tunnel.f.phase, "tunnel");
   assertEquals(
     follow("POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", 1000).f.phase,
     "tunnel",
