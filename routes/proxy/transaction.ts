@@ -570,7 +570,9 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     this.trustedPeer = site.trustedProxies.size > 0 && site.trustedProxies.has(this.peer);
     const headers = this.#request.headers as HeaderPairs;
     this.upstreamHeaders = upstreamHeaders(headers, this);
-    if (headerOf(headers, "upgrade")?.toLowerCase() === "websocket") {
+    // Only a GET is a handshake (RFC 6455): a POST asking for one was inspected as a POST, and
+    // goes on as one (its Upgrade is hop-by-hop), never as a GET the engine did not see.
+    if (this.method === "GET" && headerOf(headers, "upgrade")?.toLowerCase() === "websocket") {
       return this.webSocket(site);
     }
     const p = this.protection;

@@ -319,3 +319,20 @@ Deno.test("an answer never carries more bytes than the length it declares (the r
     await server.close();
   }
 });
+
+Deno.test("a POST asking for a WebSocket reaches the upstream as the POST the WAF inspected, not as a GET handshake", async () => {
+  const { up, s, port } = await waf("off");
+  await using _up = up;
+  await using _s = s;
+  const answer = await exchangeText(
+    port,
+    bytes(
+      "POST /ws HTTP/1.1\r\nHost: shop.test\r\nUpgrade: websocket\r\n" +
+        "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n" +
+        "Content-Length: 5\r\n\r\nhello" +
+        "GET /last HTTP/1.1\r\nHost: shop.test\r\nConnection: close\r\n\r\n",
+    ),
+  );
+  assertEquals(up.requestLines(), ["POST /ws HTTP/1.1", "GET /last HTTP/1.1"], answer);
+  ok(up.all().includes("\r\n\r\nhelloGET /last"), up.all());
+});
