@@ -694,7 +694,9 @@ export class Http1Connection {
         }
         const end = headEnd(this.#buf, this.#start + Math.max(0, scanned - 3), this.#end);
         if (end >= 0) {
-          if (end - this.#start > MAX_HEAD_BYTES) return this.#refuse("head too large");
+          if (end - this.#start > MAX_HEAD_BYTES) {
+            return this.#refuse("head too large", this.#requestLine());
+          }
           const text = isomorphic(this.#buf, this.#start, end);
           this.#headStart = this.#start;
           this.#start = end;
@@ -706,10 +708,21 @@ export class Http1Connection {
           }
         }
         scanned = this.#end - this.#start;
-        if (scanned > MAX_HEAD_BYTES) return this.#refuse("head too large");
+        if (scanned > MAX_HEAD_BYTES) return this.#refuse("head too large", this.#requestLine());
       }
       if (this.#eof || !(await this.#fill())) return undefined;
     }
+  }
+
+  /** The request line of a head too large to parse, for its record (when it has one). */
+  #requestLine(): BrokenRequestHead | undefined {
+    const lf = this.#buf.subarray(this.#start, this.#end).indexOf(10);
+    if (lf < 0 || lf > 8192) return undefined;
+    const line = isomorphic(this.#buf, this.#start, this.#start + lf);
+    const m = /^(\S+) (\S+) HTTP\/1\.[01]\r?$/.exec(line);
+    if (m === null) return undefined;
+    const headEnd = Math.min(this.#end, this.#start + 8192);
+    return { method: m[1]!, target: m[2]!, head: isomorphic(this.#buf, this.#start, headEnd) };
   }
 
   async #refuse(reason: string, request?: BrokenRequestHead): Promise<undefined> {

@@ -336,3 +336,20 @@ Deno.test("a POST asking for a WebSocket reaches the upstream as the POST the WA
   assertEquals(up.requestLines(), ["POST /ws HTTP/1.1", "GET /last HTTP/1.1"], answer);
   ok(up.all().includes("\r\n\r\nhelloGET /last"), up.all());
 });
+
+Deno.test("a head over 64 KiB is refused with 400 and still leaves an access-log record", async () => {
+  const { up, s, port } = await waf();
+  await using _up = up;
+  await using _s = s;
+  assertEquals(
+    await exchange(
+      port,
+      bytes(`GET /big HTTP/1.1\r\nHost: shop.test\r\nX-Big: ${"a".repeat(70_000)}\r\n\r\n`),
+    ),
+    [400],
+  );
+  const rows = await s.dataPlane.accessLog.list({ limit: 10 });
+  const record = rows.map((r) => JSON.parse(r.record)).find((r) => r.path === "/big");
+  assertEquals([record?.status, record?.chain.at(-1).result], [400, "head too large"]);
+  assertEquals(up.all(), "");
+});
