@@ -12,6 +12,7 @@ import { localServer } from "../_helpers/local_server.ts";
 import { hit } from "../_helpers/protection.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
 import { waitFor } from "../_helpers/wait.ts";
+import type { FeedStatus } from "../../mod/protection/threat_feeds.ts";
 
 const UNION = "/search?q=1%20union%20select%20password%20from%20users";
 
@@ -105,10 +106,17 @@ Deno.test("the protection pages change what the data plane does", async (t) => {
     await create(admin, { name: "drop", url: `${feeds.url}/drop.txt`, action: "block" });
     const row = admin.page.locator("tr", { has: cell(admin, "drop") });
     await row.waitFor();
+    // Creating a feed syncs it in the background, and a sync asked for while one runs joins it:
+    // let that first sync finish, so the click below must fetch the feed again by itself.
+    await waitFor(async () => {
+      const list = await callJson(server, "GET", "/api/threat-intel/feeds", { session: api });
+      const items = (list.body as { items: { name: string; status: FeedStatus }[] }).items;
+      return items.find((f) => f.name === "drop")?.status.last_result === "ok";
+    }, "the sync after creating the feed");
     const before = fetched;
     await row.locator("button", { hasText: "Sync now" }).click();
+    await waitFor(() => fetched > before, "sync now to fetch the feed");
     await row.locator(".badge", { hasText: "ok" }).waitFor();
-    ok(fetched > before, "sync now fetched the feed");
     await row.getByRole("cell", { name: "1", exact: true }).waitFor();
     await admin.page.locator("#lookup-ip").fill("203.0.113.9");
     await admin.page.locator("button", { hasText: "Check" }).click();
