@@ -137,7 +137,11 @@ function compileConditions(
   const tests: Test[] = [];
   if (c.methods?.length) {
     const methods = new Set(c.methods.map((m) => m.toUpperCase()));
-    tests.push((view) => methods.has(view.req.method));
+    // Rules name methods in capitals; a client's `delete` must not slip past a DELETE rule (the
+    // engine flags a lower-case method as a protocol violation, but not on a site in mode off).
+    tests.push((view) =>
+      methods.has(view.req.method) || methods.has(view.req.method.toUpperCase())
+    );
   }
   if (c.path) {
     if ("prefix" in c.path) {

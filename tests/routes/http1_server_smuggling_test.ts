@@ -6,7 +6,7 @@
  * hidden inside a target, a header or a body.
  */
 import { assertEquals, ok } from "../_helpers/assert.ts";
-import { addSite } from "../_helpers/protection.ts";
+import { addSite, apiFor } from "../_helpers/protection.ts";
 import { bytes } from "../_helpers/raw_socket.ts";
 import { startTestServer } from "../_helpers/server.ts";
 import { serveHttp1 } from "../../routes/http1_server.ts";
@@ -352,4 +352,35 @@ Deno.test("a head over 64 KiB is refused with 400 and still leaves an access-log
   const record = rows.map((r) => JSON.parse(r.record)).find((r) => r.path === "/big");
   assertEquals([record?.status, record?.chain.at(-1).result], [400, "head too large"]);
   assertEquals(up.all(), "");
+});
+
+Deno.test("a lower-case method meets the ACL rules written in capitals, with the engine off too", async () => {
+  const { up, s, port } = await waf("off");
+  await using _up = up;
+  await using _s = s;
+  const rule = await apiFor(s)("POST", "/api/protection/acl-rules", {
+    name: "no deletes",
+    action: "block",
+    conditions: { methods: ["DELETE"] },
+  });
+  assertEquals(rule.status, 201);
+  for (const method of ["DELETE", "delete", "Delete"]) {
+    assertEquals(
+      await exchange(
+        port,
+        bytes(`${method} /x HTTP/1.1\r\nHost: shop.test\r\nConnection: close\r\n\r\n`),
+      ),
+      [403],
+      method,
+    );
+  }
+  assertEquals(
+    await exchange(
+      port,
+      bytes("get /y HTTP/1.1\r\nHost: shop.test\r\nConnection: close\r\n\r\n"),
+    ),
+    [200],
+  );
+  ok(!up.all().includes("/x HTTP/1.1"), "no DELETE reached the upstream");
+  ok(up.all().includes("get /y HTTP/1.1"), "the other method passes as sent");
 });
