@@ -14,7 +14,7 @@
  * ```
  */
 import { parseArgs } from "node:util";
-import { ensure, freePort, median, waitForPort } from "./bench_kit.ts";
+import { ensure, freePort, loadAverage, median, stopAll, waitForPort } from "./bench_kit.ts";
 import { BENIGN, measured, startNginxUpstream, wrk, wrkScript } from "./bench_proxy.ts";
 import { SERVER_V8_FLAGS } from "./server_flags.ts";
 
@@ -40,7 +40,7 @@ await ensure("wrk", "wrk");
 await ensure("nginx", "nginx-light");
 const dir = await Deno.makeTempDir({ prefix: "waf-conn-" });
 const children: Deno.ChildProcess[] = [];
-const load = () => Deno.readTextFileSync("/proc/loadavg").split(" ").slice(0, 3).join(" ");
+const load = loadAverage;
 try {
   const upPort = freePort();
   children.push(await startNginxUpstream(dir, upPort));
@@ -108,11 +108,5 @@ try {
   }
   console.log(`load average after: ${load()}`);
 } finally {
-  for (const c of children) {
-    try {
-      c.kill("SIGTERM");
-    } catch { /* gone */ }
-    await c.status;
-  }
-  await Deno.remove(dir, { recursive: true }).catch(() => {});
+  await stopAll(children, dir);
 }

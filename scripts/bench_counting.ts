@@ -16,7 +16,7 @@
  * ```
  */
 import { parseArgs } from "node:util";
-import { ensure, freePort, run, waitForPort } from "./bench_kit.ts";
+import { ensure, freePort, run, stopAll, waitForPort } from "./bench_kit.ts";
 import { ATTACK, BENIGN, measured, startNginxUpstream, wrkScript } from "./bench_proxy.ts";
 import { SERVER_V8_FLAGS } from "./server_flags.ts";
 
@@ -187,13 +187,7 @@ export async function main(args: string[]): Promise<number> {
     }
     return 0;
   } finally {
-    for (const c of children) {
-      try {
-        c.kill("SIGTERM");
-        await c.status;
-      } catch { /* already gone */ }
-    }
-    await Deno.remove(dir, { recursive: true }).catch(() => {});
+    await stopAll(children, dir);
   }
 }
 

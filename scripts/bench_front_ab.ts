@@ -21,7 +21,7 @@
  * ```
  */
 import { parseArgs } from "node:util";
-import { ensure, freePort, median } from "./bench_kit.ts";
+import { ensure, freePort, loadAverage, median, stopAll } from "./bench_kit.ts";
 import { BENIGN, measured, startNginxUpstream, startWaf, wrk, wrkScript } from "./bench_proxy.ts";
 
 const { values } = parseArgs({
@@ -46,7 +46,7 @@ const opts = {
   connections: Number(values.connections),
   threads: Number(values.threads),
 };
-const load = () => Deno.readTextFileSync("/proc/loadavg").split(" ").slice(0, 3).join(" ");
+const load = loadAverage;
 await ensure("wrk", "wrk");
 await ensure("nginx", "nginx-light");
 const dir = await Deno.makeTempDir({ prefix: "waf-ab-" });
@@ -89,11 +89,5 @@ try {
       ` per request (load after: ${load()})`,
   );
 } finally {
-  for (const c of children) {
-    try {
-      c.kill("SIGTERM");
-    } catch { /* gone */ }
-    await c.status;
-  }
-  await Deno.remove(dir, { recursive: true }).catch(() => {});
+  await stopAll(children, dir);
 }

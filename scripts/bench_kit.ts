@@ -83,6 +83,17 @@ export async function alternate<S extends { readonly name: string }>(
   return medians;
 }
 
+/** Ends a benchmark's child processes (waiting for each) and removes its scratch folder. */
+export async function stopAll(children: readonly Deno.ChildProcess[], dir: string): Promise<void> {
+  for (const c of children) {
+    try {
+      c.kill("SIGTERM");
+    } catch { /* already gone */ }
+    await c.status;
+  }
+  await Deno.remove(dir, { recursive: true }).catch(() => {});
+}
+
 /** The load average (1, 5 and 15 minutes), to print next to every measurement. */
 export function loadAverage(): string {
   try {

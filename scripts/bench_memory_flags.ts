@@ -11,7 +11,7 @@
  * ```
  */
 import { parseArgs } from "node:util";
-import { ensure, freePort } from "./bench_kit.ts";
+import { ensure, freePort, stopAll } from "./bench_kit.ts";
 import { BENIGN, startNginxUpstream, startWaf, wrk, wrkScript } from "./bench_proxy.ts";
 import { fuzzLua } from "./fuzz_mix.ts";
 
@@ -126,13 +126,7 @@ export async function main(args: string[]): Promise<number> {
     console.log(`load average at the end: ${load}`);
     return 0;
   } finally {
-    for (const c of children) {
-      try {
-        c.kill("SIGTERM");
-      } catch { /* gone */ }
-      await c.status;
-    }
-    await Deno.remove(dir, { recursive: true }).catch(() => {});
+    await stopAll(children, dir);
   }
 }
 

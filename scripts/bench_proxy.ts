@@ -27,7 +27,7 @@
  */
 import process from "node:process";
 import { parseArgs } from "node:util";
-import { cpuTicks, ensure, freePort, median, run, waitForPort } from "./bench_kit.ts";
+import { cpuTicks, ensure, freePort, median, run, stopAll, waitForPort } from "./bench_kit.ts";
 import { createDataApp } from "../routes/proxy/data_app.ts";
 import { createLogger } from "../mod/core/logger.ts";
 import { SERVER_V8_FLAGS } from "./server_flags.ts";
@@ -693,13 +693,7 @@ export async function main(args: string[]): Promise<number> {
     }
     return 0;
   } finally {
-    for (const c of children) {
-      try {
-        c.kill("SIGTERM");
-      } catch { /* already gone */ }
-      await c.status;
-    }
-    await Deno.remove(dir, { recursive: true }).catch(() => {});
+    await stopAll(children, dir);
   }
 }
 
