@@ -21,6 +21,7 @@
  * first reads a body the client holds back), HEAD, 1xx, 204 and 304 answers carry no body.
  */
 import { ChunkedFraming } from "./conn_framing.ts";
+import { stripCr, trimOws } from "./proxy/http1_parse.ts";
 
 /** Largest request head accepted (hyper's limit; 400 past it). */
 export const MAX_HEAD_BYTES = 64 * 1024;
@@ -97,14 +98,6 @@ function isomorphic(buf: Uint8Array, start: number, end: number): string {
     }
   }
   return ascii.decode(buf.subarray(start, end));
-}
-
-function trimOws(s: string): string {
-  let a = 0;
-  let b = s.length;
-  while (a < b && (s.charCodeAt(a) === 32 || s.charCodeAt(a) === 9)) a++;
-  while (b > a && (s.charCodeAt(b - 1) === 32 || s.charCodeAt(b - 1) === 9)) b--;
-  return a === 0 && b === s.length ? s : s.slice(a, b);
 }
 
 /** A parsed request head. */
@@ -328,10 +321,6 @@ function preface(text: string): RequestHead {
     handOver: true,
     text,
   };
-}
-
-function stripCr(line: string): string {
-  return line.charCodeAt(line.length - 1) === 13 ? line.slice(0, -1) : line;
 }
 
 const byName = (a: [string, string], b: [string, string]) => a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0;

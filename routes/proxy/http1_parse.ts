@@ -139,11 +139,13 @@ export function parseHead(text: string): ResponseHead {
   };
 }
 
-function stripCr(line: string): string {
-  return line.endsWith("\r") ? line.slice(0, -1) : line;
+/** A header line without its final CR (bare-LF lines are taken as they are). */
+export function stripCr(line: string): string {
+  return line.charCodeAt(line.length - 1) === 13 ? line.slice(0, -1) : line;
 }
 
-function trimOws(s: string): string {
+/** A field value without the optional whitespace (spaces and tabs) around it. */
+export function trimOws(s: string): string {
   let a = 0;
   let b = s.length;
   while (a < b && (s.charCodeAt(a) === 32 || s.charCodeAt(a) === 9)) a++;
