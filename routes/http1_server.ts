@@ -21,7 +21,7 @@
  * first reads a body the client holds back), HEAD, 1xx, 204 and 304 answers carry no body.
  */
 import { ChunkedFraming } from "./conn_framing.ts";
-import { stripCr, trimOws } from "./proxy/http1_parse.ts";
+import { chunkFrame, stripCr, trimOws } from "./proxy/http1_parse.ts";
 
 /** Largest request head accepted (hyper's limit; 400 past it). */
 export const MAX_HEAD_BYTES = 64 * 1024;
@@ -1028,16 +1028,6 @@ async function wholeBody(body: ReadableStream<Uint8Array>): Promise<number | und
   } finally {
     reader.cancel().catch(() => {});
   }
-}
-
-function chunkFrame(chunk: Uint8Array): Uint8Array {
-  const size = `${chunk.length.toString(16)}\r\n`;
-  const out = new Uint8Array(size.length + chunk.length + 2);
-  utf8.encodeInto(size, out);
-  out.set(chunk, size.length);
-  out[out.length - 2] = 13;
-  out[out.length - 1] = 10;
-  return out;
 }
 
 /** A Host value `Deno.serve` would put in the URL (visible ASCII, not empty). */

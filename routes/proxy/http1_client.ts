@@ -24,6 +24,7 @@ import type { Upstream } from "../../mod/data_plane/upstream_pool.ts";
 import { createDeadlines, type Deadline } from "./deadlines.ts";
 import {
   ChunkedDecoder,
+  chunkFrame,
   headEnd,
   latin1,
   MAX_HEAD_BYTES,
@@ -388,13 +389,7 @@ export function createHttp1Upstream(options: Http1ClientOptions = {}): UpstreamC
         if (c.closed) throw new Error("the upstream connection closed");
         sent += value.length;
         if (length < 0) {
-          const size = `${value.length.toString(16)}\r\n`;
-          const framed = new Uint8Array(size.length + value.length + 2);
-          utf8.encodeInto(size, framed);
-          framed.set(value, size.length);
-          framed[framed.length - 2] = 13;
-          framed[framed.length - 1] = 10;
-          await writeAll(c.conn, framed);
+          await writeAll(c.conn, chunkFrame(value));
         } else {
           if (sent > length) throw new Error("the request body is longer than declared");
           await writeAll(c.conn, value);

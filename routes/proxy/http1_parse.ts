@@ -139,6 +139,19 @@ export function parseHead(text: string): ResponseHead {
   };
 }
 
+const sizeEncoder = new TextEncoder();
+
+/** One chunk of a chunked body: its size in hex, CRLF, the bytes, CRLF. */
+export function chunkFrame(chunk: Uint8Array): Uint8Array {
+  const size = `${chunk.length.toString(16)}\r\n`;
+  const out = new Uint8Array(size.length + chunk.length + 2);
+  sizeEncoder.encodeInto(size, out);
+  out.set(chunk, size.length);
+  out[out.length - 2] = 13;
+  out[out.length - 1] = 10;
+  return out;
+}
+
 /** A header line without its final CR (bare-LF lines are taken as they are). */
 export function stripCr(line: string): string {
   return line.charCodeAt(line.length - 1) === 13 ? line.slice(0, -1) : line;
