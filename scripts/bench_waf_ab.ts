@@ -12,6 +12,10 @@
  * deno run -A scripts/bench_waf_ab.ts --sides /tmp/waf-a,. [--host on.bench] [--mix benign]
  *                                      [--rounds 6] [--duration 5] [--connections 50]
  * ```
+ *
+ * `--hosts on.bench,off.bench` instead of `--host` measures every checkout on each host, each
+ * pair in its own server (its own fresh store), and prints what protection costs a request in
+ * each checkout: the CPU on the block-mode site minus the CPU on the site with protection off.
  */
 import { parseArgs } from "node:util";
 import { resolve } from "node:path";
@@ -32,6 +36,7 @@ export async function main(args: string[]): Promise<number> {
     options: {
       sides: { type: "string" },
       host: { type: "string", default: "on.bench" },
+      hosts: { type: "string" },
       mix: { type: "string", default: "benign" },
       rounds: { type: "string", default: "6" },
       duration: { type: "string", default: "5" },
@@ -53,31 +58,37 @@ export async function main(args: string[]): Promise<number> {
   const dir = await Deno.makeTempDir({ prefix: "waf-wrk-ab-" });
   const upPort = freePort();
   const upstream = await startNginxUpstream(dir, upPort);
-  const sides: Array<{ name: string; pid: number; url: string; child: Deno.ChildProcess }> = [];
-  const script = wrkScript(mix, values.host);
+  const hosts = (values.hosts ?? values.host).split(",").filter(Boolean);
+  const sides: Array<
+    { name: string; pid: number; url: string; child: Deno.ChildProcess; script: string }
+  > = [];
   const opts = { threads: 2, connections: Number(values.connections), duration: 2 };
   try {
     for (const [i, root] of roots.entries()) {
-      const port = freePort();
-      const child = await startWaf(
-        dir,
-        `http://127.0.0.1:${upPort}`,
-        port,
-        freePort(),
-        "1",
-        [],
-        root,
-        { name: `waf${i}` },
-      );
-      const name = String.fromCharCode(65 + i);
-      console.log(`${name}: ${root}`);
-      sides.push({ name, pid: child.pid, url: `http://127.0.0.1:${port}`, child });
+      for (const host of hosts) {
+        const port = freePort();
+        const side = String.fromCharCode(65 + i);
+        const name = hosts.length > 1 ? `${side}@${host}` : side;
+        const child = await startWaf(
+          dir,
+          `http://127.0.0.1:${upPort}`,
+          port,
+          freePort(),
+          "1",
+          [],
+          root,
+          { name: `waf-${name}` },
+        );
+        console.log(`${name}: ${root}`);
+        const script = wrkScript(mix, host);
+        sides.push({ name, pid: child.pid, url: `http://127.0.0.1:${port}`, child, script });
+      }
     }
-    for (const s of sides) await wrk(dir, s.url, script, opts);
+    for (const s of sides) await wrk(dir, s.url, s.script, opts);
     console.log(`load average before: ${loadAverage()}`);
     const rps = new Map<string, number[]>(sides.map((s) => [s.name, []]));
-    await alternate(sides, Number(values.rounds), "µs CPU a request", async (s) => {
-      const r = await measured(s.pid, dir, s.url, script, {
+    const cpu = await alternate(sides, Number(values.rounds), "µs CPU a request", async (s) => {
+      const r = await measured(s.pid, dir, s.url, s.script, {
         ...opts,
         duration: Number(values.duration),
       });
@@ -90,6 +101,14 @@ export async function main(args: string[]): Promise<number> {
     console.log(
       `req/s (median): ${[...rps].map(([n, xs]) => `${n} ${median(xs).toFixed(0)}`).join("  ")}`,
     );
+    if (hosts.length === 2) {
+      // What the first host's site costs over the second's, per checkout (medians).
+      for (let i = 0; i < roots.length; i++) {
+        const side = String.fromCharCode(65 + i);
+        const diff = cpu.get(`${side}@${hosts[0]}`)! - cpu.get(`${side}@${hosts[1]}`)!;
+        console.log(`${side}: ${hosts[0]} minus ${hosts[1]}: ${diff.toFixed(2)} µs CPU a request`);
+      }
+    }
     console.log(`load average after: ${loadAverage()}`);
     return 0;
   } finally {

@@ -55,6 +55,16 @@ function concat(chunks: readonly Uint8Array[], total: number): Uint8Array {
 }
 
 /**
+ * Whether a request can carry a body, told without `req.body` when it declares a length (the
+ * getter turns a body the own HTTP/1.1 server holds whole into a stream): false when it
+ * declares none, or declares no length and has no body.
+ */
+export function mayHaveBody(req: Request): boolean {
+  const declared = req.headers.get("content-length");
+  return declared === null ? req.body !== null : Number(declared) !== 0;
+}
+
+/**
  * Reads up to `inspectBytes` of the body.
  *
  * @param req the incoming request
@@ -66,24 +76,27 @@ export async function planBody(
   maxBytes: number,
   inspectBytes: number,
 ): Promise<BodyPlan> {
-  if (req.body === null) return NO_BODY;
   const declaredText = req.headers.get("content-length");
   const declared = declaredText === null ? undefined : Number(declaredText);
-  if (declared !== undefined && declared > maxBytes) {
-    await req.body.cancel().catch(() => {});
-    return { kind: "too_large" };
-  }
-  if (declared === 0) return { kind: "none" };
-  if (declared !== undefined && declared <= inspectBytes) {
+  if (declared === 0) return NO_BODY;
+  if (declared !== undefined && declared <= inspectBytes && declared <= maxBytes) {
     // The whole body is inspected anyway: one read instead of a reader loop (the HTTP server
-    // enforces a declared length, so this cannot read more than `declared`).
+    // enforces a declared length, so this cannot read more than `declared`). `req.body` is not
+    // touched first: the own HTTP/1.1 server then hands over a body already in its buffer as
+    // it is, where asking for the stream would read it through one. A request without a body
+    // (a GET whose body the server drops) reads as empty.
     let bytes: Uint8Array;
     try {
       bytes = await req.bytes();
     } catch {
       return { kind: "unreadable" };
     }
-    return bytes.length === 0 ? { kind: "none" } : { kind: "buffered", bytes };
+    return bytes.length === 0 ? NO_BODY : { kind: "buffered", bytes };
+  }
+  if (req.body === null) return NO_BODY;
+  if (declared !== undefined && declared > maxBytes) {
+    await req.body.cancel().catch(() => {});
+    return { kind: "too_large" };
   }
   const reader = req.body.getReader();
   const chunks: Uint8Array[] = [];

@@ -63,7 +63,7 @@ import {
   upstreamHeaders,
 } from "./forwarding.ts";
 import { UpstreamProtocolError } from "./http1_parse.ts";
-import { type BodyPlan, NO_BODY, planBody } from "./request_body.ts";
+import { type BodyPlan, mayHaveBody, NO_BODY, planBody } from "./request_body.ts";
 import {
   badGatewayPage,
   gatewayTimeoutPage,
@@ -419,7 +419,10 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     const limit = schema !== undefined && schema.maxBodyBytes > 0 && site.mode === "block"
       ? Math.min(site.maxBodyBytes, schema.maxBodyBytes)
       : site.maxBodyBytes;
-    if (req.body === null) return this.bodyChecks(NO_BODY, limit);
+    // Most requests have no body: judged at once, without a promise. A declared length goes to
+    // `planBody` without asking for `req.body`, which would turn a body the server holds whole
+    // into a stream.
+    if (!mayHaveBody(req)) return this.bodyChecks(NO_BODY, limit);
     return planBody(req, limit, Math.min(site.inspectBodyBytes, limit))
       .then((plan) => this.bodyChecks(plan, limit));
   }
