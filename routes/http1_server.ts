@@ -22,6 +22,7 @@
  */
 import { ChunkedFraming } from "./conn_framing.ts";
 import { chunkFrame, stripCr, trimOws } from "./proxy/http1_parse.ts";
+import { DirectAnswer, HEADER_PAIRS } from "./proxy/direct_answer.ts";
 
 /** Largest request head accepted (hyper's limit; 400 past it). */
 export const MAX_HEAD_BYTES = 64 * 1024;
@@ -69,6 +70,10 @@ export interface BrokenRequestHead {
   readonly head: string;
 }
 
+/**
+ * Answers a request; the data plane's transaction may answer a proxied response with a
+ * `DirectAnswer` (typed as a `Response` on its way through the app), which is written as it is.
+ */
 export type Http1Handler = (req: Request) => Response | Promise<Response>;
 
 // The target: visible ASCII but `#` (a fragment is never sent; servers behind cut the path
@@ -387,6 +392,10 @@ class PairHeaders {
   *values(): IterableIterator<string> {
     for (const p of this.#pairs) yield p[1];
   }
+  /** The pairs themselves (not a copy). */
+  pairs(): Array<[string, string]> {
+    return this.#pairs;
+  }
   [Symbol.iterator](): IterableIterator<[string, string]> {
     return this.entries();
   }
@@ -470,6 +479,11 @@ class IncomingRequest {
 
   clone(): never {
     throw new TypeError("This request cannot be cloned");
+  }
+
+  /** The parsed pairs, for the transaction (direct_answer.ts): no copy of the headers. */
+  get [HEADER_PAIRS](): Array<[string, string]> {
+    return this.headers.pairs();
   }
 }
 
@@ -645,14 +659,15 @@ export class Http1Connection {
         ? this.#source()
         : undefined;
       const req = new IncomingRequest(head.method, url, new PairHeaders(head.headers), source);
-      let res: Response;
+      let res: Response | DirectAnswer;
       try {
         res = await this.#handler(req as unknown as Request);
       } catch {
         res = new Response("Internal Server Error", { status: 500 });
       }
       if (this.#chunked && this.#chunker.reason !== undefined) {
-        await res.body?.cancel().catch(() => {});
+        if (res instanceof DirectAnswer) res.discard();
+        else await res.body?.cancel().catch(() => {});
         return await this.#brokenFraming();
       }
       const keep = await this.#respond(head, res);
@@ -854,7 +869,7 @@ export class Http1Connection {
   }
 
   /** Writes the answer; whether the connection can serve another request. */
-  async #respond(head: RequestHead, res: Response): Promise<boolean> {
+  async #respond(head: RequestHead, res: Response | DirectAnswer): Promise<boolean> {
     const status = res.status;
     const bodyless = head.method === "HEAD" || NO_BODY.has(status) || status < 200;
     let close = head.close || this.#eof;
@@ -868,41 +883,51 @@ export class Http1Connection {
     let text = `HTTP/1.1 ${status} ${res.statusText || REASONS[status] || ""}\r\n`;
     let length = -1;
     let hasLength = false;
-    res.headers.forEach((v, k) => {
+    const header = (v: string, k: string) => {
       if (OWN.has(k)) {
         if (k === "content-length" && bodyless) {
+          if (!hasLength) text += `content-length: ${v}\r\n`;
           hasLength = true;
-          text += `content-length: ${v}\r\n`;
         } else if (k === "content-length") length = DIGITS.test(v) ? Number(v) : -1;
         return;
       }
       text += `${k}: ${v}\r\n`;
-    });
+    };
+    if (res instanceof DirectAnswer) {
+      // The upstream's field lines in its order, each on its own line (as nginx passes them).
+      const pairs = res.headers;
+      for (let i = 0; i < pairs.length; i++) header(pairs[i]![1], pairs[i]![0]);
+    } else res.headers.forEach(header);
     text += dateLine();
-    if (!bodyless && length >= 0 && length <= SMALL_BODY) {
-      // A small declared body is taken whole: a buffer body needs no stream and no reader.
-      let bytes: Uint8Array;
+    const end = () => close ? CLOSE_END : head.minor === 0 ? KEEP_ALIVE_END : "\r\n";
+    let body: Uint8Array | ReadableStream<Uint8Array> | null = bodyless ? null : res.body;
+    if (body !== null && length >= 0 && length <= SMALL_BODY && !(body instanceof Uint8Array)) {
+      // A small declared body is taken whole: one write for the head and the body.
       try {
-        bytes = await res.bytes();
+        body = res instanceof DirectAnswer ? await readAll(body) : await res.bytes();
       } catch {
         return false;
       }
-      text += `content-length: ${bytes.length}\r\n`;
-      text += close ? CLOSE_END : head.minor === 0 ? KEEP_ALIVE_END : "\r\n";
-      await this.#write(this.#encode(text, bytes));
-      return this.#after(close);
     }
-    const body = bodyless ? null : res.body;
     if (body === null) {
       if (!bodyless) text += "content-length: 0\r\n";
       else if (head.method === "HEAD" && !hasLength && res.body !== null) {
         // The length the GET would have had, when the body is already whole (as hyper does).
-        const whole = await wholeBody(res.body);
+        const whole = res.body instanceof Uint8Array ? res.body.length : await wholeBody(res.body);
         if (whole !== undefined) text += `content-length: ${whole}\r\n`;
       }
-      text += close ? CLOSE_END : head.minor === 0 ? KEEP_ALIVE_END : "\r\n";
+      text += end();
       await this.#write(this.#encode(text, undefined));
-      if (bodyless) await res.body?.cancel().catch(() => {});
+      if (bodyless) {
+        if (res instanceof DirectAnswer) res.discard();
+        else await res.body?.cancel().catch(() => {});
+      }
+      return this.#after(close);
+    }
+    if (body instanceof Uint8Array) {
+      text += `content-length: ${body.length}\r\n`;
+      text += end();
+      await this.#write(this.#encode(text, body));
       return this.#after(close);
     }
     const reader = body.getReader();
@@ -913,7 +938,7 @@ export class Http1Connection {
       if (b.done) {
         const bytes = a.done ? EMPTY : a.value;
         text += `content-length: ${bytes.length}\r\n`;
-        text += close ? CLOSE_END : head.minor === 0 ? KEEP_ALIVE_END : "\r\n";
+        text += end();
         await this.#write(this.#encode(text, bytes));
         return this.#after(close);
       }
@@ -922,7 +947,7 @@ export class Http1Connection {
       if (length >= 0) text += `content-length: ${length}\r\n`;
       else if (chunked) text += "transfer-encoding: chunked\r\n";
       else close = true;
-      text += close ? CLOSE_END : head.minor === 0 ? KEEP_ALIVE_END : "\r\n";
+      text += end();
       let sent = 0;
       let over = false;
       const frame = (chunk: Uint8Array) => {
@@ -1014,6 +1039,27 @@ const LAST_CHUNK = utf8.encode("0\r\n\r\n");
 const CLOSE_END = "connection: close\r\n\r\n";
 /** An HTTP/1.0 client that asked to keep the connection is told it is kept. */
 const KEEP_ALIVE_END = "connection: keep-alive\r\n\r\n";
+
+/** A stream's whole content. */
+async function readAll(body: ReadableStream<Uint8Array>): Promise<Uint8Array> {
+  const reader = body.getReader();
+  const parts: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    parts.push(value);
+    total += value.length;
+  }
+  if (parts.length === 1) return parts[0]!;
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
 
 /** The length of a body that is whole within two reads (a buffer), else undefined. */
 async function wholeBody(body: ReadableStream<Uint8Array>): Promise<number | undefined> {

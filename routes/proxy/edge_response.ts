@@ -99,6 +99,13 @@ function capture(
   );
 }
 
+/** True when the edge does nothing to an upstream response under `p` (no cache, compression or header rule). */
+export function edgeIdle(p: CompiledProtection): boolean {
+  const edge = p.edge;
+  return !edge.cache.enabled && !edge.compression.gzip && !edge.compression.brotli &&
+    p.headerRules.length === 0;
+}
+
 export function createEdgeResponder(deps: { cache: EdgeCache; clock: Clock }) {
   const { cache, clock } = deps;
 
@@ -162,11 +169,7 @@ export function createEdgeResponder(deps: { cache: EdgeCache; clock: Clock }) {
       pathAndQuery: string,
       res: Response,
     ): Response {
-      const edge = p.edge;
-      if (
-        !edge.cache.enabled && !edge.compression.gzip && !edge.compression.brotli &&
-        p.headerRules.length === 0
-      ) return res;
+      if (edgeIdle(p)) return res;
       const length = res.headers.get("content-length");
       const size = length === null ? null : Number(length);
       let out = res;

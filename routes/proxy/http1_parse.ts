@@ -34,7 +34,9 @@ export interface ResponseHead {
 
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const BAD_VALUE = /[\0\r\n]/;
-const STATUS_LINE = /^HTTP\/1\.([01]) ([1-9]\d\d)(?: ([^\0\r\n]*))?$/;
+// The reason phrase as `Response` takes it (tab, visible ASCII, obs-text): the own server
+// writes it to the client as it came.
+const STATUS_LINE = /^HTTP\/1\.([01]) ([1-9]\d\d)(?: ([\t\x20-\x7e\x80-\xff]*))?$/;
 const DIGITS = /^\d{1,15}$/;
 
 /**

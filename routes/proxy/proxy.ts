@@ -37,7 +37,11 @@ export interface ProxyDeps {
   readonly acme?: AcmeChallenges;
 }
 
-/** Handles one request from a peer; `proto` is how the client reached the data plane. */
+/**
+ * Handles one request from a peer; `proto` is how the client reached the data plane. A request
+ * of the own HTTP/1.1 server may get a `DirectAnswer` (direct_answer.ts) instead, which only
+ * that server receives and writes; a `Request` always gets a `Response`.
+ */
 export type ProxyHandler = (
   req: Request,
   peer: string,
@@ -68,7 +72,7 @@ export function createProxy(deps: ProxyDeps): Proxy {
   };
   return {
     handle: (req, peer, proto) =>
-      new Transaction(ctx, req, peer, proto, policy.current, traceId()).run(),
+      new Transaction(ctx, req, peer, proto, policy.current, traceId()).run() as Promise<Response>,
     refused(peer, broken, proto = "http") {
       const p = policy.current;
       const host = headerOf(broken.head, "host") ?? "";

@@ -53,7 +53,7 @@ import {
 import { blockPage } from "./block_page.ts";
 import { challengeAnswer, type ChallengeDeps, verifyAnswer } from "./challenge.ts";
 import { CHALLENGE_PATH } from "./challenge_page.ts";
-import type { EdgeResponder } from "./edge_response.ts";
+import { edgeIdle, type EdgeResponder } from "./edge_response.ts";
 import {
   clientAddress,
   downstreamHeaders,
@@ -62,6 +62,7 @@ import {
   type HeaderPairs,
   upstreamHeaders,
 } from "./forwarding.ts";
+import { DirectAnswer, ownHeaderPairs } from "./direct_answer.ts";
 import { UpstreamProtocolError } from "./http1_parse.ts";
 import { type BodyPlan, mayHaveBody, NO_BODY, planBody } from "./request_body.ts";
 import {
@@ -190,8 +191,8 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
   #schema: CompiledSchema | undefined = undefined;
   /** Set once the body was handed to the upstream (otherwise an early answer discards it). */
   #bodySent = false;
-  /** Set when phase 3 returned the upstream's own answer (phase 4 applies to it only). */
-  #answered = false;
+  /** The request came from the own HTTP/1.1 server, which takes a {@link DirectAnswer}. */
+  readonly #direct: boolean;
   #upstreamUs: number | null = null;
 
   // CheckRequest
@@ -232,10 +233,16 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     const q = url.indexOf("?", pathStart);
     const path = (q < 0 ? url.slice(pathStart) : url.slice(pathStart, q)) || "/";
     const query = q < 0 ? "" : url.slice(q + 1);
-    // The request's one header copy: the checks, the engine and the upstream headers read it.
-    // `forEach` with a closure costs a fraction of the Headers pair iterator (measured).
-    const headers: HeaderPairs = [];
-    req.headers.forEach((v, k) => headers.push([k, v]));
+    // The checks, the engine and the upstream headers read one list of pairs: the own server's
+    // parsed pairs as they are, or one copy of a `Request`'s headers (`forEach` with a closure
+    // costs a fraction of the Headers pair iterator, measured).
+    let headers = ownHeaderPairs(req);
+    this.#direct = headers !== undefined;
+    if (headers === undefined) {
+      const copy: HeaderPairs = [];
+      req.headers.forEach((v, k) => copy.push([k, v]));
+      headers = copy;
+    }
     this.#request = { method: this.method, path, query, headers, body: undefined };
     this.host = headerOf(headers, "host") ?? url.slice(authorityStart, pathStart);
     this.path = path;
@@ -262,8 +269,11 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     return this.#view ??= new RequestView(this.#request, hostOf(this.host));
   }
 
-  /** Runs the phases in order; never throws. */
-  async run(): Promise<Response> {
+  /**
+   * Runs the phases in order; never throws. An upstream's answer to a request of the own server
+   * is a {@link DirectAnswer} unless the edge works on it; everything else is a `Response`.
+   */
+  async run(): Promise<Response | DirectAnswer> {
     try {
       let early = this.requestHeaders();
       if (early instanceof Promise) early = await early;
@@ -273,7 +283,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
       }
       if (early !== undefined) return this.finish(early);
       const res = await this.upstream();
-      return this.finish(this.#answered ? this.response(res) : res);
+      return this.finish(res instanceof DirectAnswer ? this.response(res) : res);
     } catch (err) {
       this.#ctx.logger.error("data plane request failed", {
         trace_id: this.record.trace_id,
@@ -567,8 +577,8 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     return undefined;
   }
 
-  /** Phase 3: the edge cache, a WebSocket, or the site's upstream. */
-  private upstream(): Maybe<Response> {
+  /** Phase 3: the edge cache, a WebSocket, or the site's upstream (its answer, not yet a Response). */
+  private upstream(): Maybe<Response | DirectAnswer> {
     const site = this.#site!;
     this.trustedPeer = site.trustedProxies.size > 0 && site.trustedProxies.has(this.peer);
     const headers = this.#request.headers as HeaderPairs;
@@ -596,7 +606,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
   }
 
   /** Sends the request to one of the site's upstreams; a replayable one gets a second try. */
-  private async forward(site: CompiledSite): Promise<Response> {
+  private async forward(site: CompiledSite): Promise<Response | DirectAnswer> {
     const { req, record, chain } = this;
     const plan = this.#plan!;
     const replayable = plan.kind !== "streaming";
@@ -623,12 +633,18 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
           ? Number(res.headers.get("content-length") ?? -1)
           : res.contentLength;
         record.bytes_out = length < 0 ? null : length;
-        this.#answered = true;
-        return new Response(NO_BODY_STATUS.has(res.status) ? null : res.body, {
-          status: res.status,
-          statusText: res.statusText,
-          headers: downstreamHeaders(res.headers, record.trace_id),
-        });
+        let body = res.body;
+        if (body !== null && NO_BODY_STATUS.has(res.status)) {
+          // Never sent: a stream left unread would hold its upstream connection.
+          if (body instanceof ReadableStream) body.cancel().catch(ignore);
+          body = null;
+        }
+        return new DirectAnswer(
+          res.status,
+          res.statusText,
+          downstreamHeaders(res.headers, record.trace_id),
+          body as Uint8Array<ArrayBuffer> | ReadableStream<Uint8Array> | null,
+        );
       } catch (err) {
         this.#upstreamUs = Math.round(micros() - t0);
         if (plan.kind === "streaming" && plan.progress.exceeded) {
@@ -687,11 +703,16 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     }
   }
 
-  /** Phase 4: the edge's header rules, cache capture and compression, by the request's policy. */
-  private response(res: Response): Response {
+  /**
+   * Phase 4: the edge's header rules, cache capture and compression, by the request's policy.
+   * Without edge work the own server writes the answer as it is; anyone else gets a `Response`.
+   */
+  private response(answer: DirectAnswer): Response | DirectAnswer {
     const p = this.protection;
     const controls = this.#ctx.protection;
-    if (p === undefined || controls === undefined) return res;
+    if (p === undefined || controls === undefined || edgeIdle(p)) {
+      return this.#direct ? answer : answer.toResponse();
+    }
     return controls.edge.respond(
       this.req,
       p,
@@ -700,12 +721,12 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
       this.chain,
       this.path,
       this.pathAndQuery,
-      res,
+      answer.toResponse(),
     );
   }
 
   /** The one exit: discards an unsent body, completes the record, counts it and queues it. */
-  private finish(response: Response): Response {
+  private finish<R extends Response | DirectAnswer>(response: R): R {
     const plan = this.#plan;
     if (plan?.kind === "streaming" && !this.#bodySent) plan.body.cancel().catch(ignore);
     const record = this.record;
