@@ -12,8 +12,7 @@ import { systemClock } from "../mod/core/clock.ts";
 import type { LogFields, Logger, LogLevel } from "../mod/core/logger.ts";
 import { systemRandom } from "../mod/core/random.ts";
 import { createSecretBox, TOTP_KEY_FILE } from "../mod/core/secret_box.ts";
-import { type AccessRecord, toRow } from "../mod/data_plane/access_record.ts";
-import { rowLines } from "../db/access_log_lines.ts";
+import { type AccessRecord, recordLines } from "../mod/data_plane/access_record.ts";
 import { isEventRecord } from "../mod/data_plane/record_events.ts";
 import { SiteCounterSet, takeCounts } from "../mod/data_plane/site_counters.ts";
 import { createPolicy } from "../mod/data_plane/policy.ts";
@@ -131,7 +130,7 @@ async function start(init: WorkerInit): Promise<void> {
   const later = () => timer ??= setTimeout(flush, FLUSH_MS);
   const accessLog = {
     push(record: AccessRecord): boolean {
-      lines.push(rowLines(toRow(record)));
+      lines.push(recordLines(record));
       if (isEventRecord(record)) events.push(record);
       if (lines.length >= BATCH) flush();
       else later();

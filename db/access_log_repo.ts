@@ -149,11 +149,15 @@ export function createAccessLogRepo(db: Db) {
     `DELETE FROM access_logs WHERE id IN
        (SELECT id FROM access_logs WHERE time < ? ORDER BY time LIMIT ${PRUNE_CHUNK})`,
   );
-  const keepFrom = db.prepare("SELECT id FROM access_logs ORDER BY id DESC LIMIT 1 OFFSET ?");
-  const pruneUpTo = db.prepare(
-    `DELETE FROM access_logs WHERE id IN
-       (SELECT id FROM access_logs WHERE id <= ? ORDER BY id LIMIT ${PRUNE_CHUNK})`,
+  // Ids only grow (AUTOINCREMENT) and rows are deleted oldest first, so all but the newest
+  // `keep` rows are those with an id up to MAX(id) - keep: two B-tree descents, where counting
+  // `keep` rows back from the newest (LIMIT 1 OFFSET keep) walked a million index entries per
+  // slice. Rows missing below that line (a request that finished long after it arrived, deleted
+  // by age) only make the table hold a few fewer than `keep`.
+  const idRange = db.prepare(
+    "SELECT (SELECT MIN(id) FROM access_logs) AS lo, (SELECT MAX(id) FROM access_logs) AS hi",
   );
+  const pruneUpTo = db.prepare("DELETE FROM access_logs WHERE id <= ?");
   const count = db.prepare("SELECT COUNT(*) AS n FROM access_logs");
   const after = db.prepare(
     `SELECT id, trace_id, time, site_id, client_ip, method, host, path, status, action,
@@ -166,6 +170,35 @@ export function createAccessLogRepo(db: Db) {
      ON CONFLICT (name) DO UPDATE SET last_id = excluded.last_id, updated_at = excluded.updated_at`,
   );
   return {
+    /**
+     * Inserts rows given as text (`db/access_log_lines.ts`) in one transaction, straight from
+     * each row's parsed columns; returns how many were written.
+     */
+    insertLines(text: string): number {
+      return transaction(db, () => {
+        let n = 0;
+        let at = 0;
+        while (at < text.length) {
+          const a = text.indexOf("\n", at);
+          const b = text.indexOf("\n", a + 1);
+          if (a < 0 || b < 0) break;
+          const c: ReturnType<typeof indexedColumns> = JSON.parse(text.slice(at, a));
+          n += Number(insert.run(...c, text.slice(a + 1, b)).changes);
+          at = b + 1;
+        }
+        return n;
+      });
+    },
+    /**
+     * Deletes the oldest rows beyond the newest `keep`, at most `most` ids' worth (the writer
+     * thread calls it with each write, so the table stays at `keep`); returns rows deleted.
+     */
+    trim(keep: number, most: number): number {
+      const { lo, hi } = idRange.get() as { lo: number | null; hi: number | null };
+      if (lo === null || hi === null || hi - keep < lo) return 0;
+      const upTo = Math.min(hi - keep, lo + most - 1);
+      return Number(transaction(db, () => pruneUpTo.run(upTo)).changes);
+    },
     /** Inserts rows in one transaction; returns how many were written. */
     insertBatch(rows: readonly AccessLogRow[]): number {
       return transaction(db, () => {
@@ -220,25 +253,12 @@ export function createAccessLogRepo(db: Db) {
     pruneSlice(before: number, keep: number): number {
       const aged = Number(transaction(db, () => pruneAge.run(before)).changes);
       if (aged >= PRUNE_CHUNK) return aged;
-      const cutoff = keepFrom.get(keep) as { id: number } | undefined;
-      if (cutoff === undefined) return aged;
-      return aged + Number(transaction(db, () => pruneUpTo.run(cutoff.id)).changes);
+      return aged + this.trim(keep, PRUNE_CHUNK);
     },
     /** Deletes rows older than `before` and all but the newest `keep`; returns rows deleted. */
     prune(before: number, keep: number): number {
       let deleted = 0;
-      for (;;) {
-        const n = Number(transaction(db, () => pruneAge.run(before)).changes);
-        deleted += n;
-        if (n < PRUNE_CHUNK) break;
-      }
-      const cutoff = keepFrom.get(keep) as { id: number } | undefined;
-      if (cutoff === undefined) return deleted;
-      for (;;) {
-        const n = Number(transaction(db, () => pruneUpTo.run(cutoff.id)).changes);
-        deleted += n;
-        if (n < PRUNE_CHUNK) break;
-      }
+      for (let n = -1; n !== 0;) deleted += n = this.pruneSlice(before, keep);
       return deleted;
     },
     count(): number {

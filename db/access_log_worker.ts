@@ -10,11 +10,15 @@
  * message: a commit and a reply per batch of 64 cost more than the inserts (see
  * docs/data-plane.md). Any other message writes what waits first, so reads see every row posted
  * before them, and nothing holds the write lock while waiting.
+ *
+ * A write that carries `keep` (the access log's `max_records`) also deletes, in the same
+ * transaction, the oldest rows beyond the newest `keep`: at most twice the rows it inserted, so
+ * the table stays at `keep` under any traffic and a backlog (a lowered limit) shrinks as fast
+ * as rows arrive, instead of overshooting until the scheduled retention deletes millions at once.
  */
 /// <reference lib="deno.worker" />
 import { DatabaseSync } from "node:sqlite";
-import { type AccessLogRow, createAccessLogRepo } from "./access_log_repo.ts";
-import { parseRowLines } from "./access_log_lines.ts";
+import { createAccessLogRepo } from "./access_log_repo.ts";
 import { transaction } from "./store.ts";
 
 /** Deferred rows that are written at once, without waiting for the timer. */
@@ -27,17 +31,33 @@ let db: DatabaseSync | undefined;
 
 type Message =
   | { kind: "open"; path: string }
-  /** `rows`, or `lines` (`db/access_log_lines.ts`: data-plane workers' rows, parsed here). */
-  | { kind: "write"; id: number; rows?: AccessLogRow[]; lines?: string; defer?: boolean }
+  /** `lines`: rows as text (`db/access_log_lines.ts`), `count` of them. */
+  | { kind: "write"; id: number; lines: string; count: number; defer?: boolean; keep?: number }
   | { kind: "prune"; id: number; before: number; keep: number }
   | { kind: "read"; id: number; afterId: number; limit: number }
   | { kind: "cursor"; id: number; name: string }
   | { kind: "save-cursor"; id: number; name: string; lastId: number; now: number }
   | { kind: "close" };
 
-let waiting: Array<{ id: number; rows: AccessLogRow[] }> = [];
+let waiting: Array<{ id: number; lines: string }> = [];
 let waitingRows = 0;
 let timer: ReturnType<typeof setTimeout> | undefined;
+/** The newest `keep` a write carried (the access log's `max_records`). */
+let keep: number | undefined;
+
+/**
+ * Deletes what is beyond the newest `keep` rows after `inserted` new ones, inside the caller's
+ * transaction. A failure deletes nothing and is not the batch's: the scheduled retention, which
+ * reports its failures, deletes the same rows.
+ */
+function trimAfter(inserted: number): number {
+  if (keep === undefined || inserted === 0) return 0;
+  try {
+    return repo!.trim(keep, 2 * inserted);
+  } catch {
+    return 0;
+  }
+}
 
 /** Inserts the deferred batches in one transaction and answers them in one message. */
 function writeWaiting(): void {
@@ -49,33 +69,36 @@ function writeWaiting(): void {
   waitingRows = 0;
   const ids = batches.map((b) => b.id);
   const results: Array<number | string> = [];
+  let pruned = 0;
   try {
     transaction(db!, () => {
+      let inserted = 0;
       for (const b of batches) {
         try {
-          results.push(repo!.insertBatch(b.rows));
+          const n = repo!.insertLines(b.lines);
+          inserted += n;
+          results.push(n);
         } catch (err) {
           results.push(String(err));
         }
       }
+      pruned = trimAfter(inserted);
     });
   } catch (err) {
     // The commit itself failed: no batch was written.
     results.length = 0;
+    pruned = 0;
     for (const _ of batches) results.push(String(err));
   }
-  self.postMessage({ kind: "batches", ids, results });
+  self.postMessage({ kind: "batches", ids, results, pruned });
 }
-
-const rowsOf = (m: { rows?: AccessLogRow[]; lines?: string }) =>
-  m.rows ?? parseRowLines(m.lines ?? "");
 
 self.onmessage = (e: MessageEvent<Message>) => {
   const m = e.data;
+  if (m.kind === "write" && m.keep !== undefined) keep = m.keep;
   if (m.kind === "write" && m.defer && db !== undefined) {
-    const rows = rowsOf(m);
-    waiting.push({ id: m.id, rows });
-    waitingRows += rows.length;
+    waiting.push({ id: m.id, lines: m.lines });
+    waitingRows += m.count;
     if (waitingRows >= DEFER_ROWS) writeWaiting();
     else timer ??= setTimeout(writeWaiting, DEFER_MS);
     return;
@@ -95,15 +118,28 @@ self.onmessage = (e: MessageEvent<Message>) => {
     return;
   }
   try {
+    if (m.kind === "write" && m.lines === "") {
+      // Only a request to write what waited (done above).
+      self.postMessage({ kind: "written", id: m.id, written: 0 });
+      return;
+    }
+    if (m.kind === "write") {
+      let pruned = 0;
+      const written = transaction(db!, () => {
+        const n = repo!.insertLines(m.lines);
+        pruned = trimAfter(n);
+        return n;
+      });
+      self.postMessage({ kind: "written", id: m.id, written, pruned });
+      return;
+    }
     const written = m.kind === "prune"
       ? repo!.pruneSlice(m.before, m.keep)
       : m.kind === "read"
       ? repo!.readAfter(m.afterId, m.limit)
       : m.kind === "cursor"
       ? repo!.cursor(m.name)
-      : m.kind === "save-cursor"
-      ? repo!.saveCursor(m.name, m.lastId, m.now)
-      : repo!.insertBatch(rowsOf(m));
+      : repo!.saveCursor(m.name, m.lastId, m.now);
     self.postMessage({ kind: "written", id: m.id, written });
   } catch (err) {
     self.postMessage({ kind: "failed", id: m.id, error: String(err) });

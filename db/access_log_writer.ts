@@ -3,23 +3,35 @@
  * writer thread with its own store connection (the running server), so the insert work and
  * its pauses stay off the data plane's event loop.
  */
-import type { AccessLogRepo, AccessLogRow, StoredAccessLogRow } from "./access_log_repo.ts";
-import { parseRowLines } from "./access_log_lines.ts";
+import type { AccessLogRepo, StoredAccessLogRow } from "./access_log_repo.ts";
+
+/** How a batch of rows is written. */
+export interface WriteOptions {
+  /** Rows in the batch (the writer thread counts the deferred rows with it). */
+  readonly count: number;
+  /** May wait a little to be written with the next batches (fewer commits). */
+  readonly defer?: boolean;
+  /**
+   * Keep the newest `keep` rows: the same transaction deletes the oldest beyond them, at most
+   * twice the rows written (`max_records` in step with the inserts).
+   */
+  readonly keep?: number;
+}
 
 export interface AccessLogWriter {
   /**
-   * Resolves with the number of rows written; rejects when the batch failed. A `defer`red batch
-   * may wait a little to be written with the next ones (fewer commits); one that is not writes
-   * every batch before it too.
+   * Writes rows given as text (`db/access_log_lines.ts`); resolves with the number of rows
+   * written, rejects when the batch failed. A batch that is not deferred writes every batch
+   * before it too ("" writes only those).
    */
-  write(rows: AccessLogRow[], defer?: boolean): Promise<number>;
-  /** {@link write} for rows as text (`db/access_log_lines.ts`): what data-plane workers send. */
-  writeLines(lines: string, defer?: boolean): Promise<number>;
+  writeLines(lines: string, options: WriteOptions): Promise<number>;
   /**
    * One slice of retention (rows older than `before`, then all but the newest `keep`); resolves
    * with the rows deleted, 0 when done. Batches written meanwhile go in between slices.
    */
   prune(before: number, keep: number): Promise<number>;
+  /** Rows the writes' `keep` deleted so far. */
+  trimmed(): number;
   close(): Promise<void>;
 }
 
@@ -37,22 +49,16 @@ export interface ShipSource {
 
 /** Writes on the calling thread. */
 export function directWriter(repo: AccessLogRepo): AccessLogWriter & ShipSource {
+  let trimmed = 0;
   return {
-    write: (rows) => {
-      try {
-        return Promise.resolve(repo.insertBatch(rows));
-      } catch (err) {
-        return Promise.reject(err);
-      }
-    },
-    writeLines: (lines) => attempt(() => repo.insertBatch(parseRowLines(lines))),
-    prune: (before, keep) => {
-      try {
-        return Promise.resolve(repo.pruneSlice(before, keep));
-      } catch (err) {
-        return Promise.reject(err);
-      }
-    },
+    writeLines: (lines, options) =>
+      attempt(() => {
+        const n = lines === "" ? 0 : repo.insertLines(lines);
+        if (options.keep !== undefined && n > 0) trimmed += repo.trim(options.keep, 2 * n);
+        return n;
+      }),
+    prune: (before, keep) => attempt(() => repo.pruneSlice(before, keep)),
+    trimmed: () => trimmed,
     readAfter: (afterId, limit) => attempt(() => repo.readAfter(afterId, limit)),
     cursor: (name) => attempt(() => repo.cursor(name)),
     saveCursor: (name, lastId, now) => attempt(() => repo.saveCursor(name, lastId, now)),
@@ -69,9 +75,10 @@ function attempt<T>(fn: () => T): Promise<T> {
 }
 
 type Reply =
-  | { kind: "written"; id: number; written: unknown }
+  /** `pruned`: rows a write's `keep` deleted. */
+  | { kind: "written"; id: number; written: unknown; pruned?: number }
   /** Deferred batches written together: a row count, or the error, per batch. */
-  | { kind: "batches"; ids: number[]; results: Array<number | string> }
+  | { kind: "batches"; ids: number[]; results: Array<number | string>; pruned: number }
   | { kind: "failed"; id: number; error: string }
   | { kind: "closed" };
 
@@ -83,9 +90,11 @@ export function createWorkerWriter(path: string): AccessLogWriter & ShipSource {
   let next = 0;
   const pending = new Map<number, { resolve: (v: never) => void; reject: (e: Error) => void }>();
   let onClosed: (() => void) | undefined;
+  let trimmed = 0;
   worker.onmessage = (e: MessageEvent<Reply>) => {
     const m = e.data;
     if (m.kind === "closed") return onClosed?.();
+    if (m.kind !== "failed") trimmed += m.pruned ?? 0;
     if (m.kind === "batches") {
       m.ids.forEach((id, i) => {
         const p = pending.get(id);
@@ -112,10 +121,11 @@ export function createWorkerWriter(path: string): AccessLogWriter & ShipSource {
     });
   };
   return {
-    write: (rows, defer) => request({ kind: "write", rows, defer }),
     // Parsed on the writer thread: the thread that posts copies one string.
-    writeLines: (lines, defer) => request({ kind: "write", lines, defer }),
+    writeLines: (lines, o) =>
+      request({ kind: "write", lines, count: o.count, defer: o.defer, keep: o.keep }),
     prune: (before, keep) => request({ kind: "prune", before, keep }),
+    trimmed: () => trimmed,
     readAfter: (afterId, limit) => request({ kind: "read", afterId, limit }),
     cursor: (name) => request({ kind: "cursor", name }),
     saveCursor: (name, lastId, now) => request({ kind: "save-cursor", name, lastId, now }),

@@ -1,8 +1,10 @@
 /**
- * The access-log pipeline: the data plane pushes records into a bounded in-memory queue (never
- * touching SQLite on the request path); a timer drains it in batches to the writer (a writer
- * thread in the server) and hands each batch to the optional sinks. A full queue drops the
- * record and counts it. Retention deletes records by age and by count (run by the scheduler).
+ * The access-log pipeline: the data plane pushes records, which are serialised at once into the
+ * rows' text (`db/access_log_lines.ts`) and queued, bounded (never touching SQLite on the request
+ * path); a timer drains the queue in batches to the writer (a writer thread in the server), one
+ * string a batch, and hands each batch to the optional sinks. A full queue drops the record and
+ * counts it. Every write keeps the table at `maxRecords` (the writer deletes the oldest rows in
+ * step); retention deletes records by age (run by the scheduler), and by count what is left.
  */
 import type {
   AccessLogFilter,
@@ -11,8 +13,9 @@ import type {
   StoredAccessLogRow,
 } from "../../db/access_log_repo.ts";
 import { type AccessLogWriter, directWriter } from "../../db/access_log_writer.ts";
+import { parseRowLines } from "../../db/access_log_lines.ts";
 import type { AccessRecord } from "./access_record.ts";
-import { toRow } from "./access_record.ts";
+import { recordLines } from "./access_record.ts";
 import type { Clock } from "../core/clock.ts";
 import type { Logger } from "../core/logger.ts";
 
@@ -105,17 +108,17 @@ export interface AccessLogStats {
 const DAY_MS = 86_400_000;
 const NO_ROWS: readonly AccessLogRow[] = Object.freeze([]);
 /**
- * Records queued before a flush is scheduled ahead of the timer. A flush serialises every record
- * it takes on the event loop and copies the rows to the writer thread (about 2 µs a record), so
- * at a few thousand requests a second one flush per 100 ms paused the data plane for 1-2 ms;
- * flushing every 64 records keeps each pause near 0.15 ms.
+ * Records queued before a flush is scheduled ahead of the timer: fewer rows wait in memory, and
+ * the writer thread (which holds the timer's batches up to 50 ms or 512 rows to commit them
+ * together) gets them in steady portions.
  */
 const EARLY_FLUSH_AT = 64;
 
 export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) {
   const { repo, clock, logger } = deps;
   const sinks = deps.sinks ?? [];
-  let queue: AccessRecord[] = [];
+  /** The queued records, each as its row's two lines of text. */
+  let queue: string[] = [];
   let dropped = 0;
   let reportedDropped = 0;
   let written = 0;
@@ -142,13 +145,16 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
     reportedDropped = dropped;
   }
 
-  /** Offers the sinks their rows in batches of `batchSize`; `all` includes a partial batch. */
-  function offer(rows: AccessLogRow[], all: boolean): void {
+  /**
+   * Offers the sinks a batch of `count` rows (as text) in batches of `batchSize`; `all`
+   * includes a partial batch. Rows are made from the text only for sinks that take rows.
+   */
+  function offer(lines: string, count: number, all: boolean): void {
     if (sinks.length === 0) return;
     // Sinks that only want a wake-up get one per batch's worth of rows, as before, but no rows
     // are kept for them.
     let keep = false;
-    unannounced += rows.length;
+    unannounced += count;
     const wake = unannounced >= options.batchSize || (all && unannounced > 0);
     for (const sink of sinks) {
       if (sink.wantsRows?.() !== false) keep = true;
@@ -159,7 +165,7 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
       sinkRows = [];
       return;
     }
-    for (const row of rows) sinkRows.push(row);
+    if (count > 0) { for (const row of parseRowLines(lines)) sinkRows.push(row); }
     while (sinkRows.length >= options.batchSize || (all && sinkRows.length > 0)) {
       const batch = sinkRows.length === options.batchSize
         ? sinkRows
@@ -177,23 +183,27 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
    */
   function flush(partial = false, defer = false): Promise<number> {
     if (queue.length === 0) {
-      offer([], !partial);
+      offer("", 0, !partial);
       // Rows sent as text may wait on the writer thread to be committed with the next ones;
       // an explicit flush has them written now.
-      if (inFlight > 0 && !defer) writing = Promise.all([writing, writer.writeLines("", false)]);
+      if (inFlight > 0 && !defer) {
+        writing = Promise.all([writing, writer.writeLines("", { count: 0 })]);
+      }
       return writing.then(() => 0);
     }
     const taken = queue;
     queue = [];
     const batches: Promise<number>[] = [];
     for (let i = 0; i < taken.length; i += options.batchSize) {
-      const rows = taken.slice(i, i + options.batchSize).map(toRow);
-      offer(rows, !partial && i + options.batchSize >= taken.length);
-      // Only the count is kept while the writer works: rows held by these callbacks would live
-      // until its reply (up to 50 ms) and be promoted to the old generation.
-      const count = rows.length;
+      const part = taken.length <= options.batchSize
+        ? taken
+        : taken.slice(i, i + options.batchSize);
+      // One string a batch: `postMessage` copies it as a block of bytes.
+      const lines = part.join("");
+      const count = part.length;
+      offer(lines, count, !partial && i + options.batchSize >= taken.length);
       batches.push(
-        writer.write(rows, defer).then((n) => {
+        writer.writeLines(lines, { count, defer, keep: options.maxRecords }).then((n) => {
           written += n;
           return n;
         }, (err) => {
@@ -237,14 +247,18 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
   }
 
   return {
-    /** Queues a record; false (and counted) when the queue is full. Never blocks. */
+    /**
+     * Queues a record, serialised now (nothing of it is kept: an object held until the flush
+     * would outlive the young generation); false (and counted) when the queue is full. Never
+     * blocks.
+     */
     push(record: AccessRecord): boolean {
       deps.observe?.(record);
       if (queue.length >= options.queueSize) {
         dropped++;
         return false;
       }
-      queue.push(record);
+      queue.push(recordLines(record));
       if (queue.length === EARLY_FLUSH_AT && flushTimer !== undefined && !earlyFlush) {
         earlyFlush = setTimeout(() => {
           earlyFlush = undefined;
@@ -268,7 +282,8 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
         return false;
       }
       inFlight += count;
-      const done = writer.writeLines(lines, true).then((n) => {
+      const sent = writer.writeLines(lines, { count, defer: true, keep: options.maxRecords });
+      const done = sent.then((n) => {
         written += n;
         for (const sink of sinks) sink.offer([]);
         return n;
@@ -309,7 +324,8 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
         queued: queue.length + inFlight,
         written,
         dropped,
-        pruned,
+        // Retention's deletions and those made in step with the writes.
+        pruned: pruned + writer.trimmed(),
         sinks: sinks.map((s) => s.stats()),
       };
     },

@@ -5,7 +5,13 @@ import { type AccessLogRow, createAccessLogRepo } from "../../../db/access_log_r
 import { createWorkerWriter } from "../../../db/access_log_writer.ts";
 import { parseRowLines, rowLines } from "../../../db/access_log_lines.ts";
 import { type AccessLogSink, createAccessLog } from "../../../mod/data_plane/access_log.ts";
-import { Chain, safeEvidence, safeQuery, toRow } from "../../../mod/data_plane/access_record.ts";
+import {
+  Chain,
+  recordLines,
+  safeEvidence,
+  safeQuery,
+  toRow,
+} from "../../../mod/data_plane/access_record.ts";
 import { FakeClock } from "../../../mod/core/clock.ts";
 import { createMemoryLogger } from "../../../mod/core/logger.ts";
 
@@ -71,18 +77,26 @@ Deno.test("a full queue drops records and counts them", async () => {
   ok(logger.lines.some((l) => l.includes("dropped_total=2")));
 });
 
-Deno.test("retention deletes records older than the age limit and beyond the count limit", async () => {
+Deno.test("every write keeps the newest max_records rows; retention deletes by age", async () => {
   const { store, repo, log, clock } = await setup({ maxRecords: 3 });
   await using _ = store;
   const now = clock.now();
   log.push(record({ time: now - 3 * DAY }));
   for (let i = 0; i < 5; i++) log.push(record({ time: now - i * 1000 }));
-  await log.flush();
-  assertEquals(repo.count(), 6);
-  assertEquals(await log.prune(), 3);
+  assertEquals(await log.flush(), 6);
   assertEquals(repo.count(), 3);
+  assertEquals(log.stats().pruned, 3);
   const left = repo.list({ limit: 10 }).map((r) => r.time);
   assertEquals(left, [now - 4000, now - 3000, now - 2000]);
+  assertEquals(await log.prune(), 0);
+
+  const aged = await setup({ maxRecords: 1000 });
+  await using __ = aged.store;
+  aged.log.push(record({ time: now - 3 * DAY }));
+  aged.log.push(record({ time: now - 1000 }));
+  await aged.log.flush();
+  assertEquals(await aged.log.prune(), 1);
+  assertEquals(aged.repo.list({ limit: 10 }).map((r) => r.time), [now - 1000]);
 });
 
 Deno.test("list() and get() see a record pushed a moment ago", async () => {
@@ -157,28 +171,77 @@ Deno.test("Chain.add() appends checks in order with their timings", () => {
   ok(entries.every((e) => Number.isInteger(e.us) && e.us >= 0));
 });
 
-Deno.test("the writer thread inserts and prunes a backlog larger than one retention chunk", async () => {
-  await using store = await testStore();
-  const path = `${store.dir}/waf.db`;
-  const clock = new FakeClock(Date.UTC(2026, 0, 10));
-  const repo = createAccessLogRepo(store.db);
-  const log = createAccessLog({
+/** An access log on the writer thread over the store at `path`. */
+function threaded(repo: ReturnType<typeof createAccessLogRepo>, path: string, maxRecords: number) {
+  return createAccessLog({
     queueSize: 20_000,
     batchSize: 500,
     retentionDays: 2,
-    maxRecords: 1000,
-  }, { repo, clock, logger: createMemoryLogger(), writer: createWorkerWriter(path) });
+    maxRecords,
+  }, {
+    repo,
+    clock: new FakeClock(Date.UTC(2026, 0, 10)),
+    logger: createMemoryLogger(),
+    writer: createWorkerWriter(path),
+  });
+}
+
+Deno.test("a lowered max_records: the writer thread shrinks the backlog as rows arrive, retention deletes the rest in slices", async () => {
+  await using store = await testStore();
+  const path = `${store.dir}/waf.db`;
+  const repo = createAccessLogRepo(store.db);
+  const now = Date.UTC(2026, 0, 10);
+  // A backlog written under a higher limit: 6,000 rows past the age limit, 6,000 recent ones.
+  const before = threaded(repo, path, 100_000);
+  for (let i = 0; i < 6000; i++) before.push(record({ time: now - 3 * DAY }));
+  for (let i = 0; i < 6000; i++) before.push(record({ time: now - 6000 + i }));
+  assertEquals(await before.flush(), 12_000);
+  await before.stop();
+  assertEquals(repo.count(), 12_000);
+
+  const log = threaded(repo, path, 1000);
   try {
-    const now = clock.now();
-    for (let i = 0; i < 6000; i++) log.push(record({ time: now - 3 * DAY }));
-    for (let i = 0; i < 6000; i++) log.push(record({ time: now - i }));
-    assertEquals(await log.flush(), 12_000);
-    assertEquals(repo.count(), 12_000);
-    assertEquals(await log.prune(), 11_000);
+    // Each write deletes up to twice its rows: 500 in, 1,000 of the oldest out.
+    for (let i = 0; i < 500; i++) log.push(record({ time: now }));
+    assertEquals(await log.flush(), 500);
+    assertEquals(repo.count(), 11_500);
+    assertEquals(log.stats().pruned, 1000);
+    // Retention deletes the rest, more than one 5,000-row slice, keeping the newest 1,000.
+    assertEquals(await log.prune(), 10_500);
     assertEquals(repo.count(), 1000);
-    const newest = repo.list({ limit: 1 })[0]!;
-    assertEquals(newest.time, now - 5999);
-    assertEquals(log.stats().pruned, 11_000);
+    const kept = repo.list({ limit: 1000 }).map((r) => r.time);
+    assertEquals(kept.slice(0, 500), Array(500).fill(now));
+    assertEquals(kept.at(-1), now - 500);
+    assertEquals(log.stats().pruned, 11_500);
+  } finally {
+    await log.stop();
+  }
+});
+
+Deno.test("under sustained writes the table never holds more than max_records, and a trace id just written is found", async () => {
+  await using store = await testStore();
+  const repo = createAccessLogRepo(store.db);
+  const log = threaded(repo, `${store.dir}/waf.db`, 1000);
+  log.start();
+  try {
+    let most = 0;
+    const now = Date.UTC(2026, 0, 10);
+    let last = record({ time: now });
+    for (let burst = 0; burst < 80; burst++) {
+      // Bursts of 64 as the data plane pushes them (early, deferred flushes).
+      for (let i = 0; i < 64; i++) log.push(last = record({ time: now }));
+      await new Promise((r) => setTimeout(r, burst % 8 === 0 ? 20 : 0));
+      most = Math.max(most, repo.count());
+    }
+    assertEquals((await log.get(last.trace_id))?.trace_id, last.trace_id);
+    most = Math.max(most, repo.count());
+    ok(most <= 1000, `the table held ${most} rows`);
+    assertEquals(repo.count(), 1000);
+    assertEquals(log.stats().written, 80 * 64);
+    assertEquals(log.stats().pruned, 80 * 64 - 1000);
+    // The rows kept are the newest: retention has nothing left to delete by count.
+    assertEquals(repo.list({ limit: 1 })[0]!.trace_id, last.trace_id);
+    assertEquals(await log.prune(), 0);
   } finally {
     await log.stop();
   }
@@ -272,10 +335,25 @@ Deno.test("rows a worker sent as text are stored as push stores them; observe se
 });
 
 Deno.test("row lines: a batch parses back into the rows it was made of", () => {
-  const rows = [
-    toRow(record({ path: "/x\ny", user_agent: "a\r\nb" })),
-    toRow(record({ site_id: null, site: null })),
+  const records = [
+    record({ path: "/x\ny", user_agent: "a\r\nb" }),
+    record({ site_id: null, site: null }),
+    record({
+      query: "token=secret&x=1",
+      action: "block",
+      finding: {
+        class: "sqli",
+        confidence: "high",
+        score: 90,
+        location: "cookie:session",
+        evidence: "1' or 1=1",
+        rule: "sqli.tautology",
+      },
+    }),
   ];
+  const rows = records.map(toRow);
   assertEquals(parseRowLines(rows.map(rowLines).join("")), rows);
+  // A record straight to its lines is the same text as through the row.
+  assertEquals(records.map(recordLines), rows.map(rowLines));
   assertEquals(parseRowLines(""), []);
 });
