@@ -12,7 +12,7 @@
 import process from "node:process";
 import { parseArgs } from "node:util";
 import { resolve } from "node:path";
-import { alternate } from "./bench_kit.ts";
+import { alternate, loadAverage, median, threadTicks } from "./bench_kit.ts";
 
 type Record_ = Record<string, unknown>;
 
@@ -89,8 +89,18 @@ function benign(): Record_ {
   };
 }
 
+/** Per variant: the main thread's and the other threads' µs CPU a record in each round. */
+const split = new Map<string, { main: number[]; rest: number[] }>();
+
+function sum(ticks: Map<string, number>, main: boolean): number {
+  let n = 0;
+  for (const [name, t] of ticks) if ((name === "main") === main) n += t;
+  return n;
+}
+
 async function round(v: Variant, records: number): Promise<number> {
   const before = process.cpuUsage();
+  const threads = threadTicks(Deno.pid);
   for (let i = 0; i < records; i += 64) {
     for (let j = 0; j < 64; j++) v.push(benign());
     // The data plane yields between bursts; the early flush runs from a zero timer.
@@ -98,6 +108,11 @@ async function round(v: Variant, records: number): Promise<number> {
   }
   await v.flush();
   const used = process.cpuUsage(before);
+  const after = threadTicks(Deno.pid);
+  const s = split.get(v.name) ?? { main: [], rest: [] };
+  s.main.push(((sum(after, true) - sum(threads, true)) * 10_000) / records);
+  s.rest.push(((sum(after, false) - sum(threads, false)) * 10_000) / records);
+  split.set(v.name, s);
   return (used.user + used.system) / records;
 }
 
@@ -117,7 +132,17 @@ export async function main(args: string[]): Promise<number> {
   const records = Number(values.records);
   try {
     for (const v of variants) await round(v, 2000); // warm-up
+    console.log(`load average before: ${loadAverage()}`);
+    split.clear();
     await alternate(variants, Number(values.rounds), "µs CPU a record", (v) => round(v, records));
+    for (const [name, s] of split) {
+      console.log(
+        `${name}: main thread ${median(s.main).toFixed(2)}, other threads (the writer) ${
+          median(s.rest).toFixed(2)
+        } µs CPU a record (median, 10 ms ticks)`,
+      );
+    }
+    console.log(`load average after: ${loadAverage()}`);
   } finally {
     for (const v of variants) await v.stop();
     await Deno.remove(dir, { recursive: true }).catch(() => {});

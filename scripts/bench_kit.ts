@@ -122,3 +122,31 @@ export function cpuTicks(pid: number): number {
   }
   return total;
 }
+
+/**
+ * CPU clock ticks (1/100 s) used so far by each thread of `pid`, by thread name: `main` for the
+ * process's first thread (the event loop), else the name the runtime gave it (`worker-1`, the
+ * access-log writer when it is the first worker started; `tokio-runtime-w`, `V8 DefaultWorke`,
+ * ...), threads of one name added up.
+ */
+export function threadTicks(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  let tasks: Deno.DirEntry[] = [];
+  try {
+    tasks = [...Deno.readDirSync(`/proc/${pid}/task`)];
+  } catch {
+    return out;
+  }
+  for (const t of tasks) {
+    try {
+      const stat = Deno.readTextFileSync(`/proc/${pid}/task/${t.name}/stat`);
+      const close = stat.lastIndexOf(")");
+      const name = t.name === String(pid) ? "main" : stat.slice(stat.indexOf("(") + 1, close);
+      const fields = stat.slice(close + 2).split(" ");
+      out.set(name, (out.get(name) ?? 0) + Number(fields[11]) + Number(fields[12]));
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return out;
+}

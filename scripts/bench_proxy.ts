@@ -276,7 +276,13 @@ export async function startWaf(
   workers = "1",
   denoArgs: string[] = [],
   root = ROOT,
-  options: { name?: string; front?: boolean; extra?: string } = {},
+  options: {
+    name?: string;
+    front?: boolean;
+    extra?: string;
+    /** Runs on the seeded store before the server starts (e.g. fills its access log). */
+    prepare?: (dataDir: string) => void;
+  } = {},
 ) {
   const dataDir = `${dir}/${options.name ?? "waf"}`;
   await Deno.mkdir(dataDir, { recursive: true });
@@ -295,6 +301,7 @@ logging:
 ${options.extra ?? ""}`,
   );
   seedSites(dataDir, upstream);
+  options.prepare?.(dataDir);
   const child = new Deno.Command(Deno.execPath(), {
     args: [
       "run",

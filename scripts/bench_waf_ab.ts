@@ -11,12 +11,19 @@
  * git archive main | (mkdir -p /tmp/waf-a && tar -x -C /tmp/waf-a)
  * deno run -A scripts/bench_waf_ab.ts --sides /tmp/waf-a,. [--host on.bench] [--mix benign]
  *                                      [--rounds 6] [--duration 5] [--connections 50]
+ *                                      [--fill 1000000] [--max-records 1000000]
  * ```
  *
  * `--hosts on.bench,off.bench` instead of `--host` measures every checkout on each host, each
  * pair in its own server (its own fresh store), and prints what protection costs a request in
  * each checkout: the CPU on the block-mode site minus the CPU on the site with protection off.
+ *
+ * Besides the whole process it reports the median CPU per request of each thread (`main`: the
+ * event loop; `worker-1`: the access-log writer), from /proc/<pid>/task. `--fill N` starts every
+ * side with N access-log rows already stored (the writer's cost grows with the table, and at
+ * `max_records` each insert also deletes); `--max-records` sets `storage.access_logs.max_records`.
  */
+import { DatabaseSync } from "node:sqlite";
 import { parseArgs } from "node:util";
 import { resolve } from "node:path";
 import {
@@ -28,7 +35,56 @@ import {
   wrk,
   wrkScript,
 } from "./bench_proxy.ts";
-import { alternate, ensure, freePort, loadAverage, median } from "./bench_kit.ts";
+import { alternate, ensure, freePort, loadAverage, median, threadTicks } from "./bench_kit.ts";
+
+/**
+ * Stores `rows` access-log records (a benign GET's, time-ordered trace ids, the newest a minute
+ * old) in the store of `dataDir`, as if the WAF had been serving for a while.
+ */
+function fillAccessLog(dataDir: string, rows: number): void {
+  const db = new DatabaseSync(`${dataDir}/waf.db`);
+  const t0 = Date.now() - 60_000 - Math.ceil(rows / 10);
+  const record = JSON.stringify({
+    trace_id: "0".repeat(32),
+    time: t0,
+    site_id: "c0ffee00-0000-4000-8000-000000000001",
+    site: "on",
+    client_ip: "127.0.0.1",
+    peer_ip: "127.0.0.1",
+    proto: "http",
+    method: "GET",
+    host: "on.bench",
+    path: "/products",
+    query: "id=42&sort=price&page=2",
+    user_agent: "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 Chrome/126.0 Safari/537.36",
+    status: 200,
+    action: "pass",
+    chain: [
+      { check: "site", result: "match", us: 3 },
+      { check: "engine", result: "pass", us: 21 },
+      { check: "upstream", result: "200", us: 180 },
+    ],
+    finding: null,
+    findings: 0,
+    upstream: "http://127.0.0.1:8081",
+    bytes_in: 0,
+    bytes_out: 24,
+    latency_us: { total: 230, waf: 50, upstream: 180 },
+  });
+  try {
+    db.prepare(
+      `WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < :rows)
+       INSERT INTO access_logs
+         (trace_id, time, site_id, client_ip, method, host, path, status, action, attack_class,
+          record)
+       SELECT printf('%012x%020x', :t0 + i / 10, i), :t0 + i / 10, 'site', '127.0.0.1', 'GET',
+         'on.bench', '/products', 200, 'pass', NULL, :record
+       FROM n`,
+    ).run({ rows, t0, record });
+  } finally {
+    db.close();
+  }
+}
 
 export async function main(args: string[]): Promise<number> {
   const { values } = parseArgs({
@@ -41,8 +97,12 @@ export async function main(args: string[]): Promise<number> {
       rounds: { type: "string", default: "6" },
       duration: { type: "string", default: "5" },
       connections: { type: "string", default: "50" },
+      fill: { type: "string", default: "0" },
+      "max-records": { type: "string" },
     },
   });
+  const fill = Number(values.fill);
+  const maxRecords = values["max-records"];
   const roots = (values.sides ?? "").split(",").filter(Boolean).map((p) => resolve(p) + "/");
   if (roots.length < 2) {
     console.error("usage: bench_waf_ab.ts --sides <checkout A>,<checkout B>[,...]");
@@ -77,7 +137,13 @@ export async function main(args: string[]): Promise<number> {
           "1",
           [],
           root,
-          { name: `waf-${name}` },
+          {
+            name: `waf-${name}`,
+            extra: maxRecords === undefined
+              ? ""
+              : `storage:\n  access_logs:\n    max_records: ${Number(maxRecords)}\n`,
+            prepare: fill > 0 ? (d) => fillAccessLog(d, fill) : undefined,
+          },
         );
         console.log(`${name}: ${root}`);
         const script = wrkScript(mix, host);
@@ -87,11 +153,23 @@ export async function main(args: string[]): Promise<number> {
     for (const s of sides) await wrk(dir, s.url, s.script, opts);
     console.log(`load average before: ${loadAverage()}`);
     const rps = new Map<string, number[]>(sides.map((s) => [s.name, []]));
+    /** Per side, per thread name: µs CPU a request in each round. */
+    const perThread = new Map<string, Map<string, number[]>>(sides.map((s) => [s.name, new Map()]));
     const cpu = await alternate(sides, Number(values.rounds), "µs CPU a request", async (s) => {
+      const before = threadTicks(s.pid);
       const r = await measured(s.pid, dir, s.url, s.script, {
         ...opts,
         duration: Number(values.duration),
       });
+      const threads = perThread.get(s.name)!;
+      for (const [name, ticks] of threadTicks(s.pid)) {
+        const us = ((ticks - (before.get(name) ?? 0)) * 10_000) / Math.max(1, r.requests);
+        const key = name === "main" || name.startsWith("worker-") ? name : "other threads";
+        const xs = threads.get(key) ?? [];
+        if (xs.length < rps.get(s.name)!.length + 1) xs.push(0);
+        xs[xs.length - 1]! += us;
+        threads.set(key, xs);
+      }
       if (r.non2xx > 0 && values.mix !== "attack") {
         throw new Error(`${s.name}: ${r.non2xx} answers were not 2xx`);
       }
@@ -108,6 +186,11 @@ export async function main(args: string[]): Promise<number> {
         const diff = cpu.get(`${side}@${hosts[0]}`)! - cpu.get(`${side}@${hosts[1]}`)!;
         console.log(`${side}: ${hosts[0]} minus ${hosts[1]}: ${diff.toFixed(2)} µs CPU a request`);
       }
+    }
+    for (const [name, threads] of perThread) {
+      const line = [...threads].sort(([a], [b]) => a.localeCompare(b))
+        .map(([t, xs]) => `${t} ${median(xs).toFixed(1)}`).join("  ");
+      console.log(`${name} per thread, µs CPU a request (median): ${line}`);
     }
     console.log(`load average after: ${loadAverage()}`);
     return 0;
