@@ -80,7 +80,7 @@ export function maintenanceTasks(deps: OpsDeps, acme: Acme): TaskDef<never>[] {
       id: "access-log-retention",
       title: "Access-log retention",
       description:
-        "Deletes access-log records older than storage.access_logs.retention_days and beyond max_records, in bounded slices on the writer thread.",
+        "Deletes access-log records older than storage.access_logs.retention_days, and any backlog beyond max_records (every write keeps that limit), in bounded slices on the writer thread.",
       schedule: { every_ms: 10 * MIN },
       runAtStart: true,
       run: async () => ({ deleted: await dataPlane.accessLog.prune() }),
