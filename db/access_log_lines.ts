@@ -13,15 +13,25 @@ export function rowLines(r: AccessLogRow): string {
   return JSON.stringify(indexedColumns(r)) + "\n" + r.record + "\n";
 }
 
-/** The rows of a batch of {@link rowLines}. */
-export function parseRowLines(text: string): AccessLogRow[] {
-  const rows: AccessLogRow[] = [];
+/** Calls `fn` with each row's parsed columns and its record's JSON, in a batch of {@link rowLines}. */
+export function eachRowLine(
+  text: string,
+  fn: (columns: ReturnType<typeof indexedColumns>, record: string) => void,
+): void {
   let at = 0;
   while (at < text.length) {
     const a = text.indexOf("\n", at);
     const b = text.indexOf("\n", a + 1);
     if (a < 0 || b < 0) break;
-    const c: ReturnType<typeof indexedColumns> = JSON.parse(text.slice(at, a));
+    fn(JSON.parse(text.slice(at, a)), text.slice(a + 1, b));
+    at = b + 1;
+  }
+}
+
+/** The rows of a batch of {@link rowLines}. */
+export function parseRowLines(text: string): AccessLogRow[] {
+  const rows: AccessLogRow[] = [];
+  eachRowLine(text, (c, record) =>
     rows.push({
       trace_id: c[0],
       time: c[1],
@@ -33,9 +43,7 @@ export function parseRowLines(text: string): AccessLogRow[] {
       status: c[7],
       action: c[8],
       attack_class: c[9],
-      record: text.slice(a + 1, b),
-    });
-    at = b + 1;
-  }
+      record,
+    }));
   return rows;
 }

@@ -1,6 +1,7 @@
 /** SQL for access logs: batched inserts, filtered pages, lookup by trace id, retention. */
 import type { Db } from "./store.ts";
 import { transaction } from "./store.ts";
+import { eachRowLine } from "./access_log_lines.ts";
 
 export interface AccessLogRow {
   readonly trace_id: string;
@@ -177,15 +178,7 @@ export function createAccessLogRepo(db: Db) {
     insertLines(text: string): number {
       return transaction(db, () => {
         let n = 0;
-        let at = 0;
-        while (at < text.length) {
-          const a = text.indexOf("\n", at);
-          const b = text.indexOf("\n", a + 1);
-          if (a < 0 || b < 0) break;
-          const c: ReturnType<typeof indexedColumns> = JSON.parse(text.slice(at, a));
-          n += Number(insert.run(...c, text.slice(a + 1, b)).changes);
-          at = b + 1;
-        }
+        eachRowLine(text, (c, record) => n += Number(insert.run(...c, record).changes));
         return n;
       });
     },
