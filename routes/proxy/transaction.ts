@@ -554,9 +554,13 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
           p.alapPolicy,
         );
       }
-      const adjusted = controls.runtime.adjust(p, site.id, this.path, inspection, chain);
-      if (adjusted.blocking !== inspection.blocking) {
-        inspection = { ...inspection, blocking: adjusted.blocking };
+      // ALAP's applied exceptions and signature blocks; without any (the usual case) nothing
+      // to adjust, and no closure, clock read or result object for the request.
+      if (p.alapExceptions.length > 0 || p.alapSignatures.length > 0) {
+        const adjusted = controls.runtime.adjust(p, site.id, this.path, inspection, chain);
+        if (adjusted.blocking !== inspection.blocking) {
+          inspection = { ...inspection, blocking: adjusted.blocking };
+        }
       }
     }
     // A logged schema violation stays the finding unless the engine found something itself.
