@@ -155,6 +155,7 @@ export async function main(args: string[]): Promise<number> {
     const rps = new Map<string, number[]>(sides.map((s) => [s.name, []]));
     /** Per side, per thread name: µs CPU a request in each round. */
     const perThread = new Map<string, Map<string, number[]>>(sides.map((s) => [s.name, new Map()]));
+    const cpuRounds = new Map<string, number[]>(sides.map((s) => [s.name, []]));
     const cpu = await alternate(sides, Number(values.rounds), "µs CPU a request", async (s) => {
       const before = threadTicks(s.pid);
       const r = await measured(s.pid, dir, s.url, s.script, {
@@ -174,17 +175,25 @@ export async function main(args: string[]): Promise<number> {
         throw new Error(`${s.name}: ${r.non2xx} answers were not 2xx`);
       }
       rps.get(s.name)!.push(r.rps);
+      cpuRounds.get(s.name)!.push(r.cpuUs ?? Number.NaN);
       return r.cpuUs ?? Number.NaN;
     });
     console.log(
       `req/s (median): ${[...rps].map(([n, xs]) => `${n} ${median(xs).toFixed(0)}`).join("  ")}`,
     );
     if (hosts.length === 2) {
-      // What the first host's site costs over the second's, per checkout (medians).
+      // What the first host's site costs over the second's, per checkout: the difference of the
+      // medians, and the median of the differences within each round (the two ran back to back).
       for (let i = 0; i < roots.length; i++) {
         const side = String.fromCharCode(65 + i);
+        const on = cpuRounds.get(`${side}@${hosts[0]}`)!;
+        const off = cpuRounds.get(`${side}@${hosts[1]}`)!;
         const diff = cpu.get(`${side}@${hosts[0]}`)! - cpu.get(`${side}@${hosts[1]}`)!;
-        console.log(`${side}: ${hosts[0]} minus ${hosts[1]}: ${diff.toFixed(2)} µs CPU a request`);
+        const perRound = median(on.map((v, r) => v - off[r]!));
+        console.log(
+          `${side}: ${hosts[0]} minus ${hosts[1]}: ${diff.toFixed(2)} µs CPU a request ` +
+            `(median of the rounds' differences ${perRound.toFixed(2)})`,
+        );
       }
     }
     for (const [name, threads] of perThread) {
