@@ -1,4 +1,5 @@
 /** SQL for access logs: batched inserts, filtered pages, lookup by trace id, retention. */
+import type { SQLInputValue } from "node:sqlite";
 import type { Db } from "./store.ts";
 import { transaction } from "./store.ts";
 import { eachRowLine } from "./access_log_lines.ts";
@@ -53,6 +54,10 @@ export interface AccessLogFilter {
   readonly limit: number;
 }
 
+/** Rows per multi-row insert statement, and the columns of a row. */
+const INSERT_ROWS = 16;
+const COLUMNS = 11;
+
 /** Rows deleted per retention transaction. */
 const PRUNE_CHUNK = 5000;
 
@@ -90,11 +95,17 @@ export interface AccessLogSummaryRows {
 export function createAccessLogRepo(db: Db) {
   // OR IGNORE: a trace id is unique; a duplicate (impossible with random ids) must not fail the
   // whole batch.
-  const insert = db.prepare(
-    `INSERT OR IGNORE INTO access_logs
+  const insertRows = (rows: number) =>
+    db.prepare(
+      `INSERT OR IGNORE INTO access_logs
        (trace_id, time, site_id, client_ip, method, host, path, status, action, attack_class, record)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  );
+     VALUES ${Array(rows).fill("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)").join(", ")}`,
+    );
+  const insert = insertRows(1);
+  // Rows of a batch go in 16 at a time: one statement step (and one AUTOINCREMENT sequence
+  // update) for 16 rows cut the writer thread's insert from 6.6 to 4.9 µs a row (4 rows: 5.4,
+  // 64: 5.0). OR IGNORE still applies row by row.
+  const insertMany = insertRows(INSERT_ROWS);
   const list = db.prepare(
     `SELECT * FROM access_logs
      WHERE (:from IS NULL OR time >= :from) AND (:to IS NULL OR time <= :to)
@@ -178,7 +189,17 @@ export function createAccessLogRepo(db: Db) {
     insertLines(text: string): number {
       return transaction(db, () => {
         let n = 0;
-        eachRowLine(text, (c, record) => n += Number(insert.run(...c, record).changes));
+        const args: SQLInputValue[] = [];
+        eachRowLine(text, (c, record) => {
+          args.push(...c, record);
+          if (args.length === INSERT_ROWS * COLUMNS) {
+            n += Number(insertMany.run(...args).changes);
+            args.length = 0;
+          }
+        });
+        for (let i = 0; i < args.length; i += COLUMNS) {
+          n += Number(insert.run(...args.slice(i, i + COLUMNS)).changes);
+        }
         return n;
       });
     },

@@ -357,3 +357,16 @@ Deno.test("row lines: a batch parses back into the rows it was made of", () => {
   assertEquals(records.map(recordLines), rows.map(rowLines));
   assertEquals(parseRowLines(""), []);
 });
+
+Deno.test("rows inserted 16 at a time: every row stored in order, a duplicate trace id skipped alone", async () => {
+  await using store = await testStore();
+  const repo = createAccessLogRepo(store.db);
+  const records = Array.from({ length: 40 }, () => record());
+  const dup = { ...records[20]!, path: "/duplicate" };
+  // 41 rows: two full statements of 16 (the second holds the duplicate), then 9 one by one.
+  const text = [...records.slice(0, 25), dup, ...records.slice(25)].map(recordLines).join("");
+  assertEquals(repo.insertLines(text), 40);
+  const stored = repo.list({ limit: 100 }).reverse();
+  assertEquals(stored.map((r) => r.trace_id), records.map((r) => r.trace_id));
+  assertEquals(stored.map(({ id: _, ...row }) => row), records.map(toRow));
+});
