@@ -133,7 +133,11 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
   const writer = deps.writer ?? directWriter(repo);
   /** The last write in flight; writes are chained so they finish in order. */
   let writing: Promise<unknown> = Promise.resolve();
-  /** Rows handed to the writer as text (`pushLines`) and not answered yet. */
+  /**
+   * Rows handed to the writer and not answered yet (flushed, or sent by workers through
+   * `pushLines`): they count against `queueSize` with the queued ones, so a writer that falls
+   * behind (a slow disk) makes the log drop and count records instead of piling up batches.
+   */
   let inFlight = 0;
 
   function reportDrops(): void {
@@ -202,11 +206,14 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
       const lines = part.join("");
       const count = part.length;
       offer(lines, count, !partial && i + options.batchSize >= taken.length);
+      inFlight += count;
       batches.push(
         writer.writeLines(lines, { count, defer, keep: options.maxRecords }).then((n) => {
+          inFlight -= count;
           written += n;
           return n;
         }, (err) => {
+          inFlight -= count;
           // A failed batch is dropped rather than retried forever: the store is local, so a
           // failure here is a full disk or a corrupt file, which retrying does not cure.
           dropped += count;
@@ -219,7 +226,7 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
       reportDrops();
       return counts.reduce((a, b) => a + b, 0);
     });
-    writing = inFlight > 0 ? Promise.all([writing, done]) : done;
+    writing = Promise.all([writing, done]);
     return done;
   }
 
@@ -249,12 +256,12 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
   return {
     /**
      * Queues a record, serialised now (nothing of it is kept: an object held until the flush
-     * would outlive the young generation); false (and counted) when the queue is full. Never
-     * blocks.
+     * would outlive the young generation); false (and counted) when `queueSize` rows are queued
+     * or with the writer. Never blocks.
      */
     push(record: AccessRecord): boolean {
       deps.observe?.(record);
-      if (queue.length >= options.queueSize) {
+      if (queue.length + inFlight >= options.queueSize) {
         dropped++;
         return false;
       }

@@ -370,3 +370,37 @@ Deno.test("rows inserted 16 at a time: every row stored in order, a duplicate tr
   assertEquals(stored.map((r) => r.trace_id), records.map((r) => r.trace_id));
   assertEquals(stored.map(({ id: _, ...row }) => row), records.map(toRow));
 });
+
+Deno.test("rows the writer has not answered yet count against the queue's size", async () => {
+  await using store = await testStore();
+  const answers: Array<() => void> = [];
+  const log = createAccessLog({
+    queueSize: 100,
+    batchSize: 500,
+    retentionDays: 2,
+    maxRecords: 1000,
+  }, {
+    repo: createAccessLogRepo(store.db),
+    clock: new FakeClock(Date.UTC(2026, 0, 10)),
+    logger: createMemoryLogger(),
+    // A writer that answers only when told to (a slow disk).
+    writer: {
+      writeLines: (_, o) => new Promise((resolve) => answers.push(() => resolve(o.count))),
+      prune: () => Promise.resolve(0),
+      trimmed: () => 0,
+      close: () => Promise.resolve(),
+    },
+  });
+  for (let i = 0; i < 60; i++) ok(log.push(record()));
+  const first = log.flush();
+  for (let i = 0; i < 40; i++) ok(log.push(record()));
+  assertEquals(log.push(record()), false);
+  assertEquals(log.stats(), { queued: 100, written: 0, dropped: 1, pruned: 0, sinks: [] });
+  answers.shift()!();
+  assertEquals(await first, 60);
+  ok(log.push(record()));
+  const rest = log.flush();
+  answers.shift()!();
+  assertEquals(await rest, 41);
+  assertEquals(log.stats().queued, 0);
+});
