@@ -37,6 +37,16 @@ import {
 } from "./bench_proxy.ts";
 import { alternate, ensure, freePort, loadAverage, median, threadTicks } from "./bench_kit.ts";
 
+/** The resident set of `pid` in MB (0 when it cannot be read). */
+function rssMb(pid: number): number {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(Deno.readTextFileSync(`/proc/${pid}/status`));
+    return m ? Math.round(Number(m[1]) / 1024) : 0;
+  } catch {
+    return 0;
+  }
+}
+
 /**
  * Stores `rows` access-log records (a benign GET's, time-ordered trace ids, the newest a minute
  * old) in the store of `dataDir`, as if the WAF had been serving for a while.
@@ -153,6 +163,8 @@ export async function main(args: string[]): Promise<number> {
     for (const s of sides) await wrk(dir, s.url, s.script, opts);
     console.log(`load average before: ${loadAverage()}`);
     const rps = new Map<string, number[]>(sides.map((s) => [s.name, []]));
+    /** Per side: the resident set (MB) after each round. */
+    const rss = new Map<string, number[]>();
     /** Per side, per thread name: µs CPU a request in each round. */
     const perThread = new Map<string, Map<string, number[]>>(sides.map((s) => [s.name, new Map()]));
     const cpuRounds = new Map<string, number[]>(sides.map((s) => [s.name, []]));
@@ -171,6 +183,7 @@ export async function main(args: string[]): Promise<number> {
         xs[xs.length - 1]! += us;
         threads.set(key, xs);
       }
+      rss.set(s.name, [...rss.get(s.name) ?? [], rssMb(s.pid)]);
       if (r.non2xx > 0 && values.mix !== "attack") {
         throw new Error(`${s.name}: ${r.non2xx} answers were not 2xx`);
       }
@@ -200,6 +213,7 @@ export async function main(args: string[]): Promise<number> {
       const line = [...threads].sort(([a], [b]) => a.localeCompare(b))
         .map(([t, xs]) => `${t} ${median(xs).toFixed(1)}`).join("  ");
       console.log(`${name} per thread, µs CPU a request (median): ${line}`);
+      console.log(`${name} RSS after each round (MB): ${rss.get(name)?.join(" ")}`);
     }
     console.log(`load average after: ${loadAverage()}`);
     return 0;
