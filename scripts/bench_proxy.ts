@@ -15,19 +15,33 @@
  * maximum rate for the upstream, nginx, the bare Deno proxies and the WAF, and finally the WAF's
  * resident memory after `--rss-seconds` (default 60, 0 skips it) of full benign load. wrk2 is not packaged in
  * Debian, so the paced runs use wrk's Lua `delay()` hook: every connection waits between
- * requests. They use fewer connections (`--paced-connections`, default 10) so that the load
- * generator itself, which shares the machine, stays light.
+ * requests, the wait calibrated per target so that each reaches the same rate (`pacedRun`).
+ * They use fewer connections (`--paced-connections`, default 10) so that the load generator
+ * itself, which shares the machine, stays light.
  *
  * ```sh
  * deno task bench:proxy [--duration 10] [--connections 50] [--threads 2] [--paced-connections 10]
  *                       [--rss-seconds 60] [--workers 1|N|auto] [--json] [--front-only]
+ * # one phase alone, in alternated rounds; each --candidate is a whole --v8-flags=... argument
+ * # tried against the shipped flags (scripts/server_flags.ts):
+ * deno task bench:proxy --rss-only [--rss-rounds 3] [--rss-seconds 60] [--candidate=--v8-flags=...]
+ * deno task bench:proxy --half-only [--half-rounds 3] [--candidate=--v8-flags=...]
  * ```
  *
  * wrk and nginx-light are installed with apt-get when missing (needs root).
  */
 import process from "node:process";
 import { parseArgs } from "node:util";
-import { cpuTicks, ensure, freePort, median, run, stopAll, waitForPort } from "./bench_kit.ts";
+import {
+  cpuTicks,
+  ensure,
+  freePort,
+  loadAverage,
+  median,
+  run,
+  stopAll,
+  waitForPort,
+} from "./bench_kit.ts";
 import { createDataApp } from "../routes/proxy/data_app.ts";
 import { createLogger } from "../mod/core/logger.ts";
 import { SERVER_V8_FLAGS } from "./server_flags.ts";
@@ -282,6 +296,10 @@ export async function startWaf(
     extra?: string;
     /** Runs on the seeded store before the server starts (e.g. fills its access log). */
     prepare?: (dataDir: string) => void;
+    /** Replaces the shipped `--v8-flags=...` argument (the RSS comparison's candidates). */
+    v8Flags?: string;
+    /** Where the child's stdout (V8's traces, e.g. `--trace-gc`) goes; discarded without. */
+    stdoutFile?: string;
   } = {},
 ) {
   const dataDir = `${dir}/${options.name ?? "waf"}`;
@@ -307,16 +325,21 @@ ${options.extra ?? ""}`,
       "run",
       "-A",
       "--unstable-net",
-      SERVER_V8_FLAGS,
+      options.v8Flags ?? SERVER_V8_FLAGS,
       ...denoArgs,
       `${root}main.ts`,
       "serve",
       "--data-dir",
       dataDir,
     ],
-    stdout: "null",
+    stdout: options.stdoutFile ? "piped" : "null",
     stderr: "inherit",
   }).spawn();
+  if (options.stdoutFile) {
+    // V8's traces (--trace-gc and the like) go to stdout.
+    const file = await Deno.open(options.stdoutFile, { write: true, create: true, truncate: true });
+    child.stdout.pipeTo(file.writable).catch(() => {});
+  }
   await waitForPort(dataPort, "waf data plane");
   return child;
 }
@@ -406,6 +429,176 @@ async function frontCost(
   };
 }
 
+interface PacedResult extends WrkResult {
+  /** The pause each connection made between requests, calibrated for this target. */
+  delayMs: number;
+}
+
+/**
+ * The benign mix at `target` req/s over `opts.connections` paced connections. wrk's `delay()`
+ * pacing is closed-loop: a connection's cycle is the response time plus the delay, so a fixed
+ * delay of `connections / target` reaches less than the target, and less for a slower target
+ * (it compared the upstream at one rate with the WAF at a lower one). Two 2 s calibration runs
+ * (the first is also the warm-up) set the delay from the cycle this target actually showed, so
+ * every target is measured at the same rate; the achieved rate is printed with the result.
+ */
+async function pacedRun(
+  dir: string,
+  url: string,
+  host: string,
+  target: number,
+  opts: { threads: number; connections: number; duration: number },
+): Promise<PacedResult> {
+  const cycleMs = (opts.connections * 1000) / target;
+  let delayMs = cycleMs;
+  for (let i = 0; i < 2; i++) {
+    const r = await wrk(dir, url, wrkScript(BENIGN, host, delayMs), { ...opts, duration: 2 });
+    const shownMs = (opts.connections * 1000) / Math.max(1, r.rps);
+    delayMs = Math.max(0, delayMs + cycleMs - shownMs);
+  }
+  const r = await wrk(dir, url, wrkScript(BENIGN, host, delayMs), opts);
+  return { ...r, delayMs };
+}
+
+/**
+ * The half-rate phase alone, repeated: the WAF's maximum benign rate (one full-load run), then
+ * `rounds` rounds of paced runs at half of it on the upstream, nginx, the bare own-client proxy
+ * and the WAF (and one more WAF per V8-flags candidate), the order alternating; medians of p99
+ * and of each WAF's p99 over the upstream's in the same round.
+ */
+async function halfRateRounds(
+  dir: string,
+  targets: ReadonlyArray<{ name: string; url: string; host: string }>,
+  wafPid: number,
+  opts: { threads: number; connections: number; duration: number },
+  half: {
+    connections: number;
+    rounds: number;
+    candidates: readonly string[];
+    upstream: string;
+    children: Deno.ChildProcess[];
+  },
+): Promise<string> {
+  const waf = targets.find((t) => t.name === "waf, balanced/block")!;
+  const list = [
+    targets.find((t) => t.name === "upstream direct")!,
+    targets.find((t) => t.name === "nginx reverse proxy")!,
+    targets.find((t) => t.name === "deno bare, own client")!,
+    waf,
+  ];
+  for (const [i, flags] of half.candidates.entries()) {
+    const port = freePort();
+    half.children.push(
+      await startWaf(dir, half.upstream, port, freePort(), "1", [], ROOT, {
+        name: `waf-half-${i}`,
+        v8Flags: flags,
+      }),
+    );
+    list.push({ name: `waf ${flags}`, url: `http://127.0.0.1:${port}`, host: "on.bench" });
+  }
+  console.log(`load average at the start: ${loadAverage()}`);
+  const script = wrkScript(BENIGN, waf.host);
+  await wrk(dir, waf.url, script, { ...opts, duration: 2 });
+  const max = await measured(wafPid, dir, waf.url, script, opts);
+  const target = max.rps / 2;
+  console.log(`WAF max ${fmt(max.rps, 0)} req/s; half: ${fmt(target, 0)} req/s`);
+  const pacedOpts = {
+    ...opts,
+    connections: half.connections,
+    threads: Math.min(opts.threads, half.connections),
+  };
+  const p99 = new Map(list.map((t) => [t.name, [] as number[]]));
+  const added = new Map(list.slice(3).map((t) => [t.name, [] as number[]]));
+  for (let round = 0; round < half.rounds; round++) {
+    const got = new Map<string, PacedResult>();
+    for (const t of round % 2 === 0 ? list : [...list].reverse()) {
+      const r = await pacedRun(dir, t.url, t.host, target, pacedOpts);
+      got.set(t.name, r);
+      p99.get(t.name)!.push(r.p99);
+      console.log(
+        `round ${round + 1} ${t.name.padEnd(22)} ${fmt(r.rps, 0).padStart(6)} req/s  p50 ${
+          fmt(r.p50)
+        } ms  p90 ${fmt(r.p90)} ms  p99 ${fmt(r.p99)} ms  (delay ${
+          fmt(r.delayMs)
+        } ms, load ${loadAverage()})`,
+      );
+    }
+    for (const name of added.keys()) {
+      added.get(name)!.push(got.get(name)!.p99 - got.get("upstream direct")!.p99);
+    }
+  }
+  return [
+    `median p99 at ${
+      fmt(target, 0)
+    } req/s over ${half.connections} paced connections (${half.rounds} rounds):`,
+    ...list.map((t) => `  ${t.name}: ${fmt(median(p99.get(t.name)!))} ms`),
+    ...[...added].map(([name, xs]) =>
+      `  ${name} over the upstream: +${fmt(median(xs))} ms (${xs.map((x) => fmt(x)).join(", ")})`
+    ),
+    `load average at the end: ${loadAverage()}`,
+  ].join("\n");
+}
+
+/**
+ * Resident memory after `seconds` of full benign load, for each set of V8 flags in `candidates`
+ * (the first is what ships): every round starts a fresh WAF on a fresh store (a grown access-log
+ * table and an earlier phase's heap change the figure), warms it 3 s, loads it, reads `VmRSS` and
+ * the CPU time per request, and stops it before the next one starts; the order alternates
+ * between rounds. Medians per candidate.
+ */
+async function rssComparison(
+  dir: string,
+  upstream: string,
+  opts: { threads: number; connections: number; duration: number },
+  candidates: readonly string[],
+  rounds: number,
+  seconds: number,
+): Promise<string> {
+  const rows = new Map(candidates.map((c) => [c, [] as { rss: number; cpu: number }[]]));
+  const script = wrkScript(BENIGN, "on.bench");
+  let n = 0;
+  for (let round = 0; round < rounds; round++) {
+    for (const flags of round % 2 === 0 ? candidates : [...candidates].reverse()) {
+      const port = freePort();
+      const waf = await startWaf(dir, upstream, port, freePort(), "1", [], ROOT, {
+        name: `waf-rss-${n++}`,
+        v8Flags: flags,
+      });
+      try {
+        await wrk(dir, `http://127.0.0.1:${port}`, script, { ...opts, duration: 3 });
+        const r = await measured(waf.pid, dir, `http://127.0.0.1:${port}`, script, {
+          ...opts,
+          duration: seconds,
+        });
+        const rss = vmRssMb(waf.pid);
+        rows.get(flags)!.push({ rss, cpu: r.cpuUs! });
+        console.log(
+          `round ${round + 1} ${flags}: ${fmt(rss, 1)} MB, ${fmt(r.cpuUs!, 1)} µs/req, ${
+            fmt(r.rps, 0)
+          } req/s, load ${loadAverage()}`,
+        );
+      } finally {
+        waf.kill("SIGTERM");
+        await waf.status;
+      }
+    }
+  }
+  return [
+    `RSS after ${seconds} s of full benign load, fresh WAF each round (median of ${rounds}):`,
+    ...candidates.map((c) => {
+      const xs = rows.get(c)!;
+      return `  ${c}: ${fmt(median(xs.map((x) => x.rss)), 1)} MB (${
+        xs.map((x) => fmt(x.rss, 0)).join(", ")
+      }), ${fmt(median(xs.map((x) => x.cpu)), 1)} µs/req`;
+    }),
+  ].join("\n");
+}
+
+function vmRssMb(pid: number): number {
+  const status = Deno.readTextFileSync(`/proc/${pid}/status`);
+  return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? NaN) / 1024;
+}
+
 /**
  * The CPU time the data plane's Hono app adds to a request, in µs: its one catch-all route
  * around a handler that answers at once, against the handler called directly, in alternated
@@ -451,6 +644,19 @@ export async function main(args: string[]): Promise<number> {
       workers: { type: "string", default: "1" },
       /** Only the connection front's cost (two WAFs, alternated), nothing else. */
       "front-only": { type: "boolean", default: false },
+      /**
+       * Only the RSS after `--rss-seconds`: fresh WAFs, alternated rounds (`--rss-rounds`), the
+       * shipped V8 flags against each `--candidate` (a whole `--v8-flags=...` argument).
+       */
+      "rss-only": { type: "boolean", default: false },
+      "rss-rounds": { type: "string", default: "3" },
+      /**
+       * Only the p99 at half the WAF's maximum rate, in `--half-rounds` alternated rounds; each
+       * `--candidate` adds a WAF started with those V8 flags instead of the shipped ones.
+       */
+      "half-only": { type: "boolean", default: false },
+      "half-rounds": { type: "string", default: "3" },
+      candidate: { type: "string", multiple: true, default: [] },
     },
   });
   const opts = {
@@ -472,6 +678,21 @@ export async function main(args: string[]): Promise<number> {
     if (values["front-only"]) {
       const front = await frontCost(dir, `http://127.0.0.1:${upPort}`, opts, children);
       console.log(values.json ? JSON.stringify(front, null, 2) : front.text);
+      return 0;
+    }
+    if (values["rss-only"]) {
+      console.log(`load average at the start: ${loadAverage()}`);
+      console.log(
+        await rssComparison(
+          dir,
+          `http://127.0.0.1:${upPort}`,
+          opts,
+          [SERVER_V8_FLAGS, ...values.candidate],
+          Number(values["rss-rounds"]),
+          rssSeconds,
+        ),
+      );
+      console.log(`load average at the end: ${loadAverage()}`);
       return 0;
     }
     const rpPort = freePort();
@@ -522,6 +743,17 @@ export async function main(args: string[]): Promise<number> {
       { name: "waf, protection off", url: url(wafPort), host: "off.bench", pid: pid[5]! },
       { name: "waf, balanced/block", url: url(wafPort), host: "on.bench", pid: pid[5]! },
     ] as const;
+    if (values["half-only"]) {
+      const text = await halfRateRounds(dir, targets, pid[5]!, opts, {
+        connections: pacedConnections,
+        rounds: Number(values["half-rounds"]),
+        candidates: values.candidate,
+        upstream: url(upPort),
+        children,
+      });
+      console.log(text);
+      return 0;
+    }
     const results: Record<string, Record<string, WrkResult>> = {};
     for (const [mixName, mix] of [["benign", BENIGN], ["attack", ATTACK]] as const) {
       results[mixName] = {};
@@ -545,17 +777,14 @@ export async function main(args: string[]): Promise<number> {
     // and with the bare Deno proxy (what the WAF's own code adds).
     const wafMax = results["benign"]!["waf, balanced/block"]!.rps;
     const target = wafMax / 2;
-    const delayMs = (pacedConnections * 1000) / target;
     const pacedOpts = {
       ...opts,
       connections: pacedConnections,
       threads: Math.min(opts.threads, pacedConnections),
     };
-    const paced: Record<string, WrkResult> = {};
+    const paced: Record<string, PacedResult> = {};
     for (const t of [targets[0], targets[1], targets[2], targets[3], targets[5]]) {
-      const script = wrkScript(BENIGN, t.host, delayMs);
-      await wrk(dir, t.url, script, { ...pacedOpts, duration: 2 });
-      paced[t.name] = await wrk(dir, t.url, script, pacedOpts);
+      paced[t.name] = await pacedRun(dir, t.url, t.host, target, pacedOpts);
     }
     const direct = paced["upstream direct"]!;
     const bare = paced["deno bare proxy"]!;
@@ -608,8 +837,7 @@ export async function main(args: string[]): Promise<number> {
         ...opts,
         duration: rssSeconds,
       });
-      const status = await Deno.readTextFile(`/proc/${wafChild.pid}/status`);
-      rssMb = Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? NaN) / 1024;
+      rssMb = vmRssMb(wafChild.pid);
     }
     const added = {
       target_rps: target,
@@ -645,13 +873,13 @@ export async function main(args: string[]): Promise<number> {
       }
       console.log(
         `\nat half the WAF's max rate (target ${fmt(target, 0)} req/s, ${pacedConnections} ` +
-          `connections, wrk delay() pacing):`,
+          `connections, wrk delay() pacing calibrated per target):`,
       );
       for (const [name, r] of Object.entries(paced)) {
         console.log(
           `  ${name.padEnd(22)} ${fmt(r.rps, 0).padStart(6)} req/s  p50 ${fmt(r.p50)} ms  p90 ${
             fmt(r.p90)
-          } ms  p99 ${fmt(r.p99)} ms`,
+          } ms  p99 ${fmt(r.p99)} ms  (delay ${fmt(r.delayMs)} ms)`,
         );
       }
       console.log(
