@@ -53,8 +53,8 @@ const includes = ["routes/api/console", "db/access_log_worker.ts", "app/data_wor
   },
 );
 const cmd = new Deno.Command(Deno.execPath(), {
-  // A 4 MB young generation keeps the data plane's garbage-collection pauses short (see
-  // docs/data-plane.md, "V8 flags"); the flags are embedded.
+  // The server's V8 flags (scripts/server_flags.ts: young generation, pretenuring, heap growth;
+  // see docs/data-plane.md, "V8 flags"); the flags are embedded.
   args: [
     "compile",
     "-A",
