@@ -454,7 +454,8 @@ async function pacedRun(
   for (let i = 0; i < 2; i++) {
     const r = await wrk(dir, url, wrkScript(BENIGN, host, delayMs), { ...opts, duration: 2 });
     const shownMs = (opts.connections * 1000) / Math.max(1, r.rps);
-    delayMs = Math.max(0, delayMs + cycleMs - shownMs);
+    // Never longer than the whole cycle: a calibration run faster than the target is noise.
+    delayMs = Math.min(cycleMs, Math.max(0, delayMs + cycleMs - shownMs));
   }
   const r = await wrk(dir, url, wrkScript(BENIGN, host, delayMs), opts);
   return { ...r, delayMs };
