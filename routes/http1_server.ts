@@ -21,7 +21,7 @@
  * first reads a body the client holds back), HEAD, 1xx, 204 and 304 answers carry no body.
  */
 import { ChunkedFraming } from "./conn_framing.ts";
-import { chunkFrame, stripCr, trimOws } from "./proxy/http1_parse.ts";
+import { chunkFrame, stripCr, TCHAR, trimOws } from "./proxy/http1_parse.ts";
 import { DirectAnswer, HEADER_PAIRS } from "./proxy/direct_answer.ts";
 
 /** Largest request head accepted (hyper's limit; 400 past it). */
@@ -82,9 +82,6 @@ const REQUEST_LINE =
   /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+) ([\x21\x22\x24-\x7e\x80-\xff]+) HTTP\/1\.([01])$/;
 const NON_ASCII = /[\x80-\xff]/;
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
-const HEADER_LINE = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*/;
-// deno-lint-ignore no-control-regex
-const BAD_VALUE = /[\x00-\x08\x0a-\x1f\x7f]/;
 const DIGITS = /^\d+$/;
 const ABSOLUTE = /^https?:\/\/([^/?#]+)/i;
 
@@ -136,10 +133,13 @@ export class BadRequest extends Error {
  * lines already skipped); throws {@link BadRequest}.
  */
 export function parseRequestHead(text: string): RequestHead {
-  const lines = text.split("\n");
-  // The last two entries are the empty line and what follows the final LF.
-  const last = lines.length - 2;
-  const requestLine = stripCr(lines[0]!);
+  // The lines are walked in place (no array of lines, no regular expression per header line):
+  // this runs for every request. The head ends with its empty line, so its line feeds are the
+  // request line's, one per header line and the empty line's.
+  let lf = text.indexOf("\n");
+  let headerLines = -2;
+  for (let at = lf; at >= 0; at = text.indexOf("\n", at + 1)) headerLines++;
+  const requestLine = stripCr(text.slice(0, lf));
   if (requestLine === "PRI * HTTP/2.0") return preface(text);
   const m = REQUEST_LINE.exec(requestLine);
   if (m === null) {
@@ -164,7 +164,7 @@ export function parseRequestHead(text: string): RequestHead {
       throw new BadRequest("request target is not UTF-8", broken);
     }
   }
-  if (last - 1 > MAX_HEADER_LINES) throw new BadRequest("too many header lines", broken);
+  if (headerLines > MAX_HEADER_LINES) throw new BadRequest("too many header lines", broken);
   const raw: Array<[string, string]> = [];
   let host: string | undefined;
   let hosts = 0;
@@ -173,14 +173,30 @@ export function parseRequestHead(text: string): RequestHead {
   let connection = "";
   let expect = "";
   let upgrade = false;
-  for (let i = 1; i < last; i++) {
-    const line = stripCr(lines[i]!);
-    const h = HEADER_LINE.exec(line);
-    // Also refuses obs-fold (a line starting with whitespace) and whitespace before the colon.
-    if (h === null) throw new BadRequest("invalid header line", broken);
-    const value = trimOws(line.slice(h[0].length));
-    if (BAD_VALUE.test(value)) throw new BadRequest("invalid header value", broken);
-    const name = h[1]!.toLowerCase();
+  for (let n = 0, start = lf + 1; n < headerLines; n++, start = lf + 1) {
+    lf = text.indexOf("\n", start);
+    // One CR before the LF ends the line; any other CR is refused below.
+    const end = text.charCodeAt(lf - 1) === 13 && lf > start ? lf - 1 : lf;
+    // A token, then the colon: also refuses obs-fold (a line starting with whitespace) and
+    // whitespace before the colon.
+    let colon = start;
+    while (colon < end && text.charCodeAt(colon) < 128 && TCHAR[text.charCodeAt(colon)] === 1) {
+      colon++;
+    }
+    if (colon === start || colon === end || text.charCodeAt(colon) !== 58) {
+      throw new BadRequest("invalid header line", broken);
+    }
+    let a = colon + 1;
+    let b = end;
+    while (a < b && (text.charCodeAt(a) === 32 || text.charCodeAt(a) === 9)) a++;
+    while (b > a && (text.charCodeAt(b - 1) === 32 || text.charCodeAt(b - 1) === 9)) b--;
+    for (let i = a; i < b; i++) {
+      // Control bytes but tab (a bare CR included), and DEL.
+      const c = text.charCodeAt(i);
+      if ((c < 32 && c !== 9) || c === 127) throw new BadRequest("invalid header value", broken);
+    }
+    const value = text.slice(a, b);
+    const name = text.slice(start, colon).toLowerCase();
     raw.push([name, value]);
     switch (name) {
       case "host":

@@ -32,8 +32,6 @@ export interface ResponseHead {
   readonly close: boolean;
 }
 
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-const BAD_VALUE = /[\0\r\n]/;
 // The reason phrase as `Response` takes it (tab, visible ASCII, obs-text): the own server
 // writes it to the client as it came.
 const STATUS_LINE = /^HTTP\/1\.([01]) ([1-9]\d\d)(?: ([\t\x20-\x7e\x80-\xff]*))?$/;
@@ -72,10 +70,20 @@ export function latin1(buf: Uint8Array, start: number, end: number): string {
   return s;
 }
 
-/** Parses a response head (status line to the empty line, terminator included). */
+/** Token characters (RFC 9110 §5.6.2), by code (1 for a token character). */
+export const TCHAR = new Uint8Array(128);
+for (const c of "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") {
+  TCHAR[c.charCodeAt(0)] = 1;
+}
+
+/**
+ * Parses a response head (status line to the empty line, terminator included). The lines are
+ * walked in place (no array of lines, no regular expression per line): this runs for every
+ * proxied response.
+ */
 export function parseHead(text: string): ResponseHead {
-  const lines = text.split("\n");
-  const statusLine = stripCr(lines[0]!);
+  let lf = text.indexOf("\n");
+  const statusLine = stripCr(text.slice(0, lf));
   const m = STATUS_LINE.exec(statusLine);
   if (m === null) throw new UpstreamProtocolError("malformed status line");
   const minor = m[1] === "1" ? 1 : 0;
@@ -86,19 +94,31 @@ export function parseHead(text: string): ResponseHead {
   let contentLength = -1;
   let te: string | undefined;
   let close = minor === 0;
-  // The last two entries are the empty line and what follows the final LF.
-  const last = lines.length - 2;
-  if (last - 1 > MAX_HEADERS) throw new UpstreamProtocolError("too many response headers");
-  for (let i = 1; i < last; i++) {
-    const line = stripCr(lines[i]!);
-    const colon = line.indexOf(":");
-    if (colon <= 0) throw new UpstreamProtocolError("malformed header line");
-    const rawName = line.slice(0, colon);
+  let lines = 0;
+  for (let start = lf + 1;; start = lf + 1) {
+    lf = text.indexOf("\n", start);
+    if (lf < 0) throw new UpstreamProtocolError("malformed header line");
+    // One CR before the LF ends the line; any other CR is refused below.
+    const end = lf > start && text.charCodeAt(lf - 1) === 13 ? lf - 1 : lf;
+    if (end === start) break;
+    if (++lines > MAX_HEADERS) throw new UpstreamProtocolError("too many response headers");
+    const colon = text.indexOf(":", start);
+    if (colon <= start || colon > end) throw new UpstreamProtocolError("malformed header line");
     // Also refuses obs-fold (a line starting with whitespace) and whitespace before the colon.
-    if (!TOKEN.test(rawName)) throw new UpstreamProtocolError("malformed header name");
-    const name = rawName.toLowerCase();
-    const value = trimOws(line.slice(colon + 1));
-    if (BAD_VALUE.test(value)) throw new UpstreamProtocolError("malformed header value");
+    for (let i = start; i < colon; i++) {
+      const c = text.charCodeAt(i);
+      if (c > 127 || TCHAR[c] === 0) throw new UpstreamProtocolError("malformed header name");
+    }
+    const name = text.slice(start, colon).toLowerCase();
+    let a = colon + 1;
+    let b = end;
+    while (a < b && (text.charCodeAt(a) === 32 || text.charCodeAt(a) === 9)) a++;
+    while (b > a && (text.charCodeAt(b - 1) === 32 || text.charCodeAt(b - 1) === 9)) b--;
+    for (let i = a; i < b; i++) {
+      const c = text.charCodeAt(i);
+      if (c === 0 || c === 13) throw new UpstreamProtocolError("malformed header value");
+    }
+    const value = text.slice(a, b);
     if (name === "content-length") {
       for (const part of value.split(",")) {
         const v = trimOws(part);
