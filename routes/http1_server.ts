@@ -429,16 +429,6 @@ class IncomingRequest {
   readonly method: string;
   readonly url: string;
   readonly headers: PairHeaders;
-  readonly signal = NEVER;
-  readonly cache = "default";
-  readonly credentials = "same-origin";
-  readonly destination = "";
-  readonly integrity = "";
-  readonly keepalive = false;
-  readonly mode = "cors";
-  readonly redirect = "follow";
-  readonly referrer = "about:client";
-  readonly referrerPolicy = "";
   #source: BodySource | undefined;
   #stream: ReadableStream<Uint8Array> | undefined;
   #used = false;
@@ -448,6 +438,38 @@ class IncomingRequest {
     this.url = url;
     this.headers = headers;
     this.#source = source;
+  }
+
+  // The constant part of the `Request` surface lives on the prototype, not in every request.
+  get signal(): AbortSignal {
+    return NEVER;
+  }
+  get cache(): string {
+    return "default";
+  }
+  get credentials(): string {
+    return "same-origin";
+  }
+  get destination(): string {
+    return "";
+  }
+  get integrity(): string {
+    return "";
+  }
+  get keepalive(): boolean {
+    return false;
+  }
+  get mode(): string {
+    return "cors";
+  }
+  get redirect(): string {
+    return "follow";
+  }
+  get referrer(): string {
+    return "about:client";
+  }
+  get referrerPolicy(): string {
+    return "";
   }
 
   get body(): ReadableStream<Uint8Array> | null {
@@ -562,6 +584,9 @@ const BAD_FRAMING = utf8.encode(
 );
 const CONTINUE = utf8.encode("HTTP/1.1 100 Continue\r\n\r\n");
 const NO_BODY = new Set([101, 204, 205, 304]);
+/** Status codes as text, made once. */
+const STATUS_TEXT: string[] = [];
+for (let code = 100; code < 600; code++) STATUS_TEXT[code] = String(code);
 /** Response headers the server writes itself (framing and connection management). */
 const OWN = new Set(["connection", "keep-alive", "transfer-encoding", "content-length", "date"]);
 
@@ -577,6 +602,9 @@ export class Http1Connection {
   #eof = false;
   #closed = false;
   #out = new Uint8Array(2048);
+  /** The buffer of the answer being built (`#out`, or one of its own when larger) and its end. */
+  #build = this.#out;
+  #at = 0;
   // The body of the request in progress.
   #remaining = 0;
   #chunked = false;
@@ -896,25 +924,36 @@ export class Http1Connection {
       if (this.#chunked || this.#remaining > DRAIN_LIMIT || this.#continue) close = true;
     }
     if (this.#bodyError) close = true;
-    let text = `HTTP/1.1 ${status} ${res.statusText || REASONS[status] || ""}\r\n`;
+    // The head is written into the answer buffer piece by piece: no head string per answer.
+    this.#build = this.#out;
+    this.#at = 0;
+    this.#put("HTTP/1.1 ");
+    this.#put(STATUS_TEXT[status] ?? String(status));
+    this.#put(" ");
+    this.#put(res.statusText || REASONS[status] || "");
+    this.#put("\r\n");
     let length = -1;
-    let hasLength = false;
-    const header = (v: string, k: string) => {
-      if (OWN.has(k)) {
-        if (k === "content-length" && bodyless) {
-          if (!hasLength) text += `content-length: ${v}\r\n`;
-          hasLength = true;
-        } else if (k === "content-length") length = DIGITS.test(v) ? Number(v) : -1;
-        return;
-      }
-      text += `${k}: ${v}\r\n`;
-    };
+    let declared: string | undefined;
     if (res instanceof DirectAnswer) {
       // The upstream's field lines in its order, each on its own line (as nginx passes them).
       const pairs = res.headers;
-      for (let i = 0; i < pairs.length; i++) header(pairs[i]![1], pairs[i]![0]);
-    } else res.headers.forEach(header);
-    text += dateLine();
+      for (let i = 0; i < pairs.length; i++) {
+        const pair = pairs[i]!;
+        if (OWN.has(pair[0])) {
+          if (pair[0] === "content-length") declared ??= pair[1];
+        } else this.#field(pair[0], pair[1]);
+      }
+    } else {
+      res.headers.forEach((v, k) => {
+        if (OWN.has(k)) {
+          if (k === "content-length") declared ??= v;
+        } else this.#field(k, v);
+      });
+    }
+    const hasLength = bodyless && declared !== undefined;
+    if (hasLength) this.#field("content-length", declared!);
+    else if (declared !== undefined) length = DIGITS.test(declared) ? Number(declared) : -1;
+    this.#put(dateLine());
     const end = () => close ? CLOSE_END : head.minor === 0 ? KEEP_ALIVE_END : "\r\n";
     let body: Uint8Array | ReadableStream<Uint8Array> | null = bodyless ? null : res.body;
     if (body !== null && length >= 0 && length <= SMALL_BODY && !(body instanceof Uint8Array)) {
@@ -926,14 +965,14 @@ export class Http1Connection {
       }
     }
     if (body === null) {
-      if (!bodyless) text += "content-length: 0\r\n";
+      if (!bodyless) this.#put("content-length: 0\r\n");
       else if (head.method === "HEAD" && !hasLength && res.body !== null) {
         // The length the GET would have had, when the body is already whole (as hyper does).
         const whole = res.body instanceof Uint8Array ? res.body.length : await wholeBody(res.body);
-        if (whole !== undefined) text += `content-length: ${whole}\r\n`;
+        if (whole !== undefined) this.#field("content-length", String(whole));
       }
-      text += end();
-      await this.#write(this.#encode(text, undefined));
+      this.#put(end());
+      await this.#write(this.#built(undefined));
       if (bodyless) {
         if (res instanceof DirectAnswer) res.discard();
         else await res.body?.cancel().catch(() => {});
@@ -941,9 +980,9 @@ export class Http1Connection {
       return this.#after(close);
     }
     if (body instanceof Uint8Array) {
-      text += `content-length: ${body.length}\r\n`;
-      text += end();
-      await this.#write(this.#encode(text, body));
+      this.#field("content-length", String(body.length));
+      this.#put(end());
+      await this.#write(this.#built(body));
       return this.#after(close);
     }
     const reader = body.getReader();
@@ -953,17 +992,17 @@ export class Http1Connection {
       const b = a.done ? a : await reader.read();
       if (b.done) {
         const bytes = a.done ? EMPTY : a.value;
-        text += `content-length: ${bytes.length}\r\n`;
-        text += end();
-        await this.#write(this.#encode(text, bytes));
+        this.#field("content-length", String(bytes.length));
+        this.#put(end());
+        await this.#write(this.#built(bytes));
         return this.#after(close);
       }
       // A stream: with a declared length as it is, else chunked (close-delimited for HTTP/1.0).
       const chunked = length < 0 && head.minor === 1;
-      if (length >= 0) text += `content-length: ${length}\r\n`;
-      else if (chunked) text += "transfer-encoding: chunked\r\n";
+      if (length >= 0) this.#field("content-length", String(length));
+      else if (chunked) this.#put("transfer-encoding: chunked\r\n");
       else close = true;
-      text += end();
+      this.#put(end());
       let sent = 0;
       let over = false;
       const frame = (chunk: Uint8Array) => {
@@ -986,7 +1025,7 @@ export class Http1Connection {
           }
         });
       }
-      await this.#write(this.#encode(text, frame(a.value!)));
+      await this.#write(this.#built(frame(a.value!)));
       await this.#write(frame(b.value!));
       while (!gone && !over) {
         const { done, value } = await reader.read();
@@ -1018,26 +1057,52 @@ export class Http1Connection {
     return !this.#eof || this.#start < this.#end;
   }
 
-  #encode(text: string, body: Uint8Array | undefined): Uint8Array {
-    const need = text.length + (body?.length ?? 0);
-    // The connection keeps a buffer for small answers only; a larger one gets its own.
-    let out = this.#out;
-    if (out.length < need) {
-      out = new Uint8Array(need <= OUT_KEEP ? OUT_KEEP : need);
-      if (need <= OUT_KEEP) this.#out = out;
+  /**
+   * Appends `s` to the answer being built: one byte per code unit (header values are bytes, kept
+   * as latin1 code units). A code unit above 0xff, which neither `Headers` nor the upstream
+   * parser lets through, is written as `?`, never cut to 8 bits (U+010A would become LF).
+   */
+  #put(s: string): void {
+    const n = s.length;
+    const at = this.#at;
+    const out = this.#build.length - at < n ? this.#room(n) : this.#build;
+    for (let i = 0; i < n; i++) {
+      const c = s.charCodeAt(i);
+      out[at + i] = c < 0x100 ? c : 0x3f;
     }
-    const { read, written } = utf8.encodeInto(text, out);
-    let at = written;
-    if (read !== text.length || written !== text.length) {
-      // A header value with bytes above 0x7f: one byte per code unit, not UTF-8.
-      for (let i = 0; i < text.length; i++) out[i] = text.charCodeAt(i) & 0xff;
-      at = text.length;
-    }
+    this.#at = at + n;
+  }
+
+  /** Appends one field line. */
+  #field(name: string, value: string): void {
+    this.#put(name);
+    this.#put(": ");
+    this.#put(value);
+    this.#put("\r\n");
+  }
+
+  /**
+   * Room for `n` more bytes in the answer being built. The connection keeps a buffer for small
+   * answers only; a larger one gets its own.
+   */
+  #room(n: number): Uint8Array {
+    const need = this.#at + n;
+    const size = Math.max(need, this.#build.length * 2);
+    const grown = new Uint8Array(size <= OUT_KEEP ? OUT_KEEP : size);
+    grown.set(this.#build.subarray(0, this.#at));
+    if (grown.length <= OUT_KEEP) this.#out = grown;
+    this.#build = grown;
+    return grown;
+  }
+
+  /** The answer built, with `body` after the head. */
+  #built(body: Uint8Array | undefined): Uint8Array {
     if (body !== undefined) {
-      out.set(body, at);
-      at += body.length;
+      if (this.#build.length - this.#at < body.length) this.#room(body.length);
+      this.#build.set(body, this.#at);
+      this.#at += body.length;
     }
-    return out.subarray(0, at);
+    return this.#build.subarray(0, this.#at);
   }
 
   async #write(data: Uint8Array): Promise<void> {
