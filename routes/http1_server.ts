@@ -950,7 +950,9 @@ export class Http1Connection {
         } else this.#field(k, v);
       });
     }
-    const hasLength = bodyless && declared !== undefined;
+    // A 204 never declares a length (RFC 9110 §8.6); a 205 is framed as empty below, never by
+    // the length of content it must not carry: a client frames a 205 by its Content-Length.
+    const hasLength = bodyless && status !== 204 && status !== 205 && declared !== undefined;
     if (hasLength) this.#field("content-length", declared!);
     else if (declared !== undefined) length = DIGITS.test(declared) ? Number(declared) : -1;
     this.#put(dateLine());
@@ -965,7 +967,7 @@ export class Http1Connection {
       }
     }
     if (body === null) {
-      if (!bodyless) this.#put("content-length: 0\r\n");
+      if (!bodyless || status === 205) this.#put("content-length: 0\r\n");
       else if (head.method === "HEAD" && !hasLength && res.body !== null) {
         // The length the GET would have had, when the body is already whole (as hyper does).
         const whole = res.body instanceof Uint8Array ? res.body.length : await wholeBody(res.body);

@@ -1,0 +1,242 @@
+/**
+ * Adversarial framing of the answers the own HTTP/1.1 server writes for the proxy (review of
+ * issue 13's direct answers): an upstream that frames its answer oddly must never make the
+ * client read a different number of bytes than the server sent, and a client that goes away
+ * must release the upstream connection. The oracle is what a client reading RFC 9112 framing
+ * gets on one kept connection: each answer, then the next one intact.
+ */
+import { assertEquals, ok } from "../../_helpers/assert.ts";
+import { bytes } from "../../_helpers/raw_socket.ts";
+import { startRawUpstream } from "../../_helpers/raw_upstream.ts";
+import { startTestServer } from "../../_helpers/server.ts";
+import { siteInput, SYSTEM } from "../../_helpers/sites.ts";
+
+/** The bytes as text, one char a byte. */
+function latin1(b: Uint8Array): string {
+  let s = "";
+  for (let i = 0; i < b.length; i += 8192) s += String.fromCharCode(...b.subarray(i, i + 8192));
+  return s;
+}
+
+/** A client reading answers by RFC 9112 §6.3 (no body for HEAD, 1xx, 204 and 304 only). */
+class Reader {
+  #buf = new Uint8Array(0);
+  constructor(readonly conn: Deno.Conn) {}
+  async #more(): Promise<boolean> {
+    const chunk = new Uint8Array(65536);
+    const n = await this.conn.read(chunk).catch(() => null);
+    if (n === null) return false;
+    const grown = new Uint8Array(this.#buf.length + n);
+    grown.set(this.#buf);
+    grown.set(chunk.subarray(0, n), this.#buf.length);
+    this.#buf = grown;
+    return true;
+  }
+  /** One answer: its head's lines and body; null when the connection ended first. */
+  async answer(head: boolean): Promise<{ status: number; lines: string[]; body: string } | null> {
+    let end: number;
+    while ((end = latin1(this.#buf).indexOf("\r\n\r\n")) < 0) {
+      if (!(await this.#more())) return null;
+    }
+    const text = latin1(this.#buf.subarray(0, end + 4));
+    this.#buf = this.#buf.subarray(end + 4);
+    const lines = text.split("\r\n").slice(0, -2);
+    const status = Number(lines[0]!.slice(9, 12));
+    const field = (n: string) =>
+      lines.find((l) => l.toLowerCase().startsWith(`${n}:`))?.slice(n.length + 1).trim();
+    let body = "";
+    if (!head && status !== 204 && status !== 304 && status >= 200) {
+      const cl = field("content-length");
+      if (cl !== undefined) {
+        while (this.#buf.length < Number(cl)) if (!(await this.#more())) return null;
+        body = latin1(this.#buf.subarray(0, Number(cl)));
+        this.#buf = this.#buf.subarray(Number(cl));
+      } else if (field("transfer-encoding") === "chunked") {
+        for (;;) {
+          let lf: number;
+          while ((lf = this.#buf.indexOf(10)) < 0) if (!(await this.#more())) return null;
+          const size = parseInt(latin1(this.#buf.subarray(0, lf)), 16);
+          while (this.#buf.length < lf + 1 + size + 2) if (!(await this.#more())) return null;
+          body += latin1(this.#buf.subarray(lf + 1, lf + 1 + size));
+          this.#buf = this.#buf.subarray(lf + 1 + size + 2);
+          if (size === 0) break;
+        }
+      } else {
+        // Close-delimited.
+        while (await this.#more());
+        body = latin1(this.#buf);
+        this.#buf = new Uint8Array(0);
+      }
+    }
+    return { status, lines, body };
+  }
+}
+
+Deno.test("a 205 answer with a body upstream reaches the client with no body and a zero length, and the next answer follows intact", async () => {
+  await using up = startRawUpstream(async (peer) => {
+    for (;;) {
+      const req = await peer.readRequest();
+      if (req === null) return;
+      if (req.startsWith("GET /205-length ")) {
+        await peer.send("HTTP/1.1 205 Reset Content\r\ncontent-length: 9\r\n\r\n123456789");
+      } else if (req.startsWith("GET /205-chunked ")) {
+        await peer.send("HTTP/1.1 205 Reset Content\r\ntransfer-encoding: chunked\r\n\r\n");
+        await peer.send("3\r\nabc\r\n0\r\n\r\n");
+      } else if (req.startsWith("GET /205-empty ")) {
+        await peer.send("HTTP/1.1 205 Reset Content\r\ncontent-length: 0\r\n\r\n");
+      } else if (req.startsWith("GET /204 ")) {
+        await peer.send("HTTP/1.1 204 No Content\r\ncontent-length: 7\r\n\r\n");
+      } else await peer.send("HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\nnext");
+    }
+  });
+  await using s = await startTestServer();
+  s.dataPlane.sites.create(siteInput({ upstreams: [up.url] }), SYSTEM);
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port: Number(new URL(s.dataUrl).port) });
+  const reader = new Reader(conn);
+  try {
+    for (const target of ["/205-length", "/205-chunked", "/205-empty", "/204"]) {
+      await conn.write(bytes(`GET ${target} HTTP/1.1\r\nhost: shop.test\r\n\r\n`));
+      await conn.write(bytes("GET /next HTTP/1.1\r\nhost: shop.test\r\n\r\n"));
+      const first = await reader.answer(false);
+      const next = await reader.answer(false);
+      assertEquals(first?.status, target === "/204" ? 204 : 205, target);
+      assertEquals(first?.body, "", target);
+      const lengths = first!.lines.filter((l) => /^(content-length|transfer-encoding):/i.test(l));
+      // RFC 9110 §15.3.6: no content in a 205, and framing that says so; §8.6: no length on 204.
+      assertEquals(lengths, target === "/204" ? [] : ["content-length: 0"], target);
+      assertEquals(next?.status, 200, target);
+      assertEquals(next?.body, "next", target);
+    }
+  } finally {
+    conn.close();
+  }
+});
+
+Deno.test("an upstream body longer than its Content-Length never reaches the client past the declared length", async () => {
+  await using up = startRawUpstream(async (peer) => {
+    for (;;) {
+      const req = await peer.readRequest();
+      if (req === null) return;
+      if (req.startsWith("GET /small ")) {
+        await peer.send(
+          "HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\nsafeHTTP/1.1 200 OK\r\ncontent-length: 6\r\n\r\nforged",
+        );
+      } else if (req.startsWith("GET /big ")) {
+        const declared = 200_000;
+        await peer.send(`HTTP/1.1 200 OK\r\ncontent-length: ${declared}\r\n\r\n`);
+        await peer.send("a".repeat(declared));
+        await peer.send("HTTP/1.1 200 OK\r\ncontent-length: 6\r\n\r\nforged");
+      } else await peer.send("HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\nnext");
+    }
+  });
+  await using s = await startTestServer();
+  s.dataPlane.sites.create(siteInput({ upstreams: [up.url] }), SYSTEM);
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port: Number(new URL(s.dataUrl).port) });
+  const reader = new Reader(conn);
+  try {
+    for (const [target, body] of [["/small", "safe"], ["/big", "a".repeat(200_000)]] as const) {
+      await conn.write(bytes(`GET ${target} HTTP/1.1\r\nhost: shop.test\r\n\r\n`));
+      const first = await reader.answer(false);
+      assertEquals(first?.status, 200);
+      assertEquals(first?.body, body);
+      await conn.write(bytes("GET /next HTTP/1.1\r\nhost: shop.test\r\n\r\n"));
+      const next = await reader.answer(false);
+      assertEquals(next?.body, "next", target);
+    }
+  } finally {
+    conn.close();
+  }
+});
+
+Deno.test("an upstream body shorter than its Content-Length ends the client's connection, never a complete-looking answer", async () => {
+  await using up = startRawUpstream(async (peer) => {
+    const req = await peer.readRequest();
+    if (req === null) return;
+    const declared = req.startsWith("GET /big ") ? 300_000 : 40;
+    await peer.send(`HTTP/1.1 200 OK\r\ncontent-length: ${declared}\r\n\r\n`, "x".repeat(20));
+    // The upstream closes with the body unfinished.
+  });
+  await using s = await startTestServer();
+  s.dataPlane.sites.create(siteInput({ upstreams: [up.url] }), SYSTEM);
+  for (const target of ["/small", "/big"]) {
+    const conn = await Deno.connect({
+      hostname: "127.0.0.1",
+      port: Number(new URL(s.dataUrl).port),
+    });
+    try {
+      await conn.write(bytes(`GET ${target} HTTP/1.1\r\nhost: shop.test\r\n\r\n`));
+      const got = await new Reader(conn).answer(false);
+      // Either no answer at all or a head whose declared length is never completed.
+      if (got !== null) assertEquals(got.status, 502, target);
+    } finally {
+      conn.close();
+    }
+  }
+});
+
+Deno.test("a client that goes away mid-body releases the upstream connection (it is closed, not left streaming)", async () => {
+  let upstreamSawClose!: () => void;
+  const closed = new Promise<void>((r) => upstreamSawClose = r);
+  await using up = startRawUpstream(async (peer) => {
+    await peer.readRequest();
+    await peer.send("HTTP/1.1 200 OK\r\ncontent-length: 10000000\r\n\r\n", "y".repeat(70_000));
+    // Keeps the body coming slowly; the WAF closing the connection ends the writes.
+    for (let i = 0; i < 500; i++) {
+      try {
+        await peer.send("z".repeat(1000));
+      } catch {
+        break;
+      }
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    upstreamSawClose();
+  });
+  await using s = await startTestServer();
+  s.dataPlane.sites.create(siteInput({ upstreams: [up.url] }), SYSTEM);
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port: Number(new URL(s.dataUrl).port) });
+  await conn.write(bytes("GET /stream HTTP/1.1\r\nhost: shop.test\r\n\r\n"));
+  const buf = new Uint8Array(65536);
+  let got = 0;
+  while (got < 1000) got += (await conn.read(buf)) ?? 0;
+  conn.close();
+  const t0 = performance.now();
+  await closed;
+  // 500 writes 10 ms apart take 5 s when nobody closes; a release takes a few writes.
+  ok(performance.now() - t0 < 3000, "the upstream connection stayed open");
+});
+
+Deno.test("CR, LF or NUL inside an upstream field value, or a field name with a space or byte above 0x7f, is a 502: nothing of it reaches the client", async () => {
+  const answers = [
+    "HTTP/1.1 200 OK\r\nx-a: 1\rset-cookie: evil=1\r\ncontent-length: 2\r\n\r\nok",
+    "HTTP/1.1 200 OK\r\nx-a: 1\0set-cookie: evil=1\r\ncontent-length: 2\r\n\r\nok",
+    "HTTP/1.1 200 OK\r\nx-a : 1\r\nset-cookie: evil=1\r\ncontent-length: 2\r\n\r\nok",
+    "HTTP/1.1 200 OK\r\nx-\xe9: 1\r\nset-cookie: evil=1\r\ncontent-length: 2\r\n\r\nok",
+    "HTTP/1.1 200 OK\r\nx-a: 1\r\n folded\r\nset-cookie: evil=1\r\ncontent-length: 2\r\n\r\nok",
+    "HTTP/1.1 200 OK\r\n: empty\r\nset-cookie: evil=1\r\ncontent-length: 2\r\n\r\nok",
+    "HTTP/1.1 200 OK\r\nx-a: 1\r\r\nset-cookie: evil=1\r\ncontent-length: 2\r\n\r\nok",
+    "HTTP/1.1 200 OK\r\ncontent-length: 2\r\ncontent-length: 3\r\nset-cookie: evil=1\r\n\r\nok",
+    "HTTP/1.1 200 OK\r\ncontent-length: 2\r\ntransfer-encoding: chunked\r\nset-cookie: evil=1\r\n\r\nok",
+    "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked, gzip\r\nset-cookie: evil=1\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+  ];
+  let i = 0;
+  await using up = startRawUpstream(async (peer) => {
+    if ((await peer.readRequest()) === null) return;
+    await peer.send(new Uint8Array([...answers[i++]!].map((c) => c.charCodeAt(0))));
+  });
+  await using s = await startTestServer();
+  s.dataPlane.sites.create(siteInput({ upstreams: [up.url] }), SYSTEM);
+  for (const answer of answers) {
+    const conn = await Deno.connect({
+      hostname: "127.0.0.1",
+      port: Number(new URL(s.dataUrl).port),
+    });
+    try {
+      await conn.write(bytes("GET / HTTP/1.1\r\nhost: shop.test\r\n\r\n"));
+      const got = await new Reader(conn).answer(false);
+      assertEquals(got?.status, 502, JSON.stringify(answer));
+      ok(!got!.lines.some((l) => /evil/.test(l)), JSON.stringify(answer));
+    } finally {
+      conn.close();
+    }
+  }
+});
