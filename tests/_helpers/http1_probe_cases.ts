@@ -41,6 +41,32 @@ function cases(): ProbeCase[] {
       new Uint8Array([b]),
       "b\r\n\r\n",
     );
+    // The line walk's edges (the parsers scan names and values in place): a byte first and
+    // last in a name, and first and last in a value (after the colon's space, before the CR).
+    add(
+      `header name first byte ${hex(b)}`,
+      `GET / HTTP/1.1\r\n${H}`,
+      new Uint8Array([b]),
+      "Xy: v\r\n\r\n",
+    );
+    add(
+      `header name last byte ${hex(b)}`,
+      `GET / HTTP/1.1\r\n${H}Xy`,
+      new Uint8Array([b]),
+      ": v\r\n\r\n",
+    );
+    add(
+      `header value first byte ${hex(b)}`,
+      `GET / HTTP/1.1\r\n${H}X-V: `,
+      new Uint8Array([b]),
+      "ab\r\n\r\n",
+    );
+    add(
+      `header value last byte ${hex(b)}`,
+      `GET / HTTP/1.1\r\n${H}X-V: ab`,
+      new Uint8Array([b]),
+      "\r\n\r\n",
+    );
     add(`method byte ${hex(b)}`, "G", new Uint8Array([b]), `T / HTTP/1.1\r\n${H}\r\n`);
     add(
       `host byte ${hex(b)}`,
@@ -88,6 +114,28 @@ function cases(): ProbeCase[] {
     ["no colon", `GET / HTTP/1.1\r\n${H}X-A a\r\n\r\n`],
     ["empty name", `GET / HTTP/1.1\r\n${H}: a\r\n\r\n`],
     ["empty value", `GET / HTTP/1.1\r\n${H}X-A:\r\n\r\n`],
+    ["whitespace value", `GET / HTTP/1.1\r\n${H}X-A: \t \r\n\r\n`],
+    ["bare cr ending a value", `GET / HTTP/1.1\r\n${H}X-A: a\r\r\n\r\n`],
+    ["bare cr before the colon", `GET / HTTP/1.1\r\n${H}X-A\r: a\r\n\r\n`],
+    ["bare cr line", `GET / HTTP/1.1\r\n${H}\r\r\n\r\n`],
+    ["nul line", `GET / HTTP/1.1\r\n${H}\0\r\n\r\n`],
+    ["colon only", `GET / HTTP/1.1\r\n${H}:\r\n\r\n`],
+    ["two colons", `GET / HTTP/1.1\r\n${H}X-A:: a\r\n\r\n`],
+    ["bare lf header line", `GET / HTTP/1.1\r\n${H}X-A: a\nX-B: b\r\n\r\n`],
+    ["cl spaces around", `POST / HTTP/1.1\r\n${H}Content-Length:  3 \t\r\n\r\nabc`],
+    ["cl bare cr", `POST / HTTP/1.1\r\n${H}Content-Length: 3\r\r\n\r\nabc`],
+    [
+      "te chunked trailing space",
+      `POST / HTTP/1.1\r\n${H}Transfer-Encoding: chunked \r\n\r\n3\r\nabc\r\n0\r\n\r\n`,
+    ],
+    [
+      "te leading comma",
+      `POST / HTTP/1.1\r\n${H}Transfer-Encoding: ,chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n`,
+    ],
+    [
+      "te chunked vertical tab",
+      `POST / HTTP/1.1\r\n${H}Transfer-Encoding: chunked\x0b\r\n\r\n3\r\nabc\r\n0\r\n\r\n`,
+    ],
     ["value spaces", `GET / HTTP/1.1\r\n${H}X-A:   a b  \t\r\n\r\n`],
     [
       "first header line starts with space",
@@ -236,6 +284,9 @@ function cases(): ProbeCase[] {
     ["big header 300k", `GET / HTTP/1.1\r\n${H}X-Big: ${"a".repeat(300_000)}\r\n\r\n`],
     ["long target 70k", `GET /${"a".repeat(70_000)} HTTP/1.1\r\n${H}\r\n`],
     ["many headers 101", `GET / HTTP/1.1\r\n${H}${"X-N: 1\r\n".repeat(99)}\r\n`],
+    ["many headers 127", `GET / HTTP/1.1\r\n${H}${"X-N: 1\r\n".repeat(125)}\r\n`],
+    ["many headers 128", `GET / HTTP/1.1\r\n${H}${"X-N: 1\r\n".repeat(126)}\r\n`],
+    ["many headers 129", `GET / HTTP/1.1\r\n${H}${"X-N: 1\r\n".repeat(127)}\r\n`],
     ["many headers 200", `GET / HTTP/1.1\r\n${H}${"X-N: 1\r\n".repeat(198)}\r\n`],
     [
       "many distinct headers 150",

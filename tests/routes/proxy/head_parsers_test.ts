@@ -1,0 +1,159 @@
+/**
+ * The two HTTP/1.1 head parsers walk their lines in place (issue 13). This holds them to the
+ * rules they replaced, byte for byte: every byte value at each edge of a field line (first, middle
+ * and last of the name; first, middle and last of the value; around the colon), with CRLF and
+ * bare-LF line ends, and the header-count limits, against a reference that is the former
+ * line-split and regular-expression parser of the header section. Same acceptance, same reason,
+ * same name and value.
+ */
+import { assertEquals } from "../../_helpers/assert.ts";
+import { BadRequest, MAX_HEADER_LINES, parseRequestHead } from "../../../routes/http1_server.ts";
+import {
+  headEnd,
+  MAX_HEADERS,
+  parseHead,
+  stripCr,
+  trimOws,
+  UpstreamProtocolError,
+} from "../../../routes/proxy/http1_parse.ts";
+
+const TOKEN_PREFIX = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*/;
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+// deno-lint-ignore no-control-regex
+const BAD_REQUEST_VALUE = /[\x00-\x08\x0a-\x1f\x7f]/;
+const BAD_RESPONSE_VALUE = /[\0\r\n]/;
+
+type Outcome = string | Array<[string, string]>;
+
+/** The former request parser's header section: the pairs, or the reason it refused. */
+function requestReference(text: string): Outcome {
+  const lines = text.split("\n");
+  const last = lines.length - 2;
+  if (last - 1 > MAX_HEADER_LINES) return "too many header lines";
+  const out: Array<[string, string]> = [];
+  for (let i = 1; i < last; i++) {
+    const line = stripCr(lines[i]!);
+    const h = TOKEN_PREFIX.exec(line);
+    if (h === null) return "invalid header line";
+    const value = trimOws(line.slice(h[0].length));
+    if (BAD_REQUEST_VALUE.test(value)) return "invalid header value";
+    out.push([h[1]!.toLowerCase(), value]);
+  }
+  return out;
+}
+
+/** The former upstream parser's header section. */
+function responseReference(text: string): Outcome {
+  const lines = text.split("\n");
+  const last = lines.length - 2;
+  if (last - 1 > MAX_HEADERS) return "too many response headers";
+  const out: Array<[string, string]> = [];
+  for (let i = 1; i < last; i++) {
+    const line = stripCr(lines[i]!);
+    const colon = line.indexOf(":");
+    if (colon <= 0) return "malformed header line";
+    const rawName = line.slice(0, colon);
+    if (!TOKEN.test(rawName)) return "malformed header name";
+    const value = trimOws(line.slice(colon + 1));
+    if (BAD_RESPONSE_VALUE.test(value)) return "malformed header value";
+    out.push([rawName.toLowerCase(), value]);
+  }
+  return out;
+}
+
+/** The head as a server finds it: up to the first empty line (CRLF or bare LF). */
+function head(text: string): string {
+  const bytes = Uint8Array.from(text, (c) => c.charCodeAt(0));
+  const end = headEnd(bytes, 0, bytes.length);
+  return end < 0 ? text : text.slice(0, end);
+}
+
+function requestOutcome(text: string): Outcome {
+  try {
+    const h = parseRequestHead(text);
+    // Compared before joining: the reference keeps every line (names here never repeat).
+    return h.headers.slice().sort((a, b) => a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0);
+  } catch (err) {
+    if (err instanceof BadRequest) return err.reason;
+    throw err;
+  }
+}
+
+function responseOutcome(text: string): Outcome {
+  try {
+    return parseHead(text).headers;
+  } catch (err) {
+    if (err instanceof UpstreamProtocolError) return err.message;
+    throw err;
+  }
+}
+
+const sorted = (o: Outcome) =>
+  typeof o === "string" ? o : o.slice().sort((a, b) => a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0);
+
+/** Field lines with byte `c` at each edge of the name and the value. */
+function lines(c: string): string[] {
+  return [
+    `${c}Xy: v`,
+    `X${c}y: v`,
+    `Xy${c}: v`,
+    `Xy:${c}v`,
+    `Xy: ${c}v`,
+    `Xy: v${c}w`,
+    `Xy: v${c}`,
+    `Xy: v ${c}`,
+    `Xy: ${c}`,
+    `${c}: v`,
+    `${c}`,
+  ];
+}
+
+Deno.test("the request head parser keeps the former rules at every edge of a field line, for every byte", () => {
+  const differ: string[] = [];
+  for (let b = 0; b < 256; b++) {
+    for (const line of lines(String.fromCharCode(b))) {
+      for (const eol of ["\r\n", "\n"]) {
+        const text = head(`GET / HTTP/1.1\r\nHost: a.test\r\n${line}${eol}End-Line: z${eol}\r\n`);
+        const want = sorted(requestReference(text));
+        const got = requestOutcome(text);
+        if (JSON.stringify(got) !== JSON.stringify(want)) {
+          differ.push(`${JSON.stringify(text)}: ${JSON.stringify(got)} / ${JSON.stringify(want)}`);
+        }
+      }
+    }
+  }
+  assertEquals(differ, []);
+});
+
+Deno.test("the upstream head parser keeps the former rules at every edge of a field line, for every byte", () => {
+  const differ: string[] = [];
+  for (let b = 0; b < 256; b++) {
+    for (const line of lines(String.fromCharCode(b))) {
+      for (const eol of ["\r\n", "\n"]) {
+        const text = head(`HTTP/1.1 200 OK\r\n${line}${eol}End-Line: z${eol}\r\n`);
+        const want = responseReference(text);
+        const got = responseOutcome(text);
+        if (JSON.stringify(got) !== JSON.stringify(want)) {
+          differ.push(`${JSON.stringify(text)}: ${JSON.stringify(got)} / ${JSON.stringify(want)}`);
+        }
+      }
+    }
+  }
+  assertEquals(differ, []);
+});
+
+Deno.test("both head parsers count header lines to their limits exactly", () => {
+  for (const n of [MAX_HEADER_LINES - 1, MAX_HEADER_LINES, MAX_HEADER_LINES + 1]) {
+    // Host is one of the n lines.
+    const text = `GET / HTTP/1.1\r\nHost: a.test\r\n${"X: 1\r\n".repeat(n - 1)}\r\n`;
+    const refused = n > MAX_HEADER_LINES;
+    assertEquals(typeof requestOutcome(text) === "string", refused, `request, ${n} lines`);
+    assertEquals(typeof requestReference(text) === "string", refused);
+  }
+  for (const n of [MAX_HEADERS - 1, MAX_HEADERS, MAX_HEADERS + 1]) {
+    const text = `HTTP/1.1 200 OK\r\n${"X: 1\r\n".repeat(n)}\r\n`;
+    const refused = n > MAX_HEADERS;
+    assertEquals(typeof responseOutcome(text) === "string", refused, `response, ${n} lines`);
+    assertEquals(typeof responseReference(text) === "string", refused);
+  }
+});
