@@ -792,7 +792,7 @@ export class Http1Connection {
 
   /** Reads more into the buffer (compacting or growing it); false at the end. */
   #fill(): Promise<boolean> {
-    return this.#filling ??= this.#read().finally(() => this.#filling = undefined);
+    return this.#filling ??= this.#read();
   }
 
   async #read(): Promise<boolean> {
@@ -818,6 +818,8 @@ export class Http1Connection {
     } catch {
       n = null;
     }
+    // Always after an await, so after `#fill` stored this read.
+    this.#filling = undefined;
     if (n === null) {
       this.#eof = true;
       return false;
@@ -1047,8 +1049,15 @@ export class Http1Connection {
   }
 
   /** After an answer: drops what is left of a small body; whether to go on. */
-  async #after(close: boolean): Promise<boolean> {
+  #after(close: boolean): boolean | Promise<boolean> {
     if (close) return false;
+    // Nearly always: nothing of the request body left, no promise needed.
+    if (this.#bodyDone) return !this.#eof || this.#start < this.#end;
+    return this.#drain();
+  }
+
+  /** Reads and drops the rest of a small request body; whether to go on. */
+  async #drain(): Promise<boolean> {
     while (!this.#bodyDone) {
       try {
         if ((await this.#readBody()) === null) break;
