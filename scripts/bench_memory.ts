@@ -10,7 +10,7 @@
  * they cost); `--expose-gc` is needed for the last line.
  *
  * ```sh
- * deno run -A --v8-flags=--max-semi-space-size=4,--no-allocation-site-pretenuring,--heap-growing-percent=50,--expose-gc \
+ * deno run -A --v8-flags=--max-semi-space-size=4,--no-allocation-site-pretenuring,--heap-growing-percent=25,--expose-gc \
  *   scripts/bench_memory.ts [--duration 30] [--connections 50]
  * ```
  */
