@@ -20,6 +20,43 @@ export function ownHeaderPairs(req: Request): HeaderPairs | undefined {
   return (req as { [HEADER_PAIRS]?: HeaderPairs })[HEADER_PAIRS];
 }
 
+/**
+ * The answer's `content-length` as every path writes it (RFC 9110 §8.6, §15.3.5, §15.3.6): none
+ * on a 204, exactly `0` on a 205 (a client frames a 205 by its length; the content it must not
+ * carry is never sent), and otherwise the one value the upstream parser accepted (`5, 5` and
+ * two `5` lines are one `5`; differing values never get here, they are a 502). `length` is the
+ * parsed value, or -1 without one. Returns `pairs` itself when nothing changes (nearly always).
+ */
+export function framedPairs(pairs: HeaderPairs, status: number, length: number): HeaderPairs {
+  let want: string | undefined;
+  if (status === 205) want = "0";
+  else if (status !== 204) {
+    // No parsed length (none declared, or a `Response` from a test client): left as it came.
+    if (!(length >= 0)) return pairs;
+    want = String(length);
+  }
+  let seen = 0;
+  let same = true;
+  for (let i = 0; i < pairs.length; i++) {
+    if (pairs[i]![0] === "content-length") {
+      seen++;
+      if (pairs[i]![1] !== want) same = false;
+    }
+  }
+  if (want === undefined ? seen === 0 : seen === 1 && same) return pairs;
+  const out: HeaderPairs = [];
+  let put = want === undefined;
+  for (const pair of pairs) {
+    if (pair[0] !== "content-length") out.push(pair);
+    else if (!put) {
+      out.push(["content-length", want!]);
+      put = true;
+    }
+  }
+  if (!put) out.push(["content-length", want!]);
+  return out;
+}
+
 /** The body of a proxied answer: the bytes already read, a stream of the rest, or none. */
 export type AnswerBody = Uint8Array<ArrayBuffer> | ReadableStream<Uint8Array> | null;
 

@@ -62,7 +62,7 @@ import {
   type HeaderPairs,
   upstreamHeaders,
 } from "./forwarding.ts";
-import { DirectAnswer, ownHeaderPairs } from "./direct_answer.ts";
+import { DirectAnswer, framedPairs, ownHeaderPairs } from "./direct_answer.ts";
 import { UpstreamProtocolError } from "./http1_parse.ts";
 import { type BodyPlan, mayHaveBody, NO_BODY, planBody } from "./request_body.ts";
 import {
@@ -646,7 +646,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
         return new DirectAnswer(
           res.status,
           res.statusText,
-          downstreamHeaders(res.headers, record.trace_id),
+          framedPairs(downstreamHeaders(res.headers, record.trace_id), res.status, length),
           body as Uint8Array<ArrayBuffer> | ReadableStream<Uint8Array> | null,
         );
       } catch (err) {

@@ -240,3 +240,95 @@ Deno.test("CR, LF or NUL inside an upstream field value, or a field name with a 
     }
   }
 });
+
+/** An upstream answering by path: the framing cases of the 204, 205 and HEAD tests below. */
+function framingUpstream() {
+  return startRawUpstream(async (peer) => {
+    for (;;) {
+      const req = await peer.readRequest();
+      if (req === null) return;
+      const target = req.slice(req.indexOf(" ") + 1, req.indexOf(" HTTP/"));
+      if (target === "/205-length") {
+        await peer.send("HTTP/1.1 205 Reset Content\r\ncontent-length: 9\r\n\r\n123456789");
+      } else if (target === "/204") {
+        await peer.send("HTTP/1.1 204 No Content\r\ncontent-length: 7\r\n\r\n");
+      } else if (target === "/list") {
+        const body = req.startsWith("HEAD ") ? "" : "hello";
+        await peer.send(`HTTP/1.1 200 OK\r\ncontent-length: 5, 5\r\n\r\n${body}`);
+      } else if (target === "/repeat") {
+        await peer.send("HTTP/1.1 200 OK\r\ncontent-length: 5\r\ncontent-length: 05\r\n\r\n");
+      } else if (target === "/differ") {
+        await peer.send("HTTP/1.1 200 OK\r\ncontent-length: 5, 6\r\n\r\n");
+      } else await peer.send("HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\nnext");
+    }
+  });
+}
+
+/** The content-length and transfer-encoding lines of an answer's head. */
+const framing = (lines: string[]) =>
+  lines.filter((l) => /^(content-length|transfer-encoding):/i.test(l)).map((l) => l.toLowerCase());
+
+for (const limits of [true, false]) {
+  const server = limits ? "the own server" : "Deno.serve (limits off)";
+  Deno.test(`${server}: a HEAD answer's Content-Length list or repeats reach the client as one value, differing ones are a 502; a 204 has no length; the next answer follows intact`, async () => {
+    await using up = framingUpstream();
+    await using s = await startTestServer(
+      limits ? {} : { config: { server: { data: { limits: { enabled: false } } } } },
+    );
+    s.dataPlane.sites.create(siteInput({ upstreams: [up.url] }), SYSTEM);
+    const conn = await Deno.connect({
+      hostname: "127.0.0.1",
+      port: Number(new URL(s.dataUrl).port),
+    });
+    const reader = new Reader(conn);
+    try {
+      const cases: [string, string, number, string[]][] = [
+        ["HEAD", "/list", 200, ["content-length: 5"]],
+        ["HEAD", "/repeat", 200, ["content-length: 5"]],
+        ["GET", "/list", 200, ["content-length: 5"]],
+        ["GET", "/204", 204, []],
+        ["HEAD", "/differ", 502, []],
+      ];
+      for (const [method, target, status, lengths] of cases) {
+        await conn.write(bytes(`${method} ${target} HTTP/1.1\r\nhost: shop.test\r\n\r\n`));
+        await conn.write(bytes("GET /next HTTP/1.1\r\nhost: shop.test\r\n\r\n"));
+        const first = await reader.answer(method === "HEAD");
+        const next = await reader.answer(false);
+        const what = `${method} ${target}`;
+        assertEquals(first?.status, status, what);
+        if (status !== 502) {
+          assertEquals(framing(first!.lines), lengths, what);
+          assertEquals(first?.body, method === "GET" && status === 200 ? "hello" : "", what);
+        }
+        assertEquals(next?.status, 200, what);
+        assertEquals(next?.body, "next", what);
+      }
+    } finally {
+      conn.close();
+    }
+  });
+}
+
+Deno.test("a Request (Deno.serve's paths) gets a 205 with content-length 0, a 204 without one, a HEAD with one value", async () => {
+  await using up = framingUpstream();
+  await using s = await startTestServer();
+  s.dataPlane.sites.create(siteInput({ upstreams: [up.url] }), SYSTEM);
+  const ask = async (method: string, target: string) => {
+    const res = await s.dataPlane.proxy.handle(
+      new Request(`http://shop.test${target}`, { method, headers: { host: "shop.test" } }),
+      "127.0.0.1",
+      "http",
+    );
+    ok(res instanceof Response);
+    return res;
+  };
+  const r205 = await ask("GET", "/205-length");
+  assertEquals([r205.status, r205.headers.get("content-length"), r205.body], [205, "0", null]);
+  const r204 = await ask("GET", "/204");
+  assertEquals([r204.status, r204.headers.has("content-length"), r204.body], [204, false, null]);
+  for (const target of ["/list", "/repeat"]) {
+    const head = await ask("HEAD", target);
+    assertEquals([head.status, head.headers.get("content-length")], [200, "5"], target);
+    await head.body?.cancel();
+  }
+});
