@@ -21,7 +21,7 @@
  * first reads a body the client holds back), HEAD, 1xx, 204 and 304 answers carry no body.
  */
 import { ChunkedFraming } from "./conn_framing.ts";
-import { chunkFrame, stripCr, TCHAR, trimOws } from "./proxy/http1_parse.ts";
+import { chunkFrame, concatChunks, stripCr, TCHAR, trimOws } from "./proxy/http1_parse.ts";
 import { DirectAnswer, HEADER_PAIRS } from "./proxy/direct_answer.ts";
 
 /** Largest request head accepted (hyper's limit; 400 past it). */
@@ -1143,14 +1143,7 @@ async function readAll(body: ReadableStream<Uint8Array>): Promise<Uint8Array> {
     parts.push(value);
     total += value.length;
   }
-  if (parts.length === 1) return parts[0]!;
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
+  return concatChunks(parts, total);
 }
 
 /** The length of a body that is whole within two reads (a buffer), else undefined. */

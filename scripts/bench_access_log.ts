@@ -12,7 +12,7 @@
 import process from "node:process";
 import { parseArgs } from "node:util";
 import { resolve } from "node:path";
-import { alternate, loadAverage, median, threadTicks } from "./bench_kit.ts";
+import { alternate, benignRecord, loadAverage, median, threadTicks } from "./bench_kit.ts";
 
 type Record_ = Record<string, unknown>;
 
@@ -59,34 +59,7 @@ let seq = 0;
 function benign(): Record_ {
   seq++;
   const now = Date.now();
-  return {
-    trace_id: now.toString(16).padStart(12, "0") + seq.toString(16).padStart(20, "0"),
-    time: now,
-    site_id: "c0ffee00-0000-4000-8000-000000000001",
-    site: "on",
-    client_ip: "127.0.0.1",
-    peer_ip: "127.0.0.1",
-    proto: "http",
-    method: "GET",
-    host: "on.bench",
-    path: "/products",
-    query: "id=42&sort=price&page=2",
-    user_agent: "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 Chrome/126.0 Safari/537.36",
-    status: 200,
-    action: "pass",
-    chain: [
-      { check: "site", result: "match", us: 3 },
-      { check: "rate_limit", result: "pass", us: 1 },
-      { check: "engine", result: "pass", us: 21 },
-      { check: "upstream", result: "200", us: 180 },
-    ],
-    finding: null,
-    findings: 0,
-    upstream: "http://127.0.0.1:8081",
-    bytes_in: 0,
-    bytes_out: 24,
-    latency_us: { total: 230, waf: 50, upstream: 180 },
-  };
+  return benignRecord(now.toString(16).padStart(12, "0") + seq.toString(16).padStart(20, "0"), now);
 }
 
 /** Per variant: the main thread's and the other threads' µs CPU a record in each round. */

@@ -150,3 +150,38 @@ export function threadTicks(pid: number): Map<string, number> {
   }
   return out;
 }
+
+/**
+ * A benign GET's access record as the data plane makes it at default protection (what the
+ * access-log benchmarks store).
+ */
+export function benignRecord(traceId: string, time: number): Record<string, unknown> {
+  return {
+    trace_id: traceId,
+    time,
+    site_id: "c0ffee00-0000-4000-8000-000000000001",
+    site: "on",
+    client_ip: "127.0.0.1",
+    peer_ip: "127.0.0.1",
+    proto: "http",
+    method: "GET",
+    host: "on.bench",
+    path: "/products",
+    query: "id=42&sort=price&page=2",
+    user_agent: "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 Chrome/126.0 Safari/537.36",
+    status: 200,
+    action: "pass",
+    chain: [
+      { check: "site", result: "match", us: 3 },
+      { check: "rate_limit", result: "pass", us: 1 },
+      { check: "engine", result: "pass", us: 21 },
+      { check: "upstream", result: "200", us: 180 },
+    ],
+    finding: null,
+    findings: 0,
+    upstream: "http://127.0.0.1:8081",
+    bytes_in: 0,
+    bytes_out: 24,
+    latency_us: { total: 230, waf: 50, upstream: 180 },
+  };
+}

@@ -35,7 +35,15 @@ import {
   wrk,
   wrkScript,
 } from "./bench_proxy.ts";
-import { alternate, ensure, freePort, loadAverage, median, threadTicks } from "./bench_kit.ts";
+import {
+  alternate,
+  benignRecord,
+  ensure,
+  freePort,
+  loadAverage,
+  median,
+  threadTicks,
+} from "./bench_kit.ts";
 
 /** The resident set of `pid` in MB (0 when it cannot be read). */
 function rssMb(pid: number): number {
@@ -54,33 +62,7 @@ function rssMb(pid: number): number {
 function fillAccessLog(dataDir: string, rows: number): void {
   const db = new DatabaseSync(`${dataDir}/waf.db`);
   const t0 = Date.now() - 60_000 - Math.ceil(rows / 10);
-  const record = JSON.stringify({
-    trace_id: "0".repeat(32),
-    time: t0,
-    site_id: "c0ffee00-0000-4000-8000-000000000001",
-    site: "on",
-    client_ip: "127.0.0.1",
-    peer_ip: "127.0.0.1",
-    proto: "http",
-    method: "GET",
-    host: "on.bench",
-    path: "/products",
-    query: "id=42&sort=price&page=2",
-    user_agent: "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 Chrome/126.0 Safari/537.36",
-    status: 200,
-    action: "pass",
-    chain: [
-      { check: "site", result: "match", us: 3 },
-      { check: "engine", result: "pass", us: 21 },
-      { check: "upstream", result: "200", us: 180 },
-    ],
-    finding: null,
-    findings: 0,
-    upstream: "http://127.0.0.1:8081",
-    bytes_in: 0,
-    bytes_out: 24,
-    latency_us: { total: 230, waf: 50, upstream: 180 },
-  });
+  const record = JSON.stringify(benignRecord("0".repeat(32), t0));
   try {
     db.prepare(
       `WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < :rows)

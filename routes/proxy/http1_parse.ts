@@ -161,6 +161,18 @@ export function parseHead(text: string): ResponseHead {
   };
 }
 
+/** `chunks` (`total` bytes together) as one array; a single chunk is returned as it is. */
+export function concatChunks(chunks: readonly Uint8Array[], total: number): Uint8Array {
+  if (chunks.length === 1) return chunks[0]!;
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.length;
+  }
+  return out;
+}
+
 const sizeEncoder = new TextEncoder();
 
 /** One chunk of a chunked body: its size in hex, CRLF, the bytes, CRLF. */

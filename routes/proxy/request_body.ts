@@ -4,6 +4,7 @@
  * declared Content-Length is checked before reading, and a chunked body is counted as it
  * streams (the upstream request is aborted the moment the count passes the limit).
  */
+import { concatChunks } from "./http1_parse.ts";
 
 export type BodyPlan =
   | { readonly kind: "none" }
@@ -41,17 +42,6 @@ export class BodyTooLargeError extends Error {
     super("Request body is larger than the site's limit");
     this.name = "BodyTooLargeError";
   }
-}
-
-function concat(chunks: readonly Uint8Array[], total: number): Uint8Array {
-  if (chunks.length === 1) return chunks[0]!;
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.length;
-  }
-  return out;
 }
 
 /**
@@ -111,7 +101,9 @@ export async function planBody(
     }
     const { done, value } = chunk;
     if (done) {
-      return total === 0 ? { kind: "none" } : { kind: "buffered", bytes: concat(chunks, total) };
+      return total === 0
+        ? { kind: "none" }
+        : { kind: "buffered", bytes: concatChunks(chunks, total) };
     }
     total += value.length;
     if (total > maxBytes) {
@@ -121,7 +113,7 @@ export async function planBody(
     chunks.push(value);
     if (inspectBytes === 0) break;
   }
-  const prefix = concat(chunks, total);
+  const prefix = concatChunks(chunks, total);
   const progress: StreamProgress = { bytes: total, exceeded: false, failed: false };
   // A declared length is enforced by the HTTP server itself, so only a chunked body is counted.
   const counted = declared === undefined;
