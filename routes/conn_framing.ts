@@ -3,7 +3,8 @@
  * them: where a request head ends, how long its body is (Content-Length, or chunked framing
  * checked as strictly as the server behind it checks it), and when the connection stops being
  * HTTP/1.1 (an HTTP/2 preface, CONNECT, or an upgrade the server accepted). The connection front
- * (`conn_front.ts`) sets its deadlines from the phase and answers bad chunked framing itself.
+ * (`conn_front.ts`) sets its deadlines from the phase and answers bad chunked framing itself; after
+ * an HTTP/2 preface it follows the frames (`h2_framing.ts`).
  */
 
 /** Where the connection is: between requests, in a head, in a body, or no longer HTTP/1.1. */
@@ -61,6 +62,10 @@ export class RequestFraming {
   upgradeAsked = false;
   /** The request whose framing was invalid, once `feed` returned false. */
   broken: BrokenRequest | undefined;
+  /** The tunnel began with the HTTP/2 preface (`PRI * HTTP/2.0`). */
+  h2 = false;
+  /** Where, in the chunk last fed, the tunnel's bytes begin (once `phase` became "tunnel"). */
+  tunnelAt = 0;
   #head = new Uint8Array(1024);
   #headLen = 0;
   #headOverflow = false;
@@ -92,6 +97,8 @@ export class RequestFraming {
           if (end < 0) return true;
           i = end;
           this.#startBody();
+          // `#startBody` may have changed the phase.
+          if ((this.phase as Phase) === "tunnel") this.tunnelAt = i;
           break;
         }
         case "body":
@@ -169,6 +176,7 @@ export class RequestFraming {
     const sp2 = text.indexOf(" ", sp + 1);
     this.#target = sp < 0 ? "" : text.slice(sp + 1, sp2 < 0 ? undefined : sp2);
     if (this.#method === "PRI") {
+      this.h2 = true;
       this.phase = "tunnel";
       return;
     }

@@ -14,7 +14,11 @@
  *   answer; while the answer has not begun, the site's own upstream deadline applies instead;
  * - an answer the client does not read for `body_timeout` ends the connection (send timeout);
  * - bad chunked framing gets a 400 from the front (the server behind would only close) and is
- *   reported to `onBadFraming` for the access log.
+ *   reported to `onBadFraming` for the access log;
+ * - an HTTP/2 connection (its preface, prior knowledge or ALPN `h2`) is followed frame by frame
+ *   (`h2_framing.ts`): its first request's header block must be complete within `header_timeout`
+ *   of the connection's start, any later header block within `header_timeout` of its first frame,
+ *   and with no request open it may stay `keepalive_timeout` after the last answer ended.
  *
  * Accept failures are counted, logged (at most one line a second) and retried with a growing
  * back-off; nothing here can throw out of the accept loop. With TLS, the front ends TLS itself
@@ -27,6 +31,7 @@ import type {
   RefuseReason,
 } from "../mod/core/connection_stats.ts";
 import { type BrokenRequest, RequestFraming } from "./conn_framing.ts";
+import { Http2Framing } from "./h2_framing.ts";
 import { Http1Connection, type Http1Host } from "./http1_server.ts";
 import { type Config, durationMs } from "../mod/config/config.ts";
 
@@ -147,6 +152,10 @@ interface Piped {
   inner: Deno.Conn | undefined;
   readonly address: string;
   readonly framing: RequestFraming;
+  /** When the connection was admitted. */
+  readonly opened: number;
+  /** Followed frame by frame once the client sent the HTTP/2 preface. */
+  h2: Http2Framing | undefined;
   /** When the connection is closed unless something happens; Infinity = no deadline. */
   deadline: number;
   reason: CloseReason;
@@ -265,6 +274,8 @@ export function startFront(options: FrontOptions): Front {
       inner: undefined,
       address,
       framing: new RequestFraming(),
+      opened: now,
+      h2: undefined,
       deadline: now + limits.headerTimeoutMs,
       reason: "header_timeout",
       heads: 0,
@@ -370,6 +381,8 @@ export function startFront(options: FrontOptions): Front {
         // The rest of the body must come as any body's does (Deno.serve has no deadline).
         c.deadline = now + limits.bodyTimeoutMs;
         c.reason = "body_timeout";
+      } else if (c.framing.phase === "tunnel" && c.framing.h2) {
+        http2(c, pending.subarray(c.framing.tunnelAt));
       } else if (c.framing.phase !== "head") c.deadline = Infinity;
       await writeAll(inner, pending);
     }
@@ -396,31 +409,13 @@ export function startFront(options: FrontOptions): Front {
         return;
       }
       const chunk = buf.subarray(0, n);
-      if (f.phase !== "tunnel" && !f.feed(chunk)) {
+      if (c.h2 !== undefined) {
+        c.h2.fromClient(chunk, now);
+        http2Deadline(c, c.h2);
+      } else if (f.phase !== "tunnel" && !f.feed(chunk)) {
         await badFraming(c, inner);
         return;
-      }
-      switch (f.phase) {
-        case "head":
-          if (f.heads !== c.heads) {
-            c.heads = f.heads;
-            c.deadline = now + limits.headerTimeoutMs;
-            c.reason = "header_timeout";
-          }
-          break;
-        case "body":
-          c.deadline = now + limits.bodyTimeoutMs;
-          c.reason = "body_timeout";
-          break;
-        case "idle":
-          // The request is complete: the answer is the server's (and the site's deadline).
-          c.deadline = Infinity;
-          c.reason = "keepalive_timeout";
-          break;
-        case "tunnel":
-          c.deadline = Infinity;
-          break;
-      }
+      } else followed(c, chunk);
       c.pushing = true;
       try {
         await writeAll(inner, chunk);
@@ -428,6 +423,33 @@ export function startFront(options: FrontOptions): Front {
         c.pushing = false;
       }
       if (f.phase === "body") c.deadline = now + limits.bodyTimeoutMs;
+    }
+  }
+
+  /** The deadline for where the HTTP/1.1 framing is after `chunk`. */
+  function followed(c: Piped, chunk: Uint8Array): void {
+    const f = c.framing;
+    switch (f.phase) {
+      case "head":
+        if (f.heads !== c.heads) {
+          c.heads = f.heads;
+          c.deadline = now + limits.headerTimeoutMs;
+          c.reason = "header_timeout";
+        }
+        break;
+      case "body":
+        c.deadline = now + limits.bodyTimeoutMs;
+        c.reason = "body_timeout";
+        break;
+      case "idle":
+        // The request is complete: the answer is the server's (and the site's deadline).
+        c.deadline = Infinity;
+        c.reason = "keepalive_timeout";
+        break;
+      case "tunnel":
+        if (f.h2) http2(c, chunk.subarray(f.tunnelAt));
+        else c.deadline = Infinity;
+        break;
     }
   }
 
@@ -446,11 +468,39 @@ export function startFront(options: FrontOptions): Front {
       } finally {
         c.sendingSince = 0;
       }
-      if (f.phase === "idle") {
+      if (c.h2 !== undefined) {
+        // After the write: an answer's end the client is slow to take is not idle time.
+        c.h2.fromServer(chunk, now);
+        http2Deadline(c, c.h2);
+      } else if (f.phase === "idle") {
         c.deadline = now + limits.keepAliveTimeoutMs;
         c.reason = "keepalive_timeout";
       }
     }
+  }
+
+  /** The client sent the HTTP/2 preface; `rest` is what came after it in the same chunk. */
+  function http2(c: Piped, rest: Uint8Array): void {
+    if (c.framing.heads !== 1) {
+      // Not at the connection's start: HTTP/1.1 for the server, which refuses it; later bytes
+      // do not move the deadline.
+      c.deadline = Math.min(c.deadline, now + limits.headerTimeoutMs);
+      c.reason = "header_timeout";
+      return;
+    }
+    c.h2 = new Http2Framing();
+    c.h2.fromClient(rest, now);
+    http2Deadline(c, c.h2);
+  }
+
+  function http2Deadline(c: Piped, h: Http2Framing): void {
+    if (h.requests === 0 || h.blockSince >= 0) {
+      c.deadline = (h.requests === 0 ? c.opened : h.blockSince) + limits.headerTimeoutMs;
+      c.reason = "header_timeout";
+    } else if (h.open === 0) {
+      c.deadline = h.idleSince + limits.keepAliveTimeoutMs;
+      c.reason = "keepalive_timeout";
+    } else c.deadline = Infinity;
   }
 
   async function badFraming(c: Piped, _inner: Deno.Conn): Promise<void> {
