@@ -59,7 +59,15 @@ Deno.test("bad chunked framing is found, with the request it broke", () => {
 });
 
 Deno.test("HTTP/2, an accepted CONNECT, unknown codings and an accepted upgrade stop the following", () => {
-  assertEquals(follow("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 1000).f.phase, "tunnel");
+  const h2 = follow("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 1000).f;
+  // The frame follower takes over where the preface's request line ends.
+  assertEquals([h2.phase, h2.h2, h2.tunnelAt], ["tunnel", true, 18]);
+  // Counted in the chunk that ended the request line's head.
+  const split = new RequestFraming();
+  split.feed(enc.encode("PRI * HTTP/2.0\r\n"));
+  split.feed(enc.encode("\r\nSM\r\n\r\n"));
+  assertEquals([split.phase, split.h2, split.tunnelAt], ["tunnel", true, 2]);
+  assertEquals(follow(GET, 1000).f.h2, false);
   // CONNECT is a request like another until a 2xx answer (a refused one keeps its deadlines).
   const connect = follow("CONNECT a:443 HTTP/1.1\r\nHost: a\r\n\r\n", 1000);
   assertEquals(connect.f.phase, "idle");

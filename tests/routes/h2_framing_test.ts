@@ -1,0 +1,80 @@
+/** The connection front's HTTP/2 frame follower: open requests and header blocks, in any split. */
+import { assertEquals } from "../_helpers/assert.ts";
+import { Http2Framing } from "../../routes/h2_framing.ts";
+
+const enc = new TextEncoder();
+
+function frame(type: number, flags: number, stream: number, length = 0): Uint8Array {
+  const out = new Uint8Array(9 + length);
+  out.set([length >> 16, (length >> 8) & 255, length & 255, type, flags]);
+  new DataView(out.buffer).setUint32(5, stream);
+  return out;
+}
+
+const join = (...parts: Uint8Array[]) => new Uint8Array(parts.flatMap((p) => [...p]));
+
+const DATA = 0, HEADERS = 1, RST_STREAM = 3, SETTINGS = 4, PING = 6, CONTINUATION = 9;
+const END_STREAM = 1, END_HEADERS = 4;
+
+/** Feeds `bytes` to one direction in pieces of `step`, each piece stamped with the next time. */
+function feed(h: Http2Framing, side: "client" | "server", bytes: Uint8Array, step: number) {
+  for (let i = 0; i < bytes.length; i += step) {
+    const piece = bytes.subarray(i, i + step);
+    if (side === "client") h.fromClient(piece, 1000 + i);
+    else h.fromServer(piece, 5000 + i);
+  }
+}
+
+const REST = enc.encode("SM\r\n\r\n");
+
+Deno.test("Http2Framing counts a request open from its header block to the end of its answer, in any split", () => {
+  for (const step of [1, 2, 5, 9, 10, 1000]) {
+    const h = new Http2Framing();
+    // Preface, SETTINGS with a payload, a PING: no request yet.
+    feed(h, "client", join(REST, frame(SETTINGS, 0, 0, 12), frame(PING, 0, 0, 8)), step);
+    assertEquals([h.requests, h.open, h.blockSince], [0, 0, -1], `step ${step}`);
+    // HEADERS (no END_HEADERS) + CONTINUATION: the block begins with the HEADERS frame header.
+    const headers = frame(HEADERS, 0, 1, 20);
+    feed(h, "client", headers, step);
+    assertEquals(h.blockSince >= 1000, true, `step ${step}`);
+    assertEquals(h.requests, 0, `step ${step}`);
+    feed(h, "client", frame(CONTINUATION, END_HEADERS, 1, 7), step);
+    assertEquals([h.requests, h.open, h.blockSince], [1, 1, -1], `step ${step}`);
+    // A body with END_STREAM, then trailers on the same stream: still one request.
+    feed(h, "client", join(frame(DATA, 0, 1, 30), frame(HEADERS, 5, 1, 3)), step);
+    assertEquals([h.requests, h.open], [1, 1], `step ${step}`);
+    // A second request, whose block ends with its HEADERS frame.
+    feed(h, "client", frame(HEADERS, END_HEADERS | END_STREAM, 3, 4), step);
+    assertEquals([h.requests, h.open], [2, 2], `step ${step}`);
+    // The server: SETTINGS, the answer to 1 (HEADERS, then DATA with END_STREAM), 3 reset.
+    feed(h, "server", join(frame(SETTINGS, 0, 0, 6), frame(HEADERS, END_HEADERS, 1, 5)), step);
+    assertEquals(h.open, 2, `step ${step}`);
+    feed(h, "server", join(frame(DATA, 0, 1, 100), frame(DATA, END_STREAM, 1, 0)), step);
+    assertEquals([h.open, h.idleSince], [1, -1], `step ${step}`);
+    feed(h, "server", frame(RST_STREAM, 0, 3, 4), step);
+    assertEquals(h.open, 0, `step ${step}`);
+    assertEquals(h.idleSince >= 5000, true, `step ${step}`);
+    // A block on a finished stream is not a new request.
+    feed(h, "client", frame(HEADERS, END_HEADERS, 3, 2), step);
+    assertEquals([h.requests, h.open], [2, 0], `step ${step}`);
+  }
+});
+
+Deno.test("Http2Framing ends a request the client resets or the server answers with HEADERS alone", () => {
+  const h = new Http2Framing();
+  h.fromClient(join(REST, frame(HEADERS, END_HEADERS | END_STREAM, 1, 3)), 1);
+  h.fromClient(frame(HEADERS, END_HEADERS, 3, 3), 2);
+  assertEquals(h.open, 2);
+  h.fromClient(frame(RST_STREAM, 0, 3, 4), 3);
+  assertEquals(h.open, 1);
+  // A HEAD's answer, or a 204: HEADERS with END_STREAM.
+  h.fromServer(frame(HEADERS, END_HEADERS | END_STREAM, 1, 2), 4);
+  assertEquals([h.open, h.idleSince], [0, 4]);
+});
+
+Deno.test("Http2Framing stops at a preface that is not HTTP/2's", () => {
+  const h = new Http2Framing();
+  h.fromClient(enc.encode("SX\r\n\r\n"), 1);
+  h.fromClient(frame(HEADERS, END_HEADERS, 1, 0), 2);
+  assertEquals([h.broken, h.requests], [true, 0]);
+});
