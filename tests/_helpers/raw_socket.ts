@@ -53,3 +53,26 @@ export async function rawSend(
     }
   }
 }
+
+/** Resolves with the time (ms since `since`) at which the server closed the connection. */
+export async function closedAfter(
+  conn: Deno.Conn,
+  since: number,
+  limitMs = 10_000,
+): Promise<number> {
+  const buf = new Uint8Array(4096);
+  const timer = setTimeout(() => conn.close(), limitMs);
+  try {
+    while (true) {
+      const n = await conn.read(buf).catch(() => null);
+      if (n === null) return performance.now() - since;
+    }
+  } finally {
+    clearTimeout(timer);
+    try {
+      conn.close();
+    } catch {
+      // closed
+    }
+  }
+}

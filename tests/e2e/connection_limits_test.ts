@@ -7,7 +7,7 @@ import net from "node:net";
 import tls from "node:tls";
 import { assertEquals, ok } from "../_helpers/assert.ts";
 import { addSite } from "../_helpers/protection.ts";
-import { bytes, rawSend } from "../_helpers/raw_socket.ts";
+import { bytes, closedAfter, rawSend } from "../_helpers/raw_socket.ts";
 import { startTestServer, type TestServer } from "../_helpers/server.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
 import { spawnWaf } from "../_helpers/process.ts";
@@ -27,25 +27,6 @@ const SHORT = {
 
 function portOf(url: string): number {
   return Number(new URL(url).port);
-}
-
-/** Resolves with the time (ms since `since`) at which the server closed the connection. */
-async function closedAfter(conn: Deno.Conn, since: number, limitMs = 10_000): Promise<number> {
-  const buf = new Uint8Array(4096);
-  const timer = setTimeout(() => conn.close(), limitMs);
-  try {
-    while (true) {
-      const n = await conn.read(buf).catch(() => null);
-      if (n === null) return performance.now() - since;
-    }
-  } finally {
-    clearTimeout(timer);
-    try {
-      conn.close();
-    } catch {
-      // closed
-    }
-  }
 }
 
 function counter(s: TestServer, listener: string) {

@@ -9,6 +9,7 @@ import http2 from "node:http2";
 import tls from "node:tls";
 import { assertEquals, ok } from "../_helpers/assert.ts";
 import { addSite } from "../_helpers/protection.ts";
+import { closedAfter } from "../_helpers/raw_socket.ts";
 import { startTestServer, type TestServer } from "../_helpers/server.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
 import { siteInput, SYSTEM } from "../_helpers/sites.ts";
@@ -53,30 +54,19 @@ function counter(s: TestServer, listener: string) {
   return s.monitor.connections.listener(listener);
 }
 
-/** Resolves with the time (ms since `since`) at which the server closed the connection. */
-async function closedAfter(conn: Deno.Conn, since: number, limitMs = 10_000): Promise<number> {
-  const buf = new Uint8Array(4096);
-  const timer = setTimeout(() => conn.close(), limitMs);
-  try {
-    while (true) {
-      const n = await conn.read(buf).catch(() => null);
-      if (n === null) return performance.now() - since;
-    }
-  } finally {
-    clearTimeout(timer);
-    try {
-      conn.close();
-    } catch {
-      // closed
-    }
-  }
-}
-
 /** Writes `chunk` every `gap` ms until the connection refuses it (or `times` writes). */
 async function keepWriting(conn: Deno.Conn, chunk: Uint8Array, gap: number, times = 50) {
   for (let i = 0; i < times; i++) {
     await sleep(gap);
     if (await conn.write(chunk).catch(() => null) === null) return;
+  }
+}
+
+/** Writes `block` a byte every `gap` ms until the connection refuses it (or 50 bytes). */
+async function trickleBytes(conn: Deno.Conn, block: Uint8Array, gap: number) {
+  for (let i = 0; i < 50; i++) {
+    await sleep(gap);
+    if (await conn.write(block.subarray(i, i + 1)).catch(() => null) === null) return;
   }
 }
 
@@ -155,12 +145,7 @@ Deno.test("an HTTP/2 header block that trickles in is cut at the header deadline
   const first = await Deno.connect({ hostname: "127.0.0.1", port });
   const t0 = performance.now();
   await first.write(new Uint8Array([...PREFACE, ...SETTINGS, ...header]));
-  const trickle = (async () => {
-    for (let i = 0; i < 50; i++) {
-      await sleep(200);
-      if (await first.write(block.subarray(i, i + 1)).catch(() => null) === null) return;
-    }
-  })();
+  const trickle = trickleBytes(first, block, 200);
   const ms = await closedAfter(first, t0);
   await trickle;
   ok(ms >= 900 && ms < 3_000, `closed after ${Math.round(ms)} ms (deadline 1 s)`);
@@ -212,12 +197,7 @@ Deno.test("a later HTTP/2 header block that trickles in is cut at the header dea
   block.set(getBlock());
   await conn.write(frame(0x1, 0x5, 3, block).subarray(0, 9));
   const t0 = performance.now();
-  const trickle = (async () => {
-    for (let i = 0; i < 50; i++) {
-      await sleep(200);
-      if (await conn.write(block.subarray(i, i + 1)).catch(() => null) === null) return;
-    }
-  })();
+  const trickle = trickleBytes(conn, block, 200);
   const ms = await closedAfter(conn, t0);
   await trickle;
   ok(ms < 3_000, `closed after ${Math.round(ms)} ms (deadline 1 s)`);
