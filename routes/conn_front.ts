@@ -18,7 +18,8 @@
  * - an HTTP/2 connection (its preface, prior knowledge or ALPN `h2`) is followed frame by frame
  *   (`h2_framing.ts`): its first request's header block must be complete within `header_timeout`
  *   of the connection's start, any later header block within `header_timeout` of its first frame,
- *   and with no request open it may stay `keepalive_timeout` after the last answer ended.
+ *   a request body the server has room for (flow control) may pause at most `body_timeout`, and
+ *   with no request open the connection may stay `keepalive_timeout` after the last answer ended.
  *
  * Accept failures are counted, logged (at most one line a second) and retried with a growing
  * back-off; nothing here can throw out of the accept loop. With TLS, the front ends TLS itself
@@ -494,13 +495,19 @@ export function startFront(options: FrontOptions): Front {
   }
 
   function http2Deadline(c: Piped, h: Http2Framing): void {
+    const body = h.bodySince;
+    c.deadline = body < 0 ? Infinity : body + limits.bodyTimeoutMs;
+    c.reason = "body_timeout";
     if (h.requests === 0 || h.blockSince >= 0) {
-      c.deadline = (h.requests === 0 ? c.opened : h.blockSince) + limits.headerTimeoutMs;
-      c.reason = "header_timeout";
+      const head = (h.requests === 0 ? c.opened : h.blockSince) + limits.headerTimeoutMs;
+      if (head <= c.deadline) {
+        c.deadline = head;
+        c.reason = "header_timeout";
+      }
     } else if (h.open === 0) {
       c.deadline = h.idleSince + limits.keepAliveTimeoutMs;
       c.reason = "keepalive_timeout";
-    } else c.deadline = Infinity;
+    }
   }
 
   async function badFraming(c: Piped, _inner: Deno.Conn): Promise<void> {

@@ -1,9 +1,11 @@
 /**
  * Follows one HTTP/2 connection as its bytes go by in both directions, reading frame headers
- * only (RFC 9113 §4.1: 24-bit length, type, flags, 31-bit stream id) and skipping every payload
- * unread: which requests are open, and whether the client is in the middle of a header block.
- * The connection front (`conn_front.ts`) sets its deadlines from that, as it does from
- * `conn_framing.ts` for HTTP/1.1; the protocol itself stays the server's to check.
+ * (RFC 9113 §4.1: 24-bit length, type, flags, 31-bit stream id) and, of the payloads, only the
+ * flow-control ones (SETTINGS, WINDOW_UPDATE); every other payload is skipped unread. It tells
+ * which requests are open, whether the client is in the middle of a header block, and since when
+ * a request body the server has room for has not moved. The connection front (`conn_front.ts`)
+ * sets its deadlines from that, as it does from `conn_framing.ts` for HTTP/1.1; the protocol
+ * itself stays the server's to check.
  *
  * A request is open from the end of its HEADERS block (client) until the server ends its answer
  * (END_STREAM on HEADERS or DATA) or either side resets the stream (RST_STREAM). The rest of the
@@ -13,38 +15,62 @@
 const DATA = 0x0;
 const HEADERS = 0x1;
 const RST_STREAM = 0x3;
+const SETTINGS = 0x4;
+const WINDOW_UPDATE = 0x8;
 const CONTINUATION = 0x9;
 const END_STREAM = 0x1;
+const ACK = 0x1;
 const END_HEADERS = 0x4;
+const INITIAL_WINDOW_SIZE = 0x4;
+/** Every flow-control window's size until SETTINGS or WINDOW_UPDATE says otherwise. */
+const DEFAULT_WINDOW = 65_535;
+/** SETTINGS payload read (682 entries); what a longer frame carries past it is not followed. */
+const KEEP_CAP = 4096;
 
 /** What the client sends after `PRI * HTTP/2.0\r\n\r\n` (already read by the HTTP/1.1 follower). */
 const PREFACE_REST = [0x53, 0x4d, 0x0d, 0x0a, 0x0d, 0x0a]; // "SM\r\n\r\n"
 
-/** One direction's frame headers, each handed over once complete; payloads skipped. */
+/** What a direction's frames are handed to. */
+interface FrameSink {
+  /** A frame header is complete (its fields are on the reader). */
+  header(reader: FrameReader): void;
+  /** `n` payload bytes of the current frame went by. */
+  payload(reader: FrameReader, n: number): void;
+  /** The current frame is complete; `kept` holds its payload for SETTINGS and WINDOW_UPDATE. */
+  end(reader: FrameReader, kept: Uint8Array): void;
+}
+
+/** One direction's frames: headers read, flow-control payloads kept, the rest skipped. */
 class FrameReader {
+  type = -1;
+  flags = 0;
+  stream = 0;
+  length = 0;
   readonly #head = new Uint8Array(9);
   #have = 0;
-  /** Payload bytes of the current frame still to skip. */
+  /** Payload bytes of the current frame still to come. */
   #skip = 0;
+  readonly #kept = new Uint8Array(KEEP_CAP);
+  #keptLen = 0;
+  #keep = false;
 
-  /**
-   * Walks `buf`, calling `onHeader` for each frame header and `onEnd` when a frame's payload is
-   * complete (right after `onHeader` for an empty one).
-   */
-  walk(
-    buf: Uint8Array,
-    from: number,
-    onHeader: (type: number, flags: number, stream: number) => void,
-    onEnd: () => void,
-  ): void {
+  constructor(readonly sink: FrameSink) {}
+
+  walk(buf: Uint8Array, from: number): void {
     let i = from;
     const n = buf.length;
     while (i < n) {
       if (this.#skip > 0) {
         const take = Math.min(this.#skip, n - i);
+        if (this.#keep && this.#keptLen < KEEP_CAP) {
+          const room = Math.min(take, KEEP_CAP - this.#keptLen);
+          this.#kept.set(buf.subarray(i, i + room), this.#keptLen);
+          this.#keptLen += room;
+        }
         this.#skip -= take;
         i += take;
-        if (this.#skip === 0) onEnd();
+        this.sink.payload(this, take);
+        if (this.#skip === 0) this.#end();
         continue;
       }
       const take = Math.min(9 - this.#have, n - i);
@@ -54,12 +80,31 @@ class FrameReader {
       if (this.#have < 9) return;
       this.#have = 0;
       const h = this.#head;
-      this.#skip = (h[0]! << 16) | (h[1]! << 8) | h[2]!;
-      const stream = ((h[5]! & 0x7f) << 24) | (h[6]! << 16) | (h[7]! << 8) | h[8]!;
-      onHeader(h[3]!, h[4]!, stream);
-      if (this.#skip === 0) onEnd();
+      this.length = (h[0]! << 16) | (h[1]! << 8) | h[2]!;
+      this.type = h[3]!;
+      this.flags = h[4]!;
+      this.stream = ((h[5]! & 0x7f) << 24) | (h[6]! << 16) | (h[7]! << 8) | h[8]!;
+      this.#skip = this.length;
+      this.#keep = this.type === SETTINGS || this.type === WINDOW_UPDATE;
+      this.#keptLen = 0;
+      this.sink.header(this);
+      if (this.#skip === 0) this.#end();
     }
   }
+
+  #end(): void {
+    this.sink.end(this, this.#kept.subarray(0, this.#keptLen));
+  }
+}
+
+/** An open request. */
+interface Stream {
+  /** The client ended its side (END_STREAM): no more body to wait for. */
+  sent: boolean;
+  /** What the client may still send on it: the server's grant, less the DATA sent. */
+  window: number;
+  /** When its body last moved, or the server made room for it (the body deadline runs from it). */
+  since: number;
 }
 
 export class Http2Framing {
@@ -71,23 +116,58 @@ export class Http2Framing {
   idleSince = -1;
   /** The client's bytes are not HTTP/2 (a bad preface): nothing more is followed. */
   broken = false;
-  readonly #open = new Set<number>();
+  readonly #streams = new Map<number, Stream>();
   #preface = 0;
   #highest = 0;
-  readonly #client = new FrameReader();
-  readonly #server = new FrameReader();
-  /** The client's frame being read: type and flags. */
-  #type = -1;
-  #flags = 0;
   #blockStream = 0;
+  #blockEnds = false;
+  /** The server's SETTINGS_INITIAL_WINDOW_SIZE: a new stream's window for the client's DATA. */
+  #initial = DEFAULT_WINDOW;
+  /** The connection's window for the client's DATA, and when it last opened. */
+  #window = DEFAULT_WINDOW;
+  #windowSince = 0;
   #now = 0;
+
+  readonly #client = new FrameReader({
+    header: (r) => this.#clientHeader(r),
+    payload: (r, n) => {
+      const s = r.type === DATA && n > 0 ? this.#streams.get(r.stream) : undefined;
+      if (s !== undefined) s.since = this.#now;
+    },
+    end: (r) => this.#clientEnd(r),
+  });
+
+  readonly #server = new FrameReader({
+    header: (r) => {
+      if (
+        r.type === RST_STREAM || ((r.type === HEADERS || r.type === DATA) && r.flags & END_STREAM)
+      ) this.#end(r.stream);
+    },
+    payload: noop,
+    end: (r, kept) => this.#serverEnd(r, kept),
+  });
 
   /** Requests open (answer not ended, stream not reset). */
   get open(): number {
-    return this.#open.size;
+    return this.#streams.size;
   }
 
-  /** The client's bytes, from just after `PRI * HTTP/2.0\r\n\r\n`; `now` stamps what begins. */
+  /**
+   * Since when the oldest request body the server has room for has not moved (the body deadline
+   * runs from it); -1 when no body is awaited or the server has no room for one.
+   */
+  get bodySince(): number {
+    if (this.#window <= 0) return -1;
+    let since = -1;
+    for (const s of this.#streams.values()) {
+      if (s.sent || s.window <= 0) continue;
+      const t = Math.max(s.since, this.#windowSince);
+      if (since < 0 || t < since) since = t;
+    }
+    return since;
+  }
+
+  /** The client's bytes, from just after `PRI * HTTP/2.0\r\n\r\n`; `now` stamps what happens. */
   fromClient(buf: Uint8Array, now: number): void {
     if (this.broken) return;
     let i = 0;
@@ -98,46 +178,80 @@ export class Http2Framing {
       }
     }
     this.#now = now;
-    this.#client.walk(buf, i, this.#clientHeader, this.#clientEnd);
+    this.#client.walk(buf, i);
   }
 
   /** The server's bytes, from the start of its side of the connection. */
   fromServer(buf: Uint8Array, now: number): void {
     this.#now = now;
-    this.#server.walk(buf, 0, this.#serverHeader, noop);
+    this.#server.walk(buf, 0);
   }
 
-  readonly #clientHeader = (type: number, flags: number, stream: number): void => {
-    this.#type = type;
-    this.#flags = flags;
-    if (type === HEADERS && this.blockSince < 0) {
+  #clientHeader(r: FrameReader): void {
+    if (r.type === HEADERS && this.blockSince < 0) {
       this.blockSince = this.#now;
-      this.#blockStream = stream;
-    } else if (type === RST_STREAM) this.#end(stream);
-  };
+      this.#blockStream = r.stream;
+      this.#blockEnds = (r.flags & END_STREAM) !== 0;
+    } else if (r.type === DATA) {
+      this.#window -= r.length;
+      const s = this.#streams.get(r.stream);
+      if (s !== undefined) {
+        s.window -= r.length;
+        s.since = this.#now;
+        if (r.flags & END_STREAM) s.sent = true;
+      }
+    } else if (r.type === RST_STREAM) this.#end(r.stream);
+  }
 
-  readonly #clientEnd = (): void => {
-    const type = this.#type;
-    if ((type !== HEADERS && type !== CONTINUATION) || (this.#flags & END_HEADERS) === 0) return;
+  #clientEnd(r: FrameReader): void {
+    if ((r.type !== HEADERS && r.type !== CONTINUATION) || (r.flags & END_HEADERS) === 0) return;
     this.blockSince = -1;
     const stream = this.#blockStream;
-    // A new request (client streams are odd and increasing); a later block on an open stream is
-    // its trailers, one on a finished stream the server's to refuse.
+    const open = this.#streams.get(stream);
+    if (open !== undefined) {
+      // Trailers: the body's end when they carry END_STREAM.
+      if (this.#blockEnds) open.sent = true;
+      return;
+    }
+    // A new request (client streams are odd and increasing); a block on a finished stream is the
+    // server's to refuse.
     if (stream % 2 === 1 && stream > this.#highest) {
       this.#highest = stream;
-      this.#open.add(stream);
+      this.#streams.set(stream, { sent: this.#blockEnds, window: this.#initial, since: this.#now });
       this.requests++;
     }
-  };
+  }
 
-  readonly #serverHeader = (type: number, flags: number, stream: number): void => {
-    if (type === RST_STREAM || ((type === HEADERS || type === DATA) && flags & END_STREAM)) {
-      this.#end(stream);
+  #serverEnd(r: FrameReader, kept: Uint8Array): void {
+    if (r.type === WINDOW_UPDATE && kept.length === 4) {
+      const add = ((kept[0]! & 0x7f) << 24 | kept[1]! << 16 | kept[2]! << 8 | kept[3]!) >>> 0;
+      if (r.stream === 0) {
+        if (this.#window <= 0 && this.#window + add > 0) this.#windowSince = this.#now;
+        this.#window += add;
+      } else {
+        const s = this.#streams.get(r.stream);
+        if (s !== undefined) this.#grow(s, add);
+      }
+    } else if (r.type === SETTINGS && (r.flags & ACK) === 0) {
+      for (let at = 0; at + 6 <= kept.length; at += 6) {
+        if ((kept[at]! << 8 | kept[at + 1]!) !== INITIAL_WINDOW_SIZE) continue;
+        const size =
+          (kept[at + 2]! << 24 | kept[at + 3]! << 16 | kept[at + 4]! << 8 | kept[at + 5]!) >>> 0;
+        // RFC 9113 §6.9.2: the change applies to every open stream's window.
+        for (const s of this.#streams.values()) this.#grow(s, size - this.#initial);
+        this.#initial = size;
+      }
     }
-  };
+  }
+
+  /** The server changed a stream's window: room again restarts its body deadline. */
+  #grow(s: Stream, add: number): void {
+    if (s.window <= 0 && s.window + add > 0) s.since = this.#now;
+    s.window += add;
+  }
 
   #end(stream: number): void {
-    if (this.#open.delete(stream) && this.#open.size === 0) this.idleSince = this.#now;
+    if (this.#streams.delete(stream) && this.#streams.size === 0) this.idleSince = this.#now;
   }
 }
 

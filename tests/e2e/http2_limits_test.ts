@@ -256,6 +256,68 @@ Deno.test("a real HTTP/2 client's slow upload, long streamed answer and spaced r
   session.destroy();
 });
 
+Deno.test("an HTTP/2 request body that stops is cut at the body deadline and counted", async () => {
+  await using up = startUpstream();
+  await using s = await startTestServer({ config: { server: { data: { limits: SHORT } } } });
+  addSite(s, up.url, { mode: "off" });
+  const session = http2.connect(s.dataUrl);
+  const closed = sessionClosed(session, performance.now());
+  const stream = session.request(
+    { ":method": "POST", ":path": "/upload", host: "shop.test", "content-length": "100" },
+    { endStream: false },
+  );
+  stream.on("error", () => {});
+  stream.write("first=part");
+  // ...and then nothing more.
+  const from = performance.now();
+  await closed;
+  const ms = performance.now() - from;
+  ok(ms < 3_000, `closed after ${Math.round(ms)} ms (body deadline 1 s)`);
+  assertEquals(counter(s, "data").closed.body_timeout, 1);
+  assertEquals(counter(s, "data").closed.header_timeout, 0);
+  session.destroy();
+});
+
+Deno.test("an HTTP/2 upload held back by flow control while the upstream does not read is not cut", async () => {
+  const MIB = 1024 * 1024;
+  let arrived!: () => void;
+  const held = new Promise<void>((resolve) => arrived = resolve);
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => release = resolve);
+  // An upstream that reads the body only when the test says so.
+  await using sink = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+    async (req) => {
+      arrived();
+      await released;
+      return new Response(String((await req.arrayBuffer()).byteLength));
+    },
+  );
+  await using s = await startTestServer({ config: { server: { data: { limits: SHORT } } } });
+  addSite(s, `http://127.0.0.1:${sink.addr.port}`, { mode: "off", max_body_bytes: 64 * MIB });
+  const session = http2.connect(s.dataUrl);
+  session.on("error", () => {});
+  const size = 48 * MIB;
+  const answer = request(
+    session,
+    { ":method": "POST", ":path": "/sink", host: "shop.test" },
+    async (stream) => {
+      const piece = new Uint8Array(MIB).fill(120);
+      for (let sent = 0; sent < size; sent += MIB) stream.write(piece);
+      stream.end();
+      await held;
+      // Twice the body deadline with the client unable to send: the server's time, not the
+      // client's.
+      await sleep(2_500);
+      ok(stream.bufferSize > 0, "the client was held back by flow control");
+      release();
+    },
+  );
+  assertEquals(await answer, { status: 200, body: String(size) });
+  assertEquals(counter(s, "data").closed.body_timeout, 0);
+  session.destroy();
+});
+
 Deno.test("behind TLS, an ALPN h2 connection has the same deadlines: preface only, then idle after a request", async () => {
   const now = Date.now();
   const ca = await createCa("waf test CA", now, systemRandom);

@@ -78,3 +78,53 @@ Deno.test("Http2Framing stops at a preface that is not HTTP/2's", () => {
   h.fromClient(frame(HEADERS, END_HEADERS, 1, 0), 2);
   assertEquals([h.broken, h.requests], [true, 0]);
 });
+
+/** A frame with its payload. */
+function withPayload(type: number, flags: number, stream: number, payload: number[]) {
+  const out = frame(type, flags, stream, payload.length);
+  out.set(payload, 9);
+  return out;
+}
+
+const u32 = (n: number) => [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255];
+const WINDOW_UPDATE = 8;
+
+Deno.test("Http2Framing waits for a request body only while the server has room for it", () => {
+  for (const step of [1, 4, 1000]) {
+    const h = new Http2Framing();
+    // A GET awaits no body; a POST does, from the end of its header block.
+    feed(h, "client", join(REST, frame(HEADERS, END_HEADERS | END_STREAM, 1, 3)), step);
+    assertEquals(h.bodySince, -1, `step ${step}`);
+    h.fromClient(frame(HEADERS, END_HEADERS, 3, 3), 2000);
+    assertEquals(h.bodySince, 2000, `step ${step}`);
+    // Body bytes move it, down to the last payload byte that came.
+    const data = frame(DATA, 0, 3, 100);
+    h.fromClient(data.subarray(0, 50), 2100);
+    h.fromClient(data.subarray(50), 2200);
+    assertEquals(h.bodySince, 2200, `step ${step}`);
+    // The stream's window (65,535) used up: the client cannot send, nothing is awaited.
+    h.fromClient(frame(DATA, 0, 3, 65_435), 2300);
+    assertEquals(h.bodySince, -1, `step ${step}`);
+    // The server makes room on the stream, but the connection's window is used up too.
+    const update = withPayload(WINDOW_UPDATE, 0, 3, u32(1000));
+    h.fromServer(update.subarray(0, step), 2500);
+    h.fromServer(update.subarray(step), 2500);
+    assertEquals(h.bodySince, -1, `step ${step}`);
+    h.fromServer(withPayload(WINDOW_UPDATE, 0, 0, u32(5000)), 3000);
+    assertEquals(h.bodySince, 3000, `step ${step}`);
+    // SETTINGS lowering the initial window takes the stream's room away; raising gives it back.
+    h.fromServer(withPayload(SETTINGS, 0, 0, [0, 4, ...u32(0)]), 3100);
+    assertEquals(h.bodySince, -1, `step ${step}`);
+    h.fromServer(withPayload(SETTINGS, 1, 0, []), 3150); // an ACK carries nothing
+    h.fromServer(withPayload(SETTINGS, 0, 0, [0, 3, ...u32(100), 0, 4, ...u32(70_000)]), 3200);
+    assertEquals(h.bodySince, 3200, `step ${step}`);
+    // A new stream starts with the new initial window.
+    h.fromClient(frame(HEADERS, END_HEADERS, 5, 3), 3300);
+    assertEquals(h.bodySince, 3200, `step ${step}`);
+    // Trailers with END_STREAM end 3's body, END_STREAM on DATA 5's.
+    h.fromClient(frame(HEADERS, END_HEADERS | END_STREAM, 3, 2), 3400);
+    assertEquals(h.bodySince, 3300, `step ${step}`);
+    h.fromClient(frame(DATA, END_STREAM, 5, 0), 3500);
+    assertEquals([h.bodySince, h.open], [-1, 3], `step ${step}`);
+  }
+});
