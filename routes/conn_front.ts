@@ -18,8 +18,9 @@
  * - an HTTP/2 connection (its preface, prior knowledge or ALPN `h2`) is followed frame by frame
  *   (`h2_framing.ts`): its first request's header block must be complete within `header_timeout`
  *   of the connection's start, any later header block within `header_timeout` of its first frame,
- *   a request body the server has room for (flow control) may pause at most `body_timeout`, and
- *   with no request open the connection may stay `keepalive_timeout` after the last answer ended.
+ *   a request body the server has room for (flow control) may pause at most `body_timeout`, an
+ *   answer the client grants no room to (flow control) may wait at most `body_timeout`, and with
+ *   no request open the connection may stay `keepalive_timeout` after the last answer ended.
  *
  * Accept failures are counted, logged (at most one line a second) and retried with a growing
  * back-off; nothing here can throw out of the accept loop. With TLS, the front ends TLS itself
@@ -494,20 +495,33 @@ export function startFront(options: FrontOptions): Front {
     http2Deadline(c, c.h2);
   }
 
+  /** The earliest of the deadlines that apply to where the HTTP/2 connection is. */
   function http2Deadline(c: Piped, h: Http2Framing): void {
+    let deadline = Infinity;
+    let reason: CloseReason = "keepalive_timeout";
     const body = h.bodySince;
-    c.deadline = body < 0 ? Infinity : body + limits.bodyTimeoutMs;
-    c.reason = "body_timeout";
-    if (h.requests === 0 || h.blockSince >= 0) {
-      const head = (h.requests === 0 ? c.opened : h.blockSince) + limits.headerTimeoutMs;
-      if (head <= c.deadline) {
-        c.deadline = head;
-        c.reason = "header_timeout";
-      }
-    } else if (h.open === 0) {
-      c.deadline = h.idleSince + limits.keepAliveTimeoutMs;
-      c.reason = "keepalive_timeout";
+    if (body >= 0) {
+      deadline = body + limits.bodyTimeoutMs;
+      reason = "body_timeout";
     }
+    const held = h.answerHeldSince;
+    if (held >= 0 && held + limits.bodyTimeoutMs < deadline) {
+      deadline = held + limits.bodyTimeoutMs;
+      reason = "send_timeout";
+    }
+    const head = h.requests === 0 ? c.opened : h.blockSince;
+    if (head >= 0 && head + limits.headerTimeoutMs <= deadline) {
+      deadline = head + limits.headerTimeoutMs;
+      reason = "header_timeout";
+    }
+    // Idle until a header block begins (it has its own deadline, as an HTTP/1.1 head has).
+    const idle = h.requests > 0 && h.open === 0 && h.blockSince < 0;
+    if (idle && h.idleSince + limits.keepAliveTimeoutMs < deadline) {
+      deadline = h.idleSince + limits.keepAliveTimeoutMs;
+      reason = "keepalive_timeout";
+    }
+    c.deadline = deadline;
+    c.reason = reason;
   }
 
   async function badFraming(c: Piped, _inner: Deno.Conn): Promise<void> {

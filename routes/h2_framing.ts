@@ -2,8 +2,9 @@
  * Follows one HTTP/2 connection as its bytes go by in both directions, reading frame headers
  * (RFC 9113 §4.1: 24-bit length, type, flags, 31-bit stream id) and, of the payloads, only the
  * flow-control ones (SETTINGS, WINDOW_UPDATE); every other payload is skipped unread. It tells
- * which requests are open, whether the client is in the middle of a header block, and since when
- * a request body the server has room for has not moved. The connection front (`conn_front.ts`)
+ * which requests are open, whether the client is in the middle of a header block, since when a
+ * request body the server has room for has not moved, and since when an answer has been held
+ * back by the client's own flow control (it grants no room to receive). The connection front (`conn_front.ts`)
  * sets its deadlines from that, as it does from `conn_framing.ts` for HTTP/1.1; the protocol
  * itself stays the server's to check.
  *
@@ -105,6 +106,10 @@ interface Stream {
   window: number;
   /** When its body last moved, or the server made room for it (the body deadline runs from it). */
   since: number;
+  /** What the server may still send on it: the client's grant, less the DATA answered. */
+  answerWindow: number;
+  /** When the client's grant for it ran out; -1 while it has room. */
+  heldSince: number;
 }
 
 export class Http2Framing {
@@ -126,6 +131,11 @@ export class Http2Framing {
   /** The connection's window for the client's DATA, and when it last opened. */
   #window = DEFAULT_WINDOW;
   #windowSince = 0;
+  /** The client's SETTINGS_INITIAL_WINDOW_SIZE, and the connection's window for the answers. */
+  #answerInitial = DEFAULT_WINDOW;
+  #answerWindow = DEFAULT_WINDOW;
+  /** When the connection's window for the answers ran out; -1 while it has room. */
+  #answerHeldSince = -1;
   #now = 0;
 
   readonly #client = new FrameReader({
@@ -134,11 +144,12 @@ export class Http2Framing {
       const s = r.type === DATA && n > 0 ? this.#streams.get(r.stream) : undefined;
       if (s !== undefined) s.since = this.#now;
     },
-    end: (r) => this.#clientEnd(r),
+    end: (r, kept) => this.#clientEnd(r, kept),
   });
 
   readonly #server = new FrameReader({
     header: (r) => {
+      if (r.type === DATA) this.#answered(r.stream, r.length);
       if (
         r.type === RST_STREAM || ((r.type === HEADERS || r.type === DATA) && r.flags & END_STREAM)
       ) this.#end(r.stream);
@@ -163,6 +174,19 @@ export class Http2Framing {
       if (s.sent || s.window <= 0) continue;
       const t = Math.max(s.since, this.#windowSince);
       if (since < 0 || t < since) since = t;
+    }
+    return since;
+  }
+
+  /**
+   * Since when an open answer has been held back by the client's flow control (its window, or
+   * the connection's, used up by the server's DATA); -1 when none is.
+   */
+  get answerHeldSince(): number {
+    let since = -1;
+    for (const s of this.#streams.values()) {
+      const t = s.heldSince >= 0 ? s.heldSince : this.#answerHeldSince;
+      if (t >= 0 && (since < 0 || t < since)) since = t;
     }
     return since;
   }
@@ -203,7 +227,27 @@ export class Http2Framing {
     } else if (r.type === RST_STREAM) this.#end(r.stream);
   }
 
-  #clientEnd(r: FrameReader): void {
+  #clientEnd(r: FrameReader, kept: Uint8Array): void {
+    if (r.type === WINDOW_UPDATE && kept.length === 4) {
+      const add = increment(kept);
+      if (r.stream === 0) {
+        this.#answerWindow += add;
+        if (this.#answerWindow > 0) this.#answerHeldSince = -1;
+      } else {
+        const s = this.#streams.get(r.stream);
+        if (s !== undefined) this.#growAnswer(s, add);
+      }
+      return;
+    }
+    if (r.type === SETTINGS && (r.flags & ACK) === 0) {
+      const size = initialWindow(kept);
+      if (size !== undefined) {
+        // RFC 9113 §6.9.2: the change applies to every open stream's window.
+        for (const s of this.#streams.values()) this.#growAnswer(s, size - this.#answerInitial);
+        this.#answerInitial = size;
+      }
+      return;
+    }
     if ((r.type !== HEADERS && r.type !== CONTINUATION) || (r.flags & END_HEADERS) === 0) return;
     this.blockSince = -1;
     const stream = this.#blockStream;
@@ -217,14 +261,20 @@ export class Http2Framing {
     // server's to refuse.
     if (stream % 2 === 1 && stream > this.#highest) {
       this.#highest = stream;
-      this.#streams.set(stream, { sent: this.#blockEnds, window: this.#initial, since: this.#now });
+      this.#streams.set(stream, {
+        sent: this.#blockEnds,
+        window: this.#initial,
+        since: this.#now,
+        answerWindow: this.#answerInitial,
+        heldSince: this.#answerInitial > 0 ? -1 : this.#now,
+      });
       this.requests++;
     }
   }
 
   #serverEnd(r: FrameReader, kept: Uint8Array): void {
     if (r.type === WINDOW_UPDATE && kept.length === 4) {
-      const add = ((kept[0]! & 0x7f) << 24 | kept[1]! << 16 | kept[2]! << 8 | kept[3]!) >>> 0;
+      const add = increment(kept);
       if (r.stream === 0) {
         if (this.#window <= 0 && this.#window + add > 0) this.#windowSince = this.#now;
         this.#window += add;
@@ -233,15 +283,30 @@ export class Http2Framing {
         if (s !== undefined) this.#grow(s, add);
       }
     } else if (r.type === SETTINGS && (r.flags & ACK) === 0) {
-      for (let at = 0; at + 6 <= kept.length; at += 6) {
-        if ((kept[at]! << 8 | kept[at + 1]!) !== INITIAL_WINDOW_SIZE) continue;
-        const size =
-          (kept[at + 2]! << 24 | kept[at + 3]! << 16 | kept[at + 4]! << 8 | kept[at + 5]!) >>> 0;
-        // RFC 9113 §6.9.2: the change applies to every open stream's window.
+      const size = initialWindow(kept);
+      if (size !== undefined) {
         for (const s of this.#streams.values()) this.#grow(s, size - this.#initial);
         this.#initial = size;
       }
     }
+  }
+
+  /** The client changed a stream's window for the answer. */
+  #growAnswer(s: Stream, add: number): void {
+    s.answerWindow += add;
+    if (s.answerWindow > 0) s.heldSince = -1;
+    else if (s.heldSince < 0) s.heldSince = this.#now;
+  }
+
+  /** The server sent `length` bytes of DATA on `stream`, out of the client's grant. */
+  #answered(stream: number, length: number): void {
+    if (length === 0) return;
+    this.#answerWindow -= length;
+    if (this.#answerWindow <= 0 && this.#answerHeldSince < 0) this.#answerHeldSince = this.#now;
+    const s = this.#streams.get(stream);
+    if (s === undefined) return;
+    s.answerWindow -= length;
+    if (s.answerWindow <= 0 && s.heldSince < 0) s.heldSince = this.#now;
   }
 
   /** The server changed a stream's window: room again restarts its body deadline. */
@@ -253,6 +318,21 @@ export class Http2Framing {
   #end(stream: number): void {
     if (this.#streams.delete(stream) && this.#streams.size === 0) this.idleSince = this.#now;
   }
+}
+
+/** A WINDOW_UPDATE's increment (31 bits). */
+function increment(kept: Uint8Array): number {
+  return ((kept[0]! & 0x7f) << 24 | kept[1]! << 16 | kept[2]! << 8 | kept[3]!) >>> 0;
+}
+
+/** The last SETTINGS_INITIAL_WINDOW_SIZE of a SETTINGS payload, if it has one. */
+function initialWindow(kept: Uint8Array): number | undefined {
+  let size: number | undefined;
+  for (let at = 0; at + 6 <= kept.length; at += 6) {
+    if ((kept[at]! << 8 | kept[at + 1]!) !== INITIAL_WINDOW_SIZE) continue;
+    size = (kept[at + 2]! << 24 | kept[at + 3]! << 16 | kept[at + 4]! << 8 | kept[at + 5]!) >>> 0;
+  }
+  return size;
 }
 
 function noop(): void {}

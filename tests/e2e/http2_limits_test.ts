@@ -188,11 +188,10 @@ Deno.test("a later HTTP/2 header block that trickles in is cut at the header dea
   const session = http2.connect(s.dataUrl);
   const closed = sessionClosed(session, performance.now());
   assertEquals((await request(session, { ":path": "/first", host: "shop.test" })).status, 200);
-  // A second request on a raw connection after a first one answered: its HEADERS frame
-  // announces 200 bytes, sent a byte every 200 ms.
+  // A second request on a raw connection after a first one: its HEADERS frame announces 200
+  // bytes, sent a byte every 200 ms.
   const conn = await Deno.connect({ hostname: "127.0.0.1", port: portOf(s.dataUrl) });
   await conn.write(new Uint8Array([...PREFACE, ...SETTINGS, ...frame(0x1, 0x5, 1, getBlock())]));
-  await sleep(300);
   const block = new Uint8Array(200);
   block.set(getBlock());
   await conn.write(frame(0x1, 0x5, 3, block).subarray(0, 9));
@@ -315,6 +314,31 @@ Deno.test("an HTTP/2 upload held back by flow control while the upstream does no
   );
   assertEquals(await answer, { status: 200, body: String(size) });
   assertEquals(counter(s, "data").closed.body_timeout, 0);
+  session.destroy();
+});
+
+Deno.test("an HTTP/2 answer the client grants no room to is cut at the send deadline; one it reads is not", async () => {
+  await using up = startUpstream();
+  await using s = await startTestServer({ config: { server: { data: { limits: SHORT } } } });
+  addSite(s, up.url, { mode: "off" });
+  // Read as it comes, 16 MiB go through whatever the windows.
+  const reader = http2.connect(s.dataUrl);
+  reader.on("error", () => {});
+  const big = await request(reader, { ":path": `/big?n=${16 * 1024 * 1024}`, host: "shop.test" });
+  assertEquals([big.status, big.body.length], [200, 16 * 1024 * 1024]);
+  reader.destroy();
+  // Not read: the client's window runs out and it never grants more.
+  const session = http2.connect(s.dataUrl);
+  const closed = sessionClosed(session, performance.now());
+  const stream = session.request({ ":path": `/big?n=${16 * 1024 * 1024}`, host: "shop.test" });
+  stream.on("error", () => {});
+  stream.pause();
+  await new Promise((resolve) => stream.once("response", resolve));
+  const from = performance.now();
+  await closed;
+  const ms = performance.now() - from;
+  ok(ms < 4_000, `closed after ${Math.round(ms)} ms (send deadline 1 s)`);
+  assertEquals(counter(s, "data").closed.send_timeout, 1);
   session.destroy();
 });
 

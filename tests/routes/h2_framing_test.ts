@@ -128,3 +128,30 @@ Deno.test("Http2Framing waits for a request body only while the server has room 
     assertEquals([h.bodySince, h.open], [-1, 3], `step ${step}`);
   }
 });
+
+Deno.test("Http2Framing finds an answer held back by the client's flow control, and lets go when it grants room", () => {
+  const h = new Http2Framing();
+  h.fromClient(join(REST, frame(HEADERS, END_HEADERS | END_STREAM, 1, 3)), 1000);
+  assertEquals(h.answerHeldSince, -1);
+  // The answer uses up the stream's 65,535 bytes: held from then.
+  h.fromServer(join(frame(HEADERS, END_HEADERS, 1, 2), frame(DATA, 0, 1, 65_000)), 1100);
+  assertEquals(h.answerHeldSince, -1);
+  h.fromServer(frame(DATA, 0, 1, 535), 1200);
+  assertEquals(h.answerHeldSince, 1200);
+  // The client grants the stream room; the connection's window (also used up) stays held.
+  h.fromClient(withPayload(WINDOW_UPDATE, 0, 1, u32(10_000)), 1300);
+  assertEquals(h.answerHeldSince, 1200);
+  h.fromClient(withPayload(WINDOW_UPDATE, 0, 0, u32(1_000_000)), 1400);
+  assertEquals(h.answerHeldSince, -1);
+  // A client SETTINGS lowering the initial window holds it again; a new stream starts held.
+  h.fromClient(withPayload(SETTINGS, 0, 0, [0, 4, ...u32(0)]), 1500);
+  assertEquals(h.answerHeldSince, 1500);
+  h.fromClient(frame(HEADERS, END_HEADERS | END_STREAM, 3, 3), 1600);
+  h.fromClient(withPayload(SETTINGS, 0, 0, [0, 4, ...u32(100_000)]), 1700);
+  assertEquals(h.answerHeldSince, -1);
+  // An empty DATA with END_STREAM needs no room: the answer ends.
+  h.fromServer(frame(DATA, 0, 1, 100_000), 1800);
+  assertEquals(h.answerHeldSince, 1800);
+  h.fromServer(frame(DATA, END_STREAM, 1, 0), 1900);
+  assertEquals([h.answerHeldSince, h.open], [-1, 1]);
+});
