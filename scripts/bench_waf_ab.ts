@@ -19,7 +19,8 @@
  * each checkout: the CPU on the block-mode site minus the CPU on the site with protection off.
  *
  * Besides the whole process it reports the median CPU per request of each thread (`main`: the
- * event loop; `worker-1`: the access-log writer), from /proc/<pid>/task. `--fill N` starts every
+ * event loop; `worker-1`: the access-log writer), from /proc/<pid>/task, and the main thread's
+ * kernel time (`main (kernel)`, part of `main`: its socket reads and writes). `--fill N` starts every
  * side with N access-log rows already stored (the writer's cost grows with the table, and at
  * `max_records` each insert also deletes); `--max-records` sets `storage.access_logs.max_records`.
  */
@@ -50,6 +51,19 @@ function rssMb(pid: number): number {
   try {
     const m = /VmRSS:\s+(\d+) kB/.exec(Deno.readTextFileSync(`/proc/${pid}/status`));
     return m ? Math.round(Number(m[1]) / 1024) : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * The kernel's share (system time, in clock ticks) of the main thread of `pid`: the socket
+ * writes and reads the event loop makes; 0 when it cannot be read.
+ */
+function mainKernelTicks(pid: number): number {
+  try {
+    const stat = Deno.readTextFileSync(`/proc/${pid}/task/${pid}/stat`);
+    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[12]);
   } catch {
     return 0;
   }
@@ -152,6 +166,7 @@ export async function main(args: string[]): Promise<number> {
     const cpuRounds = new Map<string, number[]>(sides.map((s) => [s.name, []]));
     const cpu = await alternate(sides, Number(values.rounds), "µs CPU a request", async (s) => {
       const before = threadTicks(s.pid);
+      const kernelBefore = mainKernelTicks(s.pid);
       const r = await measured(s.pid, dir, s.url, s.script, {
         ...opts,
         duration: Number(values.duration),
@@ -165,6 +180,9 @@ export async function main(args: string[]): Promise<number> {
         xs[xs.length - 1]! += us;
         threads.set(key, xs);
       }
+      const kernel = threads.get("main (kernel)") ?? [];
+      kernel.push(((mainKernelTicks(s.pid) - kernelBefore) * 10_000) / Math.max(1, r.requests));
+      threads.set("main (kernel)", kernel);
       rss.set(s.name, [...rss.get(s.name) ?? [], rssMb(s.pid)]);
       if (r.non2xx > 0 && values.mix !== "attack") {
         throw new Error(`${s.name}: ${r.non2xx} answers were not 2xx`);
