@@ -49,7 +49,12 @@ export interface Normalized {
 export function normalize(value: string, plus: PlusMode = "literal"): Normalized {
   const truncated = value.length > MAX_VALUE_CHARS;
   let text = truncated ? value.slice(0, MAX_VALUE_CHARS) : value;
-  if (ENCODED_HINT.test(text)) {
+  if (plus === "space" && onlyPlusEncoded(text)) {
+    // A form-encoded value whose only escape is `+` (`correct+horse+battery`): the layers below
+    // would turn each `+` into a space and then find nothing else to decode, one concatenation
+    // at a time. One flat copy instead.
+    text = text.replaceAll("+", " ");
+  } else if (ENCODED_HINT.test(text)) {
     for (let layer = 0; layer < MAX_DECODE_LAYERS; layer++) {
       let next = percentDecode(text, layer === 0 && plus === "space");
       next = decodeEntities(next);
@@ -61,6 +66,17 @@ export function normalize(value: string, plus: PlusMode = "literal"): Normalized
   }
   if (text.includes("\0")) text = text.replace(NUL, "");
   return { text, truncated };
+}
+
+/**
+ * Whether `text` holds a `+` and none of the other characters that start an encoded sequence
+ * (`%`, `&`, a backslash). With `+` read as a space, such a value decodes to itself with every `+` a
+ * space: percent-decoding has no escape to decode, and the spaces it leaves start neither an
+ * entity, a JavaScript escape nor UTF-7 (`+A`), so the next layer changes nothing.
+ */
+function onlyPlusEncoded(text: string): boolean {
+  return text.indexOf("+") >= 0 && text.indexOf("%") < 0 && text.indexOf("&") < 0 &&
+    text.indexOf("\\") < 0;
 }
 
 /**

@@ -4,22 +4,28 @@
  * alternately, and the minimum of the rounds is kept, so a loaded machine slows both alike.
  *
  * ```sh
- * deno run -A scripts/bench_engine_ab.ts [revision=main] [rounds=5]
+ * deno run -A scripts/bench_engine_ab.ts [revision=main] [rounds=5] [--benign]
  * ```
  *
  * Prints a Markdown table (ms per body, the ratio, a regex scan of the same megabyte) and the
  * load average before and after: differences smaller than the spread of a loaded machine are
  * noise.
+ *
+ * `--benign` judges the benign mix of `bench:proxy` instead (the six requests as the data plane
+ * hands them to the engine, with the headers wrk sends), in rounds of 20,000 passes alternated
+ * between the two engines: µs a request (the median and the minimum of the rounds), what the
+ * engine costs the data plane on ordinary traffic.
  */
 
 import { inspect } from "../engine/inspect.ts";
-import type { Inspection, InspectOptions } from "../engine/types.ts";
+import type { EngineRequest, Inspection, InspectOptions } from "../engine/types.ts";
 import { BODIES } from "../tests/bench/engine_bodies.ts";
+import { BENIGN } from "./bench_proxy.ts";
 
-type Inspect = (req: (typeof BODIES)[number][1], opts: InspectOptions) => Inspection;
+export type Inspect = (req: EngineRequest, opts: InspectOptions) => Inspection;
 
 /** Extracts `engine/` at `revision` into a temporary directory and loads its inspector. */
-async function engineAt(revision: string): Promise<Inspect> {
+export async function engineAt(revision: string): Promise<Inspect> {
   const dir = await Deno.makeTempDir({ prefix: "engine-ab-" });
   const archive = new Deno.Command("git", {
     args: ["archive", "--format=tar", revision, "engine"],
@@ -43,12 +49,83 @@ function load(): string {
 
 const SCAN = /<script|union\s+select|\.\.\/|\$\{jndi/gi;
 
+const UA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 Chrome/126.0 Safari/537.36";
+
+/** The benign mix of `bench:proxy` as the engine gets it from the data plane. */
+function benignRequests(): EngineRequest[] {
+  const utf8 = new TextEncoder();
+  return BENIGN.map(([method, target, type, body]) => {
+    const q = target.indexOf("?");
+    const headers: Array<[string, string]> = [
+      ["host", "on.bench"],
+      ["user-agent", UA],
+      ["accept", "text/html,application/json;q=0.9,*/*;q=0.8"],
+      ["cookie", "session=4f2a9c1e7b; theme=dark"],
+    ];
+    if (type) headers.push(["content-type", type], ["content-length", String(body.length)]);
+    return {
+      method,
+      path: q < 0 ? target : target.slice(0, q),
+      query: q < 0 ? "" : target.slice(q + 1),
+      headers,
+      body: body ? utf8.encode(body) : undefined,
+    };
+  });
+}
+
+/** µs a request of the benign mix for each engine, in alternated rounds. */
+function benign(before: Inspect, after: Inspect, revision: string, rounds: number): void {
+  const reqs = benignRequests();
+  const opts: InspectOptions = { level: "balanced" };
+  const passes = 20_000;
+  const time = (f: Inspect) => {
+    const t0 = performance.now();
+    for (let i = 0; i < passes; i++) for (const r of reqs) f(r, opts);
+    return ((performance.now() - t0) * 1000) / (passes * reqs.length);
+  };
+  for (const r of reqs) {
+    if (JSON.stringify(before(r, opts)) !== JSON.stringify(after(r, opts))) {
+      throw new Error(`the engines disagree on ${r.method} ${r.path}`);
+    }
+  }
+  time(before);
+  time(after);
+  const b: number[] = [];
+  const a: number[] = [];
+  for (let k = 0; k < rounds; k++) {
+    if (k % 2 === 0) {
+      b.push(time(before));
+      a.push(time(after));
+    } else {
+      a.push(time(after));
+      b.push(time(before));
+    }
+  }
+  const mid = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
+  const row = (label: string, f: (xs: number[]) => number) =>
+    `| ${label} | ${f(b).toFixed(2)} | ${f(a).toFixed(2)} | ${(f(a) / f(b) * 100).toFixed(1)} % |`;
+  console.log(`| benign mix, µs a request | ${revision} | now | now / ${revision} |`);
+  console.log("|---|---:|---:|---:|");
+  console.log(row(`median of ${rounds}`, mid));
+  console.log(row(`min of ${rounds}`, (xs) => Math.min(...xs)));
+  console.log(`rounds ${revision}: ${b.map((x) => x.toFixed(2)).join(" ")}`);
+  console.log(`rounds now: ${a.map((x) => x.toFixed(2)).join(" ")}`);
+}
+
 /** Entry point. */
 export async function main(args: string[]): Promise<number> {
-  const revision = args[0] ?? "main";
-  const rounds = Number(args[1] ?? 5);
+  const flags = args.filter((a) => a.startsWith("--"));
+  const positional = args.filter((a) => !a.startsWith("--"));
+  const revision = positional[0] ?? "main";
+  const rounds = Number(positional[1] ?? 5);
   const before = await engineAt(revision);
   const after = inspect as Inspect;
+  if (flags.includes("--benign")) {
+    console.log(`load average ${load()}; ${revision} against the working tree`);
+    benign(before, after, revision, rounds);
+    console.log(`load average ${load()}`);
+    return 0;
+  }
   const opts: InspectOptions = { level: "balanced" };
   console.log(`load average ${load()}; ${revision} against the working tree, min of ${rounds}`);
   console.log(`| 1 MiB body | ${revision} (ms) | now (ms) | regex scan (ms) | ${revision} / now |`);

@@ -95,3 +95,41 @@ Deno.test("decodeBase64Runs() finds base64 inside serialised values", () => {
   const value = `s:44:"${btoa("' and 1=2 union select 1,2,3 -- ")}"`;
   assert.deepEqual(decodeBase64Runs(value), ["' and 1=2 union select 1,2,3 -- "]);
 });
+
+/** The layered decoding `normalize()` runs on every encoded value, spelled out. */
+function layered(value: string): string {
+  let text = value;
+  for (let layer = 0; layer < 3; layer++) {
+    let next = decodeJsEscapes(decodeEntities(percentDecode(text, layer === 0)));
+    if (next.includes("+A")) next = decodeUtf7(next);
+    if (next === text) break;
+    text = next;
+  }
+  return text.replaceAll("\0", "");
+}
+
+Deno.test("normalize() decodes a value whose only escape is + as the layers do", () => {
+  const fixed = ["correct+horse+battery", "+AGA-", "+ADw-script+AD4-", "++A", "a+\0+b", "x+"];
+  // Every string up to five characters over an alphabet around UTF-7 and NUL, plus longer ones
+  // drawn from it with a fixed seed.
+  const alphabet = ["+", "A", "a", "-", "D", "w", "\0", " ", "<", "/"];
+  const all: string[] = [...fixed];
+  const grow = (prefix: string, left: number) => {
+    if (prefix.includes("+")) all.push(prefix);
+    if (left > 0) { for (const c of alphabet) grow(prefix + c, left - 1); }
+  };
+  grow("", 5);
+  let seed = 42;
+  for (let i = 0; i < 2000; i++) {
+    let s = "+";
+    for (let k = 0; k < 24; k++) {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      s += alphabet[seed % alphabet.length];
+    }
+    all.push(s);
+  }
+  for (const value of all) {
+    assert.equal(normalize(value, "space").text, layered(value), JSON.stringify(value));
+  }
+  assert.equal(normalize("correct+horse+battery", "space").text, "correct horse battery");
+});

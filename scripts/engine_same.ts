@@ -1,0 +1,131 @@
+/**
+ * Proves an engine change keeps every verdict: the engine at a git revision and the working
+ * tree's judge the same requests, and every inspection (each finding with its score, rule,
+ * location and evidence, the blocking one, truncation) must be identical.
+ *
+ * ```sh
+ * deno run -A scripts/engine_same.ts [--revision main] \
+ *   [--payloads ../shared/corpus/payloads/attacks.jsonl] \
+ *   [--dir ../shared/corpus/blazehttp-dev] [--dir ../shared/corpus/gotestwaf-dev]
+ * ```
+ *
+ * Each payload of the payload corpus is placed everywhere `deno task corpus --mode payloads`
+ * places it, and also where the engine's shortcuts apply: a query and a form field encoded the
+ * way browsers encode forms (spaces as `+`), the query as sent (unencoded), the Host header and
+ * the method. The request files of each `--dir` are judged as they are. The corpora stay
+ * outside the repository; a missing one exits with status 2. Exits 1 on the first differences
+ * (up to ten are listed).
+ */
+import { parseArgs } from "node:util";
+import { inspect } from "../engine/inspect.ts";
+import type { EngineRequest, InspectOptions } from "../engine/types.ts";
+import { engineAt, type Inspect } from "./bench_engine_ab.ts";
+import { place } from "./corpus_payloads.ts";
+import { parseRawRequest, toEngineRequest } from "./raw_http.ts";
+
+const HEADERS = [
+  ["host", "shop.example"],
+  ["user-agent", "Mozilla/5.0 (X11; Linux x86_64) Chrome/120.0 Safari/537.36"],
+] as const;
+const PLACEMENTS = [
+  "query",
+  "form",
+  "json",
+  "header",
+  "cookie",
+  "path",
+  "multipart",
+  "xml",
+] as const;
+
+/** The payload's requests: the corpus tool's placements and the shortcuts' own. */
+function requestsFor(payload: string): EngineRequest[] {
+  const out: EngineRequest[] = [];
+  for (const where of PLACEMENTS) {
+    const req = place(payload, where);
+    if (req !== undefined) out.push(req);
+  }
+  const form = new URLSearchParams({ q: payload, remember: "on" }).toString();
+  out.push({ method: "GET", path: "/search", query: form, headers: HEADERS });
+  out.push({
+    method: "POST",
+    path: "/login",
+    query: "",
+    headers: [...HEADERS, ["content-type", "application/x-www-form-urlencoded"]],
+    body: new TextEncoder().encode(form),
+  });
+  out.push({ method: "GET", path: "/search", query: `q=${payload}`, headers: HEADERS });
+  out.push({ method: "GET", path: "/", query: "", headers: [["host", payload], HEADERS[1]] });
+  out.push({ method: payload, path: "/", query: "", headers: HEADERS });
+  return out;
+}
+
+async function* payloads(file: string): AsyncGenerator<string> {
+  const text = await Deno.readTextFile(file);
+  for (const line of text.split("\n")) {
+    if (line.trim() !== "") yield (JSON.parse(line) as { payload: string }).payload;
+  }
+}
+
+/** Entry point; returns the exit code. */
+export async function main(args: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      revision: { type: "string", default: "main" },
+      payloads: { type: "string" },
+      dir: { type: "string", multiple: true, default: [] },
+    },
+  });
+  const sources = [...(values.payloads ? [values.payloads] : []), ...values.dir];
+  if (sources.length === 0) {
+    console.error("usage: engine_same.ts [--revision main] --payloads <file> | --dir <corpus>");
+    return 2;
+  }
+  for (const path of sources) {
+    try {
+      await Deno.stat(path);
+    } catch {
+      console.error(`Corpus not found: "${path}"`);
+      return 2;
+    }
+  }
+  const before = await engineAt(values.revision);
+  const after = inspect as Inspect;
+  const differences: string[] = [];
+  let judged = 0;
+  const compare = (req: EngineRequest, what: string) => {
+    for (const level of ["balanced", "strict"] as const) {
+      const opts: InspectOptions = { level };
+      const a = JSON.stringify(before(req, opts));
+      const b = JSON.stringify(after(req, opts));
+      judged++;
+      if (a !== b && differences.length < 10) {
+        differences.push(`${what} (${level}):\n  ${values.revision}: ${a}\n  now: ${b}`);
+      }
+    }
+  };
+  if (values.payloads) {
+    let n = 0;
+    for await (const payload of payloads(values.payloads)) {
+      for (const req of requestsFor(payload)) compare(req, `payload ${JSON.stringify(payload)}`);
+      n++;
+    }
+    console.log(`payloads: ${n}`);
+  }
+  for (const dir of values.dir) {
+    let n = 0;
+    for await (const entry of Deno.readDir(dir)) {
+      if (!entry.isFile) continue;
+      const raw = parseRawRequest(await Deno.readFile(`${dir}/${entry.name}`));
+      compare(toEngineRequest(raw), `${dir}/${entry.name}`);
+      n++;
+    }
+    console.log(`${dir}: ${n} requests`);
+  }
+  console.log(`inspections compared: ${judged}, different: ${differences.length}`);
+  for (const d of differences) console.log(d);
+  return differences.length === 0 ? 0 : 1;
+}
+
+if (import.meta.main) Deno.exit(await main(Deno.args));
