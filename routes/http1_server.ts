@@ -1119,7 +1119,8 @@ export class Http1Connection {
   async #write(data: Uint8Array): Promise<void> {
     this.#host.sending(true);
     try {
-      let at = 0;
+      // The socket nearly always takes the whole answer at once: no view of it for that write.
+      let at = data.length > 0 ? await this.#conn.write(data) : 0;
       while (at < data.length) at += await this.#conn.write(data.subarray(at));
     } finally {
       this.#host.sending(false);
