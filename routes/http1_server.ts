@@ -21,7 +21,14 @@
  * first reads a body the client holds back), HEAD, 1xx, 204 and 304 answers carry no body.
  */
 import { ChunkedFraming } from "./conn_framing.ts";
-import { chunkFrame, concatChunks, stripCr, TCHAR, trimOws } from "./proxy/http1_parse.ts";
+import {
+  chunkFrame,
+  concatChunks,
+  fieldName,
+  stripCr,
+  TCHAR,
+  trimOws,
+} from "./proxy/http1_parse.ts";
 import { DirectAnswer, HEADER_PAIRS } from "./proxy/direct_answer.ts";
 
 /** Largest request head accepted (hyper's limit; 400 past it). */
@@ -196,7 +203,7 @@ export function parseRequestHead(text: string): RequestHead {
       if ((c < 32 && c !== 9) || c === 127) throw new BadRequest("invalid header value", broken);
     }
     const value = text.slice(a, b);
-    const name = text.slice(start, colon).toLowerCase();
+    const name = fieldName(text, start, colon);
     raw.push([name, value]);
     switch (name) {
       case "host":

@@ -77,6 +77,71 @@ for (const c of "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKL
 }
 
 /**
+ * Field names met on nearly every request and answer, lower-case. A name read from a head is
+ * one of these strings when it matches (see {@link fieldName}), so the common names cost no copy and no
+ * `toLowerCase()` per request, and compare by reference later on.
+ */
+export const COMMON_FIELD_NAMES: readonly string[] = [
+  "host",
+  "user-agent",
+  "accept",
+  "accept-encoding",
+  "accept-language",
+  "accept-ranges",
+  "authorization",
+  "cache-control",
+  "connection",
+  "content-encoding",
+  "content-length",
+  "content-type",
+  "cookie",
+  "date",
+  "etag",
+  "expires",
+  "if-modified-since",
+  "if-none-match",
+  "keep-alive",
+  "last-modified",
+  "location",
+  "origin",
+  "pragma",
+  "referer",
+  "server",
+  "set-cookie",
+  "transfer-encoding",
+  "upgrade-insecure-requests",
+  "vary",
+  "x-forwarded-for",
+  "x-forwarded-proto",
+  "x-real-ip",
+  "x-requested-with",
+];
+/** {@link COMMON_FIELD_NAMES} by length. */
+const COMMON_NAMES: ReadonlyArray<readonly string[] | undefined> = (() => {
+  const byLength: string[][] = [];
+  for (const name of COMMON_FIELD_NAMES) (byLength[name.length] ??= []).push(name);
+  return byLength;
+})();
+
+/**
+ * The lower-case name of the field whose name is `text[start, end)`, which the caller has checked
+ * to be token characters (RFC 9110 §5.6.2). The common names are compared in place: with token
+ * characters only, `c | 0x20` equals a lower-case letter, a digit or `-` exactly when `c` is that
+ * character or its upper case (CR, whose bit 5 also gives `-`, is no token character).
+ */
+export function fieldName(text: string, start: number, end: number): string {
+  const candidates = COMMON_NAMES[end - start];
+  if (candidates !== undefined) {
+    for (const name of candidates) {
+      let i = 0;
+      while (i < name.length && (text.charCodeAt(start + i) | 0x20) === name.charCodeAt(i)) i++;
+      if (i === name.length) return name;
+    }
+  }
+  return text.slice(start, end).toLowerCase();
+}
+
+/**
  * Parses a response head (status line to the empty line, terminator included). The lines are
  * walked in place (no array of lines, no regular expression per line): this runs for every
  * proxied response.
@@ -109,7 +174,7 @@ export function parseHead(text: string): ResponseHead {
       const c = text.charCodeAt(i);
       if (c > 127 || TCHAR[c] === 0) throw new UpstreamProtocolError("malformed header name");
     }
-    const name = text.slice(start, colon).toLowerCase();
+    const name = fieldName(text, start, colon);
     let a = colon + 1;
     let b = end;
     while (a < b && (text.charCodeAt(a) === 32 || text.charCodeAt(a) === 9)) a++;

@@ -9,6 +9,8 @@
 import { assertEquals } from "../../_helpers/assert.ts";
 import { BadRequest, MAX_HEADER_LINES, parseRequestHead } from "../../../routes/http1_server.ts";
 import {
+  COMMON_FIELD_NAMES,
+  fieldName,
   headEnd,
   MAX_HEADERS,
   parseHead,
@@ -156,4 +158,31 @@ Deno.test("both head parsers count header lines to their limits exactly", () => 
     assertEquals(typeof responseOutcome(text) === "string", refused, `response, ${n} lines`);
     assertEquals(typeof responseReference(text) === "string", refused);
   }
+});
+
+Deno.test("a common field name is read as its lower case, and a name one token character off is not taken for it", () => {
+  const tchars = "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+  let checked = 0;
+  for (const name of COMMON_FIELD_NAMES) {
+    const variants = [
+      name,
+      name.toUpperCase(),
+      name.replace(/(^|-)[a-z]/g, (m) => m.toUpperCase()),
+    ];
+    for (let i = 0; i < name.length; i++) {
+      for (const c of tchars) variants.push(name.slice(0, i) + c + name.slice(i + 1));
+    }
+    for (const v of variants) {
+      const text = `:${v}:`;
+      assertEquals(fieldName(text, 1, v.length + 1), v.toLowerCase(), v);
+      checked++;
+    }
+  }
+  assertEquals(checked > 20_000, true);
+  assertEquals(fieldName("User-Agent", 0, 10), "user-agent");
+  assertEquals(fieldName("X-Custom", 0, 8), "x-custom");
+  const req = parseRequestHead("GET / HTTP/1.1\r\nHOST: a.example\r\nUser-Agenu: x\r\n\r\n");
+  assertEquals(req.headers, [["host", "a.example"], ["user-agenu", "x"]]);
+  const res = parseHead("HTTP/1.1 200 OK\r\nContent-Length: 0\r\nSERVER: n\r\nDatE: d\r\n\r\n");
+  assertEquals(res.headers, [["content-length", "0"], ["server", "n"], ["date", "d"]]);
 });
