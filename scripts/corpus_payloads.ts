@@ -14,7 +14,7 @@ interface Payload {
   readonly payload: string;
 }
 
-const PLACEMENTS = [
+export const PLACEMENTS = [
   "query",
   "form",
   "json",

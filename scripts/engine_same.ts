@@ -20,22 +20,12 @@ import { parseArgs } from "node:util";
 import { inspect } from "../engine/inspect.ts";
 import type { EngineRequest, InspectOptions } from "../engine/types.ts";
 import { engineAt, type Inspect } from "./bench_engine_ab.ts";
-import { place } from "./corpus_payloads.ts";
+import { place, PLACEMENTS } from "./corpus_payloads.ts";
 import { parseRawRequest, toEngineRequest } from "./raw_http.ts";
 
 const HEADERS = [
   ["host", "shop.example"],
   ["user-agent", "Mozilla/5.0 (X11; Linux x86_64) Chrome/120.0 Safari/537.36"],
-] as const;
-const PLACEMENTS = [
-  "query",
-  "form",
-  "json",
-  "header",
-  "cookie",
-  "path",
-  "multipart",
-  "xml",
 ] as const;
 
 /** The payload's requests: the corpus tool's placements and the shortcuts' own. */
