@@ -388,3 +388,20 @@ Deno.test("behind TLS, an ALPN h2 connection has the same deadlines: preface onl
   assertEquals(counter(s, "data").closed.keepalive_timeout, 1);
   session.destroy();
 });
+
+Deno.test("the management listener over TLS (ALPN h2) follows HTTP/2 the same way", async () => {
+  await using s = await startTestServer({
+    config: { server: { management: { tls: "auto", limits: SHORT } } },
+  });
+  const ca = await Deno.readTextFile(`${s.dir}/tls/ca.crt`);
+  const session = http2.connect(s.managementUrl.replace("127.0.0.1", "localhost"), { ca });
+  const closed = sessionClosed(session, performance.now());
+  const live = await request(session, { ":path": "/health/live" });
+  assertEquals([live.status, session.alpnProtocol], [200, "h2"]);
+  const from = performance.now();
+  await closed;
+  const ms = performance.now() - from;
+  ok(ms < 3_000, `idle session closed after ${Math.round(ms)} ms (keep-alive deadline 1 s)`);
+  assertEquals(counter(s, "management").closed.keepalive_timeout, 1);
+  session.destroy();
+});
