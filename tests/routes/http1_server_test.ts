@@ -10,6 +10,7 @@ import { serveHttp1 } from "../../routes/http1_server.ts";
 import { startTestServer } from "../_helpers/server.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
 import { addSite } from "../_helpers/protection.ts";
+import { AnswerReader } from "../_helpers/raw_socket.ts";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -58,67 +59,13 @@ async function withOwn<T>(fn: (port: number) => Promise<T>): Promise<T> {
   }
 }
 
-/** Reads whole responses off a raw connection, one after the other. */
-class Responses {
-  #conn: Deno.Conn;
-  #buf = new Uint8Array(0);
-  constructor(conn: Deno.Conn) {
-    this.#conn = conn;
-  }
-  async #more(): Promise<boolean> {
-    const chunk = new Uint8Array(65536);
-    const n = await this.#conn.read(chunk).catch(() => null);
-    if (n === null) return false;
-    const grown = new Uint8Array(this.#buf.length + n);
-    grown.set(this.#buf);
-    grown.set(chunk.subarray(0, n), this.#buf.length);
-    this.#buf = grown;
-    return true;
-  }
-  /** The next response (`head` lower-cased), or null when the connection closed first. */
-  async next(
-    bodyless = false,
-  ): Promise<{ status: number; head: string; body: string } | null> {
-    let end: number;
-    while ((end = dec.decode(this.#buf).indexOf("\r\n\r\n")) < 0) {
-      if (!(await this.#more())) return null;
-    }
-    const head = dec.decode(this.#buf.subarray(0, end)).toLowerCase();
-    this.#buf = this.#buf.subarray(end + 4);
-    const status = Number(head.slice(9, 12));
-    let body = "";
-    const len = /\r\ncontent-length: (\d+)/.exec(head);
-    if (bodyless || status === 204 || status === 304 || status < 200) return { status, head, body };
-    if (len) {
-      while (this.#buf.length < Number(len[1])) if (!(await this.#more())) break;
-      body = dec.decode(this.#buf.subarray(0, Number(len[1])));
-      this.#buf = this.#buf.subarray(Number(len[1]));
-    } else if (head.includes("transfer-encoding: chunked")) {
-      while (true) {
-        let line: number;
-        while ((line = dec.decode(this.#buf).indexOf("\r\n")) < 0) await this.#more();
-        const size = parseInt(dec.decode(this.#buf.subarray(0, line)), 16);
-        while (this.#buf.length < line + 2 + size + 2) await this.#more();
-        body += dec.decode(this.#buf.subarray(line + 2, line + 2 + size));
-        this.#buf = this.#buf.subarray(line + 2 + size + 2);
-        if (size === 0) break;
-      }
-    } else {
-      while (await this.#more());
-      body = dec.decode(this.#buf);
-      this.#buf = new Uint8Array(0);
-    }
-    return { status, head, body };
-  }
-  /** True when the server closed the connection (nothing more comes). */
-  async closed(): Promise<boolean> {
-    return this.#buf.length === 0 && !(await this.#more());
-  }
-}
-
 async function connect(port: number) {
   const conn = await Deno.connect({ hostname: "127.0.0.1", port });
-  return { conn, responses: new Responses(conn), send: (s: string) => conn.write(enc.encode(s)) };
+  return {
+    conn,
+    responses: new AnswerReader(conn, { decoding: "utf-8", lowerCase: true }),
+    send: (s: string) => conn.write(enc.encode(s)),
+  };
 }
 
 /**

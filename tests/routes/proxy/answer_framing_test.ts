@@ -6,71 +6,10 @@
  * gets on one kept connection: each answer, then the next one intact.
  */
 import { assertEquals, ok } from "../../_helpers/assert.ts";
-import { bytes } from "../../_helpers/raw_socket.ts";
+import { AnswerReader, bytes } from "../../_helpers/raw_socket.ts";
 import { startRawUpstream } from "../../_helpers/raw_upstream.ts";
 import { startTestServer } from "../../_helpers/server.ts";
 import { siteInput, SYSTEM } from "../../_helpers/sites.ts";
-
-/** The bytes as text, one char a byte. */
-function latin1(b: Uint8Array): string {
-  let s = "";
-  for (let i = 0; i < b.length; i += 8192) s += String.fromCharCode(...b.subarray(i, i + 8192));
-  return s;
-}
-
-/** A client reading answers by RFC 9112 §6.3 (no body for HEAD, 1xx, 204 and 304 only). */
-class Reader {
-  #buf = new Uint8Array(0);
-  constructor(readonly conn: Deno.Conn) {}
-  async #more(): Promise<boolean> {
-    const chunk = new Uint8Array(65536);
-    const n = await this.conn.read(chunk).catch(() => null);
-    if (n === null) return false;
-    const grown = new Uint8Array(this.#buf.length + n);
-    grown.set(this.#buf);
-    grown.set(chunk.subarray(0, n), this.#buf.length);
-    this.#buf = grown;
-    return true;
-  }
-  /** One answer: its head's lines and body; null when the connection ended first. */
-  async answer(head: boolean): Promise<{ status: number; lines: string[]; body: string } | null> {
-    let end: number;
-    while ((end = latin1(this.#buf).indexOf("\r\n\r\n")) < 0) {
-      if (!(await this.#more())) return null;
-    }
-    const text = latin1(this.#buf.subarray(0, end + 4));
-    this.#buf = this.#buf.subarray(end + 4);
-    const lines = text.split("\r\n").slice(0, -2);
-    const status = Number(lines[0]!.slice(9, 12));
-    const field = (n: string) =>
-      lines.find((l) => l.toLowerCase().startsWith(`${n}:`))?.slice(n.length + 1).trim();
-    let body = "";
-    if (!head && status !== 204 && status !== 304 && status >= 200) {
-      const cl = field("content-length");
-      if (cl !== undefined) {
-        while (this.#buf.length < Number(cl)) if (!(await this.#more())) return null;
-        body = latin1(this.#buf.subarray(0, Number(cl)));
-        this.#buf = this.#buf.subarray(Number(cl));
-      } else if (field("transfer-encoding") === "chunked") {
-        for (;;) {
-          let lf: number;
-          while ((lf = this.#buf.indexOf(10)) < 0) if (!(await this.#more())) return null;
-          const size = parseInt(latin1(this.#buf.subarray(0, lf)), 16);
-          while (this.#buf.length < lf + 1 + size + 2) if (!(await this.#more())) return null;
-          body += latin1(this.#buf.subarray(lf + 1, lf + 1 + size));
-          this.#buf = this.#buf.subarray(lf + 1 + size + 2);
-          if (size === 0) break;
-        }
-      } else {
-        // Close-delimited.
-        while (await this.#more());
-        body = latin1(this.#buf);
-        this.#buf = new Uint8Array(0);
-      }
-    }
-    return { status, lines, body };
-  }
-}
 
 Deno.test("a 205 answer with a body upstream reaches the client with no body and a zero length, and the next answer follows intact", async () => {
   await using up = startRawUpstream(async (peer) => {
@@ -92,13 +31,13 @@ Deno.test("a 205 answer with a body upstream reaches the client with no body and
   await using s = await startTestServer();
   s.dataPlane.sites.create(siteInput({ upstreams: [up.url] }), SYSTEM);
   const conn = await Deno.connect({ hostname: "127.0.0.1", port: Number(new URL(s.dataUrl).port) });
-  const reader = new Reader(conn);
+  const reader = new AnswerReader(conn);
   try {
     for (const target of ["/205-length", "/205-chunked", "/205-empty", "/204"]) {
       await conn.write(bytes(`GET ${target} HTTP/1.1\r\nhost: shop.test\r\n\r\n`));
       await conn.write(bytes("GET /next HTTP/1.1\r\nhost: shop.test\r\n\r\n"));
-      const first = await reader.answer(false);
-      const next = await reader.answer(false);
+      const first = await reader.next();
+      const next = await reader.next();
       assertEquals(first?.status, target === "/204" ? 204 : 205, target);
       assertEquals(first?.body, "", target);
       const lengths = first!.lines.filter((l) => /^(content-length|transfer-encoding):/i.test(l));
@@ -132,15 +71,15 @@ Deno.test("an upstream body longer than its Content-Length never reaches the cli
   await using s = await startTestServer();
   s.dataPlane.sites.create(siteInput({ upstreams: [up.url] }), SYSTEM);
   const conn = await Deno.connect({ hostname: "127.0.0.1", port: Number(new URL(s.dataUrl).port) });
-  const reader = new Reader(conn);
+  const reader = new AnswerReader(conn);
   try {
     for (const [target, body] of [["/small", "safe"], ["/big", "a".repeat(200_000)]] as const) {
       await conn.write(bytes(`GET ${target} HTTP/1.1\r\nhost: shop.test\r\n\r\n`));
-      const first = await reader.answer(false);
+      const first = await reader.next();
       assertEquals(first?.status, 200);
       assertEquals(first?.body, body);
       await conn.write(bytes("GET /next HTTP/1.1\r\nhost: shop.test\r\n\r\n"));
-      const next = await reader.answer(false);
+      const next = await reader.next();
       assertEquals(next?.body, "next", target);
     }
   } finally {
@@ -165,7 +104,7 @@ Deno.test("an upstream body shorter than its Content-Length ends the client's co
     });
     try {
       await conn.write(bytes(`GET ${target} HTTP/1.1\r\nhost: shop.test\r\n\r\n`));
-      const got = await new Reader(conn).answer(false);
+      const got = await new AnswerReader(conn).next();
       // Either no answer at all or a head whose declared length is never completed.
       if (got !== null) assertEquals(got.status, 502, target);
     } finally {
@@ -232,7 +171,7 @@ Deno.test("CR, LF or NUL inside an upstream field value, or a field name with a 
     });
     try {
       await conn.write(bytes("GET / HTTP/1.1\r\nhost: shop.test\r\n\r\n"));
-      const got = await new Reader(conn).answer(false);
+      const got = await new AnswerReader(conn).next();
       assertEquals(got?.status, 502, JSON.stringify(answer));
       ok(!got!.lines.some((l) => /evil/.test(l)), JSON.stringify(answer));
     } finally {
@@ -280,7 +219,7 @@ for (const limits of [true, false]) {
       hostname: "127.0.0.1",
       port: Number(new URL(s.dataUrl).port),
     });
-    const reader = new Reader(conn);
+    const reader = new AnswerReader(conn);
     try {
       const cases: [string, string, number, string[]][] = [
         ["HEAD", "/list", 200, ["content-length: 5"]],
@@ -292,8 +231,8 @@ for (const limits of [true, false]) {
       for (const [method, target, status, lengths] of cases) {
         await conn.write(bytes(`${method} ${target} HTTP/1.1\r\nhost: shop.test\r\n\r\n`));
         await conn.write(bytes("GET /next HTTP/1.1\r\nhost: shop.test\r\n\r\n"));
-        const first = await reader.answer(method === "HEAD");
-        const next = await reader.answer(false);
+        const first = await reader.next(method === "HEAD");
+        const next = await reader.next();
         const what = `${method} ${target}`;
         assertEquals(first?.status, status, what);
         if (status !== 502) {
