@@ -18,6 +18,11 @@ export interface DataBindings {
   readonly peer: string;
   /** How the client reached the data plane. */
   readonly proto: "http" | "https";
+  /**
+   * The request itself, as `c.req.raw` gives it: the route reads it here, so Hono does not build
+   * its request wrapper (three objects) for every proxied request.
+   */
+  readonly request: Request;
 }
 
 export interface DataApp {
@@ -34,7 +39,7 @@ export function createDataApp(
   // The one route matches every path, so Hono is not asked to find the path in the URL (the
   // transaction splits the URL once itself).
   const app = new Hono<{ Bindings: DataBindings }>({ getPath: () => "/" });
-  app.all("*", (c) => handle(c.req.raw, c.env.peer, c.env.proto));
+  app.all("*", (c) => handle(c.env.request, c.env.peer, c.env.proto));
   // The transaction never throws; this only catches a failure before it started.
   app.onError((err, c) => {
     const id = traceId();
@@ -43,7 +48,8 @@ export function createDataApp(
   });
   return {
     app,
-    handle: (req, peer, proto) => app.fetch(req, { peer, proto }) as Promise<Response>,
+    handle: (req, peer, proto) =>
+      app.fetch(req, { peer, proto, request: req }) as Promise<Response>,
   };
 }
 
