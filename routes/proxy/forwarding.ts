@@ -30,7 +30,10 @@ const FORWARDING: ReadonlySet<string> = new Set([
 
 /** Names listed in a Connection header value, which are hop-by-hop for this message too. */
 function connectionTokens(value: string | null | undefined): ReadonlySet<string> | undefined {
-  if (value === null || value === undefined) return undefined;
+  // What nearly every peer sends, and names no field: no split for it.
+  if (value === null || value === undefined || value === "keep-alive" || value === "close") {
+    return undefined;
+  }
   let tokens: Set<string> | undefined;
   for (const t of value.split(",")) {
     const name = t.trim().toLowerCase();
@@ -166,12 +169,8 @@ export function downstreamHeaders(upstream: Headers | HeaderPairs, traceId: stri
   let dropped: Set<string> | undefined;
   for (const [name, value] of pairs) {
     if (name !== "connection") continue;
-    for (const t of value.split(",")) {
-      const token = t.trim().toLowerCase();
-      if (token !== "" && token !== "close" && token !== "keep-alive") {
-        (dropped ??= new Set()).add(token);
-      }
-    }
+    const tokens = connectionTokens(value);
+    if (tokens !== undefined) { for (const t of tokens) (dropped ??= new Set()).add(t); }
   }
   const out: HeaderPairs = [];
   for (const pair of pairs) {

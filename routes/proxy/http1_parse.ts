@@ -185,22 +185,21 @@ export function parseHead(text: string): ResponseHead {
     }
     const value = text.slice(a, b);
     if (name === "content-length") {
-      for (const part of value.split(",")) {
-        const v = trimOws(part);
-        if (!DIGITS.test(v)) throw new UpstreamProtocolError("invalid Content-Length");
-        const n = Number(v);
-        if (contentLength !== -1 && contentLength !== n) {
-          throw new UpstreamProtocolError("conflicting Content-Length values");
-        }
-        contentLength = n;
-      }
+      // One value nearly always: no list split for it.
+      if (value.indexOf(",") < 0) contentLength = lengthValue(value, contentLength);
+      else for (const part of value.split(",")) contentLength = lengthValue(part, contentLength);
     } else if (name === "transfer-encoding") {
       te = te === undefined ? value : `${te}, ${value}`;
     } else if (name === "connection") {
-      for (const t of value.split(",")) {
-        const token = trimOws(t).toLowerCase();
-        if (token === "close") close = true;
-        else if (token === "keep-alive" && minor === 0) close = false;
+      if (value === "keep-alive") {
+        if (minor === 0) close = false;
+      } else if (value === "close") close = true;
+      else {
+        for (const t of value.split(",")) {
+          const token = trimOws(t).toLowerCase();
+          if (token === "close") close = true;
+          else if (token === "keep-alive" && minor === 0) close = false;
+        }
       }
     }
     headers.push([name, value]);
@@ -224,6 +223,20 @@ export function parseHead(text: string): ResponseHead {
     chunked,
     close,
   };
+}
+
+/**
+ * One element of a response's Content-Length list as a number; throws when it is not digits or
+ * differs from the length read before (`-1`: none yet).
+ */
+function lengthValue(part: string, before: number): number {
+  const v = trimOws(part);
+  if (!DIGITS.test(v)) throw new UpstreamProtocolError("invalid Content-Length");
+  const n = Number(v);
+  if (before !== -1 && before !== n) {
+    throw new UpstreamProtocolError("conflicting Content-Length values");
+  }
+  return n;
 }
 
 /** `chunks` (`total` bytes together) as one array; a single chunk is returned as it is. */

@@ -100,3 +100,24 @@ Deno.test("downstreamHeaders() keeps every Set-Cookie and adds the trace id", ()
   assertEquals(out.has("transfer-encoding"), false);
   assertEquals(out.get("x-waf-trace-id"), "t".repeat(32));
 });
+
+Deno.test("downstreamHeaders() drops the fields each Connection line names, keep-alive and close alone naming none", () => {
+  const pairs: Array<[string, string]> = [
+    ["connection", "keep-alive"],
+    ["keep-alive", "timeout=5"],
+    ["connection", "X-Hop-A , close"],
+    ["connection", "close"],
+    ["x-hop-a", "1"],
+    ["x-hop-b", "2"],
+    ["connection", "x-hop-b"],
+    ["x-kept", "3"],
+  ];
+  assertEquals(downstreamHeaders(pairs, "t".repeat(32)), [
+    ["x-kept", "3"],
+    ["x-waf-trace-id", "t".repeat(32)],
+  ]);
+  assertEquals(downstreamHeaders([["connection", "close"], ["x-a", "1"]], "t"), [
+    ["x-a", "1"],
+    ["x-waf-trace-id", "t"],
+  ]);
+});

@@ -186,3 +186,25 @@ Deno.test("a common field name is read as its lower case, and a name one token c
   const res = parseHead("HTTP/1.1 200 OK\r\nContent-Length: 0\r\nSERVER: n\r\nDatE: d\r\n\r\n");
   assertEquals(res.headers, [["content-length", "0"], ["server", "n"], ["date", "d"]]);
 });
+
+Deno.test("the upstream head parser reads Connection and a Content-Length list as before, with or without a list", () => {
+  const head = (version: string, fields: string) =>
+    parseHead(`HTTP/1.${version} 200 OK\r\n${fields}\r\n`);
+  assertEquals(head("1", "Connection: close\r\n").close, true);
+  assertEquals(head("1", "Connection: keep-alive\r\n").close, false);
+  assertEquals(head("0", "Connection: keep-alive\r\n").close, false);
+  assertEquals(head("0", "Connection: Keep-Alive\r\n").close, false);
+  assertEquals(head("0", "\r\n").close, true);
+  assertEquals(head("1", "Connection: upgrade, Close\r\n").close, true);
+  assertEquals(head("1", "Content-Length: 5\r\n").contentLength, 5);
+  assertEquals(head("1", "Content-Length: 5, 5\r\nContent-Length: 5\r\n").contentLength, 5);
+  for (const bad of ["5, 6", "5,", "x", ""]) {
+    let reason = "";
+    try {
+      head("1", `Content-Length: ${bad}\r\n`);
+    } catch (err) {
+      reason = (err as Error).message;
+    }
+    assertEquals(reason !== "", true, bad);
+  }
+});
