@@ -244,7 +244,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
       });
       return https;
     },
-    snapshot: () => tap?.snapshot(policy.current.version, policy.current.protection?.ipList.tables),
+    snapshot: () => tap?.snapshot(policy.current.version, policy.current.protection?.ipList.state),
     onSwap: (listener) => void swapListeners.push(listener),
     async close() {
       await https?.shutdown();

@@ -5,6 +5,7 @@
  * controls and rebuild it, the data plane's per-request controls, and the management routes.
  */
 import { createPolicyObjectsRepo, type PolicyObjectsRepo } from "../db/policy_objects_repo.ts";
+import { createPolicyChangeLog } from "../db/policy_object_changes.ts";
 import type { Db } from "../db/store.ts";
 import type { Audit } from "../mod/core/audit.ts";
 import type { Clock } from "../mod/core/clock.ts";
@@ -25,6 +26,7 @@ import { createPolicyObjects, type PolicyObjects } from "../mod/protection/polic
 import {
   type CompiledProtection,
   createProtectionCompiler,
+  KIND,
   type ProtectionSource,
 } from "../mod/protection/protection_compile.ts";
 import { createProtectionRuntime } from "../mod/protection/protection_runtime.ts";
@@ -57,9 +59,13 @@ export function openProtectionStore(
 ): ProtectionStore {
   const repo = createPolicyObjectsRepo(db);
   const compiler = protectionCompiler(config);
+  // The IP list, up to 100,000 entries, is updated by the changed entries, not compiled again.
+  const ipChanges = createPolicyChangeLog(db, KIND.ip);
   const source = tap({
     rows: (kind: string) => repo.list(kind),
     singleton: (kind: string) => repo.get(kind, kind)?.config,
+    ipChanges: (limit) => ipChanges.take(limit),
+    ipEntry: (id) => repo.get(KIND.ip, id),
   });
   return { repo, geo: compiler.geo, compile: () => compiler.compile(source) };
 }

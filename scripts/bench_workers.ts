@@ -6,9 +6,9 @@
  *    worker: compiling it, cloning its rows (what `postMessage` did with the snapshot), whether
  *    the compiled policy itself could be sent (it cannot: closures and RE2), the IP list alone
  *    compiled from rows against its compiled tables copied and wrapped (what a worker does now),
- *    the lookup on both; then `e2e`: a real server with 2 workers and 100,000 entries, an entry
- *    added or removed through the API, the time to the answer and from the answer until every
- *    worker enforces the change.
+ *    the lookup on both; then `e2e`: a real server with 1, then 2 workers (`--e2e-workers`) and
+ *    100,000 entries, an entry added or removed through the API, the time to the answer, the
+ *    event loop's longest stall meanwhile, and from the answer until every worker enforces it.
  * 2. `cpu`: the WAF as a child process (`deno run main.ts serve`, the shipped V8 flags) with
  *    workers 1, then 2, under the same wrk load: CPU time of the whole process per request (from
  *    `/proc/<pid>/stat`, all threads), the rate, and how the requests spread over the workers
@@ -17,7 +17,7 @@
  * ```sh
  * deno run -A scripts/bench_workers.ts [records|policy|e2e|cpu|all] [--duration 10] [--connections 16]
  *                                      [--threads 1] [--workers 1,2] [--rounds 3] [--runs 5]
- *                                      [--paced-ms 8]
+ *                                      [--paced-ms 8] [--e2e-workers 1,2]
  *
  * Without `--paced-ms` wrk sends as fast as the WAF answers (closed loop), so the two shapes run
  * at different rates; with it every connection waits between requests and both get the same
@@ -30,7 +30,7 @@ import { BENIGN, measured, startNginxUpstream, startWaf, wrkScript } from "./ben
 import type { PolicyObjectRow } from "../db/policy_objects_repo.ts";
 import { deltaOf, type PolicySnapshot } from "../mod/data_plane/policy_snapshot.ts";
 import { createProtectionCompiler, KIND } from "../mod/protection/protection_compile.ts";
-import type { IpList } from "../engine/ip_set.ts";
+import type { IpList } from "../engine/ip_list.ts";
 import { parseIp } from "../engine/ip_address.ts";
 import { type AccessRecord, toRow } from "../mod/data_plane/access_record.ts";
 import type { CountsDelta } from "../mod/data_plane/site_counters.ts";
@@ -102,7 +102,7 @@ function compileIpList(s: PolicySnapshot) {
 
 async function policyBench(runs: number): Promise<void> {
   // Imported here, so `e2e` alone also runs on a tree from before the compiled IP list (A/B).
-  const { ipListOf } = await import("../engine/ip_set.ts");
+  const { ipListOf } = await import("../engine/ip_list.ts");
   const snapshot = bigSnapshot();
   const compileMs: number[] = [];
   const cloneMs: number[] = [];
@@ -121,9 +121,9 @@ async function policyBench(runs: number): Promise<void> {
     ipCompileMs.push(performance.now() - t2);
     // What a worker pays now for a changed list: the tables' copy, and wrapping them.
     const t3 = performance.now();
-    ipListOf(structuredClone(list.tables));
+    ipListOf(structuredClone(list.state));
     tablesMs.push(performance.now() - t3);
-    const t = list.tables;
+    const t = list.state.base;
     tablesBytes = [t.allow, t.expires, t.ids.offsets, t.cidrs.offsets, t.sites.refs]
       .concat(t.prefixes.refs, t.set.payloads)
       .concat([...t.set.v4, ...t.set.v6].flatMap((l) => [l.networks, l.starts]))
@@ -145,7 +145,7 @@ async function policyBench(runs: number): Promise<void> {
   }
   // The lookup on the list as compiled here and as a worker wraps the copied tables.
   const list = compileIpList(snapshot);
-  const copied = ipListOf(structuredClone(list.tables));
+  const copied = ipListOf(structuredClone(list.state));
   const probes = Array.from({ length: 1000 }, (_, i) => parseIp(`10.0.${i & 255}.${i % 7}`)!);
   const lookupNs = (l: IpList) => {
     const t0 = performance.now();
@@ -183,56 +183,84 @@ async function policyBench(runs: number): Promise<void> {
 }
 
 /**
- * End to end on a real server with 2 workers and 100,000 IP entries: an IP-list entry added or
- * removed through the API; how long the write takes to be answered (the main thread compiles
- * the list before answering) and then until every worker acknowledges the version (enforcing).
+ * The event loop's longest stall while `during` runs: a timer re-armed every millisecond notes
+ * the largest gap between two of its runs (a blocked loop delays it).
  */
-async function policyEndToEnd(runs: number): Promise<void> {
+async function loopStall<T>(during: () => Promise<T>): Promise<{ result: T; stallMs: number }> {
+  let last = performance.now();
+  let worst = 0;
+  let on = true;
+  const tick = () => {
+    const now = performance.now();
+    worst = Math.max(worst, now - last);
+    last = now;
+    if (on) setTimeout(tick, 1);
+  };
+  setTimeout(tick, 1);
+  try {
+    const result = await during();
+    tick();
+    return { result, stallMs: worst };
+  } finally {
+    on = false;
+  }
+}
+
+/**
+ * End to end on a real server with `workers` data-plane workers and 100,000 IP entries: an
+ * IP-list entry added or removed through the API; how long the write takes to be answered (the
+ * main thread applies the change before answering), the event loop's longest stall meanwhile
+ * (with 1 worker the data plane runs on that loop), and then until every worker acknowledges the
+ * version (enforcing).
+ */
+async function policyEndToEnd(runs: number, workerCount: number): Promise<void> {
   const { startTestServer } = await import("../tests/_helpers/server.ts");
   const { apiFor, seedIpEntries } = await import("../tests/_helpers/protection.ts");
-  await using s = await startTestServer({ config: { server: { data: { workers: 2 } } } });
-  const workers = s.dataWorkers!;
+  await using s = await startTestServer({ config: { server: { data: { workers: workerCount } } } });
+  const workers = s.dataWorkers;
+  const everyWorker = async () => {
+    while (workers && !workers.current()) await new Promise((r) => setTimeout(r, 1));
+  };
   const t0 = performance.now();
   seedIpEntries(s, 100_000);
-  while (!workers.current()) await new Promise((r) => setTimeout(r, 1));
+  await everyWorker();
   const seeded = performance.now() - t0;
   const api = apiFor(s);
   const ackMs: number[] = [];
+  const stallMs: number[] = [];
   const enforceMs: number[] = [];
   const rssMb = () => Deno.memoryUsage().rss / 1e6;
   for (let i = 0; i < runs; i++) {
     for (const method of ["POST", "DELETE"]) {
       const start = performance.now();
-      const r = method === "POST"
-        ? await api("POST", "/api/protection/ip-lists", {
-          action: "block",
-          cidr: `198.51.100.${i}/32`,
-          site_id: null,
-        })
-        : await api("DELETE", `/api/protection/ip-lists/seed-ip-${i}`);
+      const { result: r, stallMs: stall } = await loopStall(() =>
+        method === "POST"
+          ? api("POST", "/api/protection/ip-lists", {
+            action: "block",
+            cidr: `198.51.100.${i}/32`,
+            site_id: null,
+          })
+          : api("DELETE", `/api/protection/ip-lists/seed-ip-${i}`)
+      );
       await r.body?.cancel();
       if (r.status >= 300) throw new Error(`${method} answered ${r.status}`);
       const acked = performance.now();
-      while (!workers.current()) await new Promise((r) => setTimeout(r, 1));
+      await everyWorker();
       ackMs.push(acked - start);
+      stallMs.push(stall);
       enforceMs.push(performance.now() - acked);
     }
   }
+  const line = (label: string, xs: number[]) =>
+    console.log(`  ${label} ${median(xs).toFixed(1)} ms (max ${Math.max(...xs).toFixed(1)})`);
   console.log(
-    `end to end, 2 workers, 100,000 IP entries (${runs * 2} changes, median; seeding ${
-      seeded.toFixed(0)
-    } ms; RSS ${rssMb().toFixed(0)} MB)`,
+    `end to end, ${workerCount} worker(s), 100,000 IP entries (${runs * 2} changes, median; ${
+      Deno.loadavg().map((x) => x.toFixed(2)).join(" ")
+    } load; seeding ${seeded.toFixed(0)} ms; RSS ${rssMb().toFixed(0)} MB)`,
   );
-  console.log(
-    `  write answered (main thread compiles) ${median(ackMs).toFixed(0)} ms (max ${
-      Math.max(...ackMs).toFixed(0)
-    })`,
-  );
-  console.log(
-    `  answered -> every worker enforcing    ${median(enforceMs).toFixed(0)} ms (max ${
-      Math.max(...enforceMs).toFixed(0)
-    })`,
-  );
+  line("write answered                       ", ackMs);
+  line("longest event-loop stall in the write", stallMs);
+  if (workers) line("answered -> every worker enforcing   ", enforceMs);
 }
 
 /** A benign request's record as the transaction leaves it (a protected site, six checks). */
@@ -507,6 +535,7 @@ export async function main(args: string[]): Promise<number> {
       runs: { type: "string", default: "5" },
       rounds: { type: "string", default: "3" },
       "paced-ms": { type: "string" },
+      "e2e-workers": { type: "string" },
     },
   });
   const what = positionals[0] ?? "all";
@@ -518,7 +547,9 @@ export async function main(args: string[]): Promise<number> {
   if (what === "records" || what === "all") await recordsBench(Number(values.runs));
   if (what === "policy" || what === "all") await policyBench(Number(values.runs));
   if (what === "policy" || what === "e2e" || what === "all") {
-    await policyEndToEnd(Number(values.runs));
+    for (const n of (values["e2e-workers"] ?? "1,2").split(",")) {
+      await policyEndToEnd(Number(values.runs), Number(n));
+    }
   }
   if (what === "cpu" || what === "all") {
     await cpuBench(values.workers.split(",").map(Number), {

@@ -8,7 +8,7 @@
  */
 import type { PolicyObjectRow } from "../../db/policy_objects_repo.ts";
 import { KIND, type ProtectionSource } from "../protection/protection_compile.ts";
-import type { IpListTables } from "../../engine/ip_set.ts";
+import type { IpListState } from "../../engine/ip_list.ts";
 import type { StoredSiteRow } from "./site_schema.ts";
 
 export interface PolicySnapshot {
@@ -25,7 +25,7 @@ export interface PolicySnapshot {
    * The IP list as the main thread compiled it (typed arrays: a copy of bytes to send, nothing
    * to parse or sort in the worker); its rows are not in `rows`.
    */
-  readonly ipList?: IpListTables;
+  readonly ipList?: IpListState;
 }
 
 const objectKey = (kind: string, id: string) => `${kind}\u0000${id}`;
@@ -59,6 +59,9 @@ export function createSnapshotTap() {
           singletons[kind] = v;
           return v;
         },
+        // The IP list's change feed is the main thread's own: what it compiles goes as `ipList`.
+        ipChanges: src.ipChanges && ((limit) => src.ipChanges!(limit)),
+        ipEntry: src.ipEntry && ((id) => src.ipEntry!(id)),
       };
     },
     /** Wraps a by-id document lookup. */
@@ -74,7 +77,7 @@ export function createSnapshotTap() {
       };
     },
     /** The last build's reads, with the IP list it compiled. */
-    snapshot(version: number, ipList?: IpListTables): PolicySnapshot {
+    snapshot(version: number, ipList?: IpListState): PolicySnapshot {
       return { version, sites, rows, singletons, objects, ...(ipList && { ipList }) };
     },
   };
@@ -97,12 +100,17 @@ export function replaySnapshot(current: () => PolicySnapshot) {
   };
 }
 
+/** `kept` marks an IP list whose base the previous snapshot had: `ipPatch` is the rest. */
+const IP_BASE = `${KIND.ip}:base`;
+
 /**
  * A snapshot as sent after another: the kinds in `kept` have the rows the previous one had
- * (`KIND.ip` in `kept`: the same compiled IP list).
+ * (`KIND.ip` in `kept`: the same compiled IP list; `IP_BASE`: the same base, with `ipPatch`'s
+ * dropped and added entries).
  */
 export interface SnapshotDelta extends PolicySnapshot {
   readonly kept: readonly string[];
+  readonly ipPatch?: Omit<IpListState, "base">;
 }
 
 function sameRows(a: readonly PolicyObjectRow[], b: readonly PolicyObjectRow[]): boolean {
@@ -127,10 +135,17 @@ export function deltaOf(previous: PolicySnapshot | undefined, next: PolicySnapsh
   if (previous === undefined) return { ...next, kept: [] };
   const rows: Record<string, readonly PolicyObjectRow[]> = {};
   const kept: string[] = [];
-  // The compiler keeps its compiled IP list while the entries are unchanged: the same object.
+  // The compiler keeps its compiled IP list while the entries are unchanged: the same object;
+  // a changed one keeps its base until the changes are folded in, and only they are sent.
   let ipList = next.ipList;
+  let ipPatch: SnapshotDelta["ipPatch"];
   if (ipList !== undefined && ipList === previous.ipList) {
     kept.push(KIND.ip);
+    ipList = undefined;
+  } else if (ipList !== undefined && ipList.base === previous.ipList?.base) {
+    kept.push(IP_BASE);
+    const { base: _, ...patch } = ipList;
+    ipPatch = patch;
     ipList = undefined;
   }
   for (const [kind, list] of Object.entries(next.rows)) {
@@ -139,7 +154,7 @@ export function deltaOf(previous: PolicySnapshot | undefined, next: PolicySnapsh
     else rows[kind] = list;
   }
   const { ipList: _, ...rest } = next;
-  return { ...rest, rows, kept, ...(ipList && { ipList }) };
+  return { ...rest, rows, kept, ...(ipList && { ipList }), ...(ipPatch && { ipPatch }) };
 }
 
 /** The full snapshot a delta stands for, given the one before it. */
@@ -148,6 +163,7 @@ export function applyDelta(previous: PolicySnapshot, delta: SnapshotDelta): Poli
   let ipList = delta.ipList;
   for (const kind of delta.kept) {
     if (kind === KIND.ip) ipList = previous.ipList;
+    else if (kind === IP_BASE) ipList = { ...delta.ipPatch, base: previous.ipList!.base };
     else rows[kind] = previous.rows[kind] ?? [];
   }
   return {

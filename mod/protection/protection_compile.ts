@@ -19,15 +19,16 @@ import {
 } from "../../engine/custom_rules.ts";
 import { type Cidr, parseCidr } from "../../engine/ip_address.ts";
 import type { RuleSetHolder } from "../../engine/re2.ts";
+import { buildIpSet, type IpSet } from "../../engine/ip_set.ts";
 import {
   buildIpList,
-  buildIpSet,
   type IpList,
-  type IpListEntry,
+  type IpListItem,
   ipListOf,
-  type IpListTables,
-  type IpSet,
-} from "../../engine/ip_set.ts";
+  type IpListState,
+  type IpListUpdater,
+  ipListUpdater,
+} from "../../engine/ip_list.ts";
 import {
   type AclRuleDoc,
   alapPolicySchema,
@@ -114,31 +115,51 @@ export interface ProtectionSource {
    * The IP list compiled already (by the main thread, for a data-plane worker): used as it is
    * instead of compiling `rows(KIND.ip)`.
    */
-  ipList?(): IpListTables | undefined;
+  ipList?(): IpListState | undefined;
+  /**
+   * The ids of the IP entries changed since the last call, or "many" past `limit` (the first
+   * call's answer does not matter: the first build reads every row). With {@link ipEntry}, the
+   * compiled list is updated by the changed entries instead of compiled again from `rows`.
+   */
+  ipChanges?(limit: number): readonly string[] | "many";
+  /** An IP entry as stored now; undefined when there is none. */
+  ipEntry?(id: string): PolicyObjectRow | undefined;
 }
 
 function docs<T>(source: ProtectionSource, kind: string): Array<T & { id: string }> {
   return source.rows(kind).map((r) => ({ ...JSON.parse(r.config) as T, id: r.id }));
 }
 
-function ipEntries(source: ProtectionSource): Array<readonly [Cidr, IpListEntry]> {
-  const out: Array<readonly [Cidr, IpListEntry]> = [];
+/** A stored IP entry as the list compiles it; undefined for a network that does not parse. */
+function ipItem(r: PolicyObjectRow): IpListItem | undefined {
+  const d = JSON.parse(r.config) as IpEntryDoc;
+  const cidr = parseCidr(d.cidr);
+  if (!cidr) return undefined;
+  return [cidr, {
+    id: r.id,
+    action: d.action,
+    cidr: d.cidr,
+    siteId: d.site_id,
+    pathPrefix: d.path_prefix,
+    expiresAt: d.expires_at === null ? null : Date.parse(d.expires_at),
+  }, { position: r.position, createdAt: r.created_at }];
+}
+
+function ipEntries(source: ProtectionSource): IpListItem[] {
+  const out: IpListItem[] = [];
   // Not `docs()`: a list can hold 100,000 entries, and its copy of each document adds up.
   for (const r of source.rows(KIND.ip)) {
-    const d = JSON.parse(r.config) as IpEntryDoc;
-    const cidr = parseCidr(d.cidr);
-    if (!cidr) continue;
-    out.push([cidr, {
-      id: r.id,
-      action: d.action,
-      cidr: d.cidr,
-      siteId: d.site_id,
-      pathPrefix: d.path_prefix,
-      expiresAt: d.expires_at === null ? null : Date.parse(d.expires_at),
-    }]);
+    const item = ipItem(r);
+    if (item) out.push(item);
   }
   return out;
 }
+
+/**
+ * Changed entries past this share of the list are read with the whole list: one query and no
+ * lookup per id (a cluster node's policy replaced, a seeded store).
+ */
+const RELOAD_SHARE = 4;
 
 interface IndicatorsDoc {
   readonly networks: readonly string[];
@@ -239,12 +260,26 @@ export function createProtectionCompiler(geo?: GeoLookup) {
   let source: ProtectionSource = NO_SOURCE;
   const threat = cached(() => buildIpSet(threatEntries(source)));
   const ipList = cached(() => buildIpList(ipEntries(source)));
-  let received: { tables: IpListTables; list: IpList } | undefined;
+  let received: { state: IpListState; list: IpList } | undefined;
+  let updater: IpListUpdater | undefined;
   const ipListOfSource = (src: ProtectionSource): IpList => {
-    const tables = src.ipList?.();
-    if (tables === undefined) return ipList(keyOf(src, KIND.ip));
-    if (received?.tables !== tables) received = { tables, list: ipListOf(tables) };
-    return received.list;
+    const state = src.ipList?.();
+    if (state !== undefined) {
+      if (received?.state !== state) received = { state, list: ipListOf(state) };
+      return received.list;
+    }
+    const { ipChanges, ipEntry } = src;
+    // Without a change feed (tests, benchmarks): compiled again when the rows' digest changes.
+    if (ipChanges === undefined || ipEntry === undefined) return ipList(keyOf(src, KIND.ip));
+    const changed = ipChanges(Math.max(1024, (updater?.list.size ?? 0) / RELOAD_SHARE));
+    if (updater === undefined || changed === "many") updater = ipListUpdater(ipEntries(src));
+    else if (changed.length > 0) {
+      updater.apply(changed, (id) => {
+        const row = ipEntry(id);
+        return row && ipItem(row);
+      });
+    }
+    return updater.list;
   };
   const acl = cached(() =>
     compileAcl(
@@ -285,6 +320,8 @@ export function createProtectionCompiler(geo?: GeoLookup) {
       },
       singleton: (kind) => given.singleton(kind),
       ipList: () => given.ipList?.(),
+      ipChanges: given.ipChanges && ((limit) => given.ipChanges!(limit)),
+      ipEntry: given.ipEntry && ((id) => given.ipEntry!(id)),
     };
     source = src;
     const decisions = appliedDecisions(src);

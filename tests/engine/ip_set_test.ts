@@ -1,12 +1,7 @@
 import { assertEquals, ok } from "../_helpers/assert.ts";
 import { formatCidr, parseCidr, parseIp } from "../../engine/ip_address.ts";
-import {
-  buildIpList,
-  buildIpSet,
-  type IpListEntry,
-  ipListOf,
-  ipSetFrom,
-} from "../../engine/ip_set.ts";
+import { buildIpSet, ipSetFrom } from "../../engine/ip_set.ts";
+import { buildIpList, type IpListEntry, ipListOf } from "../../engine/ip_list.ts";
 
 Deno.test("parseIp() reads IPv4, IPv6 with ::, embedded IPv4 and zone ids", () => {
   assertEquals(parseIp("10.0.0.1"), { version: 4, words: [0x0a000001] });
@@ -168,7 +163,7 @@ Deno.test("an IP list's tables copied to another thread answer as the list does"
     ["2001:db8::/48", entry({ id: "v6-admin", pathPrefix: "/admin", expiresAt: 5000 })],
   ] as const;
   const original = list(given);
-  const copied = ipListOf(structuredClone(original.tables));
+  const copied = ipListOf(structuredClone(original.state));
   const cases: Array<[string, string, string, number]> = [
     ["10.1.2.3", "a", "/", 0],
     ["10.9.9.9", "a", "/", 0],

@@ -81,7 +81,7 @@ Deno.test("the IP list travels compiled: its rows are not recorded, an unchanged
       rows: (k) => stored[k] ?? [],
       singleton: () => undefined,
     }));
-    return { compiled, snapshot: tap.snapshot(1, compiled.ipList.tables) };
+    return { compiled, snapshot: tap.snapshot(1, compiled.ipList.state) };
   };
   const first = build();
   assertEquals(first.snapshot.rows[KIND.ip], undefined, "100,000 rows are not kept for workers");

@@ -1,0 +1,42 @@
+/**
+ * Which policy objects of one kind changed since last asked, whatever changed them on this
+ * connection: the management API, a site deleted with its entries (`ON DELETE CASCADE`), a
+ * cluster node's policy replaced wholesale. Temporary triggers log each inserted, updated or
+ * deleted row's id into a temporary table; a rolled-back change rolls its log back with it.
+ * Temporary objects belong to the connection, not to the store file: the schema (and its
+ * version) is unchanged, and an opened store starts with an empty log.
+ */
+import type { Db } from "./store.ts";
+
+let logs = 0;
+
+export function createPolicyChangeLog(db: Db, kind: string) {
+  // One table per log: two logs of one kind on one connection would take each other's changes.
+  const table = `temp.policy_changes_${++logs}`;
+  const name = table.slice("temp.".length);
+  const k = `'${kind.replaceAll("'", "''")}'`;
+  db.exec(`CREATE TEMP TABLE ${name} (id TEXT NOT NULL)`);
+  db.exec(`CREATE TEMP TRIGGER ${name}_insert AFTER INSERT ON main.policy_objects
+    WHEN NEW.kind = ${k} BEGIN INSERT INTO ${table} VALUES (NEW.id); END`);
+  db.exec(`CREATE TEMP TRIGGER ${name}_update AFTER UPDATE ON main.policy_objects
+    WHEN OLD.kind = ${k} OR NEW.kind = ${k}
+    BEGIN INSERT INTO ${table} VALUES (OLD.id); INSERT INTO ${table} VALUES (NEW.id); END`);
+  db.exec(`CREATE TEMP TRIGGER ${name}_delete AFTER DELETE ON main.policy_objects
+    WHEN OLD.kind = ${k} BEGIN INSERT INTO ${table} VALUES (OLD.id); END`);
+  const pick = db.prepare(`SELECT id FROM ${table} LIMIT ?`);
+  const clear = db.prepare(`DELETE FROM ${table}`);
+  return {
+    /**
+     * The distinct ids changed since the last call, or "many" when more than `limit` changes
+     * were logged; either way the log starts empty again.
+     */
+    take(limit: number): string[] | "many" {
+      const rows = pick.all(Math.floor(limit) + 1) as Array<{ id: string }>;
+      if (rows.length > 0) clear.run();
+      if (rows.length > limit) return "many";
+      return [...new Set(rows.map((r) => r.id))];
+    },
+  };
+}
+
+export type PolicyChangeLog = ReturnType<typeof createPolicyChangeLog>;

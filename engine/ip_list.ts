@@ -1,0 +1,388 @@
+/**
+ * IP allow/block lists compiled for the data plane, and kept current by applying each change
+ * instead of compiling every entry again.
+ *
+ * A list is a base compiled in full (columns behind an {@link IpSet} of entry numbers), the base
+ * entries dropped since (removed or replaced), and the entries added since (new ones and new
+ * versions), compiled on their own. A change of k entries costs the k entries and the added ones
+ * (at most {@link pendingLimit} of the list's size), not the list; past that the added and dropped
+ * entries are folded into a new base. Every part is plain data ({@link IpListState}), so a
+ * data-plane worker receives the base once and then only what changed since.
+ */
+import type { Cidr, IpAddress } from "./ip_address.ts";
+import { buildIpTables, type IpSet, ipSetOf, type IpTables } from "./ip_set.ts";
+
+/** An entry of an IP allow or block list, as the data plane evaluates it. */
+export interface IpListEntry {
+  readonly id: string;
+  readonly action: "allow" | "block";
+  /** The network as written by the operator. */
+  readonly cidr: string;
+  /** `null` for a global entry. */
+  readonly siteId: string | null;
+  /** Applies only under this path prefix when set. */
+  readonly pathPrefix: string | null;
+  /** Epoch milliseconds after which the entry no longer applies; `null` for never. */
+  readonly expiresAt: number | null;
+}
+
+/**
+ * An entry's place in the store's order (`ORDER BY position, created_at, id`): among the
+ * entries of one network the first in this order decides, so a list updated by changes must
+ * compare an added entry with the base's ones the way a full build would have ordered them.
+ */
+export interface IpListOrder {
+  readonly position: number;
+  readonly createdAt: number;
+}
+
+/** An entry with its parsed network and, optionally, its store order (else: its index). */
+export type IpListItem = readonly [Cidr, IpListEntry, IpListOrder?];
+
+/** An IP allow/block list compiled for the data plane; see {@link buildIpList}. */
+export interface IpList {
+  /** Number of entries. */
+  readonly size: number;
+  /**
+   * The deciding entry for a request: entries must match the site (or be global), the path
+   * prefix and not be expired. An allow entry wins over a block entry, so an operator who allows
+   * their own addresses is never locked out by a broader block range. Among entries of the same
+   * kind, the most specific network decides, then the first in store order.
+   */
+  match(ip: IpAddress, siteId: string, path: string, now: number): IpListEntry | undefined;
+  /** The compiled list as plain data, for {@link ipListOf} on another thread. */
+  readonly state: IpListState;
+}
+
+/** Concatenated strings with offsets: one string and one typed array instead of n strings. */
+interface PackedStrings {
+  readonly text: string;
+  readonly offsets: Uint32Array;
+}
+
+/** Small lists of distinct values (sites, path prefixes) referenced by index; 0 means null. */
+interface Interned {
+  readonly table: readonly string[];
+  readonly refs: Uint32Array;
+}
+
+/**
+ * Compiled entries as plain data: typed arrays, two long strings and two short lists, by entry
+ * number (entry numbers follow the store order).
+ */
+export interface IpListTables {
+  readonly ids: PackedStrings;
+  readonly cidrs: PackedStrings;
+  readonly sites: Interned;
+  readonly prefixes: Interned;
+  /** 1 for allow, 0 for block. */
+  readonly allow: Uint8Array;
+  /** Expiry in epoch milliseconds; NaN for never. */
+  readonly expires: Float64Array;
+  /** The network's prefix length. */
+  readonly bits: Uint8Array;
+  /** Store order: position, then creation time (then the id). */
+  readonly positions: Float64Array;
+  readonly created: Float64Array;
+  /** The networks, with entry numbers as payloads. */
+  readonly set: IpTables<Uint32Array>;
+}
+
+/**
+ * A compiled list as plain data: what `postMessage` copies to a data-plane worker, which wraps it
+ * with {@link ipListOf}; it never parses or sorts the entries itself. After a change only
+ * `dropped` and `added` are new (the base is the same object until the next fold).
+ */
+export interface IpListState {
+  readonly base: IpListTables;
+  /** Base entry numbers removed or replaced since the base was built, each once. */
+  readonly dropped?: Uint32Array;
+  /** Entries added or replaced since, in store order. */
+  readonly added?: IpListTables;
+}
+
+function packStrings(values: readonly string[]): PackedStrings {
+  const offsets = new Uint32Array(values.length + 1);
+  let at = 0;
+  values.forEach((v, i) => {
+    offsets[i] = at;
+    at += v.length;
+  });
+  offsets[values.length] = at;
+  return { text: values.join(""), offsets };
+}
+
+function intern(values: ReadonlyArray<string | null>): Interned {
+  const table: string[] = [];
+  const index = new Map<string, number>();
+  const refs = new Uint32Array(values.length);
+  values.forEach((v, i) => {
+    if (v === null) return;
+    let n = index.get(v);
+    if (n === undefined) index.set(v, n = table.push(v));
+    refs[i] = n;
+  });
+  return { table, refs };
+}
+
+const slice = (p: PackedStrings, i: number) => p.text.slice(p.offsets[i]!, p.offsets[i + 1]!);
+
+/** Entries as columns; `items` are in store order. */
+function buildTables(items: readonly IpListItem[]): IpListTables {
+  const set = buildIpTables(items.map(([cidr], i) => [cidr, i] as const));
+  return {
+    ids: packStrings(items.map(([, e]) => e.id)),
+    cidrs: packStrings(items.map(([, e]) => e.cidr)),
+    sites: intern(items.map(([, e]) => e.siteId)),
+    prefixes: intern(items.map(([, e]) => e.pathPrefix)),
+    allow: Uint8Array.from(items, ([, e]) => e.action === "allow" ? 1 : 0),
+    expires: Float64Array.from(items, ([, e]) => e.expiresAt ?? NaN),
+    bits: Uint8Array.from(items, ([c]) => c.prefix),
+    positions: Float64Array.from(items, ([, , o], i) => o?.position ?? i),
+    created: Float64Array.from(items, ([, , o]) => o?.createdAt ?? 0),
+    set: { ...set, payloads: Uint32Array.from(set.payloads) },
+  };
+}
+
+/**
+ * Compiles IP-list entries (in store order) into columns (packed ids and networks, interned
+ * sites and path prefixes, typed actions and expiries) behind an {@link IpSet} of entry numbers,
+ * so a list of 100,000 entries holds a handful of objects the garbage collector must trace, not
+ * 100,000 entry objects with their strings. The entry object is rebuilt only for a request that
+ * hits.
+ */
+export function buildIpList(items: readonly IpListItem[]): IpList {
+  return ipListOf({ base: buildTables(items) });
+}
+
+function entryOf(t: IpListTables, i: number): IpListEntry {
+  const site = t.sites.refs[i]!;
+  const prefix = t.prefixes.refs[i]!;
+  const expiry = t.expires[i]!;
+  return {
+    id: slice(t.ids, i),
+    action: t.allow[i] ? "allow" : "block",
+    cidr: slice(t.cidrs, i),
+    siteId: site === 0 ? null : t.sites.table[site - 1]!,
+    pathPrefix: prefix === 0 ? null : t.prefixes.table[prefix - 1]!,
+    expiresAt: Number.isNaN(expiry) ? null : expiry,
+  };
+}
+
+/** The part of a list a lookup scans: its tables, their set, and the entries to skip. */
+interface Part {
+  readonly t: IpListTables;
+  readonly set: IpSet<number>;
+  readonly dead: Uint8Array | undefined;
+}
+
+// What `scan` found: the first applicable allow and block entry numbers, -1 for none. Module
+// scratch instead of a result object: a lookup allocates nothing it does not return.
+let firstAllow = -1;
+let firstBlock = -1;
+
+/** The first applicable allow and block entries of `part` for a request, in lookup order. */
+function scan(part: Part, ip: IpAddress, siteId: string, path: string, now: number): void {
+  const { t, dead } = part;
+  firstAllow = -1;
+  firstBlock = -1;
+  for (const i of part.set.lookup(ip)) {
+    if (dead !== undefined && dead[i] === 1) continue;
+    const site = t.sites.refs[i]!;
+    if (site !== 0 && t.sites.table[site - 1] !== siteId) continue;
+    if (t.expires[i]! <= now) continue;
+    const prefix = t.prefixes.refs[i]!;
+    if (prefix !== 0 && !path.startsWith(t.prefixes.table[prefix - 1]!)) continue;
+    if (t.allow[i]) {
+      firstAllow = i;
+      return;
+    }
+    if (firstBlock < 0) firstBlock = i;
+  }
+}
+
+/** True when entry `i` of `a` comes before entry `j` of `b` in lookup order. */
+function before(a: IpListTables, i: number, b: IpListTables, j: number): boolean {
+  const d = b.bits[j]! - a.bits[i]! || a.positions[i]! - b.positions[j]! ||
+    a.created[i]! - b.created[j]!;
+  return d !== 0 ? d < 0 : slice(a.ids, i) < slice(b.ids, j);
+}
+
+/** The first of base entry `i` and added entry `j` (either -1 for none), as an entry. */
+function first(base: Part, i: number, added: Part, j: number): IpListEntry | undefined {
+  if (i < 0) return j < 0 ? undefined : entryOf(added.t, j);
+  if (j < 0 || before(base.t, i, added.t, j)) return entryOf(base.t, i);
+  return entryOf(added.t, j);
+}
+
+/** The list over its state built here or received from another thread. */
+export function ipListOf(state: IpListState): IpList {
+  const { base: t, dropped, added } = state;
+  let dead: Uint8Array | undefined;
+  if (dropped !== undefined && dropped.length > 0) {
+    dead = new Uint8Array(t.allow.length);
+    for (const i of dropped) dead[i] = 1;
+  }
+  const base: Part = { t, set: ipSetOf<number>(t.set), dead };
+  const size = t.allow.length - (dropped?.length ?? 0) + (added?.allow.length ?? 0);
+  if (added === undefined || added.allow.length === 0) {
+    return {
+      size,
+      state,
+      match(ip, siteId, path, now) {
+        scan(base, ip, siteId, path, now);
+        const i = firstAllow >= 0 ? firstAllow : firstBlock;
+        return i < 0 ? undefined : entryOf(t, i);
+      },
+    };
+  }
+  const more: Part = { t: added, set: ipSetOf<number>(added.set), dead: undefined };
+  return {
+    size,
+    state,
+    match(ip, siteId, path, now) {
+      scan(base, ip, siteId, path, now);
+      const allow = firstAllow;
+      const block = firstBlock;
+      scan(more, ip, siteId, path, now);
+      if (allow >= 0 || firstAllow >= 0) return first(base, allow, more, firstAllow);
+      return first(base, block, more, firstBlock);
+    },
+  };
+}
+
+/**
+ * How many added and dropped entries a list of `size` base entries carries before they are
+ * folded into a new base. A change rebuilds the added part (up to this many entries) and a fold
+ * rebuilds everything once per this many changes, so the square root balances the two; the floor
+ * keeps small lists from folding at every change.
+ */
+export function pendingLimit(size: number): number {
+  return Math.max(256, Math.ceil(Math.sqrt(size)));
+}
+
+/** FNV-1a over `text[from, to)`. */
+function hashRange(text: string, from: number, to: number): number {
+  let h = 0x811c9dc5;
+  for (let k = from; k < to; k++) h = Math.imul(h ^ text.charCodeAt(k), 0x01000193);
+  return h >>> 0;
+}
+
+/** Base entry numbers by id: open addressing over the packed ids, no string per entry. */
+function idIndex(ids: PackedStrings, count: number): (id: string) => number {
+  const { text, offsets } = ids;
+  let size = 16;
+  while (size < count * 2) size *= 2;
+  const mask = size - 1;
+  const slots = new Int32Array(size).fill(-1);
+  for (let i = 0; i < count; i++) {
+    let h = hashRange(text, offsets[i]!, offsets[i + 1]!) & mask;
+    while (slots[h] !== -1) h = (h + 1) & mask;
+    slots[h] = i;
+  }
+  return (id) => {
+    let h = hashRange(id, 0, id.length) & mask;
+    for (let i = slots[h]!; i !== -1; h = (h + 1) & mask, i = slots[h]!) {
+      const at = offsets[i]!;
+      if (offsets[i + 1]! - at === id.length && text.startsWith(id, at)) return i;
+    }
+    return -1;
+  };
+}
+
+/** The items of a base's live entries, in store order: networks read back from the levels. */
+function baseItems(t: IpListTables, dead: ReadonlySet<number>): IpListItem[] {
+  const cidrs: Cidr[] = new Array(t.allow.length);
+  const { v4, v6, payloads } = t.set;
+  for (const [version, levels, width] of [[4, v4, 1], [6, v6, 4]] as const) {
+    for (const level of levels) {
+      for (let n = 0; n + 1 < level.starts.length; n++) {
+        const words = Array.from(level.networks.subarray(n * width, (n + 1) * width));
+        const cidr: Cidr = { version, words, prefix: level.prefix };
+        for (let j = level.starts[n]!; j < level.starts[n + 1]!; j++) cidrs[payloads[j]!] = cidr;
+      }
+    }
+  }
+  const out: IpListItem[] = [];
+  for (let i = 0; i < cidrs.length; i++) {
+    if (dead.has(i)) continue;
+    out.push([cidrs[i]!, entryOf(t, i), { position: t.positions[i]!, createdAt: t.created[i]! }]);
+  }
+  return out;
+}
+
+/** Store order of two items (`ORDER BY position, created_at, id`). */
+function storeOrder(a: IpListItem, b: IpListItem): number {
+  const x = a[2]!;
+  const y = b[2]!;
+  return x.position - y.position || x.createdAt - y.createdAt ||
+    (a[1].id < b[1].id ? -1 : a[1].id > b[1].id ? 1 : 0);
+}
+
+/** Two lists in store order, merged. */
+function merge(a: readonly IpListItem[], b: readonly IpListItem[]): IpListItem[] {
+  const out: IpListItem[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length && j < b.length) out.push(storeOrder(a[i]!, b[j]!) <= 0 ? a[i++]! : b[j++]!);
+  while (i < a.length) out.push(a[i++]!);
+  while (j < b.length) out.push(b[j++]!);
+  return out;
+}
+
+/** A list kept current by changes, on the thread that reads the store; see {@link ipListUpdater}. */
+export interface IpListUpdater {
+  /** The list as of the last change applied. */
+  readonly list: IpList;
+  /**
+   * Applies changed entries: `current(id)` is the entry as stored now, undefined when it is gone
+   * (or unusable). An id whose entry did not change is harmless. Returns the list now in force.
+   */
+  apply(ids: Iterable<string>, current: (id: string) => IpListItem | undefined): IpList;
+}
+
+/**
+ * An updatable list over `items` (in store order, each with its order). Added entries are kept
+ * as items (at most {@link pendingLimit}); the base keeps only its tables and an id index.
+ */
+export function ipListUpdater(items: readonly IpListItem[]): IpListUpdater {
+  let base = buildTables(items);
+  let find = idIndex(base.ids, base.allow.length);
+  const dropped = new Set<number>();
+  const added = new Map<string, IpListItem>();
+  let list = ipListOf({ base });
+  const fold = () => {
+    const rest = [...added.values()].sort(storeOrder);
+    base = buildTables(merge(baseItems(base, dropped), rest));
+    find = idIndex(base.ids, base.allow.length);
+    dropped.clear();
+    added.clear();
+    list = ipListOf({ base });
+  };
+  return {
+    get list() {
+      return list;
+    },
+    apply(ids, current) {
+      let changed = false;
+      for (const id of ids) {
+        changed = true;
+        const i = find(id);
+        if (i >= 0) dropped.add(i);
+        added.delete(id);
+        const item = current(id);
+        if (item !== undefined) added.set(id, item);
+      }
+      if (!changed) return list;
+      if (added.size + dropped.size > pendingLimit(base.allow.length)) fold();
+      else {
+        list = ipListOf({
+          base,
+          ...(dropped.size > 0 && { dropped: Uint32Array.from(dropped) }),
+          ...(added.size > 0 && { added: buildTables([...added.values()].sort(storeOrder)) }),
+        });
+      }
+      return list;
+    },
+  };
+}

@@ -1,0 +1,182 @@
+import { assertEquals } from "../_helpers/assert.ts";
+import {
+  type Cidr,
+  formatCidr,
+  type IpAddress,
+  maskWords,
+  parseCidr,
+} from "../../engine/ip_address.ts";
+import {
+  buildIpList,
+  type IpList,
+  type IpListItem,
+  ipListOf,
+  ipListUpdater,
+  pendingLimit,
+} from "../../engine/ip_list.ts";
+
+/** A small deterministic generator (mulberry32), so a failure repeats with its seed. */
+function rng(seed: number) {
+  let a = seed >>> 0;
+  const next = () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const int = (n: number) => Math.floor(next() * n);
+  const pick = <T>(xs: readonly T[]): T => xs[int(xs.length)]!;
+  return { next, int, pick };
+}
+
+type Rng = ReturnType<typeof rng>;
+
+/**
+ * Addresses from a few small neighbourhoods of both families, so networks nest and collide
+ * (duplicates, a /32 inside a /24 inside a /8) instead of never meeting.
+ */
+function address(r: Rng): IpAddress {
+  if (r.next() < 0.5) {
+    const net = r.pick([0x0a000000, 0x0a010000, 0xc0000200, 0xcb007100]);
+    return { version: 4, words: [(net | r.int(512)) >>> 0] };
+  }
+  const hi = r.pick([0x20010db8, 0x20010db9, 0xfe800000]);
+  return { version: 6, words: [hi, r.int(3), r.pick([0, 0x8000_0000]) >>> 0, r.int(300)] };
+}
+
+function network(r: Rng): Cidr {
+  const ip = address(r);
+  const prefix = ip.version === 4
+    ? r.pick([0, 8, 16, 23, 24, 30, 32, 32, 32])
+    : r.pick([0, 32, 48, 64, 65, 96, 127, 128, 128]);
+  return { version: ip.version, words: maskWords(ip.words, prefix), prefix };
+}
+
+function item(r: Rng, id: string, order?: { position: number; createdAt: number }): IpListItem {
+  const cidr = network(r);
+  return [cidr, {
+    id,
+    action: r.next() < 0.3 ? "allow" : "block",
+    cidr: formatCidr(cidr),
+    siteId: r.pick([null, null, "a", "b"]),
+    pathPrefix: r.pick([null, null, "/admin"]),
+    expiresAt: r.pick([null, null, 1000, 5000]),
+  }, order ?? { position: r.int(20), createdAt: r.int(3) }];
+}
+
+/** `ORDER BY position, created_at, id`, as the store lists the rows. */
+function stored(items: Iterable<IpListItem>): IpListItem[] {
+  return [...items].sort((a, b) =>
+    a[2]!.position - b[2]!.position || a[2]!.createdAt - b[2]!.createdAt ||
+    (a[1].id < b[1].id ? -1 : a[1].id > b[1].id ? 1 : 0)
+  );
+}
+
+/** Every probe answers the same on `got` as on `want` (a list compiled in full). */
+function sameAnswers(r: Rng, got: IpList, want: IpList, probes: number, label: string): void {
+  assertEquals(got.size, want.size, `${label}: size`);
+  for (let p = 0; p < probes; p++) {
+    const ip = address(r);
+    const site = r.pick(["a", "b", "c"]);
+    const path = r.pick(["/", "/admin/x", "/adminx"]);
+    const now = r.pick([0, 999, 1000, 4999, 6000]);
+    assertEquals(
+      got.match(ip, site, path, now),
+      want.match(ip, site, path, now),
+      `${label}: ${JSON.stringify(ip)} ${site} ${path} ${now}`,
+    );
+  }
+}
+
+for (const seed of [1, 2, 3, 4, 5, 6]) {
+  Deno.test(`ipListUpdater(): random changes answer as a full build does (seed ${seed})`, () => {
+    const r = rng(seed);
+    const store = new Map<string, IpListItem>();
+    let nextId = 0;
+    const newId = () => `ip_${(nextId++).toString(36)}`;
+    for (let i = 0; i < 300; i++) {
+      const id = newId();
+      store.set(id, item(r, id));
+    }
+    const updater = ipListUpdater(stored(store.values()));
+    let folded = 0;
+    for (let round = 0; round < 60; round++) {
+      // A batch: adds, removals and replacements (same place in the order, new content), as
+      // a burst of coalesced writes gives them; some ids change twice, some not at all.
+      const changed: string[] = [];
+      const count = r.pick([1, 1, 2, 5, 20, 90]);
+      for (let c = 0; c < count; c++) {
+        const ids = [...store.keys()];
+        const roll = r.next();
+        if (roll < 0.45 || ids.length === 0) {
+          const id = newId();
+          store.set(id, item(r, id));
+          changed.push(id);
+        } else if (roll < 0.8) {
+          const id = r.pick(ids);
+          store.delete(id);
+          changed.push(id);
+        } else {
+          const id = r.pick(ids);
+          store.set(id, item(r, id, store.get(id)![2]));
+          changed.push(id);
+        }
+      }
+      if (r.next() < 0.1) changed.push("ip_never_stored");
+      const before = updater.list.state.base;
+      const list = updater.apply(changed, (id) => store.get(id));
+      if (list.state.base !== before) folded++;
+      const full = buildIpList(stored(store.values()));
+      sameAnswers(r, list, full, 150, `seed ${seed} round ${round}`);
+      // What a worker holds: the state copied, wrapped.
+      sameAnswers(r, ipListOf(structuredClone(list.state)), full, 30, `copied, round ${round}`);
+    }
+    assertEquals(folded > 0, true, "the changes were folded into a new base at least once");
+  });
+}
+
+Deno.test("ipListUpdater(): an unchanged list is the same object, a change keeps the base", () => {
+  const r = rng(9);
+  const items = stored(Array.from({ length: 50 }, (_, i) => item(r, `e${i}`)));
+  const updater = ipListUpdater(items);
+  const first = updater.list;
+  assertEquals(updater.apply([], () => undefined), first);
+  const changed = updater.apply(["e3"], () => undefined);
+  assertEquals(changed.state.base, first.state.base);
+  assertEquals([...changed.state.dropped!], [items.findIndex(([, e]) => e.id === "e3")]);
+  assertEquals(changed.size, 49);
+});
+
+Deno.test("ipListUpdater(): a removed entry stops matching, an added one decides by precedence", () => {
+  const at = (text: string) => parseCidr(text)!;
+  const entry = (id: string, cidr: string, action: "allow" | "block", position: number) =>
+    [at(cidr), {
+      id,
+      action,
+      cidr,
+      siteId: null,
+      pathPrefix: null,
+      expiresAt: null,
+    }, { position, createdAt: 0 }] as const;
+  const wide = entry("wide", "10.0.0.0/8", "block", 1);
+  const host = entry("host", "10.1.2.3/32", "block", 2);
+  const updater = ipListUpdater([wide, host]);
+  const ip = { version: 4, words: [0x0a010203] } as const;
+  assertEquals(updater.list.match(ip, "s", "/", 0)?.id, "host", "most specific first");
+  // An earlier-positioned block on the same network, added later, decides before "host".
+  const early = entry("early", "10.1.2.3/32", "block", 0);
+  assertEquals(updater.apply(["early"], () => early).match(ip, "s", "/", 0)?.id, "early");
+  // An allow anywhere wins over every block.
+  const allow = entry("allow", "0.0.0.0/0", "allow", 9);
+  assertEquals(updater.apply(["allow"], () => allow).match(ip, "s", "/", 0)?.id, "allow");
+  const gone = updater.apply(["allow", "early", "host"], () => undefined);
+  assertEquals(gone.match(ip, "s", "/", 0)?.id, "wide");
+  assertEquals(gone.size, 1);
+});
+
+Deno.test("pendingLimit() grows with the square root of the list, from a floor", () => {
+  assertEquals(pendingLimit(0), 256);
+  assertEquals(pendingLimit(100_000), 317);
+  assertEquals(pendingLimit(1_000_000), 1000);
+});
