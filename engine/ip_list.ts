@@ -10,7 +10,7 @@
  * data-plane worker receives the base once and then only what changed since.
  */
 import type { Cidr, IpAddress } from "./ip_address.ts";
-import { buildIpTables, type IpSet, ipSetOf, type IpTables } from "./ip_set.ts";
+import { buildIpTables, type IpSet, type IpTables, matchRanges } from "./ip_set.ts";
 
 /** An entry of an IP allow or block list, as the data plane evaluates it. */
 export interface IpListEntry {
@@ -169,10 +169,9 @@ function entryOf(t: IpListTables, i: number): IpListEntry {
   };
 }
 
-/** The part of a list a lookup scans: its tables, their set, and the entries to skip. */
+/** The part of a list a lookup scans: its tables and the entries to skip. */
 interface Part {
   readonly t: IpListTables;
-  readonly set: IpSet<number>;
   readonly dead: Uint8Array | undefined;
 }
 
@@ -180,24 +179,30 @@ interface Part {
 // scratch instead of a result object: a lookup allocates nothing it does not return.
 let firstAllow = -1;
 let firstBlock = -1;
+const ranges = new Uint32Array(2 * 129);
 
 /** The first applicable allow and block entries of `part` for a request, in lookup order. */
 function scan(part: Part, ip: IpAddress, siteId: string, path: string, now: number): void {
   const { t, dead } = part;
   firstAllow = -1;
   firstBlock = -1;
-  for (const i of part.set.lookup(ip)) {
-    if (dead !== undefined && dead[i] === 1) continue;
-    const site = t.sites.refs[i]!;
-    if (site !== 0 && t.sites.table[site - 1] !== siteId) continue;
-    if (t.expires[i]! <= now) continue;
-    const prefix = t.prefixes.refs[i]!;
-    if (prefix !== 0 && !path.startsWith(t.prefixes.table[prefix - 1]!)) continue;
-    if (t.allow[i]) {
-      firstAllow = i;
-      return;
+  const count = matchRanges(t.set, ip, ranges);
+  const payloads = t.set.payloads;
+  for (let r = 0; r < count; r++) {
+    for (let j = ranges[r * 2]!, end = ranges[r * 2 + 1]!; j < end; j++) {
+      const i = payloads[j]!;
+      if (dead !== undefined && dead[i] === 1) continue;
+      const site = t.sites.refs[i]!;
+      if (site !== 0 && t.sites.table[site - 1] !== siteId) continue;
+      if (t.expires[i]! <= now) continue;
+      const prefix = t.prefixes.refs[i]!;
+      if (prefix !== 0 && !path.startsWith(t.prefixes.table[prefix - 1]!)) continue;
+      if (t.allow[i]) {
+        firstAllow = i;
+        return;
+      }
+      if (firstBlock < 0) firstBlock = i;
     }
-    if (firstBlock < 0) firstBlock = i;
   }
 }
 
@@ -223,7 +228,7 @@ export function ipListOf(state: IpListState): IpList {
     dead = new Uint8Array(t.allow.length);
     for (const i of dropped) dead[i] = 1;
   }
-  const base: Part = { t, set: ipSetOf<number>(t.set), dead };
+  const base: Part = { t, dead };
   const size = t.allow.length - (dropped?.length ?? 0) + (added?.allow.length ?? 0);
   if (added === undefined || added.allow.length === 0) {
     return {
@@ -236,7 +241,7 @@ export function ipListOf(state: IpListState): IpList {
       },
     };
   }
-  const more: Part = { t: added, set: ipSetOf<number>(added.set), dead: undefined };
+  const more: Part = { t: added, dead: undefined };
   return {
     size,
     state,

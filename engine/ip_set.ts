@@ -167,6 +167,39 @@ function lookupV6<T>(
   return found ?? NONE;
 }
 
+const scratchKey = [0, 0, 0, 0];
+
+/**
+ * Where the payloads of every network containing `ip` lie in `tables.payloads`, most specific
+ * first: `[start, end)` pairs written to `out` (room for 129 pairs), their count returned. The
+ * lookup of {@link IpSet} without its result array: a caller filtering the payloads (the IP
+ * list) allocates nothing per request.
+ */
+export function matchRanges(tables: IpTables<unknown>, ip: IpAddress, out: Uint32Array): number {
+  let count = 0;
+  if (ip.version === 4) {
+    const w = ip.words[0]!;
+    for (const level of tables.v4) {
+      const i = find(level.networks, (w & V4_MASKS[level.prefix]!) >>> 0);
+      if (i < 0) continue;
+      out[count * 2] = level.starts[i]!;
+      out[count * 2 + 1] = level.starts[i + 1]!;
+      count++;
+    }
+    return count;
+  }
+  const words = ip.words;
+  for (const level of tables.v6) {
+    for (let w = 0; w < 4; w++) scratchKey[w] = (words[w]! & v6Mask(level.prefix, w)) >>> 0;
+    const i = findV6(level.networks, scratchKey);
+    if (i < 0) continue;
+    out[count * 2] = level.starts[i]!;
+    out[count * 2 + 1] = level.starts[i + 1]!;
+    count++;
+  }
+  return count;
+}
+
 /** The tables of a set: see {@link IpTables}. */
 export function buildIpTables<T>(entries: ReadonlyArray<readonly [Cidr, T]>): IpTables<T[]> {
   const payloads: T[] = [];

@@ -15,7 +15,7 @@
  *    (`waf_data_worker_requests_total` from the metrics).
  *
  * ```sh
- * deno run -A scripts/bench_workers.ts [records|policy|e2e|cpu|all] [--duration 10] [--connections 16]
+ * deno run -A scripts/bench_workers.ts [records|policy|incremental|e2e|cpu|all] [--duration 10] [--connections 16]
  *                                      [--threads 1] [--workers 1,2] [--rounds 3] [--runs 5]
  *                                      [--paced-ms 8] [--e2e-workers 1,2]
  *
@@ -179,6 +179,100 @@ async function policyBench(runs: number): Promise<void> {
     `  IP list match(), 100k entries        ${median(hereNs).toFixed(0)} ns compiled here, ${
       median(copiedNs).toFixed(0)
     } ns on copied tables`,
+  );
+}
+
+/**
+ * The IP list kept current by changes (`ipListUpdater`, what the main thread does per write)
+ * with 100,000 entries: one change applied, a fold of the pending changes into a new base, and
+ * `match()` on a list with pending changes against the same entries compiled in full, alternated
+ * rounds (hits and misses, IPv4 and IPv6).
+ */
+async function incrementalBench(runs: number): Promise<void> {
+  const { buildIpList, ipListUpdater, pendingLimit } = await import("../engine/ip_list.ts");
+  type Item = Parameters<typeof buildIpList>[0][number];
+  const { parseCidr } = await import("../engine/ip_address.ts");
+  const n = 100_000;
+  const v4 = (i: number) => `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
+  const v6 = (i: number) => `2001:db8:${(i >> 16).toString(16)}:${(i & 0xffff).toString(16)}::`;
+  const address = (i: number) => i % 4 === 3 ? v6(i) : v4(i);
+  const item = (i: number): Item => {
+    const cidr = i % 4 === 3 ? `${v6(i)}/64` : `${v4(i)}/32`;
+    return [parseCidr(cidr)!, {
+      id: `ip${i}`,
+      action: i % 10 === 0 ? "allow" : "block",
+      cidr,
+      siteId: null,
+      pathPrefix: null,
+      expiresAt: null,
+    }, { position: i, createdAt: 0 }];
+  };
+  const live = new Map<number, Item>();
+  for (let i = 0; i < n; i++) live.set(i, item(i));
+  const t0 = performance.now();
+  const updater = ipListUpdater([...live.values()]);
+  const fullMs = performance.now() - t0;
+  const limit = pendingLimit(n);
+  // Changes as the API makes them, alternating: an entry added (appended) and one removed.
+  const applyMs: number[] = [];
+  const foldMs: number[] = [];
+  let next = n;
+  let gone = 0;
+  const change = () => {
+    const adding = next - n <= gone;
+    const i = adding ? next++ : gone++;
+    if (adding) live.set(i, item(i));
+    else live.delete(i);
+    const base = updater.list.state.base;
+    const t = performance.now();
+    updater.apply([`ip${i}`], () => live.get(i));
+    (updater.list.state.base === base ? applyMs : foldMs).push(performance.now() - t);
+  };
+  for (let k = 0; k < limit * runs; k++) change();
+  // Then a list with half the limit pending, against the same entries compiled in full.
+  const pending = () =>
+    (updater.list.state.added?.allow.length ?? 0) +
+    (updater.list.state.dropped?.length ?? 0);
+  while (pending() < limit / 2) change();
+  const patched = updater.list;
+  const full = buildIpList([...live.values()].sort((a, b) => a[2]!.position - b[2]!.position));
+  // Half hits (live entries, both families), half misses.
+  const probes = Array.from({ length: 1000 }, (_, k) => {
+    const i = gone + k * 37;
+    const miss = k % 4 === 3 ? `2001:db9::${k.toString(16)}` : `11.0.${k & 255}.1`;
+    return parseIp(k % 2 === 1 ? miss : i % 4 === 3 ? `${address(i)}1` : address(i))!;
+  });
+  const lookupNs = (l: IpList) => {
+    const t = performance.now();
+    for (let k = 0; k < 200; k++) for (const ip of probes) l.match(ip, "site", "/", 0);
+    return ((performance.now() - t) * 1e6) / (200 * probes.length);
+  };
+  const fullNs: number[] = [];
+  const patchedNs: number[] = [];
+  for (let k = 0; k < 7; k++) {
+    fullNs.push(lookupNs(full));
+    patchedNs.push(lookupNs(patched));
+  }
+  console.log(
+    `IP list kept current: ${
+      n.toLocaleString("en")
+    } entries (3/4 IPv4 /32, 1/4 IPv6 /64), ${limit} changes pending at most`,
+  );
+  console.log(`  full build                           ${fullMs.toFixed(0)} ms`);
+  console.log(
+    `  one change applied                   ${median(applyMs).toFixed(2)} ms (max ${
+      Math.max(...applyMs).toFixed(2)
+    }, ${applyMs.length} changes)`,
+  );
+  console.log(
+    `  fold into a new base                 ${median(foldMs).toFixed(0)} ms (max ${
+      Math.max(...foldMs).toFixed(0)
+    }, ${foldMs.length} folds)`,
+  );
+  console.log(
+    `  match(), ${pending()} changes pending        ${
+      median(patchedNs).toFixed(0)
+    } ns, compiled in full ${median(fullNs).toFixed(0)} ns`,
   );
 }
 
@@ -546,6 +640,9 @@ export async function main(args: string[]): Promise<number> {
   );
   if (what === "records" || what === "all") await recordsBench(Number(values.runs));
   if (what === "policy" || what === "all") await policyBench(Number(values.runs));
+  if (what === "policy" || what === "incremental" || what === "all") {
+    await incrementalBench(Number(values.runs));
+  }
   if (what === "policy" || what === "e2e" || what === "all") {
     for (const n of (values["e2e-workers"] ?? "1,2").split(",")) {
       await policyEndToEnd(Number(values.runs), Number(n));

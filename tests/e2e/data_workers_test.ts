@@ -151,6 +151,45 @@ Deno.test("with 100,000 IP entries, a change to the list through the API is enfo
   }, 2);
 });
 
+Deno.test("concurrent IP-list changes (added, removed, replaced) reach both workers as stored", async () => {
+  await using up = startUpstream();
+  await using s = await startTestServer({ config: WORKERS });
+  addSite(s, up.url);
+  seedIpEntries(s, 2_000);
+  await until(() => s.dataWorkers!.current(), "both workers on the seeded list", 60_000);
+  const api = apiFor(s);
+  // Seeded entries are blocks except every tenth (i % 10 === 9); these are all blocks.
+  const removed = Array.from({ length: 15 }, (_, i) => 100 + i * 10);
+  const replaced = Array.from({ length: 10 }, (_, i) => 1000 + i * 10);
+  const added = Array.from({ length: 15 }, (_, i) => `198.51.100.${i + 1}`);
+  const writes = [
+    ...added.map((ip) => api("POST", "/api/protection/ip-lists", { action: "block", cidr: ip })),
+    ...removed.map((i) => api("DELETE", `/api/protection/ip-lists/seed-ip-${i}`)),
+    ...replaced.map((i) =>
+      api("PUT", `/api/protection/ip-lists/seed-ip-${i}`, {
+        action: "allow",
+        cidr: `${seededIp(i)}/32`,
+        site_id: null,
+      })
+    ),
+  ];
+  for (const r of await Promise.all(writes)) {
+    await r.body?.cancel();
+    ok(r.status < 300, `a write answered ${r.status}`);
+  }
+  await until(() => s.dataWorkers!.current(), "both workers on the changed list", 60_000);
+  const status = async (ip: string) => (await send(s, "/hello", { ip })).status;
+  await untilBothServe(s, async () => {
+    for (const ip of added.slice(0, 3)) assertEquals(await status(ip), 403, ip);
+    for (const i of removed.slice(0, 3)) assertEquals(await status(seededIp(i)), 200, `${i}`);
+    for (const i of replaced.slice(0, 3)) assertEquals(await status(seededIp(i)), 200, `${i}`);
+    assertEquals(await status(seededIp(101)), 403, "an unchanged entry");
+  }, 2);
+  // The main thread's list counts what the store holds.
+  const stored = s.dataPlane.policy.current.protection!.ipList;
+  assertEquals(stored.size, 2_000 + added.length - removed.length);
+});
+
 /** One HTTP/1.1 request over TLS with SNI `servername`; the reply's text. */
 function tlsGet(port: number, servername: string, ca: string, path: string): Promise<string> {
   return new Promise((resolve, reject) => {

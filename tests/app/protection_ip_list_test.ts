@@ -1,0 +1,160 @@
+/**
+ * The IP list the main thread keeps current from the store's change log answers exactly as a
+ * list compiled from every stored row: over random writes of every kind the product makes
+ * (entries added, replaced, moved, removed; a site deleted with its entries; a rolled-back write;
+ * a bulk change past the log's limit), after a restart, and as a data-plane worker holds it.
+ */
+import { assertEquals } from "../_helpers/assert.ts";
+import { testStore } from "../_helpers/store.ts";
+import { testConfig } from "../_helpers/server.ts";
+import { openProtectionStore } from "../../app/protection.ts";
+import { createPolicyObjectsRepo } from "../../db/policy_objects_repo.ts";
+import { createSitesRepo } from "../../db/sites_repo.ts";
+import { openStore, transaction } from "../../db/store.ts";
+import { formatCidr, type IpAddress, maskWords } from "../../engine/ip_address.ts";
+import { type IpList, ipListOf } from "../../engine/ip_list.ts";
+import { createProtectionCompiler, KIND } from "../../mod/protection/protection_compile.ts";
+
+function rng(seed: number) {
+  let a = seed >>> 0;
+  const next = () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const int = (n: number) => Math.floor(next() * n);
+  const pick = <T>(xs: readonly T[]): T => xs[int(xs.length)]!;
+  return { next, int, pick };
+}
+
+type Rng = ReturnType<typeof rng>;
+
+function address(r: Rng): IpAddress {
+  if (r.next() < 0.5) {
+    return { version: 4, words: [(r.pick([0x0a000000, 0xc0000200]) | r.int(256)) >>> 0] };
+  }
+  return { version: 6, words: [0x20010db8, r.int(2), 0, r.int(200)] };
+}
+
+/** An entry document as the API stores it (the network in canonical text, or as written). */
+function doc(r: Rng) {
+  const ip = address(r);
+  const prefix = ip.version === 4 ? r.pick([8, 24, 30, 32, 32]) : r.pick([32, 64, 120, 128]);
+  const cidr = formatCidr({ ...ip, words: maskWords(ip.words, prefix), prefix });
+  return {
+    action: r.next() < 0.3 ? "allow" : "block",
+    cidr: r.next() < 0.05 ? "not an address" : cidr,
+    site_id: r.pick([null, null, "site-a", "site-b"]),
+    path_prefix: r.pick([null, null, "/admin"]),
+    expires_at: r.pick([null, null, "2026-01-01T00:00:01.000Z"]),
+    note: "",
+  };
+}
+
+const NOW_CHOICES = [Date.UTC(2026, 0, 1), Date.UTC(2027, 0, 1)];
+
+function sameAnswers(r: Rng, got: IpList, want: IpList, label: string): void {
+  assertEquals(got.size, want.size, `${label}: size`);
+  for (let p = 0; p < 200; p++) {
+    const ip = address(r);
+    const site = r.pick(["site-a", "site-b", "site-c"]);
+    const path = r.pick(["/", "/admin/x"]);
+    const now = r.pick(NOW_CHOICES);
+    assertEquals(
+      got.match(ip, site, path, now),
+      want.match(ip, site, path, now),
+      `${label}: ${JSON.stringify(ip)} ${site} ${path} ${now}`,
+    );
+  }
+}
+
+Deno.test("the IP list kept current from the change log answers as a full compile, over random writes and a restart", async () => {
+  await using s = await testStore();
+  const config = testConfig();
+  const sites = createSitesRepo(s.db);
+  const addSite = (id: string) =>
+    sites.insert({ id, name: id, config: "{}", created_at: 1, updated_at: 1 });
+  addSite("site-a");
+  addSite("site-b");
+  const repo = createPolicyObjectsRepo(s.db);
+  const store = openProtectionStore(s.db, config);
+  // What a full build from every stored row gives, with a compiler that has no change feed.
+  const full = () =>
+    createProtectionCompiler()({
+      rows: (kind) => repo.list(kind),
+      singleton: () => undefined,
+    }).ipList;
+  const r = rng(7);
+  let n = 0;
+  const insert = (position = r.int(30), created = r.int(3)) => {
+    const d = doc(r);
+    repo.insert({
+      id: `ip_${(n++).toString(36)}`,
+      kind: KIND.ip,
+      site_id: d.site_id,
+      position,
+      config: JSON.stringify(d),
+      created_at: created,
+      updated_at: created,
+    });
+  };
+  for (let i = 0; i < 400; i++) insert();
+  let list = store.compile().ipList;
+  sameAnswers(r, list, full(), "first build");
+  let bases = 0;
+  for (let round = 0; round < 40; round++) {
+    const ops = r.pick([1, 3, 10, 60]);
+    for (let k = 0; k < ops; k++) {
+      const ids = repo.list(KIND.ip).map((x) => x.id);
+      const roll = r.next();
+      if (roll < 0.4 || ids.length === 0) insert();
+      else if (roll < 0.7) repo.remove(KIND.ip, r.pick(ids));
+      else {
+        // Replaced (PUT), sometimes moved to another position.
+        const old = repo.get(KIND.ip, r.pick(ids))!;
+        const d = doc(r);
+        repo.update({
+          ...old,
+          site_id: d.site_id,
+          position: r.next() < 0.3 ? r.int(30) : old.position,
+          config: JSON.stringify(d),
+          updated_at: old.updated_at + 1,
+        });
+      }
+    }
+    if (round === 10) {
+      // A site deleted: its entries go by the foreign key, not through the repository.
+      s.db.exec("DELETE FROM sites WHERE id = 'site-b'");
+      addSite("site-b");
+    }
+    if (round === 20) {
+      try {
+        transaction(s.db, () => {
+          for (const x of repo.list(KIND.ip).slice(0, 50)) repo.remove(KIND.ip, x.id);
+          throw new Error("rolled back");
+        });
+      } catch {
+        // The write failed as intended: nothing changed.
+      }
+    }
+    // A bulk change past the log's limit (a cluster node's policy replaced): read in full.
+    if (round === 30) transaction(s.db, () => Array.from({ length: 1100 }, () => insert(5)));
+    const before = list.state.base;
+    list = store.compile().ipList;
+    if (list.state.base !== before) bases++;
+    sameAnswers(r, list, full(), `round ${round}`);
+    sameAnswers(r, ipListOf(structuredClone(list.state)), full(), `copied, round ${round}`);
+  }
+  assertEquals(bases > 1, true, "folded or read in full at least once besides the first build");
+
+  // A restart: another connection to the same file starts from the stored rows.
+  const reopened = openStore(`${s.dir}/waf.db`, { now: 0 });
+  try {
+    const again = openProtectionStore(reopened, config).compile().ipList;
+    sameAnswers(r, again, list, "after a restart");
+  } finally {
+    reopened.close();
+  }
+});

@@ -1,0 +1,76 @@
+import { assertEquals } from "../_helpers/assert.ts";
+import { testStore } from "../_helpers/store.ts";
+import { createPolicyChangeLog } from "../../db/policy_object_changes.ts";
+import { createPolicyObjectsRepo, type PolicyObjectRow } from "../../db/policy_objects_repo.ts";
+import { createSitesRepo } from "../../db/sites_repo.ts";
+import { schemaVersion } from "../../db/store.ts";
+import { SCHEMA_VERSION } from "../../db/migrations.ts";
+
+const row = (id: string, kind: string, site: string | null = null): PolicyObjectRow => ({
+  id,
+  kind,
+  site_id: site,
+  position: 0,
+  config: "{}",
+  created_at: 1,
+  updated_at: 1,
+});
+
+Deno.test("the change log names the ids of its kind inserted, updated and deleted, once each", async () => {
+  await using s = await testStore();
+  const repo = createPolicyObjectsRepo(s.db);
+  const log = createPolicyChangeLog(s.db, "ip_entry");
+  assertEquals(log.take(10), []);
+  repo.insert(row("a", "ip_entry"));
+  repo.insert(row("b", "ip_entry"));
+  repo.insert(row("r", "acl_rule"));
+  repo.update({ ...row("a", "ip_entry"), config: '{"x":1}' });
+  repo.update({ ...row("r", "acl_rule"), config: '{"x":1}' });
+  repo.remove("ip_entry", "b");
+  assertEquals([...log.take(10)].sort(), ["a", "b"]);
+  assertEquals(log.take(10), [], "taken: the log starts empty again");
+});
+
+Deno.test("the change log sees entries deleted with their site, and forgets a rolled-back change", async () => {
+  await using s = await testStore();
+  const repo = createPolicyObjectsRepo(s.db);
+  createSitesRepo(s.db).insert({
+    id: "site1",
+    name: "shop",
+    config: "{}",
+    created_at: 1,
+    updated_at: 1,
+  });
+  repo.insert(row("scoped", "ip_entry", "site1"));
+  repo.insert(row("global", "ip_entry"));
+  const log = createPolicyChangeLog(s.db, "ip_entry");
+  s.db.exec("DELETE FROM sites WHERE id = 'site1'");
+  assertEquals(repo.get("ip_entry", "scoped"), undefined, "the foreign key cascaded");
+  assertEquals(log.take(10), ["scoped"]);
+  try {
+    s.transaction(() => {
+      repo.remove("ip_entry", "global");
+      throw new Error("rolled back");
+    });
+  } catch {
+    // The write failed as intended.
+  }
+  assertEquals(log.take(10), []);
+  assertEquals(repo.get("ip_entry", "global")?.id, "global");
+});
+
+Deno.test("past the limit the change log answers many; two logs of one kind each see every change", async () => {
+  await using s = await testStore();
+  const repo = createPolicyObjectsRepo(s.db);
+  const first = createPolicyChangeLog(s.db, "ip_entry");
+  const second = createPolicyChangeLog(s.db, "ip_entry");
+  for (let i = 0; i < 5; i++) repo.insert(row(`e${i}`, "ip_entry"));
+  assertEquals(first.take(4), "many");
+  assertEquals(first.take(4), [], "emptied all the same");
+  assertEquals(second.take(5).length, 5);
+  // Temporary objects only: the store's schema is what it was.
+  assertEquals(schemaVersion(s.db), SCHEMA_VERSION);
+  const objects = s.db.prepare("SELECT COUNT(*) AS n FROM main.sqlite_master WHERE name LIKE ?")
+    .get("policy_changes%") as { n: number };
+  assertEquals(objects.n, 0);
+});
