@@ -2,7 +2,7 @@
  * IP allow/block lists compiled for the data plane, and kept current by applying each change
  * instead of compiling every entry again.
  *
- * A list is a base compiled in full (columns behind an {@link IpSet} of entry numbers), the base
+ * A list is a base compiled in full (columns behind an IP set of entry numbers), the base
  * entries dropped since (removed or replaced), and the entries added since (new ones and new
  * versions), compiled on their own. A change of k entries costs the k entries and the added ones
  * (at most {@link pendingLimit} of the list's size), not the list; past that the added and dropped
@@ -10,7 +10,7 @@
  * data-plane worker receives the base once and then only what changed since.
  */
 import type { Cidr, IpAddress } from "./ip_address.ts";
-import { buildIpTables, type IpSet, type IpTables, matchRanges } from "./ip_set.ts";
+import { buildIpTables, type IpTables, matchRanges } from "./ip_set.ts";
 
 /** An entry of an IP allow or block list, as the data plane evaluates it. */
 export interface IpListEntry {
@@ -146,7 +146,7 @@ function buildTables(items: readonly IpListItem[]): IpListTables {
 
 /**
  * Compiles IP-list entries (in store order) into columns (packed ids and networks, interned
- * sites and path prefixes, typed actions and expiries) behind an {@link IpSet} of entry numbers,
+ * sites and path prefixes, typed actions and expiries) behind an IP set of entry numbers,
  * so a list of 100,000 entries holds a handful of objects the garbage collector must trace, not
  * 100,000 entry objects with their strings. The entry object is rebuilt only for a request that
  * hits.
