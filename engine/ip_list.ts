@@ -55,13 +55,13 @@ export interface IpList {
 }
 
 /** Concatenated strings with offsets: one string and one typed array instead of n strings. */
-interface PackedStrings {
+export interface PackedStrings {
   readonly text: string;
   readonly offsets: Uint32Array;
 }
 
 /** Small lists of distinct values (sites, path prefixes) referenced by index; 0 means null. */
-interface Interned {
+export interface Interned {
   readonly table: readonly string[];
   readonly refs: Uint32Array;
 }
@@ -125,10 +125,11 @@ function intern(values: ReadonlyArray<string | null>): Interned {
   return { table, refs };
 }
 
-const slice = (p: PackedStrings, i: number) => p.text.slice(p.offsets[i]!, p.offsets[i + 1]!);
+export const slice = (p: PackedStrings, i: number) =>
+  p.text.slice(p.offsets[i]!, p.offsets[i + 1]!);
 
 /** Entries as columns; `items` are in store order. */
-function buildTables(items: readonly IpListItem[]): IpListTables {
+export function buildTables(items: readonly IpListItem[]): IpListTables {
   const set = buildIpTables(items.map(([cidr], i) => [cidr, i] as const));
   return {
     ids: packStrings(items.map(([, e]) => e.id)),
@@ -155,7 +156,7 @@ export function buildIpList(items: readonly IpListItem[]): IpList {
   return ipListOf({ base: buildTables(items) });
 }
 
-function entryOf(t: IpListTables, i: number): IpListEntry {
+export function entryOf(t: IpListTables, i: number): IpListEntry {
   const site = t.sites.refs[i]!;
   const prefix = t.prefixes.refs[i]!;
   const expiry = t.expires[i]!;
@@ -252,142 +253,6 @@ export function ipListOf(state: IpListState): IpList {
       scan(more, ip, siteId, path, now);
       if (allow >= 0 || firstAllow >= 0) return first(base, allow, more, firstAllow);
       return first(base, block, more, firstBlock);
-    },
-  };
-}
-
-/**
- * How many added and dropped entries a list of `size` base entries carries before they are
- * folded into a new base. A change rebuilds the added part (up to this many entries) and a fold
- * rebuilds everything once per this many changes, so the square root balances the two; the floor
- * keeps small lists from folding at every change.
- */
-export function pendingLimit(size: number): number {
-  return Math.max(256, Math.ceil(Math.sqrt(size)));
-}
-
-/** FNV-1a over `text[from, to)`. */
-function hashRange(text: string, from: number, to: number): number {
-  let h = 0x811c9dc5;
-  for (let k = from; k < to; k++) h = Math.imul(h ^ text.charCodeAt(k), 0x01000193);
-  return h >>> 0;
-}
-
-/** Base entry numbers by id: open addressing over the packed ids, no string per entry. */
-function idIndex(ids: PackedStrings, count: number): (id: string) => number {
-  const { text, offsets } = ids;
-  let size = 16;
-  while (size < count * 2) size *= 2;
-  const mask = size - 1;
-  const slots = new Int32Array(size).fill(-1);
-  for (let i = 0; i < count; i++) {
-    let h = hashRange(text, offsets[i]!, offsets[i + 1]!) & mask;
-    while (slots[h] !== -1) h = (h + 1) & mask;
-    slots[h] = i;
-  }
-  return (id) => {
-    let h = hashRange(id, 0, id.length) & mask;
-    for (let i = slots[h]!; i !== -1; h = (h + 1) & mask, i = slots[h]!) {
-      const at = offsets[i]!;
-      if (offsets[i + 1]! - at === id.length && text.startsWith(id, at)) return i;
-    }
-    return -1;
-  };
-}
-
-/** The items of a base's live entries, in store order: networks read back from the levels. */
-function baseItems(t: IpListTables, dead: ReadonlySet<number>): IpListItem[] {
-  const cidrs: Cidr[] = new Array(t.allow.length);
-  const { v4, v6, payloads } = t.set;
-  for (const [version, levels, width] of [[4, v4, 1], [6, v6, 4]] as const) {
-    for (const level of levels) {
-      for (let n = 0; n + 1 < level.starts.length; n++) {
-        const words = Array.from(level.networks.subarray(n * width, (n + 1) * width));
-        const cidr: Cidr = { version, words, prefix: level.prefix };
-        for (let j = level.starts[n]!; j < level.starts[n + 1]!; j++) cidrs[payloads[j]!] = cidr;
-      }
-    }
-  }
-  const out: IpListItem[] = [];
-  for (let i = 0; i < cidrs.length; i++) {
-    if (dead.has(i)) continue;
-    out.push([cidrs[i]!, entryOf(t, i), { position: t.positions[i]!, createdAt: t.created[i]! }]);
-  }
-  return out;
-}
-
-/** Store order of two items (`ORDER BY position, created_at, id`). */
-function storeOrder(a: IpListItem, b: IpListItem): number {
-  const x = a[2]!;
-  const y = b[2]!;
-  return x.position - y.position || x.createdAt - y.createdAt ||
-    (a[1].id < b[1].id ? -1 : a[1].id > b[1].id ? 1 : 0);
-}
-
-/** Two lists in store order, merged. */
-function merge(a: readonly IpListItem[], b: readonly IpListItem[]): IpListItem[] {
-  const out: IpListItem[] = [];
-  let i = 0;
-  let j = 0;
-  while (i < a.length && j < b.length) out.push(storeOrder(a[i]!, b[j]!) <= 0 ? a[i++]! : b[j++]!);
-  while (i < a.length) out.push(a[i++]!);
-  while (j < b.length) out.push(b[j++]!);
-  return out;
-}
-
-/** A list kept current by changes, on the thread that reads the store; see {@link ipListUpdater}. */
-export interface IpListUpdater {
-  /** The list as of the last change applied. */
-  readonly list: IpList;
-  /**
-   * Applies changed entries: `current(id)` is the entry as stored now, undefined when it is gone
-   * (or unusable). An id whose entry did not change is harmless. Returns the list now in force.
-   */
-  apply(ids: Iterable<string>, current: (id: string) => IpListItem | undefined): IpList;
-}
-
-/**
- * An updatable list over `items` (in store order, each with its order). Added entries are kept
- * as items (at most {@link pendingLimit}); the base keeps only its tables and an id index.
- */
-export function ipListUpdater(items: readonly IpListItem[]): IpListUpdater {
-  let base = buildTables(items);
-  let find = idIndex(base.ids, base.allow.length);
-  const dropped = new Set<number>();
-  const added = new Map<string, IpListItem>();
-  let list = ipListOf({ base });
-  const fold = () => {
-    const rest = [...added.values()].sort(storeOrder);
-    base = buildTables(merge(baseItems(base, dropped), rest));
-    find = idIndex(base.ids, base.allow.length);
-    dropped.clear();
-    added.clear();
-    list = ipListOf({ base });
-  };
-  return {
-    get list() {
-      return list;
-    },
-    apply(ids, current) {
-      let changed = false;
-      for (const id of ids) {
-        changed = true;
-        const i = find(id);
-        if (i >= 0) dropped.add(i);
-        added.delete(id);
-        const item = current(id);
-        if (item !== undefined) added.set(id, item);
-      }
-      if (!changed) return list;
-      if (added.size + dropped.size > pendingLimit(base.allow.length)) fold();
-      else {
-        list = ipListOf({
-          base,
-          ...(dropped.size > 0 && { dropped: Uint32Array.from(dropped) }),
-          ...(added.size > 0 && { added: buildTables([...added.values()].sort(storeOrder)) }),
-        });
-      }
-      return list;
     },
   };
 }

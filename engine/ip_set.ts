@@ -18,7 +18,7 @@ import { type Cidr, type IpAddress, parseCidr, parseIp } from "./ip_address.ts";
  * garbage collector would otherwise mark on every major collection while the data plane waits,
  * and they cross to a data-plane worker as a copy of bytes (see {@link IpTables}).
  */
-interface IpLevel {
+export interface IpLevel {
   readonly prefix: number;
   readonly networks: Uint32Array;
   readonly starts: Uint32Array;

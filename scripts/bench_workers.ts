@@ -31,7 +31,7 @@ import type { PolicyObjectRow } from "../db/policy_objects_repo.ts";
 import { deltaOf, type PolicySnapshot } from "../mod/data_plane/policy_snapshot.ts";
 import { createProtectionCompiler, KIND } from "../mod/protection/protection_compile.ts";
 import type { IpList } from "../engine/ip_list.ts";
-import { parseIp } from "../engine/ip_address.ts";
+import { type IpAddress, parseIp } from "../engine/ip_address.ts";
 import { type AccessRecord, toRow } from "../mod/data_plane/access_record.ts";
 import type { CountsDelta } from "../mod/data_plane/site_counters.ts";
 
@@ -100,6 +100,22 @@ function compileIpList(s: PolicySnapshot) {
   }).ipList;
 }
 
+/**
+ * `match()`'s time per call on each list over `probes`, seven alternated rounds each (the first
+ * ones also warm the JIT up): read the medians.
+ */
+function matchNs(lists: readonly IpList[], probes: readonly IpAddress[]): number[][] {
+  const rounds = lists.map(() => [] as number[]);
+  for (let r = 0; r < 7; r++) {
+    lists.forEach((l, i) => {
+      const t = performance.now();
+      for (let k = 0; k < 200; k++) for (const ip of probes) l.match(ip, "site", "/", 0);
+      rounds[i]!.push(((performance.now() - t) * 1e6) / (200 * probes.length));
+    });
+  }
+  return rounds;
+}
+
 async function policyBench(runs: number): Promise<void> {
   // Imported here, so `e2e` alone also runs on a tree from before the compiled IP list (A/B).
   const { ipListOf } = await import("../engine/ip_list.ts");
@@ -147,18 +163,7 @@ async function policyBench(runs: number): Promise<void> {
   const list = compileIpList(snapshot);
   const copied = ipListOf(structuredClone(list.state));
   const probes = Array.from({ length: 1000 }, (_, i) => parseIp(`10.0.${i & 255}.${i % 7}`)!);
-  const lookupNs = (l: IpList) => {
-    const t0 = performance.now();
-    for (let k = 0; k < 200; k++) for (const ip of probes) l.match(ip, "site", "/", 0);
-    return ((performance.now() - t0) * 1e6) / (200 * probes.length);
-  };
-  // Alternated, medians: the first loops also warm the JIT up.
-  const hereNs: number[] = [];
-  const copiedNs: number[] = [];
-  for (let i = 0; i < 7; i++) {
-    hereNs.push(lookupNs(list));
-    copiedNs.push(lookupNs(copied));
-  }
+  const [hereNs, copiedNs] = matchNs([list, copied], probes) as [number[], number[]];
   const bytes = JSON.stringify(snapshot).length;
   console.log(
     `policy: 100,000 IP entries + 1,000 custom rules (snapshot ${
@@ -189,7 +194,8 @@ async function policyBench(runs: number): Promise<void> {
  * rounds (hits and misses, IPv4 and IPv6).
  */
 async function incrementalBench(runs: number): Promise<void> {
-  const { buildIpList, ipListUpdater, pendingLimit } = await import("../engine/ip_list.ts");
+  const { buildIpList } = await import("../engine/ip_list.ts");
+  const { ipListUpdater, pendingLimit } = await import("../engine/ip_list_updater.ts");
   type Item = Parameters<typeof buildIpList>[0][number];
   const { parseCidr } = await import("../engine/ip_address.ts");
   const n = 100_000;
@@ -242,17 +248,7 @@ async function incrementalBench(runs: number): Promise<void> {
     const miss = k % 4 === 3 ? `2001:db9::${k.toString(16)}` : `11.0.${k & 255}.1`;
     return parseIp(k % 2 === 1 ? miss : i % 4 === 3 ? `${address(i)}1` : address(i))!;
   });
-  const lookupNs = (l: IpList) => {
-    const t = performance.now();
-    for (let k = 0; k < 200; k++) for (const ip of probes) l.match(ip, "site", "/", 0);
-    return ((performance.now() - t) * 1e6) / (200 * probes.length);
-  };
-  const fullNs: number[] = [];
-  const patchedNs: number[] = [];
-  for (let k = 0; k < 7; k++) {
-    fullNs.push(lookupNs(full));
-    patchedNs.push(lookupNs(patched));
-  }
+  const [fullNs, patchedNs] = matchNs([full, patched], probes) as [number[], number[]];
   console.log(
     `IP list kept current: ${
       n.toLocaleString("en")

@@ -26,9 +26,8 @@ import {
   type IpListItem,
   ipListOf,
   type IpListState,
-  type IpListUpdater,
-  ipListUpdater,
 } from "../../engine/ip_list.ts";
+import { type IpListUpdater, ipListUpdater } from "../../engine/ip_list_updater.ts";
 import {
   type AclRuleDoc,
   alapPolicySchema,

@@ -5,6 +5,7 @@
  * a bulk change past the log's limit), after a restart, and as a data-plane worker holds it.
  */
 import { assertEquals } from "../_helpers/assert.ts";
+import { type Seeded, seeded } from "../_helpers/seeded.ts";
 import { testStore } from "../_helpers/store.ts";
 import { testConfig } from "../_helpers/server.ts";
 import { openProtectionStore } from "../../app/protection.ts";
@@ -15,23 +16,7 @@ import { formatCidr, type IpAddress, maskWords } from "../../engine/ip_address.t
 import { type IpList, ipListOf } from "../../engine/ip_list.ts";
 import { createProtectionCompiler, KIND } from "../../mod/protection/protection_compile.ts";
 
-function rng(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const int = (n: number) => Math.floor(next() * n);
-  const pick = <T>(xs: readonly T[]): T => xs[int(xs.length)]!;
-  return { next, int, pick };
-}
-
-type Rng = ReturnType<typeof rng>;
-
-function address(r: Rng): IpAddress {
+function address(r: Seeded): IpAddress {
   if (r.next() < 0.5) {
     return { version: 4, words: [(r.pick([0x0a000000, 0xc0000200]) | r.int(256)) >>> 0] };
   }
@@ -39,7 +24,7 @@ function address(r: Rng): IpAddress {
 }
 
 /** An entry document as the API stores it (the network in canonical text, or as written). */
-function doc(r: Rng) {
+function doc(r: Seeded) {
   const ip = address(r);
   const prefix = ip.version === 4 ? r.pick([8, 24, 30, 32, 32]) : r.pick([32, 64, 120, 128]);
   const cidr = formatCidr({ ...ip, words: maskWords(ip.words, prefix), prefix });
@@ -55,7 +40,7 @@ function doc(r: Rng) {
 
 const NOW_CHOICES = [Date.UTC(2026, 0, 1), Date.UTC(2027, 0, 1)];
 
-function sameAnswers(r: Rng, got: IpList, want: IpList, label: string): void {
+function sameAnswers(r: Seeded, got: IpList, want: IpList, label: string): void {
   assertEquals(got.size, want.size, `${label}: size`);
   for (let p = 0; p < 200; p++) {
     const ip = address(r);
@@ -86,7 +71,7 @@ Deno.test("the IP list kept current from the change log answers as a full compil
       rows: (kind) => repo.list(kind),
       singleton: () => undefined,
     }).ipList;
-  const r = rng(7);
+  const r = seeded(7);
   let n = 0;
   const insert = (position = r.int(30), created = r.int(3)) => {
     const d = doc(r);

@@ -1,4 +1,5 @@
 import { assertEquals } from "../_helpers/assert.ts";
+import { type Seeded, seeded } from "../_helpers/seeded.ts";
 import {
   type Cidr,
   formatCidr,
@@ -6,37 +7,14 @@ import {
   maskWords,
   parseCidr,
 } from "../../engine/ip_address.ts";
-import {
-  buildIpList,
-  type IpList,
-  type IpListItem,
-  ipListOf,
-  ipListUpdater,
-  pendingLimit,
-} from "../../engine/ip_list.ts";
-
-/** A small deterministic generator (mulberry32), so a failure repeats with its seed. */
-function rng(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const int = (n: number) => Math.floor(next() * n);
-  const pick = <T>(xs: readonly T[]): T => xs[int(xs.length)]!;
-  return { next, int, pick };
-}
-
-type Rng = ReturnType<typeof rng>;
+import { buildIpList, type IpList, type IpListItem, ipListOf } from "../../engine/ip_list.ts";
+import { ipListUpdater, pendingLimit } from "../../engine/ip_list_updater.ts";
 
 /**
  * Addresses from a few small neighbourhoods of both families, so networks nest and collide
  * (duplicates, a /32 inside a /24 inside a /8) instead of never meeting.
  */
-function address(r: Rng): IpAddress {
+function address(r: Seeded): IpAddress {
   if (r.next() < 0.5) {
     const net = r.pick([0x0a000000, 0x0a010000, 0xc0000200, 0xcb007100]);
     return { version: 4, words: [(net | r.int(512)) >>> 0] };
@@ -45,7 +23,7 @@ function address(r: Rng): IpAddress {
   return { version: 6, words: [hi, r.int(3), r.pick([0, 0x8000_0000]) >>> 0, r.int(300)] };
 }
 
-function network(r: Rng): Cidr {
+function network(r: Seeded): Cidr {
   const ip = address(r);
   const prefix = ip.version === 4
     ? r.pick([0, 8, 16, 23, 24, 30, 32, 32, 32])
@@ -53,7 +31,7 @@ function network(r: Rng): Cidr {
   return { version: ip.version, words: maskWords(ip.words, prefix), prefix };
 }
 
-function item(r: Rng, id: string, order?: { position: number; createdAt: number }): IpListItem {
+function item(r: Seeded, id: string, order?: { position: number; createdAt: number }): IpListItem {
   const cidr = network(r);
   return [cidr, {
     id,
@@ -74,7 +52,7 @@ function stored(items: Iterable<IpListItem>): IpListItem[] {
 }
 
 /** Every probe answers the same on `got` as on `want` (a list compiled in full). */
-function sameAnswers(r: Rng, got: IpList, want: IpList, probes: number, label: string): void {
+function sameAnswers(r: Seeded, got: IpList, want: IpList, probes: number, label: string): void {
   assertEquals(got.size, want.size, `${label}: size`);
   for (let p = 0; p < probes; p++) {
     const ip = address(r);
@@ -91,7 +69,7 @@ function sameAnswers(r: Rng, got: IpList, want: IpList, probes: number, label: s
 
 for (const seed of [1, 2, 3, 4, 5, 6]) {
   Deno.test(`ipListUpdater(): random changes answer as a full build does (seed ${seed})`, () => {
-    const r = rng(seed);
+    const r = seeded(seed);
     const store = new Map<string, IpListItem>();
     let nextId = 0;
     const newId = () => `ip_${(nextId++).toString(36)}`;
@@ -137,7 +115,7 @@ for (const seed of [1, 2, 3, 4, 5, 6]) {
 }
 
 Deno.test("ipListUpdater(): an unchanged list is the same object, a change keeps the base", () => {
-  const r = rng(9);
+  const r = seeded(9);
   const items = stored(Array.from({ length: 50 }, (_, i) => item(r, `e${i}`)));
   const updater = ipListUpdater(items);
   const first = updater.list;
