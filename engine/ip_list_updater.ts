@@ -307,6 +307,24 @@ export function foldTables(
   };
 }
 
+/** What a base was folded from: the previous base and the patch folded into it. */
+export interface IpListFold {
+  readonly from: IpListTables;
+  readonly dropped: Uint32Array;
+  readonly added: IpListTables;
+}
+
+const folds = new WeakMap<IpListTables, IpListFold>();
+
+/**
+ * How `base` came to be, when an updater folded it: a thread holding `from` gets the same tables
+ * from `foldTables(from, dropped, added)`, so a data-plane worker folds for itself instead of
+ * receiving the new base (megabytes that `postMessage` would copy on the main thread).
+ */
+export function foldOf(base: IpListTables): IpListFold | undefined {
+  return folds.get(base);
+}
+
 /** A list kept current by changes, on the thread that reads the store; see {@link ipListUpdater}. */
 export interface IpListUpdater {
   /** The list as of the last change applied. */
@@ -345,7 +363,10 @@ export function ipListUpdater(items: readonly IpListItem[]): IpListUpdater {
       if (!changed) return list;
       const more = buildTables([...added.values()].sort(storeOrder));
       if (added.size + dropped.size > pendingLimit(base.allow.length)) {
-        base = foldTables(base, dropped, more);
+        const from = base;
+        const gone = Uint32Array.from(dropped);
+        base = foldTables(from, gone, more);
+        folds.set(base, { from, dropped: gone, added: more });
         find = idIndex(base.ids, base.allow.length);
         dropped.clear();
         added.clear();

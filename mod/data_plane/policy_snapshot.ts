@@ -9,6 +9,7 @@
 import type { PolicyObjectRow } from "../../db/policy_objects_repo.ts";
 import { KIND, type ProtectionSource } from "../protection/protection_compile.ts";
 import type { IpListState } from "../../engine/ip_list.ts";
+import { foldOf, foldTables } from "../../engine/ip_list_updater.ts";
 import type { StoredSiteRow } from "./site_schema.ts";
 
 export interface PolicySnapshot {
@@ -102,11 +103,13 @@ export function replaySnapshot(current: () => PolicySnapshot) {
 
 /** `kept` marks an IP list whose base the previous snapshot had: `ipPatch` is the rest. */
 const IP_BASE = `${KIND.ip}:base`;
+/** `kept` marks an IP list whose base is the previous one with `ipPatch` folded in. */
+const IP_FOLD = `${KIND.ip}:fold`;
 
 /**
  * A snapshot as sent after another: the kinds in `kept` have the rows the previous one had
  * (`KIND.ip` in `kept`: the same compiled IP list; `IP_BASE`: the same base, with `ipPatch`'s
- * dropped and added entries).
+ * dropped and added entries; `IP_FOLD`: the previous base with `ipPatch` folded in).
  */
 export interface SnapshotDelta extends PolicySnapshot {
   readonly kept: readonly string[];
@@ -147,6 +150,11 @@ export function deltaOf(previous: PolicySnapshot | undefined, next: PolicySnapsh
     const { base: _, ...patch } = ipList;
     ipPatch = patch;
     ipList = undefined;
+  } else if (ipList !== undefined && onlyFolded(previous.ipList, ipList)) {
+    const fold = foldOf(ipList.base)!;
+    kept.push(IP_FOLD);
+    ipPatch = { dropped: fold.dropped, added: fold.added };
+    ipList = undefined;
   }
   for (const [kind, list] of Object.entries(next.rows)) {
     const before = previous.rows[kind];
@@ -157,6 +165,12 @@ export function deltaOf(previous: PolicySnapshot | undefined, next: PolicySnapsh
   return { ...rest, rows, kept, ...(ipList && { ipList }), ...(ipPatch && { ipPatch }) };
 }
 
+/** True when `next` is `previous`'s base with a patch folded in, and nothing else. */
+function onlyFolded(previous: IpListState | undefined, next: IpListState): boolean {
+  return previous !== undefined && next.dropped === undefined && next.added === undefined &&
+    foldOf(next.base)?.from === previous.base;
+}
+
 /** The full snapshot a delta stands for, given the one before it. */
 export function applyDelta(previous: PolicySnapshot, delta: SnapshotDelta): PolicySnapshot {
   const rows: Record<string, readonly PolicyObjectRow[]> = { ...delta.rows };
@@ -164,7 +178,10 @@ export function applyDelta(previous: PolicySnapshot, delta: SnapshotDelta): Poli
   for (const kind of delta.kept) {
     if (kind === KIND.ip) ipList = previous.ipList;
     else if (kind === IP_BASE) ipList = { ...delta.ipPatch, base: previous.ipList!.base };
-    else rows[kind] = previous.rows[kind] ?? [];
+    else if (kind === IP_FOLD) {
+      const { dropped, added } = delta.ipPatch!;
+      ipList = { base: foldTables(previous.ipList!.base, dropped!, added!) };
+    } else rows[kind] = previous.rows[kind] ?? [];
   }
   return {
     version: delta.version,

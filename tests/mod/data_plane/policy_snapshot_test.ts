@@ -4,10 +4,13 @@ import {
   applyDelta,
   createSnapshotTap,
   deltaOf,
+  type PolicySnapshot,
   replaySnapshot,
 } from "../../../mod/data_plane/policy_snapshot.ts";
 import { createProtectionCompiler, KIND } from "../../../mod/protection/protection_compile.ts";
-import { parseIp } from "../../../engine/ip_address.ts";
+import { parseCidr, parseIp } from "../../../engine/ip_address.ts";
+import type { IpListItem } from "../../../engine/ip_list.ts";
+import { ipListUpdater, pendingLimit } from "../../../engine/ip_list_updater.ts";
 
 const row = (id: string, config: string, updated_at = 1): PolicyObjectRow => ({
   id,
@@ -107,4 +110,47 @@ Deno.test("the IP list travels compiled: its rows are not recorded, an unchanged
   assertEquals(received.kept.includes(KIND.ip), false);
   held = applyDelta(held, received);
   assertEquals(inWorker().match(ip("203.0.113.1"), "s", "/", 0)?.id, "c");
+});
+
+Deno.test("a changed IP list sends only its patch, and a fold is redone by the worker, not sent", () => {
+  const item = (i: number): IpListItem => {
+    const cidr = `10.0.${i >> 8}.${i & 255}/32`;
+    return [parseCidr(cidr)!, {
+      id: `e${i}`,
+      action: i % 7 === 0 ? "allow" : "block",
+      cidr,
+      siteId: i % 3 === 0 ? "shop" : null,
+      pathPrefix: null,
+      expiresAt: null,
+    }, { position: i, createdAt: 0 }];
+  };
+  const updater = ipListUpdater(Array.from({ length: 1000 }, (_, i) => item(i)));
+  const snapshot = (version: number): PolicySnapshot => ({
+    version,
+    sites: [],
+    rows: {},
+    singletons: {},
+    objects: {},
+    ipList: updater.list.state,
+  });
+  let sent = snapshot(1);
+  // The worker's copy, as `postMessage` gives it.
+  let held = structuredClone(sent);
+  let patches = 0;
+  let folds = 0;
+  for (let k = 0; k < pendingLimit(1000) + 10; k++) {
+    const i = 1000 + k;
+    updater.apply([`e${i}`, `e${k}`], (id) => id === `e${i}` ? item(i) : undefined);
+    const next = snapshot(k + 2);
+    const delta = deltaOf(sent, next);
+    assertEquals(delta.ipList, undefined, "the base is never sent again");
+    if (delta.kept.includes(`${KIND.ip}:fold`)) folds++;
+    else if (delta.kept.includes(`${KIND.ip}:base`)) patches++;
+    held = applyDelta(held, structuredClone(delta));
+    assertEquals(held.ipList, next.ipList, `the worker holds the main thread's list (${k})`);
+    sent = next;
+  }
+  // Each change adds one entry and drops one: a fold every half limit.
+  assertEquals(folds, 2);
+  assertEquals(patches + folds, pendingLimit(1000) + 10);
 });
