@@ -21,8 +21,15 @@ export function createPolicyObjectsRepo(db: Db) {
     "SELECT * FROM policy_objects WHERE kind = ? ORDER BY position, created_at, id",
   );
   const byId = db.prepare("SELECT * FROM policy_objects WHERE id = ? AND kind = ?");
+  // The index is (kind, site_id, position): MAX(position) over a whole kind scanned every row of
+  // it (6 ms for 100,000 IP entries, on each create); one MAX per site_id is one index seek each.
+  // Every non-null site_id is a site's (foreign key), so the sites list covers them all.
   const maxPosition = db.prepare(
-    "SELECT COALESCE(MAX(position), 0) AS p FROM policy_objects WHERE kind = ?",
+    `SELECT COALESCE(MAX(p), 0) AS p FROM (
+       SELECT MAX(position) AS p FROM policy_objects WHERE kind = ?1 AND site_id IS NULL
+       UNION ALL
+       SELECT (SELECT MAX(position) FROM policy_objects WHERE kind = ?1 AND site_id = s.id)
+       FROM sites s)`,
   );
   const insert = db.prepare(
     `INSERT INTO policy_objects (id, kind, site_id, position, config, created_at, updated_at)

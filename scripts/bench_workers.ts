@@ -17,7 +17,7 @@
  * ```sh
  * deno run -A scripts/bench_workers.ts [records|policy|incremental|e2e|cpu|all] [--duration 10] [--connections 16]
  *                                      [--threads 1] [--workers 1,2] [--rounds 3] [--runs 5]
- *                                      [--paced-ms 8] [--e2e-workers 1,2]
+ *                                      [--paced-ms 8] [--e2e-workers 1,2] [--entries 100000]
  *
  * Without `--paced-ms` wrk sends as fast as the WAF answers (closed loop), so the two shapes run
  * at different rates; with it every connection waits between requests and both get the same
@@ -303,7 +303,7 @@ async function loopStall<T>(during: () => Promise<T>): Promise<{ result: T; stal
  * (with 1 worker the data plane runs on that loop), and then until every worker acknowledges the
  * version (enforcing).
  */
-async function policyEndToEnd(runs: number, workerCount: number): Promise<void> {
+async function policyEndToEnd(runs: number, workerCount: number, entries = 100_000) {
   const { startTestServer } = await import("../tests/_helpers/server.ts");
   const { apiFor, seedIpEntries } = await import("../tests/_helpers/protection.ts");
   await using s = await startTestServer({ config: { server: { data: { workers: workerCount } } } });
@@ -312,7 +312,7 @@ async function policyEndToEnd(runs: number, workerCount: number): Promise<void> 
     while (workers && !workers.current()) await new Promise((r) => setTimeout(r, 1));
   };
   const t0 = performance.now();
-  seedIpEntries(s, 100_000);
+  seedIpEntries(s, entries);
   await everyWorker();
   const seeded = performance.now() - t0;
   const api = apiFor(s);
@@ -344,9 +344,11 @@ async function policyEndToEnd(runs: number, workerCount: number): Promise<void> 
   const line = (label: string, xs: number[]) =>
     console.log(`  ${label} ${median(xs).toFixed(1)} ms (max ${Math.max(...xs).toFixed(1)})`);
   console.log(
-    `end to end, ${workerCount} worker(s), 100,000 IP entries (${runs * 2} changes, median; ${
-      Deno.loadavg().map((x) => x.toFixed(2)).join(" ")
-    } load; seeding ${seeded.toFixed(0)} ms; RSS ${rssMb().toFixed(0)} MB)`,
+    `end to end, ${workerCount} worker(s), ${entries.toLocaleString("en")} IP entries (${
+      runs * 2
+    } changes, median; ${Deno.loadavg().map((x) => x.toFixed(2)).join(" ")} load; seeding ${
+      seeded.toFixed(0)
+    } ms; RSS ${rssMb().toFixed(0)} MB)`,
   );
   line("write answered                       ", ackMs);
   line("longest event-loop stall in the write", stallMs);
@@ -626,6 +628,7 @@ export async function main(args: string[]): Promise<number> {
       rounds: { type: "string", default: "3" },
       "paced-ms": { type: "string" },
       "e2e-workers": { type: "string" },
+      entries: { type: "string", default: "100000" },
     },
   });
   const what = positionals[0] ?? "all";
@@ -641,7 +644,7 @@ export async function main(args: string[]): Promise<number> {
   }
   if (what === "policy" || what === "e2e" || what === "all") {
     for (const n of (values["e2e-workers"] ?? "1,2").split(",")) {
-      await policyEndToEnd(Number(values.runs), Number(n));
+      await policyEndToEnd(Number(values.runs), Number(n), Number(values.entries));
     }
   }
   if (what === "cpu" || what === "all") {
