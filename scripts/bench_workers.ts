@@ -6,9 +6,12 @@
  *    worker: compiling it, cloning its rows (what `postMessage` did with the snapshot), whether
  *    the compiled policy itself could be sent (it cannot: closures and RE2), the IP list alone
  *    compiled from rows against its compiled tables copied and wrapped (what a worker does now),
- *    the lookup on both; then `e2e`: a real server with 1, then 2 workers (`--e2e-workers`) and
- *    100,000 entries, an entry added or removed through the API, the time to the answer, the
- *    event loop's longest stall meanwhile, and from the answer until every worker enforces it.
+ *    the lookup on both; `incremental`: the list kept current by changes (one change applied, a
+ *    fold, the lookup with changes pending against a full compile and, with `--old-root`, another
+ *    tree's list); then `e2e`: a real server with 1, then 2 workers (`--e2e-workers`) and
+ *    100,000 entries (`--entries`), an entry added or removed through the API, the time to the
+ *    answer, the event loop's longest stall meanwhile, and from the answer until every worker
+ *    enforces it.
  * 2. `cpu`: the WAF as a child process (`deno run main.ts serve`, the shipped V8 flags) with
  *    workers 1, then 2, under the same wrk load: CPU time of the whole process per request (from
  *    `/proc/<pid>/stat`, all threads), the rate, and how the requests spread over the workers
@@ -18,6 +21,7 @@
  * deno run -A scripts/bench_workers.ts [records|policy|incremental|e2e|cpu|all] [--duration 10] [--connections 16]
  *                                      [--threads 1] [--workers 1,2] [--rounds 3] [--runs 5]
  *                                      [--paced-ms 8] [--e2e-workers 1,2] [--entries 100000]
+ *                                      [--old-root DIR]
  *
  * Without `--paced-ms` wrk sends as fast as the WAF answers (closed loop), so the two shapes run
  * at different rates; with it every connection waits between requests and both get the same
@@ -193,7 +197,7 @@ async function policyBench(runs: number): Promise<void> {
  * `match()` on a list with pending changes against the same entries compiled in full, alternated
  * rounds (hits and misses, IPv4 and IPv6).
  */
-async function incrementalBench(runs: number): Promise<void> {
+async function incrementalBench(runs: number, oldRoot?: string): Promise<void> {
   const { buildIpList } = await import("../engine/ip_list.ts");
   const { ipListUpdater, pendingLimit } = await import("../engine/ip_list_updater.ts");
   type Item = Parameters<typeof buildIpList>[0][number];
@@ -248,7 +252,16 @@ async function incrementalBench(runs: number): Promise<void> {
     const miss = k % 4 === 3 ? `2001:db9::${k.toString(16)}` : `11.0.${k & 255}.1`;
     return parseIp(k % 2 === 1 ? miss : i % 4 === 3 ? `${address(i)}1` : address(i))!;
   });
-  const [fullNs, patchedNs] = matchNs([full, patched], probes) as [number[], number[]];
+  // `--old-root`: the same entries in the IP list of another tree (`git archive` of the commit
+  // before), whose `engine/ip_set.ts` held `buildIpList([cidr, entry][])`: the lookup A/B.
+  const lists: IpList[] = [full, patched];
+  if (oldRoot !== undefined) {
+    const old = await import(`${Deno.realPathSync(oldRoot)}/engine/ip_set.ts`);
+    lists.push(old.buildIpList(
+      [...live.values()].sort((a, b) => a[2]!.position - b[2]!.position).map(([c, e]) => [c, e]),
+    ));
+  }
+  const [fullNs, patchedNs, oldNs] = matchNs(lists, probes);
   console.log(
     `IP list kept current: ${
       n.toLocaleString("en")
@@ -267,8 +280,10 @@ async function incrementalBench(runs: number): Promise<void> {
   );
   console.log(
     `  match(), ${pending()} changes pending        ${
-      median(patchedNs).toFixed(0)
-    } ns, compiled in full ${median(fullNs).toFixed(0)} ns`,
+      median(patchedNs!).toFixed(0)
+    } ns, compiled in full ${median(fullNs!).toFixed(0)} ns${
+      oldNs ? `, the old tree's list ${median(oldNs).toFixed(0)} ns` : ""
+    }`,
   );
 }
 
@@ -629,6 +644,7 @@ export async function main(args: string[]): Promise<number> {
       "paced-ms": { type: "string" },
       "e2e-workers": { type: "string" },
       entries: { type: "string", default: "100000" },
+      "old-root": { type: "string" },
     },
   });
   const what = positionals[0] ?? "all";
@@ -640,7 +656,7 @@ export async function main(args: string[]): Promise<number> {
   if (what === "records" || what === "all") await recordsBench(Number(values.runs));
   if (what === "policy" || what === "all") await policyBench(Number(values.runs));
   if (what === "policy" || what === "incremental" || what === "all") {
-    await incrementalBench(Number(values.runs));
+    await incrementalBench(Number(values.runs), values["old-root"]);
   }
   if (what === "policy" || what === "e2e" || what === "all") {
     for (const n of (values["e2e-workers"] ?? "1,2").split(",")) {
