@@ -156,7 +156,8 @@ export function buildIpList(items: readonly IpListItem[]): IpList {
   return ipListOf({ base: buildTables(items) });
 }
 
-export function entryOf(t: IpListTables, i: number): IpListEntry {
+/** Entry `i` of `t` as an object: built only for a request that hits it. */
+function entryOf(t: IpListTables, i: number): IpListEntry {
   const site = t.sites.refs[i]!;
   const prefix = t.prefixes.refs[i]!;
   const expiry = t.expires[i]!;
