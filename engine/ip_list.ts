@@ -222,6 +222,63 @@ function first(base: Part, i: number, added: Part, j: number): IpListEntry | und
   return entryOf(added.t, j);
 }
 
+const FILTER_BITS = 14;
+const V4_MASKS = Uint32Array.from(
+  { length: 33 },
+  (_, p) => p === 0 ? 0 : (0xffffffff << (32 - p)) >>> 0,
+);
+
+function mix(h: number, word: number): number {
+  h = Math.imul(h ^ word, 0x85ebca6b);
+  return h ^ (h >>> 15);
+}
+
+/** An IPv4 network's filter bit: its masked address and prefix length, hashed. */
+function bit4(address: number, prefix: number): number {
+  const h = mix(Math.imul(prefix + 1, 0x9e3779b1), (address & V4_MASKS[prefix]!) >>> 0);
+  return Math.imul(h, 0xc2b2ae35) >>> (32 - FILTER_BITS);
+}
+
+/** The same for IPv6: the four masked words. */
+function bit6(words: ArrayLike<number>, prefix: number): number {
+  let h = Math.imul(prefix + 1, 0x9e3779b1);
+  for (let w = 0; w < 4; w++) {
+    const keep = prefix - w * 32;
+    const mask = keep >= 32 ? 0xffffffff : keep <= 0 ? 0 : V4_MASKS[keep]!;
+    h = mix(h, (words[w]! & mask) >>> 0);
+  }
+  return Math.imul(h, 0xc2b2ae35) >>> (32 - FILTER_BITS);
+}
+
+/**
+ * A Bloom filter (one hash, 2^14 bits) over the added part's networks: most requests match none
+ * of a few hundred added entries, and one hash per prefix length present rules them out faster
+ * than searching the added tables, so a list with changes pending looks up as fast as before.
+ */
+function addedFilter(added: IpListTables): (ip: IpAddress) => boolean {
+  const bits = new Uint32Array(1 << (FILTER_BITS - 5));
+  const set = (b: number) => void (bits[b >>> 5]! |= 1 << (b & 31));
+  for (const level of added.set.v4) for (const n of level.networks) set(bit4(n, level.prefix));
+  for (const level of added.set.v6) {
+    for (let n = 0; n < level.networks.length; n += 4) {
+      set(bit6(level.networks.subarray(n, n + 4), level.prefix));
+    }
+  }
+  const v4 = Uint8Array.from(added.set.v4, (l) => l.prefix);
+  const v6 = Uint8Array.from(added.set.v6, (l) => l.prefix);
+  const has = (b: number) => (bits[b >>> 5]! & (1 << (b & 31))) !== 0;
+  return (ip) => {
+    const words = ip.words;
+    if (ip.version === 4) {
+      const address = words[0]!;
+      for (let k = 0; k < v4.length; k++) if (has(bit4(address, v4[k]!))) return true;
+      return false;
+    }
+    for (let k = 0; k < v6.length; k++) if (has(bit6(words, v6[k]!))) return true;
+    return false;
+  };
+}
+
 /** The list over its state built here or received from another thread. */
 export function ipListOf(state: IpListState): IpList {
   const { base: t, dropped, added } = state;
@@ -244,6 +301,7 @@ export function ipListOf(state: IpListState): IpList {
     };
   }
   const more: Part = { t: added, dead: undefined };
+  const mayMatch = addedFilter(added);
   return {
     size,
     state,
@@ -251,6 +309,10 @@ export function ipListOf(state: IpListState): IpList {
       scan(base, ip, siteId, path, now);
       const allow = firstAllow;
       const block = firstBlock;
+      if (!mayMatch(ip)) {
+        const i = allow >= 0 ? allow : block;
+        return i < 0 ? undefined : entryOf(t, i);
+      }
       scan(more, ip, siteId, path, now);
       if (allow >= 0 || firstAllow >= 0) return first(base, allow, more, firstAllow);
       return first(base, block, more, firstBlock);
