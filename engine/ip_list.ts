@@ -233,10 +233,13 @@ function mix(h: number, word: number): number {
   return h ^ (h >>> 15);
 }
 
-/** An IPv4 network's filter bit: its masked address and prefix length, hashed. */
+/** Per prefix length, what an IPv4 network's key is salted with. */
+const V4_SALTS = Uint32Array.from({ length: 33 }, (_, p) => Math.imul(p + 1, 0x85ebca6b));
+
+/** An IPv4 network's filter bit: its masked address, salted by prefix length, hashed. */
 function bit4(address: number, prefix: number): number {
-  const h = mix(Math.imul(prefix + 1, 0x9e3779b1), (address & V4_MASKS[prefix]!) >>> 0);
-  return Math.imul(h, 0xc2b2ae35) >>> (32 - FILTER_BITS);
+  return Math.imul((address & V4_MASKS[prefix]!) ^ V4_SALTS[prefix]!, 0x9e3779b1) >>>
+    (32 - FILTER_BITS);
 }
 
 /** The same for IPv6: the four masked words. */
