@@ -21,7 +21,7 @@
  * deno run -A scripts/bench_workers.ts [records|policy|incremental|e2e|cpu|all] [--duration 10] [--connections 16]
  *                                      [--threads 1] [--workers 1,2] [--rounds 3] [--runs 5]
  *                                      [--paced-ms 8] [--e2e-workers 1,2] [--entries 100000]
- *                                      [--old-root DIR]
+ *                                      [--old-root DIR] [--probes mix|hit|miss]
  *
  * Without `--paced-ms` wrk sends as fast as the WAF answers (closed loop), so the two shapes run
  * at different rates; with it every connection waits between requests and both get the same
@@ -200,7 +200,7 @@ async function policyBench(runs: number): Promise<void> {
  * `match()` on a list with pending changes against the same entries compiled in full, alternated
  * rounds (hits and misses, IPv4 and IPv6).
  */
-async function incrementalBench(runs: number, oldRoot?: string): Promise<void> {
+async function incrementalBench(runs: number, oldRoot?: string, kind = "mix"): Promise<void> {
   const { buildIpList } = await import("../engine/ip_list.ts");
   const { ipListUpdater, pendingLimit } = await import("../engine/ip_list_updater.ts");
   type Item = Parameters<typeof buildIpList>[0][number];
@@ -249,11 +249,12 @@ async function incrementalBench(runs: number, oldRoot?: string): Promise<void> {
   while (pending() < limit / 2) change();
   const patched = updater.list;
   const full = buildIpList([...live.values()].sort((a, b) => a[2]!.position - b[2]!.position));
-  // Half hits (live entries, both families), half misses.
+  // `--probes mix`: half hits (live entries, both families), half misses; or all `hit`, `miss`.
   const probes = Array.from({ length: 1000 }, (_, k) => {
     const i = gone + k * 37;
     const miss = k % 4 === 3 ? `2001:db9::${k.toString(16)}` : `11.0.${k & 255}.1`;
-    return parseIp(k % 2 === 1 ? miss : i % 4 === 3 ? `${address(i)}1` : address(i))!;
+    const hit = i % 4 === 3 ? `${address(i)}1` : address(i);
+    return parseIp(kind === "miss" || (kind === "mix" && k % 2 === 1) ? miss : hit)!;
   });
   // `--old-root`: the same entries in the IP list of another tree (`git archive` of the commit
   // before), whose `engine/ip_set.ts` held `buildIpList([cidr, entry][])`: the lookup A/B.
@@ -282,7 +283,7 @@ async function incrementalBench(runs: number, oldRoot?: string): Promise<void> {
     }, ${foldMs.length} folds)`,
   );
   console.log(
-    `  match() CPU, ${pending()} changes pending    ${
+    `  match() CPU (${kind}), ${pending()} changes pending ${
       median(patchedNs!).toFixed(0)
     } ns, compiled in full ${median(fullNs!).toFixed(0)} ns${
       oldNs ? `, the old tree's list ${median(oldNs).toFixed(0)} ns` : ""
@@ -648,6 +649,7 @@ export async function main(args: string[]): Promise<number> {
       "e2e-workers": { type: "string" },
       entries: { type: "string", default: "100000" },
       "old-root": { type: "string" },
+      probes: { type: "string", default: "mix" },
     },
   });
   const what = positionals[0] ?? "all";
@@ -659,7 +661,7 @@ export async function main(args: string[]): Promise<number> {
   if (what === "records" || what === "all") await recordsBench(Number(values.runs));
   if (what === "policy" || what === "all") await policyBench(Number(values.runs));
   if (what === "policy" || what === "incremental" || what === "all") {
-    await incrementalBench(Number(values.runs), values["old-root"]);
+    await incrementalBench(Number(values.runs), values["old-root"], values.probes);
   }
   if (what === "policy" || what === "e2e" || what === "all") {
     for (const n of (values["e2e-workers"] ?? "1,2").split(",")) {
