@@ -147,8 +147,8 @@ async function policyBench(runs: number): Promise<void> {
     ipListOf(structuredClone(list.state));
     tablesMs.push(performance.now() - t3);
     const t = list.state.base;
-    tablesBytes = [t.allow, t.expires, t.ids.offsets, t.cidrs.offsets, t.sites.refs]
-      .concat(t.prefixes.refs, t.set.payloads)
+    tablesBytes = [t.allow, t.expires, t.bits, t.positions, t.created, t.ids.offsets]
+      .concat(t.cidrs.offsets, t.sites.refs, t.prefixes.refs, t.set.payloads)
       .concat([...t.set.v4, ...t.set.v6].flatMap((l) => [l.networks, l.starts]))
       .reduce((n, v) => n + v.byteLength, t.ids.text.length + t.cidrs.text.length);
   }
