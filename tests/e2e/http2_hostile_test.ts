@@ -1,0 +1,89 @@
+/**
+ * Hostile HTTP/2 clients against the connection front's frame follower (routes/h2_framing.ts):
+ * bytes that would make the follower believe something the server behind does not (a request
+ * open, a window with room) must not hold a connection past the listener's deadlines. Real
+ * servers on port 0, raw sockets.
+ */
+import { assertEquals, ok } from "../_helpers/assert.ts";
+import { addSite } from "../_helpers/protection.ts";
+import { closedAfter } from "../_helpers/raw_socket.ts";
+import { startTestServer } from "../_helpers/server.ts";
+import { startUpstream } from "../_helpers/upstream.ts";
+
+const enc = new TextEncoder();
+
+const SHORT = { header_timeout: "1s", body_timeout: "1s", keepalive_timeout: "1s" };
+
+const PREFACE = enc.encode("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+
+/** One HTTP/2 frame (RFC 9113 §4.1). */
+function frame(type: number, flags: number, stream: number, payload: Uint8Array = new Uint8Array()) {
+  const out = new Uint8Array(9 + payload.length);
+  out.set([payload.length >> 16, (payload.length >> 8) & 255, payload.length & 255, type, flags]);
+  new DataView(out.buffer).setUint32(5, stream);
+  out.set(payload, 9);
+  return out;
+}
+
+/** A SETTINGS payload from `[id, value]` pairs. */
+function settings(pairs: Array<[number, number]>): Uint8Array<ArrayBuffer> {
+  const out = new Uint8Array(pairs.length * 6);
+  const v = new DataView(out.buffer);
+  pairs.forEach(([id, value], i) => {
+    v.setUint16(i * 6, id);
+    v.setUint32(i * 6 + 2, value);
+  });
+  return out;
+}
+
+/** An HPACK block for `GET path` to `shop.test` (literal :path, literal :authority). */
+function getBlock(path = "/"): Uint8Array<ArrayBuffer> {
+  const host = enc.encode("shop.test");
+  const p = enc.encode(path);
+  return new Uint8Array([0x82, 0x86, 0x44, p.length, ...p, 0x41, host.length, ...host]);
+}
+
+const portOf = (url: string) => Number(new URL(url).port);
+
+Deno.test("a PRI request that is not the HTTP/2 preface does not make the front follow its body as frames", async () => {
+  await using up = startUpstream();
+  await using s = await startTestServer({
+    config: { server: { data: { limits: SHORT }, management: { limits: SHORT } } },
+  });
+  addSite(s, up.url, { mode: "off" });
+  for (const url of [s.dataUrl, s.managementUrl]) {
+    // An HTTP/1.1 request with the method PRI whose body looks like the rest of a preface and a
+    // complete HEADERS frame: a follower that took it for HTTP/2 would see a request open and
+    // apply no deadline while the server waits for the next HTTP/1.1 request.
+    const body = new Uint8Array([...enc.encode("SM\r\n\r\n"), ...frame(0x1, 0x5, 1, getBlock())]);
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port: portOf(url) });
+    const t0 = performance.now();
+    await conn.write(new Uint8Array([
+      ...enc.encode(`PRI /x HTTP/1.1\r\nhost: shop.test\r\ncontent-length: ${body.length}\r\n\r\n`),
+      ...body,
+    ]));
+    const ms = await closedAfter(conn, t0);
+    ok(ms < 3_000, `${url}: closed after ${Math.round(ms)} ms (deadlines 1 s)`);
+  }
+});
+
+Deno.test("a SETTINGS frame longer than the follower keeps cannot hide the client's window from it", async () => {
+  await using up = startUpstream();
+  await using s = await startTestServer({ config: { server: { data: { limits: SHORT } } } });
+  addSite(s, up.url, { mode: "off" });
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port: portOf(s.dataUrl) });
+  // 700 entries: the window a follower that reads only the first 4 KiB would take, then 0 (what
+  // the server applies: it can send nothing on a new stream).
+  const pairs: Array<[number, number]> = [];
+  for (let i = 0; i < 700; i++) pairs.push([0x4, 65_535]);
+  pairs.push([0x4, 0]);
+  const t0 = performance.now();
+  await conn.write(new Uint8Array([
+    ...PREFACE,
+    ...frame(0x4, 0, 0, settings(pairs)),
+    ...frame(0x1, 0x5, 1, getBlock(`/big?n=${1024 * 1024}`)),
+  ]));
+  const ms = await closedAfter(conn, t0);
+  ok(ms < 4_000, `closed after ${Math.round(ms)} ms (send deadline 1 s)`);
+  assertEquals(s.monitor.connections.listener("data").closed.send_timeout, 1);
+});
