@@ -87,3 +87,28 @@ Deno.test("a SETTINGS frame longer than the follower keeps cannot hide the clien
   ok(ms < 4_000, `closed after ${Math.round(ms)} ms (send deadline 1 s)`);
   assertEquals(s.monitor.connections.listener("data").closed.send_timeout, 1);
 });
+
+Deno.test("empty and padding-only DATA frames do not hold an HTTP/2 request body's deadline off", async () => {
+  await using up = startUpstream();
+  await using s = await startTestServer({ config: { server: { data: { limits: SHORT } } } });
+  addSite(s, up.url, { mode: "off" });
+  // POST / to shop.test, its body never coming: only frames that carry no data, every 300 ms.
+  const post = new Uint8Array([0x83, 0x86, 0x84, 0x41, 9, ...enc.encode("shop.test")]);
+  const padding = new Uint8Array(101);
+  padding[0] = 100;
+  for (const [i, empty] of [frame(0x0, 0, 1), frame(0x0, 0x8, 1, padding)].entries()) {
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port: portOf(s.dataUrl) });
+    const t0 = performance.now();
+    await conn.write(new Uint8Array([...PREFACE, ...frame(0x4, 0, 0), ...frame(0x1, 0x4, 1, post)]));
+    const writing = (async () => {
+      for (let n = 0; n < 30; n++) {
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        if (await conn.write(empty).catch(() => null) === null) return;
+      }
+    })();
+    const ms = await closedAfter(conn, t0);
+    await writing;
+    ok(ms < 3_000, `${i === 0 ? "empty" : "padding only"}: closed after ${Math.round(ms)} ms`);
+    assertEquals(s.monitor.connections.listener("data").closed.body_timeout, i + 1);
+  }
+});
