@@ -45,6 +45,8 @@ const C_TRAILER_LF = 10;
 const C_END_LF = 11;
 
 const latin1 = new TextDecoder("latin1");
+/** The HTTP/2 preface's first 18 bytes, as the head they end (RFC 9113 §3.4). */
+const PREFACE_HEAD = "PRI * HTTP/2.0\r\n\r\n";
 const FIELDS = /\n(content-length|transfer-encoding|upgrade)[ \t]*:[ \t]*([^\r\n]*)/gi;
 
 function hexValue(b: number): number {
@@ -175,7 +177,10 @@ export class RequestFraming {
     this.#method = text.slice(0, sp < 0 ? 0 : sp);
     const sp2 = text.indexOf(" ", sp + 1);
     this.#target = sp < 0 ? "" : text.slice(sp + 1, sp2 < 0 ? undefined : sp2);
-    if (this.#method === "PRI") {
+    if (text === PREFACE_HEAD) {
+      // Only the preface's exact bytes (what `Deno.serve` takes for HTTP/2): any other PRI
+      // request is HTTP/1.1 to the server, and following its body as frames would let the body
+      // fake an open request that no deadline applies to.
       this.h2 = true;
       this.phase = "tunnel";
       return;

@@ -1,11 +1,12 @@
 /**
  * Follows one HTTP/2 connection as its bytes go by in both directions, reading frame headers
  * (RFC 9113 §4.1: 24-bit length, type, flags, 31-bit stream id) and, of the payloads, only the
- * flow-control ones (SETTINGS, WINDOW_UPDATE); every other payload is skipped unread. It tells
+ * flow-control ones (SETTINGS, WINDOW_UPDATE) and a DATA frame's pad length; every other payload
+ * is skipped unread. It tells
  * which requests are open, whether the client is in the middle of a header block, since when a
  * request body the server has room for has not moved, and since when an answer has been held
- * back by the client's own flow control (it grants no room to receive). The connection front (`conn_front.ts`)
- * sets its deadlines from that, as it does from `conn_framing.ts` for HTTP/1.1; the protocol
+ * back by the client's own flow control (it grants no room to receive). The connection front
+ * (`conn_front.ts`) sets its deadlines from that, as it does from `conn_framing.ts` for HTTP/1.1; the protocol
  * itself stays the server's to check.
  *
  * A request is open from the end of its HEADERS block (client) until the server ends its answer
@@ -22,11 +23,10 @@ const CONTINUATION = 0x9;
 const END_STREAM = 0x1;
 const ACK = 0x1;
 const END_HEADERS = 0x4;
+const PADDED = 0x8;
 const INITIAL_WINDOW_SIZE = 0x4;
 /** Every flow-control window's size until SETTINGS or WINDOW_UPDATE says otherwise. */
 const DEFAULT_WINDOW = 65_535;
-/** SETTINGS payload read (682 entries); what a longer frame carries past it is not followed. */
-const KEEP_CAP = 4096;
 
 /** What the client sends after `PRI * HTTP/2.0\r\n\r\n` (already read by the HTTP/1.1 follower). */
 const PREFACE_REST = [0x53, 0x4d, 0x0d, 0x0a, 0x0d, 0x0a]; // "SM\r\n\r\n"
@@ -35,25 +35,40 @@ const PREFACE_REST = [0x53, 0x4d, 0x0d, 0x0a, 0x0d, 0x0a]; // "SM\r\n\r\n"
 interface FrameSink {
   /** A frame header is complete (its fields are on the reader). */
   header(reader: FrameReader): void;
-  /** `n` payload bytes of the current frame went by. */
-  payload(reader: FrameReader, n: number): void;
-  /** The current frame is complete; `kept` holds its payload for SETTINGS and WINDOW_UPDATE. */
-  end(reader: FrameReader, kept: Uint8Array): void;
+  /** `n` bytes of a DATA frame's data went by (its padding and pad length are not data). */
+  data(reader: FrameReader, n: number): void;
+  /**
+   * The current frame is complete; a SETTINGS frame's last SETTINGS_INITIAL_WINDOW_SIZE and a
+   * WINDOW_UPDATE's increment are on the reader.
+   */
+  end(reader: FrameReader): void;
 }
 
-/** One direction's frames: headers read, flow-control payloads kept, the rest skipped. */
+/**
+ * One direction's frames: headers read, the flow-control payloads (SETTINGS, WINDOW_UPDATE) read
+ * as they go by, however long (nothing is kept but the entry in progress), a DATA frame's pad
+ * length read, every other payload skipped.
+ */
 class FrameReader {
   type = -1;
   flags = 0;
   stream = 0;
   length = 0;
+  /** A SETTINGS frame's last SETTINGS_INITIAL_WINDOW_SIZE so far; -1: none. */
+  initialWindow = -1;
+  /** A WINDOW_UPDATE's increment once its 4 bytes are read; -1 before. */
+  increment = -1;
   readonly #head = new Uint8Array(9);
   #have = 0;
   /** Payload bytes of the current frame still to come. */
   #skip = 0;
-  readonly #kept = new Uint8Array(KEEP_CAP);
-  #keptLen = 0;
-  #keep = false;
+  /** Payload bytes of the current frame read so far (SETTINGS, WINDOW_UPDATE). */
+  #at = 0;
+  /** The SETTINGS entry (or WINDOW_UPDATE payload) in progress. */
+  readonly #field = new Uint8Array(6);
+  #parse = false;
+  /** A DATA frame's data bytes still to come; -1 until its pad length is read. */
+  #dataLeft = 0;
 
   constructor(readonly sink: FrameSink) {}
 
@@ -63,15 +78,11 @@ class FrameReader {
     while (i < n) {
       if (this.#skip > 0) {
         const take = Math.min(this.#skip, n - i);
-        if (this.#keep && this.#keptLen < KEEP_CAP) {
-          const room = Math.min(take, KEEP_CAP - this.#keptLen);
-          this.#kept.set(buf.subarray(i, i + room), this.#keptLen);
-          this.#keptLen += room;
-        }
+        if (this.#parse) this.#read(buf, i, i + take);
+        else if (this.type === DATA) this.#data(buf, i, take);
         this.#skip -= take;
         i += take;
-        this.sink.payload(this, take);
-        if (this.#skip === 0) this.#end();
+        if (this.#skip === 0) this.sink.end(this);
         continue;
       }
       const take = Math.min(9 - this.#have, n - i);
@@ -86,15 +97,49 @@ class FrameReader {
       this.flags = h[4]!;
       this.stream = ((h[5]! & 0x7f) << 24) | (h[6]! << 16) | (h[7]! << 8) | h[8]!;
       this.#skip = this.length;
-      this.#keep = this.type === SETTINGS || this.type === WINDOW_UPDATE;
-      this.#keptLen = 0;
+      this.#at = 0;
+      this.#parse = this.type === SETTINGS || this.type === WINDOW_UPDATE;
+      this.initialWindow = -1;
+      this.increment = -1;
+      this.#dataLeft = this.flags & PADDED ? -1 : this.length;
       this.sink.header(this);
-      if (this.#skip === 0) this.#end();
+      if (this.#skip === 0) this.sink.end(this);
     }
   }
 
-  #end(): void {
-    this.sink.end(this, this.#kept.subarray(0, this.#keptLen));
+  /** `take` DATA payload bytes from `i`: the pad length first when PADDED, then data, padding. */
+  #data(buf: Uint8Array, i: number, take: number): void {
+    let t = take;
+    if (this.#dataLeft < 0) {
+      // Padding longer than the frame is the server's to refuse (PROTOCOL_ERROR): no data.
+      this.#dataLeft = Math.max(0, this.length - 1 - buf[i]!);
+      t--;
+    }
+    const d = Math.min(t, this.#dataLeft);
+    if (d <= 0) return;
+    this.#dataLeft -= d;
+    this.sink.data(this, d);
+  }
+
+  /** SETTINGS entries (6 bytes: id, value) and a WINDOW_UPDATE's increment, byte by byte. */
+  #read(buf: Uint8Array, from: number, to: number): void {
+    const f = this.#field;
+    for (let j = from; j < to; j++) {
+      const at = this.#at++;
+      if (this.type === WINDOW_UPDATE) {
+        if (at >= 4) continue;
+        f[at] = buf[j]!;
+        if (at === 3) {
+          this.increment = ((f[0]! & 0x7f) << 24 | f[1]! << 16 | f[2]! << 8 | f[3]!) >>> 0;
+        }
+        continue;
+      }
+      const k = at % 6;
+      f[k] = buf[j]!;
+      if (k === 5 && (f[0]! << 8 | f[1]!) === INITIAL_WINDOW_SIZE) {
+        this.initialWindow = (f[2]! << 24 | f[3]! << 16 | f[4]! << 8 | f[5]!) >>> 0;
+      }
+    }
   }
 }
 
@@ -140,11 +185,11 @@ export class Http2Framing {
 
   readonly #client = new FrameReader({
     header: (r) => this.#clientHeader(r),
-    payload: (r, n) => {
-      const s = r.type === DATA && n > 0 ? this.#streams.get(r.stream) : undefined;
+    data: (r) => {
+      const s = this.#streams.get(r.stream);
       if (s !== undefined) s.since = this.#now;
     },
-    end: (r, kept) => this.#clientEnd(r, kept),
+    end: (r) => this.#clientEnd(r),
   });
 
   readonly #server = new FrameReader({
@@ -154,8 +199,8 @@ export class Http2Framing {
         r.type === RST_STREAM || ((r.type === HEADERS || r.type === DATA) && r.flags & END_STREAM)
       ) this.#end(r.stream);
     },
-    payload: noop,
-    end: (r, kept) => this.#serverEnd(r, kept),
+    data: noop,
+    end: (r) => this.#serverEnd(r),
   });
 
   /** Requests open (answer not ended, stream not reset). */
@@ -218,18 +263,19 @@ export class Http2Framing {
       this.#blockEnds = (r.flags & END_STREAM) !== 0;
     } else if (r.type === DATA) {
       this.#window -= r.length;
+      // Flow control counts the whole payload; the body moves only with its data (`data`):
+      // empty or padding-only frames do not hold the body deadline off.
       const s = this.#streams.get(r.stream);
       if (s !== undefined) {
         s.window -= r.length;
-        s.since = this.#now;
         if (r.flags & END_STREAM) s.sent = true;
       }
     } else if (r.type === RST_STREAM) this.#end(r.stream);
   }
 
-  #clientEnd(r: FrameReader, kept: Uint8Array): void {
-    if (r.type === WINDOW_UPDATE && kept.length === 4) {
-      const add = increment(kept);
+  #clientEnd(r: FrameReader): void {
+    if (r.type === WINDOW_UPDATE && r.length === 4) {
+      const add = r.increment;
       if (r.stream === 0) {
         this.#answerWindow += add;
         if (this.#answerWindow > 0) this.#answerHeldSince = -1;
@@ -240,8 +286,8 @@ export class Http2Framing {
       return;
     }
     if (r.type === SETTINGS && (r.flags & ACK) === 0) {
-      const size = initialWindow(kept);
-      if (size !== undefined) {
+      const size = r.initialWindow;
+      if (size >= 0) {
         // RFC 9113 §6.9.2: the change applies to every open stream's window.
         for (const s of this.#streams.values()) this.#growAnswer(s, size - this.#answerInitial);
         this.#answerInitial = size;
@@ -272,9 +318,9 @@ export class Http2Framing {
     }
   }
 
-  #serverEnd(r: FrameReader, kept: Uint8Array): void {
-    if (r.type === WINDOW_UPDATE && kept.length === 4) {
-      const add = increment(kept);
+  #serverEnd(r: FrameReader): void {
+    if (r.type === WINDOW_UPDATE && r.length === 4) {
+      const add = r.increment;
       if (r.stream === 0) {
         if (this.#window <= 0 && this.#window + add > 0) this.#windowSince = this.#now;
         this.#window += add;
@@ -283,8 +329,8 @@ export class Http2Framing {
         if (s !== undefined) this.#grow(s, add);
       }
     } else if (r.type === SETTINGS && (r.flags & ACK) === 0) {
-      const size = initialWindow(kept);
-      if (size !== undefined) {
+      const size = r.initialWindow;
+      if (size >= 0) {
         for (const s of this.#streams.values()) this.#grow(s, size - this.#initial);
         this.#initial = size;
       }
@@ -318,21 +364,6 @@ export class Http2Framing {
   #end(stream: number): void {
     if (this.#streams.delete(stream) && this.#streams.size === 0) this.idleSince = this.#now;
   }
-}
-
-/** A WINDOW_UPDATE's increment (31 bits). */
-function increment(kept: Uint8Array): number {
-  return ((kept[0]! & 0x7f) << 24 | kept[1]! << 16 | kept[2]! << 8 | kept[3]!) >>> 0;
-}
-
-/** The last SETTINGS_INITIAL_WINDOW_SIZE of a SETTINGS payload, if it has one. */
-function initialWindow(kept: Uint8Array): number | undefined {
-  let size: number | undefined;
-  for (let at = 0; at + 6 <= kept.length; at += 6) {
-    if ((kept[at]! << 8 | kept[at + 1]!) !== INITIAL_WINDOW_SIZE) continue;
-    size = (kept[at + 2]! << 24 | kept[at + 3]! << 16 | kept[at + 4]! << 8 | kept[at + 5]!) >>> 0;
-  }
-  return size;
 }
 
 function noop(): void {}

@@ -17,7 +17,12 @@ const SHORT = { header_timeout: "1s", body_timeout: "1s", keepalive_timeout: "1s
 const PREFACE = enc.encode("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 
 /** One HTTP/2 frame (RFC 9113 §4.1). */
-function frame(type: number, flags: number, stream: number, payload: Uint8Array = new Uint8Array()) {
+function frame(
+  type: number,
+  flags: number,
+  stream: number,
+  payload: Uint8Array = new Uint8Array(),
+) {
   const out = new Uint8Array(9 + payload.length);
   out.set([payload.length >> 16, (payload.length >> 8) & 255, payload.length & 255, type, flags]);
   new DataView(out.buffer).setUint32(5, stream);
@@ -58,10 +63,14 @@ Deno.test("a PRI request that is not the HTTP/2 preface does not make the front 
     const body = new Uint8Array([...enc.encode("SM\r\n\r\n"), ...frame(0x1, 0x5, 1, getBlock())]);
     const conn = await Deno.connect({ hostname: "127.0.0.1", port: portOf(url) });
     const t0 = performance.now();
-    await conn.write(new Uint8Array([
-      ...enc.encode(`PRI /x HTTP/1.1\r\nhost: shop.test\r\ncontent-length: ${body.length}\r\n\r\n`),
-      ...body,
-    ]));
+    await conn.write(
+      new Uint8Array([
+        ...enc.encode(
+          `PRI /x HTTP/1.1\r\nhost: shop.test\r\ncontent-length: ${body.length}\r\n\r\n`,
+        ),
+        ...body,
+      ]),
+    );
     const ms = await closedAfter(conn, t0);
     ok(ms < 3_000, `${url}: closed after ${Math.round(ms)} ms (deadlines 1 s)`);
   }
@@ -78,11 +87,13 @@ Deno.test("a SETTINGS frame longer than the follower keeps cannot hide the clien
   for (let i = 0; i < 700; i++) pairs.push([0x4, 65_535]);
   pairs.push([0x4, 0]);
   const t0 = performance.now();
-  await conn.write(new Uint8Array([
-    ...PREFACE,
-    ...frame(0x4, 0, 0, settings(pairs)),
-    ...frame(0x1, 0x5, 1, getBlock(`/big?n=${1024 * 1024}`)),
-  ]));
+  await conn.write(
+    new Uint8Array([
+      ...PREFACE,
+      ...frame(0x4, 0, 0, settings(pairs)),
+      ...frame(0x1, 0x5, 1, getBlock(`/big?n=${1024 * 1024}`)),
+    ]),
+  );
   const ms = await closedAfter(conn, t0);
   ok(ms < 4_000, `closed after ${Math.round(ms)} ms (send deadline 1 s)`);
   assertEquals(s.monitor.connections.listener("data").closed.send_timeout, 1);
@@ -99,7 +110,9 @@ Deno.test("empty and padding-only DATA frames do not hold an HTTP/2 request body
   for (const [i, empty] of [frame(0x0, 0, 1), frame(0x0, 0x8, 1, padding)].entries()) {
     const conn = await Deno.connect({ hostname: "127.0.0.1", port: portOf(s.dataUrl) });
     const t0 = performance.now();
-    await conn.write(new Uint8Array([...PREFACE, ...frame(0x4, 0, 0), ...frame(0x1, 0x4, 1, post)]));
+    await conn.write(
+      new Uint8Array([...PREFACE, ...frame(0x4, 0, 0), ...frame(0x1, 0x4, 1, post)]),
+    );
     const writing = (async () => {
       for (let n = 0; n < 30; n++) {
         await new Promise((resolve) => setTimeout(resolve, 300));

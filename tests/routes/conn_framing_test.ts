@@ -68,6 +68,10 @@ Deno.test("HTTP/2, an accepted CONNECT, unknown codings and an accepted upgrade 
   split.feed(enc.encode("\r\nSM\r\n\r\n"));
   assertEquals([split.phase, split.h2, split.tunnelAt], ["tunnel", true, 2]);
   assertEquals(follow(GET, 1000).f.h2, false);
+  // Any other PRI request is HTTP/1.1 for the server: its body is a body, not frames.
+  const pri = follow("PRI /x HTTP/1.1\r\nHost: a\r\nContent-Length: 15\r\n\r\nSM\r\n\r\n", 1000).f;
+  assertEquals([pri.phase, pri.h2], ["body", false]);
+  assertEquals(follow("PRI * HTTP/2.0\r\nHost: a\r\n\r\n", 1000).f.h2, false);
   // CONNECT is a request like another until a 2xx answer (a refused one keeps its deadlines).
   const connect = follow("CONNECT a:443 HTTP/1.1\r\nHost: a\r\n\r\n", 1000);
   assertEquals(connect.f.phase, "idle");

@@ -14,7 +14,7 @@ function frame(type: number, flags: number, stream: number, length = 0): Uint8Ar
 const join = (...parts: Uint8Array[]) => new Uint8Array(parts.flatMap((p) => [...p]));
 
 const DATA = 0, HEADERS = 1, RST_STREAM = 3, SETTINGS = 4, PING = 6, CONTINUATION = 9;
-const END_STREAM = 1, END_HEADERS = 4;
+const END_STREAM = 1, END_HEADERS = 4, PADDED = 8;
 
 /** Feeds `bytes` to one direction in pieces of `step`, each piece stamped with the next time. */
 function feed(h: Http2Framing, side: "client" | "server", bytes: Uint8Array, step: number) {
@@ -154,4 +154,44 @@ Deno.test("Http2Framing finds an answer held back by the client's flow control, 
   assertEquals(h.answerHeldSince, 1800);
   h.fromServer(frame(DATA, END_STREAM, 1, 0), 1900);
   assertEquals([h.answerHeldSince, h.open], [-1, 1]);
+});
+
+Deno.test("Http2Framing reads a SETTINGS frame whole, however long, in any split", () => {
+  for (const step of [1, 5, 6, 7, 1000, 20_000]) {
+    const h = new Http2Framing();
+    feed(h, "client", join(REST, frame(HEADERS, END_HEADERS | END_STREAM, 1, 3)), step);
+    // 2,730 entries (the most a 16 KiB frame holds): the last initial window, 0, is the one.
+    const entries: number[] = [];
+    for (let i = 0; i < 2729; i++) entries.push(0, 4, ...u32(65_535));
+    entries.push(0, 4, ...u32(0));
+    feed(h, "client", withPayload(SETTINGS, 0, 0, entries), step);
+    // Stream 1's answer window went from 65,535 to 0: held from then.
+    assertEquals(h.answerHeldSince >= 1000, true, `step ${step}`);
+    // The same from the server: a POST's body awaits no room.
+    feed(h, "server", withPayload(SETTINGS, 0, 0, entries), step);
+    feed(h, "client", frame(HEADERS, END_HEADERS, 3, 3), step);
+    assertEquals(h.bodySince, -1, `step ${step}`);
+  }
+});
+
+Deno.test("Http2Framing moves a body's deadline with its data only, not padding or empty frames", () => {
+  for (const step of [1, 2, 9, 10, 1000]) {
+    const h = new Http2Framing();
+    feed(h, "client", join(REST, frame(HEADERS, END_HEADERS, 1, 3)), step);
+    const since = h.bodySince;
+    // Empty, and padding only (pad length 20 of 21 bytes): the body has not moved.
+    h.fromClient(frame(DATA, 0, 1, 0), 90_000);
+    const padded = withPayload(DATA, PADDED, 1, [20, ...new Array(20).fill(0)]);
+    for (let i = 0; i < padded.length; i += step) {
+      h.fromClient(padded.subarray(i, i + step), 91_000);
+    }
+    assertEquals(h.bodySince, since, `step ${step}`);
+    // 5 bytes of data between the pad length and 3 bytes of padding: it moved.
+    const some = withPayload(DATA, PADDED, 1, [3, 1, 2, 3, 4, 5, 0, 0, 0]);
+    for (let i = 0; i < some.length; i += step) {
+      h.fromClient(some.subarray(i, i + step), 92_000 + i);
+    }
+    // Moved at the last data byte (index 14), not later with the padding.
+    assertEquals(h.bodySince, 92_000 + Math.floor(14 / step) * step, `step ${step}`);
+  }
 });
