@@ -271,12 +271,19 @@ export function createProtectionCompiler(geo?: GeoLookup) {
     // Without a change feed (tests, benchmarks): compiled again when the rows' digest changes.
     if (ipChanges === undefined || ipEntry === undefined) return ipList(keyOf(src, KIND.ip));
     const changed = ipChanges(Math.max(1024, (updater?.list.size ?? 0) / RELOAD_SHARE));
-    if (updater === undefined || changed === "many") updater = ipListUpdater(ipEntries(src));
-    else if (changed.length > 0) {
-      updater.apply(changed, (id) => {
-        const row = ipEntry(id);
-        return row && ipItem(row);
-      });
+    // The taken ids are gone from the log: a build that fails half-way (a row that does not
+    // parse) must not leave a half-updated list behind, so the next one reads every row.
+    const current = updater;
+    updater = undefined;
+    if (current === undefined || changed === "many") updater = ipListUpdater(ipEntries(src));
+    else {
+      if (changed.length > 0) {
+        current.apply(changed, (id) => {
+          const row = ipEntry(id);
+          return row && ipItem(row);
+        });
+      }
+      updater = current;
     }
     return updater.list;
   };

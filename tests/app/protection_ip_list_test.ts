@@ -12,7 +12,7 @@ import { openProtectionStore } from "../../app/protection.ts";
 import { createPolicyObjectsRepo } from "../../db/policy_objects_repo.ts";
 import { createSitesRepo } from "../../db/sites_repo.ts";
 import { openStore, transaction } from "../../db/store.ts";
-import { formatCidr, type IpAddress, maskWords } from "../../engine/ip_address.ts";
+import { formatCidr, type IpAddress, maskWords, parseIp } from "../../engine/ip_address.ts";
 import { type IpList, ipListOf } from "../../engine/ip_list.ts";
 import { createProtectionCompiler, KIND } from "../../mod/protection/protection_compile.ts";
 
@@ -141,5 +141,48 @@ Deno.test("the IP list kept current from the change log answers as a full compil
     sameAnswers(r, again, list, "after a restart");
   } finally {
     reopened.close();
+  }
+});
+
+Deno.test("a build that fails on a stored IP entry reads every row the next time", async () => {
+  await using s = await testStore();
+  const repo = createPolicyObjectsRepo(s.db);
+  const store = openProtectionStore(s.db, testConfig());
+  const put = (id: string, position: number, config: string) =>
+    repo.insert({
+      id,
+      kind: KIND.ip,
+      site_id: null,
+      position,
+      config,
+      created_at: 1,
+      updated_at: 1,
+    });
+  const entry = (cidr: string) =>
+    JSON.stringify({
+      action: "block",
+      cidr,
+      site_id: null,
+      path_prefix: null,
+      expires_at: null,
+      note: "",
+    });
+  put("a", 1, entry("192.0.2.1"));
+  assertEquals(store.compile().ipList.size, 1);
+  // Written around the API (which validates): a change the build cannot parse, and a good one.
+  put("b", 2, "{not json");
+  put("c", 3, entry("192.0.2.3"));
+  let failed = false;
+  try {
+    store.compile();
+  } catch {
+    failed = true;
+  }
+  assertEquals(failed, true);
+  repo.update({ ...repo.get(KIND.ip, "b")!, config: entry("192.0.2.2") });
+  const list = store.compile().ipList;
+  assertEquals(list.size, 3, "the change taken by the failed build is not lost");
+  for (const [ip, id] of [["192.0.2.1", "a"], ["192.0.2.2", "b"], ["192.0.2.3", "c"]]) {
+    assertEquals(list.match(parseIp(ip!)!, "s", "/", 0)?.id, id);
   }
 });
