@@ -10,7 +10,8 @@
 
 import type { EngineRequest, Input } from "./types.ts";
 import { MAX_QUERY_INPUTS, push } from "./extract_push.ts";
-import { addPairs, addPath, PLAIN_SEGMENT, safeDecodeName } from "./extract_url.ts";
+import { addPairs, addPath, safeDecodeName } from "./extract_url.ts";
+import { isPlainSegment, unusualInStandard } from "./char_classes.ts";
 import { addBody, addGraphqlQuery, GRAPHQL_PATH } from "./extract_body.ts";
 
 export { MAX_INPUTS } from "./extract_push.ts";
@@ -55,11 +56,13 @@ const STANDARD_HEADERS: ReadonlySet<string> = new Set([
   "upgrade-insecure-requests",
   "x-requested-with",
 ]);
-/** Header name prefixes with the same fixed-grammar property (fetch metadata, client hints). */
-const STANDARD_PREFIX = /^(?:sec-|x-client-data$)/;
-/** Characters the standard headers' grammars never contain. */
-// deno-lint-ignore no-control-regex -- control characters never belong in these headers
-const UNUSUAL_IN_STANDARD = /[<>'`{}$()%\\\x00-\x1f]/;
+/**
+ * Header names with the same fixed-grammar property (fetch metadata and client hints: `sec-*`,
+ * and `x-client-data`).
+ */
+function standardByName(name: string): boolean {
+  return name.startsWith("sec-") || name === "x-client-data";
+}
 
 /**
  * Extracts every inspectable value of a request: the target first, then headers and
@@ -98,9 +101,9 @@ function addHeaders(out: Input[], headers: EngineRequest["headers"]): void {
       addCookies(out, value);
     } else if (name === "host") {
       // The host only matters for header injection; inspect.ts runs the CRLF check on it.
-      if (UNUSUAL_IN_STANDARD.test(value)) push(out, "header", name, value);
-    } else if (STANDARD_HEADERS.has(name) || STANDARD_PREFIX.test(name)) {
-      if (UNUSUAL_IN_STANDARD.test(value)) push(out, "header", name, value);
+      if (unusualInStandard(value)) push(out, "header", name, value);
+    } else if (STANDARD_HEADERS.has(name) || standardByName(name)) {
+      if (unusualInStandard(value)) push(out, "header", name, value);
     } else {
       push(out, "header", name, value);
       if (name === "referer") addRefererQuery(out, value);
@@ -128,7 +131,7 @@ function addCookies(out: Input[], header: string): void {
     const name = (eq < 0 ? part : part.slice(0, eq)).trim();
     const value = eq < 0 ? "" : part.slice(eq + 1).trim();
     // Names are attacker-chosen too; applications iterate over every cookie they get.
-    if (!PLAIN_SEGMENT.test(name)) push(out, "cookie_name", name, name);
+    if (!isPlainSegment(name)) push(out, "cookie_name", name, name);
     push(out, "cookie", name, value);
   }
 }

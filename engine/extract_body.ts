@@ -10,7 +10,8 @@
 
 import type { Input } from "./types.ts";
 import { MAX_INPUTS, push } from "./extract_push.ts";
-import { addPairs, PLAIN_SEGMENT } from "./extract_url.ts";
+import { addPairs } from "./extract_url.ts";
+import { isPlainSegment } from "./char_classes.ts";
 import { parseMultipart } from "./multipart.ts";
 import { scanJson } from "./json_scan.ts";
 import { readXml } from "./xml_reader.ts";
@@ -130,7 +131,7 @@ export function addGraphqlQuery(out: Input[], query: string): void {
 function addMultipart(out: Input[], body: string, boundary: string, ctx: BodyContext): void {
   for (const part of parseMultipart(body, boundary)) {
     const name = part.name;
-    if (!PLAIN_SEGMENT.test(name)) push(out, "multipart", `${name}.name`, name);
+    if (!isPlainSegment(name)) push(out, "multipart", `${name}.name`, name);
     if (part.filename !== undefined) push(out, "multipart", `${name}.filename`, part.filename);
     for (const [header, value] of part.headers) {
       if (header !== "content-type" || !PLAIN_TYPE.test(value)) {

@@ -5,9 +5,8 @@
 
 import type { Input } from "./types.ts";
 import { push } from "./extract_push.ts";
+import { isPlainSegment } from "./char_classes.ts";
 
-/** Characters a path segment or a name can hold without being worth a separate look. */
-export const PLAIN_SEGMENT = /^[A-Za-z0-9_.~@,-]*$/;
 /** A segment that could be base64 (URL-safe or standard without `/`) long enough to hide code. */
 const BASE64_SEGMENT = /^[A-Za-z0-9+_-]{8,}={0,2}$/;
 
@@ -27,7 +26,7 @@ export function addPath(out: Input[], path: string): void {
   for (let i = 1; i < segments.length; i++) {
     const segment = segments[i]!;
     if (segment.length === 0) continue;
-    if (PLAIN_SEGMENT.test(segment) && (segment.length < 8 || !BASE64_SEGMENT.test(segment))) {
+    if (isPlainSegment(segment) && (segment.length < 8 || !BASE64_SEGMENT.test(segment))) {
       continue;
     }
     push(out, "path", `[${i}]`, segment);
@@ -60,11 +59,11 @@ export function addPairs(out: Input[], text: string, source: "query" | "form"): 
     const eq = pair.indexOf("=");
     const name = eq < 0 ? pair : pair.slice(0, eq);
     let value = eq < 0 ? "" : pair.slice(eq + 1);
-    if (!PLAIN_SEGMENT.test(name)) push(out, nameSource, name, name);
+    if (!isPlainSegment(name)) push(out, nameSource, name, name);
     if (eq >= 0) {
       while (i + 1 < pieces.length && gluesOn(pieces[i + 1]!)) {
         value += `&${pieces[++i]!}`;
-        if (!PLAIN_SEGMENT.test(pieces[i]!)) push(out, nameSource, pieces[i]!, pieces[i]!);
+        if (!isPlainSegment(pieces[i]!)) push(out, nameSource, pieces[i]!, pieces[i]!);
       }
     }
     push(out, source, safeDecodeName(name), value);
@@ -73,7 +72,7 @@ export function addPairs(out: Input[], text: string, source: "query" | "form"): 
 
 /** A piece that can only be the rest of the previous value: no `=`, and not a plain flag. */
 function gluesOn(piece: string): boolean {
-  return piece.indexOf("=") < 0 && (piece.length === 0 || !PLAIN_SEGMENT.test(piece));
+  return piece.indexOf("=") < 0 && (piece.length === 0 || !isPlainSegment(piece));
 }
 
 /** Parameter names for locations: decoded when possible, raw when the escapes are broken. */

@@ -39,6 +39,7 @@ import { bareCommand, mayBeBareCommand } from "./cmdi.ts";
 import { xxe } from "./xxe.ts";
 import { ssi } from "./ssi.ts";
 import { restrictedFile } from "./restricted_files.ts";
+import { isInert } from "./char_classes.ts";
 
 /** Characters analysed per request at least; ample for real traffic, bounded for floods. */
 export const DEFAULT_BUDGET = 256 * 1024;
@@ -81,12 +82,6 @@ const WORD_DETECTORS: readonly Detector[] = [bareCommand];
 
 /** SQLi and XSS first: they are the most common attacks, so findings appear early. */
 const ALL_DETECTORS: readonly Detector[] = [sqli, xss, ...DETECTORS];
-/**
- * Values made only of these characters cannot carry any attack class the engine knows
- * (no quotes, spaces, markup, separators or encodings), so they skip every detector.
- * This is what keeps typical benign requests (ids, tokens, slugs) cheap.
- */
-const INERT = /^[A-Za-z0-9_,-]*(?:\.[A-Za-z0-9_,-]+)*$/;
 /** The `+` of query strings and form bodies is a space; elsewhere it is literal. */
 const PLUS_AS_SPACE: ReadonlySet<Input["source"]> = new Set([
   "query",
@@ -176,7 +171,10 @@ export class InspectionRun {
       this.#next = this.#inputs.length;
       return false;
     }
-    if (INERT.test(input.value) && decodeBase64Code(input.value) === undefined) {
+    // Values made only of words and dots (`isInert`) cannot carry any attack class the engine
+    // knows (no quotes, spaces, markup, separators or encodings), so they skip every detector.
+    // This is what keeps typical benign requests (ids, tokens, slugs) cheap.
+    if (isInert(input.value) && decodeBase64Code(input.value) === undefined) {
       // Dotted names (`java.lang.Runtime`, `.env`) still name classes and files, and a
       // lone word can be a probing command (`whoami`).
       judgeInert(input, analysis.findings);
@@ -204,7 +202,7 @@ export class InspectionRun {
     const v = long.input.value;
     const at = long.at;
     const window = v.slice(at, at + WINDOW);
-    if (!INERT.test(window) && !isBinary(window)) {
+    if (!isInert(window) && !isBinary(window)) {
       judge(
         long.input,
         long.location,
