@@ -125,3 +125,60 @@ Deno.test("empty and padding-only DATA frames do not hold an HTTP/2 request body
     assertEquals(s.monitor.connections.listener("data").closed.body_timeout, i + 1);
   }
 });
+
+/** Reads frames off `conn` until `until` says stop; null if the connection ends first. */
+async function readFrames(
+  conn: Deno.Conn,
+  until: (type: number, flags: number, stream: number) => boolean,
+): Promise<boolean> {
+  const buf = new Uint8Array(65_536);
+  let got = new Uint8Array();
+  let at = 0;
+  while (true) {
+    while (at + 9 <= got.length) {
+      const len = (got[at]! << 16) | (got[at + 1]! << 8) | got[at + 2]!;
+      if (at + 9 + len > got.length) break;
+      const stream = new DataView(got.buffer, at + 5, 4).getUint32(0);
+      if (until(got[at + 3]!, got[at + 4]!, stream)) return true;
+      at += 9 + len;
+    }
+    const n = await conn.read(buf).catch(() => null);
+    if (n === null) return false;
+    const more = new Uint8Array(got.length + n);
+    more.set(got);
+    more.set(buf.subarray(0, n), got.length);
+    got = more;
+  }
+}
+
+Deno.test("a client that grants no room until the answer's headers come is not cut while the upstream thinks", async () => {
+  await using up = startUpstream();
+  await using s = await startTestServer({ config: { server: { data: { limits: SHORT } } } });
+  addSite(s, up.url, { mode: "off" });
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port: portOf(s.dataUrl) });
+  // SETTINGS_INITIAL_WINDOW_SIZE 0: nothing of an answer's body may come before a WINDOW_UPDATE.
+  await conn.write(
+    new Uint8Array([
+      ...PREFACE,
+      ...frame(0x4, 0, 0, settings([[0x4, 0]])),
+      ...frame(0x1, 0x5, 1, getBlock("/slow")),
+    ]),
+  );
+  await up.held();
+  // The upstream thinks for 2.5 s (more than every deadline): the server has nothing to send.
+  await new Promise((resolve) => setTimeout(resolve, 2_500));
+  up.release();
+  ok(await readFrames(conn, (type, _, stream) => type === 0x1 && stream === 1), "closed early");
+  const grant = new Uint8Array(4);
+  new DataView(grant.buffer).setUint32(0, 65_535);
+  await conn.write(frame(0x8, 0, 1, grant));
+  ok(
+    await readFrames(
+      conn,
+      (type, flags, stream) => type === 0x0 && (flags & 1) === 1 && stream === 1,
+    ),
+    "closed before the answer's end",
+  );
+  conn.close();
+  assertEquals(s.monitor.connections.listener("data").closed.send_timeout, 0);
+});
