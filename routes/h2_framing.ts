@@ -155,6 +155,11 @@ interface Stream {
   answerWindow: number;
   /** When the client's grant for it ran out; -1 while it has room. */
   heldSince: number;
+  /**
+   * When the server's answer began (its first HEADERS frame); -1 before. Until then the server
+   * has no body to send, so nothing is held back whatever the windows.
+   */
+  answerSince: number;
 }
 
 export class Http2Framing {
@@ -194,7 +199,10 @@ export class Http2Framing {
 
   readonly #server = new FrameReader({
     header: (r) => {
-      if (r.type === DATA) this.#answered(r.stream, r.length);
+      if (r.type === HEADERS) {
+        const s = this.#streams.get(r.stream);
+        if (s !== undefined && s.answerSince < 0) s.answerSince = this.#now;
+      } else if (r.type === DATA) this.#answered(r.stream, r.length);
       if (
         r.type === RST_STREAM || ((r.type === HEADERS || r.type === DATA) && r.flags & END_STREAM)
       ) this.#end(r.stream);
@@ -224,14 +232,18 @@ export class Http2Framing {
   }
 
   /**
-   * Since when an open answer has been held back by the client's flow control (its window, or
-   * the connection's, used up by the server's DATA); -1 when none is.
+   * Since when an answer under way has been held back by the client's flow control (its window,
+   * or the connection's, used up by the server's DATA or by SETTINGS), counted from the answer's
+   * HEADERS at the earliest; -1 when none is.
    */
   get answerHeldSince(): number {
     let since = -1;
     for (const s of this.#streams.values()) {
-      const t = s.heldSince >= 0 ? s.heldSince : this.#answerHeldSince;
-      if (t >= 0 && (since < 0 || t < since)) since = t;
+      if (s.answerSince < 0) continue;
+      let t = s.heldSince >= 0 ? s.heldSince : this.#answerHeldSince;
+      if (t < 0) continue;
+      if (t < s.answerSince) t = s.answerSince;
+      if (since < 0 || t < since) since = t;
     }
     return since;
   }
@@ -313,6 +325,7 @@ export class Http2Framing {
         since: this.#now,
         answerWindow: this.#answerInitial,
         heldSince: this.#answerInitial > 0 ? -1 : this.#now,
+        answerSince: -1,
       });
       this.requests++;
     }

@@ -182,3 +182,62 @@ Deno.test("a client that grants no room until the answer's headers come is not c
   conn.close();
   assertEquals(s.monitor.connections.listener("data").closed.send_timeout, 0);
 });
+
+Deno.test("frames the server refuses cannot hold an HTTP/2 connection past its deadlines", async () => {
+  await using up = startUpstream();
+  await using s = await startTestServer({ config: { server: { data: { limits: SHORT } } } });
+  addSite(s, up.url, { mode: "off" });
+  const u32 = (n: number) => {
+    const out = new Uint8Array(4);
+    new DataView(out.buffer).setUint32(0, n);
+    return out;
+  };
+  const get = (stream: number, path = "/slow") => frame(0x1, 0x5, stream, getBlock(path));
+  const huge = new Uint8Array([0xff, 0xff, 0xff, 0x0, 0x0, 0, 0, 0, 1]);
+  // Each after the preface and SETTINGS; the upstream holds `/slow` until the end of the test,
+  // so a request the follower took for open and the server did not would hold its connection.
+  const cases: Array<[string, Uint8Array[]]> = [
+    ["a length past SETTINGS_MAX_FRAME_SIZE", [frame(0x1, 0x4, 1, getBlock()), huge]],
+    ["CONTINUATION on another stream", [frame(0x1, 0x1, 1, getBlock()), frame(0x9, 0x4, 3)]],
+    ["CONTINUATION without HEADERS", [frame(0x9, 0x4, 1, getBlock())]],
+    ["HEADERS on an even stream", [get(2)]],
+    ["HEADERS on a decreasing stream", [get(5, "/"), get(3)]],
+    ["HEADERS on a reused stream", [get(1, "/"), get(1)]],
+    ["PUSH_PROMISE from the client", [get(1), frame(0x5, 0x4, 1, new Uint8Array([0, 0, 0, 2]))]],
+    ["RST_STREAM of a stream never opened", [frame(0x3, 0, 7, u32(0))]],
+    ["WINDOW_UPDATE of 0 on the connection", [get(1), frame(0x8, 0, 0, u32(0))]],
+    ["WINDOW_UPDATE past 2^31-1 on the connection", [get(1), frame(0x8, 0, 0, u32(0x7fffffff))]],
+    ["WINDOW_UPDATE of 0 on a stream", [get(1, "/"), frame(0x8, 0, 1, u32(0))]],
+    ["WINDOW_UPDATE past 2^31-1 on a stream", [get(1, "/"), frame(0x8, 0, 1, u32(0x7fffffff))]],
+    ["a request without its pseudo-headers", [frame(0x1, 0x5, 1, new Uint8Array([0x82]))]],
+    ["a bad HPACK block", [frame(0x1, 0x5, 1, new Uint8Array([0xff, 0xff, 0xff, 0x7f]))]],
+    ["the client's GOAWAY, then a request", [frame(0x7, 0, 0, new Uint8Array(8)), get(1, "/")]],
+  ];
+  for (const [name, frames] of cases) {
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port: portOf(s.dataUrl) });
+    const t0 = performance.now();
+    await conn.write(
+      new Uint8Array([...PREFACE, ...frame(0x4, 0, 0), ...frames.flatMap((f) => [...f])]),
+    );
+    const ms = await closedAfter(conn, t0, 5_000);
+    ok(ms < 3_000, `${name}: closed after ${Math.round(ms)} ms (deadlines 1 s)`);
+  }
+  up.release();
+});
+
+Deno.test("Upgrade: h2c is answered as HTTP/1.1 and keeps the HTTP/1.1 keep-alive deadline", async () => {
+  await using up = startUpstream();
+  await using s = await startTestServer({ config: { server: { data: { limits: SHORT } } } });
+  addSite(s, up.url, { mode: "off" });
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port: portOf(s.dataUrl) });
+  await conn.write(enc.encode(
+    "GET / HTTP/1.1\r\nHost: shop.test\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n" +
+      "HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n",
+  ));
+  const buf = new Uint8Array(4096);
+  const n = await conn.read(buf);
+  ok(n !== null && new TextDecoder().decode(buf.subarray(0, 12)) === "HTTP/1.1 200", "answered");
+  const ms = await closedAfter(conn, performance.now());
+  ok(ms < 3_000, `closed after ${Math.round(ms)} ms (keep-alive deadline 1 s)`);
+  assertEquals(up.seen.at(-1)?.headers.upgrade, undefined);
+});
