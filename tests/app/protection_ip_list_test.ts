@@ -186,3 +186,62 @@ Deno.test("a build that fails on a stored IP entry reads every row the next time
     assertEquals(list.match(parseIp(ip!)!, "s", "/", 0)?.id, id);
   }
 });
+
+Deno.test("a build inside a write that rolls back (a controller's policy that does not compile) leaves the IP list as stored", async () => {
+  await using s = await testStore();
+  const config = testConfig();
+  const sites = createSitesRepo(s.db);
+  for (const id of ["site-a", "site-b"]) {
+    sites.insert({ id, name: id, config: "{}", created_at: 1, updated_at: 1 });
+  }
+  const repo = createPolicyObjectsRepo(s.db);
+  const store = openProtectionStore(s.db, config);
+  const full = () =>
+    createProtectionCompiler()({
+      rows: (kind) => repo.list(kind),
+      singleton: () => undefined,
+    }).ipList;
+  const r = seeded(11);
+  let n = 0;
+  const insert = (position = r.int(30)) => {
+    const d = doc(r);
+    repo.insert({
+      id: `ip_${(n++).toString(36)}`,
+      kind: KIND.ip,
+      site_id: d.site_id,
+      position,
+      config: JSON.stringify(d),
+      created_at: 1,
+      updated_at: 1,
+    });
+  };
+  for (let i = 0; i < 400; i++) insert();
+  sameAnswers(r, store.compile().ipList, full(), "first build");
+  // As the cluster follower does: the rows replaced, the policy rebuilt inside the transaction,
+  // and the transaction rolled back because the build (or its commit) failed. A few changes,
+  // then a change past the log's limit (read in full).
+  for (const [label, write] of [
+    ["a few changes", () => {
+      for (const x of repo.list(KIND.ip).slice(0, 40)) repo.remove(KIND.ip, x.id);
+      for (let i = 0; i < 20; i++) insert();
+    }],
+    ["a change past the log's limit", () => {
+      s.db.exec(`DELETE FROM policy_objects WHERE kind = '${KIND.ip}'`);
+      for (let i = 0; i < 1100; i++) insert();
+    }],
+  ] as const) {
+    try {
+      transaction(s.db, () => {
+        write();
+        store.compile();
+        throw new Error("the policy does not compile");
+      });
+    } catch {
+      // Rolled back as intended: the store holds what it held.
+    }
+    sameAnswers(r, store.compile().ipList, full(), `${label}: the next build`);
+    // And after an unrelated committed change, as the next API write would rebuild.
+    insert();
+    sameAnswers(r, store.compile().ipList, full(), `${label}: after another write`);
+  }
+});
