@@ -74,3 +74,26 @@ Deno.test("past the limit the change log answers many; two logs of one kind each
     .get("policy_changes%") as { n: number };
   assertEquals(objects.n, 0);
 });
+
+Deno.test("ids taken inside a transaction are named again by the next take outside one (it may have rolled back)", async () => {
+  await using s = await testStore();
+  const repo = createPolicyObjectsRepo(s.db);
+  const log = createPolicyChangeLog(s.db, "ip_entry");
+  try {
+    s.transaction(() => {
+      repo.insert(row("phantom", "ip_entry"));
+      assertEquals(log.take(10), ["phantom"]);
+      throw new Error("rolled back");
+    });
+  } catch {
+    // The write failed as intended.
+  }
+  assertEquals(log.take(10), ["phantom"], "read again: it is not stored");
+  assertEquals(log.take(10), [], "once");
+  s.transaction(() => {
+    for (let i = 0; i < 5; i++) repo.insert(row(`e${i}`, "ip_entry"));
+    assertEquals(log.take(4), "many");
+  });
+  assertEquals(log.take(4), "many", "a full read inside a transaction is redone after it");
+  assertEquals(log.take(4), []);
+});
