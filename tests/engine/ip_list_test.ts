@@ -8,7 +8,7 @@ import {
   parseCidr,
 } from "../../engine/ip_address.ts";
 import { buildIpList, type IpList, type IpListItem, ipListOf } from "../../engine/ip_list.ts";
-import { ipListUpdater, pendingLimit } from "../../engine/ip_list_updater.ts";
+import { foldOf, ipListUpdater, pendingLimit } from "../../engine/ip_list_updater.ts";
 
 /**
  * Addresses from a few small neighbourhoods of both families, so networks nest and collide
@@ -157,4 +157,23 @@ Deno.test("pendingLimit() grows with the square root of the list, from a floor",
   assertEquals(pendingLimit(0), 256);
   assertEquals(pendingLimit(100_000), 317);
   assertEquals(pendingLimit(1_000_000), 1000);
+});
+
+Deno.test("ipListUpdater(): a fold's record keeps its previous base only, not every base before", () => {
+  const r = seeded(21);
+  const items = stored(Array.from({ length: 300 }, (_, i) => item(r, `e${i}`)));
+  const updater = ipListUpdater(items);
+  let next = 300;
+  const bases = new Set([updater.list.state.base]);
+  while (bases.size < 4) {
+    const id = `e${next++}`;
+    const it = item(r, id);
+    updater.apply([id], () => it);
+    bases.add(updater.list.state.base);
+  }
+  // The record names the base before (a worker holding it folds for itself); that base's own
+  // record would chain every earlier base, megabytes each, for as long as the list lives.
+  const fold = foldOf(updater.list.state.base);
+  assertEquals(fold !== undefined, true, "the last base was folded");
+  assertEquals(foldOf(fold!.from), undefined, "the base before keeps no record of its own");
 });
