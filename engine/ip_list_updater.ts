@@ -366,6 +366,9 @@ export function ipListUpdater(items: readonly IpListItem[]): IpListUpdater {
         const from = base;
         const gone = Uint32Array.from(dropped);
         base = foldTables(from, gone, more);
+        // Only the last fold is ever sent: the record of the base before would keep it, and it
+        // the one before it, every base since the first for as long as the list lives.
+        folds.delete(from);
         folds.set(base, { from, dropped: gone, added: more });
         find = idIndex(base.ids, base.allow.length);
         dropped.clear();
