@@ -11,6 +11,9 @@ import { addSite, apiFor, seededIp, seedIpEntries } from "../_helpers/protection
 import { startTestServer, type TestServer } from "../_helpers/server.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
 import { siteInput, SYSTEM } from "../_helpers/sites.ts";
+import { createPolicyObjectsRepo } from "../../db/policy_objects_repo.ts";
+import { transaction } from "../../db/store.ts";
+import { KIND } from "../../mod/protection/protection_compile.ts";
 import { ADMIN, startConsoleKit } from "../_helpers/console.ts";
 
 const WORKERS = { server: { data: { workers: 2 } } };
@@ -188,6 +191,79 @@ Deno.test("concurrent IP-list changes (added, removed, replaced) reach both work
   // The main thread's list counts what the store holds.
   const stored = s.dataPlane.policy.current.protection!.ipList;
   assertEquals(stored.size, 2_000 + added.length - removed.length);
+});
+
+Deno.test("IP-list patches and folds stay in step with a worker restarted between them", async () => {
+  await using up = startUpstream();
+  await using s = await startTestServer({ config: WORKERS });
+  addSite(s, up.url);
+  seedIpEntries(s, 2_000);
+  const pool = s.dataWorkers!;
+  await until(() => pool.current(), "both workers on the seeded list", 60_000);
+  const api = apiFor(s);
+  const write = async (method: string, path: string, body?: unknown) => {
+    const r = await api(method, path, body);
+    await r.body?.cancel();
+    ok(r.status < 300, `${method} ${path} answered ${r.status}`);
+  };
+  const restarted = (w: number, times: number) => {
+    const st = pool.status()[w - 1]!;
+    return st.restarts === times && st.live;
+  };
+  const status = async (ip: string) => (await send(s, "/hello", { ip })).status;
+  // Changes pending on the base (a patch), then worker 1 restarted: it starts from the base
+  // and the patch together, and the next patch applies to the base it received.
+  await write("POST", "/api/protection/ip-lists", { action: "block", cidr: "198.51.100.1" });
+  await write("DELETE", "/api/protection/ip-lists/seed-ip-100");
+  await until(() => pool.current(), "both workers on the patch");
+  pool.kill(1);
+  await until(() => restarted(1, 1), "worker 1 restarted", 60_000);
+  await write("POST", "/api/protection/ip-lists", { action: "block", cidr: "198.51.100.2" });
+  // Past the pending limit: the main thread folds, and each worker folds its own copy.
+  const repo = createPolicyObjectsRepo(s.db);
+  transaction(s.db, () => {
+    for (let i = 0; i < 300; i++) {
+      repo.insert({
+        id: `fold-${i}`,
+        kind: KIND.ip,
+        site_id: null,
+        position: 5,
+        config: JSON.stringify({
+          action: "block",
+          cidr: `192.0.2.${i & 255}/32`,
+          site_id: null,
+          path_prefix: null,
+          expires_at: null,
+          note: "",
+        }),
+        created_at: 1,
+        updated_at: 1,
+      });
+    }
+  });
+  s.dataPlane.policy.rebuild();
+  const state = s.dataPlane.policy.current.protection!.ipList.state;
+  ok(state.dropped === undefined && state.added === undefined, "the changes were folded");
+  await until(() => pool.current(), "both workers on the fold", 60_000);
+  // Worker 2 restarted after the fold (it gets the new base), then one more patch.
+  pool.kill(2);
+  await until(() => restarted(2, 1), "worker 2 restarted", 60_000);
+  await write("PUT", "/api/protection/ip-lists/seed-ip-101", {
+    action: "allow",
+    cidr: `${seededIp(101)}/32`,
+    site_id: null,
+  });
+  await until(() => pool.current(), "both workers on the last patch", 60_000);
+  await untilBothServe(s, async () => {
+    assertEquals(await status("198.51.100.1"), 403, "added before the restart");
+    assertEquals(await status("198.51.100.2"), 403, "added after the restart");
+    assertEquals(await status(seededIp(100)), 200, "removed before the restart");
+    assertEquals(await status("192.0.2.77"), 403, "folded in");
+    assertEquals(await status(seededIp(101)), 200, "replaced by an allow");
+    assertEquals(await status(seededIp(102)), 403, "unchanged");
+    assertEquals(await status(seededIp(109)), 200, "an unchanged allow");
+  }, 3);
+  assertEquals(s.dataPlane.policy.current.protection!.ipList.size, 2_000 + 2 - 1 + 300);
 });
 
 /** One HTTP/1.1 request over TLS with SNI `servername`; the reply's text. */
