@@ -1,4 +1,4 @@
-import { assertEquals } from "../_helpers/assert.ts";
+import { assertEquals, ok } from "../_helpers/assert.ts";
 import { type Seeded, seeded } from "../_helpers/seeded.ts";
 import {
   type Cidr,
@@ -176,4 +176,41 @@ Deno.test("ipListUpdater(): a fold's record keeps its previous base only, not ev
   const fold = foldOf(updater.list.state.base);
   assertEquals(fold !== undefined, true, "the last base was folded");
   assertEquals(foldOf(fold!.from), undefined, "the base before keeps no record of its own");
+});
+
+Deno.test("ipListOf(): an added entry of every prefix length, both families, is found behind the filter", () => {
+  const r = seeded(33);
+  const random = () => (r.int(0x10000) * 0x10000 + r.int(0x10000)) >>> 0;
+  // A base of unrelated entries, so the lookup takes the path with changes pending.
+  // (Of another site: the added entry alone decides.)
+  const base = stored(Array.from({ length: 50 }, (_, i) => item(r, `b${i}`)))
+    .map(([c, e, o]): IpListItem => [c, { ...e, siteId: "elsewhere" }, o]);
+  for (const version of [4, 6] as const) {
+    for (let prefix = 0; prefix <= (version === 4 ? 32 : 128); prefix++) {
+      const words = version === 4 ? [random()] : [random(), random(), random(), random()];
+      const cidr: Cidr = { version, words: maskWords(words, prefix), prefix };
+      const id = `added-${version}-${prefix}`;
+      const added: IpListItem = [cidr, {
+        id,
+        action: "allow",
+        cidr: formatCidr(cidr),
+        siteId: null,
+        pathPrefix: null,
+        expiresAt: null,
+      }, { position: 99, createdAt: 0 }];
+      const list = ipListUpdater(base).apply([id], () => added);
+      ok(list.state.added !== undefined, "pending, not folded");
+      for (let p = 0; p < 20; p++) {
+        // Any address inside the network: the network's bits, random host bits.
+        const host = version === 4 ? [random()] : [random(), random(), random(), random()];
+        const inside = host.map((h, w) => {
+          const keep = Math.min(32, Math.max(0, prefix - w * 32));
+          const mask = keep === 0 ? 0 : (0xffffffff << (32 - keep)) >>> 0;
+          return ((cidr.words[w]! & mask) | (h & ~mask)) >>> 0;
+        });
+        const ip: IpAddress = { version, words: inside };
+        assertEquals(list.match(ip, "a", "/", 0)?.id, id, `${formatCidr(cidr)} ${inside}`);
+      }
+    }
+  }
 });
