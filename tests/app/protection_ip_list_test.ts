@@ -220,7 +220,7 @@ Deno.test("a build inside a write that rolls back (a controller's policy that do
   // As the cluster follower does: the rows replaced, the policy rebuilt inside the transaction,
   // and the transaction rolled back because the build (or its commit) failed. A few changes,
   // then a change past the log's limit (read in full).
-  for (const [label, write] of [
+  const writes: Array<readonly [string, () => void]> = [
     ["a few changes", () => {
       for (const x of repo.list(KIND.ip).slice(0, 40)) repo.remove(KIND.ip, x.id);
       for (let i = 0; i < 20; i++) insert();
@@ -229,7 +229,8 @@ Deno.test("a build inside a write that rolls back (a controller's policy that do
       s.db.exec(`DELETE FROM policy_objects WHERE kind = '${KIND.ip}'`);
       for (let i = 0; i < 1100; i++) insert();
     }],
-  ] as const) {
+  ];
+  for (const [label, write] of writes) {
     try {
       transaction(s.db, () => {
         write();
