@@ -11,7 +11,7 @@ import { testConfig } from "../_helpers/server.ts";
 import { openProtectionStore } from "../../app/protection.ts";
 import { createPolicyObjectsRepo } from "../../db/policy_objects_repo.ts";
 import { createSitesRepo } from "../../db/sites_repo.ts";
-import { openStore, transaction } from "../../db/store.ts";
+import { type Db, openStore, transaction } from "../../db/store.ts";
 import { formatCidr, type IpAddress, maskWords, parseIp } from "../../engine/ip_address.ts";
 import { type IpList, ipListOf } from "../../engine/ip_list.ts";
 import { createProtectionCompiler, KIND } from "../../mod/protection/protection_compile.ts";
@@ -55,23 +55,25 @@ function sameAnswers(r: Seeded, got: IpList, want: IpList, label: string): void 
   }
 }
 
-Deno.test("the IP list kept current from the change log answers as a full compile, over random writes and a restart", async () => {
-  await using s = await testStore();
+/**
+ * A store with sites "site-a" and "site-b", its protection store (change feed and all), what a
+ * full build from every stored row gives (a compiler with no change feed), and a random insert.
+ */
+function ipFixture(db: Db, seed: number) {
   const config = testConfig();
-  const sites = createSitesRepo(s.db);
+  const sites = createSitesRepo(db);
   const addSite = (id: string) =>
     sites.insert({ id, name: id, config: "{}", created_at: 1, updated_at: 1 });
   addSite("site-a");
   addSite("site-b");
-  const repo = createPolicyObjectsRepo(s.db);
-  const store = openProtectionStore(s.db, config);
-  // What a full build from every stored row gives, with a compiler that has no change feed.
+  const repo = createPolicyObjectsRepo(db);
+  const store = openProtectionStore(db, config);
   const full = () =>
     createProtectionCompiler()({
       rows: (kind) => repo.list(kind),
       singleton: () => undefined,
     }).ipList;
-  const r = seeded(7);
+  const r = seeded(seed);
   let n = 0;
   const insert = (position = r.int(30), created = r.int(3)) => {
     const d = doc(r);
@@ -85,6 +87,12 @@ Deno.test("the IP list kept current from the change log answers as a full compil
       updated_at: created,
     });
   };
+  return { config, addSite, repo, store, full, r, insert };
+}
+
+Deno.test("the IP list kept current from the change log answers as a full compile, over random writes and a restart", async () => {
+  await using s = await testStore();
+  const { config, addSite, repo, store, full, r, insert } = ipFixture(s.db, 7);
   for (let i = 0; i < 400; i++) insert();
   let list = store.compile().ipList;
   sameAnswers(r, list, full(), "first build");
@@ -189,32 +197,7 @@ Deno.test("a build that fails on a stored IP entry reads every row the next time
 
 Deno.test("a build inside a write that rolls back (a controller's policy that does not compile) leaves the IP list as stored", async () => {
   await using s = await testStore();
-  const config = testConfig();
-  const sites = createSitesRepo(s.db);
-  for (const id of ["site-a", "site-b"]) {
-    sites.insert({ id, name: id, config: "{}", created_at: 1, updated_at: 1 });
-  }
-  const repo = createPolicyObjectsRepo(s.db);
-  const store = openProtectionStore(s.db, config);
-  const full = () =>
-    createProtectionCompiler()({
-      rows: (kind) => repo.list(kind),
-      singleton: () => undefined,
-    }).ipList;
-  const r = seeded(11);
-  let n = 0;
-  const insert = (position = r.int(30)) => {
-    const d = doc(r);
-    repo.insert({
-      id: `ip_${(n++).toString(36)}`,
-      kind: KIND.ip,
-      site_id: d.site_id,
-      position,
-      config: JSON.stringify(d),
-      created_at: 1,
-      updated_at: 1,
-    });
-  };
+  const { repo, store, full, r, insert } = ipFixture(s.db, 11);
   for (let i = 0; i < 400; i++) insert();
   sameAnswers(r, store.compile().ipList, full(), "first build");
   // As the cluster follower does: the rows replaced, the policy rebuilt inside the transaction,
