@@ -83,11 +83,38 @@ export interface BrokenRequestHead {
  */
 export type Http1Handler = (req: Request) => Response | Promise<Response>;
 
-// The target: visible ASCII but `#` (a fragment is never sent; servers behind cut the path
-// there differently), or UTF-8.
-const REQUEST_LINE =
-  /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+) ([\x21\x22\x24-\x7e\x80-\xff]+) HTTP\/1\.([01])$/;
-const NON_ASCII = /[\x80-\xff]/;
+/**
+ * The parts of a request line `method SP target SP HTTP/1.x`: the method, the target, the minor
+ * version and whether the target has bytes above 0x7f; undefined when the line is not one. The
+ * method is token characters; the target is visible ASCII but `#` (a fragment is never sent;
+ * servers behind cut the path there differently), or bytes above 0x7f (UTF-8, checked by the
+ * caller). Neither holds a space, so the first two spaces split the line. Scanned in place: this
+ * runs for every request (it was the pattern
+ * `^([!#$%&'*+\-.^_`|~0-9A-Za-z]+) ([\x21\x22\x24-\x7e\x80-\xff]+) HTTP\/1\.([01])$`).
+ */
+export function requestLineParts(
+  line: string,
+): [method: string, target: string, minor: number, nonAscii: boolean] | undefined {
+  const sp = line.indexOf(" ");
+  if (sp <= 0) return undefined;
+  for (let i = 0; i < sp; i++) {
+    const c = line.charCodeAt(i);
+    if (c > 127 || TCHAR[c] === 0) return undefined;
+  }
+  const sp2 = line.indexOf(" ", sp + 1);
+  if (sp2 <= sp + 1 || line.length !== sp2 + 9 || !line.startsWith(" HTTP/1.", sp2)) {
+    return undefined;
+  }
+  const version = line.charCodeAt(sp2 + 8);
+  if (version !== 48 && version !== 49) return undefined;
+  let nonAscii = false;
+  for (let i = sp + 1; i < sp2; i++) {
+    const c = line.charCodeAt(i);
+    if (c >= 0x80 && c <= 0xff) nonAscii = true;
+    else if (c < 0x21 || c === 0x23 || c > 0x7e) return undefined;
+  }
+  return [line.slice(0, sp), line.slice(sp + 1, sp2), version - 48, nonAscii];
+}
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
 const DIGITS = /^\d+$/;
 const ABSOLUTE = /^https?:\/\/([^/?#]+)/i;
@@ -148,8 +175,8 @@ export function parseRequestHead(text: string): RequestHead {
   for (let at = lf; at >= 0; at = text.indexOf("\n", at + 1)) headerLines++;
   const requestLine = stripCr(text.slice(0, lf));
   if (requestLine === "PRI * HTTP/2.0") return preface(text);
-  const m = REQUEST_LINE.exec(requestLine);
-  if (m === null) {
+  const m = requestLineParts(requestLine);
+  if (m === undefined) {
     const sp = requestLine.indexOf(" ");
     const sp2 = requestLine.indexOf(" ", sp + 1);
     throw new BadRequest("invalid request line", {
@@ -158,12 +185,12 @@ export function parseRequestHead(text: string): RequestHead {
       head: text,
     });
   }
-  const method = m[1]!;
-  let target = m[2]!;
-  const minor = m[3] === "1" ? 1 : 0;
+  const method = m[0];
+  let target = m[1];
+  const minor = m[2];
   const broken = { method, target, head: text };
   if (requestLine.includes("\r")) throw new BadRequest("bare CR", broken);
-  if (NON_ASCII.test(target)) {
+  if (m[3]) {
     // Bytes above 0x7f in a target are accepted as UTF-8 only (as hyper does).
     try {
       target = strictUtf8.decode(Uint8Array.from(target, (c) => c.charCodeAt(0)));

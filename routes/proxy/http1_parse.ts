@@ -34,7 +34,6 @@ export interface ResponseHead {
 
 // The reason phrase as `Response` takes it (tab, visible ASCII, obs-text): the own server
 // writes it to the client as it came.
-const STATUS_LINE = /^HTTP\/1\.([01]) ([1-9]\d\d)(?: ([\t\x20-\x7e\x80-\xff]*))?$/;
 const DIGITS = /^\d{1,15}$/;
 
 /**
@@ -142,6 +141,35 @@ export function fieldName(text: string, start: number, end: number): string {
 }
 
 /**
+ * The parts of a status line `HTTP/1.x NNN[ reason]`: the minor version, the status (100-999)
+ * and the reason phrase (tab, visible ASCII, spaces and bytes above 0x7f; empty when absent);
+ * undefined when the line is not one. Scanned in place: this runs for every proxied response (it
+ * was the pattern `^HTTP\/1\.([01]) ([1-9]\d\d)(?: ([\t\x20-\x7e\x80-\xff]*))?$`).
+ */
+export function statusLineParts(
+  line: string,
+): [minor: number, status: number, reason: string] | undefined {
+  if (!line.startsWith("HTTP/1.") || line.charCodeAt(8) !== 32) return undefined;
+  const version = line.charCodeAt(7);
+  const a = line.charCodeAt(9) - 48;
+  const b = line.charCodeAt(10) - 48;
+  const c = line.charCodeAt(11) - 48;
+  // NaN past the end compares false both ways.
+  if (
+    (version !== 48 && version !== 49) || !(a >= 1 && a <= 9) || !(b >= 0 && b <= 9) ||
+    !(c >= 0 && c <= 9)
+  ) return undefined;
+  if (line.length > 12) {
+    if (line.charCodeAt(12) !== 32) return undefined;
+    for (let i = 13; i < line.length; i++) {
+      const d = line.charCodeAt(i);
+      if (d !== 9 && (d < 0x20 || d === 0x7f || d > 0xff)) return undefined;
+    }
+  }
+  return [version - 48, a * 100 + b * 10 + c, line.length > 13 ? line.slice(13) : ""];
+}
+
+/**
  * Parses a response head (status line to the empty line, terminator included). The lines are
  * walked in place (no array of lines, no regular expression per line): this runs for every
  * proxied response.
@@ -149,10 +177,9 @@ export function fieldName(text: string, start: number, end: number): string {
 export function parseHead(text: string): ResponseHead {
   let lf = text.indexOf("\n");
   const statusLine = stripCr(text.slice(0, lf));
-  const m = STATUS_LINE.exec(statusLine);
-  if (m === null) throw new UpstreamProtocolError("malformed status line");
-  const minor = m[1] === "1" ? 1 : 0;
-  const status = Number(m[2]);
+  const m = statusLineParts(statusLine);
+  if (m === undefined) throw new UpstreamProtocolError("malformed status line");
+  const [minor, status, statusText] = m;
   // `Response` takes 200-599 only; 1xx are interim and handled by the client.
   if (status > 599) throw new UpstreamProtocolError("status code out of range");
   const headers: HeaderPairs = [];
@@ -217,7 +244,7 @@ export function parseHead(text: string): ResponseHead {
   }
   return {
     status,
-    statusText: m[3] ?? "",
+    statusText,
     headers,
     contentLength,
     chunked,

@@ -7,13 +7,19 @@
  * same name and value.
  */
 import { assertEquals } from "../../_helpers/assert.ts";
-import { BadRequest, MAX_HEADER_LINES, parseRequestHead } from "../../../routes/http1_server.ts";
+import {
+  BadRequest,
+  MAX_HEADER_LINES,
+  parseRequestHead,
+  requestLineParts,
+} from "../../../routes/http1_server.ts";
 import {
   COMMON_FIELD_NAMES,
   fieldName,
   headEnd,
   MAX_HEADERS,
   parseHead,
+  statusLineParts,
   stripCr,
   trimOws,
   UpstreamProtocolError,
@@ -207,4 +213,55 @@ Deno.test("the upstream head parser reads Connection and a Content-Length list a
     }
     assertEquals(reason !== "", true, bad);
   }
+});
+
+/** Every line made from `base` by putting each code unit 0x00-0x1ff at each of `positions`. */
+function edgeLines(base: string, positions: readonly number[]): string[] {
+  const out = [base];
+  for (const at of positions) {
+    for (let c = 0; c < 0x200; c++) {
+      const ch = String.fromCharCode(c);
+      out.push(base.slice(0, at) + ch + base.slice(at + 1));
+      out.push(base.slice(0, at) + ch + base.slice(at));
+      out.push(base.slice(0, at) + base.slice(at + 1));
+    }
+  }
+  return out;
+}
+
+Deno.test("the request line is split as the former pattern split it, for every code unit at each edge", () => {
+  const REQUEST_LINE =
+    /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+) ([\x21\x22\x24-\x7e\x80-\xff]+) HTTP\/1\.([01])$/;
+  const bases = ["GET /a?b=c HTTP/1.1", "M /x HTTP/1.0", "PROPFIND /\u00e9x HTTP/1.1"];
+  let checked = 0;
+  for (const base of bases) {
+    const positions = [0, 1, base.indexOf(" ") - 1, base.indexOf(" "), base.indexOf(" ") + 1];
+    const sp2 = base.lastIndexOf(" ");
+    positions.push(sp2 - 1, sp2, sp2 + 1, sp2 + 5, base.length - 2, base.length - 1, base.length);
+    for (const line of edgeLines(base, positions)) {
+      const m = REQUEST_LINE.exec(line);
+      const expected = m === null
+        ? undefined
+        : [m[1], m[2], m[3] === "1" ? 1 : 0, /[\x80-\xff]/.test(m[2]!)];
+      assertEquals(requestLineParts(line), expected, JSON.stringify(line));
+      checked++;
+    }
+  }
+  assertEquals(checked > 30_000, true);
+});
+
+Deno.test("the status line is split as the former pattern split it, for every code unit at each edge", () => {
+  const STATUS_LINE = /^HTTP\/1\.([01]) ([1-9]\d\d)(?: ([\t\x20-\x7e\x80-\xff]*))?$/;
+  const bases = ["HTTP/1.1 200 OK", "HTTP/1.0 404", "HTTP/1.1 503 ", "HTTP/1.1 301 Moved \u00e9"];
+  let checked = 0;
+  for (const base of bases) {
+    const positions = [0, 5, 6, 7, 8, 9, 10, 11, 12, 13, base.length - 1, base.length];
+    for (const line of edgeLines(base, positions)) {
+      const m = STATUS_LINE.exec(line);
+      const expected = m === null ? undefined : [m[1] === "1" ? 1 : 0, Number(m[2]), m[3] ?? ""];
+      assertEquals(statusLineParts(line), expected, JSON.stringify(line));
+      checked++;
+    }
+  }
+  assertEquals(checked > 30_000, true);
 });
