@@ -126,6 +126,34 @@ Deno.test("a CONNECT (handed over to Deno.serve) that is refused leaves a connec
   ok(ms < 3_000, `closed after ${Math.round(ms)} ms (keep-alive deadline 1 s)`);
 });
 
+Deno.test("a request the front's follower gives up on (a head past 64 KiB, odd framing) keeps a deadline", async () => {
+  await using up = startUpstream();
+  await using s = await startTestServer({
+    config: { server: { data: { limits: SHORT }, management: { limits: SHORT } } },
+  });
+  addSite(s, up.url, { mode: "off" });
+  // A head of 65,540 bytes: past the follower's 64 KiB, within what Deno.serve takes. The data
+  // listener's own server hands an Upgrade request over to the pipe; the management listener
+  // pipes everything.
+  const head = (first: string) => {
+    const pre = `${first}\r\nHost: shop.test\r\nUpgrade: foo\r\nX-Big: `;
+    return `${pre}${"a".repeat(65_540 - pre.length - 4)}\r\n\r\n`;
+  };
+  const cases: Array<[string, string]> = [
+    [s.managementUrl, head("GET / HTTP/1.1")],
+    [s.dataUrl, head("GET / HTTP/1.1")],
+    [s.managementUrl, "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n"],
+    [s.managementUrl, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1x\r\n\r\n"],
+  ];
+  for (const [url, text] of cases) {
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port: portOf(url) });
+    const t0 = performance.now();
+    await conn.write(enc.encode(text));
+    const ms = await closedAfter(conn, t0);
+    ok(ms < 3_000, `${url} ${text.slice(0, 40)}: closed after ${Math.round(ms)} ms`);
+  }
+});
+
 Deno.test("a keep-alive connection idle past the keep-alive deadline is closed; one in use is not", async () => {
   await using up = startUpstream();
   await using s = await startTestServer({ config: { server: { data: { limits: SHORT } } } });
