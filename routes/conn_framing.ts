@@ -66,6 +66,13 @@ export class RequestFraming {
   broken: BrokenRequest | undefined;
   /** The tunnel began with the HTTP/2 preface (`PRI * HTTP/2.0`). */
   h2 = false;
+  /**
+   * The following stopped at a head it cannot frame (longer than 64 KiB, a Transfer-Encoding
+   * without chunked last, a bad Content-Length): the server refuses such a request and closes,
+   * and the front keeps the head's deadline, so a head the server takes after all (Deno.serve
+   * takes a few bytes past 64 KiB) cannot leave a connection without one.
+   */
+  unframed = false;
   /** Where, in the chunk last fed, the tunnel's bytes begin (once `phase` became "tunnel"). */
   tunnelAt = 0;
   #head = new Uint8Array(1024);
@@ -167,10 +174,7 @@ export class RequestFraming {
 
   /** The head is complete: decide how the body is framed. */
   #startBody(): void {
-    if (this.#headOverflow) {
-      this.phase = "tunnel";
-      return;
-    }
+    if (this.#headOverflow) return this.#unframed();
     const text = latin1.decode(this.#head.subarray(0, this.#headLen));
     this.#headText = text;
     const sp = text.indexOf(" ");
@@ -211,26 +215,25 @@ export class RequestFraming {
     this.#chunked = false;
     if (te !== undefined) {
       const codings = te.toLowerCase().split(",");
-      if (codings[codings.length - 1]!.trim() !== "chunked") {
-        // Not framed by chunks: the server refuses it; follow nothing more.
-        this.phase = "tunnel";
-        return;
-      }
+      // Not framed by chunks: the server refuses it; follow nothing more.
+      if (codings[codings.length - 1]!.trim() !== "chunked") return this.#unframed();
       this.#chunked = true;
       this.#chunker.reset();
       this.phase = "body";
       return;
     }
     if (cl !== undefined) {
-      if (clConflict || !/^\d{1,15}$/.test(cl)) {
-        this.phase = "tunnel";
-        return;
-      }
+      if (clConflict || !/^\d{1,15}$/.test(cl)) return this.#unframed();
       this.#remaining = Number(cl);
       this.phase = this.#remaining > 0 ? "body" : "idle";
       return;
     }
     this.phase = "idle";
+  }
+
+  #unframed(): void {
+    this.unframed = true;
+    this.phase = "tunnel";
   }
 
   #counted(buf: Uint8Array, i: number): number {

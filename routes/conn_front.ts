@@ -385,7 +385,8 @@ export function startFront(options: FrontOptions): Front {
         c.reason = "body_timeout";
       } else if (c.framing.phase === "tunnel" && c.framing.h2) {
         http2(c, pending.subarray(c.framing.tunnelAt));
-      } else if (c.framing.phase !== "head") c.deadline = Infinity;
+      } else if (c.framing.unframed) unframed(c);
+      else if (c.framing.phase !== "head") c.deadline = Infinity;
       await writeAll(inner, pending);
     }
     // The server's end decides: when it closes, the client's connection goes too (the client
@@ -450,9 +451,19 @@ export function startFront(options: FrontOptions): Front {
         break;
       case "tunnel":
         if (f.h2) http2(c, chunk.subarray(f.tunnelAt));
+        else if (f.unframed) unframed(c);
         else c.deadline = Infinity;
         break;
     }
+  }
+
+  /**
+   * A head the follower cannot frame: the server refuses it and closes; should it answer after
+   * all, the connection ends at the head's deadline (the follower cannot tell the next request).
+   */
+  function unframed(c: Piped): void {
+    c.deadline = Math.min(c.deadline, now + limits.headerTimeoutMs);
+    c.reason = "header_timeout";
   }
 
   /** Server to client: the answer's bytes restart the keep-alive deadline. */
