@@ -26,6 +26,7 @@
  * # tried against the shipped flags (scripts/server_flags.ts):
  * deno task bench:proxy --rss-only [--rss-rounds 3] [--rss-seconds 60] [--candidate=--v8-flags=...]
  * deno task bench:proxy --half-only [--half-rounds 3] [--candidate=--v8-flags=...]
+ *                       [--candidate-tree=/path/to/another/checkout/]
  * ```
  *
  * wrk and nginx-light are installed with apt-get when missing (needs root).
@@ -487,6 +488,8 @@ async function halfRateRounds(
     connections: number;
     rounds: number;
     candidates: readonly string[];
+    /** Other checkouts whose WAF runs next to this one (an A/B of two trees). */
+    trees: readonly string[];
     upstream: string;
     children: Deno.ChildProcess[];
   },
@@ -507,6 +510,16 @@ async function halfRateRounds(
       }),
     );
     list.push({ name: `waf ${flags}`, url: `http://127.0.0.1:${port}`, host: "on.bench" });
+  }
+  for (const [i, tree] of half.trees.entries()) {
+    const port = freePort();
+    const root = tree.endsWith("/") ? tree : `${tree}/`;
+    half.children.push(
+      await startWaf(dir, half.upstream, port, freePort(), "1", [], root, {
+        name: `waf-tree-${i}`,
+      }),
+    );
+    list.push({ name: `waf of ${root}`, url: `http://127.0.0.1:${port}`, host: "on.bench" });
   }
   console.log(`load average at the start: ${loadAverage()}`);
   const script = wrkScript(BENIGN, waf.host);
@@ -664,11 +677,13 @@ export async function main(args: string[]): Promise<number> {
       "rss-rounds": { type: "string", default: "3" },
       /**
        * Only the p99 at half the WAF's maximum rate, in `--half-rounds` alternated rounds; each
-       * `--candidate` adds a WAF started with those V8 flags instead of the shipped ones.
+       * `--candidate` adds a WAF started with those V8 flags instead of the shipped ones, each
+       * `--candidate-tree` a WAF started from another checkout (its own `main.ts`).
        */
       "half-only": { type: "boolean", default: false },
       "half-rounds": { type: "string", default: "3" },
       candidate: { type: "string", multiple: true, default: [] },
+      "candidate-tree": { type: "string", multiple: true, default: [] },
     },
   });
   const opts = {
@@ -760,6 +775,7 @@ export async function main(args: string[]): Promise<number> {
         connections: pacedConnections,
         rounds: Number(values["half-rounds"]),
         candidates: values.candidate,
+        trees: values["candidate-tree"],
         upstream: url(upPort),
         children,
       });
