@@ -14,7 +14,17 @@ import { createSitesRepo } from "../../db/sites_repo.ts";
 import { type Db, openStore, transaction } from "../../db/store.ts";
 import { formatCidr, type IpAddress, maskWords, parseIp } from "../../engine/ip_address.ts";
 import { type IpList, ipListOf } from "../../engine/ip_list.ts";
-import { createProtectionCompiler, KIND } from "../../mod/protection/protection_compile.ts";
+import {
+  createProtectionCompiler,
+  KIND,
+  type ProtectionSource,
+} from "../../mod/protection/protection_compile.ts";
+import {
+  applyDelta,
+  createSnapshotTap,
+  deltaOf,
+  type PolicySnapshot,
+} from "../../mod/data_plane/policy_snapshot.ts";
 
 function address(r: Seeded): IpAddress {
   if (r.next() < 0.5) {
@@ -57,9 +67,10 @@ function sameAnswers(r: Seeded, got: IpList, want: IpList, label: string): void 
 
 /**
  * A store with sites "site-a" and "site-b", its protection store (change feed and all), what a
- * full build from every stored row gives (a compiler with no change feed), and a random insert.
+ * full build from every stored row gives (a compiler with no change feed), a random insert and
+ * random writes.
  */
-function ipFixture(db: Db, seed: number) {
+function ipFixture(db: Db, seed: number, tap?: (source: ProtectionSource) => ProtectionSource) {
   const config = testConfig();
   const sites = createSitesRepo(db);
   const addSite = (id: string) =>
@@ -67,7 +78,7 @@ function ipFixture(db: Db, seed: number) {
   addSite("site-a");
   addSite("site-b");
   const repo = createPolicyObjectsRepo(db);
-  const store = openProtectionStore(db, config);
+  const store = openProtectionStore(db, config, tap);
   const full = () =>
     createProtectionCompiler()({
       rows: (kind) => repo.list(kind),
@@ -87,25 +98,14 @@ function ipFixture(db: Db, seed: number) {
       updated_at: created,
     });
   };
-  return { config, addSite, repo, store, full, r, insert };
-}
-
-Deno.test("the IP list kept current from the change log answers as a full compile, over random writes and a restart", async () => {
-  await using s = await testStore();
-  const { config, addSite, repo, store, full, r, insert } = ipFixture(s.db, 7);
-  for (let i = 0; i < 400; i++) insert();
-  let list = store.compile().ipList;
-  sameAnswers(r, list, full(), "first build");
-  let bases = 0;
-  for (let round = 0; round < 40; round++) {
-    const ops = r.pick([1, 3, 10, 60]);
-    for (let k = 0; k < ops; k++) {
-      const ids = repo.list(KIND.ip).map((x) => x.id);
+  /** `count` random writes: entries added, removed and replaced (PUT), some moved. */
+  const writes = (count: number) => {
+    const ids = repo.list(KIND.ip).map((x) => x.id);
+    for (let k = 0; k < count; k++) {
       const roll = r.next();
       if (roll < 0.4 || ids.length === 0) insert();
-      else if (roll < 0.7) repo.remove(KIND.ip, r.pick(ids));
+      else if (roll < 0.7) repo.remove(KIND.ip, ids.splice(r.int(ids.length), 1)[0]!);
       else {
-        // Replaced (PUT), sometimes moved to another position.
         const old = repo.get(KIND.ip, r.pick(ids))!;
         const d = doc(r);
         repo.update({
@@ -117,6 +117,19 @@ Deno.test("the IP list kept current from the change log answers as a full compil
         });
       }
     }
+  };
+  return { config, addSite, repo, store, full, r, insert, writes };
+}
+
+Deno.test("the IP list kept current from the change log answers as a full compile, over random writes and a restart", async () => {
+  await using s = await testStore();
+  const { config, addSite, repo, store, full, r, insert, writes } = ipFixture(s.db, 7);
+  for (let i = 0; i < 400; i++) insert();
+  let list = store.compile().ipList;
+  sameAnswers(r, list, full(), "first build");
+  let bases = 0;
+  for (let round = 0; round < 40; round++) {
+    writes(r.pick([1, 3, 10, 60]));
     if (round === 10) {
       // A site deleted: its entries go by the foreign key, not through the repository.
       s.db.exec("DELETE FROM sites WHERE id = 'site-b'");
@@ -228,4 +241,77 @@ Deno.test("a build inside a write that rolls back (a controller's policy that do
     insert();
     sameAnswers(r, store.compile().ipList, full(), `${label}: after another write`);
   }
+});
+
+Deno.test("a worker fed each swap's delta holds the stored list through failed builds, rolled-back writes and restarts", async () => {
+  await using s = await testStore();
+  const tap = createSnapshotTap();
+  const { store, full, r, insert, writes } = ipFixture(s.db, 17, tap.source);
+  for (let i = 0; i < 400; i++) insert();
+  // The main thread's policy and what data_workers.ts does on each swap: the delta against the
+  // snapshot sent last, copied to the worker, which applies it to what it holds.
+  let version = 0;
+  let enforced = store.compile().ipList;
+  let sent: PolicySnapshot = tap.snapshot(++version, enforced.state);
+  let worker: PolicySnapshot = structuredClone(sent);
+  const sentAs = new Set<string>();
+  const swap = () => {
+    enforced = store.compile().ipList;
+    const next = tap.snapshot(++version, enforced.state);
+    const delta = deltaOf(sent, next);
+    for (const k of delta.kept) sentAs.add(k);
+    if (delta.ipList !== undefined) sentAs.add("whole");
+    worker = applyDelta(worker, structuredClone(delta));
+    sent = next;
+  };
+  const rolledBack = (fn: () => void) => {
+    try {
+      transaction(s.db, () => {
+        fn();
+        throw new Error("rolled back");
+      });
+    } catch {
+      // As intended: the store holds what it held.
+    }
+  };
+  const events: Record<string, number> = {};
+  for (let round = 0; round < 80; round++) {
+    writes(r.pick([0, 1, 3, 10, 40]));
+    const roll = r.next();
+    const event = roll < 0.15
+      ? "a build that fails after the IP list (no swap)"
+      : roll < 0.3
+      ? "a build inside a write that rolls back (no swap)"
+      : roll < 0.45
+      ? "a swap inside a write that rolls back (its commit failed)"
+      : roll < 0.55
+      ? "a swap inside a committed write (the cluster follower)"
+      : roll < 0.65
+      ? "a worker restarted from the current snapshot"
+      : roll < 0.68
+      ? "a bulk change past the log's limit"
+      : "writes only";
+    events[event] = (events[event] ?? 0) + 1;
+    if (roll < 0.15) store.compile();
+    else if (roll < 0.3) rolledBack(() => (writes(r.pick([1, 10, 40])), store.compile()));
+    else if (roll < 0.45) rolledBack(() => (writes(r.pick([1, 10, 40])), swap()));
+    else if (roll < 0.55) transaction(s.db, () => (writes(r.pick([1, 10, 40])), swap()));
+    else if (roll < 0.65) worker = structuredClone(tap.snapshot(version, enforced.state));
+    else if (roll < 0.68) transaction(s.db, () => Array.from({ length: 1100 }, () => insert()));
+    swap();
+    const want = full();
+    sameAnswers(r, enforced, want, `round ${round} (${event}): the main thread`);
+    sameAnswers(r, ipListOf(worker.ipList!), want, `round ${round} (${event}): the worker`);
+  }
+  for (const [event, n] of Object.entries(events)) assertEquals(n > 0, true, event);
+  // The list went as a patch, a fold, unchanged and whole (after a read in full).
+  assertEquals(
+    [...sentAs].filter((k) => k.startsWith(KIND.ip) || k === "whole").sort(),
+    [
+      KIND.ip,
+      `${KIND.ip}:base`,
+      `${KIND.ip}:fold`,
+      "whole",
+    ].sort(),
+  );
 });
