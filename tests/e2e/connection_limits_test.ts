@@ -154,6 +154,52 @@ Deno.test("a request the front's follower gives up on (a head past 64 KiB, odd f
   }
 });
 
+Deno.test("an upgrade asked while an earlier answer streams is not taken for a tunnel by that answer's bytes", async () => {
+  let go!: () => void;
+  const released = new Promise<void>((resolve) => go = resolve);
+  // An upstream whose answer to /stream pauses, then goes on with bytes that read "101" where a
+  // status code sits in an answer's first line.
+  await using up = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, (req) => {
+    const path = new URL(req.url).pathname;
+    if (path !== "/stream") return new Response(`${path}-done`);
+    return new Response(
+      new ReadableStream<Uint8Array>({
+        async start(controller) {
+          controller.enqueue(enc.encode("start;"));
+          await released;
+          // Chunked by Deno.serve as `14\r\nxxxxx101...`: "101" at bytes 9 to 11 of the read.
+          controller.enqueue(enc.encode("xxxxx101-stream-done"));
+          controller.close();
+        },
+      }),
+    );
+  });
+  await using s = await startTestServer({ config: { server: { data: { limits: SHORT } } } });
+  addSite(s, `http://127.0.0.1:${up.addr.port}`, { mode: "off" });
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port: portOf(s.dataUrl) });
+  const buf = new Uint8Array(65_536);
+  let got = "";
+  const until = async (text: string) => {
+    while (!got.includes(text)) {
+      const n = await conn.read(buf);
+      ok(n !== null, `closed before ${text}`);
+      got += new TextDecoder().decode(buf.subarray(0, n));
+    }
+  };
+  // An Upgrade the server refuses (the own server hands the connection over to the pipe).
+  await conn.write(enc.encode("GET /first HTTP/1.1\r\nHost: shop.test\r\nUpgrade: foo\r\n\r\n"));
+  await until("/first-done");
+  await conn.write(enc.encode("GET /stream HTTP/1.1\r\nHost: shop.test\r\n\r\n"));
+  await until("start;");
+  // Another Upgrade while /stream's answer is under way; its answer comes after the rest.
+  await conn.write(enc.encode("GET /y HTTP/1.1\r\nHost: shop.test\r\nUpgrade: foo\r\n\r\n"));
+  await sleep(200);
+  go();
+  await until("/y-done");
+  const ms = await closedAfter(conn, performance.now());
+  ok(ms < 3_000, `closed after ${Math.round(ms)} ms (keep-alive deadline 1 s)`);
+});
+
 Deno.test("a keep-alive connection idle past the keep-alive deadline is closed; one in use is not", async () => {
   await using up = startUpstream();
   await using s = await startTestServer({ config: { server: { data: { limits: SHORT } } } });
