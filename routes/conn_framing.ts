@@ -82,6 +82,9 @@ export class RequestFraming {
   #chunked = false;
   /** The request asking for an upgrade is a CONNECT (a 2xx answer makes the tunnel). */
   #connect = false;
+  /** The first bytes of the server's answer, up to its status code. */
+  readonly #status = new Uint8Array(12);
+  #statusLen = 0;
   readonly #chunker = new ChunkedFraming();
   #method = "";
   #target = "";
@@ -119,14 +122,23 @@ export class RequestFraming {
     return true;
   }
 
-  /** The server's bytes: a 101 to an upgrade request makes the connection a tunnel. */
+  /**
+   * The server's bytes: a 101 to an upgrade request (a 2xx to a CONNECT) makes the connection a
+   * tunnel. Only the connection's first request may ask, so that its answer is the server's first
+   * bytes: a later one's answer starts wherever the answers before it end, which this follower
+   * does not track, and any earlier answer's bytes (a body the client chose) read as "101" there
+   * made a tunnel, with no deadline and no framing followed any more.
+   */
   answered(buf: Uint8Array): void {
-    if (!this.upgradeAsked || buf.length < 12) return;
+    if (!this.upgradeAsked) return;
+    const take = Math.min(12 - this.#statusLen, buf.length);
+    this.#status.set(buf.subarray(0, take), this.#statusLen);
+    this.#statusLen += take;
+    if (this.#statusLen < 12) return;
     this.upgradeAsked = false;
+    const b = this.#status;
     // "HTTP/1.1 101", or "HTTP/1.1 2xx" to a CONNECT.
-    const tunnel = this.#connect
-      ? buf[9] === 50
-      : buf[9] === 49 && buf[10] === 48 && buf[11] === 49;
+    const tunnel = this.#connect ? b[9] === 50 : b[9] === 49 && b[10] === 48 && b[11] === 49;
     this.#connect = false;
     if (tunnel) this.phase = "tunnel";
   }
@@ -192,8 +204,7 @@ export class RequestFraming {
     if (this.#method === "CONNECT") {
       // A request without a body until a 2xx answer makes it a tunnel (`answered`): refused, the
       // connection is followed on (a tunnel has no deadline, so it must not start before).
-      this.upgradeAsked = true;
-      this.#connect = true;
+      if (this.heads === 1) this.upgradeAsked = this.#connect = true;
       this.phase = "idle";
       return;
     }
@@ -211,7 +222,9 @@ export class RequestFraming {
         cl = value;
       } else upgrade = true;
     }
-    this.upgradeAsked = upgrade;
+    // A later request's upgrade is answered by the server all the same; the connection stays
+    // followed as HTTP/1.1 (`answered`), and the first request's ask stands until its answer.
+    if (this.heads === 1) this.upgradeAsked = upgrade;
     this.#chunked = false;
     if (te !== undefined) {
       const codings = te.toLowerCase().split(",");

@@ -91,4 +91,19 @@ Deno.test("HTTP/2, an accepted CONNECT, unknown codings and an accepted upgrade 
   const refused = follow("GET /ws HTTP/1.1\r\nUpgrade: websocket\r\n\r\n", 1000);
   refused.f.answered(enc.encode("HTTP/1.1 403 Forbidden\r\n"));
   assertEquals(refused.f.phase, "idle");
+  // The status code split over the server's reads.
+  const split101 = follow("GET /ws HTTP/1.1\r\nUpgrade: websocket\r\n\r\n", 1000);
+  split101.f.answered(enc.encode("HTTP/1.1 1"));
+  assertEquals(split101.f.phase, "idle");
+  split101.f.answered(enc.encode("01 Switching Protocols\r\n"));
+  assertEquals(split101.f.phase, "tunnel");
+  // Only the connection's first request may make a tunnel: a later one's answer starts where
+  // the answers before it end, which is not followed (an earlier body could read "101" there).
+  const later = follow(`${GET}GET /ws HTTP/1.1\r\nUpgrade: websocket\r\n\r\n`, 1000);
+  assertEquals(later.f.upgradeAsked, false);
+  later.f.answered(enc.encode("HTTP/1.1 101 Switching Protocols\r\n"));
+  assertEquals(later.f.phase, "idle");
+  const laterConnect = follow(`${GET}CONNECT a:443 HTTP/1.1\r\nHost: a\r\n\r\n`, 1000);
+  laterConnect.f.answered(enc.encode("HTTP/1.1 200 OK\r\n"));
+  assertEquals(laterConnect.f.phase, "idle");
 });
