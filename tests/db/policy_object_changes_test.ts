@@ -3,6 +3,7 @@ import { testStore } from "../_helpers/store.ts";
 import { createPolicyChangeLog } from "../../db/policy_object_changes.ts";
 import { createPolicyObjectsRepo, type PolicyObjectRow } from "../../db/policy_objects_repo.ts";
 import { createSitesRepo } from "../../db/sites_repo.ts";
+import { createClusterPolicyRepo } from "../../db/cluster_policy_repo.ts";
 import { schemaVersion } from "../../db/store.ts";
 import { SCHEMA_VERSION } from "../../db/migrations.ts";
 
@@ -96,4 +97,16 @@ Deno.test("ids taken inside a transaction are named again by the next take outsi
   });
   assertEquals(log.take(4), "many", "a full read inside a transaction is redone after it");
   assertEquals(log.take(4), []);
+});
+
+Deno.test("a cluster policy replaced wholesale (a DELETE with no WHERE) logs every entry it removes", async () => {
+  await using s = await testStore();
+  const repo = createPolicyObjectsRepo(s.db);
+  for (const id of ["a", "b", "c"]) repo.insert(row(id, "ip_entry"));
+  const log = createPolicyChangeLog(s.db, "ip_entry");
+  // SQLite empties a table without visiting its rows unless a trigger watches it.
+  s.transaction(() =>
+    createClusterPolicyRepo(s.db).replace({ sites: [], objects: [row("b", "ip_entry")] })
+  );
+  assertEquals([...log.take(10)].sort(), ["a", "b", "c"]);
 });
