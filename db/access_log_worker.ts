@@ -15,22 +15,14 @@
  * transaction, the oldest rows beyond the newest `keep`: at most twice the rows it inserted, so
  * the table stays at `keep` under any traffic and a backlog (a lowered limit) shrinks as fast
  * as rows arrive, instead of overshooting until the scheduled retention deletes millions at once.
- *
- * Its transactions stay short ({@link DEFER_ROWS}): on a machine with few cores a burst of this
- * thread can take the event loop's core, and the event loop then waits for the whole burst
- * (docs/data-plane.md, "The p99 at half rate").
  */
 /// <reference lib="deno.worker" />
 import { DatabaseSync } from "node:sqlite";
 import { createAccessLogRepo } from "./access_log_repo.ts";
 import { transaction } from "./store.ts";
 
-/**
- * Deferred rows that are written at once, without waiting for the timer. A transaction of 128
- * rows is under a millisecond of CPU; 512 (until issue 13's p99 work) were ~3 ms, which the event
- * loop waited out whenever the post that completed them woke this thread on its core.
- */
-const DEFER_ROWS = 128;
+/** Deferred rows that are written at once, without waiting for the timer. */
+const DEFER_ROWS = 512;
 /** The longest a deferred batch waits. */
 const DEFER_MS = 50;
 

@@ -109,7 +109,7 @@ const DAY_MS = 86_400_000;
 const NO_ROWS: readonly AccessLogRow[] = Object.freeze([]);
 /**
  * Records queued before a flush is scheduled ahead of the timer: fewer rows wait in memory, and
- * the writer thread (which holds the timer's batches up to 50 ms or 128 rows to commit them
+ * the writer thread (which holds the timer's batches up to 50 ms or 512 rows to commit them
  * together) gets them in steady portions.
  */
 const EARLY_FLUSH_AT = 64;
