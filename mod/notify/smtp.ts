@@ -5,7 +5,6 @@
  * STARTTLS fails the delivery rather than receiving the password in clear); `tls` is implicit TLS
  * (port 465); `none` sends in clear and is meant for a relay on the same host.
  */
-import nodemailer from "nodemailer";
 
 export interface SmtpSettings {
   readonly host: string;
@@ -32,6 +31,10 @@ interface Transport {
 
 /** Sends one message; resolves with the server's final answer, rejects with its error. */
 export async function sendMail(s: SmtpSettings, mail: Mail): Promise<string> {
+  // Loaded at the first message, not at start: ~1 MB of the main isolate's live heap for a path
+  // taken only when a notification goes out by mail (docs/data-plane.md, "What the 42 MB of live
+  // heap are").
+  const { default: nodemailer } = await import("nodemailer");
   const transport = (nodemailer as unknown as {
     createTransport(o: Record<string, unknown>): Transport;
   }).createTransport({

@@ -11,9 +11,8 @@
  */
 import https from "node:https";
 import { rootCertificates } from "node:tls";
-import * as acme from "acme-client";
-// acme-client's own HTTP client (the version its lock entry resolves to), for its adapter only.
-import axios, { type AxiosAdapter } from "axios";
+import type * as AcmeClient from "acme-client";
+import type { AxiosAdapter } from "axios";
 import { z } from "zod";
 import type { SettingsRepo } from "../../db/settings_repo.ts";
 import type { Audit, AuditEvent } from "../core/audit.ts";
@@ -61,9 +60,21 @@ interface AcmeRetrySettings {
   retryMaxAttempts: number;
   retryDefaultDelay: number;
 }
-const retrySettings = () =>
+/**
+ * acme-client and its own HTTP client (axios, the version its lock entry resolves to, for the
+ * adapter only), loaded at the first ACME order, not at start: with node-forge and axios they are
+ * ~3 MB of the main isolate's live heap (module source and code) that every mark-compact marks,
+ * for a path most installations never take (docs/data-plane.md, "What the 42 MB of live heap
+ * are").
+ */
+let libs: Promise<{ acme: typeof AcmeClient; httpAdapter: AxiosAdapter }> | undefined;
+const load = () =>
+  libs ??= Promise.all([import("acme-client"), import("axios")]).then(([acme, axios]) => ({
+    acme,
+    httpAdapter: axios.default.getAdapter("http"),
+  }));
+const retrySettings = (acme: typeof AcmeClient) =>
   (acme.axios.defaults as unknown as { acmeSettings: AcmeRetrySettings }).acmeSettings;
-const httpAdapter = axios.getAdapter("http");
 
 /**
  * acme-client's HTTP adapter: axios's own, except that a request that got no answer and will not
@@ -73,7 +84,11 @@ const httpAdapter = axios.getAdapter("http");
  * of undefined"). The error has no axios `config`, so the library's retry interceptor passes it
  * on as it is.
  */
-function namedNetworkErrors(directory: string): AxiosAdapter {
+function namedNetworkErrors(
+  directory: string,
+  acme: typeof AcmeClient,
+  httpAdapter: AxiosAdapter,
+): AxiosAdapter {
   return async (config) => {
     try {
       return await httpAdapter(config);
@@ -81,7 +96,7 @@ function namedNetworkErrors(directory: string): AxiosAdapter {
       const e = err as { response?: unknown; code?: string; message?: string };
       if (e.response !== undefined) throw err;
       const attempt = (config as { retryAttempt?: number }).retryAttempt ?? 0;
-      if (e.code !== "ECONNABORTED" && attempt < retrySettings().retryMaxAttempts) throw err;
+      if (e.code !== "ECONNABORTED" && attempt < retrySettings(acme).retryMaxAttempts) throw err;
       const request = `${(config.method ?? "get").toUpperCase()} ${config.url ?? ""}`;
       throw new AppError(
         502,
@@ -206,6 +221,7 @@ export function createAcme(deps: AcmeDeps) {
 
   async function account(directory: string, email: string | null) {
     const stored = settings.get(ACCOUNT_KEY + directory) as Account | undefined;
+    const { acme } = await load();
     let key: string;
     if (stored === undefined) {
       key = (await acme.crypto.createPrivateEcdsaKey("P-256")).toString();
@@ -256,7 +272,7 @@ export function createAcme(deps: AcmeDeps) {
   /** One order: authorise every host over HTTP-01, then finalise; throws naming what failed. */
   async function order(
     site: AcmeSite,
-    client: acme.Client,
+    client: AcmeClient.Client,
   ): Promise<{ cert: string; key: string }> {
     const hosts = [...site.hosts];
     const o = await client.createOrder({
@@ -305,6 +321,7 @@ export function createAcme(deps: AcmeDeps) {
         { details: { failures } },
       );
     }
+    const { acme } = await load();
     const [key, csr] = await acme.crypto.createCsr(
       { commonName: hosts[0], altNames: hosts },
       await acme.crypto.createPrivateEcdsaKey("P-256"),
@@ -322,14 +339,15 @@ export function createAcme(deps: AcmeDeps) {
    */
   function withTrust<T>(directory: string, extra: string | null, fn: () => Promise<T>): Promise<T> {
     const run = queue.then(async () => {
+      const { acme, httpAdapter } = await load();
       const agent = extra === null
         ? new https.Agent()
         : new https.Agent({ ca: [...rootCertificates, extra] });
       acme.axios.defaults.httpsAgent = agent;
       acme.axios.defaults.timeout = 30_000;
-      acme.axios.defaults.adapter = namedNetworkErrors(directory);
+      acme.axios.defaults.adapter = namedNetworkErrors(directory, acme, httpAdapter);
       // The library's own retry settings: 3 retries, 2 s apart at first.
-      const settings = retrySettings();
+      const settings = retrySettings(acme);
       settings.retryMaxAttempts = 3;
       settings.retryDefaultDelay = 2;
       await reachable(directory, agent);
