@@ -20,9 +20,15 @@
  *   is compiled again, and the call is retried once.
  */
 import { createRequire } from "node:module";
-// The static import keeps the package in the module graph (and in a compiled binary); the
-// instances themselves are loaded through `require`, whose cache can be cleared for a fresh one.
-import "re2-wasm";
+
+/**
+ * Keeps the package in the module graph (and in a compiled binary) without loading it: never
+ * called. The instances are loaded through `require`, whose cache can be cleared for a fresh one.
+ * A static `import "re2-wasm"` did the same but also ran the package once at start, an instance
+ * with its own 16 MiB heap that the first `Instance` replaced at once and nothing ever freed
+ * (docs/data-plane.md, "What the 42 MB of live heap are").
+ */
+export const inGraph = () => import("re2-wasm");
 
 /** A compiled linear-time matcher. */
 export interface Matcher {
