@@ -384,3 +384,93 @@ Deno.test("a lower-case method meets the ACL rules written in capitals, with the
   ok(!up.all().includes("/x HTTP/1.1"), "no DELETE reached the upstream");
   ok(up.all().includes("get /y HTTP/1.1"), "the other method passes as sent");
 });
+
+Deno.test("field names and values one step off Content-Length, Host or Connection: refused, framed by their one length, or closing; the upstream gets only the requests answered", async () => {
+  const { up, s, port } = await waf();
+  await using _up = up;
+  await using _s = s;
+  const H = "Host: shop.test\r\n";
+  const next = "GET /next HTTP/1.1\r\nHost: shop.test\r\nConnection: close\r\n\r\n";
+  // Refused with 400 before anything is forwarded: a name that only folds to a known one
+  // (KELVIN SIGN, LONG S), whitespace before the colon, a Content-Length that is no single
+  // decimal length, a second Host in another case.
+  for (
+    const field of [
+      "Content-Length: +5",
+      "Content-Length: 5,5",
+      "Content-Length: 5, 6",
+      "Content-Length: ",
+      "Content-Length: 99999999999999999999",
+      "Content-Length : 5",
+      "Content-Length\t: 5",
+      "Content-Len\u212Ath: 5",
+      "Tran\u017Ffer-Encoding: chunked",
+      "HOST: other.test",
+      "hOsT: shop.test",
+    ]
+  ) {
+    assertEquals(
+      await exchange(port, bytes(`POST /a HTTP/1.1\r\n${H}${field}\r\n\r\nhello${next}`)),
+      [400],
+      field,
+    );
+  }
+  for (
+    const line of [
+      "GET  /a HTTP/1.1",
+      "GET /a  HTTP/1.1",
+      "GET\t/a HTTP/1.1",
+      "GET /a",
+      "GET /a http/1.1",
+      "GET /a HTTP/1.10",
+      "GET /a HTTP/1.1 ",
+    ]
+  ) assertEquals(await exchange(port, bytes(`${line}\r\n${H}\r\n${next}`)), [400], line);
+  assertEquals(up.all(), "");
+  // One length however it is cased or padded: the body is its 5 bytes and the next request is
+  // its own, forwarded with the length written afresh.
+  for (
+    const field of [
+      "CONTENT-LENGTH: 5",
+      "content-length:5",
+      "Content-Length:  5 ",
+      "Content-Length: 05",
+    ]
+  ) {
+    const before = up.all().length;
+    assertEquals(
+      await exchange(port, bytes(`POST /a HTTP/1.1\r\n${H}${field}\r\n\r\nhello${next}`)),
+      [200, 200],
+      field,
+    );
+    const got = up.all().slice(before);
+    ok(got.startsWith("POST /a HTTP/1.1\r\n"), got);
+    ok(got.includes("\r\ncontent-length: 5\r\n\r\nhelloGET /next HTTP/1.1\r\n"), got);
+    assertEquals((got.match(/ HTTP\/1\.1\r\n/g) ?? []).length, 2, field);
+  }
+  // A longer name that starts with a known one is an ordinary field: it frames nothing.
+  const before = up.all().length;
+  assertEquals(
+    await exchange(
+      port,
+      bytes(`GET /x HTTP/1.1\r\n${H}Content-Lengthx: 5\r\nConnection: close\r\n\r\nhello`),
+    ),
+    [200],
+  );
+  ok(up.all().slice(before).endsWith("\r\n\r\n"), "no body forwarded");
+  // Close however it is written: one answer, and what follows never reaches the upstream.
+  for (
+    const field of [
+      "Connection: Close",
+      "Connection: close ",
+      "Connection: keep-alive, close",
+      "Connection: keep-alive\r\nConnection: close",
+    ]
+  ) {
+    assertEquals(await exchange(port, bytes(`GET /c HTTP/1.1\r\n${H}${field}\r\n\r\n${next}`)), [
+      200,
+    ], field);
+  }
+  // The four /next requests are those after the one-length bodies above, none after a close.
+  assertEquals(up.requestLines().filter((l) => l === "GET /next HTTP/1.1").length, 4);
+});
