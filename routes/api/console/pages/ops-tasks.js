@@ -15,10 +15,19 @@ import {
   useApi,
 } from "../components.js";
 import { fmtTime, t } from "../i18n.js";
-import { html, useState } from "../lib/ui.js";
+import { html, useEffect, useState } from "../lib/ui.js";
 import { can } from "../session.js";
 
 const RESULT = { ok: "good", error: "bad", running: "warn" };
+
+/** While a run is in progress, `api` is read again every second, so its result shows up. */
+function useReloadWhileRunning(api, running) {
+  useEffect(() => {
+    if (!running) return;
+    const timer = setTimeout(api.reload, 1000);
+    return () => clearTimeout(timer);
+  }, [api.data, running]);
+}
 
 function Result({ run }) {
   if (!run) return html`<span class="muted">${t("tasks.never")}</span>`;
@@ -119,6 +128,10 @@ function Editor({ task, done }) {
 function History({ id }) {
   const task = useApi(`/api/ops/tasks/${id}`);
   const runs = useApi(`/api/ops/tasks/${id}/runs`, { limit: 100 });
+  useReloadWhileRunning(
+    runs,
+    (runs.data?.items ?? []).some((r) => r.result === "running"),
+  );
   return html`
     <${Page} title=${task.data ? task.data.item.title : id}
       actions=${html`<${Link} href="/console/ops-tasks">${t("tasks.back")}</${Link}>`}>
@@ -147,8 +160,9 @@ function History({ id }) {
 export default function OpsTasks({ detail }) {
   const tasks = useApi(detail ? null : "/api/ops/tasks");
   const [editing, setEditing] = useState(null);
-  if (detail) return html`<${History} id=${detail} />`;
   const items = tasks.data?.items ?? [];
+  useReloadWhileRunning(tasks, items.some((x) => x.running));
+  if (detail) return html`<${History} id=${detail} />`;
   const current = items.find((x) => x.id === editing);
   return html`<${Page} title=${t("nav.ops-tasks")}>
     <p class="muted">${t("tasks.intro")}</p>
