@@ -6,6 +6,7 @@
  */
 import { assertEquals, ok } from "../_helpers/assert.ts";
 import { addSite } from "../_helpers/protection.ts";
+import { frame, getBlock, PREFACE, settings } from "../_helpers/h2_frames.ts";
 import { closedAfter } from "../_helpers/raw_socket.ts";
 import { startTestServer } from "../_helpers/server.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
@@ -13,40 +14,6 @@ import { startUpstream } from "../_helpers/upstream.ts";
 const enc = new TextEncoder();
 
 const SHORT = { header_timeout: "1s", body_timeout: "1s", keepalive_timeout: "1s" };
-
-const PREFACE = enc.encode("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
-
-/** One HTTP/2 frame (RFC 9113 §4.1). */
-function frame(
-  type: number,
-  flags: number,
-  stream: number,
-  payload: Uint8Array = new Uint8Array(),
-) {
-  const out = new Uint8Array(9 + payload.length);
-  out.set([payload.length >> 16, (payload.length >> 8) & 255, payload.length & 255, type, flags]);
-  new DataView(out.buffer).setUint32(5, stream);
-  out.set(payload, 9);
-  return out;
-}
-
-/** A SETTINGS payload from `[id, value]` pairs. */
-function settings(pairs: Array<[number, number]>): Uint8Array<ArrayBuffer> {
-  const out = new Uint8Array(pairs.length * 6);
-  const v = new DataView(out.buffer);
-  pairs.forEach(([id, value], i) => {
-    v.setUint16(i * 6, id);
-    v.setUint32(i * 6 + 2, value);
-  });
-  return out;
-}
-
-/** An HPACK block for `GET path` to `shop.test` (literal :path, literal :authority). */
-function getBlock(path = "/"): Uint8Array<ArrayBuffer> {
-  const host = enc.encode("shop.test");
-  const p = enc.encode(path);
-  return new Uint8Array([0x82, 0x86, 0x44, p.length, ...p, 0x41, host.length, ...host]);
-}
 
 const portOf = (url: string) => Number(new URL(url).port);
 

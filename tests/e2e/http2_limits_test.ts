@@ -9,6 +9,7 @@ import http2 from "node:http2";
 import tls from "node:tls";
 import { assertEquals, ok } from "../_helpers/assert.ts";
 import { addSite } from "../_helpers/protection.ts";
+import { frame, getBlock, PREFACE } from "../_helpers/h2_frames.ts";
 import { closedAfter } from "../_helpers/raw_socket.ts";
 import { startTestServer, type TestServer } from "../_helpers/server.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
@@ -16,35 +17,12 @@ import { siteInput, SYSTEM } from "../_helpers/sites.ts";
 import { systemRandom } from "../../mod/core/random.ts";
 import { createCa, createLeaf } from "../../mod/tls/x509.ts";
 
-const enc = new TextEncoder();
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const SHORT = { header_timeout: "1s", body_timeout: "1s", keepalive_timeout: "1s" };
 
-const PREFACE = enc.encode("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
-
-/** One HTTP/2 frame (RFC 9113 §4.1). */
-function frame(
-  type: number,
-  flags: number,
-  stream: number,
-  payload: Uint8Array = new Uint8Array(),
-): Uint8Array {
-  const out = new Uint8Array(9 + payload.length);
-  out.set([payload.length >> 16, (payload.length >> 8) & 255, payload.length & 255, type, flags]);
-  new DataView(out.buffer).setUint32(5, stream);
-  out.set(payload, 9);
-  return out;
-}
-
 const SETTINGS = frame(0x4, 0, 0);
 const PING = frame(0x6, 0, 0, new Uint8Array(8));
-
-/** An HPACK block for `GET /` to `shop.test`: indexed :method, :scheme, :path, literal :authority. */
-function getBlock(): Uint8Array {
-  const host = enc.encode("shop.test");
-  return new Uint8Array([0x82, 0x86, 0x84, 0x41, host.length, ...host]);
-}
 
 function portOf(url: string): number {
   return Number(new URL(url).port);
