@@ -14,10 +14,48 @@ const LDAP_ATTR =
   "(?:uid|cn|sn|mail|objectclass|userpassword|password|ou|dc|givenname|member|memberof|samaccountname|description|telephonenumber|homedirectory|displayname|name|accountname|userprincipalname)";
 /** `)(attr=` or `)(|(attr=`: closing the filter and opening another on a known attribute. */
 const LDAP_BREAKOUT = new RegExp(`\\)[\\s(|&!]*\\(\\s*[|&!]?\\s*${LDAP_ATTR}\\s*[~<>]?=`, "i");
+/**
+ * An attribute description of RFC 4515 (`cn`, `userPassword;binary`, the numeric OID
+ * `2.5.4.3`, or the `1` of `(1=0)`) and a filter type: `=`, `~=`, `>=`, `<=`, or an extensible
+ * match (`:dn:=`, `:1.2.840.113556.1.4.803:=`, `:caseExactMatch:=`; a rule is an OID or a
+ * name ending in `Match`, so Pascal's and Python's `:=` are not read as one).
+ */
+const ATTR = String.raw`(?:[a-z][\w-]*|\d+(?:\.\d+)*)(?:;[\w-]+)*`;
+const MATCHING_RULE = String.raw`(?:\d+(?:\.\d+)+|[a-z][\w-]*match)`;
+const FILTER_TYPE = String.raw`(?:[~<>]?=|(?::dn)?(?::${MATCHING_RULE})?:=)`;
+/** An item opened on any attribute: `(employeeNumber=`, `(1=0`, `(uac:1.2.840.113556.1.4.803:=`. */
+const ITEM = String.raw`\(\s*${ATTR}\s*${FILTER_TYPE}`;
+/**
+ * Composition right after a closing parenthesis: `)(|(anyAttr=`, `)(&(1=0`, or the absolute
+ * filters of RFC 4526 `)(&)` and `)(|)` (always true, always false); `)(!)` is prose's
+ * "(sic)(!)".
+ */
+const LDAP_OPERATOR_BREAKOUT = new RegExp(
+  String.raw`\)[\s)]*\(\s*(?:[&|!]\s*(?:${ITEM}|\(\s*[&|!])|[&|]\s*\))`,
+  "i",
+);
+/** A wildcard value closed and a new item opened on any attribute: `*)(employeeNumber=*`. */
+const LDAP_WILDCARD_ITEM = new RegExp(String.raw`\*[\s)]*\)\s*${ITEM}`, "i");
+/**
+ * A value that closes a filter it never opened and opens another: `admin)(&)`,
+ * `admin))(|(status=active`, `x)(!(&(1=0`. Text closes only parentheses it opened (or a list
+ * item marker `a)` followed by a space, not by a new parenthesis).
+ */
+const LDAP_LEADING_BREAKOUT = new RegExp(
+  String.raw`^[^()]{0,128}\)[\s)]*\(\s*(?:[&|]\s*[()]|!\s*\(|${ATTR}\s*${FILTER_TYPE})`,
+  "i",
+);
 /** `*)(` followed by a filter operator: a wildcard match closed and a composition opened. */
 const LDAP_WILDCARD_CLOSE = /\*\)+\s*\(\s*[|&!(]/;
 /** `(|(attr=*)` composition with a wildcard value. */
 const LDAP_COMPOSITION = /\(\s*[|&!]\s*\(\s*[a-z][\w-]*\s*=\s*\*/i;
+/** An and/or list whose first item is whole, on any attribute: `(&(objectClass=user)`. */
+const LDAP_LIST = new RegExp(String.raw`\(\s*[&|]\s*${ITEM}[^()]*\)`, "i");
+/** A whole extensible-match item: `(userAccountControl:1.2.840.113556.1.4.803:=2)`. */
+const LDAP_EXTENSIBLE = new RegExp(
+  String.raw`\(\s*(?:${ATTR})?(?::dn)?:(?:dn|${MATCHING_RULE}):=[^()]*\)`,
+  "i",
+);
 /** A wildcard value closed twice and cut with a NUL byte (`*))%00`). */
 const LDAP_NUL = /\*\)\)(?:%00|\\x00|\\0)/i;
 /**
@@ -48,7 +86,9 @@ export function ldapXpath(value: DetectorInput): Finding | undefined {
   if (text.indexOf("(") < 0 && text.indexOf(")") < 0 && text.indexOf("::") < 0) return undefined;
   let best: Finding | undefined;
   if (text.indexOf(")") >= 0) {
-    const br = LDAP_BREAKOUT.exec(text) ?? LDAP_WILDCARD_CLOSE.exec(text);
+    const br = LDAP_BREAKOUT.exec(text) ?? LDAP_WILDCARD_CLOSE.exec(text) ??
+      LDAP_OPERATOR_BREAKOUT.exec(text) ?? LDAP_WILDCARD_ITEM.exec(text) ??
+      LDAP_LEADING_BREAKOUT.exec(text);
     if (br !== null) best = makeFinding(value, "ldap", 85, "ldap.filter_breakout", text, br.index);
     // The raw value still shows the `%00` the normaliser removed, once the transport's own
     // encoding is undone.
@@ -61,7 +101,8 @@ export function ldapXpath(value: DetectorInput): Finding | undefined {
       best = stronger(best, makeFinding(value, "ldap", 70, "ldap.syntax_probe", text, 0));
     }
   }
-  const comp = LDAP_COMPOSITION.exec(text);
+  const comp = LDAP_COMPOSITION.exec(text) ?? LDAP_LIST.exec(text) ??
+    (text.indexOf(":=") >= 0 ? LDAP_EXTENSIBLE.exec(text) : null);
   if (comp !== null) {
     best = stronger(best, makeFinding(value, "ldap", 80, "ldap.composition", text, comp.index));
   }
