@@ -124,6 +124,7 @@ export default {
   "sites.mode_monitor": "monitor (log only)",
   "sites.mode_off": "off",
   "sites.level": "Protection level",
+  "sites.level_default": "default (the level chosen at setup)",
   "sites.level_low": "low",
   "sites.level_balanced": "balanced",
   "sites.level_strict": "strict",

@@ -117,6 +117,7 @@ export default {
   "sites.mode_monitor": "监控（仅记录）",
   "sites.mode_off": "关闭",
   "sites.level": "防护级别",
+  "sites.level_default": "默认（安装时选择的级别）",
   "sites.level_low": "低",
   "sites.level_balanced": "均衡",
   "sites.level_strict": "严格",

@@ -30,7 +30,11 @@ const FIELDS = [
     name: "level",
     label: "sites.level",
     type: "select",
-    options: opts("sites.level_", ["low", "balanced", "strict"]),
+    // "" sends no level: the API gives the level chosen at setup (balanced unless changed there).
+    options: [
+      { value: "", label: "sites.level_default" },
+      ...opts("sites.level_", ["low", "balanced", "strict"]),
+    ],
   },
   {
     name: "tls.cert",

@@ -1,0 +1,44 @@
+/**
+ * The Sites page's form as a new operator uses it in a real browser: a site created with only a
+ * name, hosts and upstreams gets the protection level chosen at setup (the API's default for a
+ * site created without one), not the first entry of the level list.
+ */
+import { assertEquals } from "../_helpers/assert.ts";
+import { ADMIN, startConsoleKit } from "../_helpers/console.ts";
+import { hit } from "../_helpers/protection.ts";
+import { startUpstream } from "../_helpers/upstream.ts";
+
+/** README's attack example ("403 + traceId"): blocked at `balanced`, passed at `low`. */
+const README_ATTACK = "/products?id=1'%20or%201=1--";
+
+Deno.test("a site created in the console gets the level chosen at setup", async () => {
+  await using up = startUpstream();
+  await using kit = await startConsoleKit();
+  if (!kit) return;
+  const { server } = kit;
+  const admin = await kit.signIn(ADMIN);
+  await admin.open("sites");
+  await admin.page.locator("button.new").click();
+  await admin.page.locator("#edit-name").fill("shop");
+  await admin.page.locator("#edit-hosts").fill("shop.test");
+  await admin.page.locator("#edit-upstreams").fill(up.url);
+  await admin.page.locator("#edit-trusted-proxies").fill("127.0.0.1/32");
+  await admin.page.locator("form button[type=submit]").click();
+  await admin.page.locator("td", { hasText: "shop.test" }).waitFor();
+
+  const [site] = server.dataPlane.sites.list();
+  assertEquals(server.dataPlane.sites.defaultLevel(), "balanced");
+  assertEquals([site?.mode, site?.level], ["block", "balanced"]);
+  assertEquals((await hit(server, "/", { ip: "192.0.2.1" })).status, 200);
+  assertEquals((await hit(server, README_ATTACK, { ip: "192.0.2.1" })).status, 403);
+
+  // Editing shows the site's own level, and saving it unchanged keeps it.
+  await admin.page.locator("tr", { hasText: "shop.test" }).getByRole("button", { name: "Edit" })
+    .click();
+  assertEquals(await admin.page.locator("#edit-level").inputValue(), "balanced");
+  await admin.page.locator("#edit-level").selectOption("strict");
+  await admin.page.locator("form button[type=submit]").click();
+  await admin.page.locator(".done").first().waitFor();
+  assertEquals(server.dataPlane.sites.list()[0]?.level, "strict");
+  assertEquals(admin.problems, []);
+});
