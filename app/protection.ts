@@ -15,6 +15,8 @@ import type { Logger } from "../mod/core/logger.ts";
 import type { Random } from "../mod/core/random.ts";
 import type { Policy } from "../mod/data_plane/policy.ts";
 import type { GeoLookup } from "../engine/acl.ts";
+import { foldOffThread } from "../engine/ip_list_fold.ts";
+import type { IpListFolder } from "../engine/ip_list_updater.ts";
 import { loadGeoIp } from "../mod/protection/geoip.ts";
 import { type Alap, createAlap } from "../mod/protection/alap.ts";
 import { createNotificationsRepo } from "../db/notifications_repo.ts";
@@ -50,16 +52,18 @@ export interface ProtectionStore {
 
 /**
  * `tap` wraps the compiler's reads (the data-plane workers' policy snapshot records them, see
- * `mod/data_plane/policy_snapshot.ts`).
+ * `mod/data_plane/policy_snapshot.ts`); `ipFold` folds the IP list's changes into a new base (on a
+ * thread of its own; tests time it).
  */
 export function openProtectionStore(
   db: Db,
   config: Config,
   tap: (source: ProtectionSource) => ProtectionSource = (s) => s,
+  ipFold: IpListFolder = foldOffThread,
 ): ProtectionStore {
   const repo = createPolicyObjectsRepo(db);
-  const compiler = protectionCompiler(config);
   // The IP list, up to 100,000 entries, is updated by the changed entries, not compiled again.
+  const compiler = protectionCompiler(config, ipFold);
   const ipChanges = createPolicyChangeLog(db, KIND.ip);
   const source = tap({
     rows: (kind: string) => repo.list(kind),
@@ -71,10 +75,10 @@ export function openProtectionStore(
 }
 
 /** The protection compiler with the configured GeoIP database (a data-plane worker's too). */
-export function protectionCompiler(config: Config) {
+export function protectionCompiler(config: Config, ipFold?: IpListFolder) {
   const geoFile = config.protection.geoip.file;
   const geo = geoFile === undefined ? undefined : loadGeoIp(geoFile);
-  return { geo, compile: createProtectionCompiler(geo) };
+  return { geo, compile: createProtectionCompiler(geo, ipFold) };
 }
 
 export interface ProtectionPlane {

@@ -6,11 +6,12 @@
  * entries dropped since (removed or replaced), and the entries added since (new ones and new
  * versions), compiled on their own. A change of k entries costs the k entries and the added ones
  * (at most {@link pendingLimit} of the list's size), not the list; past that the added and dropped
- * entries are folded into a new base. Every part is plain data ({@link IpListState}), so a
- * data-plane worker receives the base once and then only what changed since.
+ * entries are folded into a new base, off the event loop (`engine/ip_list_fold.ts`). Every part
+ * is plain data ({@link IpListState}) in shared memory (`SharedArrayBuffer`), so a data-plane
+ * worker maps a base instead of copying it, and receives only what changed since.
  */
 import type { Cidr, IpAddress } from "./ip_address.ts";
-import { buildIpTables, type IpTables, matchRanges } from "./ip_set.ts";
+import { buildIpTables, type IpLevel, type IpTables, matchRanges } from "./ip_set.ts";
 
 /** An entry of an IP allow or block list, as the data plane evaluates it. */
 export interface IpListEntry {
@@ -54,9 +55,12 @@ export interface IpList {
   readonly state: IpListState;
 }
 
-/** Concatenated strings with offsets: one string and one typed array instead of n strings. */
+/**
+ * Concatenated strings with offsets: their UTF-16 code units in one typed array (shared memory
+ * crosses to a worker without a copy, a string would be copied) instead of n strings.
+ */
 export interface PackedStrings {
-  readonly text: string;
+  readonly codes: Uint16Array;
   readonly offsets: Uint32Array;
 }
 
@@ -67,7 +71,7 @@ export interface Interned {
 }
 
 /**
- * Compiled entries as plain data: typed arrays, two long strings and two short lists, by entry
+ * Compiled entries as plain data: typed arrays in shared memory and two short lists, by entry
  * number (entry numbers follow the store order).
  */
 export interface IpListTables {
@@ -89,9 +93,10 @@ export interface IpListTables {
 }
 
 /**
- * A compiled list as plain data: what `postMessage` copies to a data-plane worker, which wraps it
- * with {@link ipListOf}; it never parses or sorts the entries itself. After a change only
- * `dropped` and `added` are new (the base is the same object until the next fold).
+ * A compiled list as plain data: what `postMessage` sends to a data-plane worker (the typed
+ * arrays' memory is shared, not copied), which wraps it with {@link ipListOf}; it never parses or
+ * sorts the entries itself. After a change only `dropped` and `added` are new (the base is the
+ * same object until the next fold).
  */
 export interface IpListState {
   readonly base: IpListTables;
@@ -101,21 +106,42 @@ export interface IpListState {
   readonly added?: IpListTables;
 }
 
+type Ctor<T> = { new (buffer: SharedArrayBuffer): T; readonly BYTES_PER_ELEMENT: number };
+
+/** A zeroed typed array of `length` elements in shared memory. */
+export function shared<T>(Ctor: Ctor<T>, length: number): T {
+  return new Ctor(new SharedArrayBuffer(length * Ctor.BYTES_PER_ELEMENT));
+}
+
+/** `values` copied into shared memory. */
+export function sharedFrom<T extends { set(a: ArrayLike<number>): void }>(
+  Ctor: Ctor<T>,
+  values: ArrayLike<number>,
+): T {
+  const out = shared(Ctor, values.length);
+  out.set(values);
+  return out;
+}
+
 function packStrings(values: readonly string[]): PackedStrings {
-  const offsets = new Uint32Array(values.length + 1);
+  const offsets = shared(Uint32Array, values.length + 1);
   let at = 0;
   values.forEach((v, i) => {
     offsets[i] = at;
     at += v.length;
   });
   offsets[values.length] = at;
-  return { text: values.join(""), offsets };
+  const codes = shared(Uint16Array, at);
+  values.forEach((v, i) => {
+    for (let k = 0, o = offsets[i]!; k < v.length; k++) codes[o + k] = v.charCodeAt(k);
+  });
+  return { codes, offsets };
 }
 
 function intern(values: ReadonlyArray<string | null>): Interned {
   const table: string[] = [];
   const index = new Map<string, number>();
-  const refs = new Uint32Array(values.length);
+  const refs = shared(Uint32Array, values.length);
   values.forEach((v, i) => {
     if (v === null) return;
     let n = index.get(v);
@@ -125,23 +151,59 @@ function intern(values: ReadonlyArray<string | null>): Interned {
   return { table, refs };
 }
 
-export const slice = (p: PackedStrings, i: number) =>
-  p.text.slice(p.offsets[i]!, p.offsets[i + 1]!);
+/** String `i` of `p`. */
+export function slice(p: PackedStrings, i: number): string {
+  const from = p.offsets[i]!;
+  const to = p.offsets[i + 1]!;
+  let out = "";
+  for (let at = from; at < to; at += 4096) {
+    const part = p.codes.subarray(at, Math.min(to, at + 4096));
+    out += String.fromCharCode.apply(null, part as unknown as number[]);
+  }
+  return out;
+}
 
-/** Entries as columns; `items` are in store order. */
+/** String `i` of `a` against string `j` of `b` as JavaScript compares strings (UTF-16 units). */
+export function compareStrings(a: PackedStrings, i: number, b: PackedStrings, j: number): number {
+  const x = a.offsets[i]!;
+  const m = a.offsets[i + 1]! - x;
+  const y = b.offsets[j]!;
+  const n = b.offsets[j + 1]! - y;
+  for (let k = 0; k < m && k < n; k++) {
+    const d = a.codes[x + k]! - b.codes[y + k]!;
+    if (d !== 0) return d;
+  }
+  return m - n;
+}
+
+/** Entries as columns in shared memory; `items` are in store order. */
 export function buildTables(items: readonly IpListItem[]): IpListTables {
   const set = buildIpTables(items.map(([cidr], i) => [cidr, i] as const));
+  const level = (l: IpLevel): IpLevel => ({
+    prefix: l.prefix,
+    networks: sharedFrom(Uint32Array, l.networks),
+    starts: sharedFrom(Uint32Array, l.starts),
+  });
+  const column = <T extends { set(a: ArrayLike<number>): void }>(
+    Ctor: Ctor<T>,
+    value: (item: IpListItem, i: number) => number,
+  ) => sharedFrom(Ctor, items.map(value));
   return {
     ids: packStrings(items.map(([, e]) => e.id)),
     cidrs: packStrings(items.map(([, e]) => e.cidr)),
     sites: intern(items.map(([, e]) => e.siteId)),
     prefixes: intern(items.map(([, e]) => e.pathPrefix)),
-    allow: Uint8Array.from(items, ([, e]) => e.action === "allow" ? 1 : 0),
-    expires: Float64Array.from(items, ([, e]) => e.expiresAt ?? NaN),
-    bits: Uint8Array.from(items, ([c]) => c.prefix),
-    positions: Float64Array.from(items, ([, , o], i) => o?.position ?? i),
-    created: Float64Array.from(items, ([, , o]) => o?.createdAt ?? 0),
-    set: { ...set, payloads: Uint32Array.from(set.payloads) },
+    allow: column(Uint8Array, ([, e]) => e.action === "allow" ? 1 : 0),
+    expires: column(Float64Array, ([, e]) => e.expiresAt ?? NaN),
+    bits: column(Uint8Array, ([c]) => c.prefix),
+    positions: column(Float64Array, ([, , o], i) => o?.position ?? i),
+    created: column(Float64Array, ([, , o]) => o?.createdAt ?? 0),
+    set: {
+      size: set.size,
+      v4: set.v4.map(level),
+      v6: set.v6.map(level),
+      payloads: sharedFrom(Uint32Array, set.payloads),
+    },
   };
 }
 
@@ -212,7 +274,7 @@ function scan(part: Part, ip: IpAddress, siteId: string, path: string, now: numb
 function before(a: IpListTables, i: number, b: IpListTables, j: number): boolean {
   const d = b.bits[j]! - a.bits[i]! || a.positions[i]! - b.positions[j]! ||
     a.created[i]! - b.created[j]!;
-  return d !== 0 ? d < 0 : slice(a.ids, i) < slice(b.ids, j);
+  return d !== 0 ? d < 0 : compareStrings(a.ids, i, b.ids, j) < 0;
 }
 
 /** The first of base entry `i` and added entry `j` (either -1 for none), as an entry. */

@@ -2,18 +2,22 @@
  * Keeps a compiled IP list current on the thread that reads the store: each change drops the
  * changed entries from the base and compiles the added ones on their own (a few hundred at most),
  * and when they grow past {@link pendingLimit} they are folded into a new base by merging the
- * sorted tables in one pass (no parsing, no sorting), so no change costs a full compile.
+ * sorted tables in one pass (no parsing, no sorting), so no change costs a full compile. The
+ * fold runs where the {@link IpListFolder} puts it (the server's: a thread of its own, see
+ * `engine/ip_list_fold.ts`); the base and the pending changes serve until the new base is
+ * complete, and the next change swaps it in.
  */
 import { type IpLevel, type IpTables } from "./ip_set.ts";
 import {
   buildTables,
+  compareStrings,
   type Interned,
   type IpList,
   type IpListItem,
   ipListOf,
   type IpListTables,
   type PackedStrings,
-  slice,
+  shared,
 } from "./ip_list.ts";
 
 /**
@@ -26,30 +30,52 @@ export function pendingLimit(size: number): number {
   return Math.max(256, Math.ceil(Math.sqrt(size)));
 }
 
-/** FNV-1a over `text[from, to)`. */
-function hashRange(text: string, from: number, to: number): number {
+/** FNV-1a over `codes[from, to)`. */
+function hashRange(codes: ArrayLike<number>, from: number, to: number): number {
   let h = 0x811c9dc5;
-  for (let k = from; k < to; k++) h = Math.imul(h ^ text.charCodeAt(k), 0x01000193);
+  for (let k = from; k < to; k++) h = Math.imul(h ^ codes[k]!, 0x01000193);
   return h >>> 0;
 }
 
-/** Base entry numbers by id: open addressing over the packed ids, no string per entry. */
-function idIndex(ids: PackedStrings, count: number): (id: string) => number {
-  const { text, offsets } = ids;
+/** FNV-1a over a string's code units, the same hash as {@link hashRange}. */
+function hashString(text: string): number {
+  let h = 0x811c9dc5;
+  for (let k = 0; k < text.length; k++) h = Math.imul(h ^ text.charCodeAt(k), 0x01000193);
+  return h >>> 0;
+}
+
+/**
+ * An open-addressing table of entry numbers by id over the packed ids (no string per entry), in
+ * shared memory: the thread that folds a base builds it too, so the thread that swaps the new
+ * base in does not pass over every entry.
+ */
+export function idSlots(ids: PackedStrings): Int32Array {
+  const { codes, offsets } = ids;
+  const count = offsets.length - 1;
   let size = 16;
   while (size < count * 2) size *= 2;
   const mask = size - 1;
-  const slots = new Int32Array(size).fill(-1);
+  const slots = shared(Int32Array, size).fill(-1);
   for (let i = 0; i < count; i++) {
-    let h = hashRange(text, offsets[i]!, offsets[i + 1]!) & mask;
+    let h = hashRange(codes, offsets[i]!, offsets[i + 1]!) & mask;
     while (slots[h] !== -1) h = (h + 1) & mask;
     slots[h] = i;
   }
+  return slots;
+}
+
+/** Base entry numbers by id, over {@link idSlots}. */
+function idIndex(ids: PackedStrings, slots: Int32Array): (id: string) => number {
+  const { codes, offsets } = ids;
+  const mask = slots.length - 1;
   return (id) => {
-    let h = hashRange(id, 0, id.length) & mask;
+    let h = hashString(id) & mask;
     for (let i = slots[h]!; i !== -1; h = (h + 1) & mask, i = slots[h]!) {
       const at = offsets[i]!;
-      if (offsets[i + 1]! - at === id.length && text.startsWith(id, at)) return i;
+      if (offsets[i + 1]! - at !== id.length) continue;
+      let k = 0;
+      while (k < id.length && codes[at + k] === id.charCodeAt(k)) k++;
+      if (k === id.length) return i;
     }
     return -1;
   };
@@ -66,7 +92,7 @@ function storeOrder(a: IpListItem, b: IpListItem): number {
 /** True when entry `i` of `a` comes before entry `j` of `b` in store order. */
 function storeBefore(a: IpListTables, i: number, b: IpListTables, j: number): boolean {
   const d = a.positions[i]! - b.positions[j]! || a.created[i]! - b.created[j]!;
-  return d !== 0 ? d < 0 : slice(a.ids, i) < slice(b.ids, j);
+  return d !== 0 ? d < 0 : compareStrings(a.ids, i, b.ids, j) < 0;
 }
 
 /**
@@ -113,11 +139,11 @@ function columns(s: Sources, a: IpListTables, b: IpListTables) {
   const total = s.index.length;
   const from = s.added;
   const index = s.index;
-  const allow = new Uint8Array(total);
-  const expires = new Float64Array(total);
-  const bits = new Uint8Array(total);
-  const positions = new Float64Array(total);
-  const created = new Float64Array(total);
+  const allow = shared(Uint8Array, total);
+  const expires = shared(Float64Array, total);
+  const bits = shared(Uint8Array, total);
+  const positions = shared(Float64Array, total);
+  const created = shared(Float64Array, total);
   for (let k = 0; k < total; k++) {
     const t = from[k] === 1 ? b : a;
     const i = index[k]!;
@@ -130,11 +156,17 @@ function columns(s: Sources, a: IpListTables, b: IpListTables) {
   return { allow, expires, bits, positions, created };
 }
 
-/** Packed strings of the fold: a run of base entries kept in a row is one slice. */
+/** Packed strings of the fold: a run of base entries kept in a row is one block copy. */
 function packed(s: Sources, a: PackedStrings, b: PackedStrings): PackedStrings {
   const total = s.index.length;
-  const offsets = new Uint32Array(total + 1);
-  const parts: string[] = [];
+  const offsets = shared(Uint32Array, total + 1);
+  let length = 0;
+  for (let k = 0; k < total; k++) {
+    const src = s.added[k] ? b : a;
+    const i = s.index[k]!;
+    length += src.offsets[i + 1]! - src.offsets[i]!;
+  }
+  const codes = shared(Uint16Array, length);
   let at = 0;
   for (let k = 0; k < total;) {
     const from = s.added[k];
@@ -143,13 +175,13 @@ function packed(s: Sources, a: PackedStrings, b: PackedStrings): PackedStrings {
     while (end < total && s.added[end] === from && s.index[end] === s.index[end - 1]! + 1) end++;
     const start = src.offsets[s.index[k]!]!;
     const stop = src.offsets[s.index[end - 1]! + 1]!;
-    parts.push(src.text.slice(start, stop));
+    codes.set(src.codes.subarray(start, stop), at);
     for (let m = k; m < end; m++) offsets[m] = at + src.offsets[s.index[m]!]! - start;
     at += stop - start;
     k = end;
   }
   offsets[total] = at;
-  return { text: parts.join(""), offsets };
+  return { codes, offsets };
 }
 
 /** Interned values of the fold, keeping only the values still referenced. */
@@ -157,7 +189,7 @@ function interned(s: Sources, a: Interned, b: Interned): Interned {
   const table: string[] = [];
   const index = new Map<string, number>();
   const maps = [new Uint32Array(a.table.length + 1), new Uint32Array(b.table.length + 1)];
-  const refs = new Uint32Array(s.index.length);
+  const refs = shared(Uint32Array, s.index.length);
   for (let k = 0; k < refs.length; k++) {
     const from = s.added[k]!;
     const src = from ? b : a;
@@ -247,11 +279,11 @@ function level(
   pay.at = at;
   if (count === 0) return undefined;
   starts[count] = at;
-  return {
-    prefix,
-    networks: networks.slice(0, count * width),
-    starts: starts.slice(0, count + 1),
-  };
+  const kept = shared(Uint32Array, count * width);
+  kept.set(networks.subarray(0, count * width));
+  const bounds = shared(Uint32Array, count + 1);
+  bounds.set(starts.subarray(0, count + 1));
+  return { prefix, networks: kept, starts: bounds };
 }
 
 const NO_LEVEL = { networks: new Uint32Array(0), starts: new Uint32Array(1) };
@@ -291,7 +323,7 @@ export function foldTables(
   const pay: Payloads = {
     a: base.set.payloads,
     b: added.set.payloads,
-    out: new Uint32Array(total),
+    out: shared(Uint32Array, total),
     at: 0,
   };
   const v4 = levels(s, base.set.v4, added.set.v4, 1, pay);
@@ -307,28 +339,39 @@ export function foldTables(
   };
 }
 
-/** What a base was folded from: the previous base and the patch folded into it. */
+/** A folded base and its id table ({@link idSlots}). */
 export interface IpListFold {
-  readonly from: IpListTables;
-  readonly dropped: Uint32Array;
-  readonly added: IpListTables;
+  readonly tables: IpListTables;
+  readonly slots: Int32Array;
 }
 
-const folds = new WeakMap<IpListTables, IpListFold>();
-
 /**
- * How `base` came to be, when an updater folded it: a thread holding `from` gets the same tables
- * from `foldTables(from, dropped, added)`, so a data-plane worker folds for itself instead of
- * receiving the new base (megabytes that `postMessage` would copy on the main thread).
+ * Folds `dropped` and `added` into `base` ({@link foldTables}), here or elsewhere: a result (on
+ * this thread, the caller waits) or a promise of one (another thread; the list keeps serving the
+ * base with its changes meanwhile).
  */
-export function foldOf(base: IpListTables): IpListFold | undefined {
-  return folds.get(base);
+export type IpListFolder = (
+  base: IpListTables,
+  dropped: Uint32Array,
+  added: IpListTables,
+) => IpListFold | Promise<IpListFold>;
+
+/** The fold on this thread. */
+export function foldHere(
+  base: IpListTables,
+  dropped: Uint32Array,
+  added: IpListTables,
+): IpListFold {
+  const tables = foldTables(base, dropped, added);
+  return { tables, slots: idSlots(tables.ids) };
 }
 
 /** A list kept current by changes, on the thread that reads the store; see {@link ipListUpdater}. */
 export interface IpListUpdater {
   /** The list as of the last change applied. */
   readonly list: IpList;
+  /** True while a fold started by a change is not yet swapped in. */
+  readonly folding: boolean;
   /**
    * Applies changed entries: `current(id)` is the entry as stored now, undefined when it is gone
    * (or unusable). An id whose entry did not change is harmless. Returns the list now in force.
@@ -336,24 +379,75 @@ export interface IpListUpdater {
   apply(ids: Iterable<string>, current: (id: string) => IpListItem | undefined): IpList;
 }
 
+/** A fold under way: the ids changed since it started, and its result once there. */
+interface Folding {
+  readonly since: Set<string>;
+  done?: IpListFold;
+}
+
 /**
  * An updatable list over `items` (in store order, each with its order). Added entries are kept
- * as items (at most {@link pendingLimit}); the base keeps only its tables and an id index.
+ * as items (at most {@link pendingLimit}, more while a fold is under way); the base keeps only
+ * its tables and an id index. `fold` folds them into a new base when they pass the limit
+ * (default: here, in the change that passes it).
  */
-export function ipListUpdater(items: readonly IpListItem[]): IpListUpdater {
+export function ipListUpdater(
+  items: readonly IpListItem[],
+  fold: IpListFolder = foldHere,
+): IpListUpdater {
   let base = buildTables(items);
-  let find = idIndex(base.ids, base.allow.length);
-  const dropped = new Set<number>();
-  const added = new Map<string, IpListItem>();
+  let find = idIndex(base.ids, idSlots(base.ids));
+  let dropped = new Set<number>();
+  let added = new Map<string, IpListItem>();
+  let folding: Folding | undefined;
   let list = ipListOf({ base });
+  /**
+   * The new base in force: it holds the base without the entries dropped when the fold started
+   * and with the ones added then. An id changed since is dropped from it again and keeps its
+   * pending version (if any); every other entry is in it as it is in force.
+   */
+  const swap = (done: IpListFold, since: ReadonlySet<string>) => {
+    base = done.tables;
+    find = idIndex(base.ids, done.slots);
+    const drop = new Set<number>();
+    const keep = new Map<string, IpListItem>();
+    for (const id of since) {
+      const i = find(id);
+      if (i >= 0) drop.add(i);
+      const item = added.get(id);
+      if (item !== undefined) keep.set(id, item);
+    }
+    dropped = drop;
+    added = keep;
+    folding = undefined;
+  };
+  const start = (more: IpListTables): boolean => {
+    const job: Folding = { since: new Set() };
+    folding = job;
+    const result = fold(base, Uint32Array.from(dropped), more);
+    if (!(result instanceof Promise)) {
+      swap(result, job.since);
+      return true;
+    }
+    result.then(
+      (done) => void (job.done = done),
+      // The list stays right without it: the next change starts another.
+      () => void (folding === job && (folding = undefined)),
+    );
+    return false;
+  };
   return {
     get list() {
       return list;
+    },
+    get folding() {
+      return folding !== undefined;
     },
     apply(ids, current) {
       let changed = false;
       for (const id of ids) {
         changed = true;
+        folding?.since.add(id);
         const i = find(id);
         if (i >= 0) dropped.add(i);
         added.delete(id);
@@ -361,26 +455,16 @@ export function ipListUpdater(items: readonly IpListItem[]): IpListUpdater {
         if (item !== undefined) added.set(id, item);
       }
       if (!changed) return list;
-      const more = buildTables([...added.values()].sort(storeOrder));
-      if (added.size + dropped.size > pendingLimit(base.allow.length)) {
-        const from = base;
-        const gone = Uint32Array.from(dropped);
-        base = foldTables(from, gone, more);
-        // Only the last fold is ever sent: the record of the base before would keep it, and it
-        // the one before it, every base since the first for as long as the list lives.
-        folds.delete(from);
-        folds.set(base, { from, dropped: gone, added: more });
-        find = idIndex(base.ids, base.allow.length);
-        dropped.clear();
-        added.clear();
-        list = ipListOf({ base });
-      } else {
-        list = ipListOf({
-          base,
-          ...(dropped.size > 0 && { dropped: Uint32Array.from(dropped) }),
-          ...(added.size > 0 && { added: more }),
-        });
+      if (folding?.done !== undefined) swap(folding.done, folding.since);
+      let more = buildTables([...added.values()].sort(storeOrder));
+      if (folding === undefined && added.size + dropped.size > pendingLimit(base.allow.length)) {
+        if (start(more)) more = buildTables([...added.values()].sort(storeOrder));
       }
+      list = ipListOf({
+        base,
+        ...(dropped.size > 0 && { dropped: Uint32Array.from(dropped) }),
+        ...(added.size > 0 && { added: more }),
+      });
       return list;
     },
   };

@@ -150,7 +150,7 @@ async function policyBench(runs: number): Promise<void> {
     tablesBytes = [t.allow, t.expires, t.bits, t.positions, t.created, t.ids.offsets]
       .concat(t.cidrs.offsets, t.sites.refs, t.prefixes.refs, t.set.payloads)
       .concat([...t.set.v4, ...t.set.v6].flatMap((l) => [l.networks, l.starts]))
-      .reduce((n, v) => n + v.byteLength, t.ids.text.length + t.cidrs.text.length);
+      .reduce((n, v) => n + v.byteLength, t.ids.codes.byteLength + t.cidrs.codes.byteLength);
   }
   // A change elsewhere (a site): the same 100,000 rows read again are left out of the message.
   const deltaMs: number[] = [];

@@ -42,7 +42,12 @@ if (denortBin) {
 }
 
 // Worker modules are loaded by URL at run time, so the compiler must be told to embed them.
-const includes = ["routes/api/console", "db/access_log_worker.ts", "app/data_worker.ts"].flatMap(
+const includes = [
+  "routes/api/console",
+  "db/access_log_worker.ts",
+  "app/data_worker.ts",
+  "engine/ip_list_fold_worker.ts",
+].flatMap(
   (p) => {
     try {
       Deno.statSync(`${root}${p}`);

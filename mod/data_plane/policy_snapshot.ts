@@ -9,7 +9,6 @@
 import type { PolicyObjectRow } from "../../db/policy_objects_repo.ts";
 import { KIND, type ProtectionSource } from "../protection/protection_compile.ts";
 import type { IpListState } from "../../engine/ip_list.ts";
-import { foldOf, foldTables } from "../../engine/ip_list_updater.ts";
 import type { StoredSiteRow } from "./site_schema.ts";
 
 export interface PolicySnapshot {
@@ -103,13 +102,12 @@ export function replaySnapshot(current: () => PolicySnapshot) {
 
 /** `kept` marks an IP list whose base the previous snapshot had: `ipPatch` is the rest. */
 const IP_BASE = `${KIND.ip}:base`;
-/** `kept` marks an IP list whose base is the previous one with `ipPatch` folded in. */
-const IP_FOLD = `${KIND.ip}:fold`;
 
 /**
  * A snapshot as sent after another: the kinds in `kept` have the rows the previous one had
  * (`KIND.ip` in `kept`: the same compiled IP list; `IP_BASE`: the same base, with `ipPatch`'s
- * dropped and added entries; `IP_FOLD`: the previous base with `ipPatch` folded in).
+ * dropped and added entries). A new base (a fold) goes whole: its tables are shared memory, so
+ * `postMessage` copies none of their bytes, and the worker folds nothing.
  */
 export interface SnapshotDelta extends PolicySnapshot {
   readonly kept: readonly string[];
@@ -139,7 +137,8 @@ export function deltaOf(previous: PolicySnapshot | undefined, next: PolicySnapsh
   const rows: Record<string, readonly PolicyObjectRow[]> = {};
   const kept: string[] = [];
   // The compiler keeps its compiled IP list while the entries are unchanged: the same object;
-  // a changed one keeps its base until the changes are folded in, and only they are sent.
+  // a changed one keeps its base until the changes are folded in, and only they are sent. A
+  // folded base is sent as it is (shared memory: the worker maps the main thread's tables).
   let ipList = next.ipList;
   let ipPatch: SnapshotDelta["ipPatch"];
   if (ipList !== undefined && ipList === previous.ipList) {
@@ -149,11 +148,6 @@ export function deltaOf(previous: PolicySnapshot | undefined, next: PolicySnapsh
     kept.push(IP_BASE);
     const { base: _, ...patch } = ipList;
     ipPatch = patch;
-    ipList = undefined;
-  } else if (ipList !== undefined && onlyFolded(previous.ipList, ipList)) {
-    const fold = foldOf(ipList.base)!;
-    kept.push(IP_FOLD);
-    ipPatch = { dropped: fold.dropped, added: fold.added };
     ipList = undefined;
   }
   for (const [kind, list] of Object.entries(next.rows)) {
@@ -165,12 +159,6 @@ export function deltaOf(previous: PolicySnapshot | undefined, next: PolicySnapsh
   return { ...rest, rows, kept, ...(ipList && { ipList }), ...(ipPatch && { ipPatch }) };
 }
 
-/** True when `next` is `previous`'s base with a patch folded in, and nothing else. */
-function onlyFolded(previous: IpListState | undefined, next: IpListState): boolean {
-  return previous !== undefined && next.dropped === undefined && next.added === undefined &&
-    foldOf(next.base)?.from === previous.base;
-}
-
 /** The full snapshot a delta stands for, given the one before it. */
 export function applyDelta(previous: PolicySnapshot, delta: SnapshotDelta): PolicySnapshot {
   const rows: Record<string, readonly PolicyObjectRow[]> = { ...delta.rows };
@@ -178,10 +166,7 @@ export function applyDelta(previous: PolicySnapshot, delta: SnapshotDelta): Poli
   for (const kind of delta.kept) {
     if (kind === KIND.ip) ipList = previous.ipList;
     else if (kind === IP_BASE) ipList = { ...delta.ipPatch, base: previous.ipList!.base };
-    else if (kind === IP_FOLD) {
-      const { dropped, added } = delta.ipPatch!;
-      ipList = { base: foldTables(previous.ipList!.base, dropped!, added!) };
-    } else rows[kind] = previous.rows[kind] ?? [];
+    else rows[kind] = previous.rows[kind] ?? [];
   }
   return {
     version: delta.version,

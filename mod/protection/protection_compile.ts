@@ -27,7 +27,11 @@ import {
   ipListOf,
   type IpListState,
 } from "../../engine/ip_list.ts";
-import { type IpListUpdater, ipListUpdater } from "../../engine/ip_list_updater.ts";
+import {
+  type IpListFolder,
+  type IpListUpdater,
+  ipListUpdater,
+} from "../../engine/ip_list_updater.ts";
 import {
   type AclRuleDoc,
   alapPolicySchema,
@@ -254,8 +258,11 @@ const keyOf = (source: ProtectionSource, ...kinds: string[]): string => {
 
 const NO_SOURCE: ProtectionSource = { rows: () => [], singleton: () => undefined };
 
-/** A compiler keeping its part caches between builds. */
-export function createProtectionCompiler(geo?: GeoLookup) {
+/**
+ * A compiler keeping its part caches between builds. `ipFold` folds the IP list's changes into a
+ * new base (the server's: off the event loop, `engine/ip_list_fold.ts`; default: in the build).
+ */
+export function createProtectionCompiler(geo?: GeoLookup, ipFold?: IpListFolder) {
   let source: ProtectionSource = NO_SOURCE;
   const threat = cached(() => buildIpSet(threatEntries(source)));
   const ipList = cached(() => buildIpList(ipEntries(source)));
@@ -275,8 +282,9 @@ export function createProtectionCompiler(geo?: GeoLookup) {
     // parse) must not leave a half-updated list behind, so the next one reads every row.
     const current = updater;
     updater = undefined;
-    if (current === undefined || changed === "many") updater = ipListUpdater(ipEntries(src));
-    else {
+    if (current === undefined || changed === "many") {
+      updater = ipListUpdater(ipEntries(src), ipFold);
+    } else {
       if (changed.length > 0) {
         current.apply(changed, (id) => {
           const row = ipEntry(id);

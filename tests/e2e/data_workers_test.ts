@@ -14,6 +14,7 @@ import { siteInput, SYSTEM } from "../_helpers/sites.ts";
 import { createPolicyObjectsRepo } from "../../db/policy_objects_repo.ts";
 import { transaction } from "../../db/store.ts";
 import { KIND } from "../../mod/protection/protection_compile.ts";
+import { foldsSettled } from "../../engine/ip_list_fold.ts";
 import { ADMIN, startConsoleKit } from "../_helpers/console.ts";
 
 const WORKERS = { server: { data: { workers: 2 } } };
@@ -193,7 +194,7 @@ Deno.test("concurrent IP-list changes (added, removed, replaced) reach both work
   assertEquals(stored.size, 2_000 + added.length - removed.length);
 });
 
-Deno.test("IP-list patches and folds stay in step with a worker restarted between them", async () => {
+Deno.test("IP-list patches and folds stay in step with a worker restarted between them and during a fold", async () => {
   await using up = startUpstream();
   await using s = await startTestServer({ config: WORKERS });
   addSite(s, up.url);
@@ -219,7 +220,8 @@ Deno.test("IP-list patches and folds stay in step with a worker restarted betwee
   pool.kill(1);
   await until(() => restarted(1, 1), "worker 1 restarted", 60_000);
   await write("POST", "/api/protection/ip-lists", { action: "block", cidr: "198.51.100.2" });
-  // Past the pending limit: the main thread folds, and each worker folds its own copy.
+  // Past the pending limit: a fold starts on a thread of its own, and the list keeps serving the
+  // base with its changes until the new base is complete.
   const repo = createPolicyObjectsRepo(s.db);
   transaction(s.db, () => {
     for (let i = 0; i < 300; i++) {
@@ -242,8 +244,20 @@ Deno.test("IP-list patches and folds stay in step with a worker restarted betwee
     }
   });
   s.dataPlane.policy.rebuild();
-  const state = s.dataPlane.policy.current.protection!.ipList.state;
-  ok(state.dropped === undefined && state.added === undefined, "the changes were folded");
+  const ipState = () => s.dataPlane.policy.current.protection!.ipList.state;
+  const unfolded = ipState().base;
+  ok((ipState().added?.allow.length ?? 0) > 300, "the changes pending while the fold runs");
+  await until(() => pool.current(), "both workers on the changes pending", 60_000);
+  // Worker 1 restarted during the fold: it takes the base and the changes together; one more
+  // change while it runs.
+  pool.kill(1);
+  await until(() => restarted(1, 2), "worker 1 restarted again", 60_000);
+  await write("POST", "/api/protection/ip-lists", { action: "block", cidr: "198.51.100.3" });
+  await foldsSettled();
+  // The next change swaps the new base in; the workers receive it as shared memory.
+  await write("DELETE", "/api/protection/ip-lists/seed-ip-103");
+  ok(ipState().base !== unfolded, "the folded base is in force");
+  ok((ipState().added?.allow.length ?? 0) < 10, "the changes folded in are no longer pending");
   await until(() => pool.current(), "both workers on the fold", 60_000);
   // Worker 2 restarted after the fold (it gets the new base), then one more patch.
   pool.kill(2);
@@ -259,11 +273,13 @@ Deno.test("IP-list patches and folds stay in step with a worker restarted betwee
     assertEquals(await status("198.51.100.2"), 403, "added after the restart");
     assertEquals(await status(seededIp(100)), 200, "removed before the restart");
     assertEquals(await status("192.0.2.77"), 403, "folded in");
+    assertEquals(await status("198.51.100.3"), 403, "added during the fold");
+    assertEquals(await status(seededIp(103)), 200, "removed after the fold");
     assertEquals(await status(seededIp(101)), 200, "replaced by an allow");
     assertEquals(await status(seededIp(102)), 403, "unchanged");
     assertEquals(await status(seededIp(109)), 200, "an unchanged allow");
   }, 3);
-  assertEquals(s.dataPlane.policy.current.protection!.ipList.size, 2_000 + 2 - 1 + 300);
+  assertEquals(s.dataPlane.policy.current.protection!.ipList.size, 2_000 + 2 - 1 + 300 + 1 - 1);
 });
 
 /** One HTTP/1.1 request over TLS with SNI `servername`; the reply's text. */

@@ -8,7 +8,14 @@ import {
   parseCidr,
 } from "../../engine/ip_address.ts";
 import { buildIpList, type IpList, type IpListItem, ipListOf } from "../../engine/ip_list.ts";
-import { foldOf, ipListUpdater, pendingLimit } from "../../engine/ip_list_updater.ts";
+import {
+  foldHere,
+  type IpListFold,
+  type IpListFolder,
+  ipListUpdater,
+  pendingLimit,
+} from "../../engine/ip_list_updater.ts";
+import { foldOffThread, foldsSettled } from "../../engine/ip_list_fold.ts";
 
 /**
  * Addresses from a few small neighbourhoods of both families, so networks nest and collide
@@ -67,41 +74,53 @@ function sameAnswers(r: Seeded, got: IpList, want: IpList, probes: number, label
   }
 }
 
+/**
+ * 300 random entries by id, and `batch()`: adds, removals and replacements (same place in the
+ * order, new content) made to them, as a burst of coalesced writes gives them (some ids change
+ * twice, some not at all; now and then an id never stored); it returns the ids it changed.
+ */
+function randomStore(r: Seeded) {
+  const store = new Map<string, IpListItem>();
+  let nextId = 0;
+  const newId = () => `ip_${(nextId++).toString(36)}`;
+  for (let i = 0; i < 300; i++) {
+    const id = newId();
+    store.set(id, item(r, id));
+  }
+  const batch = (): string[] => {
+    const changed: string[] = [];
+    const count = r.pick([1, 1, 2, 5, 20, 90]);
+    for (let c = 0; c < count; c++) {
+      const ids = [...store.keys()];
+      const roll = r.next();
+      if (roll < 0.45 || ids.length === 0) {
+        const id = newId();
+        store.set(id, item(r, id));
+        changed.push(id);
+      } else if (roll < 0.8) {
+        const id = r.pick(ids);
+        store.delete(id);
+        changed.push(id);
+      } else {
+        const id = r.pick(ids);
+        store.set(id, item(r, id, store.get(id)![2]));
+        changed.push(id);
+      }
+    }
+    if (r.next() < 0.1) changed.push("ip_never_stored");
+    return changed;
+  };
+  return { store, batch };
+}
+
 for (const seed of [1, 2, 3, 4, 5, 6]) {
   Deno.test(`ipListUpdater(): random changes answer as a full build does (seed ${seed})`, () => {
     const r = seeded(seed);
-    const store = new Map<string, IpListItem>();
-    let nextId = 0;
-    const newId = () => `ip_${(nextId++).toString(36)}`;
-    for (let i = 0; i < 300; i++) {
-      const id = newId();
-      store.set(id, item(r, id));
-    }
+    const { store, batch } = randomStore(r);
     const updater = ipListUpdater(stored(store.values()));
     let folded = 0;
     for (let round = 0; round < 60; round++) {
-      // A batch: adds, removals and replacements (same place in the order, new content), as
-      // a burst of coalesced writes gives them; some ids change twice, some not at all.
-      const changed: string[] = [];
-      const count = r.pick([1, 1, 2, 5, 20, 90]);
-      for (let c = 0; c < count; c++) {
-        const ids = [...store.keys()];
-        const roll = r.next();
-        if (roll < 0.45 || ids.length === 0) {
-          const id = newId();
-          store.set(id, item(r, id));
-          changed.push(id);
-        } else if (roll < 0.8) {
-          const id = r.pick(ids);
-          store.delete(id);
-          changed.push(id);
-        } else {
-          const id = r.pick(ids);
-          store.set(id, item(r, id, store.get(id)![2]));
-          changed.push(id);
-        }
-      }
-      if (r.next() < 0.1) changed.push("ip_never_stored");
+      const changed = batch();
       const before = updater.list.state.base;
       const list = updater.apply(changed, (id) => store.get(id));
       if (list.state.base !== before) folded++;
@@ -113,6 +132,141 @@ for (const seed of [1, 2, 3, 4, 5, 6]) {
     assertEquals(folded > 0, true, "the changes were folded into a new base at least once");
   });
 }
+
+/**
+ * A fold that finishes when the test says (`finish`), or fails (`fail`): what a fold on another
+ * thread looks like to the list, with the test choosing which changes come while it runs.
+ */
+function heldFolds() {
+  let pending: { run: () => IpListFold; resolve: (f: IpListFold) => void; reject: () => void }[] =
+    [];
+  const fold: IpListFolder = (base, dropped, added) =>
+    new Promise<IpListFold>((resolve, reject) => {
+      pending.push({ run: () => foldHere(base, dropped, added), resolve, reject: () => reject() });
+    });
+  const settle = async (ok: boolean) => {
+    const now = pending;
+    pending = [];
+    for (const p of now) ok ? p.resolve(p.run()) : p.reject();
+    await Promise.resolve();
+    await Promise.resolve();
+  };
+  return {
+    fold,
+    get running() {
+      return pending.length > 0;
+    },
+    finish: () => settle(true),
+    fail: () => settle(false),
+  };
+}
+
+for (const seed of [1, 2, 3, 4]) {
+  Deno.test(`ipListUpdater(): with a fold under way, every lookup answers as a full build does (seed ${seed})`, async () => {
+    const r = seeded(100 + seed);
+    const { store, batch } = randomStore(r);
+    const folds = heldFolds();
+    const updater = ipListUpdater(stored(store.values()), folds.fold);
+    let during = 0;
+    let swapped = 0;
+    let failed = 0;
+    let ended = 0;
+    let age = 0;
+    for (let round = 0; round < 80; round++) {
+      // A fold runs on while three rounds of changes come, then finishes (every third fails).
+      if (folds.running && ++age >= 3) {
+        age = 0;
+        if (++ended % 3 === 0) (await folds.fail(), failed++);
+        else await folds.finish();
+      }
+      if (updater.folding) during++;
+      const changed = batch();
+      const before = updater.list.state.base;
+      const list = updater.apply(changed, (id) => store.get(id));
+      if (list.state.base !== before) swapped++;
+      const full = buildIpList(stored(store.values()));
+      sameAnswers(r, list, full, 150, `seed ${seed} round ${round}`);
+      sameAnswers(r, ipListOf(structuredClone(list.state)), full, 30, `copied, round ${round}`);
+    }
+    ok(during >= 5, `changes came while a fold was under way (${during} rounds)`);
+    ok(swapped > 1, `folded bases were swapped in (${swapped})`);
+    ok(failed > 0, "a failed fold left the list right");
+  });
+}
+
+Deno.test("foldOffThread(): the thread's fold is the fold here, byte for byte, and the updater swaps it in", async () => {
+  const r = seeded(41);
+  const items = stored(Array.from({ length: 2000 }, (_, i) => item(r, `e${i}`)));
+  const dropped = Uint32Array.from([0, 5, 17, 1999]);
+  const added = stored(Array.from({ length: 40 }, (_, i) => item(r, `n${i}`)));
+  const base = ipListUpdater(items).list.state.base;
+  const more = ipListUpdater(added).list.state.base;
+  const there = await foldOffThread(base, dropped, more);
+  assertEquals(there, foldHere(base, dropped, more));
+  // Through the updater: the change that passes the limit starts it, a later one swaps it in.
+  const store = new Map(items.map((x) => [x[1].id, x] as const));
+  const updater = ipListUpdater(items, foldOffThread);
+  let k = 0;
+  while (!updater.folding) {
+    const id = `m${k++}`;
+    store.set(id, item(r, id));
+    updater.apply([id], (x) => store.get(x));
+  }
+  const before = updater.list.state.base;
+  await foldsSettled();
+  store.delete("e3");
+  const list = updater.apply(["e3"], (x) => store.get(x));
+  ok(list.state.base !== before, "the new base is in force");
+  assertEquals(updater.folding, false);
+  sameAnswers(r, list, buildIpList(stored(store.values())), 300, "after the swap");
+});
+
+Deno.test("ipListUpdater(): folds keep no earlier base alive (memory stays one base and a patch)", async () => {
+  // In a process of its own with the collector exposed: a base no longer in force must be
+  // collectable after its fold is swapped in, whether the fold ran here or is awaited.
+  const script = `
+    import { ipListUpdater } from ${
+    JSON.stringify(import.meta.resolve("../../engine/ip_list_updater.ts"))
+  };
+    import { foldOffThread, foldsSettled } from ${
+    JSON.stringify(import.meta.resolve("../../engine/ip_list_fold.ts"))
+  };
+    import { parseCidr } from ${JSON.stringify(import.meta.resolve("../../engine/ip_address.ts"))};
+    const item = (i) => {
+      const cidr = "10." + ((i >> 16) & 255) + "." + ((i >> 8) & 255) + "." + (i & 255) + "/32";
+      return [parseCidr(cidr), { id: "e" + i, action: "block", cidr, siteId: null,
+        pathPrefix: null, expiresAt: null }, { position: i, createdAt: 0 }];
+    };
+    const out = {};
+    for (const where of ["here", "thread"]) {
+      const updater = ipListUpdater(Array.from({ length: 3000 }, (_, i) => item(i)),
+        where === "here" ? undefined : foldOffThread);
+      const firsts = [];
+      let next = 3000;
+      // A function: the loop's own scope would hold its last base.
+      const step = () => {
+        const base = updater.list.state.base;
+        const it = item(next);
+        updater.apply(["e" + next++], () => it);
+        if (updater.list.state.base !== base) firsts.push(new WeakRef(base));
+      };
+      while (firsts.length < 4) {
+        step();
+        await foldsSettled();
+      }
+      for (let k = 0; k < 3; k++) { globalThis.gc(); await new Promise((r) => setTimeout(r, 0)); }
+      out[where] = firsts.filter((w) => w.deref() !== undefined).length;
+    }
+    console.log(JSON.stringify(out));
+  `;
+  const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+    args: ["eval", "--v8-flags=--expose-gc", script],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assertEquals(code, 0, new TextDecoder().decode(stderr));
+  assertEquals(JSON.parse(new TextDecoder().decode(stdout)), { here: 0, thread: 0 });
+});
 
 Deno.test("ipListUpdater(): an unchanged list is the same object, a change keeps the base", () => {
   const r = seeded(9);
@@ -157,25 +311,6 @@ Deno.test("pendingLimit() grows with the square root of the list, from a floor",
   assertEquals(pendingLimit(0), 256);
   assertEquals(pendingLimit(100_000), 317);
   assertEquals(pendingLimit(1_000_000), 1000);
-});
-
-Deno.test("ipListUpdater(): a fold's record keeps its previous base only, not every base before", () => {
-  const r = seeded(21);
-  const items = stored(Array.from({ length: 300 }, (_, i) => item(r, `e${i}`)));
-  const updater = ipListUpdater(items);
-  let next = 300;
-  const bases = new Set([updater.list.state.base]);
-  while (bases.size < 4) {
-    const id = `e${next++}`;
-    const it = item(r, id);
-    updater.apply([id], () => it);
-    bases.add(updater.list.state.base);
-  }
-  // The record names the base before (a worker holding it folds for itself); that base's own
-  // record would chain every earlier base, megabytes each, for as long as the list lives.
-  const fold = foldOf(updater.list.state.base);
-  assertEquals(fold !== undefined, true, "the last base was folded");
-  assertEquals(foldOf(fold!.from), undefined, "the base before keeps no record of its own");
 });
 
 Deno.test("ipListOf(): an added entry of every prefix length, both families, is found behind the filter", () => {
