@@ -49,6 +49,9 @@ function compressible(p: CompiledProtection, res: Response, sizeHint: number | n
   if (res.headers.has("content-encoding")) return false;
   if (NO_TRANSFORM.test(res.headers.get("cache-control") ?? "")) return false;
   const type = (res.headers.get("content-type") ?? "").toLowerCase();
+  // An event stream is read as it comes: a compressor holds its events back until enough bytes
+  // gather (often until the stream ends), so it is never compressed, whatever `types` says.
+  if (type.startsWith("text/event-stream")) return false;
   if (!p.edge.compression.types.some((t) => type.startsWith(t))) return false;
   return sizeHint === null || sizeHint >= p.edge.compression.min_bytes;
 }

@@ -196,3 +196,54 @@ Deno.test("compression uses Brotli or gzip when accepted and the type and size q
     "below the size threshold",
   );
 });
+
+Deno.test("compression never holds back a Server-Sent Events stream", async () => {
+  let release = () => {};
+  const released = new Promise<void>((r) => release = r);
+  await using up = localServer(() => {
+    let n = 0;
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        if (n === 3) {
+          await released;
+          return controller.close();
+        }
+        if (n > 0) await new Promise((r) => setTimeout(r, 50));
+        controller.enqueue(new TextEncoder().encode(`data: event ${++n} ${"x".repeat(200)}\n\n`));
+      },
+    });
+    return new Response(body, { headers: { "content-type": "text/event-stream" } });
+  });
+  await using s = await startTestServer();
+  addSite(s, up.url);
+  await apiFor(s)("PUT", "/api/edge/settings", {
+    compression: { gzip: true, brotli: true, min_bytes: 100 },
+  });
+  // A browser's EventSource sends Accept-Encoding; the events must arrive while the stream is open.
+  const first = await new Promise<{ encoding: string | null; text: string }>((resolve, reject) => {
+    const url = new URL(`${s.dataUrl}/events`);
+    const timer = setTimeout(() => {
+      release();
+      reject(new Error("no event arrived while the upstream held the stream open"));
+    }, 5_000);
+    http.get({
+      host: url.hostname,
+      port: url.port,
+      path: url.pathname,
+      headers: { host: "shop.test", "accept-encoding": "gzip, br", accept: "text/event-stream" },
+    }, (res) => {
+      res.once("data", (c: Buffer) => {
+        clearTimeout(timer);
+        resolve({
+          encoding: (res.headers["content-encoding"] as string | undefined) ?? null,
+          text: c.toString(),
+        });
+        res.resume();
+        res.on("end", () => {});
+      });
+    }).on("error", reject);
+  });
+  release();
+  assertEquals(first.encoding, null);
+  ok(first.text.startsWith("data: event 1 "), first.text);
+});
