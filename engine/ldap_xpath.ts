@@ -68,8 +68,17 @@ const LDAP_PROBE_PARTS = [/\*/, /[()]/, /[|&!]/] as const;
 /** XPath functions applied to a node path (`count(/child::node())`, `name(/*)`). */
 const XPATH_FUNC_PATH =
   /\b(?:count|name|local-name|string-length|substring|starts-with|contains|normalize-space|string|number|translate|concat)\s*\(\s*(?:\/|\.\.\/|@|\*\s*[,)])/i;
-const XPATH_NAME_TEST = /['"]\s*(?:or|and)\s+(?:name|local-name|string-length|count)\s*\(/i;
-const XPATH_UNION = /['"]?\s*\)?\s*\]\s*\|\s*\/\/?[\w*@]/;
+/** A quote closed and a condition on a node function joined: `' or substring(//u/p,1,1)='a`. */
+const XPATH_NAME_TEST =
+  /['"]\s*(?:or|and)\s+(?:not\s*\(\s*)?(?:name|local-name|namespace-uri|string-length|count|substring(?:-before|-after)?|starts-with|ends-with|contains|matches|string|normalize-space|translate|lower-case|upper-case|position|last|boolean|doc-available|doc|concat|codepoints-to-string|string-to-codepoints)\s*\(/i;
+/** XPath 2.0 and XQuery functions that fetch a URL: `doc('http://...')`, out of band. */
+const XPATH_FETCH =
+  /\b(?:doc|doc-available|unparsed-text(?:-lines|-available)?|collection)\s*\(\s*(?:concat\s*\(\s*)?['"]\s*(?:https?|ftp|file|gopher):/i;
+/**
+ * A predicate closed and a union opened: `')] | //user/*`, `[1]|//*`. Without a quote the
+ * union must select from the root of the document (`//`): `| [x] | /usr/bin |` is a table row.
+ */
+const XPATH_UNION = /['"]\s*\)?\s*\]\s*\|\s*\/\/?[\w*@]|\]\s*\|\s*\/\/[\w*@]/;
 const XPATH_AXIS =
   /\b(?:child|descendant|descendant-or-self|ancestor|ancestor-or-self|parent|following-sibling|preceding-sibling|following|preceding|attribute|self)::(?:node\(\)|\*|text\(\)|[a-z])/i;
 const XPATH_MISC =
@@ -83,7 +92,12 @@ const XPATH_MISC =
  */
 export function ldapXpath(value: DetectorInput): Finding | undefined {
   const text = value.decoded;
-  if (text.indexOf("(") < 0 && text.indexOf(")") < 0 && text.indexOf("::") < 0) return undefined;
+  if (
+    text.indexOf("(") < 0 && text.indexOf(")") < 0 && text.indexOf("::") < 0 &&
+    text.indexOf("]") < 0
+  ) {
+    return undefined;
+  }
   let best: Finding | undefined;
   if (text.indexOf(")") >= 0) {
     const br = LDAP_BREAKOUT.exec(text) ?? LDAP_WILDCARD_CLOSE.exec(text) ??
@@ -107,7 +121,7 @@ export function ldapXpath(value: DetectorInput): Finding | undefined {
     best = stronger(best, makeFinding(value, "ldap", 80, "ldap.composition", text, comp.index));
   }
   const xp = XPATH_NAME_TEST.exec(text) ?? XPATH_UNION.exec(text) ?? XPATH_FUNC_PATH.exec(text) ??
-    XPATH_AXIS.exec(text) ?? XPATH_MISC.exec(text);
+    XPATH_AXIS.exec(text) ?? XPATH_MISC.exec(text) ?? XPATH_FETCH.exec(text);
   if (xp !== null) {
     best = stronger(best, makeFinding(value, "xpath", 82, "xpath.injection", text, xp.index));
   }

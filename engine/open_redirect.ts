@@ -10,6 +10,7 @@
  */
 import type { DetectorInput, Finding } from "./types.ts";
 import { makeFinding } from "./make_finding.ts";
+import { percentDecode } from "./normalize.ts";
 
 /** Parameter names that applications feed to a redirect. */
 const REDIRECT_PARAM =
@@ -18,10 +19,13 @@ const REDIRECT_PARAM =
 /** A host name or address right after the trick, so odd tokens that merely look alike pass. */
 const HOST = String
   .raw`(?:[a-z0-9-]+\.)+[a-z]{2,}|\d{1,10}(?:\.\d{1,4}){0,3}\b|0x[0-9a-f]+|\[[0-9a-f:.]+\]`;
-/** Shapes that defeat same-site checks: `///evil`, `/\evil`, `\\evil`, `/%09/evil`, `〱evil`. */
+/**
+ * Shapes that defeat same-site checks: `///evil`, `/\evil`, `\\evil`, `/%09/evil`, `〱evil`,
+ * and `<>//evil`, which a filter that strips tags turns into `//evil`.
+ */
 const BYPASS = new RegExp(
   String
-    .raw`^\s*(?:\/{3,}|\/*\\{1,2}|\/\\\/|\\\/|\/+[\t\n\r\v\f]+\/|\/*[\u3031-\u3035\u309d\u309e\u30fc\uff70\uff0f\u2215\u2044])` +
+    .raw`^\s*(?:\/{3,}|\/*\\{1,2}|\/\\\/|\\\/|\/+[\t\n\r\v\f]+\/|\/*(?:<\s*>)+\/\/|\/*[\u3031-\u3035\u309d\u309e\u30fc\uff70\uff0f\u2215\u2044])` +
     String.raw`[\\/]*(?:[^@/\s]*@)?(?:${HOST})`,
   "i",
 );
@@ -54,9 +58,14 @@ const SLASH_SCHEME = new RegExp(
 /** A host followed at once by a `..` segment (`//evil/%2f..`): bait for path normalisers. */
 const HOST_DOT_SEGMENT = /^\s*(?:https?:)?\/\/[^\/?#\s]+\/+\.\.(?:[\/?#]|$)/i;
 const TRUSTED_USERINFO = new RegExp(
-  String.raw`^\s*(?:https?:)?\/\/+[^/?#@\s]*\.[^/?#@\s]*@(?:${HOST})`,
+  String.raw`^\s*(?:https?:)?\/\/+[^/?#@\s]*\.[^/?#@\s]*@(?:https?:[\\/]*)?(?:${HOST})`,
   "i",
 );
+/**
+ * A NUL or control byte inside the host (`//evil%00.com`): the check and the browser disagree on
+ * where the host ends, or the browser drops it. Read on the raw value, since decoding removes NUL.
+ */
+const CONTROL_IN_HOST = /^\s*(?:https?:)?[\\/]{2}[^\/?#\\\s]*[\x00-\x1f][^\/?#\\]*\.[a-z]/i;
 const NESTED_REDIRECT =
   /[?&](?:url|next|redirect|redir|rurl|redirect_uri|redirect_url|return|returnto|return_to|dest|goto|continue)=(?:\/\/|\/\\|\\\\|%2f%2f|%5c)/i;
 const PROTOCOL_RELATIVE = /^[\s]*\/\/[a-z0-9\u0080-\uffff%-]+(?:\.[a-z0-9\u0080-\uffff%-]+)+/i;
@@ -74,7 +83,8 @@ export function openRedirect(value: DetectorInput): Finding | undefined {
   if (text.length < 4 || text.length > 2048) return undefined;
   // Only values that start like a URL or a path can be redirect targets.
   if (
-    !(c0 === 47 || c0 === 92 || c0 === 104 || c0 === 72 || c0 === 102 || c0 === 32 || c0 > 0x3000)
+    !(c0 === 47 || c0 === 92 || c0 === 104 || c0 === 72 || c0 === 102 || c0 === 32 ||
+      c0 === 60 || c0 > 0x3000)
   ) {
     return undefined;
   }
@@ -84,7 +94,7 @@ export function openRedirect(value: DetectorInput): Finding | undefined {
   const shaped = BYPASS.exec(text) ?? SCHEME_ODD_SLASHES.exec(text) ?? SLASH_SCHEME.exec(text) ??
     TRUSTED_USERINFO.exec(text) ?? AUTHORITY_CONFUSION.exec(text) ?? LOOKALIKE_DOT.exec(text) ??
     HOST_DOT_SEGMENT.exec(text) ??
-    NESTED_REDIRECT.exec(text) ?? encodedUrl(value);
+    NESTED_REDIRECT.exec(text) ?? encodedUrl(value) ?? controlInHost(value);
   if (shaped !== null) {
     return makeFinding(
       value,
@@ -110,4 +120,12 @@ function encodedUrl(value: DetectorInput): RegExpExecArray | null {
   if (!value.raw.includes("%") || !URL_SHAPE.test(value.decoded)) return null;
   const letters = value.raw.match(ENCODED_LETTERS);
   return letters !== null && letters.length >= 3 ? URL_SHAPE.exec(value.decoded) : null;
+}
+
+/** The raw value, percent-decoded up to three layers, when its host holds a control byte. */
+function controlInHost(value: DetectorInput): RegExpExecArray | null {
+  let raw = value.raw;
+  if (!raw.includes("%")) return CONTROL_IN_HOST.exec(raw);
+  for (let i = 0; i < 3 && raw.includes("%"); i++) raw = percentDecode(raw);
+  return CONTROL_IN_HOST.exec(raw);
 }
