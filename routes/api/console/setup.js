@@ -162,6 +162,7 @@ $("setup-form").addEventListener("submit", async (event) => {
     return;
   }
   $("submit").disabled = true;
+  clearTimeout(draftTimer); // the form sends everything now; a draft sent after it would be refused
   try {
     await api("POST", "/api/setup", {
       username: $("username").value,

@@ -21,7 +21,10 @@ Deno.test("every console asset is served with its type and the strict CSP", asyn
     const r = await fetch(`${s.managementUrl}/console/assets/${asset.path}`);
     assertEquals(r.status, 200, asset.path);
     assertEquals(r.headers.get("content-security-policy"), CONSOLE_CSP, asset.path);
-    ok(/javascript|css/.test(r.headers.get("content-type") ?? ""), asset.path);
+    const type = { js: /javascript/, css: /^text\/css/, svg: /^image\/svg\+xml$/ }[
+      asset.path.slice(asset.path.lastIndexOf(".") + 1)
+    ];
+    ok(type?.test(r.headers.get("content-type") ?? ""), asset.path);
     assertEquals(await r.text(), asset.body, asset.path);
   }
   for (
