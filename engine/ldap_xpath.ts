@@ -56,6 +56,10 @@ const LDAP_EXTENSIBLE = new RegExp(
   String.raw`\(\s*(?:${ATTR})?(?::dn)?:(?:dn|${MATCHING_RULE}):=[^()]*\)`,
   "i",
 );
+/** What every breakout above has: a parenthesis closed and another opened. */
+const CLOSE_OPEN = /\)[\s()|&!]*\(/;
+/** What every composition above starts with: `(&(`, `(|(`, `(!(`. */
+const OPEN_OPERATOR = /\(\s*[|&!]\s*\(/;
 /** A wildcard value closed twice and cut with a NUL byte (`*))%00`). */
 const LDAP_NUL = /\*\)\)(?:%00|\\x00|\\0)/i;
 /**
@@ -100,9 +104,12 @@ export function ldapXpath(value: DetectorInput): Finding | undefined {
   }
   let best: Finding | undefined;
   if (text.indexOf(")") >= 0) {
-    const br = LDAP_BREAKOUT.exec(text) ?? LDAP_WILDCARD_CLOSE.exec(text) ??
-      LDAP_OPERATOR_BREAKOUT.exec(text) ?? LDAP_WILDCARD_ITEM.exec(text) ??
-      LDAP_LEADING_BREAKOUT.exec(text);
+    // One scan decides whether any breakout can match: each closes and reopens (`)(`, `)|(`).
+    const br = CLOSE_OPEN.test(text)
+      ? LDAP_BREAKOUT.exec(text) ?? LDAP_WILDCARD_CLOSE.exec(text) ??
+        LDAP_OPERATOR_BREAKOUT.exec(text) ?? LDAP_WILDCARD_ITEM.exec(text) ??
+        LDAP_LEADING_BREAKOUT.exec(text)
+      : null;
     if (br !== null) best = makeFinding(value, "ldap", 85, "ldap.filter_breakout", text, br.index);
     // The raw value still shows the `%00` the normaliser removed, once the transport's own
     // encoding is undone.
@@ -115,13 +122,15 @@ export function ldapXpath(value: DetectorInput): Finding | undefined {
       best = stronger(best, makeFinding(value, "ldap", 70, "ldap.syntax_probe", text, 0));
     }
   }
-  const comp = LDAP_COMPOSITION.exec(text) ?? LDAP_LIST.exec(text) ??
-    (text.indexOf(":=") >= 0 ? LDAP_EXTENSIBLE.exec(text) : null);
+  const comp =
+    (OPEN_OPERATOR.test(text) ? LDAP_COMPOSITION.exec(text) ?? LDAP_LIST.exec(text) : null) ??
+      (text.indexOf(":=") >= 0 ? LDAP_EXTENSIBLE.exec(text) : null);
   if (comp !== null) {
     best = stronger(best, makeFinding(value, "ldap", 80, "ldap.composition", text, comp.index));
   }
   const xp = XPATH_NAME_TEST.exec(text) ?? XPATH_UNION.exec(text) ?? XPATH_FUNC_PATH.exec(text) ??
-    XPATH_AXIS.exec(text) ?? XPATH_MISC.exec(text) ?? XPATH_FETCH.exec(text);
+    XPATH_AXIS.exec(text) ?? XPATH_MISC.exec(text) ??
+    (text.indexOf("'") >= 0 || text.indexOf('"') >= 0 ? XPATH_FETCH.exec(text) : null);
   if (xp !== null) {
     best = stronger(best, makeFinding(value, "xpath", 82, "xpath.injection", text, xp.index));
   }
