@@ -6,6 +6,9 @@
 import { assertEquals, ok } from "../_helpers/assert.ts";
 import { ADMIN, startConsoleKit, textMatches, unlabelled } from "../_helpers/console.ts";
 import { callJson, createUser, login } from "../_helpers/identity.ts";
+import zhCatalogue from "../../routes/api/console/i18n/zh-CN.js";
+
+const zh: Record<string, string | undefined> = zhCatalogue;
 
 const VIEWER = { username: "viewer", password: "Glacier-Moth-42" };
 
@@ -111,6 +114,36 @@ Deno.test("the console's operations pages work in a real browser", async (t) => 
     assertEquals(viewer.problems, []);
     await viewer.close();
   });
+
+  await t.step(
+    "in Chinese, what the API names in English (tasks, templates) is Chinese",
+    async () => {
+      const zhAdmin = await kit.signIn(ADMIN, "zh-CN");
+      await zhAdmin.open("ops-tasks");
+      await textMatches(zhAdmin, "main table", /store-backup/);
+      const r = await callJson(server, "GET", "/api/ops/tasks", { session: api });
+      const ids = (r.body.items as { id: string }[]).map((x) => x.id);
+      const titles = await zhAdmin.page.locator("main table tbody tr td:first-child a")
+        .allTextContents();
+      assertEquals(titles, ids.map((id) => zh[`tasks.title_${id}`] ?? `(no Chinese name: ${id})`));
+      const schedule = await zhAdmin.page.locator("#task-schedule-access-log-retention")
+        .textContent();
+      assertEquals(schedule, "每 10m");
+      await zhAdmin.page.locator("main table tbody a", { hasText: zh["tasks.title_store-backup"] })
+        .click();
+      await textMatches(zhAdmin, "#page-title", new RegExp(zh["tasks.title_store-backup"]!));
+      // The block-page templates the API names in English, likewise.
+      await zhAdmin.open("block-pages");
+      await zhAdmin.page.locator("#template option").first().waitFor({ state: "attached" });
+      assertEquals(await zhAdmin.page.locator("#template option").allTextContents(), [
+        zh["block.template_name_minimal"],
+        zh["block.template_name_friendly"],
+      ]);
+      await textMatches(zhAdmin, "main", new RegExp(zh["block.template_description_minimal"]!));
+      assertEquals(zhAdmin.problems, []);
+      await zhAdmin.close();
+    },
+  );
 
   await admin.close();
 });

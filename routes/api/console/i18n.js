@@ -38,6 +38,11 @@ export function t(key, vars) {
   return text.replace(/\{(\w+)\}/g, (m, name) => name in vars ? String(vars[name]) : m);
 }
 
+/** The text of `key`, or `fallback` (an API's own English text) when no catalogue has the key. */
+export function tOr(key, fallback) {
+  return catalogue[key] ?? en[key] ?? fallback;
+}
+
 /** A local date and time for an ISO string or epoch milliseconds ("-" when absent). */
 export function fmtTime(value) {
   if (value === null || value === undefined || value === "") return "-";

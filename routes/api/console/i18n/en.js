@@ -409,6 +409,11 @@ export default {
   "block.intro":
     "What a visitor sees when a request is blocked. Every page shows the request's trace id.",
   "block.template": "Template",
+  "block.template_name_minimal": "Minimal",
+  "block.template_description_minimal": "A short neutral notice with the trace id (the default).",
+  "block.template_name_friendly": "Friendly",
+  "block.template_description_friendly":
+    "A longer plain-language explanation for visitors, with the trace id.",
   "block.use_template": "Use this template",
   "block.preview": "Preview",
   "block.preview_of": "Preview of the {name} template",
@@ -711,6 +716,37 @@ export default {
   "nav.ops-tasks": "Scheduled tasks",
   "tasks.intro":
     "Every periodic maintenance job of this node: its schedule (cron in UTC, or an interval), jitter, next and last run. A failed run raises a notification.",
+  "tasks.every_text": "every {d}",
+  "tasks.title_access-log-retention": "Access-log retention",
+  "tasks.description_access-log-retention":
+    "Deletes access-log records older than storage.access_logs.retention_days, and any backlog beyond max_records (every write keeps that limit), in bounded slices on the writer thread.",
+  "tasks.title_api-token-cleanup": "API token cleanup",
+  "tasks.description_api-token-cleanup":
+    "Deletes expired API tokens and those unused for 180 days; a token creation brings the next run to 10 minutes later, bounded by 60 minutes after the first creation of the batch.",
+  "tasks.title_identity-maintenance": "Sessions and sign-in state",
+  "tasks.description_identity-maintenance":
+    "Purges ended sessions, expired CAPTCHA and throttle state and the setup token's file, writes the counts of aggregated refused sign-ins, and sweeps used two-factor codes.",
+  "tasks.title_threat-feeds": "Threat-feed synchronisation",
+  "tasks.description_threat-feeds":
+    "Downloads every enabled threat feed whose own refresh interval has passed and swaps in its indicators.",
+  "tasks.title_store-integrity": "Store integrity check",
+  "tasks.description_store-integrity":
+    "PRAGMA integrity_check on the store, on a thread of its own; a damaged store fails the run (and notifies).",
+  "tasks.title_store-backup": "Store backup",
+  "tasks.description_store-backup":
+    "An online, checked copy of the store (VACUUM INTO) into the backup folder as waf-YYYYMMDD-HHMMSS.db, keeping the newest `keep` copies.",
+  "tasks.title_store-optimize": "Store optimisation",
+  "tasks.description_store-optimize":
+    "PRAGMA optimize and a WAL checkpoint; VACUUM when at least vacuum_free_ratio of the pages are free (VACUUM holds the write lock while it rewrites the file).",
+  "tasks.title_certificate-check": "Certificate expiry check",
+  "tasks.description_certificate-check":
+    "Warns (a notification) about site certificates that expire within monitor.alerts.certificate_days.",
+  "tasks.title_certificate-renewal": "ACME certificate renewal",
+  "tasks.description_certificate-renewal":
+    "Renews the ACME certificate of every site that expires within 30 days, and retries the sites whose last order failed (each failure notifies).",
+  "tasks.title_time-sync": "Time synchronisation",
+  "tasks.description_time-sync":
+    "Measures the host clock against the active SNTP server of time.servers (reselecting when it stops answering); a run where no server answers fails.",
   "tasks.task": "Task",
   "tasks.schedule": "Schedule",
   "tasks.next": "Next run",

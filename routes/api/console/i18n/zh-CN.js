@@ -385,6 +385,10 @@ export default {
   "edge.purged": "缓存已清空。",
   "block.intro": "请求被拦截时访客看到的页面。每个页面都会显示请求的追踪 ID。",
   "block.template": "模板",
+  "block.template_name_minimal": "简洁",
+  "block.template_description_minimal": "简短中性的提示，附追踪 ID（默认）。",
+  "block.template_name_friendly": "友好",
+  "block.template_description_friendly": "面向访客的较长通俗说明，附追踪 ID。",
   "block.use_template": "使用此模板",
   "block.preview": "预览",
   "block.preview_of": "{name} 模板的预览",
@@ -672,6 +676,36 @@ export default {
   "nav.ops-tasks": "计划任务",
   "tasks.intro":
     "本节点的全部周期性维护任务：计划（UTC 的 cron 表达式或间隔）、抖动、下次与上次运行。运行失败会发出通知。",
+  "tasks.every_text": "每 {d}",
+  "tasks.title_access-log-retention": "访问日志保留清理",
+  "tasks.description_access-log-retention":
+    "在写入线程上分批删除早于 storage.access_logs.retention_days 的访问日志记录，以及超出 max_records 的积压（每次写入都会保持该上限）。",
+  "tasks.title_api-token-cleanup": "API 令牌清理",
+  "tasks.description_api-token-cleanup":
+    "删除已过期的 API 令牌和 180 天未使用的令牌；创建令牌会把下次运行推迟到 10 分钟后，但不晚于该批次首次创建后 60 分钟。",
+  "tasks.title_identity-maintenance": "会话与登录状态维护",
+  "tasks.description_identity-maintenance":
+    "清除已结束的会话、过期的验证码与限流状态以及安装令牌文件，写入被拒登录的汇总计数，并清理已使用的双因素验证码。",
+  "tasks.title_threat-feeds": "威胁情报源同步",
+  "tasks.description_threat-feeds": "下载每个已启用且已到刷新间隔的威胁情报源，并替换为新的指标。",
+  "tasks.title_store-integrity": "存储完整性检查",
+  "tasks.description_store-integrity":
+    "在独立线程上对存储执行 PRAGMA integrity_check；存储损坏时本次运行失败（并发出通知）。",
+  "tasks.title_store-backup": "存储备份",
+  "tasks.description_store-backup":
+    "在线生成经校验的存储副本（VACUUM INTO），以 waf-YYYYMMDD-HHMMSS.db 写入备份目录，保留最新的 `keep` 份。",
+  "tasks.title_store-optimize": "存储优化",
+  "tasks.description_store-optimize":
+    "执行 PRAGMA optimize 和 WAL 检查点；当空闲页比例至少为 vacuum_free_ratio 时执行 VACUUM（VACUUM 重写文件期间持有写锁）。",
+  "tasks.title_certificate-check": "证书到期检查",
+  "tasks.description_certificate-check":
+    "对将在 monitor.alerts.certificate_days 天内到期的站点证书发出警告（通知）。",
+  "tasks.title_certificate-renewal": "ACME 证书续期",
+  "tasks.description_certificate-renewal":
+    "为 30 天内到期的每个站点续期 ACME 证书，并重试上次申请失败的站点（每次失败都会通知）。",
+  "tasks.title_time-sync": "时间同步",
+  "tasks.description_time-sync":
+    "用 time.servers 中当前的 SNTP 服务器测量主机时钟（无应答时重新选择）；没有任何服务器应答的运行会失败。",
   "tasks.task": "任务",
   "tasks.schedule": "计划",
   "tasks.next": "下次运行",

@@ -15,7 +15,7 @@ import {
   useAction,
   useApi,
 } from "../components.js";
-import { t } from "../i18n.js";
+import { t, tOr } from "../i18n.js";
 import { html, useState } from "../lib/ui.js";
 import { can } from "../session.js";
 
@@ -35,10 +35,13 @@ function Templates({ settings, templates, reload, writable }) {
   return html`
     <div class="panel">
       <h2>${t("block.template")}</h2>
-      <${Field} id="template" label=${t("block.template")} hint=${current?.description}>
+      <${Field} id="template" label=${t("block.template")} hint=${current &&
+        tOr(`block.template_description_${current.id}`, current.description)}>
           <select id="template" disabled=${!writable} onChange=${(e) => setChosen(e.target.value)}>
             ${templates.map((x) =>
-              html`<option value=${x.id} selected=${x.id === chosen}>${x.name}</option>`
+              html`<option value=${x.id} selected=${x.id === chosen}>${
+                tOr(`block.template_name_${x.id}`, x.name)
+              }</option>`
             )}
           </select>
         </${Field}>
@@ -52,7 +55,7 @@ function Templates({ settings, templates, reload, writable }) {
         <${Preview} url=${current && `/api/block-pages/templates/${current.id}/preview`} title=${t(
           "block.preview_of",
           {
-            name: current?.name ?? "",
+            name: current ? tOr(`block.template_name_${current.id}`, current.name) : "",
           },
         )} />
       </div>

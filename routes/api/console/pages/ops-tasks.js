@@ -14,11 +14,24 @@ import {
   useAction,
   useApi,
 } from "../components.js";
-import { fmtTime, t } from "../i18n.js";
+import { fmtTime, t, tOr } from "../i18n.js";
 import { html, useEffect, useState } from "../lib/ui.js";
 import { can } from "../session.js";
 
 const RESULT = { ok: "good", error: "bad", running: "warn" };
+
+/** A task's text in the console's language (the API's English for a task the catalogue lacks). */
+const taskText = (task, field) => tOr(`tasks.${field}_${task.id}`, task[field]);
+
+const UNITS = [["d", 86_400_000], ["h", 3_600_000], ["m", 60_000], ["s", 1000]];
+
+/** A schedule as the API's `schedule_text` says it, with an interval in the console's language. */
+function scheduleText(task) {
+  const ms = task.schedule.every_ms;
+  if (typeof ms !== "number") return task.schedule_text;
+  const [unit, n] = UNITS.find(([, n]) => ms % n === 0) ?? ["ms", 1];
+  return t("tasks.every_text", { d: `${ms / n}${unit}` });
+}
 
 /** While a run is in progress, `api` is read again every second, so its result shows up. */
 function useReloadWhileRunning(api, running) {
@@ -99,7 +112,7 @@ function Editor({ task, done }) {
   };
   return html`
     <form class="panel" id=${"edit-" + id} onSubmit=${submit}>
-      <h2>${t("tasks.edit", { task: task.title })}</h2>
+      <h2>${t("tasks.edit", { task: taskText(task, "title") })}</h2>
       <${Field} id=${"kind-" + id} label=${t("tasks.schedule_kind")}>
           <select id=${"kind-" + id} value=${kind} onChange=${(e) => setKind(e.target.value)}>
             <option value="cron">${t("tasks.kind_cron")}</option>
@@ -133,10 +146,10 @@ function History({ id }) {
     (runs.data?.items ?? []).some((r) => r.result === "running"),
   );
   return html`
-    <${Page} title=${task.data ? task.data.item.title : id}
+    <${Page} title=${task.data ? taskText(task.data.item, "title") : id}
       actions=${html`<${Link} href="/console/ops-tasks">${t("tasks.back")}</${Link}>`}>
         <${Loading} state=${task} />
-        ${task.data ? html`<p class="muted">${task.data.item.description}</p>` : null}
+        ${task.data ? html`<p class="muted">${taskText(task.data.item, "description")}</p>` : null}
         <${Loading} state=${runs} />
         ${runs.data
           ? html`<${Table} caption=${t("tasks.history")} rows=${runs.data.items} empty=${
@@ -182,14 +195,14 @@ export default function OpsTasks({ detail }) {
         {
           label: t("tasks.task"),
           value: (x) =>
-            html`<${Link} href=${
-              "/console/ops-tasks/" + x.id
-            }>${x.title}</${Link}><br /><small><code>${x.id}</code></small>`,
+            html`<${Link} href=${"/console/ops-tasks/" + x.id}>${
+              taskText(x, "title")
+            }</${Link}><br /><small><code>${x.id}</code></small>`,
         },
         {
           label: t("tasks.schedule"),
           value: (x) =>
-            html`${x.schedule_text}${
+            html`<span id=${"task-schedule-" + x.id}>${scheduleText(x)}</span>${
               x.jitter_ms > 0
                 ? html`<br /><small>${
                   t("tasks.jitter_of", { s: Math.round(x.jitter_ms / 1000) })
