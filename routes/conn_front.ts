@@ -81,10 +81,11 @@ export interface FrontOptions {
    */
   readonly innerPort: number;
   /**
-   * Serves HTTP/1.1 in the front itself (`http1_server.ts`) with this handler: no loopback hop
-   * for plain requests. `client` is the connection's peer.
+   * Serves HTTP/1.1 in the front itself (`http1_server.ts`): no loopback hop for plain requests.
+   * Called once a connection with its peer (`client`), it gives the handler of that
+   * connection's requests, so nothing about the connection is built again per request.
    */
-  readonly serve?: (req: Request, client: Deno.NetAddr) => Response | Promise<Response>;
+  readonly serve?: (client: Deno.NetAddr) => (req: Request) => Response | Promise<Response>;
   readonly limits: ConnectionLimits;
   readonly stats: ListenerConnections;
   readonly logger?: Logger;
@@ -299,8 +300,7 @@ export function startFront(options: FrontOptions): Front {
    */
   async function serveOwn(c: Piped, remote: Deno.NetAddr): Promise<void> {
     (c.client as Deno.TcpConn).setNoDelay?.(true);
-    const peer: Deno.NetAddr = { transport: "tcp", hostname: c.address, port: remote.port };
-    const serve = options.serve!;
+    const serve = options.serve!({ transport: "tcp", hostname: c.address, port: remote.port });
     const host: Http1Host = {
       headStarted() {
         c.waiting = false;
@@ -337,7 +337,7 @@ export function startFront(options: FrontOptions): Front {
       handOver: (pending) => pipe(c, remote.port, pending),
     };
     try {
-      await new Http1Connection(c.client, (req) => serve(req, peer), host, authority).run();
+      await new Http1Connection(c.client, serve, host, authority).run();
     } finally {
       if (!c.piped) end(c);
     }

@@ -145,7 +145,13 @@ function listenFronted(
       reusePort: options.reusePort,
       innerPort: server.addr.port,
       ...frontOptions,
-      serve: own ? (req, remoteAddr) => handler(req, { remoteAddr, completed }) : undefined,
+      // One info object per connection (a handler only reads it), not one per request.
+      serve: own
+        ? (remoteAddr) => {
+          const info: ConnectionInfo = { remoteAddr, completed };
+          return (req) => handler(req, info);
+        }
+        : undefined,
     });
   } catch (err) {
     void server.shutdown();

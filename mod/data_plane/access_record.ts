@@ -146,7 +146,10 @@ export class Chain {
   }
   /** Records a check that ran since the previous entry (or since the request started). */
   add(check: string, result: string, rule?: string): void {
-    const now = micros();
+    this.addAt(micros(), check, result, rule);
+  }
+  /** {@link add} with a time already read (`micros()`), for a caller that needs it too. */
+  addAt(now: number, check: string, result: string, rule?: string): void {
     const us = Math.round(now - this.#mark);
     this.#mark = now;
     this.entries.push(rule === undefined ? { check, result, us } : { check, result, us, rule });

@@ -36,10 +36,11 @@ export function createDataApp(
   logger: Logger,
   traceId: () => string,
 ): DataApp {
-  // The one route matches every path, so Hono is not asked to find the path in the URL (the
-  // transaction splits the URL once itself).
+  // The one route takes every request: Hono is not asked to find the path in the URL (the
+  // transaction splits the URL once itself), and every request's path reads as `/`, which the
+  // router answers from its static table (a `*` route ran its pattern on every request).
   const app = new Hono<{ Bindings: DataBindings }>({ getPath: () => "/" });
-  app.all("*", (c) => handle(c.env.request, c.env.peer, c.env.proto));
+  app.all("/", (c) => handle(c.env.request, c.env.peer, c.env.proto));
   // The transaction never throws; this only catches a failure before it started.
   app.onError((err, c) => {
     const id = traceId();

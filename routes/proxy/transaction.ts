@@ -628,11 +628,13 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
       const t0 = micros();
       try {
         const res = await this.#ctx.upstream.send(upstream, this);
-        this.#upstreamUs = Math.round(micros() - t0);
+        // One clock read for the upstream's latency and its chain entry.
+        const answered = micros();
+        this.#upstreamUs = Math.round(answered - t0);
         // Passive health: a 5xx counts against the upstream like a failed connection.
         if (res.status >= 500) site.pool.fail(upstream);
         else site.pool.ok(upstream);
-        chain.add("upstream", String(res.status));
+        chain.addAt(answered, "upstream", String(res.status));
         const length = res instanceof Response
           ? Number(res.headers.get("content-length") ?? -1)
           : res.contentLength;

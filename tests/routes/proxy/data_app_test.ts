@@ -17,7 +17,15 @@ Deno.test("the data app passes every request to the transaction with peer and sc
     createMemoryLogger(),
     () => "t".repeat(32),
   );
-  for (const [method, path] of [["GET", "/"], ["POST", "/a/b"], ["DELETE", "/x?y=1"]]) {
+  const requests = [
+    ["GET", "/"],
+    ["POST", "/a/b"],
+    ["DELETE", "/x?y=1"],
+    // A method Hono's router has no table for, and paths a route pattern would have to match.
+    ["PROPFIND", "/dav/x%2Fy"],
+    ["PATCH", "//a/*"],
+  ];
+  for (const [method, path] of requests) {
     const res = await data.handle(
       new Request(`http://shop.test${path}`, { method }),
       "192.0.2.7",
@@ -35,6 +43,8 @@ Deno.test("the data app passes every request to the transaction with peer and sc
     "GET / 192.0.2.7 https",
     "POST /a/b 192.0.2.7 https",
     "DELETE /x 192.0.2.7 https",
+    "PROPFIND /dav/x%2Fy 192.0.2.7 https",
+    "PATCH //a/* 192.0.2.7 https",
     "HEAD /h ::1 http",
   ]);
 });
