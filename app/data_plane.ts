@@ -44,7 +44,7 @@ import type { BrokenRequest } from "../routes/conn_framing.ts";
 import { limitsFromConfig } from "../routes/conn_front.ts";
 import { type ConnectionStats, createConnectionStats } from "../mod/core/connection_stats.ts";
 import { createProtectionPlane, openProtectionStore, type ProtectionPlane } from "./protection.ts";
-import { foldsSettled } from "../engine/ip_list_fold.ts";
+import { stopFolds } from "../engine/ip_list_fold.ts";
 import { type ApiSecPlane, createApiSecPlane, openApiSecStore } from "./apisec.ts";
 import type { RouteDef } from "../routes/api/route.ts";
 import { siteRoutes } from "../routes/api/sites.ts";
@@ -253,8 +253,8 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
       apisec.stop();
       proxy.close();
       await protection.close();
-      // An IP-list fold under way on its own thread: ended before the store closes.
-      await foldsSettled();
+      // The IP list's fold thread: its folds end before the store closes, then the thread.
+      await stopFolds();
     },
   };
 }

@@ -15,7 +15,7 @@ import type { Logger } from "../mod/core/logger.ts";
 import type { Random } from "../mod/core/random.ts";
 import type { Policy } from "../mod/data_plane/policy.ts";
 import type { GeoLookup } from "../engine/acl.ts";
-import { foldOffThread } from "../engine/ip_list_fold.ts";
+import { serverFold } from "../engine/ip_list_fold.ts";
 import type { IpListFolder } from "../engine/ip_list_updater.ts";
 import { loadGeoIp } from "../mod/protection/geoip.ts";
 import { type Alap, createAlap } from "../mod/protection/alap.ts";
@@ -59,7 +59,7 @@ export function openProtectionStore(
   db: Db,
   config: Config,
   tap: (source: ProtectionSource) => ProtectionSource = (s) => s,
-  ipFold: IpListFolder = foldOffThread,
+  ipFold: IpListFolder = serverFold,
 ): ProtectionStore {
   const repo = createPolicyObjectsRepo(db);
   // The IP list, up to 100,000 entries, is updated by the changed entries, not compiled again.

@@ -1,18 +1,18 @@
 /**
- * The IP list's fold thread (`engine/ip_list_fold.ts`): one fold, answered with the new base in
- * shared memory.
+ * The IP list's fold thread (`engine/ip_list_fold.ts`): each fold asked for, answered with the
+ * new base in shared memory.
  */
 /// <reference lib="deno.worker" />
 import type { FoldAnswer, FoldRequest } from "./ip_list_fold.ts";
 import { foldHere } from "./ip_list_updater.ts";
 
 self.onmessage = (e: MessageEvent<FoldRequest>) => {
-  const { base, dropped, added } = e.data;
+  const { id, base, dropped, added } = e.data;
   let answer: FoldAnswer;
   try {
-    answer = { fold: foldHere(base, dropped, added) };
+    answer = { id, fold: foldHere(base, dropped, added) };
   } catch (err) {
-    answer = { error: err instanceof Error ? err.message : String(err) };
+    answer = { id, error: err instanceof Error ? err.message : String(err) };
   }
   self.postMessage(answer);
 };

@@ -350,11 +350,14 @@ export interface IpListFold {
  * this thread, the caller waits) or a promise of one (another thread; the list keeps serving the
  * base with its changes meanwhile).
  */
-export type IpListFolder = (
-  base: IpListTables,
-  dropped: Uint32Array,
-  added: IpListTables,
-) => IpListFold | Promise<IpListFold>;
+export type IpListFolder =
+  & ((base: IpListTables, dropped: Uint32Array, added: IpListTables) =>
+    | IpListFold
+    | Promise<IpListFold>)
+  & {
+    /** Told each full build's size: a folder on another thread starts it then, not in a fold. */
+    readonly prepare?: (size: number) => void;
+  };
 
 /** The fold on this thread. */
 export function foldHere(
@@ -395,6 +398,7 @@ export function ipListUpdater(
   items: readonly IpListItem[],
   fold: IpListFolder = foldHere,
 ): IpListUpdater {
+  fold.prepare?.(items.length);
   let base = buildTables(items);
   let find = idIndex(base.ids, idSlots(base.ids));
   let dropped = new Set<number>();

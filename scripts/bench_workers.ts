@@ -11,17 +11,18 @@
  *    tree's list); then `e2e`: a real server with 1, then 2 workers (`--e2e-workers`) and
  *    100,000 entries (`--entries`), an entry added or removed through the API, the time to the
  *    answer, the event loop's longest stall meanwhile, and from the answer until every worker
- *    enforces it.
+ *    enforces it; `stall`: the event loop's longest stall per IP-list change, main thread and a
+ *    worker, with `--entries 100000,1000000` and `--old-root` (A/B in one process).
  * 2. `cpu`: the WAF as a child process (`deno run main.ts serve`, the shipped V8 flags) with
  *    workers 1, then 2, under the same wrk load: CPU time of the whole process per request (from
  *    `/proc/<pid>/stat`, all threads), the rate, and how the requests spread over the workers
  *    (`waf_data_worker_requests_total` from the metrics).
  *
  * ```sh
- * deno run -A scripts/bench_workers.ts [records|policy|incremental|e2e|cpu|all] [--duration 10] [--connections 16]
- *                                      [--threads 1] [--workers 1,2] [--rounds 3] [--runs 5]
- *                                      [--paced-ms 8] [--e2e-workers 1,2] [--entries 100000]
- *                                      [--old-root DIR] [--probes mix|hit|miss]
+ * deno run -A scripts/bench_workers.ts [records|policy|incremental|e2e|stall|cpu|all] [--duration 10]
+ *                                      [--connections 16] [--threads 1] [--workers 1,2] [--rounds 3]
+ *                                      [--runs 5] [--paced-ms 8] [--e2e-workers 1,2] [--entries 100000]
+ *                                      [--old-root DIR] [--probes mix|hit|miss] [--folds 2] [--gap-ms 2]
  *
  * Without `--paced-ms` wrk sends as fast as the WAF answers (closed loop), so the two shapes run
  * at different rates; with it every connection waits between requests and both get the same
@@ -35,8 +36,8 @@ import { BENIGN, measured, startNginxUpstream, startWaf, wrkScript } from "./ben
 import type { PolicyObjectRow } from "../db/policy_objects_repo.ts";
 import { deltaOf, type PolicySnapshot } from "../mod/data_plane/policy_snapshot.ts";
 import { createProtectionCompiler, KIND } from "../mod/protection/protection_compile.ts";
-import type { IpList } from "../engine/ip_list.ts";
-import { type IpAddress, parseIp } from "../engine/ip_address.ts";
+import type { IpList, IpListItem } from "../engine/ip_list.ts";
+import { type IpAddress, parseCidr, parseIp } from "../engine/ip_address.ts";
 import { type AccessRecord, toRow } from "../mod/data_plane/access_record.ts";
 import type { CountsDelta } from "../mod/data_plane/site_counters.ts";
 
@@ -194,6 +195,24 @@ async function policyBench(runs: number): Promise<void> {
   );
 }
 
+const v4 = (i: number) => `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
+const v6 = (i: number) => `2001:db8:${(i >> 16).toString(16)}:${(i & 0xffff).toString(16)}::`;
+/** Entry `i`'s address in `listItem`: 3/4 IPv4, 1/4 IPv6. */
+const listAddress = (i: number) => i % 4 === 3 ? v6(i) : v4(i);
+
+/** Entry `i` of a benchmark's IP list: an IPv4 /32 or (one in four) an IPv6 /64, one allow in ten. */
+function listItem(i: number): IpListItem {
+  const cidr = i % 4 === 3 ? `${v6(i)}/64` : `${v4(i)}/32`;
+  return [parseCidr(cidr)!, {
+    id: `ip${i}`,
+    action: i % 10 === 0 ? "allow" : "block",
+    cidr,
+    siteId: null,
+    pathPrefix: null,
+    expiresAt: null,
+  }, { position: i, createdAt: 0 }];
+}
+
 /**
  * The IP list kept current by changes (`ipListUpdater`, what the main thread does per write)
  * with 100,000 entries: one change applied, a fold of the pending changes into a new base, and
@@ -204,22 +223,8 @@ async function incrementalBench(runs: number, oldRoot?: string, kind = "mix"): P
   const { buildIpList } = await import("../engine/ip_list.ts");
   const { ipListUpdater, pendingLimit } = await import("../engine/ip_list_updater.ts");
   type Item = Parameters<typeof buildIpList>[0][number];
-  const { parseCidr } = await import("../engine/ip_address.ts");
   const n = 100_000;
-  const v4 = (i: number) => `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
-  const v6 = (i: number) => `2001:db8:${(i >> 16).toString(16)}:${(i & 0xffff).toString(16)}::`;
-  const address = (i: number) => i % 4 === 3 ? v6(i) : v4(i);
-  const item = (i: number): Item => {
-    const cidr = i % 4 === 3 ? `${v6(i)}/64` : `${v4(i)}/32`;
-    return [parseCidr(cidr)!, {
-      id: `ip${i}`,
-      action: i % 10 === 0 ? "allow" : "block",
-      cidr,
-      siteId: null,
-      pathPrefix: null,
-      expiresAt: null,
-    }, { position: i, createdAt: 0 }];
-  };
+  const item = listItem;
   const live = new Map<number, Item>();
   for (let i = 0; i < n; i++) live.set(i, item(i));
   const t0 = performance.now();
@@ -253,17 +258,22 @@ async function incrementalBench(runs: number, oldRoot?: string, kind = "mix"): P
   const probes = Array.from({ length: 1000 }, (_, k) => {
     const i = gone + k * 37;
     const miss = k % 4 === 3 ? `2001:db9::${k.toString(16)}` : `11.0.${k & 255}.1`;
-    const hit = i % 4 === 3 ? `${address(i)}1` : address(i);
+    const hit = i % 4 === 3 ? `${listAddress(i)}1` : listAddress(i);
     return parseIp(kind === "miss" || (kind === "mix" && k % 2 === 1) ? miss : hit)!;
   });
   // `--old-root`: the same entries in the IP list of another tree (`git archive` of the commit
   // before), whose `engine/ip_set.ts` held `buildIpList([cidr, entry][])`: the lookup A/B.
   const lists: IpList[] = [full, patched];
   if (oldRoot !== undefined) {
-    const old = await import(`${Deno.realPathSync(oldRoot)}/engine/ip_set.ts`);
-    lists.push(old.buildIpList(
-      [...live.values()].sort((a, b) => a[2]!.position - b[2]!.position).map(([c, e]) => [c, e]),
-    ));
+    const root = Deno.realPathSync(oldRoot);
+    const sorted = [...live.values()].sort((a, b) => a[2]!.position - b[2]!.position);
+    // Trees since the compiled list have `engine/ip_list.ts`; before, `ip_set.ts` held it.
+    const old = await import(`${root}/engine/ip_list.ts`).catch(() => undefined);
+    lists.push(
+      old !== undefined
+        ? old.buildIpList(sorted)
+        : (await import(`${root}/engine/ip_set.ts`)).buildIpList(sorted.map(([c, e]) => [c, e])),
+    );
   }
   const [fullNs, patchedNs, oldNs] = matchNs(lists, probes);
   console.log(
@@ -289,6 +299,173 @@ async function incrementalBench(runs: number, oldRoot?: string, kind = "mix"): P
       oldNs ? `, the old tree's list ${median(oldNs).toFixed(0)} ns` : ""
     }`,
   );
+}
+
+/** The data-plane worker's part of `stallBench`: applies each delta, probes its own loop. */
+const STALL_WORKER = `
+let held, list, ipListOf, applyDelta;
+let worst = 0, last = performance.now(), on = true;
+const tick = () => {
+  const now = performance.now();
+  worst = Math.max(worst, now - last);
+  last = now;
+  if (on) setTimeout(tick, 1);
+};
+const handled = [];
+self.onmessage = async (e) => {
+  const m = e.data;
+  if (m.t === "init") {
+    ({ ipListOf } = await import(m.root + "/engine/ip_list.ts"));
+    ({ applyDelta } = await import(m.root + "/mod/data_plane/policy_snapshot.ts"));
+    held = m.snapshot;
+    list = ipListOf(held.ipList);
+    self.postMessage({ t: "ready" });
+    return;
+  }
+  if (m.t === "probe") {
+    worst = 0;
+    last = performance.now();
+    setTimeout(tick, 1);
+    self.postMessage({ t: "probing" });
+    return;
+  }
+  if (m.t === "delta") {
+    const t = performance.now();
+    held = applyDelta(held, m.delta);
+    list = ipListOf(held.ipList);
+    handled.push(performance.now() - t);
+    if (m.last) {
+      on = false;
+      tick();
+      self.postMessage({ t: "done", handled, worst, size: list.size });
+    }
+  }
+};
+`;
+
+/**
+ * The event loop's stall per IP-list change, A/B in one process: each side's updater (this
+ * tree, and `--old-root` when given) keeps `entries` entries current through changes arriving
+ * every `gapMs` (an entry added, one removed, alternately), enough for `--folds` folds; every
+ * change's delta goes by `postMessage` to a worker holding the list as a data-plane worker does.
+ * Per change: the main thread's synchronous time (apply, delta, `postMessage`) and the worker's
+ * handler, and on each thread a 1 ms timer's longest gap over the run (every other stall: a
+ * message's deserialising, a collection).
+ */
+async function stallBench(
+  entries: number,
+  rounds: number,
+  folds: number,
+  oldRoot?: string,
+  gapMs = 2,
+): Promise<void> {
+  const sides: Array<[string, string]> = [["B", Deno.realPathSync(new URL("..", import.meta.url))]];
+  if (oldRoot !== undefined) sides.unshift(["A", Deno.realPathSync(oldRoot)]);
+  const script = await Deno.makeTempFile({ prefix: "waf-stall-worker-", suffix: ".js" });
+  await Deno.writeTextFile(script, STALL_WORKER);
+  const results = new Map<string, Array<Record<string, number>>>();
+  try {
+    for (let round = 0; round < rounds; round++) {
+      for (const [side, root] of sides) {
+        const r = await stallRound(root, entries, folds, gapMs, script);
+        results.set(side, [...results.get(side) ?? [], r]);
+        console.log(
+          `  round ${round + 1} ${side}: ${
+            Object.entries(r).map(([k, v]) => `${k} ${v.toFixed(k === "folds" ? 0 : 2)}`)
+              .join(", ")
+          } (load ${Deno.loadavg()[0]!.toFixed(2)})`,
+        );
+      }
+    }
+  } finally {
+    await Deno.remove(script);
+  }
+  console.log(
+    `stall per IP-list change, ${
+      entries.toLocaleString("en")
+    } entries, a change every ${gapMs} ms` +
+      `, medians of ${rounds} rounds (ms):`,
+  );
+  for (const [side, rs] of results) {
+    const keys = Object.keys(rs[0]!);
+    console.log(
+      `  ${side}: ${keys.map((k) => `${k} ${median(rs.map((x) => x[k]!)).toFixed(2)}`).join(", ")}`,
+    );
+  }
+}
+
+/** One side's run of {@link stallBench}. */
+async function stallRound(
+  root: string,
+  entries: number,
+  folds: number,
+  gapMs: number,
+  script: string,
+): Promise<Record<string, number>> {
+  const { ipListUpdater, pendingLimit } = await import(`${root}/engine/ip_list_updater.ts`);
+  const { deltaOf } = await import(`${root}/mod/data_plane/policy_snapshot.ts`);
+  // This tree folds on a thread of its own (as the server does); a tree before, in `apply`.
+  const offThread = await import(`${root}/engine/ip_list_fold.ts`).catch(() => undefined);
+  const live = new Map<number, IpListItem>();
+  for (let i = 0; i < entries; i++) live.set(i, listItem(i));
+  const updater = ipListUpdater([...live.values()], offThread?.foldOffThread);
+  const empty = { sites: [], rows: {}, singletons: {}, objects: {} };
+  const snapshot = (version: number): PolicySnapshot => ({
+    ...empty,
+    version,
+    ipList: updater.list.state,
+  });
+  let sent = snapshot(1);
+  const worker = new Worker(new URL(`file://${script}`), { type: "module" });
+  const answer = <T>(t: string) =>
+    new Promise<T>((resolve) => {
+      worker.onmessage = (e) => e.data.t === t && resolve(e.data);
+    });
+  try {
+    let ready = answer("ready");
+    worker.postMessage({ t: "init", root, snapshot: sent });
+    await ready;
+    ready = answer("probing");
+    worker.postMessage({ t: "probe" });
+    await ready;
+    const changes = Math.ceil(pendingLimit(entries) * (folds + 0.5));
+    const main: number[] = [];
+    let bases = 0;
+    let next = entries;
+    let gone = 0;
+    const done = answer<{ handled: number[]; worst: number; size: number }>("done");
+    const { stallMs } = await loopStall(async () => {
+      for (let k = 0; k < changes; k++) {
+        await new Promise((r) => setTimeout(r, gapMs));
+        const adding = k % 2 === 0;
+        const i = adding ? next++ : gone++;
+        if (adding) live.set(i, listItem(i));
+        else live.delete(i);
+        const t = performance.now();
+        const base = updater.list.state.base;
+        updater.apply([`ip${i}`], (id: string) => id === `ip${i}` ? live.get(i) : undefined);
+        if (updater.list.state.base !== base) bases++;
+        const now = snapshot(k + 2);
+        worker.postMessage({ t: "delta", delta: deltaOf(sent, now), last: k === changes - 1 });
+        sent = now;
+        main.push(performance.now() - t);
+      }
+    });
+    const w = await done;
+    if (w.size !== live.size) throw new Error(`the worker holds ${w.size}, not ${live.size}`);
+    await offThread?.foldsSettled();
+    return {
+      folds: bases,
+      "main median": median(main),
+      "main max": Math.max(...main),
+      "main loop max gap": stallMs,
+      "worker median": median(w.handled),
+      "worker max": Math.max(...w.handled),
+      "worker loop max gap": w.worst,
+    };
+  } finally {
+    worker.terminate();
+  }
 }
 
 /**
@@ -650,6 +827,8 @@ export async function main(args: string[]): Promise<number> {
       entries: { type: "string", default: "100000" },
       "old-root": { type: "string" },
       probes: { type: "string", default: "mix" },
+      folds: { type: "string", default: "2" },
+      "gap-ms": { type: "string", default: "2" },
     },
   });
   const what = positionals[0] ?? "all";
@@ -663,9 +842,20 @@ export async function main(args: string[]): Promise<number> {
   if (what === "policy" || what === "incremental" || what === "all") {
     await incrementalBench(Number(values.runs), values["old-root"], values.probes);
   }
+  if (what === "stall") {
+    for (const n of values.entries.split(",")) {
+      await stallBench(
+        Number(n),
+        Number(values.rounds),
+        Number(values.folds),
+        values["old-root"],
+        Number(values["gap-ms"]),
+      );
+    }
+  }
   if (what === "policy" || what === "e2e" || what === "all") {
     for (const n of (values["e2e-workers"] ?? "1,2").split(",")) {
-      await policyEndToEnd(Number(values.runs), Number(n), Number(values.entries));
+      await policyEndToEnd(Number(values.runs), Number(n), Number(values.entries.split(",")[0]));
     }
   }
   if (what === "cpu" || what === "all") {

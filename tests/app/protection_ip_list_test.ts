@@ -14,7 +14,7 @@ import { createSitesRepo } from "../../db/sites_repo.ts";
 import { type Db, openStore, transaction } from "../../db/store.ts";
 import { formatCidr, type IpAddress, maskWords, parseIp } from "../../engine/ip_address.ts";
 import { type IpList, ipListOf } from "../../engine/ip_list.ts";
-import { foldOffThread, foldsSettled } from "../../engine/ip_list_fold.ts";
+import { foldOffThread, foldsSettled, stopFolds } from "../../engine/ip_list_fold.ts";
 import type { IpListFolder } from "../../engine/ip_list_updater.ts";
 import {
   createProtectionCompiler,
@@ -197,7 +197,7 @@ Deno.test("the IP list kept current from the change log answers as a full compil
   assertEquals(bases > 1, true, "folded or read in full at least once besides the first build");
   assertEquals(folds.finished > 0, true, "a fold finished and was swapped in");
   assertEquals(duringFold > 0, true, "builds ran while a fold was under way");
-  await folds.settle();
+  await stopFolds();
 
   // A restart: another connection to the same file starts from the stored rows.
   const reopened = openStore(`${s.dir}/waf.db`, { now: 0 });
@@ -350,7 +350,7 @@ Deno.test("a worker fed each swap's delta holds the stored list through failed b
     sameAnswers(r, enforced, want, `round ${round} (${event}): the main thread`);
     sameAnswers(r, ipListOf(worker.ipList!), want, `round ${round} (${event}): the worker`);
   }
-  await folds.settle();
+  await stopFolds();
   for (
     const event of [
       "a build inside a write that rolls back (no swap)",

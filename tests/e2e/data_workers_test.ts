@@ -14,7 +14,7 @@ import { siteInput, SYSTEM } from "../_helpers/sites.ts";
 import { createPolicyObjectsRepo } from "../../db/policy_objects_repo.ts";
 import { transaction } from "../../db/store.ts";
 import { KIND } from "../../mod/protection/protection_compile.ts";
-import { foldsSettled } from "../../engine/ip_list_fold.ts";
+import { FOLD_HERE_BELOW, foldsSettled } from "../../engine/ip_list_fold.ts";
 import { ADMIN, startConsoleKit } from "../_helpers/console.ts";
 
 const WORKERS = { server: { data: { workers: 2 } } };
@@ -195,10 +195,12 @@ Deno.test("concurrent IP-list changes (added, removed, replaced) reach both work
 });
 
 Deno.test("IP-list patches and folds stay in step with a worker restarted between them and during a fold", async () => {
+  // Large enough for the server to fold on its thread (smaller lists fold in the change).
+  const ENTRIES = FOLD_HERE_BELOW + 1_000;
   await using up = startUpstream();
   await using s = await startTestServer({ config: WORKERS });
   addSite(s, up.url);
-  seedIpEntries(s, 2_000);
+  seedIpEntries(s, ENTRIES);
   const pool = s.dataWorkers!;
   await until(() => pool.current(), "both workers on the seeded list", 60_000);
   const api = apiFor(s);
@@ -248,13 +250,16 @@ Deno.test("IP-list patches and folds stay in step with a worker restarted betwee
   const unfolded = ipState().base;
   ok((ipState().added?.allow.length ?? 0) > 300, "the changes pending while the fold runs");
   await until(() => pool.current(), "both workers on the changes pending", 60_000);
-  // Worker 1 restarted during the fold: it takes the base and the changes together; one more
-  // change while it runs.
+  // Worker 1 restarted during the fold (the list is the base and its changes until a change
+  // swaps the new base in): it takes the base and the changes together. One more change: it
+  // swaps the new base in if the fold is done, else it waits with the rest.
   pool.kill(1);
   await until(() => restarted(1, 2), "worker 1 restarted again", 60_000);
+  ok(ipState().base === unfolded, "still the base the fold started from");
   await write("POST", "/api/protection/ip-lists", { action: "block", cidr: "198.51.100.3" });
   await foldsSettled();
-  // The next change swaps the new base in; the workers receive it as shared memory.
+  // The next change swaps the new base in (if not done yet); the workers receive it as shared
+  // memory.
   await write("DELETE", "/api/protection/ip-lists/seed-ip-103");
   ok(ipState().base !== unfolded, "the folded base is in force");
   ok((ipState().added?.allow.length ?? 0) < 10, "the changes folded in are no longer pending");
@@ -279,7 +284,7 @@ Deno.test("IP-list patches and folds stay in step with a worker restarted betwee
     assertEquals(await status(seededIp(102)), 403, "unchanged");
     assertEquals(await status(seededIp(109)), 200, "an unchanged allow");
   }, 3);
-  assertEquals(s.dataPlane.policy.current.protection!.ipList.size, 2_000 + 2 - 1 + 300 + 1 - 1);
+  assertEquals(s.dataPlane.policy.current.protection!.ipList.size, ENTRIES + 2 - 1 + 300 + 1 - 1);
 });
 
 /** One HTTP/1.1 request over TLS with SNI `servername`; the reply's text. */

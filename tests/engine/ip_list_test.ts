@@ -15,7 +15,7 @@ import {
   ipListUpdater,
   pendingLimit,
 } from "../../engine/ip_list_updater.ts";
-import { foldOffThread, foldsSettled } from "../../engine/ip_list_fold.ts";
+import { foldOffThread, foldsSettled, stopFolds } from "../../engine/ip_list_fold.ts";
 
 /**
  * Addresses from a few small neighbourhoods of both families, so networks nest and collide
@@ -219,6 +219,7 @@ Deno.test("foldOffThread(): the thread's fold is the fold here, byte for byte, a
   ok(list.state.base !== before, "the new base is in force");
   assertEquals(updater.folding, false);
   sameAnswers(r, list, buildIpList(stored(store.values())), 300, "after the swap");
+  await stopFolds();
 });
 
 Deno.test("ipListUpdater(): folds keep no earlier base alive (memory stays one base and a patch)", async () => {
@@ -228,7 +229,7 @@ Deno.test("ipListUpdater(): folds keep no earlier base alive (memory stays one b
     import { ipListUpdater } from ${
     JSON.stringify(import.meta.resolve("../../engine/ip_list_updater.ts"))
   };
-    import { foldOffThread, foldsSettled } from ${
+    import { foldOffThread, foldsSettled, stopFolds } from ${
     JSON.stringify(import.meta.resolve("../../engine/ip_list_fold.ts"))
   };
     import { parseCidr } from ${JSON.stringify(import.meta.resolve("../../engine/ip_address.ts"))};
@@ -257,6 +258,7 @@ Deno.test("ipListUpdater(): folds keep no earlier base alive (memory stays one b
       for (let k = 0; k < 3; k++) { globalThis.gc(); await new Promise((r) => setTimeout(r, 0)); }
       out[where] = firsts.filter((w) => w.deref() !== undefined).length;
     }
+    await stopFolds();
     console.log(JSON.stringify(out));
   `;
   const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
