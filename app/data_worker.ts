@@ -224,7 +224,7 @@ async function start(init: WorkerInit): Promise<void> {
         post({ t: "flushed", id: m.id });
         return;
       case "purge":
-        cache.purge(m.siteId, m.pathPrefix);
+        post({ t: "purged", id: m.id, count: cache.purge(m.siteId, m.pathPrefix) });
         return;
       case "crash":
         // The test hook: an uncaught error, as a bug would raise.

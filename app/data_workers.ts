@@ -73,7 +73,13 @@ export interface WorkerInit {
 export type ToWorker =
   | { readonly t: "init"; readonly init: WorkerInit }
   | { readonly t: "policy"; readonly delta: SnapshotDelta }
-  | { readonly t: "purge"; readonly siteId: string | null; readonly pathPrefix: string | null }
+  | {
+    readonly t: "purge";
+    /** Answered with `purged` and this id (0: nobody waits for the answer). */
+    readonly id: number;
+    readonly siteId: string | null;
+    readonly pathPrefix: string | null;
+  }
   | { readonly t: "drain" }
   | { readonly t: "flush"; readonly id: number }
   | { readonly t: "crash" }
@@ -114,6 +120,7 @@ export type FromWorker =
   | { readonly t: "connections"; readonly stats: ListenerConnections }
   | { readonly t: "failed"; readonly error: string }
   | { readonly t: "flushed"; readonly id: number }
+  | { readonly t: "purged"; readonly id: number; readonly count: number }
   | { readonly t: "drained" };
 
 /** One worker slot: its thread (replaced on restart) and what it acknowledged. */
@@ -215,13 +222,18 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
   let stopping = false;
   let publishing: ReturnType<typeof setInterval> | undefined;
 
-  // The routes' edge cache: purges go to every worker; stats add up their last reports.
+  // The routes' edge cache: purges go to every worker (the API's count adds up their answers);
+  // stats add up their last reports.
   const local = createEdgeCache();
   const edgeCache: EdgeCache = {
     ...local,
     purge(siteId, pathPrefix) {
-      for (const s of slots) s.worker.postMessage({ t: "purge", siteId, pathPrefix });
+      for (const s of slots) s.worker.postMessage({ t: "purge", id: 0, siteId, pathPrefix });
       return local.purge(siteId, pathPrefix);
+    },
+    async purgeAll(siteId, pathPrefix) {
+      const counts = await askLive((id) => ({ t: "purge", id, siteId, pathPrefix }));
+      return counts.reduce((a, b) => a + b, local.purge(siteId, pathPrefix));
     },
     stats() {
       const sum = { ...local.stats() };
@@ -260,26 +272,33 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
     },
   };
 
-  // Record flushes asked by the management plane's reads: id -> one worker answered.
-  const flushes = new Map<number, () => void>();
-  let flushId = 0;
-  function flush(): Promise<void> {
+  // Questions the management plane asks every serving worker (record flushes, cache purges):
+  // id -> one worker answered (with a count, or 0).
+  const answers = new Map<number, (value: number) => void>();
+  let askId = 0;
+  /** Sends `message(id)` to every serving worker; resolves with the answers given within 1 s. */
+  function askLive(message: (id: number) => ToWorker): Promise<number[]> {
     const live = slots.filter((s) => s.live);
-    if (live.length === 0) return Promise.resolve();
-    const id = ++flushId;
-    let left = live.length;
-    return new Promise<void>((resolve) => {
+    if (live.length === 0) return Promise.resolve([]);
+    const id = ++askId;
+    const got: number[] = [];
+    return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
-        flushes.delete(id);
-        resolve();
+        answers.delete(id);
+        resolve(got);
       };
       const timer = setTimeout(done, 1000);
-      flushes.set(id, () => {
-        if (--left === 0) done();
+      answers.set(id, (value) => {
+        got.push(value);
+        if (got.length === live.length) done();
       });
-      for (const s of live) s.worker.postMessage({ t: "flush", id } satisfies ToWorker);
+      for (const s of live) s.worker.postMessage(message(id));
     });
+  }
+
+  async function flush(): Promise<void> {
+    await askLive((id) => ({ t: "flush", id }));
   }
 
   function init(index: number, w: PoolWiring): WorkerInit {
@@ -337,7 +356,10 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
         slot.drained?.();
         return;
       case "flushed":
-        flushes.get(m.id)?.();
+        answers.get(m.id)?.(0);
+        return;
+      case "purged":
+        answers.get(m.id)?.(m.count);
         return;
     }
   }

@@ -133,6 +133,13 @@ export function createEdgeCache() {
       if (siteId === null && pathPrefix === null) varies.clear();
       return n;
     },
+    /**
+     * `purge` for the management API, which answers the count: where entries also live in other
+     * threads (data workers), the total every cache removed.
+     */
+    purgeAll(siteId: string | null, pathPrefix: string | null): Promise<number> {
+      return Promise.resolve(this.purge(siteId, pathPrefix));
+    },
     stats: () => ({ entries: entries.size, bytes, max_bytes: maxBytes, hits, misses }),
   };
 }

@@ -62,7 +62,7 @@ export function edgeRoutes(objects: PolicyObjects, cache: EdgeCache): RouteDef[]
       access: perm("write:edge"),
       handler: async (c) => {
         const body = await readJson(c, purgeSchema);
-        const purged = cache.purge(body.site_id, body.path_prefix);
+        const purged = await cache.purgeAll(body.site_id, body.path_prefix);
         objects.auditOnly("edge.cache.purge", auditContext(c), { ...body, purged });
         return c.json({ purged });
       },

@@ -10,6 +10,7 @@ import { solves } from "../../engine/bot.ts";
 import { addSite, apiFor, seededIp, seedIpEntries } from "../_helpers/protection.ts";
 import { startTestServer, type TestServer } from "../_helpers/server.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
+import { localServer } from "../_helpers/local_server.ts";
 import { siteInput, SYSTEM } from "../_helpers/sites.ts";
 import { createPolicyObjectsRepo } from "../../db/policy_objects_repo.ts";
 import { transaction } from "../../db/store.ts";
@@ -379,6 +380,46 @@ Deno.test("a rate limit of N per window lets exactly N through across both worke
   assertEquals(statuses.filter((x) => x === 200).length, N, statuses.join(" "));
   assertEquals(statuses.filter((x) => x !== 200 && x !== 429).length, 0);
   ok(statuses.length >= 2 * N, "each worker saw at least N of them");
+});
+
+Deno.test("a cache purge answers how many entries it removed from every worker's cache", async () => {
+  await using up = localServer((req) =>
+    new Response(`static ${new URL(req.url).pathname}`, {
+      headers: { "content-type": "text/plain", "cache-control": "public, max-age=600" },
+    })
+  );
+  await using s = await startTestServer({ config: WORKERS });
+  addSite(s, up.url);
+  const api = apiFor(s);
+  const put = await api("PUT", "/api/edge/settings", {
+    cache: { enabled: true, paths: [{ path_prefix: "/static/" }] },
+  }, "write:edge");
+  assertEquals(put.status, 200, await put.text());
+  await until(() => s.dataWorkers!.current(), "both workers on the cache settings");
+  // Each path once, on connections of their own: each is cached by the one worker that served it.
+  let n = 0;
+  await untilBothServe(s, async () => {
+    const r = await send(s, `/static/${++n}`);
+    assertEquals([r.status, r.headers.get("x-waf-cache")], [200, "MISS"]);
+  }, 2);
+  // Served again by the worker that has it (a HIT) or by the other, which then caches it too.
+  const again1 = (await send(s, "/static/1")).headers.get("x-waf-cache");
+  const cached = n + (again1 === "MISS" ? 1 : 0);
+  const purge = await api(
+    "POST",
+    "/api/edge/cache/purge",
+    { path_prefix: "/static/" },
+    "write:edge",
+  );
+  assertEquals([purge.status, await purge.json()], [200, { purged: cached }]);
+  const again = await api(
+    "POST",
+    "/api/edge/cache/purge",
+    { path_prefix: "/static/" },
+    "write:edge",
+  );
+  assertEquals(await again.json(), { purged: 0 });
+  assertEquals((await send(s, "/static/1")).headers.get("x-waf-cache"), "MISS");
 });
 
 Deno.test("a solved bot puzzle is accepted once: replayed on the other worker it is refused", async () => {
