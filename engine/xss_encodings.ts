@@ -10,6 +10,7 @@
 
 import type { DetectorInput } from "./types.ts";
 import { decodeMarkup, percentDecode, type PlusMode } from "./normalize.ts";
+import { SCRIPT_URL, URL_NOISE } from "./xss_tags.ts";
 
 /** A verdict about the encoding of a value. */
 export interface EncodingVerdict {
@@ -73,6 +74,20 @@ const HIGH_BIT = /[\u0080-\u00ff]/g;
  */
 const WEDGED_TAG = /(?<=[\w"'=])<\/?[a-z]{1,8}>(?=[\w(=])/gi;
 /** Whitespace or NUL inside a tag name (`<scr&#x9;ipt>`), which old parsers skipped. */
+/**
+ * A value written into a JavaScript string that becomes a URL (`location = '...'`): the
+ * string's escapes (`\n`, `\t`, and `\j` for `j`) resolve first, then the URL parser drops
+ * the whitespace they leave, so `ja\nva\tscript:` and `\j\av\a\s\cr\i\pt\:` are `javascript:`.
+ */
+const JS_STRING_ESCAPE = /\\([^xu0-7])/g;
+const JS_ESCAPES: Readonly<Record<string, string>> = {
+  n: "\n",
+  t: "\t",
+  r: "\r",
+  b: "\b",
+  f: "\f",
+  v: "\v",
+};
 const SPLIT_TAG_NAME = /(<\/?[a-z]+)[\t\n\r\0]+(?=[a-z]+[\s>/])/gi;
 
 /**
@@ -98,7 +113,16 @@ export function otherReadings(input: DetectorInput): string[] {
   if (HIGH_BIT_MARKUP.test(decoded)) {
     out.push(decoded.replace(HIGH_BIT, (c) => String.fromCharCode(c.charCodeAt(0) & 0x7f)));
   }
+  if (decoded.indexOf("\\") >= 0 && decoded.indexOf(":") >= 0 && decoded.length <= 2048) {
+    const js = decoded.replace(JS_STRING_ESCAPE, jsStringEscape);
+    if (SCRIPT_URL.test(js.replace(URL_NOISE, "").toLowerCase())) out.push(js);
+  }
   return out;
+}
+
+/** One escape of a JavaScript string literal as the string holds it. */
+function jsStringEscape(_: string, c: string): string {
+  return JS_ESCAPES[c] ?? c;
 }
 
 function plusOf(input: DetectorInput): PlusMode {
