@@ -27,7 +27,8 @@ const CREATE = [
     required: true,
     hint: "users.password_hint",
   },
-  { name: "role", label: "users.role", type: "select", options: ROLES },
+  // Least privilege first: an administrator is made on purpose.
+  { name: "role", label: "users.role", type: "select", options: ROLES, default: "readonly" },
 ];
 
 const EDIT = [
