@@ -151,13 +151,22 @@ function intern(values: ReadonlyArray<string | null>): Interned {
   return { table, refs };
 }
 
+/** Arrays of each length up to 256, reused to decode a string of that length. */
+const scratch: number[][] = Array.from({ length: 257 }, (_, n) => new Array<number>(n).fill(0));
+
 /** String `i` of `p`. */
 export function slice(p: PackedStrings, i: number): string {
   const from = p.offsets[i]!;
   const to = p.offsets[i + 1]!;
+  const codes = p.codes;
+  if (to - from <= 256) {
+    const units = scratch[to - from]!;
+    for (let k = 0; k < units.length; k++) units[k] = codes[from + k]!;
+    return String.fromCharCode.apply(null, units);
+  }
   let out = "";
   for (let at = from; at < to; at += 4096) {
-    const part = p.codes.subarray(at, Math.min(to, at + 4096));
+    const part = codes.subarray(at, Math.min(to, at + 4096));
     out += String.fromCharCode.apply(null, part as unknown as number[]);
   }
   return out;
@@ -219,7 +228,7 @@ export function buildIpList(items: readonly IpListItem[]): IpList {
 }
 
 /** Entry `i` of `t` as an object: built only for a request that hits it. */
-function entryOf(t: IpListTables, i: number): IpListEntry {
+function decode(t: IpListTables, i: number): IpListEntry {
   const site = t.sites.refs[i]!;
   const prefix = t.prefixes.refs[i]!;
   const expiry = t.expires[i]!;
@@ -233,10 +242,69 @@ function entryOf(t: IpListTables, i: number): IpListEntry {
   };
 }
 
-/** The part of a list a lookup scans: its tables and the entries to skip. */
+/**
+ * Entry numbers as an open-addressing hash set, sized by its numbers (a few hundred dropped
+ * entries), not by the list: a mask of the list's length cost every change a pass over it.
+ */
+interface NumberSet {
+  readonly slots: Int32Array;
+  readonly shift: number;
+}
+
+function numberSet(values: Uint32Array): NumberSet {
+  let bits = 3;
+  while (1 << bits < values.length * 2) bits++;
+  const slots = new Int32Array(1 << bits).fill(-1);
+  const mask = slots.length - 1;
+  const shift = 32 - bits;
+  for (const v of values) {
+    let h = Math.imul(v, 0x9e3779b1) >>> shift;
+    while (slots[h] !== -1 && slots[h] !== v) h = (h + 1) & mask;
+    slots[h] = v;
+  }
+  return { slots, shift };
+}
+
+function holds(set: NumberSet, v: number): boolean {
+  const { slots, shift } = set;
+  const mask = slots.length - 1;
+  for (let h = Math.imul(v, 0x9e3779b1) >>> shift; slots[h] !== -1; h = (h + 1) & mask) {
+    if (slots[h] === v) return true;
+  }
+  return false;
+}
+
+/**
+ * Entries already built, by tables (kept while the tables are: a base across the changes until
+ * its fold) and entry number. Decoding the id and network from shared memory costs a few hundred
+ * nanoseconds, slicing a string did not; a client listed once is usually seen again. At most
+ * {@link CACHED} per tables, then started afresh.
+ */
+const built = new WeakMap<IpListTables, Map<number, IpListEntry>>();
+const CACHED = 4096;
+
+function cacheOf(t: IpListTables): Map<number, IpListEntry> {
+  let cache = built.get(t);
+  if (cache === undefined) built.set(t, cache = new Map());
+  return cache;
+}
+
+/** Entry `i` of a part, as an object. */
+function entryOf(part: Part, i: number): IpListEntry {
+  let entry = part.cache.get(i);
+  if (entry === undefined) {
+    if (part.cache.size >= CACHED) part.cache.clear();
+    entry = decode(part.t, i);
+    part.cache.set(i, entry);
+  }
+  return entry;
+}
+
+/** The part of a list a lookup scans: its tables, the entries to skip, the entries built. */
 interface Part {
   readonly t: IpListTables;
-  readonly dead: Uint8Array | undefined;
+  readonly dead: NumberSet | undefined;
+  readonly cache: Map<number, IpListEntry>;
 }
 
 // What `scan` found: the first applicable allow and block entry numbers, -1 for none. Module
@@ -255,7 +323,7 @@ function scan(part: Part, ip: IpAddress, siteId: string, path: string, now: numb
   for (let r = 0; r < count; r++) {
     for (let j = ranges[r * 2]!, end = ranges[r * 2 + 1]!; j < end; j++) {
       const i = payloads[j]!;
-      if (dead !== undefined && dead[i] === 1) continue;
+      if (dead !== undefined && holds(dead, i)) continue;
       const site = t.sites.refs[i]!;
       if (site !== 0 && t.sites.table[site - 1] !== siteId) continue;
       if (t.expires[i]! <= now) continue;
@@ -279,9 +347,9 @@ function before(a: IpListTables, i: number, b: IpListTables, j: number): boolean
 
 /** The first of base entry `i` and added entry `j` (either -1 for none), as an entry. */
 function first(base: Part, i: number, added: Part, j: number): IpListEntry | undefined {
-  if (i < 0) return j < 0 ? undefined : entryOf(added.t, j);
-  if (j < 0 || before(base.t, i, added.t, j)) return entryOf(base.t, i);
-  return entryOf(added.t, j);
+  if (i < 0) return j < 0 ? undefined : entryOf(added, j);
+  if (j < 0 || before(base.t, i, added.t, j)) return entryOf(base, i);
+  return entryOf(added, j);
 }
 
 const FILTER_BITS = 14;
@@ -347,12 +415,8 @@ function addedFilter(added: IpListTables): (ip: IpAddress) => boolean {
 /** The list over its state built here or received from another thread. */
 export function ipListOf(state: IpListState): IpList {
   const { base: t, dropped, added } = state;
-  let dead: Uint8Array | undefined;
-  if (dropped !== undefined && dropped.length > 0) {
-    dead = new Uint8Array(t.allow.length);
-    for (const i of dropped) dead[i] = 1;
-  }
-  const base: Part = { t, dead };
+  const dead = dropped !== undefined && dropped.length > 0 ? numberSet(dropped) : undefined;
+  const base: Part = { t, dead, cache: cacheOf(t) };
   const size = t.allow.length - (dropped?.length ?? 0) + (added?.allow.length ?? 0);
   if (added === undefined || added.allow.length === 0) {
     return {
@@ -361,11 +425,11 @@ export function ipListOf(state: IpListState): IpList {
       match(ip, siteId, path, now) {
         scan(base, ip, siteId, path, now);
         const i = firstAllow >= 0 ? firstAllow : firstBlock;
-        return i < 0 ? undefined : entryOf(t, i);
+        return i < 0 ? undefined : entryOf(base, i);
       },
     };
   }
-  const more: Part = { t: added, dead: undefined };
+  const more: Part = { t: added, dead: undefined, cache: cacheOf(added) };
   const mayMatch = addedFilter(added);
   return {
     size,
@@ -376,7 +440,7 @@ export function ipListOf(state: IpListState): IpList {
       const block = firstBlock;
       if (!mayMatch(ip)) {
         const i = allow >= 0 ? allow : block;
-        return i < 0 ? undefined : entryOf(t, i);
+        return i < 0 ? undefined : entryOf(base, i);
       }
       scan(more, ip, siteId, path, now);
       if (allow >= 0 || firstAllow >= 0) return first(base, allow, more, firstAllow);

@@ -227,6 +227,9 @@ async function incrementalBench(runs: number, oldRoot?: string, kind = "mix"): P
   const item = listItem;
   const live = new Map<number, Item>();
   for (let i = 0; i < n; i++) live.set(i, item(i));
+  const first = [...live.values()];
+  // The changes in order (entry number, added or removed), for the other tree's updater.
+  const log: Array<[number, boolean]> = [];
   const t0 = performance.now();
   const updater = ipListUpdater([...live.values()]);
   const fullMs = performance.now() - t0;
@@ -241,6 +244,7 @@ async function incrementalBench(runs: number, oldRoot?: string, kind = "mix"): P
     const i = adding ? next++ : gone++;
     if (adding) live.set(i, item(i));
     else live.delete(i);
+    log.push([i, adding]);
     const base = updater.list.state.base;
     const t = performance.now();
     updater.apply([`ip${i}`], () => live.get(i));
@@ -274,8 +278,15 @@ async function incrementalBench(runs: number, oldRoot?: string, kind = "mix"): P
         ? old.buildIpList(sorted)
         : (await import(`${root}/engine/ip_set.ts`)).buildIpList(sorted.map(([c, e]) => [c, e])),
     );
+    // And its list kept current by the same changes, where the tree has one.
+    const oldUpdater = await import(`${root}/engine/ip_list_updater.ts`).catch(() => undefined);
+    if (oldUpdater !== undefined) {
+      const u = oldUpdater.ipListUpdater(first);
+      for (const [i, adding] of log) u.apply([`ip${i}`], () => adding ? item(i) : undefined);
+      lists.push(u.list);
+    }
   }
-  const [fullNs, patchedNs, oldNs] = matchNs(lists, probes);
+  const [fullNs, patchedNs, oldNs, oldPatchedNs] = matchNs(lists, probes);
   console.log(
     `IP list kept current: ${
       n.toLocaleString("en")
@@ -297,7 +308,7 @@ async function incrementalBench(runs: number, oldRoot?: string, kind = "mix"): P
       median(patchedNs!).toFixed(0)
     } ns, compiled in full ${median(fullNs!).toFixed(0)} ns${
       oldNs ? `, the old tree's list ${median(oldNs).toFixed(0)} ns` : ""
-    }`,
+    }${oldPatchedNs ? ` (with the changes pending ${median(oldPatchedNs).toFixed(0)} ns)` : ""}`,
   );
 }
 
@@ -312,6 +323,9 @@ const tick = () => {
   if (on) setTimeout(tick, 1);
 };
 const handled = [];
+const cpu = [];
+// This thread's CPU time (ns in /proc/thread-self/schedstat): the work, not the waits for a core.
+const cpuMs = () => Number(Deno.readTextFileSync("/proc/thread-self/schedstat").split(" ")[0]) / 1e6;
 self.onmessage = async (e) => {
   const m = e.data;
   if (m.t === "init") {
@@ -331,13 +345,15 @@ self.onmessage = async (e) => {
   }
   if (m.t === "delta") {
     const t = performance.now();
+    const c = cpuMs();
     held = applyDelta(held, m.delta);
     list = ipListOf(held.ipList);
+    cpu.push(cpuMs() - c);
     handled.push(performance.now() - t);
     if (m.last) {
       on = false;
       tick();
-      self.postMessage({ t: "done", handled, worst, size: list.size });
+      self.postMessage({ t: "done", handled, cpu, worst, size: list.size });
     }
   }
 };
@@ -349,8 +365,9 @@ self.onmessage = async (e) => {
  * every `gapMs` (an entry added, one removed, alternately), enough for `--folds` folds; every
  * change's delta goes by `postMessage` to a worker holding the list as a data-plane worker does.
  * Per change: the main thread's synchronous time (apply, delta, `postMessage`) and the worker's
- * handler, and on each thread a 1 ms timer's longest gap over the run (every other stall: a
- * message's deserialising, a collection).
+ * handler, in wall time and in the thread's CPU time (the wall time on a loaded machine includes
+ * waiting for a core), and on each thread a 1 ms timer's longest gap over the run (every other
+ * stall: a message's deserialising, a collection, the waits for a core).
  */
 async function stallBench(
   entries: number,
@@ -394,6 +411,10 @@ async function stallBench(
   }
 }
 
+/** This thread's CPU time: the work, not the waits for a core (ns in `schedstat`). */
+const threadCpuMs = () =>
+  Number(Deno.readTextFileSync("/proc/thread-self/schedstat").split(" ")[0]) / 1e6;
+
 /** One side's run of {@link stallBench}. */
 async function stallRound(
   root: string,
@@ -406,9 +427,14 @@ async function stallRound(
   const { deltaOf } = await import(`${root}/mod/data_plane/policy_snapshot.ts`);
   // This tree folds on a thread of its own (as the server does); a tree before, in `apply`.
   const offThread = await import(`${root}/engine/ip_list_fold.ts`).catch(() => undefined);
-  const live = new Map<number, IpListItem>();
-  for (let i = 0; i < entries; i++) live.set(i, listItem(i));
-  const updater = ipListUpdater([...live.values()], offThread?.foldOffThread);
+  // Which entries are live (a bit each; items made on demand): the server keeps no item per
+  // entry on its heap either, and 1,000,000 of them would make every collection here longer.
+  const live = new Uint8Array(entries * 2).fill(1, 0, entries);
+  let size = entries;
+  const updater = ipListUpdater(
+    Array.from({ length: entries }, (_, i) => listItem(i)),
+    offThread?.foldOffThread,
+  );
   const empty = { sites: [], rows: {}, singletons: {}, objects: {} };
   const snapshot = (version: number): PolicySnapshot => ({
     ...empty,
@@ -430,37 +456,44 @@ async function stallRound(
     await ready;
     const changes = Math.ceil(pendingLimit(entries) * (folds + 0.5));
     const main: number[] = [];
+    const mainCpu: number[] = [];
     let bases = 0;
     let next = entries;
     let gone = 0;
-    const done = answer<{ handled: number[]; worst: number; size: number }>("done");
+    const done = answer<{ handled: number[]; cpu: number[]; worst: number; size: number }>(
+      "done",
+    );
     const { stallMs } = await loopStall(async () => {
       for (let k = 0; k < changes; k++) {
         await new Promise((r) => setTimeout(r, gapMs));
         const adding = k % 2 === 0;
         const i = adding ? next++ : gone++;
-        if (adding) live.set(i, listItem(i));
-        else live.delete(i);
+        live[i] = adding ? 1 : 0;
+        size += adding ? 1 : -1;
         const t = performance.now();
+        const c = threadCpuMs();
         const base = updater.list.state.base;
-        updater.apply([`ip${i}`], (id: string) => id === `ip${i}` ? live.get(i) : undefined);
+        updater.apply([`ip${i}`], () => live[i] ? listItem(i) : undefined);
         if (updater.list.state.base !== base) bases++;
         const now = snapshot(k + 2);
         worker.postMessage({ t: "delta", delta: deltaOf(sent, now), last: k === changes - 1 });
         sent = now;
+        mainCpu.push(threadCpuMs() - c);
         main.push(performance.now() - t);
       }
     });
     const w = await done;
-    if (w.size !== live.size) throw new Error(`the worker holds ${w.size}, not ${live.size}`);
+    if (w.size !== size) throw new Error(`the worker holds ${w.size}, not ${size}`);
     await offThread?.foldsSettled();
     return {
       folds: bases,
       "main median": median(main),
       "main max": Math.max(...main),
+      "main max cpu": Math.max(...mainCpu),
       "main loop max gap": stallMs,
       "worker median": median(w.handled),
       "worker max": Math.max(...w.handled),
+      "worker max cpu": Math.max(...w.cpu),
       "worker loop max gap": w.worst,
     };
   } finally {
