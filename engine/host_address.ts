@@ -25,6 +25,11 @@ const METADATA_NAMES: ReadonlySet<string> = new Set([
   "metadata.azure.com",
   "metadata.packet.net",
   "metadata.platformequinix.com",
+  "metadata.tencentyun.com",
+  // The Kubernetes API, which a pod reaches with its service-account token.
+  "kubernetes.default",
+  "kubernetes.default.svc",
+  "kubernetes.default.svc.cluster.local",
 ]);
 const LOOPBACK_NAMES: ReadonlySet<string> = new Set([
   "localhost",
@@ -72,7 +77,12 @@ function classifyV4(v: number): HostKind {
   if (v === 0xa9fea9fe || v === 0x646464c8 || v === 0xc00000c0) return "metadata";
   if (a === 127 || v === 0) return "loopback";
   if (a === 10 || (a === 172 && b >= 16 && b < 32) || (a === 192 && b === 168)) return "private";
-  if (a === 169 && b === 254) return "private";
+  // 169.254.169.0/24 and 169.254.170.0/24 hold the instance services of the clouds (AWS's
+  // time and DNS servers, ECS task credentials at 169.254.170.2); the rest is link-local.
+  if (a === 169 && b === 254) {
+    const c = (v >>> 8) & 0xff;
+    return c === 169 || c === 170 ? "metadata" : "private";
+  }
   if (a === 100 && b >= 64 && b < 128) return "private";
   return "public";
 }

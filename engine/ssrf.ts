@@ -56,6 +56,17 @@ const RAW_SCHEMES: ReadonlySet<string> = new Set([
   "iiop",
   "ssh2.exec",
 ]);
+/**
+ * Java's `jar:` around a remote URL (`jar:http://host/x.jar!/`) fetches and opens the archive.
+ * `jar:file:` is left out: stack traces print it.
+ */
+const JAR_REMOTE = /(?:^|[\s"'=(<,;|@>`])jar:(?:https?|ftp):\/\//i;
+/**
+ * Paths of the cloud instance-metadata services, which serve credentials: reached through any
+ * host name (DNS rebinding, an alias), the path still names the service.
+ */
+const METADATA_PATH =
+  /^\/(?:latest\/(?:meta-data|user-data|dynamic\/instance-identity|api\/token)|computeMetadata\/v1(?:beta1)?\/|metadata\/(?:identity\/oauth2\/token|instance\b)|openstack\/latest\/|opc\/v[12]\/|v2\/credentials\/|hetzner\/v1\/metadata)/i;
 const FETCH_SCHEMES: ReadonlySet<string> = new Set(["http", "https", "ftp", "ws", "wss", "file"]);
 const HOST_END = /[/?#\\\s"'<>]/;
 /** Digits and letters enclosed in circles or brackets, which IDNA maps back to ASCII. */
@@ -122,6 +133,17 @@ function authorityOf(text: string, from: number): string {
   return at >= 0 ? authority.slice(at + 1) : authority;
 }
 
+/** True when the URL whose authority starts at `from` has a metadata service's path. */
+function metadataPath(text: string, from: number): boolean {
+  let i = from;
+  while (i < text.length && (text[i] === "/" || text[i] === "\\")) i++;
+  const slash = text.indexOf("/", i);
+  if (slash < 0) return false;
+  // The path must follow the authority directly (no query or fragment in between).
+  for (let j = i; j < slash; j++) if (HOST_END.test(text[j]!)) return false;
+  return METADATA_PATH.test(text.slice(slash, slash + 48));
+}
+
 /** The host part of an authority, IPv6 kept in brackets. */
 function hostOf(authority: string): string {
   if (authority.charCodeAt(0) === 91 /* [ */) {
@@ -157,6 +179,13 @@ export function ssrf(value: DetectorInput): Finding | undefined {
   const browserHeader = source === "header" &&
     (value.input.name === "referer" || value.input.name === "origin");
   let best: Finding | undefined;
+  if (text.indexOf("jar:") >= 0 || text.indexOf("JAR:") >= 0) {
+    const jar = JAR_REMOTE.exec(text);
+    if (jar !== null) {
+      const at = jar.index + jar[0].toLowerCase().indexOf("jar:");
+      best = makeFinding(value, "ssrf", at <= 2 ? 90 : 75, "ssrf.raw_scheme", text, at);
+    }
+  }
   URL_START.lastIndex = 0;
   let m: RegExpExecArray | null;
   for (let n = 0; n < MAX_URLS && (m = URL_START.exec(text)) !== null; n++) {
@@ -172,6 +201,9 @@ export function ssrf(value: DetectorInput): Finding | undefined {
     }
     if (!FETCH_SCHEMES.has(scheme)) continue;
     const authority = authorityOf(text, at + scheme.length + 1).toLowerCase();
+    if (scheme !== "file" && metadataPath(text, at + scheme.length + 1)) {
+      best = stronger(best, makeFinding(value, "ssrf", 85, "ssrf.metadata_path", text, at));
+    }
     let host = hostOf(authority);
     const enclosed = ENCLOSED.test(host);
     if (enclosed) host = host.normalize("NFKC");
