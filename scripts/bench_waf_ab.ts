@@ -194,6 +194,23 @@ export async function main(args: string[]): Promise<number> {
     console.log(
       `req/s (median): ${[...rps].map(([n, xs]) => `${n} ${median(xs).toFixed(0)}`).join("  ")}`,
     );
+    // Each checkout against the first on the same host: the ratio of the medians, and in how
+    // many rounds it was lower (the rounds ran back to back, so this holds at any load; with
+    // `--hosts`, alternate()'s own "B/A" compares the first two servers, two hosts of A).
+    for (const host of hosts) {
+      const suffix = hosts.length > 1 ? `@${host}` : "";
+      const base = cpuRounds.get(`A${suffix}`)!;
+      for (let i = 1; i < roots.length; i++) {
+        const name = `${String.fromCharCode(65 + i)}${suffix}`;
+        const xs = cpuRounds.get(name)!;
+        const lower = xs.filter((v, r) => v < base[r]!).length;
+        const ratio = (cpu.get(name)! / cpu.get(`A${suffix}`)!) * 100;
+        console.log(
+          `${name} against A${suffix}: ${ratio.toFixed(1)} % of the CPU a request (medians), ` +
+            `lower in ${lower} of ${xs.length} rounds`,
+        );
+      }
+    }
     if (hosts.length === 2) {
       // What the first host's site costs over the second's, per checkout: the difference of the
       // medians, and the median of the differences within each round (the two ran back to back).
