@@ -114,6 +114,17 @@ const NO_ROWS: readonly AccessLogRow[] = Object.freeze([]);
  */
 const EARLY_FLUSH_AT = 64;
 
+const NOTHING = () => {};
+
+/**
+ * Resolves once both have (rejects as `Promise.all` does), with no value: `writing` is chained
+ * through this at every flush, and `Promise.all`'s own value (the pair of values, the first
+ * itself the pair before) kept one array per batch ever written alive.
+ */
+function afterBoth(a: Promise<unknown>, b: Promise<unknown>): Promise<void> {
+  return Promise.all([a, b]).then(NOTHING);
+}
+
 export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) {
   const { repo, clock, logger } = deps;
   const sinks = deps.sinks ?? [];
@@ -191,7 +202,7 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
       // Rows sent as text may wait on the writer thread to be committed with the next ones;
       // an explicit flush has them written now.
       if (inFlight > 0 && !defer) {
-        writing = Promise.all([writing, writer.writeLines("", { count: 0 })]);
+        writing = afterBoth(writing, writer.writeLines("", { count: 0 }));
       }
       return writing.then(() => 0);
     }
@@ -226,7 +237,7 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
       reportDrops();
       return counts.reduce((a, b) => a + b, 0);
     });
-    writing = Promise.all([writing, done]);
+    writing = afterBoth(writing, done);
     return done;
   }
 
@@ -302,7 +313,7 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
         inFlight -= count;
         reportDrops();
       });
-      writing = Promise.all([writing, done]);
+      writing = afterBoth(writing, done);
       return true;
     },
     /** Writes everything queued now; resolves with the number of rows written. */
