@@ -36,7 +36,8 @@ import { createEdgeResponder } from "../routes/proxy/edge_response.ts";
 import { startTlsFront, type TlsFront } from "../routes/proxy/tls_front.ts";
 import { openApiSecStore } from "./apisec.ts";
 import { protectionCompiler } from "./protection.ts";
-import type { AlapArgs, FromWorker, ToWorker, WorkerInit } from "./data_workers.ts";
+import type { AlapArgs, FromWorker, ToWorker, UpstreamOk, WorkerInit } from "./data_workers.ts";
+import type { Upstream } from "../mod/data_plane/upstream_pool.ts";
 import type { Sample } from "../mod/apisec/inventory.ts";
 
 /**
@@ -92,7 +93,11 @@ async function start(init: WorkerInit): Promise<void> {
       post({
         t: "upstream",
         site: { id: site.id, name: site.name },
-        upstream: { origin: upstream.origin, failures: upstream.failures },
+        upstream: {
+          origin: upstream.origin,
+          failures: upstream.failures,
+          downUntil: upstream.downUntil,
+        },
         event,
       }),
   });
@@ -202,9 +207,26 @@ async function start(init: WorkerInit): Promise<void> {
       : undefined,
   });
   let https: TlsFront | undefined;
+  // Each upstream's last success, reported when it moved (the health route reads the main
+  // thread's pools; a failure is reported at once, as an "upstream" event).
+  const reportedOk = new WeakMap<Upstream, number>();
+  const upstreamOks = () => {
+    const oks: UpstreamOk[] = [];
+    for (const site of policy.current.sites) {
+      for (const u of site.pool.upstreams) {
+        if (u.lastOkAt > (reportedOk.get(u) ?? 0)) {
+          reportedOk.set(u, u.lastOkAt);
+          oks.push([site.id, u.origin, u.lastOkAt]);
+        }
+      }
+    }
+    return oks;
+  };
   const stats = setInterval(() => {
     post({ t: "cache", stats: cache.stats() });
     post({ t: "connections", stats: connections });
+    const oks = upstreamOks();
+    if (oks.length > 0) post({ t: "upstream_ok", oks });
   }, STATS_MS);
 
   self.onmessage = async (e: MessageEvent<ToWorker>) => {

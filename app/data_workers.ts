@@ -92,6 +92,7 @@ export type ToWorker =
   };
 
 type CacheStats = ReturnType<EdgeCache["stats"]>;
+export type UpstreamOk = readonly [siteId: string, origin: string, lastOkAt: number];
 export type AlapArgs = [string, string, string, Inspection, AlapPolicyDoc];
 
 export type FromWorker =
@@ -112,9 +113,15 @@ export type FromWorker =
   | {
     readonly t: "upstream";
     readonly site: { readonly id: string; readonly name: string };
-    readonly upstream: { readonly origin: string; readonly failures: number };
+    readonly upstream: {
+      readonly origin: string;
+      readonly failures: number;
+      readonly downUntil: number;
+    };
     readonly event: "down" | "failure" | "up";
   }
+  /** Upstreams that answered since the last report: [site id, origin, time of the last answer]. */
+  | { readonly t: "upstream_ok"; readonly oks: readonly UpstreamOk[] }
   | { readonly t: "log"; readonly level: LogLevel; readonly message: string; fields: LogFields }
   | { readonly t: "cache"; readonly stats: CacheStats }
   | { readonly t: "connections"; readonly stats: ListenerConnections }
@@ -335,10 +342,20 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
         // Mirrored into the main thread's pool, which `waf_upstream_up` reads.
         const site = dp.policy.current.sites.find((s) => s.id === m.site.id);
         const upstream = site?.pool.upstreams.find((u) => u.origin === m.upstream.origin);
-        if (upstream) upstream.failures = m.event === "up" ? 0 : m.upstream.failures;
+        if (upstream) {
+          upstream.failures = m.event === "up" ? 0 : m.upstream.failures;
+          upstream.downUntil = m.event === "up" ? 0 : m.upstream.downUntil;
+        }
         w.upstreamHealth?.(m.site, upstream ?? m.upstream as Upstream, m.event);
         return;
       }
+      case "upstream_ok":
+        for (const [siteId, origin, at] of m.oks) {
+          const site = dp.policy.current.sites.find((s) => s.id === siteId);
+          const upstream = site?.pool.upstreams.find((u) => u.origin === origin);
+          if (upstream && at > upstream.lastOkAt) upstream.lastOkAt = at;
+        }
+        return;
       case "log":
         logger[m.level](m.message, m.fields);
         return;

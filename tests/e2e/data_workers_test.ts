@@ -382,6 +382,37 @@ Deno.test("a rate limit of N per window lets exactly N through across both worke
   ok(statuses.length >= 2 * N, "each worker saw at least N of them");
 });
 
+Deno.test("upstream health seen through the API follows the workers: last success and cool-down", async () => {
+  await using up = startUpstream();
+  await using s = await startTestServer({ config: WORKERS });
+  const site = addSite(s, up.url);
+  const api = apiFor(s);
+  const health = async () => {
+    const r = await api("GET", "/api/sites/health", undefined, "read:sites");
+    const items = (await r.json()).items as {
+      site_id: string;
+      upstreams: { healthy: boolean; down_until: string | null; last_ok_at: string | null }[];
+    }[];
+    return items.find((x) => x.site_id === site.id)!.upstreams[0]!;
+  };
+  assertEquals((await health()).last_ok_at, null);
+  assertEquals((await send(s, "/")).status, 200);
+  const end = Date.now() + 5000;
+  let seen = await health();
+  while (seen.last_ok_at === null && Date.now() < end) {
+    await new Promise((r) => setTimeout(r, 50));
+    seen = await health();
+  }
+  ok(seen.last_ok_at !== null, "the success a worker saw reaches the health route");
+  // The upstream goes away: the worker that fails on it cools it down, and the API says so.
+  await up[Symbol.asyncDispose]();
+  assertEquals((await send(s, "/")).status, 502);
+  await until(() => s.dataPlane.sites.health()[0]!.upstreams[0]!.failures > 0, "the failure");
+  const down = await health();
+  assertEquals(down.healthy, false);
+  ok(down.down_until !== null && Date.parse(down.down_until) > Date.now(), String(down.down_until));
+});
+
 Deno.test("a cache purge answers how many entries it removed from every worker's cache", async () => {
   await using up = localServer((req) =>
     new Response(`static ${new URL(req.url).pathname}`, {
