@@ -40,8 +40,8 @@ const PUBLIC_ROUTES = new Set([
   "GET /console/:page/:detail",
   "GET /",
 ]);
-/** The console's static files (scripts, styles), no data. */
-const PUBLIC_ASSETS = /^GET \/console\/assets\/[a-z0-9_/-]+\.(js|css)$/i;
+/** The console's static files (scripts, styles, its icon), no data. */
+const PUBLIC_ASSETS = /^GET \/console\/assets\/[a-z0-9_/-]+\.(js|css|svg)$/i;
 
 /** Section 4.2: first-install setup (setup token) and node-to-node calls. */
 const BOOTSTRAP_ROUTES = new Set([
