@@ -556,7 +556,7 @@ async function policyEndToEnd(runs: number, workerCount: number, entries = 100_0
         method === "POST"
           ? api("POST", "/api/protection/ip-lists", {
             action: "block",
-            cidr: `198.51.100.${i}/32`,
+            cidr: `198.51.${100 + (i >> 8)}.${i & 255}/32`,
             site_id: null,
           })
           : api("DELETE", `/api/protection/ip-lists/seed-ip-${i}`)
