@@ -116,7 +116,7 @@ Deno.test("the console's operations pages work in a real browser", async (t) => 
   });
 
   await t.step(
-    "in Chinese, what the API names in English (tasks, templates) is Chinese",
+    "in Chinese, what the API says in English (tasks, templates, OTA) is Chinese",
     async () => {
       const zhAdmin = await kit.signIn(ADMIN, "zh-CN");
       await zhAdmin.open("ops-tasks");
@@ -140,6 +140,9 @@ Deno.test("the console's operations pages work in a real browser", async (t) => 
         zh["block.template_name_friendly"],
       ]);
       await textMatches(zhAdmin, "main", new RegExp(zh["block.template_description_minimal"]!));
+      // The Updates page's notice (the API's English message) likewise.
+      await zhAdmin.open("updates");
+      await textMatches(zhAdmin, "#ota-message", new RegExp(zh["updates.unavailable"]!));
       assertEquals(zhAdmin.problems, []);
       await zhAdmin.close();
     },

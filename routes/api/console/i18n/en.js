@@ -535,6 +535,8 @@ export default {
   "system.restore_button": "Restore over the API",
   "system.answer_501": "The API answers 501 by design: use the commands above on the host.",
 
+  "updates.unavailable":
+    "OTA updates are unavailable in this build: there is no updater worker. The keys are reserved.",
   "updates.settings": "OTA settings (update.ota in waf.yaml)",
   "updates.readonly": "Read-only: these keys are reserved and cannot be changed through the API.",
   "updates.check": "Check for updates",

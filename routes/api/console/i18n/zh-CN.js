@@ -498,6 +498,7 @@ export default {
     "systemctl stop waf\ncp /backup/waf-2026-01-31.db ./data/waf.db\nsystemctl start waf",
   "system.restore_button": "通过 API 恢复",
   "system.answer_501": "API 按设计返回 501：请在主机上使用上面的命令。",
+  "updates.unavailable": "此版本不提供 OTA 更新：没有更新程序。这些配置项为保留项。",
   "updates.settings": "OTA 设置（waf.yaml 中的 update.ota）",
   "updates.readonly": "只读：这些键是保留的，不能通过 API 修改。",
   "updates.check": "检查更新",

@@ -2,7 +2,7 @@
 // this build answers with NOT_IMPLEMENTED (specification section 7).
 import { get } from "../api.js";
 import { ErrorBox, Loading, Page, useAction, useApi } from "../components.js";
-import { t } from "../i18n.js";
+import { t, tOr } from "../i18n.js";
 import { html } from "../lib/ui.js";
 
 export default function Updates() {
@@ -14,7 +14,9 @@ export default function Updates() {
     ${
     s
       ? html`
-        <p class="notice">${ota.data.message}</p>
+        <p class="notice" id="ota-message">${ota.data.available
+          ? ota.data.message
+          : tOr("updates.unavailable", ota.data.message)}</p>
         <h2>${t("updates.settings")}</h2>
         <dl class="facts" id="ota-settings">
                 ${[
