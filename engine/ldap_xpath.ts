@@ -28,21 +28,31 @@ const ITEM = String.raw`\(\s*${ATTR}\s*${FILTER_TYPE}`;
 /**
  * Composition right after a closing parenthesis: `)(|(anyAttr=`, `)(&(1=0`, or the absolute
  * filters of RFC 4526 `)(&)` and `)(|)` (always true, always false); `)(!)` is prose's
- * "(sic)(!)".
+ * "(sic)(!)". A negation follows the close at once: `#define OFF(x) (!(x = 0))` is C.
  */
 const LDAP_OPERATOR_BREAKOUT = new RegExp(
-  String.raw`\)[\s)]*\(\s*(?:[&|!]\s*(?:${ITEM}|\(\s*[&|!])|[&|]\s*\))`,
+  String
+    .raw`\)(?:[\s)]*\(\s*(?:[&|]\s*(?:${ITEM}|\(\s*[&|!])|[&|]\s*\))|\)*\(\s*!\s*(?:${ITEM}|\(\s*[&|!]))`,
   "i",
 );
-/** A wildcard value closed and a new item opened on any attribute: `*)(employeeNumber=*`. */
-const LDAP_WILDCARD_ITEM = new RegExp(String.raw`\*[\s)]*\)\s*${ITEM}`, "i");
+/**
+ * A wildcard value closed and a new item opened on any attribute: `*)(employeeNumber=*`. A star
+ * that repeats a regular expression's `.`, `]` or `\w` (`(.*)(id=\d+)` in a log search) is no
+ * wildcard.
+ */
+const LDAP_WILDCARD_ITEM = new RegExp(
+  String.raw`(?<![.\]]|\\[a-z])\*[\s)]*\)\s*${ITEM}`,
+  "i",
+);
 /**
  * A value that closes a filter it never opened and opens another: `admin)(&)`,
- * `admin))(|(status=active`, `x)(!(&(1=0`. Text closes only parentheses it opened (or a list
- * item marker `a)` followed by a space, not by a new parenthesis).
+ * `admin))(|(status=active`, `x)(!(&(1=0`. Text closes only parentheses it opened, or a list
+ * item or an emoticon: `b) (x=3)`, `1) (n=5) patients`, `:) (edit=typo)`, so a lone item must
+ * open right at the close (`x)(cn=admin`).
  */
 const LDAP_LEADING_BREAKOUT = new RegExp(
-  String.raw`^[^()]{0,128}\)[\s)]*\(\s*(?:[&|]\s*[()]|!\s*\(|${ATTR}\s*${FILTER_TYPE})`,
+  String
+    .raw`^[^()]{0,128}\)(?:[\s)]*\(\s*(?:[&|]\s*[()]|!\s*\()|\)*\(\s*${ATTR}\s*${FILTER_TYPE})`,
   "i",
 );
 /** `*)(` followed by a filter operator: a wildcard match closed and a composition opened. */

@@ -64,8 +64,13 @@ const TRUSTED_USERINFO = new RegExp(
 /**
  * A NUL or control byte inside the host (`//evil%00.com`): the check and the browser disagree on
  * where the host ends, or the browser drops it. Read on the raw value, since decoding removes NUL.
+ * Both sides of the byte are host labels and the host ends where a URL's does, so a code comment
+ * (`//Solution\nclass Solution { ... nums.length`, `//@ts-check\nconst a = b.c;`) is no host.
  */
-const CONTROL_IN_HOST = /^\s*(?:https?:)?[\\/]{2}[^\/?#\\\s]*[\x00-\x1f][^\/?#\\]*\.[a-z]/i;
+const CONTROL_IN_HOST =
+  /^\s*(?:https?:)?[\\/]{2}[\w.-]*[\x00-\x1f]+[\w-]*(?:\.[\w-]+)*\.[a-z]{2,}(?=[\/?#\\:]|$)/i;
+/** Empty tags right before `//`, which a filter that strips tags removes. */
+const TAGS_BEFORE_SLASHES = /^(?:<\s*>)+\/\//;
 const NESTED_REDIRECT =
   /[?&](?:url|next|redirect|redir|rurl|redirect_uri|redirect_url|return|returnto|return_to|dest|goto|continue)=(?:\/\/|\/\\|\\\\|%2f%2f|%5c)/i;
 const PROTOCOL_RELATIVE = /^[\s]*\/\/[a-z0-9\u0080-\uffff%-]+(?:\.[a-z0-9\u0080-\uffff%-]+)+/i;
@@ -88,6 +93,9 @@ export function openRedirect(value: DetectorInput): Finding | undefined {
   ) {
     return undefined;
   }
+  // A value that starts with `<` can only be the `<>//evil` shape: HTML posted to a CMS is not
+  // judged as a redirect target.
+  if (c0 === 60 && !TAGS_BEFORE_SLASHES.test(text)) return undefined;
   const source = value.input.source;
   if (source === "header" || source === "path" || source === "cookie") return undefined;
   const redirectParam = REDIRECT_PARAM.test(value.input.name);
