@@ -28,7 +28,12 @@ import {
 } from "../mod/data_plane/pg_sink_config.ts";
 import { createSinkSlot } from "../mod/data_plane/access_log.ts";
 import { createSecretBox, TOTP_KEY_FILE } from "../mod/core/secret_box.ts";
-import { createPolicy, type Policy, type SiteUpstreamHealth } from "../mod/data_plane/policy.ts";
+import {
+  type CompiledPolicy,
+  createPolicy,
+  type Policy,
+  type SiteUpstreamHealth,
+} from "../mod/data_plane/policy.ts";
 import type { SiteCounterSet } from "../mod/data_plane/site_counters.ts";
 import type { AccessRecord } from "../mod/data_plane/access_record.ts";
 import type { Random } from "../mod/core/random.ts";
@@ -133,6 +138,12 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
   const tap = deps.workers ? createSnapshotTap() : undefined;
   const store = openProtectionStore(db, config, tap?.source);
   const swapListeners: Array<() => void> = [];
+  // What the policy in force was built from: taken when a build completes, since a build that
+  // fails part-way leaves the tap with its partial reads (a restarted worker starting from those
+  // would lose every kind read after the failure: rate limits, threat feeds, API security).
+  let built: PolicySnapshot | undefined;
+  const record = (p: CompiledPolicy) =>
+    void (built = tap?.snapshot(p.version, p.protection?.ipList.state));
   const policy = createPolicy({
     listSites: tap ? () => tap.sites(sitesRepo.list()) : () => sitesRepo.list(),
     clock,
@@ -141,6 +152,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     counters: deps.counters,
     upstreamHealth: deps.upstreamHealth,
     swapped: (p, ms) => {
+      record(p);
       deps.swapped?.();
       for (const l of swapListeners) l();
       deps.events?.event("policy_swap", "policy swapped", {
@@ -150,6 +162,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
       });
     },
   });
+  record(policy.current);
   const started = startAccessLog(deps);
   const { pgSink } = started;
   // With workers, a read first collects what they hold, so a trace id just answered is found.
@@ -245,7 +258,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
       });
       return https;
     },
-    snapshot: () => tap?.snapshot(policy.current.version, policy.current.protection?.ipList.state),
+    snapshot: () => built,
     onSwap: (listener) => void swapListeners.push(listener),
     async close() {
       await https?.shutdown();

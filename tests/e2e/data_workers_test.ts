@@ -553,3 +553,54 @@ Deno.test("the system page shows the worker setting and each worker on the curre
   await chinese.open("system");
   await chinese.page.locator("#data-plane h2", { hasText: "数据面" }).waitFor();
 });
+
+Deno.test("a worker restarted after a policy build that failed gets the policy in force, not the failed build's reads", async () => {
+  await using up = startUpstream();
+  await using s = await startTestServer({ config: WORKERS });
+  addSite(s, up.url);
+  const api = apiFor(s);
+  const N = 3;
+  const put = await api("PUT", "/api/protection/rate-limit", {
+    enabled: true,
+    requests: N,
+    window_seconds: 600,
+    burst: 0,
+  });
+  assertEquals(put.status, 200);
+  const pool = s.dataWorkers!;
+  await until(() => pool.current(), "both workers on the rate limit");
+  // An IP entry the build cannot parse (written around the API): the build fails part-way,
+  // after reading some kinds and before others (the rate limit is read after the IP list).
+  createPolicyObjectsRepo(s.db).insert({
+    id: "broken",
+    kind: KIND.ip,
+    site_id: null,
+    position: 1,
+    config: "{not json",
+    created_at: 1,
+    updated_at: 1,
+  });
+  let failed = false;
+  try {
+    s.dataPlane.policy.rebuild();
+  } catch {
+    failed = true;
+  }
+  ok(failed, "the build failed; the policy in force is unchanged");
+  assertEquals(s.dataPlane.snapshot()!.singletons[KIND.rateLimit] !== undefined, true);
+  // Both workers restarted: they start from what the policy in force was built from.
+  for (const w of [1, 2]) {
+    pool.kill(w);
+    await until(() => pool.status()[w - 1]!.live, `worker ${w} restarted`, 60_000);
+  }
+  const statuses: number[] = [];
+  await untilBothServe(
+    s,
+    async () => {
+      statuses.push((await send(s, "/", { ip: "192.0.2.78" })).status);
+    },
+    N,
+    400,
+  );
+  assertEquals(statuses.filter((x) => x === 200).length, N, statuses.join(" "));
+});
