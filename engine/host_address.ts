@@ -26,7 +26,13 @@ const METADATA_NAMES: ReadonlySet<string> = new Set([
   "metadata.packet.net",
   "metadata.platformequinix.com",
   "metadata.tencentyun.com",
-  // The Kubernetes API, which a pod reaches with its service-account token.
+]);
+/**
+ * The Kubernetes API's in-cluster names, which a pod reaches with its service-account token.
+ * Private, not metadata: Argo CD's in-cluster destination is `https://kubernetes.default.svc`,
+ * in the body of every application it creates. The detector reads the API's paths behind them.
+ */
+const KUBERNETES_API_NAMES: ReadonlySet<string> = new Set([
   "kubernetes.default",
   "kubernetes.default.svc",
   "kubernetes.default.svc.cluster.local",
@@ -130,6 +136,7 @@ export function classifyHost(host: string): HostInfo {
   if (host.charCodeAt(0) === 91 /* [ */ || host.indexOf(":") >= 0) return classifyV6(host);
   const name = host.endsWith(".") ? host.slice(0, -1) : host;
   if (METADATA_NAMES.has(name)) return { kind: "metadata", obfuscated: false };
+  if (KUBERNETES_API_NAMES.has(name)) return { kind: "private", obfuscated: false };
   if (LOOPBACK_NAMES.has(name) || name.endsWith(".localhost")) {
     return { kind: "loopback", obfuscated: false };
   }
@@ -149,4 +156,13 @@ export function classifyHost(host: string): HostInfo {
     if (inner !== undefined) return { kind: classifyV4(inner.value), obfuscated: true };
   }
   return { kind: "name", obfuscated: false };
+}
+
+/**
+ * True when a URL host (lower-case, without port) is one of the Kubernetes API's in-cluster names.
+ *
+ * @param host the host as `classifyHost` takes it
+ */
+export function isKubernetesApi(host: string): boolean {
+  return KUBERNETES_API_NAMES.has(host.endsWith(".") ? host.slice(0, -1) : host);
 }

@@ -10,7 +10,7 @@
  */
 import type { DetectorInput, Finding } from "./types.ts";
 import { makeFinding, stronger } from "./make_finding.ts";
-import { classifyHost } from "./host_address.ts";
+import { classifyHost, isKubernetesApi } from "./host_address.ts";
 import { factorAlternation } from "./regex_factor.ts";
 
 const MAX_URLS = 8;
@@ -63,10 +63,16 @@ const RAW_SCHEMES: ReadonlySet<string> = new Set([
 const JAR_REMOTE = /(?:^|[\s"'=(<,;|@>`])jar:(?:https?|ftp):\/\//i;
 /**
  * Paths of the cloud instance-metadata services, which serve credentials: reached through any
- * host name (DNS rebinding, an alias), the path still names the service.
+ * host name (DNS rebinding, an alias), the path still names the service. Each path ends where
+ * the service's does (`/latest/user-data` but not `/latest/user-data-export.csv`,
+ * `/metadata/instance` but not `/metadata/instance-types`), OpenStack's and Oracle's name the
+ * document, and ECS's `/v2/credentials/` is left to its address (169.254.170.2): Twilio's API has
+ * `/v2/Credentials/CR...` and other APIs a credentials resource of their own.
  */
 const METADATA_PATH =
-  /^\/(?:latest\/(?:meta-data|user-data|dynamic\/instance-identity|api\/token)|computeMetadata\/v1(?:beta1)?\/|metadata\/(?:identity\/oauth2\/token|instance\b)|openstack\/latest\/|opc\/v[12]\/|v2\/credentials\/|hetzner\/v1\/metadata)/i;
+  /^\/(?:latest\/(?:meta-data|user-data|dynamic\/instance-identity|api\/token)(?![\w.-])|computeMetadata\/v1(?:beta1)?\/|metadata\/(?:identity\/oauth2\/token|instance)(?![\w.-])|openstack\/(?:latest|\d{4}-\d\d-\d\d)\/(?:meta_data|user_data|vendor_data2?|network_data|password)|opc\/v[12]\/(?:instance|identity|vnics)|hetzner\/v1\/metadata)/i;
+/** The Kubernetes API's paths (`/api/v1/namespaces/default/secrets`, `/apis/apps/v1/...`). */
+const KUBERNETES_API_PATH = /^\/(?:api|apis)\/[\w.-]+/;
 const FETCH_SCHEMES: ReadonlySet<string> = new Set(["http", "https", "ftp", "ws", "wss", "file"]);
 const HOST_END = /[/?#\\\s"'<>]/;
 /** Digits and letters enclosed in circles or brackets, which IDNA maps back to ASCII. */
@@ -133,15 +139,15 @@ function authorityOf(text: string, from: number): string {
   return at >= 0 ? authority.slice(at + 1) : authority;
 }
 
-/** True when the URL whose authority starts at `from` has a metadata service's path. */
-function metadataPath(text: string, from: number): boolean {
+/** The start of the path of the URL whose authority starts at `from` ("" when it has none). */
+function pathStart(text: string, from: number): string {
   let i = from;
   while (i < text.length && (text[i] === "/" || text[i] === "\\")) i++;
   const slash = text.indexOf("/", i);
-  if (slash < 0) return false;
+  if (slash < 0) return "";
   // The path must follow the authority directly (no query or fragment in between).
-  for (let j = i; j < slash; j++) if (HOST_END.test(text[j]!)) return false;
-  return METADATA_PATH.test(text.slice(slash, slash + 48));
+  for (let j = i; j < slash; j++) if (HOST_END.test(text[j]!)) return "";
+  return text.slice(slash, slash + 64);
 }
 
 /** The host part of an authority, IPv6 kept in brackets. */
@@ -201,10 +207,16 @@ export function ssrf(value: DetectorInput): Finding | undefined {
     }
     if (!FETCH_SCHEMES.has(scheme)) continue;
     const authority = authorityOf(text, at + scheme.length + 1).toLowerCase();
-    if (scheme !== "file" && metadataPath(text, at + scheme.length + 1)) {
+    // A browser fills Referer and Origin with the page's URL: a site's own `/metadata/instance`
+    // page is no metadata service.
+    const path = scheme === "file" || browserHeader ? "" : pathStart(text, at + scheme.length + 1);
+    let host = hostOf(authority);
+    if (
+      path !== "" &&
+      (METADATA_PATH.test(path) || (isKubernetesApi(host) && KUBERNETES_API_PATH.test(path)))
+    ) {
       best = stronger(best, makeFinding(value, "ssrf", 85, "ssrf.metadata_path", text, at));
     }
-    let host = hostOf(authority);
     const enclosed = ENCLOSED.test(host);
     if (enclosed) host = host.normalize("NFKC");
     const info = classifyHost(host);
