@@ -82,17 +82,23 @@ const LDAP_PROBE_PARTS = [/\*/, /[()]/, /[|&!]/] as const;
 /** XPath functions applied to a node path (`count(/child::node())`, `name(/*)`). */
 const XPATH_FUNC_PATH =
   /\b(?:count|name|local-name|string-length|substring|starts-with|contains|normalize-space|string|number|translate|concat)\s*\(\s*(?:\/|\.\.\/|@|\*\s*[,)])/i;
-/** A quote closed and a condition on a node function joined: `' or substring(//u/p,1,1)='a`. */
+/**
+ * A quote closed and a condition on a node function joined: `' or substring(//u/p,1,1)='a`.
+ * Functions named like English words (`last`, `position`, `string`, `doc`, `contains`) open
+ * their parenthesis at once: `my parents' and last (2023) trip` is prose.
+ */
 const XPATH_NAME_TEST =
-  /['"]\s*(?:or|and)\s+(?:not\s*\(\s*)?(?:name|local-name|namespace-uri|string-length|count|substring(?:-before|-after)?|starts-with|ends-with|contains|matches|string|normalize-space|translate|lower-case|upper-case|position|last|boolean|doc-available|doc|concat|codepoints-to-string|string-to-codepoints)\s*\(/i;
+  /['"]\s*(?:or|and)\s+(?:not\s*\(\s*)?(?:(?:name|local-name|string-length|count)\s*\(|(?:namespace-uri|substring(?:-before|-after)?|starts-with|ends-with|contains|matches|string|normalize-space|translate|lower-case|upper-case|position|last|boolean|doc-available|doc|concat|codepoints-to-string|string-to-codepoints)\()/i;
 /** XPath 2.0 and XQuery functions that fetch a URL: `doc('http://...')`, out of band. */
 const XPATH_FETCH =
   /\b(?:doc|doc-available|unparsed-text(?:-lines|-available)?|collection)\s*\(\s*(?:concat\s*\(\s*)?['"]\s*(?:https?|ftp|file|gopher):/i;
 /**
  * A predicate closed and a union opened: `')] | //user/*`, `[1]|//*`. Without a quote the
- * union must select from the root of the document (`//`): `| [x] | /usr/bin |` is a table row.
+ * union must select from the root of the document (`//`): `| [x] | /usr/bin |` is a table row,
+ * and with spaces around the bar only `//*` is read: `| jQuery [3.7] | //code.jquery.com/x.js |`
+ * is a table row too, and `arr[0] | //comment` code.
  */
-const XPATH_UNION = /['"]\s*\)?\s*\]\s*\|\s*\/\/?[\w*@]|\]\s*\|\s*\/\/[\w*@]/;
+const XPATH_UNION = /['"]\s*\)?\s*\]\s*\|\s*\/\/?[\w*@]|\](?:\|\/\/[\w*@]|\s*\|\s*\/\/\*)/;
 const XPATH_AXIS =
   /\b(?:child|descendant|descendant-or-self|ancestor|ancestor-or-self|parent|following-sibling|preceding-sibling|following|preceding|attribute|self)::(?:node\(\)|\*|text\(\)|[a-z])/i;
 const XPATH_MISC =

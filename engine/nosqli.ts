@@ -42,6 +42,10 @@ const SECRET_OPERATOR =
 /** An operator used as a key inside a value: `{ $ne: 1 }`, `, $or: [`, `{"$gt": ""}`. */
 const VALUE_OPERATOR = new RegExp(`(?:^|[{,\\[]|['"]\\s*,)\\s*["']?\\$${OPERATORS}["']?\\s*:`);
 const WHERE = /\$where\s*["']?\s*:/;
+/** A GraphQL operation with variable definitions: `query Name(`, `mutation (`. */
+const GRAPHQL_OPERATION = /^\s*(?:query|mutation|subscription)\b[\w\s]*\(/;
+/** A variable's type after its colon: `UserWhereInput,`, `String!)`, `[ID!]! =`. */
+const GRAPHQL_TYPE = /\s*\[*\s*[A-Za-z_]\w*\s*[!\]\s]*[,)=$]/y;
 const JS_INJECTION =
   /\bthis\.\w+\.(?:match|valueOf|toString)\s*\(|^[^'"\n]{0,20}['"][ \t)]*;[ \t]*(?:return\b|sleep[ \t]*\([ \t]*\d|(?:var|let|const)[ \t]+\w+[ \t]*=|it[ \t]*=[ \t]*new[ \t]+Date|while[ \t]*\([ \t]*(?:true|1)[ \t]*\)|do[ \t]*\{|for[ \t]*\([ \t]*;[ \t]*;)|^[\w'"]{0,20};[ \t]*return[ \t]*\(?[ \t]*(?:true|false)\b|\bdb\.\w+\.(?:insert|find|findOne|update|remove|drop|mapReduce|aggregate|count)\s*\(|new\s+Date\s*\(\s*\)\s*;\s*do\s*\{|\|\|[ \t]*(\d+)[ \t]*==[ \t]*\1\b|^[^'"\n]{0,20}['"][ \t]*(?:\|\||&&)[ \t]*!?this\.\w/;
 
@@ -83,9 +87,11 @@ export function nosqli(value: DetectorInput): Finding | undefined {
   }
   if (text.indexOf("$") >= 0) {
     const where = WHERE.exec(text);
-    if (where !== null) return makeFinding(value, "nosqli", 92, "nosqli.where", text, where.index);
+    if (where !== null && !graphqlVariable(text, where)) {
+      return makeFinding(value, "nosqli", 92, "nosqli.where", text, where.index);
+    }
     const op = VALUE_OPERATOR.exec(text);
-    if (op !== null) {
+    if (op !== null && !graphqlVariable(text, op)) {
       const score = byDesign(name, text) ? 55 : 85;
       best = stronger(
         best,
@@ -116,6 +122,23 @@ export function nosqli(value: DetectorInput): Finding | undefined {
     }
   }
   return best;
+}
+
+/**
+ * True when `$name:` at `at` declares a variable of a GraphQL operation: `query Users($where:
+ * UserWhereInput, $first: Int)`, which Hasura's and Prisma's clients write for every filtered
+ * list. Variable definitions come before the operation's first `{`, and GraphQL spells no other
+ * name with a `$`; the variables' values arrive as JSON and are read there.
+ *
+ * @param text the value
+ * @param key the operator key's match, which ends at its colon
+ */
+function graphqlVariable(text: string, key: RegExpExecArray): boolean {
+  if (!GRAPHQL_OPERATION.test(text)) return false;
+  const brace = text.indexOf("{");
+  if (brace >= 0 && key.index > brace) return false;
+  GRAPHQL_TYPE.lastIndex = key.index + key[0].length;
+  return GRAPHQL_TYPE.test(text);
 }
 
 /**
