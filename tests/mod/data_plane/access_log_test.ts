@@ -2,7 +2,7 @@ import { assertEquals, ok } from "../../_helpers/assert.ts";
 import { record } from "../../_helpers/records.ts";
 import { testStore } from "../../_helpers/store.ts";
 import { type AccessLogRow, createAccessLogRepo } from "../../../db/access_log_repo.ts";
-import { createWorkerWriter } from "../../../db/access_log_writer.ts";
+import { createWorkerWriter, directWriter } from "../../../db/access_log_writer.ts";
 import { parseRowLines, rowLines } from "../../../db/access_log_lines.ts";
 import { type AccessLogSink, createAccessLog } from "../../../mod/data_plane/access_log.ts";
 import {
@@ -457,4 +457,57 @@ console.log(JSON.stringify({ perBatch: (Deno.memoryUsage().heapUsed - before) / 
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("a batch the store refuses is dropped, counted and logged; the flushes and lookups after it work", async () => {
+  await using store = await testStore();
+  const repo = createAccessLogRepo(store.db);
+  const logger = createMemoryLogger("json");
+  const direct = directWriter(repo);
+  // The store refuses the batches written while `full` is set (a full disk).
+  let full = false;
+  const log = createAccessLog({
+    queueSize: 100,
+    batchSize: 2,
+    retentionDays: 2,
+    maxRecords: 1000,
+  }, {
+    repo,
+    clock: new FakeClock(Date.UTC(2026, 0, 10)),
+    logger,
+    writer: {
+      ...direct,
+      writeLines: (lines, o) =>
+        full && o.count > 0
+          ? Promise.reject(new Error("database or disk is full"))
+          : direct.writeLines(lines, o),
+    },
+  });
+  const before = [record(), record()];
+  for (const r of before) log.push(r);
+  assertEquals(await log.flush(), 2);
+  full = true;
+  const lost = [record(), record(), record()];
+  for (const r of lost) log.push(r);
+  // Both batches of the flush fail: it resolves with nothing written instead of rejecting.
+  assertEquals(await log.flush(), 0);
+  ok(log.pushLines(rowLines(toRow(record())), 1, []));
+  assertEquals(log.stats().dropped, 3);
+  full = false;
+  const after = record();
+  log.push(after);
+  // A lookup after the failures flushes and finds the newest record.
+  assertEquals((await log.get(after.trace_id))?.trace_id, after.trace_id);
+  assertEquals(await log.get(lost[0]!.trace_id), undefined);
+  const worker = record();
+  ok(log.pushLines(rowLines(toRow(worker)), 1, []));
+  assertEquals((await log.get(worker.trace_id))?.trace_id, worker.trace_id);
+  assertEquals(log.stats(), { ...log.stats(), written: 4, dropped: 4, queued: 0 });
+  const failures = logger.lines.map((l) => JSON.parse(l)).filter((l) =>
+    l.msg === "access log batch failed"
+  );
+  assertEquals(failures.map((l) => l.rows), [2, 1, 1]);
+  ok(logger.lines.some((l) => l.includes("dropped_total")), "the drops are reported");
+  await log.stop();
+  assertEquals(repo.count(), 4);
 });
