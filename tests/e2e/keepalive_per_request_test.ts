@@ -32,9 +32,19 @@ async function recordOf(s: TestServer, traceId: string): Promise<Stored> {
   return JSON.parse(row!.record);
 }
 
-Deno.test("on one keep-alive connection every request keeps its own client, trace id and record", async () => {
+for (
+  const [where, config] of [
+    ["on the main thread", {}],
+    ["in a data worker", { server: { data: { workers: 2 } } }],
+  ] as const
+) {
+  Deno.test(`${where}, on one keep-alive connection every request keeps its own client, trace id and record`, () =>
+    keepAlive(config));
+}
+
+async function keepAlive(config: Record<string, unknown>) {
   await using up = startUpstream();
-  await using s = await startTestServer();
+  await using s = await startTestServer({ config });
   addSite(s, up.url);
   const url = new URL(s.dataUrl);
   const conn = await Deno.connect({ hostname: "127.0.0.1", port: Number(url.port) });
@@ -92,4 +102,4 @@ Deno.test("on one keep-alive connection every request keeps its own client, trac
     ok(r.latency_us.total >= upstream, `total ${r.latency_us.total} us, upstream ${upstream} us`);
     assertEquals(r.latency_us.waf, r.latency_us.total - upstream);
   }
-});
+}
