@@ -5,6 +5,7 @@
  * the same Deno version); otherwise it uses one already in Deno's cache. When neither exists
  * it says so plainly and exits non-zero instead of trying a download that cannot succeed here.
  */
+import { COMPILE_INCLUDES } from "./compile_includes.ts";
 import { SERVER_V8_FLAGS } from "./server_flags.ts";
 const root = new URL("..", import.meta.url).pathname;
 const output = Deno.args[0] ?? `${root}waf`;
@@ -41,22 +42,21 @@ if (denortBin) {
   Deno.exit(1);
 }
 
-// Worker modules are loaded by URL at run time, so the compiler must be told to embed them.
-const includes = [
-  "routes/api/console",
-  "db/access_log_worker.ts",
-  "app/data_worker.ts",
-  "engine/ip_list_fold_worker.ts",
-].flatMap(
-  (p) => {
-    try {
-      Deno.statSync(`${root}${p}`);
-      return ["--include", `${root}${p}`];
-    } catch {
-      return [];
-    }
-  },
-);
+// Worker modules are loaded by URL at run time, so the compiler must be told to embed them; a
+// listed path that does not exist is a mistake in the list, not something to skip.
+const missing = COMPILE_INCLUDES.filter((p) => {
+  try {
+    Deno.statSync(`${root}${p}`);
+    return false;
+  } catch {
+    return true;
+  }
+});
+if (missing.length > 0) {
+  console.error(`scripts/compile_includes.ts lists paths that do not exist: ${missing.join(", ")}`);
+  Deno.exit(1);
+}
+const includes = COMPILE_INCLUDES.flatMap((p) => ["--include", `${root}${p}`]);
 const cmd = new Deno.Command(Deno.execPath(), {
   // The server's V8 flags (scripts/server_flags.ts: young generation, pretenuring, heap growth;
   // see docs/data-plane.md, "V8 flags"); the flags are embedded.
