@@ -239,7 +239,7 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
       return local.purge(siteId, pathPrefix);
     },
     async purgeAll(siteId, pathPrefix) {
-      const counts = await askLive((id) => ({ t: "purge", id, siteId, pathPrefix }));
+      const counts = await askWorkers((id) => ({ t: "purge", id, siteId, pathPrefix }));
       return counts.reduce((a, b) => a + b, local.purge(siteId, pathPrefix));
     },
     stats() {
@@ -279,14 +279,18 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
     },
   };
 
-  // Questions the management plane asks every serving worker (record flushes, cache purges):
-  // id -> one worker answered (with a count, or 0).
-  const answers = new Map<number, (value: number) => void>();
+  // Questions the management plane asks every worker (record flushes, cache purges): id -> a
+  // worker answered (with a count, or 0).
+  const answers = new Map<number, (slot: Slot, value: number) => void>();
   let askId = 0;
-  /** Sends `message(id)` to every serving worker; resolves with the answers given within 1 s. */
-  function askLive(message: (id: number) => ToWorker): Promise<number[]> {
-    const live = slots.filter((s) => s.live);
-    if (live.length === 0) return Promise.resolve([]);
+  /**
+   * Sends `message(id)` to every worker, a starting one too: it may listen (and cache) before
+   * its "listening" answer is read here, so a purge that skipped it left its entries. Resolves
+   * with the answers given once every serving worker has answered, or after 1 s.
+   */
+  function askWorkers(message: (id: number) => ToWorker): Promise<number[]> {
+    const waiting = new Set(slots.filter((s) => s.live));
+    if (slots.length === 0) return Promise.resolve([]);
     const id = ++askId;
     const got: number[] = [];
     return new Promise((resolve) => {
@@ -296,16 +300,18 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
         resolve(got);
       };
       const timer = setTimeout(done, 1000);
-      answers.set(id, (value) => {
+      answers.set(id, (slot, value) => {
         got.push(value);
-        if (got.length === live.length) done();
+        waiting.delete(slot);
+        if (waiting.size === 0) done();
       });
-      for (const s of live) s.worker.postMessage(message(id));
+      for (const s of slots) s.worker.postMessage(message(id));
+      if (waiting.size === 0) done();
     });
   }
 
   async function flush(): Promise<void> {
-    await askLive((id) => ({ t: "flush", id }));
+    await askWorkers((id) => ({ t: "flush", id }));
   }
 
   function init(index: number, w: PoolWiring): WorkerInit {
@@ -373,10 +379,10 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
         slot.drained?.();
         return;
       case "flushed":
-        answers.get(m.id)?.(0);
+        answers.get(m.id)?.(slot, 0);
         return;
       case "purged":
-        answers.get(m.id)?.(m.count);
+        answers.get(m.id)?.(slot, m.count);
         return;
     }
   }

@@ -604,3 +604,88 @@ Deno.test("a worker restarted after a policy build that failed gets the policy i
   );
   assertEquals(statuses.filter((x) => x === 200).length, N, statuses.join(" "));
 });
+
+/** Sockets listening on `port` (IPv4, this host), read synchronously from the kernel's table. */
+function listening(port: number): number {
+  const hex = `:${port.toString(16).toUpperCase().padStart(4, "0")} `;
+  return Deno.readTextFileSync("/proc/net/tcp").split("\n")
+    .filter((l) => l.includes(hex) && l.split(/\s+/)[4] === "0A").length;
+}
+
+Deno.test("a cache purge reaches a worker that listens before the main thread has seen it start", async () => {
+  // The upstream in a process of its own: this thread is kept busy below.
+  const upstream = new Deno.Command(Deno.execPath(), {
+    args: [
+      "eval",
+      `const s = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: (a) => console.log(a.port) },
+        () => new Response("static", { headers: { "cache-control": "public, max-age=600" } }));`,
+    ],
+    stdout: "piped",
+    stderr: "null",
+  }).spawn();
+  await using _ = {
+    async [Symbol.asyncDispose]() {
+      upstream.kill();
+      await upstream.status;
+    },
+  };
+  const reader = upstream.stdout.getReader();
+  const first = new TextDecoder().decode((await reader.read()).value);
+  reader.releaseLock();
+  const up = { url: `http://127.0.0.1:${Number(first.trim())}` };
+  await using s = await startTestServer({ config: WORKERS });
+  addSite(s, up.url);
+  const api = apiFor(s);
+  const put = await api("PUT", "/api/edge/settings", {
+    cache: { enabled: true, paths: [{ path_prefix: "/static/" }] },
+  }, "write:edge");
+  assertEquals(put.status, 200, await put.text());
+  const pool = s.dataWorkers!;
+  await until(() => pool.current(), "both workers on the cache settings");
+  const port = Number(new URL(s.dataUrl).port);
+  assertEquals(listening(port), 2);
+  const before = pool.status()[0]!.requests;
+  // Requests from another process (each path once, each on a connection of its own) until told
+  // to stop, while this thread, kept busy, reads no message: worker 1 starts again, listens and
+  // caches what it serves, and its "listening" answer waits unread. The purge is asked then.
+  const stop = await Deno.makeTempFile();
+  await Deno.remove(stop);
+  const client = new Deno.Command(Deno.execPath(), {
+    args: [
+      "eval",
+      `let i = 0;
+      while (true) {
+        try { Deno.statSync(${JSON.stringify(stop)}); break; } catch { /* not yet */ }
+        const client = Deno.createHttpClient({ allowHost: true, poolMaxIdlePerHost: 0 });
+        const r = await fetch("${s.dataUrl}/static/" + ++i, {
+          headers: { host: "shop.test", "user-agent": ${JSON.stringify(UA)} }, client });
+        await r.body?.cancel();
+        client.close();
+        await new Promise((r) => setTimeout(r, 10));
+      }`,
+    ],
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  pool.kill(1);
+  const busy = (ms: number, done = () => false) => {
+    const end = Date.now() + ms;
+    while (Date.now() < end && !done()) { /* no message is read meanwhile */ }
+  };
+  busy(30_000, () => listening(port) === 2);
+  assertEquals(listening(port), 2, "worker 1 listens again");
+  busy(1500);
+  Deno.writeTextFileSync(stop, "");
+  busy(500);
+  assertEquals(pool.status()[0]!.live, false, "the main thread has not seen worker 1 start");
+  const purged = pool.edgeCache.purgeAll(null, "/static/");
+  await client.status;
+  await Deno.remove(stop);
+  await purged;
+  await until(() => pool.status()[0]!.live, "worker 1 restarted", 60_000);
+  await pool.flush();
+  ok(pool.status()[0]!.requests > before, "worker 1 served (and cached) before the purge");
+  // Each worker's cache as it reports it (once a second): nothing left under /static/.
+  await new Promise((r) => setTimeout(r, 2500));
+  assertEquals(pool.edgeCache.stats().entries, 0, "every entry cached before the purge is gone");
+});
