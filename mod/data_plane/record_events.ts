@@ -44,6 +44,7 @@ export function recordEvents(events: EventLog): (record: AccessRecord) => void {
         site: r.site,
         upstream: r.upstream,
         result: last.result,
+        cause: last.rule,
         status: r.status,
       });
     }

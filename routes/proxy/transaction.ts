@@ -75,7 +75,12 @@ import {
   unauthorizedPage,
   unreadableBodyPage,
 } from "./status_page.ts";
-import { isTimeout, type UpstreamClient, type UpstreamRequest } from "./upstream_client.ts";
+import {
+  isTimeout,
+  upstreamCause,
+  type UpstreamClient,
+  type UpstreamRequest,
+} from "./upstream_client.ts";
 import { passWebSocket } from "./websocket.ts";
 
 /** The protection controls' per-process parts the transaction calls. */
@@ -670,7 +675,8 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
           chain.add("upstream", "timeout");
           return gatewayTimeoutPage(req, record.trace_id);
         }
-        chain.add("upstream", err instanceof UpstreamProtocolError ? "invalid" : "unreachable");
+        if (err instanceof UpstreamProtocolError) chain.add("upstream", "invalid");
+        else chain.add("upstream", "unreachable", upstreamCause(err));
         this.#ctx.logger.debug("upstream failed", {
           trace_id: record.trace_id,
           upstream: upstream.origin,
@@ -704,7 +710,8 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     } catch (err) {
       this.#upstreamUs = Math.round(micros() - t0);
       site.pool.fail(upstream);
-      this.chain.add("upstream", isTimeout(err) ? "timeout" : "unreachable");
+      if (isTimeout(err)) this.chain.add("upstream", "timeout");
+      else this.chain.add("upstream", "unreachable", upstreamCause(err));
       return badGatewayPage(this.req, this.record.trace_id);
     }
   }

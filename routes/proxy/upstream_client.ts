@@ -45,6 +45,30 @@ export interface UpstreamClient {
 /** Pooled upstream connections idle longer than this are closed. */
 export const POOL_IDLE_MS = 60_000;
 
+/**
+ * Why an upstream could not be reached or failed to answer, as the chain entry's rule
+ * (`upstream.refused`, `upstream.reset`, `upstream.closed`, `upstream.dns`, `upstream.tls`,
+ * `upstream.error`): the access log and the `upstream failed` line say it without debug logging.
+ * A pooled connection found dead carries the fresh attempt's failure as its cause.
+ */
+export function upstreamCause(err: unknown): string {
+  const e = err instanceof Error && err.cause instanceof Error ? err.cause : err;
+  if (e instanceof Deno.errors.ConnectionRefused) return "upstream.refused";
+  if (
+    e instanceof Deno.errors.ConnectionReset || e instanceof Deno.errors.ConnectionAborted ||
+    e instanceof Deno.errors.BrokenPipe
+  ) return "upstream.reset";
+  if (e instanceof Deno.errors.InvalidData) return "upstream.tls";
+  if (e instanceof Deno.errors.UnexpectedEof || e instanceof Deno.errors.NotConnected) {
+    return "upstream.closed";
+  }
+  const message = e instanceof Error ? e.message : "";
+  if (message.startsWith("failed to lookup address")) return "upstream.dns";
+  if (/\bcertificate\b|\btls\b|handshake/i.test(message)) return "upstream.tls";
+  if (/\bclosed\b/.test(message)) return "upstream.closed";
+  return "upstream.error";
+}
+
 /** True when an upstream failure was a deadline rather than a refused or broken connection. */
 export function isTimeout(err: unknown): boolean {
   return err instanceof DOMException && (err.name === "TimeoutError" || err.name === "AbortError");

@@ -36,7 +36,8 @@ Deno.test("blocks, refused logins, upstream failures and policy swaps reach the 
   assertEquals(failed.status, 502);
   ok(
     lines(s.logs, "upstream failed").some((l) =>
-      l.includes("result=unreachable") && l.includes(`trace_id=${failed.traceId}`)
+      l.includes("result=unreachable") && l.includes("cause=upstream.refused") &&
+      l.includes(`trace_id=${failed.traceId}`)
     ),
   );
 

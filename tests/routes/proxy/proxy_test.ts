@@ -198,6 +198,51 @@ Deno.test("an unreachable upstream gives a 502 page and a slow one a 504 page, b
   up.release();
 });
 
+Deno.test("an upstream failure's cause is in the record's chain: refused, closed without an answer, TLS to a plain HTTP server", async () => {
+  // Accepts, reads the request and closes without a byte: the upstream closed the connection.
+  const mute = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const serving = (async () => {
+    for await (const conn of mute) {
+      await conn.read(new Uint8Array(4096)).catch(() => null);
+      conn.close();
+    }
+  })();
+  try {
+    await using up = startUpstream();
+    await using s = await startTestServer();
+    const port = (mute.addr as Deno.NetAddr).port;
+    addSite(s, { name: "dead", hosts: ["dead.test"], upstreams: ["http://127.0.0.1:9"] });
+    addSite(s, { name: "mute", hosts: ["mute.test"], upstreams: [`http://127.0.0.1:${port}`] });
+    addSite(s, {
+      name: "plain",
+      hosts: ["plain.test"],
+      // A plain HTTP server answers the TLS client hello with a plain-text 400.
+      upstreams: [up.url.replace("http://", "https://")],
+    });
+    for (
+      const [host, cause] of [
+        ["dead.test", "upstream.refused"],
+        ["mute.test", "upstream.closed"],
+        ["plain.test", "upstream.tls"],
+      ]
+    ) {
+      const r = await hostFetch(`${s.dataUrl}/`, host!);
+      assertEquals(r.status, 502, host);
+      await r.body?.cancel();
+      const chain = (await logOf(s, r.headers.get("x-waf-trace-id") ?? ""))["chain"] as {
+        check: string;
+        result: string;
+        rule?: string;
+      }[];
+      const last = chain[chain.length - 1]!;
+      assertEquals([last.check, last.result, last.rule], ["upstream", "unreachable", cause], host);
+    }
+  } finally {
+    mute.close();
+    await serving.catch(() => {});
+  }
+});
+
 Deno.test("the response deadline stops at the headers: a slow body streams to the end", async () => {
   await using up = startUpstream();
   await using s = await startTestServer();
