@@ -19,7 +19,7 @@ import { type Config, ConfigProblemError } from "../mod/config/config.ts";
 import type { LogFields, Logger, LogLevel } from "../mod/core/logger.ts";
 import type { Random } from "../mod/core/random.ts";
 import type { AccessRecord } from "../mod/data_plane/access_record.ts";
-import type { SiteUpstreamHealth } from "../mod/data_plane/policy.ts";
+import { type SiteUpstreamHealth, upstreamOf } from "../mod/data_plane/policy.ts";
 import {
   deltaOf,
   type PolicySnapshot,
@@ -346,8 +346,7 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
         return;
       case "upstream": {
         // Mirrored into the main thread's pool, which `waf_upstream_up` reads.
-        const site = dp.policy.current.sites.find((s) => s.id === m.site.id);
-        const upstream = site?.pool.upstreams.find((u) => u.origin === m.upstream.origin);
+        const upstream = upstreamOf(dp.policy.current, m.site.id, m.upstream.origin);
         if (upstream) {
           upstream.failures = m.event === "up" ? 0 : m.upstream.failures;
           upstream.downUntil = m.event === "up" ? 0 : m.upstream.downUntil;
@@ -357,8 +356,7 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
       }
       case "upstream_ok":
         for (const [siteId, origin, at] of m.oks) {
-          const site = dp.policy.current.sites.find((s) => s.id === siteId);
-          const upstream = site?.pool.upstreams.find((u) => u.origin === origin);
+          const upstream = upstreamOf(dp.policy.current, siteId, origin);
           if (upstream && at > upstream.lastOkAt) upstream.lastOkAt = at;
         }
         return;

@@ -134,6 +134,31 @@ function healthHook(site: Site, options: CompileOptions): UpstreamHealthHook | u
   return (upstream, event) => report(who, upstream, event);
 }
 
+/** Each policy's upstreams by site id and origin, built at the first {@link upstreamOf}. */
+const upstreamIndexes = new WeakMap<object, Map<string, Upstream>>();
+
+/**
+ * The upstream `origin` of site `siteId` in `policy`, or undefined. A data worker's report names
+ * every upstream that answered in the last second: found through an index built once a policy,
+ * not a search of the site list each (the squared number of sites a report: ~100 ms of the main
+ * thread at 3,000 sites).
+ */
+export function upstreamOf(
+  policy: Pick<CompiledPolicy, "sites">,
+  siteId: string,
+  origin: string,
+): Upstream | undefined {
+  let index = upstreamIndexes.get(policy);
+  if (index === undefined) {
+    index = new Map();
+    for (const site of policy.sites) {
+      for (const u of site.pool.upstreams) index.set(`${site.id} ${u.origin}`, u);
+    }
+    upstreamIndexes.set(policy, index);
+  }
+  return index.get(`${siteId} ${origin}`);
+}
+
 /** Compiles sites into a policy; `previous` lends unchanged upstream pools. */
 export function compilePolicy(
   sites: readonly Site[],
