@@ -329,6 +329,9 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
     };
   }
 
+  /** When the main thread mirrored each upstream's last failure (`Date.now()`). */
+  const failedAt = new WeakMap<Upstream, number>();
+
   function onMessage(slot: Slot, m: FromWorker, w: PoolWiring, started: (err?: Error) => void) {
     const dp = w.dataPlane;
     switch (m.t) {
@@ -350,6 +353,7 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
         if (upstream) {
           upstream.failures = m.event === "up" ? 0 : m.upstream.failures;
           upstream.downUntil = m.event === "up" ? 0 : m.upstream.downUntil;
+          failedAt.set(upstream, Date.now());
         }
         w.upstreamHealth?.(m.site, upstream ?? m.upstream as Upstream, m.event);
         return;
@@ -357,7 +361,17 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
       case "upstream_ok":
         for (const [siteId, origin, at] of m.oks) {
           const upstream = upstreamOf(dp.policy.current, siteId, origin);
-          if (upstream && at > upstream.lastOkAt) upstream.lastOkAt = at;
+          if (upstream === undefined) continue;
+          if (at > upstream.lastOkAt) upstream.lastOkAt = at;
+          // Answered after the failure mirrored: up. The worker that failed may be gone (a
+          // restart starts with a healthy pool and has no failure to recover from) or see no
+          // traffic for it, and only it would have said "up".
+          if (upstream.failures > 0 && at > (failedAt.get(upstream) ?? Infinity)) {
+            upstream.failures = 0;
+            upstream.downUntil = 0;
+            const site = dp.policy.current.sites.find((x) => x.id === siteId)!;
+            w.upstreamHealth?.(site, upstream, "up");
+          }
         }
         return;
       case "log":

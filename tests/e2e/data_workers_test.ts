@@ -689,3 +689,38 @@ Deno.test("a cache purge reaches a worker that listens before the main thread ha
   await new Promise((r) => setTimeout(r, 2500));
   assertEquals(pool.edgeCache.stats().entries, 0, "every entry cached before the purge is gone");
 });
+
+Deno.test("an upstream that failed on a worker since restarted is up again once a worker reaches it", async () => {
+  // An upstream on a fixed port, stopped and started again.
+  const probe = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (probe.addr as Deno.NetAddr).port;
+  probe.close();
+  const serve = () =>
+    Deno.serve({ hostname: "127.0.0.1", port, onListen: () => {} }, () => new Response("ok"));
+  let upstream = serve();
+  await using s = await startTestServer({ config: WORKERS });
+  addSite(s, `http://127.0.0.1:${port}`);
+  const pool = s.dataWorkers!;
+  await until(() => pool.current(), "both workers ready");
+  const mirrored = () => s.dataPlane.policy.current.sites[0]!.pool.upstreams[0]!;
+  assertEquals((await send(s, "/")).status, 200);
+  await upstream.shutdown();
+  assertEquals((await send(s, "/")).status, 502);
+  await until(() => mirrored().failures > 0, "the failure mirrored");
+  // Every worker restarted (the one that saw the failure among them), then the upstream is back
+  // and both workers reach it: none of them has a failure to recover from.
+  for (const w of [1, 2]) {
+    pool.kill(w);
+    await until(() => pool.status()[w - 1]!.live, `worker ${w} restarted`, 60_000);
+  }
+  upstream = serve();
+  try {
+    await untilBothServe(s, async () => {
+      assertEquals((await send(s, "/")).status, 200);
+    });
+    await until(() => mirrored().failures === 0, "the upstream up again on the main thread", 5000);
+    assertEquals(mirrored().downUntil, 0);
+  } finally {
+    await upstream.shutdown();
+  }
+});
