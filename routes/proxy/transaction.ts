@@ -19,7 +19,13 @@ import {
   ACME_CHALLENGE_PREFIX,
   type AcmeChallenges,
 } from "../../mod/data_plane/acme_challenges.ts";
-import type { EngineRequest, Inspection, InspectOptions, Level } from "../../engine/mod.ts";
+import type {
+  EngineRequest,
+  Finding,
+  Inspection,
+  InspectOptions,
+  Level,
+} from "../../engine/mod.ts";
 import { type IpAddress, parseIp } from "../../engine/ip_address.ts";
 import { RequestView } from "../../engine/request_view.ts";
 import type { CompiledDiscovery, CompiledSchema } from "../../mod/apisec/apisec_compile.ts";
@@ -65,6 +71,7 @@ import {
 import { DirectAnswer, framedPairs, ownHeaderPairs } from "./direct_answer.ts";
 import { UpstreamProtocolError } from "./http1_parse.ts";
 import { type BodyPlan, mayHaveBody, NO_BODY, planBody } from "./request_body.ts";
+import { decodeBody, type DecodedBody, isIdentity } from "./body_encoding.ts";
 import {
   badGatewayPage,
   gatewayTimeoutPage,
@@ -192,6 +199,8 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
   #view: RequestView | undefined = undefined;
   #site: CompiledSite | undefined = undefined;
   #plan: BodyPlan | undefined = undefined;
+  /** A body whose Content-Encoding could not be decoded: a protocol finding for the verdict. */
+  #encodingFinding: Finding | undefined = undefined;
   /** The API schema entry that applies to this request (found in phase 1, checked in phase 2). */
   #schema: CompiledSchema | undefined = undefined;
   /** Set once the body was handed to the upstream (otherwise an early answer discards it). */
@@ -471,11 +480,33 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
       chain.add("engine", "off");
       return undefined;
     }
-    this.#request.body = plan.kind === "buffered"
+    const body = plan.kind === "buffered"
       ? plan.bytes
       : plan.kind === "streaming"
       ? plan.prefix.subarray(0, site.inspectBodyBytes)
       : undefined;
+    this.#request.body = body;
+    // An encoded body is judged decoded (the upstream still gets the bytes as sent).
+    const coding = body === undefined ? undefined : this.view.header("content-encoding");
+    if (coding !== undefined && !isIdentity(coding)) {
+      return decodeBody(coding, body!, site.inspectBodyBytes).then((d) => {
+        this.decoded(d);
+        return this.bodyRules(site, plan);
+      });
+    }
+    return this.bodyRules(site, plan);
+  }
+
+  /** What the engine inspects of an encoded body: its decoded prefix, or the raw bytes. */
+  private decoded(d: DecodedBody): void {
+    if (d.kind === "decoded") this.#request.body = d.bytes;
+    else this.#encodingFinding = d.finding;
+  }
+
+  /** Phase 2 once the body is known: schema, custom rules, then the engine. */
+  private bodyRules(site: CompiledSite, plan: BodyPlan): Maybe<Response | undefined> {
+    const { req, record, chain } = this;
+    const schema = this.#schema;
     const p = this.protection;
     if (schema !== undefined) {
       const found = violations(schema, this.view, plan.kind === "none" ? 0 : record.bytes_in);
@@ -549,6 +580,16 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     inspection: Inspection,
   ): Response | undefined {
     const { record, chain } = this;
+    const undecodable = this.#encodingFinding;
+    if (undecodable !== undefined) {
+      // Below `balanced` the raw bytes were judged and the finding is only logged.
+      inspection = {
+        ...inspection,
+        findings: [undecodable, ...inspection.findings],
+        blocking: inspection.blocking ??
+          (site.level === "low" ? undefined : undecodable),
+      };
+    }
     if (p !== undefined && controls !== undefined) {
       if (inspection.findings.length > 0) {
         controls.alap?.observe(

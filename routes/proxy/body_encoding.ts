@@ -1,0 +1,117 @@
+/**
+ * Request bodies sent with a `Content-Encoding`: decoded for inspection only (the upstream
+ * receives the bytes as the client sent them), so a gzipped JSON body is judged like a plain
+ * one. Decoding stops at the inspection limit: a decompression bomb costs the inspection prefix,
+ * never its decoded size. A body that claims a coding the data plane cannot decode (an unknown
+ * coding, codings stacked on each other, corrupt data) yields a protocol finding instead.
+ */
+import {
+  constants,
+  createBrotliDecompress,
+  createGunzip,
+  createInflate,
+  createInflateRaw,
+} from "node:zlib";
+import type { Finding } from "../../engine/types.ts";
+import { confidenceOf } from "../../engine/make_finding.ts";
+import { concatChunks } from "./http1_parse.ts";
+
+/** What the inspection sees of an encoded body. */
+export type DecodedBody =
+  | { readonly kind: "decoded"; readonly bytes: Uint8Array | undefined }
+  | { readonly kind: "undecodable"; readonly finding: Finding };
+
+/** Output is handed over in pieces of this size, so stopping at the limit wastes at most one. */
+const CHUNK = 16384;
+/**
+ * Truncated input ends without an error: the data plane may hold only the inspected prefix of a
+ * long body, and what a decoder gets out of a cut stream is what is judged.
+ */
+const ZLIB = { finishFlush: constants.Z_SYNC_FLUSH, chunkSize: CHUNK };
+const BROTLI = { finishFlush: constants.BROTLI_OPERATION_FLUSH, chunkSize: CHUNK };
+
+/**
+ * Whether a Content-Encoding value asks for no decoding: empty, or only `identity`.
+ *
+ * @param value the header value as received
+ */
+export function isIdentity(value: string): boolean {
+  for (const part of value.split(",")) {
+    const t = part.trim().toLowerCase();
+    if (t !== "" && t !== "identity") return false;
+  }
+  return true;
+}
+
+/**
+ * Decodes the inspected part of a body for the engine.
+ *
+ * @param value the Content-Encoding value (not identity: see {@link isIdentity})
+ * @param bytes the body, or its inspected prefix
+ * @param limit the decoded bytes the engine inspects at most
+ */
+export function decodeBody(value: string, bytes: Uint8Array, limit: number): Promise<DecodedBody> {
+  const codings = value.split(",").map((t) => t.trim().toLowerCase()).filter((t) =>
+    t !== "" && t !== "identity"
+  );
+  if (codings.length > 1) {
+    return Promise.resolve(undecodable("protocol.stacked_encoding", value));
+  }
+  const coding = codings[0]!;
+  const decoder = coding === "gzip" || coding === "x-gzip"
+    ? createGunzip(ZLIB)
+    : coding === "deflate"
+    // RFC 9110's deflate is the zlib format; some clients send raw deflate, which servers accept.
+    ? (zlibHeader(bytes) ? createInflate(ZLIB) : createInflateRaw(ZLIB))
+    : coding === "br"
+    ? createBrotliDecompress(BROTLI)
+    : undefined;
+  if (decoder === undefined) {
+    return Promise.resolve(undecodable("protocol.unsupported_encoding", value));
+  }
+  return new Promise((resolve) => {
+    const parts: Uint8Array[] = [];
+    let total = 0;
+    let settled = false;
+    const finish = (result: DecodedBody) => {
+      if (settled) return;
+      settled = true;
+      resolve(result);
+    };
+    const done = () =>
+      finish({ kind: "decoded", bytes: total === 0 ? undefined : concatChunks(parts, total) });
+    decoder.on("data", (chunk: Uint8Array) => {
+      if (settled) return;
+      const room = limit - total;
+      const piece = chunk.length > room ? chunk.subarray(0, room) : chunk;
+      parts.push(piece);
+      total += piece.length;
+      if (total >= limit) {
+        decoder.destroy();
+        done();
+      }
+    });
+    decoder.on("end", done);
+    decoder.on("error", () => finish(undecodable("protocol.undecodable_body", value)));
+    decoder.end(bytes);
+  });
+}
+
+/** A zlib stream header (RFC 1950): method 8, and the two bytes a multiple of 31. */
+function zlibHeader(bytes: Uint8Array): boolean {
+  return bytes.length >= 2 && (bytes[0]! & 0x0f) === 8 && ((bytes[0]! << 8) | bytes[1]!) % 31 === 0;
+}
+
+function undecodable(ruleId: string, value: string): DecodedBody {
+  return {
+    kind: "undecodable",
+    finding: {
+      class: "request-smuggling",
+      confidence: confidenceOf(92),
+      score: 92,
+      location: "header:content-encoding",
+      evidence: value.slice(0, 120),
+      ruleId,
+    },
+  };
+}

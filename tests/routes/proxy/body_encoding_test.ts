@@ -1,0 +1,249 @@
+/**
+ * Request bodies with a Content-Encoding, through the real data plane: judged decoded, forwarded
+ * as sent; a bomb costs the inspection limit; what does not decode is a protocol finding.
+ */
+import * as zlib from "node:zlib";
+import { assertEquals, ok } from "../../_helpers/assert.ts";
+import { hostFetch } from "../../_helpers/data_client.ts";
+import { startTestServer, type TestServer } from "../../_helpers/server.ts";
+import { siteInput, SYSTEM } from "../../_helpers/sites.ts";
+
+const ATTACK_JSON = JSON.stringify({ q: "1 union select password from users" });
+const BENIGN_JSON = JSON.stringify({ q: "blue running shoes", page: 2 });
+const ATTACK_FORM = "q=1%27%20union%20select%20password%20from%20users--&x=1";
+const BENIGN_FORM = "q=blue+running+shoes&page=2";
+
+const text = (s: string) => new TextEncoder().encode(s);
+/** node:zlib's answers as plain Uint8Arrays (a Buffer never deep-equals one). */
+const plain = (b: Uint8Array) => new Uint8Array(b.buffer, b.byteOffset, b.length);
+const gzipSync = (b: Uint8Array, o: zlib.ZlibOptions = {}) => plain(zlib.gzipSync(b, o));
+const deflateSync = (b: Uint8Array) => plain(zlib.deflateSync(b));
+const deflateRawSync = (b: Uint8Array) => plain(zlib.deflateRawSync(b));
+const brotliCompressSync = (b: Uint8Array) => plain(zlib.brotliCompressSync(b));
+
+const CODINGS: ReadonlyArray<readonly [string, (b: Uint8Array) => Uint8Array]> = [
+  ["gzip", (b) => gzipSync(b)],
+  ["x-gzip", (b) => gzipSync(b)],
+  ["deflate", (b) => deflateSync(b)],
+  ["deflate", (b) => deflateRawSync(b)],
+  ["br", (b) => brotliCompressSync(b)],
+];
+
+/** An upstream that keeps every request body's exact bytes and Content-Encoding. */
+function byteUpstream() {
+  const seen: Array<{ encoding: string | null; bytes: Uint8Array }> = [];
+  const server = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen() {} }, async (req) => {
+    const bytes = new Uint8Array(await req.arrayBuffer());
+    seen.push({ encoding: req.headers.get("content-encoding"), bytes });
+    return new Response("ok");
+  });
+  return {
+    url: `http://127.0.0.1:${server.addr.port}`,
+    seen,
+    [Symbol.asyncDispose]: () => server.shutdown(),
+  };
+}
+
+async function setup(overrides: Record<string, unknown> = {}) {
+  const up = byteUpstream();
+  const s = await startTestServer();
+  s.dataPlane.sites.create(siteInput({ upstreams: [up.url], ...overrides }), SYSTEM);
+  return { up, s };
+}
+
+async function post(
+  s: TestServer,
+  body: BodyInit | Uint8Array,
+  headers: Record<string, string>,
+): Promise<{ status: number; trace: string }> {
+  const r = await hostFetch(`${s.dataUrl}/api/search`, "shop.test", {
+    method: "POST",
+    body: body as BodyInit,
+    headers,
+  });
+  await r.body?.cancel();
+  return { status: r.status, trace: r.headers.get("x-waf-trace-id") ?? "" };
+}
+
+async function findingOf(s: TestServer, trace: string) {
+  const row = await s.dataPlane.accessLog.get(trace);
+  if (!row) throw new Error(`no access-log record for ${trace}`);
+  return JSON.parse(row.record).finding as { class: string; rule: string; location: string };
+}
+
+Deno.test("gzip, x-gzip, deflate (zlib and raw) and br JSON and form attacks are blocked", async () => {
+  const { up, s } = await setup();
+  await using _u = up;
+  await using _s = s;
+  for (const [coding, encode] of CODINGS) {
+    for (
+      const [type, body] of [
+        ["application/json", ATTACK_JSON],
+        ["application/x-www-form-urlencoded", ATTACK_FORM],
+      ]
+    ) {
+      const r = await post(s, encode(text(body!)), {
+        "content-type": type!,
+        "content-encoding": coding,
+      });
+      assertEquals(r.status, 403, `${coding} ${type}`);
+      assertEquals((await findingOf(s, r.trace)).class, "sqli", `${coding} ${type}`);
+    }
+  }
+  assertEquals(up.seen.length, 0);
+});
+
+Deno.test("benign encoded bodies pass and the upstream receives the exact bytes sent", async () => {
+  const { up, s } = await setup();
+  await using _u = up;
+  await using _s = s;
+  for (const [coding, encode] of CODINGS) {
+    for (
+      const [type, body] of [
+        ["application/json", BENIGN_JSON],
+        ["application/x-www-form-urlencoded", BENIGN_FORM],
+      ]
+    ) {
+      const sent = encode(text(body!));
+      const r = await post(s, sent, { "content-type": type!, "content-encoding": coding });
+      assertEquals(r.status, 200, `${coding} ${type}`);
+      const got = up.seen.at(-1)!;
+      assertEquals(got.encoding, coding);
+      assertEquals(got.bytes, sent);
+    }
+  }
+});
+
+Deno.test("case and spacing of the coding, identity, and a GET without a body", async () => {
+  const { up, s } = await setup();
+  await using _u = up;
+  await using _s = s;
+  const json = { "content-type": "application/json" };
+  const gz = gzipSync(text(ATTACK_JSON));
+  assertEquals((await post(s, gz, { ...json, "content-encoding": "GZIP" })).status, 403);
+  assertEquals(
+    (await post(s, gz, { ...json, "content-encoding": " gzip , identity" })).status,
+    403,
+  );
+  assertEquals(
+    (await post(s, ATTACK_JSON, { ...json, "content-encoding": "identity" })).status,
+    403,
+  );
+  assertEquals(
+    (await post(s, BENIGN_JSON, { ...json, "content-encoding": "Identity" })).status,
+    200,
+  );
+  assertEquals(up.seen.at(-1)!.bytes, text(BENIGN_JSON));
+  const get = await hostFetch(`${s.dataUrl}/api/search?q=shoes`, "shop.test", {
+    headers: { "content-encoding": "gzip" },
+  });
+  await get.body?.cancel();
+  assertEquals(get.status, 200);
+  // An empty gzip stream is an empty body.
+  assertEquals(
+    (await post(s, gzipSync(new Uint8Array(0)), { ...json, "content-encoding": "gzip" })).status,
+    200,
+  );
+});
+
+Deno.test("corrupt data, stacked and unknown codings are blocked at balanced, logged at low", async () => {
+  const gz = gzipSync(text(BENIGN_JSON));
+  const cases: ReadonlyArray<readonly [string, Uint8Array, string]> = [
+    ["gzip", text(BENIGN_JSON), "protocol.undecodable_body"],
+    ["gzip", new Uint8Array([...gz, 1, 2, 3]), "protocol.undecodable_body"],
+    ["deflate", new Uint8Array([0x78, 0x9c, 0xff, 0xff, 0xff, 0xff]), "protocol.undecodable_body"],
+    ["gzip, gzip", gzipSync(gz), "protocol.stacked_encoding"],
+    ["compress", text(BENIGN_JSON), "protocol.unsupported_encoding"],
+    ["zstd", text(BENIGN_JSON), "protocol.unsupported_encoding"],
+  ];
+  {
+    const { up, s } = await setup();
+    await using _u = up;
+    await using _s = s;
+    for (const [coding, body, rule] of cases) {
+      const r = await post(s, body, {
+        "content-type": "application/json",
+        "content-encoding": coding,
+      });
+      assertEquals(r.status, 403, coding);
+      const f = await findingOf(s, r.trace);
+      assertEquals([f.class, f.rule, f.location], [
+        "request-smuggling",
+        rule,
+        "header:content-encoding",
+      ]);
+    }
+    assertEquals(up.seen.length, 0);
+  }
+  const { up, s } = await setup({ level: "low" });
+  await using _u = up;
+  await using _s = s;
+  for (const [coding, body, rule] of cases) {
+    const r = await post(s, body, {
+      "content-type": "application/json",
+      "content-encoding": coding,
+    });
+    assertEquals(r.status, 200, coding);
+    assertEquals((await findingOf(s, r.trace)).rule, rule);
+    assertEquals(up.seen.at(-1)!.bytes, body);
+  }
+  // At low the raw bytes are still judged.
+  const raw = await post(s, ATTACK_JSON, {
+    "content-type": "application/json",
+    "content-encoding": "zstd",
+  });
+  assertEquals(raw.status, 403);
+});
+
+/** A chunked request body: the pieces of `bytes`, `size` bytes each. */
+function chunked(bytes: Uint8Array, size: number): ReadableStream<Uint8Array> {
+  let at = 0;
+  return new ReadableStream({
+    pull(c) {
+      if (at >= bytes.length) return c.close();
+      c.enqueue(bytes.slice(at, at + size));
+      at += size;
+    },
+  });
+}
+
+Deno.test("a chunked gzip body longer than the inspected prefix: its decoded prefix is judged", async () => {
+  const { up, s } = await setup({ inspect_body_bytes: 4096 });
+  await using _u = up;
+  await using _s = s;
+  const headers = { "content-type": "application/json", "content-encoding": "gzip" };
+  // Random text does not compress: the compressed body is far longer than the prefix.
+  const noise = Array.from({ length: 40_000 }, () => Math.random().toString(36).slice(2)).join("");
+  const attack = gzipSync(text(`{"q":"1 union select password from users","n":"${noise}"}`));
+  ok(attack.length > 100_000);
+  assertEquals((await post(s, chunked(attack, 8192), headers)).status, 403);
+  const benign = gzipSync(text(`{"q":"blue shoes","n":"${noise}"}`));
+  assertEquals((await post(s, chunked(benign, 8192), headers)).status, 200);
+  assertEquals(up.seen.at(-1)!.bytes, benign);
+});
+
+Deno.test("a gzip bomb (1 GiB of zeros in about 1 MB) is decoded only up to the inspection limit", async () => {
+  const { up, s } = await setup({ max_body_bytes: 8 * 1024 * 1024 });
+  await using _u = up;
+  await using _s = s;
+  // 64 gzip members of 16 MiB of zeros each: 1 GiB decoded (gzip decoders read every member).
+  const member = gzipSync(new Uint8Array(16 * 1024 * 1024), { level: 9 });
+  const bomb = new Uint8Array(member.length * 64);
+  for (let i = 0; i < 64; i++) bomb.set(member, i * member.length);
+  ok(bomb.length < 2 * 1024 * 1024, `bomb is ${bomb.length} bytes`);
+  const headers = { "content-type": "application/octet-stream", "content-encoding": "gzip" };
+  const before = Deno.memoryUsage().rss;
+  for (let i = 0; i < 4; i++) {
+    assertEquals((await post(s, bomb, headers)).status, 200);
+    assertEquals(up.seen.at(-1)!.bytes, bomb);
+  }
+  const grown = Deno.memoryUsage().rss - before;
+  ok(grown < 256 * 1024 * 1024, `memory grew by ${grown >> 20} MiB`);
+  // An attack before the zeros is in the decoded prefix.
+  const attack = new Uint8Array([...gzipSync(text(ATTACK_JSON)), ...bomb]);
+  const r = await post(s, attack, {
+    "content-type": "application/json",
+    "content-encoding": "gzip",
+  });
+  assertEquals(r.status, 403);
+});
