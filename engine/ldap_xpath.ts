@@ -12,8 +12,14 @@ import { percentDecode } from "./normalize.ts";
 /** Attributes that LDAP injection payloads target. */
 const LDAP_ATTR =
   "(?:uid|cn|sn|mail|objectclass|userpassword|password|ou|dc|givenname|member|memberof|samaccountname|description|telephonenumber|homedirectory|displayname|name|accountname|userprincipalname)";
-/** `)(attr=` or `)(|(attr=`: closing the filter and opening another on a known attribute. */
-const LDAP_BREAKOUT = new RegExp(`\\)[\\s(|&!]*\\(\\s*[|&!]?\\s*${LDAP_ATTR}\\s*[~<>]?=`, "i");
+/**
+ * `)(attr=` or `)(|(attr=`: closing the filter and opening another on a known attribute. Spaces
+ * around the operator are one run each (`\s*[|&!]?\s*` made `)(` and spaces quadratic).
+ */
+const LDAP_BREAKOUT = new RegExp(
+  `\\)[\\s(|&!]*\\(\\s*(?:[|&!]\\s*)?${LDAP_ATTR}\\s*[~<>]?=`,
+  "i",
+);
 /**
  * An attribute description of RFC 4515 (`cn`, `userPassword;binary`, the numeric OID
  * `2.5.4.3`, or the `1` of `(1=0)`) and a filter type: `=`, `~=`, `>=`, `<=`, or an extensible
@@ -28,11 +34,12 @@ const ITEM = String.raw`\(\s*${ATTR}\s*${FILTER_TYPE}`;
 /**
  * Composition right after a closing parenthesis: `)(|(anyAttr=`, `)(&(1=0`, or the absolute
  * filters of RFC 4526 `)(&)` and `)(|)` (always true, always false); `)(!)` is prose's
- * "(sic)(!)". A negation follows the close at once: `#define OFF(x) (!(x = 0))` is C.
+ * "(sic)(!)". A negation follows the close at once: `#define OFF(x) (!(x = 0))` is C. Read
+ * from the last `)` of a run (`))(|(x=`), so a run of `)` costs linear time.
  */
 const LDAP_OPERATOR_BREAKOUT = new RegExp(
   String
-    .raw`\)(?:[\s)]*\(\s*(?:[&|]\s*(?:${ITEM}|\(\s*[&|!])|[&|]\s*\))|\)*\(\s*!\s*(?:${ITEM}|\(\s*[&|!]))`,
+    .raw`\)(?:\s*\(\s*(?:[&|]\s*(?:${ITEM}|\(\s*[&|!])|[&|]\s*\))|\(\s*!\s*(?:${ITEM}|\(\s*[&|!]))`,
   "i",
 );
 /**
@@ -66,8 +73,11 @@ const LDAP_EXTENSIBLE = new RegExp(
   String.raw`\(\s*(?:${ATTR})?(?::dn)?:(?:dn|${MATCHING_RULE}):=[^()]*\)`,
   "i",
 );
-/** What every breakout above has: a parenthesis closed and another opened. */
-const CLOSE_OPEN = /\)[\s()|&!]*\(/;
+/**
+ * What every breakout above has: a parenthesis closed and another opened. Only the last `)` of a
+ * run is read (a class holding `)` or `(` made a run of `)` cost quadratic time).
+ */
+const CLOSE_OPEN = /\)[\s|&!]*\(/;
 /** What every composition above starts with: `(&(`, `(|(`, `(!(`. */
 const OPEN_OPERATOR = /\(\s*[|&!]\s*\(/;
 /** A wildcard value closed twice and cut with a NUL byte (`*))%00`). */
@@ -96,9 +106,10 @@ const XPATH_FETCH =
  * A predicate closed and a union opened: `')] | //user/*`, `[1]|//*`. Without a quote the
  * union must select from the root of the document (`//`): `| [x] | /usr/bin |` is a table row,
  * and with spaces around the bar only `//*` is read: `| jQuery [3.7] | //code.jquery.com/x.js |`
- * is a table row too, and `arr[0] | //comment` code.
+ * is a table row too, and `arr[0] | //comment` code. (`\s*(?:\)\s*)?`: a quote and spaces
+ * cost linear time, which `\s*\)?\s*` did not.)
  */
-const XPATH_UNION = /['"]\s*\)?\s*\]\s*\|\s*\/\/?[\w*@]|\](?:\|\/\/[\w*@]|\s*\|\s*\/\/\*)/;
+const XPATH_UNION = /['"]\s*(?:\)\s*)?\]\s*\|\s*\/\/?[\w*@]|\](?:\|\/\/[\w*@]|\s*\|\s*\/\/\*)/;
 const XPATH_AXIS =
   /\b(?:child|descendant|descendant-or-self|ancestor|ancestor-or-self|parent|following-sibling|preceding-sibling|following|preceding|attribute|self)::(?:node\(\)|\*|text\(\)|[a-z])/i;
 const XPATH_MISC =

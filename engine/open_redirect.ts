@@ -68,6 +68,7 @@ const TRUSTED_USERINFO = new RegExp(
  * (`//Solution\nclass Solution { ... nums.length`, `//@ts-check\nconst a = b.c;`) is no host.
  */
 const CONTROL_IN_HOST =
+  // deno-lint-ignore no-control-regex -- the control bytes are what this reads
   /^\s*(?:https?:)?[\\/]{2}[\w.-]*[\x00-\x1f]+[\w-]*(?:\.[\w-]+)*\.[a-z]{2,}(?=[\/?#\\:]|$)/i;
 /** Empty tags right before `//`, which a filter that strips tags removes. */
 const TAGS_BEFORE_SLASHES = /^(?:<\s*>)+\/\//;
