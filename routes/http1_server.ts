@@ -40,7 +40,7 @@ const DRAIN_LIMIT = 64 * 1024;
 const READ_BUFFER = 16 * 1024;
 /** The largest answer head and body a connection keeps a write buffer for. */
 const OUT_KEEP = 16 * 1024;
-/** An answer declaring at most this many bytes is read whole before it is written. */
+/** At most this many bytes an answer's stream already holds are taken before its head is written. */
 const SMALL_BODY = 64 * 1024;
 /** Lingering close: how long and how much of what a client still sends is read and dropped. */
 const LINGER_MS = 2_000;
@@ -993,20 +993,12 @@ export class Http1Connection {
     else if (declared !== undefined) length = DIGITS.test(declared) ? Number(declared) : -1;
     this.#put(dateLine());
     const end = () => close ? CLOSE_END : head.minor === 0 ? KEEP_ALIVE_END : "\r\n";
-    let body: Uint8Array | ReadableStream<Uint8Array> | null = bodyless ? null : res.body;
-    if (body !== null && length >= 0 && length <= SMALL_BODY && !(body instanceof Uint8Array)) {
-      // A small declared body is taken whole: one write for the head and the body.
-      try {
-        body = res instanceof DirectAnswer ? await readAll(body) : await res.bytes();
-      } catch {
-        return false;
-      }
-    }
+    const body: Uint8Array | ReadableStream<Uint8Array> | null = bodyless ? null : res.body;
     if (body === null) {
       if (!bodyless || status === 205) this.#put("content-length: 0\r\n");
       else if (head.method === "HEAD" && !hasLength && res.body !== null) {
         // The length the GET would have had, when the body is already whole (as hyper does).
-        const whole = res.body instanceof Uint8Array ? res.body.length : await wholeBody(res.body);
+        const whole = res.body instanceof Uint8Array ? res.body.length : await heldLength(res.body);
         if (whole !== undefined) this.#field("content-length", String(whole));
       }
       this.#put(end());
@@ -1025,14 +1017,14 @@ export class Http1Connection {
     }
     const reader = body.getReader();
     try {
-      // Two reads tell a body that is already whole (a buffer) from a stream.
-      const a = await reader.read();
-      const b = a.done ? a : await reader.read();
-      if (b.done) {
-        const bytes = a.done ? EMPTY : a.value;
-        this.#field("content-length", String(bytes.length));
+      // What the stream already holds is taken without waiting for more input (an SSE feed's
+      // next event may be minutes away): a body whole in it goes out with Content-Length in one
+      // write, else the head and what is there go out at once and the rest as it comes.
+      const held = await takeHeld(reader);
+      if (held.done) {
+        this.#field("content-length", String(held.total));
         this.#put(end());
-        await this.#write(this.#built(bytes));
+        await this.#write(this.#built(concatChunks(held.parts, held.total)));
         return this.#after(close);
       }
       // A stream: with a declared length as it is, else chunked (close-delimited for HTTP/1.0).
@@ -1063,10 +1055,12 @@ export class Http1Connection {
           }
         });
       }
-      await this.#write(this.#built(frame(a.value!)));
-      await this.#write(frame(b.value!));
+      const first = held.total > 0 ? frame(concatChunks(held.parts, held.total)) : undefined;
+      await this.#write(this.#built(first));
+      let pending = held.pending;
       while (!gone && !over) {
-        const { done, value } = await reader.read();
+        const { done, value } = await (pending ?? reader.read());
+        pending = undefined;
         if (done) break;
         if (value.length > 0) await this.#write(frame(value));
       }
@@ -1167,28 +1161,58 @@ const CLOSE_END = "connection: close\r\n\r\n";
 /** An HTTP/1.0 client that asked to keep the connection is told it is kept. */
 const KEEP_ALIVE_END = "connection: keep-alive\r\n\r\n";
 
-/** A stream's whole content. */
-async function readAll(body: ReadableStream<Uint8Array>): Promise<Uint8Array> {
-  const reader = body.getReader();
-  const parts: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    parts.push(value);
-    total += value.length;
-  }
-  return concatChunks(parts, total);
+/**
+ * Microtask turns within which a read that needs no new input settles: a `Response`'s own stream
+ * takes 2, one through a `CompressionStream` 4, the upstream client's stream over bytes it holds
+ * 1. Bytes from a socket or a timer never arrive within microtasks, so a read still pending after
+ * these turns waits for input, and the answer must not wait with it.
+ */
+const READY_TURNS = 8;
+
+/** Whether `read` settles without waiting for input (see `READY_TURNS`). */
+async function settlesNow(read: Promise<unknown>): Promise<boolean> {
+  let settled = false;
+  const mark = () => {
+    settled = true;
+  };
+  read.then(mark, mark);
+  for (let i = 0; i < READY_TURNS && !settled; i++) await null;
+  return settled;
 }
 
-/** The length of a body that is whole within two reads (a buffer), else undefined. */
-async function wholeBody(body: ReadableStream<Uint8Array>): Promise<number | undefined> {
+/** The chunks a stream yields without waiting for input, up to just past `SMALL_BODY` bytes. */
+interface Held {
+  parts: Uint8Array[];
+  total: number;
+  /** The stream ended within them: the body is whole. */
+  done: boolean;
+  /** The read still waiting for input, to be awaited next (undefined: none started). */
+  pending: Promise<ReadableStreamReadResult<Uint8Array>> | undefined;
+}
+
+/** Reads what `reader` already holds, never waiting for input (a read's failure is thrown). */
+async function takeHeld(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<Held> {
+  const parts: Uint8Array[] = [];
+  let total = 0;
+  while (total <= SMALL_BODY) {
+    const read = reader.read();
+    if (!(await settlesNow(read))) return { parts, total, done: false, pending: read };
+    const { done, value } = await read;
+    if (done) return { parts, total, done: true, pending: undefined };
+    if (value.length > 0) {
+      parts.push(value);
+      total += value.length;
+    }
+  }
+  return { parts, total, done: false, pending: undefined };
+}
+
+/** The length of a body that is whole in what its stream already holds, else undefined. */
+async function heldLength(body: ReadableStream<Uint8Array>): Promise<number | undefined> {
   const reader = body.getReader();
   try {
-    const a = await reader.read();
-    if (a.done) return 0;
-    const b = await reader.read();
-    return b.done ? a.value.length : undefined;
+    const held = await takeHeld(reader);
+    return held.done ? held.total : undefined;
   } catch {
     return undefined;
   } finally {
