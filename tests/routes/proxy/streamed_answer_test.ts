@@ -6,6 +6,7 @@
  * read that first event before it sends the second: an answer held back until the second event
  * arrives never reaches the client, and the test fails on its time-out instead of hanging.
  */
+import * as http2 from "node:http2";
 import * as net from "node:net";
 import * as tls from "node:tls";
 import { assertEquals, assertMatch, ok } from "../../_helpers/assert.ts";
@@ -208,3 +209,59 @@ for (const listener of ["plain", "TLS"] as const) {
     });
   }
 }
+
+Deno.test("a streamed answer's head and first part reach an HTTP/2 client before the upstream sends the rest", async () => {
+  const { up, release, releaseAll } = pausingUpstream();
+  await using _up = up;
+  const { ca, leaf } = await testCertificate("shop.test");
+  await using s = await startTestServer({
+    config: { server: { data: { https_listen: "127.0.0.1:0" } } },
+  });
+  s.dataPlane.sites.create(siteInput({ upstreams: [up.url], tls: leaf }), SYSTEM);
+  const session = http2.connect(s.dataHttpsUrl!, { servername: "shop.test", ca: ca.cert });
+  session.on("error", () => {});
+  try {
+    for (const framing of FRAMINGS) {
+      const stream = session.request({ ":path": `/${framing}`, host: "shop.test" });
+      let got = "";
+      let status: unknown;
+      const head = new Promise<void>((r) => stream.on("response", () => r()));
+      const waiters = new Set<() => void>();
+      stream.on("response", (headers) => status = headers[":status"]);
+      stream.on("data", (d: Uint8Array) => {
+        got += new TextDecoder().decode(d);
+        for (const w of [...waiters]) w();
+      });
+      const ended = new Promise<void>((r) => stream.on("close", () => r()));
+      const until = (want: string) =>
+        new Promise<void>((ok, fail) => {
+          const timer = setTimeout(
+            () => fail(new Error(`${framing}: ${want} not received`)),
+            FAIL_AFTER_MS,
+          );
+          const check = () => {
+            if (!got.includes(want)) return;
+            clearTimeout(timer);
+            waiters.delete(check);
+            ok();
+          };
+          waiters.add(check);
+          check();
+        });
+      try {
+        await until(ONE);
+        await head;
+        assertEquals(status, 200, framing);
+        ok(!got.includes(TWO), framing);
+        await release();
+        await ended;
+        assertEquals(got, ONE + TWO, framing);
+      } catch (err) {
+        releaseAll();
+        throw err;
+      }
+    }
+  } finally {
+    session.destroy();
+  }
+});
