@@ -19,7 +19,8 @@ import { siteInput, SYSTEM } from "../../_helpers/sites.ts";
 const ONE = "data: one\n\n";
 const TWO = "data: two\n\n";
 const FRAMINGS = ["chunked", "close", "length"] as const;
-type Framing = typeof FRAMINGS[number];
+/** `late`: a chunked answer whose head comes alone, its events only after the pause. */
+type Framing = typeof FRAMINGS[number] | "late";
 /** Only for a test that fails: how long the client waits for the first event. */
 const FAIL_AFTER_MS = 10_000;
 
@@ -31,6 +32,9 @@ function parts(framing: Framing): [string, string] {
       `${head}transfer-encoding: chunked\r\n\r\nb\r\n${ONE}\r\n`,
       `b\r\n${TWO}\r\n0\r\n\r\n`,
     ];
+  }
+  if (framing === "late") {
+    return [`${head}transfer-encoding: chunked\r\n\r\n`, `b\r\n${ONE}\r\nb\r\n${TWO}\r\n0\r\n\r\n`];
   }
   if (framing === "close") return [`${head}connection: close\r\n\r\n${ONE}`, TWO];
   return [`${head}content-length: ${ONE.length + TWO.length}\r\n\r\n${ONE}`, TWO];
@@ -178,7 +182,7 @@ for (const listener of ["plain", "TLS"] as const) {
         assertEquals(res.status, 200);
       }
       const port = Number(new URL(listener === "TLS" ? s.dataHttpsUrl! : s.dataUrl).port);
-      for (const framing of FRAMINGS) {
+      for (const framing of [...FRAMINGS, "late"] as const) {
         for (const minor of [1, 0] as const) {
           const label = `${framing} upstream, HTTP/1.${minor} client`;
           const client = request(
@@ -189,7 +193,9 @@ for (const listener of ["plain", "TLS"] as const) {
           );
           try {
             // The head and the first event, while the upstream still holds the second.
-            await client.until((t) => t.includes("\r\n\r\n") && t.includes(ONE), label);
+            // (For `late`, the head alone: a slow first byte must not hold back the status.)
+            const first = framing === "late" ? "" : ONE;
+            await client.until((t) => t.includes("\r\n\r\n") && t.includes(first), label);
             assertMatch(client.text(), /^HTTP\/1\.1 200 /, label);
             assertMatch(client.text(), /\r\ncontent-type: text\/event-stream\r\n/i, label);
             ok(!client.text().includes(TWO), label);
