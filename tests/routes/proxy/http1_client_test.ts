@@ -488,25 +488,19 @@ Deno.test("http1 client: https upstreams are verified against the trusted CAs", 
   }
 });
 
-Deno.test("http1 client: against nginx (static, gzip chunked, keep-alive)", async (t) => {
-  const nginx = await new Deno.Command("sh", { args: ["-c", "command -v nginx"] }).output();
-  if (!nginx.success) {
-    if (Deno.env.get("WAF_REQUIRE_SERVICES") === "1") throw new Error("nginx is not installed");
-    console.warn("skipped: nginx is not installed (apt-get install nginx-light)");
-    return;
-  }
-  const dir = await Deno.makeTempDir({ prefix: "waf-http1-nginx-" });
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  const page = "the quick brown fox jumps over the lazy dog\n".repeat(5000);
-  await Deno.mkdir(`${dir}/www`);
-  // nginx's worker may run as another user: let it read the files.
-  await Deno.chmod(dir, 0o755);
-  await Deno.writeTextFile(`${dir}/www/page.txt`, page);
-  await Deno.writeTextFile(
-    `${dir}/nginx.conf`,
-    `worker_processes 1; daemon off; pid ${dir}/nginx.pid; error_log ${dir}/error.log warn;
+/**
+ * nginx on a port it binds itself: a port free a moment ago can be taken by another test's server
+ * before nginx binds it (nginx then exits, and a readiness check by connecting alone would talk to
+ * that other server), so the port counts only once nginx itself answers on it; else another port.
+ */
+async function startNginx(dir: string): Promise<{ child: Deno.ChildProcess; port: number }> {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const port = (listener.addr as Deno.NetAddr).port;
+    listener.close();
+    await Deno.writeTextFile(
+      `${dir}/nginx.conf`,
+      `worker_processes 1; daemon off; pid ${dir}/nginx.pid; error_log ${dir}/error.log warn;
 events { worker_connections 64; }
 http {
   access_log off;
@@ -515,22 +509,44 @@ http {
   gzip on; gzip_min_length 0; gzip_types text/plain;
   server { listen 127.0.0.1:${port}; root ${dir}/www; default_type text/plain; }
 }`,
-  );
-  const child = new Deno.Command("nginx", {
-    args: ["-c", `${dir}/nginx.conf`, "-p", dir],
-    stdout: "null",
-    stderr: "null",
-  }).spawn();
-  const client = createHttp1Upstream();
-  try {
-    for (let i = 0; i < 50; i++) {
-      const ok = await Deno.connect({ hostname: "127.0.0.1", port }).then((c) => {
-        c.close();
-        return true;
-      }, () => false);
-      if (ok) break;
+    );
+    const child = new Deno.Command("nginx", {
+      args: ["-c", `${dir}/nginx.conf`, "-p", dir],
+      stdout: "null",
+      stderr: "null",
+    }).spawn();
+    let exited = false;
+    child.status.then(() => exited = true);
+    for (let i = 0; i < 50 && !exited; i++) {
+      const server = await fetch(`http://127.0.0.1:${port}/page.txt`, { method: "HEAD" }).then(
+        (r) => r.headers.get("server") ?? "",
+        () => "",
+      );
+      if (server.startsWith("nginx")) return { child, port };
       await new Promise((r) => setTimeout(r, 100));
     }
+    if (!exited) child.kill("SIGTERM");
+    await child.status;
+  }
+  throw new Error("nginx did not start on a free port in 5 attempts");
+}
+
+Deno.test("http1 client: against nginx (static, gzip chunked, keep-alive)", async (t) => {
+  const nginx = await new Deno.Command("sh", { args: ["-c", "command -v nginx"] }).output();
+  if (!nginx.success) {
+    if (Deno.env.get("WAF_REQUIRE_SERVICES") === "1") throw new Error("nginx is not installed");
+    console.warn("skipped: nginx is not installed (apt-get install nginx-light)");
+    return;
+  }
+  const dir = await Deno.makeTempDir({ prefix: "waf-http1-nginx-" });
+  const page = "the quick brown fox jumps over the lazy dog\n".repeat(5000);
+  await Deno.mkdir(`${dir}/www`);
+  // nginx's worker may run as another user: let it read the files.
+  await Deno.chmod(dir, 0o755);
+  await Deno.writeTextFile(`${dir}/www/page.txt`, page);
+  const { child, port } = await startNginx(dir);
+  const client = createHttp1Upstream();
+  try {
     const u = upstreamOf(`http://127.0.0.1:${port}`);
     await t.step("a static file with Content-Length", async () => {
       const res = await client.send(u, request({ pathAndQuery: "/page.txt" })) as UpstreamResponse;
