@@ -46,11 +46,14 @@ const NONE: readonly Violation[] = Object.freeze([]);
  * the list, and the JSON body's keys, are made only when needed.
  *
  * @param bodyBytes the body's size (declared or read), null when unknown
+ * @param whole whether the inspected body is all of it (a decoded Content-Encoding body's wire
+ *   size is not its length); by default, when `bodyBytes` is within the inspected prefix
  */
 export function violations(
   s: CompiledSchema,
   view: RequestView,
   bodyBytes: number | null,
+  whole?: boolean,
 ): readonly Violation[] {
   let out: Violation[] | undefined;
   for (const h of s.requiredHeaders) {
@@ -73,7 +76,7 @@ export function violations(
       detail: `missing parameter "${p}"`,
     });
   }
-  if (s.body !== undefined) bodyViolations(s, view, bodyBytes, out ??= []);
+  if (s.body !== undefined) bodyViolations(s, view, bodyBytes, whole, out ??= []);
   if (s.maxBodyBytes > 0 && bodyBytes !== null && bodyBytes > s.maxBodyBytes) {
     (out ??= []).push({
       code: "body_too_large",
@@ -94,11 +97,12 @@ function bodyViolations(
   s: CompiledSchema,
   view: RequestView,
   bodyBytes: number | null,
+  whole: boolean | undefined,
   out: Violation[],
 ): void {
   const prefix = view.req.body;
   if (prefix === undefined || prefix.length === 0) return;
-  if (bodyBytes !== null && bodyBytes > prefix.length) return;
+  if (!(whole ?? (bodyBytes === null || bodyBytes <= prefix.length))) return;
   const type = view.header("content-type") ?? "";
   if (!JSON_TYPE.test(type)) {
     out.push({

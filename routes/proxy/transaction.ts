@@ -201,6 +201,8 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
   #plan: BodyPlan | undefined = undefined;
   /** A body whose Content-Encoding could not be decoded: a protocol finding for the verdict. */
   #encodingFinding: Finding | undefined = undefined;
+  /** For an encoded body, whether the engine's bytes are the whole decoded body. */
+  #decodedWhole: boolean | undefined = undefined;
   /** The API schema entry that applies to this request (found in phase 1, checked in phase 2). */
   #schema: CompiledSchema | undefined = undefined;
   /** Set once the body was handed to the upstream (otherwise an early answer discards it). */
@@ -490,17 +492,25 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     const coding = body === undefined ? undefined : this.view.header("content-encoding");
     if (coding !== undefined && !isIdentity(coding)) {
       return decodeBody(coding, body!, site.inspectBodyBytes).then((d) => {
-        this.decoded(d);
+        this.decoded(d, plan.kind === "buffered", site.inspectBodyBytes);
         return this.bodyRules(site, plan);
       });
     }
     return this.bodyRules(site, plan);
   }
 
-  /** What the engine inspects of an encoded body: its decoded prefix, or the raw bytes. */
-  private decoded(d: DecodedBody): void {
-    if (d.kind === "decoded") this.#request.body = d.bytes;
-    else this.#encodingFinding = d.finding;
+  /**
+   * What the engine inspects of an encoded body: its decoded prefix, or the raw bytes. The
+   * schema parses it only when it is the whole decoded body: the wire length says nothing of it.
+   */
+  private decoded(d: DecodedBody, buffered: boolean, limit: number): void {
+    if (d.kind === "decoded") {
+      this.#request.body = d.bytes;
+      this.#decodedWhole = buffered && (d.bytes?.length ?? 0) < limit;
+    } else {
+      this.#encodingFinding = d.finding;
+      this.#decodedWhole = false;
+    }
   }
 
   /** Phase 2 once the body is known: schema, custom rules, then the engine. */
@@ -509,7 +519,12 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     const schema = this.#schema;
     const p = this.protection;
     if (schema !== undefined) {
-      const found = violations(schema, this.view, plan.kind === "none" ? 0 : record.bytes_in);
+      const found = violations(
+        schema,
+        this.view,
+        plan.kind === "none" ? 0 : record.bytes_in,
+        this.#decodedWhole,
+      );
       if (found.length > 0) {
         const first = found[0]!;
         // The evidence is the violations' wording, never a value; the location names the kind

@@ -5,6 +5,7 @@
 import * as zlib from "node:zlib";
 import { assertEquals, ok } from "../../_helpers/assert.ts";
 import { hostFetch } from "../../_helpers/data_client.ts";
+import { apiFor } from "../../_helpers/protection.ts";
 import { startTestServer, type TestServer } from "../../_helpers/server.ts";
 import { siteInput, SYSTEM } from "../../_helpers/sites.ts";
 
@@ -246,4 +247,40 @@ Deno.test("a gzip bomb (1 GiB of zeros in about 1 MB) is decoded only up to the 
     "content-encoding": "gzip",
   });
   assertEquals(r.status, 403);
+});
+
+Deno.test("API schema validation judges a gzip JSON body decoded, and never a decoded prefix cut at the inspection limit", async () => {
+  const { up, s } = await setup({ mode: "block", inspect_body_bytes: 4096 });
+  await using _u = up;
+  await using _s = s;
+  const put = await apiFor(s)("PUT", "/api/apisec/config", {
+    validation: {
+      enabled: true,
+      schemas: [{
+        id: "search",
+        method: "POST",
+        path_pattern: "^/api/search$",
+        body_schema: { type: "object", required: ["q"] },
+        enabled: true,
+      }],
+    },
+  });
+  assertEquals(put.status, 200);
+  const headers = { "content-type": "application/json", "content-encoding": "gzip" };
+  const plainMissing = await post(s, JSON.stringify({ page: 2 }), {
+    "content-type": "application/json",
+  });
+  assertEquals(plainMissing.status, 403);
+  // Whole once decoded: the schema sees the JSON, not the gzip bytes (which are longer here).
+  assertEquals((await post(s, gzipSync(text(BENIGN_JSON)), headers)).status, 200);
+  const missing = await post(s, gzipSync(text(JSON.stringify({ page: 2 }))), headers);
+  assertEquals(missing.status, 403);
+  assertEquals((await findingOf(s, missing.trace)).class, "api_schema");
+  // 40 KB of JSON compresses to far under the 4 KiB limit, but decodes past it: the cut prefix
+  // is not valid JSON, and the body is valid.
+  const long = gzipSync(text(JSON.stringify({ q: "shoes", items: "a,".repeat(20_000) })));
+  ok(long.length < 4096, `compressed to ${long.length}`);
+  const r = await post(s, long, headers);
+  assertEquals(r.status, 200);
+  assertEquals(up.seen.at(-1)!.bytes, long);
 });
