@@ -284,3 +284,35 @@ Deno.test("API schema validation judges a gzip JSON body decoded, and never a de
   assertEquals(r.status, 200);
   assertEquals(up.seen.at(-1)!.bytes, long);
 });
+
+Deno.test("a gzipped multipart body is parsed as multipart; an empty body or a HEAD with a coding passes", async () => {
+  const { up, s } = await setup();
+  await using _u = up;
+  await using _s = s;
+  const multipart = (value: string) =>
+    text(
+      `--b0undary\r\ncontent-disposition: form-data; name="q"\r\n\r\n${value}\r\n--b0undary--\r\n`,
+    );
+  const headers = {
+    "content-type": "multipart/form-data; boundary=b0undary",
+    "content-encoding": "gzip",
+  };
+  const attack = await post(
+    s,
+    gzipSync(multipart("1' union select password from users--")),
+    headers,
+  );
+  assertEquals(attack.status, 403);
+  const benign = gzipSync(multipart("blue running shoes"));
+  assertEquals((await post(s, benign, headers)).status, 200);
+  assertEquals(up.seen.at(-1)!.bytes, benign);
+  for (const coding of ["gzip", "br", "zstd", ""]) {
+    const empty = await post(s, new Uint8Array(0), { "content-encoding": coding });
+    assertEquals(empty.status, 200, `empty body, ${coding}`);
+    const head = await hostFetch(`${s.dataUrl}/api/search`, "shop.test", {
+      method: "HEAD",
+      headers: { "content-encoding": coding },
+    });
+    assertEquals(head.status, 200, `HEAD, ${coding}`);
+  }
+});
