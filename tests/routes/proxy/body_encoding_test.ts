@@ -5,6 +5,7 @@
 import * as zlib from "node:zlib";
 import { assertEquals, ok } from "../../_helpers/assert.ts";
 import { hostFetch } from "../../_helpers/data_client.ts";
+import { brotliWindowBits } from "../../../routes/proxy/body_encoding.ts";
 import { apiFor } from "../../_helpers/protection.ts";
 import { startTestServer, type TestServer } from "../../_helpers/server.ts";
 import { siteInput, SYSTEM } from "../../_helpers/sites.ts";
@@ -156,6 +157,8 @@ Deno.test("corrupt data, stacked and unknown codings are blocked at balanced, lo
     ["gzip, gzip", gzipSync(gz), "protocol.stacked_encoding"],
     ["compress", text(BENIGN_JSON), "protocol.unsupported_encoding"],
     ["zstd", text(BENIGN_JSON), "protocol.unsupported_encoding"],
+    // A Brotli stream asking for a 16 MiB window: its decoder would allocate it.
+    ["br", brotliWith(text(BENIGN_JSON), 24), "protocol.unsupported_encoding"],
   ];
   {
     const { up, s } = await setup();
@@ -315,4 +318,21 @@ Deno.test("a gzipped multipart body is parsed as multipart; an empty body or a H
     });
     assertEquals(head.status, 200, `HEAD, ${coding}`);
   }
+});
+
+function brotliWith(bytes: Uint8Array, lgwin: number): Uint8Array {
+  return new Uint8Array(
+    zlib.brotliCompressSync(bytes, { params: { [zlib.constants.BROTLI_PARAM_LGWIN]: lgwin } }),
+  );
+}
+
+Deno.test("a Brotli stream's declared window is read from its first bits, as the encoder wrote it", () => {
+  const body = text(BENIGN_JSON.repeat(50));
+  for (let lgwin = 10; lgwin <= 24; lgwin++) {
+    assertEquals(brotliWindowBits(brotliWith(body, lgwin)), lgwin, `lgwin ${lgwin}`);
+  }
+  // What encoders declare by default is decoded: 22 (4 MiB).
+  assertEquals(brotliWindowBits(new Uint8Array(zlib.brotliCompressSync(body))), 22);
+  // A large-window stream (RFC 7932's extension, WBITS in the next byte) is never decoded.
+  assertEquals(brotliWindowBits(new Uint8Array([0x11, 30])), 31);
 });
