@@ -203,6 +203,8 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
   #encodingFinding: Finding | undefined = undefined;
   /** For an encoded body, whether the engine's bytes are the whole decoded body. */
   #decodedWhole: boolean | undefined = undefined;
+  /** For a decoded body, the inspected bytes as sent (judged too: see `engineBoth`). */
+  #rawBody: Uint8Array | undefined = undefined;
   /** The API schema entry that applies to this request (found in phase 1, checked in phase 2). */
   #schema: CompiledSchema | undefined = undefined;
   /** Set once the body was handed to the upstream (otherwise an early answer discards it). */
@@ -505,6 +507,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
    */
   private decoded(d: DecodedBody, buffered: boolean, limit: number): void {
     if (d.kind === "decoded") {
+      this.#rawBody = this.#request.body;
       this.#request.body = d.bytes;
       this.#decodedWhole = buffered && (d.bytes?.length ?? 0) < limit;
     } else {
@@ -580,11 +583,33 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
   ): Maybe<Response | undefined> {
     // A large body is judged in slices so the event loop keeps serving (inspect_sliced.ts); a
     // small request is judged at once.
+    const raw = this.#rawBody;
+    if (raw !== undefined) return this.engineBoth(site, p, controls, raw);
     const inspection = inspectSliced(this.#request, INSPECT_OPTIONS[site.level]);
     if (inspection instanceof Promise) {
       return inspection.then((i) => this.engineVerdict(site, p, controls, i));
     }
     return this.engineVerdict(site, p, controls, inspection);
+  }
+
+  /**
+   * A decoded body is judged decoded and as sent: an upstream that ignores Content-Encoding (PHP
+   * parses a form body as it comes) reads the raw bytes, where a gzip header's name, comment or
+   * extra field and a Brotli metadata block carry text that decoding drops. The raw bytes'
+   * verdict counts when the decoded one does not block.
+   */
+  private async engineBoth(
+    site: CompiledSite,
+    p: CompiledProtection | undefined,
+    controls: ProtectionControls | undefined,
+    raw: Uint8Array,
+  ): Promise<Response | undefined> {
+    const options = INSPECT_OPTIONS[site.level];
+    const decoded = await inspectSliced(this.#request, options);
+    const sent = decoded.blocking
+      ? decoded
+      : await inspectSliced({ ...this.#request, body: raw }, options);
+    return this.engineVerdict(site, p, controls, sent.blocking ? sent : decoded);
   }
 
   /** The engine's verdict, with ALAP's exceptions and signature blocks around it. */

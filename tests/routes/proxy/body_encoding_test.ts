@@ -336,3 +336,32 @@ Deno.test("a Brotli stream's declared window is read from its first bits, as the
   // A large-window stream (RFC 7932's extension, WBITS in the next byte) is never decoded.
   assertEquals(brotliWindowBits(new Uint8Array([0x11, 30])), 31);
 });
+
+/** A gzip member whose header carries `field` (FLG bit `flag`: 4 extra, 8 name, 16 comment). */
+function gzipWithField(body: Uint8Array, flag: 4 | 8 | 16, field: Uint8Array): Uint8Array {
+  const gz = gzipSync(body);
+  const extra = flag === 4 ? [field.length & 0xff, field.length >> 8, ...field] : [...field, 0];
+  return new Uint8Array([
+    ...gz.subarray(0, 3),
+    flag,
+    ...gz.subarray(4, 10),
+    ...extra,
+    ...gz.subarray(10),
+  ]);
+}
+
+Deno.test("text a gzip header carries (name, comment, extra field) is judged as sent: an upstream that ignores the coding reads it", async () => {
+  const { up, s } = await setup();
+  await using _u = up;
+  await using _s = s;
+  const form = { "content-type": "application/x-www-form-urlencoded", "content-encoding": "gzip" };
+  const attack = text(`&q=1' union select password from users--&`);
+  for (const flag of [4, 8, 16] as const) {
+    const r = await post(s, gzipWithField(text(BENIGN_FORM), flag, attack), form);
+    assertEquals(r.status, 403, `flag ${flag}`);
+  }
+  // `gzip data.txt` names the file: a benign name passes, and the upstream gets the bytes as sent.
+  const named = gzipWithField(text(BENIGN_FORM), 8, text("data.txt"));
+  assertEquals((await post(s, named, form)).status, 200);
+  assertEquals(up.seen.at(-1)!.bytes, named);
+});
