@@ -44,6 +44,17 @@ export function isIdentity(value: string): boolean {
 }
 
 /**
+ * Whether a Content-Encoding value is only `aes128gcm` (RFC 8188: content encrypted end to end,
+ * what Web Push sends). No one between the two ends can read it, so its body is judged as sent,
+ * as a body without a coding is, instead of as a coding the data plane does not support.
+ *
+ * @param value the header value as received (not identity: see {@link isIdentity})
+ */
+export function isEncrypted(value: string): boolean {
+  return value.trim().toLowerCase() === "aes128gcm";
+}
+
+/**
  * Decodes the inspected part of a body for the engine.
  *
  * @param value the Content-Encoding value (not identity: see {@link isIdentity})

@@ -71,7 +71,7 @@ import {
 import { DirectAnswer, framedPairs, ownHeaderPairs } from "./direct_answer.ts";
 import { UpstreamProtocolError } from "./http1_parse.ts";
 import { type BodyPlan, mayHaveBody, NO_BODY, planBody } from "./request_body.ts";
-import { decodeBody, type DecodedBody, isIdentity } from "./body_encoding.ts";
+import { decodeBody, type DecodedBody, isEncrypted, isIdentity } from "./body_encoding.ts";
 import {
   badGatewayPage,
   gatewayTimeoutPage,
@@ -492,7 +492,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     this.#request.body = body;
     // An encoded body is judged decoded (the upstream still gets the bytes as sent).
     const coding = body === undefined ? undefined : this.view.header("content-encoding");
-    if (coding !== undefined && !isIdentity(coding)) {
+    if (coding !== undefined && !isIdentity(coding) && !isEncrypted(coding)) {
       return decodeBody(coding, body!, site.inspectBodyBytes).then((d) => {
         this.decoded(d, plan.kind === "buffered", site.inspectBodyBytes);
         return this.bodyRules(site, plan);

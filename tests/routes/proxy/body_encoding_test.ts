@@ -365,3 +365,23 @@ Deno.test("text a gzip header carries (name, comment, extra field) is judged as 
   assertEquals((await post(s, named, form)).status, 200);
   assertEquals(up.seen.at(-1)!.bytes, named);
 });
+
+Deno.test("an aes128gcm body (RFC 8188, Web Push) is judged as sent: no coding finding, attacks in its bytes still blocked", async () => {
+  const { up, s } = await setup();
+  await using _u = up;
+  await using _s = s;
+  // An encrypted record: a salt, record size, key id and ciphertext, bytes no one here can read.
+  const sealed = new Uint8Array(120).map((_, i) => (i * 151 + 7) & 0xff);
+  const r = await post(s, sealed, {
+    "content-type": "application/octet-stream",
+    "content-encoding": "aes128gcm",
+  });
+  assertEquals(r.status, 200);
+  assertEquals(up.seen.at(-1)!.bytes, sealed);
+  const attack = await post(s, ATTACK_JSON, {
+    "content-type": "application/json",
+    "content-encoding": "AES128GCM",
+  });
+  assertEquals(attack.status, 403);
+  assertEquals((await findingOf(s, attack.trace)).class, "sqli");
+});
