@@ -136,6 +136,21 @@ export async function settle(p: ConsolePage): Promise<void> {
   await p.page.waitForTimeout(150);
 }
 
+/**
+ * Creates the site `shop` (host shop.test, trusting 127.0.0.1/32) in front of `upstream` through
+ * the Sites page's form, as an administrator would, and waits for it in the list.
+ */
+export async function createShopInForm(p: ConsolePage, upstream: string): Promise<void> {
+  await p.open("sites");
+  await p.page.locator("button.new").click();
+  await p.page.locator("#edit-name").fill("shop");
+  await p.page.locator("#edit-hosts").fill("shop.test");
+  await p.page.locator("#edit-upstreams").fill(upstream);
+  await p.page.locator("#edit-trusted-proxies").fill("127.0.0.1/32");
+  await p.page.locator("form button[type=submit]").click();
+  await p.page.locator("td", { hasText: "shop.test" }).waitFor();
+}
+
 /** Creates the site `shop` (host shop.test) in front of `upstream` and sends it one SQLi attack. */
 export async function shopWithAttack(
   server: TestServer,

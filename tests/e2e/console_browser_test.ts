@@ -11,7 +11,13 @@
 import { assertEquals, assertMatch, ok } from "../_helpers/assert.ts";
 import { unnamed } from "../_helpers/accessibility.ts";
 import { codeAt, TOKENS_ON } from "../_helpers/api_access.ts";
-import { ADMIN, startConsoleKit, textMatches, unlabelled } from "../_helpers/console.ts";
+import {
+  ADMIN,
+  createShopInForm,
+  startConsoleKit,
+  textMatches,
+  unlabelled,
+} from "../_helpers/console.ts";
 import { callJson, createUser, login } from "../_helpers/identity.ts";
 import { hit } from "../_helpers/protection.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
@@ -73,14 +79,7 @@ Deno.test("the console's main paths work in a real browser", async (t) => {
 
   let siteId = "";
   await t.step("an administrator creates a site", async () => {
-    await admin.open("sites");
-    await admin.page.locator("button.new").click();
-    await admin.page.locator("#edit-name").fill("shop");
-    await admin.page.locator("#edit-hosts").fill("shop.test");
-    await admin.page.locator("#edit-upstreams").fill(up.url);
-    await admin.page.locator("#edit-trusted-proxies").fill("127.0.0.1/32");
-    await admin.page.locator("form button[type=submit]").click();
-    await admin.page.locator("td", { hasText: "shop.test" }).waitFor();
+    await createShopInForm(admin, up.url);
     const sites = server.dataPlane.sites.list();
     assertEquals(sites.map((s) => [s.name, s.hosts, s.trusted_proxies]), [
       ["shop", ["shop.test"], ["127.0.0.1/32"]],

@@ -4,7 +4,7 @@
  * site created without one), not the first entry of the level list.
  */
 import { assertEquals } from "../_helpers/assert.ts";
-import { ADMIN, startConsoleKit } from "../_helpers/console.ts";
+import { ADMIN, createShopInForm, startConsoleKit } from "../_helpers/console.ts";
 import { hit } from "../_helpers/protection.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
 
@@ -17,14 +17,7 @@ Deno.test("a site created in the console gets the level chosen at setup", async 
   if (!kit) return;
   const { server } = kit;
   const admin = await kit.signIn(ADMIN);
-  await admin.open("sites");
-  await admin.page.locator("button.new").click();
-  await admin.page.locator("#edit-name").fill("shop");
-  await admin.page.locator("#edit-hosts").fill("shop.test");
-  await admin.page.locator("#edit-upstreams").fill(up.url);
-  await admin.page.locator("#edit-trusted-proxies").fill("127.0.0.1/32");
-  await admin.page.locator("form button[type=submit]").click();
-  await admin.page.locator("td", { hasText: "shop.test" }).waitFor();
+  await createShopInForm(admin, up.url);
 
   const [site] = server.dataPlane.sites.list();
   assertEquals(server.dataPlane.sites.defaultLevel(), "balanced");
