@@ -815,6 +815,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
       this.path,
       this.pathAndQuery,
       answer.toResponse(),
+      answer.body instanceof ReadableStream,
     );
   }
 
