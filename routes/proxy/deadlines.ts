@@ -1,53 +1,83 @@
 /**
- * Upstream deadlines without a timer or an `AbortSignal` per request: pending deadlines sit in a
- * set that one interval sweeps (every `tickMs`, only while any is pending), and an expired one
- * calls its callback (the upstream client closes the connection it guards). A deadline is cleared
- * as soon as what it guards happened, so a long response body is never cut by the response
- * timeout.
+ * Upstream deadlines without a timer or an `AbortSignal` per request: armed deadlines sit in an
+ * array that one interval sweeps (every `tickMs`, only while any is armed), and an expired one
+ * calls its `onExpire` (the upstream client closes the connection it guards). A deadline is
+ * cleared as soon as what it guards happened, so a long response body is never cut by the
+ * response timeout.
+ *
+ * A deadline is an object the caller keeps: the upstream client's connection is its own deadline
+ * and re-arms itself for each request and body read ({@link Deadlines.arm}), so arming allocates
+ * nothing; an armed one knows its slot in the array, so clearing it is a swap, not a search.
  */
 
 export interface Deadline {
-  readonly at: number;
-  readonly onExpire: () => void;
+  /** When it expires (`performance.now()` time); meaningful while armed. */
+  at: number;
+  /** Its index among the armed deadlines, -1 when not armed (owned by {@link Deadlines}). */
+  slot: number;
+  onExpire(): void;
 }
 
 export interface Deadlines {
-  /** Calls `onExpire` after `ms` (± one tick) unless cleared first. */
+  /** A new deadline calling `onExpire` after `ms` (± one tick) unless cleared first. */
   start(ms: number, onExpire: () => void): Deadline;
+  /** Arms `deadline` (again) to expire `ms` from now. */
+  arm(deadline: Deadline, ms: number): void;
   clear(deadline: Deadline): void;
   close(): void;
 }
 
 export function createDeadlines(tickMs = 20): Deadlines {
-  const pending = new Set<Deadline>();
+  const armed: Deadline[] = [];
   let timer: ReturnType<typeof setInterval> | undefined;
+  function remove(d: Deadline): void {
+    const last = armed.pop()!;
+    if (last !== d) {
+      armed[d.slot] = last;
+      last.slot = d.slot;
+    }
+    d.slot = -1;
+  }
   function sweep(): void {
     const now = performance.now();
-    for (const d of pending) {
+    let expired: Deadline[] | undefined;
+    // Backwards: a removal moves the last one, already looked at, into the hole.
+    for (let i = armed.length - 1; i >= 0; i--) {
+      const d = armed[i]!;
       if (d.at <= now) {
-        pending.delete(d);
-        d.onExpire();
+        remove(d);
+        (expired ??= []).push(d);
       }
     }
-    if (pending.size === 0) {
+    if (armed.length === 0) {
       clearInterval(timer);
       timer = undefined;
     }
+    if (expired !== undefined) { for (const d of expired) d.onExpire(); }
+  }
+  function arm(d: Deadline, ms: number): void {
+    d.at = performance.now() + ms;
+    if (d.slot < 0) {
+      d.slot = armed.length;
+      armed.push(d);
+    }
+    timer ??= setInterval(sweep, Math.min(tickMs, ms));
   }
   return {
     start(ms, onExpire) {
-      const deadline: Deadline = { at: performance.now() + ms, onExpire };
-      pending.add(deadline);
-      timer ??= setInterval(sweep, Math.min(tickMs, ms));
+      const deadline: Deadline = { at: 0, slot: -1, onExpire };
+      arm(deadline, ms);
       return deadline;
     },
+    arm,
     clear(deadline) {
-      pending.delete(deadline);
+      if (deadline.slot >= 0) remove(deadline);
     },
     close() {
       clearInterval(timer);
       timer = undefined;
-      pending.clear();
+      for (const d of armed) d.slot = -1;
+      armed.length = 0;
     },
   };
 }

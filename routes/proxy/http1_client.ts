@@ -4,7 +4,8 @@
  * replaces `fetch`, which held the proxy to a third of what this machine can do (see
  * docs/data-plane.md, "The upstream client").
  *
- * - Requests: the head in one write (with the body when it is buffered), bodies framed by
+ * - Requests: the head in one write (with the body when it is buffered, and with a streamed body
+ *   whose declared `Content-Length` is at most 16 KiB, gathered first), bodies framed by
  *   `Content-Length` or streamed `chunked`; the client's own framing headers are never copied.
  * - Responses: the head parsed strictly (http1_parse.ts; smuggling shapes are a 502), interim 1xx
  *   skipped, bodies by `Content-Length`, `chunked` or the connection's end, none for HEAD, 204 and
@@ -83,11 +84,15 @@ function timeoutError(what: string): DOMException {
 }
 
 /** One upstream connection: its socket, read buffer and pool bookkeeping. */
-class Connection {
+class Connection implements Deadline {
   buf: Uint8Array<ArrayBuffer> = new Uint8Array(READ_SIZE);
   start = 0;
   end = 0;
-  /** A read started while idle; the next {@link fill} takes its result. */
+  /** The current request's streamed body's declared length, -1 when it goes chunked. */
+  sendLength = -1;
+  /** The current request's body (bytes) went into {@link out} after the head. */
+  bodyInline = false;
+  /** A read started while idle; the next {@link read} takes its result. */
   pending: Promise<number | null> | undefined = undefined;
   idle = false;
   idleSince = 0;
@@ -105,16 +110,35 @@ class Connection {
   onIdleRead: (() => void) | undefined = undefined;
   /** Some byte of the current response arrived (a reused connection that failed before is stale). */
   seen = false;
-  /** What an expired deadline does: one callback per connection, not one per request. */
-  readonly expire = (): void => {
+  /** The request body's reader while a small body is gathered before the head is written. */
+  gathering: ReadableStreamDefaultReader<Uint8Array> | undefined = undefined;
+  /** The connection is its own deadline (deadlines.ts): armed per request, nothing allocated. */
+  at = 0;
+  slot = -1;
+
+  /** What an expired deadline does: closes the connection, which ends the read waiting on it. */
+  onExpire(): void {
     this.timedOut = true;
     this.close();
-  };
+    // A client that stalls while its small body is gathered: end the wait (the read resolves).
+    this.gathering?.cancel(timeoutError("answer")).catch(ignore);
+  }
 
   constructor(readonly conn: Deno.Conn, readonly origin: string) {}
 
   /** Reads more bytes after `end`; false at the end of the stream. */
   async fill(): Promise<boolean> {
+    const n = await this.read();
+    if (n === null) return false;
+    this.end += n;
+    return true;
+  }
+
+  /**
+   * Starts reading after `end` (the read started while idle, if any); the caller adds what came
+   * to `end`. Not `async`: the response head's loop awaits it without a frame of its own.
+   */
+  read(): Promise<number | null> {
     if (this.start === this.end) {
       this.start = 0;
       this.end = 0;
@@ -131,10 +155,7 @@ class Connection {
     }
     const read = this.pending ?? this.conn.read(this.buf.subarray(this.end));
     this.pending = undefined;
-    const n = await read;
-    if (n === null) return false;
-    this.end += n;
-    return true;
+    return read;
   }
 
   close(): void {
@@ -216,6 +237,8 @@ function bodyOf(body: BodyInit | undefined): Uint8Array | ReadableStream<Uint8Ar
 }
 
 const DECIMAL = /^\d{1,15}$/;
+/** Streamed request bodies declared this long or shorter are gathered and sent with the head. */
+const GATHER_MAX = 16 * 1024;
 
 /** Creates the HTTP/1.1 upstream client. */
 export function createHttp1Upstream(options: Http1ClientOptions = {}): UpstreamClient {
@@ -322,9 +345,16 @@ export function createHttp1Upstream(options: Http1ClientOptions = {}): UpstreamC
     }
   }
 
-  /** Writes the request head, and the body when it is bytes; returns the body stream, if any. */
-  async function writeRequest(c: Connection, request: UpstreamRequest): Promise<void> {
-    const body = bodyOf(request.upstreamBody);
+  /**
+   * Puts the request head into `c.out` (with the body when it is bytes that fit); returns where
+   * it ends. A streamed body's declared length (-1: none, it goes chunked) is left in
+   * `c.sendLength`.
+   */
+  function putHead(
+    c: Connection,
+    request: UpstreamRequest,
+    body: Uint8Array | ReadableStream<Uint8Array> | undefined,
+  ): number {
     let end = put(c, request.method, 0);
     end = put(c, " ", end);
     end = putUtf8(c, request.pathAndQuery, end);
@@ -351,36 +381,78 @@ export function createHttp1Upstream(options: Http1ClientOptions = {}): UpstreamC
       length = Number(declared);
       end = put(c, `content-length: ${length}\r\n\r\n`, end);
     } else end = put(c, "transfer-encoding: chunked\r\n\r\n", end);
-    let inline = false;
-    if (body instanceof Uint8Array && c.out.length - end >= body.length) {
-      c.out.set(body, end);
-      end += body.length;
-      inline = true;
+    c.sendLength = length;
+    c.bodyInline = body instanceof Uint8Array && c.out.length - end >= body.length;
+    if (c.bodyInline) {
+      c.out.set(body as Uint8Array, end);
+      end += (body as Uint8Array).length;
     }
+    return end;
+  }
+
+  /** Writes the head (`c.out` up to `end`) and then the body when it is bytes not in it. */
+  async function writeBuffered(c: Connection, end: number, body: Uint8Array | undefined) {
     // One write takes the whole head nearly always (no `writeAll` frame then).
-    const head = c.out.subarray(0, end);
-    const n = await c.conn.write(head);
-    if (n < end) await writeAll(c.conn, head.subarray(n));
-    if (body instanceof Uint8Array && !inline) await writeAll(c.conn, body);
-    if (body instanceof ReadableStream) {
-      c.bodyDone = false;
-      // The body streams while the response is awaited: an upstream may answer early.
-      writeBody(c, body, length).then(() => {
-        c.bodyDone = true;
-      }, (err) => {
-        c.bodyFailure = err;
-        c.close();
-      });
+    const n = await c.conn.write(c.out.subarray(0, end));
+    if (n < end) await writeAll(c.conn, c.out.subarray(n, end));
+    if (body !== undefined && !c.bodyInline) await writeAll(c.conn, body);
+  }
+
+  /**
+   * Writes the head, with a small body gathered into it when its length is declared, and leaves
+   * the rest of the body streaming.
+   */
+  async function writeStreamed(
+    c: Connection,
+    body: ReadableStream<Uint8Array>,
+    end: number,
+  ): Promise<void> {
+    const length = c.sendLength;
+    const reader = body.getReader();
+    let sent = 0;
+    if (length >= 0 && length <= GATHER_MAX) {
+      // A small streamed body with a declared length goes out with the head, in one write
+      // (one system call and one wake-up of the upstream instead of two or more); the rest of
+      // the stream, which should be its end, is checked afterwards as before.
+      c.gathering = reader;
+      try {
+        while (sent < length) {
+          const { done, value } = await reader.read();
+          if (c.closed) throw new Error("the upstream connection closed");
+          if (done) throw new Error("the request body is shorter than declared");
+          if (sent + value.length > length) {
+            throw new Error("the request body is longer than declared");
+          }
+          room(c, end, value.length).set(value, end);
+          end += value.length;
+          sent += value.length;
+        }
+      } catch (err) {
+        reader.cancel(err).catch(ignore);
+        c.bodyFailure = c.timedOut ? timeoutError("answer") : err;
+        throw c.bodyFailure;
+      } finally {
+        c.gathering = undefined;
+      }
     }
+    const n = await c.conn.write(c.out.subarray(0, end));
+    if (n < end) await writeAll(c.conn, c.out.subarray(n, end));
+    c.bodyDone = false;
+    // The body streams while the response is awaited: an upstream may answer early.
+    writeBody(c, reader, length, sent).then(() => {
+      c.bodyDone = true;
+    }, (err) => {
+      c.bodyFailure = err;
+      c.close();
+    });
   }
 
   async function writeBody(
     c: Connection,
-    body: ReadableStream<Uint8Array>,
+    reader: ReadableStreamDefaultReader<Uint8Array>,
     length: number,
+    sent: number,
   ): Promise<void> {
-    const reader = body.getReader();
-    let sent = 0;
     try {
       for (;;) {
         const { done, value } = await reader.read();
@@ -400,28 +472,6 @@ export function createHttp1Upstream(options: Http1ClientOptions = {}): UpstreamC
     } catch (err) {
       reader.cancel(err).catch(ignore);
       throw err;
-    }
-  }
-
-  /** Reads up to the final response head (interim 1xx skipped); `c.seen` tells if any byte came. */
-  async function readHead(c: Connection): Promise<ResponseHead> {
-    let interim = 0;
-    for (;;) {
-      let at = headEnd(c.buf, c.start, c.end);
-      while (at < 0) {
-        if (c.end - c.start > MAX_HEAD_BYTES) {
-          throw new UpstreamProtocolError("response head too large");
-        }
-        if (!(await c.fill())) throw new Error("the upstream closed the connection");
-        c.seen = true;
-        at = headEnd(c.buf, c.start, c.end);
-      }
-      if (at - c.start > MAX_HEAD_BYTES) throw new UpstreamProtocolError("response head too large");
-      const head = parseHead(latin1(c.buf, c.start, at));
-      c.start = at;
-      if (head.status >= 200) return head;
-      if (head.status === 101) throw new UpstreamProtocolError("unexpected 101 response");
-      if (++interim > MAX_INTERIM) throw new UpstreamProtocolError("too many 1xx responses");
     }
   }
 
@@ -459,11 +509,11 @@ export function createHttp1Upstream(options: Http1ClientOptions = {}): UpstreamC
 
   /** A body read that closes the connection when the upstream stays silent too long. */
   async function bodyRead<T>(c: Connection, read: Promise<T>): Promise<T> {
-    const deadline = deadlines.start(bodyIdleMs, c.expire);
+    deadlines.arm(c, bodyIdleMs);
     try {
       return await read;
     } finally {
-      deadlines.clear(deadline);
+      deadlines.clear(c);
     }
   }
 
@@ -548,16 +598,45 @@ export function createHttp1Upstream(options: Http1ClientOptions = {}): UpstreamC
     });
   }
 
-  /** One request on one connection, up to the response head. */
+  /**
+   * One request on one connection, up to the final response head (interim 1xx skipped); `c.seen`
+   * tells if any byte of the response came. One `async` frame: the head is put together
+   * synchronously and the reads are awaited here.
+   */
   async function exchange(c: Connection, request: UpstreamRequest): Promise<UpstreamResponse> {
     c.seen = false;
     c.bodyDone = true;
     c.bodyFailure = undefined;
-    const deadline = deadlines.start(request.responseTimeoutMs, c.expire);
+    deadlines.arm(c, request.responseTimeoutMs);
     try {
-      await writeRequest(c, request);
-      const head = await readHead(c);
-      deadlines.clear(deadline);
+      const body = bodyOf(request.upstreamBody);
+      const end = putHead(c, request, body);
+      if (body instanceof ReadableStream) await writeStreamed(c, body, end);
+      else await writeBuffered(c, end, body);
+      let interim = 0;
+      let head: ResponseHead;
+      for (;;) {
+        let at = headEnd(c.buf, c.start, c.end);
+        while (at < 0) {
+          if (c.end - c.start > MAX_HEAD_BYTES) {
+            throw new UpstreamProtocolError("response head too large");
+          }
+          const n = await c.read();
+          if (n === null) throw new Error("the upstream closed the connection");
+          c.end += n;
+          c.seen = true;
+          at = headEnd(c.buf, c.start, c.end);
+        }
+        if (at - c.start > MAX_HEAD_BYTES) {
+          throw new UpstreamProtocolError("response head too large");
+        }
+        head = parseHead(latin1(c.buf, c.start, at));
+        c.start = at;
+        if (head.status >= 200) break;
+        if (head.status === 101) throw new UpstreamProtocolError("unexpected 101 response");
+        if (++interim > MAX_INTERIM) throw new UpstreamProtocolError("too many 1xx responses");
+      }
+      deadlines.clear(c);
       return {
         status: head.status,
         statusText: head.statusText,
@@ -566,7 +645,7 @@ export function createHttp1Upstream(options: Http1ClientOptions = {}): UpstreamC
         body: responseBody(c, head, request.method),
       };
     } catch (err) {
-      deadlines.clear(deadline);
+      deadlines.clear(c);
       c.close();
       if (c.timedOut) throw timeoutError("answer");
       if (c.bodyFailure !== undefined) throw c.bodyFailure;

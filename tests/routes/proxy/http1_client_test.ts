@@ -300,6 +300,81 @@ Deno.test("http1 client: a hanging upstream hits the response deadline", async (
   }
 });
 
+Deno.test("http1 client: a small streamed body with a declared length goes out with the head in one write", async () => {
+  // The upstream reads what arrives first: the head alone when the body follows in a second
+  // write (two system calls and two wake-ups of the upstream a request), all of it when gathered.
+  const first: string[] = [];
+  await using up = startRawUpstream(async (peer) => {
+    const buf = new Uint8Array(65536);
+    const n = await peer.conn.read(buf);
+    if (n === null) return;
+    first.push(new TextDecoder().decode(buf.subarray(0, n)));
+    await peer.send(OK);
+  });
+  const client = createHttp1Upstream();
+  try {
+    const enc = new TextEncoder();
+    // The body's bytes come 50 ms after the request starts (a client still sending).
+    const body = new ReadableStream<Uint8Array>({
+      async pull(c) {
+        await new Promise((r) => setTimeout(r, 50));
+        c.enqueue(enc.encode("a=1"));
+        c.enqueue(enc.encode("&b=2"));
+        c.close();
+      },
+    });
+    const res = await client.send(
+      upstreamOf(up.url),
+      request({
+        method: "POST",
+        upstreamHeaders: [["host", "shop.test"], ["content-length", "7"]],
+        upstreamBody: body,
+      }),
+    );
+    assertEquals(await text(res), "ok");
+    assertEquals(first.length, 1);
+    ok(first[0]!.startsWith("POST / HTTP/1.1\r\n"), first[0]);
+    ok(first[0]!.endsWith("\r\ncontent-length: 7\r\n\r\na=1&b=2"), first[0]);
+  } finally {
+    client.close();
+  }
+});
+
+Deno.test("http1 client: a client stalling in a small declared body hits the response deadline", async () => {
+  await using up = startRawUpstream(async (peer) => {
+    await peer.readRequest();
+  });
+  const client = createHttp1Upstream();
+  let cancelled: unknown = undefined;
+  try {
+    // Two of the five declared bytes, then nothing: the head is never sent, and the wait for
+    // the rest ends at the response deadline like a silent upstream's.
+    const body = new ReadableStream<Uint8Array>({
+      start(c) {
+        c.enqueue(new TextEncoder().encode("ab"));
+      },
+      cancel(reason) {
+        cancelled = reason;
+      },
+    });
+    const t0 = performance.now();
+    const err = await client.send(
+      upstreamOf(up.url),
+      request({
+        method: "POST",
+        upstreamHeaders: [["host", "shop.test"], ["content-length", "5"]],
+        upstreamBody: body,
+        responseTimeoutMs: 150,
+      }),
+    ).then(() => undefined, (e) => e);
+    ok(isTimeout(err), `a timeout, not ${err}`);
+    ok(performance.now() - t0 < 2_000);
+    ok(cancelled !== undefined, "the client's body stream is cancelled");
+  } finally {
+    client.close();
+  }
+});
+
 Deno.test("http1 client: an upstream that falls silent mid-body hits the body idle deadline", async () => {
   let closed: () => void;
   const sawClose = new Promise<void>((r) => closed = r);
