@@ -56,11 +56,45 @@ function compressible(p: CompiledProtection, res: Response, sizeHint: number | n
   return sizeHint === null || sizeHint >= p.edge.compression.min_bytes;
 }
 
-function compress(res: Response, encoding: Encoding): Response {
+/**
+ * A Brotli compressor flushed (`BROTLI_OPERATION_FLUSH`, Brotli's Z_SYNC_FLUSH) after each chunk,
+ * for a streamed answer: unflushed, the encoder holds a progress stream or long poll until its
+ * window fills or the answer ends. Flushing costs some ratio, so a whole answer is not flushed.
+ */
+function flushedBrotli(): TransformStream<Uint8Array, Uint8Array> {
+  const z = zlib.createBrotliCompress();
+  let out!: TransformStreamDefaultController<Uint8Array>;
+  z.on("data", (b: Uint8Array) => out.enqueue(b));
+  z.on("error", (e: Error) => out.error(e));
+  const step = (chunk?: Uint8Array) =>
+    new Promise<void>((resolve) => {
+      if (chunk === undefined) z.end(resolve);
+      else {
+        z.write(chunk);
+        // The output is enqueued before the callback runs.
+        z.flush(zlib.constants.BROTLI_OPERATION_FLUSH, resolve);
+      }
+    });
+  return new TransformStream({
+    start: (ctl) => void (out = ctl),
+    transform: (chunk) => step(chunk),
+    flush: () => step(),
+    cancel: () => void z.destroy(),
+  });
+}
+
+/**
+ * `streamed`: the upstream's answer was not whole within the upstream client's read-ahead. Its
+ * bytes must flow as they arrive; `CompressionStream`'s gzip already flushes each chunk it is
+ * given, Brotli is flushed by {@link flushedBrotli}.
+ */
+function compress(res: Response, encoding: Encoding, streamed: boolean): Response {
   const stream = encoding === "gzip"
     ? res.body!.pipeThrough(new CompressionStream("gzip"))
     : res.body!.pipeThrough(
-      Duplex.toWeb(zlib.createBrotliCompress()) as TransformStream<Uint8Array, Uint8Array>,
+      streamed
+        ? flushedBrotli()
+        : Duplex.toWeb(zlib.createBrotliCompress()) as TransformStream<Uint8Array, Uint8Array>,
     );
   const headers = new Headers(res.headers);
   headers.delete("content-length");
@@ -120,6 +154,7 @@ export function createEdgeResponder(deps: { cache: EdgeCache; clock: Clock }) {
     res: Response,
     chain: ChainSink,
     size: number | null,
+    streamed: boolean,
   ): Response {
     applyHeaderRules(p, site.id, path, res.headers);
     const encoding = req.method === "HEAD"
@@ -127,7 +162,7 @@ export function createEdgeResponder(deps: { cache: EdgeCache; clock: Clock }) {
       : pickEncoding(req.headers.get("accept-encoding"), p.edge.compression);
     if (encoding && compressible(p, res, size)) {
       chain.add("compress", encoding);
-      return compress(res, encoding);
+      return compress(res, encoding, streamed);
     }
     return res;
   }
@@ -158,10 +193,13 @@ export function createEdgeResponder(deps: { cache: EdgeCache; clock: Clock }) {
       headers.set("x-waf-cache", "HIT");
       const body = req.method === "HEAD" ? null : hit.body as Uint8Array<ArrayBuffer>;
       const res = new Response(body, { status: hit.status, headers });
-      return finishEdge(req, p, site, path, res, chain, hit.body.length);
+      return finishEdge(req, p, site, path, res, chain, hit.body.length, false);
     },
 
-    /** Header rules, cache capture and compression for an upstream response. */
+    /**
+     * Header rules, cache capture and compression for an upstream response; `streamed` when its
+     * body was not whole within the upstream client's read-ahead (a compressor then flushes).
+     */
     respond(
       req: Request,
       p: CompiledProtection,
@@ -171,6 +209,7 @@ export function createEdgeResponder(deps: { cache: EdgeCache; clock: Clock }) {
       path: string,
       pathAndQuery: string,
       res: Response,
+      streamed: boolean,
     ): Response {
       if (edgeIdle(p)) return res;
       const length = res.headers.get("content-length");
@@ -210,7 +249,7 @@ export function createEdgeResponder(deps: { cache: EdgeCache; clock: Clock }) {
           chain.add("cache", "store");
         }
       }
-      return finishEdge(req, p, site, path, out, chain, size);
+      return finishEdge(req, p, site, path, out, chain, size, streamed);
     },
   };
 }

@@ -98,6 +98,8 @@ export function clientAddress(peer: string, headers: Headers, trusted: TrustedPr
 
 export interface ForwardFacts {
   readonly peer: string;
+  /** The client address the WAF decided on ({@link clientAddress}), sent as X-Real-IP. */
+  readonly clientIp: string;
   /** True when the peer is a trusted proxy, so incoming forwarding headers are extended. */
   readonly trustedPeer: boolean;
   readonly proto: "http" | "https";
@@ -159,6 +161,9 @@ export function upstreamHeaders(incoming: HeaderPairs, facts: ForwardFacts): Hea
   out.push(["x-forwarded-host", priorHost ?? facts.host]);
   const node = `for=${forwardedNode(facts.peer)};host=${quoted(facts.host)};proto=${facts.proto}`;
   out.push(["forwarded", priorForwarded ? `${priorForwarded}, ${node}` : node]);
+  // As nginx's `proxy_set_header X-Real-IP $remote_addr` behind `real_ip_header`: one address,
+  // the one the WAF judged and logged, never a copy the client (or a trusted proxy) sent.
+  out.push(["x-real-ip", facts.clientIp]);
   if (!hasHost) out.push(["host", facts.host]);
   return out;
 }

@@ -324,6 +324,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     record.site_id = site.id;
     record.site = site.name;
     record.client_ip = clientAddress(this.peer, req.headers, site.trustedProxies);
+    this.clientIp = record.client_ip;
     chain.add("site", "match");
     if (this.#ctx.acme !== undefined && this.path.startsWith(ACME_CHALLENGE_PREFIX)) {
       const answer = this.#ctx.acme.answer(
@@ -353,7 +354,6 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     const rt = controls.runtime;
     if (!rt.hasHeaderChecks(p)) return undefined;
     this.siteId = site.id;
-    this.clientIp = record.client_ip;
     this.ip = parseIp(record.client_ip);
     const goodBots = controls.goodBots;
     if (
@@ -549,7 +549,6 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     const controls = this.#ctx.protection;
     if (p !== undefined && controls !== undefined && p.custom.size > 0) {
       this.siteId = site.id;
-      this.clientIp = record.client_ip;
       const v = controls.runtime.custom(p, this, chain);
       if (v.kind === "block") {
         record.action = "block";
@@ -816,6 +815,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
       this.path,
       this.pathAndQuery,
       answer.toResponse(),
+      answer.body instanceof ReadableStream,
     );
   }
 

@@ -40,6 +40,7 @@ Deno.test("upstreamHeaders() drops hop-by-hop headers, including those named by 
   });
   const out = new Headers(upstreamHeaders([...incoming], {
     peer: "198.51.100.1",
+    clientIp: "198.51.100.1",
     trustedPeer: false,
     proto: "http",
     host: "shop.test",
@@ -56,9 +57,11 @@ Deno.test("upstreamHeaders() replaces forged forwarding headers from an untruste
     "x-forwarded-for": "6.6.6.6",
     forwarded: "for=6.6.6.6",
     "x-forwarded-proto": "https",
+    "x-real-ip": "6.6.6.6",
   });
   const out = new Headers(upstreamHeaders([...incoming], {
     peer: "2001:db8::1",
+    clientIp: "2001:db8::1",
     trustedPeer: false,
     proto: "http",
     host: "shop.test:8080",
@@ -67,6 +70,7 @@ Deno.test("upstreamHeaders() replaces forged forwarding headers from an untruste
   assertEquals(out.get("x-forwarded-proto"), "http");
   assertEquals(out.get("x-forwarded-host"), "shop.test:8080");
   assertEquals(out.get("forwarded"), 'for="[2001:db8::1]";host="shop.test:8080";proto=http');
+  assertEquals(out.get("x-real-ip"), "2001:db8::1");
 });
 
 Deno.test("upstreamHeaders() extends the chain a trusted proxy sent", () => {
@@ -74,9 +78,11 @@ Deno.test("upstreamHeaders() extends the chain a trusted proxy sent", () => {
     "x-forwarded-for": "203.0.113.9",
     forwarded: "for=203.0.113.9",
     "x-forwarded-proto": "https",
+    "x-real-ip": "10.9.9.9",
   });
   const out = new Headers(upstreamHeaders([...incoming], {
     peer: "10.0.0.1",
+    clientIp: "203.0.113.9",
     trustedPeer: true,
     proto: "http",
     host: "shop.test",
@@ -84,6 +90,8 @@ Deno.test("upstreamHeaders() extends the chain a trusted proxy sent", () => {
   assertEquals(out.get("x-forwarded-for"), "203.0.113.9, 10.0.0.1");
   assertEquals(out.get("x-forwarded-proto"), "https");
   assertEquals(out.get("forwarded"), 'for=203.0.113.9, for=10.0.0.1;host="shop.test";proto=http');
+  // The address the WAF decided on (trusted proxies walked), not the trusted proxy's copy.
+  assertEquals(out.get("x-real-ip"), "203.0.113.9");
 });
 
 Deno.test("downstreamHeaders() keeps every Set-Cookie and adds the trace id", () => {

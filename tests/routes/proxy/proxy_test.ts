@@ -266,14 +266,15 @@ Deno.test("requests alternate between upstreams and skip one that is down", asyn
   assertEquals(new Set(names), new Set(["a", "b"]));
 });
 
-Deno.test("the client address comes from X-Forwarded-For only when the peer is trusted", async () => {
+Deno.test("the client address comes from X-Forwarded-For only when the peer is trusted, and goes upstream as X-Real-IP", async () => {
   await using up = startUpstream();
   await using s = await startTestServer();
   const site = addSite(s, { upstreams: [up.url] });
   const spoof = await hostFetch(`${s.dataUrl}/`, "shop.test", {
-    headers: { "x-forwarded-for": "203.0.113.9" },
+    headers: { "x-forwarded-for": "203.0.113.9", "x-real-ip": "203.0.113.9" },
   });
-  await spoof.body?.cancel();
+  // X-Real-IP is the address the WAF decided on, the client's own copy replaced.
+  assertEquals((await spoof.json()).headers["x-real-ip"], "127.0.0.1");
   assertEquals((await logOf(s, spoof.headers.get("x-waf-trace-id")!))["client_ip"], "127.0.0.1");
 
   s.dataPlane.sites.update(
@@ -286,6 +287,7 @@ Deno.test("the client address comes from X-Forwarded-For only when the peer is t
   });
   const echo = await viaProxy.json();
   assertEquals(echo.headers["x-forwarded-for"], "203.0.113.9, 127.0.0.1");
+  assertEquals(echo.headers["x-real-ip"], "203.0.113.9");
   assertEquals(
     (await logOf(s, viaProxy.headers.get("x-waf-trace-id")!))["client_ip"],
     "203.0.113.9",
