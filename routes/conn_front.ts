@@ -121,6 +121,11 @@ const BAD_REQUEST = new TextEncoder().encode(
     "connection: close\r\ncontent-length: 36\r\n\r\nBad Request: invalid chunked framing",
 );
 const BUFFER = 64 * 1024;
+/** RFC 9113 §7 error codes of the GOAWAY the front sends before closing an HTTP/2 connection. */
+const H2_NO_ERROR = 0x0;
+const H2_ENHANCE_YOUR_CALM = 0xb;
+/** How long the front's last frame (a GOAWAY) may take before the connection closes anyway. */
+const LAST_WRITE_MS = 1000;
 
 /**
  * Descriptors one piped connection holds (the client's, our end of the pipe, the server's end)
@@ -555,16 +560,18 @@ export function startFront(options: FrontOptions): Front {
     stats.open--;
     processWide.open--;
     uncount(c);
-    try {
-      c.client.close();
-    } catch {
-      // already closed
-    }
+    // An HTTP/2 connection closed at a deadline says so first (RFC 9113 §6.8), unless a write
+    // to the client is still pending (it would not get through, and would follow a partial one).
+    const goaway = reason !== undefined && c.sendingSince === 0
+      ? c.h2?.goaway(reason === "keepalive_timeout" ? H2_NO_ERROR : H2_ENHANCE_YOUR_CALM)
+      : undefined;
     try {
       c.inner?.close();
     } catch {
       // already closed
     }
+    if (goaway !== undefined) closeAfter(c.client, goaway);
+    else closeConn(c.client);
   }
 
   function uncount(c: Piped): void {
@@ -618,6 +625,23 @@ async function readOrEnd(conn: Deno.Conn, buf: Uint8Array): Promise<number | nul
   } catch {
     return null;
   }
+}
+
+function closeConn(conn: Deno.Conn): void {
+  try {
+    conn.close();
+  } catch {
+    // already closed
+  }
+}
+
+/** Writes `last` and closes; a client that takes nothing is closed after {@link LAST_WRITE_MS}. */
+function closeAfter(conn: Deno.Conn, last: Uint8Array): void {
+  const timer = setTimeout(() => closeConn(conn), LAST_WRITE_MS);
+  writeAll(conn, last).catch(() => {}).finally(() => {
+    clearTimeout(timer);
+    closeConn(conn);
+  });
 }
 
 async function writeAll(conn: Deno.Conn, chunk: Uint8Array): Promise<void> {

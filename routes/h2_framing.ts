@@ -18,6 +18,7 @@ const DATA = 0x0;
 const HEADERS = 0x1;
 const RST_STREAM = 0x3;
 const SETTINGS = 0x4;
+const GOAWAY = 0x7;
 const WINDOW_UPDATE = 0x8;
 const CONTINUATION = 0x9;
 const END_STREAM = 0x1;
@@ -71,6 +72,11 @@ class FrameReader {
   #dataLeft = 0;
 
   constructor(readonly sink: FrameSink) {}
+
+  /** Between two frames: no header or payload in progress. */
+  get between(): boolean {
+    return this.#have === 0 && this.#skip === 0;
+  }
 
   walk(buf: Uint8Array, from: number): void {
     let i = from;
@@ -246,6 +252,21 @@ export class Http2Framing {
       if (since < 0 || t < since) since = t;
     }
     return since;
+  }
+
+  /**
+   * A GOAWAY frame (RFC 9113 §6.8) with `code`, naming the highest request the client opened
+   * (the server may have acted on it), for the front to send before it closes the connection;
+   * undefined while the server's bytes stop inside a frame (a frame put there would break it).
+   */
+  goaway(code: number): Uint8Array | undefined {
+    if (!this.#server.between) return undefined;
+    const out = new Uint8Array(17);
+    const v = new DataView(out.buffer);
+    v.setUint32(0, 8 << 8 | GOAWAY);
+    v.setUint32(9, this.#highest);
+    v.setUint32(13, code);
+    return out;
   }
 
   /** The client's bytes, from just after `PRI * HTTP/2.0\r\n\r\n`; `now` stamps what happens. */

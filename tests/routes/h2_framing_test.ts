@@ -198,3 +198,18 @@ Deno.test("Http2Framing moves a body's deadline with its data only, not padding 
     assertEquals(h.bodySince, 92_000 + Math.floor(14 / step) * step, `step ${step}`);
   }
 });
+
+Deno.test("Http2Framing's GOAWAY names the highest request opened, and is withheld inside a server frame", () => {
+  const h = new Http2Framing();
+  h.fromClient(
+    join(REST, frame(HEADERS, END_HEADERS | END_STREAM, 1), frame(HEADERS, END_HEADERS, 5)),
+    1000,
+  );
+  const answer = frame(DATA, 0, 1, 10);
+  h.fromServer(answer.subarray(0, 4), 2000);
+  assertEquals(h.goaway(0xb), undefined);
+  h.fromServer(answer.subarray(4, 12), 2000);
+  assertEquals(h.goaway(0xb), undefined);
+  h.fromServer(answer.subarray(12), 2000);
+  assertEquals([...h.goaway(0xb)!], [0, 0, 8, 7, 0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0xb]);
+});
