@@ -239,8 +239,13 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
       return local.purge(siteId, pathPrefix);
     },
     async purgeAll(siteId, pathPrefix) {
-      const counts = await askWorkers((id) => ({ t: "purge", id, siteId, pathPrefix }));
-      return counts.reduce((a, b) => a + b, local.purge(siteId, pathPrefix));
+      const asked = await askWorkers((id) => ({ t: "purge", id, siteId, pathPrefix }));
+      // A worker that did not answer in time still purges when it reads the message; only its
+      // count is unknown, and the answer says so instead of being silently smaller.
+      return {
+        purged: asked.answers.reduce((a, b) => a + b, local.purge(siteId, pathPrefix)),
+        unanswered: asked.unanswered,
+      };
     },
     stats() {
       const sum = { ...local.stats() };
@@ -286,18 +291,21 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
   /**
    * Sends `message(id)` to every worker, a starting one too: it may listen (and cache) before
    * its "listening" answer is read here, so a purge that skipped it left its entries. Resolves
-   * with the answers given once every serving worker has answered, or after 1 s.
+   * with the answers given once every serving worker has answered, or after 1 s with the number
+   * of serving workers that had not (busy, or gone meanwhile).
    */
-  function askWorkers(message: (id: number) => ToWorker): Promise<number[]> {
+  function askWorkers(
+    message: (id: number) => ToWorker,
+  ): Promise<{ answers: number[]; unanswered: number }> {
     const waiting = new Set(slots.filter((s) => s.live));
-    if (slots.length === 0) return Promise.resolve([]);
+    if (slots.length === 0) return Promise.resolve({ answers: [], unanswered: 0 });
     const id = ++askId;
     const got: number[] = [];
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
         answers.delete(id);
-        resolve(got);
+        resolve({ answers: got, unanswered: waiting.size });
       };
       const timer = setTimeout(done, 1000);
       answers.set(id, (slot, value) => {

@@ -135,13 +135,20 @@ export function createEdgeCache() {
     },
     /**
      * `purge` for the management API, which answers the count: where entries also live in other
-     * threads (data workers), the total every cache removed.
+     * threads (data workers), the total every cache removed, and how many of those threads did
+     * not answer in time (their counts missing from the total).
      */
-    purgeAll(siteId: string | null, pathPrefix: string | null): Promise<number> {
-      return Promise.resolve(this.purge(siteId, pathPrefix));
+    purgeAll(siteId: string | null, pathPrefix: string | null): Promise<PurgeCount> {
+      return Promise.resolve({ purged: this.purge(siteId, pathPrefix), unanswered: 0 });
     },
     stats: () => ({ entries: entries.size, bytes, max_bytes: maxBytes, hits, misses }),
   };
 }
 
 export type EdgeCache = ReturnType<typeof createEdgeCache>;
+
+/** What a purge across every cache removed; `unanswered`: caches whose count is not in it. */
+export interface PurgeCount {
+  readonly purged: number;
+  readonly unanswered: number;
+}

@@ -62,9 +62,12 @@ export function edgeRoutes(objects: PolicyObjects, cache: EdgeCache): RouteDef[]
       access: perm("write:edge"),
       handler: async (c) => {
         const body = await readJson(c, purgeSchema);
-        const purged = await cache.purgeAll(body.site_id, body.path_prefix);
-        objects.auditOnly("edge.cache.purge", auditContext(c), { ...body, purged });
-        return c.json({ purged });
+        const { purged, unanswered } = await cache.purgeAll(body.site_id, body.path_prefix);
+        // `complete: false`: a data worker (busy, or restarting) did not answer within 1 s; it
+        // still purges, but its count is missing from `purged`.
+        const answer = { purged, complete: unanswered === 0, unanswered_workers: unanswered };
+        objects.auditOnly("edge.cache.purge", auditContext(c), { ...body, ...answer });
+        return c.json(answer);
       },
     },
   ];
