@@ -22,6 +22,8 @@ import { graphql } from "./graphql.ts";
 import { mail } from "./mail.ts";
 import { restrictedFile } from "./restricted_files.ts";
 import { sessionFixation } from "./session_fixation.ts";
+import { prototypePollution } from "./prototype_pollution.ts";
+import { scriptUpload } from "./upload.ts";
 
 export const DETECTORS: readonly Detector[] = [
   jndi,
@@ -41,4 +43,6 @@ export const DETECTORS: readonly Detector[] = [
   mail,
   restrictedFile,
   sessionFixation,
+  prototypePollution,
+  scriptUpload,
 ];

@@ -85,7 +85,8 @@ function addJson(out: Input[], text: string, prefix: string, ctx: BodyContext): 
   const clean = scanJson(text, (path, value, key) => {
     const name = prefix === "" ? path : `${prefix}.${path}`;
     if (key) {
-      if (PLAIN_KEY.test(value)) return true;
+      // A plain key can still climb into the prototype (`__proto__`, `constructor.prototype`).
+      if (PLAIN_KEY.test(value) && name.indexOf("proto") < 0) return true;
       return push(out, prefix === "" ? "json_key" : "multipart", name, value);
     }
     if (path === "query" && (ctx.graphqlPath || graphqlStrings(value) !== undefined)) {

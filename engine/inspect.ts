@@ -34,6 +34,8 @@ import { checkProtocol } from "./protocol.ts";
 import { sqli } from "./sqli.ts";
 import { xss } from "./xss.ts";
 import { DETECTORS } from "./detectors.ts";
+import { prototypePollution } from "./prototype_pollution.ts";
+import { scriptUpload } from "./upload.ts";
 import { javaClassName } from "./java.ts";
 import { bareCommand, mayBeBareCommand } from "./cmdi.ts";
 import { xxe } from "./xxe.ts";
@@ -317,6 +319,15 @@ const DOTTED_HINT =
 
 function judgeInert(input: Input, findings: Finding[]): void {
   const v = input.value;
+  // A parameter name or JSON key made of words can still be a path into the prototype
+  // (`__proto__.isAdmin`, the key `prototype` under `constructor`).
+  // An uploaded file's name made of words can still be a script (`shell.php`).
+  const upload = input.source === "multipart" && input.name.endsWith(".filename");
+  if (upload || (input.source === "json_key" ? input.name : v).indexOf("proto") >= 0) {
+    const value: DetectorInput = { input, location: locationOf(input), decoded: v, raw: v };
+    const finding = upload ? scriptUpload(value) : prototypePollution(value);
+    if (finding !== undefined) findings.push(finding);
+  }
   const dotted = v.indexOf(".") >= 0;
   if (dotted ? !DOTTED_HINT.test(v) : v.length < 5 || v.length > 10 || !mayBeBareCommand(v)) {
     return;

@@ -34,6 +34,8 @@ const SINK_START = new RegExp(`^(?:[\\w$]+\\s*=\\s*)?(?:${SINKS})${INVOKE}`);
 const SINK_AFTER_SEPARATOR = new RegExp(
   `(?:^|[;,])\\s*(?:${SINKS})\\s*[(\`]|\\}\\s*(?:alert|prompt|confirm)\\s*[(\`]|[\\w$.\\])]\\(\\s*(?:alert|prompt|confirm|eval)\\s*\\)|\\(\\s*(?:alert|prompt|confirm|eval)\\s*\\)\\s*[(\`]`,
 );
+/** `print` called with an argument: how other languages print, never a script probe. */
+const PRINT_WITH_ARGUMENT = /^print\s*\(\s*[^\s)]/;
 const JSFUCK_CHARS = /[[\]()!+{}]/g;
 
 /** A script-context verdict. */
@@ -54,12 +56,16 @@ export function analyzeJs(text: string): JsVerdict | undefined {
   const prefix = BREAKOUT_PREFIX.exec(text);
   const code = prefix === null ? text : text.slice(prefix[0].length);
   if (GLOBAL_CALL.test(code)) return { rule: "js_global_call", score: 80 };
-  if (SINK_START.test(code)) {
+  const brokeOut = prefix !== null && prefix[0].trim().length > 0;
+  // `print("Hello")` unprefixed is Python (or Ruby, Lua, PHP) code from a forum post; the page
+  // printer that JavaScript's `print` opens ignores its arguments, so probes call `print()`.
+  const python = !brokeOut && PRINT_WITH_ARGUMENT.test(code);
+  const rest = python ? code.slice(5) : code;
+  if (!python && SINK_START.test(code)) {
     // A bare `alert(` at the very start could be prose; after a breakout it is code.
-    const brokeOut = prefix !== null && prefix[0].trim().length > 0;
     return { rule: "js_sink", score: brokeOut ? 80 : 70 };
   }
-  if (SINK_AFTER_SEPARATOR.test(code)) return { rule: "js_sink", score: 75 };
+  if (SINK_AFTER_SEPARATOR.test(rest)) return { rule: "js_sink", score: 75 };
   if (code.length >= 24) {
     const symbols = code.match(JSFUCK_CHARS)?.length ?? 0;
     if (symbols / code.length >= 0.6 && code.includes("![]")) return { rule: "jsfuck", score: 80 };

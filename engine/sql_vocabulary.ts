@@ -144,10 +144,11 @@ function escape(word: string): string {
 
 /**
  * Matches when a value contains anything a SQL rule could start from: a quote, a logical
- * operator, `@@`, or one of the rule words and function names. Built from the
+ * operator, `@@`, or one of the rule words and function names (also right after the version of
+ * MySQL's executable comment, `50000union` after its `!`, which the lexer reads as code). Built from the
  * same sets the rules use, so the prefilter cannot drift from them.
  */
-const TRIGGER_WORDS = "&&|\\|\\||@@|(?:^|[^a-z0-9_$])(?:" +
+const TRIGGER_WORDS = "&&|\\|\\||@@|(?:^|[^a-z0-9_$]|![0-9]{5,6})(?:" +
   [
     ...RULE_WORDS,
     ...DELAY_FUNCTIONS,

@@ -27,6 +27,7 @@ export const ATTACK_CLASSES = [
   "ssi",
   "mail",
   "session-fixation",
+  "prototype-pollution",
   "graphql",
   "request-smuggling",
   "host-header",

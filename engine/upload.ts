@@ -1,0 +1,60 @@
+/**
+ * Script uploads: a multipart file whose name makes the web server run it. An upload form
+ * that stores files under the web root turns `shell.php` into a web shell; the classic
+ * bypasses of an extension filter spell the same name so that the filter reads another
+ * extension and the server the executable one: a second extension (`shell.php.jpg`, which
+ * Apache's `AddHandler` runs), IIS's `;` (`shell.asp;.jpg`), trailing dots, spaces or an NTFS
+ * stream (`shell.php.`, `shell.php::$DATA`, which Windows strips), or mixed case against a
+ * case-sensitive blocklist (`shell.pHp5`). `web.config` reconfigures IIS for its folder.
+ *
+ * Only the file name of a part is read (the location `multipart:<field>.filename`); what the
+ * file holds is judged as a text part by the other detectors (`GIF89a<?php ...`).
+ */
+import type { DetectorInput, Finding } from "./types.ts";
+import { makeFinding } from "./make_finding.ts";
+
+/** Extensions a web server hands to an interpreter (PHP, JSP, ASP and ASP.NET, SSI, CGI). */
+const SCRIPT_EXT =
+  "php[2-8]?|phtml|pht|phar|phps|pgif|shtml?|stm|jspx?|jspf|jsw|jsv|asp|aspx|asa|asax|ashx|asmx|ascx|axd|cshtml|vbhtml|cfml?|cfc|cgi";
+/** The name ends with a script extension, as written (the case is checked apart). */
+const FINAL = new RegExp(`\\.(${SCRIPT_EXT})$`, "i");
+/** A script extension hidden before what the filter reads: `;`, trailing dots and spaces, `::$DATA`. */
+const HIDDEN = new RegExp(`\\.(?:${SCRIPT_EXT})(?:;|[.\\s]+$|::\\$data$)`, "i");
+/** A script extension right before an image's: what an image-only filter lets through. */
+const BEFORE_IMAGE = new RegExp(
+  `[^./\\\\]\\.(?:${SCRIPT_EXT})\\.(?:jpe?g|png|gif|bmp|webp|ico|svg)$`,
+  "i",
+);
+/** Configuration files that make the server run other files as scripts. */
+const SERVER_CONFIG = /^web\.config$/i;
+
+/**
+ * Reports a multipart file name the server would run as a script.
+ *
+ * @param value the decoded input
+ * @returns an `rce` finding (rule `rce.script_upload`) or undefined
+ */
+export function scriptUpload(value: DetectorInput): Finding | undefined {
+  const input = value.input;
+  if (input.source !== "multipart" || !input.name.endsWith(".filename")) return undefined;
+  const text = value.decoded;
+  if (text.length > 512 || text.indexOf(".") < 0) return undefined;
+  const name = text.slice(Math.max(text.lastIndexOf("/"), text.lastIndexOf("\\")) + 1);
+  const hidden = HIDDEN.exec(name);
+  if (hidden !== null) return found(value, 90, text, text.length - name.length + hidden.index);
+  const final = FINAL.exec(name);
+  if (final !== null) {
+    // `pHp`: no one types an extension in mixed case but to slip past a case-sensitive list.
+    const ext = final[1]!;
+    const mixed = ext !== ext.toLowerCase() && ext !== ext.toUpperCase();
+    return found(value, mixed ? 85 : 75, text, text.length - ext.length - 1);
+  }
+  const before = BEFORE_IMAGE.exec(name);
+  if (before !== null) return found(value, 75, text, text.length - name.length + before.index);
+  if (SERVER_CONFIG.test(name)) return found(value, 85, text, text.length - name.length);
+  return undefined;
+}
+
+function found(value: DetectorInput, score: number, text: string, at: number): Finding {
+  return makeFinding(value, "rce", score, "rce.script_upload", text, at);
+}
