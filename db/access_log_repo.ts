@@ -2,7 +2,7 @@
 import type { SQLInputValue } from "node:sqlite";
 import type { Db } from "./store.ts";
 import { transaction } from "./store.ts";
-import { eachRowLine } from "./access_log_lines.ts";
+import { eachRowLine, expandRows } from "./access_log_lines.ts";
 
 export interface AccessLogRow {
   readonly trace_id: string;
@@ -224,7 +224,7 @@ export function createAccessLogRepo(db: Db) {
       });
     },
     list(filter: AccessLogFilter): StoredAccessLogRow[] {
-      return list.all({
+      return expandRows(list.all({
         from: filter.from ?? null,
         to: filter.to ?? null,
         site: filter.siteId ?? null,
@@ -235,7 +235,7 @@ export function createAccessLogRepo(db: Db) {
         trace: filter.traceId ?? null,
         before: filter.beforeId ?? null,
         limit: filter.limit,
-      }) as unknown as StoredAccessLogRow[];
+      }) as unknown as StoredAccessLogRow[]);
     },
     /** Records per action and per attack class in [from, to], optionally of one site (id or name). */
     counts(filter: { from: number; to: number; site?: string }): AccessLogCounts {
@@ -257,7 +257,8 @@ export function createAccessLogRepo(db: Db) {
       return topBy[by].all(params) as unknown as TopEntry[];
     },
     get(traceId: string): StoredAccessLogRow | undefined {
-      return byTrace.get(traceId) as StoredAccessLogRow | undefined;
+      const row = byTrace.get(traceId) as StoredAccessLogRow | undefined;
+      return row && expandRows([row])[0];
     },
     /**
      * One slice of retention (at most two chunks of 5,000 rows, each its own transaction):
@@ -281,7 +282,7 @@ export function createAccessLogRepo(db: Db) {
     /** Up to `limit` rows after row id `afterId`, oldest first, and the newest id stored. */
     readAfter(afterId: number, limit: number): { rows: StoredAccessLogRow[]; maxId: number } {
       return {
-        rows: after.all(afterId, limit) as unknown as StoredAccessLogRow[],
+        rows: expandRows(after.all(afterId, limit) as unknown as StoredAccessLogRow[]),
         maxId: (maxId.get() as { n: number }).n,
       };
     },

@@ -232,10 +232,12 @@ export function toRow(record: AccessRecord): AccessLogRow {
 /**
  * {@link toRow} straight to the row's two lines of text (`db/access_log_lines.ts`, what
  * `rowLines(toRow(record))` makes) without the row object: what the data plane hands the access
- * log, so nothing of the record outlives the request.
+ * log, so nothing of the record outlives the request. The second line is the compact record
+ * (the fields the columns do not hold, in `REST_FIELDS`' order, without their names).
  */
 export function recordLines(record: AccessRecord): string {
   const stored = storedRecord(record);
+  const finding = stored.finding;
   return JSON.stringify([
     record.trace_id,
     record.time,
@@ -246,6 +248,19 @@ export function recordLines(record: AccessRecord): string {
     record.path,
     record.status,
     record.action,
-    stored.finding?.class ?? null,
-  ]) + "\n" + JSON.stringify(stored) + "\n";
+    finding?.class ?? null,
+  ]) + "\n" + JSON.stringify([
+    stored.site,
+    stored.peer_ip,
+    stored.proto,
+    stored.query,
+    stored.user_agent,
+    stored.chain,
+    finding,
+    stored.findings,
+    stored.upstream,
+    stored.bytes_in,
+    stored.bytes_out,
+    stored.latency_us,
+  ]) + "\n";
 }

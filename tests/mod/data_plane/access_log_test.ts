@@ -511,3 +511,56 @@ Deno.test("a batch the store refuses is dropped, counted and logged; the flushes
   await log.stop();
   assertEquals(repo.count(), 4);
 });
+
+Deno.test("records are stored compactly and every read gives back the whole record's JSON; rows stored whole still read as they are", async () => {
+  await using store = await testStore();
+  const repo = createAccessLogRepo(store.db);
+  const masked = record({
+    query: "token=secret&x=1",
+    action: "block",
+    status: 403,
+    user_agent: 'curl "8"\n',
+    chain: [
+      { check: "site", result: "match", us: 2 },
+      { check: "engine", result: "block", us: 40, rule: "xss.tag" },
+    ],
+    finding: {
+      class: "xss",
+      confidence: "medium",
+      score: 60,
+      location: "header:authorization",
+      evidence: "<script>",
+      rule: "xss.tag",
+    },
+    findings: 2,
+    latency_us: { total: 50, waf: 50, upstream: null },
+  });
+  const plain = record({ site_id: null, site: null, time: Date.UTC(2026, 0, 1) + 0.5 });
+  const records = [masked, plain];
+  assertEquals(repo.insertLines(records.map(recordLines).join("")), 2);
+  // A row stored before (or by insertBatch) holds the record as an object.
+  const old = record();
+  assertEquals(repo.insertBatch([toRow(old)]), 1);
+  const raw = store.db.prepare("SELECT trace_id, record FROM access_logs ORDER BY id").all() as {
+    trace_id: string;
+    record: string;
+  }[];
+  for (const [i, r] of records.entries()) {
+    const whole = toRow(r).record;
+    ok(raw[i]!.record.startsWith("["), "a compact record is an array");
+    ok(!raw[i]!.record.includes(r.trace_id), "the columns' values are not repeated");
+    ok(raw[i]!.record.length < whole.length * 0.75, `${raw[i]!.record.length} of ${whole.length}`);
+  }
+  assertEquals(raw[2]!.record, toRow(old).record);
+  const expected = [...records, old].map(toRow);
+  // The listing, the lookup by trace id, the shipper's reads and the sinks' rows: whole records.
+  assertEquals(repo.list({ limit: 10 }).reverse().map(({ id: _, ...row }) => row), expected);
+  for (const r of expected) assertEquals(repo.get(r.trace_id)?.record, r.record);
+  assertEquals(repo.readAfter(0, 10).rows.map(({ id: _, ...row }) => row), expected);
+  assertEquals(parseRowLines(records.map(recordLines).join("")), expected.slice(0, 2));
+  const stored = JSON.parse(expected[0]!.record);
+  assertEquals([stored.query, stored.finding.evidence], [
+    "token=[masked]&x=1",
+    "[masked: 8 characters]",
+  ]);
+});
