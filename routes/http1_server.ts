@@ -25,6 +25,7 @@ import {
   chunkFrame,
   concatChunks,
   fieldName,
+  headEnd,
   stripCr,
   TCHAR,
   trimOws,
@@ -1228,20 +1229,6 @@ function validHost(host: string): boolean {
     if (c > 0x7e) return false;
   }
   return true;
-}
-
-/**
- * Where the head starting at or before `from` ends in `buf[0, end)`: the index just past the
- * empty line (CRLF CRLF, LF LF or LF CRLF), or -1 if not yet there.
- */
-function headEnd(buf: Uint8Array, from: number, end: number): number {
-  let i = buf.indexOf(10, from);
-  while (i >= 0 && i < end) {
-    if (i + 1 < end && buf[i + 1] === 10) return i + 2;
-    if (i + 2 < end && buf[i + 1] === 13 && buf[i + 2] === 10) return i + 3;
-    i = buf.indexOf(10, i + 1);
-  }
-  return -1;
 }
 
 /** Serves `listener` with no limits (tests, the probe and the prototypes). */
