@@ -265,7 +265,9 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     this.host = headerOf(headers, "host") ?? url.slice(authorityStart, pathStart);
     this.path = path;
     this.query = query;
-    this.pathAndQuery = query === "" ? path : `${path}?${query}`;
+    // With a query the path is never empty (it starts at a `/`), so the target is the URL's
+    // rest as it is: a slice of it, not a new string that the upstream client would flatten.
+    this.pathAndQuery = q < 0 ? path : query === "" ? path : url.slice(pathStart);
     this.clientIp = peer;
     this.now = ctx.clock.now();
     this.record = new ArrivingRecord(
