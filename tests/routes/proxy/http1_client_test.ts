@@ -340,6 +340,42 @@ Deno.test("http1 client: a small streamed body with a declared length goes out w
   }
 });
 
+Deno.test("http1 client: a head that is not all ASCII keeps its bytes (target as UTF-8, obs-text as one byte)", async () => {
+  const heads: Uint8Array[] = [];
+  await using up = startRawUpstream(async (peer) => {
+    const buf = new Uint8Array(65536);
+    for (;;) {
+      const n = await peer.conn.read(buf);
+      if (n === null) return;
+      heads.push(buf.slice(0, n));
+      await peer.send(OK);
+    }
+  });
+  const client = createHttp1Upstream();
+  try {
+    const u = upstreamOf(up.url);
+    // "é" in a header value is the one byte 0xe9 (header bytes are not UTF-8); in the target
+    // it is the two bytes of its UTF-8, as the client sent them.
+    for (
+      const [path, value] of [["/caf\u00e9?q=1", "ascii"], ["/plain", "caf\u00e9"]] as const
+    ) {
+      const res = await client.send(
+        u,
+        request({ pathAndQuery: path, upstreamHeaders: [["host", "shop.test"], ["x-v", value]] }),
+      );
+      assertEquals(await text(res), "ok");
+    }
+    const latin1 = (b: Uint8Array) => String.fromCharCode(...b);
+    assertEquals(heads.length, 2);
+    ok(latin1(heads[0]!).startsWith("GET /caf\xc3\xa9?q=1 HTTP/1.1\r\n"), latin1(heads[0]!));
+    ok(latin1(heads[0]!).includes("\r\nx-v: ascii\r\n"), latin1(heads[0]!));
+    ok(latin1(heads[1]!).startsWith("GET /plain HTTP/1.1\r\n"), latin1(heads[1]!));
+    ok(latin1(heads[1]!).includes("\r\nx-v: caf\xe9\r\n"), latin1(heads[1]!));
+  } finally {
+    client.close();
+  }
+});
+
 Deno.test("http1 client: a client stalling in a small declared body hits the response deadline", async () => {
   await using up = startRawUpstream(async (peer) => {
     await peer.readRequest();
