@@ -124,6 +124,21 @@ export function cpuTicks(pid: number): number {
 }
 
 /**
+ * The first thread of `pid` (a Deno server's event loop) as the scheduler counts it
+ * (`/proc/<pid>/task/<pid>/schedstat`): nanoseconds on a core and nanoseconds runnable but waiting
+ * for one, so far. Over a run, the difference tells an event loop that was busy from one that
+ * waited for its core (other threads or processes holding it); zeros when unreadable.
+ */
+export function eventLoopSched(pid: number): { runNs: number; waitNs: number } {
+  try {
+    const [run, wait] = Deno.readTextFileSync(`/proc/${pid}/task/${pid}/schedstat`).split(" ");
+    return { runNs: Number(run), waitNs: Number(wait) };
+  } catch {
+    return { runNs: 0, waitNs: 0 };
+  }
+}
+
+/**
  * CPU clock ticks (1/100 s) used so far by each thread of `pid`, by thread name: `main` for the
  * process's first thread (the event loop), else the name the runtime gave it (`worker-1`, the
  * access-log writer when it is the first worker started; `tokio-runtime-w`, `V8 DefaultWorke`,

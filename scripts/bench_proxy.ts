@@ -36,6 +36,7 @@ import { parseArgs } from "node:util";
 import {
   cpuTicks,
   ensure,
+  eventLoopSched,
   freePort,
   loadAverage,
   median,
@@ -433,6 +434,11 @@ async function frontCost(
 interface PacedResult extends WrkResult {
   /** The pause each connection made between requests, calibrated for this target. */
   delayMs: number;
+  /**
+   * With the target's pid: its event loop's CPU time a request (µs) and the time it spent
+   * runnable but waiting for a core (ms a second) over the measured run.
+   */
+  loop?: { cpuUs: number; waitMsPerS: number };
 }
 
 /**
@@ -450,6 +456,7 @@ async function pacedRun(
   host: string,
   target: number,
   opts: { threads: number; connections: number; duration: number },
+  pid?: number,
 ): Promise<PacedResult> {
   const cycleMs = (opts.connections * 1000) / target;
   let delayMs = cycleMs;
@@ -465,23 +472,41 @@ async function pacedRun(
   }
   // A calibration run that another process disturbed misleads the correction; a measured run
   // more than 10 % off the target is corrected from and run once more.
-  let r = await wrk(dir, url, wrkScript(BENIGN, host, delayMs), opts);
+  const measure = async () => {
+    const before = pid === undefined ? undefined : eventLoopSched(pid);
+    const started = performance.now();
+    const result: PacedResult = {
+      ...await wrk(dir, url, wrkScript(BENIGN, host, delayMs), opts),
+      delayMs,
+    };
+    if (before && pid !== undefined) {
+      const after = eventLoopSched(pid);
+      result.loop = {
+        cpuUs: (after.runNs - before.runNs) / 1000 / Math.max(1, result.requests),
+        waitMsPerS: (after.waitNs - before.waitNs) / 1e6 / ((performance.now() - started) / 1000),
+      };
+    }
+    return result;
+  };
+  let r = await measure();
   if (Math.abs(r.rps / target - 1) > 0.1) {
     delayMs = corrected(r.rps);
-    r = await wrk(dir, url, wrkScript(BENIGN, host, delayMs), opts);
+    r = await measure();
   }
-  return { ...r, delayMs };
+  return r;
 }
 
 /**
  * The half-rate phase alone, repeated: the WAF's maximum benign rate (one full-load run), then
  * `rounds` rounds of paced runs at half of it on the upstream, nginx, the bare own-client proxy
  * and the WAF (and one more WAF per V8-flags candidate), the order alternating; medians of p99
- * and of each WAF's p99 over the upstream's in the same round.
+ * and of each WAF's p99 over the upstream's in the same round. Each run of a Deno target (the
+ * bare proxy, the WAFs) also prints its event loop's CPU a request and the time it waited for a
+ * core: a busy event loop and one kept off its core look the same in the p99.
  */
 async function halfRateRounds(
   dir: string,
-  targets: ReadonlyArray<{ name: string; url: string; host: string }>,
+  targets: ReadonlyArray<{ name: string; url: string; host: string; pid: number }>,
   wafPid: number,
   opts: { threads: number; connections: number; duration: number },
   half: {
@@ -495,31 +520,48 @@ async function halfRateRounds(
   },
 ): Promise<string> {
   const waf = targets.find((t) => t.name === "waf, balanced/block")!;
-  const list = [
-    targets.find((t) => t.name === "upstream direct")!,
-    targets.find((t) => t.name === "nginx reverse proxy")!,
-    targets.find((t) => t.name === "deno bare, own client")!,
-    waf,
+  // The Deno processes' pids, for their event loop's CPU and waits per run (nginx's pid is its
+  // master process, whose first thread is not the one answering).
+  const named = (name: string) => {
+    const { url, host } = targets.find((t) => t.name === name)!;
+    return { name, url, host };
+  };
+  const list: { name: string; url: string; host: string; pid?: number }[] = [
+    named("upstream direct"),
+    named("nginx reverse proxy"),
+    {
+      ...named("deno bare, own client"),
+      pid: targets.find((t) => t.name === "deno bare, own client")!.pid,
+    },
+    { ...named(waf.name), pid: wafPid },
   ];
   for (const [i, flags] of half.candidates.entries()) {
     const port = freePort();
-    half.children.push(
-      await startWaf(dir, half.upstream, port, freePort(), "1", [], ROOT, {
-        name: `waf-half-${i}`,
-        v8Flags: flags,
-      }),
-    );
-    list.push({ name: `waf ${flags}`, url: `http://127.0.0.1:${port}`, host: "on.bench" });
+    const child = await startWaf(dir, half.upstream, port, freePort(), "1", [], ROOT, {
+      name: `waf-half-${i}`,
+      v8Flags: flags,
+    });
+    half.children.push(child);
+    list.push({
+      name: `waf ${flags}`,
+      url: `http://127.0.0.1:${port}`,
+      host: "on.bench",
+      pid: child.pid,
+    });
   }
   for (const [i, tree] of half.trees.entries()) {
     const port = freePort();
     const root = tree.endsWith("/") ? tree : `${tree}/`;
-    half.children.push(
-      await startWaf(dir, half.upstream, port, freePort(), "1", [], root, {
-        name: `waf-tree-${i}`,
-      }),
-    );
-    list.push({ name: `waf of ${root}`, url: `http://127.0.0.1:${port}`, host: "on.bench" });
+    const child = await startWaf(dir, half.upstream, port, freePort(), "1", [], root, {
+      name: `waf-tree-${i}`,
+    });
+    half.children.push(child);
+    list.push({
+      name: `waf of ${root}`,
+      url: `http://127.0.0.1:${port}`,
+      host: "on.bench",
+      pid: child.pid,
+    });
   }
   console.log(`load average at the start: ${loadAverage()}`);
   const script = wrkScript(BENIGN, waf.host);
@@ -537,15 +579,21 @@ async function halfRateRounds(
   for (let round = 0; round < half.rounds; round++) {
     const got = new Map<string, PacedResult>();
     for (const t of round % 2 === 0 ? list : [...list].reverse()) {
-      const r = await pacedRun(dir, t.url, t.host, target, pacedOpts);
+      const r = await pacedRun(dir, t.url, t.host, target, pacedOpts, t.pid);
       got.set(t.name, r);
       p99.get(t.name)!.push(r.p99);
+      // A WAF's event loop: busy (its CPU a request) or waiting for its core (ms a second).
+      const loop = r.loop
+        ? `, event loop ${fmt(r.loop.cpuUs, 1)} µs CPU a request, waited for a core ${
+          fmt(r.loop.waitMsPerS, 0)
+        } ms/s`
+        : "";
       console.log(
         `round ${round + 1} ${t.name.padEnd(22)} ${fmt(r.rps, 0).padStart(6)} req/s  p50 ${
           fmt(r.p50)
         } ms  p90 ${fmt(r.p90)} ms  p99 ${fmt(r.p99)} ms  (delay ${
           fmt(r.delayMs)
-        } ms, load ${loadAverage()})`,
+        } ms${loop}, load ${loadAverage()})`,
       );
     }
     for (const name of added.keys()) {
