@@ -254,6 +254,12 @@ async function start(init: WorkerInit): Promise<void> {
           throw new Error("data-plane worker crash requested (test hook)");
         });
         return;
+      case "stall": {
+        // The test hook: a blocked event loop; messages after this one wait.
+        const end = Date.now() + m.ms;
+        while (Date.now() < end) { /* busy */ }
+        return;
+      }
       case "drain":
         clearInterval(stats);
         post({ t: "connections", stats: connections });

@@ -83,6 +83,7 @@ export type ToWorker =
   | { readonly t: "drain" }
   | { readonly t: "flush"; readonly id: number }
   | { readonly t: "crash" }
+  | { readonly t: "stall"; readonly ms: number }
   | {
     readonly t: "acme";
     readonly host: string;
@@ -177,6 +178,8 @@ export interface DataWorkerPool {
   crash(index: number): void;
   /** Test hook: terminates worker `index`'s thread outright (it is restarted like a crash). */
   kill(index: number): void;
+  /** Test hook: keeps worker `index` busy for `ms` (a blocked event loop, as long work is). */
+  stall(index: number, ms: number): void;
   /** Stops accepting on every worker and lets their requests finish, then ends the threads. */
   drain(): Promise<void>;
   /** Ends every thread now (after the shutdown deadline, whatever is still in flight). */
@@ -524,6 +527,9 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
     kill(index) {
       const slot = slots[index - 1];
       if (slot && wiring) crashed(slot, wiring, "terminated (test hook)");
+    },
+    stall(index, ms) {
+      slots[index - 1]?.worker.postMessage({ t: "stall", ms } satisfies ToWorker);
     },
     collect(out) {
       const metric = (
