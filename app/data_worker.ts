@@ -99,6 +99,7 @@ async function start(init: WorkerInit): Promise<void> {
           downUntil: upstream.downUntil,
         },
         event,
+        at: clock.now(),
       }),
   });
 

@@ -38,6 +38,7 @@ import {
   type SharedStateBuffers,
 } from "../mod/data_plane/shared_state.ts";
 import type { Upstream } from "../mod/data_plane/upstream_pool.ts";
+import { createUpstreamMirror } from "../mod/data_plane/upstream_mirror.ts";
 import type { Inspection } from "../engine/types.ts";
 import type { AlapPolicyDoc } from "../mod/protection/protection_schema.ts";
 import type { Sample } from "../mod/apisec/inventory.ts";
@@ -120,6 +121,8 @@ export type FromWorker =
       readonly downUntil: number;
     };
     readonly event: "down" | "failure" | "up";
+    /** When it happened (the main thread merges reports by it, `upstream_mirror.ts`). */
+    readonly at: number;
   }
   /** Upstreams that answered since the last report: [site id, origin, time of the last answer]. */
   | { readonly t: "upstream_ok"; readonly oks: readonly UpstreamOk[] }
@@ -340,8 +343,8 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
     };
   }
 
-  /** When the main thread mirrored each upstream's last failure (`Date.now()`). */
-  const failedAt = new WeakMap<Upstream, number>();
+  /** The workers' upstream health, merged by the time of each report. */
+  const mirror = createUpstreamMirror();
 
   function onMessage(slot: Slot, m: FromWorker, w: PoolWiring, started: (err?: Error) => void) {
     const dp = w.dataPlane;
@@ -359,14 +362,20 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
         for (const sample of m.samples) dp.apisec.inventory.sample(sample);
         return;
       case "upstream": {
-        // Mirrored into the main thread's pool, which `waf_upstream_up` reads.
+        // Mirrored into the main thread's pool, which `waf_upstream_up` reads, merged with the
+        // other workers' reports by when they happened (`upstream_mirror.ts`).
         const upstream = upstreamOf(dp.policy.current, m.site.id, m.upstream.origin);
-        if (upstream) {
-          upstream.failures = m.event === "up" ? 0 : m.upstream.failures;
-          upstream.downUntil = m.event === "up" ? 0 : m.upstream.downUntil;
-          failedAt.set(upstream, Date.now());
+        if (upstream === undefined) {
+          w.upstreamHealth?.(m.site, m.upstream as Upstream, m.event);
+        } else if (m.event === "up") {
+          // Only when no other worker's later failure keeps it down.
+          if (mirror.up(upstream, m.at)) w.upstreamHealth?.(m.site, upstream, "up");
+        } else {
+          const { failures, downUntil } = m.upstream;
+          const applied = mirror.down(upstream, slot.index, failures, downUntil, m.at);
+          // A stale failure (the upstream answered since) still counts as a failure.
+          w.upstreamHealth?.(m.site, upstream, applied ? m.event : "failure");
         }
-        w.upstreamHealth?.(m.site, upstream ?? m.upstream as Upstream, m.event);
         return;
       }
       case "upstream_ok":
@@ -374,12 +383,10 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
           const upstream = upstreamOf(dp.policy.current, siteId, origin);
           if (upstream === undefined) continue;
           if (at > upstream.lastOkAt) upstream.lastOkAt = at;
-          // Answered after the failure mirrored: up. The worker that failed may be gone (a
-          // restart starts with a healthy pool and has no failure to recover from) or see no
-          // traffic for it, and only it would have said "up".
-          if (upstream.failures > 0 && at > (failedAt.get(upstream) ?? Infinity)) {
-            upstream.failures = 0;
-            upstream.downUntil = 0;
+          // Answered after a failure: up. The worker that failed may be gone (a restart starts
+          // with a healthy pool and has no failure to recover from) or see no traffic for it,
+          // and only it would have said "up".
+          if (mirror.up(upstream, at)) {
             const site = dp.policy.current.sites.find((x) => x.id === siteId)!;
             w.upstreamHealth?.(site, upstream, "up");
           }
