@@ -129,6 +129,9 @@ Deno.test("the console's operations pages work in a real browser", async (t) => 
       const schedule = await zhAdmin.page.locator("#task-schedule-access-log-retention")
         .textContent();
       assertEquals(schedule, "每 10m");
+      // A cron schedule (the backup's, set in the first step) too, not the API's English.
+      const cron = await zhAdmin.page.locator("#task-schedule-store-backup").textContent();
+      assertEquals(cron, "Cron 表达式“15 1 * * *”（UTC）");
       await zhAdmin.page.locator("main table tbody a", { hasText: zh["tasks.title_store-backup"] })
         .click();
       await textMatches(zhAdmin, "#page-title", new RegExp(zh["tasks.title_store-backup"]!));

@@ -718,6 +718,7 @@ export default {
   "nav.ops-tasks": "Scheduled tasks",
   "tasks.intro":
     "Every periodic maintenance job of this node: its schedule (cron in UTC, or an interval), jitter, next and last run. A failed run raises a notification.",
+  "tasks.cron_text": 'cron "{cron}" (UTC)',
   "tasks.every_text": "every {d}",
   "tasks.title_access-log-retention": "Access-log retention",
   "tasks.description_access-log-retention":

@@ -677,6 +677,7 @@ export default {
   "nav.ops-tasks": "计划任务",
   "tasks.intro":
     "本节点的全部周期性维护任务：计划（UTC 的 cron 表达式或间隔）、抖动、下次与上次运行。运行失败会发出通知。",
+  "tasks.cron_text": "Cron 表达式“{cron}”（UTC）",
   "tasks.every_text": "每 {d}",
   "tasks.title_access-log-retention": "访问日志保留清理",
   "tasks.description_access-log-retention":

@@ -25,8 +25,10 @@ const taskText = (task, field) => tOr(`tasks.${field}_${task.id}`, task[field]);
 
 const UNITS = [["d", 86_400_000], ["h", 3_600_000], ["m", 60_000], ["s", 1000]];
 
-/** A schedule as the API's `schedule_text` says it, with an interval in the console's language. */
+/** A schedule as the API's `schedule_text` says it, in the console's language. */
 function scheduleText(task) {
+  const cron = task.schedule.cron;
+  if (typeof cron === "string") return t("tasks.cron_text", { cron });
   const ms = task.schedule.every_ms;
   if (typeof ms !== "number") return task.schedule_text;
   const [unit, n] = UNITS.find(([, n]) => ms % n === 0) ?? ["ms", 1];
