@@ -49,7 +49,7 @@ import type { BrokenRequest } from "../routes/conn_framing.ts";
 import { limitsFromConfig } from "../routes/conn_front.ts";
 import { type ConnectionStats, createConnectionStats } from "../mod/core/connection_stats.ts";
 import { createProtectionPlane, openProtectionStore, type ProtectionPlane } from "./protection.ts";
-import { stopFolds } from "../engine/ip_list_fold.ts";
+import { onFoldFailure, stopFolds } from "../engine/ip_list_fold.ts";
 import { type ApiSecPlane, createApiSecPlane, openApiSecStore } from "./apisec.ts";
 import type { RouteDef } from "../routes/api/route.ts";
 import { siteRoutes } from "../routes/api/sites.ts";
@@ -124,6 +124,8 @@ export interface DataPlaneDeps {
 
 export function createDataPlane(deps: DataPlaneDeps): DataPlane {
   const { config, db, audit, clock, random, logger } = deps;
+  // A fold of the IP list given up on its thread (no answer in time) is logged.
+  onFoldFailure((message, fields) => logger.warn(message, fields));
   // The policy first: what changes it (sites, protection services) gets it when built.
   // Site private keys are sealed at rest; the ones an older build stored in plain text are
   // sealed here, before the first policy build.

@@ -196,7 +196,7 @@ export async function composeServer(
   let identity: Identity;
   let cluster: ClusterPlane;
   let tls: Pem | undefined;
-  let dataPlane: DataPlane;
+  let dataPlane: DataPlane | undefined;
   let ai: AiPlane;
   let plane: MonitorPlane;
   let ops: OpsPlane;
@@ -241,10 +241,7 @@ export async function composeServer(
         cluster.policyChanged();
       },
     });
-    await dataPlane.apisec.ready.catch(async (err) => {
-      await dataPlane.close();
-      throw err;
-    });
+    await dataPlane.apisec.ready;
     ai = createAiPlane({
       ...services,
       dataPlane,
@@ -256,6 +253,9 @@ export async function composeServer(
     if (dataWorkers) plane.metrics.register((out) => dataWorkers.collect(out));
     ops = createOps({ ...services, core, plane, dataPlane, identity, apiAccess });
   } catch (err) {
+    // A data plane already made holds threads (the access-log writer, the IP list's fold
+    // thread), which would keep a process that failed to start from exiting.
+    await dataPlane?.close().catch(() => {});
     db.close();
     throw err;
   }

@@ -37,9 +37,54 @@ interface Waiting {
   reject(err: Error): void;
 }
 
-let thread: { worker: Worker; waiting: Map<number, Waiting> } | undefined;
+type FoldThread = { worker: Worker; waiting: Map<number, Waiting> };
+
+let thread: FoldThread | undefined;
 let nextId = 0;
 const running = new Set<Promise<unknown>>();
+
+/**
+ * How long a fold may go unanswered on the thread (a fold of 100,000 entries takes 26-348 ms).
+ * Past it the thread is taken as stuck: it is ended, the fold fails (the list keeps serving its
+ * base with the pending changes) and the next change folds again on a new thread.
+ */
+let foldTimeoutMs = 30_000;
+
+/** Where a fold given up is reported (the server's logger); set by the data plane. */
+export type FoldLog = (message: string, fields: Record<string, unknown>) => void;
+let log: FoldLog | undefined;
+
+/** Reports folds given up to `report` (undefined: to nobody). */
+export function onFoldFailure(report: FoldLog | undefined): void {
+  log = report;
+}
+
+/** Test hook: sets the fold's answer timeout, returning the one before. */
+export function setFoldTimeout(ms: number): number {
+  const before = foldTimeoutMs;
+  foldTimeoutMs = ms;
+  return before;
+}
+
+/** Whether the fold thread runs (test hook). */
+export function foldThreadRunning(): boolean {
+  return thread !== undefined;
+}
+
+/** Ends `t` (stuck or broken), failing the folds it still owed. */
+function endThread(t: FoldThread, why: string): void {
+  if (thread === t) thread = undefined;
+  t.worker.terminate();
+  for (const w of t.waiting.values()) w.reject(new Error(why));
+  t.waiting.clear();
+}
+
+/** Keeps `p` in {@link running} until it settles. */
+function track<T>(p: Promise<T>): Promise<T> {
+  const settled = p.then(() => {}, () => {}).finally(() => running.delete(settled));
+  running.add(settled);
+  return p;
+}
 
 /** The fold thread, started on first use; undefined where no worker can start. */
 function foldThread() {
@@ -62,13 +107,56 @@ function foldThread() {
   worker.onerror = (e) => {
     e.preventDefault();
     // The thread is gone: its folds fail (each list stays right and folds again later).
-    if (thread === started) thread = undefined;
-    worker.terminate();
-    for (const w of waiting.values()) w.reject(new Error(e.message));
-    waiting.clear();
+    endThread(started, e.message);
   };
   thread = started;
   return thread;
+}
+
+/** Posts one fold to `t`; fails after {@link foldTimeoutMs} without an answer. */
+function post(
+  t: FoldThread,
+  base: IpListTables,
+  dropped: Uint32Array,
+  added: IpListTables,
+): Promise<IpListFold> {
+  const id = ++nextId;
+  const timeoutMs = foldTimeoutMs;
+  return track(
+    new Promise<IpListFold>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        t.waiting.delete(id);
+        log?.("IP-list fold thread did not answer in time; restarting it", {
+          timeout_ms: timeoutMs,
+          entries: base.allow.length,
+          pending: dropped.length + added.allow.length,
+        });
+        endThread(t, "an earlier fold timed out");
+        reject(new Error(`IP-list fold unanswered after ${timeoutMs} ms`));
+      }, timeoutMs);
+      t.waiting.set(id, {
+        resolve(fold) {
+          clearTimeout(timer);
+          resolve(fold);
+        },
+        reject(err) {
+          clearTimeout(timer);
+          reject(err);
+        },
+      });
+      t.worker.postMessage({ id, base, dropped, added } satisfies FoldRequest);
+    }),
+  );
+}
+
+/** Folds on `t`, or here when no thread can start (a runtime without workers). */
+function foldOn(
+  t: FoldThread | undefined,
+  base: IpListTables,
+  dropped: Uint32Array,
+  added: IpListTables,
+): IpListFold | Promise<IpListFold> {
+  return t === undefined ? foldHere(base, dropped, added) : post(t, base, dropped, added);
 }
 
 /**
@@ -76,27 +164,26 @@ function foldThread() {
  * here, as before: the list is right either way.
  */
 export const foldOffThread: IpListFolder = Object.assign(
-  (base: IpListTables, dropped: Uint32Array, added: IpListTables) => {
-    const t = foldThread();
-    if (t === undefined) return foldHere(base, dropped, added);
-    const id = ++nextId;
-    const done = new Promise<IpListFold>((resolve, reject) => {
-      t.waiting.set(id, { resolve, reject });
-      t.worker.postMessage({ id, base, dropped, added } satisfies FoldRequest);
-    });
-    const settled = done.then(() => {}, () => {}).finally(() => running.delete(settled));
-    running.add(settled);
-    return done;
-  },
+  (base: IpListTables, dropped: Uint32Array, added: IpListTables) =>
+    foldOn(foldThread(), base, dropped, added),
   { prepare: () => void foldThread() },
 );
 
-/** The server's fold: here below {@link FOLD_HERE_BELOW} entries, else on the fold thread. */
+/**
+ * The server's fold: here below {@link FOLD_HERE_BELOW} entries, else on the fold thread. A list
+ * that grew past the limit by changes (no full build started the thread) starts it in a task of
+ * its own, not in the change that asked for the fold: the start blocks the thread 10-210 ms.
+ */
 export const serverFold: IpListFolder = Object.assign(
-  (base: IpListTables, dropped: Uint32Array, added: IpListTables) =>
-    base.allow.length < FOLD_HERE_BELOW
-      ? foldHere(base, dropped, added)
-      : foldOffThread(base, dropped, added),
+  (base: IpListTables, dropped: Uint32Array, added: IpListTables) => {
+    if (base.allow.length < FOLD_HERE_BELOW) return foldHere(base, dropped, added);
+    if (thread !== undefined) return post(thread, base, dropped, added);
+    return track(
+      new Promise<void>((resolve) => setTimeout(resolve, 0)).then(() =>
+        foldOn(foldThread(), base, dropped, added)
+      ),
+    );
+  },
   { prepare: (size: number) => void (size >= FOLD_HERE_BELOW && foldThread()) },
 );
 

@@ -1,0 +1,108 @@
+/**
+ * The IP list's fold thread (`engine/ip_list_fold.ts`) when things go wrong or grow: a fold the
+ * thread never answers is given up (logged, the list right meanwhile, the next change folds again
+ * on a new thread), and a list that grows past the thread's limit by changes starts the thread
+ * after the change that asked for the fold, not inside it (a worker's start blocks 10-210 ms).
+ */
+import { assertEquals, ok } from "../_helpers/assert.ts";
+import type { IpListItem } from "../../engine/ip_list.ts";
+import { ipListUpdater } from "../../engine/ip_list_updater.ts";
+import {
+  FOLD_HERE_BELOW,
+  foldOffThread,
+  foldsSettled,
+  foldThreadRunning,
+  onFoldFailure,
+  serverFold,
+  setFoldTimeout,
+  stopFolds,
+} from "../../engine/ip_list_fold.ts";
+
+/** A /32 block entry for 10.x.y.z numbered `n` (distinct for n below 2^24). */
+function entry(n: number, id = `e${n}`): IpListItem {
+  return [{ version: 4, words: [(0x0a000000 | n) >>> 0], prefix: 32 }, {
+    id,
+    action: "block",
+    cidr: `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}/32`,
+    siteId: null,
+    pathPrefix: null,
+    expiresAt: null,
+  }, { position: 0, createdAt: n }];
+}
+
+const ip = (n: number) => ({ version: 4 as const, words: [(0x0a000000 | n) >>> 0] });
+
+Deno.test("serverFold(): a list grown past the thread's limit by changes starts the thread after the change, not in it", async () => {
+  await stopFolds();
+  let n = FOLD_HERE_BELOW - 100;
+  const store = new Map<string, IpListItem>();
+  for (let i = 0; i < n; i++) store.set(`e${i}`, entry(i));
+  const updater = ipListUpdater([...store.values()], serverFold);
+  assertEquals(foldThreadRunning(), false, "a full build below the limit starts no thread");
+  // Added entries until a fold is under way: the first folds here (its base below the limit),
+  // then the base is past it and the next one goes to the thread.
+  let startedInChange = false;
+  while (!updater.folding) {
+    const id = `e${n}`;
+    store.set(id, entry(n++));
+    updater.apply([id], (x) => store.get(x));
+    startedInChange ||= foldThreadRunning();
+  }
+  ok(updater.list.size > FOLD_HERE_BELOW, "the list grew past the limit");
+  assertEquals(startedInChange, false, "no change started the thread");
+  await foldsSettled();
+  ok(foldThreadRunning(), "the thread started after the change, and folded");
+  const before = updater.list.state.base;
+  const id = `e${n}`;
+  store.set(id, entry(n++));
+  const list = updater.apply([id], (x) => store.get(x));
+  ok(list.state.base !== before, "its fold is swapped in");
+  assertEquals(list.size, store.size);
+  assertEquals(list.match(ip(n - 1), "a", "/", 0)?.id, id);
+  await stopFolds();
+});
+
+Deno.test("foldOffThread(): a fold the thread does not answer in time is given up, logged, and folded again at a later change", async () => {
+  await stopFolds();
+  const logged: Array<[string, Record<string, unknown>]> = [];
+  onFoldFailure((message, fields) => void logged.push([message, fields]));
+  const before = setFoldTimeout(1);
+  try {
+    const store = new Map<string, IpListItem>();
+    for (let i = 0; i < 60_000; i++) store.set(`e${i}`, entry(i));
+    const updater = ipListUpdater([...store.values()], foldOffThread);
+    let n = store.size;
+    while (!updater.folding) {
+      const id = `e${n}`;
+      store.set(id, entry(n++));
+      updater.apply([id], (x) => store.get(x));
+    }
+    // The fold of 60,000 entries takes far longer than 1 ms: given up.
+    await foldsSettled();
+    assertEquals(updater.folding, false, "the fold given up");
+    assertEquals(foldThreadRunning(), false, "the stuck thread ended");
+    assertEquals(logged.length, 1);
+    assertEquals(logged[0]![0], "IP-list fold thread did not answer in time; restarting it");
+    assertEquals(logged[0]![1]["timeout_ms"], 1);
+    // The pending changes keep serving.
+    const base = updater.list.state.base;
+    assertEquals(updater.list.match(ip(n - 1), "a", "/", 0)?.id, `e${n - 1}`);
+    setFoldTimeout(before);
+    // The next change folds again, on a new thread, and a later one swaps it in.
+    const id = `e${n}`;
+    store.set(id, entry(n++));
+    updater.apply([id], (x) => store.get(x));
+    ok(updater.folding, "the next change folds again");
+    await foldsSettled();
+    const next = `e${n}`;
+    store.set(next, entry(n++));
+    const list = updater.apply([next], (x) => store.get(x));
+    ok(list.state.base !== base, "the new base is in force");
+    assertEquals(list.size, store.size);
+    assertEquals(logged.length, 1);
+  } finally {
+    setFoldTimeout(before);
+    onFoldFailure(undefined);
+    await stopFolds();
+  }
+});
