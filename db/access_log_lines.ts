@@ -41,21 +41,51 @@ const RECORD_FIELDS = [
   "latency_us",
 ] as const;
 
-/** The record's fields the row's columns hold (`attack_class` is the finding's class). */
-const COLUMN_FIELDS = new Set([
-  "trace_id",
-  "time",
-  "site_id",
-  "client_ip",
-  "method",
-  "host",
-  "path",
-  "status",
-  "action",
-]);
+/** What a compact record is made of: the record's fields the row's columns do not hold. */
+export interface CompactSource {
+  readonly site: string | null;
+  readonly peer_ip: string;
+  readonly proto: string;
+  readonly query: string;
+  readonly user_agent: string | null;
+  readonly chain: readonly { check: string; result: string; us: number; rule?: string }[];
+  readonly finding: unknown;
+  readonly findings: number;
+  readonly upstream: string | null;
+  readonly bytes_in: number | null;
+  readonly bytes_out: number | null;
+  readonly latency_us: { total: number; waf: number; upstream: number | null };
+}
 
-/** The record's fields the row's columns do not hold: the compact record, in this order. */
-export const REST_FIELDS: readonly string[] = RECORD_FIELDS.filter((f) => !COLUMN_FIELDS.has(f));
+/**
+ * A record's compact JSON: `[site, peer_ip, proto, query, user_agent, chain, finding, findings,
+ * upstream, bytes_in, bytes_out, total, waf, upstream µs]`, each chain entry as
+ * `[check, result, us]` (`rule` fourth when there is one).
+ */
+export function compactRecord(r: CompactSource): string {
+  const chain: unknown[][] = new Array(r.chain.length);
+  for (let i = 0; i < chain.length; i++) {
+    const e = r.chain[i]!;
+    chain[i] = e.rule === undefined ? [e.check, e.result, e.us] : [e.check, e.result, e.us, e.rule];
+  }
+  const l = r.latency_us;
+  return JSON.stringify([
+    r.site,
+    r.peer_ip,
+    r.proto,
+    r.query,
+    r.user_agent,
+    chain,
+    r.finding,
+    r.findings,
+    r.upstream,
+    r.bytes_in,
+    r.bytes_out,
+    l.total,
+    l.waf,
+    l.upstream,
+  ]);
+}
 
 /** The columns a compact record is made whole with. */
 type RecordColumns = Pick<
@@ -85,14 +115,21 @@ export function expandRecord(c: RecordColumns, stored: string): string {
     user_agent: a[4],
     status: c.status,
     action: c.action,
-    chain: a[5],
+    chain: (a[5] as unknown[][]).map(chainEntry),
     finding: a[6],
     findings: a[7],
     upstream: a[8],
     bytes_in: a[9],
     bytes_out: a[10],
-    latency_us: a[11],
+    latency_us: { total: a[11], waf: a[12], upstream: a[13] },
   });
+}
+
+/** A chain entry of a compact record as the record's object. */
+function chainEntry(e: unknown[]): unknown {
+  return e.length === 3
+    ? { check: e[0], result: e[1], us: e[2] }
+    : { check: e[0], result: e[1], us: e[2], rule: e[3] };
 }
 
 /** Rows as read from the store, their records made whole (in place). */
@@ -111,8 +148,12 @@ function storedForm(r: AccessLogRow): string {
   const keys = Object.keys(o);
   const whole = keys.length === RECORD_FIELDS.length &&
     keys.every((k, i) => k === RECORD_FIELDS[i]);
-  const compact = JSON.stringify(REST_FIELDS.map((k) => o[k]));
-  return whole && expandRecord(r, compact) === r.record ? compact : r.record;
+  if (!whole || !Array.isArray(o.chain) || typeof o.latency_us !== "object" || !o.latency_us) {
+    return r.record;
+  }
+  const compact = compactRecord(o);
+  // Only when it reads back as the same text (a chain entry with other fields would not).
+  return expandRecord(r, compact) === r.record ? compact : r.record;
 }
 
 /** A row's two lines. */

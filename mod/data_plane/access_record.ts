@@ -4,6 +4,7 @@
  * `chain.add("ip_list", "pass")` call, which also times it.
  */
 import type { AccessLogRow } from "../../db/access_log_repo.ts";
+import { compactRecord } from "../../db/access_log_lines.ts";
 import { isSecretName, scrubText } from "../core/redact.ts";
 
 export type Action = "pass" | "block" | "log" | "challenge";
@@ -233,11 +234,10 @@ export function toRow(record: AccessRecord): AccessLogRow {
  * {@link toRow} straight to the row's two lines of text (`db/access_log_lines.ts`, what
  * `rowLines(toRow(record))` makes) without the row object: what the data plane hands the access
  * log, so nothing of the record outlives the request. The second line is the compact record
- * (the fields the columns do not hold, in `REST_FIELDS`' order, without their names).
+ * (`compactRecord`: the fields the columns do not hold, without their names).
  */
 export function recordLines(record: AccessRecord): string {
   const stored = storedRecord(record);
-  const finding = stored.finding;
   return JSON.stringify([
     record.trace_id,
     record.time,
@@ -248,19 +248,6 @@ export function recordLines(record: AccessRecord): string {
     record.path,
     record.status,
     record.action,
-    finding?.class ?? null,
-  ]) + "\n" + JSON.stringify([
-    stored.site,
-    stored.peer_ip,
-    stored.proto,
-    stored.query,
-    stored.user_agent,
-    stored.chain,
-    finding,
-    stored.findings,
-    stored.upstream,
-    stored.bytes_in,
-    stored.bytes_out,
-    stored.latency_us,
-  ]) + "\n";
+    stored.finding?.class ?? null,
+  ]) + "\n" + compactRecord(stored) + "\n";
 }
