@@ -38,6 +38,7 @@ import { createDataPlane, type DataPlane } from "./data_plane.ts";
 import { createMonitorCore, createMonitorPlane, type MonitorPlane } from "./monitor.ts";
 import { type ClusterPlane, createCluster } from "./cluster.ts";
 import { createOps, type OpsPlane } from "./ops.ts";
+import { startMallocTrimmer } from "../mod/core/malloc_trim.ts";
 import {
   createDataWorkerPool,
   type DataWorkerPool,
@@ -415,6 +416,8 @@ export async function startServer(
       }`
       : undefined;
     await composed.start(managementUrl);
+    // Freed C-heap pages in glibc's per-thread arenas back to the system (mod/core/malloc_trim.ts).
+    const mallocTrimmer = startMallocTrimmer();
     deps.logger.info("waf started", {
       data_plane: formatAddress(data.hostname, data.port),
       management: `${managementUrl}`,
@@ -445,6 +448,7 @@ export async function startServer(
           deps.logger.warn("shutdown deadline reached with requests still in flight");
         }
         await composed.close();
+        await mallocTrimmer.stop();
         deps.logger.info("stopped");
       })();
       return stopping;

@@ -25,6 +25,7 @@
  * # one phase alone, in alternated rounds; each --candidate is a whole --v8-flags=... argument
  * # tried against the shipped flags (scripts/server_flags.ts):
  * deno task bench:proxy --rss-only [--rss-rounds 3] [--rss-seconds 60] [--candidate=--v8-flags=...]
+ *                       [--candidate-tree=/path/to/another/checkout/]
  * deno task bench:proxy --half-only [--half-rounds 3] [--candidate=--v8-flags=...]
  *                       [--candidate-tree=/path/to/another/checkout/]
  * ```
@@ -614,10 +615,11 @@ async function halfRateRounds(
 
 /**
  * Resident memory after `seconds` of full benign load, for each set of V8 flags in `candidates`
- * (the first is what ships): every round starts a fresh WAF on a fresh store (a grown access-log
- * table and an earlier phase's heap change the figure), warms it 3 s, loads it, reads `VmRSS` and
- * the CPU time per request, and stops it before the next one starts; the order alternates
- * between rounds. Medians per candidate.
+ * (the first is what ships) and each other checkout in `trees` (its own `main.ts`, the shipped
+ * flags): every round starts a fresh WAF on a fresh store (a grown access-log table and an
+ * earlier phase's heap change the figure), reads `VmRSS` idle (3 s after it listens), warms it
+ * 3 s, loads it, reads `VmRSS` and the CPU time per request, and stops it before the next one
+ * starts; the order alternates between rounds. Medians per candidate.
  */
 async function rssComparison(
   dir: string,
@@ -626,29 +628,36 @@ async function rssComparison(
   candidates: readonly string[],
   rounds: number,
   seconds: number,
+  trees: readonly string[] = [],
 ): Promise<string> {
-  const rows = new Map(candidates.map((c) => [c, [] as { rss: number; cpu: number }[]]));
+  const sides = [
+    ...candidates.map((flags) => ({ label: flags, flags, root: ROOT })),
+    ...trees.map((root) => ({ label: `tree ${root}`, flags: SERVER_V8_FLAGS, root })),
+  ];
+  const rows = new Map(sides.map((c) => [c, [] as { idle: number; rss: number; cpu: number }[]]));
   const script = wrkScript(BENIGN, "on.bench");
   let n = 0;
   for (let round = 0; round < rounds; round++) {
-    for (const flags of round % 2 === 0 ? candidates : [...candidates].reverse()) {
+    for (const side of round % 2 === 0 ? sides : [...sides].reverse()) {
       const port = freePort();
-      const waf = await startWaf(dir, upstream, port, freePort(), "1", [], ROOT, {
+      const waf = await startWaf(dir, upstream, port, freePort(), "1", [], side.root, {
         name: `waf-rss-${n++}`,
-        v8Flags: flags,
+        v8Flags: side.flags,
       });
       try {
+        await new Promise((r) => setTimeout(r, 3000));
+        const idle = vmRssMb(waf.pid);
         await wrk(dir, `http://127.0.0.1:${port}`, script, { ...opts, duration: 3 });
         const r = await measured(waf.pid, dir, `http://127.0.0.1:${port}`, script, {
           ...opts,
           duration: seconds,
         });
         const rss = vmRssMb(waf.pid);
-        rows.get(flags)!.push({ rss, cpu: r.cpuUs! });
+        rows.get(side)!.push({ idle, rss, cpu: r.cpuUs! });
         console.log(
-          `round ${round + 1} ${flags}: ${fmt(rss, 1)} MB, ${fmt(r.cpuUs!, 1)} µs/req, ${
-            fmt(r.rps, 0)
-          } req/s, load ${loadAverage()}`,
+          `round ${round + 1} ${side.label}: ${fmt(rss, 1)} MB (idle ${fmt(idle, 1)}), ${
+            fmt(r.cpuUs!, 1)
+          } µs/req, ${fmt(r.rps, 0)} req/s, load ${loadAverage()}`,
         );
       } finally {
         waf.kill("SIGTERM");
@@ -658,11 +667,13 @@ async function rssComparison(
   }
   return [
     `RSS after ${seconds} s of full benign load, fresh WAF each round (median of ${rounds}):`,
-    ...candidates.map((c) => {
+    ...sides.map((c) => {
       const xs = rows.get(c)!;
-      return `  ${c}: ${fmt(median(xs.map((x) => x.rss)), 1)} MB (${
+      return `  ${c.label}: ${fmt(median(xs.map((x) => x.rss)), 1)} MB (${
         xs.map((x) => fmt(x.rss, 0)).join(", ")
-      }), ${fmt(median(xs.map((x) => x.cpu)), 1)} µs/req`;
+      }; idle ${xs.map((x) => fmt(x.idle, 0)).join(", ")}), ${
+        fmt(median(xs.map((x) => x.cpu)), 1)
+      } µs/req`;
     }),
   ].join("\n");
 }
@@ -765,6 +776,7 @@ export async function main(args: string[]): Promise<number> {
           [SERVER_V8_FLAGS, ...values.candidate],
           Number(values["rss-rounds"]),
           rssSeconds,
+          values["candidate-tree"],
         ),
       );
       console.log(`load average at the end: ${loadAverage()}`);

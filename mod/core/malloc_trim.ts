@@ -1,0 +1,71 @@
+/**
+ * Gives the C heap's freed pages back to the system now and then (glibc's `malloc_trim(0)`).
+ *
+ * glibc's allocator keeps what a thread frees in that thread's arena, and returns it to the
+ * system only when the free space sits at the top of the arena. Deno starts dozens of threads
+ * (tokio's blocking pool while the modules load, V8's background threads, the access-log writer),
+ * so a two-core machine has 16 arenas, and what their freed chunks hold stays resident: after a
+ * minute of full load ~20-30 MB of the WAF's resident memory (docs/data-plane.md, "Where the
+ * resident memory is"). `MALLOC_ARENA_MAX` would cap the arenas, but it is read from the
+ * environment before `main.ts` runs, and `mallopt(M_ARENA_MAX)` then no longer changes the
+ * arenas that exist. `malloc_trim(0)` walks every arena and returns each free page inside it
+ * (`madvise(MADV_DONTNEED)`); it runs on a blocking-pool thread (`nonblocking`), so the event loop
+ * never waits for it, only a thread that allocates from the arena being trimmed, for that long.
+ *
+ * Where there is no glibc (musl, macOS) or no FFI permission, nothing runs.
+ */
+
+/** How often the trim runs: a trim every 10 s costs well under 0.1 % of one core. */
+export const MALLOC_TRIM_INTERVAL_MS = 10_000;
+
+export interface MallocTrimmer {
+  /** Whether trims run (glibc was found and may be loaded). */
+  readonly active: boolean;
+  /** Trims once now; resolves when it is done (false when nothing runs). */
+  trim(): Promise<boolean>;
+  /** Stops the timer and unloads the library once a running trim has finished. */
+  stop(): Promise<void>;
+}
+
+const LIBC = "libc.so.6";
+
+function openLibc() {
+  if (Deno.build.os !== "linux") return undefined;
+  try {
+    return Deno.dlopen(LIBC, {
+      malloc_trim: { parameters: ["usize"], result: "i32", nonblocking: true },
+    });
+  } catch {
+    // Not glibc, or no --allow-ffi.
+    return undefined;
+  }
+}
+
+/** Starts trimming every `intervalMs`; the timer does not keep the process alive. */
+export function startMallocTrimmer(intervalMs = MALLOC_TRIM_INTERVAL_MS): MallocTrimmer {
+  const lib = openLibc();
+  let running: Promise<boolean> | undefined;
+  let stopped = false;
+  const trim = (): Promise<boolean> => {
+    if (lib === undefined || stopped) return Promise.resolve(false);
+    running ??= lib.symbols.malloc_trim(0n).then(
+      () => true,
+      () => false,
+    ).finally(() => running = undefined);
+    return running;
+  };
+  const timer = lib === undefined ? undefined : setInterval(() => void trim(), intervalMs);
+  if (timer !== undefined) Deno.unrefTimer(timer);
+  return {
+    active: lib !== undefined,
+    trim,
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      clearInterval(timer);
+      // The library stays loaded until a trim on the blocking pool has returned.
+      await running;
+      lib?.close();
+    },
+  };
+}
