@@ -47,7 +47,7 @@ import {
 } from "./bench_kit.ts";
 import { createDataApp } from "../routes/proxy/data_app.ts";
 import { createLogger } from "../mod/core/logger.ts";
-import { SERVER_V8_FLAGS } from "./server_flags.ts";
+import { SERVER_DENO_FLAGS, SERVER_V8_FLAGS } from "./server_flags.ts";
 import { createAuditRepo } from "../db/audit_repo.ts";
 import { createSitesRepo } from "../db/sites_repo.ts";
 import { openStore } from "../db/store.ts";
@@ -329,6 +329,7 @@ ${options.extra ?? ""}`,
       "-A",
       "--unstable-net",
       options.v8Flags ?? SERVER_V8_FLAGS,
+      ...SERVER_DENO_FLAGS,
       ...denoArgs,
       `${root}main.ts`,
       "serve",

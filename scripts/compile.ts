@@ -6,7 +6,7 @@
  * it says so plainly and exits non-zero instead of trying a download that cannot succeed here.
  */
 import { COMPILE_INCLUDES } from "./compile_includes.ts";
-import { SERVER_V8_FLAGS } from "./server_flags.ts";
+import { SERVER_DENO_FLAGS, SERVER_V8_FLAGS } from "./server_flags.ts";
 const root = new URL("..", import.meta.url).pathname;
 const output = Deno.args[0] ?? `${root}waf`;
 const version = Deno.version.deno;
@@ -66,6 +66,7 @@ const cmd = new Deno.Command(Deno.execPath(), {
     // Data-plane workers share the listeners with `reusePort` (server.data.workers).
     "--unstable-net",
     SERVER_V8_FLAGS,
+    ...SERVER_DENO_FLAGS,
     "--output",
     output,
     ...includes,

@@ -19,3 +19,15 @@
  */
 export const SERVER_V8_FLAGS =
   "--v8-flags=--max-semi-space-size=4,--no-allocation-site-pretenuring,--heap-growing-percent=25";
+
+/**
+ * Deno's own flags the server runs with (`deno task start` carries them, `scripts/compile.ts`
+ * builds the binary with them, the benchmarks' `startWaf` starts the WAF with them):
+ *
+ * - no V8 code cache: Deno keeps its code-cache database (`v8_code_cache_v2`) mapped after the
+ *   modules have loaded, and the pages it read stay in the process's resident set: 2-5 MB idle;
+ *   after an attack burst and the RSS phase the WAF read 168-172 MB without it, 172-181 with it
+ *   (docs/data-plane.md, "Where the resident memory is"). It only saves compiling the modules'
+ *   top levels at start; what runs under load is compiled either way.
+ */
+export const SERVER_DENO_FLAGS: readonly string[] = ["--no-code-cache"];
