@@ -255,16 +255,20 @@ export class Http2Framing {
   }
 
   /**
-   * A GOAWAY frame (RFC 9113 §6.8) with `code`, naming the highest request the client opened
-   * (the server may have acted on it), for the front to send before it closes the connection;
-   * undefined while the server's bytes stop inside a frame (a frame put there would break it).
+   * A GOAWAY frame (RFC 9113 §6.8) with `code`, for the front to send before it closes the
+   * connection; undefined while the server's bytes stop inside a frame (a frame put there would
+   * break it). Its last stream id is the highest possible (§6.8: what a close without GOAWAY
+   * means, so clients retry nothing they would not have retried before): naming the highest
+   * request the follower saw aborted Deno's node:http2 client (nghttp2 asserts in
+   * `find_stream_on_goaway_func` when it holds an open stream above the id, which a client racing
+   * a new request against the close does), killing the client's whole process.
    */
   goaway(code: number): Uint8Array | undefined {
     if (!this.#server.between) return undefined;
     const out = new Uint8Array(17);
     const v = new DataView(out.buffer);
     v.setUint32(0, 8 << 8 | GOAWAY);
-    v.setUint32(9, this.#highest);
+    v.setUint32(9, 0x7fff_ffff);
     v.setUint32(13, code);
     return out;
   }

@@ -199,7 +199,7 @@ Deno.test("Http2Framing moves a body's deadline with its data only, not padding 
   }
 });
 
-Deno.test("Http2Framing's GOAWAY names the highest request opened, and is withheld inside a server frame", () => {
+Deno.test("Http2Framing's GOAWAY names the highest stream id, and is withheld inside a server frame", () => {
   const h = new Http2Framing();
   h.fromClient(
     join(REST, frame(HEADERS, END_HEADERS | END_STREAM, 1), frame(HEADERS, END_HEADERS, 5)),
@@ -211,5 +211,23 @@ Deno.test("Http2Framing's GOAWAY names the highest request opened, and is withhe
   h.fromServer(answer.subarray(4, 12), 2000);
   assertEquals(h.goaway(0xb), undefined);
   h.fromServer(answer.subarray(12), 2000);
-  assertEquals([...h.goaway(0xb)!], [0, 0, 8, 7, 0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0xb]);
+  assertEquals([...h.goaway(0xb)!], [
+    0,
+    0,
+    8,
+    7,
+    0,
+    0,
+    0,
+    0,
+    0,
+    0x7f,
+    0xff,
+    0xff,
+    0xff,
+    0,
+    0,
+    0,
+    0xb,
+  ]);
 });
