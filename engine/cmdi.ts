@@ -11,7 +11,13 @@
 import type { DetectorInput, Finding } from "./types.ts";
 import { makeFinding, stronger } from "./make_finding.ts";
 import { MAX_TEXT } from "./limits.ts";
-import { COMMANDS, FILE_COMMANDS, META_COMMANDS, SUBCOMMANDS } from "./shell_commands.ts";
+import {
+  COMMANDS,
+  FILE_COMMANDS,
+  META_COMMANDS,
+  RUNNER_COMMANDS,
+  SUBCOMMANDS,
+} from "./shell_commands.ts";
 import { judgeWindows } from "./windows_cmd.ts";
 import { deobfuscate } from "./shell_deobfuscate.ts";
 import { factorAlternation } from "./regex_factor.ts";
@@ -79,6 +85,9 @@ export const BARE_AT_START: ReadonlySet<string> = new Set([
 const NUMERIC_COMMANDS: ReadonlySet<string> = new Set(["sleep", "ping", "timeout"]);
 const DIGIT = /^\d/;
 
+/** A mode `chmod` takes: `+x`, `u+rwx`, `755`, `4755`. */
+const CHMOD_MODE = /^(?:[ugoa]*[-+=][rwxXst]+|[0-7]{3,4})$/;
+
 /** An absolute, drive or variable path as first argument (`cat /etc/x`, `dir c:\`). */
 const PATH_ARG = /^(?:\/|[a-z]:|%[a-z_]+%|~\/)/;
 
@@ -99,6 +108,10 @@ function endsWord(c: number): boolean {
   return c !== c || isSpace(c) || c === 59 || c === 124 || c === 38 || c === 10 || c === 13 ||
     c === 96 || c === 39 || c === 34 || c === 40 || c === 41 || c === 60 || c === 62 ||
     c === 123 || c === 125 || c === 61;
+}
+
+function isQuote(c: number): boolean {
+  return c === 39 || c === 34;
 }
 
 /** Characters that end a simple command (its segment). */
@@ -126,6 +139,7 @@ function argStrength(arg: string, command: string): number {
   if (c0 === 39 || c0 === 34) return 1;
   if (FILE_COMMANDS.has(command) && /^[\w.-]+\.[a-z0-9]{1,5}$/.test(arg)) return 1;
   if (META_COMMANDS.has(command) && COMMANDS.has(arg)) return 1;
+  if (command === "chmod" && CHMOD_MODE.test(arg)) return 1;
   if (arg.indexOf("*") >= 0) return 2;
   return 0;
 }
@@ -141,12 +155,42 @@ function readWord(
   let word = s.slice(from, end);
   const slash = word.lastIndexOf("/");
   if (slash >= 0) {
+    const last = word.slice(slash + 1);
     // `/usr/bin/id` names a program; `curl/7.68` (a user agent) and `/api/ping` do not.
-    if (word.indexOf("bin/") < 0 && word.indexOf("system32/") < 0) return undefined;
-    word = word.slice(slash + 1);
+    if (word.indexOf("bin/") < 0 && word.indexOf("system32/") < 0) {
+      // `/???/c?t`, `/b*/n[c]`: the shell expands a wildcard path before it runs it.
+      const globbed = GLOB.test(word) ? commandMatching(last) : undefined;
+      return globbed === undefined ? undefined : { name: globbed, end, path: true };
+    }
+    word = last;
   }
   if (word.endsWith(".exe")) word = word.slice(0, -4);
   return { name: word, end, path: slash >= 0 };
+}
+
+/** Shell wildcards: `?`, `*`, a bracket expression. */
+const GLOB = /[?*[]/;
+const GLOB_PART = /\[!?[a-z0-9-]{1,16}\]|[?*]|[^?*[]/g;
+/** Every command name, longest first, for {@link commandMatching}. */
+const COMMAND_NAMES = [...COMMANDS.keys()].sort((a, b) => b.length - a.length);
+
+/**
+ * The distinct command a wildcard file name expands to (`c?t` to `cat`, `n[c]` to `nc`), or
+ * undefined. Names are short, so a longer pattern names none.
+ */
+function commandMatching(pattern: string): string | undefined {
+  if (pattern.length === 0 || pattern.length > 24 || !GLOB.test(pattern)) return undefined;
+  let source = "";
+  for (const part of pattern.match(GLOB_PART) ?? []) {
+    if (part === "?") source += "[^/]";
+    else if (part === "*") source += "[^/]*";
+    else if (part.length > 1) source += part.startsWith("[!") ? `[^${part.slice(2)}` : part;
+    else source += part.replace(/[.+^${}()|\\\]]/g, "\\$&");
+  }
+  const re = new RegExp(`^${source}$`);
+  // A pattern that matches nearly anything (`*`, `??`) names no particular command.
+  if (re.test("zz") || re.test("zzz")) return undefined;
+  return COMMAND_NAMES.find((name) => re.test(name));
 }
 
 /** True when nothing command-breaking follows the segment: end, quotes, a comment or a command. */
@@ -172,13 +216,26 @@ function tailIsShell(s: string, segEnd: number): boolean {
 function judgeCommand(s: string, from: number, ctx: Context): number {
   let p = from;
   while (p < s.length && (isSpace(s.charCodeAt(p)) || s.charCodeAt(p) === 123)) p++;
-  if (ctx === "start") {
-    while (
-      p < s.length && (s.charCodeAt(p) === 39 || s.charCodeAt(p) === 34 || isSpace(s.charCodeAt(p)))
-    ) p++;
-  }
-  const word = readWord(s, p);
+  // A quoted command word is the same word to the shell (`;"i"d` is `;id`).
+  let quoted = false;
+  while (
+    p < s.length && (s.charCodeAt(p) === 39 || s.charCodeAt(p) === 34 || isSpace(s.charCodeAt(p)))
+  ) quoted = !isSpace(s.charCodeAt(p++)) || quoted;
+  let word = readWord(s, p);
   if (word === undefined) return 0;
+  // ...unless text follows its closing quote: `"type":"x"` is the one word `type:x` (JSON).
+  if (quoted && ctx !== "start" && isQuote(s.charCodeAt(word.end))) {
+    const after = s.charCodeAt(word.end + 1);
+    if (!isSpace(after) && !endsSegment(after) && after === after) return 0;
+  }
+  // `sudo`, `busybox`, `env` run the command that follows them: judge that one.
+  while (RUNNER_COMMANDS.has(word.name) && ctx !== "start") {
+    let q = word.end;
+    while (q < s.length && isSpace(s.charCodeAt(q))) q++;
+    const next = readWord(s, q);
+    if (next === undefined || !COMMANDS.has(next.name) || next.end === q) break;
+    word = next;
+  }
   const kind = COMMANDS.get(word.name);
   if (kind === undefined) return 0;
   if (s.charCodeAt(word.end) === 61 /* = */) return 0; // `id=5` is an assignment or a pair

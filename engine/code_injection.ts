@@ -81,7 +81,16 @@ export function codeInjection(value: DetectorInput): Finding | undefined {
   return stronger(stronger(javaCode, php(value, text)), asp(value, text));
 }
 
+/**
+ * A server script block that runs what the request carries: the one-line web shells of ASP,
+ * ASP.NET and JScript (`<%eval request("x")%>`, `<%@ Page Language="Jscript"%><%eval(
+ * Request.Item["p"],"unsafe");%>`); VBScript calls need no parentheses.
+ */
+const ASP_WEBSHELL = /<%[^%]{0,64}?\b(?:eval|execute(?:global)?)\b\s*\(?\s*request\b/i;
+
 function asp(value: DetectorInput, text: string): Finding | undefined {
+  const shell = text.indexOf("<%") >= 0 ? ASP_WEBSHELL.exec(text) : null;
+  if (shell !== null) return makeFinding(value, "rce", 92, "rce.asp_code", text, shell.index);
   if (!ASP_HINT.test(text)) return undefined;
   let hits = 0;
   let first = -1;

@@ -87,8 +87,10 @@ export function crlf(value: DetectorInput): Finding | undefined {
   const header = INJECTED_HEADER.exec(text);
   if (header === null) return undefined;
   // A comment may well say "Location: Berlin" on its own line; a redirect target may not.
-  // Monitoring SDKs even post whole response header blocks as JSON text.
-  const score = isBody(value.input.source) ? 30 : 90;
+  // Monitoring SDKs even post whole response header blocks as JSON text. A line break the
+  // body spelled as a percent escape its own format does not use (`%0d%0a` in JSON, `%250d`
+  // in a form) was written for a decoder further on, as in a parameter.
+  const score = isBody(value.input.source) && !escapedForLater(value) ? 30 : 90;
   return makeFinding(value, "crlf", score, "crlf.header_injection", text, header.index);
 }
 
@@ -96,6 +98,17 @@ export function crlf(value: DetectorInput): Finding | undefined {
  * More than a tenth of the text is control characters or Latin-1 bytes other than the ESC and
  * BEL that delimit control sequences: decoded binary data.
  */
+/** {@link ESCAPED_BREAK} written once more (`%250d%250a`): what a form body decodes to `%0d%0a`. */
+const DOUBLE_ESCAPED_BREAK =
+  /(?<!%25(?:25)*0[ad])%25(?:25)*0[ad](?:%(?:25)*0[ad])*[^:\s]{0,3}?(?:set-cookie|location|content-type|content-length|refresh|x-xss-protection|http\/\d)/i;
+
+/** Whether a body value's line break came from a percent escape its own format would not hold. */
+function escapedForLater(value: DetectorInput): boolean {
+  const raw = value.raw;
+  if (raw.indexOf("%") < 0) return false;
+  return (value.input.source === "form" ? DOUBLE_ESCAPED_BREAK : ESCAPED_BREAK).test(raw);
+}
+
 function isBinary(text: string): boolean {
   let odd = 0;
   for (let i = 0; i < text.length; i++) {

@@ -139,7 +139,9 @@ function addMultipart(out: Input[], body: string, boundary: string, ctx: BodyCon
         push(out, "multipart", `${name}.${header}`, value);
       }
     }
-    if (!isText(part.value)) continue;
+    // A field without a file name is a form value the application reads as text: a NUL byte
+    // in it (which decoding removes) does not make it binary (`'\0 or 1=1--`).
+    if (!isText(part.value, part.filename === undefined)) continue;
     const value = utf8FromLatin1(part.value);
     if (part.contentType === "" || part.contentType.startsWith("text/plain")) {
       push(out, "multipart", name, value);
@@ -165,13 +167,20 @@ function utf8FromLatin1(s: string): string {
   return UTF8.decode(bytes);
 }
 
-/** Binary content (images, archives) is not inspectable text; a few control bytes are. */
-export function isText(s: string): boolean {
+/**
+ * Binary content (images, archives) is not inspectable text; a few control bytes are.
+ *
+ * @param s the content, one character a byte
+ * @param field true for a form field, where NUL bytes do not count as binary
+ */
+export function isText(s: string, field = false): boolean {
   const n = Math.min(s.length, 512);
   let control = 0;
   for (let i = 0; i < n; i++) {
     const c = s.charCodeAt(i);
-    if ((c < 0x20 && c !== 9 && c !== 10 && c !== 13) || c === 0xfffd) control++;
+    if ((c < 0x20 && c !== 9 && c !== 10 && c !== 13 && (c !== 0 || !field)) || c === 0xfffd) {
+      control++;
+    }
   }
   return control * 20 <= n;
 }

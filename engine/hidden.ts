@@ -1,6 +1,7 @@
 /**
  * Texts hidden inside a decoded value that an application decodes again before use: base64
- * (the whole value or runs inside it) and JSON nested in a string. Each is judged alone by
+ * (the whole value or runs inside it), JSON nested in a string, and full-width forms folded
+ * to ASCII. Each is judged alone by
  * the inspector, within the request's work budget.
  */
 import { decodeBase64Code, decodeBase64Runs } from "./normalize.ts";
@@ -22,7 +23,28 @@ export function hiddenTexts(text: string): string[] {
   else if (text.length >= 12) { for (const run of decodeBase64Runs(text)) out.push(run); }
   const nested = nestedJsonStrings(text);
   if (nested !== undefined) { for (const s of nested) out.push(s); }
+  if (FULLWIDTH_SYNTAX.test(text)) out.push(foldFullwidth(text));
   return out;
+}
+
+/**
+ * Full-width signs that Chinese and Japanese prose does not write (its punctuation is `，`,
+ * `？`, `：`, `；`, `（）`, `！`; quotes are `“”`, `「」`): quotes, angle brackets, braces, `\`,
+ * backtick, `|`. Only a value with one of them is folded, so a search for
+ * `and 1=1，and 1=2` (a full-width comma in an SQL lesson's title) stays as typed.
+ */
+const FULLWIDTH_SYNTAX = /[\uff02\uff07\uff1c\uff1e\uff3b\uff3c\uff3d\uff40\uff5b\uff5c\uff5d]/;
+/** The full-width forms of ASCII (`＜`, `＇`, `（`, `ｓ`), U+FF01 to U+FF5E. */
+const FULLWIDTH_ALL = /[\uff01-\uff5e]/g;
+
+/**
+ * The text with full-width forms turned into their ASCII letters and signs, as Unicode
+ * normalisation (NFKC: Python's `unicodedata`, Java's `Normalizer`, many sign-up and search
+ * forms) and Windows' "best fit" code-page conversion (ASP, PHP and command lines on Windows)
+ * do before the application reads it: `＜ｓｃｒｉｐｔ＞` reaches it as `<script>`.
+ */
+function foldFullwidth(text: string): string {
+  return text.replace(FULLWIDTH_ALL, (c) => String.fromCharCode(c.charCodeAt(0) - 0xfee0));
 }
 
 /**

@@ -296,4 +296,26 @@ export const META_COMMANDS: ReadonlySet<string> = new Set([
   "time",
   "start",
   "call",
+  "busybox",
+  "doas",
+  "nice",
+  "command",
+]);
+
+/**
+ * Of {@link META_COMMANDS}, those that run their argument (`sudo cat /etc/shadow`, `busybox nc
+ * ...`) rather than look it up (`which curl`): the command after them is judged as if it
+ * stood in their place.
+ */
+export const RUNNER_COMMANDS: ReadonlySet<string> = new Set([
+  "sudo",
+  "doas",
+  "nohup",
+  "exec",
+  "eval",
+  "env",
+  "time",
+  "nice",
+  "busybox",
+  "command",
 ]);

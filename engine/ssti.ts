@@ -68,7 +68,7 @@ const RULES: readonly Rule[] = [
   },
   {
     re:
-      /\{%\s*(?:for|if|set|import|include|extends|macro|raw|debug|with)\b[^%]*(?:__|config|self|request|lipsum|\(\)|os\b)/,
+      /\{%-?\s*(?:for|if|set|import|include|extends|macro|raw|debug|with|print)\b[^%]*(?:__|config|self|request|lipsum|\(\)|os\b)/,
     score: 86,
     ruleId: "ssti.jinja_statement",
   },
@@ -79,7 +79,9 @@ const RULES: readonly Rule[] = [
     ruleId: "ssti.arithmetic",
   },
   {
-    re: /(?:\$\{\{?|#\{|\*\{|@\(|\[\[|\{\{|<%=)\s*\d+\s*[-+*/%]\s*\d+\s*(?:\}\}?|\)|\]\]|%>)/,
+    // Jinja's `{% print 7*7 %}` prints as `{{ }}` does, for filters that drop `{{`.
+    re:
+      /(?:\$\{\{?|#\{|\*\{|@\(|\[\[|\{\{|<%=|\{%-?\s*print\b\s*\(?)\s*\d+\s*[-+*/%]\s*\d+\s*(?:\}\}?|\)|\]\]|%>|-?%\})/,
     score: 82,
     ruleId: "ssti.arithmetic",
   },
