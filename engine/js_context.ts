@@ -59,7 +59,8 @@ export function analyzeJs(text: string): JsVerdict | undefined {
   const brokeOut = prefix !== null && prefix[0].trim().length > 0;
   // `print("Hello")` unprefixed is Python (or Ruby, Lua, PHP) code from a forum post; the page
   // printer that JavaScript's `print` opens ignores its arguments, so probes call `print()`.
-  const python = !brokeOut && PRINT_WITH_ARGUMENT.test(code);
+  const python = !brokeOut && code.charCodeAt(0) === 112 /* p */ &&
+    PRINT_WITH_ARGUMENT.test(code);
   const rest = python ? code.slice(5) : code;
   if (!python && SINK_START.test(code)) {
     // A bare `alert(` at the very start could be prose; after a breakout it is code.

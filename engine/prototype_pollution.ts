@@ -30,9 +30,13 @@ const NAME_PATH = new RegExp(`${PROTO}|${CONSTRUCTOR_PROTOTYPE}(?![\\w$])`);
  * alone with a scalar, as in a syntax tree, changes nothing).
  */
 const KEY_PATH = new RegExp(`${PROTO}|${CONSTRUCTOR_PROTOTYPE}${ONWARD}`);
-/** In a value, the path must go on past the prototype, or be a JSON key opening an object. */
+/**
+ * In a value, the path must go on past the prototype, or be JSON text whose keys open an
+ * object below it (`{"__proto__":{`, `{"constructor":{"prototype":{`).
+ */
 const VALUE_PATH = new RegExp(
-  `(?:${PROTO}|${CONSTRUCTOR_PROTOTYPE})${ONWARD}|["']${PROTO}["']\\s*:\\s*[{[]`,
+  `(?:${PROTO}|${CONSTRUCTOR_PROTOTYPE})${ONWARD}|["']${PROTO}["']\\s*:\\s*[{[]|` +
+    `["']constructor["']\\s*:\\s*\\{\\s*["']prototype["']\\s*:\\s*\\{`,
 );
 
 /** Sources whose text is a property path a framework builds objects from. */
