@@ -63,10 +63,12 @@ export interface CompactSource {
  * `[check, result, us]` (`rule` fourth when there is one).
  */
 export function compactRecord(r: CompactSource): string {
-  const chain: unknown[][] = new Array(r.chain.length);
-  for (let i = 0; i < chain.length; i++) {
-    const e = r.chain[i]!;
-    chain[i] = e.rule === undefined ? [e.check, e.result, e.us] : [e.check, e.result, e.us, e.rule];
+  // Pushed, not preallocated: a packed array, never a holey one.
+  const chain: unknown[][] = [];
+  for (const e of r.chain) {
+    chain.push(
+      e.rule === undefined ? [e.check, e.result, e.us] : [e.check, e.result, e.us, e.rule],
+    );
   }
   const l = r.latency_us;
   return JSON.stringify([
