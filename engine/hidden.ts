@@ -23,7 +23,8 @@ export function hiddenTexts(text: string): string[] {
   else if (text.length >= 12) { for (const run of decodeBase64Runs(text)) out.push(run); }
   const nested = nestedJsonStrings(text);
   if (nested !== undefined) { for (const s of nested) out.push(s); }
-  if (FULLWIDTH_SYNTAX.test(text)) out.push(foldFullwidth(text));
+  const folded = foldedFullwidth(text);
+  if (folded !== undefined) out.push(folded);
   return out;
 }
 
@@ -36,15 +37,37 @@ export function hiddenTexts(text: string): string[] {
 const FULLWIDTH_SYNTAX = /[\uff02\uff07\uff1c\uff1e\uff3b\uff3c\uff3d\uff40\uff5b\uff5c\uff5d]/;
 /** The full-width forms of ASCII (`＜`, `＇`, `（`, `ｓ`), U+FF01 to U+FF5E. */
 const FULLWIDTH_ALL = /[\uff01-\uff5e]/g;
+/** Kana, CJK ideographs and Hangul: the value is Chinese, Japanese or Korean prose. */
+const CJK_LETTER = /[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]/;
+/** FULLWIDTH_SYNTAX without `｜`, which Japanese writes between a title and a site's name. */
+const PROSE_SYNTAX = /[\uff02\uff07\uff1c\uff1e\uff3b\uff3c\uff3d\uff40\uff5b\uff5d]/;
+/**
+ * The full-width forms but the punctuation CJK prose writes as its own (`！（），：；？｜`):
+ * `スキル：Ｊａｖａ｜Ｐｙｔｈｏｎ｜ＰＨＰ` is a list, not `:Java|Python|PHP`'s pipe.
+ */
+const FULLWIDTH_NOT_PROSE =
+  /[\uff02-\uff07\uff0a\uff0b\uff0d-\uff19\uff1c-\uff1e\uff20-\uff5b\uff5d\uff5e]/g;
 
 /**
  * The text with full-width forms turned into their ASCII letters and signs, as Unicode
  * normalisation (NFKC: Python's `unicodedata`, Java's `Normalizer`, many sign-up and search
  * forms) and Windows' "best fit" code-page conversion (ASP, PHP and command lines on Windows)
- * do before the application reads it: `＜ｓｃｒｉｐｔ＞` reaches it as `<script>`.
+ * do before the application reads it: `＜ｓｃｒｉｐｔ＞` reaches it as `<script>`. In a value
+ * with kana, ideographs or Hangul the prose's own punctuation stays as typed: a Japanese
+ * profile's `＜上級＞Ｊａｖａ｜ｐｙｔｈｏｎ` or a Chinese `比较；ｊａｖａ＜＝＞ｋｏｔｌｉｎ` would
+ * otherwise become a pipe or a `;` before a command name. A payload in full-width forms keeps
+ * its syntax signs folded, Chinese text around it or not (`＜script＞`, `＇ or 1＝1－－`).
+ *
+ * @returns the folded text, or undefined when the value has no full-width syntax sign
  */
-function foldFullwidth(text: string): string {
-  return text.replace(FULLWIDTH_ALL, (c) => String.fromCharCode(c.charCodeAt(0) - 0xfee0));
+function foldedFullwidth(text: string): string | undefined {
+  if (!FULLWIDTH_SYNTAX.test(text)) return undefined;
+  const prose = CJK_LETTER.test(text);
+  if (prose && !PROSE_SYNTAX.test(text)) return undefined;
+  return text.replace(
+    prose ? FULLWIDTH_NOT_PROSE : FULLWIDTH_ALL,
+    (c) => String.fromCharCode(c.charCodeAt(0) - 0xfee0),
+  );
 }
 
 /**

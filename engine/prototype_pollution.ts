@@ -31,13 +31,25 @@ const NAME_PATH = new RegExp(`${PROTO}|${CONSTRUCTOR_PROTOTYPE}(?![\\w$])`);
  */
 const KEY_PATH = new RegExp(`${PROTO}|${CONSTRUCTOR_PROTOTYPE}${ONWARD}`);
 /**
- * In a value, the path must go on past the prototype, or be JSON text whose keys open an
- * object below it (`{"__proto__":{`, `{"constructor":{"prototype":{`).
+ * In a value, the path must go on past the prototype (`__proto__.isAdmin`,
+ * `constructor[prototype][x]`).
  */
-const VALUE_PATH = new RegExp(
-  `(?:${PROTO}|${CONSTRUCTOR_PROTOTYPE})${ONWARD}|["']${PROTO}["']\\s*:\\s*[{[]|` +
+const VALUE_PATH = new RegExp(`(?:${PROTO}|${CONSTRUCTOR_PROTOTYPE})${ONWARD}`);
+/**
+ * JSON text whose keys open an object below the prototype (`{"__proto__":{`,
+ * `{"constructor":{"prototype":{`).
+ */
+const VALUE_JSON = new RegExp(
+  `["']${PROTO}["']\\s*:\\s*[{[]|` +
     `["']constructor["']\\s*:\\s*\\{\\s*["']prototype["']\\s*:\\s*\\{`,
 );
+/**
+ * White space inside a value: a helper taking a path from a value (`set(obj, path, v)`) reads
+ * the whole value as the path, and a space would become part of a key name (`a. __proto__`
+ * names the key ` __proto__`); code and prose that name the property
+ * (`console.log(foo.__proto__.bar)`, `use this.constructor.prototype.render`) have spaces.
+ */
+const INNER_SPACE = /\S\s+\S/;
 
 /** Sources whose text is a property path a framework builds objects from. */
 const KEY_SOURCES: ReadonlySet<string> = new Set([
@@ -68,7 +80,7 @@ export function prototypePollution(value: DetectorInput): Finding | undefined {
     }
   }
   if (text.indexOf("proto") < 0) return undefined;
-  const m = VALUE_PATH.exec(text);
+  const m = (INNER_SPACE.test(text) ? null : VALUE_PATH.exec(text)) ?? VALUE_JSON.exec(text);
   return m === null
     ? undefined
     : makeFinding(value, "prototype-pollution", 80, "proto.path", text, m.index);
