@@ -39,6 +39,7 @@ import { protectionCompiler } from "./protection.ts";
 import type { AlapArgs, FromWorker, ToWorker, UpstreamOk, WorkerInit } from "./data_workers.ts";
 import type { Upstream } from "../mod/data_plane/upstream_pool.ts";
 import type { Sample } from "../mod/apisec/inventory.ts";
+import { shortenThreadSlice } from "../mod/core/thread_slice.ts";
 
 /**
  * Records are sent in batches: at most this many, or {@link FLUSH_MS} after the first. Each
@@ -294,6 +295,8 @@ async function start(init: WorkerInit): Promise<void> {
 
 self.onmessage = (e: MessageEvent<ToWorker>) => {
   if (e.data.t !== "init") return;
+  // This worker's event loop, like the main thread's (mod/core/thread_slice.ts).
+  shortenThreadSlice();
   start(e.data.init).catch((err) => {
     post({
       t: "failed",

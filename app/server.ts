@@ -39,6 +39,7 @@ import { createMonitorCore, createMonitorPlane, type MonitorPlane } from "./moni
 import { type ClusterPlane, createCluster } from "./cluster.ts";
 import { createOps, type OpsPlane } from "./ops.ts";
 import { startMallocTrimmer } from "../mod/core/malloc_trim.ts";
+import { shortenThreadSlice } from "../mod/core/thread_slice.ts";
 import {
   createDataWorkerPool,
   type DataWorkerPool,
@@ -418,6 +419,8 @@ export async function startServer(
     await composed.start(managementUrl);
     // Freed C-heap pages in glibc's per-thread arenas back to the system (mod/core/malloc_trim.ts).
     const mallocTrimmer = startMallocTrimmer();
+    // A woken event loop takes its core back at once (mod/core/thread_slice.ts).
+    shortenThreadSlice();
     deps.logger.info("waf started", {
       data_plane: formatAddress(data.hostname, data.port),
       management: `${managementUrl}`,
