@@ -31,3 +31,17 @@ Deno.test("waf serve runs its event loop with a short slice and its other thread
   for (const t of others) ok(t.slice > EVENT_LOOP_SLICE_NS, `${t.name}: ${t.slice} ns`);
   assertEquals(await waf.stop("SIGTERM"), 0);
 });
+
+Deno.test("with data workers each one's event loop has the short slice too", async () => {
+  await using dir = await tempDir();
+  await Deno.writeTextFile(`${dir}/waf.yaml`, CONFIG.replace("workers: 1", "workers: 2"));
+  await using waf = spawnWaf(["serve", "--data-dir", dir]);
+  await waf.waitFor(/data_plane=127\.0\.0\.1:\d+/);
+  const threads = slices(waf.child.pid);
+  assertEquals(threads.find((t) => t.name === "main")?.slice, EVENT_LOOP_SLICE_NS);
+  // Two data workers; the access-log writer, also a worker thread, keeps the default.
+  const short = threads.filter((t) => t.name !== "main" && t.slice === EVENT_LOOP_SLICE_NS);
+  assertEquals(short.length, 2, JSON.stringify(threads));
+  ok(threads.length - short.length > 2);
+  assertEquals(await waf.stop("SIGTERM"), 0);
+});
