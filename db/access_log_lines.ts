@@ -16,13 +16,15 @@
  */
 import { type AccessLogRow, indexedColumns } from "./access_log_repo.ts";
 
-/** The record's fields, in the order of its JSON. */
+/**
+ * The record's fields, in the order of its JSON: the order `JSON.stringify` gave the data plane's
+ * record (`ArrivingRecord`, mod/data_plane/access_record.ts: what a request carries first, then
+ * what the WAF decides and measures), which is the text the store kept before records were
+ * compact and what every read gives back.
+ */
 const RECORD_FIELDS = [
   "trace_id",
   "time",
-  "site_id",
-  "site",
-  "client_ip",
   "peer_ip",
   "proto",
   "method",
@@ -30,6 +32,9 @@ const RECORD_FIELDS = [
   "path",
   "query",
   "user_agent",
+  "site_id",
+  "site",
+  "client_ip",
   "status",
   "action",
   "chain",
@@ -41,8 +46,35 @@ const RECORD_FIELDS = [
   "latency_us",
 ] as const;
 
+/**
+ * The columns' text values that SQLite does not give back as they were: a NUL cuts the text
+ * read back there, and a lone surrogate becomes U+FFFD. Such a value (a refused request's raw
+ * target, method or Host can hold a NUL) is kept in the compact record too.
+ */
+const TEXT_COLUMNS = ["site_id", "client_ip", "method", "host", "path"] as const;
+
+/** Whether SQLite's text column gives `s` back as it is. */
+function keptByColumn(s: string | null): boolean {
+  return s === null || (s.indexOf("\0") < 0 && s.isWellFormed());
+}
+
+/** The column values a compact record must hold itself ({@link TEXT_COLUMNS}), or undefined. */
+function unkeptColumns(r: CompactSource): Record<string, string> | undefined {
+  let out: Record<string, string> | undefined;
+  for (const k of TEXT_COLUMNS) {
+    const v = r[k];
+    if (!keptByColumn(v)) (out ??= {})[k] = v!;
+  }
+  return out;
+}
+
 /** What a compact record is made of: the record's fields the row's columns do not hold. */
 export interface CompactSource {
+  readonly site_id: string | null;
+  readonly client_ip: string;
+  readonly method: string;
+  readonly host: string;
+  readonly path: string;
   readonly site: string | null;
   readonly peer_ip: string;
   readonly proto: string;
@@ -60,7 +92,8 @@ export interface CompactSource {
 /**
  * A record's compact JSON: `[site, peer_ip, proto, query, user_agent, chain, finding, findings,
  * upstream, bytes_in, bytes_out, total, waf, upstream µs]`, each chain entry as
- * `[check, result, us]` (`rule` fourth when there is one).
+ * `[check, result, us]` (`rule` fourth when there is one); a fifteenth element, an object, holds
+ * the columns' values SQLite would not give back as they are (a NUL, a lone surrogate), when any.
  */
 export function compactRecord(r: CompactSource): string {
   // Pushed, not preallocated: a packed array, never a holey one.
@@ -71,7 +104,8 @@ export function compactRecord(r: CompactSource): string {
     );
   }
   const l = r.latency_us;
-  return JSON.stringify([
+  const unkept = unkeptColumns(r);
+  const compact = [
     r.site,
     r.peer_ip,
     r.proto,
@@ -86,7 +120,9 @@ export function compactRecord(r: CompactSource): string {
     l.total,
     l.waf,
     l.upstream,
-  ]);
+  ];
+  if (unkept !== undefined) compact.push(unkept);
+  return JSON.stringify(compact);
 }
 
 /** The columns a compact record is made whole with. */
@@ -102,19 +138,21 @@ type RecordColumns = Pick<
 export function expandRecord(c: RecordColumns, stored: string): string {
   if (stored.charCodeAt(0) !== 0x5b /* [ */) return stored;
   const a = JSON.parse(stored);
+  // Column values SQLite would not have given back as they were, kept in the record itself.
+  const x = a.length > 14 ? a[14] as Partial<RecordColumns> : undefined;
   return JSON.stringify({
     trace_id: c.trace_id,
     time: c.time,
-    site_id: c.site_id,
-    site: a[0],
-    client_ip: c.client_ip,
     peer_ip: a[1],
     proto: a[2],
-    method: c.method,
-    host: c.host,
-    path: c.path,
+    method: x?.method ?? c.method,
+    host: x?.host ?? c.host,
+    path: x?.path ?? c.path,
     query: a[3],
     user_agent: a[4],
+    site_id: x?.site_id ?? c.site_id,
+    site: a[0],
+    client_ip: x?.client_ip ?? c.client_ip,
     status: c.status,
     action: c.action,
     chain: (a[5] as unknown[][]).map(chainEntry),
