@@ -12,7 +12,8 @@
  * (`madvise(MADV_DONTNEED)`); it runs on a blocking-pool thread (`nonblocking`), so the event loop
  * never waits for it, only a thread that allocates from the arena being trimmed, for that long.
  *
- * Where there is no glibc (musl, macOS) or no FFI permission, nothing runs.
+ * Where there is no glibc (musl, macOS) or no FFI permission (all of it: `--allow-ffi` or `-A`;
+ * the permission is queried, never requested), nothing runs.
  */
 
 /** How often the trim runs: a trim every 10 s costs well under 0.1 % of one core. */
@@ -31,12 +32,15 @@ const LIBC = "libc.so.6";
 
 function openLibc() {
   if (Deno.build.os !== "linux") return undefined;
+  // Asked, not tried: without --allow-ffi, `Deno.dlopen` on a terminal prompts, and the prompt
+  // holds the event loop (the data plane already listening) until someone answers it.
+  if (Deno.permissions.querySync({ name: "ffi" }).state !== "granted") return undefined;
   try {
     return Deno.dlopen(LIBC, {
       malloc_trim: { parameters: ["usize"], result: "i32", nonblocking: true },
     });
   } catch {
-    // Not glibc, or no --allow-ffi.
+    // Not glibc.
     return undefined;
   }
 }
