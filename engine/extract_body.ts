@@ -133,7 +133,7 @@ function addMultipart(out: Input[], body: string, boundary: string, ctx: BodyCon
   for (const part of parseMultipart(body, boundary)) {
     const name = part.name;
     if (!isPlainSegment(name)) push(out, "multipart", `${name}.name`, name);
-    if (part.filename !== undefined) push(out, "multipart", `${name}.filename`, part.filename);
+    for (const filename of part.filenames) push(out, "multipart", `${name}.filename`, filename);
     for (const [header, value] of part.headers) {
       if (header !== "content-type" || !PLAIN_TYPE.test(value)) {
         push(out, "multipart", `${name}.${header}`, value);

@@ -10,7 +10,13 @@
 export interface Part {
   /** The field name, `""` when the part has none. */
   readonly name: string;
+  /** The first file name the part gives, undefined for a form field. */
   readonly filename: string | undefined;
+  /**
+   * Every file name the part gives: `filename` and `filename*` both (RFC 7578 and 6266 let a
+   * client send both; many parsers take `filename*`, others the first or the last).
+   */
+  readonly filenames: readonly string[];
   /** The part's content type, lower-case, `""` when absent. */
   readonly contentType: string;
   /** Part headers other than Content-Disposition, names lower-case, values Latin-1. */
@@ -20,7 +26,10 @@ export interface Part {
 }
 
 const NAME = /\bname\s*=\s*(?:"([^"]*)"|([^\s;]+))/i;
-const FILENAME = /\bfilename\*?\s*=\s*(?:"([^"]*)"|([^\s;]+))/i;
+/** A file name parameter, double- or single-quoted (PHP's parser takes both) or bare. */
+const FILENAME = /\bfilename\*?\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s;]+))/gi;
+/** At most this many file names a part (one or two in any real client's part). */
+const MAX_FILENAMES = 4;
 const MAX_PARTS = 256;
 
 /**
@@ -73,10 +82,16 @@ function parsePart(chunk: string): Part | undefined {
     }
   }
   const n = NAME.exec(disposition);
-  const f = FILENAME.exec(disposition);
+  const filenames: string[] = [];
+  for (const f of disposition.matchAll(FILENAME)) {
+    const filename = f[1] ?? f[2] ?? f[3] ?? "";
+    if (!filenames.includes(filename)) filenames.push(filename);
+    if (filenames.length === MAX_FILENAMES) break;
+  }
   return {
     name: n?.[1] ?? n?.[2] ?? "",
-    filename: f === null ? undefined : f[1] ?? f[2] ?? "",
+    filename: filenames[0],
+    filenames,
     contentType,
     headers,
     value,

@@ -17,13 +17,15 @@ import { makeFinding } from "./make_finding.ts";
 
 /** The prototype reached by name: `__proto__` anywhere in a parameter name or JSON key path. */
 const PROTO = "__proto__";
-/** `constructor` then `prototype` as segments of a path (`constructor[prototype]`). */
-const CONSTRUCTOR_PROTOTYPE = "\\bconstructor['\"]?\\]?\\s*[.[]\\s*['\"]?prototype";
+/** `constructor` then `prototype` as segments of a path (`constructor[prototype]`, `/`). */
+const CONSTRUCTOR_PROTOTYPE = "\\bconstructor['\"]?\\]?\\s*[./[]\\s*['\"]?prototype";
 /**
- * The path goes on past the prototype: `.isAdmin`, `[isAdmin]`, `["isAdmin"]`. Spaces only
+ * The path goes on past the prototype: `.isAdmin`, `[isAdmin]`, `["isAdmin"]`, a JSON
+ * Pointer's `/isAdmin` (a JSON Patch's `"path":"/__proto__/isAdmin"`, a route's
+ * `/:key/:prop` parameters). Spaces only
  * around the separator, so no two runs of them can overlap (a long run costs one pass).
  */
-const ONWARD = "['\"]?\\]?\\s*[.[]\\s*['\"]?[\\w$]";
+const ONWARD = "['\"]?\\]?\\s*[./[]\\s*['\"]?[\\w$]";
 const NAME_PATH = new RegExp(`${PROTO}|${CONSTRUCTOR_PROTOTYPE}(?![\\w$])`);
 /**
  * A JSON key path under `constructor.prototype` (a merge copies what lies below it; the key
