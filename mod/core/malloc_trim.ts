@@ -10,7 +10,10 @@
  * environment before `main.ts` runs, and `mallopt(M_ARENA_MAX)` then no longer changes the
  * arenas that exist. `malloc_trim(0)` walks every arena and returns each free page inside it
  * (`madvise(MADV_DONTNEED)`); it runs on a blocking-pool thread (`nonblocking`), so the event loop
- * never waits for it, only a thread that allocates from the arena being trimmed, for that long.
+ * does not wait for the call, but glibc locks each arena while trimming it: a thread that
+ * allocates from that arena meanwhile waits, the main thread too while the main arena is trimmed
+ * (a probe with 75 MB freed in holes there: one allocation waited 93-135 ms; the WAF's trims took
+ * 2-48 ms in all; docs/data-plane.md, "Where the resident memory is").
  *
  * Where there is no glibc (musl, macOS) or no FFI permission (all of it: `--allow-ffi` or `-A`;
  * the permission is queried, never requested), nothing runs.
