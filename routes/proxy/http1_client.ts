@@ -5,7 +5,8 @@
  * docs/data-plane.md, "The upstream client").
  *
  * - Requests: the head in one write (with the body when it is buffered, and with a streamed body
- *   whose declared `Content-Length` is at most 16 KiB, gathered first), bodies framed by
+ *   whose declared `Content-Length` is at most 16 KiB, read whole before a connection is taken
+ *   and then sent as bytes), bodies framed by
  *   `Content-Length` or streamed `chunked`; the client's own framing headers are never copied.
  * - Responses: the head parsed strictly (http1_parse.ts; smuggling shapes are a 502), interim 1xx
  *   skipped, bodies by `Content-Length`, `chunked` or the connection's end, none for HEAD, 204 and
@@ -33,6 +34,7 @@ import {
   type ResponseHead,
   UpstreamProtocolError,
 } from "./http1_parse.ts";
+import type { HeaderPairs } from "./forwarding.ts";
 import {
   POOL_IDLE_MS,
   type UpstreamClient,
@@ -110,8 +112,6 @@ class Connection implements Deadline {
   onIdleRead: (() => void) | undefined = undefined;
   /** Some byte of the current response arrived (a reused connection that failed before is stale). */
   seen = false;
-  /** The request body's reader while a small body is gathered before the head is written. */
-  gathering: ReadableStreamDefaultReader<Uint8Array> | undefined = undefined;
   /** The connection is its own deadline (deadlines.ts): armed per request, nothing allocated. */
   at = 0;
   slot = -1;
@@ -120,8 +120,6 @@ class Connection implements Deadline {
   onExpire(): void {
     this.timedOut = true;
     this.close();
-    // A client that stalls while its small body is gathered: end the wait (the read resolves).
-    this.gathering?.cancel(timeoutError("answer")).catch(ignore);
   }
 
   constructor(readonly conn: Deno.Conn, readonly origin: string) {}
@@ -239,6 +237,15 @@ function bodyOf(body: BodyInit | undefined): Uint8Array | ReadableStream<Uint8Ar
 const DECIMAL = /^\d{1,15}$/;
 /** Streamed request bodies declared this long or shorter are gathered and sent with the head. */
 const GATHER_MAX = 16 * 1024;
+
+/** The `Content-Length` among the headers (the last one, as the head takes it); -1 without. */
+function declaredLength(headers: HeaderPairs): number {
+  let declared: string | undefined;
+  for (let i = 0; i < headers.length; i++) {
+    if (headers[i]![0] === "content-length") declared = headers[i]![1];
+  }
+  return declared !== undefined && DECIMAL.test(declared) ? Number(declared) : -1;
+}
 
 /** Creates the HTTP/1.1 upstream client. */
 export function createHttp1Upstream(options: Http1ClientOptions = {}): UpstreamClient {
@@ -382,9 +389,10 @@ export function createHttp1Upstream(options: Http1ClientOptions = {}): UpstreamC
     const { read, written } = utf8.encodeInto(text, room(c, 0, text.length));
     let end = read === text.length && written === read ? written : putPieces(c, request, framing);
     c.sendLength = length;
-    c.bodyInline = body instanceof Uint8Array && c.out.length - end >= body.length;
+    c.bodyInline = body instanceof Uint8Array &&
+      (c.out.length - end >= body.length || body.length <= GATHER_MAX);
     if (c.bodyInline) {
-      c.out.set(body as Uint8Array, end);
+      room(c, end, (body as Uint8Array).length).set(body as Uint8Array, end);
       end += (body as Uint8Array).length;
     }
     return end;
@@ -420,53 +428,66 @@ export function createHttp1Upstream(options: Http1ClientOptions = {}): UpstreamC
     if (body !== undefined && !c.bodyInline) await writeAll(c.conn, body);
   }
 
-  /**
-   * Writes the head, with a small body gathered into it when its length is declared, and leaves
-   * the rest of the body streaming.
-   */
+  /** Writes the head and leaves the body streaming. */
   async function writeStreamed(
     c: Connection,
     body: ReadableStream<Uint8Array>,
     end: number,
   ): Promise<void> {
-    const length = c.sendLength;
     const reader = body.getReader();
-    let sent = 0;
-    if (length >= 0 && length <= GATHER_MAX) {
-      // A small streamed body with a declared length goes out with the head, in one write
-      // (one system call and one wake-up of the upstream instead of two or more); the rest of
-      // the stream, which should be its end, is checked afterwards as before.
-      c.gathering = reader;
-      try {
-        while (sent < length) {
-          const { done, value } = await reader.read();
-          if (c.closed) throw new Error("the upstream connection closed");
-          if (done) throw new Error("the request body is shorter than declared");
-          if (sent + value.length > length) {
-            throw new Error("the request body is longer than declared");
-          }
-          room(c, end, value.length).set(value, end);
-          end += value.length;
-          sent += value.length;
-        }
-      } catch (err) {
-        reader.cancel(err).catch(ignore);
-        c.bodyFailure = c.timedOut ? timeoutError("answer") : err;
-        throw c.bodyFailure;
-      } finally {
-        c.gathering = undefined;
-      }
-    }
     const n = await c.conn.write(c.out.subarray(0, end));
     if (n < end) await writeAll(c.conn, c.out.subarray(n, end));
     c.bodyDone = false;
     // The body streams while the response is awaited: an upstream may answer early.
-    writeBody(c, reader, length, sent).then(() => {
+    writeBody(c, reader, c.sendLength, 0).then(() => {
       c.bodyDone = true;
     }, (err) => {
       c.bodyFailure = err;
       c.close();
     });
+  }
+
+  /**
+   * A small streamed body with a declared length, read whole before a connection is taken: it
+   * then goes out with the head in one write (one system call and one wake-up of the upstream
+   * instead of two or more) and can be sent again when a pooled connection turns out dead. Read
+   * first, not on a taken connection: a client sending slowly would hold an idle connection with
+   * nothing written while the upstream's keep-alive timeout closes it under the request (a 502).
+   * The wait ends at `ms` (the response deadline, which counts from here) with a timeout, the
+   * body's stream cancelled; a body shorter or longer than declared is an error.
+   */
+  async function gather(
+    body: ReadableStream<Uint8Array>,
+    length: number,
+    ms: number,
+  ): Promise<Uint8Array> {
+    const reader = body.getReader();
+    let expired = false;
+    const deadline = deadlines.start(ms, () => {
+      expired = true;
+      reader.cancel(timeoutError("answer")).catch(ignore);
+    });
+    const out = new Uint8Array(length);
+    let got = 0;
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (expired) throw timeoutError("answer");
+        if (done) break;
+        if (got + value.length > length) {
+          throw new Error("the request body is longer than declared");
+        }
+        out.set(value, got);
+        got += value.length;
+      }
+      if (got !== length) throw new Error("the request body is shorter than declared");
+      return out;
+    } catch (err) {
+      reader.cancel(err).catch(ignore);
+      throw expired ? timeoutError("answer") : err;
+    } finally {
+      deadlines.clear(deadline);
+    }
   }
 
   async function writeBody(
@@ -625,13 +646,17 @@ export function createHttp1Upstream(options: Http1ClientOptions = {}): UpstreamC
    * tells if any byte of the response came. One `async` frame: the head is put together
    * synchronously and the reads are awaited here.
    */
-  async function exchange(c: Connection, request: UpstreamRequest): Promise<UpstreamResponse> {
+  async function exchange(
+    c: Connection,
+    request: UpstreamRequest,
+    body: Uint8Array | ReadableStream<Uint8Array> | undefined,
+    ms: number,
+  ): Promise<UpstreamResponse> {
     c.seen = false;
     c.bodyDone = true;
     c.bodyFailure = undefined;
-    deadlines.arm(c, request.responseTimeoutMs);
+    deadlines.arm(c, ms);
     try {
-      const body = bodyOf(request.upstreamBody);
       const end = putHead(c, request, body);
       if (body instanceof ReadableStream) await writeStreamed(c, body, end);
       else await writeBuffered(c, end, body);
@@ -680,18 +705,27 @@ export function createHttp1Upstream(options: Http1ClientOptions = {}): UpstreamC
 
   return {
     async send(upstream, request) {
+      let body = bodyOf(request.upstreamBody);
+      let ms = request.responseTimeoutMs;
+      if (body instanceof ReadableStream) {
+        const length = declaredLength(request.upstreamHeaders);
+        if (length >= 0 && length <= GATHER_MAX) {
+          const t0 = performance.now();
+          body = await gather(body, length, ms);
+          ms = Math.max(1, ms - (performance.now() - t0));
+        }
+      }
       const idle = take(upstream.origin);
       if (idle !== undefined) {
         try {
-          return await exchange(idle, request);
+          return await exchange(idle, request, body, ms);
         } catch (err) {
-          const replayable = !(request.upstreamBody instanceof ReadableStream);
           if (!(err instanceof StaleConnection)) throw err;
-          if (!replayable) throw err.cause;
+          if (body instanceof ReadableStream) throw err.cause;
         }
       }
       const c = await connect(upstream, request.connectTimeoutMs);
-      return await exchange(c, request);
+      return await exchange(c, request, body, ms);
     },
     close() {
       closed = true;

@@ -690,3 +690,167 @@ Deno.test("http1 client: against nginx (static, gzip chunked, keep-alive)", asyn
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("http1 client: a pooled connection the upstream closes while a small body is still arriving is not the client's 502", async () => {
+  // An upstream with a short keep-alive timeout (Node's is 5 s) closes an idle connection
+  // 150 ms after its last answer. The POST's small body arrives 300 ms after the request
+  // starts: the pooled connection must not be held (taken, nothing written) while the body is
+  // gathered, or the upstream closes it under the request and the answer is a 502.
+  // Like Node's server, the idle timer stops at the first byte of the next request.
+  const received: string[] = [];
+  await using up = startRawUpstream(async (peer) => {
+    const buf = new Uint8Array(65536);
+    let pending = "";
+    for (;;) {
+      const first = await Promise.race([
+        peer.conn.read(buf),
+        new Promise<"idle">((r) => setTimeout(() => r("idle"), 150)),
+      ]);
+      if (first === null || first === "idle") return;
+      pending += new TextDecoder().decode(buf.subarray(0, first));
+      for (;;) {
+        const end = pending.indexOf("\r\n\r\n");
+        const cl = Number(/\r\ncontent-length: *(\d+)/i.exec(pending)?.[1] ?? 0);
+        if (end >= 0 && pending.length >= end + 4 + cl) break;
+        const n = await peer.conn.read(buf);
+        if (n === null) return;
+        pending += new TextDecoder().decode(buf.subarray(0, n));
+      }
+      received.push(pending);
+      pending = "";
+      await peer.send(OK);
+    }
+  });
+  const client = createHttp1Upstream();
+  try {
+    const u = upstreamOf(up.url);
+    assertEquals(await text(await client.send(u, request())), "ok");
+    const body = new ReadableStream<Uint8Array>({
+      async pull(c) {
+        await new Promise((r) => setTimeout(r, 300));
+        c.enqueue(new TextEncoder().encode("a=1"));
+        c.close();
+      },
+    });
+    const res = await client.send(
+      u,
+      request({
+        method: "POST",
+        upstreamHeaders: [["host", "shop.test"], ["content-length", "3"]],
+        upstreamBody: body,
+      }),
+    );
+    assertEquals(await text(res), "ok");
+    ok(received.at(-1)!.endsWith("\r\ncontent-length: 3\r\n\r\na=1"), received.at(-1));
+  } finally {
+    client.close();
+  }
+});
+
+Deno.test("http1 client: streamed bodies of exactly 16 KiB and 16 KiB + 1 keep their framing on one connection", async () => {
+  await using up = startRawUpstream(answering(() => OK));
+  const client = createHttp1Upstream();
+  try {
+    const u = upstreamOf(up.url);
+    for (const size of [16 * 1024, 16 * 1024 + 1, 16 * 1024 - 1]) {
+      const data = "x".repeat(size - 1) + "!";
+      // In two pieces, the second crossing the gathering limit for 16 KiB + 1.
+      const res = await client.send(
+        u,
+        request({
+          method: "POST",
+          upstreamHeaders: [["host", "shop.test"], ["content-length", String(size)]],
+          upstreamBody: streamOf(data.slice(0, 1000), data.slice(1000)),
+        }),
+      );
+      assertEquals(await text(res), "ok");
+      const got = up.requests.at(-1)!;
+      ok(got.includes(`\r\ncontent-length: ${size}\r\n\r\n`), got.slice(0, 200));
+      assertEquals(got.slice(got.indexOf("\r\n\r\n") + 4), data);
+    }
+    // A following GET on the same connection is its own request (no byte of a body left over).
+    assertEquals(await text(await client.send(u, request({ pathAndQuery: "/next" }))), "ok");
+    ok(up.requests.at(-1)!.startsWith("GET /next HTTP/1.1\r\n"), up.requests.at(-1));
+    assertEquals(up.connections, 1);
+  } finally {
+    client.close();
+  }
+});
+
+Deno.test("http1 client: a short response deadline from one request never reaches the next on the same connection", async () => {
+  // Each answer takes 200 ms against a 320 ms response deadline; the connection is reused and
+  // each request is still waiting when the one before's deadline would have passed.
+  await using up = startRawUpstream(async (peer) => {
+    for (;;) {
+      if ((await peer.readRequest()) === null) return;
+      await new Promise((r) => setTimeout(r, 200));
+      await peer.send(OK);
+    }
+  });
+  const client = createHttp1Upstream();
+  try {
+    const u = upstreamOf(up.url);
+    for (let i = 0; i < 3; i++) {
+      const res = await client.send(u, request({ responseTimeoutMs: 320 }));
+      assertEquals(await text(res), "ok");
+    }
+    assertEquals(up.connections, 1);
+  } finally {
+    client.close();
+  }
+});
+
+Deno.test("http1 client: a small streamed body longer or shorter than declared never reaches the upstream", async () => {
+  await using up = startRawUpstream(answering(() => OK));
+  const client = createHttp1Upstream();
+  try {
+    const u = upstreamOf(up.url);
+    for (const parts of [["abc", "def"], ["ab"]]) {
+      const err = await client.send(
+        u,
+        request({
+          method: "POST",
+          upstreamHeaders: [["host", "shop.test"], ["content-length", "4"]],
+          upstreamBody: streamOf(...parts),
+        }),
+      ).then(() => undefined, (e) => e);
+      ok(err instanceof Error, `refused: ${parts}`);
+    }
+    assertEquals(up.requests.length, 0);
+  } finally {
+    client.close();
+  }
+});
+
+Deno.test("http1 client: a small declared streamed body is sent again when a reused connection dies before the answer", async () => {
+  await using up = startRawUpstream(async (peer) => {
+    await peer.readRequest();
+    await peer.send(OK);
+    if (peer.index === 0) {
+      await peer.readRequest();
+      return;
+    }
+    for (;;) {
+      if ((await peer.readRequest()) === null) return;
+      await peer.send(OK);
+    }
+  });
+  const client = createHttp1Upstream();
+  try {
+    const u = upstreamOf(up.url);
+    assertEquals(await text(await client.send(u, request())), "ok");
+    const posted = await client.send(
+      u,
+      request({
+        method: "POST",
+        upstreamHeaders: [["host", "shop.test"], ["content-length", "5"]],
+        upstreamBody: streamOf("ag", "ain"),
+      }),
+    );
+    assertEquals(await text(posted), "ok");
+    assertEquals(up.connections, 2);
+    ok(up.requests.at(-1)!.endsWith("\r\ncontent-length: 5\r\n\r\nagain"), up.requests.at(-1));
+  } finally {
+    client.close();
+  }
+});
