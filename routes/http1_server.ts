@@ -305,6 +305,12 @@ export function parseRequestHead(text: string): RequestHead {
     if (host !== undefined && host.toLowerCase() !== authority.toLowerCase()) {
       throw new BadRequest("Host differs from the request target", broken);
     }
+    // An empty path before a query (`http://h?x=1`) is `/` (RFC 9112 §3.2.1): the URL is split
+    // at its first `/` after the authority, which would drop the query or take a `/` inside it
+    // as the path's start (`http://h?x=/../admin` went upstream as `GET /../admin`).
+    if (target.charCodeAt(m[0].length) === 63) {
+      target = `${m[0]}/${target.slice(m[0].length)}`;
+    }
   }
   return {
     method,

@@ -474,3 +474,51 @@ Deno.test("field names and values one step off Content-Length, Host or Connectio
   // The four /next requests are those after the one-length bodies above, none after a close.
   assertEquals(up.requestLines().filter((l) => l === "GET /next HTTP/1.1").length, 4);
 });
+
+Deno.test("line ends a server behind could split differently (bare CR, CR CR LF, NUL, obs-fold) and bad bytes in a raw target are refused; nothing reaches the upstream", async () => {
+  const { up, s, port } = await waf("off");
+  await using _up = up;
+  await using _s = s;
+  const H = "Host: shop.test\r\n";
+  const smuggled = "GET /smuggled HTTP/1.1\r\nHost: shop.test\r\n\r\n";
+  const cases: Array<[string, string]> = [
+    ["bare CR in a value", `GET /a HTTP/1.1\r\n${H}X: a\rContent-Length: 5\r\n\r\n`],
+    ["CR CR LF ending a field", `GET /a HTTP/1.1\r\n${H}X: a\r\r\n\r\n`],
+    ["CR CR LF ending the head", `GET /a HTTP/1.1\r\n${H}\r\r\n`],
+    ["bare CR ending the request line", `GET /a HTTP/1.1\r${H}\r\n`],
+    ["NUL in a value", `GET /a HTTP/1.1\r\n${H}X: a\0b\r\n\r\n`],
+    ["obs-fold", `GET /a HTTP/1.1\r\n${H}X: a\r\n  Transfer-Encoding: chunked\r\n\r\n`],
+    ["obs-fold with a tab", `GET /a HTTP/1.1\r\n${H}X: a\r\n\tb\r\n\r\n`],
+    ["NUL in the target", `GET /a\0b HTTP/1.1\r\n${H}\r\n`],
+    ["DEL in the target", `GET /a\x7fb HTTP/1.1\r\n${H}\r\n`],
+    ["bare CR in the target", `GET /a\rb HTTP/1.1\r\n${H}\r\n`],
+    ["a lone UTF-8 lead byte in the target", `GET /a\xc3 HTTP/1.1\r\n${H}\r\n`],
+    ["an overlong UTF-8 slash in the target", `GET /a\xc0\xafb HTTP/1.1\r\n${H}\r\n`],
+    ["obs-text that is not UTF-8 in the target", `GET /caf\xe9 HTTP/1.1\r\n${H}\r\n`],
+  ];
+  for (const [name, raw] of cases) {
+    // Latin-1 bytes as they are written (the \xNN above are single bytes on the wire).
+    const wire = Uint8Array.from(raw + smuggled, (c) => c.charCodeAt(0));
+    assertEquals(await exchange(port, wire), [400], name);
+  }
+  assertEquals(up.all(), "");
+});
+
+Deno.test("an absolute-form target with an empty path and a query reaches the upstream as / and that query", async () => {
+  const { up, s, port } = await waf("off");
+  await using _up = up;
+  await using _s = s;
+  for (
+    const [target, expected] of [
+      ["http://shop.test?x=1", "GET /?x=1 HTTP/1.1"],
+      ["http://shop.test?x=/../admin", "GET /?x=/../admin HTTP/1.1"],
+      ["http://shop.test:80?a=b", "GET /?a=b HTTP/1.1"],
+    ] as const
+  ) {
+    const raw = `GET ${target} HTTP/1.1\r\nHost: ${
+      target.slice(7, target.indexOf("?"))
+    }\r\nConnection: close\r\n\r\n`;
+    assertEquals(await exchange(port, bytes(raw)), [200], target);
+    assertEquals(up.requestLines().at(-1), expected, target);
+  }
+});
