@@ -3,6 +3,7 @@
  * hop-by-hop and never cross the proxy, and the X-Forwarded-* / Forwarded headers the
  * upstream receives. Every constant is built once at module load.
  */
+import { parseIp } from "../../engine/ip_address.ts";
 import type { TrustedProxies } from "../../mod/data_plane/trusted_proxies.ts";
 
 /** RFC 9110 §7.6.1 connection-specific headers, plus the legacy ones proxies also drop. */
@@ -52,10 +53,6 @@ export function headerOf(pairs: HeaderPairs, name: string): string | undefined {
   return undefined;
 }
 
-function unbracket(ip: string): string {
-  return ip.startsWith("[") && ip.endsWith("]") ? ip.slice(1, -1) : ip;
-}
-
 /** Addresses named in a Forwarded header's `for=` parameters, in order. */
 function forwardedFor(value: string): string[] {
   const out: string[] = [];
@@ -84,16 +81,32 @@ export function clientAddress(peer: string, headers: Headers, trusted: TrustedPr
   const xff = headers.get("x-forwarded-for");
   const forwarded = xff === null ? headers.get("forwarded") : null;
   const hops = xff !== null
-    ? xff.split(",").map((s) => unbracket(s.trim()))
+    ? xff.split(",").map((s) => withoutPort(s.trim()))
     : forwarded !== null
     ? forwardedFor(forwarded)
     : [];
   for (let i = hops.length - 1; i >= 0; i--) {
     const hop = hops[i]!;
-    if (hop === "" || hop === "unknown" || hop.startsWith("_")) return peer;
+    // Not an address (empty, `unknown`, an obfuscated `_node`, anything else): the chain stops
+    // and the peer stays the client, as nginx's realip does; the hop would otherwise be the
+    // logged client_ip and the upstream's X-Real-IP, and match no IP list.
+    if (parseIp(hop) === undefined) return peer;
     if (!trusted.has(hop)) return hop;
   }
   return hops[0] || peer;
+}
+
+/**
+ * An X-Forwarded-For element without a port: `1.2.3.4:80` and `[2001:db8::1]:80`, as some
+ * proxies (Azure Application Gateway) write them, are the addresses before the port.
+ */
+function withoutPort(hop: string): string {
+  if (hop.startsWith("[")) {
+    const close = hop.indexOf("]");
+    return close > 0 ? hop.slice(1, close) : hop;
+  }
+  const colon = hop.indexOf(":");
+  return colon > 0 && hop.indexOf(":", colon + 1) < 0 ? hop.slice(0, colon) : hop;
 }
 
 export interface ForwardFacts {

@@ -28,6 +28,28 @@ Deno.test("clientAddress() reads Forwarded for= when there is no X-Forwarded-For
   assertEquals(clientAddress("10.0.0.1", port, TRUSTED), "203.0.113.4");
 });
 
+Deno.test("clientAddress() takes an X-Forwarded-For hop with a port as its address, and no hop that is not an address", () => {
+  // Some proxies (Azure Application Gateway) write `address:port`: the address is the client's
+  // (an IP list entry for it must match, and X-Real-IP carries an address, as nginx's does).
+  const cases: Array<[string, string]> = [
+    ["198.51.100.7:5678", "198.51.100.7"],
+    ["[2001:db8::7]:443", "2001:db8::7"],
+    ["[2001:db8::7]", "2001:db8::7"],
+    ["2001:db8::7", "2001:db8::7"],
+    ["203.0.113.9, 198.51.100.7:5678", "198.51.100.7"],
+    // Not an address: the chain stops there and the peer stays the client (nginx's realip).
+    ["not-an-ip", "10.0.0.1"],
+    ["203.0.113.9, <script>", "10.0.0.1"],
+    ["1.2.3.4 5.6.7.8", "10.0.0.1"],
+  ];
+  for (const [xff, expected] of cases) {
+    const h = new Headers({ "x-forwarded-for": xff });
+    assertEquals(clientAddress("10.0.0.1", h, TRUSTED), expected, xff);
+  }
+  const garbage = new Headers({ forwarded: "for=not-an-ip" });
+  assertEquals(clientAddress("10.0.0.1", garbage, TRUSTED), "10.0.0.1");
+});
+
 Deno.test("upstreamHeaders() drops hop-by-hop headers, including those named by Connection", () => {
   const incoming = new Headers({
     connection: "keep-alive, x-secret-hop",
