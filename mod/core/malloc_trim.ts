@@ -18,6 +18,7 @@
  * Where there is no glibc (musl, macOS) or no FFI permission (all of it: `--allow-ffi` or `-A`;
  * the permission is queried, never requested), nothing runs.
  */
+import { openLibc } from "./libc.ts";
 
 /** How often the trim runs: a trim every 10 s costs well under 0.1 % of one core. */
 export const MALLOC_TRIM_INTERVAL_MS = 10_000;
@@ -31,26 +32,11 @@ export interface MallocTrimmer {
   stop(): Promise<void>;
 }
 
-const LIBC = "libc.so.6";
-
-function openLibc() {
-  if (Deno.build.os !== "linux") return undefined;
-  // Asked, not tried: without --allow-ffi, `Deno.dlopen` on a terminal prompts, and the prompt
-  // holds the event loop (the data plane already listening) until someone answers it.
-  if (Deno.permissions.querySync({ name: "ffi" }).state !== "granted") return undefined;
-  try {
-    return Deno.dlopen(LIBC, {
-      malloc_trim: { parameters: ["usize"], result: "i32", nonblocking: true },
-    });
-  } catch {
-    // Not glibc.
-    return undefined;
-  }
-}
-
 /** Starts trimming every `intervalMs`; the timer does not keep the process alive. */
 export function startMallocTrimmer(intervalMs = MALLOC_TRIM_INTERVAL_MS): MallocTrimmer {
-  const lib = openLibc();
+  const lib = openLibc({
+    malloc_trim: { parameters: ["usize"], result: "i32", nonblocking: true },
+  });
   let running: Promise<boolean> | undefined;
   let stopped = false;
   const trim = (): Promise<boolean> => {

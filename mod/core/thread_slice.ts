@@ -15,6 +15,7 @@
  * event loop in turn. Older kernels ignore the slice; without glibc, on other architectures or
  * without FFI permission nothing changes.
  */
+import { openLibc } from "./libc.ts";
 
 /** The slice asked for, in ns: the smallest the kernel takes. */
 export const EVENT_LOOP_SLICE_NS = 100_000;
@@ -32,15 +33,10 @@ const ATTR_SIZE = 56;
 export function shortenThreadSlice(ns: number = EVENT_LOOP_SLICE_NS): boolean {
   const nr = Deno.build.os === "linux" ? SCHED_SETATTR[Deno.build.arch] : undefined;
   if (nr === undefined) return false;
-  let lib;
-  try {
-    lib = Deno.dlopen("libc.so.6", {
-      syscall: { parameters: ["i64", "i64", "buffer", "i64", "i64"], result: "i64" },
-    });
-  } catch {
-    // Not glibc, or no --allow-ffi.
-    return false;
-  }
+  const lib = openLibc({
+    syscall: { parameters: ["i64", "i64", "buffer", "i64", "i64"], result: "i64" },
+  });
+  if (lib === undefined) return false;
   try {
     const attr = new Uint8Array(ATTR_SIZE);
     const view = new DataView(attr.buffer);

@@ -1,5 +1,6 @@
 import { assertEquals, ok as assert } from "../../_helpers/assert.ts";
 import { startMallocTrimmer } from "../../../mod/core/malloc_trim.ts";
+import { runUnderTerminal } from "../../_helpers/terminal.ts";
 
 function rssMb(): number {
   const status = Deno.readTextFileSync("/proc/self/status");
@@ -48,35 +49,16 @@ Deno.test("a stopped trimmer trims no more", async () => {
 });
 
 Deno.test("without --allow-ffi on a terminal the trimmer stays off instead of prompting (which blocks the event loop)", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "waf-trim-" });
-  try {
-    const probe = `${dir}/probe.ts`;
-    const module = new URL("../../../mod/core/malloc_trim.ts", import.meta.url).href;
-    await Deno.writeTextFile(
-      probe,
-      `import { startMallocTrimmer } from ${JSON.stringify(module)};
+  const module = new URL("../../../mod/core/malloc_trim.ts", import.meta.url).href;
+  const text = await runUnderTerminal(
+    `import { startMallocTrimmer } from ${JSON.stringify(module)};
 const t = startMallocTrimmer(50);
 console.log("active=" + t.active);
 await t.stop();
 console.log("stopped");
 `,
-    );
-    // A terminal (util-linux's script) is what makes Deno ask instead of denying.
-    const run = [Deno.execPath(), "run", "--allow-read", probe];
-    const child = new Deno.Command("script", {
-      args: ["-qec", run.join(" "), "/dev/null"],
-      stdin: "piped",
-      stdout: "piped",
-      stderr: "piped",
-    }).spawn();
-    const killer = setTimeout(() => child.kill("SIGKILL"), 15_000);
-    await child.stdin.close();
-    const out = await child.output();
-    clearTimeout(killer);
-    const text = new TextDecoder().decode(out.stdout);
-    assert(!text.includes("Allow?"), `it prompted for FFI:\n${text}`);
-    assert(text.includes("active=false") && text.includes("stopped"), text);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+    ["--allow-read"],
+  );
+  assert(!text.includes("Allow?"), `it prompted for FFI:\n${text}`);
+  assert(text.includes("active=false") && text.includes("stopped"), text);
 });

@@ -1,5 +1,6 @@
 import { assertEquals, ok as assert } from "../../_helpers/assert.ts";
 import { EVENT_LOOP_SLICE_NS } from "../../../mod/core/thread_slice.ts";
+import { runUnderTerminal } from "../../_helpers/terminal.ts";
 
 const MODULE = new URL("../../../mod/core/thread_slice.ts", import.meta.url).href;
 const OWN_SLICE = `Number(/se\\.slice\\s+:\\s+(\\d+)/.exec(
@@ -33,4 +34,15 @@ Deno.test("the event loop's thread gets a short slice, threads started after it 
   assertEquals(got.set, true);
   assertEquals(got.after, EVENT_LOOP_SLICE_NS);
   assertEquals(got.child, got.before);
+});
+
+Deno.test("without --allow-ffi on a terminal the slice is left alone instead of prompting (which blocks the event loop)", async () => {
+  const text = await runUnderTerminal(
+    `import { shortenThreadSlice } from "${MODULE}";
+console.log("set=" + shortenThreadSlice());
+`,
+    ["--allow-read"],
+  );
+  assert(!text.includes("Allow?"), `it prompted for FFI:\n${text}`);
+  assert(text.includes("set=false"), text);
 });
