@@ -34,6 +34,42 @@ export interface PgSinkOptions {
 
 export const PG_TABLE = "waf_access_logs";
 
+/**
+ * A text value as PostgreSQL takes it: its text and jsonb hold no NUL (a refused request's raw
+ * target can), and jsonb refuses a lone surrogate (evidence cut at its limit inside a pair). A
+ * NUL becomes U+2400 (the symbol for NUL), a lone surrogate U+FFFD; one such row refused would
+ * fail its whole batch, and the shipper retries a batch from its cursor for ever.
+ */
+export function pgText<T extends string | null>(s: T): T {
+  if (s === null || (s.indexOf("\0") < 0 && s.isWellFormed())) return s;
+  return s.replaceAll("\0", "\u2400").toWellFormed() as T;
+}
+
+/** Every string of a parsed JSON value through {@link pgText}. */
+function pgValue(v: unknown): unknown {
+  if (typeof v === "string") return pgText(v);
+  if (Array.isArray(v)) return v.map(pgValue);
+  if (v !== null && typeof v === "object") {
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v)) out[pgText(k)] = pgValue(x);
+    return out;
+  }
+  return v;
+}
+
+/** What JSON.stringify writes for a NUL or a lone surrogate (pairs it writes as they are). */
+const PG_UNSAFE_ESCAPE = /\\u0000|\\ud[89a-f]/i;
+
+/**
+ * The record as the jsonb column's value: the parsed object (the driver serialises a jsonb
+ * parameter with `JSON.stringify`, so the record's text itself would be stored as one JSON
+ * string), its strings made acceptable when the text shows they need it.
+ */
+export function pgRecord(text: string): postgres.JSONValue {
+  const value = JSON.parse(text);
+  return (PG_UNSAFE_ESCAPE.test(text) ? pgValue(value) : value) as postgres.JSONValue;
+}
+
 export function createPgSink(options: PgSinkOptions): PgSink {
   const open = () =>
     postgres(options.dsn, {
@@ -65,19 +101,27 @@ export function createPgSink(options: PgSinkOptions): PgSink {
     },
     async insert(rows) {
       if (rows.length === 0) return;
-      const values = rows.map((r) => ({
-        trace_id: r.trace_id,
-        time: new Date(r.time),
-        site_id: r.site_id,
-        client_ip: r.client_ip,
-        method: r.method,
-        host: r.host,
-        path: r.path,
-        status: r.status,
-        action: r.action,
-        attack_class: r.attack_class,
-        record: r.record,
-      }));
+      const values = rows.map((r) => {
+        const record = pgRecord(r.record);
+        // The store's text columns cut a value at a NUL: the record holds it whole.
+        const text = (k: "site_id" | "client_ip" | "method" | "host" | "path") => {
+          const v = (record as Record<string, unknown> | null)?.[k];
+          return typeof v === "string" ? v : pgText(r[k]);
+        };
+        return {
+          trace_id: r.trace_id,
+          time: new Date(r.time),
+          site_id: text("site_id"),
+          client_ip: text("client_ip"),
+          method: text("method"),
+          host: text("host"),
+          path: text("path"),
+          status: r.status,
+          action: r.action,
+          attack_class: r.attack_class,
+          record: sql.json(record),
+        };
+      });
       await sql`
         INSERT INTO ${sql(table)} ${sql(values)}
         ON CONFLICT (trace_id) DO NOTHING`;

@@ -17,7 +17,8 @@ import { startUpstream } from "../_helpers/upstream.ts";
 import { createAccessLogRepo } from "../../db/access_log_repo.ts";
 import { directWriter } from "../../db/access_log_writer.ts";
 import { createPgSink } from "../../db/pg_sink.ts";
-import { toRow } from "../../mod/data_plane/access_record.ts";
+import { recordLines, toRow } from "../../mod/data_plane/access_record.ts";
+import postgres from "postgres";
 import { systemClock } from "../../mod/core/clock.ts";
 import { createMemoryLogger } from "../../mod/core/logger.ts";
 import { createPgShipper, type PgShipperStats } from "../../mod/data_plane/pg_shipper.ts";
@@ -60,6 +61,7 @@ async function rig(options: { port?: number; insertTimeoutMs?: number } = {}) {
   return {
     store,
     repo,
+    table,
     check,
     logger,
     shipper,
@@ -308,3 +310,55 @@ async function countTagged(dsn: string, tag: string): Promise<number> {
     await sql.end({ timeout: 1 });
   }
 }
+
+Deno.test({
+  name:
+    "PostgreSQL gets whole records from compact rows, and a NUL or a split surrogate in a record does not stop the shipping",
+  ignore,
+  async fn() {
+    await using r = await rig();
+    await r.check.ensureTable();
+    const shipper = r.shipper();
+    try {
+      await waitFor(() => stats(shipper).cursor === 0, "the cursor at the present");
+      const plain = record({ user_agent: 'curl "8"\n中文', query: "q=é" });
+      // A refused request line keeps its raw target: PostgreSQL's text and jsonb take no NUL.
+      const nul = record({ method: "G\u0000T", path: "/a\u0000/../etc/passwd", status: 400 });
+      // Evidence cut at 200 characters in the middle of a surrogate pair: jsonb refuses it.
+      const split = record({
+        action: "block",
+        finding: {
+          class: "xss",
+          confidence: "high",
+          score: 90,
+          location: "query:q",
+          evidence: "<script>" + "a".repeat(191) + "😀",
+          rule: "xss.tag",
+        },
+      });
+      const after = record();
+      const records = [plain, nul, split, after];
+      assertEquals(r.repo.insertLines(records.map(recordLines).join("")), 4);
+      await waitFor(() => stats(shipper).shipped_rows === 4, "all four shipped");
+      const sql = postgres(dsn!, { max: 1, onnotice: () => {} });
+      try {
+        const got = new Map(
+          (await sql`SELECT trace_id, path, record FROM ${sql(r.table)}`).map((
+            row,
+          ) => [row["trace_id"], row]),
+        );
+        assertEquals(got.get(plain.trace_id)?.["record"], JSON.parse(toRow(plain).record));
+        assertEquals(got.get(after.trace_id)?.["record"], JSON.parse(toRow(after).record));
+        assertEquals(got.get(nul.trace_id)?.["path"], "/a\u2400/../etc/passwd");
+        assertEquals(got.get(nul.trace_id)?.["record"].path, "/a\u2400/../etc/passwd");
+        assertEquals(got.get(nul.trace_id)?.["record"].method, "G\u2400T");
+        const evidence = got.get(split.trace_id)?.["record"].finding.evidence as string;
+        assertEquals(evidence, "<script>" + "a".repeat(191) + "\ufffd…");
+      } finally {
+        await sql.end();
+      }
+    } finally {
+      await shipper.close();
+    }
+  },
+});
