@@ -522,3 +522,23 @@ Deno.test("an absolute-form target with an empty path and a query reaches the up
     assertEquals(up.requestLines().at(-1), expected, target);
   }
 });
+
+Deno.test("obs-text in header values reaches the upstream as the client's bytes, one byte each, beside an ASCII head on the same connection", async () => {
+  const { up, s, port } = await waf("off");
+  await using _up = up;
+  await using _s = s;
+  // Latin-1 bytes and UTF-8 bytes in values (the own server keeps them as code units 0-255; the
+  // upstream client's one-string fast path is for ASCII only).
+  const raw =
+    "GET /a HTTP/1.1\r\nHost: shop.test\r\nX-L: caf\xe9\r\nX-U: \xc3\xa9\xe2\x80\xa8\r\n\r\n" +
+    "GET /b HTTP/1.1\r\nHost: shop.test\r\nX-A: plain\r\nConnection: close\r\n\r\n";
+  const wire = Uint8Array.from(raw, (c) => c.charCodeAt(0));
+  assertEquals(await exchange(port, wire), [200, 200]);
+  const got = up.all();
+  // The recording decodes as `TextDecoder("latin1")` does (windows-1252: 0x80 is U+20AC).
+  const asRecorded = (t: string) => latin1.decode(Uint8Array.from(t, (c) => c.charCodeAt(0)));
+  ok(got.includes(asRecorded("\r\nx-l: caf\xe9\r\n")), got);
+  ok(got.includes(asRecorded("\r\nx-u: \xc3\xa9\xe2\x80\xa8\r\n")), got);
+  ok(got.includes("\r\nx-a: plain\r\n"), got);
+  assertEquals(up.requestLines(), ["GET /a HTTP/1.1", "GET /b HTTP/1.1"]);
+});
