@@ -51,20 +51,25 @@ const RECORD_FIELDS = [
  * read back there, and a lone surrogate becomes U+FFFD. Such a value (a refused request's raw
  * target, method or Host can hold a NUL) is kept in the compact record too.
  */
-const TEXT_COLUMNS = ["site_id", "client_ip", "method", "host", "path"] as const;
-
-/** Whether SQLite's text column gives `s` back as it is. */
 function keptByColumn(s: string | null): boolean {
   return s === null || (s.indexOf("\0") < 0 && s.isWellFormed());
 }
 
-/** The column values a compact record must hold itself ({@link TEXT_COLUMNS}), or undefined. */
+/**
+ * The column values a compact record must hold itself, or undefined (nearly always: five short
+ * scans, written out, where a loop over the names cost a fifth of the whole serialisation).
+ */
 function unkeptColumns(r: CompactSource): Record<string, string> | undefined {
-  let out: Record<string, string> | undefined;
-  for (const k of TEXT_COLUMNS) {
-    const v = r[k];
-    if (!keptByColumn(v)) (out ??= {})[k] = v!;
-  }
+  if (
+    keptByColumn(r.path) && keptByColumn(r.host) && keptByColumn(r.method) &&
+    keptByColumn(r.client_ip) && keptByColumn(r.site_id)
+  ) return undefined;
+  const out: Record<string, string> = {};
+  if (!keptByColumn(r.site_id)) out.site_id = r.site_id!;
+  if (!keptByColumn(r.client_ip)) out.client_ip = r.client_ip;
+  if (!keptByColumn(r.method)) out.method = r.method;
+  if (!keptByColumn(r.host)) out.host = r.host;
+  if (!keptByColumn(r.path)) out.path = r.path;
   return out;
 }
 
