@@ -74,6 +74,16 @@ export const BLOCKING_BAND: Readonly<Record<Level, Confidence>> = {
   low: "critical",
 };
 
+/**
+ * Whether a finding of `confidence` blocks at `level` (the band `inspect` decides with).
+ *
+ * @param confidence the finding's confidence
+ * @param level the site's level
+ */
+export function blocksAt(confidence: Confidence, level: Level): boolean {
+  return RANK[confidence] >= RANK[BLOCKING_BAND[level]];
+}
+
 /** What judges a structured document whose values are inputs of their own. */
 const DOCUMENT_DETECTORS: readonly Detector[] = [xxe, ssi];
 

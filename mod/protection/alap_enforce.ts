@@ -1,10 +1,12 @@
 /**
  * Enforcement of applied ALAP decisions around the semantic engine's verdict: an exception
- * drops its rule's blocking finding on its site (and path prefix); a signature block makes any
+ * drops its rule's findings on its site (and path prefix), the next finding that blocks at the
+ * site's level deciding instead; a signature block makes any
  * finding of its rule block, whatever the site's level. (Temporary blocks and IP bans are
  * enforced earlier, with the IP lists.)
  */
-import type { Finding, Inspection } from "../../engine/types.ts";
+import { blocksAt } from "../../engine/inspect.ts";
+import type { Finding, Inspection, Level } from "../../engine/types.ts";
 import type { AppliedDecision, CompiledProtection } from "./protection_compile.ts";
 
 export interface AlapAdjusted {
@@ -17,6 +19,7 @@ export function applyAlap(
   p: CompiledProtection,
   siteId: string,
   path: string,
+  level: Level,
   inspection: Inspection,
   chain: { add(check: string, result: string, rule?: string): void },
   now: number,
@@ -25,13 +28,20 @@ export function applyAlap(
   const live = (d: AppliedDecision) =>
     (d.siteId === null || d.siteId === siteId) && (d.expiresAt === null || d.expiresAt > now);
   if (blocking && p.alapExceptions.length > 0) {
-    const rule = blocking.ruleId;
-    const hit = p.alapExceptions.find((e) =>
-      live(e) && e.ruleId === rule && (e.pathPrefix === undefined || path.startsWith(e.pathPrefix))
-    );
+    const excepted = (f: Finding) =>
+      p.alapExceptions.find((e) =>
+        live(e) && e.ruleId === f.ruleId &&
+        (e.pathPrefix === undefined || path.startsWith(e.pathPrefix))
+      );
+    const hit = excepted(blocking);
     if (hit) {
       chain.add("alap", "exception", hit.id);
-      blocking = undefined;
+      // Only that rule's findings drop: another rule's finding that blocks at the site's
+      // level still blocks (an upload exception for `rce.script_upload` does not let an SQL
+      // injection in the form's other fields through).
+      blocking = inspection.findings.find((f) =>
+        blocksAt(f.confidence, level) && excepted(f) === undefined
+      );
     }
   }
   if (!blocking && p.alapSignatures.length > 0) {

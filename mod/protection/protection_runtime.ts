@@ -10,7 +10,7 @@
  * nonces, ALAP scores) lives here, bounded, and survives policy rebuilds that do not touch it.
  */
 import { classifyClient } from "../../engine/bot.ts";
-import type { Inspection } from "../../engine/types.ts";
+import type { Inspection, Level } from "../../engine/types.ts";
 import { type AlapAdjusted, applyAlap } from "./alap_enforce.ts";
 import type { IpAddress } from "../../engine/ip_address.ts";
 import {
@@ -347,10 +347,11 @@ export function createProtectionRuntime(deps: ProtectionRuntimeDeps) {
       p: CompiledProtection,
       siteId: string,
       path: string,
+      level: Level,
       inspection: Inspection,
       chain: ChainSink,
     ): AlapAdjusted {
-      return applyAlap(p, siteId, path, inspection, chain, deps.clock.now());
+      return applyAlap(p, siteId, path, level, inspection, chain, deps.clock.now());
     },
   };
 }

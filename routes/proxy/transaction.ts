@@ -644,7 +644,14 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
       // ALAP's applied exceptions and signature blocks; without any (the usual case) nothing
       // to adjust, and no closure, clock read or result object for the request.
       if (p.alapExceptions.length > 0 || p.alapSignatures.length > 0) {
-        const adjusted = controls.runtime.adjust(p, site.id, this.path, inspection, chain);
+        const adjusted = controls.runtime.adjust(
+          p,
+          site.id,
+          this.path,
+          site.level,
+          inspection,
+          chain,
+        );
         if (adjusted.blocking !== inspection.blocking) {
           inspection = { ...inspection, blocking: adjusted.blocking };
         }

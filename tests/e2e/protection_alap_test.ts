@@ -215,3 +215,48 @@ Deno.test("marking a logged block as a false positive proposes an exception that
     404,
   );
 });
+
+Deno.test("a ticketing site lets PHP source attachments through with two exceptions under its path, and an injection in the same form still blocks", async () => {
+  await using up = startUpstream();
+  await using s = await startTestServer();
+  addSite(s, up.url);
+  const api = apiFor(s);
+  await api("PUT", "/api/alap/policy", { enabled: false });
+  const upload = (path: string, filename: string, subject = "login page broken") => {
+    const form = new FormData();
+    form.set("subject", subject);
+    form.set("attachment", new File(["<?php echo 'hello'; ?>\n"], filename));
+    return hit(s, path, { init: { method: "POST", body: form } });
+  };
+  // The file's content blocks first (php.open_tag, 90), then its name (rce.script_upload, 75).
+  const first = await upload("/tickets/42/reply", "index.php");
+  assertEquals([first.status, first.finding?.rule], [403, "php.open_tag"]);
+  const content = await api("POST", "/api/alap/false-positives", {
+    trace_id: first.traceId,
+    path_prefix: "/tickets/",
+  }, "write:protection");
+  assertEquals(content.status, 201);
+  const contentId = (await content.json()).id;
+  await api("POST", `/api/alap/decisions/${contentId}/approve`);
+  const second = await upload("/tickets/42/reply", "index.php");
+  assertEquals([second.status, second.finding?.rule], [403, "rce.script_upload"]);
+  const name = await api("POST", "/api/alap/false-positives", {
+    trace_id: second.traceId,
+    path_prefix: "/tickets/",
+  });
+  assertEquals(name.status, 201);
+  const nameId = (await name.json()).id;
+  await api("POST", `/api/alap/decisions/${nameId}/approve`);
+
+  const passed = await upload("/tickets/42/reply", "index.php");
+  assertEquals(passed.status, 200);
+  ok(steps(passed).includes(`alap:exception:${contentId}`), "the first excepted rule is logged");
+  assertEquals((await upload("/tickets/7/reply", "Default.aspx")).status, 200);
+  const injected = await upload(
+    "/tickets/42/reply",
+    "index.php",
+    "1' union select password from users--",
+  );
+  assertEquals([injected.status, injected.finding?.rule], [403, "sqli.union"]);
+  assertEquals((await upload("/avatar", "index.php")).status, 403, "outside the path prefix");
+});
