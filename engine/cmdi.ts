@@ -212,6 +212,37 @@ function tailIsShell(s: string, segEnd: number): boolean {
   return true;
 }
 
+/** How far back a quoted CSV field's opening quote is looked for. */
+const MAX_CSV_FIELD = 256;
+
+/**
+ * True when `"word"` (opening quote at `open`, closing at `close`) is a field of a line of
+ * quoted CSV fields separated by `;` (Excel's export in much of Europe): `"id";"date";"amount"`
+ * names columns, it runs nothing. The field next to it must be quoted too, whole: `x";"id"`
+ * (a breakout from a quoted argument) and `x;"id"` stay commands.
+ */
+function csvField(s: string, open: number, close: number): boolean {
+  if (s.charCodeAt(open) !== 34 || s.charCodeAt(close) !== 34) return false;
+  const after = s.charCodeAt(close + 1);
+  const ends = close + 1 === s.length || after === 10 || after === 13;
+  if (!ends && after !== 59) return false;
+  const before = s.charCodeAt(open - 1);
+  if (open === 0 || before === 10 || before === 13) {
+    // The line's first field: the next one must be quoted.
+    return after === 59 && s.charCodeAt(close + 2) === 34;
+  }
+  if (before !== 59 || s.charCodeAt(open - 2) !== 34) return false;
+  const stop = Math.max(0, open - 2 - MAX_CSV_FIELD);
+  for (let q = open - 3; q >= stop; q--) {
+    const c = s.charCodeAt(q);
+    if (c === 10 || c === 13) return false;
+    if (c !== 34) continue;
+    const lead = s.charCodeAt(q - 1);
+    return q === 0 || lead === 59 || lead === 10 || lead === 13;
+  }
+  return false;
+}
+
 /** Scores the simple command starting at `from` in context `ctx`. */
 function judgeCommand(s: string, from: number, ctx: Context): number {
   let p = from;
@@ -223,6 +254,7 @@ function judgeCommand(s: string, from: number, ctx: Context): number {
   ) quoted = !isSpace(s.charCodeAt(p++)) || quoted;
   let word = readWord(s, p);
   if (word === undefined) return 0;
+  if (quoted && p === from + 1 && csvField(s, from, word.end)) return 0;
   // ...unless text follows its closing quote: `"type":"x"` is the one word `type:x` (JSON).
   if (quoted && ctx !== "start" && isQuote(s.charCodeAt(word.end))) {
     const after = s.charCodeAt(word.end + 1);
