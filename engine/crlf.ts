@@ -90,7 +90,10 @@ export function crlf(value: DetectorInput): Finding | undefined {
   // Monitoring SDKs even post whole response header blocks as JSON text. A line break the
   // body spelled as a percent escape its own format does not use (`%0d%0a` in JSON, `%250d`
   // in a form) was written for a decoder further on, as in a parameter.
-  const score = isBody(value.input.source) && !escapedForLater(value) ? 30 : 90;
+  // A share link's prefilled text (`?text=Party%0ADate: Friday%0ALocation: Town hall`) escapes
+  // its breaks too: a Location or Content-Type counts when it holds what that header takes.
+  const forged = escapedForLater(value) && FORGED_HEADER.test(text);
+  const score = isBody(value.input.source) && !forged ? 30 : 90;
   return makeFinding(value, "crlf", score, "crlf.header_injection", text, header.index);
 }
 
@@ -101,6 +104,14 @@ export function crlf(value: DetectorInput): Finding | undefined {
 /** {@link ESCAPED_BREAK} written once more (`%250d%250a`): what a form body decodes to `%0d%0a`. */
 const DOUBLE_ESCAPED_BREAK =
   /(?<!%25(?:25)*0[ad])%25(?:25)*0[ad](?:%(?:25)*0[ad])*[^:\s]{0,3}?(?:set-cookie|location|content-type|content-length|refresh|x-xss-protection|http\/\d)/i;
+
+/**
+ * A header line as a decoder further on would emit it: names prose does not write, or a
+ * `Location` holding a URL or path and a `Content-Type` holding a media type (`Location: Berlin`
+ * is an address in an event's text).
+ */
+const FORGED_HEADER =
+  /[\r\n\u560a\u560d\u0085\u2028][^\r\n:]{0,3}?(?:set-cookie|content-length|refresh|x-xss-protection|http\/\d|location[ \t]*:[ \t]*(?:[a-z][a-z0-9+.-]*:|[/\\])|content-type[ \t]*:[ \t]*[a-z]+\/[\w.+-])/i;
 
 /** Whether a body value's line break came from a percent escape its own format would not hold. */
 function escapedForLater(value: DetectorInput): boolean {
