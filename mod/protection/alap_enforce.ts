@@ -9,6 +9,13 @@ import { blocksAt } from "../../engine/inspect.ts";
 import type { Finding, Inspection, Level } from "../../engine/types.ts";
 import type { AppliedDecision, CompiledProtection } from "./protection_compile.ts";
 
+/**
+ * A `.` or `..` segment, spelled raw or percent-encoded, between slashes (or backslashes, which
+ * IIS and others read as slashes, raw or encoded): the upstream resolves it, so the path the
+ * request names is not the one it reaches.
+ */
+const DOT_SEGMENT = /(?:^|[/\\]|%2f|%5c)(?:\.|%2e){1,2}(?:[/\\;]|%2f|%5c|$)/i;
+
 export interface AlapAdjusted {
   readonly blocking: Finding | undefined;
   /** The signature-block decision that made the request block, if any. */
@@ -28,10 +35,12 @@ export function applyAlap(
   const live = (d: AppliedDecision) =>
     (d.siteId === null || d.siteId === siteId) && (d.expiresAt === null || d.expiresAt > now);
   if (blocking && p.alapExceptions.length > 0) {
+    // A path with a dot segment is under no prefix: /tickets/../search reaches /search.
+    const underPrefix = (prefix: string) => path.startsWith(prefix) && !DOT_SEGMENT.test(path);
     const excepted = (f: Finding) =>
       p.alapExceptions.find((e) =>
         live(e) && e.ruleId === f.ruleId &&
-        (e.pathPrefix === undefined || path.startsWith(e.pathPrefix))
+        (e.pathPrefix === undefined || underPrefix(e.pathPrefix))
       );
     const hit = excepted(blocking);
     if (hit) {

@@ -28,6 +28,7 @@ import type {
 } from "../../engine/mod.ts";
 import { type IpAddress, parseIp } from "../../engine/ip_address.ts";
 import { RequestView } from "../../engine/request_view.ts";
+import { blocksAt } from "../../engine/inspect.ts";
 import type { CompiledDiscovery, CompiledSchema } from "../../mod/apisec/apisec_compile.ts";
 import type { ApiSecRuntime } from "../../mod/apisec/apisec_runtime.ts";
 import { findSchema, jsonKeys, violations } from "../../mod/apisec/apisec_validate.ts";
@@ -607,10 +608,19 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
   ): Promise<Response | undefined> {
     const options = INSPECT_OPTIONS[site.level];
     const decoded = await inspectSliced(this.#request, options);
-    const sent = decoded.blocking
-      ? decoded
-      : await inspectSliced({ ...this.#request, body: raw }, options);
-    return this.engineVerdict(site, p, controls, sent.blocking ? sent : decoded);
+    // With ALAP exceptions the decoded verdict can be dropped, and the next blocking finding
+    // may be in the raw bytes alone: they are judged too, their blocking findings after.
+    const excepting = p !== undefined && p.alapExceptions.length > 0;
+    if (decoded.blocking && !excepting) return this.engineVerdict(site, p, controls, decoded);
+    const sent = await inspectSliced({ ...this.#request, body: raw }, options);
+    if (!decoded.blocking) {
+      return this.engineVerdict(site, p, controls, sent.blocking ? sent : decoded);
+    }
+    const findings = [
+      ...decoded.findings,
+      ...sent.findings.filter((f) => blocksAt(f.confidence, site.level)),
+    ].sort((a, b) => b.score - a.score);
+    return this.engineVerdict(site, p, controls, { ...decoded, findings });
   }
 
   /** The engine's verdict, with ALAP's exceptions and signature blocks around it. */
