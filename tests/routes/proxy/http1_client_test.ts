@@ -854,3 +854,30 @@ Deno.test("http1 client: a small declared streamed body is sent again when a reu
     client.close();
   }
 });
+
+Deno.test("http1 client: body-idle and response deadlines re-arm per read and per request on one connection, never crossing", async () => {
+  // Each answer's body comes in three pieces 150 ms apart (450 ms in all, longer than both
+  // 400 ms deadlines, each silence shorter), then the next request on the same connection.
+  await using up = startRawUpstream(async (peer) => {
+    for (;;) {
+      if ((await peer.readRequest()) === null) return;
+      await new Promise((r) => setTimeout(r, 150));
+      await peer.send("HTTP/1.1 200 OK\r\ncontent-length: 6\r\n\r\nab");
+      await new Promise((r) => setTimeout(r, 150));
+      await peer.send("cd");
+      await new Promise((r) => setTimeout(r, 150));
+      await peer.send("ef");
+    }
+  });
+  const client = createHttp1Upstream({ bodyIdleTimeoutMs: 400 });
+  try {
+    const u = upstreamOf(up.url);
+    for (let i = 0; i < 3; i++) {
+      const res = await client.send(u, request({ responseTimeoutMs: 400 }));
+      assertEquals(await text(res), "abcdef");
+    }
+    assertEquals(up.connections, 1);
+  } finally {
+    client.close();
+  }
+});
