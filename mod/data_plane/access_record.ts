@@ -184,7 +184,16 @@ export function safeEvidence(location: string, evidence: string): string {
   if (MASKED.test(evidence)) return evidence;
   if (secretLocation(location)) return `[masked: ${evidence.length} characters]`;
   const text = scrubText(evidence);
-  return text.length > EVIDENCE_LIMIT ? text.slice(0, EVIDENCE_LIMIT) + "…" : text;
+  return text.length > EVIDENCE_LIMIT ? cut(text, EVIDENCE_LIMIT) : text;
+}
+
+/**
+ * The first `limit` code units and an ellipsis, without the high half of a pair the limit splits
+ * (a lone surrogate: PostgreSQL's jsonb refuses it, other readers make it U+FFFD).
+ */
+function cut(text: string, limit: number): string {
+  const c = text.charCodeAt(limit - 1);
+  return text.slice(0, c >= 0xd800 && c <= 0xdbff ? limit - 1 : limit) + "…";
 }
 
 /** The query string as stored: values of secret-looking parameters masked, then truncated. */
@@ -196,7 +205,7 @@ export function safeQuery(query: string): string {
     if (eq < 0) return pair;
     return isSecretName(pair.slice(0, eq)) ? `${pair.slice(0, eq)}=[masked]` : pair;
   }).join("&");
-  return masked.length > QUERY_LIMIT ? masked.slice(0, QUERY_LIMIT) + "…" : masked;
+  return masked.length > QUERY_LIMIT ? cut(masked, QUERY_LIMIT) : masked;
 }
 
 /** The record as stored: itself when nothing needs masking, else a masked copy. */

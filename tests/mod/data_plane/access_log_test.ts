@@ -564,3 +564,14 @@ Deno.test("records are stored compactly and every read gives back the whole reco
     "[masked: 8 characters]",
   ]);
 });
+
+Deno.test("stored evidence and queries cut at their limits never end in half a surrogate pair", () => {
+  const evidence = safeEvidence("query:q", "a".repeat(199) + "😀tail");
+  assertEquals(evidence, "a".repeat(199) + "…");
+  ok(evidence.isWellFormed());
+  const query = safeQuery("q=" + "b".repeat(1021) + "😀&x=1");
+  assertEquals(query, "q=" + "b".repeat(1021) + "…");
+  ok(query.isWellFormed());
+  // A whole pair at the end stays.
+  assertEquals(safeEvidence("query:q", "a".repeat(198) + "😀tail"), "a".repeat(198) + "😀…");
+});
