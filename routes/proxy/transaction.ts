@@ -662,9 +662,13 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
           inspection,
           chain,
         );
-        if (adjusted.blocking !== inspection.blocking) {
-          inspection = { ...inspection, blocking: adjusted.blocking };
-        }
+        // Below `balanced` the coding finding is only logged: an exception of the rule that
+        // blocked does not make it block (a signature block of its rule still does).
+        const blocking = adjusted.blocking === undecodable && site.level === "low" &&
+            adjusted.decision === undefined
+          ? undefined
+          : adjusted.blocking;
+        if (blocking !== inspection.blocking) inspection = { ...inspection, blocking };
       }
     }
     // A logged schema violation stays the finding unless the engine found something itself.

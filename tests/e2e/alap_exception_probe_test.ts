@@ -1,7 +1,7 @@
 /** ALAP exceptions against what the upstream reads: the raw bytes of an encoded body, a dotted path. */
 import * as zlib from "node:zlib";
 import { assertEquals } from "../_helpers/assert.ts";
-import { addSite, apiFor, hit } from "../_helpers/protection.ts";
+import { addSite, apiFor, hit, steps } from "../_helpers/protection.ts";
 import { startTestServer, type TestServer } from "../_helpers/server.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
 import { rawSend } from "../_helpers/raw_socket.ts";
@@ -98,4 +98,20 @@ Deno.test("an exception under a path prefix does not reach a path that only spel
     const forwarded = up.seen.filter((e) => e.path.startsWith("/search"));
     assertEquals([r.status, forwarded.length], [403, 0], target);
   }
+});
+
+Deno.test("at low an exception for the raw bytes' rule lets a body that does not decode pass, as the coding finding alone does", async () => {
+  await using up = startUpstream();
+  await using s = await startTestServer();
+  addSite(s, up.url, { level: "low" });
+  await apiFor(s)("PUT", "/api/alap/policy", { enabled: false });
+  // Not gzip at all: judged as sent, where the union blocks; the coding finding is only logged.
+  const init = () => ({
+    method: "POST",
+    body: "q=1 union select password from users",
+    headers: { ...FORM, "content-encoding": "gzip" },
+  });
+  await except(s, "/api/search", init(), "/api/", "sqli.union");
+  const again = await hit(s, "/api/search", { init: init() });
+  assertEquals([again.status, steps(again).includes("engine:pass")], [200, true]);
 });
