@@ -20,6 +20,11 @@ export interface AlapAdjusted {
   readonly blocking: Finding | undefined;
   /** The signature-block decision that made the request block, if any. */
   readonly decision: string | undefined;
+  /**
+   * The findings without the excepted rules' (what ALAP observes: a request an exception lets
+   * through must not count toward a temporary block or a signature block of that rule).
+   */
+  readonly findings: readonly Finding[];
 }
 
 export function applyAlap(
@@ -32,9 +37,10 @@ export function applyAlap(
   now: number,
 ): AlapAdjusted {
   let blocking = inspection.blocking;
+  let findings = inspection.findings;
   const live = (d: AppliedDecision) =>
     (d.siteId === null || d.siteId === siteId) && (d.expiresAt === null || d.expiresAt > now);
-  if (blocking && p.alapExceptions.length > 0) {
+  if (p.alapExceptions.length > 0 && findings.length > 0) {
     // A path with a dot segment is under no prefix: /tickets/../search reaches /search.
     const underPrefix = (prefix: string) => path.startsWith(prefix) && !DOT_SEGMENT.test(path);
     const excepted = (f: Finding) =>
@@ -42,7 +48,10 @@ export function applyAlap(
         live(e) && e.ruleId === f.ruleId &&
         (e.pathPrefix === undefined || underPrefix(e.pathPrefix))
       );
-    const hit = excepted(blocking);
+    if (findings.some((f) => excepted(f) !== undefined)) {
+      findings = findings.filter((f) => excepted(f) === undefined);
+    }
+    const hit = blocking && excepted(blocking);
     if (hit) {
       chain.add("alap", "exception", hit.id);
       // Only that rule's findings drop: another rule's finding that blocks at the site's
@@ -58,9 +67,9 @@ export function applyAlap(
       const sig = p.alapSignatures.find((s) => live(s) && s.ruleId === f.ruleId);
       if (sig) {
         chain.add("alap", "block", sig.id);
-        return { blocking: f, decision: sig.id };
+        return { blocking: f, decision: sig.id, findings };
       }
     }
   }
-  return { blocking, decision: undefined };
+  return { blocking, decision: undefined, findings };
 }

@@ -642,15 +642,8 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
       };
     }
     if (p !== undefined && controls !== undefined) {
-      if (inspection.findings.length > 0) {
-        controls.alap?.observe(
-          site.id,
-          record.client_ip,
-          record.trace_id,
-          inspection,
-          p.alapPolicy,
-        );
-      }
+      // What ALAP observes: the findings without the excepted rules'.
+      let observed = inspection;
       // ALAP's applied exceptions and signature blocks; without any (the usual case) nothing
       // to adjust, and no closure, clock read or result object for the request.
       if (p.alapExceptions.length > 0 || p.alapSignatures.length > 0) {
@@ -669,6 +662,18 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
           ? undefined
           : adjusted.blocking;
         if (blocking !== inspection.blocking) inspection = { ...inspection, blocking };
+        if (adjusted.findings !== observed.findings) {
+          observed = { ...observed, findings: adjusted.findings };
+        }
+      }
+      if (observed.findings.length > 0) {
+        controls.alap?.observe(
+          site.id,
+          record.client_ip,
+          record.trace_id,
+          observed,
+          p.alapPolicy,
+        );
       }
     }
     // A logged schema violation stays the finding unless the engine found something itself.

@@ -115,3 +115,25 @@ Deno.test("at low an exception for the raw bytes' rule lets a body that does not
   const again = await hit(s, "/api/search", { init: init() });
   assertEquals([again.status, steps(again).includes("engine:pass")], [200, true]);
 });
+
+Deno.test("requests an exception lets through are not counted toward ALAP's proposals: no signature block undoes the exception", async () => {
+  await using up = startUpstream();
+  await using s = await startTestServer();
+  addSite(s, up.url);
+  const api = apiFor(s);
+  await api("PUT", "/api/alap/policy", {
+    auto_apply: true,
+    signature_threshold: 3,
+    client_score_threshold: 150,
+  }, "write:protection");
+  const tautology = "/tickets/find?id=1%27%20or%201=1--";
+  await except(s, tautology, {}, "/tickets/", "sqli.tautology");
+  for (let i = 0; i < 4; i++) {
+    const r = await hit(s, tautology, { ip: `192.0.2.${i % 2 + 1}` });
+    s.dataPlane.protection.alap.flush();
+    assertEquals(r.status, 200, `request ${i}`);
+  }
+  const r = await api("GET", "/api/alap/decisions", undefined, "read:logs");
+  const kinds = (await r.json()).items.map((d: { kind: string }) => d.kind);
+  assertEquals(kinds, ["exception"]);
+});
