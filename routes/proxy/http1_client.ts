@@ -668,11 +668,15 @@ export function createHttp1Upstream(options: Http1ClientOptions = {}): UpstreamC
           if (c.end - c.start > MAX_HEAD_BYTES) {
             throw new UpstreamProtocolError("response head too large");
           }
+          // What was searched stays searched: the next search starts two bytes before its end (a
+          // terminator is at most three bytes), counted from `start` since a read may move the
+          // bytes. Searching from `start` again made a head dripped a byte at a time quadratic.
+          const searched = c.end - c.start;
           const n = await c.read();
           if (n === null) throw new Error("the upstream closed the connection");
           c.end += n;
           c.seen = true;
-          at = headEnd(c.buf, c.start, c.end);
+          at = headEnd(c.buf, c.start + Math.max(0, searched - 2), c.end);
         }
         if (at - c.start > MAX_HEAD_BYTES) {
           throw new UpstreamProtocolError("response head too large");

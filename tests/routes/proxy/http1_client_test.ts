@@ -254,6 +254,41 @@ Deno.test("http1 client: response smuggling shapes and garbage are protocol erro
   }
 });
 
+Deno.test("http1 client: a response head arriving in pieces ends where its empty line ends, however the reads split it", async () => {
+  // Each case: the head's pieces as separate reads (10 ms apart), the empty line split at every
+  // place in the three forms a recipient accepts, and one head dripped a byte at a time. The
+  // search resumes where the last one stopped, so a split terminator must still be found.
+  const cases: string[][] = [];
+  for (const end of ["\r\n\r\n", "\n\n", "\n\r\n"]) {
+    const head = `HTTP/1.1 200 OK\r\ncontent-length: 2${end}`;
+    for (let cut = head.length - end.length - 1; cut < head.length; cut++) {
+      cases.push([head.slice(0, cut), head.slice(cut) + "ok"]);
+    }
+  }
+  cases.push([..."HTTP/1.1 200 OK\r\nx-a: 1\r\ncontent-length: 2\r\n\r\n", "ok"]);
+  await using up = startRawUpstream(async (peer) => {
+    for (;;) {
+      const req = await peer.readRequest();
+      if (req === null) return;
+      const n = Number(/^GET \/(\d+)/.exec(req)![1]);
+      for (const part of cases[n]!) {
+        await peer.send(part);
+        await new Promise((r) => setTimeout(r, n === cases.length - 1 ? 2 : 10));
+      }
+    }
+  });
+  const client = createHttp1Upstream();
+  try {
+    const u = upstreamOf(up.url);
+    for (const [n, parts] of cases.entries()) {
+      const res = await client.send(u, request({ pathAndQuery: `/${n}` })) as UpstreamResponse;
+      assertEquals([res.status, await text(res)], [200, "ok"], JSON.stringify(parts));
+    }
+  } finally {
+    client.close();
+  }
+});
+
 Deno.test("http1 client: identical repeated Content-Lengths are accepted", async () => {
   await using up = startRawUpstream(
     answering(() => "HTTP/1.1 200 OK\r\ncontent-length: 2\r\ncontent-length: 2, 2\r\n\r\nok"),
