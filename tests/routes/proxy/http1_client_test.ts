@@ -66,6 +66,23 @@ function answering(answer: (req: string, n: number) => string) {
 
 const OK = "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
 
+/**
+ * An upstream whose first connection answers once, then closes on the next request without
+ * answering (the race with an upstream's idle timeout); later connections answer every request.
+ */
+async function firstDiesOnItsSecondRequest(peer: RawPeer): Promise<void> {
+  await peer.readRequest();
+  await peer.send(OK);
+  if (peer.index === 0) {
+    await peer.readRequest();
+    return;
+  }
+  for (;;) {
+    if ((await peer.readRequest()) === null) return;
+    await peer.send(OK);
+  }
+}
+
 Deno.test("http1 client: requests and bodies against a Deno server, one pooled connection", async () => {
   await using up = startUpstream();
   const client = createHttp1Upstream();
@@ -516,20 +533,7 @@ Deno.test("http1 client: an idle connection the upstream closes is dropped from 
 });
 
 Deno.test("http1 client: a reused connection dying before the answer is retried once when replayable", async () => {
-  // The first connection answers once, then closes on the next request without answering
-  // (the race with an upstream's idle timeout).
-  await using up = startRawUpstream(async (peer) => {
-    await peer.readRequest();
-    await peer.send(OK);
-    if (peer.index === 0) {
-      await peer.readRequest();
-      return;
-    }
-    for (;;) {
-      if ((await peer.readRequest()) === null) return;
-      await peer.send(OK);
-    }
-  });
+  await using up = startRawUpstream(firstDiesOnItsSecondRequest);
   const client = createHttp1Upstream();
   try {
     const u = upstreamOf(up.url);
@@ -858,18 +862,7 @@ Deno.test("http1 client: a small streamed body longer or shorter than declared n
 });
 
 Deno.test("http1 client: a small declared streamed body is sent again when a reused connection dies before the answer", async () => {
-  await using up = startRawUpstream(async (peer) => {
-    await peer.readRequest();
-    await peer.send(OK);
-    if (peer.index === 0) {
-      await peer.readRequest();
-      return;
-    }
-    for (;;) {
-      if ((await peer.readRequest()) === null) return;
-      await peer.send(OK);
-    }
-  });
+  await using up = startRawUpstream(firstDiesOnItsSecondRequest);
   const client = createHttp1Upstream();
   try {
     const u = upstreamOf(up.url);
