@@ -14,30 +14,21 @@
  */
 import { parseArgs } from "node:util";
 import { resolve } from "node:path";
-import { ATTACK, BENIGN, measured, startNginxUpstream, wrkScript } from "./bench_proxy.ts";
+import {
+  ATTACK,
+  type BareClient,
+  BENIGN,
+  measured,
+  spawnBareProxy,
+  startNginxUpstream,
+  wrkScript,
+} from "./bench_proxy.ts";
 import { freePort, loadAverage, median, stopAll, waitForPort } from "./bench_kit.ts";
-import { SERVER_V8_FLAGS } from "./server_flags.ts";
 
 interface Side {
   readonly name: string;
   readonly port: number;
   readonly pid: number;
-}
-
-function startBare(root: string, port: number, upstream: string, client: string) {
-  return new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "-A",
-      SERVER_V8_FLAGS,
-      `${root}/scripts/bench_bare_proxy.ts`,
-      String(port),
-      upstream,
-      client,
-    ],
-    stdout: "null",
-    stderr: "inherit",
-  }).spawn();
 }
 
 async function main(): Promise<void> {
@@ -66,9 +57,9 @@ async function main(): Promise<void> {
     children.push(await startNginxUpstream(dir, upPort));
     const upstream = `http://127.0.0.1:${upPort}`;
     const sides: Side[] = [];
-    const add = async (name: string, root: string, client: string) => {
+    const add = async (name: string, root: string, client: BareClient) => {
       const port = freePort();
-      const child = startBare(root, port, upstream, client);
+      const child = spawnBareProxy(upstream, port, client, `${root}/`);
       children.push(child);
       await waitForPort(port, name);
       sides.push({ name, port, pid: child.pid });

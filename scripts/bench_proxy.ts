@@ -348,18 +348,19 @@ ${options.extra ?? ""}`,
   return child;
 }
 
-/** A bare Deno proxy on `fetch` or on our HTTP/1.1 client, with the same V8 flags as the WAF. */
-async function startBareProxy(
-  upstream: string,
-  port: number,
-  client: "fetch" | "http1" | "http1-hono",
-) {
-  const child = new Deno.Command(Deno.execPath(), {
+export type BareClient = "fetch" | "http1" | "http1-hono";
+
+/**
+ * Starts a bare Deno proxy on `fetch` or on our HTTP/1.1 client from the checkout at `root` (this
+ * one by default), with the same V8 flags as the WAF; returns at once, before it listens.
+ */
+export function spawnBareProxy(upstream: string, port: number, client: BareClient, root = ROOT) {
+  return new Deno.Command(Deno.execPath(), {
     args: [
       "run",
       "-A",
       SERVER_V8_FLAGS,
-      `${ROOT}scripts/bench_bare_proxy.ts`,
+      `${root}scripts/bench_bare_proxy.ts`,
       String(port),
       upstream,
       client,
@@ -367,6 +368,11 @@ async function startBareProxy(
     stdout: "null",
     stderr: "inherit",
   }).spawn();
+}
+
+/** {@link spawnBareProxy} from this checkout, once it listens. */
+async function startBareProxy(upstream: string, port: number, client: BareClient) {
+  const child = spawnBareProxy(upstream, port, client);
   await waitForPort(port, `bare Deno proxy (${client})`);
   return child;
 }
