@@ -11,6 +11,10 @@ export interface RawUpstream extends AsyncDisposable {
   readonly connections: number;
   /** Every request head received (with a body that came in the same reads), in order. */
   readonly requests: string[];
+  /** Each connection's bytes as read so far, a partial request's too, by connection index. */
+  readonly received: readonly string[];
+  /** By connection index: whether its script has ended and the connection is closed. */
+  readonly ended: readonly boolean[];
 }
 
 /** What a script gets for one connection. */
@@ -30,6 +34,8 @@ export function startRawUpstream(script: (peer: RawPeer) => Promise<void>): RawU
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = (listener.addr as Deno.NetAddr).port;
   const requests: string[] = [];
+  const received: string[] = [];
+  const ended: boolean[] = [];
   const open = new Set<Deno.Conn>();
   const running: Promise<void>[] = [];
   let connections = 0;
@@ -37,8 +43,11 @@ export function startRawUpstream(script: (peer: RawPeer) => Promise<void>): RawU
     for await (const conn of listener) {
       open.add(conn);
       let pending = "";
+      const index = connections++;
+      received.push("");
+      ended.push(false);
       const peer: RawPeer = {
-        index: connections++,
+        index,
         conn,
         async readRequest() {
           const buf = new Uint8Array(65536);
@@ -64,7 +73,9 @@ export function startRawUpstream(script: (peer: RawPeer) => Promise<void>): RawU
             }
             const n = await conn.read(buf).catch(() => null);
             if (n === null) return null;
-            pending += dec.decode(buf.subarray(0, n));
+            const text = dec.decode(buf.subarray(0, n));
+            received[index] += text;
+            pending += text;
           }
         },
         async send(...parts) {
@@ -75,6 +86,7 @@ export function startRawUpstream(script: (peer: RawPeer) => Promise<void>): RawU
       };
       running.push(
         script(peer).catch(() => {}).finally(() => {
+          ended[index] = true;
           open.delete(conn);
           try {
             conn.close();
@@ -92,6 +104,8 @@ export function startRawUpstream(script: (peer: RawPeer) => Promise<void>): RawU
       return connections;
     },
     requests,
+    received,
+    ended,
     async [Symbol.asyncDispose]() {
       listener.close();
       for (const c of open) {

@@ -7,59 +7,11 @@
 import { assertEquals, ok } from "../_helpers/assert.ts";
 import { addSite } from "../_helpers/protection.ts";
 import { closedAfter } from "../_helpers/raw_socket.ts";
+import { startRawUpstream } from "../_helpers/raw_upstream.ts";
 import { startTestServer } from "../_helpers/server.ts";
 
 const enc = new TextEncoder();
 const latin1 = new TextDecoder("latin1");
-const OK = enc.encode("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
-
-/** Records each connection's bytes and whether it ended; answers every whole request 200. */
-function recordingUpstream() {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const conns: Array<{ bytes: string; ended: boolean }> = [];
-  const open = new Set<Deno.Conn>();
-  const accepting = (async () => {
-    for await (const conn of listener) {
-      open.add(conn);
-      const rec = { bytes: "", ended: false };
-      conns.push(rec);
-      (async () => {
-        const buf = new Uint8Array(65536);
-        let pending = "";
-        for (;;) {
-          const n = await conn.read(buf).catch(() => null);
-          if (n === null) break;
-          const text = latin1.decode(buf.subarray(0, n));
-          rec.bytes += text;
-          pending += text;
-          for (let end = pending.indexOf("\r\n\r\n"); end >= 0; end = pending.indexOf("\r\n\r\n")) {
-            const cl = /\r\ncontent-length: (\d+)/.exec(pending.slice(0, end));
-            const length = cl ? Number(cl[1]) : 0;
-            if (pending.length < end + 4 + length) break;
-            pending = pending.slice(end + 4 + length);
-            await conn.write(OK).catch(() => {});
-          }
-        }
-        rec.ended = true;
-        open.delete(conn);
-        try {
-          conn.close();
-        } catch {
-          // closed
-        }
-      })();
-    }
-  })().catch(() => {});
-  return {
-    url: `http://127.0.0.1:${(listener.addr as Deno.NetAddr).port}`,
-    conns,
-    async [Symbol.asyncDispose]() {
-      listener.close();
-      for (const c of open) c.close();
-      await accepting;
-    },
-  };
-}
 
 async function get(port: number, path: string): Promise<string> {
   const conn = await Deno.connect({ hostname: "127.0.0.1", port });
@@ -78,7 +30,12 @@ async function get(port: number, path: string): Promise<string> {
 }
 
 Deno.test("a body shorter than its Content-Length, then silence: nothing of a small one goes upstream; a streamed one's upstream connection is closed, never reused", async () => {
-  await using up = recordingUpstream();
+  // Records each connection's bytes and whether it ended; answers every whole request 200.
+  await using up = startRawUpstream(async (peer) => {
+    while ((await peer.readRequest()) !== null) {
+      await peer.send("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+    }
+  });
   await using s = await startTestServer({
     config: { server: { data: { limits: { body_timeout: "1s" } } } },
   });
@@ -100,13 +57,15 @@ Deno.test("a body shorter than its Content-Length, then silence: nothing of a sm
   }
   // Later requests each reach the upstream whole, on connections that carried no partial body.
   for (let i = 0; i < 3; i++) ok((await get(port, `/after-${i}`)).startsWith("HTTP/1.1 200"));
-  const all = up.conns.map((c) => c.bytes).join("");
+  const all = up.received.join("");
   ok(!all.includes("POST /short-100 "), "the small short body never went upstream");
-  const streamed = up.conns.filter((c) => c.bytes.includes("POST /short-40000 "));
+  const streamed = [...up.received.keys()].filter((i) =>
+    up.received[i]!.includes("POST /short-40000 ")
+  );
   assertEquals(streamed.length, 1, "the streamed body reached the upstream in part");
-  for (const c of streamed) {
-    ok(c.ended, "the connection with the partial body was closed");
-    ok(!/GET \/after-/.test(c.bytes), "and carried no later request");
+  for (const i of streamed) {
+    ok(up.ended[i], "the connection with the partial body was closed");
+    ok(!/GET \/after-/.test(up.received[i]!), "and carried no later request");
   }
   for (let i = 0; i < 3; i++) ok(all.includes(`GET /after-${i} HTTP/1.1\r\n`), `after-${i}`);
 });
