@@ -16,11 +16,14 @@
  * resident memory after `--rss-seconds` (default 60, 0 skips it) of full benign load. wrk2 is not packaged in
  * Debian, so the paced runs use wrk's Lua `delay()` hook: every connection waits between
  * requests, the wait calibrated per target so that each reaches the same rate (`pacedRun`).
- * They use fewer connections (`--paced-connections`, default 10) so that the load generator
- * itself, which shares the machine, stays light.
+ * They use as many connections as the full-load runs (`--paced-connections`, default 50): issue
+ * 13 takes its targets with `wrk -c50`, and the pacing is closed-loop, so with few connections a
+ * target whose latency approaches the pacing cycle (10 connections at 6.7 k req/s: 1.5 ms) can
+ * no longer reach the rate, and its p99 is taken at a lower load than the upstream's
+ * (docs/data-plane.md, "Numbers on 26 November, second session").
  *
  * ```sh
- * deno task bench:proxy [--duration 10] [--connections 50] [--threads 2] [--paced-connections 10]
+ * deno task bench:proxy [--duration 10] [--connections 50] [--threads 2] [--paced-connections 50]
  *                       [--rss-seconds 60] [--workers 1|N|auto] [--json] [--front-only]
  * # one phase alone, in alternated rounds; each --candidate is a whole --v8-flags=... argument
  * # tried against the shipped flags (scripts/server_flags.ts):
@@ -728,7 +731,7 @@ export async function main(args: string[]): Promise<number> {
       duration: { type: "string", default: "10" },
       connections: { type: "string", default: "50" },
       threads: { type: "string", default: "2" },
-      "paced-connections": { type: "string", default: "10" },
+      "paced-connections": { type: "string", default: "50" },
       "rss-seconds": { type: "string", default: "60" },
       json: { type: "boolean", default: false },
       /** `server.data.workers` of the WAF under test: 1 (the default), a number or `auto`. */
