@@ -405,6 +405,8 @@ export default {
   "edge.cache_stats": "Cache",
   "edge.purge": "Purge the cache",
   "edge.purged": "Cache purged.",
+  "edge.purged_partial":
+    "Purge not confirmed: {n} data-plane worker(s) did not answer within 1 s. They purge when they read the request, but their entries are not counted; purge again to confirm.",
 
   "block.intro":
     "What a visitor sees when a request is blocked. Every page shows the request's trace id.",

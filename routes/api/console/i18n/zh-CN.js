@@ -383,6 +383,8 @@ export default {
   "edge.cache_stats": "缓存",
   "edge.purge": "清空缓存",
   "edge.purged": "缓存已清空。",
+  "edge.purged_partial":
+    "清空未确认：{n} 个数据面工作线程未在 1 秒内应答。它们读到请求时仍会清空，但其条目未计入；请再次清空以确认。",
   "block.intro": "请求被拦截时访客看到的页面。每个页面都会显示请求的追踪 ID。",
   "block.template": "模板",
   "block.template_name_minimal": "简洁",

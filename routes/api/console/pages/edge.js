@@ -1,10 +1,10 @@
 // Edge settings: response header rules, the static cache (with its statistics and purge) and
 // response compression.
 import { post } from "../api.js";
-import { Done, ErrorBox, Page, useAction, useApi } from "../components.js";
+import { ErrorBox, Page, useAction, useApi } from "../components.js";
 import { Crud, SettingForm } from "../crud.js";
 import { fmtNumber, t } from "../i18n.js";
-import { html } from "../lib/ui.js";
+import { html, useState } from "../lib/ui.js";
 import { can } from "../session.js";
 
 const OPS = ["set", "add", "remove"];
@@ -64,11 +64,25 @@ function prepare(doc) {
 function CacheStats() {
   const stats = useApi("/api/edge/cache");
   const action = useAction();
-  const purge = () =>
-    action.run(async () => {
-      await post("/api/edge/cache/purge", { site_id: null, path_prefix: null });
+  // The purge's answer: `complete: false` when some data-plane workers did not answer within
+  // the API's second (they still purge, uncounted), which is not shown as a success.
+  const [answer, setAnswer] = useState(null);
+  const purge = async () => {
+    setAnswer(null);
+    const done = await action.run(async () => {
+      const body = await post("/api/edge/cache/purge", { site_id: null, path_prefix: null });
       stats.reload();
-    }, t("edge.purged"));
+      return body;
+    });
+    if (done) setAnswer(done);
+  };
+  const status = answer === null
+    ? null
+    : answer.complete === false
+    ? html`<p class="notice warn-note" role="status" id="cache-purge-status">${
+      t("edge.purged_partial", { n: answer.unanswered_workers })
+    }</p>`
+    : html`<p class="done" role="status" id="cache-purge-status">${t("edge.purged")}</p>`;
   return html`<div class="panel">
     <h2>${t("edge.cache_stats")}</h2>
     ${
@@ -83,7 +97,7 @@ function CacheStats() {
       }</dl>`
       : null
   }
-    <${ErrorBox} error=${stats.error ?? action.error} /><${Done} text=${action.done} />
+    <${ErrorBox} error=${stats.error ?? action.error} />${status}
     ${
     can("write:edge")
       ? html`<button type="button" class="secondary" onClick=${purge}>${t("edge.purge")}</button>`
