@@ -12,7 +12,7 @@ import type { Input } from "./types.ts";
 import { MAX_INPUTS, push } from "./extract_push.ts";
 import { addPairs } from "./extract_url.ts";
 import { isPlainSegment } from "./char_classes.ts";
-import { parseMultipart } from "./multipart.ts";
+import { parseMultipart, type Part } from "./multipart.ts";
 import { scanJson } from "./json_scan.ts";
 import { readXml } from "./xml_reader.ts";
 import { graphqlStrings } from "./graphql.ts";
@@ -143,10 +143,31 @@ function addMultipart(out: Input[], body: string, boundary: string, ctx: BodyCon
     // in it (which decoding removes) does not make it binary (`'\0 or 1=1--`).
     if (!isText(part.value, part.filename === undefined)) continue;
     const value = utf8FromLatin1(part.value);
+    if (part.file) {
+      // An uploaded file is the user's document, not a value the application reads: it is
+      // judged whole, for what a server runs or a browser renders (see inspect.ts).
+      if (!push(out, "multipart", name, value)) return;
+      const last = out[out.length - 1];
+      if (last !== undefined && last.value === value && last.name === name) {
+        out[out.length - 1] = { ...last, upload: isMarkup(part) ? "markup" : "file" };
+      }
+      continue;
+    }
     if (part.contentType === "" || part.contentType.startsWith("text/plain")) {
       push(out, "multipart", name, value);
     } else addText(out, value, part.contentType, name, ctx);
   }
+}
+
+/** File names a browser renders as a page or a drawing when the site serves them back. */
+const MARKUP_NAME = /\.(?:html?|xht(?:ml)?|svgz?|xml|xslt?|shtml?|mht(?:ml)?)$|^[^.]*$/i;
+/** Content types a browser renders as a page or a drawing. */
+const MARKUP_TYPE =
+  /^(?:text\/html|application\/xhtml\+xml|image\/svg\+xml|text\/xml|application\/xml)\b/;
+
+/** Whether an uploaded file is markup a browser runs script in when served from the site. */
+function isMarkup(part: Part): boolean {
+  return MARKUP_TYPE.test(part.contentType) || part.filenames.some((f) => MARKUP_NAME.test(f));
 }
 
 /** A part content type with nothing but a media type and harmless parameters. */

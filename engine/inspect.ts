@@ -40,6 +40,9 @@ import { javaClassName } from "./java.ts";
 import { bareCommand, mayBeBareCommand } from "./cmdi.ts";
 import { xxe } from "./xxe.ts";
 import { ssi } from "./ssi.ts";
+import { codeInjection } from "./code_injection.ts";
+import { deserialization } from "./deserialization.ts";
+import { jndi } from "./jndi.ts";
 import { restrictedFile } from "./restricted_files.ts";
 import { isInert } from "./char_classes.ts";
 
@@ -285,8 +288,42 @@ function judge(
     runDetectors(value, findings, DOCUMENT_DETECTORS);
     return;
   }
+  if (input.upload !== undefined) {
+    judgeUpload(value, input.upload === "markup", findings);
+    return;
+  }
   runDetectors(value, findings);
   revealHidden(value, text, findings, analysis, 0);
+}
+
+/**
+ * What an uploaded file's content is judged for. A document is not a value the application
+ * puts into a query, a command or a page: a CSV of SQL, a text file quoting `<script>`, a shell
+ * script or a paper on path traversal is what users upload, and real WAFs read a file's name,
+ * not its content (ModSecurity's CRS inspects `FILES` and `FILES_NAMES`). What a file still
+ * attacks: the server that runs it when it lands in a served folder (PHP, ASP and JSP code
+ * inside its tags, SSI directives), the parser that reads it (DTD entities, deserialisation
+ * gadgets, JNDI lookups logged from it) and, when it is markup served back (HTML, SVG), the
+ * browser that runs its script.
+ */
+const UPLOAD_DETECTORS: readonly Detector[] = [codeInjection, ssi, xxe, deserialization, jndi];
+const MARKUP_UPLOAD_DETECTORS: readonly Detector[] = [xss, ...UPLOAD_DETECTORS];
+/** PHP only runs inside its tags (`<?xml` is a declaration where short tags are off). */
+const PHP_TAG = /<\?(?!xml\b)/i;
+/** ASP and JSP code only runs inside `<% %>`, `<jsp:...>` or a server-side script element. */
+const SERVER_TAG = /<%|<jsp:|\brunat\s*=\s*["']?server/i;
+
+function judgeUpload(value: DetectorInput, markup: boolean, findings: Finding[]): void {
+  const own: Finding[] = [];
+  runDetectors(value, own, markup ? MARKUP_UPLOAD_DETECTORS : UPLOAD_DETECTORS);
+  for (const f of own) {
+    const tag = f.class === "php"
+      ? PHP_TAG
+      : f.class === "java" || f.ruleId === "rce.asp_code"
+      ? SERVER_TAG
+      : undefined;
+    if (tag === undefined || tag.test(value.decoded)) findings.push(f);
+  }
 }
 
 /** Judges what a decoded text hides (base64, nested JSON), and what that hides in turn. */

@@ -17,6 +17,14 @@ export interface Part {
    * client send both; many parsers take `filename*`, others the first or the last).
    */
   readonly filenames: readonly string[];
+  /**
+   * Whether every framework reads the part as an uploaded file rather than a form field: one
+   * Content-Disposition with a single, plain, non-empty `filename` (PHP ignores `filename*`; Go
+   * and ASP.NET read `filename=""` as a field) and a Content-Type (formidable reads a part without
+   * one as a field). Browsers send exactly that for every file; anything else may be a field to
+   * some application and is judged as one.
+   */
+  readonly file: boolean;
   /** The part's content type, lower-case, `""` when absent. */
   readonly contentType: string;
   /** Part headers other than Content-Disposition, names lower-case, values Latin-1. */
@@ -68,6 +76,7 @@ function parsePart(chunk: string): Part | undefined {
   if (value.endsWith("\r\n")) value = value.slice(0, -2);
   else if (value.endsWith("\n")) value = value.slice(0, -1);
   let disposition = "";
+  let dispositions = 0;
   let contentType = "";
   const headers: Array<readonly [string, string]> = [];
   for (const line of head.split(LINE)) {
@@ -75,8 +84,10 @@ function parsePart(chunk: string): Part | undefined {
     if (colon <= 0) continue;
     const name = line.slice(0, colon).trim().toLowerCase();
     const headerValue = line.slice(colon + 1).trim();
-    if (name === "content-disposition") disposition = headerValue;
-    else {
+    if (name === "content-disposition") {
+      disposition = headerValue;
+      dispositions++;
+    } else {
       if (name === "content-type") contentType = headerValue.toLowerCase();
       if (headers.length < MAX_PART_HEADERS) headers.push([name, headerValue]);
     }
@@ -92,6 +103,7 @@ function parsePart(chunk: string): Part | undefined {
     name: n?.[1] ?? n?.[2] ?? "",
     filename: filenames[0],
     filenames,
+    file: dispositions === 1 && contentType !== "" && plainFilename(disposition),
     contentType,
     headers,
     value,
@@ -99,6 +111,48 @@ function parsePart(chunk: string): Part | undefined {
 }
 
 const MAX_PART_HEADERS = 8;
+
+/** Where `filename` is written in a disposition, whatever follows it (`filename*`, spaces). */
+const FILENAME_WORD = /filename/gi;
+
+/**
+ * Whether a disposition's parameters, read as RFC 7578 parsers read them (quoted strings kept
+ * whole, so `name="a; filename=b.txt"` names no file), hold exactly one file name, `filename=`
+ * itself, not empty, and no other mention of `filename` anywhere.
+ */
+function plainFilename(disposition: string): boolean {
+  if ((disposition.match(FILENAME_WORD) ?? []).length !== 1) return false;
+  let found = false;
+  for (const param of dispositionParams(disposition)) {
+    const eq = param.indexOf("=");
+    if (eq < 0 || param.slice(0, eq).trim().toLowerCase() !== "filename") continue;
+    const value = param.slice(eq + 1).trim();
+    const bare = value.length >= 2 && (value[0] === '"' || value[0] === "'") &&
+        value[value.length - 1] === value[0]
+      ? value.slice(1, -1)
+      : value;
+    found = bare.trim() !== "";
+  }
+  return found;
+}
+
+/** The `;`-separated pieces of a disposition, a `;` inside double quotes not separating. */
+function dispositionParams(disposition: string): string[] {
+  const out: string[] = [];
+  let start = 0;
+  let quoted = false;
+  for (let i = 0; i < disposition.length; i++) {
+    const c = disposition[i];
+    if (c === "\\" && quoted) i++;
+    else if (c === '"') quoted = !quoted;
+    else if (c === ";" && !quoted) {
+      out.push(disposition.slice(start, i));
+      start = i + 1;
+    }
+  }
+  out.push(disposition.slice(start));
+  return out;
+}
 
 const LEADING_NEWLINE = /^\r?\n/;
 const LINE = /\r?\n/;

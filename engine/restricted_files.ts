@@ -81,6 +81,10 @@ export function restrictedFile(value: DetectorInput): Finding | undefined {
       : makeFinding(value, "lfi", hit.score, "lfi.restricted_file", text, hit.at);
   }
   if (text.length > 512 || !HINT.test(text) || SPACE.test(text.trim())) return undefined;
+  // An uploaded file's name is the name on the user's disk (`backup.sql`, `.gitignore`,
+  // `CLAUDE.md`): it asks the server for nothing. The names that reconfigure a server where
+  // they land (`.htaccess`, `.user.ini`, `web.config`) are script uploads (upload.ts).
+  if (source === "multipart" && value.input.name.endsWith(".filename")) return undefined;
   const hit = restrictedSegment(text.trim(), false);
   if (hit === undefined) return undefined;
   const score = CLIMB.test(text)

@@ -74,6 +74,12 @@ export interface Input {
    * markup.
    */
   readonly structured?: boolean;
+  /**
+   * The content of an uploaded file (a multipart part every framework reads as a file): judged
+   * only for what a server runs (PHP, ASP, JSP, SSI), what a parser resolves (DTDs, gadgets,
+   * JNDI lookups) and, for `markup` (HTML, SVG, XML by name or type), script a browser runs.
+   */
+  readonly upload?: "file" | "markup";
 }
 
 /** Severity bands; the site's level picks which bands block. */

@@ -5,7 +5,8 @@
  * extension and the server the executable one: a second extension (`shell.php.jpg`, which
  * Apache's `AddHandler` runs), IIS's `;` (`shell.asp;.jpg`), trailing dots, spaces or an NTFS
  * stream (`shell.php.`, `shell.php::$DATA`, which Windows strips), or mixed case against a
- * case-sensitive blocklist (`shell.pHp5`). `web.config` reconfigures IIS for its folder.
+ * case-sensitive blocklist (`shell.pHp5`). `web.config`, `.htaccess` and `.user.ini`
+ * reconfigure the server for their folder.
  *
  * Only the file name of a part is read (the location `multipart:<field>.filename`); what the
  * file holds is judged as a text part by the other detectors (`GIF89a<?php ...`).
@@ -25,8 +26,12 @@ const BEFORE_IMAGE = new RegExp(
   `[^./\\\\]\\.(?:${SCRIPT_EXT})\\.(?:jpe?g|png|gif|bmp|webp|ico|svg)$`,
   "i",
 );
-/** Configuration files that make the server run other files as scripts. */
-const SERVER_CONFIG = /^web\.config$/i;
+/**
+ * Configuration files that make the server run other files as scripts: IIS's `web.config`,
+ * Apache's `.htaccess` (`AddType application/x-httpd-php .jpg`), PHP's `.user.ini`
+ * (`auto_prepend_file`).
+ */
+const SERVER_CONFIG = /^(?:web\.config|\.htaccess|\.user\.ini)$/i;
 
 /**
  * Reports a multipart file name the server would run as a script.
