@@ -297,13 +297,16 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
   /**
    * Sends `message(id)` to every worker, a starting one too: it may listen (and cache) before
    * its "listening" answer is read here, so a purge that skipped it left its entries. Resolves
-   * with the answers given once every serving worker has answered, or after 1 s with the number
-   * of serving workers that had not (busy, or gone meanwhile).
+   * with the answers given once every worker has answered, a starting one too (it reads every
+   * message after its start message, with its real handler: a purge's answer that did not wait
+   * for it said `complete` while it could still serve what the purge removed), or after 1 s with
+   * the number that had not (busy). A worker ended meanwhile counts as answered with 0: its
+   * cache ended with it, and its successor starts empty (`endAsks`).
    */
   function askWorkers(
     message: (id: number) => ToWorker,
   ): Promise<{ answers: number[]; unanswered: number }> {
-    const waiting = new Set(slots.filter((s) => s.live));
+    const waiting = new Set(slots);
     if (slots.length === 0) return Promise.resolve({ answers: [], unanswered: 0 });
     const id = ++askId;
     const got: number[] = [];
@@ -315,8 +318,8 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
       };
       const timer = setTimeout(done, 1000);
       answers.set(id, (slot, value) => {
+        if (!waiting.delete(slot)) return;
         got.push(value);
-        waiting.delete(slot);
         if (waiting.size === 0) done();
       });
       for (const s of slots) s.worker.postMessage(message(id));
@@ -452,9 +455,15 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
     });
   }
 
+  /** A worker ended: the questions it was asked get their answer (0) from it now. */
+  function endAsks(slot: Slot): void {
+    for (const answer of [...answers.values()]) answer(slot, 0);
+  }
+
   function crashed(slot: Slot, w: PoolWiring, reason: string): void {
     slot.worker.terminate();
     slot.live = false;
+    endAsks(slot);
     if (stopping) return;
     // Locks it held mid-update would stop the others: release them before anyone waits long.
     const released = shared.clearLocksOf(slot.index);

@@ -477,6 +477,36 @@ Deno.test("a cache purge a worker does not answer in time says its count is miss
   assertEquals(await again.json(), { purged: 0, complete: true, unanswered_workers: 0 });
 });
 
+Deno.test("a cache purge waits for a worker still starting: complete means every thread purged", async () => {
+  await using up = startUpstream();
+  await using s = await startTestServer({ config: WORKERS });
+  addSite(s, up.url);
+  const pool = s.dataWorkers!;
+  await until(() => pool.current(), "both workers ready");
+  // Worker 1 starts again and is busy for 2 s before it reads the purge; this thread has not
+  // read that it started (same turn). It listens, and caches, as soon as it starts, so a
+  // "complete" purge that did not wait for it could leave it serving what the purge removed.
+  pool.kill(1);
+  pool.stall(1, 2000);
+  assertEquals(pool.status()[0]!.live, false);
+  assertEquals(await pool.edgeCache.purgeAll(null, null), { purged: 0, unanswered: 1 });
+  // Past its 2 s: it answers again.
+  await new Promise((r) => setTimeout(r, 1500));
+  assertEquals(await pool.edgeCache.purgeAll(null, null), { purged: 0, unanswered: 0 });
+});
+
+Deno.test("a cache purge is not held up by a worker ended while it waits (its cache went with it)", async () => {
+  await using up = startUpstream();
+  await using s = await startTestServer({ config: WORKERS });
+  addSite(s, up.url);
+  const pool = s.dataWorkers!;
+  await until(() => pool.current(), "both workers ready");
+  pool.stall(1, 3000);
+  const purge = pool.edgeCache.purgeAll(null, null);
+  pool.kill(1);
+  assertEquals(await purge, { purged: 0, unanswered: 0 });
+});
+
 Deno.test("a solved bot puzzle is accepted once: replayed on the other worker it is refused", async () => {
   await using up = startUpstream();
   await using s = await startTestServer({ config: WORKERS });
