@@ -18,8 +18,24 @@ import { concatChunks } from "./http1_parse.ts";
 
 /** What the inspection sees of an encoded body. */
 export type DecodedBody =
-  | { readonly kind: "decoded"; readonly bytes: Uint8Array | undefined }
+  | {
+    readonly kind: "decoded";
+    readonly bytes: Uint8Array | undefined;
+    /** Set when the body is padding past the inspected prefix (see {@link PADDING_RATIO}). */
+    readonly finding?: Finding;
+  }
   | { readonly kind: "undecodable"; readonly finding: Finding };
+
+/**
+ * Decoded bytes per byte on the wire from which a body that runs past the inspected prefix is
+ * padding (`protocol.padded_body`). A compressed body fills the prefix for a few bytes (1 MiB of
+ * spaces is 1 KB of gzip) and what follows streams uninspected; real data does not compress that
+ * well over a megabyte (prose and HTML 3-8:1, JSON and logs 5-30:1), filler does (gzip's ceiling is
+ * about 1,030:1, Brotli's far higher), and so do bombs.
+ */
+export const PADDING_RATIO = 100;
+/** The padding finding's score: high, so it blocks at `balanced` and `strict` (logged at `low`). */
+const PADDING_SCORE = 75;
 
 /** Output is handed over in pieces of this size, so stopping at the limit wastes at most one. */
 const CHUNK = 16384;
@@ -101,8 +117,16 @@ export function decodeBody(value: string, bytes: Uint8Array, limit: number): Pro
       parts.push(piece);
       total += piece.length;
       if (total >= limit) {
+        // What the decoder took to fill the prefix: more was left to decode, so the rest of
+        // the body streams uninspected, and a prefix that cost almost nothing is padding.
+        const used = decoder.bytesWritten;
         decoder.destroy();
-        done();
+        const body = concatChunks(parts, total);
+        finish(
+          used * PADDING_RATIO <= total
+            ? { kind: "decoded", bytes: body, finding: padded(value, total, used) }
+            : { kind: "decoded", bytes: body },
+        );
       }
     });
     decoder.on("end", done);
@@ -137,6 +161,17 @@ export function brotliWindowBits(bytes: Uint8Array): number {
 /** A zlib stream header (RFC 1950): method 8, and the two bytes a multiple of 31. */
 function zlibHeader(bytes: Uint8Array): boolean {
   return bytes.length >= 2 && (bytes[0]! & 0x0f) === 8 && ((bytes[0]! << 8) | bytes[1]!) % 31 === 0;
+}
+
+function padded(value: string, decoded: number, used: number): Finding {
+  return {
+    class: "request-smuggling",
+    confidence: confidenceOf(PADDING_SCORE),
+    score: PADDING_SCORE,
+    location: "header:content-encoding",
+    evidence: `${value.slice(0, 40)}: ${decoded} bytes inspected from ${used} sent, more follow`,
+    ruleId: "protocol.padded_body",
+  };
 }
 
 function undecodable(ruleId: string, value: string): DecodedBody {

@@ -200,7 +200,10 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
   #view: RequestView | undefined = undefined;
   #site: CompiledSite | undefined = undefined;
   #plan: BodyPlan | undefined = undefined;
-  /** A body whose Content-Encoding could not be decoded: a protocol finding for the verdict. */
+  /**
+   * A body whose Content-Encoding could not be decoded, or that decoded into padding past the
+   * inspected prefix: a protocol finding for the verdict.
+   */
   #encodingFinding: Finding | undefined = undefined;
   /** For an encoded body, whether the engine's bytes are the whole decoded body. */
   #decodedWhole: boolean | undefined = undefined;
@@ -487,6 +490,9 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
       chain.add("engine", "off");
       return undefined;
     }
+    // The body runs past `inspect_body_bytes`: the rest streams uninspected, and the access log
+    // says so (a site that wants every byte judged sets it to `max_body_bytes`).
+    if (plan.kind === "streaming") chain.add("body", "partial");
     const body = plan.kind === "buffered"
       ? plan.bytes
       : plan.kind === "streaming"
@@ -510,6 +516,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
    */
   private decoded(d: DecodedBody, buffered: boolean, limit: number): void {
     if (d.kind === "decoded") {
+      this.#encodingFinding = d.finding;
       this.#rawBody = this.#request.body;
       this.#request.body = d.bytes;
       this.#decodedWhole = buffered && (d.bytes?.length ?? 0) < limit;
@@ -638,7 +645,9 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
         ...inspection,
         findings: [undecodable, ...inspection.findings],
         blocking: inspection.blocking ??
-          (site.level === "low" ? undefined : undecodable),
+          (site.level === "low" || !blocksAt(undecodable.confidence, site.level)
+            ? undefined
+            : undecodable),
       };
     }
     if (p !== undefined && controls !== undefined) {

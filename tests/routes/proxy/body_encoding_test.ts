@@ -238,9 +238,12 @@ Deno.test("a gzip bomb (1 GiB of zeros in about 1 MB) is decoded only up to the 
   const headers = { "content-type": "application/octet-stream", "content-encoding": "gzip" };
   const before = Deno.memoryUsage().rss;
   for (let i = 0; i < 4; i++) {
-    assertEquals((await post(s, bomb, headers)).status, 200);
-    assertEquals(up.seen.at(-1)!.bytes, bomb);
+    // A megabyte decoded from a kilobyte, and more to come: padding (blocked at balanced).
+    const r = await post(s, bomb, headers);
+    assertEquals(r.status, 403);
+    assertEquals((await findingOf(s, r.trace)).rule, "protocol.padded_body");
   }
+  assertEquals(up.seen.length, 0);
   const grown = Deno.memoryUsage().rss - before;
   ok(grown < 256 * 1024 * 1024, `memory grew by ${grown >> 20} MiB`);
   // An attack before the zeros is in the decoded prefix.
@@ -250,6 +253,50 @@ Deno.test("a gzip bomb (1 GiB of zeros in about 1 MB) is decoded only up to the 
     "content-encoding": "gzip",
   });
   assertEquals(r.status, 403);
+});
+
+Deno.test("a compressed body padded past the inspected prefix blocks at balanced and strict, is logged at low; a plain one is marked partial", async () => {
+  const attack = `"q":"1 union select password from users"}`;
+  // 2 MiB of spaces: the decoded prefix (1 MiB) is all padding, the attack follows it.
+  const padded = `{"pad":"${" ".repeat(2 * 1024 * 1024)}",${attack}`;
+  const headers = { "content-type": "application/json", "content-encoding": "gzip" };
+  for (const [coding, encode] of CODINGS) {
+    const body = encode(text(padded));
+    ok(body.length < 20_000, `${coding}: ${body.length} bytes`);
+    for (const level of ["balanced", "strict", "low"]) {
+      const { up, s } = await setup({ level });
+      await using _u = up;
+      await using _s = s;
+      const r = await post(s, body, { ...headers, "content-encoding": coding });
+      assertEquals(r.status, level === "low" ? 200 : 403, `${coding} at ${level}`);
+      const f = await findingOf(s, r.trace);
+      assertEquals([f.class, f.rule, f.location], [
+        "request-smuggling",
+        "protocol.padded_body",
+        "header:content-encoding",
+      ]);
+    }
+  }
+  const { up, s } = await setup({ inspect_body_bytes: 64 * 1024 });
+  await using _u = up;
+  await using _s = s;
+  // Real data past the prefix is no padding: 200 KB of JSON records (about 8:1 in gzip).
+  const records = JSON.stringify(
+    Array.from({ length: 3000 }, (_, i) => ({ id: i, name: `user${(i * 7919) % 10007}` })),
+  );
+  ok(records.length > 64 * 1024);
+  assertEquals((await post(s, gzipSync(text(records)), headers)).status, 200);
+  // A plain body past the prefix streams on, and the access log says it was judged in part.
+  const r = await post(s, text(`{"pad":"${" ".repeat(100_000)}",${attack}`), {
+    "content-type": "application/json",
+  });
+  assertEquals(r.status, 200);
+  const rec = JSON.parse((await s.dataPlane.accessLog.get(r.trace))!.record);
+  ok(
+    rec.chain.some((e: { check: string; result: string }) =>
+      e.check === "body" && e.result === "partial"
+    ),
+  );
 });
 
 Deno.test("API schema validation judges a gzip JSON body decoded, and never a decoded prefix cut at the inspection limit", async () => {
@@ -279,9 +326,10 @@ Deno.test("API schema validation judges a gzip JSON body decoded, and never a de
   const missing = await post(s, gzipSync(text(JSON.stringify({ page: 2 }))), headers);
   assertEquals(missing.status, 403);
   assertEquals((await findingOf(s, missing.trace)).class, "api_schema");
-  // 40 KB of JSON compresses to far under the 4 KiB limit, but decodes past it: the cut prefix
-  // is not valid JSON, and the body is valid.
-  const long = gzipSync(text(JSON.stringify({ q: "shoes", items: "a,".repeat(20_000) })));
+  // 20 KB of JSON compresses to under the 4 KiB limit, but decodes past it: the cut prefix is not
+  // valid JSON, and the body is valid. (Binary digits compress about 7:1, no padding.)
+  const digits = Array.from({ length: 20_000 }, () => (Math.random() < 0.5 ? "0" : "1")).join("");
+  const long = gzipSync(text(JSON.stringify({ q: "shoes", items: digits })));
   ok(long.length < 4096, `compressed to ${long.length}`);
   const r = await post(s, long, headers);
   assertEquals(r.status, 200);
