@@ -21,6 +21,7 @@
  * first reads a body the client holds back), HEAD, 1xx, 204 and 304 answers carry no body.
  */
 import { ChunkedFraming } from "./conn_framing.ts";
+import { type ConnRead, connReader } from "../mod/core/conn_read.ts";
 import {
   chunkFrame,
   concatChunks,
@@ -634,6 +635,8 @@ const OWN = new Set(["connection", "keep-alive", "transfer-encoding", "content-l
 /** A client connection served until it closes; resolves when it is done. */
 export class Http1Connection {
   #conn: Deno.Conn;
+  /** `#conn`'s reads, without the old-generation garbage of `conn.read` (mod/core/conn_read.ts). */
+  #readInto: ConnRead;
   #handler: Http1Handler;
   #host: Http1Host;
   #authority: string;
@@ -662,6 +665,7 @@ export class Http1Connection {
 
   constructor(conn: Deno.Conn, handler: Http1Handler, host: Http1Host, authority: string) {
     this.#conn = conn;
+    this.#readInto = connReader(conn);
     this.#handler = handler;
     this.#host = host;
     this.#authority = authority;
@@ -855,7 +859,7 @@ export class Http1Connection {
     }
     let n: number | null;
     try {
-      n = await this.#conn.read(this.#buf.subarray(this.#end));
+      n = await this.#readInto(this.#buf.subarray(this.#end));
     } catch {
       n = null;
     }

@@ -24,6 +24,7 @@
  */
 import type { Upstream } from "../../mod/data_plane/upstream_pool.ts";
 import { createDeadlines, type Deadline } from "./deadlines.ts";
+import { type ConnRead, connReader } from "../../mod/core/conn_read.ts";
 import {
   ChunkedDecoder,
   chunkFrame,
@@ -122,7 +123,12 @@ class Connection implements Deadline {
     this.close();
   }
 
-  constructor(readonly conn: Deno.Conn, readonly origin: string) {}
+  /** `conn`'s reads, without the old-generation garbage of `conn.read` (mod/core/conn_read.ts). */
+  readonly readInto: ConnRead;
+
+  constructor(readonly conn: Deno.Conn, readonly origin: string) {
+    this.readInto = connReader(conn);
+  }
 
   /** Reads more bytes after `end`; false at the end of the stream. */
   async fill(): Promise<boolean> {
@@ -151,7 +157,7 @@ class Connection implements Deadline {
         this.buf = grown;
       }
     }
-    const read = this.pending ?? this.conn.read(this.buf.subarray(this.end));
+    const read = this.pending ?? this.readInto(this.buf.subarray(this.end));
     this.pending = undefined;
     return read;
   }
@@ -299,7 +305,7 @@ export function createHttp1Upstream(options: Http1ClientOptions = {}): UpstreamC
     idleCount++;
     sweeper ??= setInterval(sweepIdle, Math.max(250, Math.min(idleTimeoutMs / 4, 5_000)));
     // Anything arriving on an idle connection (its end, or bytes nobody asked for) ends it.
-    const read = c.conn.read(c.buf);
+    const read = c.readInto(c.buf);
     c.pending = read;
     // This reaction runs before the one of a `fill` that takes the read when the connection is
     // reused (reactions run in the order they were added), and `take` clears `idle` first.
@@ -606,7 +612,7 @@ export function createHttp1Upstream(options: Http1ClientOptions = {}): UpstreamC
         const fresh = new Uint8Array(
           remaining < 0 ? BODY_READ_SIZE : Math.min(remaining, BODY_READ_SIZE),
         );
-        const n = await bodyRead(c, c.conn.read(fresh));
+        const n = await bodyRead(c, c.readInto(fresh));
         if (n === null) {
           if (remaining >= 0) throw new UpstreamProtocolError("the upstream body ended early");
           return Step.End;
