@@ -37,7 +37,8 @@ import { startTlsFront, type TlsFront } from "../routes/proxy/tls_front.ts";
 import { openApiSecStore } from "./apisec.ts";
 import { protectionCompiler } from "./protection.ts";
 import type { AlapArgs, FromWorker, ToWorker, UpstreamOk, WorkerInit } from "./data_workers.ts";
-import type { Upstream } from "../mod/data_plane/upstream_pool.ts";
+import { useHealthOrder } from "../mod/data_plane/upstream_pool.ts";
+import { createOkReports } from "../mod/data_plane/upstream_mirror.ts";
 import type { Sample } from "../mod/apisec/inventory.ts";
 import { shortenThreadSlice } from "../mod/core/thread_slice.ts";
 
@@ -78,6 +79,7 @@ async function start(init: WorkerInit): Promise<void> {
   const random = systemRandom;
   const logger = forwardingLogger(index);
   const shared = openSharedState(init.shared, index);
+  useHealthOrder(init.healthOrder);
 
   let snapshot: PolicySnapshot = init.snapshot;
   const replay = replaySnapshot(() => snapshot);
@@ -100,7 +102,7 @@ async function start(init: WorkerInit): Promise<void> {
           downUntil: upstream.downUntil,
         },
         event,
-        at: clock.now(),
+        seq: event === "up" ? upstream.okSeq : upstream.failedSeq,
       }),
   });
 
@@ -211,15 +213,12 @@ async function start(init: WorkerInit): Promise<void> {
   let https: TlsFront | undefined;
   // Each upstream's last success, reported when it moved (the health route reads the main
   // thread's pools; a failure is reported at once, as an "upstream" event).
-  const reportedOk = new WeakMap<Upstream, number>();
+  const okReports = createOkReports();
   const upstreamOks = () => {
     const oks: UpstreamOk[] = [];
     for (const site of policy.current.sites) {
       for (const u of site.pool.upstreams) {
-        if (u.lastOkAt > (reportedOk.get(u) ?? 0)) {
-          reportedOk.set(u, u.lastOkAt);
-          oks.push([site.id, u.origin, u.lastOkAt]);
-        }
+        if (okReports.moved(u)) oks.push([site.id, u.origin, u.lastOkAt, u.okSeq]);
       }
     }
     return oks;

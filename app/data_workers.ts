@@ -37,7 +37,7 @@ import {
   type SharedState,
   type SharedStateBuffers,
 } from "../mod/data_plane/shared_state.ts";
-import type { Upstream } from "../mod/data_plane/upstream_pool.ts";
+import { healthOrderBuffer, type Upstream } from "../mod/data_plane/upstream_pool.ts";
 import { createUpstreamMirror } from "../mod/data_plane/upstream_mirror.ts";
 import type { Inspection } from "../engine/types.ts";
 import type { AlapPolicyDoc } from "../mod/protection/protection_schema.ts";
@@ -61,6 +61,8 @@ export interface WorkerInit {
   readonly config: Config;
   readonly dataDir: string;
   readonly shared: SharedStateBuffers;
+  /** The process's order of upstream health events (`healthOrderBuffer`). */
+  readonly healthOrder: SharedArrayBuffer;
   readonly challengeSecret: Uint8Array;
   readonly snapshot: PolicySnapshot;
   /** Pending ACME HTTP-01 answers: [host, token, key authorisation]. */
@@ -94,7 +96,13 @@ export type ToWorker =
   };
 
 type CacheStats = ReturnType<EdgeCache["stats"]>;
-export type UpstreamOk = readonly [siteId: string, origin: string, lastOkAt: number];
+export type UpstreamOk = readonly [
+  siteId: string,
+  origin: string,
+  lastOkAt: number,
+  /** Its stamp in the process's order of health events (`healthOrder`). */
+  okSeq: number,
+];
 export type AlapArgs = [string, string, string, Inspection, AlapPolicyDoc];
 
 export type FromWorker =
@@ -121,10 +129,13 @@ export type FromWorker =
       readonly downUntil: number;
     };
     readonly event: "down" | "failure" | "up";
-    /** When it happened (the main thread merges reports by it, `upstream_mirror.ts`). */
-    readonly at: number;
+    /**
+     * Where it falls in the process's order of health events, not the wall clock
+     * (`healthOrder`; the main thread merges reports by it, `upstream_mirror.ts`).
+     */
+    readonly seq: number;
   }
-  /** Upstreams that answered since the last report: [site id, origin, time of the last answer]. */
+  /** Upstreams that answered since the last report: the last answer's time and stamp. */
   | { readonly t: "upstream_ok"; readonly oks: readonly UpstreamOk[] }
   | { readonly t: "log"; readonly level: LogLevel; readonly message: string; fields: LogFields }
   | { readonly t: "cache"; readonly stats: CacheStats }
@@ -337,6 +348,7 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
       config: options.config,
       dataDir: options.dataDir,
       shared: buffers,
+      healthOrder: healthOrderBuffer(),
       challengeSecret,
       snapshot: forWorkers(w.dataPlane.snapshot()!, w),
       acme: [...acme.values()],
@@ -372,24 +384,23 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
           w.upstreamHealth?.(m.site, m.upstream as Upstream, m.event);
         } else if (m.event === "up") {
           // Only when no other worker's later failure keeps it down.
-          if (mirror.up(upstream, m.at)) w.upstreamHealth?.(m.site, upstream, "up");
+          if (mirror.up(upstream, m.seq)) w.upstreamHealth?.(m.site, upstream, "up");
         } else {
           const { failures, downUntil } = m.upstream;
-          const applied = mirror.down(upstream, slot.index, failures, downUntil, m.at);
+          const applied = mirror.down(upstream, slot.index, failures, downUntil, m.seq);
           // A stale failure (the upstream answered since) still counts as a failure.
           w.upstreamHealth?.(m.site, upstream, applied ? m.event : "failure");
         }
         return;
       }
       case "upstream_ok":
-        for (const [siteId, origin, at] of m.oks) {
+        for (const [siteId, origin, at, seq] of m.oks) {
           const upstream = upstreamOf(dp.policy.current, siteId, origin);
           if (upstream === undefined) continue;
-          if (at > upstream.lastOkAt) upstream.lastOkAt = at;
           // Answered after a failure: up. The worker that failed may be gone (a restart starts
           // with a healthy pool and has no failure to recover from) or see no traffic for it,
           // and only it would have said "up".
-          if (mirror.up(upstream, at)) {
+          if (mirror.answered(upstream, at, seq)) {
             const site = dp.policy.current.sites.find((x) => x.id === siteId)!;
             w.upstreamHealth?.(site, upstream, "up");
           }

@@ -19,6 +19,10 @@ export interface Upstream {
   downUntil: number;
   /** Last time a response came back; a recent one means a pooled connection is likely open. */
   lastOkAt: number;
+  /** Where the last response falls in the process's order of health events (`healthOrder`). */
+  okSeq: number;
+  /** Where the last failure falls in that order. */
+  failedSeq: number;
 }
 
 export interface UpstreamPool {
@@ -35,6 +39,27 @@ export interface UpstreamPool {
  */
 export type UpstreamHealthHook = (upstream: Upstream, event: "down" | "failure" | "up") => void;
 
+/**
+ * The order of upstream health events across the process's threads, without the wall clock
+ * (a step of it, by NTP or by hand, would put a later event before an earlier one): one counter
+ * in shared memory that every failure increments, and that a success reads. A success stamped s
+ * came after every failure stamped up to s and before every failure stamped above s. The data
+ * workers map the main thread's counter (`useHealthOrder`), so the stamps of every pool in the
+ * process compare; the main thread's mirror merges the workers' reports by them
+ * (`upstream_mirror.ts`). 64 bits: a failing upstream under load cannot wrap it.
+ */
+let healthOrder = new BigInt64Array(new SharedArrayBuffer(8));
+
+/** This thread's health-order counter, for the data workers to map. */
+export function healthOrderBuffer(): SharedArrayBuffer {
+  return healthOrder.buffer as SharedArrayBuffer;
+}
+
+/** Maps the process's health-order counter (a data worker, with the main thread's buffer). */
+export function useHealthOrder(buffer: SharedArrayBuffer): void {
+  healthOrder = new BigInt64Array(buffer);
+}
+
 export const BASE_COOLDOWN_MS = 2_000;
 export const MAX_COOLDOWN_MS = 60_000;
 
@@ -49,6 +74,8 @@ function toUpstream(origin: string): Upstream {
     failures: 0,
     downUntil: 0,
     lastOkAt: 0,
+    okSeq: 0,
+    failedSeq: 0,
   };
 }
 
@@ -82,15 +109,17 @@ export function createUpstreamPool(
       upstream.failures++;
       const cooldown = Math.min(MAX_COOLDOWN_MS, BASE_COOLDOWN_MS * 2 ** (upstream.failures - 1));
       upstream.downUntil = clock.now() + cooldown;
+      upstream.failedSeq = Number(Atomics.add(healthOrder, 0, 1n)) + 1;
       onHealth?.(upstream, upstream.failures === 1 ? "down" : "failure");
     },
     ok(upstream: Upstream): void {
+      upstream.okSeq = Number(Atomics.load(healthOrder, 0));
+      upstream.lastOkAt = clock.now();
       if (upstream.failures !== 0) {
         upstream.failures = 0;
         upstream.downUntil = 0;
         onHealth?.(upstream, "up");
       }
-      upstream.lastOkAt = clock.now();
     },
   };
 }

@@ -4,8 +4,9 @@
  * hide another's "down".
  */
 import { assertEquals } from "../../_helpers/assert.ts";
-import { createUpstreamMirror } from "../../../mod/data_plane/upstream_mirror.ts";
-import type { Upstream } from "../../../mod/data_plane/upstream_pool.ts";
+import { createOkReports, createUpstreamMirror } from "../../../mod/data_plane/upstream_mirror.ts";
+import { createUpstreamPool, type Upstream } from "../../../mod/data_plane/upstream_pool.ts";
+import { FakeClock } from "../../../mod/core/clock.ts";
 
 const upstream = (): Upstream => ({
   origin: "http://127.0.0.1:1",
@@ -15,6 +16,8 @@ const upstream = (): Upstream => ({
   failures: 0,
   downUntil: 0,
   lastOkAt: 0,
+  okSeq: 0,
+  failedSeq: 0,
 });
 const health = (u: Upstream) => [u.failures, u.downUntil];
 
@@ -55,4 +58,51 @@ Deno.test("downs of several workers merge to the worst, and a success clears onl
   assertEquals(health(u), [4, 8130]);
   assertEquals(m.up(u, 140), true);
   assertEquals(health(u), [0, 0]);
+});
+
+const HOUR = 3_600_000;
+
+/** Two workers' pools of one upstream on one clock, and the main thread's mirror of it. */
+function twoWorkers() {
+  const clock = new FakeClock();
+  const poolA = createUpstreamPool(["http://127.0.0.1:1"], clock);
+  const poolB = createUpstreamPool(["http://127.0.0.1:1"], clock);
+  const [a, b] = [poolA.upstreams[0]!, poolB.upstreams[0]!];
+  return { clock, poolA, poolB, a, b, m: createUpstreamMirror(), u: upstream() };
+}
+
+Deno.test("a success after a failure marks the upstream up though the wall clock stepped back between them", () => {
+  const { clock, poolA, poolB, a, b, m, u } = twoWorkers();
+  poolA.fail(a);
+  assertEquals(m.down(u, 1, a.failures, a.downUntil, a.failedSeq), true);
+  // NTP steps the clock back an hour; worker 2 then sees the upstream answer.
+  clock.advance(-HOUR);
+  poolB.ok(b);
+  assertEquals(m.up(u, b.okSeq), true);
+  assertEquals(health(u), [0, 0]);
+});
+
+Deno.test("a failure after a success stays in force though the wall clock stepped back between them", () => {
+  const { clock, poolA, poolB, a, b, m, u } = twoWorkers();
+  poolB.ok(b);
+  clock.advance(-HOUR);
+  poolA.fail(a);
+  // Worker 2's once-a-second success report arrives after worker 1's failure: it is older.
+  assertEquals(m.down(u, 1, a.failures, a.downUntil, a.failedSeq), true);
+  assertEquals(m.up(u, b.okSeq), false);
+  assertEquals(health(u), [1, a.downUntil]);
+});
+
+Deno.test("a worker reports a success made after the wall clock stepped back", () => {
+  const clock = new FakeClock();
+  const pool = createUpstreamPool(["http://127.0.0.1:1"], clock);
+  const u = pool.upstreams[0]!;
+  const reports = createOkReports();
+  pool.ok(u);
+  assertEquals(reports.moved(u), true);
+  assertEquals(reports.moved(u), false);
+  clock.advance(-HOUR);
+  pool.ok(u);
+  assertEquals(reports.moved(u), true, "a success at an earlier wall-clock time is new");
+  assertEquals(reports.moved(u), false);
 });
