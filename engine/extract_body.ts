@@ -80,10 +80,68 @@ function addSniffed(out: Input[], text: string, prefix: string, ctx: BodyContext
   else push(out, prefix === "" ? "body" : "multipart", prefix, text);
 }
 
+/** An array element's path: the array's path and the element's index. */
+const ELEMENT = /^(.*)\[(\d+)\]$/;
+/** The names that lead into the prototype, and the one a constructor leads on with. */
+const PROTOTYPE_WORDS: ReadonlySet<string> = new Set(["__proto__", "constructor", "prototype"]);
+/** Elements of an array path joined at most (`["__proto__","a","b"]` is three). */
+const MAX_PATH_ELEMENTS = 8;
+
+/**
+ * A property path written as a JSON array (`{"path":["__proto__","isAdmin"]}`): lodash's
+ * `set`/`setWith`, `object-path` and most deep-set helpers take a path as an array of keys as
+ * readily as a dotted string. Consecutive string elements from a `__proto__` or `constructor`
+ * on are joined with dots and judged as a path value (`proto.path`); an array of nothing but
+ * the prototype's own names is a denylist (`["__proto__","constructor","prototype"]`), no path.
+ */
+class ArrayPath {
+  #base = "";
+  #next = -1;
+  #parts: string[] = [];
+
+  /** Takes one string value; returns a joined path to judge when one ended before it. */
+  take(path: string, value: string): [string, string] | undefined {
+    const starts = value === "__proto__" || value === "constructor";
+    if (this.#next < 0 && !starts) return undefined;
+    const m = ELEMENT.exec(path);
+    if (m !== null && m[1] === this.#base && Number(m[2]) === this.#next) {
+      if (this.#parts.length < MAX_PATH_ELEMENTS) this.#parts.push(value);
+      this.#next++;
+      return undefined;
+    }
+    const ended = this.end();
+    if (m !== null && starts) {
+      this.#base = m[1]!;
+      this.#next = Number(m[2]) + 1;
+      this.#parts = [value];
+    }
+    return ended;
+  }
+
+  /** The path collected so far, when it goes past the prototype's own names; then resets. */
+  end(): [string, string] | undefined {
+    const parts = this.#parts;
+    this.#parts = [];
+    this.#next = -1;
+    if (parts.length < 2 || parts.every((p) => PROTOTYPE_WORDS.has(p))) return undefined;
+    return [this.#base, parts.join(".")];
+  }
+}
+
 function addJson(out: Input[], text: string, prefix: string, ctx: BodyContext): void {
   const source = prefix === "" ? "json" : "multipart";
+  // Array paths are only collected once an element names the prototype (one compare a value),
+  // in a text that names it (or escapes a letter of it: `"\u005f_proto__"`).
+  const arrays = text.indexOf("proto") >= 0 || text.indexOf("constructor") >= 0 ||
+      text.indexOf("\\u") >= 0
+    ? new ArrayPath()
+    : undefined;
   const clean = scanJson(text, (path, value, key) => {
     const name = prefix === "" ? path : `${prefix}.${path}`;
+    if (arrays !== undefined && !key) {
+      const joined = arrays.take(name, value);
+      if (joined !== undefined && !push(out, source, joined[0], joined[1])) return false;
+    }
     if (key) {
       // A plain key can still climb into the prototype (`__proto__`, `constructor.prototype`).
       if (PLAIN_KEY.test(value) && name.indexOf("proto") < 0) return true;
@@ -95,6 +153,8 @@ function addJson(out: Input[], text: string, prefix: string, ctx: BodyContext): 
     }
     return push(out, source, name, value);
   });
+  const joined = arrays?.end();
+  if (joined !== undefined) push(out, source, joined[0], joined[1]);
   // Text that is not JSON at all (`{{7*7}}`, `{${jndi:...}}`) is judged as it came.
   if (!clean) push(out, prefix === "" ? "body" : "multipart", prefix, text);
 }

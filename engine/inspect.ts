@@ -293,7 +293,24 @@ function judge(
     return;
   }
   runDetectors(value, findings);
+  const joined = text.indexOf("/*") >= 0 ? joinSplitWords(value.decoded) : undefined;
+  if (joined !== undefined) runDetectors({ ...value, decoded: joined }, findings, SQL_ONLY);
   revealHidden(value, text, findings, analysis, 0);
+}
+
+/**
+ * A comment inside a word (`UN`, an empty comment, `ION`): no database joins a keyword across a
+ * comment, but an application or filter that strips comments before the query does, which is
+ * what the spelling is for. Comments of up to 64 characters between two letters are dropped and
+ * the text judged again for SQL only (MySQL's versioned comments, which open with `!`, are code
+ * and stay: the lexer reads them).
+ */
+const SPLIT_WORD = /([A-Za-z])\/\*(?!!)[^*]{0,64}\*\/(?=[A-Za-z])/g;
+const SQL_ONLY: readonly Detector[] = [sqli];
+
+function joinSplitWords(text: string): string | undefined {
+  const joined = text.replace(SPLIT_WORD, "$1");
+  return joined === text ? undefined : joined;
 }
 
 /**

@@ -11,8 +11,12 @@
 import { decodeEntities } from "./entities.ts";
 import { MAX_TEXT } from "./limits.ts";
 
-/** Layers of decoding applied at most; three covers double encoding plus one entity layer. */
-export const MAX_DECODE_LAYERS = 3;
+/**
+ * Layers of decoding applied at most. Three cover double encoding plus one entity layer; no
+ * application decodes more, but a scanner's evasion does not know that (`%25252527`), and a value
+ * stops costing a layer once it stops changing, so real traffic never pays for the other three.
+ */
+export const MAX_DECODE_LAYERS = 6;
 /** Characters of one value that are analysed; the rest is ignored and reported as truncated. */
 export const MAX_VALUE_CHARS = MAX_TEXT;
 

@@ -32,6 +32,13 @@ const BEFORE_IMAGE = new RegExp(
  * (`auto_prepend_file`).
  */
 const SERVER_CONFIG = /^(?:web\.config|\.htaccess|\.user\.ini)$/i;
+/**
+ * Extensions a web server runs only where CGI is switched on for them (`Options +ExecCGI` with
+ * `AddHandler cgi-script .pl .py .sh`, a `cgi-bin`): a script upload there, a homework or a
+ * code-hosting site's attachment elsewhere. Medium: they block at `strict`.
+ */
+const CGI_ONLY = /\.(?:pl|pm|py|rb|sh|bash)$/i;
+const CGI_SCORE = 55;
 
 /**
  * Reports a multipart file name the server would run as a script.
@@ -57,6 +64,8 @@ export function scriptUpload(value: DetectorInput): Finding | undefined {
   const before = BEFORE_IMAGE.exec(name);
   if (before !== null) return found(value, 75, text, text.length - name.length + before.index);
   if (SERVER_CONFIG.test(name)) return found(value, 85, text, text.length - name.length);
+  const cgi = CGI_ONLY.exec(name);
+  if (cgi !== null) return found(value, CGI_SCORE, text, text.length - name.length + cgi.index);
   return undefined;
 }
 

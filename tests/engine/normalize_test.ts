@@ -15,7 +15,9 @@ Deno.test("normalize() peels double percent encoding", () => {
 });
 
 Deno.test("normalize() stops after a bounded number of layers", () => {
-  assert.equal(normalize("%25252525252527").text, "%25252527");
+  assert.equal(normalize("%252525252525252527").text, "%252527");
+  // Four layers are peeled (a scanner's evasion), as are the three applications decode.
+  assert.equal(normalize("%25252527%252520or%2525201=1").text, "' or 1=1");
 });
 
 Deno.test("normalize() reads + as a space only in form encoding", () => {
