@@ -49,7 +49,7 @@ import type { BrokenRequest } from "../routes/conn_framing.ts";
 import { limitsFromConfig } from "../routes/conn_front.ts";
 import { type ConnectionStats, createConnectionStats } from "../mod/core/connection_stats.ts";
 import { createProtectionPlane, openProtectionStore, type ProtectionPlane } from "./protection.ts";
-import { onFoldFailure, stopFolds } from "../engine/ip_list_fold.ts";
+import { createServerFold, stopFolds } from "../engine/ip_list_fold.ts";
 import { type ApiSecPlane, createApiSecPlane, openApiSecStore } from "./apisec.ts";
 import type { RouteDef } from "../routes/api/route.ts";
 import { siteRoutes } from "../routes/api/sites.ts";
@@ -124,8 +124,6 @@ export interface DataPlaneDeps {
 
 export function createDataPlane(deps: DataPlaneDeps): DataPlane {
   const { config, db, audit, clock, random, logger } = deps;
-  // A fold of the IP list given up on its thread (no answer in time) is logged.
-  onFoldFailure((message, fields) => logger.warn(message, fields));
   // The policy first: what changes it (sites, protection services) gets it when built.
   // Site private keys are sealed at rest; the ones an older build stored in plain text are
   // sealed here, before the first policy build.
@@ -138,7 +136,10 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
   const sitesRepo = sealedSitesRepo(rawSites, siteKeys);
   // With workers, every build's reads are recorded: the workers compile the same snapshot.
   const tap = deps.workers ? createSnapshotTap() : undefined;
-  const store = openProtectionStore(db, config, tap?.source);
+  // A fold of the IP list given up on its thread (no answer in time) is logged, to this server's
+  // logger (the fold thread is the process's).
+  const ipFold = createServerFold((message, fields) => logger.warn(message, fields));
+  const store = openProtectionStore(db, config, tap?.source, ipFold);
   const swapListeners: Array<() => void> = [];
   // What the policy in force was built from: taken when a build completes, since a build that
   // fails part-way leaves the tap with its partial reads (a restarted worker starting from those
@@ -268,7 +269,8 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
       apisec.stop();
       proxy.close();
       await protection.close();
-      // The IP list's fold thread: its folds end before the store closes, then the thread.
+      // The IP list's fold thread ends now: a fold under way (stuck, say) fails, the list keeps
+      // its base and pending changes, and shutdown does not wait for it.
       await stopFolds();
     },
   };

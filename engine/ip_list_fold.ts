@@ -27,6 +27,11 @@ export interface FoldRequest {
   readonly added: IpListTables;
 }
 
+/** Test hook: the thread busy for `stall` ms (a fold that never ends, as a bug would make). */
+export interface FoldStall {
+  readonly stall: number;
+}
+
 /** What it answers: the fold, or why it failed. */
 export type FoldAnswer =
   | { readonly id: number; readonly fold: IpListFold }
@@ -42,6 +47,8 @@ type FoldThread = { worker: Worker; waiting: Map<number, Waiting> };
 let thread: FoldThread | undefined;
 let nextId = 0;
 const running = new Set<Promise<unknown>>();
+/** While {@link stopFolds} runs: no thread starts, a fold asked meanwhile fails. */
+let stopping = false;
 
 /**
  * How long a fold may go unanswered on the thread (a fold of 100,000 entries takes 26-348 ms).
@@ -50,14 +57,11 @@ const running = new Set<Promise<unknown>>();
  */
 let foldTimeoutMs = 30_000;
 
-/** Where a fold given up is reported (the server's logger); set by the data plane. */
+/**
+ * Where a fold given up is reported: each folder's own (the data plane's logger), so a process
+ * with two servers (tests) logs each one's folds to its own logger, and a closed one's to none.
+ */
 export type FoldLog = (message: string, fields: Record<string, unknown>) => void;
-let log: FoldLog | undefined;
-
-/** Reports folds given up to `report` (undefined: to nobody). */
-export function onFoldFailure(report: FoldLog | undefined): void {
-  log = report;
-}
 
 /** Test hook: sets the fold's answer timeout, returning the one before. */
 export function setFoldTimeout(ms: number): number {
@@ -69,6 +73,11 @@ export function setFoldTimeout(ms: number): number {
 /** Whether the fold thread runs (test hook). */
 export function foldThreadRunning(): boolean {
   return thread !== undefined;
+}
+
+/** Test hook: keeps the fold thread busy for `ms` (folds asked meanwhile wait behind it). */
+export function stallFoldThread(ms: number): void {
+  thread?.worker.postMessage({ stall: ms } satisfies FoldStall);
 }
 
 /** Ends `t` (stuck or broken), failing the folds it still owed. */
@@ -88,7 +97,7 @@ function track<T>(p: Promise<T>): Promise<T> {
 
 /** The fold thread, started on first use; undefined where no worker can start. */
 function foldThread() {
-  if (thread !== undefined) return thread;
+  if (thread !== undefined || stopping) return thread;
   let worker: Worker;
   try {
     worker = new Worker(WORKER_URL, { type: "module", name: "ip-list-fold" });
@@ -119,6 +128,7 @@ function post(
   base: IpListTables,
   dropped: Uint32Array,
   added: IpListTables,
+  log: FoldLog | undefined,
 ): Promise<IpListFold> {
   const id = ++nextId;
   const timeoutMs = foldTimeoutMs;
@@ -149,43 +159,59 @@ function post(
   );
 }
 
-/** Folds on `t`, or here when no thread can start (a runtime without workers). */
+/**
+ * Folds on `t`, or here when no thread can start (a runtime without workers); fails while the
+ * folds are stopping (the list stays right, and folds again at a later change).
+ */
 function foldOn(
   t: FoldThread | undefined,
   base: IpListTables,
   dropped: Uint32Array,
   added: IpListTables,
+  log: FoldLog | undefined,
 ): IpListFold | Promise<IpListFold> {
-  return t === undefined ? foldHere(base, dropped, added) : post(t, base, dropped, added);
+  if (stopping) return Promise.reject(new Error("IP-list folds are stopping"));
+  return t === undefined ? foldHere(base, dropped, added) : post(t, base, dropped, added, log);
 }
 
 /**
  * Folds on the fold thread. Should no thread start (a runtime without workers), the fold runs
- * here, as before: the list is right either way.
+ * here, as before: the list is right either way. A fold given up is reported to `log`.
  */
-export const foldOffThread: IpListFolder = Object.assign(
-  (base: IpListTables, dropped: Uint32Array, added: IpListTables) =>
-    foldOn(foldThread(), base, dropped, added),
-  { prepare: () => void foldThread() },
-);
+export function createOffThreadFold(log?: FoldLog): IpListFolder {
+  return Object.assign(
+    (base: IpListTables, dropped: Uint32Array, added: IpListTables) =>
+      foldOn(foldThread(), base, dropped, added, log),
+    { prepare: () => void foldThread() },
+  );
+}
+
+/** {@link createOffThreadFold} reporting to nobody. */
+export const foldOffThread: IpListFolder = createOffThreadFold();
 
 /**
  * The server's fold: here below {@link FOLD_HERE_BELOW} entries, else on the fold thread. A list
  * that grew past the limit by changes (no full build started the thread) starts it in a task of
- * its own, not in the change that asked for the fold: the start blocks the thread 10-210 ms.
+ * its own, not in the change that asked for the fold: the start blocks the thread 10-210 ms. A
+ * fold given up is reported to `log`.
  */
-export const serverFold: IpListFolder = Object.assign(
-  (base: IpListTables, dropped: Uint32Array, added: IpListTables) => {
-    if (base.allow.length < FOLD_HERE_BELOW) return foldHere(base, dropped, added);
-    if (thread !== undefined) return post(thread, base, dropped, added);
-    return track(
-      new Promise<void>((resolve) => setTimeout(resolve, 0)).then(() =>
-        foldOn(foldThread(), base, dropped, added)
-      ),
-    );
-  },
-  { prepare: (size: number) => void (size >= FOLD_HERE_BELOW && foldThread()) },
-);
+export function createServerFold(log?: FoldLog): IpListFolder {
+  return Object.assign(
+    (base: IpListTables, dropped: Uint32Array, added: IpListTables) => {
+      if (base.allow.length < FOLD_HERE_BELOW) return foldHere(base, dropped, added);
+      if (thread !== undefined) return post(thread, base, dropped, added, log);
+      return track(
+        new Promise<void>((resolve) => setTimeout(resolve, 0)).then(() =>
+          foldOn(foldThread(), base, dropped, added, log)
+        ),
+      );
+    },
+    { prepare: (size: number) => void (size >= FOLD_HERE_BELOW && foldThread()) },
+  );
+}
+
+/** {@link createServerFold} reporting to nobody. */
+export const serverFold: IpListFolder = createServerFold();
 
 /** Resolves once no fold is under way. */
 export async function foldsSettled(): Promise<void> {
@@ -193,11 +219,17 @@ export async function foldsSettled(): Promise<void> {
 }
 
 /**
- * Waits for the folds under way, then ends the fold thread (a server closing, a test ending);
- * the next fold starts another.
+ * Ends the fold thread now (a server closing, a test ending): the folds under way fail, each list
+ * keeping its base and pending changes (nothing is lost: a fold only prepares a new base), and
+ * this resolves once they have settled. It waited for them instead, and a stuck fold held a
+ * closing server up to its timeout (30 s). The next fold after it starts another thread.
  */
 export async function stopFolds(): Promise<void> {
-  await foldsSettled();
-  thread?.worker.terminate();
-  thread = undefined;
+  stopping = true;
+  try {
+    if (thread !== undefined) endThread(thread, "the IP-list fold thread was stopped");
+    await foldsSettled();
+  } finally {
+    stopping = false;
+  }
 }

@@ -3,10 +3,16 @@
  * new base in shared memory.
  */
 /// <reference lib="deno.worker" />
-import type { FoldAnswer, FoldRequest } from "./ip_list_fold.ts";
+import type { FoldAnswer, FoldRequest, FoldStall } from "./ip_list_fold.ts";
 import { foldHere } from "./ip_list_updater.ts";
 
-self.onmessage = (e: MessageEvent<FoldRequest>) => {
+self.onmessage = (e: MessageEvent<FoldRequest | FoldStall>) => {
+  if ("stall" in e.data) {
+    // The test hook: a thread that does not answer, as a fold that never ends.
+    const end = Date.now() + e.data.stall;
+    while (Date.now() < end) { /* busy */ }
+    return;
+  }
   const { id, base, dropped, added } = e.data;
   let answer: FoldAnswer;
   try {

@@ -8,13 +8,14 @@ import { assertEquals, ok } from "../_helpers/assert.ts";
 import type { IpListItem } from "../../engine/ip_list.ts";
 import { ipListUpdater } from "../../engine/ip_list_updater.ts";
 import {
+  createOffThreadFold,
   FOLD_HERE_BELOW,
   foldOffThread,
   foldsSettled,
   foldThreadRunning,
-  onFoldFailure,
   serverFold,
   setFoldTimeout,
+  stallFoldThread,
   stopFolds,
 } from "../../engine/ip_list_fold.ts";
 
@@ -31,6 +32,35 @@ function entry(n: number, id = `e${n}`): IpListItem {
 }
 
 const ip = (n: number) => ({ version: 4 as const, words: [(0x0a000000 | n) >>> 0] });
+
+type Updater = ReturnType<typeof ipListUpdater>;
+
+/** Adds entry `n` to `store` and applies it: the list after the change. */
+function add(store: Map<string, IpListItem>, updater: Updater, n: number) {
+  const id = `e${n}`;
+  store.set(id, entry(n));
+  return updater.apply([id], (x) => store.get(x));
+}
+
+/** Adds entries numbered from `n` until a fold is under way; returns the next number. */
+function addUntilFolding(store: Map<string, IpListItem>, updater: Updater, n: number): number {
+  while (!updater.folding) add(store, updater, n++);
+  return n;
+}
+
+/**
+ * After a fold failed: the next change (entry `n`) folds again, on a new thread, and the one
+ * after it swaps the new base in. Returns the list then.
+ */
+async function foldAgain(store: Map<string, IpListItem>, updater: Updater, n: number) {
+  add(store, updater, n);
+  ok(updater.folding, "the next change folds again");
+  await foldsSettled();
+  const list = add(store, updater, n + 1);
+  assertEquals(list.size, store.size);
+  assertEquals(list.match(ip(n + 1), "a", "/", 0)?.id, `e${n + 1}`);
+  return list;
+}
 
 Deno.test("serverFold(): a list grown past the thread's limit by changes starts the thread after the change, not in it", async () => {
   await stopFolds();
@@ -62,21 +92,19 @@ Deno.test("serverFold(): a list grown past the thread's limit by changes starts 
   await stopFolds();
 });
 
-Deno.test("foldOffThread(): a fold the thread does not answer in time is given up, logged, and folded again at a later change", async () => {
+Deno.test("foldOffThread(): a fold the thread does not answer in time is given up, logged to its folder's log, and folded again at a later change", async () => {
   await stopFolds();
   const logged: Array<[string, Record<string, unknown>]> = [];
-  onFoldFailure((message, fields) => void logged.push([message, fields]));
+  const fold = createOffThreadFold((message, fields) => void logged.push([message, fields]));
+  // Another folder made after it (a second server in the process) logs its own folds only.
+  const other: string[] = [];
+  createOffThreadFold((message) => void other.push(message));
   const before = setFoldTimeout(1);
   try {
     const store = new Map<string, IpListItem>();
     for (let i = 0; i < 60_000; i++) store.set(`e${i}`, entry(i));
-    const updater = ipListUpdater([...store.values()], foldOffThread);
-    let n = store.size;
-    while (!updater.folding) {
-      const id = `e${n}`;
-      store.set(id, entry(n++));
-      updater.apply([id], (x) => store.get(x));
-    }
+    const updater = ipListUpdater([...store.values()], fold);
+    const n = addUntilFolding(store, updater, store.size);
     // The fold of 60,000 entries takes far longer than 1 ms: given up.
     await foldsSettled();
     assertEquals(updater.folding, false, "the fold given up");
@@ -89,20 +117,34 @@ Deno.test("foldOffThread(): a fold the thread does not answer in time is given u
     assertEquals(updater.list.match(ip(n - 1), "a", "/", 0)?.id, `e${n - 1}`);
     setFoldTimeout(before);
     // The next change folds again, on a new thread, and a later one swaps it in.
-    const id = `e${n}`;
-    store.set(id, entry(n++));
-    updater.apply([id], (x) => store.get(x));
-    ok(updater.folding, "the next change folds again");
-    await foldsSettled();
-    const next = `e${n}`;
-    store.set(next, entry(n++));
-    const list = updater.apply([next], (x) => store.get(x));
+    const list = await foldAgain(store, updater, n);
     ok(list.state.base !== base, "the new base is in force");
-    assertEquals(list.size, store.size);
     assertEquals(logged.length, 1);
+    assertEquals(other, [], "the other folder's log heard nothing");
   } finally {
     setFoldTimeout(before);
-    onFoldFailure(undefined);
     await stopFolds();
   }
+});
+
+Deno.test("stopFolds(): a fold the thread is stuck in does not hold the stop up; the list stays right and folds again later", async () => {
+  await stopFolds();
+  const store = new Map<string, IpListItem>();
+  for (let i = 0; i < 20_000; i++) store.set(`e${i}`, entry(i));
+  const updater = ipListUpdater([...store.values()], foldOffThread);
+  ok(foldThreadRunning(), "the full build started the thread");
+  // The thread busy for 20 s: the fold asked next waits behind it (its timeout is 30 s).
+  stallFoldThread(20_000);
+  const n = addUntilFolding(store, updater, store.size);
+  const stopped = await Promise.race([
+    stopFolds().then(() => "stopped"),
+    new Promise((r) => setTimeout(() => r("still waiting after 5 s"), 5_000)),
+  ]);
+  assertEquals(stopped, "stopped");
+  assertEquals(foldThreadRunning(), false);
+  assertEquals(updater.folding, false, "the fold under way failed");
+  assertEquals(updater.list.match(ip(n - 1), "a", "/", 0)?.id, `e${n - 1}`);
+  // A later change folds again, on a new thread.
+  await foldAgain(store, updater, n);
+  await stopFolds();
 });
