@@ -36,6 +36,7 @@ import { type BrokenRequest, RequestFraming } from "./conn_framing.ts";
 import { Http2Framing } from "./h2_framing.ts";
 import { Http1Connection, type Http1Host } from "./http1_server.ts";
 import { type Config, durationMs } from "../mod/config/config.ts";
+import { type ConnRead, connReader } from "../mod/core/conn_read.ts";
 
 export interface ConnectionLimits {
   readonly headerTimeoutMs: number;
@@ -409,8 +410,9 @@ export function startFront(options: FrontOptions): Front {
   async function inbound(c: Piped, inner: Deno.Conn): Promise<void> {
     const buf = new Uint8Array(BUFFER);
     const f = c.framing;
+    const read = connReader(c.client);
     while (!c.closed) {
-      const n = await readOrEnd(c.client, buf);
+      const n = await readOrEnd(read, buf);
       if (n === null) {
         // The client finished sending: the server may still answer.
         await inner.closeWrite().catch(() => {});
@@ -475,8 +477,9 @@ export function startFront(options: FrontOptions): Front {
   async function outbound(c: Piped, inner: Deno.Conn): Promise<void> {
     const buf = new Uint8Array(BUFFER);
     const f = c.framing;
+    const read = connReader(inner);
     while (!c.closed) {
-      const n = await readOrEnd(inner, buf);
+      const n = await readOrEnd(read, buf);
       if (n === null) return;
       const chunk = buf.subarray(0, n);
       if (f.upgradeAsked) f.answered(chunk);
@@ -618,10 +621,14 @@ export function startFront(options: FrontOptions): Front {
   };
 }
 
-/** The bytes read, or null at the end or on an error (both end the direction). */
-async function readOrEnd(conn: Deno.Conn, buf: Uint8Array): Promise<number | null> {
+/**
+ * The bytes read, or null at the end or on an error (both end the direction). `read` is the
+ * connection's {@link connReader}: both directions live as long as the connection, and
+ * `conn.read` would leave old-generation garbage at every read (mod/core/conn_read.ts).
+ */
+async function readOrEnd(read: ConnRead, buf: Uint8Array): Promise<number | null> {
   try {
-    return await conn.read(buf);
+    return await read(buf);
   } catch {
     return null;
   }
