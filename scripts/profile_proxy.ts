@@ -8,7 +8,12 @@
  * ```sh
  * deno task profile:proxy [--host on.bench|off.bench] [--mix get|benign|attack] [--duration 10]
  *                         [--connections 50] [--top 40] [--out /tmp/waf.cpuprofile]
+ *                         [--delay 7]
  * ```
+ *
+ * `--delay <ms>` paces every connection (a wait of that many ms after each answer, as the
+ * half-rate phase of `bench_proxy.ts` does): the event loop's work a request at low concurrency,
+ * where requests do not share reads, writes and wake-ups.
  */
 import { parseArgs } from "node:util";
 import { ATTACK, BENIGN, startNginxUpstream, startWaf, wrk, wrkScript } from "./bench_proxy.ts";
@@ -84,6 +89,7 @@ export async function main(args: string[]): Promise<number> {
       threads: { type: "string", default: "2" },
       top: { type: "string", default: "40" },
       out: { type: "string" },
+      delay: { type: "string" },
     },
   });
   const mix = values.mix === "attack"
@@ -104,7 +110,11 @@ export async function main(args: string[]): Promise<number> {
   ]);
   try {
     const url = `http://127.0.0.1:${wafPort}`;
-    const script = wrkScript(mix, values.host);
+    const script = wrkScript(
+      mix,
+      values.host,
+      values.delay === undefined ? undefined : Number(values.delay),
+    );
     const opts = {
       threads: Number(values.threads),
       connections: Number(values.connections),
