@@ -76,7 +76,7 @@ async function round(v: Variant, records: number): Promise<number> {
   const threads = threadTicks(Deno.pid);
   for (let i = 0; i < records; i += 64) {
     for (let j = 0; j < 64; j++) v.push(benign());
-    // The data plane yields between bursts; the early flush runs from a zero timer.
+    // The data plane yields between bursts (the early flush runs at the end of the turn).
     await new Promise((r) => setTimeout(r, 0));
   }
   await v.flush();
