@@ -206,7 +206,9 @@ export function createEventBus(deps: { clock: Clock }, options: BusOptions = {})
   function schedule(): void {
     if (scheduled) return;
     scheduled = true;
-    setTimeout(fanOut, 0);
+    // Right after this turn: a zero `setTimeout` is a Node-style `Timeout` in Deno 2 (~5 µs to
+    // make, a millisecond's wait), once per turn with a blocked or challenged request.
+    setImmediate(fanOut);
   }
 
   function add(e: BusEvent): void {
