@@ -17,6 +17,7 @@ import { scanJson } from "./json_scan.ts";
 import { readXml } from "./xml_reader.ts";
 import { graphqlStrings } from "./graphql.ts";
 import { percentDecode } from "./normalize.ts";
+import { ArrayPath } from "./array_path.ts";
 
 const BOUNDARY = /boundary=(?:"([^"]+)"|([^\s;]+))/i;
 const UTF8 = new TextDecoder("utf-8", { fatal: false });
@@ -78,54 +79,6 @@ function addSniffed(out: Input[], text: string, prefix: string, ctx: BodyContext
   else if (first === "<") addXml(out, text, prefix);
   else if (prefix === "" && FORM_SHAPE.test(text)) addPairs(out, text, "form");
   else push(out, prefix === "" ? "body" : "multipart", prefix, text);
-}
-
-/** An array element's path: the array's path and the element's index. */
-const ELEMENT = /^(.*)\[(\d+)\]$/;
-/** The names that lead into the prototype, and the one a constructor leads on with. */
-const PROTOTYPE_WORDS: ReadonlySet<string> = new Set(["__proto__", "constructor", "prototype"]);
-/** Elements of an array path joined at most (`["__proto__","a","b"]` is three). */
-const MAX_PATH_ELEMENTS = 8;
-
-/**
- * A property path written as a JSON array (`{"path":["__proto__","isAdmin"]}`): lodash's
- * `set`/`setWith`, `object-path` and most deep-set helpers take a path as an array of keys as
- * readily as a dotted string. Consecutive string elements from a `__proto__` or `constructor`
- * on are joined with dots and judged as a path value (`proto.path`); an array of nothing but
- * the prototype's own names is a denylist (`["__proto__","constructor","prototype"]`), no path.
- */
-class ArrayPath {
-  #base = "";
-  #next = -1;
-  #parts: string[] = [];
-
-  /** Takes one string value; returns a joined path to judge when one ended before it. */
-  take(path: string, value: string): [string, string] | undefined {
-    const starts = value === "__proto__" || value === "constructor";
-    if (this.#next < 0 && !starts) return undefined;
-    const m = ELEMENT.exec(path);
-    if (m !== null && m[1] === this.#base && Number(m[2]) === this.#next) {
-      if (this.#parts.length < MAX_PATH_ELEMENTS) this.#parts.push(value);
-      this.#next++;
-      return undefined;
-    }
-    const ended = this.end();
-    if (m !== null && starts) {
-      this.#base = m[1]!;
-      this.#next = Number(m[2]) + 1;
-      this.#parts = [value];
-    }
-    return ended;
-  }
-
-  /** The path collected so far, when it goes past the prototype's own names; then resets. */
-  end(): [string, string] | undefined {
-    const parts = this.#parts;
-    this.#parts = [];
-    this.#next = -1;
-    if (parts.length < 2 || parts.every((p) => PROTOTYPE_WORDS.has(p))) return undefined;
-    return [this.#base, parts.join(".")];
-  }
 }
 
 function addJson(out: Input[], text: string, prefix: string, ctx: BodyContext): void {
@@ -199,9 +152,9 @@ function addMultipart(out: Input[], body: string, boundary: string, ctx: BodyCon
         push(out, "multipart", `${name}.${header}`, value);
       }
     }
-    // A field without a file name is a form value the application reads as text: a NUL byte
-    // in it (which decoding removes) does not make it binary (`'\0 or 1=1--`).
-    if (!isText(part.value, part.filename === undefined)) continue;
+    // A field (a part not every framework reads as a file) is a form value the application reads
+    // as text: a NUL byte in it (which decoding removes) does not make it binary (`'\0 or 1=1--`).
+    if (!isText(part.value, !part.file)) continue;
     const value = utf8FromLatin1(part.value);
     if (part.file) {
       // An uploaded file is the user's document, not a value the application reads: it is

@@ -4,6 +4,7 @@
  */
 
 import type { Input } from "./types.ts";
+import { addArrayParams } from "./array_path.ts";
 import { push } from "./extract_push.ts";
 import { isPlainSegment } from "./char_classes.ts";
 
@@ -53,6 +54,7 @@ export function addPath(out: Input[], path: string): void {
 export function addPairs(out: Input[], text: string, source: "query" | "form"): void {
   const pieces = text.split("&");
   const nameSource = source === "query" ? "query_name" : "form_name";
+  const from = out.length;
   for (let i = 0; i < pieces.length; i++) {
     const pair = pieces[i]!;
     if (pair.length === 0) continue;
@@ -69,6 +71,7 @@ export function addPairs(out: Input[], text: string, source: "query" | "form"): 
     }
     push(out, source, safeDecodeName(name), value);
   }
+  addArrayParams(out, from);
 }
 
 /** A piece that can only be the rest of the previous value: no `=`, and not a plain flag. */

@@ -123,7 +123,7 @@ export function decodeBody(value: string, bytes: Uint8Array, limit: number): Pro
         decoder.destroy();
         const body = concatChunks(parts, total);
         finish(
-          used * PADDING_RATIO <= total
+          used > 0 && used * PADDING_RATIO <= total
             ? { kind: "decoded", bytes: body, finding: padded(value, total, used) }
             : { kind: "decoded", bytes: body },
         );
