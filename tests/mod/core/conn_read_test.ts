@@ -1,5 +1,6 @@
 import { assertEquals, assertRejects, ok as assert } from "../../_helpers/assert.ts";
 import { connReader, readsDirectly } from "../../../mod/core/conn_read.ts";
+import { testCertificate } from "../../_helpers/certificates.ts";
 
 const MODULE = new URL("../../../mod/core/conn_read.ts", import.meta.url).href;
 
@@ -43,6 +44,41 @@ Deno.test("a Deno TCP connection is read directly, with conn.read's results: byt
     assertEquals(await read(buf), null);
   } finally {
     close();
+  }
+});
+
+Deno.test("a TLS connection (an https:// upstream's) is read directly too, decrypted", async () => {
+  const { ca, leaf } = await testCertificate("localhost");
+  const listener = Deno.listenTls({ hostname: "127.0.0.1", port: 0, ...leaf });
+  const accepted = listener.accept();
+  const client = await Deno.connectTls({
+    hostname: "localhost",
+    port: (listener.addr as Deno.NetAddr).port,
+    caCerts: [ca.cert],
+  });
+  const server = await accepted;
+  listener.close();
+  try {
+    assertEquals(readsDirectly(client), true);
+    const read = connReader(client);
+    const writing = server.write(new TextEncoder().encode("over tls"));
+    const buf = new Uint8Array(64);
+    let got = "";
+    while (got.length < 8) {
+      const n = await read(buf);
+      assert(n !== null);
+      got += new TextDecoder().decode(buf.subarray(0, n));
+    }
+    await writing;
+    assertEquals(got, "over tls");
+    server.close();
+    assertEquals(await read(buf).catch(() => null), null);
+  } finally {
+    for (const c of [client, server]) {
+      try {
+        c.close();
+      } catch { /* closed */ }
+    }
   }
 });
 
