@@ -19,7 +19,25 @@ import { graphqlStrings } from "./graphql.ts";
 import { percentDecode } from "./normalize.ts";
 import { ArrayPath } from "./array_path.ts";
 
-const BOUNDARY = /boundary=(?:"([^"]+)"|([^\s;]+))/i;
+/**
+ * Every boundary a server may read from a content type: parsers take the first `boundary`
+ * (PHP finds the word anywhere, even inside another parameter's quotes), the last (a map of
+ * parameters) or stop an unquoted one at a comma (PHP), so a type naming two boundaries has the
+ * body split by each of them.
+ */
+const BOUNDARY = /boundary=(?:"([^"]+)"|([^\s;]+))/gi;
+const MAX_BOUNDARIES = 4;
+
+function boundariesOf(contentType: string): string[] {
+  const out: string[] = [];
+  for (const m of contentType.matchAll(BOUNDARY)) {
+    const boundary = m[1] ?? m[2] ?? "";
+    for (const b of [boundary, boundary.split(",")[0] ?? ""]) {
+      if (b !== "" && !out.includes(b) && out.length < MAX_BOUNDARIES) out.push(b);
+    }
+  }
+  return out;
+}
 const UTF8 = new TextDecoder("utf-8", { fatal: false });
 /** JSON keys are only worth a look when they are not plain identifiers (`$where`, `<x>`). */
 const PLAIN_KEY = /^[A-Za-z0-9_-]*$/;
@@ -45,10 +63,10 @@ export interface BodyContext {
 export function addBody(out: Input[], body: Uint8Array, ctx: BodyContext): void {
   const type = ctx.contentType.toLowerCase();
   if (type.startsWith("multipart/")) {
-    const m = BOUNDARY.exec(ctx.contentType);
-    const boundary = m?.[1] ?? m?.[2];
-    if (boundary !== undefined) {
-      addMultipart(out, latin1(body), boundary, ctx);
+    const boundaries = boundariesOf(ctx.contentType);
+    if (boundaries.length > 0) {
+      const text = latin1(body);
+      for (const boundary of boundaries) addMultipart(out, text, boundary, ctx);
       return;
     }
   }
@@ -152,9 +170,10 @@ function addMultipart(out: Input[], body: string, boundary: string, ctx: BodyCon
         push(out, "multipart", `${name}.${header}`, value);
       }
     }
-    // A field (a part not every framework reads as a file) is a form value the application reads
-    // as text: a NUL byte in it (which decoding removes) does not make it binary (`'\0 or 1=1--`).
-    if (!isText(part.value, !part.file)) continue;
+    // Only an uploaded file is skipped as binary: any other part is a form value to some
+    // framework (`filename=""` is one to Go and ASP.NET), and control bytes before a payload
+    // (`\x01` x 30, `'\0 or 1=1--`) do not keep an application from reading it as text.
+    if (part.file && !isText(part.value)) continue;
     const value = utf8FromLatin1(part.value);
     if (part.file) {
       // An uploaded file is the user's document, not a value the application reads: it is
@@ -166,7 +185,9 @@ function addMultipart(out: Input[], body: string, boundary: string, ctx: BodyCon
       }
       continue;
     }
-    if (part.contentType === "" || part.contentType.startsWith("text/plain")) {
+    if (
+      part.contentType === "" || part.contentType.startsWith("text/plain") || !isText(value)
+    ) {
       push(out, "multipart", name, value);
     } else addText(out, value, part.contentType, name, ctx);
   }

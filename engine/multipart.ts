@@ -52,8 +52,14 @@ export function parseMultipart(body: string, boundary: string): Part[] {
   let at = body.indexOf(delimiter);
   while (at >= 0 && parts.length < MAX_PARTS) {
     const start = at + delimiter.length;
-    if (body.startsWith("--", start)) break;
     const next = body.indexOf(delimiter, start);
+    // A close delimiter ends the body for a server only at the start of a line, and what
+    // follows the real one is an epilogue servers ignore: parsing goes on at the next delimiter,
+    // so `x--B--` inside a value does not hide the parts after it.
+    if (body.startsWith("--", start)) {
+      at = next;
+      continue;
+    }
     const chunk = body.slice(start, next < 0 ? body.length : next);
     const part = parsePart(chunk);
     if (part !== undefined) parts.push(part);
@@ -63,6 +69,7 @@ export function parseMultipart(body: string, boundary: string): Part[] {
 }
 
 function parsePart(chunk: string): Part | undefined {
+  const crlf = chunk.startsWith("\r\n");
   const text = chunk.replace(LEADING_NEWLINE, "");
   let split = text.indexOf("\r\n\r\n");
   let gap = 4;
@@ -103,7 +110,8 @@ function parsePart(chunk: string): Part | undefined {
     name: n?.[1] ?? n?.[2] ?? "",
     filename: filenames[0],
     filenames,
-    file: dispositions === 1 && contentType !== "" && plainFilename(disposition),
+    file: crlf && gap === 4 && dispositions === 1 && contentType !== "" && browserHead(head) &&
+      plainFilename(disposition),
     contentType,
     headers,
     value,
@@ -111,6 +119,38 @@ function parsePart(chunk: string): Part | undefined {
 }
 
 const MAX_PART_HEADERS = 8;
+
+/**
+ * A part head as browsers write it, which every parser splits into the same headers: CRLF line
+ * ends only (formidable keeps a bare LF inside the header value, Django splits on CRLF only),
+ * every line `Name: value` with no folding (PHP appends a line without a colon, or one that
+ * starts with a space, to the header before it), one Content-Type, and no transfer encoding
+ * (formidable decodes base64 and quoted-printable, so the file on disk is not what was judged).
+ */
+function browserHead(head: string): boolean {
+  let types = 0;
+  for (const line of head.split("\r\n")) {
+    const m = HEAD_LINE.exec(line);
+    if (m === null) return false;
+    const name = (m[1] ?? "").toLowerCase();
+    if (name === "content-type") types++;
+    else if (name === "content-transfer-encoding") return false;
+  }
+  return types === 1;
+}
+
+/** One header line as a browser writes it; a bare CR or LF anywhere fails it. */
+const HEAD_LINE = /^([A-Za-z0-9-]+):[ \t]*[^\s][^\r\n]*$/;
+
+/**
+ * A disposition as browsers and common clients write it: `form-data`, then `; key=value`
+ * parameters, each value a double-quoted string without backslashes or a plain token. PHP reads
+ * single quotes as quotes (`x='; filename=a.txt'` hides the name), does not trim a key
+ * (`filename =a` is no file name to it) and skips only `\\"` as an escape; every other parser
+ * agrees with this shape.
+ */
+const BROWSER_DISPOSITION =
+  /^form-data(?:;[ \t]*[A-Za-z][A-Za-z0-9_-]*=(?:"[^"\\\r\n]*"|[A-Za-z0-9_.+-]+))+$/i;
 
 /** Where `filename` is written in a disposition, whatever follows it (`filename*`, spaces). */
 const FILENAME_WORD = /filename/gi;
@@ -122,6 +162,7 @@ const FILENAME_WORD = /filename/gi;
  */
 function plainFilename(disposition: string): boolean {
   if ((disposition.match(FILENAME_WORD) ?? []).length !== 1) return false;
+  if (!BROWSER_DISPOSITION.test(disposition)) return false;
   let found = false;
   for (const param of dispositionParams(disposition)) {
     const eq = param.indexOf("=");
