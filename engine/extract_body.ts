@@ -175,7 +175,7 @@ function addMultipart(out: Input[], body: string, boundary: string, ctx: BodyCon
     // (`\x01` x 30, `'\0 or 1=1--`) do not keep an application from reading it as text.
     if (part.file && !isText(part.value)) continue;
     const value = utf8FromLatin1(part.value);
-    if (part.file) {
+    if (part.file && !DATA_TYPE.test(part.contentType)) {
       // An uploaded file is the user's document, not a value the application reads: it is
       // judged whole, for what a server runs or a browser renders (see inspect.ts).
       if (!push(out, "multipart", name, value)) return;
@@ -192,6 +192,15 @@ function addMultipart(out: Input[], body: string, boundary: string, ctx: BodyCon
     } else addText(out, value, part.contentType, name, ctx);
   }
 }
+
+/**
+ * Part types an application reads as data whatever the part's file name: a browser sends
+ * `FormData.append("meta", new Blob([json], { type: "application/json" }))` with
+ * `filename="blob"`, and Spring's `@RequestPart` binds it like any JSON body. XML stays a
+ * document (a feed, an export): its parser attacks are judged either way.
+ */
+const DATA_TYPE =
+  /^(?:application\/(?:[\w.-]+\+)?json|text\/json|application\/x-www-form-urlencoded|application\/graphql)\b/;
 
 /** File names a browser renders as a page or a drawing when the site serves them back. */
 const MARKUP_NAME = /\.(?:html?|xht(?:ml)?|svgz?|xml|xslt?|shtml?|mht(?:ml)?)$|^[^.]*$/i;
