@@ -204,13 +204,19 @@ const DATA_TYPE =
 
 /** File names a browser renders as a page or a drawing when the site serves them back. */
 const MARKUP_NAME = /\.(?:html?|xht(?:ml)?|svgz?|xml|xslt?|shtml?|mht(?:ml)?)$|^[^.]*$/i;
+/**
+ * What a server drops from a stored name before it picks the type it serves: Windows' trailing
+ * dots and spaces and `::$DATA`, and IIS's `;` and what follows (`page.html;.txt`).
+ */
+const SERVED_AS = /;.*$|::\$data$|[.\s]+$/is;
 /** Content types a browser renders as a page or a drawing. */
 const MARKUP_TYPE =
   /^(?:text\/html|application\/xhtml\+xml|image\/svg\+xml|text\/xml|application\/xml)\b/;
 
 /** Whether an uploaded file is markup a browser runs script in when served from the site. */
 function isMarkup(part: Part): boolean {
-  return MARKUP_TYPE.test(part.contentType) || part.filenames.some((f) => MARKUP_NAME.test(f));
+  return MARKUP_TYPE.test(part.contentType) ||
+    part.filenames.some((f) => MARKUP_NAME.test(f.replace(SERVED_AS, "")));
 }
 
 /** A part content type with nothing but a media type and harmless parameters. */

@@ -29,9 +29,9 @@ const BEFORE_IMAGE = new RegExp(
 /**
  * Configuration files that make the server run other files as scripts: IIS's `web.config`,
  * Apache's `.htaccess` (`AddType application/x-httpd-php .jpg`), PHP's `.user.ini`
- * (`auto_prepend_file`).
+ * (`auto_prepend_file`), with what Windows strips from a name (trailing dots and spaces, `::$DATA`).
  */
-const SERVER_CONFIG = /^(?:web\.config|\.htaccess|\.user\.ini)$/i;
+const SERVER_CONFIG = /^(?:web\.config|\.htaccess|\.user\.ini)(?:[.\s]+|::\$data)?$/i;
 /**
  * Extensions a web server runs only where CGI is switched on for them (`Options +ExecCGI` with
  * `AddHandler cgi-script .pl .py .sh`, a `cgi-bin`): a script upload there, a homework or a
