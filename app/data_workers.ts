@@ -245,6 +245,7 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
   let wiring: PoolWiring | undefined;
   let stopping = false;
   let publishing: ReturnType<typeof setInterval> | undefined;
+  let draining: Promise<void> | undefined;
 
   // The routes' edge cache: purges go to every worker (the API's count adds up their answers);
   // stats add up their last reports.
@@ -475,7 +476,9 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
     slot.worker.terminate();
     slot.live = false;
     endAsks(slot);
-    if (stopping) return;
+    // Shutting down: not restarted, and a drain waiting for it is done (its connections and
+    // the records it held ended with it); it would otherwise wait for the shutdown deadline.
+    if (stopping) return slot.drained?.();
     // Locks it held mid-update would stop the others: release them before anyone waits long.
     const released = shared.clearLocksOf(slot.index);
     slot.restarts++;
@@ -598,18 +601,21 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
       clearInterval(publishing);
       for (const s of slots) s.worker?.terminate();
     },
-    async drain() {
-      stopping = true;
-      clearInterval(publishing);
-      await Promise.all(slots.map((s) =>
-        new Promise<void>((resolve) => {
-          s.drained = resolve;
-          s.worker.postMessage({ t: "drain" } satisfies ToWorker);
-        })
-      ));
-      // Let the last record batches (sent just before "drained") arrive, then end the threads.
-      await new Promise((r) => setTimeout(r, 0));
-      for (const s of slots) s.worker.terminate();
+    drain() {
+      // Once: a second drain would ask threads already ended, and wait for them forever.
+      return draining ??= (async () => {
+        stopping = true;
+        clearInterval(publishing);
+        await Promise.all(slots.map((s) =>
+          new Promise<void>((resolve) => {
+            s.drained = resolve;
+            s.worker.postMessage({ t: "drain" } satisfies ToWorker);
+          })
+        ));
+        // Let the last record batches (sent just before "drained") arrive, then end the threads.
+        await new Promise((r) => setTimeout(r, 0));
+        for (const s of slots) s.worker.terminate();
+      })();
     },
   };
 }

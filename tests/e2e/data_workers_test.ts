@@ -585,6 +585,25 @@ Deno.test("shutdown drains every worker: a request in flight finishes, its recor
   await Deno.remove(s.dir, { recursive: true });
 });
 
+Deno.test("a worker ended while the workers drain does not hold shutdown up to its deadline", async () => {
+  await using up = startUpstream();
+  const s = await startTestServer({
+    config: { ...WORKERS, server: { ...WORKERS.server, shutdown_timeout: "30s" } },
+  });
+  addSite(s, up.url);
+  const pool = s.dataWorkers!;
+  await until(() => pool.current(), "both workers ready");
+  // Worker 1 is busy and does not read the drain; it ends (a crash, as a bug would make) while
+  // the shutdown waits for it. Its threads went with it: nothing is left to drain.
+  pool.stall(1, 30_000);
+  const stopping = s.shutdown();
+  pool.kill(1);
+  await stopping;
+  ok(!s.logs.some((l) => l.includes("shutdown deadline reached")), "no wait for the deadline");
+  ok(s.logs.some((l) => l.includes("stopped")));
+  await Deno.remove(s.dir, { recursive: true });
+});
+
 Deno.test("the system page shows the worker setting and each worker on the current policy (chromium)", async () => {
   await using up = startUpstream();
   await using kit = await startConsoleKit(WORKERS);
