@@ -214,6 +214,19 @@ export interface PoolWiring {
 
 const WORKER_URL = new URL("./data_worker.ts", import.meta.url);
 const START_TIMEOUT_MS = 120_000;
+/** How long a question to every worker (a purge, a record flush) waits for their answers. */
+let askTimeoutMs = 1000;
+
+/**
+ * Test hook: sets how long a question to every worker waits, returning the one before. A test
+ * that expects every worker to answer sets it long: on a loaded machine a worker's answer (or
+ * the main thread's turn to read it, after a blocking worker start) can take past 1 s.
+ */
+export function setAskTimeout(ms: number): number {
+  const before = askTimeoutMs;
+  askTimeoutMs = ms;
+  return before;
+}
 
 /** Adds what a worker's front counted since its last report (`before`) to the process's. */
 function addConnections(
@@ -328,7 +341,7 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
         answers.delete(id);
         resolve({ answers: got, unanswered: waiting.size });
       };
-      const timer = setTimeout(done, 1000);
+      const timer = setTimeout(done, askTimeoutMs);
       answers.set(id, (slot, value) => {
         if (!waiting.delete(slot)) return;
         got.push(value);
