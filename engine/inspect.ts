@@ -301,11 +301,11 @@ function judge(
 /**
  * A comment inside a word (`UN`, an empty comment, `ION`): no database joins a keyword across a
  * comment, but an application or filter that strips comments before the query does, which is
- * what the spelling is for. Comments of up to 64 characters between two letters are dropped and
- * the text judged again for SQL only (MySQL's versioned comments, which open with `!`, are code
- * and stay: the lexer reads them).
+ * what the spelling is for. Comments of up to 64 characters between two letters (stars inside
+ * one, several in a row: cases in sqli.json) are dropped and the text judged again for SQL only
+ * (MySQL's versioned comments, which open with `!`, are code and stay: the lexer reads them).
  */
-const SPLIT_WORD = /([A-Za-z])\/\*(?!!)[^*]{0,64}\*\/(?=[A-Za-z])/g;
+const SPLIT_WORD = /([A-Za-z])(?:\/\*(?!!)(?:[^*]|\*(?!\/)){0,64}\*\/)+(?=[A-Za-z])/g;
 const SQL_ONLY: readonly Detector[] = [sqli];
 
 function joinSplitWords(text: string): string | undefined {
