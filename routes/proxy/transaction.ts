@@ -79,6 +79,7 @@ import {
   internalErrorPage,
   noSitePage,
   rateLimitedPage,
+  statusPage,
   tooLargePage,
   unauthorizedPage,
   unreadableBodyPage,
@@ -89,7 +90,7 @@ import {
   type UpstreamClient,
   type UpstreamRequest,
 } from "./upstream_client.ts";
-import { passWebSocket } from "./websocket.ts";
+import { passWebSocket, webSocketKeepsPath } from "./websocket.ts";
 
 /** The protection controls' per-process parts the transaction calls. */
 export interface ProtectionControls extends ChallengeDeps {
@@ -809,6 +810,19 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
 
   /** Passes a WebSocket upgrade through to one upstream. */
   private async webSocket(site: CompiledSite): Promise<Response> {
+    if (!webSocketKeepsPath(this.pathAndQuery)) {
+      // The upstream would get another path than the one checked: refused, not resolved.
+      this.record.action = "block";
+      this.chain.add("upstream", "websocket path changed");
+      return statusPage(
+        this.req,
+        400,
+        "WEBSOCKET_PATH",
+        "WebSocket path not accepted",
+        "A WebSocket path may not contain dot segments or backslashes.",
+        this.record.trace_id,
+      );
+    }
     const upstream = site.pool.pick();
     this.record.upstream = upstream.origin;
     const t0 = micros();

@@ -24,6 +24,35 @@ const SKIP_HEADERS: ReadonlySet<string> = new Set([
   "content-length",
 ]);
 
+/** Decodes the valid percent escapes of `path` (invalid ones stay as written). */
+function decodeEscapes(path: string): string {
+  return path.replace(/(?:%[0-9A-Fa-f]{2})+/g, (m) => {
+    try {
+      return decodeURIComponent(m);
+    } catch {
+      return m;
+    }
+  });
+}
+
+/**
+ * Whether Deno's `WebSocket` client, which takes a URL, sends the path of `pathAndQuery` as the
+ * same path. Its URL parser percent-encodes what is not ASCII (the same path once decoded), but
+ * also resolves dot segments (`%2e` ones too) and turns a backslash into a slash: `/ws/../admin`
+ * would reach the upstream as `/admin`, a path the checks (ACL path rules) never saw.
+ */
+export function webSocketKeepsPath(pathAndQuery: string): boolean {
+  const q = pathAndQuery.indexOf("?");
+  const path = q < 0 ? pathAndQuery : pathAndQuery.slice(0, q);
+  let sent: string;
+  try {
+    sent = new URL(`ws://h${path}`).pathname;
+  } catch {
+    return false;
+  }
+  return decodeEscapes(sent) === decodeEscapes(path);
+}
+
 /** Opens the upstream socket; resolves when it is open, rejects on error or timeout. */
 function openUpstream(
   url: string,

@@ -8,7 +8,7 @@
 import { assertEquals, ok } from "../_helpers/assert.ts";
 import { addSite, apiFor } from "../_helpers/protection.ts";
 import { bytes } from "../_helpers/raw_socket.ts";
-import { startTestServer } from "../_helpers/server.ts";
+import { startTestServer, type TestServer } from "../_helpers/server.ts";
 import { serveHttp1 } from "../../routes/http1_server.ts";
 
 const latin1 = new TextDecoder("latin1");
@@ -97,6 +97,16 @@ async function waf(mode = "block") {
   const s = await startTestServer();
   addSite(s, up.url, { mode });
   return { up, s, port: Number(new URL(s.dataUrl).port) };
+}
+
+/** An ACL rule blocking what `conditions` match, made through the API. */
+async function blockRule(s: TestServer, name: string, conditions: Record<string, unknown>) {
+  const rule = await apiFor(s)("POST", "/api/protection/acl-rules", {
+    name,
+    action: "block",
+    conditions,
+  });
+  assertEquals(rule.status, 201);
 }
 
 /** The UTF-8 bytes of a string, as one latin1 character each (what the upstream records). */
@@ -358,12 +368,7 @@ Deno.test("a lower-case method meets the ACL rules written in capitals, with the
   const { up, s, port } = await waf("off");
   await using _up = up;
   await using _s = s;
-  const rule = await apiFor(s)("POST", "/api/protection/acl-rules", {
-    name: "no deletes",
-    action: "block",
-    conditions: { methods: ["DELETE"] },
-  });
-  assertEquals(rule.status, 201);
+  await blockRule(s, "no deletes", { methods: ["DELETE"] });
   for (const method of ["DELETE", "delete", "Delete"]) {
     assertEquals(
       await exchange(
@@ -541,4 +546,31 @@ Deno.test("obs-text in header values reaches the upstream as the client's bytes,
   ok(got.includes(asRecorded("\r\nx-u: \xc3\xa9\xe2\x80\xa8\r\n")), got);
   ok(got.includes("\r\nx-a: plain\r\n"), got);
   assertEquals(up.requestLines(), ["GET /a HTTP/1.1", "GET /b HTTP/1.1"]);
+});
+
+Deno.test("a WebSocket handshake whose path Deno's WebSocket client would change (dot segments, backslash) is refused, not resolved past the ACL", async () => {
+  const { up, s, port } = await waf("block");
+  await using _up = up;
+  await using _s = s;
+  await blockRule(s, "no admin", { path: { prefix: "/admin" } });
+  const handshake = (target: string) =>
+    exchangeText(
+      port,
+      bytes(
+        `GET ${target} HTTP/1.1\r\nHost: shop.test\r\nUpgrade: websocket\r\n` +
+          "Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n" +
+          "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
+      ),
+    ).then((answer) => answer.split("\r\n")[0]);
+  // The client's URL would send these as GET /admin: the checks saw another path.
+  for (const target of ["/ws/../admin", "/ws\\..\\admin", "/ws/./../admin?x=1"]) {
+    assertEquals(await handshake(target), "HTTP/1.1 400 Bad Request", target);
+  }
+  assertEquals(up.requestLines(), [], "no handshake reached the upstream");
+  // Only percent-encoded (the same path decoded): it goes on (the raw upstream is no WebSocket).
+  assertEquals(
+    await handshake("/ws/caf\u00e9".replace("\u00e9", "%C3%A9")),
+    "HTTP/1.1 502 Bad Gateway",
+  );
+  assertEquals(up.requestLines(), ["GET /ws/caf%C3%A9 HTTP/1.1"]);
 });
