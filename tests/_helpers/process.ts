@@ -55,7 +55,8 @@ export function spawnWaf(
   return {
     child,
     output: () => text,
-    waitFor(re, timeoutMs = 20_000) {
+    // 60 s: a waf process starting beside other test runs at load 20 printed nothing in 20 s.
+    waitFor(re, timeoutMs = 60_000) {
       const m = re.exec(text);
       if (m) return Promise.resolve(m);
       return new Promise((resolve, reject) => {
