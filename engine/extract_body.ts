@@ -174,7 +174,9 @@ function addMultipart(out: Input[], body: string, boundary: string, ctx: BodyCon
     // framework (`filename=""` is one to Go and ASP.NET), and control bytes before a payload
     // (`\x01` x 30, `'\0 or 1=1--`) do not keep an application from reading it as text.
     if (part.file && !isText(part.value)) continue;
-    const value = utf8FromLatin1(part.value);
+    const value = utf8FromLatin1(
+      quotedPrintable(part) ? decodeQuotedPrintable(part.value) : part.value,
+    );
     if (part.file && !DATA_TYPE.test(part.contentType)) {
       // An uploaded file is the user's document, not a value the application reads: it is
       // judged whole, for what a server runs or a browser renders (see inspect.ts).
@@ -201,6 +203,23 @@ function addMultipart(out: Input[], body: string, boundary: string, ctx: BodyCon
  */
 const DATA_TYPE =
   /^(?:application\/(?:[\w.-]+\+)?json|text\/json|application\/x-www-form-urlencoded|application\/graphql)\b/;
+
+/** Whether a part says its content is quoted-printable, which Go's multipart reader decodes. */
+function quotedPrintable(part: Part): boolean {
+  return part.headers.some(([h, v]) =>
+    h === "content-transfer-encoding" && v.trim().toLowerCase() === "quoted-printable"
+  );
+}
+
+const QP_ESCAPE = /=\r?\n|=([0-9A-Fa-f]{2})/g;
+
+/** Quoted-printable to the bytes it stands for (Latin-1 in, Latin-1 out). */
+function decodeQuotedPrintable(text: string): string {
+  return text.replace(
+    QP_ESCAPE,
+    (_, hex: string | undefined) => hex === undefined ? "" : String.fromCharCode(parseInt(hex, 16)),
+  );
+}
 
 /** File names a browser renders as a page or a drawing when the site serves them back. */
 const MARKUP_NAME = /\.(?:html?|xht(?:ml)?|svgz?|xml|xslt?|shtml?|mht(?:ml)?)$|^[^.]*$/i;
