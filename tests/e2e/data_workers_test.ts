@@ -473,9 +473,12 @@ Deno.test("a cache purge a worker does not answer in time says its count is miss
     complete: false,
     unanswered_workers: 1,
   }]);
-  await new Promise((r) => setTimeout(r, 2500));
-  const again = await api("POST", "/api/edge/cache/purge", {}, "write:edge");
-  assertEquals(await again.json(), { purged: 0, complete: true, unanswered_workers: 0 });
+  // Past its 3 s (however late it began them on a loaded machine): complete again.
+  const purgeAgain = async () =>
+    await (await api("POST", "/api/edge/cache/purge", {}, "write:edge")).json();
+  let again = await purgeAgain();
+  for (let i = 0; i < 60 && !again.complete; i++) again = await purgeAgain();
+  assertEquals(again, { purged: 0, complete: true, unanswered_workers: 0 });
 });
 
 Deno.test("a cache purge waits for a worker still starting: complete means every thread purged", async () => {
