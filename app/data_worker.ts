@@ -11,6 +11,7 @@
 import { systemClock } from "../mod/core/clock.ts";
 import type { LogFields, Logger, LogLevel } from "../mod/core/logger.ts";
 import { systemRandom } from "../mod/core/random.ts";
+import { guardUnhandledRejections } from "../mod/core/unhandled.ts";
 import { createSecretBox, TOTP_KEY_FILE } from "../mod/core/secret_box.ts";
 import { type AccessRecord, recordLines } from "../mod/data_plane/access_record.ts";
 import { isEventRecord } from "../mod/data_plane/record_events.ts";
@@ -78,6 +79,9 @@ async function start(init: WorkerInit): Promise<void> {
   const clock = systemClock;
   const random = systemRandom;
   const logger = forwardingLogger(index);
+  // As on the main thread of `waf serve`: a rejection nobody handled is logged, not a crash
+  // that drops this worker's connections (docs/reliability.md). Counted on this thread only.
+  guardUnhandledRejections(logger);
   const shared = openSharedState(init.shared, index);
   useHealthOrder(init.healthOrder);
 

@@ -7,6 +7,7 @@ import { SchemaTooNewError } from "../db/store.ts";
 import { SetupTokenError } from "../mod/identity/setup_token.ts";
 import { type LogFile, openLogFile } from "../mod/ops/log_file.ts";
 import { createLogger } from "../mod/core/logger.ts";
+import { guardUnhandledRejections } from "../mod/core/unhandled.ts";
 import { readProc, watchLauncher } from "../mod/ops/launcher_watch.ts";
 import { type Command, EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from "./context.ts";
 import { cliTranslator } from "./lang.ts";
@@ -39,6 +40,8 @@ export const serveCommand: Command = async (args, global, deps) => {
       else pending.push(line);
     },
   });
+  // A rejection nobody handled must not end the WAF (docs/reliability.md).
+  const unguard = guardUnhandledRejections(logger);
   if (loaded.created) logger.info("created default configuration", { path: loaded.configPath });
   // Listen for signals before anything starts, so a signal during start-up is not lost.
   const signalled = Promise.withResolvers<void>();
@@ -119,6 +122,7 @@ export const serveCommand: Command = async (args, global, deps) => {
     Deno.removeSignalListener("SIGINT", onSignal);
     Deno.removeSignalListener("SIGTERM", onSignal);
     stopWatch();
+    unguard();
     logFile?.close();
   }
   return EXIT_OK;

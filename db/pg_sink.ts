@@ -76,6 +76,11 @@ export function createPgSink(options: PgSinkOptions): PgSink {
       max: options.poolSize,
       connect_timeout: options.connectTimeoutSeconds ?? 5,
       idle_timeout: 60,
+      // The driver's own array-types query (sent on each new connection before the caller's)
+      // runs in a promise nobody observes: a connection lost during it and then refused on
+      // reconnect rejected it unhandled (`connect ECONNREFUSED`), which ends a Deno process.
+      // The sink sends no arrays, so the query is not needed.
+      fetch_types: false,
       onnotice: () => {},
     });
   let sql = open();

@@ -6,6 +6,7 @@
  * standard `process_` names where one exists. docs/monitoring.md lists every metric.
  */
 import { Histogram, LAG_BOUNDS_MS } from "../core/histogram.ts";
+import { unhandledRejections } from "../core/unhandled.ts";
 import type { AccessLogStats } from "../data_plane/access_log.ts";
 import type { CompiledPolicy } from "../data_plane/policy.ts";
 import {
@@ -276,6 +277,12 @@ export function processCollector(deps: {
       "Start time of the process since the Unix epoch",
     );
     out.sample("process_start_time_seconds", {}, Math.floor(deps.startedAt / 1000));
+    out.family(
+      "waf_unhandled_rejections_total",
+      "counter",
+      "Promise rejections nobody handled, logged and survived by the server process (bugs)",
+    );
+    out.sample("waf_unhandled_rejections_total", {}, unhandledRejections());
     out.family("waf_build_info", "gauge", "Always 1; the version in a label");
     out.sample("waf_build_info", { version: deps.version }, 1);
   };

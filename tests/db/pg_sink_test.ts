@@ -387,3 +387,75 @@ Deno.test({
     }
   },
 });
+
+/**
+ * A relay that passes one connection's startup through, then, on the client's first message
+ * after it (the first query the connection sends), closes that connection and its own listener:
+ * the client's reconnect is refused. Returns the relay's port and a close function.
+ */
+function refuseAfterStartup(): { port: number; close(): void } {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  const conns = new Set<Deno.Conn>();
+  let listening = true;
+  const closeAll = () => {
+    if (listening) listener.close();
+    listening = false;
+    for (const c of conns) {
+      try {
+        c.close();
+      } catch { /* closed already */ }
+    }
+    conns.clear();
+  };
+  (async () => {
+    const client = await listener.accept().catch(() => undefined);
+    if (client === undefined) return;
+    const server = await Deno.connect({ hostname: "127.0.0.1", port: 5432 });
+    conns.add(client);
+    conns.add(server);
+    const buf = new Uint8Array(64 * 1024);
+    (async () => {
+      try {
+        for (let n; (n = await server.read(buf)) !== null;) await client.write(buf.subarray(0, n));
+      } catch { /* closed */ }
+    })();
+    const cbuf = new Uint8Array(64 * 1024);
+    try {
+      let chunks = 0;
+      for (let n; (n = await client.read(cbuf)) !== null;) {
+        if (++chunks > 1) break; // the first query: the connection dies, PostgreSQL is gone
+        await server.write(cbuf.subarray(0, n));
+      }
+    } catch { /* closed */ }
+    closeAll();
+  })();
+  return { port, close: closeAll };
+}
+
+Deno.test({
+  name:
+    "a connection that dies after its startup and is then refused leaves no unhandled rejection (the driver's array-types query)",
+  ignore,
+  async fn() {
+    const unhandled: string[] = [];
+    const onUnhandled = (e: PromiseRejectionEvent) => {
+      unhandled.push(String(e.reason));
+      e.preventDefault();
+    };
+    globalThis.addEventListener("unhandledrejection", onUnhandled);
+    const relay = refuseAfterStartup();
+    const sink = createPgSink({ dsn: viaRelay(relay.port), poolSize: 1, connectTimeoutSeconds: 1 });
+    try {
+      const err = await sink.version().then(() => undefined, (e) => e as Error);
+      ok(err !== undefined && /ECONNREFUSED|CONNECTION/.test(String(err)), String(err));
+      // Let the driver's reconnect and any promise it dropped settle.
+      await new Promise((r) => setTimeout(r, 300));
+      assertEquals(unhandled, []);
+    } finally {
+      relay.close();
+      await sink.close().catch(() => {});
+      globalThis.removeEventListener("unhandledrejection", onUnhandled);
+    }
+  },
+});

@@ -48,3 +48,24 @@ Deno.test("waf serve creates a documented default config on first start", async 
     ok(typeof parsed.time === "string" && typeof parsed.msg === "string", line);
   }
 });
+
+const REJECTION_HOOK = new URL("../_helpers/unhandled_rejection_hook.ts", import.meta.url).pathname;
+
+Deno.test("waf serve survives a promise rejection nobody handled: logged, and the data plane still answers", async () => {
+  await using dir = await tempDir();
+  await Deno.writeTextFile(`${dir}/waf.yaml`, CONFIG);
+  await using waf = spawnWaf(["serve", "--data-dir", dir], {}, ["--preload", REJECTION_HOOK]);
+  const m = await waf.waitFor(/data_plane=127\.0\.0\.1:(\d+) management=(http:\/\/[\d.:]+)/);
+  waf.child.kill("SIGUSR2");
+  const logged = await waf.waitFor(/ERROR unhandled promise rejection.*\n/);
+  assertMatch(logged[0], /error=Error: rejection nobody handled \(test hook\) /);
+  assertMatch(logged[0], /at=at \S*unhandled_rejection_hook\.ts/);
+  assertMatch(logged[0], /total=1/);
+  const page = await fetch(`http://127.0.0.1:${m[1]}/`);
+  assertEquals(page.status, 404);
+  await page.body?.cancel();
+  const ready = await fetch(`${m[2]}/health/ready`);
+  assertEquals(ready.status, 200);
+  await ready.body?.cancel();
+  assertEquals(await waf.stop("SIGTERM"), 0);
+});
