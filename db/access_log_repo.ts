@@ -293,6 +293,19 @@ export function createAccessLogRepo(db: Db) {
     saveCursor(name: string, lastId: number, now: number): void {
       putCursor.run(name, lastId, now);
     },
+    /**
+     * A sink's starting point in one step: its saved cursor, or, for a sink never started, the
+     * newest id stored now, saved as its cursor (a new sink does not replay the retained history).
+     */
+    startCursor(name: string, now: number): number {
+      return transaction(db, () => {
+        const saved = (getCursor.get(name) as { last_id: number } | undefined)?.last_id;
+        if (saved !== undefined) return saved;
+        const present = (maxId.get() as { n: number }).n;
+        putCursor.run(name, present, now);
+        return present;
+      });
+    },
     /** Counts per bucket of `bucket` ms from `from`, and the top keys of attacked requests. */
     summary(from: number, to: number, bucket: number, limit: number): AccessLogSummaryRows {
       const args = { from, to, limit };

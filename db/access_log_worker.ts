@@ -35,7 +35,7 @@ type Message =
   | { kind: "write"; id: number; lines: string; count: number; defer?: boolean; keep?: number }
   | { kind: "prune"; id: number; before: number; keep: number }
   | { kind: "read"; id: number; afterId: number; limit: number }
-  | { kind: "cursor"; id: number; name: string }
+  | { kind: "start-cursor"; id: number; name: string; now: number }
   | { kind: "save-cursor"; id: number; name: string; lastId: number; now: number }
   | { kind: "close" };
 
@@ -137,8 +137,8 @@ self.onmessage = (e: MessageEvent<Message>) => {
       ? repo!.pruneSlice(m.before, m.keep)
       : m.kind === "read"
       ? repo!.readAfter(m.afterId, m.limit)
-      : m.kind === "cursor"
-      ? repo!.cursor(m.name)
+      : m.kind === "start-cursor"
+      ? repo!.startCursor(m.name, m.now)
       : repo!.saveCursor(m.name, m.lastId, m.now);
     self.postMessage({ kind: "written", id: m.id, written });
   } catch (err) {

@@ -42,8 +42,14 @@ export interface ShipSource {
    * sink ships from. Read where the inserts run, after every batch posted before it.
    */
   readAfter(afterId: number, limit: number): Promise<{ rows: StoredAccessLogRow[]; maxId: number }>;
-  /** A sink's persisted cursor (the last row id it shipped). */
-  cursor(name: string): Promise<number | undefined>;
+  /**
+   * A sink's starting point: its persisted cursor (the last row id it shipped), or, for a sink
+   * never started, the newest id stored when the request is handled, saved as its cursor. The
+   * request takes its place among the writes: a sink asks when it is created, so every row
+   * written after that is after its cursor (a second request for the newest id, sent once the
+   * first answered, let the rows written in between pass unshipped).
+   */
+  startCursor(name: string, now: number): Promise<number>;
   saveCursor(name: string, lastId: number, now: number): Promise<void>;
 }
 
@@ -60,7 +66,7 @@ export function directWriter(repo: AccessLogRepo): AccessLogWriter & ShipSource 
     prune: (before, keep) => attempt(() => repo.pruneSlice(before, keep)),
     trimmed: () => trimmed,
     readAfter: (afterId, limit) => attempt(() => repo.readAfter(afterId, limit)),
-    cursor: (name) => attempt(() => repo.cursor(name)),
+    startCursor: (name, now) => attempt(() => repo.startCursor(name, now)),
     saveCursor: (name, lastId, now) => attempt(() => repo.saveCursor(name, lastId, now)),
     close: () => Promise.resolve(),
   };
@@ -127,7 +133,7 @@ export function createWorkerWriter(path: string): AccessLogWriter & ShipSource {
     prune: (before, keep) => request({ kind: "prune", before, keep }),
     trimmed: () => trimmed,
     readAfter: (afterId, limit) => request({ kind: "read", afterId, limit }),
-    cursor: (name) => request({ kind: "cursor", name }),
+    startCursor: (name, now) => request({ kind: "start-cursor", name, now }),
     saveCursor: (name, lastId, now) => request({ kind: "save-cursor", name, lastId, now }),
     close() {
       closing ??= new Promise<void>((resolve) => {

@@ -105,12 +105,22 @@ export function createPgShipper(
     ]).finally(() => clearTimeout(timer));
   }
 
+  /**
+   * Where shipping starts, asked now, as the shipper is created: the request takes its place
+   * among the writes (the writer thread handles them in order), so every row written after this
+   * point is after the cursor. A new sink starts at the present (it does not replay the retained
+   * history), and that present must be this moment, not whenever the writer answers: asking for
+   * the saved cursor first and for the newest id only after the answer let the rows written in
+   * between (the first 10 to 180 requests of a server whose writer thread started slowly) pass
+   * unshipped and uncounted. Only a retry after the store failed asks later.
+   */
+  let starting: Promise<number> | undefined = source.startCursor(name, clock.now());
+
   async function ship(): Promise<void> {
     if (cursor === undefined) {
-      const saved = await source.cursor(name);
-      // A new sink starts at the present: it does not replay the whole retained history.
-      cursor = saved ?? (await source.readAfter(Number.MAX_SAFE_INTEGER, 0)).maxId;
-      if (saved === undefined) await source.saveCursor(name, cursor, clock.now());
+      const start = starting ?? source.startCursor(name, clock.now());
+      starting = undefined;
+      cursor = await start;
     }
     const batch = await source.readAfter(cursor, options.batchSize);
     maxId = batch.maxId;
@@ -154,15 +164,18 @@ export function createPgShipper(
     const last = rows[rows.length - 1]!.id;
     // Ids only grow; a gap before the first row means retention deleted rows never shipped.
     if (rows[0]!.id > cursor + 1) skippedRows += rows[0]!.id - cursor - 1;
+    // The cursor and the counters move together (stats never show a cursor past rows not
+    // counted); saving the cursor comes after (a failed save re-ships the batch after a restart,
+    // which the insert's ON CONFLICT absorbs).
     cursor = last;
-    await source.saveCursor(name, cursor, clock.now());
+    shippedBatches++;
+    shippedRows += rows.length;
     if (!up && failures > 0) logger.info("PostgreSQL access-log sink shipping again", { cursor });
     up = true;
     lastError = null;
     lastSuccess = clock.now();
     backoff = minBackoff;
-    shippedBatches++;
-    shippedRows += rows.length;
+    await source.saveCursor(name, cursor, clock.now());
   }
 
   const loop = (async () => {

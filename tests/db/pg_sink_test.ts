@@ -15,7 +15,7 @@ import { testStore } from "../_helpers/store.ts";
 import { startTcpRelay } from "../_helpers/tcp_relay.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
 import { createAccessLogRepo } from "../../db/access_log_repo.ts";
-import { directWriter } from "../../db/access_log_writer.ts";
+import { createWorkerWriter, directWriter } from "../../db/access_log_writer.ts";
 import { createPgSink } from "../../db/pg_sink.ts";
 import { recordLines, toRow } from "../../mod/data_plane/access_record.ts";
 import postgres from "postgres";
@@ -107,6 +107,40 @@ Deno.test({
 });
 
 Deno.test({
+  name:
+    "a new sink ships every row written after it was created, however late the writer thread answers",
+  ignore,
+  async fn() {
+    // The server's composition: the writer thread, and a shipper created with it. Rows written
+    // right after the shipper was created, before the thread (still starting) answered anything,
+    // are after the sink's start. The shipper used to ask for its saved cursor, then, once that
+    // answer came, for the newest id: the rows posted in between were behind its cursor, never
+    // shipped and never counted (the server-level test lost its first 10 to 180 records so).
+    await using r = await rig();
+    r.add(5); // stored before the sink existed: not replayed
+    await r.check.ensureTable();
+    const writer = createWorkerWriter(`${r.store.dir}/waf.db`);
+    const shipper = createPgShipper(
+      createPgSink({ dsn: dsn!, poolSize: 1, table: r.table }),
+      writer,
+      { batchSize: 50, insertTimeoutMs: 2_000, idlePollMs: 50 },
+      { logger: r.logger, clock: systemClock },
+    );
+    try {
+      const lines = Array.from({ length: 30 }, () => recordLines(record())).join("");
+      assertEquals(await writer.writeLines(lines, { count: 30 }), 30);
+      await waitFor(() => stats(shipper).cursor === 35, "the cursor at the newest row");
+      assertEquals(stats(shipper).shipped_rows, 30, "the rows written after the sink started");
+      assertEquals(await r.check.count(), 30);
+      assertEquals(r.repo.cursor("postgresql"), 35);
+    } finally {
+      await shipper.close();
+      await writer.close();
+    }
+  },
+});
+
+Deno.test({
   name: "a refused connection: nothing is lost; the sink catches up when PostgreSQL is back",
   ignore,
   async fn() {
@@ -136,6 +170,83 @@ Deno.test({
       assertEquals(stats(shipper).skipped_rows, 0);
     } finally {
       await shipper.close();
+    }
+  },
+});
+
+/**
+ * A relay that passes everything except PostgreSQL's first answer to an INSERT (its command tag,
+ * sent once the rows are committed): it drops that answer and closes the connection, so the
+ * client sees its connection die with its rows in the table, the ambiguous outcome. Later
+ * connections pass normally.
+ */
+function loseFirstInsertAnswer(): { port: number; lost(): boolean; close(): void } {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const conns = new Set<Deno.Conn>();
+  let lost = false;
+  const end = (...cs: Deno.Conn[]) => {
+    for (const c of cs) {
+      try {
+        c.close();
+      } catch { /* closed already */ }
+      conns.delete(c);
+    }
+  };
+  const copy = async (from: Deno.Conn, to: Deno.Conn, answers: boolean) => {
+    const buf = new Uint8Array(64 * 1024);
+    try {
+      for (let n; (n = await from.read(buf)) !== null;) {
+        const chunk = buf.subarray(0, n);
+        if (answers && !lost && new TextDecoder("latin1").decode(chunk).includes("INSERT 0 ")) {
+          lost = true;
+          break;
+        }
+        await to.write(chunk);
+      }
+    } catch { /* closed */ }
+    end(from, to);
+  };
+  (async () => {
+    for await (const client of listener) {
+      const server = await Deno.connect({ hostname: "127.0.0.1", port: 5432 });
+      conns.add(client).add(server);
+      void copy(client, server, false);
+      void copy(server, client, true);
+    }
+  })().catch(() => {});
+  return {
+    port: (listener.addr as Deno.NetAddr).port,
+    lost: () => lost,
+    close() {
+      listener.close();
+      end(...conns);
+    },
+  };
+}
+
+Deno.test({
+  name:
+    "an insert whose answer is lost (committed, connection gone) is retried and kept once",
+  ignore,
+  async fn() {
+    const relay = loseFirstInsertAnswer();
+    try {
+      await using r = await rig({ port: relay.port });
+      await r.check.ensureTable();
+      const shipper = r.shipper();
+      try {
+        await waitFor(() => r.repo.cursor("postgresql") === 0, "start");
+        r.add(30);
+        await waitFor(() => stats(shipper).shipped_rows === 30, "30 shipped");
+        ok(relay.lost(), "the relay dropped the answer to the first insert");
+        ok(stats(shipper).failures >= 1, "the lost answer failed the attempt");
+        assertEquals(await r.check.count(), 30, "every row, once");
+        assertEquals(stats(shipper).cursor, 30);
+      } finally {
+        await shipper.close();
+      }
+    } finally {
+      relay.close();
     }
   },
 });
@@ -224,9 +335,12 @@ Deno.test({
   },
 });
 
-/** Data-plane requests at a steady pace for `ms`; returns how many were answered. */
-async function traffic(url: string, tag: string, ms: number, perSecond: number) {
-  let n = 0;
+/**
+ * Data-plane requests at a steady pace for `ms`, numbered from `from` (`/<tag>/<n>`); returns
+ * how many were answered.
+ */
+async function traffic(url: string, tag: string, ms: number, perSecond: number, from = 0) {
+  let n = from;
   const end = Date.now() + ms;
   while (Date.now() < end) {
     const started = Date.now();
@@ -237,7 +351,7 @@ async function traffic(url: string, tag: string, ms: number, perSecond: number) 
     }));
     await new Promise((r) => setTimeout(r, Math.max(0, 100 - (Date.now() - started))));
   }
-  return n;
+  return n - from;
 }
 
 Deno.test({
@@ -268,7 +382,9 @@ Deno.test({
       const before = await traffic(s.dataUrl, tag, 1_000, rate);
       const how = Deno.env.get("WAF_PG_OUTAGE_MODE") === "stall" ? "stall" : "refuse";
       await relay.set(how);
-      const during = await traffic(s.dataUrl, tag, seconds * 1000, rate);
+      // Numbered on from the first second's: the missing list names requests, not paths two
+      // requests shared (it read "990-1089" for a shortfall of the first 180 rows).
+      const during = await traffic(s.dataUrl, tag, seconds * 1000, rate, before);
       const sink = () => s.dataPlane.accessLog.stats().sinks[0] as unknown as PgShipperStats;
       console.log(`sink during the outage: up=${sink().up}`);
       ok(sink().up === false, "the sink reports the outage");
@@ -287,8 +403,9 @@ Deno.test({
           Deno.env.get("WAF_PG_OUTAGE_MODE") ?? "refuse"
         } outage ${seconds}s at ~${rate} req/s: ${delivered} of ${total} records delivered (${during} sent during the outage)`,
       );
-      // Should it fail (1010 of 1020 was seen twice under heavy load, not reproduced since), the
-      // message says which requests are missing and what the log and the sink counted.
+      // Should it fail, the message says which requests are missing and what the log and the
+      // sink counted (a shortfall of the first 10 to 180 records was a sink whose start raced
+      // with the writer thread: see the test of a new sink above).
       assertEquals(
         delivered,
         total,
