@@ -5,6 +5,7 @@
  * are relayed both ways and a close on one side closes the other.
  */
 import type { HeaderPairs } from "./forwarding.ts";
+import { percentDecode } from "../../engine/normalize.ts";
 
 /** Close codes that may not be sent in a close frame; mapped to a sendable one. */
 function sendableCode(code: number): number {
@@ -24,17 +25,6 @@ const SKIP_HEADERS: ReadonlySet<string> = new Set([
   "content-length",
 ]);
 
-/** Decodes the valid percent escapes of `path` (invalid ones stay as written). */
-function decodeEscapes(path: string): string {
-  return path.replace(/(?:%[0-9A-Fa-f]{2})+/g, (m) => {
-    try {
-      return decodeURIComponent(m);
-    } catch {
-      return m;
-    }
-  });
-}
-
 /**
  * Whether Deno's `WebSocket` client, which takes a URL, sends the path of `pathAndQuery` as the
  * same path. Its URL parser percent-encodes what is not ASCII (the same path once decoded), but
@@ -50,7 +40,7 @@ export function webSocketKeepsPath(pathAndQuery: string): boolean {
   } catch {
     return false;
   }
-  return decodeEscapes(sent) === decodeEscapes(path);
+  return percentDecode(sent) === percentDecode(path);
 }
 
 /** Opens the upstream socket; resolves when it is open, rejects on error or timeout. */
