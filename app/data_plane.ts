@@ -279,7 +279,13 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
 /** The access-log pipeline: queue, writer thread, optional PostgreSQL shipper, retention. */
 function startAccessLog(deps: DataPlaneDeps): { accessLog: AccessLog; pgSink: PgSinkConfig } {
   const { config, logger, db, clock } = deps;
-  const writer = createWorkerWriter(deps.dbPath);
+  const writer = createWorkerWriter(deps.dbPath, {
+    onEscalate: (info) =>
+      logger.warn(
+        "access-log writer thread fell behind at low priority; replaced by one at normal priority",
+        info,
+      ),
+  });
   const slot = createSinkSlot();
   const open = (s: PgSinkSettings) =>
     createPgSink({

@@ -7,9 +7,13 @@
  * A `write` marked `defer` (the access log's timer and early flushes) waits here, up to
  * {@link DEFER_ROWS} rows or {@link DEFER_MS}, and the waiting batches are inserted in one
  * transaction (each in its own savepoint, so one failing batch fails alone) and answered in one
- * message: a commit and a reply per batch of 64 cost more than the inserts (see
- * docs/data-plane.md). Any other message writes what waits first, so reads see every row posted
- * before them, and nothing holds the write lock while waiting.
+ * message: the timer's small batches are committed together rather than one commit and reply
+ * each, while a transaction stays short (64 rows, see {@link DEFER_ROWS}). Any other message
+ * writes what waits first, so reads see every row posted before them, and nothing holds the
+ * write lock while waiting.
+ *
+ * Opened with `low`, the thread runs at nice 19; `createWorkerWriter` replaces it with one at
+ * normal priority if it falls behind (starved by other processes' CPU use).
  *
  * A write that carries `keep` (the access log's `max_records`) also deletes, in the same
  * transaction, the oldest rows beyond the newest `keep`: at most twice the rows it inserted, so
@@ -18,11 +22,18 @@
  */
 /// <reference lib="deno.worker" />
 import { DatabaseSync } from "node:sqlite";
+import { setPriority } from "node:os";
 import { createAccessLogRepo } from "./access_log_repo.ts";
 import { transaction } from "./store.ts";
 
-/** Deferred rows that are written at once, without waiting for the timer. */
-const DEFER_ROWS = 512;
+/**
+ * Deferred rows that are written at once, without waiting for the timer. 64 (one early flush's
+ * worth), not 512: a transaction of 512 rows is a ~2 ms burst of CPU (~3.4 µs a row) on one of
+ * two cores, long enough to hold up the data plane's event loop and cost ~1 ms of p99 at half
+ * rate; with the thread at nice 19, bursts of 64 rows yield the core soon enough (issue 13, "The
+ * access-log writer at low priority" in docs/data-plane.md). More commits cost ~0.6 µs a request.
+ */
+const DEFER_ROWS = 64;
 /** The longest a deferred batch waits. */
 const DEFER_MS = 50;
 
@@ -30,7 +41,8 @@ let repo: ReturnType<typeof createAccessLogRepo> | undefined;
 let db: DatabaseSync | undefined;
 
 type Message =
-  | { kind: "open"; path: string }
+  /** `low`: run this thread at nice 19 (Linux only). */
+  | { kind: "open"; path: string; low?: boolean }
   /** `lines`: rows as text (`db/access_log_lines.ts`), `count` of them. */
   | { kind: "write"; id: number; lines: string; count: number; defer?: boolean; keep?: number }
   | { kind: "prune"; id: number; before: number; keep: number }
@@ -56,6 +68,22 @@ function trimAfter(inserted: number): number {
     return repo!.trim(keep, 2 * inserted);
   } catch {
     return 0;
+  }
+}
+
+/**
+ * Lowers this thread's CPU priority to nice 19, so the inserts run when the data plane's event
+ * loop leaves the core. Only on Linux, where `setpriority` on thread id 0 (what `os.setPriority`
+ * calls) changes the calling thread alone; elsewhere it would nice the whole process. A failure
+ * leaves the thread as it was. There is no way back up without CAP_SYS_NICE: the main thread
+ * replaces a starved low thread with a new one instead (`createWorkerWriter`).
+ */
+function lowerPriority(): void {
+  if (Deno.build.os !== "linux") return;
+  try {
+    setPriority(19);
+  } catch {
+    // Not allowed (a sandbox's seccomp filter): the writer runs at normal priority.
   }
 }
 
@@ -105,10 +133,12 @@ self.onmessage = (e: MessageEvent<Message>) => {
   }
   writeWaiting();
   if (m.kind === "open") {
+    if (m.low) lowerPriority();
     db = new DatabaseSync(m.path, { timeout: 5000 });
     db.exec("PRAGMA journal_mode = WAL");
     db.exec("PRAGMA synchronous = NORMAL");
     repo = createAccessLogRepo(db);
+    self.postMessage({ kind: "opened" });
     return;
   }
   if (m.kind === "close") {

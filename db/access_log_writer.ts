@@ -32,6 +32,8 @@ export interface AccessLogWriter {
   prune(before: number, keep: number): Promise<number>;
   /** Rows the writes' `keep` deleted so far. */
   trimmed(): number;
+  /** Times the writer thread was replaced by one at normal priority (`createWorkerWriter`). */
+  escalations?(): number;
   close(): Promise<void>;
 }
 
@@ -86,20 +88,68 @@ type Reply =
   /** Deferred batches written together: a row count, or the error, per batch. */
   | { kind: "batches"; ids: number[]; results: Array<number | string>; pruned: number }
   | { kind: "failed"; id: number; error: string }
+  /** The thread has its store connection: from now on it answers at its normal pace. */
+  | { kind: "opened" }
   | { kind: "closed" };
 
-/** Writes on a worker thread that opens its own connection to the store at `path`. */
-export function createWorkerWriter(path: string): AccessLogWriter & ShipSource {
-  const worker = new Worker(new URL("./access_log_worker.ts", import.meta.url), {
-    type: "module",
-  });
+/** How `createWorkerWriter` runs its writer thread. */
+export interface WorkerWriterOptions {
+  /**
+   * The writer thread runs at the lowest CPU priority (nice 19, Linux only), so its bursts of
+   * inserts yield the core to the data plane's event loop. Default true.
+   */
+  readonly low?: boolean;
+  /**
+   * How long the oldest unanswered request may wait before the writer is escalated (ms, default
+   * {@link ESCALATE_AFTER_MS}): a second writer thread at normal priority takes every later
+   * request, and the low-priority one writes what it was given and closes.
+   */
+  readonly escalateAfterMs?: number;
+  /** Told once, when the writer is escalated, how old the oldest unanswered request was. */
+  readonly onEscalate?: (info: { waited_ms: number; unanswered: number }) => void;
+}
+
+/**
+ * The default escalation threshold: a request is normally answered within the deferral (50 ms)
+ * plus its insert, so a second without an answer means the low-priority thread is starved
+ * (other processes keep both cores busy) or the store is locked.
+ */
+export const ESCALATE_AFTER_MS = 1000;
+
+/** A worker writer also tells how often it had to be escalated (0 or 1). */
+export interface WorkerWriter extends AccessLogWriter, ShipSource {
+  escalations(): number;
+}
+
+/**
+ * Writes on a worker thread that opens its own connection to the store at `path`.
+ *
+ * The thread runs at nice 19 (`low`), which an unprivileged thread cannot undo (RLIMIT_NICE is 0
+ * and containers lack CAP_SYS_NICE): under CPU contention from other processes it would starve
+ * and the log drop most records. So the priority is given back one way: once the oldest
+ * unanswered request is older than `escalateAfterMs`, a second thread of the same module starts
+ * at normal priority and takes every later message, and the first is sent `close` (messages are
+ * handled in order, so it writes and answers everything it was given, then closes). Replies of
+ * both go to the same pending requests. Ordering: rows still waiting in the first thread are
+ * committed after rows the second one writes, so they get the higher row ids (the PostgreSQL
+ * shipper's id cursor still ships them: they are after it); a lookup meanwhile may not see them
+ * until the first thread has written them.
+ */
+export function createWorkerWriter(path: string, options: WorkerWriterOptions = {}): WorkerWriter {
+  const escalateAfterMs = options.escalateAfterMs ?? ESCALATE_AFTER_MS;
   let next = 0;
-  const pending = new Map<number, { resolve: (v: never) => void; reject: (e: Error) => void }>();
-  let onClosed: (() => void) | undefined;
+  /** Unanswered requests in the order they were posted (a `Map` keeps insertion order). */
+  const pending = new Map<
+    number,
+    { resolve: (v: never) => void; reject: (e: Error) => void; posted: number }
+  >();
   let trimmed = 0;
-  worker.onmessage = (e: MessageEvent<Reply>) => {
+  let escalations = 0;
+  /** The threads not closed yet, each with what resolves once it has. */
+  const alive = new Map<Worker, Promise<void>>();
+  const onReply = (e: MessageEvent<Reply>) => {
     const m = e.data;
-    if (m.kind === "closed") return onClosed?.();
+    if (m.kind === "closed" || m.kind === "opened") return;
     if (m.kind !== "failed") trimmed += m.pruned ?? 0;
     if (m.kind === "batches") {
       m.ids.forEach((id, i) => {
@@ -116,14 +166,71 @@ export function createWorkerWriter(path: string): AccessLogWriter & ShipSource {
     if (m.kind === "written") p?.resolve(m.written as never);
     else p?.reject(new Error(`Access-log batch failed: ${m.error}`));
   };
-  worker.postMessage({ kind: "open", path });
+  const spawn = (low: boolean): Worker => {
+    const worker = new Worker(new URL("./access_log_worker.ts", import.meta.url), {
+      type: "module",
+    });
+    alive.set(
+      worker,
+      new Promise<void>((resolve) => {
+        worker.onmessage = (e: MessageEvent<Reply>) => {
+          if (e.data.kind === "opened" && worker === current) opened = performance.now();
+          if (e.data.kind !== "closed") return onReply(e);
+          worker.terminate();
+          alive.delete(worker);
+          resolve();
+        };
+      }),
+    );
+    worker.postMessage({ kind: "open", path, low });
+    return worker;
+  };
+  /**
+   * When the current thread had opened its store (undefined: not yet): a thread's start (its
+   * module loaded, type-checked on a cold cache) can take longer than the threshold, and is not
+   * falling behind.
+   */
+  let opened: number | undefined;
+  let current = spawn(options.low ?? true);
+  let escalated = false;
   let closing: Promise<void> | undefined;
+
+  /** Escalates when the oldest unanswered request has waited too long (once). */
+  const check = (now: number): void => {
+    if (escalated || closing) return;
+    const oldest = pending.values().next().value;
+    if (oldest === undefined || opened === undefined) return;
+    const waited = now - Math.max(oldest.posted, opened);
+    if (waited < escalateAfterMs) return;
+    escalated = true;
+    escalations++;
+    clearTimeout(watch);
+    const old = current;
+    current = spawn(false);
+    old.postMessage({ kind: "close" });
+    options.onEscalate?.({ waited_ms: Math.round(waited), unanswered: pending.size });
+  };
+  /** Looks again while requests are unanswered; unref'd, so it never keeps a process alive. */
+  let watch: ReturnType<typeof setTimeout> | undefined;
+  const arm = (): void => {
+    if (watch !== undefined || escalated) return;
+    watch = setTimeout(() => {
+      watch = undefined;
+      check(performance.now());
+      if (pending.size > 0) arm();
+    }, escalateAfterMs);
+    Deno.unrefTimer(watch);
+  };
+
   const request = <T = number>(message: Record<string, unknown>): Promise<T> => {
     if (closing) return Promise.reject(new Error("The access-log writer is closed"));
     const id = ++next;
+    const posted = performance.now();
+    check(posted);
     return new Promise<T>((resolve, reject) => {
-      pending.set(id, { resolve: resolve as (v: never) => void, reject });
-      worker.postMessage({ ...message, id });
+      pending.set(id, { resolve: resolve as (v: never) => void, reject, posted });
+      current.postMessage({ ...message, id });
+      arm();
     });
   };
   return {
@@ -132,18 +239,18 @@ export function createWorkerWriter(path: string): AccessLogWriter & ShipSource {
       request({ kind: "write", lines, count: o.count, defer: o.defer, keep: o.keep }),
     prune: (before, keep) => request({ kind: "prune", before, keep }),
     trimmed: () => trimmed,
+    escalations: () => escalations,
     readAfter: (afterId, limit) => request({ kind: "read", afterId, limit }),
     startCursor: (name, now) => request({ kind: "start-cursor", name, now }),
     saveCursor: (name, lastId, now) => request({ kind: "save-cursor", name, lastId, now }),
     close() {
-      closing ??= new Promise<void>((resolve) => {
-        // Messages are handled in order, so every posted batch is written before "close".
-        onClosed = () => {
-          worker.terminate();
-          resolve();
-        };
-        worker.postMessage({ kind: "close" });
-      });
+      if (!closing) {
+        clearTimeout(watch);
+        // Messages are handled in order, so every posted batch is written before "close"; an
+        // escalated-from thread was sent its "close" already.
+        current.postMessage({ kind: "close" });
+        closing = Promise.all(alive.values()).then(() => {});
+      }
       return closing;
     },
   };

@@ -102,6 +102,8 @@ export interface AccessLogStats {
   readonly written: number;
   readonly dropped: number;
   readonly pruned: number;
+  /** Times the low-priority writer thread fell behind and was replaced (`createWorkerWriter`). */
+  readonly writer_escalations: number;
   readonly sinks: Record<string, unknown>[];
 }
 
@@ -110,7 +112,7 @@ const NO_ROWS: readonly AccessLogRow[] = Object.freeze([]);
 /**
  * Records queued before a flush is scheduled ahead of the timer (right after the current turn of
  * the event loop): fewer rows wait in memory, and the writer thread (which holds the timer's
- * batches up to 50 ms or 512 rows to commit them together) gets them in steady portions.
+ * batches up to 50 ms or 64 rows to commit them together) gets them in steady portions.
  */
 const EARLY_FLUSH_AT = 64;
 
@@ -349,6 +351,7 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
         dropped,
         // Retention's deletions and those made in step with the writes.
         pruned: pruned + writer.trimmed(),
+        writer_escalations: writer.escalations?.() ?? 0,
         sinks: sinks.map((s) => s.stats()),
       };
     },

@@ -145,6 +145,12 @@ export function dataPlaneCollector(deps: {
       "Access-log records dropped (queue full or batch failed)",
     );
     out.sample("waf_access_log_dropped_total", {}, log.dropped);
+    out.family(
+      "waf_access_log_writer_escalations_total",
+      "counter",
+      "Times the low-priority access-log writer thread fell behind and was replaced",
+    );
+    out.sample("waf_access_log_writer_escalations_total", {}, log.writer_escalations);
     const pg = log.sinks.find((s) => s["postgresql"] === true);
     if (pg) {
       const n = (k: string) => Number(pg[k] ?? 0);

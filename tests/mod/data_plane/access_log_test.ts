@@ -423,7 +423,14 @@ Deno.test("rows the writer has not answered yet count against the queue's size",
   const first = log.flush();
   for (let i = 0; i < 40; i++) ok(log.push(record()));
   assertEquals(log.push(record()), false);
-  assertEquals(log.stats(), { queued: 100, written: 0, dropped: 1, pruned: 0, sinks: [] });
+  assertEquals(log.stats(), {
+    queued: 100,
+    written: 0,
+    dropped: 1,
+    pruned: 0,
+    writer_escalations: 0,
+    sinks: [],
+  });
   answers.shift()!();
   assertEquals(await first, 60);
   ok(log.push(record()));

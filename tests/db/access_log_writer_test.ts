@@ -1,0 +1,134 @@
+import { DatabaseSync } from "node:sqlite";
+import { assertEquals, ok } from "../_helpers/assert.ts";
+import { record } from "../_helpers/records.ts";
+import { testStore } from "../_helpers/store.ts";
+import { createAccessLogRepo } from "../../db/access_log_repo.ts";
+import { createWorkerWriter } from "../../db/access_log_writer.ts";
+import { rowLines } from "../../db/access_log_lines.ts";
+import { toRow } from "../../mod/data_plane/access_record.ts";
+
+const linux = Deno.build.os === "linux";
+
+/** The nice value of each of this process's threads, by thread id (Linux). */
+function niceByThread(): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const e of Deno.readDirSync("/proc/self/task")) {
+    try {
+      const stat = Deno.readTextFileSync(`/proc/self/task/${e.name}/stat`);
+      // Fields after the command name (in parentheses, which may hold spaces): the 3rd onwards,
+      // so the 19th (nice) is the 17th of these.
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      out.set(Number(e.name), Number(fields[16]));
+    } catch {
+      // The thread ended meanwhile.
+    }
+  }
+  return out;
+}
+
+/** A batch of `n` fresh rows as text, with their trace ids. */
+function batch(n: number): { lines: string; ids: string[] } {
+  const records = Array.from({ length: n }, () => record());
+  return {
+    lines: records.map((r) => rowLines(toRow(r))).join(""),
+    ids: records.map((r) => r.trace_id),
+  };
+}
+
+Deno.test({
+  name: "the writer thread runs at nice 19 on Linux; the main thread's priority is untouched",
+  ignore: !linux,
+  async fn() {
+    await using store = await testStore();
+    const before = niceByThread();
+    const writer = createWorkerWriter(`${store.dir}/waf.db`);
+    try {
+      // Answered once the thread has handled its "open" (messages are handled in order).
+      assertEquals(await writer.writeLines("", { count: 0 }), 0);
+      const appeared = [...niceByThread()].filter(([tid]) => !before.has(tid));
+      ok(appeared.length > 0, "a thread appeared with the writer");
+      assertEquals(appeared.filter(([, nice]) => nice === 19).length, 1, String(appeared));
+      assertEquals(niceByThread().get(Deno.pid), 0);
+    } finally {
+      await writer.close();
+    }
+  },
+});
+
+Deno.test("a writer that falls behind is replaced by a second thread; every row of every batch is stored once", async () => {
+  await using store = await testStore();
+  const path = `${store.dir}/waf.db`;
+  const repo = createAccessLogRepo(store.db);
+  const warnings: unknown[] = [];
+  const writer = createWorkerWriter(path, {
+    escalateAfterMs: 100,
+    onEscalate: (info) => warnings.push(info),
+  });
+  // Another connection holds the write lock: the writer thread waits on it (its busy timeout).
+  const lock = new DatabaseSync(path, { timeout: 5000 });
+  lock.exec("BEGIN IMMEDIATE");
+  const ids: string[] = [];
+  const results: Array<Promise<number>> = [];
+  const post = (n: number, defer: boolean) => {
+    const b = batch(n);
+    ids.push(...b.ids);
+    results.push(writer.writeLines(b.lines, { count: n, defer }));
+  };
+  try {
+    post(10, true);
+    post(100, true);
+    post(5, false);
+    for (let i = 0; i < 200 && writer.escalations() === 0; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assertEquals(writer.escalations(), 1);
+    assertEquals(warnings.length, 1);
+    // Later batches, a prune and a lookup go to the second thread.
+    post(7, true);
+    post(64, true);
+    post(3, false);
+    const cursor = writer.startCursor("test", Date.UTC(2026, 0, 1));
+    lock.exec("ROLLBACK");
+    const counts = await Promise.allSettled(results);
+    assertEquals(counts.map((c) => c.status === "fulfilled" ? c.value : String(c.reason)), [
+      10,
+      100,
+      5,
+      7,
+      64,
+      3,
+    ]);
+    ok(await cursor >= 0);
+    assertEquals(repo.count(), ids.length);
+    const stored = new Set(repo.list({ limit: 1000 }).map((r) => r.trace_id));
+    assertEquals(stored.size, ids.length);
+    ok(ids.every((id) => stored.has(id)));
+    // Escalation happens once: a second slow answer does not start a third thread.
+    assertEquals(writer.escalations(), 1);
+  } finally {
+    lock.close();
+    await writer.close();
+  }
+  assertEquals(repo.count(), ids.length);
+});
+
+Deno.test("a writer that keeps up is never replaced", async () => {
+  await using store = await testStore();
+  const repo = createAccessLogRepo(store.db);
+  // At normal priority, so other processes' load cannot starve it in this test.
+  const writer = createWorkerWriter(`${store.dir}/waf.db`, { low: false, escalateAfterMs: 300 });
+  try {
+    let total = 0;
+    // Past the threshold in all, each request answered well within it.
+    for (let i = 0; i < 12; i++) {
+      const b = batch(20);
+      total += await writer.writeLines(b.lines, { count: 20, defer: i % 2 === 0 });
+      await new Promise((r) => setTimeout(r, 40));
+    }
+    assertEquals(total, 240);
+    assertEquals(repo.count(), 240);
+    assertEquals(writer.escalations(), 0);
+  } finally {
+    await writer.close();
+  }
+});
