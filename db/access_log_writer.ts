@@ -195,13 +195,27 @@ export function createWorkerWriter(path: string, options: WorkerWriterOptions = 
   let escalated = false;
   let closing: Promise<void> | undefined;
 
+  /**
+   * The oldest unanswered request found late, and when: it escalates only if still unanswered a
+   * moment later, so a main thread that was itself blocked (the reply sat in its queue) does not.
+   */
+  let suspect: { id: number; at: number } | undefined;
+  const confirmMs = Math.min(100, escalateAfterMs / 2);
   /** Escalates when the oldest unanswered request has waited too long (once). */
   const check = (now: number): void => {
     if (escalated || closing) return;
-    const oldest = pending.values().next().value;
+    const oldest = pending.entries().next().value;
     if (oldest === undefined || opened === undefined) return;
-    const waited = now - Math.max(oldest.posted, opened);
+    const [id, { posted }] = oldest;
+    const waited = now - Math.max(posted, opened);
     if (waited < escalateAfterMs) return;
+    if (suspect?.id !== id) {
+      suspect = { id, at: now };
+      const again = setTimeout(() => check(performance.now()), confirmMs);
+      Deno.unrefTimer(again);
+      return;
+    }
+    if (now - suspect.at < confirmMs) return;
     escalated = true;
     escalations++;
     clearTimeout(watch);

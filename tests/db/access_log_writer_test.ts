@@ -132,3 +132,23 @@ Deno.test("a writer that keeps up is never replaced", async () => {
     await writer.close();
   }
 });
+
+Deno.test("a reply that waited on a busy main thread does not escalate the writer", async () => {
+  await using store = await testStore();
+  const writer = createWorkerWriter(`${store.dir}/waf.db`, { low: false, escalateAfterMs: 100 });
+  try {
+    assertEquals(await writer.writeLines("", { count: 0 }), 0);
+    const first = writer.writeLines(batch(5).lines, { count: 5 });
+    // The main thread busy past the threshold: the writer answers meanwhile, but the reply waits
+    // in this thread's queue while the next request is posted.
+    const until = performance.now() + 300;
+    while (performance.now() < until) { /* busy */ }
+    const second = writer.writeLines(batch(5).lines, { count: 5 });
+    assertEquals(await first, 5);
+    assertEquals(await second, 5);
+    await new Promise((r) => setTimeout(r, 150));
+    assertEquals(writer.escalations(), 0);
+  } finally {
+    await writer.close();
+  }
+});
