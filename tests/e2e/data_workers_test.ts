@@ -58,6 +58,25 @@ async function until(cond: () => boolean, what: string, ms = 5000): Promise<void
   }
 }
 
+/** The inodes of the IPv4 sockets listening on `port` (one per worker thread that listens). */
+function listeners(port: number): string[] {
+  const hex = `:${port.toString(16).toUpperCase().padStart(4, "0")}`;
+  return Deno.readTextFileSync("/proc/net/tcp").split("\n").map((l) => l.trim().split(/\s+/))
+    .filter((f) => f[1]?.endsWith(hex) && f[3] === "0A").map((f) => f[9]!);
+}
+
+/**
+ * Waits until one of `sockets` no longer listens: an ended worker's socket closes only once its
+ * thread is gone, and until then the kernel still queues connections on it, which die with it.
+ */
+async function oneClosed(port: number, sockets: string[], what: string): Promise<void> {
+  await until(
+    () => listeners(port).filter((i) => sockets.includes(i)).length === sockets.length - 1,
+    what,
+    60_000,
+  );
+}
+
 /** Sends requests until each worker has served at least `each` more than now. */
 async function untilBothServe(
   s: TestServer,
@@ -563,15 +582,20 @@ Deno.test("a crashed or killed worker thread is restarted while the other keeps 
     const st = pool.status()[w - 1]!;
     return st.restarts === 1 && st.live;
   };
+  const port = Number(new URL(s.dataUrl).port);
+  const first = listeners(port);
+  assertEquals(first.length, 2);
   pool.crash(1);
-  // Once the crash is seen (a connection it had accepted dies with it), worker 2 answers
-  // every request while worker 1 is replaced.
+  // Once the crash is seen and its socket closed (a connection it had accepted dies with it),
+  // worker 2 answers every request while worker 1 is replaced.
   await until(() => !pool.status()[0]!.live, "worker 1 down");
-  await new Promise((r) => setTimeout(r, 100));
+  await oneClosed(port, first, "worker 1's socket closed");
   for (let i = 0; i < 10; i++) assertEquals((await send(s, "/")).status, 200);
   await until(() => restarted(1), "worker 1 restarted", 60_000);
+  const second = listeners(port);
+  assertEquals(second.length, 2);
   pool.kill(2);
-  await new Promise((r) => setTimeout(r, 100));
+  await oneClosed(port, second, "worker 2's socket closed");
   for (let i = 0; i < 10; i++) assertEquals((await send(s, "/")).status, 200);
   await until(() => restarted(2), "worker 2 restarted", 60_000);
   assertEquals(await ready(s), 200);
@@ -588,8 +612,11 @@ Deno.test("shutdown drains every worker: a request in flight finishes, its recor
   await until(() => s.dataWorkers!.current(), "both workers ready");
   const inFlight = send(s, "/slow");
   await up.held();
+  const port = Number(new URL(s.dataUrl).port);
+  assertEquals(listening(port), 2);
   const stopping = s.shutdown();
-  await new Promise((r) => setTimeout(r, 200));
+  // Draining closes both workers' sockets while the held request is still in flight.
+  await until(() => listening(port) === 0, "both workers stopped listening", 60_000);
   const refused = await send(s, "/").then(() => "answered", () => "refused");
   assertEquals(refused, "refused", "no worker accepts once draining started");
   up.release();
@@ -695,9 +722,7 @@ Deno.test("a worker restarted after a policy build that failed gets the policy i
 
 /** Sockets listening on `port` (IPv4, this host), read synchronously from the kernel's table. */
 function listening(port: number): number {
-  const hex = `:${port.toString(16).toUpperCase().padStart(4, "0")} `;
-  return Deno.readTextFileSync("/proc/net/tcp").split("\n")
-    .filter((l) => l.includes(hex) && l.split(/\s+/)[4] === "0A").length;
+  return listeners(port).length;
 }
 
 Deno.test("a cache purge reaches a worker that listens before the main thread has seen it start", async () => {
@@ -773,9 +798,14 @@ Deno.test("a cache purge reaches a worker that listens before the main thread ha
   await until(() => pool.status()[0]!.live, "worker 1 restarted", 60_000);
   await pool.flush();
   ok(pool.status()[0]!.requests > before, "worker 1 served (and cached) before the purge");
-  // Each worker's cache as it reports it (once a second): nothing left under /static/.
+  // Each worker's cache as it reports it (once a second): nothing left under /static/. At
+  // least 2.5 s, so each worker has reported since the purge, then until the reports show it:
+  // a loaded worker's report comes late, and until it comes the last one is from before.
   await new Promise((r) => setTimeout(r, 2500));
-  assertEquals(pool.edgeCache.stats().entries, 0, "every entry cached before the purge is gone");
+  await until(() => pool.edgeCache.stats().entries === 0, "every cached entry gone", 60_000)
+    .catch(() => {
+      throw new Error(`entries left after the purge: ${pool.edgeCache.stats().entries}`);
+    });
 });
 
 Deno.test("an upstream that failed on a worker since restarted is up again once a worker reaches it", async () => {
