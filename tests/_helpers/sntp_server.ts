@@ -1,7 +1,7 @@
 /**
  * A small SNTP server on loopback UDP for tests: its clock is `offsetMs` ahead of ours, it answers
  * after `delayMs` (before both server timestamps, so the wait looks like network delay), and with
- * `answer: false` it never answers.
+ * `answer: false` it never answers. `now` is the clock "ours" means (the system's unless given).
  */
 import dgram from "node:dgram";
 import { writeTimestamp } from "../../mod/ops/sntp.ts";
@@ -15,6 +15,7 @@ export async function startSntpServer(
   offsetMs: number,
   delayMs = 0,
   answer = true,
+  now: () => number = () => Date.now(),
 ): Promise<SntpServer> {
   const socket = dgram.createSocket("udp4");
   socket.on("message", (msg: Uint8Array, rinfo: { port: number; address: string }) => {
@@ -27,8 +28,8 @@ export async function startSntpServer(
     view.setUint32(24, req.getUint32(40));
     view.setUint32(28, req.getUint32(44));
     setTimeout(() => {
-      writeTimestamp(view, 32, Date.now() + offsetMs);
-      writeTimestamp(view, 40, Date.now() + offsetMs);
+      writeTimestamp(view, 32, now() + offsetMs);
+      writeTimestamp(view, 40, now() + offsetMs);
       socket.send(reply, rinfo.port, rinfo.address);
     }, delayMs);
   });

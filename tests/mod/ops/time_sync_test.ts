@@ -4,7 +4,7 @@
  * applied to the offset clock only with `apply_offset`, and a large one warns.
  */
 import { assertEquals, ok } from "../../_helpers/assert.ts";
-import { OffsetClock, systemClock } from "../../../mod/core/clock.ts";
+import { FakeClock, OffsetClock, systemClock } from "../../../mod/core/clock.ts";
 import { createMemoryLogger } from "../../../mod/core/logger.ts";
 import type { NewNotification } from "../../../mod/core/notifications.ts";
 import { readTimestamp, writeTimestamp } from "../../../mod/ops/sntp.ts";
@@ -28,7 +28,8 @@ Deno.test("reselect() picks the reachable server with the lowest delay; sync() r
     applyOffset: false,
     maxOffsetMs: 1_000,
     intervalMs: 0,
-    timeoutMs: 300,
+    // What the silent server costs; the far one answers after 150 ms, plus what load adds.
+    timeoutMs: 2_000,
   }, {
     clock: systemClock,
     adjusted,
@@ -62,17 +63,22 @@ Deno.test("reselect() picks the reachable server with the lowest delay; sync() r
 });
 
 Deno.test("apply_offset makes the offset clock add the measured offset", async () => {
-  await using server = await startSntpServer(-2_500);
-  const adjusted = new OffsetClock(systemClock);
+  // One clock, standing still, for both sides: the measured offset is exactly the server's (a
+  // real clock adds half of any difference between the two legs' delays, which load makes).
+  const clock = new FakeClock();
+  await using server = await startSntpServer(-2_500, 0, true, () => clock.now());
+  const adjusted = new OffsetClock(clock);
   const sync = createTimeSync({
     servers: [server.address],
     applyOffset: true,
     maxOffsetMs: 10_000,
     intervalMs: 0,
-    timeoutMs: 500,
-  }, { clock: systemClock, adjusted, logger: createMemoryLogger() });
+    timeoutMs: 10_000,
+  }, { clock, adjusted, logger: createMemoryLogger() });
   const view = await sync.sync();
-  ok(Math.abs(adjusted.offsetMs + 2_500) < 100, `applied ${adjusted.offsetMs}`);
+  assertEquals(adjusted.offsetMs, -2_500);
   assertEquals(view.offset_exceeded, false);
-  ok(Math.abs(adjusted.now() - (Date.now() - 2_500)) < 150);
+  assertEquals(adjusted.now(), clock.now() - 2_500);
+  clock.advance(60_000);
+  assertEquals(adjusted.now(), clock.now() - 2_500);
 });
