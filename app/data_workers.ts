@@ -159,6 +159,10 @@ interface Slot {
   /** Requests it finished (from the records it sent); tests and measurements read it. */
   requests: number;
   restarts: number;
+  /** Failed attempts to start it again after a crash (each one logged). */
+  restartFailures: number;
+  /** The timer of the next attempt while a restart failed (the slot serves nothing meanwhile). */
+  retry?: ReturnType<typeof setTimeout>;
   drained?: () => void;
 }
 
@@ -192,6 +196,8 @@ export interface DataWorkerPool {
   crash(index: number): void;
   /** Test hook: terminates worker `index`'s thread outright (it is restarted like a crash). */
   kill(index: number): void;
+  /** Test hook: the next `n` worker starts fail (their module does not load); 0 ends it. */
+  failStarts(n: number): void;
   /** Test hook: keeps worker `index` busy for `ms` (a blocked event loop, as long work is). */
   stall(index: number, ms: number): void;
   /** Stops accepting on every worker and lets their requests finish, then ends the threads. */
@@ -214,6 +220,11 @@ export interface PoolWiring {
 
 const WORKER_URL = new URL("./data_worker.ts", import.meta.url);
 const START_TIMEOUT_MS = 120_000;
+/** A worker module that fails to load: what {@link DataWorkerPool.failStarts} starts. */
+const FAILING_URL = "data:text/javascript,throw new Error('failed to load (test hook)')";
+/** Back-off between attempts to start a crashed worker again: doubles from the first to the last. */
+const RETRY_FIRST_MS = 100;
+const RETRY_MAX_MS = 10_000;
 /** How long a question to every worker (a purge, a record flush) waits for their answers. */
 let askTimeoutMs = 1000;
 
@@ -259,6 +270,7 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
   let stopping = false;
   let publishing: ReturnType<typeof setInterval> | undefined;
   let draining: Promise<void> | undefined;
+  let failingStarts = 0;
 
   // The routes' edge cache: purges go to every worker (the API's count adds up their answers);
   // stats add up their last reports.
@@ -331,8 +343,10 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
   function askWorkers(
     message: (id: number) => ToWorker,
   ): Promise<{ answers: number[]; unanswered: number }> {
-    const waiting = new Set(slots);
-    if (slots.length === 0) return Promise.resolve({ answers: [], unanswered: 0 });
+    // A slot waiting to be started again has no thread to answer (nor a cache: its successor
+    // starts empty); waiting for it made every flush and purge wait out the timeout.
+    const waiting = new Set(slots.filter((s) => s.retry === undefined));
+    if (waiting.size === 0) return Promise.resolve({ answers: [], unanswered: 0 });
     const id = ++askId;
     const got: number[] = [];
     return new Promise((resolve) => {
@@ -447,7 +461,8 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
 
   /** Starts (or restarts) the thread of `slot`; resolves when it listens. */
   function spawn(slot: Slot, w: PoolWiring): Promise<void> {
-    const worker = new Worker(WORKER_URL, { type: "module", name: `data-${slot.index}` });
+    const url = failingStarts > 0 ? (failingStarts--, FAILING_URL) : WORKER_URL;
+    const worker = new Worker(url, { type: "module", name: `data-${slot.index}` });
     slot.worker = worker;
     slot.version = 0;
     slot.cache = undefined;
@@ -501,10 +516,35 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
       restarts: slot.restarts,
       locks_released: released,
     });
+    restart(slot, w, 1);
+  }
+
+  /**
+   * Starts a crashed worker's thread again; a start that fails is tried again after a back-off
+   * (0.1 s doubling to 10 s) until one succeeds or the pool stops: a slot left dead after one
+   * failed start ran the data plane on one core fewer (none, with every slot dead) for the life
+   * of the process.
+   */
+  function restart(slot: Slot, w: PoolWiring, attempt: number): void {
     spawn(slot, w).then(
-      () => logger.info("data-plane worker restarted", { worker: slot.index }),
-      (err) =>
-        logger.error("data-plane worker failed to restart", { worker: slot.index, error: err }),
+      () => logger.info("data-plane worker restarted", { worker: slot.index, attempt }),
+      (err) => {
+        slot.worker.terminate();
+        slot.restartFailures++;
+        if (stopping) return slot.drained?.();
+        const delay = Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** (attempt - 1));
+        logger.error("data-plane worker failed to restart", {
+          worker: slot.index,
+          attempt,
+          retry_in_ms: delay,
+          error: err,
+        });
+        slot.retry = setTimeout(() => {
+          slot.retry = undefined;
+          if (!stopping) restart(slot, w, attempt + 1);
+        }, delay);
+        Deno.unrefTimer(slot.retry);
+      },
     );
   }
 
@@ -525,6 +565,7 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
           connections: undefined,
           requests: 0,
           restarts: 0,
+          restartFailures: 0,
         });
       }
       const offset = options.timeOffsetMs;
@@ -571,6 +612,9 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
       const slot = slots[index - 1];
       if (slot && wiring) crashed(slot, wiring, "terminated (test hook)");
     },
+    failStarts(n) {
+      failingStarts = n;
+    },
     stall(index, ms) {
       slots[index - 1]?.worker.postMessage({ t: "stall", ms } satisfies ToWorker);
     },
@@ -597,6 +641,12 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
         (s) => s.restarts,
       );
       metric(
+        "waf_data_worker_restart_failures_total",
+        "counter",
+        "Failed attempts to start a crashed data-plane worker again (each is retried)",
+        (s) => s.restartFailures,
+      );
+      metric(
         "waf_data_worker_up",
         "gauge",
         "1 while the data-plane worker serves",
@@ -612,7 +662,10 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
     terminate() {
       stopping = true;
       clearInterval(publishing);
-      for (const s of slots) s.worker?.terminate();
+      for (const s of slots) {
+        clearTimeout(s.retry);
+        s.worker?.terminate();
+      }
     },
     drain() {
       // Once: a second drain would ask threads already ended, and wait for them forever.
@@ -621,6 +674,11 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
         clearInterval(publishing);
         await Promise.all(slots.map((s) =>
           new Promise<void>((resolve) => {
+            // Waiting to be started again: no thread, nothing in flight, no records held.
+            if (s.retry !== undefined) {
+              clearTimeout(s.retry);
+              return resolve();
+            }
             s.drained = resolve;
             s.worker.postMessage({ t: "drain" } satisfies ToWorker);
           })

@@ -842,3 +842,71 @@ Deno.test("an upstream that failed on a worker since restarted is up again once 
     await upstream.shutdown();
   }
 });
+
+Deno.test("a worker whose restart fails is started again with back-off until it serves", async () => {
+  await using up = startUpstream();
+  await using s = await startTestServer({ config: WORKERS });
+  addSite(s, up.url);
+  const pool = s.dataWorkers!;
+  await until(() => pool.current(), "both workers ready");
+  pool.failStarts(3);
+  pool.kill(1);
+  await until(() => pool.status()[0]!.live, "worker 1 started again", 60_000);
+  const failed = s.logs.filter((l) => l.includes("data-plane worker failed to restart"));
+  assertEquals(failed.length, 3, failed.join("\n"));
+  failed.forEach((l, i) => assertMatch(l, new RegExp(`attempt\\W+${i + 1}\\b`)));
+  assertEquals(pool.status()[0]!.restarts, 1);
+  assertEquals(await ready(s), 200);
+  await untilBothServe(s, async () => {
+    assertEquals((await send(s, "/")).status, 200);
+  });
+});
+
+Deno.test("while no worker serves, /health/ready says not ready; once one is started again, ready", async () => {
+  await using up = startUpstream();
+  await using s = await startTestServer({ config: WORKERS });
+  addSite(s, up.url);
+  const pool = s.dataWorkers!;
+  await until(() => pool.current(), "both workers ready");
+  const attempts = () =>
+    s.logs.filter((l) => l.includes("data-plane worker failed to restart")).length;
+  pool.failStarts(Number.MAX_SAFE_INTEGER);
+  pool.kill(1);
+  pool.kill(2);
+  await until(() => attempts() >= 4, "two failed restarts of each worker", 60_000);
+  assertEquals(pool.status().map((w) => w.live), [false, false]);
+  assertEquals(await ready(s), 503);
+  const down = s.monitor.metrics.scrape();
+  for (const w of ["1", "2"]) {
+    ok(down.includes(`waf_data_worker_up{worker="${w}"} 0`), down);
+    ok(down.includes(`waf_data_worker_restarts_total{worker="${w}"} 1`), down);
+  }
+  ok(/waf_data_worker_restart_failures_total\{worker="1"\} [1-9]/.test(down), down);
+  pool.failStarts(0);
+  await until(() => pool.status().every((w) => w.live), "both workers started again", 60_000);
+  await until(() => pool.current(), "both workers on the current policy");
+  assertEquals(await ready(s), 200);
+  await untilBothServe(s, async () => {
+    assertEquals((await send(s, "/")).status, 200);
+  });
+});
+
+Deno.test("shutdown is not held up by a worker waiting to be started again", async () => {
+  await using up = startUpstream();
+  const s = await startTestServer({ config: WORKERS });
+  addSite(s, up.url);
+  const pool = s.dataWorkers!;
+  await until(() => pool.current(), "both workers ready");
+  pool.failStarts(Number.MAX_SAFE_INTEGER);
+  pool.kill(1);
+  await until(
+    () => s.logs.some((l) => l.includes("data-plane worker failed to restart")),
+    "a failed restart",
+    60_000,
+  );
+  let drained = false;
+  const draining = pool.drain().then(() => drained = true);
+  await until(() => drained, "the drain", 10_000);
+  await draining;
+  await s[Symbol.asyncDispose]();
+});
