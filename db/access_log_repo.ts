@@ -39,6 +39,14 @@ export interface StoredAccessLogRow extends AccessLogRow {
   readonly id: number;
 }
 
+/** Where a sink starts shipping: after row id `cursor`; `saved` when it is persisted. */
+export interface ShipStart {
+  readonly cursor: number;
+  readonly saved: boolean;
+  /** Why it is not saved (the store refused the write). */
+  readonly error?: string;
+}
+
 export interface AccessLogFilter {
   readonly from?: number;
   readonly to?: number;
@@ -176,6 +184,7 @@ export function createAccessLogRepo(db: Db) {
        attack_class, record FROM access_logs WHERE id > ? ORDER BY id LIMIT ?`,
   );
   const maxId = db.prepare("SELECT COALESCE(MAX(id), 0) AS n FROM access_logs");
+  const firstSince = db.prepare("SELECT MIN(id) AS n FROM access_logs WHERE time >= ?");
   const getCursor = db.prepare("SELECT last_id FROM access_log_cursors WHERE name = ?");
   const putCursor = db.prepare(
     `INSERT INTO access_log_cursors (name, last_id, updated_at) VALUES (?, ?, ?)
@@ -294,17 +303,36 @@ export function createAccessLogRepo(db: Db) {
       putCursor.run(name, lastId, now);
     },
     /**
-     * A sink's starting point in one step: its saved cursor, or, for a sink never started, the
-     * newest id stored now, saved as its cursor (a new sink does not replay the retained history).
+     * A sink's starting point in one step: its saved cursor, or, for a sink never started, where
+     * it starts, saved as its cursor: the newest id stored now (a new sink does not replay the
+     * retained history), or, given `since` (a start asked again after the store failed), the id
+     * before the first row of a request that ended at `since` or later. When the cursor's save
+     * fails (a store locked by another writer, a full disk) the start read is still answered,
+     * `saved: false`, with the error: the caller keeps it and saves it later, since asking again
+     * later would start after the rows written in between.
      */
-    startCursor(name: string, now: number): number {
-      return transaction(db, () => {
+    startCursor(name: string, now: number, since?: number): ShipStart {
+      const read = (): ShipStart => {
         const saved = (getCursor.get(name) as { last_id: number } | undefined)?.last_id;
-        if (saved !== undefined) return saved;
-        const present = (maxId.get() as { n: number }).n;
-        putCursor.run(name, present, now);
-        return present;
-      });
+        if (saved !== undefined) return { cursor: saved, saved: true };
+        const first = since === undefined
+          ? null
+          : (firstSince.get(since) as { n: number | null }).n;
+        return {
+          cursor: first === null ? (maxId.get() as { n: number }).n : first - 1,
+          saved: false,
+        };
+      };
+      try {
+        return transaction(db, () => {
+          const start = read();
+          if (!start.saved) putCursor.run(name, start.cursor, now);
+          return { cursor: start.cursor, saved: true };
+        });
+      } catch (err) {
+        // Reads go on while a write is refused; a store that cannot be read fails the request.
+        return { ...read(), error: String(err) };
+      }
     },
     /** Counts per bucket of `bucket` ms from `from`, and the top keys of attacked requests. */
     summary(from: number, to: number, bucket: number, limit: number): AccessLogSummaryRows {

@@ -47,7 +47,7 @@ type Message =
   | { kind: "write"; id: number; lines: string; count: number; defer?: boolean; keep?: number }
   | { kind: "prune"; id: number; before: number; keep: number }
   | { kind: "read"; id: number; afterId: number; limit: number }
-  | { kind: "start-cursor"; id: number; name: string; now: number }
+  | { kind: "start-cursor"; id: number; name: string; now: number; since?: number }
   | { kind: "save-cursor"; id: number; name: string; lastId: number; now: number }
   | { kind: "close" };
 
@@ -168,7 +168,7 @@ self.onmessage = (e: MessageEvent<Message>) => {
       : m.kind === "read"
       ? repo!.readAfter(m.afterId, m.limit)
       : m.kind === "start-cursor"
-      ? repo!.startCursor(m.name, m.now)
+      ? repo!.startCursor(m.name, m.now, m.since)
       : repo!.saveCursor(m.name, m.lastId, m.now);
     self.postMessage({ kind: "written", id: m.id, written });
   } catch (err) {

@@ -3,7 +3,7 @@
  * writer thread with its own store connection (the running server), so the insert work and
  * its pauses stay off the data plane's event loop.
  */
-import type { AccessLogRepo, StoredAccessLogRow } from "./access_log_repo.ts";
+import type { AccessLogRepo, ShipStart, StoredAccessLogRow } from "./access_log_repo.ts";
 
 /** How a batch of rows is written. */
 export interface WriteOptions {
@@ -49,9 +49,12 @@ export interface ShipSource {
    * never started, the newest id stored when the request is handled, saved as its cursor. The
    * request takes its place among the writes: a sink asks when it is created, so every row
    * written after that is after its cursor (a second request for the newest id, sent once the
-   * first answered, let the rows written in between pass unshipped).
+   * first answered, let the rows written in between pass unshipped). A sink asking again after
+   * the store failed passes `since` (when it first asked, less a margin): it then starts before
+   * the first row of a request that ended since, not at the newest. A save the store refuses
+   * still answers the start (`saved: false`, see `AccessLogRepo.startCursor`).
    */
-  startCursor(name: string, now: number): Promise<number>;
+  startCursor(name: string, now: number, since?: number): Promise<ShipStart>;
   saveCursor(name: string, lastId: number, now: number): Promise<void>;
 }
 
@@ -68,7 +71,7 @@ export function directWriter(repo: AccessLogRepo): AccessLogWriter & ShipSource 
     prune: (before, keep) => attempt(() => repo.pruneSlice(before, keep)),
     trimmed: () => trimmed,
     readAfter: (afterId, limit) => attempt(() => repo.readAfter(afterId, limit)),
-    startCursor: (name, now) => attempt(() => repo.startCursor(name, now)),
+    startCursor: (name, now, since) => attempt(() => repo.startCursor(name, now, since)),
     saveCursor: (name, lastId, now) => attempt(() => repo.saveCursor(name, lastId, now)),
     close: () => Promise.resolve(),
   };
@@ -255,7 +258,8 @@ export function createWorkerWriter(path: string, options: WorkerWriterOptions = 
     trimmed: () => trimmed,
     escalations: () => escalations,
     readAfter: (afterId, limit) => request({ kind: "read", afterId, limit }),
-    startCursor: (name, now) => request({ kind: "start-cursor", name, now }),
+    startCursor: (name, now, since) =>
+      request<ShipStart>({ kind: "start-cursor", name, now, since }),
     saveCursor: (name, lastId, now) => request({ kind: "save-cursor", name, lastId, now }),
     close() {
       if (!closing) {

@@ -12,6 +12,7 @@
  * oldest record not shipped yet). `offer` is only a wake-up call from the access log after a
  * flush; it never blocks and never holds rows.
  */
+import type { ShipStart } from "../../db/access_log_repo.ts";
 import type { ShipSource } from "../../db/access_log_writer.ts";
 import type { PgSink } from "../../db/pg_sink.ts";
 import type { Clock } from "../core/clock.ts";
@@ -47,6 +48,14 @@ export interface PgShipperStats {
 }
 
 class Timeout extends Error {}
+
+/**
+ * How far before its creation a sink whose start failed in the store starts (by the records'
+ * time): a record is written up to a flush interval (and the writer's backlog) after its
+ * request ended, so a row written after the first attempt may be of a request that ended a
+ * little before it. The price: up to a minute of records from before the sink is shipped too.
+ */
+const START_MARGIN_MS = 60_000;
 
 export function createPgShipper(
   sink: PgSink,
@@ -112,15 +121,33 @@ export function createPgShipper(
    * history), and that present must be this moment, not whenever the writer answers: asking for
    * the saved cursor first and for the newest id only after the answer let the rows written in
    * between (the first 10 to 180 requests of a server whose writer thread started slowly) pass
-   * unshipped and uncounted. Only a retry after the store failed asks later.
+   * unshipped and uncounted. When the store refuses only the cursor's save, the start read is
+   * kept and saved later (`unsaved`); when the request fails outright, the retry asks for the
+   * start since this moment (less {@link START_MARGIN_MS}), not for the newest id then, which
+   * skipped every row written between the two.
    */
-  let starting: Promise<number> | undefined = source.startCursor(name, clock.now());
+  const createdAt = clock.now();
+  let starting: Promise<ShipStart> | undefined = source.startCursor(name, createdAt);
+  let unsaved = false;
 
   async function ship(): Promise<void> {
     if (cursor === undefined) {
-      const start = starting ?? source.startCursor(name, clock.now());
+      const start = starting ??
+        source.startCursor(name, clock.now(), createdAt - START_MARGIN_MS);
       starting = undefined;
-      cursor = await start;
+      const answer = await start;
+      cursor = answer.cursor;
+      unsaved = !answer.saved;
+      if (unsaved) {
+        logger.warn("PostgreSQL access-log sink could not save where it starts; saving it later", {
+          cursor,
+          error: answer.error ?? null,
+        });
+      }
+    }
+    if (unsaved) {
+      // Until it is saved a restart would start at the newest id then: save it before idling.
+      await source.saveCursor(name, cursor, clock.now()).then(() => unsaved = false, () => {});
     }
     const batch = await source.readAfter(cursor, options.batchSize);
     maxId = batch.maxId;
@@ -176,6 +203,7 @@ export function createPgShipper(
     lastSuccess = clock.now();
     backoff = minBackoff;
     await source.saveCursor(name, cursor, clock.now());
+    unsaved = false;
   }
 
   const loop = (async () => {

@@ -15,7 +15,7 @@ import { testStore } from "../_helpers/store.ts";
 import { startTcpRelay } from "../_helpers/tcp_relay.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
 import { createAccessLogRepo } from "../../db/access_log_repo.ts";
-import { createWorkerWriter, directWriter } from "../../db/access_log_writer.ts";
+import { createWorkerWriter, directWriter, type ShipSource } from "../../db/access_log_writer.ts";
 import { createPgSink } from "../../db/pg_sink.ts";
 import { recordLines, toRow } from "../../mod/data_plane/access_record.ts";
 import postgres from "postgres";
@@ -38,7 +38,7 @@ async function rig(options: { port?: number; insertTimeoutMs?: number } = {}) {
   const table = `waf_access_logs_test_${randomHex(systemRandom, 4)}`;
   const check = createPgSink({ dsn: dsn!, poolSize: 1, table });
   const logger = createMemoryLogger();
-  const shipper = (cursorName = "postgresql") =>
+  const shipper = (cursorName = "postgresql", from: ShipSource = source) =>
     createPgShipper(
       createPgSink({
         dsn: options.port ? viaRelay(options.port) : dsn!,
@@ -46,7 +46,7 @@ async function rig(options: { port?: number; insertTimeoutMs?: number } = {}) {
         table,
         connectTimeoutSeconds: 1,
       }),
-      source,
+      from,
       {
         batchSize: 50,
         insertTimeoutMs: options.insertTimeoutMs ?? 2_000,
@@ -573,6 +573,84 @@ Deno.test({
       relay.close();
       await sink.close().catch(() => {});
       globalThis.removeEventListener("unhandledrejection", onUnhandled);
+    }
+  },
+});
+
+/** `source` with its first `startCursor` observed (`first`) and, optionally, made to fail. */
+function firstStartSeen(source: ShipSource, fail: boolean) {
+  const first = Promise.withResolvers<void>();
+  const retry = Promise.withResolvers<void>();
+  let calls = 0;
+  const wrapped: ShipSource = {
+    ...source,
+    async startCursor(...args) {
+      if (++calls === 1) {
+        try {
+          if (fail) throw new Error("database is locked");
+          return await source.startCursor(...args);
+        } finally {
+          first.resolve();
+        }
+      }
+      await retry.promise;
+      return await source.startCursor(...args);
+    },
+  };
+  return { wrapped, first: first.promise, letRetry: retry.resolve };
+}
+
+Deno.test({
+  name: "a sink whose cursor could not be saved at its start ships every row written after it",
+  ignore,
+  async fn() {
+    await using r = await rig();
+    r.add(5);
+    await r.check.ensureTable();
+    // The store reads but refuses the cursor's write (a store locked by another writer, a
+    // full disk): the start is read, only its save fails.
+    r.store.db.exec(
+      `CREATE TRIGGER refuse_cursor BEFORE INSERT ON access_log_cursors
+       BEGIN SELECT RAISE(ABORT, 'database is locked'); END`,
+    );
+    const seen = firstStartSeen(directWriter(r.repo), false);
+    const shipper = r.shipper("postgresql", seen.wrapped);
+    try {
+      await seen.first;
+      r.add(30);
+      r.store.db.exec("DROP TRIGGER refuse_cursor");
+      seen.letRetry();
+      await waitFor(() => stats(shipper).cursor === 35, "the cursor past the 30 rows");
+      assertEquals(stats(shipper).shipped_rows, 30);
+      assertEquals(await r.check.count(), 30);
+      await waitFor(() => r.repo.cursor("postgresql") === 35, "the cursor saved");
+    } finally {
+      await shipper.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "a sink whose start failed in the store ships, once retried, the rows written meanwhile",
+  ignore,
+  async fn() {
+    await using r = await rig();
+    r.add(5); // from long before the sink: not replayed
+    await r.check.ensureTable();
+    const seen = firstStartSeen(directWriter(r.repo), true);
+    const shipper = r.shipper("postgresql", seen.wrapped);
+    try {
+      await seen.first;
+      const now = systemClock.now();
+      const meanwhile = Array.from({ length: 30 }, () => record({ time: now }));
+      r.repo.insertBatch(meanwhile.map(toRow));
+      seen.letRetry();
+      await waitFor(() => stats(shipper).cursor === 35, "the cursor past the 30 rows");
+      assertEquals(stats(shipper).shipped_rows, 30);
+      assertEquals(await r.check.count(), 30);
+      assertEquals(r.repo.cursor("postgresql"), 35);
+    } finally {
+      await shipper.close();
     }
   },
 });
