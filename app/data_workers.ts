@@ -501,6 +501,9 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
   }
 
   function crashed(slot: Slot, w: PoolWiring, reason: string): void {
+    // Ended again while waiting to be started again: one restart, not two.
+    clearTimeout(slot.retry);
+    slot.retry = undefined;
     slot.worker.terminate();
     slot.live = false;
     endAsks(slot);
