@@ -98,7 +98,7 @@ Deno.test("a writer that falls behind is replaced by a second thread; every row 
       64,
       3,
     ]);
-    ok(await cursor >= 0);
+    ok((await cursor).cursor >= 0);
     assertEquals(repo.count(), ids.length);
     const stored = new Set(repo.list({ limit: 1000 }).map((r) => r.trace_id));
     assertEquals(stored.size, ids.length);
