@@ -285,6 +285,10 @@ function startAccessLog(deps: DataPlaneDeps): { accessLog: AccessLog; pgSink: Pg
         "access-log writer thread fell behind at low priority; replaced by one at normal priority",
         info,
       ),
+    onDeescalate: (info) =>
+      logger.info("access-log writer calm at normal priority; back to a low-priority thread", info),
+    onThreadError: (info) =>
+      logger.error("access-log writer thread failed; its batches are dropped", info),
   });
   const slot = createSinkSlot();
   const open = (s: PgSinkSettings) =>

@@ -104,6 +104,8 @@ export interface AccessLogStats {
   readonly pruned: number;
   /** Times the low-priority writer thread fell behind and was replaced (`createWorkerWriter`). */
   readonly writer_escalations: number;
+  /** Times an escalated writer was calm long enough to return to a low-priority thread. */
+  readonly writer_deescalations: number;
   readonly sinks: Record<string, unknown>[];
 }
 
@@ -352,6 +354,7 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
         // Retention's deletions and those made in step with the writes.
         pruned: pruned + writer.trimmed(),
         writer_escalations: writer.escalations?.() ?? 0,
+        writer_deescalations: writer.deescalations?.() ?? 0,
         sinks: sinks.map((s) => s.stats()),
       };
     },

@@ -151,6 +151,12 @@ export function dataPlaneCollector(deps: {
       "Times the low-priority access-log writer thread fell behind and was replaced",
     );
     out.sample("waf_access_log_writer_escalations_total", {}, log.writer_escalations);
+    out.family(
+      "waf_access_log_writer_deescalations_total",
+      "counter",
+      "Times an escalated access-log writer was calm long enough to return to low priority",
+    );
+    out.sample("waf_access_log_writer_deescalations_total", {}, log.writer_deescalations);
     const pg = log.sinks.find((s) => s["postgresql"] === true);
     if (pg) {
       const n = (k: string) => Number(pg[k] ?? 0);

@@ -28,7 +28,7 @@ function niceByThread(): Map<number, number> {
 }
 
 /** A batch of `n` fresh rows as text, with their trace ids. */
-function batch(n: number): { lines: string; ids: string[] } {
+export function batch(n: number): { lines: string; ids: string[] } {
   const records = Array.from({ length: n }, () => record());
   return {
     lines: records.map((r) => rowLines(toRow(r))).join(""),
@@ -169,5 +169,137 @@ Deno.test("a reply that waited on a busy main thread does not escalate the write
     assertEquals(writer.escalations(), 0);
   } finally {
     await writer.close();
+  }
+});
+
+Deno.test("an escalated writer that stays calm returns to a low-priority thread, and can escalate again; every row stored once", async () => {
+  await using store = await testStore();
+  // In a process of its own, for the threads' nice values (see the first test).
+  const code = `
+    import { DatabaseSync } from "node:sqlite";
+    import { createWorkerWriter } from ${JSON.stringify(WRITER_MODULE)};
+    import { batch } from ${JSON.stringify(import.meta.url)};
+    const linux = Deno.build.os === "linux";
+    const niceByThread = linux ? ${niceByThread.toString()} : () => new Map();
+    const path = ${JSON.stringify(`${store.dir}/waf.db`)};
+    const writer = createWorkerWriter(path, { escalateAfterMs: 100, calmMs: 300 });
+    const until = async (done) => {
+      for (let i = 0; i < 1000 && !done(); i++) await new Promise((r) => setTimeout(r, 20));
+    };
+    let seen = new Set(niceByThread().keys());
+    /** The nice values of the threads started since the last call. */
+    const fresh = () => {
+      const now = niceByThread();
+      const out = [...now].filter(([tid]) => !seen.has(tid)).map(([, nice]) => nice);
+      seen = new Set(now.keys());
+      return out;
+    };
+    let posted = 0;
+    const results = [];
+    const post = (n) => {
+      posted += n;
+      results.push(writer.writeLines(batch(n).lines, { count: n, defer: n % 2 === 0 }));
+    };
+    const lock = new DatabaseSync(path, { timeout: 5000 });
+    const phases = [];
+    for (const round of [1, 2]) {
+      lock.exec("BEGIN IMMEDIATE");
+      post(10);
+      post(5);
+      await until(() => writer.escalations() === round);
+      const up = fresh();
+      post(64);
+      post(3);
+      lock.exec("ROLLBACK");
+      await Promise.allSettled(results);
+      await until(() => writer.deescalations() === round);
+      // Answered by the new thread once it has opened its store.
+      post(7);
+      await Promise.allSettled(results);
+      phases.push({ escalations: writer.escalations(), deescalations: writer.deescalations(), up, down: fresh() });
+    }
+    await writer.close();
+    const settled = await Promise.allSettled(results);
+    const count = lock.prepare("SELECT COUNT(*) AS n, COUNT(DISTINCT trace_id) AS d FROM access_logs").get();
+    console.log(JSON.stringify({
+      linux,
+      phases,
+      answers: settled.map((s) => s.status === "fulfilled" ? s.value : String(s.reason)),
+      posted,
+      count,
+    }));
+  `;
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["eval", "--ext=ts", code],
+    stdin: "null",
+  }).output();
+  const printed = new TextDecoder().decode(out.stdout);
+  assertEquals(out.code, 0, printed + new TextDecoder().decode(out.stderr));
+  const r = JSON.parse(printed.trim().split("\n").at(-1)!) as {
+    linux: boolean;
+    phases: { escalations: number; deescalations: number; up: number[]; down: number[] }[];
+    answers: unknown[];
+    posted: number;
+    count: { n: number; d: number };
+  };
+  assertEquals(r.phases.map((p) => [p.escalations, p.deescalations]), [[1, 1], [2, 2]]);
+  assertEquals(r.answers, [10, 5, 64, 3, 7, 10, 5, 64, 3, 7]);
+  assertEquals(r.count, { n: r.posted, d: r.posted });
+  if (r.linux) {
+    for (const p of r.phases) {
+      // The escalated thread, spawned by the main thread, runs at its nice value; the one that
+      // takes over again lowers itself to 19.
+      ok(p.up.includes(0) && !p.up.includes(19), String(p.up));
+      assertEquals(p.down.filter((nice) => nice === 19).length, 1, String(p.down));
+    }
+  }
+});
+
+Deno.test("a writer thread that fails to start at escalation rejects what it was given, leaves the process up, and is started again", async () => {
+  await using store = await testStore();
+  const repo = createAccessLogRepo(store.db);
+  // The writer opens the store through a link that is gone when the second thread starts.
+  const link = `${store.dir}-link`;
+  Deno.symlinkSync(store.dir, link);
+  const errors: unknown[] = [];
+  const writer = createWorkerWriter(`${link}/waf.db`, {
+    escalateAfterMs: 100,
+    onThreadError: (info) => errors.push(info),
+  });
+  const lock = new DatabaseSync(`${store.dir}/waf.db`, { timeout: 5000 });
+  const until = async (done: () => boolean) => {
+    for (let i = 0; i < 1000 && !done(); i++) await new Promise((r) => setTimeout(r, 20));
+  };
+  try {
+    assertEquals(await writer.writeLines("", { count: 0 }), 0);
+    lock.exec("BEGIN IMMEDIATE");
+    const before = batch(10);
+    const first = writer.writeLines(before.lines, { count: 10 });
+    Deno.removeSync(link);
+    await until(() => writer.escalations() === 1);
+    assertEquals(writer.escalations(), 1);
+    const lost = Promise.allSettled([writer.writeLines(batch(5).lines, { count: 5 })]);
+    await until(() => errors.length > 0);
+    const [routed] = await lost;
+    assertEquals(routed.status, "rejected");
+    assertEquals(errors.length, 1);
+    Deno.symlinkSync(store.dir, link);
+    lock.exec("ROLLBACK");
+    assertEquals(await first, 10);
+    // Rejected until the restart's wait is over, then written by a new thread.
+    const after = batch(3);
+    let written: number | undefined;
+    for (let i = 0; i < 300 && written === undefined; i++) {
+      written = await writer.writeLines(after.lines, { count: 3 }).catch(() => undefined);
+      if (written === undefined) await new Promise((r) => setTimeout(r, 50));
+    }
+    assertEquals(written, 3);
+    assertEquals(repo.count(), 13);
+    const stored = new Set(repo.list({ limit: 100 }).map((r) => r.trace_id));
+    ok([...before.ids, ...after.ids].every((id) => stored.has(id)));
+  } finally {
+    lock.close();
+    await writer.close();
+    await Deno.remove(link).catch(() => {});
   }
 });

@@ -429,6 +429,7 @@ Deno.test("rows the writer has not answered yet count against the queue's size",
     dropped: 1,
     pruned: 0,
     writer_escalations: 0,
+    writer_deescalations: 0,
     sinks: [],
   });
   answers.shift()!();
