@@ -13,7 +13,8 @@
  * write lock while waiting.
  *
  * Opened with `low`, the thread runs at nice 19; `createWorkerWriter` replaces it with one at
- * normal priority if it falls behind (starved by other processes' CPU use).
+ * normal priority if it falls behind (starved by other processes' CPU use), and that one with a
+ * new low-priority thread once it has been calm for a while.
  *
  * A write that carries `keep` (the access log's `max_records`) also deletes, in the same
  * transaction, the oldest rows beyond the newest `keep`: at most twice the rows it inserted, so
