@@ -182,7 +182,9 @@ Deno.test("an escalated writer that stays calm returns to a low-priority thread,
     const linux = Deno.build.os === "linux";
     const niceByThread = linux ? ${niceByThread.toString()} : () => new Map();
     const path = ${JSON.stringify(`${store.dir}/waf.db`)};
-    const writer = createWorkerWriter(path, { escalateAfterMs: 100, calmMs: 300 });
+    // Escalated after a second, not sooner: the low thread, starved on a loaded machine for a
+    // moment, would escalate again before the counts are read.
+    const writer = createWorkerWriter(path, { escalateAfterMs: 1000, calmMs: 300 });
     const until = async (done) => {
       for (let i = 0; i < 1000 && !done(); i++) await new Promise((r) => setTimeout(r, 20));
     };
