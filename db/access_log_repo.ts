@@ -184,7 +184,9 @@ export function createAccessLogRepo(db: Db) {
        attack_class, record FROM access_logs WHERE id > ? ORDER BY id LIMIT ?`,
   );
   const maxId = db.prepare("SELECT COALESCE(MAX(id), 0) AS n FROM access_logs");
-  const firstSince = db.prepare("SELECT MIN(id) AS n FROM access_logs WHERE time >= ?");
+  const firstSince = db.prepare(
+    "SELECT MIN(id) AS n FROM access_logs WHERE time >= ? AND time <= ?",
+  );
   const getCursor = db.prepare("SELECT last_id FROM access_log_cursors WHERE name = ?");
   const putCursor = db.prepare(
     `INSERT INTO access_log_cursors (name, last_id, updated_at) VALUES (?, ?, ?)
@@ -306,7 +308,9 @@ export function createAccessLogRepo(db: Db) {
      * A sink's starting point in one step: its saved cursor, or, for a sink never started, where
      * it starts, saved as its cursor: the newest id stored now (a new sink does not replay the
      * retained history), or, given `since` (a start asked again after the store failed), the id
-     * before the first row of a request that ended at `since` or later. When the cursor's save
+     * before the first row of a request that arrived between `since` and `now`: a row dated after
+     * `now` is no row of a request since (it was stored while the clock was set ahead), and taking
+     * it as the start re-shipped every row stored after it, the whole retained history. When the cursor's save
      * fails (a store locked by another writer, a full disk) the start read is still answered,
      * `saved: false`, with the error: the caller keeps it and saves it later, since asking again
      * later would start after the rows written in between.
@@ -317,7 +321,7 @@ export function createAccessLogRepo(db: Db) {
         if (saved !== undefined) return { cursor: saved, saved: true };
         const first = since === undefined
           ? null
-          : (firstSince.get(since) as { n: number | null }).n;
+          : (firstSince.get(since, now) as { n: number | null }).n;
         return {
           cursor: first === null ? (maxId.get() as { n: number }).n : first - 1,
           saved: false,
