@@ -533,6 +533,10 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
       () => logger.info("data-plane worker restarted", { worker: slot.index, attempt }),
       (err) => {
         slot.worker.terminate();
+        // Asked while the attempt was under way (a flush, a purge): its thread ended without an
+        // answer and holds no cache; waiting for it made the question wait out its timeout
+        // and report the slot unanswered.
+        endAsks(slot);
         slot.restartFailures++;
         if (stopping) return slot.drained?.();
         const delay = Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** (attempt - 1));

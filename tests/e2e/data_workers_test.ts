@@ -910,3 +910,24 @@ Deno.test("shutdown is not held up by a worker waiting to be started again", asy
   await draining;
   await s[Symbol.asyncDispose]();
 });
+
+Deno.test("a purge asked while a restart attempt fails is answered without waiting for that attempt", async () => {
+  await using up = startUpstream();
+  await using s = await startTestServer({ config: WORKERS });
+  addSite(s, up.url);
+  const pool = s.dataWorkers!;
+  await until(() => pool.current(), "both workers ready");
+  // Long: only the attempt's own failure may end the wait (a busy worker 2 answers, however late).
+  const before = setAskTimeout(60_000);
+  try {
+    pool.failStarts(1);
+    // The restart attempt is under way (its thread loading) when the purge is asked; it fails.
+    pool.kill(1);
+    const purged = await pool.edgeCache.purgeAll(null, null);
+    assertEquals(purged, { purged: 0, unanswered: 0 });
+    ok(s.logs.some((l) => l.includes("data-plane worker failed to restart")), s.logs.join("\n"));
+  } finally {
+    setAskTimeout(before);
+  }
+  await until(() => pool.status()[0]!.live, "worker 1 started again", 60_000);
+});
