@@ -147,7 +147,7 @@ export function createPgShipper(
     }
     if (unsaved) {
       // Until it is saved a restart would start at the newest id then: save it before idling.
-      await source.saveCursor(name, cursor, clock.now()).then(() => unsaved = false, () => {});
+      await source.saveCursor(name, cursor, clock.now()).then(saved, () => {});
     }
     const batch = await source.readAfter(cursor, options.batchSize);
     maxId = batch.maxId;
@@ -203,7 +203,14 @@ export function createPgShipper(
     lastSuccess = clock.now();
     backoff = minBackoff;
     await source.saveCursor(name, cursor, clock.now());
+    saved();
+  }
+
+  /** The cursor is persisted: one that was not is now (the operator was told, and is again). */
+  function saved(): void {
+    if (!unsaved) return;
     unsaved = false;
+    logger.info("PostgreSQL access-log sink saved where it starts", { cursor: cursor ?? null });
   }
 
   const loop = (async () => {

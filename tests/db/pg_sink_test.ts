@@ -626,6 +626,11 @@ Deno.test({
       assertEquals(stats(shipper).shipped_rows, 30);
       assertEquals(await r.check.count(), 30);
       await waitFor(() => r.repo.cursor("postgresql") === 35, "the cursor saved");
+      // The operator was told it was not saved, and is told once it is.
+      const told = r.logger.lines.filter((l) => l.includes("where it starts"));
+      assertEquals(told.length, 2, told.join("\n"));
+      ok(told[0]!.includes("could not save"), told[0]);
+      ok(told[1]!.includes("saved where it starts"), told[1]);
     } finally {
       await shipper.close();
     }
