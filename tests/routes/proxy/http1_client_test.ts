@@ -817,12 +817,13 @@ Deno.test("http1 client: streamed bodies of exactly 16 KiB and 16 KiB + 1 keep t
 });
 
 Deno.test("http1 client: a short response deadline from one request never reaches the next on the same connection", async () => {
-  // Each answer takes 200 ms against a 320 ms response deadline; the connection is reused and
-  // each request is still waiting when the one before's deadline would have passed.
+  // Each answer takes 400 ms against a 640 ms response deadline; the connection is reused and
+  // each request is still waiting when the one before's deadline would have passed. (With 200
+  // against 320 ms, a stall of 120 ms in this loaded process let the deadline fire first.)
   await using up = startRawUpstream(async (peer) => {
     for (;;) {
       if ((await peer.readRequest()) === null) return;
-      await new Promise((r) => setTimeout(r, 200));
+      await new Promise((r) => setTimeout(r, 400));
       await peer.send(OK);
     }
   });
@@ -830,7 +831,7 @@ Deno.test("http1 client: a short response deadline from one request never reache
   try {
     const u = upstreamOf(up.url);
     for (let i = 0; i < 3; i++) {
-      const res = await client.send(u, request({ responseTimeoutMs: 320 }));
+      const res = await client.send(u, request({ responseTimeoutMs: 640 }));
       assertEquals(await text(res), "ok");
     }
     assertEquals(up.connections, 1);
