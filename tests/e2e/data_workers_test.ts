@@ -931,3 +931,34 @@ Deno.test("a purge asked while a restart attempt fails is answered without waiti
   }
   await until(() => pool.status()[0]!.live, "worker 1 started again", 60_000);
 });
+
+Deno.test("workers started again after failed attempts enforce what changed meanwhile: an IP block, an ACME answer", async () => {
+  await using up = startUpstream();
+  await using s = await startTestServer({ config: WORKERS });
+  addSite(s, up.url);
+  const pool = s.dataWorkers!;
+  await until(() => pool.current(), "both workers ready");
+  const attempts = () =>
+    s.logs.filter((l) => l.includes("data-plane worker failed to restart")).length;
+  pool.failStarts(Number.MAX_SAFE_INTEGER);
+  pool.kill(1);
+  pool.kill(2);
+  await until(() => attempts() >= 2, "a failed restart of each worker", 60_000);
+  // Changed while no thread runs: the swap and the answer reach no worker now.
+  const added = await apiFor(s)("POST", "/api/protection/ip-lists", {
+    action: "block",
+    cidr: "203.0.113.0/24",
+    site_id: null,
+  });
+  assertEquals(added.status, 201);
+  s.dataPlane.acmeChallenges.add("shop.test", "tok-2", "tok-2.thumbprint");
+  const version = s.dataPlane.policy.current.version;
+  pool.failStarts(0);
+  await until(() => pool.status().every((w) => w.live), "both workers started again", 60_000);
+  ok(pool.status().every((w) => w.version >= version), JSON.stringify(pool.status()));
+  await untilBothServe(s, async () => {
+    assertEquals((await send(s, "/hello", { ip: "203.0.113.7" })).status, 403);
+    const r = await send(s, "/.well-known/acme-challenge/tok-2");
+    assertEquals([r.status, r.body], [200, "tok-2.thumbprint"]);
+  }, 2);
+});
