@@ -70,19 +70,46 @@ export function pgRecord(text: string): postgres.JSONValue {
   return (PG_UNSAFE_ESCAPE.test(text) ? pgValue(value) : value) as postgres.JSONValue;
 }
 
+/**
+ * A pool for a DSN the driver could not parse: every use fails with `err`, closing succeeds.
+ * The driver's parse error quotes the whole DSN, password included (`Invalid URL: 'postgres://
+ * user:password@...'`), and thrown from the constructor it reached the log unmasked (as an
+ * unhandled rejection from the sink's start in a running server).
+ */
+const USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/@]*@/gi;
+
+function unopened(err: Error): postgres.Sql {
+  const fail = () => {
+    throw err;
+  };
+  return new Proxy(fail, {
+    get: (_target, key) => key === "end" ? () => Promise.resolve() : fail,
+  }) as unknown as postgres.Sql;
+}
+
 export function createPgSink(options: PgSinkOptions): PgSink {
-  const open = () =>
-    postgres(options.dsn, {
-      max: options.poolSize,
-      connect_timeout: options.connectTimeoutSeconds ?? 5,
-      idle_timeout: 60,
-      // The driver's own array-types query (sent on each new connection before the caller's)
-      // runs in a promise nobody observes: a connection lost during it and then refused on
-      // reconnect rejected it unhandled (`connect ECONNREFUSED`), which ends a Deno process.
-      // The sink sends no arrays, so the query is not needed.
-      fetch_types: false,
-      onnotice: () => {},
-    });
+  const open = () => {
+    try {
+      return postgres(options.dsn, {
+        max: options.poolSize,
+        connect_timeout: options.connectTimeoutSeconds ?? 5,
+        idle_timeout: 60,
+        // The driver's own array-types query (sent on each new connection before the caller's)
+        // runs in a promise nobody observes: a connection lost during it and then refused on
+        // reconnect rejected it unhandled (`connect ECONNREFUSED`), which ends a Deno process.
+        // The sink sends no arrays, so the query is not needed.
+        fetch_types: false,
+        onnotice: () => {},
+      });
+    } catch (err) {
+      // The DSN shown with its user and password masked; whole, when they cannot be told apart.
+      const shown = options.dsn.replace(USERINFO, "$1[masked]@");
+      const safe = shown === options.dsn && options.dsn.includes("@") ? "[masked]" : shown;
+      const message = (err instanceof Error ? err.message : String(err))
+        .replaceAll(options.dsn, safe).replace(USERINFO, "$1[masked]@");
+      return unopened(new Error(`invalid PostgreSQL DSN: ${message}`));
+    }
+  };
   let sql = open();
   const table = options.table ?? PG_TABLE;
   return {

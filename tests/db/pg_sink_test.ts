@@ -689,3 +689,29 @@ Deno.test({
     }
   },
 });
+
+Deno.test("a DSN the driver cannot parse never shows its password: not in the sink's error, not in the log", async () => {
+  const bad = "postgres://waf:S3cretPw@127.0.0.1:notaport/test";
+  // The sink opens, and its first use fails with the DSN masked.
+  const sink = createPgSink({ dsn: bad, poolSize: 1, connectTimeoutSeconds: 1 });
+  const err = await sink.version().then(() => undefined, (e) => e as Error);
+  ok(err !== undefined, "the unparsable DSN fails");
+  ok(!err.message.includes("S3cretPw") && /invalid/i.test(err.message), err.message);
+  ok(err.message.includes("127.0.0.1:notaport"), err.message);
+  await sink.close().catch(() => {});
+  // A password with a space (no URL's userinfo) is masked with the rest.
+  const spaced = createPgSink({ dsn: "postgres://waf:S3cret Pw@[::1/test", poolSize: 1 });
+  const err2 = await spaced.version().then(() => undefined, (e) => e as Error);
+  ok(err2 !== undefined && !err2.message.includes("S3cret"), err2?.message);
+  await spaced.close().catch(() => {});
+  // A server configured with it ships nothing and says why, without the password.
+  await using up = startUpstream();
+  await using s = await startTestServer({ config: { storage: { postgresql: { dsn: bad } } } });
+  s.dataPlane.sites.create(siteInput({ hosts: ["127.0.0.1"], upstreams: [up.url] }), SYSTEM);
+  await (await fetch(`${s.dataUrl}/`)).body?.cancel();
+  await s.dataPlane.accessLog.flush();
+  const stats = () => s.dataPlane.accessLog.stats().sinks[0] as unknown as PgShipperStats;
+  await waitFor(() => stats().last_error !== null, "the sink's error");
+  ok(!stats().last_error!.includes("S3cretPw"), stats().last_error!);
+  ok(s.logs.every((l) => !l.includes("S3cretPw")), s.logs.join("\n"));
+});
