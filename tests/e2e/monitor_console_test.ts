@@ -83,7 +83,8 @@ Deno.test("the dashboard shows blocked requests live over EventSource; a browser
     });
     await admin.page.locator("#dash-range").selectOption("43200");
     await admin.page.locator("#card-requests").waitFor();
-    for (let i = 0; i < 50 && seen.length === 0; i++) await admin.page.waitForTimeout(100);
+    // Up to 30 s (a loaded browser), not 5: the loop ends at the first request seen.
+    for (let i = 0; i < 300 && seen.length === 0; i++) await admin.page.waitForTimeout(100);
     assertEquals(seen[0], "?period=30d&step=hour");
     await admin.page.locator("#card-blocked .value", { hasText: /^1$/ }).waitFor();
     await admin.screenshot("dashboard-live");

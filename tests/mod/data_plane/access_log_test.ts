@@ -1,4 +1,5 @@
 import { assertEquals, ok } from "../../_helpers/assert.ts";
+import { waitFor } from "../../_helpers/wait.ts";
 import { record } from "../../_helpers/records.ts";
 import { testStore } from "../../_helpers/store.ts";
 import { type AccessLogRow, createAccessLogRepo } from "../../../db/access_log_repo.ts";
@@ -296,9 +297,9 @@ Deno.test("the writer thread holds the timer's batches briefly; a lookup still f
       for (let i = 0; i < 64; i++) log.push(record());
       await new Promise((r) => setTimeout(r, 0));
     }
-    for (let i = 0; i < 100 && repo.count() < 192; i++) {
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    // The thread runs at nice 19 and, the first time in this process, type-checks its module:
+    // under load that takes seconds, so the wait is long (it ends when the rows are there).
+    await waitFor(() => repo.count() >= 192, "the three bursts stored", 60_000);
     assertEquals(repo.count(), 192);
     // A lookup right after a burst finds its last record (it waits for the deferred write).
     let last = record();
