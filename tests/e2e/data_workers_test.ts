@@ -836,7 +836,12 @@ Deno.test("an upstream that failed on a worker since restarted is up again once 
     await untilBothServe(s, async () => {
       assertEquals((await send(s, "/")).status, 200);
     });
-    await until(() => mirrored().failures === 0, "the upstream up again on the main thread", 5000);
+    // Reported with the workers' periodic stats, which a loaded worker sends late.
+    await until(
+      () => mirrored().failures === 0,
+      "the upstream up again on the main thread",
+      60_000,
+    );
     assertEquals(mirrored().downUntil, 0);
   } finally {
     await upstream.shutdown();
