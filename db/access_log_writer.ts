@@ -180,7 +180,14 @@ export function createWorkerWriter(path: string, options: WorkerWriterOptions = 
   /** Unanswered requests in the order they were posted (a `Map` keeps insertion order). */
   const pending = new Map<
     number,
-    { resolve: (v: never) => void; reject: (e: Error) => void; posted: number; worker: Worker }
+    {
+      resolve: (v: never) => void;
+      reject: (e: Error) => void;
+      posted: number;
+      worker: Worker;
+      /** A sink's start: asked again of the next thread at a switch (see `switchTo`). */
+      start?: Record<string, unknown>;
+    }
   >();
   let trimmed = 0;
   let escalations = 0;
@@ -282,10 +289,25 @@ export function createWorkerWriter(path: string, options: WorkerWriterOptions = 
   /** Whether the current thread runs at normal priority because the low one fell behind. */
   let escalated = false;
   let closing: Promise<void> | undefined;
-  /** Hands later requests to a new thread and closes the current one. */
+  /**
+   * Hands later requests to a new thread and closes the current one. A sink's start still waiting
+   * in the old thread is asked again of the new one, ahead of every later request, and the old
+   * thread's answer is ignored: answered by the old thread after the new one committed later
+   * batches, the newest id it read was past them, and the sink never shipped them. Rows the old
+   * thread still commits get higher ids, so they are after the new thread's answer (shipped,
+   * though asked before the start).
+   */
   const switchTo = (low: boolean): void => {
     const old = current;
-    current = spawn(low);
+    const next_ = spawn(low);
+    current = next_;
+    for (const [id, p] of [...pending]) {
+      if (p.worker !== old || p.start === undefined) continue;
+      pending.delete(id);
+      const again = ++next;
+      pending.set(again, { ...p, worker: next_ });
+      next_.postMessage({ ...p.start, id: again });
+    }
     old?.postMessage({ kind: "close" });
   };
 
@@ -353,6 +375,9 @@ export function createWorkerWriter(path: string, options: WorkerWriterOptions = 
   const request = <T = number>(message: Record<string, unknown>): Promise<T> => {
     if (closing) return Promise.reject(new Error("The access-log writer is closed"));
     const posted = performance.now();
+    // Before the thread is chosen: a check that escalates sends the old thread its "close", and a
+    // request posted to it after that was never answered (the thread ends at "close").
+    check(posted);
     if (current === undefined) {
       if (posted - failedAt < Math.min(RESTART_MS * 2 ** (failures - 1), RESTART_MAX_MS)) {
         return Promise.reject(new Error("The access-log writer thread failed; restarting soon"));
@@ -361,9 +386,9 @@ export function createWorkerWriter(path: string, options: WorkerWriterOptions = 
     }
     const worker = current;
     const id = ++next;
-    check(posted);
+    const start = message.kind === "start-cursor" ? message : undefined;
     return new Promise<T>((resolve, reject) => {
-      pending.set(id, { resolve: resolve as (v: never) => void, reject, posted, worker });
+      pending.set(id, { resolve: resolve as (v: never) => void, reject, posted, worker, start });
       worker.postMessage({ ...message, id });
       arm();
     });

@@ -305,3 +305,78 @@ Deno.test("a writer thread that fails to start at escalation rejects what it was
     await Deno.remove(link).catch(() => {});
   }
 });
+
+Deno.test("a sink's start asked of a writer thread that is then replaced is before every row written after it was asked", async () => {
+  // The start waits in the low thread behind a batch the lock holds up; the escalation hands the
+  // next batch to the new thread. Which thread gets the store first once the lock is released is
+  // up to SQLite's busy waits, so a few rounds: answered by the old thread after the new one
+  // committed, the start was past that batch (the sink never shipped it).
+  for (let round = 0; round < 4; round++) {
+    await using store = await testStore();
+    const path = `${store.dir}/waf.db`;
+    const repo = createAccessLogRepo(store.db);
+    const writer = createWorkerWriter(path, { escalateAfterMs: 100 });
+    const lock = new DatabaseSync(path, { timeout: 5000 });
+    try {
+      assertEquals(await writer.writeLines(batch(2).lines, { count: 2 }), 2);
+      lock.exec("BEGIN IMMEDIATE");
+      const before = writer.writeLines(batch(5).lines, { count: 5 });
+      const start = writer.startCursor("sink", Date.UTC(2026, 0, 1));
+      for (let i = 0; i < 1000 && writer.escalations() === 0; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      assertEquals(writer.escalations(), 1);
+      const after = batch(3);
+      const written = writer.writeLines(after.lines, { count: 3 });
+      // The new thread is waiting on the lock too (it opened its store and took the batch).
+      await new Promise((r) => setTimeout(r, 300));
+      lock.exec("ROLLBACK");
+      assertEquals([await before, await written], [5, 3]);
+      const { cursor } = await start;
+      const rows = repo.readAfter(cursor, 100).rows.map((r) => r.trace_id);
+      ok(after.ids.every((id) => rows.includes(id)), `round ${round}: cursor ${cursor}`);
+    } finally {
+      lock.close();
+      await writer.close();
+    }
+  }
+});
+
+Deno.test("a request that itself escalates the writer goes to the new thread and is answered", async () => {
+  await using store = await testStore();
+  const path = `${store.dir}/waf.db`;
+  const repo = createAccessLogRepo(store.db);
+  const writer = createWorkerWriter(path, { escalateAfterMs: 100 });
+  const lock = new DatabaseSync(path, { timeout: 5000 });
+  // The main thread kept busy, so no timer of the writer runs: the requests' own checks escalate.
+  const busy = (ms: number) => {
+    const end = performance.now() + ms;
+    while (performance.now() < end) { /* busy */ }
+  };
+  try {
+    assertEquals(await writer.writeLines("", { count: 0 }), 0);
+    lock.exec("BEGIN IMMEDIATE");
+    const first = writer.writeLines(batch(2).lines, { count: 2 });
+    busy(200);
+    const second = writer.writeLines(batch(2).lines, { count: 2 }); // finds the first late
+    busy(150);
+    const last = batch(3);
+    const third = writer.writeLines(last.lines, { count: 3 }); // confirms it: escalates
+    assertEquals(writer.escalations(), 1);
+    lock.exec("ROLLBACK");
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const unanswered = new Promise((r) => timer = setTimeout(() => r("unanswered"), 30_000));
+    const answers = await Promise.race([
+      Promise.allSettled([first, second, third]).then((s) =>
+        s.map((a) => a.status === "fulfilled" ? a.value : String(a.reason))
+      ),
+      unanswered,
+    ]);
+    clearTimeout(timer);
+    assertEquals(answers, [2, 2, 3]);
+    assertEquals(repo.count(), 7);
+  } finally {
+    lock.close();
+    await writer.close();
+  }
+});
