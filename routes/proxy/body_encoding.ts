@@ -142,6 +142,46 @@ export function decodeBody(value: string, bytes: Uint8Array, limit: number): Pro
 }
 
 /**
+ * The shortest run of printable bytes in a body as sent that {@link readableText} keeps. Compressed
+ * data is close to random bytes, 38 % of which are printable ASCII, so short runs come by chance
+ * (a run of 8 or more about once in 4 KB, of 16 or more about once in 2,000 bodies of 4 KB), and
+ * the engine read some of them as attacks: 1-3 % of real gzip JSON bodies were blocked at
+ * `balanced` when the whole compressed prefix was judged as text; at 8, 0.5 %; at 16, none of
+ * 3,000 (docs/detection.md). Text someone put there (a gzip header's name, comment or extra field,
+ * bytes after the compressed stream) is a run as long as the text.
+ */
+export const TEXT_RUN = 16;
+
+/**
+ * What an upstream that ignores the Content-Encoding reads as text in a body as sent: its runs of
+ * printable ASCII (with tab, CR and LF) of at least `min` bytes, each on a line of its own, or
+ * undefined when there is none. The binary between them (compressed data) is dropped.
+ *
+ * @param bytes the body, or its inspected prefix, as sent
+ * @param min the shortest run kept
+ */
+export function readableText(bytes: Uint8Array, min = TEXT_RUN): Uint8Array | undefined {
+  const out = new Uint8Array(bytes.length);
+  let n = 0;
+  let start = -1;
+  for (let i = 0; i <= bytes.length; i++) {
+    const b = i < bytes.length ? bytes[i]! : 0;
+    if ((b >= 0x20 && b < 0x7f) || b === 0x09 || b === 0x0a || b === 0x0d) {
+      if (start < 0) start = i;
+      continue;
+    }
+    if (start >= 0 && i - start >= min) {
+      // Runs are apart by at least one dropped byte, so the separators fit in `out`.
+      if (n > 0) out[n++] = 0x0a;
+      out.set(bytes.subarray(start, i), n);
+      n += i - start;
+    }
+    start = -1;
+  }
+  return n === 0 ? undefined : out.subarray(0, n);
+}
+
+/**
  * The largest Brotli window decoded: 4 MiB, what Brotli's encoder declares by default (Node's, which is the
  * reference library's, at every size and quality). The decoder allocates the window the stream
  * declares, so a 51-byte bomb asking for 16 MiB (`lgwin` 24) cost 16 MiB a request: 50 at once grew

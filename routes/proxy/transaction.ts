@@ -72,7 +72,13 @@ import {
 import { DirectAnswer, framedPairs, ownHeaderPairs } from "./direct_answer.ts";
 import { UpstreamProtocolError } from "./http1_parse.ts";
 import { type BodyPlan, mayHaveBody, NO_BODY, planBody } from "./request_body.ts";
-import { decodeBody, type DecodedBody, isEncrypted, isIdentity } from "./body_encoding.ts";
+import {
+  decodeBody,
+  type DecodedBody,
+  isEncrypted,
+  isIdentity,
+  readableText,
+} from "./body_encoding.ts";
 import {
   badGatewayPage,
   gatewayTimeoutPage,
@@ -620,7 +626,11 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     // may be in the raw bytes alone: they are judged too, their blocking findings after.
     const excepting = p !== undefined && p.alapExceptions.length > 0;
     if (decoded.blocking && !excepting) return this.engineVerdict(site, p, controls, decoded);
-    const sent = await inspectSliced({ ...this.#request, body: raw }, options);
+    // Only the text in them: the compressed data between is close to random bytes, in which the
+    // engine found attacks by chance (routes/proxy/body_encoding.ts, `readableText`).
+    const text = readableText(raw);
+    if (text === undefined) return this.engineVerdict(site, p, controls, decoded);
+    const sent = await inspectSliced({ ...this.#request, body: text }, options);
     if (!decoded.blocking) {
       return this.engineVerdict(site, p, controls, sent.blocking ? sent : decoded);
     }

@@ -222,7 +222,13 @@ Deno.test("a chunked gzip body longer than the inspected prefix: its decoded pre
   ok(attack.length > 100_000);
   assertEquals((await post(s, chunked(attack, 8192), headers)).status, 403);
   const benign = gzipSync(text(`{"q":"blue shoes","n":"${noise}"}`));
-  assertEquals((await post(s, chunked(benign, 8192), headers)).status, 200);
+  const passed = await post(s, chunked(benign, 8192), headers);
+  assertEquals(
+    passed.status,
+    200,
+    // Once seen failing in CI (403, cause unknown): the record says which check refused it.
+    (await s.dataPlane.accessLog.get(passed.trace))?.record.slice(0, 2000),
+  );
   assertEquals(up.seen.at(-1)!.bytes, benign);
 });
 
@@ -426,6 +432,52 @@ Deno.test("text a gzip header carries (name, comment, extra field) is judged as 
   const named = gzipWithField(text(BENIGN_FORM), 8, text("data.txt"));
   assertEquals((await post(s, named, form)).status, 200);
   assertEquals(up.seen.at(-1)!.bytes, named);
+});
+
+/** A small deterministic generator (mulberry32), so a failure names the same bodies again. */
+function seeded(seed: number): () => number {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+Deno.test("the compressed bytes of real gzip JSON bodies are not read as text: none of 300 is blocked", async () => {
+  const { up, s } = await setup();
+  await using _u = up;
+  await using _s = s;
+  const random = seeded(13);
+  const words = [
+    "order",
+    "item",
+    "price",
+    "blue",
+    "shoes",
+    "size",
+    "city",
+    "street",
+    "name",
+    "tax",
+  ];
+  const pick = () => words[Math.floor(random() * words.length)];
+  const headers = { "content-type": "application/json", "content-encoding": "gzip" };
+  const blocked: string[] = [];
+  for (let i = 0; i < 300; i++) {
+    const records = Array.from({ length: 20 + Math.floor(random() * 200) }, (_, j) => ({
+      id: j + Math.floor(random() * 1e6),
+      name: `${pick()} ${pick()}`,
+      price: Math.round(random() * 1e5) / 100,
+      note: `${pick()} ${pick()} ${Math.floor(random() * 36 ** 6).toString(36)}`,
+    }));
+    const r = await post(s, gzipSync(text(JSON.stringify(records))), headers);
+    if (r.status !== 200) {
+      blocked.push(`${i}: ${(await s.dataPlane.accessLog.get(r.trace))?.record.slice(0, 300)}`);
+    }
+  }
+  assertEquals(blocked, []);
 });
 
 Deno.test("an aes128gcm body (RFC 8188, Web Push) is judged as sent: no coding finding, attacks in its bytes still blocked", async () => {
