@@ -182,6 +182,63 @@ export function readableText(bytes: Uint8Array, min = TEXT_RUN): Uint8Array | un
 }
 
 /**
+ * What an upstream that ignores the Content-Encoding reads as text in a body as sent: a gzip
+ * header's extra field, file name and comment whole, since someone put them there (a form feed, or
+ * a control or high byte inside an SQL comment, would otherwise cut an attack into runs shorter than
+ * {@link TEXT_RUN} that the upstream still reads as one), then the {@link readableText} of the rest,
+ * each on a line of its own; undefined when there is none.
+ *
+ * @param bytes the body, or its inspected prefix, as sent
+ */
+export function sentText(bytes: Uint8Array): Uint8Array | undefined {
+  const fields = gzipHeaderFields(bytes);
+  if (fields === undefined) return readableText(bytes);
+  const parts = [...fields.texts];
+  const rest = readableText(bytes.subarray(fields.end));
+  if (rest !== undefined) parts.push(rest);
+  if (parts.length === 0) return undefined;
+  const total = parts.reduce((n, p) => n + p.length, 0) + parts.length - 1;
+  const out = new Uint8Array(total);
+  let n = 0;
+  for (const part of parts) {
+    if (n > 0) out[n++] = 0x0a;
+    out.set(part, n);
+    n += part.length;
+  }
+  return out;
+}
+
+/**
+ * A gzip member's header fields (RFC 1952 §2.3: FEXTRA, FNAME, FCOMMENT, in that order) and where
+ * its compressed data starts, or undefined when the bytes do not start with a gzip header. A field
+ * cut by the end of the prefix is taken as far as it goes.
+ */
+function gzipHeaderFields(
+  bytes: Uint8Array,
+): { readonly texts: Uint8Array[]; readonly end: number } | undefined {
+  if (bytes.length < 10 || bytes[0] !== 0x1f || bytes[1] !== 0x8b || bytes[2] !== 8) {
+    return undefined;
+  }
+  const flags = bytes[3]!;
+  const texts: Uint8Array[] = [];
+  let at = 10;
+  if (flags & 4) {
+    const length = at + 1 < bytes.length ? bytes[at]! | (bytes[at + 1]! << 8) : 0;
+    const field = bytes.subarray(at + 2, at + 2 + length);
+    if (field.length > 0) texts.push(field);
+    at = Math.min(bytes.length, at + 2 + length);
+  }
+  for (const flag of [8, 16]) {
+    if ((flags & flag) === 0) continue;
+    let zero = bytes.indexOf(0, at);
+    if (zero < 0) zero = bytes.length;
+    if (zero > at) texts.push(bytes.subarray(at, zero));
+    at = Math.min(bytes.length, zero + 1);
+  }
+  return { texts, end: at };
+}
+
+/**
  * The largest Brotli window decoded: 4 MiB, what Brotli's encoder declares by default (Node's, which is the
  * reference library's, at every size and quality). The decoder allocates the window the stream
  * declares, so a 51-byte bomb asking for 16 MiB (`lgwin` 24) cost 16 MiB a request: 50 at once grew

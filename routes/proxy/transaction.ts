@@ -77,7 +77,7 @@ import {
   type DecodedBody,
   isEncrypted,
   isIdentity,
-  readableText,
+  sentText,
 } from "./body_encoding.ts";
 import {
   badGatewayPage,
@@ -627,8 +627,8 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     const excepting = p !== undefined && p.alapExceptions.length > 0;
     if (decoded.blocking && !excepting) return this.engineVerdict(site, p, controls, decoded);
     // Only the text in them: the compressed data between is close to random bytes, in which the
-    // engine found attacks by chance (routes/proxy/body_encoding.ts, `readableText`).
-    const text = readableText(raw);
+    // engine found attacks by chance (routes/proxy/body_encoding.ts, `sentText`).
+    const text = sentText(raw);
     if (text === undefined) return this.engineVerdict(site, p, controls, decoded);
     const sent = await inspectSliced({ ...this.#request, body: text }, options);
     if (!decoded.blocking) {

@@ -499,3 +499,24 @@ Deno.test("an aes128gcm body (RFC 8188, Web Push) is judged as sent: no coding f
   assertEquals(attack.status, 403);
   assertEquals((await findingOf(s, attack.trace)).class, "sqli");
 });
+
+Deno.test("a gzip header field is judged whole: bytes that cut its text into short runs do not hide an attack in it", async () => {
+  const { up, s } = await setup();
+  await using _u = up;
+  await using _s = s;
+  const form = { "content-type": "application/x-www-form-urlencoded", "content-encoding": "gzip" };
+  // A form feed or vertical tab is white space to SQL; a control or high byte inside a comment is
+  // skipped: an upstream that ignores the coding reads each as the attack, in runs of under 16 bytes.
+  const words = ["&q=1'", "union", "select", "password", "from", "users--&"];
+  for (const cut of ["\x0c", "\x0b", "/*\x01*/", "/*\xff*/"]) {
+    const attack = Uint8Array.from(words.join(cut), (c) => c.charCodeAt(0));
+    for (const flag of [4, 8, 16] as const) {
+      const r = await post(s, gzipWithField(text(BENIGN_FORM), flag, attack), form);
+      assertEquals(r.status, 403, `flag ${flag}, cut ${JSON.stringify(cut)}`);
+    }
+  }
+  // The compressed data after the header is still read only for its long runs.
+  const named = gzipWithField(text(BENIGN_FORM), 16, text("nightly export\x01v2"));
+  assertEquals((await post(s, named, form)).status, 200);
+  assertEquals(up.seen.at(-1)!.bytes, named);
+});
