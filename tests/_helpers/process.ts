@@ -1,3 +1,5 @@
+import { assertEquals } from "./assert.ts";
+
 /** Runs `main.ts` as a real child process, exactly as the compiled `waf` would run. */
 const MAIN = new URL("../../main.ts", import.meta.url).pathname;
 
@@ -93,4 +95,17 @@ export function spawnWaf(
       await status();
     },
   };
+}
+
+/**
+ * Runs deno with `args` (`["eval", "--ext=ts", code]`, `["run", "-A", script]`) in a process of
+ * its own, expects it to succeed, and returns the JSON its last printed line holds: for what the
+ * `deno test` process would disturb (the test files running beside a test start threads and move
+ * its memory).
+ */
+export async function denoJson<T>(args: readonly string[]): Promise<T> {
+  const out = await new Deno.Command(Deno.execPath(), { args: [...args], stdin: "null" }).output();
+  const printed = new TextDecoder().decode(out.stdout);
+  assertEquals(out.code, 0, printed + new TextDecoder().decode(out.stderr));
+  return JSON.parse(printed.trim().split("\n").at(-1)!) as T;
 }

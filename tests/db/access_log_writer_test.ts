@@ -2,6 +2,7 @@ import { DatabaseSync } from "node:sqlite";
 import { assertEquals, ok } from "../_helpers/assert.ts";
 import { record } from "../_helpers/records.ts";
 import { testStore } from "../_helpers/store.ts";
+import { denoJson } from "../_helpers/process.ts";
 import { createAccessLogRepo } from "../../db/access_log_repo.ts";
 import { createWorkerWriter } from "../../db/access_log_writer.ts";
 import { rowLines } from "../../db/access_log_lines.ts";
@@ -56,17 +57,11 @@ Deno.test({
       await writer.close();
       console.log(JSON.stringify({ written, appeared, main }));
     `;
-    const out = await new Deno.Command(Deno.execPath(), {
-      args: ["eval", "--ext=ts", code],
-      stdin: "null",
-    }).output();
-    const printed = new TextDecoder().decode(out.stdout);
-    assertEquals(out.code, 0, printed + new TextDecoder().decode(out.stderr));
-    const { written, appeared, main } = JSON.parse(printed.trim().split("\n").at(-1)!) as {
+    const { written, appeared, main } = await denoJson<{
       written: number;
       appeared: [number, number][];
       main: number;
-    };
+    }>(["eval", "--ext=ts", code]);
     assertEquals(written, 0);
     ok(appeared.length > 0, "a thread appeared with the writer");
     assertEquals(appeared.filter(([, nice]) => nice === 19).length, 1, String(appeared));
@@ -231,19 +226,13 @@ Deno.test("an escalated writer that stays calm returns to a low-priority thread,
       count,
     }));
   `;
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["eval", "--ext=ts", code],
-    stdin: "null",
-  }).output();
-  const printed = new TextDecoder().decode(out.stdout);
-  assertEquals(out.code, 0, printed + new TextDecoder().decode(out.stderr));
-  const r = JSON.parse(printed.trim().split("\n").at(-1)!) as {
+  const r = await denoJson<{
     linux: boolean;
     phases: { escalations: number; deescalations: number; up: number[]; down: number[] }[];
     answers: unknown[];
     posted: number;
     count: { n: number; d: number };
-  };
+  }>(["eval", "--ext=ts", code]);
   assertEquals(r.phases.map((p) => [p.escalations, p.deescalations]), [[1, 1], [2, 2]]);
   assertEquals(r.answers, [10, 5, 64, 3, 7, 10, 5, 64, 3, 7]);
   assertEquals(r.count, { n: r.posted, d: r.posted });

@@ -848,6 +848,11 @@ Deno.test("an upstream that failed on a worker since restarted is up again once 
   }
 });
 
+/** What the server logged of failed restart attempts (one line an attempt). */
+function failedRestarts(s: TestServer): string[] {
+  return s.logs.filter((l) => l.includes("data-plane worker failed to restart"));
+}
+
 Deno.test("a worker whose restart fails is started again with back-off until it serves", async () => {
   await using up = startUpstream();
   await using s = await startTestServer({ config: WORKERS });
@@ -857,7 +862,7 @@ Deno.test("a worker whose restart fails is started again with back-off until it 
   pool.failStarts(3);
   pool.kill(1);
   await until(() => pool.status()[0]!.live, "worker 1 started again", 60_000);
-  const failed = s.logs.filter((l) => l.includes("data-plane worker failed to restart"));
+  const failed = failedRestarts(s);
   assertEquals(failed.length, 3, failed.join("\n"));
   failed.forEach((l, i) => assertMatch(l, new RegExp(`attempt\\W+${i + 1}\\b`)));
   assertEquals(pool.status()[0]!.restarts, 1);
@@ -873,8 +878,7 @@ Deno.test("while no worker serves, /health/ready says not ready; once one is sta
   addSite(s, up.url);
   const pool = s.dataWorkers!;
   await until(() => pool.current(), "both workers ready");
-  const attempts = () =>
-    s.logs.filter((l) => l.includes("data-plane worker failed to restart")).length;
+  const attempts = () => failedRestarts(s).length;
   pool.failStarts(Number.MAX_SAFE_INTEGER);
   pool.kill(1);
   pool.kill(2);
@@ -905,7 +909,7 @@ Deno.test("shutdown is not held up by a worker waiting to be started again", asy
   pool.failStarts(Number.MAX_SAFE_INTEGER);
   pool.kill(1);
   await until(
-    () => s.logs.some((l) => l.includes("data-plane worker failed to restart")),
+    () => failedRestarts(s).length > 0,
     "a failed restart",
     60_000,
   );
@@ -930,7 +934,7 @@ Deno.test("a purge asked while a restart attempt fails is answered without waiti
     pool.kill(1);
     const purged = await pool.edgeCache.purgeAll(null, null);
     assertEquals(purged, { purged: 0, unanswered: 0 });
-    ok(s.logs.some((l) => l.includes("data-plane worker failed to restart")), s.logs.join("\n"));
+    ok(failedRestarts(s).length > 0, s.logs.join("\n"));
   } finally {
     setAskTimeout(before);
   }
@@ -943,8 +947,7 @@ Deno.test("workers started again after failed attempts enforce what changed mean
   addSite(s, up.url);
   const pool = s.dataWorkers!;
   await until(() => pool.current(), "both workers ready");
-  const attempts = () =>
-    s.logs.filter((l) => l.includes("data-plane worker failed to restart")).length;
+  const attempts = () => failedRestarts(s).length;
   pool.failStarts(Number.MAX_SAFE_INTEGER);
   pool.kill(1);
   pool.kill(2);
