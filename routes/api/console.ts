@@ -1,6 +1,6 @@
 /**
  * The web console, the setup page and the sign-in page, served by the management listener with
- * no build step: every file under `routes/api/console/` (read once at start-up, embedded by
+ * no build step: every file under the top-level `console/` (read once at start-up, embedded by
  * `deno compile`) is served at `/console/assets/<path>`, the browser libraries come from their
  * npm packages (`console_vendor.ts`), and every client-side route `/console/<page>[/<detail>]`
  * answers the one shell page. A strict CSP allows only these same-origin scripts and styles.
@@ -34,7 +34,7 @@ const TYPES: Readonly<Record<string, string>> = {
   svg: "image/svg+xml",
 };
 
-const ROOT = new URL("./console/", import.meta.url);
+const ROOT = new URL("../../console/", import.meta.url);
 /** Client-side page names (and the optional detail segment, e.g. a trace id). */
 const SEGMENT = /^[a-z0-9][a-z0-9-]{0,63}$/;
 
