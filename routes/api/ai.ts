@@ -4,13 +4,11 @@
  * (`approve:ai`; approving or rejecting needs a signed-in user, not an API token).
  */
 import { z } from "zod";
-import type { AiUsageRepo } from "../../db/ai_usage_repo.ts";
 import { type AiConfig, aiConfigInputSchema } from "../../mod/ai/ai_config.ts";
 import type { Approvals } from "../../mod/ai/approvals.ts";
 import type { Assistant, AssistantEvent } from "../../mod/ai/assistant.ts";
 import type { Conversations } from "../../mod/ai/conversations.ts";
 import type { Asker } from "../../mod/ai/tools.ts";
-import type { Clock } from "../../mod/core/clock.ts";
 import { AppError } from "../../mod/core/errors.ts";
 import { auditContext } from "./actor.ts";
 import { auditFailures, type AuditSink } from "./audited.ts";
@@ -23,8 +21,6 @@ export interface AiRouteDeps extends AuditSink {
   readonly conversations: Conversations;
   readonly assistant: Assistant;
   readonly approvals: Approvals;
-  readonly usage: AiUsageRepo;
-  readonly clock: Clock;
   /** The human behind a principal (`user:<id>`; a token's root creator). */
   readonly humanOf: (principal: Principal) => string;
 }
@@ -98,8 +94,6 @@ export function aiRoutes(deps: AiRouteDeps): RouteDef[] {
     };
   };
   const facts = (c: Ctx) => ({ clientIp: c.get("clientIp"), traceId: c.get("traceId") });
-  const since = (days: number) =>
-    new Date(deps.clock.now() - (days - 1) * 86_400_000).toISOString().slice(0, 10);
 
   return [
     {
@@ -152,12 +146,12 @@ export function aiRoutes(deps: AiRouteDeps): RouteDef[] {
       handler: (c) => {
         const { days } = readQuery(c, usageQuery);
         const me = asker(c);
-        const rows = deps.usage.days(me.key, since(days));
+        const { since, rows } = deps.assistant.usageDays(me.key, days);
         const sum = (k: "requests" | "prompt_tokens" | "completion_tokens") =>
           rows.reduce((n, r) => n + r[k], 0);
         return c.json({
           principal: { id: me.key, name: me.name },
-          since: since(days),
+          since,
           totals: {
             requests: sum("requests"),
             prompt_tokens: sum("prompt_tokens"),
@@ -173,13 +167,14 @@ export function aiRoutes(deps: AiRouteDeps): RouteDef[] {
       access: perm("read:ai"),
       handler: (c) => {
         const { days } = readQuery(c, usageQuery);
-        const items = deps.usage.totals(since(days)).map((r) => ({
+        const { since, rows } = deps.assistant.usageTotals(days);
+        const items = rows.map((r) => ({
           principal: { id: r.owner, name: r.owner_name },
           requests: r.requests,
           prompt_tokens: r.prompt_tokens,
           completion_tokens: r.completion_tokens,
         }));
-        return c.json({ since: since(days), items });
+        return c.json({ since, items });
       },
     },
     {
