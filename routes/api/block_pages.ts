@@ -5,7 +5,7 @@
  * the same renderers.
  */
 import { z } from "zod";
-import { AppError } from "../../mod/core/errors.ts";
+import { AppError, badRequest } from "../../mod/core/errors.ts";
 import { sanitizeHtml } from "../../mod/protection/html_sanitize.ts";
 import type { PolicyObjects } from "../../mod/protection/policy_objects.ts";
 import { KIND } from "../../mod/protection/protection_compile.ts";
@@ -153,23 +153,15 @@ export function blockPageRoutes(objects: PolicyObjects, previews: BlockPagePrevi
           };
         }
         if (!blockTemplateNames().includes(next.template_id)) {
-          throw new AppError(
-            400,
-            "BAD_REQUEST",
+          throw badRequest(
             `Invalid field "template_id": no template "${next.template_id}"`,
-            {
-              details: { field: "template_id" },
-            },
+            "template_id",
           );
         }
         if (next.custom_enabled && next.custom_html === "") {
-          throw new AppError(
-            400,
-            "BAD_REQUEST",
+          throw badRequest(
             'Invalid field "custom_enabled": upload a custom page first',
-            {
-              details: { field: "custom_enabled" },
-            },
+            "custom_enabled",
           );
         }
         objects.putSingleton(KIND.blockPage, "block_page.settings", next, auditContext(c), detail);

@@ -7,7 +7,7 @@
 import { z } from "zod";
 import type { AccessLog, StoredAccessRecord } from "../../mod/data_plane/access_log.ts";
 import type { Clock } from "../../mod/core/clock.ts";
-import { AppError } from "../../mod/core/errors.ts";
+import { AppError, badRequest } from "../../mod/core/errors.ts";
 import { perm, type RouteDef } from "./route.ts";
 import { readQuery } from "./validate.ts";
 
@@ -96,9 +96,7 @@ export function logRoutes(accessLog: AccessLog, clock: Clock): RouteDef[] {
       handler: async (c) => {
         const q = readQuery(c, statsQuery);
         if (q.from !== undefined && q.to !== undefined && q.from > q.to) {
-          throw new AppError(400, "BAD_REQUEST", 'Invalid field "from": it is after "to"', {
-            details: { field: "from" },
-          });
+          throw badRequest('Invalid field "from": it is after "to"', "from");
         }
         return c.json({ ...accessLog.stats(), ...(await accessLog.counts(q)) });
       },
@@ -113,11 +111,9 @@ export function logRoutes(accessLog: AccessLog, clock: Clock): RouteDef[] {
         const to = q.to ?? clock.now() + 1;
         const from = q.from ?? to - (q.minutes ?? 60) * 60_000;
         if (from >= to || to - from > MAX_WINDOW_MS) {
-          throw new AppError(
-            400,
-            "BAD_REQUEST",
+          throw badRequest(
             'Invalid field "from": expected a time before "to", at most 31 days earlier',
-            { details: { field: "from" } },
+            "from",
           );
         }
         return c.json(await accessLog.summary({ from, to, buckets: q.buckets, top: q.top }));
@@ -130,11 +126,9 @@ export function logRoutes(accessLog: AccessLog, clock: Clock): RouteDef[] {
       handler: async (c) => {
         const traceId = c.req.param("traceId") ?? "";
         if (!TRACE_ID.test(traceId)) {
-          throw new AppError(
-            400,
-            "BAD_REQUEST",
+          throw badRequest(
             'Invalid field "traceId": expected 32 lower-case hex characters',
-            { details: { field: "traceId" } },
+            "traceId",
           );
         }
         const row = await accessLog.get(traceId);

@@ -10,7 +10,7 @@
  * connection cap (an office behind one address keeps its consoles' feeds; docs/data-plane.md).
  */
 import { z } from "zod";
-import { AppError } from "../../mod/core/errors.ts";
+import { AppError, badRequest } from "../../mod/core/errors.ts";
 import {
   type BusEvent,
   type EventBus,
@@ -46,9 +46,7 @@ function filterOf(c: Ctx) {
   const q = readQuery(c, filterQuery);
   const header = c.req.header("last-event-id");
   if (header !== undefined && !/^\d{1,20}$/.test(header)) {
-    throw new AppError(400, "BAD_REQUEST", 'Invalid header "Last-Event-ID": expected an event id', {
-      details: { field: "Last-Event-ID" },
-    });
+    throw badRequest('Invalid header "Last-Event-ID": expected an event id', "Last-Event-ID");
   }
   const filter: SubscriberFilter = {
     kinds: q.kinds && q.kinds.length > 0 ? new Set(q.kinds) : null,

@@ -1,6 +1,6 @@
 /** Account management: list, read, create and update users (read:users / write:users). */
 import { z } from "zod";
-import { AppError } from "../../mod/core/errors.ts";
+import { badRequest } from "../../mod/core/errors.ts";
 import type { Users } from "../../mod/identity/users.ts";
 import { auditContext } from "./actor.ts";
 import { auditFailures, type AuditSink } from "./audited.ts";
@@ -38,9 +38,7 @@ const updateBody = z.strictObject({
 /** Throws 400 when a read-only field asks for a change. */
 function readOnly(field: string, given: unknown, current: unknown, hint: string): void {
   if (given !== undefined && given !== current) {
-    throw new AppError(400, "BAD_REQUEST", `Invalid field "${field}": read-only; ${hint}`, {
-      details: { field },
-    });
+    throw badRequest(`Invalid field "${field}": read-only; ${hint}`, field);
   }
 }
 

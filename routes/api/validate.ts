@@ -1,6 +1,6 @@
 /** Edge validation: JSON bodies and query strings through zod, failures as 400 naming the field. */
 import type { z } from "zod";
-import { AppError } from "../../mod/core/errors.ts";
+import { AppError, badRequest } from "../../mod/core/errors.ts";
 import type { Ctx } from "./env.ts";
 
 function fieldName(path: ReadonlyArray<PropertyKey>): string {
@@ -31,9 +31,7 @@ export async function readJson<S extends z.ZodType>(c: Ctx, schema: S): Promise<
     const text = await c.req.text();
     data = text.length === 0 ? {} : JSON.parse(text);
   } catch {
-    throw new AppError(400, "BAD_REQUEST", "Malformed JSON body: expected a JSON object", {
-      details: { field: "(body)" },
-    });
+    throw badRequest("Malformed JSON body: expected a JSON object", "(body)");
   }
   const parsed = schema.safeParse(data);
   if (!parsed.success) throw invalid(parsed.error);
