@@ -9,7 +9,7 @@ import type { AccessLog, StoredAccessRecord } from "../../mod/data_plane/access_
 import type { Clock } from "../../mod/core/clock.ts";
 import { AppError, badRequest } from "../../mod/core/errors.ts";
 import { perm, type RouteDef } from "./route.ts";
-import { readQuery } from "./validate.ts";
+import { cursorQuery, readQuery } from "./validate.ts";
 
 const time = z.string().transform((v, ctx) => {
   const ms = /^\d+$/.test(v) ? Number(v) : Date.parse(v);
@@ -41,7 +41,7 @@ const querySchema = z.strictObject({
   status: z.coerce.number().int().min(100).max(599).optional(),
   trace_id: z.string().regex(TRACE_ID, "expected 32 lower-case hex characters").optional(),
   limit: z.coerce.number().int().min(1).max(500).default(50),
-  cursor: z.string().regex(/^\d+$/, "expected the next_cursor of a previous page").optional(),
+  cursor: cursorQuery.rowId.optional(),
 });
 
 /** The dashboard window: at most 31 days, in 1 to 240 buckets, top 1 to 50 keys. */
@@ -78,7 +78,7 @@ export function logRoutes(accessLog: AccessLog, clock: Clock): RouteDef[] {
           attackClass: q.class,
           status: q.status,
           traceId: q.trace_id,
-          beforeId: q.cursor === undefined ? undefined : Number(q.cursor),
+          beforeId: q.cursor,
           limit: q.limit + 1,
         });
         const page = rows.slice(0, q.limit);

@@ -18,7 +18,7 @@ import { actorOf, auditContext } from "./actor.ts";
 import { auditFailures, type AuditSink } from "./audited.ts";
 import type { Ctx } from "./env.ts";
 import { perm, type RouteDef } from "./route.ts";
-import { readJson, readQuery } from "./validate.ts";
+import { cursorQuery, readJson, readQuery } from "./validate.ts";
 
 export interface ChannelRouteDeps extends AuditSink {
   readonly channels: Channels;
@@ -28,7 +28,7 @@ export interface ChannelRouteDeps extends AuditSink {
 const BASE = "/api/notification-channels";
 
 const deliveriesQuery = z.strictObject({
-  cursor: z.string().max(128).optional(),
+  cursor: cursorQuery.key.optional(),
   limit: z.coerce.number().int().min(1).max(200).default(50),
 });
 

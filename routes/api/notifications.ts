@@ -9,7 +9,7 @@ import { auditContext } from "./actor.ts";
 import { auditFailures, type AuditSink } from "./audited.ts";
 import type { Ctx } from "./env.ts";
 import { perm, type RouteDef } from "./route.ts";
-import { readQuery } from "./validate.ts";
+import { cursorQuery, readQuery } from "./validate.ts";
 
 export interface NotificationRouteDeps extends AuditSink {
   readonly notifications: Notifications;
@@ -17,7 +17,7 @@ export interface NotificationRouteDeps extends AuditSink {
 
 const listQuery = z.strictObject({
   unread: z.enum(["true", "false"]).default("false"),
-  cursor: z.string().max(128).optional(),
+  cursor: cursorQuery.key.optional(),
   limit: z.coerce.number().int().min(1).max(200).default(50),
 });
 
