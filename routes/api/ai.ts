@@ -108,7 +108,7 @@ export function aiRoutes(deps: AiRouteDeps): RouteDef[] {
       access: perm("write:ai"),
       handler: async (c) =>
         c.json(
-          await auditFailures(c, deps, "ai.config.update", "ai", async () => {
+          await auditFailures(c, deps, { action: "ai.config.update", target: "ai" }, async () => {
             const input = await readJson(c, aiConfigInputSchema);
             return await deps.config.update(input, auditContext(c));
           }),

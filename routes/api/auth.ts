@@ -235,13 +235,10 @@ export function authRoutes(deps: AuthRouteDeps): RouteDef[] {
       path: "/api/auth/captcha-policy",
       access: perm("write:system"),
       handler: async (c) => {
-        const policy = await auditFailures(
-          c,
-          deps,
-          "auth.captcha_policy.update",
-          "captcha_policy",
-          () => readJson(c, policyBody),
-        );
+        const policy = await auditFailures(c, deps, {
+          action: "auth.captcha_policy.update",
+          target: "captcha_policy",
+        }, () => readJson(c, policyBody));
         deps.transaction(() => {
           const before = deps.captchaPolicy.get();
           deps.captchaPolicy.set(policy, deps.clock.now());

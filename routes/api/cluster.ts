@@ -71,19 +71,16 @@ export function clusterRoutes(controller: ControllerRouteDeps | undefined): Rout
   const nodeAction = (action: "revoke" | "delete") => async (c: Ctx) => {
     const d = need();
     const id = c.req.param("id")!;
-    return await auditFailures(
-      c,
-      d,
-      `cluster.node.${action}`,
-      `cluster_node:${id}`,
-      (): Promise<Response> => {
-        if (action === "delete") {
-          d.registry.remove(id, auditContext(c));
-          return Promise.resolve(c.body(null, 204));
-        }
-        return Promise.resolve(c.json({ item: d.registry.revoke(id, auditContext(c)) }));
-      },
-    );
+    return await auditFailures(c, d, {
+      action: `cluster.node.${action}`,
+      target: `cluster_node:${id}`,
+    }, (): Promise<Response> => {
+      if (action === "delete") {
+        d.registry.remove(id, auditContext(c));
+        return Promise.resolve(c.body(null, 204));
+      }
+      return Promise.resolve(c.json({ item: d.registry.revoke(id, auditContext(c)) }));
+    });
   };
   return [
     {
@@ -177,13 +174,10 @@ export function clusterRoutes(controller: ControllerRouteDeps | undefined): Rout
       access: perm("write:cluster"),
       handler: async (c) => {
         const d = need();
-        const created = await auditFailures(
-          c,
-          d,
-          "cluster.join_token.create",
-          "cluster",
-          async () => d.tokens.create(await readJson(c, tokenBody), auditContext(c)),
-        );
+        const created = await auditFailures(c, d, {
+          action: "cluster.join_token.create",
+          target: "cluster",
+        }, async () => d.tokens.create(await readJson(c, tokenBody), auditContext(c)));
         c.header("cache-control", "no-store");
         return c.json(created, 201);
       },
@@ -201,13 +195,10 @@ export function clusterRoutes(controller: ControllerRouteDeps | undefined): Rout
       handler: async (c: Ctx) => {
         const d = need();
         const id = c.req.param("id")!;
-        await auditFailures(
-          c,
-          d,
-          "cluster.join_token.delete",
-          `cluster_node:${id}`,
-          () => Promise.resolve(d.tokens.remove(id, auditContext(c))),
-        );
+        await auditFailures(c, d, {
+          action: "cluster.join_token.delete",
+          target: `cluster_node:${id}`,
+        }, () => Promise.resolve(d.tokens.remove(id, auditContext(c))));
         return c.body(null, 204);
       },
     },
@@ -220,8 +211,7 @@ export function clusterRoutes(controller: ControllerRouteDeps | undefined): Rout
         const body = await auditFailures(
           c,
           d,
-          "cluster.join",
-          "cluster",
+          { action: "cluster.join", target: "cluster" },
           () => readJson(c, joinBody),
         );
         const answer = await d.enrollment.join(body, auditContext(c));

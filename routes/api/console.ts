@@ -87,7 +87,11 @@ export function consoleRoutes(): RouteDef[] {
   const page = (file: string) => responder(byPath.get(file)!);
   const shell = page("console.html");
   const notFound = (c: Ctx) =>
-    errorResponse(c, 404, "NOT_FOUND", `No such console page: "${c.req.path}"`);
+    errorResponse(c, {
+      status: 404,
+      code: "NOT_FOUND",
+      message: `No such console page: "${c.req.path}"`,
+    });
   const shellFor = (c: Ctx) => {
     const segments = c.req.path.split("/").slice(2);
     return segments[0] !== "assets" && segments.every((s) => SEGMENT.test(s))

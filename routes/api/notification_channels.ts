@@ -49,25 +49,22 @@ export function notificationChannelRoutes(deps: ChannelRouteDeps): RouteDef[] {
       path: BASE,
       access: perm("write:system"),
       handler: async (c) => {
-        const item = await auditFailures(
-          c,
-          deps,
-          "notification_channel.create",
-          "notification_channel",
-          async () => {
-            const input = await readJson(c, channelInput);
-            const { row, view } = await deps.channels.prepareCreate(input);
-            deps.transaction(() => {
-              deps.channels.insert(row);
-              success(c, "notification_channel.create", `notification_channel:${row.id}`, {
-                name: row.name,
-                type: row.type,
-                events: view.events,
-              });
+        const item = await auditFailures(c, deps, {
+          action: "notification_channel.create",
+          target: "notification_channel",
+        }, async () => {
+          const input = await readJson(c, channelInput);
+          const { row, view } = await deps.channels.prepareCreate(input);
+          deps.transaction(() => {
+            deps.channels.insert(row);
+            success(c, "notification_channel.create", `notification_channel:${row.id}`, {
+              name: row.name,
+              type: row.type,
+              events: view.events,
             });
-            return view;
-          },
-        );
+          });
+          return view;
+        });
         return c.json({ item }, 201);
       },
     },
@@ -87,8 +84,7 @@ export function notificationChannelRoutes(deps: ChannelRouteDeps): RouteDef[] {
         const item = await auditFailures(
           c,
           deps,
-          "notification_channel.update",
-          target,
+          { action: "notification_channel.update", target },
           async () => {
             const patch = await readJson(c, channelPatch);
             const { row, view } = await deps.channels.prepareUpdate(id, patch);
@@ -115,8 +111,7 @@ export function notificationChannelRoutes(deps: ChannelRouteDeps): RouteDef[] {
         await auditFailures(
           c,
           deps,
-          "notification_channel.delete",
-          target,
+          { action: "notification_channel.delete", target },
           () =>
             Promise.resolve(deps.transaction(() => {
               deps.channels.remove(id);
@@ -133,18 +128,15 @@ export function notificationChannelRoutes(deps: ChannelRouteDeps): RouteDef[] {
       handler: async (c) => {
         const id = c.req.param("id")!;
         const target = `notification_channel:${id}`;
-        const deliveryId = await auditFailures(
-          c,
-          deps,
-          "notification_channel.test",
+        const deliveryId = await auditFailures(c, deps, {
+          action: "notification_channel.test",
           target,
-          () =>
-            Promise.resolve(deps.transaction(() => {
-              const d = deps.dispatcher.test(id, actorOf(c).name ?? "an operator");
-              success(c, "notification_channel.test", target, { delivery: d });
-              return d;
-            })),
-        );
+        }, () =>
+          Promise.resolve(deps.transaction(() => {
+            const d = deps.dispatcher.test(id, actorOf(c).name ?? "an operator");
+            success(c, "notification_channel.test", target, { delivery: d });
+            return d;
+          })));
         return c.json({ delivery: deps.dispatcher.delivery(deliveryId) }, 202);
       },
     },

@@ -48,23 +48,20 @@ export function notificationRoutes(deps: NotificationRouteDeps): RouteDef[] {
       access: perm("read:monitor"),
       handler: async (c) => {
         const id = c.req.param("id")!;
-        const item = await auditFailures(
-          c,
-          deps,
-          "notification.read",
-          `notification:${id}`,
-          () =>
-            Promise.resolve(deps.transaction(() => {
-              const view = deps.notifications.markRead(id, readerOf(c));
-              deps.audit.record({
-                ...auditContext(c),
-                action: "notification.read",
-                target: `notification:${id}`,
-                result: "success",
-              });
-              return view;
-            })),
-        );
+        const item = await auditFailures(c, deps, {
+          action: "notification.read",
+          target: `notification:${id}`,
+        }, () =>
+          Promise.resolve(deps.transaction(() => {
+            const view = deps.notifications.markRead(id, readerOf(c));
+            deps.audit.record({
+              ...auditContext(c),
+              action: "notification.read",
+              target: `notification:${id}`,
+              result: "success",
+            });
+            return view;
+          })));
         return c.json({ item });
       },
     },
