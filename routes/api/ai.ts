@@ -83,18 +83,24 @@ function sse(
   });
 }
 
-export function aiRoutes(deps: AiRouteDeps): RouteDef[] {
-  const asker = (c: Ctx): Asker => {
-    const p = c.get("principal")!;
-    return {
-      key: `${p.kind}:${p.id}`,
-      name: p.name,
-      permissions: p.permissions,
-      human: deps.humanOf(p),
-    };
+/** The principal asking, as the assistant's tools see it. */
+function askerOf(c: Ctx, deps: Pick<AiRouteDeps, "humanOf">): Asker {
+  const p = c.get("principal")!;
+  return {
+    key: `${p.kind}:${p.id}`,
+    name: p.name,
+    permissions: p.permissions,
+    human: deps.humanOf(p),
   };
-  const facts = (c: Ctx) => ({ clientIp: c.get("clientIp"), traceId: c.get("traceId") });
+}
 
+/** Client address and trace id of the request, for audit records. */
+function factsOf(c: Ctx) {
+  return { clientIp: c.get("clientIp"), traceId: c.get("traceId") };
+}
+
+/** The assistant's provider settings and their connection test. */
+function configRoutes(deps: AiRouteDeps): RouteDef[] {
   return [
     {
       method: "GET",
@@ -130,7 +136,7 @@ export function aiRoutes(deps: AiRouteDeps): RouteDef[] {
             })
           );
         try {
-          const result = await deps.assistant.test(asker(c));
+          const result = await deps.assistant.test(askerOf(c, deps));
           record("success", { model: result.model });
           return c.json(result);
         } catch (err) {
@@ -139,13 +145,19 @@ export function aiRoutes(deps: AiRouteDeps): RouteDef[] {
         }
       },
     },
+  ];
+}
+
+/** Token usage: the caller's own per day, and everyone's totals. */
+function usageRoutes(deps: AiRouteDeps): RouteDef[] {
+  return [
     {
       method: "GET",
       path: "/api/ai/usage",
       access: perm("use:ai"),
       handler: (c) => {
         const { days } = readQuery(c, usageQuery);
-        const me = asker(c);
+        const me = askerOf(c, deps);
         const { since, rows } = deps.assistant.usageDays(me.key, days);
         const sum = (k: "requests" | "prompt_tokens" | "completion_tokens") =>
           rows.reduce((n, r) => n + r[k], 0);
@@ -177,13 +189,19 @@ export function aiRoutes(deps: AiRouteDeps): RouteDef[] {
         return c.json({ since, items });
       },
     },
+  ];
+}
+
+/** The caller's conversations and the questions asked in them (answers stream as events). */
+function conversationRoutes(deps: AiRouteDeps): RouteDef[] {
+  return [
     {
       method: "POST",
       path: "/api/ai/conversations",
       access: perm("use:ai"),
       handler: async (c) => {
         const { title } = await readJson(c, conversationSchema);
-        return c.json(deps.conversations.create(asker(c).key, title), 201);
+        return c.json(deps.conversations.create(askerOf(c, deps).key, title), 201);
       },
     },
     {
@@ -192,21 +210,21 @@ export function aiRoutes(deps: AiRouteDeps): RouteDef[] {
       access: perm("use:ai"),
       handler: (c) => {
         const { limit } = readQuery(c, listQuery);
-        return c.json({ items: deps.conversations.list(asker(c).key, limit) });
+        return c.json({ items: deps.conversations.list(askerOf(c, deps).key, limit) });
       },
     },
     {
       method: "GET",
       path: "/api/ai/conversations/:id",
       access: perm("use:ai"),
-      handler: (c) => c.json(deps.conversations.get(c.req.param("id") ?? "", asker(c).key)),
+      handler: (c) => c.json(deps.conversations.get(c.req.param("id") ?? "", askerOf(c, deps).key)),
     },
     {
       method: "DELETE",
       path: "/api/ai/conversations/:id",
       access: perm("use:ai"),
       handler: (c) => {
-        deps.conversations.remove(c.req.param("id") ?? "", asker(c).key);
+        deps.conversations.remove(c.req.param("id") ?? "", askerOf(c, deps).key);
         return c.body(null, 204);
       },
     },
@@ -216,9 +234,9 @@ export function aiRoutes(deps: AiRouteDeps): RouteDef[] {
       access: perm("use:ai"),
       handler: async (c) => {
         const { content } = await readJson(c, messageSchema);
-        const who = asker(c);
+        const who = askerOf(c, deps);
         const conversationId = c.req.param("id") ?? "";
-        const base = { asker: who, conversationId, content, facts: facts(c) };
+        const base = { asker: who, conversationId, content, facts: factsOf(c) };
         const messageId = await deps.assistant.begin(base);
         return sse(async (emit, signal) => {
           await emit({ type: "start", conversation_id: conversationId, message_id: messageId });
@@ -226,6 +244,12 @@ export function aiRoutes(deps: AiRouteDeps): RouteDef[] {
         });
       },
     },
+  ];
+}
+
+/** The queue of high-risk changes the assistant proposed, for another user to decide. */
+function approvalRoutes(deps: AiRouteDeps): RouteDef[] {
+  return [
     {
       method: "GET",
       path: "/api/ai/approvals",
@@ -246,7 +270,7 @@ export function aiRoutes(deps: AiRouteDeps): RouteDef[] {
       path: "/api/ai/approvals/:id/approve",
       access: perm("approve:ai", { sessionOnly: true }),
       handler: async (c) =>
-        c.json(await deps.approvals.approve(c.req.param("id") ?? "", asker(c), facts(c))),
+        c.json(await deps.approvals.approve(c.req.param("id") ?? "", askerOf(c, deps), factsOf(c))),
     },
     {
       method: "POST",
@@ -254,8 +278,19 @@ export function aiRoutes(deps: AiRouteDeps): RouteDef[] {
       access: perm("approve:ai", { sessionOnly: true }),
       handler: async (c) => {
         const { reason } = await readJson(c, rejectSchema);
-        return c.json(deps.approvals.reject(c.req.param("id") ?? "", asker(c), reason, facts(c)));
+        return c.json(
+          deps.approvals.reject(c.req.param("id") ?? "", askerOf(c, deps), reason, factsOf(c)),
+        );
       },
     },
+  ];
+}
+
+export function aiRoutes(deps: AiRouteDeps): RouteDef[] {
+  return [
+    ...configRoutes(deps),
+    ...usageRoutes(deps),
+    ...conversationRoutes(deps),
+    ...approvalRoutes(deps),
   ];
 }

@@ -57,8 +57,11 @@ const joinBody = z.strictObject({
   }),
 });
 
-export function clusterRoutes(controller: ControllerRouteDeps | undefined): RouteDef[] {
-  const need = (): ControllerRouteDeps => {
+/** The controller's parts, or 409 `CLUSTER_ROLE` on a node. */
+type Need = () => ControllerRouteDeps;
+
+function needController(controller: ControllerRouteDeps | undefined): Need {
+  return () => {
     if (!controller) {
       throw new AppError(
         409,
@@ -68,7 +71,11 @@ export function clusterRoutes(controller: ControllerRouteDeps | undefined): Rout
     }
     return controller;
   };
-  const nodeAction = (action: "revoke" | "delete") => async (c: Ctx) => {
+}
+
+/** Revokes or deletes a node, auditing a refusal. */
+function nodeAction(need: Need, action: "revoke" | "delete") {
+  return async (c: Ctx) => {
     const d = need();
     const id = c.req.param("id")!;
     return await auditFailures(c, d, {
@@ -82,6 +89,10 @@ export function clusterRoutes(controller: ControllerRouteDeps | undefined): Rout
       return Promise.resolve(c.json({ item: d.registry.revoke(id, auditContext(c)) }));
     });
   };
+}
+
+/** The operator's view of the nodes: list, read, revoke, delete (and no rolling upgrades). */
+function nodeRoutes(need: Need): RouteDef[] {
   return [
     {
       method: "GET",
@@ -107,13 +118,13 @@ export function clusterRoutes(controller: ControllerRouteDeps | undefined): Rout
       method: "POST",
       path: "/api/cluster/nodes/:id/revoke",
       access: perm("write:cluster"),
-      handler: nodeAction("revoke"),
+      handler: nodeAction(need, "revoke"),
     },
     {
       method: "DELETE",
       path: "/api/cluster/nodes/:id",
       access: perm("write:cluster"),
-      handler: nodeAction("delete"),
+      handler: nodeAction(need, "delete"),
     },
     {
       method: "POST",
@@ -127,6 +138,12 @@ export function clusterRoutes(controller: ControllerRouteDeps | undefined): Rout
         );
       },
     },
+  ];
+}
+
+/** What a joined node calls with its certificate: heartbeats, renewal, the policy. */
+function nodeChannelRoutes(need: Need): RouteDef[] {
+  return [
     {
       method: "POST",
       path: "/api/cluster/nodes/:id/heartbeat",
@@ -159,6 +176,12 @@ export function clusterRoutes(controller: ControllerRouteDeps | undefined): Rout
         return c.json(need().policy.snapshot());
       },
     },
+  ];
+}
+
+/** Joining: the CA a node pins, the one-time join tokens and the join itself. */
+function joinRoutes(need: Need): RouteDef[] {
+  return [
     {
       method: "GET",
       path: "/api/cluster/ca",
@@ -220,4 +243,9 @@ export function clusterRoutes(controller: ControllerRouteDeps | undefined): Rout
       },
     },
   ];
+}
+
+export function clusterRoutes(controller: ControllerRouteDeps | undefined): RouteDef[] {
+  const need = needController(controller);
+  return [...nodeRoutes(need), ...nodeChannelRoutes(need), ...joinRoutes(need)];
 }
