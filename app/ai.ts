@@ -154,8 +154,6 @@ export function createAiPlane(deps: AiDeps): AiPlane {
       conversations,
       assistant,
       approvals,
-      usage,
-      clock,
       humanOf,
     }),
   };

@@ -6,7 +6,7 @@
  * finds every such URL in the source and requires it to be listed.
  */
 export const COMPILE_INCLUDES: readonly string[] = [
-  "routes/api/console",
+  "console",
   "db/access_log_worker.ts",
   "app/data_worker.ts",
   "engine/ip_list_fold_worker.ts",

@@ -65,7 +65,9 @@ export interface AskOptions {
 
 export function createAssistant(deps: AssistantDeps) {
   const busy = new Set<string>();
-  const day = () => new Date(deps.clock.now()).toISOString().slice(0, 10);
+  /** The UTC day (`YYYY-MM-DD`) `daysAgo` days before today. */
+  const day = (daysAgo = 0) =>
+    new Date(deps.clock.now() - daysAgo * 86_400_000).toISOString().slice(0, 10);
 
   async function loop(o: AskOptions): Promise<void> {
     const settings = await deps.config.provider();
@@ -178,6 +180,18 @@ export function createAssistant(deps: AssistantDeps) {
         usage?.completion_tokens ?? 0,
       );
       return { ok: true, model: settings.model, reply: answer.content.slice(0, 200), usage };
+    },
+
+    /** One principal's token usage per UTC day over the last `days` days (today included). */
+    usageDays(owner: string, days: number) {
+      const since = day(days - 1);
+      return { since, rows: deps.usage.days(owner, since) };
+    },
+
+    /** Every principal's token usage over the last `days` UTC days (today included). */
+    usageTotals(days: number) {
+      const since = day(days - 1);
+      return { since, rows: deps.usage.totals(since) };
     },
 
     /**

@@ -5,6 +5,7 @@
  */
 import type { PolicyObjectRow, PolicyObjectsRepo } from "../../db/policy_objects_repo.ts";
 import { type Db, transaction } from "../../db/store.ts";
+import { testPattern } from "../../engine/custom_rules.ts";
 import type { Audit, AuditEvent } from "../core/audit.ts";
 import type { Clock } from "../core/clock.ts";
 import { AppError } from "../core/errors.ts";
@@ -249,6 +250,11 @@ export function createPolicyObjects(deps: PolicyObjectsDeps) {
     },
     removeInternal(kind: string, id: string): void {
       repo.remove(kind, id);
+    },
+
+    /** Tries a custom rule's pattern on samples, compiled with RE2 as saving the rule would. */
+    testPattern(pattern: string, ignoreCase: boolean, samples: readonly string[]) {
+      return testPattern(pattern, ignoreCase, samples);
     },
   };
 }

@@ -33,8 +33,7 @@ export function acmeRoutes(deps: AcmeRouteDeps): RouteDef[] {
         const state = await auditFailures(
           c,
           deps,
-          "site.certificate.acme",
-          id,
+          { action: "site.certificate.acme", target: id },
           async () => deps.acme.issue(id, await readJson(c, acmeInputSchema), auditContext(c)),
         );
         return c.json({ acme: state });

@@ -4,13 +4,11 @@
  * (`approve:ai`; approving or rejecting needs a signed-in user, not an API token).
  */
 import { z } from "zod";
-import type { AiUsageRepo } from "../../db/ai_usage_repo.ts";
 import { type AiConfig, aiConfigInputSchema } from "../../mod/ai/ai_config.ts";
 import type { Approvals } from "../../mod/ai/approvals.ts";
 import type { Assistant, AssistantEvent } from "../../mod/ai/assistant.ts";
 import type { Conversations } from "../../mod/ai/conversations.ts";
 import type { Asker } from "../../mod/ai/tools.ts";
-import type { Clock } from "../../mod/core/clock.ts";
 import { AppError } from "../../mod/core/errors.ts";
 import { auditContext } from "./actor.ts";
 import { auditFailures, type AuditSink } from "./audited.ts";
@@ -23,8 +21,6 @@ export interface AiRouteDeps extends AuditSink {
   readonly conversations: Conversations;
   readonly assistant: Assistant;
   readonly approvals: Approvals;
-  readonly usage: AiUsageRepo;
-  readonly clock: Clock;
   /** The human behind a principal (`user:<id>`; a token's root creator). */
   readonly humanOf: (principal: Principal) => string;
 }
@@ -87,20 +83,24 @@ function sse(
   });
 }
 
-export function aiRoutes(deps: AiRouteDeps): RouteDef[] {
-  const asker = (c: Ctx): Asker => {
-    const p = c.get("principal")!;
-    return {
-      key: `${p.kind}:${p.id}`,
-      name: p.name,
-      permissions: p.permissions,
-      human: deps.humanOf(p),
-    };
+/** The principal asking, as the assistant's tools see it. */
+function askerOf(c: Ctx, deps: Pick<AiRouteDeps, "humanOf">): Asker {
+  const p = c.get("principal")!;
+  return {
+    key: `${p.kind}:${p.id}`,
+    name: p.name,
+    permissions: p.permissions,
+    human: deps.humanOf(p),
   };
-  const facts = (c: Ctx) => ({ clientIp: c.get("clientIp"), traceId: c.get("traceId") });
-  const since = (days: number) =>
-    new Date(deps.clock.now() - (days - 1) * 86_400_000).toISOString().slice(0, 10);
+}
 
+/** Client address and trace id of the request, for audit records. */
+function factsOf(c: Ctx) {
+  return { clientIp: c.get("clientIp"), traceId: c.get("traceId") };
+}
+
+/** The assistant's provider settings and their connection test. */
+function configRoutes(deps: AiRouteDeps): RouteDef[] {
   return [
     {
       method: "GET",
@@ -114,7 +114,7 @@ export function aiRoutes(deps: AiRouteDeps): RouteDef[] {
       access: perm("write:ai"),
       handler: async (c) =>
         c.json(
-          await auditFailures(c, deps, "ai.config.update", "ai", async () => {
+          await auditFailures(c, deps, { action: "ai.config.update", target: "ai" }, async () => {
             const input = await readJson(c, aiConfigInputSchema);
             return await deps.config.update(input, auditContext(c));
           }),
@@ -136,7 +136,7 @@ export function aiRoutes(deps: AiRouteDeps): RouteDef[] {
             })
           );
         try {
-          const result = await deps.assistant.test(asker(c));
+          const result = await deps.assistant.test(askerOf(c, deps));
           record("success", { model: result.model });
           return c.json(result);
         } catch (err) {
@@ -145,19 +145,25 @@ export function aiRoutes(deps: AiRouteDeps): RouteDef[] {
         }
       },
     },
+  ];
+}
+
+/** Token usage: the caller's own per day, and everyone's totals. */
+function usageRoutes(deps: AiRouteDeps): RouteDef[] {
+  return [
     {
       method: "GET",
       path: "/api/ai/usage",
       access: perm("use:ai"),
       handler: (c) => {
         const { days } = readQuery(c, usageQuery);
-        const me = asker(c);
-        const rows = deps.usage.days(me.key, since(days));
+        const me = askerOf(c, deps);
+        const { since, rows } = deps.assistant.usageDays(me.key, days);
         const sum = (k: "requests" | "prompt_tokens" | "completion_tokens") =>
           rows.reduce((n, r) => n + r[k], 0);
         return c.json({
           principal: { id: me.key, name: me.name },
-          since: since(days),
+          since,
           totals: {
             requests: sum("requests"),
             prompt_tokens: sum("prompt_tokens"),
@@ -173,22 +179,29 @@ export function aiRoutes(deps: AiRouteDeps): RouteDef[] {
       access: perm("read:ai"),
       handler: (c) => {
         const { days } = readQuery(c, usageQuery);
-        const items = deps.usage.totals(since(days)).map((r) => ({
+        const { since, rows } = deps.assistant.usageTotals(days);
+        const items = rows.map((r) => ({
           principal: { id: r.owner, name: r.owner_name },
           requests: r.requests,
           prompt_tokens: r.prompt_tokens,
           completion_tokens: r.completion_tokens,
         }));
-        return c.json({ since: since(days), items });
+        return c.json({ since, items });
       },
     },
+  ];
+}
+
+/** The caller's conversations and the questions asked in them (answers stream as events). */
+function conversationRoutes(deps: AiRouteDeps): RouteDef[] {
+  return [
     {
       method: "POST",
       path: "/api/ai/conversations",
       access: perm("use:ai"),
       handler: async (c) => {
         const { title } = await readJson(c, conversationSchema);
-        return c.json(deps.conversations.create(asker(c).key, title), 201);
+        return c.json(deps.conversations.create(askerOf(c, deps).key, title), 201);
       },
     },
     {
@@ -197,21 +210,21 @@ export function aiRoutes(deps: AiRouteDeps): RouteDef[] {
       access: perm("use:ai"),
       handler: (c) => {
         const { limit } = readQuery(c, listQuery);
-        return c.json({ items: deps.conversations.list(asker(c).key, limit) });
+        return c.json({ items: deps.conversations.list(askerOf(c, deps).key, limit) });
       },
     },
     {
       method: "GET",
       path: "/api/ai/conversations/:id",
       access: perm("use:ai"),
-      handler: (c) => c.json(deps.conversations.get(c.req.param("id") ?? "", asker(c).key)),
+      handler: (c) => c.json(deps.conversations.get(c.req.param("id") ?? "", askerOf(c, deps).key)),
     },
     {
       method: "DELETE",
       path: "/api/ai/conversations/:id",
       access: perm("use:ai"),
       handler: (c) => {
-        deps.conversations.remove(c.req.param("id") ?? "", asker(c).key);
+        deps.conversations.remove(c.req.param("id") ?? "", askerOf(c, deps).key);
         return c.body(null, 204);
       },
     },
@@ -221,9 +234,9 @@ export function aiRoutes(deps: AiRouteDeps): RouteDef[] {
       access: perm("use:ai"),
       handler: async (c) => {
         const { content } = await readJson(c, messageSchema);
-        const who = asker(c);
+        const who = askerOf(c, deps);
         const conversationId = c.req.param("id") ?? "";
-        const base = { asker: who, conversationId, content, facts: facts(c) };
+        const base = { asker: who, conversationId, content, facts: factsOf(c) };
         const messageId = await deps.assistant.begin(base);
         return sse(async (emit, signal) => {
           await emit({ type: "start", conversation_id: conversationId, message_id: messageId });
@@ -231,6 +244,12 @@ export function aiRoutes(deps: AiRouteDeps): RouteDef[] {
         });
       },
     },
+  ];
+}
+
+/** The queue of high-risk changes the assistant proposed, for another user to decide. */
+function approvalRoutes(deps: AiRouteDeps): RouteDef[] {
+  return [
     {
       method: "GET",
       path: "/api/ai/approvals",
@@ -251,7 +270,7 @@ export function aiRoutes(deps: AiRouteDeps): RouteDef[] {
       path: "/api/ai/approvals/:id/approve",
       access: perm("approve:ai", { sessionOnly: true }),
       handler: async (c) =>
-        c.json(await deps.approvals.approve(c.req.param("id") ?? "", asker(c), facts(c))),
+        c.json(await deps.approvals.approve(c.req.param("id") ?? "", askerOf(c, deps), factsOf(c))),
     },
     {
       method: "POST",
@@ -259,8 +278,19 @@ export function aiRoutes(deps: AiRouteDeps): RouteDef[] {
       access: perm("approve:ai", { sessionOnly: true }),
       handler: async (c) => {
         const { reason } = await readJson(c, rejectSchema);
-        return c.json(deps.approvals.reject(c.req.param("id") ?? "", asker(c), reason, facts(c)));
+        return c.json(
+          deps.approvals.reject(c.req.param("id") ?? "", askerOf(c, deps), reason, factsOf(c)),
+        );
       },
     },
+  ];
+}
+
+export function aiRoutes(deps: AiRouteDeps): RouteDef[] {
+  return [
+    ...configRoutes(deps),
+    ...usageRoutes(deps),
+    ...conversationRoutes(deps),
+    ...approvalRoutes(deps),
   ];
 }

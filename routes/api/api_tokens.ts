@@ -43,13 +43,10 @@ const MANAGE = perm("manage:api_tokens");
 export function apiTokenRoutes(deps: ApiTokenRouteDeps): RouteDef[] {
   const revoke = async (c: Ctx) => {
     const id = c.req.param("id")!;
-    const item = await auditFailures(
-      c,
-      deps,
-      "api_token.revoke",
-      `api_token:${id}`,
-      () => Promise.resolve(deps.tokens.revoke(id, auditContext(c))),
-    );
+    const item = await auditFailures(c, deps, {
+      action: "api_token.revoke",
+      target: `api_token:${id}`,
+    }, () => Promise.resolve(deps.tokens.revoke(id, auditContext(c))));
     return c.json({ item });
   };
 
@@ -60,7 +57,10 @@ export function apiTokenRoutes(deps: ApiTokenRouteDeps): RouteDef[] {
       access: MANAGE,
       handler: async (c) => {
         const p = c.get("principal")!;
-        const created = await auditFailures(c, deps, "api_token.create", "api_tokens", async () => {
+        const created = await auditFailures(c, deps, {
+          action: "api_token.create",
+          target: "api_tokens",
+        }, async () => {
           const { ttl, ...body } = await readJson(c, createBody);
           const own = p.kind === "token" ? deps.tokens.get(p.id).expires_at : null;
           return deps.tokens.create({ ...body, ttl_ms: ttl }, {

@@ -2,7 +2,7 @@
 import { z } from "zod";
 import type { Audit } from "../../mod/core/audit.ts";
 import { perm, type RouteDef } from "./route.ts";
-import { readQuery } from "./validate.ts";
+import { cursorQuery, readQuery } from "./validate.ts";
 
 /** An ISO 8601 time or milliseconds since the epoch. */
 const time = z.string().transform((v, ctx) => {
@@ -23,7 +23,7 @@ const query = z.strictObject({
   actor: z.string().min(1).max(256).optional(),
   action: z.string().min(1).max(128).optional(),
   result: z.enum(["success", "failure", "denied"]).optional(),
-  cursor: z.string().regex(/^\d{1,18}$/, "expected the next_cursor of a previous page").optional(),
+  cursor: cursorQuery.rowId.optional(),
   limit: z.coerce.number().int().min(1).max(500).default(100),
 });
 
@@ -41,7 +41,7 @@ export function auditRoutes(audit: Audit): RouteDef[] {
           actor: q.actor,
           action: q.action,
           result: q.result,
-          beforeId: q.cursor === undefined ? undefined : Number(q.cursor),
+          beforeId: q.cursor,
           limit: q.limit,
         }));
       },

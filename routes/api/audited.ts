@@ -13,11 +13,17 @@ export interface AuditSink {
   readonly transaction: <T>(fn: () => T) => T;
 }
 
+/** The audit record's action and target for a refusal. */
+export interface AuditedChange {
+  readonly action: string;
+  readonly target: string;
+}
+
+/** Runs `fn`; an AppError below 500 it throws is recorded as a failure of `change` first. */
 export async function auditFailures<T>(
   c: Ctx,
   sink: AuditSink,
-  action: string,
-  target: string,
+  { action, target }: AuditedChange,
   fn: () => Promise<T>,
 ): Promise<T> {
   try {

@@ -62,43 +62,32 @@ const policyBody = z.strictObject({
   difficulty: z.number().int().min(8).max(24),
 });
 
-export function authRoutes(deps: AuthRouteDeps): RouteDef[] {
-  const sessionBody = (c: Ctx) => {
-    const found = sessionOf(c, deps.sessions);
-    if (!found) throw unauthorized("No valid session: sign in again");
-    const lastSeen = Math.max(found.session.last_seen_at, deps.clock.now());
-    return {
-      user: toPublicUser(found.user),
-      permissions: found.principal.permissions,
-      /** The identifiers the role's expressions grant, for clients that hide what they lack. */
-      effective_permissions: PERMISSIONS.filter((p) => grants(found.principal.permissions, p)),
-      preferences: deps.preferences.get(found.user.id),
-      csrf_token: deps.sessions.csrfFor(readCookie(c, SESSION_COOKIE)!),
-      idle_expires_at: new Date(lastSeen + SESSION_IDLE_MS).toISOString(),
-      expires_at: new Date(found.session.expires_at).toISOString(),
-    };
-  };
+/** Throws 403 `CSRF_INVALID` unless the request double-submits the session's CSRF value. */
+function requireCsrf(c: Ctx, sessions: Sessions, sessionId: string): void {
+  if (!csrfValid(c, sessions, sessionId)) {
+    throw new AppError(403, "CSRF_INVALID", "CSRF check failed: send the X-CSRF-Token header");
+  }
+}
 
-  const verify = async (c: Ctx) => {
-    const body = await readJson(c, verifyBody);
-    assertUsername(body.username);
-    try {
-      return c.json(deps.captcha.verify({ ...body, clientIp: c.get("clientIp") }), 201);
-    } catch (err) {
-      if (err instanceof CaptchaError) {
-        deps.refusals.record({
-          actor: { type: "anonymous" },
-          action: "auth.captcha",
-          clientIp: c.get("clientIp"),
-          traceId: c.get("traceId"),
-          username: body.username,
-          reason: err.reason,
-        });
-      }
-      throw err;
-    }
+/** The caller's session as `GET /api/auth/session` answers it; 401 without one. */
+function sessionView(c: Ctx, deps: AuthRouteDeps) {
+  const found = sessionOf(c, deps.sessions);
+  if (!found) throw unauthorized("No valid session: sign in again");
+  const lastSeen = Math.max(found.session.last_seen_at, deps.clock.now());
+  return {
+    user: toPublicUser(found.user),
+    permissions: found.principal.permissions,
+    /** The identifiers the role's expressions grant, for clients that hide what they lack. */
+    effective_permissions: PERMISSIONS.filter((p) => grants(found.principal.permissions, p)),
+    preferences: deps.preferences.get(found.user.id),
+    csrf_token: deps.sessions.csrfFor(readCookie(c, SESSION_COOKIE)!),
+    idle_expires_at: new Date(lastSeen + SESSION_IDLE_MS).toISOString(),
+    expires_at: new Date(found.session.expires_at).toISOString(),
   };
+}
 
+/** Signing in and out, and what the sign-in form offers a username. */
+function signInRoutes(deps: AuthRouteDeps): RouteDef[] {
   return [
     {
       method: "POST",
@@ -137,13 +126,7 @@ export function authRoutes(deps: AuthRouteDeps): RouteDef[] {
         const found = sessionOf(c, deps.sessions);
         if (found && id) {
           c.set("principal", found.principal);
-          if (!csrfValid(c, deps.sessions, id)) {
-            throw new AppError(
-              403,
-              "CSRF_INVALID",
-              "CSRF check failed: send the X-CSRF-Token header",
-            );
-          }
+          requireCsrf(c, deps.sessions, id);
           deps.transaction(() => {
             deps.sessions.revoke(found.principal.sessionHash);
             deps.audit.record({
@@ -160,11 +143,27 @@ export function authRoutes(deps: AuthRouteDeps): RouteDef[] {
     },
     {
       method: "GET",
+      path: "/api/auth/login-options",
+      access: PUBLIC,
+      handler: (c) => {
+        const q = readQuery(c, optionsQuery);
+        if (q.username !== undefined) assertUsername(q.username);
+        return c.json(deps.login.options(c.get("clientIp"), q.username));
+      },
+    },
+  ];
+}
+
+/** The caller's own session and preferences. */
+function sessionRoutes(deps: AuthRouteDeps): RouteDef[] {
+  return [
+    {
+      method: "GET",
       path: "/api/auth/session",
       access: PUBLIC,
       handler: (c) => {
         c.header("cache-control", "no-store");
-        return c.json(sessionBody(c));
+        return c.json(sessionView(c, deps));
       },
     },
     {
@@ -177,13 +176,7 @@ export function authRoutes(deps: AuthRouteDeps): RouteDef[] {
         const found = sessionOf(c, deps.sessions);
         if (!found) throw unauthorized("No valid session: sign in again");
         c.set("principal", found.principal);
-        if (!csrfValid(c, deps.sessions, readCookie(c, SESSION_COOKIE)!)) {
-          throw new AppError(
-            403,
-            "CSRF_INVALID",
-            "CSRF check failed: send the X-CSRF-Token header",
-          );
-        }
+        requireCsrf(c, deps.sessions, readCookie(c, SESSION_COOKIE)!);
         const body = await readJson(c, preferencesBody);
         const userId = found.user.id;
         const saved = deps.transaction(() => {
@@ -201,16 +194,33 @@ export function authRoutes(deps: AuthRouteDeps): RouteDef[] {
         return c.json(saved);
       },
     },
-    {
-      method: "GET",
-      path: "/api/auth/login-options",
-      access: PUBLIC,
-      handler: (c) => {
-        const q = readQuery(c, optionsQuery);
-        if (q.username !== undefined) assertUsername(q.username);
-        return c.json(deps.login.options(c.get("clientIp"), q.username));
-      },
-    },
+  ];
+}
+
+/** Solves a CAPTCHA challenge; a wrong answer is recorded as a refusal. */
+async function verifyCaptcha(c: Ctx, deps: AuthRouteDeps): Promise<Response> {
+  const body = await readJson(c, verifyBody);
+  assertUsername(body.username);
+  try {
+    return c.json(deps.captcha.verify({ ...body, clientIp: c.get("clientIp") }), 201);
+  } catch (err) {
+    if (err instanceof CaptchaError) {
+      deps.refusals.record({
+        actor: { type: "anonymous" },
+        action: "auth.captcha",
+        clientIp: c.get("clientIp"),
+        traceId: c.get("traceId"),
+        username: body.username,
+        reason: err.reason,
+      });
+    }
+    throw err;
+  }
+}
+
+/** The sign-in CAPTCHA and the policy that decides when it is asked. */
+function captchaRoutes(deps: AuthRouteDeps): RouteDef[] {
+  return [
     {
       method: "POST",
       path: "/api/auth/captcha",
@@ -222,7 +232,7 @@ export function authRoutes(deps: AuthRouteDeps): RouteDef[] {
       method: "POST",
       path: "/api/auth/captcha/verify",
       access: PUBLIC,
-      handler: (c) => slowRefusals(c, deps, () => verify(c)),
+      handler: (c) => slowRefusals(c, deps, () => verifyCaptcha(c, deps)),
     },
     {
       method: "GET",
@@ -238,8 +248,7 @@ export function authRoutes(deps: AuthRouteDeps): RouteDef[] {
         const policy = await auditFailures(
           c,
           deps,
-          "auth.captcha_policy.update",
-          "captcha_policy",
+          { action: "auth.captcha_policy.update", target: "captcha_policy" },
           () => readJson(c, policyBody),
         );
         deps.transaction(() => {
@@ -257,4 +266,8 @@ export function authRoutes(deps: AuthRouteDeps): RouteDef[] {
       },
     },
   ];
+}
+
+export function authRoutes(deps: AuthRouteDeps): RouteDef[] {
+  return [...signInRoutes(deps), ...sessionRoutes(deps), ...captchaRoutes(deps)];
 }

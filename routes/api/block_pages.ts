@@ -5,7 +5,7 @@
  * the same renderers.
  */
 import { z } from "zod";
-import { AppError } from "../../mod/core/errors.ts";
+import { AppError, badRequest } from "../../mod/core/errors.ts";
 import { sanitizeHtml } from "../../mod/protection/html_sanitize.ts";
 import type { PolicyObjects } from "../../mod/protection/policy_objects.ts";
 import { KIND } from "../../mod/protection/protection_compile.ts";
@@ -87,13 +87,19 @@ function checkSize(html: string): void {
 
 const previewQuery = z.strictObject({ as: z.enum(["html", "link"]).default("html") });
 
-export function blockPageRoutes(objects: PolicyObjects, previews: BlockPagePreviews): RouteDef[] {
-  const owner = (c: Ctx) => {
-    const p = c.get("principal")!;
-    return `${p.kind}:${p.id}`;
-  };
-  const current = (): BlockPageDoc =>
-    parseStored(blockPageSchema, objects.singleton(KIND.blockPage));
+/** The caller's key: previews are kept per principal. */
+function ownerOf(c: Ctx): string {
+  const p = c.get("principal")!;
+  return `${p.kind}:${p.id}`;
+}
+
+/** The stored block-page settings (defaults when none are stored). */
+function currentPage(objects: PolicyObjects): BlockPageDoc {
+  return parseStored(blockPageSchema, objects.singleton(KIND.blockPage));
+}
+
+/** The built-in templates and their previews. */
+function templateRoutes(): RouteDef[] {
   return [
     {
       method: "GET",
@@ -125,11 +131,17 @@ export function blockPageRoutes(objects: PolicyObjects, previews: BlockPagePrevi
         return htmlPage(page, 200, c.get("traceId"), PREVIEW_CSP);
       },
     },
+  ];
+}
+
+/** The configured page: template choice, the custom page's upload and removal. */
+function settingsRoutes(objects: PolicyObjects): RouteDef[] {
+  return [
     {
       method: "GET",
       path: "/api/block-pages/settings",
       access: perm("read:system"),
-      handler: (c) => c.json(current()),
+      handler: (c) => c.json(currentPage(objects)),
     },
     {
       method: "PUT",
@@ -137,7 +149,7 @@ export function blockPageRoutes(objects: PolicyObjects, previews: BlockPagePrevi
       access: perm("write:system"),
       handler: async (c) => {
         const { custom_html: html, ...body } = await readJson(c, settingsBody);
-        const next: BlockPageDoc = { ...current(), ...body };
+        const next: BlockPageDoc = { ...currentPage(objects), ...body };
         let detail: Record<string, unknown> = body;
         if (html !== undefined) {
           checkSize(html);
@@ -153,57 +165,19 @@ export function blockPageRoutes(objects: PolicyObjects, previews: BlockPagePrevi
           };
         }
         if (!blockTemplateNames().includes(next.template_id)) {
-          throw new AppError(
-            400,
-            "BAD_REQUEST",
+          throw badRequest(
             `Invalid field "template_id": no template "${next.template_id}"`,
-            {
-              details: { field: "template_id" },
-            },
+            "template_id",
           );
         }
         if (next.custom_enabled && next.custom_html === "") {
-          throw new AppError(
-            400,
-            "BAD_REQUEST",
+          throw badRequest(
             'Invalid field "custom_enabled": upload a custom page first',
-            {
-              details: { field: "custom_enabled" },
-            },
+            "custom_enabled",
           );
         }
         objects.putSingleton(KIND.blockPage, "block_page.settings", next, auditContext(c), detail);
         return c.json(next);
-      },
-    },
-    {
-      method: "POST",
-      path: "/api/block-pages/preview",
-      access: perm("read:system"),
-      handler: async (c) => {
-        const { as } = readQuery(c, previewQuery);
-        const { html } = await readJson(c, htmlBody);
-        checkSize(html);
-        const page = renderCustomHtml(sanitizeHtml(html).html, SAMPLE_TRACE);
-        if (as === "html") return htmlPage(page, 200, c.get("traceId"), PREVIEW_CSP);
-        // A link for an iframe: the preview document then carries its own sandboxed CSP.
-        const kept = previews.put(owner(c), page);
-        return c.json({
-          url: `/api/block-pages/preview/${kept.id}`,
-          expires_at: new Date(kept.expiresAt).toISOString(),
-        }, 201);
-      },
-    },
-    {
-      method: "GET",
-      path: "/api/block-pages/preview/:id",
-      access: perm("read:system"),
-      handler: (c) => {
-        const page = previews.get(owner(c), c.req.param("id") ?? "");
-        if (page === undefined) {
-          throw new AppError(404, "NOT_FOUND", "No such preview: previews expire after 10 minutes");
-        }
-        return htmlPage(page, 200, c.get("traceId"), PREVIEW_CSP);
       },
     },
     {
@@ -214,7 +188,11 @@ export function blockPageRoutes(objects: PolicyObjects, previews: BlockPagePrevi
         const { html } = await readJson(c, htmlBody);
         checkSize(html);
         const clean = sanitizeHtml(html);
-        const next: BlockPageDoc = { ...current(), custom_enabled: true, custom_html: clean.html };
+        const next: BlockPageDoc = {
+          ...currentPage(objects),
+          custom_enabled: true,
+          custom_html: clean.html,
+        };
         objects.putSingleton(KIND.blockPage, "block_page.custom", next, auditContext(c), {
           bytes: ENCODER.encode(clean.html).length,
           removed: clean.removed.length,
@@ -237,4 +215,44 @@ export function blockPageRoutes(objects: PolicyObjects, previews: BlockPagePrevi
       },
     },
   ];
+}
+
+/** Previews of a draft custom page, inline or as a short-lived link for an iframe. */
+function previewRoutes(previews: BlockPagePreviews): RouteDef[] {
+  return [
+    {
+      method: "POST",
+      path: "/api/block-pages/preview",
+      access: perm("read:system"),
+      handler: async (c) => {
+        const { as } = readQuery(c, previewQuery);
+        const { html } = await readJson(c, htmlBody);
+        checkSize(html);
+        const page = renderCustomHtml(sanitizeHtml(html).html, SAMPLE_TRACE);
+        if (as === "html") return htmlPage(page, 200, c.get("traceId"), PREVIEW_CSP);
+        // A link for an iframe: the preview document then carries its own sandboxed CSP.
+        const kept = previews.put(ownerOf(c), page);
+        return c.json({
+          url: `/api/block-pages/preview/${kept.id}`,
+          expires_at: new Date(kept.expiresAt).toISOString(),
+        }, 201);
+      },
+    },
+    {
+      method: "GET",
+      path: "/api/block-pages/preview/:id",
+      access: perm("read:system"),
+      handler: (c) => {
+        const page = previews.get(ownerOf(c), c.req.param("id") ?? "");
+        if (page === undefined) {
+          throw new AppError(404, "NOT_FOUND", "No such preview: previews expire after 10 minutes");
+        }
+        return htmlPage(page, 200, c.get("traceId"), PREVIEW_CSP);
+      },
+    },
+  ];
+}
+
+export function blockPageRoutes(objects: PolicyObjects, previews: BlockPagePreviews): RouteDef[] {
+  return [...templateRoutes(), ...settingsRoutes(objects), ...previewRoutes(previews)];
 }

@@ -57,8 +57,11 @@ const joinBody = z.strictObject({
   }),
 });
 
-export function clusterRoutes(controller: ControllerRouteDeps | undefined): RouteDef[] {
-  const need = (): ControllerRouteDeps => {
+/** The controller's parts, or 409 `CLUSTER_ROLE` on a node. */
+type Need = () => ControllerRouteDeps;
+
+function needController(controller: ControllerRouteDeps | undefined): Need {
+  return () => {
     if (!controller) {
       throw new AppError(
         409,
@@ -68,23 +71,28 @@ export function clusterRoutes(controller: ControllerRouteDeps | undefined): Rout
     }
     return controller;
   };
-  const nodeAction = (action: "revoke" | "delete") => async (c: Ctx) => {
+}
+
+/** Revokes or deletes a node, auditing a refusal. */
+function nodeAction(need: Need, action: "revoke" | "delete") {
+  return async (c: Ctx) => {
     const d = need();
     const id = c.req.param("id")!;
-    return await auditFailures(
-      c,
-      d,
-      `cluster.node.${action}`,
-      `cluster_node:${id}`,
-      (): Promise<Response> => {
-        if (action === "delete") {
-          d.registry.remove(id, auditContext(c));
-          return Promise.resolve(c.body(null, 204));
-        }
-        return Promise.resolve(c.json({ item: d.registry.revoke(id, auditContext(c)) }));
-      },
-    );
+    return await auditFailures(c, d, {
+      action: `cluster.node.${action}`,
+      target: `cluster_node:${id}`,
+    }, (): Promise<Response> => {
+      if (action === "delete") {
+        d.registry.remove(id, auditContext(c));
+        return Promise.resolve(c.body(null, 204));
+      }
+      return Promise.resolve(c.json({ item: d.registry.revoke(id, auditContext(c)) }));
+    });
   };
+}
+
+/** The operator's view of the nodes: list, read, revoke, delete (and no rolling upgrades). */
+function nodeRoutes(need: Need): RouteDef[] {
   return [
     {
       method: "GET",
@@ -110,13 +118,13 @@ export function clusterRoutes(controller: ControllerRouteDeps | undefined): Rout
       method: "POST",
       path: "/api/cluster/nodes/:id/revoke",
       access: perm("write:cluster"),
-      handler: nodeAction("revoke"),
+      handler: nodeAction(need, "revoke"),
     },
     {
       method: "DELETE",
       path: "/api/cluster/nodes/:id",
       access: perm("write:cluster"),
-      handler: nodeAction("delete"),
+      handler: nodeAction(need, "delete"),
     },
     {
       method: "POST",
@@ -130,6 +138,12 @@ export function clusterRoutes(controller: ControllerRouteDeps | undefined): Rout
         );
       },
     },
+  ];
+}
+
+/** What a joined node calls with its certificate: heartbeats, renewal, the policy. */
+function nodeChannelRoutes(need: Need): RouteDef[] {
+  return [
     {
       method: "POST",
       path: "/api/cluster/nodes/:id/heartbeat",
@@ -162,6 +176,12 @@ export function clusterRoutes(controller: ControllerRouteDeps | undefined): Rout
         return c.json(need().policy.snapshot());
       },
     },
+  ];
+}
+
+/** Joining: the CA a node pins, the one-time join tokens and the join itself. */
+function joinRoutes(need: Need): RouteDef[] {
+  return [
     {
       method: "GET",
       path: "/api/cluster/ca",
@@ -177,13 +197,10 @@ export function clusterRoutes(controller: ControllerRouteDeps | undefined): Rout
       access: perm("write:cluster"),
       handler: async (c) => {
         const d = need();
-        const created = await auditFailures(
-          c,
-          d,
-          "cluster.join_token.create",
-          "cluster",
-          async () => d.tokens.create(await readJson(c, tokenBody), auditContext(c)),
-        );
+        const created = await auditFailures(c, d, {
+          action: "cluster.join_token.create",
+          target: "cluster",
+        }, async () => d.tokens.create(await readJson(c, tokenBody), auditContext(c)));
         c.header("cache-control", "no-store");
         return c.json(created, 201);
       },
@@ -201,13 +218,10 @@ export function clusterRoutes(controller: ControllerRouteDeps | undefined): Rout
       handler: async (c: Ctx) => {
         const d = need();
         const id = c.req.param("id")!;
-        await auditFailures(
-          c,
-          d,
-          "cluster.join_token.delete",
-          `cluster_node:${id}`,
-          () => Promise.resolve(d.tokens.remove(id, auditContext(c))),
-        );
+        await auditFailures(c, d, {
+          action: "cluster.join_token.delete",
+          target: `cluster_node:${id}`,
+        }, () => Promise.resolve(d.tokens.remove(id, auditContext(c))));
         return c.body(null, 204);
       },
     },
@@ -220,8 +234,7 @@ export function clusterRoutes(controller: ControllerRouteDeps | undefined): Rout
         const body = await auditFailures(
           c,
           d,
-          "cluster.join",
-          "cluster",
+          { action: "cluster.join", target: "cluster" },
           () => readJson(c, joinBody),
         );
         const answer = await d.enrollment.join(body, auditContext(c));
@@ -230,4 +243,9 @@ export function clusterRoutes(controller: ControllerRouteDeps | undefined): Rout
       },
     },
   ];
+}
+
+export function clusterRoutes(controller: ControllerRouteDeps | undefined): RouteDef[] {
+  const need = needController(controller);
+  return [...nodeRoutes(need), ...nodeChannelRoutes(need), ...joinRoutes(need)];
 }

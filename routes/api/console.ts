@@ -1,6 +1,6 @@
 /**
  * The web console, the setup page and the sign-in page, served by the management listener with
- * no build step: every file under `routes/api/console/` (read once at start-up, embedded by
+ * no build step: every file under the top-level `console/` (read once at start-up, embedded by
  * `deno compile`) is served at `/console/assets/<path>`, the browser libraries come from their
  * npm packages (`console_vendor.ts`), and every client-side route `/console/<page>[/<detail>]`
  * answers the one shell page. A strict CSP allows only these same-origin scripts and styles.
@@ -34,7 +34,7 @@ const TYPES: Readonly<Record<string, string>> = {
   svg: "image/svg+xml",
 };
 
-const ROOT = new URL("./console/", import.meta.url);
+const ROOT = new URL("../../console/", import.meta.url);
 /** Client-side page names (and the optional detail segment, e.g. a trace id). */
 const SEGMENT = /^[a-z0-9][a-z0-9-]{0,63}$/;
 
@@ -87,7 +87,11 @@ export function consoleRoutes(): RouteDef[] {
   const page = (file: string) => responder(byPath.get(file)!);
   const shell = page("console.html");
   const notFound = (c: Ctx) =>
-    errorResponse(c, 404, "NOT_FOUND", `No such console page: "${c.req.path}"`);
+    errorResponse(c, {
+      status: 404,
+      code: "NOT_FOUND",
+      message: `No such console page: "${c.req.path}"`,
+    });
   const shellFor = (c: Ctx) => {
     const segments = c.req.path.split("/").slice(2);
     return segments[0] !== "assets" && segments.every((s) => SEGMENT.test(s))

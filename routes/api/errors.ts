@@ -7,13 +7,19 @@ import { AppError } from "../../mod/core/errors.ts";
 import type { Logger } from "../../mod/core/logger.ts";
 import type { Ctx } from "./env.ts";
 
+/** What an error response says (an `AppError` is one). */
+export interface ErrorAnswer {
+  readonly status: number;
+  readonly code: string;
+  readonly message: string;
+  /** Extra public fields of the error object. */
+  readonly details?: Readonly<Record<string, unknown>>;
+}
+
 /** Builds the JSON error response for `c`. */
 export function errorResponse(
   c: Ctx,
-  status: number,
-  code: string,
-  message: string,
-  details?: Readonly<Record<string, unknown>>,
+  { status, code, message, details }: ErrorAnswer,
   headers?: Record<string, string>,
 ): Response {
   const traceId = c.get("traceId");
@@ -50,7 +56,7 @@ export function createOnError(logger: Logger) {
       const headers: Record<string, string> = {};
       const retry = err.details?.["retry_after"];
       if (typeof retry === "number") headers["retry-after"] = String(Math.ceil(retry));
-      return errorResponse(c, err.status, err.code, err.message, err.details, headers);
+      return errorResponse(c, err, headers);
     }
     logger.error("unexpected error", {
       trace_id: c.get("traceId"),
@@ -59,11 +65,10 @@ export function createOnError(logger: Logger) {
       path: c.req.path,
       error: err instanceof Error ? err : String(err),
     });
-    return errorResponse(
-      c,
-      500,
-      "INTERNAL",
-      "Internal error: see the server log for this event id",
-    );
+    return errorResponse(c, {
+      status: 500,
+      code: "INTERNAL",
+      message: "Internal error: see the server log for this event id",
+    });
   };
 }

@@ -7,9 +7,9 @@
 import { z } from "zod";
 import type { AccessLog, StoredAccessRecord } from "../../mod/data_plane/access_log.ts";
 import type { Clock } from "../../mod/core/clock.ts";
-import { AppError } from "../../mod/core/errors.ts";
+import { AppError, badRequest } from "../../mod/core/errors.ts";
 import { perm, type RouteDef } from "./route.ts";
-import { readQuery } from "./validate.ts";
+import { cursorQuery, readQuery } from "./validate.ts";
 
 const time = z.string().transform((v, ctx) => {
   const ms = /^\d+$/.test(v) ? Number(v) : Date.parse(v);
@@ -41,7 +41,7 @@ const querySchema = z.strictObject({
   status: z.coerce.number().int().min(100).max(599).optional(),
   trace_id: z.string().regex(TRACE_ID, "expected 32 lower-case hex characters").optional(),
   limit: z.coerce.number().int().min(1).max(500).default(50),
-  cursor: z.string().regex(/^\d+$/, "expected the next_cursor of a previous page").optional(),
+  cursor: cursorQuery.rowId.optional(),
 });
 
 /** The dashboard window: at most 31 days, in 1 to 240 buckets, top 1 to 50 keys. */
@@ -78,7 +78,7 @@ export function logRoutes(accessLog: AccessLog, clock: Clock): RouteDef[] {
           attackClass: q.class,
           status: q.status,
           traceId: q.trace_id,
-          beforeId: q.cursor === undefined ? undefined : Number(q.cursor),
+          beforeId: q.cursor,
           limit: q.limit + 1,
         });
         const page = rows.slice(0, q.limit);
@@ -96,9 +96,7 @@ export function logRoutes(accessLog: AccessLog, clock: Clock): RouteDef[] {
       handler: async (c) => {
         const q = readQuery(c, statsQuery);
         if (q.from !== undefined && q.to !== undefined && q.from > q.to) {
-          throw new AppError(400, "BAD_REQUEST", 'Invalid field "from": it is after "to"', {
-            details: { field: "from" },
-          });
+          throw badRequest('Invalid field "from": it is after "to"', "from");
         }
         return c.json({ ...accessLog.stats(), ...(await accessLog.counts(q)) });
       },
@@ -113,11 +111,9 @@ export function logRoutes(accessLog: AccessLog, clock: Clock): RouteDef[] {
         const to = q.to ?? clock.now() + 1;
         const from = q.from ?? to - (q.minutes ?? 60) * 60_000;
         if (from >= to || to - from > MAX_WINDOW_MS) {
-          throw new AppError(
-            400,
-            "BAD_REQUEST",
+          throw badRequest(
             'Invalid field "from": expected a time before "to", at most 31 days earlier',
-            { details: { field: "from" } },
+            "from",
           );
         }
         return c.json(await accessLog.summary({ from, to, buckets: q.buckets, top: q.top }));
@@ -130,11 +126,9 @@ export function logRoutes(accessLog: AccessLog, clock: Clock): RouteDef[] {
       handler: async (c) => {
         const traceId = c.req.param("traceId") ?? "";
         if (!TRACE_ID.test(traceId)) {
-          throw new AppError(
-            400,
-            "BAD_REQUEST",
+          throw badRequest(
             'Invalid field "traceId": expected 32 lower-case hex characters',
-            { details: { field: "traceId" } },
+            "traceId",
           );
         }
         const row = await accessLog.get(traceId);

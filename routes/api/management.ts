@@ -62,7 +62,11 @@ export function createManagementApp(deps: ManagementAppDeps): Hono<Env> {
     bodyLimit({
       maxSize: deps.maxBodyBytes ?? 1024 * 1024,
       onError: (c) =>
-        errorResponse(c, 413, "PAYLOAD_TOO_LARGE", "Request body is larger than the limit"),
+        errorResponse(c, {
+          status: 413,
+          code: "PAYLOAD_TOO_LARGE",
+          message: "Request body is larger than the limit",
+        }),
     }),
   );
 
@@ -84,26 +88,27 @@ export function createManagementApp(deps: ManagementAppDeps): Hono<Env> {
         return c.body(null, 308, { location: `${bare}${query}` });
       }
       if (there.length > 0) {
-        return errorResponse(
-          c,
-          404,
-          "NOT_FOUND",
-          `No such endpoint: "${path}": the endpoint is "${bare}", without the trailing slash`,
-        );
+        return errorResponse(c, {
+          status: 404,
+          code: "NOT_FOUND",
+          message:
+            `No such endpoint: "${path}": the endpoint is "${bare}", without the trailing slash`,
+        });
       }
     }
     const allowed = methodsAt(path);
     if (allowed.length > 0) {
-      return errorResponse(
-        c,
-        405,
-        "METHOD_NOT_ALLOWED",
-        `Method ${c.req.method} is not allowed here: expected ${allowed.join(", ")}`,
-        undefined,
-        { allow: allowed.join(", ") },
-      );
+      return errorResponse(c, {
+        status: 405,
+        code: "METHOD_NOT_ALLOWED",
+        message: `Method ${c.req.method} is not allowed here: expected ${allowed.join(", ")}`,
+      }, { allow: allowed.join(", ") });
     }
-    return errorResponse(c, 404, "NOT_FOUND", `No such endpoint: "${path}"`);
+    return errorResponse(c, {
+      status: 404,
+      code: "NOT_FOUND",
+      message: `No such endpoint: "${path}"`,
+    });
   });
   app.onError(createOnError(deps.logger));
   return app;

@@ -15,10 +15,10 @@ import {
 import type { Channels } from "../../mod/notify/channels.ts";
 import type { Dispatcher } from "../../mod/notify/dispatcher.ts";
 import { actorOf, auditContext } from "./actor.ts";
-import { auditFailures, type AuditSink } from "./audited.ts";
+import { type AuditedChange, auditFailures, type AuditSink } from "./audited.ts";
 import type { Ctx } from "./env.ts";
 import { perm, type RouteDef } from "./route.ts";
-import { readJson, readQuery } from "./validate.ts";
+import { cursorQuery, readJson, readQuery } from "./validate.ts";
 
 export interface ChannelRouteDeps extends AuditSink {
   readonly channels: Channels;
@@ -28,14 +28,22 @@ export interface ChannelRouteDeps extends AuditSink {
 const BASE = "/api/notification-channels";
 
 const deliveriesQuery = z.strictObject({
-  cursor: z.string().max(128).optional(),
+  cursor: cursorQuery.key.optional(),
   limit: z.coerce.number().int().min(1).max(200).default(50),
 });
 
-export function notificationChannelRoutes(deps: ChannelRouteDeps): RouteDef[] {
-  const success = (c: Ctx, action: string, target: string, detail: Record<string, unknown>) =>
-    deps.audit.record({ ...auditContext(c), action, target, result: "success", detail });
+/** Records a committed change (inside its transaction). */
+function success(
+  c: Ctx,
+  deps: AuditSink,
+  { action, target }: AuditedChange,
+  detail: Record<string, unknown>,
+): void {
+  deps.audit.record({ ...auditContext(c), action, target, result: "success", detail });
+}
 
+/** The channels themselves: list, create, read, change, delete. */
+function channelRoutes(deps: ChannelRouteDeps): RouteDef[] {
   return [
     {
       method: "GET",
@@ -49,25 +57,25 @@ export function notificationChannelRoutes(deps: ChannelRouteDeps): RouteDef[] {
       path: BASE,
       access: perm("write:system"),
       handler: async (c) => {
-        const item = await auditFailures(
-          c,
-          deps,
-          "notification_channel.create",
-          "notification_channel",
-          async () => {
-            const input = await readJson(c, channelInput);
-            const { row, view } = await deps.channels.prepareCreate(input);
-            deps.transaction(() => {
-              deps.channels.insert(row);
-              success(c, "notification_channel.create", `notification_channel:${row.id}`, {
-                name: row.name,
-                type: row.type,
-                events: view.events,
-              });
+        const item = await auditFailures(c, deps, {
+          action: "notification_channel.create",
+          target: "notification_channel",
+        }, async () => {
+          const input = await readJson(c, channelInput);
+          const { row, view } = await deps.channels.prepareCreate(input);
+          deps.transaction(() => {
+            deps.channels.insert(row);
+            success(c, deps, {
+              action: "notification_channel.create",
+              target: `notification_channel:${row.id}`,
+            }, {
+              name: row.name,
+              type: row.type,
+              events: view.events,
             });
-            return view;
-          },
-        );
+          });
+          return view;
+        });
         return c.json({ item }, 201);
       },
     },
@@ -83,18 +91,20 @@ export function notificationChannelRoutes(deps: ChannelRouteDeps): RouteDef[] {
       access: perm("write:system"),
       handler: async (c) => {
         const id = c.req.param("id")!;
-        const target = `notification_channel:${id}`;
+        const change = {
+          action: "notification_channel.update",
+          target: `notification_channel:${id}`,
+        };
         const item = await auditFailures(
           c,
           deps,
-          "notification_channel.update",
-          target,
+          change,
           async () => {
             const patch = await readJson(c, channelPatch);
             const { row, view } = await deps.channels.prepareUpdate(id, patch);
             deps.transaction(() => {
               deps.channels.update(row);
-              success(c, "notification_channel.update", target, {
+              success(c, deps, change, {
                 changed: Object.keys(patch),
                 settings: Object.keys(patch.settings ?? {}),
               });
@@ -111,37 +121,47 @@ export function notificationChannelRoutes(deps: ChannelRouteDeps): RouteDef[] {
       access: perm("write:system"),
       handler: async (c) => {
         const id = c.req.param("id")!;
-        const target = `notification_channel:${id}`;
+        const change = {
+          action: "notification_channel.delete",
+          target: `notification_channel:${id}`,
+        };
         await auditFailures(
           c,
           deps,
-          "notification_channel.delete",
-          target,
+          change,
           () =>
             Promise.resolve(deps.transaction(() => {
               deps.channels.remove(id);
-              success(c, "notification_channel.delete", target, {});
+              success(c, deps, change, {});
             })),
         );
         return c.body(null, 204);
       },
     },
+  ];
+}
+
+/** A channel's test message and its deliveries with their attempts. */
+function deliveryRoutes(deps: ChannelRouteDeps): RouteDef[] {
+  return [
     {
       method: "POST",
       path: `${BASE}/:id/test`,
       access: perm("write:system"),
       handler: async (c) => {
         const id = c.req.param("id")!;
-        const target = `notification_channel:${id}`;
+        const change = {
+          action: "notification_channel.test",
+          target: `notification_channel:${id}`,
+        };
         const deliveryId = await auditFailures(
           c,
           deps,
-          "notification_channel.test",
-          target,
+          change,
           () =>
             Promise.resolve(deps.transaction(() => {
               const d = deps.dispatcher.test(id, actorOf(c).name ?? "an operator");
-              success(c, "notification_channel.test", target, { delivery: d });
+              success(c, deps, change, { delivery: d });
               return d;
             })),
         );
@@ -158,4 +178,8 @@ export function notificationChannelRoutes(deps: ChannelRouteDeps): RouteDef[] {
       },
     },
   ];
+}
+
+export function notificationChannelRoutes(deps: ChannelRouteDeps): RouteDef[] {
+  return [...channelRoutes(deps), ...deliveryRoutes(deps)];
 }

@@ -9,7 +9,7 @@ import { auditContext } from "./actor.ts";
 import { auditFailures, type AuditSink } from "./audited.ts";
 import type { Ctx } from "./env.ts";
 import { perm, type RouteDef } from "./route.ts";
-import { readQuery } from "./validate.ts";
+import { cursorQuery, readQuery } from "./validate.ts";
 
 export interface NotificationRouteDeps extends AuditSink {
   readonly notifications: Notifications;
@@ -17,7 +17,7 @@ export interface NotificationRouteDeps extends AuditSink {
 
 const listQuery = z.strictObject({
   unread: z.enum(["true", "false"]).default("false"),
-  cursor: z.string().max(128).optional(),
+  cursor: cursorQuery.key.optional(),
   limit: z.coerce.number().int().min(1).max(200).default(50),
 });
 
@@ -48,23 +48,20 @@ export function notificationRoutes(deps: NotificationRouteDeps): RouteDef[] {
       access: perm("read:monitor"),
       handler: async (c) => {
         const id = c.req.param("id")!;
-        const item = await auditFailures(
-          c,
-          deps,
-          "notification.read",
-          `notification:${id}`,
-          () =>
-            Promise.resolve(deps.transaction(() => {
-              const view = deps.notifications.markRead(id, readerOf(c));
-              deps.audit.record({
-                ...auditContext(c),
-                action: "notification.read",
-                target: `notification:${id}`,
-                result: "success",
-              });
-              return view;
-            })),
-        );
+        const item = await auditFailures(c, deps, {
+          action: "notification.read",
+          target: `notification:${id}`,
+        }, () =>
+          Promise.resolve(deps.transaction(() => {
+            const view = deps.notifications.markRead(id, readerOf(c));
+            deps.audit.record({
+              ...auditContext(c),
+              action: "notification.read",
+              target: `notification:${id}`,
+              result: "success",
+            });
+            return view;
+          })));
         return c.json({ item });
       },
     },

@@ -53,7 +53,10 @@ export function opsTaskRoutes(deps: OpsTaskRouteDeps): RouteDef[] {
       access: perm("write:ops"),
       handler: async (c) => {
         const id = c.req.param("id")!;
-        const item = await auditFailures(c, deps, "ops.task.update", `task:${id}`, async () => {
+        const item = await auditFailures(c, deps, {
+          action: "ops.task.update",
+          target: `task:${id}`,
+        }, async () => {
           scheduler.get(id);
           const input = await readJson(c, taskUpdateInput);
           const patch = { ...input, schedule: input.schedule && toSchedule(input.schedule) };
@@ -82,7 +85,10 @@ export function opsTaskRoutes(deps: OpsTaskRouteDeps): RouteDef[] {
       access: perm("write:ops"),
       handler: async (c) => {
         const id = c.req.param("id")!;
-        const { run, done } = await auditFailures(c, deps, "ops.task.run", `task:${id}`, () => {
+        const { run, done } = await auditFailures(c, deps, {
+          action: "ops.task.run",
+          target: `task:${id}`,
+        }, () => {
           const actor = actorOf(c);
           return Promise.resolve(scheduler.runNow(id, actor.name ?? actor.type));
         });

@@ -6,7 +6,6 @@
  * into the running policy before the response is sent.
  */
 import { z } from "zod";
-import { testPattern } from "../../engine/custom_rules.ts";
 import { badRequest } from "../../mod/core/errors.ts";
 import type { PolicyObjects, StoredObject } from "../../mod/protection/policy_objects.ts";
 import { KIND } from "../../mod/protection/protection_compile.ts";
@@ -210,7 +209,7 @@ export function protectionRoutes(objects: PolicyObjects, options: { hasGeo: bool
       access: perm("read:rules"),
       handler: async (c) => {
         const body = await readJson(c, patternTest);
-        const r = testPattern(body.pattern, body.ignore_case, body.samples);
+        const r = objects.testPattern(body.pattern, body.ignore_case, body.samples);
         return c.json(
           r.valid
             ? {

@@ -10,7 +10,7 @@
  * connection cap (an office behind one address keeps its consoles' feeds; docs/data-plane.md).
  */
 import { z } from "zod";
-import { AppError } from "../../mod/core/errors.ts";
+import { AppError, badRequest } from "../../mod/core/errors.ts";
 import {
   type BusEvent,
   type EventBus,
@@ -46,9 +46,7 @@ function filterOf(c: Ctx) {
   const q = readQuery(c, filterQuery);
   const header = c.req.header("last-event-id");
   if (header !== undefined && !/^\d{1,20}$/.test(header)) {
-    throw new AppError(400, "BAD_REQUEST", 'Invalid header "Last-Event-ID": expected an event id', {
-      details: { field: "Last-Event-ID" },
-    });
+    throw badRequest('Invalid header "Last-Event-ID": expected an event id', "Last-Event-ID");
   }
   const filter: SubscriberFilter = {
     kinds: q.kinds && q.kinds.length > 0 ? new Set(q.kinds) : null,
@@ -64,136 +62,149 @@ function replay(bus: EventBus, sub: Subscriber, lastId: number | undefined) {
   return bus.since(lastId, sub);
 }
 
-export function realtimeRoutes(deps: RealtimeRouteDeps): RouteDef[] {
+/** The Server-Sent Events feed: the replay first, then events or heartbeats as they come. */
+function sse(c: Ctx, deps: RealtimeRouteDeps): Response {
   const { bus } = deps;
-
-  function sse(c: Ctx): Response {
-    const { filter, lastId } = filterOf(c);
-    c.env?.longLived?.();
-    const sub = bus.subscribe(filter, "sse");
-    const first = replay(bus, sub, lastId);
-    let started = false;
-    let done = false;
-    const frame = (e: BusEvent) => `id: ${e.id}\nevent: ${e.kind}\ndata: ${e.envelope()}\n\n`;
-    const body = new ReadableStream<Uint8Array>({
-      start(controller) {
-        sub.onClose = (reason) => {
-          if (reason === "too_slow" && !done) {
-            done = true;
-            try {
-              controller.enqueue(encoder.encode(
-                `event: stream.closed\ndata: {"reason":"too_slow","dropped":${sub.dropped}}\n\n`,
-              ));
-              controller.close();
-            } catch { /* the client is gone */ }
-          }
-        };
-      },
-      async pull(controller) {
-        if (!started) {
-          started = true;
-          let text = `retry: 3000\n: connected\n\n`;
-          if (first.gap) text += `event: stream.gap\ndata: {"last_event_id":"${lastId}"}\n\n`;
-          for (const e of first.events) text += frame(e);
-          controller.enqueue(encoder.encode(text));
-          return;
-        }
-        await sub.wait(deps.heartbeatMs);
-        if (done) return;
-        if (sub.closed !== null) {
+  const { filter, lastId } = filterOf(c);
+  c.env?.longLived?.();
+  const sub = bus.subscribe(filter, "sse");
+  const first = replay(bus, sub, lastId);
+  let started = false;
+  let done = false;
+  const frame = (e: BusEvent) => `id: ${e.id}\nevent: ${e.kind}\ndata: ${e.envelope()}\n\n`;
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      sub.onClose = (reason) => {
+        if (reason === "too_slow" && !done) {
           done = true;
-          controller.close();
-          return;
+          try {
+            controller.enqueue(encoder.encode(
+              `event: stream.closed\ndata: {"reason":"too_slow","dropped":${sub.dropped}}\n\n`,
+            ));
+            controller.close();
+          } catch { /* the client is gone */ }
         }
-        if (sub.queue.length === 0) {
-          controller.enqueue(encoder.encode(`: heartbeat\n\n`));
-          return;
-        }
-        let text = "";
-        for (const e of sub.queue.splice(0)) text += frame(e);
+      };
+    },
+    async pull(controller) {
+      if (!started) {
+        started = true;
+        let text = `retry: 3000\n: connected\n\n`;
+        if (first.gap) text += `event: stream.gap\ndata: {"last_event_id":"${lastId}"}\n\n`;
+        for (const e of first.events) text += frame(e);
         controller.enqueue(encoder.encode(text));
-      },
-      cancel() {
+        return;
+      }
+      await sub.wait(deps.heartbeatMs);
+      if (done) return;
+      if (sub.closed !== null) {
         done = true;
-        bus.unsubscribe(sub);
-      },
-    }, { highWaterMark: 0 });
-    return new Response(body, {
-      headers: {
-        "content-type": "text/event-stream; charset=utf-8",
-        "cache-control": "no-store",
-        "x-accel-buffering": "no",
-      },
-    });
-  }
-
-  function sameOrigin(c: Ctx): boolean {
-    const origin = c.req.header("origin");
-    if (origin === undefined) return false;
-    let host: string;
-    try {
-      host = new URL(origin).host;
-    } catch {
-      return false;
-    }
-    if (host === c.req.header("host")) return true;
-    if (deps.baseUrl === undefined) return false;
-    try {
-      return new URL(deps.baseUrl).origin === new URL(origin).origin;
-    } catch {
-      return false;
-    }
-  }
-
-  function ws(c: Ctx): Response {
-    if (c.req.header("upgrade")?.toLowerCase() !== "websocket") {
-      throw new AppError(
-        426,
-        "UPGRADE_REQUIRED",
-        "This endpoint is a WebSocket: connect with a WebSocket client",
-      );
-    }
-    if (c.req.header("authorization") === undefined && !sameOrigin(c)) {
-      throw new AppError(
-        403,
-        "ORIGIN_REFUSED",
-        "A WebSocket signed in with a session cookie must come from the console's own origin",
-      );
-    }
-    const { filter, lastId } = filterOf(c);
-    const { socket, response } = Deno.upgradeWebSocket(c.req.raw);
-    c.env?.longLived?.();
-    const sub = bus.subscribe(filter, "websocket");
-    sub.onClose = (reason) => {
-      if (reason === "too_slow") {
-        try {
-          socket.close(4008, "too slow: events dropped");
-        } catch { /* already closing */ }
+        controller.close();
+        return;
       }
-    };
-    socket.onopen = async () => {
-      const first = replay(bus, sub, lastId);
-      if (first.gap) socket.send(`{"kind":"stream.gap","last_event_id":"${lastId}"}`);
-      for (const e of first.events) socket.send(e.envelope());
-      while (sub.closed === null && socket.readyState === WebSocket.OPEN) {
-        await sub.wait(deps.heartbeatMs);
-        if (sub.closed !== null || socket.readyState !== WebSocket.OPEN) break;
-        if (sub.queue.length === 0) {
-          socket.send(`{"kind":"heartbeat"}`);
-          continue;
-        }
-        // A client that does not read keeps its events queued here, where they are bounded.
-        if (socket.bufferedAmount > WS_BUFFER_LIMIT) continue;
-        for (const e of sub.queue.splice(0)) socket.send(e.envelope());
+      if (sub.queue.length === 0) {
+        controller.enqueue(encoder.encode(`: heartbeat\n\n`));
+        return;
       }
-    };
-    socket.onclose = () => bus.unsubscribe(sub);
-    socket.onerror = () => bus.unsubscribe(sub);
-    return response;
-  }
+      let text = "";
+      for (const e of sub.queue.splice(0)) text += frame(e);
+      controller.enqueue(encoder.encode(text));
+    },
+    cancel() {
+      done = true;
+      bus.unsubscribe(sub);
+    },
+  }, { highWaterMark: 0 });
+  return new Response(body, {
+    headers: {
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-store",
+      "x-accel-buffering": "no",
+    },
+  });
+}
 
+/** True when the handshake's `Origin` is the console's own (the `Host`, or the base URL). */
+function sameOrigin(c: Ctx, baseUrl: string | undefined): boolean {
+  const origin = c.req.header("origin");
+  if (origin === undefined) return false;
+  let host: string;
+  try {
+    host = new URL(origin).host;
+  } catch {
+    return false;
+  }
+  if (host === c.req.header("host")) return true;
+  if (baseUrl === undefined) return false;
+  try {
+    return new URL(baseUrl).origin === new URL(origin).origin;
+  } catch {
+    return false;
+  }
+}
+
+/** The WebSocket feed: the same events as the SSE feed, one JSON envelope per message. */
+function ws(c: Ctx, deps: RealtimeRouteDeps): Response {
+  const { bus } = deps;
+  if (c.req.header("upgrade")?.toLowerCase() !== "websocket") {
+    throw new AppError(
+      426,
+      "UPGRADE_REQUIRED",
+      "This endpoint is a WebSocket: connect with a WebSocket client",
+    );
+  }
+  if (c.req.header("authorization") === undefined && !sameOrigin(c, deps.baseUrl)) {
+    throw new AppError(
+      403,
+      "ORIGIN_REFUSED",
+      "A WebSocket signed in with a session cookie must come from the console's own origin",
+    );
+  }
+  const { filter, lastId } = filterOf(c);
+  const { socket, response } = Deno.upgradeWebSocket(c.req.raw);
+  c.env?.longLived?.();
+  const sub = bus.subscribe(filter, "websocket");
+  sub.onClose = (reason) => {
+    if (reason === "too_slow") {
+      try {
+        socket.close(4008, "too slow: events dropped");
+      } catch { /* already closing */ }
+    }
+  };
+  socket.onopen = async () => {
+    const first = replay(bus, sub, lastId);
+    if (first.gap) socket.send(`{"kind":"stream.gap","last_event_id":"${lastId}"}`);
+    for (const e of first.events) socket.send(e.envelope());
+    while (sub.closed === null && socket.readyState === WebSocket.OPEN) {
+      await sub.wait(deps.heartbeatMs);
+      if (sub.closed !== null || socket.readyState !== WebSocket.OPEN) break;
+      if (sub.queue.length === 0) {
+        socket.send(`{"kind":"heartbeat"}`);
+        continue;
+      }
+      // A client that does not read keeps its events queued here, where they are bounded.
+      if (socket.bufferedAmount > WS_BUFFER_LIMIT) continue;
+      for (const e of sub.queue.splice(0)) socket.send(e.envelope());
+    }
+  };
+  socket.onclose = () => bus.unsubscribe(sub);
+  socket.onerror = () => bus.unsubscribe(sub);
+  return response;
+}
+
+export function realtimeRoutes(deps: RealtimeRouteDeps): RouteDef[] {
   return [
-    { method: "GET", path: "/api/realtime/events", access: perm("read:realtime"), handler: sse },
-    { method: "GET", path: "/api/realtime/ws", access: perm("read:realtime"), handler: ws },
+    {
+      method: "GET",
+      path: "/api/realtime/events",
+      access: perm("read:realtime"),
+      handler: (c) => sse(c, deps),
+    },
+    {
+      method: "GET",
+      path: "/api/realtime/ws",
+      access: perm("read:realtime"),
+      handler: (c) => ws(c, deps),
+    },
   ];
 }

@@ -70,10 +70,15 @@ export function setupRoutes(setup: Setup, sink: AuditSink, slow: SlowRefusalDeps
       handler: async (c) => {
         setup.checkSession(readCookie(c, SETUP_COOKIE));
         await slowRefusals(c, slow, () => setup.checkToken(tokenOf(c), ctxOf(c)));
-        const draft = await auditFailures(c, sink, "setup.draft", "setup", async () => {
-          const patch = await readJson(c, draftPatch);
-          return setup.patchDraft(patch, ctxOf(c));
-        });
+        const draft = await auditFailures(
+          c,
+          sink,
+          { action: "setup.draft", target: "setup" },
+          async () => {
+            const patch = await readJson(c, draftPatch);
+            return setup.patchDraft(patch, ctxOf(c));
+          },
+        );
         return c.json(draft);
       },
     },
@@ -83,10 +88,15 @@ export function setupRoutes(setup: Setup, sink: AuditSink, slow: SlowRefusalDeps
       access: BOOTSTRAP,
       handler: async (c) => {
         await slowRefusals(c, slow, () => setup.checkToken(tokenOf(c), ctxOf(c)));
-        const user = await auditFailures(c, sink, "setup.complete", "setup", async () => {
-          const body = await readJson(c, completeBody);
-          return await setup.complete(body, ctxOf(c));
-        });
+        const user = await auditFailures(
+          c,
+          sink,
+          { action: "setup.complete", target: "setup" },
+          async () => {
+            const body = await readJson(c, completeBody);
+            return await setup.complete(body, ctxOf(c));
+          },
+        );
         clearSetupCookie(c);
         return c.json({ user, next: "/login" }, 201);
       },

@@ -8,7 +8,7 @@ import type { z } from "zod";
 import { pgSinkInputSchema } from "../../mod/data_plane/pg_sink_config.ts";
 import { cleanupInputSchema, type Storage } from "../../mod/ops/storage.ts";
 import { auditContext } from "./actor.ts";
-import { auditFailures, type AuditSink } from "./audited.ts";
+import { type AuditedChange, auditFailures, type AuditSink } from "./audited.ts";
 import type { Ctx } from "./env.ts";
 import { perm, type RouteDef } from "./route.ts";
 import { readJson } from "./validate.ts";
@@ -21,8 +21,7 @@ export function storageRoutes(deps: StorageRouteDeps): RouteDef[] {
   /** Reads the body, runs the change (which audits itself), audits a refusal. */
   const audited = async <S extends z.ZodType, R>(
     c: Ctx,
-    action: string,
-    target: string,
+    what: AuditedChange,
     schema: S,
     change: (input: z.infer<S>, ctx: ReturnType<typeof auditContext>) => Promise<R>,
   ) =>
@@ -30,8 +29,7 @@ export function storageRoutes(deps: StorageRouteDeps): RouteDef[] {
       await auditFailures(
         c,
         deps,
-        action,
-        target,
+        what,
         async () => await change(await readJson(c, schema), auditContext(c)),
       ),
     );
@@ -47,13 +45,10 @@ export function storageRoutes(deps: StorageRouteDeps): RouteDef[] {
       path: "/api/storage/redis/test",
       access: perm("write:storage"),
       handler: async (c) => {
-        const result = await auditFailures(
-          c,
-          deps,
-          "storage.redis.test",
-          "storage:redis",
-          () => deps.storage.testRedis(),
-        );
+        const result = await auditFailures(c, deps, {
+          action: "storage.redis.test",
+          target: "storage:redis",
+        }, () => deps.storage.testRedis());
         deps.transaction(() =>
           deps.audit.record({
             ...auditContext(c),
@@ -78,8 +73,7 @@ export function storageRoutes(deps: StorageRouteDeps): RouteDef[] {
       handler: (c) =>
         audited(
           c,
-          "storage.sink.update",
-          "storage:sink",
+          { action: "storage.sink.update", target: "storage:sink" },
           pgSinkInputSchema,
           deps.storage.sink.update,
         ),
@@ -89,7 +83,12 @@ export function storageRoutes(deps: StorageRouteDeps): RouteDef[] {
       path: "/api/storage/cleanup",
       access: perm("write:storage"),
       handler: (c) =>
-        audited(c, "storage.cleanup", "storage", cleanupInputSchema, deps.storage.cleanup),
+        audited(
+          c,
+          { action: "storage.cleanup", target: "storage" },
+          cleanupInputSchema,
+          deps.storage.cleanup,
+        ),
     },
   ];
 }

@@ -11,7 +11,7 @@ export interface TimeSyncRouteDeps extends AuditSink {
 
 export function timeSyncRoutes(deps: TimeSyncRouteDeps): RouteDef[] {
   const run = (action: string, fn: () => ReturnType<TimeSync["sync"]>) => async (c: Ctx) => {
-    const view = await auditFailures(c, deps, action, "time", fn);
+    const view = await auditFailures(c, deps, { action, target: "time" }, fn);
     deps.transaction(() =>
       deps.audit.record({
         ...auditContext(c),

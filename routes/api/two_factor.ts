@@ -35,7 +35,12 @@ const recoverBody = z.strictObject({ password });
 export function twoFactorRoutes(deps: TwoFactorRouteDeps): RouteDef[] {
   const run = <T>(c: Ctx, action: string, fn: (actorId: string, id: string) => Promise<T>) => {
     const id = c.req.param("id")!;
-    return auditFailures(c, deps, action, `user:${id}`, () => fn(c.get("principal")!.id, id));
+    return auditFailures(
+      c,
+      deps,
+      { action, target: `user:${id}` },
+      () => fn(c.get("principal")!.id, id),
+    );
   };
   return [
     {

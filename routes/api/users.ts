@@ -1,6 +1,6 @@
 /** Account management: list, read, create and update users (read:users / write:users). */
 import { z } from "zod";
-import { AppError } from "../../mod/core/errors.ts";
+import { badRequest } from "../../mod/core/errors.ts";
 import type { Users } from "../../mod/identity/users.ts";
 import { auditContext } from "./actor.ts";
 import { auditFailures, type AuditSink } from "./audited.ts";
@@ -38,9 +38,7 @@ const updateBody = z.strictObject({
 /** Throws 400 when a read-only field asks for a change. */
 function readOnly(field: string, given: unknown, current: unknown, hint: string): void {
   if (given !== undefined && given !== current) {
-    throw new AppError(400, "BAD_REQUEST", `Invalid field "${field}": read-only; ${hint}`, {
-      details: { field },
-    });
+    throw badRequest(`Invalid field "${field}": read-only; ${hint}`, field);
   }
 }
 
@@ -63,10 +61,15 @@ export function userRoutes(deps: UserRouteDeps): RouteDef[] {
       path: "/api/users",
       access: perm("write:users"),
       handler: async (c) => {
-        const user = await auditFailures(c, deps, "user.create", "users", async () => {
-          const body = await readJson(c, createBody);
-          return await deps.users.create(body, auditContext(c));
-        });
+        const user = await auditFailures(
+          c,
+          deps,
+          { action: "user.create", target: "users" },
+          async () => {
+            const body = await readJson(c, createBody);
+            return await deps.users.create(body, auditContext(c));
+          },
+        );
         return c.json(user, 201);
       },
     },
@@ -76,19 +79,24 @@ export function userRoutes(deps: UserRouteDeps): RouteDef[] {
       access: perm("write:users"),
       handler: async (c) => {
         const id = c.req.param("id")!;
-        const user = await auditFailures(c, deps, "user.update", `user:${id}`, async () => {
-          const { id: bodyId, totp_enabled, created_at: _c, updated_at: _u, ...changes } =
-            await readJson(c, updateBody);
-          const current = deps.users.get(id);
-          readOnly("id", bodyId, current.id, "it must be the id in the path");
-          readOnly(
-            "totp_enabled",
-            totp_enabled,
-            current.totp_enabled,
-            `use POST /api/users/${id}/2fa/enable or /2fa/disable`,
-          );
-          return await deps.users.update(id, changes, auditContext(c));
-        });
+        const user = await auditFailures(
+          c,
+          deps,
+          { action: "user.update", target: `user:${id}` },
+          async () => {
+            const { id: bodyId, totp_enabled, created_at: _c, updated_at: _u, ...changes } =
+              await readJson(c, updateBody);
+            const current = deps.users.get(id);
+            readOnly("id", bodyId, current.id, "it must be the id in the path");
+            readOnly(
+              "totp_enabled",
+              totp_enabled,
+              current.totp_enabled,
+              `use POST /api/users/${id}/2fa/enable or /2fa/disable`,
+            );
+            return await deps.users.update(id, changes, auditContext(c));
+          },
+        );
         return c.json(user);
       },
     },

@@ -1,6 +1,6 @@
 /** Edge validation: JSON bodies and query strings through zod, failures as 400 naming the field. */
-import type { z } from "zod";
-import { AppError } from "../../mod/core/errors.ts";
+import { z } from "zod";
+import { AppError, badRequest } from "../../mod/core/errors.ts";
 import type { Ctx } from "./env.ts";
 
 function fieldName(path: ReadonlyArray<PropertyKey>): string {
@@ -31,9 +31,7 @@ export async function readJson<S extends z.ZodType>(c: Ctx, schema: S): Promise<
     const text = await c.req.text();
     data = text.length === 0 ? {} : JSON.parse(text);
   } catch {
-    throw new AppError(400, "BAD_REQUEST", "Malformed JSON body: expected a JSON object", {
-      details: { field: "(body)" },
-    });
+    throw badRequest("Malformed JSON body: expected a JSON object", "(body)");
   }
   const parsed = schema.safeParse(data);
   if (!parsed.success) throw invalid(parsed.error);
@@ -61,6 +59,17 @@ export function readJsonOnly<S extends z.ZodType>(c: Ctx, schema: S): Promise<z.
   }
   return readJson(c, schema);
 }
+
+/**
+ * The `cursor` query value of a paged list, a previous page's `next_cursor`: a store row id
+ * (audit trail, access log) is checked and read here; a `<time>.<id>` key (notifications,
+ * deliveries) is read by its service, so only its length is bounded here.
+ */
+export const cursorQuery = {
+  rowId: z.string().regex(/^\d{1,18}$/, "expected the next_cursor of a previous page")
+    .transform(Number),
+  key: z.string().max(128),
+} as const;
 
 /** Validates the query string (single values; repeated keys keep the last). */
 export function readQuery<S extends z.ZodType>(c: Ctx, schema: S): z.infer<S> {

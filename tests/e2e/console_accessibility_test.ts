@@ -21,7 +21,7 @@ import { launchBrowser } from "../_helpers/browser.ts";
 import { callJson, login, setupToken } from "../_helpers/identity.ts";
 import { startTestServer } from "../_helpers/server.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
-import { PAGES } from "../../routes/api/console/pages.js";
+import { PAGES } from "../../console/pages.js";
 import type { Page } from "playwright-core";
 
 /** Adds one page's contrast report to the running totals. */

@@ -21,7 +21,7 @@ import {
 import { callJson, createUser, login } from "../_helpers/identity.ts";
 import { hit } from "../_helpers/protection.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
-import { PAGES } from "../../routes/api/console/pages.js";
+import { PAGES } from "../../console/pages.js";
 
 const UNION = "/search?q=1%20union%20select%20password%20from%20users"; // sqli, critical
 const ATTACKER = "198.51.100.7";

@@ -10,7 +10,7 @@ import { TOKENS_ON } from "../_helpers/api_access.ts";
 import { ADMIN, settle, shopWithAttack, startConsoleKit } from "../_helpers/console.ts";
 import { callJson, createUser, login } from "../_helpers/identity.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
-import { PAGES } from "../../routes/api/console/pages.js";
+import { PAGES } from "../../console/pages.js";
 
 const VIEWER = { username: "viewer", password: "Glacier-Moth-42" };
 /**

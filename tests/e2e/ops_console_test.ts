@@ -6,7 +6,7 @@
 import { assertEquals, ok } from "../_helpers/assert.ts";
 import { ADMIN, startConsoleKit, textMatches, unlabelled } from "../_helpers/console.ts";
 import { callJson, createUser, login } from "../_helpers/identity.ts";
-import zhCatalogue from "../../routes/api/console/i18n/zh-CN.js";
+import zhCatalogue from "../../console/i18n/zh-CN.js";
 
 const zh: Record<string, string | undefined> = zhCatalogue;
 

@@ -6,9 +6,9 @@
 import { assertEquals, ok } from "../../_helpers/assert.ts";
 import { startTestServer } from "../../_helpers/server.ts";
 import { CONSOLE_CSP, consoleAssets } from "../../../routes/api/console.ts";
-import en from "../../../routes/api/console/i18n/en.js";
-import zh from "../../../routes/api/console/i18n/zh-CN.js";
-import { PAGES } from "../../../routes/api/console/pages.js";
+import en from "../../../console/i18n/en.js";
+import zh from "../../../console/i18n/zh-CN.js";
+import { PAGES } from "../../../console/pages.js";
 
 const sources = consoleAssets().filter((a) =>
   a.path.endsWith(".js") && !a.path.startsWith("vendor/")

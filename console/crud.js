@@ -18,6 +18,75 @@ import { can } from "./session.js";
 import { html, useLayoutEffect, useRef, useState } from "./lib/ui.js";
 
 /**
+ * Which item the form shows (`"new"`, an item, or none), with keyboard focus following the form:
+ * into its first control when it opens, back to the button that opened it (or the page's
+ * heading) when it closes, in the same task that draws or removes the form (a layout effect: see
+ * PageView in app.js). `panel` and `newButton` are the refs of the form and the "new" button.
+ */
+function useEditing() {
+  const [editing, setEditing] = useState(null);
+  const panel = useRef(null);
+  const newButton = useRef(null);
+  const opener = useRef(null);
+  const open = (item) => {
+    opener.current ??= document.activeElement;
+    setEditing(item);
+  };
+  useLayoutEffect(() => {
+    if (editing) {
+      panel.current?.querySelector(
+        "input:not(:disabled), select:not(:disabled), textarea:not(:disabled), button",
+      )?.focus();
+    } else if (opener.current) {
+      const back = opener.current.isConnected ? opener.current : newButton.current ?? pageTitle();
+      opener.current = null;
+      back?.focus();
+    }
+  }, [editing]);
+  return { editing, open, close: () => setEditing(null), panel, newButton };
+}
+
+/** The buttons of one row: view or edit, delete (asked first), and the page's own. */
+function RowActions({ item, writable, deletable, name, onOpen, onRemove, extra }) {
+  return html`<span class="row-actions">
+      <button type="button" class="secondary small" onClick=${() => onOpen(item)}>
+        ${writable ? t("common.edit") : t("common.view")}
+      </button>
+      ${
+    writable && deletable
+      ? html`
+        <${ConfirmButton} label=${t("common.delete")}
+          question=${t("common.confirm_delete", { name: name(item) })}
+          onConfirm=${() => onRemove(item)} />
+      `
+      : null
+  }
+      ${extra}
+    </span>`;
+}
+
+/** The form of a new or an existing item, read-only without the write permission. */
+function EditPanel({ edit, fields, editFields, name, newLabel, readOnly, busy, onSave }) {
+  const { editing } = edit;
+  const isNew = editing === "new";
+  const shown = isNew
+    ? fields
+    : typeof editFields === "function"
+    ? editFields(editing)
+    : (editFields ?? fields);
+  return html`
+    <div class="panel" ref=${edit.panel}>
+      <h2>${isNew ? (newLabel ?? t("common.new")) : name(editing)}</h2>
+      <${Form} key=${isNew ? "new" : editing.id} fields=${shown}
+        initial=${isNew ? {} : editing} readOnly=${readOnly}
+        busy=${busy} onSubmit=${onSave} idPrefix="edit">
+        <button type="button" class="secondary" onClick=${edit.close}>${t("common.close")}</button>
+        </${Form}>
+        </div>
+  `;
+}
+
+/**
  * `base`: the API path; `write`: its write permission; `columns`: table columns; `fields`:
  * the form (see form.js); `name(item)`: how an item is named in questions; `rowActions(item,
  * reload)`: extra buttons per row; `prepare(doc, isNew)`: last change to a document before it is
@@ -39,38 +108,17 @@ export function Crud(
   },
 ) {
   const list = useApi(base, query);
-  const [editing, setEditing] = useState(null);
+  const edit = useEditing();
+  const { editing } = edit;
   const action = useAction();
   const writable = can(write);
-  const close = () => setEditing(null);
-  const panel = useRef(null);
-  const newButton = useRef(null);
-  const opener = useRef(null);
-  const open = (item) => {
-    opener.current ??= document.activeElement;
-    setEditing(item);
-  };
-  // Keyboard focus follows the form: into its first control when it opens, back to the button
-  // that opened it (or the page's heading) when it closes, in the same task that draws or
-  // removes the form (a layout effect: see PageView in app.js).
-  useLayoutEffect(() => {
-    if (editing) {
-      panel.current?.querySelector(
-        "input:not(:disabled), select:not(:disabled), textarea:not(:disabled), button",
-      )?.focus();
-    } else if (opener.current) {
-      const back = opener.current.isConnected ? opener.current : newButton.current ?? pageTitle();
-      opener.current = null;
-      back?.focus();
-    }
-  }, [editing]);
 
   const save = (doc) =>
     action.run(async () => {
       const body = prepare ? prepare(doc, editing === "new") : doc;
       if (editing === "new") await post(base, body);
       else await put(`${base}/${editing.id}`, body);
-      close();
+      edit.close();
       list.reload();
     }, t("common.saved"));
 
@@ -82,21 +130,11 @@ export function Crud(
     }, t("common.deleted"));
 
   const actions = (item) =>
-    html`<span class="row-actions">
-      <button type="button" class="secondary small" onClick=${() => open(item)}>
-        ${writable ? t("common.edit") : t("common.view")}
-      </button>
-      ${
-      writable && deletable
-        ? html`
-          <${ConfirmButton} label=${t("common.delete")}
-            question=${t("common.confirm_delete", { name: name(item) })}
-            onConfirm=${() => remove(item)} />
-        `
-        : null
-    }
-      ${rowActions ? rowActions(item, list.reload) : null}
-    </span>`;
+    html`
+      <${RowActions} item=${item} writable=${writable} deletable=${deletable} name=${name}
+        onOpen=${edit.open} onRemove=${remove}
+        extra=${rowActions ? rowActions(item, list.reload) : null} />
+    `;
 
   return html`<div class="crud">
     ${writable ? null : html`<${ReadOnlyNote} permission=${write} />`}
@@ -105,22 +143,12 @@ export function Crud(
     ${
     editing
       ? html`
-        <div class="panel" ref=${panel}>
-          <h2>${editing === "new" ? (newLabel ?? t("common.new")) : name(editing)}</h2>
-          <${Form} key=${editing === "new" ? "new" : editing.id}
-            fields=${editing === "new"
-              ? fields
-              : typeof editFields === "function"
-              ? editFields(editing)
-              : (editFields ?? fields)}
-            initial=${editing === "new" ? {} : editing} readOnly=${!writable}
-            busy=${action.busy} onSubmit=${save} idPrefix="edit">
-            <button type="button" class="secondary" onClick=${close}>${t("common.close")}</button>
-            </${Form}>
-            </div>
+        <${EditPanel} edit=${edit} fields=${fields} editFields=${editFields} name=${name}
+          newLabel=${newLabel} readOnly=${!writable} busy=${action.busy} onSave=${save} />
       `
       : writable
-      ? html`<p><button type="button" class="new" ref=${newButton} onClick=${() => open("new")}>
+      ? html`<p><button type="button" class="new" ref=${edit.newButton} onClick=${() =>
+        edit.open("new")}>
           ${newLabel ?? t("common.new")}</button></p>`
       : null
   }

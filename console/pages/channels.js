@@ -69,6 +69,93 @@ function toBody(v, isNew) {
   return isNew ? { ...body, type: v.type } : body;
 }
 
+/** One text (or password) input of the channel form, with its label and hint. */
+function TextField({ name, label, hint, type = "text", values, set }) {
+  return html`
+    <${Field} id=${"ch-" + name} label=${t(label)} hint=${hint}>
+      <input id=${"ch-" + name} type=${type} value=${values[name]} onInput=${set(name)}
+        spellcheck=${false}
+        autocomplete=${type === "password" ? "new-password" : "off"}
+        aria-describedby=${hint ? "ch-" + name + "-hint" : undefined} />
+      </${Field}>
+  `;
+}
+
+/** The events a channel is subscribed to, one checkbox each. */
+function EventBoxes({ events, chosen, toggle }) {
+  return html`
+    <fieldset class="events">
+      <legend>${t("channels.events")}</legend>
+      ${events.map((kind) =>
+        html`
+          <${Field} id=${"ch-event-" + kind.replace(/\W/g, "-")} label=${t(
+            "channels.event_" + kind.replace(/\W/g, "_"),
+          )} inline>
+            <input type="checkbox" id=${"ch-event-" + kind.replace(/\W/g, "-")}
+              checked=${chosen.includes(kind)} onChange=${toggle(kind)} />
+            </${Field}>
+        `
+      )}
+    </fieldset>
+  `;
+}
+
+/** An e-mail channel's SMTP settings; the stored password is kept unless one is typed. */
+function EmailFields({ values, set, isNew, stored, keep }) {
+  const text = (name, label, hint, type) =>
+    html`
+      <${TextField} name=${name} label=${label} hint=${hint} type=${type} values=${values}
+        set=${set} />
+    `;
+  return html`
+    ${text("host", "channels.host")} ${text("port", "channels.port")}
+    <${Field} id="ch-security" label=${t("channels.security")}>
+      <select id="ch-security" value=${values.security} onChange=${set("security")}>
+        ${["starttls", "tls", "none"].map((x) =>
+          html`<option value=${x} selected=${x === values.security}>${
+            t("channels.security_" + x)
+          }</option>`
+        )}
+      </select></${Field}>
+    ${text("username", "channels.username")}
+    ${text(
+      "password",
+      "channels.password",
+      stored.password_set ? keep : isNew ? undefined : t("channels.not_set"),
+      "password",
+    )}
+    ${text("from", "channels.from")}
+    <${Field} id="ch-to" label=${t("channels.to")} hint=${t("channels.one_per_line")}>
+      <textarea id="ch-to" rows="2" value=${values.to} onInput=${set(
+        "to",
+      )} spellcheck=${false}
+        aria-describedby="ch-to-hint"></textarea></${Field}>
+    <${Field} id="ch-ca" label=${t("channels.ca")} hint=${t("channels.ca_hint")}>
+      <textarea id="ch-ca" rows="3" value=${values.ca} onInput=${set(
+        "ca",
+      )} spellcheck=${false}
+        aria-describedby="ch-ca-hint"></textarea></${Field}>
+  `;
+}
+
+/** A webhook channel's URL and, for the types that sign, its secret (both write-only). */
+function WebhookFields({ values, set, isNew, stored, keep }) {
+  return html`
+    <${TextField} name="url" label="channels.url" type="password" values=${values} set=${set}
+      hint=${isNew ? t("channels.url_hint_" + values.type) : `${keep} (${stored.url ?? "-"})`} />
+    ${SIGNED.has(values.type)
+      ? html`
+        <${TextField} name="secret" label="channels.secret" type="password"
+          values=${values} set=${set} hint=${isNew
+            ? t("channels.secret_hint")
+            : stored.secret_set
+            ? keep
+            : t("channels.not_set")} />
+      `
+      : null}
+  `;
+}
+
 function ChannelForm({ item, types, events, readOnly, onSaved, onClose }) {
   const isNew = item === "new";
   const [v, setV] = useState(() => initial(isNew ? null : item));
@@ -83,17 +170,13 @@ function ChannelForm({ item, types, events, readOnly, onSaved, onClose }) {
       ...old,
       events: e.target.checked ? [...old.events, kind] : old.events.filter((x) => x !== kind),
     }));
-  const keep = isNew ? undefined : t("channels.keep");
-  const stored = isNew ? {} : item.settings;
-  const text = (k, label, hint, type = "text") =>
-    html`
-      <${Field} id=${"ch-" + k} label=${t(label)} hint=${hint}>
-        <input id=${"ch-" + k} type=${type} value=${v[k]} onInput=${set(k)}
-          spellcheck=${false}
-          autocomplete=${type === "password" ? "new-password" : "off"}
-          aria-describedby=${hint ? "ch-" + k + "-hint" : undefined} />
-        </${Field}>
-    `;
+  const secrets = {
+    values: v,
+    set,
+    isNew,
+    stored: isNew ? {} : item.settings,
+    keep: isNew ? undefined : t("channels.keep"),
+  };
   const submit = (e) => {
     e.preventDefault();
     action.run(async () => {
@@ -108,8 +191,8 @@ function ChannelForm({ item, types, events, readOnly, onSaved, onClose }) {
       <h2>${isNew ? t("channels.new") : item.name}</h2>
       <form class="form" onSubmit=${submit} novalidate>
         <fieldset disabled=${readOnly || action.busy}>
-            ${text("name", "common.name")}
-            <${Field} id="ch-type" label=${t("channels.type")}>
+          <${TextField} name="name" label="common.name" values=${v} set=${set} />
+          <${Field} id="ch-type" label=${t("channels.type")}>
               <select id="ch-type" value=${v.type} disabled=${!isNew} onChange=${set("type")}>
                 ${types.map((ty) =>
                   html`<option value=${ty} selected=${ty === v.type}>${
@@ -122,69 +205,10 @@ function ChannelForm({ item, types, events, readOnly, onSaved, onClose }) {
                 "enabled",
               )} />
               </${Field}>
-            <fieldset class="events">
-              <legend>${t("channels.events")}</legend>
-              ${events.map((kind) =>
-                html`
-                  <${Field} id=${"ch-event-" + kind.replace(/\W/g, "-")} label=${t(
-                    "channels.event_" + kind.replace(/\W/g, "_"),
-                  )} inline>
-                    <input type="checkbox" id=${"ch-event-" + kind.replace(/\W/g, "-")}
-                      checked=${v.events.includes(kind)} onChange=${toggle(kind)} />
-                    </${Field}>
-                `
-              )}
-            </fieldset>
+            <${EventBoxes} events=${events} chosen=${v.events} toggle=${toggle} />
             ${v.type === "email"
-              ? html`
-                ${text("host", "channels.host")} ${text("port", "channels.port")}
-                <${Field} id="ch-security" label=${t("channels.security")}>
-                  <select id="ch-security" value=${v.security} onChange=${set("security")}>
-                    ${["starttls", "tls", "none"].map((x) =>
-                      html`<option value=${x} selected=${x === v.security}>${
-                        t("channels.security_" + x)
-                      }</option>`
-                    )}
-                  </select></${Field}>
-                ${text("username", "channels.username")}
-                ${text(
-                  "password",
-                  "channels.password",
-                  stored.password_set ? keep : isNew ? undefined : t("channels.not_set"),
-                  "password",
-                )}
-                ${text("from", "channels.from")}
-                <${Field} id="ch-to" label=${t("channels.to")} hint=${t("channels.one_per_line")}>
-                  <textarea id="ch-to" rows="2" value=${v.to} onInput=${set(
-                    "to",
-                  )} spellcheck=${false}
-                    aria-describedby="ch-to-hint"></textarea></${Field}>
-                <${Field} id="ch-ca" label=${t("channels.ca")} hint=${t("channels.ca_hint")}>
-                  <textarea id="ch-ca" rows="3" value=${v.ca} onInput=${set(
-                    "ca",
-                  )} spellcheck=${false}
-                    aria-describedby="ch-ca-hint"></textarea></${Field}>
-              `
-              : html`
-                ${text(
-                  "url",
-                  "channels.url",
-                  isNew ? t("channels.url_hint_" + v.type) : `${keep} (${stored.url ?? "-"})`,
-                  "password",
-                )}
-                ${SIGNED.has(v.type)
-                  ? text(
-                    "secret",
-                    "channels.secret",
-                    isNew
-                      ? t("channels.secret_hint")
-                      : stored.secret_set
-                      ? keep
-                      : t("channels.not_set"),
-                    "password",
-                  )
-                  : null}
-              `}
+              ? html`<${EmailFields} ...${secrets} />`
+              : html`<${WebhookFields} ...${secrets} />`}
             ${readOnly
               ? null
               : html`<button type="submit" id="ch-save">${t("common.save")}</button>`}

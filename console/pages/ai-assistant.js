@@ -132,6 +132,70 @@ function Outcome({ live }) {
   </div>`;
 }
 
+/**
+ * Asks `content` in conversation `id` and follows the streamed answer, handing each new state of
+ * it (text so far, tool calls and their outcomes, approval requests, usage or error) to `show`.
+ */
+async function streamAnswer(id, content, show) {
+  const state = { question: content, text: "", tools: [], approvals: [], finished: false };
+  show({ ...state });
+  const update = (fn) => {
+    fn(state);
+    show({ ...state, tools: [...state.tools], approvals: [...state.approvals] });
+  };
+  await postEvents(`/api/ai/conversations/${id}/messages`, { content }, (type, data) => {
+    if (type === "token") update((s) => (s.text += data.text));
+    else if (type === "tool_call") {
+      update((s) => s.tools.push({ id: data.id, name: data.name, args: data.arguments }));
+    } else if (type === "tool_result") {
+      update((s) => {
+        const tool = s.tools.find((x) => x.id === data.id);
+        if (tool) tool.outcome = data;
+      });
+    } else if (type === "approval") update((s) => s.approvals.push(data.approval));
+    else if (type === "done") {
+      update((s) => Object.assign(s, { finished: true, usage: data.usage }));
+    } else if (type === "error") {
+      update((s) => Object.assign(s, { finished: true, error: data }));
+    }
+  });
+  update((s) => (s.finished = true));
+}
+
+/** The conversation chooser, or the note that there is none yet. */
+function ConversationPicker({ items, current, onPick }) {
+  return items.length
+    ? html`
+      <${Field} id="ai-conversation" label=${t("ai.conversation")}>
+        <select id="ai-conversation" onChange=${(e) => onPick(e.target.value)}>
+                  ${items.map((c) =>
+                    html`<option value=${c.id} selected=${c.id === current}>${c.title} · ${
+                      fmtTime(c.updated_at)
+                    }</option>`
+                  )}
+                </select>
+        </${Field}>
+    `
+    : html`<p class="muted empty">${t("ai.empty")}</p>`;
+}
+
+/** The question box and its send button (busy while an answer streams). */
+function AskForm({ question, setQuestion, busy, onAsk }) {
+  return html`
+    <form class="form ai-ask" onSubmit=${onAsk}>
+      <${Field} id="ai-question" label=${t("ai.question")} hint=${t("ai.question_hint")}>
+        <textarea id="ai-question" rows="3" value=${question} maxlength="8000"
+          aria-describedby="ai-question-hint"
+          onInput=${(e) => setQuestion(e.target.value)}></textarea>
+        </${Field}>
+        <div class="actions">
+          <button type="submit" id="ai-send" disabled=${busy || !question.trim()}>
+          ${busy ? t("ai.answering") : t("ai.send")}</button>
+        </div>
+        </form>
+  `;
+}
+
 export default function AiAssistant() {
   const list = useApi("/api/ai/conversations");
   const [current, setCurrent] = useState("");
@@ -172,33 +236,16 @@ export default function AiAssistant() {
         id = (await post("/api/ai/conversations", {})).id;
         setCurrent(id);
       }
-      const state = { question: content, text: "", tools: [], approvals: [], finished: false };
-      setLive({ ...state });
       setQuestion("");
-      const update = (fn) => {
-        fn(state);
-        setLive({ ...state, tools: [...state.tools], approvals: [...state.approvals] });
-      };
-      await postEvents(`/api/ai/conversations/${id}/messages`, { content }, (type, data) => {
-        if (type === "token") update((s) => (s.text += data.text));
-        else if (type === "tool_call") {
-          update((s) => s.tools.push({ id: data.id, name: data.name, args: data.arguments }));
-        } else if (type === "tool_result") {
-          update((s) => {
-            const tool = s.tools.find((x) => x.id === data.id);
-            if (tool) tool.outcome = data;
-          });
-        } else if (type === "approval") update((s) => s.approvals.push(data.approval));
-        else if (type === "done") {
-          update((s) => Object.assign(s, { finished: true, usage: data.usage }));
-        } else if (type === "error") {
-          update((s) => Object.assign(s, { finished: true, error: data }));
-        }
-      });
-      update((s) => (s.finished = true));
+      await streamAnswer(id, content, setLive);
       list.reload();
       conversation.reload();
     });
+  };
+
+  const pick = (id) => {
+    setLive(null);
+    setCurrent(id);
   };
 
   const actions = html`
@@ -216,36 +263,12 @@ export default function AiAssistant() {
     <${Page} title=${t("nav.ai-assistant")} actions=${actions}>
       <p class="muted">${t("ai.intro")}</p>
       <${Loading} state=${list} />
-      ${items.length
-        ? html`
-          <${Field} id="ai-conversation" label=${t("ai.conversation")}>
-            <select id="ai-conversation" onChange=${(e) => {
-              setLive(null);
-              setCurrent(e.target.value);
-            }}>
-                      ${items.map((c) =>
-                        html`<option value=${c.id} selected=${c.id === current}>${c.title} · ${
-                          fmtTime(c.updated_at)
-                        }</option>`
-                      )}
-                    </select>
-            </${Field}>
-        `
-        : html`<p class="muted empty">${t("ai.empty")}</p>`}
+      <${ConversationPicker} items=${items} current=${current} onPick=${pick} />
       ${current && conversation.data ? html`<${Transcript} messages=${messages} />` : null}
       ${live && !live.finished ? html`<${Live} live=${live} />` : null}
       ${live && live.finished ? html`<${Outcome} live=${live} />` : null}
-      <form class="form ai-ask" onSubmit=${ask}>
-        <${Field} id="ai-question" label=${t("ai.question")} hint=${t("ai.question_hint")}>
-          <textarea id="ai-question" rows="3" value=${question} maxlength="8000"
-            aria-describedby="ai-question-hint"
-            onInput=${(e) => setQuestion(e.target.value)}></textarea>
-        </${Field}>
-        <div class="actions">
-          <button type="submit" id="ai-send" disabled=${action.busy || !question.trim()}>
-            ${action.busy ? t("ai.answering") : t("ai.send")}</button>
-        </div>
-      </form>
+      <${AskForm} question=${question} setQuestion=${setQuestion} busy=${action.busy}
+        onAsk=${ask} />
       <${ErrorBox} error=${action.error} />
     </${Page}>
   `;
