@@ -200,7 +200,39 @@ function findingRecord(inspection: Inspection): FindingRecord | null {
 /**
  * One request's transaction. It is itself what the checks see ({@link CheckRequest}), what the
  * forwarding headers are built from ({@link ForwardFacts}) and what the upstream client sends
- * ({@link UpstreamRequest}), so no per-request copies of those are made.
+ * ({@link UpstreamRequest}), so no per-request copies of those are made. `createProxy` builds
+ * the {@link ProxyContext} once and runs one transaction per request.
+ *
+ * @example
+ * ```ts
+ * import { FakeClock } from "../../mod/core/clock.ts";
+ * import { createMemoryLogger } from "../../mod/core/logger.ts";
+ * import { compilePolicy } from "../../mod/data_plane/policy.ts";
+ * import { createHttp1Upstream } from "./http1_client.ts";
+ * import { type ProxyContext, Transaction } from "./transaction.ts";
+ *
+ * const clock = new FakeClock(1_700_000_000_000);
+ * const upstream = createHttp1Upstream();
+ * const ctx: ProxyContext = {
+ *   policy: { current: compilePolicy([], clock, 1) }, // no site yet
+ *   traceId: () => "5d0c8e6f0b1a4c2e9f7a3b6d8e1c4f2a",
+ *   accessLog: {
+ *     push(record) {
+ *       console.log(record.status, record.chain[0]?.result); // 404 "none"
+ *       return true;
+ *     },
+ *   },
+ *   clock,
+ *   logger: createMemoryLogger(),
+ *   upstream,
+ *   protection: undefined,
+ * };
+ * const tx = new Transaction(ctx, new Request("http://shop.example/"), "203.0.113.9", "http");
+ * const answer = await tx.run(); // the record is queued at the one exit, `finish()`
+ * answer.status; // 404: no site serves shop.example
+ * tx.record.trace_id; // "5d0c8e6f0b1a4c2e9f7a3b6d8e1c4f2a", also in the page's X-WAF-Trace-Id
+ * upstream.close();
+ * ```
  */
 export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest {
   readonly #ctx: ProxyContext;
@@ -322,6 +354,8 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
   /**
    * Runs the phases in order; never throws. An upstream's answer to a request of the own server
    * is a {@link DirectAnswer} unless the edge works on it; everything else is a `Response`.
+   *
+   * @returns the answer to write: a page, the edge's `Response`, or the upstream's answer
    */
   async run(): Promise<Response | DirectAnswer> {
     try {
