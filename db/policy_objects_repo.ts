@@ -21,8 +21,9 @@ export function createPolicyObjectsRepo(db: Db) {
     "SELECT * FROM policy_objects WHERE kind = ? ORDER BY position, created_at, id",
   );
   const byId = db.prepare("SELECT * FROM policy_objects WHERE id = ? AND kind = ?");
-  // The index is (kind, site_id, position): MAX(position) over a whole kind scanned every row of
-  // it (6 ms for 100,000 IP entries, on each create); one MAX per site_id is one index seek each.
+  // The index is (kind, site_id, position): MAX(position) over a whole kind scans every row of
+  // it, on each create; one MAX per site_id is one index seek each (see docs/data-plane.md, "How a
+  // change reaches the running proxy").
   // Every non-null site_id is a site's (foreign key), so the sites list covers them all.
   const maxPosition = db.prepare(
     `SELECT COALESCE(MAX(p), 0) AS p FROM (

@@ -70,6 +70,13 @@ function standardByName(name: string): boolean {
  *
  * @param req the request as the connector captured it
  * @returns the inputs, at most {@link MAX_INPUTS}
+ *
+ * @example
+ * ```ts
+ * import { extract } from "./mod.ts";
+ * extract({ method: "GET", path: "/a", query: "q=1", headers: [] })
+ *   .map((i) => [i.source, i.name, i.value]); // [["path", "", "/a"], ["query", "q", "1"]]
+ * ```
  */
 export function extract(req: EngineRequest): Input[] {
   const out: Input[] = [];

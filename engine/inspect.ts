@@ -141,6 +141,22 @@ class Analysis {
  * @param req the request as plain data
  * @param opts the site's level and an optional work budget in characters
  * @returns every finding (highest score first) and the one that blocks at this level
+ *
+ * @example
+ * ```ts
+ * import { inspect } from "./mod.ts";
+ * const attack = inspect(
+ *   { method: "GET", path: "/", query: "id=1%27%20or%201=1--", headers: [] },
+ *   { level: "balanced" },
+ * );
+ * attack.blocking?.ruleId; // "sqli.tautology"
+ * attack.blocking?.location; // "query:id"
+ * const benign = inspect(
+ *   { method: "GET", path: "/products", query: "id=42", headers: [["user-agent", "curl/8.0"]] },
+ *   { level: "balanced" },
+ * );
+ * benign.blocking; // undefined
+ * ```
  */
 export function inspect(req: EngineRequest, opts: InspectOptions): Inspection {
   const run = new InspectionRun(req, opts);
@@ -153,6 +169,22 @@ export function inspect(req: EngineRequest, opts: InspectOptions): Inspection {
  * data plane's event loop) can pause between slices: {@link step} judges one input, or one
  * window of a long one (16 KB), and says whether work is left; {@link result} gives the same
  * verdict {@link inspect} gives. A slice costs what 16 KB of text costs, whatever the request.
+ *
+ * @example
+ * ```ts
+ * import { InspectionRun } from "./mod.ts";
+ * const run = new InspectionRun({
+ *   method: "POST",
+ *   path: "/comment",
+ *   query: "",
+ *   headers: [["content-type", "application/x-www-form-urlencoded"]],
+ *   body: new TextEncoder().encode("text=<script>alert(1)</script>"),
+ * }, { level: "balanced" });
+ * while (run.step()) {
+ *   // a caller that must stay responsive yields here between slices
+ * }
+ * run.result().blocking?.ruleId; // "xss.script"
+ * ```
  */
 export class InspectionRun {
   readonly #analysis: Analysis;

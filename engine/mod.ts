@@ -3,7 +3,7 @@
  *
  * @example
  * ```ts
- * import { inspect } from "./engine/mod.ts";
+ * import { inspect } from "./mod.ts";
  * const result = inspect(
  *   { method: "GET", path: "/", query: "id=1%27%20or%201=1--", headers: [] },
  *   { level: "balanced" },

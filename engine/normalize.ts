@@ -49,6 +49,13 @@ export interface Normalized {
  * @param value raw value as received
  * @param plus whether `+` means a space in the first percent-decoding layer
  * @returns the decoded text and whether the input was cut to the analysis limit
+ *
+ * @example
+ * ```ts
+ * import { normalize } from "./mod.ts";
+ * normalize("%253Cscript%253E").text; // "<script>" (two layers of percent escapes)
+ * normalize("a+b", "space").text; // "a b"
+ * ```
  */
 export function normalize(value: string, plus: PlusMode = "literal"): Normalized {
   const truncated = value.length > MAX_VALUE_CHARS;

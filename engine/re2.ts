@@ -26,7 +26,7 @@ import { createRequire } from "node:module";
  * called. The instances are loaded through `require`, whose cache can be cleared for a fresh one.
  * A static `import "re2-wasm"` did the same but also ran the package once at start, an instance
  * with its own 16 MiB heap that the first `Instance` replaced at once and nothing ever freed
- * (docs/data-plane.md, "What the 42 MB of live heap are").
+ * (docs/data-plane.md, "Memory and V8 flags").
  */
 export const inGraph = () => import("re2-wasm");
 

@@ -214,6 +214,20 @@ function codeStart(tokens: readonly SqlToken[]): { from: number; strength: Stren
  *
  * @param input the decoded input
  * @returns a `sqli` finding or undefined
+ *
+ * @example
+ * ```ts
+ * import { type DetectorInput, extract, normalize, sqli } from "./mod.ts";
+ * const request = { method: "GET", path: "/", query: "q=1' union select password from users--", headers: [] };
+ * const input = extract(request).find((i) => i.source === "query")!;
+ * const decoded: DetectorInput = {
+ *   input,
+ *   location: `query:${input.name}`,
+ *   decoded: normalize(input.value).text,
+ *   raw: input.value,
+ * };
+ * sqli(decoded)?.ruleId; // "sqli.union"
+ * ```
  */
 export function sqli(input: DetectorInput): Finding | undefined {
   let verdict = analyzeSql(input.decoded);

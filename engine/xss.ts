@@ -186,6 +186,20 @@ const FIRST_SPACE = /\s/;
  *
  * @param input the decoded input
  * @returns an `xss` finding or undefined
+ *
+ * @example
+ * ```ts
+ * import { type DetectorInput, extract, normalize, xss } from "./mod.ts";
+ * const request = { method: "GET", path: "/", query: "q=<img src=x onerror=alert(1)>", headers: [] };
+ * const input = extract(request).find((i) => i.source === "query")!;
+ * const decoded: DetectorInput = {
+ *   input,
+ *   location: `query:${input.name}`,
+ *   decoded: normalize(input.value).text,
+ *   raw: input.value,
+ * };
+ * xss(decoded)?.ruleId; // "xss.event_handler"
+ * ```
  */
 export function xss(input: DetectorInput): Finding | undefined {
   let verdict = analyzeXss(input.decoded);

@@ -11,7 +11,7 @@
  *                                       [--host on.bench|off.bench]
  * ```
  *
- * The own server against the piped front in the same code (docs/data-plane.md):
+ * The own server against the piped front in the same code (docs/bench/2026-11-25-own-http1-server.md):
  *
  * ```sh
  * git archive HEAD | (mkdir -p /tmp/waf-c && tar -x -C /tmp/waf-c)

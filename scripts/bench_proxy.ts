@@ -18,9 +18,8 @@
  * requests, the wait calibrated per target so that each reaches the same rate (`pacedRun`).
  * They use as many connections as the full-load runs (`--paced-connections`, default 50): issue
  * 13 takes its targets with `wrk -c50`, and the pacing is closed-loop, so with few connections a
- * target whose latency approaches the pacing cycle (10 connections at 6.7 k req/s: 1.5 ms) can
- * no longer reach the rate, and its p99 is taken at a lower load than the upstream's
- * (docs/data-plane.md, "Numbers on 26 November, second session").
+ * target whose latency approaches the pacing cycle can no longer reach the rate, and its p99 is
+ * taken at a lower load than the upstream's (docs/bench/README.md, "Tools").
  *
  * ```sh
  * deno task bench:proxy [--duration 10] [--connections 50] [--threads 2] [--paced-connections 50]
@@ -62,7 +61,7 @@ import { siteInputSchema } from "../mod/data_plane/site_schema.ts";
 import { createSites } from "../mod/data_plane/sites.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
-/** The V8 flags `deno task start` and the compiled binary use (see docs/data-plane.md). */
+/** The V8 flags `deno task start` and the compiled binary use (docs/data-plane.md, "Memory and V8 flags"). */
 
 interface WrkResult {
   readonly rps: number;

@@ -8,7 +8,7 @@
  * second, between mark-compacts), the mark-compacts, the share of the requests in flight in a
  * mark-compact's window (from the start of its marking to 5 ms after its final pause) with their
  * median latency, and the share of the slowest 1 % among them. Trees alternate between rounds.
- * Findings: docs/data-plane.md, "Numbers on 26 November, second session (issue 13): the tail".
+ * Findings: docs/bench/2026-11-26-second-session-tail.md.
  *
  * ```sh
  * deno run -A scripts/bench_tail.ts [--trees /path/a,/path/b] [--rounds 3] [--rate 4000]

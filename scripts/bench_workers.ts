@@ -1,6 +1,7 @@
 /**
  * What predicts the data plane's scaling over worker threads (`server.data.workers`), on a
- * machine too small to show the throughput itself (docs/data-plane.md, "Workers"):
+ * machine too small to show the throughput itself (docs/data-plane.md, "Workers: the data plane on
+ * every core"; the runs in docs/bench/):
  *
  * 1. `policy`: the cost of getting a policy of 100,000 IP entries and 1,000 custom rules into a
  *    worker: compiling it, cloning its rows (what `postMessage` did with the snapshot), whether

@@ -59,7 +59,7 @@ if (missing.length > 0) {
 const includes = COMPILE_INCLUDES.flatMap((p) => ["--include", `${root}${p}`]);
 const cmd = new Deno.Command(Deno.execPath(), {
   // The server's V8 flags (scripts/server_flags.ts: young generation, pretenuring, heap growth;
-  // see docs/data-plane.md, "V8 flags"); the flags are embedded.
+  // see docs/data-plane.md, "Memory and V8 flags"); the flags are embedded.
   args: [
     "compile",
     "-A",

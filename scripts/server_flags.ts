@@ -1,20 +1,18 @@
 /**
  * The V8 flags the server runs with (`deno task start` in deno.json carries the same string, and
- * `scripts/compile.ts` embeds it in the binary); evidence in docs/data-plane.md ("V8 flags"):
+ * `scripts/compile.ts` embeds it in the binary); why each, with the figures, in
+ * docs/data-plane.md, "Memory and V8 flags":
  *
  * - a 4 MB young generation, which cuts the data plane's scavenge pauses;
- * - no allocation-site pretenuring: under load V8 saw a few per-request allocation sites whose
- *   objects were still alive at a scavenge (requests in flight, records waiting for the access
- *   log's flush) and switched them to allocating in the old generation, where the objects died
- *   at once and waited for a mark-compact, and kept what they pointed to alive: the old
- *   generation grew 5-6 times faster with it;
+ * - no allocation-site pretenuring: under load V8 switched a few per-request allocation sites to
+ *   allocating in the old generation, where their objects died at once and waited for a
+ *   mark-compact, keeping what they pointed to alive;
  * - a mark-compact at 1.25x the live data instead of up to 4x (`--heap-growing-percent=25`): the
  *   heap's peak is what the process keeps resident, and with pretenuring off the old generation
- *   grows slowly enough that the extra mark-compacts cost no measurable CPU (50 % left the RSS
- *   after 60 s of full load ~8 MB higher, just over 200 MB).
+ *   grows slowly enough that the extra mark-compacts cost no CPU that shows.
  *
- * V8's memory reducer stays on: it gives a burst's heap back after an idle spell (measured in
- * docs/reliability.md, "Memory after a burst"). Benchmarks start the server with them so they
+ * V8's memory reducer stays on: it gives a burst's heap back after an idle spell
+ * (docs/reliability.md, "Memory after a burst"). Benchmarks start the server with them so they
  * measure what ships.
  */
 export const SERVER_V8_FLAGS =
@@ -25,9 +23,8 @@ export const SERVER_V8_FLAGS =
  * builds the binary with them, the benchmarks' `startWaf` starts the WAF with them):
  *
  * - no V8 code cache: Deno keeps its code-cache database (`v8_code_cache_v2`) mapped after the
- *   modules have loaded, and the pages it read stay in the process's resident set: 2-5 MB idle;
- *   after an attack burst and the RSS phase the WAF read 168-172 MB without it, 172-181 with it
- *   (docs/data-plane.md, "Where the resident memory is"). It only saves compiling the modules'
- *   top levels at start; what runs under load is compiled either way.
+ *   modules have loaded, and the pages it read stay in the process's resident set; it only saves
+ *   compiling the modules' top levels at start, and what runs under load is compiled either way
+ *   (docs/data-plane.md, "Memory and V8 flags").
  */
 export const SERVER_DENO_FLAGS: readonly string[] = ["--no-code-cache"];

@@ -10,29 +10,27 @@
  */
 import type { CompiledProtection } from "../../mod/protection/protection_compile.ts";
 import { wantsJson } from "../accept.ts";
-import { escapeHtml, statusPage } from "./status_page.ts";
+import { escapeHtml, type PageText, statusPage } from "./status_page.ts";
 
 export type BlockTemplate = (req: Request, traceId: string) => Response;
 
-const minimal: BlockTemplate = (req, traceId) =>
-  statusPage(
-    req,
-    403,
-    "BLOCKED",
-    "Request blocked",
+const MINIMAL: PageText = {
+  status: 403,
+  code: "BLOCKED",
+  title: "Request blocked",
+  message:
     "This request was blocked by the site's web application firewall. If you believe this is a mistake, contact the site owner and quote the trace id below.",
-    traceId,
-  );
+};
+const minimal: BlockTemplate = (req, traceId) => statusPage(req, MINIMAL, traceId);
 
-const friendly: BlockTemplate = (req, traceId) =>
-  statusPage(
-    req,
-    403,
-    "BLOCKED",
-    "Sorry, this request was stopped",
+const FRIENDLY: PageText = {
+  status: 403,
+  code: "BLOCKED",
+  title: "Sorry, this request was stopped",
+  message:
     "Something in this request looked like an attack, so the site's firewall stopped it before it reached the site. Nothing was changed. If you were doing something ordinary, go back and try again, or contact the site's support and quote the trace id below so they can look it up.",
-    traceId,
-  );
+};
+const friendly: BlockTemplate = (req, traceId) => statusPage(req, FRIENDLY, traceId);
 
 const templates = new Map<string, BlockTemplate>([["minimal", minimal], ["friendly", friendly]]);
 

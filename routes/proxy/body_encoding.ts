@@ -28,18 +28,15 @@ export type DecodedBody =
 
 /**
  * Decoded bytes per byte on the wire from which a body that runs past the inspected prefix is
- * padding (`protocol.padded_body`). A compressed body fills the prefix for a few bytes (1 MiB of
- * spaces is 1 KB of gzip) and what follows streams uninspected; real data does not compress that
- * well over a megabyte (prose and HTML 3-8:1, JSON and logs 5-30:1), filler does (gzip's ceiling is
- * about 1,030:1, Brotli's far higher), and so do bombs.
+ * padding (`protocol.padded_body`): a compressed body can fill the prefix for a few bytes and
+ * stream the rest uninspected, and real data stays far below this ratio where filler and bombs do
+ * not (docs/detection.md, "Where the engine reads (placements)", "Padding past the prefix").
  */
 export const PADDING_RATIO = 100;
 /**
  * The padding finding's score: medium, so it blocks at `strict` and is logged at `balanced` and
- * `low`. Real bodies pass 100:1 too (10,000 identical telemetry records 283:1, a zero-filled matrix
- * 582:1, a log batch of one repeated line 403:1, all gzip -6), and filler with a random letter every
- * ~120 bytes stays under it (68:1): a finding that blocks real uploads at the default level and
- * that an attacker steps around for 15 KB is a signal, not a wall (docs/detection.md).
+ * `low`: repetitive real bodies pass the ratio too and cheap filler steps under it, so it is a
+ * signal, not a wall (docs/reviews/2026-11-26-hdet-2-uploads-and-prefix.md).
  */
 const PADDING_SCORE = 55;
 
@@ -142,13 +139,11 @@ export function decodeBody(value: string, bytes: Uint8Array, limit: number): Pro
 }
 
 /**
- * The shortest run of printable bytes in a body as sent that {@link readableText} keeps. Compressed
- * data is close to random bytes, 38 % of which are printable ASCII, so short runs come by chance
- * (a run of 8 or more about once in 4 KB, of 16 or more about once in 2,000 bodies of 4 KB), and
- * the engine read some of them as attacks: 1-3 % of real gzip JSON bodies were blocked at
- * `balanced` when the whole compressed prefix was judged as text; at 8, 0.5 %; at 16, none of
- * 3,000 (docs/detection.md). Text someone put there (a gzip header's name, comment or extra field,
- * bytes after the compressed stream) is a run as long as the text.
+ * The shortest run of printable bytes in a body as sent that {@link readableText} keeps: long
+ * enough that compressed data seldom holds one by chance, while text someone put there (a gzip
+ * header's name, comment or extra field, bytes after the compressed stream) is a run as long as
+ * the text (docs/detection.md, "Where the engine reads (placements)", "Only the text in the raw
+ * bytes is judged").
  */
 export const TEXT_RUN = 16;
 
@@ -239,10 +234,10 @@ function gzipHeaderFields(
 }
 
 /**
- * The largest Brotli window decoded: 4 MiB, what Brotli's encoder declares by default (Node's, which is the
- * reference library's, at every size and quality). The decoder allocates the window the stream
- * declares, so a 51-byte bomb asking for 16 MiB (`lgwin` 24) cost 16 MiB a request: 50 at once grew
- * the process by 843 MB, against 214 MB at 4 MiB.
+ * The largest Brotli window decoded: 4 MiB, what Brotli's encoder declares by default (Node's, which
+ * is the reference library's, at every size and quality). The decoder allocates the window the
+ * stream declares, so a tiny bomb asking for more would cost that much memory a request
+ * (docs/detection.md, "Brotli's window is capped at 4 MiB").
  */
 const BROTLI_MAX_WBITS = 22;
 

@@ -14,7 +14,7 @@ import {
 } from "../../mod/protection/protection_runtime.ts";
 import { type Random, randomHex } from "../../mod/core/random.ts";
 import { challengePage, safeReturn } from "./challenge_page.ts";
-import { statusPage } from "./status_page.ts";
+import { type PageText, statusPage } from "./status_page.ts";
 
 export interface ChallengeDeps {
   readonly runtime: ProtectionRuntime;
@@ -33,6 +33,12 @@ export interface Challenged {
 const FORM = /^application\/x-www-form-urlencoded\b/i;
 const MAX_REPLAY = 64 * 1024;
 const MAX_VERIFY_BODY = 8 * 1024;
+const CHALLENGE_FAILED: PageText = {
+  status: 403,
+  code: "CHALLENGE_FAILED",
+  title: "Verification failed",
+  message: "The browser check did not succeed. Reload the page to try again.",
+};
 
 /** The challenge page for `tx` at `difficulty` zero bits. */
 export async function challengeAnswer(
@@ -90,14 +96,7 @@ export async function verifyAnswer(
   if (!result.ok) {
     chain.add("bot", `verify:${result.reason}`);
     record.action = "block";
-    return statusPage(
-      req,
-      403,
-      "CHALLENGE_FAILED",
-      "Verification failed",
-      "The browser check did not succeed. Reload the page to try again.",
-      record.trace_id,
-    );
+    return statusPage(req, CHALLENGE_FAILED, record.trace_id);
   }
   const clearance = deps.runtime.clearance(
     p,

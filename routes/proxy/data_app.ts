@@ -2,8 +2,8 @@
  * The data plane as a Hono app, as the product's design has it (two Hono apps on separate
  * listeners, sharing the engine and the store): one catch-all route that runs the request's
  * {@link Transaction}. There is no per-request middleware: the order of checks lives in the
- * transaction, and Hono's single-handler path calls the route directly (its cost is measured in
- * `bench:proxy`, see docs/data-plane.md).
+ * transaction, and Hono's single-handler path calls the route directly (what it costs is measured
+ * by `bench:proxy`: docs/data-plane.md, "Design decisions").
  */
 import { Hono } from "hono";
 import type { Logger } from "../../mod/core/logger.ts";

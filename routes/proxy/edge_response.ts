@@ -18,6 +18,19 @@ import {
 import type { CompiledSite } from "../../mod/data_plane/policy.ts";
 import type { CompiledProtection } from "../../mod/protection/protection_compile.ts";
 import type { ChainSink } from "../../mod/protection/protection_runtime.ts";
+import type { DirectAnswer } from "./direct_answer.ts";
+
+/** What the edge reads of one request: the transaction is one, so nothing is copied for it. */
+export interface EdgeRequest {
+  readonly req: Request;
+  readonly record: AccessRecord;
+  readonly chain: ChainSink;
+  readonly path: string;
+  readonly pathAndQuery: string;
+}
+
+/** An upstream's answer as the edge takes it: its `Response`, and whether its body streams. */
+export type UpstreamAnswer = Pick<DirectAnswer, "toResponse" | "body">;
 
 const NO_TRANSFORM = /\bno-transform\b/i;
 
@@ -42,7 +55,12 @@ function cachePathSelected(p: CompiledProtection, siteId: string, path: string):
   );
 }
 
-function compressible(p: CompiledProtection, res: Response, sizeHint: number | null): boolean {
+/** Whether an answer of `size` bytes (null: unknown) is under the compression threshold. */
+function tooSmall(p: CompiledProtection, size: number | null): boolean {
+  return size !== null && size < p.edge.compression.min_bytes;
+}
+
+function compressible(p: CompiledProtection, res: Response): boolean {
   if (res.body === null || res.status < 200 || res.status === 204 || res.status === 206) {
     return false;
   }
@@ -52,8 +70,7 @@ function compressible(p: CompiledProtection, res: Response, sizeHint: number | n
   // An event stream is read as it comes: a compressor holds its events back until enough bytes
   // gather (often until the stream ends), so it is never compressed, whatever `types` says.
   if (type.startsWith("text/event-stream")) return false;
-  if (!p.edge.compression.types.some((t) => type.startsWith(t))) return false;
-  return sizeHint === null || sizeHint >= p.edge.compression.min_bytes;
+  return p.edge.compression.types.some((t) => type.startsWith(t));
 }
 
 /**
@@ -146,22 +163,19 @@ export function edgeIdle(p: CompiledProtection): boolean {
 export function createEdgeResponder(deps: { cache: EdgeCache; clock: Clock }) {
   const { cache, clock } = deps;
 
-  function finishEdge(
-    req: Request,
+  /** Compression, when the client accepts it and the answer qualifies (its size checked first). */
+  function compressed(
+    tx: EdgeRequest,
     p: CompiledProtection,
-    site: CompiledSite,
-    path: string,
     res: Response,
-    chain: ChainSink,
-    size: number | null,
     streamed: boolean,
   ): Response {
-    applyHeaderRules(p, site.id, path, res.headers);
+    const req = tx.req;
     const encoding = req.method === "HEAD"
       ? undefined
       : pickEncoding(req.headers.get("accept-encoding"), p.edge.compression);
-    if (encoding && compressible(p, res, size)) {
-      chain.add("compress", encoding);
+    if (encoding && compressible(p, res)) {
+      tx.chain.add("compress", encoding);
       return compress(res, encoding, streamed);
     }
     return res;
@@ -169,20 +183,13 @@ export function createEdgeResponder(deps: { cache: EdgeCache; clock: Clock }) {
 
   return {
     /** A cached answer for the request, or undefined. */
-    lookup(
-      req: Request,
-      p: CompiledProtection,
-      site: CompiledSite,
-      record: AccessRecord,
-      chain: ChainSink,
-      path: string,
-      pathAndQuery: string,
-    ): Response | undefined {
+    lookup(tx: EdgeRequest, p: CompiledProtection, site: CompiledSite): Response | undefined {
+      const { req, record, chain, path } = tx;
       if (
         !p.edge.cache.enabled || !requestMayUseCache(req) || !cachePathSelected(p, site.id, path)
       ) return undefined;
       if (/\bno-cache\b/i.test(req.headers.get("cache-control") ?? "")) return undefined;
-      const hit = cache.get(site.id, record.host.toLowerCase(), pathAndQuery, req, clock.now());
+      const hit = cache.get(site.id, record.host.toLowerCase(), tx.pathAndQuery, req, clock.now());
       if (!hit) {
         chain.add("cache", "miss");
         return undefined;
@@ -193,25 +200,24 @@ export function createEdgeResponder(deps: { cache: EdgeCache; clock: Clock }) {
       headers.set("x-waf-cache", "HIT");
       const body = req.method === "HEAD" ? null : hit.body as Uint8Array<ArrayBuffer>;
       const res = new Response(body, { status: hit.status, headers });
-      return finishEdge(req, p, site, path, res, chain, hit.body.length, false);
+      applyHeaderRules(p, site.id, path, res.headers);
+      return tooSmall(p, hit.body.length) ? res : compressed(tx, p, res, false);
     },
 
     /**
-     * Header rules, cache capture and compression for an upstream response; `streamed` when its
-     * body was not whole within the upstream client's read-ahead (a compressor then flushes).
+     * Header rules, cache capture and compression for an upstream's answer; one whose body was
+     * not whole within the upstream client's read-ahead (a stream) is flushed by a compressor.
      */
     respond(
-      req: Request,
+      tx: EdgeRequest,
       p: CompiledProtection,
       site: CompiledSite,
-      record: AccessRecord,
-      chain: ChainSink,
-      path: string,
-      pathAndQuery: string,
-      res: Response,
-      streamed: boolean,
+      answer: UpstreamAnswer,
     ): Response {
+      const res = answer.toResponse();
+      const streamed = answer.body instanceof ReadableStream;
       if (edgeIdle(p)) return res;
+      const { req, record, chain, path, pathAndQuery } = tx;
       const length = res.headers.get("content-length");
       const size = length === null ? null : Number(length);
       let out = res;
@@ -249,7 +255,8 @@ export function createEdgeResponder(deps: { cache: EdgeCache; clock: Clock }) {
           chain.add("cache", "store");
         }
       }
-      return finishEdge(req, p, site, path, out, chain, size, streamed);
+      applyHeaderRules(p, site.id, path, out.headers);
+      return tooSmall(p, size) ? out : compressed(tx, p, out, streamed);
     },
   };
 }

@@ -62,6 +62,8 @@ export interface Proxy {
 export function createProxy(deps: ProxyDeps): Proxy {
   const { policy, traceId } = deps;
   const ctx: ProxyContext = {
+    policy,
+    traceId,
     accessLog: deps.accessLog,
     clock: deps.clock,
     logger: deps.logger,
@@ -71,8 +73,7 @@ export function createProxy(deps: ProxyDeps): Proxy {
     acme: deps.acme,
   };
   return {
-    handle: (req, peer, proto) =>
-      new Transaction(ctx, req, peer, proto, policy.current, traceId()).run() as Promise<Response>,
+    handle: (req, peer, proto) => new Transaction(ctx, req, peer, proto).run() as Promise<Response>,
     refused(peer, broken, proto = "http") {
       const p = policy.current;
       const host = headerOf(broken.head, "host") ?? "";

@@ -23,15 +23,29 @@ export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (ch) => HTML_ESCAPES[ch]!);
 }
 
-/** A small self-contained status page (or JSON) carrying the trace id. */
+/** A status page's fixed parts; each page is one such constant, built once. */
+export interface PageText {
+  readonly status: number;
+  readonly code: string;
+  readonly title: string;
+  readonly message: string;
+}
+
+/**
+ * A small self-contained status page (or JSON) carrying the trace id.
+ *
+ * @param req the request, whose `Accept` chooses HTML or JSON
+ * @param page the page's status, code, title and message
+ * @param traceId the request's trace id
+ * @param message a message of this request's own instead of the page's
+ */
 export function statusPage(
   req: Request,
-  status: number,
-  code: string,
-  title: string,
-  message: string,
+  page: PageText,
   traceId: string,
+  message: string = page.message,
 ): Response {
+  const { status, code, title } = page;
   const headers = {
     "cache-control": "no-store",
     "x-waf-trace-id": traceId,
@@ -54,79 +68,88 @@ h1{font-size:1.4rem;margin:0 0 .75rem}code{background:#eef0f3;padding:.1rem .35r
   return new Response(body, { status, headers });
 }
 
+const NO_SITE: PageText = {
+  status: 404,
+  code: "NO_SITE",
+  title: "No site is configured for this host",
+  message:
+    "This address is protected by waf, but no site is configured for the requested host name.",
+};
 /** The 404 page for a host that no site serves. */
 export function noSitePage(req: Request, traceId: string): Response {
-  return statusPage(
-    req,
-    404,
-    "NO_SITE",
-    "No site is configured for this host",
-    "This address is protected by waf, but no site is configured for the requested host name.",
-    traceId,
-  );
+  return statusPage(req, NO_SITE, traceId);
 }
 
+const PAYLOAD_TOO_LARGE: PageText = {
+  status: 413,
+  code: "PAYLOAD_TOO_LARGE",
+  title: "Request body too large",
+  message: "The request body is larger than this site accepts.",
+};
 /** 413: the body is over the site's limit (declared, or counted while streaming). */
 export function tooLargePage(req: Request, traceId: string): Response {
-  return statusPage(
-    req,
-    413,
-    "PAYLOAD_TOO_LARGE",
-    "Request body too large",
-    "The request body is larger than this site accepts.",
-    traceId,
-  );
+  return statusPage(req, PAYLOAD_TOO_LARGE, traceId);
 }
 
+const BODY_UNREADABLE: PageText = {
+  status: 400,
+  code: "BODY_UNREADABLE",
+  title: "The request body could not be read",
+  message: "The request body ended early or was not framed correctly. Send the request again.",
+};
 /** 400: the client's body broke off or was framed wrongly. */
 export function unreadableBodyPage(req: Request, traceId: string): Response {
-  return statusPage(
-    req,
-    400,
-    "BODY_UNREADABLE",
-    "The request body could not be read",
-    "The request body ended early or was not framed correctly. Send the request again.",
-    traceId,
-  );
+  return statusPage(req, BODY_UNREADABLE, traceId);
 }
 
+const UPSTREAM_UNREACHABLE: PageText = {
+  status: 502,
+  code: "UPSTREAM_UNREACHABLE",
+  title: "The site is unreachable",
+  message: "The server behind this address could not be reached. Try again later.",
+};
 /** 502: no upstream of the site could be reached. */
 export function badGatewayPage(req: Request, traceId: string): Response {
-  return statusPage(
-    req,
-    502,
-    "UPSTREAM_UNREACHABLE",
-    "The site is unreachable",
-    "The server behind this address could not be reached. Try again later.",
-    traceId,
-  );
+  return statusPage(req, UPSTREAM_UNREACHABLE, traceId);
 }
 
+const UPSTREAM_TIMEOUT: PageText = {
+  status: 504,
+  code: "UPSTREAM_TIMEOUT",
+  title: "The site did not answer in time",
+  message: "The server behind this address did not answer in time. Try again later.",
+};
 /** 504: the upstream did not answer within the site's response timeout. */
 export function gatewayTimeoutPage(req: Request, traceId: string): Response {
-  return statusPage(
-    req,
-    504,
-    "UPSTREAM_TIMEOUT",
-    "The site did not answer in time",
-    "The server behind this address did not answer in time. Try again later.",
-    traceId,
-  );
+  return statusPage(req, UPSTREAM_TIMEOUT, traceId);
 }
 
+const RATE_LIMITED: PageText = {
+  status: 429,
+  code: "RATE_LIMITED",
+  title: "Too many requests",
+  message: "This client sent too many requests. Wait a moment and try again.",
+};
 /** 429 with `Retry-After`: the client is over the global rate limit. */
 export function rateLimitedPage(req: Request, traceId: string, retryAfterSeconds: number) {
-  const res = statusPage(
-    req,
-    429,
-    "RATE_LIMITED",
-    "Too many requests",
-    "This client sent too many requests. Wait a moment and try again.",
-    traceId,
-  );
+  const res = statusPage(req, RATE_LIMITED, traceId);
   res.headers.set("retry-after", String(retryAfterSeconds));
   return res;
 }
+
+const TOKEN_REQUIRED: PageText = {
+  status: 401,
+  code: "TOKEN_REQUIRED",
+  title: "Authentication required",
+  message: "This API needs a bearer token in the Authorization header.",
+};
+/** Its message names the reason: {@link unauthorizedPage} gives it per request. */
+const TOKEN_INVALID: PageText = {
+  status: 401,
+  code: "TOKEN_INVALID",
+  title: "Invalid token",
+  message: "The bearer token was refused.",
+};
 
 /**
  * 401 with `WWW-Authenticate: Bearer` (RFC 6750): the route needs a valid token. A missing token
@@ -134,15 +157,11 @@ export function rateLimitedPage(req: Request, traceId: string, retryAfterSeconds
  */
 export function unauthorizedPage(req: Request, traceId: string, reason: string): Response {
   const missing = reason === "missing";
-  const res = statusPage(
+  const res = missing ? statusPage(req, TOKEN_REQUIRED, traceId) : statusPage(
     req,
-    401,
-    missing ? "TOKEN_REQUIRED" : "TOKEN_INVALID",
-    missing ? "Authentication required" : "Invalid token",
-    missing
-      ? "This API needs a bearer token in the Authorization header."
-      : `The bearer token was refused (${reason.replaceAll("_", " ")}).`,
+    TOKEN_INVALID,
     traceId,
+    `The bearer token was refused (${reason.replaceAll("_", " ")}).`,
   );
   res.headers.set(
     "www-authenticate",
@@ -153,14 +172,13 @@ export function unauthorizedPage(req: Request, traceId: string, reason: string):
   return res;
 }
 
+const INTERNAL: PageText = {
+  status: 500,
+  code: "INTERNAL",
+  title: "Something went wrong",
+  message: "The firewall could not handle this request. Quote the trace id when you report it.",
+};
 /** 500: the transaction itself failed (logged with the trace id). */
 export function internalErrorPage(req: Request, traceId: string): Response {
-  return statusPage(
-    req,
-    500,
-    "INTERNAL",
-    "Something went wrong",
-    "The firewall could not handle this request. Quote the trace id when you report it.",
-    traceId,
-  );
+  return statusPage(req, INTERNAL, traceId);
 }

@@ -44,7 +44,12 @@ import {
   micros,
   safeEvidence,
 } from "../../mod/data_plane/access_record.ts";
-import { type CompiledPolicy, type CompiledSite, hostOf } from "../../mod/data_plane/policy.ts";
+import {
+  type CompiledPolicy,
+  type CompiledSite,
+  hostOf,
+  type Policy,
+} from "../../mod/data_plane/policy.ts";
 import type { Upstream } from "../../mod/data_plane/upstream_pool.ts";
 import type { Alap } from "../../mod/protection/alap.ts";
 import { claimedCrawler, type GoodBotVerifier } from "../../mod/protection/good_bots.ts";
@@ -84,6 +89,7 @@ import {
   gatewayTimeoutPage,
   internalErrorPage,
   noSitePage,
+  type PageText,
   rateLimitedPage,
   statusPage,
   tooLargePage,
@@ -110,6 +116,10 @@ export interface ProtectionControls extends ChallengeDeps {
 
 /** What every transaction shares: built once per process by `createProxy`. */
 export interface ProxyContext {
+  /** The policy in force; a transaction reads it once, when it starts. */
+  readonly policy: Pick<Policy, "current">;
+  /** A fresh trace id per transaction. */
+  readonly traceId: () => string;
   readonly accessLog: Pick<AccessLog, "push">;
   readonly clock: Clock;
   readonly logger: Logger;
@@ -135,6 +145,13 @@ const INSPECT_OPTIONS: Readonly<Record<Level, InspectOptions>> = {
   low: { level: "low" },
 };
 
+/** The answer to a WebSocket handshake whose path the upstream would receive changed. */
+const WEBSOCKET_PATH: PageText = {
+  status: 400,
+  code: "WEBSOCKET_PATH",
+  title: "WebSocket path not accepted",
+  message: "A WebSocket path may not contain dot segments or backslashes.",
+};
 /** The challenge difficulty of a custom rule whose action is `challenge`. */
 const CUSTOM_RULE_DIFFICULTY = 16;
 const NO_BODY_STATUS: ReadonlySet<number> = new Set([101, 204, 205, 304]);
@@ -183,7 +200,39 @@ function findingRecord(inspection: Inspection): FindingRecord | null {
 /**
  * One request's transaction. It is itself what the checks see ({@link CheckRequest}), what the
  * forwarding headers are built from ({@link ForwardFacts}) and what the upstream client sends
- * ({@link UpstreamRequest}), so no per-request copies of those are made.
+ * ({@link UpstreamRequest}), so no per-request copies of those are made. `createProxy` builds
+ * the {@link ProxyContext} once and runs one transaction per request.
+ *
+ * @example
+ * ```ts
+ * import { FakeClock } from "../../mod/core/clock.ts";
+ * import { createMemoryLogger } from "../../mod/core/logger.ts";
+ * import { compilePolicy } from "../../mod/data_plane/policy.ts";
+ * import { createHttp1Upstream } from "./http1_client.ts";
+ * import { type ProxyContext, Transaction } from "./transaction.ts";
+ *
+ * const clock = new FakeClock(1_700_000_000_000);
+ * const upstream = createHttp1Upstream();
+ * const ctx: ProxyContext = {
+ *   policy: { current: compilePolicy([], clock, 1) }, // no site yet
+ *   traceId: () => "5d0c8e6f0b1a4c2e9f7a3b6d8e1c4f2a",
+ *   accessLog: {
+ *     push(record) {
+ *       console.log(record.status, record.chain[0]?.result); // 404 "none"
+ *       return true;
+ *     },
+ *   },
+ *   clock,
+ *   logger: createMemoryLogger(),
+ *   upstream,
+ *   protection: undefined,
+ * };
+ * const tx = new Transaction(ctx, new Request("http://shop.example/"), "203.0.113.9", "http");
+ * const answer = await tx.run(); // the record is queued at the one exit, `finish()`
+ * answer.status; // 404: no site serves shop.example
+ * tx.record.trace_id; // "5d0c8e6f0b1a4c2e9f7a3b6d8e1c4f2a", also in the page's X-WAF-Trace-Id
+ * upstream.close();
+ * ```
  */
 export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest {
   readonly #ctx: ProxyContext;
@@ -238,19 +287,21 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
   connectTimeoutMs = 0;
   responseTimeoutMs = 0;
 
-  constructor(
-    ctx: ProxyContext,
-    req: Request,
-    peer: string,
-    proto: "http" | "https",
-    policy: CompiledPolicy,
-    traceId: string,
-  ) {
+  /**
+   * Starts one request's transaction on the policy in force now, with a fresh trace id.
+   *
+   * @param ctx what every transaction of the process shares
+   * @param req the request (a `Request`, or the own HTTP/1.1 server's `IncomingRequest`)
+   * @param peer the TCP peer's address
+   * @param proto how the client reached the data plane
+   */
+  constructor(ctx: ProxyContext, req: Request, peer: string, proto: "http" | "https") {
     this.#start = micros();
     this.#ctx = ctx;
     this.req = req;
     this.peer = peer;
     this.proto = proto;
+    const policy = ctx.policy.current;
     this.policy = policy;
     this.protection = policy.protection;
     this.method = req.method;
@@ -263,8 +314,8 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     const path = (q < 0 ? url.slice(pathStart) : url.slice(pathStart, q)) || "/";
     const query = q < 0 ? "" : url.slice(q + 1);
     // The checks, the engine and the upstream headers read one list of pairs: the own server's
-    // parsed pairs as they are, or one copy of a `Request`'s headers (`forEach` with a closure
-    // costs a fraction of the Headers pair iterator, measured).
+    // parsed pairs as they are, or one copy of a `Request`'s headers (`forEach` with a closure,
+    // cheaper than the pair iterator; docs/data-plane.md, "The transaction").
     let headers = ownHeaderPairs(req);
     this.#direct = headers !== undefined;
     if (headers === undefined) {
@@ -282,7 +333,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     this.clientIp = peer;
     this.now = ctx.clock.now();
     this.record = new ArrivingRecord(
-      traceId,
+      ctx.traceId(),
       this.now,
       peer,
       proto,
@@ -303,6 +354,8 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
   /**
    * Runs the phases in order; never throws. An upstream's answer to a request of the own server
    * is a {@link DirectAnswer} unless the edge works on it; everything else is a `Response`.
+   *
+   * @returns the answer to write: a page, the edge's `Response`, or the upstream's answer
    */
   async run(): Promise<Response | DirectAnswer> {
     try {
@@ -728,15 +781,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     const p = this.protection;
     const controls = this.#ctx.protection;
     if (p !== undefined && controls !== undefined) {
-      const cached = controls.edge.lookup(
-        this.req,
-        p,
-        site,
-        this.record,
-        this.chain,
-        this.path,
-        this.pathAndQuery,
-      );
+      const cached = controls.edge.lookup(this, p, site);
       if (cached) return cached;
     }
     return this.forward(site);
@@ -824,25 +869,16 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
       // The upstream would get another path than the one checked: refused, not resolved.
       this.record.action = "block";
       this.chain.add("upstream", "websocket path changed");
-      return statusPage(
-        this.req,
-        400,
-        "WEBSOCKET_PATH",
-        "WebSocket path not accepted",
-        "A WebSocket path may not contain dot segments or backslashes.",
-        this.record.trace_id,
-      );
+      return statusPage(this.req, WEBSOCKET_PATH, this.record.trace_id);
     }
     const upstream = site.pool.pick();
     this.record.upstream = upstream.origin;
     const t0 = micros();
     try {
       const res = await passWebSocket(
-        this.req,
+        this,
         upstream.wsOrigin + this.pathAndQuery,
-        this.upstreamHeaders,
         site.connectTimeoutMs,
-        new Headers({ "x-waf-trace-id": this.record.trace_id }),
       );
       this.#upstreamUs = Math.round(micros() - t0);
       site.pool.ok(upstream);
@@ -867,17 +903,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     if (p === undefined || controls === undefined || edgeIdle(p)) {
       return this.#direct ? answer : answer.toResponse();
     }
-    return controls.edge.respond(
-      this.req,
-      p,
-      this.#site!,
-      this.record,
-      this.chain,
-      this.path,
-      this.pathAndQuery,
-      answer.toResponse(),
-      answer.body instanceof ReadableStream,
-    );
+    return controls.edge.respond(this, p, this.#site!, answer);
   }
 
   /** The one exit: discards an unsent body, completes the record, counts it and queues it. */

@@ -72,18 +72,29 @@ function openUpstream(
   });
 }
 
-/** Upgrades `req` and relays to `upstreamUrl`; throws when the upstream cannot be opened. */
+/** What a WebSocket pass reads of its request: the transaction is one. */
+export interface WebSocketRequest {
+  readonly req: Request;
+  /** The end-to-end headers the upstream handshake carries. */
+  readonly upstreamHeaders: HeaderPairs;
+  /** Its trace id goes on the client's 101 answer. */
+  readonly record: { readonly trace_id: string };
+}
+
+/**
+ * Upgrades the request and relays to `upstreamUrl`; throws when the upstream cannot be opened
+ * within `timeoutMs`.
+ */
 export async function passWebSocket(
-  req: Request,
+  tx: WebSocketRequest,
   upstreamUrl: string,
-  headers: HeaderPairs,
   timeoutMs: number,
-  extraHeaders: Headers,
 ): Promise<Response> {
+  const req = tx.req;
   const requested = (req.headers.get("sec-websocket-protocol") ?? "").split(",").map((p) =>
     p.trim()
   ).filter((p) => p !== "");
-  const upstream = await openUpstream(upstreamUrl, requested, headers, timeoutMs);
+  const upstream = await openUpstream(upstreamUrl, requested, tx.upstreamHeaders, timeoutMs);
   const { socket: client, response } = Deno.upgradeWebSocket(
     req,
     upstream.protocol ? { protocol: upstream.protocol } : {},
@@ -109,6 +120,6 @@ export async function passWebSocket(
   };
   client.onerror = () => upstream.close();
   upstream.onerror = () => client.close(1011);
-  extraHeaders.forEach((v, k) => response.headers.set(k, v));
+  response.headers.set("x-waf-trace-id", tx.record.trace_id);
   return response;
 }
