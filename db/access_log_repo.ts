@@ -2,7 +2,7 @@
 import type { SQLInputValue } from "node:sqlite";
 import type { Db } from "./store.ts";
 import { transaction } from "./store.ts";
-import { eachRowLine, expandRows } from "./access_log_lines.ts";
+import { eachRowLine, expandRows } from "../mod/access_log/lines.ts";
 
 export interface AccessLogRow {
   readonly trace_id: string;
@@ -194,7 +194,7 @@ export function createAccessLogRepo(db: Db) {
   );
   return {
     /**
-     * Inserts rows given as text (`db/access_log_lines.ts`) in one transaction, straight from
+     * Inserts rows given as text (`mod/access_log/lines.ts`) in one transaction, straight from
      * each row's parsed columns; returns how many were written.
      */
     insertLines(text: string): number {

@@ -27,8 +27,8 @@ async function load(name: string, root: string, dir: string): Promise<Variant> {
   const url = (p: string) => new URL(p, `file://${root}`).href;
   const { openStore } = await import(url("db/store.ts"));
   const { createAccessLogRepo } = await import(url("db/access_log_repo.ts"));
-  const { createWorkerWriter } = await import(url("db/access_log_writer.ts"));
-  const { createAccessLog } = await import(url("mod/data_plane/access_log.ts"));
+  const { createWorkerWriter } = await import(url("mod/access_log/writer.ts"));
+  const { createAccessLog } = await import(url("mod/access_log/access_log.ts"));
   const { systemClock } = await import(url("mod/core/clock.ts"));
   const { createLogger } = await import(url("mod/core/logger.ts"));
   const path = `${dir}/${name}.db`;

@@ -34,7 +34,7 @@ import type { ApiSecRuntime } from "../../mod/apisec/apisec_runtime.ts";
 import { findSchema, jsonKeys, violations } from "../../mod/apisec/apisec_validate.ts";
 import type { Clock } from "../../mod/core/clock.ts";
 import type { Logger } from "../../mod/core/logger.ts";
-import type { AccessLog } from "../../mod/data_plane/access_log.ts";
+import type { AccessLog } from "../../mod/access_log/access_log.ts";
 import { inspectSliced } from "../../mod/data_plane/inspect_sliced.ts";
 import {
   type AccessRecord,
@@ -43,7 +43,7 @@ import {
   type FindingRecord,
   micros,
   safeEvidence,
-} from "../../mod/data_plane/access_record.ts";
+} from "../../mod/access_log/record.ts";
 import { type CompiledPolicy, type CompiledSite, hostOf } from "../../mod/data_plane/policy.ts";
 import type { Upstream } from "../../mod/data_plane/upstream_pool.ts";
 import type { Alap } from "../../mod/protection/alap.ts";

@@ -9,7 +9,7 @@
  */
 import { createAccessLogRepo } from "../../db/access_log_repo.ts";
 import { openStore } from "../../db/store.ts";
-import { createAccessLog } from "../../mod/data_plane/access_log.ts";
+import { createAccessLog } from "../../mod/access_log/access_log.ts";
 import { systemClock } from "../../mod/core/clock.ts";
 import { createLogger } from "../../mod/core/logger.ts";
 import { compilePolicy, type Policy } from "../../mod/data_plane/policy.ts";

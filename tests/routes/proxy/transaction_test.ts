@@ -13,7 +13,7 @@ import { openStore } from "../../../db/store.ts";
 import { FakeClock } from "../../../mod/core/clock.ts";
 import { createMemoryLogger } from "../../../mod/core/logger.ts";
 import { systemRandom } from "../../../mod/core/random.ts";
-import { createAccessLog } from "../../../mod/data_plane/access_log.ts";
+import { createAccessLog } from "../../../mod/access_log/access_log.ts";
 import { type CompiledPolicy, compilePolicy, type Policy } from "../../../mod/data_plane/policy.ts";
 import { createEdgeCache } from "../../../mod/protection/edge_cache.ts";
 import { KIND } from "../../../mod/protection/protection_compile.ts";

@@ -1,15 +1,15 @@
 import { DatabaseSync } from "node:sqlite";
-import { assertEquals, ok } from "../_helpers/assert.ts";
-import { record } from "../_helpers/records.ts";
-import { testStore } from "../_helpers/store.ts";
-import { denoJson } from "../_helpers/process.ts";
-import { createAccessLogRepo } from "../../db/access_log_repo.ts";
-import { createWorkerWriter } from "../../db/access_log_writer.ts";
-import { rowLines } from "../../db/access_log_lines.ts";
-import { toRow } from "../../mod/data_plane/access_record.ts";
+import { assertEquals, ok } from "../../_helpers/assert.ts";
+import { record } from "../../_helpers/records.ts";
+import { testStore } from "../../_helpers/store.ts";
+import { denoJson } from "../../_helpers/process.ts";
+import { createAccessLogRepo } from "../../../db/access_log_repo.ts";
+import { createWorkerWriter } from "../../../mod/access_log/writer.ts";
+import { rowLines } from "../../../mod/access_log/lines.ts";
+import { toRow } from "../../../mod/access_log/record.ts";
 
 const linux = Deno.build.os === "linux";
-const WRITER_MODULE = new URL("../../db/access_log_writer.ts", import.meta.url).href;
+const WRITER_MODULE = new URL("../../../mod/access_log/writer.ts", import.meta.url).href;
 
 /** The nice value of each of this process's threads, by thread id (Linux). */
 function niceByThread(): Map<number, number> {

@@ -13,7 +13,7 @@
  * flush; it never blocks and never holds rows.
  */
 import type { ShipStart } from "../../db/access_log_repo.ts";
-import type { ShipSource } from "../../db/access_log_writer.ts";
+import type { ShipSource } from "./writer.ts";
 import type { PgSink } from "../../db/pg_sink.ts";
 import type { Clock } from "../core/clock.ts";
 import type { Logger } from "../core/logger.ts";

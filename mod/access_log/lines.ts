@@ -14,11 +14,11 @@
  * text `JSON.stringify(record)` gave), so nothing that reads rows sees the difference; a record
  * stored as a JSON object (rows written before, `insertBatch`) is read as it is.
  */
-import { type AccessLogRow, indexedColumns } from "./access_log_repo.ts";
+import { type AccessLogRow, indexedColumns } from "../../db/access_log_repo.ts";
 
 /**
  * The record's fields, in the order of its JSON: the order `JSON.stringify` gave the data plane's
- * record (`ArrivingRecord`, mod/data_plane/access_record.ts: what a request carries first, then
+ * record (`ArrivingRecord`, mod/access_log/record.ts: what a request carries first, then
  * what the WAF decides and measures), which is the text the store kept before records were
  * compact and what every read gives back.
  */

@@ -1,7 +1,7 @@
 /**
  * The access-log writer thread: owns its own connection to the store and inserts the batches
  * the main thread posts, so SQLite work never stalls the data plane's event loop. Started by
- * `createWorkerWriter` in `db/access_log_writer.ts`; `write` and `prune` messages go in, and
+ * `createWorkerWriter` in `mod/access_log/writer.ts`; `write` and `prune` messages go in, and
  * each answers `{id, written}` (rows inserted or deleted) or `{id, error}`.
  *
  * A `write` marked `defer` (the access log's timer and early flushes) waits here, up to
@@ -24,8 +24,8 @@
 /// <reference lib="deno.worker" />
 import { DatabaseSync } from "node:sqlite";
 import { setPriority } from "node:os";
-import { createAccessLogRepo } from "./access_log_repo.ts";
-import { transaction } from "./store.ts";
+import { createAccessLogRepo } from "../../db/access_log_repo.ts";
+import { transaction } from "../../db/store.ts";
 
 /**
  * Deferred rows that are written at once, without waiting for the timer. 64 (one early flush's
@@ -44,7 +44,7 @@ let db: DatabaseSync | undefined;
 type Message =
   /** `low`: run this thread at nice 19 (Linux only). */
   | { kind: "open"; path: string; low?: boolean }
-  /** `lines`: rows as text (`db/access_log_lines.ts`), `count` of them. */
+  /** `lines`: rows as text (`mod/access_log/lines.ts`), `count` of them. */
   | { kind: "write"; id: number; lines: string; count: number; defer?: boolean; keep?: number }
   | { kind: "prune"; id: number; before: number; keep: number }
   | { kind: "read"; id: number; afterId: number; limit: number }

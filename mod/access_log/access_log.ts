@@ -1,6 +1,6 @@
 /**
  * The access-log pipeline: the data plane pushes records, which are serialised at once into the
- * rows' text (`db/access_log_lines.ts`) and queued, bounded (never touching SQLite on the request
+ * rows' text (`mod/access_log/lines.ts`) and queued, bounded (never touching SQLite on the request
  * path); a timer drains the queue in batches to the writer (a writer thread in the server), one
  * string a batch, and hands each batch to the optional sinks. A full queue drops the record and
  * counts it. Every write keeps the table at `maxRecords` (the writer deletes the oldest rows in
@@ -12,10 +12,10 @@ import type {
   AccessLogRow,
   StoredAccessLogRow,
 } from "../../db/access_log_repo.ts";
-import { type AccessLogWriter, directWriter } from "../../db/access_log_writer.ts";
-import { parseRowLines } from "../../db/access_log_lines.ts";
-import type { AccessRecord } from "./access_record.ts";
-import { recordLines } from "./access_record.ts";
+import { type AccessLogWriter, directWriter } from "./writer.ts";
+import { parseRowLines } from "./lines.ts";
+import type { AccessRecord } from "./record.ts";
+import { recordLines } from "./record.ts";
 import type { Clock } from "../core/clock.ts";
 import type { Logger } from "../core/logger.ts";
 
@@ -295,7 +295,7 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
       return true;
     },
     /**
-     * Rows a data-plane worker serialised (`db/access_log_lines.ts`), handed to the writer as
+     * Rows a data-plane worker serialised (`mod/access_log/lines.ts`), handed to the writer as
      * they are, and the records among them that `observe` must see (blocked, challenged,
      * upstream failures: the worker keeps the others). The rows count against `queueSize`
      * until the writer answers; past it the batch is dropped and counted. The sinks are woken

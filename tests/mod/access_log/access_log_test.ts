@@ -3,16 +3,16 @@ import { waitFor } from "../../_helpers/wait.ts";
 import { record } from "../../_helpers/records.ts";
 import { testStore } from "../../_helpers/store.ts";
 import { type AccessLogRow, createAccessLogRepo } from "../../../db/access_log_repo.ts";
-import { createWorkerWriter, directWriter } from "../../../db/access_log_writer.ts";
-import { parseRowLines, rowLines } from "../../../db/access_log_lines.ts";
-import { type AccessLogSink, createAccessLog } from "../../../mod/data_plane/access_log.ts";
+import { createWorkerWriter, directWriter } from "../../../mod/access_log/writer.ts";
+import { parseRowLines, rowLines } from "../../../mod/access_log/lines.ts";
+import { type AccessLogSink, createAccessLog } from "../../../mod/access_log/access_log.ts";
 import {
   Chain,
   recordLines,
   safeEvidence,
   safeQuery,
   toRow,
-} from "../../../mod/data_plane/access_record.ts";
+} from "../../../mod/access_log/record.ts";
 import { FakeClock } from "../../../mod/core/clock.ts";
 import { createMemoryLogger } from "../../../mod/core/logger.ts";
 
@@ -449,7 +449,7 @@ Deno.test("flushes leave nothing behind: memory does not grow with the number of
   const dir = await Deno.makeTempDir({ prefix: "access-log-chain-" });
   try {
     const script = `${dir}/chain.ts`;
-    const log = new URL("../../../mod/data_plane/access_log.ts", import.meta.url).href;
+    const log = new URL("../../../mod/access_log/access_log.ts", import.meta.url).href;
     const records = new URL("../../_helpers/records.ts", import.meta.url).href;
     await Deno.writeTextFile(
       script,

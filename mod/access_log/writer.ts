@@ -3,7 +3,7 @@
  * writer thread with its own store connection (the running server), so the insert work and
  * its pauses stay off the data plane's event loop.
  */
-import type { AccessLogRepo, ShipStart, StoredAccessLogRow } from "./access_log_repo.ts";
+import type { AccessLogRepo, ShipStart, StoredAccessLogRow } from "../../db/access_log_repo.ts";
 
 /** How a batch of rows is written. */
 export interface WriteOptions {
@@ -20,7 +20,7 @@ export interface WriteOptions {
 
 export interface AccessLogWriter {
   /**
-   * Writes rows given as text (`db/access_log_lines.ts`); resolves with the number of rows
+   * Writes rows given as text (`mod/access_log/lines.ts`); resolves with the number of rows
    * written, rejects when the batch failed. A batch that is not deferred writes every batch
    * before it too ("" writes only those).
    */
@@ -241,7 +241,7 @@ export function createWorkerWriter(path: string, options: WorkerWriterOptions = 
     options.onThreadError?.({ error, rejected });
   };
   const spawn = (low: boolean): Worker => {
-    const worker = new Worker(new URL("./access_log_worker.ts", import.meta.url), {
+    const worker = new Worker(new URL("./writer_thread.ts", import.meta.url), {
       type: "module",
     });
     let end = () => {};
