@@ -4,7 +4,7 @@
  * and the optional HTTPS listener with a certificate per site.
  */
 import { createAccessLogRepo } from "../db/access_log_repo.ts";
-import { createWorkerWriter } from "../mod/access_log/writer.ts";
+import { createWorkerWriter } from "../mod/access_log/worker_writer.ts";
 import { createPgSink } from "../db/pg_sink.ts";
 import { createSettingsRepo } from "../db/settings_repo.ts";
 import { createSitesRepo } from "../db/sites_repo.ts";
@@ -12,6 +12,7 @@ import type { SiteConfig } from "../mod/data_plane/site_schema.ts";
 import { SETUP_KEYS } from "../mod/identity/setup_token.ts";
 import { type Db, transaction } from "../db/store.ts";
 import { type AccessLog, createAccessLog } from "../mod/access_log/access_log.ts";
+import { lineFormat } from "../mod/access_log/lines.ts";
 import type { Audit } from "../mod/core/audit.ts";
 import type { Clock } from "../mod/core/clock.ts";
 import { type Config, durationMs } from "../mod/config/config.ts";
@@ -26,7 +27,7 @@ import {
   type PgSinkConfig,
   type PgSinkSettings,
 } from "../mod/access_log/pg_sink_config.ts";
-import { createSinkSlot } from "../mod/access_log/access_log.ts";
+import { createSinkSlot } from "../mod/access_log/sinks.ts";
 import { createSecretBox, TOTP_KEY_FILE } from "../mod/core/secret_box.ts";
 import {
   type CompiledPolicy,
@@ -347,7 +348,7 @@ function startAccessLog(deps: DataPlaneDeps): { accessLog: AccessLog; pgSink: Pg
     retentionDays: logs.retention_days,
     maxRecords: logs.max_records,
   }, {
-    repo: createAccessLogRepo(db),
+    repo: createAccessLogRepo(db, lineFormat),
     writer,
     clock,
     logger,

@@ -5,7 +5,7 @@
  * (a stalled one never errors by itself) and starts a fresh pool.
  */
 import postgres from "postgres";
-import type { AccessLogRow } from "./access_log_repo.ts";
+import type { AccessLogRow } from "./access_log_rows.ts";
 
 export interface PgSink {
   /** Creates the table and its indexes when missing. */

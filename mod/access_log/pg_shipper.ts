@@ -12,12 +12,12 @@
  * oldest record not shipped yet). `offer` is only a wake-up call from the access log after a
  * flush; it never blocks and never holds rows.
  */
-import type { ShipStart } from "../../db/access_log_repo.ts";
+import type { ShipStart } from "../../db/access_log_cursors.ts";
 import type { ShipSource } from "./writer.ts";
 import type { PgSink } from "../../db/pg_sink.ts";
 import type { Clock } from "../core/clock.ts";
 import type { Logger } from "../core/logger.ts";
-import type { AccessLogSink } from "./access_log.ts";
+import type { AccessLogSink } from "./sinks.ts";
 
 export interface PgShipperOptions {
   readonly batchSize: number;

@@ -3,7 +3,7 @@
  * The chain is shared by every check in the data plane: adding a check is one
  * `chain.add("ip_list", "pass")` call, which also times it.
  */
-import type { AccessLogRow } from "../../db/access_log_repo.ts";
+import type { AccessLogRow } from "../../db/access_log_rows.ts";
 import { compactRecord } from "./lines.ts";
 import { isSecretName, scrubText } from "../core/redact.ts";
 
@@ -240,7 +240,7 @@ export function toRow(record: AccessRecord): AccessLogRow {
 }
 
 /**
- * {@link toRow} straight to the row's two lines of text (`mod/access_log/lines.ts`, what
+ * {@link toRow} straight to the row's two lines of text (`lines.ts`, what
  * `rowLines(toRow(record))` makes) without the row object: what the data plane hands the access
  * log, so nothing of the record outlives the request. The second line is the compact record
  * (`compactRecord`: the fields the columns do not hold, without their names).

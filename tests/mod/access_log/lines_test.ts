@@ -7,7 +7,7 @@
 import { assertEquals } from "../../_helpers/assert.ts";
 import { testStore } from "../../_helpers/store.ts";
 import { createAccessLogRepo } from "../../../db/access_log_repo.ts";
-import { parseRowLines, rowLines } from "../../../mod/access_log/lines.ts";
+import { lineFormat, parseRowLines, rowLines } from "../../../mod/access_log/lines.ts";
 import {
   type AccessRecord,
   type Action,
@@ -118,7 +118,7 @@ function generator(seed: number) {
 
 Deno.test("every read of a compact record gives back the text the whole record was stored as (randomised records)", async () => {
   await using store = await testStore();
-  const repo = createAccessLogRepo(store.db);
+  const repo = createAccessLogRepo(store.db, lineFormat);
   const seed = 1126;
   const next = generator(seed);
   const records = Array.from({ length: 400 }, next);
@@ -144,7 +144,7 @@ Deno.test("every read of a compact record gives back the text the whole record w
 
 Deno.test("a refused request's target with a NUL byte is kept whole in its record", async () => {
   await using store = await testStore();
-  const repo = createAccessLogRepo(store.db);
+  const repo = createAccessLogRepo(store.db, lineFormat);
   const rec = arrivingRecord({
     trace_id: "f".repeat(32),
     time: Date.UTC(2026, 0, 1),

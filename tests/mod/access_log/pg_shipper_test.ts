@@ -15,11 +15,9 @@ import { testStore } from "../../_helpers/store.ts";
 import { startTcpRelay } from "../../_helpers/tcp_relay.ts";
 import { startUpstream } from "../../_helpers/upstream.ts";
 import { createAccessLogRepo } from "../../../db/access_log_repo.ts";
-import {
-  createWorkerWriter,
-  directWriter,
-  type ShipSource,
-} from "../../../mod/access_log/writer.ts";
+import { lineFormat } from "../../../mod/access_log/lines.ts";
+import { createWorkerWriter } from "../../../mod/access_log/worker_writer.ts";
+import { directWriter, type ShipSource } from "../../../mod/access_log/writer.ts";
 import { createPgSink } from "../../../db/pg_sink.ts";
 import { recordLines, toRow } from "../../../mod/access_log/record.ts";
 import postgres from "postgres";
@@ -37,7 +35,7 @@ const viaRelay = (port: number) => dsn!.replace("127.0.0.1:5432", `127.0.0.1:${p
 /** A store with `n` stored records, a random PostgreSQL table, and a shipper through `dsnOf`. */
 async function rig(options: { port?: number; insertTimeoutMs?: number } = {}) {
   const store = await testStore();
-  const repo = createAccessLogRepo(store.db);
+  const repo = createAccessLogRepo(store.db, lineFormat);
   const source = directWriter(repo);
   const table = `waf_access_logs_test_${randomHex(systemRandom, 4)}`;
   const check = createPgSink({ dsn: dsn!, poolSize: 1, table });

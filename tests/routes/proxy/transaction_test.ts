@@ -9,6 +9,7 @@ import { siteInput } from "../../_helpers/sites.ts";
 import { parseIp } from "../../../engine/ip_address.ts";
 import { RequestView } from "../../../engine/request_view.ts";
 import { createAccessLogRepo } from "../../../db/access_log_repo.ts";
+import { lineFormat } from "../../../mod/access_log/lines.ts";
 import { openStore } from "../../../db/store.ts";
 import { FakeClock } from "../../../mod/core/clock.ts";
 import { createMemoryLogger } from "../../../mod/core/logger.ts";
@@ -107,7 +108,7 @@ Deno.test("the response phase uses the policy the request started with, not a ne
   const logger = createMemoryLogger();
   const accessLog = createAccessLog(
     { queueSize: 100, batchSize: 10, retentionDays: 1, maxRecords: 100 },
-    { repo: createAccessLogRepo(db), clock, logger },
+    { repo: createAccessLogRepo(db, lineFormat), clock, logger },
   );
   const proxy = createProxy({
     policy,
