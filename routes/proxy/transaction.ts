@@ -281,17 +281,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     this.pathAndQuery = q < 0 ? path : query === "" ? path : url.slice(pathStart);
     this.clientIp = peer;
     this.now = ctx.clock.now();
-    this.record = new ArrivingRecord(
-      traceId,
-      this.now,
-      peer,
-      proto,
-      this.method,
-      this.host,
-      path,
-      query,
-      headerOf(headers, "user-agent") ?? null,
-    );
+    this.record = new ArrivingRecord(this, traceId, headerOf(headers, "user-agent") ?? null);
     this.chain = new Chain(this.record.chain, this.#start);
   }
 
