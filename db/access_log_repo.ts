@@ -43,7 +43,7 @@ function createAccessLogWrites(db: Db, format: AccessLogFormat) {
     );
   const insert = insertRows(1);
   // Rows go in 16 a statement: one step and one sequence update for 16 rows make each row cheaper
-  // (docs/data-plane.md, "The access log with one worker"); OR IGNORE still applies row by row.
+  // (docs/bench/2026-11-25-access-log-one-worker.md); OR IGNORE still applies row by row.
   const insertMany = insertRows(INSERT_ROWS);
   // Retention deletes in chunks, each its own short transaction, so a large backlog never
   // holds the store's write lock long enough to make other writers wait on the busy timeout.

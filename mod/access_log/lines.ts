@@ -8,11 +8,11 @@
  *
  * The record is stored compactly: a JSON array of the record's fields that are not columns
  * ({@link RECORD_FIELDS}, in that order), without the field names and without the nine values the
- * columns already hold, so a row has fewer bytes to serialise, copy and insert (docs/data-plane.md,
- * "The access-log record, compact"). Every read of the store makes the whole record's JSON again
- * ({@link expandRecord}: the same text `JSON.stringify(record)` gave), so nothing that reads rows
- * sees the difference; a record stored as a JSON object (rows written before, `insertBatch`) is
- * read as it is. The store reads this text through {@link lineFormat}, passed down to
+ * columns already hold, so a row has fewer bytes to serialise, copy and insert
+ * (docs/bench/2026-11-26-access-log-record-compact.md). Every read of the store makes the whole
+ * record's JSON again ({@link expandRecord}: the same text `JSON.stringify(record)` gave), so
+ * nothing that reads rows sees the difference; a record stored as a JSON object (rows written
+ * before, `insertBatch`) is read as it is. The store reads this text through {@link lineFormat}, passed down to
  * `createAccessLogRepo`: db/ does not import it.
  *
  * @example
@@ -71,8 +71,8 @@ function keptByColumn(s: string | null): boolean {
 
 /**
  * The column values a compact record must hold itself, or undefined (nearly always). Five short
- * scans written out, not a loop over the names, which cost more (docs/data-plane.md, "The
- * access-log record, compact").
+ * scans written out, not a loop over the names, which cost more
+ * (docs/bench/2026-11-26-access-log-record-compact.md).
  */
 function unkeptColumns(r: CompactSource): Record<string, string> | undefined {
   if (

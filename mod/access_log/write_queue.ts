@@ -114,8 +114,8 @@ export class WriteQueue {
     // After this turn's I/O, so a busy loop hands over every record of the turn in one post
     // (each post wakes the writer thread). `setImmediate`, not `setTimeout(0)`: in Deno 2 a
     // `setTimeout` is a Node-style `Timeout` (an object, a timer list, an op re-arming the
-    // native timer, a millisecond's wait), costly per flush (docs/data-plane.md, "Numbers on 26
-    // November, second session", "The early flush's timer, taken out").
+    // native timer, a millisecond's wait), costly per flush
+    // (docs/bench/2026-11-26-cpu-against-bare-proxy.md, "The early flush's timer, taken out").
     if (queue.length === EARLY_FLUSH_AT && this.#flushTimer !== undefined && !this.#earlyFlush) {
       this.#earlyFlush = setImmediate(this.#flushEarly);
     }

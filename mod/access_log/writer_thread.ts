@@ -34,7 +34,7 @@ import { lineFormat } from "./lines.ts";
 /**
  * Deferred rows that are written at once, without waiting for the timer: one early flush's
  * worth, so a transaction is a burst of CPU short enough not to hold up the data plane's event
- * loop on the core it shares (docs/data-plane.md, "The access-log writer at low priority").
+ * loop on the core it shares (docs/bench/2026-11-26-access-log-writer-low-priority.md).
  */
 const DEFER_ROWS = 64;
 /** The longest a deferred batch waits. */
