@@ -4,14 +4,15 @@
  * and the optional HTTPS listener with a certificate per site.
  */
 import { createAccessLogRepo } from "../db/access_log_repo.ts";
-import { createWorkerWriter } from "../db/access_log_writer.ts";
+import { createWorkerWriter } from "../mod/access_log/worker_writer.ts";
 import { createPgSink } from "../db/pg_sink.ts";
 import { createSettingsRepo } from "../db/settings_repo.ts";
 import { createSitesRepo } from "../db/sites_repo.ts";
 import type { SiteConfig } from "../mod/data_plane/site_schema.ts";
 import { SETUP_KEYS } from "../mod/identity/setup_token.ts";
 import { type Db, transaction } from "../db/store.ts";
-import { type AccessLog, createAccessLog } from "../mod/data_plane/access_log.ts";
+import { type AccessLog, createAccessLog } from "../mod/access_log/access_log.ts";
+import { lineFormat } from "../mod/access_log/lines.ts";
 import type { Audit } from "../mod/core/audit.ts";
 import type { Clock } from "../mod/core/clock.ts";
 import { type Config, durationMs } from "../mod/config/config.ts";
@@ -20,13 +21,13 @@ import type { EventLog } from "../mod/core/event_log.ts";
 import type { Logger } from "../mod/core/logger.ts";
 import { recordEvents } from "../mod/data_plane/record_events.ts";
 import { type AcmeChallenges, createAcmeChallenges } from "../mod/data_plane/acme_challenges.ts";
-import { createPgShipper } from "../mod/data_plane/pg_shipper.ts";
+import { createPgShipper } from "../mod/access_log/pg_shipper.ts";
 import {
   createPgSinkConfig,
   type PgSinkConfig,
   type PgSinkSettings,
-} from "../mod/data_plane/pg_sink_config.ts";
-import { createSinkSlot } from "../mod/data_plane/access_log.ts";
+} from "../mod/access_log/pg_sink_config.ts";
+import { createSinkSlot } from "../mod/access_log/sinks.ts";
 import { createSecretBox, TOTP_KEY_FILE } from "../mod/core/secret_box.ts";
 import {
   type CompiledPolicy,
@@ -35,7 +36,7 @@ import {
   type SiteUpstreamHealth,
 } from "../mod/data_plane/policy.ts";
 import type { SiteCounterSet } from "../mod/data_plane/site_counters.ts";
-import type { AccessRecord } from "../mod/data_plane/access_record.ts";
+import type { AccessRecord } from "../mod/access_log/record.ts";
 import type { Random } from "../mod/core/random.ts";
 import { createSites, type Sites } from "../mod/data_plane/sites.ts";
 import { dataDirSiteKeys, resealLegacy, sealedSitesRepo } from "../mod/data_plane/site_keys.ts";
@@ -347,7 +348,7 @@ function startAccessLog(deps: DataPlaneDeps): { accessLog: AccessLog; pgSink: Pg
     retentionDays: logs.retention_days,
     maxRecords: logs.max_records,
   }, {
-    repo: createAccessLogRepo(db),
+    repo: createAccessLogRepo(db, lineFormat),
     writer,
     clock,
     logger,

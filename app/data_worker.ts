@@ -13,7 +13,7 @@ import type { LogFields, Logger, LogLevel } from "../mod/core/logger.ts";
 import { systemRandom } from "../mod/core/random.ts";
 import { guardUnhandledRejections } from "../mod/core/unhandled.ts";
 import { createSecretBox, TOTP_KEY_FILE } from "../mod/core/secret_box.ts";
-import { type AccessRecord, recordLines } from "../mod/data_plane/access_record.ts";
+import { type AccessRecord, recordLines } from "../mod/access_log/record.ts";
 import { isEventRecord } from "../mod/data_plane/record_events.ts";
 import { SiteCounterSet, takeCounts } from "../mod/data_plane/site_counters.ts";
 import { createPolicy } from "../mod/data_plane/policy.ts";
@@ -111,7 +111,7 @@ async function start(init: WorkerInit): Promise<void> {
   });
 
   // Records go in batches (one message, one wake-up of the main thread, per FLUSH_MS at most),
-  // already serialised here as the access log's rows (one string: `db/access_log_lines.ts`),
+  // already serialised here as the access log's rows (one string: `mod/access_log/lines.ts`),
   // with what the requests added to the site counters (this thread counts them as the
   // transaction's exit does anywhere) and, whole, only the records the main thread's events and
   // realtime feed look at; ALAP observations and API-discovery samples ride along. A read

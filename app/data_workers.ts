@@ -18,7 +18,7 @@
 import { type Config, ConfigProblemError } from "../mod/config/config.ts";
 import type { LogFields, Logger, LogLevel } from "../mod/core/logger.ts";
 import type { Random } from "../mod/core/random.ts";
-import type { AccessRecord } from "../mod/data_plane/access_record.ts";
+import type { AccessRecord } from "../mod/access_log/record.ts";
 import { type SiteUpstreamHealth, upstreamOf } from "../mod/data_plane/policy.ts";
 import {
   deltaOf,
@@ -109,7 +109,7 @@ export type FromWorker =
   | { readonly t: "ack"; readonly version: number }
   | {
     readonly t: "records";
-    /** The batch's access-log rows as text (`db/access_log_lines.ts`). */
+    /** The batch's access-log rows as text (`mod/access_log/lines.ts`). */
     readonly lines: string;
     readonly count: number;
     /** The records the main thread's events and realtime feed see (`isEventRecord`). */

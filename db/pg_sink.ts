@@ -1,11 +1,11 @@
 /**
  * The one wrapper around `postgres` (porsager/postgres): writes access-log batches into a
  * PostgreSQL table, creating it when missing. Retrying, the cursor and timeouts live in
- * `mod/data_plane/pg_shipper.ts`; this file only talks SQL. `reset()` drops every connection
+ * `mod/access_log/pg_shipper.ts`; this file only talks SQL. `reset()` drops every connection
  * (a stalled one never errors by itself) and starts a fresh pool.
  */
 import postgres from "postgres";
-import type { AccessLogRow } from "./access_log_repo.ts";
+import type { AccessLogRow } from "./access_log_rows.ts";
 
 export interface PgSink {
   /** Creates the table and its indexes when missing. */

@@ -2,7 +2,8 @@
  * Read-only exports for the support archive (`waf logs pack`): the latest audit and access
  * rows through their own repositories, skipped for a store too old to have the table.
  */
-import { createAccessLogRepo, type StoredAccessLogRow } from "./access_log_repo.ts";
+import { createAccessLogRepo } from "./access_log_repo.ts";
+import type { AccessLogFormat, StoredAccessLogRow } from "./access_log_rows.ts";
 import { type AuditRow, createAuditRepo } from "./audit_repo.ts";
 import type { Db } from "./store.ts";
 
@@ -11,9 +12,10 @@ function hasTable(db: Db, name: string): boolean {
     undefined;
 }
 
-export function createSupportExportRepo(db: Db) {
+/** `format`: how the access log's records read back (`lineFormat`, mod/access_log/lines.ts). */
+export function createSupportExportRepo(db: Db, format: AccessLogFormat) {
   const audit = hasTable(db, "audit_log") ? createAuditRepo(db) : undefined;
-  const access = hasTable(db, "access_logs") ? createAccessLogRepo(db) : undefined;
+  const access = hasTable(db, "access_logs") ? createAccessLogRepo(db, format) : undefined;
   return {
     /** The newest `limit` audit rows, oldest first; undefined when the table does not exist. */
     latestAudit(limit: number): AuditRow[] | undefined {

@@ -25,10 +25,17 @@ interface Variant {
 
 async function load(name: string, root: string, dir: string): Promise<Variant> {
   const url = (p: string) => new URL(p, `file://${root}`).href;
+  // A checkout from before the access log had a folder of its own has its modules elsewhere.
+  const folder = await Deno.stat(`${root}mod/access_log`).then(() => true, () => false);
   const { openStore } = await import(url("db/store.ts"));
   const { createAccessLogRepo } = await import(url("db/access_log_repo.ts"));
-  const { createWorkerWriter } = await import(url("db/access_log_writer.ts"));
-  const { createAccessLog } = await import(url("mod/data_plane/access_log.ts"));
+  const { createWorkerWriter } = await import(
+    url(folder ? "mod/access_log/worker_writer.ts" : "db/access_log_writer.ts")
+  );
+  const { createAccessLog } = await import(
+    url(folder ? "mod/access_log/access_log.ts" : "mod/data_plane/access_log.ts")
+  );
+  const lineFormat = folder ? (await import(url("mod/access_log/lines.ts"))).lineFormat : undefined;
   const { systemClock } = await import(url("mod/core/clock.ts"));
   const { createLogger } = await import(url("mod/core/logger.ts"));
   const path = `${dir}/${name}.db`;
@@ -36,7 +43,7 @@ async function load(name: string, root: string, dir: string): Promise<Variant> {
   const log = createAccessLog(
     { queueSize: 100_000, batchSize: 500, retentionDays: 30, maxRecords: 10_000_000 },
     {
-      repo: createAccessLogRepo(db),
+      repo: createAccessLogRepo(db, lineFormat),
       writer: createWorkerWriter(path),
       clock: systemClock,
       logger: createLogger({ format: "text", level: "error" }),

@@ -39,7 +39,7 @@ import { deltaOf, type PolicySnapshot } from "../mod/data_plane/policy_snapshot.
 import { createProtectionCompiler, KIND } from "../mod/protection/protection_compile.ts";
 import type { IpList, IpListItem } from "../engine/ip_list.ts";
 import { type IpAddress, parseCidr, parseIp } from "../engine/ip_address.ts";
-import { type AccessRecord, toRow } from "../mod/data_plane/access_record.ts";
+import { type AccessRecord, toRow } from "../mod/access_log/record.ts";
 import type { CountsDelta } from "../mod/data_plane/site_counters.ts";
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -622,7 +622,7 @@ function benignRecord(i: number): AccessRecord {
  */
 async function recordsBench(runs: number): Promise<void> {
   const v8 = await import("node:v8");
-  const { rowLines, parseRowLines } = await import("../db/access_log_lines.ts");
+  const { rowLines, parseRowLines } = await import("../mod/access_log/lines.ts");
   const { SiteCounterSet, takeCounts, addCounts } = await import(
     "../mod/data_plane/site_counters.ts"
   );

@@ -7,7 +7,7 @@
  */
 export const COMPILE_INCLUDES: readonly string[] = [
   "console",
-  "db/access_log_worker.ts",
+  "mod/access_log/writer_thread.ts",
   "app/data_worker.ts",
   "engine/ip_list_fold_worker.ts",
   "mod/ops/store_jobs_worker.ts",

@@ -3,7 +3,7 @@
  * with what the asking user may see (a section needing a permission they lack is left out and
  * named in `withheld`). They run at once and change nothing.
  */
-import type { TopEntry } from "../../db/access_log_repo.ts";
+import type { TopEntry } from "../../db/access_log_queries.ts";
 import { listEndpoints } from "../apisec/endpoints_query.ts";
 import { cidrContains, parseCidr, parseIp } from "../../engine/ip_address.ts";
 import { AppError } from "../core/errors.ts";

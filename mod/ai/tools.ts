@@ -6,7 +6,7 @@
 import type { z } from "zod";
 import type { InventorySource } from "../apisec/endpoints_query.ts";
 import type { Clock } from "../core/clock.ts";
-import type { AccessLog } from "../data_plane/access_log.ts";
+import type { AccessLog } from "../access_log/access_log.ts";
 import { AppError } from "../core/errors.ts";
 import type { Sites, SiteView } from "../data_plane/sites.ts";
 import { grants } from "../identity/permissions.ts";

@@ -5,7 +5,7 @@
  * an attack being able to flood the log. Two field reads per record on the request path.
  */
 import type { EventLog } from "../core/event_log.ts";
-import type { AccessRecord } from "./access_record.ts";
+import type { AccessRecord } from "../access_log/record.ts";
 
 const UPSTREAM_FAILED = new Set(["timeout", "unreachable", "invalid"]);
 

@@ -7,7 +7,7 @@
  * request path.
  */
 import { Histogram, INSPECTION_BOUNDS_US, LATENCY_BOUNDS_US } from "../core/histogram.ts";
-import type { AccessRecord, Action } from "./access_record.ts";
+import type { AccessRecord, Action } from "../access_log/record.ts";
 
 export const ACTIONS: readonly Action[] = ["pass", "block", "log", "challenge"];
 /** `1xx` .. `5xx`; index = first digit - 1 (other statuses count as 5xx). */

@@ -8,7 +8,7 @@
  * id the ring no longer holds is reported as a gap, never silently skipped.
  */
 import type { Clock } from "../core/clock.ts";
-import type { AccessRecord } from "../data_plane/access_record.ts";
+import type { AccessRecord } from "../access_log/record.ts";
 
 /** Every kind the feeds carry; docs/monitoring.md describes each payload. */
 export const REALTIME_KINDS = [

@@ -7,7 +7,7 @@
  */
 import { Histogram, LAG_BOUNDS_MS } from "../core/histogram.ts";
 import { unhandledRejections } from "../core/unhandled.ts";
-import type { AccessLogStats } from "../data_plane/access_log.ts";
+import type { AccessLogStats } from "../access_log/access_log.ts";
 import type { CompiledPolicy } from "../data_plane/policy.ts";
 import {
   ACTIONS,

@@ -5,6 +5,7 @@
  * never read; everything text-like is also scrubbed (`redact.ts`) before it is packed.
  */
 import { createSupportExportRepo } from "../../db/support_export_repo.ts";
+import { lineFormat } from "../access_log/lines.ts";
 import { type Db, schemaVersion } from "../../db/store.ts";
 import type { Config } from "../config/config.ts";
 import { maskConfigValue, scrubText } from "../core/redact.ts";
@@ -135,7 +136,7 @@ function parseJson(text: string | null): unknown {
 
 function exportEntries(input: PackInput, limits: PackLimits): ZipEntry[] {
   if (!input.db) return [];
-  const repo = createSupportExportRepo(input.db);
+  const repo = createSupportExportRepo(input.db, lineFormat);
   const out: ZipEntry[] = [];
   const audit = repo.latestAudit(limits.auditRows);
   if (audit) {

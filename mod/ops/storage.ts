@@ -8,7 +8,7 @@ import { z } from "zod";
 import type { Audit, AuditEvent } from "../core/audit.ts";
 import { AppError, badRequest } from "../core/errors.ts";
 import type { Clock } from "../core/clock.ts";
-import type { PgSinkConfig } from "../data_plane/pg_sink_config.ts";
+import type { PgSinkConfig } from "../access_log/pg_sink_config.ts";
 import { LOG_FILE_NAME } from "./log_file.ts";
 import { maskRedisUrl, type RedisTestResult, testRedis } from "./redis_probe.ts";
 import { listBackups, runStoreJob } from "./store_jobs.ts";

@@ -5,7 +5,7 @@
  * the dashboard's summary of a time range (requests, blocks, classes, top targets).
  */
 import { z } from "zod";
-import type { AccessLog, StoredAccessRecord } from "../../mod/data_plane/access_log.ts";
+import type { AccessLog, StoredAccessRecord } from "../../mod/access_log/access_log.ts";
 import type { Clock } from "../../mod/core/clock.ts";
 import { AppError, badRequest } from "../../mod/core/errors.ts";
 import { perm, type RouteDef } from "./route.ts";

@@ -5,7 +5,7 @@
  * the disk clean-up (`write:storage`, audited, refusals too).
  */
 import type { z } from "zod";
-import { pgSinkInputSchema } from "../../mod/data_plane/pg_sink_config.ts";
+import { pgSinkInputSchema } from "../../mod/access_log/pg_sink_config.ts";
 import { cleanupInputSchema, type Storage } from "../../mod/ops/storage.ts";
 import { auditContext } from "./actor.ts";
 import { type AuditedChange, auditFailures, type AuditSink } from "./audited.ts";

@@ -4,7 +4,7 @@
  * (`POST /.well-known/waf/challenge`: checks the answer, sets the clearance cookie, sends the
  * browser back). The transaction calls these when a check asks for a challenge.
  */
-import type { AccessRecord } from "../../mod/data_plane/access_record.ts";
+import type { AccessRecord } from "../../mod/access_log/record.ts";
 import type { Clock } from "../../mod/core/clock.ts";
 import type { CompiledProtection } from "../../mod/protection/protection_compile.ts";
 import {

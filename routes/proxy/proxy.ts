@@ -7,12 +7,12 @@ import type { AcmeChallenges } from "../../mod/data_plane/acme_challenges.ts";
 import type { ApiSecRuntime } from "../../mod/apisec/apisec_runtime.ts";
 import type { Clock } from "../../mod/core/clock.ts";
 import type { Logger } from "../../mod/core/logger.ts";
-import type { AccessLog } from "../../mod/data_plane/access_log.ts";
+import type { AccessLog } from "../../mod/access_log/access_log.ts";
 import type { Policy } from "../../mod/data_plane/policy.ts";
 import { type ProtectionControls, type ProxyContext, Transaction } from "./transaction.ts";
 import { createHttp1Upstream } from "./http1_client.ts";
 import type { UpstreamClient } from "./upstream_client.ts";
-import { arrivingRecord } from "../../mod/data_plane/access_record.ts";
+import { arrivingRecord } from "../../mod/access_log/record.ts";
 import type { BrokenRequest } from "../conn_framing.ts";
 
 /** A header's value in a raw request head (the first of its name), or null. */

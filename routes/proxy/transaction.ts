@@ -34,7 +34,7 @@ import type { ApiSecRuntime } from "../../mod/apisec/apisec_runtime.ts";
 import { findSchema, jsonKeys, violations } from "../../mod/apisec/apisec_validate.ts";
 import type { Clock } from "../../mod/core/clock.ts";
 import type { Logger } from "../../mod/core/logger.ts";
-import type { AccessLog } from "../../mod/data_plane/access_log.ts";
+import type { AccessLog } from "../../mod/access_log/access_log.ts";
 import { inspectSliced } from "../../mod/data_plane/inspect_sliced.ts";
 import {
   type AccessRecord,
@@ -43,7 +43,7 @@ import {
   type FindingRecord,
   micros,
   safeEvidence,
-} from "../../mod/data_plane/access_record.ts";
+} from "../../mod/access_log/record.ts";
 import {
   type CompiledPolicy,
   type CompiledSite,
@@ -332,17 +332,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     this.pathAndQuery = q < 0 ? path : query === "" ? path : url.slice(pathStart);
     this.clientIp = peer;
     this.now = ctx.clock.now();
-    this.record = new ArrivingRecord(
-      ctx.traceId(),
-      this.now,
-      peer,
-      proto,
-      this.method,
-      this.host,
-      path,
-      query,
-      headerOf(headers, "user-agent") ?? null,
-    );
+    this.record = new ArrivingRecord(this, ctx.traceId(), headerOf(headers, "user-agent") ?? null);
     this.chain = new Chain(this.record.chain, this.#start);
   }
 

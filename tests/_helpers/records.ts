@@ -1,5 +1,5 @@
 /** Access-log record fixtures. */
-import type { AccessRecord } from "../../mod/data_plane/access_record.ts";
+import type { AccessRecord } from "../../mod/access_log/record.ts";
 
 let n = 0;
 

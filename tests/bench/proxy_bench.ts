@@ -8,8 +8,9 @@
  * ```
  */
 import { createAccessLogRepo } from "../../db/access_log_repo.ts";
+import { lineFormat } from "../../mod/access_log/lines.ts";
 import { openStore } from "../../db/store.ts";
-import { createAccessLog } from "../../mod/data_plane/access_log.ts";
+import { createAccessLog } from "../../mod/access_log/access_log.ts";
 import { systemClock } from "../../mod/core/clock.ts";
 import { createLogger } from "../../mod/core/logger.ts";
 import { compilePolicy, type Policy } from "../../mod/data_plane/policy.ts";
@@ -61,7 +62,7 @@ const policy: Policy = { current: compiled, rebuild: () => compiled, coalesce: (
 const accessLog = createAccessLog(
   { queueSize: 1_000_000, batchSize: 500, retentionDays: 1, maxRecords: 1_000_000 },
   {
-    repo: createAccessLogRepo(db),
+    repo: createAccessLogRepo(db, lineFormat),
     writer: {
       writeLines: (_, o) => Promise.resolve(o.count),
       prune: () => Promise.resolve(0),

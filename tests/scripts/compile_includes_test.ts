@@ -38,7 +38,7 @@ Deno.test("the compiled binary embeds every module the source loads by URL (work
   // The four workers known today must be among what the scan finds, or the scan itself is broken.
   for (
     const w of [
-      "db/access_log_worker.ts",
+      "mod/access_log/writer_thread.ts",
       "app/data_worker.ts",
       "engine/ip_list_fold_worker.ts",
       "mod/ops/store_jobs_worker.ts",

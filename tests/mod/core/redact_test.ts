@@ -1,7 +1,7 @@
 import { assertEquals } from "../../_helpers/assert.ts";
 import { isSecretName, maskConfigValue, scrubText } from "../../../mod/core/redact.ts";
 import { maskSecrets } from "../../../mod/core/logger.ts";
-import { safeEvidence, safeQuery } from "../../../mod/data_plane/access_record.ts";
+import { safeEvidence, safeQuery } from "../../../mod/access_log/record.ts";
 
 const SECRET = ["password", "api_key", "X-Auth-Token", "session_id", "dsn", "sig", "totp_secret"];
 const PLAIN = ["username", "path", "status", "host", "trace_id", "role"];

@@ -2,7 +2,7 @@ import { assertEquals, ok } from "../../_helpers/assert.ts";
 import { FakeClock } from "../../../mod/core/clock.ts";
 import { createEventLog } from "../../../mod/core/event_log.ts";
 import { createMemoryLogger } from "../../../mod/core/logger.ts";
-import type { AccessRecord } from "../../../mod/data_plane/access_record.ts";
+import type { AccessRecord } from "../../../mod/access_log/record.ts";
 import { isEventRecord, recordEvents } from "../../../mod/data_plane/record_events.ts";
 
 const base = {

@@ -9,11 +9,12 @@ import { siteInput } from "../../_helpers/sites.ts";
 import { parseIp } from "../../../engine/ip_address.ts";
 import { RequestView } from "../../../engine/request_view.ts";
 import { createAccessLogRepo } from "../../../db/access_log_repo.ts";
+import { lineFormat } from "../../../mod/access_log/lines.ts";
 import { openStore } from "../../../db/store.ts";
 import { FakeClock } from "../../../mod/core/clock.ts";
 import { createMemoryLogger } from "../../../mod/core/logger.ts";
 import { systemRandom } from "../../../mod/core/random.ts";
-import { createAccessLog } from "../../../mod/data_plane/access_log.ts";
+import { createAccessLog } from "../../../mod/access_log/access_log.ts";
 import { type CompiledPolicy, compilePolicy, type Policy } from "../../../mod/data_plane/policy.ts";
 import { createEdgeCache } from "../../../mod/protection/edge_cache.ts";
 import { KIND } from "../../../mod/protection/protection_compile.ts";
@@ -107,7 +108,7 @@ Deno.test("the response phase uses the policy the request started with, not a ne
   const logger = createMemoryLogger();
   const accessLog = createAccessLog(
     { queueSize: 100, batchSize: 10, retentionDays: 1, maxRecords: 100 },
-    { repo: createAccessLogRepo(db), clock, logger },
+    { repo: createAccessLogRepo(db, lineFormat), clock, logger },
   );
   const proxy = createProxy({
     policy,

@@ -1,20 +1,20 @@
 /**
- * The compact access-log record (db/access_log_lines.ts) against the serialisation it replaced:
+ * The compact access-log record (mod/access_log/lines.ts) against the serialisation it replaced:
  * for records as the data plane makes them (`ArrivingRecord`, masked copies), every read of the
  * store must give back exactly the text `JSON.stringify(stored record)` gave (toRow's `record`),
  * whatever the fields hold.
  */
-import { assertEquals } from "../_helpers/assert.ts";
-import { testStore } from "../_helpers/store.ts";
-import { createAccessLogRepo } from "../../db/access_log_repo.ts";
-import { parseRowLines, rowLines } from "../../db/access_log_lines.ts";
+import { assertEquals } from "../../_helpers/assert.ts";
+import { testStore } from "../../_helpers/store.ts";
+import { createAccessLogRepo } from "../../../db/access_log_repo.ts";
+import { lineFormat, parseRowLines, rowLines } from "../../../mod/access_log/lines.ts";
 import {
   type AccessRecord,
   type Action,
   arrivingRecord,
   recordLines,
   toRow,
-} from "../../mod/data_plane/access_record.ts";
+} from "../../../mod/access_log/record.ts";
 
 /** A small seeded generator (mulberry32): a failure names its seed and repeats. */
 function rng(seed: number): () => number {
@@ -118,7 +118,7 @@ function generator(seed: number) {
 
 Deno.test("every read of a compact record gives back the text the whole record was stored as (randomised records)", async () => {
   await using store = await testStore();
-  const repo = createAccessLogRepo(store.db);
+  const repo = createAccessLogRepo(store.db, lineFormat);
   const seed = 1126;
   const next = generator(seed);
   const records = Array.from({ length: 400 }, next);
@@ -144,7 +144,7 @@ Deno.test("every read of a compact record gives back the text the whole record w
 
 Deno.test("a refused request's target with a NUL byte is kept whole in its record", async () => {
   await using store = await testStore();
-  const repo = createAccessLogRepo(store.db);
+  const repo = createAccessLogRepo(store.db, lineFormat);
   const rec = arrivingRecord({
     trace_id: "f".repeat(32),
     time: Date.UTC(2026, 0, 1),

@@ -6,24 +6,26 @@
  * reported in rows and seconds. The server-level test sends traffic through the data plane
  * during an outage and finds every record in PostgreSQL afterwards.
  */
-import { assertEquals, ok } from "../_helpers/assert.ts";
-import { record } from "../_helpers/records.ts";
-import { startTestServer } from "../_helpers/server.ts";
-import { postgresDsn } from "../_helpers/services.ts";
-import { siteInput, SYSTEM } from "../_helpers/sites.ts";
-import { testStore } from "../_helpers/store.ts";
-import { startTcpRelay } from "../_helpers/tcp_relay.ts";
-import { startUpstream } from "../_helpers/upstream.ts";
-import { createAccessLogRepo } from "../../db/access_log_repo.ts";
-import { createWorkerWriter, directWriter, type ShipSource } from "../../db/access_log_writer.ts";
-import { createPgSink } from "../../db/pg_sink.ts";
-import { recordLines, toRow } from "../../mod/data_plane/access_record.ts";
+import { assertEquals, ok } from "../../_helpers/assert.ts";
+import { record } from "../../_helpers/records.ts";
+import { startTestServer } from "../../_helpers/server.ts";
+import { postgresDsn } from "../../_helpers/services.ts";
+import { siteInput, SYSTEM } from "../../_helpers/sites.ts";
+import { testStore } from "../../_helpers/store.ts";
+import { startTcpRelay } from "../../_helpers/tcp_relay.ts";
+import { startUpstream } from "../../_helpers/upstream.ts";
+import { createAccessLogRepo } from "../../../db/access_log_repo.ts";
+import { lineFormat } from "../../../mod/access_log/lines.ts";
+import { createWorkerWriter } from "../../../mod/access_log/worker_writer.ts";
+import { directWriter, type ShipSource } from "../../../mod/access_log/writer.ts";
+import { createPgSink } from "../../../db/pg_sink.ts";
+import { recordLines, toRow } from "../../../mod/access_log/record.ts";
 import postgres from "postgres";
-import { systemClock } from "../../mod/core/clock.ts";
-import { createMemoryLogger } from "../../mod/core/logger.ts";
-import { createPgShipper, type PgShipperStats } from "../../mod/data_plane/pg_shipper.ts";
-import { randomHex, systemRandom } from "../../mod/core/random.ts";
-import { waitFor } from "../_helpers/wait.ts";
+import { systemClock } from "../../../mod/core/clock.ts";
+import { createMemoryLogger } from "../../../mod/core/logger.ts";
+import { createPgShipper, type PgShipperStats } from "../../../mod/access_log/pg_shipper.ts";
+import { randomHex, systemRandom } from "../../../mod/core/random.ts";
+import { waitFor } from "../../_helpers/wait.ts";
 
 const dsn = await postgresDsn();
 const ignore = dsn === undefined;
@@ -33,7 +35,7 @@ const viaRelay = (port: number) => dsn!.replace("127.0.0.1:5432", `127.0.0.1:${p
 /** A store with `n` stored records, a random PostgreSQL table, and a shipper through `dsnOf`. */
 async function rig(options: { port?: number; insertTimeoutMs?: number } = {}) {
   const store = await testStore();
-  const repo = createAccessLogRepo(store.db);
+  const repo = createAccessLogRepo(store.db, lineFormat);
   const source = directWriter(repo);
   const table = `waf_access_logs_test_${randomHex(systemRandom, 4)}`;
   const check = createPgSink({ dsn: dsn!, poolSize: 1, table });

@@ -7,18 +7,32 @@
  * "Workers"). Neither line can hold a raw line break: `JSON.stringify` escapes them.
  *
  * The record is stored compactly: a JSON array of the record's fields that are not columns
- * ({@link REST_FIELDS}, in that order), without the field names and without the nine values the
- * columns already hold. That is 40 % fewer bytes a row to serialise, copy and insert (the writer
- * thread's cost grows with the row; docs/data-plane.md, "The access-log record, compact").
- * Every read of the store makes the whole record's JSON again ({@link expandRecord}: the same
- * text `JSON.stringify(record)` gave), so nothing that reads rows sees the difference; a record
- * stored as a JSON object (rows written before, `insertBatch`) is read as it is.
+ * ({@link RECORD_FIELDS}, in that order), without the field names and without the nine values the
+ * columns already hold, so a row has fewer bytes to serialise, copy and insert
+ * (docs/bench/2026-11-26-access-log-record-compact.md). Every read of the store makes the whole
+ * record's JSON again ({@link expandRecord}: the same text `JSON.stringify(record)` gave), so
+ * nothing that reads rows sees the difference; a record stored as a JSON object (rows written
+ * before, `insertBatch`) is read as it is. The store reads this text through {@link lineFormat}, passed down to
+ * `createAccessLogRepo`: db/ does not import it.
+ *
+ * @example
+ * ```ts
+ * const repo = createAccessLogRepo(db, lineFormat);
+ * repo.insertLines(recordLines(record)); // the data plane's record, as one row's two lines
+ * parseRowLines(recordLines(record)); // the row, its record whole
+ * ```
  */
-import { type AccessLogRow, indexedColumns } from "./access_log_repo.ts";
+import {
+  type AccessLogFormat,
+  type AccessLogRow,
+  type IndexedColumns,
+  indexedColumns,
+  type RecordColumns,
+} from "../../db/access_log_rows.ts";
 
 /**
  * The record's fields, in the order of its JSON: the order `JSON.stringify` gave the data plane's
- * record (`ArrivingRecord`, mod/data_plane/access_record.ts: what a request carries first, then
+ * record (`ArrivingRecord`, `record.ts`: what a request carries first, then
  * what the WAF decides and measures), which is the text the store kept before records were
  * compact and what every read gives back.
  */
@@ -56,8 +70,9 @@ function keptByColumn(s: string | null): boolean {
 }
 
 /**
- * The column values a compact record must hold itself, or undefined (nearly always: five short
- * scans, written out, where a loop over the names cost a fifth of the whole serialisation).
+ * The column values a compact record must hold itself, or undefined (nearly always). Five short
+ * scans written out, not a loop over the names, which cost more
+ * (docs/bench/2026-11-26-access-log-record-compact.md).
  */
 function unkeptColumns(r: CompactSource): Record<string, string> | undefined {
   if (
@@ -130,12 +145,6 @@ export function compactRecord(r: CompactSource): string {
   return JSON.stringify(compact);
 }
 
-/** The columns a compact record is made whole with. */
-type RecordColumns = Pick<
-  AccessLogRow,
-  "trace_id" | "time" | "site_id" | "client_ip" | "method" | "host" | "path" | "status" | "action"
->;
-
 /**
  * The record's JSON as it was serialised, from a row's columns and its stored record: a compact
  * record (an array, see above) made whole, anything else (an object) as it is.
@@ -177,12 +186,6 @@ function chainEntry(e: unknown[]): unknown {
     : { check: e[0], result: e[1], us: e[2], rule: e[3] };
 }
 
-/** Rows as read from the store, their records made whole (in place). */
-export function expandRows<T extends AccessLogRow>(rows: T[]): T[] {
-  for (const r of rows) (r as { record: string }).record = expandRecord(r, r.record);
-  return rows;
-}
-
 /**
  * A record's JSON as the store keeps it: compact when it is a whole record whose columns agree
  * with the row's (what the data plane writes), else as it is.
@@ -209,7 +212,7 @@ export function rowLines(r: AccessLogRow): string {
 /** Calls `fn` with each row's parsed columns and its stored record, in a batch of {@link rowLines}. */
 export function eachRowLine(
   text: string,
-  fn: (columns: ReturnType<typeof indexedColumns>, record: string) => void,
+  fn: (columns: IndexedColumns, record: string) => void,
 ): void {
   let at = 0;
   while (at < text.length) {
@@ -243,3 +246,6 @@ export function parseRowLines(text: string): AccessLogRow[] {
   });
   return rows;
 }
+
+/** The line format as the store reads it (`createAccessLogRepo(db, lineFormat)`). */
+export const lineFormat: AccessLogFormat = { eachRow: eachRowLine, expand: expandRecord };

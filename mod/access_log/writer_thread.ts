@@ -1,7 +1,7 @@
 /**
  * The access-log writer thread: owns its own connection to the store and inserts the batches
  * the main thread posts, so SQLite work never stalls the data plane's event loop. Started by
- * `createWorkerWriter` in `db/access_log_writer.ts`; `write` and `prune` messages go in, and
+ * `createWorkerWriter` in `worker_writer.ts`; `write` and `prune` messages go in, and
  * each answers `{id, written}` (rows inserted or deleted) or `{id, error}`.
  *
  * A `write` marked `defer` (the access log's timer and early flushes) waits here, up to
@@ -22,29 +22,31 @@
  * as rows arrive, instead of overshooting until the scheduled retention deletes millions at once.
  */
 /// <reference lib="deno.worker" />
-import { DatabaseSync } from "node:sqlite";
 import { setPriority } from "node:os";
-import { createAccessLogRepo } from "./access_log_repo.ts";
-import { transaction } from "./store.ts";
+import {
+  type AccessLogRepo,
+  createAccessLogRepo,
+  openWriterStore,
+} from "../../db/access_log_repo.ts";
+import { type Db, transaction } from "../../db/store.ts";
+import { lineFormat } from "./lines.ts";
 
 /**
- * Deferred rows that are written at once, without waiting for the timer. 64 (one early flush's
- * worth), not 512: a transaction of 512 rows is a ~2 ms burst of CPU (~3.4 µs a row) on one of
- * two cores, long enough to hold up the data plane's event loop and cost ~1 ms of p99 at half
- * rate; with the thread at nice 19, bursts of 64 rows yield the core soon enough (issue 13, "The
- * access-log writer at low priority" in docs/data-plane.md). More commits cost ~0.6 µs a request.
+ * Deferred rows that are written at once, without waiting for the timer: one early flush's
+ * worth, so a transaction is a burst of CPU short enough not to hold up the data plane's event
+ * loop on the core it shares (docs/bench/2026-11-26-access-log-writer-low-priority.md).
  */
 const DEFER_ROWS = 64;
 /** The longest a deferred batch waits. */
 const DEFER_MS = 50;
 
-let repo: ReturnType<typeof createAccessLogRepo> | undefined;
-let db: DatabaseSync | undefined;
+let repo: AccessLogRepo | undefined;
+let db: Db | undefined;
 
 type Message =
   /** `low`: run this thread at nice 19 (Linux only). */
   | { kind: "open"; path: string; low?: boolean }
-  /** `lines`: rows as text (`db/access_log_lines.ts`), `count` of them. */
+  /** `lines`: rows as text (`lines.ts`), `count` of them. */
   | { kind: "write"; id: number; lines: string; count: number; defer?: boolean; keep?: number }
   | { kind: "prune"; id: number; before: number; keep: number }
   | { kind: "read"; id: number; afterId: number; limit: number }
@@ -135,10 +137,8 @@ self.onmessage = (e: MessageEvent<Message>) => {
   writeWaiting();
   if (m.kind === "open") {
     if (m.low) lowerPriority();
-    db = new DatabaseSync(m.path, { timeout: 5000 });
-    db.exec("PRAGMA journal_mode = WAL");
-    db.exec("PRAGMA synchronous = NORMAL");
-    repo = createAccessLogRepo(db);
+    db = openWriterStore(m.path);
+    repo = createAccessLogRepo(db, lineFormat);
     self.postMessage({ kind: "opened" });
     return;
   }

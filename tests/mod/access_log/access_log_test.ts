@@ -2,17 +2,20 @@ import { assertEquals, ok } from "../../_helpers/assert.ts";
 import { waitFor } from "../../_helpers/wait.ts";
 import { record } from "../../_helpers/records.ts";
 import { testStore } from "../../_helpers/store.ts";
-import { type AccessLogRow, createAccessLogRepo } from "../../../db/access_log_repo.ts";
-import { createWorkerWriter, directWriter } from "../../../db/access_log_writer.ts";
-import { parseRowLines, rowLines } from "../../../db/access_log_lines.ts";
-import { type AccessLogSink, createAccessLog } from "../../../mod/data_plane/access_log.ts";
+import { createAccessLogRepo } from "../../../db/access_log_repo.ts";
+import type { AccessLogRow } from "../../../db/access_log_rows.ts";
+import { createWorkerWriter } from "../../../mod/access_log/worker_writer.ts";
+import { directWriter } from "../../../mod/access_log/writer.ts";
+import { lineFormat, parseRowLines, rowLines } from "../../../mod/access_log/lines.ts";
+import { createAccessLog } from "../../../mod/access_log/access_log.ts";
+import type { AccessLogSink } from "../../../mod/access_log/sinks.ts";
 import {
   Chain,
   recordLines,
   safeEvidence,
   safeQuery,
   toRow,
-} from "../../../mod/data_plane/access_record.ts";
+} from "../../../mod/access_log/record.ts";
 import { FakeClock } from "../../../mod/core/clock.ts";
 import { createMemoryLogger } from "../../../mod/core/logger.ts";
 
@@ -23,7 +26,7 @@ async function setup(
 ) {
   const store = await testStore();
   const clock = new FakeClock(Date.UTC(2026, 0, 10));
-  const repo = createAccessLogRepo(store.db);
+  const repo = createAccessLogRepo(store.db, lineFormat);
   const logger = createMemoryLogger();
   const shipped: AccessLogRow[][] = [];
   const sink: AccessLogSink = {
@@ -218,7 +221,7 @@ function threaded(repo: ReturnType<typeof createAccessLogRepo>, path: string, ma
 Deno.test("a lowered max_records: the writer thread shrinks the backlog as rows arrive, retention deletes the rest in slices", async () => {
   await using store = await testStore();
   const path = `${store.dir}/waf.db`;
-  const repo = createAccessLogRepo(store.db);
+  const repo = createAccessLogRepo(store.db, lineFormat);
   const now = Date.UTC(2026, 0, 10);
   // A backlog written under a higher limit: 6,000 rows past the age limit, 6,000 recent ones.
   const before = threaded(repo, path, 100_000);
@@ -249,7 +252,7 @@ Deno.test("a lowered max_records: the writer thread shrinks the backlog as rows 
 
 Deno.test("under sustained writes the table never holds more than max_records, and a trace id just written is found", async () => {
   await using store = await testStore();
-  const repo = createAccessLogRepo(store.db);
+  const repo = createAccessLogRepo(store.db, lineFormat);
   const log = threaded(repo, `${store.dir}/waf.db`, 1000);
   log.start();
   try {
@@ -278,7 +281,7 @@ Deno.test("under sustained writes the table never holds more than max_records, a
 
 Deno.test("the writer thread holds the timer's batches briefly; a lookup still finds the newest record", async () => {
   await using store = await testStore();
-  const repo = createAccessLogRepo(store.db);
+  const repo = createAccessLogRepo(store.db, lineFormat);
   const log = createAccessLog({
     queueSize: 10_000,
     batchSize: 500,
@@ -314,7 +317,7 @@ Deno.test("the writer thread holds the timer's batches briefly; a lookup still f
 
 Deno.test("rows a worker sent as text are stored as push stores them; observe sees only the records passed along", async () => {
   await using store = await testStore();
-  const repo = createAccessLogRepo(store.db);
+  const repo = createAccessLogRepo(store.db, lineFormat);
   const seen: string[] = [];
   const shipped: number[] = [];
   const log = createAccessLog({
@@ -389,7 +392,7 @@ Deno.test("row lines: a batch parses back into the rows it was made of", () => {
 
 Deno.test("rows inserted 16 at a time: every row stored in order, a duplicate trace id skipped alone", async () => {
   await using store = await testStore();
-  const repo = createAccessLogRepo(store.db);
+  const repo = createAccessLogRepo(store.db, lineFormat);
   const records = Array.from({ length: 40 }, () => record());
   const dup = { ...records[20]!, path: "/duplicate" };
   // 41 rows: two full statements of 16 (the second holds the duplicate), then 9 one by one.
@@ -409,7 +412,7 @@ Deno.test("rows the writer has not answered yet count against the queue's size",
     retentionDays: 2,
     maxRecords: 1000,
   }, {
-    repo: createAccessLogRepo(store.db),
+    repo: createAccessLogRepo(store.db, lineFormat),
     clock: new FakeClock(Date.UTC(2026, 0, 10)),
     logger: createMemoryLogger(),
     // A writer that answers only when told to (a slow disk).
@@ -449,7 +452,7 @@ Deno.test("flushes leave nothing behind: memory does not grow with the number of
   const dir = await Deno.makeTempDir({ prefix: "access-log-chain-" });
   try {
     const script = `${dir}/chain.ts`;
-    const log = new URL("../../../mod/data_plane/access_log.ts", import.meta.url).href;
+    const log = new URL("../../../mod/access_log/access_log.ts", import.meta.url).href;
     const records = new URL("../../_helpers/records.ts", import.meta.url).href;
     await Deno.writeTextFile(
       script,
@@ -498,7 +501,7 @@ console.log(JSON.stringify({ perBatch: (Deno.memoryUsage().heapUsed - before) / 
 
 Deno.test("a batch the store refuses is dropped, counted and logged; the flushes and lookups after it work", async () => {
   await using store = await testStore();
-  const repo = createAccessLogRepo(store.db);
+  const repo = createAccessLogRepo(store.db, lineFormat);
   const logger = createMemoryLogger("json");
   const direct = directWriter(repo);
   // The store refuses the batches written while `full` is set (a full disk).
@@ -551,7 +554,7 @@ Deno.test("a batch the store refuses is dropped, counted and logged; the flushes
 
 Deno.test("records are stored compactly and every read gives back the whole record's JSON; rows stored whole still read as they are", async () => {
   await using store = await testStore();
-  const repo = createAccessLogRepo(store.db);
+  const repo = createAccessLogRepo(store.db, lineFormat);
   const masked = record({
     query: "token=secret&x=1",
     action: "block",

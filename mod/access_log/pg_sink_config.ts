@@ -106,6 +106,73 @@ const DEFAULTS = {
   insert_timeout_ms: 10_000,
 };
 
+/** Connects with `settings` through `probe`: the server's version and how long it took, or why not. */
+async function testSink(
+  probe: PgSinkConfigDeps["probe"],
+  settings: PgSinkSettings,
+): Promise<PgSinkTest> {
+  const started = performance.now();
+  try {
+    const version = await probe(settings);
+    return {
+      ok: true,
+      version,
+      latency_ms: Math.round((performance.now() - started) * 100) / 100,
+      error: null,
+    };
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    // The driver may echo the DSN: never let its password out.
+    return {
+      ok: false,
+      version: null,
+      latency_ms: null,
+      error: message.replaceAll(settings.dsn, maskUrlPassword(settings.dsn)),
+    };
+  }
+}
+
+/** The settings an update asks for: each field given, else as before. */
+function nextSettings(input: PgSinkInput, before: PgSinkView, dsn: string | null): PgSinkSettings {
+  return {
+    dsn: dsn ?? "",
+    pool_size: input.pool_size ?? before.pool_size,
+    batch_size: input.batch_size ?? before.batch_size,
+    connect_timeout_ms: input.connect_timeout_ms ?? before.connect_timeout_ms,
+    insert_timeout_ms: input.insert_timeout_ms ?? before.insert_timeout_ms,
+  };
+}
+
+/** The settings row: the DSN sealed for its purpose and masked for reads. */
+async function storedRow(
+  box: SecretBox,
+  enabled: boolean,
+  dsn: string | null,
+  next: PgSinkSettings,
+): Promise<Stored> {
+  return {
+    enabled,
+    dsn_sealed: dsn === null ? null : await box.seal(new TextEncoder().encode(dsn), DSN_OWNER),
+    dsn_masked: dsn === null ? null : maskUrlPassword(dsn),
+    pool_size: next.pool_size,
+    batch_size: next.batch_size,
+    connect_timeout_ms: next.connect_timeout_ms,
+    insert_timeout_ms: next.insert_timeout_ms,
+  };
+}
+
+/**
+ * The PostgreSQL sink's configuration: its view, the settings in force, and updates (tested,
+ * sealed, audited, then applied to the running shipper).
+ *
+ * @example
+ * ```ts
+ * const config = createPgSinkConfig({ settings, box, audit, clock, transaction, file, probe, apply });
+ * await config.start(); // the stored configuration, when there is one, replaces the file's
+ * await config.update({ enabled: true, dsn: "postgres://waf:pw@db:5432/waf" }, ctx);
+ * config.view().dsn; // "postgres://waf:***@db:5432/waf"
+ * ```
+ */
 export function createPgSinkConfig(deps: PgSinkConfigDeps) {
   const stored = () => deps.settings.get(SETTINGS_KEY) as Stored | undefined;
 
@@ -141,28 +208,6 @@ export function createPgSinkConfig(deps: PgSinkConfigDeps) {
     if (!s.enabled || s.dsn_sealed === null) return null;
     const { enabled: _e, dsn_sealed: _d, dsn_masked: _m, ...rest } = s;
     return { ...rest, dsn: await openDsn(s) };
-  }
-
-  async function test(settings: PgSinkSettings): Promise<PgSinkTest> {
-    const started = performance.now();
-    try {
-      const version = await deps.probe(settings);
-      return {
-        ok: true,
-        version,
-        latency_ms: Math.round((performance.now() - started) * 100) / 100,
-        error: null,
-      };
-    } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
-      // The driver may echo the DSN: never let its password out.
-      return {
-        ok: false,
-        version: null,
-        latency_ms: null,
-        error: message.replaceAll(settings.dsn, maskUrlPassword(settings.dsn)),
-      };
-    }
   }
 
   return {
@@ -206,13 +251,7 @@ export function createPgSinkConfig(deps: PgSinkConfigDeps) {
         plainDsn = prior.dsn_sealed === null ? null : await openDsn(prior);
       } else plainDsn = deps.file?.dsn ?? null;
       const enabled = input.enabled ?? before.enabled;
-      const next: PgSinkSettings = {
-        dsn: plainDsn ?? "",
-        pool_size: input.pool_size ?? before.pool_size,
-        batch_size: input.batch_size ?? before.batch_size,
-        connect_timeout_ms: input.connect_timeout_ms ?? before.connect_timeout_ms,
-        insert_timeout_ms: input.insert_timeout_ms ?? before.insert_timeout_ms,
-      };
+      const next = nextSettings(input, before, plainDsn);
       const changed = Object.keys(input).filter((k) => k !== "dsn" && k !== "test");
       const dsnDetail = input.dsn === undefined ? "kept" : "replaced";
       if (enabled && plainDsn === null) {
@@ -220,7 +259,7 @@ export function createPgSinkConfig(deps: PgSinkConfigDeps) {
       }
       let result: PgSinkTest | null = null;
       if (enabled && input.test !== false) {
-        result = await test(next);
+        result = await testSink(deps.probe, next);
         if (!result.ok) {
           throw new AppError(
             422,
@@ -230,17 +269,7 @@ export function createPgSinkConfig(deps: PgSinkConfigDeps) {
           );
         }
       }
-      const row: Stored = {
-        enabled,
-        dsn_sealed: plainDsn === null
-          ? null
-          : await deps.box.seal(new TextEncoder().encode(plainDsn), DSN_OWNER),
-        dsn_masked: plainDsn === null ? null : maskUrlPassword(plainDsn),
-        pool_size: next.pool_size,
-        batch_size: next.batch_size,
-        connect_timeout_ms: next.connect_timeout_ms,
-        insert_timeout_ms: next.insert_timeout_ms,
-      };
+      const row = await storedRow(deps.box, enabled, plainDsn, next);
       deps.transaction(() => deps.settings.set(SETTINGS_KEY, row, deps.clock.now()));
       audit("success", {
         changed,

@@ -1,15 +1,15 @@
 import { DatabaseSync } from "node:sqlite";
-import { assertEquals, ok } from "../_helpers/assert.ts";
-import { record } from "../_helpers/records.ts";
-import { testStore } from "../_helpers/store.ts";
-import { denoJson } from "../_helpers/process.ts";
-import { createAccessLogRepo } from "../../db/access_log_repo.ts";
-import { createWorkerWriter } from "../../db/access_log_writer.ts";
-import { rowLines } from "../../db/access_log_lines.ts";
-import { toRow } from "../../mod/data_plane/access_record.ts";
+import { assertEquals, ok } from "../../_helpers/assert.ts";
+import { record } from "../../_helpers/records.ts";
+import { testStore } from "../../_helpers/store.ts";
+import { denoJson } from "../../_helpers/process.ts";
+import { createAccessLogRepo } from "../../../db/access_log_repo.ts";
+import { createWorkerWriter } from "../../../mod/access_log/worker_writer.ts";
+import { lineFormat, rowLines } from "../../../mod/access_log/lines.ts";
+import { toRow } from "../../../mod/access_log/record.ts";
 
 const linux = Deno.build.os === "linux";
-const WRITER_MODULE = new URL("../../db/access_log_writer.ts", import.meta.url).href;
+const WRITER_MODULE = new URL("../../../mod/access_log/worker_writer.ts", import.meta.url).href;
 
 /** The nice value of each of this process's threads, by thread id (Linux). */
 function niceByThread(): Map<number, number> {
@@ -72,7 +72,7 @@ Deno.test({
 Deno.test("a writer that falls behind is replaced by a second thread; every row of every batch is stored once", async () => {
   await using store = await testStore();
   const path = `${store.dir}/waf.db`;
-  const repo = createAccessLogRepo(store.db);
+  const repo = createAccessLogRepo(store.db, lineFormat);
   const warnings: unknown[] = [];
   const writer = createWorkerWriter(path, {
     escalateAfterMs: 100,
@@ -128,7 +128,7 @@ Deno.test("a writer that falls behind is replaced by a second thread; every row 
 
 Deno.test("a writer that keeps up is never replaced", async () => {
   await using store = await testStore();
-  const repo = createAccessLogRepo(store.db);
+  const repo = createAccessLogRepo(store.db, lineFormat);
   // At normal priority, so other processes' load cannot starve it in this test.
   const writer = createWorkerWriter(`${store.dir}/waf.db`, { low: false, escalateAfterMs: 300 });
   try {
@@ -248,7 +248,7 @@ Deno.test("an escalated writer that stays calm returns to a low-priority thread,
 
 Deno.test("a writer thread that fails to start at escalation rejects what it was given, leaves the process up, and is started again", async () => {
   await using store = await testStore();
-  const repo = createAccessLogRepo(store.db);
+  const repo = createAccessLogRepo(store.db, lineFormat);
   // The writer opens the store through a link that is gone when the second thread starts.
   const link = `${store.dir}-link`;
   Deno.symlinkSync(store.dir, link);
@@ -303,7 +303,7 @@ Deno.test("a sink's start asked of a writer thread that is then replaced is befo
   for (let round = 0; round < 4; round++) {
     await using store = await testStore();
     const path = `${store.dir}/waf.db`;
-    const repo = createAccessLogRepo(store.db);
+    const repo = createAccessLogRepo(store.db, lineFormat);
     const writer = createWorkerWriter(path, { escalateAfterMs: 100 });
     const lock = new DatabaseSync(path, { timeout: 5000 });
     try {
@@ -334,7 +334,7 @@ Deno.test("a sink's start asked of a writer thread that is then replaced is befo
 Deno.test("a request that itself escalates the writer goes to the new thread and is answered", async () => {
   await using store = await testStore();
   const path = `${store.dir}/waf.db`;
-  const repo = createAccessLogRepo(store.db);
+  const repo = createAccessLogRepo(store.db, lineFormat);
   const writer = createWorkerWriter(path, { escalateAfterMs: 100 });
   const lock = new DatabaseSync(path, { timeout: 5000 });
   // The main thread kept busy, so no timer of the writer runs: the requests' own checks escalate.

@@ -3,8 +3,8 @@
  * The chain is shared by every check in the data plane: adding a check is one
  * `chain.add("ip_list", "pass")` call, which also times it.
  */
-import type { AccessLogRow } from "../../db/access_log_repo.ts";
-import { compactRecord } from "../../db/access_log_lines.ts";
+import type { AccessLogRow } from "../../db/access_log_rows.ts";
+import { compactRecord } from "./lines.ts";
 import { isSecretName, scrubText } from "../core/redact.ts";
 
 export type Action = "pass" | "block" | "log" | "challenge";
@@ -57,9 +57,33 @@ export interface AccessRecord {
 }
 
 /**
+ * What a record copies from the request as it arrives, named as the data plane's transaction
+ * (`routes/proxy/transaction.ts`) holds it: the transaction passes itself, so building the
+ * record allocates nothing but the record.
+ */
+export interface Arrival {
+  /** Milliseconds since the epoch when the request arrived. */
+  readonly now: number;
+  /** The address of the TCP peer. */
+  readonly peer: string;
+  readonly proto: "http" | "https";
+  readonly method: string;
+  readonly host: string;
+  readonly path: string;
+  readonly query: string;
+}
+
+/**
  * A record as a request arrives: what it asked for; nothing decided, counted or measured yet.
  * One class, so every record has one shape from its start (its fields in the order the JSON
  * keeps them) instead of a copy of the arguments with fields added one by one.
+ *
+ * @example
+ * ```ts
+ * const record = new ArrivingRecord(transaction, traceId, userAgent);
+ * record.status = 200;
+ * accessLog.push(record);
+ * ```
  */
 export class ArrivingRecord implements AccessRecord {
   readonly trace_id: string;
@@ -88,48 +112,38 @@ export class ArrivingRecord implements AccessRecord {
     upstream: null,
   };
 
-  constructor(
-    traceId: string,
-    time: number,
-    peerIp: string,
-    proto: "http" | "https",
-    method: string,
-    host: string,
-    path: string,
-    query: string,
-    userAgent: string | null,
-  ) {
+  /** `arrival` is read, not kept: the record holds only its own fields. */
+  constructor(arrival: Arrival, traceId: string, userAgent: string | null) {
     this.trace_id = traceId;
-    this.time = time;
-    this.peer_ip = peerIp;
-    this.proto = proto;
-    this.method = method;
-    this.host = host;
-    this.path = path;
-    this.query = query;
+    this.time = arrival.now;
+    this.peer_ip = arrival.peer;
+    this.proto = arrival.proto;
+    this.method = arrival.method;
+    this.host = arrival.host;
+    this.path = arrival.path;
+    this.query = arrival.query;
     this.user_agent = userAgent;
-    this.client_ip = peerIp;
+    this.client_ip = arrival.peer;
   }
 }
 
-/** {@link ArrivingRecord} with named fields. */
+/** {@link ArrivingRecord} from the record's own field names (a refused request, tests). */
 export function arrivingRecord(
   r: Pick<
     AccessRecord,
     "trace_id" | "time" | "peer_ip" | "proto" | "method" | "host" | "path" | "query" | "user_agent"
   >,
 ): AccessRecord {
-  return new ArrivingRecord(
-    r.trace_id,
-    r.time,
-    r.peer_ip,
-    r.proto,
-    r.method,
-    r.host,
-    r.path,
-    r.query,
-    r.user_agent,
-  );
+  const arrival: Arrival = {
+    now: r.time,
+    peer: r.peer_ip,
+    proto: r.proto,
+    method: r.method,
+    host: r.host,
+    path: r.path,
+    query: r.query,
+  };
+  return new ArrivingRecord(arrival, r.trace_id, r.user_agent);
 }
 
 /** Monotonic microseconds for check timings (not wall-clock time, never asserted in tests). */
@@ -240,7 +254,7 @@ export function toRow(record: AccessRecord): AccessLogRow {
 }
 
 /**
- * {@link toRow} straight to the row's two lines of text (`db/access_log_lines.ts`, what
+ * {@link toRow} straight to the row's two lines of text (`lines.ts`, what
  * `rowLines(toRow(record))` makes) without the row object: what the data plane hands the access
  * log, so nothing of the record outlives the request. The second line is the compact record
  * (`compactRecord`: the fields the columns do not hold, without their names).

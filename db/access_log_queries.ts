@@ -1,0 +1,167 @@
+/**
+ * SQL for reading access logs: filtered pages, lookup by trace id, counts and top lists of a
+ * period, and the dashboard's figures. Records come back whole (`AccessLogFormat.expand`).
+ */
+import type { Db } from "./store.ts";
+import { type AccessLogFormat, expandRows, type StoredAccessLogRow } from "./access_log_rows.ts";
+
+export interface AccessLogFilter {
+  readonly from?: number;
+  readonly to?: number;
+  /** A site's id or name. */
+  readonly siteId?: string;
+  readonly clientIp?: string;
+  readonly action?: string;
+  readonly attackClass?: string;
+  readonly status?: number;
+  readonly traceId?: string;
+  /** Rows with an id below this one (newest first). */
+  readonly beforeId?: number;
+  readonly limit: number;
+}
+
+/** Access-log records of a period, counted per action and per attack class. */
+export interface AccessLogCounts {
+  readonly byAction: Record<string, number>;
+  readonly byClass: Record<string, number>;
+}
+
+/** The most hostile client addresses or paths of a period (see `top`). */
+export interface TopEntry {
+  readonly key: string | null;
+  readonly requests: number;
+  readonly blocked: number;
+  /** Comma-separated attack classes seen. */
+  readonly classes: string | null;
+  readonly first_seen: number;
+  readonly last_seen: number;
+}
+
+export interface AccessLogSummaryRows {
+  readonly buckets: readonly {
+    b: number;
+    requests: number;
+    blocked: number;
+    challenged: number;
+    logged: number;
+  }[];
+  readonly byClass: readonly { key: string | null; count: number }[];
+  readonly sites: readonly { key: string | null; count: number }[];
+  readonly paths: readonly { key: string | null; count: number }[];
+  readonly clients: readonly { key: string | null; count: number }[];
+}
+
+/** The dashboard's figures over a time range (served by the time index). */
+function createSummaryQuery(db: Db) {
+  // "Attacked" means any request the WAF did not simply pass (blocked, challenged, or logged in
+  // monitor mode).
+  const range = "time >= :from AND time < :to";
+  const buckets = db.prepare(
+    `SELECT CAST((time - :from) / :bucket AS INTEGER) AS b, COUNT(*) AS requests,
+       SUM(action = 'block') AS blocked, SUM(action = 'challenge') AS challenged,
+       SUM(action = 'log') AS logged
+     FROM access_logs WHERE ${range} GROUP BY b`,
+  );
+  const ranked = (column: string, where = "action != 'pass'") =>
+    db.prepare(
+      `SELECT ${column} AS key, COUNT(*) AS n FROM access_logs
+       WHERE ${range} AND ${where} GROUP BY ${column} ORDER BY n DESC LIMIT :limit`,
+    );
+  const blockedByClass = ranked("attack_class", "action = 'block'");
+  const topSites = ranked("site_id");
+  const topPaths = ranked("path");
+  const topClients = ranked("client_ip");
+  /** Counts per bucket of `bucket` ms from `from`, and the top keys of attacked requests. */
+  return (from: number, to: number, bucket: number, limit: number): AccessLogSummaryRows => {
+    const args = { from, to, limit };
+    const topOf = (q: typeof blockedByClass) =>
+      (q.all(args) as { key: string | null; n: number }[]).map((r) => ({
+        key: r.key,
+        count: r.n,
+      }));
+    return {
+      buckets: buckets.all({ from, to, bucket }) as unknown as AccessLogSummaryRows["buckets"],
+      byClass: topOf(blockedByClass),
+      sites: topOf(topSites),
+      paths: topOf(topPaths),
+      clients: topOf(topClients),
+    };
+  };
+}
+
+export function createAccessLogQueryRepo(db: Db, format: AccessLogFormat) {
+  const list = db.prepare(
+    `SELECT * FROM access_logs
+     WHERE (:from IS NULL OR time >= :from) AND (:to IS NULL OR time <= :to)
+       AND (:site IS NULL OR site_id = :site OR site_id = (SELECT id FROM sites WHERE name = :site))
+       AND (:client IS NULL OR client_ip = :client)
+       AND (:action IS NULL OR action = :action) AND (:class IS NULL OR attack_class = :class)
+       AND (:status IS NULL OR status = :status) AND (:trace IS NULL OR trace_id = :trace)
+       AND (:before IS NULL OR id < :before)
+     ORDER BY id DESC LIMIT :limit`,
+  );
+  // Counts over a period: the time index bounds the scan; a site is matched by id or name.
+  const periodWhere = `time >= :from AND time <= :to
+       AND (:site IS NULL OR site_id = :site OR site_id = (SELECT id FROM sites WHERE name = :site))`;
+  const byAction = db.prepare(
+    `SELECT action AS key, COUNT(*) AS n FROM access_logs WHERE ${periodWhere} GROUP BY action`,
+  );
+  const byClass = db.prepare(
+    `SELECT attack_class AS key, COUNT(*) AS n FROM access_logs
+     WHERE ${periodWhere} AND attack_class IS NOT NULL GROUP BY attack_class`,
+  );
+  // Hostile: anything blocked, challenged or logged, or carrying an attack class.
+  const top = (column: "client_ip" | "path") =>
+    db.prepare(
+      `SELECT ${column} AS key, COUNT(*) AS requests, SUM(action = 'block') AS blocked,
+         GROUP_CONCAT(DISTINCT attack_class) AS classes, MIN(time) AS first_seen,
+         MAX(time) AS last_seen
+       FROM access_logs WHERE ${periodWhere} AND (action <> 'pass' OR attack_class IS NOT NULL)
+       GROUP BY ${column} ORDER BY requests DESC, key LIMIT :limit`,
+    );
+  const topBy = { client_ip: top("client_ip"), path: top("path") };
+  const byTrace = db.prepare("SELECT * FROM access_logs WHERE trace_id = ?");
+  return {
+    list(filter: AccessLogFilter): StoredAccessLogRow[] {
+      return expandRows(
+        format,
+        list.all({
+          from: filter.from ?? null,
+          to: filter.to ?? null,
+          site: filter.siteId ?? null,
+          client: filter.clientIp ?? null,
+          action: filter.action ?? null,
+          class: filter.attackClass ?? null,
+          status: filter.status ?? null,
+          trace: filter.traceId ?? null,
+          before: filter.beforeId ?? null,
+          limit: filter.limit,
+        }) as unknown as StoredAccessLogRow[],
+      );
+    },
+    /** Records per action and per attack class in [from, to], optionally of one site (id or name). */
+    counts(filter: { from: number; to: number; site?: string }): AccessLogCounts {
+      const params = { from: filter.from, to: filter.to, site: filter.site ?? null };
+      const tally = (rows: unknown[]) => {
+        const out: Record<string, number> = {};
+        for (const r of rows as { key: string; n: number }[]) out[r.key] = r.n;
+        return out;
+      };
+      return { byAction: tally(byAction.all(params)), byClass: tally(byClass.all(params)) };
+    },
+    /** The most hostile client addresses or paths in [from, to], optionally of one site. */
+    top(
+      by: "client_ip" | "path",
+      filter: { from: number; to: number; site?: string },
+      limit: number,
+    ): TopEntry[] {
+      const params = { from: filter.from, to: filter.to, site: filter.site ?? null, limit };
+      return topBy[by].all(params) as unknown as TopEntry[];
+    },
+    get(traceId: string): StoredAccessLogRow | undefined {
+      const row = byTrace.get(traceId) as StoredAccessLogRow | undefined;
+      return row && expandRows(format, [row])[0];
+    },
+    summary: createSummaryQuery(db),
+  };
+}

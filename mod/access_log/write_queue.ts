@@ -1,0 +1,281 @@
+/**
+ * The access log's write queue: the data plane pushes records, which are serialised at once into
+ * the rows' text (`lines.ts`) and queued, bounded (never touching SQLite on the request path); a
+ * timer drains the queue in batches to the writer (a writer thread in the server), one string a
+ * batch, and hands each batch to the sinks. A full queue drops the record and counts it. Every
+ * write keeps the table at `maxRecords` (the writer deletes the oldest rows in step); retention
+ * deletes records by age, and by count what is left.
+ */
+import type { Clock } from "../core/clock.ts";
+import type { Logger } from "../core/logger.ts";
+import type { AccessRecord } from "./record.ts";
+import { recordLines } from "./record.ts";
+import type { SinkFeed } from "./sinks.ts";
+import type { AccessLogWriter } from "./writer.ts";
+
+export interface AccessLogOptions {
+  readonly queueSize: number;
+  readonly batchSize: number;
+  readonly retentionDays: number;
+  readonly maxRecords: number;
+  /** How often the queue is drained (ms). */
+  readonly flushIntervalMs?: number;
+}
+
+export interface WriteQueueDeps {
+  readonly writer: AccessLogWriter;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly sinks: SinkFeed;
+  /** Sees every record as the data plane hands it over (the runtime log's events). */
+  readonly observe?: (record: AccessRecord) => void;
+}
+
+export interface WriteQueueStats {
+  readonly queued: number;
+  readonly written: number;
+  readonly dropped: number;
+  readonly pruned: number;
+  /** Times the low-priority writer thread fell behind and was replaced (`createWorkerWriter`). */
+  readonly writer_escalations: number;
+  /** Times an escalated writer was calm long enough to return to a low-priority thread. */
+  readonly writer_deescalations: number;
+}
+
+const DAY_MS = 86_400_000;
+/**
+ * Records queued before a flush is scheduled ahead of the timer (right after the current turn of
+ * the event loop): fewer rows wait in memory, and the writer thread (which holds the timer's
+ * batches up to 50 ms or 64 rows to commit them together) gets them in steady portions.
+ */
+const EARLY_FLUSH_AT = 64;
+
+const NOTHING = () => {};
+
+/**
+ * Resolves once both have (rejects as `Promise.all` does), with no value: `writing` is chained
+ * through this at every flush, and `Promise.all`'s own value (the pair of values, the first
+ * itself the pair before) kept one array per batch ever written alive.
+ */
+function afterBoth(a: Promise<unknown>, b: Promise<unknown>): Promise<void> {
+  return Promise.all([a, b]).then(NOTHING);
+}
+
+export class WriteQueue {
+  readonly #o: AccessLogOptions;
+  readonly #writer: AccessLogWriter;
+  readonly #clock: Clock;
+  readonly #logger: Logger;
+  readonly #sinks: SinkFeed;
+  readonly #observe: ((record: AccessRecord) => void) | undefined;
+  /** The queued records, each as its row's two lines of text. */
+  #queue: string[] = [];
+  #dropped = 0;
+  #reportedDropped = 0;
+  #written = 0;
+  #pruned = 0;
+  #flushTimer: ReturnType<typeof setInterval> | undefined;
+  #earlyFlush: ReturnType<typeof setImmediate> | undefined;
+  readonly #flushEarly = () => {
+    this.#earlyFlush = undefined;
+    void this.flush(true, true);
+  };
+  /** The last write in flight; writes are chained so they finish in order. */
+  #writing: Promise<unknown> = Promise.resolve();
+  /**
+   * Rows handed to the writer and not answered yet (flushed, or sent by workers through
+   * `pushLines`): they count against `queueSize` with the queued ones, so a writer that falls
+   * behind (a slow disk) makes the log drop and count records instead of piling up batches.
+   */
+  #inFlight = 0;
+
+  constructor(options: AccessLogOptions, deps: WriteQueueDeps) {
+    this.#o = options;
+    this.#writer = deps.writer;
+    this.#clock = deps.clock;
+    this.#logger = deps.logger;
+    this.#sinks = deps.sinks;
+    this.#observe = deps.observe;
+  }
+
+  /**
+   * Queues a record, serialised now (nothing of it is kept: an object held until the flush
+   * would outlive the young generation); false (and counted) when `queueSize` rows are queued
+   * or with the writer. Never blocks.
+   */
+  push(record: AccessRecord): boolean {
+    this.#observe?.(record);
+    const queue = this.#queue;
+    if (queue.length + this.#inFlight >= this.#o.queueSize) {
+      this.#dropped++;
+      return false;
+    }
+    queue.push(recordLines(record));
+    // After this turn's I/O, so a busy loop hands over every record of the turn in one post
+    // (each post wakes the writer thread). `setImmediate`, not `setTimeout(0)`: in Deno 2 a
+    // `setTimeout` is a Node-style `Timeout` (an object, a timer list, an op re-arming the
+    // native timer, a millisecond's wait), costly per flush
+    // (docs/bench/2026-11-26-cpu-against-bare-proxy.md, "The early flush's timer, taken out").
+    if (queue.length === EARLY_FLUSH_AT && this.#flushTimer !== undefined && !this.#earlyFlush) {
+      this.#earlyFlush = setImmediate(this.#flushEarly);
+    }
+    return true;
+  }
+
+  /**
+   * Rows a data-plane worker serialised (`lines.ts`), handed to the writer as they are, and the
+   * records among them that `observe` must see (blocked, challenged, upstream failures: the
+   * worker keeps the others). The rows count against `queueSize` until the writer answers; past
+   * it the batch is dropped and counted. The sinks are woken once the rows are stored (the
+   * PostgreSQL shipper reads them from the store).
+   */
+  pushLines(lines: string, count: number, observed: readonly AccessRecord[]): boolean {
+    if (this.#observe) { for (const r of observed) this.#observe(r); }
+    if (count === 0) return true;
+    if (this.#queue.length + this.#inFlight + count > this.#o.queueSize) {
+      this.#dropped += count;
+      return false;
+    }
+    this.#inFlight += count;
+    const sent = this.#writer.writeLines(lines, {
+      count,
+      defer: true,
+      keep: this.#o.maxRecords,
+    });
+    const done = sent.then((n) => {
+      this.#written += n;
+      this.#sinks.wake();
+      return n;
+    }, (err) => {
+      this.#dropped += count;
+      this.#logger.error("access log batch failed", { rows: count, error: err as Error });
+      return 0;
+    }).finally(() => {
+      this.#inFlight -= count;
+      this.#reportDrops();
+    });
+    this.#writing = afterBoth(this.#writing, done);
+    return true;
+  }
+
+  /**
+   * Hands everything queued to the writer; resolves once it is in the store. An early flush
+   * (`partial`) keeps a partial batch for the sinks until the next one. The timer's flushes
+   * `defer`: the writer thread may hold them briefly to commit several at once; an explicit
+   * flush (a lookup, a listing, the stop) does not, and takes the deferred ones with it.
+   */
+  flush(partial = false, defer = false): Promise<number> {
+    if (this.#queue.length === 0) {
+      this.#sinks.offer("", 0, !partial);
+      // Rows sent as text may wait on the writer thread to be committed with the next ones;
+      // an explicit flush has them written now.
+      if (this.#inFlight > 0 && !defer) {
+        this.#writing = afterBoth(this.#writing, this.#writer.writeLines("", { count: 0 }));
+      }
+      return this.#writing.then(() => 0);
+    }
+    const taken = this.#queue;
+    this.#queue = [];
+    const size = this.#o.batchSize;
+    const batches: Promise<number>[] = [];
+    for (let i = 0; i < taken.length; i += size) {
+      const part = taken.length <= size ? taken : taken.slice(i, i + size);
+      // One string a batch: `postMessage` copies it as a block of bytes.
+      const lines = part.join("");
+      this.#sinks.offer(lines, part.length, !partial && i + size >= taken.length);
+      batches.push(this.#write(lines, part.length, defer));
+    }
+    const done = Promise.all(batches).then((counts) => {
+      this.#reportDrops();
+      return counts.reduce((a, b) => a + b, 0);
+    });
+    this.#writing = afterBoth(this.#writing, done);
+    return done;
+  }
+
+  /**
+   * Retention runs where the inserts run (the writer thread in the server), never here; the
+   * scheduler's `access-log-retention` task calls it.
+   */
+  async prune(): Promise<number> {
+    const before = this.#clock.now() - this.#o.retentionDays * DAY_MS;
+    return await this.#pruneSlices(before, this.#o.maxRecords);
+  }
+
+  /** Deletes every record older than `before` (the storage clean-up), in slices. */
+  async pruneBefore(before: number): Promise<number> {
+    await this.flush();
+    return await this.#pruneSlices(before, Number.MAX_SAFE_INTEGER);
+  }
+
+  start(): void {
+    this.#flushTimer ??= setInterval(
+      () => void this.flush(false, true),
+      this.#o.flushIntervalMs ?? 100,
+    );
+  }
+
+  /** Stops the timers, writes what is queued and closes the sinks. */
+  async stop(): Promise<void> {
+    clearInterval(this.#flushTimer);
+    if (this.#earlyFlush !== undefined) clearImmediate(this.#earlyFlush);
+    this.#flushTimer = this.#earlyFlush = undefined;
+    await this.flush();
+    // Sinks reading from the store catch up before the writer thread closes.
+    await this.#sinks.close();
+    await this.#writer.close();
+  }
+
+  stats(): WriteQueueStats {
+    return {
+      queued: this.#queue.length + this.#inFlight,
+      written: this.#written,
+      dropped: this.#dropped,
+      // Retention's deletions and those made in step with the writes.
+      pruned: this.#pruned + this.#writer.trimmed(),
+      writer_escalations: this.#writer.escalations?.() ?? 0,
+      writer_deescalations: this.#writer.deescalations?.() ?? 0,
+    };
+  }
+
+  /** One batch of a flush to the writer; resolves with the rows written (0 when it failed). */
+  #write(lines: string, count: number, defer: boolean): Promise<number> {
+    this.#inFlight += count;
+    return this.#writer.writeLines(lines, { count, defer, keep: this.#o.maxRecords }).then((n) => {
+      this.#inFlight -= count;
+      this.#written += n;
+      return n;
+    }, (err) => {
+      this.#inFlight -= count;
+      // A failed batch is dropped rather than retried forever: the store is local, so a
+      // failure here is a full disk or a corrupt file, which retrying does not cure.
+      this.#dropped += count;
+      this.#logger.error("access log batch failed", { rows: count, error: err as Error });
+      return 0;
+    });
+  }
+
+  /**
+   * Slice by slice, so the batches the data plane hands over meanwhile are written between
+   * slices instead of waiting for the whole deletion.
+   */
+  async #pruneSlices(before: number, keep: number): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const n = await this.#writer.prune(before, keep);
+      if (n === 0) break;
+      total += n;
+      this.#pruned += n;
+    }
+    return total;
+  }
+
+  #reportDrops(): void {
+    if (this.#dropped === this.#reportedDropped) return;
+    this.#logger.warn("access log records dropped (queue full or batch failed)", {
+      dropped_since_last: this.#dropped - this.#reportedDropped,
+      dropped_total: this.#dropped,
+    });
+    this.#reportedDropped = this.#dropped;
+  }
+}
