@@ -49,7 +49,7 @@ import type { BrokenRequest } from "../routes/conn_framing.ts";
 import { limitsFromConfig } from "../routes/conn_front.ts";
 import { type ConnectionStats, createConnectionStats } from "../mod/core/connection_stats.ts";
 import { createProtectionPlane, openProtectionStore, type ProtectionPlane } from "./protection.ts";
-import { createServerFold, stopFolds } from "../engine/ip_list_fold.ts";
+import { createServerFold, stopFolds } from "../mod/protection/ip_list_fold_thread.ts";
 import { type ApiSecPlane, createApiSecPlane, openApiSecStore } from "./apisec.ts";
 import type { RouteDef } from "../routes/api/route.ts";
 import { siteRoutes } from "../routes/api/sites.ts";

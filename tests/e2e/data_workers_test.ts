@@ -15,7 +15,7 @@ import { siteInput, SYSTEM } from "../_helpers/sites.ts";
 import { createPolicyObjectsRepo } from "../../db/policy_objects_repo.ts";
 import { transaction } from "../../db/store.ts";
 import { KIND } from "../../mod/protection/protection_compile.ts";
-import { FOLD_HERE_BELOW, foldsSettled } from "../../engine/ip_list_fold.ts";
+import { FOLD_HERE_BELOW, foldsSettled } from "../../mod/protection/ip_list_fold_thread.ts";
 import { setAskTimeout } from "../../app/data_workers.ts";
 import { ADMIN, startConsoleKit } from "../_helpers/console.ts";
 

@@ -1,12 +1,12 @@
 /**
- * The IP list's fold thread (`engine/ip_list_fold.ts`) when things go wrong or grow: a fold the
+ * The IP list's fold thread (`mod/protection/ip_list_fold_thread.ts`) when things go wrong or grow: a fold the
  * thread never answers is given up (logged, the list right meanwhile, the next change folds again
  * on a new thread), and a list that grows past the thread's limit by changes starts the thread
  * after the change that asked for the fold, not inside it (a worker's start blocks 10-210 ms).
  */
 import { assertEquals, ok } from "../_helpers/assert.ts";
 import type { IpListItem } from "../../engine/ip_list.ts";
-import { ipListUpdater } from "../../engine/ip_list_updater.ts";
+import { ipListUpdater } from "../../mod/protection/ip_list_updater.ts";
 import {
   createOffThreadFold,
   FOLD_HERE_BELOW,
@@ -17,7 +17,7 @@ import {
   setFoldTimeout,
   stallFoldThread,
   stopFolds,
-} from "../../engine/ip_list_fold.ts";
+} from "../../mod/protection/ip_list_fold_thread.ts";
 
 /** A /32 block entry for 10.x.y.z numbered `n` (distinct for n below 2^24). */
 function entry(n: number, id = `e${n}`): IpListItem {

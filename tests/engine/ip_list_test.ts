@@ -14,8 +14,12 @@ import {
   type IpListFolder,
   ipListUpdater,
   pendingLimit,
-} from "../../engine/ip_list_updater.ts";
-import { foldOffThread, foldsSettled, stopFolds } from "../../engine/ip_list_fold.ts";
+} from "../../mod/protection/ip_list_updater.ts";
+import {
+  foldOffThread,
+  foldsSettled,
+  stopFolds,
+} from "../../mod/protection/ip_list_fold_thread.ts";
 
 /**
  * Addresses from a few small neighbourhoods of both families, so networks nest and collide
@@ -227,10 +231,10 @@ Deno.test("ipListUpdater(): folds keep no earlier base alive (memory stays one b
   // collectable after its fold is swapped in, whether the fold ran here or is awaited.
   const script = `
     import { ipListUpdater } from ${
-    JSON.stringify(import.meta.resolve("../../engine/ip_list_updater.ts"))
+    JSON.stringify(import.meta.resolve("../../mod/protection/ip_list_updater.ts"))
   };
     import { foldOffThread, foldsSettled, stopFolds } from ${
-    JSON.stringify(import.meta.resolve("../../engine/ip_list_fold.ts"))
+    JSON.stringify(import.meta.resolve("../../mod/protection/ip_list_fold_thread.ts"))
   };
     import { parseCidr } from ${JSON.stringify(import.meta.resolve("../../engine/ip_address.ts"))};
     const item = (i) => {

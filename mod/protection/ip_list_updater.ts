@@ -4,10 +4,10 @@
  * and when they grow past {@link pendingLimit} they are folded into a new base by merging the
  * sorted tables in one pass (no parsing, no sorting), so no change costs a full compile. The
  * fold runs where the {@link IpListFolder} puts it (the server's: a thread of its own, see
- * `engine/ip_list_fold.ts`); the base and the pending changes serve until the new base is
+ * `mod/protection/ip_list_fold_thread.ts`); the base and the pending changes serve until the new base is
  * complete, and the next change swaps it in.
  */
-import { type IpLevel, type IpTables } from "./ip_set.ts";
+import { type IpLevel, type IpTables } from "../../engine/ip_set.ts";
 import {
   buildTables,
   compareStrings,
@@ -18,7 +18,7 @@ import {
   type IpListTables,
   type PackedStrings,
   shared,
-} from "./ip_list.ts";
+} from "../../engine/ip_list.ts";
 
 /**
  * How many added and dropped entries a list of `size` base entries carries before they are

@@ -1,9 +1,9 @@
 /**
- * The IP list's fold thread (`engine/ip_list_fold.ts`): each fold asked for, answered with the
+ * The IP list's fold thread (`mod/protection/ip_list_fold_thread.ts`): each fold asked for, answered with the
  * new base in shared memory.
  */
 /// <reference lib="deno.worker" />
-import type { FoldAnswer, FoldRequest, FoldStall } from "./ip_list_fold.ts";
+import type { FoldAnswer, FoldRequest, FoldStall } from "./ip_list_fold_thread.ts";
 import { foldHere } from "./ip_list_updater.ts";
 
 self.onmessage = (e: MessageEvent<FoldRequest | FoldStall>) => {

@@ -11,7 +11,7 @@
  * machine), which a fold must not pay. A list below {@link FOLD_HERE_BELOW} entries folds in the
  * change that passes its limit, in less time than that start.
  */
-import type { IpListTables } from "./ip_list.ts";
+import type { IpListTables } from "../../engine/ip_list.ts";
 import { foldHere, type IpListFold, type IpListFolder } from "./ip_list_updater.ts";
 
 const WORKER_URL = new URL("./ip_list_fold_worker.ts", import.meta.url);
