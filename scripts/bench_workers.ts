@@ -221,7 +221,8 @@ function listItem(i: number): IpListItem {
  */
 async function incrementalBench(runs: number, oldRoot?: string, kind = "mix"): Promise<void> {
   const { buildIpList } = await import("../engine/ip_list.ts");
-  const { ipListUpdater, pendingLimit } = await import("../mod/protection/ip_list_updater.ts");
+  const { ipListUpdater } = await import("../mod/protection/ip_list_updater.ts");
+  const { pendingLimit } = await import("../engine/ip_list_fold.ts");
   type Item = Parameters<typeof buildIpList>[0][number];
   const n = 100_000;
   const item = listItem;
@@ -425,8 +426,13 @@ async function stallRound(
   script: string,
 ): Promise<Record<string, number>> {
   // Trees since the fold thread moved to `mod/protection/` hold the updater there too.
-  const { ipListUpdater, pendingLimit } = await import(`${root}/mod/protection/ip_list_updater.ts`)
+  const { ipListUpdater } = await import(`${root}/mod/protection/ip_list_updater.ts`)
     .catch(() => import(`${root}/engine/ip_list_updater.ts`));
+  // The pending limit is the engine's fold's since the move (before, the updater's).
+  const fold = await import(`${root}/engine/ip_list_fold.ts`).catch(() => undefined);
+  const { pendingLimit } = fold?.pendingLimit
+    ? fold
+    : await import(`${root}/engine/ip_list_updater.ts`);
   const { deltaOf } = await import(`${root}/mod/data_plane/policy_snapshot.ts`);
   // This tree folds on a thread of its own (as the server does); a tree before, in `apply`.
   const offThread = await import(`${root}/mod/protection/ip_list_fold_thread.ts`)

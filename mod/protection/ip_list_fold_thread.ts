@@ -12,7 +12,8 @@
  * change that passes its limit, in less time than that start.
  */
 import type { IpListTables } from "../../engine/ip_list.ts";
-import { foldHere, type IpListFold, type IpListFolder } from "./ip_list_updater.ts";
+import { foldHere, type IpListFold } from "../../engine/ip_list_fold.ts";
+import type { IpListFolder } from "./ip_list_updater.ts";
 
 const WORKER_URL = new URL("./ip_list_fold_worker.ts", import.meta.url);
 

@@ -4,7 +4,7 @@
  */
 /// <reference lib="deno.worker" />
 import type { FoldAnswer, FoldRequest, FoldStall } from "./ip_list_fold_thread.ts";
-import { foldHere } from "./ip_list_updater.ts";
+import { foldHere } from "../../engine/ip_list_fold.ts";
 
 self.onmessage = (e: MessageEvent<FoldRequest | FoldStall>) => {
   if ("stall" in e.data) {

@@ -14,7 +14,11 @@ import { createSitesRepo } from "../../db/sites_repo.ts";
 import { type Db, openStore, transaction } from "../../db/store.ts";
 import { formatCidr, type IpAddress, maskWords, parseIp } from "../../engine/ip_address.ts";
 import { type IpList, ipListOf } from "../../engine/ip_list.ts";
-import { foldOffThread, foldsSettled, stopFolds } from "../../mod/protection/ip_list_fold_thread.ts";
+import {
+  foldOffThread,
+  foldsSettled,
+  stopFolds,
+} from "../../mod/protection/ip_list_fold_thread.ts";
 import type { IpListFolder } from "../../mod/protection/ip_list_updater.ts";
 import {
   createProtectionCompiler,

@@ -4,9 +4,9 @@
  * on a new thread), and a list that grows past the thread's limit by changes starts the thread
  * after the change that asked for the fold, not inside it (a worker's start blocks 10-210 ms).
  */
-import { assertEquals, ok } from "../_helpers/assert.ts";
-import type { IpListItem } from "../../engine/ip_list.ts";
-import { ipListUpdater } from "../../mod/protection/ip_list_updater.ts";
+import { assertEquals, ok } from "../../_helpers/assert.ts";
+import type { IpListItem } from "../../../engine/ip_list.ts";
+import { ipListUpdater } from "../../../mod/protection/ip_list_updater.ts";
 import {
   createOffThreadFold,
   FOLD_HERE_BELOW,
@@ -17,7 +17,7 @@ import {
   setFoldTimeout,
   stallFoldThread,
   stopFolds,
-} from "../../mod/protection/ip_list_fold_thread.ts";
+} from "../../../mod/protection/ip_list_fold_thread.ts";
 
 /** A /32 block entry for 10.x.y.z numbered `n` (distinct for n below 2^24). */
 function entry(n: number, id = `e${n}`): IpListItem {

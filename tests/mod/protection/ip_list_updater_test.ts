@@ -1,25 +1,25 @@
-import { assertEquals, ok } from "../_helpers/assert.ts";
-import { type Seeded, seeded } from "../_helpers/seeded.ts";
+/**
+ * The IP list kept current by changes (`mod/protection/ip_list_updater.ts`, over the engine's
+ * fold `engine/ip_list_fold.ts`) answers every lookup as a list compiled in full: over random
+ * changes, with folds under way or failed, on the fold thread, and without keeping old bases.
+ */
+import { assertEquals, ok } from "../../_helpers/assert.ts";
+import { type Seeded, seeded } from "../../_helpers/seeded.ts";
 import {
   type Cidr,
   formatCidr,
   type IpAddress,
   maskWords,
   parseCidr,
-} from "../../engine/ip_address.ts";
-import { buildIpList, type IpList, type IpListItem, ipListOf } from "../../engine/ip_list.ts";
-import {
-  foldHere,
-  type IpListFold,
-  type IpListFolder,
-  ipListUpdater,
-  pendingLimit,
-} from "../../mod/protection/ip_list_updater.ts";
+} from "../../../engine/ip_address.ts";
+import { buildIpList, type IpList, type IpListItem, ipListOf } from "../../../engine/ip_list.ts";
+import { foldHere, type IpListFold, pendingLimit } from "../../../engine/ip_list_fold.ts";
+import { type IpListFolder, ipListUpdater } from "../../../mod/protection/ip_list_updater.ts";
 import {
   foldOffThread,
   foldsSettled,
   stopFolds,
-} from "../../mod/protection/ip_list_fold_thread.ts";
+} from "../../../mod/protection/ip_list_fold_thread.ts";
 
 /**
  * Addresses from a few small neighbourhoods of both families, so networks nest and collide
@@ -231,12 +231,14 @@ Deno.test("ipListUpdater(): folds keep no earlier base alive (memory stays one b
   // collectable after its fold is swapped in, whether the fold ran here or is awaited.
   const script = `
     import { ipListUpdater } from ${
-    JSON.stringify(import.meta.resolve("../../mod/protection/ip_list_updater.ts"))
+    JSON.stringify(import.meta.resolve("../../../mod/protection/ip_list_updater.ts"))
   };
     import { foldOffThread, foldsSettled, stopFolds } from ${
-    JSON.stringify(import.meta.resolve("../../mod/protection/ip_list_fold_thread.ts"))
+    JSON.stringify(import.meta.resolve("../../../mod/protection/ip_list_fold_thread.ts"))
   };
-    import { parseCidr } from ${JSON.stringify(import.meta.resolve("../../engine/ip_address.ts"))};
+    import { parseCidr } from ${
+    JSON.stringify(import.meta.resolve("../../../engine/ip_address.ts"))
+  };
     const item = (i) => {
       const cidr = "10." + ((i >> 16) & 255) + "." + ((i >> 8) & 255) + "." + (i & 255) + "/32";
       return [parseCidr(cidr), { id: "e" + i, action: "block", cidr, siteId: null,
