@@ -49,7 +49,7 @@ import type { BrokenRequest } from "../routes/conn_framing.ts";
 import { limitsFromConfig } from "../routes/conn_front.ts";
 import { type ConnectionStats, createConnectionStats } from "../mod/core/connection_stats.ts";
 import { createProtectionPlane, openProtectionStore, type ProtectionPlane } from "./protection.ts";
-import { createServerFold, stopFolds } from "../mod/protection/ip_list_fold_thread.ts";
+import { IpListFoldThread } from "../mod/protection/ip_list_fold_thread.ts";
 import { type ApiSecPlane, createApiSecPlane, openApiSecStore } from "./apisec.ts";
 import type { RouteDef } from "../routes/api/route.ts";
 import { siteRoutes } from "../routes/api/sites.ts";
@@ -68,6 +68,8 @@ export interface DataPlane {
   readonly protection: ProtectionPlane;
   /** API security: settings, per-request runtime and routes. */
   readonly apisec: ApiSecPlane;
+  /** The IP list's fold thread (closing ends it; tests wait for its folds). */
+  readonly ipFolds: IpListFoldThread;
   /** Management routes of the data plane (`/api/sites`, `/api/logs`). */
   readonly routes: readonly RouteDef[];
   /** The plain-HTTP data listener's handler. */
@@ -136,10 +138,9 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
   const sitesRepo = sealedSitesRepo(rawSites, siteKeys);
   // With workers, every build's reads are recorded: the workers compile the same snapshot.
   const tap = deps.workers ? createSnapshotTap() : undefined;
-  // A fold of the IP list given up on its thread (no answer in time) is logged, to this server's
-  // logger (the fold thread is the process's).
-  const ipFold = createServerFold((message, fields) => logger.warn(message, fields));
-  const store = openProtectionStore(db, config, tap?.source, ipFold);
+  // A fold of the IP list given up on its thread (no answer in time) is logged.
+  const ipFolds = new IpListFoldThread({ log: (message, fields) => logger.warn(message, fields) });
+  const store = openProtectionStore(db, config, tap?.source, ipFolds.server);
   const swapListeners: Array<() => void> = [];
   // What the policy in force was built from: taken when a build completes, since a build that
   // fails part-way leaves the tap with its partial reads (a restarted worker starting from those
@@ -232,6 +233,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     proxy,
     protection,
     apisec,
+    ipFolds,
     routes: [
       ...siteRoutes(sites),
       ...logRoutes(accessLog, clock),
@@ -271,7 +273,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
       await protection.close();
       // The IP list's fold thread ends now: a fold under way (stuck, say) fails, the list keeps
       // its base and pending changes, and shutdown does not wait for it.
-      await stopFolds();
+      await ipFolds.stop();
     },
   };
 }

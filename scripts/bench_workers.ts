@@ -435,15 +435,20 @@ async function stallRound(
     : await import(`${root}/engine/ip_list_updater.ts`);
   const { deltaOf } = await import(`${root}/mod/data_plane/policy_snapshot.ts`);
   // This tree folds on a thread of its own (as the server does); a tree before, in `apply`.
-  const offThread = await import(`${root}/mod/protection/ip_list_fold_thread.ts`)
+  // Since the move the fold thread is an object (`IpListFoldThread`); before, module functions.
+  const threadModule = await import(`${root}/mod/protection/ip_list_fold_thread.ts`)
     .catch(() => import(`${root}/engine/ip_list_fold.ts`)).catch(() => undefined);
+  const offThread = threadModule?.IpListFoldThread
+    ? new threadModule.IpListFoldThread()
+    : threadModule?.foldOffThread &&
+      { offThread: threadModule.foldOffThread, settled: threadModule.foldsSettled };
   // Which entries are live (a bit each; items made on demand): the server keeps no item per
   // entry on its heap either, and 1,000,000 of them would make every collection here longer.
   const live = new Uint8Array(entries * 2).fill(1, 0, entries);
   let size = entries;
   const updater = ipListUpdater(
     Array.from({ length: entries }, (_, i) => listItem(i)),
-    offThread?.foldOffThread,
+    offThread?.offThread,
   );
   const empty = { sites: [], rows: {}, singletons: {}, objects: {} };
   const snapshot = (version: number): PolicySnapshot => ({
@@ -494,7 +499,7 @@ async function stallRound(
     });
     const w = await done;
     if (w.size !== size) throw new Error(`the worker holds ${w.size}, not ${size}`);
-    await offThread?.foldsSettled();
+    await offThread?.settled();
     return {
       folds: bases,
       "main median": median(main),
@@ -508,6 +513,7 @@ async function stallRound(
     };
   } finally {
     worker.terminate();
+    await offThread?.stop?.();
   }
 }
 

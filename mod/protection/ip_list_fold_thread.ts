@@ -1,15 +1,14 @@
 /**
  * The IP list's fold on a thread of its own: the server's {@link IpListFolder}. The fold passes
- * over every entry (26-348 ms for 100,000 on this project's machine, more with more entries), so
- * on the event loop it stalled every request waiting there; here the loop only posts the base
- * (shared memory: no copy) and the pending changes (a few hundred entries), and receives the new
- * base the same way.
+ * over every entry, so on the event loop it stalled every request waiting there; here the loop
+ * only posts the base (shared memory: no copy) and the pending changes, and receives the new base
+ * the same way (see docs/data-plane.md, "An IP-list fold off the event loop").
  *
- * One thread serves every fold of the process, started with the first list large enough to use
- * it ({@link serverFold}`.prepare`, in the full build that reads the list): starting a worker
- * blocks the starting thread while the worker's runtime is created (10-100 ms measured on this
- * machine), which a fold must not pay. A list below {@link FOLD_HERE_BELOW} entries folds in the
- * change that passes its limit, in less time than that start.
+ * One thread serves every fold of its owner (the data plane), started with the first list large
+ * enough to use it (`server.prepare`, in the full build that reads the list): starting a worker
+ * blocks the starting thread while its runtime is created, which a fold must not pay. A list
+ * below {@link FOLD_HERE_BELOW} entries folds in the change that passes its limit, in less time
+ * than that start.
  */
 import type { IpListTables } from "../../engine/ip_list.ts";
 import { foldHere, type IpListFold } from "../../engine/ip_list_fold.ts";
@@ -20,6 +19,13 @@ const WORKER_URL = new URL("./ip_list_fold_worker.ts", import.meta.url);
 /** Lists below this many entries fold on the calling thread (a few milliseconds at most). */
 export const FOLD_HERE_BELOW = 16_384;
 
+/**
+ * How long a fold may go unanswered on the thread by default. Past it the thread is taken as
+ * stuck: it is ended, the fold fails (the list keeps serving its base with the pending changes)
+ * and the next change folds again on a new thread.
+ */
+const FOLD_TIMEOUT_MS = 30_000;
+
 /** What the fold thread receives. */
 export interface FoldRequest {
   readonly id: number;
@@ -28,209 +34,218 @@ export interface FoldRequest {
   readonly added: IpListTables;
 }
 
-/** Test hook: the thread busy for `stall` ms (a fold that never ends, as a bug would make). */
-export interface FoldStall {
-  readonly stall: number;
-}
-
 /** What it answers: the fold, or why it failed. */
 export type FoldAnswer =
   | { readonly id: number; readonly fold: IpListFold }
   | { readonly id: number; readonly error: string };
+
+/** Where a fold given up is reported (the data plane's logger). */
+export type FoldLog = (message: string, fields: Record<string, unknown>) => void;
+
+/** Starts a fold's answer deadline (`fire` after `ms`); returns what cancels it. */
+export type FoldDeadline = (fire: () => void, ms: number) => () => void;
+
+const timerDeadline: FoldDeadline = (fire, ms) => {
+  const timer = setTimeout(fire, ms);
+  return () => clearTimeout(timer);
+};
+
+export interface FoldThreadOptions {
+  /** Where a fold given up is reported; nowhere when left out. */
+  readonly log?: FoldLog;
+  /** How long a fold may go unanswered (default 30 s). */
+  readonly timeoutMs?: number;
+  /** The answer deadline (default: a timer; tests fire it by hand). */
+  readonly deadline?: FoldDeadline;
+  /** Starts the thread (default: the fold worker); throws where no worker can start. */
+  readonly spawn?: () => Worker;
+}
 
 interface Waiting {
   resolve(fold: IpListFold): void;
   reject(err: Error): void;
 }
 
-type FoldThread = { worker: Worker; waiting: Map<number, Waiting> };
-
-let thread: FoldThread | undefined;
-let nextId = 0;
-const running = new Set<Promise<unknown>>();
-/** While {@link stopFolds} runs: no thread starts, a fold asked meanwhile fails. */
-let stopping = false;
-
-/**
- * How long a fold may go unanswered on the thread (a fold of 100,000 entries takes 26-348 ms).
- * Past it the thread is taken as stuck: it is ended, the fold fails (the list keeps serving its
- * base with the pending changes) and the next change folds again on a new thread.
- */
-let foldTimeoutMs = 30_000;
-
-/**
- * Where a fold given up is reported: each folder's own (the data plane's logger), so a process
- * with two servers (tests) logs each one's folds to its own logger, and a closed one's to none.
- */
-export type FoldLog = (message: string, fields: Record<string, unknown>) => void;
-
-/** Test hook: sets the fold's answer timeout, returning the one before. */
-export function setFoldTimeout(ms: number): number {
-  const before = foldTimeoutMs;
-  foldTimeoutMs = ms;
-  return before;
-}
-
-/** Whether the fold thread runs (test hook). */
-export function foldThreadRunning(): boolean {
-  return thread !== undefined;
-}
-
-/** Test hook: keeps the fold thread busy for `ms` (folds asked meanwhile wait behind it). */
-export function stallFoldThread(ms: number): void {
-  thread?.worker.postMessage({ stall: ms } satisfies FoldStall);
-}
-
-/** Ends `t` (stuck or broken), failing the folds it still owed. */
-function endThread(t: FoldThread, why: string): void {
-  if (thread === t) thread = undefined;
-  t.worker.terminate();
-  for (const w of t.waiting.values()) w.reject(new Error(why));
-  t.waiting.clear();
-}
-
-/** Keeps `p` in {@link running} until it settles. */
-function track<T>(p: Promise<T>): Promise<T> {
-  const settled = p.then(() => {}, () => {}).finally(() => running.delete(settled));
-  running.add(settled);
-  return p;
-}
-
-/** The fold thread, started on first use; undefined where no worker can start. */
-function foldThread() {
-  if (thread !== undefined || stopping) return thread;
-  let worker: Worker;
-  try {
-    worker = new Worker(WORKER_URL, { type: "module", name: "ip-list-fold" });
-  } catch {
-    return undefined;
+/** One started thread and the folds it owes. */
+class Thread {
+  readonly worker: Worker;
+  readonly waiting = new Map<number, Waiting>();
+  constructor(worker: Worker) {
+    this.worker = worker;
   }
-  const waiting = new Map<number, Waiting>();
-  const started = { worker, waiting };
-  worker.onmessage = (e: MessageEvent<FoldAnswer>) => {
-    const answer = e.data;
-    const w = waiting.get(answer.id);
-    waiting.delete(answer.id);
-    if ("fold" in answer) w?.resolve(answer.fold);
-    else w?.reject(new Error(answer.error));
-  };
-  worker.onerror = (e) => {
-    e.preventDefault();
-    // The thread is gone: its folds fail (each list stays right and folds again later).
-    endThread(started, e.message);
-  };
-  thread = started;
-  return thread;
+
+  /** Fails every fold it still owes with `why`. */
+  failAll(why: string): void {
+    for (const w of this.waiting.values()) w.reject(new Error(why));
+    this.waiting.clear();
+  }
 }
 
-/** Posts one fold to `t`; fails after {@link foldTimeoutMs} without an answer. */
-function post(
-  t: FoldThread,
-  base: IpListTables,
-  dropped: Uint32Array,
-  added: IpListTables,
-  log: FoldLog | undefined,
-): Promise<IpListFold> {
-  const id = ++nextId;
-  const timeoutMs = foldTimeoutMs;
-  return track(
-    new Promise<IpListFold>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        t.waiting.delete(id);
-        log?.("IP-list fold thread did not answer in time; restarting it", {
-          timeout_ms: timeoutMs,
-          entries: base.allow.length,
-          pending: dropped.length + added.allow.length,
+/** The fold thread of one owner, with the two folders that use it. */
+export class IpListFoldThread {
+  #thread: Thread | undefined;
+  #nextId = 0;
+  readonly #running = new Set<Promise<unknown>>();
+  /** While {@link stop} runs: no thread starts, a fold asked meanwhile fails. */
+  #stopping = false;
+  readonly #log: FoldLog | undefined;
+  readonly #timeoutMs: number;
+  readonly #deadline: FoldDeadline;
+  readonly #spawn: () => Worker;
+
+  /**
+   * Folds on the thread. Should no thread start (a runtime without workers), the fold runs here,
+   * as before: the list is right either way.
+   */
+  readonly offThread: IpListFolder;
+
+  /**
+   * The server's fold: here below {@link FOLD_HERE_BELOW} entries, else on the thread. A list
+   * that grew past the limit by changes (no full build started the thread) starts it in a task of
+   * its own, not in the change that asked for the fold: the start blocks this thread.
+   */
+  readonly server: IpListFolder;
+
+  constructor(options: FoldThreadOptions = {}) {
+    this.#log = options.log;
+    this.#timeoutMs = options.timeoutMs ?? FOLD_TIMEOUT_MS;
+    this.#deadline = options.deadline ?? timerDeadline;
+    this.#spawn = options.spawn ??
+      (() => new Worker(WORKER_URL, { type: "module", name: "ip-list-fold" }));
+    this.offThread = Object.assign(
+      (base: IpListTables, dropped: Uint32Array, added: IpListTables) =>
+        this.#foldOn(this.#started(), base, dropped, added),
+      { prepare: () => void this.#started() },
+    );
+    this.server = Object.assign(
+      (base: IpListTables, dropped: Uint32Array, added: IpListTables) => {
+        if (base.allow.length < FOLD_HERE_BELOW) return foldHere(base, dropped, added);
+        if (this.#thread !== undefined) return this.#post(this.#thread, base, dropped, added);
+        return this.#track(
+          new Promise<void>((resolve) => setTimeout(resolve, 0)).then(() =>
+            this.#foldOn(this.#started(), base, dropped, added)
+          ),
+        );
+      },
+      { prepare: (size: number) => void (size >= FOLD_HERE_BELOW && this.#started()) },
+    );
+  }
+
+  /** Whether the thread runs. */
+  get running(): boolean {
+    return this.#thread !== undefined;
+  }
+
+  /** Resolves once no fold is under way. */
+  async settled(): Promise<void> {
+    while (this.#running.size > 0) await Promise.allSettled([...this.#running]);
+  }
+
+  /**
+   * Ends the thread now (a server closing, a test ending): the folds under way fail, each list
+   * keeping its base and pending changes (nothing is lost: a fold only prepares a new base), and
+   * this resolves once they have settled, so a stuck fold does not hold a closing server up to
+   * its timeout. The next fold after it starts another thread.
+   */
+  async stop(): Promise<void> {
+    this.#stopping = true;
+    try {
+      if (this.#thread !== undefined) {
+        this.#end(this.#thread, "the IP-list fold thread was stopped");
+      }
+      await this.settled();
+    } finally {
+      this.#stopping = false;
+    }
+  }
+
+  /** Ends `t` (stuck or broken), failing the folds it still owed. */
+  #end(t: Thread, why: string): void {
+    if (this.#thread === t) this.#thread = undefined;
+    t.worker.terminate();
+    t.failAll(why);
+  }
+
+  /** Keeps `p` among the folds under way until it settles. */
+  #track<T>(p: Promise<T>): Promise<T> {
+    const settled = p.then(() => {}, () => {}).finally(() => this.#running.delete(settled));
+    this.#running.add(settled);
+    return p;
+  }
+
+  /** The thread, started on first use; undefined where no worker can start. */
+  #started(): Thread | undefined {
+    if (this.#thread !== undefined || this.#stopping) return this.#thread;
+    let worker: Worker;
+    try {
+      worker = this.#spawn();
+    } catch {
+      return undefined;
+    }
+    const t = new Thread(worker);
+    worker.onmessage = (e: MessageEvent<FoldAnswer>) => {
+      const answer = e.data;
+      const w = t.waiting.get(answer.id);
+      t.waiting.delete(answer.id);
+      if ("fold" in answer) w?.resolve(answer.fold);
+      else w?.reject(new Error(answer.error));
+    };
+    worker.onerror = (e) => {
+      e.preventDefault();
+      // The thread is gone: its folds fail (each list stays right and folds again later).
+      this.#end(t, e.message);
+    };
+    this.#thread = t;
+    return t;
+  }
+
+  /** Posts one fold to `t`; fails after the timeout without an answer. */
+  #post(
+    t: Thread,
+    base: IpListTables,
+    dropped: Uint32Array,
+    added: IpListTables,
+  ): Promise<IpListFold> {
+    const id = ++this.#nextId;
+    const timeoutMs = this.#timeoutMs;
+    return this.#track(
+      new Promise<IpListFold>((resolve, reject) => {
+        const cancel = this.#deadline(() => {
+          t.waiting.delete(id);
+          this.#log?.("IP-list fold thread did not answer in time; restarting it", {
+            timeout_ms: timeoutMs,
+            entries: base.allow.length,
+            pending: dropped.length + added.allow.length,
+          });
+          this.#end(t, "an earlier fold timed out");
+          reject(new Error(`IP-list fold unanswered after ${timeoutMs} ms`));
+        }, timeoutMs);
+        t.waiting.set(id, {
+          resolve(fold) {
+            cancel();
+            resolve(fold);
+          },
+          reject(err) {
+            cancel();
+            reject(err);
+          },
         });
-        endThread(t, "an earlier fold timed out");
-        reject(new Error(`IP-list fold unanswered after ${timeoutMs} ms`));
-      }, timeoutMs);
-      t.waiting.set(id, {
-        resolve(fold) {
-          clearTimeout(timer);
-          resolve(fold);
-        },
-        reject(err) {
-          clearTimeout(timer);
-          reject(err);
-        },
-      });
-      t.worker.postMessage({ id, base, dropped, added } satisfies FoldRequest);
-    }),
-  );
-}
+        t.worker.postMessage({ id, base, dropped, added } satisfies FoldRequest);
+      }),
+    );
+  }
 
-/**
- * Folds on `t`, or here when no thread can start (a runtime without workers); fails while the
- * folds are stopping (the list stays right, and folds again at a later change).
- */
-function foldOn(
-  t: FoldThread | undefined,
-  base: IpListTables,
-  dropped: Uint32Array,
-  added: IpListTables,
-  log: FoldLog | undefined,
-): IpListFold | Promise<IpListFold> {
-  if (stopping) return Promise.reject(new Error("IP-list folds are stopping"));
-  return t === undefined ? foldHere(base, dropped, added) : post(t, base, dropped, added, log);
-}
-
-/**
- * Folds on the fold thread. Should no thread start (a runtime without workers), the fold runs
- * here, as before: the list is right either way. A fold given up is reported to `log`.
- */
-export function createOffThreadFold(log?: FoldLog): IpListFolder {
-  return Object.assign(
-    (base: IpListTables, dropped: Uint32Array, added: IpListTables) =>
-      foldOn(foldThread(), base, dropped, added, log),
-    { prepare: () => void foldThread() },
-  );
-}
-
-/** {@link createOffThreadFold} reporting to nobody. */
-export const foldOffThread: IpListFolder = createOffThreadFold();
-
-/**
- * The server's fold: here below {@link FOLD_HERE_BELOW} entries, else on the fold thread. A list
- * that grew past the limit by changes (no full build started the thread) starts it in a task of
- * its own, not in the change that asked for the fold: the start blocks the thread 10-210 ms. A
- * fold given up is reported to `log`.
- */
-export function createServerFold(log?: FoldLog): IpListFolder {
-  return Object.assign(
-    (base: IpListTables, dropped: Uint32Array, added: IpListTables) => {
-      if (base.allow.length < FOLD_HERE_BELOW) return foldHere(base, dropped, added);
-      if (thread !== undefined) return post(thread, base, dropped, added, log);
-      return track(
-        new Promise<void>((resolve) => setTimeout(resolve, 0)).then(() =>
-          foldOn(foldThread(), base, dropped, added, log)
-        ),
-      );
-    },
-    { prepare: (size: number) => void (size >= FOLD_HERE_BELOW && foldThread()) },
-  );
-}
-
-/** {@link createServerFold} reporting to nobody. */
-export const serverFold: IpListFolder = createServerFold();
-
-/** Resolves once no fold is under way. */
-export async function foldsSettled(): Promise<void> {
-  while (running.size > 0) await Promise.allSettled([...running]);
-}
-
-/**
- * Ends the fold thread now (a server closing, a test ending): the folds under way fail, each list
- * keeping its base and pending changes (nothing is lost: a fold only prepares a new base), and
- * this resolves once they have settled. It waited for them instead, and a stuck fold held a
- * closing server up to its timeout (30 s). The next fold after it starts another thread.
- */
-export async function stopFolds(): Promise<void> {
-  stopping = true;
-  try {
-    if (thread !== undefined) endThread(thread, "the IP-list fold thread was stopped");
-    await foldsSettled();
-  } finally {
-    stopping = false;
+  /**
+   * Folds on `t`, or here when no thread can start (a runtime without workers); fails while the
+   * folds are stopping (the list stays right, and folds again at a later change).
+   */
+  #foldOn(
+    t: Thread | undefined,
+    base: IpListTables,
+    dropped: Uint32Array,
+    added: IpListTables,
+  ): IpListFold | Promise<IpListFold> {
+    if (this.#stopping) return Promise.reject(new Error("IP-list folds are stopping"));
+    return t === undefined ? foldHere(base, dropped, added) : this.#post(t, base, dropped, added);
   }
 }

@@ -15,7 +15,7 @@ import { siteInput, SYSTEM } from "../_helpers/sites.ts";
 import { createPolicyObjectsRepo } from "../../db/policy_objects_repo.ts";
 import { transaction } from "../../db/store.ts";
 import { KIND } from "../../mod/protection/protection_compile.ts";
-import { FOLD_HERE_BELOW, foldsSettled } from "../../mod/protection/ip_list_fold_thread.ts";
+import { FOLD_HERE_BELOW } from "../../mod/protection/ip_list_fold_thread.ts";
 import { setAskTimeout } from "../../app/data_workers.ts";
 import { ADMIN, startConsoleKit } from "../_helpers/console.ts";
 
@@ -278,7 +278,7 @@ Deno.test("IP-list patches and folds stay in step with a worker restarted betwee
   await until(() => restarted(1, 2), "worker 1 restarted again", 60_000);
   ok(ipState().base === unfolded, "still the base the fold started from");
   await write("POST", "/api/protection/ip-lists", { action: "block", cidr: "198.51.100.3" });
-  await foldsSettled();
+  await s.dataPlane.ipFolds.settled();
   // The next change swaps the new base in (if not done yet); the workers receive it as shared
   // memory.
   await write("DELETE", "/api/protection/ip-lists/seed-ip-103");

@@ -1,22 +1,17 @@
 /**
- * The IP list's fold thread (`mod/protection/ip_list_fold_thread.ts`) when things go wrong or grow: a fold the
- * thread never answers is given up (logged, the list right meanwhile, the next change folds again
- * on a new thread), and a list that grows past the thread's limit by changes starts the thread
- * after the change that asked for the fold, not inside it (a worker's start blocks 10-210 ms).
+ * The IP list's fold thread (`mod/protection/ip_list_fold_thread.ts`) when things go wrong or
+ * grow: a fold the thread never answers is given up (logged, the list right meanwhile, the next
+ * change folds again on a new thread), and a list that grows past the thread's limit by changes
+ * starts the thread after the change that asked for the fold, not inside it (a worker's start
+ * blocks the thread that starts it).
  */
 import { assertEquals, ok } from "../../_helpers/assert.ts";
 import type { IpListItem } from "../../../engine/ip_list.ts";
 import { ipListUpdater } from "../../../mod/protection/ip_list_updater.ts";
 import {
-  createOffThreadFold,
   FOLD_HERE_BELOW,
-  foldOffThread,
-  foldsSettled,
-  foldThreadRunning,
-  serverFold,
-  setFoldTimeout,
-  stallFoldThread,
-  stopFolds,
+  type FoldDeadline,
+  IpListFoldThread,
 } from "../../../mod/protection/ip_list_fold_thread.ts";
 
 /** A /32 block entry for 10.x.y.z numbered `n` (distinct for n below 2^24). */
@@ -52,10 +47,15 @@ function addUntilFolding(store: Map<string, IpListItem>, updater: Updater, n: nu
  * After a fold failed: the next change (entry `n`) folds again, on a new thread, and the one
  * after it swaps the new base in. Returns the list then.
  */
-async function foldAgain(store: Map<string, IpListItem>, updater: Updater, n: number) {
+async function foldAgain(
+  thread: IpListFoldThread,
+  store: Map<string, IpListItem>,
+  updater: Updater,
+  n: number,
+) {
   add(store, updater, n);
   ok(updater.folding, "the next change folds again");
-  await foldsSettled();
+  await thread.settled();
   const list = add(store, updater, n + 1);
   assertEquals(list.size, store.size);
   assertEquals(list.match(ip(n + 1), "a", "/", 0)?.id, `e${n + 1}`);
@@ -63,28 +63,48 @@ async function foldAgain(store: Map<string, IpListItem>, updater: Updater, n: nu
 }
 
 /**
- * A fold timeout no test reaches: a fold's time counts its thread's start, which under
- * `deno test` type-checks the worker's module, and at load 20 that took 39-58 s, past the
- * default 30 s (the thread was ended as stuck and the fold given up).
+ * Answer deadlines the test fires by hand (`fire`), never on their own: a fold's time counts its
+ * thread's start, which under `deno test` type-checks the worker's module and on a loaded machine
+ * took past the default timeout.
  */
-const NEVER_MS = 600_000;
+function heldDeadlines() {
+  const pending = new Set<() => void>();
+  const deadline: FoldDeadline = (fire) => {
+    pending.add(fire);
+    return () => pending.delete(fire);
+  };
+  return {
+    deadline,
+    get pending() {
+      return pending.size;
+    },
+    fire() {
+      const now = [...pending];
+      pending.clear();
+      for (const f of now) f();
+    },
+  };
+}
 
-Deno.test("serverFold(): a list grown past the thread's limit by changes starts the thread after the change, not in it", async () => {
-  await stopFolds();
-  const timeout = setFoldTimeout(NEVER_MS);
+/** A thread that reads every fold and answers none (a fold that never ends, as a bug would make). */
+const stuckWorker = () =>
+  new Worker("data:text/javascript,self.onmessage = () => {};", { type: "module" });
+
+Deno.test("IpListFoldThread.server: a list grown past the thread's limit by changes starts the thread after the change, not in it", async () => {
+  const thread = new IpListFoldThread({ deadline: heldDeadlines().deadline });
   try {
-    await grownPastTheLimit();
+    await grownPastTheLimit(thread);
   } finally {
-    setFoldTimeout(timeout);
+    await thread.stop();
   }
 });
 
-async function grownPastTheLimit() {
+async function grownPastTheLimit(thread: IpListFoldThread) {
   let n = FOLD_HERE_BELOW - 100;
   const store = new Map<string, IpListItem>();
   for (let i = 0; i < n; i++) store.set(`e${i}`, entry(i));
-  const updater = ipListUpdater([...store.values()], serverFold);
-  assertEquals(foldThreadRunning(), false, "a full build below the limit starts no thread");
+  const updater = ipListUpdater([...store.values()], thread.server);
+  assertEquals(thread.running, false, "a full build below the limit starts no thread");
   // Added entries until a fold is under way: the first folds here (its base below the limit),
   // then the base is past it and the next one goes to the thread.
   let startedInChange = false;
@@ -92,12 +112,12 @@ async function grownPastTheLimit() {
     const id = `e${n}`;
     store.set(id, entry(n++));
     updater.apply([id], (x) => store.get(x));
-    startedInChange ||= foldThreadRunning();
+    startedInChange ||= thread.running;
   }
   ok(updater.list.size > FOLD_HERE_BELOW, "the list grew past the limit");
   assertEquals(startedInChange, false, "no change started the thread");
-  await foldsSettled();
-  ok(foldThreadRunning(), "the thread started after the change, and folded");
+  await thread.settled();
+  ok(thread.running, "the thread started after the change, and folded");
   const before = updater.list.state.base;
   const id = `e${n}`;
   store.set(id, entry(n++));
@@ -105,62 +125,76 @@ async function grownPastTheLimit() {
   ok(list.state.base !== before, "its fold is swapped in");
   assertEquals(list.size, store.size);
   assertEquals(list.match(ip(n - 1), "a", "/", 0)?.id, id);
-  await stopFolds();
 }
 
-Deno.test("foldOffThread(): a fold the thread does not answer in time is given up, logged to its folder's log, and folded again at a later change", async () => {
-  await stopFolds();
+Deno.test("IpListFoldThread.offThread: a fold the thread does not answer in time is given up, logged to its thread's log, and folded again at a later change", async () => {
   const logged: Array<[string, Record<string, unknown>]> = [];
-  const fold = createOffThreadFold((message, fields) => void logged.push([message, fields]));
-  // Another folder made after it (a second server in the process) logs its own folds only.
+  const deadlines = heldDeadlines();
+  const thread = new IpListFoldThread({
+    log: (message, fields) => void logged.push([message, fields]),
+    timeoutMs: 1,
+    deadline: deadlines.deadline,
+  });
+  // Another thread made after it (a second server in the process) logs its own folds only.
   const other: string[] = [];
-  createOffThreadFold((message) => void other.push(message));
-  const before = setFoldTimeout(1);
+  const second = new IpListFoldThread({ log: (message) => void other.push(message) });
   try {
     const store = new Map<string, IpListItem>();
     for (let i = 0; i < 60_000; i++) store.set(`e${i}`, entry(i));
-    const updater = ipListUpdater([...store.values()], fold);
+    const updater = ipListUpdater([...store.values()], thread.offThread);
     const n = addUntilFolding(store, updater, store.size);
-    // The fold of 60,000 entries takes far longer than 1 ms: given up.
-    await foldsSettled();
+    // Its deadline passes before the thread can answer (no answer is read in this turn).
+    assertEquals(deadlines.pending, 1, "the fold waits for its answer");
+    deadlines.fire();
+    await thread.settled();
     assertEquals(updater.folding, false, "the fold given up");
-    assertEquals(foldThreadRunning(), false, "the stuck thread ended");
+    assertEquals(thread.running, false, "the stuck thread ended");
     assertEquals(logged.length, 1);
     assertEquals(logged[0]![0], "IP-list fold thread did not answer in time; restarting it");
     assertEquals(logged[0]![1]["timeout_ms"], 1);
     // The pending changes keep serving.
     const base = updater.list.state.base;
     assertEquals(updater.list.match(ip(n - 1), "a", "/", 0)?.id, `e${n - 1}`);
-    setFoldTimeout(NEVER_MS);
-    // The next change folds again, on a new thread, and a later one swaps it in.
-    const list = await foldAgain(store, updater, n);
+    // The next change folds again, on a new thread (its deadline left alone), and a later one
+    // swaps it in.
+    const list = await foldAgain(thread, store, updater, n);
     ok(list.state.base !== base, "the new base is in force");
     assertEquals(logged.length, 1);
-    assertEquals(other, [], "the other folder's log heard nothing");
+    assertEquals(other, [], "the other thread's log heard nothing");
   } finally {
-    setFoldTimeout(before);
-    await stopFolds();
+    await thread.stop();
+    await second.stop();
   }
 });
 
-Deno.test("stopFolds(): a fold the thread is stuck in does not hold the stop up; the list stays right and folds again later", async () => {
-  await stopFolds();
+Deno.test("IpListFoldThread.stop(): a fold the thread is stuck in does not hold the stop up; the list stays right and folds again later", async () => {
+  // The first thread never answers; the one started after the stop is the fold worker.
+  let starts = 0;
+  const thread = new IpListFoldThread({
+    spawn: () =>
+      starts++ === 0
+        ? stuckWorker()
+        : new Worker(new URL("../../../mod/protection/ip_list_fold_worker.ts", import.meta.url), {
+          type: "module",
+        }),
+  });
   const store = new Map<string, IpListItem>();
   for (let i = 0; i < 20_000; i++) store.set(`e${i}`, entry(i));
-  const updater = ipListUpdater([...store.values()], foldOffThread);
-  ok(foldThreadRunning(), "the full build started the thread");
-  // The thread busy for 20 s: the fold asked next waits behind it (its timeout is 30 s).
-  stallFoldThread(20_000);
+  const updater = ipListUpdater([...store.values()], thread.offThread);
+  ok(thread.running, "the full build started the thread");
+  // The fold asked next is never answered (its timeout is 30 s).
   const n = addUntilFolding(store, updater, store.size);
+  let bound: ReturnType<typeof setTimeout> | undefined;
   const stopped = await Promise.race([
-    stopFolds().then(() => "stopped"),
-    new Promise((r) => setTimeout(() => r("still waiting after 5 s"), 5_000)),
+    thread.stop().then(() => "stopped"),
+    new Promise((r) => bound = setTimeout(() => r("still waiting after 5 s"), 5_000)),
   ]);
+  clearTimeout(bound);
   assertEquals(stopped, "stopped");
-  assertEquals(foldThreadRunning(), false);
+  assertEquals(thread.running, false);
   assertEquals(updater.folding, false, "the fold under way failed");
   assertEquals(updater.list.match(ip(n - 1), "a", "/", 0)?.id, `e${n - 1}`);
   // A later change folds again, on a new thread.
-  await foldAgain(store, updater, n);
-  await stopFolds();
+  await foldAgain(thread, store, updater, n);
+  await thread.stop();
 });

@@ -15,11 +15,7 @@ import {
 import { buildIpList, type IpList, type IpListItem, ipListOf } from "../../../engine/ip_list.ts";
 import { foldHere, type IpListFold, pendingLimit } from "../../../engine/ip_list_fold.ts";
 import { type IpListFolder, ipListUpdater } from "../../../mod/protection/ip_list_updater.ts";
-import {
-  foldOffThread,
-  foldsSettled,
-  stopFolds,
-} from "../../../mod/protection/ip_list_fold_thread.ts";
+import { IpListFoldThread } from "../../../mod/protection/ip_list_fold_thread.ts";
 
 /**
  * Addresses from a few small neighbourhoods of both families, so networks nest and collide
@@ -198,7 +194,9 @@ for (const seed of [1, 2, 3, 4]) {
   });
 }
 
-Deno.test("foldOffThread(): the thread's fold is the fold here, byte for byte, and the updater swaps it in", async () => {
+Deno.test("IpListFoldThread.offThread: the thread's fold is the fold here, byte for byte, and the updater swaps it in", async () => {
+  const thread = new IpListFoldThread();
+  const foldOffThread = thread.offThread;
   const r = seeded(41);
   const items = stored(Array.from({ length: 2000 }, (_, i) => item(r, `e${i}`)));
   const dropped = Uint32Array.from([0, 5, 17, 1999]);
@@ -217,13 +215,13 @@ Deno.test("foldOffThread(): the thread's fold is the fold here, byte for byte, a
     updater.apply([id], (x) => store.get(x));
   }
   const before = updater.list.state.base;
-  await foldsSettled();
+  await thread.settled();
   store.delete("e3");
   const list = updater.apply(["e3"], (x) => store.get(x));
   ok(list.state.base !== before, "the new base is in force");
   assertEquals(updater.folding, false);
   sameAnswers(r, list, buildIpList(stored(store.values())), 300, "after the swap");
-  await stopFolds();
+  await thread.stop();
 });
 
 Deno.test("ipListUpdater(): folds keep no earlier base alive (memory stays one base and a patch)", async () => {
@@ -233,7 +231,7 @@ Deno.test("ipListUpdater(): folds keep no earlier base alive (memory stays one b
     import { ipListUpdater } from ${
     JSON.stringify(import.meta.resolve("../../../mod/protection/ip_list_updater.ts"))
   };
-    import { foldOffThread, foldsSettled, stopFolds } from ${
+    import { IpListFoldThread } from ${
     JSON.stringify(import.meta.resolve("../../../mod/protection/ip_list_fold_thread.ts"))
   };
     import { parseCidr } from ${
@@ -245,9 +243,10 @@ Deno.test("ipListUpdater(): folds keep no earlier base alive (memory stays one b
         pathPrefix: null, expiresAt: null }, { position: i, createdAt: 0 }];
     };
     const out = {};
+    const thread = new IpListFoldThread();
     for (const where of ["here", "thread"]) {
       const updater = ipListUpdater(Array.from({ length: 3000 }, (_, i) => item(i)),
-        where === "here" ? undefined : foldOffThread);
+        where === "here" ? undefined : thread.offThread);
       const firsts = [];
       let next = 3000;
       // A function: the loop's own scope would hold its last base.
@@ -259,12 +258,12 @@ Deno.test("ipListUpdater(): folds keep no earlier base alive (memory stays one b
       };
       while (firsts.length < 4) {
         step();
-        await foldsSettled();
+        await thread.settled();
       }
       for (let k = 0; k < 3; k++) { globalThis.gc(); await new Promise((r) => setTimeout(r, 0)); }
       out[where] = firsts.filter((w) => w.deref() !== undefined).length;
     }
-    await stopFolds();
+    await thread.stop();
     console.log(JSON.stringify(out));
   `;
   const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
