@@ -37,7 +37,13 @@ import { createEdgeResponder } from "../routes/proxy/edge_response.ts";
 import { startTlsFront, type TlsFront } from "../routes/proxy/tls_front.ts";
 import { openApiSecStore } from "./apisec.ts";
 import { protectionCompiler } from "./protection.ts";
-import type { AlapArgs, FromWorker, ToWorker, UpstreamOk, WorkerInit } from "./data_workers.ts";
+import type {
+  AlapArgs,
+  FromWorker,
+  ToWorker,
+  UpstreamOk,
+  WorkerInit,
+} from "./data_worker_protocol.ts";
 import { useHealthOrder } from "../mod/data_plane/upstream_pool.ts";
 import { createOkReports } from "../mod/data_plane/upstream_mirror.ts";
 import type { Sample } from "../mod/apisec/inventory.ts";
