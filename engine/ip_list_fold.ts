@@ -194,10 +194,15 @@ function interned(s: Sources, a: Interned, b: Interned): Interned {
   return { table, refs };
 }
 
-function compareNetworks(a: Uint32Array, i: number, b: Uint32Array, j: number, width: number) {
-  if (width === 1) return a[i]! - b[j]!;
-  for (let w = 0; w < width; w++) {
-    const d = a[i * width + w]! - b[j * width + w]!;
+/** Network `i` of `a` against network `j` of `b`, IPv4 (one word each). */
+function compareV4(a: Uint32Array, i: number, b: Uint32Array, j: number): number {
+  return a[i]! - b[j]!;
+}
+
+/** The same for IPv6 (four words each). */
+function compareV6(a: Uint32Array, i: number, b: Uint32Array, j: number): number {
+  for (let w = 0; w < 4; w++) {
+    const d = a[i * 4 + w]! - b[j * 4 + w]!;
     if (d !== 0) return d;
   }
   return 0;
@@ -211,15 +216,22 @@ interface Payloads {
   at: number;
 }
 
+/** One family's merge: where the entries come from, its words per network, the payloads. */
+interface FamilyMerge {
+  readonly s: Sources;
+  readonly width: 1 | 4;
+  readonly pay: Payloads;
+}
+
 /** One level of the fold (`la` from the base, `lb` added), or undefined when it is empty. */
 function level(
-  s: Sources,
+  m: FamilyMerge,
   prefix: number,
   la: Pick<IpLevel, "networks" | "starts">,
   lb: Pick<IpLevel, "networks" | "starts">,
-  width: number,
-  pay: Payloads,
 ): IpLevel | undefined {
+  const { s, width, pay } = m;
+  const compareNetworks = width === 1 ? compareV4 : compareV6;
   const { newOfBase, newOfAdded } = s;
   const { a: payA, b: payB, out: payOut } = pay;
   const na = la.starts.length - 1;
@@ -231,7 +243,7 @@ function level(
   let i = 0;
   let j = 0;
   while (i < na || j < nb) {
-    const d = i >= na ? 1 : j >= nb ? -1 : compareNetworks(la.networks, i, lb.networks, j, width);
+    const d = i >= na ? 1 : j >= nb ? -1 : compareNetworks(la.networks, i, lb.networks, j);
     const begin = at;
     // Both runs are in entry order, and new numbers keep each source's order: merge them.
     let x = d <= 0 ? la.starts[i]! : 0;
@@ -275,19 +287,13 @@ function level(
 const NO_LEVEL = { networks: new Uint32Array(0), starts: new Uint32Array(1) };
 
 /** One family's levels of the fold, most specific first. */
-function levels(
-  s: Sources,
-  a: readonly IpLevel[],
-  b: readonly IpLevel[],
-  width: number,
-  pay: Payloads,
-): IpLevel[] {
+function levels(m: FamilyMerge, a: readonly IpLevel[], b: readonly IpLevel[]): IpLevel[] {
   const prefixes = [...new Set([...a, ...b].map((l) => l.prefix))].sort((x, y) => y - x);
   const out: IpLevel[] = [];
   for (const prefix of prefixes) {
     const la = a.find((l) => l.prefix === prefix) ?? NO_LEVEL;
     const lb = b.find((l) => l.prefix === prefix) ?? NO_LEVEL;
-    const merged = level(s, prefix, la, lb, width, pay);
+    const merged = level(m, prefix, la, lb);
     if (merged) out.push(merged);
   }
   return out;
@@ -312,8 +318,8 @@ export function foldTables(
     out: shared(Uint32Array, total),
     at: 0,
   };
-  const v4 = levels(s, base.set.v4, added.set.v4, 1, pay);
-  const v6 = levels(s, base.set.v6, added.set.v6, 4, pay);
+  const v4 = levels({ s, width: 1, pay }, base.set.v4, added.set.v4);
+  const v6 = levels({ s, width: 4, pay }, base.set.v6, added.set.v6);
   const set: IpTables<Uint32Array> = { size: total, v4, v6, payloads: pay.out };
   return {
     ids: packed(s, base.ids, added.ids),
