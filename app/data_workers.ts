@@ -143,9 +143,10 @@ export class WorkerPool implements DataWorkerPool, SlotHost {
     return this.#started?.wiring.connections;
   }
 
-  async flush(): Promise<void> {
+  /** Bound: the data plane's access log calls it before each read. */
+  readonly flush = async (): Promise<void> => {
     await this.questions.ask(this.slots, (id) => ({ t: "flush", id }));
-  }
+  };
 
   async start(w: PoolWiring): Promise<void> {
     this.#started = {
