@@ -15,9 +15,8 @@ import { guardUnhandledRejections } from "../mod/core/unhandled.ts";
 import type { Clock } from "../mod/core/clock.ts";
 import type { Random } from "../mod/core/random.ts";
 import { createSecretBox, TOTP_KEY_FILE } from "../mod/core/secret_box.ts";
-import { type AccessRecord, recordLines } from "../mod/data_plane/access_record.ts";
-import { isEventRecord } from "../mod/data_plane/record_events.ts";
-import { SiteCounterSet, takeCounts } from "../mod/data_plane/site_counters.ts";
+import { SiteCounterSet } from "../mod/data_plane/site_counters.ts";
+import { RecordBatch } from "./data_worker_records.ts";
 import { createPolicy, type Policy } from "../mod/data_plane/policy.ts";
 import {
   applyDelta,
@@ -41,25 +40,12 @@ import { createEdgeResponder } from "../routes/proxy/edge_response.ts";
 import { startTlsFront, type TlsFront } from "../routes/proxy/tls_front.ts";
 import { openApiSecStore } from "./apisec.ts";
 import { protectionCompiler } from "./protection.ts";
-import type {
-  AlapArgs,
-  FromWorker,
-  ToWorker,
-  UpstreamOk,
-  WorkerInit,
-} from "./data_worker_protocol.ts";
+import type { FromWorker, ToWorker, UpstreamOk, WorkerInit } from "./data_worker_protocol.ts";
 import { useHealthOrder } from "../mod/data_plane/upstream_pool.ts";
 import { createOkReports } from "../mod/data_plane/upstream_mirror.ts";
-import type { Sample } from "../mod/apisec/inventory.ts";
 import { shortenThreadSlice } from "../mod/core/thread_slice.ts";
 
-/**
- * Records go in batches, at most {@link BATCH} or {@link FLUSH_MS} after the first: each batch
- * wakes the main thread and the writer thread once (see docs/data-plane.md, "One owner on the
- * main thread"); reads through the API flush at once.
- */
-const BATCH = 256;
-const FLUSH_MS = 50;
+/** How often a worker reports its cache's and front's counters and its upstreams' successes. */
 const STATS_MS = 1000;
 
 function post(message: FromWorker): void {
@@ -82,76 +68,6 @@ function forwardingLogger(worker: number): Logger {
     }
   };
   return { debug: send("debug"), info: send("info"), warn: send("warn"), error: send("error") };
-}
-
-/**
- * What this worker sends the main thread in batches (one message, one wake-up of the main thread,
- * per {@link FLUSH_MS} at most): the records already serialised as the access log's rows (one
- * string: `db/access_log_lines.ts`), what the requests added to the site counters (this thread
- * counts them as the transaction's exit does anywhere) and, whole, only the records the main
- * thread's events and realtime feed look at; ALAP observations and API-discovery samples ride
- * along. A read through the management API asks for them at once (`flush`), so a trace id just
- * answered is found.
- */
-class RecordBatch {
-  #lines: string[] = [];
-  #events: AccessRecord[] = [];
-  #alap: AlapArgs[] = [];
-  #samples: Sample[] = [];
-  #timer: ReturnType<typeof setTimeout> | undefined;
-  readonly #counters: SiteCounterSet;
-
-  constructor(counters: SiteCounterSet) {
-    this.#counters = counters;
-  }
-
-  /** The access log the proxy writes each finished request to. */
-  readonly accessLog = {
-    push: (record: AccessRecord): boolean => {
-      this.#lines.push(recordLines(record));
-      if (isEventRecord(record)) this.#events.push(record);
-      if (this.#lines.length >= BATCH) this.flush();
-      else this.#later();
-      return true;
-    },
-  };
-
-  /** ALAP's `observe` here: the observation goes to the main thread's one tracker. */
-  readonly observe = (...args: AlapArgs): void => {
-    this.#alap.push(args);
-    this.#later();
-  };
-
-  /** API discovery's `sample` here: the sample goes to the main thread's inventory. */
-  readonly sample = (sample: Sample): void => {
-    this.#samples.push(sample);
-    this.#later();
-  };
-
-  /** Sends what is held now. */
-  flush(): void {
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
-    this.#timer = undefined;
-    const lines = this.#lines;
-    if (lines.length === 0 && this.#alap.length === 0 && this.#samples.length === 0) return;
-    post({
-      t: "records",
-      lines: lines.join(""),
-      count: lines.length,
-      events: this.#events,
-      counts: lines.length === 0 ? [] : takeCounts(this.#counters),
-      alap: this.#alap,
-      samples: this.#samples,
-    });
-    this.#lines = [];
-    this.#events = [];
-    this.#alap = [];
-    this.#samples = [];
-  }
-
-  #later(): void {
-    this.#timer ??= setTimeout(() => this.flush(), FLUSH_MS);
-  }
 }
 
 /** The policy this worker enforces: compiled from the main thread's snapshot, then each delta. */
@@ -381,7 +297,7 @@ async function start(init: WorkerInit): Promise<void> {
     logger,
     shared,
     policy: policy.policy,
-    batch: new RecordBatch(policy.counters),
+    batch: new RecordBatch(policy.counters, post),
     cache: createEdgeCache(),
     acme,
   };
