@@ -11,7 +11,7 @@ import { type ClusterCa, loadClusterCa } from "../mod/cluster/cluster_ca.ts";
 import { createEnrollment } from "../mod/cluster/enrollment.ts";
 import { createJoinTokens } from "../mod/cluster/join_tokens.ts";
 import { NodeAgent } from "../mod/cluster/node_agent.ts";
-import { createRegistry, registryCollector } from "../mod/cluster/registry.ts";
+import { createRegistry, type Registry, registryCollector } from "../mod/cluster/registry.ts";
 import type { Collector } from "../mod/monitor/exposition.ts";
 import { createPolicyFollower, createPolicySource } from "../mod/cluster/policy_sync.ts";
 import { createClusterPolicyRepo } from "../db/cluster_policy_repo.ts";
@@ -160,56 +160,8 @@ async function createController(deps: ClusterDeps): Promise<ClusterPlane> {
     policyChanged: () => source.changed(),
     collector: registryCollector(() => registry.list()),
     localWrites: (r) => r,
-    health() {
-      const nodes = registry.list().map((n) => ({
-        id: n.id,
-        name: n.name,
-        state: n.state,
-        healthy: n.state === "online",
-        last_heartbeat_at: n.last_heartbeat_at,
-        policy_current: n.policy_current,
-      }));
-      const active = nodes.filter((n) => n.state !== "revoked");
-      const degraded = active.some((n) => n.state === "stale" || n.state === "offline");
-      return {
-        healthy: true,
-        body: {
-          mode: nodes.length > 0 ? "controller" : "standalone",
-          status: degraded ? "degraded" : "healthy",
-          ...(nodes.length > 0
-            ? {
-              counts: Object.fromEntries(
-                ["enrolled", "online", "stale", "offline", "revoked"].map((
-                  s,
-                ) => [s, nodes.filter((n) => n.state === s).length]),
-              ),
-            }
-            : {}),
-          nodes: nodes.length > 0 ? nodes : [{ id: "local", healthy: true }],
-        },
-      };
-    },
-    async listen(app) {
-      if (!listenAddr) return undefined;
-      return await listenMtls({
-        name: "cluster",
-        hostname: listenAddr.hostname,
-        port: listenAddr.port,
-        cert: ca.server.cert,
-        key: ca.server.key,
-        ca: ca.ca.cert,
-        maxBodyBytes: 1_048_576,
-        handler: (req, info) => {
-          const path = new URL(req.url).pathname;
-          if (!CLUSTER_PATHS.test(path)) {
-            return Response.json({
-              error: { code: "NOT_FOUND", message: "Not a cluster endpoint" },
-            }, { status: 404 });
-          }
-          return app.fetch(req, { remoteAddr: info.remoteAddr, tls: true, peer: info.peer });
-        },
-      });
-    },
+    health: () => controllerHealth(registry.list()),
+    listen: (app) => listenCluster(listenAddr, ca, app),
     start() {
       sweeper = setInterval(() => {
         try {
@@ -235,21 +187,118 @@ function refuseLocalWrite(): never {
 }
 
 async function createNodeRole(deps: ClusterDeps): Promise<ClusterPlane> {
-  const c = deps.config.cluster;
-  let identity = await loadNodeIdentity(deps.dataDir);
-  const token = deps.joinToken ?? c.join_token;
+  const identity = await loadNodeIdentity(deps.dataDir);
   const problem = await nodeJoinProblem(deps.config, deps.dataDir, deps.joinToken);
   if (problem) throw new ConfigProblemError([problem]);
-  let joinProblem: string | undefined;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let stopped = false;
-  let agent: NodeAgent | undefined;
-  const name = c.name ?? Deno.hostname();
-  let rebuild: (() => void) | undefined;
-  const startAgent = (id: NodeIdentity) => {
-    if (stopped) return;
+  return new NodeRole(deps, identity);
+}
+
+/**
+ * A node: its identity (joined with the one-time token once, retried in the background until it
+ * succeeds or is refused) and, once joined, its heartbeat agent.
+ */
+class NodeRole implements ClusterPlane {
+  readonly role = "node";
+  readonly routes = clusterRoutes(undefined);
+  readonly ca = undefined;
+  readonly #deps: ClusterDeps;
+  readonly #name: string;
+  #identity: NodeIdentity | undefined;
+  #joinProblem: string | undefined;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #stopped = false;
+  #agent: NodeAgent | undefined;
+  #rebuild: (() => void) | undefined;
+
+  constructor(deps: ClusterDeps, identity: NodeIdentity | undefined) {
+    this.#deps = deps;
+    this.#identity = identity;
+    this.#name = deps.config.cluster.name ?? Deno.hostname();
+  }
+
+  identity(): NodeIdentity | undefined {
+    return this.#identity;
+  }
+
+  agent(): NodeAgent | undefined {
+    return this.#agent;
+  }
+
+  authenticate(): Promise<boolean> {
+    return Promise.resolve(false);
+  }
+
+  sweep(): void {}
+
+  policyChanged(): void {}
+
+  readonly collector: Collector = (out) => {
+    out.family(
+      "waf_cluster_controller_connected",
+      "gauge",
+      "1 when this node's last heartbeat was accepted by its controller",
+    );
+    out.sample(
+      "waf_cluster_controller_connected",
+      {},
+      this.#agent?.status().link === "connected" ? 1 : 0,
+    );
+  };
+
+  localWrites(routes: readonly RouteDef[]): readonly RouteDef[] {
+    return routes.map((r) =>
+      r.access.kind === "permission" && r.access.permission.startsWith("write:")
+        ? { ...r, handler: refuseLocalWrite }
+        : r
+    );
+  }
+
+  health() {
+    const identity = this.#identity;
+    const enrolled = identity !== undefined;
+    const link = this.#agent?.status();
+    const problem = this.#joinProblem ?? link?.last_error ?? undefined;
+    return {
+      healthy: enrolled,
+      body: {
+        mode: "node",
+        status: enrolled && link?.link === "connected" ? "healthy" : "degraded",
+        node_id: identity?.nodeId ?? null,
+        name: this.#name,
+        controller: this.#deps.config.cluster.controller_url,
+        enrolled,
+        ...(link ?? {}),
+        ...(problem ? { problem } : {}),
+      },
+    };
+  }
+
+  listen(): Promise<Listener | undefined> {
+    return Promise.resolve(undefined);
+  }
+
+  start(data: { readonly rebuild: () => void }): void {
+    this.#rebuild = data.rebuild;
+    const identity = this.#identity;
+    if (identity) {
+      this.#deps.logger.info("cluster node identity loaded", { node_id: identity.nodeId });
+      this.#startAgent(identity);
+      return;
+    }
+    void this.#tryJoin();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    await this.#agent?.stop();
+  }
+
+  #startAgent(id: NodeIdentity): void {
+    if (this.#stopped) return;
+    const deps = this.#deps;
     const tx = <T>(fn: () => T): T => transaction(deps.db, fn);
-    agent = new NodeAgent({
+    this.#agent = new NodeAgent({
       policy: createPolicyFollower({
         nodeId: id.nodeId,
         repo: policyRows(deps),
@@ -257,109 +306,108 @@ async function createNodeRole(deps: ClusterDeps): Promise<ClusterPlane> {
         clock: deps.clock,
         logger: deps.logger,
         transaction: tx,
-        rebuild: () => rebuild?.(),
+        rebuild: () => this.#rebuild?.(),
       }),
       identity: id,
       clock: deps.clock,
       logger: deps.logger,
-      intervalMs: durationMs(c.heartbeat_interval),
+      intervalMs: durationMs(deps.config.cluster.heartbeat_interval),
       counters: () => deps.counters.all(),
       health: deps.ready,
       saveRenewal: (renewed) => saveRenewedCertificate(deps.dataDir, renewed),
     });
-    agent.start();
-  };
+    this.#agent.start();
+  }
 
-  const tryJoin = async () => {
-    timer = undefined;
-    if (stopped || identity) return;
+  async #tryJoin(): Promise<void> {
+    this.#timer = undefined;
+    if (this.#stopped || this.#identity) return;
+    const deps = this.#deps;
+    const c = deps.config.cluster;
     try {
-      identity = await joinCluster({
+      const identity = await joinCluster({
         dataDir: deps.dataDir,
         controllerUrl: c.controller_url!,
-        token: token!,
-        name,
+        token: (deps.joinToken ?? c.join_token)!,
+        name: this.#name,
       });
-      joinProblem = undefined;
+      this.#identity = identity;
+      this.#joinProblem = undefined;
       deps.logger.info("joined the cluster", {
         node_id: identity.nodeId,
         controller: identity.controllerUrl,
       });
-      startAgent(identity);
+      this.#startAgent(identity);
     } catch (err) {
       // A refused token or a CA that does not match the pin will not improve by retrying.
       const final = err instanceof AppError && err.status < 500;
-      joinProblem = err instanceof AppError ? err.code : "CONTROLLER_UNREACHABLE";
+      this.#joinProblem = err instanceof AppError ? err.code : "CONTROLLER_UNREACHABLE";
       deps.logger.error(final ? "joining the cluster was refused" : "cannot reach the controller", {
         controller: c.controller_url,
-        code: joinProblem,
+        code: this.#joinProblem,
         error: err instanceof AppError ? err.message : String((err as Error)?.message ?? err),
       });
-      if (!final && !stopped) timer = setTimeout(tryJoin, JOIN_RETRY_MS);
+      if (!final && !this.#stopped) this.#timer = setTimeout(() => this.#tryJoin(), JOIN_RETRY_MS);
     }
-  };
+  }
+}
 
+/** What `/health/cluster` shows on a controller: each node's state, counted by state. */
+function controllerHealth(list: ReturnType<Registry["list"]>) {
+  const nodes = list.map((n) => ({
+    id: n.id,
+    name: n.name,
+    state: n.state,
+    healthy: n.state === "online",
+    last_heartbeat_at: n.last_heartbeat_at,
+    policy_current: n.policy_current,
+  }));
+  const active = nodes.filter((n) => n.state !== "revoked");
+  const degraded = active.some((n) => n.state === "stale" || n.state === "offline");
   return {
-    role: "node",
-    routes: clusterRoutes(undefined),
-    ca: undefined,
-    identity: () => identity,
-    agent: () => agent,
-    authenticate: () => Promise.resolve(false),
-    sweep() {},
-    policyChanged() {},
-    collector(out) {
-      out.family(
-        "waf_cluster_controller_connected",
-        "gauge",
-        "1 when this node's last heartbeat was accepted by its controller",
-      );
-      out.sample(
-        "waf_cluster_controller_connected",
-        {},
-        agent?.status().link === "connected" ? 1 : 0,
-      );
-    },
-    localWrites: (routes) =>
-      routes.map((r) =>
-        r.access.kind === "permission" && r.access.permission.startsWith("write:")
-          ? { ...r, handler: refuseLocalWrite }
-          : r
-      ),
-    health() {
-      const enrolled = identity !== undefined;
-      const link = agent?.status();
-      const problem = joinProblem ?? link?.last_error ?? undefined;
-      return {
-        healthy: enrolled,
-        body: {
-          mode: "node",
-          status: enrolled && link?.link === "connected" ? "healthy" : "degraded",
-          node_id: identity?.nodeId ?? null,
-          name,
-          controller: c.controller_url,
-          enrolled,
-          ...(link ?? {}),
-          ...(problem ? { problem } : {}),
-        },
-      };
-    },
-    listen: () => Promise.resolve(undefined),
-    start(data) {
-      rebuild = data.rebuild;
-      if (identity) {
-        deps.logger.info("cluster node identity loaded", { node_id: identity.nodeId });
-        startAgent(identity);
-        return;
-      }
-      void tryJoin();
-    },
-    async stop() {
-      stopped = true;
-      if (timer !== undefined) clearTimeout(timer);
-      await agent?.stop();
+    healthy: true,
+    body: {
+      mode: nodes.length > 0 ? "controller" : "standalone",
+      status: degraded ? "degraded" : "healthy",
+      ...(nodes.length > 0
+        ? {
+          counts: Object.fromEntries(
+            ["enrolled", "online", "stale", "offline", "revoked"].map((
+              s,
+            ) => [s, nodes.filter((n) => n.state === s).length]),
+          ),
+        }
+        : {}),
+      nodes: nodes.length > 0 ? nodes : [{ id: "local", healthy: true }],
     },
   };
+}
+
+/** The controller's mTLS cluster listener, serving only the cluster paths of `app`. */
+async function listenCluster(
+  listenAddr: { readonly hostname: string; readonly port: number } | undefined,
+  ca: ClusterCa,
+  app: Hono<Env>,
+): Promise<Listener | undefined> {
+  if (!listenAddr) return undefined;
+  return await listenMtls({
+    name: "cluster",
+    hostname: listenAddr.hostname,
+    port: listenAddr.port,
+    cert: ca.server.cert,
+    key: ca.server.key,
+    ca: ca.ca.cert,
+    maxBodyBytes: 1_048_576,
+    handler: (req, info) => {
+      const path = new URL(req.url).pathname;
+      if (!CLUSTER_PATHS.test(path)) {
+        return Response.json({
+          error: { code: "NOT_FOUND", message: "Not a cluster endpoint" },
+        }, { status: 404 });
+      }
+      return app.fetch(req, { remoteAddr: info.remoteAddr, tls: true, peer: info.peer });
+    },
+  });
 }
 
 /**

@@ -40,17 +40,21 @@ import type { AccessRecord } from "../mod/access_log/record.ts";
 import type { Random } from "../mod/core/random.ts";
 import { createSites, type Sites } from "../mod/data_plane/sites.ts";
 import { dataDirSiteKeys, resealLegacy, sealedSitesRepo } from "../mod/data_plane/site_keys.ts";
-import { createSnapshotTap, type PolicySnapshot } from "../mod/data_plane/policy_snapshot.ts";
+import {
+  createSnapshotTap,
+  type PolicySnapshot,
+  type SnapshotTap,
+} from "../mod/data_plane/policy_snapshot.ts";
 import type { EdgeCache } from "../mod/protection/edge_cache.ts";
 import type { DataHandler } from "../routes/proxy/status_page.ts";
 import { logRoutes } from "../routes/api/logs.ts";
-import { createProxyApp } from "../routes/proxy/data_app.ts";
+import { createProxyApp, type DataApp } from "../routes/proxy/data_app.ts";
 import type { Proxy } from "../routes/proxy/proxy.ts";
 import type { BrokenRequest } from "../routes/conn_framing.ts";
 import { limitsFromConfig } from "../routes/conn_front.ts";
 import { type ConnectionStats, createConnectionStats } from "../mod/core/connection_stats.ts";
 import { createProtectionPlane, openProtectionStore, type ProtectionPlane } from "./protection.ts";
-import { createServerFold, stopFolds } from "../engine/ip_list_fold.ts";
+import { IpListFoldThread } from "../mod/protection/ip_list_fold_thread.ts";
 import { type ApiSecPlane, createApiSecPlane, openApiSecStore } from "./apisec.ts";
 import type { RouteDef } from "../routes/api/route.ts";
 import { siteRoutes } from "../routes/api/sites.ts";
@@ -69,6 +73,8 @@ export interface DataPlane {
   readonly protection: ProtectionPlane;
   /** API security: settings, per-request runtime and routes. */
   readonly apisec: ApiSecPlane;
+  /** The IP list's fold thread (closing ends it; tests wait for its folds). */
+  readonly ipFolds: IpListFoldThread;
   /** Management routes of the data plane (`/api/sites`, `/api/logs`). */
   readonly routes: readonly RouteDef[];
   /** The plain-HTTP data listener's handler. */
@@ -126,47 +132,7 @@ export interface DataPlaneDeps {
 export function createDataPlane(deps: DataPlaneDeps): DataPlane {
   const { config, db, audit, clock, random, logger } = deps;
   // The policy first: what changes it (sites, protection services) gets it when built.
-  // Site private keys are sealed at rest; the ones an older build stored in plain text are
-  // sealed here, before the first policy build.
-  const rawSites = createSitesRepo(db);
-  const siteKeys = dataDirSiteKeys(deps.dataDir, random, logger);
-  const resealed = transaction(db, () => resealLegacy(rawSites, siteKeys));
-  if (resealed > 0) {
-    logger.info("sealed site private keys stored in plain text", { sites: resealed });
-  }
-  const sitesRepo = sealedSitesRepo(rawSites, siteKeys);
-  // With workers, every build's reads are recorded: the workers compile the same snapshot.
-  const tap = deps.workers ? createSnapshotTap() : undefined;
-  // A fold of the IP list given up on its thread (no answer in time) is logged, to this server's
-  // logger (the fold thread is the process's).
-  const ipFold = createServerFold((message, fields) => logger.warn(message, fields));
-  const store = openProtectionStore(db, config, tap?.source, ipFold);
-  const swapListeners: Array<() => void> = [];
-  // What the policy in force was built from: taken when a build completes, since a build that
-  // fails part-way leaves the tap with its partial reads (a restarted worker starting from those
-  // would lose every kind read after the failure: rate limits, threat feeds, API security).
-  let built: PolicySnapshot | undefined;
-  const record = (p: CompiledPolicy) =>
-    void (built = tap?.snapshot(p.version, p.protection?.ipList.state));
-  const policy = createPolicy({
-    listSites: tap ? () => tap.sites(sitesRepo.list()) : () => sitesRepo.list(),
-    clock,
-    compileProtection: store.compile,
-    compileApiSec: openApiSecStore(tap ? tap.get(store.repo) : store.repo).compile,
-    counters: deps.counters,
-    upstreamHealth: deps.upstreamHealth,
-    swapped: (p, ms) => {
-      record(p);
-      deps.swapped?.();
-      for (const l of swapListeners) l();
-      deps.events?.event("policy_swap", "policy swapped", {
-        version: p.version,
-        sites: p.sites.length,
-        compile_ms: Math.round(ms),
-      });
-    },
-  });
-  record(policy.current);
+  const { sitesRepo, ipFolds, store, policy, builds } = buildPolicy(deps);
   const started = startAccessLog(deps);
   const { pgSink } = started;
   // With workers, a read first collects what they hold, so a trace id just answered is found.
@@ -233,6 +199,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     proxy,
     protection,
     apisec,
+    ipFolds,
     routes: [
       ...siteRoutes(sites),
       ...logRoutes(accessLog, clock),
@@ -242,28 +209,11 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     handler,
     badFraming: (client, request) => proxy.refused(client, request),
     async startHttps() {
-      const listenAt = config.server.data.https_listen;
-      if (listenAt === undefined) return undefined;
-      const addr = parseListen(listenAt)!;
-      const limits = config.server.data.limits;
-      https = await startTlsFront({
-        hostname: addr.hostname,
-        port: addr.port,
-        policy,
-        handle: data.handle,
-        logger,
-        front: limits.enabled
-          ? {
-            limits: limitsFromConfig(limits),
-            stats: (deps.connections ?? createConnectionStats()).listener("data"),
-            onBadFraming: (client, request) => proxy.refused(client, request, "https"),
-          }
-          : undefined,
-      });
+      https = await startHttps({ deps, policy, data, proxy });
       return https;
     },
-    snapshot: () => built,
-    onSwap: (listener) => void swapListeners.push(listener),
+    snapshot: () => builds.snapshot,
+    onSwap: (listener) => builds.onSwap(listener),
     async close() {
       await https?.shutdown();
       await accessLog.stop();
@@ -272,9 +222,123 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
       await protection.close();
       // The IP list's fold thread ends now: a fold under way (stuck, say) fails, the list keeps
       // its base and pending changes, and shutdown does not wait for it.
-      await stopFolds();
+      await ipFolds.stop();
     },
   };
+}
+
+/**
+ * The compiled policy and what it is built from: the sealed sites, the protection store (its IP
+ * list folded on `ipFolds`) and, with workers, the reads of each build (`builds`).
+ */
+function buildPolicy(deps: DataPlaneDeps) {
+  const { config, db, clock, logger } = deps;
+  const sitesRepo = sealedSites(deps);
+  // With workers, every build's reads are recorded: the workers compile the same snapshot.
+  const tap = deps.workers ? createSnapshotTap() : undefined;
+  // A fold of the IP list given up on its thread (no answer in time) is logged.
+  const ipFolds = new IpListFoldThread({ log: (message, fields) => logger.warn(message, fields) });
+  const store = openProtectionStore(db, config, tap?.source, ipFolds.server);
+  const builds = new PolicyBuilds(tap);
+  const policy = createPolicy({
+    listSites: tap ? () => tap.sites(sitesRepo.list()) : () => sitesRepo.list(),
+    clock,
+    compileProtection: store.compile,
+    compileApiSec: openApiSecStore(tap ? tap.get(store.repo) : store.repo).compile,
+    counters: deps.counters,
+    upstreamHealth: deps.upstreamHealth,
+    swapped: (p, ms) => {
+      builds.record(p);
+      deps.swapped?.();
+      builds.swapped();
+      deps.events?.event("policy_swap", "policy swapped", {
+        version: p.version,
+        sites: p.sites.length,
+        compile_ms: Math.round(ms),
+      });
+    },
+  });
+  builds.record(policy.current);
+  return { sitesRepo, ipFolds, store, policy, builds };
+}
+
+/**
+ * The sites repository, private keys sealed at rest: the ones an older build stored in plain
+ * text are sealed here, before the first policy build.
+ */
+function sealedSites(deps: DataPlaneDeps) {
+  const { db, logger } = deps;
+  const rawSites = createSitesRepo(db);
+  const siteKeys = dataDirSiteKeys(deps.dataDir, deps.random, logger);
+  const resealed = transaction(db, () => resealLegacy(rawSites, siteKeys));
+  if (resealed > 0) {
+    logger.info("sealed site private keys stored in plain text", { sites: resealed });
+  }
+  return sealedSitesRepo(rawSites, siteKeys);
+}
+
+/** What the policy in force was built from, and who is told after each swap. */
+class PolicyBuilds {
+  readonly #tap: SnapshotTap | undefined;
+  readonly #listeners: Array<() => void> = [];
+  #built: PolicySnapshot | undefined;
+
+  constructor(tap: SnapshotTap | undefined) {
+    this.#tap = tap;
+  }
+
+  /** What the current policy was built from (only with a tap). */
+  get snapshot(): PolicySnapshot | undefined {
+    return this.#built;
+  }
+
+  /**
+   * Taken when a build completes, since a build that fails part-way leaves the tap with its
+   * partial reads (a restarted worker starting from those would lose every kind read after the
+   * failure: rate limits, threat feeds, API security).
+   */
+  record(p: CompiledPolicy): void {
+    this.#built = this.#tap?.snapshot(p.version, p.protection?.ipList.state);
+  }
+
+  onSwap(listener: () => void): void {
+    this.#listeners.push(listener);
+  }
+
+  swapped(): void {
+    for (const l of this.#listeners) l();
+  }
+}
+
+/** Opens the HTTPS listener when `server.data.https_listen` is set. */
+async function startHttps(
+  on: {
+    readonly deps: DataPlaneDeps;
+    readonly policy: Policy;
+    readonly data: DataApp;
+    readonly proxy: Proxy;
+  },
+): Promise<TlsFront | undefined> {
+  const { deps, policy, data, proxy } = on;
+  const { config, logger } = deps;
+  const listenAt = config.server.data.https_listen;
+  if (listenAt === undefined) return undefined;
+  const addr = parseListen(listenAt)!;
+  const limits = config.server.data.limits;
+  return await startTlsFront({
+    hostname: addr.hostname,
+    port: addr.port,
+    policy,
+    handle: data.handle,
+    logger,
+    front: limits.enabled
+      ? {
+        limits: limitsFromConfig(limits),
+        stats: (deps.connections ?? createConnectionStats()).listener("data"),
+        onBadFraming: (client, request) => proxy.refused(client, request, "https"),
+      }
+      : undefined,
+  });
 }
 
 /** The access-log pipeline: queue, writer thread, optional PostgreSQL shipper, retention. */

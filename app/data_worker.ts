@@ -12,44 +12,40 @@ import { systemClock } from "../mod/core/clock.ts";
 import type { LogFields, Logger, LogLevel } from "../mod/core/logger.ts";
 import { systemRandom } from "../mod/core/random.ts";
 import { guardUnhandledRejections } from "../mod/core/unhandled.ts";
+import type { Clock } from "../mod/core/clock.ts";
+import type { Random } from "../mod/core/random.ts";
 import { createSecretBox, TOTP_KEY_FILE } from "../mod/core/secret_box.ts";
-import { type AccessRecord, recordLines } from "../mod/access_log/record.ts";
-import { isEventRecord } from "../mod/data_plane/record_events.ts";
-import { SiteCounterSet, takeCounts } from "../mod/data_plane/site_counters.ts";
-import { createPolicy } from "../mod/data_plane/policy.ts";
+import { SiteCounterSet } from "../mod/data_plane/site_counters.ts";
+import { RecordBatch } from "./data_worker_records.ts";
+import { createPolicy, type Policy } from "../mod/data_plane/policy.ts";
 import {
   applyDelta,
   type PolicySnapshot,
   replaySnapshot,
+  type SnapshotDelta,
 } from "../mod/data_plane/policy_snapshot.ts";
-import { openSharedState } from "../mod/data_plane/shared_state.ts";
-import { createAcmeChallenges } from "../mod/data_plane/acme_challenges.ts";
+import { openSharedState, type SharedState } from "../mod/data_plane/shared_state.ts";
+import { type AcmeChallenges, createAcmeChallenges } from "../mod/data_plane/acme_challenges.ts";
 import { createApiSecRuntime } from "../mod/apisec/apisec_runtime.ts";
 import { SECRET_OWNER } from "../mod/apisec/apisec_settings.ts";
-import { createEdgeCache } from "../mod/protection/edge_cache.ts";
+import { createEdgeCache, type EdgeCache } from "../mod/protection/edge_cache.ts";
 import { createGoodBotVerifier, denoResolver } from "../mod/protection/good_bots.ts";
 import { createProtectionRuntime } from "../mod/protection/protection_runtime.ts";
 import { listen, type Listener } from "../routes/listen.ts";
 import { limitsFromConfig } from "../routes/conn_front.ts";
-import { createConnectionStats } from "../mod/core/connection_stats.ts";
-import { createProxyApp } from "../routes/proxy/data_app.ts";
+import { createConnectionStats, type ListenerConnections } from "../mod/core/connection_stats.ts";
+import { createProxyApp, type DataApp } from "../routes/proxy/data_app.ts";
+import type { Proxy } from "../routes/proxy/proxy.ts";
 import { createEdgeResponder } from "../routes/proxy/edge_response.ts";
 import { startTlsFront, type TlsFront } from "../routes/proxy/tls_front.ts";
 import { openApiSecStore } from "./apisec.ts";
 import { protectionCompiler } from "./protection.ts";
-import type { AlapArgs, FromWorker, ToWorker, UpstreamOk, WorkerInit } from "./data_workers.ts";
+import type { FromWorker, ToWorker, UpstreamOk, WorkerInit } from "./data_worker_protocol.ts";
 import { useHealthOrder } from "../mod/data_plane/upstream_pool.ts";
 import { createOkReports } from "../mod/data_plane/upstream_mirror.ts";
-import type { Sample } from "../mod/apisec/inventory.ts";
 import { shortenThreadSlice } from "../mod/core/thread_slice.ts";
 
-/**
- * Records are sent in batches: at most this many, or {@link FLUSH_MS} after the first. Each
- * batch wakes the main thread once (and the writer thread once): at 20 ms the wake-ups cost the
- * main thread about as much as the records themselves; reads through the API flush at once.
- */
-const BATCH = 256;
-const FLUSH_MS = 50;
+/** How often a worker reports its cache's and front's counters and its upstreams' successes. */
 const STATS_MS = 1000;
 
 function post(message: FromWorker): void {
@@ -74,91 +70,71 @@ function forwardingLogger(worker: number): Logger {
   return { debug: send("debug"), info: send("info"), warn: send("warn"), error: send("error") };
 }
 
-async function start(init: WorkerInit): Promise<void> {
-  const { config, index } = init;
-  const clock = systemClock;
-  const random = systemRandom;
-  const logger = forwardingLogger(index);
-  // As on the main thread of `waf serve`: a rejection nobody handled is logged, not a crash
-  // that drops this worker's connections (docs/reliability.md). Counted on this thread only.
-  guardUnhandledRejections(logger);
-  const shared = openSharedState(init.shared, index);
-  useHealthOrder(init.healthOrder);
+/** The policy this worker enforces: compiled from the main thread's snapshot, then each delta. */
+class WorkerPolicy {
+  readonly policy: Policy;
+  readonly counters = new SiteCounterSet();
+  #snapshot: PolicySnapshot;
 
-  let snapshot: PolicySnapshot = init.snapshot;
-  const replay = replaySnapshot(() => snapshot);
-  const compiler = protectionCompiler(config);
-  const apisec = openApiSecStore(replay.repo);
-  const counters = new SiteCounterSet();
-  const policy = createPolicy({
-    listSites: replay.listSites,
-    clock,
-    counters,
-    compileProtection: () => compiler.compile(replay.source),
-    compileApiSec: apisec.compile,
-    upstreamHealth: (site, upstream, event) =>
-      post({
-        t: "upstream",
-        site: { id: site.id, name: site.name },
-        upstream: {
-          origin: upstream.origin,
-          failures: upstream.failures,
-          downUntil: upstream.downUntil,
-        },
-        event,
-        seq: event === "up" ? upstream.okSeq : upstream.failedSeq,
-      }),
-  });
-
-  // Records go in batches (one message, one wake-up of the main thread, per FLUSH_MS at most),
-  // already serialised here as the access log's rows (one string: `mod/access_log/lines.ts`),
-  // with what the requests added to the site counters (this thread counts them as the
-  // transaction's exit does anywhere) and, whole, only the records the main thread's events and
-  // realtime feed look at; ALAP observations and API-discovery samples ride along. A read
-  // through the management API asks for them at once (`flush`), so a trace id just answered is
-  // found.
-  let lines: string[] = [];
-  let events: AccessRecord[] = [];
-  let alap: AlapArgs[] = [];
-  let samples: Sample[] = [];
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const flush = () => {
-    if (timer !== undefined) clearTimeout(timer);
-    timer = undefined;
-    if (lines.length === 0 && alap.length === 0 && samples.length === 0) return;
-    post({
-      t: "records",
-      lines: lines.join(""),
-      count: lines.length,
-      events,
-      counts: lines.length === 0 ? [] : takeCounts(counters),
-      alap,
-      samples,
+  constructor(init: WorkerInit, clock: Clock) {
+    this.#snapshot = init.snapshot;
+    const replay = replaySnapshot(() => this.#snapshot);
+    const compiler = protectionCompiler(init.config);
+    const apisec = openApiSecStore(replay.repo);
+    this.policy = createPolicy({
+      listSites: replay.listSites,
+      clock,
+      counters: this.counters,
+      compileProtection: () => compiler.compile(replay.source),
+      compileApiSec: apisec.compile,
+      upstreamHealth: (site, upstream, event) =>
+        post({
+          t: "upstream",
+          site: { id: site.id, name: site.name },
+          upstream: {
+            origin: upstream.origin,
+            failures: upstream.failures,
+            downUntil: upstream.downUntil,
+          },
+          event,
+          seq: event === "up" ? upstream.okSeq : upstream.failedSeq,
+        }),
     });
-    lines = [];
-    events = [];
-    alap = [];
-    samples = [];
-  };
-  const later = () => timer ??= setTimeout(flush, FLUSH_MS);
-  const accessLog = {
-    push(record: AccessRecord): boolean {
-      lines.push(recordLines(record));
-      if (isEventRecord(record)) events.push(record);
-      if (lines.length >= BATCH) flush();
-      else later();
-      return true;
-    },
-  };
+  }
 
-  const cache = createEdgeCache();
+  /** The snapshot's version, which the worker acknowledges. */
+  get version(): number {
+    return this.#snapshot.version;
+  }
+
+  /** Applies a swap's delta and compiles the policy again. */
+  apply(delta: SnapshotDelta): void {
+    this.#snapshot = applyDelta(this.#snapshot, delta);
+    this.policy.rebuild();
+  }
+}
+
+/** The per-thread services the data-plane app of a worker runs on. */
+interface WorkerServices {
+  readonly init: WorkerInit;
+  readonly clock: Clock;
+  readonly random: Random;
+  readonly logger: Logger;
+  readonly shared: SharedState;
+  readonly policy: Policy;
+  readonly batch: RecordBatch;
+  readonly cache: EdgeCache;
+  readonly acme: AcmeChallenges;
+}
+
+/** The data-plane Hono app on this worker's policy, protection controls and API security. */
+function workerApp(on: WorkerServices): { proxy: Proxy; data: DataApp } {
+  const { init, clock, random, logger, shared, batch } = on;
   const box = createSecretBox(`${init.dataDir}/${TOTP_KEY_FILE}`, random);
-  const acme = createAcmeChallenges();
-  for (const [host, token, answer] of init.acme) acme.add(host, token, answer);
-  const { proxy, data } = createProxyApp({
-    acme,
-    policy,
-    accessLog,
+  return createProxyApp({
+    acme: on.acme,
+    policy: on.policy,
+    accessLog: batch.accessLog,
     clock,
     random,
     logger,
@@ -172,31 +148,160 @@ async function start(init: WorkerInit): Promise<void> {
       }),
       clock,
       random,
-      edge: createEdgeResponder({ cache, clock }),
+      edge: createEdgeResponder({ cache: on.cache, clock }),
       goodBots: createGoodBotVerifier({ resolver: denoResolver, clock }),
-      alap: {
-        observe: (siteId, clientIp, traceId, inspection, alapPolicy) => {
-          alap.push([siteId, clientIp, traceId, inspection, alapPolicy]);
-          later();
-        },
-      },
+      alap: { observe: batch.observe },
     },
     apisec: createApiSecRuntime({
       clock,
       logger,
       openSecret: (sealed) => box.open(sealed, SECRET_OWNER),
-      inventory: {
-        sample: (s) => {
-          samples.push(s);
-          later();
-        },
-      },
+      inventory: { sample: batch.sample },
       limiter: shared.limiter,
       timeOffsetMs: shared.offsetMs,
       // Each worker samples its share of `sample_limit`: the process stays within the limit.
       sampleShares: init.workers,
     }),
   });
+}
+
+/**
+ * Reports every {@link STATS_MS} its cache's and connection front's counters, and each
+ * upstream's last success when it moved (the health route reads the main thread's pools; a
+ * failure is reported at once, as an "upstream" event).
+ */
+function startStatsReports(
+  policy: Policy,
+  cache: EdgeCache,
+  connections: ListenerConnections,
+): ReturnType<typeof setInterval> {
+  const okReports = createOkReports();
+  const upstreamOks = () => {
+    const oks: UpstreamOk[] = [];
+    for (const site of policy.current.sites) {
+      for (const u of site.pool.upstreams) {
+        if (okReports.moved(u)) oks.push([site.id, u.origin, u.lastOkAt, u.okSeq]);
+      }
+    }
+    return oks;
+  };
+  return setInterval(() => {
+    post({ t: "cache", stats: cache.stats() });
+    post({ t: "connections", stats: connections });
+    const oks = upstreamOks();
+    if (oks.length > 0) post({ t: "upstream_ok", oks });
+  }, STATS_MS);
+}
+
+/** One running worker: its policy, app, listeners and what the main thread tells it. */
+class DataWorker {
+  readonly #policy: WorkerPolicy;
+  readonly #batch: RecordBatch;
+  readonly #cache: EdgeCache;
+  readonly #acme: AcmeChallenges;
+  readonly #proxy: Proxy;
+  readonly #http: Listener;
+  /** The HTTPS front once started (messages are handled while it starts). */
+  #https: TlsFront | undefined;
+  readonly #connections: ListenerConnections;
+  readonly #stats: ReturnType<typeof setInterval>;
+
+  constructor(
+    parts: {
+      readonly policy: WorkerPolicy;
+      readonly services: WorkerServices;
+      readonly proxy: Proxy;
+      readonly http: Listener;
+      readonly connections: ListenerConnections;
+    },
+  ) {
+    this.#policy = parts.policy;
+    this.#batch = parts.services.batch;
+    this.#cache = parts.services.cache;
+    this.#acme = parts.services.acme;
+    this.#proxy = parts.proxy;
+    this.#http = parts.http;
+    this.#connections = parts.connections;
+    this.#stats = startStatsReports(parts.policy.policy, this.#cache, parts.connections);
+  }
+
+  /** Its HTTPS front started: a drain ends it too. */
+  servesHttps(front: TlsFront): void {
+    this.#https = front;
+  }
+
+  /** The policy version it enforces (its answer to each swap, and to its start). */
+  get version(): number {
+    return this.#policy.version;
+  }
+
+  async handle(m: ToWorker): Promise<void> {
+    switch (m.t) {
+      case "policy":
+        this.#policy.apply(m.delta);
+        post({ t: "ack", version: this.version });
+        return;
+      case "acme":
+        if (m.answer === null) this.#acme.remove(m.host, m.token);
+        else this.#acme.add(m.host, m.token, m.answer);
+        return;
+      case "flush":
+        this.#batch.flush();
+        post({ t: "flushed", id: m.id });
+        return;
+      case "purge":
+        post({ t: "purged", id: m.id, count: this.#cache.purge(m.siteId, m.pathPrefix) });
+        return;
+      case "crash":
+        // The test hook: an uncaught error, as a bug would raise.
+        setTimeout(() => {
+          throw new Error("data-plane worker crash requested (test hook)");
+        });
+        return;
+      case "stall": {
+        // The test hook: a blocked event loop; messages after this one wait.
+        const end = Date.now() + m.ms;
+        while (Date.now() < end) { /* busy */ }
+        return;
+      }
+      case "drain":
+        clearInterval(this.#stats);
+        post({ t: "connections", stats: this.#connections });
+        await this.#http.shutdown();
+        await this.#https?.shutdown();
+        this.#batch.flush();
+        this.#proxy.close();
+        post({ t: "drained" });
+        return;
+    }
+  }
+}
+
+async function start(init: WorkerInit): Promise<void> {
+  const { config, index } = init;
+  const clock = systemClock;
+  const random = systemRandom;
+  const logger = forwardingLogger(index);
+  // As on the main thread of `waf serve`: a rejection nobody handled is logged, not a crash
+  // that drops this worker's connections (docs/reliability.md). Counted on this thread only.
+  guardUnhandledRejections(logger);
+  const shared = openSharedState(init.shared, index);
+  useHealthOrder(init.healthOrder);
+  const policy = new WorkerPolicy(init, clock);
+  const acme = createAcmeChallenges();
+  for (const [host, token, answer] of init.acme) acme.add(host, token, answer);
+  const services: WorkerServices = {
+    init,
+    clock,
+    random,
+    logger,
+    shared,
+    policy: policy.policy,
+    batch: new RecordBatch(policy.counters, post),
+    cache: createEdgeCache(),
+    acme,
+  };
+  const { proxy, data } = workerApp(services);
   // The front's counters; the main thread adds every worker's up (`waf_connections_*`).
   const connections = createConnectionStats().listener("data");
   const http: Listener = listen({
@@ -214,86 +319,29 @@ async function start(init: WorkerInit): Promise<void> {
       }
       : undefined,
   });
-  let https: TlsFront | undefined;
-  // Each upstream's last success, reported when it moved (the health route reads the main
-  // thread's pools; a failure is reported at once, as an "upstream" event).
-  const okReports = createOkReports();
-  const upstreamOks = () => {
-    const oks: UpstreamOk[] = [];
-    for (const site of policy.current.sites) {
-      for (const u of site.pool.upstreams) {
-        if (okReports.moved(u)) oks.push([site.id, u.origin, u.lastOkAt, u.okSeq]);
-      }
-    }
-    return oks;
-  };
-  const stats = setInterval(() => {
-    post({ t: "cache", stats: cache.stats() });
-    post({ t: "connections", stats: connections });
-    const oks = upstreamOks();
-    if (oks.length > 0) post({ t: "upstream_ok", oks });
-  }, STATS_MS);
-
-  self.onmessage = async (e: MessageEvent<ToWorker>) => {
-    const m = e.data;
-    switch (m.t) {
-      case "policy":
-        snapshot = applyDelta(snapshot, m.delta);
-        policy.rebuild();
-        post({ t: "ack", version: snapshot.version });
-        return;
-      case "acme":
-        if (m.answer === null) acme.remove(m.host, m.token);
-        else acme.add(m.host, m.token, m.answer);
-        return;
-      case "flush":
-        flush();
-        post({ t: "flushed", id: m.id });
-        return;
-      case "purge":
-        post({ t: "purged", id: m.id, count: cache.purge(m.siteId, m.pathPrefix) });
-        return;
-      case "crash":
-        // The test hook: an uncaught error, as a bug would raise.
-        setTimeout(() => {
-          throw new Error("data-plane worker crash requested (test hook)");
-        });
-        return;
-      case "stall": {
-        // The test hook: a blocked event loop; messages after this one wait.
-        const end = Date.now() + m.ms;
-        while (Date.now() < end) { /* busy */ }
-        return;
-      }
-      case "drain":
-        clearInterval(stats);
-        post({ t: "connections", stats: connections });
-        await http.shutdown();
-        await https?.shutdown();
-        flush();
-        proxy.close();
-        post({ t: "drained" });
-        return;
-    }
-  };
+  const worker = new DataWorker({ policy, services, proxy, http, connections });
+  // The real handler from here on: messages that come while the HTTPS front starts are handled.
+  self.onmessage = (e: MessageEvent<ToWorker>) => void worker.handle(e.data);
   if (init.https) {
-    https = await startTlsFront({
-      hostname: init.https.hostname,
-      port: init.https.port,
-      policy,
-      handle: data.handle,
-      logger,
-      reusePort: true,
-      front: config.server.data.limits.enabled
-        ? {
-          limits: limitsFromConfig(config.server.data.limits, init.workers),
-          stats: connections,
-          onBadFraming: (client, request) => proxy.refused(client, request, "https"),
-        }
-        : undefined,
-    });
+    worker.servesHttps(
+      await startTlsFront({
+        hostname: init.https.hostname,
+        port: init.https.port,
+        policy: policy.policy,
+        handle: data.handle,
+        logger,
+        reusePort: true,
+        front: config.server.data.limits.enabled
+          ? {
+            limits: limitsFromConfig(config.server.data.limits, init.workers),
+            stats: connections,
+            onBadFraming: (client, request) => proxy.refused(client, request, "https"),
+          }
+          : undefined,
+      }),
+    );
   }
-  post({ t: "ack", version: snapshot.version });
+  post({ t: "ack", version: worker.version });
 }
 
 self.onmessage = (e: MessageEvent<ToWorker>) => {

@@ -43,6 +43,7 @@ import { realtimeRoutes } from "../routes/api/realtime.ts";
 import type { RouteDef } from "../routes/api/route.ts";
 import { timeSyncRoutes } from "../routes/api/time_sync.ts";
 import type { DataPlane } from "./data_plane.ts";
+import { deliveriesCollector, realtimeCollector, timeCollector } from "./monitor_collectors.ts";
 
 const SAMPLE_EVERY_MS = 5_000;
 const PERSIST_EVERY_MS = 60_000;
@@ -207,97 +208,17 @@ export function createMonitorPlane(
   metrics.register(connectionsCollector(core.connections));
   metrics.register(processCollector({ lag: lag.lag, startedAt: clock.now(), version: VERSION }));
   metrics.register(core.management.collect);
-  metrics.register((out) => {
-    out.family(
-      "waf_notification_deliveries_total",
-      "counter",
-      "Notification delivery attempts by channel type and outcome",
-    );
-    for (const [key, n] of core.dispatcher.outcomes()) {
-      const [type = "", outcome = ""] = key.split(" ");
-      out.sample("waf_notification_deliveries_total", { type, outcome }, n);
-    }
-    out.family(
-      "waf_notification_pending",
-      "gauge",
-      "Notification deliveries waiting for an attempt",
-    );
-    out.sample("waf_notification_pending", {}, core.dispatcher.pending());
-    const bus = core.bus.stats();
-    out.family("waf_realtime_subscribers", "gauge", "Connected realtime subscribers by transport");
-    for (const transport of ["sse", "websocket"]) {
-      out.sample("waf_realtime_subscribers", { transport }, bus.subscribers[transport] ?? 0);
-    }
-    out.family("waf_realtime_events_total", "counter", "Realtime events published by kind");
-    for (const [kind, n] of Object.entries(bus.published)) {
-      out.sample("waf_realtime_events_total", { kind }, n);
-    }
-    out.family(
-      "waf_realtime_dropped_total",
-      "counter",
-      "Events dropped for subscribers whose queue was full",
-    );
-    out.sample("waf_realtime_dropped_total", {}, bus.dropped);
-    out.family(
-      "waf_realtime_disconnects_total",
-      "counter",
-      "Subscribers disconnected for being too slow",
-    );
-    out.sample("waf_realtime_disconnects_total", {}, bus.disconnected);
-    const time = core.timeSync.figures();
-    out.family(
-      "waf_time_offset_seconds",
-      "gauge",
-      "Measured offset of the host clock to the active time server (positive: host behind)",
-    );
-    if (time.offsetMs !== null) out.sample("waf_time_offset_seconds", {}, time.offsetMs / 1000);
-    out.family(
-      "waf_time_offset_exceeded",
-      "gauge",
-      "1 while the measured offset is above time.max_offset",
-    );
-    out.sample("waf_time_offset_exceeded", {}, time.exceeded ? 1 : 0);
-    out.family(
-      "waf_time_server_reachable",
-      "gauge",
-      "1 when the time server answered its last query",
-    );
-    for (const s of time.states) {
-      if (s.reachable !== null) {
-        out.sample("waf_time_server_reachable", { server: s.server }, s.reachable ? 1 : 0);
-      }
-    }
-  });
+  metrics.register(deliveriesCollector(core.dispatcher));
+  metrics.register(realtimeCollector(core.bus));
+  metrics.register(timeCollector(core.timeSync));
 
-  let lastSpike = -Infinity;
   const alerts = config.monitor.alerts;
   const rollups = createRollups({
     repo: createMonitorRepo(deps.db),
     clock,
     counters: core.counters,
     drain: () => core.bus.flush(),
-    minuteClosed: (bucket, cell) => {
-      const blocked = Object.values(cell.b).reduce((a, b) => a + b, 0);
-      if (blocked < alerts.attack_spike_per_minute || bucket - lastSpike < 10 * 60_000) return;
-      lastSpike = bucket;
-      const classes = Object.entries(cell.b).sort((a, b) => b[1] - a[1]).slice(0, 5);
-      core.notify({
-        level: "warning",
-        kind: "attack.spike",
-        title: `Attack spike: ${blocked} requests blocked in one minute`,
-        body: `${blocked} requests were blocked between ${new Date(bucket).toISOString()} and ${
-          new Date(bucket + 60_000).toISOString()
-        } (threshold ${alerts.attack_spike_per_minute}). Top classes: ${
-          classes.map(([k, v]) => `${k} ${v}`).join(", ")
-        }.`,
-        data: {
-          minute: new Date(bucket).toISOString(),
-          blocked,
-          threshold: alerts.attack_spike_per_minute,
-          classes: Object.fromEntries(classes),
-        },
-      });
-    },
+    minuteClosed: attackSpikeAlert(core.notify, alerts.attack_spike_per_minute),
   });
   core.bus.listen(rollups.observe);
   const dashboard = createDashboard({
@@ -312,18 +233,7 @@ export function createMonitorPlane(
     notify: core.notify,
     days: alerts.certificate_days,
   });
-  const timers: ReturnType<typeof setInterval>[] = [];
-  const every = (ms: number, what: string, fn: () => void) => {
-    const t = setInterval(() => {
-      try {
-        fn();
-      } catch (err) {
-        logger.error(`${what} failed`, { error: err as Error });
-      }
-    }, ms);
-    Deno.unrefTimer(t);
-    timers.push(t);
-  };
+  const repeats = new Repeats(logger);
 
   return {
     metrics,
@@ -332,13 +242,12 @@ export function createMonitorPlane(
     monitorRoutes: monitorRoutes({ metrics, dashboard, prometheus: config.monitor.prometheus }),
     systemRoutes: timeSyncRoutes({ audit: deps.audit, transaction: tx, timeSync: core.timeSync }),
     start() {
-      every(SAMPLE_EVERY_MS, "monitoring rollup", rollups.sample);
-      every(PERSIST_EVERY_MS, "monitoring rollup persistence", rollups.persist);
+      repeats.every(SAMPLE_EVERY_MS, "monitoring rollup", rollups.sample);
+      repeats.every(PERSIST_EVERY_MS, "monitoring rollup persistence", rollups.persist);
       core.dispatcher.start();
     },
     async stop() {
-      for (const t of timers) clearInterval(t);
-      timers.length = 0;
+      repeats.stop();
       lag.stop();
       core.bus.close();
       try {
@@ -350,4 +259,59 @@ export function createMonitorPlane(
       await core.timeSync.stop();
     },
   };
+}
+
+/**
+ * The rollups' `minuteClosed`: an `attack.spike` notification when a minute blocked `threshold`
+ * requests or more, at most one every ten minutes.
+ */
+function attackSpikeAlert(notify: Notify, threshold: number) {
+  let lastSpike = -Infinity;
+  return (bucket: number, cell: { readonly b: Readonly<Record<string, number>> }): void => {
+    const blocked = Object.values(cell.b).reduce((a, b) => a + b, 0);
+    if (blocked < threshold || bucket - lastSpike < 10 * 60_000) return;
+    lastSpike = bucket;
+    const classes = Object.entries(cell.b).sort((a, b) => b[1] - a[1]).slice(0, 5);
+    notify({
+      level: "warning",
+      kind: "attack.spike",
+      title: `Attack spike: ${blocked} requests blocked in one minute`,
+      body: `${blocked} requests were blocked between ${new Date(bucket).toISOString()} and ${
+        new Date(bucket + 60_000).toISOString()
+      } (threshold ${threshold}). Top classes: ${classes.map(([k, v]) => `${k} ${v}`).join(", ")}.`,
+      data: {
+        minute: new Date(bucket).toISOString(),
+        blocked,
+        threshold,
+        classes: Object.fromEntries(classes),
+      },
+    });
+  };
+}
+
+/** Routines run every so often, off the process's exit path; one that throws is logged. */
+class Repeats {
+  readonly #timers: ReturnType<typeof setInterval>[] = [];
+  readonly #logger: Logger;
+
+  constructor(logger: Logger) {
+    this.#logger = logger;
+  }
+
+  every(ms: number, what: string, fn: () => void): void {
+    const t = setInterval(() => {
+      try {
+        fn();
+      } catch (err) {
+        this.#logger.error(`${what} failed`, { error: err as Error });
+      }
+    }, ms);
+    Deno.unrefTimer(t);
+    this.#timers.push(t);
+  }
+
+  stop(): void {
+    for (const t of this.#timers) clearInterval(t);
+    this.#timers.length = 0;
+  }
 }

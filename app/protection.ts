@@ -15,8 +15,7 @@ import type { Logger } from "../mod/core/logger.ts";
 import type { Random } from "../mod/core/random.ts";
 import type { Policy } from "../mod/data_plane/policy.ts";
 import type { GeoLookup } from "../engine/acl.ts";
-import { serverFold } from "../engine/ip_list_fold.ts";
-import type { IpListFolder } from "../engine/ip_list_updater.ts";
+import type { IpListFolder } from "../mod/protection/ip_list_updater.ts";
 import { loadGeoIp } from "../mod/protection/geoip.ts";
 import { type Alap, createAlap } from "../mod/protection/alap.ts";
 import { createNotificationsRepo } from "../db/notifications_repo.ts";
@@ -52,14 +51,15 @@ export interface ProtectionStore {
 
 /**
  * `tap` wraps the compiler's reads (the data-plane workers' policy snapshot records them, see
- * `mod/data_plane/policy_snapshot.ts`); `ipFold` folds the IP list's changes into a new base (on a
- * thread of its own; tests time it).
+ * `mod/data_plane/policy_snapshot.ts`); `ipFold` folds the IP list's changes into a new base (the
+ * server's: on a thread of its own, `mod/protection/ip_list_fold_thread.ts`; default: in the
+ * build).
  */
 export function openProtectionStore(
   db: Db,
   config: Config,
   tap: (source: ProtectionSource) => ProtectionSource = (s) => s,
-  ipFold: IpListFolder = serverFold,
+  ipFold?: IpListFolder,
 ): ProtectionStore {
   const repo = createPolicyObjectsRepo(db);
   // The IP list, up to 100,000 entries, is updated by the changed entries, not compiled again.

@@ -6,7 +6,7 @@
  * entries dropped since (removed or replaced), and the entries added since (new ones and new
  * versions), compiled on their own. A change of k entries costs the k entries and the added ones
  * (at most {@link pendingLimit} of the list's size), not the list; past that the added and dropped
- * entries are folded into a new base, off the event loop (`engine/ip_list_fold.ts`). Every part
+ * entries are folded into a new base, off the event loop (`mod/protection/ip_list_fold_thread.ts`). Every part
  * is plain data ({@link IpListState}) in shared memory (`SharedArrayBuffer`), so a data-plane
  * worker maps a base instead of copying it, and receives only what changed since.
  */

@@ -1,235 +1,348 @@
 /**
- * The IP list's fold on a thread of its own: the server's {@link IpListFolder}. The fold passes
- * over every entry (26-348 ms for 100,000 on this project's machine, more with more entries), so
- * on the event loop it stalled every request waiting there; here the loop only posts the base
- * (shared memory: no copy) and the pending changes (a few hundred entries), and receives the new
- * base the same way.
- *
- * One thread serves every fold of the process, started with the first list large enough to use
- * it ({@link serverFold}`.prepare`, in the full build that reads the list): starting a worker
- * blocks the starting thread while the worker's runtime is created (10-100 ms measured on this
- * machine), which a fold must not pay. A list below {@link FOLD_HERE_BELOW} entries folds in the
- * change that passes its limit, in less time than that start.
+ * The IP list's fold: the base without its dropped entries and with the added ones, by merging
+ * the sorted tables in one pass (no parsing, no sorting), as a full build would compile them, and
+ * the id table the thread that swaps the new base in looks entries up by. Pure: tables in, tables
+ * out; `mod/protection/ip_list_updater.ts` decides when to fold, and
+ * `mod/protection/ip_list_fold_thread.ts` where.
  */
-import type { IpListTables } from "./ip_list.ts";
-import { foldHere, type IpListFold, type IpListFolder } from "./ip_list_updater.ts";
-
-const WORKER_URL = new URL("./ip_list_fold_worker.ts", import.meta.url);
-
-/** Lists below this many entries fold on the calling thread (a few milliseconds at most). */
-export const FOLD_HERE_BELOW = 16_384;
-
-/** What the fold thread receives. */
-export interface FoldRequest {
-  readonly id: number;
-  readonly base: IpListTables;
-  readonly dropped: Uint32Array;
-  readonly added: IpListTables;
-}
-
-/** Test hook: the thread busy for `stall` ms (a fold that never ends, as a bug would make). */
-export interface FoldStall {
-  readonly stall: number;
-}
-
-/** What it answers: the fold, or why it failed. */
-export type FoldAnswer =
-  | { readonly id: number; readonly fold: IpListFold }
-  | { readonly id: number; readonly error: string };
-
-interface Waiting {
-  resolve(fold: IpListFold): void;
-  reject(err: Error): void;
-}
-
-type FoldThread = { worker: Worker; waiting: Map<number, Waiting> };
-
-let thread: FoldThread | undefined;
-let nextId = 0;
-const running = new Set<Promise<unknown>>();
-/** While {@link stopFolds} runs: no thread starts, a fold asked meanwhile fails. */
-let stopping = false;
+import type { IpLevel, IpTables } from "./ip_set.ts";
+import {
+  compareStrings,
+  type Interned,
+  type IpListTables,
+  type PackedStrings,
+  shared,
+} from "./ip_list.ts";
 
 /**
- * How long a fold may go unanswered on the thread (a fold of 100,000 entries takes 26-348 ms).
- * Past it the thread is taken as stuck: it is ended, the fold fails (the list keeps serving its
- * base with the pending changes) and the next change folds again on a new thread.
+ * How many added and dropped entries a list of `size` base entries carries before they are
+ * folded into a new base. A change compiles the added part again (up to this many entries) and a
+ * fold passes over every entry once per this many changes, so the square root balances the two;
+ * the floor keeps small lists from folding at every change.
  */
-let foldTimeoutMs = 30_000;
+export function pendingLimit(size: number): number {
+  return Math.max(256, Math.ceil(Math.sqrt(size)));
+}
+
+/** FNV-1a over `codes[from, to)`. */
+function hashRange(codes: ArrayLike<number>, from: number, to: number): number {
+  let h = 0x811c9dc5;
+  for (let k = from; k < to; k++) h = Math.imul(h ^ codes[k]!, 0x01000193);
+  return h >>> 0;
+}
+
+/** FNV-1a over a string's code units, the same hash as {@link hashRange}. */
+function hashString(text: string): number {
+  let h = 0x811c9dc5;
+  for (let k = 0; k < text.length; k++) h = Math.imul(h ^ text.charCodeAt(k), 0x01000193);
+  return h >>> 0;
+}
 
 /**
- * Where a fold given up is reported: each folder's own (the data plane's logger), so a process
- * with two servers (tests) logs each one's folds to its own logger, and a closed one's to none.
+ * An open-addressing table of entry numbers by id over the packed ids (no string per entry), in
+ * shared memory: the thread that folds a base builds it too, so the thread that swaps the new
+ * base in does not pass over every entry.
  */
-export type FoldLog = (message: string, fields: Record<string, unknown>) => void;
-
-/** Test hook: sets the fold's answer timeout, returning the one before. */
-export function setFoldTimeout(ms: number): number {
-  const before = foldTimeoutMs;
-  foldTimeoutMs = ms;
-  return before;
-}
-
-/** Whether the fold thread runs (test hook). */
-export function foldThreadRunning(): boolean {
-  return thread !== undefined;
-}
-
-/** Test hook: keeps the fold thread busy for `ms` (folds asked meanwhile wait behind it). */
-export function stallFoldThread(ms: number): void {
-  thread?.worker.postMessage({ stall: ms } satisfies FoldStall);
-}
-
-/** Ends `t` (stuck or broken), failing the folds it still owed. */
-function endThread(t: FoldThread, why: string): void {
-  if (thread === t) thread = undefined;
-  t.worker.terminate();
-  for (const w of t.waiting.values()) w.reject(new Error(why));
-  t.waiting.clear();
-}
-
-/** Keeps `p` in {@link running} until it settles. */
-function track<T>(p: Promise<T>): Promise<T> {
-  const settled = p.then(() => {}, () => {}).finally(() => running.delete(settled));
-  running.add(settled);
-  return p;
-}
-
-/** The fold thread, started on first use; undefined where no worker can start. */
-function foldThread() {
-  if (thread !== undefined || stopping) return thread;
-  let worker: Worker;
-  try {
-    worker = new Worker(WORKER_URL, { type: "module", name: "ip-list-fold" });
-  } catch {
-    return undefined;
+export function idSlots(ids: PackedStrings): Int32Array {
+  const { codes, offsets } = ids;
+  const count = offsets.length - 1;
+  let size = 16;
+  while (size < count * 2) size *= 2;
+  const mask = size - 1;
+  const slots = shared(Int32Array, size).fill(-1);
+  for (let i = 0; i < count; i++) {
+    let h = hashRange(codes, offsets[i]!, offsets[i + 1]!) & mask;
+    while (slots[h] !== -1) h = (h + 1) & mask;
+    slots[h] = i;
   }
-  const waiting = new Map<number, Waiting>();
-  const started = { worker, waiting };
-  worker.onmessage = (e: MessageEvent<FoldAnswer>) => {
-    const answer = e.data;
-    const w = waiting.get(answer.id);
-    waiting.delete(answer.id);
-    if ("fold" in answer) w?.resolve(answer.fold);
-    else w?.reject(new Error(answer.error));
-  };
-  worker.onerror = (e) => {
-    e.preventDefault();
-    // The thread is gone: its folds fail (each list stays right and folds again later).
-    endThread(started, e.message);
-  };
-  thread = started;
-  return thread;
+  return slots;
 }
 
-/** Posts one fold to `t`; fails after {@link foldTimeoutMs} without an answer. */
-function post(
-  t: FoldThread,
+/** Base entry numbers by id, over {@link idSlots}. */
+export function idIndex(ids: PackedStrings, slots: Int32Array): (id: string) => number {
+  const { codes, offsets } = ids;
+  const mask = slots.length - 1;
+  return (id) => {
+    let h = hashString(id) & mask;
+    for (let i = slots[h]!; i !== -1; h = (h + 1) & mask, i = slots[h]!) {
+      const at = offsets[i]!;
+      if (offsets[i + 1]! - at !== id.length) continue;
+      let k = 0;
+      while (k < id.length && codes[at + k] === id.charCodeAt(k)) k++;
+      if (k === id.length) return i;
+    }
+    return -1;
+  };
+}
+
+/** True when entry `i` of `a` comes before entry `j` of `b` in store order. */
+function storeBefore(a: IpListTables, i: number, b: IpListTables, j: number): boolean {
+  const d = a.positions[i]! - b.positions[j]! || a.created[i]! - b.created[j]!;
+  return d !== 0 ? d < 0 : compareStrings(a.ids, i, b.ids, j) < 0;
+}
+
+/**
+ * Where each entry of a fold comes from: `added[k]` 1 for the added tables, 0 for the base;
+ * `index[k]` its entry number there. New entry numbers follow the store order.
+ */
+interface Sources {
+  readonly added: Uint8Array;
+  readonly index: Uint32Array;
+  readonly newOfBase: Int32Array;
+  readonly newOfAdded: Int32Array;
+}
+
+function sources(base: IpListTables, dead: Uint8Array, added: IpListTables): Sources {
+  const nb = base.allow.length;
+  const na = added.allow.length;
+  let live = 0;
+  for (let i = 0; i < nb; i++) live += 1 - dead[i]!;
+  const total = live + na;
+  const out = {
+    added: new Uint8Array(total),
+    index: new Uint32Array(total),
+    newOfBase: new Int32Array(nb).fill(-1),
+    newOfAdded: new Int32Array(na),
+  };
+  let i = 0;
+  let j = 0;
+  for (let k = 0; k < total; k++) {
+    while (i < nb && dead[i] === 1) i++;
+    if (j >= na || (i < nb && storeBefore(base, i, added, j))) {
+      out.newOfBase[i] = k;
+      out.index[k] = i++;
+    } else {
+      out.newOfAdded[j] = k;
+      out.added[k] = 1;
+      out.index[k] = j++;
+    }
+  }
+  return out;
+}
+
+/** The typed columns of the fold's entries, read from the base or the added tables. */
+function columns(s: Sources, a: IpListTables, b: IpListTables) {
+  const total = s.index.length;
+  const from = s.added;
+  const index = s.index;
+  const allow = shared(Uint8Array, total);
+  const expires = shared(Float64Array, total);
+  const bits = shared(Uint8Array, total);
+  const positions = shared(Float64Array, total);
+  const created = shared(Float64Array, total);
+  for (let k = 0; k < total; k++) {
+    const t = from[k] === 1 ? b : a;
+    const i = index[k]!;
+    allow[k] = t.allow[i]!;
+    expires[k] = t.expires[i]!;
+    bits[k] = t.bits[i]!;
+    positions[k] = t.positions[i]!;
+    created[k] = t.created[i]!;
+  }
+  return { allow, expires, bits, positions, created };
+}
+
+/** Packed strings of the fold: a run of base entries kept in a row is one block copy. */
+function packed(s: Sources, a: PackedStrings, b: PackedStrings): PackedStrings {
+  const total = s.index.length;
+  const offsets = shared(Uint32Array, total + 1);
+  let length = 0;
+  for (let k = 0; k < total; k++) {
+    const src = s.added[k] ? b : a;
+    const i = s.index[k]!;
+    length += src.offsets[i + 1]! - src.offsets[i]!;
+  }
+  const codes = shared(Uint16Array, length);
+  let at = 0;
+  for (let k = 0; k < total;) {
+    const from = s.added[k];
+    const src = from ? b : a;
+    let end = k + 1;
+    while (end < total && s.added[end] === from && s.index[end] === s.index[end - 1]! + 1) end++;
+    const start = src.offsets[s.index[k]!]!;
+    const stop = src.offsets[s.index[end - 1]! + 1]!;
+    codes.set(src.codes.subarray(start, stop), at);
+    for (let m = k; m < end; m++) offsets[m] = at + src.offsets[s.index[m]!]! - start;
+    at += stop - start;
+    k = end;
+  }
+  offsets[total] = at;
+  return { codes, offsets };
+}
+
+/** Interned values of the fold, keeping only the values still referenced. */
+function interned(s: Sources, a: Interned, b: Interned): Interned {
+  const table: string[] = [];
+  const index = new Map<string, number>();
+  const maps = [new Uint32Array(a.table.length + 1), new Uint32Array(b.table.length + 1)];
+  const refs = shared(Uint32Array, s.index.length);
+  for (let k = 0; k < refs.length; k++) {
+    const from = s.added[k]!;
+    const src = from ? b : a;
+    const r = src.refs[s.index[k]!]!;
+    if (r === 0) continue;
+    const map = maps[from]!;
+    let n = map[r]!;
+    if (n === 0) {
+      const value = src.table[r - 1]!;
+      n = index.get(value) ?? table.push(value);
+      index.set(value, n);
+      map[r] = n;
+    }
+    refs[k] = n;
+  }
+  return { table, refs };
+}
+
+/** Network `i` of `a` against network `j` of `b`, IPv4 (one word each). */
+function compareV4(a: Uint32Array, i: number, b: Uint32Array, j: number): number {
+  return a[i]! - b[j]!;
+}
+
+/** The same for IPv6 (four words each). */
+function compareV6(a: Uint32Array, i: number, b: Uint32Array, j: number): number {
+  for (let w = 0; w < 4; w++) {
+    const d = a[i * 4 + w]! - b[j * 4 + w]!;
+    if (d !== 0) return d;
+  }
+  return 0;
+}
+
+/** The payloads (entry numbers) of the fold, written level after level. */
+interface Payloads {
+  readonly a: Uint32Array;
+  readonly b: Uint32Array;
+  readonly out: Uint32Array;
+  at: number;
+}
+
+/** One family's merge: where the entries come from, its words per network, the payloads. */
+interface FamilyMerge {
+  readonly s: Sources;
+  readonly width: 1 | 4;
+  readonly pay: Payloads;
+}
+
+/** One level of the fold (`la` from the base, `lb` added), or undefined when it is empty. */
+function level(
+  m: FamilyMerge,
+  prefix: number,
+  la: Pick<IpLevel, "networks" | "starts">,
+  lb: Pick<IpLevel, "networks" | "starts">,
+): IpLevel | undefined {
+  const { s, width, pay } = m;
+  const compareNetworks = width === 1 ? compareV4 : compareV6;
+  const { newOfBase, newOfAdded } = s;
+  const { a: payA, b: payB, out: payOut } = pay;
+  const na = la.starts.length - 1;
+  const nb = lb.starts.length - 1;
+  const networks = new Uint32Array((na + nb) * width);
+  const starts = new Uint32Array(na + nb + 1);
+  let at = pay.at;
+  let count = 0;
+  let i = 0;
+  let j = 0;
+  while (i < na || j < nb) {
+    const d = i >= na ? 1 : j >= nb ? -1 : compareNetworks(la.networks, i, lb.networks, j);
+    const begin = at;
+    // Both runs are in entry order, and new numbers keep each source's order: merge them.
+    let x = d <= 0 ? la.starts[i]! : 0;
+    const xEnd = d <= 0 ? la.starts[i + 1]! : 0;
+    let y = d >= 0 ? lb.starts[j]! : 0;
+    const yEnd = d >= 0 ? lb.starts[j + 1]! : 0;
+    while (x < xEnd || y < yEnd) {
+      const fromBase = x < xEnd ? newOfBase[payA[x]!]! : -1;
+      if (x < xEnd && fromBase < 0) {
+        x++;
+        continue;
+      }
+      const fromAdded = y < yEnd ? newOfAdded[payB[y]!]! : -1;
+      if (fromAdded < 0 || (fromBase >= 0 && fromBase < fromAdded)) {
+        payOut[at++] = fromBase;
+        x++;
+      } else {
+        payOut[at++] = fromAdded;
+        y++;
+      }
+    }
+    if (at > begin) {
+      const src = d <= 0 ? la.networks : lb.networks;
+      const from = (d <= 0 ? i : j) * width;
+      for (let w = 0; w < width; w++) networks[count * width + w] = src[from + w]!;
+      starts[count++] = begin;
+    }
+    if (d <= 0) i++;
+    if (d >= 0) j++;
+  }
+  pay.at = at;
+  if (count === 0) return undefined;
+  starts[count] = at;
+  const kept = shared(Uint32Array, count * width);
+  kept.set(networks.subarray(0, count * width));
+  const bounds = shared(Uint32Array, count + 1);
+  bounds.set(starts.subarray(0, count + 1));
+  return { prefix, networks: kept, starts: bounds };
+}
+
+const NO_LEVEL = { networks: new Uint32Array(0), starts: new Uint32Array(1) };
+
+/** One family's levels of the fold, most specific first. */
+function levels(m: FamilyMerge, a: readonly IpLevel[], b: readonly IpLevel[]): IpLevel[] {
+  const prefixes = [...new Set([...a, ...b].map((l) => l.prefix))].sort((x, y) => y - x);
+  const out: IpLevel[] = [];
+  for (const prefix of prefixes) {
+    const la = a.find((l) => l.prefix === prefix) ?? NO_LEVEL;
+    const lb = b.find((l) => l.prefix === prefix) ?? NO_LEVEL;
+    const merged = level(m, prefix, la, lb);
+    if (merged) out.push(merged);
+  }
+  return out;
+}
+
+/**
+ * The base without its dropped entries and with the added ones, as a full build would compile
+ * them: one pass over the sorted tables.
+ */
+export function foldTables(
+  base: IpListTables,
+  dropped: Iterable<number>,
+  added: IpListTables,
+): IpListTables {
+  const dead = new Uint8Array(base.allow.length);
+  for (const i of dropped) dead[i] = 1;
+  const s = sources(base, dead, added);
+  const total = s.index.length;
+  const pay: Payloads = {
+    a: base.set.payloads,
+    b: added.set.payloads,
+    out: shared(Uint32Array, total),
+    at: 0,
+  };
+  const v4 = levels({ s, width: 1, pay }, base.set.v4, added.set.v4);
+  const v6 = levels({ s, width: 4, pay }, base.set.v6, added.set.v6);
+  const set: IpTables<Uint32Array> = { size: total, v4, v6, payloads: pay.out };
+  return {
+    ids: packed(s, base.ids, added.ids),
+    cidrs: packed(s, base.cidrs, added.cidrs),
+    sites: interned(s, base.sites, added.sites),
+    prefixes: interned(s, base.prefixes, added.prefixes),
+    ...columns(s, base, added),
+    set,
+  };
+}
+
+/** A folded base and its id table ({@link idSlots}). */
+export interface IpListFold {
+  readonly tables: IpListTables;
+  readonly slots: Int32Array;
+}
+
+/** The fold on this thread. */
+export function foldHere(
   base: IpListTables,
   dropped: Uint32Array,
   added: IpListTables,
-  log: FoldLog | undefined,
-): Promise<IpListFold> {
-  const id = ++nextId;
-  const timeoutMs = foldTimeoutMs;
-  return track(
-    new Promise<IpListFold>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        t.waiting.delete(id);
-        log?.("IP-list fold thread did not answer in time; restarting it", {
-          timeout_ms: timeoutMs,
-          entries: base.allow.length,
-          pending: dropped.length + added.allow.length,
-        });
-        endThread(t, "an earlier fold timed out");
-        reject(new Error(`IP-list fold unanswered after ${timeoutMs} ms`));
-      }, timeoutMs);
-      t.waiting.set(id, {
-        resolve(fold) {
-          clearTimeout(timer);
-          resolve(fold);
-        },
-        reject(err) {
-          clearTimeout(timer);
-          reject(err);
-        },
-      });
-      t.worker.postMessage({ id, base, dropped, added } satisfies FoldRequest);
-    }),
-  );
-}
-
-/**
- * Folds on `t`, or here when no thread can start (a runtime without workers); fails while the
- * folds are stopping (the list stays right, and folds again at a later change).
- */
-function foldOn(
-  t: FoldThread | undefined,
-  base: IpListTables,
-  dropped: Uint32Array,
-  added: IpListTables,
-  log: FoldLog | undefined,
-): IpListFold | Promise<IpListFold> {
-  if (stopping) return Promise.reject(new Error("IP-list folds are stopping"));
-  return t === undefined ? foldHere(base, dropped, added) : post(t, base, dropped, added, log);
-}
-
-/**
- * Folds on the fold thread. Should no thread start (a runtime without workers), the fold runs
- * here, as before: the list is right either way. A fold given up is reported to `log`.
- */
-export function createOffThreadFold(log?: FoldLog): IpListFolder {
-  return Object.assign(
-    (base: IpListTables, dropped: Uint32Array, added: IpListTables) =>
-      foldOn(foldThread(), base, dropped, added, log),
-    { prepare: () => void foldThread() },
-  );
-}
-
-/** {@link createOffThreadFold} reporting to nobody. */
-export const foldOffThread: IpListFolder = createOffThreadFold();
-
-/**
- * The server's fold: here below {@link FOLD_HERE_BELOW} entries, else on the fold thread. A list
- * that grew past the limit by changes (no full build started the thread) starts it in a task of
- * its own, not in the change that asked for the fold: the start blocks the thread 10-210 ms. A
- * fold given up is reported to `log`.
- */
-export function createServerFold(log?: FoldLog): IpListFolder {
-  return Object.assign(
-    (base: IpListTables, dropped: Uint32Array, added: IpListTables) => {
-      if (base.allow.length < FOLD_HERE_BELOW) return foldHere(base, dropped, added);
-      if (thread !== undefined) return post(thread, base, dropped, added, log);
-      return track(
-        new Promise<void>((resolve) => setTimeout(resolve, 0)).then(() =>
-          foldOn(foldThread(), base, dropped, added, log)
-        ),
-      );
-    },
-    { prepare: (size: number) => void (size >= FOLD_HERE_BELOW && foldThread()) },
-  );
-}
-
-/** {@link createServerFold} reporting to nobody. */
-export const serverFold: IpListFolder = createServerFold();
-
-/** Resolves once no fold is under way. */
-export async function foldsSettled(): Promise<void> {
-  while (running.size > 0) await Promise.allSettled([...running]);
-}
-
-/**
- * Ends the fold thread now (a server closing, a test ending): the folds under way fail, each list
- * keeping its base and pending changes (nothing is lost: a fold only prepares a new base), and
- * this resolves once they have settled. It waited for them instead, and a stuck fold held a
- * closing server up to its timeout (30 s). The next fold after it starts another thread.
- */
-export async function stopFolds(): Promise<void> {
-  stopping = true;
-  try {
-    if (thread !== undefined) endThread(thread, "the IP-list fold thread was stopped");
-    await foldsSettled();
-  } finally {
-    stopping = false;
-  }
+): IpListFold {
+  const tables = foldTables(base, dropped, added);
+  return { tables, slots: idSlots(tables.ids) };
 }

@@ -222,7 +222,8 @@ function listItem(i: number): IpListItem {
  */
 async function incrementalBench(runs: number, oldRoot?: string, kind = "mix"): Promise<void> {
   const { buildIpList } = await import("../engine/ip_list.ts");
-  const { ipListUpdater, pendingLimit } = await import("../engine/ip_list_updater.ts");
+  const { ipListUpdater } = await import("../mod/protection/ip_list_updater.ts");
+  const { pendingLimit } = await import("../engine/ip_list_fold.ts");
   type Item = Parameters<typeof buildIpList>[0][number];
   const n = 100_000;
   const item = listItem;
@@ -280,7 +281,8 @@ async function incrementalBench(runs: number, oldRoot?: string, kind = "mix"): P
         : (await import(`${root}/engine/ip_set.ts`)).buildIpList(sorted.map(([c, e]) => [c, e])),
     );
     // And its list kept current by the same changes, where the tree has one.
-    const oldUpdater = await import(`${root}/engine/ip_list_updater.ts`).catch(() => undefined);
+    const oldUpdater = await import(`${root}/mod/protection/ip_list_updater.ts`)
+      .catch(() => import(`${root}/engine/ip_list_updater.ts`)).catch(() => undefined);
     if (oldUpdater !== undefined) {
       const u = oldUpdater.ipListUpdater(first);
       for (const [i, adding] of log) u.apply([`ip${i}`], () => adding ? item(i) : undefined);
@@ -424,17 +426,30 @@ async function stallRound(
   gapMs: number,
   script: string,
 ): Promise<Record<string, number>> {
-  const { ipListUpdater, pendingLimit } = await import(`${root}/engine/ip_list_updater.ts`);
+  // Trees since the fold thread moved to `mod/protection/` hold the updater there too.
+  const { ipListUpdater } = await import(`${root}/mod/protection/ip_list_updater.ts`)
+    .catch(() => import(`${root}/engine/ip_list_updater.ts`));
+  // The pending limit is the engine's fold's since the move (before, the updater's).
+  const fold = await import(`${root}/engine/ip_list_fold.ts`).catch(() => undefined);
+  const { pendingLimit } = fold?.pendingLimit
+    ? fold
+    : await import(`${root}/engine/ip_list_updater.ts`);
   const { deltaOf } = await import(`${root}/mod/data_plane/policy_snapshot.ts`);
   // This tree folds on a thread of its own (as the server does); a tree before, in `apply`.
-  const offThread = await import(`${root}/engine/ip_list_fold.ts`).catch(() => undefined);
+  // Since the move the fold thread is an object (`IpListFoldThread`); before, module functions.
+  const threadModule = await import(`${root}/mod/protection/ip_list_fold_thread.ts`)
+    .catch(() => import(`${root}/engine/ip_list_fold.ts`)).catch(() => undefined);
+  const offThread = threadModule?.IpListFoldThread
+    ? new threadModule.IpListFoldThread()
+    : threadModule?.foldOffThread &&
+      { offThread: threadModule.foldOffThread, settled: threadModule.foldsSettled };
   // Which entries are live (a bit each; items made on demand): the server keeps no item per
   // entry on its heap either, and 1,000,000 of them would make every collection here longer.
   const live = new Uint8Array(entries * 2).fill(1, 0, entries);
   let size = entries;
   const updater = ipListUpdater(
     Array.from({ length: entries }, (_, i) => listItem(i)),
-    offThread?.foldOffThread,
+    offThread?.offThread,
   );
   const empty = { sites: [], rows: {}, singletons: {}, objects: {} };
   const snapshot = (version: number): PolicySnapshot => ({
@@ -485,7 +500,7 @@ async function stallRound(
     });
     const w = await done;
     if (w.size !== size) throw new Error(`the worker holds ${w.size}, not ${size}`);
-    await offThread?.foldsSettled();
+    await offThread?.settled();
     return {
       folds: bases,
       "main median": median(main),
@@ -499,6 +514,7 @@ async function stallRound(
     };
   } finally {
     worker.terminate();
+    await offThread?.stop?.();
   }
 }
 

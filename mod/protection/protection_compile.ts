@@ -27,11 +27,7 @@ import {
   ipListOf,
   type IpListState,
 } from "../../engine/ip_list.ts";
-import {
-  type IpListFolder,
-  type IpListUpdater,
-  ipListUpdater,
-} from "../../engine/ip_list_updater.ts";
+import { type IpListFolder, type IpListUpdater, ipListUpdater } from "./ip_list_updater.ts";
 import {
   type AclRuleDoc,
   alapPolicySchema,
@@ -260,7 +256,7 @@ const NO_SOURCE: ProtectionSource = { rows: () => [], singleton: () => undefined
 
 /**
  * A compiler keeping its part caches between builds. `ipFold` folds the IP list's changes into a
- * new base (the server's: off the event loop, `engine/ip_list_fold.ts`; default: in the build).
+ * new base (the server's: off the event loop, `ip_list_fold_thread.ts`; default: in the build).
  */
 export function createProtectionCompiler(geo?: GeoLookup, ipFold?: IpListFolder) {
   let source: ProtectionSource = NO_SOURCE;

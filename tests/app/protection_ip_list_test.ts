@@ -14,8 +14,8 @@ import { createSitesRepo } from "../../db/sites_repo.ts";
 import { type Db, openStore, transaction } from "../../db/store.ts";
 import { formatCidr, type IpAddress, maskWords, parseIp } from "../../engine/ip_address.ts";
 import { type IpList, ipListOf } from "../../engine/ip_list.ts";
-import { foldOffThread, foldsSettled, stopFolds } from "../../engine/ip_list_fold.ts";
-import type { IpListFolder } from "../../engine/ip_list_updater.ts";
+import { IpListFoldThread } from "../../mod/protection/ip_list_fold_thread.ts";
+import type { IpListFolder } from "../../mod/protection/ip_list_updater.ts";
 import {
   createProtectionCompiler,
   KIND,
@@ -130,10 +130,11 @@ function ipFixture(db: Db, seed: number, tap?: (source: ProtectionSource) => Pro
  * rollbacks and restarts happen while it runs, and the next build swaps its base in.
  */
 function offThreadFolds() {
+  const thread = new IpListFoldThread();
   let running: Promise<unknown> | undefined;
   let finished = 0;
   const fold: IpListFolder = (base, dropped, added) => {
-    const result = foldOffThread(base, dropped, added);
+    const result = thread.offThread(base, dropped, added);
     if (result instanceof Promise) {
       const mine = result.then(() => {
         finished++;
@@ -153,8 +154,9 @@ function offThreadFolds() {
     },
     async settle() {
       while (running !== undefined) await running;
-      await foldsSettled();
+      await thread.settled();
     },
+    stop: () => thread.stop(),
   };
 }
 
@@ -197,7 +199,7 @@ Deno.test("the IP list kept current from the change log answers as a full compil
   assertEquals(bases > 1, true, "folded or read in full at least once besides the first build");
   assertEquals(folds.finished > 0, true, "a fold finished and was swapped in");
   assertEquals(duringFold > 0, true, "builds ran while a fold was under way");
-  await stopFolds();
+  await folds.stop();
 
   // A restart: another connection to the same file starts from the stored rows.
   const reopened = openStore(`${s.dir}/waf.db`, { now: 0 });
@@ -350,7 +352,7 @@ Deno.test("a worker fed each swap's delta holds the stored list through failed b
     sameAnswers(r, enforced, want, `round ${round} (${event}): the main thread`);
     sameAnswers(r, ipListOf(worker.ipList!), want, `round ${round} (${event}): the worker`);
   }
-  await stopFolds();
+  await folds.stop();
   for (
     const event of [
       "a build inside a write that rolls back (no swap)",

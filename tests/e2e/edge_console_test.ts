@@ -9,6 +9,7 @@ import { ADMIN, type ConsolePage, startConsoleKit } from "../_helpers/console.ts
 import { startUpstream } from "../_helpers/upstream.ts";
 import { addSite } from "../_helpers/protection.ts";
 import { waitFor } from "../_helpers/wait.ts";
+import { workerHooks } from "../_helpers/data_workers.ts";
 
 const WORKERS = { server: { data: { workers: 2 } } };
 
@@ -37,21 +38,26 @@ Deno.test("the console says when a cache purge was not answered by every worker"
   const { server } = kit;
   addSite(server, up.url);
   const pool = server.dataWorkers!;
+  const hooks = workerHooks(pool);
   await waitFor(() => pool.current(), "both workers ready", 10_000);
 
   const admin = await kit.signIn(ADMIN);
   await admin.open("edge");
   assertEquals(await purge(admin, "Purge the cache", "Cache purged."), "done");
   // Worker 1 is busy for 3 s: the API waits its 1 s, then answers `complete: false`.
-  pool.stall(1, 3000);
+  hooks.stall(1, 3000);
   assertEquals(await purge(admin, "Purge the cache", PARTIAL_EN), "notice warn-note");
   await admin.screenshot("edge-purge-partial-en");
-  await admin.page.waitForTimeout(2500);
+  // Past its 3 s: every worker answers a question again.
+  await waitFor(
+    async () => (await pool.edgeCache.purgeAll(null, null)).unanswered === 0,
+    "worker 1 answering again",
+  );
   assertEquals(await purge(admin, "Purge the cache", "Cache purged."), "done");
 
   const zh = await kit.signIn(ADMIN, "zh-CN");
   await zh.open("edge");
-  pool.stall(2, 3000);
+  hooks.stall(2, 3000);
   assertEquals(await purge(zh, "清空缓存", PARTIAL_ZH), "notice warn-note");
   await zh.screenshot("edge-purge-partial-zh");
   assertEquals([...admin.problems, ...zh.problems], []);

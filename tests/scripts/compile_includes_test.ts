@@ -40,7 +40,7 @@ Deno.test("the compiled binary embeds every module the source loads by URL (work
     const w of [
       "mod/access_log/writer_thread.ts",
       "app/data_worker.ts",
-      "engine/ip_list_fold_worker.ts",
+      "mod/protection/ip_list_fold_worker.ts",
       "mod/ops/store_jobs_worker.ts",
     ]
   ) {

@@ -10,7 +10,8 @@ import {
 import { createProtectionCompiler, KIND } from "../../../mod/protection/protection_compile.ts";
 import { parseCidr, parseIp } from "../../../engine/ip_address.ts";
 import type { IpListItem } from "../../../engine/ip_list.ts";
-import { ipListUpdater, pendingLimit } from "../../../engine/ip_list_updater.ts";
+import { pendingLimit } from "../../../engine/ip_list_fold.ts";
+import { ipListUpdater } from "../../../mod/protection/ip_list_updater.ts";
 
 const row = (id: string, config: string, updated_at = 1): PolicyObjectRow => ({
   id,

@@ -1,21 +1,21 @@
-import { assertEquals, ok } from "../_helpers/assert.ts";
-import { type Seeded, seeded } from "../_helpers/seeded.ts";
+/**
+ * The IP list kept current by changes (`mod/protection/ip_list_updater.ts`, over the engine's
+ * fold `engine/ip_list_fold.ts`) answers every lookup as a list compiled in full: over random
+ * changes, with folds under way or failed, on the fold thread, and without keeping old bases.
+ */
+import { assertEquals, ok } from "../../_helpers/assert.ts";
+import { type Seeded, seeded } from "../../_helpers/seeded.ts";
 import {
   type Cidr,
   formatCidr,
   type IpAddress,
   maskWords,
   parseCidr,
-} from "../../engine/ip_address.ts";
-import { buildIpList, type IpList, type IpListItem, ipListOf } from "../../engine/ip_list.ts";
-import {
-  foldHere,
-  type IpListFold,
-  type IpListFolder,
-  ipListUpdater,
-  pendingLimit,
-} from "../../engine/ip_list_updater.ts";
-import { foldOffThread, foldsSettled, stopFolds } from "../../engine/ip_list_fold.ts";
+} from "../../../engine/ip_address.ts";
+import { buildIpList, type IpList, type IpListItem, ipListOf } from "../../../engine/ip_list.ts";
+import { foldHere, type IpListFold, pendingLimit } from "../../../engine/ip_list_fold.ts";
+import { type IpListFolder, ipListUpdater } from "../../../mod/protection/ip_list_updater.ts";
+import { IpListFoldThread } from "../../../mod/protection/ip_list_fold_thread.ts";
 
 /**
  * Addresses from a few small neighbourhoods of both families, so networks nest and collide
@@ -194,7 +194,9 @@ for (const seed of [1, 2, 3, 4]) {
   });
 }
 
-Deno.test("foldOffThread(): the thread's fold is the fold here, byte for byte, and the updater swaps it in", async () => {
+Deno.test("IpListFoldThread.offThread: the thread's fold is the fold here, byte for byte, and the updater swaps it in", async () => {
+  const thread = new IpListFoldThread();
+  const foldOffThread = thread.offThread;
   const r = seeded(41);
   const items = stored(Array.from({ length: 2000 }, (_, i) => item(r, `e${i}`)));
   const dropped = Uint32Array.from([0, 5, 17, 1999]);
@@ -213,13 +215,13 @@ Deno.test("foldOffThread(): the thread's fold is the fold here, byte for byte, a
     updater.apply([id], (x) => store.get(x));
   }
   const before = updater.list.state.base;
-  await foldsSettled();
+  await thread.settled();
   store.delete("e3");
   const list = updater.apply(["e3"], (x) => store.get(x));
   ok(list.state.base !== before, "the new base is in force");
   assertEquals(updater.folding, false);
   sameAnswers(r, list, buildIpList(stored(store.values())), 300, "after the swap");
-  await stopFolds();
+  await thread.stop();
 });
 
 Deno.test("ipListUpdater(): folds keep no earlier base alive (memory stays one base and a patch)", async () => {
@@ -227,21 +229,24 @@ Deno.test("ipListUpdater(): folds keep no earlier base alive (memory stays one b
   // collectable after its fold is swapped in, whether the fold ran here or is awaited.
   const script = `
     import { ipListUpdater } from ${
-    JSON.stringify(import.meta.resolve("../../engine/ip_list_updater.ts"))
+    JSON.stringify(import.meta.resolve("../../../mod/protection/ip_list_updater.ts"))
   };
-    import { foldOffThread, foldsSettled, stopFolds } from ${
-    JSON.stringify(import.meta.resolve("../../engine/ip_list_fold.ts"))
+    import { IpListFoldThread } from ${
+    JSON.stringify(import.meta.resolve("../../../mod/protection/ip_list_fold_thread.ts"))
   };
-    import { parseCidr } from ${JSON.stringify(import.meta.resolve("../../engine/ip_address.ts"))};
+    import { parseCidr } from ${
+    JSON.stringify(import.meta.resolve("../../../engine/ip_address.ts"))
+  };
     const item = (i) => {
       const cidr = "10." + ((i >> 16) & 255) + "." + ((i >> 8) & 255) + "." + (i & 255) + "/32";
       return [parseCidr(cidr), { id: "e" + i, action: "block", cidr, siteId: null,
         pathPrefix: null, expiresAt: null }, { position: i, createdAt: 0 }];
     };
     const out = {};
+    const thread = new IpListFoldThread();
     for (const where of ["here", "thread"]) {
       const updater = ipListUpdater(Array.from({ length: 3000 }, (_, i) => item(i)),
-        where === "here" ? undefined : foldOffThread);
+        where === "here" ? undefined : thread.offThread);
       const firsts = [];
       let next = 3000;
       // A function: the loop's own scope would hold its last base.
@@ -253,12 +258,12 @@ Deno.test("ipListUpdater(): folds keep no earlier base alive (memory stays one b
       };
       while (firsts.length < 4) {
         step();
-        await foldsSettled();
+        await thread.settled();
       }
       for (let k = 0; k < 3; k++) { globalThis.gc(); await new Promise((r) => setTimeout(r, 0)); }
       out[where] = firsts.filter((w) => w.deref() !== undefined).length;
     }
-    await stopFolds();
+    await thread.stop();
     console.log(JSON.stringify(out));
   `;
   const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
