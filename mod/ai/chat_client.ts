@@ -132,7 +132,11 @@ export function createChatClient(deps: { fetch?: typeof fetch } = {}): ChatClien
         const acc: Accumulated = { content: "", calls: [], finishReason: null, usage: undefined };
         const type = res.headers.get("content-type") ?? "";
         if (type.includes("text/event-stream")) {
-          await readStream(res, acc, arm, options.onToken, settings.apiKey);
+          await readStream(res, acc, {
+            progress: arm,
+            onToken: options.onToken,
+            key: settings.apiKey,
+          });
         } else {
           readWhole(await readBounded(res, arm), acc, settings.apiKey);
           if (options.onToken && acc.content) await options.onToken(acc.content);
