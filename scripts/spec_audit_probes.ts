@@ -5,7 +5,7 @@
  * (`code`, `message`, `trace_id`, `event_id`) on every route for malformed JSON, a body of the
  * wrong type, an unknown id, a missing CSRF value and a missing permission.
  */
-import { DEFAULT_LIFETIME_DAYS, MAX_LIFETIME_DAYS } from "../mod/identity/api_tokens.ts";
+import { DEFAULT_LIFETIME_DAYS, MAX_LIFETIME_DAYS } from "../mod/identity/api_token_lifetime.ts";
 import { PASSWORD_MIN } from "../mod/identity/password_policy.ts";
 import { SETUP_TTL_MS } from "../mod/identity/setup_token.ts";
 import { BATCH_BOUND_MS, IDLE_LIMIT_MS, SLIDE_MS } from "../mod/identity/token_cleanup.ts";

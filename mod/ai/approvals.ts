@@ -19,6 +19,7 @@ import type { AppliedChange, PlannedChange } from "./change_tools.ts";
 import type { Asker } from "./tools.ts";
 
 type RequestFacts = Pick<AuditEvent, "clientIp" | "traceId">;
+type ActorContext = Pick<AuditEvent, "actor" | "clientIp" | "traceId">;
 
 export interface ApprovalView {
   readonly id: string;
@@ -66,7 +67,7 @@ export interface ApprovalsDeps {
   readonly apply: (
     tool: string,
     change: Record<string, unknown>,
-    ctx: Pick<AuditEvent, "actor" | "clientIp" | "traceId">,
+    ctx: ActorContext,
   ) => Promise<AppliedChange>;
   /** Told after a request is created or decided (the realtime feed, the approvers' inbox). */
   readonly changed?: (approval: ApprovalView) => void;
@@ -77,32 +78,160 @@ const actorOf = (a: Asker) => {
   return { type, id, name: a.name };
 };
 
-export function createApprovals(deps: ApprovalsDeps) {
-  const { repo, audit, clock } = deps;
-  /** The stored request, told to `changed`. */
-  const told = (id: string): ApprovalView => {
-    const v = approvalView(load(id));
-    deps.changed?.(v);
-    return v;
-  };
+/** A high-risk tool call to hold for approval: who asked, in which conversation, for what. */
+export interface ApprovalRequest {
+  readonly asker: Asker;
+  readonly conversationId: string | null;
+  readonly tool: string;
+  /** The permission the change needs (its approver must hold it too). */
+  readonly permission: string;
+  readonly planned: PlannedChange;
+  readonly facts: RequestFacts;
+}
 
-  function load(id: string): AiApprovalRow {
-    const row = repo.get(id);
+/** Approval requests of the AI assistant (what `createApprovals` returns). */
+export interface Approvals {
+  /** Records a pending request for `planned`; nothing changes until it is approved. */
+  request(r: ApprovalRequest): ApprovalView;
+  /** The requests, newest first, optionally of one status. */
+  list(status: AiApprovalStatus | undefined, limit: number): ApprovalView[];
+  /** One request; 404 `NOT_FOUND` when there is none with this id. */
+  get(id: string): ApprovalView;
+  /**
+   * Approves a pending request and applies its change under the approver's name: not the
+   * requester, and holding the permission the change needs (403 otherwise, audited).
+   */
+  approve(id: string, by: Asker, facts: RequestFacts): Promise<ApprovalView>;
+  /** Rejects a pending request; nothing changes. */
+  reject(id: string, by: Asker, reason: string | undefined, facts: RequestFacts): ApprovalView;
+}
+
+class ApprovalsService implements Approvals {
+  readonly #deps: ApprovalsDeps;
+
+  constructor(deps: ApprovalsDeps) {
+    this.#deps = deps;
+  }
+
+  request(r: ApprovalRequest): ApprovalView {
+    const { repo, audit, clock } = this.#deps;
+    const id = `apr_${randomHex(this.#deps.random, 8)}`;
+    this.#deps.transaction(() => {
+      repo.insert({
+        id,
+        conversation_id: r.conversationId,
+        tool: r.tool,
+        permission: r.permission,
+        summary: r.planned.summary,
+        change: JSON.stringify(r.planned.change),
+        requested_by: r.asker.key,
+        requested_by_human: r.asker.human,
+        requested_by_name: r.asker.name,
+        requested_at: clock.now(),
+      });
+      audit.record({
+        ...r.facts,
+        actor: actorOf(r.asker),
+        action: "ai.approval.request",
+        target: id,
+        result: "success",
+        detail: { tool: r.tool, summary: r.planned.summary, change: r.planned.change },
+      });
+    });
+    return this.#told(id);
+  }
+
+  list(status: AiApprovalStatus | undefined, limit: number): ApprovalView[] {
+    return this.#deps.repo.list(status, limit).map(approvalView);
+  }
+
+  get(id: string): ApprovalView {
+    return approvalView(this.#load(id));
+  }
+
+  async approve(id: string, by: Asker, facts: RequestFacts): Promise<ApprovalView> {
+    const { repo, clock } = this.#deps;
+    const row = this.#load(id);
+    pending(row);
+    if (by.human === row.requested_by_human) {
+      this.#deny(row, by, facts, "self_approval");
+      throw new AppError(
+        403,
+        "AI_SELF_APPROVAL",
+        "You cannot approve a change you requested: another user with approve:ai must review it",
+      );
+    }
+    if (!grants(by.permissions, row.permission)) {
+      this.#deny(row, by, facts, "missing_permission");
+      throw new AppError(
+        403,
+        "FORBIDDEN",
+        `Approving this change also needs permission "${row.permission}"`,
+        { details: { permission: row.permission } },
+      );
+    }
+    const now = clock.now();
+    if (!repo.decide(id, "pending", "applying", { key: by.key, name: by.name }, now)) {
+      pending(this.#load(id));
+    }
+    const ctx = { ...facts, actor: actorOf(by) };
+    let applied: AppliedChange;
+    try {
+      applied = await this.#deps.apply(row.tool, JSON.parse(row.change), ctx);
+    } catch (err) {
+      this.#failed(row, by, ctx, err);
+      throw err;
+    }
+    this.#deps.transaction(() => {
+      repo.finish(id, "applied", { target: applied.target, object: applied.object });
+      this.#deps.audit.record({
+        ...ctx,
+        action: "ai.approval.approve",
+        target: id,
+        result: "success",
+        detail: { ...both(row, by), applied_to: applied.target, change: JSON.parse(row.change) },
+      });
+    });
+    return this.#told(id);
+  }
+
+  reject(id: string, by: Asker, reason: string | undefined, facts: RequestFacts): ApprovalView {
+    const { repo, audit, clock } = this.#deps;
+    const row = this.#load(id);
+    pending(row);
+    this.#deps.transaction(() => {
+      if (!repo.decide(id, "pending", "rejected", { key: by.key, name: by.name }, clock.now())) {
+        pending(this.#load(id));
+      }
+      repo.finish(id, "rejected", { reason: reason ?? null });
+      audit.record({
+        ...facts,
+        actor: actorOf(by),
+        action: "ai.approval.reject",
+        target: id,
+        result: "success",
+        detail: { ...both(row, by), reason: reason ?? null },
+      });
+    });
+    return this.#told(id);
+  }
+
+  /** The stored request, told to `changed`. */
+  #told(id: string): ApprovalView {
+    const v = approvalView(this.#load(id));
+    this.#deps.changed?.(v);
+    return v;
+  }
+
+  #load(id: string): AiApprovalRow {
+    const row = this.#deps.repo.get(id);
     if (!row) throw new AppError(404, "NOT_FOUND", `No approval request "${id}"`);
     return row;
   }
 
-  function pending(row: AiApprovalRow): void {
-    if (row.status !== "pending") {
-      throw new AppError(409, "CONFLICT", `Approval request "${row.id}" is already ${row.status}`, {
-        details: { status: row.status },
-      });
-    }
-  }
-
-  function deny(row: AiApprovalRow, by: Asker, facts: RequestFacts, reason: string): void {
-    deps.transaction(() =>
-      audit.record({
+  #deny(row: AiApprovalRow, by: Asker, facts: RequestFacts, reason: string): void {
+    this.#deps.transaction(() =>
+      this.#deps.audit.record({
         ...facts,
         actor: actorOf(by),
         action: "ai.approval.approve",
@@ -113,133 +242,42 @@ export function createApprovals(deps: ApprovalsDeps) {
     );
   }
 
-  const both = (row: AiApprovalRow, by: Asker) => ({
-    tool: row.tool,
-    requested_by: { id: row.requested_by, name: row.requested_by_name },
-    decided_by: { id: by.key, name: by.name },
-  });
-
-  return {
-    /** Records a pending request for `planned`; nothing changes until it is approved. */
-    request(
-      asker: Asker,
-      conversationId: string | null,
-      tool: string,
-      permission: string,
-      planned: PlannedChange,
-      facts: RequestFacts,
-    ): ApprovalView {
-      const id = `apr_${randomHex(deps.random, 8)}`;
-      deps.transaction(() => {
-        repo.insert({
-          id,
-          conversation_id: conversationId,
-          tool,
-          permission,
-          summary: planned.summary,
-          change: JSON.stringify(planned.change),
-          requested_by: asker.key,
-          requested_by_human: asker.human,
-          requested_by_name: asker.name,
-          requested_at: clock.now(),
-        });
-        audit.record({
-          ...facts,
-          actor: actorOf(asker),
-          action: "ai.approval.request",
-          target: id,
-          result: "success",
-          detail: { tool, summary: planned.summary, change: planned.change },
-        });
+  /** An approved change that failed to apply: the request is `failed`, audited and told. */
+  #failed(row: AiApprovalRow, by: Asker, ctx: ActorContext, err: unknown): void {
+    const error = err instanceof AppError
+      ? { code: err.code, message: err.message }
+      : { code: "INTERNAL", message: "Internal error: see the server log" };
+    this.#deps.transaction(() => {
+      this.#deps.repo.finish(row.id, "failed", { error });
+      this.#deps.audit.record({
+        ...ctx,
+        action: "ai.approval.approve",
+        target: row.id,
+        result: "failure",
+        detail: { ...both(row, by), error },
       });
-      return told(id);
-    },
-
-    list(status: AiApprovalStatus | undefined, limit: number): ApprovalView[] {
-      return repo.list(status, limit).map(approvalView);
-    },
-    get(id: string): ApprovalView {
-      return approvalView(load(id));
-    },
-
-    async approve(id: string, by: Asker, facts: RequestFacts): Promise<ApprovalView> {
-      const row = load(id);
-      pending(row);
-      if (by.human === row.requested_by_human) {
-        deny(row, by, facts, "self_approval");
-        throw new AppError(
-          403,
-          "AI_SELF_APPROVAL",
-          "You cannot approve a change you requested: another user with approve:ai must review it",
-        );
-      }
-      if (!grants(by.permissions, row.permission)) {
-        deny(row, by, facts, "missing_permission");
-        throw new AppError(
-          403,
-          "FORBIDDEN",
-          `Approving this change also needs permission "${row.permission}"`,
-          { details: { permission: row.permission } },
-        );
-      }
-      const now = clock.now();
-      if (!repo.decide(id, "pending", "applying", { key: by.key, name: by.name }, now)) {
-        pending(load(id));
-      }
-      const ctx = { ...facts, actor: actorOf(by) };
-      let applied: AppliedChange;
-      try {
-        applied = await deps.apply(row.tool, JSON.parse(row.change), ctx);
-      } catch (err) {
-        const error = err instanceof AppError
-          ? { code: err.code, message: err.message }
-          : { code: "INTERNAL", message: "Internal error: see the server log" };
-        deps.transaction(() => {
-          repo.finish(id, "failed", { error });
-          audit.record({
-            ...ctx,
-            action: "ai.approval.approve",
-            target: id,
-            result: "failure",
-            detail: { ...both(row, by), error },
-          });
-        });
-        told(id);
-        throw err;
-      }
-      deps.transaction(() => {
-        repo.finish(id, "applied", { target: applied.target, object: applied.object });
-        audit.record({
-          ...ctx,
-          action: "ai.approval.approve",
-          target: id,
-          result: "success",
-          detail: { ...both(row, by), applied_to: applied.target, change: JSON.parse(row.change) },
-        });
-      });
-      return told(id);
-    },
-
-    reject(id: string, by: Asker, reason: string | undefined, facts: RequestFacts): ApprovalView {
-      const row = load(id);
-      pending(row);
-      deps.transaction(() => {
-        if (!repo.decide(id, "pending", "rejected", { key: by.key, name: by.name }, clock.now())) {
-          pending(load(id));
-        }
-        repo.finish(id, "rejected", { reason: reason ?? null });
-        audit.record({
-          ...facts,
-          actor: actorOf(by),
-          action: "ai.approval.reject",
-          target: id,
-          result: "success",
-          detail: { ...both(row, by), reason: reason ?? null },
-        });
-      });
-      return told(id);
-    },
-  };
+    });
+    this.#told(row.id);
+  }
 }
 
-export type Approvals = ReturnType<typeof createApprovals>;
+/** 409 `CONFLICT` unless the request is still pending. */
+function pending(row: AiApprovalRow): void {
+  if (row.status !== "pending") {
+    throw new AppError(409, "CONFLICT", `Approval request "${row.id}" is already ${row.status}`, {
+      details: { status: row.status },
+    });
+  }
+}
+
+/** Both users of a decision, for its audit record. */
+const both = (row: AiApprovalRow, by: Asker) => ({
+  tool: row.tool,
+  requested_by: { id: row.requested_by, name: row.requested_by_name },
+  decided_by: { id: by.key, name: by.name },
+});
+
+/** Approval requests over `deps.repo`; approved changes go through `deps.apply`. */
+export function createApprovals(deps: ApprovalsDeps): Approvals {
+  return new ApprovalsService(deps);
+}

@@ -12,11 +12,11 @@ import type { Logger } from "../core/logger.ts";
 import type { AiConfig } from "./ai_config.ts";
 import type { ApprovalView } from "./approvals.ts";
 import type { ChatClient } from "./chat_client.ts";
-import type { Usage } from "./chat_wire.ts";
+import type { ToolCall, Usage } from "./chat_wire.ts";
 import type { Conversations } from "./conversations.ts";
 import { buildPrompt, dataMessage } from "./prompt.ts";
-import { TOOL_DEFINITIONS } from "./tool_catalog.ts";
-import type { ToolRunner } from "./tool_runner.ts";
+import { TOOL_DEFINITIONS, type ToolName } from "./tool_catalog.ts";
+import type { ToolOutcome, ToolRunner } from "./tool_runner.ts";
 import { type Asker, offeredTools } from "./tools.ts";
 
 /** Model calls per question: after the last tool round the model must answer in words. */
@@ -63,18 +63,86 @@ export interface AskOptions {
   readonly facts: Pick<AuditEvent, "clientIp" | "traceId">;
 }
 
-export function createAssistant(deps: AssistantDeps) {
-  const busy = new Set<string>();
-  /** The UTC day (`YYYY-MM-DD`) `daysAgo` days before today. */
-  const day = (daysAgo = 0) =>
-    new Date(deps.clock.now() - daysAgo * 86_400_000).toISOString().slice(0, 10);
+type NewMessage = Parameters<Conversations["append"]>[1];
+/** A message of the conversation being answered; the fields not given are null. */
+type Reply = Pick<NewMessage, "role" | "content"> & Partial<NewMessage>;
 
-  async function loop(o: AskOptions): Promise<void> {
+/** The AI assistant (what `createAssistant` returns). */
+export interface Assistant {
+  /** One small non-streaming request with the stored settings; counts toward the asker's usage. */
+  test(asker: Asker): Promise<{ ok: true; model: string; reply: string; usage: Usage | null }>;
+  /**
+   * Checks what can be refused before an answer starts streaming (disabled, unknown
+   * conversation, one already being answered) and stores the question.
+   */
+  begin(o: Omit<AskOptions, "emit" | "signal">): Promise<number>;
+  /** Answers the question stored by `begin`; failures become an `error` event. */
+  answer(o: AskOptions): Promise<void>;
+  /** One principal's token usage per UTC day over the last `days` days (today included). */
+  usageDays(owner: string, days: number): { since: string; rows: ReturnType<AiUsageRepo["days"]> };
+  /** Every principal's token usage over the last `days` UTC days (today included). */
+  usageTotals(days: number): { since: string; rows: ReturnType<AiUsageRepo["totals"]> };
+}
+
+class AssistantService implements Assistant {
+  readonly #deps: AssistantDeps;
+  /** Conversations answering a question now (one question at a time each). */
+  readonly #busy = new Set<string>();
+
+  constructor(deps: AssistantDeps) {
+    this.#deps = deps;
+  }
+
+  async test(
+    asker: Asker,
+  ): Promise<{ ok: true; model: string; reply: string; usage: Usage | null }> {
+    const deps = this.#deps;
+    const settings = await deps.config.provider();
+    const answer = await deps.client.chat(settings, {
+      messages: [
+        { role: "system", content: "This is a connection test. Reply with the single word OK." },
+        { role: "user", content: "ping" },
+      ],
+      maxTokens: 16,
+    });
+    const usage = answer.usage ?? null;
+    this.#count(asker, usage?.prompt_tokens ?? 0, usage?.completion_tokens ?? 0);
+    return { ok: true, model: settings.model, reply: answer.content.slice(0, 200), usage };
+  }
+
+  async begin(o: Omit<AskOptions, "emit" | "signal">): Promise<number> {
+    const deps = this.#deps;
+    await deps.config.provider();
+    deps.conversations.require(o.conversationId, o.asker.key);
+    if (this.#busy.has(o.conversationId)) {
+      throw new AppError(409, "CONFLICT", "This conversation is still answering a question");
+    }
+    this.#busy.add(o.conversationId);
+    try {
+      return this.#store(o, { role: "user", content: o.content });
+    } catch (err) {
+      this.#busy.delete(o.conversationId);
+      throw err;
+    }
+  }
+
+  async answer(o: AskOptions): Promise<void> {
+    try {
+      await this.#loop(o);
+    } catch (err) {
+      await this.#failed(o, err);
+    } finally {
+      this.#busy.delete(o.conversationId);
+    }
+  }
+
+  /** The rounds of model calls and tool calls, until the model answers in words. */
+  async #loop(o: AskOptions): Promise<void> {
+    const deps = this.#deps;
     const settings = await deps.config.provider();
     const allowed = settings.tools;
     const tools = offeredTools(allowed, o.asker);
     const definitions = tools.map((t) => TOOL_DEFINITIONS.get(t.name)!);
-    const owner = o.asker.key;
     const total = { prompt_tokens: 0, completion_tokens: 0 };
     for (let round = 0; round < MAX_ROUNDS; round++) {
       const last = round === MAX_ROUNDS - 1;
@@ -85,171 +153,131 @@ export function createAssistant(deps: AssistantDeps) {
         signal: o.signal,
       });
       const usage = answer.usage ?? { prompt_tokens: 0, completion_tokens: 0 };
-      deps.usage.add(owner, o.asker.name, day(), usage.prompt_tokens, usage.completion_tokens);
+      this.#count(o.asker, usage.prompt_tokens, usage.completion_tokens);
       total.prompt_tokens += usage.prompt_tokens;
       total.completion_tokens += usage.completion_tokens;
       const calls = last ? [] : answer.toolCalls;
       if (calls.length === 0) {
-        const id = deps.conversations.append(owner, {
-          conversation_id: o.conversationId,
-          role: "assistant",
-          content: answer.content,
-          tool_calls: null,
-          tool_call_id: null,
-          tool_name: null,
-        });
+        const id = this.#store(o, { role: "assistant", content: answer.content });
         await o.emit({ type: "done", message_id: id, usage: total });
         return;
       }
-      deps.conversations.append(owner, {
-        conversation_id: o.conversationId,
+      this.#store(o, {
         role: "assistant",
         content: answer.content,
         tool_calls: JSON.stringify(calls),
-        tool_call_id: null,
-        tool_name: null,
       });
-      for (const call of calls) {
-        let args: unknown = call.function.arguments;
-        try {
-          args = JSON.parse(call.function.arguments);
-        } catch {
-          // shown as the model sent it
-        }
-        await o.emit({ type: "tool_call", id: call.id, name: call.function.name, arguments: args });
-        const outcome = await deps.tools.run(call, {
-          asker: o.asker,
-          conversationId: o.conversationId,
-          facts: o.facts,
-          allowed,
-        });
-        deps.conversations.append(owner, {
-          conversation_id: o.conversationId,
-          role: "tool",
-          content: dataMessage(
-            call.function.name,
-            outcome.ok ? outcome.result : { error: outcome.error },
-          ),
-          tool_calls: null,
-          tool_call_id: call.id,
-          tool_name: call.function.name,
-        });
-        if (outcome.ok && outcome.approval) {
-          await o.emit({ type: "approval", id: call.id, approval: outcome.approval });
-        }
-        await o.emit(
-          outcome.ok
-            ? {
-              type: "tool_result",
-              id: call.id,
-              name: call.function.name,
-              ok: true,
-              result: outcome.result,
-            }
-            : {
-              type: "tool_result",
-              id: call.id,
-              name: call.function.name,
-              ok: false,
-              error: outcome.error,
-            },
-        );
-      }
+      for (const call of calls) await this.#call(o, call, allowed);
     }
   }
 
-  return {
-    /** One small non-streaming request with the stored settings; counts toward the asker's usage. */
-    async test(
-      asker: Asker,
-    ): Promise<{ ok: true; model: string; reply: string; usage: Usage | null }> {
-      const settings = await deps.config.provider();
-      const answer = await deps.client.chat(settings, {
-        messages: [
-          { role: "system", content: "This is a connection test. Reply with the single word OK." },
-          { role: "user", content: "ping" },
-        ],
-        maxTokens: 16,
-      });
-      const usage = answer.usage ?? null;
-      deps.usage.add(
-        asker.key,
-        asker.name,
-        day(),
-        usage?.prompt_tokens ?? 0,
-        usage?.completion_tokens ?? 0,
-      );
-      return { ok: true, model: settings.model, reply: answer.content.slice(0, 200), usage };
-    },
+  /** Runs one tool call of the model, stores its result and reports both. */
+  async #call(o: AskOptions, call: ToolCall, allowed: readonly ToolName[]): Promise<void> {
+    let args: unknown = call.function.arguments;
+    try {
+      args = JSON.parse(call.function.arguments);
+    } catch {
+      // shown as the model sent it
+    }
+    await o.emit({ type: "tool_call", id: call.id, name: call.function.name, arguments: args });
+    const outcome = await this.#deps.tools.run(call, {
+      asker: o.asker,
+      conversationId: o.conversationId,
+      facts: o.facts,
+      allowed,
+    });
+    this.#store(o, {
+      role: "tool",
+      content: dataMessage(
+        call.function.name,
+        outcome.ok ? outcome.result : { error: outcome.error },
+      ),
+      tool_call_id: call.id,
+      tool_name: call.function.name,
+    });
+    if (outcome.ok && outcome.approval) {
+      await o.emit({ type: "approval", id: call.id, approval: outcome.approval });
+    }
+    await o.emit(toolResult(call, outcome));
+  }
 
-    /** One principal's token usage per UTC day over the last `days` days (today included). */
-    usageDays(owner: string, days: number) {
-      const since = day(days - 1);
-      return { since, rows: deps.usage.days(owner, since) };
-    },
-
-    /** Every principal's token usage over the last `days` UTC days (today included). */
-    usageTotals(days: number) {
-      const since = day(days - 1);
-      return { since, rows: deps.usage.totals(since) };
-    },
-
-    /**
-     * Checks what can be refused before an answer starts streaming (disabled, unknown
-     * conversation, one already being answered) and stores the question.
-     */
-    async begin(o: Omit<AskOptions, "emit" | "signal">): Promise<number> {
-      await deps.config.provider();
-      deps.conversations.require(o.conversationId, o.asker.key);
-      if (busy.has(o.conversationId)) {
-        throw new AppError(409, "CONFLICT", "This conversation is still answering a question");
-      }
-      busy.add(o.conversationId);
-      try {
-        return deps.conversations.append(o.asker.key, {
-          conversation_id: o.conversationId,
-          role: "user",
-          content: o.content,
-          tool_calls: null,
-          tool_call_id: null,
-          tool_name: null,
+  /** A failed answer as an `error` event (logged unless the asker cancelled it). */
+  async #failed(o: AskOptions, err: unknown): Promise<void> {
+    const deps = this.#deps;
+    if (err instanceof AppError) {
+      if (err.code === "AI_CANCELLED") return;
+      if (err.status >= 500) {
+        deps.logger.warn("AI provider request failed", {
+          trace_id: o.facts.traceId,
+          code: err.code,
+          message: err.message,
         });
-      } catch (err) {
-        busy.delete(o.conversationId);
-        throw err;
       }
-    },
+      await o.emit({ type: "error", code: err.code, message: err.message }).catch(() => {});
+      return;
+    }
+    deps.logger.error("AI answer failed", { trace_id: o.facts.traceId, error: err as Error });
+    await o.emit({
+      type: "error",
+      code: "INTERNAL",
+      message: "Internal error: see the server log for this trace id",
+    })
+      .catch(() => {});
+  }
 
-    /** Answers the question stored by `begin`; failures become an `error` event. */
-    async answer(o: AskOptions): Promise<void> {
-      try {
-        await loop(o);
-      } catch (err) {
-        if (err instanceof AppError) {
-          if (err.code !== "AI_CANCELLED") {
-            if (err.status >= 500) {
-              deps.logger.warn("AI provider request failed", {
-                trace_id: o.facts.traceId,
-                code: err.code,
-                message: err.message,
-              });
-            }
-            await o.emit({ type: "error", code: err.code, message: err.message }).catch(() => {});
-          }
-        } else {
-          deps.logger.error("AI answer failed", { trace_id: o.facts.traceId, error: err as Error });
-          await o.emit({
-            type: "error",
-            code: "INTERNAL",
-            message: "Internal error: see the server log for this trace id",
-          })
-            .catch(() => {});
-        }
-      } finally {
-        busy.delete(o.conversationId);
-      }
-    },
-  };
+  /** Stores a message of the asker's conversation; returns its id. */
+  #store(o: Pick<AskOptions, "asker" | "conversationId">, m: Reply): number {
+    return this.#deps.conversations.append(o.asker.key, {
+      conversation_id: o.conversationId,
+      role: m.role,
+      content: m.content,
+      tool_calls: m.tool_calls ?? null,
+      tool_call_id: m.tool_call_id ?? null,
+      tool_name: m.tool_name ?? null,
+    });
+  }
+
+  usageDays(owner: string, days: number) {
+    const since = this.#day(days - 1);
+    return { since, rows: this.#deps.usage.days(owner, since) };
+  }
+
+  usageTotals(days: number) {
+    const since = this.#day(days - 1);
+    return { since, rows: this.#deps.usage.totals(since) };
+  }
+
+  /** The UTC day (`YYYY-MM-DD`) `daysAgo` days before today. */
+  #day(daysAgo = 0): string {
+    return new Date(this.#deps.clock.now() - daysAgo * 86_400_000).toISOString().slice(0, 10);
+  }
+
+  /** Counts tokens toward the asker's usage of today. */
+  #count(asker: Asker, prompt: number, completion: number): void {
+    this.#deps.usage.add(asker.key, asker.name, this.#day(), prompt, completion);
+  }
 }
 
-export type Assistant = ReturnType<typeof createAssistant>;
+/** The `tool_result` event of a tool call. */
+function toolResult(call: ToolCall, outcome: ToolOutcome): AssistantEvent {
+  return outcome.ok
+    ? {
+      type: "tool_result",
+      id: call.id,
+      name: call.function.name,
+      ok: true,
+      result: outcome.result,
+    }
+    : {
+      type: "tool_result",
+      id: call.id,
+      name: call.function.name,
+      ok: false,
+      error: outcome.error,
+    };
+}
+
+/** The assistant over the configured provider, the conversations and the tools. */
+export function createAssistant(deps: AssistantDeps): Assistant {
+  return new AssistantService(deps);
+}

@@ -1,10 +1,10 @@
 /**
  * A client of the OpenAI chat-completions wire format over `fetch` (OpenAI, Azure OpenAI's v1
  * API, DeepSeek, Qwen, Ollama, vLLM all speak it). It streams (`stream: true`, Server-Sent
- * Events) and falls back to a whole JSON answer when the provider does not stream. Tool calls use the function-calling
- * format; usage comes from the provider (`stream_options.include_usage`). `timeoutMs` bounds
- * the wait for the response headers and every pause between two streamed chunks. Every
- * failure becomes an AppError with an `AI_PROVIDER_*` code and the reason as data.
+ * Events) and falls back to a whole JSON answer when the provider does not stream. Tool calls
+ * use the function-calling format; usage comes from the provider (`stream_options.include_usage`).
+ * `timeoutMs` bounds the wait for the response headers and every pause between two streamed
+ * chunks. Every failure becomes an AppError with an `AI_PROVIDER_*` code and the reason as data.
  */
 import { AppError } from "../core/errors.ts";
 import type { ProviderSettings } from "./ai_config.ts";
@@ -39,10 +39,126 @@ export function completionsUrl(baseUrl: string): URL {
   u.pathname = `${u.pathname.replace(/\/+$/, "")}/chat/completions`;
   return u;
 }
+
+/** A chat-completions client (what `createChatClient` returns). */
 export interface ChatClient {
+  /** One chat call with `settings`; streams when `options.onToken` is given. */
   chat(settings: ProviderSettings, options: ChatOptions): Promise<ChatResult>;
 }
 
+/** The chat-completions request body of a call. */
+function requestBody(
+  settings: ProviderSettings,
+  options: ChatOptions,
+  stream: boolean,
+): Record<string, unknown> {
+  const body: Record<string, unknown> = {
+    model: settings.model,
+    messages: options.messages,
+    max_tokens: options.maxTokens ?? settings.maxTokens,
+    stream,
+  };
+  if (stream) body["stream_options"] = { include_usage: true };
+  if (options.tools && options.tools.length > 0) {
+    body["tools"] = options.tools;
+    body["tool_choice"] = "auto";
+  }
+  return body;
+}
+
+function requestHeaders(settings: ProviderSettings, stream: boolean): Record<string, string> {
+  const headers: Record<string, string> = {
+    "content-type": "application/json",
+    accept: stream ? "text/event-stream, application/json" : "application/json",
+  };
+  if (settings.apiKey) {
+    headers["authorization"] = `Bearer ${settings.apiKey}`;
+    // Azure OpenAI reads its key from this header instead.
+    headers["api-key"] = settings.apiKey;
+  }
+  return headers;
+}
+
+/** One call's deadline: the headers, then every next chunk, must come within `timeout_ms`. */
+class Deadline {
+  readonly controller = new AbortController();
+  timedOut = false;
+  readonly #ms: number;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(ms: number) {
+    this.#ms = ms;
+  }
+
+  /** (Re)starts the wait; a function of its own, passed to the readers as their progress. */
+  readonly arm = (): void => {
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => {
+      this.timedOut = true;
+      this.controller.abort();
+    }, this.#ms);
+  };
+
+  clear(): void {
+    clearTimeout(this.#timer);
+  }
+}
+
+/** A call that ended early, as the AppError its caller sees. */
+function interruption(
+  err: unknown,
+  call: { deadline: Deadline; settings: ProviderSettings; signal?: AbortSignal; url: URL },
+): AppError {
+  const { settings } = call;
+  if (call.deadline.timedOut) {
+    return failure(
+      "timeout",
+      `The AI provider did not answer within ${settings.timeoutMs} ms (timeout_ms)`,
+      { timeout_ms: settings.timeoutMs },
+      err,
+    );
+  }
+  if (call.signal?.aborted) return failure("cancelled", "The request was cancelled");
+  if (err instanceof AppError) return err;
+  return failure(
+    "unreachable",
+    `The AI provider at "${call.url.origin}" cannot be reached: ${
+      err instanceof Error ? err.message : String(err)
+    }`,
+    { base_url: settings.baseUrl },
+    err,
+  );
+}
+
+/** Reads the provider's answer, streamed or whole; an HTTP error becomes `AI_PROVIDER_HTTP`. */
+async function readAnswer(
+  res: Response,
+  progress: () => void,
+  settings: ProviderSettings,
+  options: ChatOptions,
+): Promise<ChatResult> {
+  if (!res.ok) {
+    const text = await readBounded(res, progress).catch(() => "");
+    throw failure(
+      "http",
+      `The AI provider answered HTTP ${res.status}: ${
+        scrub(providerMessage(text), settings.apiKey)
+      }`,
+      { provider_status: res.status },
+    );
+  }
+  const acc: Accumulated = { content: "", calls: [], finishReason: null, usage: undefined };
+  const type = res.headers.get("content-type") ?? "";
+  if (type.includes("text/event-stream")) {
+    await readStream(res, acc, { progress, onToken: options.onToken, key: settings.apiKey });
+  } else {
+    readWhole(await readBounded(res, progress), acc, settings.apiKey);
+    if (options.onToken && acc.content) await options.onToken(acc.content);
+  }
+  return result(acc);
+}
+
+/** A chat client over `deps.fetch` (the global one by default). */
 export function createChatClient(deps: { fetch?: typeof fetch } = {}): ChatClient {
   const doFetch = deps.fetch ?? fetch;
 
@@ -50,61 +166,14 @@ export function createChatClient(deps: { fetch?: typeof fetch } = {}): ChatClien
     async chat(settings, options) {
       const url = completionsUrl(settings.baseUrl);
       const stream = options.onToken !== undefined;
-      const body: Record<string, unknown> = {
-        model: settings.model,
-        messages: options.messages,
-        max_tokens: options.maxTokens ?? settings.maxTokens,
-        stream,
-      };
-      if (stream) body["stream_options"] = { include_usage: true };
-      if (options.tools && options.tools.length > 0) {
-        body["tools"] = options.tools;
-        body["tool_choice"] = "auto";
-      }
-      const headers: Record<string, string> = {
-        "content-type": "application/json",
-        accept: stream ? "text/event-stream, application/json" : "application/json",
-      };
-      if (settings.apiKey) {
-        headers["authorization"] = `Bearer ${settings.apiKey}`;
-        // Azure OpenAI reads its key from this header instead.
-        headers["api-key"] = settings.apiKey;
-      }
-
-      const controller = new AbortController();
-      let timedOut = false;
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const arm = () => {
-        clearTimeout(timer);
-        timer = setTimeout(() => {
-          timedOut = true;
-          controller.abort();
-        }, settings.timeoutMs);
-      };
-      const cancel = () => controller.abort();
+      const body = requestBody(settings, options, stream);
+      const headers = requestHeaders(settings, stream);
+      const deadline = new Deadline(settings.timeoutMs);
+      const cancel = () => deadline.controller.abort();
       options.signal?.addEventListener("abort", cancel, { once: true });
-      const interrupted = (err: unknown): AppError => {
-        if (timedOut) {
-          return failure(
-            "timeout",
-            `The AI provider did not answer within ${settings.timeoutMs} ms (timeout_ms)`,
-            { timeout_ms: settings.timeoutMs },
-            err,
-          );
-        }
-        if (options.signal?.aborted) return failure("cancelled", "The request was cancelled");
-        if (err instanceof AppError) return err;
-        return failure(
-          "unreachable",
-          `The AI provider at "${url.origin}" cannot be reached: ${
-            err instanceof Error ? err.message : String(err)
-          }`,
-          { base_url: settings.baseUrl },
-          err,
-        );
-      };
+      const call = { deadline, settings, signal: options.signal, url };
 
-      arm();
+      deadline.arm();
       try {
         let res: Response;
         try {
@@ -112,36 +181,18 @@ export function createChatClient(deps: { fetch?: typeof fetch } = {}): ChatClien
             method: "POST",
             headers,
             body: JSON.stringify(body),
-            signal: controller.signal,
+            signal: deadline.controller.signal,
             redirect: "error",
           });
         } catch (err) {
-          throw interrupted(err);
+          throw interruption(err, call);
         }
-        arm();
-        if (!res.ok) {
-          const text = await readBounded(res, arm).catch(() => "");
-          throw failure(
-            "http",
-            `The AI provider answered HTTP ${res.status}: ${
-              scrub(providerMessage(text), settings.apiKey)
-            }`,
-            { provider_status: res.status },
-          );
-        }
-        const acc: Accumulated = { content: "", calls: [], finishReason: null, usage: undefined };
-        const type = res.headers.get("content-type") ?? "";
-        if (type.includes("text/event-stream")) {
-          await readStream(res, acc, arm, options.onToken, settings.apiKey);
-        } else {
-          readWhole(await readBounded(res, arm), acc, settings.apiKey);
-          if (options.onToken && acc.content) await options.onToken(acc.content);
-        }
-        return result(acc);
+        deadline.arm();
+        return await readAnswer(res, deadline.arm, settings, options);
       } catch (err) {
-        throw interrupted(err);
+        throw interruption(err, call);
       } finally {
-        clearTimeout(timer);
+        deadline.clear();
         options.signal?.removeEventListener("abort", cancel);
       }
     },

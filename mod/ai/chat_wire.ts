@@ -176,13 +176,21 @@ export function readWhole(text: string, acc: Accumulated, key: string | undefine
   acc.usage = usageOf(parsed["usage"]);
 }
 
+/** How {@link readStream} reports what it reads. */
+export interface StreamReading {
+  /** Called for each chunk received (re-arms the idle timeout). */
+  readonly progress: () => void;
+  /** Receives the text pieces as they come. */
+  readonly onToken: ((text: string) => void | Promise<void>) | undefined;
+  /** The API key, scrubbed from any error message the provider streams. */
+  readonly key: string | undefined;
+}
+
 /** Folds a Server-Sent Events answer into `acc`, passing text pieces to `onToken` as they come. */
 export async function readStream(
   res: Response,
   acc: Accumulated,
-  progress: () => void,
-  onToken: ((text: string) => void | Promise<void>) | undefined,
-  key: string | undefined,
+  { progress, onToken, key }: StreamReading,
 ): Promise<void> {
   const pending: string[] = [];
   let done = false;

@@ -52,14 +52,14 @@ export function createToolRunner(deps: ToolRunnerDeps) {
       return { ok: true, result: await run(args, asker) };
     }
     const planned = await deps.changes.plan(spec.name, args);
-    const approval = deps.approvals.request(
+    const approval = deps.approvals.request({
       asker,
       conversationId,
-      spec.name,
-      spec.permission,
+      tool: spec.name,
+      permission: spec.permission,
       planned,
       facts,
-    );
+    });
     return {
       ok: true,
       approval,

@@ -191,9 +191,9 @@ export function anchoredLiteral(
 }
 
 function matcher(pattern: string): Matcher {
-  // Route patterns are mostly anchored literals (`^/login$`, `^/api/`): those never reach RE2,
-  // whose every call copies the path into WebAssembly memory, and the rest are prefiltered by
-  // their literal prefix (measured: an RE2 call per entry per request dominated the cost).
+  // Anchored literals (`^/login$`, `^/api/`) skip RE2, whose every call copies the path into
+  // WebAssembly memory; the rest are prefiltered by their literal prefix (see
+  // docs/api-security.md, "Cost, measured").
   const lit = anchoredLiteral(pattern);
   if (lit?.rest === "") return { source: pattern, test: (p) => p.startsWith(lit.prefix) };
   if (lit?.rest === "$") return { source: pattern, test: (p) => p === lit.prefix };

@@ -76,7 +76,10 @@ export function violations(
       detail: `missing parameter "${p}"`,
     });
   }
-  if (s.body !== undefined) bodyViolations(s, view, bodyBytes, whole, out ??= []);
+  if (s.body !== undefined) {
+    const prefix = view.req.body?.length ?? 0;
+    bodyViolations(s.body, view, whole ?? (bodyBytes === null || bodyBytes <= prefix), out ??= []);
+  }
   if (s.maxBodyBytes > 0 && bodyBytes !== null && bodyBytes > s.maxBodyBytes) {
     (out ??= []).push({
       code: "body_too_large",
@@ -92,17 +95,17 @@ const NO_PARAMS: ReadonlyArray<readonly [string, string]> = [];
 /**
  * The JSON body against the entry's JSON Schema. A body longer than the inspected prefix is not
  * checked (it cannot be parsed whole); an absent body is the required-parameter checks' business.
+ *
+ * @param whole whether the inspected body is all of it
  */
 function bodyViolations(
-  s: CompiledSchema,
+  check: NonNullable<CompiledSchema["body"]>,
   view: RequestView,
-  bodyBytes: number | null,
-  whole: boolean | undefined,
+  whole: boolean,
   out: Violation[],
 ): void {
   const prefix = view.req.body;
-  if (prefix === undefined || prefix.length === 0) return;
-  if (!(whole ?? (bodyBytes === null || bodyBytes <= prefix.length))) return;
+  if (prefix === undefined || prefix.length === 0 || !whole) return;
   const type = view.header("content-type") ?? "";
   if (!JSON_TYPE.test(type)) {
     out.push({
@@ -119,7 +122,7 @@ function bodyViolations(
     out.push({ code: "body_schema", location: "body", detail: "body is not valid JSON" });
     return;
   }
-  for (const e of s.body!(value)) {
+  for (const e of check(value)) {
     out.push({
       code: "body_schema",
       location: `body${e.path}`,

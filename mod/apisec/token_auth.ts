@@ -48,6 +48,62 @@ interface Verifier {
   readonly cache: Map<string, number>;
 }
 
+/**
+ * Where the keys of `a` come from, by the token's algorithm family: an HS token meets only the
+ * shared secret (opened once), any other only the public keys, tried in turn (the local JWKS,
+ * the remote one, the PEM).
+ */
+function keyLookup(
+  a: CompiledAuth,
+  { local, remote }: { local?: KeyLookup; remote?: RemoteJwks },
+  deps: TokenAuthDeps,
+): KeyLookup {
+  let secret: Promise<Uint8Array> | undefined;
+  const sealed = a.secretSealed;
+  const pemKeys = new Map<string, Promise<CryptoKey>>();
+  const pem = a.pem;
+  const fromPem: KeyLookup | undefined = pem === null ? undefined : (h) => {
+    const alg = h.alg ?? "";
+    let k = pemKeys.get(alg);
+    if (!k) {
+      k = importPem(pem, alg).catch(() => Promise.reject(new NoKeyError("no_key")));
+      pemKeys.set(alg, k);
+    }
+    return k;
+  };
+  const publicSources = [
+    local,
+    remote && ((h: { alg?: string; kid?: string }) => remote.lookup(h)),
+    fromPem,
+  ].filter(
+    (s): s is KeyLookup => s !== undefined,
+  );
+  return async (h): Promise<VerifyKey> => {
+    if (isHmac(h.alg ?? "")) {
+      if (sealed === null) throw new NoKeyError("no_key");
+      // A secret this process cannot open (sealed under another data directory's key, or
+      // damaged) is no key at all, not a malformed token: the token may well be fine.
+      return await (secret ??= deps.openSecret(sealed).catch((err) => {
+        deps.logger.error("cannot open the API-security shared secret; HS tokens are refused", {
+          reason: "no_key",
+          error: String((err as Error)?.message ?? err),
+        });
+        throw new NoKeyError("no_key");
+      }));
+    }
+    let last: unknown = new NoKeyError("no_key");
+    for (const source of publicSources) {
+      try {
+        return await source(h);
+      } catch (err) {
+        if (!(err instanceof NoKeyError)) throw err;
+        last = err;
+      }
+    }
+    throw last;
+  };
+}
+
 export function createTokenAuth(deps: TokenAuthDeps) {
   /** Remote key sets by URL, cache file and interval: kept across policy rebuilds. */
   const remotes = new Map<string, RemoteJwks>();
@@ -67,53 +123,9 @@ export function createTokenAuth(deps: TokenAuthDeps) {
   function verifierOf(a: CompiledAuth): Verifier {
     let v = verifiers.get(a);
     if (v) return v;
-    let secret: Promise<Uint8Array> | undefined;
-    const sealed = a.secretSealed;
     const local = a.jwks === null ? undefined : localJwks(a.jwks);
     const remote = a.remote === null ? undefined : remoteOf(a.remote);
-    const pemKeys = new Map<string, Promise<CryptoKey>>();
-    const pem = a.pem;
-    const fromPem: KeyLookup | undefined = pem === null ? undefined : (h) => {
-      const alg = h.alg ?? "";
-      let k = pemKeys.get(alg);
-      if (!k) {
-        k = importPem(pem, alg).catch(() => Promise.reject(new NoKeyError("no_key")));
-        pemKeys.set(alg, k);
-      }
-      return k;
-    };
-    const publicSources = [
-      local,
-      remote && ((h: { alg?: string; kid?: string }) => remote.lookup(h)),
-      fromPem,
-    ].filter(
-      (s): s is KeyLookup => s !== undefined,
-    );
-    const lookup: KeyLookup = async (h): Promise<VerifyKey> => {
-      if (isHmac(h.alg ?? "")) {
-        if (sealed === null) throw new NoKeyError("no_key");
-        // A secret this process cannot open (sealed under another data directory's key, or
-        // damaged) is no key at all, not a malformed token: the token may well be fine.
-        return await (secret ??= deps.openSecret(sealed).catch((err) => {
-          deps.logger.error("cannot open the API-security shared secret; HS tokens are refused", {
-            reason: "no_key",
-            error: String((err as Error)?.message ?? err),
-          });
-          throw new NoKeyError("no_key");
-        }));
-      }
-      let last: unknown = new NoKeyError("no_key");
-      for (const source of publicSources) {
-        try {
-          return await source(h);
-        } catch (err) {
-          if (!(err instanceof NoKeyError)) throw err;
-          last = err;
-        }
-      }
-      throw last;
-    };
-    v = { lookup, cache: new Map() };
+    v = { lookup: keyLookup(a, { local, remote }, deps), cache: new Map() };
     verifiers.set(a, v);
     return v;
   }

@@ -11,7 +11,7 @@ import { type Captcha, CaptchaError } from "./captcha.ts";
 import type { CaptchaPolicyStore } from "./captcha_policy.ts";
 import type { Clock } from "../core/clock.ts";
 import { AppError } from "../core/errors.ts";
-import { createLoginThrottle, LOGIN_LIMITS } from "./login_throttle.ts";
+import { createLoginThrottle, LOGIN_LIMITS, type LoginThrottle } from "./login_throttle.ts";
 import { DUMMY_HASH, hashPassword, needsRehash, verifyPassword } from "./password_hash.ts";
 import type { Random } from "../core/random.ts";
 import type { RefusalAudit } from "./refusal_audit.ts";
@@ -65,180 +65,246 @@ export interface LoginDeps {
 
 const INVALID_CREDENTIALS = "Invalid username or password";
 
-export function createLogin(deps: LoginDeps) {
-  const throttle = createLoginThrottle(deps.clock);
+/** What the login form should show for a client. */
+export interface LoginFormOptions {
+  readonly captcha_required: boolean;
+  readonly totp_required: boolean;
+}
 
-  const captchaRequired = (clientIp: string, username?: string) =>
-    deps.captchaPolicy.required(throttle.pressure(clientIp, username));
-
-  const refuse = (
+/** Password login (what `createLogin` returns). */
+export interface Login {
+  /** The (username, client) failure counts behind the lockout and the CAPTCHA policy. */
+  readonly throttle: LoginThrottle;
+  /** What the login form should show for this client (and username, when known). */
+  options(clientIp: string, username?: string): LoginFormOptions;
+  /** Checks the credentials step by step and opens a session; every refusal is audited. */
+  login(
     input: LoginInput,
     ctx: LoginContext,
-    reason: string,
-    error: AppError,
-    options: { count: boolean; user?: UserRow } = { count: true },
-  ): never => {
-    if (options.count && throttle.fail(input.username, ctx.clientIp)) {
-      deps.lockedOut?.(input.username, ctx.clientIp);
+  ): Promise<{ user: PublicUser; session: NewSessionResult }>;
+}
+
+/** One login attempt: what was sent, and from where. */
+interface Attempt {
+  readonly input: LoginInput;
+  readonly ctx: LoginContext;
+}
+
+/** One refused login: why (audited), what the caller is answered, and whether it counts. */
+interface Refusal {
+  readonly reason: string;
+  readonly error: AppError;
+  /** Whether it counts toward the (username, client) lockout. */
+  readonly count: boolean;
+  /** The account, once known (named in the audit record). */
+  readonly user?: UserRow;
+}
+
+class LoginService implements Login {
+  readonly throttle: LoginThrottle;
+  readonly #deps: LoginDeps;
+
+  constructor(deps: LoginDeps) {
+    this.#deps = deps;
+    this.throttle = createLoginThrottle(deps.clock);
+  }
+
+  options(clientIp: string, username?: string): LoginFormOptions {
+    return {
+      captcha_required: this.#captchaRequired(clientIp, username),
+      // Asking for a code only after the password would reveal which accounts have 2FA;
+      // the form shows the field whenever any account uses it.
+      totp_required: this.#deps.repo.list().some((u) => u.totp_enabled === 1),
+    };
+  }
+
+  async login(
+    input: LoginInput,
+    ctx: LoginContext,
+  ): Promise<{ user: PublicUser; session: NewSessionResult }> {
+    const a: Attempt = { input, ctx };
+    this.#checkLockout(a);
+    this.#checkUsername(a);
+    this.#checkCaptcha(a);
+    const account = await this.#checkPassword(a);
+    if (account.totp_enabled) await this.#checkSecondFactor(a, account);
+    return await this.#openSession(a, account);
+  }
+
+  #captchaRequired(clientIp: string, username?: string): boolean {
+    return this.#deps.captchaPolicy.required(this.throttle.pressure(clientIp, username));
+  }
+
+  /** A locked (username, client) pair learns nothing more, not even whether the password is right. */
+  #checkLockout(a: Attempt): void {
+    const wait = this.throttle.retryAfter(a.input.username, a.ctx.clientIp);
+    if (wait > 0) {
+      this.#refuse(a, {
+        reason: "locked_out",
+        error: new AppError(
+          429,
+          "TOO_MANY_ATTEMPTS",
+          `Too many failed logins: retry in ${wait} s`,
+          {
+            details: { retry_after: wait },
+          },
+        ),
+        count: false,
+      });
     }
-    deps.refusals.record({
-      actor: options.user
-        ? { type: "user", id: options.user.id, name: options.user.username }
+  }
+
+  #checkUsername(a: Attempt): void {
+    try {
+      assertUsername(a.input.username);
+    } catch (err) {
+      if (!(err instanceof AppError)) throw err;
+      this.#refuse(a, { reason: "username_invalid", error: err, count: true });
+    }
+  }
+
+  /** When the policy asks for a CAPTCHA, a receipt of a solved one is spent. */
+  #checkCaptcha(a: Attempt): void {
+    const { input, ctx } = a;
+    if (!this.#captchaRequired(ctx.clientIp, input.username)) return;
+    if (!input.captcha_receipt) {
+      this.#refuse(a, {
+        reason: "captcha_missing",
+        error: new AppError(
+          403,
+          "CAPTCHA_REQUIRED",
+          "A CAPTCHA is required: solve a challenge from POST /api/auth/captcha first",
+        ),
+        count: false,
+      });
+    }
+    try {
+      this.#deps.captcha.consumeReceipt(input.captcha_receipt!, input.username, ctx.clientIp);
+    } catch (err) {
+      if (!(err instanceof CaptchaError)) throw err;
+      this.#refuse(a, { reason: `captcha_${err.reason}`, error: err, count: false });
+    }
+  }
+
+  /** The account, when the password is right (a dummy hash for an unknown user) and enabled. */
+  async #checkPassword(a: Attempt): Promise<UserRow> {
+    const user = this.#deps.repo.getByUsername(a.input.username);
+    const valid = await verifyPassword(a.input.password, user?.password_hash ?? DUMMY_HASH);
+    if (!user || !valid) {
+      this.#refuse(a, {
+        reason: user ? "wrong_password" : "unknown_user",
+        error: new AppError(401, "UNAUTHORIZED", INVALID_CREDENTIALS),
+        count: true,
+        user,
+      });
+    }
+    if (user.disabled) {
+      this.#refuse(a, {
+        reason: "disabled",
+        error: new AppError(403, "ACCOUNT_DISABLED", "This account is disabled"),
+        count: true,
+        user,
+      });
+    }
+    return user;
+  }
+
+  /** A current two-factor code of a 2FA account, spent by the check. */
+  async #checkSecondFactor(a: Attempt, account: UserRow): Promise<void> {
+    const verify = this.#deps.verifyTotp;
+    if (!verify) {
+      this.#refuse(a, {
+        reason: "totp_unavailable",
+        error: new AppError(
+          401,
+          "TOTP_UNAVAILABLE",
+          "This account uses two-factor authentication, which this build cannot verify",
+        ),
+        count: false,
+        user: account,
+      });
+    }
+    if (!a.input.totp_code) {
+      this.#refuse(a, {
+        reason: "totp_missing",
+        error: new AppError(401, "TOTP_REQUIRED", "A two-factor code is required"),
+        count: false,
+        user: account,
+      });
+    }
+    const check = await verify(account, a.input.totp_code);
+    if (!check.ok && check.reason === "locked") {
+      this.#refuse(a, {
+        reason: "totp_locked",
+        error: new AppError(
+          429,
+          "TOO_MANY_ATTEMPTS",
+          `Too many wrong two-factor codes: retry in ${check.retryAfter} s`,
+          { details: { retry_after: check.retryAfter } },
+        ),
+        count: false,
+        user: account,
+      });
+    }
+    if (!check.ok) {
+      // A replayed code answers exactly like a wrong one; the audit keeps the difference.
+      this.#refuse(a, {
+        reason: `totp_${check.reason}`,
+        error: new AppError(401, "TOTP_INVALID", "Invalid two-factor code"),
+        count: true,
+        user: account,
+      });
+    }
+  }
+
+  /** The session of a successful login (the password rehashed when its parameters aged). */
+  async #openSession(
+    a: Attempt,
+    account: UserRow,
+  ): Promise<{ user: PublicUser; session: NewSessionResult }> {
+    const deps = this.#deps;
+    const { input, ctx } = a;
+    const rehash = needsRehash(account.password_hash)
+      ? await hashPassword(input.password, deps.random)
+      : undefined;
+    this.throttle.succeed(input.username, ctx.clientIp);
+    return deps.transaction(() => {
+      if (rehash) deps.repo.rehashPassword(account.id, rehash);
+      const session = deps.sessions.create(account, ctx.clientIp, ctx.userAgent);
+      deps.audit.record({
+        actor: { type: "user", id: account.id, name: account.username },
+        action: "auth.login",
+        target: `user:${account.id}`,
+        result: "success",
+        clientIp: ctx.clientIp,
+        traceId: ctx.traceId,
+      });
+      return { user: toPublicUser(account), session };
+    });
+  }
+
+  /** Counts (when it counts) and audits a refusal, then throws its error. */
+  #refuse(a: Attempt, r: Refusal): never {
+    const { input, ctx } = a;
+    if (r.count && this.throttle.fail(input.username, ctx.clientIp)) {
+      this.#deps.lockedOut?.(input.username, ctx.clientIp);
+    }
+    this.#deps.refusals.record({
+      actor: r.user
+        ? { type: "user", id: r.user.id, name: r.user.username }
         : { type: "anonymous" },
       action: "auth.login",
-      target: options.user ? `user:${options.user.id}` : undefined,
+      target: r.user ? `user:${r.user.id}` : undefined,
       clientIp: ctx.clientIp,
       traceId: ctx.traceId,
       username: input.username.slice(0, 64),
-      reason,
+      reason: r.reason,
     });
-    throw error;
-  };
-
-  return {
-    throttle,
-    /** What the login form should show for this client (and username, when known). */
-    options(clientIp: string, username?: string) {
-      return {
-        captcha_required: captchaRequired(clientIp, username),
-        // Asking for a code only after the password would reveal which accounts have 2FA;
-        // the form shows the field whenever any account uses it.
-        totp_required: deps.repo.list().some((u) => u.totp_enabled === 1),
-      };
-    },
-
-    async login(
-      input: LoginInput,
-      ctx: LoginContext,
-    ): Promise<{ user: PublicUser; session: NewSessionResult }> {
-      const wait = throttle.retryAfter(input.username, ctx.clientIp);
-      if (wait > 0) {
-        refuse(
-          input,
-          ctx,
-          "locked_out",
-          new AppError(429, "TOO_MANY_ATTEMPTS", `Too many failed logins: retry in ${wait} s`, {
-            details: { retry_after: wait },
-          }),
-          { count: false },
-        );
-      }
-      try {
-        assertUsername(input.username);
-      } catch (err) {
-        if (!(err instanceof AppError)) throw err;
-        refuse(input, ctx, "username_invalid", err);
-      }
-      if (captchaRequired(ctx.clientIp, input.username)) {
-        if (!input.captcha_receipt) {
-          refuse(
-            input,
-            ctx,
-            "captcha_missing",
-            new AppError(
-              403,
-              "CAPTCHA_REQUIRED",
-              "A CAPTCHA is required: solve a challenge from POST /api/auth/captcha first",
-            ),
-            { count: false },
-          );
-        }
-        try {
-          deps.captcha.consumeReceipt(input.captcha_receipt!, input.username, ctx.clientIp);
-        } catch (err) {
-          if (!(err instanceof CaptchaError)) throw err;
-          refuse(input, ctx, `captcha_${err.reason}`, err, { count: false });
-        }
-      }
-      const user = deps.repo.getByUsername(input.username);
-      const valid = await verifyPassword(input.password, user?.password_hash ?? DUMMY_HASH);
-      if (!user || !valid) {
-        refuse(
-          input,
-          ctx,
-          user ? "wrong_password" : "unknown_user",
-          new AppError(401, "UNAUTHORIZED", INVALID_CREDENTIALS),
-          { count: true, user },
-        );
-      }
-      const account = user!;
-      if (account.disabled) {
-        refuse(
-          input,
-          ctx,
-          "disabled",
-          new AppError(403, "ACCOUNT_DISABLED", "This account is disabled"),
-          { count: true, user: account },
-        );
-      }
-      if (account.totp_enabled) {
-        if (!deps.verifyTotp) {
-          refuse(
-            input,
-            ctx,
-            "totp_unavailable",
-            new AppError(
-              401,
-              "TOTP_UNAVAILABLE",
-              "This account uses two-factor authentication, which this build cannot verify",
-            ),
-            { count: false, user: account },
-          );
-        }
-        if (!input.totp_code) {
-          refuse(
-            input,
-            ctx,
-            "totp_missing",
-            new AppError(401, "TOTP_REQUIRED", "A two-factor code is required"),
-            { count: false, user: account },
-          );
-        }
-        const check = await deps.verifyTotp!(account, input.totp_code!);
-        if (!check.ok && check.reason === "locked") {
-          refuse(
-            input,
-            ctx,
-            "totp_locked",
-            new AppError(
-              429,
-              "TOO_MANY_ATTEMPTS",
-              `Too many wrong two-factor codes: retry in ${check.retryAfter} s`,
-              { details: { retry_after: check.retryAfter } },
-            ),
-            { count: false, user: account },
-          );
-        }
-        if (!check.ok) {
-          // A replayed code answers exactly like a wrong one; the audit keeps the difference.
-          refuse(
-            input,
-            ctx,
-            `totp_${check.reason}`,
-            new AppError(401, "TOTP_INVALID", "Invalid two-factor code"),
-            { count: true, user: account },
-          );
-        }
-      }
-      const rehash = needsRehash(account.password_hash)
-        ? await hashPassword(input.password, deps.random)
-        : undefined;
-      throttle.succeed(input.username, ctx.clientIp);
-      return deps.transaction(() => {
-        if (rehash) deps.repo.rehashPassword(account.id, rehash);
-        const session = deps.sessions.create(account, ctx.clientIp, ctx.userAgent);
-        deps.audit.record({
-          actor: { type: "user", id: account.id, name: account.username },
-          action: "auth.login",
-          target: `user:${account.id}`,
-          result: "success",
-          clientIp: ctx.clientIp,
-          traceId: ctx.traceId,
-        });
-        return { user: toPublicUser(account), session };
-      });
-    },
-  };
+    throw r.error;
+  }
 }
 
-export type Login = ReturnType<typeof createLogin>;
+/** Password login over the users, sessions, CAPTCHA and refusal audit. */
+export function createLogin(deps: LoginDeps): Login {
+  return new LoginService(deps);
+}

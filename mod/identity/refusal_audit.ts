@@ -72,138 +72,178 @@ interface Aggregate {
 
 const ANY = "*";
 
-export function createRefusalAudit(deps: {
-  audit: Audit;
-  clock: Clock;
-  transaction: <T>(fn: () => T) => T;
-  limits?: RefusalLimits;
+export interface RefusalAuditDeps {
+  readonly audit: Audit;
+  readonly clock: Clock;
+  readonly transaction: <T>(fn: () => T) => T;
+  readonly limits?: RefusalLimits;
   /** The runtime log (rate-limited `info` lines). */
-  events?: EventLog;
-}) {
-  const limits = deps.limits ?? REFUSAL_LIMITS;
-  let windowStart = -1;
-  let inserted = 0;
-  const aggregates = new Map<string, Aggregate>();
+  readonly events?: EventLog;
+}
+
+/** Aggregated audit records of refusals (what `createRefusalAudit` returns). */
+export interface RefusalAudit {
+  /** Counts one refusal; inserts a record only for the first of its aggregate in a window. */
+  record(r: Refusal): void;
+  /** Refusals counted for `client` in the current window (for slowing a flooding client). */
+  refusals(client: string): number;
+  /** How late to answer this client's refusal: 0 until it passes `slowAfter` in the window. */
+  slowdownMs(client: string): number;
+  /** Writes the counts that grew since the last flush. */
+  flush(): void;
+  /** Maintenance: flush, start a new window when due, and apply retention. */
+  sweep(): number;
+}
+
+type ClientCount = { records: number; refusals: number };
+type Overflow = Aggregate["overflow"];
+
+class RefusalAggregator implements RefusalAudit {
+  readonly #deps: RefusalAuditDeps;
+  readonly #limits: RefusalLimits;
+  #windowStart = -1;
+  #inserted = 0;
+  readonly #aggregates = new Map<string, Aggregate>();
   /** Records inserted per client in this window, and every refusal counted per client. */
-  const perClient = new Map<string, { records: number; refusals: number }>();
+  readonly #perClient = new Map<string, ClientCount>();
 
-  const detailOf = (a: Aggregate) => ({
-    username: a.username,
-    reason: Object.keys(a.reasons)[0],
-    reasons: a.reasons,
-    window_start: new Date(windowStart).toISOString(),
-    window_end: new Date(windowStart + limits.windowMs).toISOString(),
-    ...(a.overflow ? { overflow: a.overflow } : {}),
-  });
+  constructor(deps: RefusalAuditDeps) {
+    this.#deps = deps;
+    this.#limits = deps.limits ?? REFUSAL_LIMITS;
+  }
 
-  const flush = () => {
-    const dirty = [...aggregates.values()].filter((a) => a.count !== a.written);
+  record(r: Refusal): void {
+    this.#deps.events?.event("login_refused", `${r.action} refused`, {
+      client_ip: r.clientIp,
+      username: r.username,
+      reason: r.reason,
+      trace_id: r.traceId,
+    });
+    const now = this.#deps.clock.now();
+    this.#roll(now);
+    const client = this.#client(r.clientIp);
+    client.refusals++;
+    const { key, overflow } = this.#keyFor(r, client);
+    const found = this.#aggregates.get(key);
+    if (found) {
+      found.count++;
+      found.reasons[r.reason] = (found.reasons[r.reason] ?? 0) + 1;
+      found.traceId = r.traceId;
+      return;
+    }
+    this.#aggregates.set(key, this.#insert(r, overflow, now));
+    this.#inserted++;
+    if (overflow !== "all_clients") client.records++;
+  }
+
+  refusals(client: string): number {
+    this.#roll(this.#deps.clock.now());
+    return (this.#perClient.get(client) ?? this.#perClient.get(ANY))?.refusals ?? 0;
+  }
+
+  slowdownMs(client: string): number {
+    return this.refusals(client) > this.#limits.slowAfter ? this.#limits.slowMs : 0;
+  }
+
+  flush(): void {
+    const dirty = [...this.#aggregates.values()].filter((a) => a.count !== a.written);
     if (dirty.length === 0) return;
-    deps.transaction(() => {
+    this.#deps.transaction(() => {
       for (const a of dirty) {
-        deps.audit.updateAggregate(a.id, a.count, detailOf(a), a.traceId);
+        this.#deps.audit.updateAggregate(a.id, a.count, this.#detailOf(a), a.traceId);
         a.written = a.count;
       }
     });
-  };
+  }
 
-  const roll = (now: number) => {
-    const start = now - (now % limits.windowMs);
-    if (start === windowStart) return;
-    flush();
-    aggregates.clear();
-    perClient.clear();
-    inserted = 0;
-    windowStart = start;
-  };
+  sweep(): number {
+    const deps = this.#deps;
+    this.#roll(deps.clock.now());
+    this.flush();
+    return deps.audit.purgeAuthFailures(deps.clock.now() - this.#limits.retentionMs);
+  }
+
+  #detailOf(a: Aggregate) {
+    return {
+      username: a.username,
+      reason: Object.keys(a.reasons)[0],
+      reasons: a.reasons,
+      window_start: new Date(this.#windowStart).toISOString(),
+      window_end: new Date(this.#windowStart + this.#limits.windowMs).toISOString(),
+      ...(a.overflow ? { overflow: a.overflow } : {}),
+    };
+  }
+
+  /** Starts a new window when `now` is past the current one (flushing the old one first). */
+  #roll(now: number): void {
+    const start = now - (now % this.#limits.windowMs);
+    if (start === this.#windowStart) return;
+    this.flush();
+    this.#aggregates.clear();
+    this.#perClient.clear();
+    this.#inserted = 0;
+    this.#windowStart = start;
+  }
+
+  /** The counts of this client, or of every client past `maxClients` together. */
+  #client(clientIp: string): ClientCount {
+    const perClient = this.#perClient;
+    const key = perClient.has(clientIp) || perClient.size < this.#limits.maxClients
+      ? clientIp
+      : ANY;
+    let client = perClient.get(key);
+    if (!client) {
+      client = { records: 0, refusals: 0 };
+      perClient.set(key, client);
+    }
+    return client;
+  }
 
   /** The aggregate this refusal joins: its own, its client's overflow, or everyone's. */
-  const keyFor = (r: Refusal, client: { records: number }) => {
+  #keyFor(r: Refusal, client: { records: number }): { key: string; overflow: Overflow } {
     const own = `${r.action}\n${r.clientIp}\n${r.username ?? ""}`;
-    if (aggregates.has(own)) return { key: own, overflow: undefined };
-    if (inserted >= limits.total) {
-      return { key: `${r.action}\n${ANY}\n${ANY}`, overflow: "all_clients" as const };
+    if (this.#aggregates.has(own)) return { key: own, overflow: undefined };
+    if (this.#inserted >= this.#limits.total) {
+      return { key: `${r.action}\n${ANY}\n${ANY}`, overflow: "all_clients" };
     }
-    if (client.records >= limits.perClient) {
-      return { key: `${r.action}\n${r.clientIp}\n${ANY}`, overflow: "client" as const };
+    if (client.records >= this.#limits.perClient) {
+      return { key: `${r.action}\n${r.clientIp}\n${ANY}`, overflow: "client" };
     }
     return { key: own, overflow: undefined };
-  };
+  }
 
-  return {
-    /** Counts one refusal; inserts a record only for the first of its aggregate in a window. */
-    record(r: Refusal): void {
-      deps.events?.event("login_refused", `${r.action} refused`, {
-        client_ip: r.clientIp,
-        username: r.username,
-        reason: r.reason,
-        trace_id: r.traceId,
-      });
-      const now = deps.clock.now();
-      roll(now);
-      const clientKey = perClient.has(r.clientIp) || perClient.size < limits.maxClients
-        ? r.clientIp
-        : ANY;
-      let client = perClient.get(clientKey);
-      if (!client) {
-        client = { records: 0, refusals: 0 };
-        perClient.set(clientKey, client);
-      }
-      client.refusals++;
-      const { key, overflow } = keyFor(r, client);
-      const found = aggregates.get(key);
-      if (found) {
-        found.count++;
-        found.reasons[r.reason] = (found.reasons[r.reason] ?? 0) + 1;
-        found.traceId = r.traceId;
-        return;
-      }
-      const a: Aggregate = {
-        id: 0,
-        count: 1,
-        written: 1,
-        reasons: { [r.reason]: 1 },
-        traceId: r.traceId,
-        username: overflow ? ANY : r.username ?? null,
-        overflow,
-      };
-      a.id = deps.transaction(() =>
-        deps.audit.recordAggregate(
-          {
-            actor: overflow ? { type: "anonymous" } : r.actor,
-            action: r.action,
-            target: overflow ? undefined : r.target,
-            result: "failure",
-            clientIp: overflow === "all_clients" ? ANY : r.clientIp,
-            traceId: r.traceId,
-            detail: detailOf(a),
-          },
-          now,
-          1,
-        )
-      );
-      aggregates.set(key, a);
-      inserted++;
-      if (overflow !== "all_clients") client.records++;
-    },
-    /** Refusals counted for `client` in the current window (for slowing a flooding client). */
-    refusals(client: string): number {
-      roll(deps.clock.now());
-      return (perClient.get(client) ?? perClient.get(ANY))?.refusals ?? 0;
-    },
-    /** How late to answer this client's refusal: 0 until it passes `slowAfter` in the window. */
-    slowdownMs(client: string): number {
-      return this.refusals(client) > limits.slowAfter ? limits.slowMs : 0;
-    },
-    /** Writes the counts that grew since the last flush. */
-    flush,
-    /** Maintenance: flush, start a new window when due, and apply retention. */
-    sweep(): number {
-      roll(deps.clock.now());
-      flush();
-      return deps.audit.purgeAuthFailures(deps.clock.now() - limits.retentionMs);
-    },
-  };
+  /** A new aggregate for `r`, its record inserted in the audit trail. */
+  #insert(r: Refusal, overflow: Overflow, now: number): Aggregate {
+    const deps = this.#deps;
+    const a: Aggregate = {
+      id: 0,
+      count: 1,
+      written: 1,
+      reasons: { [r.reason]: 1 },
+      traceId: r.traceId,
+      username: overflow ? ANY : r.username ?? null,
+      overflow,
+    };
+    a.id = deps.transaction(() =>
+      deps.audit.recordAggregate(
+        {
+          actor: overflow ? { type: "anonymous" } : r.actor,
+          action: r.action,
+          target: overflow ? undefined : r.target,
+          result: "failure",
+          clientIp: overflow === "all_clients" ? ANY : r.clientIp,
+          traceId: r.traceId,
+          detail: this.#detailOf(a),
+        },
+        now,
+        1,
+      )
+    );
+    return a;
+  }
 }
 
-export type RefusalAudit = ReturnType<typeof createRefusalAudit>;
+/** The refusal audit over `deps.audit`, with `REFUSAL_LIMITS` unless told otherwise. */
+export function createRefusalAudit(deps: RefusalAuditDeps): RefusalAudit {
+  return new RefusalAggregator(deps);
+}

@@ -9,7 +9,7 @@ import { joinedNode, nodeHealth, startController } from "../_helpers/cluster.ts"
 import { ADMIN, callJson, login } from "../_helpers/identity.ts";
 import { loadNodeIdentity } from "../../mod/cluster/node_identity.ts";
 import { REFUSED_MAX_DELAY_MS } from "../../mod/cluster/node_agent.ts";
-import { REPEATED_REFUSAL_AUDIT_MS } from "../../mod/cluster/registry.ts";
+import { REPEATED_REFUSAL_AUDIT_MS } from "../../mod/cluster/node_auth.ts";
 
 Deno.test("a refused node backs off up to a cap, and the controller audits its refusals once an hour and at each change", async () => {
   const ctl = await startController();

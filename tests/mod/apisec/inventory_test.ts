@@ -3,7 +3,8 @@ import { testStore } from "../../_helpers/store.ts";
 import { createApiSecEndpointsRepo } from "../../../db/apisec_endpoints_repo.ts";
 import { FakeClock } from "../../../mod/core/clock.ts";
 import { createMemoryLogger } from "../../../mod/core/logger.ts";
-import { createInventory, type Sample, VARIETY_LIMIT } from "../../../mod/apisec/inventory.ts";
+import { VARIETY_LIMIT } from "../../../mod/apisec/endpoint_table.ts";
+import { createInventory, type Sample } from "../../../mod/apisec/inventory.ts";
 
 const T0 = Date.UTC(2026, 0, 1);
 

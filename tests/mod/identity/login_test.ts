@@ -105,7 +105,7 @@ Deno.test("the CAPTCHA follows the pair's failures, and a client spraying userna
   await using server = await startTestServer();
   await completeSetup(server);
   for (let i = 0; i < 3; i++) await fail(server, "admin", "10.0.0.1");
-  const options = server.identity.login.options;
+  const options = (ip: string, username?: string) => server.identity.login.options(ip, username);
   assertEquals(options("10.0.0.1", "admin").captcha_required, true);
   assertEquals(options("10.0.9.9", "admin").captcha_required, false, "another client");
   assertEquals(options("10.0.0.1", "viewer").captcha_required, false, "another username");

@@ -1,6 +1,6 @@
 /** A node's totals since it joined, summed by the controller from its heartbeats' counters. */
 import { assertEquals } from "../../_helpers/assert.ts";
-import { addToTotals, type HeartbeatReport } from "../../../mod/cluster/registry.ts";
+import { addToTotals, type HeartbeatReport } from "../../../mod/cluster/node_view.ts";
 
 const beat = (
   started_at: number,

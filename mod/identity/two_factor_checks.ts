@@ -1,0 +1,93 @@
+/**
+ * The checks every two-factor operation is built from: the account must exist, its keys must not
+ * be locked out, the password and the code must be right (a wrong one counts toward the lockout),
+ * and the sealed secret must open. One lockout serves them all and the login check.
+ */
+import type { UserRow, UsersRepo } from "../../db/users_repo.ts";
+import type { Clock } from "../core/clock.ts";
+import { AppError } from "../core/errors.ts";
+import type { Logger } from "../core/logger.ts";
+import type { SecretBox } from "../core/secret_box.ts";
+import { createLockout, type Lockout } from "./lockout.ts";
+import { LOGIN_LOCKOUT } from "./login.ts";
+import { verifyPassword } from "./password_hash.ts";
+import { matchTotpStep } from "./totp.ts";
+
+/** The lockout key of an account's two-factor codes. */
+export const codeKey = (userId: string) => `totp:${userId}`;
+/** The lockout key of an account's password, as two-factor changes confirm it. */
+export const passwordKey = (userId: string) => `password:${userId}`;
+
+export const invalidCode = () =>
+  new AppError(403, "TOTP_INVALID", "Invalid two-factor code", { details: { field: "code" } });
+
+export const notEnabled = () =>
+  new AppError(409, "TOTP_NOT_ENABLED", "Two-factor authentication is not enabled");
+
+export interface TwoFactorChecksDeps {
+  readonly users: UsersRepo;
+  readonly box: SecretBox;
+  readonly clock: Clock;
+  readonly logger: Logger;
+}
+
+/** The account, lockout, password, code and secret checks of two-factor operations. */
+export class TwoFactorChecks {
+  readonly lockout: Lockout;
+  readonly #deps: TwoFactorChecksDeps;
+
+  constructor(deps: TwoFactorChecksDeps) {
+    this.#deps = deps;
+    this.lockout = createLockout(deps.clock, LOGIN_LOCKOUT);
+  }
+
+  /** The account with this id; 404 `NOT_FOUND` when there is none. */
+  account(id: string): UserRow {
+    const row = this.#deps.users.get(id);
+    if (!row) throw new AppError(404, "NOT_FOUND", `No user with id "${id}"`);
+    return row;
+  }
+
+  /** 429 `TOO_MANY_ATTEMPTS` while any of `keys` is locked out. */
+  assertNotLocked(keys: readonly string[]): void {
+    const wait = this.lockout.retryAfter(keys);
+    if (wait > 0) {
+      throw new AppError(429, "TOO_MANY_ATTEMPTS", `Too many failed attempts: retry in ${wait} s`, {
+        details: { retry_after: wait },
+      });
+    }
+  }
+
+  /** 403 `PASSWORD_INVALID` (a counted failure) unless `password` is the account's. */
+  async checkPassword(row: UserRow, password: string): Promise<void> {
+    if (!(await verifyPassword(password, row.password_hash))) {
+      this.lockout.fail([passwordKey(row.id)]);
+      throw new AppError(403, "PASSWORD_INVALID", "The password is not correct", {
+        details: { field: "password" },
+      });
+    }
+  }
+
+  /** The account's secret, or undefined (logged) when it cannot be decrypted. */
+  async openSecret(sealed: string | null, userId: string): Promise<Uint8Array | undefined> {
+    try {
+      return await this.#deps.box.open(sealed ?? "", userId);
+    } catch (err) {
+      this.#deps.logger.error("two-factor secret cannot be decrypted", {
+        user_id: userId,
+        error: err as Error,
+      });
+      return undefined;
+    }
+  }
+
+  /** The matching time step of `code`, or a counted failure. */
+  matchCode(secret: Uint8Array, userId: string, code: string): number {
+    const step = matchTotpStep(secret, code, this.#deps.clock.now());
+    if (step === undefined) {
+      this.lockout.fail([codeKey(userId)]);
+      throw invalidCode();
+    }
+    return step;
+  }
+}
