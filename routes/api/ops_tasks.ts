@@ -5,7 +5,8 @@
  */
 import { z } from "zod";
 import { toSchedule } from "../../mod/ops/schedule.ts";
-import { type Scheduler, taskUpdateInput } from "../../mod/ops/scheduler.ts";
+import type { Scheduler } from "../../mod/ops/scheduler.ts";
+import { taskUpdateInput } from "../../mod/ops/task.ts";
 import { actorOf, auditContext } from "./actor.ts";
 import { auditFailures, type AuditSink } from "./audited.ts";
 import { perm, type RouteDef } from "./route.ts";

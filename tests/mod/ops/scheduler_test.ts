@@ -12,7 +12,8 @@ import { AppError } from "../../../mod/core/errors.ts";
 import { createMemoryLogger } from "../../../mod/core/logger.ts";
 import type { NewNotification } from "../../../mod/core/notifications.ts";
 import { systemRandom } from "../../../mod/core/random.ts";
-import { createScheduler, type TaskDef } from "../../../mod/ops/scheduler.ts";
+import { createScheduler } from "../../../mod/ops/scheduler.ts";
+import type { TaskDef } from "../../../mod/ops/task.ts";
 
 const MIN = 60_000;
 const START = Date.UTC(2026, 0, 1, 0, 0, 0);
