@@ -107,8 +107,7 @@ export function createEnrollment(deps: EnrollmentDeps) {
     }
     return await signClientCsr(
       deps.ca.ca,
-      csr,
-      { commonName: id, uri: nodeUri(id), days: NODE_CERT_DAYS },
+      { csr, commonName: id, uri: nodeUri(id), days: NODE_CERT_DAYS },
       deps.clock.now(),
       deps.random,
     );
