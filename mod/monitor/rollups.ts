@@ -75,59 +75,195 @@ const addInto = (into: number[], from: ArrayLike<number>) => {
   for (let i = 0; i < into.length; i++) into[i]! += from[i] ?? 0;
 };
 
-export function createRollups(deps: RollupDeps) {
-  const { repo, clock } = deps;
-  const snapshots = new Map<SiteCounters, Snapshot>();
-  const cells = new Map<string, { res: Resolution; bucket: number; site: string; cell: Cell }>();
-  const dirty = new Set<string>();
-  let sketchHour = Math.floor(clock.now() / HOUR_MS) * HOUR_MS;
-  let paths = new SpaceSaving(SKETCH_CAPACITY);
-  let clients = new SpaceSaving(SKETCH_CAPACITY);
-  let openMinute = Math.floor(clock.now() / MINUTE_MS) * MINUTE_MS;
-  let lastPrune = 0;
+/** Per-element difference, and the previous reading moves to the current one. */
+function diff(current: Float64Array, prev: Float64Array): Float64Array {
+  const d = new Float64Array(current.length);
+  for (let i = 0; i < current.length; i++) {
+    d[i] = current[i]! - prev[i]!;
+    prev[i] = current[i]!;
+  }
+  return d;
+}
 
-  function cellOf(res: Resolution, bucket: number, site: string): Cell {
+function addDelta(cell: Cell, d: Snapshot): void {
+  addInto(cell.r, d.requests);
+  addInto(cell.l, d.latency);
+  addInto(cell.u, d.upstream);
+  for (let i = 0; i < BLOCK_CLASSES.length; i++) {
+    const n = d.blocks[i]!;
+    if (n > 0) cell.b[BLOCK_CLASSES[i]!] = (cell.b[BLOCK_CLASSES[i]!] ?? 0) + n;
+  }
+}
+
+/** The open cells: read from the store at first use, written back in batches. */
+class OpenCells {
+  readonly #repo: MonitorRepo;
+  readonly #cells = new Map<
+    string,
+    { res: Resolution; bucket: number; site: string; cell: Cell }
+  >();
+  readonly #dirty = new Set<string>();
+  #lastPrune = 0;
+
+  constructor(repo: MonitorRepo) {
+    this.#repo = repo;
+  }
+
+  /** The cell of a bucket and scope, marked changed. */
+  cellOf(res: Resolution, bucket: number, site: string): Cell {
     const key = `${res}|${bucket}|${site}`;
-    let c = cells.get(key);
+    let c = this.#cells.get(key);
     if (c === undefined) {
-      const stored = repo.get(res, bucket, site);
+      const stored = this.#repo.get(res, bucket, site);
       c = { res, bucket, site, cell: stored ? JSON.parse(stored.data) as Cell : emptyCell() };
-      cells.set(key, c);
+      this.#cells.set(key, c);
     }
-    dirty.add(key);
+    this.#dirty.add(key);
     return c.cell;
   }
 
-  function addDelta(cell: Cell, d: Snapshot): void {
-    addInto(cell.r, d.requests);
-    addInto(cell.l, d.latency);
-    addInto(cell.u, d.upstream);
-    for (let i = 0; i < BLOCK_CLASSES.length; i++) {
-      const n = d.blocks[i]!;
-      if (n > 0) cell.b[BLOCK_CLASSES[i]!] = (cell.b[BLOCK_CLASSES[i]!] ?? 0) + n;
-    }
+  /** The open cell of a bucket and scope, if any (not marked changed). */
+  peek(res: Resolution, bucket: number, site: string): Cell | undefined {
+    return this.#cells.get(`${res}|${bucket}|${site}`)?.cell;
   }
 
-  /** Folds what the counters gained since the last reading into the cells of `now`. */
-  function sample(): void {
-    const now = clock.now();
+  /** Writes the changed cells; closed ones leave memory, old ones leave the store. */
+  write(now: number): void {
+    const rows = [];
+    for (const key of this.#dirty) {
+      const c = this.#cells.get(key)!;
+      rows.push({
+        resolution: c.res,
+        bucket: c.bucket,
+        site_id: c.site,
+        data: JSON.stringify(c.cell),
+      });
+    }
+    this.#repo.save(rows);
+    this.#dirty.clear();
     const minute = Math.floor(now / MINUTE_MS) * MINUTE_MS;
     const hour = Math.floor(now / HOUR_MS) * HOUR_MS;
-    if (minute !== openMinute) {
-      const closed = openMinute;
-      openMinute = minute;
-      // The closing minute first gets what arrived up to now (a timer tick is late, not early).
-      fold(closed, Math.floor(closed / HOUR_MS) * HOUR_MS);
-      const cell = cells.get(`minute|${closed}|${ALL}`)?.cell;
-      if (cell !== undefined) deps.minuteClosed?.(closed, cell);
-      return;
+    for (const [key, c] of this.#cells) {
+      if (c.bucket < (c.res === "minute" ? minute : hour)) this.#cells.delete(key);
     }
-    fold(minute, hour);
+    if (now - this.#lastPrune >= HOUR_MS) {
+      this.#lastPrune = now;
+      this.#repo.prune("minute", now - MINUTE_RETENTION_MS);
+      this.#repo.prune("hour", now - HOUR_RETENTION_MS);
+    }
+  }
+}
+
+/** The hour's top blocked paths and clients, merged into the hour's cell of all sites. */
+class HourSketches {
+  hour: number;
+  #paths = new SpaceSaving(SKETCH_CAPACITY);
+  #clients = new SpaceSaving(SKETCH_CAPACITY);
+
+  constructor(hour: number) {
+    this.hour = hour;
   }
 
-  function fold(minute: number, hour: number): void {
-    for (const sc of deps.counters.all()) {
-      let prev = snapshots.get(sc);
+  add(site: string, record: { path: string; client_ip: string }): void {
+    this.#paths.add(`${site}\t${record.path}`);
+    this.#clients.add(`${site}\t${record.client_ip}`);
+  }
+
+  /** Merges what was counted into the hour's cell and starts afresh. */
+  store(cells: OpenCells): void {
+    if (this.#paths.size === 0 && this.#clients.size === 0) return;
+    const cell = cells.cellOf("hour", this.hour, ALL);
+    const p = new SpaceSaving(SKETCH_CAPACITY);
+    p.merge(cell.tp ?? []);
+    p.merge(this.#paths.top());
+    const c = new SpaceSaving(SKETCH_CAPACITY);
+    c.merge(cell.tc ?? []);
+    c.merge(this.#clients.top());
+    cell.tp = p.top();
+    cell.tc = c.top();
+    this.#paths = new SpaceSaving(SKETCH_CAPACITY);
+    this.#clients = new SpaceSaving(SKETCH_CAPACITY);
+  }
+}
+
+export function createRollups(deps: RollupDeps): Rollups {
+  return new Rollups(deps);
+}
+
+/**
+ * `sample`, `persist` and `observe` are bound: the composition hands them to timers and to the
+ * bus as they are.
+ */
+export class Rollups {
+  readonly #deps: RollupDeps;
+  readonly #snapshots = new Map<SiteCounters, Snapshot>();
+  readonly #cells: OpenCells;
+  readonly #sketches: HourSketches;
+  #openMinute: number;
+
+  constructor(deps: RollupDeps) {
+    this.#deps = deps;
+    this.#cells = new OpenCells(deps.repo);
+    this.#sketches = new HourSketches(Math.floor(deps.clock.now() / HOUR_MS) * HOUR_MS);
+    this.#openMinute = Math.floor(deps.clock.now() / MINUTE_MS) * MINUTE_MS;
+  }
+
+  /** Folds what the counters gained since the last reading into the cells of now. */
+  readonly sample = (): void => {
+    const now = this.#deps.clock.now();
+    const minute = Math.floor(now / MINUTE_MS) * MINUTE_MS;
+    const hour = Math.floor(now / HOUR_MS) * HOUR_MS;
+    if (minute !== this.#openMinute) {
+      const closed = this.#openMinute;
+      this.#openMinute = minute;
+      // The closing minute first gets what arrived up to now (a timer tick is late, not early).
+      this.#fold(closed, Math.floor(closed / HOUR_MS) * HOUR_MS);
+      const cell = this.#cells.peek("minute", closed, ALL);
+      if (cell !== undefined) this.#deps.minuteClosed?.(closed, cell);
+      return;
+    }
+    this.#fold(minute, hour);
+  };
+
+  /** Writes the changed cells; closed ones leave memory, old ones leave the store. */
+  readonly persist = (): void => {
+    this.sample();
+    this.#sketches.store(this.#cells);
+    this.#cells.write(this.#deps.clock.now());
+  };
+
+  /** Counts a blocked request's path and client in the hour's sketches (a bus listener). */
+  readonly observe = (e: BusEvent): void => {
+    if (e.kind !== "access.blocked") return;
+    const record = (e as unknown as { record?: { path: string; client_ip: string } }).record;
+    if (record === undefined) return;
+    const hour = Math.floor(e.time / HOUR_MS) * HOUR_MS;
+    if (hour !== this.#sketches.hour) {
+      this.#sketches.store(this.#cells);
+      this.#sketches.hour = hour;
+    }
+    this.#sketches.add(e.siteId ?? UNMATCHED, record);
+  };
+
+  /** Stored cells of a range, after writing what is open (management requests only). */
+  cells(
+    res: Resolution,
+    from: number,
+    to: number,
+    site?: string,
+  ): { bucket: number; site: string; cell: Cell }[] {
+    this.#deps.drain?.();
+    this.persist();
+    return this.#deps.repo.list(res, from, to, site).map((row) => ({
+      bucket: row.bucket,
+      site: row.site_id,
+      cell: JSON.parse(row.data) as Cell,
+    }));
+  }
+
+  #fold(minute: number, hour: number): void {
+    for (const sc of this.#deps.counters.all()) {
+      let prev = this.#snapshots.get(sc);
       if (prev === undefined) {
         prev = {
           requests: new Float64Array(NREQ),
@@ -135,7 +271,7 @@ export function createRollups(deps: RollupDeps) {
           latency: new Float64Array(NLAT),
           upstream: new Float64Array(NLAT),
         };
-        snapshots.set(sc, prev);
+        this.#snapshots.set(sc, prev);
       }
       const d: Snapshot = {
         requests: diff(sc.requests, prev.requests),
@@ -146,97 +282,12 @@ export function createRollups(deps: RollupDeps) {
       if (!d.requests.some((n) => n > 0)) continue;
       const scope = sc.id === "" ? UNMATCHED : sc.id;
       for (const [res, bucket] of [["minute", minute], ["hour", hour]] as const) {
-        addDelta(cellOf(res, bucket, scope), d);
-        addDelta(cellOf(res, bucket, ALL), d);
+        addDelta(this.#cells.cellOf(res, bucket, scope), d);
+        addDelta(this.#cells.cellOf(res, bucket, ALL), d);
       }
     }
   }
-
-  /** Per-element difference, and the previous reading moves to the current one. */
-  function diff(current: Float64Array, prev: Float64Array): Float64Array {
-    const d = new Float64Array(current.length);
-    for (let i = 0; i < current.length; i++) {
-      d[i] = current[i]! - prev[i]!;
-      prev[i] = current[i]!;
-    }
-    return d;
-  }
-
-  function storeSketches(): void {
-    if (paths.size === 0 && clients.size === 0) return;
-    const cell = cellOf("hour", sketchHour, ALL);
-    const p = new SpaceSaving(SKETCH_CAPACITY);
-    p.merge(cell.tp ?? []);
-    p.merge(paths.top());
-    const c = new SpaceSaving(SKETCH_CAPACITY);
-    c.merge(cell.tc ?? []);
-    c.merge(clients.top());
-    cell.tp = p.top();
-    cell.tc = c.top();
-    paths = new SpaceSaving(SKETCH_CAPACITY);
-    clients = new SpaceSaving(SKETCH_CAPACITY);
-  }
-
-  /** Writes the changed cells; closed ones leave memory, old ones leave the store. */
-  function persist(): void {
-    sample();
-    storeSketches();
-    const now = clock.now();
-    const rows = [];
-    for (const key of dirty) {
-      const c = cells.get(key)!;
-      rows.push({
-        resolution: c.res,
-        bucket: c.bucket,
-        site_id: c.site,
-        data: JSON.stringify(c.cell),
-      });
-    }
-    repo.save(rows);
-    dirty.clear();
-    const minute = Math.floor(now / MINUTE_MS) * MINUTE_MS;
-    const hour = Math.floor(now / HOUR_MS) * HOUR_MS;
-    for (const [key, c] of cells) {
-      if (c.bucket < (c.res === "minute" ? minute : hour)) cells.delete(key);
-    }
-    if (now - lastPrune >= HOUR_MS) {
-      lastPrune = now;
-      repo.prune("minute", now - MINUTE_RETENTION_MS);
-      repo.prune("hour", now - HOUR_RETENTION_MS);
-    }
-  }
-
-  return {
-    sample,
-    persist,
-    /** Counts a blocked request's path and client in the hour's sketches (a bus listener). */
-    observe(e: BusEvent): void {
-      if (e.kind !== "access.blocked") return;
-      const record = (e as unknown as { record?: { path: string; client_ip: string } }).record;
-      if (record === undefined) return;
-      const hour = Math.floor(e.time / HOUR_MS) * HOUR_MS;
-      if (hour !== sketchHour) {
-        storeSketches();
-        sketchHour = hour;
-      }
-      const site = e.siteId ?? UNMATCHED;
-      paths.add(`${site}\t${record.path}`);
-      clients.add(`${site}\t${record.client_ip}`);
-    },
-    /** Stored cells of a range, after writing what is open (management requests only). */
-    cells(res: Resolution, from: number, to: number, site?: string) {
-      deps.drain?.();
-      persist();
-      return repo.list(res, from, to, site).map((row) => ({
-        bucket: row.bucket,
-        site: row.site_id,
-        cell: JSON.parse(row.data) as Cell,
-      }));
-    },
-  };
 }
-
-export type Rollups = ReturnType<typeof createRollups>;
 
 /** Totals of a set of cells in the shape the API returns. */
 export function totals(cells: readonly Cell[]) {
