@@ -175,8 +175,8 @@ async function start(init: WorkerInit): Promise<void> {
       edge: createEdgeResponder({ cache, clock }),
       goodBots: createGoodBotVerifier({ resolver: denoResolver, clock }),
       alap: {
-        observe: (siteId, clientIp, traceId, inspection, alapPolicy) => {
-          alap.push([siteId, clientIp, traceId, inspection, alapPolicy]);
+        observe: (siteId, req, inspection, alapPolicy) => {
+          alap.push([siteId, req.client_ip, req.trace_id, inspection, alapPolicy]);
           later();
         },
       },

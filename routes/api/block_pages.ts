@@ -86,6 +86,9 @@ function checkSize(html: string): void {
 }
 
 const previewQuery = z.strictObject({ as: z.enum(["html", "link"]).default("html") });
+/** The stored setting and the audit name of each kind of change to it. */
+const PAGE_SETTINGS = { kind: KIND.blockPage, audit: "block_page.settings" } as const;
+const CUSTOM_PAGE = { kind: KIND.blockPage, audit: "block_page.custom" } as const;
 
 export function blockPageRoutes(objects: PolicyObjects, previews: BlockPagePreviews): RouteDef[] {
   const owner = (c: Ctx) => {
@@ -172,7 +175,7 @@ export function blockPageRoutes(objects: PolicyObjects, previews: BlockPagePrevi
             },
           );
         }
-        objects.putSingleton(KIND.blockPage, "block_page.settings", next, auditContext(c), detail);
+        objects.putSingleton(PAGE_SETTINGS, next, auditContext(c), detail);
         return c.json(next);
       },
     },
@@ -215,7 +218,7 @@ export function blockPageRoutes(objects: PolicyObjects, previews: BlockPagePrevi
         checkSize(html);
         const clean = sanitizeHtml(html);
         const next: BlockPageDoc = { ...current(), custom_enabled: true, custom_html: clean.html };
-        objects.putSingleton(KIND.blockPage, "block_page.custom", next, auditContext(c), {
+        objects.putSingleton(CUSTOM_PAGE, next, auditContext(c), {
           bytes: ENCODER.encode(clean.html).length,
           removed: clean.removed.length,
         });
@@ -232,7 +235,7 @@ export function blockPageRoutes(objects: PolicyObjects, previews: BlockPagePrevi
       path: "/api/block-pages/custom",
       access: perm("write:system"),
       handler: (c) => {
-        objects.deleteSingleton(KIND.blockPage, "block_page.custom", auditContext(c));
+        objects.deleteSingleton(CUSTOM_PAGE, auditContext(c));
         return c.body(null, 204);
       },
     },

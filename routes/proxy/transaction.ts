@@ -687,13 +687,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
         }
       }
       if (observed.findings.length > 0) {
-        controls.alap?.observe(
-          site.id,
-          record.client_ip,
-          record.trace_id,
-          observed,
-          p.alapPolicy,
-        );
+        controls.alap?.observe(site.id, record, observed, p.alapPolicy);
       }
     }
     // A logged schema violation stays the finding unless the engine found something itself.
