@@ -11,6 +11,7 @@ import type { AccessRecord } from "../../mod/data_plane/access_record.ts";
 import type { Clock } from "../../mod/core/clock.ts";
 import {
   cacheableTtl,
+  cacheKey,
   type EdgeCache,
   requestMayUseCache,
   varyNames,
@@ -182,7 +183,8 @@ export function createEdgeResponder(deps: { cache: EdgeCache; clock: Clock }) {
         !p.edge.cache.enabled || !requestMayUseCache(req) || !cachePathSelected(p, site.id, path)
       ) return undefined;
       if (/\bno-cache\b/i.test(req.headers.get("cache-control") ?? "")) return undefined;
-      const hit = cache.get(site.id, record.host.toLowerCase(), pathAndQuery, req, clock.now());
+      const key = cacheKey(site.id, record.host.toLowerCase(), pathAndQuery);
+      const hit = cache.get(key, req, clock.now());
       if (!hit) {
         chain.add("cache", "miss");
         return undefined;

@@ -667,14 +667,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
       // ALAP's applied exceptions and signature blocks; without any (the usual case) nothing
       // to adjust, and no closure, clock read or result object for the request.
       if (p.alapExceptions.length > 0 || p.alapSignatures.length > 0) {
-        const adjusted = controls.runtime.adjust(
-          p,
-          site.id,
-          this.path,
-          site.level,
-          inspection,
-          chain,
-        );
+        const adjusted = controls.runtime.adjust(p, site, this, inspection);
         // Below `balanced` the coding finding is only logged: an exception of the rule that
         // blocked does not make it block (a signature block of its rule still does).
         const blocking = adjusted.blocking === undecodable && site.level === "low" &&
