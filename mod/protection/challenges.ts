@@ -34,6 +34,9 @@ export type VerifyFailure =
   | "reused"
   | "wrong_answer";
 
+/** Whether a posted answer solved its puzzle, or why not. */
+export type VerifyResult = { ok: true } | { ok: false; reason: VerifyFailure };
+
 /** The client a puzzle answer comes from: its address and User-Agent. */
 export interface ChallengeClient {
   readonly ip: string;
@@ -114,7 +117,7 @@ export function createChallengeIssuer(opts: ChallengeIssuerOptions) {
       answer: string,
       client: ChallengeClient,
       now: number,
-    ): { ok: true } | { ok: false; reason: VerifyFailure } {
+    ): VerifyResult {
       const opened = tokens.open(token, now);
       if (!opened.ok) return opened;
       const { n, d, e, c } = opened.claims;

@@ -34,7 +34,7 @@ import {
   createChallenges,
   DEFAULT_DIFFICULTY,
   type NonceStore,
-  type VerifyFailure,
+  type VerifyResult,
 } from "./challenges.ts";
 import type { Random } from "../core/random.ts";
 
@@ -166,12 +166,7 @@ export class ProtectionRuntime {
    * Checks a posted answer. One issuer verifies every puzzle (the difficulty travels signed
    * inside the token), so the used-nonce set is shared and a puzzle is single-use everywhere.
    */
-  verify(
-    token: string,
-    answer: string,
-    client: ChallengeClient,
-    now: number,
-  ): { ok: true } | { ok: false; reason: VerifyFailure } {
+  verify(token: string, answer: string, client: ChallengeClient, now: number): VerifyResult {
     return this.#challenges.verify(token, answer, client, now);
   }
 
