@@ -3,8 +3,8 @@
  * (auto-applied ones included) in `policy_objects`, serves the review queue, turns a
  * false-positive mark into an exception proposal, and expires decisions. Proposals are written
  * off the request path: the data plane only queues them. A temporary block or a ban, proposed
- * or applied, also raises an administrator notification (at most {@link NOTIFY_BURST} at once,
- * then one a minute, with a count of those left out) and a runtime-log line.
+ * or applied, also raises an administrator notification (at most a burst at once, then one a
+ * minute, with a count of those left out: `alap_notices.ts`) and a runtime-log line.
  */
 import {
   type AlapPolicy,
@@ -27,6 +27,7 @@ import type { EventLog } from "../core/event_log.ts";
 import type { Logger } from "../core/logger.ts";
 import type { Notifications } from "../core/notifications.ts";
 import type { AuditContext, DocumentKind, PolicyObjects, StoredObject } from "./policy_objects.ts";
+import { BlockNotices } from "./alap_notices.ts";
 import { KIND } from "./protection_compile.ts";
 import { type AlapPolicyDoc, alapPolicySchema } from "./protection_schema.ts";
 
@@ -100,15 +101,7 @@ export interface AlapDeps {
   readonly findRecord: (traceId: string) => Promise<string | undefined>;
 }
 
-/** Client blocks notified at once before the rate of one a minute applies. */
-export const NOTIFY_BURST = 10;
-const NOTIFY_EVERY_MS = 60_000;
 const CLIENT_BLOCKS: ReadonlySet<string> = new Set(["temp_block", "ip_ban"]);
-
-function minutes(p: Proposal): string {
-  if (p.expiresAt === null) return "until revoked";
-  return `for ${Math.round((p.expiresAt - p.createdAt) / 60_000)} min`;
-}
 
 /** The request an observation comes from: its client and trace id (the access-log record). */
 export interface ObservedRequest {
@@ -117,64 +110,6 @@ export interface ObservedRequest {
 }
 
 const DECISIONS: DocumentKind = { kind: KIND.decision, audit: "alap.decision", label: "decision" };
-
-/**
- * Tells administrators about client blocks: an event-log line each, and a notification each up
- * to {@link NOTIFY_BURST} at once, then one a minute with a count of those left out.
- */
-class BlockNotices {
-  readonly #deps: AlapDeps;
-  #tokens = NOTIFY_BURST;
-  #at: number;
-  #notSent = 0;
-
-  constructor(deps: AlapDeps) {
-    this.#deps = deps;
-    this.#at = deps.clock.now();
-  }
-
-  /** Called inside the transaction that stores the decision `id`. */
-  tell(p: Proposal, id: string): void {
-    const ip = p.target.clientIp ?? "?";
-    const applied = p.status === "applied";
-    const what = p.kind === "temp_block" ? "temporary block" : "ban";
-    this.#deps.events?.event(
-      "alap",
-      applied ? `ALAP applied a ${what}` : `ALAP proposes a ${what}`,
-      {
-        decision: id,
-        client_ip: ip,
-        site_id: p.scope.siteId,
-        expires_at: p.expiresAt === null ? null : new Date(p.expiresAt).toISOString(),
-        reason: p.reason,
-      },
-    );
-    const now = this.#deps.clock.now();
-    this.#tokens = Math.min(NOTIFY_BURST, this.#tokens + (now - this.#at) / NOTIFY_EVERY_MS);
-    this.#at = now;
-    if (this.#tokens < 1) {
-      this.#notSent++;
-      return;
-    }
-    this.#tokens--;
-    const more = this.#notSent > 0
-      ? ` ${this.#notSent} more ALAP block(s) were not notified one by one.`
-      : "";
-    this.#notSent = 0;
-    this.#deps.notifications.notifyAdmins({
-      level: "warning",
-      kind: `alap.${p.kind}`,
-      title: applied
-        ? `ALAP blocked ${ip} ${minutes(p)}`
-        : `ALAP proposes blocking ${ip} ${minutes(p)}: review it`,
-      body: `${p.reason}. Decision ${id}: ${
-        applied
-          ? "revoke it with POST /api/alap/decisions/" + id + "/revoke"
-          : "approve or reject it with POST /api/alap/decisions/" + id + "/approve (or /reject)"
-      }.${more}`,
-    });
-  }
-}
 
 export function createAlap(deps: AlapDeps): Alap {
   return new Alap(deps);

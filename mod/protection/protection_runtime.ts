@@ -18,15 +18,11 @@ import {
   type AlapSite,
 } from "./alap_enforce.ts";
 import type { IpAddress } from "../../engine/ip_address.ts";
-import {
-  createRateLimiter,
-  type RateLimiter,
-  type RateLimitOptions,
-} from "../../engine/rate_limit.ts";
 import type { RequestView } from "../../engine/request_view.ts";
 import type { Clock } from "../core/clock.ts";
 import type { CompiledBotPolicy, CompiledProtection } from "./protection_compile.ts";
 import type { RateLimitDoc } from "./protection_schema.ts";
+import { type LimiterFactory, ProtectionLimiters } from "./protection_limiters.ts";
 import {
   type ChallengeClient,
   type ChallengeIssuer,
@@ -103,10 +99,6 @@ export interface ProtectionRuntimeDeps {
   readonly limiter?: LimiterFactory;
 }
 
-/** Makes a rate limiter; equal names mean one limiter across the threads that share state. */
-export type LimiterFactory = (name: string, options: RateLimitOptions) => RateLimiter;
-const ownLimiter: LimiterFactory = (_name, options) => createRateLimiter(options);
-
 function botPolicyFor(
   p: CompiledProtection,
   siteId: string,
@@ -125,16 +117,12 @@ export function createProtectionRuntime(deps: ProtectionRuntimeDeps): Protection
 
 export class ProtectionRuntime {
   readonly #challenges: Challenges;
-  readonly #makeLimiter: LimiterFactory;
+  readonly #limiters: ProtectionLimiters;
   readonly #alap: AlapEnforcer;
-  #globalLimiter: { doc: RateLimitDoc; json: string; limiter: RateLimiter } | undefined;
-  readonly #botLimiters = new Map<string, RateLimiter>();
-  /** A policy's threshold limiter: found by object per request, by limits across rebuilds. */
-  readonly #botLimiterOf = new WeakMap<CompiledBotPolicy, RateLimiter>();
 
   constructor(deps: ProtectionRuntimeDeps) {
     this.#challenges = createChallenges(deps);
-    this.#makeLimiter = deps.limiter ?? ownLimiter;
+    this.#limiters = new ProtectionLimiters(deps.limiter);
     this.#alap = new AlapEnforcer(deps.clock);
   }
 
@@ -276,7 +264,9 @@ export class ProtectionRuntime {
       return undefined;
     }
     const ua = req.view.header("user-agent");
-    const reason = bot.mode === "all" ? "all" : classifyClient(ua, this.#overBotRate(bot, req));
+    const reason = bot.mode === "all"
+      ? "all"
+      : classifyClient(ua, this.#limiters.overBotRate(bot, req));
     if (reason === undefined) chain.add("bot", "pass", bot.id);
     else if (this.#hasClearance(req)) chain.add("bot", "clearance", bot.id);
     else {
@@ -289,7 +279,7 @@ export class ProtectionRuntime {
   /** The global rate limit: rate_limited, or nothing. */
   rateLimit(p: CompiledProtection, req: CheckRequest, chain: ChainSink): PreVerdict | undefined {
     if (!p.rateLimit.enabled) return undefined;
-    const d = this.#rateLimiter(p.rateLimit).hit(limiterKey(p.rateLimit, req), req.now);
+    const d = this.#limiters.global(p.rateLimit).hit(limiterKey(p.rateLimit, req), req.now);
     if (!d.allowed) {
       chain.add("rate_limit", "limited");
       return {
@@ -342,45 +332,5 @@ export class ProtectionRuntime {
       req.clientIp,
       req.view.header("user-agent") ?? "",
     );
-  }
-
-  #overBotRate(b: CompiledBotPolicy, req: CheckRequest): boolean {
-    if (!b.rate_threshold) return false;
-    let l = this.#botLimiterOf.get(b);
-    if (!l) {
-      const key = `${b.id}/${b.rate_threshold.requests}/${b.rate_threshold.window_seconds}`;
-      l = this.#botLimiters.get(key);
-      if (!l) {
-        if (this.#botLimiters.size > 1000) this.#botLimiters.clear();
-        l = this.#makeLimiter(`bot/${b.id}`, {
-          requests: b.rate_threshold.requests,
-          windowMs: b.rate_threshold.window_seconds * 1000,
-          burst: 0,
-          maxKeys: 50_000,
-        });
-        this.#botLimiters.set(key, l);
-      }
-      this.#botLimiterOf.set(b, l);
-    }
-    return !l.hit(req.clientIp, req.now).allowed;
-  }
-
-  /** The limiter survives rebuilds that leave the limits unchanged (counters are kept). */
-  #rateLimiter(doc: RateLimitDoc): RateLimiter {
-    const current = this.#globalLimiter;
-    if (current?.doc === doc) return current.limiter;
-    const json = JSON.stringify(doc);
-    if (current?.json === json) {
-      current.doc = doc;
-      return current.limiter;
-    }
-    const limiter = this.#makeLimiter(`global/${doc.key}`, {
-      requests: doc.requests,
-      windowMs: doc.window_seconds * 1000,
-      burst: doc.burst,
-      maxKeys: doc.max_keys,
-    });
-    this.#globalLimiter = { doc, json, limiter };
-    return limiter;
   }
 }
