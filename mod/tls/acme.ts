@@ -116,8 +116,6 @@ interface Issuance {
   readonly who: AuditContext;
   readonly trigger: "request" | "renewal";
   readonly directory: string;
-  readonly email: string | null;
-  readonly directoryCa: string | null;
   /** What every state of this attempt records. */
   readonly base: Pick<
     AcmeSiteState,
@@ -223,7 +221,7 @@ export class Acme {
       names: [...site.hosts],
       last_attempt_at: iso(this.#deps.clock.now()),
     };
-    const issuance: Issuance = { site, who, trigger, directory, email, directoryCa, base };
+    const issuance: Issuance = { site, who, trigger, directory, base };
     this.#inFlight.add(siteId);
     this.#save({
       issuer: null,
