@@ -31,7 +31,14 @@ export class WorkerInbox {
     const dp = this.#dataPlane;
     addCounts(this.#counters, m.counts);
     dp.accessLog.pushLines(m.lines, m.count, m.events);
-    for (const args of m.alap) dp.protection.alap.observe(...args);
+    for (const [siteId, clientIp, traceId, inspection, policy] of m.alap) {
+      dp.protection.alap.observe(
+        siteId,
+        { client_ip: clientIp, trace_id: traceId },
+        inspection,
+        policy,
+      );
+    }
     for (const sample of m.samples) dp.apisec.inventory.sample(sample);
   }
 

@@ -7,6 +7,9 @@ import { isEventRecord } from "../mod/data_plane/record_events.ts";
 import { type SiteCounterSet, takeCounts } from "../mod/data_plane/site_counters.ts";
 import type { Sample } from "../mod/apisec/inventory.ts";
 import type { AlapArgs, FromWorker } from "./data_worker_protocol.ts";
+import type { Inspection } from "../engine/types.ts";
+import type { AlapPolicyDoc } from "../mod/protection/protection_schema.ts";
+import type { ObservedRequest } from "../mod/protection/alap.ts";
 
 /**
  * Records go in batches, at most {@link BATCH} or {@link FLUSH_MS} after the first: each batch
@@ -51,8 +54,13 @@ export class RecordBatch {
   };
 
   /** ALAP's `observe` here: the observation goes to the main thread's one tracker. */
-  readonly observe = (...args: AlapArgs): void => {
-    this.#alap.push(args);
+  readonly observe = (
+    siteId: string,
+    req: ObservedRequest,
+    inspection: Inspection,
+    policy: AlapPolicyDoc,
+  ): void => {
+    this.#alap.push([siteId, req.client_ip, req.trace_id, inspection, policy]);
     this.#later();
   };
 

@@ -227,7 +227,13 @@ export async function composeServer(
       node: (c) => cluster.authenticate(c),
       notify: core.notify,
     });
-    tls = await managementTls(config, dataDir, mgmtAddr.hostname, deps.clock.now(), deps.random);
+    tls = await managementTls({
+      config,
+      dataDir,
+      listenHost: mgmtAddr.hostname,
+      now: deps.clock.now(),
+      random: deps.random,
+    });
     dataPlane = createDataPlane({
       ...services,
       dbPath: `${dataDir}/waf.db`,

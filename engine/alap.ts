@@ -110,32 +110,35 @@ function trim(w: Window, since: number): void {
 
 const evidence = (w: Window): string[] => w.events.slice(-MAX_EVIDENCE).map((e) => e.traceId);
 
+/** What a decision for one site says, besides its scope, evidence, status and times. */
+interface SiteDecision {
+  readonly key: string;
+  readonly kind: DecisionKind;
+  readonly target: DecisionTarget;
+  /** How long it lasts from the observation. */
+  readonly ttl: number;
+  readonly reason: string;
+}
+
 /** Tracks observations and proposes decisions; `isOpen(key)` skips keys already decided. */
 export function createAlapTracker(policy: AlapPolicy, isOpen: (key: string) => boolean) {
   const clients = new Map<string, Window>();
   const signatures = new Map<string, Window>();
   const hotSites = new Map<string, Set<string>>();
 
-  function siteDecision(
-    key: string,
-    kind: DecisionKind,
-    o: Observation,
-    target: DecisionTarget,
-    w: Window,
-    ttl: number,
-    reason: string,
-  ): Proposal {
+  /** A decision for the observation's site, applied at once when auto-apply and `w` allow. */
+  function siteDecision(o: Observation, w: Window, d: SiteDecision): Proposal {
     const auto = policy.autoApply && w.strong;
     return {
-      key,
-      kind,
+      key: d.key,
+      kind: d.kind,
       scope: { siteId: o.siteId },
-      target,
+      target: d.target,
       evidence: evidence(w),
-      reason,
+      reason: d.reason,
       status: auto ? "applied" : "proposed",
       createdAt: o.time,
-      expiresAt: o.time + ttl,
+      expiresAt: o.time + d.ttl,
     };
   }
 
@@ -149,17 +152,13 @@ export function createAlapTracker(policy: AlapPolicy, isOpen: (key: string) => b
       if (total >= policy.clientScoreThreshold) {
         const key = `temp_block:${o.siteId}:${o.clientIp}`;
         if (!isOpen(key)) {
-          out.push(
-            siteDecision(
-              key,
-              "temp_block",
-              o,
-              { clientIp: o.clientIp },
-              cw,
-              policy.tempBlockMs,
-              `attack score ${total} within ${policy.clientWindowMs / 1000}s`,
-            ),
-          );
+          out.push(siteDecision(o, cw, {
+            key,
+            kind: "temp_block",
+            target: { clientIp: o.clientIp },
+            ttl: policy.tempBlockMs,
+            reason: `attack score ${total} within ${policy.clientWindowMs / 1000}s`,
+          }));
         }
         let sites = hotSites.get(o.clientIp);
         if (!sites) {
@@ -187,17 +186,13 @@ export function createAlapTracker(policy: AlapPolicy, isOpen: (key: string) => b
         trim(sw, o.time - policy.signatureWindowMs);
         const key = `signature_block:${o.siteId}:${o.ruleId}`;
         if (sw.events.length >= policy.signatureThreshold && !isOpen(key)) {
-          out.push(
-            siteDecision(
-              key,
-              "signature_block",
-              o,
-              { ruleId: o.ruleId },
-              sw,
-              policy.signatureBlockMs,
-              `${sw.events.length} high or critical findings of ${o.ruleId}`,
-            ),
-          );
+          out.push(siteDecision(o, sw, {
+            key,
+            kind: "signature_block",
+            target: { ruleId: o.ruleId },
+            ttl: policy.signatureBlockMs,
+            reason: `${sw.events.length} high or critical findings of ${o.ruleId}`,
+          }));
         }
       }
       return out;
@@ -206,15 +201,24 @@ export function createAlapTracker(policy: AlapPolicy, isOpen: (key: string) => b
   };
 }
 
+export type AlapTracker = ReturnType<typeof createAlapTracker>;
+
+/** A logged block an administrator marked as a false positive: its site, rule and request. */
+export interface FalsePositive {
+  readonly siteId: string;
+  readonly ruleId: string;
+  /** Limits the exception to paths under this prefix. */
+  readonly pathPrefix?: string | undefined;
+  readonly traceId: string;
+}
+
 /** An exception proposal for a logged block an administrator marked as a false positive. */
 export function falsePositiveProposal(
-  siteId: string,
-  ruleId: string,
-  pathPrefix: string | undefined,
-  traceId: string,
+  mark: FalsePositive,
   now: number,
   ttlMs: number | null,
 ): Proposal {
+  const { siteId, ruleId, pathPrefix, traceId } = mark;
   return {
     key: `exception:${siteId}:${ruleId}:${pathPrefix ?? ""}`,
     kind: "exception",

@@ -97,7 +97,7 @@ export function extract(req: EngineRequest): Input[] {
   }
   addHeaders(out, req.headers);
   if (req.body !== undefined && req.body.length > 0) {
-    addBody(out, req.body, { contentType, graphqlPath });
+    addBody(req.body, { out, contentType, graphqlPath });
   }
   return out;
 }

@@ -46,8 +46,10 @@ export const GRAPHQL_PATH = /graphql|graphiql|\/gql(?:$|\/)/i;
 /** A form body sent without a content type: `name=value` pairs and nothing else. */
 const FORM_SHAPE = /^[\w.%[\]-]+=[^\s]*$/;
 
-/** What the body readers need from the request. */
+/** Where the body readers put the inputs, and what they need from the request. */
 export interface BodyContext {
+  /** The inputs collected so far. */
+  readonly out: Input[];
   readonly contentType: string;
   /** True when the request path serves GraphQL. */
   readonly graphqlPath: boolean;
@@ -56,23 +58,23 @@ export interface BodyContext {
 /**
  * Adds the inputs of a body.
  *
- * @param out the inputs collected so far
  * @param body the body prefix the connector captured
- * @param ctx content type and path facts
+ * @param ctx the inputs collected so far, content type and path facts
  */
-export function addBody(out: Input[], body: Uint8Array, ctx: BodyContext): void {
+export function addBody(body: Uint8Array, ctx: BodyContext): void {
+  const out = ctx.out;
   const type = ctx.contentType.toLowerCase();
   if (type.startsWith("multipart/")) {
     const boundaries = boundariesOf(ctx.contentType);
     if (boundaries.length > 0) {
       const text = latin1(body);
-      for (const boundary of boundaries) addMultipart(out, text, boundary, ctx);
+      for (const boundary of boundaries) addMultipart(text, boundary, ctx);
       return;
     }
   }
   const text = UTF8.decode(body);
   const before = out.length;
-  addText(out, text, type, "", ctx);
+  addText(text, type, "", ctx);
   if (out.length >= MAX_INPUTS) {
     // More values than inputs: judge the whole text too, in place of the last ones.
     out.length = Math.max(before, MAX_INPUTS - 1);
@@ -81,25 +83,28 @@ export function addBody(out: Input[], body: Uint8Array, ctx: BodyContext): void 
 }
 
 /** Reads one text by its content type (or its shape when the type says nothing). */
-function addText(out: Input[], text: string, type: string, prefix: string, ctx: BodyContext): void {
+function addText(text: string, type: string, prefix: string, ctx: BodyContext): void {
+  const out = ctx.out;
   if (type.includes("x-www-form-urlencoded")) addPairs(out, text, "form");
   else if (type.includes("graphql")) addGraphql(out, text, `${prefix}.query`);
-  else if (type.includes("json")) addJson(out, text, prefix, ctx);
+  else if (type.includes("json")) addJson(text, prefix, ctx);
   else if (type.includes("xml")) addXml(out, text, prefix);
-  else if (isText(text)) addSniffed(out, text, prefix, ctx);
+  else if (isText(text)) addSniffed(text, prefix, ctx);
 }
 
 /** Bodies without a useful content type are read by their shape, as lenient frameworks do. */
-function addSniffed(out: Input[], text: string, prefix: string, ctx: BodyContext): void {
+function addSniffed(text: string, prefix: string, ctx: BodyContext): void {
+  const out = ctx.out;
   const start = text.trimStart();
   const first = start[0];
-  if (first === "{" || first === "[") addJson(out, text, prefix, ctx);
+  if (first === "{" || first === "[") addJson(text, prefix, ctx);
   else if (first === "<") addXml(out, text, prefix);
   else if (prefix === "" && FORM_SHAPE.test(text)) addPairs(out, text, "form");
   else push(out, prefix === "" ? "body" : "multipart", prefix, text);
 }
 
-function addJson(out: Input[], text: string, prefix: string, ctx: BodyContext): void {
+function addJson(text: string, prefix: string, ctx: BodyContext): void {
+  const out = ctx.out;
   const source = prefix === "" ? "json" : "multipart";
   // Array paths are only collected once an element names the prototype (one compare a value),
   // in a text that names it (or escapes a letter of it: `"\u005f_proto__"`).
@@ -160,7 +165,8 @@ export function addGraphqlQuery(out: Input[], query: string): void {
   }
 }
 
-function addMultipart(out: Input[], body: string, boundary: string, ctx: BodyContext): void {
+function addMultipart(body: string, boundary: string, ctx: BodyContext): void {
+  const out = ctx.out;
   for (const part of parseMultipart(body, boundary)) {
     const name = part.name;
     if (!isPlainSegment(name)) push(out, "multipart", `${name}.name`, name);
@@ -191,7 +197,7 @@ function addMultipart(out: Input[], body: string, boundary: string, ctx: BodyCon
       part.contentType === "" || part.contentType.startsWith("text/plain") || !isText(value)
     ) {
       push(out, "multipart", name, value);
-    } else addText(out, value, part.contentType, name, ctx);
+    } else addText(value, part.contentType, name, ctx);
   }
 }
 

@@ -133,6 +133,38 @@ class Analysis {
     this.budget -= n;
     return true;
   }
+
+  /**
+   * Runs every detector on one value (at most a window long) and what it hides, into
+   * `findings`; `text` is the value's normalised text (`value.decoded` without a window's
+   * lead-in).
+   */
+  judge(value: DetectorInput, text: string, findings: Finding[]): void {
+    const input = value.input;
+    if (input.structured === true) {
+      runDetectors(value, findings, DOCUMENT_DETECTORS);
+      return;
+    }
+    if (input.upload !== undefined) {
+      judgeUpload(value, input.upload === "markup", findings);
+      return;
+    }
+    runDetectors(value, findings);
+    const joined = text.indexOf("/*") >= 0 ? joinSplitWords(value.decoded) : undefined;
+    if (joined !== undefined) runDetectors({ ...value, decoded: joined }, findings, SQL_ONLY);
+    this.#revealHidden(value, text, findings, 0);
+  }
+
+  /** Judges what a decoded text hides (base64, nested JSON), and what that hides in turn. */
+  #revealHidden(value: DetectorInput, text: string, findings: Finding[], depth: number): void {
+    for (const hidden of hiddenTexts(text)) {
+      if (!this.spend(hidden.length)) return;
+      const decoded = normalize(hidden).text;
+      const inner: DetectorInput = { ...value, decoded, raw: hidden };
+      runDetectors(inner, findings);
+      if (depth + 1 < MAX_HIDDEN_DEPTH) this.#revealHidden(inner, decoded, findings, depth + 1);
+    }
+  }
 }
 
 /**
@@ -250,15 +282,14 @@ export class InspectionRun {
     const at = long.at;
     const window = v.slice(at, at + WINDOW);
     if (!isInert(window) && !isBinary(window)) {
-      judge(
-        long.input,
-        long.location,
-        window,
-        long.plus,
-        at > 0,
-        this.#analysis.findings,
-        this.#analysis,
-      );
+      const text = normalize(window, long.plus).text;
+      const value: DetectorInput = {
+        input: long.input,
+        location: long.location,
+        decoded: at > 0 ? CONTINUED + text : text,
+        raw: window,
+      };
+      this.#analysis.judge(value, text, this.#analysis.findings);
     }
     long.at += STEP;
     if (at + WINDOW >= v.length) this.#long = undefined;
@@ -285,7 +316,10 @@ function plusMode(input: Input): PlusMode {
 
 /** Runs every detector on one value (at most a window long) and what it hides. */
 function inspectInput(input: Input, findings: Finding[], analysis: Analysis): void {
-  judge(input, locationOf(input), input.value, plusMode(input), false, findings, analysis);
+  const location = locationOf(input);
+  const text = normalize(input.value, plusMode(input)).text;
+  const value: DetectorInput = { input, location, decoded: text, raw: input.value };
+  analysis.judge(value, text, findings);
 }
 
 /** Control characters and Latin-1 bytes above ASCII: text decoded from binary data. */
@@ -298,36 +332,6 @@ function isBinary(text: string): boolean {
     }
   }
   return odd > text.length * BINARY_SHARE;
-}
-
-function judge(
-  input: Input,
-  location: string,
-  raw: string,
-  plus: PlusMode,
-  continued: boolean,
-  findings: Finding[],
-  analysis: Analysis,
-): void {
-  const text = normalize(raw, plus).text;
-  const value: DetectorInput = {
-    input,
-    location,
-    decoded: continued ? CONTINUED + text : text,
-    raw,
-  };
-  if (input.structured === true) {
-    runDetectors(value, findings, DOCUMENT_DETECTORS);
-    return;
-  }
-  if (input.upload !== undefined) {
-    judgeUpload(value, input.upload === "markup", findings);
-    return;
-  }
-  runDetectors(value, findings);
-  const joined = text.indexOf("/*") >= 0 ? joinSplitWords(value.decoded) : undefined;
-  if (joined !== undefined) runDetectors({ ...value, decoded: joined }, findings, SQL_ONLY);
-  revealHidden(value, text, findings, analysis, 0);
 }
 
 /**
@@ -372,23 +376,6 @@ function judgeUpload(value: DetectorInput, markup: boolean, findings: Finding[])
       ? SERVER_TAG
       : undefined;
     if (tag === undefined || tag.test(value.decoded)) findings.push(f);
-  }
-}
-
-/** Judges what a decoded text hides (base64, nested JSON), and what that hides in turn. */
-function revealHidden(
-  value: DetectorInput,
-  text: string,
-  findings: Finding[],
-  analysis: Analysis,
-  depth: number,
-): void {
-  for (const hidden of hiddenTexts(text)) {
-    if (!analysis.spend(hidden.length)) return;
-    const decoded = normalize(hidden).text;
-    const inner: DetectorInput = { ...value, decoded, raw: hidden };
-    runDetectors(inner, findings);
-    if (depth + 1 < MAX_HIDDEN_DEPTH) revealHidden(inner, decoded, findings, analysis, depth + 1);
   }
 }
 

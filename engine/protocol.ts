@@ -22,6 +22,27 @@ const REFUSED_METHODS: ReadonlySet<string> = new Set(["TRACE", "TRACK", "DEBUG",
 const HOST =
   /^(?:[A-Za-z0-9_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?)*\.?|\[[0-9A-Fa-f:.]+(?:%[\w.-]+)?\])(?::\d{1,5})?$/;
 const CONTENT_LENGTH = /^\d{1,16}$/;
+
+/** A protocol rule: the class, score and id of its finding. */
+interface ProtocolRule {
+  readonly class: AttackClass;
+  readonly score: number;
+  readonly id: string;
+}
+const METHOD_INVALID: ProtocolRule = { class: "method", score: 90, id: "method.invalid" };
+const METHOD_REFUSED: ProtocolRule = { class: "method", score: 90, id: "method.refused" };
+const CONTROL_CHARACTER: ProtocolRule = {
+  class: "header-injection",
+  score: 95,
+  id: "header.control_character",
+};
+const HOST_INVALID: ProtocolRule = { class: "host-header", score: 90, id: "host.invalid" };
+const smugglingRule = (id: string): ProtocolRule => ({ class: "request-smuggling", score: 92, id });
+const DUPLICATE_LENGTH = smugglingRule("protocol.duplicate_length");
+const DUPLICATE_ENCODING = smugglingRule("protocol.duplicate_encoding");
+const INVALID_LENGTH = smugglingRule("protocol.invalid_length");
+const LENGTH_AND_ENCODING = smugglingRule("protocol.length_and_encoding");
+const OBFUSCATED_ENCODING = smugglingRule("protocol.obfuscated_encoding");
 /**
  * The last Host value {@link HOST} accepted: a site's clients send the same few hosts, so the
  * pattern runs once per change of host instead of once per request.
@@ -47,10 +68,10 @@ export function checkProtocol(
 ): Finding | undefined {
   if (method !== "GET" && method !== "POST") {
     if (!METHOD.test(method)) {
-      return finding("method", 90, "method.invalid", "method", method);
+      return finding(METHOD_INVALID, "method", method);
     }
     if (REFUSED_METHODS.has(method)) {
-      return finding("method", 90, "method.refused", "method", method);
+      return finding(METHOD_REFUSED, "method", method);
     }
   }
   let contentLength: string | undefined;
@@ -61,61 +82,55 @@ export function checkProtocol(
     // Header names need no check: every HTTP parser refuses an invalid one. A CR, LF or NUL
     // in a value ends the header for some parser down the line (three memchr-fast scans).
     if (value.indexOf("\r") >= 0 || value.indexOf("\n") >= 0 || value.indexOf("\0") >= 0) {
-      return finding("header-injection", 95, "header.control_character", `header:${name}`, value);
+      return finding(CONTROL_CHARACTER, `header:${name}`, value);
     }
     if (name === "content-length") {
       if (contentLength !== undefined) {
-        return smuggling("protocol.duplicate_length", "content-length", value);
+        return smuggling(DUPLICATE_LENGTH, "content-length", value);
       }
       contentLength = value;
     } else if (name === "transfer-encoding") {
       if (transferEncoding !== undefined) {
-        return smuggling("protocol.duplicate_encoding", "transfer-encoding", value);
+        return smuggling(DUPLICATE_ENCODING, "transfer-encoding", value);
       }
       transferEncoding = value;
     } else if (name === "host" || name === ":authority") {
       hosts++;
       if (hosts > 1 || (value !== lastValidHost && !validHost(value))) {
-        return finding("host-header", 90, "host.invalid", `header:${name}`, value);
+        return finding(HOST_INVALID, `header:${name}`, value);
       }
     }
   }
   if (contentLength !== undefined && !CONTENT_LENGTH.test(contentLength)) {
     // Deno joins repeated headers: `4, 4` is two Content-Length fields.
-    return smuggling("protocol.invalid_length", "content-length", contentLength);
+    return smuggling(INVALID_LENGTH, "content-length", contentLength);
   }
   if (transferEncoding !== undefined) {
     if (contentLength !== undefined) {
       return smuggling(
-        "protocol.length_and_encoding",
+        LENGTH_AND_ENCODING,
         "transfer-encoding",
         `${contentLength} / ${transferEncoding}`,
       );
     }
     if (transferEncoding.trim().toLowerCase() !== "chunked") {
-      return smuggling("protocol.obfuscated_encoding", "transfer-encoding", transferEncoding);
+      return smuggling(OBFUSCATED_ENCODING, "transfer-encoding", transferEncoding);
     }
   }
   return undefined;
 }
 
-function smuggling(ruleId: string, header: string, evidence: string): Finding {
-  return finding("request-smuggling", 92, ruleId, `header:${header}`, evidence);
+function smuggling(rule: ProtocolRule, header: string, evidence: string): Finding {
+  return finding(rule, `header:${header}`, evidence);
 }
 
-function finding(
-  cls: AttackClass,
-  score: number,
-  ruleId: string,
-  location: string,
-  evidence: string,
-): Finding {
+function finding(rule: ProtocolRule, location: string, evidence: string): Finding {
   return {
-    class: cls,
-    confidence: confidenceOf(score),
-    score,
+    class: rule.class,
+    confidence: confidenceOf(rule.score),
+    score: rule.score,
     location,
     evidence: evidence.slice(0, 120),
-    ruleId,
+    ruleId: rule.id,
   };
 }

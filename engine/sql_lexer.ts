@@ -98,8 +98,9 @@ export function lexSql(text: string, limit = Infinity): SqlToken[] {
   const out: SqlToken[] = [];
   const n = text.length;
   let i = 0;
-  const add = (kind: SqlTokenKind, value: string, start: number, end: number, closed = true) => {
-    out.push({ kind, text: value, closed, call: false, start, end });
+  // A closed token that is not a call; strings and block comments say whether they closed.
+  const add = (kind: SqlTokenKind, value: string, start: number, end: number) => {
+    out.push({ kind, text: value, closed: true, call: false, start, end });
   };
   while (i < n && out.length < limit) {
     const c = text.charCodeAt(i);
@@ -111,7 +112,8 @@ export function lexSql(text: string, limit = Infinity): SqlToken[] {
     const next = i + 1 < n ? text.charCodeAt(i + 1) : 0;
     if (c === 39 || c === 34) {
       i = skipString(text, i);
-      add("str", text[start]!, start, i, text.charCodeAt(i - 1) === c && i - start > 1);
+      const closed = text.charCodeAt(i - 1) === c && i - start > 1;
+      out.push({ kind: "str", text: text[start]!, closed, call: false, start, end: i });
       continue;
     }
     if (c === 96 || c === 91) {
@@ -136,7 +138,7 @@ export function lexSql(text: string, limit = Infinity): SqlToken[] {
       }
       const close = text.indexOf("*/", i + 2);
       i = close < 0 ? n : close + 2;
-      add("comment", "/*", start, i, close >= 0);
+      out.push({ kind: "comment", text: "/*", closed: close >= 0, call: false, start, end: i });
       continue;
     }
     if (c === 42 && next === 47) {
@@ -165,7 +167,8 @@ export function lexSql(text: string, limit = Infinity): SqlToken[] {
       // N'..', X'..', B'..', E'..' prefixes belong to the string that follows.
       if (i - start === 1 && (text[i] === "'") && "nNxXbBeE".includes(text[start]!)) {
         i = skipString(text, i);
-        add("str", "'", start, i, text[i - 1] === "'" && i - start > 2);
+        const closed = text[i - 1] === "'" && i - start > 2;
+        out.push({ kind: "str", text: "'", closed, call: false, start, end: i });
         continue;
       }
       // Most words are lower case already: skip the copy `toLowerCase` would make.

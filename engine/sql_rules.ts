@@ -63,33 +63,56 @@ const SCORES = {
 } as const satisfies Record<string, readonly [number, number, number]>;
 type Rule = keyof typeof SCORES;
 
+/** Where the injection starts in the tokens and how it enters SQL. */
+export interface SqlStart {
+  /** First token that belongs to the injection. */
+  readonly from: number;
+  readonly strength: Strength;
+}
+
 /**
- * Finds the strongest rule hit among `tokens[from..]`.
+ * One reading of a token window: the text, its tokens, how they enter SQL and the strongest
+ * hit so far. The rules below read it and report to {@link RuleScan.hit}.
+ */
+class RuleScan {
+  best: SqlHit | undefined = undefined;
+  readonly column: 0 | 1 | 2;
+
+  constructor(
+    readonly text: string,
+    readonly tokens: readonly SqlToken[],
+    readonly strength: Strength,
+  ) {
+    this.column = STRENGTH_INDEX[strength];
+  }
+
+  hit(rule: Rule, at: number, bonus = 0): void {
+    const base = SCORES[rule][this.column];
+    if (base === 0) return;
+    const score = Math.min(100, base + bonus);
+    if (this.best === undefined || score > this.best.score) this.best = { rule, score, at };
+  }
+}
+
+/**
+ * Finds the strongest rule hit among `tokens[start.from..]`.
  *
  * @param text the text the tokens were read from (for literal contents)
  * @param tokens tokens of the injected part
- * @param from first token that belongs to the injection
- * @param strength how the value enters SQL
+ * @param start the first token that belongs to the injection and how the value enters SQL
  * @param until rules start at tokens before this index only (they still read the tokens after
  *   it); a window of a longer value leaves its second half to the next window, which reads on
  */
 export function evaluate(
   text: string,
   tokens: readonly SqlToken[],
-  from: number,
-  strength: Strength,
+  start: SqlStart,
   until = tokens.length,
 ): SqlHit | undefined {
-  const column = STRENGTH_INDEX[strength];
-  let best: SqlHit | undefined;
-  const hit = (rule: Rule, at: number, bonus = 0) => {
-    const base = SCORES[rule][column];
-    if (base === 0) return;
-    const score = Math.min(100, base + bonus);
-    if (best === undefined || score > best.score) best = { rule, score, at };
-  };
-  if (strength === "breakout") afterBreakout(text, tokens, from, hit);
-  else if (strength === "code" && from === 0) statementRule(tokens, hit);
+  const { from, strength } = start;
+  const scan = new RuleScan(text, tokens, strength);
+  if (strength === "breakout") afterBreakout(scan, from);
+  else if (strength === "code" && from === 0) statementRule(scan);
   for (let i = from; i < until; i++) {
     const t = tokens[i]!;
     if (t.kind === "logic" && t.text !== "not" && t.text !== "div") {
@@ -97,38 +120,37 @@ export function evaluate(
       const symbol = t.text === "&&" || t.text === "||";
       const c = readComparison(text, tokens, skipComments(tokens, i + 1));
       if (c !== undefined) {
-        if (c.fixed || c.complex) hit("tautology", i, c.fixed ? 0 : -5);
-        else if (strength !== "prose" && !symbol) hit("condition", i);
-        else if (strength === "prose") hit("condition", i);
+        if (c.fixed || c.complex) scan.hit("tautology", i, c.fixed ? 0 : -5);
+        else if (strength !== "prose" && !symbol) scan.hit("condition", i);
+        else if (strength === "prose") scan.hit("condition", i);
       } else if (strength !== "prose" && !symbol) {
-        lonePredicate(text, tokens, i, hit);
+        lonePredicate(scan, i);
       }
     } else if (t.kind === "word") {
-      wordRules(text, tokens, i, strength, hit);
+      wordRules(scan, i);
     } else if (t.kind === "semi") {
-      stackedRule(text, tokens, i, hit);
+      stackedRule(scan, i);
     } else if (t.kind === "var" && t.text.startsWith("@@") && t.text.length > 3) {
-      hit("variable", i);
+      scan.hit("variable", i);
     }
   }
-  return best;
+  return scan.best;
 }
-
-type Hit = (rule: Rule, at: number, bonus?: number) => void;
 
 /**
  * A value that is a SELECT statement by itself, with a column list that calls functions,
  * reads variables or selects `*` (`select current_database();`). A select list of plain words
  * ("select 2 options") is English.
  */
-function statementRule(tokens: readonly SqlToken[], hit: Hit): void {
+function statementRule(scan: RuleScan): void {
+  const { tokens } = scan;
   const first = tokens[0];
   if (first?.kind !== "word" || first.text !== "select") return;
   for (let j = 1; j < tokens.length && j < 24; j++) {
     const t = tokens[j]!;
     if (t.kind === "word" && (t.text === "from" || t.text === "where")) break;
     const star = t.kind === "op" && t.text === "*" && j === 1;
-    if (star || t.kind === "var" || (t.kind === "word" && t.call)) return hit("statement", 0);
+    if (star || t.kind === "var" || (t.kind === "word" && t.call)) return scan.hit("statement", 0);
   }
 }
 
@@ -137,7 +159,8 @@ function statementRule(tokens: readonly SqlToken[], hit: Hit): void {
  * An operand ending in an unterminated string (`' or 'a`) proves nothing: JSON and prose
  * produce that shape all the time.
  */
-function lonePredicate(text: string, tokens: readonly SqlToken[], i: number, hit: Hit): void {
+function lonePredicate(scan: RuleScan, i: number): void {
+  const { text, tokens } = scan;
   const o = readOperand(text, tokens, i + 1);
   if (o === undefined || !(o.literal || o.complex)) return;
   const last = tokens[o.end - 1];
@@ -148,11 +171,11 @@ function lonePredicate(text: string, tokens: readonly SqlToken[], i: number, hit
     const first = tokens[start];
     if (o.end - start === 1 && TRUTHY_STRING.test(stringContent(text, last))) {
       // `'or'1=1`, `' or '1`: a string that reads as a non-zero number is true.
-      hit("tautology", i, -5);
+      scan.hit("tautology", i, -5);
       return;
     }
     if (o.end - start < 3 || first?.kind !== "str" || !first.closed) return;
-    hit("condition", i);
+    scan.hit("condition", i);
     return;
   }
   const after = tokens[skipComments(tokens, o.end)];
@@ -160,14 +183,15 @@ function lonePredicate(text: string, tokens: readonly SqlToken[], i: number, hit
     (after.kind === "word" && CLAUSE_ENDS.has(after.text));
   // A line comment that ends the value cuts off the rest of the statement.
   const truncated = tokens[tokens.length - 1]?.kind === "comment" && o.end < tokens.length;
-  if (ends || tokens[o.end]?.kind === "comment") hit("condition", i, truncated ? 10 : 0);
+  if (ends || tokens[o.end]?.kind === "comment") scan.hit("condition", i, truncated ? 10 : 0);
 }
 
 /** A string literal that SQL's numeric conversion reads as a non-zero number. */
 const TRUTHY_STRING = /^\s*[1-9]/;
 
 /** Shapes that only make sense right after a closed literal (`admin'--`, `'||f()||'`). */
-function afterBreakout(text: string, tokens: readonly SqlToken[], from: number, hit: Hit): void {
+function afterBreakout(scan: RuleScan, from: number): void {
+  const { text, tokens } = scan;
   let i = from;
   while (tokens[i]?.kind === "rparen") i++;
   const t = tokens[i];
@@ -177,12 +201,12 @@ function afterBreakout(text: string, tokens: readonly SqlToken[], from: number, 
   const last = i === tokens.length - 1;
   const quoted = t.kind === "comment" && QUOTE_CHAR.test(text.slice(t.start, t.end));
   if ((t.kind === "comment" || t.kind === "semi") && last && !quoted) {
-    hit("truncation", i);
+    scan.hit("truncation", i);
     return;
   }
   if (t.kind === "word" && BREAKOUT_STATEMENTS.has(t.text)) {
     // `' insert into users values(...)`: SQL Server runs a second statement without `;`.
-    if (statementShape(tokens, i)) hit("stacked", i);
+    if (statementShape(tokens, i)) scan.hit("stacked", i);
     return;
   }
   const isOp = (t.kind === "op" && t.text !== "?" && t.text !== ":" && t.text !== "!") ||
@@ -190,47 +214,46 @@ function afterBreakout(text: string, tokens: readonly SqlToken[], from: number, 
   if (!isOp) return;
   const o = readOperand(text, tokens, i + 1);
   if (o === undefined) return;
-  if (o.complex) hit("concat", i);
+  if (o.complex) scan.hit("concat", i);
   const after = tokens[skipComments(tokens, o.end)];
   // `'-'`, `' | '`: the value ends right after, closing against the application's quote.
   const short = text.length - (tokens[o.end - 1]?.start ?? 0) <= 4;
-  if (o.literal && short && (after === undefined || after.kind === "comment")) hit("operator", i);
+  if (o.literal && short && (after === undefined || after.kind === "comment")) {
+    scan.hit("operator", i);
+  }
 }
 
-function wordRules(
-  text: string,
-  tokens: readonly SqlToken[],
-  i: number,
-  strength: Strength,
-  hit: Hit,
-): void {
+function wordRules(scan: RuleScan, i: number): void {
+  const { text, tokens, strength } = scan;
   const t = tokens[i]!;
   const name = qualifiedName(tokens, i);
-  if (t.call && DELAY_FUNCTIONS.has(name)) return hit("delay", i);
-  if (t.call && ERROR_FUNCTIONS.has(name)) return hit("error", i);
+  if (t.call && DELAY_FUNCTIONS.has(name)) return scan.hit("delay", i);
+  if (t.call && ERROR_FUNCTIONS.has(name)) return scan.hit("error", i);
   const next = tokens[skipComments(tokens, i + 1)];
   switch (t.text) {
     case "union":
-      unionRule(text, tokens, i, strength, hit);
+      unionRule(scan, i);
       return;
     case "select":
       if (tokens[i - 1]?.kind === "lparen" && selectList(text, tokens, i + 1)) {
-        hit("subquery", i);
+        scan.hit("subquery", i);
       }
       return;
     case "waitfor":
-      if (next?.kind === "word" && (next.text === "delay" || next.text === "time")) hit("delay", i);
+      if (next?.kind === "word" && (next.text === "delay" || next.text === "time")) {
+        scan.hit("delay", i);
+      }
       return;
     case "into":
       if (next?.kind === "word" && (next.text === "outfile" || next.text === "dumpfile")) {
         // In prose, documentation mentions INTO OUTFILE; only a file name literal is an attack.
         const file = tokens[skipComments(tokens, skipComments(tokens, i + 1) + 1)];
-        if (strength !== "prose" || file?.kind === "str") hit("file", i);
+        if (strength !== "prose" || file?.kind === "str") scan.hit("file", i);
       }
       return;
     case "program":
       // PostgreSQL COPY ... TO PROGRAM 'cmd' runs a shell command.
-      if (tokens[i - 1]?.text === "to" && next?.kind === "str") hit("file", i);
+      if (tokens[i - 1]?.text === "to" && next?.kind === "str") scan.hit("file", i);
       return;
     case "order":
     case "group": {
@@ -239,7 +262,7 @@ function wordRules(
       // `order by 5` probes the column count; `order by if(1<2,a,b)` is a boolean oracle.
       if (by > 0 && (n?.kind === "num" || (n?.kind === "word" && n.call))) {
         const after = tokens[skipComments(tokens, by + 1)];
-        hit("orderby", i, after?.kind === "comment" || after === undefined ? 25 : 0);
+        scan.hit("orderby", i, after?.kind === "comment" || after === undefined ? 25 : 0);
       }
       return;
     }
@@ -248,18 +271,20 @@ function wordRules(
       if (next?.kind === "word") {
         // `master` only as the database of `master..xp_cmdshell`, not "Execute Master's".
         const dotted = tokens[skipComments(tokens, i + 1) + 1]?.kind === "dot";
-        if (SYSTEM_PROCEDURE.test(next.text) || (next.text === "master" && dotted)) hit("exec", i);
+        if (SYSTEM_PROCEDURE.test(next.text) || (next.text === "master" && dotted)) {
+          scan.hit("exec", i);
+        }
       }
       return;
     case "case":
       if (next?.kind === "word" && next.text === "when") {
         const at = skipComments(tokens, i + 2);
         const c = readComparison(text, tokens, at);
-        if (c !== undefined) hit("tautology", i, c.fixed ? 0 : -5);
+        if (c !== undefined) scan.hit("tautology", i, c.fixed ? 0 : -5);
         else {
           const o = readOperand(text, tokens, at);
           const then = o === undefined ? undefined : tokens[skipComments(tokens, o.end)];
-          if (then?.kind === "word" && then.text === "then") hit("case", i);
+          if (then?.kind === "word" && then.text === "then") scan.hit("case", i);
         }
       }
       return;
@@ -267,13 +292,13 @@ function wordRules(
   const prev = tokens[i - 1];
   const afterFrom = prev?.kind === "word" && prev.text === "from";
   if (SCHEMA_NAMES.has(name) || SCHEMA_NAMES.has(t.text)) {
-    hit("schema", i, afterFrom ? 25 : 0);
+    scan.hit("schema", i, afterFrom ? 25 : 0);
   } else if (t.text === "dual" && afterFrom && strength !== "prose") {
     // Oracle's one-row table: `... FROM dual` only appears in hand-written queries.
-    hit("schema", i);
+    scan.hit("schema", i);
   } else if (CONDITION_WORDS.has(t.text) && strength !== "prose") {
     const c = readComparison(text, tokens, skipComments(tokens, i + 1));
-    if (c !== undefined) hit(c.fixed ? "tautology" : "condition", i);
+    if (c !== undefined) scan.hit(c.fixed ? "tautology" : "condition", i);
   }
 }
 
@@ -288,13 +313,8 @@ function qualifiedName(tokens: readonly SqlToken[], i: number): string {
   return name;
 }
 
-function unionRule(
-  text: string,
-  tokens: readonly SqlToken[],
-  i: number,
-  strength: Strength,
-  hit: Hit,
-): void {
+function unionRule(scan: RuleScan, i: number): void {
+  const { text, tokens, strength } = scan;
   let j = skipComments(tokens, i + 1);
   const t = tokens[j];
   if (t?.kind === "word" && (t.text === "all" || t.text === "distinct")) {
@@ -304,17 +324,18 @@ function unionRule(
   const s = tokens[j];
   if (strength === "code" && (s === undefined || s.kind === "num")) {
     // `-1 union--`, `-1 union 1,2,3`: a number, then UNION and nothing or a column list.
-    if (s === undefined || tokens[j + 1]?.kind === "comma") hit("union", i, -15);
+    if (s === undefined || tokens[j + 1]?.kind === "comma") scan.hit("union", i, -15);
     return;
   }
   if (s?.kind !== "word" || s.text !== "select") return;
-  if (selectList(text, tokens, j + 1)) hit("union", i);
+  if (selectList(text, tokens, j + 1)) scan.hit("union", i);
   else if (strength !== "prose" && skipComments(tokens, j + 1) >= tokens.length) {
-    hit("union", i, -15);
+    scan.hit("union", i, -15);
   }
 }
 
-function stackedRule(text: string, tokens: readonly SqlToken[], i: number, hit: Hit): void {
+function stackedRule(scan: RuleScan, i: number): void {
+  const { text, tokens } = scan;
   const j = skipComments(tokens, i + 1);
   const t = tokens[j];
   if (t?.kind !== "word") return;
@@ -323,12 +344,12 @@ function stackedRule(text: string, tokens: readonly SqlToken[], i: number, hit: 
   const k = skipComments(tokens, j + 1);
   const next = tokens[k];
   if (need === "any") {
-    if (next !== undefined || t.text === "shutdown") hit("stacked", j);
+    if (next !== undefined || t.text === "shutdown") scan.hit("stacked", j);
   } else if (need === "operand") {
     if (t.text === "select" ? selectList(text, tokens, k) : next?.kind === "var") {
-      hit("stacked", j);
+      scan.hit("stacked", j);
     }
   } else if (next?.kind === "word" && need.has(next.text)) {
-    hit("stacked", j);
+    scan.hit("stacked", j);
   }
 }

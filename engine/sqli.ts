@@ -10,7 +10,7 @@
 
 import type { DetectorInput, Finding } from "./types.ts";
 import { lexSql, MAX_SQL_TOKENS, type SqlToken } from "./sql_lexer.ts";
-import { evaluate, type SqlHit, type Strength } from "./sql_rules.ts";
+import { evaluate, type SqlHit, type SqlStart } from "./sql_rules.ts";
 import { BREAKOUT_STATEMENTS, PROSE_TRIGGER, SQL_TRIGGER } from "./sql_vocabulary.ts";
 import { COMPARE_WORDS } from "./sql_grammar.ts";
 import { makeFinding } from "./make_finding.ts";
@@ -68,7 +68,7 @@ export function analyzeSql(text: string): SqlVerdict | undefined {
   const all = lexLong(text);
   const raw = firstWindow(all);
   const start = codeStart(raw);
-  consider(evaluate(text, raw, start.from, start.strength), raw, 0);
+  consider(evaluate(text, raw, start), raw, 0);
   readOn(text, all, consider, 0);
   for (const quote of QUOTES) {
     const close = literalEnd(text, quote);
@@ -78,7 +78,7 @@ export function analyzeSql(text: string): SqlVerdict | undefined {
     if (!continuesSql(lexSql(tail, 1)[0])) continue;
     const rest = lexLong(tail);
     const tokens = firstWindow(rest);
-    consider(evaluate(tail, tokens, 0, "breakout"), tokens, close + 1);
+    consider(evaluate(tail, tokens, BREAKOUT), tokens, close + 1);
     readOn(tail, rest, consider, close + 1);
   }
   return best;
@@ -106,6 +106,8 @@ function lexLong(text: string): SqlToken[] {
 const WINDOW_STEP = MAX_SQL_TOKENS / 2;
 /** Tokens a window reads before the first fragment it judges (`(` before `select`, `from`). */
 const LOOKBEHIND = 8;
+/** A later window is judged as prose from its lookbehind on. */
+const WINDOW_START: SqlStart = { from: LOOKBEHIND, strength: "prose" };
 
 /**
  * Reads the rest of a value past its first window of tokens, so padding in front of an
@@ -127,11 +129,13 @@ function readOn(
   for (let at = WINDOW_STEP; at - WINDOW_STEP + MAX_SQL_TOKENS < all.length; at += WINDOW_STEP) {
     const tokens = all.slice(at, at + MAX_SQL_TOKENS);
     const until = at + MAX_SQL_TOKENS >= all.length ? tokens.length : LOOKBEHIND + WINDOW_STEP;
-    consider(evaluate(text, tokens, LOOKBEHIND, "prose", until), tokens, shift);
+    consider(evaluate(text, tokens, WINDOW_START, until), tokens, shift);
   }
 }
 
 const QUOTES = ["'", '"'] as const;
+/** What follows a literal the value closes is judged from its first token, as a breakout. */
+const BREAKOUT: SqlStart = { from: 0, strength: "breakout" };
 
 /**
  * Where a literal that the application opened before the value would end: the first quote
@@ -189,7 +193,7 @@ function continuesSql(first: SqlToken | undefined): boolean {
 }
 
 /** Decides whether the raw value starts as SQL (and where the injected part begins). */
-function codeStart(tokens: readonly SqlToken[]): { from: number; strength: Strength } {
+function codeStart(tokens: readonly SqlToken[]): SqlStart {
   let i = 0;
   while (tokens[i]?.kind === "op" && (tokens[i]!.text === "-" || tokens[i]!.text === "+")) i++;
   const t = tokens[i];

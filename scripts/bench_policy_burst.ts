@@ -39,12 +39,15 @@ function seedPolicy(dataDir: string): void {
     }
     for (let i = 0; i < 200; i++) {
       const cidr = `10.9.${i >> 8}.${i & 255}`;
-      o.create(KIND.ip, "bench", ipEntrySchema.parse({ action: "block", cidr }), WHO);
+      o.create(
+        { kind: KIND.ip, audit: "bench" },
+        ipEntrySchema.parse({ action: "block", cidr }),
+        WHO,
+      );
     }
     for (let i = 0; i < 150; i++) {
       o.create(
-        KIND.custom,
-        "bench",
+        { kind: KIND.custom, audit: "bench" },
         customRuleSchema.parse({
           name: `custom ${i}`,
           target: { kind: "any_param" },
@@ -59,8 +62,7 @@ function seedPolicy(dataDir: string): void {
       const path = { regex: `^/admin${i}/` };
       const conditions = { methods: ["PUT"], path };
       o.create(
-        KIND.acl,
-        "bench",
+        { kind: KIND.acl, audit: "bench" },
         aclRuleSchema.parse({ name: `acl ${i}`, action: "block", conditions }),
         WHO,
       );

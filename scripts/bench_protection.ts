@@ -71,11 +71,14 @@ export function seed(dataDir: string, upstream: string, all: boolean): void {
       o.createInternal(KIND.ip, ipEntrySchema.parse({ action: "block", cidr: ip(i) }), null);
     }
     db.exec("COMMIT");
-    o.create(KIND.ip, "bench", ipEntrySchema.parse({ action: "allow", cidr: "192.0.2.1" }), WHO);
+    o.create(
+      { kind: KIND.ip, audit: "bench" },
+      ipEntrySchema.parse({ action: "allow", cidr: "192.0.2.1" }),
+      WHO,
+    );
     for (let i = 0; i < 20; i++) {
       o.create(
-        KIND.acl,
-        "bench",
+        { kind: KIND.acl, audit: "bench" },
         aclRuleSchema.parse({
           name: `acl ${i}`,
           action: "block",
@@ -84,8 +87,7 @@ export function seed(dataDir: string, upstream: string, all: boolean): void {
         WHO,
       );
       o.create(
-        KIND.custom,
-        "bench",
+        { kind: KIND.custom, audit: "bench" },
         customRuleSchema.parse({
           name: `custom ${i}`,
           target: i % 2 ? { kind: "any_param" } : { kind: "header", name: "user-agent" },
@@ -99,8 +101,7 @@ export function seed(dataDir: string, upstream: string, all: boolean): void {
     // An uploaded feed, already synced (so the scheduler leaves it alone during the run).
     const networks = Array.from({ length: 100_000 }, (_, i) => ip(i + 200_000));
     const feed = o.create(
-      KIND.feed,
-      "bench",
+      { kind: KIND.feed, audit: "bench" },
       threatFeedSchema.parse({ name: "feed", content: networks.join("\n") }),
       WHO,
     );
@@ -115,8 +116,7 @@ export function seed(dataDir: string, upstream: string, all: boolean): void {
       error: null,
     });
     o.create(
-      KIND.bot,
-      "bench",
+      { kind: KIND.bot, audit: "bench" },
       botPolicySchema.parse({
         mode: "suspicious",
         rate_threshold: { requests: 1_000_000, window_seconds: 60 },
@@ -124,26 +124,22 @@ export function seed(dataDir: string, upstream: string, all: boolean): void {
       WHO,
     );
     o.putSingleton(
-      KIND.rateLimit,
-      "bench",
+      { kind: KIND.rateLimit, audit: "bench" },
       rateLimitSchema.parse({ enabled: true, requests: 1_000_000, window_seconds: 1 }),
       WHO,
     );
     o.create(
-      KIND.headerRule,
-      "bench",
+      { kind: KIND.headerRule, audit: "bench" },
       headerRuleSchema.parse({ op: "set", name: "X-Frame-Options", value: "DENY" }),
       WHO,
     );
     o.create(
-      KIND.headerRule,
-      "bench",
+      { kind: KIND.headerRule, audit: "bench" },
       headerRuleSchema.parse({ op: "remove", name: "Server" }),
       WHO,
     );
     o.putSingleton(
-      KIND.edge,
-      "bench",
+      { kind: KIND.edge, audit: "bench" },
       edgeSettingsSchema.parse({ compression: { gzip: true, brotli: true } }),
       WHO,
     );

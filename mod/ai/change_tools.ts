@@ -168,12 +168,12 @@ const APPLIERS: Record<string, Applier> = {
       ...(c["entry"] as Record<string, unknown>),
       expires_at: minutes ? new Date(s.clock.now() + minutes * 60_000).toISOString() : null,
     });
-    const item = s.objects.create(KIND.ip, "protection.ip_entry", entry, ctx);
+    const item = s.objects.create({ kind: KIND.ip, audit: "protection.ip_entry" }, entry, ctx);
     return Promise.resolve({ target: item.id, object: item });
   },
   add_custom_rule(s, c, ctx) {
     const rule = parse(customRuleSchema, c["rule"]);
-    const item = s.objects.create(KIND.custom, "rules.custom", rule, ctx);
+    const item = s.objects.create({ kind: KIND.custom, audit: "rules.custom" }, rule, ctx);
     return Promise.resolve({ target: item.id, object: item });
   },
   set_site_protection(s, c, ctx) {

@@ -156,7 +156,12 @@ export function createApiSecSettings(deps: ApiSecSettingsDeps) {
       auditName = "apisec.config",
     ): Promise<ApiSecConfigView> {
       const { doc, secretChanged } = await toStored(input);
-      objects.putSingleton(APISEC_KIND, auditName, doc, ctx, summary(doc, secretChanged));
+      objects.putSingleton(
+        { kind: APISEC_KIND, audit: auditName },
+        doc,
+        ctx,
+        summary(doc, secretChanged),
+      );
       return view(doc);
     },
 
@@ -214,8 +219,7 @@ export function createApiSecSettings(deps: ApiSecSettingsDeps) {
       });
       const { doc, secretChanged } = await toStored(input);
       objects.putSingleton(
-        APISEC_KIND,
-        "apisec.config.seed",
+        { kind: APISEC_KIND, audit: "apisec.config.seed" },
         doc,
         SYSTEM,
         summary(doc, secretChanged),

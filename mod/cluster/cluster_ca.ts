@@ -55,7 +55,7 @@ export async function loadClusterCa(
     await writePrivate(`${dir}/ca.key`, ca.key);
     await Deno.writeTextFile(`${dir}/ca.crt`, ca.cert, { mode: 0o644 });
   }
-  const server = await createServerLeaf(ca, names, 397, now, random);
+  const server = await createServerLeaf(ca, { names, days: 397 }, now, random);
   const facts = await certificateFacts(ca.cert) as IssuedCertificate;
   return { ca, fingerprint: facts.fingerprint, server };
 }

@@ -202,8 +202,7 @@ class NodeEnrollment implements Enrollment {
     }
     return await signClientCsr(
       this.#deps.ca.ca,
-      csr,
-      { commonName: id, uri: nodeUri(id), days: NODE_CERT_DAYS },
+      { csr, commonName: id, uri: nodeUri(id), days: NODE_CERT_DAYS },
       this.#deps.clock.now(),
       this.#deps.random,
     );

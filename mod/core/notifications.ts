@@ -6,6 +6,7 @@
 import type { NotificationReadRow, NotificationsRepo } from "../../db/notifications_repo.ts";
 import type { Clock } from "./clock.ts";
 import { AppError } from "./errors.ts";
+import { pageOf, readCursor } from "./page_cursor.ts";
 import { type Random, randomHex } from "./random.ts";
 
 /** The only audience of the inbox; notification channels fan out from it (`mod/notify/`). */
@@ -73,27 +74,13 @@ export function createNotifications(
       reader: string,
       options: { unread: boolean; cursor?: string; limit: number },
     ): { items: NotificationView[]; next_cursor: string | null } {
-      let before: { time: number; id: string } | undefined;
-      if (options.cursor) {
-        const [time, id] = options.cursor.split(".");
-        if (!time || !id || !/^\d+$/.test(time)) {
-          throw new AppError(400, "BAD_REQUEST", 'Invalid field "cursor": not a cursor', {
-            details: { field: "cursor" },
-          });
-        }
-        before = { time: Number(time), id };
-      }
       const rows = deps.repo.list(ADMINS, reader, {
         unread: options.unread,
-        before,
+        before: readCursor(options.cursor),
         limit: options.limit + 1,
       });
-      const page = rows.slice(0, options.limit);
-      const last = page[page.length - 1];
-      return {
-        items: page.map(view),
-        next_cursor: rows.length > options.limit && last ? `${last.time}.${last.id}` : null,
-      };
+      const { page, next_cursor } = pageOf(rows, options.limit, (r) => r);
+      return { items: page.map(view), next_cursor };
     },
     /** Marks `id` read in `reader`'s inbox only. */
     markRead(id: string, reader: string): NotificationView {

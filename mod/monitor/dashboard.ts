@@ -14,10 +14,10 @@ import {
   HOUR_RETENTION_MS,
   MINUTE_MS,
   MINUTE_RETENTION_MS,
-  type Rollups,
   totals,
   UNMATCHED,
-} from "./rollups.ts";
+} from "./rollup_cells.ts";
+import type { Rollups } from "./rollups.ts";
 
 export interface PeriodQuery {
   /** Milliseconds since the epoch; default `to - period`. */

@@ -45,17 +45,32 @@ function envelopeOf(e: BusEvent): string {
   },"site":${JSON.stringify(e.siteName)},"data":${e.json()}}`;
 }
 
+/** What a published event is made of (publishing is off the data plane's path). */
+interface Published {
+  readonly id: number;
+  readonly kind: RealtimeKind;
+  readonly time: number;
+  readonly site: { readonly id: string; readonly name: string } | null | undefined;
+  readonly payload: Readonly<Record<string, unknown>>;
+}
+
 class PlainEvent implements BusEvent {
   #json: string | undefined;
   #envelope: string | undefined;
-  constructor(
-    readonly id: number,
-    readonly kind: RealtimeKind,
-    readonly time: number,
-    readonly siteId: string | null,
-    readonly siteName: string | null,
-    readonly payload: Readonly<Record<string, unknown>>,
-  ) {}
+  readonly id: number;
+  readonly kind: RealtimeKind;
+  readonly time: number;
+  readonly siteId: string | null;
+  readonly siteName: string | null;
+  readonly payload: Readonly<Record<string, unknown>>;
+  constructor(e: Published) {
+    this.id = e.id;
+    this.kind = e.kind;
+    this.time = e.time;
+    this.siteId = e.site?.id ?? null;
+    this.siteName = e.site?.name ?? null;
+    this.payload = e.payload;
+  }
   json(): string {
     return this.#json ??= JSON.stringify(this.payload);
   }
@@ -234,9 +249,7 @@ export function createEventBus(deps: { clock: Clock }, options: BusOptions = {})
       site?: { readonly id: string; readonly name: string } | null,
     ): number {
       const id = nextId;
-      add(
-        new PlainEvent(id, kind, deps.clock.now(), site?.id ?? null, site?.name ?? null, payload),
-      );
+      add(new PlainEvent({ id, kind, time: deps.clock.now(), site, payload }));
       return id;
     },
     /** The data plane's blocked and challenged requests (other actions are ignored). */

@@ -12,6 +12,7 @@ import type { CompiledPolicy } from "../data_plane/policy.ts";
 import {
   ACTIONS,
   BLOCK_CLASSES,
+  type SiteCounters,
   type SiteCounterSet,
   STATUS_CLASSES,
 } from "../data_plane/site_counters.ts";
@@ -42,6 +43,153 @@ export function createMetrics() {
 
 export type Metrics = ReturnType<typeof createMetrics>;
 
+/** Requests, blocks and latencies per site. */
+function siteSamples(out: Exposition, sites: readonly SiteCounters[]): void {
+  out.family(
+    "waf_requests_total",
+    "counter",
+    "Data-plane requests by site, action and status class",
+  );
+  const label = (name: string) => name === "" ? "_unmatched" : name;
+  for (const sc of sites) {
+    ACTIONS.forEach((action, a) =>
+      STATUS_CLASSES.forEach((status, s) => {
+        const v = sc.requests[a * STATUS_CLASSES.length + s]!;
+        if (v > 0) {
+          out.sample(
+            "waf_requests_total",
+            { site: label(sc.name), action, status_class: status },
+            v,
+          );
+        }
+      })
+    );
+  }
+  out.family(
+    "waf_blocks_total",
+    "counter",
+    "Blocked requests by site and class (attack class or the deciding check)",
+  );
+  for (const sc of sites) {
+    BLOCK_CLASSES.forEach((cls, i) => {
+      const v = sc.blocks[i]!;
+      if (v > 0) out.sample("waf_blocks_total", { site: label(sc.name), class: cls }, v);
+    });
+  }
+  out.family(
+    "waf_request_duration_seconds",
+    "histogram",
+    "Data-plane request latency, first byte in to response handed over",
+  );
+  for (const sc of sites) {
+    if (sc.latency.count > 0) {
+      out.histogram("waf_request_duration_seconds", { site: label(sc.name) }, sc.latency, US);
+    }
+  }
+  out.family(
+    "waf_upstream_duration_seconds",
+    "histogram",
+    "Time until the upstream's response head arrived",
+  );
+  for (const sc of sites) {
+    if (sc.upstreamLatency.count > 0) {
+      out.histogram(
+        "waf_upstream_duration_seconds",
+        { site: label(sc.name) },
+        sc.upstreamLatency,
+        US,
+      );
+    }
+  }
+  out.family(
+    "waf_inspection_duration_seconds",
+    "histogram",
+    "Semantic engine inspection time per request",
+  );
+  for (const sc of sites) {
+    if (sc.inspection.count > 0) {
+      out.histogram(
+        "waf_inspection_duration_seconds",
+        { site: label(sc.name) },
+        sc.inspection,
+        US,
+      );
+    }
+  }
+}
+
+/** The policy in force and its swaps. */
+function policySamples(out: Exposition, p: CompiledPolicy, swaps: number): void {
+  out.family("waf_policy_version", "gauge", "Version of the compiled policy in force");
+  out.sample("waf_policy_version", {}, p.version);
+  out.family("waf_policy_swaps_total", "counter", "Policy rebuilds swapped in since start");
+  out.sample("waf_policy_swaps_total", {}, swaps);
+  out.family("waf_sites", "gauge", "Sites in the policy in force");
+  out.sample("waf_sites", {}, p.sites.length);
+}
+
+/** The access log's queue and writer, and its PostgreSQL sink when there is one. */
+function accessLogSamples(out: Exposition, log: AccessLogStats): void {
+  out.family("waf_access_log_queue_depth", "gauge", "Access-log records waiting to be written");
+  out.sample("waf_access_log_queue_depth", {}, log.queued);
+  out.family(
+    "waf_access_log_written_total",
+    "counter",
+    "Access-log records written to the store",
+  );
+  out.sample("waf_access_log_written_total", {}, log.written);
+  out.family(
+    "waf_access_log_dropped_total",
+    "counter",
+    "Access-log records dropped (queue full or batch failed)",
+  );
+  out.sample("waf_access_log_dropped_total", {}, log.dropped);
+  out.family(
+    "waf_access_log_writer_escalations_total",
+    "counter",
+    "Times the low-priority access-log writer thread fell behind and was replaced",
+  );
+  out.sample("waf_access_log_writer_escalations_total", {}, log.writer_escalations);
+  out.family(
+    "waf_access_log_writer_deescalations_total",
+    "counter",
+    "Times an escalated access-log writer was calm long enough to return to low priority",
+  );
+  out.sample("waf_access_log_writer_deescalations_total", {}, log.writer_deescalations);
+  const pg = log.sinks.find((s) => s["postgresql"] === true);
+  if (pg) {
+    const n = (k: string) => Number(pg[k] ?? 0);
+    out.family("waf_pg_sink_up", "gauge", "1 while the PostgreSQL access-log sink ships");
+    out.sample("waf_pg_sink_up", {}, pg["up"] === true ? 1 : 0);
+    out.family(
+      "waf_pg_sink_lag_records",
+      "gauge",
+      "Stored access-log records not shipped to PostgreSQL yet",
+    );
+    out.sample("waf_pg_sink_lag_records", {}, n("lag_rows"));
+    out.family(
+      "waf_pg_sink_lag_seconds",
+      "gauge",
+      "Age of the oldest access-log record not shipped to PostgreSQL yet",
+    );
+    out.sample("waf_pg_sink_lag_seconds", {}, n("lag_seconds"));
+    out.family("waf_pg_sink_shipped_total", "counter", "Records shipped to PostgreSQL");
+    out.sample("waf_pg_sink_shipped_total", {}, n("shipped_rows"));
+    out.family(
+      "waf_pg_sink_skipped_total",
+      "counter",
+      "Records retention deleted before they were shipped",
+    );
+    out.sample("waf_pg_sink_skipped_total", {}, n("skipped_rows"));
+    out.family(
+      "waf_pg_sink_failures_total",
+      "counter",
+      "Failed PostgreSQL inserts (timeouts included)",
+    );
+    out.sample("waf_pg_sink_failures_total", {}, n("failures"));
+  }
+}
+
 /** The data plane: requests, blocks, latencies, inspection time per site; policy; access log. */
 export function dataPlaneCollector(deps: {
   readonly counters: SiteCounterSet;
@@ -51,144 +199,9 @@ export function dataPlaneCollector(deps: {
   readonly swaps: () => number;
 }): Collector {
   return (out) => {
-    out.family(
-      "waf_requests_total",
-      "counter",
-      "Data-plane requests by site, action and status class",
-    );
-    const sites = [...deps.counters.all()];
-    const label = (name: string) => name === "" ? "_unmatched" : name;
-    for (const sc of sites) {
-      ACTIONS.forEach((action, a) =>
-        STATUS_CLASSES.forEach((status, s) => {
-          const v = sc.requests[a * STATUS_CLASSES.length + s]!;
-          if (v > 0) {
-            out.sample(
-              "waf_requests_total",
-              { site: label(sc.name), action, status_class: status },
-              v,
-            );
-          }
-        })
-      );
-    }
-    out.family(
-      "waf_blocks_total",
-      "counter",
-      "Blocked requests by site and class (attack class or the deciding check)",
-    );
-    for (const sc of sites) {
-      BLOCK_CLASSES.forEach((cls, i) => {
-        const v = sc.blocks[i]!;
-        if (v > 0) out.sample("waf_blocks_total", { site: label(sc.name), class: cls }, v);
-      });
-    }
-    out.family(
-      "waf_request_duration_seconds",
-      "histogram",
-      "Data-plane request latency, first byte in to response handed over",
-    );
-    for (const sc of sites) {
-      if (sc.latency.count > 0) {
-        out.histogram("waf_request_duration_seconds", { site: label(sc.name) }, sc.latency, US);
-      }
-    }
-    out.family(
-      "waf_upstream_duration_seconds",
-      "histogram",
-      "Time until the upstream's response head arrived",
-    );
-    for (const sc of sites) {
-      if (sc.upstreamLatency.count > 0) {
-        out.histogram(
-          "waf_upstream_duration_seconds",
-          { site: label(sc.name) },
-          sc.upstreamLatency,
-          US,
-        );
-      }
-    }
-    out.family(
-      "waf_inspection_duration_seconds",
-      "histogram",
-      "Semantic engine inspection time per request",
-    );
-    for (const sc of sites) {
-      if (sc.inspection.count > 0) {
-        out.histogram(
-          "waf_inspection_duration_seconds",
-          { site: label(sc.name) },
-          sc.inspection,
-          US,
-        );
-      }
-    }
-    const p = deps.policy.current;
-    out.family("waf_policy_version", "gauge", "Version of the compiled policy in force");
-    out.sample("waf_policy_version", {}, p.version);
-    out.family("waf_policy_swaps_total", "counter", "Policy rebuilds swapped in since start");
-    out.sample("waf_policy_swaps_total", {}, deps.swaps());
-    out.family("waf_sites", "gauge", "Sites in the policy in force");
-    out.sample("waf_sites", {}, p.sites.length);
-    const log = deps.accessLog.stats();
-    out.family("waf_access_log_queue_depth", "gauge", "Access-log records waiting to be written");
-    out.sample("waf_access_log_queue_depth", {}, log.queued);
-    out.family(
-      "waf_access_log_written_total",
-      "counter",
-      "Access-log records written to the store",
-    );
-    out.sample("waf_access_log_written_total", {}, log.written);
-    out.family(
-      "waf_access_log_dropped_total",
-      "counter",
-      "Access-log records dropped (queue full or batch failed)",
-    );
-    out.sample("waf_access_log_dropped_total", {}, log.dropped);
-    out.family(
-      "waf_access_log_writer_escalations_total",
-      "counter",
-      "Times the low-priority access-log writer thread fell behind and was replaced",
-    );
-    out.sample("waf_access_log_writer_escalations_total", {}, log.writer_escalations);
-    out.family(
-      "waf_access_log_writer_deescalations_total",
-      "counter",
-      "Times an escalated access-log writer was calm long enough to return to low priority",
-    );
-    out.sample("waf_access_log_writer_deescalations_total", {}, log.writer_deescalations);
-    const pg = log.sinks.find((s) => s["postgresql"] === true);
-    if (pg) {
-      const n = (k: string) => Number(pg[k] ?? 0);
-      out.family("waf_pg_sink_up", "gauge", "1 while the PostgreSQL access-log sink ships");
-      out.sample("waf_pg_sink_up", {}, pg["up"] === true ? 1 : 0);
-      out.family(
-        "waf_pg_sink_lag_records",
-        "gauge",
-        "Stored access-log records not shipped to PostgreSQL yet",
-      );
-      out.sample("waf_pg_sink_lag_records", {}, n("lag_rows"));
-      out.family(
-        "waf_pg_sink_lag_seconds",
-        "gauge",
-        "Age of the oldest access-log record not shipped to PostgreSQL yet",
-      );
-      out.sample("waf_pg_sink_lag_seconds", {}, n("lag_seconds"));
-      out.family("waf_pg_sink_shipped_total", "counter", "Records shipped to PostgreSQL");
-      out.sample("waf_pg_sink_shipped_total", {}, n("shipped_rows"));
-      out.family(
-        "waf_pg_sink_skipped_total",
-        "counter",
-        "Records retention deleted before they were shipped",
-      );
-      out.sample("waf_pg_sink_skipped_total", {}, n("skipped_rows"));
-      out.family(
-        "waf_pg_sink_failures_total",
-        "counter",
-        "Failed PostgreSQL inserts (timeouts included)",
-      );
-      out.sample("waf_pg_sink_failures_total", {}, n("failures"));
-    }
+    siteSamples(out, [...deps.counters.all()]);
+    policySamples(out, deps.policy.current, deps.swaps());
+    accessLogSamples(out, deps.accessLog.stats());
   };
 }
 

@@ -9,50 +9,26 @@
  */
 import type { MonitorRepo, Resolution } from "../../db/monitor_repo.ts";
 import type { Clock } from "../core/clock.ts";
-import { LATENCY_BOUNDS_US, quantile } from "../core/histogram.ts";
 import {
-  ACTIONS,
   BLOCK_CLASSES,
   type SiteCounters,
   type SiteCounterSet,
-  STATUS_CLASSES,
 } from "../data_plane/site_counters.ts";
 import type { BusEvent } from "./event_bus.ts";
-import { type HeavyHitter, SpaceSaving } from "./space_saving.ts";
+import {
+  addInto,
+  ALL,
+  type Cell,
+  HOUR_MS,
+  MINUTE_MS,
+  NLAT,
+  NREQ,
+  OpenCells,
+  UNMATCHED,
+} from "./rollup_cells.ts";
+import { SpaceSaving } from "./space_saving.ts";
 
-export const MINUTE_MS = 60_000;
-export const HOUR_MS = 3_600_000;
-export const DAY_MS = 86_400_000;
-export const MINUTE_RETENTION_MS = DAY_MS;
-export const HOUR_RETENTION_MS = 30 * DAY_MS;
-/** The scope of every site together; requests that matched no site are scope `-`. */
-export const ALL = "";
-export const UNMATCHED = "-";
 const SKETCH_CAPACITY = 200;
-const NREQ = ACTIONS.length * STATUS_CLASSES.length;
-const NLAT = LATENCY_BOUNDS_US.length + 3;
-
-/** One bucket of one scope, as stored (JSON). */
-export interface Cell {
-  /** Requests by action (rows) and status class (columns). */
-  r: number[];
-  /** Blocks by class. */
-  b: Record<string, number>;
-  /** Request latency histogram (per-bucket counts, then sum and count, in µs). */
-  l: number[];
-  /** Upstream latency histogram. */
-  u: number[];
-  /** Hour cells of all sites: the hour's top blocked paths (`site_id\tpath`) and clients. */
-  tp?: HeavyHitter[];
-  tc?: HeavyHitter[];
-}
-
-const emptyCell = (): Cell => ({
-  r: new Array(NREQ).fill(0),
-  b: {},
-  l: new Array(NLAT).fill(0),
-  u: new Array(NLAT).fill(0),
-});
 
 interface Snapshot {
   requests: Float64Array;
@@ -71,63 +47,136 @@ export interface RollupDeps {
   readonly minuteClosed?: (bucket: number, cell: Cell) => void;
 }
 
-const addInto = (into: number[], from: ArrayLike<number>) => {
-  for (let i = 0; i < into.length; i++) into[i]! += from[i] ?? 0;
-};
+/** Per-element difference, and the previous reading moves to the current one. */
+function diff(current: Float64Array, prev: Float64Array): Float64Array {
+  const d = new Float64Array(current.length);
+  for (let i = 0; i < current.length; i++) {
+    d[i] = current[i]! - prev[i]!;
+    prev[i] = current[i]!;
+  }
+  return d;
+}
 
-export function createRollups(deps: RollupDeps) {
-  const { repo, clock } = deps;
-  const snapshots = new Map<SiteCounters, Snapshot>();
-  const cells = new Map<string, { res: Resolution; bucket: number; site: string; cell: Cell }>();
-  const dirty = new Set<string>();
-  let sketchHour = Math.floor(clock.now() / HOUR_MS) * HOUR_MS;
-  let paths = new SpaceSaving(SKETCH_CAPACITY);
-  let clients = new SpaceSaving(SKETCH_CAPACITY);
-  let openMinute = Math.floor(clock.now() / MINUTE_MS) * MINUTE_MS;
-  let lastPrune = 0;
+function addDelta(cell: Cell, d: Snapshot): void {
+  addInto(cell.r, d.requests);
+  addInto(cell.l, d.latency);
+  addInto(cell.u, d.upstream);
+  for (let i = 0; i < BLOCK_CLASSES.length; i++) {
+    const n = d.blocks[i]!;
+    if (n > 0) cell.b[BLOCK_CLASSES[i]!] = (cell.b[BLOCK_CLASSES[i]!] ?? 0) + n;
+  }
+}
 
-  function cellOf(res: Resolution, bucket: number, site: string): Cell {
-    const key = `${res}|${bucket}|${site}`;
-    let c = cells.get(key);
-    if (c === undefined) {
-      const stored = repo.get(res, bucket, site);
-      c = { res, bucket, site, cell: stored ? JSON.parse(stored.data) as Cell : emptyCell() };
-      cells.set(key, c);
-    }
-    dirty.add(key);
-    return c.cell;
+/** The hour's top blocked paths and clients, merged into the hour's cell of all sites. */
+class HourSketches {
+  hour: number;
+  #paths = new SpaceSaving(SKETCH_CAPACITY);
+  #clients = new SpaceSaving(SKETCH_CAPACITY);
+
+  constructor(hour: number) {
+    this.hour = hour;
   }
 
-  function addDelta(cell: Cell, d: Snapshot): void {
-    addInto(cell.r, d.requests);
-    addInto(cell.l, d.latency);
-    addInto(cell.u, d.upstream);
-    for (let i = 0; i < BLOCK_CLASSES.length; i++) {
-      const n = d.blocks[i]!;
-      if (n > 0) cell.b[BLOCK_CLASSES[i]!] = (cell.b[BLOCK_CLASSES[i]!] ?? 0) + n;
-    }
+  add(site: string, record: { path: string; client_ip: string }): void {
+    this.#paths.add(`${site}\t${record.path}`);
+    this.#clients.add(`${site}\t${record.client_ip}`);
   }
 
-  /** Folds what the counters gained since the last reading into the cells of `now`. */
-  function sample(): void {
-    const now = clock.now();
+  /** Merges what was counted into the hour's cell and starts afresh. */
+  store(cells: OpenCells): void {
+    if (this.#paths.size === 0 && this.#clients.size === 0) return;
+    const cell = cells.cellOf("hour", this.hour, ALL);
+    const p = new SpaceSaving(SKETCH_CAPACITY);
+    p.merge(cell.tp ?? []);
+    p.merge(this.#paths.top());
+    const c = new SpaceSaving(SKETCH_CAPACITY);
+    c.merge(cell.tc ?? []);
+    c.merge(this.#clients.top());
+    cell.tp = p.top();
+    cell.tc = c.top();
+    this.#paths = new SpaceSaving(SKETCH_CAPACITY);
+    this.#clients = new SpaceSaving(SKETCH_CAPACITY);
+  }
+}
+
+export function createRollups(deps: RollupDeps): Rollups {
+  return new Rollups(deps);
+}
+
+/**
+ * `sample`, `persist` and `observe` are bound: the composition hands them to timers and to the
+ * bus as they are.
+ */
+export class Rollups {
+  readonly #deps: RollupDeps;
+  readonly #snapshots = new Map<SiteCounters, Snapshot>();
+  readonly #cells: OpenCells;
+  readonly #sketches: HourSketches;
+  #openMinute: number;
+
+  constructor(deps: RollupDeps) {
+    this.#deps = deps;
+    this.#cells = new OpenCells(deps.repo);
+    this.#sketches = new HourSketches(Math.floor(deps.clock.now() / HOUR_MS) * HOUR_MS);
+    this.#openMinute = Math.floor(deps.clock.now() / MINUTE_MS) * MINUTE_MS;
+  }
+
+  /** Folds what the counters gained since the last reading into the cells of now. */
+  readonly sample = (): void => {
+    const now = this.#deps.clock.now();
     const minute = Math.floor(now / MINUTE_MS) * MINUTE_MS;
     const hour = Math.floor(now / HOUR_MS) * HOUR_MS;
-    if (minute !== openMinute) {
-      const closed = openMinute;
-      openMinute = minute;
+    if (minute !== this.#openMinute) {
+      const closed = this.#openMinute;
+      this.#openMinute = minute;
       // The closing minute first gets what arrived up to now (a timer tick is late, not early).
-      fold(closed, Math.floor(closed / HOUR_MS) * HOUR_MS);
-      const cell = cells.get(`minute|${closed}|${ALL}`)?.cell;
-      if (cell !== undefined) deps.minuteClosed?.(closed, cell);
+      this.#fold(closed, Math.floor(closed / HOUR_MS) * HOUR_MS);
+      const cell = this.#cells.peek("minute", closed, ALL);
+      if (cell !== undefined) this.#deps.minuteClosed?.(closed, cell);
       return;
     }
-    fold(minute, hour);
+    this.#fold(minute, hour);
+  };
+
+  /** Writes the changed cells; closed ones leave memory, old ones leave the store. */
+  readonly persist = (): void => {
+    this.sample();
+    this.#sketches.store(this.#cells);
+    this.#cells.write(this.#deps.clock.now());
+  };
+
+  /** Counts a blocked request's path and client in the hour's sketches (a bus listener). */
+  readonly observe = (e: BusEvent): void => {
+    if (e.kind !== "access.blocked") return;
+    const record = (e as unknown as { record?: { path: string; client_ip: string } }).record;
+    if (record === undefined) return;
+    const hour = Math.floor(e.time / HOUR_MS) * HOUR_MS;
+    if (hour !== this.#sketches.hour) {
+      this.#sketches.store(this.#cells);
+      this.#sketches.hour = hour;
+    }
+    this.#sketches.add(e.siteId ?? UNMATCHED, record);
+  };
+
+  /** Stored cells of a range, after writing what is open (management requests only). */
+  cells(
+    res: Resolution,
+    from: number,
+    to: number,
+    site?: string,
+  ): { bucket: number; site: string; cell: Cell }[] {
+    this.#deps.drain?.();
+    this.persist();
+    return this.#deps.repo.list(res, from, to, site).map((row) => ({
+      bucket: row.bucket,
+      site: row.site_id,
+      cell: JSON.parse(row.data) as Cell,
+    }));
   }
 
-  function fold(minute: number, hour: number): void {
-    for (const sc of deps.counters.all()) {
-      let prev = snapshots.get(sc);
+  #fold(minute: number, hour: number): void {
+    for (const sc of this.#deps.counters.all()) {
+      let prev = this.#snapshots.get(sc);
       if (prev === undefined) {
         prev = {
           requests: new Float64Array(NREQ),
@@ -135,7 +184,7 @@ export function createRollups(deps: RollupDeps) {
           latency: new Float64Array(NLAT),
           upstream: new Float64Array(NLAT),
         };
-        snapshots.set(sc, prev);
+        this.#snapshots.set(sc, prev);
       }
       const d: Snapshot = {
         requests: diff(sc.requests, prev.requests),
@@ -146,138 +195,9 @@ export function createRollups(deps: RollupDeps) {
       if (!d.requests.some((n) => n > 0)) continue;
       const scope = sc.id === "" ? UNMATCHED : sc.id;
       for (const [res, bucket] of [["minute", minute], ["hour", hour]] as const) {
-        addDelta(cellOf(res, bucket, scope), d);
-        addDelta(cellOf(res, bucket, ALL), d);
+        addDelta(this.#cells.cellOf(res, bucket, scope), d);
+        addDelta(this.#cells.cellOf(res, bucket, ALL), d);
       }
     }
   }
-
-  /** Per-element difference, and the previous reading moves to the current one. */
-  function diff(current: Float64Array, prev: Float64Array): Float64Array {
-    const d = new Float64Array(current.length);
-    for (let i = 0; i < current.length; i++) {
-      d[i] = current[i]! - prev[i]!;
-      prev[i] = current[i]!;
-    }
-    return d;
-  }
-
-  function storeSketches(): void {
-    if (paths.size === 0 && clients.size === 0) return;
-    const cell = cellOf("hour", sketchHour, ALL);
-    const p = new SpaceSaving(SKETCH_CAPACITY);
-    p.merge(cell.tp ?? []);
-    p.merge(paths.top());
-    const c = new SpaceSaving(SKETCH_CAPACITY);
-    c.merge(cell.tc ?? []);
-    c.merge(clients.top());
-    cell.tp = p.top();
-    cell.tc = c.top();
-    paths = new SpaceSaving(SKETCH_CAPACITY);
-    clients = new SpaceSaving(SKETCH_CAPACITY);
-  }
-
-  /** Writes the changed cells; closed ones leave memory, old ones leave the store. */
-  function persist(): void {
-    sample();
-    storeSketches();
-    const now = clock.now();
-    const rows = [];
-    for (const key of dirty) {
-      const c = cells.get(key)!;
-      rows.push({
-        resolution: c.res,
-        bucket: c.bucket,
-        site_id: c.site,
-        data: JSON.stringify(c.cell),
-      });
-    }
-    repo.save(rows);
-    dirty.clear();
-    const minute = Math.floor(now / MINUTE_MS) * MINUTE_MS;
-    const hour = Math.floor(now / HOUR_MS) * HOUR_MS;
-    for (const [key, c] of cells) {
-      if (c.bucket < (c.res === "minute" ? minute : hour)) cells.delete(key);
-    }
-    if (now - lastPrune >= HOUR_MS) {
-      lastPrune = now;
-      repo.prune("minute", now - MINUTE_RETENTION_MS);
-      repo.prune("hour", now - HOUR_RETENTION_MS);
-    }
-  }
-
-  return {
-    sample,
-    persist,
-    /** Counts a blocked request's path and client in the hour's sketches (a bus listener). */
-    observe(e: BusEvent): void {
-      if (e.kind !== "access.blocked") return;
-      const record = (e as unknown as { record?: { path: string; client_ip: string } }).record;
-      if (record === undefined) return;
-      const hour = Math.floor(e.time / HOUR_MS) * HOUR_MS;
-      if (hour !== sketchHour) {
-        storeSketches();
-        sketchHour = hour;
-      }
-      const site = e.siteId ?? UNMATCHED;
-      paths.add(`${site}\t${record.path}`);
-      clients.add(`${site}\t${record.client_ip}`);
-    },
-    /** Stored cells of a range, after writing what is open (management requests only). */
-    cells(res: Resolution, from: number, to: number, site?: string) {
-      deps.drain?.();
-      persist();
-      return repo.list(res, from, to, site).map((row) => ({
-        bucket: row.bucket,
-        site: row.site_id,
-        cell: JSON.parse(row.data) as Cell,
-      }));
-    },
-  };
-}
-
-export type Rollups = ReturnType<typeof createRollups>;
-
-/** Totals of a set of cells in the shape the API returns. */
-export function totals(cells: readonly Cell[]) {
-  const sum = emptyCell();
-  for (const c of cells) {
-    addInto(sum.r, c.r);
-    addInto(sum.l, c.l);
-    addInto(sum.u, c.u);
-    for (const [k, v] of Object.entries(c.b)) sum.b[k] = (sum.b[k] ?? 0) + v;
-  }
-  const nStatus = STATUS_CLASSES.length;
-  const byAction: Record<string, number> = {};
-  ACTIONS.forEach((a, i) => {
-    byAction[a] = sum.r.slice(i * nStatus, (i + 1) * nStatus).reduce((x, y) => x + y, 0);
-  });
-  const byStatus: Record<string, number> = {};
-  STATUS_CLASSES.forEach((s, j) => {
-    byStatus[s] = ACTIONS.reduce((acc, _a, i) => acc + sum.r[i * nStatus + j]!, 0);
-  });
-  return {
-    requests: Object.values(byAction).reduce((x, y) => x + y, 0),
-    by_action: byAction,
-    by_status: byStatus,
-    blocked_classes: Object.fromEntries(
-      Object.entries(sum.b).sort((a, b) => b[1] - a[1]),
-    ),
-    latency_ms: latency(sum.l),
-    upstream_latency_ms: latency(sum.u),
-  };
-}
-
-function latency(h: number[]) {
-  const n = LATENCY_BOUNDS_US.length;
-  const count = h[n + 2]!;
-  const ms = (v: number | null) => v === null ? null : Math.round(v) / 1000;
-  return {
-    count,
-    mean: count === 0 ? null : ms(h[n + 1]! / count),
-    p50: ms(quantile(LATENCY_BOUNDS_US, h, 0.5)),
-    p90: ms(quantile(LATENCY_BOUNDS_US, h, 0.9)),
-    p95: ms(quantile(LATENCY_BOUNDS_US, h, 0.95)),
-    p99: ms(quantile(LATENCY_BOUNDS_US, h, 0.99)),
-  };
 }

@@ -6,13 +6,13 @@
  */
 import type { DeliveryRow, NotifyRepo } from "../../db/notify_repo.ts";
 import type { Clock } from "../core/clock.ts";
-import { AppError } from "../core/errors.ts";
 import type { Logger } from "../core/logger.ts";
 import type { NotificationView } from "../core/notifications.ts";
 import { type Random, randomHex } from "../core/random.ts";
-import type { Channels, OpenChannel } from "./channels.ts";
-import { answerProblem, httpRequest, mailText, type Message } from "./formats.ts";
-import { sendMail } from "./smtp.ts";
+import type { Channels } from "./channels.ts";
+import { pageOf, readCursor } from "../core/page_cursor.ts";
+import type { Message } from "./formats.ts";
+import { sendMessage } from "./send.ts";
 
 /** Delays before the 2nd, 3rd, ... attempt; the attempt after the last delay is the last one. */
 export const RETRY_DELAYS_MS: readonly number[] = [10_000, 60_000, 300_000, 1_800_000];
@@ -54,100 +54,182 @@ export interface DeliveryView {
 
 const iso = (t: number | null) => t === null ? null : new Date(t).toISOString();
 
-export function createDispatcher(deps: DispatcherDeps) {
-  const { repo, clock } = deps;
-  const delays = deps.retryDelaysMs ?? RETRY_DELAYS_MS;
-  const timeoutMs = deps.timeoutMs ?? 10_000;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let running: Promise<void> | undefined;
-  let again = false;
-  let stopped = true;
-  const outcomes = new Map<string, number>();
+function deliveryView(repo: NotifyRepo, d: DeliveryRow): DeliveryView {
+  return {
+    id: d.id,
+    channel_id: d.channel_id,
+    event: d.event,
+    status: d.status,
+    title: (JSON.parse(d.payload) as Message).title,
+    attempts: repo.attempts(d.id).map((a) => ({
+      attempt: a.attempt,
+      time: new Date(a.time).toISOString(),
+      ok: a.ok === 1,
+      status: a.status,
+      error: a.error,
+      duration_ms: a.duration_ms,
+    })),
+    next_attempt_at: d.status === "pending" ? iso(d.next_attempt_at) : null,
+    created_at: new Date(d.created_at).toISOString(),
+    finished_at: iso(d.finished_at),
+    last_error: d.last_error,
+  };
+}
 
-  function enqueue(channelId: string, message: Message): string {
-    const id = `dlv_${randomHex(deps.random, 8)}`;
-    repo.insertDelivery({
+export function createDispatcher(deps: DispatcherDeps): Dispatcher {
+  return new Dispatcher(deps);
+}
+
+export class Dispatcher {
+  readonly #deps: DispatcherDeps;
+  readonly #delays: readonly number[];
+  readonly #timeoutMs: number;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #running: Promise<void> | undefined;
+  #again = false;
+  #stopped = true;
+  readonly #outcomes = new Map<string, number>();
+
+  constructor(deps: DispatcherDeps) {
+    this.#deps = deps;
+    this.#delays = deps.retryDelaysMs ?? RETRY_DELAYS_MS;
+    this.#timeoutMs = deps.timeoutMs ?? 10_000;
+  }
+
+  /** A stored notification: one delivery per enabled channel subscribed to its kind. */
+  offer(view: NotificationView, data: Readonly<Record<string, unknown>>): void {
+    const channels = this.#deps.channels.subscribed(view.kind);
+    if (channels.length === 0) return;
+    const message: Message = {
+      event: view.kind,
+      level: view.level,
+      title: view.title,
+      body: view.body,
+      time: view.time,
+      notification_id: view.id,
+      data,
+    };
+    for (const c of channels) this.#enqueue(c.id, message);
+    this.#schedule();
+  }
+
+  /** Queues a test message to one channel (enabled or not); returns the delivery id. */
+  test(channelId: string, by: string): string {
+    this.#deps.channels.find(channelId);
+    const id = this.#enqueue(channelId, {
+      event: "test",
+      level: "info",
+      title: "Test notification from waf",
+      body: `${by} sent this test message to check the channel.`,
+      time: new Date(this.#deps.clock.now()).toISOString(),
+      notification_id: null,
+      data: {},
+    });
+    this.#schedule();
+    return id;
+  }
+
+  deliveries(
+    channelId: string,
+    options: { cursor?: string; limit: number },
+  ): { items: DeliveryView[]; next_cursor: string | null } {
+    const { repo } = this.#deps;
+    this.#deps.channels.find(channelId);
+    const before = readCursor(options.cursor);
+    const rows = repo.deliveries(channelId, { before, limit: options.limit + 1 });
+    const { page, next_cursor } = pageOf(rows, options.limit, (d) => ({
+      time: d.created_at,
+      id: d.id,
+    }));
+    return { items: page.map((d) => deliveryView(repo, d)), next_cursor };
+  }
+
+  delivery(id: string): DeliveryView | undefined {
+    const d = this.#deps.repo.getDelivery(id);
+    return d ? deliveryView(this.#deps.repo, d) : undefined;
+  }
+
+  /** Outcomes of attempts since start, by channel type (`"slack delivered"` -> count). */
+  outcomes(): ReadonlyMap<string, number> {
+    return this.#outcomes;
+  }
+
+  pending(): number {
+    return this.#deps.repo.pendingCount();
+  }
+
+  /** Sends what is due now and resolves when done (the timer does this on its own). */
+  async runDue(): Promise<void> {
+    while (this.#running) await this.#running;
+    await this.#run();
+  }
+
+  start(): void {
+    this.#stopped = false;
+    this.#deps.repo.pruneDeliveries(this.#deps.clock.now() - KEEP_DELIVERIES_MS);
+    this.#schedule();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    await this.#running;
+  }
+
+  #enqueue(channelId: string, message: Message): string {
+    const id = `dlv_${randomHex(this.#deps.random, 8)}`;
+    this.#deps.repo.insertDelivery({
       id,
       channelId,
       event: message.event,
       payload: JSON.stringify(message),
-      now: clock.now(),
+      now: this.#deps.clock.now(),
     });
     return id;
   }
 
-  function schedule(delayMs = 0): void {
-    if (stopped) return;
-    if (running) {
-      again = true;
+  #schedule(delayMs = 0): void {
+    if (this.#stopped) return;
+    if (this.#running) {
+      this.#again = true;
       return;
     }
-    clearTimeout(timer);
-    timer = setTimeout(run, Math.max(0, delayMs));
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => this.#run(), Math.max(0, delayMs));
   }
 
   /** One drain at a time: two would both take the same due delivery and send it twice. */
-  function run(): Promise<void> {
-    clearTimeout(timer);
-    timer = undefined;
-    running = drain().finally(() => {
-      running = undefined;
-      if (again) {
-        again = false;
-        schedule();
-      } else armForNext();
+  #run(): Promise<void> {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#running = this.#drain().finally(() => {
+      this.#running = undefined;
+      if (this.#again) {
+        this.#again = false;
+        this.#schedule();
+      } else this.#armForNext();
     });
-    return running;
+    return this.#running;
   }
 
-  function armForNext(): void {
-    const next = repo.nextDue();
-    if (next !== null) schedule(Math.min(60_000, Math.max(10, next - clock.now())));
+  #armForNext(): void {
+    const next = this.#deps.repo.nextDue();
+    if (next !== null) {
+      this.#schedule(Math.min(60_000, Math.max(10, next - this.#deps.clock.now())));
+    }
   }
 
-  async function drain(): Promise<void> {
+  async #drain(): Promise<void> {
     for (;;) {
-      const due = repo.due(clock.now(), BATCH);
-      if (due.length === 0 || stopped) return;
-      await Promise.all(due.map(attempt));
+      const due = this.#deps.repo.due(this.#deps.clock.now(), BATCH);
+      if (due.length === 0 || this.#stopped) return;
+      await Promise.all(due.map((d) => this.#attempt(d)));
     }
   }
 
-  async function send(channel: OpenChannel, message: Message, deliveryId: string) {
-    if (channel.type === "email") {
-      const s = channel.settings as {
-        host: string;
-        port: number;
-        security: "starttls" | "tls" | "none";
-        username?: string;
-        from: string;
-        to: string[];
-        ca?: string;
-      };
-      const { subject, text } = mailText(message);
-      await sendMail({ ...s, password: channel.secrets.password, timeoutMs }, {
-        from: s.from,
-        to: s.to,
-        subject,
-        text,
-      });
-      return { status: null };
-    }
-    const plan = httpRequest(channel.type, message, channel.secrets, clock.now(), deliveryId);
-    const res = await fetch(plan.url, {
-      method: "POST",
-      headers: plan.headers,
-      body: plan.body,
-      redirect: "manual",
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-    const text = await res.text();
-    const problem = answerProblem(channel.type, res.status, text);
-    if (problem !== null) throw Object.assign(new Error(problem), { status: res.status });
-    return { status: res.status };
-  }
-
-  async function attempt(d: DeliveryRow): Promise<void> {
+  async #attempt(d: DeliveryRow): Promise<void> {
+    const { clock, logger } = this.#deps;
     const n = d.attempts + 1;
     const started = performance.now();
     let ok = false;
@@ -155,26 +237,28 @@ export function createDispatcher(deps: DispatcherDeps) {
     let error: string | null = null;
     let type = "unknown";
     try {
-      const channel = await deps.channels.open(d.channel_id);
+      const channel = await this.#deps.channels.open(d.channel_id);
       if (channel === undefined) throw new Error("the channel was deleted");
       type = channel.type;
-      status = (await send(channel, JSON.parse(d.payload) as Message, d.id)).status;
+      status = (await sendMessage(channel, JSON.parse(d.payload) as Message, {
+        deliveryId: d.id,
+        nowMs: clock.now(),
+        timeoutMs: this.#timeoutMs,
+      })).status;
       ok = true;
     } catch (err) {
       const e = err as Error & { status?: number };
       status = e.status ?? null;
-      error = (e.name === "TimeoutError" ? `no answer within ${timeoutMs} ms` : e.message)
+      error = (e.name === "TimeoutError" ? `no answer within ${this.#timeoutMs} ms` : e.message)
         .slice(0, 500);
     }
     const now = clock.now();
-    const last = n > delays.length;
+    const last = n > this.#delays.length;
     const state = ok ? "delivered" : last ? "failed" : "pending";
-    outcomes.set(
-      `${type} ${ok ? "delivered" : "failed"}`,
-      (outcomes.get(`${type} ${ok ? "delivered" : "failed"}`) ?? 0) + 1,
-    );
+    const outcome = `${type} ${ok ? "delivered" : "failed"}`;
+    this.#outcomes.set(outcome, (this.#outcomes.get(outcome) ?? 0) + 1);
     try {
-      repo.recordAttempt({
+      this.#deps.repo.recordAttempt({
         delivery_id: d.id,
         attempt: n,
         time: now,
@@ -184,14 +268,14 @@ export function createDispatcher(deps: DispatcherDeps) {
         duration_ms: Math.round(performance.now() - started),
       }, {
         status: state,
-        nextAt: state === "pending" ? now + delays[n - 1]! : null,
+        nextAt: state === "pending" ? now + this.#delays[n - 1]! : null,
         finishedAt: state === "pending" ? null : now,
       });
     } catch (err) {
-      deps.logger.error("notification delivery could not be recorded", { error: err as Error });
+      logger.error("notification delivery could not be recorded", { error: err as Error });
     }
     if (!ok) {
-      deps.logger.warn("notification delivery failed", {
+      logger.warn("notification delivery failed", {
         delivery: d.id,
         channel: d.channel_id,
         attempt: n,
@@ -200,105 +284,4 @@ export function createDispatcher(deps: DispatcherDeps) {
       });
     }
   }
-
-  function deliveryView(d: DeliveryRow): DeliveryView {
-    return {
-      id: d.id,
-      channel_id: d.channel_id,
-      event: d.event,
-      status: d.status,
-      title: (JSON.parse(d.payload) as Message).title,
-      attempts: repo.attempts(d.id).map((a) => ({
-        attempt: a.attempt,
-        time: new Date(a.time).toISOString(),
-        ok: a.ok === 1,
-        status: a.status,
-        error: a.error,
-        duration_ms: a.duration_ms,
-      })),
-      next_attempt_at: d.status === "pending" ? iso(d.next_attempt_at) : null,
-      created_at: new Date(d.created_at).toISOString(),
-      finished_at: iso(d.finished_at),
-      last_error: d.last_error,
-    };
-  }
-
-  return {
-    /** A stored notification: one delivery per enabled channel subscribed to its kind. */
-    offer(view: NotificationView, data: Readonly<Record<string, unknown>>): void {
-      const channels = deps.channels.subscribed(view.kind);
-      if (channels.length === 0) return;
-      const message: Message = {
-        event: view.kind,
-        level: view.level,
-        title: view.title,
-        body: view.body,
-        time: view.time,
-        notification_id: view.id,
-        data,
-      };
-      for (const c of channels) enqueue(c.id, message);
-      schedule();
-    },
-    /** Queues a test message to one channel (enabled or not); returns the delivery id. */
-    test(channelId: string, by: string): string {
-      deps.channels.find(channelId);
-      const id = enqueue(channelId, {
-        event: "test",
-        level: "info",
-        title: "Test notification from waf",
-        body: `${by} sent this test message to check the channel.`,
-        time: new Date(clock.now()).toISOString(),
-        notification_id: null,
-        data: {},
-      });
-      schedule();
-      return id;
-    },
-    deliveries(channelId: string, options: { cursor?: string; limit: number }) {
-      deps.channels.find(channelId);
-      let before: { time: number; id: string } | undefined;
-      if (options.cursor) {
-        const [time, id] = options.cursor.split(".");
-        if (!time || !id || !/^\d+$/.test(time)) {
-          throw new AppError(400, "BAD_REQUEST", 'Invalid field "cursor": not a cursor', {
-            details: { field: "cursor" },
-          });
-        }
-        before = { time: Number(time), id };
-      }
-      const rows = repo.deliveries(channelId, { before, limit: options.limit + 1 });
-      const page = rows.slice(0, options.limit);
-      const last = page[page.length - 1];
-      return {
-        items: page.map(deliveryView),
-        next_cursor: rows.length > options.limit && last ? `${last.created_at}.${last.id}` : null,
-      };
-    },
-    delivery(id: string): DeliveryView | undefined {
-      const d = repo.getDelivery(id);
-      return d ? deliveryView(d) : undefined;
-    },
-    /** Outcomes of attempts since start, by channel type (`"slack delivered"` -> count). */
-    outcomes: (): ReadonlyMap<string, number> => outcomes,
-    pending: () => repo.pendingCount(),
-    /** Sends what is due now and resolves when done (the timer does this on its own). */
-    async runDue(): Promise<void> {
-      while (running) await running;
-      await run();
-    },
-    start(): void {
-      stopped = false;
-      repo.pruneDeliveries(clock.now() - KEEP_DELIVERIES_MS);
-      schedule();
-    },
-    async stop(): Promise<void> {
-      stopped = true;
-      clearTimeout(timer);
-      timer = undefined;
-      await running;
-    },
-  };
 }
-
-export type Dispatcher = ReturnType<typeof createDispatcher>;

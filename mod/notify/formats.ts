@@ -34,14 +34,20 @@ export interface HttpRequestPlan {
 
 const plain = (m: Message) => `${m.title}\n${m.body}`;
 
-/** The HTTP request a webhook-style channel sends; `nowMs` signs it. */
+/** Which delivery a request carries and when it is sent (what a signature covers). */
+export interface Sending {
+  readonly deliveryId: string;
+  readonly nowMs: number;
+}
+
+/** The HTTP request a webhook-style channel sends; `sending.nowMs` signs it. */
 export function httpRequest(
   type: Exclude<ChannelType, "email">,
   m: Message,
   secrets: Secrets,
-  nowMs: number,
-  deliveryId: string,
+  sending: Sending,
 ): HttpRequestPlan {
+  const { deliveryId, nowMs } = sending;
   const url = secrets.url!;
   const json = { "content-type": "application/json" };
   switch (type) {

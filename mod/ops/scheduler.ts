@@ -10,43 +10,24 @@
  * recorded with its duration, result and error; a finished run is published as `task.finished`
  * and a failed one raises an administrator notification.
  */
-import { Cron } from "croner";
-import { z } from "zod";
-import type { OpsTasksRepo, RunRow, TaskRow } from "../../db/ops_tasks_repo.ts";
+import type { OpsTasksRepo, TaskRow } from "../../db/ops_tasks_repo.ts";
 import type { Clock } from "../core/clock.ts";
 import { AppError } from "../core/errors.ts";
 import type { Logger } from "../core/logger.ts";
 import type { Notify } from "../core/notifications.ts";
 import type { Random } from "../core/random.ts";
-
-export type Schedule = { readonly every_ms: number } | { readonly cron: string };
-
-/** What a run is given. */
-export interface RunContext<S> {
-  readonly settings: S;
-  readonly trigger: "schedule" | "manual";
-}
-
-export interface TaskDef<S = Record<string, unknown>> {
-  readonly id: string;
-  readonly title: string;
-  readonly description: string;
-  readonly schedule: Schedule;
-  /** Random delay added to each scheduled run, up to this many ms (default 0). */
-  readonly jitterMs?: number;
-  readonly enabled?: boolean;
-  /**
-   * Also runs at every start (retention, the certificate check, time sync): the run begins in
-   * `start()`, whatever the stored next run says, unless the task is disabled.
-   */
-  readonly runAtStart?: boolean;
-  /** The task's own settings, with their defaults (validated on update). */
-  readonly settings?: z.ZodType<S>;
-  /** An earlier deadline the task itself asks for (the token cleanup's sliding deadline). */
-  readonly dueAt?: () => number | undefined;
-  /** Does the work; what it returns is kept as the run's detail. Throws on failure. */
-  run(ctx: RunContext<S>): Promise<Record<string, unknown> | void> | Record<string, unknown> | void;
-}
+import { describeSchedule, nextAfter } from "./schedule.ts";
+import {
+  dueOf,
+  iso,
+  patchedSettings,
+  type RunView,
+  runView,
+  schedulingOf,
+  settingsOf,
+  type TaskDef,
+  type TaskUpdate,
+} from "./task.ts";
 
 export interface SchedulerDeps {
   readonly repo: OpsTasksRepo;
@@ -61,182 +42,192 @@ export interface SchedulerDeps {
   readonly checkEveryMs?: number;
 }
 
-const MAX_JITTER_MS = 24 * 3_600_000;
-const MIN_INTERVAL_MS = 1_000;
+/** What a finished run reports (`task.finished`, and the failure notification). */
+type Finished = {
+  readonly task: string;
+  readonly title: string;
+  readonly run_id: number;
+  readonly trigger: "schedule" | "manual";
+  readonly result: "ok" | "error";
+  readonly duration_ms: number;
+  readonly error: string | null;
+};
 
-/** A schedule as the API takes it: `{ "every": "10m" }`, `{ "every_ms": 600000 }` or `{ "cron": "..." }`. */
-export const scheduleInput = z.union([
-  z.strictObject({ cron: z.string().min(1).max(120) }),
-  z.strictObject({ every: z.string().regex(/^\d+(ms|s|m|h|d)$/, "a duration like 90s, 10m, 6h") }),
-  z.strictObject({ every_ms: z.number().int().min(MIN_INTERVAL_MS).max(366 * 86_400_000) }),
-]);
+export function createScheduler(deps: SchedulerDeps, tasks: readonly TaskDef<never>[]): Scheduler {
+  return new Scheduler(deps, tasks);
+}
 
-const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+export class Scheduler {
+  readonly #deps: SchedulerDeps;
+  readonly #defs = new Map<string, TaskDef<unknown>>();
+  readonly #running = new Map<string, Promise<RunView>>();
+  readonly #checkEveryMs: number;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #started = false;
 
-/** Normalises an API schedule; a bad cron expression is a 400 naming `schedule.cron`. */
-export function toSchedule(input: z.infer<typeof scheduleInput>): Schedule {
-  if ("cron" in input) {
-    cronOf(input.cron);
-    return { cron: input.cron.trim() };
-  }
-  if ("every_ms" in input) return { every_ms: input.every_ms };
-  const m = /^(\d+)(ms|s|m|h|d)$/.exec(input.every)!;
-  const ms = Number(m[1]) * UNIT_MS[m[2]!]!;
-  if (ms < MIN_INTERVAL_MS) {
-    throw new AppError(400, "BAD_REQUEST", `Invalid field "schedule.every": at least 1s`, {
-      details: { field: "schedule.every" },
+  /** Rows for every task (a stored schedule wins over the default) and their first next run. */
+  constructor(deps: SchedulerDeps, tasks: readonly TaskDef<never>[]) {
+    this.#deps = deps;
+    for (const t of tasks) this.#defs.set(t.id, t as unknown as TaskDef<unknown>);
+    this.#checkEveryMs = deps.checkEveryMs ?? 30_000;
+    const { repo } = deps;
+    const now = deps.clock.now();
+    deps.transaction(() => {
+      repo.interrupted(now);
+      for (const d of this.#defs.values()) {
+        repo.ensure({
+          id: d.id,
+          schedule: JSON.stringify(d.schedule),
+          enabled: d.enabled === false ? 0 : 1,
+          jitter_ms: d.jitterMs ?? 0,
+          settings: JSON.stringify(d.settings ? d.settings.parse({}) : {}),
+          updated_at: now,
+        });
+        const r = this.#row(d.id);
+        if (!r.enabled) continue;
+        if (d.runAtStart) repo.setNext(d.id, now);
+        else if (r.next_run_at === null) repo.setNext(d.id, this.#plan(r, now));
+      }
     });
   }
-  return { every_ms: ms };
-}
 
-function cronOf(expression: string): Cron {
-  try {
-    return new Cron(expression.trim(), { paused: true, timezone: "UTC" });
-  } catch (err) {
-    throw new AppError(
-      400,
-      "BAD_REQUEST",
-      `Invalid field "schedule.cron": ${(err as Error).message}`,
-      { details: { field: "schedule.cron" } },
-    );
-  }
-}
-
-/** The first run of `schedule` strictly after `from` (ms since the epoch). */
-export function nextAfter(schedule: Schedule, from: number): number {
-  if ("every_ms" in schedule) return from + schedule.every_ms;
-  const next = cronOf(schedule.cron).nextRun(new Date(from));
-  // An expression that never matches again (a past year) leaves the task without a next run.
-  return next === null ? Number.POSITIVE_INFINITY : next.getTime();
-}
-
-function describe(schedule: Schedule): string {
-  if ("cron" in schedule) return `cron "${schedule.cron}" (UTC)`;
-  const ms = schedule.every_ms;
-  for (
-    const [unit, n] of [["d", 86_400_000], ["h", 3_600_000], ["m", 60_000], ["s", 1000]] as const
-  ) {
-    if (ms % n === 0) return `every ${ms / n}${unit}`;
-  }
-  return `every ${ms}ms`;
-}
-
-const iso = (t: number | null | undefined) =>
-  t === null || t === undefined || !Number.isFinite(t) ? null : new Date(t).toISOString();
-
-function runView(r: RunRow) {
-  return {
-    id: r.id,
-    task: r.task_id,
-    trigger: r.trigger,
-    actor: r.actor,
-    started_at: iso(r.started_at),
-    finished_at: iso(r.finished_at),
-    result: r.result,
-    duration_ms: r.duration_ms,
-    error: r.error,
-    detail: r.detail === null ? null : JSON.parse(r.detail) as Record<string, unknown>,
-  };
-}
-
-export type RunView = ReturnType<typeof runView>;
-
-export interface TaskUpdate {
-  readonly schedule?: Schedule;
-  readonly enabled?: boolean;
-  readonly jitter_ms?: number;
-  readonly settings?: Record<string, unknown>;
-}
-
-export const taskUpdateInput = z.strictObject({
-  schedule: scheduleInput.optional(),
-  enabled: z.boolean().optional(),
-  jitter_ms: z.number().int().min(0).max(MAX_JITTER_MS).optional(),
-  settings: z.record(z.string(), z.unknown()).optional(),
-});
-
-export function createScheduler(deps: SchedulerDeps, tasks: readonly TaskDef<never>[]) {
-  const { repo, clock, logger } = deps;
-  const defs = new Map<string, TaskDef<unknown>>();
-  for (const t of tasks) defs.set(t.id, t as unknown as TaskDef<unknown>);
-  const running = new Map<string, Promise<RunView>>();
-  const checkEveryMs = deps.checkEveryMs ?? 30_000;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let started = false;
-
-  function def(id: string): TaskDef<unknown> {
-    const d = defs.get(id);
-    if (!d) throw new AppError(404, "NOT_FOUND", `No task "${id}"`);
-    return d;
+  ids(): string[] {
+    return [...this.#defs.keys()];
   }
 
-  function row(id: string): TaskRow {
-    return repo.get(id)!;
+  list() {
+    return this.ids().map((id) => this.get(id));
   }
 
-  function jitter(ms: number): number {
-    if (ms <= 0) return 0;
-    const b = deps.random.bytes(4);
-    const n = ((b[0]! << 24) | (b[1]! << 16) | (b[2]! << 8) | b[3]!) >>> 0;
-    return Math.floor((n / 0x1_0000_0000) * ms);
-  }
-
-  function schedulingOf(r: TaskRow): Schedule {
-    return JSON.parse(r.schedule) as Schedule;
-  }
-
-  function settingsOf(d: TaskDef<unknown>, r: TaskRow): unknown {
-    const stored = JSON.parse(r.settings) as Record<string, unknown>;
-    if (!d.settings) return stored;
-    const parsed = d.settings.safeParse(stored);
-    // Stored settings a newer build no longer accepts fall back to the defaults.
-    return parsed.success ? parsed.data : d.settings.parse({});
-  }
-
-  function plan(r: TaskRow, from: number): number | null {
-    if (!r.enabled) return null;
-    const next = nextAfter(schedulingOf(r), from);
-    return Number.isFinite(next) ? next + jitter(r.jitter_ms) : null;
-  }
-
-  /** When the task is due next: its persisted run or its own earlier deadline. */
-  function dueOf(d: TaskDef<unknown>, r: TaskRow): number | null {
-    if (!r.enabled) return null;
-    const own = d.dueAt?.();
-    if (own === undefined) return r.next_run_at;
-    return r.next_run_at === null ? own : Math.min(own, r.next_run_at);
-  }
-
-  function view(id: string) {
-    const d = def(id);
-    const r = row(id);
-    const last = repo.last(id);
+  get(id: string) {
+    const d = this.#def(id);
+    const r = this.#row(id);
+    const last = this.#deps.repo.last(id);
     return {
       id,
       title: d.title,
       description: d.description,
       schedule: schedulingOf(r),
-      schedule_text: describe(schedulingOf(r)),
+      schedule_text: describeSchedule(schedulingOf(r)),
       jitter_ms: r.jitter_ms,
       enabled: r.enabled === 1,
       settings: settingsOf(d, r),
-      running: running.has(id),
+      running: this.#running.has(id),
       next_run_at: iso(dueOf(d, r)),
       last_run: last ? runView(last) : null,
     };
   }
 
-  function execute(
+  runs(id: string, limit: number, before?: number): RunView[] {
+    this.#def(id);
+    return this.#deps.repo.runs(id, limit, before).map(runView);
+  }
+
+  /** Changes schedule, enabled state, jitter or settings; returns the task's view. */
+  update(id: string, patch: TaskUpdate) {
+    const { repo, clock } = this.#deps;
+    const d = this.#def(id);
+    const r = this.#row(id);
+    const settings = patchedSettings(d, r, patch.settings);
+    const next: TaskRow = {
+      ...r,
+      schedule: patch.schedule ? JSON.stringify(patch.schedule) : r.schedule,
+      enabled: patch.enabled === undefined ? r.enabled : patch.enabled ? 1 : 0,
+      jitter_ms: patch.jitter_ms ?? r.jitter_ms,
+      settings: JSON.stringify(settings),
+      updated_at: clock.now(),
+    };
+    const replan = patch.schedule !== undefined || patch.enabled !== undefined ||
+      patch.jitter_ms !== undefined;
+    repo.update({ ...next, next_run_at: replan ? this.#plan(next, clock.now()) : r.next_run_at });
+    this.#arm();
+    return this.get(id);
+  }
+
+  /** Starts a run now; 409 `TASK_RUNNING` while the task runs. */
+  runNow(id: string, actor: string): { run: RunView; done: Promise<RunView> } {
+    this.#def(id);
+    if (this.#running.has(id)) {
+      throw new AppError(409, "TASK_RUNNING", `Task "${id}" is running; try again when it ends`);
+    }
+    const { runId, done } = this.#execute(id, "manual", actor);
+    return {
+      run: runView(this.#deps.repo.runs(id, 1).find((r) => r.id === runId)!),
+      done,
+    };
+  }
+
+  isRunning(id: string): boolean {
+    return this.#running.has(id);
+  }
+
+  /** Starts every due task that is not running; resolves when those runs end. */
+  async tick(): Promise<void> {
+    const now = this.#deps.clock.now();
+    const runs: Promise<unknown>[] = [];
+    for (const [id, d] of this.#defs) {
+      if (this.#running.has(id)) continue;
+      const due = dueOf(d, this.#row(id));
+      if (due === null || due > now) continue;
+      runs.push(this.#execute(id, "schedule", null).done);
+    }
+    await Promise.allSettled(runs);
+  }
+
+  /** Starts the timer; what is due (the tasks that run at start) begins before this returns. */
+  start(): void {
+    if (this.#started) return;
+    this.#started = true;
+    this.#tickThenArm();
+  }
+
+  /** Resolves when the runs in flight now have ended. */
+  async idle(): Promise<void> {
+    await Promise.allSettled([...this.#running.values()]);
+  }
+
+  /** Stops the timer and waits for runs in flight. */
+  async stop(): Promise<void> {
+    this.#started = false;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    await this.idle();
+  }
+
+  #def(id: string): TaskDef<unknown> {
+    const d = this.#defs.get(id);
+    if (!d) throw new AppError(404, "NOT_FOUND", `No task "${id}"`);
+    return d;
+  }
+
+  #row(id: string): TaskRow {
+    return this.#deps.repo.get(id)!;
+  }
+
+  #jitter(ms: number): number {
+    if (ms <= 0) return 0;
+    const b = this.#deps.random.bytes(4);
+    const n = ((b[0]! << 24) | (b[1]! << 16) | (b[2]! << 8) | b[3]!) >>> 0;
+    return Math.floor((n / 0x1_0000_0000) * ms);
+  }
+
+  #plan(r: TaskRow, from: number): number | null {
+    if (!r.enabled) return null;
+    const next = nextAfter(schedulingOf(r), from);
+    return Number.isFinite(next) ? next + this.#jitter(r.jitter_ms) : null;
+  }
+
+  #execute(
     id: string,
     trigger: "schedule" | "manual",
     actor: string | null,
   ): { runId: number; done: Promise<RunView> } {
-    const d = def(id);
-    const r = row(id);
+    const { repo, clock } = this.#deps;
+    const d = this.#def(id);
+    const r = this.#row(id);
     const startedAt = clock.now();
-    const runId = deps.transaction(() => {
-      if (trigger === "schedule") repo.setNext(id, plan(r, startedAt));
+    const runId = this.#deps.transaction(() => {
+      if (trigger === "schedule") repo.setNext(id, this.#plan(r, startedAt));
       return repo.started(id, trigger, actor, startedAt);
     });
     const t0 = performance.now();
@@ -250,7 +241,7 @@ export function createScheduler(deps: SchedulerDeps, tasks: readonly TaskDef<nev
       }
       const durationMs = Math.round(performance.now() - t0);
       const result = error === null ? "ok" : "error";
-      deps.transaction(() =>
+      this.#deps.transaction(() =>
         repo.finished(runId, id, {
           at: clock.now(),
           result,
@@ -259,7 +250,7 @@ export function createScheduler(deps: SchedulerDeps, tasks: readonly TaskDef<nev
           detail: detail ? JSON.stringify(detail) : null,
         })
       );
-      const payload = {
+      this.#report({
         task: id,
         title: d.title,
         run_id: runId,
@@ -267,159 +258,54 @@ export function createScheduler(deps: SchedulerDeps, tasks: readonly TaskDef<nev
         result,
         duration_ms: durationMs,
         error,
-      };
-      try {
-        deps.publish?.("task.finished", payload);
-      } catch (err) {
-        logger.error("task.finished could not be published", { error: err as Error });
-      }
-      if (error !== null) {
-        logger.warn("task failed", { task: id, trigger, error });
-        try {
-          deps.notify?.({
-            level: "warning",
-            kind: "task.failed",
-            title: `Task "${d.title}" failed`,
-            body:
-              `The ${trigger} run of "${d.title}" (${id}) failed after ${durationMs} ms: ${error}`,
-            data: payload,
-          });
-        } catch (err) {
-          logger.error("task failure notification failed", { error: err as Error });
-        }
-      }
+      });
       return runView(repo.runs(id, 1)[0]!);
-    })().finally(() => running.delete(id));
-    running.set(id, p);
+    })().finally(() => this.#running.delete(id));
+    this.#running.set(id, p);
     return { runId, done: p };
   }
 
-  /** Starts every due task that is not running; resolves when those runs end. */
-  async function tick(): Promise<void> {
-    const now = clock.now();
-    const runs: Promise<unknown>[] = [];
-    for (const [id, d] of defs) {
-      if (running.has(id)) continue;
-      const due = dueOf(d, row(id));
-      if (due === null || due > now) continue;
-      runs.push(execute(id, "schedule", null).done);
+  /** Publishes `task.finished` and notifies a failure; neither may fail the run. */
+  #report(payload: Finished): void {
+    const { logger } = this.#deps;
+    try {
+      this.#deps.publish?.("task.finished", payload);
+    } catch (err) {
+      logger.error("task.finished could not be published", { error: err as Error });
     }
-    await Promise.allSettled(runs);
+    const { task: id, title, trigger, duration_ms: durationMs, error } = payload;
+    if (error === null) return;
+    logger.warn("task failed", { task: id, trigger, error });
+    try {
+      this.#deps.notify?.({
+        level: "warning",
+        kind: "task.failed",
+        title: `Task "${title}" failed`,
+        body: `The ${trigger} run of "${title}" (${id}) failed after ${durationMs} ms: ${error}`,
+        data: payload,
+      });
+    } catch (err) {
+      logger.error("task failure notification failed", { error: err as Error });
+    }
   }
 
-  /** Resolves when the runs in flight now have ended. */
-  async function idle(): Promise<void> {
-    await Promise.allSettled([...running.values()]);
+  #tickThenArm(): void {
+    this.tick().catch((err) =>
+      this.#deps.logger.error("scheduler tick failed", { error: err as Error })
+    ).finally(() => this.#arm());
   }
 
-  function arm(): void {
-    if (!started) return;
-    clearTimeout(timer);
-    const now = clock.now();
-    let wait = checkEveryMs;
-    for (const [id, d] of defs) {
-      if (running.has(id)) continue;
-      const due = dueOf(d, row(id));
+  #arm(): void {
+    if (!this.#started) return;
+    clearTimeout(this.#timer);
+    const now = this.#deps.clock.now();
+    let wait = this.#checkEveryMs;
+    for (const [id, d] of this.#defs) {
+      if (this.#running.has(id)) continue;
+      const due = dueOf(d, this.#row(id));
       if (due !== null) wait = Math.min(wait, Math.max(0, due - now));
     }
-    timer = setTimeout(() => {
-      tick().catch((err) => logger.error("scheduler tick failed", { error: err as Error }))
-        .finally(arm);
-    }, Math.max(wait, 50));
-    Deno.unrefTimer(timer);
+    this.#timer = setTimeout(() => this.#tickThenArm(), Math.max(wait, 50));
+    Deno.unrefTimer(this.#timer);
   }
-
-  // Rows for every task (a stored schedule wins over the default) and their first next run.
-  const now = clock.now();
-  deps.transaction(() => {
-    repo.interrupted(now);
-    for (const d of defs.values()) {
-      repo.ensure({
-        id: d.id,
-        schedule: JSON.stringify(d.schedule),
-        enabled: d.enabled === false ? 0 : 1,
-        jitter_ms: d.jitterMs ?? 0,
-        settings: JSON.stringify(d.settings ? d.settings.parse({}) : {}),
-        updated_at: now,
-      });
-      const r = row(d.id);
-      if (!r.enabled) continue;
-      if (d.runAtStart) repo.setNext(d.id, now);
-      else if (r.next_run_at === null) repo.setNext(d.id, plan(r, now));
-    }
-  });
-
-  return {
-    ids: () => [...defs.keys()],
-    list: () => [...defs.keys()].map(view),
-    get: view,
-    runs(id: string, limit: number, before?: number): RunView[] {
-      def(id);
-      return repo.runs(id, limit, before).map(runView);
-    },
-    /** Changes schedule, enabled state, jitter or settings; returns the task's view. */
-    update(id: string, patch: TaskUpdate) {
-      const d = def(id);
-      const r = row(id);
-      let settings = JSON.parse(r.settings) as Record<string, unknown>;
-      if (patch.settings !== undefined) {
-        const merged = { ...settings, ...patch.settings };
-        if (!d.settings) {
-          throw new AppError(400, "BAD_REQUEST", `Task "${id}" has no settings`, {
-            details: { field: "settings" },
-          });
-        }
-        const parsed = d.settings.safeParse(merged);
-        if (!parsed.success) {
-          const issue = parsed.error.issues[0]!;
-          const field = ["settings", ...issue.path.map(String)].join(".");
-          throw new AppError(400, "BAD_REQUEST", `Invalid field "${field}": ${issue.message}`, {
-            details: { field },
-          });
-        }
-        settings = parsed.data as Record<string, unknown>;
-      }
-      const next: TaskRow = {
-        ...r,
-        schedule: patch.schedule ? JSON.stringify(patch.schedule) : r.schedule,
-        enabled: patch.enabled === undefined ? r.enabled : patch.enabled ? 1 : 0,
-        jitter_ms: patch.jitter_ms ?? r.jitter_ms,
-        settings: JSON.stringify(settings),
-        updated_at: clock.now(),
-      };
-      const replan = patch.schedule !== undefined || patch.enabled !== undefined ||
-        patch.jitter_ms !== undefined;
-      repo.update({ ...next, next_run_at: replan ? plan(next, clock.now()) : r.next_run_at });
-      arm();
-      return view(id);
-    },
-    /** Starts a run now; 409 `TASK_RUNNING` while the task runs. */
-    runNow(id: string, actor: string): { run: RunView; done: Promise<RunView> } {
-      def(id);
-      if (running.has(id)) {
-        throw new AppError(409, "TASK_RUNNING", `Task "${id}" is running; try again when it ends`);
-      }
-      const { runId, done } = execute(id, "manual", actor);
-      return { run: runView(repo.runs(id, 1).find((r) => r.id === runId)!), done };
-    },
-    isRunning: (id: string) => running.has(id),
-    tick,
-    /** Starts the timer; what is due (the tasks that run at start) begins before this returns. */
-    start(): void {
-      if (started) return;
-      started = true;
-      tick().catch((err) => logger.error("scheduler tick failed", { error: err as Error }))
-        .finally(arm);
-    },
-    idle,
-    /** Stops the timer and waits for runs in flight. */
-    async stop(): Promise<void> {
-      started = false;
-      clearTimeout(timer);
-      timer = undefined;
-      await idle();
-    },
-  };
 }
-
-export type Scheduler = ReturnType<typeof createScheduler>;

@@ -27,49 +27,70 @@ export interface AlapAdjusted {
   readonly findings: readonly Finding[];
 }
 
-export function applyAlap(
-  p: CompiledProtection,
-  siteId: string,
-  path: string,
-  level: Level,
-  inspection: Inspection,
-  chain: { add(check: string, result: string, rule?: string): void },
-  now: number,
-): AlapAdjusted {
-  let blocking = inspection.blocking;
-  let findings = inspection.findings;
-  const live = (d: AppliedDecision) =>
-    (d.siteId === null || d.siteId === siteId) && (d.expiresAt === null || d.expiresAt > now);
-  if (p.alapExceptions.length > 0 && findings.length > 0) {
-    // A path with a dot segment is under no prefix: /tickets/../search reaches /search.
-    const underPrefix = (prefix: string) => path.startsWith(prefix) && !DOT_SEGMENT.test(path);
-    const excepted = (f: Finding) =>
-      p.alapExceptions.find((e) =>
-        live(e) && e.ruleId === f.ruleId &&
-        (e.pathPrefix === undefined || underPrefix(e.pathPrefix))
-      );
-    if (findings.some((f) => excepted(f) !== undefined)) {
-      findings = findings.filter((f) => excepted(f) === undefined);
-    }
-    const hit = blocking && excepted(blocking);
-    if (hit) {
-      chain.add("alap", "exception", hit.id);
-      // Only that rule's findings drop: another rule's finding that blocks at the site's
-      // level still blocks (an upload exception for `rce.script_upload` does not let an SQL
-      // injection in the form's other fields through).
-      blocking = inspection.findings.find((f) =>
-        blocksAt(f.confidence, level) && excepted(f) === undefined
-      );
-    }
+/** The site a verdict was reached for: its id and protection level (a compiled site is one). */
+export interface AlapSite {
+  readonly id: string;
+  readonly level: Level;
+}
+
+/** The request: its path and evaluation chain (the data-plane transaction is one). */
+export interface AlapRequest {
+  readonly path: string;
+  readonly chain: { add(check: string, result: string, rule?: string): void };
+}
+
+/** Applies the compiled ALAP decisions live at the clock's time (read once per verdict). */
+export class AlapEnforcer {
+  readonly #clock: { now(): number };
+
+  constructor(clock: { now(): number }) {
+    this.#clock = clock;
   }
-  if (!blocking && p.alapSignatures.length > 0) {
-    for (const f of inspection.findings) {
-      const sig = p.alapSignatures.find((s) => live(s) && s.ruleId === f.ruleId);
-      if (sig) {
-        chain.add("alap", "block", sig.id);
-        return { blocking: f, decision: sig.id, findings };
+
+  apply(
+    p: CompiledProtection,
+    site: AlapSite,
+    req: AlapRequest,
+    inspection: Inspection,
+  ): AlapAdjusted {
+    const { id: siteId, level } = site;
+    const { path, chain } = req;
+    const now = this.#clock.now();
+    let blocking = inspection.blocking;
+    let findings = inspection.findings;
+    const live = (d: AppliedDecision) =>
+      (d.siteId === null || d.siteId === siteId) && (d.expiresAt === null || d.expiresAt > now);
+    if (p.alapExceptions.length > 0 && findings.length > 0) {
+      // A path with a dot segment is under no prefix: /tickets/../search reaches /search.
+      const underPrefix = (prefix: string) => path.startsWith(prefix) && !DOT_SEGMENT.test(path);
+      const excepted = (f: Finding) =>
+        p.alapExceptions.find((e) =>
+          live(e) && e.ruleId === f.ruleId &&
+          (e.pathPrefix === undefined || underPrefix(e.pathPrefix))
+        );
+      if (findings.some((f) => excepted(f) !== undefined)) {
+        findings = findings.filter((f) => excepted(f) === undefined);
+      }
+      const hit = blocking && excepted(blocking);
+      if (hit) {
+        chain.add("alap", "exception", hit.id);
+        // Only that rule's findings drop: another rule's finding that blocks at the site's
+        // level still blocks (an upload exception for `rce.script_upload` does not let an SQL
+        // injection in the form's other fields through).
+        blocking = inspection.findings.find((f) =>
+          blocksAt(f.confidence, level) && excepted(f) === undefined
+        );
       }
     }
+    if (!blocking && p.alapSignatures.length > 0) {
+      for (const f of inspection.findings) {
+        const sig = p.alapSignatures.find((s) => live(s) && s.ruleId === f.ruleId);
+        if (sig) {
+          chain.add("alap", "block", sig.id);
+          return { blocking: f, decision: sig.id, findings };
+        }
+      }
+    }
+    return { blocking, decision: undefined, findings };
   }
-  return { blocking, decision: undefined, findings };
 }

@@ -34,6 +34,15 @@ export type VerifyFailure =
   | "reused"
   | "wrong_answer";
 
+/** Whether a posted answer solved its puzzle, or why not. */
+export type VerifyResult = { ok: true } | { ok: false; reason: VerifyFailure };
+
+/** The client a puzzle answer comes from: its address and User-Agent. */
+export interface ChallengeClient {
+  readonly ip: string;
+  readonly userAgent: string;
+}
+
 /** Short hash binding a token to one client address and User-Agent. */
 export function clientBinding(ip: string, userAgent: string): string {
   return createHash("sha256").update(`${ip}\n${userAgent}`).digest("base64url").slice(0, 22);
@@ -106,15 +115,16 @@ export function createChallengeIssuer(opts: ChallengeIssuerOptions) {
     verify(
       token: string,
       answer: string,
-      ip: string,
-      userAgent: string,
+      client: ChallengeClient,
       now: number,
-    ): { ok: true } | { ok: false; reason: VerifyFailure } {
+    ): VerifyResult {
       const opened = tokens.open(token, now);
       if (!opened.ok) return opened;
       const { n, d, e, c } = opened.claims;
       if (typeof n !== "string" || typeof d !== "number") return { ok: false, reason: "malformed" };
-      if (c !== clientBinding(ip, userAgent)) return { ok: false, reason: "wrong_client" };
+      if (c !== clientBinding(client.ip, client.userAgent)) {
+        return { ok: false, reason: "wrong_client" };
+      }
       if (used.has(n, now)) return { ok: false, reason: "reused" };
       if (answer.length > 32 || !solves(n, answer, d)) {
         return { ok: false, reason: "wrong_answer" };
@@ -199,3 +209,5 @@ export function createChallenges(deps: {
     },
   };
 }
+
+export type Challenges = ReturnType<typeof createChallenges>;

@@ -51,6 +51,11 @@ export function varyNames(headers: Headers): string[] {
   );
 }
 
+/** What a cached answer is found by, before the headers its `Vary` names: site, host, target. */
+export function cacheKey(siteId: string, host: string, pathAndQuery: string): string {
+  return `${siteId}\n${host}\n${pathAndQuery}`;
+}
+
 export function createEdgeCache() {
   /** Base key → Vary names seen for it. */
   const varies = new Map<string, readonly string[]>();
@@ -60,8 +65,6 @@ export function createEdgeCache() {
   let hits = 0;
   let misses = 0;
 
-  const baseKey = (siteId: string, host: string, pathAndQuery: string) =>
-    `${siteId}\n${host}\n${pathAndQuery}`;
   const fullKey = (base: string, vary: readonly string[], req: Request) =>
     vary.length === 0
       ? base
@@ -86,14 +89,8 @@ export function createEdgeCache() {
       maxBytes = n;
       shrink();
     },
-    get(
-      siteId: string,
-      host: string,
-      pathAndQuery: string,
-      req: Request,
-      now: number,
-    ): CachedResponse | undefined {
-      const base = baseKey(siteId, host, pathAndQuery);
+    /** The live entry for `base` (a {@link cacheKey}) and the request's varying headers. */
+    get(base: string, req: Request, now: number): CachedResponse | undefined {
       const vary = varies.get(base);
       const key = vary === undefined ? undefined : fullKey(base, vary, req);
       const e = key === undefined ? undefined : entries.get(key);
@@ -113,7 +110,7 @@ export function createEdgeCache() {
     },
     put(host: string, pathAndQuery: string, req: Request, entry: CachedResponse): void {
       if (entry.body.length > maxBytes) return;
-      const base = baseKey(entry.siteId, host, pathAndQuery);
+      const base = cacheKey(entry.siteId, host, pathAndQuery);
       varies.set(base, entry.vary);
       const key = fullKey(base, entry.vary, req);
       drop(key);

@@ -10,19 +10,28 @@
  * nonces, ALAP scores) lives here, bounded, and survives policy rebuilds that do not touch it.
  */
 import { classifyClient } from "../../engine/bot.ts";
-import type { Inspection, Level } from "../../engine/types.ts";
-import { type AlapAdjusted, applyAlap } from "./alap_enforce.ts";
-import type { IpAddress } from "../../engine/ip_address.ts";
+import type { Inspection } from "../../engine/types.ts";
 import {
-  createRateLimiter,
-  type RateLimiter,
-  type RateLimitOptions,
-} from "../../engine/rate_limit.ts";
+  type AlapAdjusted,
+  AlapEnforcer,
+  type AlapRequest,
+  type AlapSite,
+} from "./alap_enforce.ts";
+import type { IpAddress } from "../../engine/ip_address.ts";
 import type { RequestView } from "../../engine/request_view.ts";
 import type { Clock } from "../core/clock.ts";
 import type { CompiledBotPolicy, CompiledProtection } from "./protection_compile.ts";
 import type { RateLimitDoc } from "./protection_schema.ts";
-import { createChallenges, DEFAULT_DIFFICULTY, type NonceStore } from "./challenges.ts";
+import { type LimiterFactory, ProtectionLimiters } from "./protection_limiters.ts";
+import {
+  type ChallengeClient,
+  type ChallengeIssuer,
+  type Challenges,
+  createChallenges,
+  DEFAULT_DIFFICULTY,
+  type NonceStore,
+  type VerifyResult,
+} from "./challenges.ts";
 import type { Random } from "../core/random.ts";
 
 /** The evaluation chain of the access-log record (one call per check). */
@@ -90,270 +99,238 @@ export interface ProtectionRuntimeDeps {
   readonly limiter?: LimiterFactory;
 }
 
-/** Makes a rate limiter; equal names mean one limiter across the threads that share state. */
-export type LimiterFactory = (name: string, options: RateLimitOptions) => RateLimiter;
-const ownLimiter: LimiterFactory = (_name, options) => createRateLimiter(options);
+function botPolicyFor(
+  p: CompiledProtection,
+  siteId: string,
+  path: string,
+): CompiledBotPolicy | undefined {
+  for (const b of p.bot) {
+    if (b.site_id !== null && b.site_id !== siteId) continue;
+    if (path.startsWith(b.path_prefix)) return b;
+  }
+  return undefined;
+}
 
-export function createProtectionRuntime(deps: ProtectionRuntimeDeps) {
-  const challenges = createChallenges(deps);
-  const makeLimiter = deps.limiter ?? ownLimiter;
-  const issuer = challenges.issuer;
-  const hasClearance = (req: CheckRequest) =>
-    challenges.hasClearance(req.view.cookies, req.clientIp, req.view.header("user-agent") ?? "");
-  let globalLimiter: { doc: RateLimitDoc; json: string; limiter: RateLimiter } | undefined;
-  const botLimiters = new Map<string, RateLimiter>();
+export function createProtectionRuntime(deps: ProtectionRuntimeDeps): ProtectionRuntime {
+  return new ProtectionRuntime(deps);
+}
 
-  function botPolicyFor(
+export class ProtectionRuntime {
+  readonly #challenges: Challenges;
+  readonly #limiters: ProtectionLimiters;
+  readonly #alap: AlapEnforcer;
+
+  constructor(deps: ProtectionRuntimeDeps) {
+    this.#challenges = createChallenges(deps);
+    this.#limiters = new ProtectionLimiters(deps.limiter);
+    this.#alap = new AlapEnforcer(deps.clock);
+  }
+
+  /**
+   * True when any request-header check is configured. When none is, they would add nothing
+   * to the chain and pass, so the transaction skips them (and the request view).
+   */
+  hasHeaderChecks(p: CompiledProtection): boolean {
+    return p.ipList.size > 0 || p.alapBlocks.size > 0 || p.acl.size > 0 || p.threat.size > 0 ||
+      p.bot.length > 0 || p.rateLimit.enabled;
+  }
+
+  /** True when a bot policy for this request exempts verified crawlers. */
+  wantsBotVerification(p: CompiledProtection, siteId: string, path: string): boolean {
+    const b = p.bot.length > 0 ? botPolicyFor(p, siteId, path) : undefined;
+    return b !== undefined && b.mode !== "off" && b.verified_bots;
+  }
+
+  /** The issuer for a policy's puzzles (used by the challenge endpoint too). */
+  issuer(difficulty: number, clearanceMinutes: number): ChallengeIssuer {
+    return this.#challenges.issuer(difficulty, clearanceMinutes);
+  }
+
+  newNonce(): string {
+    return this.#challenges.newNonce();
+  }
+
+  /**
+   * Checks a posted answer. One issuer verifies every puzzle (the difficulty travels signed
+   * inside the token), so the used-nonce set is shared and a puzzle is single-use everywhere.
+   */
+  verify(token: string, answer: string, client: ChallengeClient, now: number): VerifyResult {
+    return this.#challenges.verify(token, answer, client, now);
+  }
+
+  /** A clearance cookie lasting as long as the bot policy of the return path says. */
+  clearance(
     p: CompiledProtection,
-    siteId: string,
-    path: string,
-  ): CompiledBotPolicy | undefined {
-    for (const b of p.bot) {
-      if (b.site_id !== null && b.site_id !== siteId) continue;
-      if (path.startsWith(b.path_prefix)) return b;
+    client: ChallengeClient,
+    returnTo: { readonly siteId: string; readonly path: string },
+    now: number,
+  ): { value: string; expiresAt: number } {
+    const b = botPolicyFor(p, returnTo.siteId, returnTo.path.split("?", 1)[0]!);
+    return this.#challenges.issuer(b?.difficulty ?? DEFAULT_DIFFICULTY, b?.clearance_minutes ?? 60)
+      .clearance(client.ip, client.userAgent, now);
+  }
+
+  /** IP allow/block lists, then applied ALAP blocks: a block, TRUSTED on allow, or nothing. */
+  ipLists(p: CompiledProtection, req: CheckRequest, chain: ChainSink): PreVerdict | undefined {
+    const ip = req.ip;
+    if (!ip) return undefined;
+    if (p.ipList.size > 0) {
+      const hit = p.ipList.match(ip, req.siteId, req.view.path, req.now);
+      if (hit?.action === "allow") {
+        chain.add("ip_list", "allow", hit.id);
+        return TRUSTED;
+      }
+      if (hit) {
+        chain.add("ip_list", "block", hit.id);
+        return { kind: "block", check: "ip_list", rule: hit.id };
+      }
+      chain.add("ip_list", "pass");
+    }
+    if (p.alapBlocks.size > 0) {
+      for (const d of p.alapBlocks.lookup(ip)) {
+        if (d.siteId !== null && d.siteId !== req.siteId) continue;
+        if (d.expiresAt !== null && d.expiresAt <= req.now) continue;
+        chain.add("alap", "block", d.id);
+        return { kind: "block", check: "alap", rule: d.id };
+      }
     }
     return undefined;
   }
 
-  /** A policy's threshold limiter: found by object per request, by limits across rebuilds. */
-  const botLimiterOf = new WeakMap<CompiledBotPolicy, RateLimiter>();
-  function overBotRate(b: CompiledBotPolicy, req: CheckRequest): boolean {
-    if (!b.rate_threshold) return false;
-    let l = botLimiterOf.get(b);
-    if (!l) {
-      const key = `${b.id}/${b.rate_threshold.requests}/${b.rate_threshold.window_seconds}`;
-      l = botLimiters.get(key);
-      if (!l) {
-        if (botLimiters.size > 1000) botLimiters.clear();
-        l = makeLimiter(`bot/${b.id}`, {
-          requests: b.rate_threshold.requests,
-          windowMs: b.rate_threshold.window_seconds * 1000,
-          burst: 0,
-          maxKeys: 50_000,
-        });
-        botLimiters.set(key, l);
-      }
-      botLimiterOf.set(b, l);
+  /** ACL rules: a block or challenge, TRUSTED on allow, or nothing. */
+  acl(p: CompiledProtection, req: CheckRequest, chain: ChainSink): PreVerdict | undefined {
+    if (p.acl.size === 0) return undefined;
+    const r = p.acl.evaluate(req.view, req.ip, req.siteId);
+    for (const id of r.logged) chain.add("acl", "log", id);
+    const d = r.decisive;
+    if (d?.action === "allow") {
+      chain.add("acl", "allow", d.id);
+      return TRUSTED;
     }
-    return !l.hit(req.clientIp, req.now).allowed;
-  }
-
-  /** The limiter survives rebuilds that leave the limits unchanged (counters are kept). */
-  function rateLimiter(doc: RateLimitDoc): RateLimiter {
-    if (globalLimiter?.doc === doc) return globalLimiter.limiter;
-    const json = JSON.stringify(doc);
-    if (globalLimiter?.json === json) {
-      globalLimiter.doc = doc;
-      return globalLimiter.limiter;
+    if (d?.action === "block") {
+      chain.add("acl", "block", d.id);
+      return { kind: "block", check: "acl", rule: d.id };
     }
-    const limiter = makeLimiter(`global/${doc.key}`, {
-      requests: doc.requests,
-      windowMs: doc.window_seconds * 1000,
-      burst: doc.burst,
-      maxKeys: doc.max_keys,
-    });
-    globalLimiter = { doc, json, limiter };
-    return limiter;
-  }
-
-  return {
-    /**
-     * True when any request-header check is configured. When none is, they would add nothing
-     * to the chain and pass, so the transaction skips them (and the request view).
-     */
-    hasHeaderChecks(p: CompiledProtection): boolean {
-      return p.ipList.size > 0 || p.alapBlocks.size > 0 || p.acl.size > 0 || p.threat.size > 0 ||
-        p.bot.length > 0 || p.rateLimit.enabled;
-    },
-
-    /** True when a bot policy for this request exempts verified crawlers. */
-    wantsBotVerification(p: CompiledProtection, siteId: string, path: string): boolean {
-      const b = p.bot.length > 0 ? botPolicyFor(p, siteId, path) : undefined;
-      return b !== undefined && b.mode !== "off" && b.verified_bots;
-    },
-
-    /** The issuer for a policy's puzzles (used by the challenge endpoint too). */
-    issuer,
-    newNonce: challenges.newNonce,
-
-    /**
-     * Checks a posted answer. One issuer verifies every puzzle (the difficulty travels signed
-     * inside the token), so the used-nonce set is shared and a puzzle is single-use everywhere.
-     */
-    verify(token: string, answer: string, ip: string, userAgent: string, now: number) {
-      return challenges.verify(token, answer, ip, userAgent, now);
-    },
-
-    /** A clearance cookie lasting as long as the bot policy of the return path says. */
-    clearance(
-      p: CompiledProtection,
-      siteId: string,
-      path: string,
-      ip: string,
-      userAgent: string,
-      now: number,
-    ) {
-      const b = botPolicyFor(p, siteId, path.split("?", 1)[0]!);
-      return issuer(b?.difficulty ?? DEFAULT_DIFFICULTY, b?.clearance_minutes ?? 60).clearance(
-        ip,
-        userAgent,
-        now,
-      );
-    },
-
-    /** IP allow/block lists, then applied ALAP blocks: a block, TRUSTED on allow, or nothing. */
-    ipLists(p: CompiledProtection, req: CheckRequest, chain: ChainSink): PreVerdict | undefined {
-      const ip = req.ip;
-      if (!ip) return undefined;
-      if (p.ipList.size > 0) {
-        const hit = p.ipList.match(ip, req.siteId, req.view.path, req.now);
-        if (hit?.action === "allow") {
-          chain.add("ip_list", "allow", hit.id);
-          return TRUSTED;
-        }
-        if (hit) {
-          chain.add("ip_list", "block", hit.id);
-          return { kind: "block", check: "ip_list", rule: hit.id };
-        }
-        chain.add("ip_list", "pass");
-      }
-      if (p.alapBlocks.size > 0) {
-        for (const d of p.alapBlocks.lookup(ip)) {
-          if (d.siteId !== null && d.siteId !== req.siteId) continue;
-          if (d.expiresAt !== null && d.expiresAt <= req.now) continue;
-          chain.add("alap", "block", d.id);
-          return { kind: "block", check: "alap", rule: d.id };
-        }
-      }
-      return undefined;
-    },
-
-    /** ACL rules: a block or challenge, TRUSTED on allow, or nothing. */
-    acl(p: CompiledProtection, req: CheckRequest, chain: ChainSink): PreVerdict | undefined {
-      if (p.acl.size === 0) return undefined;
-      const r = p.acl.evaluate(req.view, req.ip, req.siteId);
-      for (const id of r.logged) chain.add("acl", "log", id);
-      const d = r.decisive;
-      if (d?.action === "allow") {
-        chain.add("acl", "allow", d.id);
-        return TRUSTED;
-      }
-      if (d?.action === "block") {
-        chain.add("acl", "block", d.id);
-        return { kind: "block", check: "acl", rule: d.id };
-      }
-      if (d?.action === "challenge") {
-        if (hasClearance(req)) {
-          chain.add("acl", "clearance", d.id);
-          return undefined;
-        }
-        chain.add("acl", "challenge", d.id);
-        return { kind: "challenge", check: "acl", rule: d.id, difficulty: DEFAULT_DIFFICULTY };
-      }
-      if (r.logged.length === 0) chain.add("acl", "pass");
-      return undefined;
-    },
-
-    /** Threat-intelligence indicators: a block or challenge, or nothing. */
-    threatIntel(
-      p: CompiledProtection,
-      req: CheckRequest,
-      chain: ChainSink,
-    ): PreVerdict | undefined {
-      if (p.threat.size === 0 || !req.ip) return undefined;
-      const hits = p.threat.lookup(req.ip);
-      const decisive = hits.find((h) => h.action === "block") ??
-        hits.find((h) => h.action === "challenge");
-      for (const h of hits) if (h.action === "log") chain.add("threat_intel", "log", h.feedId);
-      if (decisive?.action === "block") {
-        chain.add("threat_intel", "block", decisive.feedId);
-        return { kind: "block", check: "threat_intel", rule: decisive.feedId };
-      }
-      if (decisive?.action === "challenge") {
-        if (hasClearance(req)) {
-          chain.add("threat_intel", "clearance", decisive.feedId);
-          return undefined;
-        }
-        chain.add("threat_intel", "challenge", decisive.feedId);
-        return {
-          kind: "challenge",
-          check: "threat_intel",
-          rule: decisive.feedId,
-          difficulty: DEFAULT_DIFFICULTY,
-        };
-      }
-      if (hits.length === 0) chain.add("threat_intel", "pass");
-      return undefined;
-    },
-
-    /** The bot policy of the request's path: a challenge, or nothing. */
-    bot(p: CompiledProtection, req: CheckRequest, chain: ChainSink): PreVerdict | undefined {
-      const bot = p.bot.length > 0 ? botPolicyFor(p, req.siteId, req.view.path) : undefined;
-      if (!bot || bot.mode === "off") return undefined;
-      if (bot.verified_bots && req.verifiedBot) {
-        chain.add("bot", "verified_bot", bot.id);
+    if (d?.action === "challenge") {
+      if (this.#hasClearance(req)) {
+        chain.add("acl", "clearance", d.id);
         return undefined;
       }
-      const ua = req.view.header("user-agent");
-      const reason = bot.mode === "all" ? "all" : classifyClient(ua, overBotRate(bot, req));
-      if (reason === undefined) chain.add("bot", "pass", bot.id);
-      else if (hasClearance(req)) chain.add("bot", "clearance", bot.id);
-      else {
-        chain.add("bot", `challenge:${reason}`, bot.id);
-        return { kind: "challenge", check: "bot", rule: bot.id, difficulty: bot.difficulty };
+      chain.add("acl", "challenge", d.id);
+      return { kind: "challenge", check: "acl", rule: d.id, difficulty: DEFAULT_DIFFICULTY };
+    }
+    if (r.logged.length === 0) chain.add("acl", "pass");
+    return undefined;
+  }
+
+  /** Threat-intelligence indicators: a block or challenge, or nothing. */
+  threatIntel(
+    p: CompiledProtection,
+    req: CheckRequest,
+    chain: ChainSink,
+  ): PreVerdict | undefined {
+    if (p.threat.size === 0 || !req.ip) return undefined;
+    const hits = p.threat.lookup(req.ip);
+    const decisive = hits.find((h) => h.action === "block") ??
+      hits.find((h) => h.action === "challenge");
+    for (const h of hits) if (h.action === "log") chain.add("threat_intel", "log", h.feedId);
+    if (decisive?.action === "block") {
+      chain.add("threat_intel", "block", decisive.feedId);
+      return { kind: "block", check: "threat_intel", rule: decisive.feedId };
+    }
+    if (decisive?.action === "challenge") {
+      if (this.#hasClearance(req)) {
+        chain.add("threat_intel", "clearance", decisive.feedId);
+        return undefined;
       }
+      chain.add("threat_intel", "challenge", decisive.feedId);
+      return {
+        kind: "challenge",
+        check: "threat_intel",
+        rule: decisive.feedId,
+        difficulty: DEFAULT_DIFFICULTY,
+      };
+    }
+    if (hits.length === 0) chain.add("threat_intel", "pass");
+    return undefined;
+  }
+
+  /** The bot policy of the request's path: a challenge, or nothing. */
+  bot(p: CompiledProtection, req: CheckRequest, chain: ChainSink): PreVerdict | undefined {
+    const bot = p.bot.length > 0 ? botPolicyFor(p, req.siteId, req.view.path) : undefined;
+    if (!bot || bot.mode === "off") return undefined;
+    if (bot.verified_bots && req.verifiedBot) {
+      chain.add("bot", "verified_bot", bot.id);
       return undefined;
-    },
+    }
+    const ua = req.view.header("user-agent");
+    const reason = bot.mode === "all"
+      ? "all"
+      : classifyClient(ua, this.#limiters.overBotRate(bot, req));
+    if (reason === undefined) chain.add("bot", "pass", bot.id);
+    else if (this.#hasClearance(req)) chain.add("bot", "clearance", bot.id);
+    else {
+      chain.add("bot", `challenge:${reason}`, bot.id);
+      return { kind: "challenge", check: "bot", rule: bot.id, difficulty: bot.difficulty };
+    }
+    return undefined;
+  }
 
-    /** The global rate limit: rate_limited, or nothing. */
-    rateLimit(p: CompiledProtection, req: CheckRequest, chain: ChainSink): PreVerdict | undefined {
-      if (!p.rateLimit.enabled) return undefined;
-      const d = rateLimiter(p.rateLimit).hit(limiterKey(p.rateLimit, req), req.now);
-      if (!d.allowed) {
-        chain.add("rate_limit", "limited");
-        return {
-          kind: "rate_limited",
-          retryAfterSeconds: Math.max(1, Math.ceil(d.retryAfterMs / 1000)),
-        };
-      }
-      chain.add("rate_limit", "pass");
-      return undefined;
-    },
+  /** The global rate limit: rate_limited, or nothing. */
+  rateLimit(p: CompiledProtection, req: CheckRequest, chain: ChainSink): PreVerdict | undefined {
+    if (!p.rateLimit.enabled) return undefined;
+    const d = this.#limiters.global(p.rateLimit).hit(limiterKey(p.rateLimit, req), req.now);
+    if (!d.allowed) {
+      chain.add("rate_limit", "limited");
+      return {
+        kind: "rate_limited",
+        retryAfterSeconds: Math.max(1, Math.ceil(d.retryAfterMs / 1000)),
+      };
+    }
+    chain.add("rate_limit", "pass");
+    return undefined;
+  }
 
-    /** Custom regex rules; every matching rule id enters the chain. */
-    custom(p: CompiledProtection, req: CheckRequest, chain: ChainSink): RuleVerdict {
-      if (p.custom.size === 0) return RULE_PASS;
-      const r = p.custom.evaluate(req.view, req.siteId);
-      const decisive = r.decisive;
-      for (const id of r.matched) {
-        if (id !== decisive?.id) chain.add("custom_rule", "log", id);
-      }
-      if (!decisive) {
-        if (r.matched.length === 0) chain.add("custom_rule", "pass");
-        return RULE_PASS;
-      }
-      if (decisive.action === "challenge" && hasClearance(req)) {
-        chain.add("custom_rule", "clearance", decisive.id);
-        return RULE_PASS;
-      }
-      chain.add("custom_rule", decisive.action, decisive.id);
-      return decisive.action === "challenge"
-        ? { kind: "challenge", rule: decisive.id }
-        : { kind: "block", rule: decisive.id };
-    },
+  /** Custom regex rules; every matching rule id enters the chain. */
+  custom(p: CompiledProtection, req: CheckRequest, chain: ChainSink): RuleVerdict {
+    if (p.custom.size === 0) return RULE_PASS;
+    const r = p.custom.evaluate(req.view, req.siteId);
+    const decisive = r.decisive;
+    for (const id of r.matched) {
+      if (id !== decisive?.id) chain.add("custom_rule", "log", id);
+    }
+    if (!decisive) {
+      if (r.matched.length === 0) chain.add("custom_rule", "pass");
+      return RULE_PASS;
+    }
+    if (decisive.action === "challenge" && this.#hasClearance(req)) {
+      chain.add("custom_rule", "clearance", decisive.id);
+      return RULE_PASS;
+    }
+    chain.add("custom_rule", decisive.action, decisive.id);
+    return decisive.action === "challenge"
+      ? { kind: "challenge", rule: decisive.id }
+      : { kind: "block", rule: decisive.id };
+  }
 
-    /** ALAP exceptions and signature blocks around the engine's verdict (see alap_enforce.ts). */
-    adjust(
-      p: CompiledProtection,
-      siteId: string,
-      path: string,
-      level: Level,
-      inspection: Inspection,
-      chain: ChainSink,
-    ): AlapAdjusted {
-      return applyAlap(p, siteId, path, level, inspection, chain, deps.clock.now());
-    },
-  };
+  /**
+   * ALAP exceptions and signature blocks around the engine's verdict (see alap_enforce.ts);
+   * the site and the request (its path and chain) are the transaction's own objects.
+   */
+  adjust(
+    p: CompiledProtection,
+    site: AlapSite,
+    req: AlapRequest,
+    inspection: Inspection,
+  ): AlapAdjusted {
+    return this.#alap.apply(p, site, req, inspection);
+  }
+
+  #hasClearance(req: CheckRequest): boolean {
+    return this.#challenges.hasClearance(
+      req.view.cookies,
+      req.clientIp,
+      req.view.header("user-agent") ?? "",
+    );
+  }
 }
-
-export type ProtectionRuntime = ReturnType<typeof createProtectionRuntime>;

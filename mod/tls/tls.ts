@@ -44,20 +44,24 @@ export async function ensureAutoTls(
   }
   let server = await readPem(dir, "server");
   if (!server || certificateExpiry(server.cert) - now < RENEW_BEFORE_MS) {
-    server = await createServerLeaf(ca, hostnames, 397, now, random);
+    server = await createServerLeaf(ca, { names: hostnames, days: 397 }, now, random);
     await writePem(dir, "server", server);
   }
   return { ...server, caCert: ca.cert };
 }
 
+export interface ManagementTlsOptions {
+  readonly config: Config;
+  readonly dataDir: string;
+  /** The management listener's host, named in an `auto` certificate unless it is a wildcard. */
+  readonly listenHost: string;
+  readonly now: number;
+  readonly random: Random;
+}
+
 /** The certificate and key the management listener serves, or undefined for plain HTTP. */
-export async function managementTls(
-  config: Config,
-  dataDir: string,
-  listenHost: string,
-  now: number,
-  random: Random,
-): Promise<Pem | undefined> {
+export async function managementTls(options: ManagementTlsOptions): Promise<Pem | undefined> {
+  const { config, dataDir, listenHost, now, random } = options;
   const tls = config.server.management.tls;
   if (tls === "off") return undefined;
   if (tls === "auto") {

@@ -97,11 +97,11 @@ export async function createLeaf(
 /** A server certificate for `names` (DNS names and IP addresses, told apart here). */
 export async function createServerLeaf(
   ca: Pem,
-  names: readonly string[],
-  days: number,
+  options: { readonly names: readonly string[]; readonly days: number },
   now: number,
   random: Random,
 ): Promise<Pem> {
+  const { names, days } = options;
   const ips = names.filter((h) => /^[\d.]+$|:/.test(h));
   const dns = names.filter((h) => !ips.includes(h));
   return await createLeaf(
@@ -168,14 +168,21 @@ export interface IssuedCertificate {
   readonly notAfter: number;
 }
 
+/** What a client certificate is signed for: a verified CSR and the identity it gets. */
+export interface ClientCertificateOptions {
+  readonly csr: CsrFacts;
+  readonly commonName: string;
+  readonly uri: string;
+  readonly days: number;
+}
+
 /**
  * Signs a client certificate for a verified CSR's public key: subject `CN=<commonName>`, the
  * SAN URI `uri`, client authentication only. The CSR's own extensions are ignored.
  */
 export async function signClientCsr(
   ca: Pem,
-  facts: CsrFacts,
-  options: { commonName: string; uri: string; days: number },
+  options: ClientCertificateOptions,
   now: number,
   random: Random,
 ): Promise<IssuedCertificate> {
@@ -186,7 +193,7 @@ export async function signClientCsr(
     issuer: caCert.subject,
     notBefore: new Date(now - 60_000),
     notAfter: new Date(now + options.days * DAY),
-    publicKey: facts.csr.publicKey,
+    publicKey: options.csr.csr.publicKey,
     signingKey: await importKey(ca.key),
     signingAlgorithm: ALG,
     extensions: [

@@ -86,6 +86,9 @@ function checkSize(html: string): void {
 }
 
 const previewQuery = z.strictObject({ as: z.enum(["html", "link"]).default("html") });
+/** The stored setting and the audit name of each kind of change to it. */
+const PAGE_SETTINGS = { kind: KIND.blockPage, audit: "block_page.settings" } as const;
+const CUSTOM_PAGE = { kind: KIND.blockPage, audit: "block_page.custom" } as const;
 
 /** The caller's key: previews are kept per principal. */
 function ownerOf(c: Ctx): string {
@@ -176,7 +179,7 @@ function settingsRoutes(objects: PolicyObjects): RouteDef[] {
             "custom_enabled",
           );
         }
-        objects.putSingleton(KIND.blockPage, "block_page.settings", next, auditContext(c), detail);
+        objects.putSingleton(PAGE_SETTINGS, next, auditContext(c), detail);
         return c.json(next);
       },
     },
@@ -193,7 +196,7 @@ function settingsRoutes(objects: PolicyObjects): RouteDef[] {
           custom_enabled: true,
           custom_html: clean.html,
         };
-        objects.putSingleton(KIND.blockPage, "block_page.custom", next, auditContext(c), {
+        objects.putSingleton(CUSTOM_PAGE, next, auditContext(c), {
           bytes: ENCODER.encode(clean.html).length,
           removed: clean.removed.length,
         });
@@ -210,7 +213,7 @@ function settingsRoutes(objects: PolicyObjects): RouteDef[] {
       path: "/api/block-pages/custom",
       access: perm("write:system"),
       handler: (c) => {
-        objects.deleteSingleton(KIND.blockPage, "block_page.custom", auditContext(c));
+        objects.deleteSingleton(CUSTOM_PAGE, auditContext(c));
         return c.body(null, 204);
       },
     },

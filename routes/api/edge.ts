@@ -44,7 +44,12 @@ export function edgeRoutes(objects: PolicyObjects, cache: EdgeCache): RouteDef[]
       access: perm("write:edge"),
       handler: async (c) => {
         const doc = await readJson(c, edgeSettingsSchema);
-        objects.putSingleton(KIND.edge, "edge.settings", doc, auditContext(c), doc);
+        objects.putSingleton(
+          { kind: KIND.edge, audit: "edge.settings" },
+          doc,
+          auditContext(c),
+          doc,
+        );
         cache.setMaxBytes(doc.cache.max_bytes);
         if (!doc.cache.enabled) cache.purge(null, null);
         return c.json(doc);

@@ -4,7 +4,9 @@
  * one too, with its code: a second run while one is in flight answers 409 `TASK_RUNNING`).
  */
 import { z } from "zod";
-import { type Scheduler, taskUpdateInput, toSchedule } from "../../mod/ops/scheduler.ts";
+import { toSchedule } from "../../mod/ops/schedule.ts";
+import type { Scheduler } from "../../mod/ops/scheduler.ts";
+import { taskUpdateInput } from "../../mod/ops/task.ts";
 import { actorOf, auditContext } from "./actor.ts";
 import { auditFailures, type AuditSink } from "./audited.ts";
 import { perm, type RouteDef } from "./route.ts";

@@ -71,7 +71,7 @@ export function crudRoutes(objects: PolicyObjects, o: CrudOptions): RouteDef[] {
       handler: async (c) => {
         const doc = await readJson(c, o.schema);
         o.check?.(doc);
-        const item = objects.create(o.kind, o.audit, doc, auditContext(c), position(doc));
+        const item = objects.create(o, doc, auditContext(c), position(doc));
         return c.json(written(item), 201);
       },
     },
@@ -89,15 +89,10 @@ export function crudRoutes(objects: PolicyObjects, o: CrudOptions): RouteDef[] {
         const doc = await readJson(c, o.schema);
         o.check?.(doc);
         const id = c.req.param("id") ?? "";
-        const item = objects.replace(
-          o.kind,
-          o.audit,
-          o.label,
-          id,
-          doc,
-          auditContext(c),
-          position(doc),
-        );
+        const item = objects.replace(o, id, doc, {
+          ctx: auditContext(c),
+          position: position(doc),
+        });
         return c.json(written(item));
       },
     },
@@ -107,7 +102,7 @@ export function crudRoutes(objects: PolicyObjects, o: CrudOptions): RouteDef[] {
       access: perm(o.write),
       handler: (c) => {
         const id = c.req.param("id") ?? "";
-        objects.remove(o.kind, o.audit, o.label, id, auditContext(c));
+        objects.remove(o, id, auditContext(c));
         o.afterDelete?.(id);
         return c.body(null, 204);
       },
@@ -134,7 +129,7 @@ export function settingRoutes(
       access: perm(o.write),
       handler: async (c) => {
         const doc = await readJson(c, o.schema);
-        objects.putSingleton(o.kind, o.audit, doc, auditContext(c), doc as Record<string, unknown>);
+        objects.putSingleton(o, doc, auditContext(c), doc as Record<string, unknown>);
         return c.json(doc as Record<string, unknown>);
       },
     },

@@ -86,11 +86,11 @@ export async function verifyAnswer(
   const ua = req.headers.get("user-agent") ?? "";
   const now = deps.clock.now();
   const ret = safeReturn(form.get("ret"));
+  const client = { ip: record.client_ip, userAgent: ua };
   const result = deps.runtime.verify(
     form.get("token") ?? "",
     form.get("answer") ?? "",
-    record.client_ip,
-    ua,
+    client,
     now,
   );
   if (!result.ok) {
@@ -100,10 +100,8 @@ export async function verifyAnswer(
   }
   const clearance = deps.runtime.clearance(
     p,
-    record.site_id ?? "",
-    ret,
-    record.client_ip,
-    ua,
+    client,
+    { siteId: record.site_id ?? "", path: ret },
     now,
   );
   chain.add("bot", "verified");

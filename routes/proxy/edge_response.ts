@@ -11,6 +11,7 @@ import type { AccessRecord } from "../../mod/access_log/record.ts";
 import type { Clock } from "../../mod/core/clock.ts";
 import {
   cacheableTtl,
+  cacheKey,
   type EdgeCache,
   requestMayUseCache,
   varyNames,
@@ -189,7 +190,8 @@ export function createEdgeResponder(deps: { cache: EdgeCache; clock: Clock }) {
         !p.edge.cache.enabled || !requestMayUseCache(req) || !cachePathSelected(p, site.id, path)
       ) return undefined;
       if (/\bno-cache\b/i.test(req.headers.get("cache-control") ?? "")) return undefined;
-      const hit = cache.get(site.id, record.host.toLowerCase(), tx.pathAndQuery, req, clock.now());
+      const key = cacheKey(site.id, record.host.toLowerCase(), tx.pathAndQuery);
+      const hit = cache.get(key, req, clock.now());
       if (!hit) {
         chain.add("cache", "miss");
         return undefined;

@@ -710,14 +710,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
       // ALAP's applied exceptions and signature blocks; without any (the usual case) nothing
       // to adjust, and no closure, clock read or result object for the request.
       if (p.alapExceptions.length > 0 || p.alapSignatures.length > 0) {
-        const adjusted = controls.runtime.adjust(
-          p,
-          site.id,
-          this.path,
-          site.level,
-          inspection,
-          chain,
-        );
+        const adjusted = controls.runtime.adjust(p, site, this, inspection);
         // Below `balanced` the coding finding is only logged: an exception of the rule that
         // blocked does not make it block (a signature block of its rule still does).
         const blocking = adjusted.blocking === undecodable && site.level === "low" &&
@@ -730,13 +723,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
         }
       }
       if (observed.findings.length > 0) {
-        controls.alap?.observe(
-          site.id,
-          record.client_ip,
-          record.trace_id,
-          observed,
-          p.alapPolicy,
-        );
+        controls.alap?.observe(site.id, record, observed, p.alapPolicy);
       }
     }
     // A logged schema violation stays the finding unless the engine found something itself.

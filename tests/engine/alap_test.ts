@@ -102,7 +102,11 @@ Deno.test("tracking stays bounded", () => {
 });
 
 Deno.test("a false-positive mark proposes an exception that waits for review", () => {
-  const p = falsePositiveProposal("s1", "xss.tag", "/cms/", "trace1", T0, null);
+  const p = falsePositiveProposal(
+    { siteId: "s1", ruleId: "xss.tag", pathPrefix: "/cms/", traceId: "trace1" },
+    T0,
+    null,
+  );
   assertEquals([p.kind, p.status, p.target, p.expiresAt], ["exception", "proposed", {
     ruleId: "xss.tag",
     pathPrefix: "/cms/",

@@ -1,6 +1,6 @@
-/** applyAlap(): what an exception drops at each level, and what still decides. */
+/** AlapEnforcer.apply(): what an exception drops at each level, and what still decides. */
 import { assertEquals } from "../../_helpers/assert.ts";
-import { applyAlap } from "../../../mod/protection/alap_enforce.ts";
+import { AlapEnforcer } from "../../../mod/protection/alap_enforce.ts";
 import type {
   AppliedDecision,
   CompiledProtection,
@@ -40,9 +40,12 @@ function run(
   site = "s1",
 ) {
   const chain: string[] = [];
-  const out = applyAlap(p, site, path, level, inspection(level, findings), {
-    add: (c, r, rule) => void chain.push([c, r, rule].join(":")),
-  }, 1000);
+  const out = new AlapEnforcer({ now: () => 1000 }).apply(
+    p,
+    { id: site, level },
+    { path, chain: { add: (c, r, rule) => void chain.push([c, r, rule].join(":")) } },
+    inspection(level, findings),
+  );
   return { rule: out.blocking?.ruleId, chain };
 }
 

@@ -24,8 +24,10 @@ Deno.test("a solved puzzle verifies once for the same client", () => {
   const bot = issuer();
   const p = bot.issue("nonce-1", "10.0.0.1", UA, T0);
   const answer = solve(p.nonce, p.difficulty);
-  assertEquals(bot.verify(p.token, answer, "10.0.0.1", UA, T0 + 1000), { ok: true });
-  assertEquals(bot.verify(p.token, answer, "10.0.0.1", UA, T0 + 1000), {
+  assertEquals(bot.verify(p.token, answer, { ip: "10.0.0.1", userAgent: UA }, T0 + 1000), {
+    ok: true,
+  });
+  assertEquals(bot.verify(p.token, answer, { ip: "10.0.0.1", userAgent: UA }, T0 + 1000), {
     ok: false,
     reason: "reused",
   });
@@ -35,23 +37,23 @@ Deno.test("a puzzle is refused for another client, after expiry, with a wrong an
   const bot = issuer();
   const p = bot.issue("nonce-2", "10.0.0.1", UA, T0);
   const answer = solve(p.nonce, p.difficulty);
-  assertEquals(bot.verify(p.token, answer, "10.0.0.2", UA, T0).ok, false);
-  assertEquals(bot.verify(p.token, answer, "10.0.0.1", "curl/8", T0), {
+  assertEquals(bot.verify(p.token, answer, { ip: "10.0.0.2", userAgent: UA }, T0).ok, false);
+  assertEquals(bot.verify(p.token, answer, { ip: "10.0.0.1", userAgent: "curl/8" }, T0), {
     ok: false,
     reason: "wrong_client",
   });
-  assertEquals(bot.verify(p.token, answer, "10.0.0.1", UA, T0 + 60_000), {
+  assertEquals(bot.verify(p.token, answer, { ip: "10.0.0.1", userAgent: UA }, T0 + 60_000), {
     ok: false,
     reason: "expired",
   });
   let wrong = 0;
   while (solves(p.nonce, `x${wrong}`, p.difficulty)) wrong++;
-  assertEquals(bot.verify(p.token, `x${wrong}`, "10.0.0.1", UA, T0), {
+  assertEquals(bot.verify(p.token, `x${wrong}`, { ip: "10.0.0.1", userAgent: UA }, T0), {
     ok: false,
     reason: "wrong_answer",
   });
   const forged = p.token.slice(0, -2) + (p.token.endsWith("AA") ? "BB" : "AA");
-  assertEquals(bot.verify(forged, answer, "10.0.0.1", UA, T0), {
+  assertEquals(bot.verify(forged, answer, { ip: "10.0.0.1", userAgent: UA }, T0), {
     ok: false,
     reason: "bad_signature",
   });
@@ -61,12 +63,12 @@ Deno.test("a puzzle is refused for another client, after expiry, with a wrong an
     puzzleTtlMs: 1,
     clearanceTtlMs: 1,
   });
-  assertEquals(other.verify(p.token, answer, "10.0.0.1", UA, T0), {
+  assertEquals(other.verify(p.token, answer, { ip: "10.0.0.1", userAgent: UA }, T0), {
     ok: false,
     reason: "bad_signature",
   });
   assertEquals(
-    bot.verify(p.token, answer, "10.0.0.1", UA, T0),
+    bot.verify(p.token, answer, { ip: "10.0.0.1", userAgent: UA }, T0),
     { ok: true },
     "failures do not consume the puzzle",
   );
@@ -76,7 +78,7 @@ Deno.test("the used-nonce set stays bounded", () => {
   const bot = issuer(10);
   for (let i = 0; i < 50; i++) {
     const p = bot.issue(`n${i}`, "10.0.0.1", UA, T0);
-    ok(bot.verify(p.token, solve(p.nonce, p.difficulty), "10.0.0.1", UA, T0).ok);
+    ok(bot.verify(p.token, solve(p.nonce, p.difficulty), { ip: "10.0.0.1", userAgent: UA }, T0).ok);
   }
   ok(bot.usedCount() <= 10);
 });
