@@ -47,7 +47,7 @@ import type { DataPlane } from "./data_plane.ts";
 import type { AcmeChallenges } from "../mod/data_plane/acme_challenges.ts";
 import type { Exposition } from "../mod/monitor/exposition.ts";
 import { dataWorkerCount, parseListen } from "../mod/config/config_schema.ts";
-import { type Listener, listenerError } from "../routes/listen.ts";
+import { type Listener, listenerError } from "../net/listen.ts";
 import {
   CLOSE_REASONS,
   type ListenerConnections,

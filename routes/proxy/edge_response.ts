@@ -6,7 +6,7 @@
  */
 import { Duplex } from "node:stream";
 import zlib from "node:zlib";
-import { type Encoding, pickEncoding } from "../accept.ts";
+import { type Encoding, pickEncoding } from "../../net/accept.ts";
 import type { AccessRecord } from "../../mod/data_plane/access_record.ts";
 import type { Clock } from "../../mod/core/clock.ts";
 import {

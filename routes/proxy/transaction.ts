@@ -69,8 +69,8 @@ import {
   type HeaderPairs,
   upstreamHeaders,
 } from "./forwarding.ts";
-import { DirectAnswer, framedPairs, ownHeaderPairs } from "./direct_answer.ts";
-import { UpstreamProtocolError } from "./http1_parse.ts";
+import { DirectAnswer, framedPairs, ownHeaderPairs } from "../../net/direct_answer.ts";
+import { UpstreamProtocolError } from "../../net/upstream/http1_parse.ts";
 import { type BodyPlan, mayHaveBody, NO_BODY, planBody } from "./request_body.ts";
 import {
   decodeBody,
@@ -95,7 +95,7 @@ import {
   upstreamCause,
   type UpstreamClient,
   type UpstreamRequest,
-} from "./upstream_client.ts";
+} from "../../net/upstream/upstream_client.ts";
 import { passWebSocket, webSocketKeepsPath } from "./websocket.ts";
 
 /** The protection controls' per-process parts the transaction calls. */

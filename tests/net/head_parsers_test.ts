@@ -6,13 +6,13 @@
  * line-split and regular-expression parser of the header section. Same acceptance, same reason,
  * same name and value.
  */
-import { assertEquals } from "../../_helpers/assert.ts";
+import { assertEquals } from "../_helpers/assert.ts";
 import {
   BadRequest,
   MAX_HEADER_LINES,
   parseRequestHead,
   requestLineParts,
-} from "../../../routes/http1_server.ts";
+} from "../../net/http1_server.ts";
 import {
   COMMON_FIELD_NAMES,
   fieldName,
@@ -23,7 +23,7 @@ import {
   stripCr,
   trimOws,
   UpstreamProtocolError,
-} from "../../../routes/proxy/http1_parse.ts";
+} from "../../net/upstream/http1_parse.ts";
 
 const TOKEN_PREFIX = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*/;
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;

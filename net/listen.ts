@@ -7,7 +7,7 @@
  */
 import type { Logger } from "../mod/core/logger.ts";
 import type { ListenerConnections } from "../mod/core/connection_stats.ts";
-import type { BrokenRequest } from "./conn_framing.ts";
+import type { BrokenRequest } from "./http1_framing.ts";
 import { type ConnectionLimits, type Front, startFront } from "./conn_front.ts";
 
 export interface Listener {

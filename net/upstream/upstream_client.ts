@@ -4,7 +4,7 @@
  * `http1_client.ts`; tests may answer with a plain `Response`.
  */
 import type { Upstream } from "../../mod/data_plane/upstream_pool.ts";
-import type { HeaderPairs } from "./forwarding.ts";
+import type { HeaderPairs } from "../../routes/proxy/forwarding.ts";
 
 /** What the transaction sends upstream (the transaction itself provides it). */
 export interface UpstreamRequest {

@@ -24,7 +24,7 @@
  */
 import type { Upstream } from "../../mod/data_plane/upstream_pool.ts";
 import { createDeadlines, type Deadline } from "./deadlines.ts";
-import { type ConnRead, connReader } from "../../mod/core/conn_read.ts";
+import { type ConnRead, connReader } from "../conn_read.ts";
 import {
   ChunkedDecoder,
   chunkFrame,
@@ -35,7 +35,7 @@ import {
   type ResponseHead,
   UpstreamProtocolError,
 } from "./http1_parse.ts";
-import type { HeaderPairs } from "./forwarding.ts";
+import type { HeaderPairs } from "../../routes/proxy/forwarding.ts";
 import {
   POOL_IDLE_MS,
   type UpstreamClient,
@@ -123,7 +123,7 @@ class Connection implements Deadline {
     this.close();
   }
 
-  /** `conn`'s reads, without the old-generation garbage of `conn.read` (mod/core/conn_read.ts). */
+  /** `conn`'s reads, without the old-generation garbage of `conn.read` (net/conn_read.ts). */
   readonly readInto: ConnRead;
 
   constructor(readonly conn: Deno.Conn, readonly origin: string) {

@@ -9,14 +9,14 @@ import { systemClock } from "../../../mod/core/clock.ts";
 import { systemRandom } from "../../../mod/core/random.ts";
 import { createUpstreamPool, type Upstream } from "../../../mod/data_plane/upstream_pool.ts";
 import { createCa, createLeaf } from "../../../mod/tls/x509.ts";
-import { createHttp1Upstream } from "../../../routes/proxy/http1_client.ts";
-import { UpstreamProtocolError } from "../../../routes/proxy/http1_parse.ts";
+import { createHttp1Upstream } from "../../../net/upstream/http1_client.ts";
+import { UpstreamProtocolError } from "../../../net/upstream/http1_parse.ts";
 import type { HeaderPairs } from "../../../routes/proxy/forwarding.ts";
 import {
   isTimeout,
   type UpstreamRequest,
   type UpstreamResponse,
-} from "../../../routes/proxy/upstream_client.ts";
+} from "../../../net/upstream/upstream_client.ts";
 
 function upstreamOf(url: string): Upstream {
   return createUpstreamPool([url], systemClock).upstreams[0]!;

@@ -5,11 +5,11 @@
  * cost a fifth of the throughput; docs/data-plane.md, "Connection limits").
  *
  * It parses as strictly as hyper, the server behind `Deno.serve`, and answers the same way
- * (measured side by side: `scripts/http1_probe.ts`, `tests/routes/http1_server_test.ts`):
+ * (measured side by side: `scripts/http1_probe.ts`, `tests/net/http1_server_test.ts`):
  * token methods and header names, request targets of visible ASCII, no obsolete line folding,
  * no bare CR, no control bytes in values, one Host, at most 128 header lines and 64 KiB of
  * head, Content-Length digits only (repeats must agree), Transfer-Encoding only with `chunked`
- * last (and never with Content-Length, nor on HTTP/1.0), chunked framing as `conn_framing.ts`
+ * last (and never with Content-Length, nor on HTTP/1.0), chunked framing as `http1_framing.ts`
  * checks it. Anything else is a 400 and the connection closes.
  *
  * What it does not serve, it hands back to the front (`handOver`) at a request boundary, with
@@ -20,8 +20,8 @@
  * bodies stream both ways (`Content-Length` or chunked; 100-continue sent when the handler
  * first reads a body the client holds back), HEAD, 1xx, 204 and 304 answers carry no body.
  */
-import { ChunkedFraming } from "./conn_framing.ts";
-import { type ConnRead, connReader } from "../mod/core/conn_read.ts";
+import { ChunkedFraming } from "./http1_framing.ts";
+import { type ConnRead, connReader } from "./conn_read.ts";
 import {
   chunkFrame,
   concatChunks,
@@ -30,8 +30,8 @@ import {
   stripCr,
   TCHAR,
   trimOws,
-} from "./proxy/http1_parse.ts";
-import { DirectAnswer, HEADER_PAIRS } from "./proxy/direct_answer.ts";
+} from "./upstream/http1_parse.ts";
+import { DirectAnswer, HEADER_PAIRS } from "./direct_answer.ts";
 
 /** Largest request head accepted (hyper's limit; 400 past it). */
 export const MAX_HEAD_BYTES = 64 * 1024;
@@ -635,7 +635,7 @@ const OWN = new Set(["connection", "keep-alive", "transfer-encoding", "content-l
 /** A client connection served until it closes; resolves when it is done. */
 export class Http1Connection {
   #conn: Deno.Conn;
-  /** `#conn`'s reads, without the old-generation garbage of `conn.read` (mod/core/conn_read.ts). */
+  /** `#conn`'s reads, without the old-generation garbage of `conn.read` (net/conn_read.ts). */
   #readInto: ConnRead;
   #handler: Http1Handler;
   #host: Http1Host;

@@ -4,7 +4,7 @@
  * public port is ours: each accepted connection is admitted or refused (per-client and total
  * caps, the total also bounded by the process's descriptor limit), then piped over loopback into
  * the private `Deno.serve` listener (the way the HTTPS front does), with its request framing
- * followed (`conn_framing.ts`) so that the deadlines match what the client is doing:
+ * followed (`http1_framing.ts`) so that the deadlines match what the client is doing:
  *
  * - the head of a request must arrive within `header_timeout` of its first byte (of the
  *   connection, for the first request), however slowly it trickles;
@@ -32,11 +32,11 @@ import type {
   ListenerConnections,
   RefuseReason,
 } from "../mod/core/connection_stats.ts";
-import { type BrokenRequest, RequestFraming } from "./conn_framing.ts";
+import { type BrokenRequest, RequestFraming } from "./http1_framing.ts";
 import { Http2Framing } from "./h2_framing.ts";
 import { Http1Connection, type Http1Host } from "./http1_server.ts";
 import { type Config, durationMs } from "../mod/config/config.ts";
-import { type ConnRead, connReader } from "../mod/core/conn_read.ts";
+import { type ConnRead, connReader } from "./conn_read.ts";
 
 export interface ConnectionLimits {
   readonly headerTimeoutMs: number;
@@ -624,7 +624,7 @@ export function startFront(options: FrontOptions): Front {
 /**
  * The bytes read, or null at the end or on an error (both end the direction). `read` is the
  * connection's {@link connReader}: both directions live as long as the connection, and
- * `conn.read` would leave old-generation garbage at every read (mod/core/conn_read.ts).
+ * `conn.read` would leave old-generation garbage at every read (net/conn_read.ts).
  */
 async function readOrEnd(read: ConnRead, buf: Uint8Array): Promise<number | null> {
   try {

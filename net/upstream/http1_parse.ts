@@ -4,7 +4,7 @@
  * that `Response` would refuse is an {@link UpstreamProtocolError}, which the data plane answers
  * with 502 and the trace id, never passing the response on.
  */
-import type { HeaderPairs } from "./forwarding.ts";
+import type { HeaderPairs } from "../../routes/proxy/forwarding.ts";
 
 /** Largest response head (status line and headers) accepted from an upstream. */
 export const MAX_HEAD_BYTES = 64 * 1024;
