@@ -46,7 +46,7 @@ import { logRoutes } from "../routes/api/logs.ts";
 import { createProxyApp } from "../routes/proxy/data_app.ts";
 import type { Proxy } from "../routes/proxy/proxy.ts";
 import type { BrokenRequest } from "../net/http1_framing.ts";
-import { limitsFromConfig } from "../net/conn_front.ts";
+import { limitsFromConfig } from "./connection_limits.ts";
 import { type ConnectionStats, createConnectionStats } from "../mod/core/connection_stats.ts";
 import { createProtectionPlane, openProtectionStore, type ProtectionPlane } from "./protection.ts";
 import { createServerFold, stopFolds } from "../engine/ip_list_fold.ts";

@@ -30,7 +30,7 @@ import { createEdgeCache } from "../mod/protection/edge_cache.ts";
 import { createGoodBotVerifier, denoResolver } from "../mod/protection/good_bots.ts";
 import { createProtectionRuntime } from "../mod/protection/protection_runtime.ts";
 import { listen, type Listener } from "../net/listen.ts";
-import { limitsFromConfig } from "../net/conn_front.ts";
+import { limitsFromConfig } from "./connection_limits.ts";
 import { createConnectionStats } from "../mod/core/connection_stats.ts";
 import { createProxyApp } from "../routes/proxy/data_app.ts";
 import { createEdgeResponder } from "../routes/proxy/edge_response.ts";

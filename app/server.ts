@@ -28,7 +28,7 @@ import {
   listenerError,
   type ListenOptions,
 } from "../net/listen.ts";
-import { limitsFromConfig } from "../net/conn_front.ts";
+import { limitsFromConfig } from "./connection_limits.ts";
 import { createManagementApp } from "../routes/api/management.ts";
 import type { RouteDef } from "../routes/api/route.ts";
 import { type ApiAccess, createApiAccess } from "./api_access.ts";

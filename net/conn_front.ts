@@ -26,17 +26,39 @@
  * back-off; nothing here can throw out of the accept loop. With TLS, the front ends TLS itself
  * (`Deno.listenTls`), so the same framing rules apply to the decrypted bytes.
  */
-import type { Logger } from "../mod/core/logger.ts";
-import type {
-  CloseReason,
-  ListenerConnections,
-  RefuseReason,
-} from "../mod/core/connection_stats.ts";
 import { type BrokenRequest, RequestFraming } from "./http1_framing.ts";
 import { Http2Framing } from "./h2_framing.ts";
 import { Http1Connection, type Http1Host } from "./http1_server.ts";
-import { type Config, durationMs } from "../mod/config/config.ts";
 import { type ConnRead, connReader } from "./conn_read.ts";
+
+/** What the front logs with (the process's logger fits). */
+export interface FrontLogger {
+  warn(message: string, fields?: Record<string, unknown>): void;
+}
+
+/** Why a connection was refused as it arrived. */
+export type RefuseReason = "per_client" | "total" | "fd_limit";
+/** Why an open connection was closed by the front. */
+export type CloseReason =
+  | "header_timeout"
+  | "body_timeout"
+  | "keepalive_timeout"
+  | "send_timeout"
+  | "bad_framing";
+
+/**
+ * The counters one front writes as plain fields (monitoring reads them at scrape time; the
+ * process's connection stats fit).
+ */
+export interface FrontCounters {
+  readonly listener: string;
+  open: number;
+  accepted: number;
+  /** Failed accepts (descriptor limit and the like); each is followed by a back-off. */
+  acceptErrors: number;
+  readonly refused: Record<RefuseReason, number>;
+  readonly closed: Record<CloseReason, number>;
+}
 
 export interface ConnectionLimits {
   readonly headerTimeoutMs: number;
@@ -48,26 +70,6 @@ export interface ConnectionLimits {
   readonly maxPerClient: number;
   /** This front's part of the process's descriptor budget (1 unless it shares a port). */
   readonly descriptorShare?: number;
-}
-
-/**
- * A listener's `limits` block as the front applies it; with `shares` fronts on one port (data
- * workers with `reusePort`, among which the kernel spreads connections), each gets its share of
- * the caps and of the descriptor budget.
- */
-export function limitsFromConfig(
-  limits: Config["server"]["data"]["limits"],
-  shares = 1,
-): ConnectionLimits {
-  const share = (n: number) => n === 0 ? 0 : Math.max(1, Math.ceil(n / shares));
-  return {
-    headerTimeoutMs: durationMs(limits.header_timeout),
-    bodyTimeoutMs: durationMs(limits.body_timeout),
-    keepAliveTimeoutMs: durationMs(limits.keepalive_timeout),
-    maxConnections: share(limits.max_connections),
-    maxPerClient: share(limits.max_connections_per_client),
-    descriptorShare: 1 / shares,
-  };
 }
 
 export interface FrontOptions {
@@ -88,8 +90,8 @@ export interface FrontOptions {
    */
   readonly serve?: (client: Deno.NetAddr) => (req: Request) => Response | Promise<Response>;
   readonly limits: ConnectionLimits;
-  readonly stats: ListenerConnections;
-  readonly logger?: Logger;
+  readonly stats: FrontCounters;
+  readonly logger?: FrontLogger;
   /**
    * A request whose chunked framing broke; the front has answered it with 400. `clientPort` is
    * the client's source port (a loopback pipe's, behind the HTTPS listener).

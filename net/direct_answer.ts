@@ -7,7 +7,7 @@
  * stream. Everything else (`Deno.serve` for HTTP/2 and upgrades, status and block pages, the
  * edge's header rules, cache and compression) keeps getting a real `Response`.
  */
-import type { HeaderPairs } from "../routes/proxy/forwarding.ts";
+import type { HeaderPairs } from "./http1_head.ts";
 
 /** Where the own server's requests carry their parsed header pairs. */
 export const HEADER_PAIRS: unique symbol = Symbol("header pairs");

@@ -22,15 +22,8 @@
  */
 import { ChunkedFraming } from "./http1_framing.ts";
 import { type ConnRead, connReader } from "./conn_read.ts";
-import {
-  chunkFrame,
-  concatChunks,
-  fieldName,
-  headEnd,
-  stripCr,
-  TCHAR,
-  trimOws,
-} from "./upstream/http1_parse.ts";
+import { chunkFrame, concatChunks } from "./chunks.ts";
+import { fieldName, headEnd, latin1, stripCr, TCHAR, trimOws } from "./http1_head.ts";
 import { DirectAnswer, HEADER_PAIRS } from "./direct_answer.ts";
 
 /** Largest request head accepted (hyper's limit; 400 past it). */
@@ -122,21 +115,6 @@ const DIGITS = /^\d+$/;
 const ABSOLUTE = /^https?:\/\/([^/?#]+)/i;
 
 const utf8 = new TextEncoder();
-const ascii = new TextDecoder();
-
-/** The bytes as a string of code units 0-255 (a head is not UTF-8). */
-function isomorphic(buf: Uint8Array, start: number, end: number): string {
-  for (let i = start; i < end; i++) {
-    if (buf[i]! > 0x7f) {
-      let s = "";
-      for (let j = start; j < end; j += 8192) {
-        s += String.fromCharCode(...buf.subarray(j, Math.min(end, j + 8192)));
-      }
-      return s;
-    }
-  }
-  return ascii.decode(buf.subarray(start, end));
-}
 
 /** A parsed request head. */
 export interface RequestHead {
@@ -790,7 +768,7 @@ export class Http1Connection {
           if (end - this.#start > MAX_HEAD_BYTES) {
             return this.#refuse("head too large", this.#requestLine());
           }
-          const text = isomorphic(this.#buf, this.#start, end);
+          const text = latin1(this.#buf, this.#start, end);
           this.#headStart = this.#start;
           this.#start = end;
           try {
@@ -811,11 +789,11 @@ export class Http1Connection {
   #requestLine(): BrokenRequestHead | undefined {
     const lf = this.#buf.subarray(this.#start, this.#end).indexOf(10);
     if (lf < 0 || lf > 8192) return undefined;
-    const line = isomorphic(this.#buf, this.#start, this.#start + lf);
+    const line = latin1(this.#buf, this.#start, this.#start + lf);
     const m = /^(\S+) (\S+) HTTP\/1\.[01]\r?$/.exec(line);
     if (m === null) return undefined;
     const headEnd = Math.min(this.#end, this.#start + 8192);
-    return { method: m[1]!, target: m[2]!, head: isomorphic(this.#buf, this.#start, headEnd) };
+    return { method: m[1]!, target: m[2]!, head: latin1(this.#buf, this.#start, headEnd) };
   }
 
   async #refuse(reason: string, request?: BrokenRequestHead): Promise<undefined> {

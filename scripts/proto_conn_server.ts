@@ -20,12 +20,12 @@
  */
 import { systemClock } from "../mod/core/clock.ts";
 import { createUpstreamPool } from "../mod/data_plane/upstream_pool.ts";
-import type { HeaderPairs } from "../routes/proxy/forwarding.ts";
+import type { HeaderPairs } from "../net/http1_head.ts";
 import { createHttp1Upstream } from "../net/upstream/http1_client.ts";
 import { createDataApp } from "../routes/proxy/data_app.ts";
 import { createLogger } from "../mod/core/logger.ts";
 import { listen } from "../net/listen.ts";
-import { limitsFromConfig } from "../net/conn_front.ts";
+import { limitsFromConfig } from "../app/connection_limits.ts";
 import { createConnectionStats } from "../mod/core/connection_stats.ts";
 import { RequestFraming } from "../net/http1_framing.ts";
 import { serveHttp1 } from "../net/http1_server.ts";

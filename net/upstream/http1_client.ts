@@ -22,23 +22,21 @@
  *   noticed at once and the connection dropped; one that dies just as it is reused (no byte of the
  *   response came back) is retried once on a fresh connection when the body can be sent again.
  */
-import type { Upstream } from "../../mod/data_plane/upstream_pool.ts";
 import { createDeadlines, type Deadline } from "./deadlines.ts";
 import { type ConnRead, connReader } from "../conn_read.ts";
 import {
   ChunkedDecoder,
-  chunkFrame,
-  headEnd,
-  latin1,
   MAX_HEAD_BYTES,
   parseHead,
   type ResponseHead,
   UpstreamProtocolError,
 } from "./http1_parse.ts";
-import type { HeaderPairs } from "../../routes/proxy/forwarding.ts";
+import { chunkFrame } from "../chunks.ts";
+import { headEnd, type HeaderPairs, latin1 } from "../http1_head.ts";
 import {
   POOL_IDLE_MS,
   type UpstreamClient,
+  type UpstreamOrigin,
   type UpstreamRequest,
   type UpstreamResponse,
 } from "./upstream_client.ts";
@@ -324,7 +322,7 @@ export function createHttp1Upstream(options: Http1ClientOptions = {}): UpstreamC
     return c;
   }
 
-  async function connect(upstream: Upstream, ms: number): Promise<Connection> {
+  async function connect(upstream: UpstreamOrigin, ms: number): Promise<Connection> {
     const tls = upstream.origin.startsWith("https:");
     let expired = false;
     let deadline: Deadline | undefined;

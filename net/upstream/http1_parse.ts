@@ -4,7 +4,7 @@
  * that `Response` would refuse is an {@link UpstreamProtocolError}, which the data plane answers
  * with 502 and the trace id, never passing the response on.
  */
-import type { HeaderPairs } from "../../routes/proxy/forwarding.ts";
+import { fieldName, type HeaderPairs, stripCr, TCHAR, trimOws } from "../http1_head.ts";
 
 /** Largest response head (status line and headers) accepted from an upstream. */
 export const MAX_HEAD_BYTES = 64 * 1024;
@@ -35,112 +35,6 @@ export interface ResponseHead {
 // The reason phrase as `Response` takes it (tab, visible ASCII, obs-text): the own server
 // writes it to the client as it came.
 const DIGITS = /^\d{1,15}$/;
-
-/**
- * Where the head ending at or after `from` ends in `buf[0, end)`: the index just past the empty
- * line (CRLF CRLF, LF LF or LF CRLF: bare LF as RFC 9112 §2.2 lets a recipient accept), or -1 if
- * not yet there. A plain loop over the bytes: `indexOf(10)` per line took twice as long on a
- * 170-byte response head (a builtin call per line; 0.50-0.59 against 0.24-0.26 µs in a loop of
- * 2,000,000), and every request and response head of the data plane passes through here.
- */
-export function headEnd(buf: Uint8Array, from: number, end: number): number {
-  for (let i = from; i < end; i++) {
-    if (buf[i] !== 10) continue;
-    if (i + 1 < end && buf[i + 1] === 10) return i + 2;
-    if (i + 2 < end && buf[i + 1] === 13 && buf[i + 2] === 10) return i + 3;
-  }
-  return -1;
-}
-
-const ascii = new TextDecoder();
-
-/** The bytes as a string of code units 0-255 (header bytes are not UTF-8). */
-export function latin1(buf: Uint8Array, start: number, end: number): string {
-  let plain = true;
-  for (let i = start; i < end; i++) {
-    if (buf[i]! > 0x7f) {
-      plain = false;
-      break;
-    }
-  }
-  if (plain) return ascii.decode(buf.subarray(start, end));
-  let s = "";
-  for (let i = start; i < end; i += 8192) {
-    s += String.fromCharCode(...buf.subarray(i, Math.min(end, i + 8192)));
-  }
-  return s;
-}
-
-/** Token characters (RFC 9110 §5.6.2), by code (1 for a token character). */
-export const TCHAR = new Uint8Array(128);
-for (const c of "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") {
-  TCHAR[c.charCodeAt(0)] = 1;
-}
-
-/**
- * Field names met on nearly every request and answer, lower-case. A name read from a head is
- * one of these strings when it matches (see {@link fieldName}), so the common names cost no copy and no
- * `toLowerCase()` per request, and compare by reference later on.
- */
-export const COMMON_FIELD_NAMES: readonly string[] = [
-  "host",
-  "user-agent",
-  "accept",
-  "accept-encoding",
-  "accept-language",
-  "accept-ranges",
-  "authorization",
-  "cache-control",
-  "connection",
-  "content-encoding",
-  "content-length",
-  "content-type",
-  "cookie",
-  "date",
-  "etag",
-  "expires",
-  "if-modified-since",
-  "if-none-match",
-  "keep-alive",
-  "last-modified",
-  "location",
-  "origin",
-  "pragma",
-  "referer",
-  "server",
-  "set-cookie",
-  "transfer-encoding",
-  "upgrade-insecure-requests",
-  "vary",
-  "x-forwarded-for",
-  "x-forwarded-proto",
-  "x-real-ip",
-  "x-requested-with",
-];
-/** {@link COMMON_FIELD_NAMES} by length. */
-const COMMON_NAMES: ReadonlyArray<readonly string[] | undefined> = (() => {
-  const byLength: string[][] = [];
-  for (const name of COMMON_FIELD_NAMES) (byLength[name.length] ??= []).push(name);
-  return byLength;
-})();
-
-/**
- * The lower-case name of the field whose name is `text[start, end)`, which the caller has checked
- * to be token characters (RFC 9110 §5.6.2). The common names are compared in place: with token
- * characters only, `c | 0x20` equals a lower-case letter, a digit or `-` exactly when `c` is that
- * character or its upper case (CR, whose bit 5 also gives `-`, is no token character).
- */
-export function fieldName(text: string, start: number, end: number): string {
-  const candidates = COMMON_NAMES[end - start];
-  if (candidates !== undefined) {
-    for (const name of candidates) {
-      let i = 0;
-      while (i < name.length && (text.charCodeAt(start + i) | 0x20) === name.charCodeAt(i)) i++;
-      if (i === name.length) return name;
-    }
-  }
-  return text.slice(start, end).toLowerCase();
-}
 
 /**
  * The parts of a status line `HTTP/1.x NNN[ reason]`: the minor version, the status (100-999)
@@ -266,45 +160,6 @@ function lengthValue(part: string, before: number): number {
     throw new UpstreamProtocolError("conflicting Content-Length values");
   }
   return n;
-}
-
-/** `chunks` (`total` bytes together) as one array; a single chunk is returned as it is. */
-export function concatChunks(chunks: readonly Uint8Array[], total: number): Uint8Array {
-  if (chunks.length === 1) return chunks[0]!;
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.length;
-  }
-  return out;
-}
-
-const sizeEncoder = new TextEncoder();
-
-/** One chunk of a chunked body: its size in hex, CRLF, the bytes, CRLF. */
-export function chunkFrame(chunk: Uint8Array): Uint8Array {
-  const size = `${chunk.length.toString(16)}\r\n`;
-  const out = new Uint8Array(size.length + chunk.length + 2);
-  sizeEncoder.encodeInto(size, out);
-  out.set(chunk, size.length);
-  out[out.length - 2] = 13;
-  out[out.length - 1] = 10;
-  return out;
-}
-
-/** A header line without its final CR (bare-LF lines are taken as they are). */
-export function stripCr(line: string): string {
-  return line.charCodeAt(line.length - 1) === 13 ? line.slice(0, -1) : line;
-}
-
-/** A field value without the optional whitespace (spaces and tabs) around it. */
-export function trimOws(s: string): string {
-  let a = 0;
-  let b = s.length;
-  while (a < b && (s.charCodeAt(a) === 32 || s.charCodeAt(a) === 9)) a++;
-  while (b > a && (s.charCodeAt(b - 1) === 32 || s.charCodeAt(b - 1) === 9)) b--;
-  return a === 0 && b === s.length ? s : s.slice(a, b);
 }
 
 const enum Chunk {

@@ -3,8 +3,15 @@
  * be replaced without touching the transaction. The implementation is the HTTP/1.1 client of
  * `http1_client.ts`; tests may answer with a plain `Response`.
  */
-import type { Upstream } from "../../mod/data_plane/upstream_pool.ts";
-import type { HeaderPairs } from "../../routes/proxy/forwarding.ts";
+import type { HeaderPairs } from "../http1_head.ts";
+
+/** Where an upstream is: what the client needs of the data plane's upstreams. */
+export interface UpstreamOrigin {
+  /** `http(s)://host:port`, no trailing slash: `https:` means TLS; pooled connections by it. */
+  readonly origin: string;
+  readonly hostname: string;
+  readonly port: number;
+}
 
 /** What the transaction sends upstream (the transaction itself provides it). */
 export interface UpstreamRequest {
@@ -37,7 +44,7 @@ export interface UpstreamClient {
    * HTTP/1.1 (`UpstreamProtocolError`), or a deadline: a timeout rejects with a `DOMException`
    * named `TimeoutError` (see {@link isTimeout}).
    */
-  send(upstream: Upstream, request: UpstreamRequest): Promise<UpstreamResponse | Response>;
+  send(upstream: UpstreamOrigin, request: UpstreamRequest): Promise<UpstreamResponse | Response>;
   /** Releases pooled connections and timers. */
   close(): void;
 }

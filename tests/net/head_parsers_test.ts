@@ -13,15 +13,11 @@ import {
   parseRequestHead,
   requestLineParts,
 } from "../../net/http1_server.ts";
+import { COMMON_FIELD_NAMES, fieldName, headEnd, stripCr, trimOws } from "../../net/http1_head.ts";
 import {
-  COMMON_FIELD_NAMES,
-  fieldName,
-  headEnd,
   MAX_HEADERS,
   parseHead,
   statusLineParts,
-  stripCr,
-  trimOws,
   UpstreamProtocolError,
 } from "../../net/upstream/http1_parse.ts";
 

@@ -11,7 +11,7 @@ import { createUpstreamPool, type Upstream } from "../../../mod/data_plane/upstr
 import { createCa, createLeaf } from "../../../mod/tls/x509.ts";
 import { createHttp1Upstream } from "../../../net/upstream/http1_client.ts";
 import { UpstreamProtocolError } from "../../../net/upstream/http1_parse.ts";
-import type { HeaderPairs } from "../../../routes/proxy/forwarding.ts";
+import type { HeaderPairs } from "../../../net/http1_head.ts";
 import {
   isTimeout,
   type UpstreamRequest,
