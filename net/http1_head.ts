@@ -126,3 +126,76 @@ export function trimOws(s: string): string {
   while (b > a && (s.charCodeAt(b - 1) === 32 || s.charCodeAt(b - 1) === 9)) b--;
   return a === 0 && b === s.length ? s : s.slice(a, b);
 }
+
+// What scanFieldLine found (plain numbers: this runs for every header line).
+/** A field line: its name and value are on the {@link FieldLine}. */
+export const FIELD = 0;
+/** The empty line that ends the head. */
+export const EMPTY_LINE = 1;
+/** No line feed after the line's start. */
+export const UNENDED = 2;
+/** No colon in the line, or nothing before it. */
+export const NO_COLON = 3;
+/** A byte that is no token character before the colon (obs-fold, whitespace before it). */
+export const BAD_NAME = 4;
+/** A byte the value may not hold (see {@link scanFieldLine}'s `strict`). */
+export const BAD_VALUE = 5;
+
+/** The field line {@link scanFieldLine} read: one per parser, reused for every line. */
+export class FieldLine {
+  /** Where the line's line feed is: the next line starts after it. */
+  lf = 0;
+  /** The lower-case name (see {@link fieldName}). */
+  name = "";
+  /** The value without the optional whitespace around it. */
+  value = "";
+}
+
+/**
+ * Reads the field line starting at `text[start]` into `line` and says what it was (`FIELD`,
+ * `EMPTY_LINE`, ...): the one scanner of both head parsers, walking the line in place (no array
+ * of lines, no regular expression, nothing allocated but the name and value). One CR before the
+ * LF ends the line; any other CR is refused with the value's bytes. With `strict` (requests) the
+ * value may hold no control byte but tab, nor DEL; otherwise (responses, as `Response` takes
+ * them) no NUL or CR.
+ */
+export function scanFieldLine(
+  text: string,
+  start: number,
+  line: FieldLine,
+  strict: boolean,
+): number {
+  const lf = text.indexOf("\n", start);
+  if (lf < 0) return UNENDED;
+  line.lf = lf;
+  const end = lf > start && text.charCodeAt(lf - 1) === 13 ? lf - 1 : lf;
+  if (end === start) return EMPTY_LINE;
+  let colon = start;
+  while (colon < end) {
+    const c = text.charCodeAt(colon);
+    if (c > 127 || TCHAR[c] === 0) break;
+    colon++;
+  }
+  if (colon === start || colon === end || text.charCodeAt(colon) !== 58) {
+    const at = text.indexOf(":", start);
+    return at <= start || at > end ? NO_COLON : BAD_NAME;
+  }
+  let a = colon + 1;
+  let b = end;
+  while (a < b && (text.charCodeAt(a) === 32 || text.charCodeAt(a) === 9)) a++;
+  while (b > a && (text.charCodeAt(b - 1) === 32 || text.charCodeAt(b - 1) === 9)) b--;
+  if (strict) {
+    for (let i = a; i < b; i++) {
+      const c = text.charCodeAt(i);
+      if ((c < 32 && c !== 9) || c === 127) return BAD_VALUE;
+    }
+  } else {
+    for (let i = a; i < b; i++) {
+      const c = text.charCodeAt(i);
+      if (c === 0 || c === 13) return BAD_VALUE;
+    }
+  }
+  line.name = fieldName(text, start, colon);
+  line.value = text.slice(a, b);
+  return FIELD;
+}

@@ -23,7 +23,17 @@
 import { ChunkedFraming } from "./http1_framing.ts";
 import { type ConnRead, connReader } from "./conn_read.ts";
 import { chunkFrame, concatChunks } from "./chunks.ts";
-import { fieldName, headEnd, latin1, stripCr, TCHAR, trimOws } from "./http1_head.ts";
+import {
+  BAD_VALUE,
+  FIELD,
+  FieldLine,
+  headEnd,
+  latin1,
+  scanFieldLine,
+  stripCr,
+  TCHAR,
+  trimOws,
+} from "./http1_head.ts";
 import { DirectAnswer, HEADER_PAIRS } from "./direct_answer.ts";
 
 /** Largest request head accepted (hyper's limit; 400 past it). */
@@ -142,6 +152,9 @@ export class BadRequest extends Error {
   }
 }
 
+/** The request parser's field line, reused for every line (parsing is synchronous). */
+const line = new FieldLine();
+
 /**
  * Parses the head `text` (request line to the empty line, terminator included; leading empty
  * lines already skipped); throws {@link BadRequest}.
@@ -150,7 +163,7 @@ export function parseRequestHead(text: string): RequestHead {
   // The lines are walked in place (no array of lines, no regular expression per header line):
   // this runs for every request. The head ends with its empty line, so its line feeds are the
   // request line's, one per header line and the empty line's.
-  let lf = text.indexOf("\n");
+  const lf = text.indexOf("\n");
   let headerLines = -2;
   for (let at = lf; at >= 0; at = text.indexOf("\n", at + 1)) headerLines++;
   const requestLine = stripCr(text.slice(0, lf));
@@ -187,30 +200,15 @@ export function parseRequestHead(text: string): RequestHead {
   let connection = "";
   let expect = "";
   let upgrade = false;
-  for (let n = 0, start = lf + 1; n < headerLines; n++, start = lf + 1) {
-    lf = text.indexOf("\n", start);
-    // One CR before the LF ends the line; any other CR is refused below.
-    const end = text.charCodeAt(lf - 1) === 13 && lf > start ? lf - 1 : lf;
-    // A token, then the colon: also refuses obs-fold (a line starting with whitespace) and
-    // whitespace before the colon.
-    let colon = start;
-    while (colon < end && text.charCodeAt(colon) < 128 && TCHAR[text.charCodeAt(colon)] === 1) {
-      colon++;
+  for (let n = 0, start = lf + 1; n < headerLines; n++, start = line.lf + 1) {
+    // Control bytes but tab (a bare CR included), and DEL, are refused in a value.
+    const found = scanFieldLine(text, start, line, true);
+    if (found !== FIELD) {
+      const reason = found === BAD_VALUE ? "invalid header value" : "invalid header line";
+      throw new BadRequest(reason, broken);
     }
-    if (colon === start || colon === end || text.charCodeAt(colon) !== 58) {
-      throw new BadRequest("invalid header line", broken);
-    }
-    let a = colon + 1;
-    let b = end;
-    while (a < b && (text.charCodeAt(a) === 32 || text.charCodeAt(a) === 9)) a++;
-    while (b > a && (text.charCodeAt(b - 1) === 32 || text.charCodeAt(b - 1) === 9)) b--;
-    for (let i = a; i < b; i++) {
-      // Control bytes but tab (a bare CR included), and DEL.
-      const c = text.charCodeAt(i);
-      if ((c < 32 && c !== 9) || c === 127) throw new BadRequest("invalid header value", broken);
-    }
-    const value = text.slice(a, b);
-    const name = fieldName(text, start, colon);
+    const name = line.name;
+    const value = line.value;
     raw.push([name, value]);
     switch (name) {
       case "host":

@@ -4,7 +4,16 @@
  * that `Response` would refuse is an {@link UpstreamProtocolError}, which the data plane answers
  * with 502 and the trace id, never passing the response on.
  */
-import { fieldName, type HeaderPairs, stripCr, TCHAR, trimOws } from "../http1_head.ts";
+import {
+  EMPTY_LINE,
+  FIELD,
+  FieldLine,
+  type HeaderPairs,
+  scanFieldLine,
+  stripCr,
+  trimOws,
+  UNENDED,
+} from "../http1_head.ts";
 
 /** Largest response head (status line and headers) accepted from an upstream. */
 export const MAX_HEAD_BYTES = 64 * 1024;
@@ -65,13 +74,25 @@ export function statusLineParts(
   return [version - 48, a * 100 + b * 10 + c, line.length > 13 ? line.slice(13) : ""];
 }
 
+/** The response parser's field line, reused for every line (parsing is synchronous). */
+const line = new FieldLine();
+/** The error of each refused field line, by what the scanner found (NO_COLON, BAD_NAME, ...). */
+const LINE_ERRORS = [
+  "",
+  "",
+  "malformed header line",
+  "malformed header line",
+  "malformed header name",
+  "malformed header value",
+] as const;
+
 /**
  * Parses a response head (status line to the empty line, terminator included). The lines are
- * walked in place (no array of lines, no regular expression per line): this runs for every
+ * walked in place by the scanner both head parsers share (`scanFieldLine`): this runs for every
  * proxied response.
  */
 export function parseHead(text: string): ResponseHead {
-  let lf = text.indexOf("\n");
+  const lf = text.indexOf("\n");
   const statusLine = stripCr(text.slice(0, lf));
   const m = statusLineParts(statusLine);
   if (m === undefined) throw new UpstreamProtocolError("malformed status line");
@@ -83,30 +104,14 @@ export function parseHead(text: string): ResponseHead {
   let te: string | undefined;
   let close = minor === 0;
   let lines = 0;
-  for (let start = lf + 1;; start = lf + 1) {
-    lf = text.indexOf("\n", start);
-    if (lf < 0) throw new UpstreamProtocolError("malformed header line");
-    // One CR before the LF ends the line; any other CR is refused below.
-    const end = lf > start && text.charCodeAt(lf - 1) === 13 ? lf - 1 : lf;
-    if (end === start) break;
+  for (let start = lf + 1;; start = line.lf + 1) {
+    const found = scanFieldLine(text, start, line, false);
+    if (found === EMPTY_LINE) break;
+    if (found === UNENDED) throw new UpstreamProtocolError("malformed header line");
     if (++lines > MAX_HEADERS) throw new UpstreamProtocolError("too many response headers");
-    const colon = text.indexOf(":", start);
-    if (colon <= start || colon > end) throw new UpstreamProtocolError("malformed header line");
-    // Also refuses obs-fold (a line starting with whitespace) and whitespace before the colon.
-    for (let i = start; i < colon; i++) {
-      const c = text.charCodeAt(i);
-      if (c > 127 || TCHAR[c] === 0) throw new UpstreamProtocolError("malformed header name");
-    }
-    const name = fieldName(text, start, colon);
-    let a = colon + 1;
-    let b = end;
-    while (a < b && (text.charCodeAt(a) === 32 || text.charCodeAt(a) === 9)) a++;
-    while (b > a && (text.charCodeAt(b - 1) === 32 || text.charCodeAt(b - 1) === 9)) b--;
-    for (let i = a; i < b; i++) {
-      const c = text.charCodeAt(i);
-      if (c === 0 || c === 13) throw new UpstreamProtocolError("malformed header value");
-    }
-    const value = text.slice(a, b);
+    if (found !== FIELD) throw new UpstreamProtocolError(LINE_ERRORS[found]);
+    const name = line.name;
+    const value = line.value;
     if (name === "content-length") {
       // One value nearly always: no list split for it.
       if (value.indexOf(",") < 0) contentLength = lengthValue(value, contentLength);
