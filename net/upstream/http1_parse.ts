@@ -167,13 +167,12 @@ function lengthValue(part: string, before: number): number {
   return n;
 }
 
-const enum Chunk {
-  Size,
-  Data,
-  DataEnd,
-  Trailer,
-  Done,
-}
+// Where the chunked decoder is (plain numbers: this runs for every piece of a chunked body).
+const SIZE = 0;
+const DATA = 1;
+const DATA_END = 2;
+const TRAILER = 3;
+const DONE = 4;
 
 /**
  * A chunked-body decoder fed from a buffer: {@link next} consumes what it can from
@@ -182,48 +181,48 @@ const enum Chunk {
  * trailers read and discarded (never passed on: the client gets none).
  */
 export class ChunkedDecoder {
-  #state = Chunk.Size;
+  #state: number = SIZE;
   #remaining = 0;
   #trailerBytes = 0;
 
   get done(): boolean {
-    return this.#state === Chunk.Done;
+    return this.#state === DONE;
   }
 
   /** Decodes from `buf[start, end)`, pushing data views to `out`; returns where it stopped. */
   next(buf: Uint8Array, start: number, end: number, out: Uint8Array[]): number {
     let i = start;
-    while (i < end && this.#state !== Chunk.Done) {
-      if (this.#state === Chunk.Data) {
+    while (i < end && this.#state !== DONE) {
+      if (this.#state === DATA) {
         const take = Math.min(this.#remaining, end - i);
         out.push(buf.subarray(i, i + take));
         this.#remaining -= take;
         i += take;
-        if (this.#remaining === 0) this.#state = Chunk.DataEnd;
-      } else if (this.#state === Chunk.DataEnd) {
+        if (this.#remaining === 0) this.#state = DATA_END;
+      } else if (this.#state === DATA_END) {
         // CRLF (or a bare LF) after the chunk data.
         if (buf[i] === 10) i += 1;
         else if (buf[i] === 13 && i + 1 === end) break;
         else if (buf[i] === 13 && buf[i + 1] === 10) i += 2;
         else throw new UpstreamProtocolError("invalid chunk terminator");
-        this.#state = Chunk.Size;
+        this.#state = SIZE;
       } else {
         const lf = buf.indexOf(10, i);
         if (lf < 0 || lf >= end) {
           if (end - i > MAX_CHUNK_LINE) throw new UpstreamProtocolError("chunk line too long");
           break;
         }
-        if (this.#state === Chunk.Size) {
+        if (this.#state === SIZE) {
           if (lf - i > MAX_CHUNK_LINE) throw new UpstreamProtocolError("chunk line too long");
           this.#remaining = chunkSize(buf, i, lf);
-          this.#state = this.#remaining === 0 ? Chunk.Trailer : Chunk.Data;
+          this.#state = this.#remaining === 0 ? TRAILER : DATA;
         } else {
           this.#trailerBytes += lf + 1 - i;
           if (this.#trailerBytes > MAX_TRAILER_BYTES) {
             throw new UpstreamProtocolError("trailers too large");
           }
           // An empty line (LF or CRLF) ends the trailers and the body.
-          if (lf === i || (lf === i + 1 && buf[i] === 13)) this.#state = Chunk.Done;
+          if (lf === i || (lf === i + 1 && buf[i] === 13)) this.#state = DONE;
         }
         i = lf + 1;
       }
