@@ -12,7 +12,7 @@ import {
   MAX_HEADER_LINES,
   parseRequestHead,
   requestLineParts,
-} from "../../net/http1_server.ts";
+} from "../../net/http1_request_head.ts";
 import { COMMON_FIELD_NAMES, fieldName, headEnd, stripCr, trimOws } from "../../net/http1_head.ts";
 import {
   MAX_HEADERS,
