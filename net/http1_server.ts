@@ -21,6 +21,7 @@
  * first reads a body the client holds back), HEAD, 1xx, 204 and 304 answers carry no body.
  */
 import { ChunkedFraming } from "./http1_framing.ts";
+import { realTimers, type Timers } from "./timers.ts";
 import { type ConnRead, connReader } from "./conn_read.ts";
 import { chunkFrame, concatChunks } from "./chunks.ts";
 import { headEnd, latin1 } from "./http1_head.ts";
@@ -73,6 +74,14 @@ export interface Http1Host {
  * `DirectAnswer` (typed as a `Response` on its way through the app), which is written as it is.
  */
 export type Http1Handler = (req: Request) => Response | Promise<Response>;
+
+/** What every connection of one server shares (made once per listener, not per connection). */
+export interface Http1Server {
+  /** The URL's authority for a request without a usable Host (as `Deno.serve` uses). */
+  readonly authority: string;
+  /** The timers of the lingering close. */
+  readonly timers: Timers;
+}
 
 const DIGITS = /^\d+$/;
 const utf8 = new TextEncoder();
@@ -142,7 +151,7 @@ export class Http1Connection {
   #readInto: ConnRead;
   #handler: Http1Handler;
   #host: Http1Host;
-  #authority: string;
+  #server: Http1Server;
   #buf = new Uint8Array(READ_BUFFER);
   #start = 0;
   #end = 0;
@@ -166,12 +175,12 @@ export class Http1Connection {
   /** The read in progress, if any (one at a time: the response may watch for a close). */
   #filling: Promise<boolean> | undefined;
 
-  constructor(conn: Deno.Conn, handler: Http1Handler, host: Http1Host, authority: string) {
+  constructor(conn: Deno.Conn, handler: Http1Handler, host: Http1Host, server: Http1Server) {
     this.#conn = conn;
     this.#readInto = connReader(conn);
     this.#handler = handler;
     this.#host = host;
-    this.#authority = authority;
+    this.#server = server;
   }
 
   /** Serves requests until the connection ends; never throws. */
@@ -198,7 +207,8 @@ export class Http1Connection {
       return;
     }
     const conn = this.#conn;
-    const timer = setTimeout(() => {
+    const timers = this.#server.timers;
+    const timer = timers.setTimeout(() => {
       try {
         conn.close();
       } catch {
@@ -214,7 +224,7 @@ export class Http1Connection {
         total += n;
       }
     } finally {
-      clearTimeout(timer);
+      timers.clearTimeout(timer);
     }
   }
 
@@ -243,7 +253,7 @@ export class Http1Connection {
       this.#host.handling();
       const url = head.target.charCodeAt(0) === 47 || head.target === "*"
         ? `http://${
-          head.host === undefined || !validHost(head.host) ? this.#authority : head.host
+          head.host === undefined || !validHost(head.host) ? this.#server.authority : head.host
         }${head.target === "*" ? "/*" : head.target}`
         : head.target;
       // GET and HEAD bodies are read and dropped, as `Deno.serve` does.
@@ -751,7 +761,7 @@ export function serveHttp1(
 ): { close(): Promise<void> } {
   const conns = new Set<Deno.Conn>();
   const addr = listener.addr as Deno.NetAddr;
-  const authority = `localhost:${addr.port}`;
+  const server: Http1Server = { authority: `localhost:${addr.port}`, timers: realTimers };
   const nothing = () => {};
   const accepting = (async () => {
     for await (const conn of listener) {
@@ -768,7 +778,7 @@ export function serveHttp1(
         badRequest: nothing,
         handOver: () => Promise.resolve(),
       };
-      new Http1Connection(conn, (req) => handler(req, remote), host, authority).run()
+      new Http1Connection(conn, (req) => handler(req, remote), host, server).run()
         .finally(() => {
           conns.delete(conn);
           try {

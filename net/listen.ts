@@ -13,6 +13,7 @@ import {
   type FrontLogger,
   startFront,
 } from "./conn_front.ts";
+import type { Timers } from "./timers.ts";
 
 export interface Listener {
   readonly hostname: string;
@@ -76,6 +77,8 @@ export interface ListenOptions {
     readonly limits: ConnectionLimits;
     readonly stats: FrontCounters;
     readonly logger?: FrontLogger;
+    /** The front's clock and timers (default: the real ones). */
+    readonly timers?: Timers;
     readonly onBadFraming?: (client: string, request: BrokenRequest, clientPort: number) => void;
     /** Gives handlers `info.longLived` (the management listener's realtime feeds). */
     readonly longLivedFeeds?: boolean;
