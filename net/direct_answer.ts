@@ -1,6 +1,6 @@
 /**
  * The private path between the data listener's own HTTP/1.1 server (`net/http1_server.ts`)
- * and the transaction, for what nobody else reads (issue 13): the server hands over the header
+ * and the transaction, for what nobody else reads: the server hands over the header
  * pairs it parsed, and gets a proxied response back as status, header pairs and the upstream's
  * body as the upstream client produced it, which it writes itself. A `Response` built there only
  * to be taken apart again validated and sorted every header twice and put the body behind a

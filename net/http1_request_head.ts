@@ -60,8 +60,8 @@ export class BadRequest extends Error {
  * method is token characters; the target is visible ASCII but `#` (a fragment is never sent;
  * servers behind cut the path there differently), or bytes above 0x7f (UTF-8, checked by the
  * caller). Neither holds a space, so the first two spaces split the line. Scanned in place: this
- * runs for every request (it was the pattern
- * `^([!#$%&'*+\-.^_`|~0-9A-Za-z]+) ([\x21\x22\x24-\x7e\x80-\xff]+) HTTP\/1\.([01])$`).
+ * runs for every request (what the pattern
+ * `^([!#$%&'*+\-.^_`|~0-9A-Za-z]+) ([\x21\x22\x24-\x7e\x80-\xff]+) HTTP\/1\.([01])$` accepts).
  */
 export function requestLineParts(
   line: string,

@@ -1,8 +1,8 @@
 /**
  * The data listener's own HTTP/1.1 server: the connection front (`conn_front.ts`) reads the
  * client's requests itself, calls the data-plane app with each, and writes its answers back on
- * the same connection, instead of piping every byte over loopback into `Deno.serve` (that hop
- * cost a fifth of the throughput; docs/data-plane.md, "Connection limits").
+ * the same connection, instead of piping every byte over loopback into `Deno.serve` (a hop that
+ * costs throughput; see docs/data-plane.md, "The data listener's own HTTP/1.1 server").
  *
  * It parses as strictly as hyper, the server behind `Deno.serve`, and answers the same way
  * (measured side by side: `scripts/http1_probe.ts`, `tests/net/http1_server_test.ts`):

@@ -41,15 +41,14 @@ export interface ResponseHead {
   readonly close: boolean;
 }
 
-// The reason phrase as `Response` takes it (tab, visible ASCII, obs-text): the own server
-// writes it to the client as it came.
+/** An element of a Content-Length list: digits only. */
 const DIGITS = /^\d{1,15}$/;
 
 /**
  * The parts of a status line `HTTP/1.x NNN[ reason]`: the minor version, the status (100-999)
  * and the reason phrase (tab, visible ASCII, spaces and bytes above 0x7f; empty when absent);
  * undefined when the line is not one. Scanned in place: this runs for every proxied response (it
- * was the pattern `^HTTP\/1\.([01]) ([1-9]\d\d)(?: ([\t\x20-\x7e\x80-\xff]*))?$`).
+ * is what the pattern `^HTTP\/1\.([01]) ([1-9]\d\d)(?: ([\t\x20-\x7e\x80-\xff]*))?$` accepts).
  */
 export function statusLineParts(
   line: string,

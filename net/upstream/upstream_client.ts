@@ -37,6 +37,21 @@ export interface UpstreamResponse {
   readonly body: Uint8Array<ArrayBuffer> | ReadableStream<Uint8Array> | null;
 }
 
+/**
+ * How a request reaches an upstream.
+ *
+ * @example
+ * ```ts
+ * try {
+ *   const res = await client.send(upstream, transaction);
+ *   // res.status, res.headers (lower-case pairs), res.body (bytes, a stream or null)
+ * } catch (err) {
+ *   // 504 for a deadline, 502 otherwise; the cause goes to the access log's chain
+ *   const status = isTimeout(err) ? 504 : 502;
+ *   const rule = upstreamCause(err); // "upstream.refused", "upstream.reset", ...
+ * }
+ * ```
+ */
 export interface UpstreamClient {
   /**
    * Sends `request` to `upstream` and resolves with its response once the headers arrived (the
