@@ -92,6 +92,23 @@ async function status(conn: Deno.Conn): Promise<string> {
   return new TextDecoder().decode(buf.subarray(0, n ?? 0)).split("\r\n")[0]!;
 }
 
+/**
+ * `done` (the connection's close) is still pending after `open` more milliseconds and settles
+ * within `cut` more (the deadline and the next sweep); the front counted it under `reason`.
+ */
+async function cutBetween(
+  t: TestFront,
+  done: Promise<void>,
+  [open, cut]: [number, number],
+  reason: "header_timeout" | "body_timeout" | "keepalive_timeout",
+): Promise<void> {
+  await t.timers.tick(open);
+  ok(await stillPending(done), `open until the ${reason}`);
+  await t.timers.tick(cut);
+  await settlesWithin(done);
+  assertEquals(t.stats.closed[reason], 1);
+}
+
 Deno.test("conn front: a request head that trickles in is cut at the header deadline, counted from the connection's start", async () => {
   await using t = startTestFront();
   const conn = await t.connect();
@@ -104,22 +121,13 @@ Deno.test("conn front: a request head that trickles in is cut at the header dead
     await conn.write(enc.encode("X"));
     await turn();
   }
-  await t.timers.tick(199);
-  ok(await stillPending(done), "open until the deadline");
-  await t.timers.tick(SWEEP_MS + 1);
-  await settlesWithin(done);
-  assertEquals(t.stats.closed.header_timeout, 1);
+  await cutBetween(t, done, [199, SWEEP_MS + 1], "header_timeout");
 });
 
 Deno.test("conn front: a connection that sends nothing is cut at the header deadline", async () => {
   await using t = startTestFront();
   const conn = await t.connect();
-  const done = closed(conn);
-  await t.timers.tick(999);
-  ok(await stillPending(done), "open until the deadline");
-  await t.timers.tick(SWEEP_MS + 1);
-  await settlesWithin(done);
-  assertEquals(t.stats.closed.header_timeout, 1);
+  await cutBetween(t, closed(conn), [999, SWEEP_MS + 1], "header_timeout");
 });
 
 Deno.test("conn front: a slow body is cut at the body deadline; a body that keeps coming is not", async () => {
@@ -130,11 +138,7 @@ Deno.test("conn front: a slow body is cut at the body deadline; a body that keep
     "POST /upload HTTP/1.1\r\nHost: shop.test\r\nContent-Length: 100000\r\n\r\nfirst=part",
   ));
   await turn();
-  await t.timers.tick(900);
-  ok(await stillPending(done), "open until the body deadline");
-  await t.timers.tick(1_000 + SWEEP_MS);
-  await settlesWithin(done);
-  assertEquals(t.stats.closed.body_timeout, 1);
+  await cutBetween(t, done, [900, 1_000 + SWEEP_MS], "body_timeout");
 
   // A body in pieces 400 ms apart over 2.4 s (longer than every deadline) gets through.
   const steady = await t.connect();
@@ -159,11 +163,7 @@ Deno.test("conn front: a body that stops after a head handed over to Deno.serve 
     "POST /upload HTTP/1.1\r\nHost: shop.test\r\nUpgrade: h2c\r\nContent-Length: 100\r\n\r\n",
   ));
   for (let i = 0; i < 5; i++) await turn();
-  await t.timers.tick(900);
-  ok(await stillPending(done), "open until the body deadline");
-  await t.timers.tick(1_000 + SWEEP_MS);
-  await settlesWithin(done);
-  assertEquals(t.stats.closed.body_timeout, 1);
+  await cutBetween(t, done, [900, 1_000 + SWEEP_MS], "body_timeout");
 });
 
 Deno.test("conn front: a keep-alive connection idle past the keep-alive deadline is closed; one in use is not", async () => {
@@ -176,11 +176,7 @@ Deno.test("conn front: a keep-alive connection idle past the keep-alive deadline
     await turn();
     await t.timers.tick(600);
   }
-  const done = closed(conn);
-  ok(await stillPending(done), "open until the keep-alive deadline");
-  await t.timers.tick(1_000 + SWEEP_MS);
-  await settlesWithin(done);
-  assertEquals(t.stats.closed.keepalive_timeout, 1);
+  await cutBetween(t, closed(conn), [0, 1_000 + SWEEP_MS], "keepalive_timeout");
   assertEquals(t.stats.closed.header_timeout, 0);
 });
 

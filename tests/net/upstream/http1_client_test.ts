@@ -2,6 +2,7 @@
  * The HTTP/1.1 upstream client against real peers on loopback: a Deno server, misbehaving
  * raw-socket upstreams, nginx (skipped when it is not installed) and a TLS upstream.
  */
+import { streamOf, upstreamRequest } from "../../_helpers/upstream_request.ts";
 import { assertEquals, assertRejects, ok } from "../../_helpers/assert.ts";
 import { type RawPeer, startRawUpstream } from "../../_helpers/raw_upstream.ts";
 import { startUpstream } from "../../_helpers/upstream.ts";
@@ -13,27 +14,13 @@ import { createCa, createLeaf } from "../../../mod/tls/x509.ts";
 import { createHttp1Upstream } from "../../../net/upstream/http1_client.ts";
 import { UpstreamProtocolError } from "../../../net/upstream/http1_parse.ts";
 import type { HeaderPairs } from "../../../net/http1_head.ts";
-import {
-  isTimeout,
-  type UpstreamRequest,
-  type UpstreamResponse,
-} from "../../../net/upstream/upstream_client.ts";
+import { isTimeout, type UpstreamResponse } from "../../../net/upstream/upstream_client.ts";
 
 function upstreamOf(url: string): Upstream {
   return createUpstreamPool([url], systemClock).upstreams[0]!;
 }
 
-function request(overrides: Partial<UpstreamRequest> = {}): UpstreamRequest {
-  return {
-    method: "GET",
-    pathAndQuery: "/",
-    upstreamHeaders: [["host", "shop.test"]],
-    upstreamBody: undefined,
-    connectTimeoutMs: 2_000,
-    responseTimeoutMs: 5_000,
-    ...overrides,
-  };
-}
+const request = upstreamRequest;
 
 function header(headers: HeaderPairs, name: string): string | undefined {
   return headers.find(([n]) => n === name)?.[1];
@@ -42,16 +29,6 @@ function header(headers: HeaderPairs, name: string): string | undefined {
 async function text(res: UpstreamResponse | Response): Promise<string> {
   if (res instanceof Response) return await res.text();
   return await new Response(res.body).text();
-}
-
-function streamOf(...parts: string[]): ReadableStream<Uint8Array> {
-  const enc = new TextEncoder();
-  return new ReadableStream({
-    start(c) {
-      for (const p of parts) c.enqueue(enc.encode(p));
-      c.close();
-    },
-  });
 }
 
 /** A script answering every request on a connection with `answer(request, index)`. */
@@ -83,6 +60,26 @@ function signals() {
       return new Promise((resolve) => waiting.push(resolve));
     },
   };
+}
+
+/**
+ * An upstream script answering each request in `pieces`, each sent when the test says
+ * (`piece.send()`); `arrived` is signalled when a request has been read.
+ */
+function stepwise(...pieces: string[]) {
+  const arrived = signals();
+  const piece = signals();
+  const script = async (peer: RawPeer) => {
+    for (;;) {
+      if ((await peer.readRequest()) === null) return;
+      arrived.send();
+      for (const p of pieces) {
+        await piece.next();
+        await peer.send(p);
+      }
+    }
+  };
+  return { arrived, piece, script };
 }
 
 /** The outcome of `promise`: what it rejected with, or undefined when it resolved. */
@@ -876,16 +873,8 @@ Deno.test("http1 client: streamed bodies of exactly 16 KiB and 16 KiB + 1 keep t
 Deno.test("http1 client: a short response deadline from one request never reaches the next on the same connection", async () => {
   // Each answer takes 400 ms against a 640 ms response deadline; the connection is reused and
   // each request is still waiting when the one before's deadline would have passed.
-  const arrived = signals();
-  const answer = signals();
-  await using up = startRawUpstream(async (peer) => {
-    for (;;) {
-      if ((await peer.readRequest()) === null) return;
-      arrived.send();
-      await answer.next();
-      await peer.send(OK);
-    }
-  });
+  const { arrived, piece: answer, script } = stepwise(OK);
+  await using up = startRawUpstream(script);
   const timers = new FakeTimers();
   const client = createHttp1Upstream({ timers });
   try {
@@ -953,20 +942,13 @@ Deno.test("http1 client: body-idle and response deadlines re-arm per read and pe
   // Each answer's head and body come in four pieces 150 ms apart (600 ms in all, the body's
   // three silences 450 ms, longer than both 400 ms deadlines, each silence shorter), then the
   // next request on the same connection.
-  const arrived = signals();
-  const piece = signals();
-  await using up = startRawUpstream(async (peer) => {
-    for (;;) {
-      if ((await peer.readRequest()) === null) return;
-      arrived.send();
-      await piece.next();
-      await peer.send("HTTP/1.1 200 OK\r\ncontent-length: 8\r\n\r\nab");
-      for (const more of ["cd", "ef", "gh"]) {
-        await piece.next();
-        await peer.send(more);
-      }
-    }
-  });
+  const { arrived, piece, script } = stepwise(
+    "HTTP/1.1 200 OK\r\ncontent-length: 8\r\n\r\nab",
+    "cd",
+    "ef",
+    "gh",
+  );
+  await using up = startRawUpstream(script);
   const timers = new FakeTimers();
   const client = createHttp1Upstream({ bodyIdleTimeoutMs: 400, timers });
   try {

@@ -9,6 +9,7 @@
  * refused (`upstreamCause`). (The `fetch` transport the HTTP/1.1 client replaced cannot keep
  * this contract: it sends the URL's authority as Host, not the site's.)
  */
+import { streamOf, upstreamRequest } from "../../_helpers/upstream_request.ts";
 import { assertEquals, ok } from "../../_helpers/assert.ts";
 import { FakeTimers, settlesWithin, stillPending } from "../../_helpers/fake_timers.ts";
 import { createHandlerUpstream, type UpstreamHandler } from "../../_helpers/handler_upstream.ts";
@@ -19,7 +20,6 @@ import {
   upstreamCause,
   type UpstreamClient,
   type UpstreamOrigin,
-  type UpstreamRequest,
   type UpstreamResponse,
 } from "../../../net/upstream/upstream_client.ts";
 
@@ -74,17 +74,7 @@ const IMPLEMENTATIONS: ReadonlyArray<[name: string, harness: Harness]> = [
   }],
 ];
 
-function request(overrides: Partial<UpstreamRequest> = {}): UpstreamRequest {
-  return {
-    method: "GET",
-    pathAndQuery: "/",
-    upstreamHeaders: [["host", "shop.test"]],
-    upstreamBody: undefined,
-    connectTimeoutMs: 2_000,
-    responseTimeoutMs: 5_000,
-    ...overrides,
-  };
-}
+const request = upstreamRequest;
 
 /** An answer as the transaction reads it, whichever shape the client gave it. */
 interface Answer {
@@ -106,16 +96,6 @@ function answerOf(res: UpstreamResponse | Response): Answer {
 
 async function text(res: UpstreamResponse | Response): Promise<string> {
   return await new Response(answerOf(res).body).text();
-}
-
-function streamOf(...parts: string[]): ReadableStream<Uint8Array> {
-  const enc = new TextEncoder();
-  return new ReadableStream({
-    start(c) {
-      for (const p of parts) c.enqueue(enc.encode(p));
-      c.close();
-    },
-  });
 }
 
 /** Answers with what it received, as JSON. */
