@@ -26,6 +26,15 @@ import { type ConnRead, connReader } from "./conn_read.ts";
 import { chunkFrame, concatChunks } from "./chunks.ts";
 import { headEnd, latin1 } from "./http1_head.ts";
 import { DirectAnswer } from "./direct_answer.ts";
+import {
+  AnswerBuffer,
+  CLOSE_END,
+  dateLine,
+  heldLength,
+  KEEP_ALIVE_END,
+  LAST_CHUNK,
+  takeHeld,
+} from "./http1_answer.ts";
 import { type BodySource, IncomingRequest, PairHeaders } from "./http1_request.ts";
 import {
   BadRequest,
@@ -38,10 +47,6 @@ import {
 /** Request body left unread by the handler that is still read (and dropped) to keep the connection. */
 const DRAIN_LIMIT = 64 * 1024;
 const READ_BUFFER = 16 * 1024;
-/** The largest answer head and body a connection keeps a write buffer for. */
-const OUT_KEEP = 16 * 1024;
-/** At most this many bytes an answer's stream already holds are taken before its head is written. */
-const SMALL_BODY = 64 * 1024;
 /** Lingering close: how long and how much of what a client still sends is read and dropped. */
 const LINGER_MS = 2_000;
 const LINGER_BYTES = 1024 * 1024;
@@ -86,49 +91,6 @@ export interface Http1Server {
 const DIGITS = /^\d+$/;
 const utf8 = new TextEncoder();
 
-/** Response status texts for the status line when the response has none. */
-const REASONS: Record<number, string> = {
-  100: "Continue",
-  101: "Switching Protocols",
-  200: "OK",
-  201: "Created",
-  202: "Accepted",
-  204: "No Content",
-  206: "Partial Content",
-  301: "Moved Permanently",
-  302: "Found",
-  303: "See Other",
-  304: "Not Modified",
-  307: "Temporary Redirect",
-  308: "Permanent Redirect",
-  400: "Bad Request",
-  401: "Unauthorized",
-  403: "Forbidden",
-  404: "Not Found",
-  405: "Method Not Allowed",
-  408: "Request Timeout",
-  413: "Content Too Large",
-  421: "Misdirected Request",
-  429: "Too Many Requests",
-  500: "Internal Server Error",
-  502: "Bad Gateway",
-  503: "Service Unavailable",
-  504: "Gateway Timeout",
-};
-
-let dateSecond = 0;
-let dateText = "";
-/** The `date` header line, formatted once a second. */
-function dateLine(): string {
-  const now = Date.now();
-  const s = Math.floor(now / 1000);
-  if (s !== dateSecond) {
-    dateSecond = s;
-    dateText = `date: ${new Date(now).toUTCString()}\r\n`;
-  }
-  return dateText;
-}
-
 const BAD_REQUEST = utf8.encode(
   "HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
 );
@@ -138,9 +100,6 @@ const BAD_FRAMING = utf8.encode(
 );
 const CONTINUE = utf8.encode("HTTP/1.1 100 Continue\r\n\r\n");
 const NO_BODY = new Set([101, 204, 205, 304]);
-/** Status codes as text, made once. */
-const STATUS_TEXT: string[] = [];
-for (let code = 100; code < 600; code++) STATUS_TEXT[code] = String(code);
 /** Response headers the server writes itself (framing and connection management). */
 const OWN = new Set(["connection", "keep-alive", "transfer-encoding", "content-length", "date"]);
 
@@ -157,10 +116,8 @@ export class Http1Connection {
   #end = 0;
   #eof = false;
   #closed = false;
-  #out = new Uint8Array(2048);
-  /** The buffer of the answer being built (`#out`, or one of its own when larger) and its end. */
-  #build = this.#out;
-  #at = 0;
+  /** The answer being written. */
+  readonly #answer = new AnswerBuffer();
   // The body of the request in progress.
   #remaining = 0;
   #chunked = false;
@@ -485,13 +442,8 @@ export class Http1Connection {
     }
     if (this.#bodyError) close = true;
     // The head is written into the answer buffer piece by piece: no head string per answer.
-    this.#build = this.#out;
-    this.#at = 0;
-    this.#put("HTTP/1.1 ");
-    this.#put(STATUS_TEXT[status] ?? String(status));
-    this.#put(" ");
-    this.#put(res.statusText || REASONS[status] || "");
-    this.#put("\r\n");
+    const answer = this.#answer;
+    answer.start(status, res.statusText);
     let length = -1;
     let declared: string | undefined;
     if (res instanceof DirectAnswer) {
@@ -501,32 +453,32 @@ export class Http1Connection {
         const pair = pairs[i]!;
         if (OWN.has(pair[0])) {
           if (pair[0] === "content-length") declared ??= pair[1];
-        } else this.#field(pair[0], pair[1]);
+        } else answer.field(pair[0], pair[1]);
       }
     } else {
       res.headers.forEach((v, k) => {
         if (OWN.has(k)) {
           if (k === "content-length") declared ??= v;
-        } else this.#field(k, v);
+        } else answer.field(k, v);
       });
     }
     // A 204 never declares a length (RFC 9110 §8.6); a 205 is framed as empty below, never by
     // the length of content it must not carry: a client frames a 205 by its Content-Length.
     const hasLength = bodyless && status !== 204 && status !== 205 && declared !== undefined;
-    if (hasLength) this.#field("content-length", declared!);
+    if (hasLength) answer.field("content-length", declared!);
     else if (declared !== undefined) length = DIGITS.test(declared) ? Number(declared) : -1;
-    this.#put(dateLine());
+    answer.put(dateLine());
     const end = () => close ? CLOSE_END : head.minor === 0 ? KEEP_ALIVE_END : "\r\n";
     const body: Uint8Array | ReadableStream<Uint8Array> | null = bodyless ? null : res.body;
     if (body === null) {
-      if (!bodyless || status === 205) this.#put("content-length: 0\r\n");
+      if (!bodyless || status === 205) answer.put("content-length: 0\r\n");
       else if (head.method === "HEAD" && !hasLength && res.body !== null) {
         // The length the GET would have had, when the body is already whole (as hyper does).
         const whole = res.body instanceof Uint8Array ? res.body.length : await heldLength(res.body);
-        if (whole !== undefined) this.#field("content-length", String(whole));
+        if (whole !== undefined) answer.field("content-length", String(whole));
       }
-      this.#put(end());
-      await this.#write(this.#built(undefined));
+      answer.put(end());
+      await this.#write(answer.built(undefined));
       if (bodyless) {
         if (res instanceof DirectAnswer) res.discard();
         else await res.body?.cancel().catch(() => {});
@@ -534,9 +486,9 @@ export class Http1Connection {
       return this.#after(close);
     }
     if (body instanceof Uint8Array) {
-      this.#field("content-length", String(body.length));
-      this.#put(end());
-      await this.#write(this.#built(body));
+      answer.field("content-length", String(body.length));
+      answer.put(end());
+      await this.#write(answer.built(body));
       return this.#after(close);
     }
     const reader = body.getReader();
@@ -546,17 +498,17 @@ export class Http1Connection {
       // write, else the head and what is there go out at once and the rest as it comes.
       const held = await takeHeld(reader);
       if (held.done) {
-        this.#field("content-length", String(held.total));
-        this.#put(end());
-        await this.#write(this.#built(concatChunks(held.parts, held.total)));
+        answer.field("content-length", String(held.total));
+        answer.put(end());
+        await this.#write(answer.built(concatChunks(held.parts, held.total)));
         return this.#after(close);
       }
       // A stream: with a declared length as it is, else chunked (close-delimited for HTTP/1.0).
       const chunked = length < 0 && head.minor === 1;
-      if (length >= 0) this.#field("content-length", String(length));
-      else if (chunked) this.#put("transfer-encoding: chunked\r\n");
+      if (length >= 0) answer.field("content-length", String(length));
+      else if (chunked) answer.put("transfer-encoding: chunked\r\n");
       else close = true;
-      this.#put(end());
+      answer.put(end());
       let sent = 0;
       let over = false;
       const frame = (chunk: Uint8Array) => {
@@ -580,7 +532,7 @@ export class Http1Connection {
         });
       }
       const first = held.total > 0 ? frame(concatChunks(held.parts, held.total)) : undefined;
-      await this.#write(this.#built(first));
+      await this.#write(answer.built(first));
       let pending = held.pending;
       while (!gone && !over) {
         const { done, value } = await (pending ?? reader.read());
@@ -620,54 +572,6 @@ export class Http1Connection {
     return !this.#eof || this.#start < this.#end;
   }
 
-  /**
-   * Appends `s` to the answer being built: one byte per code unit (header values are bytes, kept
-   * as latin1 code units). A code unit above 0xff, which neither `Headers` nor the upstream
-   * parser lets through, is written as `?`, never cut to 8 bits (U+010A would become LF).
-   */
-  #put(s: string): void {
-    const n = s.length;
-    const at = this.#at;
-    const out = this.#build.length - at < n ? this.#room(n) : this.#build;
-    for (let i = 0; i < n; i++) {
-      const c = s.charCodeAt(i);
-      out[at + i] = c < 0x100 ? c : 0x3f;
-    }
-    this.#at = at + n;
-  }
-
-  /** Appends one field line. */
-  #field(name: string, value: string): void {
-    this.#put(name);
-    this.#put(": ");
-    this.#put(value);
-    this.#put("\r\n");
-  }
-
-  /**
-   * Room for `n` more bytes in the answer being built. The connection keeps a buffer for small
-   * answers only; a larger one gets its own.
-   */
-  #room(n: number): Uint8Array {
-    const need = this.#at + n;
-    const size = Math.max(need, this.#build.length * 2);
-    const grown = new Uint8Array(size <= OUT_KEEP ? OUT_KEEP : size);
-    grown.set(this.#build.subarray(0, this.#at));
-    if (grown.length <= OUT_KEEP) this.#out = grown;
-    this.#build = grown;
-    return grown;
-  }
-
-  /** The answer built, with `body` after the head. */
-  #built(body: Uint8Array | undefined): Uint8Array {
-    if (body !== undefined) {
-      if (this.#build.length - this.#at < body.length) this.#room(body.length);
-      this.#build.set(body, this.#at);
-      this.#at += body.length;
-    }
-    return this.#build.subarray(0, this.#at);
-  }
-
   async #write(data: Uint8Array): Promise<void> {
     this.#host.sending(true);
     try {
@@ -677,70 +581,6 @@ export class Http1Connection {
     } finally {
       this.#host.sending(false);
     }
-  }
-}
-
-const LAST_CHUNK = utf8.encode("0\r\n\r\n");
-const CLOSE_END = "connection: close\r\n\r\n";
-/** An HTTP/1.0 client that asked to keep the connection is told it is kept. */
-const KEEP_ALIVE_END = "connection: keep-alive\r\n\r\n";
-
-/**
- * Microtask turns within which a read that needs no new input settles: a `Response`'s own stream
- * takes 2, one through a `CompressionStream` 4, the upstream client's stream over bytes it holds
- * 1. Bytes from a socket or a timer never arrive within microtasks, so a read still pending after
- * these turns waits for input, and the answer must not wait with it.
- */
-const READY_TURNS = 8;
-
-/** Whether `read` settles without waiting for input (see `READY_TURNS`). */
-async function settlesNow(read: Promise<unknown>): Promise<boolean> {
-  let settled = false;
-  const mark = () => {
-    settled = true;
-  };
-  read.then(mark, mark);
-  for (let i = 0; i < READY_TURNS && !settled; i++) await null;
-  return settled;
-}
-
-/** The chunks a stream yields without waiting for input, up to just past `SMALL_BODY` bytes. */
-interface Held {
-  parts: Uint8Array[];
-  total: number;
-  /** The stream ended within them: the body is whole. */
-  done: boolean;
-  /** The read still waiting for input, to be awaited next (undefined: none started). */
-  pending: Promise<ReadableStreamReadResult<Uint8Array>> | undefined;
-}
-
-/** Reads what `reader` already holds, never waiting for input (a read's failure is thrown). */
-async function takeHeld(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<Held> {
-  const parts: Uint8Array[] = [];
-  let total = 0;
-  while (total <= SMALL_BODY) {
-    const read = reader.read();
-    if (!(await settlesNow(read))) return { parts, total, done: false, pending: read };
-    const { done, value } = await read;
-    if (done) return { parts, total, done: true, pending: undefined };
-    if (value.length > 0) {
-      parts.push(value);
-      total += value.length;
-    }
-  }
-  return { parts, total, done: false, pending: undefined };
-}
-
-/** The length of a body that is whole in what its stream already holds, else undefined. */
-async function heldLength(body: ReadableStream<Uint8Array>): Promise<number | undefined> {
-  const reader = body.getReader();
-  try {
-    const held = await takeHeld(reader);
-    return held.done ? held.total : undefined;
-  } catch {
-    return undefined;
-  } finally {
-    reader.cancel().catch(() => {});
   }
 }
 
