@@ -40,8 +40,8 @@ import type { Random } from "../mod/core/random.ts";
 import { clusterRoutes } from "../routes/api/cluster.ts";
 import type { Env } from "../routes/api/env.ts";
 import type { RouteDef } from "../routes/api/route.ts";
-import type { Listener } from "../routes/listen.ts";
-import { listenMtls } from "../routes/mtls_listen.ts";
+import type { Listener } from "../net/listen.ts";
+import { listenMtls } from "../net/mtls_listen.ts";
 import type { Hono } from "hono";
 
 /** Paths the cluster listener serves; everything else there is 404. */

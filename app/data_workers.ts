@@ -34,7 +34,7 @@ import type { FromWorker, ToWorker, WorkerInit } from "./data_worker_protocol.ts
 import type { AcmeChallenges } from "../mod/data_plane/acme_challenges.ts";
 import type { Exposition } from "../mod/monitor/exposition.ts";
 import { dataWorkerCount, parseListen } from "../mod/config/config_schema.ts";
-import { type Listener, listenerError } from "../routes/listen.ts";
+import { type Listener, listenerError } from "../net/listen.ts";
 import type { ListenerConnections } from "../mod/core/connection_stats.ts";
 import { type SlotHost, WORKER_URL, WorkerSlot } from "./data_worker_slot.ts";
 import { WorkerQuestions } from "./data_worker_questions.ts";

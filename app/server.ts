@@ -27,8 +27,8 @@ import {
   ListenerError,
   listenerError,
   type ListenOptions,
-} from "../routes/listen.ts";
-import { limitsFromConfig } from "../routes/conn_front.ts";
+} from "../net/listen.ts";
+import { limitsFromConfig } from "./connection_limits.ts";
 import { createManagementApp } from "../routes/api/management.ts";
 import type { RouteDef } from "../routes/api/route.ts";
 import { type ApiAccess, createApiAccess } from "./api_access.ts";

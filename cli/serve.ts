@@ -15,7 +15,7 @@ import { loadConfig } from "./load_config.ts";
 import { flagsOrUsage, stringFlag } from "./output.ts";
 import { ProductionStorageUnavailableError, startServer } from "../app/server.ts";
 import { ConfigProblemError, deploymentProblems, formatProblems } from "../mod/config/config.ts";
-import { ListenerError } from "../routes/listen.ts";
+import { ListenerError } from "../net/listen.ts";
 import { nodeJoinProblem } from "../mod/cluster/node_identity.ts";
 
 const encoder = new TextEncoder();

@@ -12,8 +12,8 @@
  */
 import { systemClock } from "../mod/core/clock.ts";
 import { createUpstreamPool } from "../mod/data_plane/upstream_pool.ts";
-import type { HeaderPairs } from "../routes/proxy/forwarding.ts";
-import { createHttp1Upstream } from "../routes/proxy/http1_client.ts";
+import type { HeaderPairs } from "../net/http1_head.ts";
+import { createHttp1Upstream } from "../net/upstream/http1_client.ts";
 import { createDataApp } from "../routes/proxy/data_app.ts";
 import { createLogger } from "../mod/core/logger.ts";
 

@@ -1,6 +1,6 @@
 /**
  * The own upstream client as an A/B under wrk: each checkout's bare proxy
- * (`scripts/bench_bare_proxy.ts http1`: `Deno.serve` plus `routes/proxy/http1_client.ts`, nothing
+ * (`scripts/bench_bare_proxy.ts http1`: `Deno.serve` plus `net/upstream/http1_client.ts`, nothing
  * else) and the `fetch` bare proxy (the first side's tree; the baseline of issue 13's "own client
  * >= 2x fetch" target), all in front of one nginx upstream, measured in alternated wrk rounds.
  * Each round reports the proxy process's req/s and CPU time per request; the medians, and each

@@ -16,7 +16,7 @@
  * ```sh
  * git archive HEAD | (mkdir -p /tmp/waf-c && tar -x -C /tmp/waf-c)
  * sed -i 's/  const own = frontOptions.http1 !== false && !tls;/  const own = false;/' \
- *   /tmp/waf-c/routes/listen.ts
+ *   /tmp/waf-c/net/listen.ts
  * deno run -A scripts/bench_front_ab.ts --a /tmp/waf-c --rounds 9 --duration 4
  * ```
  */

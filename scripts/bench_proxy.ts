@@ -8,7 +8,7 @@
  * 4. the same bare proxy on the data plane's own HTTP/1.1 client (`http1_client.ts`);
  * 5. the WAF with protection off;
  * 6. the WAF with default protection (balanced, block);
- * 7. the WAF's connection front (`routes/conn_front.ts`): the WAF with and without it
+ * 7. the WAF's connection front (`net/conn_front.ts`): the WAF with and without it
  *    (`--front-only` runs just this);
  *
  * each on a benign request mix and on an attack mix, then the p99 latency at half of the WAF's
@@ -380,7 +380,7 @@ async function startBareProxy(upstream: string, port: number, client: BareClient
 }
 
 /**
- * The connection front's cost (routes/conn_front.ts): the same WAF with the front (the default)
+ * The connection front's cost (net/conn_front.ts): the same WAF with the front (the default)
  * and with `server.data.limits.enabled: false` (`Deno.serve` on the port), both running, measured
  * alternately in short runs on the benign mix through the protected site; medians of the ratios.
  */

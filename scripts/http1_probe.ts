@@ -9,7 +9,7 @@
  * ```
  */
 import { PROBE_CASES, probeAll } from "../tests/_helpers/http1_probe_cases.ts";
-import { serveHttp1 } from "../routes/http1_server.ts";
+import { serveHttp1 } from "../net/http1_server.ts";
 
 const which = Deno.args[0] ?? "deno";
 const echo = async (req: Request): Promise<Response> => {

@@ -4,11 +4,11 @@
  * single cost). One process serves one variant with one handler:
  *
  * - `serve`: `Deno.serve` on the port (no limits at all; the floor);
- * - `front`: today's connection front (`routes/conn_front.ts` through `routes/listen.ts`), each
+ * - `front`: today's connection front (`net/conn_front.ts` through `net/listen.ts`), each
  *   connection piped over loopback TCP into a private `Deno.serve`;
  * - `unix`: the same piping, framing followed, into `Deno.serve` on a Unix-domain socket
  *   (candidate B: a cheaper hop);
- * - `own`: the front serving HTTP/1.1 itself (`routes/http1_server.ts`, candidate A): no hop,
+ * - `own`: the front serving HTTP/1.1 itself (`net/http1_server.ts`, candidate A): no hop,
  *   no hyper.
  *
  * Handlers: `hello` answers at once; `proxy` is the bare own-client proxy of
@@ -20,15 +20,15 @@
  */
 import { systemClock } from "../mod/core/clock.ts";
 import { createUpstreamPool } from "../mod/data_plane/upstream_pool.ts";
-import type { HeaderPairs } from "../routes/proxy/forwarding.ts";
-import { createHttp1Upstream } from "../routes/proxy/http1_client.ts";
+import type { HeaderPairs } from "../net/http1_head.ts";
+import { createHttp1Upstream } from "../net/upstream/http1_client.ts";
 import { createDataApp } from "../routes/proxy/data_app.ts";
 import { createLogger } from "../mod/core/logger.ts";
-import { listen } from "../routes/listen.ts";
-import { limitsFromConfig } from "../routes/conn_front.ts";
+import { listen } from "../net/listen.ts";
+import { limitsFromConfig } from "../app/connection_limits.ts";
 import { createConnectionStats } from "../mod/core/connection_stats.ts";
-import { RequestFraming } from "../routes/conn_framing.ts";
-import { serveHttp1 } from "../routes/http1_server.ts";
+import { RequestFraming } from "../net/http1_framing.ts";
+import { serveHttp1 } from "../net/http1_server.ts";
 
 const [variant, portText, handlerName = "hello", upstream = ""] = Deno.args;
 const port = Number(portText);

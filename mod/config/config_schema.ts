@@ -53,7 +53,7 @@ const tls = z.union([
 ], { error: 'expected "off", "auto" or { cert_file, key_file }' });
 
 /**
- * Connection limits of one listener (its connection front, routes/conn_front.ts); the defaults
+ * Connection limits of one listener (its connection front, net/conn_front.ts); the defaults
  * are nginx's (`client_header_timeout`, `client_body_timeout`, `keepalive_timeout`), the caps
  * `limit_conn`-like.
  */

@@ -1,5 +1,5 @@
 /**
- * Counters of the connection fronts (routes/conn_front.ts): connections open, accepted, refused
+ * Counters of the connection fronts (net/conn_front.ts): connections open, accepted, refused
  * at the door and closed early, per listener. The fronts write plain fields; monitoring reads
  * them at scrape time (`waf_connections_*`, docs/monitoring.md).
  */

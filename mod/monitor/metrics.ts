@@ -205,7 +205,7 @@ export function dataPlaneCollector(deps: {
   };
 }
 
-/** The listeners' connection fronts (routes/conn_front.ts). */
+/** The listeners' connection fronts (net/conn_front.ts). */
 export function connectionsCollector(stats: ConnectionStats): Collector {
   return (out) => {
     const all = [...stats.all()];

@@ -1,6 +1,6 @@
 /** Hono environment shared by every management route. */
 import type { Context } from "hono";
-import type { PeerCertificate } from "../mtls_listen.ts";
+import type { PeerCertificate } from "../../net/mtls_listen.ts";
 
 export interface Principal {
   readonly kind: "user" | "token";

@@ -9,7 +9,7 @@
  * `routes/api/block_pages.ts` manages the settings and previews with the same renderers.
  */
 import type { CompiledProtection } from "../../mod/protection/protection_compile.ts";
-import { wantsJson } from "../accept.ts";
+import { wantsJson } from "../../net/accept.ts";
 import { escapeHtml, type PageText, statusPage } from "./status_page.ts";
 
 export type BlockTemplate = (req: Request, traceId: string) => Response;

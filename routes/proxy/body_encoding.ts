@@ -14,7 +14,7 @@ import {
 } from "node:zlib";
 import type { Finding } from "../../engine/types.ts";
 import { confidenceOf } from "../../engine/make_finding.ts";
-import { concatChunks } from "./http1_parse.ts";
+import { concatChunks } from "../../net/chunks.ts";
 
 /** What the inspection sees of an encoded body. */
 export type DecodedBody =

@@ -6,7 +6,7 @@
  */
 import { Duplex } from "node:stream";
 import zlib from "node:zlib";
-import { type Encoding, pickEncoding } from "../accept.ts";
+import { type Encoding, pickEncoding } from "../../net/accept.ts";
 import type { AccessRecord } from "../../mod/access_log/record.ts";
 import type { Clock } from "../../mod/core/clock.ts";
 import {
@@ -19,7 +19,7 @@ import {
 import type { CompiledSite } from "../../mod/data_plane/policy.ts";
 import type { CompiledProtection } from "../../mod/protection/protection_compile.ts";
 import type { ChainSink } from "../../mod/protection/protection_runtime.ts";
-import type { DirectAnswer } from "./direct_answer.ts";
+import type { DirectAnswer } from "../../net/direct_answer.ts";
 
 /** What the edge reads of one request: the transaction is one, so nothing is copied for it. */
 export interface EdgeRequest {

@@ -5,6 +5,7 @@
  */
 import { parseIp } from "../../engine/ip_address.ts";
 import type { TrustedProxies } from "../../mod/data_plane/trusted_proxies.ts";
+import type { HeaderPairs } from "../../net/http1_head.ts";
 
 /** RFC 9110 §7.6.1 connection-specific headers, plus the legacy ones proxies also drop. */
 const HOP_BY_HOP: ReadonlySet<string> = new Set([
@@ -134,8 +135,8 @@ function quoted(host: string): string {
     : `"${host}"`;
 }
 
-/** Header name/value pairs, which `fetch` and `Response` take without a `Headers` copy. */
-export type HeaderPairs = Array<[string, string]>;
+/** The transport's header pairs (net/http1_head.ts), for the proxy's files. */
+export type { HeaderPairs };
 
 /**
  * The headers sent upstream: client headers minus hop-by-hop ones, plus forwarding headers.

@@ -10,10 +10,10 @@ import type { Logger } from "../../mod/core/logger.ts";
 import type { AccessLog } from "../../mod/access_log/access_log.ts";
 import type { Policy } from "../../mod/data_plane/policy.ts";
 import { type ProtectionControls, type ProxyContext, Transaction } from "./transaction.ts";
-import { createHttp1Upstream } from "./http1_client.ts";
-import type { UpstreamClient } from "./upstream_client.ts";
+import { createHttp1Upstream } from "../../net/upstream/http1_client.ts";
+import type { UpstreamClient } from "../../net/upstream/upstream_client.ts";
 import { arrivingRecord } from "../../mod/access_log/record.ts";
-import type { BrokenRequest } from "../conn_framing.ts";
+import type { BrokenRequest } from "../../net/http1_framing.ts";
 
 /** A header's value in a raw request head (the first of its name), or null. */
 function headerOf(head: string, name: string): string | null {

@@ -4,7 +4,7 @@
  * declared Content-Length is checked before reading, and a chunked body is counted as it
  * streams (the upstream request is aborted the moment the count passes the limit).
  */
-import { concatChunks } from "./http1_parse.ts";
+import { concatChunks } from "../../net/chunks.ts";
 
 export type BodyPlan =
   | { readonly kind: "none" }

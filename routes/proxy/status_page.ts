@@ -4,7 +4,7 @@
  * when it cannot pass a request on. Until sites exist every request gets the no-site page,
  * never a management route.
  */
-import { wantsJson } from "../accept.ts";
+import { wantsJson } from "../../net/accept.ts";
 
 export type DataHandler = (
   req: Request,

@@ -12,9 +12,9 @@ import net from "node:net";
 import tls from "node:tls";
 import type { Logger } from "../../mod/core/logger.ts";
 import type { CompiledSite, Policy } from "../../mod/data_plane/policy.ts";
-import { listen } from "../listen.ts";
-import type { ConnectionLimits } from "../conn_front.ts";
-import type { BrokenRequest } from "../conn_framing.ts";
+import { listen } from "../../net/listen.ts";
+import type { ConnectionLimits } from "../../net/conn_front.ts";
+import type { BrokenRequest } from "../../net/http1_framing.ts";
 import type { ListenerConnections } from "../../mod/core/connection_stats.ts";
 import type { ProxyHandler } from "./proxy.ts";
 

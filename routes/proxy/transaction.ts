@@ -74,8 +74,8 @@ import {
   type HeaderPairs,
   upstreamHeaders,
 } from "./forwarding.ts";
-import { DirectAnswer, framedPairs, ownHeaderPairs } from "./direct_answer.ts";
-import { UpstreamProtocolError } from "./http1_parse.ts";
+import { DirectAnswer, framedPairs, ownHeaderPairs } from "../../net/direct_answer.ts";
+import { UpstreamProtocolError } from "../../net/upstream/http1_parse.ts";
 import { type BodyPlan, mayHaveBody, NO_BODY, planBody } from "./request_body.ts";
 import {
   decodeBody,
@@ -101,7 +101,7 @@ import {
   upstreamCause,
   type UpstreamClient,
   type UpstreamRequest,
-} from "./upstream_client.ts";
+} from "../../net/upstream/upstream_client.ts";
 import { passWebSocket, webSocketKeepsPath } from "./websocket.ts";
 
 /** The protection controls' per-process parts the transaction calls. */
@@ -208,7 +208,7 @@ function findingRecord(inspection: Inspection): FindingRecord | null {
  * import { FakeClock } from "../../mod/core/clock.ts";
  * import { createMemoryLogger } from "../../mod/core/logger.ts";
  * import { compilePolicy } from "../../mod/data_plane/policy.ts";
- * import { createHttp1Upstream } from "./http1_client.ts";
+ * import { createHttp1Upstream } from "../../net/upstream/http1_client.ts";
  * import { type ProxyContext, Transaction } from "./transaction.ts";
  *
  * const clock = new FakeClock(1_700_000_000_000);

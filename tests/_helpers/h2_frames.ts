@@ -1,5 +1,5 @@
 /**
- * HTTP/2 bytes for raw-socket tests of the connection front (routes/h2_framing.ts): the client
+ * HTTP/2 bytes for raw-socket tests of the connection front (net/h2_framing.ts): the client
  * preface, frames (RFC 9113 §4.1), SETTINGS payloads and a minimal HPACK request block.
  */
 

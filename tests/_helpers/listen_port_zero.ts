@@ -18,7 +18,7 @@ function portZero<T extends { hostname?: string; port?: number }>(options: T): T
   return { ...options, port: 0 };
 }
 
-// waf calls `Deno.serve(options, handler)` (routes/listen.ts); other call shapes pass through.
+// waf calls `Deno.serve(options, handler)` (net/listen.ts); other call shapes pass through.
 Deno.serve = ((...args: unknown[]) => {
   const [first, ...rest] = args;
   if (typeof first === "object" && first !== null && "port" in first) {

@@ -18,7 +18,7 @@ import { systemRandom } from "../../mod/core/random.ts";
 import { siteInputSchema } from "../../mod/data_plane/site_schema.ts";
 import { createTraceIds } from "../../mod/data_plane/trace_ids.ts";
 import { createProxy } from "../../routes/proxy/proxy.ts";
-import type { UpstreamClient } from "../../routes/proxy/upstream_client.ts";
+import type { UpstreamClient } from "../../net/upstream/upstream_client.ts";
 
 const realFetch = globalThis.fetch;
 globalThis.fetch = (() =>

@@ -1,5 +1,5 @@
 /**
- * Hostile HTTP/2 clients against the connection front's frame follower (routes/h2_framing.ts):
+ * Hostile HTTP/2 clients against the connection front's frame follower (net/h2_framing.ts):
  * bytes that would make the follower believe something the server behind does not (a request
  * open, a window with room) must not hold a connection past the listener's deadlines. Real
  * servers on port 0, raw sockets.

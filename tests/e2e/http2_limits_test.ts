@@ -1,6 +1,6 @@
 /**
  * The connection limits on HTTP/2 connections (prior knowledge on the plain listeners, ALPN `h2`
- * behind TLS): the front follows their frames (routes/h2_framing.ts), so a connection that sends
+ * behind TLS): the front follows their frames (net/h2_framing.ts), so a connection that sends
  * the preface and no request, a header block that never ends, or a connection left with no
  * request open is closed at its deadline and counted; active requests and long answers are not.
  * Real servers on port 0, raw sockets and `node:http2`.

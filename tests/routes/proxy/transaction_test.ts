@@ -22,7 +22,7 @@ import { createProtectionRuntime } from "../../../mod/protection/protection_runt
 import { createEdgeResponder } from "../../../routes/proxy/edge_response.ts";
 import { createProxy } from "../../../routes/proxy/proxy.ts";
 import { headerChecks } from "../../../routes/proxy/transaction.ts";
-import type { UpstreamClient } from "../../../routes/proxy/upstream_client.ts";
+import type { UpstreamClient } from "../../../net/upstream/upstream_client.ts";
 
 const clock = new FakeClock(1_700_000_000_000);
 const runtime = createProtectionRuntime({ clock, random: systemRandom });

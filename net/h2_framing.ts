@@ -6,7 +6,7 @@
  * which requests are open, whether the client is in the middle of a header block, since when a
  * request body the server has room for has not moved, and since when an answer has been held
  * back by the client's own flow control (it grants no room to receive). The connection front
- * (`conn_front.ts`) sets its deadlines from that, as it does from `conn_framing.ts` for HTTP/1.1; the protocol
+ * (`conn_front.ts`) sets its deadlines from that, as it does from `http1_framing.ts` for HTTP/1.1; the protocol
  * itself stays the server's to check.
  *
  * A request is open from the end of its HEADERS block (client) until the server ends its answer

@@ -1,5 +1,5 @@
 import { assertEquals } from "../_helpers/assert.ts";
-import { pickEncoding, wantsJson } from "../../routes/accept.ts";
+import { pickEncoding, wantsJson } from "../../net/accept.ts";
 
 const req = (accept?: string) =>
   new Request("http://x.test/", { headers: accept === undefined ? {} : { accept } });

@@ -1,8 +1,8 @@
-import { assertEquals, assertRejects, ok as assert } from "../../_helpers/assert.ts";
-import { connReader, readsDirectly } from "../../../mod/core/conn_read.ts";
-import { testCertificate } from "../../_helpers/certificates.ts";
+import { assertEquals, assertRejects, ok as assert } from "../_helpers/assert.ts";
+import { connReader, readsDirectly } from "../../net/conn_read.ts";
+import { testCertificate } from "../_helpers/certificates.ts";
 
-const MODULE = new URL("../../../mod/core/conn_read.ts", import.meta.url).href;
+const MODULE = new URL("../../net/conn_read.ts", import.meta.url).href;
 
 async function pair(): Promise<{ client: Deno.Conn; server: Deno.Conn; close: () => void }> {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });

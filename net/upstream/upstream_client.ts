@@ -3,8 +3,15 @@
  * be replaced without touching the transaction. The implementation is the HTTP/1.1 client of
  * `http1_client.ts`; tests may answer with a plain `Response`.
  */
-import type { Upstream } from "../../mod/data_plane/upstream_pool.ts";
-import type { HeaderPairs } from "./forwarding.ts";
+import type { HeaderPairs } from "../http1_head.ts";
+
+/** Where an upstream is: what the client needs of the data plane's upstreams. */
+export interface UpstreamOrigin {
+  /** `http(s)://host:port`, no trailing slash: `https:` means TLS; pooled connections by it. */
+  readonly origin: string;
+  readonly hostname: string;
+  readonly port: number;
+}
 
 /** What the transaction sends upstream (the transaction itself provides it). */
 export interface UpstreamRequest {
@@ -30,6 +37,21 @@ export interface UpstreamResponse {
   readonly body: Uint8Array<ArrayBuffer> | ReadableStream<Uint8Array> | null;
 }
 
+/**
+ * How a request reaches an upstream.
+ *
+ * @example
+ * ```ts
+ * try {
+ *   const res = await client.send(upstream, transaction);
+ *   // res.status, res.headers (lower-case pairs), res.body (bytes, a stream or null)
+ * } catch (err) {
+ *   // 504 for a deadline, 502 otherwise; the cause goes to the access log's chain
+ *   const status = isTimeout(err) ? 504 : 502;
+ *   const rule = upstreamCause(err); // "upstream.refused", "upstream.reset", ...
+ * }
+ * ```
+ */
 export interface UpstreamClient {
   /**
    * Sends `request` to `upstream` and resolves with its response once the headers arrived (the
@@ -37,7 +59,7 @@ export interface UpstreamClient {
    * HTTP/1.1 (`UpstreamProtocolError`), or a deadline: a timeout rejects with a `DOMException`
    * named `TimeoutError` (see {@link isTimeout}).
    */
-  send(upstream: Upstream, request: UpstreamRequest): Promise<UpstreamResponse | Response>;
+  send(upstream: UpstreamOrigin, request: UpstreamRequest): Promise<UpstreamResponse | Response>;
   /** Releases pooled connections and timers. */
   close(): void;
 }

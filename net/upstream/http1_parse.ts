@@ -4,7 +4,16 @@
  * that `Response` would refuse is an {@link UpstreamProtocolError}, which the data plane answers
  * with 502 and the trace id, never passing the response on.
  */
-import type { HeaderPairs } from "./forwarding.ts";
+import {
+  EMPTY_LINE,
+  FIELD,
+  FieldLine,
+  type HeaderPairs,
+  scanFieldLine,
+  stripCr,
+  trimOws,
+  UNENDED,
+} from "../http1_head.ts";
 
 /** Largest response head (status line and headers) accepted from an upstream. */
 export const MAX_HEAD_BYTES = 64 * 1024;
@@ -32,121 +41,14 @@ export interface ResponseHead {
   readonly close: boolean;
 }
 
-// The reason phrase as `Response` takes it (tab, visible ASCII, obs-text): the own server
-// writes it to the client as it came.
+/** An element of a Content-Length list: digits only. */
 const DIGITS = /^\d{1,15}$/;
-
-/**
- * Where the head ending at or after `from` ends in `buf[0, end)`: the index just past the empty
- * line (CRLF CRLF, LF LF or LF CRLF: bare LF as RFC 9112 §2.2 lets a recipient accept), or -1 if
- * not yet there. A plain loop over the bytes: `indexOf(10)` per line took twice as long on a
- * 170-byte response head (a builtin call per line; 0.50-0.59 against 0.24-0.26 µs in a loop of
- * 2,000,000), and every request and response head of the data plane passes through here.
- */
-export function headEnd(buf: Uint8Array, from: number, end: number): number {
-  for (let i = from; i < end; i++) {
-    if (buf[i] !== 10) continue;
-    if (i + 1 < end && buf[i + 1] === 10) return i + 2;
-    if (i + 2 < end && buf[i + 1] === 13 && buf[i + 2] === 10) return i + 3;
-  }
-  return -1;
-}
-
-const ascii = new TextDecoder();
-
-/** The bytes as a string of code units 0-255 (header bytes are not UTF-8). */
-export function latin1(buf: Uint8Array, start: number, end: number): string {
-  let plain = true;
-  for (let i = start; i < end; i++) {
-    if (buf[i]! > 0x7f) {
-      plain = false;
-      break;
-    }
-  }
-  if (plain) return ascii.decode(buf.subarray(start, end));
-  let s = "";
-  for (let i = start; i < end; i += 8192) {
-    s += String.fromCharCode(...buf.subarray(i, Math.min(end, i + 8192)));
-  }
-  return s;
-}
-
-/** Token characters (RFC 9110 §5.6.2), by code (1 for a token character). */
-export const TCHAR = new Uint8Array(128);
-for (const c of "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") {
-  TCHAR[c.charCodeAt(0)] = 1;
-}
-
-/**
- * Field names met on nearly every request and answer, lower-case. A name read from a head is
- * one of these strings when it matches (see {@link fieldName}), so the common names cost no copy and no
- * `toLowerCase()` per request, and compare by reference later on.
- */
-export const COMMON_FIELD_NAMES: readonly string[] = [
-  "host",
-  "user-agent",
-  "accept",
-  "accept-encoding",
-  "accept-language",
-  "accept-ranges",
-  "authorization",
-  "cache-control",
-  "connection",
-  "content-encoding",
-  "content-length",
-  "content-type",
-  "cookie",
-  "date",
-  "etag",
-  "expires",
-  "if-modified-since",
-  "if-none-match",
-  "keep-alive",
-  "last-modified",
-  "location",
-  "origin",
-  "pragma",
-  "referer",
-  "server",
-  "set-cookie",
-  "transfer-encoding",
-  "upgrade-insecure-requests",
-  "vary",
-  "x-forwarded-for",
-  "x-forwarded-proto",
-  "x-real-ip",
-  "x-requested-with",
-];
-/** {@link COMMON_FIELD_NAMES} by length. */
-const COMMON_NAMES: ReadonlyArray<readonly string[] | undefined> = (() => {
-  const byLength: string[][] = [];
-  for (const name of COMMON_FIELD_NAMES) (byLength[name.length] ??= []).push(name);
-  return byLength;
-})();
-
-/**
- * The lower-case name of the field whose name is `text[start, end)`, which the caller has checked
- * to be token characters (RFC 9110 §5.6.2). The common names are compared in place: with token
- * characters only, `c | 0x20` equals a lower-case letter, a digit or `-` exactly when `c` is that
- * character or its upper case (CR, whose bit 5 also gives `-`, is no token character).
- */
-export function fieldName(text: string, start: number, end: number): string {
-  const candidates = COMMON_NAMES[end - start];
-  if (candidates !== undefined) {
-    for (const name of candidates) {
-      let i = 0;
-      while (i < name.length && (text.charCodeAt(start + i) | 0x20) === name.charCodeAt(i)) i++;
-      if (i === name.length) return name;
-    }
-  }
-  return text.slice(start, end).toLowerCase();
-}
 
 /**
  * The parts of a status line `HTTP/1.x NNN[ reason]`: the minor version, the status (100-999)
  * and the reason phrase (tab, visible ASCII, spaces and bytes above 0x7f; empty when absent);
  * undefined when the line is not one. Scanned in place: this runs for every proxied response (it
- * was the pattern `^HTTP\/1\.([01]) ([1-9]\d\d)(?: ([\t\x20-\x7e\x80-\xff]*))?$`).
+ * is what the pattern `^HTTP\/1\.([01]) ([1-9]\d\d)(?: ([\t\x20-\x7e\x80-\xff]*))?$` accepts).
  */
 export function statusLineParts(
   line: string,
@@ -171,13 +73,25 @@ export function statusLineParts(
   return [version - 48, a * 100 + b * 10 + c, line.length > 13 ? line.slice(13) : ""];
 }
 
+/** The response parser's field line, reused for every line (parsing is synchronous). */
+const line = new FieldLine();
+/** The error of each refused field line, by what the scanner found (NO_COLON, BAD_NAME, ...). */
+const LINE_ERRORS = [
+  "",
+  "",
+  "malformed header line",
+  "malformed header line",
+  "malformed header name",
+  "malformed header value",
+] as const;
+
 /**
  * Parses a response head (status line to the empty line, terminator included). The lines are
- * walked in place (no array of lines, no regular expression per line): this runs for every
+ * walked in place by the scanner both head parsers share (`scanFieldLine`): this runs for every
  * proxied response.
  */
 export function parseHead(text: string): ResponseHead {
-  let lf = text.indexOf("\n");
+  const lf = text.indexOf("\n");
   const statusLine = stripCr(text.slice(0, lf));
   const m = statusLineParts(statusLine);
   if (m === undefined) throw new UpstreamProtocolError("malformed status line");
@@ -189,30 +103,14 @@ export function parseHead(text: string): ResponseHead {
   let te: string | undefined;
   let close = minor === 0;
   let lines = 0;
-  for (let start = lf + 1;; start = lf + 1) {
-    lf = text.indexOf("\n", start);
-    if (lf < 0) throw new UpstreamProtocolError("malformed header line");
-    // One CR before the LF ends the line; any other CR is refused below.
-    const end = lf > start && text.charCodeAt(lf - 1) === 13 ? lf - 1 : lf;
-    if (end === start) break;
+  for (let start = lf + 1;; start = line.lf + 1) {
+    const found = scanFieldLine(text, start, line, false);
+    if (found === EMPTY_LINE) break;
+    if (found === UNENDED) throw new UpstreamProtocolError("malformed header line");
     if (++lines > MAX_HEADERS) throw new UpstreamProtocolError("too many response headers");
-    const colon = text.indexOf(":", start);
-    if (colon <= start || colon > end) throw new UpstreamProtocolError("malformed header line");
-    // Also refuses obs-fold (a line starting with whitespace) and whitespace before the colon.
-    for (let i = start; i < colon; i++) {
-      const c = text.charCodeAt(i);
-      if (c > 127 || TCHAR[c] === 0) throw new UpstreamProtocolError("malformed header name");
-    }
-    const name = fieldName(text, start, colon);
-    let a = colon + 1;
-    let b = end;
-    while (a < b && (text.charCodeAt(a) === 32 || text.charCodeAt(a) === 9)) a++;
-    while (b > a && (text.charCodeAt(b - 1) === 32 || text.charCodeAt(b - 1) === 9)) b--;
-    for (let i = a; i < b; i++) {
-      const c = text.charCodeAt(i);
-      if (c === 0 || c === 13) throw new UpstreamProtocolError("malformed header value");
-    }
-    const value = text.slice(a, b);
+    if (found !== FIELD) throw new UpstreamProtocolError(LINE_ERRORS[found]);
+    const name = line.name;
+    const value = line.value;
     if (name === "content-length") {
       // One value nearly always: no list split for it.
       if (value.indexOf(",") < 0) contentLength = lengthValue(value, contentLength);
@@ -268,52 +166,12 @@ function lengthValue(part: string, before: number): number {
   return n;
 }
 
-/** `chunks` (`total` bytes together) as one array; a single chunk is returned as it is. */
-export function concatChunks(chunks: readonly Uint8Array[], total: number): Uint8Array {
-  if (chunks.length === 1) return chunks[0]!;
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.length;
-  }
-  return out;
-}
-
-const sizeEncoder = new TextEncoder();
-
-/** One chunk of a chunked body: its size in hex, CRLF, the bytes, CRLF. */
-export function chunkFrame(chunk: Uint8Array): Uint8Array {
-  const size = `${chunk.length.toString(16)}\r\n`;
-  const out = new Uint8Array(size.length + chunk.length + 2);
-  sizeEncoder.encodeInto(size, out);
-  out.set(chunk, size.length);
-  out[out.length - 2] = 13;
-  out[out.length - 1] = 10;
-  return out;
-}
-
-/** A header line without its final CR (bare-LF lines are taken as they are). */
-export function stripCr(line: string): string {
-  return line.charCodeAt(line.length - 1) === 13 ? line.slice(0, -1) : line;
-}
-
-/** A field value without the optional whitespace (spaces and tabs) around it. */
-export function trimOws(s: string): string {
-  let a = 0;
-  let b = s.length;
-  while (a < b && (s.charCodeAt(a) === 32 || s.charCodeAt(a) === 9)) a++;
-  while (b > a && (s.charCodeAt(b - 1) === 32 || s.charCodeAt(b - 1) === 9)) b--;
-  return a === 0 && b === s.length ? s : s.slice(a, b);
-}
-
-const enum Chunk {
-  Size,
-  Data,
-  DataEnd,
-  Trailer,
-  Done,
-}
+// Where the chunked decoder is (plain numbers: this runs for every piece of a chunked body).
+const SIZE = 0;
+const DATA = 1;
+const DATA_END = 2;
+const TRAILER = 3;
+const DONE = 4;
 
 /**
  * A chunked-body decoder fed from a buffer: {@link next} consumes what it can from
@@ -322,48 +180,48 @@ const enum Chunk {
  * trailers read and discarded (never passed on: the client gets none).
  */
 export class ChunkedDecoder {
-  #state = Chunk.Size;
+  #state: number = SIZE;
   #remaining = 0;
   #trailerBytes = 0;
 
   get done(): boolean {
-    return this.#state === Chunk.Done;
+    return this.#state === DONE;
   }
 
   /** Decodes from `buf[start, end)`, pushing data views to `out`; returns where it stopped. */
   next(buf: Uint8Array, start: number, end: number, out: Uint8Array[]): number {
     let i = start;
-    while (i < end && this.#state !== Chunk.Done) {
-      if (this.#state === Chunk.Data) {
+    while (i < end && this.#state !== DONE) {
+      if (this.#state === DATA) {
         const take = Math.min(this.#remaining, end - i);
         out.push(buf.subarray(i, i + take));
         this.#remaining -= take;
         i += take;
-        if (this.#remaining === 0) this.#state = Chunk.DataEnd;
-      } else if (this.#state === Chunk.DataEnd) {
+        if (this.#remaining === 0) this.#state = DATA_END;
+      } else if (this.#state === DATA_END) {
         // CRLF (or a bare LF) after the chunk data.
         if (buf[i] === 10) i += 1;
         else if (buf[i] === 13 && i + 1 === end) break;
         else if (buf[i] === 13 && buf[i + 1] === 10) i += 2;
         else throw new UpstreamProtocolError("invalid chunk terminator");
-        this.#state = Chunk.Size;
+        this.#state = SIZE;
       } else {
         const lf = buf.indexOf(10, i);
         if (lf < 0 || lf >= end) {
           if (end - i > MAX_CHUNK_LINE) throw new UpstreamProtocolError("chunk line too long");
           break;
         }
-        if (this.#state === Chunk.Size) {
+        if (this.#state === SIZE) {
           if (lf - i > MAX_CHUNK_LINE) throw new UpstreamProtocolError("chunk line too long");
           this.#remaining = chunkSize(buf, i, lf);
-          this.#state = this.#remaining === 0 ? Chunk.Trailer : Chunk.Data;
+          this.#state = this.#remaining === 0 ? TRAILER : DATA;
         } else {
           this.#trailerBytes += lf + 1 - i;
           if (this.#trailerBytes > MAX_TRAILER_BYTES) {
             throw new UpstreamProtocolError("trailers too large");
           }
           // An empty line (LF or CRLF) ends the trailers and the body.
-          if (lf === i || (lf === i + 1 && buf[i] === 13)) this.#state = Chunk.Done;
+          if (lf === i || (lf === i + 1 && buf[i] === 13)) this.#state = DONE;
         }
         i = lf + 1;
       }

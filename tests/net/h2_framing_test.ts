@@ -1,6 +1,6 @@
 /** The connection front's HTTP/2 frame follower: open requests and header blocks, in any split. */
 import { assertEquals } from "../_helpers/assert.ts";
-import { Http2Framing } from "../../routes/h2_framing.ts";
+import { Http2Framing } from "../../net/h2_framing.ts";
 
 const enc = new TextEncoder();
 

@@ -1,5 +1,5 @@
 /**
- * Request smuggling through the data plane (the own HTTP/1.1 server, `routes/http1_server.ts`,
+ * Request smuggling through the data plane (the own HTTP/1.1 server, `net/http1_server.ts`,
  * and the upstream client behind it): the oracle is an upstream that records exactly the bytes
  * it receives. Whatever a client sends, each request the WAF inspected must reach the upstream
  * as exactly one well-framed request carrying the client's own bytes, never a second request
@@ -9,7 +9,7 @@ import { assertEquals, ok } from "../_helpers/assert.ts";
 import { addSite, apiFor } from "../_helpers/protection.ts";
 import { bytes } from "../_helpers/raw_socket.ts";
 import { startTestServer, type TestServer } from "../_helpers/server.ts";
-import { serveHttp1 } from "../../routes/http1_server.ts";
+import { serveHttp1 } from "../../net/http1_server.ts";
 
 const latin1 = new TextDecoder("latin1");
 const answer = new TextEncoder().encode("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");

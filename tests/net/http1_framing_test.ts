@@ -1,6 +1,6 @@
 /** The connection front's framing follower: heads, counted and chunked bodies, byte by byte. */
 import { assertEquals, ok } from "../_helpers/assert.ts";
-import { RequestFraming } from "../../routes/conn_framing.ts";
+import { RequestFraming } from "../../net/http1_framing.ts";
 
 const enc = new TextEncoder();
 

@@ -1,12 +1,12 @@
 /**
- * The data listener's own HTTP/1.1 server (`routes/http1_server.ts`): compared with
+ * The data listener's own HTTP/1.1 server (`net/http1_server.ts`): compared with
  * `Deno.serve` on the same edge-case requests, and driven over raw sockets for what a `fetch`
  * client does not do (pipelining, keep-alive, chunked bodies in pieces, 100-continue, bodies
  * that break off, smuggling shapes), alone and through the real data plane.
  */
 import { assertEquals, ok } from "../_helpers/assert.ts";
 import { PROBE_CASES, probeAll, type ProbeResult } from "../_helpers/http1_probe_cases.ts";
-import { serveHttp1 } from "../../routes/http1_server.ts";
+import { serveHttp1 } from "../../net/http1_server.ts";
 import { startTestServer } from "../_helpers/server.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
 import { addSite } from "../_helpers/protection.ts";

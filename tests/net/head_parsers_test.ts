@@ -6,24 +6,20 @@
  * line-split and regular-expression parser of the header section. Same acceptance, same reason,
  * same name and value.
  */
-import { assertEquals } from "../../_helpers/assert.ts";
+import { assertEquals } from "../_helpers/assert.ts";
 import {
   BadRequest,
   MAX_HEADER_LINES,
   parseRequestHead,
   requestLineParts,
-} from "../../../routes/http1_server.ts";
+} from "../../net/http1_request_head.ts";
+import { COMMON_FIELD_NAMES, fieldName, headEnd, stripCr, trimOws } from "../../net/http1_head.ts";
 import {
-  COMMON_FIELD_NAMES,
-  fieldName,
-  headEnd,
   MAX_HEADERS,
   parseHead,
   statusLineParts,
-  stripCr,
-  trimOws,
   UpstreamProtocolError,
-} from "../../../routes/proxy/http1_parse.ts";
+} from "../../net/upstream/http1_parse.ts";
 
 const TOKEN_PREFIX = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*/;
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;

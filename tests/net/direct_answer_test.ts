@@ -4,12 +4,12 @@
  * `Response` (field lines as the upstream sent them, bytes above 0x7f, bodyless answers on a
  * kept connection, bodies whole, streamed or gathered), and the `Response` everyone else gets.
  */
-import { assertEquals, assertMatch, ok } from "../../_helpers/assert.ts";
-import { hostFetch } from "../../_helpers/data_client.ts";
-import { bytes } from "../../_helpers/raw_socket.ts";
-import { startRawUpstream } from "../../_helpers/raw_upstream.ts";
-import { startTestServer } from "../../_helpers/server.ts";
-import { siteInput, SYSTEM } from "../../_helpers/sites.ts";
+import { assertEquals, assertMatch, ok } from "../_helpers/assert.ts";
+import { hostFetch } from "../_helpers/data_client.ts";
+import { bytes } from "../_helpers/raw_socket.ts";
+import { startRawUpstream } from "../_helpers/raw_upstream.ts";
+import { startTestServer } from "../_helpers/server.ts";
+import { siteInput, SYSTEM } from "../_helpers/sites.ts";
 
 /** One response as received: the head as latin1 text (one char a byte) and the body bytes. */
 interface Raw {

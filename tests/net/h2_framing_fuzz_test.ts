@@ -7,7 +7,7 @@
  * the seed that reproduces it.
  */
 import { assertEquals } from "../_helpers/assert.ts";
-import { Http2Framing } from "../../routes/h2_framing.ts";
+import { Http2Framing } from "../../net/h2_framing.ts";
 import { seeded } from "../_helpers/seeded.ts";
 
 const DATA = 0, HEADERS = 1, SETTINGS = 4, WINDOW_UPDATE = 8;

@@ -9,9 +9,10 @@
  * and re-arms itself for each request and body read ({@link Deadlines.arm}), so arming allocates
  * nothing; an armed one knows its slot in the array, so clearing it is a swap, not a search.
  */
+import { realTimers, type TimerId, type Timers } from "../timers.ts";
 
 export interface Deadline {
-  /** When it expires (`performance.now()` time); meaningful while armed. */
+  /** When it expires (on the clock of {@link Timers.now}); meaningful while armed. */
   at: number;
   /** Its index among the armed deadlines, -1 when not armed (owned by {@link Deadlines}). */
   slot: number;
@@ -27,9 +28,10 @@ export interface Deadlines {
   close(): void;
 }
 
-export function createDeadlines(tickMs = 20): Deadlines {
+/** The deadlines of one upstream client, swept every `tickMs` on `timers`. */
+export function createDeadlines(tickMs = 20, timers: Timers = realTimers): Deadlines {
   const armed: Deadline[] = [];
-  let timer: ReturnType<typeof setInterval> | undefined;
+  let timer: TimerId | undefined;
   function remove(d: Deadline): void {
     const last = armed.pop()!;
     if (last !== d) {
@@ -39,7 +41,7 @@ export function createDeadlines(tickMs = 20): Deadlines {
     d.slot = -1;
   }
   function sweep(): void {
-    const now = performance.now();
+    const now = timers.now();
     let expired: Deadline[] | undefined;
     // Backwards: a removal moves the last one, already looked at, into the hole.
     for (let i = armed.length - 1; i >= 0; i--) {
@@ -50,18 +52,18 @@ export function createDeadlines(tickMs = 20): Deadlines {
       }
     }
     if (armed.length === 0) {
-      clearInterval(timer);
+      timers.clearInterval(timer);
       timer = undefined;
     }
     if (expired !== undefined) { for (const d of expired) d.onExpire(); }
   }
   function arm(d: Deadline, ms: number): void {
-    d.at = performance.now() + ms;
+    d.at = timers.now() + ms;
     if (d.slot < 0) {
       d.slot = armed.length;
       armed.push(d);
     }
-    timer ??= setInterval(sweep, Math.min(tickMs, ms));
+    timer ??= timers.setInterval(sweep, Math.min(tickMs, ms));
   }
   return {
     start(ms, onExpire) {
@@ -74,7 +76,7 @@ export function createDeadlines(tickMs = 20): Deadlines {
       if (deadline.slot >= 0) remove(deadline);
     },
     close() {
-      clearInterval(timer);
+      timers.clearInterval(timer);
       timer = undefined;
       for (const d of armed) d.slot = -1;
       armed.length = 0;

@@ -5,10 +5,15 @@
  * plain HTTP/1.1 itself (`http1_server.ts`) unless `front.http1` is false, and pipes into
  * `Deno.serve` only what it does not serve (upgrades, HTTP/2, CONNECT).
  */
-import type { Logger } from "../mod/core/logger.ts";
-import type { ListenerConnections } from "../mod/core/connection_stats.ts";
-import type { BrokenRequest } from "./conn_framing.ts";
-import { type ConnectionLimits, type Front, startFront } from "./conn_front.ts";
+import type { BrokenRequest } from "./http1_framing.ts";
+import {
+  type ConnectionLimits,
+  type Front,
+  type FrontCounters,
+  type FrontLogger,
+  startFront,
+} from "./conn_front.ts";
+import type { Timers } from "./timers.ts";
 
 export interface Listener {
   readonly hostname: string;
@@ -70,8 +75,10 @@ export interface ListenOptions {
   /** Puts the connection front before `Deno.serve` (absent: `Deno.serve` on the port itself). */
   readonly front?: {
     readonly limits: ConnectionLimits;
-    readonly stats: ListenerConnections;
-    readonly logger?: Logger;
+    readonly stats: FrontCounters;
+    readonly logger?: FrontLogger;
+    /** The front's clock and timers (default: the real ones). */
+    readonly timers?: Timers;
     readonly onBadFraming?: (client: string, request: BrokenRequest, clientPort: number) => void;
     /** Gives handlers `info.longLived` (the management listener's realtime feeds). */
     readonly longLivedFeeds?: boolean;

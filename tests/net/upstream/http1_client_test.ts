@@ -2,37 +2,25 @@
  * The HTTP/1.1 upstream client against real peers on loopback: a Deno server, misbehaving
  * raw-socket upstreams, nginx (skipped when it is not installed) and a TLS upstream.
  */
+import { streamOf, upstreamRequest } from "../../_helpers/upstream_request.ts";
 import { assertEquals, assertRejects, ok } from "../../_helpers/assert.ts";
 import { type RawPeer, startRawUpstream } from "../../_helpers/raw_upstream.ts";
 import { startUpstream } from "../../_helpers/upstream.ts";
+import { FakeTimers, settlesWithin, stillPending } from "../../_helpers/fake_timers.ts";
 import { systemClock } from "../../../mod/core/clock.ts";
 import { systemRandom } from "../../../mod/core/random.ts";
 import { createUpstreamPool, type Upstream } from "../../../mod/data_plane/upstream_pool.ts";
 import { createCa, createLeaf } from "../../../mod/tls/x509.ts";
-import { createHttp1Upstream } from "../../../routes/proxy/http1_client.ts";
-import { UpstreamProtocolError } from "../../../routes/proxy/http1_parse.ts";
-import type { HeaderPairs } from "../../../routes/proxy/forwarding.ts";
-import {
-  isTimeout,
-  type UpstreamRequest,
-  type UpstreamResponse,
-} from "../../../routes/proxy/upstream_client.ts";
+import { createHttp1Upstream } from "../../../net/upstream/http1_client.ts";
+import { UpstreamProtocolError } from "../../../net/upstream/http1_parse.ts";
+import type { HeaderPairs } from "../../../net/http1_head.ts";
+import { isTimeout, type UpstreamResponse } from "../../../net/upstream/upstream_client.ts";
 
 function upstreamOf(url: string): Upstream {
   return createUpstreamPool([url], systemClock).upstreams[0]!;
 }
 
-function request(overrides: Partial<UpstreamRequest> = {}): UpstreamRequest {
-  return {
-    method: "GET",
-    pathAndQuery: "/",
-    upstreamHeaders: [["host", "shop.test"]],
-    upstreamBody: undefined,
-    connectTimeoutMs: 2_000,
-    responseTimeoutMs: 5_000,
-    ...overrides,
-  };
-}
+const request = upstreamRequest;
 
 function header(headers: HeaderPairs, name: string): string | undefined {
   return headers.find(([n]) => n === name)?.[1];
@@ -41,16 +29,6 @@ function header(headers: HeaderPairs, name: string): string | undefined {
 async function text(res: UpstreamResponse | Response): Promise<string> {
   if (res instanceof Response) return await res.text();
   return await new Response(res.body).text();
-}
-
-function streamOf(...parts: string[]): ReadableStream<Uint8Array> {
-  const enc = new TextEncoder();
-  return new ReadableStream({
-    start(c) {
-      for (const p of parts) c.enqueue(enc.encode(p));
-      c.close();
-    },
-  });
 }
 
 /** A script answering every request on a connection with `answer(request, index)`. */
@@ -65,6 +43,49 @@ function answering(answer: (req: string, n: number) => string) {
 }
 
 const OK = "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+
+/** Signals from one side of a test to the other, kept until taken (one `next` per `send`). */
+function signals() {
+  const sent: number[] = [];
+  const waiting: Array<() => void> = [];
+  let count = 0;
+  return {
+    send() {
+      const w = waiting.shift();
+      if (w) w();
+      else sent.push(count++);
+    },
+    next(): Promise<void> {
+      if (sent.shift() !== undefined) return Promise.resolve();
+      return new Promise((resolve) => waiting.push(resolve));
+    },
+  };
+}
+
+/**
+ * An upstream script answering each request in `pieces`, each sent when the test says
+ * (`piece.send()`); `arrived` is signalled when a request has been read.
+ */
+function stepwise(...pieces: string[]) {
+  const arrived = signals();
+  const piece = signals();
+  const script = async (peer: RawPeer) => {
+    for (;;) {
+      if ((await peer.readRequest()) === null) return;
+      arrived.send();
+      for (const p of pieces) {
+        await piece.next();
+        await peer.send(p);
+      }
+    }
+  };
+  return { arrived, piece, script };
+}
+
+/** The outcome of `promise`: what it rejected with, or undefined when it resolved. */
+function failure(promise: Promise<unknown>): Promise<unknown> {
+  return promise.then(() => undefined, (e) => e);
+}
 
 /**
  * An upstream whose first connection answers once, then closes on the next request without
@@ -334,19 +355,23 @@ Deno.test("http1 client: an upstream closing mid-body errors the stream", async 
 });
 
 Deno.test("http1 client: a hanging upstream hits the response deadline", async () => {
+  const arrived = signals();
   await using up = startRawUpstream(async (peer) => {
     await peer.readRequest();
+    arrived.send();
     await peer.readRequest(); // never answers; returns when the client closes
   });
-  const client = createHttp1Upstream();
+  const timers = new FakeTimers();
+  const client = createHttp1Upstream({ timers });
   try {
-    const t0 = performance.now();
-    const err = await client.send(upstreamOf(up.url), request({ responseTimeoutMs: 150 })).then(
-      () => undefined,
-      (e) => e,
-    );
+    const sent = failure(client.send(upstreamOf(up.url), request({ responseTimeoutMs: 150 })));
+    await arrived.next();
+    await timers.tick(149);
+    ok(await stillPending(sent), "no timeout before the deadline");
+    // The deadline and the next sweep of the deadlines (every 20 ms).
+    await timers.tick(21);
+    const err = await settlesWithin(sent);
     ok(isTimeout(err), `a timeout, not ${err}`);
-    ok(performance.now() - t0 < 2_000);
   } finally {
     client.close();
   }
@@ -364,18 +389,19 @@ Deno.test("http1 client: a small streamed body with a declared length goes out w
     await peer.send(OK);
   });
   const client = createHttp1Upstream();
+  const bodyGo = signals();
   try {
     const enc = new TextEncoder();
-    // The body's bytes come 50 ms after the request starts (a client still sending).
+    // The body's bytes come after the request has started (a client still sending).
     const body = new ReadableStream<Uint8Array>({
       async pull(c) {
-        await new Promise((r) => setTimeout(r, 50));
+        await bodyGo.next();
         c.enqueue(enc.encode("a=1"));
         c.enqueue(enc.encode("&b=2"));
         c.close();
       },
     });
-    const res = await client.send(
+    const sent = client.send(
       upstreamOf(up.url),
       request({
         method: "POST",
@@ -383,7 +409,9 @@ Deno.test("http1 client: a small streamed body with a declared length goes out w
         upstreamBody: body,
       }),
     );
-    assertEquals(await text(res), "ok");
+    ok(await stillPending(sent, 20), "waits for the body");
+    bodyGo.send();
+    assertEquals(await text(await sent), "ok");
     assertEquals(first.length, 1);
     ok(first[0]!.startsWith("POST / HTTP/1.1\r\n"), first[0]);
     ok(first[0]!.endsWith("\r\ncontent-length: 7\r\n\r\na=1&b=2"), first[0]);
@@ -432,7 +460,8 @@ Deno.test("http1 client: a client stalling in a small declared body hits the res
   await using up = startRawUpstream(async (peer) => {
     await peer.readRequest();
   });
-  const client = createHttp1Upstream();
+  const timers = new FakeTimers();
+  const client = createHttp1Upstream({ timers });
   let cancelled: unknown = undefined;
   try {
     // Two of the five declared bytes, then nothing: the head is never sent, and the wait for
@@ -445,8 +474,7 @@ Deno.test("http1 client: a client stalling in a small declared body hits the res
         cancelled = reason;
       },
     });
-    const t0 = performance.now();
-    const err = await client.send(
+    const sent = failure(client.send(
       upstreamOf(up.url),
       request({
         method: "POST",
@@ -454,10 +482,14 @@ Deno.test("http1 client: a client stalling in a small declared body hits the res
         upstreamBody: body,
         responseTimeoutMs: 150,
       }),
-    ).then(() => undefined, (e) => e);
+    ));
+    await timers.tick(149);
+    ok(await stillPending(sent), "no timeout before the deadline");
+    await timers.tick(21);
+    const err = await settlesWithin(sent);
     ok(isTimeout(err), `a timeout, not ${err}`);
-    ok(performance.now() - t0 < 2_000);
     ok(cancelled !== undefined, "the client's body stream is cancelled");
+    assertEquals(up.connections, 0, "no connection taken for a body still arriving");
   } finally {
     client.close();
   }
@@ -473,14 +505,18 @@ Deno.test("http1 client: an upstream that falls silent mid-body hits the body id
     assertEquals(await peer.readRequest(), null);
     closed();
   });
-  const client = createHttp1Upstream({ bodyIdleTimeoutMs: 150 });
+  const timers = new FakeTimers();
+  const client = createHttp1Upstream({ bodyIdleTimeoutMs: 150, timers });
   try {
-    const t0 = performance.now();
     const res = await client.send(upstreamOf(up.url), request({ responseTimeoutMs: 5_000 }));
-    const err = await text(res).then(() => undefined, (e) => e);
+    const read = failure(text(res));
+    ok(await stillPending(read), "the body waits for more");
+    await timers.tick(149);
+    ok(await stillPending(read), "no timeout before the deadline");
+    await timers.tick(21);
+    const err = await settlesWithin(read);
     ok(isTimeout(err), `a timeout, not ${err}`);
-    ok(performance.now() - t0 < 2_000);
-    await sawClose;
+    await settlesWithin(sawClose);
   } finally {
     client.close();
   }
@@ -489,10 +525,14 @@ Deno.test("http1 client: an upstream that falls silent mid-body hits the body id
     await peer.send("HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\nsome");
     await peer.readRequest();
   });
-  const second = createHttp1Upstream({ bodyIdleTimeoutMs: 150 });
+  const secondTimers = new FakeTimers();
+  const second = createHttp1Upstream({ bodyIdleTimeoutMs: 150, timers: secondTimers });
   try {
     const res = await second.send(upstreamOf(quiet.url), request());
-    const err = await text(res).then(() => undefined, (e) => e);
+    const read = failure(text(res));
+    ok(await stillPending(read), "the body waits for more");
+    await secondTimers.tick(170);
+    const err = await settlesWithin(read);
     ok(isTimeout(err), `a timeout, not ${err}`);
   } finally {
     second.close();
@@ -588,14 +628,16 @@ Deno.test("http1 client: the pool keeps at most maxIdle connections per upstream
     await new Promise((r) => setTimeout(r, 20));
     await answering(() => OK)(peer);
   });
-  const client = createHttp1Upstream({ maxIdle: 2, idleTimeoutMs: 200 });
+  const timers = new FakeTimers();
+  const client = createHttp1Upstream({ maxIdle: 2, idleTimeoutMs: 200, timers });
   try {
     const u = upstreamOf(up.url);
     await Promise.all([1, 2, 3, 4].map(async () => await text(await client.send(u, request()))));
     assertEquals(up.connections, 4);
     await Promise.all([1, 2].map(async () => await text(await client.send(u, request()))));
     assertEquals(up.connections, 4, "two idle connections were kept and reused");
-    await new Promise((r) => setTimeout(r, 600));
+    // Idle 200 ms: the pool's sweep (every 250 ms for this timeout) closes them.
+    await timers.tick(250);
     await text(await client.send(u, request()));
     assertEquals(up.connections, 5, "idle connections expire");
   } finally {
@@ -731,19 +773,22 @@ Deno.test("http1 client: against nginx (static, gzip chunked, keep-alive)", asyn
 });
 
 Deno.test("http1 client: a pooled connection the upstream closes while a small body is still arriving is not the client's 502", async () => {
-  // An upstream with a short keep-alive timeout (Node's is 5 s) closes an idle connection
-  // 150 ms after its last answer. The POST's small body arrives 300 ms after the request
-  // starts: the pooled connection must not be held (taken, nothing written) while the body is
-  // gathered, or the upstream closes it under the request and the answer is a 502.
+  // An upstream with a short keep-alive timeout (Node's is 5 s) closes an idle connection while
+  // the POST's small body is still arriving: the pooled connection must not be held (taken,
+  // nothing written) while the body is gathered, or the upstream closes it under the request
+  // and the answer is a 502.
   // Like Node's server, the idle timer stops at the first byte of the next request.
   const received: string[] = [];
+  // The test says when the first connection's keep-alive timeout passes.
+  const idleClose = Promise.withResolvers<"idle">();
+  const never = new Promise<"idle">(() => {});
   await using up = startRawUpstream(async (peer) => {
     const buf = new Uint8Array(65536);
     let pending = "";
     for (;;) {
       const first = await Promise.race([
         peer.conn.read(buf),
-        new Promise<"idle">((r) => setTimeout(() => r("idle"), 150)),
+        peer.index === 0 ? idleClose.promise : never,
       ]);
       if (first === null || first === "idle") return;
       pending += new TextDecoder().decode(buf.subarray(0, first));
@@ -764,14 +809,15 @@ Deno.test("http1 client: a pooled connection the upstream closes while a small b
   try {
     const u = upstreamOf(up.url);
     assertEquals(await text(await client.send(u, request())), "ok");
+    const bodyGo = signals();
     const body = new ReadableStream<Uint8Array>({
       async pull(c) {
-        await new Promise((r) => setTimeout(r, 300));
+        await bodyGo.next();
         c.enqueue(new TextEncoder().encode("a=1"));
         c.close();
       },
     });
-    const res = await client.send(
+    const sent = client.send(
       u,
       request({
         method: "POST",
@@ -779,6 +825,14 @@ Deno.test("http1 client: a pooled connection the upstream closes while a small b
         upstreamBody: body,
       }),
     );
+    // While the body is still arriving, the upstream's keep-alive timeout closes the idle
+    // connection; then the body comes.
+    ok(await stillPending(sent), "waits for the body");
+    idleClose.resolve("idle");
+    while (!up.ended[0]) await stillPending(sent, 1);
+    ok(await stillPending(sent), "still waits for the body");
+    bodyGo.send();
+    const res = await settlesWithin(sent);
     assertEquals(await text(res), "ok");
     ok(received.at(-1)!.endsWith("\r\ncontent-length: 3\r\n\r\na=1"), received.at(-1));
   } finally {
@@ -818,20 +872,20 @@ Deno.test("http1 client: streamed bodies of exactly 16 KiB and 16 KiB + 1 keep t
 
 Deno.test("http1 client: a short response deadline from one request never reaches the next on the same connection", async () => {
   // Each answer takes 400 ms against a 640 ms response deadline; the connection is reused and
-  // each request is still waiting when the one before's deadline would have passed. (With 200
-  // against 320 ms, a stall of 120 ms in this loaded process let the deadline fire first.)
-  await using up = startRawUpstream(async (peer) => {
-    for (;;) {
-      if ((await peer.readRequest()) === null) return;
-      await new Promise((r) => setTimeout(r, 400));
-      await peer.send(OK);
-    }
-  });
-  const client = createHttp1Upstream();
+  // each request is still waiting when the one before's deadline would have passed.
+  const { arrived, piece: answer, script } = stepwise(OK);
+  await using up = startRawUpstream(script);
+  const timers = new FakeTimers();
+  const client = createHttp1Upstream({ timers });
   try {
     const u = upstreamOf(up.url);
     for (let i = 0; i < 3; i++) {
-      const res = await client.send(u, request({ responseTimeoutMs: 640 }));
+      const sent = client.send(u, request({ responseTimeoutMs: 640 }));
+      await arrived.next();
+      await timers.tick(400);
+      ok(await stillPending(sent), `request ${i} still waits for its answer`);
+      answer.send();
+      const res = await settlesWithin(sent);
       assertEquals(await text(res), "ok");
     }
     assertEquals(up.connections, 1);
@@ -885,25 +939,32 @@ Deno.test("http1 client: a small declared streamed body is sent again when a reu
 });
 
 Deno.test("http1 client: body-idle and response deadlines re-arm per read and per request on one connection, never crossing", async () => {
-  // Each answer's body comes in three pieces 150 ms apart (450 ms in all, longer than both
-  // 400 ms deadlines, each silence shorter), then the next request on the same connection.
-  await using up = startRawUpstream(async (peer) => {
-    for (;;) {
-      if ((await peer.readRequest()) === null) return;
-      await new Promise((r) => setTimeout(r, 150));
-      await peer.send("HTTP/1.1 200 OK\r\ncontent-length: 6\r\n\r\nab");
-      await new Promise((r) => setTimeout(r, 150));
-      await peer.send("cd");
-      await new Promise((r) => setTimeout(r, 150));
-      await peer.send("ef");
-    }
-  });
-  const client = createHttp1Upstream({ bodyIdleTimeoutMs: 400 });
+  // Each answer's head and body come in four pieces 150 ms apart (600 ms in all, the body's
+  // three silences 450 ms, longer than both 400 ms deadlines, each silence shorter), then the
+  // next request on the same connection.
+  const { arrived, piece, script } = stepwise(
+    "HTTP/1.1 200 OK\r\ncontent-length: 8\r\n\r\nab",
+    "cd",
+    "ef",
+    "gh",
+  );
+  await using up = startRawUpstream(script);
+  const timers = new FakeTimers();
+  const client = createHttp1Upstream({ bodyIdleTimeoutMs: 400, timers });
   try {
     const u = upstreamOf(up.url);
     for (let i = 0; i < 3; i++) {
-      const res = await client.send(u, request({ responseTimeoutMs: 400 }));
-      assertEquals(await text(res), "abcdef");
+      const sent = client.send(u, request({ responseTimeoutMs: 400 }));
+      await arrived.next();
+      await timers.tick(150);
+      piece.send();
+      const read = text(await settlesWithin(sent));
+      for (let p = 0; p < 3; p++) {
+        ok(await stillPending(read), `request ${i}: the body waits for piece ${p + 2}`);
+        await timers.tick(150);
+        piece.send();
+      }
+      assertEquals(await settlesWithin(read), "abcdefgh");
     }
     assertEquals(up.connections, 1);
   } finally {

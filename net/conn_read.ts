@@ -5,10 +5,9 @@
  * read settles (the set is only there for `unref()`). On a keep-alive connection the connection
  * object, and with it the set, soon lives in V8's old generation, and V8 gives a set's table a
  * new one in the table's own generation whenever it grows or shrinks: every read then leaves
- * ~100 bytes of garbage in the old generation, which only a mark-compact frees. With two reads a
- * proxied request (the client's, the upstream's) that was most of the data plane's old-generation
- * growth and so most of its mark-compacts, each of which holds the event loop for 20-40 ms at
- * half load (docs/data-plane.md, "Numbers on 26 November, second session (issue 13): the tail").
+ * garbage in the old generation, which only a mark-compact (holding the event loop) frees; with
+ * two reads a proxied request that was most of the data plane's old-generation growth (see
+ * docs/data-plane.md, "Numbers on 26 November, second session (issue 13): the tail").
  *
  * The read here is the operation `conn.read` awaits itself (`core.read(rid, buffer)`), with the
  * same results: the bytes read, `null` at the end of the stream, 0 for an empty buffer, and the

@@ -1,13 +1,13 @@
 /**
- * The private path between the data listener's own HTTP/1.1 server (`routes/http1_server.ts`)
- * and the transaction, for what nobody else reads (issue 13): the server hands over the header
+ * The private path between the data listener's own HTTP/1.1 server (`net/http1_server.ts`)
+ * and the transaction, for what nobody else reads: the server hands over the header
  * pairs it parsed, and gets a proxied response back as status, header pairs and the upstream's
  * body as the upstream client produced it, which it writes itself. A `Response` built there only
  * to be taken apart again validated and sorted every header twice and put the body behind a
  * stream. Everything else (`Deno.serve` for HTTP/2 and upgrades, status and block pages, the
  * edge's header rules, cache and compression) keeps getting a real `Response`.
  */
-import type { HeaderPairs } from "./forwarding.ts";
+import type { HeaderPairs } from "./http1_head.ts";
 
 /** Where the own server's requests carry their parsed header pairs. */
 export const HEADER_PAIRS: unique symbol = Symbol("header pairs");
