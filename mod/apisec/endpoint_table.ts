@@ -7,8 +7,36 @@
  * a bounded table of distinct values. The table remembers what changed since it was last stored.
  */
 import type { EndpointRow } from "../../db/apisec_endpoints_repo.ts";
-import type { Endpoint, Sample } from "./inventory.ts";
 import { ID, isIdSegment, isPlaceholder, PARAM } from "./path_template.ts";
+
+/** One sampled request, as the data plane saw it. */
+export interface Sample {
+  readonly siteId: string;
+  readonly method: string;
+  /** The decoded path. */
+  readonly path: string;
+  readonly status: number;
+  readonly time: number;
+  readonly queryNames: readonly string[];
+  readonly bodyNames: readonly string[];
+  /** The media type without parameters; empty without a body. */
+  readonly contentType: string;
+}
+
+export interface Endpoint {
+  readonly site_id: string;
+  template: string;
+  methods: Record<string, number>;
+  hits: number;
+  statuses: Record<string, number>;
+  first_seen: number;
+  last_seen: number;
+  query_params: string[];
+  body_params: string[];
+  content_types: string[];
+  /** One real path of the endpoint (coverage is checked against it). */
+  example_path: string;
+}
 
 /** Distinct values at one position beyond which the position is a parameter. */
 export const VARIETY_LIMIT = 50;

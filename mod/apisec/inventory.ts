@@ -8,7 +8,9 @@
 import type { ApiSecEndpointsRepo } from "../../db/apisec_endpoints_repo.ts";
 import type { Clock } from "../core/clock.ts";
 import type { Logger } from "../core/logger.ts";
-import { EndpointTable } from "./endpoint_table.ts";
+import { type Endpoint, EndpointTable, type Sample } from "./endpoint_table.ts";
+
+export type { Endpoint, Sample };
 
 const BUFFER_LIMIT = 10_000;
 const FLUSH_EVERY_MS = 30_000;
@@ -18,35 +20,6 @@ const DRAIN_EVERY_MS = 2_000;
  * path): samples then die young instead of surviving into the old generation under heavy traffic.
  */
 const EAGER_DRAIN = 512;
-
-/** One sampled request, as the data plane saw it. */
-export interface Sample {
-  readonly siteId: string;
-  readonly method: string;
-  /** The decoded path. */
-  readonly path: string;
-  readonly status: number;
-  readonly time: number;
-  readonly queryNames: readonly string[];
-  readonly bodyNames: readonly string[];
-  /** The media type without parameters; empty without a body. */
-  readonly contentType: string;
-}
-
-export interface Endpoint {
-  readonly site_id: string;
-  template: string;
-  methods: Record<string, number>;
-  hits: number;
-  statuses: Record<string, number>;
-  first_seen: number;
-  last_seen: number;
-  query_params: string[];
-  body_params: string[];
-  content_types: string[];
-  /** One real path of the endpoint (coverage is checked against it). */
-  example_path: string;
-}
 
 export interface InventoryOptions {
   readonly repo: ApiSecEndpointsRepo;
