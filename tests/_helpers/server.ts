@@ -3,13 +3,8 @@
  * real (both listeners on port 0) or composed in-process without listeners, where management
  * requests go straight to the Hono app (`app.request`). The API helpers take either.
  */
-import {
-  type ComposedServer,
-  composeServer,
-  type RunningServer,
-  type ServerDeps,
-  startServer,
-} from "../../app/server.ts";
+import { type ComposedServer, composeServer } from "../../app/compose.ts";
+import { type RunningServer, type ServerDeps, startServer } from "../../app/server.ts";
 import { FakeClock } from "../../mod/core/clock.ts";
 import { type Config, validateConfig } from "../../mod/config/config.ts";
 import { createMemoryLogger } from "../../mod/core/logger.ts";
