@@ -96,12 +96,14 @@ function connectionFront(
   };
 }
 
+/** The HTTPS data listener, when `server.data.https_listen` is set. */
+type HttpsListener = { hostname: string; port: number; shutdown(): Promise<void> };
+
 export async function startServer(
   options: ServerOptions,
   deps: ServerDeps,
 ): Promise<RunningServer> {
   const { config, dataDir } = options;
-  const dataAddr = parseListen(config.server.data.listen)!;
   const mgmtAddr = parseListen(config.server.management.listen)!;
   const composed = await composeServer(options, deps);
   const { app, tls, readiness, dataPlane } = composed;
@@ -121,55 +123,12 @@ export async function startServer(
     const clusterListener = await composed.cluster.listen(app);
     if (clusterListener) listeners.push(clusterListener);
     readiness.management = true;
-    const workers = composed.dataWorkers;
-    let data: Listener;
-    let https: { hostname: string; port: number; shutdown(): Promise<void> } | undefined;
-    if (workers) {
-      // The workers serve both data ports; the process is ready once all enforce the policy.
-      ({ data, https } = await startDataWorkers(workers, {
-        config,
-        dataPlane,
-        counters: composed.monitor.counters,
-        upstreamHealth: composed.monitor.upstreamHealth.hook,
-        connections: composed.monitor.connections.listener("data"),
-      }));
-      listeners.push(data);
-      readiness.dataPlaneCurrent = () => workers.current();
-    } else {
-      data = listen({
-        name: "data",
-        hostname: dataAddr.hostname,
-        port: dataAddr.port,
-        handler: deps.dataHandler ?? dataPlane.handler,
-        front: connectionFront(config.server.data.limits, composed, "data", deps),
-      });
-      listeners.push(data);
-      https = await dataPlane.startHttps().catch((err) => {
-        throw err instanceof ListenerError
-          ? err
-          : listenerError("data HTTPS", config.server.data.https_listen ?? "", err);
-      });
-    }
+    const { data, https } = await openData(composed, config, deps);
+    listeners.push(data);
     readiness.dataPlane = true;
 
-    const managementUrl = `${tls ? "https" : "http"}://${
-      formatAddress(
-        management.hostname === "0.0.0.0" ? "127.0.0.1" : management.hostname,
-        management.port,
-      )
-    }`;
-    const dataUrl = `http://${
-      formatAddress(data.hostname === "0.0.0.0" ? "127.0.0.1" : data.hostname, data.port)
-    }`;
-    // The cluster listener's own address (a wildcard bind is shown as loopback, as above).
-    const clusterUrl = clusterListener
-      ? `https://${
-        formatAddress(
-          clusterListener.hostname === "0.0.0.0" ? "127.0.0.1" : clusterListener.hostname,
-          clusterListener.port,
-        )
-      }`
-      : undefined;
+    const managementUrl = urlOf(tls ? "https" : "http", management);
+    const clusterUrl = clusterListener ? urlOf("https", clusterListener) : undefined;
     await composed.start(managementUrl);
     // Freed C-heap pages in glibc's per-thread arenas back to the system (mod/core/malloc_trim.ts).
     const mallocTrimmer = startMallocTrimmer();
@@ -182,44 +141,25 @@ export async function startServer(
       data_dir: dataDir,
     });
 
-    const timeoutMs = durationMs(config.server.shutdown_timeout);
-    let stopping: Promise<void> | undefined;
-    const shutdown = (): Promise<void> => {
-      stopping ??= (async () => {
-        readiness.shuttingDown = true;
-        deps.logger.info("shutting down", { deadline_ms: timeoutMs });
-        let timer: ReturnType<typeof setTimeout> | undefined;
-        const deadline = new Promise<"timeout">((resolve) => {
-          timer = setTimeout(() => resolve("timeout"), timeoutMs);
-        });
-        const drained = (async () => {
-          await data.shutdown();
-          await https?.shutdown();
-          await management.shutdown();
-          await clusterListener?.shutdown();
-          return "drained" as const;
-        })();
-        const outcome = await Promise.race([drained, deadline]);
-        clearTimeout(timer);
-        if (outcome === "timeout") {
-          deps.logger.warn("shutdown deadline reached with requests still in flight");
-        }
+    const shutdown = shutdownOnce({
+      timeoutMs: durationMs(config.server.shutdown_timeout),
+      readiness,
+      logger: deps.logger,
+      listeners: [data, https, management, clusterListener],
+      async close() {
         await composed.close();
         await mallocTrimmer.stop();
-        deps.logger.info("stopped");
-      })();
-      return stopping;
-    };
-
+      },
+    });
     return {
       db: composed.db,
       data,
       management,
       readiness,
       managementUrl,
-      dataUrl,
+      dataUrl: urlOf("http", data),
       dataPlane,
-      dataWorkers: workers,
+      dataWorkers: composed.dataWorkers,
       dataHttpsUrl: https ? `https://${formatAddress(https.hostname, https.port)}` : undefined,
       routes: composed.routes,
       identity: composed.identity,
@@ -236,4 +176,90 @@ export async function startServer(
     await composed.close().catch(() => {});
     throw err;
   }
+}
+
+/** `scheme://host:port` of a listener, a wildcard bind shown as loopback. */
+function urlOf(scheme: "http" | "https", l: { hostname: string; port: number }): string {
+  return `${scheme}://${
+    formatAddress(l.hostname === "0.0.0.0" ? "127.0.0.1" : l.hostname, l.port)
+  }`;
+}
+
+/**
+ * Opens the data plane's listeners: the workers' (they serve both data ports; the process is
+ * ready once all enforce the policy), or this thread's HTTP listener and HTTPS front.
+ */
+async function openData(
+  composed: ComposedServer,
+  config: ServerOptions["config"],
+  deps: ServerDeps,
+): Promise<{ data: Listener; https: HttpsListener | undefined }> {
+  const { dataPlane, readiness } = composed;
+  const workers = composed.dataWorkers;
+  if (workers) {
+    const opened = await startDataWorkers(workers, {
+      config,
+      dataPlane,
+      counters: composed.monitor.counters,
+      upstreamHealth: composed.monitor.upstreamHealth.hook,
+      connections: composed.monitor.connections.listener("data"),
+    });
+    readiness.dataPlaneCurrent = () => workers.current();
+    return opened;
+  }
+  const dataAddr = parseListen(config.server.data.listen)!;
+  const data = listen({
+    name: "data",
+    hostname: dataAddr.hostname,
+    port: dataAddr.port,
+    handler: deps.dataHandler ?? dataPlane.handler,
+    front: connectionFront(config.server.data.limits, composed, "data", deps),
+  });
+  try {
+    const https = await dataPlane.startHttps().catch((err) => {
+      throw err instanceof ListenerError
+        ? err
+        : listenerError("data HTTPS", config.server.data.https_listen ?? "", err);
+    });
+    return { data, https };
+  } catch (err) {
+    await data.shutdown().catch(() => {});
+    throw err;
+  }
+}
+
+/**
+ * The process's shutdown, run once however often it is asked for: drains the listeners in
+ * order, bounded by the shutdown timeout, then closes.
+ */
+function shutdownOnce(o: {
+  readonly timeoutMs: number;
+  readonly readiness: Readiness;
+  readonly logger: ServerDeps["logger"];
+  readonly listeners: readonly ({ shutdown(): Promise<void> } | undefined)[];
+  close(): Promise<void>;
+}): () => Promise<void> {
+  let stopping: Promise<void> | undefined;
+  return () => {
+    stopping ??= (async () => {
+      o.readiness.shuttingDown = true;
+      o.logger.info("shutting down", { deadline_ms: o.timeoutMs });
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const deadline = new Promise<"timeout">((resolve) => {
+        timer = setTimeout(() => resolve("timeout"), o.timeoutMs);
+      });
+      const drained = (async () => {
+        for (const l of o.listeners) await l?.shutdown();
+        return "drained" as const;
+      })();
+      const outcome = await Promise.race([drained, deadline]);
+      clearTimeout(timer);
+      if (outcome === "timeout") {
+        o.logger.warn("shutdown deadline reached with requests still in flight");
+      }
+      await o.close();
+      o.logger.info("stopped");
+    })();
+    return stopping;
+  };
 }
