@@ -415,7 +415,7 @@ export function createDataWorkerPool(options: DataWorkersOptions): DataWorkerPoo
           if (mirror.up(upstream, m.seq)) w.upstreamHealth?.(m.site, upstream, "up");
         } else {
           const { failures, downUntil } = m.upstream;
-          const applied = mirror.down(upstream, slot.index, failures, downUntil, m.seq);
+          const applied = mirror.down(upstream, slot.index, { failures, downUntil, seq: m.seq });
           // A stale failure (the upstream answered since) still counts as a failure.
           w.upstreamHealth?.(m.site, upstream, applied ? m.event : "failure");
         }

@@ -361,7 +361,9 @@ export function createRegistry(deps: RegistryDeps) {
       const before = deps.repo.node(nodeId);
       const prev = before?.report ? JSON.parse(before.report) as StoredReport : null;
       const stored = JSON.stringify({ ...report, skew, totals: addToTotals(prev, report) });
-      if (!before || !deps.repo.heartbeat(nodeId, now, ip, stored, "online")) {
+      if (
+        !before || !deps.repo.heartbeat(nodeId, { at: now, ip, report: stored, status: "online" })
+      ) {
         throw new AppError(403, "NODE_REVOKED", `Node "${nodeId}" has been revoked`);
       }
       if (before.status !== "online") changed(before, before.status, "online");
