@@ -57,7 +57,7 @@ export class WorkerInbox {
       if (this.#mirror.up(upstream, m.seq)) health?.(m.site, upstream, "up");
     } else {
       const { failures, downUntil } = m.upstream;
-      const applied = this.#mirror.down(upstream, worker, failures, downUntil, m.seq);
+      const applied = this.#mirror.down(upstream, worker, { failures, downUntil, seq: m.seq });
       // A stale failure (the upstream answered since) still counts as a failure.
       health?.(m.site, upstream, applied ? m.event : "failure");
     }

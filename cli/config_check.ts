@@ -13,7 +13,7 @@ import { flagsOrUsage } from "./output.ts";
 
 export const configCheckCommand: Command = async (args, global, deps) => {
   const { t } = await cliTranslator(global, deps);
-  const flags = flagsOrUsage(deps, t, ["config", "check"], args, {});
+  const flags = flagsOrUsage({ deps, t, words: ["config", "check"] }, args, {});
   if (typeof flags === "number") return flags;
   const path = configPathOf(global);
   const result = await readConfigFile(path);

@@ -129,7 +129,7 @@ export const crpStageCommand: Command = async (args, global, deps) => {
 function failClosed(words: string[]): Command {
   return async (args, global, deps) => {
     const { t } = await cliTranslator(global, deps);
-    const flags = flagsOrUsage(deps, t, words, args, {});
+    const flags = flagsOrUsage({ deps, t, words }, args, {});
     if (typeof flags === "number") return flags;
     deps.stderr(`${t("crp.unavailable", { command: `waf ${words.join(" ")}` })}\n`);
     return EXIT_FAILURE;

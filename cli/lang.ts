@@ -95,7 +95,7 @@ const SUPPORTED = LANGUAGES.join(", ");
 export const langShowCommand: Command = async (args, global, deps) => {
   const selection = await cliTranslator(global, deps);
   const { t } = selection;
-  const flags = flagsOrUsage(deps, t, ["lang", "show"], args, {});
+  const flags = flagsOrUsage({ deps, t, words: ["lang", "show"] }, args, {});
   if (typeof flags === "number") return flags;
   const source = selection.source === "env"
     ? t("lang.source_env")
@@ -121,7 +121,7 @@ export const langSetCommand: Command = async (args, global, deps) => {
   const selection = await cliTranslator(global, deps);
   const { t } = selection;
   const words = ["lang", "set"];
-  const flags = flagsOrUsage(deps, t, words, args, {}, { min: 1, max: 1 });
+  const flags = flagsOrUsage({ deps, t, words }, args, {}, { min: 1, max: 1 });
   if (typeof flags === "number") return flags;
   const wanted = flags.positionals[0]!;
   const lang = parseLang(wanted);

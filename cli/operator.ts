@@ -26,7 +26,7 @@ export async function startOperator(
   positionals: { min: number; max: number } = { min: 0, max: 0 },
 ): Promise<Started | number> {
   const { t } = await cliTranslator(global, deps);
-  const flags = flagsOrUsage(deps, t, words, args, options, positionals);
+  const flags = flagsOrUsage({ deps, t, words }, args, options, positionals);
   if (typeof flags === "number") return flags;
   const loaded = await loadConfig(global, deps, false, t);
   if (!loaded) return EXIT_USAGE;

@@ -39,17 +39,23 @@ export function usageError(
 
 export type Flags = Extract<FlagsResult, { kind: "ok" }>;
 
+/** The command being run, as its usage errors name it: deps, language and words (`["user", "add"]`). */
+export interface Invocation {
+  readonly deps: CommandDeps;
+  readonly t: Translate;
+  readonly words: readonly string[];
+}
+
 /** Parses a command's flags; on error prints the translated usage error and returns a number. */
 export function flagsOrUsage(
-  deps: CommandDeps,
-  t: Translate,
-  words: readonly string[],
+  invocation: Invocation,
   args: readonly string[],
   options: FlagOptions,
   positionals: { min: number; max: number } = { min: 0, max: 0 },
 ): Flags | number {
   const parsed = parseFlags(args, options, positionals);
   if (parsed.kind === "error") {
+    const { deps, t, words } = invocation;
     return usageError(deps, t, words, flagProblemText(t, parsed.problem));
   }
   return parsed;

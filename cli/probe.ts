@@ -68,7 +68,7 @@ function render(t: Translate, report: ProbeReport): string {
 
 export const probeCommand: Command = async (args, global, deps) => {
   const { t } = await cliTranslator(global, deps);
-  const flags = flagsOrUsage(deps, t, WORDS, args, {
+  const flags = flagsOrUsage({ deps, t, words: WORDS }, args, {
     url: { type: "string" },
     timeout: { type: "string" },
     "ca-file": { type: "string" },

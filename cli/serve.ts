@@ -22,7 +22,9 @@ const encoder = new TextEncoder();
 
 export const serveCommand: Command = async (args, global, deps) => {
   const { t } = await cliTranslator(global, deps);
-  const flags = flagsOrUsage(deps, t, ["serve"], args, { "join-token": { type: "string" } });
+  const flags = flagsOrUsage({ deps, t, words: ["serve"] }, args, {
+    "join-token": { type: "string" },
+  });
   if (typeof flags === "number") return flags;
   const loaded = await loadConfig(global, deps, true, t);
   if (!loaded) return EXIT_USAGE;

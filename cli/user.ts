@@ -24,7 +24,7 @@ export const userPasswordCommand: Command = async (args, global, deps) => {
   if (typeof started === "number") return started;
   const { t, flags, loaded } = started;
   const username = flags.positionals[0]!;
-  const input = await readPassword(flags, deps, t, words, username);
+  const input = await readPassword(flags, { deps, t, words }, username);
   if (typeof input === "number") return input;
   using store = openAccounts(loaded, deps, t, { create: false });
   if (!store) return 1;
@@ -58,7 +58,7 @@ export const userEnsureAdminCommand: Command = async (args, global, deps) => {
   if (typeof started === "number") return started;
   const { t, flags, loaded } = started;
   const username = flags.positionals[0]!;
-  const input = await readPassword(flags, deps, t, words, username);
+  const input = await readPassword(flags, { deps, t, words }, username);
   if (typeof input === "number") return input;
   using store = openAccounts(loaded, deps, t, { create: true });
   if (!store) return 1;

@@ -16,7 +16,7 @@ import type { CommandDeps } from "./context.ts";
 import { EXIT_FAILURE } from "./context.ts";
 import type { Loaded } from "./load_config.ts";
 import { storePath } from "./operator.ts";
-import { boolFlag, type Flags, stringFlag, usageError } from "./output.ts";
+import { boolFlag, type Flags, type Invocation, stringFlag, usageError } from "./output.ts";
 
 /** The password input flags every account command that sets a password accepts. */
 export const PASSWORD_FLAGS = {
@@ -88,11 +88,10 @@ export type PasswordInput = { password: string; generated: boolean };
 /** Reads the password from exactly one of --password-stdin, --password or --generate. */
 export async function readPassword(
   flags: Flags,
-  deps: CommandDeps,
-  t: Translate,
-  words: readonly string[],
+  invocation: Invocation,
   username: string,
 ): Promise<PasswordInput | number> {
+  const { deps, t, words } = invocation;
   const fromStdin = boolFlag(flags, "password-stdin");
   const inline = stringFlag(flags, "password");
   const generate = boolFlag(flags, "generate");

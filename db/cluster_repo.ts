@@ -36,6 +36,15 @@ export interface RenewalRow {
   readonly issued_at: number;
 }
 
+/** What one heartbeat records about a node. */
+export interface Heartbeat {
+  readonly at: number;
+  readonly ip: string;
+  /** The node's report (JSON). */
+  readonly report: string;
+  readonly status: string;
+}
+
 export type NewNode = Pick<
   NodeRow,
   "id" | "name" | "cert_serial" | "cert_fingerprint" | "cert_not_after" | "enrolled_at"
@@ -133,8 +142,8 @@ export function createClusterRepo(db: Db) {
     nodes(): NodeRow[] {
       return nodes.all() as unknown as NodeRow[];
     },
-    heartbeat(id: string, at: number, ip: string, report: string, status: string): boolean {
-      return Number(heartbeat.run(at, ip, report, status, id).changes) === 1;
+    heartbeat(id: string, beat: Heartbeat): boolean {
+      return Number(heartbeat.run(beat.at, beat.ip, beat.report, beat.status, id).changes) === 1;
     },
     setStatus(id: string, status: string): void {
       setStatus.run(status, id);

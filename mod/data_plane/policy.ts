@@ -159,17 +159,17 @@ export function upstreamOf(
   return index.get(`${siteId} ${origin}`);
 }
 
-/** Compiles sites into a policy; `previous` lends unchanged upstream pools. */
+/** Compiles sites into a policy; `options.previous` lends unchanged upstream pools. */
 export function compilePolicy(
   sites: readonly Site[],
   clock: Clock,
   version: number,
-  previous?: CompiledPolicy,
-  options: CompileOptions = {},
+  options: CompileOptions & { readonly previous?: CompiledPolicy } = {},
 ): CompiledPolicy {
+  const { previous, ...compile } = options;
   const before = new Map(previous?.sites.map((s) => [s.id, s]));
-  const counters = options.counters ?? new SiteCounterSet();
-  const bound = { ...options, counters };
+  const counters = compile.counters ?? new SiteCounterSet();
+  const bound = { ...compile, counters };
   const compiled = sites.map((s) => compileSite(s, clock, before.get(s.id), bound));
   const exact = new Map<string, CompiledSite>();
   /** `*.example.com` is stored under `example.com`. */
@@ -263,13 +263,10 @@ export function createPolicy(
     return out;
   };
   const build = (previous?: CompiledPolicy): CompiledPolicy => {
-    const sites = compilePolicy(
-      sitesOf(deps.listSites()),
-      deps.clock,
-      ++version,
+    const sites = compilePolicy(sitesOf(deps.listSites()), deps.clock, ++version, {
+      ...options,
       previous,
-      options,
-    );
+    });
     if (deps.compileProtection === undefined && deps.compileApiSec === undefined) return sites;
     return {
       ...sites,

@@ -37,12 +37,18 @@ export interface SharedStateBuffers {
   readonly offset: SharedArrayBuffer;
 }
 
-/** A fixed-size shared hash table of counters. */
+/**
+ * A fixed-size shared hash table of counters. `key()` hashes the key of the next `update()` into
+ * fields of the table (one thread, nothing between the two calls), so an update allocates nothing
+ * for its key.
+ */
 class SharedTable {
   readonly #locks: Int32Array;
   readonly #slots: Int32Array;
   readonly buckets: number;
   readonly #owner: number;
+  #h1 = 0;
+  #h2 = 0;
 
   constructor(buffer: SharedArrayBuffer, owner: number) {
     const buckets = buffer.byteLength / 4 / (1 + BUCKET * SLOT);
@@ -52,18 +58,35 @@ class SharedTable {
     this.#owner = owner;
   }
 
+  /** Two independent 32-bit hashes of `name` and `key` (FNV-1a and a multiply-xor mix). */
+  key(name: string, key: string): this {
+    let a = 0x811c9dc5;
+    let b = 0x9e3779b9 ^ name.length;
+    for (let i = 0; i < name.length; i++) {
+      const c = name.charCodeAt(i);
+      a = Math.imul(a ^ c, 0x01000193);
+      b = Math.imul(b ^ c, 0x5bd1e995);
+      b ^= b >>> 15;
+    }
+    a = Math.imul(a ^ 0xff, 0x01000193);
+    for (let i = 0; i < key.length; i++) {
+      const c = key.charCodeAt(i);
+      a = Math.imul(a ^ c, 0x01000193);
+      b = Math.imul(b ^ c, 0x5bd1e995);
+      b ^= b >>> 15;
+    }
+    // (0, 0) marks a free slot.
+    this.#h1 = a | 0 || 1;
+    this.#h2 = b | 0;
+    return this;
+  }
+
   /**
-   * Runs `fn` on the key's bucket under its lock; `fn` gets the slot's word offset, or -1 when
-   * the key is absent and `insert` is false.
+   * Runs `fn` on the bucket of the key `key()` hashed, under its lock; `fn` gets the slot's word
+   * offset, or -1 when the key is absent and `insert` is false.
    */
-  update<T>(
-    h1: number,
-    h2: number,
-    now: number,
-    fn: (slots: Int32Array, at: number) => T,
-    insert = true,
-  ): T {
-    const b = (h1 >>> 0) % this.buckets;
+  update<T>(now: number, fn: (slots: Int32Array, at: number) => T, insert = true): T {
+    const b = (this.#h1 >>> 0) % this.buckets;
     const locks = this.#locks;
     let spins = 0;
     for (;;) {
@@ -74,14 +97,16 @@ class SharedTable {
       }
     }
     try {
-      return fn(this.#slots, this.#find(b, h1, h2, now, insert));
+      return fn(this.#slots, this.#find(b, now, insert));
     } finally {
       Atomics.store(locks, b, 0);
     }
   }
 
-  /** The slot of (h1, h2) in bucket `b`, or a free or least recently used one made fresh. */
-  #find(b: number, h1: number, h2: number, now: number, insert: boolean): number {
+  /** The key's slot in bucket `b`, or a free or least recently used one made fresh. */
+  #find(b: number, now: number, insert: boolean): number {
+    const h1 = this.#h1;
+    const h2 = this.#h2;
     const s = this.#slots;
     const first = b * BUCKET * SLOT;
     let victim = first;
@@ -143,27 +168,6 @@ export function allocateSharedState(
   };
 }
 
-/** Two independent 32-bit hashes of `name` and `key` (FNV-1a and a multiply-xor mix). */
-function hash2(name: string, key: string): [number, number] {
-  let a = 0x811c9dc5;
-  let b = 0x9e3779b9 ^ name.length;
-  for (let i = 0; i < name.length; i++) {
-    const c = name.charCodeAt(i);
-    a = Math.imul(a ^ c, 0x01000193);
-    b = Math.imul(b ^ c, 0x5bd1e995);
-    b ^= b >>> 15;
-  }
-  a = Math.imul(a ^ 0xff, 0x01000193);
-  for (let i = 0; i < key.length; i++) {
-    const c = key.charCodeAt(i);
-    a = Math.imul(a ^ c, 0x01000193);
-    b = Math.imul(b ^ c, 0x5bd1e995);
-    b ^= b >>> 15;
-  }
-  // (0, 0) marks a free slot.
-  return [a | 0 || 1, b | 0];
-}
-
 /** One worker's view of the shared state. */
 export interface SharedState {
   /** A limiter counting in the shared table; `name` keeps limiters apart. */
@@ -190,19 +194,15 @@ export function openSharedState(buffers: SharedStateBuffers, owner: number): Sha
     limiter: (name, opts) => sharedLimiter(limits, name, opts),
     nonces: {
       has(nonce, now) {
-        const [h1, h2] = hash2("nonce", nonce);
         // A probe never claims a slot (that would evict another nonce).
-        return nonces.update(
-          h1,
-          h2,
+        return nonces.key("nonce", nonce).update(
           now,
           (s, at) => at >= 0 && s[at + CUR] === 1 && s[at + WIN]! * 1000 > now,
           false,
         );
       },
       add(nonce, expiresAt, now) {
-        const [h1, h2] = hash2("nonce", nonce);
-        return nonces.update(h1, h2, now, (s, at) => {
+        return nonces.key("nonce", nonce).update(now, (s, at) => {
           if (s[at + CUR] === 1 && s[at + WIN]! * 1000 > now) return false;
           s[at + WIN] = Math.ceil(expiresAt / 1000);
           s[at + CUR] = 1;
@@ -228,9 +228,8 @@ function sharedLimiter(table: SharedTable, name: string, opts: RateLimitOptions)
   return {
     options,
     hit(key: string, now: number): RateDecision {
-      const [h1, h2] = hash2(tag, key);
       const window = Math.floor(now / w) | 0;
-      return table.update(h1, h2, now, (s, at) => {
+      return table.key(tag, key).update(now, (s, at) => {
         if (s[at + WIN] !== window) {
           s[at + PREV] = s[at + WIN] === ((window - 1) | 0) ? s[at + CUR]! : 0;
           s[at + CUR] = 0;

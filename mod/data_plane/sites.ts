@@ -173,24 +173,29 @@ function auditDetail(config: SiteConfig): Record<string, unknown> {
   };
 }
 
+function load(repo: SitesRepo, id: string): Site {
+  const row = repo.get(id);
+  if (!row) throw notFound(id);
+  return siteFromRow(row);
+}
+
+/** Refuses a name another site has. */
+function checkName(repo: SitesRepo, name: string, selfId?: string): void {
+  const row = repo.getByName(name);
+  if (row && row.id !== selfId) {
+    throw new AppError(409, "CONFLICT", `A site named "${name}" already exists`, {
+      details: { field: "name", site_id: row.id },
+    });
+  }
+}
+
 export function createSites(deps: SitesDeps) {
-  const { db, repo, audit, policy, clock } = deps;
+  return { ...siteReads(deps), ...siteWrites(deps) };
+}
 
-  function load(id: string): Site {
-    const row = repo.get(id);
-    if (!row) throw notFound(id);
-    return siteFromRow(row);
-  }
-
-  function nameTaken(name: string, selfId?: string): void {
-    const row = repo.getByName(name);
-    if (row && row.id !== selfId) {
-      throw new AppError(409, "CONFLICT", `A site named "${name}" already exists`, {
-        details: { field: "name", site_id: row.id },
-      });
-    }
-  }
-
+/** Sites as the API shows them, and their upstreams' health in the running data plane. */
+function siteReads(deps: SitesDeps) {
+  const { repo, policy, clock } = deps;
   return {
     /** The level a site gets when its request names none. */
     defaultLevel(): SiteConfig["level"] {
@@ -200,7 +205,7 @@ export function createSites(deps: SitesDeps) {
       return repo.list().map((r) => siteView(siteFromRow(r), clock.now()));
     },
     get(id: string): SiteView {
-      return siteView(load(id), clock.now());
+      return siteView(load(repo, id), clock.now());
     },
     /** Every site's upstreams with the passive health of the running data plane. */
     health(): { site_id: string; name: string; upstreams: UpstreamHealth[] }[] {
@@ -218,10 +223,26 @@ export function createSites(deps: SitesDeps) {
         })),
       }));
     },
+  };
+}
+
+/** Changes of sites: each in one transaction with its audit record, then the policy rebuilt. */
+function siteWrites(deps: SitesDeps) {
+  const { db, repo, audit, policy, clock } = deps;
+  /** Runs `change` in a transaction, rebuilds the policy and answers site `id` as it is now. */
+  const commit = (id: string, change: () => void): SiteView => {
+    const site = transaction(db, () => {
+      change();
+      return load(repo, id);
+    });
+    policy.rebuild();
+    return siteView(site, clock.now());
+  };
+  return {
     create(config: SiteConfig, who: AuditContext): SiteView {
       const id = randomHex(deps.random, 12);
-      const site = transaction(db, () => {
-        nameTaken(config.name);
+      return commit(id, () => {
+        checkName(repo, config.name);
         checkHosts(repo, config.hosts);
         const tls = resolveTls(config.tls, undefined);
         const now = clock.now();
@@ -239,15 +260,12 @@ export function createSites(deps: SitesDeps) {
           result: "success",
           detail: auditDetail(config),
         });
-        return load(id);
       });
-      policy.rebuild();
-      return siteView(site, clock.now());
     },
     update(id: string, config: SiteConfig, who: AuditContext): SiteView {
-      const site = transaction(db, () => {
-        const before = load(id);
-        nameTaken(config.name, id);
+      return commit(id, () => {
+        const before = load(repo, id);
+        checkName(repo, config.name, id);
         checkHosts(repo, config.hosts, id);
         const tls = resolveTls(config.tls, before.tls);
         repo.update({
@@ -263,10 +281,7 @@ export function createSites(deps: SitesDeps) {
           result: "success",
           detail: auditDetail(config),
         });
-        return load(id);
       });
-      policy.rebuild();
-      return siteView(site, clock.now());
     },
     /**
      * Installs a certificate chain and key obtained for the site (ACME): the site's settings are
@@ -279,8 +294,8 @@ export function createSites(deps: SitesDeps) {
       source: string,
       who: AuditContext,
     ): SiteView {
-      const site = transaction(db, () => {
-        const before = load(id);
+      return commit(id, () => {
+        const before = load(repo, id);
         const { id: _id, created_at: _c, updated_at: _u, ...rest } = before;
         const tls = resolveTls(pair, undefined);
         const config: SiteConfig = { ...rest, tls };
@@ -298,14 +313,11 @@ export function createSites(deps: SitesDeps) {
           result: "success",
           detail: { source, issuer: state.issuer, names: state.names, not_after: state.not_after },
         });
-        return load(id);
       });
-      policy.rebuild();
-      return siteView(site, clock.now());
     },
     remove(id: string, who: AuditContext): void {
       transaction(db, () => {
-        const before = load(id);
+        const before = load(repo, id);
         repo.remove(id);
         audit.record({
           ...who,

@@ -18,7 +18,8 @@
  */
 import type { Upstream } from "./upstream_pool.ts";
 
-interface Down {
+/** A worker's failure report: its consecutive failures, cool-down end and stamp. */
+export interface DownReport {
   readonly failures: number;
   readonly downUntil: number;
   readonly seq: number;
@@ -26,7 +27,7 @@ interface Down {
 
 interface Reports {
   /** Failure reports in force, by worker. */
-  readonly downs: Map<number, Down>;
+  readonly downs: Map<number, DownReport>;
   /** The latest stamp of a success a worker saw. */
   upSeq: number;
 }
@@ -50,13 +51,13 @@ export function createUpstreamMirror() {
   };
   return {
     /**
-     * Worker `worker`'s failure report stamped `seq`: false when it is stale (the upstream was
-     * seen answering since) and not applied.
+     * Worker `worker`'s failure report: false when it is stale (the upstream was seen answering
+     * since its stamp) and not applied.
      */
-    down(u: Upstream, worker: number, failures: number, downUntil: number, seq: number): boolean {
+    down(u: Upstream, worker: number, report: DownReport): boolean {
       const r = of(u);
-      if (seq <= r.upSeq) return false;
-      r.downs.set(worker, { failures, downUntil, seq });
+      if (report.seq <= r.upSeq) return false;
+      r.downs.set(worker, report);
       merge(u, r);
       return true;
     },

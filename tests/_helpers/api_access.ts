@@ -1,7 +1,16 @@
 /** API tokens and TOTP codes for tests against a WAF (in-process or listening). */
 import { totpCode, totpSecretFromBase32, totpStep } from "../../mod/identity/totp.ts";
-import { ADMIN, callJson, completeSetup, createUser, login, type Session } from "./identity.ts";
-import { createTestApp, type TestTarget } from "./server.ts";
+import type { Area } from "../../app/compose.ts";
+import {
+  ADMIN,
+  type ApiTarget,
+  callJson,
+  completeSetup,
+  createUser,
+  login,
+  type Session,
+} from "./identity.ts";
+import { createTestApp, type TestApp, type TestBase } from "./server.ts";
 
 /** Config overrides that allow management API tokens. */
 export const TOKENS_ON = { apisec: { management_api: { enabled: true } } } as const;
@@ -13,7 +22,7 @@ export interface Minted {
 
 /** Creates a token through the API as `by` (a session or a bearer token); throws unless 201. */
 export async function mintToken(
-  server: TestTarget,
+  server: ApiTarget,
   by: Session | string,
   body: Record<string, unknown>,
 ): Promise<Minted> {
@@ -31,7 +40,7 @@ export function as(by: Session | string, body?: unknown) {
 
 /** One request with `Authorization: Bearer <token>` (no cookie, no CSRF header). */
 export function withToken(
-  server: TestTarget,
+  server: ApiTarget,
   token: string,
   method: string,
   path: string,
@@ -41,7 +50,7 @@ export function withToken(
 }
 
 /** The code an authenticator bound to `base32` shows at the server's clock (± steps). */
-export function codeAt(server: TestTarget, base32: string, steps = 0): string {
+export function codeAt(server: Pick<TestBase, "clock">, base32: string, steps = 0): string {
   return totpCode(totpSecretFromBase32(base32), totpStep(server.clock.now()) + steps);
 }
 
@@ -51,17 +60,28 @@ export const errorCode = (r: { body: Record<string, unknown> }) =>
 
 export const VIEWER = { username: "viewer", password: "Glacier-Moth-42" } as const;
 
+/** An in-process WAF after setup, with the admin and a `readonly` viewer signed in. */
+export interface AdminAndViewer<A extends Area> {
+  readonly server: TestApp<A>;
+  readonly admin: Session;
+  readonly viewer: Session;
+  readonly viewerId: string;
+}
+
 /**
- * An in-process WAF (with `config`) after setup, with the admin and a `readonly` viewer signed
- * in: route tests where a real socket is not the point.
+ * An in-process WAF (with `config`, of `areas` or every area) after setup, with the admin and a
+ * `readonly` viewer signed in: route tests where a real socket is not the point.
  */
-export async function adminAndViewer(config: Record<string, unknown> = {}): Promise<{
-  server: TestTarget;
-  admin: Session;
-  viewer: Session;
-  viewerId: string;
-}> {
-  const server = await createTestApp({ config });
+export function adminAndViewer(config?: Record<string, unknown>): Promise<AdminAndViewer<Area>>;
+export function adminAndViewer<A extends Area>(
+  config: Record<string, unknown>,
+  areas: readonly A[],
+): Promise<AdminAndViewer<A>>;
+export async function adminAndViewer(
+  config: Record<string, unknown> = {},
+  areas?: readonly Area[],
+): Promise<AdminAndViewer<never>> {
+  const server = areas ? await createTestApp({ config, areas }) : await createTestApp({ config });
   await completeSetup(server);
   const viewerId = await createUser(server, VIEWER.username, VIEWER.password, "readonly");
   return {
@@ -82,7 +102,7 @@ export interface AuditItem {
 
 /** `GET /api/audit?<query>` as `session`, newest first. */
 export async function auditItems(
-  server: TestTarget,
+  server: ApiTarget,
   session: Session,
   query: string,
 ): Promise<AuditItem[]> {

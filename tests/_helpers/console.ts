@@ -30,12 +30,14 @@ export interface ConsolePage {
   close(): Promise<void>;
 }
 
-/** Starts the server (setup done, `ADMIN` exists) and chromium; undefined when it is absent. */
+/**
+ * Starts chromium and the server (setup done, `ADMIN` exists); throws without chromium (a test
+ * using it is ignored then, by `ignoreWithout(HAS_CHROMIUM)`).
+ */
 export async function startConsoleKit(
   config: Record<string, unknown> = {},
-): Promise<ConsoleKit | undefined> {
+): Promise<ConsoleKit> {
   const browser = await launchBrowser();
-  if (!browser) return undefined;
   const server = await startTestServer({ config });
   await completeSetup(server);
   const shots = await Deno.makeTempDir({ prefix: "waf-console-shots-" });

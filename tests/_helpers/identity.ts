@@ -1,9 +1,9 @@
 /** Setup, login and authenticated calls against a test WAF, in-process or listening (cookies by hand). */
-import type { TestTarget } from "./server.ts";
+import type { TestBase } from "./server.ts";
 import { REFUSAL_LIMITS } from "../../mod/identity/refusal_audit.ts";
 
 /** What the HTTP helpers need: the data directory and a way to call the management plane. */
-export type ApiTarget = Pick<TestTarget, "dir" | "api">;
+export type ApiTarget = Pick<TestBase, "dir" | "api">;
 
 export const ADMIN = { username: "admin", password: "Correct-Horse-9" } as const;
 
@@ -13,7 +13,7 @@ export const ADMIN = { username: "admin", password: "Correct-Horse-9" } as const
  * moves the clock and expects one aggregated record must place itself in a window first, or it
  * fails whenever it happens to run shortly before a window's end.
  */
-export function enterRefusalWindow(server: Pick<TestTarget, "clock">, offsetMs = 1000): void {
+export function enterRefusalWindow(server: Pick<TestBase, "clock">, offsetMs = 1000): void {
   const window = REFUSAL_LIMITS.windowMs;
   server.clock.advance(window - (server.clock.now() % window) + offsetMs);
 }
@@ -135,7 +135,7 @@ export async function login(
 
 /** Creates an account directly through the users service (no HTTP, audited as the CLI). */
 export async function createUser(
-  server: TestTarget,
+  server: TestBase,
   username: string,
   password: string,
   role: string,

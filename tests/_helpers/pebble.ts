@@ -2,13 +2,19 @@
  * A real ACME server on loopback for tests: Debian's `pebble` (RFC 8555 test CA) with
  * `pebble-challtestsrv` as its DNS, every listener on a free port (never a fixed one). Host
  * names resolve to 127.0.0.1 unless `addA` says otherwise; pebble validates HTTP-01 on
- * `httpPort` (the data plane's port). Absent pebble: `startPebble` answers undefined with a
- * message, unless WAF_REQUIRE_SERVICES=1, where it throws.
+ * `httpPort` (the data plane's port). A test that needs it is ignored while pebble is absent
+ * (`ignore: ignoreWithout(HAS_PEBBLE)`), unless WAF_REQUIRE_SERVICES=1, where `startPebble` fails the test.
  */
-import { REQUIRE_SERVICES } from "./services.ts";
+import { exists, missing, probe } from "./services.ts";
 
 export const PEBBLE = "/usr/bin/pebble";
 const CHALLTESTSRV = "/usr/bin/pebble-challtestsrv";
+
+/** Whether pebble and its DNS are installed (probed once, when the test module loads). */
+export const HAS_PEBBLE = await probe(
+  "pebble",
+  async () => await exists(PEBBLE) && await exists(CHALLTESTSRV),
+);
 
 export interface Pebble extends AsyncDisposable {
   /** The directory URL (HTTPS with `ca`). */
@@ -21,10 +27,6 @@ export interface Pebble extends AsyncDisposable {
   addA(host: string, address: string): Promise<void>;
   /** Everything pebble printed (for failure messages). */
   output(): string;
-}
-
-async function exists(path: string): Promise<boolean> {
-  return await Deno.stat(path).then(() => true, () => false);
 }
 
 /** A port free now (bound and released); the child binds it a moment later. */
@@ -77,13 +79,8 @@ async function waitUntil(check: () => Promise<boolean>, what: string, ms = 15_00
 
 export async function startPebble(
   options: { httpPort: number; validitySeconds?: number },
-): Promise<Pebble | undefined> {
-  if (!(await exists(PEBBLE)) || !(await exists(CHALLTESTSRV))) {
-    const message = `${PEBBLE} is not installed (apt-get install pebble)`;
-    if (REQUIRE_SERVICES) throw new Error(`${message}, and WAF_REQUIRE_SERVICES=1 requires it`);
-    console.warn(`skipped: ${message} (set WAF_REQUIRE_SERVICES=1 to make this a failure)`);
-    return undefined;
-  }
+): Promise<Pebble> {
+  if (!HAS_PEBBLE) throw missing(`${PEBBLE} is not installed (apt-get install pebble)`);
   const dir = await Deno.makeTempDir({ prefix: "waf-pebble-" });
   // A CA and a leaf for 127.0.0.1 (a self-signed CA certificate is refused as a server's own).
   await openssl(

@@ -3,33 +3,16 @@
  * real (both listeners on port 0) or composed in-process without listeners, where management
  * requests go straight to the Hono app (`app.request`). The API helpers take either.
  */
-import {
-  type ComposedServer,
-  composeServer,
-  type RunningServer,
-  type ServerDeps,
-  startServer,
-} from "../../app/server.ts";
+import { type Area, AREAS, composeAreas, type Composed } from "../../app/compose.ts";
+import { type RunningServer, type ServerDeps, startServer } from "../../app/server.ts";
 import { FakeClock } from "../../mod/core/clock.ts";
 import { type Config, validateConfig } from "../../mod/config/config.ts";
 import { createMemoryLogger } from "../../mod/core/logger.ts";
 import { systemRandom } from "../../mod/core/random.ts";
 
-/** What the management-API helpers need: a listening server or an in-process app. */
-export interface TestTarget extends
-  Pick<
-    RunningServer,
-    | "db"
-    | "dataPlane"
-    | "identity"
-    | "apiAccess"
-    | "ai"
-    | "monitor"
-    | "ops"
-    | "routes"
-    | "readiness"
-  >,
-  AsyncDisposable {
+/** What every test WAF has, whatever areas it composed. */
+export interface TestBase
+  extends Pick<RunningServer, "db" | "identity" | "routes" | "readiness">, AsyncDisposable {
   readonly dir: string;
   readonly logs: string[];
   readonly clock: FakeClock;
@@ -39,10 +22,17 @@ export interface TestTarget extends
   api(path: string, init?: RequestInit): Promise<Response>;
 }
 
+/** What the management-API helpers need: a listening server or an in-process app. */
+export interface TestTarget
+  extends TestBase, Pick<RunningServer, "dataPlane" | "apiAccess" | "ai" | "monitor" | "ops"> {}
+
 export interface TestServer extends RunningServer, TestTarget {}
 
-/** An in-process WAF: the management app answers without a socket; no data listener. */
-export interface TestApp extends ComposedServer, TestTarget {}
+/**
+ * An in-process WAF of the areas `A` (every area unless a test names some): the management app
+ * answers without a socket; no data listener.
+ */
+export type TestApp<A extends Area = Area> = Composed<A> & TestBase;
 
 /** A `sleep` that records every delay asked for and waits for none. */
 function recordedSleeps() {
@@ -118,19 +108,33 @@ export async function startTestServer(
 /** The peer address in-process requests appear to come from. */
 const LOOPBACK_PEER = { transport: "tcp" as const, hostname: "127.0.0.1", port: 40_000 };
 
+export interface TestAppOptions {
+  readonly config?: Record<string, unknown>;
+  readonly deps?: Partial<ServerDeps>;
+}
+
 /**
  * Composes a WAF on a temporary store without opening a listener, for route tests where a real
- * socket is not the point: management requests go to the Hono app in-process.
+ * socket is not the point: management requests go to the Hono app in-process. `areas` composes
+ * only those (with identity and what they need), and the app mounts only their routes.
  */
+export function createTestApp(options?: TestAppOptions): Promise<TestApp>;
+export function createTestApp<A extends Area>(
+  options: TestAppOptions & { areas: readonly A[] },
+): Promise<TestApp<A>>;
 export async function createTestApp(
-  options: { config?: Record<string, unknown>; deps?: Partial<ServerDeps> } = {},
-): Promise<TestApp> {
+  options: TestAppOptions & { areas?: readonly Area[] } = {},
+): Promise<TestApp<never>> {
   const dir = await Deno.makeTempDir({ prefix: "waf-app-" });
   const logger = createMemoryLogger();
   const clock = new FakeClock(Date.now());
   const { sleeps, sleep } = recordedSleeps();
-  const composed = await composeServer(
-    { config: testConfig(options.config), dataDir: dir },
+  const composed = await composeAreas(
+    {
+      config: testConfig(options.config),
+      dataDir: dir,
+      areas: options.areas ?? AREAS,
+    },
     { clock, random: systemRandom, logger, env: {}, sleep, ...options.deps },
   );
   await composed.start("http://127.0.0.1:9443");

@@ -1,26 +1,30 @@
 /**
  * The site's certificate panel in a real chromium against a real server and a real ACME server
- * (pebble on free loopback ports; skipped with a message when absent, unless
+ * (pebble on free loopback ports; ignored when either is absent, unless
  * WAF_REQUIRE_SERVICES=1): an administrator orders a certificate from a custom directory and
  * sees its issuer, names, expiry and ACME state; a readonly user sees the state without the form.
  */
 import { assertEquals } from "../_helpers/assert.ts";
 import { ADMIN, startConsoleKit, textMatches, unlabelled } from "../_helpers/console.ts";
 import { callJson, createUser, login } from "../_helpers/identity.ts";
-import { startPebble } from "../_helpers/pebble.ts";
+import { HAS_PEBBLE, startPebble } from "../_helpers/pebble.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
+import { HAS_CHROMIUM } from "../_helpers/browser.ts";
+import { ignoreWithout } from "../_helpers/services.ts";
 
 const VIEWER = { username: "viewer", password: "Glacier-Moth-42" };
 
-Deno.test("the console orders an ACME certificate for a site and shows its state", async () => {
+Deno.test({
+  name:
+    "the console orders an ACME certificate for a site and shows its state (needs chromium and pebble)",
+  ignore: ignoreWithout(HAS_CHROMIUM && HAS_PEBBLE),
+}, async () => {
   await using up = startUpstream();
   await using kit = await startConsoleKit({
     server: { data: { https_listen: "127.0.0.1:0" } },
   });
-  if (!kit) return;
   const { server } = kit;
   await using pebble = await startPebble({ httpPort: Number(new URL(server.dataUrl).port) });
-  if (!pebble) return;
   const api = await login(server, ADMIN.username, ADMIN.password);
   const created = await callJson(server, "POST", "/api/sites", {
     session: api,

@@ -1,6 +1,6 @@
 /**
  * ACME certificates against a real ACME server on loopback (Debian's `pebble` with
- * `pebble-challtestsrv` as its DNS, on free ports; skipped with a message when pebble is absent,
+ * `pebble-challtestsrv` as its DNS, on free ports; ignored when pebble is absent,
  * unless WAF_REQUIRE_SERVICES=1): the WAF orders a certificate for a site's host names, pebble
  * validates HTTP-01 against the data plane's own port (answered before the protection checks: an
  * IP list blocks every loopback client meanwhile), the certificate is installed and served
@@ -13,10 +13,11 @@ import tls from "node:tls";
 import { X509Certificate } from "node:crypto";
 import { assertEquals, assertMatch, ok } from "../_helpers/assert.ts";
 import { ADMIN, callJson, completeSetup, login } from "../_helpers/identity.ts";
-import { startPebble } from "../_helpers/pebble.ts";
+import { HAS_PEBBLE, startPebble } from "../_helpers/pebble.ts";
 import { PEM_PRIVATE_KEY, storedSettings, storedSiteConfigs } from "../_helpers/sites.ts";
 import { startTestServer } from "../_helpers/server.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
+import { ignoreWithout } from "../_helpers/services.ts";
 
 /** The certificate the HTTPS data plane presents for `servername`, verified against `ca`. */
 function served(
@@ -38,7 +39,11 @@ function served(
 
 const fingerprintOf = (pem: string) => new X509Certificate(pem).fingerprint256;
 
-Deno.test("ACME: issue over HTTP-01 through the data plane, serve it by SNI, renew it, and report a failed validation", async (t) => {
+Deno.test({
+  name:
+    "ACME: issue over HTTP-01 through the data plane, serve it by SNI, renew it, and report a failed validation (needs pebble)",
+  ignore: ignoreWithout(HAS_PEBBLE),
+}, async (t) => {
   await using up = startUpstream();
   await using s = await startTestServer({
     config: { server: { data: { https_listen: "127.0.0.1:0" } } },
@@ -46,7 +51,6 @@ Deno.test("ACME: issue over HTTP-01 through the data plane, serve it by SNI, ren
   const httpPort = Number(new URL(s.dataUrl).port);
   const httpsPort = Number(new URL(s.dataHttpsUrl!).port);
   await using pebble = await startPebble({ httpPort, validitySeconds: 20 * 86_400 });
-  if (!pebble) return;
   await completeSetup(s);
   const admin = await login(s, ADMIN.username, ADMIN.password);
   const site = await callJson(s, "POST", "/api/sites", {

@@ -10,6 +10,8 @@ import { call, callJson, createUser, login } from "../_helpers/identity.ts";
 import { startFakeProvider } from "../_helpers/openai_server.ts";
 import { addSite, hit } from "../_helpers/protection.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
+import { HAS_CHROMIUM } from "../_helpers/browser.ts";
+import { ignoreWithout } from "../_helpers/services.ts";
 
 const ANALYST = { username: "analyst", password: "Quartz-Falcon-77" };
 const ROLES = {
@@ -30,11 +32,14 @@ async function textOf(p: ConsolePage, selector: string, re: RegExp): Promise<str
   throw new Error(`${selector}: ${JSON.stringify(text)} does not match ${re}`);
 }
 
-Deno.test("the AI pages: settings with a connection test, a streamed answer that proposes a block, and its approval blocking the address", async (t) => {
+Deno.test({
+  name:
+    "the AI pages: settings with a connection test, a streamed answer that proposes a block, and its approval blocking the address (needs chromium)",
+  ignore: ignoreWithout(HAS_CHROMIUM),
+}, async (t) => {
   await using up = startUpstream();
   await using provider = startFakeProvider();
   await using kit = await startConsoleKit({ apisec: { permissions: ROLES } });
-  if (!kit) return;
   const { server } = kit;
   addSite(server, up.url);
   await createUser(server, ANALYST.username, ANALYST.password, "analyst");

@@ -9,6 +9,8 @@ import { ADMIN, startConsoleKit, textMatches, unlabelled } from "../_helpers/con
 import { createUser } from "../_helpers/identity.ts";
 import { addSite, hit } from "../_helpers/protection.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
+import { HAS_CHROMIUM } from "../_helpers/browser.ts";
+import { ignoreWithout } from "../_helpers/services.ts";
 
 const VIEWER = { username: "viewer", password: "Glacier-Moth-42" };
 const OPENAPI = `openapi: 3.1.0
@@ -23,10 +25,13 @@ paths:
             schema: { type: object, required: [sku], properties: { sku: { type: string } } }
 `;
 
-Deno.test("the API-security page: OpenAPI import, settings, inventory with shadow endpoints, the tester; readonly sees and cannot change", async (t) => {
+Deno.test({
+  name:
+    "the API-security page: OpenAPI import, settings, inventory with shadow endpoints, the tester; readonly sees and cannot change (needs chromium)",
+  ignore: ignoreWithout(HAS_CHROMIUM),
+}, async (t) => {
   await using up = startUpstream();
   await using kit = await startConsoleKit();
-  if (!kit) return;
   const { server } = kit;
   addSite(server, up.url);
   await createUser(server, VIEWER.username, VIEWER.password, "readonly");

@@ -12,12 +12,17 @@ import { hostFetch } from "../_helpers/data_client.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
 import { parseJoinToken } from "../../mod/cluster/join_tokens.ts";
 import { FakeClock } from "../../mod/core/clock.ts";
+import { HAS_CHROMIUM } from "../_helpers/browser.ts";
+import { ignoreWithout } from "../_helpers/services.ts";
 
 const VIEWER = { username: "viewer", password: "Glacier-Moth-42" };
 
-Deno.test("the console's Cluster page issues a join token, shows the node and revokes it", async (t) => {
+Deno.test({
+  name:
+    "the console's Cluster page issues a join token, shows the node and revokes it (needs chromium)",
+  ignore: ignoreWithout(HAS_CHROMIUM),
+}, async (t) => {
   await using kit = await startConsoleKit({ cluster: { listen: "127.0.0.1:0" } });
-  if (!kit) return;
   const { server } = kit;
   const api = await login(server, ADMIN.username, ADMIN.password);
   const admin = await kit.signIn(ADMIN);

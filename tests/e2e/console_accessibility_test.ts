@@ -17,12 +17,13 @@ import {
   unnamed,
 } from "../_helpers/accessibility.ts";
 import { ADMIN, settle, shopWithAttack, startConsoleKit } from "../_helpers/console.ts";
-import { launchBrowser } from "../_helpers/browser.ts";
+import { HAS_CHROMIUM, launchBrowser } from "../_helpers/browser.ts";
 import { callJson, login, setupToken } from "../_helpers/identity.ts";
 import { startTestServer } from "../_helpers/server.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
 import { PAGES } from "../../console/pages.js";
 import type { Page } from "playwright-core";
+import { ignoreWithout } from "../_helpers/services.ts";
 
 /** Adds one page's contrast report to the running totals. */
 function tally(total: ContrastReport, page: string, report: ContrastReport): void {
@@ -58,10 +59,13 @@ async function atFirstDraw(page: Page, condition: string, probe: string) {
   return () => page.evaluate(`globalThis.${key}`);
 }
 
-Deno.test("the console is usable by keyboard, named for screen readers, and readable", async (t) => {
+Deno.test({
+  name:
+    "the console is usable by keyboard, named for screen readers, and readable (needs chromium)",
+  ignore: ignoreWithout(HAS_CHROMIUM),
+}, async (t) => {
   await using up = startUpstream();
   await using kit = await startConsoleKit(TOKENS_ON);
-  if (!kit) return;
   const { server } = kit;
   const api = await login(server, ADMIN.username, ADMIN.password);
   // Something on the lists: a site, an attack and its block.
@@ -275,9 +279,12 @@ Deno.test("the console is usable by keyboard, named for screen readers, and read
   });
 });
 
-Deno.test("the setup page is named, reachable by keyboard and readable in both schemes", async () => {
+Deno.test({
+  name:
+    "the setup page is named, reachable by keyboard and readable in both schemes (needs chromium)",
+  ignore: ignoreWithout(HAS_CHROMIUM),
+}, async () => {
   await using browser = await launchBrowser();
-  if (!browser) return;
   await using server = await startTestServer();
   const token = await setupToken(server);
   for (const scheme of ["light", "dark"] as const) {

@@ -22,6 +22,8 @@ import { callJson, createUser, login } from "../_helpers/identity.ts";
 import { hit } from "../_helpers/protection.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
 import { PAGES } from "../../console/pages.js";
+import { HAS_CHROMIUM } from "../_helpers/browser.ts";
+import { ignoreWithout } from "../_helpers/services.ts";
 
 const UNION = "/search?q=1%20union%20select%20password%20from%20users"; // sqli, critical
 const ATTACKER = "198.51.100.7";
@@ -35,10 +37,12 @@ const BUDGET = 200 * 1024;
 const LOADED = `![...document.querySelectorAll("main [role=status]")]
   .some((e) => /Loading|加载中/.test(e.textContent))`;
 
-Deno.test("the console's main paths work in a real browser", async (t) => {
+Deno.test({
+  name: "the console's main paths work in a real browser (needs chromium)",
+  ignore: ignoreWithout(HAS_CHROMIUM),
+}, async (t) => {
   await using up = startUpstream();
   await using kit = await startConsoleKit(TOKENS_ON);
-  if (!kit) return;
   const { server } = kit;
   const admin = await kit.signIn(ADMIN);
   const api = await login(server, ADMIN.username, ADMIN.password);

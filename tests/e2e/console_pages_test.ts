@@ -11,6 +11,8 @@ import { ADMIN, settle, shopWithAttack, startConsoleKit } from "../_helpers/cons
 import { callJson, createUser, login } from "../_helpers/identity.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
 import { PAGES } from "../../console/pages.js";
+import { HAS_CHROMIUM } from "../_helpers/browser.ts";
+import { ignoreWithout } from "../_helpers/services.ts";
 
 const VIEWER = { username: "viewer", password: "Glacier-Moth-42" };
 /**
@@ -29,10 +31,12 @@ const READ_ONLY_POSTS = [
 ];
 const readOnlyPost = (path: string) =>
   READ_ONLY_POSTS.find((p) => new URLPattern({ pathname: p }).test({ pathname: path }));
-Deno.test("the console's other pages work in a real browser", async (t) => {
+Deno.test({
+  name: "the console's other pages work in a real browser (needs chromium)",
+  ignore: ignoreWithout(HAS_CHROMIUM),
+}, async (t) => {
   await using up = startUpstream();
   await using kit = await startConsoleKit(TOKENS_ON);
-  if (!kit) return;
   const { server } = kit;
   const api = await login(server, ADMIN.username, ADMIN.password);
   const attack = await shopWithAttack(server, api, up.url);

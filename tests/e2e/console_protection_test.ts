@@ -13,6 +13,8 @@ import { hit } from "../_helpers/protection.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
 import { waitFor } from "../_helpers/wait.ts";
 import type { FeedStatus } from "../../mod/protection/threat_feeds.ts";
+import { HAS_CHROMIUM } from "../_helpers/browser.ts";
+import { ignoreWithout } from "../_helpers/services.ts";
 
 const UNION = "/search?q=1%20union%20select%20password%20from%20users";
 
@@ -37,12 +39,14 @@ const cell = (p: ConsolePage, text: string) =>
 const last = (h: { chain: { check: string; result: string }[] }) =>
   `${h.chain.at(-1)?.check}:${h.chain.at(-1)?.result}`;
 
-Deno.test("the protection pages change what the data plane does", async (t) => {
+Deno.test({
+  name: "the protection pages change what the data plane does (needs chromium)",
+  ignore: ignoreWithout(HAS_CHROMIUM),
+}, async (t) => {
   await using up = startUpstream();
   let fetched = 0;
   await using feeds = localServer(() => (fetched++, new Response("# drop\n203.0.113.0/24\n")));
   await using kit = await startConsoleKit();
-  if (!kit) return;
   const { server } = kit;
   const api = await login(server, ADMIN.username, ADMIN.password);
   const site = await callJson(server, "POST", "/api/sites", {

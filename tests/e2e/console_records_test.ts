@@ -15,6 +15,8 @@ import { hit } from "../_helpers/protection.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
 import { systemRandom } from "../../mod/core/random.ts";
 import { createCa, createLeaf } from "../../mod/tls/x509.ts";
+import { HAS_CHROMIUM } from "../_helpers/browser.ts";
+import { ignoreWithout } from "../_helpers/services.ts";
 
 const UNION = "/search?q=1%20union%20select%20password%20from%20users"; // sqli
 const OPS = { username: "ops", password: "Juniper-Stone-71" };
@@ -38,10 +40,13 @@ async function rowsWhen(
   throw new Error(`the attack log never showed the rows expected: ${JSON.stringify(rows)}`);
 }
 
-Deno.test("sites, the attack log's filters, the inbox and 2FA recovery work in a real browser", async (t) => {
+Deno.test({
+  name:
+    "sites, the attack log's filters, the inbox and 2FA recovery work in a real browser (needs chromium)",
+  ignore: ignoreWithout(HAS_CHROMIUM),
+}, async (t) => {
   await using up = startUpstream();
   await using kit = await startConsoleKit();
-  if (!kit) return;
   const { server } = kit;
   const api = await login(server, ADMIN.username, ADMIN.password);
   const ids: Record<string, string> = {};

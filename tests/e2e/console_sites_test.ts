@@ -7,14 +7,18 @@ import { assertEquals } from "../_helpers/assert.ts";
 import { ADMIN, createShopInForm, startConsoleKit } from "../_helpers/console.ts";
 import { hit } from "../_helpers/protection.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
+import { HAS_CHROMIUM } from "../_helpers/browser.ts";
+import { ignoreWithout } from "../_helpers/services.ts";
 
 /** README's attack example ("403 + traceId"): blocked at `balanced`, passed at `low`. */
 const README_ATTACK = "/products?id=1'%20or%201=1--";
 
-Deno.test("a site created in the console gets the level chosen at setup", async () => {
+Deno.test({
+  name: "a site created in the console gets the level chosen at setup (needs chromium)",
+  ignore: ignoreWithout(HAS_CHROMIUM),
+}, async () => {
   await using up = startUpstream();
   await using kit = await startConsoleKit();
-  if (!kit) return;
   const { server } = kit;
   const admin = await kit.signIn(ADMIN);
   await createShopInForm(admin, up.url);

@@ -18,6 +18,8 @@ import { KIND } from "../../mod/protection/protection_compile.ts";
 import { FOLD_HERE_BELOW } from "../../mod/protection/ip_list_fold_thread.ts";
 import { ADMIN, startConsoleKit } from "../_helpers/console.ts";
 import { workerHooks } from "../_helpers/data_workers.ts";
+import { HAS_CHROMIUM } from "../_helpers/browser.ts";
+import { ignoreWithout } from "../_helpers/services.ts";
 
 const WORKERS = { server: { data: { workers: 2 } } };
 const UA = "Mozilla/5.0 (X11; Linux x86_64) Firefox/140.0";
@@ -652,10 +654,13 @@ Deno.test("a worker ended while the workers drain does not hold shutdown up to i
   await Deno.remove(s.dir, { recursive: true });
 });
 
-Deno.test("the system page shows the worker setting and each worker on the current policy (chromium)", async () => {
+Deno.test({
+  name:
+    "the system page shows the worker setting and each worker on the current policy (needs chromium)",
+  ignore: ignoreWithout(HAS_CHROMIUM),
+}, async () => {
   await using up = startUpstream();
   await using kit = await startConsoleKit(WORKERS);
-  if (!kit) return;
   const { server } = kit;
   addSite(server, up.url);
   await until(() => server.dataWorkers!.current(), "both workers on the new policy");

@@ -10,6 +10,8 @@ import { startUpstream } from "../_helpers/upstream.ts";
 import { addSite } from "../_helpers/protection.ts";
 import { waitFor } from "../_helpers/wait.ts";
 import { workerHooks } from "../_helpers/data_workers.ts";
+import { HAS_CHROMIUM } from "../_helpers/browser.ts";
+import { ignoreWithout } from "../_helpers/services.ts";
 
 const WORKERS = { server: { data: { workers: 2 } } };
 
@@ -31,10 +33,12 @@ const PARTIAL_EN = "Purge not confirmed: 1 data-plane worker(s) did not answer w
 const PARTIAL_ZH =
   "清空未确认：1 个数据面工作线程未在 1 秒内应答。它们读到请求时仍会清空，但其条目未计入；请再次清空以确认。";
 
-Deno.test("the console says when a cache purge was not answered by every worker", async () => {
+Deno.test({
+  name: "the console says when a cache purge was not answered by every worker (needs chromium)",
+  ignore: ignoreWithout(HAS_CHROMIUM),
+}, async () => {
   await using up = startUpstream();
   await using kit = await startConsoleKit(WORKERS);
-  if (!kit) return;
   const { server } = kit;
   addSite(server, up.url);
   const pool = server.dataWorkers!;

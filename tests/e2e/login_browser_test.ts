@@ -4,9 +4,10 @@
  * work itself (no external tool) and reaches the console.
  */
 import { assertEquals, ok } from "../_helpers/assert.ts";
-import { launchBrowser, type Page } from "../_helpers/browser.ts";
+import { HAS_CHROMIUM, launchBrowser, type Page } from "../_helpers/browser.ts";
 import { ADMIN, call, completeSetup } from "../_helpers/identity.ts";
 import { startTestServer, type TestServer } from "../_helpers/server.ts";
+import { ignoreWithout } from "../_helpers/services.ts";
 
 async function signIn(page: Page, server: TestServer, password: string): Promise<void> {
   await page.goto(`${server.managementUrl}/login`);
@@ -15,9 +16,12 @@ async function signIn(page: Page, server: TestServer, password: string): Promise
   await page.locator("#submit").click();
 }
 
-Deno.test("after three typos the sign-in page solves the CAPTCHA itself and reaches the console", async () => {
+Deno.test({
+  name:
+    "after three typos the sign-in page solves the CAPTCHA itself and reaches the console (needs chromium)",
+  ignore: ignoreWithout(HAS_CHROMIUM),
+}, async () => {
   await using browser = await launchBrowser();
-  if (!browser) return;
   await using server = await startTestServer();
   await completeSetup(server);
   const page = await browser.newPage();
@@ -41,9 +45,12 @@ Deno.test("after three typos the sign-in page solves the CAPTCHA itself and reac
   await page.close();
 });
 
-Deno.test("while another address attacks the username, the administrator's page still signs in", async () => {
+Deno.test({
+  name:
+    "while another address attacks the username, the administrator's page still signs in (needs chromium)",
+  ignore: ignoreWithout(HAS_CHROMIUM),
+}, async () => {
   await using browser = await launchBrowser();
-  if (!browser) return;
   await using server = await startTestServer();
   await completeSetup(server);
   // A distributed attack past the username's ceiling: 100 failures from 100 other addresses

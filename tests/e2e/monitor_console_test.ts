@@ -14,6 +14,8 @@ import { addSite, hit } from "../_helpers/protection.ts";
 import { startSntpServer } from "../_helpers/sntp_server.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
 import { hmacSha256 } from "../../mod/core/digest.ts";
+import { HAS_CHROMIUM } from "../_helpers/browser.ts";
+import { ignoreWithout } from "../_helpers/services.ts";
 
 const UNION = "/search?q=1%20union%20select%20password%20from%20users";
 
@@ -38,10 +40,13 @@ const openSocket = (url: string, name: string) =>
   return true;
 })()`;
 
-Deno.test("the dashboard shows blocked requests live over EventSource; a browser WebSocket gets them from the console's origin only", async (t) => {
+Deno.test({
+  name:
+    "the dashboard shows blocked requests live over EventSource; a browser WebSocket gets them from the console's origin only (needs chromium)",
+  ignore: ignoreWithout(HAS_CHROMIUM),
+}, async (t) => {
   await using up = startUpstream();
   await using kit = await startConsoleKit();
-  if (!kit) return;
   const { server } = kit;
   addSite(server, up.url);
   const admin = await kit.signIn(ADMIN);
@@ -124,7 +129,11 @@ Deno.test("the dashboard shows blocked requests live over EventSource; a browser
 
 const VIEWER = { username: "viewer", password: "Glacier-Moth-42" };
 
-Deno.test("the system page's time sync, the metrics note and the notification channels page", async (t) => {
+Deno.test({
+  name:
+    "the system page's time sync, the metrics note and the notification channels page (needs chromium)",
+  ignore: ignoreWithout(HAS_CHROMIUM),
+}, async (t) => {
   await using near = await startSntpServer(40, 0);
   await using silent = await startSntpServer(0, 0, false);
   const received: { path: string; headers: Headers; body: string }[] = [];
@@ -142,7 +151,6 @@ Deno.test("the system page's time sync, the metrics note and the notification ch
     await using kit = await startConsoleKit({
       time: { servers: [silent.address, near.address], query_timeout: "300ms" },
     });
-    if (!kit) return;
     const { server } = kit;
     const admin = await kit.signIn(ADMIN);
     const api = await login(server, ADMIN.username, ADMIN.password);

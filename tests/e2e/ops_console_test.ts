@@ -7,14 +7,18 @@ import { assertEquals, ok } from "../_helpers/assert.ts";
 import { ADMIN, startConsoleKit, textMatches, unlabelled } from "../_helpers/console.ts";
 import { callJson, createUser, login } from "../_helpers/identity.ts";
 import zhCatalogue from "../../console/i18n/zh-CN.js";
+import { HAS_CHROMIUM } from "../_helpers/browser.ts";
+import { ignoreWithout } from "../_helpers/services.ts";
 
 const zh: Record<string, string | undefined> = zhCatalogue;
 
 const VIEWER = { username: "viewer", password: "Glacier-Moth-42" };
 
-Deno.test("the console's operations pages work in a real browser", async (t) => {
+Deno.test({
+  name: "the console's operations pages work in a real browser (needs chromium)",
+  ignore: ignoreWithout(HAS_CHROMIUM),
+}, async (t) => {
   await using kit = await startConsoleKit({ storage: { redis: { url: "redis://127.0.0.1:9" } } });
-  if (!kit) return;
   const { server } = kit;
   const api = await login(server, ADMIN.username, ADMIN.password);
   const admin = await kit.signIn(ADMIN);

@@ -1,10 +1,11 @@
 /** Bot challenge: a real headless browser passes it (GET and POST), a plain HTTP client never does. */
 import { assertEquals, ok } from "../_helpers/assert.ts";
 import { solves } from "../../engine/bot.ts";
-import { launchBrowser, type Page } from "../_helpers/browser.ts";
+import { HAS_CHROMIUM, launchBrowser, type Page } from "../_helpers/browser.ts";
 import { addSite, apiFor, hit, steps } from "../_helpers/protection.ts";
 import { startTestServer } from "../_helpers/server.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
+import { ignoreWithout } from "../_helpers/services.ts";
 
 const CURL = { "user-agent": "curl/8.5.0" };
 /** A page-side condition (a string, so this file needs no DOM types). */
@@ -55,9 +56,12 @@ Deno.test("a client without JavaScript gets the challenge page and never reaches
   assertEquals(up.seen.length, 1);
 });
 
-Deno.test("a headless browser solves the challenge and reaches the upstream with a clearance cookie (GET and POST)", async () => {
+Deno.test({
+  name:
+    "a headless browser solves the challenge and reaches the upstream with a clearance cookie (GET and POST) (needs chromium)",
+  ignore: ignoreWithout(HAS_CHROMIUM),
+}, async () => {
   await using browser = await launchBrowser();
-  if (!browser) return;
   await using up = startUpstream();
   await using s = await startTestServer();
   addSite(s, up.url, { hosts: ["127.0.0.1"] });

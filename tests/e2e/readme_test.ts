@@ -8,8 +8,9 @@
 import { assertEquals, assertMatch, ok } from "../_helpers/assert.ts";
 import { codeAt, TOKENS_ON } from "../_helpers/api_access.ts";
 import { startFakeProvider } from "../_helpers/openai_server.ts";
-import { startPebble } from "../_helpers/pebble.ts";
+import { HAS_PEBBLE, startPebble } from "../_helpers/pebble.ts";
 import { startTestServer } from "../_helpers/server.ts";
+import { ignoreWithout, missing, probe, runs } from "../_helpers/services.ts";
 import { tempDir } from "../_helpers/temp.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
 
@@ -41,24 +42,20 @@ Deno.test("every command of the README's curl examples is in the walk-through sc
   }
 });
 
-async function available(bin: string): Promise<boolean> {
-  try {
-    return (await new Deno.Command(bin, { args: ["--version"], stdout: "null", stderr: "null" })
-      .output()).success;
-  } catch {
-    return false;
-  }
+/** The walk-through's tools that are not installed. */
+const ABSENT: string[] = [];
+for (const bin of ["curl", "jq", "bash"]) {
+  if (!(await probe(bin, () => runs(bin)))) ABSENT.push(bin);
 }
 
 const status = (headers: string) => Number(/^HTTP\/[\d.]+ (\d{3})/.exec(headers)?.[1]);
 
-Deno.test("the README's curl walk-through works against a real server, step by step", async () => {
-  for (const bin of ["curl", "jq", "bash"]) {
-    if (await available(bin)) continue;
-    if (Deno.env.get("WAF_REQUIRE_SERVICES") === "1") throw new Error(`${bin} is not installed`);
-    console.warn(`skipped: ${bin} is not installed`);
-    return;
-  }
+Deno.test({
+  name:
+    "the README's curl walk-through works against a real server, step by step (needs curl, jq and bash)",
+  ignore: ignoreWithout(ABSENT.length === 0),
+}, async () => {
+  if (ABSENT.length > 0) throw missing(`not installed: ${ABSENT.join(", ")}`);
   await using up = startUpstream();
   await using provider = startFakeProvider();
   provider.script({ text: "Nothing was blocked today." });
@@ -66,7 +63,9 @@ Deno.test("the README's curl walk-through works against a real server, step by s
   await using work = await tempDir();
   // The ACME example orders from pebble (on loopback, validating on the data plane's port)
   // instead of Let's Encrypt staging; without pebble, from a directory that refuses at once.
-  await using pebble = await startPebble({ httpPort: Number(new URL(s.dataUrl).port) });
+  await using pebble = HAS_PEBBLE
+    ? await startPebble({ httpPort: Number(new URL(s.dataUrl).port) })
+    : undefined;
   const acmeOrder = pebble
     ? JSON.stringify({
       directory: pebble.directory,

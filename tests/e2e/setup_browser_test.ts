@@ -3,13 +3,17 @@
  * empty data directory, read setup.url, open it, complete setup in the page, sign in, list users.
  */
 import { assertEquals, assertMatch, ok } from "../_helpers/assert.ts";
-import { launchBrowser } from "../_helpers/browser.ts";
+import { HAS_CHROMIUM, launchBrowser } from "../_helpers/browser.ts";
 import { startTestServer } from "../_helpers/server.ts";
 import { setupReceipt } from "../../mod/identity/setup_token.ts";
+import { ignoreWithout } from "../_helpers/services.ts";
 
-Deno.test("a new user completes setup in the browser, signs in and sees the user list", async () => {
+Deno.test({
+  name:
+    "a new user completes setup in the browser, signs in and sees the user list (needs chromium)",
+  ignore: ignoreWithout(HAS_CHROMIUM),
+}, async () => {
   await using browser = await launchBrowser();
-  if (!browser) return;
   await using server = await startTestServer();
   const link = (await Deno.readTextFile(`${server.dir}/runtime/setup.url`)).trim();
   const token = /#token=(.+)$/.exec(link)![1]!;
@@ -63,9 +67,12 @@ Deno.test("a new user completes setup in the browser, signs in and sees the user
   await page.close();
 });
 
-Deno.test("without the link the setup page says where it is, and takes a link opened in the same tab or pasted", async () => {
+Deno.test({
+  name:
+    "without the link the setup page says where it is, and takes a link opened in the same tab or pasted (needs chromium)",
+  ignore: ignoreWithout(HAS_CHROMIUM),
+}, async () => {
   await using browser = await launchBrowser();
-  if (!browser) return;
   await using server = await startTestServer();
   const link = (await Deno.readTextFile(`${server.dir}/runtime/setup.url`)).trim();
   const token = /#token=(.+)$/.exec(link)![1]!;
@@ -95,9 +102,11 @@ Deno.test("without the link the setup page says where it is, and takes a link op
   await page.close();
 });
 
-Deno.test("a setup link pasted into the page's field is used without a reload", async () => {
+Deno.test({
+  name: "a setup link pasted into the page's field is used without a reload (needs chromium)",
+  ignore: ignoreWithout(HAS_CHROMIUM),
+}, async () => {
   await using browser = await launchBrowser();
-  if (!browser) return;
   await using server = await startTestServer();
   const link = (await Deno.readTextFile(`${server.dir}/runtime/setup.url`)).trim();
   const page = await browser.newPage();
@@ -116,9 +125,12 @@ Deno.test("a setup link pasted into the page's field is used without a reload", 
   await page.close();
 });
 
-Deno.test("the first visit (setup, sign-in, console) fetches nothing that fails and logs no error", async () => {
+Deno.test({
+  name:
+    "the first visit (setup, sign-in, console) fetches nothing that fails and logs no error (needs chromium)",
+  ignore: ignoreWithout(HAS_CHROMIUM),
+}, async () => {
   await using browser = await launchBrowser();
-  if (!browser) return;
   await using server = await startTestServer();
   const link = (await Deno.readTextFile(`${server.dir}/runtime/setup.url`)).trim();
   const page = await browser.newPage();

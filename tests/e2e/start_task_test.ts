@@ -4,21 +4,14 @@
  * server) must end too, gracefully, and free both ports.
  */
 import { assertEquals, assertMatch, ok } from "../_helpers/assert.ts";
+import { ignoreWithout, missing, probe, runs } from "../_helpers/services.ts";
 import { tempDir } from "../_helpers/temp.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 const CONFIG =
   'server:\n  data:\n    listen: "127.0.0.1:0"\n  management:\n    listen: "127.0.0.1:0"\n';
 
-async function npxAvailable(): Promise<boolean> {
-  try {
-    const r = await new Deno.Command("npx", { args: ["--version"], stdout: "null", stderr: "null" })
-      .output();
-    return r.success;
-  } catch {
-    return false;
-  }
-}
+const HAS_NPX = await probe("npx", () => runs("npx"));
 
 async function refuses(port: number): Promise<boolean> {
   try {
@@ -44,12 +37,12 @@ function processesWith(needle: string): string[] {
   return found;
 }
 
-Deno.test("SIGTERM to the npx of `npx --yes deno@2.9.6 task start` stops the server gracefully and frees both ports", async () => {
-  if (!(await npxAvailable())) {
-    if (Deno.env.get("WAF_REQUIRE_SERVICES") === "1") throw new Error("npx is not installed");
-    console.warn("skipped: npx is not installed");
-    return;
-  }
+Deno.test({
+  name:
+    "SIGTERM to the npx of `npx --yes deno@2.9.6 task start` stops the server gracefully and frees both ports (needs npx)",
+  ignore: ignoreWithout(HAS_NPX),
+}, async () => {
+  if (!HAS_NPX) throw missing("npx is not installed");
   await using dir = await tempDir();
   await Deno.writeTextFile(`${dir}/waf.yaml`, CONFIG);
   const npx = new Deno.Command("npx", {

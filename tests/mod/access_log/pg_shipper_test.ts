@@ -9,7 +9,7 @@
 import { assertEquals, ok } from "../../_helpers/assert.ts";
 import { record } from "../../_helpers/records.ts";
 import { startTestServer } from "../../_helpers/server.ts";
-import { postgresDsn } from "../../_helpers/services.ts";
+import { hasPostgres, ignoreWithout, postgresDsn } from "../../_helpers/services.ts";
 import { siteInput, SYSTEM } from "../../_helpers/sites.ts";
 import { testStore } from "../../_helpers/store.ts";
 import { startTcpRelay } from "../../_helpers/tcp_relay.ts";
@@ -27,10 +27,11 @@ import { createPgShipper, type PgShipperStats } from "../../../mod/access_log/pg
 import { randomHex, systemRandom } from "../../../mod/core/random.ts";
 import { waitFor } from "../../_helpers/wait.ts";
 
-const dsn = await postgresDsn();
-const ignore = dsn === undefined;
+const pg = await hasPostgres();
+const ignore = ignoreWithout(pg);
+const dsn = () => postgresDsn(pg);
 
-const viaRelay = (port: number) => dsn!.replace("127.0.0.1:5432", `127.0.0.1:${port}`);
+const viaRelay = (port: number) => dsn().replace("127.0.0.1:5432", `127.0.0.1:${port}`);
 
 /** A store with `n` stored records, a random PostgreSQL table, and a shipper through `dsnOf`. */
 async function rig(options: { port?: number; insertTimeoutMs?: number } = {}) {
@@ -38,12 +39,12 @@ async function rig(options: { port?: number; insertTimeoutMs?: number } = {}) {
   const repo = createAccessLogRepo(store.db, lineFormat);
   const source = directWriter(repo);
   const table = `waf_access_logs_test_${randomHex(systemRandom, 4)}`;
-  const check = createPgSink({ dsn: dsn!, poolSize: 1, table });
+  const check = createPgSink({ dsn: dsn(), poolSize: 1, table });
   const logger = createMemoryLogger();
   const shipper = (cursorName = "postgresql", from: ShipSource = source) =>
     createPgShipper(
       createPgSink({
-        dsn: options.port ? viaRelay(options.port) : dsn!,
+        dsn: options.port ? viaRelay(options.port) : dsn(),
         poolSize: 1,
         table,
         connectTimeoutSeconds: 1,
@@ -79,7 +80,8 @@ async function rig(options: { port?: number; insertTimeoutMs?: number } = {}) {
 const stats = (s: { stats(): PgShipperStats }) => s.stats();
 
 Deno.test({
-  name: "the sink ships stored records by a persisted cursor, and a restart continues from it",
+  name:
+    "the sink ships stored records by a persisted cursor, and a restart continues from it (needs PostgreSQL)",
   ignore,
   async fn() {
     await using r = await rig();
@@ -110,7 +112,7 @@ Deno.test({
 
 Deno.test({
   name:
-    "a new sink ships every row written after it was created, however late the writer thread answers",
+    "a new sink ships every row written after it was created, however late the writer thread answers (needs PostgreSQL)",
   ignore,
   async fn() {
     // The server's composition: the writer thread, and a shipper created with it. Rows written
@@ -123,7 +125,7 @@ Deno.test({
     await r.check.ensureTable();
     const writer = createWorkerWriter(`${r.store.dir}/waf.db`);
     const shipper = createPgShipper(
-      createPgSink({ dsn: dsn!, poolSize: 1, table: r.table }),
+      createPgSink({ dsn: dsn(), poolSize: 1, table: r.table }),
       writer,
       { batchSize: 50, insertTimeoutMs: 2_000, idlePollMs: 50 },
       { logger: r.logger, clock: systemClock },
@@ -145,7 +147,8 @@ Deno.test({
 });
 
 Deno.test({
-  name: "a refused connection: nothing is lost; the sink catches up when PostgreSQL is back",
+  name:
+    "a refused connection: nothing is lost; the sink catches up when PostgreSQL is back (needs PostgreSQL)",
   ignore,
   async fn() {
     await using relay = await startTcpRelay({ hostname: "127.0.0.1", port: 5432 });
@@ -229,7 +232,8 @@ function loseFirstInsertAnswer(): { port: number; lost(): boolean; close(): void
 }
 
 Deno.test({
-  name: "an insert whose answer is lost (committed, connection gone) is retried and kept once",
+  name:
+    "an insert whose answer is lost (committed, connection gone) is retried and kept once (needs PostgreSQL)",
   ignore,
   async fn() {
     const relay = loseFirstInsertAnswer();
@@ -255,7 +259,8 @@ Deno.test({
 });
 
 Deno.test({
-  name: "a stalled connection (no error, no answer) is noticed by the insert deadline and replaced",
+  name:
+    "a stalled connection (no error, no answer) is noticed by the insert deadline and replaced (needs PostgreSQL)",
   ignore,
   async fn() {
     await using relay = await startTcpRelay({ hostname: "127.0.0.1", port: 5432 });
@@ -287,7 +292,8 @@ Deno.test({
 });
 
 Deno.test({
-  name: "a slow connection still ships everything, with the lag visible meanwhile",
+  name:
+    "a slow connection still ships everything, with the lag visible meanwhile (needs PostgreSQL)",
   ignore,
   async fn() {
     await using relay = await startTcpRelay({ hostname: "127.0.0.1", port: 5432 });
@@ -318,7 +324,7 @@ Deno.test({
 });
 
 Deno.test({
-  name: "rows retention deleted before they were shipped are counted as skipped",
+  name: "rows retention deleted before they were shipped are counted as skipped (needs PostgreSQL)",
   ignore,
   async fn() {
     await using relay = await startTcpRelay({ hostname: "127.0.0.1", port: 5432 });
@@ -359,7 +365,8 @@ async function traffic(url: string, tag: string, ms: number, perSecond: number, 
 }
 
 Deno.test({
-  name: "a server's PostgreSQL sink delivers every record of an outage once PostgreSQL is back",
+  name:
+    "a server's PostgreSQL sink delivers every record of an outage once PostgreSQL is back (needs PostgreSQL)",
   ignore,
   async fn() {
     const seconds = Number(Deno.env.get("WAF_PG_OUTAGE_SECONDS") ?? "10");
@@ -378,9 +385,9 @@ Deno.test({
         },
       },
     });
-    const check = createPgSink({ dsn: dsn!, poolSize: 1 });
+    const check = createPgSink({ dsn: dsn(), poolSize: 1 });
     const tag = `outage-${randomHex(systemRandom, 6)}`;
-    const inPg = () => countTagged(dsn!, tag);
+    const inPg = () => countTagged(dsn(), tag);
     try {
       s.dataPlane.sites.create(siteInput({ hosts: ["127.0.0.1"], upstreams: [up.url] }), SYSTEM);
       const before = await traffic(s.dataUrl, tag, 1_000, rate);
@@ -416,7 +423,7 @@ Deno.test({
         delivered === total
           ? ""
           : `missing requests ${
-            JSON.stringify(await missingTagged(dsn!, tag, total))
+            JSON.stringify(await missingTagged(dsn(), tag, total))
           } of ${before} before and ${during} during the outage; access log ${
             JSON.stringify(s.dataPlane.accessLog.stats())
           }`,
@@ -458,7 +465,7 @@ async function countTagged(dsn: string, tag: string): Promise<number> {
 
 Deno.test({
   name:
-    "PostgreSQL gets whole records from compact rows, and a NUL or a split surrogate in a record does not stop the shipping",
+    "PostgreSQL gets whole records from compact rows, and a NUL or a split surrogate in a record does not stop the shipping (needs PostgreSQL)",
   ignore,
   async fn() {
     await using r = await rig();
@@ -486,7 +493,7 @@ Deno.test({
       const records = [plain, nul, split, after];
       assertEquals(r.repo.insertLines(records.map(recordLines).join("")), 4);
       await waitFor(() => stats(shipper).shipped_rows === 4, "all four shipped");
-      const sql = postgres(dsn!, { max: 1, onnotice: () => {} });
+      const sql = postgres(dsn(), { max: 1, onnotice: () => {} });
       try {
         const got = new Map(
           (await sql`SELECT trace_id, path, record FROM ${sql(r.table)}`).map((
@@ -556,7 +563,7 @@ function refuseAfterStartup(): { port: number; close(): void } {
 
 Deno.test({
   name:
-    "a connection that dies after its startup and is then refused leaves no unhandled rejection (the driver's array-types query)",
+    "a connection that dies after its startup and is then refused leaves no unhandled rejection (the driver's array-types query) (needs PostgreSQL)",
   ignore,
   async fn() {
     const unhandled: string[] = [];
@@ -605,7 +612,8 @@ function firstStartSeen(source: ShipSource, fail: boolean) {
 }
 
 Deno.test({
-  name: "a sink whose cursor could not be saved at its start ships every row written after it",
+  name:
+    "a sink whose cursor could not be saved at its start ships every row written after it (needs PostgreSQL)",
   ignore,
   async fn() {
     await using r = await rig();
@@ -640,7 +648,8 @@ Deno.test({
 });
 
 Deno.test({
-  name: "a sink whose start failed in the store ships, once retried, the rows written meanwhile",
+  name:
+    "a sink whose start failed in the store ships, once retried, the rows written meanwhile (needs PostgreSQL)",
   ignore,
   async fn() {
     await using r = await rig();
@@ -666,7 +675,7 @@ Deno.test({
 
 Deno.test({
   name:
-    "a sink whose start failed does not re-ship the history when old rows are dated in the future (a clock once set ahead)",
+    "a sink whose start failed does not re-ship the history when old rows are dated in the future (a clock once set ahead) (needs PostgreSQL)",
   ignore,
   async fn() {
     await using r = await rig();

@@ -47,14 +47,18 @@ Deno.test("inspectSliced() lets a timer run while it judges a large body", async
 
 Deno.test("inspectSliced() judges a small body in one go", async () => {
   const order: string[] = [];
-  const timer = setTimeout(() => order.push("timer"), 0);
+  const fired = Promise.withResolvers<void>();
+  const timer = setTimeout(() => {
+    order.push("timer");
+    fired.resolve();
+  }, 0);
   const inspection = await inspectSliced(
     textBody(SLICED_FROM_BYTES / 2, " ;cat /etc/passwd"),
     { level: "balanced" },
     0,
   );
   order.push("inspected");
-  await new Promise((resolve) => setTimeout(resolve, 5));
+  await fired.promise;
   clearTimeout(timer);
   assertEquals(order, ["inspected", "timer"]);
   assertEquals(inspection.blocking?.class, "rce");

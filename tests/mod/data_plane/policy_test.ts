@@ -46,9 +46,11 @@ Deno.test("compilePolicy() keeps an unchanged upstream pool and its health acros
   const first = compilePolicy([site("a", ["a.test"])], clock, 1);
   const pool = first.sites[0]!.pool;
   pool.fail(pool.upstreams[0]!);
-  const second = compilePolicy([site("a", ["a.test", "b.test"])], clock, 2, first);
+  const second = compilePolicy([site("a", ["a.test", "b.test"])], clock, 2, { previous: first });
   ok(second.sites[0]!.pool === pool);
-  const third = compilePolicy([site("a", ["a.test"], ["http://127.0.0.1:10"])], clock, 3, second);
+  const third = compilePolicy([site("a", ["a.test"], ["http://127.0.0.1:10"])], clock, 3, {
+    previous: second,
+  });
   ok(third.sites[0]!.pool !== pool);
   // The old policy object is untouched: requests in flight keep using it.
   assertEquals(first.match("b.test"), undefined);
@@ -161,7 +163,7 @@ Deno.test("upstreamOf() finds a site's upstream through an index, not a search o
   // The index is built once for the policy: one read of each site.
   ok(reads <= n, `${reads} site reads for ${n + 2} lookups`);
   // Another policy (a swap) gets its own index.
-  const next = compilePolicy(sites.slice(1), new FakeClock(), 2, compiled);
+  const next = compilePolicy(sites.slice(1), new FakeClock(), 2, { previous: compiled });
   assertEquals(upstreamOf(next, "s0", "http://10.0.0.0:8080"), undefined);
   ok(upstreamOf(next, "s1", "http://10.0.0.1:8080") === compiled.sites[1]!.pool.upstreams[0]);
 });

@@ -24,7 +24,7 @@ const health = (u: Upstream) => [u.failures, u.downUntil];
 Deno.test("a worker's up made before another worker's down does not clear that down", () => {
   const m = createUpstreamMirror();
   const u = upstream();
-  assertEquals(m.down(u, 1, 1, 1100, 100), true);
+  assertEquals(m.down(u, 1, { failures: 1, downUntil: 1100, seq: 100 }), true);
   assertEquals(health(u), [1, 1100]);
   // Worker 2's success at 90 arrives after worker 1's failure at 100: stale.
   assertEquals(m.up(u, 90), false);
@@ -38,23 +38,23 @@ Deno.test("a down reported before the last success arrives stale and does not ma
   const m = createUpstreamMirror();
   const u = upstream();
   m.up(u, 200);
-  assertEquals(m.down(u, 2, 1, 1150, 150), false);
+  assertEquals(m.down(u, 2, { failures: 1, downUntil: 1150, seq: 150 }), false);
   assertEquals(health(u), [0, 0]);
-  assertEquals(m.down(u, 2, 1, 1250, 250), true);
+  assertEquals(m.down(u, 2, { failures: 1, downUntil: 1250, seq: 250 }), true);
   assertEquals(health(u), [1, 1250]);
 });
 
 Deno.test("downs of several workers merge to the worst, and a success clears only those before it", () => {
   const m = createUpstreamMirror();
   const u = upstream();
-  m.down(u, 1, 1, 1100, 100);
-  m.down(u, 2, 3, 4120, 120);
+  m.down(u, 1, { failures: 1, downUntil: 1100, seq: 100 });
+  m.down(u, 2, { failures: 3, downUntil: 4120, seq: 120 });
   assertEquals(health(u), [3, 4120]);
   // Worker 1 sees a success at 110: its own failure is over, worker 2's at 120 is not.
   assertEquals(m.up(u, 110), false);
   assertEquals(health(u), [3, 4120]);
   // A worker's later report replaces its earlier one.
-  m.down(u, 2, 4, 8130, 130);
+  m.down(u, 2, { failures: 4, downUntil: 8130, seq: 130 });
   assertEquals(health(u), [4, 8130]);
   assertEquals(m.up(u, 140), true);
   assertEquals(health(u), [0, 0]);
@@ -74,7 +74,10 @@ function twoWorkers() {
 Deno.test("a success after a failure marks the upstream up though the wall clock stepped back between them", () => {
   const { clock, poolA, poolB, a, b, m, u } = twoWorkers();
   poolA.fail(a);
-  assertEquals(m.down(u, 1, a.failures, a.downUntil, a.failedSeq), true);
+  assertEquals(
+    m.down(u, 1, { failures: a.failures, downUntil: a.downUntil, seq: a.failedSeq }),
+    true,
+  );
   // NTP steps the clock back an hour; worker 2 then sees the upstream answer.
   clock.advance(-HOUR);
   poolB.ok(b);
@@ -88,7 +91,10 @@ Deno.test("a failure after a success stays in force though the wall clock steppe
   clock.advance(-HOUR);
   poolA.fail(a);
   // Worker 2's once-a-second success report arrives after worker 1's failure: it is older.
-  assertEquals(m.down(u, 1, a.failures, a.downUntil, a.failedSeq), true);
+  assertEquals(
+    m.down(u, 1, { failures: a.failures, downUntil: a.downUntil, seq: a.failedSeq }),
+    true,
+  );
   assertEquals(m.up(u, b.okSeq), false);
   assertEquals(health(u), [1, a.downUntil]);
 });

@@ -1,4 +1,5 @@
 import { assertEquals } from "../../_helpers/assert.ts";
+import { waitFor } from "../../_helpers/wait.ts";
 import { isDenoTask, watchLauncher } from "../../../mod/ops/launcher_watch.ts";
 
 Deno.test("isDenoTask() recognises `deno task ...` and nothing else", () => {
@@ -15,11 +16,17 @@ Deno.test("watchLauncher() fires once the deno task parent is re-parented, never
     "/proc/50/stat": "50 (deno (task)) S 40 50 50 0",
   };
   let gone = 0;
-  const stop = watchLauncher({ ppid: 50, readProc: (p) => proc[p], intervalMs: 5 }, () => gone++);
-  await new Promise((r) => setTimeout(r, 30));
+  let polls = 0;
+  const readProc = (p: string) => {
+    if (p.endsWith("/stat")) polls++;
+    return proc[p];
+  };
+  const stop = watchLauncher({ ppid: 50, readProc, intervalMs: 5 }, () => gone++);
+  // The first read of the stat file is the start's; three more are the watch's polls.
+  await waitFor(() => polls >= 4, "three polls of the launcher");
   assertEquals(gone, 0, "the launcher (40) is still there");
   proc["/proc/50/stat"] = "50 (deno (task)) S 1 50 50 0";
-  await new Promise((r) => setTimeout(r, 30));
+  await waitFor(() => gone > 0, "the watch to see the launcher gone");
   assertEquals(gone, 1);
   stop();
   let never = 0;

@@ -6,10 +6,9 @@
  */
 import { assertEquals, assertMatch } from "../../_helpers/assert.ts";
 import { adminAndViewer, auditItems, errorCode } from "../../_helpers/api_access.ts";
-import { callJson, type Session } from "../../_helpers/identity.ts";
-import type { TestTarget } from "../../_helpers/server.ts";
+import { type ApiTarget, callJson, type Session } from "../../_helpers/identity.ts";
 
-async function site(server: TestTarget, admin: Session, hosts: string[]): Promise<string> {
+async function site(server: ApiTarget, admin: Session, hosts: string[]): Promise<string> {
   const r = await callJson(server, "POST", "/api/sites", {
     session: admin,
     body: { name: hosts[0]!.replace("*.", "w-"), hosts, upstreams: ["http://127.0.0.1:3000"] },
@@ -18,7 +17,7 @@ async function site(server: TestTarget, admin: Session, hosts: string[]): Promis
 }
 
 Deno.test("ACME routes: permissions, no state yet, unsupported hosts, an unreachable directory", async () => {
-  const { server, admin, viewer } = await adminAndViewer();
+  const { server, admin, viewer } = await adminAndViewer({}, ["ops"]);
   await using _ = server;
   const id = await site(server, admin, ["blog.example"]);
   const path = `/api/sites/${id}/certificate/acme`;

@@ -21,23 +21,23 @@ import {
   login,
   type Session,
 } from "../../_helpers/identity.ts";
-import { createTestApp, type TestTarget } from "../../_helpers/server.ts";
+import { createTestApp, type TestBase } from "../../_helpers/server.ts";
 import { sha256Hex } from "../../../mod/core/digest.ts";
 
 const DAY = 86_400_000;
 
 async function ready(
   config: Record<string, unknown> = TOKENS_ON,
-): Promise<{ server: TestTarget; admin: Session }> {
-  const server = await createTestApp({ config });
+): Promise<{ server: TestBase; admin: Session }> {
+  const server = await createTestApp({ config, areas: ["apiAccess", "dataPlane"] });
   await completeSetup(server);
   return { server, admin: await login(server, ADMIN.username, ADMIN.password) };
 }
 
-const create = (server: TestTarget, by: Session | string, body: Record<string, unknown>) =>
+const create = (server: TestBase, by: Session | string, body: Record<string, unknown>) =>
   callJson(server, "POST", "/api/system/api-tokens", as(by, body));
 
-const list = async (server: TestTarget, admin: Session) =>
+const list = async (server: TestBase, admin: Session) =>
   (await callJson(server, "GET", "/api/system/api-tokens", { session: admin })).body
     .items as Record<string, unknown>[];
 

@@ -5,7 +5,7 @@ import { createTestApp } from "../../_helpers/server.ts";
 type Item = { id: number; action: string; result: string; actor: { name: string }; time: string };
 
 Deno.test("GET /api/audit filters by action, result, actor and time and pages with a cursor", async () => {
-  await using server = await createTestApp();
+  await using server = await createTestApp({ areas: ["identity"] });
   await completeSetup(server);
   const t0 = server.clock.now();
   server.clock.advance(1000);
@@ -56,6 +56,7 @@ Deno.test("GET /api/audit filters by action, result, actor and time and pages wi
 
 Deno.test("GET /api/audit needs read:audit", async () => {
   await using server = await createTestApp({
+    areas: ["identity"],
     config: { apisec: { permissions: { admin: ["*"], sites: ["read:sites"] } } },
   });
   await completeSetup(server);

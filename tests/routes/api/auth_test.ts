@@ -10,20 +10,20 @@ import {
   type Session,
   setCookies,
 } from "../../_helpers/identity.ts";
-import { createTestApp, type TestTarget } from "../../_helpers/server.ts";
+import { createTestApp, type TestBase } from "../../_helpers/server.ts";
 import { solveChallenge } from "../../../mod/identity/captcha.ts";
 import { sha256Hex } from "../../../mod/core/digest.ts";
 import { REFUSAL_LIMITS } from "../../../mod/identity/refusal_audit.ts";
 
 const VIEWER = { username: "viewer", password: "Glacier-Moth-42" };
 
-async function ready(): Promise<{ server: TestTarget; admin: Session }> {
-  const server = await createTestApp();
+async function ready(): Promise<{ server: TestBase; admin: Session }> {
+  const server = await createTestApp({ areas: ["identity"] });
   await completeSetup(server);
   return { server, admin: await login(server, ADMIN.username, ADMIN.password) };
 }
 
-async function setPolicy(server: TestTarget, admin: Session, policy: Record<string, unknown>) {
+async function setPolicy(server: TestBase, admin: Session, policy: Record<string, unknown>) {
   const r = await callJson(server, "PUT", "/api/auth/captcha-policy", {
     session: admin,
     body: policy,
@@ -31,7 +31,7 @@ async function setPolicy(server: TestTarget, admin: Session, policy: Record<stri
   assertEquals(r.status, 200, JSON.stringify(r.body));
 }
 
-async function receipt(server: TestTarget, username: string): Promise<string> {
+async function receipt(server: TestBase, username: string): Promise<string> {
   const c = await callJson(server, "POST", "/api/auth/captcha");
   assertEquals(c.status, 201);
   const challenge = c.body.challenge as string;

@@ -29,7 +29,7 @@ const ROUTES: RouteDef[] = [
 ];
 
 async function app() {
-  const server = await createTestApp();
+  const server = await createTestApp({ areas: ["identity"] });
   await completeSetup(server);
   const guard = createGuard({
     sessions: server.identity.sessions,

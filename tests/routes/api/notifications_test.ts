@@ -9,12 +9,12 @@ import {
   withToken,
 } from "../../_helpers/api_access.ts";
 import { callJson } from "../../_helpers/identity.ts";
-import type { TestTarget } from "../../_helpers/server.ts";
+import type { TestApp } from "../../_helpers/server.ts";
 
-const ready = () => adminAndViewer(TOKENS_ON);
+const ready = () => adminAndViewer(TOKENS_ON, ["apiAccess"]);
 
 /** Stores `n` notifications one second apart; returns their ids, oldest first. */
-function notify(server: TestTarget, n: number): string[] {
+function notify(server: TestApp<"apiAccess">, n: number): string[] {
   const ids: string[] = [];
   for (let i = 0; i < n; i++) {
     ids.push(server.apiAccess.notifications.notifyAdmins({

@@ -12,8 +12,7 @@ import {
   mintToken,
   TOKENS_ON,
 } from "../../_helpers/api_access.ts";
-import { callJson, type Session } from "../../_helpers/identity.ts";
-import type { TestTarget } from "../../_helpers/server.ts";
+import { type ApiTarget, callJson, type Session } from "../../_helpers/identity.ts";
 import type { BusEvent } from "../../../mod/monitor/event_bus.ts";
 import { checkFile } from "../../../mod/ops/backup.ts";
 
@@ -30,7 +29,7 @@ type Task = {
 type Run = { id: number; result: string; error: string | null; detail: Record<string, unknown> };
 
 /** Runs a task now; a run still going after the route's wait (202) is polled until it ends. */
-async function runTask(server: TestTarget, session: Session, id: string): Promise<Run> {
+async function runTask(server: ApiTarget, session: Session, id: string): Promise<Run> {
   const r = await callJson(server, "POST", `/api/ops/tasks/${id}/run`, { session, body: {} });
   if (r.status !== 200 && r.status !== 202) {
     throw new Error(`${r.status} ${JSON.stringify(r.body)}`);
@@ -58,7 +57,7 @@ const ROUTINES = [
 ];
 
 Deno.test("GET /api/ops/tasks lists every routine with its schedule; read:ops is enough to read", async () => {
-  const { server, viewer } = await adminAndViewer();
+  const { server, viewer } = await adminAndViewer({}, ["ops"]);
   await using _ = server;
   const r = await callJson(server, "GET", "/api/ops/tasks", { session: viewer });
   assertEquals(r.status, 200);
@@ -80,7 +79,7 @@ Deno.test("GET /api/ops/tasks lists every routine with its schedule; read:ops is
 });
 
 Deno.test("PUT /api/ops/tasks/{id} changes schedule, jitter, enabled and settings, audited; bad input is a 400 naming the field", async () => {
-  const { server, admin } = await adminAndViewer();
+  const { server, admin } = await adminAndViewer({}, ["ops"]);
   await using _ = server;
   const r = await callJson(server, "PUT", "/api/ops/tasks/store-integrity", {
     session: admin,
@@ -125,7 +124,7 @@ Deno.test("PUT /api/ops/tasks/{id} changes schedule, jitter, enabled and setting
 });
 
 Deno.test("the backup task writes checked copies into its folder and keeps `keep` of them; runs are listed and audited", async () => {
-  const { server, admin } = await adminAndViewer();
+  const { server, admin } = await adminAndViewer({}, ["ops"]);
   await using _ = server;
   const folder = `${server.dir}/copies`;
   const set = await callJson(server, "PUT", "/api/ops/tasks/store-backup", {
@@ -158,7 +157,7 @@ Deno.test("the backup task writes checked copies into its folder and keeps `keep
 });
 
 Deno.test("a second run while one is in flight answers 409 TASK_RUNNING (audited)", async () => {
-  const { server, admin } = await adminAndViewer();
+  const { server, admin } = await adminAndViewer({}, ["ops"]);
   await using _ = server;
   const [a, b] = await Promise.all([
     callJson(server, "POST", "/api/ops/tasks/store-integrity/run", { session: admin, body: {} }),
@@ -178,7 +177,7 @@ Deno.test("a second run while one is in flight answers 409 TASK_RUNNING (audited
 });
 
 Deno.test("a failed run raises a notification and a task.finished event, and is audited as a failure", async () => {
-  const { server, admin } = await adminAndViewer();
+  const { server, admin } = await adminAndViewer({}, ["ops"]);
   await using _ = server;
   const events: BusEvent[] = [];
   server.monitor.bus.listen((e) => {
@@ -214,7 +213,7 @@ Deno.test("a failed run raises a notification and a task.finished event, and is 
 });
 
 Deno.test("creating an API token brings the token cleanup's next run to within 10 minutes", async () => {
-  const { server, admin } = await adminAndViewer(TOKENS_ON);
+  const { server, admin } = await adminAndViewer(TOKENS_ON, ["ops"]);
   await using _ = server;
   const before = await callJson(server, "GET", "/api/ops/tasks/api-token-cleanup", {
     session: admin,

@@ -9,7 +9,7 @@ import {
   setCookies,
   setupToken,
 } from "../../_helpers/identity.ts";
-import { startTestServer } from "../../_helpers/server.ts";
+import { createTestApp, startTestServer } from "../../_helpers/server.ts";
 import { setupReceipt, SetupTokenError } from "../../../mod/identity/setup_token.ts";
 import { createMemoryLogger } from "../../../mod/core/logger.ts";
 import { startServer } from "../../../app/server.ts";
@@ -21,7 +21,7 @@ const STRONG = "k3T9_vQx-2LmZpR8wYb4NcHd6JfGs1Ua0EoIi7Xy5Wt";
 const tokenHeader = (token: string) => ({ "x-waf-setup-token": token });
 
 Deno.test("setup status is public and reports only whether setup is required", async () => {
-  await using server = await startTestServer();
+  await using server = await createTestApp({ areas: ["identity"] });
   const before = await callJson(server, "GET", "/api/setup/status");
   assertEquals(before.status, 200);
   assertEquals(before.body, { setup_required: true });
@@ -53,7 +53,7 @@ Deno.test("setup.url holds the complete link, mode 0600, under the runtime folde
 });
 
 Deno.test("a missing or wrong setup token answers 401 on every setup mutation", async () => {
-  await using server = await startTestServer();
+  await using server = await createTestApp({ areas: ["identity"] });
   const token = await setupToken(server);
   const wrong = token.slice(0, -1) + (token.endsWith("A") ? "B" : "A");
   for (const headers of [{}, tokenHeader(wrong), tokenHeader(""), tokenHeader(token + "x")]) {
@@ -77,7 +77,7 @@ Deno.test("a missing or wrong setup token answers 401 on every setup mutation", 
 });
 
 Deno.test("the probe sets a short-lived HttpOnly SameSite=Strict setup cookie and describes the host", async () => {
-  await using server = await startTestServer();
+  await using server = await createTestApp({ areas: ["identity"] });
   const res = await call(server, "POST", "/api/setup/probe", {
     headers: tokenHeader(await setupToken(server)),
   });
@@ -94,7 +94,7 @@ Deno.test("the probe sets a short-lived HttpOnly SameSite=Strict setup cookie an
 });
 
 Deno.test("the draft needs the setup session; its changes need the token too; it never holds a password", async () => {
-  await using server = await startTestServer();
+  await using server = await createTestApp({ areas: ["identity"] });
   const token = await setupToken(server);
   assertEquals((await callJson(server, "GET", "/api/setup/draft")).status, 401);
   const probe = await call(server, "POST", "/api/setup/probe", { headers: tokenHeader(token) });
@@ -136,7 +136,7 @@ Deno.test("the draft needs the setup session; its changes need the token too; it
 });
 
 Deno.test("POST /api/setup applies the username and password rules before creating anything", async () => {
-  await using server = await startTestServer();
+  await using server = await createTestApp({ areas: ["identity"] });
   const headers = tokenHeader(await setupToken(server));
   const name = await callJson(server, "POST", "/api/setup", {
     headers,
@@ -156,7 +156,7 @@ Deno.test("POST /api/setup applies the username and password rules before creati
 });
 
 Deno.test("completing setup creates the admin, revokes the token, deletes setup.url, then every setup mutation answers 409", async () => {
-  await using server = await startTestServer();
+  await using server = await createTestApp({ areas: ["identity"] });
   const token = await setupToken(server);
   const probe = await call(server, "POST", "/api/setup/probe", { headers: tokenHeader(token) });
   const cookie = `waf_setup=${setCookies(probe).get("waf_setup")!.value}`;
@@ -198,7 +198,7 @@ Deno.test("completing setup creates the admin, revokes the token, deletes setup.
 });
 
 Deno.test("two racing setup completions create exactly one admin", async () => {
-  await using server = await startTestServer();
+  await using server = await createTestApp({ areas: ["identity"] });
   const headers = tokenHeader(await setupToken(server));
   const results = await Promise.all([
     callJson(server, "POST", "/api/setup", { headers, body: ADMIN }),
@@ -249,7 +249,7 @@ Deno.test("the setup token never appears in a log line or a response", async () 
 });
 
 Deno.test("wrong setup tokens are limited per client: 429 with Retry-After, then allowed again", async () => {
-  await using server = await startTestServer();
+  await using server = await createTestApp({ areas: ["identity"] });
   const token = await setupToken(server);
   for (let i = 0; i < 10; i++) {
     const r = await call(server, "POST", "/api/setup/probe", { headers: tokenHeader("nope") });
@@ -267,7 +267,7 @@ Deno.test("wrong setup tokens are limited per client: 429 with Retry-After, then
 });
 
 Deno.test("an expired setup.url is deleted by the cleanup task and its token stops working", async () => {
-  await using server = await startTestServer();
+  await using server = await createTestApp({ areas: ["identity"] });
   const token = await setupToken(server);
   const path = `${server.dir}/runtime/setup.url`;
   server.clock.advance(9 * 60_000);
@@ -379,7 +379,7 @@ Deno.test("a WAF_SETUP_TOKEN error message names the problem but not the value",
 });
 
 Deno.test("setup writes audit records for the probe, the draft, failures and completion", async () => {
-  await using server = await startTestServer();
+  await using server = await createTestApp({ areas: ["identity"] });
   const token = await setupToken(server);
   const probe = await call(server, "POST", "/api/setup/probe", { headers: tokenHeader(token) });
   const cookie = `waf_setup=${setCookies(probe).get("waf_setup")!.value}`;
@@ -421,7 +421,7 @@ Deno.test("setup writes audit records for the probe, the draft, failures and com
 });
 
 Deno.test("the protection level chosen at setup becomes the level of new sites created without one", async () => {
-  await using server = await startTestServer();
+  await using server = await createTestApp({ areas: ["dataPlane"] });
   const headers = tokenHeader(await setupToken(server));
   const created = await callJson(server, "POST", "/api/setup", {
     headers,
@@ -446,7 +446,7 @@ Deno.test("the protection level chosen at setup becomes the level of new sites c
 });
 
 Deno.test("the draft's protection level applies when setup completes without one", async () => {
-  await using server = await startTestServer();
+  await using server = await createTestApp({ areas: ["dataPlane"] });
   const token = await setupToken(server);
   const probe = await call(server, "POST", "/api/setup/probe", { headers: tokenHeader(token) });
   const cookie = `waf_setup=${setCookies(probe).get("waf_setup")!.value}`;

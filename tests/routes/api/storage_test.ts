@@ -1,7 +1,7 @@
 /**
  * `/api/storage` on the composed app: the status (store files, tables with rows and oldest
  * record, access log, sink, disk usage by kind) and the Redis connectivity test against the real
- * Redis on 127.0.0.1:6379 (skipped with a message when absent, unless WAF_REQUIRE_SERVICES=1), a
+ * Redis on 127.0.0.1:6379 (ignored when absent, unless WAF_REQUIRE_SERVICES=1), a
  * refused port, a password the server does not expect, and no endpoint configured. The
  * PostgreSQL sink configured at run time (refusals, a failed test, the real PostgreSQL on
  * 127.0.0.1:5432 shipping and then disabled, the DSN sealed, the stored configuration replacing
@@ -14,21 +14,17 @@ import { ADMIN, callJson, completeSetup, login } from "../../_helpers/identity.t
 import { startTestServer, type TestTarget } from "../../_helpers/server.ts";
 import { tempDir } from "../../_helpers/temp.ts";
 import { record } from "../../_helpers/records.ts";
-import { postgresDsn, REQUIRE_SERVICES } from "../../_helpers/services.ts";
+import {
+  hasPostgres,
+  hasRedis,
+  ignoreWithout,
+  missing,
+  postgresDsn,
+} from "../../_helpers/services.ts";
 import postgres from "postgres";
 import { waitFor } from "../../_helpers/wait.ts";
 
-async function redisReachable(): Promise<boolean> {
-  try {
-    (await Deno.connect({ hostname: "127.0.0.1", port: 6379 })).close();
-    return true;
-  } catch {
-    if (REQUIRE_SERVICES) throw new Error("Redis is not reachable on 127.0.0.1:6379");
-    console.warn("skipped: Redis is not reachable on 127.0.0.1:6379");
-    return false;
-  }
-}
-const redis = await redisReachable();
+const redis = await hasRedis();
 
 type Status = {
   store: { bytes: number; wal_bytes: number };
@@ -41,7 +37,7 @@ type Status = {
 };
 
 Deno.test("GET /api/storage reports the store, tables, disk and usage by kind; read:storage reads it", async () => {
-  const { server, admin, viewer } = await adminAndViewer();
+  const { server, admin, viewer } = await adminAndViewer({}, ["ops"]);
   await using _ = server;
   const run = await callJson(server, "POST", "/api/ops/tasks/store-backup/run", {
     session: admin,
@@ -78,12 +74,13 @@ Deno.test("GET /api/storage reports the store, tables, disk and usage by kind; r
 
 Deno.test({
   name:
-    "POST /api/storage/redis/test PINGs the real Redis and reports latency and version, audited",
-  ignore: !redis,
+    "POST /api/storage/redis/test PINGs the real Redis and reports latency and version, audited (needs Redis)",
+  ignore: ignoreWithout(redis),
   async fn() {
+    if (!redis) throw missing("Redis is not reachable on 127.0.0.1:6379");
     const { server, admin } = await adminAndViewer({
       storage: { redis: { url: "redis://127.0.0.1:6379" } },
-    });
+    }, ["ops"]);
     await using _ = server;
     const r = await callJson(server, "POST", "/api/storage/redis/test", {
       session: admin,
@@ -103,12 +100,14 @@ Deno.test({
 });
 
 Deno.test({
-  name: "the Redis test reports the exact error: a password Redis does not expect (masked)",
-  ignore: !redis,
+  name:
+    "the Redis test reports the exact error: a password Redis does not expect (masked) (needs Redis)",
+  ignore: ignoreWithout(redis),
   async fn() {
+    if (!redis) throw missing("Redis is not reachable on 127.0.0.1:6379");
     const { server, admin } = await adminAndViewer({
       storage: { redis: { url: "redis://:Sekrit-Pass@127.0.0.1:6379" } },
-    });
+    }, ["ops"]);
     await using _ = server;
     const r = await callJson(server, "POST", "/api/storage/redis/test", {
       session: admin,
@@ -128,7 +127,7 @@ Deno.test({
 Deno.test("the Redis test reports a refused connection", async () => {
   const { server, admin } = await adminAndViewer({
     storage: { redis: { url: "redis://127.0.0.1:9" } },
-  });
+  }, ["ops"]);
   await using _ = server;
   const r = await callJson(server, "POST", "/api/storage/redis/test", {
     session: admin,
@@ -140,7 +139,8 @@ Deno.test("the Redis test reports a refused connection", async () => {
   assertEquals(r.body.latency_ms, null);
 });
 
-const pgDsn = await postgresDsn();
+const pg = await hasPostgres();
+const pgDsn = () => postgresDsn(pg);
 const DAY = 86_400_000;
 
 type SinkView = { source: string; enabled: boolean; dsn: string | null; batch_size: number };
@@ -149,7 +149,10 @@ type SinkView = { source: string; enabled: boolean; dsn: string | null; batch_si
  * Pushes one record per id into `server`'s access log, waits until the sink shipped them, and
  * answers how many PostgreSQL holds (then deletes them: the table is shared).
  */
-async function shipThrough(server: TestTarget, ids: string[]): Promise<number> {
+async function shipThrough(
+  server: Pick<TestTarget, "api" | "dir" | "clock" | "dataPlane">,
+  ids: string[],
+): Promise<number> {
   const status = async () => (await callJson(server, "GET", "/api/storage", { session })).body;
   const session = await login(server, ADMIN.username, ADMIN.password);
   await waitFor(async () => (await status()).postgresql !== null, "the sink to start");
@@ -162,7 +165,7 @@ async function shipThrough(server: TestTarget, ids: string[]): Promise<number> {
       ((await status()).postgresql as { shipped_rows: number }).shipped_rows >= ids.length,
     `${ids.length} records shipped`,
   );
-  const sql = postgres(pgDsn!, { max: 1, onnotice: () => {} });
+  const sql = postgres(pgDsn(), { max: 1, onnotice: () => {} });
   try {
     const rows = await sql`SELECT trace_id FROM waf_access_logs WHERE trace_id IN ${sql(ids)}`;
     await sql`DELETE FROM waf_access_logs WHERE trace_id IN ${sql(ids)}`;
@@ -176,7 +179,7 @@ const traceIds = (n: number) =>
   Array.from({ length: n }, () => crypto.randomUUID().replaceAll("-", ""));
 
 Deno.test("PUT /api/storage/sink refuses a viewer, a bad DSN, enabling without one and a failed test", async () => {
-  const { server, admin, viewer } = await adminAndViewer();
+  const { server, admin, viewer } = await adminAndViewer({}, ["ops"]);
   await using _ = server;
   const put = (session: typeof admin, body: unknown) =>
     callJson(server, "PUT", "/api/storage/sink", { session, body });
@@ -235,12 +238,12 @@ Deno.test("PUT /api/storage/sink refuses a viewer, a bad DSN, enabling without o
 
 Deno.test({
   name:
-    "PUT /api/storage/sink tests, enables and disables the real PostgreSQL sink at run time; the DSN stays sealed",
-  ignore: pgDsn === undefined,
+    "PUT /api/storage/sink tests, enables and disables the real PostgreSQL sink at run time; the DSN stays sealed (needs PostgreSQL)",
+  ignore: ignoreWithout(pg),
   async fn() {
-    const { server, admin } = await adminAndViewer();
+    const { server, admin } = await adminAndViewer({}, ["ops"]);
     await using _ = server;
-    const dsn = pgDsn!.replace("postgres@", "postgres:Sekrit-Pw@");
+    const dsn = pgDsn().replace("postgres@", "postgres:Sekrit-Pw@");
     const on = await callJson(server, "PUT", "/api/storage/sink", {
       session: admin,
       body: { enabled: true, dsn, batch_size: 10 },
@@ -273,7 +276,7 @@ Deno.test({
 });
 
 Deno.test("POST /api/storage/cleanup reports with dry_run, then removes old records and files, audited", async () => {
-  const { server, admin, viewer } = await adminAndViewer();
+  const { server, admin, viewer } = await adminAndViewer({}, ["ops"]);
   await using _ = server;
   const now = server.clock.now();
   const old = new Date(now - 40 * DAY);
@@ -357,8 +360,8 @@ Deno.test("POST /api/storage/cleanup reports with dry_run, then removes old reco
 
 Deno.test({
   name:
-    "a sink configured at run time outlives a restart: the sealed DSN is opened at start and replaces waf.yaml's",
-  ignore: pgDsn === undefined,
+    "a sink configured at run time outlives a restart: the sealed DSN is opened at start and replaces waf.yaml's (needs PostgreSQL)",
+  ignore: ignoreWithout(pg),
   async fn() {
     await using work = await tempDir();
     // waf.yaml names an endpoint that refuses; the stored configuration wins over it.
@@ -371,7 +374,7 @@ Deno.test({
       assertEquals((before.sink as SinkView).source, "file");
       const on = await callJson(s, "PUT", "/api/storage/sink", {
         session: admin,
-        body: { enabled: true, dsn: pgDsn, batch_size: 5 },
+        body: { enabled: true, dsn: pgDsn(), batch_size: 5 },
       });
       assertEquals(on.status, 200, JSON.stringify(on.body));
     }

@@ -1,9 +1,12 @@
 /** System endpoints over HTTP: version, the unimplemented backup API, and the reserved OTA keys. */
 import { assertEquals, assertMatch } from "../../_helpers/assert.ts";
-import { adminAndViewer as ready, auditItems, errorCode } from "../../_helpers/api_access.ts";
+import { adminAndViewer, auditItems, errorCode } from "../../_helpers/api_access.ts";
 import { callJson } from "../../_helpers/identity.ts";
 import { SCHEMA_VERSION } from "../../../db/migrations.ts";
 import { VERSION } from "../../../mod/core/version.ts";
+
+const ready = (config: Record<string, unknown> = {}) =>
+  adminAndViewer(config, ["apiAccess", "dataPlane"]);
 
 Deno.test("GET /api/system/version reports product, schema, runtime and build", async () => {
   const { server, viewer } = await ready();

@@ -23,30 +23,30 @@ import {
   login,
   type Session,
 } from "../../_helpers/identity.ts";
-import { createTestApp, type TestTarget } from "../../_helpers/server.ts";
+import { createTestApp, type TestBase } from "../../_helpers/server.ts";
 import { fromB64urlText } from "../../../mod/core/digest.ts";
 
 const STEP = 30_000;
 
 interface Ready {
-  server: TestTarget;
+  server: TestBase;
   admin: Session;
   adminId: string;
 }
 
 async function ready(): Promise<Ready> {
-  const server = await createTestApp({ config: TOKENS_ON });
+  const server = await createTestApp({ config: TOKENS_ON, areas: ["apiAccess"] });
   await completeSetup(server);
   const admin = await login(server, ADMIN.username, ADMIN.password);
   const me = await callJson(server, "GET", "/api/auth/session", { session: admin });
   return { server, admin, adminId: (me.body.user as { id: string }).id };
 }
 
-const post = (server: TestTarget, session: Session, path: string, body: unknown = {}) =>
+const post = (server: TestBase, session: Session, path: string, body: unknown = {}) =>
   callJson(server, "POST", path, { session, body });
 
 /** Sets up and enables 2FA for the signed-in owner; returns the base32 secret. */
-async function enable2fa(server: TestTarget, session: Session, id: string): Promise<string> {
+async function enable2fa(server: TestBase, session: Session, id: string): Promise<string> {
   const setup = await post(server, session, `/api/users/${id}/2fa/setup`);
   if (setup.status !== 201) throw new Error(`setup: ${setup.status} ${JSON.stringify(setup.body)}`);
   const secret = setup.body.secret as string;
@@ -57,17 +57,17 @@ async function enable2fa(server: TestTarget, session: Session, id: string): Prom
   return secret;
 }
 
-const tryLogin = (server: TestTarget, user: { username: string; password: string }, extra = {}) =>
+const tryLogin = (server: TestBase, user: { username: string; password: string }, extra = {}) =>
   callJson(server, "POST", "/api/auth/login", { body: { ...user, ...extra } });
 
-const pendingSetups = (server: TestTarget) =>
+const pendingSetups = (server: TestBase) =>
   (server.db.prepare("SELECT COUNT(*) AS n FROM settings WHERE key LIKE 'totp.pending.%'")
     .get() as {
       n: number;
     }).n;
 
 /** Turns the login CAPTCHA off, so tests can make more than 3 failed logins. */
-async function noCaptcha(server: TestTarget, admin: Session): Promise<void> {
+async function noCaptcha(server: TestBase, admin: Session): Promise<void> {
   const r = await callJson(server, "PUT", "/api/auth/captcha-policy", {
     session: admin,
     body: { mode: "never", failures: 3, difficulty: 14 },
@@ -75,7 +75,7 @@ async function noCaptcha(server: TestTarget, admin: Session): Promise<void> {
   if (r.status !== 200) throw new Error(`captcha policy: ${r.status}`);
 }
 
-const epoch = (server: TestTarget, id: string) =>
+const epoch = (server: TestBase, id: string) =>
   (server.db.prepare("SELECT credential_epoch AS e FROM users WHERE id = ?").get(id) as {
     e: number;
   }).e;

@@ -1,12 +1,13 @@
 import { assertEquals, assertMatch, ok } from "../../_helpers/assert.ts";
 import { ADMIN, callJson, completeSetup, login, type Session } from "../../_helpers/identity.ts";
-import { createTestApp, type TestTarget } from "../../_helpers/server.ts";
+import { createTestApp, type TestBase } from "../../_helpers/server.ts";
 
 const PASSWORD = "Glacier-Moth-42";
 const code = (r: { body: Record<string, unknown> }) => (r.body.error as { code: string }).code;
 
-async function ready(): Promise<{ server: TestTarget; admin: Session }> {
+async function ready(): Promise<{ server: TestBase; admin: Session }> {
   const server = await createTestApp({
+    areas: ["identity"],
     config: {
       apisec: {
         permissions: {
@@ -21,7 +22,7 @@ async function ready(): Promise<{ server: TestTarget; admin: Session }> {
   return { server, admin: await login(server, ADMIN.username, ADMIN.password) };
 }
 
-const create = (server: TestTarget, admin: Session, body: Record<string, unknown>) =>
+const create = (server: TestBase, admin: Session, body: Record<string, unknown>) =>
   callJson(server, "POST", "/api/users", { session: admin, body });
 
 Deno.test("POST /api/users creates an account and returns only public fields", async () => {

@@ -1,0 +1,428 @@
+/**
+ * Composes a WAF process without listeners, area by area in an order that needs no late binding:
+ * the store with monitoring's core, API access, the cluster role, identity, the data plane, the AI
+ * assistant, monitoring and operations. `composeServer` composes every area (what `startServer`
+ * serves); `composeAreas` composes the named ones and those they need, its management app mounting
+ * only their routes (the in-process route tests compose the area under test).
+ */
+import type { Db } from "../db/store.ts";
+import { openStore } from "../db/store.ts";
+import { createAuditRepo } from "../db/audit_repo.ts";
+import { createAudit } from "../mod/core/audit.ts";
+import type { Clock } from "../mod/core/clock.ts";
+import { type Config, deploymentProblems } from "../mod/config/config.ts";
+import { parseListen } from "../mod/config/config_schema.ts";
+import type { Logger } from "../mod/core/logger.ts";
+import type { Random } from "../mod/core/random.ts";
+import { createReadiness, type Readiness } from "../mod/core/readiness.ts";
+import { createEventLog } from "../mod/core/event_log.ts";
+import { managementTls } from "../mod/tls/tls.ts";
+import type { Pem } from "../mod/tls/x509.ts";
+import type { Hono } from "hono";
+import type { Env } from "../routes/api/env.ts";
+import { healthRoutes } from "../routes/api/health.ts";
+import { dataPlaneStatusRoutes } from "../routes/api/data_plane_status.ts";
+import { createManagementApp } from "../routes/api/management.ts";
+import type { RouteDef } from "../routes/api/route.ts";
+import { type ApiAccess, createApiAccess } from "./api_access.ts";
+import { type AiPlane, createAiPlane } from "./ai.ts";
+import { createIdentity, type Identity } from "./identity.ts";
+import { createDataPlane, type DataPlane } from "./data_plane.ts";
+import {
+  createMonitorCore,
+  createMonitorPlane,
+  type MonitorCore,
+  type MonitorPlane,
+} from "./monitor.ts";
+import { type ClusterPlane, createCluster } from "./cluster.ts";
+import { createOps, type OpsPlane } from "./ops.ts";
+import { createDataWorkerPool, type DataWorkerPool, dataWorkersFor } from "./data_workers.ts";
+
+export class ProductionStorageUnavailableError extends Error {
+  constructor(missing: string) {
+    super(
+      `ErrProductionStorageUnavailable: storage.profile is "production" but ${missing}; refusing to start (no listener opened, no file written)`,
+    );
+    this.name = "ErrProductionStorageUnavailable";
+  }
+}
+
+/** Fails closed for the production profile: this build has no external store. */
+export function checkStorageProfile(config: Config): void {
+  if (deploymentProblems(config).some((p) => p.code === "ErrProductionStorageUnavailable")) {
+    throw new ProductionStorageUnavailableError(
+      "no external management database is available in this build (the production store adapter is not installed)",
+    );
+  }
+}
+
+export interface ComposeDeps {
+  readonly clock: Clock;
+  readonly random: Random;
+  readonly logger: Logger;
+  readonly env: {
+    readonly setupToken?: string;
+    /** A node's one-time join token (`--join-token`, `WAF_CLUSTER_JOIN_TOKEN`); never logged. */
+    readonly clusterJoinToken?: string;
+  };
+  /** Waits `ms` (answering a flooding client late); tests replace it. Default: a timer. */
+  readonly sleep?: (ms: number) => Promise<void>;
+}
+
+export interface ServerOptions {
+  readonly config: Config;
+  readonly dataDir: string;
+}
+
+/** Observability as the process exposes it (tests reach its parts). */
+export type Monitoring = MonitorPlane & MonitorCore;
+
+/**
+ * The areas of a composition, in the order they are composed. Identity, whose guard every
+ * management route passes, is composed in every composition.
+ */
+export const AREAS = [
+  "apiAccess",
+  "cluster",
+  "identity",
+  "dataPlane",
+  "ai",
+  "monitor",
+  "ops",
+] as const;
+export type Area = (typeof AREAS)[number];
+
+/** The areas each one reads, composed with it. */
+interface Needs {
+  readonly apiAccess: never;
+  readonly cluster: never;
+  readonly identity: never;
+  readonly dataPlane: never;
+  readonly ai: "dataPlane";
+  readonly monitor: "dataPlane";
+  readonly ops: "apiAccess" | "dataPlane" | "monitor";
+}
+const NEEDS: { readonly [A in Area]: readonly Needs[A][] } = {
+  apiAccess: [],
+  cluster: [],
+  identity: [],
+  dataPlane: [],
+  ai: ["dataPlane"],
+  monitor: ["dataPlane"],
+  ops: ["apiAccess", "dataPlane", "monitor"],
+};
+
+/** Each area's product, under the area's name. */
+export interface AreaParts {
+  /** API tokens and their cleanup worker, notifications, two-factor authentication. */
+  readonly apiAccess: ApiAccess;
+  /** The cluster role: controller (CA, tokens, nodes) or node (identity, agent). */
+  readonly cluster: ClusterPlane;
+  /** Identity and access services (setup, users, sessions, login, audit). */
+  readonly identity: Identity;
+  /** Sites, policy, access log and proxy of the data plane. */
+  readonly dataPlane: DataPlane;
+  /** The AI assistant: configuration, conversations, approvals. */
+  readonly ai: AiPlane;
+  /** Metrics, rollups, realtime bus, notification channels, time synchronisation. */
+  readonly monitor: Monitoring;
+  /** The task scheduler and its maintenance routines. */
+  readonly ops: OpsPlane;
+}
+
+/** What every composition holds, whatever its areas. */
+export interface ComposedBase {
+  readonly db: Db;
+  readonly readiness: Readiness;
+  readonly identity: Identity;
+  /** The data-plane workers (not started yet), when `server.data.workers` is more than 1. */
+  readonly dataWorkers: DataWorkerPool | undefined;
+  /** Every management route mounted. */
+  readonly routes: readonly RouteDef[];
+  /** The management Hono app (tests call it in-process with `app.request`). */
+  readonly app: Hono<Env>;
+  /** The management listener's TLS material, when TLS is on. */
+  readonly tls: Pem | undefined;
+  /** Starts the background work: setup token, monitoring pipelines, the task scheduler. */
+  start(baseUrl: string): Promise<void>;
+  /** Closes the data plane, stops the services and closes the store. */
+  close(): Promise<void>;
+}
+
+/** A composition of the areas `A` and of those they need. */
+export type Composed<A extends Area> = ComposedBase & Pick<AreaParts, A | Needs[A]>;
+
+/** A composed process without listeners: what `startServer` serves. */
+export type ComposedServer = Composed<Area>;
+
+/** What the areas share: the store, the one audit trail, monitoring's core, readiness. */
+type Base = Awaited<ReturnType<typeof openBase>>;
+
+/** The areas composed so far; each step reads the earlier ones. */
+interface Parts {
+  dataWorkers?: DataWorkerPool;
+  apiAccess?: ApiAccess;
+  cluster?: ClusterPlane;
+  identity?: Identity;
+  tls?: Pem;
+  dataPlane?: DataPlane;
+  ai?: AiPlane;
+  plane?: MonitorPlane;
+  ops?: OpsPlane;
+}
+
+/** Builds the store, services and both planes' handlers; opens no listener. */
+export function composeServer(
+  options: ServerOptions,
+  deps: ComposeDeps,
+): Promise<ComposedServer> {
+  return composeAreas({ ...options, areas: AREAS }, deps);
+}
+
+/** Composes identity, `areas` and the areas they need, in the order of `AREAS`. */
+export async function composeAreas<A extends Area>(
+  options: ServerOptions & { readonly areas: readonly A[] },
+  deps: ComposeDeps,
+): Promise<Composed<A>> {
+  const chosen = withNeeds(options.areas);
+  const base = await openBase(options, deps, chosen.has("dataPlane"));
+  const parts: Parts = {};
+  if (chosen.has("dataPlane") && base.workerCount > 1) {
+    parts.dataWorkers = createDataWorkerPool({
+      ...base.services,
+      count: base.workerCount,
+      timeOffsetMs: () => base.core.timeClock.offsetMs,
+    });
+  }
+  if (chosen.has("apiAccess")) parts.apiAccess = composeApiAccess(base);
+  try {
+    await composeParts(base, parts, chosen);
+  } catch (err) {
+    // A data plane already made holds threads (the access-log writer, the IP list's fold
+    // thread), which would keep a process that failed to start from exiting.
+    await parts.dataPlane?.close().catch(() => {});
+    base.services.db.close();
+    throw err;
+  }
+  return finish(base, parts) as Composed<A>;
+}
+
+/** `areas`, identity and every area they need. */
+function withNeeds(areas: readonly Area[]): ReadonlySet<Area> {
+  const chosen = new Set<Area>(["identity"]);
+  const add = (area: Area) => {
+    if (chosen.has(area)) return;
+    chosen.add(area);
+    for (const need of NEEDS[area]) add(need);
+  };
+  for (const area of areas) add(area);
+  return chosen;
+}
+
+/** The store, the audit trail and monitoring's core (every area publishes into it). */
+async function openBase(options: ServerOptions, deps: ComposeDeps, dataPlane: boolean) {
+  const { config, dataDir } = options;
+  checkStorageProfile(config);
+  // Before anything is opened: without --unstable-net an explicit worker count stops start-up.
+  const workerCount = dataPlane
+    ? dataWorkersFor(config.server.data.workers, navigator.hardwareConcurrency, deps.logger)
+    : 1;
+  const readiness = createReadiness();
+  const events = createEventLog({ logger: deps.logger, clock: deps.clock });
+
+  await Deno.mkdir(dataDir, { recursive: true, mode: 0o700 });
+  const db = openStore(`${dataDir}/waf.db`, { now: deps.clock.now() });
+  readiness.store = true;
+  // One audit trail for the whole process, injected into every area that records.
+  const audit = createAudit({ repo: createAuditRepo(db), clock: deps.clock });
+  const services = {
+    db,
+    audit,
+    config,
+    dataDir,
+    clock: deps.clock,
+    random: deps.random,
+    logger: deps.logger,
+  };
+  const core = createMonitorCore(services);
+  // `workerCount`: the data-plane threads `server.data.workers` asks for (1: the main thread).
+  return { config, deps, services, readiness, events, core, workerCount };
+}
+
+/** The areas after API access, in order; a failure leaves the caller to close what was made. */
+async function composeParts(base: Base, parts: Parts, chosen: ReadonlySet<Area>): Promise<void> {
+  const { config, deps, services, core } = base;
+  if (chosen.has("cluster")) parts.cluster = await composeCluster(base);
+  parts.identity = await composeIdentity(base, parts);
+  const mgmtAddr = parseListen(config.server.management.listen)!;
+  parts.tls = await managementTls({
+    config,
+    dataDir: services.dataDir,
+    listenHost: mgmtAddr.hostname,
+    now: deps.clock.now(),
+    random: deps.random,
+  });
+  if (!chosen.has("dataPlane")) return;
+  const dataPlane = parts.dataPlane = composeDataPlane(base, parts);
+  await dataPlane.apisec.ready;
+  if (chosen.has("ai")) {
+    parts.ai = createAiPlane({
+      ...services,
+      dataPlane,
+      publish: (payload) => core.bus.publish("ai.approval", payload),
+      notify: core.notify,
+    });
+  }
+  if (chosen.has("monitor")) {
+    const plane = parts.plane = createMonitorPlane(core, dataPlane, services);
+    if (parts.cluster) plane.metrics.register(parts.cluster.collector);
+    const workers = parts.dataWorkers;
+    if (workers) plane.metrics.register((out) => workers.collect(out));
+  }
+  if (chosen.has("ops")) {
+    parts.ops = createOps({
+      ...services,
+      core,
+      plane: parts.plane!,
+      dataPlane,
+      identity: parts.identity,
+      apiAccess: parts.apiAccess!,
+    });
+  }
+}
+
+function composeApiAccess(base: Base): ApiAccess {
+  return createApiAccess({
+    ...base.services,
+    notifications: base.core.notifications,
+    timeClock: base.core.timeClock,
+  });
+}
+
+async function composeCluster(base: Base): Promise<ClusterPlane> {
+  const { core, readiness } = base;
+  return await createCluster({
+    ...base.services,
+    // Heartbeats and node states on the synchronised clock (`time.apply_offset`).
+    clock: core.timeClock,
+    joinToken: base.deps.env.clusterJoinToken,
+    notify: core.notify,
+    publish: (payload) => core.bus.publish("node.status", payload),
+    counters: core.counters,
+    ready: () => ({
+      store: readiness.store,
+      data_plane: readiness.dataPlane,
+      management: readiness.management,
+    }),
+  });
+}
+
+async function composeIdentity(base: Base, parts: Parts): Promise<Identity> {
+  const { apiAccess, cluster } = parts;
+  return await createIdentity({
+    ...base.services,
+    env: base.deps.env,
+    events: base.events,
+    sleep: base.deps.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
+    bearer: apiAccess?.bearer,
+    verifyTotp: apiAccess?.verifyTotp,
+    node: cluster && ((c) => cluster.authenticate(c)),
+    notify: base.core.notify,
+  });
+}
+
+function composeDataPlane(base: Base, parts: Parts): DataPlane {
+  const { core, services } = base;
+  const { cluster } = parts;
+  return createDataPlane({
+    ...services,
+    dbPath: `${services.dataDir}/waf.db`,
+    events: base.events,
+    counters: core.counters,
+    upstreamHealth: core.upstreamHealth.hook,
+    observe: core.bus.access,
+    timeOffsetMs: () => core.timeClock.offsetMs,
+    workers: parts.dataWorkers,
+    connections: core.connections,
+    swapped: () => {
+      core.swaps++;
+      cluster?.policyChanged();
+    },
+  });
+}
+
+/** The routes of the composed areas, in the full composition's order (mounting order matters). */
+function managementRoutes(base: Base, parts: Parts): RouteDef[] {
+  const { config, readiness, workerCount } = base;
+  const { cluster, dataPlane, dataWorkers, identity, apiAccess, ai, plane, ops } = parts;
+  const routes: RouteDef[] = [];
+  if (cluster) routes.push(...healthRoutes(readiness, () => cluster.health()));
+  if (dataPlane) {
+    routes.push(...dataPlaneStatusRoutes(() => ({
+      setting: config.server.data.workers,
+      workers: workerCount,
+      cores: navigator.hardwareConcurrency,
+      policy_version: dataPlane.policy.current.version,
+      current: dataWorkers?.current() ?? true,
+      threads: dataWorkers?.status() ?? [],
+    })));
+    // Site routes are part of the policy: a cluster node refuses their writes.
+    const siteRoutes = [...dataPlane.routes, ...(ops?.siteRoutes ?? [])];
+    routes.push(...(cluster ? cluster.localWrites(siteRoutes) : siteRoutes));
+  }
+  routes.push(...identity!.routes);
+  if (apiAccess) routes.push(...apiAccess.routes);
+  if (ai) routes.push(...ai.routes);
+  if (plane) routes.push(...base.core.routes, ...plane.monitorRoutes, ...plane.systemRoutes);
+  if (cluster) routes.push(...cluster.routes);
+  if (ops) routes.push(...ops.routes);
+  return routes;
+}
+
+/** The composition's management app, start and close over the areas composed. */
+function finish(base: Base, parts: Parts): ComposedBase & Partial<AreaParts> {
+  const { config, deps, readiness, core } = base;
+  const { db } = base.services;
+  const { dataWorkers, apiAccess, cluster, tls, dataPlane, ai, plane, ops } = parts;
+  const identity = parts.identity!;
+  const routes = managementRoutes(base, parts);
+  const app = createManagementApp({
+    logger: deps.logger,
+    random: deps.random,
+    routes,
+    guard: identity.guard,
+    observe: core.observe,
+    write: dataPlane && ((handle) => dataPlane.policy.coalesce(handle)),
+  });
+  return {
+    db,
+    readiness,
+    dataPlane,
+    dataWorkers,
+    identity,
+    apiAccess,
+    ai,
+    monitor: plane && Object.assign(core, plane),
+    cluster,
+    ops,
+    routes,
+    app,
+    tls,
+    async start(baseUrl) {
+      await identity.start(config.server.management.base_url ?? baseUrl);
+      plane?.start();
+      cluster?.start({ rebuild: () => void dataPlane?.policy.rebuild() });
+      ops?.start();
+    },
+    async close() {
+      // Workers still busy after the shutdown deadline end here, before the store closes.
+      dataWorkers?.terminate();
+      await ops?.stop();
+      await cluster?.stop();
+      await plane?.stop();
+      await dataPlane?.close();
+      identity.stop();
+      db.close();
+    },
+  };
+}
