@@ -3,6 +3,7 @@
  * servers, real sockets. The descriptor-limit case runs `waf serve` as a process under
  * `prlimit --nofile=1024:1024`, the report's reproduction.
  */
+import { ignoreWithout, missing, probe, runs } from "../_helpers/services.ts";
 import net from "node:net";
 import tls from "node:tls";
 import { assertEquals, ok } from "../_helpers/assert.ts";
@@ -312,13 +313,14 @@ Deno.test("bad chunked framing gets a 400 and an access-log record", async () =>
   assertEquals(good.status, 200);
 });
 
-Deno.test("under a descriptor limit of 1024, 1,100 idle sockets do not end waf serve, and it serves after", async () => {
-  if (
-    new Deno.Command("prlimit", { args: ["--version"], stdout: "null" }).outputSync().code !== 0
-  ) {
-    console.log("skipped: prlimit is not installed");
-    return;
-  }
+const HAS_PRLIMIT = await probe("prlimit", () => runs("prlimit"));
+
+Deno.test({
+  name:
+    "under a descriptor limit of 1024, 1,100 idle sockets do not end waf serve, and it serves after (needs prlimit)",
+  ignore: ignoreWithout(HAS_PRLIMIT),
+}, async () => {
+  if (!HAS_PRLIMIT) throw missing("prlimit is not installed");
   await using dir = await tempDir();
   await Deno.writeTextFile(
     `${dir}/waf.yaml`,

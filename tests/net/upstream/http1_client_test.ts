@@ -2,6 +2,7 @@
  * The HTTP/1.1 upstream client against real peers on loopback: a Deno server, misbehaving
  * raw-socket upstreams, nginx (skipped when it is not installed) and a TLS upstream.
  */
+import { ignoreWithout, missing, probe } from "../../_helpers/services.ts";
 import { streamOf, upstreamRequest } from "../../_helpers/upstream_request.ts";
 import { assertEquals, assertRejects, ok } from "../../_helpers/assert.ts";
 import { type RawPeer, startRawUpstream } from "../../_helpers/raw_upstream.ts";
@@ -723,13 +724,16 @@ http {
   throw new Error("nginx did not start on a free port in 5 attempts");
 }
 
-Deno.test("http1 client: against nginx (static, gzip chunked, keep-alive)", async (t) => {
-  const nginx = await new Deno.Command("sh", { args: ["-c", "command -v nginx"] }).output();
-  if (!nginx.success) {
-    if (Deno.env.get("WAF_REQUIRE_SERVICES") === "1") throw new Error("nginx is not installed");
-    console.warn("skipped: nginx is not installed (apt-get install nginx-light)");
-    return;
-  }
+const HAS_NGINX = await probe(
+  "nginx",
+  async () => (await new Deno.Command("nginx", { args: ["-v"], stderr: "null" }).output()).success,
+);
+
+Deno.test({
+  name: "http1 client: against nginx (static, gzip chunked, keep-alive) (needs nginx)",
+  ignore: ignoreWithout(HAS_NGINX),
+}, async (t) => {
+  if (!HAS_NGINX) throw missing("nginx is not installed");
   const dir = await Deno.makeTempDir({ prefix: "waf-http1-nginx-" });
   const page = "the quick brown fox jumps over the lazy dog\n".repeat(5000);
   await Deno.mkdir(`${dir}/www`);
