@@ -6,7 +6,7 @@
 import type { TopEntry } from "../../db/access_log_queries.ts";
 import { listEndpoints } from "../apisec/endpoints_query.ts";
 import { cidrContains, parseCidr, parseIp } from "../../engine/ip_address.ts";
-import { AppError } from "../core/errors.ts";
+import { AppError, badRequest } from "../core/errors.ts";
 import { grants } from "../identity/permissions.ts";
 import { KIND } from "../protection/protection_compile.ts";
 import type { StoredObject } from "../protection/policy_objects.ts";
@@ -20,7 +20,7 @@ const LIST_LIMIT = 50;
 function period(s: ToolServices, a: { hours?: number; from?: string; to?: string }) {
   const to = a.to === undefined ? s.clock.now() : Date.parse(a.to);
   const from = a.from === undefined ? to - (a.hours ?? 24) * HOUR : Date.parse(a.from);
-  if (from > to) throw new AppError(400, "BAD_REQUEST", 'Invalid field "from": after "to"');
+  if (from > to) throw badRequest('Invalid field "from": after "to"');
   return { from, to };
 }
 

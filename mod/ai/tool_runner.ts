@@ -5,7 +5,7 @@
  * tool's result, for the model to see, never as an exception.
  */
 import type { AuditEvent } from "../core/audit.ts";
-import { AppError } from "../core/errors.ts";
+import { AppError, badRequest } from "../core/errors.ts";
 import type { Logger } from "../core/logger.ts";
 import type { Approvals, ApprovalView } from "./approvals.ts";
 import type { ChangeTools } from "./change_tools.ts";
@@ -41,7 +41,7 @@ export function createToolRunner(deps: ToolRunnerDeps) {
     try {
       raw = JSON.parse(call.function.arguments || "{}");
     } catch {
-      throw new AppError(400, "BAD_REQUEST", "The tool arguments are not valid JSON");
+      throw badRequest("The tool arguments are not valid JSON");
     }
     const args = parseWith(TOOL_ARGS[spec.name], raw);
     if (spec.risk === "read") {

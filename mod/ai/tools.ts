@@ -7,7 +7,7 @@ import type { z } from "zod";
 import type { InventorySource } from "../apisec/endpoints_query.ts";
 import type { Clock } from "../core/clock.ts";
 import type { AccessLog } from "../access_log/access_log.ts";
-import { AppError } from "../core/errors.ts";
+import { AppError, badRequest } from "../core/errors.ts";
 import type { Sites, SiteView } from "../data_plane/sites.ts";
 import { grants } from "../identity/permissions.ts";
 import type { Alap } from "../protection/alap.ts";
@@ -80,7 +80,5 @@ export function parseWith<S extends z.ZodType>(schema: S, value: unknown): z.inf
   if (r.success) return r.data;
   const issue = r.error.issues[0]!;
   const field = issue.path.map(String).join(".") || "(arguments)";
-  throw new AppError(400, "BAD_REQUEST", `Invalid field "${field}": ${issue.message}`, {
-    details: { field },
-  });
+  throw badRequest(`Invalid field "${field}": ${issue.message}`, field);
 }

@@ -14,7 +14,7 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { AuditContext, PolicyObjects } from "../protection/policy_objects.ts";
 import { parseStored } from "../protection/protection_schema.ts";
-import { AppError } from "../core/errors.ts";
+import { AppError, badRequest } from "../core/errors.ts";
 import type { SecretBox } from "../core/secret_box.ts";
 import {
   type ApiSecConfigDoc,
@@ -50,9 +50,7 @@ export interface ApiSecSettingsDeps {
 }
 
 function bad(field: string, message: string): AppError {
-  return new AppError(400, "BAD_REQUEST", `Invalid field "${field}": ${message}`, {
-    details: { field },
-  });
+  return badRequest(`Invalid field "${field}": ${message}`, field);
 }
 
 function siteIds(doc: ApiSecConfigDoc): Array<{ field: string; site: string }> {

@@ -7,7 +7,7 @@
  * references resolve; OpenAPI 3.0's `nullable` becomes a `null` type).
  */
 import { parse as parseYaml } from "yaml";
-import { AppError } from "../core/errors.ts";
+import { AppError, badRequest } from "../core/errors.ts";
 import type { SchemaEntry } from "./apisec_schema.ts";
 
 const METHODS = ["get", "put", "post", "delete", "options", "head", "patch"] as const;
@@ -26,9 +26,7 @@ export interface ImportResult {
 }
 
 function bad(message: string): AppError {
-  return new AppError(400, "BAD_REQUEST", `Invalid OpenAPI document: ${message}`, {
-    details: { field: "(body)" },
-  });
+  return badRequest(`Invalid OpenAPI document: ${message}`, "(body)");
 }
 
 /** Parses JSON or YAML text into the document object. */

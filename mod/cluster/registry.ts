@@ -149,7 +149,9 @@ class NodeRegistry implements Registry {
     const before = deps.repo.node(nodeId);
     const prev = before ? storedReport(before) : null;
     const stored = JSON.stringify({ ...report, skew, totals: addToTotals(prev, report) });
-    if (!before || !deps.repo.heartbeat(nodeId, { at: now, ip, report: stored, status: "online" })) {
+    if (
+      !before || !deps.repo.heartbeat(nodeId, { at: now, ip, report: stored, status: "online" })
+    ) {
       throw new AppError(403, "NODE_REVOKED", `Node "${nodeId}" has been revoked`);
     }
     if (before.status !== "online") this.#changed(before, before.status, "online");

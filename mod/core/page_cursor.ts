@@ -2,7 +2,7 @@
  * The cursor of a newest-first list (notifications, notification deliveries): `<time>.<id>` of
  * the last item on a page, read back as the point the next page starts before.
  */
-import { AppError } from "./errors.ts";
+import { badRequest } from "./errors.ts";
 
 /** Where the next page starts: items older than `time`, or as old and with a smaller id. */
 export interface PageCursor {
@@ -15,9 +15,7 @@ export function readCursor(cursor: string | undefined): PageCursor | undefined {
   if (!cursor) return undefined;
   const [time, id] = cursor.split(".");
   if (!time || !id || !/^\d+$/.test(time)) {
-    throw new AppError(400, "BAD_REQUEST", 'Invalid field "cursor": not a cursor', {
-      details: { field: "cursor" },
-    });
+    throw badRequest('Invalid field "cursor": not a cursor', "cursor");
   }
   return { time: Number(time), id };
 }

@@ -10,7 +10,7 @@ import { transaction } from "../../db/store.ts";
 import type { Db } from "../../db/store.ts";
 import type { Audit, AuditEvent } from "../core/audit.ts";
 import type { Clock } from "../core/clock.ts";
-import { AppError } from "../core/errors.ts";
+import { AppError, badRequest } from "../core/errors.ts";
 import type { Policy } from "./policy.ts";
 import { type Random, randomHex } from "../core/random.ts";
 import { type Site, type SiteConfig, siteFromRow } from "./site_schema.ts";
@@ -135,9 +135,7 @@ function resolveTls(
   if (input === null) return null;
   const key = input.key ?? stored?.key;
   if (key === undefined) {
-    throw new AppError(400, "BAD_REQUEST", 'Invalid field "tls.key": expected a PEM private key', {
-      details: { field: "tls.key" },
-    });
+    throw badRequest('Invalid field "tls.key": expected a PEM private key', "tls.key");
   }
   try {
     createSecureContext({ cert: input.cert, key });

@@ -4,7 +4,7 @@
  * per minute (last 24 hours) or per hour (last 30 days), all from the rollups.
  */
 import type { Clock } from "../core/clock.ts";
-import { AppError } from "../core/errors.ts";
+import { AppError, badRequest } from "../core/errors.ts";
 import { SpaceSaving } from "./space_saving.ts";
 import {
   ALL,
@@ -58,9 +58,7 @@ export function createDashboard(deps: DashboardDeps) {
     const to = Math.min(q.to ?? now, now);
     const from = q.from ?? to - (q.periodMs ?? DAY_MS);
     if (from >= to) {
-      throw new AppError(400, "BAD_REQUEST", 'Invalid period: "from" must be before "to"', {
-        details: { field: "from" },
-      });
+      throw badRequest('Invalid period: "from" must be before "to"', "from");
     }
     const res = step ?? (from >= now - MINUTE_RETENTION_MS ? "minute" : "hour");
     if (res === "minute" && from < now - MINUTE_RETENTION_MS - MINUTE_MS) {
@@ -72,9 +70,7 @@ export function createDashboard(deps: DashboardDeps) {
       );
     }
     if (from < now - HOUR_RETENTION_MS - HOUR_MS) {
-      throw new AppError(400, "BAD_REQUEST", 'Invalid field "from": data covers 30 days', {
-        details: { field: "from" },
-      });
+      throw badRequest('Invalid field "from": data covers 30 days', "from");
     }
     const size = res === "minute" ? MINUTE_MS : HOUR_MS;
     return { from: Math.floor(from / size) * size, to, res, size } as const;

@@ -6,7 +6,7 @@
  */
 import type { ChannelRow, NotifyRepo } from "../../db/notify_repo.ts";
 import type { Clock } from "../core/clock.ts";
-import { AppError } from "../core/errors.ts";
+import { AppError, badRequest } from "../core/errors.ts";
 import { type Random, randomHex } from "../core/random.ts";
 import type { SecretBox } from "../core/secret_box.ts";
 import {
@@ -58,9 +58,7 @@ function hints(secrets: Secrets): Record<string, unknown> {
 }
 
 function invalid(field: string, message: string): AppError {
-  return new AppError(400, "BAD_REQUEST", `Invalid field "${field}": ${message}`, {
-    details: { field },
-  });
+  return badRequest(`Invalid field "${field}": ${message}`, field);
 }
 
 /** Splits `settings` into what may be shown and the secrets, validating both for `type`. */

@@ -4,7 +4,7 @@
  */
 import { Cron } from "croner";
 import { z } from "zod";
-import { AppError } from "../core/errors.ts";
+import { AppError, badRequest } from "../core/errors.ts";
 
 export type Schedule = { readonly every_ms: number } | { readonly cron: string };
 
@@ -29,9 +29,7 @@ export function toSchedule(input: z.infer<typeof scheduleInput>): Schedule {
   const m = /^(\d+)(ms|s|m|h|d)$/.exec(input.every)!;
   const ms = Number(m[1]) * UNIT_MS[m[2]!]!;
   if (ms < MIN_INTERVAL_MS) {
-    throw new AppError(400, "BAD_REQUEST", `Invalid field "schedule.every": at least 1s`, {
-      details: { field: "schedule.every" },
-    });
+    throw badRequest(`Invalid field "schedule.every": at least 1s`, "schedule.every");
   }
   return { every_ms: ms };
 }

@@ -4,7 +4,7 @@
  */
 import { z } from "zod";
 import type { RunRow, TaskRow } from "../../db/ops_tasks_repo.ts";
-import { AppError } from "../core/errors.ts";
+import { badRequest } from "../core/errors.ts";
 import { type Schedule, scheduleInput } from "./schedule.ts";
 
 /** What a run is given. */
@@ -100,17 +100,13 @@ export function patchedSettings(
   if (patch === undefined) return settings;
   const merged = { ...settings, ...patch };
   if (!d.settings) {
-    throw new AppError(400, "BAD_REQUEST", `Task "${d.id}" has no settings`, {
-      details: { field: "settings" },
-    });
+    throw badRequest(`Task "${d.id}" has no settings`, "settings");
   }
   const parsed = d.settings.safeParse(merged);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const field = ["settings", ...issue.path.map(String)].join(".");
-    throw new AppError(400, "BAD_REQUEST", `Invalid field "${field}": ${issue.message}`, {
-      details: { field },
-    });
+    throw badRequest(`Invalid field "${field}": ${issue.message}`, field);
   }
   return parsed.data as Record<string, unknown>;
 }

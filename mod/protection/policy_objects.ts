@@ -7,7 +7,7 @@ import type { PolicyObjectRow, PolicyObjectsRepo } from "../../db/policy_objects
 import { type Db, transaction } from "../../db/store.ts";
 import type { Audit, AuditEvent } from "../core/audit.ts";
 import type { Clock } from "../core/clock.ts";
-import { AppError } from "../core/errors.ts";
+import { AppError, badRequest } from "../core/errors.ts";
 import { testPattern } from "../../engine/custom_rules.ts";
 import { type Random, randomHex } from "../core/random.ts";
 
@@ -265,9 +265,7 @@ export class PolicyObjects {
   #checkSite(doc: Record<string, unknown>): void {
     const site = siteOf(doc);
     if (site !== null && !this.#deps.repo.siteExists(site)) {
-      throw new AppError(400, "BAD_REQUEST", `Invalid field "site_id": no site "${site}"`, {
-        details: { field: "site_id" },
-      });
+      throw badRequest(`Invalid field "site_id": no site "${site}"`, "site_id");
     }
   }
 
