@@ -13,8 +13,8 @@ import type { ObservedRequest } from "../mod/protection/alap.ts";
 
 /**
  * Records go in batches, at most {@link BATCH} or {@link FLUSH_MS} after the first: each batch
- * wakes the main thread and the writer thread once (see docs/data-plane.md, "One owner on the
- * main thread"); reads through the API flush at once.
+ * wakes the main thread and the writer thread once (see docs/data-plane.md, "Workers: the data plane
+ * on every core"); reads through the API flush at once.
  */
 const BATCH = 256;
 const FLUSH_MS = 50;

@@ -7,7 +7,7 @@
  * new one in the table's own generation whenever it grows or shrinks: every read then leaves
  * garbage in the old generation, which only a mark-compact (holding the event loop) frees; with
  * two reads a proxied request that was most of the data plane's old-generation growth (see
- * docs/data-plane.md, "Numbers on 26 November, second session (issue 13): the tail").
+ * docs/bench/2026-11-26-second-session-tail.md).
  *
  * The read here is the operation `conn.read` awaits itself (`core.read(rid, buffer)`), with the
  * same results: the bytes read, `null` at the end of the stream, 0 for an empty buffer, and the

@@ -11,8 +11,7 @@ export type HeaderPairs = Array<[string, string]>;
  * Where the head ending at or after `from` ends in `buf[0, end)`: the index just past the empty
  * line (CRLF CRLF, LF LF or LF CRLF: bare LF as RFC 9112 §2.2 lets a recipient accept), or -1 if
  * not yet there. A plain loop over the bytes: cheaper than `indexOf(10)` per line, and every head
- * of the data plane passes here (see docs/data-plane.md, "The own upstream client a request,
- * cheaper").
+ * of the data plane passes here (see docs/bench/2026-11-26-own-client-cheaper.md).
  */
 export function headEnd(buf: Uint8Array, from: number, end: number): number {
   for (let i = from; i < end; i++) {

@@ -4,23 +4,21 @@
  * glibc's allocator keeps what a thread frees in that thread's arena, and returns it to the
  * system only when the free space sits at the top of the arena. Deno starts dozens of threads
  * (tokio's blocking pool while the modules load, V8's background threads, the access-log writer),
- * so a two-core machine has 16 arenas, and what their freed chunks hold stays resident: after a
- * minute of full load ~20-30 MB of the WAF's resident memory (docs/data-plane.md, "Where the
- * resident memory is"). `MALLOC_ARENA_MAX` would cap the arenas, but it is read from the
+ * so a two-core machine has 16 arenas, and what their freed chunks hold stays resident
+ * (docs/bench/2026-11-26-resident-memory.md). `MALLOC_ARENA_MAX` would cap the arenas, but it is read from the
  * environment before `main.ts` runs, and `mallopt(M_ARENA_MAX)` then no longer changes the
  * arenas that exist. `malloc_trim(0)` walks every arena and returns each free page inside it
  * (`madvise(MADV_DONTNEED)`); it runs on a blocking-pool thread (`nonblocking`), so the event loop
  * does not wait for the call, but glibc locks each arena while trimming it: a thread that
  * allocates from that arena meanwhile waits, the main thread too while the main arena is trimmed
- * (a probe with 75 MB freed in holes there: one allocation waited 93-135 ms; the WAF's trims took
- * 2-48 ms in all; docs/data-plane.md, "Where the resident memory is").
+ * (docs/bench/2026-11-26-resident-memory.md).
  *
  * Where there is no glibc (musl, macOS) or no FFI permission (all of it: `--allow-ffi` or `-A`;
  * the permission is queried, never requested), nothing runs.
  */
 import { openLibc } from "./libc.ts";
 
-/** How often the trim runs: a trim every 10 s costs well under 0.1 % of one core. */
+/** How often the trim runs: often enough to keep the holes small, rarely enough to cost nothing. */
 export const MALLOC_TRIM_INTERVAL_MS = 10_000;
 
 export interface MallocTrimmer {

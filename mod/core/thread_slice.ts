@@ -7,8 +7,8 @@
  * `CONFIG_HZ=250`); the requests that arrive meanwhile queue behind it. Since Linux 6.12 a
  * `SCHED_OTHER` thread may ask for a shorter slice (`sched_setattr`'s `sched_runtime`, 0.1-100 ms,
  * no privilege needed), and a woken thread with a shorter slice than the running one takes the
- * core at once when it is owed CPU time. It gets no more CPU than before, only sooner; measured in
- * docs/data-plane.md ("A short slice for the event loop").
+ * core at once when it is owed CPU time. It gets no more CPU than before, only sooner
+ * (docs/bench/2026-11-26-tail-scheduler.md).
  *
  * `SCHED_FLAG_RESET_ON_FORK` keeps it to the calling thread: threads started afterwards (the
  * access-log writer, tokio's blocking pool) get the default slice, so they do not preempt the

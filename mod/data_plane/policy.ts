@@ -140,8 +140,7 @@ const upstreamIndexes = new WeakMap<object, Map<string, Upstream>>();
 /**
  * The upstream `origin` of site `siteId` in `policy`, or undefined. A data worker's report names
  * every upstream that answered in the last second: found through an index built once a policy,
- * not a search of the site list each (the squared number of sites a report: ~100 ms of the main
- * thread at 3,000 sites).
+ * not a search of the site list each, which would cost the squared number of sites a report.
  */
 export function upstreamOf(
   policy: Pick<CompiledPolicy, "sites">,

@@ -2,9 +2,8 @@
  * Trace ids for the data plane: 32 hex characters, time-ordered like a UUIDv7. The first 12 are
  * the time in milliseconds (48 bits); the other 20 are 10 bytes from the injected CSPRNG, so an id
  * stays unguessable (80 random bits) while newer ids sort after older ones. That order is what the
- * access log's unique `trace_id` index needs: fully random ids landed on a random index page per
- * insert, and the writer thread spent 40-45 µs a record on a table of 100-300 k rows against
- * 12-15 µs with time-ordered ids (see docs/data-plane.md). The random bytes are drawn and
+ * access log's unique `trace_id` index needs: fully random ids land on a random index page per
+ * insert, several times dearer (docs/bench/2026-11-26-access-log-record-compact.md). The random bytes are drawn and
  * hex-encoded in bulk (one call per 256 ids), so the per-request cost is one substring.
  */
 import type { Clock } from "../core/clock.ts";

@@ -31,9 +31,8 @@ interface Transport {
 
 /** Sends one message; resolves with the server's final answer, rejects with its error. */
 export async function sendMail(s: SmtpSettings, mail: Mail): Promise<string> {
-  // Loaded at the first message, not at start: ~1 MB of the main isolate's live heap for a path
-  // taken only when a notification goes out by mail (docs/data-plane.md, "What the 42 MB of live
-  // heap are").
+  // Loaded at the first message, not at start: it weighs on the main isolate's live heap for a
+  // path taken only when a notification goes out by mail (docs/bench/2026-11-25-live-heap.md).
   const { default: nodemailer } = await import("nodemailer");
   const transport = (nodemailer as unknown as {
     createTransport(o: Record<string, unknown>): Transport;

@@ -2,7 +2,7 @@
  * The IP list's fold on a thread of its own: the server's {@link IpListFolder}. The fold passes
  * over every entry, so on the event loop it stalled every request waiting there; here the loop
  * only posts the base (shared memory: no copy) and the pending changes, and receives the new base
- * the same way (see docs/data-plane.md, "An IP-list fold off the event loop").
+ * the same way (see docs/bench/2026-11-26-ip-list-fold-thread.md).
  *
  * One thread serves every fold of its owner (the data plane), started with the first list large
  * enough to use it (`server.prepare`, in the full build that reads the list): starting a worker

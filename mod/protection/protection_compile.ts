@@ -232,7 +232,7 @@ const drop = (part: RuleSetHolder): void => part.release();
 
 /**
  * The documents themselves are the key (timestamps can repeat under a fake or coarse clock),
- * kept as their SHA-256: 100,000 IP entries joined are a 15 MB string that would otherwise stay
+ * kept as their SHA-256: a big IP list joined is a string of megabytes that would otherwise stay
  * on the heap between builds and bring the next major garbage collection forward.
  */
 const keyOf = (source: ProtectionSource, ...kinds: string[]): string => {

@@ -21,8 +21,7 @@ interface AcmeRetrySettings {
 /**
  * acme-client and its own HTTP client (axios, the version its lock entry resolves to, for the
  * adapter only), loaded at the first ACME order, not at start: they weigh on the main isolate's
- * live heap for a path most installations never take (docs/data-plane.md, "What the 42 MB of
- * live heap are").
+ * live heap for a path most installations never take (docs/bench/2026-11-25-live-heap.md).
  */
 let libs: Promise<{ acme: typeof AcmeClient; httpAdapter: AxiosAdapter }> | undefined;
 export const loadAcme = () =>

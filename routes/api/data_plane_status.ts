@@ -1,7 +1,7 @@
 /**
  * `GET /api/system/data-plane`: how the data plane runs on this node: the `server.data.workers`
  * setting, the worker threads it started and, per worker, whether it serves, the policy version
- * it enforces, the requests it finished and its restarts (docs/data-plane.md, "Workers").
+ * it enforces, the requests it finished and its restarts (docs/data-plane.md, "Workers: the data plane on every core").
  */
 import { perm, type RouteDef } from "./route.ts";
 

@@ -126,3 +126,71 @@ Deno.test("every relative link in README.md and docs/ reaches a file and a headi
   }
   assertEquals(broken, []);
 });
+
+/** Source folders whose comments point into the docs. */
+const SOURCE_DIRS = ["app", "cli", "db", "engine", "mod", "net", "routes", "scripts"];
+
+/** The text of a source file's comments, each comment's lines joined by single spaces. */
+function commentsOf(text: string): string[] {
+  const out: string[] = [];
+  for (const m of text.matchAll(/\/\*([\s\S]*?)\*\//g)) {
+    out.push(m[1]!.split("\n").map((l) => l.replace(/^\s*\*?\s?/, "")).join(" "));
+  }
+  let run: string[] = [];
+  for (const line of text.split("\n")) {
+    const m = /^\s*\/\/\s?(.*)$/.exec(line);
+    if (m) {
+      run.push(m[1]!);
+      continue;
+    }
+    if (run.length > 0) out.push(run.join(" "));
+    run = [];
+  }
+  if (run.length > 0) out.push(run.join(" "));
+  return out.map((c) => c.replace(/\s+/g, " "));
+}
+
+Deno.test("every docs pointer in a source comment names a file and a heading that exist", () => {
+  const broken: string[] = [];
+  // What a pointer may name: a heading (or its start) or a bold lead-in of a paragraph.
+  const headings = new Map<string, string[]>();
+  const headingsOf = (path: string): string[] | undefined => {
+    if (!headings.has(path)) {
+      let text: string;
+      try {
+        text = Deno.readTextFileSync(join(ROOT, path));
+      } catch {
+        return undefined;
+      }
+      headings.set(
+        path,
+        prose(text).flatMap((l) => {
+          const m = /^#{1,6}\s+(.*?)\s*#*\s*$/.exec(l);
+          if (m) return [m[1]!];
+          return [...l.matchAll(/\*\*([^*]+?)\.?\*\*/g)].map((b) => b[1]!);
+        }),
+      );
+    }
+    return headings.get(path);
+  };
+  const walk = (dir: string): string[] =>
+    [...Deno.readDirSync(join(ROOT, dir))].flatMap((e) =>
+      e.isDirectory
+        ? walk(`${dir}/${e.name}`)
+        : /\.(ts|js)$/.test(e.name)
+        ? [`${dir}/${e.name}`]
+        : []
+    );
+  for (const file of SOURCE_DIRS.flatMap(walk)) {
+    for (const comment of commentsOf(Deno.readTextFileSync(join(ROOT, file)))) {
+      for (const m of comment.matchAll(/\b(docs\/[\w./-]+\.md)(?:,? \(?"([^"]+)")?/g)) {
+        const found = headingsOf(m[1]!);
+        if (found === undefined) broken.push(`${file}: ${m[1]} (no such file)`);
+        else if (m[2] !== undefined && !found.some((h) => h.startsWith(m[2]!))) {
+          broken.push(`${file}: ${m[1]}, "${m[2]}" (no such heading)`);
+        }
+      }
+    }
+  }
+  assertEquals(broken, []);
+});
