@@ -70,12 +70,14 @@ async function fittedStub(hash: string, compression: Compression): Promise<Uint8
 /** `tar ... | compressor > payload`, without a shell. */
 async function tarInto(stage: string, compress: readonly string[], payload: string) {
   const tar = [
-    // Sorted names, fixed times and owners: the same inputs give the same bytes.
+    // Sorted names, fixed times, owners and modes: the same inputs give the same bytes.
     "--sort=name",
     "--mtime=@0",
     "--owner=0",
     "--group=0",
     "--numeric-owner",
+    "--mode=a+rX,u+w,go-w",
+    "--hard-dereference",
     "--format=gnu",
     "-C",
     stage,
