@@ -11,6 +11,7 @@ import type { Report, Scenario } from "../_helpers/bare_machine.ts";
 import { tempDir } from "../_helpers/temp.ts";
 import { buildPackage, generateSigningKey, importSigningKey } from "../../mod/ops/crp/crp_build.ts";
 import { VERSION } from "../../mod/core/version.ts";
+import { COMPILE_INCLUDES } from "../../scripts/compile_includes.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 const DRIVER = new URL("../_helpers/bare_machine.ts", import.meta.url).pathname;
@@ -144,10 +145,14 @@ function unpackMarks(dir: string): string {
 const NAME = "the self-contained waf runs offline on a bare machine, first and later start";
 
 Deno.test({
-  name: missing ? `${NAME} (ignored: ${missing})` : NAME,
+  name: missing ? `${NAME} (needs root with unshare and ip: ${missing})` : NAME,
   ignore: missing !== undefined && !REQUIRED,
   async fn(t) {
-    if (missing) throw new Error(`cannot make a bare machine here: ${missing}`);
+    if (missing) {
+      throw new Error(
+        `cannot make a bare machine here (${missing}); WAF_REQUIRE_SERVICES=1 requires it`,
+      );
+    }
     await using dir = await tempDir("waf-exe-test-");
     const built = await build(`${dir}/waf`);
     const bare = `${dir}/bare`;
@@ -189,7 +194,7 @@ Deno.test({
         );
         ok(carried.includes("hono") && !carried.includes("playwright-core"), carried.join(" "));
         ok(!carried.includes("typescript"), carried.join(" "));
-        for (const worker of ["app/data_worker.ts", "db/access_log_worker.ts"]) {
+        for (const worker of COMPILE_INCLUDES.filter((p) => p.endsWith(".ts"))) {
           ok((await Deno.stat(`${cache}/src/${worker}`)).isFile, worker);
         }
       },
