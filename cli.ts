@@ -16,7 +16,7 @@ import { OPERATOR_COMMANDS } from "./cli/operator_commands.ts";
 import { serveCommand } from "./cli/serve.ts";
 import { setupUrlCommand } from "./cli/setup_url.ts";
 import { commandHelp, type Translate } from "./cli/i18n/i18n.ts";
-import { VERSION } from "./mod/core/version.ts";
+import { buildInfo, VERSION, versionText } from "./mod/core/version.ts";
 
 export const COMMANDS: readonly CommandSpec[] = [
   {
@@ -61,6 +61,8 @@ export function mainHelp(t: Translate): string {
   const lines = COMMANDS.map((c) =>
     `  ${c.words.join(" ").padEnd(width)}  ${commandHelp(t.lang, c.words, c).summary}`
   );
+  const { unpackedAt } = buildInfo();
+  const unpacked = unpackedAt ? `\n${t("cli.unpacked_at", { dir: unpackedAt })}\n` : "";
   return `waf ${VERSION}: ${t("cli.tagline")}
 
 ${t("cli.usage_line")}
@@ -70,7 +72,7 @@ ${lines.join("\n")}
 ${"  " + "help <command>".padEnd(width)}  ${t("cli.help_summary")}
 
 ${t("cli.global_help")}
-`;
+${unpacked}`;
 }
 
 function usageOf(t: Translate, spec: CommandSpec): string {
@@ -187,7 +189,7 @@ export async function runCli(argv: readonly string[], deps: CommandDeps): Promis
   }
   const { global, rest } = parsed;
   if (parsed.version && rest.length === 0) {
-    deps.stdout(`waf ${VERSION}\n`);
+    deps.stdout(versionText());
     return EXIT_OK;
   }
   if (rest[0] === "help") {

@@ -15,6 +15,8 @@ export const EN = {
   -h, --help           show help
   -V, --version        show the version
 Environment: WAF_LANG=en|zh-CN selects the language for one run (see "waf lang")`,
+  "cli.unpacked_at":
+    "This self-contained build unpacked itself into {dir} on its first run (into $XDG_CACHE_HOME/waf/<content>/,\n~/.cache/waf/<content>/ by default, or <data-dir>/.runtime/<content>/ when the home is not writable)",
   "cli.option_needs_value": "Option {option} needs a value",
   "cli.bad_log_format": 'Option --log-format expects "text" or "json", got "{value}"',
   "cli.see_help": 'Run "waf --help" for usage.',

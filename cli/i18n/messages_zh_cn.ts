@@ -13,6 +13,8 @@ export const ZH_CN: Readonly<Record<MessageId, string>> = {
   -h, --help           显示帮助
   -V, --version        显示版本
 环境变量：WAF_LANG=en|zh-CN 为单次运行选择语言（参见 “waf lang”）`,
+  "cli.unpacked_at":
+    "此自包含构建在首次运行时已解压到 {dir}（解压到 $XDG_CACHE_HOME/waf/<content>/，\n默认为 ~/.cache/waf/<content>/；主目录不可写时为 <data-dir>/.runtime/<content>/）",
   "cli.option_needs_value": "选项 {option} 需要一个值",
   "cli.bad_log_format": "选项 --log-format 只接受 “text” 或 “json”，实际为 “{value}”",
   "cli.see_help": "运行 “waf --help” 查看用法。",

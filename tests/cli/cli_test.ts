@@ -11,10 +11,14 @@ Deno.test("waf --help lists the commands and global options", async () => {
   assertMatch(r.stdout, /--data-dir DIR/);
 });
 
-Deno.test("waf --version prints the version", async () => {
+Deno.test("waf --version prints the version, the build kind and its content (source here)", async () => {
   const r = await cli(["--version"]);
   assertEquals(r.code, 0);
-  assertEquals(r.stdout.trim(), `waf ${VERSION}`);
+  assertEquals(
+    r.stdout,
+    `waf ${VERSION}\nbuild: source\ncontent: source\nruntime: deno ${Deno.version.deno} (${Deno.build.target})\n`,
+  );
+  assertEquals((await cli(["--help"])).stdout.includes("self-contained"), false);
 });
 
 Deno.test("waf help <command> and <command> --help print the command's usage", async () => {

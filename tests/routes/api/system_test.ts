@@ -17,6 +17,9 @@ Deno.test("GET /api/system/version reports product, schema, runtime and build", 
   assertEquals(r.body.schema_version, SCHEMA_VERSION);
   assertEquals((r.body.runtime as { deno: string }).deno, Deno.version.deno);
   assertEquals((r.body.build as { os: string }).os, Deno.build.os);
+  // A source checkout: the executables report "deno compile" or "self-contained" and their hash.
+  const build = r.body.build as { kind: string; content_hash: string };
+  assertEquals([build.kind, build.content_hash], ["source", "source"]);
 });
 
 Deno.test("GET /api/system/data-plane: one worker is the main thread; it needs read:system", async () => {
