@@ -9,13 +9,13 @@
 import { assertEquals, assertMatch, ok } from "../_helpers/assert.ts";
 import type { Report, Scenario } from "../_helpers/bare_machine.ts";
 import { tempDir } from "../_helpers/temp.ts";
+import { ignoreWithout, missing as missingTool } from "../_helpers/services.ts";
 import { buildPackage, generateSigningKey, importSigningKey } from "../../mod/ops/crp/crp_build.ts";
 import { VERSION } from "../../mod/core/version.ts";
 import { COMPILE_INCLUDES } from "../../scripts/compile_includes.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 const DRIVER = new URL("../_helpers/bare_machine.ts", import.meta.url).pathname;
-const REQUIRED = Deno.env.get("WAF_REQUIRE_SERVICES") === "1";
 const PATH_SBIN = "PATH=$PATH:/usr/sbin:/sbin";
 
 /** A private network and mount namespace (root only), and `ip` to bring its loopback up. */
@@ -145,14 +145,10 @@ function unpackMarks(dir: string): string {
 const NAME = "the self-contained waf runs offline on a bare machine, first and later start";
 
 Deno.test({
-  name: missing ? `${NAME} (needs root with unshare and ip: ${missing})` : NAME,
-  ignore: missing !== undefined && !REQUIRED,
+  name: `${NAME} (needs root with unshare and ip)`,
+  ignore: ignoreWithout(missing === undefined),
   async fn(t) {
-    if (missing) {
-      throw new Error(
-        `cannot make a bare machine here (${missing}); WAF_REQUIRE_SERVICES=1 requires it`,
-      );
-    }
+    if (missing) throw missingTool(`cannot make a bare machine here (${missing})`);
     await using dir = await tempDir("waf-exe-test-");
     const built = await build(`${dir}/waf`);
     const bare = `${dir}/bare`;
