@@ -38,6 +38,8 @@ export interface Report {
     readonly attack: number;
     readonly traceId: string;
     readonly traceInBody: boolean;
+    /** Statuses of the console's page and one of its scripts, served from the unpacked files. */
+    readonly console: readonly number[];
     readonly exit: number;
     readonly output: string;
   };
@@ -165,6 +167,12 @@ async function serve(s: Scenario): Promise<Report["serve"]> {
     );
     const traceId = attack.headers.get("x-waf-trace-id") ?? "";
     const traceInBody = traceId !== "" && (await attack.text()).includes(traceId);
+    const consoleStatuses: number[] = [];
+    for (const path of ["/login", "/console/assets/app.js"]) {
+      const r = await fetch(`${management}${path}`);
+      await r.body?.cancel();
+      consoleStatuses.push(r.status);
+    }
     child.kill("SIGTERM");
     const { code } = await child.status;
     await Promise.all(pumps);
@@ -175,6 +183,7 @@ async function serve(s: Scenario): Promise<Report["serve"]> {
       attack: attack.status,
       traceId,
       traceInBody,
+      console: consoleStatuses,
       exit: code,
       output,
     };

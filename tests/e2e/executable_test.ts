@@ -124,6 +124,7 @@ function checkDay(report: Report, hash: string, cache: string): void {
   assertEquals(s.attack, 403, s.output);
   assertMatch(s.traceId, /^[0-9a-f]{32}$/);
   ok(s.traceInBody);
+  assertEquals(s.console, [200, 200], s.output);
   assertEquals(s.exit, 0, s.output);
   assertMatch(s.output, /stopped/);
   assertEquals(report.password.code, 0, report.password.stderr);
