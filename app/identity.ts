@@ -57,7 +57,7 @@ export interface IdentityDeps {
   readonly verifyTotp?: TotpVerifier;
   /** Cluster node authentication (the node's client certificate), on a controller. */
   readonly node?: (c: Ctx) => boolean | Promise<boolean>;
-  /** Raises administrator notifications (login lockouts). */
+  /** Raises administrator notifications (login lockouts, administrators' password resets). */
   readonly notify?: Notify;
 }
 
@@ -94,6 +94,7 @@ export async function createIdentity(deps: IdentityDeps): Promise<Identity> {
     random: deps.random,
     roles,
     transaction: tx,
+    notify: deps.notify,
   });
   const refusals = createRefusalAudit({
     audit,
