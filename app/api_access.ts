@@ -100,6 +100,7 @@ export function createApiAccess(deps: ApiAccessDeps): ApiAccess {
     random: deps.random,
     logger: deps.logger,
     transaction: tx,
+    roles: deps.config.apisec.permissions,
   });
   const sink = { audit, transaction: tx };
   const routes: RouteDef[] = [

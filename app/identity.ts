@@ -25,6 +25,7 @@ import { createUsers, type Users } from "../mod/identity/users.ts";
 import { createPreferences } from "../mod/identity/preferences.ts";
 import { auditRoutes } from "../routes/api/audit.ts";
 import { authRoutes } from "../routes/api/auth.ts";
+import { createConsoleCookies, isHttpsBaseUrl } from "../routes/api/cookies.ts";
 import { consoleRoutes } from "../routes/api/console.ts";
 import type { Ctx, Principal } from "../routes/api/env.ts";
 import { createGuard } from "../routes/api/guard.ts";
@@ -57,7 +58,7 @@ export interface IdentityDeps {
   readonly verifyTotp?: TotpVerifier;
   /** Cluster node authentication (the node's client certificate), on a controller. */
   readonly node?: (c: Ctx) => boolean | Promise<boolean>;
-  /** Raises administrator notifications (login lockouts). */
+  /** Raises administrator notifications (login lockouts, administrators' password resets). */
   readonly notify?: Notify;
 }
 
@@ -94,6 +95,7 @@ export async function createIdentity(deps: IdentityDeps): Promise<Identity> {
     random: deps.random,
     roles,
     transaction: tx,
+    notify: deps.notify,
   });
   const refusals = createRefusalAudit({
     audit,
@@ -156,6 +158,9 @@ export async function createIdentity(deps: IdentityDeps): Promise<Identity> {
   });
   const sink = { audit, transaction: tx };
   const slow = { refusals, sleep: deps.sleep };
+  const cookies = createConsoleCookies({
+    httpsBaseUrl: isHttpsBaseUrl(deps.config.server.management.base_url),
+  });
   const guard = createGuard({
     sessions,
     setup,
@@ -165,7 +170,7 @@ export async function createIdentity(deps: IdentityDeps): Promise<Identity> {
     node: deps.node,
   });
   const routes: RouteDef[] = [
-    ...setupRoutes(setup, sink, slow),
+    ...setupRoutes(setup, sink, slow, cookies),
     ...authRoutes({
       ...sink,
       login,
@@ -176,6 +181,7 @@ export async function createIdentity(deps: IdentityDeps): Promise<Identity> {
       sleep: deps.sleep,
       clock: deps.clock,
       preferences: createPreferences({ settings, clock: deps.clock }),
+      cookies,
     }),
     ...userRoutes({ ...sink, users }),
     ...auditRoutes(audit),

@@ -115,7 +115,8 @@ function Control({ field, id, value, onInput }) {
       return html`
         <input type=${field.type === "password" ? "password" : "text"} ...${common}
           inputmode=${field.type === "number" ? "numeric" : undefined} value=${value}
-          autocomplete=${field.type === "password" ? "new-password" : "off"} spellcheck=${false}
+          autocomplete=${field.autocomplete ??
+            (field.type === "password" ? "new-password" : "off")} spellcheck=${false}
           onInput=${(e) => onInput(e.target.value)} />
       `;
   }

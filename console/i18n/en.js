@@ -457,9 +457,16 @@ export default {
   "users.recover_title": "Reset the 2FA of {user}",
   "users.recover_intro":
     "For a user who lost their authenticator: their 2FA is turned off and their sessions end.",
+  "users.current_password_hint":
+    "Only when you change your own password: the one you sign in with now.",
   "users.your_password": "Your password",
   "users.recovered": "2FA of {user} is off.",
 
+  "account.password": "Password",
+  "account.password_intro": "Changing it signs you out everywhere: sign in again with the new one.",
+  "account.current_password": "Current password",
+  "account.change_password": "Change password",
+  "account.password_changed": "Password changed: sign in again.",
   "account.language": "Console language",
   "account.language_hint": "Now: {lang}.",
   "account.browser_language": "The browser's language",

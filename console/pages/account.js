@@ -1,6 +1,7 @@
-// My account: the console language (stored per user), and my own two-factor authentication:
-// set up with a QR code, confirm with a code to enable, disable with password and code.
-import { post } from "../api.js";
+// My account: the console language (stored per user), my password (the current one confirms a
+// new one; every user may change their own), and my own two-factor authentication: set up with a
+// QR code, confirm with a code to enable, disable with password and code.
+import { post, put, toLogin } from "../api.js";
 import { Badge, Done, ErrorBox, Field, Page, useAction } from "../components.js";
 import { currentLanguage, LANGUAGES, setLanguage, t } from "../i18n.js";
 import { html, useState } from "../lib/ui.js";
@@ -32,6 +33,40 @@ function Language() {
         </${Field}>
         <${ErrorBox} error=${action.error} />
         </div>
+  `;
+}
+
+function Password({ user }) {
+  const [current, setCurrent] = useState("");
+  const [next, setNext] = useState("");
+  const action = useAction();
+  const submit = (e) => {
+    e.preventDefault();
+    action.run(async () => {
+      await put(`/api/users/${user.id}`, { password: next, current_password: current });
+      // A new password ends every session of the account: sign in again with it.
+      toLogin();
+    }, t("account.password_changed"));
+  };
+  return html`
+    <form class="panel" id="password" onSubmit=${submit}>
+      <h2>${t("account.password")}</h2>
+      <p class="muted">${t("account.password_intro")}</p>
+      <${Field} id="current-password" label=${t("account.current_password")}>
+        <input id="current-password" type="password" autocomplete="current-password" value=${current}
+          onInput=${(e) => setCurrent(e.target.value)} />
+        </${Field}>
+        <${Field} id="new-password" label=${t("users.new_password")} hint=${t(
+          "users.password_hint",
+        )}>
+          <input id="new-password" type="password" autocomplete="new-password" value=${next}
+            onInput=${(e) => setNext(e.target.value)} />
+          </${Field}>
+          <button type="submit" id="password-change" disabled=${action.busy || current === "" ||
+            next === ""}>${t("account.change_password")}</button>
+          <${ErrorBox} error=${action.error} />
+          <${Done} text=${action.done} />
+          </form>
   `;
 }
 
@@ -121,6 +156,7 @@ export default function Account() {
         <dd>${session().effective_permissions.join(", ")}</dd>
       </dl>
       <${Language} />
+      <${Password} user=${user} />
       <div class="panel" id="two-factor">
           <h2>${t("account.tfa")}</h2>
           <p class="muted">${t("account.tfa_intro")}</p>

@@ -1,5 +1,6 @@
 // Users: create accounts, change role, password or username, disable and enable them, and
-// recover another account's 2FA (the administrator confirms with their own password).
+// recover another account's 2FA (the administrator confirms with their own password). Changing
+// one's own password here asks for the current one, as the account page does.
 import { post } from "../api.js";
 import { Badge, Done, ErrorBox, Field, Page, useAction } from "../components.js";
 import { Crud } from "../crud.js";
@@ -43,12 +44,37 @@ const EDIT = [
   { name: "disabled", label: "users.disabled", type: "checkbox", hint: "users.disabled_hint" },
 ];
 
+/** Sent with a new password for one's own account: the API asks for it (`current_password`). */
+const CURRENT_PASSWORD = {
+  name: "current_password",
+  label: "account.current_password",
+  type: "password",
+  autocomplete: "current-password",
+  hint: "users.current_password_hint",
+};
+
 /** A role the configuration defines beyond the two defaults is kept as it is. */
 function withRole(fields, role) {
   if (!role || ROLES.some((r) => r.value === role)) return fields;
   return fields.map((f) =>
     f.name === "role" ? { ...f, options: [...ROLES, { value: role, label: role }] } : f
   );
+}
+
+/** The edit form of `user`: one's own account also asks for the current password. */
+function editFields(user, me) {
+  const fields = withRole(EDIT, user.role);
+  if (user.id !== me) return fields;
+  const at = fields.findIndex((f) => f.name === "password") + 1;
+  return [...fields.slice(0, at), CURRENT_PASSWORD, ...fields.slice(at)];
+}
+
+/** What an edit sends: a password only when one is typed, the current one only beside it. */
+function prepare(doc, isNew) {
+  if (isNew) return doc;
+  const { password, current_password, ...rest } = doc;
+  if (!password) return rest;
+  return current_password ? { ...rest, password, current_password } : { ...rest, password };
 }
 
 function Recover({ user, onDone }) {
@@ -90,13 +116,9 @@ export default function Users() {
       : null
   }
     <${Crud} base="/api/users" write="write:users" fields=${CREATE} editFields=${(u) =>
-    withRole(EDIT, u.role)}
+    editFields(u, me)}
       deletable=${false} name=${(u) => u.username} newLabel=${t("users.new")}
-      prepare=${(doc, isNew) => {
-    if (isNew) return doc;
-    const { password, ...rest } = doc;
-    return password ? doc : rest;
-  }}
+      prepare=${prepare}
       rowActions=${(u) =>
     writable && u.totp_enabled && u.id !== me
       ? html`<button type="button" class="secondary small" onClick=${() => setRecovering(u)}>${

@@ -51,6 +51,8 @@ export interface CompiledAuth {
   readonly issuer: string | null;
   readonly audience: readonly string[];
   readonly clockSkewSeconds: number;
+  /** A token without `exp` is refused (`auth.require_exp`). */
+  readonly requireExp: boolean;
   readonly secretSealed: string | null;
   /** The inline PEM, or the PEM file's text. */
   readonly pem: string | null;
@@ -88,6 +90,7 @@ const NO_AUTH: CompiledAuth = {
   issuer: null,
   audience: [],
   clockSkewSeconds: 0,
+  requireExp: true,
   secretSealed: null,
   pem: null,
   jwks: null,
@@ -143,6 +146,7 @@ function compileAuth(a: AuthDoc): CompiledAuth {
     issuer: a.issuer,
     audience: a.audience,
     clockSkewSeconds: durationMs(a.clock_skew) / 1000,
+    requireExp: a.require_exp,
     secretSealed: a.secret_sealed,
     pem: a.pem ?? readKeyFile(a.pem_file),
     jwks: jwksText === null ? null : parseJwks(jwksText) ?? null,

@@ -168,6 +168,11 @@ const authBase = {
   ).min(1).max(JWT_ALGORITHMS.length).default(["RS256", "ES256", "EdDSA"]),
   /** Tolerance for `exp` and `nbf`. */
   clock_skew: apisecDuration.default("30s"),
+  /**
+   * A token must carry `exp` (refused as `missing_exp` otherwise): a token that never expires
+   * is valid for ever once leaked. `false` accepts tokens without one.
+   */
+  require_exp: z.boolean().default(true),
   /** Local PEM certificate or public key file. */
   pem_file: optionalText(4096),
   /** Inline PEM certificate or public key. */

@@ -1,6 +1,6 @@
 /**
  * The one wrapper of `jose`: JWT verification (signature, `iss`, `aud`, `exp`/`nbf` with a clock
- * skew, the allowed algorithms), PEM and JWKS key import. Failures come back as a reason (data),
+ * skew, `exp` present unless allowed otherwise, the allowed algorithms), PEM and JWKS key import. Failures come back as a reason (data),
  * never as jose's exception types, so a replacement touches this file only.
  */
 import {
@@ -19,6 +19,7 @@ export type JwtFailure =
   | "unknown_key"
   | "bad_signature"
   | "expired"
+  | "missing_exp"
   | "not_yet_valid"
   | "bad_issuer"
   | "bad_audience"
@@ -51,6 +52,8 @@ export interface VerifyOptions {
   readonly issuer: string | null;
   readonly audience: readonly string[];
   readonly clockSkewSeconds: number;
+  /** Refuse a token without a numeric `exp` (`missing_exp`). */
+  readonly requireExp: boolean;
   /** The clock's now (ms), so time checks follow the injected clock. */
   readonly now: number;
 }
@@ -86,11 +89,10 @@ export async function verifyJwt(
       clockTolerance: o.clockSkewSeconds,
       currentDate: new Date(o.now),
     });
-    return {
-      ok: true,
-      payload: payload as Record<string, unknown>,
-      exp: typeof payload.exp === "number" ? payload.exp * 1000 : null,
-    };
+    const exp = typeof payload.exp === "number" ? payload.exp * 1000 : null;
+    // Judged after the signature, so an unsigned or forged token is refused as such first.
+    if (exp === null && o.requireExp) return { ok: false, reason: "missing_exp" };
+    return { ok: true, payload: payload as Record<string, unknown>, exp };
   } catch (err) {
     return { ok: false, reason: failure(err) };
   }

@@ -28,7 +28,7 @@ export type AuthVerdict =
 const OK: AuthVerdict = { ok: true };
 const MISSING: AuthVerdict = { ok: false, reason: "missing" };
 const CACHE_LIMIT = 10_000;
-/** How long a token without `exp` stays cached. */
+/** How long a token without `exp` (accepted with `require_exp: false`) stays cached. */
 const NO_EXP_CACHE_MS = 60_000;
 const BEARER = /^Bearer +([A-Za-z0-9_-]+\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*) *$/i;
 
@@ -155,6 +155,7 @@ export function createTokenAuth(deps: TokenAuthDeps) {
         issuer: a.issuer,
         audience: a.audience,
         clockSkewSeconds: a.clockSkewSeconds,
+        requireExp: a.requireExp,
         now,
       });
       if (!r.ok) return r as AuthVerdict;

@@ -10,7 +10,7 @@ import { safeEqual, sha256Hex } from "../core/digest.ts";
 import { AppError } from "../core/errors.ts";
 import { type Random, randomHex, randomToken } from "../core/random.ts";
 import { tokenExpiry, type TokenLifetime } from "./api_token_lifetime.ts";
-import { grants, isKnownExpression } from "./permissions.ts";
+import { covers, isKnownExpression, uncovered } from "./permissions.ts";
 
 /** `last_used_at` is written at most this often per token. */
 const TOUCH_EVERY_MS = 60_000;
@@ -55,18 +55,7 @@ export function toTokenView(row: ApiTokenRow): TokenView {
   };
 }
 
-export { isKnownExpression };
-
-/**
- * Whether `held` covers `requested` entirely. A wildcard is only covered by an equal or wider
- * wildcard, because it also grants identifiers added in later versions.
- */
-export function covers(held: readonly string[], requested: string): boolean {
-  if (held.includes("*")) return true;
-  if (requested === "*") return false;
-  if (requested.endsWith(":*")) return held.includes(requested);
-  return grants(held, requested);
-}
+export { covers, isKnownExpression };
 
 /** A token request: its note, permissions and lifetime (see `api_token_lifetime.ts`). */
 export interface CreateTokenInput extends TokenLifetime {
@@ -263,7 +252,7 @@ class ApiTokenService implements ApiTokens {
         );
       }
     });
-    const wider = permissions.filter((p) => !covers(creator.permissions, p));
+    const wider = uncovered(creator.permissions, permissions);
     if (wider.length > 0) {
       this.#denied(ctx, { reason: "escalation", permissions: wider });
       throw new AppError(

@@ -11,7 +11,7 @@ import { type Captcha, CaptchaError } from "./captcha.ts";
 import type { CaptchaPolicyStore } from "./captcha_policy.ts";
 import type { Clock } from "../core/clock.ts";
 import { AppError } from "../core/errors.ts";
-import { createLoginThrottle, LOGIN_LIMITS, type LoginThrottle } from "./login_throttle.ts";
+import { createLoginThrottle, LOGIN_LOCKOUT, type LoginThrottle } from "./login_throttle.ts";
 import { DUMMY_HASH, hashPassword, needsRehash, verifyPassword } from "./password_hash.ts";
 import type { Random } from "../core/random.ts";
 import type { RefusalAudit } from "./refusal_audit.ts";
@@ -27,13 +27,7 @@ export type TotpCheck =
 /** Checks a second-factor code (and spends it); without one, 2FA accounts cannot log in. */
 export type TotpVerifier = (user: UserRow, code: string) => Promise<TotpCheck>;
 
-/** The backoff of one key (also used by two-factor checks): 5 failures, then 30 s doubling. */
-export const LOGIN_LOCKOUT = {
-  threshold: LOGIN_LIMITS.threshold,
-  baseLockMs: LOGIN_LIMITS.baseLockMs,
-  maxLockMs: LOGIN_LIMITS.maxLockMs,
-  windowMs: LOGIN_LIMITS.windowMs,
-} as const;
+export { LOGIN_LOCKOUT };
 
 export interface LoginInput {
   readonly username: string;

@@ -33,6 +33,17 @@ export const LOGIN_LIMITS: LoginLimits = {
   clientCeiling: 20,
 };
 
+/**
+ * The backoff of one key (also used by two-factor checks and password confirmations): 5
+ * failures, then 30 s doubling.
+ */
+export const LOGIN_LOCKOUT = {
+  threshold: LOGIN_LIMITS.threshold,
+  baseLockMs: LOGIN_LIMITS.baseLockMs,
+  maxLockMs: LOGIN_LIMITS.maxLockMs,
+  windowMs: LOGIN_LIMITS.windowMs,
+} as const;
+
 /** What the CAPTCHA policy needs to decide for one login attempt. */
 export interface LoginPressure {
   /** Failures of this (username, client) pair in the window (0 without a username). */

@@ -76,6 +76,25 @@ export function grants(expressions: readonly string[], permission: string): bool
   return false;
 }
 
+/**
+ * Whether `held` covers `requested` entirely. A wildcard is only covered by an equal or wider
+ * wildcard, because it also grants identifiers added in later versions.
+ */
+export function covers(held: readonly string[], requested: string): boolean {
+  if (held.includes("*")) return true;
+  if (requested === "*") return false;
+  if (requested.endsWith(":*")) return held.includes(requested);
+  return grants(held, requested);
+}
+
+/**
+ * The expressions of `requested` that `held` does not cover: what granting `requested` would add
+ * beyond the grantor's own permissions ("cannot grant more than it holds": tokens, roles).
+ */
+export function uncovered(held: readonly string[], requested: readonly string[]): string[] {
+  return requested.filter((p) => !covers(held, p));
+}
+
 export type RoleMap = Readonly<Record<string, readonly string[]>>;
 
 /** The expressions of `role`; empty for a role the configuration no longer has. */

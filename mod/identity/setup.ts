@@ -25,6 +25,7 @@ import {
   setupUrlPath,
   type StoredSetupToken,
 } from "./setup_token.ts";
+import { OPERATOR } from "./account_authority.ts";
 import type { PublicUser, Users } from "./users.ts";
 import { assertUsername } from "./users.ts";
 
@@ -226,7 +227,7 @@ class SetupService implements Setup {
     const level = input.profile ?? this.getDraft().profile;
     const user = await deps.users.create(
       { username: input.username, password: input.password, role: "admin" },
-      { ...ctx, actor: SETUP_ACTOR, action: "setup.complete" },
+      { ...ctx, actor: SETUP_ACTOR, action: "setup.complete", caller: OPERATOR },
       () => {
         // Re-checked inside the transaction: of two racing requests only one creates.
         if (deps.usersRepo.count() > 1 || deps.settings.get(SETUP_KEYS.completedAt)) {

@@ -2,8 +2,9 @@
  * Two-factor authentication (TOTP) for accounts: setup with a pending secret that expires,
  * enable with a code for it, disable (the owner with password and code; an administrator for
  * another account with their own password, like recovery), recovery of another account, and the
- * code check at login. Who may act on which account is the route guard's decision (the owner
- * always, others with `write:users`). Secrets are sealed at rest; every change advances the
+ * code check at login. Who may reach which account is the route guard's decision (the owner
+ * always, others with `write:users`); on another account the caller must also hold every
+ * permission of its role (`assertMayManage`: no escalation through 2FA). Secrets are sealed at rest; every change advances the
  * credential epoch (sessions end); a code is accepted once; wrong codes and passwords count
  * toward a lockout. Turning 2FA off is `two_factor_off.ts`; the shared checks,
  * `two_factor_checks.ts`.
@@ -13,12 +14,14 @@ import type { UserRow, UsersRepo } from "../../db/users_repo.ts";
 import type { Audit, AuditEvent } from "../core/audit.ts";
 import type { Clock } from "../core/clock.ts";
 import { AppError } from "../core/errors.ts";
+import { assertMayManage, type Caller } from "./account_authority.ts";
 import type { Logger } from "../core/logger.ts";
 import type { Notifications } from "../core/notifications.ts";
 import type { Random } from "../core/random.ts";
 import type { SecretBox } from "../core/secret_box.ts";
 import type { Lockout } from "./lockout.ts";
 import type { TotpCheck } from "./login.ts";
+import type { RoleMap } from "./permissions.ts";
 import { qrSvgDataUri } from "./qr.ts";
 import {
   matchTotpStep,
@@ -39,6 +42,11 @@ export const PENDING_TTL_MS = 10 * 60_000;
 export const TOTP_ISSUER = "waf";
 
 export type AuditContext = Pick<AuditEvent, "actor" | "clientIp" | "traceId">;
+
+/** The signed-in user acting (2FA routes are for sessions only), with their permissions. */
+export interface SignedIn extends Caller {
+  readonly userId: string;
+}
 
 export interface TwoFactorSetup {
   readonly otpauth_uri: string;
@@ -62,6 +70,8 @@ export interface TwoFactorDeps {
   readonly random: Random;
   readonly logger: Logger;
   readonly transaction: <T>(fn: () => T) => T;
+  /** The configured roles, to judge whether a caller may act on another account. */
+  readonly roles: RoleMap;
 }
 
 /** Two-factor authentication of accounts (what `createTwoFactor` returns). */
@@ -69,22 +79,22 @@ export interface TwoFactor {
   /** The lockout of wrong codes and passwords (keys `totp:<id>`, `password:<id>`). */
   readonly lockout: Lockout;
   /** Starts a setup: a new pending secret (replacing any earlier one) for the account. */
-  setup(userId: string, ctx: AuditContext): Promise<TwoFactorSetup>;
+  setup(caller: SignedIn, userId: string, ctx: AuditContext): Promise<TwoFactorSetup>;
   /** Confirms the pending secret with a code for it and turns 2FA on. */
-  enable(userId: string, code: string, ctx: AuditContext): Promise<PublicUser>;
+  enable(caller: SignedIn, userId: string, code: string, ctx: AuditContext): Promise<PublicUser>;
   /**
    * Turns 2FA off. The owner confirms with the password and a current code; an administrator
    * acting on another account confirms with their own password (as in {@link recover}).
    */
   disable(
-    actorId: string,
+    caller: SignedIn,
     userId: string,
     input: { password: string; code?: string },
     ctx: AuditContext,
   ): Promise<PublicUser>;
   /** An administrator turns off another account's 2FA after confirming its own password. */
   recover(
-    actorId: string,
+    caller: SignedIn,
     targetId: string,
     password: string,
     ctx: AuditContext,
@@ -108,9 +118,9 @@ class TwoFactorService implements TwoFactor {
     this.lockout = this.#checks.lockout;
   }
 
-  async setup(userId: string, ctx: AuditContext): Promise<TwoFactorSetup> {
+  async setup(caller: SignedIn, userId: string, ctx: AuditContext): Promise<TwoFactorSetup> {
     const deps = this.#deps;
-    const row = this.#checks.account(userId);
+    const row = this.#account(caller, userId);
     if (row.totp_enabled) {
       throw new AppError(
         409,
@@ -145,10 +155,15 @@ class TwoFactorService implements TwoFactor {
     };
   }
 
-  async enable(userId: string, code: string, ctx: AuditContext): Promise<PublicUser> {
+  async enable(
+    caller: SignedIn,
+    userId: string,
+    code: string,
+    ctx: AuditContext,
+  ): Promise<PublicUser> {
     const deps = this.#deps;
     const checks = this.#checks;
-    const row = checks.account(userId);
+    const row = this.#account(caller, userId);
     if (row.totp_enabled) {
       throw new AppError(409, "TOTP_ALREADY_ENABLED", "Two-factor authentication is enabled");
     }
@@ -181,14 +196,20 @@ class TwoFactorService implements TwoFactor {
   }
 
   async disable(
-    actorId: string,
+    caller: SignedIn,
     userId: string,
     input: { password: string; code?: string },
     ctx: AuditContext,
   ): Promise<PublicUser> {
-    if (actorId !== userId) {
+    if (caller.userId !== userId) {
+      this.#account(caller, userId);
       return await this.#off.forOther(
-        { actorId, targetId: userId, password: input.password, action: "user.2fa.disable" },
+        {
+          actorId: caller.userId,
+          targetId: userId,
+          password: input.password,
+          action: "user.2fa.disable",
+        },
         ctx,
       );
     }
@@ -196,11 +217,12 @@ class TwoFactorService implements TwoFactor {
   }
 
   async recover(
-    actorId: string,
+    caller: SignedIn,
     targetId: string,
     password: string,
     ctx: AuditContext,
   ): Promise<PublicUser> {
+    const actorId = caller.userId;
     if (actorId === targetId) {
       this.#checks.account(targetId);
       throw new AppError(
@@ -209,10 +231,18 @@ class TwoFactorService implements TwoFactor {
         "Recovery is for another account: turn off your own two-factor authentication with POST /api/users/{id}/2fa/disable",
       );
     }
+    this.#account(caller, targetId);
     return await this.#off.forOther(
       { actorId, targetId, password, action: "user.2fa.recover" },
       ctx,
     );
+  }
+
+  /** The account (404 without one), which `caller` must be allowed to manage. */
+  #account(caller: SignedIn, userId: string): UserRow {
+    const row = this.#checks.account(userId);
+    assertMayManage(this.#deps.roles, caller, row);
+    return row;
   }
 
   async verifyLogin(user: UserRow, code: string): Promise<TotpCheck> {

@@ -9,14 +9,13 @@ import { AppError } from "../core/errors.ts";
 import type { Logger } from "../core/logger.ts";
 import type { SecretBox } from "../core/secret_box.ts";
 import { createLockout, type Lockout } from "./lockout.ts";
-import { LOGIN_LOCKOUT } from "./login.ts";
-import { verifyPassword } from "./password_hash.ts";
+import { LOGIN_LOCKOUT } from "./login_throttle.ts";
+import { assertNotLocked, confirmPassword, passwordKey } from "./password_confirm.ts";
 import { matchTotpStep } from "./totp.ts";
 
 /** The lockout key of an account's two-factor codes. */
 export const codeKey = (userId: string) => `totp:${userId}`;
-/** The lockout key of an account's password, as two-factor changes confirm it. */
-export const passwordKey = (userId: string) => `password:${userId}`;
+export { passwordKey };
 
 export const invalidCode = () =>
   new AppError(403, "TOTP_INVALID", "Invalid two-factor code", { details: { field: "code" } });
@@ -50,22 +49,12 @@ export class TwoFactorChecks {
 
   /** 429 `TOO_MANY_ATTEMPTS` while any of `keys` is locked out. */
   assertNotLocked(keys: readonly string[]): void {
-    const wait = this.lockout.retryAfter(keys);
-    if (wait > 0) {
-      throw new AppError(429, "TOO_MANY_ATTEMPTS", `Too many failed attempts: retry in ${wait} s`, {
-        details: { retry_after: wait },
-      });
-    }
+    assertNotLocked(this.lockout, keys);
   }
 
   /** 403 `PASSWORD_INVALID` (a counted failure) unless `password` is the account's. */
   async checkPassword(row: UserRow, password: string): Promise<void> {
-    if (!(await verifyPassword(password, row.password_hash))) {
-      this.lockout.fail([passwordKey(row.id)]);
-      throw new AppError(403, "PASSWORD_INVALID", "The password is not correct", {
-        details: { field: "password" },
-      });
-    }
+    await confirmPassword(this.lockout, row, password);
   }
 
   /** The account's secret, or undefined (logged) when it cannot be decrypted. */

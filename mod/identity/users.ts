@@ -1,16 +1,28 @@
 /**
  * Accounts: create, list and update, each validated by the one username, role and password
- * rule, hashed before the transaction (hashing is slow), and audited inside it.
+ * rule, authorised by `account_authority.ts` (no escalation), hashed before the transaction
+ * (hashing is slow), and audited inside it. Changing one's own password confirms the current one;
+ * an administrator's password set by anyone else is audited as `user.password.reset` and
+ * notified.
  */
 import type { UserRow, UsersRepo } from "../../db/users_repo.ts";
 import type { Audit, AuditEvent } from "../core/audit.ts";
 import type { Clock } from "../core/clock.ts";
 import { AppError } from "../core/errors.ts";
-import { hashPassword } from "./password_hash.ts";
-import { checkPassword, PASSWORD_RULES } from "./password_policy.ts";
-import { grants, permissionsOf, type RoleMap, validateRole } from "./permissions.ts";
+import type { Notify } from "../core/notifications.ts";
 import { type Random, randomHex } from "../core/random.ts";
-import { validateUsername } from "./username.ts";
+import {
+  assertMayGrantRole,
+  assertMayUpdate,
+  type Caller,
+  isAdministrator,
+} from "./account_authority.ts";
+import { assertPassword, assertRepairable, assertRole, assertUsername } from "./account_rules.ts";
+import { createLockout, type Lockout } from "./lockout.ts";
+import { LOGIN_LOCKOUT } from "./login_throttle.ts";
+import { assertNotLocked, confirmPassword, passwordKey } from "./password_confirm.ts";
+import { hashPassword } from "./password_hash.ts";
+import type { RoleMap } from "./permissions.ts";
 
 /** What the API returns for an account: never hashes or secrets. */
 export interface PublicUser {
@@ -36,57 +48,12 @@ export function toPublicUser(row: UserRow): PublicUser {
   };
 }
 
-/** Throws 400 `USERNAME_INVALID` unless `username` follows the rule exactly. */
-export function assertUsername(username: string): void {
-  const check = validateUsername(username);
-  if (!check.ok) {
-    throw new AppError(400, "USERNAME_INVALID", `Invalid username: ${check.reason}`, {
-      details: { field: "username", reason: check.reason },
-      problem: check.problem,
-    });
-  }
-}
-
-/**
- * Throws 400 `USERNAME_INVALID` when the account's stored name breaks the rule (a name from before
- * the rule): renaming it through the API would be a repair, which only the CLI performs.
- */
-function assertRepairable(current: string): void {
-  const check = validateUsername(current);
-  if (!check.ok) {
-    throw new AppError(
-      400,
-      "USERNAME_INVALID",
-      `Invalid username: the account's current name ${check.reason}, and the API cannot repair it: run "waf user repair-username USER_ID NEW_USERNAME --reason TEXT" on the host`,
-      { details: { field: "username", reason: "repair_required" }, problem: check.problem },
-    );
-  }
-}
-
-/** Throws 400 `PASSWORD_POLICY` listing every failed rule. */
-export function assertPassword(password: string, username: string): void {
-  const failed = checkPassword(password, username);
-  if (failed.length > 0) {
-    throw new AppError(
-      400,
-      "PASSWORD_POLICY",
-      `Password does not meet the policy: ${failed.map((r) => PASSWORD_RULES[r]).join("; ")}`,
-      { details: { field: "password", rules: failed } },
-    );
-  }
-}
-
-/** Throws 400 `ROLE_INVALID` unless `role` is exactly a configured role. */
-export function assertRole(roles: RoleMap, role: string): void {
-  const check = validateRole(roles, role);
-  if (!check.ok) {
-    throw new AppError(400, "ROLE_INVALID", `Invalid role: ${check.reason}`, {
-      details: { field: "role", reason: check.reason },
-    });
-  }
-}
+export { assertPassword, assertRole, assertUsername } from "./account_rules.ts";
 
 export type AuditContext = Pick<AuditEvent, "actor" | "clientIp" | "traceId">;
+
+/** An account change's audit facts and who asks for it (`OPERATOR` for setup and the CLI). */
+export type ChangeContext = AuditContext & { readonly caller: Caller };
 
 export interface UsersDeps {
   readonly repo: UsersRepo;
@@ -95,6 +62,8 @@ export interface UsersDeps {
   readonly random: Random;
   readonly roles: RoleMap;
   readonly transaction: <T>(fn: () => T) => T;
+  /** Raises administrator notifications (an administrator's password set by someone else). */
+  readonly notify?: Notify;
 }
 
 /** The fields of an account an update may change. */
@@ -103,6 +72,8 @@ export interface UserUpdate {
   readonly password?: string;
   readonly role?: string;
   readonly disabled?: boolean;
+  /** The caller's current password: required to change one's own password, refused otherwise. */
+  readonly current_password?: string;
 }
 
 /** Accounts (what `createUsers` returns). */
@@ -112,20 +83,24 @@ export interface Users {
   /** One account; 404 `NOT_FOUND` when there is none with this id. */
   get(id: string): PublicUser;
   /**
-   * Creates an account. `inTransaction` runs extra work (setup completion) in the same
-   * transaction as the insert and its audit record.
+   * Creates an account with a role the caller holds entirely (403 `PERMISSION_ESCALATION`
+   * otherwise). `inTransaction` runs extra work (setup completion) in the same transaction as
+   * the insert and its audit record.
    */
   create(
     input: { username: string; password: string; role: string },
-    ctx: AuditContext & { action?: string },
+    ctx: ChangeContext & { action?: string },
     inTransaction?: (row: UserRow) => void,
   ): Promise<PublicUser>;
   /**
    * Changes username, role, password and/or the disabled flag; each change advances the
-   * credential epoch, so the account's sessions end. Nobody disables their own account, and
-   * the last account that can manage users is neither demoted nor disabled.
+   * credential epoch, so the account's sessions end. The caller must hold every permission of
+   * the account's role and of a new role (403 `PERMISSION_ESCALATION`); without `write:users` a
+   * signed-in user changes only their own password. Changing one's own password needs
+   * `current_password`. Nobody disables their own account, and the last account that can manage
+   * users is neither demoted nor disabled.
    */
-  update(id: string, input: UserUpdate, ctx: AuditContext): Promise<PublicUser>;
+  update(id: string, input: UserUpdate, ctx: ChangeContext): Promise<PublicUser>;
 }
 
 const taken = (username: string) =>
@@ -135,9 +110,12 @@ const taken = (username: string) =>
 
 class UsersService implements Users {
   readonly #deps: UsersDeps;
+  /** Wrong current passwords, per account (the keys of the two-factor confirmations). */
+  readonly #lockout: Lockout;
 
   constructor(deps: UsersDeps) {
     this.#deps = deps;
+    this.#lockout = createLockout(deps.clock, LOGIN_LOCKOUT);
   }
 
   list(): PublicUser[] {
@@ -150,12 +128,13 @@ class UsersService implements Users {
 
   async create(
     input: { username: string; password: string; role: string },
-    ctx: AuditContext & { action?: string },
+    ctx: ChangeContext & { action?: string },
     inTransaction?: (row: UserRow) => void,
   ): Promise<PublicUser> {
     const deps = this.#deps;
     assertUsername(input.username);
     assertRole(deps.roles, input.role);
+    assertMayGrantRole(deps.roles, ctx.caller, input.role);
     assertPassword(input.password, input.username);
     const hash = await hashPassword(input.password, deps.random);
     return deps.transaction(() => {
@@ -171,7 +150,9 @@ class UsersService implements Users {
       const row = deps.repo.get(id)!;
       inTransaction?.(row);
       deps.audit.record({
-        ...ctx,
+        actor: ctx.actor,
+        clientIp: ctx.clientIp,
+        traceId: ctx.traceId,
         action: ctx.action ?? "user.create",
         target: `user:${id}`,
         result: "success",
@@ -181,9 +162,11 @@ class UsersService implements Users {
     });
   }
 
-  async update(id: string, input: UserUpdate, ctx: AuditContext): Promise<PublicUser> {
+  async update(id: string, input: UserUpdate, ctx: ChangeContext): Promise<PublicUser> {
     const deps = this.#deps;
     const before = this.#row(id);
+    const own = ctx.caller.userId === id;
+    assertMayUpdate(deps.roles, ctx.caller, before, input);
     // A supplied username is always checked, even when unchanged: PUT cannot keep or pick
     // a non-canonical historical name.
     if (input.username !== undefined) assertUsername(input.username);
@@ -192,17 +175,18 @@ class UsersService implements Users {
     if (input.username !== undefined && input.username !== before.username) {
       assertRepairable(before.username);
     }
-    if (input.role !== undefined) assertRole(deps.roles, input.role);
     const username = input.username ?? before.username;
     if (input.password !== undefined) assertPassword(input.password, username);
+    if (own && input.password !== undefined) await this.#confirmCurrent(before, input);
     const hash = input.password === undefined
       ? undefined
       : await hashPassword(input.password, deps.random);
     return deps.transaction(() => {
       const row = this.#row(id);
       const changed = this.#apply(row, { ...input, hash }, ctx);
+      const audit = { actor: ctx.actor, clientIp: ctx.clientIp, traceId: ctx.traceId };
       deps.audit.record({
-        ...ctx,
+        ...audit,
         action: "user.update",
         target: `user:${id}`,
         result: "success",
@@ -213,7 +197,38 @@ class UsersService implements Users {
           ...(changed.includes("role") ? { role: input.role, previous_role: row.role } : {}),
         },
       });
+      if (changed.includes("password") && !own && isAdministrator(deps.roles, row.role)) {
+        this.#resetRecorded(row, audit);
+      }
       return toPublicUser(deps.repo.get(id)!);
+    });
+  }
+
+  /** 403 `PASSWORD_INVALID` (counted toward a lockout) unless the current password is right. */
+  async #confirmCurrent(row: UserRow, input: UserUpdate): Promise<void> {
+    assertNotLocked(this.#lockout, [passwordKey(row.id)]);
+    await confirmPassword(this.#lockout, row, input.current_password!, "current_password");
+    this.#lockout.reset(passwordKey(row.id));
+  }
+
+  /** An administrator's password set by someone else: its own audit record and a notification. */
+  #resetRecorded(row: UserRow, audit: AuditContext): void {
+    const deps = this.#deps;
+    deps.audit.record({
+      ...audit,
+      action: "user.password.reset",
+      target: `user:${row.id}`,
+      result: "success",
+      detail: { username: row.username, role: row.role },
+    });
+    const by = audit.actor.name ?? audit.actor.type;
+    deps.notify?.({
+      level: "warning",
+      kind: "user.password.reset",
+      title: `Password of administrator ${row.username} set by ${by}`,
+      body:
+        `${by} set the password of the administrator account ${row.username} (${row.id}); its sessions have ended. If this was not expected, check the audit trail (action user.password.reset).`,
+      data: { user_id: row.id, username: row.username, actor: audit.actor },
     });
   }
 
@@ -227,7 +242,7 @@ class UsersService implements Users {
   /** Writes what `input` changes of `row` (inside the update's transaction); returns what. */
   #apply(
     row: UserRow,
-    input: Omit<UserUpdate, "password"> & { hash?: string },
+    input: Omit<UserUpdate, "password" | "current_password"> & { hash?: string },
     ctx: AuditContext,
   ): string[] {
     const deps = this.#deps;
@@ -239,8 +254,7 @@ class UsersService implements Users {
       changed.push("username");
     }
     if (input.role !== undefined && input.role !== row.role) {
-      const losesAdmin = this.#canManageUsers(row) &&
-        !grants(permissionsOf(deps.roles, input.role), "write:users");
+      const losesAdmin = this.#canManageUsers(row) && !isAdministrator(deps.roles, input.role);
       if (losesAdmin && this.#managers() <= 1) {
         throw new AppError(
           409,
@@ -264,7 +278,7 @@ class UsersService implements Users {
   }
 
   #canManageUsers(row: UserRow): boolean {
-    return !row.disabled && grants(permissionsOf(this.#deps.roles, row.role), "write:users");
+    return !row.disabled && isAdministrator(this.#deps.roles, row.role);
   }
 
   /** How many accounts can manage users. */

@@ -21,7 +21,7 @@ import { grants, PERMISSIONS } from "../../mod/identity/permissions.ts";
 import { LANGUAGES, type Preferences } from "../../mod/identity/preferences.ts";
 import { auditContext } from "./actor.ts";
 import { auditFailures, type AuditSink } from "./audited.ts";
-import { clearSessionCookies, readCookie, SESSION_COOKIE, setSessionCookies } from "./cookies.ts";
+import { type ConsoleCookies, readCookie, SESSION_COOKIE } from "./cookies.ts";
 import type { Ctx } from "./env.ts";
 import { csrfValid, sessionOf, unauthorized } from "./guard.ts";
 import { perm, PUBLIC, type RouteDef } from "./route.ts";
@@ -37,6 +37,7 @@ export interface AuthRouteDeps extends AuditSink {
   readonly sleep: (ms: number) => Promise<void>;
   readonly clock: Clock;
   readonly preferences: Preferences;
+  readonly cookies: ConsoleCookies;
 }
 
 const loginBody = z.strictObject({
@@ -104,7 +105,7 @@ function signInRoutes(deps: AuthRouteDeps): RouteDef[] {
               userAgent: c.req.header("user-agent") ?? null,
             }),
         );
-        setSessionCookies(c, {
+        deps.cookies.setSession(c, {
           id: session.id,
           csrf: session.csrf,
           maxAgeSeconds: SESSION_ABSOLUTE_MS / 1000,
@@ -137,7 +138,7 @@ function signInRoutes(deps: AuthRouteDeps): RouteDef[] {
             });
           });
         }
-        clearSessionCookies(c);
+        deps.cookies.clearSession(c);
         return c.body(null, 204);
       },
     },

@@ -6,13 +6,7 @@
 import { z } from "zod";
 import type { Setup } from "../../mod/identity/setup.ts";
 import { auditFailures, type AuditSink } from "./audited.ts";
-import {
-  clearSetupCookie,
-  readCookie,
-  setSetupCookie,
-  SETUP_COOKIE,
-  SETUP_TOKEN_HEADER,
-} from "./cookies.ts";
+import { type ConsoleCookies, readCookie, SETUP_COOKIE, SETUP_TOKEN_HEADER } from "./cookies.ts";
 import type { Ctx } from "./env.ts";
 import { BOOTSTRAP, PUBLIC, type RouteDef } from "./route.ts";
 import { type SlowRefusalDeps, slowRefusals } from "./slow_refusals.ts";
@@ -35,7 +29,12 @@ const completeBody = z.strictObject({
 const ctxOf = (c: Ctx) => ({ clientIp: c.get("clientIp"), traceId: c.get("traceId") });
 const tokenOf = (c: Ctx) => c.req.header(SETUP_TOKEN_HEADER);
 
-export function setupRoutes(setup: Setup, sink: AuditSink, slow: SlowRefusalDeps): RouteDef[] {
+export function setupRoutes(
+  setup: Setup,
+  sink: AuditSink,
+  slow: SlowRefusalDeps,
+  cookies: ConsoleCookies,
+): RouteDef[] {
   return [
     {
       method: "GET",
@@ -50,7 +49,7 @@ export function setupRoutes(setup: Setup, sink: AuditSink, slow: SlowRefusalDeps
       handler: async (c) => {
         const token = await slowRefusals(c, slow, () => setup.checkToken(tokenOf(c), ctxOf(c)));
         const { cookie, maxAgeSeconds, probe } = await setup.probe(token, ctxOf(c));
-        setSetupCookie(c, cookie, maxAgeSeconds);
+        cookies.setSetup(c, cookie, maxAgeSeconds);
         return c.json(probe);
       },
     },
@@ -97,7 +96,7 @@ export function setupRoutes(setup: Setup, sink: AuditSink, slow: SlowRefusalDeps
             return await setup.complete(body, ctxOf(c));
           },
         );
-        clearSetupCookie(c);
+        cookies.clearSetup(c);
         return c.json({ user, next: "/login" }, 201);
       },
     },

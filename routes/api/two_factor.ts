@@ -6,7 +6,7 @@
  * their permissions.
  */
 import { z } from "zod";
-import type { TwoFactor } from "../../mod/identity/two_factor.ts";
+import type { SignedIn, TwoFactor } from "../../mod/identity/two_factor.ts";
 import { auditContext } from "./actor.ts";
 import { auditFailures, type AuditSink } from "./audited.ts";
 import type { Ctx } from "./env.ts";
@@ -33,13 +33,15 @@ const disableBody = z.strictObject({ password, code: code.optional() });
 const recoverBody = z.strictObject({ password });
 
 export function twoFactorRoutes(deps: TwoFactorRouteDeps): RouteDef[] {
-  const run = <T>(c: Ctx, action: string, fn: (actorId: string, id: string) => Promise<T>) => {
+  const run = <T>(c: Ctx, action: string, fn: (caller: SignedIn, id: string) => Promise<T>) => {
     const id = c.req.param("id")!;
+    // Session-only routes: the principal is a signed-in user.
+    const p = c.get("principal")!;
     return auditFailures(
       c,
       deps,
       { action, target: `user:${id}` },
-      () => fn(c.get("principal")!.id, id),
+      () => fn({ userId: p.id, permissions: p.permissions }, id),
     );
   };
   return [
@@ -48,9 +50,9 @@ export function twoFactorRoutes(deps: TwoFactorRouteDeps): RouteDef[] {
       path: "/api/users/:id/2fa/setup",
       access: OWN_OR_WRITE_USERS,
       handler: async (c) => {
-        const result = await run(c, "user.2fa.setup", async (_actor, id) => {
+        const result = await run(c, "user.2fa.setup", async (caller, id) => {
           await readJson(c, setupBody);
-          return await deps.twoFactor.setup(id, auditContext(c));
+          return await deps.twoFactor.setup(caller, id, auditContext(c));
         });
         c.header("cache-control", "no-store");
         return c.json(result, 201);
@@ -61,9 +63,9 @@ export function twoFactorRoutes(deps: TwoFactorRouteDeps): RouteDef[] {
       path: "/api/users/:id/2fa/enable",
       access: OWN_OR_WRITE_USERS,
       handler: async (c) => {
-        const user = await run(c, "user.2fa.enable", async (_actor, id) => {
+        const user = await run(c, "user.2fa.enable", async (caller, id) => {
           const body = await readJson(c, enableBody);
-          return await deps.twoFactor.enable(id, body.code, auditContext(c));
+          return await deps.twoFactor.enable(caller, id, body.code, auditContext(c));
         });
         return c.json({ user });
       },
@@ -73,9 +75,9 @@ export function twoFactorRoutes(deps: TwoFactorRouteDeps): RouteDef[] {
       path: "/api/users/:id/2fa/disable",
       access: OWN_OR_WRITE_USERS,
       handler: async (c) => {
-        const user = await run(c, "user.2fa.disable", async (actor, id) => {
+        const user = await run(c, "user.2fa.disable", async (caller, id) => {
           const body = await readJson(c, disableBody);
-          return await deps.twoFactor.disable(actor, id, body, auditContext(c));
+          return await deps.twoFactor.disable(caller, id, body, auditContext(c));
         });
         return c.json({ user });
       },
@@ -85,9 +87,9 @@ export function twoFactorRoutes(deps: TwoFactorRouteDeps): RouteDef[] {
       path: "/api/users/:id/2fa/recover",
       access: perm("write:users", { sessionOnly: true }),
       handler: async (c) => {
-        const user = await run(c, "user.2fa.recover", async (actor, id) => {
+        const user = await run(c, "user.2fa.recover", async (caller, id) => {
           const body = await readJson(c, recoverBody);
-          return await deps.twoFactor.recover(actor, id, body.password, auditContext(c));
+          return await deps.twoFactor.recover(caller, id, body.password, auditContext(c));
         });
         return c.json({ user });
       },

@@ -1,8 +1,12 @@
-/** Account management: list, read, create and update users (read:users / write:users). */
+/**
+ * Account management: list, read, create and update users (read:users / write:users). A
+ * signed-in user reaches their own account's `PUT` without `write:users`, to change their own
+ * password (with `current_password`); what a caller may change is the users service's decision.
+ */
 import { z } from "zod";
 import { badRequest } from "../../mod/core/errors.ts";
 import type { Users } from "../../mod/identity/users.ts";
-import { auditContext } from "./actor.ts";
+import { auditContext, callerOf } from "./actor.ts";
 import { auditFailures, type AuditSink } from "./audited.ts";
 import { perm, type RouteDef } from "./route.ts";
 import { readJson } from "./validate.ts";
@@ -27,6 +31,7 @@ const createBody = z.strictObject({
 const updateBody = z.strictObject({
   username: z.string().max(256).optional(),
   password: z.string().max(4096).optional(),
+  current_password: z.string().max(4096).optional(),
   role: z.string().max(256).optional(),
   disabled: z.boolean().optional(),
   id: z.string().max(256).optional(),
@@ -67,7 +72,7 @@ export function userRoutes(deps: UserRouteDeps): RouteDef[] {
           { action: "user.create", target: "users" },
           async () => {
             const body = await readJson(c, createBody);
-            return await deps.users.create(body, auditContext(c));
+            return await deps.users.create(body, { ...auditContext(c), caller: callerOf(c) });
           },
         );
         return c.json(user, 201);
@@ -76,7 +81,7 @@ export function userRoutes(deps: UserRouteDeps): RouteDef[] {
     {
       method: "PUT",
       path: "/api/users/:id",
-      access: perm("write:users"),
+      access: perm("write:users", { ownAccount: "id" }),
       handler: async (c) => {
         const id = c.req.param("id")!;
         const user = await auditFailures(
@@ -94,7 +99,10 @@ export function userRoutes(deps: UserRouteDeps): RouteDef[] {
               current.totp_enabled,
               `use POST /api/users/${id}/2fa/enable or /2fa/disable`,
             );
-            return await deps.users.update(id, changes, auditContext(c));
+            return await deps.users.update(id, changes, {
+              ...auditContext(c),
+              caller: callerOf(c),
+            });
           },
         );
         return c.json(user);

@@ -1,5 +1,6 @@
 /** Setup, login and authenticated calls against a test WAF, in-process or listening (cookies by hand). */
 import type { TestBase } from "./server.ts";
+import { OPERATOR } from "../../mod/identity/account_authority.ts";
 import { REFUSAL_LIMITS } from "../../mod/identity/refusal_audit.ts";
 
 /** What the HTTP helpers need: the data directory and a way to call the management plane. */
@@ -142,6 +143,7 @@ export async function createUser(
 ): Promise<string> {
   const user = await server.identity.users.create({ username, password, role }, {
     actor: { type: "cli", name: "test" },
+    caller: OPERATOR,
   });
   return user.id;
 }

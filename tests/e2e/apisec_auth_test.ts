@@ -156,6 +156,34 @@ Deno.test("HS256 with a shared secret: a missing, expired, not-yet-valid, wrong-
   assertEquals((await hit(s, "/api/orders")).status, 200);
 });
 
+Deno.test("a token without exp gets 401 missing_exp unless auth.require_exp is false", async () => {
+  await using up = startUpstream();
+  await using s = await startTestServer();
+  addSite(s, up.url);
+  const api = apiFor(s);
+  const auth = { enabled: true, algorithms: ["HS256"], secret: SECRET, routes: ROUTES };
+  const put = await api("PUT", "/api/apisec/config", { auth });
+  assertEquals(put.status, 200);
+  assertEquals((await put.json()).auth.require_exp, true, "the default");
+  const key = new TextEncoder().encode(SECRET);
+  const forever = await new SignJWT({ sub: "client-1" }).setProtectedHeader({ alg: "HS256" })
+    .setIssuedAt(Math.floor(s.clock.now() / 1000)).sign(key);
+  const refused = await hit(s, "/api/orders", bearer(forever));
+  assertEquals(refused.status, 401);
+  assertEquals(
+    refused.headers.get("www-authenticate"),
+    'Bearer realm="api", error="invalid_token", error_description="missing_exp"',
+  );
+  assertEquals(steps(refused).at(-1), "api_auth:missing_exp:api");
+  const bad = await api("PUT", "/api/apisec/config", { auth: { ...auth, require_exp: "no" } });
+  assertEquals(bad.status, 400);
+  assertEquals((await bad.json()).error.field, "auth.require_exp");
+  const lenient = await api("PUT", "/api/apisec/config", { auth: { ...auth, require_exp: false } });
+  assertEquals(lenient.status, 200);
+  assertEquals((await lenient.json()).auth.require_exp, false);
+  assertEquals((await hit(s, "/api/orders", bearer(forever))).status, 200);
+});
+
 Deno.test("RS256, ES256 and EdDSA tokens against a rotating remote JWKS: an unknown kid refreshes at most once per gap, a JWKS that goes down keeps the last good keys, the cache file is written", async () => {
   await using up = startUpstream();
   await using s = await startTestServer();

@@ -2,11 +2,12 @@
  * The API-security page in real chromium: an administrator imports an OpenAPI document, turns
  * discovery and validation on in the settings, sees traffic in the inventory with its coverage
  * and a shadow endpoint, and tests a request against the imported schema; the data plane blocks
- * the same request. A readonly user sees the inventory and cannot change anything.
+ * the same request; `auth.require_exp` is validated as the settings are saved. A readonly user
+ * sees the inventory and cannot change anything.
  */
 import { assertEquals, ok } from "../_helpers/assert.ts";
 import { ADMIN, startConsoleKit, textMatches, unlabelled } from "../_helpers/console.ts";
-import { createUser } from "../_helpers/identity.ts";
+import { callJson, createUser, login } from "../_helpers/identity.ts";
 import { addSite, hit } from "../_helpers/protection.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
 import { HAS_CHROMIUM } from "../_helpers/browser.ts";
@@ -92,6 +93,27 @@ Deno.test({
     ok(/invalid/.test(result) && /body\/sku must be string/.test(result), result);
     assertEquals(admin.problems, []);
   });
+
+  await t.step(
+    "the settings carry auth.require_exp, refuse a non-boolean and save false",
+    async () => {
+      const settings = admin.page.locator("#apisec-config");
+      const doc = JSON.parse(await settings.inputValue());
+      assertEquals(doc.auth.require_exp, true, "the default");
+      doc.auth.require_exp = "no";
+      await settings.fill(JSON.stringify(doc, null, 2));
+      await admin.page.locator("#apisec-save").click();
+      await textMatches(admin, "#apisec-settings .error-box", /auth\.require_exp/);
+      doc.auth.require_exp = false;
+      await settings.fill(JSON.stringify(doc, null, 2));
+      await admin.page.locator("#apisec-save").click();
+      await textMatches(admin, "#apisec-settings .done", /Saved/);
+      const stored = await callJson(server, "GET", "/api/apisec/config", {
+        session: await login(server, ADMIN.username, ADMIN.password),
+      });
+      assertEquals((stored.body.auth as { require_exp: boolean }).require_exp, false);
+    },
+  );
 
   await t.step("a readonly user sees the inventory and no write control", async () => {
     const viewer = await kit.signIn(VIEWER);

@@ -1,5 +1,6 @@
 import { assertEquals, ok } from "../../_helpers/assert.ts";
 import { validateConfig } from "../../../mod/config/config.ts";
+import { authInputSchema } from "../../../mod/apisec/apisec_schema.ts";
 
 Deno.test("validateConfig() accepts the specification's apisec blocks key for key", () => {
   const r = validateConfig({
@@ -58,6 +59,7 @@ Deno.test("validateConfig() names the key of a bad apisec value", () => {
     [{ auth: { enabled: true, algorithms: ["RS256"] } }, "apisec.auth.algorithms"],
     [{ auth: { enabled: true, algorithms: ["none"], secret: "s" } }, "apisec.auth.algorithms[0]"],
     [{ auth: { jwks_refresh_interval: "often" } }, "apisec.auth.jwks_refresh_interval"],
+    [{ auth: { require_exp: "yes" } }, "apisec.auth.require_exp"],
   ];
   for (const [apisec, path] of cases) {
     const r = validateConfig({ apisec });
@@ -65,4 +67,11 @@ Deno.test("validateConfig() names the key of a bad apisec value", () => {
     const problems = r.kind === "invalid" ? r.problems : [];
     ok(problems.some((p) => p.path.startsWith(path)), `${path}: ${JSON.stringify(problems)}`);
   }
+});
+
+Deno.test("apisec.auth.require_exp defaults to true: a JWT without exp is refused unless set false", () => {
+  assertEquals(authInputSchema.parse({}).require_exp, true);
+  assertEquals(authInputSchema.parse({ require_exp: false }).require_exp, false);
+  const r = validateConfig({ apisec: { auth: { require_exp: false } } });
+  assertEquals(r.kind, "ok");
 });

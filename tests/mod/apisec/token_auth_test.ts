@@ -13,6 +13,7 @@ const AUTH: CompiledAuth = {
   issuer: null,
   audience: [],
   clockSkewSeconds: 30,
+  requireExp: true,
   secretSealed: "sealed.secret",
   pem: null,
   jwks: null,
@@ -62,5 +63,30 @@ Deno.test("createTokenAuth() verifies an HS token with the opened secret", async
     logger: createMemoryLogger(),
     openSecret: () => Promise.resolve(SECRET),
   });
+  assertEquals(await auth.authenticate(AUTH, await bearer(clock.now()), clock.now()), { ok: true });
+});
+
+Deno.test("createTokenAuth() refuses a valid token without exp as missing_exp unless requireExp is off", async () => {
+  const clock = new FakeClock();
+  const auth = createTokenAuth({
+    clock,
+    logger: createMemoryLogger(),
+    openSecret: () => Promise.resolve(SECRET),
+  });
+  const jwt = await new SignJWT({ sub: "client-1" }).setProtectedHeader({ alg: "HS256" })
+    .setIssuedAt(Math.floor(clock.now() / 1000)).sign(SECRET);
+  const header = `Bearer ${jwt}`;
+  assertEquals(await auth.authenticate(AUTH, header, clock.now()), {
+    ok: false,
+    reason: "missing_exp",
+  });
+  // Asked again, it is still refused: a refusal is never cached as a pass.
+  assertEquals(await auth.authenticate(AUTH, header, clock.now()), {
+    ok: false,
+    reason: "missing_exp",
+  });
+  const lenient = { ...AUTH, requireExp: false };
+  assertEquals(await auth.authenticate(lenient, header, clock.now()), { ok: true });
+  // A token with exp passes either way.
   assertEquals(await auth.authenticate(AUTH, await bearer(clock.now()), clock.now()), { ok: true });
 });

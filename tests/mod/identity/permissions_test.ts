@@ -3,6 +3,7 @@ import {
   grants,
   PERMISSIONS,
   permissionsOf,
+  uncovered,
   validateRole,
 } from "../../../mod/identity/permissions.ts";
 
@@ -97,4 +98,16 @@ Deno.test("the AI identifiers are known, and the default roles give admin all fo
   const defaults = { admin: ["*"], readonly: ["read:*", "read:cluster"] };
   assertEquals(ai.filter((p) => grants(permissionsOf(defaults, "admin"), p)), ai);
   assertEquals(ai.filter((p) => grants(permissionsOf(defaults, "readonly"), p)), ["read:ai"]);
+});
+
+Deno.test("uncovered() lists what a grant would add beyond what the grantor holds", () => {
+  assertEquals(uncovered(["read:users", "write:users"], ["*"]), ["*"]);
+  assertEquals(uncovered(["read:users", "write:users"], ["read:*", "read:cluster"]), [
+    "read:*",
+    "read:cluster",
+  ]);
+  assertEquals(uncovered(["read:*", "write:users"], ["read:*", "read:cluster"]), []);
+  assertEquals(uncovered(["write:*"], ["read:users", "write:users"]), ["read:users"]);
+  assertEquals(uncovered(["*"], ["*", "read:*", "write:users"]), []);
+  assertEquals(uncovered([], []), []);
 });

@@ -349,12 +349,13 @@ Deno.test("a changed password, role or username invalidates existing sessions at
     (await callJson(server, "GET", "/api/auth/session", { session: viewer2 })).status,
     401,
   );
-  // The admin changes its own password: every admin session, including this one, ends.
+  // The admin changes its own password (confirming the current one): every admin session,
+  // including this one, ends.
   const me = (await callJson(server, "GET", "/api/auth/session", { session: admin })).body
     .user as { id: string };
   const pw = await callJson(server, "PUT", `/api/users/${me.id}`, {
     session: admin,
-    body: { password: "New-Horse-Battery-8" },
+    body: { password: "New-Horse-Battery-8", current_password: ADMIN.password },
   });
   assertEquals(pw.status, 200);
   assertEquals((await callJson(server, "GET", "/api/users", { session: admin })).status, 401);

@@ -2,7 +2,8 @@
  * The security boundary, route by route: every route of the real composed app is public
  * (the fixed list below), bootstrap/node, or guarded by a declared permission; and an
  * authorisation matrix (anonymous, readonly, admin, a narrow custom role) runs over every
- * guarded route. Routes added later by anyone are picked up from `server.routes`.
+ * guarded route. Routes added later by anyone are picked up from `server.routes`. The user
+ * management routes' matrix past the guard (every token scope, escalations) is user_matrix_test.ts.
  */
 import { assertEquals, ok } from "../../_helpers/assert.ts";
 import {
