@@ -688,6 +688,7 @@ export default {
   "channels.event_task_failed": "Scheduled task failed",
   "channels.event_login_lockout": "Login lockout",
   "channels.event_time_offset": "Clock offset too large",
+  "channels.event_user_password_reset": "Administrator password set by another administrator",
   "channels.event_ai_approval": "AI assistant change awaiting approval",
   "channels.event_acme_failed": "ACME certificate failed",
   "channels.url": "Webhook URL",

@@ -647,6 +647,7 @@ export default {
   "channels.event_task_failed": "计划任务失败",
   "channels.event_login_lockout": "登录锁定",
   "channels.event_time_offset": "时钟偏差过大",
+  "channels.event_user_password_reset": "管理员密码被其他管理员重置",
   "channels.event_ai_approval": "AI 助手变更待审批",
   "channels.event_acme_failed": "ACME 证书申请失败",
   "channels.url": "Webhook 地址",

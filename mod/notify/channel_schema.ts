@@ -24,6 +24,7 @@ export const CHANNEL_EVENTS = [
   "time.offset",
   "ai.approval",
   "acme.failed",
+  "user.password.reset",
 ] as const;
 export type ChannelEvent = typeof CHANNEL_EVENTS[number];
 
