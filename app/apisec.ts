@@ -123,7 +123,12 @@ export function createApiSecPlane(deps: ApiSecDeps): ApiSecPlane {
       inventory,
       timeOffsetMs: deps.timeOffsetMs,
     }),
-    routes: apisecRoutes({ settings, ...source, audit: deps.objects }),
+    routes: apisecRoutes({
+      settings,
+      ...source,
+      audit: deps.objects,
+      upstreamKind: (id) => deps.policy.current.sites.find((s) => s.id === id)?.upstreamKind,
+    }),
     ready,
     inventory,
     start: () => inventory.start(),

@@ -16,6 +16,8 @@ import {
   type RuleSetHolder,
   type SharedMatcher,
 } from "./re2.ts";
+import { foldedTwin } from "./path_match.ts";
+import { testPath, underPrefix } from "./path_normalize.ts";
 import type { RequestView } from "./request_view.ts";
 
 export type AclAction = "allow" | "block" | "challenge" | "log";
@@ -129,27 +131,35 @@ function* queryValues(view: RequestView, name: string): Iterable<string> {
   for (const [k, v] of view.query) if (k === name) yield v;
 }
 
+/**
+ * The method condition. The request's methods are its own and those its overrides name
+ * (`RequestView.methods`, in capitals, so a client's `delete` does not slip past a DELETE rule):
+ * a rule that refuses or records matches when any of them is listed, an allow rule only when
+ * every one is, so an override can neither escape a block nor borrow an allowance.
+ */
+function methodTest(listed: readonly string[], action: AclAction): Test {
+  const methods = new Set(listed.map((m) => m.toUpperCase()));
+  const has = (m: string) => methods.has(m);
+  return action === "allow" ? (view) => view.methods.every(has) : (view) => view.methods.some(has);
+}
+
 function compileConditions(
   c: AclConditions,
+  action: AclAction,
   geo: GeoLookup | undefined,
   held: SharedMatcher[],
 ): Test[] {
   const tests: Test[] = [];
-  if (c.methods?.length) {
-    const methods = new Set(c.methods.map((m) => m.toUpperCase()));
-    // Rules name methods in capitals; a client's `delete` must not slip past a DELETE rule (the
-    // engine flags a lower-case method as a protocol violation, but not on a site in mode off).
-    tests.push((view) =>
-      methods.has(view.req.method) || methods.has(view.req.method.toUpperCase())
-    );
-  }
+  if (c.methods?.length) tests.push(methodTest(c.methods, action));
   if (c.path) {
+    // The normalised path, as the site's upstream reads it (path_normalize.ts).
     if ("prefix" in c.path) {
       const prefix = c.path.prefix;
-      tests.push((view) => view.path.startsWith(prefix));
+      tests.push((view) => underPrefix(view.normalPath, prefix));
     } else {
       const m = matcherOrNever(c.path.regex, held);
-      tests.push(m ? (view) => m.test(view.path) : () => false);
+      const folded = m ? foldedTwin(c.path.regex, held) : undefined;
+      tests.push(m ? (view) => testPath(view.normalPath, m, folded) : () => false);
     }
   }
   if (c.hosts?.length) tests.push(hostTest(c.hosts));
@@ -179,7 +189,7 @@ export function compileAcl(rules: readonly AclRule[], geo?: GeoLookup): Compiled
   const held: SharedMatcher[] = [];
   const compiled: CompiledAcl[] = rules
     .filter((r) => r.enabled)
-    .map((rule) => ({ rule, tests: compileConditions(rule.conditions, geo, held) }));
+    .map((rule) => ({ rule, tests: compileConditions(rule.conditions, rule.action, geo, held) }));
   return {
     ...holderOf(held),
     size: compiled.length,

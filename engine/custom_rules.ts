@@ -14,6 +14,8 @@ import {
   type RuleSetHolder,
   type SharedMatcher,
 } from "./re2.ts";
+import { foldedTwin } from "./path_match.ts";
+import { testPath } from "./path_normalize.ts";
 import type { RequestView } from "./request_view.ts";
 
 export type CustomTarget =
@@ -44,6 +46,8 @@ export interface CustomRule {
 interface CompiledRule {
   readonly rule: CustomRule;
   readonly matcher: Matcher;
+  /** A `path` rule's case-insensitive twin, for sites whose upstream folds case (path_match.ts). */
+  readonly folded: Matcher | undefined;
 }
 
 /** The result of running the rules on one request. */
@@ -79,12 +83,16 @@ export function testPattern(
   }
 }
 
-function targetMatches(m: Matcher, target: CustomTarget, view: RequestView): boolean {
+function targetMatches(c: CompiledRule, target: CustomTarget, view: RequestView): boolean {
+  const m = c.matcher;
   switch (target.kind) {
     case "path":
-      return m.test(view.path);
-    case "query":
-      return m.test(view.rawQuery);
+      return testPath(view.normalPath, m, c.folded);
+    case "query": {
+      if (m.test(view.rawQuery)) return true;
+      const decoded = view.decodedQuery;
+      return decoded !== view.rawQuery && m.test(decoded);
+    }
     case "param":
       for (const [k, v] of view.params) if (k === target.name && m.test(v)) return true;
       return false;
@@ -119,17 +127,21 @@ export function compileCustomRules(rules: readonly CustomRule[]): CompiledCustom
   for (const { rule } of ordered) {
     const r = compileRe2(rule.pattern, { ignoreCase: rule.ignoreCase });
     if (!r.ok) continue;
-    compiled.push({ rule, matcher: r.matcher });
     held.push(r.matcher);
+    const folded = rule.target.kind === "path" && !rule.ignoreCase
+      ? foldedTwin(rule.pattern, held)
+      : undefined;
+    compiled.push({ rule, matcher: r.matcher, folded });
   }
   return {
     ...holderOf(held),
     size: compiled.length,
     evaluate(view: RequestView, siteId: string): CustomRulesResult {
       let matched: string[] | undefined;
-      for (const { rule, matcher } of compiled) {
+      for (const c of compiled) {
+        const rule = c.rule;
         if (rule.siteId !== null && rule.siteId !== siteId) continue;
-        if (!targetMatches(matcher, rule.target, view)) continue;
+        if (!targetMatches(c, rule.target, view)) continue;
         (matched ??= []).push(rule.id);
         if (rule.action !== "log") return { matched, decisive: rule };
       }

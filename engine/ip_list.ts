@@ -10,6 +10,7 @@
  * is plain data ({@link IpListState}) in shared memory (`SharedArrayBuffer`), so a data-plane
  * worker maps a base instead of copying it, and receives only what changed since.
  */
+import { type NormalPath, underPrefix } from "./path_normalize.ts";
 import type { Cidr, IpAddress } from "./ip_address.ts";
 import { buildIpTables, type IpLevel, type IpTables, matchRanges } from "./ip_set.ts";
 
@@ -48,9 +49,16 @@ export interface IpList {
    * The deciding entry for a request: entries must match the site (or be global), the path
    * prefix and not be expired. An allow entry wins over a block entry, so an operator who allows
    * their own addresses is never locked out by a broader block range. Among entries of the same
-   * kind, the most specific network decides, then the first in store order.
+   * kind, the most specific network decides, then the first in store order. The path is the
+   * request's normalised path (its prefix compared as the site's upstream compares paths), or a
+   * plain string compared as it is.
    */
-  match(ip: IpAddress, siteId: string, path: string, now: number): IpListEntry | undefined;
+  match(
+    ip: IpAddress,
+    siteId: string,
+    path: string | NormalPath,
+    now: number,
+  ): IpListEntry | undefined;
   /** The compiled list as plain data, for {@link ipListOf} on another thread. */
   readonly state: IpListState;
 }
@@ -314,7 +322,13 @@ let firstBlock = -1;
 const ranges = new Uint32Array(2 * 129);
 
 /** The first applicable allow and block entries of `part` for a request, in lookup order. */
-function scan(part: Part, ip: IpAddress, siteId: string, path: string, now: number): void {
+function scan(
+  part: Part,
+  ip: IpAddress,
+  siteId: string,
+  path: string | NormalPath,
+  now: number,
+): void {
   const { t, dead } = part;
   firstAllow = -1;
   firstBlock = -1;
@@ -328,7 +342,10 @@ function scan(part: Part, ip: IpAddress, siteId: string, path: string, now: numb
       if (site !== 0 && t.sites.table[site - 1] !== siteId) continue;
       if (t.expires[i]! <= now) continue;
       const prefix = t.prefixes.refs[i]!;
-      if (prefix !== 0 && !path.startsWith(t.prefixes.table[prefix - 1]!)) continue;
+      if (prefix !== 0) {
+        const p = t.prefixes.table[prefix - 1]!;
+        if (typeof path === "string" ? !path.startsWith(p) : !underPrefix(path, p)) continue;
+      }
       if (t.allow[i]) {
         firstAllow = i;
         return;

@@ -116,7 +116,8 @@ function hexValue(code: number): number {
   return -1;
 }
 
-function hexAt(s: string, at: number, digits: number): number {
+/** The value of `digits` hex digits at `at`, or -1 when they are not all hex. */
+export function hexAt(s: string, at: number, digits: number): number {
   if (at + digits > s.length) return -1;
   let v = 0;
   for (let i = 0; i < digits; i++) {

@@ -1,5 +1,5 @@
-// Sites: list, create, edit (hosts, upstreams, mode, level, TLS certificate, limits, timeouts,
-// trusted proxies), delete with confirmation, each site's certificate state, and its certificate
+// Sites: list, create, edit (hosts, upstreams, mode, level, upstream kind, TLS certificate, limits,
+// timeouts, trusted proxies), delete with confirmation, each site's certificate state, and its certificate
 // panel: issuer, names, expiry, the ACME state and (write:sites) an ACME order.
 import { post } from "../api.js";
 import { Badge, ErrorBox, Field, Page, useAction, useApi } from "../components.js";
@@ -35,6 +35,13 @@ const FIELDS = [
       { value: "", label: "sites.level_default" },
       ...opts("sites.level_", ["low", "balanced", "strict"]),
     ],
+  },
+  {
+    name: "upstream_kind",
+    label: "sites.upstream_kind",
+    type: "select",
+    hint: "sites.upstream_kind_hint",
+    options: opts("sites.upstream_kind_", ["generic", "nginx", "apache", "iis", "java", "node"]),
   },
   {
     name: "tls.cert",

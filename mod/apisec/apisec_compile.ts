@@ -11,11 +11,19 @@ import {
   type RuleSetHolder,
   type SharedMatcher,
 } from "../../engine/re2.ts";
+import { foldedTwin } from "../../engine/path_match.ts";
+import { type NormalPath, pathIs, testPath, underPrefix } from "../../engine/path_normalize.ts";
 import { durationMs } from "../core/duration.ts";
 import type { ApiSecConfigDoc, AuthDoc, SchemaEntry } from "./apisec_schema.ts";
 import { parseJwks } from "./jwt.ts";
 import { type BodyValidator, compileBodySchema } from "./json_schema.ts";
 import type { JSONWebKeySet } from "jose";
+
+/** A route's path pattern: on a plain string as written, on a request's normalised path. */
+export interface PathMatcher extends Matcher {
+  /** Matches the path as the site's upstream reads it (case, trailing slash; path_normalize.ts). */
+  matches(path: NormalPath): boolean;
+}
 
 interface RouteScope {
   readonly id: string;
@@ -23,7 +31,7 @@ interface RouteScope {
   readonly method: string;
   /** Null: every site. */
   readonly siteId: string | null;
-  readonly path: Matcher;
+  readonly path: PathMatcher;
 }
 
 export interface CompiledSchema extends RouteScope {
@@ -194,26 +202,62 @@ export function anchoredLiteral(
   return { prefix, rest: rest === "" ? "" : rest === "$" ? "$" : "regex" };
 }
 
-function matcher(pattern: string): Matcher {
+const NEVER: Omit<PathMatcher, "source"> = { test: () => false, matches: () => false };
+
+function matcher(pattern: string): PathMatcher {
   // Anchored literals (`^/login$`, `^/api/`) skip RE2, whose every call copies the path into
   // WebAssembly memory; the rest are prefiltered by their literal prefix (see
   // docs/api-security.md, "Cost, measured").
   const lit = anchoredLiteral(pattern);
-  if (lit?.rest === "") return { source: pattern, test: (p) => p.startsWith(lit.prefix) };
-  if (lit?.rest === "$") return { source: pattern, test: (p) => p === lit.prefix };
+  if (lit?.rest === "") {
+    const prefix = lit.prefix;
+    return {
+      source: pattern,
+      test: (p) => p.startsWith(prefix),
+      matches: (p) => underPrefix(p, prefix),
+    };
+  }
+  if (lit?.rest === "$") {
+    const exact = lit.prefix;
+    return { source: pattern, test: (p) => p === exact, matches: (p) => pathIs(p, exact) };
+  }
   const r = compileRe2(pattern);
   // Stored patterns were compiled when written; one that no longer compiles never matches.
-  if (!r.ok) return { source: pattern, test: () => false };
+  if (!r.ok) return { source: pattern, ...NEVER };
   held.push(r.matcher);
   const re = r.matcher;
-  if (lit === undefined || lit.prefix === "") return re;
-  return { source: pattern, test: (p) => p.startsWith(lit.prefix) && re.test(p) };
+  const folded = foldedTwin(pattern, held);
+  const prefix = lit?.prefix ?? "";
+  if (prefix === "") {
+    return { source: pattern, test: (p) => re.test(p), matches: (p) => testPath(p, re, folded) };
+  }
+  return {
+    source: pattern,
+    test: (p) => p.startsWith(prefix) && re.test(p),
+    matches: (p) => underPrefix(p, prefix) && testPath(p, re, folded),
+  };
 }
 
-/** True when an entry applies to a request of this site, method and decoded path. */
-export function inScope(e: RouteScope, siteId: string, method: string, path: string): boolean {
-  return (e.method === "*" || e.method === method) && (e.siteId === null || e.siteId === siteId) &&
-    e.path.test(path);
+/**
+ * True when an entry applies to a request of this site, method and path. The methods are the
+ * request's and those its overrides name (`RequestView.methods`): any of them in scope counts.
+ * A request's path is its normalised path; a plain string (a sampled endpoint) is compared as
+ * it is.
+ */
+export function inScope(
+  e: RouteScope,
+  siteId: string,
+  method: string | readonly string[],
+  path: string | NormalPath,
+): boolean {
+  if (e.siteId !== null && e.siteId !== siteId) return false;
+  if (
+    e.method !== "*" &&
+    (typeof method === "string" ? e.method !== method : !method.includes(e.method))
+  ) {
+    return false;
+  }
+  return typeof path === "string" ? e.path.test(path) : e.path.matches(path);
 }
 
 function bodyValidator(schema: SchemaEntry["body_schema"]): BodyValidator | undefined {

@@ -20,6 +20,7 @@ import {
   inScope,
 } from "./apisec_compile.ts";
 import type { Inventory } from "./inventory.ts";
+import type { NormalPath } from "../../engine/path_normalize.ts";
 import { createTokenAuth, type TokenAuthDeps } from "./token_auth.ts";
 
 /** What a route limit decided for one request. */
@@ -32,9 +33,15 @@ const MAX_KEYS_PER_ROUTE = 50_000;
 
 export interface RouteLimitRequest {
   readonly siteId: string;
-  readonly method: string;
-  /** The decoded path. */
-  readonly path: string;
+  /** The request's method and those its overrides name (`RequestView.methods`). */
+  readonly methods: readonly string[];
+  /** The normalised path. */
+  readonly path: NormalPath;
+  /**
+   * Methods already counted for this request (phase 1), when a body's `_method` adds more:
+   * a limit they are in scope of was counted then and is not counted again.
+   */
+  readonly counted?: readonly string[];
   readonly clientIp: string;
   readonly now: number;
 }
@@ -114,10 +121,10 @@ export function createApiSecRuntime(deps: ApiSecRuntimeDeps) {
     authRoute(
       c: CompiledApiSec,
       siteId: string,
-      method: string,
-      path: string,
+      methods: readonly string[],
+      path: NormalPath,
     ): CompiledAuthRoute | undefined {
-      for (const r of c.auth.routes) if (inScope(r, siteId, method, path)) return r;
+      for (const r of c.auth.routes) if (inScope(r, siteId, methods, path)) return r;
       return undefined;
     },
 
@@ -127,7 +134,8 @@ export function createApiSecRuntime(deps: ApiSecRuntimeDeps) {
      */
     routeLimits(c: CompiledApiSec, req: RouteLimitRequest): RouteLimitVerdict {
       for (const l of c.rateLimits) {
-        if (!inScope(l, req.siteId, req.method, req.path)) continue;
+        if (!inScope(l, req.siteId, req.methods, req.path)) continue;
+        if (req.counted !== undefined && inScope(l, req.siteId, req.counted, req.path)) continue;
         const d = limiterOf(l).hit(req.clientIp, req.now);
         if (!d.allowed) {
           return {

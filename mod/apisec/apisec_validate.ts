@@ -4,6 +4,7 @@
  * (query string, form fields, or top-level keys of a JSON object body) within its body limit.
  * The data plane and `POST /api/apisec/validate` run this same code on a {@link RequestView}.
  */
+import type { NormalPath, UpstreamKind } from "../../engine/path_normalize.ts";
 import { RequestView } from "../../engine/request_view.ts";
 import { type CompiledApiSec, type CompiledSchema, inScope } from "./apisec_compile.ts";
 
@@ -20,10 +21,10 @@ const JSON_TYPE = /^application\/([a-z0-9.+-]*\+)?json\b/i;
 export function findSchema(
   c: CompiledApiSec,
   siteId: string,
-  method: string,
-  path: string,
+  methods: readonly string[],
+  path: NormalPath,
 ): CompiledSchema | undefined {
-  for (const s of c.schemas) if (inScope(s, siteId, method, path)) return s;
+  for (const s of c.schemas) if (inScope(s, siteId, methods, path)) return s;
   return undefined;
 }
 
@@ -141,6 +142,8 @@ export interface TestRequest {
   /** Added to the path's own query string. */
   readonly query: string;
   readonly body: string;
+  /** How the site's upstream reads the path (default: `generic`, every kind's reading). */
+  readonly upstreamKind?: UpstreamKind;
 }
 
 export interface TestResult {
@@ -161,18 +164,23 @@ export function validateTestRequest(
   const path = q < 0 ? t.path : t.path.slice(0, q);
   const query = [q < 0 ? "" : t.path.slice(q + 1), t.query].filter((s) => s !== "").join("&");
   const body = t.body === "" ? undefined : ENCODER.encode(t.body);
-  const v = new RequestView({
-    method: t.method,
-    path,
-    query,
-    headers: Object.entries(t.headers).map(([k, val]) => [k.toLowerCase(), val]),
-    body,
-  }, "");
+  const v = new RequestView(
+    {
+      method: t.method,
+      path,
+      query,
+      headers: Object.entries(t.headers).map(([k, val]) => [k.toLowerCase(), val]),
+      body,
+    },
+    "",
+    t.upstreamKind,
+  );
   let schema: CompiledSchema | undefined;
   for (const s of c.schemas) {
     if (
-      (s.method === "*" || s.method === t.method) &&
-      (t.siteId === null || s.siteId === null || s.siteId === t.siteId) && s.path.test(v.path)
+      (s.method === "*" || v.methods.includes(s.method)) &&
+      (t.siteId === null || s.siteId === null || s.siteId === t.siteId) &&
+      s.path.matches(v.normalPath)
     ) {
       schema = s;
       break;

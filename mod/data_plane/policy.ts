@@ -6,6 +6,7 @@
  * with.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
+import type { UpstreamKind } from "../../engine/path_normalize.ts";
 import type { CompiledApiSec } from "../apisec/apisec_compile.ts";
 import type { Clock } from "../core/clock.ts";
 import type { CompiledProtection } from "../protection/protection_compile.ts";
@@ -29,6 +30,8 @@ export interface CompiledSite {
   readonly hosts: readonly string[];
   readonly mode: Mode;
   readonly level: Level;
+  /** How the site's upstream reads paths (what the path controls judge). */
+  readonly upstreamKind: UpstreamKind;
   readonly maxBodyBytes: number;
   readonly inspectBodyBytes: number;
   readonly connectTimeoutMs: number;
@@ -114,6 +117,7 @@ function compileChangedSite(
     hosts: site.hosts,
     mode: site.mode,
     level: site.level,
+    upstreamKind: site.upstream_kind,
     maxBodyBytes: site.max_body_bytes,
     inspectBodyBytes: Math.min(site.inspect_body_bytes, site.max_body_bytes),
     connectTimeoutMs: site.timeouts.connect_ms,

@@ -3,6 +3,7 @@
  * refused at the edge with the failing field named; the service and the compiler trust it.
  */
 import { z } from "zod";
+import { DEFAULT_UPSTREAM_KIND, UPSTREAM_KINDS } from "../../engine/path_normalize.ts";
 import { isCidr } from "./trusted_proxies.ts";
 
 /** A DNS name: lower-case labels of letters, digits and hyphens. */
@@ -52,6 +53,11 @@ export const siteInputSchema = z.strictObject({
   upstreams: z.array(upstream).min(1, "expected at least one upstream URL").max(32),
   mode: z.enum(["block", "monitor", "off"]).default("block"),
   level: z.enum(["low", "balanced", "strict"]).default("balanced"),
+  /**
+   * How the site's upstream reads a path, so the path controls judge the path it will serve
+   * (`engine/path_normalize.ts`); `generic` is the union of every kind's reading.
+   */
+  upstream_kind: z.enum(UPSTREAM_KINDS).default(DEFAULT_UPSTREAM_KIND),
   tls: z.strictObject({
     cert: z.string().regex(PEM_CERT, "expected a PEM certificate (chain)"),
     /** Omitted on update: keep the stored key. */

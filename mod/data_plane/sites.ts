@@ -6,6 +6,7 @@
 import { createPrivateKey, X509Certificate } from "node:crypto";
 import { createSecureContext } from "node:tls";
 import type { SitesRepo } from "../../db/sites_repo.ts";
+import { DEFAULT_UPSTREAM_KIND } from "../../engine/path_normalize.ts";
 import { transaction } from "../../db/store.ts";
 import type { Db } from "../../db/store.ts";
 import type { Audit, AuditEvent } from "../core/audit.ts";
@@ -155,8 +156,11 @@ function resolveTls(
 }
 
 function stored(config: SiteConfig, tls: Site["tls"]): string {
-  const { name: _name, ...rest } = config;
-  return JSON.stringify({ ...rest, tls });
+  const { name: _name, upstream_kind, ...rest } = config;
+  // The default is left out, so a node of an older build (whose stored schema is strict) still
+  // reads every site that does not name a kind.
+  const kind = upstream_kind === DEFAULT_UPSTREAM_KIND ? {} : { upstream_kind };
+  return JSON.stringify({ ...rest, ...kind, tls });
 }
 
 /** What the audit record says about a site: its settings, never key material. */
@@ -167,6 +171,7 @@ function auditDetail(config: SiteConfig): Record<string, unknown> {
     upstreams: config.upstreams,
     mode: config.mode,
     level: config.level,
+    upstream_kind: config.upstream_kind,
     tls: config.tls !== null,
   };
 }

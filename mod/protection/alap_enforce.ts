@@ -6,6 +6,7 @@
  * enforced earlier, with the IP lists.)
  */
 import { blocksAt } from "../../engine/inspect.ts";
+import { type NormalPath, underPrefix } from "../../engine/path_normalize.ts";
 import type { Finding, Inspection, Level } from "../../engine/types.ts";
 import type { AppliedDecision, CompiledProtection } from "./protection_compile.ts";
 
@@ -35,7 +36,10 @@ export interface AlapSite {
 
 /** The request: its path and evaluation chain (the data-plane transaction is one). */
 export interface AlapRequest {
+  /** The path as sent. */
   readonly path: string;
+  /** The path as the site's upstream reads it (path_normalize.ts). */
+  readonly view: { readonly normalPath: NormalPath };
   readonly chain: { add(check: string, result: string, rule?: string): void };
 }
 
@@ -61,12 +65,14 @@ export class AlapEnforcer {
     const live = (d: AppliedDecision) =>
       (d.siteId === null || d.siteId === siteId) && (d.expiresAt === null || d.expiresAt > now);
     if (p.alapExceptions.length > 0 && findings.length > 0) {
-      // A path with a dot segment is under no prefix: /tickets/../search reaches /search.
-      const underPrefix = (prefix: string) => path.startsWith(prefix) && !DOT_SEGMENT.test(path);
+      // The prefix is judged on the normalised path; a path sent with a dot segment is under no
+      // prefix at all (/search/../tickets/x may reach a handler of /search on some upstream).
+      const normal = req.view.normalPath;
+      const under = (prefix: string) => underPrefix(normal, prefix) && !DOT_SEGMENT.test(path);
       const excepted = (f: Finding) =>
         p.alapExceptions.find((e) =>
           live(e) && e.ruleId === f.ruleId &&
-          (e.pathPrefix === undefined || underPrefix(e.pathPrefix))
+          (e.pathPrefix === undefined || under(e.pathPrefix))
         );
       if (findings.some((f) => excepted(f) !== undefined)) {
         findings = findings.filter((f) => excepted(f) === undefined);

@@ -9,6 +9,7 @@
  * The compiled structures are immutable; what changes per request (rate counters, used puzzle
  * nonces, ALAP scores) lives here, bounded, and survives policy rebuilds that do not touch it.
  */
+import type { AclRule } from "../../engine/acl.ts";
 import { classifyClient } from "../../engine/bot.ts";
 import type { Inspection } from "../../engine/types.ts";
 import {
@@ -18,6 +19,12 @@ import {
   type AlapSite,
 } from "./alap_enforce.ts";
 import type { IpAddress } from "../../engine/ip_address.ts";
+import {
+  DEFAULT_UPSTREAM_KIND,
+  normalizePath,
+  type NormalPath,
+  underPrefix,
+} from "../../engine/path_normalize.ts";
 import type { RequestView } from "../../engine/request_view.ts";
 import type { Clock } from "../core/clock.ts";
 import type { CompiledBotPolicy, CompiledProtection } from "./protection_compile.ts";
@@ -80,7 +87,8 @@ const RULE_PASS: RuleVerdict = { kind: "pass" };
 function limiterKey(doc: RateLimitDoc, req: CheckRequest): string {
   if (doc.key === "ip") return req.clientIp;
   if (doc.key === "ip_site") return `${req.clientIp}|${req.siteId}`;
-  return `${req.clientIp}|${req.siteId}|${req.view.path}`;
+  // The path as the upstream reads it: `/a`, `//a` and (where case folds) `/A` count as one.
+  return `${req.clientIp}|${req.siteId}|${req.view.normalPath.key}`;
 }
 
 export interface ProtectionRuntimeDeps {
@@ -102,11 +110,11 @@ export interface ProtectionRuntimeDeps {
 function botPolicyFor(
   p: CompiledProtection,
   siteId: string,
-  path: string,
+  path: NormalPath,
 ): CompiledBotPolicy | undefined {
   for (const b of p.bot) {
     if (b.site_id !== null && b.site_id !== siteId) continue;
-    if (path.startsWith(b.path_prefix)) return b;
+    if (underPrefix(path, b.path_prefix)) return b;
   }
   return undefined;
 }
@@ -136,7 +144,7 @@ export class ProtectionRuntime {
   }
 
   /** True when a bot policy for this request exempts verified crawlers. */
-  wantsBotVerification(p: CompiledProtection, siteId: string, path: string): boolean {
+  wantsBotVerification(p: CompiledProtection, siteId: string, path: NormalPath): boolean {
     const b = p.bot.length > 0 ? botPolicyFor(p, siteId, path) : undefined;
     return b !== undefined && b.mode !== "off" && b.verified_bots;
   }
@@ -165,7 +173,8 @@ export class ProtectionRuntime {
     returnTo: { readonly siteId: string; readonly path: string },
     now: number,
   ): { value: string; expiresAt: number } {
-    const b = botPolicyFor(p, returnTo.siteId, returnTo.path.split("?", 1)[0]!);
+    const path = normalizePath(returnTo.path.split("?", 1)[0]!, DEFAULT_UPSTREAM_KIND);
+    const b = botPolicyFor(p, returnTo.siteId, path);
     return this.#challenges.issuer(b?.difficulty ?? DEFAULT_DIFFICULTY, b?.clearance_minutes ?? 60)
       .clearance(client.ip, client.userAgent, now);
   }
@@ -175,7 +184,7 @@ export class ProtectionRuntime {
     const ip = req.ip;
     if (!ip) return undefined;
     if (p.ipList.size > 0) {
-      const hit = p.ipList.match(ip, req.siteId, req.view.path, req.now);
+      const hit = p.ipList.match(ip, req.siteId, req.view.normalPath, req.now);
       if (hit?.action === "allow") {
         chain.add("ip_list", "allow", hit.id);
         return TRUSTED;
@@ -207,20 +216,41 @@ export class ProtectionRuntime {
       chain.add("acl", "allow", d.id);
       return TRUSTED;
     }
-    if (d?.action === "block") {
+    if (d?.action === "block" || d?.action === "challenge") return this.#aclRefusal(d, req, chain);
+    if (r.logged.length === 0) chain.add("acl", "pass");
+    return undefined;
+  }
+
+  /**
+   * The ACL once more when the body names a method the header checks could not see (a `_method`
+   * field of a form, multipart or JSON body; `added` holds those methods): a block or challenge
+   * rule that now decides because of one of them answers; any other outcome changes nothing.
+   */
+  aclBodyMethods(
+    p: CompiledProtection,
+    req: CheckRequest,
+    chain: ChainSink,
+    added: readonly string[],
+  ): PreVerdict | undefined {
+    if (p.acl.size === 0) return undefined;
+    const d = p.acl.evaluate(req.view, req.ip, req.siteId).decisive;
+    if (d === undefined || (d.action !== "block" && d.action !== "challenge")) return undefined;
+    if (!d.conditions.methods?.some((m) => added.includes(m.toUpperCase()))) return undefined;
+    return this.#aclRefusal(d, req, chain);
+  }
+
+  /** A deciding block or challenge rule's verdict (a challenge passes with a clearance). */
+  #aclRefusal(d: AclRule, req: CheckRequest, chain: ChainSink): PreVerdict | undefined {
+    if (d.action === "block") {
       chain.add("acl", "block", d.id);
       return { kind: "block", check: "acl", rule: d.id };
     }
-    if (d?.action === "challenge") {
-      if (this.#hasClearance(req)) {
-        chain.add("acl", "clearance", d.id);
-        return undefined;
-      }
-      chain.add("acl", "challenge", d.id);
-      return { kind: "challenge", check: "acl", rule: d.id, difficulty: DEFAULT_DIFFICULTY };
+    if (this.#hasClearance(req)) {
+      chain.add("acl", "clearance", d.id);
+      return undefined;
     }
-    if (r.logged.length === 0) chain.add("acl", "pass");
-    return undefined;
+    chain.add("acl", "challenge", d.id);
+    return { kind: "challenge", check: "acl", rule: d.id, difficulty: DEFAULT_DIFFICULTY };
   }
 
   /** Threat-intelligence indicators: a block or challenge, or nothing. */
@@ -257,7 +287,7 @@ export class ProtectionRuntime {
 
   /** The bot policy of the request's path: a challenge, or nothing. */
   bot(p: CompiledProtection, req: CheckRequest, chain: ChainSink): PreVerdict | undefined {
-    const bot = p.bot.length > 0 ? botPolicyFor(p, req.siteId, req.view.path) : undefined;
+    const bot = p.bot.length > 0 ? botPolicyFor(p, req.siteId, req.view.normalPath) : undefined;
     if (!bot || bot.mode === "off") return undefined;
     if (bot.verified_bots && req.verifiedBot) {
       chain.add("bot", "verified_bot", bot.id);

@@ -14,7 +14,7 @@ import type { Inventory } from "../../mod/apisec/inventory.ts";
 import type { PolicyObjects } from "../../mod/protection/policy_objects.ts";
 import { apisecConfigSchema, type SchemaEntry } from "../../mod/apisec/apisec_schema.ts";
 import type { ApiSecSettings } from "../../mod/apisec/apisec_settings.ts";
-import { validateTestRequest } from "../../mod/apisec/apisec_validate.ts";
+import { type TestRequest, validateTestRequest } from "../../mod/apisec/apisec_validate.ts";
 import { auditContext } from "./actor.ts";
 import { perm, type RouteDef } from "./route.ts";
 import { readJson, readQuery } from "./validate.ts";
@@ -63,6 +63,8 @@ export interface ApiSecRouteDeps {
   readonly schemas: () => readonly SchemaEntry[];
   /** Records actions that change no settings document (clearing the inventory). */
   readonly audit: Pick<PolicyObjects, "auditOnly">;
+  /** The `upstream_kind` of a site in force, which the validator reads the path as. */
+  readonly upstreamKind?: (siteId: string) => TestRequest["upstreamKind"];
 }
 
 export function apisecRoutes(deps: ApiSecRouteDeps): RouteDef[] {
@@ -151,6 +153,7 @@ export function apisecRoutes(deps: ApiSecRouteDeps): RouteDef[] {
           headers,
           query: t.query,
           body,
+          upstreamKind: t.site_id === null ? undefined : deps.upstreamKind?.(t.site_id),
         });
         return c.json(result);
       },

@@ -20,14 +20,17 @@ import type { CompiledSite } from "../../mod/data_plane/policy.ts";
 import type { CompiledProtection } from "../../mod/protection/protection_compile.ts";
 import type { ChainSink } from "../../mod/protection/protection_runtime.ts";
 import type { DirectAnswer } from "../../net/direct_answer.ts";
+import { type NormalPath, underPrefix } from "../../engine/path_normalize.ts";
 
 /** What the edge reads of one request: the transaction is one, so nothing is copied for it. */
 export interface EdgeRequest {
   readonly req: Request;
   readonly record: AccessRecord;
   readonly chain: ChainSink;
-  readonly path: string;
+  /** The target as sent: what the upstream receives, so what a cached answer is kept under. */
   readonly pathAndQuery: string;
+  /** The path as the site's upstream reads it: what header rules and cache paths select. */
+  readonly view: { readonly normalPath: NormalPath };
 }
 
 /** An upstream's answer as the edge takes it: its `Response`, and whether its body streams. */
@@ -38,22 +41,30 @@ const NO_TRANSFORM = /\bno-transform\b/i;
 function applyHeaderRules(
   p: CompiledProtection,
   siteId: string,
-  path: string,
+  path: NormalPath,
   headers: Headers,
 ): void {
   for (const r of p.headerRules) {
     if (r.site_id !== null && r.site_id !== siteId) continue;
-    if (!path.startsWith(r.path_prefix)) continue;
+    if (!underPrefix(path, r.path_prefix)) continue;
     if (r.op === "set") headers.set(r.name, r.value);
     else if (r.op === "add") headers.append(r.name, r.value);
     else headers.delete(r.name);
   }
 }
 
-function cachePathSelected(p: CompiledProtection, siteId: string, path: string): boolean {
-  return p.edge.cache.paths.some((s) =>
-    (s.site_id === null || s.site_id === siteId) && path.startsWith(s.path_prefix)
-  );
+/**
+ * Whether the request may use the cache: its normalised path is under a cache path, and it was
+ * sent in that form. A variant the normaliser had to resolve (`/static/..;/account`, `//a`) is
+ * never served from or stored in the cache: the upstream may read it otherwise than the
+ * normaliser (that is how a private page is cached under a static-looking key), and keyed by
+ * its bytes it would only fill the cache with copies.
+ */
+function cachePathSelected(p: CompiledProtection, siteId: string, path: NormalPath): boolean {
+  return path.canonical && path.problem === undefined &&
+    p.edge.cache.paths.some((s) =>
+      (s.site_id === null || s.site_id === siteId) && underPrefix(path, s.path_prefix)
+    );
 }
 
 /** Whether an answer of `size` bytes (null: unknown) is under the compression threshold. */
@@ -185,7 +196,8 @@ export function createEdgeResponder(deps: { cache: EdgeCache; clock: Clock }) {
   return {
     /** A cached answer for the request, or undefined. */
     lookup(tx: EdgeRequest, p: CompiledProtection, site: CompiledSite): Response | undefined {
-      const { req, record, chain, path } = tx;
+      const { req, record, chain } = tx;
+      const path = tx.view.normalPath;
       if (
         !p.edge.cache.enabled || !requestMayUseCache(req) || !cachePathSelected(p, site.id, path)
       ) return undefined;
@@ -219,7 +231,8 @@ export function createEdgeResponder(deps: { cache: EdgeCache; clock: Clock }) {
       const res = answer.toResponse();
       const streamed = answer.body instanceof ReadableStream;
       if (edgeIdle(p)) return res;
-      const { req, record, chain, path, pathAndQuery } = tx;
+      const { req, record, chain, pathAndQuery } = tx;
+      const path = tx.view.normalPath;
       const length = res.headers.get("content-length");
       const size = length === null ? null : Number(length);
       let out = res;
@@ -248,7 +261,7 @@ export function createEdgeResponder(deps: { cache: EdgeCache; clock: Clock }) {
                   expiresAt,
                   vary,
                   siteId: site.id,
-                  path,
+                  path: path.text,
                 }),
             ),
             { status: res.status, statusText: res.statusText, headers: res.headers },

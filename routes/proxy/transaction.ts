@@ -27,6 +27,7 @@ import type {
   Level,
 } from "../../engine/mod.ts";
 import { type IpAddress, parseIp } from "../../engine/ip_address.ts";
+import type { PathProblem } from "../../engine/path_normalize.ts";
 import { RequestView } from "../../engine/request_view.ts";
 import { blocksAt } from "../../engine/inspect.ts";
 import type { CompiledDiscovery, CompiledSchema } from "../../mod/apisec/apisec_compile.ts";
@@ -152,6 +153,19 @@ const WEBSOCKET_PATH: PageText = {
   title: "WebSocket path not accepted",
   message: "A WebSocket path may not contain dot segments or backslashes.",
 };
+/** The answer to a path no upstream reading makes unambiguous (refused at `balanced`). */
+const AMBIGUOUS_PATH: PageText = {
+  status: 400,
+  code: "PATH_AMBIGUOUS",
+  title: "Request path not accepted",
+  message: "The request path has a form that servers read differently.",
+};
+/** Why, as the page says it (the access log names the problem itself: `path.<problem>`). */
+const AMBIGUOUS_REASON: Readonly<Record<PathProblem, string>> = {
+  nul: "The request path contains a NUL byte.",
+  overlong_utf8: "The request path contains an overlong UTF-8 sequence.",
+  encoded_slash: "The request path has an encoded slash beside a dot segment.",
+};
 /** The challenge difficulty of a custom rule whose action is `challenge`. */
 const CUSTOM_RULE_DIFFICULTY = 16;
 const NO_BODY_STATUS: ReadonlySet<number> = new Set([101, 204, 205, 304]);
@@ -267,6 +281,10 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
   #rawBody: Uint8Array | undefined = undefined;
   /** The API schema entry that applies to this request (found in phase 1, checked in phase 2). */
   #schema: CompiledSchema | undefined = undefined;
+  /** The methods (request line and overrides) the ACL saw in phase 1, when it ran. */
+  #headerMethods: readonly string[] | undefined = undefined;
+  /** The methods API security saw in phase 1, when it ran. */
+  #apiMethods: readonly string[] | undefined = undefined;
   /** Set once the body was handed to the upstream (otherwise an early answer discards it). */
   #bodySent = false;
   /** The request came from the own HTTP/1.1 server, which takes a {@link DirectAnswer}. */
@@ -336,9 +354,16 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     this.chain = new Chain(this.record.chain, this.#start);
   }
 
-  /** The request view of the rule checks, built at its first use (once per request). */
+  /**
+   * The request view of the rule checks, built at its first use (once per request, after the
+   * site match: its path is read as the site's `upstream_kind` reads it).
+   */
   get view(): RequestView {
-    return this.#view ??= new RequestView(this.#request, hostOf(this.host));
+    return this.#view ??= new RequestView(
+      this.#request,
+      hostOf(this.host),
+      this.#site?.upstreamKind,
+    );
   }
 
   /**
@@ -393,9 +418,39 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
         return new Response(answer, { headers: { "content-type": "text/plain" } });
       }
     }
+    const refused = this.pathCheck(site);
+    if (refused !== undefined) return refused;
     const early = this.protectionHeaders(site);
     if (early instanceof Promise) return early.then((r) => r ?? this.apiSecurity(site));
     return early ?? this.apiSecurity(site);
+  }
+
+  /**
+   * A path that no reading makes unambiguous (a NUL, an overlong UTF-8 form, an encoded slash
+   * beside a dot segment): refused with 400 in block mode at `balanced` and `strict`; elsewhere
+   * recorded (`monitor`: action `log`), and the controls judge it decoded as far as it goes.
+   */
+  private pathCheck(site: CompiledSite): Response | undefined {
+    const problem = this.view.normalPath.problem;
+    if (problem === undefined) return undefined;
+    const { record, chain } = this;
+    record.findings++;
+    record.finding = {
+      class: "lfi",
+      confidence: "high",
+      score: 90,
+      location: "path",
+      evidence: safeEvidence("path", this.path),
+      rule: `path.${problem}`,
+    };
+    if (site.mode === "block" && site.level !== "low") {
+      chain.add("path", "refused", problem);
+      record.action = "block";
+      return statusPage(this.req, AMBIGUOUS_PATH, record.trace_id, AMBIGUOUS_REASON[problem]);
+    }
+    chain.add("path", "ambiguous", problem);
+    if (site.mode === "monitor") record.action = "log";
+    return undefined;
   }
 
   /** The protection controls' header checks ({@link headerChecks}) and the challenge endpoint. */
@@ -410,10 +465,12 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     const rt = controls.runtime;
     if (!rt.hasHeaderChecks(p)) return undefined;
     this.siteId = site.id;
+    if (p.acl.size > 0) this.#headerMethods = this.view.methods;
     this.ip = parseIp(record.client_ip);
     const goodBots = controls.goodBots;
     if (
-      goodBots !== undefined && p.bot.length > 0 && rt.wantsBotVerification(p, site.id, this.path)
+      goodBots !== undefined && p.bot.length > 0 &&
+      rt.wantsBotVerification(p, site.id, this.view.normalPath)
     ) {
       return this.verifyBot(goodBots).then(() => this.headerVerdict(controls, p));
     }
@@ -454,14 +511,33 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     if (a.rateLimits.length === 0 && a.schemas.length === 0 && a.auth.routes.length === 0) {
       return undefined;
     }
-    const { record, chain, method } = this;
-    const path = this.view.path;
-    if (a.schemas.length > 0) this.#schema = findSchema(a, site.id, method, path);
+    const methods = this.view.methods;
+    this.#apiMethods = methods;
+    return this.apiRoutes(site, methods, undefined);
+  }
+
+  /**
+   * Route limits, schema lookup and token of the request's path for `methods` (its own and its
+   * overrides'). After the body named more methods, `counted` holds those of phase 1: a limit
+   * or token route already in scope of them was applied then and is not applied twice.
+   */
+  private apiRoutes(
+    site: CompiledSite,
+    methods: readonly string[],
+    counted: readonly string[] | undefined,
+  ): Maybe<Response | undefined> {
+    // Only called once `apiSecurity()` found both.
+    const a = this.policy.apisec!;
+    const rt = this.#ctx.apisec!;
+    const { record, chain } = this;
+    const path = this.view.normalPath;
+    if (a.schemas.length > 0) this.#schema ??= findSchema(a, site.id, methods, path);
     if (a.rateLimits.length > 0) {
       const v = rt.routeLimits(a, {
         siteId: site.id,
-        method,
+        methods,
         path,
+        counted,
         clientIp: record.client_ip,
         now: this.now,
       });
@@ -471,9 +547,38 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
         return rateLimitedPage(this.req, record.trace_id, v.retryAfterSeconds);
       }
     }
-    const route = a.auth.routes.length > 0 ? rt.authRoute(a, site.id, method, path) : undefined;
+    if (a.auth.routes.length === 0) return undefined;
+    if (counted !== undefined && rt.authRoute(a, site.id, counted, path) !== undefined) {
+      return undefined;
+    }
+    const route = rt.authRoute(a, site.id, methods, path);
     if (route === undefined) return undefined;
     return this.authenticate(a, rt, route);
+  }
+
+  /**
+   * The method checks again when the body named a method the header phase could not see (a
+   * `_method` field): a block or challenge ACL rule, a route limit, a token route or a schema
+   * that applies because of it, exactly as if the method had been in the request line.
+   */
+  private bodyMethods(site: CompiledSite): Maybe<Response | undefined> {
+    const before = this.#apiMethods ?? this.#headerMethods;
+    if (before === undefined) return undefined;
+    const methods = this.view.methods;
+    if (methods.length === before.length) return undefined;
+    const added = methods.filter((m) => !before.includes(m));
+    const p = this.protection;
+    const controls = this.#ctx.protection;
+    if (p !== undefined && controls !== undefined && p.acl.size > 0) {
+      const v = controls.runtime.aclBodyMethods(p, this, this.chain, added);
+      if (v?.kind === "block") {
+        this.record.action = "block";
+        return blockPage(this.req, this.record.trace_id, p);
+      }
+      if (v?.kind === "challenge") return challengeAnswer(controls, this, v.difficulty);
+    }
+    const counted = this.#apiMethods;
+    return counted === undefined ? undefined : this.apiRoutes(site, methods, counted);
   }
 
   /** The bearer token of a route that needs one. */
@@ -576,8 +681,18 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     }
   }
 
-  /** Phase 2 once the body is known: schema, custom rules, then the engine. */
+  /** Phase 2 once the body is known: methods it names, schema, custom rules, then the engine. */
   private bodyRules(site: CompiledSite, plan: BodyPlan): Maybe<Response | undefined> {
+    if (this.#request.body !== undefined) {
+      const early = this.bodyMethods(site);
+      if (early instanceof Promise) return early.then((r) => r ?? this.bodyChecked(site, plan));
+      if (early !== undefined) return early;
+    }
+    return this.bodyChecked(site, plan);
+  }
+
+  /** Phase 2's schema, custom rules and engine. */
+  private bodyChecked(site: CompiledSite, plan: BodyPlan): Maybe<Response | undefined> {
     const { req, record, chain } = this;
     const schema = this.#schema;
     const p = this.protection;
@@ -905,7 +1020,10 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
   private discover(d: CompiledDiscovery): void {
     const rt = this.#ctx.apisec;
     const view = this.view;
-    if (rt === undefined || !rt.shouldSample(d, view.path, this.now)) return;
+    // The path as the upstream reads it: `//api/users` and, where case folds, `/API/Users` are
+    // the endpoint `/api/users`.
+    const path = view.normalPath.key;
+    if (rt === undefined || !rt.shouldSample(d, path, this.now)) return;
     const query = view.query;
     const queryNames = query.length === 0 ? NO_NAMES : query.map(nameOf);
     let bodyNames = NO_NAMES;
@@ -924,7 +1042,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     rt.inventory.sample({
       siteId: this.#site!.id,
       method: this.method,
-      path: view.path,
+      path,
       status: this.record.status,
       time: this.now,
       queryNames,

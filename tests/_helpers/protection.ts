@@ -63,6 +63,22 @@ export function addSite(s: TestServer, upstream: string, overrides: Record<strin
   );
 }
 
+/** Turns on API security's HS256 token check for `routes` (any token signed with a test secret). */
+export async function requireTokens(
+  s: TestServer,
+  routes: ReadonlyArray<{ id: string; method: string; path_pattern: string }>,
+): Promise<void> {
+  const put = await apiFor(s)("PUT", "/api/apisec/config", {
+    auth: {
+      enabled: true,
+      algorithms: ["HS256"],
+      secret: "a-shared-secret-of-32-characters!",
+      routes,
+    },
+  });
+  if (put.status !== 200) throw new Error(`apisec config: ${put.status} ${await put.text()}`);
+}
+
 export interface Hit {
   readonly status: number;
   readonly traceId: string;

@@ -120,3 +120,19 @@ export function startRawUpstream(script: (peer: RawPeer) => Promise<void>): RawU
     },
   };
 }
+
+/**
+ * A recording upstream that answers every request of every connection with `answer` (by default
+ * a 200 `ok`): `requests` holds exactly the bytes each request reached it as.
+ */
+export function startAnsweringUpstream(
+  answer = "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok",
+): RawUpstream {
+  return startRawUpstream(async (peer) => {
+    while (await peer.readRequest() !== null) await peer.send(answer);
+  });
+}
+
+/** The request lines an upstream received, in order. */
+export const requestLines = (up: RawUpstream): string[] =>
+  up.requests.map((r) => r.slice(0, r.indexOf("\r\n")));

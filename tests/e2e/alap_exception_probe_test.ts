@@ -81,14 +81,16 @@ Deno.test("an exception under a path prefix does not reach a path that only spel
   await except(s, `/tickets/find?${tautology}`, {}, "/tickets/", "sqli.tautology");
   assertEquals((await hit(s, `/tickets/find?${tautology}`)).status, 200);
   const port = Number(new URL(s.dataUrl).port);
+  // An encoded backslash beside a dot segment is read as a slash by IIS and as a name by most
+  // others: no reading makes it unambiguous, so it is refused before any check (400).
   for (
-    const target of [
-      `/tickets/../search?${tautology}`,
-      `/tickets/%2e%2e/search?${tautology}`,
-      `/tickets/.%2E/search?${tautology}`,
-      `/tickets/..%5csearch?${tautology}`,
-      `/tickets/./../search?${tautology}`,
-    ]
+    const [target, status] of [
+      [`/tickets/../search?${tautology}`, 403],
+      [`/tickets/%2e%2e/search?${tautology}`, 403],
+      [`/tickets/.%2E/search?${tautology}`, 403],
+      [`/tickets/..%5csearch?${tautology}`, 400],
+      [`/tickets/./../search?${tautology}`, 403],
+    ] as const
   ) {
     const r = await rawSend(
       port,
@@ -96,7 +98,7 @@ Deno.test("an exception under a path prefix does not reach a path that only spel
       false,
     );
     const forwarded = up.seen.filter((e) => e.path.startsWith("/search"));
-    assertEquals([r.status, forwarded.length], [403, 0], target);
+    assertEquals([r.status, forwarded.length], [status, 0], target);
   }
 });
 

@@ -1,7 +1,8 @@
 /**
  * The Sites page's form as a new operator uses it in a real browser: a site created with only a
  * name, hosts and upstreams gets the protection level chosen at setup (the API's default for a
- * site created without one), not the first entry of the level list.
+ * site created without one), not the first entry of the level list; the upstream kind (how the
+ * upstream reads paths) is set in the form and saved.
  */
 import { assertEquals } from "../_helpers/assert.ts";
 import { ADMIN, createShopInForm, startConsoleKit } from "../_helpers/console.ts";
@@ -37,5 +38,33 @@ Deno.test({
   await admin.page.locator("form button[type=submit]").click();
   await admin.page.locator(".done").first().waitFor();
   assertEquals(server.dataPlane.sites.list()[0]?.level, "strict");
+  assertEquals(admin.problems, []);
+});
+
+Deno.test("the site form sets the upstream kind, and saving it keeps what was chosen", async () => {
+  await using up = startUpstream();
+  await using kit = await startConsoleKit();
+  if (!kit) return;
+  const { server } = kit;
+  const admin = await kit.signIn(ADMIN);
+  await admin.open("sites");
+  await admin.page.locator("button.new").click();
+  assertEquals(await admin.page.locator("#edit-upstream-kind").inputValue(), "generic");
+  await admin.page.locator("#edit-name").fill("shop");
+  await admin.page.locator("#edit-hosts").fill("shop.test");
+  await admin.page.locator("#edit-upstreams").fill(up.url);
+  await admin.page.locator("#edit-upstream-kind").selectOption("iis");
+  await admin.page.locator("form button[type=submit]").click();
+  await admin.page.locator("td", { hasText: "shop.test" }).waitFor();
+  assertEquals(server.dataPlane.sites.list()[0]?.upstream_kind, "iis");
+  assertEquals(server.dataPlane.policy.current.sites[0]?.upstreamKind, "iis");
+
+  await admin.page.locator("tr", { hasText: "shop.test" }).getByRole("button", { name: "Edit" })
+    .click();
+  assertEquals(await admin.page.locator("#edit-upstream-kind").inputValue(), "iis");
+  await admin.page.locator("#edit-upstream-kind").selectOption("java");
+  await admin.page.locator("form button[type=submit]").click();
+  await admin.page.locator(".done").first().waitFor();
+  assertEquals(server.dataPlane.sites.list()[0]?.upstream_kind, "java");
   assertEquals(admin.problems, []);
 });

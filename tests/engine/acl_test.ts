@@ -88,3 +88,48 @@ Deno.test("validateAclConditions() names the bad field with the engine's message
   });
   assertEquals(validateAclConditions({ header: { name: "x", pattern: "a" } }), undefined);
 });
+
+Deno.test("an ACL method condition sees the methods a request's overrides name", () => {
+  const block = compileAcl([rule({ conditions: { methods: ["DELETE"] } })]);
+  const form: [string, string] = ["content-type", "application/x-www-form-urlencoded"];
+  const overrides: Array<Partial<EngineRequest>> = [
+    { headers: [["x-http-method-override", "DELETE"]] },
+    { headers: [["x-http-method", "delete"]] },
+    { headers: [["x-method-override", " Delete "]] },
+    { query: "_method=DELETE" },
+    { headers: [form], body: new TextEncoder().encode("a=1&_method=DELETE") },
+  ];
+  for (const over of overrides) {
+    const v = view({ method: "POST", ...over });
+    assertEquals(block.evaluate(v, ip, "s").decisive?.id, "r", JSON.stringify(over.headers));
+  }
+  assertEquals(block.evaluate(view({ method: "POST" }), ip, "s").decisive, undefined);
+  // An allow rule holds only when every method the request names is allowed.
+  const allow = compileAcl([rule({ action: "allow", conditions: { methods: ["GET", "HEAD"] } })]);
+  assertEquals(allow.evaluate(view({ method: "GET" }), ip, "s").decisive?.id, "r");
+  const override = view({ method: "GET", headers: [["x-http-method-override", "PUT"]] });
+  assertEquals(allow.evaluate(override, ip, "s").decisive, undefined);
+});
+
+Deno.test("ACL path conditions judge the normalised path of the site's upstream kind", () => {
+  const acl = compileAcl([
+    rule({ id: "p", conditions: { path: { prefix: "/admin" } } }),
+    rule({ id: "x", conditions: { path: { regex: "^/Reports/[0-9]+$" } } }),
+  ]);
+  const at = (path: string, kind: "generic" | "nginx" | "iis" | "java" = "generic") =>
+    acl.evaluate(
+      new RequestView({ method: "GET", path, query: "", headers: [] }, "shop.test", kind),
+      ip,
+      "s",
+    ).decisive?.id;
+  for (const p of ["/x/../admin", "//admin", "/./admin", "/%2e/admin", "/%2fadmin", "/ADMIN"]) {
+    assertEquals(at(p), "p", p);
+  }
+  assertEquals(at("/ADMIN", "nginx"), undefined);
+  assertEquals(at("/x/..;/admin", "java"), "p");
+  assertEquals(at("/x/..;/admin", "nginx"), undefined);
+  assertEquals(at("/%5cadmin", "iis"), "p");
+  assertEquals(at("/REPORTS/12/"), "x", "a twin folds the pattern's capitals");
+  assertEquals(at("/reports/12", "nginx"), undefined);
+  acl.release();
+});

@@ -3,9 +3,14 @@ import { compileCustomRules, type CustomRule, validatePattern } from "../../engi
 import { compileRe2, requiredLiteral } from "../../engine/re2.ts";
 import { RequestView } from "../../engine/request_view.ts";
 import type { EngineRequest } from "../../engine/types.ts";
+import type { UpstreamKind } from "../../engine/path_normalize.ts";
 
-function view(over: Partial<EngineRequest> = {}): RequestView {
-  return new RequestView({ method: "GET", path: "/", query: "", headers: [], ...over }, "a.test");
+function view(over: Partial<EngineRequest> = {}, kind: UpstreamKind = "generic"): RequestView {
+  return new RequestView(
+    { method: "GET", path: "/", query: "", headers: [], ...over },
+    "a.test",
+    kind,
+  );
 }
 
 const rule = (over: Partial<CustomRule>): CustomRule => ({
@@ -78,9 +83,19 @@ Deno.test("custom rules run by priority; log rules record and the first block de
 
 Deno.test("custom rules honour case-insensitive matching when asked", () => {
   const compiled = compileCustomRules([rule({ pattern: "^/ADMIN", ignoreCase: true })]);
-  assertEquals(compiled.evaluate(view({ path: "/admin" }), "a").decisive?.id, "r1");
+  assertEquals(compiled.evaluate(view({ path: "/admin" }, "nginx"), "a").decisive?.id, "r1");
   const strict = compileCustomRules([rule({ pattern: "^/ADMIN" })]);
-  assertEquals(strict.evaluate(view({ path: "/admin" }), "a").decisive, undefined);
+  assertEquals(strict.evaluate(view({ path: "/admin" }, "nginx"), "a").decisive, undefined);
+  // Where the site's upstream folds case (IIS, Express, and `generic`, the union), a path rule
+  // compares case-insensitively whatever its flag: `/admin` is the same page as `/ADMIN` there.
+  for (const kind of ["iis", "node", "generic"] as const) {
+    assertEquals(strict.evaluate(view({ path: "/admin" }, kind), "a").decisive?.id, "r1", kind);
+    const lower = compileCustomRules([rule({ pattern: "^/admin$" })]);
+    assertEquals(lower.evaluate(view({ path: "/ADMIN" }, kind), "a").decisive?.id, "r1", kind);
+    lower.release();
+  }
+  compiled.release();
+  strict.release();
 });
 
 Deno.test("requiredLiteral() finds only literals every match must contain", () => {

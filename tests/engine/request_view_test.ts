@@ -1,5 +1,6 @@
 import { assertEquals } from "../_helpers/assert.ts";
 import { parsePairs, RequestView } from "../../engine/request_view.ts";
+import type { EngineRequest } from "../../engine/types.ts";
 
 const pairs = (text: string) => Array.from(new URLSearchParams(text), ([k, v]) => [k, v]);
 
@@ -63,4 +64,46 @@ Deno.test("parsePairs() reads a long run of value-less pairs followed by one wit
   assertEquals(got[0], ["a", ""]);
   assertEquals(got[20_000], ["b", "c"]);
   assertEquals(got, pairs(text));
+});
+
+Deno.test("RequestView.methods lists the request's method and every override, in capitals", () => {
+  const enc = new TextEncoder();
+  const at = (over: Partial<EngineRequest>) =>
+    new RequestView({ method: "post", path: "/", query: "", headers: [], ...over }, "a.test")
+      .methods;
+  assertEquals(at({}), ["POST"]);
+  assertEquals(
+    at({
+      headers: [["x-http-method-override", "put"], ["x-http-method", "PATCH"], [
+        "x-method-override",
+        "put",
+      ]],
+      query: "_method=delete",
+    }),
+    ["POST", "PUT", "PATCH", "DELETE"],
+  );
+  const multipart =
+    '--b\r\nContent-Disposition: form-data; name="_method"\r\n\r\nDELETE\r\n--b--\r\n';
+  assertEquals(
+    at({
+      headers: [["content-type", "multipart/form-data; boundary=b"]],
+      body: enc.encode(multipart),
+    }),
+    ["POST", "DELETE"],
+  );
+  assertEquals(
+    at({ headers: [["content-type", "application/json"]], body: enc.encode('{"_method":"PUT"}') }),
+    ["POST", "PUT"],
+  );
+  assertEquals(at({ headers: [["content-type", "text/plain"]], body: enc.encode("_method=PUT") }), [
+    "POST",
+  ]);
+});
+
+Deno.test("RequestView's path is the normalised path of the site's upstream kind", () => {
+  const v = (path: string, kind?: "iis") =>
+    new RequestView({ method: "GET", path, query: "", headers: [] }, "a.test", kind);
+  assertEquals(v("/x/.%2e/a//b/./c").path, "/a/b/c");
+  assertEquals(v("/%E0%A4%A/x").path, "/\u00e0\u00a4%A/x", "a broken escape stays as written");
+  assertEquals(v("/A\\B", "iis").normalPath.key, "/a/b");
 });

@@ -1,3 +1,4 @@
+import { normalizePath } from "../../../engine/path_normalize.ts";
 import { assertEquals } from "../../_helpers/assert.ts";
 import type { CompiledDiscovery } from "../../../mod/apisec/apisec_compile.ts";
 import { createApiSecRuntime } from "../../../mod/apisec/apisec_runtime.ts";
@@ -68,7 +69,13 @@ Deno.test("a route limit of N per window is N across workers sharing one state",
     })
   );
   const now = Date.UTC(2026, 0, 1);
-  const req = { siteId: "s", method: "POST", path: "/login", clientIp: "192.0.2.9", now };
+  const req = {
+    siteId: "s",
+    methods: ["POST"],
+    path: normalizePath("/login", "generic"),
+    clientIp: "192.0.2.9",
+    now,
+  };
   const kinds = Array.from({ length: 12 }, (_, i) => workers[i % 2]!.routeLimits(c, req).kind);
   assertEquals(kinds.filter((k) => k === "pass").length, 5, kinds.join(" "));
   c.holder.release();

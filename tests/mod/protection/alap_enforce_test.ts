@@ -1,4 +1,5 @@
 /** AlapEnforcer.apply(): what an exception drops at each level, and what still decides. */
+import { normalizePath } from "../../../engine/path_normalize.ts";
 import { assertEquals } from "../../_helpers/assert.ts";
 import { AlapEnforcer } from "../../../mod/protection/alap_enforce.ts";
 import type {
@@ -43,7 +44,11 @@ function run(
   const out = new AlapEnforcer({ now: () => 1000 }).apply(
     p,
     { id: site, level },
-    { path, chain: { add: (c, r, rule) => void chain.push([c, r, rule].join(":")) } },
+    {
+      path,
+      view: { normalPath: normalizePath(path, "generic") },
+      chain: { add: (c, r, rule) => void chain.push([c, r, rule].join(":")) },
+    },
     inspection(level, findings),
   );
   return { rule: out.blocking?.ruleId, chain };

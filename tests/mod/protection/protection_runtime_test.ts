@@ -1,3 +1,4 @@
+import { normalizePath } from "../../../engine/path_normalize.ts";
 import { assertEquals } from "../../_helpers/assert.ts";
 import { RequestView } from "../../../engine/request_view.ts";
 import { parseIp } from "../../../engine/ip_address.ts";
@@ -43,7 +44,7 @@ Deno.test("a verified crawler passes a bot policy that exempts verified bots; an
     rt.bot(p, request("66.249.66.1", ua, { verifiedBot: false }), c2)?.kind,
     "challenge",
   );
-  assertEquals(rt.wantsBotVerification(p, "s", "/"), true);
+  assertEquals(rt.wantsBotVerification(p, "s", normalizePath("/", "generic")), true);
 });
 
 Deno.test("a bot policy's rate threshold makes an ordinary browser suspicious once exceeded", () => {

@@ -45,6 +45,7 @@ Deno.test("POST /api/sites creates a site that serves traffic at once; GET lists
   assertMatch(site.id, /^[0-9a-f]{24}$/);
   assertEquals(site.mode, "block");
   assertEquals(site.level, "balanced");
+  assertEquals(site.upstream_kind, "generic");
   const proxied = await hostFetch(`${s.dataUrl}/`, "shop.test");
   assertEquals(proxied.status, 200);
   await proxied.body?.cancel();
@@ -68,9 +69,11 @@ Deno.test("PUT and DELETE /api/sites/{id} change the running data plane without 
     hosts: ["shop.test"],
     upstreams: [up.url],
     mode: "monitor",
+    upstream_kind: "iis",
   });
   assertEquals(put.status, 200);
-  assertEquals((await put.json()).mode, "monitor");
+  const changed = await put.json();
+  assertEquals([changed.mode, changed.upstream_kind], ["monitor", "iis"]);
   const logged = await hostFetch(`${s.dataUrl}/?id=1%27%20or%201=1--`, "shop.test");
   assertEquals(logged.status, 200);
   await logged.body?.cancel();
@@ -91,6 +94,15 @@ Deno.test("a bad site is refused with 400 naming the field", async () => {
       [{ name: "a", hosts: [], upstreams: ["http://127.0.0.1:1"] }, "hosts"],
       [{ name: "a", hosts: ["a.test"], upstreams: ["http://127.0.0.1:1"], mode: "x" }, "mode"],
       [{ hosts: ["a.test"], upstreams: ["http://127.0.0.1:1"] }, "name"],
+      [
+        {
+          name: "a",
+          hosts: ["a.test"],
+          upstreams: ["http://127.0.0.1:1"],
+          upstream_kind: "tomcat",
+        },
+        "upstream_kind",
+      ],
     ] as const
   ) {
     const r = await call("POST", "/api/sites", body);
