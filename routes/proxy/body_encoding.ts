@@ -14,6 +14,7 @@ import {
 } from "node:zlib";
 import type { Finding } from "../../engine/types.ts";
 import { confidenceOf } from "../../engine/make_finding.ts";
+import { bodyCharset } from "../../engine/charset.ts";
 import { concatChunks } from "./http1_parse.ts";
 
 /** What the inspection sees of an encoded body. */
@@ -283,5 +284,31 @@ function undecodable(ruleId: string, value: string): DecodedBody {
       evidence: value.slice(0, 120),
       ruleId,
     },
+  };
+}
+
+const MULTIPART = /^\s*multipart\//i;
+/** A body the engine cannot read is one it cannot vouch for: as sure as an undecodable coding. */
+const CHARSET_SCORE = 92;
+
+/**
+ * A text body declaring a charset the engine cannot decode (`protocol.unsupported_charset`), or
+ * undefined. Every body but a multipart one is read as text in its declared charset (a multipart
+ * body's parts declare their own), so an upstream that honours `charset=ibm1047` would read what
+ * the engine judged as UTF-8 as something else (docs/data-plane.md, "Request bodies and
+ * encodings").
+ *
+ * @param contentType the Content-Type header as received, if any
+ */
+export function unsupportedCharset(contentType: string | undefined): Finding | undefined {
+  if (contentType === undefined || MULTIPART.test(contentType)) return undefined;
+  if (bodyCharset(contentType).kind !== "unknown") return undefined;
+  return {
+    class: "request-smuggling",
+    confidence: confidenceOf(CHARSET_SCORE),
+    score: CHARSET_SCORE,
+    location: "header:content-type",
+    evidence: contentType.slice(0, 120),
+    ruleId: "protocol.unsupported_charset",
   };
 }

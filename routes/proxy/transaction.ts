@@ -83,6 +83,7 @@ import {
   isEncrypted,
   isIdentity,
   sentText,
+  unsupportedCharset,
 } from "./body_encoding.ts";
 import {
   badGatewayPage,
@@ -95,6 +96,7 @@ import {
   tooLargePage,
   unauthorizedPage,
   unreadableBodyPage,
+  unsupportedCharsetPage,
 } from "./status_page.ts";
 import {
   isTimeout,
@@ -185,7 +187,10 @@ export function headerChecks(
 
 function findingRecord(inspection: Inspection): FindingRecord | null {
   const f = inspection.blocking ?? inspection.findings[0];
-  if (!f) return null;
+  return f ? recordOf(f) : null;
+}
+
+function recordOf(f: Finding): FindingRecord {
   return {
     class: f.class,
     confidence: f.confidence,
@@ -549,6 +554,10 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
       ? plan.prefix.subarray(0, site.inspectBodyBytes)
       : undefined;
     this.#request.body = body;
+    if (body !== undefined) {
+      const refused = this.charsetCheck(site);
+      if (refused !== undefined) return refused;
+    }
     // An encoded body is judged decoded (the upstream still gets the bytes as sent).
     const coding = body === undefined ? undefined : this.view.header("content-encoding");
     if (coding !== undefined && !isIdentity(coding) && !isEncrypted(coding)) {
@@ -558,6 +567,27 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
       });
     }
     return this.bodyRules(site, plan);
+  }
+
+  /**
+   * A text body in a charset the engine cannot decode: refused with 400 at `balanced` and
+   * `strict` (the engine would judge bytes the upstream reads as other text); logged at `low` and
+   * on a monitored site, where the body is judged as UTF-8.
+   */
+  private charsetCheck(site: CompiledSite): Response | undefined {
+    const finding = unsupportedCharset(this.view.header("content-type"));
+    if (finding === undefined) return undefined;
+    const { record, chain } = this;
+    record.findings++;
+    record.finding = recordOf(finding);
+    if (site.mode === "block" && site.level !== "low") {
+      chain.add("body", "charset", finding.ruleId);
+      record.action = "block";
+      return unsupportedCharsetPage(this.req, record.trace_id);
+    }
+    chain.add("body", "charset", finding.ruleId);
+    record.action = "log";
+    return undefined;
   }
 
   /**
