@@ -29,7 +29,8 @@ import { bodyCharset, type Charset } from "./charset.ts";
 const BOUNDARY = /boundary=(?:"([^"]+)"|([^\s;]+))/gi;
 const MAX_BOUNDARIES = 4;
 
-function boundariesOf(contentType: string): string[] {
+/** The boundaries a multipart content type names, in the order a server may take them. */
+export function boundariesOf(contentType: string): string[] {
   const out: string[] = [];
   for (const m of contentType.matchAll(BOUNDARY)) {
     const boundary = m[1] ?? m[2] ?? "";

@@ -35,3 +35,34 @@ Deno.test("a site created in the console gets the level chosen at setup", async 
   assertEquals(server.dataPlane.sites.list()[0]?.level, "strict");
   assertEquals(admin.problems, []);
 });
+
+Deno.test("the site form sets and clears what happens to a body past what is judged", async () => {
+  await using up = startUpstream();
+  await using kit = await startConsoleKit();
+  if (!kit) return;
+  const { server } = kit;
+  const admin = await kit.signIn(ADMIN);
+  await createShopInForm(admin, up.url);
+  assertEquals(server.dataPlane.sites.list()[0]?.oversize_action, null);
+
+  const edit = () =>
+    admin.page.locator("tr", { hasText: "shop.test" }).getByRole("button", { name: "Edit" })
+      .click();
+  const save = async () => {
+    await admin.page.locator("form button[type=submit]").click();
+    await admin.page.locator(".done").first().waitFor();
+  };
+  await edit();
+  // A new site shows the level's default.
+  assertEquals(await admin.page.locator("#edit-oversize-action").inputValue(), "");
+  await admin.page.locator("#edit-oversize-action").selectOption("log");
+  await save();
+  assertEquals(server.dataPlane.sites.list()[0]?.oversize_action, "log");
+
+  await edit();
+  assertEquals(await admin.page.locator("#edit-oversize-action").inputValue(), "log");
+  await admin.page.locator("#edit-oversize-action").selectOption("");
+  await save();
+  assertEquals(server.dataPlane.sites.list()[0]?.oversize_action, null);
+  assertEquals(admin.problems, []);
+});
