@@ -11,13 +11,30 @@ import { startUpstream } from "../_helpers/upstream.ts";
 /** README's attack example ("403 + traceId"): blocked at `balanced`, passed at `low`. */
 const README_ATTACK = "/products?id=1'%20or%201=1--";
 
-Deno.test("a site created in the console gets the level chosen at setup", async () => {
-  await using up = startUpstream();
-  await using kit = await startConsoleKit();
-  if (!kit) return;
-  const { server } = kit;
+/** An upstream and the console with `shop` created in its form; undefined without a browser. */
+async function shopInConsole() {
+  const up = startUpstream();
+  const kit = await startConsoleKit();
+  if (!kit) {
+    await up[Symbol.asyncDispose]();
+    return undefined;
+  }
   const admin = await kit.signIn(ADMIN);
   await createShopInForm(admin, up.url);
+  return {
+    server: kit.server,
+    admin,
+    async [Symbol.asyncDispose]() {
+      await kit[Symbol.asyncDispose]();
+      await up[Symbol.asyncDispose]();
+    },
+  };
+}
+
+Deno.test("a site created in the console gets the level chosen at setup", async () => {
+  await using shop = await shopInConsole();
+  if (!shop) return;
+  const { server, admin } = shop;
 
   const [site] = server.dataPlane.sites.list();
   assertEquals(server.dataPlane.sites.defaultLevel(), "balanced");
@@ -37,12 +54,9 @@ Deno.test("a site created in the console gets the level chosen at setup", async 
 });
 
 Deno.test("the site form sets and clears what happens to a body past what is judged", async () => {
-  await using up = startUpstream();
-  await using kit = await startConsoleKit();
-  if (!kit) return;
-  const { server } = kit;
-  const admin = await kit.signIn(ADMIN);
-  await createShopInForm(admin, up.url);
+  await using shop = await shopInConsole();
+  if (!shop) return;
+  const { server, admin } = shop;
   assertEquals(server.dataPlane.sites.list()[0]?.oversize_action, null);
 
   const edit = () =>

@@ -7,6 +7,7 @@ import { assertEquals } from "../../_helpers/assert.ts";
 import { hostFetch } from "../../_helpers/data_client.ts";
 import { startTestServer, type TestServer } from "../../_helpers/server.ts";
 import { siteInput, SYSTEM } from "../../_helpers/sites.ts";
+import { byteUpstream } from "../../_helpers/byte_upstream.ts";
 import IBM037 from "../../../engine/charset_tables/ibm037.json" with { type: "json" };
 
 const ATTACK = "q=1' UNION SELECT username,password FROM users--&page=1";
@@ -20,20 +21,6 @@ function ibm037(text: string): Uint8Array {
 
 function utf16be(text: string): Uint8Array {
   return Uint8Array.from(Array.from(text).flatMap((c) => [0, c.charCodeAt(0)]));
-}
-
-/** An upstream that keeps every request body's exact bytes. */
-function byteUpstream() {
-  const seen: Uint8Array[] = [];
-  const server = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen() {} }, async (req) => {
-    seen.push(new Uint8Array(await req.arrayBuffer()));
-    return new Response("ok");
-  });
-  return {
-    url: `http://127.0.0.1:${server.addr.port}`,
-    seen,
-    [Symbol.asyncDispose]: () => server.shutdown(),
-  };
 }
 
 async function post(s: TestServer, body: Uint8Array, type: string) {

@@ -10,6 +10,7 @@ import { apiFor } from "../../_helpers/protection.ts";
 import { denoJson } from "../../_helpers/process.ts";
 import { startTestServer, type TestServer } from "../../_helpers/server.ts";
 import { siteInput, SYSTEM } from "../../_helpers/sites.ts";
+import { chunked } from "../../_helpers/byte_upstream.ts";
 
 const ATTACK_JSON = JSON.stringify({ q: "1 union select password from users" });
 const BENIGN_JSON = JSON.stringify({ q: "blue running shoes", page: 2 });
@@ -199,18 +200,6 @@ Deno.test("corrupt data, stacked and unknown codings are blocked at balanced, lo
   });
   assertEquals(raw.status, 403);
 });
-
-/** A chunked request body: the pieces of `bytes`, `size` bytes each. */
-function chunked(bytes: Uint8Array, size: number): ReadableStream<Uint8Array> {
-  let at = 0;
-  return new ReadableStream({
-    pull(c) {
-      if (at >= bytes.length) return c.close();
-      c.enqueue(bytes.slice(at, at + size));
-      at += size;
-    },
-  });
-}
 
 Deno.test("a chunked gzip body longer than the inspected prefix: its decoded prefix is judged", async () => {
   const { up, s } = await setup({ inspect_body_bytes: 4096 });

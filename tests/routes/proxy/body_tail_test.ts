@@ -11,6 +11,7 @@ import { hostFetch } from "../../_helpers/data_client.ts";
 import { startRawUpstream } from "../../_helpers/raw_upstream.ts";
 import { startTestServer, type TestServer } from "../../_helpers/server.ts";
 import { siteInput, SYSTEM } from "../../_helpers/sites.ts";
+import { byteUpstream, chunked } from "../../_helpers/byte_upstream.ts";
 import { TailJudge } from "../../../routes/proxy/body_tail.ts";
 
 const FORM = "application/x-www-form-urlencoded";
@@ -28,20 +29,6 @@ function rawUpstream() {
   });
 }
 
-/** An upstream that keeps every request body's exact bytes. */
-function byteUpstream() {
-  const seen: Uint8Array[] = [];
-  const server = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen() {} }, async (req) => {
-    seen.push(new Uint8Array(await req.arrayBuffer()));
-    return new Response("ok");
-  });
-  return {
-    url: `http://127.0.0.1:${server.addr.port}`,
-    seen,
-    [Symbol.asyncDispose]: () => server.shutdown(),
-  };
-}
-
 async function post(
   s: TestServer,
   body: BodyInit,
@@ -57,18 +44,6 @@ async function post(
     chain: Array<{ check: string; result: string; detail?: string }>;
   };
   return { status: r.status, record };
-}
-
-/** A chunked body of `bytes` in pieces of `size`. */
-function chunked(bytes: Uint8Array, size: number): ReadableStream<Uint8Array> {
-  let at = 0;
-  return new ReadableStream({
-    pull(c) {
-      if (at >= bytes.length) return c.close();
-      c.enqueue(bytes.slice(at, at + size));
-      at += size;
-    },
-  });
 }
 
 const tailEntry = (r: { record: { chain: Array<{ check: string; result: string }> } }) =>
