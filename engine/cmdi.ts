@@ -15,6 +15,7 @@ import {
   COMMANDS,
   FILE_COMMANDS,
   META_COMMANDS,
+  NETWORK_COMMANDS,
   RUNNER_COMMANDS,
   SUBCOMMANDS,
 } from "./shell_commands.ts";
@@ -88,6 +89,21 @@ const DIGIT = /^\d/;
 /** A mode `chmod` takes: `+x`, `u+rwx`, `755`, `4755`. */
 const CHMOD_MODE = /^(?:[ugoa]*[-+=][rwxXst]+|[0-7]{3,4})$/;
 
+/** A dotted host name (`evil.test`, `x.oast.site`): what a network command is pointed at. */
+const HOST_NAME = /^(?:[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?\.)+[a-z][a-z0-9-]{0,62}\.?$/;
+
+/**
+ * An arithmetic expansion (`$((1+1))`, `$((7*7))`): numbers or names joined by operators and
+ * closed by `))` right after them. Only a shell reads it (inside a double-quoted argument too),
+ * and what it computes shows up in the answer, which is what a probe wants to see; a price in
+ * parentheses (`$((5+3)*2)`, `$((10))`) has no operator before its first `)` or none at all.
+ */
+const ARITHMETIC =
+  /\$\(\(\s*[-+~!]?\s*(?:\d+|[a-z_]\w*)(?:\s*(?:\*\*|<<|>>|[-+*\/%^&|])\s*[-+~!]?\s*(?:\d+|[a-z_]\w*))+\s*\)\)/i;
+
+/** An arithmetic expansion alone: high, since nothing but a shell (or a probe of one) writes it. */
+const ARITHMETIC_SCORE = 72;
+
 /** An absolute, drive or variable path as first argument (`cat /etc/x`, `dir c:\`). */
 const PATH_ARG = /^(?:\/|[a-z]:|%[a-z_]+%|~\/)/;
 
@@ -135,6 +151,7 @@ function argStrength(arg: string, command: string): number {
   if (/^\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?$/.test(arg)) return 2;
   const sub = SUBCOMMANDS.get(command);
   if (sub !== undefined && sub.has(arg)) return 2;
+  if (NETWORK_COMMANDS.has(command) && HOST_NAME.test(arg)) return 2;
   if (/^\d+(?:\.\d+)?[smhd]?$/.test(arg)) return 1;
   if (c0 === 39 || c0 === 34) return 1;
   if (FILE_COMMANDS.has(command) && /^[\w.-]+\.[a-z0-9]{1,5}$/.test(arg)) return 1;
@@ -162,7 +179,8 @@ function readWord(
       const globbed = GLOB.test(word) ? commandMatching(last) : undefined;
       return globbed === undefined ? undefined : { name: globbed, end, path: true };
     }
-    word = last;
+    // `/bin/c?t`: a wildcard in the program's own name is expanded the same way.
+    word = GLOB.test(last) ? commandMatching(last) ?? last : last;
   }
   if (word.endsWith(".exe")) word = word.slice(0, -4);
   return { name: word, end, path: slash >= 0 };
@@ -289,6 +307,12 @@ function judgeCommand(s: string, from: number, ctx: Context): number {
   }
   if (word.name === "echo" || word.name === "printf") {
     if (REDIRECT.test(s.slice(word.end))) return 90;
+    // `; echo $((1+1))`: a computed answer is what a blind probe looks for.
+    if (
+      (ctx === "strong" || ctx === "subst") && ARITHMETIC.test(s.slice(word.end, word.end + 256))
+    ) {
+      return 85;
+    }
     // `$(printf '...'|rev)`: output computed inside a substitution is a command line.
     if (ctx === "subst" && (closed || s.charCodeAt(segEnd) === 124)) return 85;
     return ctx === "strong" || ctx === "subst" ? 60 : 20;
@@ -382,6 +406,13 @@ export function cmdi(value: DetectorInput): Finding | undefined {
     const ifs = IFS_TRICK.exec(text);
     if (ifs !== null) {
       best = stronger(best, makeFinding(value, "rce", 88, "cmdi.ifs_obfuscation", text, ifs.index));
+    }
+    const arithmetic = text.indexOf("$((") >= 0 ? ARITHMETIC.exec(text) : null;
+    if (arithmetic !== null) {
+      best = stronger(
+        best,
+        makeFinding(value, "rce", ARITHMETIC_SCORE, "cmdi.arithmetic", text, arithmetic.index),
+      );
     }
   }
   if (!SEPARATOR.test(text)) {

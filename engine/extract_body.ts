@@ -18,6 +18,7 @@ import { readXml } from "./xml_reader.ts";
 import { graphqlStrings } from "./graphql.ts";
 import { percentDecode } from "./normalize.ts";
 import { ArrayPath } from "./array_path.ts";
+import { bodyCharset, type Charset } from "./charset.ts";
 
 /**
  * Every boundary a server may read from a content type: parsers take the first `boundary`
@@ -28,7 +29,8 @@ import { ArrayPath } from "./array_path.ts";
 const BOUNDARY = /boundary=(?:"([^"]+)"|([^\s;]+))/gi;
 const MAX_BOUNDARIES = 4;
 
-function boundariesOf(contentType: string): string[] {
+/** The boundaries a multipart content type names, in the order a server may take them. */
+export function boundariesOf(contentType: string): string[] {
   const out: string[] = [];
   for (const m of contentType.matchAll(BOUNDARY)) {
     const boundary = m[1] ?? m[2] ?? "";
@@ -72,14 +74,68 @@ export function addBody(body: Uint8Array, ctx: BodyContext): void {
       return;
     }
   }
-  const text = UTF8.decode(body);
+  const charset = bodyCharset(ctx.contentType);
+  const text = charset.kind === "charset" ? charset.charset.decode(body) : UTF8.decode(body);
   const before = out.length;
   addText(text, type, "", ctx);
+  if (charset.kind === "charset" && type.includes("x-www-form-urlencoded")) {
+    addCharsetForm(out, body, charset.charset);
+  }
   if (out.length >= MAX_INPUTS) {
     // More values than inputs: judge the whole text too, in place of the last ones.
     out.length = Math.max(before, MAX_INPUTS - 1);
     push(out, "body", "", text);
   }
+}
+
+/** A form body that is all printable ASCII: percent escapes, `+`, `&` and `=` as they look. */
+const ASCII_FORM = /^[\x20-\x7e\t\r\n]*$/;
+
+/**
+ * A form in a declared charset, as ASP.NET and Java servlets read it: split at the ASCII `&` and
+ * `=`, each name and value percent-decoded to bytes and those decoded by the charset, so
+ * `q=%00%31%00%27...` under `charset=utf-16` is `q=1'...` to the application. Only pairs whose
+ * reading differs from the UTF-8 one the normaliser makes are added.
+ */
+function addCharsetForm(out: Input[], body: Uint8Array, charset: Charset): void {
+  const raw = latin1(body);
+  if (raw.indexOf("%") < 0 || !ASCII_FORM.test(raw)) return;
+  for (const pair of raw.split("&")) {
+    if (pair.indexOf("%") < 0) continue;
+    const eq = pair.indexOf("=");
+    const rawName = eq < 0 ? pair : pair.slice(0, eq);
+    const rawValue = eq < 0 ? "" : pair.slice(eq + 1);
+    // A name without escapes is named as it reads, whatever its bytes mean in the charset.
+    const escaped = rawName.indexOf("%") >= 0;
+    const name = escaped ? charset.decode(formBytes(rawName)) : rawName;
+    const value = charset.decode(formBytes(rawValue));
+    if (value !== percentDecode(rawValue, true) && !push(out, "form", name, value)) return;
+    if (escaped && name !== percentDecode(rawName, true) && !isPlainSegment(name)) {
+      if (!push(out, "form_name", name, name)) return;
+    }
+  }
+}
+
+/** One form component's bytes: `+` a space, `%XX` a byte, anything else as it is. */
+function formBytes(text: string): Uint8Array {
+  const bytes = new Uint8Array(text.length);
+  let n = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    const hi = c === 0x25 ? hexDigit(text.charCodeAt(i + 1)) : -1;
+    const lo = hi < 0 ? -1 : hexDigit(text.charCodeAt(i + 2));
+    if (lo >= 0) {
+      bytes[n++] = hi * 16 + lo;
+      i += 2;
+    } else bytes[n++] = c === 0x2b ? 0x20 : c;
+  }
+  return bytes.subarray(0, n);
+}
+
+function hexDigit(c: number): number {
+  if (c >= 48 && c <= 57) return c - 48;
+  const lower = c | 0x20;
+  return lower >= 97 && lower <= 102 ? lower - 87 : -1;
 }
 
 /** Reads one text by its content type (or its shape when the type says nothing). */
@@ -179,10 +235,14 @@ function addMultipart(body: string, boundary: string, ctx: BodyContext): void {
     // Only an uploaded file is skipped as binary: any other part is a form value to some
     // framework (`filename=""` is one to Go and ASP.NET), and control bytes before a payload
     // (`\x01` x 30, `'\0 or 1=1--`) do not keep an application from reading it as text.
-    if (part.file && !isText(part.value)) continue;
-    const value = utf8FromLatin1(
-      quotedPrintable(part) ? decodeQuotedPrintable(part.value) : part.value,
-    );
+    const content = quotedPrintable(part) ? decodeQuotedPrintable(part.value) : part.value;
+    // A part in a declared charset (`text/plain; charset=utf-16`) is read in it, text or not.
+    const charset = part.contentType === "" ? undefined : bodyCharset(part.contentType);
+    const declared = charset?.kind === "charset"
+      ? charset.charset.decode(bytesOfLatin1(content))
+      : undefined;
+    if (part.file && !isText(declared ?? part.value)) continue;
+    const value = declared ?? UTF8.decode(bytesOfLatin1(content));
     if (part.file && !DATA_TYPE.test(part.contentType)) {
       // An uploaded file is the user's document, not a value the application reads: it is
       // judged whole, for what a server runs or a browser renders (see inspect.ts).
@@ -256,10 +316,10 @@ function latin1(bytes: Uint8Array): string {
   return out;
 }
 
-function utf8FromLatin1(s: string): string {
+function bytesOfLatin1(s: string): Uint8Array {
   const bytes = new Uint8Array(s.length);
   for (let i = 0; i < s.length; i++) bytes[i] = s.charCodeAt(i);
-  return UTF8.decode(bytes);
+  return bytes;
 }
 
 /**

@@ -72,6 +72,42 @@ export function addPairs(out: Input[], text: string, source: "query" | "form"): 
     push(out, source, safeDecodeName(name), value);
   }
   addArrayParams(out, from);
+  addJoinedRepeats(out, from, source);
+}
+
+/** Values one joined repeat gathers at most (ASP.NET joins them all; the rest is padding). */
+const MAX_JOINED_VALUES = 64;
+
+/**
+ * ASP.NET reads a repeated parameter as one value, its values joined by `,`
+ * (`Request.QueryString["q"]`, `Request.Form["q"]`): a comment opened in one value and closed in
+ * the next (`q=1' union/*&q=*` + `/select ...`) reaches the application as one statement whose
+ * comment holds only the comma. Each name given more than once is judged once more that way.
+ *
+ * @param out the inputs collected so far
+ * @param from the first input of the parameters
+ * @param source `query` or `form`
+ */
+function addJoinedRepeats(out: Input[], from: number, source: "query" | "form"): void {
+  const end = out.length;
+  let seen: Set<string> | undefined;
+  let repeated: Set<string> | undefined;
+  for (let i = from; i < end; i++) {
+    const input = out[i]!;
+    if (input.source !== source) continue;
+    seen ??= new Set();
+    if (seen.has(input.name)) (repeated ??= new Set()).add(input.name);
+    else seen.add(input.name);
+  }
+  if (repeated === undefined) return;
+  for (const name of repeated) {
+    const values: string[] = [];
+    for (let i = from; i < end && values.length < MAX_JOINED_VALUES; i++) {
+      const input = out[i]!;
+      if (input.source === source && input.name === name) values.push(input.value);
+    }
+    if (!push(out, source, name, values.join(","))) return;
+  }
 }
 
 /** A piece that can only be the rest of the previous value: no `=`, and not a plain flag. */

@@ -16,6 +16,8 @@ export type * from "./types.ts";
 export { ATTACK_CLASSES } from "./types.ts";
 export { BLOCKING_BAND, DEFAULT_BUDGET, inspect, InspectionRun } from "./inspect.ts";
 export { extract } from "./extract.ts";
+export { BodyTail, MAX_JUDGED_BODY, TAIL_WINDOW } from "./body_tail.ts";
+export { bodyCharset, decodeBodyText } from "./charset.ts";
 export { normalize } from "./normalize.ts";
 export { sqli } from "./sqli.ts";
 export { xss } from "./xss.ts";

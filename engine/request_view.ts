@@ -13,8 +13,7 @@ import {
 } from "./path_normalize.ts";
 import { percentDecode } from "./normalize.ts";
 import type { EngineRequest } from "./types.ts";
-
-const UTF8 = new TextDecoder("utf-8", { fatal: false });
+import { decodeBodyText } from "./charset.ts";
 const FORM = /^application\/x-www-form-urlencoded\b/i;
 const MULTIPART = /^multipart\/form-data\b/i;
 const JSON_TYPE = /^application\/([a-z0-9.+-]*\+)?json\b/i;
@@ -200,8 +199,10 @@ export class RequestView {
     return this.#cookies = parts.join("; ");
   }
 
-  /** The inspected body prefix as UTF-8 text (empty without a body). */
+  /** The inspected body prefix as text, in its declared charset or UTF-8 (empty without one). */
   get body(): string {
-    return this.#body ??= this.req.body ? UTF8.decode(this.req.body) : "";
+    return this.#body ??= this.req.body
+      ? decodeBodyText(this.req.body, this.header("content-type") ?? "")
+      : "";
   }
 }

@@ -251,6 +251,32 @@ export const SUBCOMMANDS: ReadonlyMap<string, ReadonlySet<string>> = new Map([
   ["netsh", new Set(["firewall", "advfirewall", "interface", "wlan", "winhttp", "http"])],
 ]);
 
+/**
+ * Commands that reach out over the network: a host name as their argument (`nslookup evil.test`,
+ * `curl x.oast.site`) is how an injection reports back to the attacker (out-of-band exfiltration).
+ */
+export const NETWORK_COMMANDS: ReadonlySet<string> = new Set([
+  "nslookup",
+  "dig",
+  "host",
+  "ping",
+  "curl",
+  "wget",
+  "nc",
+  "ncat",
+  "netcat",
+  "socat",
+  "telnet",
+  "ssh",
+  "scp",
+  "sftp",
+  "ftp",
+  "tftp",
+  "whois",
+  "traceroute",
+  "tracert",
+]);
+
 /** Commands whose natural argument is a file name, so `cat flag.txt` is command-shaped. */
 export const FILE_COMMANDS: ReadonlySet<string> = new Set([
   "cat",

@@ -183,7 +183,30 @@ function lonePredicate(scan: RuleScan, i: number): void {
     (after.kind === "word" && CLAUSE_ENDS.has(after.text));
   // A line comment that ends the value cuts off the rest of the statement.
   const truncated = tokens[tokens.length - 1]?.kind === "comment" && o.end < tokens.length;
-  if (ends || tokens[o.end]?.kind === "comment") scan.hit("condition", i, truncated ? 10 : 0);
+  if (!ends && tokens[o.end]?.kind !== "comment") return;
+  if (numericTautology(scan, i, o.end)) scan.hit("tautology", i);
+  else scan.hit("condition", i, truncated ? 10 : 0);
+}
+
+/**
+ * `1 or true`, `1 OR 1`, `1 xor 1` in numeric context (`WHERE id = <value>`): `=` binds tighter
+ * than OR and XOR, so the literal decides the condition for every row (OR with a true literal
+ * selects all of them, XOR with any literal flips or keeps the comparison). OR counts only with
+ * `true` or the same number as on its left: `4 or 5` is also someone's answer to "how many?".
+ */
+function numericTautology(scan: RuleScan, i: number, end: number): boolean {
+  const { tokens } = scan;
+  const left = tokens[i - 1];
+  const op = tokens[i]!.text;
+  if (scan.strength !== "code" || left?.kind !== "num" || (op !== "or" && op !== "xor")) {
+    return false;
+  }
+  const start = skipComments(tokens, i + 1);
+  const right = tokens[start];
+  if (end - start !== 1 || right === undefined) return false;
+  const value = right.kind === "num" ? right.text : right.kind === "word" ? right.text : "";
+  if (op === "xor") return value === "true" || value === "false" || right.kind === "num";
+  return value === "true" || (right.kind === "num" && Number(value) === Number(left.text));
 }
 
 /** A string literal that SQL's numeric conversion reads as a non-zero number. */

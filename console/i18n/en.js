@@ -142,7 +142,15 @@ export default {
   "sites.tls_key": "TLS private key (PEM)",
   "sites.tls_key_hint": "Needed with a new certificate; leave empty to keep the stored key.",
   "sites.max_body": "Largest request body (bytes)",
-  "sites.inspect_body": "Body bytes inspected",
+  "sites.inspect_body": "Body bytes read whole (the rest is judged as it streams)",
+  "sites.oversize": "Body past what is judged",
+  "sites.oversize_hint":
+    "The engine judges a body up to the largest body (32 MiB at most; a decoded body up to the largest body once decoded). Past that: block (413), log, or pass.",
+  "sites.oversize_default":
+    "default (strict: block; balanced: block decoded bodies, log others; low: log)",
+  "sites.oversize_block": "block",
+  "sites.oversize_log": "log",
+  "sites.oversize_pass": "pass",
   "sites.connect_ms": "Upstream connect timeout (ms)",
   "sites.response_ms": "Upstream response timeout (ms)",
   "sites.trusted_proxies": "Trusted proxies",

@@ -135,7 +135,15 @@ export default {
   "sites.tls_key": "TLS 私钥（PEM）",
   "sites.tls_key_hint": "更换证书时需要；留空则保留已存储的私钥。",
   "sites.max_body": "最大请求体（字节）",
-  "sites.inspect_body": "检测的请求体字节数",
+  "sites.inspect_body": "整体读取检测的请求体字节数（其余部分在转发时分段检测）",
+  "sites.oversize": "超出检测范围的请求体",
+  "sites.oversize_hint":
+    "引擎检测请求体直到最大请求体（最多 32 MiB；解压后的请求体检测到解压后达到最大请求体）。超出部分：拦截（413）、记录或放行。",
+  "sites.oversize_default":
+    "默认（strict：拦截；balanced：拦截解压后的请求体，其余记录；low：记录）",
+  "sites.oversize_block": "拦截",
+  "sites.oversize_log": "记录",
+  "sites.oversize_pass": "放行",
   "sites.connect_ms": "上游连接超时（毫秒）",
   "sites.response_ms": "上游响应超时（毫秒）",
   "sites.trusted_proxies": "受信任的代理",

@@ -59,6 +59,17 @@ const FIELDS = [
   },
   { name: "max_body_bytes", label: "sites.max_body", type: "number" },
   { name: "inspect_body_bytes", label: "sites.inspect_body", type: "number" },
+  {
+    // What happens past what the engine judges; "" sends none: the level's default.
+    name: "oversize_action",
+    label: "sites.oversize",
+    type: "select",
+    hint: "sites.oversize_hint",
+    options: [
+      { value: "", label: "sites.oversize_default" },
+      ...opts("sites.oversize_", ["block", "log", "pass"]),
+    ],
+  },
   { name: "timeouts.connect_ms", label: "sites.connect_ms", type: "number" },
   { name: "timeouts.response_ms", label: "sites.response_ms", type: "number" },
   {

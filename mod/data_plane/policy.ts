@@ -11,6 +11,7 @@ import type { CompiledApiSec } from "../apisec/apisec_compile.ts";
 import type { Clock } from "../core/clock.ts";
 import type { CompiledProtection } from "../protection/protection_compile.ts";
 import type { Site, StoredSiteRow } from "./site_schema.ts";
+import { MAX_JUDGED_BODY } from "../../engine/body_tail.ts";
 import { siteFromRow } from "./site_schema.ts";
 import { type SiteCounters, SiteCounterSet } from "./site_counters.ts";
 import { compileTrustedProxies, type TrustedProxies } from "./trusted_proxies.ts";
@@ -23,6 +24,7 @@ import {
 
 export type Mode = Site["mode"];
 export type Level = Site["level"];
+export type OversizeAction = NonNullable<Site["oversize_action"]>;
 
 export interface CompiledSite {
   readonly id: string;
@@ -34,6 +36,10 @@ export interface CompiledSite {
   readonly upstreamKind: UpstreamKind;
   readonly maxBodyBytes: number;
   readonly inspectBodyBytes: number;
+  /** The most of a body (or of its decoded text) judged as it streams. */
+  readonly judgeBodyBytes: number;
+  /** What happens past `judgeBodyBytes`, for a body as sent and for a decoded one. */
+  readonly oversize: { readonly plain: OversizeAction; readonly decoded: OversizeAction };
   readonly connectTimeoutMs: number;
   readonly responseTimeoutMs: number;
   readonly pool: UpstreamPool;
@@ -120,6 +126,8 @@ function compileChangedSite(
     upstreamKind: site.upstream_kind,
     maxBodyBytes: site.max_body_bytes,
     inspectBodyBytes: Math.min(site.inspect_body_bytes, site.max_body_bytes),
+    judgeBodyBytes: Math.min(site.max_body_bytes, MAX_JUDGED_BODY),
+    oversize: oversizeOf(site),
     connectTimeoutMs: site.timeouts.connect_ms,
     responseTimeoutMs: site.timeouts.response_ms,
     pool: samePool
@@ -129,6 +137,17 @@ function compileChangedSite(
     tls: site.tls,
     counters: options.counters!.forSite(site.id, site.name),
   };
+}
+
+/**
+ * A site's oversize action, or its level's default: a decoded body past the limit is blocked from
+ * `balanced` on (a few bytes on the wire can decode to any size), a plain one is logged there.
+ */
+function oversizeOf(site: Site): CompiledSite["oversize"] {
+  const chosen = site.oversize_action;
+  if (chosen !== null) return { plain: chosen, decoded: chosen };
+  if (site.level === "strict") return { plain: "block", decoded: "block" };
+  return { plain: "log", decoded: site.level === "balanced" ? "block" : "log" };
 }
 
 function healthHook(site: Site, options: CompileOptions): UpstreamHealthHook | undefined {

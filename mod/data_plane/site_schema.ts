@@ -65,8 +65,17 @@ export const siteInputSchema = z.strictObject({
   }).nullable().default(null),
   /** Largest request body accepted; larger ones get 413 before reaching the upstream. */
   max_body_bytes: z.number().int().min(0).max(4096 * MIB).default(10 * MIB),
-  /** How much of the body the engine inspects (the rest streams through uninspected). */
+  /**
+   * How much of the body the engine reads whole, as one document (held in memory); the rest is
+   * judged in windows as it streams to the upstream (docs/protection.md, "Request bodies").
+   */
   inspect_body_bytes: z.number().int().min(0).max(16 * MIB).default(MIB),
+  /**
+   * What happens to a body past what the engine judges (32 MiB, or its decoded text past
+   * `max_body_bytes`): `block` (413), `log` (a finding, passed), `pass`; null for the level's
+   * default (strict: block; balanced: block a decoded body, log a plain one; low: log).
+   */
+  oversize_action: z.enum(["block", "log", "pass"]).nullable().default(null),
   timeouts: z.strictObject({
     /** Deadline for opening a TCP connection to an upstream that has no pooled connection. */
     connect_ms: z.number().int().min(1).max(600_000).default(5_000),

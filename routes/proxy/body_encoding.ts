@@ -12,8 +12,13 @@ import {
   createInflate,
   createInflateRaw,
 } from "node:zlib";
+import type { Transform } from "node:stream";
+
+/** A content-coding decoder: a transform that counts the input it took. */
+export type Decoder = Transform & { readonly bytesWritten: number };
 import type { Finding } from "../../engine/types.ts";
 import { confidenceOf } from "../../engine/make_finding.ts";
+import { bodyCharset } from "../../engine/charset.ts";
 import { concatChunks } from "../../net/chunks.ts";
 
 /** What the inspection sees of an encoded body. */
@@ -91,14 +96,7 @@ export function decodeBody(value: string, bytes: Uint8Array, limit: number): Pro
   if (coding === "br" && brotliWindowBits(bytes) > BROTLI_MAX_WBITS) {
     return Promise.resolve(undecodable("protocol.unsupported_encoding", value));
   }
-  const decoder = coding === "gzip" || coding === "x-gzip"
-    ? createGunzip(ZLIB)
-    : coding === "deflate"
-    // RFC 9110's deflate is the zlib format; some clients send raw deflate, which servers accept.
-    ? (zlibHeader(bytes) ? createInflate(ZLIB) : createInflateRaw(ZLIB))
-    : coding === "br"
-    ? createBrotliDecompress(BROTLI)
-    : undefined;
+  const decoder = createDecoder(coding, bytes);
   if (decoder === undefined) {
     return Promise.resolve(undecodable("protocol.unsupported_encoding", value));
   }
@@ -136,6 +134,21 @@ export function decodeBody(value: string, bytes: Uint8Array, limit: number): Pro
     decoder.on("error", () => finish(undecodable("protocol.undecodable_body", value)));
     decoder.end(bytes);
   });
+}
+
+/**
+ * A decoder for one content coding (lower case, not stacked), or undefined for one the data plane
+ * does not decode.
+ *
+ * @param coding `gzip`, `x-gzip`, `deflate` or `br`
+ * @param first the body's first bytes (raw deflate has no zlib header)
+ */
+export function createDecoder(coding: string, first: Uint8Array): Decoder | undefined {
+  if (coding === "gzip" || coding === "x-gzip") return createGunzip(ZLIB);
+  // RFC 9110's deflate is the zlib format; some clients send raw deflate, which servers accept.
+  if (coding === "deflate") return zlibHeader(first) ? createInflate(ZLIB) : createInflateRaw(ZLIB);
+  if (coding === "br") return createBrotliDecompress(BROTLI);
+  return undefined;
 }
 
 /**
@@ -273,15 +286,48 @@ function padded(value: string, decoded: number, used: number): Finding {
 }
 
 function undecodable(ruleId: string, value: string): DecodedBody {
+  return { kind: "undecodable", finding: codingFinding(ruleId, value) };
+}
+
+/**
+ * A protocol finding on a body's Content-Encoding (`protocol.undecodable_body` and kin).
+ *
+ * @param ruleId the rule
+ * @param value the Content-Encoding value as received
+ */
+export function codingFinding(ruleId: string, value: string): Finding {
   return {
-    kind: "undecodable",
-    finding: {
-      class: "request-smuggling",
-      confidence: confidenceOf(92),
-      score: 92,
-      location: "header:content-encoding",
-      evidence: value.slice(0, 120),
-      ruleId,
-    },
+    class: "request-smuggling",
+    confidence: confidenceOf(92),
+    score: 92,
+    location: "header:content-encoding",
+    evidence: value.slice(0, 120),
+    ruleId,
+  };
+}
+
+const MULTIPART = /^\s*multipart\//i;
+/** A body the engine cannot read is one it cannot vouch for: as sure as an undecodable coding. */
+const CHARSET_SCORE = 92;
+
+/**
+ * A text body declaring a charset the engine cannot decode (`protocol.unsupported_charset`), or
+ * undefined. Every body but a multipart one is read as text in its declared charset (a multipart
+ * body's parts declare their own), so an upstream that honours `charset=ibm1047` would read what
+ * the engine judged as UTF-8 as something else (docs/data-plane.md, "Request bodies and
+ * encodings").
+ *
+ * @param contentType the Content-Type header as received, if any
+ */
+export function unsupportedCharset(contentType: string | undefined): Finding | undefined {
+  if (contentType === undefined || MULTIPART.test(contentType)) return undefined;
+  if (bodyCharset(contentType).kind !== "unknown") return undefined;
+  return {
+    class: "request-smuggling",
+    confidence: confidenceOf(CHARSET_SCORE),
+    score: CHARSET_SCORE,
+    location: "header:content-type",
+    evidence: contentType.slice(0, 120),
+    ruleId: "protocol.unsupported_charset",
   };
 }

@@ -1,8 +1,11 @@
 /**
- * Request bodies in the data plane: read only the prefix the engine inspects, then stream the
- * rest to the upstream. A body over the site's limit is refused without being buffered: a
- * declared Content-Length is checked before reading, and a chunked body is counted as it
- * streams (the upstream request is aborted the moment the count passes the limit).
+ * Request bodies in the data plane: read only the prefix the engine inspects whole, then stream
+ * the rest to the upstream, each chunk handed to the body's tail judge first (see `body_tail.ts`)
+ * and the one that completes the body held until all of it is judged, so an upstream never
+ * receives a whole body the judge refuses: the upstream request is aborted instead. A body over the
+ * site's limit is refused without being buffered: a declared Content-Length is checked before
+ * reading, and a chunked body is counted as it streams (aborted the moment the count passes the
+ * limit).
  */
 import { concatChunks } from "../../net/chunks.ts";
 
@@ -31,6 +34,20 @@ export interface StreamProgress {
   failed: boolean;
   /** Receives the total byte count in `bytes_in` when the stream ends normally. */
   record?: { bytes_in: number | null };
+  /** Judges the body as it streams (set by the transaction before the upstream reads it). */
+  tail?: BodyGate;
+  /** Set once the tail judge refused the body (the upstream request is aborted). */
+  refused: boolean;
+}
+
+/** What judges a streaming body chunk by chunk and may refuse it. */
+export interface BodyGate {
+  /** Takes the next chunk as sent, the inspected prefix first. */
+  write(chunk: Uint8Array): Promise<void>;
+  /** The body ended (or its last chunk is held): resolves once all of it is judged. */
+  end(): Promise<void>;
+  /** Whether the body must not reach the upstream whole. */
+  readonly stop: boolean;
 }
 
 /** The plan of a request without a body, shared: most requests have none. */
@@ -41,6 +58,14 @@ export class BodyTooLargeError extends Error {
   constructor() {
     super("Request body is larger than the site's limit");
     this.name = "BodyTooLargeError";
+  }
+}
+
+/** Raised into the upstream request stream when the tail judge refuses the body. */
+export class BodyRefusedError extends Error {
+  constructor() {
+    super("Request body was refused past the inspected prefix");
+    this.name = "BodyRefusedError";
   }
 }
 
@@ -114,14 +139,42 @@ export async function planBody(
     if (inspectBytes === 0) break;
   }
   const prefix = concatChunks(chunks, total);
-  const progress: StreamProgress = { bytes: total, exceeded: false, failed: false };
+  const progress: StreamProgress = { bytes: total, exceeded: false, failed: false, refused: false };
   // A declared length is enforced by the HTTP server itself, so only a chunked body is counted.
   const counted = declared === undefined;
   let replayed = false;
+  let judged = false;
+  /** Whether `n` bytes are the whole body by its declared length. */
+  const whole = (n: number) => declared !== undefined && n >= declared;
+  /**
+   * Lets the tail judge finish before the body's last byte goes on; true (and the stream errored)
+   * when it refuses the body.
+   */
+  const refusedAtEnd = async (
+    controller: ReadableStreamDefaultController<Uint8Array>,
+  ): Promise<boolean> => {
+    const tail = progress.tail;
+    if (tail === undefined || judged) return false;
+    judged = true;
+    await tail.end();
+    return refuse(tail, controller);
+  };
+  const refuse = (
+    tail: BodyGate,
+    controller: ReadableStreamDefaultController<Uint8Array>,
+  ): boolean => {
+    if (!tail.stop) return false;
+    progress.refused = true;
+    reader.cancel().catch(() => {});
+    controller.error(new BodyRefusedError());
+    return true;
+  };
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
       if (!replayed) {
         replayed = true;
+        // The prefix may already be the whole body: judged to its end before it goes.
+        if (whole(progress.bytes) && await refusedAtEnd(controller)) return;
         controller.enqueue(prefix);
         return;
       }
@@ -135,6 +188,7 @@ export async function planBody(
       }
       const { done, value } = chunk;
       if (done) {
+        if (await refusedAtEnd(controller)) return;
         controller.close();
         if (progress.record) progress.record.bytes_in = progress.bytes;
         return;
@@ -146,11 +200,19 @@ export async function planBody(
         controller.error(new BodyTooLargeError());
         return;
       }
+      const tail = progress.tail;
+      if (tail !== undefined && !judged) {
+        await tail.write(value);
+        if (refuse(tail, controller)) return;
+        if (whole(progress.bytes) && await refusedAtEnd(controller)) return;
+      }
       controller.enqueue(value);
     },
     cancel(reason) {
       return reader.cancel(reason);
     },
-  });
+    // Pulled only when read: a stream that reads ahead would pull (and pass on) the prefix before
+    // the transaction has set the tail judge, the one chunk ahead of what the upstream took.
+  }, { highWaterMark: 0 });
   return { kind: "streaming", prefix, body, progress };
 }

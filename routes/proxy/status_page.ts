@@ -102,6 +102,17 @@ export function unreadableBodyPage(req: Request, traceId: string): Response {
   return statusPage(req, BODY_UNREADABLE, traceId);
 }
 
+const CHARSET_UNSUPPORTED: PageText = {
+  status: 400,
+  code: "CHARSET_UNSUPPORTED",
+  title: "The request body's character set is not supported",
+  message: "The body declares a character set that cannot be read. Send it as UTF-8.",
+};
+/** 400: the body declares a charset the engine cannot decode, so it cannot be judged. */
+export function unsupportedCharsetPage(req: Request, traceId: string): Response {
+  return statusPage(req, CHARSET_UNSUPPORTED, traceId);
+}
+
 const UPSTREAM_UNREACHABLE: PageText = {
   status: 502,
   code: "UPSTREAM_UNREACHABLE",

@@ -78,12 +78,14 @@ import {
 import { DirectAnswer, framedPairs, ownHeaderPairs } from "../../net/direct_answer.ts";
 import { UpstreamProtocolError } from "../../net/upstream/http1_parse.ts";
 import { type BodyPlan, mayHaveBody, NO_BODY, planBody } from "./request_body.ts";
+import { startTail, type TailJudge } from "./body_tail.ts";
 import {
   decodeBody,
   type DecodedBody,
   isEncrypted,
   isIdentity,
   sentText,
+  unsupportedCharset,
 } from "./body_encoding.ts";
 import {
   badGatewayPage,
@@ -96,6 +98,7 @@ import {
   tooLargePage,
   unauthorizedPage,
   unreadableBodyPage,
+  unsupportedCharsetPage,
 } from "./status_page.ts";
 import {
   isTimeout,
@@ -199,7 +202,10 @@ export function headerChecks(
 
 function findingRecord(inspection: Inspection): FindingRecord | null {
   const f = inspection.blocking ?? inspection.findings[0];
-  if (!f) return null;
+  return f ? recordOf(f) : null;
+}
+
+function recordOf(f: Finding): FindingRecord {
   return {
     class: f.class,
     confidence: f.confidence,
@@ -279,6 +285,10 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
   #decodedWhole: boolean | undefined = undefined;
   /** For a decoded body, the inspected bytes as sent (judged too: see `engineBoth`). */
   #rawBody: Uint8Array | undefined = undefined;
+  /** For a decoded body, its coding (the tail of the body is decoded with it). */
+  #coding: string | undefined = undefined;
+  /** Judges the body past the prefix the engine read whole (`startTail`). */
+  #tail: TailJudge | undefined = undefined;
   /** The API schema entry that applies to this request (found in phase 1, checked in phase 2). */
   #schema: CompiledSchema | undefined = undefined;
   /** The methods (request line and overrides) the ACL saw in phase 1, when it ran. */
@@ -645,20 +655,23 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
       chain.add("engine", "off");
       return undefined;
     }
-    // The body runs past `inspect_body_bytes`: the rest streams uninspected, and the access log
-    // says so (a site that wants every byte judged sets it to `max_body_bytes`).
-    if (plan.kind === "streaming") chain.add("body", "partial");
+    // The body runs past `inspect_body_bytes`: the rest is judged in windows as it streams
+    // (`startTail`), and the access log's `body_tail` entry says how that went.
     const body = plan.kind === "buffered"
       ? plan.bytes
       : plan.kind === "streaming"
       ? plan.prefix.subarray(0, site.inspectBodyBytes)
       : undefined;
     this.#request.body = body;
+    if (body !== undefined) {
+      const refused = this.charsetCheck(site);
+      if (refused !== undefined) return refused;
+    }
     // An encoded body is judged decoded (the upstream still gets the bytes as sent).
     const coding = body === undefined ? undefined : this.view.header("content-encoding");
     if (coding !== undefined && !isIdentity(coding) && !isEncrypted(coding)) {
       return decodeBody(coding, body!, site.inspectBodyBytes).then((d) => {
-        this.decoded(d, plan.kind === "buffered", site.inspectBodyBytes);
+        this.decoded(d, plan.kind === "buffered", site.inspectBodyBytes, coding);
         return this.bodyRules(site, plan);
       });
     }
@@ -666,15 +679,37 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
   }
 
   /**
+   * A text body in a charset the engine cannot decode: refused with 400 at `balanced` and
+   * `strict` (the engine would judge bytes the upstream reads as other text); logged at `low` and
+   * on a monitored site, where the body is judged as UTF-8.
+   */
+  private charsetCheck(site: CompiledSite): Response | undefined {
+    const finding = unsupportedCharset(this.view.header("content-type"));
+    if (finding === undefined) return undefined;
+    const { record, chain } = this;
+    record.findings++;
+    record.finding = recordOf(finding);
+    if (site.mode === "block" && site.level !== "low") {
+      chain.add("body", "charset", finding.ruleId);
+      record.action = "block";
+      return unsupportedCharsetPage(this.req, record.trace_id);
+    }
+    chain.add("body", "charset", finding.ruleId);
+    record.action = "log";
+    return undefined;
+  }
+
+  /**
    * What the engine inspects of an encoded body: its decoded prefix, or the raw bytes. The
    * schema parses it only when it is the whole decoded body: the wire length says nothing of it.
    */
-  private decoded(d: DecodedBody, buffered: boolean, limit: number): void {
+  private decoded(d: DecodedBody, buffered: boolean, limit: number, coding: string): void {
     if (d.kind === "decoded") {
       this.#encodingFinding = d.finding;
       this.#rawBody = this.#request.body;
       this.#request.body = d.bytes;
       this.#decodedWhole = buffered && (d.bytes?.length ?? 0) < limit;
+      this.#coding = coding.trim().toLowerCase();
     } else {
       this.#encodingFinding = d.finding;
       this.#decodedWhole = false;
@@ -691,8 +726,63 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     return this.bodyChecked(site, plan);
   }
 
-  /** Phase 2's schema, custom rules and engine. */
+  /** Phase 2's schema, custom rules and engine, then the body's tail. */
   private bodyChecked(site: CompiledSite, plan: BodyPlan): Maybe<Response | undefined> {
+    const verdict = this.prefixRules(site, plan);
+    const tail = startTail(site, plan, this.#request, this.#coding);
+    if (tail === undefined) return verdict;
+    const next = (early: Response | undefined) => early ?? this.judgeTail(tail, plan);
+    return verdict instanceof Promise ? verdict.then(next) : next(verdict);
+  }
+
+  /**
+   * Starts judging the body past the prefix once the prefix passed: a streaming body as it
+   * streams (request_body.ts holds its last chunk until it is judged), a buffered one decoded
+   * past the prefix to its end, before it goes anywhere.
+   */
+  private judgeTail(tail: TailJudge, plan: BodyPlan): Maybe<Response | undefined> {
+    this.#tail = tail;
+    if (plan.kind === "streaming") {
+      tail.write(plan.prefix);
+      plan.progress.tail = tail;
+      return undefined;
+    }
+    if (plan.kind !== "buffered") return undefined;
+    return tail.write(plan.bytes).then(() => tail.end()).then(() => this.tailVerdict(tail));
+  }
+
+  /**
+   * The body's tail, judged: its refusal (403, or 413 past what is judged), or undefined with its
+   * findings in the access record.
+   */
+  private tailVerdict(tail: TailJudge): Response | undefined {
+    const { record, chain } = this;
+    record.findings += tail.findings;
+    // What stopped the body is the finding; otherwise the tail's when it is at least as strong.
+    const f = tail.finding;
+    if (
+      f !== undefined &&
+      (tail.stop || record.finding === null || f.score >= record.finding.score)
+    ) record.finding = recordOf(f);
+    const result = tail.oversized && (tail.blocking === undefined || tail.blocking === f)
+      ? "oversize"
+      : "judged";
+    if (tail.stop) {
+      chain.add("body_tail", result === "oversize" ? "oversize" : "block", tail.blocking!.ruleId);
+      record.action = "block";
+      return result === "oversize"
+        ? tooLargePage(this.req, record.trace_id)
+        : blockPage(this.req, record.trace_id, this.protection);
+    }
+    if (tail.blocking !== undefined) {
+      chain.add("body_tail", "log", tail.blocking.ruleId);
+      if (record.action !== "block") record.action = "log";
+    } else chain.add("body_tail", tail.oversized ? "oversize" : "pass", tail.logged?.ruleId);
+    return undefined;
+  }
+
+  /** Phase 2's checks on what the engine reads whole: schema, custom rules, then the engine. */
+  private prefixRules(site: CompiledSite, plan: BodyPlan): Maybe<Response | undefined> {
     const { req, record, chain } = this;
     const schema = this.#schema;
     const p = this.protection;
@@ -905,6 +995,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
         if (res.status >= 500) site.pool.fail(upstream);
         else site.pool.ok(upstream);
         chain.addAt(answered, "upstream", String(res.status));
+        if (plan.kind === "streaming" && this.#tail !== undefined) this.tailVerdict(this.#tail);
         const length = res instanceof Response
           ? Number(res.headers.get("content-length") ?? -1)
           : res.contentLength;
@@ -923,6 +1014,9 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
         );
       } catch (err) {
         this.#upstreamUs = Math.round(micros() - t0);
+        if (plan.kind === "streaming" && plan.progress.refused && this.#tail !== undefined) {
+          return this.tailVerdict(this.#tail)!;
+        }
         if (plan.kind === "streaming" && plan.progress.exceeded) {
           chain.add("body_limit", "exceeded");
           record.action = "block";

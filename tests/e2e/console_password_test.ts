@@ -3,6 +3,8 @@
  * sends the current password beside the new one, for every user (a readonly one too), and the
  * Users page asks for it when an administrator edits their own account, not another's.
  */
+import { HAS_CHROMIUM } from "../_helpers/browser.ts";
+import { ignoreWithout } from "../_helpers/services.ts";
 import { assertEquals, ok } from "../_helpers/assert.ts";
 import { ADMIN, settle, startConsoleKit } from "../_helpers/console.ts";
 import { callJson, createUser } from "../_helpers/identity.ts";
@@ -18,9 +20,11 @@ const signsIn = async (
   (await callJson(server, "POST", "/api/auth/login", { body: { username, password } }))
     .status === 200;
 
-Deno.test("the console changes one's own password only with the current one", async (t) => {
+Deno.test({
+  name: "the console changes one's own password only with the current one (needs chromium)",
+  ignore: ignoreWithout(HAS_CHROMIUM),
+}, async (t) => {
   await using kit = await startConsoleKit();
-  if (!kit) return;
   const { server } = kit;
 
   await t.step("a readonly user changes their password on the account page", async () => {

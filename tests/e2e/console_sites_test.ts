@@ -2,7 +2,7 @@
  * The Sites page's form as a new operator uses it in a real browser: a site created with only a
  * name, hosts and upstreams gets the protection level chosen at setup (the API's default for a
  * site created without one), not the first entry of the level list; the upstream kind (how the
- * upstream reads paths) is set in the form and saved.
+ * upstream reads paths) and what happens to a body past what is judged are set in the form and saved.
  */
 import { assertEquals } from "../_helpers/assert.ts";
 import { ADMIN, createShopInForm, startConsoleKit } from "../_helpers/console.ts";
@@ -41,10 +41,13 @@ Deno.test({
   assertEquals(admin.problems, []);
 });
 
-Deno.test("the site form sets the upstream kind, and saving it keeps what was chosen", async () => {
+Deno.test({
+  name:
+    "the site form sets the upstream kind, and saving it keeps what was chosen (needs chromium)",
+  ignore: ignoreWithout(HAS_CHROMIUM),
+}, async () => {
   await using up = startUpstream();
   await using kit = await startConsoleKit();
-  if (!kit) return;
   const { server } = kit;
   const admin = await kit.signIn(ADMIN);
   await admin.open("sites");
@@ -66,5 +69,38 @@ Deno.test("the site form sets the upstream kind, and saving it keeps what was ch
   await admin.page.locator("form button[type=submit]").click();
   await admin.page.locator(".done").first().waitFor();
   assertEquals(server.dataPlane.sites.list()[0]?.upstream_kind, "java");
+  assertEquals(admin.problems, []);
+});
+
+Deno.test({
+  name: "the site form sets and clears what happens to a body past what is judged (needs chromium)",
+  ignore: ignoreWithout(HAS_CHROMIUM),
+}, async () => {
+  await using up = startUpstream();
+  await using kit = await startConsoleKit();
+  const { server } = kit;
+  const admin = await kit.signIn(ADMIN);
+  await createShopInForm(admin, up.url);
+  assertEquals(server.dataPlane.sites.list()[0]?.oversize_action, null);
+
+  const edit = () =>
+    admin.page.locator("tr", { hasText: "shop.test" }).getByRole("button", { name: "Edit" })
+      .click();
+  const save = async () => {
+    await admin.page.locator("form button[type=submit]").click();
+    await admin.page.locator(".done").first().waitFor();
+  };
+  await edit();
+  // A new site shows the level's default.
+  assertEquals(await admin.page.locator("#edit-oversize-action").inputValue(), "");
+  await admin.page.locator("#edit-oversize-action").selectOption("log");
+  await save();
+  assertEquals(server.dataPlane.sites.list()[0]?.oversize_action, "log");
+
+  await edit();
+  assertEquals(await admin.page.locator("#edit-oversize-action").inputValue(), "log");
+  await admin.page.locator("#edit-oversize-action").selectOption("");
+  await save();
+  assertEquals(server.dataPlane.sites.list()[0]?.oversize_action, null);
   assertEquals(admin.problems, []);
 });

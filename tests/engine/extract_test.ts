@@ -14,8 +14,23 @@ function find(inputs: Input[], source: string, name: string): string | undefined
 
 Deno.test("extract() returns repeated query parameters and unusual parameter names", () => {
   const inputs = extract(req({ query: "a=1&a=2&%3Cx%3E=y" }));
-  assert.deepEqual(inputs.filter((i) => i.name === "a").map((i) => i.value), ["1", "2"]);
+  // Each value, then the values joined by a comma, as ASP.NET reads a repeated parameter.
+  assert.deepEqual(inputs.filter((i) => i.name === "a").map((i) => i.value), ["1", "2", "1,2"]);
   assert.equal(find(inputs, "query_name", "%3Cx%3E"), "%3Cx%3E");
+});
+
+Deno.test("extract() joins a repeated form field's values with commas, as ASP.NET does", () => {
+  const inputs = extract(req({
+    method: "POST",
+    headers: [["content-type", "application/x-www-form-urlencoded"]],
+    body: enc.encode("q=1'%20union/*&x=1&q=*/select%20password%20from%20users--"),
+  }));
+  assert.deepEqual(inputs.filter((i) => i.name === "q").map((i) => i.value), [
+    "1'%20union/*",
+    "*/select%20password%20from%20users--",
+    "1'%20union/*,*/select%20password%20from%20users--",
+  ]);
+  assert.equal(inputs.filter((i) => i.name === "x").length, 1);
 });
 
 Deno.test("extract() returns the whole path and its unusual segments", () => {

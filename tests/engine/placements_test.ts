@@ -162,6 +162,35 @@ Deno.test("readXml() stays linear on deep and broken documents", () => {
   assert.equal(readXml("a < b and c > d", () => true), false);
 });
 
+Deno.test("readXml() hands over text nodes as a parser does: comments out, CDATA in", () => {
+  const seen: string[] = [];
+  const sink = (path: string, value: string) => seen.push(`${path}=${value}`) > 0;
+  readXml(
+    "<r><q>1' UNI<!---->ON SEL<!-- x -->ECT a</q><c>x<![CDATA[<y>]]>z<?pi?>w</c><d>a<e/>b</d></r>",
+    sink,
+  );
+  // Text on either side of a child element stays two nodes, as in the DOM.
+  assert.deepEqual(seen, ["/r/q=1' UNION SELECT a", "/r/c=x<y>zw", "/r/d=a", "/r/d=b"]);
+});
+
+Deno.test("readXml() resolves the document's internal entities within bounds", () => {
+  const seen: string[] = [];
+  const sink = (path: string, value: string) => seen.push(`${path}=${value}`) > 0;
+  readXml(
+    '<!DOCTYPE r [<!ENTITY u "UNI"><!ENTITY x SYSTEM "file:///etc/passwd">]>' +
+      '<r a="&u;ON">&u;ON &amp; &x; &lt;</r>',
+    sink,
+  );
+  // External entities are not fetched; the predefined ones are the normaliser's.
+  assert.deepEqual(seen, ["/r@a=UNION", "/r=UNION &amp; &x; &lt;"]);
+  // A billion laughs: ten levels of ten references each would be 10^10 characters.
+  let dtd = '<!DOCTYPE r [<!ENTITY l0 "lol">';
+  for (let i = 1; i < 10; i++) dtd += `<!ENTITY l${i} "${`&l${i - 1};`.repeat(10)}">`;
+  let total = 0;
+  readXml(`${dtd}]><r>${"&l9;".repeat(1000)}</r>`, (_, v) => (total += v.length) > 0);
+  assert.ok(total < 1_000_000, `expanded to ${total} characters`);
+});
+
 Deno.test("graphqlStrings() lexes documents and refuses other text", () => {
   assert.deepEqual(graphqlStrings('mutation { add(sku: "A-1", note: """multi\nline""") { id } }'), [
     { name: "sku", value: "A-1" },

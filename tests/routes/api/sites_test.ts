@@ -103,6 +103,15 @@ Deno.test("a bad site is refused with 400 naming the field", async () => {
         },
         "upstream_kind",
       ],
+      [
+        {
+          name: "a",
+          hosts: ["a.test"],
+          upstreams: ["http://127.0.0.1:1"],
+          oversize_action: "drop",
+        },
+        "oversize_action",
+      ],
     ] as const
   ) {
     const r = await call("POST", "/api/sites", body);
@@ -111,6 +120,22 @@ Deno.test("a bad site is refused with 400 naming the field", async () => {
     assertEquals(error.code, "BAD_REQUEST");
     assertEquals(error.field, field);
   }
+});
+
+Deno.test("oversize_action is stored as sent, and a site without one takes its level's default", async () => {
+  const { s, call } = await setup();
+  await using _ = s;
+  const base = { hosts: ["a.test"], upstreams: ["http://127.0.0.1:1"] };
+  const none = await (await call("POST", "/api/sites", { name: "a", ...base })).json();
+  assertEquals(none.oversize_action, null);
+  const r = await call("PUT", `/api/sites/${none.id}`, {
+    name: "a",
+    ...base,
+    oversize_action: "pass",
+  });
+  assertEquals(r.status, 200);
+  assertEquals((await r.json()).oversize_action, "pass");
+  assertEquals(s.dataPlane.sites.get(none.id).oversize_action, "pass");
 });
 
 Deno.test("the site and log routes need a session, the permission and the CSRF token", async () => {

@@ -10,6 +10,7 @@ import { apiFor } from "../../_helpers/protection.ts";
 import { denoJson } from "../../_helpers/process.ts";
 import { startTestServer, type TestServer } from "../../_helpers/server.ts";
 import { siteInput, SYSTEM } from "../../_helpers/sites.ts";
+import { chunked } from "../../_helpers/byte_upstream.ts";
 
 const ATTACK_JSON = JSON.stringify({ q: "1 union select password from users" });
 const BENIGN_JSON = JSON.stringify({ q: "blue running shoes", page: 2 });
@@ -200,18 +201,6 @@ Deno.test("corrupt data, stacked and unknown codings are blocked at balanced, lo
   assertEquals(raw.status, 403);
 });
 
-/** A chunked request body: the pieces of `bytes`, `size` bytes each. */
-function chunked(bytes: Uint8Array, size: number): ReadableStream<Uint8Array> {
-  let at = 0;
-  return new ReadableStream({
-    pull(c) {
-      if (at >= bytes.length) return c.close();
-      c.enqueue(bytes.slice(at, at + size));
-      at += size;
-    },
-  });
-}
-
 Deno.test("a chunked gzip body longer than the inspected prefix: its decoded prefix is judged", async () => {
   const { up, s } = await setup({ inspect_body_bytes: 4096 });
   await using _u = up;
@@ -271,11 +260,20 @@ Deno.test("a gzip bomb (1 GiB of zeros in about 1 MB) is decoded only up to the 
   assertEquals(r.status, 403);
 });
 
-Deno.test("a compressed body padded past the inspected prefix blocks at strict, is logged at balanced and low; a plain one is marked partial", async () => {
+Deno.test("a compressed body padded past the inspected prefix is more than can be judged: 413 at balanced, padding at strict, logged at low", async () => {
   const attack = `"q":"1 union select password from users"}`;
   // 2 MiB of spaces: the decoded prefix (1 MiB) is all padding, the attack follows it.
   const padded = `{"pad":"${" ".repeat(2 * 1024 * 1024)}",${attack}`;
+  const plainPadding = `{"pad":"${" ".repeat(2 * 1024 * 1024)}","q":"blue shoes"}`;
   const headers = { "content-type": "application/json", "content-encoding": "gzip" };
+  const expected: Record<string, [number, string]> = {
+    // The prefix already blocks it as padding.
+    strict: [403, "protocol.padded_body"],
+    // Past the prefix, text is judged up to 100 bytes per byte sent; this is far more, and a
+    // decoded body past what is judged is blocked by default at balanced, logged at low.
+    balanced: [413, "protocol.oversize_body"],
+    low: [200, "protocol.oversize_body"],
+  };
   for (const [coding, encode] of CODINGS) {
     const body = encode(text(padded));
     ok(body.length < 20_000, `${coding}: ${body.length} bytes`);
@@ -283,14 +281,13 @@ Deno.test("a compressed body padded past the inspected prefix blocks at strict, 
       const { up, s } = await setup({ level });
       await using _u = up;
       await using _s = s;
-      const r = await post(s, body, { ...headers, "content-encoding": coding });
-      assertEquals(r.status, level === "strict" ? 403 : 200, `${coding} at ${level}`);
-      const f = await findingOf(s, r.trace);
-      assertEquals([f.class, f.rule, f.location], [
-        "request-smuggling",
-        "protocol.padded_body",
-        "header:content-encoding",
-      ]);
+      for (const sent of [body, encode(text(plainPadding))]) {
+        const r = await post(s, sent, { ...headers, "content-encoding": coding });
+        assertEquals(r.status, expected[level]![0], `${coding} at ${level}`);
+        const f = await findingOf(s, r.trace);
+        assertEquals([f.class, f.rule], ["request-smuggling", expected[level]![1]]);
+      }
+      assertEquals(up.seen.length, level === "low" ? 2 : 0);
     }
   }
   const { up, s } = await setup({ inspect_body_bytes: 64 * 1024 });
@@ -302,15 +299,26 @@ Deno.test("a compressed body padded past the inspected prefix blocks at strict, 
   );
   ok(records.length > 64 * 1024);
   assertEquals((await post(s, gzipSync(text(records)), headers)).status, 200);
-  // A plain body past the prefix streams on, and the access log says it was judged in part.
+  // A plain body past the prefix is judged to its end as it streams; the access log says so.
   const r = await post(s, text(`{"pad":"${" ".repeat(100_000)}",${attack}`), {
     "content-type": "application/json",
   });
-  assertEquals(r.status, 200);
+  assertEquals(r.status, 403);
   const rec = JSON.parse((await s.dataPlane.accessLog.get(r.trace))!.record);
+  assertEquals(rec.finding.rule, "sqli.union");
   ok(
     rec.chain.some((e: { check: string; result: string }) =>
-      e.check === "body" && e.result === "partial"
+      e.check === "body_tail" && e.result === "block"
+    ),
+  );
+  const benign = await post(s, text(`{"pad":"${" ".repeat(100_000)}","q":"blue shoes"}`), {
+    "content-type": "application/json",
+  });
+  assertEquals(benign.status, 200);
+  const passed = JSON.parse((await s.dataPlane.accessLog.get(benign.trace))!.record);
+  ok(
+    passed.chain.some((e: { check: string; result: string }) =>
+      e.check === "body_tail" && e.result === "pass"
     ),
   );
 });
