@@ -120,3 +120,12 @@ export function startRawUpstream(script: (peer: RawPeer) => Promise<void>): RawU
     },
   };
 }
+
+/** A recording upstream that answers every request of every connection with `200 ok`. */
+export function startOkUpstream(): RawUpstream {
+  return startRawUpstream(async (peer) => {
+    while (await peer.readRequest() !== null) {
+      await peer.send("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+    }
+  });
+}
