@@ -18,6 +18,8 @@ export function limitsFromConfig(
   return {
     headerTimeoutMs: durationMs(limits.header_timeout),
     bodyTimeoutMs: durationMs(limits.body_timeout),
+    bodyMinRate: limits.body_min_rate,
+    bodyMinRateAfterMs: durationMs(limits.body_min_rate_after),
     keepAliveTimeoutMs: durationMs(limits.keepalive_timeout),
     maxConnections: share(limits.max_connections),
     maxPerClient: share(limits.max_connections_per_client),

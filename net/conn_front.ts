@@ -1,15 +1,18 @@
 /**
  * The connection front of a listener: `Deno.serve` has no head, body or keep-alive deadline, no
  * cap on connections, and ends the process when an accept fails at the descriptor limit. So the
- * public port is ours: each accepted connection is admitted or refused (per-client and total
- * caps, the total also bounded by the process's descriptor limit), then piped over loopback into
- * the private `Deno.serve` listener (the way the HTTPS front does), with its request framing
- * followed (`http1_framing.ts`) so that the deadlines match what the client is doing:
+ * public port is ours: each accepted connection is admitted or refused (the per-client cap, by
+ * IPv4 address or IPv6 /64, `client_key.ts`; the total cap and the plane's descriptor pool,
+ * `descriptors.ts`, where a full front first sheds the connection that does least,
+ * `shedding.ts`), then piped over loopback into the private `Deno.serve` listener (the way the
+ * HTTPS front does), with its request framing followed (`http1_framing.ts`) so that the
+ * deadlines match what the client is doing (past half full, each shrinks with the pressure):
  *
  * - the head of a request must arrive within `header_timeout` of its first byte (of the
  *   connection, for the first request), however slowly it trickles;
  * - a body may pause at most `body_timeout` between reads (time the server takes to read is not
- *   the client's);
+ *   the client's), and must average `body_min_rate` of the client's time once
+ *   `body_min_rate_after` of it passed;
  * - between requests, a connection may stay silent `keepalive_timeout` after the last byte of the
  *   answer; while the answer has not begun, the site's own upstream deadline applies instead;
  * - an answer the client does not read for `body_timeout` ends the connection (send timeout);
@@ -42,6 +45,24 @@ import {
 import { serveOwn } from "./front_own.ts";
 import { pipe, writeAll } from "./front_pipe.ts";
 import type { Http1Server } from "./http1_server.ts";
+import { clientKey, plainAddress } from "./client_key.ts";
+import {
+  type DescriptorPool,
+  openPool,
+  OWN_DESCRIPTORS,
+  PIPED_DESCRIPTORS,
+  planeBudget,
+  releasePool,
+} from "./descriptors.ts";
+import {
+  deadlineFactor,
+  idleKeepAlive,
+  nominalMs,
+  SHED_IDLE_FROM,
+  SHED_IDLE_TO,
+  shedOrder,
+  ShedQueue,
+} from "./shedding.ts";
 import { realTimers, type TimerId, type Timers } from "./timers.ts";
 
 export type { CloseReason, ConnectionLimits, FrontCounters, RefuseReason };
@@ -92,6 +113,8 @@ export interface Front {
    * descriptor budget.
    */
   longLived(innerRemotePort: number): void;
+  /** The descriptors this front's plane holds on this thread, and may hold. */
+  descriptors(): { readonly used: number; readonly budget: number };
   /** Stops accepting; open connections go on. */
   stop(): void;
   /** Waits up to `ms` for the open connections to finish by themselves (answers in transit). */
@@ -105,33 +128,6 @@ const H2_NO_ERROR = 0x0;
 const H2_ENHANCE_YOUR_CALM = 0xb;
 /** How long the front's last frame (a GOAWAY) may take before the connection closes anyway. */
 const LAST_WRITE_MS = 1000;
-
-/**
- * Descriptors one piped connection holds (the client's, our end of the pipe, the server's end)
- * plus one for its upstream connection; the rest of the limit is kept for the store, logs,
- * workers and outbound connections.
- */
-const FDS_PER_CONNECTION = 4;
-
-/** The connections the descriptor limit leaves room for (whole process, all fronts). */
-export function descriptorBudget(limits = readLimits()): number {
-  if (limits === undefined) return Number.MAX_SAFE_INTEGER;
-  const reserve = Math.max(64, Math.floor(limits * 0.1));
-  return Math.max(16, Math.floor((limits - reserve) / FDS_PER_CONNECTION));
-}
-
-function readLimits(): number | undefined {
-  try {
-    const text = Deno.readTextFileSync("/proc/self/limits");
-    const m = /^Max open files\s+(\d+|unlimited)/m.exec(text);
-    return m && m[1] !== "unlimited" ? Number(m[1]) : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Shared by every front of the process: the descriptor budget is the process's. */
-const processWide = { open: 0, budget: -1 };
 
 /** Starts a front on its port; see the module's comment. */
 export function startFront(options: FrontOptions): Front {
@@ -158,6 +154,15 @@ class ConnectionFront implements Front, FrontContext {
   readonly #perClient = new Map<string, number>();
   readonly #sweep: TimerId;
   #lastAcceptLog = -Infinity;
+  /** The plane's descriptor pool on this thread (shared with its other fronts here). */
+  readonly #pool: DescriptorPool;
+  #released = false;
+  /** What a connection is charged: served here, while its request is handled, piped. */
+  readonly #own: number;
+  readonly #handled: number;
+  readonly #piped: number;
+  /** Who goes first when the front is full. */
+  readonly #shed = new ShedQueue();
 
   constructor(options: FrontOptions) {
     this.#options = options;
@@ -166,22 +171,24 @@ class ConnectionFront implements Front, FrontContext {
     this.innerPort = options.innerPort;
     this.#timers = options.timers ?? realTimers;
     this.now = this.#timers.now();
-    if (processWide.budget < 0) {
-      processWide.budget = Math.floor(descriptorBudget() * (this.limits.descriptorShare ?? 1));
+    const limits = this.limits;
+    const plane = limits.plane ?? "data";
+    this.#pool = openPool(
+      plane,
+      () => limits.descriptors ?? planeBudget(plane, limits.descriptorShare ?? 1),
+    );
+    const extra = limits.extraDescriptors ?? 0;
+    // A data-plane request may hold an upstream connection; a management one holds none.
+    const upstream = plane === "data" ? 1 : 0;
+    this.#own = OWN_DESCRIPTORS + extra;
+    this.#handled = this.#own + upstream;
+    this.#piped = PIPED_DESCRIPTORS + extra + upstream;
+    try {
+      this.#listener = this.#listen(options);
+    } catch (err) {
+      releasePool(this.#pool);
+      throw err;
     }
-    this.#listener = options.tls
-      ? Deno.listenTls({
-        hostname: options.hostname,
-        port: options.port,
-        cert: options.tls.cert,
-        key: options.tls.key,
-        alpnProtocols: ["h2", "http/1.1"],
-      })
-      : Deno.listen({
-        hostname: options.hostname,
-        port: options.port,
-        ...(options.reusePort ? { reusePort: true } : {}),
-      });
     const addr = this.#listener.addr as Deno.NetAddr;
     this.hostname = addr.hostname;
     this.port = addr.port;
@@ -198,6 +205,22 @@ class ConnectionFront implements Front, FrontContext {
     this.#accept();
   }
 
+  #listen(options: FrontOptions): Deno.Listener {
+    return options.tls
+      ? Deno.listenTls({
+        hostname: options.hostname,
+        port: options.port,
+        cert: options.tls.cert,
+        key: options.tls.key,
+        alpnProtocols: ["h2", "http/1.1"],
+      })
+      : Deno.listen({
+        hostname: options.hostname,
+        port: options.port,
+        ...(options.reusePort ? { reusePort: true } : {}),
+      });
+  }
+
   get stopped(): boolean {
     return this.#stopped;
   }
@@ -209,6 +232,10 @@ class ConnectionFront implements Front, FrontContext {
   longLived(innerRemotePort: number): void {
     const c = this.peers.get(innerRemotePort)?.conn;
     if (c && !c.closed) this.#uncount(c);
+  }
+
+  descriptors(): { readonly used: number; readonly budget: number } {
+    return { used: this.#pool.used, budget: this.#pool.budget };
   }
 
   stop(): void {
@@ -236,6 +263,10 @@ class ConnectionFront implements Front, FrontContext {
     this.stop();
     this.#timers.clearInterval(this.#sweep);
     for (const c of this.#open) this.end(c);
+    if (!this.#released) {
+      this.#released = true;
+      releasePool(this.#pool);
+    }
   }
 
   end(c: FrontConnection, reason?: CloseReason): void {
@@ -244,7 +275,8 @@ class ConnectionFront implements Front, FrontContext {
     if (reason) this.stats.closed[reason]++;
     this.#open.delete(c);
     this.stats.open--;
-    processWide.open--;
+    this.#pool.used -= c.descriptors;
+    c.descriptors = 0;
     this.#uncount(c);
     // An HTTP/2 connection closed at a deadline says so first (RFC 9113 §6.8), unless a write
     // to the client is still pending (it would not get through, and would follow a partial one).
@@ -270,14 +302,73 @@ class ConnectionFront implements Front, FrontContext {
     }
   }
 
+  piped(c: FrontConnection): void {
+    this.#charge(c, this.#piped);
+  }
+
+  handling(c: FrontConnection, busy: boolean): void {
+    if (!c.piped) this.#charge(c, busy ? this.#handled : this.#own);
+  }
+
+  #charge(c: FrontConnection, n: number): void {
+    if (c.closed) return;
+    this.#pool.used += n - c.descriptors;
+    c.descriptors = n;
+  }
+
+  /** How full the front is: of its `max_connections` or of its plane's pool, the fuller. */
+  #pressure(): number {
+    const max = this.limits.maxConnections;
+    return Math.max(max > 0 ? this.stats.open / max : 0, this.#pool.pressure);
+  }
+
+  /**
+   * Ends the connections past their deadline, each deadline shortened by the pressure
+   * (`shedding.ts`); near full, idle keep-alive connections go first.
+   */
   #sweepDeadlines(): void {
     const now = this.now = this.#timers.now();
-    const bodyTimeoutMs = this.limits.bodyTimeoutMs;
+    const limits = this.limits;
+    const pressure = this.#pressure();
+    const factor = deadlineFactor(pressure);
+    const sendMs = limits.bodyTimeoutMs * factor;
     for (const c of this.#open) {
-      if (c.sendingSince > 0 && now - c.sendingSince > bodyTimeoutMs) {
+      if (
+        c.sendingSince > 0 && now - c.sendingSince > (c.perClient ? sendMs : limits.bodyTimeoutMs)
+      ) {
         this.end(c, "send_timeout");
-      } else if (!c.pushing && now > c.deadline) this.end(c, c.reason);
+      } else if (!c.pushing) {
+        const cut = factor < 1 && c.deadline !== Infinity && c.perClient
+          ? (1 - factor) * nominalMs(c.reason, limits)
+          : 0;
+        if (now > c.deadline - cut) this.end(c, c.reason);
+      }
     }
+    this.#shed.clear();
+    if (pressure >= SHED_IDLE_FROM) this.#shedIdle();
+  }
+
+  /** Closes idle keep-alive connections, the longest idle first, until the pressure eases. */
+  #shedIdle(): void {
+    const order = shedOrder(this.#open, this.now, this.limits);
+    for (const c of order) {
+      if (this.#pressure() < SHED_IDLE_TO || !idleKeepAlive(c)) return;
+      this.end(c, "shed");
+    }
+  }
+
+  /**
+   * Makes room for a connection charged `cost` by shedding the connections that do least
+   * (`shedding.ts`); whether there is room now.
+   */
+  #makeRoom(cost: number): boolean {
+    const max = this.limits.maxConnections;
+    while ((max > 0 && this.stats.open >= max) || !this.#pool.fits(cost)) {
+      const victim = this.#shed.next(this.#open, this.#timers.now(), this.limits);
+      if (victim === undefined) return false;
+      this.end(victim, "shed");
+    }
+    return true;
   }
 
   /** Accepts until stopped; a failed accept is counted, logged and retried after a back-off. */
@@ -320,22 +411,25 @@ class ConnectionFront implements Front, FrontContext {
     stats.accepted++;
     const remote = conn.remoteAddr as Deno.NetAddr;
     const address = plainAddress(remote.hostname);
-    if (limits.maxConnections > 0 && stats.open >= limits.maxConnections) {
-      return this.#refuse(conn, "total");
-    }
-    if (processWide.open >= processWide.budget) return this.#refuse(conn, "fd_limit");
-    const mine = this.#perClient.get(address) ?? 0;
+    const key = clientKey(address);
+    // The client's own cap first: a client at it cannot shed others to get in.
+    const mine = this.#perClient.get(key) ?? 0;
     if (limits.maxPerClient > 0 && mine >= limits.maxPerClient) {
       return this.#refuse(conn, "per_client");
     }
-    this.#perClient.set(address, mine + 1);
+    const serve = this.#options.serve;
+    const cost = serve !== undefined ? this.#own : this.#piped;
+    if (!this.#makeRoom(cost)) {
+      const total = limits.maxConnections > 0 && stats.open >= limits.maxConnections;
+      return this.#refuse(conn, total ? "total" : "fd_limit");
+    }
+    this.#perClient.set(key, mine + 1);
     stats.open++;
-    processWide.open++;
     this.now = this.#timers.now();
-    const c = new FrontConnection(conn, address, remote.port, this.now);
+    const c = new FrontConnection(conn, address, key, remote.port, this.now);
+    this.#charge(c, cost);
     c.deadline = this.now + limits.headerTimeoutMs;
     this.#open.add(c);
-    const serve = this.#options.serve;
     if (serve !== undefined) serveOwn(this, c, serve, this.#server!).catch(() => this.end(c));
     else pipe(this, c, remote.port).catch(() => this.end(c));
   }
@@ -343,9 +437,9 @@ class ConnectionFront implements Front, FrontContext {
   #uncount(c: FrontConnection): void {
     if (!c.perClient) return;
     c.perClient = false;
-    const left = (this.#perClient.get(c.address) ?? 1) - 1;
-    if (left <= 0) this.#perClient.delete(c.address);
-    else this.#perClient.set(c.address, left);
+    const left = (this.#perClient.get(c.key) ?? 1) - 1;
+    if (left <= 0) this.#perClient.delete(c.key);
+    else this.#perClient.set(c.key, left);
   }
 
   /** Writes `last` and closes; a client that takes nothing is closed after {@link LAST_WRITE_MS}. */
@@ -365,8 +459,4 @@ function closeConn(conn: Deno.Conn): void {
   } catch {
     // already closed
   }
-}
-
-function plainAddress(address: string): string {
-  return address.startsWith("::ffff:") && address.includes(".") ? address.slice(7) : address;
 }

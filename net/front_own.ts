@@ -36,6 +36,7 @@ class OwnHost implements Http1Host {
   headStarted(): void {
     const c = this.c;
     c.waiting = false;
+    c.bodyBegins();
     // The first head's deadline runs from the connection's start.
     if (c.heads++ > 0) {
       c.deadline = this.front.now + this.front.limits.headerTimeoutMs;
@@ -43,14 +44,17 @@ class OwnHost implements Http1Host {
     }
   }
 
-  readingBody(pending: boolean): void {
-    this.c.deadline = pending ? this.front.now + this.front.limits.bodyTimeoutMs : Infinity;
-    this.c.reason = "body_timeout";
+  readingBody(pending: boolean, received = 0): void {
+    const c = this.c;
+    if (pending) return c.awaitBody(this.front.now, this.front.limits);
+    c.bodyArrived(received, this.front.now);
+    c.deadline = Infinity;
   }
 
   handling(): void {
     // The answer is the handler's (and the site's deadline).
     this.c.deadline = Infinity;
+    this.front.handling(this.c, true);
   }
 
   sending(pending: boolean): void {
@@ -60,6 +64,7 @@ class OwnHost implements Http1Host {
   idle(): void {
     const c = this.c;
     c.waiting = true;
+    this.front.handling(c, false);
     c.deadline = this.front.now + this.front.limits.keepAliveTimeoutMs;
     c.reason = "keepalive_timeout";
     if (this.front.stopped) this.front.end(c);

@@ -3,21 +3,30 @@
  * without the own server; with it, what that server hands over: upgrades, HTTP/2, CONNECT). The
  * request framing of the bytes going by is followed (`http1_framing.ts`, and `h2_framing.ts`
  * after an HTTP/2 preface) so that the deadline matches what the client is doing; bad chunked
- * framing is answered 400 by the front (the server behind would only close).
+ * framing is answered 400 by the front (the server behind would only close). On a connection
+ * the own server handed over, every HTTP/1.1 request head is checked as the own server checks
+ * one before it is forwarded (`head_gate.ts`).
  */
 import { type ConnRead, connReader } from "./conn_read.ts";
 import type { CloseReason, FrontConnection, FrontContext } from "./front_conn.ts";
 import { Http2Framing } from "./h2_framing.ts";
+import { HeadGate } from "./head_gate.ts";
 
-const BAD_REQUEST = new TextEncoder().encode(
+const BAD_FRAMING = new TextEncoder().encode(
   "HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain; charset=utf-8\r\n" +
     "connection: close\r\ncontent-length: 36\r\n\r\nBad Request: invalid chunked framing",
 );
+/** The own server's answer to a head it refuses. */
+const BAD_REQUEST = new TextEncoder().encode(
+  "HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+);
 const BUFFER = 64 * 1024;
+const EMPTY = new Uint8Array(0);
 
 /**
  * Pipes `c` into the private listener, starting with `pending` (what the own server read of a
- * request it hands over); resolves when the connection is done.
+ * request it hands over: its heads are checked from then on); resolves when the connection is
+ * done.
  */
 export async function pipe(
   front: FrontContext,
@@ -26,6 +35,7 @@ export async function pipe(
   pending?: Uint8Array,
 ): Promise<void> {
   c.piped = true;
+  front.piped(c);
   let inner: Deno.Conn;
   try {
     inner = await Deno.connect({ hostname: "127.0.0.1", port: front.innerPort });
@@ -43,8 +53,9 @@ export async function pipe(
   (c.client as Deno.TcpConn).setNoDelay?.(true);
   const innerPort = (inner.localAddr as Deno.NetAddr).port;
   front.peers.set(innerPort, { hostname: c.address, port: clientPort, conn: c });
-  if (pending !== undefined && pending.length > 0) {
-    if (!(await handedOver(front, c, inner, pending))) {
+  if (pending !== undefined) {
+    c.gate = new HeadGate();
+    if (!(await forward(front, c, inner, pending))) {
       front.peers.delete(innerPort);
       return;
     }
@@ -60,38 +71,9 @@ export async function pipe(
   }
 }
 
-/**
- * What the own server read of the request it hands over goes first, framing followed; false
- * when its framing broke (answered 400).
- */
-async function handedOver(
-  front: FrontContext,
-  c: FrontConnection,
-  inner: Deno.Conn,
-  pending: Uint8Array,
-): Promise<boolean> {
-  const f = c.framing;
-  if (!f.feed(pending)) {
-    await badFraming(front, c);
-    return false;
-  }
-  c.heads = f.heads;
-  if (f.phase === "body") {
-    // The rest of the body must come as any body's does (Deno.serve has no deadline).
-    c.deadline = front.now + front.limits.bodyTimeoutMs;
-    c.reason = "body_timeout";
-  } else if (f.phase === "tunnel" && f.h2) {
-    http2(front, c, pending.subarray(f.tunnelAt));
-  } else if (f.unframed) unframed(front, c);
-  else if (f.phase !== "head") c.deadline = Infinity;
-  await writeAll(inner, pending);
-  return true;
-}
-
 /** Client to server: follows the framing, moves the deadline, answers bad framing. */
 async function inbound(front: FrontContext, c: FrontConnection, inner: Deno.Conn): Promise<void> {
   const buf = new Uint8Array(BUFFER);
-  const f = c.framing;
   const read = connReader(c.client);
   while (!c.closed) {
     const n = await readOrEnd(read, buf);
@@ -100,26 +82,122 @@ async function inbound(front: FrontContext, c: FrontConnection, inner: Deno.Conn
       await inner.closeWrite().catch(() => {});
       return;
     }
-    const chunk = buf.subarray(0, n);
-    if (c.h2 !== undefined) {
-      c.h2.fromClient(chunk, front.now);
-      http2Deadline(front, c, c.h2);
-    } else if (f.phase !== "tunnel" && !f.feed(chunk)) {
-      await badFraming(front, c);
-      return;
-    } else followed(front, c, chunk);
-    c.pushing = true;
-    try {
-      await writeAll(inner, chunk);
-    } finally {
-      c.pushing = false;
-    }
-    if (f.phase === "body") c.deadline = front.now + front.limits.bodyTimeoutMs;
+    if (!(await forward(front, c, inner, buf.subarray(0, n)))) return;
   }
 }
 
-/** The deadline for where the HTTP/1.1 framing is after `chunk`. */
-function followed(front: FrontContext, c: FrontConnection, chunk: Uint8Array): void {
+/**
+ * Follows and forwards the client's `chunk`; on a checked connection (`c.gate`) each request
+ * head is held until whole and checked first. False when the connection ended (bad framing, a
+ * refused head).
+ */
+async function forward(
+  front: FrontContext,
+  c: FrontConnection,
+  inner: Deno.Conn,
+  chunk: Uint8Array,
+): Promise<boolean> {
+  const gate = c.gate;
+  const f = c.framing;
+  while (chunk.length > 0 && !c.closed) {
+    let piece = chunk;
+    chunk = EMPTY;
+    const http1 = c.h2 === undefined && f.phase !== "tunnel";
+    if (gate !== undefined && http1 && f.phase !== "body") {
+      const r = gate.take(piece);
+      if (r.kind === "wait") {
+        if (r.began) {
+          c.deadline = front.now + front.limits.headerTimeoutMs;
+          c.reason = "header_timeout";
+        }
+        return true;
+      }
+      if (r.kind === "refuse") {
+        await refused(front, c, r.reason, r.request);
+        return false;
+      }
+      piece = r.head;
+      chunk = r.rest;
+    } else if (gate !== undefined && !http1 && gate.held > 0) {
+      // Bytes held when the connection stopped being HTTP/1.1 (sent before the 101) go first.
+      piece = concat(gate.flush(), piece);
+    }
+    const taken = await pass(front, c, inner, piece, gate !== undefined && http1);
+    if (taken < 0) return false;
+    if (taken < piece.length) chunk = concat(piece.subarray(taken), chunk);
+  }
+  return true;
+}
+
+/**
+ * Follows `piece` and pushes it to the server, or with `stopAtHead` only what of it belongs to
+ * the request in progress; the bytes pushed, -1 when the framing broke (answered 400).
+ */
+async function pass(
+  front: FrontContext,
+  c: FrontConnection,
+  inner: Deno.Conn,
+  piece: Uint8Array,
+  stopAtHead: boolean,
+): Promise<number> {
+  const f = c.framing;
+  const inBody = f.phase === "body";
+  let take = piece.length;
+  if (c.h2 !== undefined) {
+    c.h2.fromClient(piece, front.now);
+    http2Deadline(front, c, c.h2);
+  } else if (f.phase !== "tunnel") {
+    if (!f.feed(piece, stopAtHead)) {
+      await badFraming(front, c);
+      return -1;
+    }
+    if (f.stoppedAt >= 0) take = f.stoppedAt;
+    followed(front, c, piece.subarray(0, take), inBody);
+  } else followed(front, c, piece, inBody);
+  c.pushing = true;
+  try {
+    await writeAll(inner, take === piece.length ? piece : piece.subarray(0, take));
+  } finally {
+    c.pushing = false;
+  }
+  // The body waits for the client again from when the server took these bytes.
+  if (c.h2 === undefined && f.phase === "body") c.awaitBody(front.now, front.limits);
+  return take;
+}
+
+function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
+  if (b.length === 0) return a;
+  const out = new Uint8Array(a.length + b.length);
+  out.set(a);
+  out.set(b, a.length);
+  return out;
+}
+
+/** A head the own parser refuses: answered 400 as the own server answers it, nothing forwarded. */
+async function refused(
+  front: FrontContext,
+  c: FrontConnection,
+  reason: string,
+  request: { method: string; target: string; head: string } | undefined,
+): Promise<void> {
+  // Answers still due to earlier requests are cut off: the 400 must not go out inside one.
+  c.inner?.close();
+  c.inner = undefined;
+  await writeAll(c.client, BAD_REQUEST).catch(() => {});
+  if (request !== undefined) front.recordBroken(c, { ...request, reason });
+  front.end(c);
+}
+
+/**
+ * The deadline for where the HTTP/1.1 framing is after `chunk` (`inBody`: it came inside a
+ * body, whose rate it counts toward).
+ */
+function followed(
+  front: FrontContext,
+  c: FrontConnection,
+  chunk: Uint8Array,
+  inBody: boolean,
+): void {
   const f = c.framing;
   const { limits, now } = front;
   switch (f.phase) {
@@ -131,8 +209,10 @@ function followed(front: FrontContext, c: FrontConnection, chunk: Uint8Array): v
       }
       break;
     case "body":
-      c.deadline = now + limits.bodyTimeoutMs;
-      c.reason = "body_timeout";
+      // A body that begins in this chunk counts from here; one that goes on, these bytes.
+      if (inBody) c.bodyArrived(chunk.length, now);
+      else c.bodyBegins();
+      c.awaitBody(now, limits);
       break;
     case "idle":
       // The request is complete: the answer is the server's (and the site's deadline).
@@ -207,6 +287,11 @@ function http2Deadline(front: FrontContext, c: FrontConnection, h: Http2Framing)
     deadline = body + limits.bodyTimeoutMs;
     reason = "body_timeout";
   }
+  const due = h.bodyRateDue(limits.bodyMinRate ?? 0, limits.bodyMinRateAfterMs ?? 0);
+  if (due >= 0 && due < deadline) {
+    deadline = due;
+    reason = "body_rate";
+  }
   const held = h.answerHeldSince;
   if (held >= 0 && held + limits.bodyTimeoutMs < deadline) {
     deadline = held + limits.bodyTimeoutMs;
@@ -234,7 +319,7 @@ async function badFraming(front: FrontContext, c: FrontConnection): Promise<void
   // answer ourselves (it would only close the connection).
   c.inner?.close();
   c.inner = undefined;
-  await writeAll(c.client, BAD_REQUEST).catch(() => {});
+  await writeAll(c.client, BAD_FRAMING).catch(() => {});
   front.recordBroken(c, broken);
   front.end(c);
 }

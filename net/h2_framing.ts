@@ -157,6 +157,15 @@ interface Stream {
   window: number;
   /** When its body last moved, or the server made room for it (the body deadline runs from it). */
   since: number;
+  /** When its header block ended: its body's rate is counted from then (the minimum rate). */
+  readonly opened: number;
+  /** Body data received so far. */
+  bytes: number;
+  /** Time its window was used up (the client could not send), and since when it is; -1: not. */
+  stalled: number;
+  stalledSince: number;
+  /** The connection's stalled time when it opened (what came before is not its own). */
+  readonly connStalledAtOpen: number;
   /** What the server may still send on it: the client's grant, less the DATA answered. */
   answerWindow: number;
   /** When the client's grant for it ran out; -1 while it has room. */
@@ -187,6 +196,9 @@ export class Http2Framing {
   /** The connection's window for the client's DATA, and when it last opened. */
   #window = DEFAULT_WINDOW;
   #windowSince = 0;
+  /** Time the connection's window was used up, and since when it is; -1: not. */
+  #connStalled = 0;
+  #connStalledSince = -1;
   /** The client's SETTINGS_INITIAL_WINDOW_SIZE, and the connection's window for the answers. */
   #answerInitial = DEFAULT_WINDOW;
   #answerWindow = DEFAULT_WINDOW;
@@ -196,9 +208,12 @@ export class Http2Framing {
 
   readonly #client = new FrameReader({
     header: (r) => this.#clientHeader(r),
-    data: (r) => {
+    data: (r, n) => {
       const s = this.#streams.get(r.stream);
-      if (s !== undefined) s.since = this.#now;
+      if (s !== undefined) {
+        s.since = this.#now;
+        s.bytes += n;
+      }
     },
     end: (r) => this.#clientEnd(r),
   });
@@ -235,6 +250,24 @@ export class Http2Framing {
       if (since < 0 || t < since) since = t;
     }
     return since;
+  }
+
+  /**
+   * When the earliest request body the server has room for falls below `rate` bytes a second
+   * of the client's time (time without flow-control room is not the client's), once `afterMs`
+   * of it passed; -1 when no body is awaited with room.
+   */
+  bodyRateDue(rate: number, afterMs: number): number {
+    if (rate <= 0 || this.#window <= 0) return -1;
+    const conn = this.#connStalled;
+    let due = -1;
+    for (const s of this.#streams.values()) {
+      if (s.sent || s.window <= 0) continue;
+      const stalled = s.stalled + Math.max(0, conn - s.connStalledAtOpen);
+      const t = s.opened + afterMs + s.bytes * 1000 / rate + stalled;
+      if (due < 0 || t < due) due = t;
+    }
+    return due;
   }
 
   /**
@@ -300,11 +333,13 @@ export class Http2Framing {
       this.#blockEnds = (r.flags & END_STREAM) !== 0;
     } else if (r.type === DATA) {
       this.#window -= r.length;
+      if (this.#window <= 0 && this.#connStalledSince < 0) this.#connStalledSince = this.#now;
       // Flow control counts the whole payload; the body moves only with its data (`data`):
       // empty or padding-only frames do not hold the body deadline off.
       const s = this.#streams.get(r.stream);
       if (s !== undefined) {
         s.window -= r.length;
+        if (s.window <= 0 && s.stalledSince < 0) s.stalledSince = this.#now;
         if (r.flags & END_STREAM) s.sent = true;
       }
     } else if (r.type === RST_STREAM) this.#end(r.stream);
@@ -348,6 +383,11 @@ export class Http2Framing {
         sent: this.#blockEnds,
         window: this.#initial,
         since: this.#now,
+        opened: this.#now,
+        bytes: 0,
+        stalled: 0,
+        stalledSince: this.#initial > 0 ? -1 : this.#now,
+        connStalledAtOpen: this.#connStalled,
         answerWindow: this.#answerInitial,
         heldSince: this.#answerInitial > 0 ? -1 : this.#now,
         answerSince: -1,
@@ -360,7 +400,11 @@ export class Http2Framing {
     if (r.type === WINDOW_UPDATE && r.length === 4) {
       const add = r.increment;
       if (r.stream === 0) {
-        if (this.#window <= 0 && this.#window + add > 0) this.#windowSince = this.#now;
+        if (this.#window <= 0 && this.#window + add > 0) {
+          this.#windowSince = this.#now;
+          if (this.#connStalledSince >= 0) this.#connStalled += this.#now - this.#connStalledSince;
+          this.#connStalledSince = -1;
+        }
         this.#window += add;
       } else {
         const s = this.#streams.get(r.stream);
@@ -395,7 +439,13 @@ export class Http2Framing {
 
   /** The server changed a stream's window: room again restarts its body deadline. */
   #grow(s: Stream, add: number): void {
-    if (s.window <= 0 && s.window + add > 0) s.since = this.#now;
+    if (s.window <= 0 && s.window + add > 0) {
+      s.since = this.#now;
+      if (s.stalledSince >= 0) s.stalled += this.#now - s.stalledSince;
+      s.stalledSince = -1;
+    } else if (s.window > 0 && s.window + add <= 0 && s.stalledSince < 0) {
+      s.stalledSince = this.#now;
+    }
     s.window += add;
   }
 

@@ -75,6 +75,8 @@ export class RequestFraming {
   unframed = false;
   /** Where, in the chunk last fed, the tunnel's bytes begin (once `phase` became "tunnel"). */
   tunnelAt = 0;
+  /** Where, in the chunk last fed with `stopAtHead`, the next request begins; -1: not in it. */
+  stoppedAt = -1;
   #head = new Uint8Array(1024);
   #headLen = 0;
   #headOverflow = false;
@@ -90,15 +92,24 @@ export class RequestFraming {
   #target = "";
   #headText = "";
 
-  /** Follows the client's bytes; false when the request's framing is invalid. */
-  feed(buf: Uint8Array): boolean {
+  /**
+   * Follows the client's bytes; false when the request's framing is invalid. With `stopAtHead`
+   * it stops where the next request begins after the bytes it took (`stoppedAt`), so that the
+   * caller can check that head before it goes on.
+   */
+  feed(buf: Uint8Array, stopAtHead = false): boolean {
     let i = 0;
     const n = buf.length;
+    this.stoppedAt = -1;
     while (i < n) {
       switch (this.phase) {
         case "tunnel":
           return true;
         case "idle":
+          if (stopAtHead && i > 0) {
+            this.stoppedAt = i;
+            return true;
+          }
           this.phase = "head";
           this.heads++;
           this.#headLen = 0;

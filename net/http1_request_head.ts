@@ -289,11 +289,19 @@ function absoluteTarget(
   if (host !== undefined && host.toLowerCase() !== authority.toLowerCase()) {
     throw new BadRequest("Host differs from the request target", broken);
   }
-  // An empty path before a query (`http://h?x=1`) is `/` (RFC 9112 §3.2.1): the URL is split
-  // at its first `/` after the authority, which would drop the query or take a `/` inside it
-  // as the path's start (`http://h?x=/../admin` went upstream as `GET /../admin`).
-  if (target.charCodeAt(m[0].length) === 63) return `${m[0]}/${target.slice(m[0].length)}`;
-  return target;
+  const at = emptyPathAt(target);
+  return at < 0 ? target : `${target.slice(0, at)}/${target.slice(at)}`;
+}
+
+/**
+ * Where an absolute-form target with an empty path before its query (`http://h?x=1`) needs the
+ * `/` its path is (RFC 9112 §3.2.1); -1 for any other target. A URL parser splits such a target
+ * at its first `/` after the authority, which would drop the query or take a `/` inside it as
+ * the path's start (`http://h?x=/../admin` went upstream as `GET /../admin`).
+ */
+export function emptyPathAt(target: string): number {
+  const m = ABSOLUTE.exec(target);
+  return m !== null && target.charCodeAt(m[0].length) === 63 ? m[0].length : -1;
 }
 
 /** Characters of a reg-name (RFC 3986: unreserved, sub-delims, `%`), by code. */

@@ -55,8 +55,11 @@ const LINGER_BYTES = 1024 * 1024;
 export interface Http1Host {
   /** The first bytes of a request head have arrived. */
   headStarted(): void;
-  /** The handler is reading the body (a read from the client is pending) or not any more. */
-  readingBody(pending: boolean): void;
+  /**
+   * The handler is reading the body (a read from the client is pending) or not any more, with
+   * the bytes that read brought (`received`).
+   */
+  readingBody(pending: boolean, received?: number): void;
   /** The request is complete; the handler works on it. */
   handling(): void;
   /** A write to the client is pending (true) or done (false). */
@@ -116,6 +119,8 @@ export class Http1Connection {
   #end = 0;
   #eof = false;
   #closed = false;
+  /** Bytes read from the client so far. */
+  #received = 0;
   /** The answer being written. */
   readonly #answer = new AnswerBuffer();
   // The body of the request in progress.
@@ -340,6 +345,7 @@ export class Http1Connection {
       return false;
     }
     this.#end += n;
+    this.#received += n;
     return true;
   }
 
@@ -420,8 +426,9 @@ export class Http1Connection {
         await this.#write(CONTINUE);
       }
       this.#host.readingBody(true);
+      const before = this.#received;
       const more = this.#eof ? false : await this.#fill();
-      this.#host.readingBody(false);
+      this.#host.readingBody(false, this.#received - before);
       if (!more) {
         this.#bodyError = new Error("the request body ended early");
         throw this.#bodyError;

@@ -63,7 +63,10 @@ export interface ConnectionInfo extends Deno.ServeHandlerInfo<Deno.NetAddr> {
 }
 
 export interface ListenOptions {
-  /** Which listener this is, for error messages (`management`, `data`, ...). */
+  /**
+   * Which listener this is, for error messages (`management`, `data`, ...); the `management`
+   * listener's front draws from the management descriptor reserve (net/descriptors.ts).
+   */
   readonly name?: string;
   readonly hostname: string;
   readonly port: number;
@@ -152,6 +155,10 @@ function listenFronted(
       reusePort: options.reusePort,
       innerPort: server.addr.port,
       ...frontOptions,
+      limits: {
+        plane: options.name === "management" ? "management" : "data",
+        ...frontOptions.limits,
+      },
       // One info object per connection (a handler only reads it), not one per request.
       serve: own
         ? (remoteAddr) => {

@@ -104,6 +104,47 @@ export interface Waf {
   readonly child: Deno.ChildProcess;
 }
 
+/** A small upstream process on `port` that answers every request `200 ok`. */
+export function startOkUpstream(port: number): Deno.ChildProcess {
+  return new Deno.Command(Deno.execPath(), {
+    args: [
+      "eval",
+      `Deno.serve({hostname:"127.0.0.1",port:${port},onListen(){}},()=>new Response("ok"))`,
+    ],
+    stdout: "null",
+    stderr: "inherit",
+  }).spawn();
+}
+
+/** Adds the administrator `waf serve` will know (before it starts, on its data directory). */
+export function ensureAdmin(root: string, dataDir: string): Promise<void> {
+  return cli(root, dataDir, ["user", "ensure-admin", "admin", "--password-stdin"], `${PASSWORD}\n`);
+}
+
+/**
+ * Once a starting `waf serve` listens on both ports, logs in as that administrator and adds the
+ * benchmark site `host` in front of `upstream`; the management plane's URL.
+ */
+export async function siteWhenUp(
+  dataPort: number,
+  mgmtPort: number,
+  host: string,
+  upstream: string,
+): Promise<string> {
+  await waitForPort(dataPort, "waf data plane");
+  await waitForPort(mgmtPort, "waf management plane");
+  const mgmt = `http://127.0.0.1:${mgmtPort}`;
+  const s = await login(mgmt);
+  const site = await fetch(`${mgmt}/api/sites`, {
+    method: "POST",
+    headers: { "content-type": "application/json", cookie: s.cookie, "x-csrf-token": s.csrf },
+    body: JSON.stringify({ name: "shop", hosts: [host], upstreams: [upstream] }),
+  });
+  if (site.status !== 201) throw new Error(`site: ${site.status} ${await site.text()}`);
+  await site.body?.cancel();
+  return mgmt;
+}
+
 /** A `waf serve` with an administrator and the benchmark site. */
 export async function startWaf(root: string, dir: string, upstream: string): Promise<Waf> {
   const dataPort = freePort();
@@ -113,23 +154,13 @@ export async function startWaf(root: string, dir: string, upstream: string): Pro
     `${dir}/waf.yaml`,
     `server:\n  data:\n    listen: "127.0.0.1:${dataPort}"\n  management:\n    listen: "127.0.0.1:${mgmtPort}"\nlogging:\n  level: warn\n`,
   );
-  await cli(root, dir, ["user", "ensure-admin", "admin", "--password-stdin"], `${PASSWORD}\n`);
+  await ensureAdmin(root, dir);
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", SERVER_V8_FLAGS, `${root}main.ts`, "serve", "--data-dir", dir],
     stdout: "null",
     stderr: "inherit",
   }).spawn();
-  await waitForPort(dataPort, "waf data plane");
-  await waitForPort(mgmtPort, "waf management plane");
-  const mgmt = `http://127.0.0.1:${mgmtPort}`;
-  const s = await login(mgmt);
-  const site = await fetch(`${mgmt}/api/sites`, {
-    method: "POST",
-    headers: { "content-type": "application/json", cookie: s.cookie, "x-csrf-token": s.csrf },
-    body: JSON.stringify({ name: "shop", hosts: ["shop.bench"], upstreams: [upstream] }),
-  });
-  if (site.status !== 201) throw new Error(`site: ${site.status} ${await site.text()}`);
-  await site.body?.cancel();
+  const mgmt = await siteWhenUp(dataPort, mgmtPort, "shop.bench", upstream);
   return { dir, data: `http://127.0.0.1:${dataPort}/`, mgmt, child };
 }
 
@@ -172,14 +203,7 @@ export async function main(args: string[]): Promise<number> {
   await ensure("wrk", "wrk");
   const dir = await Deno.makeTempDir({ prefix: "waf-bench-flood-" });
   const upPort = freePort();
-  const upstream = new Deno.Command(Deno.execPath(), {
-    args: [
-      "eval",
-      `Deno.serve({hostname:"127.0.0.1",port:${upPort},onListen(){}},()=>new Response("ok"))`,
-    ],
-    stdout: "null",
-    stderr: "inherit",
-  }).spawn();
+  const upstream = startOkUpstream(upPort);
   const servers: Waf[] = [];
   try {
     await Deno.writeTextFile(`${dir}/data.lua`, DATA_LUA);

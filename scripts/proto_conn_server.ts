@@ -86,6 +86,8 @@ const limits = limitsFromConfig({
   enabled: true,
   header_timeout: "60s",
   body_timeout: "60s",
+  body_min_rate: 500,
+  body_min_rate_after: "10s",
   keepalive_timeout: "75s",
   max_connections: 10_000,
   max_connections_per_client: 0,

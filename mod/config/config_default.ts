@@ -24,9 +24,11 @@ server:
     limits:
       header_timeout: "60s"      # the whole request head, from its first byte
       body_timeout: "60s"        # the longest pause between two reads of a body
+      body_min_rate: 500         # bytes a second a body must average once ...
+      body_min_rate_after: "10s" # ... this much of it passed (0 = no minimum)
       keepalive_timeout: "75s"   # silence allowed between requests
       max_connections: 10000
-      max_connections_per_client: 256   # 0 = no cap (raise it behind a load balancer)
+      max_connections_per_client: 256   # per IPv4 address or IPv6 /64; 0 = no cap
   management:
     # REST API (/api), health probes (/health) and the console.
     listen: "127.0.0.1:9443"
@@ -39,6 +41,8 @@ server:
     limits:
       header_timeout: "60s"      # the whole request head, from its first byte
       body_timeout: "60s"        # the longest pause between two reads of a body
+      body_min_rate: 500         # bytes a second a body must average once ...
+      body_min_rate_after: "10s" # ... this much of it passed (0 = no minimum)
       keepalive_timeout: "75s"   # silence allowed between requests
       max_connections: 1000
       max_connections_per_client: 64

@@ -65,11 +65,17 @@ const connectionLimits = (caps: { total: number; perClient: number }) =>
     header_timeout: duration("60s"),
     /** Longest pause between two reads of a request body. */
     body_timeout: duration("60s"),
+    /**
+     * The least average rate of a request body, bytes a second of the client's time, once
+     * `body_min_rate_after` of it passed (Apache's mod_reqtimeout `MinRate`); 0 = none.
+     */
+    body_min_rate: z.number().int().min(0).max(1_000_000_000).default(500),
+    body_min_rate_after: duration("10s"),
     /** How long a connection may stay silent between requests. */
     keepalive_timeout: duration("75s"),
     /** Open connections on the listener (the descriptor limit may lower it); 0 = that bound only. */
     max_connections: z.number().int().min(0).max(1_000_000).default(caps.total),
-    /** Open connections from one client address; 0 = no cap. */
+    /** Open connections from one client (an IPv4 address, an IPv6 /64); 0 = no cap. */
     max_connections_per_client: z.number().int().min(0).max(1_000_000).default(caps.perClient),
   }).prefault({});
 

@@ -15,6 +15,8 @@ export const CLOSE_REASONS = [
   "keepalive_timeout",
   "send_timeout",
   "bad_framing",
+  "body_rate",
+  "shed",
 ] as const;
 export type CloseReason = typeof CLOSE_REASONS[number];
 

@@ -14,6 +14,7 @@ import type { Logger } from "../../mod/core/logger.ts";
 import type { CompiledSite, Policy } from "../../mod/data_plane/policy.ts";
 import { listen } from "../../net/listen.ts";
 import type { ConnectionLimits } from "../../net/conn_front.ts";
+import { clientKey } from "../../net/client_key.ts";
 import type { BrokenRequest } from "../../net/http1_framing.ts";
 import type { ListenerConnections } from "../../mod/core/connection_stats.ts";
 import type { ProxyHandler } from "./proxy.ts";
@@ -59,8 +60,9 @@ export async function startTlsFront(options: TlsFrontOptions): Promise<TlsFront>
     hostname: "127.0.0.1",
     port: 0,
     // Every decrypted connection comes from loopback: the per-client cap is applied above.
+    // Each also holds its TLS socket and the pipe's client end, outside the inner front.
     front: front && {
-      limits: { ...front.limits, maxPerClient: 0 },
+      limits: { ...front.limits, maxPerClient: 0, extraDescriptors: 2 },
       stats: front.stats,
       logger,
       onBadFraming: (loopback, request, port) =>
@@ -98,14 +100,15 @@ export async function startTlsFront(options: TlsFrontOptions): Promise<TlsFront>
     },
   }, (socket) => {
     const client = plainAddress(socket.remoteAddress);
-    const mine = perClient.get(client) ?? 0;
+    const key = clientKey(client);
+    const mine = perClient.get(key) ?? 0;
     const cap = front?.limits.maxPerClient ?? 0;
     if (cap > 0 && mine >= cap) {
       front!.stats.refused.per_client++;
       socket.destroy();
       return;
     }
-    perClient.set(client, mine + 1);
+    perClient.set(key, mine + 1);
     let counted = true;
     const pipe = net.connect(inner.port, "127.0.0.1");
     sockets.add(socket);
@@ -117,9 +120,9 @@ export async function startTlsFront(options: TlsFrontOptions): Promise<TlsFront>
     const done = () => {
       if (counted) {
         counted = false;
-        const left = (perClient.get(client) ?? 1) - 1;
-        if (left <= 0) perClient.delete(client);
-        else perClient.set(client, left);
+        const left = (perClient.get(key) ?? 1) - 1;
+        if (left <= 0) perClient.delete(key);
+        else perClient.set(key, left);
       }
       if (pipe.localPort !== undefined) peers.delete(pipe.localPort);
       sockets.delete(socket);

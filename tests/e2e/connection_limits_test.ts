@@ -102,6 +102,35 @@ Deno.test("a slow body is cut at the body deadline; a body that keeps coming is 
   ok(head.startsWith("HTTP/1.1 200"), head.slice(0, 80));
 });
 
+Deno.test("a body trickled below body_min_rate is cut once body_min_rate_after has passed (issue #37)", async () => {
+  await using up = startUpstream();
+  await using s = await startTestServer({
+    config: {
+      server: {
+        data: { limits: { body_timeout: "60s", body_min_rate: 1000, body_min_rate_after: "1s" } },
+      },
+    },
+  });
+  addSite(s, up.url, { mode: "off" });
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port: portOf(s.dataUrl) });
+  const t0 = performance.now();
+  await conn.write(enc.encode(
+    "POST /upload HTTP/1.1\r\nHost: shop.test\r\nContent-Length: 100000\r\n\r\nx",
+  ));
+  // A byte every 300 ms: far inside body_timeout, far below 1,000 bytes a second.
+  const trickle = (async () => {
+    for (let i = 0; i < 30; i++) {
+      await sleep(300);
+      if (await conn.write(enc.encode("x")).catch(() => null) === null) return;
+    }
+  })();
+  const ms = await closedAfter(conn, t0);
+  await trickle;
+  ok(ms >= 900 && ms < 3_000, `closed after ${Math.round(ms)} ms (1 s at the minimum rate)`);
+  assertEquals(counter(s, "data").closed.body_rate, 1);
+  assertEquals(counter(s, "data").closed.body_timeout, 0);
+});
+
 Deno.test("a body that stops after a head handed over to Deno.serve (Upgrade) is cut at the body deadline too", async () => {
   await using up = startUpstream();
   await using s = await startTestServer({ config: { server: { data: { limits: SHORT } } } });

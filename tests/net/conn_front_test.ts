@@ -4,110 +4,12 @@
  * (`net/timers.ts`) ticked by the test instead of waited out.
  */
 import { assertEquals, ok } from "../_helpers/assert.ts";
-import { FakeTimers, settlesWithin, stillPending, turn } from "../_helpers/fake_timers.ts";
-import { createConnectionStats } from "../../mod/core/connection_stats.ts";
-import { type ConnectionLimits, type Front, startFront } from "../../net/conn_front.ts";
+import { settlesWithin, stillPending, turn } from "../_helpers/fake_timers.ts";
+import { closed, cutBetween, startTestFront, status } from "./test_front.ts";
 
 const enc = new TextEncoder();
-const SECOND: ConnectionLimits = {
-  headerTimeoutMs: 1_000,
-  bodyTimeoutMs: 1_000,
-  keepAliveTimeoutMs: 1_000,
-  maxConnections: 0,
-  maxPerClient: 0,
-};
 /** How often the front sweeps its deadlines with one-second limits. */
 const SWEEP_MS = 250;
-
-interface TestFront extends AsyncDisposable {
-  readonly front: Front;
-  readonly timers: FakeTimers;
-  readonly stats: ReturnType<ReturnType<typeof createConnectionStats>["listener"]>;
-  /** A client connection the front has admitted. */
-  connect(): Promise<Deno.Conn>;
-}
-
-/** A front whose own server answers `own` (reading the request body first). */
-function startTestFront(): TestFront {
-  const timers = new FakeTimers();
-  const stats = createConnectionStats().listener("test");
-  const inner = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
-    async (req) => {
-      await req.arrayBuffer().catch(() => {});
-      return new Response("inner");
-    },
-  );
-  const front = startFront({
-    hostname: "127.0.0.1",
-    port: 0,
-    innerPort: inner.addr.port,
-    serve: () => async (req) => {
-      await req.arrayBuffer();
-      return new Response("own");
-    },
-    limits: SECOND,
-    stats,
-    timers,
-  });
-  const conns: Deno.Conn[] = [];
-  return {
-    front,
-    timers,
-    stats,
-    async connect() {
-      const before = stats.accepted;
-      const conn = await Deno.connect({ hostname: "127.0.0.1", port: front.port });
-      conns.push(conn);
-      // Admitted, so its deadline runs from the fake clock's now.
-      while (stats.accepted === before) await turn();
-      return conn;
-    },
-    async [Symbol.asyncDispose]() {
-      for (const c of conns) {
-        try {
-          c.close();
-        } catch {
-          // closed by the front
-        }
-      }
-      front.close();
-      await inner.shutdown();
-    },
-  };
-}
-
-/** Resolves when the peer closes `conn` (reads and drops whatever comes before). */
-async function closed(conn: Deno.Conn): Promise<void> {
-  const buf = new Uint8Array(4096);
-  while ((await conn.read(buf).catch(() => null)) !== null) {
-    // the answer, if any
-  }
-}
-
-/** Reads one answer's first bytes (enough for its status line). */
-async function status(conn: Deno.Conn): Promise<string> {
-  const buf = new Uint8Array(4096);
-  const n = await conn.read(buf);
-  return new TextDecoder().decode(buf.subarray(0, n ?? 0)).split("\r\n")[0]!;
-}
-
-/**
- * `done` (the connection's close) is still pending after `open` more milliseconds and settles
- * within `cut` more (the deadline and the next sweep); the front counted it under `reason`.
- */
-async function cutBetween(
-  t: TestFront,
-  done: Promise<void>,
-  [open, cut]: [number, number],
-  reason: "header_timeout" | "body_timeout" | "keepalive_timeout",
-): Promise<void> {
-  await t.timers.tick(open);
-  ok(await stillPending(done), `open until the ${reason}`);
-  await t.timers.tick(cut);
-  await settlesWithin(done);
-  assertEquals(t.stats.closed[reason], 1);
-}
 
 Deno.test("conn front: a request head that trickles in is cut at the header deadline, counted from the connection's start", async () => {
   await using t = startTestFront();

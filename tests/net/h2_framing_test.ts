@@ -231,3 +231,22 @@ Deno.test("Http2Framing's GOAWAY names the highest stream id, and is withheld in
     0xb,
   ]);
 });
+
+Deno.test("Http2Framing finds when a body falls below the minimum rate, not counting time without room", () => {
+  const h = new Http2Framing();
+  feed(h, "client", join(REST, frame(HEADERS, END_HEADERS | END_STREAM, 1, 3)), 1000);
+  assertEquals(h.bodyRateDue(500, 10_000), -1, "a GET awaits no body");
+  // A POST at 2,000: 10 s of grace, then 2 ms of the client's time for each byte.
+  h.fromClient(frame(HEADERS, END_HEADERS, 3, 3), 2000);
+  assertEquals(h.bodyRateDue(500, 10_000), 12_000);
+  assertEquals(h.bodyRateDue(0, 10_000), -1, "no minimum rate");
+  h.fromServer(withPayload(WINDOW_UPDATE, 0, 0, u32(1_000_000)), 2050);
+  h.fromClient(frame(DATA, 0, 3, 100), 2100);
+  assertEquals(h.bodyRateDue(500, 10_000), 12_200);
+  // The stream's window used up at 3,000: the client cannot send, nothing is due.
+  h.fromClient(frame(DATA, 0, 3, 65_435), 3000);
+  assertEquals(h.bodyRateDue(500, 10_000), -1);
+  // Room again at 8,000: the 5 s without it are not the client's.
+  h.fromServer(withPayload(WINDOW_UPDATE, 0, 3, u32(1000)), 8000);
+  assertEquals(h.bodyRateDue(500, 10_000), 12_000 + 65_535 * 2 + 5_000);
+});
