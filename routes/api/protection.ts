@@ -8,6 +8,7 @@
 import { z } from "zod";
 import { badRequest } from "../../mod/core/errors.ts";
 import type { PolicyObjects, StoredObject } from "../../mod/protection/policy_objects.ts";
+import { lookUpAddress } from "../../mod/protection/ip_lookup.ts";
 import { KIND } from "../../mod/protection/protection_compile.ts";
 import {
   aclRuleSchema,
@@ -19,7 +20,7 @@ import {
 } from "../../mod/protection/protection_schema.ts";
 import { auditContext } from "./actor.ts";
 import { perm, type RouteDef } from "./route.ts";
-import { readJson } from "./validate.ts";
+import { readJson, readQuery } from "./validate.ts";
 
 export interface CrudOptions {
   readonly base: string;
@@ -155,8 +156,22 @@ function geoCheck(hasGeo: boolean) {
   };
 }
 
+const lookupQuery = z.strictObject({ ip: z.string().min(1).max(64) });
+
 export function protectionRoutes(objects: PolicyObjects, options: { hasGeo: boolean }): RouteDef[] {
   return [
+    {
+      // Before the list's `/:id` route, which would take "lookup" for an id.
+      method: "GET",
+      path: "/api/protection/ip-lists/lookup",
+      access: perm("read:protection"),
+      handler: (c) => {
+        const q = readQuery(c, lookupQuery);
+        const found = lookUpAddress(q.ip, objects.list(KIND.ip));
+        if (!found) throw badRequest('Invalid field "ip": expected an IPv4 or IPv6 address', "ip");
+        return c.json(found);
+      },
+    },
     ...crudRoutes(objects, {
       base: "/api/protection/ip-lists",
       kind: KIND.ip,
