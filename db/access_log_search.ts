@@ -14,12 +14,20 @@ export const SEARCH_SCAN = 100_000;
 /** The longest search term accepted. */
 export const SEARCH_MAX_LENGTH = 200;
 
-/** The condition for `:search` (null: no search), with the scan bound `:floor`. */
-export const SEARCH_WHERE =
-  "(:search IS NULL OR (id >= :floor AND waf_log_search(path, host, client_ip, record, :search)))";
+/**
+ * The condition for `:search` (null: no search), with the scan bound `:floor`. SQLite's own
+ * LIKE first leaves out, without a call into JavaScript, the rows that cannot match: those where
+ * the term is in no column and in no record text, and nothing is percent-encoded (or a `+`, for
+ * a term with a space) that could decode to it. `:like` is null for a term LIKE cannot compare
+ * case-insensitively (one with non-ASCII letters): every row in the bound is then called.
+ */
+export const SEARCH_WHERE = `(:search IS NULL OR (id >= :floor
+  AND (:like IS NULL OR path LIKE :like ESCAPE '\\' OR host LIKE :like ESCAPE '\\'
+    OR client_ip LIKE :like ESCAPE '\\' OR record LIKE :like_json ESCAPE '\\'
+    OR instr(path, '%') > 0 OR instr(record, '%') > 0 OR (:spaced AND instr(record, '+') > 0))
+  AND waf_log_search(path, host, client_ip, record, :search)))`;
 
 const ENCODED = /(?:%[0-9a-f]{2})+/gi;
-const JSON_ESCAPED = /["\\\x00-\x1f]/;
 
 /** `%XX` sequences decoded where they form UTF-8, left as they are where they do not. */
 function decoded(s: string, plusIsSpace: boolean): string {
@@ -50,6 +58,17 @@ function queryAndAgent(record: string): [unknown, unknown] {
   }
 }
 
+let lastTerm = "";
+let lastEscapes = false;
+/** Whether JSON writes `term` otherwise (a quote, a backslash, a control character): remembered. */
+function jsonEscapes(term: string): boolean {
+  if (term !== lastTerm) {
+    lastTerm = term;
+    lastEscapes = JSON.stringify(term).length !== term.length + 2;
+  }
+  return lastEscapes;
+}
+
 /** Whether a row matches `term` (lower case); what SQLite calls as `waf_log_search`. */
 function rowMatches(
   path: unknown,
@@ -68,7 +87,7 @@ function rowMatches(
   // backslashes and control characters, so a term with those is looked for after parsing).
   const raw = record.toLowerCase();
   if (
-    !raw.includes(term) && raw.indexOf("%") < 0 && raw.indexOf("+") < 0 && !JSON_ESCAPED.test(term)
+    !raw.includes(term) && raw.indexOf("%") < 0 && raw.indexOf("+") < 0 && !jsonEscapes(term)
   ) return 0;
   const [query, agent] = queryAndAgent(record);
   return found(query, term, "query") || found(agent, term, "none") ? 1 : 0;
@@ -79,12 +98,34 @@ export function registerSearch(db: Db): void {
   db.function("waf_log_search", { deterministic: true }, rowMatches);
 }
 
+const LIKE_SPECIAL = /[\\%_]/g;
+const ASCII = /^[\x20-\x7e]*$/;
+const like = (s: string) => `%${s.replace(LIKE_SPECIAL, "\\$&")}%`;
+
+export interface SearchParams {
+  readonly search: string | null;
+  readonly floor: number;
+  readonly like: string | null;
+  readonly like_json: string | null;
+  readonly spaced: number;
+}
+
 /** The parameters of {@link SEARCH_WHERE}: no search, or the term over `scan` rows below `below`. */
 export function searchParams(
   term: string | undefined,
   below: number,
   scan: number = SEARCH_SCAN,
-): { search: string | null; floor: number } {
-  if (term === undefined || term === "") return { search: null, floor: 0 };
-  return { search: term.toLowerCase(), floor: below - scan };
+): SearchParams {
+  if (term === undefined || term === "") {
+    return { search: null, floor: 0, like: null, like_json: null, spaced: 0 };
+  }
+  const plain = ASCII.test(term);
+  return {
+    search: term.toLowerCase(),
+    floor: below - scan,
+    like: plain ? like(term) : null,
+    // As the term appears inside the record's JSON text (quotes and backslashes escaped).
+    like_json: plain ? like(JSON.stringify(term).slice(1, -1)) : null,
+    spaced: term.includes(" ") ? 1 : 0,
+  };
 }

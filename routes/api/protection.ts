@@ -1,6 +1,6 @@
 /**
- * Management routes of the protection controls stored as documents: IP allow/block lists and
- * ACL rules (`read:protection` / `write:protection`), custom regex rules (`read:rules` /
+ * Management routes of the protection controls stored as documents: IP allow/block lists (and
+ * the lookup of one address in them) and ACL rules (`read:protection` / `write:protection`), custom regex rules (`read:rules` /
  * `write:rules`), bot policies, and the global rate limit (read with `read:protection`, change
  * with `write:protection`). Each write is validated, audited in its transaction and recompiled
  * into the running policy before the response is sent.
@@ -20,7 +20,7 @@ import {
 } from "../../mod/protection/protection_schema.ts";
 import { auditContext } from "./actor.ts";
 import { perm, type RouteDef } from "./route.ts";
-import { readJson, readQuery } from "./validate.ts";
+import { readJson } from "./validate.ts";
 
 export interface CrudOptions {
   readonly base: string;
@@ -156,18 +156,14 @@ function geoCheck(hasGeo: boolean) {
   };
 }
 
-const lookupQuery = z.strictObject({ ip: z.string().min(1).max(64) });
-
 export function protectionRoutes(objects: PolicyObjects, options: { hasGeo: boolean }): RouteDef[] {
   return [
     {
-      // Before the list's `/:id` route, which would take "lookup" for an id.
       method: "GET",
-      path: "/api/protection/ip-lists/lookup",
+      path: "/api/protection/ip-lists/lookup/:ip",
       access: perm("read:protection"),
       handler: (c) => {
-        const q = readQuery(c, lookupQuery);
-        const found = lookUpAddress(q.ip, objects.list(KIND.ip));
+        const found = lookUpAddress(c.req.param("ip") ?? "", objects.list(KIND.ip));
         if (!found) throw badRequest('Invalid field "ip": expected an IPv4 or IPv6 address', "ip");
         return c.json(found);
       },

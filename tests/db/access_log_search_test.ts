@@ -112,6 +112,7 @@ Deno.test("free text matches path, query as sent or decoded, client, user agent 
     record({ host: "api.shop.test" }),
     record({ query: 'x="quoted"' }),
     record({ finding: finding("xss") }),
+    record({ user_agent: "Spider-测试/2.0", path: "/a_b" }),
   ];
   repo.insertLines(rows.slice(0, 5).map(recordLines).join(""));
   repo.insertBatch(rows.slice(5).map(toRow));
@@ -129,10 +130,13 @@ Deno.test("free text matches path, query as sent or decoded, client, user agent 
   assertEquals(found("SQLMAP"), [5]);
   assertEquals(found("api.shop"), [6]);
   assertEquals(found('"quoted"'), [7]);
+  assertEquals(found("测试"), [9], "a term LIKE cannot compare is still found");
+  assertEquals(found("a_b"), [9], "LIKE's wildcards are literal");
+  assertEquals(found("%3cSCRIPT%3e"), [2]);
   // Only those fields: evidence, the chain and the site's name are not searched.
   assertEquals(found("zz-evidence-only"), []);
   assertEquals(found("match"), []);
-  assertEquals(repo.page({ search: "shop", limit: 100 }).rows.length, 9, "every host");
+  assertEquals(repo.page({ search: "shop", limit: 100 }).rows.length, 10, "every host");
 });
 
 Deno.test("a search reads a bounded number of rows a page and goes on below with the cursor", async () => {

@@ -159,14 +159,14 @@ Deno.test("a trace id is found in any form it is copied in, in the path and the 
   assertEquals(missing.status, 404);
 });
 
-Deno.test("GET /api/protection/ip-lists/lookup names the entries holding an address and its scope", async () => {
+Deno.test("GET /api/protection/ip-lists/lookup/{ip} names the entries holding an address and its scope", async () => {
   await using s = await setup();
   const post = (body: unknown) =>
     callJson(s, "POST", "/api/protection/ip-lists", { session: s.admin, body });
   const net = await post({ action: "block", cidr: "198.51.100.0/24", note: "scanners" });
   await post({ action: "allow", cidr: "192.0.2.1" });
   const look = (ip: string) =>
-    callJson(s, "GET", `/api/protection/ip-lists/lookup?ip=${encodeURIComponent(ip)}`, {
+    callJson(s, "GET", `/api/protection/ip-lists/lookup/${encodeURIComponent(ip)}`, {
       session: s.admin,
     });
   const hitNet = await look("198.51.100.7");
