@@ -194,10 +194,12 @@ function List({ navigate }) {
         { label: t("logs.status"), key: "status" },
         {
           label: t("logs.trace"),
+          // The end: a trace id starts with its time, the same for requests of one moment.
           value: (r) =>
-            html`<${Link} href=${"/console/logs/" + r.trace_id} className="mono">${
-              r.trace_id.slice(0, 12)
-            }…</${Link}>`,
+            html`
+              <${Link} href=${"/console/logs/" + r.trace_id} className="mono"
+                title=${r.trace_id}>…${r.trace_id.slice(-12)}</${Link}>
+            `,
         },
       ]} />
     ${pages.stopped
