@@ -95,7 +95,8 @@ function createSummaryQuery(db: Db) {
       `SELECT ${column} AS key, COUNT(*) AS n FROM access_logs
        WHERE ${range} AND ${where} GROUP BY ${column} ORDER BY n DESC LIMIT :limit`,
     );
-  const blockedByClass = ranked("attack_class", "action = 'block'");
+  // By the record's class, as the monitor's rollups count blocks (`RECORD_CLASS`).
+  const blockedByClass = ranked(RECORD_CLASS, "action = 'block'");
   const topSites = ranked("site_id");
   const topPaths = ranked("path");
   const topClients = ranked("client_ip");

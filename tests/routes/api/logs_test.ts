@@ -41,6 +41,10 @@ Deno.test("every kind of block has the dashboard's class in the log, and the cla
   for (const i of items) tally[i.class!] = (tally[i.class!] ?? 0) + 1;
   assertEquals(dash.body.blocked_classes, tally);
   assertEquals(Object.keys(tally).sort(), Object.values(BLOCK_KINDS).sort());
+  // The log's own summary counts them alike.
+  const summary = await get("/api/logs/summary?top=50");
+  const byClass = summary.body.blocked_by_class as { class: string; count: number }[];
+  assertEquals(Object.fromEntries(byClass.map((c) => [c.class, c.count])), tally);
 
   const one = await get(`/api/logs/${every.blocked.ip_list.traceId}`);
   assertEquals([one.body.class, one.body.finding], ["ip_list", null]);
