@@ -188,7 +188,7 @@ export default {
   "logs.filter_site": "Site",
   "logs.filter_client_ip": "Client address",
   "logs.filter_action": "Action",
-  "logs.filter_class": "Attack class",
+  "logs.filter_class": "Class",
   "logs.filter_status": "HTTP status",
   "logs.action_block": "blocked",
   "logs.action_challenge": "challenged",

@@ -178,7 +178,7 @@ export default {
   "logs.filter_site": "站点",
   "logs.filter_client_ip": "客户端地址",
   "logs.filter_action": "动作",
-  "logs.filter_class": "攻击类型",
+  "logs.filter_class": "类型",
   "logs.filter_status": "HTTP 状态码",
   "logs.action_block": "已拦截",
   "logs.action_challenge": "已质询",
