@@ -439,6 +439,7 @@ function readsAfter(log: AccessLog, before: () => Promise<void>): AccessLog {
   return {
     ...log,
     list: async (filter) => (await before(), log.list(filter)),
+    page: async (filter) => (await before(), log.page(filter)),
     get: async (traceId) => (await before(), log.get(traceId)),
     counts: async (filter) => (await before(), log.counts(filter)),
     top: async (...args) => (await before(), log.top(...args)),

@@ -15,7 +15,7 @@ import {
 import { Form } from "./form.js";
 import { t } from "./i18n.js";
 import { can } from "./session.js";
-import { html, useLayoutEffect, useRef, useState } from "./lib/ui.js";
+import { html, useEffect, useLayoutEffect, useRef, useState } from "./lib/ui.js";
 
 /**
  * Which item the form shows (`"new"`, an item, or none), with keyboard focus following the form:
@@ -128,6 +128,16 @@ export function Crud(
       pageTitle()?.focus(); // the row and its button are going away
       list.reload();
     }, t("common.deleted"));
+
+  // `?edit=<id>` (a link from an attack-log record) opens that item once the list is in.
+  useEffect(() => {
+    const url = new URL(location.href);
+    const item = list.data?.items.find((i) => i.id === url.searchParams.get("edit"));
+    if (!item) return;
+    url.searchParams.delete("edit");
+    history.replaceState(null, "", url.pathname + url.search);
+    edit.open(item);
+  }, [list.data]);
 
   const actions = (item) =>
     html`

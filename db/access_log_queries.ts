@@ -1,9 +1,11 @@
 /**
- * SQL for reading access logs: filtered pages, lookup by trace id, counts and top lists of a
- * period, and the dashboard's figures. Records come back whole (`AccessLogFormat.expand`).
+ * SQL for reading access logs: filtered pages (by the record's class too, and free text), lookup
+ * by trace id, counts and top lists of a period, and the dashboard's figures. Records come back
+ * whole (`AccessLogFormat.expand`).
  */
 import type { Db } from "./store.ts";
 import { type AccessLogFormat, expandRows, type StoredAccessLogRow } from "./access_log_rows.ts";
+import { registerSearch, SEARCH_WHERE, searchParams } from "./access_log_search.ts";
 
 export interface AccessLogFilter {
   readonly from?: number;
@@ -12,13 +14,39 @@ export interface AccessLogFilter {
   readonly siteId?: string;
   readonly clientIp?: string;
   readonly action?: string;
+  /** Any of these actions (`pass`, `block`, `log`, `challenge`); instead of `action`. */
+  readonly actions?: readonly string[];
+  /** Also blocks answered 429 (a rate limit), whatever `actions` holds. */
+  readonly rateLimited?: boolean;
+  /** The record's class as `mod/access_log/record_class.ts` derives it (see {@link RECORD_CLASS}). */
   readonly attackClass?: string;
   readonly status?: number;
   readonly traceId?: string;
+  /** Free text (see `access_log_search.ts`): bounded to `SEARCH_SCAN` rows a page. */
+  readonly search?: string;
   /** Rows with an id below this one (newest first). */
   readonly beforeId?: number;
   readonly limit: number;
 }
+
+/** A page of rows, and where a search stopped at its bound (the cursor to go on below), if it did. */
+export interface AccessLogPage {
+  readonly rows: StoredAccessLogRow[];
+  readonly searchedTo: number | null;
+}
+
+/** The last chain entry's check of a stored record: compact (an array) or a whole object. */
+const LAST_CHECK = `(CASE WHEN substr(record, 1, 1) = '[' THEN json_extract(record, '$[5][#-1][0]')
+  ELSE json_extract(record, '$.chain[#-1].check') END)`;
+
+/**
+ * `recordClass` (mod/access_log/record_class.ts) in SQL, read from the row: the deciding check of
+ * a block or challenge (the finding's class when the engine decided), else the finding's class.
+ * Only blocks and challenges read the record's text.
+ */
+export const RECORD_CLASS = `(CASE WHEN action NOT IN ('block', 'challenge') THEN attack_class
+  WHEN ${LAST_CHECK} = 'engine' THEN COALESCE(attack_class, 'engine')
+  ELSE COALESCE(${LAST_CHECK}, 'other') END)`;
 
 /** Access-log records of a period, counted per action and per attack class. */
 export interface AccessLogCounts {
@@ -67,7 +95,8 @@ function createSummaryQuery(db: Db) {
       `SELECT ${column} AS key, COUNT(*) AS n FROM access_logs
        WHERE ${range} AND ${where} GROUP BY ${column} ORDER BY n DESC LIMIT :limit`,
     );
-  const blockedByClass = ranked("attack_class", "action = 'block'");
+  // By the record's class, as the monitor's rollups count blocks (`RECORD_CLASS`).
+  const blockedByClass = ranked(RECORD_CLASS, "action = 'block'");
   const topSites = ranked("site_id");
   const topPaths = ranked("path");
   const topClients = ranked("client_ip");
@@ -89,16 +118,27 @@ function createSummaryQuery(db: Db) {
   };
 }
 
-export function createAccessLogQueryRepo(db: Db, format: AccessLogFormat) {
+/** `searchScan`: rows one page of a search reads at most (`SEARCH_SCAN`; tests make it small). */
+export function createAccessLogQueryRepo(
+  db: Db,
+  format: AccessLogFormat,
+  options: { searchScan?: number } = {},
+) {
+  registerSearch(db);
   const list = db.prepare(
     `SELECT * FROM access_logs
      WHERE (:from IS NULL OR time >= :from) AND (:to IS NULL OR time <= :to)
        AND (:site IS NULL OR site_id = :site OR site_id = (SELECT id FROM sites WHERE name = :site))
        AND (:client IS NULL OR client_ip = :client)
-       AND (:action IS NULL OR action = :action) AND (:class IS NULL OR attack_class = :class)
+       AND (:actions IS NULL OR action IN (SELECT value FROM json_each(:actions))
+         OR (:rate_limited AND action = 'block' AND status = 429))
+       AND (:class IS NULL OR ${RECORD_CLASS} = :class)
        AND (:status IS NULL OR status = :status) AND (:trace IS NULL OR trace_id = :trace)
-       AND (:before IS NULL OR id < :before)
+       AND (:before IS NULL OR id < :before) AND ${SEARCH_WHERE}
      ORDER BY id DESC LIMIT :limit`,
+  );
+  const idRange = db.prepare(
+    "SELECT (SELECT MIN(id) FROM access_logs) AS lo, (SELECT MAX(id) FROM access_logs) AS hi",
   );
   // Counts over a period: the time index bounds the scan; a site is matched by id or name.
   const periodWhere = `time >= :from AND time <= :to
@@ -122,22 +162,35 @@ export function createAccessLogQueryRepo(db: Db, format: AccessLogFormat) {
   const topBy = { client_ip: top("client_ip"), path: top("path") };
   const byTrace = db.prepare("SELECT * FROM access_logs WHERE trace_id = ?");
   return {
+    /** The newest rows that match, below the cursor. */
     list(filter: AccessLogFilter): StoredAccessLogRow[] {
-      return expandRows(
-        format,
-        list.all({
-          from: filter.from ?? null,
-          to: filter.to ?? null,
-          site: filter.siteId ?? null,
-          client: filter.clientIp ?? null,
-          action: filter.action ?? null,
-          class: filter.attackClass ?? null,
-          status: filter.status ?? null,
-          trace: filter.traceId ?? null,
-          before: filter.beforeId ?? null,
-          limit: filter.limit,
-        }) as unknown as StoredAccessLogRow[],
-      );
+      return this.page(filter).rows;
+    },
+    /** {@link list}, and where a search stopped at its bound. */
+    page(filter: AccessLogFilter): AccessLogPage {
+      const range = idRange.get() as { lo: number | null; hi: number | null };
+      const below = filter.beforeId ?? (range.hi ?? 0) + 1;
+      const search = searchParams(filter.search, below, options.searchScan);
+      const actions = filter.actions ??
+        (filter.action !== undefined ? [filter.action] : filter.rateLimited ? [] : undefined);
+      const rows = list.all({
+        from: filter.from ?? null,
+        to: filter.to ?? null,
+        site: filter.siteId ?? null,
+        client: filter.clientIp ?? null,
+        actions: actions === undefined ? null : JSON.stringify(actions),
+        rate_limited: filter.rateLimited ? 1 : 0,
+        class: filter.attackClass ?? null,
+        status: filter.status ?? null,
+        trace: filter.traceId ?? null,
+        before: filter.beforeId ?? null,
+        ...search,
+        limit: filter.limit,
+      }) as unknown as StoredAccessLogRow[];
+      // A search that did not fill the page stopped at its bound while older rows remain.
+      const stopped = search.search !== null && rows.length < filter.limit &&
+        range.lo !== null && search.floor > range.lo;
+      return { rows: expandRows(format, rows), searchedTo: stopped ? search.floor : null };
     },
     /** Records per action and per attack class in [from, to], optionally of one site (id or name). */
     counts(filter: { from: number; to: number; site?: string }): AccessLogCounts {

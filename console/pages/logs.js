@@ -1,42 +1,54 @@
-// Attack log: filters (time, site, client address, action, class, status), a trace-id search
-// that opens one record with its whole evaluation chain, finding, evidence and timings, and one
-// click to block the client address or to create an ALAP exception from a record.
-import { get, post } from "../api.js";
-import {
-  Badge,
-  Done,
-  ErrorBox,
-  Field,
-  Link,
-  Loading,
-  Page,
-  ReadOnlyNote,
-  Table,
-  useAction,
-  useApi,
-} from "../components.js";
-import { fmtNumber, fmtTime, t } from "../i18n.js";
+// Attack log: the requests the WAF stopped by default (blocked, challenged, rate-limited and
+// logged; "all traffic" shows the passed ones too), each with its request line and query and the
+// class the dashboard counts it by. Filters are pickers (time, site, action, class) plus the
+// client address, the status and free text over the request; a trace id in any copied form opens
+// one record (log_record.js) with what decided, the payload marked and the actions that fit.
+import { get } from "../api.js";
+import { ErrorBox, Field, Link, Page, Table, useApi } from "../components.js";
+import { fmtTime, t, tOr } from "../i18n.js";
 import { html, useEffect, useState } from "../lib/ui.js";
+import { ActionBadge, findTrace, Record } from "../log_record.js";
 import { can } from "../session.js";
 
-const TRACE = /^[0-9a-f]{32}$/;
-const ACTIONS = ["", "block", "challenge", "log", "pass"];
-const FILTERS = ["from", "to", "site", "client_ip", "action", "class", "status"];
-const ACTION_KIND = { block: "bad", challenge: "warn", log: "warn", pass: "good" };
-
-export function ActionBadge({ action }) {
-  return html`<${Badge} kind=${ACTION_KIND[action] ?? "plain"}>${
-    t("logs.action_" + action)
-  }</${Badge}>`;
-}
+/** The action picker: "" is the default view (everything but passed traffic). */
+const ACTIONS = ["", "block", "challenge", "rate_limited", "log", "pass", "all"];
+/** What each choice asks the API for (`all`: no action filter). */
+const ACTION_QUERY = {
+  "": "block,challenge,log",
+  all: undefined,
+};
+const FILTERS = ["from", "to", "site", "client_ip", "action", "class", "status", "q"];
+/** A request line is cut here in the list; the record shows it whole. */
+const LINE_LIMIT = 160;
 
 /** The filters as the URL carries them (so links from the dashboard land filtered). */
 function filtersFromUrl() {
   const q = new URLSearchParams(location.search);
-  return Object.fromEntries(FILTERS.map((k) => [k, q.get(k) ?? ""]));
+  const filters = Object.fromEntries(FILTERS.map((k) => [k, q.get(k) ?? ""]));
+  // As the picker names it (a link may say `SQLi`; the API takes any case too).
+  return { ...filters, class: filters.class.trim().toLowerCase() };
 }
 
 const toIso = (local) => (local ? new Date(local).toISOString() : "");
+const NONE = Object.fromEntries(FILTERS.map((k) => [k, ""]));
+
+/** A class as a picker names it: engine classes as they are, checks by name too. */
+const className = (c) =>
+  c.kind === "check" ? `${tOr("logs.class_" + c.class, c.class)} (${c.class})` : c.class;
+
+function ClassPicker({ value, onChange }) {
+  const classes = useApi("/api/logs/classes").data?.items ?? [];
+  const group = (kind) =>
+    html`<optgroup label=${t("logs.classes_" + kind)}>${
+      classes.filter((c) => c.kind === kind).map((c) =>
+        html`<option value=${c.class} selected=${value === c.class}>${className(c)}</option>`
+      )
+    }</optgroup>`;
+  return html`<select id="filter-class" onChange=${onChange}>
+    <option value="" selected=${value === ""}>${t("logs.all_classes")}</option>
+    ${group("engine")} ${group("check")}
+  </select>`;
+}
 
 function Filters({ value, onApply, sites }) {
   const [v, setV] = useState(value);
@@ -47,17 +59,17 @@ function Filters({ value, onApply, sites }) {
   };
   // Reset clears the fields too, so the form never shows filters that are not applied.
   const reset = () => {
-    const none = Object.fromEntries(FILTERS.map((k) => [k, ""]));
-    setV(none);
-    onApply(none);
+    setV(NONE);
+    onApply(NONE);
   };
-  const input = (k, type = "text") =>
+  const input = (k, type = "text", hint) =>
     html`
-      <${Field} id=${"filter-" + k} label=${t("logs.filter_" + k)}>
+      <${Field} id=${"filter-" + k} label=${t("logs.filter_" + k)} hint=${hint}>
         <input id=${"filter-" + k} type=${type} value=${v[k]} onInput=${set(k)} />
         </${Field}>
     `;
   return html`<form class="toolbar panel" onSubmit=${submit} aria-label=${t("logs.filters")}>
+    ${input("q", "search", t("logs.q_hint"))}
     ${input("from", "datetime-local")} ${input("to", "datetime-local")}
     <${Field} id="filter-site" label=${t("logs.filter_site")}>
       <select id="filter-site" onChange=${set("site")}>
@@ -67,44 +79,57 @@ function Filters({ value, onApply, sites }) {
   }
       </select>
     </${Field}>
-    ${input("client_ip")}
     <${Field} id="filter-action" label=${t("logs.filter_action")}>
       <select id="filter-action" onChange=${set("action")}>
         ${
     ACTIONS.map((a) =>
       html`<option value=${a} selected=${v.action === a}>${
-        a ? t("logs.action_" + a) : t("common.all")
+        t("logs.show_" + (a || "attacks"))
       }</option>`
     )
   }
       </select>
     </${Field}>
-    ${input("class")} ${input("status")}
+    <${Field} id="filter-class" label=${t("logs.filter_class")}>
+      <${ClassPicker} value=${v.class} onChange=${set("class")} />
+    </${Field}>
+    ${input("client_ip")} ${input("status")}
     <div><button type="submit" id="apply-filters">${t("common.apply")}</button>
       <button type="button" class="secondary" onClick=${reset}>
         ${t("common.reset")}</button></div>
   </form>`;
 }
 
+/** Opens the record of a pasted trace id, whatever it was pasted with (the API reads it out). */
 function TraceSearch({ navigate }) {
   const [value, setValue] = useState("");
-  const [bad, setBad] = useState(false);
-  const submit = (e) => {
+  const [problem, setProblem] = useState("");
+  const submit = async (e) => {
     e.preventDefault();
-    const id = value.trim().toLowerCase();
-    if (!TRACE.test(id)) return setBad(true);
-    navigate("/console/logs/" + id);
+    if (value.trim() === "") return setProblem("logs.trace_invalid");
+    const found = await findTrace(value);
+    if (found.id) navigate("/console/logs/" + found.id);
+    else setProblem(found.why);
   };
   return html`
     <form class="toolbar" role="search" onSubmit=${submit}>
       <${Field} id="trace-search" label=${t("logs.trace_search")}
-        hint=${bad ? t("logs.trace_invalid") : t("logs.trace_hint")}>
+        hint=${t(problem || "logs.trace_hint")}>
         <input id="trace-search" value=${value} spellcheck=${false} autocomplete="off"
-          aria-invalid=${bad} onInput=${(e) => (setValue(e.target.value), setBad(false))} />
+          aria-invalid=${problem !== ""} aria-describedby="trace-search-hint"
+          onInput=${(e) => (setValue(e.target.value), setProblem(""))} />
         </${Field}>
         <div><button type="submit" id="trace-open">${t("logs.open")}</button></div>
         </form>
   `;
+}
+
+/** The request as sent, its query cut in the list (the whole of it is in the record). */
+function requestLine(r) {
+  const line = `${r.method} ${r.host}${r.path}${r.query ? "?" + r.query : ""}`;
+  return line.length > LINE_LIMIT
+    ? html`<span title=${line}>${line.slice(0, LINE_LIMIT)}…</span>`
+    : line;
 }
 
 function List({ navigate }) {
@@ -115,6 +140,7 @@ function List({ navigate }) {
   const siteName = (id) => siteList.find((s) => s.id === id)?.name ?? id ?? "-";
   const query = (cursor) => ({
     ...filters,
+    action: filters.action in ACTION_QUERY ? ACTION_QUERY[filters.action] : filters.action,
     from: toIso(filters.from),
     to: toIso(filters.to),
     limit: 50,
@@ -126,11 +152,20 @@ function List({ navigate }) {
         setPages((p) => ({
           items: cursor ? [...p.items, ...r.items] : r.items,
           next: r.next_cursor,
+          stopped: r.search_stopped === true,
           error: null,
           loading: false,
         })),
       (error) => setPages((p) => ({ ...p, error, loading: false })),
     );
+  useEffect(() => {
+    // A link that carries a trace id (`?trace=`, `?trace_id=`) opens its record.
+    const q = new URLSearchParams(location.search);
+    const trace = q.get("trace") ?? q.get("trace_id");
+    if (trace) {
+      findTrace(trace).then((f) => f.id && navigate("/console/logs/" + f.id));
+    }
+  }, []);
   useEffect(() => {
     load(undefined);
   }, [filters]);
@@ -139,149 +174,42 @@ function List({ navigate }) {
     history.replaceState(null, "", "/console/logs" + (q.toString() ? "?" + q : ""));
     setFilters(v);
   };
+  const empty = pages.loading
+    ? t("common.loading")
+    : filters.action === ""
+    ? t("logs.empty_attacks")
+    : t("logs.empty");
   return html`
     <${TraceSearch} navigate=${navigate} />
     <${Filters} value=${filters} onApply=${apply} sites=${siteList} />
     <${ErrorBox} error=${pages.error} />
-    <${Table} rowKey=${(r) => r.trace_id} rows=${pages.items} empty=${pages.loading
-      ? t("common.loading")
-      : t("logs.empty")}
+    <${Table} rowKey=${(r) => r.trace_id} rows=${pages.items} empty=${empty}
       columns=${[
         { label: t("logs.time"), value: (r) => fmtTime(r.time) },
         { label: t("logs.site"), value: (r) => r.site ?? siteName(r.site_id) },
-        {
-          label: t("logs.request"),
-          value: (r) => `${r.method} ${r.host}${r.path}`,
-          className: "mono wrap",
-        },
+        { label: t("logs.request"), value: requestLine, className: "mono wrap request-line" },
         { label: t("logs.client_ip"), key: "client_ip", className: "mono" },
-        { label: t("logs.action"), value: (r) => html`<${ActionBadge} action=${r.action} />` },
-        { label: t("logs.class"), value: (r) => r.finding?.class ?? "-" },
+        { label: t("logs.action"), value: (r) => html`<${ActionBadge} record=${r} />` },
+        { label: t("logs.class"), value: (r) => r.class ?? "-" },
         { label: t("logs.status"), key: "status" },
         {
           label: t("logs.trace"),
+          // The end: a trace id starts with its time, the same for requests of one moment.
           value: (r) =>
-            html`<${Link} href=${"/console/logs/" + r.trace_id} className="mono">${
-              r.trace_id.slice(0, 12)
-            }…</${Link}>`,
+            html`
+              <${Link} href=${"/console/logs/" + r.trace_id} className="mono"
+                title=${r.trace_id}>…${r.trace_id.slice(-12)}</${Link}>
+            `,
         },
       ]} />
+    ${pages.stopped
+      ? html`<p class="hint" id="search-stopped">${t("logs.search_stopped")}</p>`
+      : null}
     ${pages.next
-      ? html`<button type="button" class="secondary" onClick=${() => load(pages.next)}>${
+      ? html`<button type="button" class="secondary" id="more" onClick=${() => load(pages.next)}>${
         t("common.more")
       }</button>`
       : null}
-  `;
-}
-
-function Facts({ rows }) {
-  return html`<dl class="facts">${
-    rows.map(([k, v]) =>
-      html`
-        <dt>${k}</dt>
-        <dd>${v ?? "-"}</dd>
-      `
-    )
-  }</dl>`;
-}
-
-function RecordActions({ record }) {
-  const action = useAction();
-  if (!can("write:protection")) return html`<${ReadOnlyNote} permission="write:protection" />`;
-  const block = () =>
-    action.run(
-      () =>
-        post("/api/protection/ip-lists", {
-          action: "block",
-          cidr: record.client_ip,
-          note: t("logs.block_note", { trace: record.trace_id }),
-        }),
-      t("logs.blocked_done", { ip: record.client_ip }),
-    );
-  const exception = () =>
-    action.run(
-      () => post("/api/alap/false-positives", { trace_id: record.trace_id }),
-      t("logs.exception_done"),
-    );
-  return html`
-    <div class="panel">
-      <button type="button" id="block-ip" class="danger" disabled=${action.busy} onClick=${block}>
-          ${t("logs.block_ip", { ip: record.client_ip })}</button>
-      <button type="button" id="alap-exception" class="secondary" disabled=${action.busy ||
-        !record.finding}
-        onClick=${exception}>${t("logs.exception")}</button>
-      <p class="hint">${t("logs.exception_hint")}</p>
-      <${ErrorBox} error=${action.error} />
-      <${Done} text=${action.done} />
-    </div>
-  `;
-}
-
-function Record({ traceId }) {
-  const rec = useApi("/api/logs/" + encodeURIComponent(traceId));
-  const r = rec.data;
-  const us = (v) => (v === null || v === undefined ? "-" : `${fmtNumber(Math.round(v))} µs`);
-  return html`
-    <p>
-      <${Link} href="/console/logs">${t("logs.back")}</${Link}></p>
-        <${Loading} state=${rec} />
-        ${r
-          ? html`<div id="record">
-      <h2>${t("logs.trace")} <code class="trace-id">${r.trace_id}</code></h2>
-      <${RecordActions} record=${r} />
-      <div class="grid2">
-        <div><h2>${t("logs.request")}</h2><${Facts} rows=${[
-            [t("logs.time"), fmtTime(r.time)],
-            [t("logs.site"), r.site],
-            [t("logs.client_ip"), r.client_ip],
-            [t("logs.peer_ip"), r.peer_ip],
-            [
-              t("logs.request"),
-              html`<code>${r.method} ${r.proto}://${r.host}${r.path}${
-                r.query ? "?" + r.query : ""
-              }</code>`,
-            ],
-            [t("logs.user_agent"), r.user_agent],
-            [t("logs.action"), html`<${ActionBadge} action=${r.action} />`],
-            [t("logs.status"), r.status],
-            [t("logs.upstream"), r.upstream],
-          ]} /></div>
-        <div><h2>${t("logs.timings")}</h2><${Facts} rows=${[
-            [t("logs.total"), us(r.latency_us?.total)],
-            [t("logs.waf"), us(r.latency_us?.waf)],
-            [t("logs.upstream_time"), us(r.latency_us?.upstream)],
-            [t("logs.bytes_in"), fmtNumber(r.bytes_in)],
-            [t("logs.bytes_out"), fmtNumber(r.bytes_out)],
-          ]} /></div>
-      </div>
-      <h2>${t("logs.finding")}</h2>
-      ${
-            r.finding
-              ? html`
-                <div id="finding">
-                  <${Facts} rows=${[
-                    [t("logs.class"), r.finding.class],
-                    [t("logs.confidence"), r.finding.confidence],
-                    [t("logs.score"), r.finding.score],
-                    [t("logs.location"), html`<code>${r.finding.location}</code>`],
-                    [t("logs.rule"), html`<code>${r.finding.rule}</code>`],
-                  ]} />
-                  <h3>${t("logs.evidence")}</h3>
-                  <pre id="evidence">${r.finding.evidence}</pre>
-                </div>
-              `
-              : html`<p class="muted">${t("logs.no_finding")}</p>`
-          }
-      <h2>${t("logs.chain")}</h2>
-      <${Table} rowKey=${(c) => c.check} rows=${r.chain.map((c, i) => ({ ...c, i }))} columns=${[
-            { label: "#", value: (c) => c.i + 1 },
-            { label: t("logs.check"), key: "check", className: "mono" },
-            { label: t("logs.result"), key: "result" },
-            { label: t("logs.rule"), key: "rule", className: "mono" },
-            { label: t("logs.took"), value: (c) => us(c.us) },
-          ]} />
-    </div>`
-          : null}
   `;
 }
 

@@ -62,6 +62,11 @@ export function createAccessLogQueries(deps: AccessLogQueriesDeps) {
       await flush();
       return repo.list(filter);
     },
+    /** {@link list}, and where a search stopped at its bound (the cursor to go on below). */
+    async page(filter: AccessLogFilter) {
+      await flush();
+      return repo.page(filter);
+    },
     async get(traceId: string) {
       await flush();
       return repo.get(traceId);

@@ -8,6 +8,7 @@
  */
 import { Histogram, INSPECTION_BOUNDS_US, LATENCY_BOUNDS_US } from "../core/histogram.ts";
 import type { AccessRecord, Action } from "../access_log/record.ts";
+import { recordClass } from "../access_log/record_class.ts";
 
 export const ACTIONS: readonly Action[] = ["pass", "block", "log", "challenge"];
 /** `1xx` .. `5xx`; index = first digit - 1 (other statuses count as 5xx). */
@@ -35,12 +36,12 @@ export function blockClassId(name: string): number {
 }
 blockClassId("other");
 
-/** The class of a blocked request: the engine's attack class, otherwise the deciding check. */
+/**
+ * The class of a blocked request: the engine's attack class, otherwise the deciding check; the
+ * attack log names it by the same function (`recordClass`).
+ */
 export function blockClassOf(record: AccessRecord): string {
-  const last = record.chain[record.chain.length - 1];
-  if (last === undefined) return "other";
-  if (last.check === "engine") return record.finding?.class ?? "engine";
-  return last.check;
+  return recordClass(record) ?? "other";
 }
 
 function actionIndex(action: Action): number {

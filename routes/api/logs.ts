@@ -1,11 +1,14 @@
 /**
  * `/api/logs` (`read:logs`): filtered, cursor-paginated access-log records (a site by id or
- * name), one record by trace id with its whole evaluation chain, and statistics: the pipeline's
- * counters (queued, written, dropped), the records of a period counted per action and class, and
- * the dashboard's summary of a time range (requests, blocks, classes, top targets).
+ * name; actions, the record's class, free text, a trace id in any copied form), one record by
+ * trace id with its whole evaluation chain, the classes a record can have, and statistics: the
+ * pipeline's counters (queued, written, dropped), the records of a period counted per action and
+ * class, and the dashboard's summary of a time range (requests, blocks, classes, top targets).
  */
 import { z } from "zod";
 import type { AccessLog, StoredAccessRecord } from "../../mod/access_log/access_log.ts";
+import { DECIDING_CHECKS, RECORD_CLASSES, recordClass } from "../../mod/access_log/record_class.ts";
+import { traceIdIn } from "../../mod/access_log/trace_text.ts";
 import type { Clock } from "../../mod/core/clock.ts";
 import { AppError, badRequest } from "../../mod/core/errors.ts";
 import { perm, type RouteDef } from "./route.ts";
@@ -23,7 +26,51 @@ const time = z.string().transform((v, ctx) => {
   return ms;
 });
 
-const TRACE_ID = /^[0-9a-f]{32}$/;
+const TRACE_HINT =
+  'expected a trace id: 32 hex characters, as on the block page ("traceId: ...") or in a copied link';
+const traceText = z.string().transform((v, ctx) => {
+  const id = traceIdIn(v);
+  if (id === undefined) {
+    ctx.addIssue({ code: "custom", message: TRACE_HINT });
+    return z.NEVER;
+  }
+  return id;
+});
+
+const ACTIONS = ["pass", "block", "log", "challenge", "rate_limited"] as const;
+/** A comma-separated list of actions; `rate_limited` is a block answered 429. */
+const actionList = z.string().transform((v, ctx) => {
+  const words = v.split(",").map((w) => w.trim().toLowerCase()).filter((w) => w !== "");
+  const wrong = words.find((w) => !(ACTIONS as readonly string[]).includes(w));
+  if (words.length === 0 || wrong !== undefined) {
+    ctx.addIssue({
+      code: "custom",
+      message: `expected one or more of ${
+        ACTIONS.map((a) => `"${a}"`).join(", ")
+      }, comma-separated`,
+    });
+    return z.NEVER;
+  }
+  return {
+    actions: words.filter((w) => w !== "rate_limited"),
+    rateLimited: words.includes("rate_limited"),
+  };
+});
+
+const KNOWN_CLASSES = new Set(RECORD_CLASSES);
+/** A class as the list shows it, in any case (`SQLi` is `sqli`). */
+const recordClassName = z.string().transform((v, ctx) => {
+  const name = v.trim().toLowerCase();
+  if (!KNOWN_CLASSES.has(name)) {
+    ctx.addIssue({
+      code: "custom",
+      message:
+        'expected a class such as "sqli", "xss" or "ip_list" (GET /api/logs/classes lists them)',
+    });
+    return z.NEVER;
+  }
+  return name;
+});
 
 const statsQuery = z.strictObject({
   from: time.optional(),
@@ -36,10 +83,11 @@ const querySchema = z.strictObject({
   to: time.optional(),
   site: z.string().min(1).optional(),
   client_ip: z.string().min(1).optional(),
-  action: z.enum(["pass", "block", "log", "challenge"]).optional(),
-  class: z.string().regex(/^[a-z-]+$/, 'expected an attack class such as "sqli"').optional(),
+  action: actionList.optional(),
+  class: recordClassName.optional(),
   status: z.coerce.number().int().min(100).max(599).optional(),
-  trace_id: z.string().regex(TRACE_ID, "expected 32 lower-case hex characters").optional(),
+  trace_id: traceText.optional(),
+  q: z.string().trim().min(1).max(200).optional(),
   limit: z.coerce.number().int().min(1).max(500).default(50),
   cursor: cursorQuery.rowId.optional(),
 });
@@ -55,11 +103,22 @@ const summarySchema = z.strictObject({
   top: z.coerce.number().int().min(1).max(50).default(10),
 });
 
-/** The stored record plus its store id. */
+/** The stored record plus its store id and its class (`recordClass`, derived as it is read). */
 function item(row: StoredAccessRecord): Record<string, unknown> {
-  const record = JSON.parse(row.record) as Record<string, unknown>;
-  return { id: row.id, ...record, time: new Date(row.time).toISOString() };
+  const record = JSON.parse(row.record);
+  return {
+    id: row.id,
+    ...record,
+    time: new Date(row.time).toISOString(),
+    class: recordClass(record),
+  };
 }
+
+const CHECKS = new Set<string>(DECIDING_CHECKS);
+const CLASS_ITEMS = RECORD_CLASSES.map((name) => ({
+  class: name,
+  kind: CHECKS.has(name) ? "check" : "engine",
+}));
 
 export function logRoutes(accessLog: AccessLog, clock: Clock): RouteDef[] {
   return [
@@ -69,25 +128,36 @@ export function logRoutes(accessLog: AccessLog, clock: Clock): RouteDef[] {
       access: perm("read:logs"),
       handler: async (c) => {
         const q = readQuery(c, querySchema);
-        const rows = await accessLog.list({
+        const { rows, searchedTo } = await accessLog.page({
           from: q.from,
           to: q.to,
           siteId: q.site,
           clientIp: q.client_ip,
-          action: q.action,
+          actions: q.action?.actions,
+          rateLimited: q.action?.rateLimited,
           attackClass: q.class,
           status: q.status,
           traceId: q.trace_id,
+          search: q.q,
           beforeId: q.cursor,
           limit: q.limit + 1,
         });
         const page = rows.slice(0, q.limit);
         const more = rows.length > q.limit;
+        const next = more && page.length > 0 ? page[page.length - 1]!.id : searchedTo;
         return c.json({
           items: page.map(item),
-          next_cursor: more && page.length > 0 ? String(page[page.length - 1]!.id) : null,
+          next_cursor: next === null ? null : String(next),
+          // The search read its bound of rows: older ones are searched by the next page.
+          ...(q.q === undefined ? {} : { search_stopped: !more && searchedTo !== null }),
         });
       },
+    },
+    {
+      method: "GET",
+      path: "/api/logs/classes",
+      access: perm("read:logs"),
+      handler: (c) => c.json({ items: CLASS_ITEMS }),
     },
     {
       method: "GET",
@@ -124,12 +194,10 @@ export function logRoutes(accessLog: AccessLog, clock: Clock): RouteDef[] {
       path: "/api/logs/:traceId",
       access: perm("read:logs"),
       handler: async (c) => {
-        const traceId = c.req.param("traceId") ?? "";
-        if (!TRACE_ID.test(traceId)) {
-          throw badRequest(
-            'Invalid field "traceId": expected 32 lower-case hex characters',
-            "traceId",
-          );
+        const pasted = c.req.param("traceId") ?? "";
+        const traceId = traceIdIn(pasted);
+        if (traceId === undefined) {
+          throw badRequest(`Invalid field "traceId": ${TRACE_HINT}`, "traceId");
         }
         const row = await accessLog.get(traceId);
         if (!row) throw new AppError(404, "NOT_FOUND", `No access-log record for "${traceId}"`);

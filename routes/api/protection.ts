@@ -1,6 +1,6 @@
 /**
- * Management routes of the protection controls stored as documents: IP allow/block lists and
- * ACL rules (`read:protection` / `write:protection`), custom regex rules (`read:rules` /
+ * Management routes of the protection controls stored as documents: IP allow/block lists (and
+ * the lookup of one address in them) and ACL rules (`read:protection` / `write:protection`), custom regex rules (`read:rules` /
  * `write:rules`), bot policies, and the global rate limit (read with `read:protection`, change
  * with `write:protection`). Each write is validated, audited in its transaction and recompiled
  * into the running policy before the response is sent.
@@ -8,6 +8,7 @@
 import { z } from "zod";
 import { badRequest } from "../../mod/core/errors.ts";
 import type { PolicyObjects, StoredObject } from "../../mod/protection/policy_objects.ts";
+import { lookUpAddress } from "../../mod/protection/ip_lookup.ts";
 import { KIND } from "../../mod/protection/protection_compile.ts";
 import {
   aclRuleSchema,
@@ -157,6 +158,16 @@ function geoCheck(hasGeo: boolean) {
 
 export function protectionRoutes(objects: PolicyObjects, options: { hasGeo: boolean }): RouteDef[] {
   return [
+    {
+      method: "GET",
+      path: "/api/protection/ip-lists/lookup/:ip",
+      access: perm("read:protection"),
+      handler: (c) => {
+        const found = lookUpAddress(c.req.param("ip") ?? "", objects.list(KIND.ip));
+        if (!found) throw badRequest('Invalid field "ip": expected an IPv4 or IPv6 address', "ip");
+        return c.json(found);
+      },
+    },
     ...crudRoutes(objects, {
       base: "/api/protection/ip-lists",
       kind: KIND.ip,

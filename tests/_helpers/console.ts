@@ -125,6 +125,25 @@ export async function textMatches(
   throw new Error(`${selector} never matched ${re}: "${await locator.textContent()}"`);
 }
 
+/**
+ * Runs `script` in the page until its value passes `want` (pages poll and reload); returns it,
+ * or throws naming `what` with the last value seen.
+ */
+export async function evaluateUntil<T>(
+  p: ConsolePage,
+  script: string,
+  want: (value: T) => boolean,
+  what: string,
+): Promise<T> {
+  let value: T | undefined;
+  for (let i = 0; i < 100; i++) {
+    value = await p.page.evaluate(script) as T;
+    if (want(value)) return value;
+    await p.page.waitForTimeout(100);
+  }
+  throw new Error(`${what} never showed what was expected: ${JSON.stringify(value)}`);
+}
+
 /** True once no "Loading…" status is left in the page (polled: the CSP refuses eval). */
 const LOADED = `![...document.querySelectorAll("main [role=status]")]
   .some((e) => /Loading|加载中/.test(e.textContent))`;

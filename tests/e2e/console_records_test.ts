@@ -9,7 +9,13 @@
 import { Buffer } from "node:buffer";
 import { assertEquals, assertMatch, ok } from "../_helpers/assert.ts";
 import { codeAt } from "../_helpers/api_access.ts";
-import { ADMIN, type ConsolePage, settle, startConsoleKit } from "../_helpers/console.ts";
+import {
+  ADMIN,
+  type ConsolePage,
+  evaluateUntil,
+  settle,
+  startConsoleKit,
+} from "../_helpers/console.ts";
 import { callJson, createUser, login } from "../_helpers/identity.ts";
 import { hit } from "../_helpers/protection.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
@@ -27,17 +33,11 @@ const ROWS = `[...document.querySelectorAll("main table tbody tr")]
   .filter((tr) => tr.cells.length >= 7)
   .map((tr) => [1, 3, 4, 5, 6].map((i) => tr.cells[i].textContent.trim()))`;
 
-async function rowsWhen(
+function rowsWhen(
   p: ConsolePage,
   want: (rows: string[][]) => boolean,
 ): Promise<string[][]> {
-  let rows: string[][] = [];
-  for (let i = 0; i < 100; i++) {
-    rows = await p.page.evaluate(ROWS) as string[][];
-    if (want(rows)) return rows;
-    await p.page.waitForTimeout(100);
-  }
-  throw new Error(`the attack log never showed the rows expected: ${JSON.stringify(rows)}`);
+  return evaluateUntil(p, ROWS, want, "the attack log");
 }
 
 Deno.test({
@@ -79,9 +79,14 @@ Deno.test({
         403,
       );
       await admin.open("logs");
-      await rowsWhen(admin, (rows) => rows.length === 4);
       const apply = () => admin.page.locator("#apply-filters").click();
       const reset = () => admin.page.locator("button", { hasText: "Reset" }).click();
+      const allTraffic = () => admin.page.locator("#filter-action").selectOption("all");
+      // By default the attacks only; "All traffic" adds the passed requests.
+      await rowsWhen(admin, (rows) => rows.length === 2 && rows.every((r) => r[2] === "blocked"));
+      await allTraffic();
+      await apply();
+      await rowsWhen(admin, (rows) => rows.length === 4);
 
       await admin.page.locator("#filter-site").selectOption(ids.blog!);
       await apply();
@@ -89,12 +94,13 @@ Deno.test({
       assertEquals(rows.map((r) => r[1]).sort(), ["192.0.2.2", "198.51.100.8"]);
       assertMatch(admin.page.url(), new RegExp(`site=${ids.blog}`), "the URL carries the filter");
 
-      // Reset empties the fields as well as the list's filters.
+      // Reset empties the fields as well as the list's filters (back to the attacks).
       await reset();
-      await rowsWhen(admin, (r) => r.length === 4);
+      await rowsWhen(admin, (r) => r.length === 2);
       assertEquals(await admin.page.locator("#filter-site").inputValue(), "");
+      assertEquals(await admin.page.locator("#filter-action").inputValue(), "");
       await admin.page.locator("#filter-action").selectOption("block");
-      await admin.page.locator("#filter-class").fill("sqli");
+      await admin.page.locator("#filter-class").selectOption("sqli");
       await apply();
       rows = await rowsWhen(admin, (r) => r.length === 2 && r.every((x) => x[2] === "blocked"));
       assertEquals(rows.map((r) => [r[3], r[4]]), [["sqli", "403"], ["sqli", "403"]]);
@@ -107,16 +113,19 @@ Deno.test({
       assertEquals(rows, [["shop", "198.51.100.7", "blocked", "sqli", "403"]]);
 
       await reset();
+      await allTraffic();
       await admin.page.locator("#filter-status").fill("200");
       await apply();
       rows = await rowsWhen(admin, (r) => r.length === 2 && r.every((x) => x[4] === "200"));
 
       // Time: nothing before 2020, everything since.
       await reset();
+      await allTraffic();
       await admin.page.locator("#filter-to").fill("2020-01-01T00:00");
       await apply();
       await admin.page.locator(".empty", { hasText: "No records match." }).waitFor();
       await reset();
+      await allTraffic();
       await admin.page.locator("#filter-from").fill("2020-01-01T00:00");
       await apply();
       await rowsWhen(admin, (r) => r.length === 4);
