@@ -20,6 +20,7 @@ Environment: WAF_LANG=en|zh-CN selects the language for one run (see "waf lang")
   "cli.see_help": 'Run "waf --help" for usage.',
   "cli.see_list": 'Run "waf --help" for the list.',
   "cli.unknown_command": 'Unknown command: "{command}"',
+  "cli.unknown_command_near": 'Unknown command: "{command}"; did you mean "{suggestion}"?',
   "cli.unknown_option": 'Unknown option: "{option}"',
   "cli.missing_command": "Missing command",
   "cli.group_commands": '"waf {group}" is followed by one of these commands:',

@@ -18,6 +18,7 @@ export const ZH_CN: Readonly<Record<MessageId, string>> = {
   "cli.see_help": "运行 “waf --help” 查看用法。",
   "cli.see_list": "运行 “waf --help” 查看命令列表。",
   "cli.unknown_command": "未知命令：“{command}”",
+  "cli.unknown_command_near": "未知命令：“{command}”；您是否要输入 “{suggestion}”？",
   "cli.group_commands": "“waf {group}” 后面需要以下命令之一：",
   "cli.group_hint": "运行 “waf help {group} <命令>” 查看其中某个命令的用法。",
   "cli.unknown_option": "未知选项：“{option}”",
