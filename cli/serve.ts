@@ -18,8 +18,6 @@ import { ConfigProblemError, deploymentProblems, formatProblems } from "../mod/c
 import { ListenerError } from "../net/listen.ts";
 import { nodeJoinProblem } from "../mod/cluster/node_identity.ts";
 
-const encoder = new TextEncoder();
-
 export const serveCommand: Command = async (args, global, deps) => {
   const { t } = await cliTranslator(global, deps);
   const flags = flagsOrUsage({ deps, t, words: ["serve"] }, args, {
@@ -37,7 +35,7 @@ export const serveCommand: Command = async (args, global, deps) => {
     level: loaded.config.logging.level,
     now: deps.clock.now,
     write: (line) => {
-      Deno.stderr.writeSync(encoder.encode(line + "\n"));
+      deps.stderr(line + "\n");
       if (logFile) logFile.write(line);
       else pending.push(line);
     },
