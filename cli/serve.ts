@@ -14,9 +14,25 @@ import { cliTranslator } from "./lang.ts";
 import { loadConfig } from "./load_config.ts";
 import { flagsOrUsage, stringFlag } from "./output.ts";
 import { ProductionStorageUnavailableError, startServer } from "../app/server.ts";
-import { ConfigProblemError, deploymentProblems, formatProblems } from "../mod/config/config.ts";
+import {
+  ConfigProblemError,
+  deploymentProblems,
+  formatProblems,
+  writeDefaultConfig,
+} from "../mod/config/config.ts";
 import { ListenerError } from "../net/listen.ts";
 import { nodeJoinProblem } from "../mod/cluster/node_identity.ts";
+import type { Translate } from "./i18n/i18n.ts";
+import { configuredListeners, unbindable } from "./listen_check.ts";
+import { removeCreated, snapshotDir } from "./data_dir_snapshot.ts";
+
+function listenerFailed(t: Translate, err: ListenerError): string {
+  return t("serve.listener_failed", {
+    listener: err.listener,
+    address: err.address,
+    reason: t(`serve.listen_${err.reason}`),
+  });
+}
 
 export const serveCommand: Command = async (args, global, deps) => {
   const { t } = await cliTranslator(global, deps);
@@ -24,7 +40,7 @@ export const serveCommand: Command = async (args, global, deps) => {
     "join-token": { type: "string" },
   });
   if (typeof flags === "number") return flags;
-  const loaded = await loadConfig(global, deps, true, t);
+  const loaded = await loadConfig(global, deps, t);
   if (!loaded) return EXIT_USAGE;
   // Lines logged before the log file may be opened (the production profile must fail before
   // writing anything) wait here and are written once it is.
@@ -42,7 +58,6 @@ export const serveCommand: Command = async (args, global, deps) => {
   });
   // A rejection nobody handled must not end the WAF (docs/reliability.md).
   const unguard = guardUnhandledRejections(logger);
-  if (loaded.created) logger.info("created default configuration", { path: loaded.configPath });
   // Listen for signals before anything starts, so a signal during start-up is not lost.
   const signalled = Promise.withResolvers<void>();
   const onSignal = () => signalled.resolve();
@@ -69,6 +84,19 @@ export const serveCommand: Command = async (args, global, deps) => {
         `${t("config.invalid", { path: loaded.configPath })}\n${formatProblems(problems)}\n`,
       );
       return EXIT_USAGE;
+    }
+    // Every listener is tried before anything is written: a taken port leaves no half-made data
+    // directory, and each listener that cannot open is named.
+    const unbound = unbindable(configuredListeners(loaded.config));
+    if (unbound.length > 0) {
+      const lines = unbound.map((err) => listenerFailed(t, err));
+      deps.stderr(`${lines.join("\n")}\n${t("serve.not_started", { dir: loaded.dataDir })}\n`);
+      return EXIT_FAILURE;
+    }
+    const before = await snapshotDir(loaded.dataDir);
+    if (loaded.missing) {
+      await writeDefaultConfig(loaded.configPath);
+      logger.info("created default configuration", { path: loaded.configPath });
     }
     try {
       logFile = openLogFile({ dir: `${loaded.dataDir}/logs` });
@@ -103,14 +131,12 @@ export const serveCommand: Command = async (args, global, deps) => {
         return EXIT_FAILURE;
       }
       if (err instanceof ListenerError) {
+        // Taken since the check: what this start wrote goes again.
+        logFile?.close();
+        logFile = undefined;
+        await removeCreated(before);
         deps.stderr(
-          `${
-            t("serve.listener_failed", {
-              listener: err.listener,
-              address: err.address,
-              reason: t(`serve.listen_${err.reason}`),
-            })
-          }\n`,
+          `${listenerFailed(t, err)}\n${t("serve.start_undone", { dir: loaded.dataDir })}\n`,
         );
         return EXIT_FAILURE;
       }

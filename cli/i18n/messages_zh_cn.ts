@@ -42,6 +42,8 @@ export const ZH_CN: Readonly<Record<MessageId, string>> = {
   "serve.listen_permission": "权限不足（1024 以下的端口需要特权：请选择 1024 及以上的端口）",
   "serve.listen_unavailable": "本机没有这个地址（请检查 waf.yaml 中的主机部分）",
   "serve.listen_other": "操作系统拒绝了该请求",
+  "serve.not_started": "waf 未启动，也未向数据目录 “{dir}” 写入任何内容",
+  "serve.start_undone": "waf 未启动；本次启动写入数据目录 “{dir}” 的内容已被删除",
   "store.schema_too_new":
     "数据库架构版本 {found} 高于此程序支持的版本（{known}）：请升级 waf，或恢复升级前的备份",
   "lang.current": "语言：{lang}（{source}）",
