@@ -29,6 +29,16 @@ Deno.test("waf serve with the management listener behind TLS logs no deprecation
     ok(r.status < 500, `${path}: ${r.status}`);
     await r.body?.cancel();
   }
+  // A body still passes the TLS front whole: a malformed one is answered with its position.
+  const login = await fetch(`https://localhost:${m[2]}/api/auth/login`, {
+    client,
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: '{"username": "admin",\n "password": }',
+  });
+  assertEquals(login.status, 400);
+  const { error } = await login.json();
+  assertEquals([error.code, error.line, error.column], ["BAD_REQUEST", 2, 14]);
   const data = await fetch(`http://127.0.0.1:${m[1]}/`);
   assertEquals(data.status, 404);
   await data.body?.cancel();
