@@ -9,9 +9,9 @@ import { type LogFile, openLogFile } from "../mod/ops/log_file.ts";
 import { createLogger } from "../mod/core/logger.ts";
 import { guardUnhandledRejections } from "../mod/core/unhandled.ts";
 import { readProc, watchLauncher } from "../mod/ops/launcher_watch.ts";
-import { type Command, EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from "./context.ts";
+import { type Command, type CommandDeps, EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from "./context.ts";
 import { cliTranslator } from "./lang.ts";
-import { loadConfig } from "./load_config.ts";
+import { loadConfig, type Loaded } from "./load_config.ts";
 import { flagsOrUsage, stringFlag } from "./output.ts";
 import { ProductionStorageUnavailableError, startServer } from "../app/server.ts";
 import {
@@ -32,6 +32,41 @@ function listenerFailed(t: Translate, err: ListenerError): string {
     address: err.address,
     reason: t(`serve.listen_${err.reason}`),
   });
+}
+
+/**
+ * What serve refuses before it writes anything, printed; the exit code, or undefined to go on.
+ * The same checks as `waf config check` (the production profile keeps the specification's own
+ * failure, ErrProductionStorageUnavailable, exit 1; the others are configuration errors), then
+ * every listener address: a taken port leaves no half-made data directory, and each listener
+ * that cannot open is named.
+ */
+async function refused(
+  loaded: Loaded,
+  joinToken: string | undefined,
+  deps: CommandDeps,
+  t: Translate,
+): Promise<number | undefined> {
+  const problems = deploymentProblems(loaded.config);
+  const join = await nodeJoinProblem(loaded.config, loaded.dataDir, joinToken);
+  if (join) problems.push(join);
+  if (problems.some((p) => p.code === "ErrProductionStorageUnavailable")) {
+    deps.stderr(`${t("serve.production_unavailable")}\n`);
+    return EXIT_FAILURE;
+  }
+  if (problems.length > 0) {
+    deps.stderr(
+      `${t("config.invalid", { path: loaded.configPath })}\n${formatProblems(problems)}\n`,
+    );
+    return EXIT_USAGE;
+  }
+  const unbound = unbindable(configuredListeners(loaded.config));
+  if (unbound.length > 0) {
+    const lines = unbound.map((err) => listenerFailed(t, err));
+    deps.stderr(`${lines.join("\n")}\n${t("serve.not_started", { dir: loaded.dataDir })}\n`);
+    return EXIT_FAILURE;
+  }
+  return undefined;
 }
 
 export const serveCommand: Command = async (args, global, deps) => {
@@ -69,30 +104,9 @@ export const serveCommand: Command = async (args, global, deps) => {
   });
   try {
     let server;
-    // The same checks as `waf config check`; the production profile keeps the specification's
-    // own failure (ErrProductionStorageUnavailable, exit 1), the others are configuration errors.
     const joinToken = stringFlag(flags, "join-token") ?? deps.env.clusterJoinToken;
-    const problems = deploymentProblems(loaded.config);
-    const join = await nodeJoinProblem(loaded.config, loaded.dataDir, joinToken);
-    if (join) problems.push(join);
-    if (problems.some((p) => p.code === "ErrProductionStorageUnavailable")) {
-      deps.stderr(`${t("serve.production_unavailable")}\n`);
-      return EXIT_FAILURE;
-    }
-    if (problems.length > 0) {
-      deps.stderr(
-        `${t("config.invalid", { path: loaded.configPath })}\n${formatProblems(problems)}\n`,
-      );
-      return EXIT_USAGE;
-    }
-    // Every listener is tried before anything is written: a taken port leaves no half-made data
-    // directory, and each listener that cannot open is named.
-    const unbound = unbindable(configuredListeners(loaded.config));
-    if (unbound.length > 0) {
-      const lines = unbound.map((err) => listenerFailed(t, err));
-      deps.stderr(`${lines.join("\n")}\n${t("serve.not_started", { dir: loaded.dataDir })}\n`);
-      return EXIT_FAILURE;
-    }
+    const refusal = await refused(loaded, joinToken, deps, t);
+    if (refusal !== undefined) return refusal;
     const before = await snapshotDir(loaded.dataDir);
     if (loaded.missing) {
       await writeDefaultConfig(loaded.configPath);
