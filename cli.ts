@@ -12,12 +12,12 @@ import {
   type GlobalOptions,
 } from "./cli/context.ts";
 import { cliTranslator } from "./cli/lang.ts";
+import { nearest } from "./mod/core/nearest.ts";
 import { OPERATOR_COMMANDS } from "./cli/operator_commands.ts";
 import { serveCommand } from "./cli/serve.ts";
 import { setupUrlCommand } from "./cli/setup_url.ts";
 import { commandHelp, type Translate } from "./cli/i18n/i18n.ts";
 import { VERSION } from "./mod/core/version.ts";
-import { nearest } from "./mod/core/nearest.ts";
 
 export const COMMANDS: readonly CommandSpec[] = [
   {
