@@ -12,6 +12,7 @@ import {
   type GlobalOptions,
 } from "./cli/context.ts";
 import { cliTranslator } from "./cli/lang.ts";
+import { nearest } from "./mod/core/nearest.ts";
 import { OPERATOR_COMMANDS } from "./cli/operator_commands.ts";
 import { serveCommand } from "./cli/serve.ts";
 import { setupUrlCommand } from "./cli/setup_url.ts";
@@ -164,6 +165,54 @@ function groupOf(words: readonly string[]):
   return undefined;
 }
 
+/** The first words of the commands (`serve`, `config`, `user`, ...) and `help`. */
+const NOUNS = [...new Set(COMMANDS.map((c) => c.words[0]!)), "help"];
+
+/** The command of `group` whose next word is close to the word typed after the group's. */
+function verbNear(
+  group: { group: string; specs: readonly CommandSpec[] },
+  words: readonly string[],
+): string | undefined {
+  const k = group.group.split(" ").length;
+  const typed = words[k];
+  if (typed === undefined) return undefined;
+  const verb = nearest(typed, [...new Set(group.specs.map((s) => s.words[k]!))]);
+  return verb === undefined ? undefined : `${group.group} ${verb}`;
+}
+
+/**
+ * The command meant by words that name none ("did you mean"), with the rule `waf config check`
+ * uses for unknown keys ({@link nearest}): a mistyped verb of a known noun (`user pasword` is
+ * `user password`), or a mistyped noun with its verb when that is close too (`confg check`).
+ */
+export function suggestCommand(words: readonly string[]): string | undefined {
+  const group = groupOf(words);
+  if (group) return verbNear(group, words);
+  const first = words[0];
+  if (first === undefined || first.startsWith("-")) return undefined;
+  const noun = nearest(first, NOUNS);
+  if (noun === undefined) return undefined;
+  if (noun === "help") {
+    const rest = words.slice(1);
+    const meant = findCommand(rest) ? rest.join(" ") : suggestCommand(rest) ?? rest.join(" ");
+    return meant ? `help ${meant}` : "help";
+  }
+  const fixed = [noun, ...words.slice(1)];
+  const found = findCommand(fixed);
+  if (found) return found.spec.words.join(" ");
+  const fixedGroup = groupOf(fixed);
+  return fixedGroup && (verbNear(fixedGroup, fixed) ?? fixedGroup.group);
+}
+
+/** "Unknown command" for `words`, with "did you mean" when one is close (`prefix`: `help `). */
+function unknownCommand(t: Translate, words: readonly string[], prefix = ""): string {
+  const command = words.join(" ");
+  const near = suggestCommand(words);
+  return near === undefined
+    ? t("cli.unknown_command", { command })
+    : t("cli.unknown_command_near", { command, suggestion: `waf ${prefix}${near}` });
+}
+
 function groupHelp(t: Translate, group: { group: string; specs: readonly CommandSpec[] }): string {
   const width = Math.max(...group.specs.map((c) => c.words.join(" ").length));
   const lines = group.specs.map((c) =>
@@ -204,9 +253,7 @@ export async function runCli(argv: readonly string[], deps: CommandDeps): Promis
       return EXIT_OK;
     }
     if (!found || found.args.length > 0) {
-      deps.stderr(
-        `${t("cli.unknown_command", { command: rest.slice(1).join(" ") })}\n${t("cli.see_list")}\n`,
-      );
+      deps.stderr(`${unknownCommand(t, rest.slice(1), "help ")}\n${t("cli.see_list")}\n`);
       return EXIT_USAGE;
     }
     deps.stdout(usageOf(t, found.spec));
@@ -228,9 +275,7 @@ export async function runCli(argv: readonly string[], deps: CommandDeps): Promis
       deps.stdout(groupHelp(t, group));
       return EXIT_OK;
     }
-    const head = exact
-      ? t("cli.missing_command")
-      : t("cli.unknown_command", { command: rest.join(" ") });
+    const head = exact ? t("cli.missing_command") : unknownCommand(t, rest);
     deps.stderr(`${head}\n\n${groupHelp(t, group)}`);
     return EXIT_USAGE;
   }
@@ -238,7 +283,7 @@ export async function runCli(argv: readonly string[], deps: CommandDeps): Promis
     const first = rest[0]!;
     const what = first.startsWith("-")
       ? t("cli.unknown_option", { option: first })
-      : t("cli.unknown_command", { command: rest.join(" ") });
+      : unknownCommand(t, rest);
     deps.stderr(`${what}\n${t("cli.see_help")}\n`);
     return EXIT_USAGE;
   }

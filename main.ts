@@ -6,8 +6,7 @@ import { runCli } from "./cli.ts";
 import type { CommandDeps } from "./cli/context.ts";
 import { systemClock } from "./mod/core/clock.ts";
 import { systemRandom } from "./mod/core/random.ts";
-
-const encoder = new TextEncoder();
+import { streamWriter } from "./cli/stdio.ts";
 
 export function realDeps(): CommandDeps {
   return {
@@ -19,8 +18,8 @@ export function realDeps(): CommandDeps {
       osUser: Deno.env.get("SUDO_USER") ?? Deno.env.get("USER") ?? Deno.env.get("LOGNAME"),
       lang: Deno.env.get("WAF_LANG"),
     },
-    stdout: (text) => Deno.stdout.writeSync(encoder.encode(text)),
-    stderr: (text) => Deno.stderr.writeSync(encoder.encode(text)),
+    stdout: streamWriter(Deno.stdout),
+    stderr: streamWriter(Deno.stderr),
     readStdin: async () => await new Response(Deno.stdin.readable).text(),
   };
 }

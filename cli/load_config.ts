@@ -1,13 +1,13 @@
 /**
  * Resolves the config path and data directory and loads the configuration the way every
- * command needs it: missing file → defaults (written by `serve` only), invalid → exit 2.
+ * command needs it: missing file → defaults (written by `serve` only, once its listeners can
+ * open), invalid → exit 2.
  */
 import {
   type Config,
   defaultConfig,
   formatProblems,
   readConfigFile,
-  writeDefaultConfig,
 } from "../mod/config/config.ts";
 import type { Translate } from "./i18n/i18n.ts";
 import type { CommandDeps, GlobalOptions } from "./context.ts";
@@ -18,7 +18,8 @@ export interface Loaded {
   readonly config: Config;
   readonly configPath: string;
   readonly dataDir: string;
-  readonly created: boolean;
+  /** No file at `configPath`: `config` holds the defaults, and nothing was written. */
+  readonly missing: boolean;
 }
 
 /** The config path: `--config`, else `<data-dir>/waf.yaml`. */
@@ -27,25 +28,18 @@ export function configPathOf(global: GlobalOptions): string {
 }
 
 /**
- * Loads the configuration; `create` writes the documented defaults when the file is absent.
+ * Loads the configuration, the documented defaults when the file is absent (`missing`).
  * Returns undefined after printing the problems (the caller exits 2) in the language of `t`.
  */
 export async function loadConfig(
   global: GlobalOptions,
   deps: CommandDeps,
-  create: boolean,
   t?: Translate,
 ): Promise<Loaded | undefined> {
   const configPath = configPathOf(global);
-  let result = await readConfigFile(configPath);
-  let created = false;
-  if (result === undefined) {
-    result = { kind: "ok", config: defaultConfig() };
-    if (create) {
-      await writeDefaultConfig(configPath);
-      created = true;
-    }
-  }
+  const read = await readConfigFile(configPath);
+  const missing = read === undefined;
+  const result = read ?? { kind: "ok", config: defaultConfig() };
   if (result.kind === "invalid") {
     const head = t
       ? t("config.invalid", { path: configPath })
@@ -54,5 +48,5 @@ export async function loadConfig(
     return undefined;
   }
   const dataDir = global.dataDir ?? result.config.data_dir ?? DEFAULT_DATA_DIR;
-  return { config: result.config, configPath, dataDir, created };
+  return { config: result.config, configPath, dataDir, missing };
 }

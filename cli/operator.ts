@@ -28,7 +28,7 @@ export async function startOperator(
   const { t } = await cliTranslator(global, deps);
   const flags = flagsOrUsage({ deps, t, words }, args, options, positionals);
   if (typeof flags === "number") return flags;
-  const loaded = await loadConfig(global, deps, false, t);
+  const loaded = await loadConfig(global, deps, t);
   if (!loaded) return EXIT_USAGE;
   return { t, flags, loaded };
 }

@@ -9,16 +9,65 @@ import { type LogFile, openLogFile } from "../mod/ops/log_file.ts";
 import { createLogger } from "../mod/core/logger.ts";
 import { guardUnhandledRejections } from "../mod/core/unhandled.ts";
 import { readProc, watchLauncher } from "../mod/ops/launcher_watch.ts";
-import { type Command, EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from "./context.ts";
+import { type Command, type CommandDeps, EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from "./context.ts";
 import { cliTranslator } from "./lang.ts";
-import { loadConfig } from "./load_config.ts";
+import { loadConfig, type Loaded } from "./load_config.ts";
 import { flagsOrUsage, stringFlag } from "./output.ts";
 import { ProductionStorageUnavailableError, startServer } from "../app/server.ts";
-import { ConfigProblemError, deploymentProblems, formatProblems } from "../mod/config/config.ts";
+import {
+  ConfigProblemError,
+  deploymentProblems,
+  formatProblems,
+  writeDefaultConfig,
+} from "../mod/config/config.ts";
 import { ListenerError } from "../net/listen.ts";
 import { nodeJoinProblem } from "../mod/cluster/node_identity.ts";
+import type { Translate } from "./i18n/i18n.ts";
+import { configuredListeners, unbindable } from "./listen_check.ts";
+import { removeCreated, snapshotDir } from "./data_dir_snapshot.ts";
 
-const encoder = new TextEncoder();
+function listenerFailed(t: Translate, err: ListenerError): string {
+  return t("serve.listener_failed", {
+    listener: err.listener,
+    address: err.address,
+    reason: t(`serve.listen_${err.reason}`),
+  });
+}
+
+/**
+ * What serve refuses before it writes anything, printed; the exit code, or undefined to go on.
+ * The same checks as `waf config check` (the production profile keeps the specification's own
+ * failure, ErrProductionStorageUnavailable, exit 1; the others are configuration errors), then
+ * every listener address: a taken port leaves no half-made data directory, and each listener
+ * that cannot open is named.
+ */
+async function refused(
+  loaded: Loaded,
+  joinToken: string | undefined,
+  deps: CommandDeps,
+  t: Translate,
+): Promise<number | undefined> {
+  const problems = deploymentProblems(loaded.config);
+  const join = await nodeJoinProblem(loaded.config, loaded.dataDir, joinToken);
+  if (join) problems.push(join);
+  if (problems.some((p) => p.code === "ErrProductionStorageUnavailable")) {
+    deps.stderr(`${t("serve.production_unavailable")}\n`);
+    return EXIT_FAILURE;
+  }
+  if (problems.length > 0) {
+    deps.stderr(
+      `${t("config.invalid", { path: loaded.configPath })}\n${formatProblems(problems)}\n`,
+    );
+    return EXIT_USAGE;
+  }
+  const unbound = unbindable(configuredListeners(loaded.config));
+  if (unbound.length > 0) {
+    const lines = unbound.map((err) => listenerFailed(t, err));
+    deps.stderr(`${lines.join("\n")}\n${t("serve.not_started", { dir: loaded.dataDir })}\n`);
+    return EXIT_FAILURE;
+  }
+  return undefined;
+}
 
 export const serveCommand: Command = async (args, global, deps) => {
   const { t } = await cliTranslator(global, deps);
@@ -26,7 +75,7 @@ export const serveCommand: Command = async (args, global, deps) => {
     "join-token": { type: "string" },
   });
   if (typeof flags === "number") return flags;
-  const loaded = await loadConfig(global, deps, true, t);
+  const loaded = await loadConfig(global, deps, t);
   if (!loaded) return EXIT_USAGE;
   // Lines logged before the log file may be opened (the production profile must fail before
   // writing anything) wait here and are written once it is.
@@ -37,14 +86,13 @@ export const serveCommand: Command = async (args, global, deps) => {
     level: loaded.config.logging.level,
     now: deps.clock.now,
     write: (line) => {
-      Deno.stderr.writeSync(encoder.encode(line + "\n"));
+      deps.stderr(line + "\n");
       if (logFile) logFile.write(line);
       else pending.push(line);
     },
   });
   // A rejection nobody handled must not end the WAF (docs/reliability.md).
   const unguard = guardUnhandledRejections(logger);
-  if (loaded.created) logger.info("created default configuration", { path: loaded.configPath });
   // Listen for signals before anything starts, so a signal during start-up is not lost.
   const signalled = Promise.withResolvers<void>();
   const onSignal = () => signalled.resolve();
@@ -56,21 +104,13 @@ export const serveCommand: Command = async (args, global, deps) => {
   });
   try {
     let server;
-    // The same checks as `waf config check`; the production profile keeps the specification's
-    // own failure (ErrProductionStorageUnavailable, exit 1), the others are configuration errors.
     const joinToken = stringFlag(flags, "join-token") ?? deps.env.clusterJoinToken;
-    const problems = deploymentProblems(loaded.config);
-    const join = await nodeJoinProblem(loaded.config, loaded.dataDir, joinToken);
-    if (join) problems.push(join);
-    if (problems.some((p) => p.code === "ErrProductionStorageUnavailable")) {
-      deps.stderr(`${t("serve.production_unavailable")}\n`);
-      return EXIT_FAILURE;
-    }
-    if (problems.length > 0) {
-      deps.stderr(
-        `${t("config.invalid", { path: loaded.configPath })}\n${formatProblems(problems)}\n`,
-      );
-      return EXIT_USAGE;
+    const refusal = await refused(loaded, joinToken, deps, t);
+    if (refusal !== undefined) return refusal;
+    const before = await snapshotDir(loaded.dataDir);
+    if (loaded.missing) {
+      await writeDefaultConfig(loaded.configPath);
+      logger.info("created default configuration", { path: loaded.configPath });
     }
     try {
       logFile = openLogFile({ dir: `${loaded.dataDir}/logs` });
@@ -105,14 +145,12 @@ export const serveCommand: Command = async (args, global, deps) => {
         return EXIT_FAILURE;
       }
       if (err instanceof ListenerError) {
+        // Taken since the check: what this start wrote goes again.
+        logFile?.close();
+        logFile = undefined;
+        await removeCreated(before);
         deps.stderr(
-          `${
-            t("serve.listener_failed", {
-              listener: err.listener,
-              address: err.address,
-              reason: t(`serve.listen_${err.reason}`),
-            })
-          }\n`,
+          `${listenerFailed(t, err)}\n${t("serve.start_undone", { dir: loaded.dataDir })}\n`,
         );
         return EXIT_FAILURE;
       }

@@ -119,6 +119,11 @@ export function listen(options: ListenOptions): Listener {
   };
 }
 
+/** `req` at another URL, without touching its `signal`. */
+function withScheme(url: string, req: Request): Request {
+  return new Request(url, { method: req.method, headers: req.headers, body: req.body });
+}
+
 function internalError(): Response {
   return new Response("Internal error", { status: 500 });
 }
@@ -140,7 +145,9 @@ function listenFronted(
     if (client === undefined) return new Response("Misdirected request", { status: 421 });
     const remoteAddr: Deno.NetAddr = { transport: "tcp", ...client };
     // Behind a TLS front the server sees plain HTTP; the request keeps the scheme the client used.
-    const request = tls ? new Request(`https${req.url.slice(4)}`, req) : req;
+    // Built from its parts, not `new Request(url, req)`: that reads `req.signal`, and Deno then
+    // warns that the signal aborts on successful responses (its legacy behaviour).
+    const request = tls ? withScheme(`https${req.url.slice(4)}`, req) : req;
     if (!frontOptions.longLivedFeeds) return handler(request, { ...info, remoteAddr });
     const innerPort = info.remoteAddr.port;
     return handler(request, { ...info, remoteAddr, longLived: () => front?.longLived(innerPort) });

@@ -22,6 +22,7 @@ Environment: WAF_LANG=en|zh-CN selects the language for one run (see "waf lang")
   "cli.see_help": 'Run "waf --help" for usage.',
   "cli.see_list": 'Run "waf --help" for the list.',
   "cli.unknown_command": 'Unknown command: "{command}"',
+  "cli.unknown_command_near": 'Unknown command: "{command}"; did you mean "{suggestion}"?',
   "cli.unknown_option": 'Unknown option: "{option}"',
   "cli.missing_command": "Missing command",
   "cli.group_commands": '"waf {group}" is followed by one of these commands:',
@@ -49,6 +50,9 @@ Environment: WAF_LANG=en|zh-CN selects the language for one run (see "waf lang")
     "permission denied (ports below 1024 need privileges: choose a port from 1024 up)",
   "serve.listen_unavailable": "this host has no such address (check the host part in waf.yaml)",
   "serve.listen_other": "the operating system refused it",
+  "serve.not_started": 'waf did not start, and nothing was written to the data directory "{dir}"',
+  "serve.start_undone":
+    'waf did not start; what this start had written to the data directory "{dir}" was removed',
   "store.schema_too_new":
     "Database schema version {found} is newer than this binary supports (version {known}): upgrade waf or restore a backup taken before the upgrade",
   // waf lang

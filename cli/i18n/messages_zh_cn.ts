@@ -20,6 +20,7 @@ export const ZH_CN: Readonly<Record<MessageId, string>> = {
   "cli.see_help": "运行 “waf --help” 查看用法。",
   "cli.see_list": "运行 “waf --help” 查看命令列表。",
   "cli.unknown_command": "未知命令：“{command}”",
+  "cli.unknown_command_near": "未知命令：“{command}”；您是否要输入 “{suggestion}”？",
   "cli.group_commands": "“waf {group}” 后面需要以下命令之一：",
   "cli.group_hint": "运行 “waf help {group} <命令>” 查看其中某个命令的用法。",
   "cli.unknown_option": "未知选项：“{option}”",
@@ -43,6 +44,8 @@ export const ZH_CN: Readonly<Record<MessageId, string>> = {
   "serve.listen_permission": "权限不足（1024 以下的端口需要特权：请选择 1024 及以上的端口）",
   "serve.listen_unavailable": "本机没有这个地址（请检查 waf.yaml 中的主机部分）",
   "serve.listen_other": "操作系统拒绝了该请求",
+  "serve.not_started": "waf 未启动，也未向数据目录 “{dir}” 写入任何内容",
+  "serve.start_undone": "waf 未启动；本次启动写入数据目录 “{dir}” 的内容已被删除",
   "store.schema_too_new":
     "数据库架构版本 {found} 高于此程序支持的版本（{known}）：请升级 waf，或恢复升级前的备份",
   "lang.current": "语言：{lang}（{source}）",

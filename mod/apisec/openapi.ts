@@ -8,6 +8,7 @@
  */
 import { parse as parseYaml } from "yaml";
 import { AppError, badRequest } from "../core/errors.ts";
+import { malformedJson, parseJson } from "../core/json_syntax.ts";
 import type { SchemaEntry } from "./apisec_schema.ts";
 
 const METHODS = ["get", "put", "post", "delete", "options", "head", "patch"] as const;
@@ -32,10 +33,16 @@ function bad(message: string): AppError {
 /** Parses JSON or YAML text into the document object. */
 export function parseOpenApiText(text: string): Obj {
   let doc: unknown;
-  try {
-    doc = text.trimStart().startsWith("{") ? JSON.parse(text) : parseYaml(text);
-  } catch (err) {
-    throw bad(`not JSON or YAML: ${(err as Error).message}`);
+  if (text.trimStart().startsWith("{")) {
+    const json = parseJson(text);
+    if (!json.ok) throw malformedJson("Invalid OpenAPI document: not JSON", json.error);
+    doc = json.value;
+  } else {
+    try {
+      doc = parseYaml(text);
+    } catch (err) {
+      throw bad(`not JSON or YAML: ${(err as Error).message}`);
+    }
   }
   if (!isObj(doc)) throw bad("expected an object");
   return doc;

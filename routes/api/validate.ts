@@ -1,6 +1,7 @@
 /** Edge validation: JSON bodies and query strings through zod, failures as 400 naming the field. */
 import { z } from "zod";
 import { AppError, badRequest } from "../../mod/core/errors.ts";
+import { malformedJson, parseJson } from "../../mod/core/json_syntax.ts";
 import type { Ctx } from "./env.ts";
 
 function fieldName(path: ReadonlyArray<PropertyKey>): string {
@@ -24,16 +25,22 @@ export function invalid(error: z.ZodError): AppError {
   });
 }
 
-/** Parses the request body as JSON and validates it. */
+/**
+ * Parses the request body as JSON and validates it. Malformed JSON answers 400 naming where it
+ * goes wrong: `Malformed JSON body at line 3, column 5: unexpected "x", expected a value`, with
+ * `line` and `column` in the error object.
+ */
 export async function readJson<S extends z.ZodType>(c: Ctx, schema: S): Promise<z.infer<S>> {
-  let data: unknown;
+  let text: string;
   try {
-    const text = await c.req.text();
-    data = text.length === 0 ? {} : JSON.parse(text);
-  } catch {
-    throw badRequest("Malformed JSON body: expected a JSON object", "(body)");
+    text = await c.req.text();
+  } catch (err) {
+    if (err instanceof AppError) throw err;
+    throw badRequest("Malformed JSON body: the body could not be read", "(body)");
   }
-  const parsed = schema.safeParse(data);
+  const json = text.length === 0 ? { ok: true as const, value: {} } : parseJson(text);
+  if (!json.ok) throw malformedJson("Malformed JSON body", json.error);
+  const parsed = schema.safeParse(json.value);
   if (!parsed.success) throw invalid(parsed.error);
   return parsed.data;
 }

@@ -173,6 +173,26 @@ Deno.test("waf crp verify fails closed on signature problems", async () => {
   assertMatch(r.stderr, /no public keys are configured: add the signer's key to crp.public_keys/);
 });
 
+Deno.test("waf crp verify names the line and column where a signed manifest is malformed JSON", async () => {
+  await using dir = await tempDir();
+  const f = await fixture(dir);
+  const manifest = enc.encode('{\n  "name": "bundle",\n  "version": 1.0.0\n}\n');
+  const pkg = await writePackage(
+    `${dir}/malformed.tar`,
+    writeTar([
+      { name: "manifest.json", data: manifest, mtime: 0 },
+      { name: "manifest.sig", data: await signManifest(manifest, f.key), mtime: 0 },
+    ]),
+  );
+  const r = await verify(dir, pkg);
+  assertEquals(r.code, 1);
+  assertMatch(r.stdout, /ok {2}manifest.sig is a valid Ed25519 signature/);
+  assertMatch(
+    r.stderr,
+    /manifest.json is invalid: line 3, column 17: unexpected "\.", expected "," or "}"/,
+  );
+});
+
 Deno.test("waf crp verify refuses files that do not match the manifest", async () => {
   await using dir = await tempDir();
   const f = await fixture(dir);

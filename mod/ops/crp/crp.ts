@@ -17,6 +17,7 @@ import {
   sha256Hex,
   SIGNATURE,
 } from "./crp_format.ts";
+import { describeJsonError, parseJson } from "../../core/json_syntax.ts";
 import { type Random, randomHex } from "../../core/random.ts";
 import { readTar, type TarEntryType, TarError } from "../tar.ts";
 
@@ -163,20 +164,17 @@ export async function verifyBytes(
   if (!matched) return fail({ code: "signature_invalid", keys: publicKeys.length });
   onStep({ step: "signature", key: matched });
 
-  let manifest: Manifest;
-  try {
-    const parsed = manifestSchema.safeParse(JSON.parse(new TextDecoder().decode(manifestBytes)));
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      return fail({
-        code: "manifest_invalid",
-        detail: `${issue.path.join(".") || "(root)"}: ${issue.message}`,
-      });
-    }
-    manifest = parsed.data;
-  } catch (err) {
-    return fail({ code: "manifest_invalid", detail: (err as Error).message });
+  const json = parseJson(new TextDecoder().decode(manifestBytes));
+  if (!json.ok) return fail({ code: "manifest_invalid", detail: describeJsonError(json.error) });
+  const parsed = manifestSchema.safeParse(json.value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    return fail({
+      code: "manifest_invalid",
+      detail: `${issue.path.join(".") || "(root)"}: ${issue.message}`,
+    });
   }
+  const manifest: Manifest = parsed.data;
   onStep({
     step: "manifest",
     name: manifest.name,

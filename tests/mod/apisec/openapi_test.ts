@@ -1,4 +1,5 @@
-import { assertEquals, assertThrows } from "../../_helpers/assert.ts";
+import { assertEquals, assertThrows, ok } from "../../_helpers/assert.ts";
+import { AppError } from "../../../mod/core/errors.ts";
 import { importOpenApi, parseOpenApiText, pathPattern } from "../../../mod/apisec/openapi.ts";
 import { compileBodySchema } from "../../../mod/apisec/json_schema.ts";
 
@@ -77,4 +78,20 @@ Deno.test("importOpenApi() refuses what is not an OpenAPI 3.0 or 3.1 document", 
   assertThrows(() => importOpenApi(parseOpenApiText('{"swagger": "2.0", "paths": {}}')));
   assertThrows(() => parseOpenApiText("- a\n- b"));
   assertThrows(() => importOpenApi(parseOpenApiText('{"openapi": "3.1.0"}')));
+});
+
+Deno.test("parseOpenApiText() says where a JSON document is malformed: 400 with line and column", () => {
+  let caught: unknown;
+  try {
+    parseOpenApiText('{"openapi": "3.0.3",\n  "paths": {"/a": x}}');
+  } catch (err) {
+    caught = err;
+  }
+  ok(caught instanceof AppError, String(caught));
+  assertEquals([caught.status, caught.code], [400, "BAD_REQUEST"]);
+  assertEquals(
+    caught.message,
+    'Invalid OpenAPI document: not JSON at line 2, column 19: unexpected "x", expected a value',
+  );
+  assertEquals(caught.details, { field: "(body)", line: 2, column: 19 });
 });

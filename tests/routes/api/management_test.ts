@@ -56,6 +56,27 @@ Deno.test("malformed JSON answers 400 BAD_REQUEST", async () => {
   assertMatch(error.message, /Malformed JSON/);
 });
 
+Deno.test("malformed JSON answers 400 with the line and column where it goes wrong", async () => {
+  const { app: a } = app();
+  const r = await a.request("/api/echo", {
+    method: "POST",
+    body: '{\n  "name": "shop",\n  "port": x\n}',
+  });
+  assertEquals(r.status, 400);
+  const { error } = await r.json();
+  assertEquals(error.code, "BAD_REQUEST");
+  assertEquals(
+    error.message,
+    'Malformed JSON body at line 3, column 11: unexpected "x", expected a value',
+  );
+  assertEquals([error.field, error.line, error.column], ["(body)", 3, 11]);
+  const cut = await a.request("/api/echo", { method: "POST", body: '{"name": "shop", "port": 8' });
+  const { error: end } = await cut.json();
+  assertEquals(cut.status, 400);
+  assertMatch(end.message, /^Malformed JSON body at line 1, column 27: unexpected end of input/);
+  assertEquals([end.line, end.column], [1, 27]);
+});
+
 Deno.test("an invalid field answers 400 naming the field", async () => {
   const { app: a } = app();
   const r = await a.request("/api/echo", {
