@@ -150,6 +150,7 @@ export async function createIdentity(deps: IdentityDeps): Promise<Identity> {
             body:
               `Repeated failed sign-ins locked this username from ${clientIp} for a while; other addresses are not affected.`,
             data: { username: username.slice(0, 64), client_ip: clientIp },
+            link: "/console/audit",
           });
         } catch (err) {
           deps.logger.error("lockout notification failed", { error: err as Error });
