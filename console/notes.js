@@ -1,8 +1,9 @@
 // A notification's text in the console's language. The server stores each notification's reason
 // as data (its kind and params) beside an English title and body: the catalogues' texts
-// `note.<kind>[.<variant>].title` and `.body` are filled from the params (times and numbers in
-// the console's formats); a kind the catalogues do not know shows the stored English text.
-import { fmtNumber, fmtTime, t, tOr } from "./i18n.js";
+// `note.<kind>[.<variant>].title` and `.body` are filled from the params (times in the console's
+// format, numbers as the server wrote them); a kind the catalogues do not know shows the stored
+// English text.
+import { fmtTime, t, tOr } from "./i18n.js";
 
 /** Params holding a time (ISO 8601), shown as a local date and time. */
 const TIME = /(_at|^minute|^time)$/;
@@ -29,8 +30,7 @@ function vars(n) {
   const p = n.params ?? {};
   const out = {};
   for (const [k, v] of Object.entries(p)) {
-    if (typeof v === "number") out[k] = fmtNumber(v);
-    else if (typeof v === "string" && TIME.test(k)) out[k] = fmtTime(v);
+    if (typeof v === "string" && TIME.test(k)) out[k] = fmtTime(v);
     else out[k] = v ?? "-";
   }
   if (n.kind.startsWith("alap.")) {

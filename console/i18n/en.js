@@ -257,10 +257,6 @@ export default {
   "acl.intro": "Rules that match every condition given, checked in order; the first match decides.",
   "acl.new": "New rule",
   "acl.action": "Action",
-  "acl.action_block": "block",
-  "acl.action_allow": "allow",
-  "acl.action_challenge": "challenge",
-  "acl.action_log": "log",
   "acl.methods": "Methods",
   "acl.methods_hint": "One per line, e.g. POST.",
   "acl.path_prefix": "Path starts with",
@@ -545,7 +541,6 @@ export default {
   "audit.detail": "Detail",
   "audit.empty": "No audit records match.",
   "audit.raw": "Raw JSON",
-  "audit.no_detail": "No detail",
 
   "notes.only_unread": "Unread only",
   "notes.empty": "No notifications.",
