@@ -108,6 +108,14 @@ export function createAiPlane(deps: AiDeps): AiPlane {
         body: `${a.requested_by.name} asked the AI assistant for a change that needs another ` +
           `user's approval (approve:ai and ${a.permission}): ${a.summary}`,
         data: event,
+        params: {
+          id: a.id,
+          tool: a.tool,
+          permission: a.permission,
+          summary: a.summary,
+          by: a.requested_by.name,
+        },
+        link: "/console/ai-approvals",
       });
     },
   });

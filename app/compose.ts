@@ -342,6 +342,8 @@ function composeDataPlane(base: Base, parts: Parts): DataPlane {
     upstreamHealth: core.upstreamHealth.hook,
     observe: core.bus.access,
     timeOffsetMs: () => core.timeClock.offsetMs,
+    notifications: core.notifications,
+    managementClients: core.managementClients,
     workers: parts.dataWorkers,
     connections: core.connections,
     swapped: () => {

@@ -19,6 +19,7 @@ import { type Config, durationMs } from "../mod/config/config.ts";
 import { parseListen } from "../mod/config/config_schema.ts";
 import type { EventLog } from "../mod/core/event_log.ts";
 import type { Logger } from "../mod/core/logger.ts";
+import type { Notifications } from "../mod/core/notifications.ts";
 import { recordEvents } from "../mod/data_plane/record_events.ts";
 import { type AcmeChallenges, createAcmeChallenges } from "../mod/data_plane/acme_challenges.ts";
 import { createPgShipper } from "../mod/access_log/pg_shipper.ts";
@@ -117,6 +118,10 @@ export interface DataPlaneDeps {
   readonly connections?: ConnectionStats;
   /** The measured clock offset JWT `exp`/`nbf` checks apply (`time.apply_offset`; 0 when off). */
   readonly timeOffsetMs?: () => number;
+  /** The process's notifications (ALAP's block notices reach the channels and realtime feed). */
+  readonly notifications?: Notifications;
+  /** The management listener's addresses and signed-in clients, which ALAP never blocks. */
+  readonly managementClients?: { has(ip: string): boolean };
   /**
    * Set when data-plane workers serve the listeners: the policy builds are recorded for them
    * (`snapshot`), and the edge cache the routes purge is the workers' (`app/data_workers.ts`).
@@ -150,6 +155,8 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     events: deps.events,
     findAccessRecord: async (traceId) => (await accessLog.get(traceId))?.record,
     edgeCache: deps.workers?.edgeCache,
+    notifications: deps.notifications,
+    managementClients: deps.managementClients,
   });
   const apisec = createApiSecPlane({
     config,

@@ -24,6 +24,7 @@ import { SetupTokenError, setupTokenProblem } from "../mod/identity/setup_token.
 import { createUsers, type Users } from "../mod/identity/users.ts";
 import { createPreferences } from "../mod/identity/preferences.ts";
 import { auditRoutes } from "../routes/api/audit.ts";
+import { createAuditTargetNames } from "../db/audit_target_names.ts";
 import { authRoutes } from "../routes/api/auth.ts";
 import { createConsoleCookies, isHttpsBaseUrl } from "../routes/api/cookies.ts";
 import { consoleRoutes } from "../routes/api/console.ts";
@@ -150,6 +151,7 @@ export async function createIdentity(deps: IdentityDeps): Promise<Identity> {
             body:
               `Repeated failed sign-ins locked this username from ${clientIp} for a while; other addresses are not affected.`,
             data: { username: username.slice(0, 64), client_ip: clientIp },
+            link: "/console/audit",
           });
         } catch (err) {
           deps.logger.error("lockout notification failed", { error: err as Error });
@@ -184,7 +186,7 @@ export async function createIdentity(deps: IdentityDeps): Promise<Identity> {
       cookies,
     }),
     ...userRoutes({ ...sink, users }),
-    ...auditRoutes(audit),
+    ...auditRoutes(audit, createAuditTargetNames(deps.db).lookup),
     ...consoleRoutes(),
   ];
 

@@ -13,11 +13,13 @@ import { type Db, transaction } from "../db/store.ts";
 import type { Audit } from "../mod/core/audit.ts";
 import { type Clock, OffsetClock } from "../mod/core/clock.ts";
 import type { Logger } from "../mod/core/logger.ts";
+import { ManagementClients } from "../mod/core/management_clients.ts";
 import { createNotifications, type Notifications, type Notify } from "../mod/core/notifications.ts";
 import type { Random } from "../mod/core/random.ts";
 import { createSecretBox, TOTP_KEY_FILE } from "../mod/core/secret_box.ts";
 import { VERSION } from "../mod/core/version.ts";
 import { type Config, durationMs } from "../mod/config/config.ts";
+import { parseListen } from "../mod/config/config_schema.ts";
 import { SiteCounterSet } from "../mod/data_plane/site_counters.ts";
 import { createCertificateWatch } from "../mod/monitor/certificates.ts";
 import { createDashboard } from "../mod/monitor/dashboard.ts";
@@ -71,6 +73,8 @@ export interface MonitorCore {
   readonly timeClock: OffsetClock;
   readonly timeSync: TimeSync;
   readonly management: ManagementCounters;
+  /** The management listener's addresses and its signed-in clients (ALAP never blocks them). */
+  readonly managementClients: ManagementClients;
   /** Policy swaps since start. */
   swaps: number;
   /** The listeners' connection fronts: open, refused and closed-early connections. */
@@ -96,6 +100,7 @@ export function createMonitorCore(deps: MonitorDeps): MonitorCore {
     clock,
     random: deps.random,
     logger,
+    consoleUrl: config.server.management.base_url,
   });
   const notifications = createNotifications({
     repo: createNotificationsRepo(deps.db),
@@ -135,6 +140,10 @@ export function createMonitorCore(deps: MonitorDeps): MonitorCore {
       }),
   });
   const management = new ManagementCounters();
+  const managementClients = new ManagementClients(
+    clock,
+    listenerAddresses(config.server.management.listen),
+  );
   const sink = { audit: deps.audit, transaction: tx };
   const core: MonitorCore = {
     bus,
@@ -146,6 +155,7 @@ export function createMonitorCore(deps: MonitorDeps): MonitorCore {
     timeClock,
     timeSync,
     management,
+    managementClients,
     swaps: 0,
     connections: createConnectionStats(),
     routes: [
@@ -159,6 +169,7 @@ export function createMonitorCore(deps: MonitorDeps): MonitorCore {
     observe(c, status) {
       const route = c.get("route") ?? "unmatched";
       management.count(c.req.method, route, status);
+      if (c.get("principal")) managementClients.remember(c.get("clientIp"));
       if (UNSAFE.has(c.req.method) && status >= 200 && status < 300 && c.get("principal")) {
         const p = c.get("principal")!;
         bus.publish("config.changed", {
@@ -173,6 +184,18 @@ export function createMonitorCore(deps: MonitorDeps): MonitorCore {
     },
   };
   return core;
+}
+
+/** The management listener's own addresses: its listen address, or every interface's for `0.0.0.0`/`::`. */
+function listenerAddresses(listen: string): string[] {
+  const host = parseListen(listen)?.hostname ?? "";
+  if (host !== "0.0.0.0" && host !== "::") return [host];
+  try {
+    return Deno.networkInterfaces().map((i) => i.address);
+  } catch {
+    // Without --allow-sys the host's addresses are unknown; its signed-in clients still count.
+    return [];
+  }
 }
 
 export interface MonitorPlane {
@@ -285,6 +308,13 @@ function attackSpikeAlert(notify: Notify, threshold: number) {
         threshold,
         classes: Object.fromEntries(classes),
       },
+      params: {
+        minute: new Date(bucket).toISOString(),
+        blocked,
+        threshold,
+        classes: classes.map(([k, v]) => `${k} ${v}`).join(", "),
+      },
+      link: "/console/logs?action=block",
     });
   };
 }

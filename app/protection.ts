@@ -20,7 +20,7 @@ import { loadGeoIp } from "../mod/protection/geoip.ts";
 import { type Alap, createAlap } from "../mod/protection/alap.ts";
 import { createNotificationsRepo } from "../db/notifications_repo.ts";
 import type { EventLog } from "../mod/core/event_log.ts";
-import { createNotifications } from "../mod/core/notifications.ts";
+import { createNotifications, type Notifications } from "../mod/core/notifications.ts";
 import { createEdgeCache, type EdgeCache } from "../mod/protection/edge_cache.ts";
 import { createGoodBotVerifier, denoResolver, type Resolver } from "../mod/protection/good_bots.ts";
 import { createPolicyObjects, type PolicyObjects } from "../mod/protection/policy_objects.ts";
@@ -108,6 +108,10 @@ export interface ProtectionDeps {
   readonly events?: EventLog;
   /** The edge cache the routes purge and report (default: this thread's own). */
   readonly edgeCache?: EdgeCache;
+  /** The process's notifications (inbox, channels, realtime); default: the inbox alone. */
+  readonly notifications?: Notifications;
+  /** The management listener's addresses and signed-in clients, which ALAP never blocks. */
+  readonly managementClients?: { has(ip: string): boolean };
 }
 
 export function createProtectionPlane(deps: ProtectionDeps): ProtectionPlane {
@@ -125,12 +129,18 @@ export function createProtectionPlane(deps: ProtectionDeps): ProtectionPlane {
     db,
     objects,
     audit,
-    notifications: createNotifications({ repo: createNotificationsRepo(db), clock, random }),
+    notifications: deps.notifications ??
+      createNotifications({ repo: createNotificationsRepo(db), clock, random }),
     events: deps.events,
     clock,
     logger: deps.logger,
     rebuild,
     findRecord: deps.findAccessRecord,
+    clients: {
+      management: (ip) => deps.managementClients?.has(ip) ?? false,
+      trustedProxy: (ip) => policy.current.sites.some((s) => s.trustedProxies.has(ip)),
+    },
+    siteName: (id) => policy.current.sites.find((s) => s.id === id)?.name,
   });
   const feeds = createThreatFeeds({
     objects,

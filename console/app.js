@@ -34,9 +34,9 @@ function useLocation() {
   return at;
 }
 
-function Nav({ current }) {
+function Nav({ current, open }) {
   const visible = PAGES.filter((p) => can(p.read));
-  return html`<nav aria-label=${t("nav.label")}>
+  return html`<nav id="nav" aria-label=${t("nav.label")} class=${open ? "open" : ""}>
     ${
     GROUPS.map((g) => {
       const items = visible.filter((p) => p.group === g);
@@ -108,9 +108,36 @@ function PageView({ id, detail }) {
   return html`<${Component} detail=${detail} navigate=${navigate} />`;
 }
 
+/**
+ * The menu button of narrow screens, where the navigation is folded away until it is opened:
+ * Escape closes it again and gives the focus back to the button.
+ */
+function MenuToggle({ open, setOpen }) {
+  useEffect(() => {
+    if (!open) return;
+    const onKey = (e) => {
+      if (e.key !== "Escape") return;
+      setOpen(false);
+      document.getElementById("menu-toggle")?.focus();
+    };
+    addEventListener("keydown", onKey);
+    return () => removeEventListener("keydown", onKey);
+  }, [open]);
+  return html`
+    <button type="button" id="menu-toggle" class="menu-toggle secondary"
+      aria-controls="nav" aria-expanded=${open ? "true" : "false"}
+      onClick=${() => setOpen(!open)}>
+        <span aria-hidden="true" class="menu-icon"></span>${t("shell.menu")}
+      </button>
+  `;
+}
+
 function Shell() {
   const at = useLocation();
   const [, redraw] = useState(0);
+  const [menu, setMenu] = useState(false);
+  // Choosing a page folds the menu away again.
+  useEffect(() => setMenu(false), [at]);
   const { id, detail } = route(location.pathname);
   const user = session().user;
   const signOut = async () => {
@@ -121,6 +148,7 @@ function Shell() {
     <div class="shell" key=${currentLanguage()}>
       <a class="skip" href="#main">${t("shell.skip")}</a>
       <header class="top">
+        <${MenuToggle} open=${menu} setOpen=${setMenu} />
         <a class="brand" href="/console">waf</a>
         <div class="who">
           <span id="whoami">${t("shell.signed_in", { user: user.username, role: user.role })}</span>
@@ -131,7 +159,7 @@ function Shell() {
         </div>
       </header>
       <div class="body">
-        <${Nav} current=${id} />
+        <${Nav} current=${id} open=${menu} />
         <main id="main" data-at=${at}>
           <${PageView} id=${id} detail=${detail} key=${id} />
         </main>

@@ -31,16 +31,23 @@ export function currentLanguage() {
   return language;
 }
 
-/** The text of `key` with `{name}` placeholders filled from `vars`. */
-export function t(key, vars) {
-  const text = catalogue[key] ?? en[key] ?? key;
+function fill(text, vars) {
   if (!vars) return text;
   return text.replace(/\{(\w+)\}/g, (m, name) => name in vars ? String(vars[name]) : m);
 }
 
-/** The text of `key`, or `fallback` (an API's own English text) when no catalogue has the key. */
-export function tOr(key, fallback) {
-  return catalogue[key] ?? en[key] ?? fallback;
+/** The text of `key` with `{name}` placeholders filled from `vars`. */
+export function t(key, vars) {
+  return fill(catalogue[key] ?? en[key] ?? key, vars);
+}
+
+/**
+ * The text of `key` (placeholders filled from `vars`), or `fallback` (an API's own English text)
+ * when no catalogue has the key.
+ */
+export function tOr(key, fallback, vars) {
+  const text = catalogue[key] ?? en[key];
+  return text === undefined ? fallback : fill(text, vars);
 }
 
 /** A local date and time for an ISO string or epoch milliseconds ("-" when absent). */

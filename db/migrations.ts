@@ -184,6 +184,10 @@ CREATE TABLE notification_reads (
   PRIMARY KEY (notification_id, reader)
 ) WITHOUT ROWID;
 ALTER TABLE notifications DROP COLUMN read_at;
+-- A notification's reason as data (#36): the parameters its text is made of, so the console
+-- writes it in its own language, and the console page it is about.
+ALTER TABLE notifications ADD COLUMN params TEXT;
+ALTER TABLE notifications ADD COLUMN link TEXT;
 CREATE TABLE ai_conversations (
   id TEXT PRIMARY KEY,
   owner TEXT NOT NULL,

@@ -1,4 +1,4 @@
-/** SQL for administrator notifications (stored and listed; delivery channels come later). */
+/** SQL for administrator notifications: stored with their parameters and link, and listed per reader. */
 import type { Db } from "./store.ts";
 
 export interface NotificationRow {
@@ -9,6 +9,10 @@ export interface NotificationRow {
   readonly kind: string;
   readonly title: string;
   readonly body: string;
+  /** JSON object of the text's parameters; null for notifications stored before they had any. */
+  readonly params: string | null;
+  /** The console page the notification is about. */
+  readonly link: string | null;
 }
 
 /** A notification with the read state of one reader. */
@@ -18,8 +22,8 @@ export interface NotificationReadRow extends NotificationRow {
 
 export function createNotificationsRepo(db: Db) {
   const insert = db.prepare(
-    `INSERT INTO notifications (id, time, audience, level, kind, title, body)
-     VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO notifications (id, time, audience, level, kind, title, body, params, link)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
   const list = db.prepare(
     `SELECT n.*, r.read_at FROM notifications n
@@ -40,7 +44,17 @@ export function createNotificationsRepo(db: Db) {
   );
   return {
     insert(row: NotificationRow): void {
-      insert.run(row.id, row.time, row.audience, row.level, row.kind, row.title, row.body);
+      insert.run(
+        row.id,
+        row.time,
+        row.audience,
+        row.level,
+        row.kind,
+        row.title,
+        row.body,
+        row.params,
+        row.link,
+      );
     },
     /** One notification with `reader`'s read state. */
     get(id: string, reader: string): NotificationReadRow | undefined {

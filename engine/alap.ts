@@ -10,7 +10,10 @@
  * - An administrator's false-positive mark gives an exception proposal.
  *
  * Site-scoped proposals backed by high or critical findings apply at once when the policy's
- * `autoApply` is on; global IP bans and exceptions always wait for an administrator.
+ * `autoApply` is on; global IP bans and exceptions always wait for an administrator. What the
+ * caller says of the observation's client (`Observation.client`) narrows this: an exempt client
+ * (loopback, the management listener's own, a trusted proxy) gets no client decision at all, a
+ * client for review only (a private address) gets proposals that never auto-apply.
  * Memory is bounded: at most `maxTracked` clients and signatures are tracked (oldest first out).
  */
 
@@ -29,6 +32,17 @@ export interface DecisionTarget {
   readonly pathPrefix?: string;
 }
 
+/**
+ * Why a decision was proposed, as data (the console and the notifications make its text): a
+ * client's summed score within the window, the number of sites it attacked, repeated findings
+ * of one rule, or an administrator's false-positive mark.
+ */
+export type DecisionBasis =
+  | { readonly kind: "score"; readonly score: number; readonly windowS: number }
+  | { readonly kind: "sites"; readonly sites: number }
+  | { readonly kind: "findings"; readonly count: number; readonly ruleId: string }
+  | { readonly kind: "false_positive" };
+
 /** A decision as the engine proposes it; the service stores it with an id. */
 export interface Proposal {
   readonly key: string;
@@ -36,7 +50,9 @@ export interface Proposal {
   readonly scope: DecisionScope;
   readonly target: DecisionTarget;
   readonly evidence: readonly string[];
+  /** The basis in English (stored with the decision; channels and logs read it). */
   readonly reason: string;
+  readonly basis: DecisionBasis;
   readonly status: "proposed" | "applied";
   readonly createdAt: number;
   readonly expiresAt: number | null;
@@ -70,10 +86,18 @@ export const DEFAULT_ALAP_POLICY: AlapPolicy = {
   maxTracked: 50_000,
 };
 
+/**
+ * What ALAP may decide about a client: block it (applied at once where the policy allows),
+ * only propose blocking it (never auto-applied), or never block it.
+ */
+export type ClientStanding = "auto" | "review" | "exempt";
+
 /** One blocking or logged finding the data plane reports. */
 export interface Observation {
   readonly siteId: string;
   readonly clientIp: string;
+  /** What may be decided about the client (default `auto`). */
+  readonly client?: ClientStanding;
   readonly traceId: string;
   readonly ruleId: string;
   readonly confidence: "low" | "medium" | "high" | "critical";
@@ -118,6 +142,9 @@ interface SiteDecision {
   /** How long it lasts from the observation. */
   readonly ttl: number;
   readonly reason: string;
+  readonly basis: DecisionBasis;
+  /** False when the decision may only be proposed (a client for review only). */
+  readonly mayApply: boolean;
 }
 
 /** Tracks observations and proposes decisions; `isOpen(key)` skips keys already decided. */
@@ -128,7 +155,7 @@ export function createAlapTracker(policy: AlapPolicy, isOpen: (key: string) => b
 
   /** A decision for the observation's site, applied at once when auto-apply and `w` allow. */
   function siteDecision(o: Observation, w: Window, d: SiteDecision): Proposal {
-    const auto = policy.autoApply && w.strong;
+    const auto = policy.autoApply && w.strong && d.mayApply;
     return {
       key: d.key,
       kind: d.kind,
@@ -136,6 +163,7 @@ export function createAlapTracker(policy: AlapPolicy, isOpen: (key: string) => b
       target: d.target,
       evidence: evidence(w),
       reason: d.reason,
+      basis: d.basis,
       status: auto ? "applied" : "proposed",
       createdAt: o.time,
       expiresAt: o.time + d.ttl,
@@ -146,52 +174,22 @@ export function createAlapTracker(policy: AlapPolicy, isOpen: (key: string) => b
     observe(o: Observation): Proposal[] {
       if (!policy.enabled) return [];
       const out: Proposal[] = [];
-      const cw = push(clients, `${o.siteId}|${o.clientIp}`, o, policy.maxTracked);
-      trim(cw, o.time - policy.clientWindowMs);
-      const total = cw.events.reduce((n, e) => n + e.score, 0);
-      if (total >= policy.clientScoreThreshold) {
-        const key = `temp_block:${o.siteId}:${o.clientIp}`;
-        if (!isOpen(key)) {
-          out.push(siteDecision(o, cw, {
-            key,
-            kind: "temp_block",
-            target: { clientIp: o.clientIp },
-            ttl: policy.tempBlockMs,
-            reason: `attack score ${total} within ${policy.clientWindowMs / 1000}s`,
-          }));
-        }
-        let sites = hotSites.get(o.clientIp);
-        if (!sites) {
-          if (hotSites.size >= policy.maxTracked) hotSites.delete(hotSites.keys().next().value!);
-          hotSites.set(o.clientIp, sites = new Set());
-        }
-        sites.add(o.siteId);
-        const banKey = `ip_ban:${o.clientIp}`;
-        if (sites.size >= policy.globalSites && !isOpen(banKey)) {
-          out.push({
-            key: banKey,
-            kind: "ip_ban",
-            scope: { siteId: null },
-            target: { clientIp: o.clientIp },
-            evidence: evidence(cw),
-            reason: `attacking ${sites.size} sites`,
-            status: "proposed",
-            createdAt: o.time,
-            expiresAt: o.time + policy.banMs,
-          });
-        }
-      }
+      const standing = o.client ?? "auto";
+      if (standing !== "exempt") clientDecisions(o, standing === "auto", out);
       if (o.confidence === "high" || o.confidence === "critical") {
         const sw = push(signatures, `${o.siteId}|${o.ruleId}`, o, policy.maxTracked);
         trim(sw, o.time - policy.signatureWindowMs);
         const key = `signature_block:${o.siteId}:${o.ruleId}`;
         if (sw.events.length >= policy.signatureThreshold && !isOpen(key)) {
+          const count = sw.events.length;
           out.push(siteDecision(o, sw, {
             key,
             kind: "signature_block",
             target: { ruleId: o.ruleId },
             ttl: policy.signatureBlockMs,
-            reason: `${sw.events.length} high or critical findings of ${o.ruleId}`,
+            reason: `${count} high or critical findings of ${o.ruleId}`,
+            basis: { kind: "findings", count, ruleId: o.ruleId },
+            mayApply: true,
           }));
         }
       }
@@ -199,6 +197,49 @@ export function createAlapTracker(policy: AlapPolicy, isOpen: (key: string) => b
     },
     tracked: (): number => clients.size + signatures.size,
   };
+
+  /** The temporary block and the global ban of the observation's client, when they are due. */
+  function clientDecisions(o: Observation, mayApply: boolean, out: Proposal[]): void {
+    const cw = push(clients, `${o.siteId}|${o.clientIp}`, o, policy.maxTracked);
+    trim(cw, o.time - policy.clientWindowMs);
+    const total = cw.events.reduce((n, e) => n + e.score, 0);
+    if (total >= policy.clientScoreThreshold) {
+      const key = `temp_block:${o.siteId}:${o.clientIp}`;
+      if (!isOpen(key)) {
+        const windowS = policy.clientWindowMs / 1000;
+        out.push(siteDecision(o, cw, {
+          key,
+          kind: "temp_block",
+          target: { clientIp: o.clientIp },
+          ttl: policy.tempBlockMs,
+          reason: `attack score ${total} within ${windowS}s`,
+          basis: { kind: "score", score: total, windowS },
+          mayApply,
+        }));
+      }
+      let sites = hotSites.get(o.clientIp);
+      if (!sites) {
+        if (hotSites.size >= policy.maxTracked) hotSites.delete(hotSites.keys().next().value!);
+        hotSites.set(o.clientIp, sites = new Set());
+      }
+      sites.add(o.siteId);
+      const banKey = `ip_ban:${o.clientIp}`;
+      if (sites.size >= policy.globalSites && !isOpen(banKey)) {
+        out.push({
+          key: banKey,
+          kind: "ip_ban",
+          scope: { siteId: null },
+          target: { clientIp: o.clientIp },
+          evidence: evidence(cw),
+          reason: `attacking ${sites.size} sites`,
+          basis: { kind: "sites", sites: sites.size },
+          status: "proposed",
+          createdAt: o.time,
+          expiresAt: o.time + policy.banMs,
+        });
+      }
+    }
+  }
 }
 
 export type AlapTracker = ReturnType<typeof createAlapTracker>;
@@ -226,6 +267,7 @@ export function falsePositiveProposal(
     target: pathPrefix === undefined ? { ruleId } : { ruleId, pathPrefix },
     evidence: [traceId],
     reason: "marked as a false positive",
+    basis: { kind: "false_positive" },
     status: "proposed",
     createdAt: now,
     expiresAt: ttlMs === null ? null : now + ttlMs,

@@ -14,7 +14,7 @@ const FIELDS = [
     name: "action",
     label: "acl.action",
     type: "select",
-    options: ACTIONS.map((a) => ({ value: a, label: "acl.action_" + a })),
+    options: ACTIONS.map((a) => ({ value: a, label: "action." + a })),
   },
   { name: "conditions.methods", label: "acl.methods", type: "lines", hint: "acl.methods_hint" },
   { name: "conditions.path.prefix", label: "acl.path_prefix", type: "text" },
@@ -58,7 +58,7 @@ export default function AclRules() {
           { label: t("common.name"), key: "name" },
           {
             label: t("acl.action"),
-            value: (r) => html`<${Badge}>${t("acl.action_" + r.action)}</${Badge}>`,
+            value: (r) => html`<${Badge}>${t("action." + r.action)}</${Badge}>`,
           },
           {
             label: t("acl.conditions"),

@@ -1,9 +1,21 @@
 // ALAP decisions: what the adaptive layer proposes (temporary blocks, bans, signature blocks,
-// exceptions), approve, reject or revoke each; and the ALAP policy.
+// exceptions), approve, reject or revoke each; and the ALAP policy. `/console/alap/<id>` (where a
+// notification links) opens one decision above the list.
 import { post } from "../api.js";
-import { Badge, ErrorBox, Field, Loading, Page, Table, useAction, useApi } from "../components.js";
+import {
+  Badge,
+  ErrorBox,
+  Field,
+  Link,
+  Loading,
+  Page,
+  Table,
+  useAction,
+  useApi,
+} from "../components.js";
 import { SettingForm } from "../crud.js";
 import { fmtTime, t } from "../i18n.js";
+import { decisionReason } from "../notes.js";
 import { html, useState } from "../lib/ui.js";
 import { can } from "../session.js";
 
@@ -66,12 +78,53 @@ function Review({ decision, reload }) {
   </span>`;
 }
 
-export default function Alap() {
+/** The decision a link names: its facts, its evidence in the attack log and its review buttons. */
+function Decision({ id, reload }) {
+  const one = useApi(`/api/alap/decisions/${encodeURIComponent(id)}`);
+  const again = () => {
+    one.reload();
+    reload();
+  };
+  const d = one.data;
+  return html`<section class="panel" id="decision" aria-labelledby="decision-title">
+    <h2 id="decision-title">${t("alap.decision")} <code>${id}</code></h2>
+    <${Loading} state=${one} />
+    ${
+    d
+      ? html`
+        <dl class="facts">
+          <dt>${t("alap.kind")}</dt>
+          <dd>${t("alap.kind_" + d.kind)}</dd>
+          <dt>${t("alap.subject")}</dt>
+          <dd class="mono">${subject(d)}</dd>
+          <dt>${t("common.status")}</dt>
+          <dd>
+            <${Badge} kind=${KIND[d.status]}>${t("alap.status_" + d.status)}</${Badge}></dd>
+          <dt>${t("alap.reason")}</dt><dd>${decisionReason(d.basis, d.reason)}</dd>
+          <dt>${t("common.created")}</dt><dd>${fmtTime(d.created ?? d.created_at)}</dd>
+          <dt>${t("alap.expires")}</dt>
+          <dd>${d.expires_at ? fmtTime(d.expires_at) : t("time.until_revoked")}</dd>
+          <dt>${t("alap.evidence")}</dt>
+          <dd>${(d.evidence ?? []).map((trace) =>
+            html`
+              <${Link} href=${"/console/logs/" + trace} className="mono">${trace}</${Link}>
+            `
+          )}</dd>
+        </dl>
+        <${Review} decision=${d} reload=${again} />
+      `
+      : null
+  }
+  </section>`;
+}
+
+export default function Alap({ detail }) {
   const [status, setStatus] = useState("proposed");
   const list = useApi("/api/alap/decisions", { status });
   return html`
     <${Page} title=${t("nav.alap")}>
       <p class="muted">${t("alap.intro")}</p>
+      ${detail ? html`<${Decision} id=${detail} reload=${list.reload} />` : null}
       <${Field} id="alap-status" label=${t("common.status")}>
           <select id="alap-status" onChange=${(e) => setStatus(e.target.value)}>
             ${STATUSES.map((s) =>
@@ -84,14 +137,20 @@ export default function Alap() {
         <${Loading} state=${list} />
         ${list.data
           ? html`<${Table} rows=${list.data.items} empty=${t("alap.empty")} columns=${[
-            { label: t("alap.kind"), value: (d) => t("alap.kind_" + d.kind) },
+            {
+              label: t("alap.kind"),
+              value: (d) =>
+                html`<${Link} href=${"/console/alap/" + d.id}>${
+                  t("alap.kind_" + d.kind)
+                }</${Link}>`,
+            },
             { label: t("alap.subject"), value: subject, className: "mono wrap" },
             {
               label: t("common.status"),
               value: (d) =>
                 html`<${Badge} kind=${KIND[d.status]}>${t("alap.status_" + d.status)}</${Badge}>`,
             },
-            { label: t("alap.reason"), value: (d) => d.reason ?? "-" },
+            { label: t("alap.reason"), value: (d) => decisionReason(d.basis, d.reason ?? "-") },
             { label: t("common.created"), value: (d) => fmtTime(d.created ?? d.created_at) },
             { label: t("alap.expires"), value: (d) => fmtTime(d.expires_at) },
             {

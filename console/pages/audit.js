@@ -1,4 +1,6 @@
-// Audit log: every change and authentication event, newest first, with filters.
+// Audit log: every change and authentication event, newest first, with filters. The target reads
+// by its name where the API knows it (the id beside it), the detail as a list of facts with the
+// record's raw JSON behind a toggle.
 import { get } from "../api.js";
 import { Badge, ErrorBox, Field, Page, Table } from "../components.js";
 import { fmtTime, t } from "../i18n.js";
@@ -7,6 +9,43 @@ import { html, useEffect, useState } from "../lib/ui.js";
 const RESULTS = ["", "success", "failure", "denied"];
 const KIND = { success: "good", failure: "bad", denied: "warn" };
 const EMPTY = { from: "", to: "", actor: "", action: "", result: "" };
+
+/** A detail value as text: plain values as they are, lists joined, objects as JSON. */
+function plain(v) {
+  if (v === null || v === undefined) return "-";
+  if (Array.isArray(v) && v.every((x) => typeof x !== "object" || x === null)) return v.join(", ");
+  return typeof v === "object" ? JSON.stringify(v) : String(v);
+}
+
+function Target({ a }) {
+  if (a.target === null || a.target === undefined) return "-";
+  if (!a.target_name) return html`<span class="mono">${a.target}</span>`;
+  return html`
+    <span class="target-name">${a.target_name}</span>
+    <span class="muted mono target-id">${a.target}</span>
+  `;
+}
+
+function Detail({ detail }) {
+  if (detail === null || detail === undefined) return "-";
+  const facts = typeof detail === "object" && !Array.isArray(detail)
+    ? Object.entries(detail)
+    : [["", detail]];
+  return html`
+    <div class="audit-detail">
+      <dl class="kv">${facts.map(([k, v]) =>
+        html`
+          <dt>${k}</dt>
+          <dd>${plain(v)}</dd>
+        `
+      )}</dl>
+      <details class="raw">
+        <summary>${t("audit.raw")}</summary>
+        <pre>${JSON.stringify(detail, null, 2)}</pre>
+      </details>
+    </div>
+  `;
+}
 
 export default function Audit() {
   const [form, setForm] = useState(EMPTY);
@@ -60,7 +99,7 @@ export default function Audit() {
             value: (a) => `${a.actor.name ?? a.actor.id ?? "-"} (${a.actor.type})`,
           },
           { label: t("audit.action"), key: "action", className: "mono" },
-          { label: t("audit.target"), key: "target", className: "mono wrap" },
+          { label: t("audit.target"), value: (a) => html`<${Target} a=${a} />`, className: "wrap" },
           {
             label: t("audit.result"),
             value: (a) =>
@@ -69,7 +108,7 @@ export default function Audit() {
           { label: t("logs.client_ip"), value: (a) => a.client_ip ?? "-" },
           {
             label: t("audit.detail"),
-            value: (a) => a.detail ? html`<code>${JSON.stringify(a.detail)}</code>` : "-",
+            value: (a) => html`<${Detail} detail=${a.detail} />`,
             className: "wrap",
           },
         ]} />

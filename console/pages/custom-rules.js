@@ -31,7 +31,7 @@ const FIELDS = [
     name: "action",
     label: "rules.action",
     type: "select",
-    options: ACTIONS.map((a) => ({ value: a, label: "logs.action_" + a })),
+    options: ACTIONS.map((a) => ({ value: a, label: "action." + a })),
   },
   { name: "priority", label: "rules.priority", type: "number", hint: "rules.priority_hint" },
   { name: "enabled", label: "common.enabled", type: "checkbox", default: true },
@@ -109,7 +109,7 @@ export default function CustomRules() {
               t("rules.target_" + r.target.kind) + (r.target.name ? ` (${r.target.name})` : ""),
           },
           { label: t("rules.pattern"), key: "pattern", className: "mono wrap" },
-          { label: t("rules.action"), value: (r) => t("logs.action_" + r.action) },
+          { label: t("rules.action"), value: (r) => t("action." + r.action) },
           { label: t("rules.priority"), key: "priority" },
           { label: t("common.enabled"), key: "enabled" },
         ]} />

@@ -33,16 +33,27 @@ function Cards({ s, stats }) {
     ["latency_p95", fmtMs(s.latency_ms.p95)],
     ...(stats ? [["queued", fmtNumber(stats.queued)], ["dropped", fmtNumber(stats.dropped)]] : []),
   ];
-  return html`<div class="cards">${
-    cards.map(([k, v]) =>
-      html`
-        <div class="card" id=${"card-" + k}>
-          <div class="value">${v}</div>
-          <div class="label">${t("dash." + k)}</div>
-        </div>
-      `
-    )
-  }</div>`;
+  return html`
+    <div class="cards-box">
+      <div class="cards" data-n=${cards.length}>${cards.map(([k, v]) =>
+        html`
+          <div class="card" id=${"card-" + k}>
+            <div class="value">${v}</div>
+            <div class="label">${t("dash." + k)}</div>
+          </div>
+        `
+      )}</div>
+    </div>
+  `;
+}
+
+/** How many ALAP decisions wait, and a link to review them. */
+function PendingAlap({ count }) {
+  // The space is a value of its own: the template drops whitespace that spans lines.
+  const review = count > 0
+    ? [" ", html`<${Link} href="/console/alap">${t("dash.review")}</${Link}>`]
+    : null;
+  return html`<p id="pending-alap">${t("dash.pending_count", { n: count })}${review}</p>`;
 }
 
 function Charts({ points }) {
@@ -258,12 +269,7 @@ export default function Dashboard() {
       <${Part} part=${data.alap}>${(a) =>
         html`
           <h2>${t("dash.pending_alap")}</h2>
-          <p id="pending-alap">${t("dash.pending_count", { n: a.items.length })}
-            ${a.items.length > 0
-              ? html`
-                <${Link} href="/console/alap">${t("dash.review")}</${Link}>
-              `
-              : null}</p>
+          <${PendingAlap} count=${a.items.length} />
         `}
       </${Part}>
       <${Part} part=${data.health}>${(h) =>

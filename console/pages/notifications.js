@@ -1,8 +1,10 @@
 // Notifications inbox: administrator notifications (token cleanup runs, ALAP proposals, ...),
-// unread first if asked, each marked read with one click.
+// unread first if asked, each marked read with one click. Each reads in the console's language
+// (notes.js) and, when it is about a console page, links there (opening it marks it read).
 import { get, post } from "../api.js";
-import { Badge, ErrorBox, Field, Page, Table, useAction } from "../components.js";
+import { Badge, ErrorBox, Field, Link, Page, Table, useAction } from "../components.js";
 import { fmtTime, t } from "../i18n.js";
+import { noteText } from "../notes.js";
 import { html, useEffect, useState } from "../lib/ui.js";
 import { can } from "../session.js";
 
@@ -30,6 +32,10 @@ export default function Notifications() {
       await post(`/api/notifications/${n.id}/read`);
       load(undefined);
     });
+  // Following a notification's link reads it; the page it opens does not wait for that.
+  const opened = (n) => {
+    if (!n.read && can("read:monitor")) post(`/api/notifications/${n.id}/read`).catch(() => {});
+  };
   return html`
     <${Page} title=${t("nav.notifications")}>
       <${Field} id="only-unread" label=${t("notes.only_unread")} inline>
@@ -41,11 +47,24 @@ export default function Notifications() {
           { label: t("logs.time"), value: (n) => fmtTime(n.time) },
           {
             label: t("notes.level"),
-            value: (n) => html`<${Badge} kind=${LEVEL[n.level] ?? "plain"}>${n.level}</${Badge}>`,
+            value: (n) =>
+              html`<${Badge} kind=${LEVEL[n.level] ?? "plain"}>${
+                t("notes.level_" + n.level)
+              }</${Badge}>`,
           },
           {
             label: t("notes.title"),
-            value: (n) => html`<strong>${n.title}</strong><br />${n.body}`,
+            value: (n) => {
+              const { title, body } = noteText(n);
+              return html`<div class="note" onClick=${() => opened(n)}>
+                ${
+                n.link
+                  ? html`<${Link} href=${n.link} className="note-title">${title}</${Link}>`
+                  : html`<strong class="note-title">${title}</strong>`
+              }
+                <p class="note-body">${body}</p>
+              </div>`;
+            },
           },
           {
             label: t("common.status"),

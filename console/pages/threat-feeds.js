@@ -34,7 +34,7 @@ const FIELDS = [
     name: "action",
     label: "feeds.action",
     type: "select",
-    options: ACTIONS.map((a) => ({ value: a, label: "logs.action_" + a })),
+    options: ACTIONS.map((a) => ({ value: a, label: "action." + a })),
   },
   { name: "refresh_minutes", label: "feeds.refresh", type: "number" },
   { name: "enabled", label: "common.enabled", type: "checkbox", default: true },
@@ -112,7 +112,7 @@ export default function ThreatFeeds() {
             value: (f) => f.url ?? t("feeds.uploaded"),
             className: "wrap",
           },
-          { label: t("feeds.action"), value: (f) => t("logs.action_" + f.action) },
+          { label: t("feeds.action"), value: (f) => t("action." + f.action) },
           {
             label: t("feeds.last_sync"),
             value: (f) =>

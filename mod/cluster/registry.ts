@@ -237,6 +237,7 @@ class NodeRegistry implements Registry {
           iso(row.last_heartbeat_at)
         }; it keeps serving with its last policy if it is still running.`,
         data: { node_id: row.id, name: row.name, last_heartbeat_at: iso(row.last_heartbeat_at) },
+        link: "/console/cluster",
       });
     }
   }
@@ -255,6 +256,14 @@ class NodeRegistry implements Registry {
             Math.round(skew)
           } ms (limit ${deps.maxSkewMs} ms). TOTP, token expiry and heartbeats depend on it: fix the node's time synchronisation.`,
           data: { node_id: row.id, name: row.name, skew_ms: skew },
+          params: {
+            variant: "node",
+            node_id: row.id,
+            name: row.name,
+            skew_ms: Math.round(skew),
+            max_skew_ms: deps.maxSkewMs,
+          },
+          link: "/console/cluster",
         });
       }
     } else {

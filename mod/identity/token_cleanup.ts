@@ -87,6 +87,8 @@ export function createTokenCleanup(deps: CleanupDeps) {
         kind: "api_token.cleanup",
         title: `${removed.length} API token(s) removed`,
         body: `Expired or inactive for 180 days: ${removed.join(", ")}`,
+        params: { count: removed.length, tokens: removed.join(", ") },
+        link: "/console/tokens",
       });
     } catch (err) {
       deps.logger.error("token cleanup notification failed", { error: err as Error });

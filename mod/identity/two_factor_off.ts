@@ -122,6 +122,8 @@ export class TwoFactorOff {
         title: `Two-factor authentication turned off for ${target.username}`,
         body:
           `${actor.username} turned off two-factor authentication of ${target.username} (${target.id}).`,
+        params: { username: target.username, user_id: target.id, by: actor.username },
+        link: "/console/users",
       });
     });
     checks.lockout.reset(passwordKey(actor.id));

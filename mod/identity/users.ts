@@ -229,6 +229,8 @@ class UsersService implements Users {
       body:
         `${by} set the password of the administrator account ${row.username} (${row.id}); its sessions have ended. If this was not expected, check the audit trail (action user.password.reset).`,
       data: { user_id: row.id, username: row.username, actor: audit.actor },
+      params: { user_id: row.id, username: row.username, by },
+      link: "/console/users",
     });
   }
 

@@ -55,6 +55,15 @@ export function createCertificateWatch(deps: {
             expires_at: new Date(expires).toISOString(),
             days_left: days,
           },
+          params: {
+            variant: left <= 0 ? "expired" : "expiring",
+            site_id: site.id,
+            site: site.name,
+            hosts: site.hosts.join(", "),
+            expires_at: new Date(expires).toISOString(),
+            days_left: days,
+          },
+          link: "/console/sites",
         });
         raised++;
       }

@@ -43,6 +43,7 @@ export function createUpstreamHealth(
         body:
           `Requests to ${upstream.origin} failed; the site's other upstreams (if any) take its traffic until it answers again.`,
         data: { site_id: site.id, site: site.name, upstream: upstream.origin },
+        link: "/console/dashboard",
       });
     } else if (notifiedDown.has(key)) {
       notifiedDown.delete(key);
@@ -52,6 +53,7 @@ export function createUpstreamHealth(
         title: `Upstream ${upstream.origin} of ${site.name} recovered`,
         body: `${upstream.origin} answers again.`,
         data: { site_id: site.id, site: site.name, upstream: upstream.origin },
+        link: "/console/dashboard",
       });
     }
   };

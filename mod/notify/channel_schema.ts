@@ -25,6 +25,8 @@ export const CHANNEL_EVENTS = [
   "ai.approval",
   "acme.failed",
   "user.password.reset",
+  "alap.temp_block",
+  "alap.ip_ban",
 ] as const;
 export type ChannelEvent = typeof CHANNEL_EVENTS[number];
 

@@ -28,6 +28,11 @@ export interface DispatcherDeps {
   readonly retryDelaysMs?: readonly number[];
   /** Deadline of one attempt. */
   readonly timeoutMs?: number;
+  /**
+   * `server.management.base_url`: with it, a notification about a console page carries that
+   * page's full URL (`url`), so a channel's reader can open it.
+   */
+  readonly consoleUrl?: string;
 }
 
 export interface AttemptView {
@@ -76,6 +81,12 @@ function deliveryView(repo: NotifyRepo, d: DeliveryRow): DeliveryView {
   };
 }
 
+/** `link` (a console path) under the console's public URL; null without either. */
+function consoleLink(base: string | undefined, link: string | null): string | null {
+  if (!base || !link) return null;
+  return base.replace(/\/+$/, "") + link;
+}
+
 export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   return new Dispatcher(deps);
 }
@@ -107,6 +118,7 @@ export class Dispatcher {
       body: view.body,
       time: view.time,
       notification_id: view.id,
+      url: consoleLink(this.#deps.consoleUrl, view.link),
       data,
     };
     for (const c of channels) this.#enqueue(c.id, message);
@@ -123,6 +135,7 @@ export class Dispatcher {
       body: `${by} sent this test message to check the channel.`,
       time: new Date(this.#deps.clock.now()).toISOString(),
       notification_id: null,
+      url: null,
       data: {},
     });
     this.#schedule();

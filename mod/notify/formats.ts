@@ -10,6 +10,8 @@
  *   = base64(HMAC-SHA256 keyed with "<timestamp>\n<secret>" over an empty message) in the body;
  * - WeCom group robot: `{"msgtype":"markdown",...}`.
  * The answer is checked the way each service reports errors (Slack `ok`, `errcode`/`code` 0).
+ * A message about a console page ends with that page's URL when the console's public URL
+ * (`server.management.base_url`) is set (`url`).
  */
 import { hmacSha256 } from "../core/digest.ts";
 import type { ChannelType, Secrets } from "./channel_schema.ts";
@@ -23,6 +25,8 @@ export interface Message {
   /** ISO time the notification was raised. */
   readonly time: string;
   readonly notification_id: string | null;
+  /** The console page the notification is about, as a full URL; null without one. */
+  readonly url: string | null;
   readonly data: Readonly<Record<string, unknown>>;
 }
 
@@ -32,7 +36,9 @@ export interface HttpRequestPlan {
   readonly body: string;
 }
 
-const plain = (m: Message) => `${m.title}\n${m.body}`;
+/** The body, then the console page's URL on a line of its own when there is one. */
+const bodyOf = (m: Message) => m.url ? `${m.body}\n${m.url}` : m.body;
+const plain = (m: Message) => `${m.title}\n${bodyOf(m)}`;
 
 /** Which delivery a request carries and when it is sent (what a signature covers). */
 export interface Sending {
@@ -70,7 +76,7 @@ export function httpRequest(
       return {
         url,
         headers: json,
-        body: JSON.stringify({ text: `*${m.title}*\n${m.body}` }),
+        body: JSON.stringify({ text: `*${m.title}*\n${m.url ? `${m.body}\n<${m.url}>` : m.body}` }),
       };
     case "dingtalk": {
       let signed = url;
@@ -86,7 +92,7 @@ export function httpRequest(
         headers: json,
         body: JSON.stringify({
           msgtype: "markdown",
-          markdown: { title: m.title, text: `### ${m.title}\n\n${m.body}` },
+          markdown: { title: m.title, text: `### ${m.title}\n\n${markdownBody(m)}` },
         }),
       };
     }
@@ -105,10 +111,15 @@ export function httpRequest(
         headers: json,
         body: JSON.stringify({
           msgtype: "markdown",
-          markdown: { content: `**${m.title}**\n${m.body}` },
+          markdown: { content: `**${m.title}**\n${markdownBody(m)}` },
         }),
       };
   }
+}
+
+/** The body and, when there is one, a Markdown link to the console page. */
+function markdownBody(m: Message): string {
+  return m.url ? `${m.body}\n\n[${m.url}](${m.url})` : m.body;
 }
 
 /** Null when the service accepted the message, otherwise why not. */
@@ -141,7 +152,7 @@ export function mailText(m: Message): { subject: string; text: string } {
   );
   return {
     subject: `[waf] ${m.title}`,
-    text: [m.body, "", `event: ${m.event}`, `level: ${m.level}`, `time: ${m.time}`, ...facts]
+    text: [bodyOf(m), "", `event: ${m.event}`, `level: ${m.level}`, `time: ${m.time}`, ...facts]
       .join("\n"),
   };
 }

@@ -283,6 +283,7 @@ export class Scheduler {
         title: `Task "${title}" failed`,
         body: `The ${trigger} run of "${title}" (${id}) failed after ${durationMs} ms: ${error}`,
         data: payload,
+        link: "/console/ops-tasks",
       });
     } catch (err) {
       logger.error("task failure notification failed", { error: err as Error });

@@ -116,6 +116,14 @@ export function createTimeSync(options: TimeSyncOptions, deps: TimeSyncDeps) {
           options.applyOffset ? "" : ' or set "time.apply_offset: true"'
         }.`,
         data: { server: s.server, offset_ms: offsetMs, max_offset_ms: options.maxOffsetMs },
+        params: {
+          variant: "host",
+          server: s.server,
+          offset_ms: Math.round(offsetMs ?? 0),
+          max_offset_ms: options.maxOffsetMs,
+          apply_offset: options.applyOffset,
+        },
+        link: "/console/system",
       });
     }
     exceeded = over;

@@ -4,12 +4,14 @@
  * false-positive mark into an exception proposal, and expires decisions. Proposals are written
  * off the request path: the data plane only queues them. A temporary block or a ban, proposed
  * or applied, also raises an administrator notification (at most a burst at once, then one a
- * minute, with a count of those left out: `alap_notices.ts`) and a runtime-log line.
+ * minute, with a count of those left out: `alap_notices.ts`) and a runtime-log line. Some
+ * clients are never blocked and some only proposed (`alap_clients.ts`).
  */
 import {
   type AlapPolicy,
   type AlapTracker,
   createAlapTracker,
+  type DecisionBasis,
   type DecisionStatus,
   falsePositiveProposal,
   isExpired,
@@ -27,6 +29,7 @@ import type { EventLog } from "../core/event_log.ts";
 import type { Logger } from "../core/logger.ts";
 import type { Notifications } from "../core/notifications.ts";
 import type { AuditContext, DocumentKind, PolicyObjects, StoredObject } from "./policy_objects.ts";
+import { type ClientRules, clientStanding } from "./alap_clients.ts";
 import { BlockNotices } from "./alap_notices.ts";
 import { KIND } from "./protection_compile.ts";
 import { type AlapPolicyDoc, alapPolicySchema } from "./protection_schema.ts";
@@ -43,11 +46,31 @@ export interface DecisionDoc {
     readonly path_prefix?: string;
   };
   readonly evidence: readonly string[];
+  /** Why, in English; `basis` says it as data (absent on decisions stored before it). */
   readonly reason: string;
+  readonly basis?: BasisDoc;
   readonly created: string;
   readonly expires_at: string | null;
   readonly reviewed_by: string | null;
   readonly reviewed_at: string | null;
+}
+
+/** A decision's basis as stored: `score` (with `score`, `window_seconds`), `sites`, `findings`. */
+export type BasisDoc =
+  | { readonly kind: "score"; readonly score: number; readonly window_seconds: number }
+  | { readonly kind: "sites"; readonly sites: number }
+  | { readonly kind: "findings"; readonly count: number; readonly rule_id: string }
+  | { readonly kind: "false_positive" };
+
+function basisDoc(b: DecisionBasis): BasisDoc {
+  switch (b.kind) {
+    case "score":
+      return { kind: "score", score: b.score, window_seconds: b.windowS };
+    case "findings":
+      return { kind: "findings", count: b.count, rule_id: b.ruleId };
+    default:
+      return b;
+  }
 }
 
 const SYSTEM: AuditContext = { actor: { type: "system", name: "alap" } };
@@ -81,6 +104,7 @@ function toDoc(p: Proposal): DecisionDoc {
     },
     evidence: p.evidence,
     reason: p.reason,
+    basis: basisDoc(p.basis),
     created: new Date(p.createdAt).toISOString(),
     expires_at: p.expiresAt === null ? null : new Date(p.expiresAt).toISOString(),
     reviewed_by: null,
@@ -99,7 +123,16 @@ export interface AlapDeps {
   readonly rebuild: () => void;
   /** The stored access-log record (JSON) of a trace id. */
   readonly findRecord: (traceId: string) => Promise<string | undefined>;
+  /**
+   * Who must never be blocked besides loopback (`alap_clients.ts`): the management listener's
+   * addresses and clients, the sites' trusted proxies. Default: nobody else.
+   */
+  readonly clients?: ClientRules;
+  /** A site's name, for the notifications (default: none). */
+  readonly siteName?: (siteId: string) => string | undefined;
 }
+
+const NO_CLIENT_RULES: ClientRules = { management: () => false, trustedProxy: () => false };
 
 const CLIENT_BLOCKS: ReadonlySet<string> = new Set(["temp_block", "ip_ban"]);
 
@@ -149,6 +182,7 @@ export class Alap {
     const o: Observation = {
       siteId,
       clientIp: req.client_ip,
+      client: clientStanding(req.client_ip, this.#deps.clients ?? NO_CLIENT_RULES),
       traceId: req.trace_id,
       ruleId: f.ruleId,
       confidence: f.confidence,

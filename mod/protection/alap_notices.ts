@@ -16,11 +16,32 @@ export interface NoticeDeps {
   readonly notifications: Notifications;
   readonly events?: EventLog;
   readonly clock: Clock;
+  /** A site's name (the notification names the site, not only its id). */
+  readonly siteName?: (siteId: string) => string | undefined;
 }
 
-function minutes(p: Proposal): string {
-  if (p.expiresAt === null) return "until revoked";
-  return `for ${Math.round((p.expiresAt - p.createdAt) / 60_000)} min`;
+/** Whole minutes the decision lasts, or null until revoked. */
+function minutesOf(p: Proposal): number | null {
+  return p.expiresAt === null ? null : Math.round((p.expiresAt - p.createdAt) / 60_000);
+}
+
+/** The parameters the console makes the notification's text of (`note.alap.*` in its catalogues). */
+function params(p: Proposal, id: string, site: string | undefined, more: number) {
+  const b = p.basis;
+  return {
+    variant: p.status === "applied" ? "applied" : "proposed",
+    decision: id,
+    ip: p.target.clientIp ?? null,
+    site: site ?? null,
+    site_id: p.scope.siteId,
+    minutes: minutesOf(p),
+    requests: p.evidence.length,
+    basis: b.kind,
+    score: b.kind === "score" ? b.score : null,
+    window_s: b.kind === "score" ? b.windowS : null,
+    sites: b.kind === "sites" ? b.sites : null,
+    more,
+  };
 }
 
 /**
@@ -62,21 +83,25 @@ export class BlockNotices {
       return;
     }
     this.#tokens--;
-    const more = this.#notSent > 0
-      ? ` ${this.#notSent} more ALAP block(s) were not notified one by one.`
-      : "";
+    const more = this.#notSent;
     this.#notSent = 0;
+    const minutes = minutesOf(p);
+    const lasting = minutes === null ? "until revoked" : `for ${minutes} min`;
+    const site = p.scope.siteId === null ? undefined : this.#deps.siteName?.(p.scope.siteId);
+    const link = `/console/alap/${id}`;
     this.#deps.notifications.notifyAdmins({
       level: "warning",
       kind: `alap.${p.kind}`,
       title: applied
-        ? `ALAP blocked ${ip} ${minutes(p)}`
-        : `ALAP proposes blocking ${ip} ${minutes(p)}: review it`,
-      body: `${p.reason}. Decision ${id}: ${
+        ? `ALAP blocked ${ip} ${lasting}`
+        : `ALAP proposes blocking ${ip} ${lasting}: review it`,
+      body: `${p.reason}${site ? ` on site ${site}` : ""}. ${
         applied
-          ? "revoke it with POST /api/alap/decisions/" + id + "/revoke"
-          : "approve or reject it with POST /api/alap/decisions/" + id + "/approve (or /reject)"
-      }.${more}`,
+          ? "Revoke the decision on the console's ALAP page if it is wrong"
+          : "Approve or reject it on the console's ALAP page"
+      }: ${link}.${more > 0 ? ` ${more} more ALAP block(s) were not notified one by one.` : ""}`,
+      params: params(p, id, site, more),
+      link,
     });
   }
 }

@@ -323,6 +323,8 @@ export class Acme {
       title: `ACME certificate for site "${site.name}" failed`,
       body: message,
       data: { site_id: base.site_id, directory, failures },
+      params: { site_id: base.site_id, site: site.name, error: message },
+      link: "/console/sites",
     });
     this.#deps.logger.warn("ACME certificate failed", { site: site.name, error: message });
     if (err instanceof AppError) return err;

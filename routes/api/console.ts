@@ -35,8 +35,11 @@ const TYPES: Readonly<Record<string, string>> = {
 };
 
 const ROOT = new URL("../../console/", import.meta.url);
-/** Client-side page names (and the optional detail segment, e.g. a trace id). */
-const SEGMENT = /^[a-z0-9][a-z0-9-]{0,63}$/;
+/**
+ * Client-side page names (and the optional detail segment, e.g. a trace id or an ALAP decision's
+ * id such as `ala_0123abcd`, where a notification links).
+ */
+const SEGMENT = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 
 interface Asset {
   readonly path: string;

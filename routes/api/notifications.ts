@@ -1,7 +1,9 @@
 /**
  * Administrator notifications: list (newest first, unread filter, cursor) and mark read. Both
  * need `read:monitor` (the specification's identifier for notification channels); marking read
- * changes only the caller's own inbox, so it is no write of shared state.
+ * changes only the caller's own inbox, so it is no write of shared state. Each item carries its
+ * `kind` and `params` (what the console writes its text from) and the console page it is about
+ * (`link`), besides the English `title` and `body`.
  */
 import { z } from "zod";
 import type { Notifications } from "../../mod/core/notifications.ts";

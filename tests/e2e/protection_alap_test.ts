@@ -56,15 +56,29 @@ Deno.test("a client that keeps attacking gets a temporary block proposal that an
   assertEquals(d.evidence, [first.traceId, second.traceId]);
   assertEquals((await hit(s, "/", { ip: "192.0.2.66" })).status, 200, "a proposal is not enforced");
   // The proposal is not silent: an administrator notification and a runtime-log line.
-  const notes = s.db.prepare("SELECT kind, title, body FROM notifications").all() as {
-    kind: string;
-    title: string;
-    body: string;
-  }[];
+  const notes = s.db.prepare("SELECT kind, title, body, params, link FROM notifications")
+    .all() as { kind: string; title: string; body: string; params: string; link: string }[];
   assertEquals(notes.map((n) => [n.kind, n.title]), [
     ["alap.temp_block", "ALAP proposes blocking 192.0.2.66 for 60 min: review it"],
   ]);
-  ok(notes[0]!.body.includes(`/api/alap/decisions/${d.id}/approve`), notes[0]!.body);
+  // It links to the decision's console page, never to an API call to make by hand.
+  assertEquals(notes[0]!.link, `/console/alap/${d.id}`);
+  ok(notes[0]!.body.includes(`/console/alap/${d.id}`), notes[0]!.body);
+  ok(!/POST|\/api\//.test(notes[0]!.body), notes[0]!.body);
+  assertEquals(JSON.parse(notes[0]!.params), {
+    variant: "proposed",
+    decision: d.id,
+    ip: "192.0.2.66",
+    site: "shop",
+    site_id: site.id,
+    minutes: 60,
+    requests: 2,
+    basis: "score",
+    score: 190,
+    window_s: 300,
+    sites: null,
+    more: 0,
+  });
   ok(
     s.logs.some((l) =>
       l.includes("INFO  ALAP proposes a temporary block") && l.includes("client_ip=192.0.2.66") &&

@@ -66,6 +66,36 @@ Deno.test("site-scoped proposals from high findings auto-apply by policy; the gl
   ]);
 });
 
+Deno.test("an exempt client gets no client decision, while its findings still count for the signature", () => {
+  const alap = createAlapTracker({ ...policy, autoApply: true }, () => false);
+  const out: unknown[] = [];
+  for (const site of ["s1", "s2"]) {
+    for (const ruleId of ["a", "b", "c"]) {
+      out.push(...alap.observe(obs({ siteId: site, ruleId, client: "exempt" })));
+    }
+  }
+  assertEquals(out, []);
+  const same = createAlapTracker(policy, () => false);
+  for (let i = 0; i < 2; i++) same.observe(obs({ client: "exempt" }));
+  const [sig] = same.observe(obs({ client: "exempt", traceId: "z" }));
+  assertEquals([sig?.kind, sig?.basis], [
+    "signature_block",
+    { kind: "findings", count: 3, ruleId: "sqli.tautology" },
+  ]);
+});
+
+Deno.test("a client for review only is proposed for blocking but never auto-applied", () => {
+  const alap = createAlapTracker({ ...policy, autoApply: true }, () => false);
+  alap.observe(obs({ ruleId: "a", client: "review" }));
+  alap.observe(obs({ ruleId: "b", client: "review" }));
+  const [p] = alap.observe(obs({ ruleId: "c", client: "review" }));
+  assertEquals([p?.kind, p?.status, p?.basis], [
+    "temp_block",
+    "proposed",
+    { kind: "score", score: 240, windowS: 300 },
+  ]);
+});
+
 Deno.test("repeated high findings with one signature propose a site-level signature block", () => {
   const alap = createAlapTracker({ ...policy, clientScoreThreshold: 1e9 }, () => false);
   assertEquals(alap.observe(obs({ clientIp: "1.1.1.1" })), []);

@@ -68,3 +68,53 @@ Deno.test("GET /api/audit needs read:audit", async () => {
   assertEquals(denied[0]!.actor.name, "siteops");
   assertEquals(denied[0]!.result, "denied");
 });
+
+Deno.test("GET /api/audit names each record's target where a lookup or the record knows it", async () => {
+  await using server = await createTestApp();
+  await completeSetup(server);
+  const admin = await login(server, ADMIN.username, ADMIN.password);
+  const site = await callJson(server, "POST", "/api/sites", {
+    session: admin,
+    body: { name: "shop", hosts: ["shop.test"], upstreams: ["http://127.0.0.1:9"] },
+  });
+  assertEquals(site.status, 201);
+  const opsId = await createUser(server, "ops", "Juniper-Stone-71", "readonly");
+  const rule = await callJson(server, "POST", "/api/rules/custom", {
+    session: admin,
+    body: { name: "no admin", target: { kind: "path" }, pattern: "^/admin", action: "block" },
+  });
+  assertEquals(rule.status, 201);
+  const gone = await callJson(server, "POST", "/api/rules/custom", {
+    session: admin,
+    body: { name: "short-lived", target: { kind: "path" }, pattern: "^/x", action: "log" },
+  });
+  const goneId = gone.body.id as string;
+  assertEquals(
+    (await callJson(server, "DELETE", `/api/rules/custom/${goneId}`, { session: admin })).status,
+    204,
+  );
+  const policy = await callJson(server, "PUT", "/api/alap/policy", {
+    session: admin,
+    body: { enabled: true },
+  });
+  assertEquals(policy.status, 200);
+  const r = await callJson(server, "GET", "/api/audit?limit=100", { session: admin });
+  const items = r.body.items as {
+    action: string;
+    target: string | null;
+    target_name: string | null;
+    target_type: string | null;
+  }[];
+  const of = (action: string, target: string) => {
+    const it = items.find((i) => i.action === action && i.target === target);
+    ok(it, `${action} ${target} in ${JSON.stringify(items.map((i) => i.action))}`);
+    return [it.target_name, it.target_type];
+  };
+  assertEquals(of("site.create", site.body.id as string), ["shop", "site"]);
+  assertEquals(of("user.create", `user:${opsId}`), ["ops", "user"]);
+  assertEquals(of("rules.custom.create", rule.body.id as string), ["no admin", "custom_rule"]);
+  // Deleted since, and the record names nothing itself: no name, the id stays.
+  assertEquals(of("rules.custom.delete", goneId), [null, null]);
+  // A target that names no single thing has none.
+  assertEquals(of("alap.policy.update", "alap_policy"), [null, null]);
+});
