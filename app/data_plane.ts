@@ -59,6 +59,10 @@ import { IpListFoldThread } from "../mod/protection/ip_list_fold_thread.ts";
 import { type ApiSecPlane, createApiSecPlane, openApiSecStore } from "./apisec.ts";
 import type { RouteDef } from "../routes/api/route.ts";
 import { siteRoutes } from "../routes/api/sites.ts";
+import { onboardingRoutes } from "../routes/api/onboarding.ts";
+import { createOnboarding, type ListenAddress } from "../mod/data_plane/onboarding.ts";
+import { createBlockPagePreviews } from "../mod/protection/block_page_previews.ts";
+import { VERSION } from "../mod/core/version.ts";
 import { startTlsFront, type TlsFront } from "../routes/proxy/tls_front.ts";
 
 export interface DataPlane {
@@ -84,6 +88,11 @@ export interface DataPlane {
   readonly badFraming: (client: string, request: BrokenRequest) => void;
   /** Opens the HTTPS listener when `server.data.https_listen` is set. */
   startHttps(): Promise<TlsFront | undefined>;
+  /**
+   * Where the listeners listen once open (the first-site test request goes to the data one;
+   * no upstream check reaches either).
+   */
+  listening(at: { readonly data: ListenAddress; readonly management: ListenAddress }): void;
   /** Closes the HTTPS listener, flushes the access log and closes sinks and pools. */
   close(): Promise<void>;
   /** What the current policy was built from (only when `workers` was set). */
@@ -196,6 +205,16 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
   const handler: DataHandler = (req, info) =>
     data.handle(req, (info.remoteAddr as Deno.NetAddr).hostname, "http");
   let https: TlsFront | undefined;
+  let listeners: { data: ListenAddress; management: ListenAddress } | undefined;
+  const onboarding = createOnboarding({
+    sites,
+    accessLog,
+    dataAddress: () => listeners?.data,
+    managementPort: () => listeners?.management.port,
+    pages: createBlockPagePreviews({ clock, random }),
+    monotonic: () => performance.now(),
+    userAgent: `waf-first-site/${VERSION}`,
+  });
 
   return {
     sites,
@@ -209,6 +228,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     ipFolds,
     routes: [
       ...siteRoutes(sites),
+      ...onboardingRoutes(onboarding),
       ...logRoutes(accessLog, clock),
       ...protection.routes,
       ...apisec.routes,
@@ -218,6 +238,9 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     async startHttps() {
       https = await startHttps({ deps, policy, data, proxy });
       return https;
+    },
+    listening: (at) => {
+      listeners = at;
     },
     snapshot: () => builds.snapshot,
     onSwap: (listener) => builds.onSwap(listener),

@@ -125,6 +125,7 @@ export async function startServer(
     readiness.management = true;
     const { data, https } = await openData(composed, config, deps);
     listeners.push(data);
+    dataPlane.listening({ data, management });
     readiness.dataPlane = true;
 
     const managementUrl = urlOf(tls ? "https" : "http", management);

@@ -2,7 +2,10 @@
 // double-submit (the waf_csrf cookie echoed in X-CSRF-Token) on every state-changing call, and
 // the API's error object (code, message, trace id) carried by ApiError for the page to show.
 
-/** A failed call: the API's error object, or a network failure (status 0). */
+/**
+ * A failed call: the API's error object, or a network failure (status 0). A refused field
+ * carries `field` (the first) and `problems` (every one: `{field, message, code, ...}`).
+ */
 export class ApiError extends Error {
   constructor(status, error) {
     super(error.message || `HTTP ${status}`);
@@ -10,6 +13,8 @@ export class ApiError extends Error {
     this.code = error.code || "HTTP_" + status;
     this.traceId = error.trace_id || "";
     this.eventId = error.event_id || "";
+    this.field = error.field || "";
+    this.problems = Array.isArray(error.problems) ? error.problems : [];
   }
 }
 

@@ -12,7 +12,7 @@ import {
   useAction,
   useApi,
 } from "./components.js";
-import { Form } from "./form.js";
+import { Form, isFieldError } from "./form.js";
 import { t } from "./i18n.js";
 import { can } from "./session.js";
 import { html, useEffect, useLayoutEffect, useRef, useState } from "./lib/ui.js";
@@ -65,8 +65,11 @@ function RowActions({ item, writable, deletable, name, onOpen, onRemove, extra }
     </span>`;
 }
 
-/** The form of a new or an existing item, read-only without the write permission. */
-function EditPanel({ edit, fields, editFields, name, newLabel, readOnly, busy, onSave }) {
+/**
+ * The form of a new or an existing item, read-only without the write permission; `error` is the
+ * failed save, whose field problems the form shows beside its fields.
+ */
+function EditPanel({ edit, fields, editFields, name, newLabel, readOnly, busy, onSave, error }) {
   const { editing } = edit;
   const isNew = editing === "new";
   const shown = isNew
@@ -79,7 +82,7 @@ function EditPanel({ edit, fields, editFields, name, newLabel, readOnly, busy, o
       <h2>${isNew ? (newLabel ?? t("common.new")) : name(editing)}</h2>
       <${Form} key=${isNew ? "new" : editing.id} fields=${shown}
         initial=${isNew ? {} : editing} readOnly=${readOnly}
-        busy=${busy} onSubmit=${onSave} idPrefix="edit">
+        busy=${busy} onSubmit=${onSave} idPrefix="edit" error=${error}>
         <button type="button" class="secondary" onClick=${edit.close}>${t("common.close")}</button>
         </${Form}>
         </div>
@@ -148,13 +151,14 @@ export function Crud(
 
   return html`<div class="crud">
     ${writable ? null : html`<${ReadOnlyNote} permission=${write} />`}
-    <${ErrorBox} error=${action.error} />
+    <${ErrorBox} error=${editing && isFieldError(action.error) ? null : action.error} />
     <${Done} text=${action.done} />
     ${
     editing
       ? html`
         <${EditPanel} edit=${edit} fields=${fields} editFields=${editFields} name=${name}
-          newLabel=${newLabel} readOnly=${!writable} busy=${action.busy} onSave=${save} />
+          newLabel=${newLabel} readOnly=${!writable} busy=${action.busy} onSave=${save}
+          error=${action.error} />
       `
       : writable
       ? html`<p><button type="button" class="new" ref=${edit.newButton} onClick=${() =>
@@ -197,11 +201,11 @@ export function SettingForm({ path, write, fields, idPrefix = "setting", onSaved
         <${Form} key=${JSON.stringify(doc.data)} fields=${fields}
           initial=${load ? load(doc.data) : doc.data} readOnly=${!writable} busy=${action
             .busy} onSubmit=${save}
-          idPrefix=${idPrefix} />
+          idPrefix=${idPrefix} error=${action.error} />
       `
       : null
   }
-    <${ErrorBox} error=${action.error} />
+    <${ErrorBox} error=${doc.data && isFieldError(action.error) ? null : action.error} />
     <${Done} text=${action.done} />
   </div>`;
 }

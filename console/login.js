@@ -1,8 +1,13 @@
 // Sign-in page: asks the server which factors this client needs, solves the proof-of-work
-// CAPTCHA when required, and goes to the console once the session cookie is set.
+// CAPTCHA when required, and goes to the console once the session cookie is set: to the guided
+// first site while there is none, else to the page asked for. Coming from setup it says that the
+// administrator account was created.
 "use strict";
 const $ = (id) => document.getElementById(id);
 let captchaRequired = false;
+/** Set by the setup page (this tab only) to the administrator it created. */
+const CREATED_KEY = "waf.setup.created";
+const FIRST_SITE = "/console/sites/first";
 
 async function call(method, path, body) {
   const response = await fetch(path, {
@@ -41,6 +46,40 @@ function nextPage() {
   const ok = url.origin === globalThis.location.origin &&
     /^\/console(\/|$)/.test(url.pathname) && !url.pathname.startsWith("/console/assets/");
   return ok ? url.pathname + url.search + url.hash : "/console";
+}
+
+/**
+ * Where a fresh session lands: the page `next` asks for; without one, the guided first site
+ * while no site exists (for a user who may create one and has not dismissed the getting-started
+ * checklist), else the console's start. A failed look-up just goes to the start.
+ */
+async function landing() {
+  const next = nextPage();
+  if (next !== "/console") return next;
+  try {
+    const s = await call("GET", "/api/auth/session");
+    if (!s.effective_permissions.includes("write:sites")) return next;
+    if (s.preferences && s.preferences.checklist_dismissed) return next;
+    const sites = await call("GET", "/api/sites");
+    return sites.items.length === 0 ? FIRST_SITE : next;
+  } catch {
+    return next;
+  }
+}
+
+/** Coming from setup: say the account exists and fill in its name. */
+function showCreated() {
+  let name = null;
+  try {
+    name = sessionStorage.getItem(CREATED_KEY);
+    sessionStorage.removeItem(CREATED_KEY);
+  } catch { /* storage off */ }
+  if (name === null) return;
+  $("created").classList.remove("hidden");
+  if (name) {
+    $("username").value = name;
+    $("password").focus();
+  }
 }
 
 function leadingZeroBits(bytes) {
@@ -115,7 +154,7 @@ $("login-form").addEventListener("submit", async (event) => {
   }
   try {
     await signIn(username, body);
-    globalThis.location.assign(nextPage());
+    globalThis.location.assign(await landing());
   } catch (err) {
     // The factors this username now needs (a CAPTCHA, a code) are asked for before the error
     // is shown, so the message, the fields and the re-enabled button appear together: showing
@@ -128,6 +167,7 @@ $("login-form").addEventListener("submit", async (event) => {
   }
 });
 
+showCreated();
 loadOptions().catch((err) => {
   $("error").textContent = err.message;
 });

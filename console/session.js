@@ -19,9 +19,14 @@ export function can(permission) {
   return current !== null && current.effective_permissions.includes(permission);
 }
 
-/** Stores the user's console language on the server (`null` follows the browser). */
-export async function saveLanguage(language) {
-  const preferences = await put("/api/auth/session/preferences", { language });
+/** Stores some of the user's preferences on the server; the others keep their values. */
+export async function savePreferences(changes) {
+  const preferences = await put("/api/auth/session/preferences", changes);
   current = { ...current, preferences };
   return preferences;
+}
+
+/** Stores the user's console language on the server (`null` follows the browser). */
+export function saveLanguage(language) {
+  return savePreferences({ language });
 }

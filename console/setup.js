@@ -2,9 +2,12 @@
 // the browser); it is read and the fragment cleared before anything else happens, and then
 // travels only in the X-WAF-Setup-Token header. Without a token the page says where the link
 // is; a link opened in the same tab later (hashchange) or pasted into the field is taken the
-// same way, without a reload.
+// same way, without a reload. Once the administrator exists the page hands over to the sign-in
+// page, which says so.
 "use strict";
 const TOKEN_IN = /(?:#|&)token=([A-Za-z0-9_-]+)/;
+/** The session-storage flag the sign-in page reads: the administrator just created. */
+const CREATED_KEY = "waf.setup.created";
 let token = "";
 let started = false;
 
@@ -171,6 +174,10 @@ $("setup-form").addEventListener("submit", async (event) => {
     });
     $("setup-form").classList.add("hidden");
     $("status").textContent = "Setup is complete. Taking you to the sign-in page\u2026";
+    // The sign-in page says the account was made and fills in its name (this tab only).
+    try {
+      sessionStorage.setItem(CREATED_KEY, $("username").value);
+    } catch { /* storage off: the sign-in page just asks */ }
     globalThis.location.assign("/login");
   } catch (err) {
     showError(err.message);

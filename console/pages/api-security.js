@@ -1,7 +1,8 @@
 // API security: the discovered inventory (coverage and shadow APIs), the settings document
-// (discovery, schemas, token checks, route limits) edited as JSON, the OpenAPI import and the
-// schema tester. Reads need read:apisec; changes write:protection (docs/api-security.md).
-import { post, put } from "../api.js";
+// (discovery, schemas, token checks, route limits) as a form with the JSON as an advanced view
+// (api_security_settings.js), the OpenAPI import and the schema tester. Reads need read:apisec;
+// changes write:protection (docs/api-security.md).
+import { post } from "../api.js";
 import {
   Badge,
   Done,
@@ -9,14 +10,14 @@ import {
   Field,
   Loading,
   Page,
-  ReadOnlyNote,
   Table,
   useAction,
   useApi,
 } from "../components.js";
 import { fmtNumber, fmtTime, t } from "../i18n.js";
-import { html, useEffect, useState } from "../lib/ui.js";
+import { html, useState } from "../lib/ui.js";
 import { can } from "../session.js";
+import { Settings } from "./api_security_settings.js";
 
 const WRITE = "write:protection";
 
@@ -72,52 +73,6 @@ function Inventory() {
           : null}
       </div>
   `;
-}
-
-function Settings({ tick, onSaved }) {
-  const doc = useApi("/api/apisec/config");
-  const action = useAction();
-  const [text, setText] = useState(null);
-  // Another panel changed the settings (an import): show the stored document again.
-  useEffect(() => {
-    if (tick === 0) return;
-    setText(null);
-    doc.reload();
-  }, [tick]);
-  const writable = can(WRITE);
-  const shown = text ?? (doc.data ? JSON.stringify(doc.data, null, 2) : "");
-  const save = (e) => {
-    e.preventDefault();
-    action.run(async () => {
-      let body;
-      try {
-        body = JSON.parse(shown);
-      } catch (err) {
-        throw { message: t("apisec.not_json", { error: String(err.message) }), code: "BAD_JSON" };
-      }
-      await put("/api/apisec/config", body);
-      onSaved();
-    }, t("common.saved"));
-  };
-  return html`<form class="panel" id="apisec-settings" onSubmit=${save}>
-    <h2>${t("apisec.settings")}</h2>
-    <p class="muted">${t("apisec.settings_intro")}</p>
-    ${writable ? null : html`<${ReadOnlyNote} permission=${WRITE} />`}
-    <${Loading} state=${doc} />
-    <${Field} id="apisec-config" label=${t("apisec.settings_json")}>
-      <textarea id="apisec-config" rows="18" spellcheck=${false} readOnly=${!writable}
-        value=${shown} onInput=${(e) => setText(e.target.value)}></textarea>
-    </${Field}>
-    ${
-    writable
-      ? html`<button type="submit" id="apisec-save" disabled=${action.busy}>${
-        t("common.save")
-      }</button>`
-      : null
-  }
-    <${ErrorBox} error=${action.error} />
-    <${Done} text=${action.done} />
-  </form>`;
 }
 
 function OpenApiImport({ onSaved }) {

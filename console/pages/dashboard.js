@@ -1,7 +1,8 @@
 // Dashboard: requests, blocks, block rate and latency over time (the monitoring rollups), blocks
 // by class, top attacked sites, paths and clients, blocked requests live as they happen (the
 // realtime feed), upstream health, the access-log pipeline, pending ALAP decisions and, on a
-// controller with nodes, the traffic through each node since it joined (from its heartbeats).
+// controller with nodes, the traffic through each node since it joined (from its heartbeats); on
+// top, until done or dismissed, the getting-started checklist (dashboard_checklist.js).
 import { Badge, ErrorBox, Field, Link, Page, Table } from "../components.js";
 import { watchDashboard, watchLive } from "../dashboard_data.js";
 import { fmtNumber, fmtTime, t } from "../i18n.js";
@@ -9,6 +10,7 @@ import { TimeChart } from "../lib/chart.js";
 import { html, useEffect, useMemo, useRef, useState } from "../lib/ui.js";
 import { can } from "../session.js";
 import { NodeState } from "./cluster.js";
+import { Checklist } from "./dashboard_checklist.js";
 
 const RANGES = [60, 360, 1440, 10080, 43200];
 /** How many live events the list keeps. */
@@ -251,6 +253,7 @@ export default function Dashboard() {
   }
     </select></${Field}>`;
   return html`<${Page} title=${t("nav.dashboard")} actions=${range}>
+    <${Checklist} />
     ${
     data === null ? html`<p class="muted" role="status">${t("common.loading")}</p>` : html`
       <${Part} part=${data.summary}>${(s) =>

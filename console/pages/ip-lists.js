@@ -1,4 +1,5 @@
-// IP allow and block lists: addresses or CIDR ranges, optionally per site, path and expiry.
+// IP allow and block lists: addresses or CIDR ranges, optionally per site, path and expiry (a
+// date-time picker in the browser's time zone; the API gets ISO 8601 UTC).
 import { Badge, Page } from "../components.js";
 import { Crud } from "../crud.js";
 import { fmtTime, t } from "../i18n.js";
@@ -11,15 +12,29 @@ const FIELDS = [
     type: "select",
     options: [{ value: "block", label: "ip.block" }, { value: "allow", label: "ip.allow" }],
   },
-  { name: "cidr", label: "ip.cidr", type: "text", required: true, hint: "ip.cidr_hint" },
+  {
+    name: "cidr",
+    label: "ip.cidr",
+    type: "text",
+    required: true,
+    hint: "ip.cidr_hint",
+    invalid: "ip.cidr_invalid",
+  },
   { name: "site_id", label: "common.site", type: "site" },
-  { name: "path_prefix", label: "common.path_prefix", type: "text", empty: "null" },
+  {
+    name: "path_prefix",
+    label: "common.path_prefix",
+    type: "text",
+    empty: "null",
+    invalid: "common.path_prefix_invalid",
+  },
   {
     name: "expires_at",
     label: "ip.expires_at",
-    type: "text",
+    type: "datetime",
     empty: "null",
     hint: "ip.expires_hint",
+    invalid: "ip.expires_invalid",
   },
   { name: "note", label: "common.note", type: "text", empty: "empty" },
 ];

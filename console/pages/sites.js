@@ -1,24 +1,40 @@
 // Sites: list, create, edit (hosts, upstreams, mode, level, upstream kind, TLS certificate, limits,
 // timeouts, trusted proxies), delete with confirmation, each site's certificate state, and its certificate
-// panel: issuer, names, expiry, the ACME state and (write:sites) an ACME order.
+// panel: issuer, names, expiry, the ACME state and (write:sites) an ACME order. `/console/sites/first`
+// is the guided first site (first_site.js).
 import { post } from "../api.js";
 import { Badge, ErrorBox, Field, Page, useAction, useApi } from "../components.js";
 import { Crud } from "../crud.js";
 import { fmtTime, t } from "../i18n.js";
 import { html, useState } from "../lib/ui.js";
 import { can } from "../session.js";
+import { FirstSite } from "./first_site.js";
 
 const opts = (prefix, values) => values.map((v) => ({ value: v, label: prefix + v }));
 
 const FIELDS = [
-  { name: "name", label: "sites.name", type: "text", required: true },
-  { name: "hosts", label: "sites.hosts", type: "lines", hint: "sites.hosts_hint", required: true },
+  {
+    name: "name",
+    label: "sites.name",
+    type: "text",
+    required: true,
+    invalid: "sites.name_invalid",
+  },
+  {
+    name: "hosts",
+    label: "sites.hosts",
+    type: "lines",
+    hint: "sites.hosts_hint",
+    required: true,
+    invalid: "sites.hosts_invalid",
+  },
   {
     name: "upstreams",
     label: "sites.upstreams",
     type: "lines",
     hint: "sites.upstreams_hint",
     required: true,
+    invalid: "sites.upstreams_invalid",
   },
   {
     name: "mode",
@@ -49,6 +65,9 @@ const FIELDS = [
     type: "textarea",
     upload: true,
     hint: "sites.tls_cert_hint",
+    invalid: "sites.tls_cert_invalid",
+    // "tls": the certificate and key do not load as a pair.
+    paths: ["tls"],
   },
   {
     name: "tls.key",
@@ -56,6 +75,7 @@ const FIELDS = [
     type: "textarea",
     upload: true,
     hint: "sites.tls_key_hint",
+    invalid: "sites.tls_key_invalid",
   },
   { name: "max_body_bytes", label: "sites.max_body", type: "number" },
   { name: "inspect_body_bytes", label: "sites.inspect_body", type: "number" },
@@ -77,6 +97,7 @@ const FIELDS = [
     label: "sites.trusted_proxies",
     type: "lines",
     hint: "sites.trusted_hint",
+    invalid: "sites.trusted_invalid",
   },
 ];
 
@@ -203,10 +224,19 @@ function CertificatePanel({ site, close, reloadList }) {
   </div>`;
 }
 
-export default function Sites() {
+export default function Sites({ detail }) {
+  return detail === "first" ? html`<${FirstSite} />` : html`<${SiteList} />`;
+}
+
+function SiteList() {
   const [open, setOpen] = useState(null);
+  const guided = can("write:sites")
+    ? html`
+      <a href="/console/sites/first" class="button-link" id="sites-guided">${t("sites.guided")}</a>
+    `
+    : null;
   return html`
-    <${Page} title=${t("nav.sites")}>
+    <${Page} title=${t("nav.sites")} actions=${guided}>
       <${Crud} base="/api/sites" write="write:sites" fields=${FIELDS} prepare=${prepare}
         name=${(s) => s.name} newLabel=${t("sites.new")} rowActions=${(s, reload) =>
           html`

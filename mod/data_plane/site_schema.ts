@@ -33,6 +33,9 @@ const upstream = z.string().refine((v) => {
 }, { message: 'expected an http(s) origin such as "http://10.0.0.5:8080" (no path or query)' })
   .transform((v) => new URL(v).origin);
 
+/** One origin as a site's `upstreams` accepts it (the console's upstream check takes the same). */
+export const siteUpstream = upstream;
+
 const cidr = z.string().refine(isCidr, {
   message: 'expected an IP address or CIDR range such as "10.0.0.0/8" or "2001:db8::/32"',
 });

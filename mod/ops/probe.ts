@@ -2,8 +2,9 @@
  * The one-shot outbound probe of `waf temporary-online probe`: resolves the host with the
  * system resolver, opens one TCP connection, negotiates TLS for https, sends a single HTTP/1.1
  * GET and reads only the response head. Each step is timed and bounded by the timeout; the
- * first failure ends the probe. Nothing else in waf calls this: it is an operator tool, not an
- * egress API.
+ * first failure ends the probe. It is an operator tool, not an egress API: besides the command
+ * line only the console's upstream check of a new site calls it (`mod/data_plane/onboarding.ts`,
+ * for a caller who may create sites, on an origin a site's `upstreams` accepts).
  */
 import { lookup } from "node:dns/promises";
 import { isIP, type Socket } from "node:net";

@@ -53,7 +53,11 @@ const verifyBody = z.strictObject({
   username: z.string().max(256),
 });
 
-const preferencesBody = z.strictObject({ language: z.enum(LANGUAGES).nullable() });
+/** Each preference is optional: what is left out keeps its stored value. */
+const preferencesBody = z.strictObject({
+  language: z.enum(LANGUAGES).nullable().optional(),
+  checklist_dismissed: z.boolean().optional(),
+});
 
 const optionsQuery = z.strictObject({ username: z.string().max(256).optional() });
 

@@ -32,7 +32,7 @@ const SAMPLE_TRACE = "0123456789abcdef0123456789abcdef";
 const ENCODER = new TextEncoder();
 
 /** CSP of previews: additionally sandboxed (a unique origin) and framable by the console only. */
-const PREVIEW_CSP =
+export const PREVIEW_CSP =
   "default-src 'none'; style-src 'unsafe-inline'; img-src data: https:; form-action 'none'; base-uri 'none'; sandbox; frame-ancestors 'self'";
 
 const TEMPLATES: Readonly<Record<string, { name: string; description: string }>> = {

@@ -12,13 +12,60 @@ function fieldName(path: ReadonlyArray<PropertyKey>): string {
   return out;
 }
 
-/** Throws a 400 `BAD_REQUEST` for a zod failure; the message names the first field. */
-export function invalid(error: z.ZodError): AppError {
-  const problems = error.issues.map((i) => {
-    const base = fieldName(i.path);
-    const field = i.code === "unrecognized_keys" ? fieldName([...i.path, i.keys[0] ?? ""]) : base;
-    return { field: field || "(body)", message: i.message };
-  });
+/**
+ * One failing field of a request as data, so a client can word it in its own language and show it
+ * beside its own control: `field` is the API's path (`upstreams[0]`, `timeouts.connect_ms`),
+ * `code` zod's issue code (`required` for a missing value), with the bound of a size problem.
+ */
+export interface FieldProblem {
+  readonly field: string;
+  readonly message: string;
+  readonly code: string;
+  readonly minimum?: number;
+  readonly maximum?: number;
+  /** What the bound counts: `string` (characters), `array` (items), `number` (the value). */
+  readonly origin?: string;
+}
+
+/** No input was given to {@link invalid}: a missing value cannot be told from a wrong one. */
+const NO_INPUT = Symbol("no input");
+
+function valueAt(input: unknown, path: ReadonlyArray<PropertyKey>): unknown {
+  let v = input;
+  for (const k of path) {
+    if (v === null || typeof v !== "object") return undefined;
+    v = (v as Record<PropertyKey, unknown>)[k];
+  }
+  return v;
+}
+
+function bound(value: unknown): number | undefined {
+  return typeof value === "number" || typeof value === "bigint" ? Number(value) : undefined;
+}
+
+function problemOf(i: z.core.$ZodIssue, input: unknown): FieldProblem {
+  const base = fieldName(i.path);
+  const field = i.code === "unrecognized_keys" ? fieldName([...i.path, i.keys[0] ?? ""]) : base;
+  const missing = i.code === "invalid_type" && input !== NO_INPUT &&
+    valueAt(input, i.path) === undefined;
+  const sized = i.code === "too_small" || i.code === "too_big";
+  return {
+    field: field || "(body)",
+    message: i.message,
+    code: missing ? "required" : i.code,
+    ...(i.code === "too_small" ? { minimum: bound(i.minimum) } : {}),
+    ...(i.code === "too_big" ? { maximum: bound(i.maximum) } : {}),
+    ...(sized ? { origin: i.origin } : {}),
+  };
+}
+
+/**
+ * The 400 `BAD_REQUEST` of a zod failure: the message names the first field, and
+ * `problems` lists every one (see {@link FieldProblem}); `input` (what was parsed) tells a
+ * missing value from a wrong one.
+ */
+export function invalid(error: z.ZodError, input: unknown = NO_INPUT): AppError {
+  const problems = error.issues.map((i) => problemOf(i, input));
   const first = problems[0]!;
   return new AppError(400, "BAD_REQUEST", `Invalid field "${first.field}": ${first.message}`, {
     details: { field: first.field, problems },
@@ -41,7 +88,7 @@ export async function readJson<S extends z.ZodType>(c: Ctx, schema: S): Promise<
   const json = text.length === 0 ? { ok: true as const, value: {} } : parseJson(text);
   if (!json.ok) throw malformedJson("Malformed JSON body", json.error);
   const parsed = schema.safeParse(json.value);
-  if (!parsed.success) throw invalid(parsed.error);
+  if (!parsed.success) throw invalid(parsed.error, json.value);
   return parsed.data;
 }
 
@@ -80,7 +127,8 @@ export const cursorQuery = {
 
 /** Validates the query string (single values; repeated keys keep the last). */
 export function readQuery<S extends z.ZodType>(c: Ctx, schema: S): z.infer<S> {
-  const parsed = schema.safeParse(c.req.query());
-  if (!parsed.success) throw invalid(parsed.error);
+  const query = c.req.query();
+  const parsed = schema.safeParse(query);
+  if (!parsed.success) throw invalid(parsed.error, query);
   return parsed.data;
 }

@@ -54,6 +54,26 @@ export function codeAt(server: Pick<TestBase, "clock">, base32: string, steps = 
   return totpCode(totpSecretFromBase32(base32), totpStep(server.clock.now()) + steps);
 }
 
+/**
+ * Turns 2FA on for `user` through the API as its owner (setup, then a code of the server's
+ * clock); throws unless it is on. Returns the base32 secret.
+ */
+export async function enableTwoFactor(
+  server: ApiTarget & Pick<TestBase, "clock">,
+  user: { username: string; password: string },
+  id: string,
+): Promise<string> {
+  const session = await login(server, user.username, user.password);
+  const setup = await callJson(server, "POST", `/api/users/${id}/2fa/setup`, { session, body: {} });
+  const secret = setup.body.secret as string;
+  const on = await callJson(server, "POST", `/api/users/${id}/2fa/enable`, {
+    session,
+    body: { code: codeAt(server, secret) },
+  });
+  if (on.status !== 200) throw new Error(`2FA enable: ${on.status} ${JSON.stringify(on.body)}`);
+  return secret;
+}
+
 /** The error code of a JSON error response. */
 export const errorCode = (r: { body: Record<string, unknown> }) =>
   (r.body.error as { code?: string } | undefined)?.code;

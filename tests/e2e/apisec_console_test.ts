@@ -46,8 +46,10 @@ Deno.test({
       await admin.page.locator("#apisec-openapi-text").fill(OPENAPI);
       await admin.page.locator("#apisec-import").click();
       await textMatches(admin, "#apisec-import-result", /createOrder/);
-      const settings = admin.page.locator("#apisec-config");
       await textMatches(admin, "#apisec-settings", /Settings/);
+      // The whole document is the settings' advanced view.
+      await admin.page.locator("#apisec-view-json").click();
+      const settings = admin.page.locator("#apisec-config");
       for (let i = 0; i < 50 && !(await settings.inputValue()).includes("createOrder"); i++) {
         await admin.page.waitForTimeout(100);
       }
@@ -97,6 +99,7 @@ Deno.test({
   await t.step(
     "the settings carry auth.require_exp, refuse a non-boolean and save false",
     async () => {
+      await admin.page.locator("#apisec-view-json").click();
       const settings = admin.page.locator("#apisec-config");
       const doc = JSON.parse(await settings.inputValue());
       assertEquals(doc.auth.require_exp, true, "the default");

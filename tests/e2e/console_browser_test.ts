@@ -98,9 +98,14 @@ Deno.test({
     await admin.page.locator("#edit-hosts").fill("broken.test");
     await admin.page.locator("#edit-upstreams").fill("ftp://nowhere");
     await admin.page.locator("form button[type=submit]").click();
+    // The problem is beside its field; the summary names the field by its label.
     const box = admin.page.locator(".error-box");
     await box.waitFor();
-    assertMatch((await box.textContent())!, /upstreams.*http\(s\) origin/);
+    assertMatch((await box.textContent())!, /Check the fields marked below: Upstreams/);
+    assertMatch(
+      (await admin.page.locator("#edit-upstreams-problems").textContent())!,
+      /Line 1: expected an http\(s\) origin/,
+    );
     assertMatch((await box.locator(".trace-id").textContent())!, /^[0-9a-f]{32}$/);
   });
 
@@ -308,7 +313,7 @@ Deno.test({
     await again.page.locator("#nav-dashboard", { hasText: "仪表盘" }).waitFor();
     await again.close();
     const session = await callJson(server, "GET", "/api/auth/session", { session: api });
-    assertEquals(session.body.preferences, { language: "zh-CN" });
+    assertEquals(session.body.preferences, { language: "zh-CN", checklist_dismissed: false });
     await callJson(server, "PUT", "/api/auth/session/preferences", {
       session: api,
       body: { language: null },

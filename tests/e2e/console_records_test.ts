@@ -8,7 +8,7 @@
  */
 import { Buffer } from "node:buffer";
 import { assertEquals, assertMatch, ok } from "../_helpers/assert.ts";
-import { codeAt } from "../_helpers/api_access.ts";
+import { codeAt, enableTwoFactor } from "../_helpers/api_access.ts";
 import {
   ADMIN,
   type ConsolePage,
@@ -260,20 +260,9 @@ Deno.test({
     await createUser(server, OPS.username, OPS.password, "admin");
     await createUser(server, DEV.username, DEV.password, "admin");
     const enable = async (user: { username: string; password: string }) => {
-      const s = await login(server, user.username, user.password);
       const id = (await server.identity.users.list()).find((u) => u.username === user.username)!
         .id;
-      const setup = await callJson(server, "POST", `/api/users/${id}/2fa/setup`, {
-        session: s,
-        body: {},
-      });
-      const secret = setup.body.secret as string;
-      const on = await callJson(server, "POST", `/api/users/${id}/2fa/enable`, {
-        session: s,
-        body: { code: codeAt(server, secret) },
-      });
-      assertEquals(on.status, 200, JSON.stringify(on.body));
-      return secret;
+      return await enableTwoFactor(server, user, id);
     };
     const opsSecret = await enable(OPS);
     await enable(DEV);

@@ -1,6 +1,7 @@
 /**
  * The whole first-install flow as a new user meets it, in a real headless chromium: start on an
- * empty data directory, read setup.url, open it, complete setup in the page, sign in, list users.
+ * empty data directory, read setup.url, open it, complete setup in the page, read "account
+ * created" on the sign-in page, sign in (landing on the guided first site), list users.
  */
 import { assertEquals, assertMatch, ok } from "../_helpers/assert.ts";
 import { HAS_CHROMIUM, launchBrowser } from "../_helpers/browser.ts";
@@ -46,11 +47,19 @@ Deno.test({
   assertEquals(await page.locator("#password-rules li.bad").count(), 0);
   await page.locator("#submit").click();
   await page.waitForURL(`${server.managementUrl}/login`);
+  // The sign-in page says the account exists, with its name filled in.
+  assertMatch(
+    (await page.locator("#created").textContent())!,
+    /Administrator account created:\s+sign in/,
+  );
+  assertEquals(await page.locator("#created").isVisible(), true);
+  assertEquals(await page.locator("#username").inputValue(), "admin");
 
-  await page.locator("#username").fill("admin");
   await page.locator("#password").fill("Correct-Horse-9");
   await page.locator("#submit").click();
-  await page.waitForURL(`${server.managementUrl}/console`);
+  // No site yet: the first sign-in lands on the guided first site.
+  await page.waitForURL(`${server.managementUrl}/console/sites/first`);
+  await page.locator("#first-site-form").waitFor();
   await page.locator("#nav-users").click();
   await page.locator("main table tbody tr").first().waitFor();
   const rows = await page.locator("main table tbody tr td:first-child").allTextContents();
@@ -155,8 +164,8 @@ Deno.test({
   await page.locator("#username").fill("admin");
   await page.locator("#password").fill("Correct-Horse-9");
   await page.locator("#submit").click();
-  await page.waitForURL(`${server.managementUrl}/console`);
-  await page.locator("#card-requests").waitFor();
+  await page.waitForURL(`${server.managementUrl}/console/sites/first`);
+  await page.locator("#first-site-form").waitFor();
   await page.waitForLoadState("networkidle");
   assertEquals(problems, []);
   await page.close();

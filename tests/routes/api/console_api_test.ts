@@ -29,7 +29,7 @@ Deno.test("GET /api/auth/session lists the effective permissions and the prefere
   await using s = await setup();
   const admin = await callJson(s, "GET", "/api/auth/session", { session: s.admin });
   assertEquals(admin.body.effective_permissions, [...PERMISSIONS]);
-  assertEquals(admin.body.preferences, { language: null });
+  assertEquals(admin.body.preferences, { language: null, checklist_dismissed: false });
   const viewer = await callJson(s, "GET", "/api/auth/session", { session: s.viewer });
   const granted = viewer.body.effective_permissions as string[];
   ok(granted.includes("read:sites") && granted.includes("read:logs"));
@@ -40,13 +40,17 @@ Deno.test("PUT /api/auth/session/preferences stores the user's own language, aud
   await using s = await setup();
   const put = (session: typeof s.admin, body: unknown) =>
     callJson(s, "PUT", "/api/auth/session/preferences", { session, body });
-  assertEquals((await put(s.viewer, { language: "zh-CN" })).body, { language: "zh-CN" });
+  const zh = { language: "zh-CN", checklist_dismissed: false };
+  assertEquals((await put(s.viewer, { language: "zh-CN" })).body, zh);
   const again = await callJson(s, "GET", "/api/auth/session", { session: s.viewer });
-  assertEquals(again.body.preferences, { language: "zh-CN" });
+  assertEquals(again.body.preferences, zh);
   const admin = await callJson(s, "GET", "/api/auth/session", { session: s.admin });
-  assertEquals(admin.body.preferences, { language: null }, "per user");
+  assertEquals(admin.body.preferences, { language: null, checklist_dismissed: false }, "per user");
   assertEquals(errorCode(await put(s.viewer, { language: "de" })), "BAD_REQUEST");
-  assertEquals((await put(s.viewer, { language: null })).body, { language: null });
+  assertEquals((await put(s.viewer, { language: null })).body, {
+    language: null,
+    checklist_dismissed: false,
+  });
   const csrf = await callJson(s, "PUT", "/api/auth/session/preferences", {
     session: s.viewer,
     body: { language: "en" },
@@ -57,6 +61,25 @@ Deno.test("PUT /api/auth/session/preferences stores the user's own language, aud
     session: s.admin,
   });
   assertEquals((audit.body.items as unknown[]).length, 2);
+});
+
+Deno.test("PUT /api/auth/session/preferences remembers a dismissed checklist per user, keeping the language", async () => {
+  await using s = await setup();
+  const put = (body: unknown) =>
+    callJson(s, "PUT", "/api/auth/session/preferences", { session: s.viewer, body });
+  await put({ language: "zh-CN" });
+  assertEquals((await put({ checklist_dismissed: true })).body, {
+    language: "zh-CN",
+    checklist_dismissed: true,
+  });
+  const again = await callJson(s, "GET", "/api/auth/session", { session: s.viewer });
+  assertEquals(again.body.preferences, { language: "zh-CN", checklist_dismissed: true });
+  const admin = await callJson(s, "GET", "/api/auth/session", { session: s.admin });
+  assertEquals(
+    (admin.body.preferences as { checklist_dismissed: boolean }).checklist_dismissed,
+    false,
+  );
+  assertEquals(errorCode(await put({ checklist_dismissed: "yes" })), "BAD_REQUEST");
 });
 
 Deno.test("GET /api/logs/summary counts requests, blocks, classes and top targets", async () => {

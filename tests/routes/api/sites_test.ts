@@ -275,3 +275,32 @@ Deno.test("GET /api/logs takes a site's name as well as its id; /api/logs/stats 
   const backwards = await call("GET", `/api/logs/stats?from=${iso(t0)}&to=${iso(t0 - 1)}`);
   assertEquals(backwards.status, 400);
 });
+
+Deno.test("a refused site names every problem at once, each with its field, code and bound", async () => {
+  const { s, call } = await setup();
+  await using _ = s;
+  const r = await call("POST", "/api/sites", {
+    name: "bad name!",
+    hosts: ["ok.test", "bad host"],
+    upstreams: ["ftp://files.example"],
+    timeouts: { connect_ms: 0 },
+    trusted_proxies: [],
+  });
+  assertEquals(r.status, 400);
+  const { error } = await r.json();
+  assertEquals(error.field, "name");
+  assertEquals(
+    error.problems.map((p: Record<string, unknown>) => [p.field, p.code, p.minimum ?? null]),
+    [
+      ["name", "invalid_format", null],
+      ["hosts[1]", "custom", null],
+      ["upstreams[0]", "custom", null],
+      ["timeouts.connect_ms", "too_small", 1],
+    ],
+  );
+  const missing = await (await call("POST", "/api/sites", { name: "shop" })).json();
+  assertEquals(
+    missing.error.problems.map((p: Record<string, unknown>) => [p.field, p.code]),
+    [["hosts", "required"], ["upstreams", "required"]],
+  );
+});
