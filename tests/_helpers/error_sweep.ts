@@ -99,6 +99,9 @@ const BAD_QUERY = [
   "q=%E0%A4%A",
 ].join("&");
 
+/** Path parameters that are values to look up (an address), where no value means "not found". */
+const VALUE_PARAM = /:ip\b/;
+
 /** A path with every parameter an id that exists nowhere (a trace id must look like one). */
 const concrete = (path: string) =>
   path.replace(/:traceId/g, "0".repeat(32)).replace(/:[A-Za-z_]+/g, "no-such-id");
@@ -163,7 +166,10 @@ export async function sweepErrorObjects(
     const path = concrete(r.path);
     const name = `${r.method} ${r.path}`;
     if (r.method === "GET") {
-      if (r.path.includes(":")) {
+      if (VALUE_PARAM.test(r.path)) {
+        // A parameter that is a value, not the id of something stored: a malformed one is a 400.
+        out.push(exact("bad value", name, await json("GET", path, admin), 400, "BAD_REQUEST"));
+      } else if (r.path.includes(":")) {
         out.push(exact("unknown id", name, await json("GET", path, admin), 404, "NOT_FOUND"));
       } else if (!r.path.startsWith("/api/realtime/")) {
         // Filters and pagination of the wrong type: a 400 with the error object, or ignored.
