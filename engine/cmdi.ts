@@ -20,6 +20,7 @@ import {
 } from "./shell_commands.ts";
 import { judgeWindows } from "./windows_cmd.ts";
 import { deobfuscate } from "./shell_deobfuscate.ts";
+import { commandMatching, GLOB } from "./shell_glob.ts";
 import { factorAlternation } from "./regex_factor.ts";
 
 const MAX_CHARS = MAX_TEXT;
@@ -48,7 +49,11 @@ const WINDOWS_SHELL =
   /%comspec%|\bcmd(?:\.exe)?\s+\/[ck]\s|\bpowershell(?:\.exe)?\s+(?:-|\/)(?:e|enc|encodedcommand|c|command|nop|noprofile|w|windowstyle|exec|ep)\b|\biex\s*\(|\binvoke-(?:expression|webrequest)\b/i;
 
 /** An output redirection into a file, or into a device. */
-const REDIRECT = /(?:^|[\s'"])\d?>>?\s*(?:\/dev\/|[\w./-]+\.\w{1,5}\b|\/)/;
+const REDIRECT = String.raw`\d?>>?\s*(?:\/dev\/|[\w./-]+\.\w{1,5}\b|\/)`;
+/** {@link REDIRECT} at one position: at the start of a command's arguments. */
+const REDIRECT_HEAD = new RegExp(REDIRECT, "y");
+/** {@link REDIRECT} after a space or quote, searched onwards from a position. */
+const REDIRECT_NEXT = new RegExp(`[\\s'"]${REDIRECT}`, "g");
 
 /** Common commands that do their harm without arguments (`;id`, `|pwd|`). */
 const BARE_COMMANDS: ReadonlySet<string> = new Set([
@@ -146,9 +151,10 @@ function argStrength(arg: string, command: string): number {
 
 /** Reads the command word at `from`; returns its name without path and `.exe`, and its end. */
 function readWord(
-  s: string,
+  scan: Scan,
   from: number,
 ): { name: string; end: number; path: boolean } | undefined {
+  const s = scan.s;
   let end = from;
   while (end < s.length && !endsWord(s.charCodeAt(end))) end++;
   if (end === from) return undefined;
@@ -159,7 +165,7 @@ function readWord(
     // `/usr/bin/id` names a program; `curl/7.68` (a user agent) and `/api/ping` do not.
     if (word.indexOf("bin/") < 0 && word.indexOf("system32/") < 0) {
       // `/???/c?t`, `/b*/n[c]`: the shell expands a wildcard path before it runs it.
-      const globbed = GLOB.test(word) ? commandMatching(last) : undefined;
+      const globbed = GLOB.test(word) ? scan.globbed(last) : undefined;
       return globbed === undefined ? undefined : { name: globbed, end, path: true };
     }
     word = last;
@@ -168,33 +174,9 @@ function readWord(
   return { name: word, end, path: slash >= 0 };
 }
 
-/** Shell wildcards: `?`, `*`, a bracket expression. */
-const GLOB = /[?*[]/;
-const GLOB_PART = /\[!?[a-z0-9-]{1,16}\]|[?*]|[^?*[]/g;
-/** Every command name, longest first, for {@link commandMatching}. */
-const COMMAND_NAMES = [...COMMANDS.keys()].sort((a, b) => b.length - a.length);
-
-/**
- * The distinct command a wildcard file name expands to (`c?t` to `cat`, `n[c]` to `nc`), or
- * undefined. Names are short, so a longer pattern names none.
- */
-function commandMatching(pattern: string): string | undefined {
-  if (pattern.length === 0 || pattern.length > 24 || !GLOB.test(pattern)) return undefined;
-  let source = "";
-  for (const part of pattern.match(GLOB_PART) ?? []) {
-    if (part === "?") source += "[^/]";
-    else if (part === "*") source += "[^/]*";
-    else if (part.length > 1) source += part.startsWith("[!") ? `[^${part.slice(2)}` : part;
-    else source += part.replace(/[.+^${}()|\\\]]/g, "\\$&");
-  }
-  const re = new RegExp(`^${source}$`);
-  // A pattern that matches nearly anything (`*`, `??`) names no particular command.
-  if (re.test("zz") || re.test("zzz")) return undefined;
-  return COMMAND_NAMES.find((name) => re.test(name));
-}
-
 /** True when nothing command-breaking follows the segment: end, quotes, a comment or a command. */
-function tailIsShell(s: string, segEnd: number): boolean {
+function tailIsShell(scan: Scan, segEnd: number): boolean {
+  const s = scan.s;
   let i = segEnd;
   while (i < s.length) {
     const c = s.charCodeAt(i);
@@ -206,7 +188,7 @@ function tailIsShell(s: string, segEnd: number): boolean {
       continue;
     }
     if (c === 35 /* # */) return true;
-    const next = readWord(s, i);
+    const next = readWord(scan, i);
     return next !== undefined && COMMANDS.has(next.name);
   }
   return true;
@@ -243,8 +225,130 @@ function csvField(s: string, open: number, close: number): boolean {
   return false;
 }
 
+/**
+ * Characters of a command's arguments that are judged. Arguments past them do not change what
+ * the first ones say, and reading them again at every command position of one long segment
+ * (`eval($(eval($(...`, each `$(` a position) made the scan quadratic.
+ */
+const MAX_ARGS = 256;
+
+/**
+ * What one value's scan has learnt so far, reused from one command position to the next: the
+ * end of the segment last read (positions come in order, so every word of a segment shares its
+ * end) and where the next output redirection is.
+ */
+class Scan {
+  #segFrom = -1;
+  #segEnd = -1;
+  #redirectFrom = -1;
+  #redirectAt = -1;
+  /** Wildcard words already expanded: a value repeats the same few. */
+  readonly #globs = new Map<string, string | undefined>();
+
+  constructor(readonly s: string) {}
+
+  /** {@link commandMatching}, once per distinct word of the value. */
+  globbed(pattern: string): string | undefined {
+    if (this.#globs.has(pattern)) return this.#globs.get(pattern);
+    const name = commandMatching(pattern);
+    this.#globs.set(pattern, name);
+    return name;
+  }
+
+  /** The end of the simple command at `at`: its first segment-ending character from there. */
+  segmentEnd(at: number): number {
+    if (at >= this.#segFrom && at <= this.#segEnd) return this.#segEnd;
+    const s = this.s;
+    let end = at;
+    while (end < s.length && !endsSegment(s.charCodeAt(end))) end++;
+    this.#segFrom = at;
+    this.#segEnd = end;
+    return end;
+  }
+
+  /** Whether an output redirection follows `at` anywhere in the value (anywhere in the rest). */
+  redirectAfter(at: number): boolean {
+    return this.#redirectHead(at) || this.#nextRedirect(at) >= 0;
+  }
+
+  /** Whether an output redirection starts in `[from, to)` (in that text). */
+  redirectWithin(from: number, to: number): boolean {
+    if (from >= to) return false;
+    if (this.#redirectHead(from)) return true;
+    const next = this.#nextRedirect(from);
+    return next >= 0 && next < to;
+  }
+
+  #redirectHead(at: number): boolean {
+    REDIRECT_HEAD.lastIndex = at;
+    return REDIRECT_HEAD.test(this.s);
+  }
+
+  /** Where the next redirection after a space or quote starts from `at`, or -1. */
+  #nextRedirect(at: number): number {
+    const known = this.#redirectFrom >= 0 && at >= this.#redirectFrom &&
+      (this.#redirectAt < 0 || this.#redirectAt >= at);
+    if (known) return this.#redirectAt;
+    REDIRECT_NEXT.lastIndex = at;
+    const m = REDIRECT_NEXT.exec(this.s);
+    this.#redirectFrom = at;
+    this.#redirectAt = m === null ? -1 : m.index;
+    return this.#redirectAt;
+  }
+}
+
+/** Whitespace as `trim()` and `\s` read it. */
+function isWhite(c: number): boolean {
+  return c <= 32 ? c === 32 || (c >= 9 && c <= 13) : c === 0xa0 || c === 0x1680 ||
+    (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f ||
+    c === 0x205f || c === 0x3000 || c === 0xfeff;
+}
+
+/** Characters of one argument that are judged (its strength shows in its start). */
+const MAX_TOKEN = 64;
+
+/**
+ * The arguments of a command, read a word at a time up to {@link MAX_ARGS} characters: only
+ * the first words decide, and most commands stop being judged at the first plain word.
+ */
+class Args {
+  #at: number;
+  readonly #end: number;
+  /** Where the arguments start: the first character after the command word's whitespace. */
+  readonly start: number;
+
+  constructor(readonly s: string, from: number, segEnd: number) {
+    let a = from;
+    while (a < segEnd && isWhite(s.charCodeAt(a))) a++;
+    this.start = a;
+    this.#at = a;
+    this.#end = Math.min(segEnd, a + MAX_ARGS);
+  }
+
+  /** Where the judged arguments end. */
+  get end(): number {
+    return this.#end;
+  }
+
+  /** The next argument (its first {@link MAX_TOKEN} characters), or undefined after the last. */
+  next(): string | undefined {
+    const s = this.s;
+    let a = this.#at;
+    // The rest of an argument cut at its first characters.
+    if (a > this.start) { while (a < this.#end && !isWhite(s.charCodeAt(a))) a++; }
+    while (a < this.#end && isWhite(s.charCodeAt(a))) a++;
+    if (a >= this.#end) return undefined;
+    const stop = Math.min(this.#end, a + MAX_TOKEN);
+    let b = a;
+    while (b < stop && !isWhite(s.charCodeAt(b))) b++;
+    this.#at = b;
+    return s.slice(a, b);
+  }
+}
+
 /** Scores the simple command starting at `from` in context `ctx`. */
-function judgeCommand(s: string, from: number, ctx: Context): number {
+function judgeCommand(scan: Scan, from: number, ctx: Context): number {
+  const s = scan.s;
   let p = from;
   while (p < s.length && (isSpace(s.charCodeAt(p)) || s.charCodeAt(p) === 123)) p++;
   // A quoted command word is the same word to the shell (`;"i"d` is `;id`).
@@ -252,7 +356,7 @@ function judgeCommand(s: string, from: number, ctx: Context): number {
   while (
     p < s.length && (s.charCodeAt(p) === 39 || s.charCodeAt(p) === 34 || isSpace(s.charCodeAt(p)))
   ) quoted = !isSpace(s.charCodeAt(p++)) || quoted;
-  let word = readWord(s, p);
+  let word = readWord(scan, p);
   if (word === undefined) return 0;
   if (quoted && p === from + 1 && csvField(s, from, word.end)) return 0;
   // ...unless text follows its closing quote: `"type":"x"` is the one word `type:x` (JSON).
@@ -264,7 +368,7 @@ function judgeCommand(s: string, from: number, ctx: Context): number {
   while (RUNNER_COMMANDS.has(word.name) && ctx !== "start") {
     let q = word.end;
     while (q < s.length && isSpace(s.charCodeAt(q))) q++;
-    const next = readWord(s, q);
+    const next = readWord(scan, q);
     if (next === undefined || !COMMANDS.has(next.name) || next.end === q) break;
     word = next;
   }
@@ -272,15 +376,14 @@ function judgeCommand(s: string, from: number, ctx: Context): number {
   if (kind === undefined) return 0;
   if (s.charCodeAt(word.end) === 61 /* = */) return 0; // `id=5` is an assignment or a pair
   if (ctx === "amp" && p === from && word.end === s.length) return kind === "distinct" ? 70 : 0;
-  let segEnd = word.end;
-  while (segEnd < s.length && !endsSegment(s.charCodeAt(segEnd))) segEnd++;
-  const args = s.slice(word.end, segEnd).trim();
+  const segEnd = scan.segmentEnd(word.end);
+  const args = new Args(s, word.end, segEnd);
   // `/usr/bin/id` names a program by its path: no prose does that.
   const distinct = kind === "distinct" || word.path;
   const closed = ctx === "subst" && (s.charCodeAt(segEnd) === 96 || s.charCodeAt(segEnd) === 41);
-  if (args.length === 0) {
+  if (args.start >= segEnd) {
     if (closed) return distinct ? 90 : 85;
-    const tail = tailIsShell(s, segEnd);
+    const tail = tailIsShell(scan, segEnd);
     if (ctx === "start") return BARE_AT_START.has(word.name) && segEnd === s.length ? 72 : 0;
     if (!distinct && !BARE_COMMANDS.has(word.name)) return 30;
     if (!tail) return distinct ? 55 : 35;
@@ -288,30 +391,32 @@ function judgeCommand(s: string, from: number, ctx: Context): number {
     return distinct ? 88 : 80;
   }
   if (word.name === "echo" || word.name === "printf") {
-    if (REDIRECT.test(s.slice(word.end))) return 90;
+    if (scan.redirectAfter(word.end)) return 90;
     // `$(printf '...'|rev)`: output computed inside a substitution is a command line.
     if (ctx === "subst" && (closed || s.charCodeAt(segEnd) === 124)) return 85;
     return ctx === "strong" || ctx === "subst" ? 60 : 20;
   }
-  const tokens = args.split(/\s+/);
-  const first = argStrength(tokens[0] ?? "", word.name);
+  const head = args.next() ?? "";
+  const first = argStrength(head, word.name);
   let all = first > 0;
-  for (let i = 1; all && i < tokens.length; i++) {
-    if (argStrength(tokens[i]!, word.name) === 0) all = false;
+  while (all) {
+    const arg = args.next();
+    if (arg === undefined) break;
+    if (argStrength(arg, word.name) === 0) all = false;
   }
-  const redirect = REDIRECT.test(args);
+  const redirect = scan.redirectWithin(args.start, args.end);
   if (ctx === "strong" || ctx === "subst") {
     if (first === 2 || all || redirect || closed) return distinct ? 92 : 85;
     return distinct ? 60 : 30;
   }
   if (first === 2 && (distinct || all || redirect)) return distinct ? 85 : 78;
   // `net user ...`, `reg add ...`: a Windows administration verb is never prose.
-  if (first === 2 && SUBCOMMANDS.get(word.name)?.has(tokens[0]!) === true) return 85;
-  if (first === 2 && PATH_ARG.test(tokens[0]!)) return 75;
+  if (first === 2 && SUBCOMMANDS.get(word.name)?.has(head) === true) return 85;
+  if (first === 2 && PATH_ARG.test(head)) return 75;
   if (all && distinct) return 80;
-  if (all && META_COMMANDS.has(word.name) && COMMANDS.get(tokens[0]!) === "distinct") return 76;
+  if (all && META_COMMANDS.has(word.name) && COMMANDS.get(head) === "distinct") return 76;
   // `sleep 5`, `ping 10.0.0.1` as the whole value; quoted strings alone prove nothing.
-  if (all && NUMERIC_COMMANDS.has(word.name) && DIGIT.test(tokens[0]!)) return 72;
+  if (all && NUMERIC_COMMANDS.has(word.name) && DIGIT.test(head)) return 72;
   if (first === 2) return 55;
   return 0;
 }
@@ -387,13 +492,14 @@ export function cmdi(value: DetectorInput): Finding | undefined {
   if (!SEPARATOR.test(text)) {
     // No command position but the start: only the first words matter.
     const head = deobfuscate(text.length > 256 ? text.slice(0, 256) : text);
-    const score = judgeCommand(head, 0, "start");
+    const score = judgeCommand(new Scan(head), 0, "start");
     return score > 0
       ? stronger(best, makeFinding(value, "rce", score, "cmdi.command", head, 0))
       : best;
   }
   const s = deobfuscate(text);
-  let top = judgeCommand(s, 0, "start");
+  const scan = new Scan(s);
+  let top = judgeCommand(scan, 0, "start");
   let topAt = 0;
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
@@ -415,7 +521,7 @@ export function cmdi(value: DetectorInput): Finding | undefined {
       from = i + 2;
     }
     if (ctx === undefined) continue;
-    const score = judgeCommand(s, from, ctx);
+    const score = judgeCommand(scan, from, ctx);
     if (score > top) {
       top = score;
       topAt = i;
