@@ -5,16 +5,54 @@
  * Rules run in ascending `priority` (ties keep creation order). Every matching rule is
  * reported; the first matching `block` or `challenge` rule decides, and `log` rules only
  * record that they matched.
+ *
+ * A rule's cost per request is bounded. Its pattern's program is at most `MAX_PROGRAM_SIZE`
+ * instructions (refused when saved, see `re2_cost.ts`). What one character costs RE2 at worst
+ * grows with the square of the program's size (a counted repetition of `n` makes states of up to
+ * `n` positions, and up to `n` of them), so a rule's weight is {@link ruleWeight}: 1 for the
+ * patterns rules are made of, about 1,000 for the largest allowed. A rule reads at most
+ * {@link RULE_CALL_UNITS} / weight characters of each target (its prefix: all of any inspected
+ * body for a light pattern, 16,384 characters for the largest), and every match is charged to the
+ * request's rule budget (characters read times weight; {@link ruleBudgetFor}). When the budget has
+ * no room for a match, the rules left are not run and the result says so (`exhausted`: the
+ * request is flagged `inspection: budget`).
  */
 import {
   checkRe2,
   compileRe2,
   holderOf,
   type Matcher,
+  type RefusalReason,
   type RuleSetHolder,
   type SharedMatcher,
 } from "./re2.ts";
 import type { RequestView } from "./request_view.ts";
+import type { EngineRequest } from "./types.ts";
+import { requestSize, WorkBudget } from "./work_budget.ts";
+
+/**
+ * Work units one match may cost: a rule reads at most this many characters of a target divided
+ * by its weight (16 MiB of text for a light pattern, the largest inspected body; 16,384
+ * characters for a 1,000-instruction one).
+ */
+export const RULE_CALL_UNITS = 16 << 20;
+/** Work units the custom rules of one request may spend at least... */
+export const RULE_BUDGET = 16 << 20;
+/** ...and per character of the request on top: every light rule over the whole body, four times. */
+export const RULE_BUDGET_PER_CHAR = 4;
+
+/**
+ * What one character costs a rule, in units of a light pattern's character: `1 + size² / 1024`
+ * for a program of `size` instructions (1 below 32 instructions, 10 at 100, 977 at 1,000).
+ */
+export function ruleWeight(size: number): number {
+  return 1 + Math.floor((size * size) / 1024);
+}
+
+/** The rule budget of one request: {@link RULE_BUDGET} plus {@link RULE_BUDGET_PER_CHAR} a character. */
+export function ruleBudgetFor(req: EngineRequest): number {
+  return RULE_BUDGET + RULE_BUDGET_PER_CHAR * requestSize(req);
+}
 
 export type CustomTarget =
   | { readonly kind: "path" }
@@ -44,6 +82,10 @@ export interface CustomRule {
 interface CompiledRule {
   readonly rule: CustomRule;
   readonly matcher: Matcher;
+  /** What each character read costs ({@link ruleWeight}). */
+  readonly weight: number;
+  /** Characters of each target it reads at most. */
+  readonly window: number;
 }
 
 /** The result of running the rules on one request. */
@@ -52,16 +94,36 @@ export interface CustomRulesResult {
   readonly matched: readonly string[];
   /** The first matching block or challenge rule. */
   readonly decisive: CustomRule | undefined;
+  /** True when the rule budget ran out: the rules after the last one run were not. */
+  readonly exhausted?: true;
 }
 
 export interface CompiledCustomRules extends RuleSetHolder {
   readonly size: number;
-  evaluate(view: RequestView, siteId: string): CustomRulesResult;
+  /**
+   * Runs the rules that apply to `siteId` on the request.
+   *
+   * @param budget what the matches may cost (by default {@link ruleBudgetFor} the request)
+   */
+  evaluate(view: RequestView, siteId: string, budget?: WorkBudget): CustomRulesResult;
 }
 
 /** Checks a pattern as RE2 would compile it; the message is RE2's own. */
 export function validatePattern(pattern: string, ignoreCase = false): string | undefined {
-  return checkRe2(pattern, { ignoreCase })?.message;
+  return patternRefusal(pattern, ignoreCase)?.message;
+}
+
+/**
+ * Why a pattern would not be saved: RE2 refuses its syntax, its program is too large
+ * (`size`: over `MAX_PROGRAM_SIZE` instructions), or RE2's memory or pattern count is full.
+ *
+ * @returns undefined when it compiles
+ */
+export function patternRefusal(
+  pattern: string,
+  ignoreCase = false,
+): { readonly reason: RefusalReason; readonly message: string } | undefined {
+  return checkRe2(pattern, { ignoreCase });
 }
 
 /** Tries `pattern` on each sample, as a custom rule would (for the console's regex tester). */
@@ -79,26 +141,52 @@ export function testPattern(
   }
 }
 
-function targetMatches(m: Matcher, target: CustomTarget, view: RequestView): boolean {
-  switch (target.kind) {
-    case "path":
-      return m.test(view.path);
-    case "query":
-      return m.test(view.rawQuery);
-    case "param":
-      for (const [k, v] of view.params) if (k === target.name && m.test(v)) return true;
+/** The rules' matches on one request, each charged to the budget before it runs. */
+class RuleRun {
+  /** True once a match did not fit the budget. */
+  out = false;
+
+  constructor(public rule: CompiledRule, readonly budget: WorkBudget) {}
+
+  /** Whether the rule matches the window of `value`; false (and out) when it cannot pay. */
+  test(value: string): boolean {
+    const { matcher, weight, window } = this.rule;
+    const text = value.length > window ? value.slice(0, window) : value;
+    if (!this.budget.spend(Math.max(1, text.length) * weight)) {
+      this.out = true;
       return false;
-    case "any_param":
-      for (const [, v] of view.params) if (m.test(v)) return true;
-      return false;
-    case "header": {
-      const value = view.header(target.name);
-      return value !== undefined && m.test(value);
     }
-    case "cookies":
-      return m.test(view.cookies);
-    case "body":
-      return m.test(view.body);
+    return matcher.test(text);
+  }
+
+  matches(view: RequestView): boolean {
+    const target = this.rule.rule.target;
+    switch (target.kind) {
+      case "path":
+        return this.test(view.path);
+      case "query":
+        return this.test(view.rawQuery);
+      case "param":
+        for (const [k, v] of view.params) {
+          if (k === target.name && this.test(v)) return true;
+          if (this.out) return false;
+        }
+        return false;
+      case "any_param":
+        for (const [, v] of view.params) {
+          if (this.test(v)) return true;
+          if (this.out) return false;
+        }
+        return false;
+      case "header": {
+        const value = view.header(target.name);
+        return value !== undefined && this.test(value);
+      }
+      case "cookies":
+        return this.test(view.cookies);
+      case "body":
+        return this.test(view.body);
+    }
   }
 }
 
@@ -119,17 +207,33 @@ export function compileCustomRules(rules: readonly CustomRule[]): CompiledCustom
   for (const { rule } of ordered) {
     const r = compileRe2(rule.pattern, { ignoreCase: rule.ignoreCase });
     if (!r.ok) continue;
-    compiled.push({ rule, matcher: r.matcher });
+    const weight = ruleWeight(r.matcher.size);
+    compiled.push({
+      rule,
+      matcher: r.matcher,
+      weight,
+      window: Math.floor(RULE_CALL_UNITS / weight),
+    });
     held.push(r.matcher);
   }
   return {
     ...holderOf(held),
     size: compiled.length,
-    evaluate(view: RequestView, siteId: string): CustomRulesResult {
+    evaluate(
+      view: RequestView,
+      siteId: string,
+      budget = new WorkBudget(ruleBudgetFor(view.req)),
+    ): CustomRulesResult {
       let matched: string[] | undefined;
-      for (const { rule, matcher } of compiled) {
+      let run: RuleRun | undefined;
+      for (const c of compiled) {
+        const rule = c.rule;
         if (rule.siteId !== null && rule.siteId !== siteId) continue;
-        if (!targetMatches(matcher, rule.target, view)) continue;
+        if (run === undefined) run = new RuleRun(c, budget);
+        else run.rule = c;
+        const hit = run.matches(view);
+        if (run.out) return { matched: matched ?? [], decisive: undefined, exhausted: true };
+        if (!hit) continue;
         (matched ??= []).push(rule.id);
         if (rule.action !== "log") return { matched, decisive: rule };
       }

@@ -11,7 +11,16 @@ function fieldName(path: ReadonlyArray<PropertyKey>): string {
   return out;
 }
 
-/** Throws a 400 `BAD_REQUEST` for a zod failure; the message names the first field. */
+/**
+ * Error codes of refinements that say why (`params.reason`) a value was refused, where a client
+ * can act on the reason: a regular expression whose program is over the size limit.
+ */
+const REASON_CODES: Readonly<Record<string, string>> = { size: "PATTERN_TOO_LARGE" };
+
+/**
+ * Throws a 400 for a zod failure, `BAD_REQUEST` unless the first problem has a code of its own
+ * ({@link REASON_CODES}); the message names the first field.
+ */
 export function invalid(error: z.ZodError): AppError {
   const problems = error.issues.map((i) => {
     const base = fieldName(i.path);
@@ -19,7 +28,10 @@ export function invalid(error: z.ZodError): AppError {
     return { field: field || "(body)", message: i.message };
   });
   const first = problems[0]!;
-  return new AppError(400, "BAD_REQUEST", `Invalid field "${first.field}": ${first.message}`, {
+  const issue = error.issues[0]!;
+  const reason = issue.code === "custom" ? issue.params?.reason : undefined;
+  const code = (typeof reason === "string" ? REASON_CODES[reason] : undefined) ?? "BAD_REQUEST";
+  return new AppError(400, code, `Invalid field "${first.field}": ${first.message}`, {
     details: { field: first.field, problems },
   });
 }
