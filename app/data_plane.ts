@@ -59,6 +59,7 @@ import { type ApiSecPlane, createApiSecPlane, openApiSecStore } from "./apisec.t
 import type { RouteDef } from "../routes/api/route.ts";
 import { siteRoutes } from "../routes/api/sites.ts";
 import { startTlsFront, type TlsFront } from "../routes/proxy/tls_front.ts";
+import type { PatternTester } from "../mod/protection/pattern_tester.ts";
 
 export interface DataPlane {
   readonly sites: Sites;
@@ -117,6 +118,8 @@ export interface DataPlaneDeps {
   readonly connections?: ConnectionStats;
   /** The measured clock offset JWT `exp`/`nbf` checks apply (`time.apply_offset`; 0 when off). */
   readonly timeOffsetMs?: () => number;
+  /** The regex tester (default: one on a worker of its own). */
+  readonly patternTester?: PatternTester;
   /**
    * Set when data-plane workers serve the listeners: the policy builds are recorded for them
    * (`snapshot`), and the edge cache the routes purge is the workers' (`app/data_workers.ts`).
@@ -150,6 +153,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     events: deps.events,
     findAccessRecord: async (traceId) => (await accessLog.get(traceId))?.record,
     edgeCache: deps.workers?.edgeCache,
+    tester: deps.patternTester,
   });
   const apisec = createApiSecPlane({
     config,

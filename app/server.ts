@@ -40,6 +40,7 @@ import { type ClusterPlane, createCluster } from "./cluster.ts";
 import { createOps, type OpsPlane } from "./ops.ts";
 import { startMallocTrimmer } from "../mod/core/malloc_trim.ts";
 import { shortenThreadSlice } from "../mod/core/thread_slice.ts";
+import type { PatternTester } from "../mod/protection/pattern_tester.ts";
 import {
   createDataWorkerPool,
   type DataWorkerPool,
@@ -78,6 +79,8 @@ export interface ServerDeps {
   readonly sleep?: (ms: number) => Promise<void>;
   /** Replaces the data-plane handler (tests use it to hold a request in flight). */
   readonly dataHandler?: DataHandler;
+  /** Replaces the regex tester (tests give it a slow worker and a short time limit). */
+  readonly patternTester?: PatternTester;
 }
 
 export interface RunningServer {
@@ -244,6 +247,7 @@ export async function composeServer(
       timeOffsetMs: () => core.timeClock.offsetMs,
       workers: dataWorkers,
       connections: core.connections,
+      patternTester: deps.patternTester,
       swapped: () => {
         core.swaps++;
         cluster.policyChanged();
