@@ -165,19 +165,23 @@ Deno.test("a refused request's target with a NUL byte is kept whole in its recor
   assertEquals([got.method, got.host, got.path], [rec.method, rec.host, rec.path]);
 });
 
+const FLAGGED_ARRIVAL = {
+  time: Date.UTC(2026, 0, 1),
+  peer_ip: "192.0.2.1",
+  proto: "http",
+  host: "shop.test",
+  query: "",
+  user_agent: null,
+} as const;
+
 Deno.test("a record whose inspection ran out of budget keeps its flag in every read", async () => {
   await using store = await testStore();
   const repo = createAccessLogRepo(store.db, lineFormat);
   const rec = arrivingRecord({
+    ...FLAGGED_ARRIVAL,
     trace_id: "e".repeat(32),
-    time: Date.UTC(2026, 0, 1),
-    peer_ip: "192.0.2.1",
-    proto: "http",
     method: "POST",
-    host: "shop.test",
     path: "/comment",
-    query: "",
-    user_agent: null,
   });
   rec.status = 200;
   rec.inspection = "budget";
