@@ -5,6 +5,7 @@
  * serves); `composeAreas` composes the named ones and those they need, its management app mounting
  * only their routes (the in-process route tests compose the area under test).
  */
+import type { PatternTester } from "../mod/protection/pattern_tester.ts";
 import type { Db } from "../db/store.ts";
 import { openStore } from "../db/store.ts";
 import { createAuditRepo } from "../db/audit_repo.ts";
@@ -67,6 +68,8 @@ export interface ComposeDeps {
   };
   /** Waits `ms` (answering a flooding client late); tests replace it. Default: a timer. */
   readonly sleep?: (ms: number) => Promise<void>;
+  /** Replaces the regex tester (tests give it a slow worker and a short time limit). */
+  readonly patternTester?: PatternTester;
 }
 
 export interface ServerOptions {
@@ -344,6 +347,7 @@ function composeDataPlane(base: Base, parts: Parts): DataPlane {
     timeOffsetMs: () => core.timeClock.offsetMs,
     notifications: core.notifications,
     managementClients: core.managementClients,
+    patternTester: base.deps.patternTester,
     workers: parts.dataWorkers,
     connections: core.connections,
     swapped: () => {

@@ -64,6 +64,7 @@ import { createOnboarding, type ListenAddress } from "../mod/data_plane/onboardi
 import { createBlockPagePreviews } from "../mod/protection/block_page_previews.ts";
 import { VERSION } from "../mod/core/version.ts";
 import { startTlsFront, type TlsFront } from "../routes/proxy/tls_front.ts";
+import type { PatternTester } from "../mod/protection/pattern_tester.ts";
 
 export interface DataPlane {
   readonly sites: Sites;
@@ -131,6 +132,8 @@ export interface DataPlaneDeps {
   readonly notifications?: Notifications;
   /** The management listener's addresses and signed-in clients, which ALAP never blocks. */
   readonly managementClients?: { has(ip: string): boolean };
+  /** The regex tester (default: one on a worker of its own). */
+  readonly patternTester?: PatternTester;
   /**
    * Set when data-plane workers serve the listeners: the policy builds are recorded for them
    * (`snapshot`), and the edge cache the routes purge is the workers' (`app/data_workers.ts`).
@@ -166,6 +169,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     edgeCache: deps.workers?.edgeCache,
     notifications: deps.notifications,
     managementClients: deps.managementClients,
+    tester: deps.patternTester,
   });
   const apisec = createApiSecPlane({
     config,

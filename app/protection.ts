@@ -24,6 +24,7 @@ import { createNotifications, type Notifications } from "../mod/core/notificatio
 import { createEdgeCache, type EdgeCache } from "../mod/protection/edge_cache.ts";
 import { createGoodBotVerifier, denoResolver, type Resolver } from "../mod/protection/good_bots.ts";
 import { createPolicyObjects, type PolicyObjects } from "../mod/protection/policy_objects.ts";
+import { PatternTester } from "../mod/protection/pattern_tester.ts";
 import {
   type CompiledProtection,
   createProtectionCompiler,
@@ -112,6 +113,8 @@ export interface ProtectionDeps {
   readonly notifications?: Notifications;
   /** The management listener's addresses and signed-in clients, which ALAP never blocks. */
   readonly managementClients?: { has(ip: string): boolean };
+  /** The regex tester (default: one on a worker of its own, with the default time limit). */
+  readonly tester?: PatternTester;
 }
 
 export function createProtectionPlane(deps: ProtectionDeps): ProtectionPlane {
@@ -150,6 +153,7 @@ export function createProtectionPlane(deps: ProtectionDeps): ProtectionPlane {
     enforced: () => policy.current.protection,
   });
   const cache = deps.edgeCache ?? createEdgeCache();
+  const tester = deps.tester ?? new PatternTester();
   const controls: ProtectionControls = {
     runtime: createProtectionRuntime({ clock, random }),
     clock,
@@ -167,10 +171,11 @@ export function createProtectionPlane(deps: ProtectionDeps): ProtectionPlane {
       ...alapRoutes(alap, objects),
       ...blockPageRoutes(objects, createBlockPagePreviews({ clock, random: deps.random })),
       ...edgeRoutes(objects, cache),
-      ...protectionRoutes(objects, { hasGeo: store.geo !== undefined }),
+      ...protectionRoutes(objects, { hasGeo: store.geo !== undefined, tester }),
       ...threatIntelRoutes({ objects, feeds }),
     ],
     async close() {
+      tester.close();
       await feeds.stop();
       alap.flush();
     },

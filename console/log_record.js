@@ -194,6 +194,12 @@ function Body({ r }) {
     [t("logs.class"), r.class ?? "-"],
     [t("logs.status"), r.status],
     [t("logs.upstream"), r.upstream],
+    ...(r.inspection
+      ? [[
+        t("logs.inspection"),
+        html`<span id="inspection">${t("logs.inspection_" + r.inspection)}</span>`,
+      ]]
+      : []),
   ]} /></div>
       <div><h2>${t("logs.timings")}</h2><${Facts} rows=${[
     [t("logs.total"), us(r.latency_us?.total)],

@@ -13,6 +13,7 @@ import {
   compileRe2,
   holderOf,
   type Matcher,
+  type RefusalReason,
   type RuleSetHolder,
   type SharedMatcher,
 } from "./re2.ts";
@@ -73,19 +74,22 @@ export interface CompiledAclRules extends RuleSetHolder {
   evaluate(view: RequestView, ip: IpAddress | undefined, siteId: string): AclResult;
 }
 
-/** Returns the first problem of a rule's conditions (an RE2 message or a bad network). */
+/**
+ * Returns the first problem of a rule's conditions (an RE2 message, with RE2's reason, or a
+ * bad network).
+ */
 export function validateAclConditions(
   c: AclConditions,
-): { field: string; message: string } | undefined {
+): { field: string; message: string; reason?: RefusalReason } | undefined {
   if (c.path && "regex" in c.path) {
     const r = checkRe2(c.path.regex);
-    if (r) return { field: "conditions.path.regex", message: r.message };
+    if (r) return { field: "conditions.path.regex", message: r.message, reason: r.reason };
   }
   for (const key of ["header", "query"] as const) {
     const p = c[key]?.pattern;
     if (p !== undefined) {
       const r = checkRe2(p);
-      if (r) return { field: `conditions.${key}.pattern`, message: r.message };
+      if (r) return { field: `conditions.${key}.pattern`, message: r.message, reason: r.reason };
     }
   }
   for (const [i, text] of (c.cidrs ?? []).entries()) {

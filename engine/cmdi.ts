@@ -21,6 +21,8 @@ import {
 } from "./shell_commands.ts";
 import { judgeWindows } from "./windows_cmd.ts";
 import { deobfuscate } from "./shell_deobfuscate.ts";
+import { GLOB } from "./shell_glob.ts";
+import { Args, endsSegment, Scan } from "./shell_scan.ts";
 import { factorAlternation } from "./regex_factor.ts";
 
 const MAX_CHARS = MAX_TEXT;
@@ -47,9 +49,6 @@ const SPECIAL_HINT = factorAlternation(
 const IFS_TRICK = /\$\{?ifs\}?|\$\{path:0:1\}|\$\{home:0:1\}/i;
 const WINDOWS_SHELL =
   /%comspec%|\bcmd(?:\.exe)?\s+\/[ck]\s|\bpowershell(?:\.exe)?\s+(?:-|\/)(?:e|enc|encodedcommand|c|command|nop|noprofile|w|windowstyle|exec|ep)\b|\biex\s*\(|\binvoke-(?:expression|webrequest)\b/i;
-
-/** An output redirection into a file, or into a device. */
-const REDIRECT = /(?:^|[\s'"])\d?>>?\s*(?:\/dev\/|[\w./-]+\.\w{1,5}\b|\/)/;
 
 /** Common commands that do their harm without arguments (`;id`, `|pwd|`). */
 const BARE_COMMANDS: ReadonlySet<string> = new Set([
@@ -130,11 +129,6 @@ function isQuote(c: number): boolean {
   return c === 39 || c === 34;
 }
 
-/** Characters that end a simple command (its segment). */
-function endsSegment(c: number): boolean {
-  return c === 59 || c === 124 || c === 38 || c === 10 || c === 13 || c === 96 || c === 41;
-}
-
 /**
  * How strongly one argument says "command line": 2 for flags, absolute or drive paths,
  * variables, URLs, addresses and globs; 1 for numbers, file names, quoted strings and
@@ -163,9 +157,10 @@ function argStrength(arg: string, command: string): number {
 
 /** Reads the command word at `from`; returns its name without path and `.exe`, and its end. */
 function readWord(
-  s: string,
+  scan: Scan,
   from: number,
 ): { name: string; end: number; path: boolean } | undefined {
+  const s = scan.s;
   let end = from;
   while (end < s.length && !endsWord(s.charCodeAt(end))) end++;
   if (end === from) return undefined;
@@ -176,43 +171,19 @@ function readWord(
     // `/usr/bin/id` names a program; `curl/7.68` (a user agent) and `/api/ping` do not.
     if (word.indexOf("bin/") < 0 && word.indexOf("system32/") < 0) {
       // `/???/c?t`, `/b*/n[c]`: the shell expands a wildcard path before it runs it.
-      const globbed = GLOB.test(word) ? commandMatching(last) : undefined;
+      const globbed = GLOB.test(word) ? scan.globbed(last) : undefined;
       return globbed === undefined ? undefined : { name: globbed, end, path: true };
     }
     // `/bin/c?t`: a wildcard in the program's own name is expanded the same way.
-    word = GLOB.test(last) ? commandMatching(last) ?? last : last;
+    word = GLOB.test(last) ? scan.globbed(last) ?? last : last;
   }
   if (word.endsWith(".exe")) word = word.slice(0, -4);
   return { name: word, end, path: slash >= 0 };
 }
 
-/** Shell wildcards: `?`, `*`, a bracket expression. */
-const GLOB = /[?*[]/;
-const GLOB_PART = /\[!?[a-z0-9-]{1,16}\]|[?*]|[^?*[]/g;
-/** Every command name, longest first, for {@link commandMatching}. */
-const COMMAND_NAMES = [...COMMANDS.keys()].sort((a, b) => b.length - a.length);
-
-/**
- * The distinct command a wildcard file name expands to (`c?t` to `cat`, `n[c]` to `nc`), or
- * undefined. Names are short, so a longer pattern names none.
- */
-function commandMatching(pattern: string): string | undefined {
-  if (pattern.length === 0 || pattern.length > 24 || !GLOB.test(pattern)) return undefined;
-  let source = "";
-  for (const part of pattern.match(GLOB_PART) ?? []) {
-    if (part === "?") source += "[^/]";
-    else if (part === "*") source += "[^/]*";
-    else if (part.length > 1) source += part.startsWith("[!") ? `[^${part.slice(2)}` : part;
-    else source += part.replace(/[.+^${}()|\\\]]/g, "\\$&");
-  }
-  const re = new RegExp(`^${source}$`);
-  // A pattern that matches nearly anything (`*`, `??`) names no particular command.
-  if (re.test("zz") || re.test("zzz")) return undefined;
-  return COMMAND_NAMES.find((name) => re.test(name));
-}
-
 /** True when nothing command-breaking follows the segment: end, quotes, a comment or a command. */
-function tailIsShell(s: string, segEnd: number): boolean {
+function tailIsShell(scan: Scan, segEnd: number): boolean {
+  const s = scan.s;
   let i = segEnd;
   while (i < s.length) {
     const c = s.charCodeAt(i);
@@ -224,7 +195,7 @@ function tailIsShell(s: string, segEnd: number): boolean {
       continue;
     }
     if (c === 35 /* # */) return true;
-    const next = readWord(s, i);
+    const next = readWord(scan, i);
     return next !== undefined && COMMANDS.has(next.name);
   }
   return true;
@@ -262,7 +233,8 @@ function csvField(s: string, open: number, close: number): boolean {
 }
 
 /** Scores the simple command starting at `from` in context `ctx`. */
-function judgeCommand(s: string, from: number, ctx: Context): number {
+function judgeCommand(scan: Scan, from: number, ctx: Context): number {
+  const s = scan.s;
   let p = from;
   while (p < s.length && (isSpace(s.charCodeAt(p)) || s.charCodeAt(p) === 123)) p++;
   // A quoted command word is the same word to the shell (`;"i"d` is `;id`).
@@ -270,7 +242,7 @@ function judgeCommand(s: string, from: number, ctx: Context): number {
   while (
     p < s.length && (s.charCodeAt(p) === 39 || s.charCodeAt(p) === 34 || isSpace(s.charCodeAt(p)))
   ) quoted = !isSpace(s.charCodeAt(p++)) || quoted;
-  let word = readWord(s, p);
+  let word = readWord(scan, p);
   if (word === undefined) return 0;
   if (quoted && p === from + 1 && csvField(s, from, word.end)) return 0;
   // ...unless text follows its closing quote: `"type":"x"` is the one word `type:x` (JSON).
@@ -282,7 +254,7 @@ function judgeCommand(s: string, from: number, ctx: Context): number {
   while (RUNNER_COMMANDS.has(word.name) && ctx !== "start") {
     let q = word.end;
     while (q < s.length && isSpace(s.charCodeAt(q))) q++;
-    const next = readWord(s, q);
+    const next = readWord(scan, q);
     if (next === undefined || !COMMANDS.has(next.name) || next.end === q) break;
     word = next;
   }
@@ -290,15 +262,14 @@ function judgeCommand(s: string, from: number, ctx: Context): number {
   if (kind === undefined) return 0;
   if (s.charCodeAt(word.end) === 61 /* = */) return 0; // `id=5` is an assignment or a pair
   if (ctx === "amp" && p === from && word.end === s.length) return kind === "distinct" ? 70 : 0;
-  let segEnd = word.end;
-  while (segEnd < s.length && !endsSegment(s.charCodeAt(segEnd))) segEnd++;
-  const args = s.slice(word.end, segEnd).trim();
+  const segEnd = scan.segmentEnd(word.end);
+  const args = new Args(s, word.end, segEnd);
   // `/usr/bin/id` names a program by its path: no prose does that.
   const distinct = kind === "distinct" || word.path;
   const closed = ctx === "subst" && (s.charCodeAt(segEnd) === 96 || s.charCodeAt(segEnd) === 41);
-  if (args.length === 0) {
+  if (args.start >= segEnd) {
     if (closed) return distinct ? 90 : 85;
-    const tail = tailIsShell(s, segEnd);
+    const tail = tailIsShell(scan, segEnd);
     if (ctx === "start") return BARE_AT_START.has(word.name) && segEnd === s.length ? 72 : 0;
     if (!distinct && !BARE_COMMANDS.has(word.name)) return 30;
     if (!tail) return distinct ? 55 : 35;
@@ -306,7 +277,7 @@ function judgeCommand(s: string, from: number, ctx: Context): number {
     return distinct ? 88 : 80;
   }
   if (word.name === "echo" || word.name === "printf") {
-    if (REDIRECT.test(s.slice(word.end))) return 90;
+    if (scan.redirectAfter(word.end)) return 90;
     // `; echo $((1+1))`: a computed answer is what a blind probe looks for.
     if (
       (ctx === "strong" || ctx === "subst") && ARITHMETIC.test(s.slice(word.end, word.end + 256))
@@ -317,25 +288,27 @@ function judgeCommand(s: string, from: number, ctx: Context): number {
     if (ctx === "subst" && (closed || s.charCodeAt(segEnd) === 124)) return 85;
     return ctx === "strong" || ctx === "subst" ? 60 : 20;
   }
-  const tokens = args.split(/\s+/);
-  const first = argStrength(tokens[0] ?? "", word.name);
+  const head = args.next() ?? "";
+  const first = argStrength(head, word.name);
   let all = first > 0;
-  for (let i = 1; all && i < tokens.length; i++) {
-    if (argStrength(tokens[i]!, word.name) === 0) all = false;
+  while (all) {
+    const arg = args.next();
+    if (arg === undefined) break;
+    if (argStrength(arg, word.name) === 0) all = false;
   }
-  const redirect = REDIRECT.test(args);
+  const redirect = scan.redirectWithin(args.start, args.end);
   if (ctx === "strong" || ctx === "subst") {
     if (first === 2 || all || redirect || closed) return distinct ? 92 : 85;
     return distinct ? 60 : 30;
   }
   if (first === 2 && (distinct || all || redirect)) return distinct ? 85 : 78;
   // `net user ...`, `reg add ...`: a Windows administration verb is never prose.
-  if (first === 2 && SUBCOMMANDS.get(word.name)?.has(tokens[0]!) === true) return 85;
-  if (first === 2 && PATH_ARG.test(tokens[0]!)) return 75;
+  if (first === 2 && SUBCOMMANDS.get(word.name)?.has(head) === true) return 85;
+  if (first === 2 && PATH_ARG.test(head)) return 75;
   if (all && distinct) return 80;
-  if (all && META_COMMANDS.has(word.name) && COMMANDS.get(tokens[0]!) === "distinct") return 76;
+  if (all && META_COMMANDS.has(word.name) && COMMANDS.get(head) === "distinct") return 76;
   // `sleep 5`, `ping 10.0.0.1` as the whole value; quoted strings alone prove nothing.
-  if (all && NUMERIC_COMMANDS.has(word.name) && DIGIT.test(tokens[0]!)) return 72;
+  if (all && NUMERIC_COMMANDS.has(word.name) && DIGIT.test(head)) return 72;
   if (first === 2) return 55;
   return 0;
 }
@@ -418,13 +391,14 @@ export function cmdi(value: DetectorInput): Finding | undefined {
   if (!SEPARATOR.test(text)) {
     // No command position but the start: only the first words matter.
     const head = deobfuscate(text.length > 256 ? text.slice(0, 256) : text);
-    const score = judgeCommand(head, 0, "start");
+    const score = judgeCommand(new Scan(head), 0, "start");
     return score > 0
       ? stronger(best, makeFinding(value, "rce", score, "cmdi.command", head, 0))
       : best;
   }
   const s = deobfuscate(text);
-  let top = judgeCommand(s, 0, "start");
+  const scan = new Scan(s);
+  let top = judgeCommand(scan, 0, "start");
   let topAt = 0;
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
@@ -446,7 +420,7 @@ export function cmdi(value: DetectorInput): Finding | undefined {
       from = i + 2;
     }
     if (ctx === undefined) continue;
-    const score = judgeCommand(s, from, ctx);
+    const score = judgeCommand(scan, from, ctx);
     if (score > top) {
       top = score;
       topAt = i;

@@ -76,9 +76,10 @@ function isLetter(c: number): boolean {
  *
  * @param text decoded text
  * @param inTag start inside an attribute list (after an attribute-value breakout)
+ * @param maxTags tags read at most (a caller that judges the first only reads one)
  * @returns tags in order, at most {@link MAX_TAGS}
  */
-export function lexHtml(text: string, inTag = false): HtmlTag[] {
+export function lexHtml(text: string, inTag = false, maxTags = MAX_TAGS): HtmlTag[] {
   const tags: HtmlTag[] = [];
   const n = text.length;
   let i = 0;
@@ -97,7 +98,7 @@ export function lexHtml(text: string, inTag = false): HtmlTag[] {
     });
     i = next(r);
   }
-  while (i < n && tags.length < MAX_TAGS) {
+  while (i < n && tags.length < maxTags) {
     const lt = text.indexOf("<", i);
     if (lt < 0 || lt + 1 >= n) break;
     const c = text.charCodeAt(lt + 1);
@@ -167,6 +168,8 @@ function readAttributes(text: string, at: number): AttrList {
     }
     if (c === 62) return { attrs, end: i + 1, complete: true, nested };
     if (nested < 0 && opensTag(text, i)) nested = i;
+    // Past the attributes kept, the rest is only read for where the tag ends: no copies.
+    const keep = attrs.length < MAX_ATTRS;
     const nameStart = i;
     i++;
     while (i < n) {
@@ -174,10 +177,11 @@ function readAttributes(text: string, at: number): AttrList {
       if (isSpace(d) || d === 47 || d === 62 || d === 61) break;
       i++;
     }
-    const name = text.slice(nameStart, i).toLowerCase().replace(CONTROL, "");
+    const nameEnd = i;
     let k = i;
     while (k < n && isSpace(text.charCodeAt(k))) k++;
-    let value: string | undefined;
+    let valueStart = -1;
+    let valueEnd = -1;
     let unterminated = false;
     if (text.charCodeAt(k) === 61) {
       k++;
@@ -186,17 +190,32 @@ function readAttributes(text: string, at: number): AttrList {
       // Backticks quoted attribute values in IE; payloads still use them.
       if (q === 34 || q === 39 || q === 96) {
         const close = text.indexOf(text[k]!, k + 1);
-        value = text.slice(k + 1, close < 0 ? n : close);
+        valueStart = k + 1;
+        valueEnd = close < 0 ? n : close;
         unterminated = close < 0;
         i = close < 0 ? n : close + 1;
       } else {
         const vStart = k;
         while (k < n && !isSpace(text.charCodeAt(k)) && text.charCodeAt(k) !== 62) k++;
-        value = text.slice(vStart, k);
+        valueStart = vStart;
+        valueEnd = k;
         i = k;
       }
     }
-    if (attrs.length < MAX_ATTRS) attrs.push({ name, value, unterminated });
+    if (keep) {
+      const value = valueStart < 0 ? undefined : text.slice(valueStart, valueEnd);
+      attrs.push({ name: attrName(text, nameStart, nameEnd), value, unterminated });
+    }
   }
   return { attrs, end: n, complete: false, nested };
+}
+
+/** An attribute's name as judged: lower-cased, control characters dropped. */
+function attrName(text: string, start: number, end: number): string {
+  const name = text.slice(start, end).toLowerCase();
+  for (let i = 0; i < name.length; i++) {
+    const c = name.charCodeAt(i);
+    if (c < 0x20 || c === 0x7f) return name.replace(CONTROL, "");
+  }
+  return name;
 }

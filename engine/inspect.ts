@@ -45,16 +45,8 @@ import { deserialization } from "./deserialization.ts";
 import { jndi } from "./jndi.ts";
 import { restrictedFile } from "./restricted_files.ts";
 import { isInert } from "./char_classes.ts";
+import { budgetFor, WorkBudget } from "./work_budget.ts";
 
-/** Characters analysed per request at least; ample for real traffic, bounded for floods. */
-export const DEFAULT_BUDGET = 256 * 1024;
-/**
- * Characters analysed per character of the request on top of {@link DEFAULT_BUDGET}. Every
- * character is judged about 1.33 times (overlapping windows) plus what decoding reveals, so
- * the whole request up to the inspection limit fits and padding cannot push a payload out of
- * reach, while the work stays linear in the request's size.
- */
-const BUDGET_PER_CHAR = 4;
 /** Long values are judged in windows of this many raw characters... */
 const WINDOW = MAX_TEXT;
 /** ...starting this far apart, so any fragment up to the overlap lies whole in one window. */
@@ -121,17 +113,25 @@ const REFERER_QUERY = "referer?";
 /** Per-request state: the findings so far and the work left. */
 class Analysis {
   readonly findings: Finding[] = [];
-  truncated = false;
-  constructor(private budget: number) {}
+  readonly #budget: WorkBudget;
 
-  /** Charges `n` characters; false (and truncated) once the budget is spent. */
-  spend(n: number): boolean {
-    if (this.budget <= 0) {
-      this.truncated = true;
-      return false;
-    }
-    this.budget -= n;
-    return true;
+  constructor(budget: number) {
+    this.#budget = new WorkBudget(budget);
+  }
+
+  /** True once the budget ran out (or the run was stopped): the rest is not judged. */
+  get truncated(): boolean {
+    return this.#budget.exhausted;
+  }
+
+  /** Charges `units` of work about to be done; false once they do not fit. */
+  spend(units: number): boolean {
+    return this.#budget.spend(units);
+  }
+
+  /** Ends the work where it is. */
+  stop(): void {
+    this.#budget.stop();
   }
 
   /**
@@ -142,26 +142,43 @@ class Analysis {
   judge(value: DetectorInput, text: string, findings: Finding[]): void {
     const input = value.input;
     if (input.structured === true) {
-      runDetectors(value, findings, DOCUMENT_DETECTORS);
+      this.run(value, findings, DOCUMENT_DETECTORS);
       return;
     }
     if (input.upload !== undefined) {
-      judgeUpload(value, input.upload === "markup", findings);
+      const detectors = input.upload === "markup" ? MARKUP_UPLOAD_DETECTORS : UPLOAD_DETECTORS;
+      if (this.spend(value.decoded.length * detectors.length)) {
+        judgeUpload(value, detectors, findings);
+      }
       return;
     }
-    runDetectors(value, findings);
-    const joined = text.indexOf("/*") >= 0 ? joinSplitWords(value.decoded) : undefined;
-    if (joined !== undefined) runDetectors({ ...value, decoded: joined }, findings, SQL_ONLY);
+    if (!this.run(value, findings)) return;
+    if (text.indexOf("/*") >= 0 && this.spend(text.length)) {
+      const joined = joinSplitWords(value.decoded);
+      if (joined !== undefined) this.run({ ...value, decoded: joined }, findings, SQL_ONLY);
+    }
     this.#revealHidden(value, text, findings, 0);
+  }
+
+  /** {@link runDetectors} when the budget has room for them; false when it had not. */
+  run(
+    value: DetectorInput,
+    findings: Finding[],
+    detectors: readonly Detector[] = ALL_DETECTORS,
+  ): boolean {
+    if (!this.spend(value.decoded.length * detectors.length)) return false;
+    runDetectors(value, findings, detectors);
+    return true;
   }
 
   /** Judges what a decoded text hides (base64, nested JSON), and what that hides in turn. */
   #revealHidden(value: DetectorInput, text: string, findings: Finding[], depth: number): void {
+    if (!this.spend(text.length)) return;
     for (const hidden of hiddenTexts(text)) {
       if (!this.spend(hidden.length)) return;
       const decoded = normalize(hidden).text;
       const inner: DetectorInput = { ...value, decoded, raw: hidden };
-      runDetectors(inner, findings);
+      if (!this.run(inner, findings)) return;
       if (depth + 1 < MAX_HIDDEN_DEPTH) this.#revealHidden(inner, decoded, findings, depth + 1);
     }
   }
@@ -237,19 +254,18 @@ export class InspectionRun {
     if (session !== undefined) analysis.findings.push(session);
   }
 
-  /** Does the next slice of work; false once nothing is left. */
+  /** Does the next slice of work; false once nothing is left (or the budget ran out). */
   step(): boolean {
     const analysis = this.#analysis;
+    if (analysis.truncated) return false;
     if (this.#long !== undefined) {
       this.#window(this.#long);
-      return true;
+      return !analysis.truncated;
     }
     const input = this.#inputs[this.#next++];
-    if (input === undefined) return false;
-    if (!analysis.spend(input.value.length)) {
-      this.#next = this.#inputs.length;
-      return false;
-    }
+    if (input === undefined || analysis.truncated) return false;
+    // Reading and decoding the value; the detectors charge what they read.
+    if (!analysis.spend(Math.min(input.value.length, WINDOW))) return false;
     // Values made only of words and dots (`isInert`) cannot carry any attack class the engine
     // knows (no quotes, spaces, markup, separators or encodings), so they skip every detector.
     // This is what keeps typical benign requests (ids, tokens, slugs) cheap.
@@ -264,6 +280,14 @@ export class InspectionRun {
     else if (input.source === "path") inspectRemembered(PATH_MEMO, input, analysis);
     else inspectInput(input, analysis.findings, analysis);
     return true;
+  }
+
+  /**
+   * Ends the run where it is, as when the budget runs out: what was read stays judged, the rest
+   * is not, and the result says so (`truncated`). For a caller's own limit, such as a deadline.
+   */
+  stop(): void {
+    this.#analysis.stop();
   }
 
   /** The findings so far, sorted, and the one that blocks at the run's level. */
@@ -281,7 +305,7 @@ export class InspectionRun {
     const v = long.input.value;
     const at = long.at;
     const window = v.slice(at, at + WINDOW);
-    if (!isInert(window) && !isBinary(window)) {
+    if (this.#analysis.spend(window.length) && !isInert(window) && !isBinary(window)) {
       const text = normalize(window, long.plus).text;
       const value: DetectorInput = {
         input: long.input,
@@ -300,12 +324,6 @@ const WHOLE: ReadonlySet<string> = new Set(["path", "body", "xml", "multipart"])
 
 function wholeness(f: Finding): number {
   return WHOLE.has(f.location) ? 1 : 0;
-}
-
-function budgetFor(req: EngineRequest): number {
-  let size = req.path.length + req.query.length + (req.body?.length ?? 0);
-  for (const [name, value] of req.headers) size += name.length + value.length;
-  return DEFAULT_BUDGET + BUDGET_PER_CHAR * size;
 }
 
 function plusMode(input: Input): PlusMode {
@@ -366,9 +384,13 @@ const PHP_TAG = /<\?(?!xml\b)/i;
 /** ASP and JSP code only runs inside `<% %>`, `<jsp:...>` or a server-side script element. */
 const SERVER_TAG = /<%|<jsp:|\brunat\s*=\s*["']?server/i;
 
-function judgeUpload(value: DetectorInput, markup: boolean, findings: Finding[]): void {
+function judgeUpload(
+  value: DetectorInput,
+  detectors: readonly Detector[],
+  findings: Finding[],
+): void {
   const own: Finding[] = [];
-  runDetectors(value, own, markup ? MARKUP_UPLOAD_DETECTORS : UPLOAD_DETECTORS);
+  runDetectors(value, own, detectors);
   for (const f of own) {
     const tag = f.class === "php"
       ? PHP_TAG

@@ -14,7 +14,8 @@
 
 export type * from "./types.ts";
 export { ATTACK_CLASSES } from "./types.ts";
-export { BLOCKING_BAND, DEFAULT_BUDGET, inspect, InspectionRun } from "./inspect.ts";
+export { BLOCKING_BAND, inspect, InspectionRun } from "./inspect.ts";
+export { BUDGET_PER_CHAR, DEFAULT_BUDGET, WorkBudget } from "./work_budget.ts";
 export { extract } from "./extract.ts";
 export { BodyTail, MAX_JUDGED_BODY, TAIL_WINDOW } from "./body_tail.ts";
 export { bodyCharset, decodeBodyText } from "./charset.ts";

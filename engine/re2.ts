@@ -11,8 +11,10 @@
  * - a compiled expression is shared by source and flags and reference counted by its holders
  *   (compiled rule sets, which the policies still in use retain); the last release frees it;
  * - validation compiles, measures and frees (a refused or merely checked pattern keeps nothing);
- * - a pattern is refused when {@link MAX_PATTERNS} distinct ones are in use or when, compiled,
- *   it would leave less than {@link HEADROOM_BYTES} free for matching;
+ * - a pattern is refused when {@link MAX_PATTERNS} distinct ones are in use, when its program
+ *   is too large to match at a bounded cost per character ({@link MAX_PROGRAM_SIZE}
+ *   instructions, estimated in `re2_cost.ts`), or when, compiled, it would leave less than
+ *   {@link HEADROOM_BYTES} free for matching;
  * - inputs longer than {@link SLICE} characters are matched in overlapping slices, so a large
  *   body never needs a copy of itself inside the heap;
  * - when the heap runs out anyway (a pattern too large to compile, RE2's DFA caches grown by
@@ -20,6 +22,9 @@
  *   is compiled again, and the call is retried once.
  */
 import { createRequire } from "node:module";
+import { MAX_PROGRAM_SIZE, programSize } from "./re2_cost.ts";
+
+export { MAX_PROGRAM_SIZE } from "./re2_cost.ts";
 
 /**
  * Keeps the package in the module graph (and in a compiled binary) without loading it: never
@@ -38,6 +43,8 @@ export interface Matcher {
 
 /** A matcher shared by everything that compiled the same pattern; see {@link compileRe2}. */
 export interface SharedMatcher extends Matcher {
+  /** The estimated size of its program (`re2_cost.ts`): what one character may cost it. */
+  readonly size: number;
   /** Adds a holder. */
   retain(): void;
   /** Drops a holder; the last one frees the compiled expression. */
@@ -61,8 +68,11 @@ export function holderOf(matchers: readonly SharedMatcher[]): RuleSetHolder {
   };
 }
 
-/** Why a pattern was refused: its syntax, or RE2's memory (a budget, not the pattern's fault). */
-export type RefusalReason = "syntax" | "memory" | "limit";
+/**
+ * Why a pattern was refused: its syntax, its program's size, or RE2's memory or pattern count
+ * (budgets, not the pattern's fault).
+ */
+export type RefusalReason = "syntax" | "size" | "memory" | "limit";
 
 export type CompileResult =
   | { readonly ok: true; readonly matcher: SharedMatcher }
@@ -218,6 +228,7 @@ class Shared implements SharedMatcher {
     readonly key: string,
     readonly flags: string,
     re: NativeRe2,
+    readonly size: number,
   ) {
     this.#re = re;
     const literal = prefilterOf(source, flags === "iu");
@@ -336,7 +347,7 @@ export function compileRe2(
   }
   const r = compileFresh(pattern, flags);
   if (!r.ok) return r;
-  const matcher = new Shared(pattern, key, flags, r.re);
+  const matcher = new Shared(pattern, key, flags, r.re, r.size);
   live.set(key, matcher);
   return { ok: true, matcher };
 }
@@ -365,7 +376,11 @@ export function checkRe2(
 function compileFresh(
   pattern: string,
   flags: string,
-): { ok: true; re: NativeRe2 } | { ok: false; reason: RefusalReason; message: string } {
+): { ok: true; re: NativeRe2; size: number } | {
+  ok: false;
+  reason: RefusalReason;
+  message: string;
+} {
   if (live.size >= MAX_PATTERNS) {
     stats.refused++;
     return {
@@ -374,11 +389,13 @@ function compileFresh(
       message: `Too many distinct regular expressions in use: the limit is ${MAX_PATTERNS}`,
     };
   }
+  const size = programSize(pattern, flags === "iu");
+  if (size > MAX_PROGRAM_SIZE) return tooLargeOrInvalid(pattern, flags, size);
   for (let attempt = 0; attempt < 2; attempt++) {
     const b = instance.build(pattern, flags);
     if (!b.ok && !b.oom) return { ok: false, reason: "syntax", message: b.message };
     if (b.ok) {
-      if (instance.hasHeadroom()) return { ok: true, re: b.re };
+      if (instance.hasHeadroom()) return { ok: true, re: b.re, size };
       free(b.re);
       if (attempt === 1) break;
     }
@@ -394,6 +411,46 @@ function compileFresh(
       `Regular expression memory is full: the pattern does not fit beside the ${live.size} ` +
       "patterns in use; remove unused rules or simplify this pattern",
   };
+}
+
+/**
+ * Refuses a pattern over the size limit without building it (building a program of tens of
+ * thousands of instructions takes seconds): RE2's own verdict on its syntax comes first, read
+ * from the pattern with every count cut to one, which parses exactly when the pattern does
+ * (counts over RE2's own limit aside, which are too large either way). Only an invalid pattern is
+ * built, and RE2 refuses it while parsing, before it compiles anything.
+ */
+function tooLargeOrInvalid(
+  pattern: string,
+  flags: string,
+  size: number,
+): { ok: false; reason: RefusalReason; message: string } {
+  const cut = instance.build(
+    pattern.replace(
+      COUNTED,
+      (_m, open: string, tail: string) =>
+        open + (tail === undefined ? "1}" : tail === "," ? "0,}" : "0,1}"),
+    ),
+    flags,
+  );
+  if (cut.ok) free(cut.re);
+  else if (!cut.oom) {
+    const b = instance.build(pattern, flags);
+    if (b.ok) free(b.re);
+    else if (!b.oom) return { ok: false, reason: "syntax", message: b.message };
+  }
+  stats.refused++;
+  return { ok: false, reason: "size", message: tooLarge(size) };
+}
+
+/** A counted repetition (`{3}`, `{2,}`, `{1,1000}`) not escaped: its `{` and what follows the count. */
+const COUNTED = /(?<!\\)(\{)\d+(,\d*)?\}/g;
+
+/** Why a pattern's program is too large, with the limit and what makes programs large. */
+function tooLarge(size: number): string {
+  return `Pattern too large: RE2 would compile it to about ${size} instructions, over the ` +
+    `limit of ${MAX_PROGRAM_SIZE} (a counted repetition is written out once per count: ` +
+    "x{1,100} is 100 copies of x; use + or * where the count does not matter)";
 }
 
 /** The literal prefilter of a pattern, ASCII only when case-insensitive. */

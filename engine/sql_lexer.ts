@@ -65,7 +65,22 @@ const TWO_CHAR_OPS: ReadonlySet<string> = new Set([
   "&&",
   "==",
 ]);
+/** The two-character operators by their characters' codes (`c1 << 16 | c2`), read without a copy. */
+const TWO_CHAR_CODES: ReadonlySet<number> = new Set(
+  [...TWO_CHAR_OPS].map((op) => (op.charCodeAt(0) << 16) | op.charCodeAt(1)),
+);
 const SINGLE_OPS = "=<>+-*/%^|&~!:?{}";
+/** One-character strings of ASCII, shared by the tokens instead of a copy each. */
+const ASCII_CHARS: readonly string[] = Array.from(
+  { length: 128 },
+  (_, c) => String.fromCharCode(c),
+);
+
+/** The character at `at` as a string, shared for ASCII. */
+function charAt(text: string, at: number): string {
+  const c = text.charCodeAt(at);
+  return c < 128 ? ASCII_CHARS[c]! : text[at]!;
+}
 const HEX_DIGIT = /[0-9a-fA-F]/;
 const EXPONENT_START = /[0-9+-]/;
 
@@ -113,7 +128,7 @@ export function lexSql(text: string, limit = Infinity): SqlToken[] {
     if (c === 39 || c === 34) {
       i = skipString(text, i);
       const closed = text.charCodeAt(i - 1) === c && i - start > 1;
-      out.push({ kind: "str", text: text[start]!, closed, call: false, start, end: i });
+      out.push({ kind: "str", text: ASCII_CHARS[c]!, closed, call: false, start, end: i });
       continue;
     }
     if (c === 96 || c === 91) {
@@ -185,16 +200,15 @@ export function lexSql(text: string, limit = Infinity): SqlToken[] {
     else if (c === 44) add("comma", ",", start, ++i);
     else if (c === 59) add("semi", ";", start, ++i);
     else if (c === 46) add("dot", ".", start, ++i);
-    else {
-      const two = text.slice(i, i + 2);
-      if (TWO_CHAR_OPS.has(two)) {
-        i += two === "<=" && text[i + 2] === ">" ? 3 : 2;
-        add(two === "||" || two === "&&" ? "logic" : "op", text.slice(start, i), start, i);
-      } else if (SINGLE_OPS.includes(text[i]!)) {
-        add("op", text[i]!, start, ++i);
-      } else {
-        add("other", text[i]!, start, ++i);
-      }
+    else if (TWO_CHAR_CODES.has((c << 16) | next)) {
+      // `<=>` (MySQL's null-safe equality) is the one three-character operator.
+      i += c === 60 && next === 61 && text.charCodeAt(i + 2) === 62 ? 3 : 2;
+      const logic = (c === 124 && next === 124) || (c === 38 && next === 38);
+      add(logic ? "logic" : "op", text.slice(start, i), start, i);
+    } else if (c < 128 && SINGLE_OPS.includes(ASCII_CHARS[c]!)) {
+      add("op", ASCII_CHARS[c]!, start, ++i);
+    } else {
+      add("other", charAt(text, i), start, ++i);
     }
   }
   return out;

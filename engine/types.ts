@@ -117,7 +117,10 @@ export type Level = "low" | "balanced" | "strict";
 
 export interface InspectOptions {
   readonly level: Level;
-  /** Upper bound of the total number of characters analysed for one request. */
+  /**
+   * Work units the inspection may spend (`work_budget.ts`: a character read by one detector is
+   * one unit); by default `budgetFor(request)`, which grows with the request's size.
+   */
   readonly budget?: number;
 }
 
@@ -127,7 +130,11 @@ export interface Inspection {
   readonly findings: readonly Finding[];
   /** The finding that decides the verdict under the given level, if any. */
   readonly blocking: Finding | undefined;
-  /** True when the work budget ran out before every input was analysed. */
+  /**
+   * True when the work budget ran out (or the caller stopped the run) before every input was
+   * analysed: the findings are those of what was read. The access log flags the request
+   * (`inspection: budget`).
+   */
   readonly truncated: boolean;
 }
 

@@ -122,12 +122,12 @@ function judgeText(text: string, hit: Hit): void {
     const at = text.indexOf(quote);
     // Only attributes with values can carry anything the tag judgement looks for.
     if (at < 0 || !text.includes("=", at)) continue;
-    const [tag] = lexHtml(text.slice(at + 1), true);
+    const [tag] = lexHtml(text.slice(at + 1), true, 1);
     if (tag !== undefined) judgeTag(tag, hit, -5, at);
   }
   const space = text.search(FIRST_SPACE);
   if (space >= 0 && text.includes("=")) {
-    const [tag] = lexHtml(text.slice(space), true);
+    const [tag] = lexHtml(text.slice(space), true, 1);
     if (tag !== undefined) judgeTag(tag, hit, -10, space);
   }
   if (text.includes(":")) judgeUrl(text, hit);

@@ -329,6 +329,9 @@ export default {
   "logs.bytes_in": "Bytes in",
   "logs.bytes_out": "Bytes out",
   "logs.finding": "Finding",
+  "logs.inspection": "Inspection",
+  "logs.inspection_budget":
+    "Ended short: the inspection budget ran out, so only what was read before was judged.",
   "logs.no_finding": "No finding: nothing in this request looked like an attack.",
   "logs.confidence": "Confidence",
   "logs.score": "Score",
@@ -479,7 +482,7 @@ export default {
   "rules.tester_intro":
     "Compiles the pattern on the server exactly as saving a rule does, and tries it on each line.",
   "rules.samples": "Sample inputs",
-  "rules.samples_hint": "One per line, up to 20.",
+  "rules.samples_hint": "One per line, up to 10 of at most 4,096 characters.",
   "rules.test": "Test",
   "rules.valid": "The pattern compiles",
   "rules.invalid": "The pattern does not compile",

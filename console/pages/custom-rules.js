@@ -46,7 +46,8 @@ function Tester() {
   const test = (e) => {
     e.preventDefault();
     action.run(async () => {
-      const lines = samples.split("\n").filter((s) => s !== "").slice(0, 20);
+      // The tester's limits (mod/protection/pattern_tester.ts): 10 samples of 4,096 characters.
+      const lines = samples.split("\n").filter((s) => s !== "").slice(0, 10);
       setResult(
         await post("/api/rules/custom/test", { pattern, ignore_case: ignoreCase, samples: lines }),
       );

@@ -107,13 +107,15 @@ export interface CompactSource {
   readonly bytes_in: number | null;
   readonly bytes_out: number | null;
   readonly latency_us: { total: number; waf: number; upstream: number | null };
+  readonly inspection?: string;
 }
 
 /**
  * A record's compact JSON: `[site, peer_ip, proto, query, user_agent, chain, finding, findings,
  * upstream, bytes_in, bytes_out, total, waf, upstream µs]`, each chain entry as
  * `[check, result, us]` (`rule` fourth when there is one); a fifteenth element, an object, holds
- * the columns' values SQLite would not give back as they are (a NUL, a lone surrogate), when any.
+ * the columns' values SQLite would not give back as they are (a NUL, a lone surrogate) and the
+ * record's `inspection` flag, when there are any.
  */
 export function compactRecord(r: CompactSource): string {
   // Pushed, not preallocated: a packed array, never a holey one.
@@ -141,7 +143,8 @@ export function compactRecord(r: CompactSource): string {
     l.waf,
     l.upstream,
   ];
-  if (unkept !== undefined) compact.push(unkept);
+  if (r.inspection !== undefined) compact.push({ ...unkept, inspection: r.inspection });
+  else if (unkept !== undefined) compact.push(unkept);
   return JSON.stringify(compact);
 }
 
@@ -153,8 +156,8 @@ export function expandRecord(c: RecordColumns, stored: string): string {
   if (stored.charCodeAt(0) !== 0x5b /* [ */) return stored;
   const a = JSON.parse(stored);
   // Column values SQLite would not have given back as they were, kept in the record itself.
-  const x = a.length > 14 ? a[14] as Partial<RecordColumns> : undefined;
-  return JSON.stringify({
+  const x = a.length > 14 ? a[14] as Partial<RecordColumns> & { inspection?: string } : undefined;
+  const whole: Record<string, unknown> = {
     trace_id: c.trace_id,
     time: c.time,
     peer_ip: a[1],
@@ -176,7 +179,9 @@ export function expandRecord(c: RecordColumns, stored: string): string {
     bytes_in: a[9],
     bytes_out: a[10],
     latency_us: { total: a[11], waf: a[12], upstream: a[13] },
-  });
+  };
+  if (x?.inspection !== undefined) whole.inspection = x.inspection;
+  return JSON.stringify(whole);
 }
 
 /** A chain entry of a compact record as the record's object. */
@@ -194,8 +199,10 @@ function storedForm(r: AccessLogRow): string {
   if (r.record.charCodeAt(0) !== 0x7b /* { */) return r.record;
   const o = JSON.parse(r.record);
   const keys = Object.keys(o);
-  const whole = keys.length === RECORD_FIELDS.length &&
-    keys.every((k, i) => k === RECORD_FIELDS[i]);
+  // The fields in their order, and the inspection flag last when the record has one.
+  const flagged = keys.length === RECORD_FIELDS.length + 1 && keys.at(-1) === "inspection";
+  const whole = (keys.length === RECORD_FIELDS.length || flagged) &&
+    RECORD_FIELDS.every((k, i) => k === keys[i]);
   if (!whole || !Array.isArray(o.chain) || typeof o.latency_us !== "object" || !o.latency_us) {
     return r.record;
   }

@@ -28,6 +28,12 @@ export interface FindingRecord {
   readonly rule: string;
 }
 
+/**
+ * How a request's inspection ended short of the whole request, when it did: `budget` when the
+ * work budget (or the inspection's deadline) ran out, so only what was read was judged.
+ */
+export type InspectionFlag = "budget";
+
 export interface AccessRecord {
   readonly trace_id: string;
   /** Milliseconds since the epoch when the request arrived. */
@@ -54,6 +60,11 @@ export interface AccessRecord {
   bytes_in: number | null;
   bytes_out: number | null;
   latency_us: { total: number; waf: number; upstream: number | null };
+  /**
+   * Set only when the inspection ended short ({@link InspectionFlag}); absent otherwise, so the
+   * records of nearly every request keep their one shape.
+   */
+  inspection?: InspectionFlag;
 }
 
 /**
@@ -111,6 +122,8 @@ export class ArrivingRecord implements AccessRecord {
     waf: 0,
     upstream: null,
   };
+  /** Assigned only when the inspection ended short: the field is absent otherwise. */
+  declare inspection?: InspectionFlag;
 
   /** `arrival` is read, not kept: the record holds only its own fields. */
   constructor(arrival: Arrival, traceId: string, userAgent: string | null) {

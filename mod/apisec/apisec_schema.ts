@@ -8,7 +8,7 @@
  * (null: every site).
  */
 import { z } from "zod";
-import { validatePattern } from "../../engine/custom_rules.ts";
+import { patternRefusal } from "../../engine/custom_rules.ts";
 import { DURATION_HELP } from "../core/duration.ts";
 import { compileBodySchema } from "./json_schema.ts";
 
@@ -25,8 +25,10 @@ const entryId = z.string().regex(
 );
 
 const pathPattern = z.string().min(1).max(2000).superRefine((pattern, ctx) => {
-  const message = validatePattern(pattern, false);
-  if (message !== undefined) ctx.addIssue({ code: "custom", message });
+  const r = patternRefusal(pattern, false);
+  if (r !== undefined) {
+    ctx.addIssue({ code: "custom", message: r.message, params: { reason: r.reason } });
+  }
 });
 
 const headerName = z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$/, "expected a header name")

@@ -13,6 +13,7 @@
 import type { IpListTables } from "../../engine/ip_list.ts";
 import { foldHere, type IpListFold } from "../../engine/ip_list_fold.ts";
 import type { IpListFolder } from "./ip_list_updater.ts";
+import { type Deadline, timerDeadline } from "../core/deadline.ts";
 
 const WORKER_URL = new URL("./ip_list_fold_worker.ts", import.meta.url);
 
@@ -43,12 +44,7 @@ export type FoldAnswer =
 export type FoldLog = (message: string, fields: Record<string, unknown>) => void;
 
 /** Starts a fold's answer deadline (`fire` after `ms`); returns what cancels it. */
-export type FoldDeadline = (fire: () => void, ms: number) => () => void;
-
-const timerDeadline: FoldDeadline = (fire, ms) => {
-  const timer = setTimeout(fire, ms);
-  return () => clearTimeout(timer);
-};
+export type FoldDeadline = Deadline;
 
 export interface FoldThreadOptions {
   /** Where a fold given up is reported; nowhere when left out. */

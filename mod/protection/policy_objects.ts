@@ -8,7 +8,6 @@ import { type Db, transaction } from "../../db/store.ts";
 import type { Audit, AuditEvent } from "../core/audit.ts";
 import type { Clock } from "../core/clock.ts";
 import { AppError, badRequest } from "../core/errors.ts";
-import { testPattern } from "../../engine/custom_rules.ts";
 import { type Random, randomHex } from "../core/random.ts";
 
 /** Who asked, for the audit record. */
@@ -166,11 +165,6 @@ export class PolicyObjects {
       audit.record({ ...ctx, action: `${of.audit}.delete`, target: id, result: "success" });
     });
     this.#deps.onChange();
-  }
-
-  /** Tries a custom rule's pattern on samples, compiled with RE2 as saving the rule would. */
-  testPattern(pattern: string, ignoreCase: boolean, samples: readonly string[]) {
-    return testPattern(pattern, ignoreCase, samples);
   }
 
   /** The stored JSON of an internal document keyed by id (feed status, indicators). */

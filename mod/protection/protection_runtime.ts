@@ -73,7 +73,7 @@ export type PreVerdict =
   | { readonly kind: "rate_limited"; readonly retryAfterSeconds: number };
 
 export type RuleVerdict =
-  | { readonly kind: "pass" }
+  | { readonly kind: "pass"; readonly exhausted?: true }
   | { readonly kind: "block"; readonly rule: string }
   | { readonly kind: "challenge"; readonly rule: string };
 
@@ -83,6 +83,8 @@ export const PASS: PreVerdict = { kind: "pass", trusted: false };
 /** An allow entry (IP list or ACL) trusts the client: the later header checks are skipped. */
 export const TRUSTED: PreVerdict = { kind: "pass", trusted: true };
 const RULE_PASS: RuleVerdict = { kind: "pass" };
+/** The custom rules' budget ran out before every rule ran (the request is flagged). */
+const RULE_EXHAUSTED: RuleVerdict = { kind: "pass", exhausted: true };
 
 function limiterKey(doc: RateLimitDoc, req: CheckRequest): string {
   if (doc.key === "ip") return req.clientIp;
@@ -330,6 +332,10 @@ export class ProtectionRuntime {
       if (id !== decisive?.id) chain.add("custom_rule", "log", id);
     }
     if (!decisive) {
+      if (r.exhausted) {
+        chain.add("custom_rule", "budget");
+        return RULE_EXHAUSTED;
+      }
       if (r.matched.length === 0) chain.add("custom_rule", "pass");
       return RULE_PASS;
     }

@@ -6,7 +6,7 @@
  */
 import { z } from "zod";
 import { validateAclConditions } from "../../engine/acl.ts";
-import { validatePattern } from "../../engine/custom_rules.ts";
+import { patternRefusal } from "../../engine/custom_rules.ts";
 import { parseCidr } from "../../engine/ip_address.ts";
 
 const siteId = z.string().min(1).max(64).nullable().default(null);
@@ -18,15 +18,21 @@ const isoTime = z.iso.datetime({ offset: true, message: "expected an ISO 8601 da
 const headerName = z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$/, "expected a header name")
   .transform((v) => v.toLowerCase());
 
-/** Adds RE2's message as a zod issue at `path` when `pattern` does not compile. */
+/**
+ * Adds RE2's message as a zod issue at `path` when `pattern` does not compile; the issue's
+ * `params.reason` says why (`size` for a program over the limit, answered as
+ * `PATTERN_TOO_LARGE`).
+ */
 function re2Issue(
   ctx: z.RefinementCtx,
   pattern: string,
   ignoreCase: boolean,
   path: string[],
 ): void {
-  const message = validatePattern(pattern, ignoreCase);
-  if (message !== undefined) ctx.addIssue({ code: "custom", message, path });
+  const r = patternRefusal(pattern, ignoreCase);
+  if (r !== undefined) {
+    ctx.addIssue({ code: "custom", message: r.message, path, params: { reason: r.reason } });
+  }
 }
 
 export const ipEntrySchema = z.strictObject({
@@ -73,6 +79,7 @@ export const aclConditionsSchema = z.strictObject({
       code: "custom",
       message: problem.message,
       path: problem.field.split(".").slice(1),
+      ...(problem.reason === undefined ? {} : { params: { reason: problem.reason } }),
     });
   }
 });

@@ -6,7 +6,12 @@
  * into the running policy before the response is sent.
  */
 import { z } from "zod";
-import { badRequest } from "../../mod/core/errors.ts";
+import { AppError, badRequest } from "../../mod/core/errors.ts";
+import {
+  MAX_SAMPLE_CHARS,
+  MAX_SAMPLES,
+  type PatternTester,
+} from "../../mod/protection/pattern_tester.ts";
 import type { PolicyObjects, StoredObject } from "../../mod/protection/policy_objects.ts";
 import { lookUpAddress } from "../../mod/protection/ip_lookup.ts";
 import { KIND } from "../../mod/protection/protection_compile.ts";
@@ -140,7 +145,9 @@ export function settingRoutes(
 const patternTest = z.strictObject({
   pattern: z.string().min(1).max(4000),
   ignore_case: z.boolean().default(false),
-  samples: z.array(z.string().max(8192)).max(20).default([]),
+  samples: z.array(
+    z.string().max(MAX_SAMPLE_CHARS, `expected a sample of at most ${MAX_SAMPLE_CHARS} characters`),
+  ).max(MAX_SAMPLES, `expected at most ${MAX_SAMPLES} samples`).default([]),
 });
 
 /** Refuses country conditions when no GeoIP database is configured. */
@@ -156,7 +163,10 @@ function geoCheck(hasGeo: boolean) {
   };
 }
 
-export function protectionRoutes(objects: PolicyObjects, options: { hasGeo: boolean }): RouteDef[] {
+export function protectionRoutes(
+  objects: PolicyObjects,
+  options: { readonly hasGeo: boolean; readonly tester: PatternTester },
+): RouteDef[] {
   return [
     {
       method: "GET",
@@ -209,13 +219,22 @@ export function protectionRoutes(objects: PolicyObjects, options: { hasGeo: bool
       write: "write:protection",
     }),
     {
-      // Changes nothing: compiles the pattern with RE2, as saving a rule would, and tries it.
+      // Changes nothing: compiles the pattern with RE2, as saving a rule would, and tries it on
+      // the tester's worker, within its time limit (mod/protection/pattern_tester.ts).
       method: "POST",
       path: "/api/rules/custom/test",
       access: perm("read:rules"),
       handler: async (c) => {
         const body = await readJson(c, patternTest);
-        const r = objects.testPattern(body.pattern, body.ignore_case, body.samples);
+        const r = await options.tester.test(body.pattern, body.ignore_case, body.samples);
+        if (r.valid === "timeout") {
+          throw new AppError(
+            422,
+            "PATTERN_TEST_TIMEOUT",
+            `The pattern ran past the tester's limit of ${r.timeoutMs} ms on these samples: ` +
+              "simplify it (fewer counted repetitions) or try shorter samples",
+          );
+        }
         return c.json(
           r.valid
             ? {

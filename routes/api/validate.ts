@@ -60,14 +60,23 @@ function problemOf(i: z.core.$ZodIssue, input: unknown): FieldProblem {
 }
 
 /**
- * The 400 `BAD_REQUEST` of a zod failure: the message names the first field, and
- * `problems` lists every one (see {@link FieldProblem}); `input` (what was parsed) tells a
- * missing value from a wrong one.
+ * Error codes of refinements that say why (`params.reason`) a value was refused, where a client
+ * can act on the reason: a regular expression whose program is over the size limit.
+ */
+const REASON_CODES: Readonly<Record<string, string>> = { size: "PATTERN_TOO_LARGE" };
+
+/**
+ * The 400 of a zod failure, `BAD_REQUEST` unless the first problem has a code of its own
+ * ({@link REASON_CODES}): the message names the first field, and `problems` lists every one (see
+ * {@link FieldProblem}); `input` (what was parsed) tells a missing value from a wrong one.
  */
 export function invalid(error: z.ZodError, input: unknown = NO_INPUT): AppError {
   const problems = error.issues.map((i) => problemOf(i, input));
   const first = problems[0]!;
-  return new AppError(400, "BAD_REQUEST", `Invalid field "${first.field}": ${first.message}`, {
+  const issue = error.issues[0]!;
+  const reason = issue.code === "custom" ? issue.params?.reason : undefined;
+  const code = (typeof reason === "string" ? REASON_CODES[reason] : undefined) ?? "BAD_REQUEST";
+  return new AppError(400, code, `Invalid field "${first.field}": ${first.message}`, {
     details: { field: first.field, problems },
   });
 }

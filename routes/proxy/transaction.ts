@@ -36,7 +36,7 @@ import { findSchema, jsonKeys, violations } from "../../mod/apisec/apisec_valida
 import type { Clock } from "../../mod/core/clock.ts";
 import type { Logger } from "../../mod/core/logger.ts";
 import type { AccessLog } from "../../mod/access_log/access_log.ts";
-import { inspectSliced } from "../../mod/data_plane/inspect_sliced.ts";
+import { inspectSliced, type SliceOptions } from "../../mod/data_plane/inspect_sliced.ts";
 import {
   type AccessRecord,
   ArrivingRecord,
@@ -362,6 +362,14 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     this.now = ctx.clock.now();
     this.record = new ArrivingRecord(this, ctx.traceId(), headerOf(headers, "user-agent") ?? null);
     this.chain = new Chain(this.record.chain, this.#start);
+  }
+
+  /**
+   * How a large body's inspection is paced: the context itself, whose clock the inspection's
+   * deadline is read on (no options object a request).
+   */
+  get #pace(): SliceOptions {
+    return this.#ctx;
   }
 
   /**
@@ -815,6 +823,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     if (p !== undefined && controls !== undefined && p.custom.size > 0) {
       this.siteId = site.id;
       const v = controls.runtime.custom(p, this, chain);
+      if (v.kind === "pass" && v.exhausted) record.inspection = "budget";
       if (v.kind === "block") {
         record.action = "block";
         return blockPage(req, record.trace_id, p);
@@ -849,7 +858,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     // small request is judged at once.
     const raw = this.#rawBody;
     if (raw !== undefined) return this.engineBoth(site, p, controls, raw);
-    const inspection = inspectSliced(this.#request, INSPECT_OPTIONS[site.level]);
+    const inspection = inspectSliced(this.#request, INSPECT_OPTIONS[site.level], this.#pace);
     if (inspection instanceof Promise) {
       return inspection.then((i) => this.engineVerdict(site, p, controls, i));
     }
@@ -869,7 +878,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     raw: Uint8Array,
   ): Promise<Response | undefined> {
     const options = INSPECT_OPTIONS[site.level];
-    const decoded = await inspectSliced(this.#request, options);
+    const decoded = await inspectSliced(this.#request, options, this.#pace);
     // With ALAP exceptions the decoded verdict can be dropped, and the next blocking finding
     // may be in the raw bytes alone: they are judged too, their blocking findings after.
     const excepting = p !== undefined && p.alapExceptions.length > 0;
@@ -878,7 +887,8 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     // engine found attacks by chance (routes/proxy/body_encoding.ts, `sentText`).
     const text = sentText(raw);
     if (text === undefined) return this.engineVerdict(site, p, controls, decoded);
-    const sent = await inspectSliced({ ...this.#request, body: text }, options);
+    const sent = await inspectSliced({ ...this.#request, body: text }, options, this.#pace);
+    if (sent.truncated) this.record.inspection = "budget";
     if (!decoded.blocking) {
       return this.engineVerdict(site, p, controls, sent.blocking ? sent : decoded);
     }
@@ -897,6 +907,8 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     inspection: Inspection,
   ): Response | undefined {
     const { record, chain } = this;
+    // Only what was read was judged: the budget (or the deadline) ended the inspection.
+    if (inspection.truncated) record.inspection = "budget";
     const undecodable = this.#encodingFinding;
     if (undecodable !== undefined) {
       // Below `balanced` the raw bytes were judged and the finding is only logged.

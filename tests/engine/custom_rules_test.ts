@@ -1,5 +1,15 @@
 import { assertEquals, ok } from "../_helpers/assert.ts";
-import { compileCustomRules, type CustomRule, validatePattern } from "../../engine/custom_rules.ts";
+import {
+  compileCustomRules,
+  type CustomRule,
+  RULE_BUDGET,
+  RULE_BUDGET_PER_CHAR,
+  RULE_CALL_UNITS,
+  ruleBudgetFor,
+  ruleWeight,
+  validatePattern,
+} from "../../engine/custom_rules.ts";
+import { WorkBudget } from "../../engine/work_budget.ts";
 import { compileRe2, requiredLiteral } from "../../engine/re2.ts";
 import { RequestView } from "../../engine/request_view.ts";
 import type { EngineRequest } from "../../engine/types.ts";
@@ -140,4 +150,62 @@ Deno.test("the literal prefilter never changes what a rule matches", () => {
       }
     }
   }
+});
+
+Deno.test("ruleWeight() grows with the square of a program's size: 1 for light patterns", () => {
+  assertEquals(ruleWeight(1), 1);
+  assertEquals(ruleWeight(31), 1);
+  assertEquals(ruleWeight(100), 10);
+  assertEquals(ruleWeight(1000), 977);
+});
+
+Deno.test("a light rule reads the whole inspected body; a heavy one only its window", () => {
+  const MIB = 1 << 20;
+  const body = new TextEncoder().encode(`${"a".repeat(MIB)}#`);
+  const light = compileCustomRules([rule({ target: { kind: "body" }, pattern: "a#" })]);
+  assertEquals(light.evaluate(view({ body }), "s").decisive?.id, "r1");
+  light.release();
+  // `.{1,100}#`: about 900 instructions, so 21,050 characters of each target.
+  const heavy = compileCustomRules([rule({ target: { kind: "body" }, pattern: ".{1,100}#" })]);
+  const size = compileRe2(".{1,100}#");
+  ok(size.ok);
+  const window = Math.floor(RULE_CALL_UNITS / ruleWeight(size.matcher.size));
+  size.matcher.release();
+  const at = (n: number) => new TextEncoder().encode(`${"a".repeat(n)}#`);
+  assertEquals(heavy.evaluate(view({ body: at(window - 1) }), "s").decisive?.id, "r1");
+  assertEquals(heavy.evaluate(view({ body: at(window) }), "s").decisive, undefined);
+  heavy.release();
+});
+
+Deno.test("the rules stop when their budget has no room for the next match, and say so", () => {
+  const rules = compileCustomRules([
+    rule({ id: "first", target: { kind: "header", name: "x-a" }, pattern: "aaa", action: "log" }),
+    rule({
+      id: "second",
+      target: { kind: "header", name: "x-a" },
+      pattern: "bbb",
+      action: "block",
+    }),
+  ]);
+  const v = view({ headers: [["x-a", "aaa bbb"]] });
+  // Room for one match of 7 characters of a light rule, not for two.
+  const r = rules.evaluate(v, "s", new WorkBudget(10));
+  assertEquals(r.matched, ["first"]);
+  assertEquals(r.decisive, undefined);
+  assertEquals(r.exhausted, true);
+  const whole = rules.evaluate(v, "s");
+  assertEquals([whole.decisive?.id, whole.exhausted], ["second", undefined]);
+  rules.release();
+});
+
+Deno.test("a request's rule budget grows with its size: a 1 MiB body affords heavy rules once", () => {
+  const MIB = 1 << 20;
+  const req = { method: "POST", path: "/", query: "", headers: [], body: new Uint8Array(MIB) };
+  assertEquals(ruleBudgetFor(req), RULE_BUDGET + RULE_BUDGET_PER_CHAR * (MIB + 1));
+  const heavy = (id: string) =>
+    rule({ id, target: { kind: "body" }, pattern: `.{1,100}${id}`, action: "block" });
+  const rules = compileCustomRules([heavy("x"), heavy("y"), heavy("z")]);
+  const r = rules.evaluate(view({ body: new TextEncoder().encode("b".repeat(MIB)) }), "s");
+  assertEquals([r.matched, r.decisive, r.exhausted], [[], undefined, true]);
+  rules.release();
 });

@@ -112,6 +112,7 @@ function generator(seed: number) {
     rec.latency_us.total = int(1e5);
     rec.latency_us.waf = int(1e4);
     rec.latency_us.upstream = maybe(() => int(1e5));
+    if (r() < 0.2) rec.inspection = "budget";
     return rec;
   };
 }
@@ -162,4 +163,33 @@ Deno.test("a refused request's target with a NUL byte is kept whole in its recor
   repo.insertLines(recordLines(rec));
   const got = JSON.parse(repo.get(rec.trace_id)!.record);
   assertEquals([got.method, got.host, got.path], [rec.method, rec.host, rec.path]);
+});
+
+const FLAGGED_ARRIVAL = {
+  time: Date.UTC(2026, 0, 1),
+  peer_ip: "192.0.2.1",
+  proto: "http",
+  host: "shop.test",
+  query: "",
+  user_agent: null,
+} as const;
+
+Deno.test("a record whose inspection ran out of budget keeps its flag in every read", async () => {
+  await using store = await testStore();
+  const repo = createAccessLogRepo(store.db, lineFormat);
+  const rec = arrivingRecord({
+    ...FLAGGED_ARRIVAL,
+    trace_id: "e".repeat(32),
+    method: "POST",
+    path: "/comment",
+  });
+  rec.status = 200;
+  rec.inspection = "budget";
+  repo.insertLines(recordLines(rec));
+  const stored = repo.get(rec.trace_id)!.record;
+  assertEquals(JSON.parse(stored).inspection, "budget");
+  assertEquals(stored, toRow(rec).record);
+  const plain = arrivingRecord({ ...rec, trace_id: "d".repeat(32) });
+  repo.insertLines(recordLines(plain));
+  assertEquals("inspection" in JSON.parse(repo.get(plain.trace_id)!.record), false);
 });

@@ -224,3 +224,18 @@ Deno.test("server.data.workers takes auto or 1..32 and names the key otherwise",
   assertEquals(dataWorkerCount("auto", 64), 32);
   assertEquals(dataWorkerCount(3, 64), 3);
 });
+
+Deno.test("an apisec pattern in waf.yaml whose RE2 program is too large fails naming its key", () => {
+  const yaml = `apisec:
+  rate_limits:
+    - id: slow
+      method: POST
+      path_pattern: "^/api/[\\\\s\\\\S]{1,1000}[\\\\s\\\\S]{1,1000}/x"
+      requests: 10
+      window: 1m
+`;
+  const [problem] = problems(yaml);
+  assertEquals(problem?.path, "apisec.rate_limits[0].path_pattern");
+  ok(problem?.message.startsWith("Pattern too large"), problem?.message);
+  ok(problem?.message.includes("over the limit of 1000"), problem?.message);
+});

@@ -1,7 +1,11 @@
 import { assertEquals, ok } from "../../_helpers/assert.ts";
 import { inspect, InspectionRun } from "../../../engine/mod.ts";
 import type { EngineRequest } from "../../../engine/mod.ts";
-import { inspectSliced, SLICED_FROM_BYTES } from "../../../mod/data_plane/inspect_sliced.ts";
+import {
+  DEADLINE_MS,
+  inspectSliced,
+  SLICED_FROM_BYTES,
+} from "../../../mod/data_plane/inspect_sliced.ts";
 
 const PROSE = "Our committee will select a venue for the union meeting; members can exec their " +
   "votes online. It's a fine plan, isn't it? ";
@@ -62,4 +66,27 @@ Deno.test("inspectSliced() judges a small body in one go", async () => {
   clearTimeout(timer);
   assertEquals(order, ["inspected", "timer"]);
   assertEquals(inspection.blocking?.class, "rce");
+});
+
+/** A clock that moves `step` milliseconds every time it is read. */
+class SteppingClock {
+  #now = 1_700_000_000_000;
+  reads = 0;
+  constructor(readonly step: number) {}
+  now(): number {
+    this.reads++;
+    return this.#now += this.step;
+  }
+}
+
+Deno.test("inspectSliced() stops a large body's inspection at its deadline on the injected clock", async () => {
+  const req = textBody(1 << 20, " ;cat /etc/passwd");
+  // Every window reads the clock once; a clock that moves a second a read passes the deadline
+  // after a few windows, whatever the machine's speed.
+  const clock = new SteppingClock(1000);
+  const cut = await inspectSliced(req, { level: "balanced" }, { clock, deadlineMs: DEADLINE_MS });
+  assertEquals([cut.blocking, cut.truncated], [undefined, true]);
+  ok(clock.reads <= DEADLINE_MS / 1000 + 2, `${clock.reads} reads`);
+  const idle = await inspectSliced(req, { level: "balanced" }, { clock: new SteppingClock(0) });
+  assertEquals([idle.blocking?.class, idle.truncated], ["rce", false]);
 });
