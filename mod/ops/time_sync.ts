@@ -48,6 +48,29 @@ export type TimeSyncView = ReturnType<ReturnType<typeof createTimeSync>["view"]>
 
 const round = (v: number | null) => v === null ? null : Math.round(v * 1000) / 1000;
 
+/** The notice of a host clock that differs from `server` by more than the limit. */
+function offsetNotice(server: string, offsetMs: number, options: TimeSyncOptions) {
+  const offset = Math.round(offsetMs);
+  return {
+    level: "warning" as const,
+    kind: "time.offset",
+    title: `Clock offset ${offset} ms exceeds ${options.maxOffsetMs} ms`,
+    body:
+      `The host clock differs from ${server} by ${offset} ms. TOTP codes, token expiry and cluster heartbeats depend on it: fix the host's time synchronisation${
+        options.applyOffset ? "" : ' or set "time.apply_offset: true"'
+      }.`,
+    data: { server, offset_ms: offsetMs, max_offset_ms: options.maxOffsetMs },
+    params: {
+      variant: "host",
+      server,
+      offset_ms: offset,
+      max_offset_ms: options.maxOffsetMs,
+      apply_offset: options.applyOffset,
+    },
+    link: "/console/system",
+  };
+}
+
 export function createTimeSync(options: TimeSyncOptions, deps: TimeSyncDeps) {
   const query = deps.query ?? querySntp;
   const states: ServerState[] = options.servers.map((server) => ({
@@ -106,25 +129,7 @@ export function createTimeSync(options: TimeSyncOptions, deps: TimeSyncDeps) {
         offset_ms: offsetMs,
         max_offset_ms: options.maxOffsetMs,
       });
-      deps.notify?.({
-        level: "warning",
-        kind: "time.offset",
-        title: `Clock offset ${Math.round(offsetMs ?? 0)} ms exceeds ${options.maxOffsetMs} ms`,
-        body: `The host clock differs from ${s.server} by ${
-          Math.round(offsetMs ?? 0)
-        } ms. TOTP codes, token expiry and cluster heartbeats depend on it: fix the host's time synchronisation${
-          options.applyOffset ? "" : ' or set "time.apply_offset: true"'
-        }.`,
-        data: { server: s.server, offset_ms: offsetMs, max_offset_ms: options.maxOffsetMs },
-        params: {
-          variant: "host",
-          server: s.server,
-          offset_ms: Math.round(offsetMs ?? 0),
-          max_offset_ms: options.maxOffsetMs,
-          apply_offset: options.applyOffset,
-        },
-        link: "/console/system",
-      });
+      deps.notify?.(offsetNotice(s.server, offsetMs ?? 0, options));
     }
     exceeded = over;
   }
