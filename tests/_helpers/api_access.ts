@@ -110,3 +110,10 @@ export async function auditItems(
   if (r.status !== 200) throw new Error(`audit: ${r.status}`);
   return r.body.items as AuditItem[];
 }
+
+/** The kinds of the notifications `session` can read, newest first. */
+export async function notificationKinds(server: ApiTarget, session: Session): Promise<string[]> {
+  const r = await callJson(server, "GET", "/api/notifications", { session });
+  if (r.status !== 200) throw new Error(`notifications: ${r.status}`);
+  return (r.body.items as { kind: string }[]).map((n) => n.kind);
+}
