@@ -10,30 +10,17 @@ import {
   codeAt,
   errorCode,
   notificationKinds,
-  TOKENS_ON,
+  signedInAdmin,
   VIEWER,
 } from "../../_helpers/api_access.ts";
-import {
-  ADMIN,
-  callJson,
-  completeSetup,
-  createUser,
-  login,
-  type Session,
-} from "../../_helpers/identity.ts";
-import { createTestApp, type TestBase } from "../../_helpers/server.ts";
+import { ADMIN, callJson, createUser, login, type Session } from "../../_helpers/identity.ts";
+import type { TestBase } from "../../_helpers/server.ts";
 import { hmac, sha256Hex } from "../../../mod/core/digest.ts";
 
 const STEP = 30_000;
 const CODE = /^[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}$/;
 
-async function ready() {
-  const server = await createTestApp({ config: TOKENS_ON, areas: ["apiAccess"] });
-  await completeSetup(server);
-  const admin = await login(server, ADMIN.username, ADMIN.password);
-  const me = await callJson(server, "GET", "/api/auth/session", { session: admin });
-  return { server, admin, adminId: (me.body.user as { id: string }).id };
-}
+const ready = signedInAdmin;
 
 const post = (server: TestBase, session: Session, path: string, body: unknown = {}) =>
   callJson(server, "POST", path, { session, body });

@@ -11,37 +11,24 @@ import {
   errorCode,
   mintToken,
   notificationKinds,
-  TOKENS_ON,
+  signedInAdmin,
   VIEWER,
 } from "../../_helpers/api_access.ts";
 import {
   ADMIN,
   call,
   callJson,
-  completeSetup,
   createUser,
   enterRefusalWindow,
   login,
   type Session,
 } from "../../_helpers/identity.ts";
-import { createTestApp, type TestBase } from "../../_helpers/server.ts";
+import type { TestBase } from "../../_helpers/server.ts";
 import { fromB64urlText } from "../../../mod/core/digest.ts";
 
 const STEP = 30_000;
 
-interface Ready {
-  server: TestBase;
-  admin: Session;
-  adminId: string;
-}
-
-async function ready(): Promise<Ready> {
-  const server = await createTestApp({ config: TOKENS_ON, areas: ["apiAccess"] });
-  await completeSetup(server);
-  const admin = await login(server, ADMIN.username, ADMIN.password);
-  const me = await callJson(server, "GET", "/api/auth/session", { session: admin });
-  return { server, admin, adminId: (me.body.user as { id: string }).id };
-}
+const ready = signedInAdmin;
 
 const post = (server: TestBase, session: Session, path: string, body: unknown = {}) =>
   callJson(server, "POST", path, { session, body });
