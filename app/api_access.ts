@@ -19,7 +19,9 @@ import { permissionsOf } from "../mod/identity/permissions.ts";
 import { createNotifications, type Notifications } from "../mod/core/notifications.ts";
 import { createOta } from "../mod/ops/ota.ts";
 import type { Random } from "../mod/core/random.ts";
+import { loadKeyFile } from "../mod/core/auth_key.ts";
 import { createSecretBox, TOTP_KEY_FILE } from "../mod/core/secret_box.ts";
+import { recoveryKey } from "../mod/identity/recovery_codes.ts";
 import { createTokenCleanup, type TokenCleanup } from "../mod/identity/token_cleanup.ts";
 import { createTwoFactor, type TwoFactor } from "../mod/identity/two_factor.ts";
 import { apiTokenRoutes } from "../routes/api/api_tokens.ts";
@@ -56,6 +58,8 @@ export interface ApiAccess {
   readonly bearer: (c: Ctx, token: string) => Principal | undefined;
   /** The login's second-factor check. */
   readonly verifyTotp: TotpVerifier;
+  /** The login's check of a recovery code given instead. */
+  readonly verifyRecoveryCode: TotpVerifier;
 }
 
 export function createApiAccess(deps: ApiAccessDeps): ApiAccess {
@@ -90,10 +94,18 @@ export function createApiAccess(deps: ApiAccessDeps): ApiAccess {
     logger: deps.logger,
     transaction: tx,
   });
+  const totpKeyPath = `${deps.dataDir}/${TOTP_KEY_FILE}`;
+  let codesKey: Promise<Uint8Array> | undefined;
   const twoFactor = createTwoFactor({
     users: usersRepo,
     totp: createTotpRepo(deps.db),
-    box: createSecretBox(`${deps.dataDir}/${TOTP_KEY_FILE}`, deps.random),
+    box: createSecretBox(totpKeyPath, deps.random),
+    // The same key file as the sealed secrets (backed up with them), under a derived key.
+    recoveryKey: () =>
+      codesKey ??= loadKeyFile(totpKeyPath, deps.random).then(recoveryKey).catch((err) => {
+        codesKey = undefined;
+        throw err;
+      }),
     audit,
     notifications,
     clock: deps.timeClock ?? deps.clock,
@@ -118,5 +130,6 @@ export function createApiAccess(deps: ApiAccessDeps): ApiAccess {
     routes,
     bearer: (c, token) => tokens.authenticate(token, c.get("clientIp")),
     verifyTotp: (user, code) => twoFactor.verifyLogin(user, code),
+    verifyRecoveryCode: (user, code) => twoFactor.verifyRecoveryLogin(user, code),
   };
 }

@@ -329,6 +329,7 @@ async function composeIdentity(base: Base, parts: Parts): Promise<Identity> {
     sleep: base.deps.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
     bearer: apiAccess?.bearer,
     verifyTotp: apiAccess?.verifyTotp,
+    verifyRecoveryCode: apiAccess?.verifyRecoveryCode,
     node: cluster && ((c) => cluster.authenticate(c)),
     notify: base.core.notify,
   });

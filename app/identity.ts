@@ -57,6 +57,7 @@ export interface IdentityDeps {
     token: string,
   ) => Principal | undefined | Promise<Principal | undefined>;
   readonly verifyTotp?: TotpVerifier;
+  readonly verifyRecoveryCode?: TotpVerifier;
   /** Cluster node authentication (the node's client certificate), on a controller. */
   readonly node?: (c: Ctx) => boolean | Promise<boolean>;
   /** Raises administrator notifications (login lockouts, administrators' password resets). */
@@ -141,6 +142,7 @@ export async function createIdentity(deps: IdentityDeps): Promise<Identity> {
     random: deps.random,
     transaction: tx,
     verifyTotp: deps.verifyTotp,
+    verifyRecoveryCode: deps.verifyRecoveryCode,
     lockedOut: deps.notify &&
       ((username, clientIp) => {
         try {

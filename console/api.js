@@ -33,14 +33,20 @@ export function withQuery(path, query = {}) {
   return qs ? `${path}?${qs}` : path;
 }
 
+/** The session-storage key of why the console sent the browser to the sign-in page. */
+const SIGN_IN_REASON = "waf.sign_in_reason";
+
 /**
  * Where a signed-out console goes: the sign-in page, told (`?next=`) to come back to the page
- * that was open, unless `back` is false (signing out).
+ * that was open, unless `back` is false (signing out). `reason` says why the session ended when
+ * the console knows (`2fa_on`, `2fa_off`, `password_changed`): kept in this tab's session storage
+ * for login.js to word once, so no link can make the sign-in page say it.
  */
-export function toLogin(back = true) {
+export function toLogin(back = true, reason) {
   const { pathname, search, hash } = globalThis.location;
   const here = pathname + search + hash;
   const next = back && /^\/console\/./.test(here) ? `?next=${encodeURIComponent(here)}` : "";
+  if (reason) sessionStorage.setItem(SIGN_IN_REASON, reason);
   globalThis.location.assign("/login" + next);
 }
 

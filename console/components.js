@@ -1,5 +1,6 @@
 // Building blocks shared by the pages: data loading, the error box (message, code, trace id),
-// page frame, tables, labelled fields, a confirmation dialog and a read-only notice.
+// page frame, tables, labelled fields, a confirmation dialog, a read-only notice and a list of
+// permission identifiers.
 import { get } from "./api.js";
 import { t } from "./i18n.js";
 import { html, useCallback, useEffect, useRef, useState } from "./lib/ui.js";
@@ -187,4 +188,11 @@ export function Badge({ kind = "plain", children }) {
 /** An in-console link (handled by the shell's router). */
 export function Link({ href, children, className }) {
   return html`<a href=${href} class=${className ?? ""}>${children}</a>`;
+}
+
+/** Identifiers as a list that wraps between them, never inside one (`perm-chips` in app.css). */
+export function PermissionChips({ permissions, id }) {
+  return html`<ul class="perm-chips" id=${id}>${
+    permissions.map((p) => html`<li><code>${p}</code></li>`)
+  }</ul>`;
 }

@@ -1,13 +1,43 @@
 // Sign-in page: asks the server which factors this client needs, solves the proof-of-work
 // CAPTCHA when required, and goes to the console once the session cookie is set: to the guided
 // first site while there is none, else to the page asked for. Coming from setup it says that the
-// administrator account was created.
+// administrator account was created; otherwise it says why the console sent the browser here
+// when it knows, and takes a recovery code instead of a code from the app.
 "use strict";
 const $ = (id) => document.getElementById(id);
 let captchaRequired = false;
+let useRecovery = false;
 /** Set by the setup page (this tab only) to the administrator it created. */
 const CREATED_KEY = "waf.setup.created";
 const FIRST_SITE = "/console/sites/first";
+
+/**
+ * Why the console ended the session, as it left it in this tab's session storage (api.js
+ * `toLogin`); shown once, and unknown reasons say nothing.
+ */
+const REASONS = {
+  "2fa_on": "Two-factor authentication is on: sign in again with your code.",
+  "2fa_off": "Two-factor authentication is off: sign in again with your password alone.",
+  password_changed: "Your password was changed: sign in again with the new one.",
+};
+
+function showReason() {
+  const reason = sessionStorage.getItem("waf.sign_in_reason") || "";
+  sessionStorage.removeItem("waf.sign_in_reason");
+  const text = Object.hasOwn(REASONS, reason) ? REASONS[reason] : "";
+  $("reason").textContent = text;
+  $("reason").classList.toggle("hidden", text === "");
+}
+
+function showRecovery(on) {
+  useRecovery = on;
+  $("code-field").classList.toggle("hidden", on);
+  $("recovery-field").classList.toggle("hidden", !on);
+  $("use-recovery").textContent = on
+    ? "Use a code from the app instead"
+    : "Lost your phone? Use a recovery code";
+  $(on ? "recovery" : "totp").focus();
+}
 
 async function call(method, path, body) {
   const response = await fetch(path, {
@@ -149,8 +179,9 @@ $("login-form").addEventListener("submit", async (event) => {
   $("submit").disabled = true;
   const username = $("username").value;
   const body = { username, password: $("password").value };
-  if (!$("totp-field").classList.contains("hidden") && $("totp").value) {
-    body.totp_code = $("totp").value;
+  const second = useRecovery ? $("recovery").value.trim() : $("totp").value;
+  if (!$("totp-field").classList.contains("hidden") && second) {
+    body[useRecovery ? "recovery_code" : "totp_code"] = second;
   }
   try {
     await signIn(username, body);
@@ -167,7 +198,10 @@ $("login-form").addEventListener("submit", async (event) => {
   }
 });
 
+$("use-recovery").addEventListener("click", () => showRecovery(!useRecovery));
+
 showCreated();
+showReason();
 loadOptions().catch((err) => {
   $("error").textContent = err.message;
 });

@@ -70,6 +70,10 @@ export function createUsersRepo(db: Db) {
        updated_at = ?, ${EPOCH} WHERE id = ?`,
   );
   const advance = db.prepare(`UPDATE users SET updated_at = ?, ${EPOCH} WHERE id = ?`);
+  const carry = db.prepare(
+    `UPDATE admin_sessions SET ${EPOCH}
+     WHERE id_hash = ? AND user_id = ? AND credential_epoch = ? AND revoked_at IS NULL`,
+  );
 
   const insertSession = db.prepare(
     `INSERT INTO admin_sessions (id_hash, user_id, created_at, last_seen_at, expires_at,
@@ -127,6 +131,14 @@ export function createUsersRepo(db: Db) {
     /** Turns 2FA on (with the encrypted secret) or off (secret cleared). */
     setTotp(id: string, secretEnc: string | null, now: number): boolean {
       return changed(setTotp.run(secretEnc === null ? 0 : 1, secretEnc, now, id));
+    },
+    /**
+     * Moves one live session of `userId` from epoch `from` to the next, after a change that
+     * advanced the account's epoch once and should keep this session (turning one's own 2FA
+     * on); false when the session was not at `from` (another change came first).
+     */
+    carrySession(idHash: string, userId: string, from: number): boolean {
+      return changed(carry.run(idHash, userId, from));
     },
     /** Advances the credential epoch without another change (e.g. "log out everywhere"). */
     advanceEpoch(id: string, now: number): boolean {

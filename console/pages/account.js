@@ -1,9 +1,20 @@
 // My account: the console language (stored per user), my password (the current one confirms a
 // new one; every user may change their own), and my own two-factor authentication: set up with a
-// QR code, confirm with a code to enable, disable with password and code.
+// QR code, confirm with a code to enable (this session stays signed in, the others end) and get
+// ten recovery codes shown once, with copy and download; the count left, a new set confirmed
+// with the password; disable with password and code.
 import { post, put, toLogin } from "../api.js";
-import { Badge, Done, ErrorBox, Field, Page, useAction } from "../components.js";
-import { currentLanguage, LANGUAGES, setLanguage, t } from "../i18n.js";
+import {
+  Badge,
+  Done,
+  ErrorBox,
+  Field,
+  Page,
+  PermissionChips,
+  useAction,
+  useApi,
+} from "../components.js";
+import { currentLanguage, fmtTime, LANGUAGES, setLanguage, t } from "../i18n.js";
 import { html, useState } from "../lib/ui.js";
 import { loadSession, saveLanguage, session } from "../session.js";
 
@@ -45,7 +56,7 @@ function Password({ user }) {
     action.run(async () => {
       await put(`/api/users/${user.id}`, { password: next, current_password: current });
       // A new password ends every session of the account: sign in again with it.
-      toLogin();
+      toLogin(true, "password_changed");
     }, t("account.password_changed"));
   };
   return html`
@@ -70,7 +81,72 @@ function Password({ user }) {
   `;
 }
 
-function Enable({ user, onDone }) {
+/** The codes of a new set, shown this once: copy them all, or download them as a text file. */
+function NewCodes({ codes, username, onSaved }) {
+  const [copied, setCopied] = useState(false);
+  const text = codes.join("\n") + "\n";
+  const copy = async () => {
+    await navigator.clipboard.writeText(text).catch(() => {});
+    setCopied(true);
+  };
+  const href = "data:text/plain;charset=utf-8," + encodeURIComponent(text);
+  return html`
+    <div class="panel recovery-new" id="recovery-codes" role="status">
+      <h3>${t("account.codes_title")}</h3>
+      <p>${t("account.codes_once")}</p>
+      <ol class="recovery-list" id="recovery-list">
+        ${codes.map((c) => html`<li><code>${c}</code></li>`)}
+      </ol>
+      <button type="button" id="copy-recovery-codes" onClick=${copy}>${t("common.copy")}</button>
+      <a class="button secondary" id="download-recovery-codes" href=${href}
+        download=${`waf-recovery-codes-${username}.txt`}>${t("account.codes_download")}</a>
+      ${copied ? html`<span class="done">${t("common.copied")}</span>` : null}
+      <p><button type="button" class="secondary" id="recovery-saved" onClick=${onSaved}>${t(
+        "account.codes_saved",
+      )}</button></p>
+    </div>
+  `;
+}
+
+/** How many recovery codes are left, and a new set confirmed with the password. */
+function RecoveryCodes({ user, onNewCodes }) {
+  const status = useApi(`/api/users/${user.id}/2fa/recovery-codes`);
+  const [password, setPassword] = useState("");
+  const action = useAction();
+  const submit = (e) => {
+    e.preventDefault();
+    action.run(async () => {
+      const r = await post(`/api/users/${user.id}/2fa/recovery-codes`, { password });
+      setPassword("");
+      onNewCodes(r.recovery_codes);
+      status.reload();
+    });
+  };
+  const s = status.data;
+  return html`
+    <form class="recovery" onSubmit=${submit}>
+      <h3>${t("account.codes")}</h3>
+      ${s
+        ? html`<p id="recovery-left" class=${s.remaining <= 2 ? "notice warn-note" : ""}>${
+          t("account.codes_left", { n: s.remaining, total: s.total })
+        }${s.created_at ? " " + t("account.codes_made", { time: fmtTime(s.created_at) }) : ""}${
+          s.remaining <= 2 ? " " + t("account.codes_low") : ""
+        }</p>`
+        : null}
+      <${Field} id="recovery-password" label=${t("users.your_password")} hint=${t(
+        "account.codes_new_hint",
+      )}>
+        <input id="recovery-password" type="password" autocomplete="current-password"
+          value=${password} onInput=${(e) => setPassword(e.target.value)} />
+      </${Field}>
+      <button type="submit" class="secondary" id="recovery-regenerate"
+        disabled=${action.busy || password === ""}>${t("account.codes_new")}</button>
+      <${ErrorBox} error=${action.error} />
+    </form>
+  `;
+}
+
+function Enable({ user, onEnabled }) {
   const [setup, setSetup] = useState(null);
   const [code, setCode] = useState("");
   const action = useAction();
@@ -79,9 +155,10 @@ function Enable({ user, onDone }) {
   const enable = (e) => {
     e.preventDefault();
     action.run(async () => {
-      await post(`/api/users/${user.id}/2fa/enable`, { code: code.trim() });
-      onDone();
-    }, t("account.enabled"));
+      const r = await post(`/api/users/${user.id}/2fa/enable`, { code: code.trim() });
+      if (!r.session_kept) return toLogin(true, "2fa_on");
+      onEnabled(r.recovery_codes);
+    });
   };
   if (!setup) {
     return html`
@@ -105,12 +182,11 @@ function Enable({ user, onDone }) {
           "account.enable",
         )}</button>
         <${ErrorBox} error=${action.error} />
-        <${Done} text=${action.done} />
         </form>
   `;
 }
 
-function Disable({ user, onDone }) {
+function Disable({ user }) {
   const [password, setPassword] = useState("");
   const [code, setCode] = useState("");
   const action = useAction();
@@ -118,32 +194,61 @@ function Disable({ user, onDone }) {
     e.preventDefault();
     action.run(async () => {
       await post(`/api/users/${user.id}/2fa/disable`, { password, code: code.trim() });
-      onDone();
+      // Turning it off ends every session of the account: sign in again, with the password.
+      toLogin(true, "2fa_off");
     }, t("account.disabled"));
   };
   return html`
     <form onSubmit=${submit}>
-      <p>
-        <${Badge} kind="good">${t("account.tfa_on")}</${Badge}></p>
-        <${Field} id="disable-password" label=${t("users.your_password")}>
-          <input id="disable-password" type="password" autocomplete="current-password" value=${password}
-            onInput=${(e) => setPassword(e.target.value)} />
+      <h3>${t("account.disable_title")}</h3>
+      <${Field} id="disable-password" label=${t("users.your_password")}>
+        <input id="disable-password" type="password" autocomplete="current-password" value=${password}
+          onInput=${(e) => setPassword(e.target.value)} />
         </${Field}>
         <${Field} id="disable-code" label=${t("account.code")}>
           <input id="disable-code" inputmode="numeric" autocomplete="one-time-code" value=${code}
             onInput=${(e) => setCode(e.target.value)} />
-        </${Field}>
-        <button type="submit" class="danger" disabled=${action.busy}>${t(
-          "account.disable",
-        )}</button>
-        <${ErrorBox} error=${action.error} /><${Done} text=${action.done} />
-      </form>
+          </${Field}>
+          <button type="submit" class="danger" disabled=${action.busy}>${t(
+            "account.disable",
+          )}</button>
+          <${ErrorBox} error=${action.error} />
+          <${Done} text=${action.done} />
+          </form>
+  `;
+}
+
+function TwoFactor({ user, onChanged }) {
+  // New recovery codes (after enabling, or a new set) until the user says they are saved.
+  const [codes, setCodes] = useState(null);
+  const enabled = (fresh) => {
+    setCodes(fresh);
+    onChanged();
+  };
+  return html`
+    <div class="panel" id="two-factor">
+      <h2>${t("account.tfa")}</h2>
+      <p class="muted">${t("account.tfa_intro")}</p>
+      ${codes
+        ? html`
+          <${NewCodes} codes=${codes} username=${user.username}
+            onSaved=${() => setCodes(null)} />
+        `
+        : null}
+      ${user.totp_enabled
+        ? html`
+          <p>
+            <${Badge} kind="good">${t("account.tfa_on")}</${Badge}></p>
+          ${codes ? null : html`<${RecoveryCodes} user=${user} onNewCodes=${setCodes} />`}
+          <${Disable} user=${user} />
+        `
+        : html`<${Enable} user=${user} onEnabled=${enabled} />`}
+    </div>
   `;
 }
 
 export default function Account() {
   const [user, setUser] = useState(session().user);
-  // Enabling or disabling 2FA ends every session of the account: signing in again follows.
   const refresh = () => loadSession().then((s) => setUser(s.user), () => {});
   return html`
     <${Page} title=${t("nav.account")}>
@@ -153,17 +258,14 @@ export default function Account() {
         <dt>${t("users.role")}</dt>
         <dd>${user.role}</dd>
         <dt>${t("account.permissions")}</dt>
-        <dd>${session().effective_permissions.join(", ")}</dd>
+        <dd>
+          <${PermissionChips} id="account-permissions"
+            permissions=${session().effective_permissions} />
+        </dd>
       </dl>
       <${Language} />
       <${Password} user=${user} />
-      <div class="panel" id="two-factor">
-          <h2>${t("account.tfa")}</h2>
-          <p class="muted">${t("account.tfa_intro")}</p>
-          ${user.totp_enabled
-            ? html`<${Disable} user=${user} onDone=${refresh} />`
-            : html`<${Enable} user=${user} onDone=${refresh} />`}
-        </div>
+      <${TwoFactor} user=${user} onChanged=${refresh} />
       </${Page}>
   `;
 }

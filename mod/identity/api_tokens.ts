@@ -92,8 +92,13 @@ export interface ApiTokensDeps {
   readonly userPermissions: (userId: string) => readonly string[] | undefined;
 }
 
+/** The `waf.yaml` key that switches tokens on; read at start, so a change needs a restart. */
+export const TOKENS_SETTING = "apisec.management_api.enabled";
+
 /** Management API tokens (what `createApiTokens` returns). */
 export interface ApiTokens {
+  /** Whether tokens can be created and used (`apisec.management_api.enabled`). */
+  enabled(): boolean;
   /** Creates a token; the secret is in the result and nowhere else, ever. */
   create(
     input: CreateTokenInput,
@@ -119,6 +124,10 @@ class ApiTokenService implements ApiTokens {
 
   constructor(deps: ApiTokensDeps) {
     this.#deps = deps;
+  }
+
+  enabled(): boolean {
+    return this.#deps.enabled();
   }
 
   create(
@@ -235,7 +244,8 @@ class ApiTokenService implements ApiTokens {
       throw new AppError(
         403,
         "MANAGEMENT_API_DISABLED",
-        "Management API tokens are disabled: set apisec.management_api.enabled to true in waf.yaml",
+        `Management API tokens are disabled: set ${TOKENS_SETTING} to true in waf.yaml and restart waf serve`,
+        { details: { setting: TOKENS_SETTING, restart_required: true } },
       );
     }
   }

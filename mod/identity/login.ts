@@ -1,9 +1,10 @@
 /**
  * Password login: the (username, client) lockout first (cheap, and a locked pair learns
  * nothing), then the username rule, the CAPTCHA when the policy asks for one, the password (a
- * dummy hash for an unknown user so timing does not tell them apart), the second factor, and
- * finally a new session. Every refusal is audited with its reason, never with the password,
- * aggregated per client and username (`refusal_audit.ts`) so a flood cannot fill the trail.
+ * dummy hash for an unknown user so timing does not tell them apart), the second factor (a code
+ * from the app, or one of the account's recovery codes: `login_second_factor.ts`), and finally a
+ * new session. Every refusal is audited with its reason, never with the password, aggregated per
+ * client and username (`refusal_audit.ts`) so a flood cannot fill the trail.
  */
 import type { UserRow, UsersRepo } from "../../db/users_repo.ts";
 import type { Audit } from "../core/audit.ts";
@@ -16,25 +17,17 @@ import { DUMMY_HASH, hashPassword, needsRehash, verifyPassword } from "./passwor
 import type { Random } from "../core/random.ts";
 import type { RefusalAudit } from "./refusal_audit.ts";
 import type { NewSessionResult, Sessions } from "./sessions.ts";
+import {
+  checkSecondFactor,
+  type LoginInput,
+  type LoginRefusal,
+  type SecondFactorPassed,
+  type TotpVerifier,
+} from "./login_second_factor.ts";
 import { assertUsername, type PublicUser, toPublicUser } from "./users.ts";
 
-/** The outcome of checking a second-factor code at login. */
-export type TotpCheck =
-  | { readonly ok: true }
-  | { readonly ok: false; readonly reason: "invalid" | "replayed" | "unreadable" }
-  | { readonly ok: false; readonly reason: "locked"; readonly retryAfter: number };
-
-/** Checks a second-factor code (and spends it); without one, 2FA accounts cannot log in. */
-export type TotpVerifier = (user: UserRow, code: string) => Promise<TotpCheck>;
-
+export type { LoginInput, TotpCheck, TotpVerifier } from "./login_second_factor.ts";
 export { LOGIN_LOCKOUT };
-
-export interface LoginInput {
-  readonly username: string;
-  readonly password: string;
-  readonly totp_code?: string;
-  readonly captcha_receipt?: string;
-}
 
 export interface LoginContext {
   readonly clientIp: string;
@@ -53,6 +46,8 @@ export interface LoginDeps {
   readonly random: Random;
   readonly transaction: <T>(fn: () => T) => T;
   readonly verifyTotp?: TotpVerifier;
+  /** Checks (and spends) a recovery code given instead of a TOTP code. */
+  readonly verifyRecoveryCode?: TotpVerifier;
   /** Told when failures lock a (username, client) pair (the `login.lockout` notification). */
   readonly lockedOut?: (username: string, clientIp: string) => void;
 }
@@ -85,11 +80,7 @@ interface Attempt {
 }
 
 /** One refused login: why (audited), what the caller is answered, and whether it counts. */
-interface Refusal {
-  readonly reason: string;
-  readonly error: AppError;
-  /** Whether it counts toward the (username, client) lockout. */
-  readonly count: boolean;
+interface Refusal extends LoginRefusal {
   /** The account, once known (named in the audit record). */
   readonly user?: UserRow;
 }
@@ -121,8 +112,8 @@ class LoginService implements Login {
     this.#checkUsername(a);
     this.#checkCaptcha(a);
     const account = await this.#checkPassword(a);
-    if (account.totp_enabled) await this.#checkSecondFactor(a, account);
-    return await this.#openSession(a, account);
+    const second = account.totp_enabled ? await this.#checkSecondFactor(a, account) : {};
+    return await this.#openSession(a, account, second);
   }
 
   #captchaRequired(clientIp: string, username?: string): boolean {
@@ -203,58 +194,20 @@ class LoginService implements Login {
     return user;
   }
 
-  /** A current two-factor code of a 2FA account, spent by the check. */
-  async #checkSecondFactor(a: Attempt, account: UserRow): Promise<void> {
-    const verify = this.#deps.verifyTotp;
-    if (!verify) {
-      this.#refuse(a, {
-        reason: "totp_unavailable",
-        error: new AppError(
-          401,
-          "TOTP_UNAVAILABLE",
-          "This account uses two-factor authentication, which this build cannot verify",
-        ),
-        count: false,
-        user: account,
-      });
-    }
-    if (!a.input.totp_code) {
-      this.#refuse(a, {
-        reason: "totp_missing",
-        error: new AppError(401, "TOTP_REQUIRED", "A two-factor code is required"),
-        count: false,
-        user: account,
-      });
-    }
-    const check = await verify(account, a.input.totp_code);
-    if (!check.ok && check.reason === "locked") {
-      this.#refuse(a, {
-        reason: "totp_locked",
-        error: new AppError(
-          429,
-          "TOO_MANY_ATTEMPTS",
-          `Too many wrong two-factor codes: retry in ${check.retryAfter} s`,
-          { details: { retry_after: check.retryAfter } },
-        ),
-        count: false,
-        user: account,
-      });
-    }
-    if (!check.ok) {
-      // A replayed code answers exactly like a wrong one; the audit keeps the difference.
-      this.#refuse(a, {
-        reason: `totp_${check.reason}`,
-        error: new AppError(401, "TOTP_INVALID", "Invalid two-factor code"),
-        count: true,
-        user: account,
-      });
-    }
+  /** A current two-factor code (or an unused recovery code) of a 2FA account, spent by the check. */
+  async #checkSecondFactor(a: Attempt, account: UserRow): Promise<SecondFactorPassed> {
+    const deps = this.#deps;
+    const verifiers = { totp: deps.verifyTotp, recovery: deps.verifyRecoveryCode };
+    const outcome = await checkSecondFactor(a.input, account, verifiers);
+    if ("refusal" in outcome) this.#refuse(a, { ...outcome.refusal, user: account });
+    return outcome;
   }
 
   /** The session of a successful login (the password rehashed when its parameters aged). */
   async #openSession(
     a: Attempt,
     account: UserRow,
+    second: SecondFactorPassed,
   ): Promise<{ user: PublicUser; session: NewSessionResult }> {
     const deps = this.#deps;
     const { input, ctx } = a;
@@ -265,14 +218,26 @@ class LoginService implements Login {
     return deps.transaction(() => {
       if (rehash) deps.repo.rehashPassword(account.id, rehash);
       const session = deps.sessions.create(account, ctx.clientIp, ctx.userAgent);
-      deps.audit.record({
+      const by = {
         actor: { type: "user", id: account.id, name: account.username },
-        action: "auth.login",
         target: `user:${account.id}`,
         result: "success",
         clientIp: ctx.clientIp,
         traceId: ctx.traceId,
+      } as const;
+      const left = second.recoveryCodesLeft;
+      deps.audit.record({
+        ...by,
+        action: "auth.login",
+        ...(left === undefined ? {} : { detail: { second_factor: "recovery_code" } }),
       });
+      if (left !== undefined) {
+        deps.audit.record({
+          ...by,
+          action: "user.2fa.recovery_code.use",
+          detail: { remaining: left },
+        });
+      }
       return { user: toPublicUser(account), session };
     });
   }

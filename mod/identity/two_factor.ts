@@ -4,72 +4,49 @@
  * another account with their own password, like recovery), recovery of another account, and the
  * code check at login. Who may reach which account is the route guard's decision (the owner
  * always, others with `write:users`); on another account the caller must also hold every
- * permission of its role (`assertMayManage`: no escalation through 2FA). Secrets are sealed at rest; every change advances the
- * credential epoch (sessions end); a code is accepted once; wrong codes and passwords count
- * toward a lockout. Turning 2FA off is `two_factor_off.ts`; the shared checks,
- * `two_factor_checks.ts`.
+ * permission of its role (`assertMayManage`: no escalation through 2FA). Secrets are sealed at
+ * rest; every change advances the credential epoch (sessions end; turning it on keeps only the
+ * session that did it, which has just proved both factors); a code is accepted once; wrong codes
+ * and passwords count toward a lockout; ten recovery codes stand in for a lost device. Turning 2FA on is `two_factor_on.ts`, off `two_factor_off.ts`; the recovery codes,
+ * `two_factor_recovery.ts`; the shared checks, `two_factor_checks.ts`.
  */
-import type { TotpRepo } from "../../db/totp_repo.ts";
-import type { UserRow, UsersRepo } from "../../db/users_repo.ts";
-import type { Audit, AuditEvent } from "../core/audit.ts";
-import type { Clock } from "../core/clock.ts";
+import type { UserRow } from "../../db/users_repo.ts";
+import type { AuditEvent } from "../core/audit.ts";
 import { AppError } from "../core/errors.ts";
 import { assertMayManage, type Caller } from "./account_authority.ts";
-import type { Logger } from "../core/logger.ts";
-import type { Notifications } from "../core/notifications.ts";
-import type { Random } from "../core/random.ts";
-import type { SecretBox } from "../core/secret_box.ts";
 import type { Lockout } from "./lockout.ts";
 import type { TotpCheck } from "./login.ts";
 import type { RoleMap } from "./permissions.ts";
-import { qrSvgDataUri } from "./qr.ts";
+import { matchTotpStep } from "./totp.ts";
+import { codeKey, TwoFactorChecks } from "./two_factor_checks.ts";
 import {
-  matchTotpStep,
-  newTotpSecret,
-  TOTP_ALGORITHM,
-  TOTP_DIGITS,
-  TOTP_PERIOD_MS,
-  totpBase32,
-  totpUri,
-} from "./totp.ts";
-import { codeKey, invalidCode, TwoFactorChecks } from "./two_factor_checks.ts";
-import { TwoFactorOff } from "./two_factor_off.ts";
-import { type PublicUser, toPublicUser } from "./users.ts";
+  type Enabled,
+  TwoFactorOn,
+  type TwoFactorOnDeps,
+  type TwoFactorSetup,
+} from "./two_factor_on.ts";
+import { TwoFactorOff, type TwoFactorOffDeps } from "./two_factor_off.ts";
+import {
+  type IssuedCodes,
+  type RecoveryStatus,
+  TwoFactorRecovery,
+  type TwoFactorRecoveryDeps,
+} from "./two_factor_recovery.ts";
+import type { PublicUser } from "./users.ts";
 
-/** How long a setup waits for its confirming code. */
-export const PENDING_TTL_MS = 10 * 60_000;
-/** The issuer an authenticator app shows next to the account name. */
-export const TOTP_ISSUER = "waf";
+export { type Enabled, PENDING_TTL_MS, TOTP_ISSUER, type TwoFactorSetup } from "./two_factor_on.ts";
 
 export type AuditContext = Pick<AuditEvent, "actor" | "clientIp" | "traceId">;
 
 /** The signed-in user acting (2FA routes are for sessions only), with their permissions. */
 export interface SignedIn extends Caller {
   readonly userId: string;
+  /** The hash of the session asking: turning one's own 2FA on keeps this session. */
+  readonly sessionHash?: string;
 }
 
-export interface TwoFactorSetup {
-  readonly otpauth_uri: string;
-  /** Base32, for typing into an authenticator that cannot scan. */
-  readonly secret: string;
-  /** `data:image/svg+xml;base64,...` QR code of `otpauth_uri`. */
-  readonly qr_code: string;
-  readonly algorithm: typeof TOTP_ALGORITHM;
-  readonly digits: number;
-  readonly period: number;
-  readonly expires_at: string;
-}
-
-export interface TwoFactorDeps {
-  readonly users: UsersRepo;
-  readonly totp: TotpRepo;
-  readonly box: SecretBox;
-  readonly audit: Audit;
-  readonly notifications: Notifications;
-  readonly clock: Clock;
-  readonly random: Random;
-  readonly logger: Logger;
-  readonly transaction: <T>(fn: () => T) => T;
+/** What every part needs: turning on, off, the recovery codes and the shared checks. */
+export interface TwoFactorDeps extends TwoFactorOnDeps, TwoFactorOffDeps, TwoFactorRecoveryDeps {
   /** The configured roles, to judge whether a caller may act on another account. */
   readonly roles: RoleMap;
 }
@@ -80,8 +57,11 @@ export interface TwoFactor {
   readonly lockout: Lockout;
   /** Starts a setup: a new pending secret (replacing any earlier one) for the account. */
   setup(caller: SignedIn, userId: string, ctx: AuditContext): Promise<TwoFactorSetup>;
-  /** Confirms the pending secret with a code for it and turns 2FA on. */
-  enable(caller: SignedIn, userId: string, code: string, ctx: AuditContext): Promise<PublicUser>;
+  /**
+   * Confirms the pending secret with a code for it and turns 2FA on, with a new set of recovery
+   * codes. The account's sessions end, except the owner's own session that asked.
+   */
+  enable(caller: SignedIn, userId: string, code: string, ctx: AuditContext): Promise<Enabled>;
   /**
    * Turns 2FA off. The owner confirms with the password and a current code; an administrator
    * acting on another account confirms with their own password (as in {@link recover}).
@@ -99,8 +79,19 @@ export interface TwoFactor {
     password: string,
     ctx: AuditContext,
   ): Promise<PublicUser>;
+  /** How many recovery codes the account has left (no code is ever shown again). */
+  recoveryStatus(caller: SignedIn, userId: string): RecoveryStatus;
+  /** A new set of recovery codes (the old one stops working), confirmed by the caller's password. */
+  regenerateRecoveryCodes(
+    caller: SignedIn,
+    userId: string,
+    password: string,
+    ctx: AuditContext,
+  ): Promise<IssuedCodes>;
   /** The login check: a current code for the enabled secret, not used before. */
   verifyLogin(user: UserRow, code: string): Promise<TotpCheck>;
+  /** The login check instead of a code: an unused recovery code, spent by the check. */
+  verifyRecoveryLogin(user: UserRow, code: string): Promise<TotpCheck>;
   /** Forgets expired pending setups and idle lockout entries (maintenance). */
   sweep(): void;
 }
@@ -109,50 +100,21 @@ class TwoFactorService implements TwoFactor {
   readonly lockout: Lockout;
   readonly #deps: TwoFactorDeps;
   readonly #checks: TwoFactorChecks;
+  readonly #on: TwoFactorOn;
   readonly #off: TwoFactorOff;
+  readonly #recovery: TwoFactorRecovery;
 
   constructor(deps: TwoFactorDeps) {
     this.#deps = deps;
     this.#checks = new TwoFactorChecks(deps);
     this.#off = new TwoFactorOff(deps, this.#checks);
+    this.#recovery = new TwoFactorRecovery(deps, this.#checks);
+    this.#on = new TwoFactorOn(deps, this.#checks, this.#recovery);
     this.lockout = this.#checks.lockout;
   }
 
   async setup(caller: SignedIn, userId: string, ctx: AuditContext): Promise<TwoFactorSetup> {
-    const deps = this.#deps;
-    const row = this.#account(caller, userId);
-    if (row.totp_enabled) {
-      throw new AppError(
-        409,
-        "TOTP_ALREADY_ENABLED",
-        "Two-factor authentication is already enabled: disable it before binding a new device",
-      );
-    }
-    const now = deps.clock.now();
-    const secret = newTotpSecret(deps.random);
-    const sealed = await deps.box.seal(secret, row.id);
-    const expiresAt = now + PENDING_TTL_MS;
-    deps.transaction(() => {
-      deps.totp.sweepPending(now);
-      deps.totp.putPending(row.id, { secret_enc: sealed, expires_at: expiresAt }, now);
-      deps.audit.record({
-        ...ctx,
-        action: "user.2fa.setup",
-        target: `user:${row.id}`,
-        result: "success",
-        detail: { expires_at: new Date(expiresAt).toISOString() },
-      });
-    });
-    const uri = totpUri(secret, TOTP_ISSUER, row.username);
-    return {
-      otpauth_uri: uri,
-      secret: totpBase32(secret),
-      qr_code: await qrSvgDataUri(uri),
-      algorithm: TOTP_ALGORITHM,
-      digits: TOTP_DIGITS,
-      period: TOTP_PERIOD_MS / 1000,
-      expires_at: new Date(expiresAt).toISOString(),
-    };
+    return await this.#on.setup(this.#account(caller, userId), ctx);
   }
 
   async enable(
@@ -160,39 +122,30 @@ class TwoFactorService implements TwoFactor {
     userId: string,
     code: string,
     ctx: AuditContext,
-  ): Promise<PublicUser> {
-    const deps = this.#deps;
-    const checks = this.#checks;
+  ): Promise<Enabled> {
     const row = this.#account(caller, userId);
-    if (row.totp_enabled) {
-      throw new AppError(409, "TOTP_ALREADY_ENABLED", "Two-factor authentication is enabled");
-    }
-    const pending = deps.totp.getPending(row.id);
-    if (!pending || pending.expires_at <= deps.clock.now()) {
-      throw new AppError(
-        409,
-        "TOTP_SETUP_REQUIRED",
-        `No pending two-factor setup (or it expired): start again with POST /api/users/${row.id}/2fa/setup`,
-      );
-    }
-    checks.assertNotLocked([codeKey(row.id)]);
-    const secret = await checks.openSecret(pending.secret_enc, row.id);
-    if (!secret) throw invalidCode();
-    const step = checks.matchCode(secret, row.id, code);
-    deps.transaction(() => {
-      deps.users.setTotp(row.id, pending.secret_enc, deps.clock.now());
-      // The confirming code is spent: it cannot also sign in.
-      deps.totp.acceptStep(row.id, step);
-      deps.totp.deletePending(row.id);
-      deps.audit.record({
-        ...ctx,
-        action: "user.2fa.enable",
-        target: `user:${row.id}`,
-        result: "success",
-      });
-    });
-    this.lockout.reset(codeKey(row.id));
-    return toPublicUser(checks.account(row.id));
+    // Only the owner's own session is kept: it has proved both factors of this account.
+    const keep = caller.userId === row.id ? caller.sessionHash : undefined;
+    return await this.#on.enable(row, code, keep, ctx);
+  }
+
+  recoveryStatus(caller: SignedIn, userId: string): RecoveryStatus {
+    return this.#recovery.status(this.#account(caller, userId));
+  }
+
+  async regenerateRecoveryCodes(
+    caller: SignedIn,
+    userId: string,
+    password: string,
+    ctx: AuditContext,
+  ): Promise<IssuedCodes> {
+    const target = this.#account(caller, userId);
+    const actor = this.#checks.account(caller.userId);
+    return await this.#recovery.regenerate(actor, target, password, ctx);
+  }
+
+  verifyRecoveryLogin(user: UserRow, code: string): Promise<TotpCheck> {
+    return this.#recovery.verifyLogin(user, code);
   }
 
   async disable(

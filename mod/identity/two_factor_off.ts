@@ -1,8 +1,8 @@
 /**
  * Turning two-factor authentication off: the owner confirms with the password and a current code
  * (which is spent); an administrator acting on another account confirms with their own password,
- * and the other administrators are notified. Either way the pending setup goes too and the
- * credential epoch advances (the account's sessions end).
+ * and the other administrators are notified. Either way the pending setup and the recovery
+ * codes go too and the credential epoch advances (the account's sessions end).
  */
 import type { TotpRepo } from "../../db/totp_repo.ts";
 import type { UsersRepo } from "../../db/users_repo.ts";
@@ -85,6 +85,7 @@ export class TwoFactorOff {
       }
       deps.users.setTotp(row.id, null, deps.clock.now());
       deps.totp.deletePending(row.id);
+      deps.totp.deleteRecovery(row.id);
       deps.audit.record({
         ...ctx,
         action: "user.2fa.disable",
@@ -109,6 +110,7 @@ export class TwoFactorOff {
     deps.transaction(() => {
       deps.users.setTotp(target.id, null, deps.clock.now());
       deps.totp.deletePending(target.id);
+      deps.totp.deleteRecovery(target.id);
       deps.audit.record({
         ...ctx,
         action: t.action,

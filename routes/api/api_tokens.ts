@@ -2,10 +2,12 @@
  * Management API tokens: create (the secret is in this one response), list, read and revoke.
  * Every route needs `manage:api_tokens` (the specification reserves create, query and revoke for
  * it: a `read:*` role sees no token metadata). The caller, user or token, is the creator: a token
- * can mint only narrower, shorter-lived tokens.
+ * can mint only narrower, shorter-lived tokens. The list also says whether tokens are switched on,
+ * by which `waf.yaml` key, and that changing it takes a restart, so a client can say so before
+ * anyone fills in a form.
  */
 import { z } from "zod";
-import type { ApiTokens } from "../../mod/identity/api_tokens.ts";
+import { type ApiTokens, TOKENS_SETTING } from "../../mod/identity/api_tokens.ts";
 import { auditContext } from "./actor.ts";
 import { auditFailures, type AuditSink } from "./audited.ts";
 import type { Ctx } from "./env.ts";
@@ -78,7 +80,13 @@ export function apiTokenRoutes(deps: ApiTokenRouteDeps): RouteDef[] {
       method: "GET",
       path: "/api/system/api-tokens",
       access: MANAGE,
-      handler: (c) => c.json({ items: deps.tokens.list() }),
+      handler: (c) =>
+        c.json({
+          enabled: deps.tokens.enabled(),
+          setting: TOKENS_SETTING,
+          restart_required: true,
+          items: deps.tokens.list(),
+        }),
     },
     {
       method: "GET",

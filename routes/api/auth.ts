@@ -44,7 +44,11 @@ const loginBody = z.strictObject({
   username: z.string().max(256),
   password: z.string().max(1024),
   totp_code: z.string().max(16).optional(),
+  recovery_code: z.string().max(64).optional(),
   captcha_receipt: z.string().max(2048).optional(),
+}).refine((b) => b.totp_code === undefined || b.recovery_code === undefined, {
+  path: ["recovery_code"],
+  message: "give either totp_code or recovery_code, not both",
 });
 
 const verifyBody = z.strictObject({

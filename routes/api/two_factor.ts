@@ -2,8 +2,9 @@
  * Two-factor authentication of an account (`/api/users/{id}/2fa/*`, the specification's
  * `write:users` family): setup, enable and disable need `write:users` for another account, while
  * every signed-in user manages their own second factor without it; recovery is for another
- * account only. Signed-in users only: API tokens are refused here (`sessionOnly`), whatever
- * their permissions.
+ * account only. The recovery codes: their count, and a new set confirmed by the caller's password
+ * (the codes are in that answer and in the one turning 2FA on, nowhere else). Signed-in users
+ * only: API tokens are refused here (`sessionOnly`), whatever their permissions.
  */
 import { z } from "zod";
 import type { SignedIn, TwoFactor } from "../../mod/identity/two_factor.ts";
@@ -30,7 +31,48 @@ const enableBody = z.strictObject({ code });
 // The owner sends a current code; an administrator acting on another account only their own
 // password (they do not hold that account's authenticator).
 const disableBody = z.strictObject({ password, code: code.optional() });
-const recoverBody = z.strictObject({ password });
+const passwordBody = z.strictObject({ password });
+
+type Run = <T>(
+  c: Ctx,
+  action: string,
+  fn: (caller: SignedIn, id: string) => Promise<T>,
+) => Promise<T>;
+
+/** The recovery codes' count (no code) and a new set, shown once. */
+function recoveryCodeRoutes(deps: TwoFactorRouteDeps, run: Run): RouteDef[] {
+  const path = "/api/users/:id/2fa/recovery-codes";
+  return [
+    {
+      method: "GET",
+      path,
+      access: OWN_OR_WRITE_USERS,
+      handler: (c) => {
+        const p = c.get("principal")!;
+        const caller = { userId: p.id, permissions: p.permissions };
+        return c.json(deps.twoFactor.recoveryStatus(caller, c.req.param("id")!));
+      },
+    },
+    {
+      method: "POST",
+      path,
+      access: OWN_OR_WRITE_USERS,
+      handler: async (c) => {
+        const issued = await run(c, "user.2fa.recovery_codes.regenerate", async (caller, id) => {
+          const body = await readJson(c, passwordBody);
+          return await deps.twoFactor.regenerateRecoveryCodes(
+            caller,
+            id,
+            body.password,
+            auditContext(c),
+          );
+        });
+        c.header("cache-control", "no-store");
+        return c.json(issued, 201);
+      },
+    },
+  ];
+}
 
 export function twoFactorRoutes(deps: TwoFactorRouteDeps): RouteDef[] {
   const run = <T>(c: Ctx, action: string, fn: (caller: SignedIn, id: string) => Promise<T>) => {
@@ -41,7 +83,7 @@ export function twoFactorRoutes(deps: TwoFactorRouteDeps): RouteDef[] {
       c,
       deps,
       { action, target: `user:${id}` },
-      () => fn({ userId: p.id, permissions: p.permissions }, id),
+      () => fn({ userId: p.id, permissions: p.permissions, sessionHash: p.sessionHash }, id),
     );
   };
   return [
@@ -63,13 +105,15 @@ export function twoFactorRoutes(deps: TwoFactorRouteDeps): RouteDef[] {
       path: "/api/users/:id/2fa/enable",
       access: OWN_OR_WRITE_USERS,
       handler: async (c) => {
-        const user = await run(c, "user.2fa.enable", async (caller, id) => {
+        const enabled = await run(c, "user.2fa.enable", async (caller, id) => {
           const body = await readJson(c, enableBody);
           return await deps.twoFactor.enable(caller, id, body.code, auditContext(c));
         });
-        return c.json({ user });
+        c.header("cache-control", "no-store");
+        return c.json(enabled);
       },
     },
+    ...recoveryCodeRoutes(deps, run),
     {
       method: "POST",
       path: "/api/users/:id/2fa/disable",
@@ -88,7 +132,7 @@ export function twoFactorRoutes(deps: TwoFactorRouteDeps): RouteDef[] {
       access: perm("write:users", { sessionOnly: true }),
       handler: async (c) => {
         const user = await run(c, "user.2fa.recover", async (caller, id) => {
-          const body = await readJson(c, recoverBody);
+          const body = await readJson(c, passwordBody);
           return await deps.twoFactor.recover(caller, id, body.password, auditContext(c));
         });
         return c.json({ user });

@@ -130,3 +130,23 @@ export async function auditItems(
   if (r.status !== 200) throw new Error(`audit: ${r.status}`);
   return r.body.items as AuditItem[];
 }
+
+/** The kinds of the notifications `session` can read, newest first. */
+export async function notificationKinds(server: ApiTarget, session: Session): Promise<string[]> {
+  const r = await callJson(server, "GET", "/api/notifications", { session });
+  if (r.status !== 200) throw new Error(`notifications: ${r.status}`);
+  return (r.body.items as { kind: string }[]).map((n) => n.kind);
+}
+
+/** An in-process WAF of the API-access area (tokens on) after setup, the admin signed in. */
+export async function signedInAdmin(): Promise<{
+  server: TestBase;
+  admin: Session;
+  adminId: string;
+}> {
+  const server = await createTestApp({ config: TOKENS_ON, areas: ["apiAccess"] });
+  await completeSetup(server);
+  const admin = await login(server, ADMIN.username, ADMIN.password);
+  const me = await callJson(server, "GET", "/api/auth/session", { session: admin });
+  return { server, admin, adminId: (me.body.user as { id: string }).id };
+}

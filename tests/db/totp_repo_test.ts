@@ -40,3 +40,17 @@ Deno.test("pending setups are replaced per user and swept once expired", async (
   repo.deletePending("u1");
   assertEquals(repo.getPending("u1"), undefined);
 });
+
+Deno.test("a recovery set is kept per user beside the pending setup, which the sweep alone clears", async () => {
+  const { store, repo } = await setup();
+  await using _ = store;
+  const set = { created_at: 5, codes: [{ hash: "h1", used_at: null }, { hash: "h2", used_at: 7 }] };
+  repo.putRecovery("u1", set, 5);
+  repo.putPending("u1", { secret_enc: "v1.a.b", expires_at: 10 }, 5);
+  assertEquals(repo.sweepPending(100), 1);
+  assertEquals(repo.getRecovery("u1"), set, "the sweep of pending setups leaves it");
+  repo.putRecovery("u1", { created_at: 9, codes: [] }, 9);
+  assertEquals(repo.getRecovery("u1"), { created_at: 9, codes: [] }, "a new set replaces it");
+  repo.deleteRecovery("u1");
+  assertEquals(repo.getRecovery("u1"), undefined);
+});

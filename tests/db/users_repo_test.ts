@@ -64,3 +64,33 @@ Deno.test("revokeAllSessions() revokes every live session of one user", async ()
   assertEquals(repo.getSession("c")!.revoked_at, null);
   assertEquals(repo.purgeSessions(2000, 25), 3);
 });
+
+Deno.test("carrySession() moves one live session on from the epoch it was checked at, only", async () => {
+  await using s = await testStore();
+  const repo = createUsersRepo(s.db);
+  const start = seed(repo).credential_epoch;
+  for (const hash of ["kept", "other", "revoked"]) {
+    repo.insertSession({
+      id_hash: hash,
+      user_id: "u1",
+      created_at: 10,
+      expires_at: 1000,
+      client_ip: null,
+      user_agent: null,
+      credential_epoch: start,
+    });
+  }
+  repo.revokeSession("revoked", 11);
+  repo.setTotp("u1", "enc", 12);
+  assertEquals(repo.carrySession("kept", "u1", start), true);
+  assertEquals(repo.carrySession("revoked", "u1", start), false, "a revoked session stays so");
+  assertEquals(repo.carrySession("kept", "u2", start), false, "another account's id");
+  assertEquals(repo.getSession("kept")!.credential_epoch, start + 1);
+  assertEquals(repo.getSession("other")!.credential_epoch, start, "the others stay behind");
+  // A second change before the carry: the session was checked at `start`, so it is not at the
+  // epoch the carry expects any more, and it does not catch up with the account.
+  repo.updatePassword("u1", "h2", 13);
+  repo.setTotp("u1", "enc2", 14);
+  assertEquals(repo.carrySession("kept", "u1", start + 2), false);
+  assertEquals(repo.getSession("kept")!.credential_epoch, start + 1);
+});

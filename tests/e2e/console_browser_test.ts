@@ -289,8 +289,9 @@ Deno.test({
     const secret = (await ops.page.locator("#tfa-secret").textContent())!;
     await ops.page.locator("#tfa-code").fill(codeAt(server, secret));
     await ops.page.locator("#tfa-enable").click();
-    // Enabling ends the account's sessions: the console goes back to the sign-in page.
-    await ops.page.waitForURL(`${server.managementUrl}/login?next=%2Fconsole%2Faccount`);
+    // Enabling keeps this session (it has just proved both factors) and shows the recovery codes.
+    await ops.page.locator("#recovery-codes").waitFor();
+    assertEquals(ops.page.url(), `${server.managementUrl}/console/account`);
     const user = (await server.identity.users.list()).find((u) => u.username === OPS.username);
     assertEquals(user?.totp_enabled, true);
     const again = await callJson(server, "POST", "/api/auth/login", {

@@ -55,6 +55,29 @@ Deno.test("creating a token answers 403 MANAGEMENT_API_DISABLED while apisec.man
   ]);
 });
 
+Deno.test("the token list says whether tokens are on, the waf.yaml key and that a change needs a restart", async () => {
+  for (const [config, enabled] of [[{}, false], [TOKENS_ON, true]] as const) {
+    const { server, admin } = await ready(config);
+    await using _ = server;
+    const r = await callJson(server, "GET", "/api/system/api-tokens", { session: admin });
+    assertEquals(r.status, 200);
+    assertEquals(r.body, {
+      enabled,
+      setting: "apisec.management_api.enabled",
+      restart_required: true,
+      items: [],
+    });
+  }
+  const { server, admin } = await ready({});
+  await using _ = server;
+  const refused = await create(server, admin, { note: "ci", permissions: ["read:sites"] });
+  assertMatch((refused.body.error as { message: string }).message, /restart/);
+  assertEquals(
+    (refused.body.error as Record<string, unknown>).setting,
+    "apisec.management_api.enabled",
+  );
+});
+
 Deno.test("creating a token works once apisec.management_api.enabled is true", async () => {
   const { server, admin } = await ready();
   await using _ = server;

@@ -1,7 +1,8 @@
 /**
  * The console's files as served: every asset with its type and the strict CSP, the shell for
- * client-side routes, the catalogues in step, every text key a page uses present, and every
- * permission a page names one that a route declares (so a renamed permission fails here).
+ * client-side routes, the catalogues in step, every text key a page uses present, every
+ * permission a page names one that a route declares (so a renamed permission fails here), and
+ * every permission placed in an area and described in both languages.
  */
 import { assertEquals, ok } from "../../_helpers/assert.ts";
 import { startTestServer } from "../../_helpers/server.ts";
@@ -9,6 +10,8 @@ import { CONSOLE_CSP, consoleAssets } from "../../../routes/api/console.ts";
 import en from "../../../console/i18n/en.js";
 import zh from "../../../console/i18n/zh-CN.js";
 import { PAGES } from "../../../console/pages.js";
+import { areaOf, AREAS, groupPermissions, PRESETS } from "../../../console/permissions.js";
+import { PERMISSIONS } from "../../../mod/identity/permissions.ts";
 
 const sources = consoleAssets().filter((a) =>
   a.path.endsWith(".js") && !a.path.startsWith("vendor/")
@@ -72,4 +75,17 @@ Deno.test("every permission the console names is one a management route declares
   for (const file of sources) for (const m of file.body.matchAll(perm)) named.add(m[1]!);
   ok(named.size > 10, [...named].join(","));
   assertEquals([...named].filter((p) => !declared.has(p)), []);
+});
+
+Deno.test("every permission has an area and a one-line description in both catalogues", () => {
+  for (const p of PERMISSIONS) {
+    ok(areaOf(p) !== "other", `${p} has no area`);
+    for (const [name, catalogue] of [["en", en], ["zh-CN", zh]] as const) {
+      const text = (catalogue as Record<string, string>)[`perm.${p}`];
+      ok(text && text.length <= 100 && !text.includes("\n"), `${name}: perm.${p}`);
+    }
+  }
+  for (const area of [...AREAS.map((a) => a.id), "other"]) ok(`perm.group.${area}` in zh, area);
+  assertEquals(groupPermissions(PERMISSIONS).map((g) => g.id), AREAS.map((a) => a.id));
+  assertEquals(PRESETS.read(PERMISSIONS), PERMISSIONS.filter((p) => p.startsWith("read:")));
 });

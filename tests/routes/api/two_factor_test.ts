@@ -10,37 +10,25 @@ import {
   codeAt,
   errorCode,
   mintToken,
-  TOKENS_ON,
+  notificationKinds,
+  signedInAdmin,
   VIEWER,
 } from "../../_helpers/api_access.ts";
 import {
   ADMIN,
   call,
   callJson,
-  completeSetup,
   createUser,
   enterRefusalWindow,
   login,
   type Session,
 } from "../../_helpers/identity.ts";
-import { createTestApp, type TestBase } from "../../_helpers/server.ts";
+import type { TestBase } from "../../_helpers/server.ts";
 import { fromB64urlText } from "../../../mod/core/digest.ts";
 
 const STEP = 30_000;
 
-interface Ready {
-  server: TestBase;
-  admin: Session;
-  adminId: string;
-}
-
-async function ready(): Promise<Ready> {
-  const server = await createTestApp({ config: TOKENS_ON, areas: ["apiAccess"] });
-  await completeSetup(server);
-  const admin = await login(server, ADMIN.username, ADMIN.password);
-  const me = await callJson(server, "GET", "/api/auth/session", { session: admin });
-  return { server, admin, adminId: (me.body.user as { id: string }).id };
-}
+const ready = signedInAdmin;
 
 const post = (server: TestBase, session: Session, path: string, body: unknown = {}) =>
   callJson(server, "POST", path, { session, body });
@@ -115,14 +103,17 @@ Deno.test("the whole 2FA lifecycle: setup, enable, login needs a code, a reused 
   });
   assertEquals([wrong.status, errorCode(wrong)], [403, "TOTP_INVALID"]);
   const enableCode = codeAt(server, secret);
+  const elsewhere = await login(server, ADMIN.username, ADMIN.password);
   const enabled = await post(server, admin, `/api/users/${adminId}/2fa/enable`, {
     code: enableCode,
   });
   assertEquals(enabled.status, 200);
   assertEquals((enabled.body.user as { totp_enabled: boolean }).totp_enabled, true);
   assertEquals(epoch(server, adminId), before + 1);
-  const old = await callJson(server, "GET", "/api/auth/session", { session: admin });
-  assertEquals(old.status, 401, "enabling 2FA ends the existing sessions");
+  const old = await callJson(server, "GET", "/api/auth/session", { session: elsewhere });
+  assertEquals(old.status, 401, "enabling 2FA ends the account's other sessions");
+  const kept = await callJson(server, "GET", "/api/auth/session", { session: admin });
+  assertEquals(kept.status, 200, "the session that enabled it has proved both factors");
 
   const options = await callJson(server, "GET", "/api/auth/login-options");
   assertEquals(options.body.totp_required, true);
@@ -277,11 +268,7 @@ Deno.test("write:users sets up, enables and disables 2FA of another account (spe
     ["user.2fa.enable", adminId, `user:${viewerId}`],
     ["user.2fa.setup", adminId, `user:${viewerId}`],
   ]);
-  const notes = await callJson(server, "GET", "/api/notifications", { session: admin });
-  assertEquals(
-    (notes.body.items as { kind: string }[]).map((n) => n.kind),
-    ["user.2fa.disable"],
-  );
+  assertEquals(await notificationKinds(server, admin), ["user.2fa.disable"]);
 });
 
 Deno.test("API tokens cannot call any 2FA route, whatever their permissions", async () => {
@@ -376,7 +363,7 @@ Deno.test("a pending setup expires after 10 minutes, and enable without a setup 
   });
   assertEquals(ok2.status, 200);
   const twice = await post(server, admin, `/api/users/${adminId}/2fa/setup`);
-  assertEquals([twice.status, errorCode(twice)], [401, "UNAUTHORIZED"], "the session ended");
+  assertEquals([twice.status, errorCode(twice)], [409, "TOTP_ALREADY_ENABLED"], "2FA is on");
 });
 
 Deno.test("wrong codes are rate-limited: after 5 failures even the right code waits (429 with Retry-After)", async () => {

@@ -158,6 +158,10 @@ function cases(server: TestTarget, s: Scope, t: Targets): Record<string, Probe[]
     "POST /api/users/:id/2fa/enable": twoFactor("enable", { code: "123456" }),
     "POST /api/users/:id/2fa/disable": twoFactor("disable", { password: NEW_PASSWORD }),
     "POST /api/users/:id/2fa/recover": twoFactor("recover", { password: NEW_PASSWORD }),
+    "GET /api/users/:id/2fa/recovery-codes": twoFactor("recovery-codes", undefined),
+    "POST /api/users/:id/2fa/recovery-codes": twoFactor("recovery-codes", {
+      password: NEW_PASSWORD,
+    }),
   };
 }
 
