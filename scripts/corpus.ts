@@ -10,7 +10,8 @@
  * ```
  *
  * Files named `<set>__<case>__<placement>__<encoding>__<hash>.<black|white>` (gotestwaf-dev)
- * are also reported per placement, per encoding and per case. Corpus files stay outside the
+ * are also reported per placement, per encoding and per case; files in sub-folders
+ * (`crs-dev/PL1/<rule file>/`) per folder. Corpus files stay outside the
  * repository; a missing corpus exits with status 2.
  */
 
@@ -65,11 +66,7 @@ export async function main(args: string[]): Promise<number> {
     return 2;
   }
   if (!(await exists(values.dir))) return missing(values.dir);
-  const files: string[] = [];
-  for await (const e of Deno.readDir(values.dir)) {
-    if (e.isFile && (e.name.endsWith(".black") || e.name.endsWith(".white"))) files.push(e.name);
-  }
-  files.sort();
+  const files = await corpusFiles(values.dir);
   const outcomes: Outcome[] = [];
   if (values.mode === "engine") {
     const times: number[] = [];
@@ -124,6 +121,20 @@ export async function main(args: string[]): Promise<number> {
     report(outcomes, values.quiet);
   }
   return 0;
+}
+
+/**
+ * The `.black` and `.white` files under `dir`, as paths relative to it: sub-folders are walked,
+ * so `crs-dev/PL1` (one folder per CRS rule file) replays whole.
+ */
+async function corpusFiles(dir: string, prefix = ""): Promise<string[]> {
+  const files: string[] = [];
+  for await (const e of Deno.readDir(`${dir}/${prefix}`)) {
+    const rel = prefix === "" ? e.name : `${prefix}/${e.name}`;
+    if (e.isDirectory) files.push(...await corpusFiles(dir, rel));
+    else if (e.isFile && (e.name.endsWith(".black") || e.name.endsWith(".white"))) files.push(rel);
+  }
+  return files.sort();
 }
 
 async function exists(path: string): Promise<boolean> {
@@ -193,6 +204,9 @@ function report(outcomes: readonly Outcome[], quiet: boolean | undefined): void 
   console.log(`false-positive rate ${pc(fp, white.length)} (${fp}/${white.length})`);
   console.log(`accuracy ${pc(tp + white.length - fp, outcomes.length)}`);
   for (const [field, title] of BREAKDOWNS) breakdown(outcomes, field, title);
+  if (outcomes.some((o) => o.file.includes("/"))) {
+    breakdownBy(outcomes, (file) => file.split("/").slice(0, -1).join("/"), "folder");
+  }
 }
 
 /** Parts of a gotestwaf-style file name: set, case, placement, encoding, hash. */
@@ -204,11 +218,20 @@ const BREAKDOWNS: ReadonlyArray<readonly [number, string]> = [
 
 /** Detection and false positives grouped by one part of the file name, when names have parts. */
 function breakdown(outcomes: readonly Outcome[], field: number, title: string): void {
+  const name = (file: string) => file.slice(file.lastIndexOf("/") + 1);
+  if (outcomes.some((o) => name(o.file).split("__").length < 5)) return;
+  breakdownBy(outcomes, (file) => name(file).split("__")[field]!, title);
+}
+
+/** Detection and false positives grouped by a key taken from each file's path. */
+function breakdownBy(
+  outcomes: readonly Outcome[],
+  keyOf: (file: string) => string,
+  title: string,
+): void {
   const groups = new Map<string, { black: number; tp: number; white: number; fp: number }>();
   for (const o of outcomes) {
-    const parts = o.file.split("__");
-    if (parts.length < 5) return;
-    const key = parts[field]!;
+    const key = keyOf(o.file);
     const g = groups.get(key) ?? { black: 0, tp: 0, white: 0, fp: 0 };
     if (o.black) {
       g.black++;
