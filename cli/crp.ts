@@ -87,7 +87,11 @@ async function verifyFromArgs(
   global: GlobalOptions,
   deps: CommandDeps,
 ): Promise<{ t: Translate; dataDir: string; verified: Verified } | number> {
-  const started = await startOperator(global, deps, words, args, {}, { min: 1, max: 1 });
+  const started = await startOperator(global, deps, {
+    words,
+    args,
+    positionals: { min: 1, max: 1 },
+  });
   if (typeof started === "number") return started;
   const { t, flags, loaded } = started;
   const verified = await verifyAndReport(

@@ -11,9 +11,10 @@ const PLAIN_ZIP_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*\.zip$/;
 
 export const logsPackCommand: Command = async (args, global, deps) => {
   const words = ["logs", "pack"];
-  const started = await startOperator(global, deps, words, args, {
-    dir: { type: "string" },
-    name: { type: "string" },
+  const started = await startOperator(global, deps, {
+    words,
+    args,
+    options: { dir: { type: "string" }, name: { type: "string" } },
   });
   if (typeof started === "number") return started;
   const { t, flags, loaded } = started;

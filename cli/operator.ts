@@ -16,15 +16,21 @@ export interface Started {
   readonly loaded: Loaded;
 }
 
+/** What an operator command accepts: its words, its arguments, its flags and positionals. */
+export interface OperatorCommand {
+  readonly words: readonly string[];
+  readonly args: readonly string[];
+  readonly options?: Parameters<typeof parseFlags>[1];
+  readonly positionals?: { min: number; max: number };
+}
+
 /** Parses flags and loads the configuration; a number is the exit code to return at once. */
 export async function startOperator(
   global: GlobalOptions,
   deps: CommandDeps,
-  words: readonly string[],
-  args: readonly string[],
-  options: Parameters<typeof parseFlags>[1],
-  positionals: { min: number; max: number } = { min: 0, max: 0 },
+  command: OperatorCommand,
 ): Promise<Started | number> {
+  const { words, args, options = {}, positionals = { min: 0, max: 0 } } = command;
   const { t } = await cliTranslator(global, deps);
   const flags = flagsOrUsage({ deps, t, words }, args, options, positionals);
   if (typeof flags === "number") return flags;

@@ -20,7 +20,7 @@ import { type Command, EXIT_FAILURE, EXIT_OK } from "./context.ts";
 import { startOperator } from "./operator.ts";
 
 export const setupUrlCommand: Command = async (args, global, deps) => {
-  const started = await startOperator(global, deps, ["setup", "url"], args, {});
+  const started = await startOperator(global, deps, { words: ["setup", "url"], args });
   if (typeof started === "number") return started;
   const { t, loaded } = started;
   const path = `${loaded.dataDir}/waf.db`;

@@ -27,7 +27,11 @@ function openLive(dataDir: string, deps: CommandDeps, t: Translate): Db | undefi
 
 export const storeBackupCommand: Command = async (args, global, deps) => {
   const words = ["store", "backup"];
-  const started = await startOperator(global, deps, words, args, { out: { type: "string" } });
+  const started = await startOperator(global, deps, {
+    words,
+    args,
+    options: { out: { type: "string" } },
+  });
   if (typeof started === "number") return started;
   const { t, flags, loaded } = started;
   const out = stringFlag(flags, "out");
@@ -70,7 +74,7 @@ export const storeBackupCommand: Command = async (args, global, deps) => {
 };
 
 export const storeCheckCommand: Command = async (args, global, deps) => {
-  const started = await startOperator(global, deps, ["store", "check"], args, {});
+  const started = await startOperator(global, deps, { words: ["store", "check"], args });
   if (typeof started === "number") return started;
   const { t, loaded } = started;
   const db = openLive(loaded.dataDir, deps, t);

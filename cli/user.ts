@@ -17,10 +17,12 @@ import {
 
 export const userPasswordCommand: Command = async (args, global, deps) => {
   const words = ["user", "password"];
-  const started = await startOperator(global, deps, words, args, {
-    ...PASSWORD_FLAGS,
-    "reset-2fa": { type: "boolean" },
-  }, { min: 1, max: 1 });
+  const started = await startOperator(global, deps, {
+    words,
+    args,
+    options: { ...PASSWORD_FLAGS, "reset-2fa": { type: "boolean" } },
+    positionals: { min: 1, max: 1 },
+  });
   if (typeof started === "number") return started;
   const { t, flags, loaded } = started;
   const username = flags.positionals[0]!;
@@ -51,9 +53,11 @@ export const userPasswordCommand: Command = async (args, global, deps) => {
 
 export const userEnsureAdminCommand: Command = async (args, global, deps) => {
   const words = ["user", "ensure-admin"];
-  const started = await startOperator(global, deps, words, args, PASSWORD_FLAGS, {
-    min: 1,
-    max: 1,
+  const started = await startOperator(global, deps, {
+    words,
+    args,
+    options: PASSWORD_FLAGS,
+    positionals: { min: 1, max: 1 },
   });
   if (typeof started === "number") return started;
   const { t, flags, loaded } = started;
@@ -83,9 +87,10 @@ export const userEnsureAdminCommand: Command = async (args, global, deps) => {
 };
 
 export const userRenameCommand: Command = async (args, global, deps) => {
-  const started = await startOperator(global, deps, ["user", "rename"], args, {}, {
-    min: 2,
-    max: 2,
+  const started = await startOperator(global, deps, {
+    words: ["user", "rename"],
+    args,
+    positionals: { min: 2, max: 2 },
   });
   if (typeof started === "number") return started;
   const { t, flags, loaded } = started;
@@ -112,9 +117,12 @@ export interface RepairHooks {
 export function repairUsernameCommand(hooks: RepairHooks = {}): Command {
   return async (args, global, deps) => {
     const words = ["user", "repair-username"];
-    const started = await startOperator(global, deps, words, args, {
-      reason: { type: "string" },
-    }, { min: 2, max: 2 });
+    const started = await startOperator(global, deps, {
+      words,
+      args,
+      options: { reason: { type: "string" } },
+      positionals: { min: 2, max: 2 },
+    });
     if (typeof started === "number") return started;
     const { t, flags, loaded } = started;
     const reason = stringFlag(flags, "reason");

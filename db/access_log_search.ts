@@ -69,7 +69,10 @@ function jsonEscapes(term: string): boolean {
   return lastEscapes;
 }
 
-/** Whether a row matches `term` (lower case); what SQLite calls as `waf_log_search`. */
+/**
+ * Whether a row matches `term` (lower case); what SQLite calls as `waf_log_search`, so its
+ * parameters are the SQL function's arguments, in order.
+ */
 function rowMatches(
   path: unknown,
   host: unknown,

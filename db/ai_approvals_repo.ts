@@ -78,15 +78,14 @@ export function createAiApprovalsRepo(db: Db) {
     list(status: AiApprovalStatus | undefined, limit: number): AiApprovalRow[] {
       return list.all({ status: status ?? null, limit }) as unknown as AiApprovalRow[];
     },
-    /** Moves `id` from `from` to `to` with the decider; false when it was no longer `from`. */
+    /** Moves `id` from `move.from` to `move.to` with the decider; false when it was no longer `from`. */
     decide(
       id: string,
-      from: AiApprovalStatus,
-      to: AiApprovalStatus,
+      move: { from: AiApprovalStatus; to: AiApprovalStatus },
       by: { key: string; name: string },
       now: number,
     ): boolean {
-      return Number(decide.run(to, by.key, by.name, now, id, from).changes) > 0;
+      return Number(decide.run(move.to, by.key, by.name, now, id, move.from).changes) > 0;
     },
     finish(id: string, status: AiApprovalStatus, result: unknown): void {
       finish.run(status, JSON.stringify(result), id);

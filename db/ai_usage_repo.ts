@@ -28,8 +28,12 @@ export function createAiUsageRepo(db: Db) {
   );
   return {
     /** Counts one provider request and its tokens. */
-    add(owner: string, ownerName: string, day: string, prompt: number, completion: number): void {
-      add.run(owner, ownerName, day, prompt, completion);
+    add(
+      owner: { key: string; name: string },
+      day: string,
+      tokens: { prompt: number; completion: number },
+    ): void {
+      add.run(owner.key, owner.name, day, tokens.prompt, tokens.completion);
     },
     /** One principal's days since `fromDay` (`YYYY-MM-DD`), newest first. */
     days(owner: string, fromDay: string): AiUsageRow[] {

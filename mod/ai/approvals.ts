@@ -171,7 +171,9 @@ class ApprovalsService implements Approvals {
       );
     }
     const now = clock.now();
-    if (!repo.decide(id, "pending", "applying", { key: by.key, name: by.name }, now)) {
+    if (
+      !repo.decide(id, { from: "pending", to: "applying" }, { key: by.key, name: by.name }, now)
+    ) {
       pending(this.#load(id));
     }
     const ctx = { ...facts, actor: actorOf(by) };
@@ -200,7 +202,14 @@ class ApprovalsService implements Approvals {
     const row = this.#load(id);
     pending(row);
     this.#deps.transaction(() => {
-      if (!repo.decide(id, "pending", "rejected", { key: by.key, name: by.name }, clock.now())) {
+      if (
+        !repo.decide(
+          id,
+          { from: "pending", to: "rejected" },
+          { key: by.key, name: by.name },
+          clock.now(),
+        )
+      ) {
         pending(this.#load(id));
       }
       repo.finish(id, "rejected", { reason: reason ?? null });

@@ -254,7 +254,7 @@ class AssistantService implements Assistant {
 
   /** Counts tokens toward the asker's usage of today. */
   #count(asker: Asker, prompt: number, completion: number): void {
-    this.#deps.usage.add(asker.key, asker.name, this.#day(), prompt, completion);
+    this.#deps.usage.add(asker, this.#day(), { prompt, completion });
   }
 }
 
