@@ -149,8 +149,7 @@ export default function Tokens() {
       await del(`/api/system/api-tokens/${tok.id}`);
       list.reload();
     }, t("tokens.revoked_done"));
-  return html`<${Page} title=${t("nav.tokens")}>
-    <p class="muted">${t("tokens.intro")}</p>
+  return html`<${Page} title=${t("nav.tokens")} description=${t("tokens.intro")}>
     ${writable ? null : html`<${ReadOnlyNote} permission="manage:api_tokens" />`}
     ${list.data && !enabled ? html`<${Disabled} setting=${list.data.setting} />` : null}
     ${created ? html`<${Secret} token=${created.token} onClose=${() => setCreated(null)} />` : null}
@@ -163,7 +162,9 @@ export default function Tokens() {
     <${Loading} state=${list} />
     ${
     list.data
-      ? html`<${Table} rows=${list.data.items} empty=${t("tokens.empty")} columns=${[
+      ? html`<${Table} rows=${list.data.items} empty=${
+        t(writable && enabled ? "tokens.empty_next" : "tokens.empty")
+      } columns=${[
         { label: t("common.note"), key: "note" },
         {
           label: t("tokens.scope"),
