@@ -31,6 +31,8 @@
   const apply = () => {
     root.dataset.themeChoice = chosen;
     root.dataset.theme = chosen === "system" ? (dark.matches ? "dark" : "light") : chosen;
+    // What draws its own colours (charts) redraws.
+    dispatchEvent(new Event("waf:theme"));
   };
   apply();
   dark.addEventListener("change", apply);

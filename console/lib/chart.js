@@ -1,7 +1,7 @@
 // The one wrapper of uPlot: a time-series chart component. uPlot's stylesheet is linked once,
 // on first use, so pages without charts do not load it.
 import uPlot from "../vendor/uplot.js";
-import { html, useEffect, useRef } from "./ui.js";
+import { html, useEffect, useRef, useState } from "./ui.js";
 
 let styled = false;
 function linkStyle() {
@@ -30,6 +30,13 @@ function themeColours() {
  */
 export function TimeChart({ times, series, label, timeLabel, height = 220, percent = false }) {
   const box = useRef(null);
+  // The theme changed: draw again in its colours.
+  const [theme, setTheme] = useState(document.documentElement.dataset.theme);
+  useEffect(() => {
+    const follow = () => setTheme(document.documentElement.dataset.theme);
+    addEventListener("waf:theme", follow);
+    return () => removeEventListener("waf:theme", follow);
+  }, []);
   useEffect(() => {
     linkStyle();
     const el = box.current;
@@ -67,6 +74,6 @@ export function TimeChart({ times, series, label, timeLabel, height = 220, perce
       resize.disconnect();
       chart.destroy();
     };
-  }, [times, series, height, percent, timeLabel]);
+  }, [times, series, height, percent, timeLabel, theme]);
   return html`<div class="chart" ref=${box} role="img" aria-label=${label}></div>`;
 }

@@ -196,7 +196,7 @@ function List({ navigate }) {
     <${Table} rowKey=${(r) => r.trace_id} rows=${pages.items} empty=${empty}
       emptyAction=${emptyAction}
       columns=${[
-        { label: t("logs.time"), value: (r) => fmtTime(r.time) },
+        { label: t("logs.time"), value: (r) => fmtTime(r.time), className: "nowrap" },
         { label: t("logs.site"), value: (r) => r.site ?? siteName(r.site_id) },
         { label: t("logs.request"), value: requestLine, className: "mono request-line" },
         { label: t("logs.client_ip"), key: "client_ip", className: "mono" },
@@ -205,6 +205,7 @@ function List({ navigate }) {
         { label: t("logs.status"), key: "status" },
         {
           label: t("logs.trace"),
+          className: "nowrap",
           // The end: a trace id starts with its time, the same for requests of one moment.
           value: (r) =>
             html`
