@@ -2,12 +2,13 @@
  * The console's design system in a real headless chromium (issue #36): the theme follows the
  * system and the header's picker, is remembered and is applied before the console's script runs
  * (no light flash); status badges and text keep WCAG AA contrast (4.5:1) in both themes, measured
- * from the rendered colours; the sidebar collapses to a rail and stays so; the attack log with
+ * from the rendered colours (and every text of each main page passes the accessibility sweep); the sidebar collapses to a rail and stays so; the attack log with
  * 10,000 records stays readable (pages of rows, a header that stays in view, long request lines
  * cut with the whole value on hover); and the main pages, shot at 1440 and 390 px in both themes
  * and both languages into tests/artifacts/screenshots/ (git-ignored), never overflow sideways.
  */
 import { assertEquals, assertMatch, ok } from "../_helpers/assert.ts";
+import { contrast, contrastByGroup } from "../_helpers/accessibility.ts";
 import { TOKENS_ON } from "../_helpers/api_access.ts";
 import { HAS_CHROMIUM } from "../_helpers/browser.ts";
 import { ADMIN, type ConsolePage, settle, startConsoleKit } from "../_helpers/console.ts";
@@ -39,59 +40,6 @@ const OVERFLOW = `(() => {
   return { width: document.documentElement.scrollWidth, culprits };
 })()`;
 
-/**
- * The contrast ratio (WCAG 2) of the text of every element `selector` names against the
- * background it is drawn on (its own or the nearest ancestor's, alpha composited), grouped by
- * `groupOf`; each group's lowest ratio and an example of it.
- */
-const CONTRAST = (groups: Record<string, string>) =>
-  `(() => {
-  const parse = (c) => {
-    const p = (c.match(/rgba?\\(([^)]+)\\)/)?.[1] ?? "0,0,0,0").split(/[\\s,/]+/)
-      .filter(Boolean).map(Number);
-    return { r: p[0], g: p[1], b: p[2], a: p.length > 3 ? p[3] : 1 };
-  };
-  const over = (top, under) => ({
-    r: top.r * top.a + under.r * (1 - top.a),
-    g: top.g * top.a + under.g * (1 - top.a),
-    b: top.b * top.a + under.b * (1 - top.a),
-    a: 1,
-  });
-  const backdrop = (el) => {
-    const layers = [];
-    for (let e = el; e; e = e.parentElement) {
-      const c = parse(getComputedStyle(e).backgroundColor);
-      if (c.a > 0) layers.push(c);
-      if (c.a >= 1) break;
-    }
-    return layers.reverse().reduce((under, top) => over(top, under), { r: 255, g: 255, b: 255, a: 1 });
-  };
-  const lum = (c) => {
-    const ch = (v) => {
-      const s = v / 255;
-      return s <= 0.03928 ? s / 12.92 : Math.pow((s + 0.055) / 1.055, 2.4);
-    };
-    return 0.2126 * ch(c.r) + 0.7152 * ch(c.g) + 0.0722 * ch(c.b);
-  };
-  const ratio = (a, b) => {
-    const [hi, lo] = [lum(a), lum(b)].sort((x, y) => y - x);
-    return (hi + 0.05) / (lo + 0.05);
-  };
-  const out = {};
-  for (const [group, selector] of Object.entries(${JSON.stringify(groups)})) {
-    for (const el of document.querySelectorAll(selector)) {
-      if (!el.textContent.trim() || el.getClientRects().length === 0) continue;
-      const bg = backdrop(el);
-      const r = ratio(over(parse(getComputedStyle(el).color), bg), bg);
-      if (!(group in out) || r < out[group].ratio) {
-        out[group] = { ratio: Math.round(r * 100) / 100, text: el.textContent.trim().slice(0, 40),
-          count: (out[group]?.count ?? 0) + 1 };
-      } else out[group].count++;
-    }
-  }
-  return out;
-})()`;
-
 /** What the contrast check measures: the status badges by kind, and the page's text. */
 const MEASURED = {
   "badge block (bad)": "main .badge.bad",
@@ -114,8 +62,6 @@ async function until(page: ConsolePage["page"], script: string): Promise<void> {
   }
   throw new Error(`never true: ${script}`);
 }
-
-type Contrast = Record<string, { ratio: number; text: string; count: number }>;
 
 async function setTheme(p: ConsolePage, theme: "light" | "dark" | "system"): Promise<void> {
   await p.page.locator("#theme").selectOption(theme);
@@ -209,14 +155,15 @@ Deno.test({
     await admin.page.locator("main tbody .badge.good").first().waitFor();
     for (const theme of ["light", "dark"] as const) {
       await setTheme(admin, theme);
-      const measured = await admin.page.evaluate(CONTRAST(MEASURED)) as Contrast;
+      const measured = await contrastByGroup(admin.page, MEASURED);
       console.log(`contrast, ${theme} theme: ${JSON.stringify(measured)}`);
       assertEquals(Object.keys(measured).sort(), Object.keys(MEASURED).sort(), "all measured");
       for (const [group, m] of Object.entries(measured)) {
         ok(m.ratio >= 4.5, `${theme}: ${group} "${m.text}" is ${m.ratio}:1`);
       }
+      // And every other piece of text on the page (the accessibility sweep's rule).
+      assertEquals((await contrast(admin.page)).failures, [], theme);
     }
-    // The badges of the dashboard (health, live feed) and of notifications use the same kinds.
     await setTheme(admin, "light");
   });
 
@@ -309,6 +256,10 @@ Deno.test({
           for (const size of [DESKTOP, PHONE]) {
             await p.page.setViewportSize(size);
             await p.page.evaluate(`new Promise((r) => requestAnimationFrame(() => r()))`);
+            if (size === DESKTOP) {
+              const { failures } = await contrast(p.page);
+              assertEquals(failures, [], `${language} ${name} ${theme}: contrast`);
+            }
             if (size === PHONE) {
               assertEquals(
                 await p.page.evaluate(OVERFLOW),
