@@ -189,7 +189,7 @@ Deno.test({
     await admin.page.locator("#nav-logs").waitFor({ state: "visible" });
     await admin.page.keyboard.press("Escape");
     await admin.page.setViewportSize(DESKTOP);
-    await admin.screenshot("sidebar-collapsed-1440");
+    await admin.page.screenshot({ path: `${SHOTS}sidebar-collapsed-1440.png` });
     await button.click();
     await admin.page.locator("#nav-logs").waitFor({ state: "visible" });
     assertEquals((await nav.boundingBox())!.width, wide);
