@@ -54,6 +54,22 @@ const MEASURED = {
   "top bar": ".top .brand, .top #whoami",
 };
 
+/**
+ * The page header: whether it has a one-line description, and the primary action's text when its
+ * actions sit at the header's right edge (null without actions).
+ */
+const HEADER = `(() => {
+  const head = document.querySelector("main .page-head");
+  const actions = head.querySelector(".actions");
+  const right = (e) => e.getBoundingClientRect().right;
+  return {
+    description: (document.querySelector("#page-desc")?.textContent ?? "").trim() !== "",
+    primary: actions && Math.abs(right(actions) - right(head)) < 2
+      ? actions.querySelector("button:last-of-type")?.textContent.trim() ?? null
+      : null,
+  };
+})()`;
+
 /** Waits until `script` is true in the page (polled: the CSP refuses waitForFunction's eval). */
 async function until(page: ConsolePage["page"], script: string): Promise<void> {
   for (let i = 0; i < 100; i++) {
@@ -234,23 +250,28 @@ Deno.test({
   });
 
   await t.step("the main pages at 1440 and 390 px, both themes, both languages", async () => {
+    // Each page, and the primary action its header carries on the right (English).
     const pages = [
-      ["dashboard", "dashboard"],
-      ["sites", "sites"],
-      ["logs", "logs"],
-      ["logs-detail", `logs/${attack.traceId}`],
-      ["first-site", "sites/first"],
-      ["tokens", "tokens"],
-      ["settings", "system"],
-      ["account", "account"],
+      ["dashboard", "dashboard", null],
+      ["sites", "sites", "New site"],
+      ["logs", "logs", null],
+      ["logs-detail", `logs/${attack.traceId}`, null],
+      ["first-site", "sites/first", null],
+      ["tokens", "tokens", "New token"],
+      ["settings", "system", null],
+      ["account", "account", null],
     ] as const;
     const zh = await kit.signIn(ADMIN, "zh-CN");
     for (const [language, p] of [["en", admin], ["zh-CN", zh]] as const) {
       await Deno.mkdir(`${SHOTS}${language}`, { recursive: true });
-      for (const [name, path] of pages) {
+      for (const [name, path, primary] of pages) {
         await p.page.setViewportSize(DESKTOP);
         await p.open(path);
         await settle(p);
+        const head = await p.page.evaluate(HEADER) as { description: boolean; primary: string };
+        // A record is a detail view: its header is the list's, without the description.
+        assertEquals(head.description, name !== "logs-detail", `${language} ${name}: description`);
+        if (language === "en") assertEquals(head.primary, primary, `${name}: primary action`);
         for (const theme of ["light", "dark"] as const) {
           await setTheme(p, theme);
           for (const size of [DESKTOP, PHONE]) {
