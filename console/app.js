@@ -34,25 +34,68 @@ function useLocation() {
   return at;
 }
 
+/** The stored choices of theme.js (a classic script that ran before the first paint). */
+const prefs = globalThis.wafPrefs;
+
+/**
+ * The wide-screen sidebar's collapse button: the sidebar folds to a narrow rail and back, and the
+ * browser remembers which (theme.js applies it before the first paint).
+ */
+function CollapseButton() {
+  const [collapsed, setCollapsed] = useState(prefs.navCollapsed());
+  const toggle = () => {
+    prefs.setNavCollapsed(!collapsed);
+    setCollapsed(!collapsed);
+  };
+  const label = t(collapsed ? "shell.nav_expand" : "shell.nav_collapse");
+  return html`
+    <button type="button" id="nav-collapse" class="nav-collapse"
+      aria-controls="nav-groups" aria-expanded=${collapsed ? "false" : "true"}
+      aria-label=${label} title=${label} onClick=${toggle}>
+      <span class="chevron" aria-hidden="true"></span>
+    </button>
+  `;
+}
+
 function Nav({ current, open }) {
   const visible = PAGES.filter((p) => can(p.read));
-  return html`<nav id="nav" aria-label=${t("nav.label")} class=${open ? "open" : ""}>
-    ${
-    GROUPS.map((g) => {
-      const items = visible.filter((p) => p.group === g);
-      if (items.length === 0) return null;
-      return html`
-        <div class="nav-group">
-          <h2 class="nav-title">${t("nav.group." + g)}</h2>
-          <ul>${items.map((p) =>
-            html`<li><a href=${"/console/" + p.id} id=${"nav-" + p.id}
+  return html`
+    <nav id="nav" aria-label=${t("nav.label")} class=${open ? "open" : ""}>
+      <${CollapseButton} />
+      <div id="nav-groups">
+        ${GROUPS.map((g) => {
+          const items = visible.filter((p) => p.group === g);
+          if (items.length === 0) return null;
+          return html`
+            <div class="nav-group">
+              <h2 class="nav-title">${t("nav.group." + g)}</h2>
+              <ul>${items.map((p) =>
+                html`<li><a href=${"/console/" + p.id} id=${"nav-" + p.id}
             aria-current=${p.id === current ? "page" : undefined}>${t("nav." + p.id)}</a></li>`
-          )}</ul>
+              )}</ul>
+            </div>
+          `;
+        })}
         </div>
-      `;
-    })
+    </nav>
+  `;
+}
+
+/** Light, dark or the system's theme, remembered in this browser (theme.js applies it). */
+function ThemePicker() {
+  const [choice, setChoice] = useState(prefs.theme());
+  const pick = (e) => {
+    prefs.setTheme(e.target.value);
+    setChoice(prefs.theme());
+  };
+  return html`<label class="theme"><span class="sr-only">${t("shell.theme")}</span>
+    <select id="theme" onChange=${pick} aria-label=${t("shell.theme")}>
+      ${
+    ["system", "light", "dark"].map((id) =>
+      html`<option value=${id} selected=${id === choice}>${t("shell.theme_" + id)}</option>`
+    )
   }
-  </nav>`;
+    </select></label>`;
 }
 
 function LanguagePicker({ onChange }) {
@@ -152,6 +195,7 @@ function Shell() {
         <a class="brand" href="/console">waf</a>
         <div class="who">
           <span id="whoami">${t("shell.signed_in", { user: user.username, role: user.role })}</span>
+          <${ThemePicker} />
           <${LanguagePicker} onChange=${() => redraw((n) => n + 1)} />
           <button id="logout" type="button" class="secondary" onClick=${signOut}>${t(
             "shell.sign_out",

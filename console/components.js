@@ -1,9 +1,18 @@
 // Building blocks shared by the pages: data loading, the error box (message, code, trace id),
-// page frame, tables, labelled fields, a confirmation dialog, a read-only notice and a list of
-// permission identifiers.
+// page frame (header with description and primary action), empty states, tables, labelled
+// fields, a confirmation dialog, a read-only notice and a list of permission identifiers.
 import { get } from "./api.js";
-import { t } from "./i18n.js";
-import { html, useCallback, useEffect, useRef, useState } from "./lib/ui.js";
+import { t, tOr } from "./i18n.js";
+import {
+  createContext,
+  html,
+  useCallback,
+  useContext,
+  useEffect,
+  useRef,
+  useState,
+} from "./lib/ui.js";
+import { route } from "./pages.js";
 
 /** Loads `path` (with `query`) and reloads when either changes or `reload()` is called. */
 export function useApi(path, query) {
@@ -72,18 +81,69 @@ export function Done({ text }) {
   return text ? html`<p class="done" role="status">${text}</p>` : null;
 }
 
-/** A page: its heading (focused on navigation), actions, and content. */
-export function Page({ title, actions, children }) {
+/** Where a list inside a page puts its "new" button: the page's header (usePrimaryAction). */
+const PrimarySlot = createContext(null);
+
+/**
+ * A page: its header (the heading, focused on navigation; a one-line description, by default
+ * the catalogue's `page.<id>` for the page the address names; the primary action on the right)
+ * and its content. `actions` are the page's own header controls; a list inside registers its
+ * "new" button there with usePrimaryAction.
+ */
+export function Page({ title, description, actions, children }) {
+  const [primary, setPrimary] = useState(null);
   useEffect(() => {
     document.title = `${title} - waf`;
   }, [title]);
-  return html`<section class="page">
-    <div class="page-head">
-      <h1 id="page-title" tabindex="-1">${title}</h1>
-      ${actions ? html`<div class="actions">${actions}</div>` : null}
-    </div>
-    ${children}
-  </section>`;
+  const at = route(location.pathname);
+  const desc = description ?? (at.detail ? "" : tOr("page." + at.id, ""));
+  return html`
+    <section class="page">
+      <header class="page-head">
+          <div class="page-title">
+            <h1 id="page-title" tabindex="-1">${title}</h1>
+            ${desc ? html`<p class="page-desc" id="page-desc">${desc}</p>` : null}
+          </div>
+          ${actions || primary
+            ? html`<div class="actions">${actions}${
+              primary
+                ? html`
+                  <button type="button" class="new" id="primary-action" ref=${primary.ref}
+                    onClick=${primary.run}>${primary.label}</button>
+                `
+                : null
+            }</div>`
+            : null}
+        </header>
+      <${PrimarySlot.Provider} value=${setPrimary}>${children}</${PrimarySlot.Provider}>
+      </section>
+  `;
+}
+
+/**
+ * Shows `action` ({label, onClick, ref}, or null for none) as the primary button of the page
+ * this component is in; true when a page shows it (else the caller draws its own button).
+ */
+export function usePrimaryAction(action) {
+  const set = useContext(PrimarySlot);
+  const latest = useRef(action);
+  latest.current = action;
+  const shown = action !== null;
+  const label = action?.label;
+  useEffect(() => {
+    if (!set || !shown) return;
+    set({ label, ref: latest.current.ref, run: () => latest.current?.onClick() });
+    return () => set(null);
+  }, [set, shown, label]);
+  return set !== null;
+}
+
+/** An empty list: what is missing and, where there is one, the action that fills it. */
+export function EmptyState({ text, action }) {
+  return html`<div class="empty empty-state" role="status">
+    <p>${text}</p>
+    ${action ? html`<div class="empty-action">${action}</div>` : null}
+  </div>`;
 }
 
 export function Loading({ state }) {
@@ -96,11 +156,11 @@ export function Loading({ state }) {
 
 /**
  * A table: `columns` are {label, value(row) or key, className}; `rows` the items; an empty
- * list shows `empty`.
+ * list shows `empty` (a text) with `emptyAction` (what to do next) as an EmptyState.
  */
-export function Table({ columns, rows, empty, caption, rowKey = (r) => r.id }) {
+export function Table({ columns, rows, empty, emptyAction, caption, rowKey = (r) => r.id }) {
   if (!rows || rows.length === 0) {
-    return html`<p class="muted empty">${empty ?? t("common.none")}</p>`;
+    return html`<${EmptyState} text=${empty ?? t("common.none")} action=${emptyAction} />`;
   }
   return html`
     <div class="table-wrap">
@@ -180,7 +240,12 @@ export function CopyOnce({ id, value }) {
     ${copied ? html`<span class="done">${t("common.copied")}</span>` : null}`;
 }
 
-/** A small coloured label (`kind`: good, bad, warn or plain). */
+/** A single value that may be long: cut with an ellipsis, whole in the tooltip. */
+export function Clip({ text }) {
+  return html`<span class="clip" title=${text}>${text}</span>`;
+}
+
+/** A small coloured label (`kind`: good, bad, warn, info or plain). */
 export function Badge({ kind = "plain", children }) {
   return html`<span class=${"badge " + kind}>${children}</span>`;
 }

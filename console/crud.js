@@ -11,6 +11,7 @@ import {
   Table,
   useAction,
   useApi,
+  usePrimaryAction,
 } from "./components.js";
 import { Form, isFieldError } from "./form.js";
 import { t } from "./i18n.js";
@@ -93,7 +94,9 @@ function EditPanel({ edit, fields, editFields, name, newLabel, readOnly, busy, o
  * `base`: the API path; `write`: its write permission; `columns`: table columns; `fields`:
  * the form (see form.js); `name(item)`: how an item is named in questions; `rowActions(item,
  * reload)`: extra buttons per row; `prepare(doc, isNew)`: last change to a document before it is
- * sent; `editFields`: the form of an existing item (or a function of the item) when it differs.
+ * sent; `editFields`: the form of an existing item (or a function of the item) when it differs;
+ * `empty`: what an empty list says (the "new" button is offered beside it); `headAction`: false
+ * when the list is one part of its page, whose header then does not carry its "new" button.
  */
 export function Crud(
   {
@@ -107,7 +110,9 @@ export function Crud(
     prepare,
     query,
     newLabel,
+    empty,
     deletable = true,
+    headAction = true,
   },
 ) {
   const list = useApi(base, query);
@@ -115,6 +120,11 @@ export function Crud(
   const { editing } = edit;
   const action = useAction();
   const writable = can(write);
+  const label = newLabel ?? t("common.new");
+  const openNew = () => edit.open("new");
+  const inHead = usePrimaryAction(
+    writable && headAction ? { label, onClick: openNew, ref: edit.newButton } : null,
+  );
 
   const save = (doc) =>
     action.run(async () => {
@@ -160,10 +170,9 @@ export function Crud(
           newLabel=${newLabel} readOnly=${!writable} busy=${action.busy} onSave=${save}
           error=${action.error} />
       `
-      : writable
-      ? html`<p><button type="button" class="new" ref=${edit.newButton} onClick=${() =>
-        edit.open("new")}>
-          ${newLabel ?? t("common.new")}</button></p>`
+      : writable && !inHead
+      ? html`<p><button type="button" class="new" ref=${edit.newButton} onClick=${openNew}>
+          ${label}</button></p>`
       : null
   }
     <${Loading} state=${list} />
@@ -171,7 +180,9 @@ export function Crud(
     list.data
       ? html`
         <${Table} columns=${[...columns, { label: t("common.actions"), value: actions }]}
-          rows=${list.data.items} />
+          rows=${list.data.items} empty=${empty} emptyAction=${writable && !editing
+            ? html`<button type="button" class="secondary" onClick=${openNew}>${label}</button>`
+            : null} />
       `
       : null
   }

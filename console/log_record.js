@@ -9,7 +9,7 @@ import { html, useEffect } from "./lib/ui.js";
 import { marked, requestSegments } from "./log_match.js";
 import { can } from "./session.js";
 
-const ACTION_KIND = { block: "bad", challenge: "warn", log: "warn", pass: "good" };
+const ACTION_KIND = { block: "bad", challenge: "warn", log: "info", pass: "good" };
 
 /** `block` answered 429 is a rate limit, and reads so. */
 export const actionOf = (r) => r.action === "block" && r.status === 429 ? "rate_limited" : r.action;

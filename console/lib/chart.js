@@ -1,7 +1,7 @@
 // The one wrapper of uPlot: a time-series chart component. uPlot's stylesheet is linked once,
 // on first use, so pages without charts do not load it.
 import uPlot from "../vendor/uplot.js";
-import { html, useEffect, useRef } from "./ui.js";
+import { html, useEffect, useRef, useState } from "./ui.js";
 
 let styled = false;
 function linkStyle() {
@@ -13,7 +13,15 @@ function linkStyle() {
   document.head.appendChild(link);
 }
 
-const COLORS = ["#2563eb", "#dc2626", "#16a34a", "#d97706", "#7c3aed"];
+/** The theme's chart colours and axis colours (design tokens in app.css), read at drawing. */
+function themeColours() {
+  const css = getComputedStyle(document.documentElement);
+  const token = (name) => css.getPropertyValue(name).trim();
+  return {
+    series: [1, 2, 3, 4, 5].map((i) => token(`--chart-${i}`)),
+    axis: { stroke: token("--muted"), grid: { stroke: token("--border") } },
+  };
+}
 
 /**
  * A line chart of `series` ({label, values, format?}) over `times` (ms since the epoch);
@@ -22,11 +30,19 @@ const COLORS = ["#2563eb", "#dc2626", "#16a34a", "#d97706", "#7c3aed"];
  */
 export function TimeChart({ times, series, label, timeLabel, height = 220, percent = false }) {
   const box = useRef(null);
+  // The theme changed: draw again in its colours.
+  const [theme, setTheme] = useState(document.documentElement.dataset.theme);
+  useEffect(() => {
+    const follow = () => setTheme(document.documentElement.dataset.theme);
+    addEventListener("waf:theme", follow);
+    return () => removeEventListener("waf:theme", follow);
+  }, []);
   useEffect(() => {
     linkStyle();
     const el = box.current;
     if (!el) return;
-    const width = Math.max(300, el.clientWidth || 600);
+    const width = Math.max(240, el.clientWidth || 600);
+    const colours = themeColours();
     const opts = {
       width,
       height,
@@ -34,18 +50,30 @@ export function TimeChart({ times, series, label, timeLabel, height = 220, perce
         { label: timeLabel },
         ...series.map((s, i) => ({
           label: s.label,
-          stroke: COLORS[i % COLORS.length],
+          stroke: colours.series[i % colours.series.length],
           width: 2,
           points: { show: true, size: 4 },
           value: (_u, v) => v == null ? "-" : s.format ? s.format(v) : String(v),
         })),
       ],
       scales: { x: { time: true }, ...(percent ? { y: { range: [0, 100] } } : {}) },
-      axes: [{}, percent ? { values: (_u, vs) => vs.map((v) => v + "%") } : {}],
+      axes: [
+        colours.axis,
+        { ...colours.axis, ...(percent ? { values: (_u, vs) => vs.map((v) => v + "%") } : {}) },
+      ],
     };
     const data = [times.map((t) => t / 1000), ...series.map((s) => s.values)];
     const chart = new uPlot(opts, data, el);
-    return () => chart.destroy();
-  }, [times, series, height, percent, timeLabel]);
+    // Follows its box (a rotated phone, a collapsed sidebar), never wider than the page.
+    const resize = new ResizeObserver(() => {
+      const w = Math.max(240, el.clientWidth);
+      if (w !== chart.width) chart.setSize({ width: w, height });
+    });
+    resize.observe(el);
+    return () => {
+      resize.disconnect();
+      chart.destroy();
+    };
+  }, [times, series, height, percent, timeLabel, theme]);
   return html`<div class="chart" ref=${box} role="img" aria-label=${label}></div>`;
 }

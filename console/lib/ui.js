@@ -1,10 +1,10 @@
 // The one wrapper of Preact, its hooks and htm: pages import `html` (tagged templates instead of
 // JSX, so there is no build step), `render` and the hooks from here, never from vendor/.
-import { render } from "../vendor/preact.js";
-import { h } from "../vendor/preact.js";
+import { createContext, h, render } from "../vendor/preact.js";
 import htm from "../vendor/htm.js";
 export {
   useCallback,
+  useContext,
   useEffect,
   useLayoutEffect,
   useMemo,
@@ -13,4 +13,4 @@ export {
 } from "../vendor/hooks.js";
 
 export const html = htm.bind(h);
-export { render };
+export { createContext, render };

@@ -52,7 +52,8 @@ export default function AclRules() {
   return html`
     <${Page} title=${t("nav.acl-rules")}>
       <p class="muted">${t("acl.intro")}</p>
-      <${Crud} base="/api/protection/acl-rules" write="write:protection" fields=${FIELDS}
+      <${Crud} empty=${t("acl.empty")} base="/api/protection/acl-rules" write="write:protection"
+        fields=${FIELDS}
         name=${(r) => r.name} newLabel=${t("acl.new")} columns=${[
           { label: t("acl.position"), key: "position" },
           { label: t("common.name"), key: "name" },

@@ -38,7 +38,8 @@ export default function BotPolicies() {
   return html`
     <${Page} title=${t("nav.bot-policies")}>
       <p class="muted">${t("bot.intro")}</p>
-      <${Crud} base="/api/protection/bot-policies" write="write:protection" fields=${FIELDS}
+      <${Crud} empty=${t("bots.empty")} base="/api/protection/bot-policies" write="write:protection"
+        fields=${FIELDS}
         prepare=${prepare} name=${(p) => p.path_prefix} newLabel=${t("bot.new")} columns=${[
           { label: t("common.path_prefix"), key: "path_prefix", className: "mono" },
           { label: t("bot.mode"), value: (p) => t("bot.mode_" + p.mode) },

@@ -101,7 +101,10 @@ export default function CustomRules() {
   return html`
     <${Page} title=${t("nav.custom-rules")}>
       <p class="muted">${t("rules.intro")}</p>
-      <${Crud} base="/api/rules/custom" write="write:rules" fields=${FIELDS} name=${(r) => r.name}
+      <${Crud} empty=${t(
+        "custom.empty",
+      )} base="/api/rules/custom" write="write:rules" fields=${FIELDS}
+        name=${(r) => r.name}
         newLabel=${t("rules.new")} columns=${[
           { label: t("common.name"), key: "name" },
           {

@@ -110,7 +110,10 @@ export default function Edge() {
   return html`
     <${Page} title=${t("nav.edge")}>
       <h2>${t("edge.headers")}</h2>
-      <${Crud} base="/api/edge/header-rules" write="write:edge" fields=${HEADER_FIELDS}
+      <${Crud} empty=${t(
+        "edge.empty",
+      )} base="/api/edge/header-rules" write="write:edge" fields=${HEADER_FIELDS}
+        headAction=${false}
         name=${(r) => r.name} newLabel=${t("edge.new_header")} columns=${[
           { label: t("common.path_prefix"), key: "path_prefix", className: "mono" },
           { label: t("edge.op"), value: (r) => t("edge.op_" + r.op) },

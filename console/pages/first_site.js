@@ -264,8 +264,7 @@ export function FirstSite() {
     };
   }, [wanted]);
   const writable = can("write:sites");
-  return html`<${Page} title=${t("first.title")}>
-    <p class="lead">${t("first.intro")}</p>
+  return html`<${Page} title=${t("first.title")} description=${t("first.intro")}>
     ${writable ? null : html`<${ReadOnlyNote} permission="write:sites" />`}
     ${missing ? html`<p class="notice warn-note">${t("first.no_such_site")}</p>` : null}
     ${

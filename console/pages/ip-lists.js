@@ -43,7 +43,8 @@ export default function IpLists() {
   return html`
     <${Page} title=${t("nav.ip-lists")}>
       <p class="muted">${t("ip.intro")}</p>
-      <${Crud} base="/api/protection/ip-lists" write="write:protection" fields=${FIELDS}
+      <${Crud} empty=${t("ip.empty")} base="/api/protection/ip-lists" write="write:protection"
+        fields=${FIELDS}
         name=${(e) => e.cidr} newLabel=${t("ip.new")} columns=${[
           {
             label: t("ip.action"),

@@ -124,12 +124,14 @@ function TraceSearch({ navigate }) {
   `;
 }
 
-/** The request as sent, its query cut in the list (the whole of it is in the record). */
+/**
+ * The request as sent on one line, cut with an ellipsis where the column ends (the whole of it
+ * on hover and in the record); a very long one is cut before it reaches the page too.
+ */
 function requestLine(r) {
   const line = `${r.method} ${r.host}${r.path}${r.query ? "?" + r.query : ""}`;
-  return line.length > LINE_LIMIT
-    ? html`<span title=${line}>${line.slice(0, LINE_LIMIT)}…</span>`
-    : line;
+  const shown = line.length > LINE_LIMIT ? `${line.slice(0, LINE_LIMIT)}…` : line;
+  return html`<span class="clip" title=${line}>${shown}</span>`;
 }
 
 function List({ navigate }) {
@@ -179,21 +181,31 @@ function List({ navigate }) {
     : filters.action === ""
     ? t("logs.empty_attacks")
     : t("logs.empty");
+  // The default view is empty: passed traffic may still be there.
+  const emptyAction = !pages.loading && filters.action === ""
+    ? html`
+      <button type="button" class="secondary" id="show-all-traffic"
+        onClick=${() => apply({ ...filters, action: "all" })}>${t("logs.show_all_traffic")}</button>
+    `
+    : null;
   return html`
     <${TraceSearch} navigate=${navigate} />
-    <${Filters} value=${filters} onApply=${apply} sites=${siteList} />
+    <${Filters} key=${JSON.stringify(filters)} value=${filters} onApply=${apply}
+      sites=${siteList} />
     <${ErrorBox} error=${pages.error} />
     <${Table} rowKey=${(r) => r.trace_id} rows=${pages.items} empty=${empty}
+      emptyAction=${emptyAction}
       columns=${[
-        { label: t("logs.time"), value: (r) => fmtTime(r.time) },
+        { label: t("logs.time"), value: (r) => fmtTime(r.time), className: "nowrap" },
         { label: t("logs.site"), value: (r) => r.site ?? siteName(r.site_id) },
-        { label: t("logs.request"), value: requestLine, className: "mono wrap request-line" },
+        { label: t("logs.request"), value: requestLine, className: "mono request-line" },
         { label: t("logs.client_ip"), key: "client_ip", className: "mono" },
         { label: t("logs.action"), value: (r) => html`<${ActionBadge} record=${r} />` },
         { label: t("logs.class"), value: (r) => r.class ?? "-" },
         { label: t("logs.status"), key: "status" },
         {
           label: t("logs.trace"),
+          className: "nowrap",
           // The end: a trace id starts with its time, the same for requests of one moment.
           value: (r) =>
             html`

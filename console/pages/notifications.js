@@ -8,7 +8,7 @@ import { noteText } from "../notes.js";
 import { html, useEffect, useState } from "../lib/ui.js";
 import { can } from "../session.js";
 
-const LEVEL = { error: "bad", warning: "warn", warn: "warn", info: "plain" };
+const LEVEL = { error: "bad", warning: "warn", warn: "warn", info: "info" };
 
 export default function Notifications() {
   const [unread, setUnread] = useState(false);

@@ -237,7 +237,9 @@ function SiteList() {
     : null;
   return html`
     <${Page} title=${t("nav.sites")} actions=${guided}>
-      <${Crud} base="/api/sites" write="write:sites" fields=${FIELDS} prepare=${prepare}
+      <${Crud} empty=${t(
+        "sites.empty",
+      )} base="/api/sites" write="write:sites" fields=${FIELDS} prepare=${prepare}
         name=${(s) => s.name} newLabel=${t("sites.new")} rowActions=${(s, reload) =>
           html`
             <button type="button" class="secondary small" id=${"certificate-" + s.id}

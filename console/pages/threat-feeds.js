@@ -103,7 +103,8 @@ export default function ThreatFeeds() {
   return html`
     <${Page} title=${t("nav.threat-feeds")}>
       <p class="muted">${t("feeds.intro")}</p>
-      <${Crud} base="/api/threat-intel/feeds" write="write:threat_intel" fields=${FIELDS}
+      <${Crud} empty=${t("feeds.empty")} base="/api/threat-intel/feeds" write="write:threat_intel"
+        fields=${FIELDS}
         prepare=${prepare} name=${(f) => f.name} newLabel=${t("feeds.new")}
         rowActions=${(f, reload) => html`<${SyncNow} feed=${f} reload=${reload} />`} columns=${[
           { label: t("common.name"), key: "name" },

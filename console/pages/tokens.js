@@ -149,51 +149,64 @@ export default function Tokens() {
       await del(`/api/system/api-tokens/${tok.id}`);
       list.reload();
     }, t("tokens.revoked_done"));
-  return html`<${Page} title=${t("nav.tokens")}>
-    <p class="muted">${t("tokens.intro")}</p>
-    ${writable ? null : html`<${ReadOnlyNote} permission="manage:api_tokens" />`}
-    ${list.data && !enabled ? html`<${Disabled} setting=${list.data.setting} />` : null}
-    ${created ? html`<${Secret} token=${created.token} onClose=${() => setCreated(null)} />` : null}
-    ${
-    writable && list.data
-      ? html`<${Create} enabled=${enabled} onCreated=${(r) => (setCreated(r), list.reload())} />`
-      : null
-  }
-    <${ErrorBox} error=${action.error} /><${Done} text=${action.done} />
-    <${Loading} state=${list} />
-    ${
-    list.data
-      ? html`<${Table} rows=${list.data.items} empty=${t("tokens.empty")} columns=${[
-        { label: t("common.note"), key: "note" },
-        {
-          label: t("tokens.scope"),
-          value: (x) => html`<${PermissionChips} permissions=${x.permissions} />`,
-        },
-        { label: t("common.created"), value: (x) => fmtTime(x.created_at) },
-        { label: t("tokens.expires"), value: (x) => fmtTime(x.expires_at) },
-        {
-          label: t("tokens.last_used"),
-          value: (x) =>
-            x.last_used_at ? `${fmtTime(x.last_used_at)} (${x.last_used_ip ?? "-"})` : "-",
-        },
-        {
-          label: t("common.status"),
-          value: (x) =>
-            x.revoked
-              ? html`<${Badge} kind="bad">${t("tokens.revoked")}</${Badge}>`
-              : html`<${Badge} kind="good">${t("tokens.active")}</${Badge}>`,
-        },
-        {
-          label: t("common.actions"),
-          value: (x) =>
-            writable && !x.revoked
-              ? html`<${ConfirmButton} label=${t("tokens.revoke")} question=${
-                t("tokens.revoke_question", { note: x.note || x.id })
-              } onConfirm=${() => revoke(x)} />`
-              : null,
-        },
-      ]} />`
-      : null
-  }
-  </${Page}>`;
+  // The form is on the page: the header's primary action takes the keyboard to it.
+  const toForm = () => {
+    const note = document.getElementById("token-note");
+    note?.scrollIntoView({ block: "center" });
+    note?.focus({ preventScroll: true });
+  };
+  const primary = writable && list.data && enabled
+    ? html`<button type="button" id="token-new" onClick=${toForm}>${t("tokens.new")}</button>`
+    : null;
+  return html`
+    <${Page} title=${t("nav.tokens")} description=${t("tokens.intro")}
+      actions=${primary}>
+        ${writable ? null : html`<${ReadOnlyNote} permission="manage:api_tokens" />`}
+        ${list.data && !enabled ? html`<${Disabled} setting=${list.data.setting} />` : null}
+        ${created
+          ? html`<${Secret} token=${created.token} onClose=${() => setCreated(null)} />`
+          : null}
+        ${writable && list.data
+          ? html`<${Create} enabled=${enabled} onCreated=${(
+            r,
+          ) => (setCreated(r), list.reload())} />`
+          : null}
+        <${ErrorBox} error=${action.error} /><${Done} text=${action.done} />
+        <${Loading} state=${list} />
+        ${list.data
+          ? html`<${Table} rows=${list.data.items} empty=${
+            t(writable && enabled ? "tokens.empty_next" : "tokens.empty")
+          } columns=${[
+            { label: t("common.note"), key: "note" },
+            {
+              label: t("tokens.scope"),
+              value: (x) => html`<${PermissionChips} permissions=${x.permissions} />`,
+            },
+            { label: t("common.created"), value: (x) => fmtTime(x.created_at) },
+            { label: t("tokens.expires"), value: (x) => fmtTime(x.expires_at) },
+            {
+              label: t("tokens.last_used"),
+              value: (x) =>
+                x.last_used_at ? `${fmtTime(x.last_used_at)} (${x.last_used_ip ?? "-"})` : "-",
+            },
+            {
+              label: t("common.status"),
+              value: (x) =>
+                x.revoked
+                  ? html`<${Badge} kind="bad">${t("tokens.revoked")}</${Badge}>`
+                  : html`<${Badge} kind="good">${t("tokens.active")}</${Badge}>`,
+            },
+            {
+              label: t("common.actions"),
+              value: (x) =>
+                writable && !x.revoked
+                  ? html`<${ConfirmButton} label=${t("tokens.revoke")} question=${
+                    t("tokens.revoke_question", { note: x.note || x.id })
+                  } onConfirm=${() => revoke(x)} />`
+                  : null,
+            },
+          ]} />`
+          : null}
+      </${Page}>
+  `;
 }

@@ -214,6 +214,44 @@ export function contrast(page: Page): Promise<ContrastReport> {
   return page.evaluate(CONTRAST) as Promise<ContrastReport>;
 }
 
+/** The lowest contrast of one group of elements: the ratio, an example's text, how many. */
+export interface GroupContrast {
+  ratio: number;
+  text: string;
+  count: number;
+}
+
+/**
+ * For each group (a name and a selector), the lowest contrast ratio of its visible elements' text
+ * against the colour behind them (two decimals), for reporting figures and asserting a floor.
+ */
+const GROUP_CONTRAST = (groups: Record<string, string>) =>
+  `(() => {
+  ${COLOUR}
+  const out = {};
+  for (const [group, selector] of Object.entries(${JSON.stringify(groups)})) {
+    for (const el of document.querySelectorAll(selector)) {
+      if (!el.textContent.trim() || el.getClientRects().length === 0) continue;
+      const bg = behind(el);
+      const fg = parse(getComputedStyle(el).color);
+      if (!bg || !fg) continue;
+      const r = Math.round(ratio(over({ ...fg, a: fg.a * opacity(el) }, bg), bg) * 100) / 100;
+      const seen = out[group];
+      if (!seen || r < seen.ratio) {
+        out[group] = { ratio: r, text: el.textContent.trim().slice(0, 40), count: (seen?.count ?? 0) + 1 };
+      } else seen.count++;
+    }
+  }
+  return out;
+})()`;
+
+export function contrastByGroup(
+  page: Page,
+  groups: Record<string, string>,
+): Promise<Record<string, GroupContrast>> {
+  return page.evaluate(GROUP_CONTRAST(groups)) as Promise<Record<string, GroupContrast>>;
+}
+
 /** The controls a keyboard user must be able to reach, tagged in the page (returns the count). */
 const TAG = `(() => {
   let n = 0;
