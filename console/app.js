@@ -3,7 +3,14 @@
 // on first visit, so the first load carries only the shell and one page.
 import { api, toLogin } from "./api.js";
 import { ErrorBox } from "./components.js";
-import { currentLanguage, LANGUAGES, pickLanguage, setLanguage, t } from "./i18n.js";
+import {
+  currentLanguage,
+  LANGUAGES,
+  pickLanguage,
+  rememberLanguage,
+  setLanguage,
+  t,
+} from "./i18n.js";
 import { html, render, useEffect, useLayoutEffect, useState } from "./lib/ui.js";
 import { GROUPS, PAGES, route } from "./pages.js";
 import { can, loadSession, saveLanguage, session } from "./session.js";
@@ -102,6 +109,7 @@ function LanguagePicker({ onChange }) {
   const pick = async (e) => {
     const id = e.target.value;
     await saveLanguage(id).catch(() => {});
+    rememberLanguage(id);
     await setLanguage(id);
     onChange();
   };
@@ -225,6 +233,7 @@ async function start() {
   const root = document.getElementById("app");
   try {
     const s = await loadSession();
+    rememberLanguage(s.preferences?.language ?? null);
     await setLanguage(pickLanguage(s.preferences?.language));
     root.textContent = "";
     render(html`<${Shell} />`, root);

@@ -21,6 +21,26 @@ export function pickLanguage(preference, browser = navigator.languages || [navig
   return "en";
 }
 
+/** Where this browser keeps the language chosen in the console, for the pages before sign-in. */
+const CHOICE_KEY = "waf.language";
+
+/** The language last chosen in this browser (console or sign-in page), or null. */
+export function rememberedLanguage() {
+  try {
+    return localStorage.getItem(CHOICE_KEY);
+  } catch {
+    return null; // storage off: the browser's language
+  }
+}
+
+/** Remembers the chosen language (`null`: follow the browser) for the pages before sign-in. */
+export function rememberLanguage(id) {
+  try {
+    if (LANGUAGES.some((l) => l.id === id)) localStorage.setItem(CHOICE_KEY, id);
+    else localStorage.removeItem(CHOICE_KEY);
+  } catch { /* storage off */ }
+}
+
 export async function setLanguage(id) {
   language = LANGUAGES.some((l) => l.id === id) ? id : "en";
   catalogue = language === "en" ? en : (await import(`./i18n/${language}.js`)).default;

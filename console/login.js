@@ -3,7 +3,8 @@
 // first site while there is none, else to the page asked for. Coming from setup it says that the
 // administrator account was created; otherwise it says why the console sent the browser here
 // when it knows, and takes a recovery code instead of a code from the app.
-"use strict";
+import { t, translatePage } from "./page_i18n.js";
+
 const $ = (id) => document.getElementById(id);
 let captchaRequired = false;
 let useRecovery = false;
@@ -13,30 +14,63 @@ const FIRST_SITE = "/console/sites/first";
 
 /**
  * Why the console ended the session, as it left it in this tab's session storage (api.js
- * `toLogin`); shown once, and unknown reasons say nothing.
+ * `toLogin`): the key of its text, shown once; unknown reasons say nothing.
  */
 const REASONS = {
-  "2fa_on": "Two-factor authentication is on: sign in again with your code.",
-  "2fa_off": "Two-factor authentication is off: sign in again with your password alone.",
-  password_changed: "Your password was changed: sign in again with the new one.",
+  "2fa_on": "login.reason_2fa_on",
+  "2fa_off": "login.reason_2fa_off",
+  password_changed: "login.reason_password_changed",
 };
+let reason = "";
+/** The last refusal, kept so that a change of language rewrites it. */
+let lastError = null;
 
 function showReason() {
-  const reason = sessionStorage.getItem("waf.sign_in_reason") || "";
+  $("reason").textContent = reason ? t(REASONS[reason]) : "";
+  $("reason").classList.toggle("hidden", reason === "");
+}
+
+function takeReason() {
+  const stored = sessionStorage.getItem("waf.sign_in_reason") || "";
   sessionStorage.removeItem("waf.sign_in_reason");
-  const text = Object.hasOwn(REASONS, reason) ? REASONS[reason] : "";
-  $("reason").textContent = text;
-  $("reason").classList.toggle("hidden", text === "");
+  reason = Object.hasOwn(REASONS, stored) ? stored : "";
+  showReason();
+}
+
+function labelRecovery() {
+  $("use-recovery").textContent = t(useRecovery ? "login.use_app" : "login.use_recovery");
 }
 
 function showRecovery(on) {
   useRecovery = on;
   $("code-field").classList.toggle("hidden", on);
   $("recovery-field").classList.toggle("hidden", !on);
-  $("use-recovery").textContent = on
-    ? "Use a code from the app instead"
-    : "Lost your phone? Use a recovery code";
+  labelRecovery();
   $(on ? "recovery" : "totp").focus();
+}
+
+/** The sign-in's refusals that the catalogues write (`login.error_<code>`). */
+const OWN_REFUSALS = [
+  "UNAUTHORIZED",
+  "ACCOUNT_DISABLED",
+  "TOTP_REQUIRED",
+  "TOTP_INVALID",
+  "RECOVERY_CODE_INVALID",
+];
+
+/**
+ * A refusal in the page's language: the sign-in's own refusals by their code (the wait of a
+ * lockout from its details), anything else with the server's English message.
+ */
+function refusalText(err) {
+  if (err.code === "TOO_MANY_ATTEMPTS") {
+    return t("login.error_TOO_MANY_ATTEMPTS", { seconds: err.retryAfter ?? "?" });
+  }
+  return OWN_REFUSALS.includes(err.code) ? t("login.error_" + err.code) : err.message;
+}
+
+function showError() {
+  $("error").textContent = lastError ? refusalText(lastError) : "";
 }
 
 async function call(method, path, body) {
@@ -50,6 +84,7 @@ async function call(method, path, body) {
   if (!response.ok) {
     const error = new Error((data.error && data.error.message) || ("HTTP " + response.status));
     error.code = data.error && data.error.code;
+    error.retryAfter = data.error && data.error.retry_after;
     throw error;
   }
   return data;
@@ -160,7 +195,7 @@ async function signIn(username, body) {
   await loadOptions(username).catch(() => {});
   for (let attempt = 0;; attempt++) {
     if (captchaRequired) {
-      $("status").textContent = "Solving the CAPTCHA in your browser...";
+      $("status").textContent = t("login.solving");
       body.captcha_receipt = await solveCaptcha(username);
       $("status").textContent = "";
     }
@@ -175,7 +210,8 @@ async function signIn(username, body) {
 
 $("login-form").addEventListener("submit", async (event) => {
   event.preventDefault();
-  $("error").textContent = "";
+  lastError = null;
+  showError();
   $("submit").disabled = true;
   const username = $("username").value;
   const body = { username, password: $("password").value };
@@ -192,7 +228,8 @@ $("login-form").addEventListener("submit", async (event) => {
     // the message first left the button disabled for the length of that request.
     await loadOptions(username).catch(() => {});
     $("status").textContent = "";
-    $("error").textContent = err.message;
+    lastError = err;
+    showError();
   } finally {
     $("submit").disabled = false;
   }
@@ -200,8 +237,13 @@ $("login-form").addEventListener("submit", async (event) => {
 
 $("use-recovery").addEventListener("click", () => showRecovery(!useRecovery));
 
+await translatePage(() => {
+  showReason();
+  labelRecovery();
+  showError();
+});
 showCreated();
-showReason();
+takeReason();
 loadOptions().catch((err) => {
   $("error").textContent = err.message;
 });

@@ -4,7 +4,8 @@
 // is; a link opened in the same tab later (hashchange) or pasted into the field is taken the
 // same way, without a reload. Once the administrator exists the page hands over to the sign-in
 // page, which says so.
-"use strict";
+import { t, translatePage } from "./page_i18n.js";
+
 const TOKEN_IN = /(?:#|&)token=([A-Za-z0-9_-]+)/;
 /** The session-storage flag the sign-in page reads: the administrator just created. */
 const CREATED_KEY = "waf.setup.created";
@@ -24,8 +25,20 @@ history.replaceState(null, "", globalThis.location.pathname + globalThis.locatio
 
 const $ = (id) => document.getElementById(id);
 
-function showError(message) {
-  $("error").textContent = message || "";
+/** The page's state in catalogue keys, so that a change of language rewrites it. */
+let statusKey = "setup.checking";
+let errorText = () => "";
+let probed = null;
+
+function showStatus(key) {
+  statusKey = key;
+  $("status").textContent = t(key);
+}
+
+/** Shows an error: a catalogue key's text, or (`raw`) the server's own message. */
+function showError(key, raw) {
+  errorText = key ? () => t(key) : () => raw || "";
+  $("error").textContent = errorText();
 }
 
 async function api(method, path, body) {
@@ -50,10 +63,10 @@ async function api(method, path, body) {
 // The same rules the server enforces; the server stays the authority and its message is shown.
 function usernameRules(name) {
   return [
-    ["3 to 32 characters", name.length >= 3 && name.length <= 32],
-    ["ASCII letters, digits, '.', '_' and '-' only", /^[A-Za-z0-9._-]*$/.test(name)],
-    ["starts with an ASCII letter", /^[A-Za-z]/.test(name)],
-    ["ends with an ASCII letter or digit", /[A-Za-z0-9]$/.test(name)],
+    ["setup.rule_username_length", name.length >= 3 && name.length <= 32],
+    ["setup.rule_username_chars", /^[A-Za-z0-9._-]*$/.test(name)],
+    ["setup.rule_username_start", /^[A-Za-z]/.test(name)],
+    ["setup.rule_username_end", /[A-Za-z0-9]$/.test(name)],
   ];
 }
 
@@ -66,19 +79,19 @@ function passwordRules(password, name) {
   if (/[^A-Za-z0-9]/.test(password)) classes++;
   const lower = password.toLowerCase();
   return [
-    ["at least 10 characters", Array.from(password).length >= 10],
-    ["3 of: upper-case, lower-case, digits, special characters", classes >= 3],
-    ["does not contain the username", !name || !lower.includes(name.toLowerCase())],
-    ["no common passwords, sequences, keyboard walks or repeats (checked by the server)", null],
+    ["setup.rule_password_length", Array.from(password).length >= 10],
+    ["setup.rule_password_classes", classes >= 3],
+    ["setup.rule_password_username", !name || !lower.includes(name.toLowerCase())],
+    ["setup.rule_password_common", null],
   ];
 }
 
 function renderRules(listId, rules, touched) {
   const list = $(listId);
   list.textContent = "";
-  for (const [text, ok] of rules) {
+  for (const [key, ok] of rules) {
     const item = document.createElement("li");
-    item.textContent = text;
+    item.textContent = t(key);
     if (touched && ok !== null) item.className = ok ? "ok" : "bad";
     list.appendChild(item);
   }
@@ -92,7 +105,7 @@ function refreshRules() {
   const confirm = $("confirm").value;
   renderRules(
     "confirm-rules",
-    [["matches the password", confirm === password]],
+    [["setup.rule_confirm", confirm === password]],
     confirm.length > 0,
   );
 }
@@ -106,8 +119,18 @@ function saveDraft(fields) {
 }
 
 function formatBytes(n) {
-  if (typeof n !== "number") return "unknown";
+  if (typeof n !== "number") return t("setup.unknown");
   return (n / 1024 / 1024 / 1024).toFixed(1) + " GiB";
+}
+
+/** The host figures of the probe, in the page's language. */
+function showProbe() {
+  if (!probed) return;
+  $("probe-cores").textContent = String(probed.cpu_cores);
+  $("probe-memory").textContent = formatBytes(probed.memory_total_bytes);
+  $("probe-disk").textContent = t(probed.disk_writable ? "setup.writable" : "setup.not_writable");
+  $("probe-profile").textContent = probed.suggested_profile;
+  $("probe").classList.remove("hidden");
 }
 
 async function receiptOf(value) {
@@ -120,12 +143,12 @@ async function receiptOf(value) {
 async function start() {
   const status = await api("GET", "/api/setup/status");
   if (!status.setup_required) {
-    $("status").textContent = "Setup is already complete. Sign in instead.";
+    showStatus("setup.already_complete");
     globalThis.location.assign("/login");
     return;
   }
   if (!token) {
-    $("status").textContent = "This page needs the setup link, which carries a secret token.";
+    showStatus("setup.needs_link");
     $("where").classList.remove("hidden");
     return;
   }
@@ -135,15 +158,12 @@ async function start() {
   $("receipt-value").textContent = await receiptOf(token);
   $("receipt").classList.remove("hidden");
   const probe = await api("POST", "/api/setup/probe");
-  $("probe-cores").textContent = String(probe.cpu_cores);
-  $("probe-memory").textContent = formatBytes(probe.memory_total_bytes);
-  $("probe-disk").textContent = probe.disk_writable ? "writable" : "NOT writable";
-  $("probe-profile").textContent = probe.suggested_profile;
-  $("probe").classList.remove("hidden");
+  probed = probe;
+  showProbe();
   const draft = await api("GET", "/api/setup/draft");
   $("username").value = draft.username || "";
   $("profile").value = draft.profile || probe.suggested_profile;
-  $("status").textContent = "Create the first administrator account.";
+  showStatus("setup.create_first");
   $("setup-form").classList.remove("hidden");
   refreshRules();
 }
@@ -159,9 +179,9 @@ $("profile").addEventListener("change", () => saveDraft({ profile: $("profile").
 
 $("setup-form").addEventListener("submit", async (event) => {
   event.preventDefault();
-  showError("");
+  showError();
   if ($("confirm").value !== $("password").value) {
-    showError("The two passwords differ.");
+    showError("setup.passwords_differ");
     return;
   }
   $("submit").disabled = true;
@@ -173,21 +193,21 @@ $("setup-form").addEventListener("submit", async (event) => {
       profile: $("profile").value,
     });
     $("setup-form").classList.add("hidden");
-    $("status").textContent = "Setup is complete. Taking you to the sign-in page\u2026";
+    showStatus("setup.complete");
     // The sign-in page says the account was made and fills in its name (this tab only).
     try {
       sessionStorage.setItem(CREATED_KEY, $("username").value);
     } catch { /* storage off: the sign-in page just asks */ }
     globalThis.location.assign("/login");
   } catch (err) {
-    showError(err.message);
+    showError(null, err.message);
     $("submit").disabled = false;
   }
 });
 
 function restart() {
-  showError("");
-  start().catch((err) => showError(err.message));
+  showError();
+  start().catch((err) => showError(null, err.message));
 }
 
 // The real link opened in this tab after the page loaded without one: only the fragment
@@ -204,7 +224,14 @@ $("link-form").addEventListener("submit", (event) => {
   const found = takeToken(field.value);
   field.value = "";
   if (found) restart();
-  else showError('That is not the setup link: it ends with "#token=" and the token.');
+  else showError("setup.not_a_link");
 });
 
+await translatePage(() => {
+  $("status").textContent = t(statusKey);
+  $("error").textContent = errorText();
+  showProbe();
+  refreshRules();
+});
+showStatus(statusKey);
 restart();

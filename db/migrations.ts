@@ -366,5 +366,25 @@ CREATE TABLE cluster_node_renewals (
   },
 ];
 
+/** A column a schema version has that a store at that version may still lack. */
+export interface AddedColumn {
+  readonly version: number;
+  readonly table: string;
+  readonly column: string;
+  /** The column's type and constraints as `ALTER TABLE ... ADD COLUMN` takes them. */
+  readonly definition: string;
+}
+
+/**
+ * Columns that joined a migration after stores had already applied it (before any release,
+ * development stores reached a version, and then the version's SQL grew). Opening a store at
+ * or past `version` adds each one that is missing; a store that has them is left as it is.
+ */
+export const ADDED_COLUMNS: readonly AddedColumn[] = [
+  // #36: a notification's text parameters and console link, added to version 5 afterwards.
+  { version: 5, table: "notifications", column: "params", definition: "TEXT" },
+  { version: 5, table: "notifications", column: "link", definition: "TEXT" },
+];
+
 /** The schema version this binary knows. */
 export const SCHEMA_VERSION: number = MIGRATIONS[MIGRATIONS.length - 1]!.version;

@@ -4,7 +4,7 @@
  * before anything is written to it.
  */
 import { DatabaseSync } from "node:sqlite";
-import { MIGRATIONS, SCHEMA_VERSION } from "./migrations.ts";
+import { ADDED_COLUMNS, MIGRATIONS, SCHEMA_VERSION } from "./migrations.ts";
 
 export type Db = DatabaseSync;
 
@@ -84,7 +84,31 @@ export function migrate(db: Db, target: number, now: number): number {
       throw new Error(`Migration ${m.version} ("${m.name}") failed`, { cause: err });
     }
   }
-  return schemaVersion(db);
+  const reached = schemaVersion(db);
+  addMissingColumns(db, reached);
+  return reached;
+}
+
+/** Adds the columns of `ADDED_COLUMNS` up to `version` that the store lacks, in one transaction. */
+function addMissingColumns(db: Db, version: number): void {
+  const missing = ADDED_COLUMNS.filter((c) =>
+    c.version <= version &&
+    !(db.prepare(`PRAGMA table_info(${c.table})`).all() as { name: string }[])
+      .some((col) => col.name === c.column)
+  );
+  if (missing.length === 0) return;
+  db.exec("BEGIN IMMEDIATE");
+  try {
+    for (const c of missing) {
+      db.exec(`ALTER TABLE ${c.table} ADD COLUMN ${c.column} ${c.definition}`);
+    }
+    db.exec("COMMIT");
+  } catch (err) {
+    db.exec("ROLLBACK");
+    throw new Error(`Adding ${missing.map((c) => `${c.table}.${c.column}`).join(", ")} failed`, {
+      cause: err,
+    });
+  }
 }
 
 export interface OpenOptions {

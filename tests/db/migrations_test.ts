@@ -1,7 +1,8 @@
 import { DatabaseSync } from "node:sqlite";
 import { assertEquals, assertThrows, ok } from "../_helpers/assert.ts";
 import { tempDir } from "../_helpers/temp.ts";
-import { MIGRATIONS, SCHEMA_VERSION } from "../../db/migrations.ts";
+import { ADDED_COLUMNS, MIGRATIONS, SCHEMA_VERSION } from "../../db/migrations.ts";
+import { createNotificationsRepo } from "../../db/notifications_repo.ts";
 import { openStore, SchemaTooNewError, schemaVersion } from "../../db/store.ts";
 
 const NOW = Date.UTC(2026, 0, 1);
@@ -229,5 +230,65 @@ Deno.test("access-log inserts maintain only the indexes a query uses (time for r
     );
   } finally {
     db.close();
+  }
+});
+
+/** The columns of `table`, in order. */
+function columns(db: DatabaseSync, table: string): string[] {
+  return db.prepare(`PRAGMA table_info(${table})`).all().map((r) => String(r.name));
+}
+
+Deno.test("a version 5 store from before notifications had params and link gains them on open, once, rows intact", async () => {
+  await using dir = await tempDir();
+  const path = `${dir}/waf.db`;
+  // The old shape: version 5 applied when its SQL did not yet add the two columns.
+  const made = openStore(path, { now: NOW });
+  made.exec("ALTER TABLE notifications DROP COLUMN params");
+  made.exec("ALTER TABLE notifications DROP COLUMN link");
+  made.prepare(
+    "INSERT INTO notifications (id, time, audience, level, kind, title, body) VALUES ('n1', ?, 'admin', 'info', 'k', 'Old title', 'Old body')",
+  ).run(NOW);
+  assertEquals(columns(made, "notifications").includes("params"), false);
+  made.close();
+
+  for (const round of [1, 2]) {
+    const db = openStore(path, { now: NOW + round });
+    try {
+      assertEquals(schemaVersion(db), 5);
+      const cols = columns(db, "notifications");
+      assertEquals(cols.filter((c) => c === "params" || c === "link"), ["params", "link"]);
+      const old = createNotificationsRepo(db).get("n1", "u1");
+      assertEquals([old?.title, old?.body, old?.params, old?.link], [
+        "Old title",
+        "Old body",
+        null,
+        null,
+      ]);
+      const id = `n${round + 1}`;
+      createNotificationsRepo(db).insert({
+        id,
+        time: NOW,
+        audience: "admin",
+        level: "info",
+        kind: "k",
+        title: "t",
+        body: "b",
+        params: '{"ip":"192.0.2.1"}',
+        link: "/console#/protection/alap",
+      });
+      assertEquals(createNotificationsRepo(db).get(id, "u1")?.link, "/console#/protection/alap");
+      // No migration is recorded again: the repair is no new version.
+      assertEquals(count(db, "schema_migrations"), 5);
+    } finally {
+      db.close();
+    }
+  }
+});
+
+Deno.test("every added column belongs to a known version and is in that version's SQL", () => {
+  for (const c of ADDED_COLUMNS) {
+    const m = MIGRATIONS.find((x) => x.version === c.version);
+    ok(m, `version ${c.version}`);
+    ok(m!.sql.includes(`ALTER TABLE ${c.table} ADD COLUMN ${c.column} ${c.definition}`), c.column);
   }
 });

@@ -1,15 +1,16 @@
-# The README's curl examples, verbatim and in order, run by tests/e2e/readme_test.ts against a real
-# server: every command line of the README's curl blocks must appear here unchanged (the test
-# checks it). The test swaps the README's addresses for the test server's, `./data/` for its
-# data directory and the placeholders (`<traceId>`, the authenticator codes) for values, and turns
-# each `#> name` line into a redirection of what follows to a file it inspects.
+# docs/guide.md's curl examples, verbatim and in order, run by tests/e2e/guide_test.ts against a
+# real server, after the README's "Try it" steps they continue (setup, sign-in, the site shop):
+# every command line of the guide's curl blocks must appear here unchanged (the test checks it).
+# The test swaps the addresses for the test server's, `./data/` for its data directory and the
+# authenticator placeholders for codes, and turns each `#> name` line into a redirection of what
+# follows to a file it inspects.
 
 #> health
 curl -s http://127.0.0.1:9443/health        # {"status":"ok","version":"0.1.0",...}
 #> ready
 curl -s http://127.0.0.1:9443/health/ready  # 200 when store and both listeners are up
 #> no_site
-curl -i http://127.0.0.1:8080/              # 404 "No site is configured for this host" + traceId
+curl -si http://127.0.0.1:8080/              # 404 "No site is configured for this host" + traceId
 
 #> setup_url
 cat ./data/runtime/setup.url                  # http://127.0.0.1:9443/setup#token=...
@@ -31,12 +32,12 @@ curl -s -b cookies -H "x-csrf-token: $CSRF" -H 'content-type: application/json' 
   -d '{"name":"shop","hosts":["shop.example","*.shop.example"],"upstreams":["http://127.0.0.1:3000"]}' \
   | tee site.json                                                 # 201 {"id":"...","name":"shop",...}
 #> pass
-curl -i -H 'host: shop.example' 'http://127.0.0.1:8080/products?id=42'          # 200 from the upstream
+curl -si -H 'host: shop.example' 'http://127.0.0.1:8080/products?id=42'          # 200 from the upstream
 #> sqli
-curl -i -H 'host: shop.example' "http://127.0.0.1:8080/products?id=1'%20or%201=1--"  # 403 + traceId
+curl -si -H 'host: shop.example' "http://127.0.0.1:8080/products?id=1'%20or%201=1--"  # 403 + traceId
 TRACE=$(tr -d '\r' < "$OUT/sqli" | awk 'tolower($1)=="x-waf-trace-id:"{print $2}')
 #> chain
-curl -s -b cookies http://127.0.0.1:9443/api/logs/<traceId>    # the evaluation chain of that request
+curl -s -b cookies http://127.0.0.1:9443/api/logs/$TRACE    # the evaluation chain of that request
 
 CSRF=$(awk '$6=="waf_csrf"{print $7}' cookies)
 #> ip_block
@@ -47,7 +48,7 @@ curl -s -b cookies -H "x-csrf-token: $CSRF" -H 'content-type: application/json' 
   -X PUT http://127.0.0.1:9443/api/sites/$(jq -r .id site.json) \
   -d '{"name":"shop","hosts":["shop.example","*.shop.example"],"upstreams":["http://127.0.0.1:3000"],"trusted_proxies":["127.0.0.1/32"]}'
 #> ip_blocked
-curl -i -H 'host: shop.example' -H 'x-forwarded-for: 203.0.113.9' http://127.0.0.1:8080/
+curl -si -H 'host: shop.example' -H 'x-forwarded-for: 203.0.113.9' http://127.0.0.1:8080/
 
 # API security (README "API security")
 #> apisec_config
@@ -55,11 +56,11 @@ curl -s -b cookies -H "x-csrf-token: $CSRF" -H 'content-type: application/json' 
   -X PUT http://127.0.0.1:9443/api/apisec/config \
   -d '{"discovery":{"enabled":true},"validation":{"enabled":true,"schemas":[{"id":"create-order","method":"POST","path_pattern":"^/api/orders$","required_headers":["x-api-key"]}]},"auth":{"enabled":true,"algorithms":["HS256"],"secret":"change-me-to-32-random-characters","routes":[{"id":"admin","method":"*","path_pattern":"^/api/admin/"}]},"rate_limits":[{"id":"login","method":"POST","path_pattern":"^/login$","requests":2,"window":"1m"}]}'
 #> apisec_schema
-curl -i -H 'host: shop.example' -X POST http://127.0.0.1:8080/api/orders -d '{}'  # 403: no x-api-key
+curl -si -H 'host: shop.example' -X POST http://127.0.0.1:8080/api/orders -d '{}'  # 403: no x-api-key
 #> apisec_auth
-curl -i -H 'host: shop.example' http://127.0.0.1:8080/api/admin/stats  # 401 + WWW-Authenticate: Bearer
+curl -si -H 'host: shop.example' http://127.0.0.1:8080/api/admin/stats  # 401 + WWW-Authenticate: Bearer
 #> apisec_limit
-for i in 1 2 3; do curl -s -o /dev/null -w '%{http_code} ' -H 'host: shop.example' -X POST http://127.0.0.1:8080/login; done  # 200 200 429
+for i in 1 2 3; do curl -s -o /dev/null -w '%{http_code} ' -H 'host: shop.example' -X POST http://127.0.0.1:8080/login; done  # the upstream's status twice, then 429
 #> apisec_validate
 curl -s -b cookies -H "x-csrf-token: $CSRF" -H 'content-type: application/json' \
   -X POST http://127.0.0.1:9443/api/apisec/validate -d '{"method":"POST","path":"/api/orders"}'
