@@ -25,6 +25,12 @@ export const SERVER_V8_FLAGS =
  * - no V8 code cache: Deno keeps its code-cache database (`v8_code_cache_v2`) mapped after the
  *   modules have loaded, and the pages it read stay in the process's resident set; it only saves
  *   compiling the modules' top levels at start, and what runs under load is compiled either way
- *   (docs/data-plane.md, "Memory and V8 flags").
+ *   (docs/data-plane.md, "Memory and V8 flags");
+ * - `request.signal` aborts only when a request fails, not after every answer: Deno's legacy
+ *   behaviour warned once per process in the server log after the first bodiless POST or DELETE
+ *   (something inside Hono reads the signal); nothing here takes the signal's abort for "sent".
  */
-export const SERVER_DENO_FLAGS: readonly string[] = ["--no-code-cache"];
+export const SERVER_DENO_FLAGS: readonly string[] = [
+  "--no-code-cache",
+  "--unstable-no-legacy-abort",
+];
