@@ -60,6 +60,9 @@ const SCORES = {
   variable: [75, 70, 55],
   statement: [0, 70, 0],
   exec: [90, 90, 85],
+  cast: [80, 75, 70],
+  function: [80, 70, 70],
+  catalog: [85, 75, 75],
 } as const satisfies Record<string, readonly [number, number, number]>;
 type Rule = keyof typeof SCORES;
 
@@ -113,6 +116,7 @@ export function evaluate(
   const scan = new RuleScan(text, tokens, strength);
   if (strength === "breakout") afterBreakout(scan, from);
   else if (strength === "code" && from === 0) statementRule(scan);
+  if (from === 0 && strength !== "breakout" && until === tokens.length) castRule(scan);
   for (let i = from; i < until; i++) {
     const t = tokens[i]!;
     if (t.kind === "logic" && t.text !== "not" && t.text !== "div") {
@@ -135,6 +139,22 @@ export function evaluate(
     }
   }
   return scan.best;
+}
+
+/**
+ * A value that is a PostgreSQL cast expression by itself (`password::int`,
+ * `lo_get(16400)::text`, `'{"a":1}'::jsonb #- '{a}'`): casting a column or a function's result
+ * to another type is how error-based injection makes PostgreSQL print data, and nothing but SQL
+ * writes `::` before a type name.
+ */
+function castRule(scan: RuleScan): void {
+  const { text, tokens } = scan;
+  const o = readOperand(text, tokens, 0);
+  if (o === undefined || !o.cast) return;
+  const next = tokens[skipComments(tokens, o.end)];
+  if (next === undefined || next.kind === "rparen" || next.kind === "semi") {
+    scan.hit("cast", 0);
+  } else if (readComparison(text, tokens, 0) !== undefined) scan.hit("cast", 0);
 }
 
 /**

@@ -47,6 +47,13 @@ export const ERROR_FUNCTIONS: ReadonlySet<string> = new Set([
   "pg_read_file",
   "lo_import",
   "dbms_ldap.init",
+  // PostgreSQL: large objects and server files read into a query.
+  "lo_get",
+  "lo_export",
+  "pg_ls_dir",
+  "pg_read_binary_file",
+  "dblink",
+  "query_to_xml",
 ]);
 /** Catalogs that list tables, columns and users: reading them is reconnaissance. */
 export const SCHEMA_NAMES: ReadonlySet<string> = new Set([
@@ -69,6 +76,29 @@ export const SCHEMA_NAMES: ReadonlySet<string> = new Set([
   "v$version",
   "mysql.user",
   "master..sysdatabases",
+]);
+/**
+ * Catalogs and system databases whose name alone, as a whole value, is reconnaissance: the
+ * catalogs above plus SQL Server's system and sample databases.
+ */
+export const CATALOG_NAMES: ReadonlySet<string> = new Set([
+  ...SCHEMA_NAMES,
+  "performance_schema",
+  "pg_database",
+  "pg_namespace",
+  "pg_class",
+  "pg_proc",
+  "pg_roles",
+  "pg_authid",
+  "sys.objects",
+  "sys.tables",
+  "sys.columns",
+  "sys.databases",
+  "sys.sql_logins",
+  "msdb",
+  "tempdb",
+  "northwind",
+  "adventureworks",
 ]);
 /** Statement starts after `;` with the word that must follow for it to be a statement. */
 export const STACKED: ReadonlyMap<string, ReadonlySet<string> | "operand" | "any"> = new Map<
@@ -102,6 +132,54 @@ export const BREAKOUT_STATEMENTS: ReadonlyMap<string, ReadonlySet<string>> = new
   ["backup", new Set(["database", "log"])],
   ["restore", new Set(["database"])],
   ["update", new Set<string>()],
+]);
+
+/**
+ * Type names a PostgreSQL cast (`::int`) names: the built-in types of the PostgreSQL manual
+ * ("Data Types") that injected casts use to force a conversion error or reach JSON operators.
+ */
+export const SQL_TYPES: ReadonlySet<string> = new Set([
+  "int",
+  "int2",
+  "int4",
+  "int8",
+  "integer",
+  "smallint",
+  "bigint",
+  "numeric",
+  "decimal",
+  "real",
+  "float",
+  "float4",
+  "float8",
+  "double",
+  "money",
+  "text",
+  "varchar",
+  "char",
+  "character",
+  "bpchar",
+  "name",
+  "bytea",
+  "bool",
+  "boolean",
+  "json",
+  "jsonb",
+  "jsonpath",
+  "xml",
+  "uuid",
+  "inet",
+  "cidr",
+  "date",
+  "timestamp",
+  "timestamptz",
+  "interval",
+  "oid",
+  "regclass",
+  "regproc",
+  "regtype",
+  "tsvector",
+  "tsquery",
 ]);
 
 /** MSSQL extended and system stored procedures. */
@@ -148,7 +226,7 @@ function escape(word: string): string {
  * MySQL's executable comment, `50000union` after its `!`, which the lexer reads as code). Built from the
  * same sets the rules use, so the prefilter cannot drift from them.
  */
-const TRIGGER_WORDS = "&&|\\|\\||@@|(?:^|[^a-z0-9_$]|![0-9]{5,6})(?:" +
+const TRIGGER_WORDS = "&&|\\|\\||@@|::\\s*[a-z]|(?:^|[^a-z0-9_$]|![0-9]{5,6})(?:" +
   [
     ...RULE_WORDS,
     ...DELAY_FUNCTIONS,

@@ -14,6 +14,7 @@ import { evaluate, type SqlHit, type SqlStart } from "./sql_rules.ts";
 import { BREAKOUT_STATEMENTS, PROSE_TRIGGER, SQL_TRIGGER } from "./sql_vocabulary.ts";
 import { COMPARE_WORDS } from "./sql_grammar.ts";
 import { makeFinding } from "./make_finding.ts";
+import { judgeFragment } from "./sql_fragments.ts";
 
 /**
  * Primes and full-width quotes, which legacy code-page conversions ("best fit") turn into
@@ -24,7 +25,7 @@ const SINGLE_LOOKALIKE = /[\u2032\uff07]/g;
 const DOUBLE_LOOKALIKE = /[\u2033\uff02]/g;
 
 /** Values without any of these cannot change a SQL statement's structure. */
-const SQL_SYNTAX = /['"`()\s;#=<>@|&*\/-]/;
+const SQL_SYNTAX = /['"`()\s;#=<>@|&*\/:-]/;
 /** Tokens that show a value is written as SQL from its first character. */
 const CODE_START_WORDS: ReadonlySet<string> = new Set([
   "union",
@@ -58,8 +59,11 @@ export interface SqlVerdict {
  * @returns the strongest rule hit over all contexts, or undefined
  */
 export function analyzeSql(text: string): SqlVerdict | undefined {
-  if (text.length < 3 || !SQL_SYNTAX.test(text) || !SQL_TRIGGER.test(text)) return undefined;
-  let best: SqlVerdict | undefined;
+  const fragment = text.length <= 96 ? judgeFragment(text) : undefined;
+  let best: SqlVerdict | undefined = fragment === undefined
+    ? undefined
+    : { rule: `sqli.${fragment.rule}`, score: fragment.score, offset: 0 };
+  if (text.length < 3 || !SQL_SYNTAX.test(text) || !SQL_TRIGGER.test(text)) return best;
   const consider = (hit: SqlHit | undefined, tokens: readonly SqlToken[], shift: number) => {
     if (hit === undefined || (best !== undefined && best.score >= hit.score)) return;
     const offset = (tokens[hit.at]?.start ?? 0) + shift;

@@ -1,0 +1,83 @@
+/**
+ * Short values that are one SQL fragment and nothing else: a system catalog's name
+ * (`information_schema`), a call of a SQL function cut off at its parenthesis (`unhex(`,
+ * `group_concat(`), an information function (`database()`), a string built from hex or
+ * nested calls (`concat(0x3c62,version())`), `declare @x`, `select pg_sleep`. Probes and
+ * truncated payloads look like this; text does not end in `substring(`, and a search for a
+ * catalog's name is not something a site's visitors type. Math and date functions (`floor(`)
+ * are everyday words in other languages too, so they only count at the strict level.
+ */
+
+import { lexSql, type SqlToken } from "./sql_lexer.ts";
+import { COMMON_FUNCTIONS, EXTRACTION_FUNCTIONS, INFORMATION_FUNCTIONS } from "./sql_functions.ts";
+import { CATALOG_NAMES, DELAY_FUNCTIONS } from "./sql_vocabulary.ts";
+import { skipComments, skipGroup } from "./sql_grammar.ts";
+
+/** A fragment's rule and score. */
+export interface FragmentVerdict {
+  readonly rule: string;
+  readonly score: number;
+}
+
+/** Longer values are statements or text, judged by the rules in `sql_rules.ts`. */
+const MAX_FRAGMENT = 96;
+const NAME = /^[`"[]?[a-z_][\w$.]*[`"\]]?$/i;
+
+/**
+ * Judges a short value as a lone SQL fragment.
+ *
+ * @param text decoded value
+ * @returns the fragment's verdict, or undefined
+ */
+export function judgeFragment(text: string): FragmentVerdict | undefined {
+  if (text.length > MAX_FRAGMENT) return undefined;
+  const value = text.trim();
+  if (value.length < 4) return undefined;
+  if (NAME.test(value)) {
+    const name = value.replace(/^[`"[]|[`"\]]$/g, "").toLowerCase();
+    return CATALOG_NAMES.has(name) ? { rule: "catalog", score: 75 } : undefined;
+  }
+  const tokens = lexSql(value, 32);
+  let i = 0;
+  // `, find_in_set(...)`: the call continues a list the application's query started.
+  while (tokens[i]?.kind === "comma" || tokens[i]?.kind === "rparen") i++;
+  const t = tokens[i];
+  if (t?.kind !== "word") return undefined;
+  if (!t.call) return leadingStatement(tokens, i);
+  const open = skipComments(tokens, i + 1);
+  const end = skipGroup(tokens, open);
+  const unclosed = tokens[end - 1]?.kind !== "rparen" || end - 1 === open;
+  if (end < tokens.length) return undefined;
+  const extraction = EXTRACTION_FUNCTIONS.has(t.text);
+  if (unclosed && end - open === 1) {
+    // `unhex(`: the value ends at the call's parenthesis.
+    if (extraction) return { rule: "function", score: 70 };
+    return COMMON_FUNCTIONS.has(t.text) ? { rule: "function", score: 45 } : undefined;
+  }
+  if (!extraction && !COMMON_FUNCTIONS.has(t.text)) return undefined;
+  if (end - open === 2 && INFORMATION_FUNCTIONS.has(t.text)) return { rule: "function", score: 70 };
+  // Arguments in SQL's own spelling: hex literals, nested SQL calls, quoted strings after `,`.
+  for (let j = open + 1; j < end; j++) {
+    const a = tokens[j]!;
+    if (a.kind === "num" && /^0x/i.test(a.text) && a.text.length > 3) {
+      return { rule: "function", score: 75 };
+    }
+    if (a.kind === "word" && a.call && EXTRACTION_FUNCTIONS.has(a.text)) {
+      return { rule: "function", score: extraction ? 75 : 45 };
+    }
+  }
+  return i > 0 && extraction ? { rule: "function", score: 70 } : undefined;
+}
+
+/** `declare @x`, `select pg_sleep`: a statement word and the operand that makes it SQL. */
+function leadingStatement(tokens: readonly SqlToken[], i: number): FragmentVerdict | undefined {
+  const t = tokens[i]!;
+  const next = tokens[skipComments(tokens, i + 1)];
+  if (t.text === "declare" && next?.kind === "var" && next.text.length > 1) {
+    return { rule: "stacked", score: 75 };
+  }
+  if (t.text === "select" && next?.kind === "word" && DELAY_FUNCTIONS.has(next.text)) {
+    return { rule: "delay", score: 75 };
+  }
+  return undefined;
+}
