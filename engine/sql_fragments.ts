@@ -19,6 +19,22 @@ export interface FragmentVerdict {
   readonly score: number;
 }
 
+/**
+ * The smallest normal double written so that PHP's and Java's string-to-double conversion
+ * loops for ever (CVE-2010-4645, CVE-2010-4476): a denial of service sent as a number.
+ */
+const MAGIC_FLOAT = /^[+-]?2\.225073858507201[01]e-0*308$/i;
+
+/**
+ * A catalog's name as a whole value (`information_schema`, `` `pg_catalog` ``).
+ *
+ * @param value the value, without spaces around it
+ */
+export function isCatalogName(value: string): boolean {
+  if (value.length < 4 || value.length > 40 || !NAME.test(value)) return false;
+  return CATALOG_NAMES.has(value.replace(/^[`"[]|[`"\]]$/g, "").toLowerCase());
+}
+
 /** Longer values are statements or text, judged by the rules in `sql_rules.ts`. */
 const MAX_FRAGMENT = 96;
 const NAME = /^[`"[]?[a-z_][\w$.]*[`"\]]?$/i;
@@ -33,10 +49,8 @@ export function judgeFragment(text: string): FragmentVerdict | undefined {
   if (text.length > MAX_FRAGMENT) return undefined;
   const value = text.trim();
   if (value.length < 4) return undefined;
-  if (NAME.test(value)) {
-    const name = value.replace(/^[`"[]|[`"\]]$/g, "").toLowerCase();
-    return CATALOG_NAMES.has(name) ? { rule: "catalog", score: 75 } : undefined;
-  }
+  if (MAGIC_FLOAT.test(value)) return { rule: "overflow", score: 75 };
+  if (NAME.test(value)) return isCatalogName(value) ? { rule: "catalog", score: 75 } : undefined;
   const tokens = lexSql(value, 32);
   let i = 0;
   // `, find_in_set(...)`: the call continues a list the application's query started.

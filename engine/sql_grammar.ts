@@ -201,7 +201,7 @@ export function readOperand(
     const arith = op !== undefined && isArith(op);
     if (!arith) break;
     key += op.text;
-    i = skipComments(tokens, i) + 1;
+    i = skipComments(tokens, skipComments(tokens, i) + 1);
     let more: SqlToken | undefined = op;
     while (more?.text === "::") {
       // `'{}'::jsonb`, `x::double precision`: the type converts the value, it adds no operand.
@@ -212,7 +212,7 @@ export function readOperand(
       more = tokens[skipComments(tokens, i)];
       if (more === undefined || !isArith(more)) return { end: i, literal, complex, key, cast };
       key += more.text;
-      i = skipComments(tokens, i) + 1;
+      i = skipComments(tokens, skipComments(tokens, i) + 1);
     }
     if (i >= tokens.length) break;
   }

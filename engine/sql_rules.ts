@@ -12,6 +12,7 @@ import {
   readOperand,
   selectList,
   skipComments,
+  skipGroup,
   statementShape,
   stringContent,
 } from "./sql_grammar.ts";
@@ -63,6 +64,10 @@ const SCORES = {
   cast: [80, 75, 70],
   function: [80, 70, 70],
   catalog: [85, 75, 75],
+  comment: [85, 75, 75],
+  number: [80, 75, 0],
+  statement_start: [0, 75, 75],
+  alias: [80, 75, 0],
 } as const satisfies Record<string, readonly [number, number, number]>;
 type Rule = keyof typeof SCORES;
 
@@ -116,7 +121,13 @@ export function evaluate(
   const scan = new RuleScan(text, tokens, strength);
   if (strength === "breakout") afterBreakout(scan, from);
   else if (strength === "code" && from === 0) statementRule(scan);
-  if (from === 0 && strength !== "breakout" && until === tokens.length) castRule(scan);
+  // The number a value in numeric context starts with is not part of the injection, but
+  // what is glued to it is (`1.e(`, `1 as x from`).
+  if (strength === "code" && from > 0 && tokens[0]?.kind === "num") numberRules(scan, 0);
+  if (from === 0 && strength !== "breakout" && until === tokens.length) {
+    castRule(scan);
+    leadingStatement(scan);
+  }
   for (let i = from; i < until; i++) {
     const t = tokens[i]!;
     if (t.kind === "logic" && t.text !== "not" && t.text !== "div") {
@@ -136,6 +147,12 @@ export function evaluate(
       stackedRule(scan, i);
     } else if (t.kind === "var" && t.text.startsWith("@@") && t.text.length > 3) {
       scan.hit("variable", i);
+    } else if (t.kind === "ident" && SCHEMA_NAMES.has(t.text)) {
+      // `` from `information_schema` ``: a quoted identifier names the catalog as well.
+      const prev = tokens[i - 1];
+      scan.hit("schema", i, prev?.kind === "word" && prev.text === "from" ? 25 : 0);
+    } else if (t.kind === "num") {
+      numberRules(scan, i);
     }
   }
   return scan.best;
@@ -149,12 +166,66 @@ export function evaluate(
  */
 function castRule(scan: RuleScan): void {
   const { text, tokens } = scan;
-  const o = readOperand(text, tokens, 0);
+  let at = 0;
+  // `...(f(x)::jsonb)::int`, `payload='{}'::jsonb @? '$.a'`: junk or a name before the cast.
+  while (at < 3 && (tokens[at]?.kind === "dot" || tokens[at]?.kind === "other")) at++;
+  if (tokens[at]?.kind === "word" && tokens[at + 1]?.text === "=") at += 2;
+  const o = readOperand(text, tokens, at);
   if (o === undefined || !o.cast) return;
   const next = tokens[skipComments(tokens, o.end)];
   if (next === undefined || next.kind === "rparen" || next.kind === "semi") {
-    scan.hit("cast", 0);
-  } else if (readComparison(text, tokens, 0) !== undefined) scan.hit("cast", 0);
+    scan.hit("cast", at);
+  } else if (readComparison(text, tokens, at) !== undefined) scan.hit("cast", at);
+}
+
+/**
+ * `1.e(ascii)`, `1.e,`: MySQL reads a number written with a bare exponent as a number and goes
+ * on with what follows, so `1.e` glues a number to the keyword or call after it without a
+ * space. `1234 AS "alias" FROM`: a number selected under an alias, the middle of a select list.
+ */
+function numberRules(scan: RuleScan, i: number): void {
+  const { tokens } = scan;
+  const t = tokens[i]!;
+  const next = tokens[i + 1];
+  if (t.text.endsWith(".") && next?.kind === "word" && next.text === "e" && next.start === t.end) {
+    const after = tokens[i + 2];
+    if (after === undefined || after.kind === "lparen" || after.kind === "comma" || next.call) {
+      scan.hit("number", i);
+    }
+    return;
+  }
+  const as = tokens[skipComments(tokens, i + 1)];
+  if (as?.kind !== "word" || as.text !== "as") return;
+  const alias = skipComments(tokens, tokens.indexOf(as) + 1);
+  const name = tokens[alias];
+  const from = tokens[skipComments(tokens, alias + 1)];
+  if (
+    (name?.kind === "ident" || (name?.kind === "str" && name.closed) || name?.kind === "word") &&
+    from?.kind === "word" && from.text === "from"
+  ) scan.hit("alias", i);
+}
+
+/**
+ * A value that starts with a complete DDL or DML statement (`CREATE FUNCTION f (...)`,
+ * ``ALTER TABLE `t` CHANGE ...``, `INSERT INTO t (a) VALUES (1);`). The words alone are
+ * English ("drop table", "create user"), so the statement must also be written in SQL's own
+ * punctuation: a parenthesised list, a backquoted or bracketed name, a closing `;` or comment.
+ */
+function leadingStatement(scan: RuleScan): void {
+  const { tokens } = scan;
+  let i = 0;
+  while (i < 2 && (tokens[i]?.kind === "op" || tokens[i]?.kind === "semi")) i++;
+  const t = tokens[i];
+  if (t?.kind !== "word" || !BREAKOUT_STATEMENTS.has(t.text) || !statementShape(tokens, i)) {
+    return;
+  }
+  const last = tokens[tokens.length - 1]!;
+  // The name is the third token: `create table t (`, `insert into t (`.
+  const list =
+    tokens[skipComments(tokens, skipComments(tokens, skipComments(tokens, i + 1) + 1) + 1)];
+  const punctuated = last.kind === "semi" || last.kind === "comment" ||
+    list?.kind === "lparen" || tokens.some((x, j) => j > i && x.kind === "ident");
+  if (punctuated) scan.hit("statement_start", i);
 }
 
 /**
@@ -319,6 +390,23 @@ function wordRules(scan: RuleScan, i: number): void {
         }
       }
       return;
+    case "as": {
+      // `) AS Role FROM`, `` ` AS `id` from ``: a column alias, the middle of a select list.
+      const prev = tokens[i - 1];
+      if (strength === "prose" || prev === undefined) return;
+      if (
+        prev.kind !== "rparen" && prev.kind !== "ident" && !(prev.kind === "str" && prev.closed)
+      ) {
+        return;
+      }
+      const alias = tokens[skipComments(tokens, i + 1)];
+      const from = tokens[skipComments(tokens, skipComments(tokens, i + 1) + 1)];
+      if (
+        (alias?.kind === "word" || alias?.kind === "ident") && from?.kind === "word" &&
+        from.text === "from"
+      ) scan.hit("alias", i);
+      return;
+    }
     case "case":
       if (next?.kind === "word" && next.text === "when") {
         const at = skipComments(tokens, i + 2);
@@ -394,5 +482,13 @@ function stackedRule(scan: RuleScan, i: number): void {
     }
   } else if (next?.kind === "word" && need.has(next.text)) {
     scan.hit("stacked", j);
+  } else if (t.text === "insert" || t.text === "replace") {
+    // MySQL's `INSERT t (a) VALUES (...)` and `REPLACE t (...) VALUES`: INTO is optional.
+    const open = tokens[skipComments(tokens, k + 1)];
+    if ((next?.kind === "word" || next?.kind === "ident") && open?.kind === "lparen") {
+      const close = skipGroup(tokens, tokens.indexOf(open));
+      const values = tokens[skipComments(tokens, close)];
+      if (values?.kind === "word" && values.text === "values") scan.hit("stacked", j);
+    }
   }
 }

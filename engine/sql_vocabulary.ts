@@ -108,6 +108,7 @@ export const STACKED: ReadonlyMap<string, ReadonlySet<string> | "operand" | "any
   ["drop", new Set(["table", "database", "view", "procedure", "function", "user", "schema"])],
   ["delete", new Set(["from"])],
   ["insert", new Set(["into"])],
+  ["replace", new Set(["into"])],
   ["truncate", new Set(["table"])],
   ["create", new Set(["table", "user", "database", "procedure", "function", "view", "login"])],
   ["alter", new Set(["table", "user", "database", "login"])],
@@ -235,7 +236,12 @@ const TRIGGER_WORDS = "&&|\\|\\||@@|::\\s*[a-z]|(?:^|[^a-z0-9_$]|![0-9]{5,6})(?:
     ...STACKED.keys(),
   ].map((w) => escape(w.split(".")[0]!)).join("|") +
   ")(?![a-z0-9_$])";
-export const SQL_TRIGGER: RegExp = factorAlternation(new RegExp(`['"]|${TRIGGER_WORDS}`, "i"));
+/** `1.e(`, `1234 as "x" from`: number rules that no vocabulary word announces. */
+const NUMBER_TRIGGER =
+  "[0-9]\\.e(?![a-z0-9_$])|[0-9)`'\"]\\s*as\\s+\\S{1,64}\\s+from(?![a-z0-9_$])";
+export const SQL_TRIGGER: RegExp = factorAlternation(
+  new RegExp(`['"]|${NUMBER_TRIGGER}|${TRIGGER_WORDS}`, "i"),
+);
 /**
  * What a rule read in prose can start from: {@link SQL_TRIGGER} without the quotes, which only
  * matter where a value can close a literal (its start). A long value's later windows are only

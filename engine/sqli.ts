@@ -11,10 +11,16 @@
 import type { DetectorInput, Finding } from "./types.ts";
 import { lexSql, MAX_SQL_TOKENS, type SqlToken } from "./sql_lexer.ts";
 import { evaluate, type SqlHit, type SqlStart } from "./sql_rules.ts";
-import { BREAKOUT_STATEMENTS, PROSE_TRIGGER, SQL_TRIGGER } from "./sql_vocabulary.ts";
+import {
+  BREAKOUT_STATEMENTS,
+  DELAY_FUNCTIONS,
+  ERROR_FUNCTIONS,
+  PROSE_TRIGGER,
+  SQL_TRIGGER,
+} from "./sql_vocabulary.ts";
 import { COMPARE_WORDS } from "./sql_grammar.ts";
 import { makeFinding } from "./make_finding.ts";
-import { judgeFragment } from "./sql_fragments.ts";
+import { isCatalogName, judgeFragment } from "./sql_fragments.ts";
 
 /**
  * Primes and full-width quotes, which legacy code-page conversions ("best fit") turn into
@@ -24,6 +30,13 @@ const LOOKALIKE_QUOTE = /[\u2032\uff07\u2033\uff02]/;
 const SINGLE_LOOKALIKE = /[\u2032\uff07]/g;
 const DOUBLE_LOOKALIKE = /[\u2033\uff02]/g;
 
+/**
+ * MySQL's executable comment around a keyword (`/*!50000select`, `/*!union*\/`): only MySQL
+ * reads it, so only injected SQL writes it. Script bundles open licence comments with `/*!`
+ * followed by a name and a version (`/*! select2 4.0`), not a bare SQL keyword.
+ */
+const EXECUTABLE_COMMENT =
+  /\/\*!\d{0,6}\s*(?:select|union|and|or|from|where|insert|update|delete|drop|concat|order|having|limit|sleep)(?![\w$])/i;
 /** Values without any of these cannot change a SQL statement's structure. */
 const SQL_SYNTAX = /['"`()\s;#=<>@|&*\/:-]/;
 /** Tokens that show a value is written as SQL from its first character. */
@@ -64,6 +77,12 @@ export function analyzeSql(text: string): SqlVerdict | undefined {
     ? undefined
     : { rule: `sqli.${fragment.rule}`, score: fragment.score, offset: 0 };
   if (text.length < 3 || !SQL_SYNTAX.test(text) || !SQL_TRIGGER.test(text)) return best;
+  if (text.includes("/*!")) {
+    const exec = EXECUTABLE_COMMENT.exec(text);
+    if (exec !== null && (best === undefined || best.score < 75)) {
+      best = { rule: "sqli.comment", score: 75, offset: exec.index };
+    }
+  }
   const consider = (hit: SqlHit | undefined, tokens: readonly SqlToken[], shift: number) => {
     if (hit === undefined || (best !== undefined && best.score >= hit.score)) return;
     const offset = (tokens[hit.at]?.start ?? 0) + shift;
@@ -79,7 +98,7 @@ export function analyzeSql(text: string): SqlVerdict | undefined {
     if (close < 0) continue;
     const tail = text.slice(close + 1);
     // What follows the quote decides whether it breaks out; only then is the rest read.
-    if (!continuesSql(lexSql(tail, 1)[0])) continue;
+    if (!continuesSql(lexSql(tail, 2))) continue;
     const rest = lexLong(tail);
     const tokens = firstWindow(rest);
     consider(evaluate(tail, tokens, BREAKOUT), tokens, close + 1);
@@ -178,9 +197,15 @@ const AFTER_LITERAL_WORDS: ReadonlySet<string> = new Set([
  * A closing quote only breaks out if SQL continues right after it: an operator, `)`, `;`,
  * a comment, a connective or a clause keyword. Text (`"he said"`) or JSON (`":"`) does not.
  */
-function continuesSql(first: SqlToken | undefined): boolean {
+function continuesSql(head: readonly SqlToken[]): boolean {
+  const first = head[0];
   if (first === undefined) return false;
   switch (first.kind) {
+    case "lparen": {
+      // `' (select load_file(...)) '`: a subquery or a delay call right after the quote.
+      const second = head[1];
+      return second?.kind === "word" && (second.text === "select" || isProbeCall(second));
+    }
     case "rparen":
     case "semi":
     case "comment":
@@ -190,10 +215,16 @@ function continuesSql(first: SqlToken | undefined): boolean {
     case "op":
       return first.text !== ":";
     case "word":
-      return AFTER_LITERAL_WORDS.has(first.text) || BREAKOUT_STATEMENTS.has(first.text);
+      return AFTER_LITERAL_WORDS.has(first.text) || BREAKOUT_STATEMENTS.has(first.text) ||
+        isProbeCall(first);
     default:
       return false;
   }
+}
+
+/** `sleep(`, `load_file(`: a call of a delay or data-leaking function. */
+function isProbeCall(t: SqlToken): boolean {
+  return t.call && (DELAY_FUNCTIONS.has(t.text) || ERROR_FUNCTIONS.has(t.text));
 }
 
 /** Decides whether the raw value starts as SQL (and where the injected part begins). */
@@ -255,4 +286,16 @@ export function sqli(input: DetectorInput): Finding | undefined {
   // Evidence starts a little before the hit so the breakout that led there stays visible.
   const at = Math.max(0, verdict.offset - 10);
   return makeFinding(input, "sqli", verdict.score, verdict.rule, input.decoded, at);
+}
+
+/**
+ * A value made of words and dots that names a system catalog (`information_schema`,
+ * `sys.objects`): the one SQL finding a value without any SQL syntax can give.
+ *
+ * @param input the decoded input, a value of word characters and dots
+ * @returns a `sqli.catalog` finding or undefined
+ */
+export function sqlCatalog(input: DetectorInput): Finding | undefined {
+  if (!isCatalogName(input.decoded)) return undefined;
+  return makeFinding(input, "sqli", 75, "sqli.catalog", input.decoded, 0);
 }
