@@ -31,7 +31,7 @@ import { hiddenTexts } from "./hidden.ts";
 import { HeaderMemo } from "./header_memo.ts";
 import { MAX_TEXT, WINDOW_OVERLAP } from "./limits.ts";
 import { checkProtocol } from "./protocol.ts";
-import { sqlCatalog, sqli } from "./sqli.ts";
+import { sqli, sqlWord } from "./sqli.ts";
 import { xss } from "./xss.ts";
 import { DETECTORS } from "./detectors.ts";
 import { prototypePollution } from "./prototype_pollution.ts";
@@ -434,9 +434,9 @@ function judgeInert(input: Input, findings: Finding[]): void {
     if (finding !== undefined) findings.push(finding);
   }
   if (v.length >= 4 && v.length <= 40) {
-    const value: DetectorInput = { input, location: locationOf(input), decoded: v, raw: v };
-    const catalog = sqlCatalog(value);
-    if (catalog !== undefined) findings.push(catalog);
+    // A catalog's name or an overflowing number is SQL without any SQL syntax.
+    const sql = sqlWord({ input, location: locationOf(input), decoded: v, raw: v });
+    if (sql !== undefined) findings.push(sql);
   }
   const dotted = v.indexOf(".") >= 0;
   if (dotted ? !DOTTED_HINT.test(v) : v.length < 5 || v.length > 10 || !mayBeBareCommand(v)) {

@@ -289,13 +289,18 @@ export function sqli(input: DetectorInput): Finding | undefined {
 }
 
 /**
- * A value made of words and dots that names a system catalog (`information_schema`,
- * `sys.objects`): the one SQL finding a value without any SQL syntax can give.
+ * What a value made of words, digits, dots and dashes can still be in SQL: a system catalog's
+ * name (`information_schema`, `sys.objects`) or the floating-point number that hangs PHP's and
+ * Java's parsers (see `sql_fragments.ts`).
  *
- * @param input the decoded input, a value of word characters and dots
- * @returns a `sqli.catalog` finding or undefined
+ * @param input the decoded input, a value without SQL syntax
+ * @returns a `sqli.catalog` or `sqli.overflow` finding, or undefined
  */
-export function sqlCatalog(input: DetectorInput): Finding | undefined {
-  if (!isCatalogName(input.decoded)) return undefined;
-  return makeFinding(input, "sqli", 75, "sqli.catalog", input.decoded, 0);
+export function sqlWord(input: DetectorInput): Finding | undefined {
+  const v = input.decoded;
+  if (v.length < 4 || v.length > 40) return undefined;
+  if (isCatalogName(v)) return makeFinding(input, "sqli", 75, "sqli.catalog", v, 0);
+  const fragment = v.charCodeAt(0) <= 57 ? judgeFragment(v) : undefined;
+  if (fragment === undefined) return undefined;
+  return makeFinding(input, "sqli", fragment.score, `sqli.${fragment.rule}`, v, 0);
 }
