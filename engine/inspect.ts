@@ -32,7 +32,7 @@ import { HeaderMemo } from "./header_memo.ts";
 import { MAX_TEXT, WINDOW_OVERLAP } from "./limits.ts";
 import { checkProtocol } from "./protocol.ts";
 import { sqli, sqlWord } from "./sqli.ts";
-import { xss } from "./xss.ts";
+import { xss, xssWord } from "./xss.ts";
 import { DETECTORS } from "./detectors.ts";
 import { prototypePollution } from "./prototype_pollution.ts";
 import { scriptUpload } from "./upload.ts";
@@ -434,9 +434,10 @@ function judgeInert(input: Input, findings: Finding[]): void {
     if (finding !== undefined) findings.push(finding);
   }
   if (v.length >= 4 && v.length <= 40) {
-    // A catalog's name or an overflowing number is SQL without any SQL syntax.
-    const sql = sqlWord({ input, location: locationOf(input), decoded: v, raw: v });
-    if (sql !== undefined) findings.push(sql);
+    // A catalog's name, an overflowing number, `document.cookie`: attacks without syntax.
+    const word: DetectorInput = { input, location: locationOf(input), decoded: v, raw: v };
+    const found = sqlWord(word) ?? xssWord(word);
+    if (found !== undefined) findings.push(found);
   }
   const dotted = v.indexOf(".") >= 0;
   if (dotted ? !DOTTED_HINT.test(v) : v.length < 5 || v.length > 10 || !mayBeBareCommand(v)) {
