@@ -48,16 +48,19 @@ const NAME = /^[`"[]?[a-z_][\w$.]*[`"\]]?$/i;
 export function judgeFragment(text: string): FragmentVerdict | undefined {
   if (text.length > MAX_FRAGMENT) return undefined;
   const value = text.trim();
-  if (value.length < 4) return undefined;
+  if (value.length < 3) return undefined;
   if (MAGIC_FLOAT.test(value)) return { rule: "overflow", score: 75 };
-  if (NAME.test(value)) return isCatalogName(value) ? { rule: "catalog", score: 75 } : undefined;
+  if (NAME.test(value)) {
+    if (isCatalogName(value)) return { rule: "catalog", score: 75 };
+    return SYSTEM_OBJECTS.has(value.toLowerCase()) ? { rule: "catalog", score: 60 } : undefined;
+  }
   const tokens = lexSql(value, 32);
   let i = 0;
   // `, find_in_set(...)`: the call continues a list the application's query started.
   while (tokens[i]?.kind === "comma" || tokens[i]?.kind === "rparen") i++;
   const t = tokens[i];
   if (t?.kind !== "word") return undefined;
-  if (!t.call) return leadingStatement(tokens, i);
+  if (!t.call) return leadingStatement(tokens, i) ?? junkCall(tokens, i);
   const open = skipComments(tokens, i + 1);
   const end = skipGroup(tokens, open);
   const unclosed = tokens[end - 1]?.kind !== "rparen" || end - 1 === open;
@@ -82,6 +85,63 @@ export function judgeFragment(text: string): FragmentVerdict | undefined {
   }
   return i > 0 && extraction ? { rule: "function", score: 70 } : undefined;
 }
+
+/**
+ * `length||(`, `if !(`, `month=(`: a SQL function's name, a few operator characters and an
+ * open parenthesis the value ends with, the way filters are probed for what they let through
+ * between a name and its call. A weak sign, for the strict level.
+ */
+function junkCall(tokens: readonly SqlToken[], i: number): FragmentVerdict | undefined {
+  const t = tokens[i]!;
+  if (
+    !EXTRACTION_FUNCTIONS.has(t.text) && !COMMON_FUNCTIONS.has(t.text) && !CLAUSE_CALLS.has(t.text)
+  ) {
+    return undefined;
+  }
+  const last = tokens.length - 1;
+  if (last - i < 2 || last - i > 4 || tokens[last]!.kind !== "lparen") return undefined;
+  for (let j = i + 1; j < last; j++) {
+    const k = tokens[j]!.kind;
+    if (k !== "op" && k !== "logic" && k !== "other" && k !== "str" && k !== "comment") {
+      return undefined;
+    }
+  }
+  return { rule: "function", score: 45 };
+}
+
+/** Keywords written like calls: `in (`, `values(`. */
+const CLAUSE_CALLS: ReadonlySet<string> = new Set(["in", "values", "exists"]);
+
+/**
+ * SQL Server's extended and system procedures and OLE DB providers that probes name alone:
+ * from the SQL Server reference ("System stored procedures", "OPENROWSET").
+ */
+const SYSTEM_OBJECTS: ReadonlySet<string> = new Set([
+  "xp_cmdshell",
+  "xp_dirtree",
+  "xp_fileexist",
+  "xp_regread",
+  "xp_regwrite",
+  "xp_servicecontrol",
+  "xp_availablemedia",
+  "xp_subdirs",
+  "xp_loginconfig",
+  "xp_makecab",
+  "xp_ntsec_enumdomains",
+  "xp_terminate_process",
+  "sp_executesql",
+  "sp_password",
+  "sp_oacreate",
+  "sp_oamethod",
+  "sp_makewebtask",
+  "sp_addlogin",
+  "sp_addsrvrolemember",
+  "sp_configure",
+  "sp_execute_external_script",
+  "msdasql",
+  "sqloledb",
+  "microsoft.jet.oledb",
+]);
 
 /** `declare @x`, `select pg_sleep`: a statement word and the operand that makes it SQL. */
 function leadingStatement(tokens: readonly SqlToken[], i: number): FragmentVerdict | undefined {

@@ -68,6 +68,9 @@ const SCORES = {
   number: [80, 75, 0],
   statement_start: [0, 75, 75],
   alias: [80, 75, 0],
+  expression_comment: [60, 0, 0],
+  dangling: [55, 50, 40],
+  literal_list: [0, 60, 60],
 } as const satisfies Record<string, readonly [number, number, number]>;
 type Rule = keyof typeof SCORES;
 
@@ -138,8 +141,9 @@ export function evaluate(
         if (c.fixed || c.complex) scan.hit("tautology", i, c.fixed ? 0 : -5);
         else if (strength !== "prose" && !symbol) scan.hit("condition", i);
         else if (strength === "prose") scan.hit("condition", i);
-      } else if (strength !== "prose" && !symbol) {
-        lonePredicate(scan, i);
+      } else if (!symbol) {
+        if (strength !== "prose") lonePredicate(scan, i);
+        danglingComparison(scan, i);
       }
     } else if (t.kind === "word") {
       wordRules(scan, i);
@@ -241,9 +245,27 @@ function statementRule(scan: RuleScan): void {
     const t = tokens[j]!;
     if (t.kind === "word" && (t.text === "from" || t.text === "where")) break;
     const star = t.kind === "op" && t.text === "*" && j === 1;
-    if (star || t.kind === "var" || (t.kind === "word" && t.call)) return scan.hit("statement", 0);
+    // `select 0x616263`: a string spelled in hex is how injected SQL avoids quotes.
+    const hex = t.kind === "num" && t.text.length > 5 && (t.text[1] === "x" || t.text[1] === "X");
+    if (star || hex || t.kind === "var" || (t.kind === "word" && t.call)) {
+      return scan.hit("statement", 0);
+    }
   }
 }
+
+/**
+ * `' or 'x' <`, `xor 7<`, `' or 1=`: a logical operator, an operand and a comparison the value
+ * ends in, for the application's own text to complete. A weak sign: prose does not end in `<`.
+ */
+function danglingComparison(scan: RuleScan, i: number): void {
+  const { text, tokens } = scan;
+  const o = readOperand(text, tokens, i + 1);
+  if (o === undefined || o.end !== tokens.length - 1) return;
+  const op = tokens[o.end]!;
+  if (op.kind === "op" && DANGLING_OPS.has(op.text)) scan.hit("dangling", i);
+}
+
+const DANGLING_OPS: ReadonlySet<string> = new Set(["=", "<", ">", "<=", ">=", "<>", "!=", "-"]);
 
 /**
  * `or 1--`, `and true)`, `or f(x)#`: a logical operator whose operand ends the statement.
@@ -323,6 +345,7 @@ function afterBreakout(scan: RuleScan, from: number): void {
     if (statementShape(tokens, i)) scan.hit("stacked", i);
     return;
   }
+  expressionComment(scan, i);
   const isOp = (t.kind === "op" && t.text !== "?" && t.text !== ":" && t.text !== "!") ||
     (t.kind === "logic" && (t.text === "||" || t.text === "&&"));
   if (!isOp) return;
@@ -336,6 +359,44 @@ function afterBreakout(scan: RuleScan, from: number): void {
     scan.hit("operator", i);
   }
 }
+
+/**
+ * `x'<email--`, `id'is not-id--`, `user'collate nocase--`: right after the literal, a short
+ * expression over a column and a line comment that cuts off the rest of the statement. Each
+ * piece is ordinary; together they rewrite the condition, which CRS reads at level 2.
+ */
+function expressionComment(scan: RuleScan, i: number): void {
+  const { tokens } = scan;
+  const last = tokens.length - 1;
+  const end = tokens[last]!;
+  if (end.kind !== "comment" || end.text === "/*" || last - i < 2 || last - i > 6) return;
+  const t = tokens[i]!;
+  const opens = t.kind === "op" || (t.kind === "logic" && t.text === "not") ||
+    (t.kind === "word" && EXPRESSION_WORDS.has(t.text));
+  if (!opens) return;
+  for (let j = i + 1; j < last; j++) {
+    const k = tokens[j]!.kind;
+    if (k !== "word" && k !== "ident" && k !== "op" && k !== "num" && k !== "logic") return;
+  }
+  scan.hit("expression_comment", i);
+}
+
+/** Words that continue an expression right after a literal. */
+const EXPRESSION_WORDS: ReadonlySet<string> = new Set([
+  "is",
+  "like",
+  "glob",
+  "regexp",
+  "rlike",
+  "sounds",
+  "collate",
+  "mod",
+  "div",
+  "notnull",
+  "isnull",
+  "between",
+  "in",
+]);
 
 function wordRules(scan: RuleScan, i: number): void {
   const { text, tokens, strength } = scan;

@@ -93,9 +93,10 @@ export function analyzeSql(text: string): SqlVerdict | undefined {
   const start = codeStart(raw);
   consider(evaluate(text, raw, start), raw, 0);
   readOn(text, all, consider, 0);
-  for (const quote of QUOTES) {
-    const close = literalEnd(text, quote);
-    if (close < 0) continue;
+  for (const [quote, backslash] of CONTEXTS) {
+    const close = literalEnd(text, quote, backslash);
+    // Without backslash escapes the literal ends at the same quote unless one is escaped.
+    if (close < 0 || (!backslash && close === literalEnd(text, quote, true))) continue;
     const tail = text.slice(close + 1);
     // What follows the quote decides whether it breaks out; only then is the rest read.
     if (!continuesSql(lexSql(tail, 2))) continue;
@@ -156,7 +157,11 @@ function readOn(
   }
 }
 
-const QUOTES = ["'", '"'] as const;
+/**
+ * The literals a value can close, with and without backslash escapes: MySQL reads `\'` as an
+ * escaped quote, PostgreSQL, SQL Server, Oracle and SQLite as a backslash and a closing quote.
+ */
+const CONTEXTS = [["'", true], ['"', true], ["'", false], ['"', false]] as const;
 /** What follows a literal the value closes is judged from its first token, as a breakout. */
 const BREAKOUT: SqlStart = { from: 0, strength: "breakout" };
 
@@ -164,11 +169,11 @@ const BREAKOUT: SqlStart = { from: 0, strength: "breakout" };
  * Where a literal that the application opened before the value would end: the first quote
  * that is neither backslash-escaped nor doubled. -1 when the value stays inside the literal.
  */
-function literalEnd(text: string, quote: string): number {
+function literalEnd(text: string, quote: string, backslash: boolean): number {
   let i = text.indexOf(quote);
   while (i >= 0) {
     let slashes = 0;
-    for (let j = i - 1; j >= 0 && text[j] === "\\"; j--) slashes++;
+    if (backslash) { for (let j = i - 1; j >= 0 && text[j] === "\\"; j--) slashes++; }
     if (slashes % 2 === 0) {
       if (text[i + 1] !== quote) return i;
       i = text.indexOf(quote, i + 2);
@@ -191,6 +196,9 @@ const AFTER_LITERAL_WORDS: ReadonlySet<string> = new Set([
   "then",
   "else",
   "end",
+  "notnull",
+  "isnull",
+  "mod",
 ]);
 
 /**
