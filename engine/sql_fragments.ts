@@ -69,7 +69,8 @@ export function judgeFragment(text: string): FragmentVerdict | undefined {
   if (unclosed && end - open === 1) {
     // `unhex(`: the value ends at the call's parenthesis.
     if (extraction) return { rule: "function", score: 70 };
-    return COMMON_FUNCTIONS.has(t.text) ? { rule: "function", score: 45 } : undefined;
+    const weak = COMMON_FUNCTIONS.has(t.text) || CLAUSE_CALLS.has(t.text);
+    return weak ? { rule: "function", score: 45 } : undefined;
   }
   if (!extraction && !COMMON_FUNCTIONS.has(t.text)) return undefined;
   if (end - open === 2 && INFORMATION_FUNCTIONS.has(t.text)) return { rule: "function", score: 70 };

@@ -369,8 +369,9 @@ function expressionComment(scan: RuleScan, i: number): void {
   const { tokens } = scan;
   const last = tokens.length - 1;
   const end = tokens[last]!;
-  if (end.kind !== "comment" || end.text === "/*" || last - i < 2 || last - i > 6) return;
   const t = tokens[i]!;
+  const least = t.kind === "word" && (t.text === "notnull" || t.text === "isnull") ? 1 : 2;
+  if (end.kind !== "comment" || end.text === "/*" || last - i < least || last - i > 6) return;
   const opens = t.kind === "op" || (t.kind === "logic" && t.text === "not") ||
     (t.kind === "word" && EXPRESSION_WORDS.has(t.text));
   if (!opens) return;
