@@ -23,7 +23,7 @@ export interface FragmentVerdict {
  * The smallest normal double written so that PHP's and Java's string-to-double conversion
  * loops for ever (CVE-2010-4645, CVE-2010-4476): a denial of service sent as a number.
  */
-const MAGIC_FLOAT = /^[+-]?2\.225073858507201[01]e-0*308$/i;
+const MAGIC_FLOAT = /^[+-]?2\.225073858507201[12]e-0*308$/i;
 
 /**
  * A catalog's name as a whole value (`information_schema`, `` `pg_catalog` ``).

@@ -69,7 +69,7 @@ const SCORES = {
   statement_start: [0, 75, 75],
   alias: [80, 75, 0],
   expression_comment: [60, 0, 0],
-  dangling: [55, 50, 40],
+  dangling: [55, 50, 0],
   literal_list: [0, 60, 60],
 } as const satisfies Record<string, readonly [number, number, number]>;
 type Rule = keyof typeof SCORES;
@@ -203,8 +203,9 @@ function numberRules(scan: RuleScan, i: number): void {
   const alias = skipComments(tokens, tokens.indexOf(as) + 1);
   const name = tokens[alias];
   const from = tokens[skipComments(tokens, alias + 1)];
+  // A quoted alias: "5 as gifts from grandma" is a sentence.
   if (
-    (name?.kind === "ident" || (name?.kind === "str" && name.closed) || name?.kind === "word") &&
+    (name?.kind === "ident" || (name?.kind === "str" && name.closed)) &&
     from?.kind === "word" && from.text === "from"
   ) scan.hit("alias", i);
 }

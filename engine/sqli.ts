@@ -308,7 +308,7 @@ export function sqlWord(input: DetectorInput): Finding | undefined {
   const v = input.decoded;
   if (v.length < 4 || v.length > 40) return undefined;
   if (isCatalogName(v)) return makeFinding(input, "sqli", 75, "sqli.catalog", v, 0);
-  const fragment = v.charCodeAt(0) <= 57 ? judgeFragment(v) : undefined;
+  const fragment = judgeFragment(v);
   if (fragment === undefined) return undefined;
   return makeFinding(input, "sqli", fragment.score, `sqli.${fragment.rule}`, v, 0);
 }

@@ -219,15 +219,21 @@ function judgeUrl(text: string, hit: Hit): void {
 }
 
 /**
- * True when the value's script scheme has whitespace or control characters inside its letters
+ * True when the value's script scheme has tabs or line breaks inside its letters
  * (`ja\tvascript:`), which browsers drop and filters do not.
  */
 function obfuscatedScheme(text: string): boolean {
   const colon = text.indexOf(":");
   if (colon < 0 || colon > 48) return false;
-  const lead = text.slice(0, colon);
-  const scheme = lead.replace(URL_NOISE, "").toLowerCase();
-  return (scheme === "javascript" || scheme === "vbscript") && lead.trim().toLowerCase() !== scheme;
+  const lead = text.slice(0, colon).trimStart();
+  // The URL parser drops tabs and line breaks anywhere in a URL, but a space ends the scheme.
+  let scheme = "";
+  for (let i = 0; i < lead.length; i++) {
+    const c = lead.charCodeAt(i);
+    if (c !== 9 && c !== 10 && c !== 13) scheme += lead[i];
+  }
+  scheme = scheme.toLowerCase();
+  return (scheme === "javascript" || scheme === "vbscript") && lead.length !== scheme.length;
 }
 
 const ATTR_QUOTES = ['"', "'", "`"] as const;
