@@ -55,9 +55,12 @@ const DOM_WRITE =
  */
 const ESCAPED_GLOBAL =
   /^\(?\s*(?:window|self|top|parent|frames|globalThis|document)\s*\)?\s*\[\s*['"`]/;
-/** The Function constructor, or a sink placed into a template literal (`${alert}`). */
+/**
+ * The Function constructor, or a sink placed into or called from a template literal's
+ * placeholder (`${alert}`, `${alert(1)}`).
+ */
 const CODE_FROM_STRING =
-  /\bnew\s+Function\s*\(|\$\{\s*(?:alert|prompt|confirm|eval|Function)\s*\}|\.\s*(?:call|apply)\s*`/;
+  /\bnew\s+Function\s*\(|\$\{\s*(?:alert|prompt|confirm|eval|Function)\s*(?:\}|[(`])|\.\s*(?:call|apply)\s*`/;
 /** Characters that border an expression in code rather than a word in a sentence. */
 const CODE_EDGE = /[=;,()+[\]{}'"`:?&|!<>.]/;
 /** Short values are probes and snippets; prose mentions `document.cookie` in longer text. */

@@ -54,6 +54,9 @@ export const ERROR_FUNCTIONS: ReadonlySet<string> = new Set([
   "pg_read_binary_file",
   "dblink",
   "query_to_xml",
+  // SQLite loads a shared library; Oracle runs Java.
+  "load_extension",
+  "dbms_java.runjava",
 ]);
 /** Catalogs that list tables, columns and users: reading them is reconnaissance. */
 export const SCHEMA_NAMES: ReadonlySet<string> = new Set([

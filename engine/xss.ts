@@ -82,6 +82,7 @@ const CSS_SCRIPT_URL =
  */
 const ATTRIBUTE_START =
   /^(?:\s+|\s*["'`]\s*)(on(?:load|error|focus|blur|click|dblclick|mouse[a-z]{2,5}|key[a-z]{2,4}|pointer[a-z]{2,6}|toggle|begin|end|animation[a-z]{3,9}|transition[a-z]{3,6}|change|input|submit|resize|scroll|wheel|drag[a-z]{0,5}|drop|copy|cut|paste|contextmenu|show|pageshow|hashchange|message|popstate|unload|beforeunload|readystatechange|start|finish|bounce|select|search|invalid|auxclick)|formaction|srcdoc)\s*=/i;
+const COMMENT_CLOSE_ONLY = /^\s*--!?>\s*$/;
 /** Cheap prefilter: none of these, no XSS. */
 const XSS_SYNTAX = /[<>"'`:(]/;
 
@@ -99,7 +100,12 @@ export interface XssVerdict {
  * @returns the strongest verdict, or undefined
  */
 export function analyzeXss(text: string): XssVerdict | undefined {
-  if (text.length < 4) return undefined;
+  if (text.length < 4) {
+    // A value that is nothing but `-->` probes whether it can end the comment it lands in.
+    return COMMENT_CLOSE_ONLY.test(text)
+      ? { rule: "xss.context_breakout", score: 50, offset: 0 }
+      : undefined;
+  }
   if (!XSS_SYNTAX.test(text)) return judgeBare(text);
   let best: XssVerdict | undefined;
   const hit = (rule: string, score: number, offset: number) => {
