@@ -66,6 +66,10 @@ export function judgeFragment(text: string): FragmentVerdict | undefined {
   const unclosed = tokens[end - 1]?.kind !== "rparen" || end - 1 === open;
   if (end < tokens.length) return undefined;
   const extraction = EXTRACTION_FUNCTIONS.has(t.text);
+  if (unclosed && (t.text === "if" || t.text === "iif") && conditionStart(tokens, open + 1)) {
+    // `if(2=`: MySQL's IF (SQL Server's IIF) cut off in its condition, a blind-injection probe.
+    return { rule: "condition", score: 70 };
+  }
   if (unclosed && end - open === 1) {
     // `unhex(`: the value ends at the call's parenthesis.
     if (extraction) return { rule: "function", score: 70 };
@@ -86,6 +90,17 @@ export function judgeFragment(text: string): FragmentVerdict | undefined {
   }
   return i > 0 && extraction ? { rule: "function", score: 70 } : undefined;
 }
+
+/** An operand and a comparison operator that end the value (`2=`, `ascii(x)>`). */
+function conditionStart(tokens: readonly SqlToken[], at: number): boolean {
+  const last = tokens[tokens.length - 1];
+  if (last?.kind !== "op" || !COMPARISON_ENDS.has(last.text)) return false;
+  const first = tokens[at];
+  return tokens.length - 1 - at >= 1 &&
+    (first?.kind === "num" || first?.kind === "str" || (first?.kind === "word" && first.call));
+}
+
+const COMPARISON_ENDS: ReadonlySet<string> = new Set(["=", "<", ">", "<=", ">=", "<>", "!="]);
 
 /**
  * `length||(`, `if !(`, `month=(`: a SQL function's name, a few operator characters and an
