@@ -93,10 +93,13 @@ export function analyzeJs(text: string): JsVerdict | undefined {
  */
 export function domAccess(text: string): JsVerdict | undefined {
   if (text.includes("[") && ESCAPED_GLOBAL.test(text)) return { rule: "js_global_call", score: 75 };
-  if (text.indexOf("document") < 0 && text.indexOf("window") < 0 && text.indexOf("self") < 0) {
+  const document = text.indexOf("document") >= 0;
+  if (document && DOM_WRITE.test(text)) return { rule: "js_dom", score: 75 };
+  // A sink read in a longer text scores in the medium band at most: not worth its scan there.
+  if (text.length > SHORT_CODE) return undefined;
+  if (!document && !text.includes("window") && !text.includes("self") && !text.includes("top")) {
     return undefined;
   }
-  if (DOM_WRITE.test(text)) return { rule: "js_dom", score: 75 };
   const sink = DOM_SINK.exec(text);
   if (sink === null) return undefined;
   // In code the sink is the value, or stands between operators; in prose between words.
@@ -104,11 +107,12 @@ export function domAccess(text: string): JsVerdict | undefined {
   const after = text.slice(sink.index + sink[0].length).trimStart();
   const code = (before === "" || CODE_EDGE.test(before[before.length - 1]!)) &&
     (after === "" || CODE_EDGE.test(after[0]!));
-  return { rule: "js_dom", score: code && text.length <= SHORT_CODE ? 70 : 50 };
+  return { rule: "js_dom", score: code ? 70 : 50 };
 }
 
 function analyzeCall(text: string): JsVerdict | undefined {
-  if (CODE_FROM_STRING.test(text)) return { rule: "js_constructor", score: 75 };
+  const fromString = text.includes("Function") || text.includes("${") || text.includes("`");
+  if (fromString && CODE_FROM_STRING.test(text)) return { rule: "js_constructor", score: 75 };
   if (FUNCTION_CONSTRUCTOR.test(text)) return { rule: "js_constructor", score: 80 };
   const prefix = BREAKOUT_PREFIX.exec(text);
   const code = prefix === null ? text : text.slice(prefix[0].length);

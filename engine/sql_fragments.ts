@@ -31,10 +31,32 @@ const MAGIC_FLOAT = /^[+-]?2\.225073858507201[12]e-0*308$/i;
  * @param value the value, without spaces around it
  */
 export function isCatalogName(value: string): boolean {
-  if (value.length < 4 || value.length > 40 || !NAME.test(value)) return false;
-  return CATALOG_NAMES.has(value.replace(/^[`"[]|[`"\]]$/g, "").toLowerCase());
+  if (value.length < 4 || value.length > 40) return false;
+  const c = value.charCodeAt(0);
+  // A quoted name (`` `pg_catalog` ``) loses its quotes; a bare one is looked up as it is.
+  const quoted = c === 96 || c === 34 || c === 91;
+  if (quoted && !NAME.test(value)) return false;
+  return CATALOG_NAMES.has((quoted ? value.slice(1, -1) : value).toLowerCase());
 }
 
+/**
+ * The SQL reading of a value made of word characters, dots and dashes (which skips the
+ * detectors): a catalog's or a system procedure's name, or the overflowing number.
+ *
+ * @param value the value
+ * @returns the verdict, or undefined
+ */
+export function judgeWord(value: string): FragmentVerdict | undefined {
+  if (value.length < 4 || value.length > 40) return undefined;
+  const c = value.charCodeAt(0);
+  if (c <= 57) return MAGIC_FLOAT.test(value) ? { rule: "overflow", score: 75 } : undefined;
+  const lower = value.toLowerCase();
+  if (CATALOG_NAMES.has(lower)) return { rule: "catalog", score: 75 };
+  return SYSTEM_OBJECTS.has(lower) ? { rule: "catalog", score: 60 } : undefined;
+}
+
+const STATEMENT_START = /^(?:declare|select)\b/i;
+const FRAGMENT_START = /^\s*(?:[`"[+0-9-]|declare\b|select\b)/i;
 /** Longer values are statements or text, judged by the rules in `sql_rules.ts`. */
 const MAX_FRAGMENT = 96;
 const NAME = /^[`"[]?[a-z_][\w$.]*[`"\]]?$/i;
@@ -47,6 +69,9 @@ const NAME = /^[`"[]?[a-z_][\w$.]*[`"\]]?$/i;
  */
 export function judgeFragment(text: string): FragmentVerdict | undefined {
   if (text.length > MAX_FRAGMENT) return undefined;
+  // What the readings below start from: a call's parenthesis, a quoted name, DECLARE or
+  // SELECT, a number. Most values hold none of them and are not copied.
+  if (text.indexOf("(") < 0 && !FRAGMENT_START.test(text)) return undefined;
   const value = text.trim();
   if (value.length < 3) return undefined;
   if (MAGIC_FLOAT.test(value)) return { rule: "overflow", score: 75 };
@@ -54,6 +79,8 @@ export function judgeFragment(text: string): FragmentVerdict | undefined {
     if (isCatalogName(value)) return { rule: "catalog", score: 75 };
     return SYSTEM_OBJECTS.has(value.toLowerCase()) ? { rule: "catalog", score: 60 } : undefined;
   }
+  // Every fragment below is a call or starts with DECLARE or SELECT: most values are neither.
+  if (value.indexOf("(") < 0 && !STATEMENT_START.test(value)) return undefined;
   const tokens = lexSql(value, 32);
   let i = 0;
   // `, find_in_set(...)`: the call continues a list the application's query started.

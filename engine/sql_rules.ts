@@ -128,7 +128,7 @@ export function evaluate(
   // what is glued to it is (`1.e(`, `1 as x from`).
   if (strength === "code" && from > 0 && tokens[0]?.kind === "num") numberRules(scan, 0);
   if (from === 0 && strength !== "breakout" && until === tokens.length) {
-    castRule(scan);
+    if (text.includes("::")) castRule(scan);
     leadingStatement(scan);
   }
   for (let i = from; i < until; i++) {
@@ -141,8 +141,8 @@ export function evaluate(
         if (c.fixed || c.complex) scan.hit("tautology", i, c.fixed ? 0 : -5);
         else if (strength !== "prose" && !symbol) scan.hit("condition", i);
         else if (strength === "prose") scan.hit("condition", i);
-      } else if (!symbol) {
-        if (strength !== "prose") lonePredicate(scan, i);
+      } else if (strength !== "prose" && !symbol) {
+        lonePredicate(scan, i);
         danglingComparison(scan, i);
       }
     } else if (t.kind === "word") {
@@ -155,7 +155,7 @@ export function evaluate(
       // `` from `information_schema` ``: a quoted identifier names the catalog as well.
       const prev = tokens[i - 1];
       scan.hit("schema", i, prev?.kind === "word" && prev.text === "from" ? 25 : 0);
-    } else if (t.kind === "num") {
+    } else if (t.kind === "num" && tokens[i + 1]?.kind === "word") {
       numberRules(scan, i);
     }
   }

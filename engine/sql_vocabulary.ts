@@ -239,12 +239,19 @@ const TRIGGER_WORDS = "&&|\\|\\||@@|::\\s*[a-z]|(?:^|[^a-z0-9_$]|![0-9]{5,6})(?:
     ...STACKED.keys(),
   ].map((w) => escape(w.split(".")[0]!)).join("|") +
   ")(?![a-z0-9_$])";
-/** `1.e(`, `1234 as "x" from`: number rules that no vocabulary word announces. */
-const NUMBER_TRIGGER =
-  "[0-9]\\.e(?![a-z0-9_$])|[0-9)`'\"]\\s*as\\s+\\S{1,64}\\s+from(?![a-z0-9_$])";
-export const SQL_TRIGGER: RegExp = factorAlternation(
-  new RegExp(`['"]|${NUMBER_TRIGGER}|${TRIGGER_WORDS}`, "i"),
-);
+export const SQL_TRIGGER: RegExp = factorAlternation(new RegExp(`['"]|${TRIGGER_WORDS}`, "i"));
+/**
+ * `1.e(`, `1234 as "x" from`, `) as t from`: number and alias rules that no vocabulary word
+ * announces, tested only when {@link SQL_TRIGGER} did not match.
+ */
+const GLUED_NUMBER = /[0-9]\.e(?![a-z0-9_$])/i;
+const ALIAS = /[0-9)`'"]\s*as\s+\S{1,64}\s+from(?![a-z0-9_$])/i;
+const NUMBER_HINT = /\.e|from/i;
+
+/** True when a value holds what the number or alias rules start from. */
+export function numberTrigger(text: string): boolean {
+  return NUMBER_HINT.test(text) && (GLUED_NUMBER.test(text) || ALIAS.test(text));
+}
 /**
  * What a rule read in prose can start from: {@link SQL_TRIGGER} without the quotes, which only
  * matter where a value can close a literal (its start). A long value's later windows are only

@@ -15,12 +15,13 @@ import {
   BREAKOUT_STATEMENTS,
   DELAY_FUNCTIONS,
   ERROR_FUNCTIONS,
+  numberTrigger,
   PROSE_TRIGGER,
   SQL_TRIGGER,
 } from "./sql_vocabulary.ts";
 import { COMPARE_WORDS } from "./sql_grammar.ts";
 import { makeFinding } from "./make_finding.ts";
-import { isCatalogName, judgeFragment } from "./sql_fragments.ts";
+import { judgeFragment, judgeWord } from "./sql_fragments.ts";
 
 /**
  * Primes and full-width quotes, which legacy code-page conversions ("best fit") turn into
@@ -76,7 +77,8 @@ export function analyzeSql(text: string): SqlVerdict | undefined {
   let best: SqlVerdict | undefined = fragment === undefined
     ? undefined
     : { rule: `sqli.${fragment.rule}`, score: fragment.score, offset: 0 };
-  if (text.length < 3 || !SQL_SYNTAX.test(text) || !SQL_TRIGGER.test(text)) return best;
+  if (text.length < 3 || !SQL_SYNTAX.test(text)) return best;
+  if (!SQL_TRIGGER.test(text) && !numberTrigger(text)) return best;
   if (text.includes("/*!")) {
     const exec = EXECUTABLE_COMMENT.exec(text);
     if (exec !== null && (best === undefined || best.score < 75)) {
@@ -93,19 +95,33 @@ export function analyzeSql(text: string): SqlVerdict | undefined {
   const start = codeStart(raw);
   consider(evaluate(text, raw, start), raw, 0);
   readOn(text, all, consider, 0);
-  for (const [quote, backslash] of CONTEXTS) {
-    const close = literalEnd(text, quote, backslash);
-    // Without backslash escapes the literal ends at the same quote unless one is escaped.
-    if (close < 0 || (!backslash && close === literalEnd(text, quote, true))) continue;
-    const tail = text.slice(close + 1);
-    // What follows the quote decides whether it breaks out; only then is the rest read.
-    if (!continuesSql(lexSql(tail, 2))) continue;
-    const rest = lexLong(tail);
-    const tokens = firstWindow(rest);
-    consider(evaluate(tail, tokens, BREAKOUT), tokens, close + 1);
-    readOn(tail, rest, consider, close + 1);
+  for (const quote of QUOTES) {
+    if (text.indexOf(quote) < 0) continue;
+    const escaped = literalEnd(text, quote, true);
+    breakout(text, escaped, consider);
+    // Without backslash escapes the literal ends earlier when a quote before it is escaped.
+    if (text.indexOf("\\") >= 0) {
+      const plain = literalEnd(text, quote, false);
+      if (plain !== escaped) breakout(text, plain, consider);
+    }
   }
   return best;
+}
+
+/** Judges what follows the quote at `close` (if any) as SQL after a breakout. */
+function breakout(
+  text: string,
+  close: number,
+  consider: (hit: SqlHit | undefined, tokens: readonly SqlToken[], shift: number) => void,
+): void {
+  if (close < 0) return;
+  const tail = text.slice(close + 1);
+  // What follows the quote decides whether it breaks out; only then is the rest read.
+  if (!continuesSql(lexSql(tail, 2))) return;
+  const rest = lexLong(tail);
+  const tokens = firstWindow(rest);
+  consider(evaluate(tail, tokens, BREAKOUT), tokens, close + 1);
+  readOn(tail, rest, consider, close + 1);
 }
 
 function firstWindow(tokens: readonly SqlToken[]): readonly SqlToken[] {
@@ -158,10 +174,11 @@ function readOn(
 }
 
 /**
- * The literals a value can close, with and without backslash escapes: MySQL reads `\'` as an
- * escaped quote, PostgreSQL, SQL Server, Oracle and SQLite as a backslash and a closing quote.
+ * The literals a value can close, read with and without backslash escapes: MySQL reads `\'`
+ * as an escaped quote, PostgreSQL, SQL Server, Oracle and SQLite as a backslash and a
+ * closing quote.
  */
-const CONTEXTS = [["'", true], ['"', true], ["'", false], ['"', false]] as const;
+const QUOTES = ["'", '"'] as const;
 /** What follows a literal the value closes is judged from its first token, as a breakout. */
 const BREAKOUT: SqlStart = { from: 0, strength: "breakout" };
 
@@ -306,9 +323,7 @@ export function sqli(input: DetectorInput): Finding | undefined {
  */
 export function sqlWord(input: DetectorInput): Finding | undefined {
   const v = input.decoded;
-  if (v.length < 4 || v.length > 40) return undefined;
-  if (isCatalogName(v)) return makeFinding(input, "sqli", 75, "sqli.catalog", v, 0);
-  const fragment = judgeFragment(v);
+  const fragment = judgeWord(v);
   if (fragment === undefined) return undefined;
   return makeFinding(input, "sqli", fragment.score, `sqli.${fragment.rule}`, v, 0);
 }

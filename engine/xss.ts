@@ -82,6 +82,7 @@ const CSS_SCRIPT_URL =
  */
 const ATTRIBUTE_START =
   /^(?:\s+|\s*["'`]\s*)(on(?:load|error|focus|blur|click|dblclick|mouse[a-z]{2,5}|key[a-z]{2,4}|pointer[a-z]{2,6}|toggle|begin|end|animation[a-z]{3,9}|transition[a-z]{3,6}|change|input|submit|resize|scroll|wheel|drag[a-z]{0,5}|drop|copy|cut|paste|contextmenu|show|pageshow|hashchange|message|popstate|unload|beforeunload|readystatechange|start|finish|bounce|select|search|invalid|auxclick)|formaction|srcdoc)\s*=/i;
+const URL_CALL = /url\s*\(/i;
 const COMMENT_CLOSE_ONLY = /^\s*--!?>\s*$/;
 /** Cheap prefilter: none of these, no XSS. */
 const XSS_SYNTAX = /[<>"'`:(]/;
@@ -169,7 +170,9 @@ function judgeText(text: string, hit: Hit): void {
   if (js !== null) hit("script_breakout", 75, js.index);
   const code = analyzeJs(text);
   if (code !== undefined) hit(code.rule, code.score, 0);
-  if (text.includes("url") || text.includes("URL") || text.includes("ehavio")) {
+  const paren = text.includes("(");
+  // Both shapes are a declaration (`:`) whose value is a `url(`.
+  if (paren && text.includes(":") && URL_CALL.test(text)) {
     const css = CSS_SCRIPT_URL.exec(text);
     if (css !== null) hit("css", 75, css.index);
   }
@@ -177,7 +180,7 @@ function judgeText(text: string, hit: Hit): void {
     const attr = ATTRIBUTE_START.exec(text);
     if (attr !== null) hit("attribute_breakout", 70, attr.index);
   }
-  if (text.includes("(") && CSS_HINT.test(text)) {
+  if (paren && CSS_HINT.test(text)) {
     const css = cssText(text);
     // `xss:expression(...)` is a declaration, not the word "expression (" in prose.
     if (SCRIPT_CSS.test(css)) hit("css", CSS_DECLARATION_SCRIPT.test(css) ? 75 : 60, 0);
@@ -295,6 +298,7 @@ const DOM_WORD = /^(?:document\.(?:cookie|domain|location|write)|window\.locatio
  */
 export function xssWord(input: DetectorInput): Finding | undefined {
   const v = input.decoded;
-  if (v.length > 20 || !DOM_WORD.test(v)) return undefined;
+  const c = v.charCodeAt(0) | 0x20;
+  if (v.length > 20 || (c !== 100 && c !== 119) || !DOM_WORD.test(v)) return undefined;
   return makeFinding(input, "xss", 70, "xss.js_dom", v, 0);
 }

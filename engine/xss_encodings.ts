@@ -110,7 +110,7 @@ export function otherReadings(input: DetectorInput): string[] {
     const named = decoded.replace(SPLIT_TAG_NAME, "$1");
     if (named !== decoded) out.push(named);
   }
-  if (decoded.includes("\uff1c") || decoded.includes("\ufe64")) {
+  if (FULLWIDTH_LT.test(decoded)) {
     // `＜script＞`: best-fit conversions (IIS, ASP.NET, legacy code pages) make it ASCII markup.
     out.push(decoded.replace(FULLWIDTH, fullwidthToAscii));
   }
@@ -124,6 +124,7 @@ export function otherReadings(input: DetectorInput): string[] {
   return out;
 }
 
+const FULLWIDTH_LT = /[\uff1c\ufe64]/;
 /** Full-width ASCII forms and the small less-than and greater-than signs. */
 const FULLWIDTH = /[\uff01-\uff5e\ufe64\ufe65]/g;
 
