@@ -47,12 +47,24 @@ export function isCatalogName(value: string): boolean {
  * @returns the verdict, or undefined
  */
 export function judgeWord(value: string): FragmentVerdict | undefined {
-  if (value.length < 4 || value.length > 40) return undefined;
+  if (value.length < 4 || value.length > MAX_WORD) return undefined;
   const c = value.charCodeAt(0);
   if (c <= 57) return MAGIC_FLOAT.test(value) ? { rule: "overflow", score: 75 } : undefined;
-  const lower = value.toLowerCase();
-  if (CATALOG_NAMES.has(lower)) return { rule: "catalog", score: 75 };
-  return SYSTEM_OBJECTS.has(lower) ? { rule: "catalog", score: 60 } : undefined;
+  // Ids and tokens are mostly lower case already: look them up without a lower-cased copy.
+  const name = hasUpper(value) ? value.toLowerCase() : value;
+  if (CATALOG_NAMES.has(name)) return { rule: "catalog", score: 75 };
+  return SYSTEM_OBJECTS.has(name) ? { rule: "catalog", score: 60 } : undefined;
+}
+
+/** Longer than every catalog and system object name, and than the overflowing number. */
+const MAX_WORD = 28;
+
+function hasUpper(value: string): boolean {
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if (c >= 65 && c <= 90) return true;
+  }
+  return false;
 }
 
 const STATEMENT_START = /^(?:declare|select)\b/i;
