@@ -191,6 +191,10 @@ export function judgeInjection(
     opened.add(tag.name);
     if (isComponent(text, tag)) continue;
     for (const attr of tag.attrs) {
+      if (SCHEMA_LOCATION.has(attr.name) && attr.value !== undefined && REMOTE.test(attr.value)) {
+        // `xsi:schemaLocation="... http://host/x.xsd"`: a validating parser fetches the schema.
+        hit("namespace", 70 + discount, tag.start);
+      }
       // The page supplies the `>` of a tag the value leaves open; the declaration is whole.
       if (
         (attr.name === "xmlns" || attr.name.startsWith("xmlns:")) && attr.value !== undefined &&
@@ -198,7 +202,18 @@ export function judgeInjection(
         !(tag.name === "svg" && attr.value.toLowerCase().includes("/svg"))
       ) hit("namespace", 70 + discount, tag.start);
     }
-    if (!tag.complete) continue;
+    if (!tag.complete) {
+      // `<meta http-equiv="refresh"`, `<base href=`: the page's next `>` completes the tag.
+      if (ACTIVE_TAGS.has(tag.name) && tag === tags[tags.length - 1] && dangerousOpen(tag)) {
+        hit("html_injection", 70 + discount, tag.start);
+      }
+      continue;
+    }
+    if (tag.name === "vmlframe") {
+      // VML's frame loads another document into the page (IE's `<v:vmlframe src=...>`).
+      hit("embed", 75 + discount, tag.start);
+      continue;
+    }
     if (ACTIVE_PREFIXES.has(tag.prefix)) {
       // `<svg:svg>`, `<xsl:template>`: markup for an XML parser, never an HTML fragment's.
       hit("namespaced_markup", 70 + discount, tag.start);
@@ -239,6 +254,34 @@ export function judgeInjection(
     const probe = POLYGLOT_CLOSE.exec(text);
     if (probe !== null) hit("context_breakout", 75, probe.index);
   }
+}
+
+/** Schema hints an XML parser may fetch. */
+const SCHEMA_LOCATION: ReadonlySet<string> = new Set([
+  "xsi:schemalocation",
+  "xsi:nonamespaceschemalocation",
+]);
+const REMOTE = /(?:^|\s)(?:https?|ftp):\/\//i;
+/** The attribute of each active tag that makes it act (redirect, re-base, load, submit). */
+const ACTING_ATTRS: Readonly<Record<string, ReadonlySet<string>>> = {
+  meta: new Set(["http-equiv", "content", "charset"]),
+  base: new Set(["href", "target"]),
+  link: new Set(["href", "rel", "import"]),
+  object: new Set(["data", "classid", "codebase", "type"]),
+  embed: new Set(["src", "code", "type"]),
+  applet: new Set(["code", "codebase", "archive"]),
+  iframe: new Set(["src", "srcdoc"]),
+  frame: new Set(["src"]),
+  form: new Set(["action"]),
+  button: new Set(["formaction"]),
+  input: new Set(["formaction", "src"]),
+  import: new Set(["implementation"]),
+};
+
+/** An unfinished active tag that already names the attribute that makes it act. */
+function dangerousOpen(tag: HtmlTag): boolean {
+  const acting = ACTING_ATTRS[tag.name];
+  return acting !== undefined && tag.attrs.some((a) => acting.has(a.name));
 }
 
 /**

@@ -31,8 +31,8 @@ import { hiddenTexts } from "./hidden.ts";
 import { HeaderMemo } from "./header_memo.ts";
 import { MAX_TEXT, WINDOW_OVERLAP } from "./limits.ts";
 import { checkProtocol } from "./protocol.ts";
-import { sqli } from "./sqli.ts";
-import { xss } from "./xss.ts";
+import { sqli, sqlWord } from "./sqli.ts";
+import { xss, xssWord } from "./xss.ts";
 import { DETECTORS } from "./detectors.ts";
 import { prototypePollution } from "./prototype_pollution.ts";
 import { scriptUpload } from "./upload.ts";
@@ -432,6 +432,12 @@ function judgeInert(input: Input, findings: Finding[]): void {
     const value: DetectorInput = { input, location: locationOf(input), decoded: v, raw: v };
     const finding = upload ? scriptUpload(value) : prototypePollution(value);
     if (finding !== undefined) findings.push(finding);
+  }
+  if (v.length >= 4 && v.length <= 28) {
+    // A catalog's name, an overflowing number, `document.cookie`: attacks without syntax.
+    const word: DetectorInput = { input, location: locationOf(input), decoded: v, raw: v };
+    const found = sqlWord(word) ?? xssWord(word);
+    if (found !== undefined) findings.push(found);
   }
   const dotted = v.indexOf(".") >= 0;
   if (dotted ? !DOTTED_HINT.test(v) : v.length < 5 || v.length > 10 || !mayBeBareCommand(v)) {

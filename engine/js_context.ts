@@ -37,6 +37,34 @@ const SINK_AFTER_SEPARATOR = new RegExp(
 /** `print` called with an argument: how other languages print, never a script probe. */
 const PRINT_WITH_ARGUMENT = /^print\s*\(\s*[^\s)]/;
 const JSFUCK_CHARS = /[[\]()!+{}]/g;
+/** JSFuck's atoms: `![]` (false), `+[]` (0), `!+[]` (true), `[]+[]` (""). */
+const JSFUCK_ATOM = /!\+?\[\]|\+\[\]/g;
+/**
+ * A DOM property that holds the session or the page's address, read or written from the
+ * value's code (`document.cookie`, `(document)["cookie"]`, `window.location=`,
+ * `document /*x*\/ . cookie`), or the document written to.
+ */
+const DOM_SINK =
+  /(?:\b(?:document|window|self|top|parent|opener)|\(\s*(?:document|window|self|top)\s*\))\s*(?:\/\*[^*]{0,40}\*\/\s*)*(?:\.\s*(?:cookie|domain|location|write(?:ln)?\s*\(|documentURI|baseURI)\b|\[\s*['"`](?:cookie|location|domain|write)['"`]\s*\])/;
+/** A DOM element's markup or text replaced from the value (`.innerHTML=`, `.textContent="x"`). */
+const DOM_WRITE =
+  /\bdocument\s*\.\s*(?:querySelector(?:All)?|getElementBy[A-Za-z]+|getElementsBy[A-Za-z]+|body)\b[^;]{0,80}?\.\s*(?:innerHTML|outerHTML|textContent|innerText|src|href)\s*=(?!=)/;
+/**
+ * A value that starts by indexing a global object with a string (`self["\x24"]`, which arrives
+ * decoded as `self["$"]`): a property name spelled so that filters do not see it.
+ */
+const ESCAPED_GLOBAL =
+  /^\(?\s*(?:window|self|top|parent|frames|globalThis|document)\s*\)?\s*\[\s*['"`]/;
+/**
+ * The Function constructor, or a sink placed into or called from a template literal's
+ * placeholder (`${alert}`, `${alert(1)}`).
+ */
+const CODE_FROM_STRING =
+  /\bnew\s+Function\s*\(|\$\{\s*(?:alert|prompt|confirm|eval|Function)\s*(?:\}|[(`])|\.\s*(?:call|apply)\s*`/;
+/** Characters that border an expression in code rather than a word in a sentence. */
+const CODE_EDGE = /[=;,()+[\]{}'"`:?&|!<>.]/;
+/** Short values are probes and snippets; prose mentions `document.cookie` in longer text. */
+const SHORT_CODE = 128;
 
 /** A script-context verdict. */
 export interface JsVerdict {
@@ -51,7 +79,40 @@ export interface JsVerdict {
  * @returns the verdict, or undefined when nothing script-like starts the value
  */
 export function analyzeJs(text: string): JsVerdict | undefined {
-  if (!text.includes("(") && !text.includes("`")) return undefined;
+  const dom = domAccess(text);
+  if (!text.includes("(") && !text.includes("`")) return dom;
+  const code = analyzeCall(text);
+  return code === undefined || (dom !== undefined && dom.score > code.score) ? dom : code;
+}
+
+/**
+ * DOM sinks and escaped global names (see {@link DOM_SINK}).
+ *
+ * @param text decoded value
+ * @returns the verdict, or undefined
+ */
+export function domAccess(text: string): JsVerdict | undefined {
+  if (text.includes("[") && ESCAPED_GLOBAL.test(text)) return { rule: "js_global_call", score: 75 };
+  const document = text.indexOf("document") >= 0;
+  if (document && DOM_WRITE.test(text)) return { rule: "js_dom", score: 75 };
+  // A sink read in a longer text scores in the medium band at most: not worth its scan there.
+  if (text.length > SHORT_CODE) return undefined;
+  if (!document && !text.includes("window") && !text.includes("self") && !text.includes("top")) {
+    return undefined;
+  }
+  const sink = DOM_SINK.exec(text);
+  if (sink === null) return undefined;
+  // In code the sink is the value, or stands between operators; in prose between words.
+  const before = text.slice(0, sink.index).trimEnd();
+  const after = text.slice(sink.index + sink[0].length).trimStart();
+  const code = (before === "" || CODE_EDGE.test(before[before.length - 1]!)) &&
+    (after === "" || CODE_EDGE.test(after[0]!));
+  return { rule: "js_dom", score: code ? 70 : 50 };
+}
+
+function analyzeCall(text: string): JsVerdict | undefined {
+  const fromString = text.includes("Function") || text.includes("${") || text.includes("`");
+  if (fromString && CODE_FROM_STRING.test(text)) return { rule: "js_constructor", score: 75 };
   if (FUNCTION_CONSTRUCTOR.test(text)) return { rule: "js_constructor", score: 80 };
   const prefix = BREAKOUT_PREFIX.exec(text);
   const code = prefix === null ? text : text.slice(prefix[0].length);
@@ -70,6 +131,11 @@ export function analyzeJs(text: string): JsVerdict | undefined {
   if (code.length >= 24) {
     const symbols = code.match(JSFUCK_CHARS)?.length ?? 0;
     if (symbols / code.length >= 0.6 && code.includes("![]")) return { rule: "jsfuck", score: 80 };
+  } else if (code.length >= 10 && code.includes("[]")) {
+    // `(![]+[])[+!+[]]`: a short expression of nothing but JSFuck's atoms.
+    const symbols = code.match(JSFUCK_CHARS)?.length ?? 0;
+    const atoms = code.match(JSFUCK_ATOM)?.length ?? 0;
+    if (symbols === code.length && atoms >= 2) return { rule: "jsfuck", score: 75 };
   }
   return undefined;
 }

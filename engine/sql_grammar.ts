@@ -5,7 +5,11 @@
  */
 
 import type { SqlToken } from "./sql_lexer.ts";
-import { BREAKOUT_STATEMENTS, LITERAL_WORDS as SELECTABLE_WORDS } from "./sql_vocabulary.ts";
+import {
+  BREAKOUT_STATEMENTS,
+  LITERAL_WORDS as SELECTABLE_WORDS,
+  SQL_TYPES,
+} from "./sql_vocabulary.ts";
 
 /** Comparison words that turn two operands into a predicate. */
 export const COMPARE_WORDS: ReadonlySet<string> = new Set([
@@ -57,6 +61,18 @@ const COMPARE_OPS: ReadonlySet<string> = new Set([
   "<=>",
   "!<",
   "!>",
+  // PostgreSQL: JSON containment and key existence, JSON path match, text search, regex.
+  "@>",
+  "<@",
+  "?",
+  "?|",
+  "?&",
+  "@?",
+  "@@",
+  "~",
+  "~*",
+  "!~",
+  "!~*",
 ]);
 /** Binary arithmetic and string operators that extend an operand. */
 const ARITH_OPS: ReadonlySet<string> = new Set([
@@ -71,6 +87,12 @@ const ARITH_OPS: ReadonlySet<string> = new Set([
   "<<",
   ">>",
   "::",
+  // PostgreSQL and MySQL JSON access: `->`, `->>`, `#>`, `#>>`, and `#-` (delete path).
+  "->",
+  "->>",
+  "#>",
+  "#>>",
+  "#-",
 ]);
 const ARITH_WORDS: ReadonlySet<string> = new Set(["div", "mod", "collate"]);
 const LITERAL_WORDS: ReadonlySet<string> = new Set(["null", "true", "false", "unknown"]);
@@ -86,6 +108,8 @@ export interface Operand {
   readonly complex: boolean;
   /** Normalised text, to recognise `x=x` and `'a'='a'`. */
   readonly key: string;
+  /** The SQL type of a PostgreSQL cast (`::jsonb`) that ends a term, when there is one. */
+  readonly cast: boolean;
 }
 
 /** Index of the next token that is not a comment, or `tokens.length`. */
@@ -125,6 +149,7 @@ export function readOperand(
   let literal = true;
   let complex = false;
   let key = "";
+  let cast = false;
   for (let terms = 0; terms < 16; terms++) {
     while (i < tokens.length) {
       const t = tokens[i]!;
@@ -151,6 +176,10 @@ export function readOperand(
       const end = skipGroup(tokens, i);
       key += text.slice(t.start, tokens[end - 1]!.end);
       i = end;
+    } else if (t.kind === "word" && t.text === "array" && tokens[i + 1]?.kind === "ident") {
+      // PostgreSQL's `array['a','b']` constructor: the bracket lexes as an identifier.
+      key += text.slice(t.start, tokens[i + 1]!.end);
+      i += 2;
     } else if (t.kind === "word" && !CLAUSE_WORDS.has(t.text)) {
       if (!LITERAL_WORDS.has(t.text)) literal = false;
       key += t.text;
@@ -169,17 +198,48 @@ export function readOperand(
       return undefined;
     }
     const op = tokens[skipComments(tokens, i)];
-    const arith = op !== undefined &&
-      ((op.kind === "op" && ARITH_OPS.has(op.text)) ||
-        (op.kind === "logic" && op.text === "||") ||
-        (op.kind === "word" && ARITH_WORDS.has(op.text)) ||
-        (op.kind === "logic" && op.text === "div"));
+    const arith = op !== undefined && isArith(op);
     if (!arith) break;
     key += op.text;
-    i = skipComments(tokens, i) + 1;
+    i = skipComments(tokens, skipComments(tokens, i) + 1);
+    let more: SqlToken | undefined = op;
+    while (more?.text === "::") {
+      // `'{}'::jsonb`, `x::double precision`: the type converts the value, it adds no operand.
+      const type = castType(tokens, skipComments(tokens, i));
+      if (type < 0) return undefined;
+      cast = true;
+      i = type;
+      more = tokens[skipComments(tokens, i)];
+      if (more === undefined || !isArith(more)) return { end: i, literal, complex, key, cast };
+      key += more.text;
+      i = skipComments(tokens, skipComments(tokens, i) + 1);
+    }
     if (i >= tokens.length) break;
   }
-  return { end: i, literal, complex, key };
+  return { end: i, literal, complex, key, cast };
+}
+
+function isArith(op: SqlToken): boolean {
+  return (op.kind === "op" && ARITH_OPS.has(op.text)) ||
+    (op.kind === "logic" && (op.text === "||" || op.text === "div")) ||
+    (op.kind === "word" && ARITH_WORDS.has(op.text));
+}
+
+/**
+ * Index just past the SQL type name of a cast starting at `at` (`int`, `double precision`,
+ * `varchar(10)`, `text[]`), or -1 when no SQL type starts there.
+ */
+export function castType(tokens: readonly SqlToken[], at: number): number {
+  const t = tokens[at];
+  if (t?.kind !== "word" || !SQL_TYPES.has(t.text)) return -1;
+  let i = at + 1;
+  const second = tokens[i];
+  if (second?.kind === "word" && (second.text === "precision" || second.text === "varying")) i++;
+  if (tokens[i]?.kind === "lparen" && tokens[i + 1]?.kind === "num") {
+    const close = skipGroup(tokens, i);
+    if (close - i <= 5) i = close;
+  }
+  return i;
 }
 
 /** What {@link readComparison} found. */

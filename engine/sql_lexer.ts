@@ -64,6 +64,16 @@ const TWO_CHAR_OPS: ReadonlySet<string> = new Set([
   "||",
   "&&",
   "==",
+  // PostgreSQL JSON, array and pattern operators.
+  "@>",
+  "<@",
+  "?|",
+  "?&",
+  "@?",
+  "~*",
+  "!~",
+  "#>",
+  "#-",
 ]);
 /** The two-character operators by their characters' codes (`c1 << 16 | c2`), read without a copy. */
 const TWO_CHAR_CODES: ReadonlySet<number> = new Set(
@@ -138,6 +148,12 @@ export function lexSql(text: string, limit = Infinity): SqlToken[] {
       add("ident", text.slice(start + 1, close < 0 ? n : close).toLowerCase(), start, i);
       continue;
     }
+    if (c === 35 && (next === 62 || next === 45) && pgHashOperator(text, i)) {
+      // PostgreSQL's `#>`, `#>>` and `#-` (JSON path operators), not a MySQL `#` comment.
+      i += text.charCodeAt(i + 2) === 62 ? 3 : 2;
+      add("op", text.slice(start, i), start, i);
+      continue;
+    }
     if (c === 35 || (c === 45 && next === 45)) {
       const eol = text.indexOf("\n", i);
       i = eol < 0 ? n : eol + 1;
@@ -164,6 +180,14 @@ export function lexSql(text: string, limit = Infinity): SqlToken[] {
     if (isDigit(c) || (c === 46 && isDigit(next))) {
       i = skipNumber(text, i);
       add("num", text.slice(start, i), start, i);
+      continue;
+    }
+    if (
+      c === 64 &&
+      (next === 62 || next === 63 || (next === 64 && !isWordStart(text.charCodeAt(i + 2))))
+    ) {
+      // `@>`, `@?` and `@@` before a space: PostgreSQL operators, not variables.
+      add("op", text.slice(start, i += 2), start, i);
       continue;
     }
     if (c === 64) {
@@ -201,8 +225,11 @@ export function lexSql(text: string, limit = Infinity): SqlToken[] {
     else if (c === 59) add("semi", ";", start, ++i);
     else if (c === 46) add("dot", ".", start, ++i);
     else if (TWO_CHAR_CODES.has((c << 16) | next)) {
-      // `<=>` (MySQL's null-safe equality) is the one three-character operator.
-      i += c === 60 && next === 61 && text.charCodeAt(i + 2) === 62 ? 3 : 2;
+      // `<=>`, `->>` and `!~*` are the three-character operators.
+      const third = text.charCodeAt(i + 2);
+      const long = (c === 60 && next === 61 && third === 62) ||
+        (c === 45 && next === 62 && third === 62) || (c === 33 && next === 126 && third === 42);
+      i += long ? 3 : 2;
       const logic = (c === 124 && next === 124) || (c === 38 && next === 38);
       add(logic ? "logic" : "op", text.slice(start, i), start, i);
     } else if (c < 128 && SINGLE_OPS.includes(ASCII_CHARS[c]!)) {
@@ -212,6 +239,15 @@ export function lexSql(text: string, limit = Infinity): SqlToken[] {
     }
   }
   return out;
+}
+
+/**
+ * `#>`, `#>>` or `#-` followed by a space or a quote, as PostgreSQL's JSON path operators are
+ * written; MySQL's `#` comments (`admin'#-`) rarely continue that way.
+ */
+function pgHashOperator(text: string, at: number): boolean {
+  const after = text.charCodeAt(at + (text.charCodeAt(at + 2) === 62 ? 3 : 2));
+  return isSpace(after) || after === 39 || after === 47;
 }
 
 /** Returns the index just past the string starting at `at` (or the end of the text). */

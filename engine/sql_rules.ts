@@ -12,6 +12,7 @@ import {
   readOperand,
   selectList,
   skipComments,
+  skipGroup,
   statementShape,
   stringContent,
 } from "./sql_grammar.ts";
@@ -60,6 +61,16 @@ const SCORES = {
   variable: [75, 70, 55],
   statement: [0, 70, 0],
   exec: [90, 90, 85],
+  cast: [80, 75, 70],
+  function: [80, 70, 70],
+  catalog: [85, 75, 75],
+  comment: [85, 75, 75],
+  number: [80, 75, 0],
+  statement_start: [0, 75, 75],
+  alias: [80, 75, 0],
+  expression_comment: [60, 0, 0],
+  dangling: [55, 50, 0],
+  literal_list: [0, 60, 60],
 } as const satisfies Record<string, readonly [number, number, number]>;
 type Rule = keyof typeof SCORES;
 
@@ -113,6 +124,13 @@ export function evaluate(
   const scan = new RuleScan(text, tokens, strength);
   if (strength === "breakout") afterBreakout(scan, from);
   else if (strength === "code" && from === 0) statementRule(scan);
+  // The number a value in numeric context starts with is not part of the injection, but
+  // what is glued to it is (`1.e(`, `1 as x from`).
+  if (strength === "code" && from > 0 && tokens[0]?.kind === "num") numberRules(scan, 0);
+  if (from === 0 && strength !== "breakout" && until === tokens.length) {
+    if (text.includes("::")) castRule(scan);
+    leadingStatement(scan);
+  }
   for (let i = from; i < until; i++) {
     const t = tokens[i]!;
     if (t.kind === "logic" && t.text !== "not" && t.text !== "div") {
@@ -125,6 +143,7 @@ export function evaluate(
         else if (strength === "prose") scan.hit("condition", i);
       } else if (strength !== "prose" && !symbol) {
         lonePredicate(scan, i);
+        danglingComparison(scan, i);
       }
     } else if (t.kind === "word") {
       wordRules(scan, i);
@@ -132,9 +151,86 @@ export function evaluate(
       stackedRule(scan, i);
     } else if (t.kind === "var" && t.text.startsWith("@@") && t.text.length > 3) {
       scan.hit("variable", i);
+    } else if (t.kind === "ident" && SCHEMA_NAMES.has(t.text)) {
+      // `` from `information_schema` ``: a quoted identifier names the catalog as well.
+      const prev = tokens[i - 1];
+      scan.hit("schema", i, prev?.kind === "word" && prev.text === "from" ? 25 : 0);
+    } else if (t.kind === "num" && tokens[i + 1]?.kind === "word") {
+      numberRules(scan, i);
     }
   }
   return scan.best;
+}
+
+/**
+ * A value that is a PostgreSQL cast expression by itself (`password::int`,
+ * `lo_get(16400)::text`, `'{"a":1}'::jsonb #- '{a}'`): casting a column or a function's result
+ * to another type is how error-based injection makes PostgreSQL print data, and nothing but SQL
+ * writes `::` before a type name.
+ */
+function castRule(scan: RuleScan): void {
+  const { text, tokens } = scan;
+  let at = 0;
+  // `...(f(x)::jsonb)::int`, `payload='{}'::jsonb @? '$.a'`: junk or a name before the cast.
+  while (at < 3 && (tokens[at]?.kind === "dot" || tokens[at]?.kind === "other")) at++;
+  if (tokens[at]?.kind === "word" && tokens[at + 1]?.text === "=") at += 2;
+  const o = readOperand(text, tokens, at);
+  if (o === undefined || !o.cast) return;
+  const next = tokens[skipComments(tokens, o.end)];
+  if (next === undefined || next.kind === "rparen" || next.kind === "semi") {
+    scan.hit("cast", at);
+  } else if (readComparison(text, tokens, at) !== undefined) scan.hit("cast", at);
+}
+
+/**
+ * `1.e(ascii)`, `1.e,`: MySQL reads a number written with a bare exponent as a number and goes
+ * on with what follows, so `1.e` glues a number to the keyword or call after it without a
+ * space. `1234 AS "alias" FROM`: a number selected under an alias, the middle of a select list.
+ */
+function numberRules(scan: RuleScan, i: number): void {
+  const { tokens } = scan;
+  const t = tokens[i]!;
+  const next = tokens[i + 1];
+  if (t.text.endsWith(".") && next?.kind === "word" && next.text === "e" && next.start === t.end) {
+    const after = tokens[i + 2];
+    if (after === undefined || after.kind === "lparen" || after.kind === "comma" || next.call) {
+      scan.hit("number", i);
+    }
+    return;
+  }
+  const as = tokens[skipComments(tokens, i + 1)];
+  if (as?.kind !== "word" || as.text !== "as") return;
+  const alias = skipComments(tokens, tokens.indexOf(as) + 1);
+  const name = tokens[alias];
+  const from = tokens[skipComments(tokens, alias + 1)];
+  // A quoted alias: "5 as gifts from grandma" is a sentence.
+  if (
+    (name?.kind === "ident" || (name?.kind === "str" && name.closed)) &&
+    from?.kind === "word" && from.text === "from"
+  ) scan.hit("alias", i);
+}
+
+/**
+ * A value that starts with a complete DDL or DML statement (`CREATE FUNCTION f (...)`,
+ * ``ALTER TABLE `t` CHANGE ...``, `INSERT INTO t (a) VALUES (1);`). The words alone are
+ * English ("drop table", "create user"), so the statement must also be written in SQL's own
+ * punctuation: a parenthesised list, a backquoted or bracketed name, a closing `;` or comment.
+ */
+function leadingStatement(scan: RuleScan): void {
+  const { tokens } = scan;
+  let i = 0;
+  while (i < 2 && (tokens[i]?.kind === "op" || tokens[i]?.kind === "semi")) i++;
+  const t = tokens[i];
+  if (t?.kind !== "word" || !BREAKOUT_STATEMENTS.has(t.text) || !statementShape(tokens, i)) {
+    return;
+  }
+  const last = tokens[tokens.length - 1]!;
+  // The name is the third token: `create table t (`, `insert into t (`.
+  const list =
+    tokens[skipComments(tokens, skipComments(tokens, skipComments(tokens, i + 1) + 1) + 1)];
+  const punctuated = last.kind === "semi" || last.kind === "comment" ||
+    list?.kind === "lparen" || tokens.some((x, j) => j > i && x.kind === "ident");
+  if (punctuated) scan.hit("statement_start", i);
 }
 
 /**
@@ -150,9 +246,27 @@ function statementRule(scan: RuleScan): void {
     const t = tokens[j]!;
     if (t.kind === "word" && (t.text === "from" || t.text === "where")) break;
     const star = t.kind === "op" && t.text === "*" && j === 1;
-    if (star || t.kind === "var" || (t.kind === "word" && t.call)) return scan.hit("statement", 0);
+    // `select 0x616263`: a string spelled in hex is how injected SQL avoids quotes.
+    const hex = t.kind === "num" && t.text.length > 5 && (t.text[1] === "x" || t.text[1] === "X");
+    if (star || hex || t.kind === "var" || (t.kind === "word" && t.call)) {
+      return scan.hit("statement", 0);
+    }
   }
 }
+
+/**
+ * `' or 'x' <`, `xor 7<`, `' or 1=`: a logical operator, an operand and a comparison the value
+ * ends in, for the application's own text to complete. A weak sign: prose does not end in `<`.
+ */
+function danglingComparison(scan: RuleScan, i: number): void {
+  const { text, tokens } = scan;
+  const o = readOperand(text, tokens, i + 1);
+  if (o === undefined || o.end !== tokens.length - 1) return;
+  const op = tokens[o.end]!;
+  if (op.kind === "op" && DANGLING_OPS.has(op.text)) scan.hit("dangling", i);
+}
+
+const DANGLING_OPS: ReadonlySet<string> = new Set(["=", "<", ">", "<=", ">=", "<>", "!=", "-"]);
 
 /**
  * `or 1--`, `and true)`, `or f(x)#`: a logical operator whose operand ends the statement.
@@ -232,6 +346,7 @@ function afterBreakout(scan: RuleScan, from: number): void {
     if (statementShape(tokens, i)) scan.hit("stacked", i);
     return;
   }
+  expressionComment(scan, i);
   const isOp = (t.kind === "op" && t.text !== "?" && t.text !== ":" && t.text !== "!") ||
     (t.kind === "logic" && (t.text === "||" || t.text === "&&"));
   if (!isOp) return;
@@ -245,6 +360,45 @@ function afterBreakout(scan: RuleScan, from: number): void {
     scan.hit("operator", i);
   }
 }
+
+/**
+ * `x'<email--`, `id'is not-id--`, `user'collate nocase--`: right after the literal, a short
+ * expression over a column and a line comment that cuts off the rest of the statement. Each
+ * piece is ordinary; together they rewrite the condition, which CRS reads at level 2.
+ */
+function expressionComment(scan: RuleScan, i: number): void {
+  const { tokens } = scan;
+  const last = tokens.length - 1;
+  const end = tokens[last]!;
+  const t = tokens[i]!;
+  const least = t.kind === "word" && (t.text === "notnull" || t.text === "isnull") ? 1 : 2;
+  if (end.kind !== "comment" || end.text === "/*" || last - i < least || last - i > 6) return;
+  const opens = t.kind === "op" || (t.kind === "logic" && t.text === "not") ||
+    (t.kind === "word" && EXPRESSION_WORDS.has(t.text));
+  if (!opens) return;
+  for (let j = i + 1; j < last; j++) {
+    const k = tokens[j]!.kind;
+    if (k !== "word" && k !== "ident" && k !== "op" && k !== "num" && k !== "logic") return;
+  }
+  scan.hit("expression_comment", i);
+}
+
+/** Words that continue an expression right after a literal. */
+const EXPRESSION_WORDS: ReadonlySet<string> = new Set([
+  "is",
+  "like",
+  "glob",
+  "regexp",
+  "rlike",
+  "sounds",
+  "collate",
+  "mod",
+  "div",
+  "notnull",
+  "isnull",
+  "between",
+  "in",
+]);
 
 function wordRules(scan: RuleScan, i: number): void {
   const { text, tokens, strength } = scan;
@@ -299,6 +453,23 @@ function wordRules(scan: RuleScan, i: number): void {
         }
       }
       return;
+    case "as": {
+      // `) AS Role FROM`, `` ` AS `id` from ``: a column alias, the middle of a select list.
+      const prev = tokens[i - 1];
+      if (strength === "prose" || prev === undefined) return;
+      if (
+        prev.kind !== "rparen" && prev.kind !== "ident" && !(prev.kind === "str" && prev.closed)
+      ) {
+        return;
+      }
+      const alias = tokens[skipComments(tokens, i + 1)];
+      const from = tokens[skipComments(tokens, skipComments(tokens, i + 1) + 1)];
+      if (
+        (alias?.kind === "word" || alias?.kind === "ident") && from?.kind === "word" &&
+        from.text === "from"
+      ) scan.hit("alias", i);
+      return;
+    }
     case "case":
       if (next?.kind === "word" && next.text === "when") {
         const at = skipComments(tokens, i + 2);
@@ -374,5 +545,13 @@ function stackedRule(scan: RuleScan, i: number): void {
     }
   } else if (next?.kind === "word" && need.has(next.text)) {
     scan.hit("stacked", j);
+  } else if (t.text === "insert" || t.text === "replace") {
+    // MySQL's `INSERT t (a) VALUES (...)` and `REPLACE t (...) VALUES`: INTO is optional.
+    const open = tokens[skipComments(tokens, k + 1)];
+    if ((next?.kind === "word" || next?.kind === "ident") && open?.kind === "lparen") {
+      const close = skipGroup(tokens, tokens.indexOf(open));
+      const values = tokens[skipComments(tokens, close)];
+      if (values?.kind === "word" && values.text === "values") scan.hit("stacked", j);
+    }
   }
 }

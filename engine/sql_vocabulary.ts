@@ -47,6 +47,16 @@ export const ERROR_FUNCTIONS: ReadonlySet<string> = new Set([
   "pg_read_file",
   "lo_import",
   "dbms_ldap.init",
+  // PostgreSQL: large objects and server files read into a query.
+  "lo_get",
+  "lo_export",
+  "pg_ls_dir",
+  "pg_read_binary_file",
+  "dblink",
+  "query_to_xml",
+  // SQLite loads a shared library; Oracle runs Java.
+  "load_extension",
+  "dbms_java.runjava",
 ]);
 /** Catalogs that list tables, columns and users: reading them is reconnaissance. */
 export const SCHEMA_NAMES: ReadonlySet<string> = new Set([
@@ -70,6 +80,29 @@ export const SCHEMA_NAMES: ReadonlySet<string> = new Set([
   "mysql.user",
   "master..sysdatabases",
 ]);
+/**
+ * Catalogs and system databases whose name alone, as a whole value, is reconnaissance: the
+ * catalogs above plus SQL Server's system and sample databases.
+ */
+export const CATALOG_NAMES: ReadonlySet<string> = new Set([
+  ...SCHEMA_NAMES,
+  "performance_schema",
+  "pg_database",
+  "pg_namespace",
+  "pg_class",
+  "pg_proc",
+  "pg_roles",
+  "pg_authid",
+  "sys.objects",
+  "sys.tables",
+  "sys.columns",
+  "sys.databases",
+  "sys.sql_logins",
+  "msdb",
+  "tempdb",
+  "northwind",
+  "adventureworks",
+]);
 /** Statement starts after `;` with the word that must follow for it to be a statement. */
 export const STACKED: ReadonlyMap<string, ReadonlySet<string> | "operand" | "any"> = new Map<
   string,
@@ -78,6 +111,7 @@ export const STACKED: ReadonlyMap<string, ReadonlySet<string> | "operand" | "any
   ["drop", new Set(["table", "database", "view", "procedure", "function", "user", "schema"])],
   ["delete", new Set(["from"])],
   ["insert", new Set(["into"])],
+  ["replace", new Set(["into"])],
   ["truncate", new Set(["table"])],
   ["create", new Set(["table", "user", "database", "procedure", "function", "view", "login"])],
   ["alter", new Set(["table", "user", "database", "login"])],
@@ -102,6 +136,54 @@ export const BREAKOUT_STATEMENTS: ReadonlyMap<string, ReadonlySet<string>> = new
   ["backup", new Set(["database", "log"])],
   ["restore", new Set(["database"])],
   ["update", new Set<string>()],
+]);
+
+/**
+ * Type names a PostgreSQL cast (`::int`) names: the built-in types of the PostgreSQL manual
+ * ("Data Types") that injected casts use to force a conversion error or reach JSON operators.
+ */
+export const SQL_TYPES: ReadonlySet<string> = new Set([
+  "int",
+  "int2",
+  "int4",
+  "int8",
+  "integer",
+  "smallint",
+  "bigint",
+  "numeric",
+  "decimal",
+  "real",
+  "float",
+  "float4",
+  "float8",
+  "double",
+  "money",
+  "text",
+  "varchar",
+  "char",
+  "character",
+  "bpchar",
+  "name",
+  "bytea",
+  "bool",
+  "boolean",
+  "json",
+  "jsonb",
+  "jsonpath",
+  "xml",
+  "uuid",
+  "inet",
+  "cidr",
+  "date",
+  "timestamp",
+  "timestamptz",
+  "interval",
+  "oid",
+  "regclass",
+  "regproc",
+  "regtype",
+  "tsvector",
+  "tsquery",
 ]);
 
 /** MSSQL extended and system stored procedures. */
@@ -148,7 +230,7 @@ function escape(word: string): string {
  * MySQL's executable comment, `50000union` after its `!`, which the lexer reads as code). Built from the
  * same sets the rules use, so the prefilter cannot drift from them.
  */
-const TRIGGER_WORDS = "&&|\\|\\||@@|(?:^|[^a-z0-9_$]|![0-9]{5,6})(?:" +
+const TRIGGER_WORDS = "&&|\\|\\||@@|::\\s*[a-z]|(?:^|[^a-z0-9_$]|![0-9]{5,6})(?:" +
   [
     ...RULE_WORDS,
     ...DELAY_FUNCTIONS,
@@ -158,6 +240,18 @@ const TRIGGER_WORDS = "&&|\\|\\||@@|(?:^|[^a-z0-9_$]|![0-9]{5,6})(?:" +
   ].map((w) => escape(w.split(".")[0]!)).join("|") +
   ")(?![a-z0-9_$])";
 export const SQL_TRIGGER: RegExp = factorAlternation(new RegExp(`['"]|${TRIGGER_WORDS}`, "i"));
+/**
+ * `1.e(`, `1234 as "x" from`, `) as t from`: number and alias rules that no vocabulary word
+ * announces, tested only when {@link SQL_TRIGGER} did not match.
+ */
+const GLUED_NUMBER = /[0-9]\.e(?![a-z0-9_$])/i;
+const ALIAS = /[0-9)`'"]\s*as\s+\S{1,64}\s+from(?![a-z0-9_$])/i;
+const NUMBER_HINT = /\.e|from/i;
+
+/** True when a value holds what the number or alias rules start from. */
+export function numberTrigger(text: string): boolean {
+  return NUMBER_HINT.test(text) && (GLUED_NUMBER.test(text) || ALIAS.test(text));
+}
 /**
  * What a rule read in prose can start from: {@link SQL_TRIGGER} without the quotes, which only
  * matter where a value can close a literal (its start). A long value's later windows are only

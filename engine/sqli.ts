@@ -11,9 +11,17 @@
 import type { DetectorInput, Finding } from "./types.ts";
 import { lexSql, MAX_SQL_TOKENS, type SqlToken } from "./sql_lexer.ts";
 import { evaluate, type SqlHit, type SqlStart } from "./sql_rules.ts";
-import { BREAKOUT_STATEMENTS, PROSE_TRIGGER, SQL_TRIGGER } from "./sql_vocabulary.ts";
+import {
+  BREAKOUT_STATEMENTS,
+  DELAY_FUNCTIONS,
+  ERROR_FUNCTIONS,
+  numberTrigger,
+  PROSE_TRIGGER,
+  SQL_TRIGGER,
+} from "./sql_vocabulary.ts";
 import { COMPARE_WORDS } from "./sql_grammar.ts";
 import { makeFinding } from "./make_finding.ts";
+import { judgeFragment, judgeWord } from "./sql_fragments.ts";
 
 /**
  * Primes and full-width quotes, which legacy code-page conversions ("best fit") turn into
@@ -23,8 +31,15 @@ const LOOKALIKE_QUOTE = /[\u2032\uff07\u2033\uff02]/;
 const SINGLE_LOOKALIKE = /[\u2032\uff07]/g;
 const DOUBLE_LOOKALIKE = /[\u2033\uff02]/g;
 
+/**
+ * MySQL's executable comment around a keyword (`/*!50000select`, `/*!union*\/`): only MySQL
+ * reads it, so only injected SQL writes it. Script bundles open licence comments with `/*!`
+ * followed by a name and a version (`/*! select2 4.0`), not a bare SQL keyword.
+ */
+const EXECUTABLE_COMMENT =
+  /\/\*!\d{0,6}\s*(?:select|union|and|or|from|where|insert|update|delete|drop|concat|order|having|limit|sleep)(?![\w$])/i;
 /** Values without any of these cannot change a SQL statement's structure. */
-const SQL_SYNTAX = /['"`()\s;#=<>@|&*\/-]/;
+const SQL_SYNTAX = /['"`()\s;#=<>@|&*\/:-]/;
 /** Tokens that show a value is written as SQL from its first character. */
 const CODE_START_WORDS: ReadonlySet<string> = new Set([
   "union",
@@ -58,8 +73,18 @@ export interface SqlVerdict {
  * @returns the strongest rule hit over all contexts, or undefined
  */
 export function analyzeSql(text: string): SqlVerdict | undefined {
-  if (text.length < 3 || !SQL_SYNTAX.test(text) || !SQL_TRIGGER.test(text)) return undefined;
-  let best: SqlVerdict | undefined;
+  const fragment = text.length <= 96 ? judgeFragment(text) : undefined;
+  let best: SqlVerdict | undefined = fragment === undefined
+    ? undefined
+    : { rule: `sqli.${fragment.rule}`, score: fragment.score, offset: 0 };
+  if (text.length < 3 || !SQL_SYNTAX.test(text)) return best;
+  if (!SQL_TRIGGER.test(text) && !numberTrigger(text)) return best;
+  if (text.includes("/*!")) {
+    const exec = EXECUTABLE_COMMENT.exec(text);
+    if (exec !== null && (best === undefined || best.score < 75)) {
+      best = { rule: "sqli.comment", score: 75, offset: exec.index };
+    }
+  }
   const consider = (hit: SqlHit | undefined, tokens: readonly SqlToken[], shift: number) => {
     if (hit === undefined || (best !== undefined && best.score >= hit.score)) return;
     const offset = (tokens[hit.at]?.start ?? 0) + shift;
@@ -71,17 +96,32 @@ export function analyzeSql(text: string): SqlVerdict | undefined {
   consider(evaluate(text, raw, start), raw, 0);
   readOn(text, all, consider, 0);
   for (const quote of QUOTES) {
-    const close = literalEnd(text, quote);
-    if (close < 0) continue;
-    const tail = text.slice(close + 1);
-    // What follows the quote decides whether it breaks out; only then is the rest read.
-    if (!continuesSql(lexSql(tail, 1)[0])) continue;
-    const rest = lexLong(tail);
-    const tokens = firstWindow(rest);
-    consider(evaluate(tail, tokens, BREAKOUT), tokens, close + 1);
-    readOn(tail, rest, consider, close + 1);
+    if (text.indexOf(quote) < 0) continue;
+    const escaped = literalEnd(text, quote, true);
+    breakout(text, escaped, consider);
+    // Without backslash escapes the literal ends earlier when a quote before it is escaped.
+    if (text.indexOf("\\") >= 0) {
+      const plain = literalEnd(text, quote, false);
+      if (plain !== escaped) breakout(text, plain, consider);
+    }
   }
   return best;
+}
+
+/** Judges what follows the quote at `close` (if any) as SQL after a breakout. */
+function breakout(
+  text: string,
+  close: number,
+  consider: (hit: SqlHit | undefined, tokens: readonly SqlToken[], shift: number) => void,
+): void {
+  if (close < 0) return;
+  const tail = text.slice(close + 1);
+  // What follows the quote decides whether it breaks out; only then is the rest read.
+  if (!continuesSql(lexSql(tail, 2))) return;
+  const rest = lexLong(tail);
+  const tokens = firstWindow(rest);
+  consider(evaluate(tail, tokens, BREAKOUT), tokens, close + 1);
+  readOn(tail, rest, consider, close + 1);
 }
 
 function firstWindow(tokens: readonly SqlToken[]): readonly SqlToken[] {
@@ -133,6 +173,11 @@ function readOn(
   }
 }
 
+/**
+ * The literals a value can close, read with and without backslash escapes: MySQL reads `\'`
+ * as an escaped quote, PostgreSQL, SQL Server, Oracle and SQLite as a backslash and a
+ * closing quote.
+ */
 const QUOTES = ["'", '"'] as const;
 /** What follows a literal the value closes is judged from its first token, as a breakout. */
 const BREAKOUT: SqlStart = { from: 0, strength: "breakout" };
@@ -141,11 +186,11 @@ const BREAKOUT: SqlStart = { from: 0, strength: "breakout" };
  * Where a literal that the application opened before the value would end: the first quote
  * that is neither backslash-escaped nor doubled. -1 when the value stays inside the literal.
  */
-function literalEnd(text: string, quote: string): number {
+function literalEnd(text: string, quote: string, backslash: boolean): number {
   let i = text.indexOf(quote);
   while (i >= 0) {
     let slashes = 0;
-    for (let j = i - 1; j >= 0 && text[j] === "\\"; j--) slashes++;
+    if (backslash) { for (let j = i - 1; j >= 0 && text[j] === "\\"; j--) slashes++; }
     if (slashes % 2 === 0) {
       if (text[i + 1] !== quote) return i;
       i = text.indexOf(quote, i + 2);
@@ -168,15 +213,24 @@ const AFTER_LITERAL_WORDS: ReadonlySet<string> = new Set([
   "then",
   "else",
   "end",
+  "notnull",
+  "isnull",
+  "mod",
 ]);
 
 /**
  * A closing quote only breaks out if SQL continues right after it: an operator, `)`, `;`,
  * a comment, a connective or a clause keyword. Text (`"he said"`) or JSON (`":"`) does not.
  */
-function continuesSql(first: SqlToken | undefined): boolean {
+function continuesSql(head: readonly SqlToken[]): boolean {
+  const first = head[0];
   if (first === undefined) return false;
   switch (first.kind) {
+    case "lparen": {
+      // `' (select load_file(...)) '`: a subquery or a delay call right after the quote.
+      const second = head[1];
+      return second?.kind === "word" && (second.text === "select" || isProbeCall(second));
+    }
     case "rparen":
     case "semi":
     case "comment":
@@ -186,10 +240,16 @@ function continuesSql(first: SqlToken | undefined): boolean {
     case "op":
       return first.text !== ":";
     case "word":
-      return AFTER_LITERAL_WORDS.has(first.text) || BREAKOUT_STATEMENTS.has(first.text);
+      return AFTER_LITERAL_WORDS.has(first.text) || BREAKOUT_STATEMENTS.has(first.text) ||
+        isProbeCall(first);
     default:
       return false;
   }
+}
+
+/** `sleep(`, `load_file(`: a call of a delay or data-leaking function. */
+function isProbeCall(t: SqlToken): boolean {
+  return t.call && (DELAY_FUNCTIONS.has(t.text) || ERROR_FUNCTIONS.has(t.text));
 }
 
 /** Decides whether the raw value starts as SQL (and where the injected part begins). */
@@ -251,4 +311,19 @@ export function sqli(input: DetectorInput): Finding | undefined {
   // Evidence starts a little before the hit so the breakout that led there stays visible.
   const at = Math.max(0, verdict.offset - 10);
   return makeFinding(input, "sqli", verdict.score, verdict.rule, input.decoded, at);
+}
+
+/**
+ * What a value made of words, digits, dots and dashes can still be in SQL: a system catalog's
+ * name (`information_schema`, `sys.objects`) or the floating-point number that hangs PHP's and
+ * Java's parsers (see `sql_fragments.ts`).
+ *
+ * @param input the decoded input, a value without SQL syntax
+ * @returns a `sqli.catalog` or `sqli.overflow` finding, or undefined
+ */
+export function sqlWord(input: DetectorInput): Finding | undefined {
+  const v = input.decoded;
+  const fragment = judgeWord(v);
+  if (fragment === undefined) return undefined;
+  return makeFinding(input, "sqli", fragment.score, `sqli.${fragment.rule}`, v, 0);
 }

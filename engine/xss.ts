@@ -11,7 +11,7 @@
 import type { DetectorInput, Finding } from "./types.ts";
 import { type HtmlTag, lexHtml } from "./html_lexer.ts";
 import { makeFinding } from "./make_finding.ts";
-import { analyzeJs } from "./js_context.ts";
+import { analyzeJs, domAccess } from "./js_context.ts";
 import { judgeEncoding, otherReadings } from "./xss_encodings.ts";
 import { cssText, SCRIPT_CSS } from "./css_injection.ts";
 import { judgeInjection } from "./html_injection.ts";
@@ -31,7 +31,7 @@ import {
  */
 const SCRIPT_URL_CALL =
   /(?:^|[\s=,;?&#"'`(:/\\>])(?:javascript|vbscript)\s*:(?!\s*(?:void\b|;|$))[^\n]{0,100}?[\w$\])]\s*[(`]/i;
-const URL_PAYLOAD = /[(`=<]|base64/;
+const URL_PAYLOAD = /[(`=<\\]|base64/;
 /**
  * A script string closed by the value, followed by an operator or `;`, then a call of a
  * script sink (`';alert(1)//`, `"-confirm(1)-"`). Sinks are named because arbitrary calls
@@ -68,6 +68,22 @@ const CSS_DECLARATION_SCRIPT =
 const CSS_HINT = /\\|\/\*|expression|behavio|binding|javascript|@import/i;
 /** A Netscape JavaScript entity (`&{alert(1)}`) assigned to an attribute. */
 const SCRIPT_ENTITY = /=\s*["'`]?&\{/;
+/**
+ * Script-running CSS cut off or bound: `x:url(javascript` (the scheme at the value's end),
+ * Mozilla's `-moz-binding:url(...)` and IE's `behavior:url(...)`, which load script-carrying XML
+ * or HTC files. A declaration, not the words in prose.
+ */
+const CSS_SCRIPT_URL =
+  /(?:^|[\s;{"'=])[a-z-]+\s*:\s*url\s*\(\s*['"]?\s*(?:javascript|vbscript)\s*(?::|$)|(?:^|[\s;{"'])(?:-moz-binding|behaviou?r)\s*:\s*url\s*\(/i;
+/**
+ * An event-handler or navigation attribute written right after the value breaks out of an
+ * unquoted or quoted attribute (`  onload=`, `'formaction=`): the value opens with the breakout
+ * and nothing but the attribute follows the `=` for the page's own markup to complete.
+ */
+const ATTRIBUTE_START =
+  /^(?:\s+|\s*["'`]\s*)(on(?:load|error|focus|blur|click|dblclick|mouse[a-z]{2,5}|key[a-z]{2,4}|pointer[a-z]{2,6}|toggle|begin|end|animation[a-z]{3,9}|transition[a-z]{3,6}|change|input|submit|resize|scroll|wheel|drag[a-z]{0,5}|drop|copy|cut|paste|contextmenu|show|pageshow|hashchange|message|popstate|unload|beforeunload|readystatechange|start|finish|bounce|select|search|invalid|auxclick)|formaction|srcdoc)\s*=/i;
+const URL_CALL = /url\s*\(/i;
+const COMMENT_CLOSE_ONLY = /^\s*--!?>\s*$/;
 /** Cheap prefilter: none of these, no XSS. */
 const XSS_SYNTAX = /[<>"'`:(]/;
 
@@ -85,7 +101,13 @@ export interface XssVerdict {
  * @returns the strongest verdict, or undefined
  */
 export function analyzeXss(text: string): XssVerdict | undefined {
-  if (text.length < 4 || !XSS_SYNTAX.test(text)) return undefined;
+  if (text.length < 4) {
+    // A value that is nothing but `-->` probes whether it can end the comment it lands in.
+    return COMMENT_CLOSE_ONLY.test(text)
+      ? { rule: "xss.context_breakout", score: 50, offset: 0 }
+      : undefined;
+  }
+  if (!XSS_SYNTAX.test(text)) return judgeBare(text);
   let best: XssVerdict | undefined;
   const hit = (rule: string, score: number, offset: number) => {
     if (best === undefined || score > best.score) best = { rule: `xss.${rule}`, score, offset };
@@ -97,6 +119,19 @@ export function analyzeXss(text: string): XssVerdict | undefined {
     if (joined !== text) judgeText(joined, hit);
   }
   return best;
+}
+
+/**
+ * A value without markup, quotes or calls can still be script: a DOM sink (`document.cookie`,
+ * `window.location`) or an event handler added to an unquoted attribute (`  onload=`).
+ */
+function judgeBare(text: string): XssVerdict | undefined {
+  if (text.includes("=")) {
+    const attr = ATTRIBUTE_START.exec(text);
+    if (attr !== null) return { rule: "xss.attribute_breakout", score: 70, offset: attr.index };
+  }
+  const dom = domAccess(text);
+  return dom === undefined ? undefined : { rule: `xss.${dom.rule}`, score: dom.score, offset: 0 };
 }
 
 function judgeText(text: string, hit: Hit): void {
@@ -135,7 +170,17 @@ function judgeText(text: string, hit: Hit): void {
   if (js !== null) hit("script_breakout", 75, js.index);
   const code = analyzeJs(text);
   if (code !== undefined) hit(code.rule, code.score, 0);
-  if (text.includes("(") && CSS_HINT.test(text)) {
+  const paren = text.includes("(");
+  // Both shapes are a declaration (`:`) whose value is a `url(`.
+  if (paren && text.includes(":") && URL_CALL.test(text)) {
+    const css = CSS_SCRIPT_URL.exec(text);
+    if (css !== null) hit("css", 75, css.index);
+  }
+  if (text.includes("=")) {
+    const attr = ATTRIBUTE_START.exec(text);
+    if (attr !== null) hit("attribute_breakout", 70, attr.index);
+  }
+  if (paren && CSS_HINT.test(text)) {
     const css = cssText(text);
     // `xss:expression(...)` is a declaration, not the word "expression (" in prose.
     if (SCRIPT_CSS.test(css)) hit("css", CSS_DECLARATION_SCRIPT.test(css) ? 75 : 60, 0);
@@ -172,10 +217,32 @@ function judgeUrl(text: string, hit: Hit): void {
     SCRIPT_URL.test(url) && URL_PAYLOAD.test(url.slice(url.indexOf(":") + 1)) &&
     !INERT_SCRIPT_URL.test(url)
   ) hit("url", 80, 0);
-  else {
+  else if (SCRIPT_URL.test(url) && obfuscatedScheme(text)) {
+    // `ja&Tab;vascript:`, `java\nscript:`: a scheme spelled around its filters is the attack,
+    // whatever follows (the rest often arrives in another parameter).
+    hit("url", 75, 0);
+  } else {
     const call = SCRIPT_URL_CALL.exec(text);
     if (call !== null) hit("url", 75, call.index);
   }
+}
+
+/**
+ * True when the value's script scheme has tabs or line breaks inside its letters
+ * (`ja\tvascript:`), which browsers drop and filters do not.
+ */
+function obfuscatedScheme(text: string): boolean {
+  const colon = text.indexOf(":");
+  if (colon < 0 || colon > 48) return false;
+  const lead = text.slice(0, colon).trimStart();
+  // The URL parser drops tabs and line breaks anywhere in a URL, but a space ends the scheme.
+  let scheme = "";
+  for (let i = 0; i < lead.length; i++) {
+    const c = lead.charCodeAt(i);
+    if (c !== 9 && c !== 10 && c !== 13) scheme += lead[i];
+  }
+  scheme = scheme.toLowerCase();
+  return (scheme === "javascript" || scheme === "vbscript") && lead.length !== scheme.length;
 }
 
 const ATTR_QUOTES = ['"', "'", "`"] as const;
@@ -217,4 +284,21 @@ export function xss(input: DetectorInput): Finding | undefined {
   // Evidence starts a little before the hit so the breakout that led there stays visible.
   const at = Math.max(0, verdict.offset - 10);
   return makeFinding(input, "xss", verdict.score, verdict.rule, input.decoded, at);
+}
+
+/** Dotted words that are a DOM sink by themselves. */
+const DOM_WORD = /^(?:document\.(?:cookie|domain|location|write)|window\.location)$/i;
+
+/**
+ * XSS in a value of words and dots, which skips the detectors: `window.location` and
+ * `document.cookie` as a whole value are script probes.
+ *
+ * @param input the input, its value made of word characters and dots
+ * @returns an `xss.js_dom` finding or undefined
+ */
+export function xssWord(input: DetectorInput): Finding | undefined {
+  const v = input.decoded;
+  const c = v.charCodeAt(0) | 0x20;
+  if (v.length > 20 || (c !== 100 && c !== 119) || !DOM_WORD.test(v)) return undefined;
+  return makeFinding(input, "xss", 70, "xss.js_dom", v, 0);
 }

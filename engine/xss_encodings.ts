@@ -110,6 +110,10 @@ export function otherReadings(input: DetectorInput): string[] {
     const named = decoded.replace(SPLIT_TAG_NAME, "$1");
     if (named !== decoded) out.push(named);
   }
+  if (FULLWIDTH_LT.test(decoded)) {
+    // `＜script＞`: best-fit conversions (IIS, ASP.NET, legacy code pages) make it ASCII markup.
+    out.push(decoded.replace(FULLWIDTH, fullwidthToAscii));
+  }
   if (HIGH_BIT_MARKUP.test(decoded)) {
     out.push(decoded.replace(HIGH_BIT, (c) => String.fromCharCode(c.charCodeAt(0) & 0x7f)));
   }
@@ -118,6 +122,17 @@ export function otherReadings(input: DetectorInput): string[] {
     if (SCRIPT_URL.test(js.replace(URL_NOISE, "").toLowerCase())) out.push(js);
   }
   return out;
+}
+
+const FULLWIDTH_LT = /[\uff1c\ufe64]/;
+/** Full-width ASCII forms and the small less-than and greater-than signs. */
+const FULLWIDTH = /[\uff01-\uff5e\ufe64\ufe65]/g;
+
+function fullwidthToAscii(c: string): string {
+  const code = c.charCodeAt(0);
+  if (code === 0xfe64) return "<";
+  if (code === 0xfe65) return ">";
+  return String.fromCharCode(code - 0xfee0);
 }
 
 /** One escape of a JavaScript string literal as the string holds it. */
