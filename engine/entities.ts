@@ -63,6 +63,10 @@ const LEGACY_NO_SEMICOLON: ReadonlySet<string> = new Set([
 ]);
 
 const MAX_NAME = 8;
+/** The first letters of {@link LEGACY_NO_SEMICOLON}, lower-case: any other name needs its `;`. */
+const LEGACY_FIRST: ReadonlySet<number> = new Set(
+  [...LEGACY_NO_SEMICOLON].map((name) => name.charCodeAt(0)),
+);
 
 function isAlnum(c: number): boolean {
   return (c >= 48 && c <= 57) || ((c | 0x20) >= 97 && (c | 0x20) <= 122);
@@ -122,9 +126,13 @@ function namedAt(s: string, at: number): Decoded | undefined {
   let i = at + 1;
   while (i < s.length && i - at <= MAX_NAME && isAlnum(s.charCodeAt(i))) i++;
   if (i === at + 1) return undefined;
+  const semicolon = s.charCodeAt(i) === 59;
+  // Without a semicolon only a legacy name decodes: other names are not even copied
+  // (a form body's `&name=` has one at every field).
+  if (!semicolon && !LEGACY_FIRST.has(s.charCodeAt(at + 1) | 0x20)) return undefined;
   const name = s.slice(at + 1, i);
   const lower = name.toLowerCase();
-  if (s[i] === ";") {
+  if (semicolon) {
     const text = NAMED.get(name) ?? NAMED.get(lower);
     return text === undefined ? undefined : { text, end: i + 1 };
   }

@@ -19,6 +19,7 @@ import { graphqlStrings } from "./graphql.ts";
 import { percentDecode } from "./normalize.ts";
 import { ArrayPath } from "./array_path.ts";
 import { bodyCharset, type Charset } from "./charset.ts";
+import { WINDOW_OVERLAP } from "./limits.ts";
 
 /**
  * Every boundary a server may read from a content type: parsers take the first `boundary`
@@ -55,6 +56,12 @@ export interface BodyContext {
   readonly contentType: string;
   /** True when the request path serves GraphQL. */
   readonly graphqlPath: boolean;
+  /**
+   * When given, the readers that know where their values start (forms, JSON) record, for each
+   * input they add to the body's own, the offset in the text where its source starts; emptied
+   * when the text did not read cleanly, so what the values leave out is not skipped.
+   */
+  readonly marks?: number[];
 }
 
 /**
@@ -77,14 +84,20 @@ export function addBody(body: Uint8Array, ctx: BodyContext): void {
   const charset = bodyCharset(ctx.contentType);
   const text = charset.kind === "charset" ? charset.charset.decode(body) : UTF8.decode(body);
   const before = out.length;
-  addText(text, type, "", ctx);
+  const marks: number[] = [];
+  addText(text, type, "", { ...ctx, marks });
   if (charset.kind === "charset" && type.includes("x-www-form-urlencoded")) {
     addCharsetForm(out, body, charset.charset);
   }
   if (out.length >= MAX_INPUTS) {
-    // More values than inputs: judge the whole text too, in place of the last ones.
-    out.length = Math.max(before, MAX_INPUTS - 1);
-    push(out, "body", "", text);
+    // More values than inputs: the text is judged too, in place of the last ones, from where
+    // the first value left out starts (and the overlap of a window before it, so a fragment
+    // that ends there is whole), or whole when that place is not known.
+    const keep = Math.max(before, MAX_INPUTS - 1);
+    const mark = marks[keep - before];
+    out.length = keep;
+    const from = mark === undefined ? 0 : Math.max(0, mark - WINDOW_OVERLAP);
+    push(out, "body", "", from === 0 ? text : text.slice(from));
   }
 }
 
@@ -141,7 +154,7 @@ function hexDigit(c: number): number {
 /** Reads one text by its content type (or its shape when the type says nothing). */
 function addText(text: string, type: string, prefix: string, ctx: BodyContext): void {
   const out = ctx.out;
-  if (type.includes("x-www-form-urlencoded")) addPairs(out, text, "form");
+  if (type.includes("x-www-form-urlencoded")) addPairs(out, text, "form", ctx.marks);
   else if (type.includes("graphql")) addGraphql(out, text, `${prefix}.query`);
   else if (type.includes("json")) addJson(text, prefix, ctx);
   else if (type.includes("xml")) addXml(out, text, prefix);
@@ -155,7 +168,7 @@ function addSniffed(text: string, prefix: string, ctx: BodyContext): void {
   const first = start[0];
   if (first === "{" || first === "[") addJson(text, prefix, ctx);
   else if (first === "<") addXml(out, text, prefix);
-  else if (prefix === "" && FORM_SHAPE.test(text)) addPairs(out, text, "form");
+  else if (prefix === "" && FORM_SHAPE.test(text)) addPairs(out, text, "form", ctx.marks);
   else push(out, prefix === "" ? "body" : "multipart", prefix, text);
 }
 
@@ -168,7 +181,7 @@ function addJson(text: string, prefix: string, ctx: BodyContext): void {
       text.indexOf("\\u") >= 0
     ? new ArrayPath()
     : undefined;
-  const clean = scanJson(text, (path, value, key) => {
+  const read = (path: string, value: string, key: boolean): boolean => {
     const name = prefix === "" ? path : `${prefix}.${path}`;
     if (arrays !== undefined && !key) {
       const joined = arrays.take(name, value);
@@ -184,7 +197,17 @@ function addJson(text: string, prefix: string, ctx: BodyContext): void {
       return out.length < MAX_INPUTS;
     }
     return push(out, source, name, value);
-  });
+  };
+  const marks = ctx.marks;
+  const base = out.length;
+  const clean = marks === undefined
+    ? scanJson(text, read)
+    : scanJson(text, (path, value, key, at) => {
+      const more = read(path, value, key);
+      while (marks.length < out.length - base) marks.push(at);
+      return more;
+    });
+  if (marks !== undefined && !clean) marks.length = 0;
   const joined = arrays?.end();
   if (joined !== undefined) push(out, source, joined[0], joined[1]);
   // Text that is not JSON at all (`{{7*7}}`, `{${jndi:...}}`) is judged as it came.

@@ -50,13 +50,23 @@ export function addPath(out: Input[], path: string): void {
  * @param out the inputs collected so far
  * @param text the raw list, still percent-encoded
  * @param source `query` or `form`
+ * @param marks when given, receives for each pair's input (not the joined readings after them)
+ *   the offset in `text` where its pair starts
  */
-export function addPairs(out: Input[], text: string, source: "query" | "form"): void {
+export function addPairs(
+  out: Input[],
+  text: string,
+  source: "query" | "form",
+  marks?: number[],
+): void {
   const pieces = text.split("&");
   const nameSource = source === "query" ? "query_name" : "form_name";
   const from = out.length;
+  let next = 0;
   for (let i = 0; i < pieces.length; i++) {
     const pair = pieces[i]!;
+    const at = next;
+    next += pair.length + 1;
     if (pair.length === 0) continue;
     const eq = pair.indexOf("=");
     const name = eq < 0 ? pair : pair.slice(0, eq);
@@ -66,10 +76,14 @@ export function addPairs(out: Input[], text: string, source: "query" | "form"): 
     if (eq >= 0) {
       while (i + 1 < pieces.length && gluesOn(pieces[i + 1]!)) {
         value += `&${pieces[++i]!}`;
+        next += pieces[i]!.length + 1;
         if (!isPlainSegment(pieces[i]!)) push(out, nameSource, pieces[i]!, pieces[i]!);
       }
     }
     push(out, source, safeDecodeName(name), value);
+    if (marks !== undefined) {
+      while (marks.length < out.length - from) marks.push(at);
+    }
   }
   addArrayParams(out, from);
   addJoinedRepeats(out, from, source);
@@ -90,23 +104,23 @@ const MAX_JOINED_VALUES = 64;
  */
 function addJoinedRepeats(out: Input[], from: number, source: "query" | "form"): void {
   const end = out.length;
-  let seen: Set<string> | undefined;
-  let repeated: Set<string> | undefined;
+  // One pass: each name's first values (up to the cap), and the names given more than once in
+  // the order their second value came.
+  let values: Map<string, string[]> | undefined;
+  const repeated: string[] = [];
   for (let i = from; i < end; i++) {
     const input = out[i]!;
     if (input.source !== source) continue;
-    seen ??= new Set();
-    if (seen.has(input.name)) (repeated ??= new Set()).add(input.name);
-    else seen.add(input.name);
-  }
-  if (repeated === undefined) return;
-  for (const name of repeated) {
-    const values: string[] = [];
-    for (let i = from; i < end && values.length < MAX_JOINED_VALUES; i++) {
-      const input = out[i]!;
-      if (input.source === source && input.name === name) values.push(input.value);
+    values ??= new Map();
+    const list = values.get(input.name);
+    if (list === undefined) values.set(input.name, [input.value]);
+    else {
+      if (list.length === 1) repeated.push(input.name);
+      if (list.length < MAX_JOINED_VALUES) list.push(input.value);
     }
-    if (!push(out, source, name, values.join(","))) return;
+  }
+  for (const name of repeated) {
+    if (!push(out, source, name, values!.get(name)!.join(","))) return;
   }
 }
 

@@ -342,14 +342,18 @@ function inspectInput(input: Input, findings: Finding[], analysis: Analysis): vo
 
 /** Control characters and Latin-1 bytes above ASCII: text decoded from binary data. */
 function isBinary(text: string): boolean {
+  const n = text.length;
+  const limit = n * BINARY_SHARE;
+  // Text reads as text once the characters left cannot lift the count above the share.
+  const settled = n - limit;
   let odd = 0;
-  for (let i = 0; i < text.length; i++) {
+  for (let i = 0; i < n; i++) {
     const c = text.charCodeAt(i);
     if ((c < 0x20 && c !== 9 && c !== 10 && c !== 13) || (c >= 0x7f && c <= 0xff) || c === 0xfffd) {
-      odd++;
-    }
+      if (++odd > limit) return true;
+    } else if (i - odd >= settled) return false;
   }
-  return odd > text.length * BINARY_SHARE;
+  return false;
 }
 
 /**

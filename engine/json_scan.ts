@@ -5,8 +5,11 @@
  * values - so a truncated or slightly broken document still shows its strings.
  */
 
-/** Receives one string; returns false to stop the scan. */
-export type JsonSink = (path: string, value: string, key: boolean) => boolean;
+/**
+ * Receives one string and the offset of its opening quote in the text; returns false to stop
+ * the scan.
+ */
+export type JsonSink = (path: string, value: string, key: boolean, at: number) => boolean;
 
 /** Nesting levels that extend a path; deeper strings keep the deepest path. */
 const MAX_DEPTH = 32;
@@ -72,15 +75,16 @@ export function scanJson(text: string, sink: JsonSink): boolean {
       else clean = false;
       i++;
     } else if (c === 34 /* " */) {
+      const at = i;
       const end = stringEnd(text, i + 1);
       const s = unescape(text, i + 1, end);
       i = end + 1;
       if (top === undefined) {
-        if (!sink("", s, false)) return clean;
+        if (!sink("", s, false, at)) return clean;
       } else if (!top.array && !top.value) {
         top.key = s;
-        if (!sink(childPath(top), s, true)) return clean;
-      } else if (!sink(childPath(top), s, false)) return clean;
+        if (!sink(childPath(top), s, true, at)) return clean;
+      } else if (!sink(childPath(top), s, false, at)) return clean;
     } else {
       // Numbers, literals; anything else is not JSON.
       const start = i;

@@ -352,6 +352,11 @@ export function decodeUtf7(s: string): string {
 }
 
 const B64_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+/** 1 for the ASCII codes of {@link B64_ALPHABET} (A-Z a-z 0-9 + /), the digits of a run. */
+const BASE64_DIGIT: Uint8Array = Uint8Array.from(
+  { length: 128 },
+  (_, c) => B64_ALPHABET.indexOf(String.fromCharCode(c)) >= 0 ? 1 : 0,
+);
 /** Base64 runs inside a larger value (serialised objects, JSON fields, cookies). */
 const MAX_BASE64_RUNS = 4;
 const MIN_BASE64_RUN = 12;
@@ -369,10 +374,7 @@ export function decodeBase64Runs(value: string): string[] {
   let start = -1;
   for (let i = 0; i <= n; i++) {
     const c = i < n ? value.charCodeAt(i) : 0;
-    // A-Z a-z 0-9 + /
-    const digit = (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || (c >= 48 && c <= 57) ||
-      c === 43 || c === 47;
-    if (digit) {
+    if (c < 128 && BASE64_DIGIT[c] === 1) {
       if (start < 0) start = i;
       continue;
     }

@@ -193,8 +193,10 @@ export function ssrf(value: DetectorInput): Finding | undefined {
     }
   }
   URL_START.lastIndex = 0;
+  // A URL's scheme is followed by `:/` or `:\`; text without either has none to read.
+  const urls = text.indexOf(":/") >= 0 || text.indexOf(":\\") >= 0;
   let m: RegExpExecArray | null;
-  for (let n = 0; n < MAX_URLS && (m = URL_START.exec(text)) !== null; n++) {
+  for (let n = 0; urls && n < MAX_URLS && (m = URL_START.exec(text)) !== null; n++) {
     const scheme = m[1]!.toLowerCase();
     const at = m.index + m[0].indexOf(m[1]!);
     const atStart = at <= 2;

@@ -228,13 +228,12 @@ export function traversal(value: DetectorInput): Finding | undefined {
     // Broken or overlong escapes can survive decoding as letters; the raw value's words
     // still show a climb straight into a system file.
     const raw = value.raw.length > MAX_TEXT ? value.raw.slice(0, MAX_TEXT) : value.raw;
+    // The whitespace test first: it is cheaper than two skeletons of a long text.
     if (
-      SKELETON_HINT.test(raw) &&
+      !WHITESPACE.test(capped) && SKELETON_HINT.test(raw) &&
       (SKELETON_TARGET.test(skeleton(raw)) || SKELETON_TARGET.test(skeleton(capped)))
     ) {
-      if (!WHITESPACE.test(capped)) {
-        return makeFinding(value, "lfi", 90, "lfi.encoded_traversal", capped, 0);
-      }
+      return makeFinding(value, "lfi", 90, "lfi.encoded_traversal", capped, 0);
     }
   }
 
