@@ -8,15 +8,22 @@
 /** Shell obfuscations, undone before command positions are read. */
 const IFS = /\$\{ifs\}|\$ifs(?:\$\d|\$\{\d\})?/g;
 const SUBSTRING = /\$\{[a-z_]+:\d+:\d+\}/g;
-const EMPTY_PARAM = /\$(?:@|\*|\{\d\}|\d(?=[a-z]))/g;
+const EMPTY_PARAM = /\$(?:@|\*|\{\d\}|\d(?=[a-z])|\(\))/g;
+/**
+ * Parameters that expand to nothing (or to nothing a word needs) inside a word: `c$_at`,
+ * `c$!at`, `una$$me`, `cat$u` (an unset variable before a space or slash).
+ */
+const PARAM_IN_WORD = /(?<=[a-z])\$(?:[_!$]|[a-z](?=[\s/]|$))(?=[a-z/\s]|$)/g;
+/** `$SHELL -c ...`, `${BASH}`: the variables that name the running shell. */
+const SHELL_VARIABLE = /\$\{?(?:shell|bash)\}?(?=[\s;|&]|$)/g;
 const QUOTE_IN_WORD = /(?<=[a-z0-9_/.-])(?:''|""|'|")(?=[a-z0-9_/.-])/g;
 const EMPTY_QUOTES = /''|""/g;
 const LITERAL_NEWLINE = /\\[nr]/g;
 /** cmd.exe's escape character inside a word (`w^h^o^a^m^i`). */
 const CARET_IN_WORD = /(?<=[a-z0-9])\^+(?=[a-z0-9])/g;
 const BACKSLASH_IN_WORD = /\\(?=[a-z0-9])/g;
-const BRACE_LIST = /\{([a-z/][\w./-]*),([^{}\s]*)\}/g;
-const COMMA = /,/g;
+/** A brace expansion with what is glued to it: `{cat,/etc/passwd}`, `{l,-lh}s`, `{,ifconfig}`. */
+const BRACE_LIST = /([\w./-]*)\{((?:[\w./~?*-]*,)+[\w./~?*-]*)\}([\w./-]*)/g;
 // deno-lint-ignore no-control-regex -- terminal escapes hide the command that follows
 const ANSI = /\u001b\[[0-9;]*[a-z]?/g;
 
@@ -25,7 +32,8 @@ export function deobfuscate(text: string): string {
   let s = text.toLowerCase();
   if (s.indexOf("\u001b") >= 0) s = s.replace(ANSI, "");
   if (s.indexOf("$") >= 0) {
-    s = s.replace(IFS, " ").replace(SUBSTRING, "/").replace(EMPTY_PARAM, "");
+    s = s.replace(IFS, " ").replace(SUBSTRING, "/").replace(EMPTY_PARAM, "")
+      .replace(PARAM_IN_WORD, "").replace(SHELL_VARIABLE, "sh");
   }
   if (s.indexOf("\\") >= 0) s = s.replace(LITERAL_NEWLINE, "\n").replace(BACKSLASH_IN_WORD, "");
   if (s.indexOf("^") >= 0) s = s.replace(CARET_IN_WORD, "");
@@ -33,10 +41,17 @@ export function deobfuscate(text: string): string {
     s = s.replace(EMPTY_QUOTES, "").replace(QUOTE_IN_WORD, "");
   }
   if (s.indexOf("{") >= 0) {
-    s = s.replace(
-      BRACE_LIST,
-      (_m, cmd: string, rest: string) => `${cmd} ${rest.replace(COMMA, " ")}`,
-    );
+    s = s.replace(BRACE_LIST, expandBraces);
   }
   return s;
+}
+
+/** Bash's expansion of one brace list: every element between the text glued on both sides. */
+function expandBraces(_m: string, before: string, list: string, after: string): string {
+  const words: string[] = [];
+  for (const element of list.split(",")) {
+    const word = before + element + after;
+    if (word.length > 0) words.push(word);
+  }
+  return words.join(" ");
 }

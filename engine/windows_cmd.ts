@@ -19,8 +19,42 @@ export interface WindowsHit {
 
 /** Literals one of the rules needs (the text is lower-case); most values have none. */
 const HINTS = factorAlternation(
-  /%|@echo|::|for\s+[/%]|if\s+(?:not|exist|errorlevel|defined|\/i|%|")|cmd|iex|iwr|irm|saps|sal |\.download|powershell|pwsh/,
+  /%|@echo|::|for\s+[/%]|if[\s/(]|cmd|iex|iwr|irm|saps|sal |\.download|powershell|pwsh/,
 );
+/**
+ * One operand of cmd.exe's `IF`: a variable (`%1`, `%var%`), a quoted, bracketed, braced or
+ * parenthesised string, or a bare word.
+ */
+const IF_OPERAND = String
+  .raw`(?:%[^%\s]{1,32}%|%\d|"[^"\n]{0,64}"|\[[^\]\n]{0,64}\]|\([^)\n]{0,64}\)|\{[^}\n]{0,64}\}|[^\s=()"\[\]{}]{1,64})`;
+/**
+ * `IF [/I] [NOT] a==b command`, `IF a EQU b command`, `IF (a GEQ b) command`: cmd.exe's
+ * comparison, at the start of the value or after a separator. Group 1 is the command (or
+ * whatever follows), group 2 an operand that is a variable.
+ */
+const IF_COMPARE = new RegExp(
+  String
+    .raw`(?:^|[&|;(\n])\s*@?if\s*(?:\/i\s*)?(?:not\s+)?(?:\(\s*${IF_OPERAND}\s+(?:equ|neq|lss|leq|gtr|geq)\s+${IF_OPERAND}\s*\)|${IF_OPERAND}\s*(?:={2,3}|\s(?:equ|neq|lss|leq|gtr|geq)\s)\s*=?${IF_OPERAND})(?:\s+(?!then\b)(\S)|\s*$)`,
+  "i",
+);
+/** `IF ERRORLEVEL 3 command`, `IF NOT EXIST x command`, `IF DEFINED v command`. */
+const IF_CONDITION =
+  /(?:^|[&|;(\n])\s*@?if\s*(?:\/i\s*)?(?:not\s+)?(?:errorlevel\s+\d+|exist\s+\S+|defined\s+\S+)\s+\S/i;
+const VARIABLE = /%[^%\s]{1,32}%|%\d/;
+
+/**
+ * Judges cmd.exe's `IF` statement: a comparison followed by a command, or one whose operand
+ * is a batch variable (`if not {%1} == {}`).
+ */
+function judgeIf(text: string): WindowsHit | undefined {
+  const condition = IF_CONDITION.exec(text);
+  if (condition !== null) return { score: 90, rule: "cmdi.windows_if", at: condition.index };
+  const compare = IF_COMPARE.exec(text);
+  if (compare === null) return undefined;
+  if (compare[1] === undefined && !VARIABLE.test(compare[0])) return undefined;
+  return { score: 88, rule: "cmdi.windows_if", at: compare.index };
+}
+
 /** A PowerShell verb before its noun. */
 const CMDLET_VERB =
   /\b(?:invoke|start|stop|restart|new|get|set|add|remove|copy|move|rename|out|test|convertto|register|enter|import|write|select|expand|compress|resolve)-[a-z]/;
@@ -74,8 +108,10 @@ const CMDLET_STATEMENT = new RegExp(
 
 const RULES: readonly Rule[] = [
   {
+    // The loop variable is `%` and any one character in a batch file's eyes (`%i`, `%_`, `%]`);
+    // a longer name (`%variable`) is how the manual writes it.
     re:
-      /\bfor\s+(?:\/[dlfr]\s+(?:"[^"]{0,200}"\s+)?(?:\S{1,64}\s+)?)?%%?[a-z]\s+in\s*\([^)]{0,400}\)\s*do\b/i,
+      /\bfor\s+(?:\/[dlfr]\s+(?:"[^"]{0,200}"\s+)?(?:[^%\s]\S{0,63}\s+)?)?%%?[^\s%]{1,32}\s+in\s*\([^)]{0,400}\)\s*do\b/i,
     score: 92,
     rule: "cmdi.windows_for",
   },
@@ -136,6 +172,10 @@ export function judgeWindows(text: string): WindowsHit | undefined {
     if (best !== undefined && best.score >= r.score) continue;
     const m = r.re.exec(text);
     if (m !== null) best = { score: r.score, rule: r.rule, at: m.index };
+  }
+  if ((best === undefined || best.score < 88) && text.indexOf("if") >= 0) {
+    const hit = judgeIf(text);
+    if (hit !== undefined) best = hit;
   }
   if (best === undefined || best.score < 85) {
     const statement = CMDLET_STATEMENT.exec(text);
