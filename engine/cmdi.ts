@@ -49,7 +49,7 @@ const FORK_BOMB = /([\w.:]{1,32})\s*\(\s*\)\s*\{\s*\1\s*\|\s*\1\s*&?\s*;?\s*\}/;
 const ALIAS = /(?:^|[;&|\n`(]\s*)alias\s+[^\s=;&|]{1,32}=/i;
 const TILDE = /^\s*~(?:[+-]\d*|(\d+))\s*$/;
 const HISTORY = /^\s*!-\d+(?:!-?\d+)*\s*$/;
-const DOT_COMMAND = /(?:^|[\n;])\s*\.(?:shell|system)\s+\S/;
+const DOT_COMMAND = /(?:^|[\n;]|\\n)\s*\.(?:shell|system)\s+\S/;
 /**
  * Bash parameter expansion with an operator (`${x#pattern}`, `${PATH##*:}`, `${v^^}`,
  * `${!prefix*}`): no template language writes these. The default forms (`${PORT:-8080}`)
@@ -308,12 +308,14 @@ function judgeCommand(scan: Scan, from: number, ctx: Context): number {
     if (!isSpace(after) && !endsSegment(after) && after === after) return 0;
   }
   // `sudo`, `busybox`, `env` run the command that follows them: judge that one.
-  while (RUNNER_COMMANDS.has(word.name) && ctx !== "start") {
+  let ran = false;
+  while (RUNNER_COMMANDS.has(word.name)) {
     let q = word.end;
     while (q < s.length && isSpace(s.charCodeAt(q))) q++;
     const next = readWord(scan, q);
     if (next === undefined || commandKind(next.name) === undefined || next.end === q) break;
     word = next;
+    ran = true;
   }
   const kind = commandKind(word.name);
   if (kind === undefined) return 0;
@@ -332,6 +334,9 @@ function judgeCommand(scan: Scan, from: number, ctx: Context): number {
       if (segEnd !== s.length) return 0;
       // `/bin/ab`, `bin/ansible`: a program named by its path is the whole value.
       if (BARE_AT_START.has(word.name)) return 72;
+      // `time bsdtar`: a runner in front shows the distinct word is a program it runs.
+      if (ran && distinct) return 76;
+      if (isCompound(word.name)) return 60;
       return word.path && PROGRAM_PATH.test(s.slice(p, word.end)) ? 75 : 0;
     }
     if (!distinct && !BARE_COMMANDS.has(word.name)) return 30;
@@ -380,7 +385,7 @@ function judgeCommand(scan: Scan, from: number, ctx: Context): number {
   // `sleep 5`, `ping 10.0.0.1` as the whole value; quoted strings alone prove nothing.
   if (all && NUMERIC_COMMANDS.has(word.name) && DIGIT.test(head)) return 72;
   if (first === 2) return 55;
-  return compound && ctx === "start" ? 60 : 0;
+  return (compound || (distinct && flagged)) && ctx === "start" ? 60 : 0;
 }
 
 /**

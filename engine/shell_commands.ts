@@ -232,11 +232,11 @@ const COMMON = [
 
 /** Every known command name, mapped to how telling it is on its own (this file's kinds win). */
 export const COMMANDS: ReadonlyMap<string, CommandKind> = new Map<string, CommandKind>([
+  ...TOOL_FAMILIES.map((name) => [name, "common"] as const),
   ...UNIX_COMMON.map((name) => [name, "common"] as const),
   ...WINDOWS_COMMON.map((name) => [name, "common"] as const),
   ...UNIX_DISTINCT.map((name) => [name, "distinct"] as const),
   ...WINDOWS_DISTINCT.map((name) => [name, "distinct"] as const),
-  ...TOOL_FAMILIES.map((name) => [name, "common"] as const),
   ...DISTINCT.map((name) => [name, "distinct"] as const),
   ...COMMON.map((name) => [name, "common"] as const),
 ]);
