@@ -78,7 +78,7 @@ const SEPARATOR = /[;|&`\n\r]|\$\(|[<>]\(|\\[nr]|\$\{?ifs|\{[\w./~?*-]*,/i;
  * word netcat is, or every "once" and "since" of a text would run them all).
  */
 const SPECIAL_HINT = factorAlternation(
-  /\/dev\/|sh\s+-i|sh,-c,|\bnc(?:at)?\s|mkfifo|>&|comspec|cmd|powershell|iex|invoke-|--[a-z]|-o\s*[pl]/i,
+  /\/dev\/|sh\s+-i|sh,-c,|-exec|begin|-tt?\s|\bnc(?:at)?\s|mkfifo|>&|comspec|cmd|powershell|iex|invoke-|--[a-z]|-o\s*[pl]/i,
 );
 const IFS_TRICK = /\$\{?ifs\}?|\$\{path:0:1\}|\$\{home:0:1\}/i;
 const WINDOWS_SHELL =
@@ -118,6 +118,16 @@ export const BARE_AT_START: ReadonlySet<string> = new Set([
 /** Commands whose argument is a count or a duration. */
 const NUMERIC_COMMANDS: ReadonlySet<string> = new Set(["sleep", "ping", "timeout"]);
 const DIGIT = /^\d/;
+
+/** A library entry point (`x.dll,Entry`) or an executable or script file. */
+const PROGRAM_FILE = /\.dll,|^[\w.\\/:~-]+\.(?:exe|bat|cmd|ps1|vbs|vbe|hta|scr|msi|dll|cpl|sct)$/;
+
+/**
+ * Options of common programs that run a command (GTFOBins shapes): `tar --checkpoint-action=
+ * exec=`, `find -exec ... ;`, `awk 'BEGIN {system(...)}'`, `zip -TT`, `rsync -e`.
+ */
+const RUNS_OPTION =
+  /--checkpoint-action\s*=\s*exec|--to-command\s*=|--use-compress-program\s*=|(?:^|\s)-exec(?:dir)?\s+\S[^\n]{0,200}?(?:\\;|\s\+)(?:\s|$)|\bbegin\s*\{\s*system\s*\(|(?:^|\s)-tt?\s+['"]?(?:sh|bash)\b/i;
 
 /** A switch glued to a Windows command (`bcdboot/r`, `cmd/c`, `ipconfig/all`). */
 const GLUED_SWITCH = /^\/[a-z?]{1,12}$/;
@@ -188,6 +198,9 @@ function argStrength(arg: string, command: string): number {
   if (/^[a-z]:(?:$|[\\/a-z%])/.test(arg)) return 2;
   if (/^\.\.?\//.test(arg) || /^[a-z][a-z0-9+.-]*:\/\//.test(arg)) return 2;
   if (/^\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?$/.test(arg)) return 2;
+  // `shell32.dll,Control_RunDLL`: an entry point of a library, as rundll32 takes it; a program
+  // or script file to start (`calc.exe`, `a.ps1`).
+  if (PROGRAM_FILE.test(arg)) return 2;
   const sub = SUBCOMMANDS.get(command);
   if (sub !== undefined && sub.has(arg)) return 2;
   if (NETWORK_COMMANDS.has(command) && HOST_NAME.test(arg)) return 2;
@@ -326,7 +339,8 @@ function judgeCommand(scan: Scan, from: number, ctx: Context): number {
   // `/usr/bin/id` names a program by its path: no prose does that.
   const distinct = kind === "distinct" || word.path;
   const closed = ctx === "subst" && (s.charCodeAt(segEnd) === 96 || s.charCodeAt(segEnd) === 41);
-  if (args.start >= segEnd) {
+  // `;id #`: a comment ends the command's arguments.
+  if (args.start >= segEnd || s.charCodeAt(args.start) === 35) {
     if (closed) return distinct ? 90 : 85;
     const tail = tailIsShell(scan, segEnd);
     if (ctx === "param") return distinct ? 85 : 30;
@@ -362,7 +376,7 @@ function judgeCommand(scan: Scan, from: number, ctx: Context): number {
   let flagged = first === 2;
   for (let n = 0; n < MAX_JUDGED_ARGS && (all || !flagged); n++) {
     const arg = args.next();
-    if (arg === undefined) break;
+    if (arg === undefined || arg.charCodeAt(0) === 35) break;
     const strength = argStrength(arg, word.name);
     if (strength === 0) all = false;
     else if (strength === 2) flagged = true;
@@ -478,7 +492,7 @@ export function cmdi(value: DetectorInput): Finding | undefined {
   best = shellSyntax(value, text);
   if (SPECIAL_HINT.test(text)) {
     const special = REVERSE_SHELL.exec(text) ?? WINDOWS_SHELL.exec(text) ??
-      COMMAND_OPTION.exec(text);
+      COMMAND_OPTION.exec(text) ?? RUNS_OPTION.exec(text);
     if (special !== null) {
       best = makeFinding(value, "rce", 92, "cmdi.shell_exploit", text, special.index);
     }

@@ -331,6 +331,29 @@ export const SUBCOMMANDS: ReadonlyMap<string, ReadonlySet<string>> = new Map([
   ["reg", new Set(["add", "query", "delete", "export", "import", "save", "load"])],
   ["sc", new Set(["query", "create", "config", "start", "stop", "delete", "qc"])],
   ["netsh", new Set(["firewall", "advfirewall", "interface", "wlan", "winhttp", "http"])],
+  [
+    "wmic",
+    new Set([
+      "process",
+      "os",
+      "useraccount",
+      "service",
+      "startup",
+      "qfe",
+      "share",
+      "nicconfig",
+      "product",
+      "computersystem",
+      "logicaldisk",
+      "shadowcopy",
+      "group",
+      "bios",
+    ]),
+  ],
+  ["vssadmin", new Set(["delete", "list", "create", "resize"])],
+  ["wevtutil", new Set(["cl", "clear-log", "el", "qe", "gl", "sl", "epl"])],
+  ["fsutil", new Set(["file", "fsinfo", "usn", "behavior", "hardlink", "reparsepoint"])],
+  ["bcdedit", new Set(["/set", "/enum", "/delete", "/deletevalue", "/copy"])],
 ]);
 
 /**

@@ -27,10 +27,46 @@ const BRACE_LIST = /([\w./-]*)\{((?:[\w./~?*-]*,)+[\w./~?*-]*)\}([\w./-]*)/g;
 // deno-lint-ignore no-control-regex -- terminal escapes hide the command that follows
 const ANSI = /\u001b\[[0-9;]*[a-z]?/g;
 
+/** A shell variable assignment at a command position: `a=c`, `x=$'cat\x20/etc/passwd'`. */
+const ASSIGNMENT =
+  /(?:^|[;&|\n]\s*)([a-z_]\w{0,31})=(\$'[^']{0,256}'|'[^']{0,256}'|"[^"]{0,256}"|[^\s;&|'"`$]{0,256})/g;
+const VARIABLE = /\$\{?([a-z_]\w{0,31})\}?/g;
+const ANSI_C_ESCAPE = /\\x([0-9a-f]{2})|\\([0-7]{1,3})/g;
+/** Assignments read from one value: a command is rarely built from more. */
+const MAX_VARIABLES = 16;
+
+/** The value an assignment gives, its quotes removed and `$'...'` escapes decoded. */
+function assigned(raw: string): string {
+  if (raw.startsWith("$'")) {
+    return raw.slice(2, -1).replace(
+      ANSI_C_ESCAPE,
+      (_m, hex: string | undefined, octal: string | undefined) =>
+        String.fromCharCode(hex !== undefined ? parseInt(hex, 16) : parseInt(octal ?? "0", 8)),
+    );
+  }
+  const q = raw.charCodeAt(0);
+  return q === 39 || q === 34 ? raw.slice(1, -1) : raw;
+}
+
+/**
+ * Replaces variables the value itself assigned by their values: `a=c;b=at;$a$b /etc/passwd`
+ * runs `cat`, whatever the words look like before.
+ */
+function substituteVariables(s: string): string {
+  const vars = new Map<string, string>();
+  for (const m of s.matchAll(ASSIGNMENT)) {
+    vars.set(m[1]!, assigned(m[2]!));
+    if (vars.size === MAX_VARIABLES) break;
+  }
+  if (vars.size === 0) return s;
+  return s.replace(VARIABLE, (m, name: string) => vars.get(name) ?? m);
+}
+
 /** Lower-cases the value and undoes quoting, escaping and expansion tricks. */
 export function deobfuscate(text: string): string {
   let s = text.toLowerCase();
   if (s.indexOf("\u001b") >= 0) s = s.replace(ANSI, "");
+  if (s.indexOf("$") >= 0 && s.indexOf("=") >= 0) s = substituteVariables(s);
   if (s.indexOf("$") >= 0) {
     s = s.replace(IFS, " ").replace(SUBSTRING, "/").replace(EMPTY_PARAM, "")
       .replace(PARAM_IN_WORD, "").replace(SHELL_VARIABLE, "sh");

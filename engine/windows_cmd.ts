@@ -19,7 +19,7 @@ export interface WindowsHit {
 
 /** Literals one of the rules needs (the text is lower-case); most values have none. */
 const HINTS = factorAlternation(
-  /%|@echo|::|for\s+[/%]|if[\s/(]|cmd|iex|iwr|irm|saps|sal |\.download|powershell|pwsh/,
+  /%|@echo|::|for\s+[/%]|if[\s/(]|env:|cmd|iex|iwr|irm|saps|sal |\.download|powershell|pwsh/,
 );
 /**
  * One operand of cmd.exe's `IF`: a variable (`%1`, `%var%`), a quoted, bracketed, braced or
@@ -106,6 +106,12 @@ const CMDLET_STATEMENT = new RegExp(
   "i",
 );
 
+/** A cmdlet opening the value with one or two arguments after it and nothing else. */
+const CMDLET_OPENS = new RegExp(
+  `^\\s*(?:${CMDLETS.join("|")})\\s+[\\w$"'.]\\S*(?:\\s+\\S+)?\\s*$`,
+  "i",
+);
+
 const RULES: readonly Rule[] = [
   {
     // The loop variable is `%` and any one character in a batch file's eyes (`%i`, `%_`, `%]`);
@@ -129,6 +135,19 @@ const RULES: readonly Rule[] = [
     rule: "cmdi.windows_variable",
   },
   { re: /%[a-z_]+:~-?\d+(?:,-?\d+)?%/i, score: 88, rule: "cmdi.windows_substring" },
+  {
+    // `%SystemRoot%\system32\calc.exe`: a program started by its path under a system variable.
+    re:
+      /%(?:comspec|systemroot|windir|programfiles|programdata|appdata|localappdata|temp|tmp|public)%[\\/][^\s"'<>]{0,200}\.(?:exe|bat|cmd|ps1|vbs|hta|dll|scr)\b/i,
+    score: 80,
+    rule: "cmdi.windows_program",
+  },
+  {
+    // PowerShell's environment drive: `$env:USERNAME`, `gci env:`.
+    re: /(?:^|[\s;|&(`"'])\$env:[a-z_][\w()]*|(?:^|[;|&]\s*)(?:gci|dir|ls|get-childitem)\s+env:/i,
+    score: 72,
+    rule: "cmdi.powershell_env",
+  },
   {
     re:
       /\b(?:powershell|pwsh)(?:\.exe)?\s+(?:[-/][a-z]{1,32}\s+(?:(?!-)[^\s-]\S{0,63}\s+)?){0,8}[-/](?:e|ec|en|enc|enco|encodedcommand)\s+[A-Za-z0-9+/=]{8,}/i,
@@ -184,7 +203,11 @@ export function judgeWindows(text: string): WindowsHit | undefined {
     }
     if (best === undefined) {
       const cmdlet = CMDLET.exec(text);
-      if (cmdlet !== null) return { score: 50, rule: "cmdi.powershell_cmdlet", at: cmdlet.index };
+      if (cmdlet !== null) {
+        // `Start-Process calc` opening the value is a statement; inside prose, a name.
+        const opens = CMDLET_OPENS.test(text);
+        return { score: opens ? 75 : 50, rule: "cmdi.powershell_cmdlet", at: cmdlet.index };
+      }
     }
   }
   return best;
