@@ -32,6 +32,8 @@ const MAX_CHARS = MAX_TEXT;
 /** Characters that can put a word in command position, or a start that could be one. */
 const GATE = /[;|&`$\n\r{]|\\n|[<>]\(|\(\s*\)|^\s*(?:['"]\s*)?[a-z/%~!]/i;
 
+/** `() {`: the opening every shell function definition has. */
+const FUNCTION_BODY = /\(\s*\)\s*\{/;
 const SHELLSHOCK = /\(\s*\)\s*\{\s*[:\w]*\s*;?\s*\}\s*;/;
 /**
  * A value that opens with a function definition (`() {`): what bash before 4.3 imported from
@@ -70,15 +72,29 @@ const REVERSE_SHELL =
 /** Options of git, ssh and friends that take a command to run (argument injection). */
 const COMMAND_OPTION =
   /(?:^|\s)(?:--(?:open-files-in-pager|upload-pack|receive-pack|exec|ext-diff)|-o\s*proxycommand|-o\s*localcommand)\s*=/i;
-/** Anything that opens a command position after the start of the value. */
-const SEPARATOR = /[;|&`\n\r]|\$\(|[<>]\(|\\[nr]|\$\{?ifs|\{[\w./~?*-]*,/i;
+/** Anything that opens a command position after the start of the value ({@link hasSeparator}). */
+const SEPARATOR_CHAR = /[;|&`\n\r]/;
+const SUBSTITUTION = /[$<>]\(/;
+const LITERAL_BREAK = /\\[nr]/i;
+const IFS_WORD = /\$\{?ifs/i;
+const BRACE_WORDS = /\{[\w./~?*-]*,/;
+
+/**
+ * The separators' alternatives one at a time, each only when its leading character is in
+ * the text: one alternation of them all was the scan's most expensive regex on long values.
+ */
+function hasSeparator(t: string): boolean {
+  return SEPARATOR_CHAR.test(t) || (t.indexOf("(") >= 0 && SUBSTITUTION.test(t)) ||
+    (t.indexOf("\\") >= 0 && LITERAL_BREAK.test(t)) || (t.indexOf("$") >= 0 && IFS_WORD.test(t)) ||
+    (t.indexOf("{") >= 0 && BRACE_WORDS.test(t));
+}
 
 /**
  * Literals one of the exploit-shape regexes needs; most values have none (`nc` only as the
  * word netcat is, or every "once" and "since" of a text would run them all).
  */
 const SPECIAL_HINT = factorAlternation(
-  /\/dev\/|sh\s+-i|sh,-c,|-exec|begin|-tt?\s|\bnc(?:at)?\s|mkfifo|>&|comspec|cmd|powershell|iex|invoke-|--[a-z]|-o\s*[pl]/i,
+  /\/dev\/|sh\s+-i|sh,-c,|-exec|\bnc(?:at)?\s|mkfifo|>&|comspec|cmd|powershell|iex|invoke-|--[a-z]|-o\s*[pl]/i,
 );
 const IFS_TRICK = /\$\{?ifs\}?|\$\{path:0:1\}|\$\{home:0:1\}/i;
 const WINDOWS_SHELL =
@@ -124,10 +140,10 @@ const PROGRAM_FILE = /\.dll,|^[\w.\\/:~-]+\.(?:exe|bat|cmd|ps1|vbs|vbe|hta|scr|m
 
 /**
  * Options of common programs that run a command (GTFOBins shapes): `tar --checkpoint-action=
- * exec=`, `find -exec ... ;`, `awk 'BEGIN {system(...)}'`, `zip -TT`, `rsync -e`.
+ * exec=`, `tar --to-command=`, `find -exec ... ;`.
  */
 const RUNS_OPTION =
-  /--checkpoint-action\s*=\s*exec|--to-command\s*=|--use-compress-program\s*=|(?:^|\s)-exec(?:dir)?\s+\S[^\n]{0,200}?(?:\\;|\s\+)(?:\s|$)|\bbegin\s*\{\s*system\s*\(|(?:^|\s)-tt?\s+['"]?(?:sh|bash)\b/i;
+  /--checkpoint-action\s*=\s*exec|--to-command\s*=|--use-compress-program\s*=|(?:^|\s)-exec(?:dir)?\s+\S[^\n]{0,200}?(?:\\;|\s\+)(?:\s|$)/i;
 
 /** A switch glued to a Windows command (`bcdboot/r`, `cmd/c`, `ipconfig/all`). */
 const GLUED_SWITCH = /^\/[a-z?]{1,12}$/;
@@ -374,7 +390,8 @@ function judgeCommand(scan: Scan, from: number, ctx: Context): number {
   const first = argStrength(head, word.name);
   let all = first > 0;
   let flagged = first === 2;
-  for (let n = 0; n < MAX_JUDGED_ARGS && (all || !flagged); n++) {
+  // Past the first plain word only a distinct name still looks for an option.
+  for (let n = 0; n < MAX_JUDGED_ARGS && (all || (distinct && !flagged)); n++) {
     const arg = args.next();
     if (arg === undefined || arg.charCodeAt(0) === 35) break;
     const strength = argStrength(arg, word.name);
@@ -426,7 +443,9 @@ function startsWithCommand(scan: Scan): boolean {
 
 /** Shell syntax that runs something whatever its words: aliases, tildes, history, dot commands. */
 function shellSyntax(value: DetectorInput, text: string): Finding | undefined {
-  const c0 = text.trimStart().charCodeAt(0);
+  let lead = 0;
+  while (lead < text.length && isSpace(text.charCodeAt(lead))) lead++;
+  const c0 = text.charCodeAt(lead);
   const tilde = c0 === 126 /* ~ */ ? TILDE.exec(text) : null;
   if (tilde !== null) {
     // `~+`, `~-1` name the directory stack; `~2` alone may also be an approximate number.
@@ -439,7 +458,7 @@ function shellSyntax(value: DetectorInput, text: string): Finding | undefined {
     const alias = ALIAS.exec(text);
     if (alias !== null) return makeFinding(value, "rce", 82, "cmdi.alias", text, alias.index);
   }
-  if (text.indexOf(".s") >= 0) {
+  if (text.indexOf(".shell") >= 0 || text.indexOf(".system") >= 0) {
     const dot = DOT_COMMAND.exec(text);
     if (dot !== null) return makeFinding(value, "rce", 85, "cmdi.dot_command", text, dot.index);
   }
@@ -478,7 +497,7 @@ export function cmdi(value: DetectorInput): Finding | undefined {
   const text = value.decoded.length > MAX_CHARS ? value.decoded.slice(0, MAX_CHARS) : value.decoded;
   if (!GATE.test(text)) return undefined;
   let best: Finding | undefined;
-  if (text.indexOf("()") >= 0 || text.indexOf("(") >= 0) {
+  if (text.indexOf("(") >= 0 && FUNCTION_BODY.test(text)) {
     const shellshock = SHELLSHOCK.exec(text);
     if (shellshock !== null) {
       return makeFinding(value, "rce", 97, "cmdi.shellshock", text, shellshock.index);
@@ -528,7 +547,7 @@ export function cmdi(value: DetectorInput): Finding | undefined {
     }
   }
   const startCtx: Context = COMMAND_PARAM.test(value.input.name) ? "param" : "start";
-  if (!SEPARATOR.test(text)) {
+  if (!hasSeparator(text)) {
     // No command position but the start: only the first words matter.
     const head = deobfuscate(text.length > 256 ? text.slice(0, 256) : text);
     const score = judgeCommand(new Scan(head), 0, startCtx);

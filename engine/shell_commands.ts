@@ -280,7 +280,6 @@ const VERSIONED: ReadonlySet<string> = new Set([
   "pip",
   "g++",
 ]);
-const VERSION_SUFFIX = /^([a-z+]+?)-?\d+(?:\.\d+)*$/;
 
 /**
  * How telling a command name is, including the names the lists spell by pattern: a member of
@@ -294,12 +293,16 @@ export function commandKind(name: string): CommandKind | undefined {
   if (known !== undefined) return known;
   const dash = name.indexOf("-");
   if (dash > 0 && dash < name.length - 1 && FAMILIES.has(name.slice(0, dash))) return "distinct";
-  const c = name.charCodeAt(name.length - 1);
-  if (c >= 48 && c <= 57) {
-    const base = VERSION_SUFFIX.exec(name)?.[1];
-    if (base !== undefined && VERSIONED.has(base)) return COMMANDS.get(base) ?? "common";
-  }
-  return undefined;
+  let end = name.length;
+  for (
+    let c = name.charCodeAt(end - 1);
+    (c >= 48 && c <= 57) || c === 46;
+    c = name.charCodeAt(--end - 1)
+  );
+  if (end === name.length || end === 0) return undefined;
+  if (name.charCodeAt(end - 1) === 45 /* - */) end--;
+  const base = name.slice(0, end);
+  return VERSIONED.has(base) ? COMMANDS.get(base) ?? "common" : undefined;
 }
 
 /** A name no English text spells: a distinct name with a dash, digit, underscore or `+`. */

@@ -21,9 +21,10 @@ const EMPTY_QUOTES = /''|""/g;
 const LITERAL_NEWLINE = /\\[nr]/g;
 /** cmd.exe's escape character inside a word (`w^h^o^a^m^i`). */
 const CARET_IN_WORD = /(?<=[a-z0-9])\^+(?=[a-z0-9])/g;
-const BACKSLASH_IN_WORD = /\\(?=[a-z0-9])/g;
+/** A backslash before a letter, digit or backtick (`c\at`, an escaped backtick): the shell drops it. */
+const BACKSLASH_IN_WORD = /\\(?=[a-z0-9`])/g;
 /** A brace expansion with what is glued to it: `{cat,/etc/passwd}`, `{l,-lh}s`, `{,ifconfig}`. */
-const BRACE_LIST = /([\w./-]*)\{((?:[\w./~?*-]*,)+[\w./~?*-]*)\}([\w./-]*)/g;
+const BRACE_LIST = /\{((?:[\w./~?*-]*,)+[\w./~?*-]*)\}/y;
 // deno-lint-ignore no-control-regex -- terminal escapes hide the command that follows
 const ANSI = /\u001b\[[0-9;]*[a-z]?/g;
 
@@ -77,17 +78,42 @@ export function deobfuscate(text: string): string {
     s = s.replace(EMPTY_QUOTES, "").replace(QUOTE_IN_WORD, "");
   }
   if (s.indexOf("{") >= 0) {
-    s = s.replace(BRACE_LIST, expandBraces);
+    s = expandBraces(s);
   }
   return s;
 }
 
-/** Bash's expansion of one brace list: every element between the text glued on both sides. */
-function expandBraces(_m: string, before: string, list: string, after: string): string {
-  const words: string[] = [];
-  for (const element of list.split(",")) {
-    const word = before + element + after;
-    if (word.length > 0) words.push(word);
+/** Characters of the words glued to a brace list (`{l,-lh}s`, `x{a,b}`). */
+function isGlued(c: number): boolean {
+  return (c >= 97 && c <= 122) || (c >= 48 && c <= 57) || c === 95 || c === 46 || c === 47 ||
+    c === 45;
+}
+
+/**
+ * Bash's expansion of brace lists: every element between the text glued on both sides
+ * (`{l,-lh}s` is `ls -lhs`). Each `{` is tried where it stands, so the scan stays linear.
+ */
+function expandBraces(s: string): string {
+  let out = "";
+  let copied = 0;
+  for (let at = s.indexOf("{"); at >= 0; at = s.indexOf("{", at + 1)) {
+    BRACE_LIST.lastIndex = at;
+    const m = BRACE_LIST.exec(s);
+    if (m === null) continue;
+    let start = at;
+    while (start > copied && isGlued(s.charCodeAt(start - 1))) start--;
+    let end = BRACE_LIST.lastIndex;
+    while (end < s.length && isGlued(s.charCodeAt(end))) end++;
+    const before = s.slice(start, at);
+    const after = s.slice(BRACE_LIST.lastIndex, end);
+    const words: string[] = [];
+    for (const element of m[1]!.split(",")) {
+      const word = before + element + after;
+      if (word.length > 0) words.push(word);
+    }
+    out += s.slice(copied, start) + words.join(" ");
+    copied = end;
+    at = end - 1;
   }
-  return words.join(" ");
+  return copied === 0 ? s : out + s.slice(copied);
 }

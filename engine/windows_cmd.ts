@@ -19,7 +19,7 @@ export interface WindowsHit {
 
 /** Literals one of the rules needs (the text is lower-case); most values have none. */
 const HINTS = factorAlternation(
-  /%|@echo|::|for\s+[/%]|if[\s/(]|env:|cmd|iex|iwr|irm|saps|sal |\.download|powershell|pwsh/,
+  /%|@echo|::|for\s+[/%]|if\s+(?:not|exist|errorlevel|defined|\/i|%|")|env:|cmd|iex|iwr|irm|saps|sal |\.download|powershell|pwsh/,
 );
 /**
  * One operand of cmd.exe's `IF`: a variable (`%1`, `%var%`), a quoted, bracketed, braced or
@@ -41,6 +41,20 @@ const IF_COMPARE = new RegExp(
 const IF_CONDITION =
   /(?:^|[&|;(\n])\s*@?if\s*(?:\/i\s*)?(?:not\s+)?(?:errorlevel\s+\d+|exist\s+\S+|defined\s+\S+)\s+\S/i;
 const VARIABLE = /%[^%\s]{1,32}%|%\d/;
+
+/** Whether some `if` opens the value or follows a separator, found without a regex pass. */
+function ifInCommandPosition(text: string): boolean {
+  for (let at = text.indexOf("if"); at >= 0; at = text.indexOf("if", at + 2)) {
+    const after = text.charCodeAt(at + 2);
+    if (after !== 32 && after !== 9 && after !== 47 && after !== 40) continue;
+    let p = at - 1;
+    while (p >= 0 && (text.charCodeAt(p) === 32 || text.charCodeAt(p) === 9)) p--;
+    if (p >= 0 && text.charCodeAt(p) === 64 /* @ */) p--;
+    const c = p < 0 ? 10 : text.charCodeAt(p);
+    if (c === 10 || c === 38 || c === 124 || c === 59 || c === 40) return true;
+  }
+  return false;
+}
 
 /**
  * Judges cmd.exe's `IF` statement: a comparison followed by a command, or one whose operand
@@ -106,6 +120,10 @@ const CMDLET_STATEMENT = new RegExp(
   "i",
 );
 
+/** PowerShell's environment drive: `$env:USERNAME`, `gci env:`. */
+const ENV_DRIVE =
+  /(?:^|[\s;|&(`"'])\$env:[a-z_][\w()]*|(?:^|[;|&]\s*)(?:gci|dir|ls|get-childitem)\s+env:/i;
+
 /** A cmdlet opening the value with one or two arguments after it and nothing else. */
 const CMDLET_OPENS = new RegExp(
   `^\\s*(?:${CMDLETS.join("|")})\\s+[\\w$"'.]\\S*(?:\\s+\\S+)?\\s*$`,
@@ -141,12 +159,6 @@ const RULES: readonly Rule[] = [
       /%(?:comspec|systemroot|windir|programfiles|programdata|appdata|localappdata|temp|tmp|public)%[\\/][^\s"'<>]{0,200}\.(?:exe|bat|cmd|ps1|vbs|hta|dll|scr)\b/i,
     score: 80,
     rule: "cmdi.windows_program",
-  },
-  {
-    // PowerShell's environment drive: `$env:USERNAME`, `gci env:`.
-    re: /(?:^|[\s;|&(`"'])\$env:[a-z_][\w()]*|(?:^|[;|&]\s*)(?:gci|dir|ls|get-childitem)\s+env:/i,
-    score: 72,
-    rule: "cmdi.powershell_env",
   },
   {
     re:
@@ -185,16 +197,18 @@ const RULES: readonly Rule[] = [
  * @returns the strongest hit, or undefined
  */
 export function judgeWindows(text: string): WindowsHit | undefined {
-  if (!mayBeWindows(text)) return undefined;
-  let best: WindowsHit | undefined;
+  // `if` is a common word: its grammar is read apart from the other rules' hints.
+  const condition = ifInCommandPosition(text) ? judgeIf(text) : undefined;
+  if (!mayBeWindows(text)) return condition;
+  let best: WindowsHit | undefined = condition;
+  const env = text.indexOf("env:") >= 0 ? ENV_DRIVE.exec(text) : null;
+  if (env !== null && (best === undefined || best.score < 72)) {
+    best = { score: 72, rule: "cmdi.powershell_env", at: env.index };
+  }
   for (const r of RULES) {
     if (best !== undefined && best.score >= r.score) continue;
     const m = r.re.exec(text);
     if (m !== null) best = { score: r.score, rule: r.rule, at: m.index };
-  }
-  if ((best === undefined || best.score < 88) && text.indexOf("if") >= 0) {
-    const hit = judgeIf(text);
-    if (hit !== undefined) best = hit;
   }
   if (best === undefined || best.score < 85) {
     const statement = CMDLET_STATEMENT.exec(text);
