@@ -9,6 +9,7 @@
  */
 
 import { factorAlternation } from "./regex_factor.ts";
+import { POWERSHELL_CMDLETS } from "./command_words.ts";
 
 /** A Windows verdict: score, rule and where the evidence starts. */
 export interface WindowsHit {
@@ -69,9 +70,19 @@ function judgeIf(text: string): WindowsHit | undefined {
   return { score: 88, rule: "cmdi.windows_if", at: compare.index };
 }
 
-/** A PowerShell verb before its noun. */
-const CMDLET_VERB =
-  /\b(?:invoke|start|stop|restart|new|get|set|add|remove|copy|move|rename|out|test|convertto|register|enter|import|write|select|expand|compress|resolve)-[a-z]/;
+/** A PowerShell verb before its noun: the verbs of the cmdlets below. */
+const CMDLET_VERB = new RegExp(
+  `\\b(?:${
+    [
+      ...new Set([
+        ...POWERSHELL_CMDLETS.map((c) => c.slice(0, c.indexOf("-"))),
+        "expand",
+        "compress",
+        "resolve",
+      ]),
+    ].join("|")
+  })-[a-z]`,
+);
 
 function mayBeWindows(lower: string): boolean {
   return HINTS.test(lower) || (lower.indexOf("-") >= 0 && CMDLET_VERB.test(lower));
@@ -83,7 +94,7 @@ interface Rule {
   readonly rule: string;
 }
 
-/** PowerShell cmdlets that read, run, fetch or change something; none is an English word. */
+/** PowerShell cmdlets: patterns for attack tooling the list lacks, then every cmdlet of the list. */
 const CMDLETS = [
   "invoke-(?:expression|webrequest|restmethod|command|item|wmimethod|shellcode|mimikatz)",
   "start-(?:process|job|bitstransfer|service|sleep)",
@@ -110,6 +121,7 @@ const CMDLETS = [
   "expand-archive",
   "compress-archive",
   "resolve-dnsname",
+  ...POWERSHELL_CMDLETS,
 ];
 const CMDLET = new RegExp(`(?:^|[\\s;|&({'"\`$])(${CMDLETS.join("|")})(?=$|[\\s;|&)}'"\`(])`, "i");
 /** A cmdlet followed by a parameter, a pipe or an argument: a PowerShell statement. */
