@@ -112,7 +112,7 @@ const WRAPPER =
 const NUL_TRUNCATION = /\.[a-z0-9]{1,5}(?:%00|%2500|\\0|\\x00|\\u0000)(?:$|[./\\a-z0-9#;%])/i;
 
 /** Parameter names that suggest the value is handed to a file API. */
-const FILE_PARAM =
+export const FILE_PARAM =
   /(?:^|[^a-z])(?:file|path|page|include|inc|template|tpl|doc|document|folder|dir|load|read|view|show|lang|locale|download|filename|src|source|conf|config|style|layout|module|cat|action|content)(?:$|[^a-z])/i;
 
 /** `../` spelled in base64 (`Li4v`), so a base64 parameter hides nothing. */
