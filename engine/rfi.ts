@@ -33,11 +33,11 @@ function slash(escape: string): string {
  * octal escape, which a UNC path to an address begins with.
  */
 function smbPath(text: string): RegExpExecArray | undefined {
-  if (text.indexOf("\\\\") < 0 && text.indexOf("smb:") < 0 && text.indexOf("SMB:") < 0) {
-    return undefined;
-  }
-  return SMB_PATH.exec(text) ?? undefined;
+  return SMB_LEAD.test(text) ? SMB_PATH.exec(text) ?? undefined : undefined;
 }
+
+/** How an SMB path or an escaped one starts (the path is the whole value): looked at once. */
+const SMB_LEAD = /^\s*["']?(?:\\|smb:|%5c)/i;
 
 /**
  * Reports a fetchable URL scheme followed by question marks, and SMB paths to remote shares.
@@ -51,8 +51,8 @@ export function rfiProbe(value: DetectorInput): Finding | undefined {
     return makeFinding(value, "rfi", 72, "rfi.cut_scheme", text, 0);
   }
   const raw = value.raw;
-  const escaped = raw.indexOf("%5c") >= 0 || raw.indexOf("%5C") >= 0 || raw.indexOf("\\") >= 0;
-  const smb = smbPath(text) ?? (escaped ? smbPath(raw.replace(ESCAPED_SLASH, slash)) : undefined);
+  const smb = smbPath(text) ??
+    (SMB_LEAD.test(raw) ? smbPath(raw.replace(ESCAPED_SLASH, slash)) : undefined);
   if (smb === undefined) return undefined;
   // An intranet share named by host is a file server; by address, or reaching a script, an
   // include from elsewhere.
