@@ -12,12 +12,14 @@ import type { DetectorInput, Finding } from "./types.ts";
 import { makeFinding, stronger } from "./make_finding.ts";
 import { MAX_TEXT } from "./limits.ts";
 import {
-  COMMANDS,
+  commandKind,
   FILE_COMMANDS,
+  isCompound,
   META_COMMANDS,
   NETWORK_COMMANDS,
   RUNNER_COMMANDS,
   SUBCOMMANDS,
+  WINDOWS_NAMES,
 } from "./shell_commands.ts";
 import { judgeWindows } from "./windows_cmd.ts";
 import { deobfuscate } from "./shell_deobfuscate.ts";
@@ -28,23 +30,71 @@ import { factorAlternation } from "./regex_factor.ts";
 const MAX_CHARS = MAX_TEXT;
 
 /** Characters that can put a word in command position, or a start that could be one. */
-const GATE = /[;|&`$\n\r{]|\\n|^\s*(?:['"]\s*)?[a-z/%]/i;
+const GATE = /[;|&`$\n\r{]|\\n|[<>]\(|\(\s*\)|^\s*(?:['"]\s*)?[a-z/%~!]/i;
 
+/** `() {`: the opening every shell function definition has. */
+const FUNCTION_BODY = /\(\s*\)\s*\{/;
 const SHELLSHOCK = /\(\s*\)\s*\{\s*[:\w]*\s*;?\s*\}\s*;/;
+/**
+ * A value that opens with a function definition (`() {`): what bash before 4.3 imported from
+ * any environment variable, so CGI headers, parameters and keys carried Shellshock. Nothing
+ * else starts a value that way (an arrow function is `() =>`).
+ */
+const SHELLSHOCK_START = /^\s*\(\s*\)\s*\{/;
+/** A fork bomb: a function that pipes itself into itself in the background (`:(){ :|:& };:`). */
+const FORK_BOMB = /([\w.:]{1,32})\s*\(\s*\)\s*\{\s*\1\s*\|\s*\1\s*&?\s*;?\s*\}/;
+/**
+ * Shell syntax that is command execution whatever the words: an `alias` definition, a
+ * directory-stack tilde (`~+`, `~-2`) or a history reference (`!-1`) forming the value, and
+ * the SQLite shell's `.shell` and `.system` dot commands at a line start.
+ */
+const ALIAS = /(?:^|[;&|\n`(]\s*)alias\s+[^\s=;&|]{1,32}=/i;
+const TILDE = /^\s*~(?:[+-]\d*|(\d+))\s*$/;
+const HISTORY = /^\s*!-\d+(?:!-?\d+)*\s*$/;
+const DOT_COMMAND = /(?:^|[\n;]|\\n)\s*\.(?:shell|system)\s+\S/;
+/**
+ * Bash parameter expansion with an operator (`${x#pattern}`, `${PATH##*:}`, `${v^^}`,
+ * `${!prefix*}`): no template language writes these. The default forms (`${PORT:-8080}`)
+ * also appear in configuration, so they are a medium signal.
+ */
+const PARAM_EXPANSION = /\$\{(?:#?[a-z_]\w*(?:\[[^\]]*\])?(?:##?|%%|\^\^?|,,)|![a-z_]\w*[@*]?\})/i;
+const PARAM_DEFAULT = /\$\{[a-z_]\w*:[-=?+]/i;
+/**
+ * Parameter names that hand their value to a shell or a program's argument list: at the start
+ * of such a value a command word stands in command position as surely as after `;`.
+ */
+const COMMAND_PARAM =
+  /(?:^|[^a-z])(?:cmd|cmds|command|commands|exec|execute|run|shell|code|arg|args|argv|rce|cli|sh|bash)(?:$|[^a-z])/i;
+/** A brace expansion opening the value (`{,ifconfig}`, `{l,-lh}s`): it builds a command word. */
+const BRACE_START = /^\s*[\w./-]*\{[\w./~?*-]*,/;
 const REVERSE_SHELL =
-  /\/dev\/(?:tcp|udp)\/|\b(?:ba|z|k)?sh\s+-i\b|\bnc(?:at)?\s+(?:-\w+\s+)*-[a-z]*e\s|\bmkfifo\s|[0-9]>&[0-9]?\s*$|-e\s+\/bin\/(?:ba)?sh\b/i;
+  /(?:^|[\s"'=])(?:ba|da|k|z)?sh,-c,|\/dev\/(?:tcp|udp)\/|\b(?:ba|z|k)?sh\s+-i\b|\bnc(?:at)?\s+(?:-\w+\s+)*-[a-z]*e\s|\bmkfifo\s|[0-9]>&[0-9]?\s*$|-e\s+\/bin\/(?:ba)?sh\b/i;
 /** Options of git, ssh and friends that take a command to run (argument injection). */
 const COMMAND_OPTION =
   /(?:^|\s)(?:--(?:open-files-in-pager|upload-pack|receive-pack|exec|ext-diff)|-o\s*proxycommand|-o\s*localcommand)\s*=/i;
-/** Anything that opens a command position after the start of the value. */
-const SEPARATOR = /[;|&`\n\r]|\$\(|\\[nr]|\$\{?ifs|\{[a-z/][\w./-]*,/i;
+/** Anything that opens a command position after the start of the value ({@link hasSeparator}). */
+const SEPARATOR_CHAR = /[;|&`\n\r]/;
+const SUBSTITUTION = /[$<>]\(/;
+const LITERAL_BREAK = /\\[nr]/i;
+const IFS_WORD = /\$\{?ifs/i;
+const BRACE_WORDS = /\{[\w./~?*-]*,/;
+
+/**
+ * The separators' alternatives one at a time, each only when its leading character is in
+ * the text: one alternation of them all was the scan's most expensive regex on long values.
+ */
+function hasSeparator(t: string): boolean {
+  return SEPARATOR_CHAR.test(t) || (t.indexOf("(") >= 0 && SUBSTITUTION.test(t)) ||
+    (t.indexOf("\\") >= 0 && LITERAL_BREAK.test(t)) || (t.indexOf("$") >= 0 && IFS_WORD.test(t)) ||
+    (t.indexOf("{") >= 0 && BRACE_WORDS.test(t));
+}
 
 /**
  * Literals one of the exploit-shape regexes needs; most values have none (`nc` only as the
  * word netcat is, or every "once" and "since" of a text would run them all).
  */
 const SPECIAL_HINT = factorAlternation(
-  /\/dev\/|sh\s+-i|\bnc(?:at)?\s|mkfifo|>&|comspec|cmd|powershell|iex|invoke-|--[a-z]|-o\s*[pl]/i,
+  /\/dev\/|sh\s+-i|sh,-c,|-exec|\bnc(?:at)?\s|mkfifo|>&|comspec|cmd|powershell|iex|invoke-|--[a-z]|-o\s*[pl]/i,
 );
 const IFS_TRICK = /\$\{?ifs\}?|\$\{path:0:1\}|\$\{home:0:1\}/i;
 const WINDOWS_SHELL =
@@ -85,6 +135,26 @@ export const BARE_AT_START: ReadonlySet<string> = new Set([
 const NUMERIC_COMMANDS: ReadonlySet<string> = new Set(["sleep", "ping", "timeout"]);
 const DIGIT = /^\d/;
 
+/** A library entry point (`x.dll,Entry`) or an executable or script file. */
+const PROGRAM_FILE = /\.dll,|^[\w.\\/:~-]+\.(?:exe|bat|cmd|ps1|vbs|vbe|hta|scr|msi|dll|cpl|sct)$/;
+
+/**
+ * Options of common programs that run a command (GTFOBins shapes): `tar --checkpoint-action=
+ * exec=`, `tar --to-command=`, `find -exec ... ;`.
+ */
+const RUNS_OPTION =
+  /--checkpoint-action\s*=\s*exec|--to-command\s*=|--use-compress-program\s*=|(?:^|\s)-exec(?:dir)?\s+\S[^\n]{0,200}?(?:\\;|\s\+)(?:\s|$)/i;
+
+/** A switch glued to a Windows command (`bcdboot/r`, `cmd/c`, `ipconfig/all`). */
+const GLUED_SWITCH = /^\/[a-z?]{1,12}$/;
+/** A redirection operator standing alone. */
+const LONE_ANGLE = /^[<>]{1,2}$/;
+/** A program named by its path alone: `/bin/ab`, `bin/ansible`, `/usr/[a-z]in/bash`. */
+const PROGRAM_PATH = /^(?:\/|(?:s?bin|usr)\/)[\w/?*[\]!.+-]*$/;
+
+/** Arguments after the first that are read for their strength. */
+const MAX_JUDGED_ARGS = 8;
+
 /** A mode `chmod` takes: `+x`, `u+rwx`, `755`, `4755`. */
 const CHMOD_MODE = /^(?:[ugoa]*[-+=][rwxXst]+|[0-7]{3,4})$/;
 
@@ -111,7 +181,7 @@ const PATH_ARG = /^(?:\/|[a-z]:|%[a-z_]+%|~\/)/;
  * `&` with no space (amp: also a query-string separator), at the value's start, or opening a
  * substitution (`` `id` ``, `$(id)`), which runs whatever follows its closing character.
  */
-type Context = "strong" | "line" | "amp" | "start" | "subst";
+type Context = "strong" | "line" | "amp" | "start" | "subst" | "param";
 
 function isSpace(c: number): boolean {
   return c === 32 || c === 9 || c === 11 || c === 12;
@@ -139,17 +209,21 @@ function argStrength(arg: string, command: string): number {
   if (c0 === 45 /* - */) return /^--?[a-z0-9]/.test(arg) ? 2 : 0;
   if (c0 === 47 /* / */) return 2;
   if (c0 === 126 /* ~ */ || c0 === 36 /* $ */ || c0 === 37 /* % */ || c0 === 42 /* * */) return 2;
-  if (c0 === 62 || c0 === 60) return 2;
+  // A lone `>` is as often a prompt (`mysql> select`) as a redirection without its file.
+  if (c0 === 62 || c0 === 60) return LONE_ANGLE.test(arg) ? 1 : 2;
   if (/^[a-z]:(?:$|[\\/a-z%])/.test(arg)) return 2;
   if (/^\.\.?\//.test(arg) || /^[a-z][a-z0-9+.-]*:\/\//.test(arg)) return 2;
   if (/^\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?$/.test(arg)) return 2;
+  // `shell32.dll,Control_RunDLL`: an entry point of a library, as rundll32 takes it; a program
+  // or script file to start (`calc.exe`, `a.ps1`).
+  if (PROGRAM_FILE.test(arg)) return 2;
   const sub = SUBCOMMANDS.get(command);
   if (sub !== undefined && sub.has(arg)) return 2;
   if (NETWORK_COMMANDS.has(command) && HOST_NAME.test(arg)) return 2;
   if (/^\d+(?:\.\d+)?[smhd]?$/.test(arg)) return 1;
   if (c0 === 39 || c0 === 34) return 1;
   if (FILE_COMMANDS.has(command) && /^[\w.-]+\.[a-z0-9]{1,5}$/.test(arg)) return 1;
-  if (META_COMMANDS.has(command) && COMMANDS.has(arg)) return 1;
+  if (META_COMMANDS.has(command) && commandKind(arg) !== undefined) return 1;
   if (command === "chmod" && CHMOD_MODE.test(arg)) return 1;
   if (arg.indexOf("*") >= 0) return 2;
   return 0;
@@ -168,10 +242,22 @@ function readWord(
   const slash = word.lastIndexOf("/");
   if (slash >= 0) {
     const last = word.slice(slash + 1);
+    // `bcdboot/r`, `cmd/c`: cmd.exe reads a switch glued to the command name.
+    const first = word.indexOf("/");
+    if (
+      first > 0 && WINDOWS_NAMES.has(word.slice(0, first)) && GLUED_SWITCH.test(word.slice(first))
+    ) {
+      return { name: word.slice(0, first), end: from + first, path: false };
+    }
     // `/usr/bin/id` names a program; `curl/7.68` (a user agent) and `/api/ping` do not.
     if (word.indexOf("bin/") < 0 && word.indexOf("system32/") < 0) {
-      // `/???/c?t`, `/b*/n[c]`: the shell expands a wildcard path before it runs it.
-      const globbed = GLOB.test(word) ? scan.globbed(last) : undefined;
+      // `/???/c?t`, `/b*/n[c]`, `/bi[n]/bash`: the shell expands a wildcard path first.
+      if (!GLOB.test(word)) return undefined;
+      const globbed = GLOB.test(last)
+        ? scan.globbed(last)
+        : commandKind(last) !== undefined
+        ? last
+        : undefined;
       return globbed === undefined ? undefined : { name: globbed, end, path: true };
     }
     // `/bin/c?t`: a wildcard in the program's own name is expanded the same way.
@@ -196,7 +282,7 @@ function tailIsShell(scan: Scan, segEnd: number): boolean {
     }
     if (c === 35 /* # */) return true;
     const next = readWord(scan, i);
-    return next !== undefined && COMMANDS.has(next.name);
+    return next !== undefined && commandKind(next.name) !== undefined;
   }
   return true;
 }
@@ -251,14 +337,16 @@ function judgeCommand(scan: Scan, from: number, ctx: Context): number {
     if (!isSpace(after) && !endsSegment(after) && after === after) return 0;
   }
   // `sudo`, `busybox`, `env` run the command that follows them: judge that one.
-  while (RUNNER_COMMANDS.has(word.name) && ctx !== "start") {
+  let ran = false;
+  while (RUNNER_COMMANDS.has(word.name)) {
     let q = word.end;
     while (q < s.length && isSpace(s.charCodeAt(q))) q++;
     const next = readWord(scan, q);
-    if (next === undefined || !COMMANDS.has(next.name) || next.end === q) break;
+    if (next === undefined || commandKind(next.name) === undefined || next.end === q) break;
     word = next;
+    ran = true;
   }
-  const kind = COMMANDS.get(word.name);
+  const kind = commandKind(word.name);
   if (kind === undefined) return 0;
   if (s.charCodeAt(word.end) === 61 /* = */) return 0; // `id=5` is an assignment or a pair
   if (ctx === "amp" && p === from && word.end === s.length) return kind === "distinct" ? 70 : 0;
@@ -267,10 +355,20 @@ function judgeCommand(scan: Scan, from: number, ctx: Context): number {
   // `/usr/bin/id` names a program by its path: no prose does that.
   const distinct = kind === "distinct" || word.path;
   const closed = ctx === "subst" && (s.charCodeAt(segEnd) === 96 || s.charCodeAt(segEnd) === 41);
-  if (args.start >= segEnd) {
+  // `;id #`: a comment ends the command's arguments.
+  if (args.start >= segEnd || s.charCodeAt(args.start) === 35) {
     if (closed) return distinct ? 90 : 85;
     const tail = tailIsShell(scan, segEnd);
-    if (ctx === "start") return BARE_AT_START.has(word.name) && segEnd === s.length ? 72 : 0;
+    if (ctx === "param") return distinct ? 85 : 30;
+    if (ctx === "start") {
+      if (segEnd !== s.length) return 0;
+      // `/bin/ab`, `bin/ansible`: a program named by its path is the whole value.
+      if (BARE_AT_START.has(word.name)) return 72;
+      // `time bsdtar`: a runner in front shows the distinct word is a program it runs.
+      if (ran && distinct) return 76;
+      if (isCompound(word.name)) return 60;
+      return word.path && PROGRAM_PATH.test(s.slice(p, word.end)) ? 75 : 0;
+    }
     if (!distinct && !BARE_COMMANDS.has(word.name)) return 30;
     if (!tail) return distinct ? 55 : 35;
     if (ctx === "line") return distinct ? 78 : 72;
@@ -291,14 +389,22 @@ function judgeCommand(scan: Scan, from: number, ctx: Context): number {
   const head = args.next() ?? "";
   const first = argStrength(head, word.name);
   let all = first > 0;
-  while (all) {
+  let flagged = first === 2;
+  // Past the first plain word only a distinct name still looks for an option.
+  for (let n = 0; n < MAX_JUDGED_ARGS && (all || (distinct && !flagged)); n++) {
     const arg = args.next();
-    if (arg === undefined) break;
-    if (argStrength(arg, word.name) === 0) all = false;
+    if (arg === undefined || arg.charCodeAt(0) === 35) break;
+    const strength = argStrength(arg, word.name);
+    if (strength === 0) all = false;
+    else if (strength === 2) flagged = true;
   }
   const redirect = scan.redirectWithin(args.start, args.end);
-  if (ctx === "strong" || ctx === "subst") {
+  // `ansible-config dump`, `chef-run all x.rb`: a name no prose spells runs with any argument.
+  const compound = isCompound(word.name);
+  if (ctx === "strong" || ctx === "subst" || ctx === "param") {
     if (first === 2 || all || redirect || closed) return distinct ? 92 : 85;
+    // `; ansible all -m ping`: an option further on shows a distinct name is a program.
+    if (distinct && (flagged || compound || ctx === "param")) return 85;
     return distinct ? 60 : 30;
   }
   if (first === 2 && (distinct || all || redirect)) return distinct ? 85 : 78;
@@ -306,11 +412,11 @@ function judgeCommand(scan: Scan, from: number, ctx: Context): number {
   if (first === 2 && SUBCOMMANDS.get(word.name)?.has(head) === true) return 85;
   if (first === 2 && PATH_ARG.test(head)) return 75;
   if (all && distinct) return 80;
-  if (all && META_COMMANDS.has(word.name) && COMMANDS.get(head) === "distinct") return 76;
+  if (all && META_COMMANDS.has(word.name) && commandKind(head) === "distinct") return 76;
   // `sleep 5`, `ping 10.0.0.1` as the whole value; quoted strings alone prove nothing.
   if (all && NUMERIC_COMMANDS.has(word.name) && DIGIT.test(head)) return 72;
   if (first === 2) return 55;
-  return 0;
+  return (compound || (distinct && flagged)) && ctx === "start" ? 60 : 0;
 }
 
 /**
@@ -324,6 +430,39 @@ function gluedBacktick(s: string, at: number): boolean {
   const after = s.charCodeAt(close + 1);
   return (at > 0 && !isSpace(before) && before !== 10) ||
     (close + 1 < s.length && !isSpace(after) && after !== 10);
+}
+
+/** Whether the value's first word (after spaces and quotes) is a command name. */
+function startsWithCommand(scan: Scan): boolean {
+  const s = scan.s;
+  let p = 0;
+  while (p < s.length && (isSpace(s.charCodeAt(p)) || isQuote(s.charCodeAt(p)))) p++;
+  const word = readWord(scan, p);
+  return word !== undefined && commandKind(word.name) !== undefined;
+}
+
+/** Shell syntax that runs something whatever its words: aliases, tildes, history, dot commands. */
+function shellSyntax(value: DetectorInput, text: string): Finding | undefined {
+  let lead = 0;
+  while (lead < text.length && isSpace(text.charCodeAt(lead))) lead++;
+  const c0 = text.charCodeAt(lead);
+  const tilde = c0 === 126 /* ~ */ ? TILDE.exec(text) : null;
+  if (tilde !== null) {
+    // `~+`, `~-1` name the directory stack; `~2` alone may also be an approximate number.
+    return makeFinding(value, "rce", tilde[1] === undefined ? 72 : 50, "cmdi.tilde", text, 0);
+  }
+  if (c0 === 33 /* ! */ && HISTORY.test(text)) {
+    return makeFinding(value, "rce", 72, "cmdi.history", text, 0);
+  }
+  if (text.indexOf("alias") >= 0) {
+    const alias = ALIAS.exec(text);
+    if (alias !== null) return makeFinding(value, "rce", 82, "cmdi.alias", text, alias.index);
+  }
+  if (text.indexOf(".shell") >= 0 || text.indexOf(".system") >= 0) {
+    const dot = DOT_COMMAND.exec(text);
+    if (dot !== null) return makeFinding(value, "rce", 85, "cmdi.dot_command", text, dot.index);
+  }
+  return undefined;
 }
 
 /** A word that is one of {@link BARE_AT_START}, whatever its case, without allocating. */
@@ -358,15 +497,21 @@ export function cmdi(value: DetectorInput): Finding | undefined {
   const text = value.decoded.length > MAX_CHARS ? value.decoded.slice(0, MAX_CHARS) : value.decoded;
   if (!GATE.test(text)) return undefined;
   let best: Finding | undefined;
-  if (text.indexOf("()") >= 0) {
+  if (text.indexOf("(") >= 0 && FUNCTION_BODY.test(text)) {
     const shellshock = SHELLSHOCK.exec(text);
     if (shellshock !== null) {
       return makeFinding(value, "rce", 97, "cmdi.shellshock", text, shellshock.index);
     }
+    if (SHELLSHOCK_START.test(text)) {
+      return makeFinding(value, "rce", 92, "cmdi.shellshock", text, 0);
+    }
+    const bomb = FORK_BOMB.exec(text);
+    if (bomb !== null) return makeFinding(value, "rce", 95, "cmdi.fork_bomb", text, bomb.index);
   }
+  best = shellSyntax(value, text);
   if (SPECIAL_HINT.test(text)) {
     const special = REVERSE_SHELL.exec(text) ?? WINDOWS_SHELL.exec(text) ??
-      COMMAND_OPTION.exec(text);
+      COMMAND_OPTION.exec(text) ?? RUNS_OPTION.exec(text);
     if (special !== null) {
       best = makeFinding(value, "rce", 92, "cmdi.shell_exploit", text, special.index);
     }
@@ -376,6 +521,19 @@ export function cmdi(value: DetectorInput): Finding | undefined {
     best = stronger(best, makeFinding(value, "rce", windows.score, windows.rule, text, windows.at));
   }
   if (text.indexOf("$") >= 0) {
+    const expansion = text.indexOf("${") >= 0
+      ? PARAM_EXPANSION.exec(text) ?? PARAM_DEFAULT.exec(text)
+      : null;
+    if (expansion !== null) {
+      const score = expansion[0].endsWith("-") || expansion[0].endsWith("=") ||
+          expansion[0].endsWith("?") || expansion[0].endsWith("+")
+        ? 55
+        : 75;
+      best = stronger(
+        best,
+        makeFinding(value, "rce", score, "cmdi.parameter_expansion", text, expansion.index),
+      );
+    }
     const ifs = IFS_TRICK.exec(text);
     if (ifs !== null) {
       best = stronger(best, makeFinding(value, "rce", 88, "cmdi.ifs_obfuscation", text, ifs.index));
@@ -388,17 +546,20 @@ export function cmdi(value: DetectorInput): Finding | undefined {
       );
     }
   }
-  if (!SEPARATOR.test(text)) {
+  const startCtx: Context = COMMAND_PARAM.test(value.input.name) ? "param" : "start";
+  if (!hasSeparator(text)) {
     // No command position but the start: only the first words matter.
     const head = deobfuscate(text.length > 256 ? text.slice(0, 256) : text);
-    const score = judgeCommand(new Scan(head), 0, "start");
+    const score = judgeCommand(new Scan(head), 0, startCtx);
     return score > 0
       ? stronger(best, makeFinding(value, "rce", score, "cmdi.command", head, 0))
       : best;
   }
   const s = deobfuscate(text);
   const scan = new Scan(s);
-  let top = judgeCommand(scan, 0, "start");
+  let top = judgeCommand(scan, 0, startCtx);
+  // `{,ifconfig}`, `{l,-lh}s`: a brace expansion that builds a command word is no text's.
+  if (top < 80 && BRACE_START.test(text) && startsWithCommand(scan)) top = 80;
   let topAt = 0;
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
@@ -415,7 +576,8 @@ export function cmdi(value: DetectorInput): Finding | undefined {
         from = i + 2;
       } else ctx = isSpace(s.charCodeAt(i + 1)) ? "strong" : "amp";
     } else if (c === 10 || c === 13) ctx = "line";
-    else if (c === 36 /* $ */ && s.charCodeAt(i + 1) === 40 /* ( */) {
+    else if ((c === 36 || c === 60 || c === 62) && s.charCodeAt(i + 1) === 40 /* ( */) {
+      // `$(id)`, and process substitution: `<(cmd)`, `>(tee log)`.
       ctx = "subst";
       from = i + 2;
     }

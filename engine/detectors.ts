@@ -21,6 +21,7 @@ import { xxe } from "./xxe.ts";
 import { graphql } from "./graphql.ts";
 import { mail } from "./mail.ts";
 import { restrictedFile } from "./restricted_files.ts";
+import { rfiProbe } from "./rfi.ts";
 import { sessionFixation } from "./session_fixation.ts";
 import { prototypePollution } from "./prototype_pollution.ts";
 import { scriptUpload } from "./upload.ts";
@@ -42,6 +43,7 @@ export const DETECTORS: readonly Detector[] = [
   graphql,
   mail,
   restrictedFile,
+  rfiProbe,
   sessionFixation,
   prototypePollution,
   scriptUpload,

@@ -15,7 +15,8 @@ import { makeFinding } from "./make_finding.ts";
 /** Dot directories whose content is never public. */
 const DOT_DIRS = "git|svn|hg|bzr|cvs|circleci|vscode|idea|settings|vs|fleet|cursor|claude|" +
   "continue|codeium|windsurf|roo|gemini|junie|aider|aws|ssh|kube|docker|gnupg|config|npm|" +
-  "composer|terraform|serverless|vagrant|history|local|cache|yarn|pnpm-store";
+  "composer|terraform|serverless|vagrant|history|local|cache|yarn|pnpm-store|zed|cline|kiro|" +
+  "rovodev|codex|opencode|a0proj|plandex|fabric|n8n";
 /** Dotfiles (exact names, optionally with a suffix such as `.env.production`). */
 const DOT_FILES =
   "env(?:\\.[\\w-]+)?|htaccess|htpasswd|htdigest|user\\.ini|ds_store|npmrc|yarnrc(?:\\.yml)?|" +
@@ -25,12 +26,12 @@ const DOT_FILES =
   "cursorrules|cursorignore|windsurfrules|clinerules|roomodes|aider[\\w.-]*|" +
   "copilot-instructions\\.md|project|classpath|buildpath|editorconfig|sublime-[\\w-]+|" +
   "php_cs(?:\\.dist)?|php-cs-fixer[\\w.-]*|phpunit\\.xml|babelrc|eslintrc[\\w.]*|" +
-  "idea|vscode|swp|swo";
+  "idea|vscode|swp|swo|aiignore|aiexclude|geminiignore|codeiumignore";
 /** AI-assistant instruction files that are not dotfiles. */
 const ASSISTANT_FILES = /^(?:claude|agents|gemini|copilot-instructions)\.md$/i;
 /** Backup, swap and dump files left by editors and administrators. */
 const BACKUP =
-  /(?:\.(?:bak|backup|bkp|old|orig|save|sav|swp|swo|swn|tmp|copy|dist|sql|sql\.gz|sqlite3?|db|mdb|dump)|~)$/i;
+  /(?:\.(?:bak|backup|bkp|old|orig|save|sav|swp|swo|swn|tmp|copy|dist|sql|sqlite3?|db|mdb|dump)(?:\.(?:gz|zip|bz2|xz|7z|tgz|tar|tar\.gz))?|~)$/i;
 /** A backup needs a real file name before its suffix (`index.php.bak`, `config~`). */
 const BACKUP_NAME = /^[\w.-]*[A-Za-z0-9][\w-]*\.[\w.]+|^[\w.-]+~$/;
 /**

@@ -1,7 +1,16 @@
 /**
  * Vocabulary of the command injection detector: which words are commands, how sure a bare
- * word is, and which first arguments make a command line unmistakable.
+ * word is, and which first arguments make a command line unmistakable. The long lists of
+ * program names are facts kept in `command_words.ts`; the words here are the ones the
+ * detector gives a role (runners, network and file commands, subcommands).
  */
+import {
+  TOOL_FAMILIES,
+  UNIX_COMMON,
+  UNIX_DISTINCT,
+  WINDOWS_COMMON,
+  WINDOWS_DISTINCT,
+} from "./command_words.ts";
 
 /**
  * How telling a command name is. `distinct` names are almost never English words (`whoami`,
@@ -221,11 +230,87 @@ const COMMON = [
   "tree",
 ] as const;
 
-/** Every known command name, mapped to how telling it is on its own. */
+/** Every known command name, mapped to how telling it is on its own (this file's kinds win). */
 export const COMMANDS: ReadonlyMap<string, CommandKind> = new Map<string, CommandKind>([
+  ...TOOL_FAMILIES.map((name) => [name, "common"] as const),
+  ...UNIX_COMMON.map((name) => [name, "common"] as const),
+  ...WINDOWS_COMMON.map((name) => [name, "common"] as const),
+  ...UNIX_DISTINCT.map((name) => [name, "distinct"] as const),
+  ...WINDOWS_DISTINCT.map((name) => [name, "distinct"] as const),
   ...DISTINCT.map((name) => [name, "distinct"] as const),
   ...COMMON.map((name) => [name, "common"] as const),
 ]);
+
+/** Windows command names, which take their switches glued on (`bcdboot/r`, `cmd/c`). */
+export const WINDOWS_NAMES: ReadonlySet<string> = new Set([
+  ...WINDOWS_DISTINCT,
+  ...WINDOWS_COMMON,
+  "cmd",
+  "dir",
+  "type",
+  "copy",
+  "del",
+  "start",
+  "echo",
+  "net",
+  "reg",
+  "sc",
+  "ping",
+  "whoami",
+  "tasklist",
+  "systeminfo",
+  "ipconfig",
+  "netstat",
+  "findstr",
+  "attrib",
+]);
+
+const FAMILIES: ReadonlySet<string> = new Set(TOOL_FAMILIES);
+/** Programs installed under versioned names (`gcc10.1`, `python3.11`, `php8.2`). */
+const VERSIONED: ReadonlySet<string> = new Set([
+  "gcc",
+  "clang",
+  "python",
+  "php",
+  "perl",
+  "ruby",
+  "node",
+  "lua",
+  "java",
+  "pip",
+  "g++",
+]);
+
+/**
+ * How telling a command name is, including the names the lists spell by pattern: a member of
+ * a tool family (`ansible-config`, `chef-client`) and a versioned program (`gcc10.1`).
+ *
+ * @param name a command word, lower-case, without path or `.exe`
+ * @returns its kind, or undefined when it names no command
+ */
+export function commandKind(name: string): CommandKind | undefined {
+  const known = COMMANDS.get(name);
+  if (known !== undefined) return known;
+  const dash = name.indexOf("-");
+  if (dash > 0 && dash < name.length - 1 && FAMILIES.has(name.slice(0, dash))) return "distinct";
+  let end = name.length;
+  for (
+    let c = name.charCodeAt(end - 1);
+    (c >= 48 && c <= 57) || c === 46;
+    c = name.charCodeAt(--end - 1)
+  );
+  if (end === name.length || end === 0) return undefined;
+  if (name.charCodeAt(end - 1) === 45 /* - */) end--;
+  const base = name.slice(0, end);
+  return VERSIONED.has(base) ? COMMANDS.get(base) ?? "common" : undefined;
+}
+
+/** A name no English text spells: a distinct name with a dash, digit, underscore or `+`. */
+export function isCompound(name: string): boolean {
+  return COMPOUND.test(name) && commandKind(name) === "distinct";
+}
+
+const COMPOUND = /[-_0-9+.]/;
 
 /** Subcommands that make `net`, `reg`, `sc` and friends Windows administration lines. */
 export const SUBCOMMANDS: ReadonlyMap<string, ReadonlySet<string>> = new Map([
@@ -249,6 +334,29 @@ export const SUBCOMMANDS: ReadonlyMap<string, ReadonlySet<string>> = new Map([
   ["reg", new Set(["add", "query", "delete", "export", "import", "save", "load"])],
   ["sc", new Set(["query", "create", "config", "start", "stop", "delete", "qc"])],
   ["netsh", new Set(["firewall", "advfirewall", "interface", "wlan", "winhttp", "http"])],
+  [
+    "wmic",
+    new Set([
+      "process",
+      "os",
+      "useraccount",
+      "service",
+      "startup",
+      "qfe",
+      "share",
+      "nicconfig",
+      "product",
+      "computersystem",
+      "logicaldisk",
+      "shadowcopy",
+      "group",
+      "bios",
+    ]),
+  ],
+  ["vssadmin", new Set(["delete", "list", "create", "resize"])],
+  ["wevtutil", new Set(["cl", "clear-log", "el", "qe", "gl", "sl", "epl"])],
+  ["fsutil", new Set(["file", "fsinfo", "usn", "behavior", "hardlink", "reparsepoint"])],
+  ["bcdedit", new Set(["/set", "/enum", "/delete", "/deletevalue", "/copy"])],
 ]);
 
 /**
@@ -344,4 +452,9 @@ export const RUNNER_COMMANDS: ReadonlySet<string> = new Set([
   "nice",
   "busybox",
   "command",
+  "strace",
+  "ltrace",
+  "ionice",
+  "stdbuf",
+  "setsid",
 ]);

@@ -116,7 +116,9 @@ function matchesAll(parts: readonly Part[], text: string): boolean {
 export function commandMatching(pattern: string): string | undefined {
   if (pattern.length === 0 || pattern.length > MAX_PATTERN || !GLOB.test(pattern)) return undefined;
   const parts = parse(pattern);
-  if (matchesAll(parts, "zz") || matchesAll(parts, "zzz")) return undefined;
+  if (matchesAll(parts, "z") || matchesAll(parts, "zz") || matchesAll(parts, "zzz")) {
+    return undefined;
+  }
   const candidates = new Uint32Array(WORDS).fill(0xffffffff);
   let fixed = 0;
   let starred = false;

@@ -9,7 +9,7 @@
 import { commandMatching } from "./shell_glob.ts";
 
 /** An output redirection into a file, or into a device. */
-const REDIRECT = String.raw`\d?>>?\s*(?:\/dev\/|[\w./-]+\.\w{1,5}\b|\/)`;
+const REDIRECT = String.raw`\d?>>?\s*(?:\/dev\/|[\w./-]+\.\w{1,5}\b|\/|~\/)`;
 /** {@link REDIRECT} at one position: at the start of a command's arguments. */
 const REDIRECT_HEAD = new RegExp(REDIRECT, "y");
 /** {@link REDIRECT} after a space or quote, searched onwards from a position. */

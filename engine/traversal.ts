@@ -44,6 +44,8 @@ const SKELETON_TARGET = new RegExp(
 
 /** One climb: two or more dots (or `?` wildcards next to a dot) followed by a separator. */
 const CLIMB = /(?:^|[/=:;,"'\s])(?:\.[.?]+|\?\.)\//g;
+/** A climb with a backslash at the start of the value (`..\pineapple`, `..\..\x`). */
+const WINDOWS_CLIMB = /^[\s"']*\.\.\\(?![nrt"'])/;
 /** Escapes of JSON and C strings, which would otherwise read as backslash separators. */
 const STRING_ESCAPE = /\\[nrt"']/g;
 
@@ -110,7 +112,7 @@ const WRAPPER =
 const NUL_TRUNCATION = /\.[a-z0-9]{1,5}(?:%00|%2500|\\0|\\x00|\\u0000)(?:$|[./\\a-z0-9#;%])/i;
 
 /** Parameter names that suggest the value is handed to a file API. */
-const FILE_PARAM =
+export const FILE_PARAM =
   /(?:^|[^a-z])(?:file|path|page|include|inc|template|tpl|doc|document|folder|dir|load|read|view|show|lang|locale|download|filename|src|source|conf|config|style|layout|module|cat|action|content)(?:$|[^a-z])/i;
 
 /** `../` spelled in base64 (`Li4v`), so a base64 parameter hides nothing. */
@@ -192,6 +194,11 @@ function judgePath(value: DetectorInput, text: string): Finding | undefined {
   }
   const first = folded.indexOf("..");
   const at = first < 0 ? 0 : first;
+  const input = value.input;
+  if (input.source === "multipart" && input.name.endsWith(".filename")) {
+    // A browser sends a file's base name only: a climb in it aims the upload's destination.
+    return makeFinding(value, "lfi", 85, "lfi.filename_traversal", folded, at);
+  }
   if (ENCODED_DOT.test(value.raw)) {
     // Browsers never escape a dot, let alone twice: an escaped climb is deliberate.
     return makeFinding(value, "lfi", climbs >= 2 ? 80 : 72, "lfi.encoded_traversal", folded, at);
@@ -201,6 +208,8 @@ function judgePath(value: DetectorInput, text: string): Finding | undefined {
     // The whole value climbs out to a server-side source or configuration file.
     return makeFinding(value, "lfi", 72, "lfi.traversal_file", folded, at);
   }
+  // `..\x` opening the value: a Windows climb, which no link or relative URL spells.
+  if (WINDOWS_CLIMB.test(text)) return makeFinding(value, "lfi", 72, "lfi.traversal", folded, at);
   const fileParam = FILE_PARAM.test(value.input.name);
   if (climbs === 2) {
     return makeFinding(value, "lfi", fileParam ? 72 : 50, "lfi.traversal", folded, at);

@@ -9,6 +9,7 @@
  */
 
 import { factorAlternation } from "./regex_factor.ts";
+import { POWERSHELL_CMDLETS } from "./command_words.ts";
 
 /** A Windows verdict: score, rule and where the evidence starts. */
 export interface WindowsHit {
@@ -19,11 +20,69 @@ export interface WindowsHit {
 
 /** Literals one of the rules needs (the text is lower-case); most values have none. */
 const HINTS = factorAlternation(
-  /%|@echo|::|for\s+[/%]|if\s+(?:not|exist|errorlevel|defined|\/i|%|")|cmd|iex|iwr|irm|saps|sal |\.download|powershell|pwsh/,
+  /%|@echo|::|for\s+[/%]|if\s+(?:not|exist|errorlevel|defined|\/i|%|")|env:|cmd|iex|iwr|irm|saps|sal |\.download|powershell|pwsh/,
 );
-/** A PowerShell verb before its noun. */
-const CMDLET_VERB =
-  /\b(?:invoke|start|stop|restart|new|get|set|add|remove|copy|move|rename|out|test|convertto|register|enter|import|write|select|expand|compress|resolve)-[a-z]/;
+/**
+ * One operand of cmd.exe's `IF`: a variable (`%1`, `%var%`), a quoted, bracketed, braced or
+ * parenthesised string, or a bare word.
+ */
+const IF_OPERAND = String
+  .raw`(?:%[^%\s]{1,32}%|%\d|"[^"\n]{0,64}"|\[[^\]\n]{0,64}\]|\([^)\n]{0,64}\)|\{[^}\n]{0,64}\}|[^\s=()"\[\]{}]{1,64})`;
+/**
+ * `IF [/I] [NOT] a==b command`, `IF a EQU b command`, `IF (a GEQ b) command`: cmd.exe's
+ * comparison, at the start of the value or after a separator. Group 1 is the command (or
+ * whatever follows), group 2 an operand that is a variable.
+ */
+const IF_COMPARE = new RegExp(
+  String
+    .raw`(?:^|[&|;(\n])\s*@?if\s*(?:\/i\s*)?(?:not\s+)?(?:\(\s*${IF_OPERAND}\s+(?:equ|neq|lss|leq|gtr|geq)\s+${IF_OPERAND}\s*\)|${IF_OPERAND}\s*(?:={2,3}|\s(?:equ|neq|lss|leq|gtr|geq)\s)\s*=?${IF_OPERAND})(?:\s+(?!then\b)(\S)|\s*$)`,
+  "i",
+);
+/** `IF ERRORLEVEL 3 command`, `IF NOT EXIST x command`, `IF DEFINED v command`. */
+const IF_CONDITION =
+  /(?:^|[&|;(\n])\s*@?if\s*(?:\/i\s*)?(?:not\s+)?(?:errorlevel\s+\d+|exist\s+\S+|defined\s+\S+)\s+\S/i;
+const VARIABLE = /%[^%\s]{1,32}%|%\d/;
+
+/** Whether some `if` opens the value or follows a separator, found without a regex pass. */
+function ifInCommandPosition(text: string): boolean {
+  for (let at = text.indexOf("if"); at >= 0; at = text.indexOf("if", at + 2)) {
+    const after = text.charCodeAt(at + 2);
+    if (after !== 32 && after !== 9 && after !== 47 && after !== 40) continue;
+    let p = at - 1;
+    while (p >= 0 && (text.charCodeAt(p) === 32 || text.charCodeAt(p) === 9)) p--;
+    if (p >= 0 && text.charCodeAt(p) === 64 /* @ */) p--;
+    const c = p < 0 ? 10 : text.charCodeAt(p);
+    if (c === 10 || c === 38 || c === 124 || c === 59 || c === 40) return true;
+  }
+  return false;
+}
+
+/**
+ * Judges cmd.exe's `IF` statement: a comparison followed by a command, or one whose operand
+ * is a batch variable (`if not {%1} == {}`).
+ */
+function judgeIf(text: string): WindowsHit | undefined {
+  const condition = IF_CONDITION.exec(text);
+  if (condition !== null) return { score: 90, rule: "cmdi.windows_if", at: condition.index };
+  const compare = IF_COMPARE.exec(text);
+  if (compare === null) return undefined;
+  if (compare[1] === undefined && !VARIABLE.test(compare[0])) return undefined;
+  return { score: 88, rule: "cmdi.windows_if", at: compare.index };
+}
+
+/** A PowerShell verb before its noun: the verbs of the cmdlets below. */
+const CMDLET_VERB = new RegExp(
+  `\\b(?:${
+    [
+      ...new Set([
+        ...POWERSHELL_CMDLETS.map((c) => c.slice(0, c.indexOf("-"))),
+        "expand",
+        "compress",
+        "resolve",
+      ]),
+    ].join("|")
+  })-[a-z]`,
+);
 
 function mayBeWindows(lower: string): boolean {
   return HINTS.test(lower) || (lower.indexOf("-") >= 0 && CMDLET_VERB.test(lower));
@@ -35,7 +94,7 @@ interface Rule {
   readonly rule: string;
 }
 
-/** PowerShell cmdlets that read, run, fetch or change something; none is an English word. */
+/** PowerShell cmdlets: patterns for attack tooling the list lacks, then every cmdlet of the list. */
 const CMDLETS = [
   "invoke-(?:expression|webrequest|restmethod|command|item|wmimethod|shellcode|mimikatz)",
   "start-(?:process|job|bitstransfer|service|sleep)",
@@ -62,6 +121,7 @@ const CMDLETS = [
   "expand-archive",
   "compress-archive",
   "resolve-dnsname",
+  ...POWERSHELL_CMDLETS,
 ];
 const CMDLET = new RegExp(`(?:^|[\\s;|&({'"\`$])(${CMDLETS.join("|")})(?=$|[\\s;|&)}'"\`(])`, "i");
 /** A cmdlet followed by a parameter, a pipe or an argument: a PowerShell statement. */
@@ -72,10 +132,22 @@ const CMDLET_STATEMENT = new RegExp(
   "i",
 );
 
+/** PowerShell's environment drive: `$env:USERNAME`, `gci env:`. */
+const ENV_DRIVE =
+  /(?:^|[\s;|&(`"'])\$env:[a-z_][\w()]*|(?:^|[;|&]\s*)(?:gci|dir|ls|get-childitem)\s+env:/i;
+
+/** A cmdlet opening the value with one or two arguments after it and nothing else. */
+const CMDLET_OPENS = new RegExp(
+  `^\\s*(?:${CMDLETS.join("|")})\\s+[\\w$"'.]\\S*(?:\\s+\\S+)?\\s*$`,
+  "i",
+);
+
 const RULES: readonly Rule[] = [
   {
+    // The loop variable is `%` and any one character in a batch file's eyes (`%i`, `%_`, `%]`);
+    // a longer name (`%variable`) is how the manual writes it.
     re:
-      /\bfor\s+(?:\/[dlfr]\s+(?:"[^"]{0,200}"\s+)?(?:\S{1,64}\s+)?)?%%?[a-z]\s+in\s*\([^)]{0,400}\)\s*do\b/i,
+      /\bfor\s+(?:\/[dlfr]\s+(?:"[^"]{0,200}"\s+)?(?:[^%\s]\S{0,63}\s+)?)?%%?[^\s%]{1,32}\s+in\s*\([^)]{0,400}\)\s*do\b/i,
     score: 92,
     rule: "cmdi.windows_for",
   },
@@ -93,6 +165,13 @@ const RULES: readonly Rule[] = [
     rule: "cmdi.windows_variable",
   },
   { re: /%[a-z_]+:~-?\d+(?:,-?\d+)?%/i, score: 88, rule: "cmdi.windows_substring" },
+  {
+    // `%SystemRoot%\system32\calc.exe`: a program started by its path under a system variable.
+    re:
+      /%(?:comspec|systemroot|windir|programfiles|programdata|appdata|localappdata|temp|tmp|public)%[\\/][^\s"'<>]{0,200}\.(?:exe|bat|cmd|ps1|vbs|hta|dll|scr)\b/i,
+    score: 80,
+    rule: "cmdi.windows_program",
+  },
   {
     re:
       /\b(?:powershell|pwsh)(?:\.exe)?\s+(?:[-/][a-z]{1,32}\s+(?:(?!-)[^\s-]\S{0,63}\s+)?){0,8}[-/](?:e|ec|en|enc|enco|encodedcommand)\s+[A-Za-z0-9+/=]{8,}/i,
@@ -130,8 +209,14 @@ const RULES: readonly Rule[] = [
  * @returns the strongest hit, or undefined
  */
 export function judgeWindows(text: string): WindowsHit | undefined {
-  if (!mayBeWindows(text)) return undefined;
-  let best: WindowsHit | undefined;
+  // `if` is a common word: its grammar is read apart from the other rules' hints.
+  const condition = ifInCommandPosition(text) ? judgeIf(text) : undefined;
+  if (!mayBeWindows(text)) return condition;
+  let best: WindowsHit | undefined = condition;
+  const env = text.indexOf("env:") >= 0 ? ENV_DRIVE.exec(text) : null;
+  if (env !== null && (best === undefined || best.score < 72)) {
+    best = { score: 72, rule: "cmdi.powershell_env", at: env.index };
+  }
   for (const r of RULES) {
     if (best !== undefined && best.score >= r.score) continue;
     const m = r.re.exec(text);
@@ -144,7 +229,11 @@ export function judgeWindows(text: string): WindowsHit | undefined {
     }
     if (best === undefined) {
       const cmdlet = CMDLET.exec(text);
-      if (cmdlet !== null) return { score: 50, rule: "cmdi.powershell_cmdlet", at: cmdlet.index };
+      if (cmdlet !== null) {
+        // `Start-Process calc` opening the value is a statement; inside prose, a name.
+        const opens = CMDLET_OPENS.test(text);
+        return { score: opens ? 75 : 50, rule: "cmdi.powershell_cmdlet", at: cmdlet.index };
+      }
     }
   }
   return best;
