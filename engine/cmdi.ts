@@ -232,6 +232,29 @@ function csvField(s: string, open: number, close: number): boolean {
   return false;
 }
 
+/**
+ * Whether a command word of one or two letters (`w`, `id`, `ls`, `df`) ends where the shell
+ * would end it: at a blank, a separator, the end, the close of its substitution, or an output
+ * redirection to a path (`;id>/tmp/x`). Cipher text (bot-manager sensor data) puts such words
+ * after a `;`, `|` or backtick by chance about once in five blobs of 2,000 characters, followed
+ * by any punctuation (`;w(`, `` `w) ``, `|w>$x]`), which no shell runs.
+ */
+function shortWordEnds(s: string, from: number, end: number): boolean {
+  if (end >= s.length) return true;
+  const c = s.charCodeAt(end);
+  if (isSpace(c) || c === 59 || c === 124 || c === 38 || c === 10 || c === 13 || c === 96) {
+    return true;
+  }
+  // `)` closes only the `$(` the word was read after.
+  if (c === 41) return s.charCodeAt(from - 1) === 40;
+  if (c === 62) {
+    const next = s.charCodeAt(end + 1);
+    return next === 47 || next === 38 || next === 62 || isSpace(next) || next !== next;
+  }
+  // A quote either closes the application's own string (`x';id'`) or continues the word.
+  return c === 39 || c === 34;
+}
+
 /** Scores the simple command starting at `from` in context `ctx`. */
 function judgeCommand(scan: Scan, from: number, ctx: Context): number {
   const s = scan.s;
@@ -260,6 +283,7 @@ function judgeCommand(scan: Scan, from: number, ctx: Context): number {
   }
   const kind = COMMANDS.get(word.name);
   if (kind === undefined) return 0;
+  if (word.name.length <= 2 && !word.path && !shortWordEnds(s, from, word.end)) return 0;
   if (s.charCodeAt(word.end) === 61 /* = */) return 0; // `id=5` is an assignment or a pair
   if (ctx === "amp" && p === from && word.end === s.length) return kind === "distinct" ? 70 : 0;
   const segEnd = scan.segmentEnd(word.end);
