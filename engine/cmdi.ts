@@ -251,8 +251,9 @@ function shortWordEnds(s: string, from: number, end: number): boolean {
     const next = s.charCodeAt(end + 1);
     return next === 47 || next === 38 || next === 62 || isSpace(next) || next !== next;
   }
-  // A quote either closes the application's own string (`x';id'`) or continues the word.
-  return c === 39 || c === 34;
+  // A quote that closes the application's own string (`x';id'`) ends the word; one followed by
+  // more text continues it (`w"$<a8` is the one word `w$<a8`).
+  return (c === 39 || c === 34) && shortWordEnds(s, from, end + 1);
 }
 
 /** Scores the simple command starting at `from` in context `ctx`. */

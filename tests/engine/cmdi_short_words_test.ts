@@ -11,13 +11,34 @@ const score = (text: string) =>
   cmdi(engineInput(text, { source: "json", name: "sensor_data" }))?.score ?? 0;
 
 Deno.test("a short command followed by punctuation no shell ends it with is no command", () => {
-  for (const text of ["x;w(*3d4", "a`w)'he,ax", "q|w>$sjff]o_2", "z&vi>1}t_y", "k`cp)w?g+a"]) {
+  for (
+    const text of [
+      "x;w(*3d4",
+      "a`w)'he,ax",
+      "q|w>$sjff]o_2",
+      "z&vi>1}t_y",
+      "k`cp)w?g+a",
+      'a`w"$<a8*ry',
+      'q|df"^n8di',
+    ]
+  ) {
     assert.ok(score(text) < 40, `${text}: ${score(text)}`);
   }
 });
 
 Deno.test("a short command the shell ends still counts", () => {
-  for (const text of ["x;id", "x; id;", "a`id`", "a$(id)", "x|ls -la /", "x;id>/tmp/o", "x';id'"]) {
+  for (
+    const text of [
+      "x;id",
+      "x; id;",
+      "a`id`",
+      "a$(id)",
+      "x|ls -la /",
+      "x;id>/tmp/o",
+      "x';id'",
+      'x";id" ',
+    ]
+  ) {
     assert.ok(score(text) >= 70, `${text}: ${score(text)}`);
   }
 });
