@@ -117,6 +117,9 @@ function isSpace(c: number): boolean {
   return c === 32 || c === 9 || c === 11 || c === 12;
 }
 
+/** How a path that can name a program starts: `/`, `~/`, `./`, `../`. */
+const ROOTED = /^(?:\/|~\/|\.{1,2}\/)/;
+
 /** Characters that end a command word. */
 function endsWord(c: number): boolean {
   // space, tab, ; | & newline CR ` ' " ( ) < > { } =
@@ -170,8 +173,10 @@ function readWord(
     const last = word.slice(slash + 1);
     // `/usr/bin/id` names a program; `curl/7.68` (a user agent) and `/api/ping` do not.
     if (word.indexOf("bin/") < 0 && word.indexOf("system32/") < 0) {
-      // `/???/c?t`, `/b*/n[c]`: the shell expands a wildcard path before it runs it.
-      const globbed = GLOB.test(word) ? scan.globbed(last) : undefined;
+      // `/???/c?t`, `/b*/n[c]`: the shell expands a wildcard path before it runs it. Only a
+      // path from the root, the home or the working directory names a program wherever the
+      // command runs; `sd!/?` in cipher text names none.
+      const globbed = GLOB.test(word) && ROOTED.test(word) ? scan.globbed(last) : undefined;
       return globbed === undefined ? undefined : { name: globbed, end, path: true };
     }
     // `/bin/c?t`: a wildcard in the program's own name is expanded the same way.

@@ -43,7 +43,6 @@ const PENDING: Readonly<Record<string, string>> = {
   "admin/proxmox-vm-config.white": "lfi.sensitive_file: /var/lib/postgresql/... in prose",
   "admin/redash-rename.white": "sqli.statement: a saved query's name, 'Select all ... -- v2'",
   "analytics/matomo-site-search.white": "sqli.statement: the search term 'select * from'",
-  "bot-manager/akamai-sensor-v2-4.white": "cmdi.command: a backtick by chance in cipher text",
   "bot-manager/akamai-sensor-v2-12.white": "sqli.concat: quotes and '+' by chance in cipher text",
   "search/autocomplete.white": "sqli.statement: a half-typed 'select * fr'",
   "search/qa-12.white": "xss.js_sink: 'alert() not showing in chrome'",

@@ -1,7 +1,8 @@
 /**
- * Command words of one or two letters (`w`, `id`, `ls`) count only where the shell would end
- * them: cipher text (bot-manager sensor data) puts them after a separator by chance, followed
- * by any punctuation, and no shell runs `;w(`.
+ * What cipher text (bot-manager sensor data) puts after a separator by chance is no command:
+ * a word of one or two letters (`w`, `id`, `ls`) counts only where the shell would end it (no
+ * shell runs `;w(`), and a wildcard path names a program only from the root, the home or the
+ * working directory (`sd!/?` names none, `/???/c?t` is `/bin/cat`).
  */
 import assert from "node:assert/strict";
 import { cmdi } from "../../engine/cmdi.ts";
@@ -39,6 +40,15 @@ Deno.test("a short command the shell ends still counts", () => {
       'x";id" ',
     ]
   ) {
+    assert.ok(score(text) >= 70, `${text}: ${score(text)}`);
+  }
+});
+
+Deno.test("a wildcard path names a program only when it is rooted", () => {
+  for (const text of ["x&sd!/?>zszr{t", "x`z[qq#qpfqem]8/*b`lvmp", "a|9/?}a)zne"]) {
+    assert.ok(score(text) < 40, `${text}: ${score(text)}`);
+  }
+  for (const text of ["x;/???/c?t /???/p??s??", "x;/b*/n[c] -e sh", "x;/???/??t /???/??ss??"]) {
     assert.ok(score(text) >= 70, `${text}: ${score(text)}`);
   }
 });
