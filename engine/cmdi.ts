@@ -187,6 +187,9 @@ function isSpace(c: number): boolean {
   return c === 32 || c === 9 || c === 11 || c === 12;
 }
 
+/** How a path that can name a program starts: `/`, `~/`, `./`, `../`. */
+const ROOTED = /^(?:\/|~\/|\.{1,2}\/)/;
+
 /** Characters that end a command word. */
 function endsWord(c: number): boolean {
   // space, tab, ; | & newline CR ` ' " ( ) < > { } =
@@ -251,8 +254,10 @@ function readWord(
     }
     // `/usr/bin/id` names a program; `curl/7.68` (a user agent) and `/api/ping` do not.
     if (word.indexOf("bin/") < 0 && word.indexOf("system32/") < 0) {
-      // `/???/c?t`, `/b*/n[c]`, `/bi[n]/bash`: the shell expands a wildcard path first.
-      if (!GLOB.test(word)) return undefined;
+      // `/???/c?t`, `/b*/n[c]`, `/bi[n]/bash`: the shell expands a wildcard path first. Only a
+      // path from the root, the home or the working directory names a program wherever the
+      // command runs; `sd!/?` in cipher text names none.
+      if (!GLOB.test(word) || !ROOTED.test(word)) return undefined;
       const globbed = GLOB.test(last)
         ? scan.globbed(last)
         : commandKind(last) !== undefined
@@ -318,6 +323,30 @@ function csvField(s: string, open: number, close: number): boolean {
   return false;
 }
 
+/**
+ * Whether a command word of one or two letters (`w`, `id`, `ls`, `df`) ends where the shell
+ * would end it: at a blank, a separator, the end, the close of its substitution, or an output
+ * redirection to a path (`;id>/tmp/x`). Cipher text (bot-manager sensor data) puts such words
+ * after a `;`, `|` or backtick by chance about once in five blobs of 2,000 characters, followed
+ * by any punctuation (`;w(`, `` `w) ``, `|w>$x]`), which no shell runs.
+ */
+function shortWordEnds(s: string, from: number, end: number): boolean {
+  if (end >= s.length) return true;
+  const c = s.charCodeAt(end);
+  if (isSpace(c) || c === 59 || c === 124 || c === 38 || c === 10 || c === 13 || c === 96) {
+    return true;
+  }
+  // `)` closes only the `$(` the word was read after.
+  if (c === 41) return s.charCodeAt(from - 1) === 40;
+  if (c === 62) {
+    const next = s.charCodeAt(end + 1);
+    return next === 47 || next === 38 || next === 62 || isSpace(next) || next !== next;
+  }
+  // A quote that closes the application's own string (`x';id'`) ends the word; one followed by
+  // more text continues it (`w"$<a8` is the one word `w$<a8`).
+  return (c === 39 || c === 34) && shortWordEnds(s, from, end + 1);
+}
+
 /** Scores the simple command starting at `from` in context `ctx`. */
 function judgeCommand(scan: Scan, from: number, ctx: Context): number {
   const s = scan.s;
@@ -348,6 +377,7 @@ function judgeCommand(scan: Scan, from: number, ctx: Context): number {
   }
   const kind = commandKind(word.name);
   if (kind === undefined) return 0;
+  if (word.name.length <= 2 && !word.path && !shortWordEnds(s, from, word.end)) return 0;
   if (s.charCodeAt(word.end) === 61 /* = */) return 0; // `id=5` is an assignment or a pair
   if (ctx === "amp" && p === from && word.end === s.length) return kind === "distinct" ? 70 : 0;
   const segEnd = scan.segmentEnd(word.end);

@@ -383,6 +383,20 @@ function joinSplitWords(text: string): string | undefined {
  */
 const UPLOAD_DETECTORS: readonly Detector[] = [codeInjection, ssi, xxe, deserialization, jndi];
 const MARKUP_UPLOAD_DETECTORS: readonly Detector[] = [xss, ...UPLOAD_DETECTORS];
+/**
+ * Rules that judge markup as injected into a page (a tag that changes how the page parses, a
+ * closed raw-text element, an XML declaration mid-value): an uploaded HTML or SVG file is a
+ * document of its own, its `<style>`, `<svg>` root and `<?xml ...?>` are what it is made of.
+ * A markup upload is judged for the script a browser runs from it (`<script>`, handlers,
+ * `javascript:` URLs), not for these.
+ */
+const DOCUMENT_SHAPE_RULES: ReadonlySet<string> = new Set([
+  "xss.html_injection",
+  "xss.context_breakout",
+  "xss.foreign_content",
+  "xss.xml_declaration",
+  "xss.namespaced_markup",
+]);
 /** PHP only runs inside its tags (`<?xml` is a declaration where short tags are off). */
 const PHP_TAG = /<\?(?!xml\b)/i;
 /** ASP and JSP code only runs inside `<% %>`, `<jsp:...>` or a server-side script element. */
@@ -396,6 +410,7 @@ function judgeUpload(
   const own: Finding[] = [];
   runDetectors(value, own, detectors);
   for (const f of own) {
+    if (DOCUMENT_SHAPE_RULES.has(f.ruleId)) continue;
     const tag = f.class === "php"
       ? PHP_TAG
       : f.class === "java" || f.ruleId === "rce.asp_code"

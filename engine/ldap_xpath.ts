@@ -89,9 +89,13 @@ const LDAP_NUL = /\*\)\)(?:%00|\\x00|\\0)/i;
 const LDAP_PROBE = /^[\s*()|&!='"\\]{3,12}$/;
 const LDAP_PROBE_PARTS = [/\*/, /[()]/, /[|&!]/] as const;
 
-/** XPath functions applied to a node path (`count(/child::node())`, `name(/*)`). */
+/**
+ * XPath functions applied to a node path (`count(/child::node())`, `name(/*)`). A bare `*` is
+ * a path for every function but `count`: `count(*)` is SQL's row count (`having count(*) > 1`
+ * in a search, an ORM's statement in a telemetry breadcrumb) far more often than XPath's.
+ */
 const XPATH_FUNC_PATH =
-  /\b(?:count|name|local-name|string-length|substring|starts-with|contains|normalize-space|string|number|translate|concat)\s*\(\s*(?:\/|\.\.\/|@|\*\s*[,)])/i;
+  /\b(?:count|name|local-name|string-length|substring|starts-with|contains|normalize-space|string|number|translate|concat)\s*\(\s*(?:\/|\.\.\/|@)|\b(?:name|local-name|string-length|substring|starts-with|contains|normalize-space|string|number|translate|concat)\s*\(\s*\*\s*[,)]/i;
 /**
  * A quote closed and a condition on a node function joined: `' or substring(//u/p,1,1)='a`.
  * Functions named like English words (`last`, `position`, `string`, `doc`, `contains`) open
