@@ -90,6 +90,7 @@ const MAX_JOINED_VALUES = 64;
  */
 function addJoinedRepeats(out: Input[], from: number, source: "query" | "form"): void {
   const end = out.length;
+  if (end - from <= FEW_PARAMS && !anyRepeat(out, from, end, source)) return;
   let seen: Set<string> | undefined;
   let repeated: Set<string> | undefined;
   for (let i = from; i < end; i++) {
@@ -108,6 +109,25 @@ function addJoinedRepeats(out: Input[], from: number, source: "query" | "form"):
     }
     if (!push(out, source, name, values.join(","))) return;
   }
+}
+
+/**
+ * Up to this many parameters a repeat is looked for pairwise, allocating nothing: nearly every
+ * request has a few parameters and none twice. More take the sets (pairwise is quadratic).
+ */
+const FEW_PARAMS = 16;
+
+/** Whether a name of `source` occurs twice in `out[from..end)` (pairwise; for few inputs). */
+function anyRepeat(out: readonly Input[], from: number, end: number, source: string): boolean {
+  for (let i = from + 1; i < end; i++) {
+    const a = out[i]!;
+    if (a.source !== source) continue;
+    for (let j = from; j < i; j++) {
+      const b = out[j]!;
+      if (b.source === source && b.name === a.name) return true;
+    }
+  }
+  return false;
 }
 
 /** A piece that can only be the rest of the previous value: no `=`, and not a plain flag. */
