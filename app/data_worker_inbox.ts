@@ -30,7 +30,14 @@ export class WorkerInbox {
   records(m: Message<"records">): void {
     const dp = this.#dataPlane;
     addCounts(this.#counters, m.counts);
-    dp.accessLog.pushLines(m.lines, m.count, m.events);
+    dp.accessLog.pushRows({
+      lines: m.lines,
+      count: m.count,
+      passLines: m.passLines,
+      passCount: m.passCount,
+      passSites: m.passSites,
+      observed: m.events,
+    });
     for (const [siteId, clientIp, traceId, inspection, policy] of m.alap) {
       dp.protection.alap.observe(
         siteId,

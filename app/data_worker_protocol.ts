@@ -70,9 +70,14 @@ export type FromWorker =
   | { readonly t: "ack"; readonly version: number }
   | {
     readonly t: "records";
-    /** The batch's access-log rows as text (`mod/access_log/lines.ts`). */
+    /** The batch's verdicts' access-log rows as text (`mod/access_log/lines.ts`). */
     readonly lines: string;
     readonly count: number;
+    /** Its passed requests' rows, apart, so the main thread may sample them. */
+    readonly passLines: string;
+    readonly passCount: number;
+    /** The passed rows by site name (`""`: no site matched). */
+    readonly passSites: Array<[string, number]>;
     /** The records the main thread's events and realtime feed see (`isEventRecord`). */
     readonly events: AccessRecord[];
     /** What the batch's requests added to the site counters. */

@@ -4,6 +4,7 @@
  */
 import { type AccessRecord, recordLines } from "../mod/access_log/record.ts";
 import { isEventRecord } from "../mod/data_plane/record_events.ts";
+import { isVerdict, sampleKey } from "../mod/access_log/admission.ts";
 import { type SiteCounterSet, takeCounts } from "../mod/data_plane/site_counters.ts";
 import type { Sample } from "../mod/apisec/inventory.ts";
 import type { AlapArgs, FromWorker } from "./data_worker_protocol.ts";
@@ -29,7 +30,11 @@ const FLUSH_MS = 50;
  * answered is found.
  */
 export class RecordBatch {
+  /** Rows of blocked, challenged and logged requests. */
   #lines: string[] = [];
+  /** Rows of passed requests, which the main thread may sample, and how many per site. */
+  #passLines: string[] = [];
+  #passSites = new Map<string, number>();
   #events: AccessRecord[] = [];
   #alap: AlapArgs[] = [];
   #samples: Sample[] = [];
@@ -45,9 +50,15 @@ export class RecordBatch {
   /** The access log the proxy writes each finished request to. */
   readonly accessLog = {
     push: (record: AccessRecord): boolean => {
-      this.#lines.push(recordLines(record));
+      if (isVerdict(record)) {
+        this.#lines.push(recordLines(record));
+      } else {
+        this.#passLines.push(recordLines(record));
+        const site = sampleKey(record.site);
+        this.#passSites.set(site, (this.#passSites.get(site) ?? 0) + 1);
+      }
       if (isEventRecord(record)) this.#events.push(record);
-      if (this.#lines.length >= BATCH) this.flush();
+      if (this.#lines.length + this.#passLines.length >= BATCH) this.flush();
       else this.#later();
       return true;
     },
@@ -75,17 +86,24 @@ export class RecordBatch {
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     this.#timer = undefined;
     const lines = this.#lines;
-    if (lines.length === 0 && this.#alap.length === 0 && this.#samples.length === 0) return;
+    const passLines = this.#passLines;
+    const rows = lines.length + passLines.length;
+    if (rows === 0 && this.#alap.length === 0 && this.#samples.length === 0) return;
     this.#post({
       t: "records",
       lines: lines.join(""),
       count: lines.length,
+      passLines: passLines.join(""),
+      passCount: passLines.length,
+      passSites: [...this.#passSites],
       events: this.#events,
-      counts: lines.length === 0 ? [] : takeCounts(this.#counters),
+      counts: rows === 0 ? [] : takeCounts(this.#counters),
       alap: this.#alap,
       samples: this.#samples,
     });
     this.#lines = [];
+    this.#passLines = [];
+    this.#passSites.clear();
     this.#events = [];
     this.#alap = [];
     this.#samples = [];

@@ -237,7 +237,7 @@ export class WorkerPool implements DataWorkerPool, SlotHost {
         started();
         return;
       case "records":
-        slot.requests += m.count;
+        slot.requests += m.count + m.passCount;
         inbox.records(m);
         return;
       case "upstream":

@@ -104,6 +104,7 @@ const MAX_JOINED_VALUES = 64;
  */
 function addJoinedRepeats(out: Input[], from: number, source: "query" | "form"): void {
   const end = out.length;
+  if (end - from <= FEW_PARAMS && !anyRepeat(out, from, end, source)) return;
   // One pass: each name's first values (up to the cap), and the names given more than once in
   // the order their second value came.
   let values: Map<string, string[]> | undefined;
@@ -122,6 +123,25 @@ function addJoinedRepeats(out: Input[], from: number, source: "query" | "form"):
   for (const name of repeated) {
     if (!push(out, source, name, values!.get(name)!.join(","))) return;
   }
+}
+
+/**
+ * Up to this many parameters a repeat is looked for pairwise, allocating nothing: nearly every
+ * request has a few parameters and none twice. More take the sets (pairwise is quadratic).
+ */
+const FEW_PARAMS = 16;
+
+/** Whether a name of `source` occurs twice in `out[from..end)` (pairwise; for few inputs). */
+function anyRepeat(out: readonly Input[], from: number, end: number, source: string): boolean {
+  for (let i = from + 1; i < end; i++) {
+    const a = out[i]!;
+    if (a.source !== source) continue;
+    for (let j = from; j < i; j++) {
+      const b = out[j]!;
+      if (b.source === source && b.name === a.name) return true;
+    }
+  }
+  return false;
 }
 
 /** A piece that can only be the rest of the previous value: no `=`, and not a plain flag. */

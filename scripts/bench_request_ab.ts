@@ -9,6 +9,7 @@
  * ```sh
  * git archive main | (mkdir -p /tmp/waf-a && tar -x -C /tmp/waf-a)
  * deno run -A scripts/bench_request_ab.ts --a /tmp/waf-a [--b .] [--requests 20000] [--rounds 6]
+ *                                          [--bodies]
  * ```
  */
 import process from "node:process";
@@ -59,23 +60,32 @@ async function start(name: string, root: string, upstream: string): Promise<Side
   };
 }
 
-function requests(): Array<() => Request> {
-  return BENIGN.filter(([method]) => method === "GET").map(([method, path]) => () =>
-    new Request(`http://on.bench${path}`, {
-      method,
-      headers: {
-        host: "on.bench",
-        "user-agent": UA,
-        accept: "text/html,application/json;q=0.9,*/*;q=0.8",
-        cookie: "session=4f2a9c1e7b; theme=dark",
-      },
-    })
+/** The benign mix's requests (`bodies`: its POSTs with their bodies too, else its GETs). */
+function requests(bodies: boolean): Array<() => Request> {
+  return BENIGN.filter(([method]) => bodies || method === "GET").map(
+    ([method, path, type, body]) => () =>
+      new Request(`http://on.bench${path}`, {
+        method,
+        headers: {
+          host: "on.bench",
+          "user-agent": UA,
+          accept: "text/html,application/json;q=0.9,*/*;q=0.8",
+          cookie: "session=4f2a9c1e7b; theme=dark",
+          ...(type ? { "content-type": type } : {}),
+        },
+        body: body || undefined,
+      }),
   );
 }
 
 /** `count` requests, `concurrency` at a time; the CPU µs per request. */
-async function round(side: Side, count: number, concurrency: number): Promise<number> {
-  const make = requests();
+async function round(
+  side: Side,
+  count: number,
+  concurrency: number,
+  bodies: boolean,
+): Promise<number> {
+  const make = requests(bodies);
   let next = 0;
   const before = process.cpuUsage();
   await Promise.all(Array.from({ length: concurrency }, async () => {
@@ -98,6 +108,8 @@ export async function main(args: string[]): Promise<number> {
       requests: { type: "string", default: "20000" },
       rounds: { type: "string", default: "6" },
       concurrency: { type: "string", default: "16" },
+      /** The whole benign mix, its two POSTs with bodies too (without: its four GETs). */
+      bodies: { type: "boolean", default: false },
     },
   });
   if (values.a === undefined) {
@@ -117,12 +129,13 @@ export async function main(args: string[]): Promise<number> {
   const count = Number(values.requests);
   const concurrency = Number(values.concurrency);
   try {
-    for (const s of sides) await round(s, 3000, concurrency);
+    const bodies = values.bodies;
+    for (const s of sides) await round(s, 3000, concurrency, bodies);
     await alternate(
       sides,
       Number(values.rounds),
       "µs CPU a request",
-      (s) => round(s, count, concurrency),
+      (s) => round(s, count, concurrency, bodies),
     );
   } finally {
     for (const s of sides) await s.close();

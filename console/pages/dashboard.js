@@ -49,6 +49,23 @@ function Cards({ s, stats }) {
   `;
 }
 
+/**
+ * Passed requests' records the access log left out while its writer was behind, per site (the
+ * records of blocked requests are never among them); nothing while none were.
+ */
+function SampledSites({ sites }) {
+  const rows = Object.entries(sites).sort((a, b) => b[1] - a[1]);
+  if (rows.length === 0) return null;
+  return html`
+    <div id="sampled-sites">
+      <${Table} rowKey=${(r) => r[0]} rows=${rows} caption=${t("dash.sampled_sites")} columns=${[
+        { label: t("logs.site"), value: (r) => r[0] === "" ? t("dash.unmatched") : r[0] },
+        { label: t("dash.sampled"), value: (r) => fmtNumber(r[1]) },
+      ]} />
+    </div>
+  `;
+}
+
 /** How many ALAP decisions wait, and a link to review them. */
 function PendingAlap({ count }) {
   // The space is a value of its own: the template drops whitespace that spans lines.
@@ -294,9 +311,14 @@ export default function Dashboard() {
             <dd>${fmtNumber(st.written)}</dd>
             <dt>${t("dash.dropped")}</dt>
             <dd>${fmtNumber(st.dropped)}</dd>
+            <dt>${t("dash.dropped_verdicts")}</dt>
+            <dd>${fmtNumber(st.dropped_verdicts ?? 0)}</dd>
+            <dt>${t("dash.sampled")}</dt>
+            <dd>${fmtNumber(st.sampled ?? 0)}</dd>
             <dt>${t("dash.pruned")}</dt>
             <dd>${fmtNumber(st.pruned)}</dd>
           </dl>
+          <${SampledSites} sites=${st.sampled_sites ?? {}} />
         `}</${Part}>
       <p class="muted">${t("dash.polling", { s: 10 })}</p>
     `

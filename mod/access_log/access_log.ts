@@ -12,6 +12,7 @@
  * );
  * log.start();
  * log.push(record); // on the request path: never blocks, never touches SQLite
+ * log.stats().sampled_sites; // passed records left out while the writer was behind, per site
  * const row = await log.get(record.trace_id); // written first, so found at once
  * await log.stop();
  * ```
@@ -23,7 +24,12 @@ import type { Logger } from "../core/logger.ts";
 import { createAccessLogQueries } from "./queries.ts";
 import type { AccessRecord } from "./record.ts";
 import { type AccessLogSink, SinkFeed } from "./sinks.ts";
-import { type AccessLogOptions, WriteQueue, type WriteQueueStats } from "./write_queue.ts";
+import {
+  type AccessLogOptions,
+  type RowBatch,
+  WriteQueue,
+  type WriteQueueStats,
+} from "./write_queue.ts";
 import { type AccessLogWriter, directWriter } from "./writer.ts";
 
 export interface AccessLogDeps {
@@ -52,11 +58,10 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
     observe: deps.observe,
   });
   return {
-    /** Queues a record (see `WriteQueue.push`); false (and counted) when the queue is full. */
+    /** Queues a record (see `WriteQueue.push`); false (and counted) when it was left out. */
     push: (record: AccessRecord): boolean => queue.push(record),
     /** Rows a data-plane worker serialised, and the records `observe` must see. */
-    pushLines: (lines: string, count: number, observed: readonly AccessRecord[]): boolean =>
-      queue.pushLines(lines, count, observed),
+    pushRows: (batch: RowBatch): boolean => queue.pushRows(batch),
     /** Writes everything queued now; resolves with the number of rows written. */
     flush: (): Promise<number> => queue.flush(),
     /** One retention pass: by age, then all but the newest `maxRecords`. */

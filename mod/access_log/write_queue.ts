@@ -2,12 +2,14 @@
  * The access log's write queue: the data plane pushes records, which are serialised at once into
  * the rows' text (`lines.ts`) and queued, bounded (never touching SQLite on the request path); a
  * timer drains the queue in batches to the writer (a writer thread in the server), one string a
- * batch, and hands each batch to the sinks. A full queue drops the record and counts it. Every
- * write keeps the table at `maxRecords` (the writer deletes the oldest rows in step); retention
- * deletes records by age, and by count what is left.
+ * batch, and hands each batch to the sinks. When the writer falls behind, passed requests'
+ * records are sampled and counted per site while verdicts (blocked, challenged, logged) are still
+ * taken (`admission.ts`). Every write keeps the table at `maxRecords` (the writer deletes the
+ * oldest rows in step); retention deletes records by age, and by count what is left.
  */
 import type { Clock } from "../core/clock.ts";
 import type { Logger } from "../core/logger.ts";
+import { Admission, isVerdict, sampleKey } from "./admission.ts";
 import type { AccessRecord } from "./record.ts";
 import { recordLines } from "./record.ts";
 import type { SinkFeed } from "./sinks.ts";
@@ -31,10 +33,34 @@ export interface WriteQueueDeps {
   readonly observe?: (record: AccessRecord) => void;
 }
 
+/**
+ * Rows a data-plane worker serialised (`lines.ts`): the verdicts' rows apart from the passed
+ * requests' rows, so the queue can sample the second kind alone.
+ */
+export interface RowBatch {
+  /** Rows of blocked, challenged and logged requests (never sampled). */
+  readonly lines: string;
+  readonly count: number;
+  /** Rows of passed requests. */
+  readonly passLines: string;
+  readonly passCount: number;
+  /** The passed rows by site name (`""`: no site matched), to count them when sampled. */
+  readonly passSites: readonly (readonly [string, number])[];
+  /** The records `observe` must see (blocked, challenged, upstream failures). */
+  readonly observed: readonly AccessRecord[];
+}
+
 export interface WriteQueueStats {
   readonly queued: number;
   readonly written: number;
+  /** Records lost: a verdict past the ceiling, or a batch the store refused. */
   readonly dropped: number;
+  /** Of `dropped`, records of blocked, challenged or logged requests. */
+  readonly dropped_verdicts: number;
+  /** Passed requests' records left out while the writer was behind (sampled). */
+  readonly sampled: number;
+  /** `sampled` by site name (`""`: requests no site matched). */
+  readonly sampled_sites: Record<string, number>;
   readonly pruned: number;
   /** Times the low-priority writer thread fell behind and was replaced (`createWorkerWriter`). */
   readonly writer_escalations: number;
@@ -51,6 +77,8 @@ const DAY_MS = 86_400_000;
 const EARLY_FLUSH_AT = 64;
 
 const NOTHING = () => {};
+/** Sampling is logged at most this often (ms); the counters say the rest. */
+const SAMPLE_REPORT_MS = 10_000;
 
 /**
  * Resolves once both have (rejects as `Promise.all` does), with no value: `writing` is chained
@@ -71,7 +99,13 @@ export class WriteQueue {
   /** The queued records, each as its row's two lines of text. */
   #queue: string[] = [];
   #dropped = 0;
+  #droppedVerdicts = 0;
   #reportedDropped = 0;
+  #reportedSampled = 0;
+  #sampledReportAt = Number.NEGATIVE_INFINITY;
+  readonly #admission: Admission;
+  /** Rows held (queued and with the writer) below which everything is taken at once. */
+  readonly #open: number;
   #written = 0;
   #pruned = 0;
   #flushTimer: ReturnType<typeof setInterval> | undefined;
@@ -84,7 +118,7 @@ export class WriteQueue {
   #writing: Promise<unknown> = Promise.resolve();
   /**
    * Rows handed to the writer and not answered yet (flushed, or sent by workers through
-   * `pushLines`): they count against `queueSize` with the queued ones, so a writer that falls
+   * `pushRows`): they count against `queueSize` with the queued ones, so a writer that falls
    * behind (a slow disk) makes the log drop and count records instead of piling up batches.
    */
   #inFlight = 0;
@@ -96,20 +130,21 @@ export class WriteQueue {
     this.#logger = deps.logger;
     this.#sinks = deps.sinks;
     this.#observe = deps.observe;
+    this.#admission = new Admission(options.queueSize);
+    this.#open = this.#admission.highWater;
   }
 
   /**
    * Queues a record, serialised now (nothing of it is kept: an object held until the flush
-   * would outlive the young generation); false (and counted) when `queueSize` rows are queued
-   * or with the writer. Never blocks.
+   * would outlive the young generation). Past the high-water mark a passed request's record
+   * may be left out (false, counted for its site); a verdict only past the ceiling (false,
+   * counted as dropped). Never blocks.
    */
   push(record: AccessRecord): boolean {
     this.#observe?.(record);
     const queue = this.#queue;
-    if (queue.length + this.#inFlight >= this.#o.queueSize) {
-      this.#dropped++;
-      return false;
-    }
+    const held = queue.length + this.#inFlight;
+    if (held >= this.#open && !this.#admit(record, held)) return false;
     queue.push(recordLines(record));
     // After this turn's I/O, so a busy loop hands over every record of the turn in one post
     // (each post wakes the writer thread). `setImmediate`, not `setTimeout(0)`: in Deno 2 a
@@ -123,19 +158,45 @@ export class WriteQueue {
   }
 
   /**
-   * Rows a data-plane worker serialised (`lines.ts`), handed to the writer as they are, and the
-   * records among them that `observe` must see (blocked, challenged, upstream failures: the
-   * worker keeps the others). The rows count against `queueSize` until the writer answers; past
-   * it the batch is dropped and counted. The sinks are woken once the rows are stored (the
-   * PostgreSQL shipper reads them from the store).
+   * Rows a data-plane worker serialised, handed to the writer as they are (the verdicts first,
+   * then the passed ones, when they are taken), and the records among them that `observe` must
+   * see (the worker keeps the others). The rows count against the queue until the writer
+   * answers. The sinks are woken once the rows are stored (the PostgreSQL shipper reads them
+   * from the store). False when any row was left out (counted as for `push`).
    */
-  pushLines(lines: string, count: number, observed: readonly AccessRecord[]): boolean {
-    if (this.#observe) { for (const r of observed) this.#observe(r); }
-    if (count === 0) return true;
-    if (this.#queue.length + this.#inFlight + count > this.#o.queueSize) {
-      this.#dropped += count;
-      return false;
+  pushRows(batch: RowBatch): boolean {
+    if (this.#observe) { for (const r of batch.observed) this.#observe(r); }
+    const admission = this.#admission;
+    let held = this.#queue.length + this.#inFlight;
+    let lines = "";
+    let count = 0;
+    let whole = true;
+    if (batch.count > 0) {
+      if (admission.verdict(held, batch.count)) {
+        lines = batch.lines;
+        count = batch.count;
+        held += count;
+      } else {
+        this.#dropVerdicts(batch.count);
+        whole = false;
+      }
     }
+    if (batch.passCount > 0) {
+      if (admission.passed(held, batch.passCount)) {
+        lines += batch.passLines;
+        count += batch.passCount;
+      } else {
+        for (const [site, n] of batch.passSites) admission.sample(site, n);
+        whole = false;
+      }
+    }
+    if (count > 0) this.#send(lines, count);
+    this.#reportDrops();
+    return whole;
+  }
+
+  /** The taken rows of a worker's batch to the writer, counted until it answers. */
+  #send(lines: string, count: number): void {
     this.#inFlight += count;
     const sent = this.#writer.writeLines(lines, {
       count,
@@ -155,7 +216,23 @@ export class WriteQueue {
       this.#reportDrops();
     });
     this.#writing = afterBoth(this.#writing, done);
-    return true;
+  }
+
+  /** Above the high-water mark: whether `record` is taken; counts it when not. */
+  #admit(record: AccessRecord, held: number): boolean {
+    if (isVerdict(record)) {
+      if (this.#admission.verdict(held, 1)) return true;
+      this.#dropVerdicts(1);
+      return false;
+    }
+    if (this.#admission.passed(held, 1)) return true;
+    this.#admission.sample(sampleKey(record.site), 1);
+    return false;
+  }
+
+  #dropVerdicts(n: number): void {
+    this.#dropped += n;
+    this.#droppedVerdicts += n;
   }
 
   /**
@@ -231,6 +308,9 @@ export class WriteQueue {
       queued: this.#queue.length + this.#inFlight,
       written: this.#written,
       dropped: this.#dropped,
+      dropped_verdicts: this.#droppedVerdicts,
+      sampled: this.#admission.sampledTotal,
+      sampled_sites: this.#admission.sampledBySite(),
       // Retention's deletions and those made in step with the writes.
       pruned: this.#pruned + this.#writer.trimmed(),
       writer_escalations: this.#writer.escalations?.() ?? 0,
@@ -271,10 +351,21 @@ export class WriteQueue {
   }
 
   #reportDrops(): void {
+    const sampled = this.#admission.sampledTotal;
+    const now = this.#clock.now();
+    if (sampled !== this.#reportedSampled && now - this.#sampledReportAt >= SAMPLE_REPORT_MS) {
+      this.#sampledReportAt = now;
+      this.#logger.warn("access log sampling passed requests (the writer is behind)", {
+        sampled_since_last: sampled - this.#reportedSampled,
+        sampled_total: sampled,
+      });
+      this.#reportedSampled = sampled;
+    }
     if (this.#dropped === this.#reportedDropped) return;
-    this.#logger.warn("access log records dropped (queue full or batch failed)", {
+    this.#logger.error("access log records dropped (verdicts past the ceiling or batch failed)", {
       dropped_since_last: this.#dropped - this.#reportedDropped,
       dropped_total: this.#dropped,
+      dropped_verdicts: this.#droppedVerdicts,
     });
     this.#reportedDropped = this.#dropped;
   }

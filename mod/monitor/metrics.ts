@@ -129,7 +129,7 @@ function policySamples(out: Exposition, p: CompiledPolicy, swaps: number): void 
 }
 
 /** The access log's queue and writer, and its PostgreSQL sink when there is one. */
-function accessLogSamples(out: Exposition, log: AccessLogStats): void {
+export function accessLogSamples(out: Exposition, log: AccessLogStats): void {
   out.family("waf_access_log_queue_depth", "gauge", "Access-log records waiting to be written");
   out.sample("waf_access_log_queue_depth", {}, log.queued);
   out.family(
@@ -141,9 +141,23 @@ function accessLogSamples(out: Exposition, log: AccessLogStats): void {
   out.family(
     "waf_access_log_dropped_total",
     "counter",
-    "Access-log records dropped (queue full or batch failed)",
+    "Access-log records lost (verdicts past the queue's ceiling, or a batch the store refused)",
   );
   out.sample("waf_access_log_dropped_total", {}, log.dropped);
+  out.family(
+    "waf_access_log_dropped_verdicts_total",
+    "counter",
+    "Of the lost access-log records, those of blocked, challenged or logged requests",
+  );
+  out.sample("waf_access_log_dropped_verdicts_total", {}, log.dropped_verdicts);
+  out.family(
+    "waf_access_log_sampled_total",
+    "counter",
+    "Passed requests' access-log records left out (sampled) while the writer was behind, by site",
+  );
+  for (const [site, n] of Object.entries(log.sampled_sites)) {
+    out.sample("waf_access_log_sampled_total", { site: site === "" ? "_unmatched" : site }, n);
+  }
   out.family(
     "waf_access_log_writer_escalations_total",
     "counter",

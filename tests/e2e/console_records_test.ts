@@ -173,7 +173,8 @@ Deno.test({
       assertEquals(health.length, 2, JSON.stringify(health));
       ok(health.every((h) => h.includes(up.url.replace(/\/$/, "")) && h.includes("up")), health[0]);
       const pipeline = await page.locator("#pipeline dd").allTextContents();
-      assertEquals(pipeline.length, 4);
+      // Queued, written, dropped, dropped verdicts, sampled, pruned.
+      assertEquals(pipeline.length, 6);
       ok(pipeline.every((v) => /^\d/.test(v)), JSON.stringify(pipeline));
       await page.locator("#card-dropped .value", { hasText: /^0$/ }).waitFor();
       ok(admin.problems.length === 0, admin.problems.join("\n"));

@@ -82,6 +82,7 @@ Deno.test("a real scrape parses strictly and its counters move with traffic", as
   for (
     const family of [
       "waf_access_log_dropped_total",
+      "waf_access_log_dropped_verdicts_total",
       "waf_access_log_writer_escalations_total",
       "waf_access_log_writer_deescalations_total",
       "waf_event_loop_lag_seconds",

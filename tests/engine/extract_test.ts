@@ -19,6 +19,15 @@ Deno.test("extract() returns repeated query parameters and unusual parameter nam
   assert.equal(find(inputs, "query_name", "%3Cx%3E"), "%3Cx%3E");
 });
 
+Deno.test("extract() joins a repeat among many parameters too, and nothing when no name repeats", () => {
+  const many = Array.from({ length: 20 }, (_, i) => `p${i}=${i}`);
+  const inputs = extract(req({ query: [...many, "p7=x"].join("&") }));
+  assert.deepEqual(inputs.filter((i) => i.name === "p7").map((i) => i.value), ["7", "x", "7,x"]);
+  assert.equal(inputs.filter((i) => i.source === "query" && i.name === "p8").length, 1);
+  const few = extract(req({ query: "a=1&b=2&c=3" }));
+  assert.deepEqual(few.filter((i) => i.source === "query").map((i) => i.value), ["1", "2", "3"]);
+});
+
 Deno.test("extract() joins a repeated form field's values with commas, as ASP.NET does", () => {
   const inputs = extract(req({
     method: "POST",

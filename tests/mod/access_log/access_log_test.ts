@@ -16,10 +16,27 @@ import {
   safeQuery,
   toRow,
 } from "../../../mod/access_log/record.ts";
+import type { AccessRecord } from "../../../mod/access_log/record.ts";
+import type { RowBatch } from "../../../mod/access_log/write_queue.ts";
+import type { AccessLogWriter } from "../../../mod/access_log/writer.ts";
 import { FakeClock } from "../../../mod/core/clock.ts";
 import { createMemoryLogger } from "../../../mod/core/logger.ts";
 
 const DAY = 86_400_000;
+
+/** A worker's batch of passed rows only (as `app/data_worker_records.ts` sends them). */
+function passedRows(records: readonly AccessRecord[]): RowBatch {
+  const sites = new Map<string, number>();
+  for (const r of records) sites.set(r.site ?? "", (sites.get(r.site ?? "") ?? 0) + 1);
+  return {
+    lines: "",
+    count: 0,
+    passLines: records.map((r) => rowLines(toRow(r))).join(""),
+    passCount: records.length,
+    passSites: [...sites],
+    observed: [],
+  };
+}
 
 async function setup(
   options: { queueSize?: number; maxRecords?: number; flushIntervalMs?: number } = {},
@@ -35,7 +52,7 @@ async function setup(
     close: () => Promise.resolve(),
   };
   const log = createAccessLog({
-    queueSize: options.queueSize ?? 100,
+    queueSize: options.queueSize ?? 1000,
     batchSize: 3,
     retentionDays: 2,
     maxRecords: options.maxRecords ?? 1000,
@@ -98,15 +115,23 @@ Deno.test("a running log below 64 queued records waits for its timer", async () 
   }
 });
 
-Deno.test("a full queue drops records and counts them", async () => {
-  const { store, log, logger } = await setup({ queueSize: 100 });
+Deno.test("past the high-water mark passed records are sampled and counted per site, verdicts still taken", async () => {
+  const { store, repo, log, logger } = await setup({ queueSize: 100 });
   await using _ = store;
-  for (let i = 0; i < 100; i++) log.push(record());
-  assertEquals(log.push(record()), false);
-  assertEquals(log.push(record()), false);
-  assertEquals(log.stats().dropped, 2);
-  await log.flush();
-  ok(logger.lines.some((l) => l.includes("dropped_total=2")));
+  // Up to half the queue everything is taken.
+  for (let i = 0; i < 50; i++) ok(log.push(record()));
+  // Between the mark and the queue's size, one passed record in 16 (the first of each 16).
+  const taken = Array.from({ length: 32 }, () => log.push(record({ site: "blog" })));
+  assertEquals(taken.filter(Boolean).length, 2);
+  assertEquals([taken[0], taken[1], taken[16]], [true, false, true]);
+  const blocked = record({ action: "block", status: 403 });
+  ok(log.push(blocked), "a verdict is taken past the mark");
+  assertEquals(log.stats().sampled, 30);
+  assertEquals(log.stats().sampled_sites, { blog: 30 });
+  assertEquals(log.stats().dropped, 0);
+  assertEquals(await log.flush(), 53);
+  assertEquals(repo.count(), 53);
+  ok(logger.lines.some((l) => l.includes("sampled_total=30")), "the sampling is logged");
 });
 
 Deno.test("every write keeps the newest max_records rows; retention deletes by age", async () => {
@@ -206,7 +231,7 @@ Deno.test("Chain.add() appends checks in order with their timings", () => {
 /** An access log on the writer thread over the store at `path`. */
 function threaded(repo: ReturnType<typeof createAccessLogRepo>, path: string, maxRecords: number) {
   return createAccessLog({
-    queueSize: 20_000,
+    queueSize: 30_000,
     batchSize: 500,
     retentionDays: 2,
     maxRecords,
@@ -346,8 +371,12 @@ Deno.test("rows a worker sent as text are stored as push stores them; observe se
       action: "block",
     });
     const plain = record();
-    const batch = [tricky, plain];
-    ok(log.pushLines(batch.map((r) => rowLines(toRow(r))).join(""), 2, [tricky]));
+    ok(log.pushRows({
+      ...passedRows([plain]),
+      lines: rowLines(toRow(tricky)),
+      count: 1,
+      observed: [tricky],
+    }));
     assertEquals(seen, [tricky.trace_id]);
     // A lookup right after finds the row (the writer thread's wait is cut short).
     const got = await log.get(tricky.trace_id);
@@ -356,10 +385,11 @@ Deno.test("rows a worker sent as text are stored as push stores them; observe se
     assertEquals(log.stats().written, 2);
     assertEquals(log.stats().queued, 0);
     ok(shipped.length > 0, "the sinks are woken once the rows are stored");
-    // Past the queue's size a batch is dropped whole and counted.
-    const many = Array.from({ length: 11 }, () => rowLines(toRow(record()))).join("");
-    assertEquals(log.pushLines(many, 11, []), false);
-    assertEquals(log.stats().dropped, 11);
+    // Past the queue's size a batch of passed rows is sampled out whole, counted per site.
+    const many = Array.from({ length: 11 }, () => record({ site: "shop" }));
+    assertEquals(log.pushRows(passedRows(many)), false);
+    assertEquals(log.stats().sampled_sites, { shop: 11 });
+    assertEquals(log.stats().dropped, 0);
   } finally {
     await log.stop();
   }
@@ -423,25 +453,28 @@ Deno.test("rows the writer has not answered yet count against the queue's size",
       close: () => Promise.resolve(),
     },
   });
-  for (let i = 0; i < 60; i++) ok(log.push(record()));
+  for (let i = 0; i < 50; i++) ok(log.push(record()));
   const first = log.flush();
-  for (let i = 0; i < 40; i++) ok(log.push(record()));
-  assertEquals(log.push(record()), false);
+  // The 50 with the writer count as held: at the high-water mark (50) one in 16 is taken.
+  for (let i = 0; i < 40; i++) log.push(record());
   assertEquals(log.stats(), {
-    queued: 100,
+    queued: 53,
     written: 0,
-    dropped: 1,
+    dropped: 0,
+    dropped_verdicts: 0,
+    sampled: 37,
+    sampled_sites: { shop: 37 },
     pruned: 0,
     writer_escalations: 0,
     writer_deescalations: 0,
     sinks: [],
   });
   answers.shift()!();
-  assertEquals(await first, 60);
-  ok(log.push(record()));
+  assertEquals(await first, 50);
+  ok(log.push(record()), "once the writer answered, passed records are taken again");
   const rest = log.flush();
   answers.shift()!();
-  assertEquals(await rest, 41);
+  assertEquals(await rest, 4);
   assertEquals(log.stats().queued, 0);
 });
 
@@ -474,7 +507,7 @@ async function batches(n) {
   for (let i = 0; i < n; i++) {
     log.push(r);
     if (i % 2 === 0) await log.flush();
-    else log.pushLines("", 1, []);
+    else log.pushRows({ lines: "", count: 1, passLines: "", passCount: 0, passSites: [], observed: [] });
   }
   await log.flush();
 }
@@ -531,7 +564,7 @@ Deno.test("a batch the store refuses is dropped, counted and logged; the flushes
   for (const r of lost) log.push(r);
   // Both batches of the flush fail: it resolves with nothing written instead of rejecting.
   assertEquals(await log.flush(), 0);
-  ok(log.pushLines(rowLines(toRow(record())), 1, []));
+  ok(log.pushRows(passedRows([record()])));
   assertEquals(log.stats().dropped, 3);
   full = false;
   const after = record();
@@ -540,7 +573,7 @@ Deno.test("a batch the store refuses is dropped, counted and logged; the flushes
   assertEquals((await log.get(after.trace_id))?.trace_id, after.trace_id);
   assertEquals(await log.get(lost[0]!.trace_id), undefined);
   const worker = record();
-  ok(log.pushLines(rowLines(toRow(worker)), 1, []));
+  ok(log.pushRows(passedRows([worker])));
   assertEquals((await log.get(worker.trace_id))?.trace_id, worker.trace_id);
   assertEquals(log.stats(), { ...log.stats(), written: 4, dropped: 4, queued: 0 });
   const failures = logger.lines.map((l) => JSON.parse(l)).filter((l) =>
@@ -614,4 +647,123 @@ Deno.test("stored evidence and queries cut at their limits never end in half a s
   ok(query.isWellFormed());
   // A whole pair at the end stays.
   assertEquals(safeEvidence("query:q", "a".repeat(198) + "😀tail"), "a".repeat(198) + "😀…");
+});
+
+/**
+ * A writer that stalls until released (a starved thread, a locked store): every batch it is
+ * given waits; `release()` answers them all, storing their rows in `repo`.
+ */
+function stalledWriter(direct: AccessLogWriter) {
+  const waiting: Array<() => void> = [];
+  let stalled = true;
+  const writer: AccessLogWriter = {
+    ...direct,
+    writeLines: (lines, o) =>
+      stalled
+        ? new Promise((resolve, reject) =>
+          waiting.push(() => direct.writeLines(lines, o).then(resolve, reject))
+        )
+        : direct.writeLines(lines, o),
+  };
+  return {
+    writer,
+    release() {
+      stalled = false;
+      for (const answer of waiting.splice(0)) answer();
+    },
+  };
+}
+
+Deno.test("a flood of passed records past the queue's size, the writer stalled: every blocked, challenged and logged record is stored, the passed ones left out are counted per site", async () => {
+  await using store = await testStore();
+  const repo = createAccessLogRepo(store.db, lineFormat);
+  const stall = stalledWriter(directWriter(repo));
+  const log = createAccessLog({
+    queueSize: 200,
+    batchSize: 50,
+    retentionDays: 2,
+    maxRecords: 100_000,
+    flushIntervalMs: 10,
+  }, {
+    repo,
+    clock: new FakeClock(Date.UTC(2026, 0, 10)),
+    logger: createMemoryLogger(),
+    writer: stall.writer,
+  });
+  log.start();
+  const verdicts: AccessRecord[] = [];
+  let passed = 0;
+  try {
+    // 5,000 passed requests on two sites, from this thread and as worker batches, with an
+    // attack's records among them; the flush timer hands everything taken to the stalled
+    // writer, so the rows held stay past the queue's size.
+    for (let i = 0; i < 50; i++) {
+      for (let j = 0; j < 50; j++) {
+        log.push(record({ site: j % 2 ? "shop" : "blog" }));
+        passed++;
+      }
+      log.pushRows(passedRows(Array.from({ length: 50 }, () => record({ site: "shop" }))));
+      passed += 50;
+      const action = (["block", "challenge", "log"] as const)[i % 3]!;
+      const v = record({ action, status: action === "log" ? 200 : 403, site: "shop" });
+      verdicts.push(v);
+      ok(log.push(v), "a verdict is taken");
+      if (i % 5 === 0) {
+        const w = record({ action: "block", status: 429, site: "blog" });
+        verdicts.push(w);
+        // A worker's batch with a verdict among passed rows: the verdict is taken even when
+        // the passed ones are not.
+        log.pushRows({ ...passedRows([record()]), lines: rowLines(toRow(w)), count: 1 });
+        passed++;
+      }
+      // The timer's flushes run between the bursts.
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+    const held = log.stats();
+    ok(held.queued > 200, `the rows held passed the queue's size (${held.queued})`);
+    ok(held.queued <= 800, `and stayed under the verdicts' ceiling (${held.queued})`);
+  } finally {
+    stall.release();
+    await log.stop();
+  }
+  const stats = log.stats();
+  assertEquals(stats.dropped, 0);
+  assertEquals(stats.dropped_verdicts, 0);
+  for (const v of verdicts) {
+    assertEquals((await log.get(v.trace_id))?.action, v.action, `${v.action} ${v.trace_id}`);
+  }
+  ok(stats.sampled > passed / 2, `most passed records were sampled out (${stats.sampled})`);
+  // Every record is either stored or counted: nothing is left out silently.
+  assertEquals(repo.count() + stats.sampled, passed + verdicts.length);
+  assertEquals(stats.written, repo.count());
+  const sites = stats.sampled_sites;
+  assertEquals(Object.keys(sites).sort(), ["", "blog", "shop"].filter((k) => (sites[k] ?? 0) > 0));
+  assertEquals(Object.values(sites).reduce((a, b) => a + b, 0), stats.sampled);
+  ok((sites["shop"] ?? 0) > (sites["blog"] ?? 0), JSON.stringify(sites));
+});
+
+Deno.test("verdicts past four times the queue's size are dropped and counted apart", async () => {
+  await using store = await testStore();
+  const repo = createAccessLogRepo(store.db, lineFormat);
+  const stall = stalledWriter(directWriter(repo));
+  const log = createAccessLog(
+    { queueSize: 100, batchSize: 500, retentionDays: 2, maxRecords: 100_000 },
+    {
+      repo,
+      clock: new FakeClock(Date.UTC(2026, 0, 10)),
+      logger: createMemoryLogger(),
+      writer: stall.writer,
+    },
+  );
+  for (let i = 0; i < 400; i++) ok(log.push(record({ action: "block", status: 403 })));
+  assertEquals(log.push(record({ action: "block", status: 403 })), false);
+  const w = record({ action: "challenge" });
+  assertEquals(log.pushRows({ ...passedRows([]), lines: rowLines(toRow(w)), count: 1 }), false);
+  assertEquals(log.stats().dropped_verdicts, 2);
+  assertEquals(log.stats().dropped, 2);
+  assertEquals(log.stats().sampled, 0);
+  const flushed = log.flush();
+  stall.release();
+  assertEquals(await flushed, 400);
+  await log.stop();
 });

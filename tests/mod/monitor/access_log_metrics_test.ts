@@ -1,0 +1,28 @@
+/** The access log's counters in the Prometheus exposition: lost records and sampled ones by site. */
+import { assertEquals, ok } from "../../_helpers/assert.ts";
+import { accessLogSamples } from "../../../mod/monitor/metrics.ts";
+import { Exposition } from "../../../mod/monitor/exposition.ts";
+
+Deno.test("the access log's sampled records are a counter per site, the lost verdicts one of their own", () => {
+  const out = new Exposition();
+  accessLogSamples(out, {
+    queued: 3,
+    written: 120,
+    dropped: 2,
+    dropped_verdicts: 1,
+    sampled: 45,
+    sampled_sites: { shop: 40, "": 5 },
+    pruned: 0,
+    writer_escalations: 0,
+    writer_deescalations: 0,
+    sinks: [],
+  });
+  const text = out.text();
+  const lines = text.split("\n");
+  ok(lines.includes("# TYPE waf_access_log_sampled_total counter"), text);
+  ok(lines.includes('waf_access_log_sampled_total{site="shop"} 40'), text);
+  ok(lines.includes('waf_access_log_sampled_total{site="_unmatched"} 5'), text);
+  ok(lines.includes("waf_access_log_dropped_verdicts_total 1"), text);
+  ok(lines.includes("waf_access_log_dropped_total 2"), text);
+  assertEquals(lines.filter((l) => l.startsWith("waf_access_log_sampled_total")).length, 2);
+});
