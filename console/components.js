@@ -135,7 +135,7 @@ export function usePrimaryAction(action) {
     set({ label, ref: latest.current.ref, run: () => latest.current?.onClick() });
     return () => set(null);
   }, [set, shown, label]);
-  return set !== null;
+  return set !== null && shown;
 }
 
 /** An empty list: what is missing and, where there is one, the action that fills it. */
