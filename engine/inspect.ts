@@ -36,7 +36,7 @@ import { xss } from "./xss.ts";
 import { DETECTORS } from "./detectors.ts";
 import { prototypePollution } from "./prototype_pollution.ts";
 import { scriptUpload } from "./upload.ts";
-import { javaClassName } from "./java.ts";
+import { javaClassName, javaToken } from "./java.ts";
 import { bareCommand, mayBeBareCommand } from "./cmdi.ts";
 import { xxe } from "./xxe.ts";
 import { ssi } from "./ssi.ts";
@@ -420,7 +420,7 @@ function inspectRemembered(memo: HeaderMemo, input: Input, analysis: Analysis): 
 
 /** Dotted words that can name a gadget class or a restricted file (the rest are versions, hosts). */
 const DOTTED_HINT =
-  /^(?:java|javax|sun|jdk|groovy|bsh|org|com|class)\.|^\.|\.(?:bak|old|orig|swp|sql|env)/i;
+  /^(?:java|javax|sun|jdk|groovy|bsh|org|com|class)\.|^\.|\.(?:bak|old|orig|swp|sql|env)|rocessbuilder|untime|ransformer|losure|actory|ecoder|riter|roperty/i;
 
 function judgeInert(input: Input, findings: Finding[]): void {
   const v = input.value;
@@ -434,6 +434,12 @@ function judgeInert(input: Input, findings: Finding[]): void {
     if (finding !== undefined) findings.push(finding);
   }
   const dotted = v.indexOf(".") >= 0;
+  if (!dotted && v.length >= 6) {
+    // A token of letters and digits can still be a Java object stream or a name in base64.
+    const value: DetectorInput = { input, location: locationOf(input), decoded: v, raw: v };
+    const finding = javaToken(value);
+    if (finding !== undefined) findings.push(finding);
+  }
   if (dotted ? !DOTTED_HINT.test(v) : v.length < 5 || v.length > 10 || !mayBeBareCommand(v)) {
     return;
   }
