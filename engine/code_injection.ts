@@ -10,6 +10,7 @@ import { makeFinding, stronger } from "./make_finding.ts";
 import { MAX_TEXT } from "./limits.ts";
 import { java, JAVA_HINT, SPRING_CLASSLOADER } from "./java.ts";
 import { factorAlternation } from "./regex_factor.ts";
+import { phpCode } from "./php.ts";
 
 const MAX_CHARS = MAX_TEXT;
 
@@ -18,6 +19,8 @@ const JAVA_SHAPE = /[({#@%$\\]|[a-z]\.[a-z]/i;
 
 /** Cheap gate: every rule below needs one of these characters. */
 const GATE = /[(<{$#@%]/;
+/** What the rest of the PHP rules need without those: `[php]`, `php://`, a directive's `=`. */
+const PHP_GATE = /php\]|PHP\]|:\/\/|=/;
 
 const PHP_OPEN =
   /<\?(?:php\b|=)|<\?\s*(?:echo|print|system|exec|passthru|eval|include|require)\b\s*[(\'"$]/i;
@@ -77,7 +80,9 @@ export function codeInjection(value: DetectorInput): Finding | undefined {
   }
   const text = value.decoded.length > MAX_CHARS ? value.decoded.slice(0, MAX_CHARS) : value.decoded;
   const javaCode = JAVA_SHAPE.test(text) && JAVA_HINT.test(text) ? java(value, text) : undefined;
-  if (!GATE.test(text)) return javaCode;
+  if (!GATE.test(text)) {
+    return PHP_GATE.test(text) ? stronger(javaCode, phpCode(value, text)) : javaCode;
+  }
   return stronger(stronger(javaCode, php(value, text)), asp(value, text));
 }
 
@@ -105,7 +110,7 @@ function asp(value: DetectorInput, text: string): Finding | undefined {
 }
 
 function php(value: DetectorInput, text: string): Finding | undefined {
-  let best: Finding | undefined;
+  let best = phpCode(value, text);
   const open = PHP_OPEN.exec(text);
   if (open !== null) best = makeFinding(value, "php", 90, "php.open_tag", text, open.index);
   const complex = PHP_COMPLEX_CALL.exec(text);

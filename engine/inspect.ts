@@ -35,7 +35,7 @@ import { sqli } from "./sqli.ts";
 import { xss } from "./xss.ts";
 import { DETECTORS } from "./detectors.ts";
 import { prototypePollution } from "./prototype_pollution.ts";
-import { scriptUpload } from "./upload.ts";
+import { isUploadName, scriptUpload } from "./upload.ts";
 import { javaClassName, javaToken } from "./java.ts";
 import { bareCommand, mayBeBareCommand } from "./cmdi.ts";
 import { xxe } from "./xxe.ts";
@@ -427,7 +427,7 @@ function judgeInert(input: Input, findings: Finding[]): void {
   // A parameter name or JSON key made of words can still be a path into the prototype
   // (`__proto__.isAdmin`, the key `prototype` under `constructor`).
   // An uploaded file's name made of words can still be a script (`shell.php`).
-  const upload = input.source === "multipart" && input.name.endsWith(".filename");
+  const upload = isUploadName(input);
   if (upload || (input.source === "json_key" ? input.name : v).indexOf("proto") >= 0) {
     const value: DetectorInput = { input, location: locationOf(input), decoded: v, raw: v };
     const finding = upload ? scriptUpload(value) : prototypePollution(value);

@@ -34,13 +34,30 @@ function resolveLookup(body: string): string {
 }
 
 /**
+ * HTML5's named references for the lookup's signs (`&dollar;`, `&lbrace;`, `&lcub;`, with or
+ * without the `;`): a value that a page or a log viewer unescapes before Log4j reads it.
+ */
+const NAMED_SIGN = /&(dollar|lbrace|lcub|rbrace|rcub);?/gi;
+const SIGNS: Readonly<Record<string, string>> = {
+  dollar: "$",
+  lbrace: "{",
+  lcub: "{",
+  rbrace: "}",
+  rcub: "}",
+};
+
+function unescapeNames(text: string): string {
+  return text.replace(NAMED_SIGN, (_m, name: string) => SIGNS[name.toLowerCase()]!);
+}
+
+/**
  * Reports a `${jndi:...}` lookup, also when hidden behind nested lookups.
  *
  * @param value the decoded input
  * @returns a critical finding for a JNDI lookup, a high one for a data-leaking lookup
  */
 export function jndi(value: DetectorInput): Finding | undefined {
-  const text = value.decoded;
+  const text = value.decoded.indexOf("&") >= 0 ? unescapeNames(value.decoded) : value.decoded;
   const start = text.indexOf("${");
   if (start < 0) return undefined;
   let current = text.slice(start, start + 2048);
