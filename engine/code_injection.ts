@@ -1,5 +1,6 @@
 /**
- * Code injection detector for PHP and Java (including OGNL, Spring EL and Struts).
+ * Code injection detector for PHP and Java (including OGNL, Spring EL and Struts), and the
+ * entry to Node.js, Ruby and Perl code (`script_injection.ts`).
  *
  * Code is recognised by its call shape, not by its vocabulary: `system('id')` is a call with
  * a literal argument, while the word "system" in a sentence is not. Method calls on objects
@@ -11,6 +12,7 @@ import { MAX_TEXT } from "./limits.ts";
 import { java, JAVA_HINT, SPRING_CLASSLOADER } from "./java.ts";
 import { factorAlternation } from "./regex_factor.ts";
 import { phpCode } from "./php.ts";
+import { scriptInjection } from "./script_injection.ts";
 
 const MAX_CHARS = MAX_TEXT;
 
@@ -79,7 +81,10 @@ export function codeInjection(value: DetectorInput): Finding | undefined {
     return makeFinding(value, "php", 92, "php.render_array", name, 0);
   }
   const text = value.decoded.length > MAX_CHARS ? value.decoded.slice(0, MAX_CHARS) : value.decoded;
-  const javaCode = JAVA_SHAPE.test(text) && JAVA_HINT.test(text) ? java(value, text) : undefined;
+  const javaCode = stronger(
+    JAVA_SHAPE.test(text) && JAVA_HINT.test(text) ? java(value, text) : undefined,
+    scriptInjection(value, text),
+  );
   if (!GATE.test(text)) {
     return PHP_GATE.test(text) ? stronger(javaCode, phpCode(value, text)) : javaCode;
   }

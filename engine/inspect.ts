@@ -37,6 +37,7 @@ import { DETECTORS } from "./detectors.ts";
 import { prototypePollution } from "./prototype_pollution.ts";
 import { isUploadName, scriptUpload } from "./upload.ts";
 import { javaClassName, javaToken } from "./java.ts";
+import { INERT_SCRIPT_HINT, scriptInjection } from "./script_injection.ts";
 import { bareCommand, mayBeBareCommand } from "./cmdi.ts";
 import { xxe } from "./xxe.ts";
 import { ssi } from "./ssi.ts";
@@ -434,10 +435,12 @@ function judgeInert(input: Input, findings: Finding[]): void {
     if (finding !== undefined) findings.push(finding);
   }
   const dotted = v.indexOf(".") >= 0;
-  if (!dotted && v.length >= 6) {
-    // A token of letters and digits can still be a Java object stream or a name in base64.
+  const script = INERT_SCRIPT_HINT.test(v);
+  if (script || (!dotted && v.length >= 6)) {
+    // A token of letters and digits can still be a Java object stream or a name in base64, and
+    // a dotted path a Node.js global (`process.env`).
     const value: DetectorInput = { input, location: locationOf(input), decoded: v, raw: v };
-    const finding = javaToken(value);
+    const finding = script ? scriptInjection(value, v) : javaToken(value);
     if (finding !== undefined) findings.push(finding);
   }
   if (dotted ? !DOTTED_HINT.test(v) : v.length < 5 || v.length > 10 || !mayBeBareCommand(v)) {

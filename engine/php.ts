@@ -75,7 +75,12 @@ const PROSE_GAP = /^ +$/;
 const PROSE_WORD = /[A-Za-z]{2,}(?= [A-Za-z])/g;
 const PROSE_WORDS = 6;
 
-function proseWords(text: string): number {
+/**
+ * How many words of a sentence `text` has, counted up to six.
+ *
+ * @param text the text
+ */
+export function proseWords(text: string): number {
   let n = 0;
   PROSE_WORD.lastIndex = 0;
   while (n < PROSE_WORDS && PROSE_WORD.exec(text) !== null) n++;

@@ -161,6 +161,35 @@ function hostOf(authority: string): string {
 }
 
 /**
+ * A value that starts with a host and a path, without a scheme (`localhost/`,
+ * `169.254.169.254/latest`): HTTP clients and frameworks that prepend `http://` fetch it
+ * (CRS ssrf-no-scheme.data). A host alone (`localhost`, `localhost:3306`, an installer's
+ * database host), a network in CIDR notation (`10.0.0.0/8`) and numbers (`2023/07/03`,
+ * `1645783940/`, which `inet_aton` would read as addresses) are not URLs.
+ */
+const BARE_HOST =
+  /^\s*(?:\/\/)?([a-z][a-z0-9.-]{0,252}|\d{1,3}(?:\.\d{1,3}){3}|\[[0-9a-f:.]{2,45}\])(?::\d{1,5})?\//i;
+const CIDR = /^\s*[\d.]+\/\d{1,2}\s*$/;
+
+function bareHost(value: DetectorInput, text: string): Finding | undefined {
+  const m = BARE_HOST.exec(text);
+  if (m === null || CIDR.test(text)) return undefined;
+  const info = classifyHost(m[1]!.toLowerCase());
+  const score = info.obfuscated
+    ? 0
+    : info.kind === "metadata"
+    ? 90
+    : info.kind === "loopback"
+    ? 75
+    : info.kind === "private"
+    ? 45
+    : 0;
+  return score === 0
+    ? undefined
+    : makeFinding(value, "ssrf", score, "ssrf.schemeless_host", text, m.index);
+}
+
+/**
  * Reports URLs that reach internal, loopback or metadata addresses, raw-protocol schemes
  * and remote file inclusion.
  *
@@ -174,6 +203,10 @@ export function ssrf(value: DetectorInput): Finding | undefined {
     if (oast !== null) {
       return makeFinding(value, "ssrf", 88, "ssrf.oast_callback", text, oast.index);
     }
+  }
+  if (text.indexOf("://") < 0 && text.indexOf("/") >= 0) {
+    const bare = bareHost(value, text);
+    if (bare !== undefined) return bare;
   }
   if (text.indexOf(":") < 0) return undefined;
   if (text.indexOf("nix:") >= 0 || text.indexOf("NIX:") >= 0) {
