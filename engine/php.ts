@@ -11,7 +11,7 @@
  */
 import type { DetectorInput, Finding } from "./types.ts";
 import { makeFinding, stronger } from "./make_finding.ts";
-import { CONFIG_DIRECTIVES, FUNCTION_NAMES } from "./php_vocabulary.ts";
+import { CONFIG_DIRECTIVES, EXTENSION_PREFIXES, FUNCTION_NAMES } from "./php_vocabulary.ts";
 
 const escapeName = (name: string) => name.replaceAll(".", "\\.");
 const byLength = (a: string, b: string) => b.length - a.length;
@@ -58,6 +58,13 @@ const FUNCTION_CALL = new RegExp(
 );
 /** A whole value that is one call of an identifier ending in a listed name (`FOOgzdecode()`). */
 const GLUED_CALL = new RegExp(`^\\s*[A-Za-z_]\\w*?(${NAMES})\\s*\\(`, "i");
+/** An extension's function called with PHP's arguments (`tidy_parse_string()`, `array_diff (`). */
+const EXTENSION_CALL = new RegExp(
+  `(?:^|[^\\w$.>:\\\\])(?:${
+    EXTENSION_PREFIXES.join("|")
+  })_[a-z0-9_]+\\s*\\(\\s*(?:\\)|["'$@\\d]|$)`,
+  "i",
+);
 /** Listed names that are also English words: prose writes `file (pdf)`, `system (beta)`. */
 const WORDS: ReadonlySet<string> = new Set([
   "file",
@@ -189,6 +196,11 @@ function functionCall(value: DetectorInput, text: string): Finding | undefined {
       const score = proseWords(text) >= PROSE_WORDS ? 55 : 80;
       return makeFinding(value, "php", score, "php.function_call", text, m.index);
     }
+  }
+  // Any extension's function in a value of code alone is what CRS paranoia level 2 flags.
+  const ext = text.length <= 512 && text.indexOf("_") >= 0 ? EXTENSION_CALL.exec(text) : null;
+  if (ext !== null && proseWords(text) < 3) {
+    return makeFinding(value, "php", 50, "php.extension_call", text, ext.index);
   }
   const glued = GLUED_CALL.exec(text);
   return glued !== null && glued[1]!.length >= 6 && !WORDS.has(glued[1]!.toLowerCase())

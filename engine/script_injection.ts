@@ -59,7 +59,7 @@ const RUBY_COMMAND = /%x(?:\([^()]{1,200}\)|\{[^{}]{1,200}\}|\[[^[\]]{1,200}\])/
 const CONCAT_CALL =
   /["']\s*\+\s*(?:sleep|system|exec|eval|spawn|fork|syscall|send|require|open|popen|instance_eval|class_eval)\s*\(?[^'"\n]{0,80}?\)?\s*\+\s*["']/;
 /** Perl's `@{[ code ]}`, which runs inside a double-quoted string. */
-const PERL_INTERPOLATION = /@\{\s*\[[^\]]{1,200}\]\s*\}/;
+const PERL_INTERPOLATION = /@\{\s*\[[^\]]{1,200}\]/;
 const JS_ESCAPE = /\\u\{([0-9a-f]{1,6})\}|\\u([0-9a-f]{4})|\\x([0-9a-f]{2})/gi;
 /** A value this long or with this many words of prose around is text, not an expression. */
 const MAX_CODE = 512;

@@ -15,7 +15,7 @@ import { factorAlternation } from "./regex_factor.ts";
 
 const MAX_URLS = 8;
 /** A scheme followed by `//` or a backslash, anywhere a URL can start. */
-const URL_START = /(?:^|[\s"'=(<,;|@>`])([a-z][a-z0-9+.-]{1,15}):(?:\/\/|\\\\|\/\\|\\\/)/gi;
+const URL_START = /(?:^|[\s"'=(<,;|@>`])([a-z][a-z0-9+._-]{1,15}):(?:\/\/|\\\\|\/\\|\\\/)/gi;
 /** Apache's `unix:/path|http://host/` proxy syntax: the socket path reaches any backend. */
 const UNIX_SOCKET_TARGET = /^\|(?:https?|fcgi|ajp|wss?|uwsgi|scgi|h2c?):\/\//i;
 const SPACE = /\s/;
@@ -55,6 +55,8 @@ const RAW_SCHEMES: ReadonlySet<string> = new Set([
   "rmi",
   "iiop",
   "ssh2.exec",
+  // Python's urllib reads `local_file://` as `file://`.
+  "local_file",
 ]);
 /**
  * Java's `jar:` around a remote URL (`jar:http://host/x.jar!/`) fetches and opens the archive.
@@ -238,7 +240,16 @@ export function ssrf(value: DetectorInput): Finding | undefined {
       );
       continue;
     }
-    if (!FETCH_SCHEMES.has(scheme)) continue;
+    if (!FETCH_SCHEMES.has(scheme)) {
+      // Any other scheme aimed at the metadata service, loopback or an obfuscated address
+      // (`rsync://[::ffff:169.254.169.254]`, `ssh://0177.0.0.1`) is a forged request too.
+      const other = classifyHost(hostOf(authorityOf(text, at + scheme.length + 1).toLowerCase()));
+      if (other.kind === "metadata" || other.kind === "loopback" || other.obfuscated) {
+        const score = other.kind === "metadata" ? 90 : other.obfuscated ? 80 : atStart ? 75 : 60;
+        best = stronger(best, makeFinding(value, "ssrf", score, "ssrf.internal_host", text, at));
+      }
+      continue;
+    }
     const authority = authorityOf(text, at + scheme.length + 1).toLowerCase();
     // A browser fills Referer and Origin with the page's URL: a site's own `/metadata/instance`
     // page is no metadata service.
