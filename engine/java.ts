@@ -14,7 +14,7 @@ import { factorAlternation } from "./regex_factor.ts";
 import { CLASS_NAMES, DATA_TYPES, GADGET_WORDS } from "./java_vocabulary.ts";
 
 const JAVA_RUNTIME =
-  /java\.lang\.(?:Runtime|ProcessBuilder|System|Class|reflect|Thread|ClassLoader)|getRuntime\s*\(\s*\)|\.exec\s*\(\s*["'][^"']*["']\s*\)|new\s+ProcessBuilder\b|ProcessBuilder\s*\(|javax\.script\.ScriptEngineManager|\.getClass\s*\(\s*\)\s*\.forName\s*\(|Class\.forName\s*\(|getDeclaredMethod\s*\(|\.newInstance\s*\(\s*\)\s*\.|org\.apache\.commons\.(?:io|collections)|com\.sun\.org\.apache|javax\.naming\.InitialContext/;
+  /java\.lang\.(?:Runtime|ProcessBuilder|System|Class|reflect|Thread|ClassLoader)(?!\w)|getRuntime\s*\(\s*\)|\.exec\s*\(\s*["'][^"']*["']\s*\)|new\s+ProcessBuilder\b|ProcessBuilder\s*\(|javax\.script\.ScriptEngineManager|\.getClass\s*\(\s*\)\s*\.forName\s*\(|Class\.forName\s*\(|getDeclaredMethod\s*\(|\.newInstance\s*\(\s*\)\s*\.|org\.apache\.commons\.(?:io|collections)|com\.sun\.org\.apache|javax\.naming\.InitialContext/;
 const OGNL =
   /%\{\s*\(?\s*#|#_memberAccess|@ognl\.OgnlContext@|#context\s*\[|\(#[a-z_]\w*\s*=|@java\.lang\.\w+@|#(?:application|session|request|parameters|attr)\s*\[|\bognl\b.{0,256}?#/i;
 const STRUTS_PREFIX = /\b(?:redirect|redirectAction|action):\s*\$\{/i;
@@ -143,6 +143,15 @@ export function javaClassName(value: DetectorInput): Finding | undefined {
     : makeFinding(value, "java", 90, "java.classloader", value.decoded, cl.index);
 }
 
+/**
+ * A stack trace's frame (`at java.lang.reflect.Method.invoke(Method.java:498)`, `(Native
+ * Method)`, `(Unknown Source)`), as error reports and logs carry them.
+ */
+const FRAME =
+  "\\bat\\s+[\\w$.<>/]+\\((?:[\\w$]+\\.(?:java|kt|scala|groovy):\\d+|Native Method|Unknown Source)\\)";
+const STACK_FRAME = new RegExp(FRAME);
+const STACK_FRAMES = new RegExp(FRAME, "g");
+
 /** An EL expression: `${...}` (JSP, Spring) or `#{...}` (JSF, SpEL templates). */
 const EL_BLOCK = /[$#]\{([^{}]{1,400})\}/g;
 /** Reflection and command calls inside an expression: `''.getClass().forName(...)`. */
@@ -167,7 +176,11 @@ function expressionLanguage(value: DetectorInput, text: string): Finding | undef
   return undefined;
 }
 
-export function java(value: DetectorInput, text: string): Finding | undefined {
+export function java(value: DetectorInput, source: string): Finding | undefined {
+  // The frames of a stack trace name classes that ran, not classes a payload asks for.
+  const text = source.indexOf("at ") >= 0 && STACK_FRAME.test(source)
+    ? source.replace(STACK_FRAMES, " ")
+    : source;
   let best: Finding | undefined;
   const rt = JAVA_RUNTIME.exec(text);
   if (rt !== null) best = makeFinding(value, "java", 90, "java.runtime", text, rt.index);
@@ -220,7 +233,8 @@ const PRINTABLE = /^[\x20-\x7e]+$/;
  * Judges a value of letters and digits alone (the inspector skips such values otherwise): a
  * Java object stream in base64 (`rO0AB...`, what a cookie or a view state carries to a
  * deserialiser), its magic bytes at another alignment, and a class or gadget name spelled in
- * base64 (`amF2YS5sYW5nLlJ1bnRpbWU`), which is decoded and judged as a name.
+ * base64 (`amF2YS5sYW5nLlJ1bnRpbWU`), which is decoded and judged as a name, and a gadget
+ * functor's name (`InvokerTransformer`).
  *
  * @param value the decoded input, made of word characters only
  * @returns a `deserialization` or `java` finding, or undefined
@@ -238,6 +252,10 @@ export function javaToken(value: DetectorInput): Finding | undefined {
     if (marker !== null) {
       return makeFinding(value, "deserialization", 55, "deserialization.java_marker", text, 0);
     }
+  }
+  if (GADGET_HINT.test(text)) {
+    const gadget = javaNames(value, text);
+    if (gadget !== undefined) return gadget;
   }
   if (!BASE64_TOKEN.test(text)) return undefined;
   let decoded: string;

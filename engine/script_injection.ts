@@ -38,9 +38,12 @@ const NODE_CRITICAL =
   /\bprocess\s*(?:\.\s*|\[\s*["'`]\s*)(?:mainModule|binding|dlopen|_linkedBinding)\b|\b__js_function\b|\bglobal(?:This)?\s*\.\s*process\b/;
 const NODE_GLOBAL =
   /\bprocess\s*(?:(?:\.\s*|\[\s*["'`]\s*)(?:env|argv|kill|exit|cwd|chdir|setuid|setgid|getuid|umask|constructor|global|process|require|stdout|stdin|emit)\b|\[)|\brequire\s*(?:\.\s*(?:resolve|main|extensions|cache)\b|\[)|\bnew\s+Function\s*\(|\bthis\s*\.\s*constructor\b|\bconstructor\s*\.\s*constructor\b/;
-/** Console methods that print where a blind probe reads them back. */
+/**
+ * Console methods that print where a blind probe reads them back; `console.log`, which every
+ * code sample calls, is left out (as CRS 934100 leaves it).
+ */
 const NODE_CONSOLE =
-  /\bconsole\s*(?:\.\s*(?:debug|error|info|trace|warn|log|dir)\s*(?:\.\s*(?:call|apply|bind)\s*)?\(|\[\s*["'`](?:debug|error|info|trace|warn|log|dir)["'`]\s*\]\s*\()/;
+  /\bconsole\s*(?:\.\s*(?:debug|error|info|trace|warn)\s*(?:\.\s*(?:call|apply|bind)\s*)?\(|\[\s*["'`](?:debug|error|info|trace|warn)["'`]\s*\]\s*\()/;
 /** React Server Components' references (`$1:constructor:constructor`, `$7:Module:prototype`). */
 const FLIGHT_REFERENCE = /["']\$[0-9a-f]{1,4}:(?:[\w$]+:)*(?:constructor|__proto__|prototype)\b/i;
 /**
@@ -53,8 +56,9 @@ const ENDLESS_LOOP =
 /** Ruby's process calls. */
 const RUBY_SPAWN =
   /\b(?:Process\s*\.\s*(?:spawn|exec|fork|daemon)|Kernel\s*\.\s*(?:exec|system|spawn|eval|open|fork|`)|IO\s*\.\s*popen|Open3\s*\.\s*(?:popen[23]e?|capture[23]e?|pipeline\w*)|PTY\s*\.\s*spawn)\s*(?:\(|["'`])/;
-/** `%x(id)`, `%x{id}`: Ruby's command literal. */
-const RUBY_COMMAND = /%x(?:\([^()]{1,200}\)|\{[^{}]{1,200}\}|\[[^[\]]{1,200}\])/;
+/** `%x(id)`, `%x{id}`: Ruby's command literal (not a ratio's `50%x(2)`). */
+const RUBY_COMMAND =
+  /(?:^|[^\w%])%x(?:\(\s*[a-z/][^()]{0,200}\)|\{\s*[a-z/][^{}]{0,200}\}|\[\s*[a-z/][^[\]]{0,200}\])/i;
 /** A string closed, a call added with `+`, the string reopened: `'+sleep(20.to_i)+'`. */
 const CONCAT_CALL =
   /["']\s*\+\s*(?:sleep|system|exec|eval|spawn|fork|syscall|send|require|open|popen|instance_eval|class_eval)\s*\(?[^'"\n]{0,80}?\)?\s*\+\s*["']/;
