@@ -68,11 +68,12 @@ const JAR_REMOTE = /(?:^|[\s"'=(<,;|@>`])jar:(?:https?|ftp):\/\//i;
  * host name (DNS rebinding, an alias), the path still names the service. Each path ends where
  * the service's does (`/latest/user-data` but not `/latest/user-data-export.csv`,
  * `/metadata/instance` but not `/metadata/instance-types`), OpenStack's and Oracle's name the
- * document, and ECS's `/v2/credentials/` is left to its address (169.254.170.2): Twilio's API has
+ * document, AWS Lambda's runtime API (`/2018-06-01/runtime/invocation/next`, the event and its
+ * credentials) is named by its dated path, and ECS's `/v2/credentials/` is left to its address (169.254.170.2): Twilio's API has
  * `/v2/Credentials/CR...` and other APIs a credentials resource of their own.
  */
 const METADATA_PATH =
-  /^\/(?:latest\/(?:meta-data|user-data|dynamic\/instance-identity|api\/token)(?![\w.-])|computeMetadata\/v1(?:beta1)?\/|metadata\/(?:identity\/oauth2\/token|instance)(?![\w.-])|openstack\/(?:latest|\d{4}-\d\d-\d\d)\/(?:meta_data|user_data|vendor_data2?|network_data|password)|opc\/v[12]\/(?:instance|identity|vnics)|hetzner\/v1\/metadata)/i;
+  /^\/(?:latest\/(?:meta-data|user-data|dynamic\/instance-identity|api\/token)(?![\w.-])|computeMetadata\/v1(?:beta1)?\/|metadata\/(?:identity\/oauth2\/token|instance)(?![\w.-])|openstack\/(?:latest|\d{4}-\d\d-\d\d)\/(?:meta_data|user_data|vendor_data2?|network_data|password)|opc\/v[12]\/(?:instance|identity|vnics)|hetzner\/v1\/metadata|2018-06-01\/runtime\/invocation\/)/i;
 /** The Kubernetes API's paths (`/api/v1/namespaces/default/secrets`, `/apis/apps/v1/...`). */
 const KUBERNETES_API_PATH = /^\/(?:api|apis)\/[\w.-]+/;
 const FETCH_SCHEMES: ReadonlySet<string> = new Set(["http", "https", "ftp", "ws", "wss", "file"]);
@@ -94,14 +95,14 @@ const KNOWN_INCLUDE_PARAM =
 
 /**
  * Out-of-band interaction services: their only use is to receive the DNS lookup or request a
- * blind injection makes (Burp Collaborator, interactsh, dnslog), so their names in a request
- * are the probe itself.
+ * blind injection makes (Burp Collaborator, interactsh, dnslog), or to redirect a server's
+ * request where a test points it (r3dir.me), so their names in a request are the probe itself.
  */
 const OAST_HINT = factorAlternation(
-  /oast|interact|collaborator|dnslog|ceye\.io|canarytoken|xss\.ht|bxss|eyes\.sh/i,
+  /oast|interact|collaborator|dnslog|ceye\.io|canarytoken|xss\.ht|bxss|eyes\.sh|r3dir\.me/i,
 );
 const OAST_HOST =
-  /(?:^|[^a-z0-9-])(?:[a-z0-9-]{1,63}\.){1,8}(?:interact\.sh|interactsh\.com|oast\.(?:pro|live|site|online|fun|me)|oastify\.com|burpcollaborator\.net|dnslog\.(?:cn|link)|ceye\.io|canarytokens\.com|xss\.ht|bxss\.me|eyes\.sh)(?![a-z0-9-])/i;
+  /(?:^|[^a-z0-9-])(?:[a-z0-9-]{1,63}\.){1,8}(?:interact\.sh|interactsh\.com|oast\.(?:pro|live|site|online|fun|me)|oastify\.com|burpcollaborator\.net|dnslog\.(?:cn|link)|ceye\.io|canarytokens\.com|xss\.ht|bxss\.me|eyes\.sh|r3dir\.me)(?![a-z0-9-])/i;
 
 /** Ports of local development servers: a developer's app legitimately points at them. */
 const DEV_PORT = /^localhost:(?:3\d{3}|4200|5000|5173|8000|8080|8081|8443|8888)(?:[/?#]|$)/;
