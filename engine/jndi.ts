@@ -14,6 +14,7 @@ const INNERMOST = /\$\{([^${}]*)\}/g;
 const DATA_LOOKUP =
   /\$\{\s*(?:env|sys|java|ctx|main|bundle|k8s|docker|spring|web|log4j|marker|sd|map|jvmrunargs|base64|date|event|upper|lower|::-)[:}]/i;
 const MAX_ROUNDS = 16;
+const NESTED_LOOKUP = /\$\{(?:[^}]{0,15}\$\{|\s*ctx:)/i;
 
 /** Evaluates one innermost lookup body the way Log4j would, returning its text. */
 function resolveLookup(body: string): string {
@@ -80,6 +81,19 @@ export function jndi(value: DetectorInput): Finding | undefined {
       location: value.location,
       evidence: text.slice(start, start + 120),
       ruleId: "jndi.lookup",
+    };
+  }
+  // A lookup nested in another one's key, or Log4j's thread-context lookup, is what CRS
+  // paranoia level 1 stops (944150): `${${sys:x}}`, `${ctx:loginId}`.
+  const nested = NESTED_LOOKUP.exec(text);
+  if (nested !== null) {
+    return {
+      class: "jndi",
+      confidence: "high",
+      score: 72,
+      location: value.location,
+      evidence: text.slice(nested.index, nested.index + 120),
+      ruleId: "jndi.nested_lookup",
     };
   }
   const data = DATA_LOOKUP.exec(text);

@@ -26,8 +26,11 @@ const OPEN_TAG =
 /** Superglobals named without an index (`$_COOKIE=`, `$GLOBALS`): the index form is stronger. */
 const SUPERGLOBAL =
   /\$(?:_(?:GET|POST|REQUEST|COOKIE|SERVER|FILES|ENV|SESSION)|GLOBALS|HTTP_(?:GET|POST|COOKIE|SERVER|ENV|POST_FILES|SESSION)_VARS)(?![\w[])/;
-/** `${'name'}`, `${$a}`, `${@$b}`, `$ {x}`: variable variables, which only PHP writes. */
-const VARIABLE_VARIABLE = /\$(?:\s*\{\s*@?\s*(?:\$|["'][^"'\n]*["']\s*\})|\s+\{)/;
+/**
+ * `${'name'}`, `${$a}`, `${@$b}`, `$ { $a}`: variable variables, which only PHP writes (a
+ * template's `${name}` and TeX's `$ {x}^2 $` have neither a quote nor a `$` inside).
+ */
+const VARIABLE_VARIABLE = /\$\s*\{\s*@?\s*(?:\$|["'][^"'\n]*["']\s*\})/;
 /** A variable, a variable variable or a braced expression, then indexes, members or comments. */
 const VARIABLE_CALL = new RegExp(
   "(\\$+)(?:[A-Za-z_\\x7f-\\uffff][\\w\\x7f-\\uffff]*|(\\s*\\{\\s*[@$'\"][^{}\\n]{0,200}\\}))" +
@@ -43,7 +46,7 @@ const EXPRESSION_CALL =
 const COMMENT = /\/\*[^]*?\*\/|\s+/g;
 /** The `php://` streams that read the request or write the response, and code-running wrappers. */
 const WRAPPER =
-  /\b(?:php:\/\/(?:std(?:in|out|err)|input|output|fd|memory|temp|filter)|expect:\/\/|phar:\/\/)/i;
+  /\b(?:php:\/\/(?:std(?:in|out|err)|input|output|fd|memory|temp|filter)|(?:expect|phar|zlib|bzip2):\/\/)/i;
 
 const NAMES = [...FUNCTION_NAMES].sort(byLength).join("|");
 /**
