@@ -68,6 +68,7 @@ const EXTENSION_CALL = new RegExp(
   })_[a-z0-9_]+\\s*\\(\\s*(?:\\)|["'$@\\d]|$)`,
   "i",
 );
+const IDENTIFIER_CALL = /^\s*[A-Za-z_]\w*\s*\(/;
 /** Listed names that are also English words: prose writes `file (pdf)`, `system (beta)`. */
 const WORDS: ReadonlySet<string> = new Set([
   "file",
@@ -205,7 +206,7 @@ function functionCall(value: DetectorInput, text: string): Finding | undefined {
   if (ext !== null && proseWords(text) < 3) {
     return makeFinding(value, "php", 50, "php.extension_call", text, ext.index);
   }
-  const glued = GLUED_CALL.exec(text);
+  const glued = text.length <= 128 && IDENTIFIER_CALL.test(text) ? GLUED_CALL.exec(text) : null;
   return glued !== null && glued[1]!.length >= 6 && !WORDS.has(glued[1]!.toLowerCase())
     ? makeFinding(value, "php", 75, "php.function_call", text, 0)
     : undefined;

@@ -79,27 +79,29 @@ const PROSE = 3;
 export function scriptInjection(value: DetectorInput, text: string): Finding | undefined {
   if (!HINT.test(text)) return undefined;
   const src = text.indexOf("\\u") >= 0 || text.indexOf("\\x") >= 0 ? unescapeJs(text) : text;
-  const code = src.length <= MAX_CODE && proseWords(src) < PROSE;
+  // Whether the value is code alone, worked out once a rule needs it.
+  let known: boolean | undefined;
+  const isCode = () => known ??= src.length <= MAX_CODE && proseWords(src) < PROSE;
   let best: Finding | undefined;
   const critical = NODE_CRITICAL.exec(src);
   if (critical !== null) return found(value, 90, "rce.node_code", src, critical.index);
   const flight = FLIGHT_REFERENCE.exec(src);
   if (flight !== null) return found(value, 90, "rce.node_code", src, flight.index);
   const global = NODE_GLOBAL.exec(src);
-  if (global !== null) best = found(value, code ? 78 : 45, "rce.node_code", src, global.index);
+  if (global !== null) best = found(value, isCode() ? 78 : 45, "rce.node_code", src, global.index);
   const log = NODE_CONSOLE.exec(src);
   if (log !== null) {
-    best = stronger(best, found(value, code ? 72 : 40, "rce.node_code", src, log.index));
+    best = stronger(best, found(value, isCode() ? 72 : 40, "rce.node_code", src, log.index));
   }
   const loop = src.indexOf("while") >= 0 ? ENDLESS_LOOP.exec(src) : null;
   if (loop !== null) {
-    best = stronger(best, found(value, code ? 75 : 45, "rce.endless_loop", src, loop.index));
+    best = stronger(best, found(value, isCode() ? 75 : 45, "rce.endless_loop", src, loop.index));
   }
   const spawn = RUBY_SPAWN.exec(src);
   if (spawn !== null) best = stronger(best, found(value, 88, "rce.ruby_code", src, spawn.index));
   const command = src.indexOf("%x") >= 0 ? RUBY_COMMAND.exec(src) : null;
   if (command !== null) {
-    best = stronger(best, found(value, code ? 75 : 45, "rce.ruby_code", src, command.index));
+    best = stronger(best, found(value, isCode() ? 75 : 45, "rce.ruby_code", src, command.index));
   }
   const concat = src.indexOf("+") >= 0 ? CONCAT_CALL.exec(src) : null;
   if (concat !== null) {
