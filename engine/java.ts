@@ -231,6 +231,26 @@ const PADDING = /=+$/;
 /** Gadget names are words; a longer token is an identifier or data. */
 const MAX_NAME = 128;
 
+/** Index of a base64 digit (standard or URL-safe alphabet), -1 for anything else. */
+function digit(c: number): number {
+  if (c >= 65 && c <= 90) return c - 65;
+  if (c >= 97 && c <= 122) return c - 71;
+  if (c >= 48 && c <= 57) return c + 4;
+  return c === 43 || c === 45 ? 62 : c === 47 || c === 95 ? 63 : -1;
+}
+
+/** Whether the first three bytes `text` encodes are printable: most tokens fail here. */
+function printableStart(text: string): boolean {
+  const d0 = digit(text.charCodeAt(0));
+  const d1 = digit(text.charCodeAt(1));
+  const d2 = digit(text.charCodeAt(2));
+  const d3 = digit(text.charCodeAt(3));
+  const b0 = (d0 << 2) | (d1 >> 4);
+  const b1 = ((d1 & 15) << 4) | (d2 >> 2);
+  const b2 = ((d2 & 3) << 6) | d3;
+  return b0 >= 0x20 && b0 <= 0x7e && b1 >= 0x20 && b1 <= 0x7e && b2 >= 0x20 && b2 <= 0x7e;
+}
+
 /**
  * Judges a value of letters and digits alone (the inspector skips such values otherwise): a
  * Java object stream in base64 (`rO0AB...`, what a cookie or a view state carries to a
@@ -260,7 +280,7 @@ export function javaToken(value: DetectorInput): Finding | undefined {
     const gadget = javaNames(value, text);
     if (gadget !== undefined) return gadget;
   }
-  if (!BASE64_TOKEN.test(text)) return undefined;
+  if (!BASE64_TOKEN.test(text) || !printableStart(text)) return undefined;
   const bare = text.replace(PADDING, "").replaceAll("-", "+").replaceAll("_", "/");
   // A length atob refuses would throw, and a throw costs more than the whole check.
   if (bare.length % 4 === 1) return undefined;
