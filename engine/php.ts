@@ -44,6 +44,8 @@ const VARIABLE_CALL = new RegExp(
 const EXPRESSION_CALL =
   /(?:\((?:[\w"'.$[\]]|\([\w"'.$]*\))+\)|\[\d+\]|\{\d+\}|["'][A-Za-z_][\w\\]*["']|\([^()]*string[^()]*\)[\w"'.{}[\]]+)\([^;()]*\);/;
 const COMMENT = /\/\*[^]*?\*\/|\s+/g;
+/** The statement's end those calls need: `);`, spaces or comments between. */
+const CALL_END = /\)\s*;/;
 /** The `php://` streams that read the request or write the response, and code-running wrappers. */
 const WRAPPER =
   /\b(?:php:\/\/(?:std(?:in|out|err)|input|output|fd|memory|temp|filter)|(?:expect|phar|zlib|bzip2):\/\/)/i;
@@ -69,6 +71,25 @@ const EXTENSION_CALL = new RegExp(
   "i",
 );
 const IDENTIFIER_CALL = /^\s*[A-Za-z_]\w*\s*\(/;
+const LISTED: ReadonlySet<string> = new Set(FUNCTION_NAMES);
+/** A name right before a parenthesis, or with quotes or spaces between (`('system')(`). */
+const NAME_BEFORE_PAREN = /([A-Za-z_]\w*)["'\s)]*\(/g;
+
+/**
+ * Whether a listed function can be called in `text`: one compare a name before a parenthesis
+ * instead of the whole list at every position. Comments between a name and its parenthesis
+ * (`exec /* x *\/ (`) leave it to the full expression.
+ */
+function mayCallListed(text: string): boolean {
+  if (text.indexOf("/*") >= 0 || text.indexOf("//") >= 0 || text.indexOf("#") >= 0) return true;
+  NAME_BEFORE_PAREN.lastIndex = 0;
+  let m: RegExpExecArray | null;
+  while ((m = NAME_BEFORE_PAREN.exec(text)) !== null) {
+    if (LISTED.has(m[1]!.toLowerCase())) return true;
+  }
+  return false;
+}
+
 /** Listed names that are also English words: prose writes `file (pdf)`, `system (beta)`. */
 const WORDS: ReadonlySet<string> = new Set([
   "file",
@@ -133,7 +154,7 @@ export function phpCode(value: DetectorInput, text: string): Finding | undefined
   const paren = text.indexOf("(") >= 0;
   if (paren) {
     best = stronger(best, functionCall(value, text));
-    if (text.indexOf(";") >= 0) {
+    if (text.indexOf(";") >= 0 && (CALL_END.test(text) || text.indexOf("/*") >= 0)) {
       const compact = text.replace(COMMENT, "");
       const call = EXPRESSION_CALL.exec(compact);
       if (call !== null) {
@@ -172,11 +193,13 @@ function variables(value: DetectorInput, text: string): Finding | undefined {
     const score = strong || (literal !== undefined && gap === "") ? 85 : literal ? 60 : 0;
     if (score > 0) best = makeFinding(value, "php", score, "php.variable_call", text, call.index);
   }
-  const vv = VARIABLE_VARIABLE.exec(text);
+  const vv = text.indexOf("{") >= 0 ? VARIABLE_VARIABLE.exec(text) : null;
   if (vv !== null) {
     best = stronger(best, makeFinding(value, "php", 80, "php.variable_variable", text, vv.index));
   }
-  const sg = SUPERGLOBAL.exec(text);
+  const sg = text.indexOf("$_") >= 0 || text.indexOf("$G") >= 0 || text.indexOf("$H") >= 0
+    ? SUPERGLOBAL.exec(text)
+    : null;
   if (sg !== null) {
     best = stronger(best, makeFinding(value, "php", 75, "php.superglobal", text, sg.index));
   }
@@ -184,7 +207,7 @@ function variables(value: DetectorInput, text: string): Finding | undefined {
 }
 
 function functionCall(value: DetectorInput, text: string): Finding | undefined {
-  const m = FUNCTION_CALL.exec(text);
+  const m = mayCallListed(text) ? FUNCTION_CALL.exec(text) : null;
   if (m !== null) {
     const name = m[1]!.toLowerCase();
     const gap = m[2]!;

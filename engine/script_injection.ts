@@ -21,6 +21,9 @@ import { makeFinding, stronger } from "./make_finding.ts";
 import { factorAlternation } from "./regex_factor.ts";
 import { proseWords } from "./php.ts";
 
+/** What the Node.js and Ruby rules need. */
+const NODE_HINT = /process|require|constructor|__js_function|Function|global/;
+const RUBY_HINT = /Process|Kernel|IO|Open3|PTY/;
 /** Literals one of the rules needs. */
 const HINT = factorAlternation(
   /process|require|console|constructor|prototype|__proto__|__js_function|Function|while|Process|Kernel|IO|Open3|PTY|%x|\+|@\{|\\u|\\x/,
@@ -83,13 +86,14 @@ export function scriptInjection(value: DetectorInput, text: string): Finding | u
   let known: boolean | undefined;
   const isCode = () => known ??= src.length <= MAX_CODE && proseWords(src) < PROSE;
   let best: Finding | undefined;
-  const critical = NODE_CRITICAL.exec(src);
+  const node = NODE_HINT.test(src);
+  const critical = node ? NODE_CRITICAL.exec(src) : null;
   if (critical !== null) return found(value, 90, "rce.node_code", src, critical.index);
-  const flight = FLIGHT_REFERENCE.exec(src);
+  const flight = src.indexOf(":") >= 0 && src.indexOf("$") >= 0 ? FLIGHT_REFERENCE.exec(src) : null;
   if (flight !== null) return found(value, 90, "rce.node_code", src, flight.index);
-  const global = NODE_GLOBAL.exec(src);
+  const global = node ? NODE_GLOBAL.exec(src) : null;
   if (global !== null) best = found(value, isCode() ? 78 : 45, "rce.node_code", src, global.index);
-  const log = NODE_CONSOLE.exec(src);
+  const log = src.indexOf("console") >= 0 ? NODE_CONSOLE.exec(src) : null;
   if (log !== null) {
     best = stronger(best, found(value, isCode() ? 72 : 40, "rce.node_code", src, log.index));
   }
@@ -97,7 +101,7 @@ export function scriptInjection(value: DetectorInput, text: string): Finding | u
   if (loop !== null) {
     best = stronger(best, found(value, isCode() ? 75 : 45, "rce.endless_loop", src, loop.index));
   }
-  const spawn = RUBY_SPAWN.exec(src);
+  const spawn = RUBY_HINT.test(src) ? RUBY_SPAWN.exec(src) : null;
   if (spawn !== null) best = stronger(best, found(value, 88, "rce.ruby_code", src, spawn.index));
   const command = src.indexOf("%x") >= 0 ? RUBY_COMMAND.exec(src) : null;
   if (command !== null) {
