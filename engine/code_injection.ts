@@ -1,15 +1,18 @@
 /**
- * Code injection detector for PHP and Java (including OGNL, Spring EL and Struts).
+ * Code injection detector for PHP and Java (including OGNL, Spring EL and Struts), and the
+ * entry to Node.js, Ruby and Perl code (`script_injection.ts`).
  *
  * Code is recognised by its call shape, not by its vocabulary: `system('id')` is a call with
  * a literal argument, while the word "system" in a sentence is not. Method calls on objects
  * (`regex.exec(s)`) are left to the XSS detector, which knows JavaScript.
  */
 import type { DetectorInput, Finding } from "./types.ts";
-import { makeFinding, stronger } from "./make_finding.ts";
+import { confidenceOf, makeFinding, stronger } from "./make_finding.ts";
 import { MAX_TEXT } from "./limits.ts";
 import { java, JAVA_HINT, SPRING_CLASSLOADER } from "./java.ts";
 import { factorAlternation } from "./regex_factor.ts";
+import { phpCode } from "./php.ts";
+import { scriptInjection } from "./script_injection.ts";
 
 const MAX_CHARS = MAX_TEXT;
 
@@ -18,6 +21,8 @@ const JAVA_SHAPE = /[({#@%$\\]|[a-z]\.[a-z]/i;
 
 /** Cheap gate: every rule below needs one of these characters. */
 const GATE = /[(<{$#@%]/;
+/** What the rest of the PHP rules need without those: `[php]`, `php://`, a directive's `=`. */
+const PHP_GATE = /php\]|PHP\]|:\/\/|=/;
 
 const PHP_OPEN =
   /<\?(?:php\b|=)|<\?\s*(?:echo|print|system|exec|passthru|eval|include|require)\b\s*[(\'"$]/i;
@@ -68,6 +73,24 @@ const ASP_TOKENS: readonly RegExp[] = [
  * @returns the strongest finding, class `php` or `java`
  */
 export function codeInjection(value: DetectorInput): Finding | undefined {
+  const found = code(value);
+  // An error report's source lines are the application's own code, quoted: medium at most.
+  return found !== undefined && found.score > REPORTED_CODE && value.input.source === "json" &&
+      REPORT_PATH.test(value.input.name)
+    ? { ...found, score: REPORTED_CODE, confidence: confidenceOf(REPORTED_CODE) }
+    : found;
+}
+
+/**
+ * JSON paths where error trackers put the source lines around a stack frame (Sentry's
+ * `frames[].context_line`, `pre_context`, `post_context`; Bugsnag's `stacktrace[].code`;
+ * Rollbar's `frames[].code` and `context.pre`/`post`).
+ */
+const REPORT_PATH =
+  /(?:^|\.)(?:context_line|pre_context|post_context)(?:$|[.[])|(?:^|\.)(?:stacktrace|frames)(?:\[\d+\])?\.(?:code|context\.(?:pre|post))(?:$|[.[])/;
+const REPORTED_CODE = 45;
+
+function code(value: DetectorInput): Finding | undefined {
   const name = value.input.name;
   if (name.length > 12 && SPRING_CLASSLOADER.test(name)) {
     return makeFinding(value, "java", 95, "java.classloader_param", name, 0);
@@ -76,8 +99,13 @@ export function codeInjection(value: DetectorInput): Finding | undefined {
     return makeFinding(value, "php", 92, "php.render_array", name, 0);
   }
   const text = value.decoded.length > MAX_CHARS ? value.decoded.slice(0, MAX_CHARS) : value.decoded;
-  const javaCode = JAVA_SHAPE.test(text) && JAVA_HINT.test(text) ? java(value, text) : undefined;
-  if (!GATE.test(text)) return javaCode;
+  const javaCode = stronger(
+    JAVA_SHAPE.test(text) && JAVA_HINT.test(text) ? java(value, text) : undefined,
+    scriptInjection(value, text),
+  );
+  if (!GATE.test(text)) {
+    return PHP_GATE.test(text) ? stronger(javaCode, phpCode(value, text)) : javaCode;
+  }
   return stronger(stronger(javaCode, php(value, text)), asp(value, text));
 }
 
@@ -105,7 +133,7 @@ function asp(value: DetectorInput, text: string): Finding | undefined {
 }
 
 function php(value: DetectorInput, text: string): Finding | undefined {
-  let best: Finding | undefined;
+  let best = phpCode(value, text);
   const open = PHP_OPEN.exec(text);
   if (open !== null) best = makeFinding(value, "php", 90, "php.open_tag", text, open.index);
   const complex = PHP_COMPLEX_CALL.exec(text);

@@ -138,7 +138,7 @@ function addCookies(out: Input[], header: string): void {
     const name = (eq < 0 ? part : part.slice(0, eq)).trim();
     const value = eq < 0 ? "" : part.slice(eq + 1).trim();
     // Names are attacker-chosen too; applications iterate over every cookie they get.
-    if (!isPlainSegment(name)) push(out, "cookie_name", name, name);
+    if (!isPlainSegment(name) || name.indexOf(".") >= 0) push(out, "cookie_name", name, name);
     push(out, "cookie", name, value);
   }
 }

@@ -71,8 +71,11 @@ export function addPairs(
     const eq = pair.indexOf("=");
     const name = eq < 0 ? pair : pair.slice(0, eq);
     let value = eq < 0 ? "" : pair.slice(eq + 1);
-    // Plain names are judged only when they may climb into the prototype (`__proto__.x`).
-    if (!isPlainSegment(name) || name.indexOf("proto") >= 0) push(out, nameSource, name, name);
+    // Plain names are judged only when they may climb into the prototype (`__proto__.x`) or
+    // name a class (`java.lang.Runtime=1`).
+    if (!isPlainSegment(name) || name.indexOf("proto") >= 0 || name.indexOf(".") >= 0) {
+      push(out, nameSource, name, name);
+    }
     if (eq >= 0) {
       while (i + 1 < pieces.length && gluesOn(pieces[i + 1]!)) {
         value += `&${pieces[++i]!}`;

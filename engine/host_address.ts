@@ -44,6 +44,17 @@ const LOOPBACK_NAMES: ReadonlySet<string> = new Set([
   "ip6-loopback",
   "loopback",
   "0",
+  // CRS ssrf-no-scheme.data: distribution aliases and public names that resolve to 127.0.0.1.
+  "localhost4",
+  "localhost4.localdomain4",
+  "ipv6-localhost",
+  "localtest.me",
+  "lvh.me",
+  // Docker Desktop's and Podman's names for the host machine, seen from a container.
+  "host.docker.internal",
+  "gateway.docker.internal",
+  "kubernetes.docker.internal",
+  "host.containers.internal",
 ]);
 /** Wildcard DNS services that resolve `10.0.0.1.nip.io` to the embedded address. */
 const WILDCARD_DNS =

@@ -35,8 +35,9 @@ import { sqli, sqlWord } from "./sqli.ts";
 import { xss, xssWord } from "./xss.ts";
 import { DETECTORS } from "./detectors.ts";
 import { prototypePollution } from "./prototype_pollution.ts";
-import { scriptUpload } from "./upload.ts";
-import { javaClassName } from "./java.ts";
+import { isUploadName, scriptUpload } from "./upload.ts";
+import { javaClassName, javaToken } from "./java.ts";
+import { INERT_SCRIPT_HINT, scriptInjection } from "./script_injection.ts";
 import { bareCommand, mayBeBareCommand } from "./cmdi.ts";
 import { xxe } from "./xxe.ts";
 import { ssi } from "./ssi.ts";
@@ -439,14 +440,14 @@ function inspectRemembered(memo: HeaderMemo, input: Input, analysis: Analysis): 
 
 /** Dotted words that can name a gadget class or a restricted file (the rest are versions, hosts). */
 const DOTTED_HINT =
-  /^(?:java|javax|sun|jdk|groovy|bsh|org|com|class)\.|^\.|\.(?:bak|old|orig|swp|sql|env)/i;
+  /^(?:java|javax|sun|jdk|groovy|bsh|org|com|class)\.|^\.|\.(?:bak|old|orig|swp|sql|env)|rocessbuilder|untime|ransformer|losure|actory|ecoder|riter|roperty/i;
 
 function judgeInert(input: Input, findings: Finding[]): void {
   const v = input.value;
   // A parameter name or JSON key made of words can still be a path into the prototype
   // (`__proto__.isAdmin`, the key `prototype` under `constructor`).
   // An uploaded file's name made of words can still be a script (`shell.php`).
-  const upload = input.source === "multipart" && input.name.endsWith(".filename");
+  const upload = isUploadName(input);
   if (upload || (input.source === "json_key" ? input.name : v).indexOf("proto") >= 0) {
     const value: DetectorInput = { input, location: locationOf(input), decoded: v, raw: v };
     const finding = upload ? scriptUpload(value) : prototypePollution(value);
@@ -459,6 +460,14 @@ function judgeInert(input: Input, findings: Finding[]): void {
     if (found !== undefined) findings.push(found);
   }
   const dotted = v.indexOf(".") >= 0;
+  const script = INERT_SCRIPT_HINT.test(v);
+  if (script || (!dotted && v.length >= 6)) {
+    // A token of letters and digits can still be a Java object stream or a name in base64, and
+    // a dotted path a Node.js global (`process.env`).
+    const value: DetectorInput = { input, location: locationOf(input), decoded: v, raw: v };
+    const finding = script ? scriptInjection(value, v) : javaToken(value);
+    if (finding !== undefined) findings.push(finding);
+  }
   if (dotted ? !DOTTED_HINT.test(v) : v.length < 5 || v.length > 10 || !mayBeBareCommand(v)) {
     return;
   }

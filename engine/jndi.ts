@@ -14,6 +14,7 @@ const INNERMOST = /\$\{([^${}]*)\}/g;
 const DATA_LOOKUP =
   /\$\{\s*(?:env|sys|java|ctx|main|bundle|k8s|docker|spring|web|log4j|marker|sd|map|jvmrunargs|base64|date|event|upper|lower|::-)[:}]/i;
 const MAX_ROUNDS = 16;
+const NESTED_LOOKUP = /\$\{(?:[^}]{0,15}\$\{|\s*ctx:)/i;
 
 /** Evaluates one innermost lookup body the way Log4j would, returning its text. */
 function resolveLookup(body: string): string {
@@ -34,13 +35,30 @@ function resolveLookup(body: string): string {
 }
 
 /**
+ * HTML5's named references for the lookup's signs (`&dollar;`, `&lbrace;`, `&lcub;`, with or
+ * without the `;`): a value that a page or a log viewer unescapes before Log4j reads it.
+ */
+const NAMED_SIGN = /&(dollar|lbrace|lcub|rbrace|rcub);?/gi;
+const SIGNS: Readonly<Record<string, string>> = {
+  dollar: "$",
+  lbrace: "{",
+  lcub: "{",
+  rbrace: "}",
+  rcub: "}",
+};
+
+function unescapeNames(text: string): string {
+  return text.replace(NAMED_SIGN, (_m, name: string) => SIGNS[name.toLowerCase()]!);
+}
+
+/**
  * Reports a `${jndi:...}` lookup, also when hidden behind nested lookups.
  *
  * @param value the decoded input
  * @returns a critical finding for a JNDI lookup, a high one for a data-leaking lookup
  */
 export function jndi(value: DetectorInput): Finding | undefined {
-  const text = value.decoded;
+  const text = value.decoded.indexOf("&") >= 0 ? unescapeNames(value.decoded) : value.decoded;
   const start = text.indexOf("${");
   if (start < 0) return undefined;
   let current = text.slice(start, start + 2048);
@@ -63,6 +81,19 @@ export function jndi(value: DetectorInput): Finding | undefined {
       location: value.location,
       evidence: text.slice(start, start + 120),
       ruleId: "jndi.lookup",
+    };
+  }
+  // A lookup nested in another one's key, or Log4j's thread-context lookup, is what CRS
+  // paranoia level 1 stops (944150): `${${sys:x}}`, `${ctx:loginId}`.
+  const nested = NESTED_LOOKUP.exec(text);
+  if (nested !== null) {
+    return {
+      class: "jndi",
+      confidence: "high",
+      score: 72,
+      location: value.location,
+      evidence: text.slice(nested.index, nested.index + 120),
+      ruleId: "jndi.nested_lookup",
     };
   }
   const data = DATA_LOOKUP.exec(text);

@@ -15,7 +15,7 @@ import { factorAlternation } from "./regex_factor.ts";
 
 const MAX_URLS = 8;
 /** A scheme followed by `//` or a backslash, anywhere a URL can start. */
-const URL_START = /(?:^|[\s"'=(<,;|@>`])([a-z][a-z0-9+.-]{1,15}):(?:\/\/|\\\\|\/\\|\\\/)/gi;
+const URL_START = /(?:^|[\s"'=(<,;|@>`])([a-z][a-z0-9+._-]{1,15}):(?:\/\/|\\\\|\/\\|\\\/)/gi;
 /** Apache's `unix:/path|http://host/` proxy syntax: the socket path reaches any backend. */
 const UNIX_SOCKET_TARGET = /^\|(?:https?|fcgi|ajp|wss?|uwsgi|scgi|h2c?):\/\//i;
 const SPACE = /\s/;
@@ -55,6 +55,8 @@ const RAW_SCHEMES: ReadonlySet<string> = new Set([
   "rmi",
   "iiop",
   "ssh2.exec",
+  // Python's urllib reads `local_file://` as `file://`.
+  "local_file",
 ]);
 /**
  * Java's `jar:` around a remote URL (`jar:http://host/x.jar!/`) fetches and opens the archive.
@@ -66,11 +68,12 @@ const JAR_REMOTE = /(?:^|[\s"'=(<,;|@>`])jar:(?:https?|ftp):\/\//i;
  * host name (DNS rebinding, an alias), the path still names the service. Each path ends where
  * the service's does (`/latest/user-data` but not `/latest/user-data-export.csv`,
  * `/metadata/instance` but not `/metadata/instance-types`), OpenStack's and Oracle's name the
- * document, and ECS's `/v2/credentials/` is left to its address (169.254.170.2): Twilio's API has
+ * document, AWS Lambda's runtime API (`/2018-06-01/runtime/invocation/next`, the event and its
+ * credentials) is named by its dated path, and ECS's `/v2/credentials/` is left to its address (169.254.170.2): Twilio's API has
  * `/v2/Credentials/CR...` and other APIs a credentials resource of their own.
  */
 const METADATA_PATH =
-  /^\/(?:latest\/(?:meta-data|user-data|dynamic\/instance-identity|api\/token)(?![\w.-])|computeMetadata\/v1(?:beta1)?\/|metadata\/(?:identity\/oauth2\/token|instance)(?![\w.-])|openstack\/(?:latest|\d{4}-\d\d-\d\d)\/(?:meta_data|user_data|vendor_data2?|network_data|password)|opc\/v[12]\/(?:instance|identity|vnics)|hetzner\/v1\/metadata)/i;
+  /^\/(?:latest\/(?:meta-data|user-data|dynamic\/instance-identity|api\/token)(?![\w.-])|computeMetadata\/v1(?:beta1)?\/|metadata\/(?:identity\/oauth2\/token|instance)(?![\w.-])|openstack\/(?:latest|\d{4}-\d\d-\d\d)\/(?:meta_data|user_data|vendor_data2?|network_data|password)|opc\/v[12]\/(?:instance|identity|vnics)|hetzner\/v1\/metadata|2018-06-01\/runtime\/invocation\/)/i;
 /** The Kubernetes API's paths (`/api/v1/namespaces/default/secrets`, `/apis/apps/v1/...`). */
 const KUBERNETES_API_PATH = /^\/(?:api|apis)\/[\w.-]+/;
 const FETCH_SCHEMES: ReadonlySet<string> = new Set(["http", "https", "ftp", "ws", "wss", "file"]);
@@ -92,14 +95,14 @@ const KNOWN_INCLUDE_PARAM =
 
 /**
  * Out-of-band interaction services: their only use is to receive the DNS lookup or request a
- * blind injection makes (Burp Collaborator, interactsh, dnslog), so their names in a request
- * are the probe itself.
+ * blind injection makes (Burp Collaborator, interactsh, dnslog), or to redirect a server's
+ * request where a test points it (r3dir.me), so their names in a request are the probe itself.
  */
 const OAST_HINT = factorAlternation(
-  /oast|interact|collaborator|dnslog|ceye\.io|canarytoken|xss\.ht|bxss|eyes\.sh/i,
+  /oast|interact|collaborator|dnslog|ceye\.io|canarytoken|xss\.ht|bxss|eyes\.sh|r3dir\.me/i,
 );
 const OAST_HOST =
-  /(?:^|[^a-z0-9-])(?:[a-z0-9-]{1,63}\.){1,8}(?:interact\.sh|interactsh\.com|oast\.(?:pro|live|site|online|fun|me)|oastify\.com|burpcollaborator\.net|dnslog\.(?:cn|link)|ceye\.io|canarytokens\.com|xss\.ht|bxss\.me|eyes\.sh)(?![a-z0-9-])/i;
+  /(?:^|[^a-z0-9-])(?:[a-z0-9-]{1,63}\.){1,8}(?:interact\.sh|interactsh\.com|oast\.(?:pro|live|site|online|fun|me)|oastify\.com|burpcollaborator\.net|dnslog\.(?:cn|link)|ceye\.io|canarytokens\.com|xss\.ht|bxss\.me|eyes\.sh|r3dir\.me)(?![a-z0-9-])/i;
 
 /** Ports of local development servers: a developer's app legitimately points at them. */
 const DEV_PORT = /^localhost:(?:3\d{3}|4200|5000|5173|8000|8080|8081|8443|8888)(?:[/?#]|$)/;
@@ -161,6 +164,35 @@ function hostOf(authority: string): string {
 }
 
 /**
+ * A value that starts with a host and a path, without a scheme (`localhost/`,
+ * `169.254.169.254/latest`): HTTP clients and frameworks that prepend `http://` fetch it
+ * (CRS ssrf-no-scheme.data). A host alone (`localhost`, `localhost:3306`, an installer's
+ * database host), a network in CIDR notation (`10.0.0.0/8`) and numbers (`2023/07/03`,
+ * `1645783940/`, which `inet_aton` would read as addresses) are not URLs.
+ */
+const BARE_HOST =
+  /^\s*(?:\/\/)?([a-z][a-z0-9.-]{0,252}|\d{1,3}(?:\.\d{1,3}){3}|\[[0-9a-f:.]{2,45}\])(?::\d{1,5})?\//i;
+const CIDR = /^\s*[\d.]+\/\d{1,2}\s*$/;
+
+function bareHost(value: DetectorInput, text: string): Finding | undefined {
+  const m = BARE_HOST.exec(text);
+  if (m === null || CIDR.test(text)) return undefined;
+  const info = classifyHost(m[1]!.toLowerCase());
+  const score = info.obfuscated
+    ? 0
+    : info.kind === "metadata"
+    ? 90
+    : info.kind === "loopback"
+    ? 75
+    : info.kind === "private"
+    ? 45
+    : 0;
+  return score === 0
+    ? undefined
+    : makeFinding(value, "ssrf", score, "ssrf.schemeless_host", text, m.index);
+}
+
+/**
  * Reports URLs that reach internal, loopback or metadata addresses, raw-protocol schemes
  * and remote file inclusion.
  *
@@ -174,6 +206,10 @@ export function ssrf(value: DetectorInput): Finding | undefined {
     if (oast !== null) {
       return makeFinding(value, "ssrf", 88, "ssrf.oast_callback", text, oast.index);
     }
+  }
+  if (text.indexOf("://") < 0 && text.indexOf("/") >= 0) {
+    const bare = bareHost(value, text);
+    if (bare !== undefined) return bare;
   }
   if (text.indexOf(":") < 0) return undefined;
   if (text.indexOf("nix:") >= 0 || text.indexOf("NIX:") >= 0) {
@@ -207,7 +243,16 @@ export function ssrf(value: DetectorInput): Finding | undefined {
       );
       continue;
     }
-    if (!FETCH_SCHEMES.has(scheme)) continue;
+    if (!FETCH_SCHEMES.has(scheme)) {
+      // Any other scheme aimed at the metadata service, loopback or an obfuscated address
+      // (`rsync://[::ffff:169.254.169.254]`, `ssh://0177.0.0.1`) is a forged request too.
+      const other = classifyHost(hostOf(authorityOf(text, at + scheme.length + 1).toLowerCase()));
+      if (other.kind === "metadata" || other.kind === "loopback" || other.obfuscated) {
+        const score = other.kind === "metadata" ? 90 : other.obfuscated ? 80 : atStart ? 75 : 60;
+        best = stronger(best, makeFinding(value, "ssrf", score, "ssrf.internal_host", text, at));
+      }
+      continue;
+    }
     const authority = authorityOf(text, at + scheme.length + 1).toLowerCase();
     // A browser fills Referer and Origin with the page's URL: a site's own `/metadata/instance`
     // page is no metadata service.

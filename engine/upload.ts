@@ -16,7 +16,7 @@ import { makeFinding } from "./make_finding.ts";
 
 /** Extensions a web server hands to an interpreter (PHP, JSP, ASP and ASP.NET, SSI, CGI). */
 const SCRIPT_EXT =
-  "php[2-8]?|phtml|pht|phar|phps|pgif|shtml?|stm|jspx?|jspf|jsw|jsv|asp|aspx|asa|asax|ashx|asmx|ascx|axd|cshtml|vbhtml|cfml?|cfc|cgi";
+  "php\\d*|phtml|pht|phar|phps|pgif|shtml?|stm|jspx?|jspf|jsw|jsv|asp|aspx|asa|asax|ashx|asmx|ascx|axd|cshtml|vbhtml|cfml?|cfc|cgi";
 /** The name ends with a script extension, as written (the case is checked apart). */
 const FINAL = new RegExp(`\\.(${SCRIPT_EXT})$`, "i");
 /** A script extension hidden before what the filter reads: `;`, trailing dots and spaces, `::$DATA`. */
@@ -47,11 +47,22 @@ const CGI_SCORE = 55;
  * @returns an `rce` finding (rule `rce.script_upload`) or undefined
  */
 export function scriptUpload(value: DetectorInput): Finding | undefined {
-  const input = value.input;
-  if (input.source !== "multipart" || !input.name.endsWith(".filename")) return undefined;
-  const text = value.decoded;
-  if (text.length > 512 || text.indexOf(".") < 0) return undefined;
+  if (!isUploadName(value.input)) return undefined;
+  // Servers and filters that trim a name read `shell. php` as `shell.php` (CRS removes spaces).
+  const text = SPACE.test(value.decoded) ? value.decoded.replace(SPACES, "") : value.decoded;
+  if (text.length > 512) return undefined;
   const name = text.slice(Math.max(text.lastIndexOf("/"), text.lastIndexOf("\\")) + 1);
+  if (SESSION_FILE.test(name)) {
+    return makeFinding(
+      value,
+      "php",
+      85,
+      "php.session_file_upload",
+      text,
+      text.length - name.length,
+    );
+  }
+  if (name.indexOf(".") < 0) return undefined;
   const hidden = HIDDEN.exec(name);
   if (hidden !== null) return found(value, 90, text, text.length - name.length + hidden.index);
   const final = FINAL.exec(name);
@@ -67,6 +78,36 @@ export function scriptUpload(value: DetectorInput): Finding | undefined {
   const cgi = CGI_ONLY.exec(name);
   if (cgi !== null) return found(value, CGI_SCORE, text, text.length - name.length + cgi.index);
   return undefined;
+}
+
+/**
+ * Headers that AJAX uploaders send the file's name in (`X-Filename`, `X_Filename`,
+ * `X.Filename`, `X-File-Name`): the server stores the body under that name.
+ */
+const NAME_HEADERS: ReadonlySet<string> = new Set([
+  "x-filename",
+  "x_filename",
+  "x.filename",
+  "x-file-name",
+]);
+const SPACE = /\s/;
+const SPACES = /\s+/g;
+/**
+ * PHP's session files (`sess_<id>` in `session.save_path`): an upload under that name plants a
+ * session whose serialised variables the attacker wrote (CRS 933220).
+ */
+const SESSION_FILE = /^sess_[\w,-]{20,256}$/i;
+
+/**
+ * Whether an input is an uploaded file's name: a multipart part's file name or an upload
+ * header's value.
+ *
+ * @param input the input
+ */
+export function isUploadName(input: DetectorInput["input"]): boolean {
+  return input.source === "multipart"
+    ? input.name.endsWith(".filename")
+    : input.source === "header" && NAME_HEADERS.has(input.name);
 }
 
 function found(value: DetectorInput, score: number, text: string, at: number): Finding {

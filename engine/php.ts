@@ -1,0 +1,236 @@
+/**
+ * PHP code in a value, read as PHP's grammar reads it: open tags, calls of the functions an
+ * injection needs (also with comments or quotes between the name and the parenthesis), the
+ * calls PHP makes through a variable (`$fn(1)`, `${'a'}(2)`, `$__['o'](3)`, `@$___[@!+_](4)`),
+ * through a string or a parenthesised expression (`"sys"."tem"('id');`, `(system)('id');`),
+ * variable variables (`${$a}`), superglobals, the `php://` streams, and `php.ini` directives.
+ *
+ * Words alone are not code: a function name must be called, a short English-looking name
+ * (`file`, `system`, `exec`) only with PHP-shaped arguments or without the space prose puts
+ * before a parenthesis (`file (pdf)` passes, `exec\t(x)` does not).
+ */
+import type { DetectorInput, Finding } from "./types.ts";
+import { makeFinding, stronger } from "./make_finding.ts";
+import { CONFIG_DIRECTIVES, EXTENSION_PREFIXES, FUNCTION_NAMES } from "./php_vocabulary.ts";
+
+const escapeName = (name: string) => name.replaceAll(".", "\\.");
+const byLength = (a: string, b: string) => b.length - a.length;
+
+/**
+ * `<?php`, `<?=`, a short open tag (`<? echo`, `<?\n`, a value that ends with `<?`), and the
+ * `[php]...[/php]` tags of CMS plugins that evaluate PHP. An XML declaration (`<?xml `),
+ * processing instructions (`<?xml-stylesheet href="a"?>`) and prose (`<? is odd`) are not.
+ */
+const OPEN_TAG =
+  /<\?(?:php\b|=|\s*$|\s*\n|xml[^\s\w-]|\s*(?:echo|print|eval|system|exec|passthru|include|require)\b|\s*\$\w|\s*[a-z_]\w*\s*\()|\[\/?php\]/i;
+/** Superglobals named without an index (`$_COOKIE=`, `$GLOBALS`): the index form is stronger. */
+const SUPERGLOBAL =
+  /\$(?:_(?:GET|POST|REQUEST|COOKIE|SERVER|FILES|ENV|SESSION)|GLOBALS|HTTP_(?:GET|POST|COOKIE|SERVER|ENV|POST_FILES|SESSION)_VARS)(?![\w[])/;
+/**
+ * `${'name'}`, `${$a}`, `${@$b}`, `$ { $a}`: variable variables, which only PHP writes (a
+ * template's `${name}` and TeX's `$ {x}^2 $` have neither a quote nor a `$` inside).
+ */
+const VARIABLE_VARIABLE = /\$\s*\{\s*@?\s*(?:\$|["'][^"'\n]*["']\s*\})/;
+/** A variable, a variable variable or a braced expression, then indexes, members or comments. */
+const VARIABLE_CALL = new RegExp(
+  "(\\$+)(?:[A-Za-z_\\x7f-\\uffff][\\w\\x7f-\\uffff]*|(\\s*\\{\\s*[@$'\"][^{}\\n]{0,200}\\}))" +
+    "((?:\\s*(?:\\[(?:[^[\\]\\n]|\\[[^[\\]\\n]{0,50}\\]){0,100}\\]|\\{[^{}\\n]{1,100}\\}|->\\s*[\\w$]+|/\\*[^]{0,200}?\\*/|" +
+    "//[^\\n]{0,200}\\n|#[^\\n]{0,200}\\n))*)(\\s*)\\(\\s*(\\)|[\"'$@\\d+-])?",
+);
+/**
+ * Calls through a string or an expression once spaces and comments are gone (CRS 933210):
+ * `(system)('id');`, `[system][0](ls);`, `"system"(ls);`, `(string)"sys"."tem"('id');`.
+ */
+const EXPRESSION_CALL =
+  /(?:\((?:[\w"'.$[\]]|\([\w"'.$]*\))+\)|\[\d+\]|\{\d+\}|["'][A-Za-z_][\w\\]*["']|\([^()]*string[^()]*\)[\w"'.{}[\]]+)\([^;()]*\);/;
+const COMMENT = /\/\*[^]*?\*\/|\s+/g;
+/** The statement's end those calls need: `);`, spaces or comments between. */
+const CALL_END = /\)\s*;/;
+/** The `php://` streams that read the request or write the response, and code-running wrappers. */
+const WRAPPER =
+  /\b(?:php:\/\/(?:std(?:in|out|err)|input|output|fd|memory|temp|filter)|(?:expect|phar|zlib|bzip2):\/\/)/i;
+
+const NAMES = [...FUNCTION_NAMES].sort(byLength).join("|");
+/**
+ * A listed function called: the name not glued to an identifier, a member access or a
+ * namespace (`.exec(`, `->system(`, `Foo::eval(` are methods), then spaces, comments or
+ * quotes (`('system')('id')`), and the parenthesis.
+ */
+const FUNCTION_CALL = new RegExp(
+  `(?:^|[^\\w$.>:\\\\])(${NAMES})((?:\\s|/\\*[^]{0,200}?\\*/|//[^\\n]{0,200}\\n|#[^\\n]{0,200}\\n|["'])*\\)?)\\(` +
+    `\\s*(\\)|["'\`$@\\d]|[a-z_]\\w*\\s*\\()?`,
+  "i",
+);
+/** A whole value that is one call of an identifier ending in a listed name (`FOOgzdecode()`). */
+const GLUED_CALL = new RegExp(`^\\s*[A-Za-z_]\\w*?(${NAMES})\\s*\\(`, "i");
+/** An extension's function called with PHP's arguments (`tidy_parse_string()`, `array_diff (`). */
+const EXTENSION_CALL = new RegExp(
+  `(?:^|[^\\w$.>:\\\\])(?:${
+    EXTENSION_PREFIXES.join("|")
+  })_[a-z0-9_]+\\s*\\(\\s*(?:\\)|["'$@\\d]|$)`,
+  "i",
+);
+const IDENTIFIER_CALL = /^\s*[A-Za-z_]\w*\s*\(/;
+const LISTED: ReadonlySet<string> = new Set(FUNCTION_NAMES);
+/** A name right before a parenthesis, or with quotes or spaces between (`('system')(`). */
+const NAME_BEFORE_PAREN = /([A-Za-z_]\w*)["'\s)]*\(/g;
+
+/**
+ * Whether a listed function can be called in `text`: one compare a name before a parenthesis
+ * instead of the whole list at every position. Comments between a name and its parenthesis
+ * (`exec /* x *\/ (`) leave it to the full expression.
+ */
+function mayCallListed(text: string): boolean {
+  if (text.indexOf("/*") >= 0 || text.indexOf("//") >= 0 || text.indexOf("#") >= 0) return true;
+  NAME_BEFORE_PAREN.lastIndex = 0;
+  let m: RegExpExecArray | null;
+  while ((m = NAME_BEFORE_PAREN.exec(text)) !== null) {
+    if (LISTED.has(m[1]!.toLowerCase())) return true;
+  }
+  return false;
+}
+
+/** Listed names that are also English words: prose writes `file (pdf)`, `system (beta)`. */
+const WORDS: ReadonlySet<string> = new Set([
+  "file",
+  "exec",
+  "system",
+  "eval",
+  "glob",
+  "assert",
+  "unpack",
+  "chr",
+]);
+/** A gap before the parenthesis that prose does not write: nothing, a tab, a newline, a comment. */
+const PROSE_GAP = /^ +$/;
+/** Words followed by a space and another word: what a sentence is made of. */
+const PROSE_WORD = /[A-Za-z]{2,}(?= [A-Za-z])/g;
+const PROSE_WORDS = 6;
+
+/**
+ * How many words of a sentence `text` has, counted up to six.
+ *
+ * @param text the text
+ */
+export function proseWords(text: string): number {
+  let n = 0;
+  PROSE_WORD.lastIndex = 0;
+  while (n < PROSE_WORDS && PROSE_WORD.exec(text) !== null) n++;
+  return n;
+}
+
+/** Arguments and the closing parenthesis after `name(`: `exec(blah)`, not a lone `eval(`. */
+const ARGUMENTS = /^\s*[^\s)][^)]{0,200}\)/;
+
+const DIRECTIVES = [...CONFIG_DIRECTIVES].sort(byLength).map(escapeName).join("|");
+/** The dotted directives' sections (`opcache.`, `session.`), which newer PHP versions extend. */
+const SECTIONS = [
+  ...new Set(CONFIG_DIRECTIVES.filter((d) => d.includes(".")).map((d) => d.split(".")[0]!)),
+].join("|");
+/**
+ * A value that sets a directive (`allow_url_include=1`, `opcache.jit=off`, `memory_limit = 512M`)
+ * or a `-d` option of php-cgi (`-d auto_prepend_file=php://input`, CVE-2012-1823).
+ */
+const DIRECTIVE_VALUE = new RegExp(
+  `^\\s*(?:${DIRECTIVES}|(?:${SECTIONS})\\.\\w+)\\s*=\\s*\\S`,
+  "i",
+);
+const DIRECTIVE_OPTION = new RegExp(`(?:^|\\s)-d\\s*(?:${DIRECTIVES})\\s*=`, "i");
+
+/**
+ * Reports PHP code in a value.
+ *
+ * @param value the decoded input
+ * @param text the text to read (the decoded value, clipped)
+ * @returns the strongest finding, class `php`
+ */
+export function phpCode(value: DetectorInput, text: string): Finding | undefined {
+  let best: Finding | undefined;
+  const lt = text.indexOf("<?") >= 0 || text.indexOf("php]") >= 0 || text.indexOf("PHP]") >= 0;
+  const tag = lt ? OPEN_TAG.exec(text) : null;
+  if (tag !== null) best = makeFinding(value, "php", 85, "php.open_tag", text, tag.index);
+  const dollar = text.indexOf("$") >= 0;
+  if (dollar) best = stronger(best, variables(value, text));
+  const paren = text.indexOf("(") >= 0;
+  if (paren) {
+    best = stronger(best, functionCall(value, text));
+    if (text.indexOf(";") >= 0 && (CALL_END.test(text) || text.indexOf("/*") >= 0)) {
+      const compact = text.replace(COMMENT, "");
+      const call = EXPRESSION_CALL.exec(compact);
+      if (call !== null) {
+        best = stronger(
+          best,
+          makeFinding(value, "php", 85, "php.expression_call", compact, call.index),
+        );
+      }
+    }
+  }
+  if (text.indexOf("://") >= 0) {
+    const wrapper = WRAPPER.exec(text);
+    if (wrapper !== null) {
+      best = stronger(best, makeFinding(value, "php", 85, "php.wrapper", text, wrapper.index));
+    }
+  }
+  if (text.indexOf("=") >= 0) {
+    const option = text.indexOf("-d") >= 0 ? DIRECTIVE_OPTION.exec(text) : null;
+    if (option !== null) {
+      best = stronger(best, makeFinding(value, "php", 88, "php.ini_option", text, option.index));
+    } else if (DIRECTIVE_VALUE.test(text)) {
+      best = stronger(best, makeFinding(value, "php", 75, "php.ini_directive", text, 0));
+    }
+  }
+  return best;
+}
+
+function variables(value: DetectorInput, text: string): Finding | undefined {
+  let best: Finding | undefined;
+  const call = VARIABLE_CALL.exec(text);
+  if (call !== null) {
+    // Braces, `$$`, an index, a member or a comment before the call are PHP's alone; a plain
+    // `$name(` needs a literal argument: `$http({...})` (AngularJS) and `$USD (approx)` pass.
+    const [, dollars, braced, suffix, gap, literal] = call;
+    const strong = braced !== undefined || dollars!.length > 1 || suffix !== "";
+    const score = strong || (literal !== undefined && gap === "") ? 85 : literal ? 60 : 0;
+    if (score > 0) best = makeFinding(value, "php", score, "php.variable_call", text, call.index);
+  }
+  const vv = text.indexOf("{") >= 0 ? VARIABLE_VARIABLE.exec(text) : null;
+  if (vv !== null) {
+    best = stronger(best, makeFinding(value, "php", 80, "php.variable_variable", text, vv.index));
+  }
+  const sg = text.indexOf("$_") >= 0 || text.indexOf("$G") >= 0 || text.indexOf("$H") >= 0
+    ? SUPERGLOBAL.exec(text)
+    : null;
+  if (sg !== null) {
+    best = stronger(best, makeFinding(value, "php", 75, "php.superglobal", text, sg.index));
+  }
+  return best;
+}
+
+function functionCall(value: DetectorInput, text: string): Finding | undefined {
+  const m = mayCallListed(text) ? FUNCTION_CALL.exec(text) : null;
+  if (m !== null) {
+    const name = m[1]!.toLowerCase();
+    const gap = m[2]!;
+    const shaped = m[3] !== undefined;
+    const word = WORDS.has(name);
+    // An English-looking name needs PHP's arguments, or a gap and arguments prose does not write.
+    if (
+      !word || shaped ||
+      (gap !== "" && !PROSE_GAP.test(gap)) ||
+      (gap === "" && ARGUMENTS.test(text.slice(m.index + m[0].length)))
+    ) {
+      // Prose around a call is no program PHP would parse: a tutorial's `strlen($s)` is medium.
+      const score = proseWords(text) >= PROSE_WORDS ? 55 : 80;
+      return makeFinding(value, "php", score, "php.function_call", text, m.index);
+    }
+  }
+  // Any extension's function in a value of code alone is what CRS paranoia level 2 flags.
+  const ext = text.length <= 512 && text.indexOf("_") >= 0 ? EXTENSION_CALL.exec(text) : null;
+  if (ext !== null && proseWords(text) < 3) {
+    return makeFinding(value, "php", 50, "php.extension_call", text, ext.index);
+  }
+  const glued = text.length <= 128 && IDENTIFIER_CALL.test(text) ? GLUED_CALL.exec(text) : null;
+  return glued !== null && glued[1]!.length >= 6 && !WORDS.has(glued[1]!.toLowerCase())
+    ? makeFinding(value, "php", 75, "php.function_call", text, 0)
+    : undefined;
+}
