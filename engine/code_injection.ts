@@ -7,7 +7,8 @@
  * (`regex.exec(s)`) are left to the XSS detector, which knows JavaScript.
  */
 import type { DetectorInput, Finding } from "./types.ts";
-import { confidenceOf, makeFinding, stronger } from "./make_finding.ts";
+import { makeFinding, stronger } from "./make_finding.ts";
+import { asReported } from "./error_report.ts";
 import { MAX_TEXT } from "./limits.ts";
 import { java, JAVA_HINT, SPRING_CLASSLOADER } from "./java.ts";
 import { factorAlternation } from "./regex_factor.ts";
@@ -73,22 +74,9 @@ const ASP_TOKENS: readonly RegExp[] = [
  * @returns the strongest finding, class `php` or `java`
  */
 export function codeInjection(value: DetectorInput): Finding | undefined {
-  const found = code(value);
   // An error report's source lines are the application's own code, quoted: medium at most.
-  return found !== undefined && found.score > REPORTED_CODE && value.input.source === "json" &&
-      REPORT_PATH.test(value.input.name)
-    ? { ...found, score: REPORTED_CODE, confidence: confidenceOf(REPORTED_CODE) }
-    : found;
+  return asReported(code(value), value);
 }
-
-/**
- * JSON paths where error trackers put the source lines around a stack frame (Sentry's
- * `frames[].context_line`, `pre_context`, `post_context`; Bugsnag's `stacktrace[].code`;
- * Rollbar's `frames[].code` and `context.pre`/`post`).
- */
-const REPORT_PATH =
-  /(?:^|\.)(?:context_line|pre_context|post_context)(?:$|[.[])|(?:^|\.)(?:stacktrace|frames)(?:\[\d+\])?\.(?:code|context\.(?:pre|post))(?:$|[.[])/;
-const REPORTED_CODE = 45;
 
 function code(value: DetectorInput): Finding | undefined {
   const name = value.input.name;

@@ -10,6 +10,7 @@
  */
 import type { DetectorInput, Finding } from "./types.ts";
 import { makeFinding, stronger } from "./make_finding.ts";
+import { asReported } from "./error_report.ts";
 import { factorAlternation } from "./regex_factor.ts";
 import { CLASS_NAMES, DATA_TYPES, GADGET_WORDS } from "./java_vocabulary.ts";
 
@@ -110,8 +111,10 @@ function javaNames(value: DetectorInput, text: string): Finding | undefined {
   }
   const m = NAME_HINT.test(text) ? LISTED_CLASS.exec(text) : null;
   if (m === null) return best;
-  const whole = NAME_SOURCES.has(value.input.source) ||
-    (NAME_LEAD.test(text.slice(0, m.index)) && NAME_REST.test(text.slice(m.index + m[0].length)));
+  // A name is whole by construction, but `org.apache.struts:struts2-core` (a dependency's
+  // coordinate, as error reports list installed modules) names a package, not a class.
+  const whole = (NAME_SOURCES.has(value.input.source) || NAME_LEAD.test(text.slice(0, m.index))) &&
+    NAME_REST.test(text.slice(m.index + m[0].length));
   const dataType = value.input.source === "json" && LISTED_DATA_TYPE.test(m[0]);
   const score = !whole ? 50 : dataType ? 60 : 80;
   return stronger(
@@ -135,6 +138,11 @@ function javaNames(value: DetectorInput, text: string): Finding | undefined {
  * @returns a `java` finding or undefined
  */
 export function javaClassName(value: DetectorInput): Finding | undefined {
+  // A stack frame's module or class in an error report names where an error happened.
+  return asReported(className(value), value);
+}
+
+function className(value: DetectorInput): Finding | undefined {
   const m = JAVA_CLASS.exec(value.decoded);
   if (m !== null) return makeFinding(value, "java", 85, "java.class", value.decoded, m.index);
   const cl = SPRING_CLASSLOADER.exec(value.decoded);

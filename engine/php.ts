@@ -182,6 +182,17 @@ export function phpCode(value: DetectorInput, text: string): Finding | undefined
   return best;
 }
 
+/** A quoted argument closed and followed by `,` or `)`; another argument then a `)`. */
+const QUOTED_ARGUMENT = { '"': /^"[^"\n]{0,200}"\s*[,)]/, "'": /^'[^'\n]{0,200}'\s*[,)]/ };
+const OTHER_ARGUMENTS = /^[^()\n;]{0,200}\)/;
+
+/** Whether the argument list opened before `at` (where `literal` starts) closes as a call's. */
+function closesCall(text: string, at: number, literal: string): boolean {
+  const rest = text.slice(at, at + 256);
+  const quoted = QUOTED_ARGUMENT[literal as keyof typeof QUOTED_ARGUMENT];
+  return (quoted ?? OTHER_ARGUMENTS).test(rest);
+}
+
 function variables(value: DetectorInput, text: string): Finding | undefined {
   let best: Finding | undefined;
   const call = VARIABLE_CALL.exec(text);
@@ -190,7 +201,11 @@ function variables(value: DetectorInput, text: string): Finding | undefined {
     // `$name(` needs a literal argument: `$http({...})` (AngularJS) and `$USD (approx)` pass.
     const [, dollars, braced, suffix, gap, literal] = call;
     const strong = braced !== undefined || dollars!.length > 1 || suffix !== "";
-    const score = strong || (literal !== undefined && gap === "") ? 85 : literal ? 60 : 0;
+    // The plain call's argument list must close (`$a("id")`, `$f($x, 1)`): `$Wrq("zC~...` in
+    // a bot manager's cipher text opens a string that never ends where a call would.
+    const closed = literal !== undefined &&
+      (literal === ")" || closesCall(text, call.index + call[0].length - 1, literal));
+    const score = strong || (closed && gap === "") ? 85 : literal ? 60 : 0;
     if (score > 0) best = makeFinding(value, "php", score, "php.variable_call", text, call.index);
   }
   const vv = text.indexOf("{") >= 0 ? VARIABLE_VARIABLE.exec(text) : null;

@@ -46,8 +46,6 @@ const PENDING: Readonly<Record<string, string>> = {
   "bot-manager/akamai-sensor-v2-12.white": "sqli.concat: quotes and '+' by chance in cipher text",
   "search/autocomplete.white": "sqli.statement: a half-typed 'select * fr'",
   "search/qa-12.white": "xss.js_sink: 'alert() not showing in chrome'",
-  "sentry/android-anr.white": "java.class: stack frame modules java.lang.Runtime, ProcessImpl",
-  "sentry/java-struts.white": "java.class: stack frame modules java.lang.Thread, xwork2",
   "sentry/node-express.white": "sqli.stacked: a JS source line quoting an INSERT",
   "sentry/php-laravel.white": "cmdi.command: MySQL's backtick-quoted identifiers",
   "sentry/python-django.white": "sqli.tautology: an ORM's SELECT ... LIKE ... OR ... breadcrumb",
