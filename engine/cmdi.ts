@@ -236,7 +236,7 @@ function argStrength(arg: string, command: string): number {
 function readWord(
   scan: Scan,
   from: number,
-): { name: string; end: number; path: boolean } | undefined {
+): { name: string; end: number; path: boolean; glued?: boolean } | undefined {
   const s = scan.s;
   let end = from;
   while (end < s.length && !endsWord(s.charCodeAt(end))) end++;
@@ -250,7 +250,7 @@ function readWord(
     if (
       first > 0 && WINDOWS_NAMES.has(word.slice(0, first)) && GLUED_SWITCH.test(word.slice(first))
     ) {
-      return { name: word.slice(0, first), end: from + first, path: false };
+      return { name: word.slice(0, first), end: from + first, path: false, glued: true };
     }
     // `/usr/bin/id` names a program; `curl/7.68` (a user agent) and `/api/ping` do not.
     if (word.indexOf("bin/") < 0 && word.indexOf("system32/") < 0) {
@@ -417,7 +417,9 @@ function judgeCommand(scan: Scan, from: number, ctx: Context): number {
     return ctx === "strong" || ctx === "subst" ? 60 : 20;
   }
   const head = args.next() ?? "";
-  const first = argStrength(head, word.name);
+  // `ipconfig/all` glues a switch to a distinct name; `type/text`, `date/time`, `copy/paste`
+  // (a MIME-like type, a pair of words) glue one to a common word, which no more than names it.
+  const first = word.glued === true && !distinct ? 1 : argStrength(head, word.name);
   let all = first > 0;
   let flagged = first === 2;
   // Past the first plain word only a distinct name still looks for an option.
