@@ -464,6 +464,63 @@ function gluedBacktick(s: string, at: number): boolean {
     (close + 1 < s.length && !isSpace(after) && after !== 10);
 }
 
+/**
+ * The highest score a command inside a Markdown code span or fence earns: a description, a
+ * note or a runbook quotes shell lines there (`` `df -h` ``, a ```` ```sh ```` block), and a
+ * command line spelled that way in prose is as often documentation as an injection. `strict`
+ * still blocks it; the exploit shapes (reverse shells, `/dev/tcp`) are read apart, whatever
+ * the span.
+ */
+const SPAN_CAP = 60;
+/** Plain words outside code, the fewest that make a value prose. */
+const PROSE_WORDS = 3;
+const PROSE_WORD = /[a-z]{2,}/gi;
+/** Characters that may stand before a code span's opening backtick or after its closing one. */
+const SPAN_EDGE = /[\s.,;:!?()"'\[\]*_-]/;
+
+/**
+ * The Markdown code spans (`` `df -h` ``, set off from the words around them) and fences
+ * (```` ``` ```` lines) of a value that reads as prose, as `[open, close]` index pairs; none
+ * when the value has no backtick or too few plain words outside its code.
+ */
+function codeSpans(s: string): number[] {
+  if (s.indexOf("`") < 0) return [];
+  const spans: number[] = [];
+  let prose = "";
+  let last = 0;
+  for (let i = s.indexOf("`"); i >= 0 && i < s.length; i = s.indexOf("`", i)) {
+    let run = 1;
+    while (s.charCodeAt(i + run) === 96) run++;
+    const fence = run >= 3 && (i === 0 || s.charCodeAt(i - 1) === 10);
+    const ticks = "`".repeat(run);
+    let close = s.indexOf(fence ? `\n${ticks}` : ticks, i + run);
+    if (fence && close >= 0) close++;
+    const edgeBefore = i === 0 || SPAN_EDGE.test(s.charAt(i - 1));
+    const after = close + run;
+    const edgeAfter = after >= s.length || SPAN_EDGE.test(s.charAt(after));
+    const inline = !fence && close >= 0 && s.slice(i, close).indexOf("\n") < 0;
+    if (close < 0 || !edgeBefore || !edgeAfter || !(fence || inline) || close === i + run) {
+      i += run;
+      continue;
+    }
+    prose += " " + s.slice(last, i);
+    spans.push(i, after - 1);
+    last = after;
+    i = after;
+  }
+  prose += " " + s.slice(last);
+  return spans.length > 0 && (prose.match(PROSE_WORD)?.length ?? 0) >= PROSE_WORDS ? spans : [];
+}
+
+/** Whether `at` falls inside one of `spans` (`[open, close]` pairs in order). */
+function inSpan(spans: readonly number[], at: number): boolean {
+  for (let k = 0; k + 1 < spans.length; k += 2) {
+    if (at < (spans[k] ?? 0)) return false;
+    if (at <= (spans[k + 1] ?? 0)) return true;
+  }
+  return false;
+}
+
 /** Whether the value's first word (after spaces and quotes) is a command name. */
 function startsWithCommand(scan: Scan): boolean {
   const s = scan.s;
@@ -589,6 +646,7 @@ export function cmdi(value: DetectorInput): Finding | undefined {
   }
   const s = deobfuscate(text);
   const scan = new Scan(s);
+  const spans = codeSpans(s);
   let top = judgeCommand(scan, 0, startCtx);
   // `{,ifconfig}`, `{l,-lh}s`: a brace expansion that builds a command word is no text's.
   if (top < 80 && BRACE_START.test(text) && startsWithCommand(scan)) top = 80;
@@ -614,7 +672,8 @@ export function cmdi(value: DetectorInput): Finding | undefined {
       from = i + 2;
     }
     if (ctx === undefined) continue;
-    const score = judgeCommand(scan, from, ctx);
+    let score = judgeCommand(scan, from, ctx);
+    if (spans.length > 0 && score > SPAN_CAP && inSpan(spans, i)) score = SPAN_CAP;
     if (score > top) {
       top = score;
       topAt = i;

@@ -37,9 +37,7 @@ const KINDS: Readonly<Record<string, number>> = {
  * docs/bench/2026-12-02-benign-set.md).
  */
 const PENDING: Readonly<Record<string, string>> = {
-  "admin/gitlab-mr-description.white": "cmdi.command: a ```sh fence in a Markdown description",
-  "admin/grafana-alert-rule.white": "cmdi.command: `df -h` code spans in an alert description",
-  "admin/grafana-dashboard-save.white": "cmdi.command: a runbook text panel's code spans",
+  "admin/grafana-alert-rule.white": "lfi.sensitive_file: `du -sh /var/log/*` in a code span",
   "admin/proxmox-vm-config.white": "lfi.sensitive_file: /var/lib/postgresql/... in prose",
   "admin/redash-rename.white": "sqli.statement: a saved query's name, 'Select all ... -- v2'",
   "analytics/matomo-site-search.white": "sqli.statement: the search term 'select * from'",
@@ -47,7 +45,7 @@ const PENDING: Readonly<Record<string, string>> = {
   "search/autocomplete.white": "sqli.statement: a half-typed 'select * fr'",
   "search/qa-12.white": "xss.js_sink: 'alert() not showing in chrome'",
   "sentry/node-express.white": "sqli.stacked: a JS source line quoting an INSERT",
-  "sentry/php-laravel.white": "cmdi.command: MySQL's backtick-quoted identifiers",
+  "sentry/php-laravel.white": "sqli.alias: a query log breadcrumb, 'count(*) as aggregate from'",
   "sentry/python-django.white": "sqli.tautology: an ORM's SELECT ... LIKE ... OR ... breadcrumb",
   "uploads/form-upload-12.white": "sqli.statement: the file name 'select * from customers.csv'",
 };
