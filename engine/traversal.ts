@@ -167,6 +167,23 @@ function isAnchored(folded: string, at: number): boolean {
   return true;
 }
 
+/** The targets that are directories where services keep their data, not system files. */
+const DATA_DIRECTORY = /^\/?(?:var|usr\/local)\//;
+/** Two words and a space before a path: the path is named in a sentence. */
+const PROSE_BEFORE = /[a-z]{2,}[\s,.:;]+[a-z]{2,}[^/]*\s$/;
+/** Characters that open a word of prose: a blank, a backtick, a bracket or a quote. */
+const WORD_OPENING = /[\s`("'\[]/;
+
+/**
+ * Whether the rooted path whose slash is at `slash` opens a word of a sentence: set off by a
+ * blank (or a code span's backtick after one) and preceded by at least two words.
+ */
+function inProse(folded: string, slash: number): boolean {
+  if (slash <= 0 || !WORD_OPENING.test(folded.charAt(slash - 1))) return false;
+  const lead = folded.slice(Math.max(0, slash - 80), slash - 1);
+  return PROSE_BEFORE.test(folded.charAt(slash - 1) === "`" ? lead : lead + " ");
+}
+
 function judgePath(value: DetectorInput, text: string): Finding | undefined {
   const folded = fold(text);
   const climbs = countClimbs(folded);
@@ -179,10 +196,14 @@ function judgePath(value: DetectorInput, text: string): Finding | undefined {
     if (isAnchored(folded, at)) {
       return makeFinding(value, "lfi", 85, "lfi.sensitive_file", folded, at);
     }
-    const before = folded.charCodeAt(at) === 47 ? 47 : folded.charCodeAt(at - 1);
-    // `/etc/passwd` inside a longer value (a URL, a shell line) is still a file reference;
-    // after a space it may just be prose that names the file.
-    const score = before === 47 ? 75 : 45;
+    const slash = folded.charCodeAt(at) === 47 ? at : at - 1;
+    const before = folded.charCodeAt(slash);
+    // `/etc/passwd` inside a longer value (a URL, a parameter, a shell line) is still a file
+    // reference; after a space it may just be prose that names the file, and so may a data
+    // directory opening a word of a sentence (`data lives in /var/lib/postgresql`,
+    // `` `du /var/log` ``): runbooks name those, while a system file (`/etc/shadow`) stays 75.
+    const named = before === 47 && DATA_DIRECTORY.test(target[0]) && inProse(folded, slash);
+    const score = before === 47 && !named ? 75 : 45;
     return makeFinding(value, "lfi", score, "lfi.sensitive_file", folded, Math.max(0, at - 1));
   }
   if (climbs === 0) {

@@ -37,8 +37,6 @@ const KINDS: Readonly<Record<string, number>> = {
  * docs/bench/2026-12-02-benign-set.md).
  */
 const PENDING: Readonly<Record<string, string>> = {
-  "admin/grafana-alert-rule.white": "lfi.sensitive_file: `du -sh /var/log/*` in a code span",
-  "admin/proxmox-vm-config.white": "lfi.sensitive_file: /var/lib/postgresql/... in prose",
   "admin/redash-rename.white": "sqli.statement: a saved query's name, 'Select all ... -- v2'",
   "analytics/matomo-site-search.white": "sqli.statement: the search term 'select * from'",
   "bot-manager/akamai-sensor-v2-12.white": "sqli.concat: quotes and '+' by chance in cipher text",
