@@ -27,6 +27,7 @@ import {
   STACKED,
   SYSTEM_PROCEDURE,
 } from "./sql_vocabulary.ts";
+import { COMMON_FUNCTIONS, EXTRACTION_FUNCTIONS, INFORMATION_FUNCTIONS } from "./sql_functions.ts";
 
 /**
  * How the value reaches SQL: `breakout` after closing a quoted literal, `code` when it
@@ -224,35 +225,51 @@ function leadingStatement(scan: RuleScan): void {
   if (t?.kind !== "word" || !BREAKOUT_STATEMENTS.has(t.text) || !statementShape(tokens, i)) {
     return;
   }
-  const last = tokens[tokens.length - 1]!;
   // The name is the third token: `create table t (`, `insert into t (`.
   const list =
     tokens[skipComments(tokens, skipComments(tokens, skipComments(tokens, i + 1) + 1) + 1)];
-  const punctuated = last.kind === "semi" || last.kind === "comment" ||
-    list?.kind === "lparen" || tokens.some((x, j) => j > i && x.kind === "ident");
-  if (punctuated) scan.hit("statement_start", i);
+  // The tokens before `i` are operators and `;`, never a quoted name.
+  if (list?.kind === "lparen" || punctuated(tokens)) scan.hit("statement_start", i);
 }
 
 /**
- * A value that is a SELECT statement by itself, with a column list that calls functions,
- * reads variables or selects `*` (`select current_database();`). A select list of plain words
- * ("select 2 options") is English.
+ * A value that is a SELECT statement by itself, with a column list that calls functions or
+ * reads variables (`select current_database();`, `select @@version`). A select list of plain
+ * words ("select 2 options"), of `*` without SQL's own punctuation ("select * from", what
+ * people search for, name saved queries and files after) or of a word before a spaced parenthesis ("select all users (drop
+ * test accounts)") is English.
  */
 function statementRule(scan: RuleScan): void {
-  const { tokens } = scan;
+  const { text, tokens } = scan;
   const first = tokens[0];
   if (first?.kind !== "word" || first.text !== "select") return;
   for (let j = 1; j < tokens.length && j < 24; j++) {
     const t = tokens[j]!;
     if (t.kind === "word" && (t.text === "from" || t.text === "where")) break;
-    const star = t.kind === "op" && t.text === "*" && j === 1;
     // `select 0x616263`: a string spelled in hex is how injected SQL avoids quotes.
     const hex = t.kind === "num" && t.text.length > 5 && (t.text[1] === "x" || t.text[1] === "X");
-    if (star || hex || t.kind === "var" || (t.kind === "word" && t.call)) {
-      return scan.hit("statement", 0);
-    }
+    // `select * from \`movies\` ...;`: a whole statement written in SQL's own punctuation.
+    const star = t.kind === "op" && t.text === "*" && j === 1 && punctuated(tokens);
+    const call = t.kind === "word" && t.call &&
+      (text.charCodeAt(t.end) === 40 || KNOWN_FUNCTIONS.some((set) => set.has(t.text)));
+    if (star || hex || t.kind === "var" || call) return scan.hit("statement", 0);
   }
 }
+
+/** Whether a statement ends in `;` or a comment, or names something backquoted or bracketed. */
+function punctuated(tokens: readonly SqlToken[]): boolean {
+  const last = tokens[tokens.length - 1]!;
+  return last.kind === "semi" || last.kind === "comment" || tokens.some((x) => x.kind === "ident");
+}
+
+/** The functions a select list names with a space before its parenthesis (`version ()`). */
+const KNOWN_FUNCTIONS: readonly ReadonlySet<string>[] = [
+  EXTRACTION_FUNCTIONS,
+  INFORMATION_FUNCTIONS,
+  COMMON_FUNCTIONS,
+  DELAY_FUNCTIONS,
+  ERROR_FUNCTIONS,
+];
 
 /**
  * `' or 'x' <`, `xor 7<`, `' or 1=`: a logical operator, an operand and a comparison the value

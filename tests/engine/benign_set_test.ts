@@ -37,15 +37,11 @@ const KINDS: Readonly<Record<string, number>> = {
  * docs/bench/2026-12-02-benign-set.md).
  */
 const PENDING: Readonly<Record<string, string>> = {
-  "admin/redash-rename.white": "sqli.statement: a saved query's name, 'Select all ... -- v2'",
-  "analytics/matomo-site-search.white": "sqli.statement: the search term 'select * from'",
   "bot-manager/akamai-sensor-v2-12.white": "sqli.concat: quotes and '+' by chance in cipher text",
-  "search/autocomplete.white": "sqli.statement: a half-typed 'select * fr'",
   "search/qa-12.white": "xss.js_sink: 'alert() not showing in chrome'",
   "sentry/node-express.white": "sqli.stacked: a JS source line quoting an INSERT",
   "sentry/php-laravel.white": "sqli.alias: a query log breadcrumb, 'count(*) as aggregate from'",
   "sentry/python-django.white": "sqli.tautology: an ORM's SELECT ... LIKE ... OR ... breadcrumb",
-  "uploads/form-upload-12.white": "sqli.statement: the file name 'select * from customers.csv'",
 };
 
 async function files(dir: URL, prefix = ""): Promise<string[]> {
