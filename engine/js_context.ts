@@ -110,6 +110,36 @@ export function domAccess(text: string): JsVerdict | undefined {
   return { rule: "js_dom", score: code ? 70 : 50 };
 }
 
+/** A sink's call that a word of prose follows: a sentence about the function, not code. */
+const PROSE_CALL = 45;
+/** Characters of a call's argument list read to find its closing parenthesis. */
+const MAX_CALL = 200;
+/** A plain word after a call, on the same line: `not`, `may`; not `in`, `instanceof`. */
+const WORD_AFTER = /^[ \t]+(?!in\b|instanceof\b)[a-z]{2,}\b/i;
+
+/**
+ * Whether a plain word follows, on the same line, the call whose match ends at `end` (just
+ * after its `(`, or after the `)` of a callback): `alert() not showing in chrome`,
+ * `, print (point) may`. JavaScript reads an identifier after a call on the same line as a
+ * syntax error, so such a script runs nothing; code ends a call with `;`, `)`, an operator, a
+ * comment, a newline or nothing.
+ */
+function wordFollows(text: string, end: number): boolean {
+  let i = end;
+  if (text.charCodeAt(end - 1) === 40 /* ( */) {
+    let depth = 1;
+    const stop = Math.min(text.length, end + MAX_CALL);
+    for (; i < stop && depth > 0; i++) {
+      const c = text.charCodeAt(i);
+      if (c === 40) depth++;
+      else if (c === 41) depth--;
+      else if (c === 10 || c === 13) return false;
+    }
+    if (depth > 0) return false;
+  }
+  return WORD_AFTER.test(text.slice(i, i + 32));
+}
+
 function analyzeCall(text: string): JsVerdict | undefined {
   const fromString = text.includes("Function") || text.includes("${") || text.includes("`");
   if (fromString && CODE_FROM_STRING.test(text)) return { rule: "js_constructor", score: 75 };
@@ -123,11 +153,17 @@ function analyzeCall(text: string): JsVerdict | undefined {
   const python = !brokeOut && code.charCodeAt(0) === 112 /* p */ &&
     PRINT_WITH_ARGUMENT.test(code);
   const rest = python ? code.slice(5) : code;
-  if (!python && SINK_START.test(code)) {
+  const start = python ? null : SINK_START.exec(code);
+  if (start !== null) {
     // A bare `alert(` at the very start could be prose; after a breakout it is code.
+    if (wordFollows(code, start[0].length)) return { rule: "js_sink", score: PROSE_CALL };
     return { rule: "js_sink", score: brokeOut ? 80 : 70 };
   }
-  if (SINK_AFTER_SEPARATOR.test(rest)) return { rule: "js_sink", score: 75 };
+  const after = SINK_AFTER_SEPARATOR.exec(rest);
+  if (after !== null) {
+    const end = after.index + after[0].length;
+    return { rule: "js_sink", score: wordFollows(rest, end) ? PROSE_CALL : 75 };
+  }
   if (code.length >= 24) {
     const symbols = code.match(JSFUCK_CHARS)?.length ?? 0;
     if (symbols / code.length >= 0.6 && code.includes("![]")) return { rule: "jsfuck", score: 80 };

@@ -38,7 +38,6 @@ const KINDS: Readonly<Record<string, number>> = {
  */
 const PENDING: Readonly<Record<string, string>> = {
   "bot-manager/akamai-sensor-v2-12.white": "sqli.concat: quotes and '+' by chance in cipher text",
-  "search/qa-12.white": "xss.js_sink: 'alert() not showing in chrome'",
   "sentry/node-express.white": "sqli.stacked: a JS source line quoting an INSERT",
   "sentry/php-laravel.white": "sqli.alias: a query log breadcrumb, 'count(*) as aggregate from'",
   "sentry/python-django.white": "sqli.tautology: an ORM's SELECT ... LIKE ... OR ... breadcrumb",
