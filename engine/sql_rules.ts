@@ -554,7 +554,10 @@ function stackedRule(scan: RuleScan, i: number): void {
   if (need === undefined) return;
   const k = skipComments(tokens, j + 1);
   const next = tokens[k];
-  if (need === "any") {
+  if (t.text === "update") {
+    // `; update users set role=`: "; update the docs" and "; update remember why" are English.
+    if (scan.strength !== "prose" || statementShape(tokens, j)) scan.hit("stacked", j);
+  } else if (need === "any") {
     if (next !== undefined || t.text === "shutdown") scan.hit("stacked", j);
   } else if (need === "operand") {
     if (t.text === "select" ? selectList(text, tokens, k) : next?.kind === "var") {

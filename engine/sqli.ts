@@ -98,6 +98,7 @@ export function analyzeSql(text: string): SqlVerdict | undefined {
   for (const quote of QUOTES) {
     if (text.indexOf(quote) < 0) continue;
     const escaped = literalEnd(text, quote, true);
+    if (stringArgument(text, escaped)) continue;
     breakout(text, escaped, consider);
     // Without backslash escapes the literal ends earlier when a quote before it is escaped.
     if (text.indexOf("\\") >= 0) {
@@ -106,6 +107,28 @@ export function analyzeSql(text: string): SqlVerdict | undefined {
     }
   }
   return best;
+}
+
+/** A call's name glued to its `(` right before a quote: `db.query(`, `execute(`. */
+const CALL_BEFORE = /[a-z_$][\w$.]{1,63}\($/i;
+/** What follows the closing quote of a call's string argument: more arguments, or the close. */
+const ARGUMENT_AFTER = /^\s*[,)]/;
+
+/**
+ * Whether the quote at `at` opens a string argument of a call in source code (a stack frame's
+ * `db.query('INSERT INTO users ... RETURNING id', [email]);`) rather than closing the
+ * application's literal: a call's name and `(` stand right before it, and the same quote later
+ * closes the string before `,` or `)`. An injection's quote ends the text it follows.
+ */
+function stringArgument(text: string, at: number): boolean {
+  if (
+    at < 3 || text.charCodeAt(at - 1) !== 40 ||
+    !CALL_BEFORE.test(text.slice(Math.max(0, at - 66), at))
+  ) {
+    return false;
+  }
+  const close = text.indexOf(text[at]!, at + 1);
+  return close > at && ARGUMENT_AFTER.test(text.slice(close + 1, close + 8));
 }
 
 /** Judges what follows the quote at `close` (if any) as SQL after a breakout. */
