@@ -106,7 +106,34 @@ export function analyzeSql(text: string): SqlVerdict | undefined {
       if (plain !== escaped) breakout(text, plain, consider);
     }
   }
-  return best;
+  return best === undefined || !TEMPLATE_RULES.has(best.rule) || !template(text)
+    ? best
+    : { rule: best.rule, score: Math.min(best.score, TEMPLATE_CAP), offset: best.offset };
+}
+
+/**
+ * A bind placeholder as a comparison's operand (`= ?`, `LIKE UPPER(%s)`, `= $1`, `IN (:ids)`)
+ * or opening a `VALUES` list (`VALUES ($1, $2)`):
+ * the text of a prepared statement, as a query log or an error report carries it (Django's and
+ * Laravel's breadcrumbs). Sent as SQL text the placeholder is a syntax error, and bound by a
+ * driver the count of parameters no longer matches, so such a value runs nothing.
+ */
+const PLACEHOLDER_OPERAND =
+  /\bvalues\s*\(\s*(?:\?|%s|\$\d{1,2}|:[a-z_]\w{0,31})\s*[,)]|(?:[=<>]|\blike|\bin)\s*(?:[a-z_]\w{0,31}\s*)?\(?\s*(?:\?|%s|\$\d{1,2}|:[a-z_]\w{0,31})\s*\)?\s*(?:$|[),;]|(?:and|or|limit|order|group|having)\b)/i;
+/** Rules a query template's own shape triggers: its conditions, aliases and statement form. */
+const TEMPLATE_RULES: ReadonlySet<string> = new Set([
+  "sqli.tautology",
+  "sqli.condition",
+  "sqli.alias",
+  "sqli.statement",
+  "sqli.statement_start",
+]);
+/** The highest score of {@link TEMPLATE_RULES} in a query template: `strict` still blocks. */
+const TEMPLATE_CAP = 60;
+
+function template(text: string): boolean {
+  return (text.indexOf("?") >= 0 || text.indexOf("%s") >= 0 || text.indexOf("$") >= 0 ||
+    text.indexOf(":") >= 0) && PLACEHOLDER_OPERAND.test(text);
 }
 
 /** A call's name glued to its `(` right before a quote: `db.query(`, `execute(`. */
