@@ -369,7 +369,11 @@ function afterBreakout(scan: RuleScan, from: number): void {
   if (!isOp) return;
   const o = readOperand(text, tokens, i + 1);
   if (o === undefined) return;
-  if (o.complex) scan.hit("concat", i);
+  // `'+sleep(5)+'`, `'||(select 1)||'`; no database has a one-letter function, which cipher
+  // text (`"<W((FS~...`) glues to a quote and an operator by chance.
+  const call = tokens[skipComments(tokens, i + 1)];
+  const letter = call?.kind === "word" && call.call && call.text.length === 1;
+  if (o.complex && !letter) scan.hit("concat", i);
   const after = tokens[skipComments(tokens, o.end)];
   // `'-'`, `' | '`: the value ends right after, closing against the application's quote.
   const short = text.length - (tokens[o.end - 1]?.start ?? 0) <= 4;
