@@ -6,6 +6,7 @@
 import { assertEquals, assertMatch, ok } from "../_helpers/assert.ts";
 import { spawnWaf } from "../_helpers/process.ts";
 import { tempDir } from "../_helpers/temp.ts";
+import { ADMIN, type ApiTarget, call, completeSetup, login } from "../_helpers/identity.ts";
 import { SERVER_DENO_FLAGS } from "../../scripts/server_flags.ts";
 
 const MAIN = new URL("../../main.ts", import.meta.url).pathname;
@@ -62,25 +63,19 @@ Deno.test("waf serve with the shipped flags logs no legacy-abort warning after a
   // The flags of `deno task start`: without --unstable-no-legacy-abort Deno warned here.
   await using waf = spawnWaf(["serve", "--data-dir", dir], {}, SERVER_DENO_FLAGS);
   const m = await waf.waitFor(/management=http:\/\/[\d.]+:(\d+)/);
-  const api = `http://127.0.0.1:${m[1]}/api`;
-  const url = await Deno.readTextFile(`${dir}/runtime/setup.url`);
-  const account = JSON.stringify({ username: "admin", password: "Correct-Horse-9" });
-  const json = { "content-type": "application/json" };
-  const setup = await fetch(`${api}/setup`, {
-    method: "POST",
-    headers: { ...json, "x-waf-setup-token": url.trim().replace(/.*#token=/, "") },
-    body: account,
-  });
-  assertEquals(setup.status, 201, await setup.text());
-  const login = await fetch(`${api}/auth/login`, { method: "POST", headers: json, body: account });
-  assertEquals(login.status, 200);
-  await login.body?.cancel();
-  const cookies = login.headers.getSetCookie().map((c) => c.split(";")[0]!);
-  const csrf = cookies.find((c) => c.startsWith("waf_csrf="))!.slice("waf_csrf=".length);
-  const headers = { cookie: cookies.join("; "), "x-csrf-token": csrf };
-  for (const method of ["POST", "DELETE"]) {
-    const path = method === "POST" ? "/ops/tasks/store-backup/run" : "/sites/no-such-site";
-    const r = await fetch(`${api}${path}`, { method, headers });
+  const server: ApiTarget = {
+    dir,
+    api: (path, init) => fetch(`http://127.0.0.1:${m[1]}${path}`, init),
+  };
+  await completeSetup(server);
+  const session = await login(server, ADMIN.username, ADMIN.password);
+  for (
+    const [method, path] of [
+      ["POST", "/api/ops/tasks/store-backup/run"],
+      ["DELETE", "/api/sites/no-such-site"],
+    ] as const
+  ) {
+    const r = await call(server, method, path, { session });
     ok(r.status < 500, `${method} ${path}: ${r.status}`);
     await r.body?.cancel();
   }
