@@ -72,20 +72,47 @@ const EXTENSION_CALL = new RegExp(
 );
 const IDENTIFIER_CALL = /^\s*[A-Za-z_]\w*\s*\(/;
 const LISTED: ReadonlySet<string> = new Set(FUNCTION_NAMES);
-/** A name right before a parenthesis, or with quotes or spaces between (`('system')(`). */
-const NAME_BEFORE_PAREN = /([A-Za-z_]\w*)["'\s)]*\(/g;
+/**
+ * Whether a character is in `\s` (JavaScript's white space and line terminators), or one of
+ * the quotes and the closing parenthesis that may stand between a name and its `(`.
+ */
+function isGap(c: number): boolean {
+  if (c === 32 || c === 34 || c === 39 || c === 41 || (c >= 9 && c <= 13)) return true;
+  if (c < 0xa0) return false;
+  return c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 ||
+    c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff;
+}
+
+/** `\w` (ASCII letters, digits, `_`). */
+function isWord(c: number): boolean {
+  return (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57) || c === 95;
+}
+
+/** The longest listed name, so a longer word before a parenthesis is no candidate. */
+const LONGEST = FUNCTION_NAMES.reduce((n, f) => Math.max(n, f.length), 0);
 
 /**
  * Whether a listed function can be called in `text`: one compare a name before a parenthesis
  * instead of the whole list at every position. Comments between a name and its parenthesis
  * (`exec /* x *\/ (`) leave it to the full expression.
+ *
+ * The name is read backwards from each `(`: over the quotes, spaces and `)` between, then the
+ * run of word characters, less its leading digits. That is the name `([A-Za-z_]\w*)["'\s)]*\(`
+ * finds for that parenthesis scanning forwards (its gap holds no `(`, so each parenthesis ends
+ * at most one such match), without retrying the pattern from every letter of every word.
  */
 function mayCallListed(text: string): boolean {
   if (text.indexOf("/*") >= 0 || text.indexOf("//") >= 0 || text.indexOf("#") >= 0) return true;
-  NAME_BEFORE_PAREN.lastIndex = 0;
-  let m: RegExpExecArray | null;
-  while ((m = NAME_BEFORE_PAREN.exec(text)) !== null) {
-    if (LISTED.has(m[1]!.toLowerCase())) return true;
+  for (let q = text.indexOf("("); q >= 0; q = text.indexOf("(", q + 1)) {
+    let i = q - 1;
+    while (i >= 0 && isGap(text.charCodeAt(i))) i--;
+    const end = i + 1;
+    while (i >= 0 && isWord(text.charCodeAt(i))) i--;
+    let start = i + 1;
+    while (start < end && text.charCodeAt(start) <= 57) start++; // digits: `\w` less `[A-Za-z_]`
+    if (start < end && end - start <= LONGEST && LISTED.has(text.slice(start, end).toLowerCase())) {
+      return true;
+    }
   }
   return false;
 }
