@@ -99,7 +99,14 @@ export interface ClusterPlane {
    * Starts the controller's sweep, or the node's join (in the background until it succeeds or is
    * refused) and heartbeats; `rebuild` recompiles the data plane's policy from the store.
    */
-  start(data: { readonly rebuild: () => void }): void;
+  /**
+   * `lease`: the deployment-wide lease of a timed routine (several controllers on one store:
+   * the node sweep, whose state changes notify, runs on the holder only).
+   */
+  start(data: {
+    readonly rebuild: () => void;
+    readonly lease?: (task: string) => Promise<boolean>;
+  }): void;
   stop(): Promise<void>;
 }
 
@@ -162,13 +169,20 @@ async function createController(deps: ClusterDeps): Promise<ClusterPlane> {
     localWrites: (r) => r,
     health: () => controllerHealth(registry.list()),
     listen: (app) => listenCluster(listenAddr, ca, app),
-    start() {
-      sweeper = setInterval(() => {
+    start(data) {
+      const sweep = () => {
         try {
           registry.sweep();
         } catch (err) {
           deps.logger.error("cluster node sweep failed", { error: err as Error });
         }
+      };
+      sweeper = setInterval(() => {
+        if (!data.lease) return sweep();
+        data.lease("node_sweep").then(
+          (held) => held && sweep(),
+          (err) => deps.logger.warn("cluster node sweep lease failed", { error: err as Error }),
+        );
       }, SWEEP_EVERY_MS);
     },
     stop() {

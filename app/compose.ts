@@ -38,6 +38,12 @@ import {
 import { type ClusterPlane, createCluster } from "./cluster.ts";
 import { createOps, type OpsPlane } from "./ops.ts";
 import { createDataWorkerPool, type DataWorkerPool, dataWorkersFor } from "./data_workers.ts";
+import { type Coordinator, debounce } from "../mod/deployment/coordinator.ts";
+import { openCoordinator } from "../mod/deployment/open.ts";
+import { controllersRoutes } from "../routes/api/controllers.ts";
+
+/** How long remote change notices are gathered into one policy rebuild. */
+const REMOTE_CHANGE_DEBOUNCE_MS = 100;
 
 export class ProductionStorageUnavailableError extends Error {
   constructor(missing: string) {
@@ -136,6 +142,8 @@ export interface AreaParts {
 /** What every composition holds, whatever its areas. */
 export interface ComposedBase {
   readonly db: Db;
+  /** The deployment's coordination: change feed, task leases, controllers registry. */
+  readonly coordinator: Coordinator;
   readonly readiness: Readiness;
   readonly identity: Identity;
   /** The data-plane workers (not started yet), when `server.data.workers` is more than 1. */
@@ -248,8 +256,9 @@ async function openBase(options: ServerOptions, deps: ComposeDeps, dataPlane: bo
     logger: deps.logger,
   };
   const core = createMonitorCore(services);
+  const coordinator = openCoordinator({ db, config, clock: deps.clock, logger: deps.logger });
   // `workerCount`: the data-plane threads `server.data.workers` asks for (1: the main thread).
-  return { config, deps, services, readiness, events, core, workerCount };
+  return { config, deps, services, readiness, events, core, workerCount, coordinator };
 }
 
 /** The areas after API access, in order; a failure leaves the caller to close what was made. */
@@ -290,6 +299,7 @@ async function composeParts(base: Base, parts: Parts, chosen: ReadonlySet<Area>)
       dataPlane,
       identity: parts.identity,
       apiAccess: parts.apiAccess!,
+      lease: (task) => base.coordinator.acquire(`ops.${task}`),
     });
   }
 }
@@ -383,13 +393,22 @@ function managementRoutes(base: Base, parts: Parts): RouteDef[] {
   if (plane) routes.push(...base.core.routes, ...plane.monitorRoutes, ...plane.systemRoutes);
   if (cluster) routes.push(...cluster.routes);
   if (ops) routes.push(...ops.routes);
+  routes.push(...controllersRoutes(base.coordinator));
   return routes;
 }
 
 /** The composition's management app, start and close over the areas composed. */
 function finish(base: Base, parts: Parts): ComposedBase & Partial<AreaParts> {
-  const { config, deps, readiness, core } = base;
+  const { config, deps, readiness, core, coordinator } = base;
   const { db } = base.services;
+  // Another controller's commit: the data plane recompiles from the shared store, once per burst.
+  const remoteRebuild = debounce(() => {
+    try {
+      dataPlane?.policy.rebuild();
+    } catch (err) {
+      deps.logger.error("policy rebuild after a remote change failed", { error: err as Error });
+    }
+  }, REMOTE_CHANGE_DEBOUNCE_MS);
   const { dataWorkers, apiAccess, cluster, tls, dataPlane, ai, plane, ops } = parts;
   const identity = parts.identity!;
   const routes = managementRoutes(base, parts);
@@ -403,6 +422,7 @@ function finish(base: Base, parts: Parts): ComposedBase & Partial<AreaParts> {
   });
   return {
     db,
+    coordinator,
     readiness,
     dataPlane,
     dataWorkers,
@@ -417,8 +437,16 @@ function finish(base: Base, parts: Parts): ComposedBase & Partial<AreaParts> {
     tls,
     async start(baseUrl) {
       await identity.start(config.server.management.base_url ?? baseUrl);
+      coordinator.onChange(remoteRebuild);
+      await coordinator.start({
+        name: Deno.hostname(),
+        managementAddress: config.server.management.base_url ?? baseUrl,
+      });
       plane?.start();
-      cluster?.start({ rebuild: () => void dataPlane?.policy.rebuild() });
+      cluster?.start({
+        rebuild: () => void dataPlane?.policy.rebuild(),
+        lease: (task) => coordinator.acquire(`cluster.${task}`),
+      });
       ops?.start();
     },
     async close() {
@@ -426,6 +454,10 @@ function finish(base: Base, parts: Parts): ComposedBase & Partial<AreaParts> {
       dataWorkers?.terminate();
       await ops?.stop();
       await cluster?.stop();
+      remoteRebuild.cancel();
+      await coordinator.stop().catch((err) =>
+        deps.logger.warn("deployment coordinator stop failed", { error: err as Error })
+      );
       await plane?.stop();
       await dataPlane?.close();
       identity.stop();

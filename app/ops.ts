@@ -42,6 +42,8 @@ export interface OpsDeps {
   readonly identity: Identity;
   readonly apiAccess: ApiAccess;
   /** How often the ACME client polls the CA while it validates (tests shorten it). */
+  /** The deployment-wide lease of a scheduled task (several controllers: one runs it). */
+  readonly lease?: (task: string) => Promise<boolean>;
   readonly acmeBackoff?: { attempts: number; minMs: number; maxMs: number };
 }
 
@@ -225,6 +227,7 @@ export function createOps(deps: OpsDeps): OpsPlane {
     transaction: tx,
     notify: deps.core.notify,
     publish: (kind, payload) => deps.core.bus.publish(kind, payload),
+    lease: deps.lease,
   }, maintenanceTasks(deps, acme));
   const storage = createStorage({
     dataDir: deps.dataDir,

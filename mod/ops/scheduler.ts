@@ -40,6 +40,11 @@ export interface SchedulerDeps {
   readonly publish?: (kind: "task.finished", payload: Record<string, unknown>) => void;
   /** The longest the timer sleeps before looking again (default 30 s). */
   readonly checkEveryMs?: number;
+  /**
+   * Takes the deployment-wide lease of a task before a scheduled run (several controllers on one
+   * production store: each due time runs on the lease holder only). Absent: always this process.
+   */
+  readonly lease?: (task: string) => Promise<boolean>;
 }
 
 /** What a finished run reports (`task.finished`, and the failure notification). */
@@ -169,6 +174,16 @@ export class Scheduler {
       if (this.#running.has(id)) continue;
       const due = dueOf(d, this.#row(id));
       if (due === null || due > now) continue;
+      if (this.#deps.lease) {
+        const held = await this.#deps.lease(id).catch((err) => {
+          this.#deps.logger.warn("task lease check failed", { task: id, error: err as Error });
+          return false;
+        });
+        if (!held || this.#running.has(id)) continue;
+        // Another controller may have run this due time before its lease passed here.
+        const again = dueOf(d, this.#row(id));
+        if (again === null || again > this.#deps.clock.now()) continue;
+      }
       runs.push(this.#execute(id, "schedule", null).done);
     }
     await Promise.allSettled(runs);

@@ -267,3 +267,45 @@ Deno.test("settings are validated against the task's schema; a disabled task has
     await scheduler.runNow("nope", "admin").done;
   }, AppError);
 });
+
+Deno.test("two controllers on one store: a due time runs once, on the lease holder; a successor takes over", async () => {
+  await using store = await testStore();
+  const clock = new FakeClock(START);
+  let runs = 0;
+  const task: TaskDef<never> = {
+    id: "count",
+    title: "Count",
+    description: "",
+    schedule: { every_ms: 10 * MIN },
+    run: () => ({ n: ++runs }),
+  };
+  // The lease table as the coordinator keeps it: the first asker holds it until it is freed.
+  let holder: string | undefined;
+  const leaseFor = (who: string) => (_task: string) => {
+    holder ??= who;
+    return Promise.resolve(holder === who);
+  };
+  const events: Record<string, unknown>[] = [];
+  const make = (who: string) =>
+    createScheduler({
+      repo: createOpsTasksRepo(store.db),
+      clock,
+      random: systemRandom,
+      logger: createMemoryLogger(),
+      transaction: store.transaction,
+      publish: (_kind, payload) => events.push({ ...payload, who }),
+      lease: leaseFor(who),
+    }, [task]);
+  const a = make("a");
+  const b = make("b");
+  clock.advance(10 * MIN);
+  await Promise.all([a.tick(), b.tick()]);
+  assertEquals(runs, 1);
+  assertEquals(events.map((e) => e.who), ["a"]);
+  // A dies: its lease expires and B holds it; B runs the next due time, once.
+  holder = "b";
+  clock.advance(10 * MIN);
+  await Promise.all([a.tick(), b.tick()]);
+  assertEquals(runs, 2);
+  assertEquals(events.map((e) => e.who), ["a", "b"]);
+});

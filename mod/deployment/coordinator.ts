@@ -1,0 +1,116 @@
+/**
+ * Several controllers acting as one deployment. One interface, two implementations: the
+ * `temporary` profile's (one process: every task is trivially "once", there is no other
+ * controller to hear from) and the `production` profile's on PostgreSQL
+ * (`pg_coordinator.ts`): a change feed (LISTEN `waf_store_changes`), task leases and the
+ * controllers registry.
+ */
+import { VERSION } from "../core/version.ts";
+
+/** The channel every committed write on the PostgreSQL store notifies. */
+export const CHANGE_CHANNEL = "waf_store_changes";
+/** How often a controller writes its heartbeat and renews its leases. */
+export const HEARTBEAT_MS = 5_000;
+/** A controller (and a lease) not renewed for this long is taken for dead. */
+export const STALE_MS = 15_000;
+
+/** One controller of the deployment as `GET /api/system/controllers` answers it. */
+export interface ControllerView {
+  readonly id: string;
+  readonly name: string;
+  readonly management_address: string;
+  readonly version: string;
+  readonly started_at: number;
+  readonly last_seen_at: number;
+  readonly alive: boolean;
+  readonly self: boolean;
+  /** The scheduled tasks whose lease it holds. */
+  readonly tasks: string[];
+}
+
+/**
+ * What a remote controller changed: the tables its commit wrote, or `null` for "anything" (the
+ * feed reconnected, so notices may have been missed: refresh everything).
+ */
+export type ChangeListener = (tables: readonly string[] | null) => void;
+
+export interface Coordinator {
+  readonly profile: "temporary" | "production";
+  /** This process's id (the PostgreSQL store's `controllerId` on production). */
+  readonly controllerId: string;
+  /** Registers the controller, starts the heartbeat and the change feed. */
+  start(self: { readonly name: string; readonly managementAddress: string }): Promise<void>;
+  /** Stops the heartbeat and the feed, gives up its leases (a successor takes them at once). */
+  stop(): Promise<void>;
+  /** Tells `listener` about every change another controller commits. */
+  onChange(listener: ChangeListener): void;
+  /**
+   * Takes (or keeps) the lease of `task`: true when this controller holds it now, so it alone
+   * runs the task's due times; a lease not renewed for {@link STALE_MS} is taken over.
+   */
+  acquire(task: string): Promise<boolean>;
+  /** The deployment's controllers, this one included. */
+  controllers(): Promise<ControllerView[]>;
+}
+
+/** The temporary profile: one process, no feed, every lease its own. */
+export function createLocalCoordinator(deps: {
+  readonly controllerId: string;
+  readonly now: () => number;
+}): Coordinator {
+  let self = { name: "", managementAddress: "" };
+  let startedAt = deps.now();
+  const held = new Set<string>();
+  return {
+    profile: "temporary",
+    controllerId: deps.controllerId,
+    start(s) {
+      self = { name: s.name, managementAddress: s.managementAddress };
+      startedAt = deps.now();
+      return Promise.resolve();
+    },
+    stop() {
+      held.clear();
+      return Promise.resolve();
+    },
+    onChange() {},
+    acquire(task) {
+      held.add(task);
+      return Promise.resolve(true);
+    },
+    controllers() {
+      const now = deps.now();
+      return Promise.resolve([{
+        id: deps.controllerId,
+        name: self.name,
+        management_address: self.managementAddress,
+        version: VERSION,
+        started_at: startedAt,
+        last_seen_at: now,
+        alive: true,
+        self: true,
+        tasks: [...held].sort(),
+      }]);
+    },
+  };
+}
+
+/**
+ * Calls `fn` once per burst: the first call arms a timer of `ms`, the calls until it fires share
+ * it (one policy rebuild per burst of remote notices).
+ */
+export function debounce(fn: () => void, ms: number): { (): void; cancel(): void } {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const call = () => {
+    if (timer !== undefined) return;
+    timer = setTimeout(() => {
+      timer = undefined;
+      fn();
+    }, ms);
+  };
+  call.cancel = () => {
+    clearTimeout(timer);
+    timer = undefined;
+  };
+  return call;
+}

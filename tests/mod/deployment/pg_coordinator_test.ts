@@ -1,0 +1,150 @@
+/**
+ * The production coordinator against the real PostgreSQL: two coordinators (two controllers)
+ * in one process, on a schema of the test's own, dropped after.
+ */
+import { assertEquals, ok } from "../../_helpers/assert.ts";
+import postgres from "postgres";
+import { CHANGE_CHANNEL, STALE_MS } from "../../../mod/deployment/coordinator.ts";
+import { createPgCoordinator, type PgCoordinator } from "../../../mod/deployment/pg_coordinator.ts";
+import { hasPostgres, ignoreWithout, postgresDsn } from "../../_helpers/services.ts";
+
+const available = await hasPostgres();
+
+/** Two coordinators on a fresh schema with one fake clock; drops the schema after `fn`. */
+async function withTwo(
+  fn: (
+    t: { a: PgCoordinator; b: PgCoordinator; sql: postgres.Sql; clock: { now: number } },
+  ) => Promise<void>,
+): Promise<void> {
+  const dsn = postgresDsn(available);
+  const schema = `coord_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
+  const sql = postgres(dsn, { max: 1, onnotice: () => {} });
+  await sql.unsafe(`CREATE SCHEMA ${schema}`);
+  const clock = { now: 1_000_000 };
+  const make = (id: string) =>
+    createPgCoordinator({
+      dsn,
+      controllerId: id,
+      connectTimeoutMs: 5000,
+      schema,
+      now: () => clock.now,
+      timers: false,
+    });
+  const a = make("ctrl-a");
+  const b = make("ctrl-b");
+  try {
+    await a.start({ name: "a", managementAddress: "https://a:9443" });
+    await b.start({ name: "b", managementAddress: "https://b:9443" });
+    await fn({ a, b, sql, clock });
+  } finally {
+    await a.stop().catch(() => {});
+    await b.stop().catch(() => {});
+    await sql.unsafe(`DROP SCHEMA ${schema} CASCADE`);
+    await sql.end();
+  }
+}
+
+/** Resolves with the next change `c` hears. */
+function nextChange(c: PgCoordinator): Promise<readonly string[] | null> {
+  return new Promise((resolve) => c.onChange(resolve));
+}
+
+Deno.test({
+  name: "pg coordinator: a notice from A reaches B, not A itself (needs postgresql)",
+  ignore: ignoreWithout(available),
+  async fn() {
+    await withTwo(async ({ a, b, sql }) => {
+      const heardByA: (readonly string[] | null)[] = [];
+      a.onChange((t) => heardByA.push(t));
+      const heard = nextChange(b);
+      // What the PostgreSQL store sends after A's commit.
+      const payload = JSON.stringify({ controller: "ctrl-a", tables: ["sites", "ip_lists"] });
+      await sql`SELECT pg_notify(${CHANGE_CHANNEL}, ${payload})`;
+      assertEquals(await heard, ["sites", "ip_lists"]);
+      // B's own notice comes back to B's feed too; A hears it, proving A listens and that
+      // its own earlier notice was skipped, not lost.
+      const heardA = nextChange(a);
+      await sql`SELECT pg_notify(${CHANGE_CHANNEL}, ${
+        JSON.stringify({ controller: "ctrl-b", tables: ["settings"] })
+      })`;
+      assertEquals(await heardA, ["settings"]);
+      assertEquals(heardByA, [["settings"]]);
+    });
+  },
+});
+
+Deno.test({
+  name:
+    "pg coordinator: a lost LISTEN connection reconnects and asks for a full refresh (needs postgresql)",
+  ignore: ignoreWithout(available),
+  async fn() {
+    await withTwo(async ({ b, sql }) => {
+      const refresh = nextChange(b);
+      // Ends B's connections (the LISTEN one among them), as a database restart would.
+      await sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+        WHERE application_name = 'waf-coordinator ctrl-b'`;
+      assertEquals(await refresh, null);
+      // And the feed works again after the reconnection.
+      const again = nextChange(b);
+      await sql`SELECT pg_notify(${CHANGE_CHANNEL}, ${
+        JSON.stringify({ controller: "ctrl-a", tables: ["users"] })
+      })`;
+      assertEquals(await again, ["users"]);
+    });
+  },
+});
+
+Deno.test({
+  name:
+    "pg coordinator: a lease is held by one controller and taken over when it stops renewing (needs postgresql)",
+  ignore: ignoreWithout(available),
+  async fn() {
+    await withTwo(async ({ a, b, clock }) => {
+      assertEquals(await a.acquire("backup"), true);
+      assertEquals(await b.acquire("backup"), false);
+      assertEquals(await a.acquire("backup"), true);
+      // A keeps renewing: B still cannot take it after more than one lease time.
+      clock.now += STALE_MS - 1;
+      await a.heartbeat();
+      clock.now += STALE_MS - 1;
+      assertEquals(await b.acquire("backup"), false);
+      // A dies (no more heartbeats): after the lease time B takes it, and A has lost it.
+      clock.now += STALE_MS;
+      assertEquals(await b.acquire("backup"), true);
+      assertEquals(await a.acquire("backup"), false);
+      // Two controllers racing for a fresh task: exactly one wins.
+      const wins = await Promise.all([a.acquire("cleanup"), b.acquire("cleanup")]);
+      assertEquals(wins.filter(Boolean).length, 1);
+    });
+  },
+});
+
+Deno.test({
+  name:
+    "pg coordinator: the registry lists both controllers, their leases and who is alive (needs postgresql)",
+  ignore: ignoreWithout(available),
+  async fn() {
+    await withTwo(async ({ a, b, clock }) => {
+      await a.acquire("backup");
+      await b.acquire("token_cleanup");
+      const seen = await a.controllers();
+      assertEquals(seen.map((c) => [c.id, c.name, c.alive, c.self, c.tasks]), [
+        ["ctrl-a", "a", true, true, ["backup"]],
+        ["ctrl-b", "b", true, false, ["token_cleanup"]],
+      ]);
+      assertEquals(seen[0]!.management_address, "https://a:9443");
+      ok(seen[0]!.version.length > 0);
+      // B stops heartbeating: stale after STALE_MS, and its lease no longer shown.
+      clock.now += STALE_MS;
+      await a.heartbeat();
+      const later = await b.controllers();
+      assertEquals(later.map((c) => [c.id, c.alive, c.self, c.tasks]), [
+        ["ctrl-a", true, false, ["backup"]],
+        ["ctrl-b", false, true, []],
+      ]);
+      // Stopping gives up the leases at once.
+      await a.stop();
+      assertEquals(await b.acquire("backup"), true);
+    });
+  },
+});
