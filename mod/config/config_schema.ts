@@ -109,6 +109,26 @@ export const configSchema = z.strictObject({
   }).prefault({}),
   storage: z.strictObject({
     profile: z.enum(["temporary", "production"]).default("temporary"),
+    /** The production profile's dependencies (specification 1.8); read only when chosen. */
+    production: z.strictObject({
+      /** The management store: every controller of the deployment names the same database. */
+      postgresql: z.strictObject({
+        dsn: z.string().regex(
+          /^postgres(ql)?:\/\//,
+          'expected a DSN such as "postgres://waf@db.internal:5432/waf"',
+        ),
+        pool_size: z.number().int().min(1).max(100).default(10),
+        /** A connection attempt that takes longer fails (at start-up: start-up fails). */
+        connect_timeout: duration("5s"),
+        /** A statement without an answer by then fails (the store answers 503 meanwhile). */
+        statement_timeout: duration("10s"),
+        /** The PostgreSQL schema holding the store (tests give each run its own). */
+        schema: z.string().regex(/^[a-z_][a-z0-9_]{0,62}$/, "expected a lower-case SQL name")
+          .default("public"),
+      }).optional(),
+      /** The deployment's sealing and signing keys; the same file on every controller. */
+      secrets_file: z.string().min(1, "expected the path of the deployment key file").optional(),
+    }).optional(),
     postgresql: z.strictObject({
       dsn: z.string().regex(
         /^postgres(ql)?:\/\//,
