@@ -7,7 +7,7 @@
  */
 import type { PatternTester } from "../mod/protection/pattern_tester.ts";
 import type { Db } from "../db/store.ts";
-import { openStore } from "../db/store.ts";
+import { openManagementStore } from "./store.ts";
 import { createAuditRepo } from "../db/audit_repo.ts";
 import { createAudit } from "../mod/core/audit.ts";
 import type { Clock } from "../mod/core/clock.ts";
@@ -213,6 +213,7 @@ export async function composeAreas<A extends Area>(
     // thread), which would keep a process that failed to start from exiting.
     await parts.dataPlane?.close().catch(() => {});
     base.services.db.close();
+    if (base.services.logDb !== base.services.db) base.services.logDb.close();
     throw err;
   }
   return finish(base, parts) as Composed<A>;
@@ -242,12 +243,18 @@ async function openBase(options: ServerOptions, deps: ComposeDeps, dataPlane: bo
   const events = createEventLog({ logger: deps.logger, clock: deps.clock });
 
   await Deno.mkdir(dataDir, { recursive: true, mode: 0o700 });
-  const db = openStore(`${dataDir}/waf.db`, { now: deps.clock.now() });
+  const controllerId = crypto.randomUUID();
+  const { db, logDb, logPath } = openManagementStore(config, dataDir, {
+    now: deps.clock.now(),
+    controllerId,
+  });
   readiness.store = true;
   // One audit trail for the whole process, injected into every area that records.
   const audit = createAudit({ repo: createAuditRepo(db), clock: deps.clock });
   const services = {
     db,
+    logDb,
+    logPath,
     audit,
     config,
     dataDir,
@@ -350,7 +357,7 @@ function composeDataPlane(base: Base, parts: Parts): DataPlane {
   const { cluster } = parts;
   return createDataPlane({
     ...services,
-    dbPath: `${services.dataDir}/waf.db`,
+    dbPath: services.logPath,
     events: base.events,
     counters: core.counters,
     upstreamHealth: core.upstreamHealth.hook,
@@ -462,6 +469,7 @@ function finish(base: Base, parts: Parts): ComposedBase & Partial<AreaParts> {
       await dataPlane?.close();
       identity.stop();
       db.close();
+      if (base.services.logDb !== db) base.services.logDb.close();
     },
   };
 }

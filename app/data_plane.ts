@@ -10,7 +10,7 @@ import { createSettingsRepo } from "../db/settings_repo.ts";
 import { createSitesRepo } from "../db/sites_repo.ts";
 import type { SiteConfig } from "../mod/data_plane/site_schema.ts";
 import { SETUP_KEYS } from "../mod/identity/setup_token.ts";
-import { type Db, transaction } from "../db/store.ts";
+import { type Db, type SqliteDb, transaction } from "../db/store.ts";
 import { type AccessLog, createAccessLog } from "../mod/access_log/access_log.ts";
 import { lineFormat } from "../mod/access_log/lines.ts";
 import type { Audit } from "../mod/core/audit.ts";
@@ -105,7 +105,9 @@ export interface DataPlane {
 export interface DataPlaneDeps {
   readonly config: Config;
   readonly db: Db;
-  /** The store file, which the access-log writer thread opens on its own connection. */
+  /** The access log's database (on `temporary` the store itself). */
+  readonly logDb: SqliteDb;
+  /** The access log's file, which its writer thread opens on its own connection. */
   readonly dbPath: string;
   /** The data directory (the key that seals the API-security shared secret). */
   readonly dataDir: string;
@@ -446,7 +448,7 @@ function startAccessLog(deps: DataPlaneDeps): { accessLog: AccessLog; pgSink: Pg
     retentionDays: logs.retention_days,
     maxRecords: logs.max_records,
   }, {
-    repo: createAccessLogRepo(db, lineFormat),
+    repo: createAccessLogRepo(deps.logDb, lineFormat),
     writer,
     clock,
     logger,

@@ -1,6 +1,6 @@
 /** `waf logs pack --dir DIR [--name FILE.zip]`: writes the support archive (see logs_pack.ts). */
 import { openExisting } from "../db/maintenance.ts";
-import type { Db } from "../db/store.ts";
+import type { SqliteDb as Db } from "../db/store.ts";
 import { defaultArchiveName, hostFacts, packSupportArchive } from "../mod/ops/logs_pack.ts";
 import { VERSION } from "../mod/core/version.ts";
 import { type Command, EXIT_FAILURE, EXIT_OK } from "./context.ts";

@@ -4,7 +4,7 @@
  * store file as it is, without migrating, so a backup taken before an upgrade keeps the old schema.
  */
 import { openExisting } from "../db/maintenance.ts";
-import type { Db } from "../db/store.ts";
+import type { SqliteDb as Db } from "../db/store.ts";
 import { backupStore, checkDb } from "../mod/ops/backup.ts";
 import type { Translate } from "./i18n/i18n.ts";
 import { type Command, type CommandDeps, EXIT_FAILURE, EXIT_OK } from "./context.ts";

@@ -3,7 +3,7 @@
  * sink's persisted cursor (`access_log_cursors`). Records come back whole
  * (`AccessLogFormat.expand`).
  */
-import type { Db } from "./store.ts";
+import type { SqliteDb as Db } from "./store.ts";
 import { transaction } from "./store.ts";
 import { type AccessLogFormat, expandRows, type StoredAccessLogRow } from "./access_log_rows.ts";
 

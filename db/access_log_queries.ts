@@ -3,7 +3,7 @@
  * by trace id, counts and top lists of a period, and the dashboard's figures. Records come back
  * whole (`AccessLogFormat.expand`).
  */
-import type { Db } from "./store.ts";
+import type { SqliteDb as Db } from "./store.ts";
 import { type AccessLogFormat, expandRows, type StoredAccessLogRow } from "./access_log_rows.ts";
 import { registerSearch, SEARCH_WHERE, searchParams } from "./access_log_search.ts";
 

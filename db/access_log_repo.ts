@@ -7,7 +7,7 @@
  */
 import type { SQLInputValue } from "node:sqlite";
 import { DatabaseSync } from "node:sqlite";
-import type { Db } from "./store.ts";
+import type { SqliteDb as Db } from "./store.ts";
 import { transaction } from "./store.ts";
 import { createAccessLogQueryRepo } from "./access_log_queries.ts";
 import { createShipCursorRepo } from "./access_log_cursors.ts";

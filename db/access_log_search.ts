@@ -7,7 +7,7 @@
  * the cost of a page is bounded whatever the table holds, and the next page goes on below
  * (docs/access-logs.md#free-text-search).
  */
-import type { Db } from "./store.ts";
+import type { SqliteDb as Db } from "./store.ts";
 
 /** Rows one page of a search reads at most. */
 export const SEARCH_SCAN = 100_000;

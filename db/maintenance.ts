@@ -3,7 +3,7 @@
  * an upgrade must be of the old schema), the online snapshot, and the integrity check.
  */
 import { DatabaseSync } from "node:sqlite";
-import { type Db, schemaVersion } from "./store.ts";
+import { schemaVersion, type SqliteDb as Db } from "./store.ts";
 
 const BUSY_TIMEOUT_MS = 5000;
 

@@ -3,10 +3,38 @@
  * ordered migrations. A database whose schema is newer than this binary knows is refused
  * before anything is written to it.
  */
-import { DatabaseSync } from "node:sqlite";
+import { DatabaseSync, type SQLOutputValue } from "node:sqlite";
 import { ADDED_COLUMNS, MIGRATIONS, SCHEMA_VERSION } from "./migrations.ts";
 
-export type Db = DatabaseSync;
+/** A prepared statement of the management store, on either engine. */
+export interface Statement {
+  // deno-lint-ignore no-explicit-any
+  get(...params: any[]): Record<string, SQLOutputValue> | undefined;
+  // deno-lint-ignore no-explicit-any
+  all(...params: any[]): Record<string, SQLOutputValue>[];
+  // deno-lint-ignore no-explicit-any
+  run(...params: any[]): { changes: number | bigint; lastInsertRowid: number | bigint };
+}
+
+/**
+ * The management store: SQLite's `DatabaseSync` (the `temporary` profile) or the PostgreSQL
+ * store (db/pg/, the `production` profile), which takes the same SQL and keeps its semantics.
+ */
+export interface Db {
+  prepare(sql: string): Statement;
+  exec(sql: string): void;
+  readonly isTransaction: boolean;
+  readonly isOpen: boolean;
+  close(): void;
+}
+
+/** The SQLite engine's handle (the access log's own database is always one). */
+export type SqliteDb = DatabaseSync;
+
+/** Which engine `db` is. */
+export function engineOf(db: Db): "sqlite" | "postgresql" {
+  return (db as { engine?: string }).engine === "postgresql" ? "postgresql" : "sqlite";
+}
 
 export class SchemaTooNewError extends Error {
   readonly found: number;
@@ -25,6 +53,10 @@ const BUSY_TIMEOUT_MS = 5000;
 
 /** Highest applied migration, 0 for an empty database. */
 export function schemaVersion(db: Db): number {
+  if (engineOf(db) === "postgresql") {
+    const row = db.prepare("SELECT MAX(version) AS v FROM schema_migrations").get();
+    return Number(row?.v ?? 0);
+  }
   const table = db.prepare(
     "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'",
   ).get();
@@ -63,7 +95,7 @@ function createPrivate(path: string): void {
 }
 
 /** Applies migrations above the current version up to `target`, each in its own transaction. */
-export function migrate(db: Db, target: number, now: number): number {
+export function migrate(db: SqliteDb, target: number, now: number): number {
   db.exec(
     "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)",
   );
@@ -90,7 +122,7 @@ export function migrate(db: Db, target: number, now: number): number {
 }
 
 /** Adds the columns of `ADDED_COLUMNS` up to `version` that the store lacks, in one transaction. */
-function addMissingColumns(db: Db, version: number): void {
+function addMissingColumns(db: SqliteDb, version: number): void {
   const missing = ADDED_COLUMNS.filter((c) =>
     c.version <= version &&
     !(db.prepare(`PRAGMA table_info(${c.table})`).all() as { name: string }[])
@@ -119,7 +151,7 @@ export interface OpenOptions {
 }
 
 /** Opens (creating when absent) and migrates the store at `path`. */
-export function openStore(path: string, options: OpenOptions): Db {
+export function openStore(path: string, options: OpenOptions): SqliteDb {
   const found = peekVersion(path);
   if (found > SCHEMA_VERSION) throw new SchemaTooNewError(found, SCHEMA_VERSION);
   if (found === 0 && path !== ":memory:") createPrivate(path);

@@ -5,7 +5,7 @@
 import { createAccessLogRepo } from "./access_log_repo.ts";
 import type { AccessLogFormat, StoredAccessLogRow } from "./access_log_rows.ts";
 import { type AuditRow, createAuditRepo } from "./audit_repo.ts";
-import type { Db } from "./store.ts";
+import type { SqliteDb as Db } from "./store.ts";
 
 function hasTable(db: Db, name: string): boolean {
   return db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !==

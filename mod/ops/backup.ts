@@ -4,7 +4,7 @@
  * the final name, which fails instead of overwriting an existing file.
  */
 import { integrityCheck, openExisting, schemaVersion, vacuumInto } from "../../db/maintenance.ts";
-import type { Db } from "../../db/store.ts";
+import type { SqliteDb as Db } from "../../db/store.ts";
 import { type Random, randomHex } from "../core/random.ts";
 
 export type BackupResult =

@@ -6,7 +6,7 @@
  */
 import { createSupportExportRepo } from "../../db/support_export_repo.ts";
 import { lineFormat } from "../access_log/lines.ts";
-import { type Db, schemaVersion } from "../../db/store.ts";
+import { schemaVersion, type SqliteDb as Db } from "../../db/store.ts";
 import type { Config } from "../config/config.ts";
 import { maskConfigValue, scrubText } from "../core/redact.ts";
 import { createZip, type ZipEntry } from "./zip.ts";

@@ -3,7 +3,7 @@ import { assertEquals, assertMatch, ok } from "../_helpers/assert.ts";
 import { cli } from "../_helpers/cli.ts";
 import { startTestServer } from "../_helpers/server.ts";
 import { tempDir } from "../_helpers/temp.ts";
-import { openStore, schemaVersion, transaction } from "../../db/store.ts";
+import { type Db, openStore, schemaVersion, transaction } from "../../db/store.ts";
 import { SCHEMA_VERSION } from "../../db/migrations.ts";
 
 const MAIN = new URL("../../main.ts", import.meta.url).pathname;
@@ -14,7 +14,7 @@ function count(db: DatabaseSync, sql: string): number {
 }
 
 /** One write: an audit row and the settings counter move together, in one transaction. */
-function tick(db: DatabaseSync, n: number): void {
+function tick(db: Db, n: number): void {
   transaction(db, () => {
     db.prepare(
       "INSERT INTO audit_log (time, actor_type, action, result, detail) VALUES (?, 'system', 'test.tick', 'success', ?)",

@@ -1,0 +1,50 @@
+/**
+ * The management store a composition opens: the embedded SQLite file on the `temporary` profile;
+ * on `production` the PostgreSQL store of `storage.production.postgresql`, with each controller's
+ * access log kept locally in a SQLite file of its own (shipped to the database from there, so a
+ * database outage never drops or blocks a request's record).
+ */
+import type { Config } from "../mod/config/config.ts";
+import { durationMs } from "../mod/core/duration.ts";
+import { openPgStore } from "../db/pg/pg_database.ts";
+import { type Db, openStore, type SqliteDb } from "../db/store.ts";
+
+export interface ManagementStore {
+  /** Users, sessions, policy, audit, ...: every controller's shared state. */
+  readonly db: Db;
+  /** This controller's access log (on `temporary` the same database as `db`). */
+  readonly logDb: SqliteDb;
+  /** The access log's file, which its writer thread opens on a connection of its own. */
+  readonly logPath: string;
+}
+
+/** Opens the store `config` names; `controllerId` marks this process's change notices. */
+export function openManagementStore(
+  config: Config,
+  dataDir: string,
+  options: { readonly now: number; readonly controllerId: string },
+): ManagementStore {
+  const pg = config.storage.profile === "production"
+    ? config.storage.production?.postgresql
+    : undefined;
+  if (!pg) {
+    const logPath = `${dataDir}/waf.db`;
+    const db = openStore(logPath, { now: options.now });
+    return { db, logDb: db, logPath };
+  }
+  const db = openPgStore({
+    dsn: pg.dsn,
+    schema: pg.schema,
+    connectTimeoutMs: durationMs(pg.connect_timeout),
+    statementTimeoutMs: durationMs(pg.statement_timeout),
+    controllerId: options.controllerId,
+    now: options.now,
+  });
+  try {
+    const logPath = `${dataDir}/access_log.db`;
+    return { db, logDb: openStore(logPath, { now: options.now }), logPath };
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+}
