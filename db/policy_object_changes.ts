@@ -12,11 +12,47 @@
  * it, while the caller already applied what it read. Naming them again makes the caller read
  * them as stored; naming an unchanged id costs a lookup.
  */
-import type { Db } from "./store.ts";
+import { type Db, engineOf } from "./store.ts";
 
 let logs = 0;
 
+/** Rows of the PostgreSQL change log kept behind the newest (every reader is far closer). */
+const PG_KEEP = 100_000;
+
+/**
+ * The PostgreSQL store's log: one deployment-wide table written by a trigger, so a controller
+ * also sees the changes other controllers commit; each log reads on from its own position.
+ */
+function createPgPolicyChangeLog(db: Db, kind: string) {
+  const newest = db.prepare("SELECT COALESCE(MAX(seq), 0) AS seq FROM policy_object_changes");
+  const pick = db.prepare(
+    "SELECT seq, id FROM policy_object_changes WHERE kind = ? AND seq > ? ORDER BY seq LIMIT ?",
+  );
+  const prune = db.prepare("DELETE FROM policy_object_changes WHERE seq < ?");
+  let cursor = Number(newest.get()!.seq);
+  let uncertain: Set<string> | "many" | undefined;
+  return {
+    take(limit: number): string[] | "many" {
+      const rows = pick.all(kind, cursor, Math.floor(limit) + 1) as Array<{ seq: number; id: string }>;
+      let ids: Set<string> | "many";
+      if (rows.length > limit) {
+        ids = "many";
+        cursor = Number(newest.get()!.seq);
+      } else {
+        ids = new Set([...(uncertain === "many" ? [] : uncertain ?? []), ...rows.map((r) => r.id)]);
+        if (uncertain === "many") ids = "many";
+        if (rows.length > 0) cursor = rows[rows.length - 1]!.seq;
+      }
+      if (ids !== "many" && ids.size > limit) ids = "many";
+      if (rows.length > 0 && cursor > PG_KEEP && !db.isTransaction) prune.run(cursor - PG_KEEP);
+      uncertain = db.isTransaction ? ids : undefined;
+      return ids === "many" ? ids : [...ids];
+    },
+  };
+}
+
 export function createPolicyChangeLog(db: Db, kind: string) {
+  if (engineOf(db) === "postgresql") return createPgPolicyChangeLog(db, kind);
   // One table per log: two logs of one kind on one connection would take each other's changes.
   const table = `temp.policy_changes_${++logs}`;
   const name = table.slice("temp.".length);

@@ -30,7 +30,7 @@ export function createPolicyObjectsRepo(db: Db) {
        SELECT MAX(position) AS p FROM policy_objects WHERE kind = ?1 AND site_id IS NULL
        UNION ALL
        SELECT (SELECT MAX(position) FROM policy_objects WHERE kind = ?1 AND site_id = s.id)
-       FROM sites s)`,
+       FROM sites s) AS m`,
   );
   const insert = db.prepare(
     `INSERT INTO policy_objects (id, kind, site_id, position, config, created_at, updated_at)

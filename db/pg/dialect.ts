@@ -178,7 +178,24 @@ export function translateStatement(sql: string): PgStatement {
   code = code.replace(/\binstr\s*\(/gi, "strpos(");
   code = code.replace(/\bAS\s+INTEGER\b/gi, "AS BIGINT");
   code = code.replace(/\blength\s*\(\s*(\$\d+)\s*\)/gi, "length($1::text)");
-  code = code.replace(/(\$\d+)(\s+IS\s+(?:NOT\s+)?NULL)\b/gi, "$1::text$2");
+  // A parameter used only in `IS NULL` has no type PostgreSQL can infer; one used elsewhere too
+  // (`(:from IS NULL OR time >= :from)`) takes that use's type.
+  const uses = new Map<string, number>();
+  for (const m of code.matchAll(/\$\d+/g)) uses.set(m[0], (uses.get(m[0]) ?? 0) + 1);
+  code = code.replace(
+    /(\$\d+)(\s+IS\s+(?:NOT\s+)?NULL)\b/gi,
+    (whole, p: string, rest: string) => (uses.get(p) === 1 ? `${p}::text${rest}` : whole),
+  );
+  // PostgreSQL types a parameter where it is first coerced, and `IS NULL` does not coerce:
+  // `($1 IS NULL OR time >= $1)` becomes `(time >= $1 OR $1 IS NULL)`, which means the same.
+  const optional = [...code.matchAll(/\(\s*(\$\d+)\s+IS\s+NULL\s+OR\s+/gi)].reverse();
+  for (const m of optional) {
+    const open = m.index!;
+    const close = closing(code, open);
+    if (close < 0 || uses.get(m[1]!) === 1) continue;
+    const rest = code.slice(open + m[0].length, close);
+    code = `${code.slice(0, open)}(${rest} OR ${m[1]} IS NULL)${code.slice(close + 1)}`;
+  }
   code = code.replace(
     /\bsqlite_master\s+WHERE\s+type\s*=\s*(\u0000\d+\u0000)\s+AND\s+name\s*=/gi,
     "information_schema.tables WHERE table_schema = current_schema() AND table_name =",

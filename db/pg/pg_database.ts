@@ -31,6 +31,26 @@ import { SchemaTooNewError } from "../store.ts";
 /** The channel every committed write notifies (mod/deployment listens on it). */
 const CHANGE_CHANNEL = "waf_store_changes";
 
+/**
+ * What only the PostgreSQL store has: the deployment-wide log of changed policy objects (on
+ * SQLite a connection's temporary triggers do this, db/policy_object_changes.ts), which a
+ * controller reads to apply another controller's IP-list changes without a full rebuild.
+ */
+const PG_SUPPORT_SQL = `
+CREATE TABLE IF NOT EXISTS policy_object_changes (
+  seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  kind TEXT NOT NULL,
+  id TEXT NOT NULL
+);
+CREATE OR REPLACE FUNCTION policy_object_changes_fn() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+  IF TG_OP <> 'INSERT' THEN INSERT INTO policy_object_changes (kind, id) VALUES (OLD.kind, OLD.id); END IF;
+  IF TG_OP <> 'DELETE' THEN INSERT INTO policy_object_changes (kind, id) VALUES (NEW.kind, NEW.id); END IF;
+  RETURN NULL;
+END $fn$;
+CREATE OR REPLACE TRIGGER policy_object_changes_log AFTER INSERT OR UPDATE OR DELETE
+  ON policy_objects FOR EACH ROW EXECUTE FUNCTION policy_object_changes_fn();`;
+
 export class StoreUnavailableError extends Error {
   readonly code = "STORE_UNAVAILABLE";
   constructor(detail: string) {
@@ -42,10 +62,13 @@ export class StoreUnavailableError extends Error {
 /** A statement PostgreSQL refused (its SQLSTATE in `code`). */
 export class PgStoreError extends Error {
   readonly code: string | undefined;
-  constructor(message: string, code: string | undefined) {
+  /** The statement's text (never its parameters), for the log. */
+  readonly statement: string | undefined;
+  constructor(message: string, code: string | undefined, statement?: string) {
     super(message);
     this.name = "PgStoreError";
     this.code = code;
+    this.statement = statement;
   }
 }
 
@@ -194,7 +217,7 @@ export class PgDatabase {
       this.#written.clear();
       throw new StoreUnavailableError(answer.message);
     }
-    throw new PgStoreError(answer.message, answer.code);
+    throw new PgStoreError(answer.message, answer.code, steps.map((s) => s.text).join("; "));
   }
 
   #notice(tables: Iterable<string>): PgStep {
@@ -302,6 +325,7 @@ export class PgDatabase {
           },
         ], false);
       }
+      this.#call([{ text: PG_SUPPORT_SQL, params: [], simple: true }], false);
       this.exec("COMMIT");
       return reached;
     } catch (err) {

@@ -11,6 +11,8 @@ export interface TestStore extends AsyncDisposable {
   readonly db: SqliteDb;
   readonly dir: string;
   readonly transaction: <T>(fn: () => T) => T;
+  /** Another connection to the same store (a restart); the caller closes it. */
+  readonly reopen: () => SqliteDb;
 }
 
 /** The machine's PostgreSQL (trust auth), overridable for another host. */
@@ -45,6 +47,15 @@ export async function testStore(now = Date.UTC(2026, 0, 1)): Promise<TestStore> 
       db,
       dir,
       transaction: (fn) => transaction(db, fn),
+      reopen: () =>
+        openPgStore({
+          dsn: TEST_PG_DSN,
+          schema,
+          connectTimeoutMs: 5_000,
+          statementTimeoutMs: 10_000,
+          controllerId: crypto.randomUUID(),
+          now,
+        }) as unknown as SqliteDb,
       async [Symbol.asyncDispose]() {
         if (pg.isOpen) {
           try {
@@ -62,6 +73,7 @@ export async function testStore(now = Date.UTC(2026, 0, 1)): Promise<TestStore> 
     db,
     dir,
     transaction: (fn) => transaction(db, fn),
+    reopen: () => openStore(`${dir}/waf.db`, { now }),
     async [Symbol.asyncDispose]() {
       db.close();
       await Deno.remove(dir, { recursive: true }).catch(() => {});

@@ -202,7 +202,7 @@ Deno.test("the IP list kept current from the change log answers as a full compil
   await folds.stop();
 
   // A restart: another connection to the same file starts from the stored rows.
-  const reopened = openStore(`${s.dir}/waf.db`, { now: 0 });
+  const reopened = s.reopen();
   try {
     const again = openProtectionStore(reopened, config).compile().ipList;
     sameAnswers(r, again, list, "after a restart");

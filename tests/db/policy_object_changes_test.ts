@@ -1,5 +1,5 @@
 import { assertEquals } from "../_helpers/assert.ts";
-import { testStore } from "../_helpers/store.ts";
+import { testEngine, testStore } from "../_helpers/store.ts";
 import { createPolicyChangeLog } from "../../db/policy_object_changes.ts";
 import { createPolicyObjectsRepo, type PolicyObjectRow } from "../../db/policy_objects_repo.ts";
 import { createSitesRepo } from "../../db/sites_repo.ts";
@@ -69,8 +69,10 @@ Deno.test("past the limit the change log answers many; two logs of one kind each
   assertEquals(first.take(4), "many");
   assertEquals(first.take(4), [], "emptied all the same");
   assertEquals(second.take(5).length, 5);
-  // Temporary objects only: the store's schema is what it was.
+  // Temporary objects only: the store's schema is what it was (PostgreSQL's log is a table the
+  // store opens with, outside the migrations).
   assertEquals(schemaVersion(s.db), SCHEMA_VERSION);
+  if (testEngine() === "postgresql") return;
   const objects = s.db.prepare("SELECT COUNT(*) AS n FROM main.sqlite_master WHERE name LIKE ?")
     .get("policy_changes%") as { n: number };
   assertEquals(objects.n, 0);
