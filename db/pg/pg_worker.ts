@@ -9,6 +9,7 @@
  * 3 the answered request's id; the answer (JSON) from byte 16. The buffer grows for a large
  * answer.
  */
+/// <reference lib="deno.worker" />
 import postgres from "postgres";
 import { HEADER_BYTES } from "./pg_worker_layout.ts";
 
