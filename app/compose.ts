@@ -8,6 +8,7 @@
 import type { PatternTester } from "../mod/protection/pattern_tester.ts";
 import type { Db } from "../db/store.ts";
 import { openManagementStore } from "./store.ts";
+import { engineOf } from "../db/store.ts";
 import { createAuditRepo } from "../db/audit_repo.ts";
 import { createAudit } from "../mod/core/audit.ts";
 import type { Clock } from "../mod/core/clock.ts";
@@ -249,6 +250,9 @@ async function openBase(options: ServerOptions, deps: ComposeDeps, dataPlane: bo
     controllerId,
   });
   readiness.store = true;
+  if (engineOf(db) === "postgresql") {
+    readiness.storeAvailable = () => !(db as unknown as { unavailable: boolean }).unavailable;
+  }
   // One audit trail for the whole process, injected into every area that records.
   const audit = createAudit({ repo: createAuditRepo(db), clock: deps.clock });
   const services = {

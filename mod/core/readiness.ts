@@ -9,6 +9,17 @@ export interface Readiness {
    * the data plane is not ready).
    */
   dataPlaneCurrent?: () => boolean;
+  /**
+   * The production store: false while its database cannot be reached (the data planes keep
+   * enforcing the last policy; management writes answer 503 `STORE_UNAVAILABLE`).
+   */
+  storeAvailable?: () => boolean;
+}
+
+/** `"ok"`, or `"unavailable"` while the production store's database cannot be reached. */
+export function storeState(r: Readiness): "ok" | "unavailable" | "starting" {
+  if (!r.store) return "starting";
+  return r.storeAvailable?.() === false ? "unavailable" : "ok";
 }
 
 export function createReadiness(): Readiness {

@@ -39,9 +39,36 @@ export function errorResponse(
   );
 }
 
+/** True when `err`, or an error it wraps, is the management database being unreachable. */
+function storeUnavailable(err: unknown): boolean {
+  for (let e = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    if (e.name === "StoreUnavailableError") return true;
+  }
+  return false;
+}
+
+/** Seconds a client waits before retrying while the management database is unreachable. */
+const STORE_RETRY_AFTER_S = 5;
+
 /** Hono `onError` handler. */
 export function createOnError(logger: Logger) {
   return (err: unknown, c: Ctx): Response => {
+    if (storeUnavailable(err)) {
+      // Nothing was written (the change and its audit record share one transaction): the
+      // client may send it again once the database answers.
+      logger.warn("management request refused: the management database is unavailable", {
+        trace_id: c.get("traceId"),
+        event_id: c.get("eventId"),
+        method: c.req.method,
+        path: c.req.path,
+      });
+      return errorResponse(c, {
+        status: 503,
+        code: "STORE_UNAVAILABLE",
+        message:
+          "The management database is unavailable; nothing was changed. Retry when it is back (the data planes keep enforcing the last policy).",
+      }, { "retry-after": String(STORE_RETRY_AFTER_S) });
+    }
     if (err instanceof AppError) {
       // 501 is a deliberate answer (a feature this build does not have), not a failure to log.
       if (err.status >= 500 && err.status !== 501) {

@@ -1,5 +1,5 @@
 /** Health probes: public JSON for load balancers and orchestrators. */
-import { dataPlaneReady, isReady, type Readiness } from "../../mod/core/readiness.ts";
+import { dataPlaneReady, isReady, type Readiness, storeState } from "../../mod/core/readiness.ts";
 import { VERSION } from "../../mod/core/version.ts";
 import { PUBLIC, type RouteDef } from "./route.ts";
 
@@ -22,6 +22,7 @@ export function healthRoutes(readiness: Readiness, cluster: ClusterHealth): Rout
           version: VERSION,
           checks: {
             store: readiness.store,
+            store_state: storeState(readiness),
             data_plane: dataPlaneReady(readiness),
             management: readiness.management,
           },
@@ -40,8 +41,16 @@ export function healthRoutes(readiness: Readiness, cluster: ClusterHealth): Rout
       access: PUBLIC,
       handler: (c) => {
         const ready = isReady(readiness);
+        // The store's database gone is degraded, not unready: the data plane keeps enforcing the
+        // last policy, and another controller would find the same database gone.
+        const store = storeState(readiness);
         return c.json({
-          status: ready ? "ready" : readiness.shuttingDown ? "shutting_down" : "starting",
+          status: !ready
+            ? readiness.shuttingDown ? "shutting_down" : "starting"
+            : store === "unavailable"
+            ? "degraded"
+            : "ready",
+          checks: { store },
         }, ready ? 200 : 503);
       },
     },
