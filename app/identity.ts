@@ -7,7 +7,7 @@ import { createSettingsRepo } from "../db/settings_repo.ts";
 import { type Db, transaction } from "../db/store.ts";
 import { createUsersRepo } from "../db/users_repo.ts";
 import type { Audit } from "../mod/core/audit.ts";
-import { type DeploymentKeys, keyBytes } from "../mod/core/deployment_keys.ts";
+import { type DeploymentKeys, keyBytesAsync } from "../mod/core/deployment_keys.ts";
 import { type Captcha, createCaptcha } from "../mod/identity/captcha.ts";
 import { createCaptchaPolicy } from "../mod/identity/captcha_policy.ts";
 import type { Clock } from "../mod/core/clock.ts";
@@ -90,7 +90,7 @@ export async function createIdentity(deps: IdentityDeps): Promise<Identity> {
   const usersRepo = createUsersRepo(deps.db);
   const { audit } = deps;
   const roles = deps.config.apisec.permissions;
-  const key = keyBytes(deps.keys.signing, deps.random);
+  const key = await keyBytesAsync(deps.keys.signing, deps.random);
 
   const users = createUsers({
     repo: usersRepo,
