@@ -24,22 +24,34 @@ export async function probeProductionStore(
     connection: { application_name: "waf start-up probe" },
     onnotice: () => {},
   });
-  // postgres' own timer covers connecting and authenticating; this one covers a server that
-  // accepts and then never answers the query.
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new Error("no answer to SELECT 1")),
-      options.connectTimeoutMs + options.statementTimeoutMs,
-    );
-  });
+  const timers: ReturnType<typeof setTimeout>[] = [];
+  /** Rejects with `reason` after `ms`: postgres retries a connection that timed out for as long
+   * as a query waits, so the probe keeps its own deadlines. */
+  const within = <T>(work: Promise<T>, ms: number, reason: string) =>
+    Promise.race([
+      work,
+      new Promise<never>((_, reject) =>
+        timers.push(setTimeout(() => reject(new Error(reason)), ms))
+      ),
+    ]);
+  const seconds = options.connectTimeoutMs / 1000;
   try {
-    await Promise.race([sql`SELECT 1`, deadline]);
+    const reserved = sql.reserve();
+    const conn = await within(
+      reserved,
+      options.connectTimeoutMs,
+      `no connection within ${seconds}s`,
+    );
+    try {
+      await within(conn`SELECT 1`, options.statementTimeoutMs, "no answer to SELECT 1");
+    } finally {
+      conn.release();
+    }
     return undefined;
   } catch (err) {
     return unreachable(options.dsn, options.connectTimeoutMs, err);
   } finally {
-    clearTimeout(timer);
+    for (const timer of timers) clearTimeout(timer);
     await sql.end({ timeout: 0 }).catch(() => {});
   }
 }
