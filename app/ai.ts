@@ -22,7 +22,8 @@ import type { Clock } from "../mod/core/clock.ts";
 import type { Logger } from "../mod/core/logger.ts";
 import type { Notify } from "../mod/core/notifications.ts";
 import type { Random } from "../mod/core/random.ts";
-import { createSecretBox, TOTP_KEY_FILE } from "../mod/core/secret_box.ts";
+import { createSecretBox } from "../mod/core/secret_box.ts";
+import type { DeploymentKeys } from "../mod/core/deployment_keys.ts";
 import { aiRoutes } from "../routes/api/ai.ts";
 import type { Principal } from "../routes/api/env.ts";
 import type { RouteDef } from "../routes/api/route.ts";
@@ -39,6 +40,8 @@ export interface AiDeps {
   /** The process's one audit trail. */
   readonly audit: Audit;
   readonly dataDir: string;
+  /** The deployment's sealing and signing keys, resolved once at start-up. */
+  readonly keys: DeploymentKeys;
   readonly clock: Clock;
   readonly random: Random;
   readonly logger: Logger;
@@ -74,7 +77,7 @@ export function createAiPlane(deps: AiDeps): AiPlane {
   const tokens = createApiTokensRepo(db);
   const config = createAiConfig({
     settings: createSettingsRepo(db),
-    box: createSecretBox(`${deps.dataDir}/${TOTP_KEY_FILE}`, random),
+    box: createSecretBox(deps.keys.sealing, random),
     audit,
     clock,
     transaction: tx,

@@ -19,8 +19,8 @@ import { permissionsOf } from "../mod/identity/permissions.ts";
 import { createNotifications, type Notifications } from "../mod/core/notifications.ts";
 import { createOta } from "../mod/ops/ota.ts";
 import type { Random } from "../mod/core/random.ts";
-import { loadKeyFile } from "../mod/core/auth_key.ts";
-import { createSecretBox, TOTP_KEY_FILE } from "../mod/core/secret_box.ts";
+import { type DeploymentKeys, keyBytesAsync } from "../mod/core/deployment_keys.ts";
+import { createSecretBox } from "../mod/core/secret_box.ts";
 import { recoveryKey } from "../mod/identity/recovery_codes.ts";
 import { createTokenCleanup, type TokenCleanup } from "../mod/identity/token_cleanup.ts";
 import { createTwoFactor, type TwoFactor } from "../mod/identity/two_factor.ts";
@@ -39,6 +39,8 @@ export interface ApiAccessDeps {
   readonly audit: Audit;
   readonly config: Config;
   readonly dataDir: string;
+  /** The deployment's sealing and signing keys, resolved once at start-up. */
+  readonly keys: DeploymentKeys;
   readonly clock: Clock;
   readonly random: Random;
   readonly logger: Logger;
@@ -94,15 +96,14 @@ export function createApiAccess(deps: ApiAccessDeps): ApiAccess {
     logger: deps.logger,
     transaction: tx,
   });
-  const totpKeyPath = `${deps.dataDir}/${TOTP_KEY_FILE}`;
   let codesKey: Promise<Uint8Array> | undefined;
   const twoFactor = createTwoFactor({
     users: usersRepo,
     totp: createTotpRepo(deps.db),
-    box: createSecretBox(totpKeyPath, deps.random),
-    // The same key file as the sealed secrets (backed up with them), under a derived key.
+    box: createSecretBox(deps.keys.sealing, deps.random),
+    // The same key as the sealed secrets (backed up with them), under a derived key.
     recoveryKey: () =>
-      codesKey ??= loadKeyFile(totpKeyPath, deps.random).then(recoveryKey).catch((err) => {
+      codesKey ??= keyBytesAsync(deps.keys.sealing, deps.random).then(recoveryKey).catch((err) => {
         codesKey = undefined;
         throw err;
       }),

@@ -23,7 +23,8 @@ import type { Clock } from "../mod/core/clock.ts";
 import { AppError } from "../mod/core/errors.ts";
 import type { Logger } from "../mod/core/logger.ts";
 import type { Random } from "../mod/core/random.ts";
-import { createSecretBox, TOTP_KEY_FILE } from "../mod/core/secret_box.ts";
+import { createSecretBox } from "../mod/core/secret_box.ts";
+import type { DeploymentKeys } from "../mod/core/deployment_keys.ts";
 import type { Policy } from "../mod/data_plane/policy.ts";
 import type { PolicyObjects } from "../mod/protection/policy_objects.ts";
 import { parseStored } from "../mod/protection/protection_schema.ts";
@@ -76,6 +77,8 @@ export interface ApiSecDeps {
   readonly policy: Policy;
   readonly db: Db;
   readonly dataDir: string;
+  /** The deployment's sealing and signing keys, resolved once at start-up. */
+  readonly keys: DeploymentKeys;
   readonly clock: Clock;
   readonly random: Random;
   readonly logger: Logger;
@@ -84,7 +87,7 @@ export interface ApiSecDeps {
 }
 
 export function createApiSecPlane(deps: ApiSecDeps): ApiSecPlane {
-  const box = createSecretBox(`${deps.dataDir}/${TOTP_KEY_FILE}`, deps.random);
+  const box = createSecretBox(deps.keys.sealing, deps.random);
   const settings = createApiSecSettings({
     objects: deps.objects,
     siteExists: (id) => deps.repo.siteExists(id),

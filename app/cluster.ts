@@ -34,8 +34,8 @@ import type { Audit } from "../mod/core/audit.ts";
 import type { Clock } from "../mod/core/clock.ts";
 import { AppError } from "../mod/core/errors.ts";
 import type { Logger } from "../mod/core/logger.ts";
-import { dataDirApisecWire } from "../mod/apisec/apisec_wire.ts";
-import { dataDirSiteKeys, openedPolicyRepo } from "../mod/data_plane/site_keys.ts";
+import { deploymentApisecWire } from "../mod/apisec/apisec_wire.ts";
+import { deploymentSiteKeys, openedPolicyRepo } from "../mod/data_plane/site_keys.ts";
 import type { Random } from "../mod/core/random.ts";
 import { clusterRoutes } from "../routes/api/cluster.ts";
 import type { Env } from "../routes/api/env.ts";
@@ -43,6 +43,7 @@ import type { RouteDef } from "../routes/api/route.ts";
 import type { Listener } from "../net/listen.ts";
 import { listenMtls } from "../net/mtls_listen.ts";
 import type { Hono } from "hono";
+import type { DeploymentKeys } from "../mod/core/deployment_keys.ts";
 
 /** Paths the cluster listener serves; everything else there is 404. */
 const CLUSTER_PATHS =
@@ -54,6 +55,8 @@ export interface ClusterDeps {
   readonly audit: Audit;
   readonly config: Config;
   readonly dataDir: string;
+  /** The deployment's sealing and signing keys, resolved once at start-up. */
+  readonly keys: DeploymentKeys;
   readonly clock: Clock;
   readonly random: Random;
   readonly logger: Logger;
@@ -428,10 +431,10 @@ async function listenCluster(
  * The policy rows as they travel: site keys and the API-security shared secret opened for the
  * snapshot, sealed again on a node.
  */
-function policyRows(deps: Pick<ClusterDeps, "db" | "dataDir" | "random" | "logger">) {
+function policyRows(deps: Pick<ClusterDeps, "db" | "keys" | "random" | "logger">) {
   return openedPolicyRepo(
     createClusterPolicyRepo(deps.db),
-    dataDirSiteKeys(deps.dataDir, deps.random, deps.logger),
-    dataDirApisecWire(deps.dataDir, deps.random, deps.logger),
+    deploymentSiteKeys(deps.keys, deps.random, deps.logger),
+    deploymentApisecWire(deps.keys, deps.random, deps.logger),
   );
 }

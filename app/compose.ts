@@ -12,7 +12,8 @@ import { engineOf } from "../db/store.ts";
 import { createAuditRepo } from "../db/audit_repo.ts";
 import { createAudit } from "../mod/core/audit.ts";
 import type { Clock } from "../mod/core/clock.ts";
-import { type Config, deploymentProblems } from "../mod/config/config.ts";
+import type { Config } from "../mod/config/config.ts";
+import { missingProductionKeys, type ProductionProblem } from "../mod/config/production.ts";
 import { parseListen } from "../mod/config/config_schema.ts";
 import type { Logger } from "../mod/core/logger.ts";
 import type { Random } from "../mod/core/random.ts";
@@ -41,27 +42,35 @@ import { createOps, type OpsPlane } from "./ops.ts";
 import { createDataWorkerPool, type DataWorkerPool, dataWorkersFor } from "./data_workers.ts";
 import { type Coordinator, debounce } from "../mod/deployment/coordinator.ts";
 import { openCoordinator } from "../mod/deployment/open.ts";
+import { probeProductionStore } from "../mod/deployment/probe.ts";
+import { resolveDeploymentKeys } from "../mod/deployment/keys.ts";
 import { controllersRoutes } from "../routes/api/controllers.ts";
 
 /** How long remote change notices are gathered into one policy rebuild. */
 const REMOTE_CHANGE_DEBOUNCE_MS = 100;
 
 export class ProductionStorageUnavailableError extends Error {
-  constructor(missing: string) {
+  constructor(readonly problems: readonly ProductionProblem[]) {
     super(
-      `ErrProductionStorageUnavailable: storage.profile is "production" but ${missing}; refusing to start (no listener opened, no file written)`,
+      `ErrProductionStorageUnavailable: storage.profile is "production" but ${
+        problems.map((p) => `${p.path}: ${p.message}`).join("; ")
+      }; refusing to start (no listener opened, no file written)`,
     );
     this.name = "ErrProductionStorageUnavailable";
   }
 }
 
-/** Fails closed for the production profile: this build has no external store. */
-export function checkStorageProfile(config: Config): void {
-  if (deploymentProblems(config).some((p) => p.code === "ErrProductionStorageUnavailable")) {
-    throw new ProductionStorageUnavailableError(
-      "no external management database is available in this build (the production store adapter is not installed)",
-    );
+/**
+ * Fails closed for the production profile (specification 1.8): a missing key, or a database
+ * that does not answer the probe, stops start-up before anything is written.
+ */
+export async function checkStorageProfile(config: Config): Promise<void> {
+  const problems = missingProductionKeys(config);
+  if (problems.length === 0) {
+    const unreachable = await probeProductionStore(config);
+    if (unreachable) problems.push(unreachable);
   }
+  if (problems.length > 0) throw new ProductionStorageUnavailableError(problems);
 }
 
 export interface ComposeDeps {
@@ -235,7 +244,7 @@ function withNeeds(areas: readonly Area[]): ReadonlySet<Area> {
 /** The store, the audit trail and monitoring's core (every area publishes into it). */
 async function openBase(options: ServerOptions, deps: ComposeDeps, dataPlane: boolean) {
   const { config, dataDir } = options;
-  checkStorageProfile(config);
+  await checkStorageProfile(config);
   // Before anything is opened: without --unstable-net an explicit worker count stops start-up.
   const workerCount = dataPlane
     ? dataWorkersFor(config.server.data.workers, navigator.hardwareConcurrency, deps.logger)
@@ -248,6 +257,21 @@ async function openBase(options: ServerOptions, deps: ComposeDeps, dataPlane: bo
   const { db, logDb, logPath } = openManagementStore(config, dataDir, {
     now: deps.clock.now(),
     controllerId,
+  });
+  const closeStores = () => {
+    db.close();
+    if (logDb !== db) logDb.close();
+  };
+  // The sealing and signing keys every area uses, checked against the deployment's record.
+  const keys = await resolveDeploymentKeys({
+    config,
+    dataDir,
+    db,
+    random: deps.random,
+    now: deps.clock.now(),
+  }).catch((err) => {
+    closeStores();
+    throw err;
   });
   readiness.store = true;
   if (engineOf(db) === "postgresql") {
@@ -262,6 +286,7 @@ async function openBase(options: ServerOptions, deps: ComposeDeps, dataPlane: bo
     audit,
     config,
     dataDir,
+    keys,
     clock: deps.clock,
     random: deps.random,
     logger: deps.logger,

@@ -29,7 +29,8 @@ import {
   type PgSinkSettings,
 } from "../mod/access_log/pg_sink_config.ts";
 import { createSinkSlot } from "../mod/access_log/sinks.ts";
-import { createSecretBox, TOTP_KEY_FILE } from "../mod/core/secret_box.ts";
+import { createSecretBox } from "../mod/core/secret_box.ts";
+import type { DeploymentKeys } from "../mod/core/deployment_keys.ts";
 import {
   type CompiledPolicy,
   createPolicy,
@@ -40,7 +41,7 @@ import type { SiteCounterSet } from "../mod/data_plane/site_counters.ts";
 import type { AccessRecord } from "../mod/access_log/record.ts";
 import type { Random } from "../mod/core/random.ts";
 import { createSites, type Sites } from "../mod/data_plane/sites.ts";
-import { dataDirSiteKeys, resealLegacy, sealedSitesRepo } from "../mod/data_plane/site_keys.ts";
+import { deploymentSiteKeys, resealLegacy, sealedSitesRepo } from "../mod/data_plane/site_keys.ts";
 import {
   createSnapshotTap,
   type PolicySnapshot,
@@ -111,6 +112,8 @@ export interface DataPlaneDeps {
   readonly dbPath: string;
   /** The data directory (the key that seals the API-security shared secret). */
   readonly dataDir: string;
+  /** The deployment's sealing and signing keys, resolved once at start-up. */
+  readonly keys: DeploymentKeys;
   /** The process's one audit trail. */
   readonly audit: Audit;
   readonly clock: Clock;
@@ -180,6 +183,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     policy,
     db,
     dataDir: deps.dataDir,
+    keys: deps.keys,
     clock,
     random,
     logger,
@@ -305,7 +309,7 @@ function buildPolicy(deps: DataPlaneDeps) {
 function sealedSites(deps: DataPlaneDeps) {
   const { db, logger } = deps;
   const rawSites = createSitesRepo(db);
-  const siteKeys = dataDirSiteKeys(deps.dataDir, deps.random, logger);
+  const siteKeys = deploymentSiteKeys(deps.keys, deps.random, logger);
   const resealed = transaction(db, () => resealLegacy(rawSites, siteKeys));
   if (resealed > 0) {
     logger.info("sealed site private keys stored in plain text", { sites: resealed });
@@ -413,7 +417,7 @@ function startAccessLog(deps: DataPlaneDeps): { accessLog: AccessLog; pgSink: Pg
   };
   const pgSink = createPgSinkConfig({
     settings: createSettingsRepo(db),
-    box: createSecretBox(`${deps.dataDir}/${TOTP_KEY_FILE}`, deps.random),
+    box: createSecretBox(deps.keys.sealing, deps.random),
     audit: deps.audit,
     clock,
     transaction: (fn) => transaction(db, fn),

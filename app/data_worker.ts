@@ -14,7 +14,7 @@ import { systemRandom } from "../mod/core/random.ts";
 import { guardUnhandledRejections } from "../mod/core/unhandled.ts";
 import type { Clock } from "../mod/core/clock.ts";
 import type { Random } from "../mod/core/random.ts";
-import { createSecretBox, TOTP_KEY_FILE } from "../mod/core/secret_box.ts";
+import { createSecretBox } from "../mod/core/secret_box.ts";
 import { SiteCounterSet } from "../mod/data_plane/site_counters.ts";
 import { RecordBatch } from "./data_worker_records.ts";
 import { createPolicy, type Policy } from "../mod/data_plane/policy.ts";
@@ -130,7 +130,7 @@ interface WorkerServices {
 /** The data-plane Hono app on this worker's policy, protection controls and API security. */
 function workerApp(on: WorkerServices): { proxy: Proxy; data: DataApp } {
   const { init, clock, random, logger, shared, batch } = on;
-  const box = createSecretBox(`${init.dataDir}/${TOTP_KEY_FILE}`, random);
+  const box = createSecretBox(init.keys.sealing, random);
   return createProxyApp({
     acme: on.acme,
     policy: on.policy,

@@ -3,6 +3,7 @@
  * thread `app/data_worker.ts`): what a worker starts from, what it is told, what it reports.
  */
 import type { Config } from "../mod/config/config.ts";
+import type { DeploymentKeys } from "../mod/core/deployment_keys.ts";
 import type { LogFields, LogLevel } from "../mod/core/logger.ts";
 import type { AccessRecord } from "../mod/access_log/record.ts";
 import type { PolicySnapshot, SnapshotDelta } from "../mod/data_plane/policy_snapshot.ts";
@@ -20,6 +21,8 @@ export interface WorkerInit {
   readonly index: number;
   readonly config: Config;
   readonly dataDir: string;
+  /** The deployment's keys (key files are read by the worker on first use, as on the main thread). */
+  readonly keys: DeploymentKeys;
   readonly shared: SharedStateBuffers;
   /** The process's order of upstream health events (`healthOrderBuffer`). */
   readonly healthOrder: SharedArrayBuffer;

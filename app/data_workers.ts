@@ -18,6 +18,7 @@
 import { type Config, ConfigProblemError } from "../mod/config/config.ts";
 import type { Logger } from "../mod/core/logger.ts";
 import type { Random } from "../mod/core/random.ts";
+import type { DeploymentKeys } from "../mod/core/deployment_keys.ts";
 import type { SiteUpstreamHealth } from "../mod/data_plane/policy.ts";
 import { deltaOf, type PolicySnapshot } from "../mod/data_plane/policy_snapshot.ts";
 import type { SiteCounterSet } from "../mod/data_plane/site_counters.ts";
@@ -51,6 +52,8 @@ export interface DataWorkersOptions {
   readonly count: number;
   readonly config: Config;
   readonly dataDir: string;
+  /** The deployment's sealing and signing keys, resolved once at start-up. */
+  readonly keys: DeploymentKeys;
   readonly logger: Logger;
   readonly random: Random;
   /** The measured clock offset (`time.apply_offset`), published to the workers every second. */
@@ -217,6 +220,7 @@ export class WorkerPool implements DataWorkerPool, SlotHost {
       index,
       config: this.#options.config,
       dataDir: this.#options.dataDir,
+      keys: this.#options.keys,
       shared: this.#buffers,
       healthOrder: healthOrderBuffer(),
       challengeSecret: this.#challengeSecret,

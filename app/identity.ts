@@ -7,7 +7,7 @@ import { createSettingsRepo } from "../db/settings_repo.ts";
 import { type Db, transaction } from "../db/store.ts";
 import { createUsersRepo } from "../db/users_repo.ts";
 import type { Audit } from "../mod/core/audit.ts";
-import { loadAuthKey } from "../mod/core/auth_key.ts";
+import { type DeploymentKeys, keyBytesAsync } from "../mod/core/deployment_keys.ts";
 import { type Captcha, createCaptcha } from "../mod/identity/captcha.ts";
 import { createCaptchaPolicy } from "../mod/identity/captcha_policy.ts";
 import type { Clock } from "../mod/core/clock.ts";
@@ -43,6 +43,8 @@ export interface IdentityDeps {
   readonly audit: Audit;
   readonly config: Config;
   readonly dataDir: string;
+  /** The deployment's sealing and signing keys, resolved once at start-up. */
+  readonly keys: DeploymentKeys;
   readonly clock: Clock;
   readonly random: Random;
   readonly logger: Logger;
@@ -88,7 +90,7 @@ export async function createIdentity(deps: IdentityDeps): Promise<Identity> {
   const usersRepo = createUsersRepo(deps.db);
   const { audit } = deps;
   const roles = deps.config.apisec.permissions;
-  const key = await loadAuthKey(deps.dataDir, deps.random);
+  const key = await keyBytesAsync(deps.keys.signing, deps.random);
 
   const users = createUsers({
     repo: usersRepo,

@@ -16,7 +16,8 @@ import type { Logger } from "../mod/core/logger.ts";
 import { ManagementClients } from "../mod/core/management_clients.ts";
 import { createNotifications, type Notifications, type Notify } from "../mod/core/notifications.ts";
 import type { Random } from "../mod/core/random.ts";
-import { createSecretBox, TOTP_KEY_FILE } from "../mod/core/secret_box.ts";
+import { createSecretBox } from "../mod/core/secret_box.ts";
+import type { DeploymentKeys } from "../mod/core/deployment_keys.ts";
 import { VERSION } from "../mod/core/version.ts";
 import { type Config, durationMs } from "../mod/config/config.ts";
 import { parseListen } from "../mod/config/config_schema.ts";
@@ -56,6 +57,8 @@ export interface MonitorDeps {
   readonly audit: Audit;
   readonly config: Config;
   readonly dataDir: string;
+  /** The deployment's sealing and signing keys, resolved once at start-up. */
+  readonly keys: DeploymentKeys;
   readonly clock: Clock;
   readonly random: Random;
   readonly logger: Logger;
@@ -90,7 +93,7 @@ export function createMonitorCore(deps: MonitorDeps): MonitorCore {
   const bus = createEventBus({ clock });
   const channels = createChannels({
     repo: createNotifyRepo(deps.db),
-    box: createSecretBox(`${deps.dataDir}/${TOTP_KEY_FILE}`, deps.random),
+    box: createSecretBox(deps.keys.sealing, deps.random),
     clock,
     random: deps.random,
   });

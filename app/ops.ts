@@ -14,7 +14,8 @@ import { storageRoutes } from "../routes/api/storage.ts";
 import { acmeRoutes } from "../routes/api/acme.ts";
 import { type Acme, createAcme } from "../mod/tls/acme.ts";
 import { createSettingsRepo } from "../db/settings_repo.ts";
-import { createSecretBox, TOTP_KEY_FILE } from "../mod/core/secret_box.ts";
+import { createSecretBox } from "../mod/core/secret_box.ts";
+import type { DeploymentKeys } from "../mod/core/deployment_keys.ts";
 import type { Logger } from "../mod/core/logger.ts";
 import type { Random } from "../mod/core/random.ts";
 import { createScheduler, type Scheduler } from "../mod/ops/scheduler.ts";
@@ -32,6 +33,8 @@ export interface OpsDeps {
   readonly db: Db;
   readonly audit: Audit;
   readonly dataDir: string;
+  /** The deployment's sealing and signing keys, resolved once at start-up. */
+  readonly keys: DeploymentKeys;
   readonly config: Config;
   readonly clock: Clock;
   readonly random: Random;
@@ -201,7 +204,7 @@ export function createOps(deps: OpsDeps): OpsPlane {
   const sites = deps.dataPlane.sites;
   const acme = createAcme({
     settings: createSettingsRepo(deps.db),
-    box: createSecretBox(`${deps.dataDir}/${TOTP_KEY_FILE}`, deps.random),
+    box: createSecretBox(deps.keys.sealing, deps.random),
     audit: deps.audit,
     clock: deps.clock,
     logger: deps.logger,

@@ -14,14 +14,10 @@ import { cliTranslator } from "./lang.ts";
 import { loadConfig, type Loaded } from "./load_config.ts";
 import { flagsOrUsage, stringFlag } from "./output.ts";
 import { ProductionStorageUnavailableError, startServer } from "../app/server.ts";
-import {
-  ConfigProblemError,
-  deploymentProblems,
-  formatProblems,
-  writeDefaultConfig,
-} from "../mod/config/config.ts";
+import { ConfigProblemError, formatProblems, writeDefaultConfig } from "../mod/config/config.ts";
+import { DeploymentKeysError } from "../mod/deployment/keys.ts";
 import { ListenerError } from "../net/listen.ts";
-import { nodeJoinProblem } from "../mod/cluster/node_identity.ts";
+import { isProductionProblem, productionReport, startProblems } from "./start_problems.ts";
 import type { Translate } from "./i18n/i18n.ts";
 import { configuredListeners, unbindable } from "./listen_check.ts";
 import { removeCreated, snapshotDir } from "./data_dir_snapshot.ts";
@@ -36,8 +32,9 @@ function listenerFailed(t: Translate, err: ListenerError): string {
 
 /**
  * What serve refuses before it writes anything, printed; the exit code, or undefined to go on.
- * The same checks as `waf config check` (the production profile keeps the specification's own
- * failure, ErrProductionStorageUnavailable, exit 1; the others are configuration errors), then
+ * The same checks as `waf config check` (the production profile's missing key or unreachable
+ * database is the specification's own failure, ErrProductionStorageUnavailable, exit 1; the
+ * others are configuration errors), then
  * every listener address: a taken port leaves no half-made data directory, and each listener
  * that cannot open is named.
  */
@@ -47,11 +44,10 @@ async function refused(
   deps: CommandDeps,
   t: Translate,
 ): Promise<number | undefined> {
-  const problems = deploymentProblems(loaded.config);
-  const join = await nodeJoinProblem(loaded.config, loaded.dataDir, joinToken);
-  if (join) problems.push(join);
-  if (problems.some((p) => p.code === "ErrProductionStorageUnavailable")) {
-    deps.stderr(`${t("serve.production_unavailable")}\n`);
+  const problems = await startProblems(loaded.config, loaded.dataDir, joinToken);
+  const production = problems.filter(isProductionProblem);
+  if (production.length > 0) {
+    deps.stderr(productionReport(t, production));
     return EXIT_FAILURE;
   }
   if (problems.length > 0) {
@@ -137,7 +133,21 @@ export const serveCommand: Command = async (args, global, deps) => {
         return EXIT_USAGE;
       }
       if (err instanceof ProductionStorageUnavailableError) {
-        deps.stderr(`${t("serve.production_unavailable")}\n`);
+        deps.stderr(productionReport(t, err.problems));
+        return EXIT_FAILURE;
+      }
+      if (err instanceof DeploymentKeysError) {
+        // Refused before any area started: what this start wrote goes again.
+        logFile?.close();
+        logFile = undefined;
+        await removeCreated(before);
+        const reason = t(`serve.deployment_keys_${err.problem}`);
+        const detail = err.detail ? `\n  ${err.detail}` : "";
+        deps.stderr(
+          `${t("serve.deployment_keys", { file: err.file, reason })}${detail}\n${
+            t("serve.start_undone", { dir: loaded.dataDir })
+          }\n`,
+        );
         return EXIT_FAILURE;
       }
       if (err instanceof SchemaTooNewError) {

@@ -7,6 +7,10 @@ export function createSettingsRepo(db: Db) {
     `INSERT INTO settings (key, value, updated_at) VALUES (?, ?, ?)
      ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
   );
+  const putNew = db.prepare(
+    `INSERT INTO settings (key, value, updated_at) VALUES (?, ?, ?)
+     ON CONFLICT(key) DO NOTHING`,
+  );
   const del = db.prepare("DELETE FROM settings WHERE key = ?");
   const byPrefix = db.prepare(
     "SELECT key, value FROM settings WHERE substr(key, 1, length(?)) = ? ORDER BY key",
@@ -19,6 +23,10 @@ export function createSettingsRepo(db: Db) {
     },
     set(key: string, value: unknown, now: number): void {
       put.run(key, JSON.stringify(value), now);
+    },
+    /** Stores `value` unless `key` holds one already (atomic); true when it was stored. */
+    setIfAbsent(key: string, value: unknown, now: number): boolean {
+      return Number(putNew.run(key, JSON.stringify(value), now).changes) > 0;
     },
     /** Every row whose key starts with `prefix`, parsed. */
     list(prefix: string): { key: string; value: unknown }[] {

@@ -42,7 +42,18 @@ Environment: WAF_LANG=en|zh-CN selects the language for one run (see "waf lang")
   "config.valid": 'Configuration "{path}" is valid',
   // waf serve
   "serve.production_unavailable":
-    'ErrProductionStorageUnavailable: storage.profile is "production" but no external management database is available in this build (the production store adapter is not installed); refusing to start (no listener opened, no file written)',
+    'ErrProductionStorageUnavailable: storage.profile is "production" but a dependency it needs is missing or unreachable; refusing to start (no listener opened, no file written):',
+  "serve.deployment_keys": 'The deployment key file "{file}" cannot be used: {reason}',
+  "serve.deployment_keys_missing":
+    "it does not exist, but the database already belongs to a deployment, and new keys would not open what it sealed: copy the deployment's key file from another controller or its backup (mode 0600)",
+  "serve.deployment_keys_mismatch":
+    "its keys are not those of the deployment this database belongs to: copy the deployment's key file from another controller or its backup",
+  "serve.deployment_keys_damaged":
+    "it is not a deployment key file, or a key in it is damaged: restore it from another controller or its backup",
+  "serve.deployment_keys_unreadable":
+    "it cannot be read: give the waf user read access (mode 0600, owned by that user)",
+  "serve.deployment_keys_unwritable":
+    "it cannot be created: create its directory, or give the waf user write access there",
   "serve.listener_failed": "Cannot open the {listener} listener on {address}: {reason}",
   "serve.listen_in_use":
     "another process already listens there (change the address or port in waf.yaml, or stop the other process)",

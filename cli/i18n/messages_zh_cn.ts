@@ -38,7 +38,16 @@ export const ZH_CN: Readonly<Record<MessageId, string>> = {
   "config.not_found": "找不到配置文件：“{path}”",
   "config.valid": "配置文件 “{path}” 有效",
   "serve.production_unavailable":
-    "ErrProductionStorageUnavailable：storage.profile 为 “production”，但此版本没有可用的外部管理数据库（未安装生产存储适配器）；拒绝启动（未打开任何监听，未写入任何文件）",
+    "ErrProductionStorageUnavailable：storage.profile 为 “production”，但它所需的依赖缺失或无法连接；拒绝启动（未打开任何监听，未写入任何文件）：",
+  "serve.deployment_keys": "部署密钥文件 “{file}” 无法使用：{reason}",
+  "serve.deployment_keys_missing":
+    "文件不存在，但数据库已属于一个部署，新生成的密钥无法打开其中已加密的内容：请从其他控制器或备份复制该部署的密钥文件（权限 0600）",
+  "serve.deployment_keys_mismatch":
+    "其中的密钥不属于该数据库所属的部署：请从其他控制器或备份复制正确的部署密钥文件",
+  "serve.deployment_keys_damaged":
+    "它不是部署密钥文件，或其中的密钥已损坏：请从其他控制器或备份恢复",
+  "serve.deployment_keys_unreadable": "无法读取：请让运行 waf 的用户可读（权限 0600，属于该用户）",
+  "serve.deployment_keys_unwritable": "无法创建：请创建其所在目录，或让运行 waf 的用户可在该处写入",
   "serve.listener_failed": "无法在 {address} 上打开 {listener} 监听：{reason}",
   "serve.listen_in_use": "已有其他进程在此监听（请在 waf.yaml 中更换地址或端口，或停止该进程）",
   "serve.listen_permission": "权限不足（1024 以下的端口需要特权：请选择 1024 及以上的端口）",

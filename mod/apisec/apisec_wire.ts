@@ -11,7 +11,8 @@ import type { PolicyObjectRow } from "../../db/policy_objects_repo.ts";
 import { b64url, fromB64url } from "../core/digest.ts";
 import type { Logger } from "../core/logger.ts";
 import type { Random } from "../core/random.ts";
-import { createSyncSecretBox, type SyncSecretBox, TOTP_KEY_FILE } from "../core/secret_box.ts";
+import { createSyncSecretBox, type SyncSecretBox } from "../core/secret_box.ts";
+import type { DeploymentKeys } from "../core/deployment_keys.ts";
 import { APISEC_KIND, SECRET_OWNER } from "./apisec_settings.ts";
 
 /** Prefix of the opened form (a sealed value starts with its envelope version, `v1.`). */
@@ -77,10 +78,17 @@ export function createApisecWire(deps: {
   };
 }
 
-/** The secrets of a data directory, sealed with its `totp.key`; failures go to the log. */
-export function dataDirApisecWire(dataDir: string, random: Random, logger: Logger): ObjectSecrets {
+/**
+ * The secrets sealed with the deployment's sealing key (one box: its `totp.key`); failures go to
+ * the log.
+ */
+export function deploymentApisecWire(
+  keys: DeploymentKeys,
+  random: Random,
+  logger: Logger,
+): ObjectSecrets {
   return createApisecWire({
-    box: createSyncSecretBox(`${dataDir}/${TOTP_KEY_FILE}`, random),
+    box: createSyncSecretBox(keys.sealing, random),
     unreadable: () =>
       logger.error(
         "the API-security shared secret cannot be opened (sealed with another data directory's totp.key, or damaged); nodes get none and refuse HS tokens until it is set again",

@@ -7,6 +7,7 @@ import { type Config, configSchema, parseListen } from "./config_schema.ts";
 import { isKnownExpression, KNOWN_EXPRESSIONS } from "../identity/permissions.ts";
 import { DEFAULT_CONFIG_YAML } from "./config_default.ts";
 import { nearest } from "../core/nearest.ts";
+import { missingProductionKeys } from "./production.ts";
 
 export type { Config } from "./config_schema.ts";
 
@@ -87,20 +88,12 @@ function clash(a: { hostname: string; port: number }, b: { hostname: string; por
 
 /**
  * What `waf serve` refuses in a configuration that is valid key by key: the production storage
- * profile (this build has no external store), two listeners on one address, and OTA updates
- * (this build has no updater). `waf config check` runs the same function, so it passes nothing
- * that `serve` would refuse.
+ * profile without its database or key file, two listeners on one address, and OTA updates (this
+ * build has no updater). `waf config check` runs the same function (and the same database probe,
+ * `probeProductionStore`), so it passes nothing that `serve` would refuse.
  */
 export function deploymentProblems(config: Config): ConfigProblem[] {
-  const problems: ConfigProblem[] = [];
-  if (config.storage.profile === "production") {
-    problems.push({
-      path: "storage.profile",
-      code: "ErrProductionStorageUnavailable",
-      message:
-        'expected "temporary": "production" needs an external management database, which this build does not have (ErrProductionStorageUnavailable)',
-    });
-  }
+  const problems: ConfigProblem[] = [...missingProductionKeys(config)];
   const listeners = [
     ["server.data.listen", config.server.data.listen],
     ["server.data.https_listen", config.server.data.https_listen],

@@ -1,33 +1,16 @@
 /**
- * The HMAC key that signs CAPTCHA challenges, CAPTCHA receipts and CSRF values. It lives in
- * `<data-dir>/auth.key` (32 random bytes, base64url, mode 0600), created on first start, so
- * signatures survive a restart and never sit in the store or its backups.
+ * The data directory's key files: 32 random bytes, base64url, mode 0600, created on first use, so
+ * signatures and sealed secrets survive a restart and never sit in the store or its backups.
+ * `<data-dir>/auth.key` signs CAPTCHA challenges, receipts and CSRF values; `<data-dir>/totp.key`
+ * seals secrets at rest (see `deployment_keys.ts`, which the rest of the code goes through).
  */
 import { b64url, fromB64url } from "./digest.ts";
 import type { Random } from "./random.ts";
 
-export const AUTH_KEY_FILE = "auth.key";
-
-/** Reads the key, creating it (mode 0600) when absent; tightens a too-open mode. */
-export function loadAuthKey(dataDir: string, random: Random): Promise<Uint8Array> {
-  return loadKeyFile(`${dataDir}/${AUTH_KEY_FILE}`, random);
-}
-
 /**
  * Reads a 32-byte key kept as base64url in `path`, creating it (mode 0600) when absent and
- * tightening a too-open mode. Other data-dir keys (the TOTP encryption key) use it too.
- */
-export function loadKeyFile(path: string, random: Random): Promise<Uint8Array> {
-  try {
-    return Promise.resolve(loadKeyFileSync(path, random));
-  } catch (err) {
-    return Promise.reject(err);
-  }
-}
-
-/**
- * `loadKeyFile` for callers that must stay synchronous (the site private keys are opened while
- * the policy compiles). A few small file operations, once per process and key.
+ * tightening a too-open mode. Synchronous for callers that cannot await (the site private keys
+ * are opened while the policy compiles): a few small file operations, once per process and key.
  */
 export function loadKeyFileSync(path: string, random: Random): Uint8Array {
   try {

@@ -1,15 +1,16 @@
 /**
  * AES-256-GCM (WebCrypto) for secrets that must be read back, such as TOTP secrets. The key is
- * `<data-dir>/totp.key` (32 random bytes, mode 0600), created on first use, so the store and
- * its backups alone never reveal a secret. Each value is bound to its owner through the
+ * the deployment's sealing key (`mod/core/deployment_keys.ts`): on one box `<data-dir>/totp.key`
+ * (32 random bytes, mode 0600), created on first use; in the production profile the key file's,
+ * so the store and its backups alone never reveal a secret. Each value is bound to its owner through the
  * additional data: a ciphertext copied onto another account does not open.
  */
 import { createCipheriv, createDecipheriv } from "node:crypto";
-import { loadKeyFile, loadKeyFileSync } from "./auth_key.ts";
+import { keyBytes, keyBytesAsync, type KeyRef } from "./deployment_keys.ts";
 import { b64url, fromB64url } from "./digest.ts";
 import type { Random } from "./random.ts";
 
-export const TOTP_KEY_FILE = "totp.key";
+export { SEALING_KEY_FILE as TOTP_KEY_FILE } from "./deployment_keys.ts";
 const VERSION = "v1";
 const IV_BYTES = 12;
 const encoder = new TextEncoder();
@@ -21,10 +22,16 @@ export interface SecretBox {
   open(sealed: string, owner: string): Promise<Uint8Array>;
 }
 
-export function createSecretBox(keyPath: string, random: Random): SecretBox {
+/** A key file's path (read on first use) or a key reference. */
+export type SealingKey = string | KeyRef;
+
+const refOf = (key: SealingKey): KeyRef => typeof key === "string" ? { file: key } : key;
+
+export function createSecretBox(sealing: SealingKey, random: Random): SecretBox {
+  const ref = refOf(sealing);
   let key: Promise<CryptoKey> | undefined;
   const cryptoKey = () =>
-    key ??= loadKeyFile(keyPath, random).then((raw) =>
+    key ??= keyBytesAsync(ref, random).then((raw) =>
       crypto.subtle.importKey("raw", new Uint8Array(raw), "AES-GCM", false, ["encrypt", "decrypt"])
     ).catch((err) => {
       key = undefined;
@@ -69,9 +76,10 @@ const TAG_BYTES = 16;
  * sealed: WebCrypto's AES-GCM output is the ciphertext followed by the 16-byte tag), computed with
  * node:crypto synchronously. The key file is read on first use.
  */
-export function createSyncSecretBox(keyPath: string, random: Random): SyncSecretBox {
+export function createSyncSecretBox(sealing: SealingKey, random: Random): SyncSecretBox {
+  const ref = refOf(sealing);
   let key: Uint8Array | undefined;
-  const rawKey = () => key ??= loadKeyFileSync(keyPath, random).subarray(0, 32);
+  const rawKey = () => key ??= keyBytes(ref, random).subarray(0, 32);
   return {
     seal(plain, owner) {
       const iv = new Uint8Array(random.bytes(IV_BYTES));

@@ -13,7 +13,8 @@ import type { SitesRepo } from "../../db/sites_repo.ts";
 import type { ObjectSecrets } from "../apisec/apisec_wire.ts";
 import type { Logger } from "../core/logger.ts";
 import type { Random } from "../core/random.ts";
-import { createSyncSecretBox, type SyncSecretBox, TOTP_KEY_FILE } from "../core/secret_box.ts";
+import { createSyncSecretBox, type SyncSecretBox } from "../core/secret_box.ts";
+import type { DeploymentKeys } from "../core/deployment_keys.ts";
 import type { StoredSiteRow } from "./site_schema.ts";
 
 /** Additional data binding a sealed key to its site. */
@@ -100,10 +101,13 @@ export function withoutSiteKeys(rows: readonly StoredSiteRow[]): readonly Stored
   });
 }
 
-/** The site keys of a data directory, sealed with its `totp.key`; failures go to the log. */
-export function dataDirSiteKeys(dataDir: string, random: Random, logger: Logger): SiteKeys {
+/**
+ * The site keys sealed with the deployment's sealing key (one box: its `totp.key`); failures go
+ * to the log.
+ */
+export function deploymentSiteKeys(keys: DeploymentKeys, random: Random, logger: Logger): SiteKeys {
   return createSiteKeys({
-    box: createSyncSecretBox(`${dataDir}/${TOTP_KEY_FILE}`, random),
+    box: createSyncSecretBox(keys.sealing, random),
     unreadable: (siteId) =>
       logger.error(
         "a site's private key cannot be opened (sealed with another data directory's totp.key, or damaged); the site serves no HTTPS until its certificate is uploaded again",

@@ -5,7 +5,7 @@
 import type { Config } from "../config/config.ts";
 import type { Clock } from "../core/clock.ts";
 import type { Logger } from "../core/logger.ts";
-import { durationMs } from "../core/duration.ts";
+import { productionStoreOptions } from "../config/production.ts";
 import { type Coordinator, createLocalCoordinator } from "./coordinator.ts";
 import { createPgCoordinator } from "./pg_coordinator.ts";
 
@@ -16,17 +16,10 @@ interface StoreFacts {
   readonly schema?: string;
 }
 
-/**
- * `storage.production.postgresql` as the coordinator needs it. Read loosely here so this area
- * does not depend on the configuration's production keys landing first; `productionStoreOptions`
- * of mod/config gives the same values.
- */
+/** `storage.production.postgresql` as the coordinator needs it. */
 function productionDsn(config: Config): { dsn: string; connectTimeoutMs: number } | undefined {
-  const pg = (config as unknown as {
-    storage?: { production?: { postgresql?: { dsn?: string; connect_timeout?: string } } };
-  }).storage?.production?.postgresql;
-  if (!pg?.dsn) return undefined;
-  return { dsn: pg.dsn, connectTimeoutMs: durationMs(pg.connect_timeout ?? "5s") };
+  const options = productionStoreOptions(config);
+  return options && { dsn: options.dsn, connectTimeoutMs: options.connectTimeoutMs };
 }
 
 export function openCoordinator(deps: {

@@ -78,7 +78,6 @@ Deno.test("waf config check prints each problem with its key path and exits 2", 
 Deno.test("waf config check refuses what waf serve refuses, with the same messages", async () => {
   await using dir = await tempDir();
   const cases: Array<[string, RegExp]> = [
-    ["storage:\n  profile: production\n", /storage\.profile: .*ErrProductionStorageUnavailable/],
     [
       'server:\n  data:\n    listen: "127.0.0.1:9443"\n',
       /server\.management\.listen: .*"127\.0\.0\.1:9443" is also the address of server\.data\.listen/,
@@ -96,8 +95,8 @@ Deno.test("waf config check refuses what waf serve refuses, with the same messag
     assertEquals(check.code, 2, yaml);
     assertMatch(check.stderr, problem);
     const serve = await cli(["serve", "--config", config, "--data-dir", `${dir}/data`]);
-    assertEquals(serve.code, yaml.includes("production") ? 1 : 2, yaml);
-    if (!yaml.includes("production")) assertMatch(serve.stderr, problem);
+    assertEquals(serve.code, 2, yaml);
+    assertMatch(serve.stderr, problem);
     let created = true;
     await Deno.stat(`${dir}/data`).catch(() => created = false);
     ok(!created, `serve wrote nothing for ${yaml}`);
@@ -144,24 +143,68 @@ Deno.test("serve with an invalid config stops with exit code 2 naming the key", 
   assertMatch(r.stderr, /storage\.redis\.url/);
 });
 
-Deno.test("serve with the production profile fails closed before writing any file", async () => {
+/** Runs `waf config check` and `waf serve` on `yaml`; both must refuse with exit 1, writing nothing. */
+async function refusedInProduction(yaml: string): Promise<{ check: string; serve: string }> {
   await using dir = await tempDir();
-  const data = `${dir}/data`;
   const config = `${dir}/waf.yaml`;
-  await Deno.writeTextFile(config, "storage:\n  profile: production\n");
-  const r = await cli(["serve", "--config", config, "--data-dir", data]);
-  assertEquals(r.code, 1);
-  assertMatch(r.stderr, /ErrProductionStorageUnavailable/);
-  assertMatch(r.stderr, /external management database/);
-  let exists = true;
-  try {
-    await Deno.stat(data);
-  } catch {
-    exists = false;
+  await Deno.writeTextFile(config, yaml);
+  const data = `${dir}/data`;
+  const check = await cli(["config", "check", "--config", config, "--data-dir", data]);
+  assertEquals(check.code, 1, check.stderr);
+  const serve = await cli(["serve", "--config", config, "--data-dir", data]);
+  assertEquals(serve.code, 1, serve.stderr);
+  for (const out of [check.stderr, serve.stderr]) {
+    assertMatch(out, /^ErrProductionStorageUnavailable: storage\.profile is "production"/);
+    assertMatch(out, /no listener opened, no file written/);
   }
-  ok(!exists, "the data directory must not be created");
-  const entries = [...Deno.readDirSync(dir)].map((e) => e.name);
-  assertEquals(entries, ["waf.yaml"]);
+  assertEquals(
+    [...Deno.readDirSync(dir)].map((e) => e.name),
+    ["waf.yaml"],
+    "not even the data dir",
+  );
+  return { check: check.stderr, serve: serve.stderr };
+}
+
+Deno.test("config check and serve refuse the production profile without its database and key file, naming both keys", async () => {
+  const none = await refusedInProduction("storage:\n  profile: production\n");
+  for (const out of [none.check, none.serve]) {
+    assertMatch(
+      out,
+      /storage\.production\.postgresql\.dsn: expected the production management database/,
+    );
+    assertMatch(
+      out,
+      /storage\.production\.secrets_file: expected the path of the deployment key file/,
+    );
+  }
+  const noKeyFile = await refusedInProduction(
+    'storage:\n  profile: production\n  production:\n    postgresql:\n      dsn: "postgres://waf@127.0.0.1:1/waf"\n',
+  );
+  for (const out of [noKeyFile.check, noKeyFile.serve]) {
+    assertMatch(out, /storage\.production\.secrets_file: /);
+    ok(!out.includes("storage.production.postgresql.dsn"), out);
+  }
+  assertEquals(none.check, none.serve, "config check says what serve says");
+});
+
+Deno.test("config check and serve refuse an unreachable production database, naming it with the password masked", async () => {
+  // A port nothing listens on: one the system gave this test, closed again.
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  const { check, serve } = await refusedInProduction(
+    `storage:\n  profile: production\n  production:\n    postgresql:\n      dsn: "postgres://waf:hunter2-pw@127.0.0.1:${port}/waf"\n      connect_timeout: 2s\n    secrets_file: /nonexistent/deployment.key\n`,
+  );
+  for (const out of [check, serve]) {
+    assertMatch(
+      out,
+      new RegExp(
+        `storage\\.production\\.postgresql\\.dsn: the production management database "postgres://waf:\\*\\*\\*@127\\.0\\.0\\.1:${port}/waf" is unreachable`,
+      ),
+    );
+    ok(!out.includes("hunter2"), "the password never reaches the output");
+  }
+  assertEquals(check, serve);
 });
 
 Deno.test("a port clash names the listener and its address", async () => {
