@@ -387,6 +387,7 @@ function composeDataPlane(base: Base, parts: Parts): DataPlane {
   return createDataPlane({
     ...services,
     dbPath: services.logPath,
+    controllerId: base.coordinator.controllerId,
     events: base.events,
     counters: core.counters,
     upstreamHealth: core.upstreamHealth.hook,

@@ -13,6 +13,8 @@ import { SETUP_KEYS } from "../mod/identity/setup_token.ts";
 import { type Db, type SqliteDb, transaction } from "../db/store.ts";
 import { type AccessLog, createAccessLog } from "../mod/access_log/access_log.ts";
 import { lineFormat } from "../mod/access_log/lines.ts";
+import { sqliteAccessLogReader } from "../db/access_log_reader.ts";
+import { productionAccessLog, productionLogDatabase } from "./access_log_production.ts";
 import type { Audit } from "../mod/core/audit.ts";
 import type { Clock } from "../mod/core/clock.ts";
 import { type Config, durationMs } from "../mod/config/config.ts";
@@ -110,6 +112,11 @@ export interface DataPlaneDeps {
   readonly logDb: SqliteDb;
   /** The access log's file, which its writer thread opens on its own connection. */
   readonly dbPath: string;
+  /**
+   * This controller's id (the coordinator's): in the production profile every access-log record
+   * it ships to the deployment's table carries it. Default: a random one.
+   */
+  readonly controllerId?: string;
   /** The data directory (the key that seals the API-security shared secret). */
   readonly dataDir: string;
   /** The deployment's sealing and signing keys, resolved once at start-up. */
@@ -446,17 +453,34 @@ function startAccessLog(deps: DataPlaneDeps): { accessLog: AccessLog; pgSink: Pg
     );
   } else void slot.replace(() => ship(file ?? null));
   const logs = config.storage.access_logs;
+  const repo = createAccessLogRepo(deps.logDb, lineFormat);
+  const database = productionLogDatabase(config);
+  const sites = createSitesRepo(db);
+  const production = database && productionAccessLog({
+    database,
+    controllerId: deps.controllerId ?? crypto.randomUUID(),
+    source: writer,
+    local: sqliteAccessLogReader(repo),
+    siteIds: (name) => {
+      const id = sites.getByName(name)?.id;
+      return id === undefined ? [] : [id];
+    },
+    batchSize: logs.batch_size,
+    clock,
+    logger,
+  });
   const accessLog = createAccessLog({
     queueSize: logs.queue_size,
     batchSize: logs.batch_size,
     retentionDays: logs.retention_days,
     maxRecords: logs.max_records,
   }, {
-    repo: createAccessLogRepo(deps.logDb, lineFormat),
+    repo,
     writer,
     clock,
     logger,
-    sinks: [slot],
+    sinks: production ? [slot, production.sink] : [slot],
+    views: production?.views,
     observe: both(deps.events ? recordEvents(deps.events) : undefined, deps.observe),
   });
   accessLog.start();
@@ -481,6 +505,7 @@ function readsAfter(log: AccessLog, before: () => Promise<void>): AccessLog {
     list: async (filter) => (await before(), log.list(filter)),
     page: async (filter) => (await before(), log.page(filter)),
     get: async (traceId) => (await before(), log.get(traceId)),
+    lookup: async (traceId) => (await before(), log.lookup(traceId)),
     counts: async (filter) => (await before(), log.counts(filter)),
     top: async (...args) => (await before(), log.top(...args)),
     summary: async (range) => (await before(), log.summary(range)),

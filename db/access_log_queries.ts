@@ -93,7 +93,7 @@ function createSummaryQuery(db: Db) {
   const ranked = (column: string, where = "action != 'pass'") =>
     db.prepare(
       `SELECT ${column} AS key, COUNT(*) AS n FROM access_logs
-       WHERE ${range} AND ${where} GROUP BY ${column} ORDER BY n DESC LIMIT :limit`,
+       WHERE ${range} AND ${where} GROUP BY ${column} ORDER BY n DESC, key LIMIT :limit`,
     );
   // By the record's class, as the monitor's rollups count blocks (`RECORD_CLASS`).
   const blockedByClass = ranked(RECORD_CLASS, "action = 'block'");

@@ -96,6 +96,39 @@ function rowMatches(
   return found(query, term, "query") || found(agent, term, "none") ? 1 : 0;
 }
 
+/**
+ * The texts a row's search compares, lower case: its path (as sent and percent-decoded), host,
+ * client address, query (as sent and decoded, `+` a space) and user agent; `rowMatches` finds
+ * a term exactly when one of them contains it. A copy that cannot call JavaScript per row (the
+ * production database) stores them with the row and compares there.
+ */
+export function searchFields(
+  path: unknown,
+  host: unknown,
+  clientIp: unknown,
+  query: unknown,
+  agent: unknown,
+): string[] {
+  const out: string[] = [];
+  const add = (value: unknown, decode: "path" | "query" | "none") => {
+    if (typeof value !== "string" || value.length === 0) return;
+    out.push(value.toLowerCase());
+    if (decode === "none" || (value.indexOf("%") < 0 && value.indexOf("+") < 0)) return;
+    out.push(decoded(value, decode === "query").toLowerCase());
+  };
+  add(path, "path");
+  add(host, "none");
+  add(clientIp, "none");
+  add(query, "query");
+  add(agent, "none");
+  return out;
+}
+
+/** The query and user agent of a stored record's text (compact or whole). */
+export function recordQueryAndAgent(record: string): [unknown, unknown] {
+  return queryAndAgent(record);
+}
+
 /** Registers `waf_log_search` on a connection (once per connection, before preparing). */
 export function registerSearch(db: Db): void {
   db.function("waf_log_search", { deterministic: true }, rowMatches);

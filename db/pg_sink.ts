@@ -87,29 +87,46 @@ function unopened(err: Error): postgres.Sql {
   }) as unknown as postgres.Sql;
 }
 
+/** What {@link openPostgres} connects with. */
+export interface PostgresOptions {
+  readonly dsn: string;
+  readonly poolSize: number;
+  /** Seconds to wait for a connection before a query fails. */
+  readonly connectTimeoutSeconds?: number;
+  /** Session settings (`search_path`, `statement_timeout`, `application_name`). */
+  readonly connection?: Record<string, string | number>;
+}
+
+/**
+ * A `postgres` pool as the access log uses one (no array-types query, notices ignored); a DSN
+ * the driver cannot parse gives a pool whose every use fails, its password masked.
+ */
+export function openPostgres(options: PostgresOptions): postgres.Sql {
+  try {
+    return postgres(options.dsn, {
+      max: options.poolSize,
+      connect_timeout: options.connectTimeoutSeconds ?? 5,
+      idle_timeout: 60,
+      // The driver's own array-types query (sent on each new connection before the caller's)
+      // runs in a promise nobody observes: a connection lost during it and then refused on
+      // reconnect rejected it unhandled (`connect ECONNREFUSED`), which ends a Deno process.
+      // The access log sends no arrays, so the query is not needed.
+      fetch_types: false,
+      onnotice: () => {},
+      ...(options.connection ? { connection: options.connection } : {}),
+    });
+  } catch (err) {
+    // The DSN shown with its user and password masked; whole, when they cannot be told apart.
+    const shown = options.dsn.replace(USERINFO, "$1[masked]@");
+    const safe = shown === options.dsn && options.dsn.includes("@") ? "[masked]" : shown;
+    const message = (err instanceof Error ? err.message : String(err))
+      .replaceAll(options.dsn, safe).replace(USERINFO, "$1[masked]@");
+    return unopened(new Error(`invalid PostgreSQL DSN: ${message}`));
+  }
+}
+
 export function createPgSink(options: PgSinkOptions): PgSink {
-  const open = () => {
-    try {
-      return postgres(options.dsn, {
-        max: options.poolSize,
-        connect_timeout: options.connectTimeoutSeconds ?? 5,
-        idle_timeout: 60,
-        // The driver's own array-types query (sent on each new connection before the caller's)
-        // runs in a promise nobody observes: a connection lost during it and then refused on
-        // reconnect rejected it unhandled (`connect ECONNREFUSED`), which ends a Deno process.
-        // The sink sends no arrays, so the query is not needed.
-        fetch_types: false,
-        onnotice: () => {},
-      });
-    } catch (err) {
-      // The DSN shown with its user and password masked; whole, when they cannot be told apart.
-      const shown = options.dsn.replace(USERINFO, "$1[masked]@");
-      const safe = shown === options.dsn && options.dsn.includes("@") ? "[masked]" : shown;
-      const message = (err instanceof Error ? err.message : String(err))
-        .replaceAll(options.dsn, safe).replace(USERINFO, "$1[masked]@");
-      return unopened(new Error(`invalid PostgreSQL DSN: ${message}`));
-    }
-  };
+  const open = () => openPostgres(options);
   let sql = open();
   const table = options.table ?? PG_TABLE;
   return {

@@ -384,6 +384,8 @@ export default {
     'No blocked, challenged or logged requests match. Choose "All traffic" to see passed requests too.',
   "logs.search_stopped":
     'The search read the newest 100,000 records before this point without filling the page: "More" searches further back.',
+  "logs.partial":
+    "The production database did not answer: these are this controller's records only, not the other controllers'.",
   "logs.trace_unknown": "No record has this trace id (yet).",
   "logs.decided_block": "Blocked by",
   "logs.decided_challenge": "Challenged by",

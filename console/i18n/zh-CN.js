@@ -371,6 +371,7 @@ export default {
     "没有匹配的已拦截、已质询或已记录的请求。选择“全部流量”可同时查看已放行的请求。",
   "logs.search_stopped":
     "搜索已读取此前最新的 100,000 条记录，但未填满本页：点击“更多”继续向前搜索。",
+  "logs.partial": "生产数据库未响应：此处仅为本控制器的记录，不含其他控制器的记录。",
   "logs.trace_unknown": "（尚）无此追踪 ID 的记录。",
   "logs.decided_block": "拦截者：",
   "logs.decided_challenge": "质询者：",

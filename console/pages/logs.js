@@ -155,6 +155,7 @@ function List({ navigate }) {
           items: cursor ? [...p.items, ...r.items] : r.items,
           next: r.next_cursor,
           stopped: r.search_stopped === true,
+          partial: r.partial === true,
           error: null,
           loading: false,
         })),
@@ -193,6 +194,7 @@ function List({ navigate }) {
     <${Filters} key=${JSON.stringify(filters)} value=${filters} onApply=${apply}
       sites=${siteList} />
     <${ErrorBox} error=${pages.error} />
+    ${pages.partial ? html`<p class="hint" id="logs-partial">${t("logs.partial")}</p>` : null}
     <${Table} rowKey=${(r) => r.trace_id} rows=${pages.items} empty=${empty}
       emptyAction=${emptyAction}
       columns=${[

@@ -21,6 +21,8 @@ import type { AccessLogRepo } from "../../db/access_log_repo.ts";
 import type { StoredAccessLogRow } from "../../db/access_log_rows.ts";
 import type { Clock } from "../core/clock.ts";
 import type { Logger } from "../core/logger.ts";
+import { sqliteAccessLogReader } from "../../db/access_log_reader.ts";
+import { type DeploymentReadStats, localViews, type LogViews } from "./log_views.ts";
 import { createAccessLogQueries } from "./queries.ts";
 import type { AccessRecord } from "./record.ts";
 import { type AccessLogSink, SinkFeed } from "./sinks.ts";
@@ -42,13 +44,21 @@ export interface AccessLogDeps {
   readonly sinks?: readonly AccessLogSink[];
   /** Sees every record as the data plane hands it over (the runtime log's events). */
   readonly observe?: (record: AccessRecord) => void;
+  /**
+   * Which records the queries read: given in the production profile (the deployment's, this
+   * controller's while the database cannot answer); default this controller's, through `repo`.
+   */
+  readonly views?: LogViews;
 }
 
 export interface AccessLogStats extends WriteQueueStats {
   readonly sinks: Record<string, unknown>[];
+  /** The production profile's reads of the deployment's records. */
+  readonly deployment_reads?: DeploymentReadStats;
 }
 
 export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) {
+  const views = deps.views ?? localViews(sqliteAccessLogReader(deps.repo));
   const sinks = new SinkFeed(deps.sinks ?? [], options.batchSize);
   const queue = new WriteQueue(options, {
     writer: deps.writer ?? directWriter(deps.repo),
@@ -70,9 +80,24 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
     pruneBefore: (before: number): Promise<number> => queue.pruneBefore(before),
     start: (): void => queue.start(),
     /** Stops the timers, writes what is queued and closes the sinks. */
-    stop: (): Promise<void> => queue.stop(),
-    stats: (): AccessLogStats => ({ ...queue.stats(), sinks: sinks.stats() }),
-    ...createAccessLogQueries({ repo: deps.repo, clock: deps.clock, flush: () => queue.flush() }),
+    stop: async (): Promise<void> => {
+      await queue.stop();
+      await views.close();
+    },
+    stats: (): AccessLogStats => {
+      const reads = views.stats();
+      return {
+        ...queue.stats(),
+        sinks: sinks.stats(),
+        ...(reads === null ? {} : { deployment_reads: reads }),
+      };
+    },
+    ...createAccessLogQueries({
+      repo: deps.repo,
+      views,
+      clock: deps.clock,
+      flush: () => queue.flush(),
+    }),
   };
 }
 

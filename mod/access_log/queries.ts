@@ -1,28 +1,34 @@
 /**
  * The access log's queries: listing, lookup by trace id, counts, top lists and the dashboard's
- * figures, each after writing what is queued, so a trace id just answered is found at once.
+ * figures, each after writing what is queued, so a trace id just answered is found at once. They
+ * read through the log's views (`log_views.ts`): this controller's records, or in the production
+ * profile the deployment's, and each answer says which (`source`, `partial`).
  */
 import type { AccessLogRepo } from "../../db/access_log_repo.ts";
-import type { AccessLogFilter } from "../../db/access_log_queries.ts";
+import type { AccessLogFilter, TopEntry } from "../../db/access_log_queries.ts";
+import type { AccessLogReader } from "../../db/access_log_reader.ts";
 import type { Clock } from "../core/clock.ts";
+import type { LogViews, SourceOf } from "./log_views.ts";
 
 const DAY_MS = 86_400_000;
 
 export interface AccessLogQueriesDeps {
-  /** Queries (on the caller's connection). */
+  /** This controller's queries (on the caller's connection). */
   readonly repo: AccessLogRepo;
+  /** Which records the answers read (this controller's, or the deployment's). */
+  readonly views: LogViews;
   readonly clock: Clock;
   /** Writes what is queued; resolves once it is in the store. */
   readonly flush: () => Promise<unknown>;
 }
 
 /** The dashboard's figures: `buckets` equal slices of [from, to), and top lists. */
-function summarise(
-  repo: AccessLogRepo,
+async function summarise(
+  reader: AccessLogReader,
   range: { from: number; to: number; buckets: number; top: number },
 ) {
   const bucketMs = Math.max(1, Math.ceil((range.to - range.from) / range.buckets));
-  const rows = repo.summary(range.from, range.to, bucketMs, range.top);
+  const rows = await reader.summary(range.from, range.to, bucketMs, range.top);
   const byBucket = new Map(rows.buckets.map((r) => [r.b, r]));
   const series = Array.from({ length: range.buckets }, (_, b) => {
     const r = byBucket.get(b);
@@ -54,23 +60,34 @@ function summarise(
   };
 }
 
+/** The top entries of a period, and where they were read. */
+export interface TopAnswer extends SourceOf {
+  readonly items: TopEntry[];
+}
+
 export function createAccessLogQueries(deps: AccessLogQueriesDeps) {
-  const { repo, clock, flush } = deps;
+  const { repo, views, clock, flush } = deps;
+  /** One record, or undefined, and where it was looked for. */
+  async function lookup(traceId: string) {
+    await flush();
+    const { value, source, partial } = await views.get(traceId);
+    return { row: value, source, partial };
+  }
   return {
-    /** Store queries, after writing what is queued so a fresh trace id is found at once. */
+    /** This controller's own rows, after writing what is queued (tests, diagnostics). */
     async list(filter: AccessLogFilter) {
       await flush();
       return repo.list(filter);
     },
-    /** {@link list}, and where a search stopped at its bound (the cursor to go on below). */
+    /** A page, where a search stopped at its bound (the cursor to go on below), and its source. */
     async page(filter: AccessLogFilter) {
       await flush();
-      return repo.page(filter);
+      const { value, source, partial } = await views.read((r) => r.page(filter));
+      return { ...value, source, partial };
     },
-    async get(traceId: string) {
-      await flush();
-      return repo.get(traceId);
-    },
+    /** One record, or undefined. */
+    get: async (traceId: string) => (await lookup(traceId)).row,
+    lookup,
     /**
      * Records per action and attack class over a period (default: the last 24 hours), after
      * writing what is queued; `site` is a site's id or name.
@@ -79,14 +96,18 @@ export function createAccessLogQueries(deps: AccessLogQueriesDeps) {
       await flush();
       const to = filter.to ?? clock.now();
       const from = filter.from ?? to - DAY_MS;
-      const { byAction, byClass } = repo.counts({ from, to, site: filter.site });
-      const total = Object.values(byAction).reduce((a, b) => a + b, 0);
+      const { value, source, partial } = await views.read((r) =>
+        r.counts({ from, to, site: filter.site })
+      );
+      const total = Object.values(value.byAction).reduce((a, b) => a + b, 0);
       return {
         period: { from: new Date(from).toISOString(), to: new Date(to).toISOString() },
         ...(filter.site === undefined ? {} : { site: filter.site }),
         total,
-        by_action: byAction,
-        by_class: byClass,
+        by_action: value.byAction,
+        by_class: value.byClass,
+        source,
+        partial,
       };
     },
     /** The most hostile client addresses or paths of a period, after writing what is queued. */
@@ -94,14 +115,16 @@ export function createAccessLogQueries(deps: AccessLogQueriesDeps) {
       by: "client_ip" | "path",
       filter: { from: number; to: number; site?: string },
       limit: number,
-    ) {
+    ): Promise<TopAnswer> {
       await flush();
-      return repo.top(by, filter, limit);
+      const { value, source, partial } = await views.read((r) => r.top(by, filter, limit));
+      return { items: value, source, partial };
     },
     /** The dashboard's figures: `buckets` equal slices of [from, to), and top lists. */
     async summary(range: { from: number; to: number; buckets: number; top: number }) {
       await flush();
-      return summarise(repo, range);
+      const { value, source, partial } = await views.read((r) => summarise(r, range));
+      return { ...value, source, partial };
     },
   };
 }

@@ -37,9 +37,13 @@ function capped(items: readonly StoredObject[]) {
 export function readTools(s: ToolServices) {
   return {
     async explain_access_log(a: ToolArgs<"explain_access_log">) {
-      const row = await s.accessLog.get(a.trace_id);
-      if (!row) throw new AppError(404, "NOT_FOUND", `No access-log record for "${a.trace_id}"`);
-      return { record: { ...JSON.parse(row.record), time: iso(row.time) } };
+      const { row, source, partial } = await s.accessLog.lookup(a.trace_id);
+      if (!row) {
+        throw new AppError(404, "NOT_FOUND", `No access-log record for "${a.trace_id}"`, {
+          details: { source, partial },
+        });
+      }
+      return { record: { ...JSON.parse(row.record), time: iso(row.time) }, source, partial };
     },
 
     async summarize_attacks(a: ToolArgs<"summarize_attacks">) {
@@ -53,6 +57,8 @@ export function readTools(s: ToolServices) {
         total_requests: counts.total,
         by_action: counts.by_action,
         by_attack_class: counts.by_class,
+        source: counts.source,
+        partial: counts.partial,
       };
     },
 
@@ -70,12 +76,18 @@ export function readTools(s: ToolServices) {
           first_seen: iso(r.first_seen),
           last_seen: iso(r.last_seen),
         }));
+      const addresses = await s.accessLog.top("client_ip", f, limit);
+      const paths = await s.accessLog.top("path", f, limit);
       return {
         from: iso(from),
         to: iso(to),
         site: site ? { id: site.id, name: site.name } : null,
-        addresses: shape(await s.accessLog.top("client_ip", f, limit), "client_ip"),
-        paths: shape(await s.accessLog.top("path", f, limit), "path"),
+        addresses: shape(addresses.items, "client_ip"),
+        paths: shape(paths.items, "path"),
+        // Local when either list was read from this controller's records only.
+        ...(addresses.source === "local" || paths.source === "local"
+          ? { source: "local", partial: addresses.partial || paths.partial }
+          : { source: "deployment", partial: false }),
       };
     },
 

@@ -30,7 +30,7 @@ export interface Asker {
 
 export interface ToolServices {
   readonly clock: Clock;
-  readonly accessLog: Pick<AccessLog, "get" | "counts" | "top">;
+  readonly accessLog: Pick<AccessLog, "get" | "lookup" | "counts" | "top">;
   readonly sites: Sites;
   readonly objects: PolicyObjects;
   readonly alap: Alap;

@@ -128,7 +128,7 @@ export function logRoutes(accessLog: AccessLog, clock: Clock): RouteDef[] {
       access: perm("read:logs"),
       handler: async (c) => {
         const q = readQuery(c, querySchema);
-        const { rows, searchedTo } = await accessLog.page({
+        const { rows, searchedTo, source, partial } = await accessLog.page({
           from: q.from,
           to: q.to,
           siteId: q.site,
@@ -150,6 +150,8 @@ export function logRoutes(accessLog: AccessLog, clock: Clock): RouteDef[] {
           next_cursor: next === null ? null : String(next),
           // The search read its bound of rows: older ones are searched by the next page.
           ...(q.q === undefined ? {} : { search_stopped: !more && searchedTo !== null }),
+          source,
+          partial,
         });
       },
     },
@@ -199,9 +201,13 @@ export function logRoutes(accessLog: AccessLog, clock: Clock): RouteDef[] {
         if (traceId === undefined) {
           throw badRequest(`Invalid field "traceId": ${TRACE_HINT}`, "traceId");
         }
-        const row = await accessLog.get(traceId);
-        if (!row) throw new AppError(404, "NOT_FOUND", `No access-log record for "${traceId}"`);
-        return c.json(item(row));
+        const { row, source, partial } = await accessLog.lookup(traceId);
+        if (!row) {
+          throw new AppError(404, "NOT_FOUND", `No access-log record for "${traceId}"`, {
+            details: { source, partial },
+          });
+        }
+        return c.json({ ...item(row), source, partial });
       },
     },
   ];

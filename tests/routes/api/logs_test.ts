@@ -146,10 +146,13 @@ Deno.test("a trace id is found in any form it is copied in, in the path and the 
       session: s.admin,
     });
     assertEquals([one.status, one.body.trace_id], [200, id], form);
+    // One box: its own records are the deployment's.
+    assertEquals([one.body.source, one.body.partial], ["local", false], form);
     const listed = await callJson(s, "GET", `/api/logs?trace_id=${encodeURIComponent(form)}`, {
       session: s.admin,
     });
     assertEquals((listed.body.items as Item[]).map((i) => i.trace_id), [id], form);
+    assertEquals([listed.body.source, listed.body.partial], ["local", false], form);
   }
   for (const wrong of ["abc", `${id}0`, `${"a".repeat(32)} ${"b".repeat(32)}`]) {
     const r = await callJson(s, "GET", `/api/logs/${encodeURIComponent(wrong)}`, {
