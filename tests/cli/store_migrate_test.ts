@@ -30,7 +30,7 @@ function openPg(schema: string): PgDatabase {
   });
 }
 
-async function dropSchema(schema: string): Promise<void> {
+function dropSchema(schema: string): void {
   const db = openPg(schema);
   try {
     db.exec(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
@@ -205,7 +205,7 @@ Deno.test({
       }
       ok(before > 0);
     } finally {
-      await dropSchema(schema);
+      dropSchema(schema);
     }
   },
 });
@@ -243,7 +243,7 @@ Deno.test({
         pg.close();
       }
     } finally {
-      await dropSchema(schema);
+      dropSchema(schema);
     }
   },
 });
