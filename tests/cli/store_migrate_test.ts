@@ -66,6 +66,13 @@ async function seeded(dir: string): Promise<void> {
         "INSERT INTO audit_log (time, actor_type, action, result, detail) VALUES (?, 'system', 'test.seed', 'success', ?)",
       ).run(NOW + i, JSON.stringify({ i }));
     }
+    // A WITHOUT ROWID table, and one whose row id is SQLite's implicit one.
+    db.prepare(
+      "INSERT INTO monitor_rollups (resolution, bucket, site_id, data) VALUES ('minute', 1, 's1', '{}')",
+    ).run();
+    db.prepare(
+      "INSERT INTO ai_usage (owner, owner_name, day, requests, prompt_tokens, completion_tokens) VALUES ('u', 'admin', '2026-01-01', 2, 10, 20)",
+    ).run();
     db.prepare(
       "INSERT INTO access_logs (trace_id, time, action, record) VALUES ('t1', ?, 'allow', '{}')",
     ).run(NOW);
@@ -129,6 +136,8 @@ Deno.test({
         assertEquals(count(pg, "admin_sessions"), 1);
         assertEquals(count(pg, "policy_objects"), 1);
         assertEquals(count(pg, "access_logs"), 0);
+        assertEquals(count(pg, "monitor_rollups"), 1);
+        assertEquals(count(pg, "ai_usage"), 1);
         // Ids were kept and the identity moved past them: a new audit row does not collide.
         const ids = pg.prepare("SELECT id FROM audit_log ORDER BY id").all().map((r) => r.id);
         const next = pg.prepare(
@@ -138,6 +147,22 @@ Deno.test({
       } finally {
         pg.close();
       }
+
+      // An existing key file is never overwritten: refused before anything is copied.
+      const keyTaken = await cli([
+        "store",
+        "migrate",
+        "--to-dsn",
+        dsn,
+        "--schema",
+        testSchemaName(),
+        "--secrets-file",
+        `${dir}/deployment.key`,
+        "--data-dir",
+        dir,
+      ]);
+      assertEquals(keyTaken.code, 1);
+      assertMatch(keyTaken.stderr, /Refusing to overwrite the key file/);
 
       // A second migration into the same (now non-empty) schema is refused, naming a table.
       const again = await cli([
