@@ -18,15 +18,41 @@ export interface ManagementStore {
   readonly logPath: string;
 }
 
+/** The PostgreSQL store `config` names, when its profile is `production`. */
+export function productionPg(config: Config) {
+  return config.storage.profile === "production"
+    ? config.storage.production?.postgresql
+    : undefined;
+}
+
+/**
+ * The management database alone (no access-log file), as the operator commands open it: the
+ * SQLite file on `temporary`, the PostgreSQL store on `production`. Both are migrated.
+ */
+export function openManagementDb(
+  config: Config,
+  dataDir: string,
+  options: { readonly now: number; readonly controllerId: string },
+): Db {
+  const pg = productionPg(config);
+  if (!pg) return openStore(`${dataDir}/waf.db`, { now: options.now });
+  return openPgStore({
+    dsn: pg.dsn,
+    schema: pg.schema,
+    connectTimeoutMs: durationMs(pg.connect_timeout),
+    statementTimeoutMs: durationMs(pg.statement_timeout),
+    controllerId: options.controllerId,
+    now: options.now,
+  });
+}
+
 /** Opens the store `config` names; `controllerId` marks this process's change notices. */
 export function openManagementStore(
   config: Config,
   dataDir: string,
   options: { readonly now: number; readonly controllerId: string },
 ): ManagementStore {
-  const pg = config.storage.profile === "production"
-    ? config.storage.production?.postgresql
-    : undefined;
+  const pg = productionPg(config);
   if (!pg) {
     const logPath = `${dataDir}/waf.db`;
     const db = openStore(logPath, { now: options.now });

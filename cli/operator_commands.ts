@@ -13,7 +13,7 @@ import {
 import { langSetCommand, langShowCommand } from "./lang.ts";
 import { logsPackCommand } from "./logs.ts";
 import { probeCommand } from "./probe.ts";
-import { storeBackupCommand, storeCheckCommand } from "./store.ts";
+import { storeBackupCommand, storeCheckCommand, storeMigrateCommand } from "./store.ts";
 import {
   userEnsureAdminCommand,
   userPasswordCommand,
@@ -89,6 +89,8 @@ Writes a consistent snapshot of the management store (<data-dir>/waf.db) to FILE
 included; never a plain file copy), runs PRAGMA integrity_check on the copy and prints "ok".
 Refuses to overwrite an existing FILE. The store is opened as it is and never migrated, so a
 backup taken before an upgrade keeps the old schema. Take one before every upgrade or repair.
+On storage.profile: production it writes nothing and prints the pg_dump command line for the
+configured database and schema (password masked) instead, and exits 1.
 ${EXITS}`,
     run: storeBackupCommand,
   },
@@ -98,9 +100,27 @@ ${EXITS}`,
     usage: `waf store check
 
 Runs PRAGMA integrity_check on the live store (read-only, safe while "waf serve" runs) and
-prints "ok", or prints the problems and exits 1.
+prints "ok", or prints the problems and exits 1. On storage.profile: production it connects
+to the configured PostgreSQL store, reads its schema version and counts every table's rows.
 ${EXITS}`,
     run: storeCheckCommand,
+  },
+  {
+    words: ["store", "migrate"],
+    summary: "Copy this box's store into an empty PostgreSQL database",
+    usage: `waf store migrate --to-dsn DSN [--schema NAME] [--secrets-file PATH]
+
+Moves a "temporary" deployment onto the production profile. Stop "waf serve" first. Copies
+every management table of <data-dir>/waf.db (users, sessions, sites, policy, audit, settings,
+...; not the access log, which stays local) into the schema NAME (default public) of the
+PostgreSQL database DSN, in one transaction, keeping ids and resetting identity sequences.
+Refuses a target whose tables hold any row, naming the table. Verifies each table's row count
+and checksum on both sides before committing (a failure leaves the target empty), prints them
+and the configuration lines to change. --secrets-file writes the deployment key file from
+totp.key and auth.key (mode 0600, never over an existing file). The DSN's password is never
+printed. On "production", "waf user ..." commands act on this database.
+${EXITS}`,
+    run: storeMigrateCommand,
   },
   {
     words: ["logs", "pack"],

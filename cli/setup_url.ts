@@ -6,7 +6,8 @@
  */
 import { createAuditRepo } from "../db/audit_repo.ts";
 import { createSettingsRepo } from "../db/settings_repo.ts";
-import { openStore, SchemaTooNewError, transaction } from "../db/store.ts";
+import { transaction } from "../db/store.ts";
+import { openOperatorStore } from "./operator_store.ts";
 import { createUsersRepo } from "../db/users_repo.ts";
 import { createAudit } from "../mod/core/audit.ts";
 import { parseListen } from "../mod/config/config_schema.ts";
@@ -23,23 +24,8 @@ export const setupUrlCommand: Command = async (args, global, deps) => {
   const started = await startOperator(global, deps, { words: ["setup", "url"], args });
   if (typeof started === "number") return started;
   const { t, loaded } = started;
-  const path = `${loaded.dataDir}/waf.db`;
-  try {
-    await Deno.stat(path);
-  } catch {
-    deps.stderr(`${t("setup.no_store", { path })}\n`);
-    return EXIT_FAILURE;
-  }
-  let db;
-  try {
-    db = openStore(path, { now: deps.clock.now() });
-  } catch (err) {
-    if (err instanceof SchemaTooNewError) {
-      deps.stderr(`${t("store.schema_too_new", { found: err.found, known: err.known })}\n`);
-      return EXIT_FAILURE;
-    }
-    throw err;
-  }
+  const db = openOperatorStore(loaded, deps, t, { create: false, missingId: "setup.no_store" });
+  if (!db) return EXIT_FAILURE;
   try {
     const settings = createSettingsRepo(db);
     if (isSetupComplete(settings, createUsersRepo(db))) {

@@ -3,7 +3,7 @@
  * the password input modes, and wording the services' errors in the selected language.
  */
 import { createAccountRepairRepo } from "../db/account_repair_repo.ts";
-import { type Db, openStore, SchemaTooNewError, transaction } from "../db/store.ts";
+import { type Db, transaction } from "../db/store.ts";
 import { createUsersRepo } from "../db/users_repo.ts";
 import { createAuditRepo } from "../db/audit_repo.ts";
 import { createAudit } from "../mod/core/audit.ts";
@@ -15,7 +15,7 @@ import type { UsernameProblem } from "../mod/identity/username.ts";
 import type { CommandDeps } from "./context.ts";
 import { EXIT_FAILURE } from "./context.ts";
 import type { Loaded } from "./load_config.ts";
-import { storePath } from "./operator.ts";
+import { openOperatorStore } from "./operator_store.ts";
 import { boolFlag, type Flags, type Invocation, stringFlag, usageError } from "./output.ts";
 
 /** The password input flags every account command that sets a password accepts. */
@@ -40,7 +40,8 @@ export interface OpenAccounts extends Disposable {
 }
 
 /**
- * Opens the store (migrating it like `waf serve` would) with the account services. Only
+ * Opens the configured store (migrating it like `waf serve` would; on `production` the
+ * PostgreSQL store) with the account services. Only
  * `create` may bring a missing store into existence (ensure-admin on a fresh host).
  */
 export function openAccounts(
@@ -49,26 +50,8 @@ export function openAccounts(
   t: Translate,
   options: { create: boolean; hooks?: { afterUsernameUpdate?: () => void } },
 ): OpenAccounts | undefined {
-  const path = storePath(loaded.dataDir);
-  if (!options.create) {
-    try {
-      Deno.statSync(path);
-    } catch {
-      deps.stderr(`${t("store.missing", { path })}\n`);
-      return undefined;
-    }
-  } else {
-    Deno.mkdirSync(loaded.dataDir, { recursive: true, mode: 0o700 });
-  }
-  let db: Db;
-  try {
-    db = openStore(path, { now: deps.clock.now() });
-  } catch (err) {
-    if (err instanceof SchemaTooNewError) {
-      deps.stderr(`${t("store.schema_too_new", { found: err.found, known: err.known })}\n`);
-    } else deps.stderr(`${t("store.open_failed", { path, error: String(err) })}\n`);
-    return undefined;
-  }
+  const db = openOperatorStore(loaded, deps, t, { create: options.create });
+  if (!db) return undefined;
   const accounts = createLocalAccounts({
     users: createUsersRepo(db),
     repairs: createAccountRepairRepo(db),

@@ -90,6 +90,33 @@ Environment: WAF_LANG=en|zh-CN selects the language for one run (see "waf lang")
     'Backup written to "{path}" ({bytes} bytes, schema version {version}); integrity check of the copy:',
   "store.check_failed": "The store failed the integrity check:",
   "store.check_done": 'Integrity check of "{path}" (schema version {version}):',
+  "store.backup_production":
+    "storage.profile is production: the store is the PostgreSQL database {where}, and this command wrote nothing. Back it up with pg_dump (give the password through PGPASSWORD or ~/.pgpass):",
+  "store.backup_production_keys":
+    "Back up storage.production.secrets_file apart from the database: without it nothing the deployment sealed opens.",
+  "store.check_production":
+    "Check of the PostgreSQL store {where} (schema version {version}); rows per table:",
+  "store.migrate_bad_schema": 'The schema "{schema}" must be a lower-case SQL name',
+  "store.migrate_not_empty":
+    "Refusing to migrate: the target {where} is not empty (table {table} holds rows). Use an empty database or another --schema",
+  "store.migrate_source_version":
+    "The store is at schema version {found}, this binary copies version {known}: start waf serve of this version once (it migrates the store), stop it, and run the migration again",
+  "store.migrate_failed": "The migration failed and the target was left empty: {error}",
+  "store.migrate_done": "Copied and verified into {where} (counts and checksums per table):",
+  "store.migrate_config":
+    "Stop waf serve before migrating (later writes are not copied). Then change the configuration:",
+  "store.migrate_next":
+    "The access log stays in this data directory's waf.db; new records go to access_log.db. Then start waf serve.",
+  "store.migrate_keys_hint":
+    'Create storage.production.secrets_file from "{dir}/totp.key" (sealing) and "{dir}/auth.key" (signing) before the first start, or run again with --secrets-file PATH on an empty target: a new key file would not open the secrets sealed on this box.',
+  "store.migrate_keys_exists":
+    'Refusing to overwrite the key file "{path}": choose another --secrets-file or leave it out',
+  "store.migrate_keys_missing":
+    'The copy is committed, but "{dir}/totp.key" or "{dir}/auth.key" is missing, so no key file was written: restore them and write storage.production.secrets_file before the first start',
+  "store.migrate_keys_failed":
+    'The copy is committed, but the key file "{path}" could not be written: {error}',
+  "store.migrate_keys_written":
+    'Deployment key file written to "{path}" (mode 0600): the same file on every controller',
   // waf logs pack
   "logs.bad_name":
     'The archive name "{name}" must be a plain file name ending in ".zip" (letters, digits, ".", "_", "-")',

@@ -78,6 +78,29 @@ export const ZH_CN: Readonly<Record<MessageId, string>> = {
   "store.backup_done": "备份已写入 “{path}”（{bytes} 字节，架构版本 {version}）；副本完整性检查：",
   "store.check_failed": "存储未通过完整性检查：",
   "store.check_done": "“{path}” 的完整性检查（架构版本 {version}）：",
+  "store.backup_production":
+    "storage.profile 为 production：存储是 PostgreSQL 数据库 {where}，本命令未写入任何内容。请用 pg_dump 备份（密码通过 PGPASSWORD 或 ~/.pgpass 提供）：",
+  "store.backup_production_keys":
+    "请将 storage.production.secrets_file 与数据库分开备份：没有它，部署加密的任何内容都无法打开。",
+  "store.check_production": "PostgreSQL 存储 {where} 的检查（架构版本 {version}）；各表行数：",
+  "store.migrate_bad_schema": "架构名 “{schema}” 必须是小写 SQL 名称",
+  "store.migrate_not_empty":
+    "拒绝迁移：目标 {where} 不为空（表 {table} 中有数据）。请使用空数据库或其他 --schema",
+  "store.migrate_source_version":
+    "存储的架构版本为 {found}，本程序复制版本 {known}：请先运行一次本版本的 waf serve（它会迁移存储），停止后再次迁移",
+  "store.migrate_failed": "迁移失败，目标保持为空：{error}",
+  "store.migrate_done": "已复制到 {where} 并校验（每表的行数和校验和）：",
+  "store.migrate_config": "迁移前请停止 waf serve（之后的写入不会被复制）。然后修改配置：",
+  "store.migrate_next":
+    "访问日志留在本数据目录的 waf.db 中；新记录写入 access_log.db。然后启动 waf serve。",
+  "store.migrate_keys_hint":
+    "首次启动前，请用 “{dir}/totp.key”（加密密钥）和 “{dir}/auth.key”（签名密钥）创建 storage.production.secrets_file，或对空目标使用 --secrets-file PATH 重新运行：新的密钥文件无法打开本机加密的机密。",
+  "store.migrate_keys_exists":
+    "拒绝覆盖密钥文件 “{path}”：请选择其他 --secrets-file 或不使用该选项",
+  "store.migrate_keys_missing":
+    "复制已提交，但 “{dir}/totp.key” 或 “{dir}/auth.key” 不存在，未写入密钥文件：请恢复它们，并在首次启动前写好 storage.production.secrets_file",
+  "store.migrate_keys_failed": "复制已提交，但无法写入密钥文件 “{path}”：{error}",
+  "store.migrate_keys_written": "部署密钥文件已写入 “{path}”（权限 0600）：每个控制器使用同一文件",
   "logs.bad_name": "归档名 “{name}” 必须是以 “.zip” 结尾的普通文件名（字母、数字、“.”、“_”、“-”）",
   "logs.store_skipped": "无法打开存储，已略过其导出：{error}",
   "logs.exists": "拒绝覆盖 “{path}”：请换一个 --name",
@@ -251,6 +274,18 @@ WAF_CLUSTER_JOIN_TOKEN，或 cluster.join_token）用于一次性加入控制器
 必须与账户不可变的 id 完全一致；NEW_USERNAME 必须符合规则且不属于其他账户（账户永远不会被合并）。
 在一个事务中更新用户名、撤销该账户所有未撤销的会话，并追加到用户名修复日志（你的操作系统用户
 和 uid、原因、旧名和新名、撤销的会话数、时间）。id、密码、角色和双因素状态保持不变。
+退出码：0 成功，1 失败，2 用法错误。`,
+  },
+  "store migrate": {
+    summary: "把本机存储复制到空的 PostgreSQL 数据库",
+    usage: `waf store migrate --to-dsn DSN [--schema NAME] [--secrets-file PATH]
+
+把 “temporary” 部署迁移到生产配置。请先停止 “waf serve”。在一个事务中把 <data-dir>/waf.db 的
+所有管理表（用户、会话、站点、策略、审计、设置等；不含访问日志，它留在本地）复制到 PostgreSQL
+数据库 DSN 的架构 NAME（默认 public），保留 id 并重置自增序列。目标中任何表有数据时拒绝，并指出
+该表。提交前校验两侧每张表的行数和校验和（失败时目标保持为空），打印结果和需要修改的配置行。
+--secrets-file 用 totp.key 和 auth.key 写出部署密钥文件（权限 0600，不覆盖已有文件）。
+DSN 中的密码从不打印。在 production 配置下，“waf user ...” 命令作用于该数据库。
 退出码：0 成功，1 失败，2 用法错误。`,
   },
   "store backup": {
