@@ -234,7 +234,7 @@ Deno.test("a spill file left by an earlier process is written to the store after
   const options = { queueSize: 100, batchSize: 50, retentionDays: 2, maxRecords: 1000, spillPath };
   const refusing: AccessLogWriter = {
     ...directWriter(repo),
-    writeLines: (lines, o) =>
+    writeLines: (_lines, o) =>
       o.count > 0 ? Promise.reject(new Error("database is locked")) : Promise.resolve(0),
   };
   const first = createAccessLog(options, {
