@@ -278,10 +278,12 @@ export class WriteQueue {
 
   /** The taken rows of a worker's batch to the writer, counted until it answers. */
   #send(lines: string, count: number): void {
+    const bulk = this.#inFlight >= this.#open;
     this.#inFlight += count;
     const sent = this.#writer.writeLines(lines, {
       count,
       defer: true,
+      bulk,
       keep: this.#o.maxRecords,
     });
     const done = sent.then((n) => {
@@ -422,8 +424,10 @@ export class WriteQueue {
 
   /** One batch of a flush to the writer; resolves with the rows written (0 when it failed). */
   #write(lines: string, count: number, defer: boolean): Promise<number> {
+    const bulk = defer && this.#inFlight >= this.#open;
     this.#inFlight += count;
-    return this.#writer.writeLines(lines, { count, defer, keep: this.#o.maxRecords }).then((n) => {
+    const o = { count, defer, bulk, keep: this.#o.maxRecords };
+    return this.#writer.writeLines(lines, o).then((n) => {
       this.#inFlight -= count;
       this.#written += n;
       return n;
