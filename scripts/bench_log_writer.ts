@@ -11,6 +11,7 @@
  * deno task bench:log-writer [--seconds 10] [--hogs 0,2] [--batch 64] [--keep 100000]
  * ```
  */
+import process from "node:process";
 import { parseArgs } from "node:util";
 import { benignRecord, loadAverage } from "./bench_kit.ts";
 import { openStore } from "../db/store.ts";
@@ -38,6 +39,8 @@ function batchMaker(n: number): () => string {
 interface Phase {
   readonly hogs: number;
   readonly rate: number;
+  /** CPU time of the whole process (both threads) a record stored (µs). */
+  readonly cpuUs: number;
   readonly rows: number;
   readonly escalations: number;
   /** Writes a replaced (starved) thread handed to the next one unwritten. */
@@ -79,12 +82,14 @@ async function phase(
     const warm = performance.now() + 1000;
     const end = warm + o.seconds * 1000;
     let started = 0;
+    let cpuBefore = process.cpuUsage();
     await new Promise<void>((done) => {
       const pump = () => {
         const now = performance.now();
         if (!counting && now >= warm) {
           counting = true;
           started = now;
+          cpuBefore = process.cpuUsage();
           rows = 0;
         }
         if (now >= end) {
@@ -119,9 +124,11 @@ async function phase(
       }, 50);
     });
     const seconds = (performance.now() - started) / 1000;
+    const cpu = process.cpuUsage(cpuBefore);
     return {
       hogs: o.hogs,
       rate: rows / seconds,
+      cpuUs: (cpu.user + cpu.system) / rows,
       rows,
       escalations: writer.escalations(),
       handedOver: writer.handedOver(),
@@ -174,7 +181,10 @@ export async function main(args: string[]): Promise<number> {
       const p = await phase(path, { ...o, hogs });
       phases.push(p);
       console.log(
-        `${hogs} CPU hog(s): ${p.rate.toFixed(0)} records/s (${p.rows} in ${o.seconds} s, ` +
+        `${hogs} CPU hog(s): ${p.rate.toFixed(0)} records/s, ${
+          p.cpuUs.toFixed(1)
+        } µs CPU a record ` +
+          `(${p.rows} in ${o.seconds} s, ` +
           `batches of ${o.batch}${o.bulk ? " bulk" : ""}, ${o.held} held at most), ` +
           `writer escalations ${p.escalations} (${p.handedOver} batches handed over), ` +
           `load average ${p.load}`,
