@@ -388,6 +388,9 @@ async function startHttps(
   });
 }
 
+/** Beside the store: the access log's rows that must not be lost and did not fit in memory. */
+export const ACCESS_LOG_SPILL_FILE = "access_log.spill";
+
 /** The access-log pipeline: queue, writer thread, optional PostgreSQL shipper, retention. */
 function startAccessLog(deps: DataPlaneDeps): { accessLog: AccessLog; pgSink: PgSinkConfig } {
   const { config, logger, db, clock } = deps;
@@ -400,7 +403,7 @@ function startAccessLog(deps: DataPlaneDeps): { accessLog: AccessLog; pgSink: Pg
     onDeescalate: (info) =>
       logger.info("access-log writer calm at normal priority; back to a low-priority thread", info),
     onThreadError: (info) =>
-      logger.error("access-log writer thread failed; its batches are dropped", info),
+      logger.error("access-log writer thread failed; its batches go to the spill file", info),
   });
   const slot = createSinkSlot();
   const open = (s: PgSinkSettings) =>
@@ -474,6 +477,7 @@ function startAccessLog(deps: DataPlaneDeps): { accessLog: AccessLog; pgSink: Pg
     batchSize: logs.batch_size,
     retentionDays: logs.retention_days,
     maxRecords: logs.max_records,
+    spillPath: `${deps.dataDir}/${ACCESS_LOG_SPILL_FILE}`,
   }, {
     repo,
     writer,

@@ -66,6 +66,34 @@ function SampledSites({ sites }) {
   `;
 }
 
+/**
+ * Access-log records lost for good, per site and verdict (the spill file full or failing): a
+ * blocked request's record among them is what the pipeline exists to prevent; nothing while none
+ * were.
+ */
+function DroppedSites({ sites }) {
+  const rows = Object.entries(sites).flatMap(([site, by]) =>
+    Object.entries(by).map(([verdict, n]) => [site, verdict, n])
+  ).sort((a, b) => b[2] - a[2]);
+  if (rows.length === 0) return null;
+  return html`
+    <div id="dropped-sites">
+      <${Table} rowKey=${(r) => r[0] + "/" + r[1]} rows=${rows} caption=${t("dash.dropped_sites")}
+        columns=${[
+          { label: t("logs.site"), value: (r) => r[0] === "" ? t("dash.unmatched") : r[0] },
+          { label: t("dash.verdict"), value: (r) => r[1] },
+          { label: t("dash.dropped"), value: (r) => fmtNumber(r[2]) },
+        ]} />
+    </div>
+  `;
+}
+
+/** The passed records' sampling now (`sample_every`: 1 all, 0 none, N one in N). */
+function sampleEvery(n) {
+  if (n === undefined || n === 1) return t("dash.sample_all");
+  return n === 0 ? t("dash.sample_none") : t("dash.sample_one_in", { n: fmtNumber(n) });
+}
+
 /** How many ALAP decisions wait, and a link to review them. */
 function PendingAlap({ count }) {
   // The space is a value of its own: the template drops whitespace that spans lines.
@@ -315,10 +343,17 @@ export default function Dashboard() {
             <dd>${fmtNumber(st.dropped_verdicts ?? 0)}</dd>
             <dt>${t("dash.sampled")}</dt>
             <dd>${fmtNumber(st.sampled ?? 0)}</dd>
+            <dt>${t("dash.sample_every")}</dt>
+            <dd>${sampleEvery(st.sample_every)}</dd>
+            <dt>${t("dash.spilled")}</dt>
+            <dd>${fmtNumber(st.spilled ?? 0)}</dd>
+            <dt>${t("dash.spill_rows")}</dt>
+            <dd>${fmtNumber(st.spill_rows ?? 0)}</dd>
             <dt>${t("dash.pruned")}</dt>
             <dd>${fmtNumber(st.pruned)}</dd>
           </dl>
           <${SampledSites} sites=${st.sampled_sites ?? {}} />
+          <${DroppedSites} sites=${st.dropped_sites ?? {}} />
         `}</${Part}>
       <p class="muted">${t("dash.polling", { s: 10 })}</p>
     `

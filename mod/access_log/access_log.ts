@@ -13,6 +13,7 @@
  * log.start();
  * log.push(record); // on the request path: never blocks, never touches SQLite
  * log.stats().sampled_sites; // passed records left out while the writer was behind, per site
+ * log.stats().dropped_sites; // records lost for good, per site and action (verdicts: never, short of a full disk)
  * const row = await log.get(record.trace_id); // written first, so found at once
  * await log.stop();
  * ```
@@ -79,6 +80,8 @@ export function createAccessLog(options: AccessLogOptions, deps: AccessLogDeps) 
     /** Deletes every record older than `before` (the storage clean-up), in slices. */
     pruneBefore: (before: number): Promise<number> => queue.pruneBefore(before),
     start: (): void => queue.start(),
+    /** Resolves once the spill file is open (`spillPath`; at once without one). */
+    opened: (): Promise<void> => queue.opened,
     /** Stops the timers, writes what is queued and closes the sinks. */
     stop: async (): Promise<void> => {
       await queue.stop();

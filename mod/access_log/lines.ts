@@ -256,3 +256,31 @@ export function parseRowLines(text: string): AccessLogRow[] {
 
 /** The line format as the store reads it (`createAccessLogRepo(db, lineFormat)`). */
 export const lineFormat: AccessLogFormat = { eachRow: eachRowLine, expand: expandRecord };
+
+/**
+ * How many rows of a batch of {@link rowLines} each site (its name, `""`: no site matched) and
+ * action has: what the write queue counts when rows it could not keep are lost (a rare path,
+ * so it parses; the request path never calls it).
+ */
+export function tallyRows(text: string): Array<[site: string, action: string, n: number]> {
+  const by = new Map<string, [string, string, number]>();
+  eachRowLine(text, (c, record) => {
+    const site = siteOf(record);
+    const key = `${site}\n${c[8]}`;
+    const t = by.get(key);
+    if (t === undefined) by.set(key, [site, c[8], 1]);
+    else t[2]++;
+  });
+  return [...by.values()];
+}
+
+/** The site name a stored record holds: the first element of a compact one, else its field. */
+function siteOf(record: string): string {
+  try {
+    const r = JSON.parse(record);
+    const site = Array.isArray(r) ? r[0] : r?.site;
+    return typeof site === "string" ? site : "";
+  } catch {
+    return "";
+  }
+}

@@ -45,6 +45,8 @@ const RESTART_MAX_MS = 60_000;
 export interface WorkerWriter extends AccessLogWriter, ShipSource {
   escalations(): number;
   deescalations(): number;
+  /** Writes a replaced thread handed to the next one unwritten. */
+  handedOver(): number;
 }
 
 /**
@@ -86,8 +88,16 @@ class ThreadedWriter implements WorkerWriter {
   readonly #options: WorkerWriterOptions;
   readonly #requests = new PendingRequests();
   readonly #priority: PriorityWatch;
-  /** The threads not closed yet, each with what resolves once it has. */
-  readonly #alive = new Map<Worker, { closed: Promise<void>; end: () => void }>();
+  /**
+   * The threads not closed yet, each with what resolves once it has, and its hand-over flag
+   * (shared memory: set, the thread hands back every write it has not begun instead of writing
+   * it).
+   */
+  readonly #alive = new Map<
+    Worker,
+    { closed: Promise<void>; end: () => void; handOver: Int32Array }
+  >();
+  #handedOver = 0;
   /** The thread later requests go to (undefined: it failed, and none is started yet). */
   #current: Worker | undefined;
   #trimmed = 0;
@@ -113,7 +123,14 @@ class ThreadedWriter implements WorkerWriter {
 
   // Parsed on the writer thread: the thread that posts copies one string.
   writeLines(lines: string, o: WriteOptions): Promise<number> {
-    return this.#request({ kind: "write", lines, count: o.count, defer: o.defer, keep: o.keep });
+    return this.#request({
+      kind: "write",
+      lines,
+      count: o.count,
+      defer: o.defer,
+      bulk: o.bulk,
+      keep: o.keep,
+    });
   }
 
   prune(before: number, keep: number): Promise<number> {
@@ -184,12 +201,19 @@ class ThreadedWriter implements WorkerWriter {
         resolve();
       };
     });
-    this.#alive.set(worker, { closed, end });
+    const handOver = new Int32Array(new SharedArrayBuffer(4));
+    this.#alive.set(worker, { closed, end, handOver });
     worker.onmessage = (e: MessageEvent<WriterReply>) => {
       const m = e.data;
       if (m.kind === "opened") {
         if (worker === this.#current) this.#priority.opened(performance.now());
         this.#failures = 0;
+        return;
+      }
+      if (m.kind === "handover") {
+        this.#handedOver += m.ids.length;
+        if (this.#current !== undefined) this.#requests.handOver(m.ids, this.#current);
+        else this.#requests.rejectOf(worker, "no writer thread to hand the batches to");
         return;
       }
       if (m.kind !== "closed") return this.#answered(m);
@@ -201,7 +225,7 @@ class ThreadedWriter implements WorkerWriter {
       e.preventDefault();
       this.#failed(worker, e.message);
     };
-    worker.postMessage({ kind: "open", path: this.#path, low });
+    worker.postMessage({ kind: "open", path: this.#path, low, handOver: handOver.buffer });
     this.#priority.started();
     return worker;
   }
@@ -235,6 +259,18 @@ class ThreadedWriter implements WorkerWriter {
     const next = this.#spawn(low);
     this.#current = next;
     this.#requests.moveStarts(old, next);
+    // A starved thread would take as long to write its backlog as it took to fall behind, and
+    // that backlog counts against the queue meanwhile: it hands back every write it has not
+    // begun, and the new thread writes them.
+    if (!low && old !== undefined) {
+      const flag = this.#alive.get(old)?.handOver;
+      if (flag) Atomics.store(flag, 0, 1);
+    }
     old?.postMessage({ kind: "close" });
+  }
+
+  /** Writes handed from a replaced thread to the next (see `#switchTo`). */
+  handedOver(): number {
+    return this.#handedOver;
   }
 }

@@ -4,15 +4,22 @@
  * timer drains the queue in batches to the writer (a writer thread in the server), one string a
  * batch, and hands each batch to the sinks. When the writer falls behind, passed requests'
  * records are sampled and counted per site while verdicts (blocked, challenged, logged) are still
- * taken (`admission.ts`). Every write keeps the table at `maxRecords` (the writer deletes the
- * oldest rows in step); retention deletes records by age, and by count what is left.
+ * taken (`admission.ts`); verdicts past the in-memory ceiling, and batches the writer refused,
+ * go to the spill file (`spill.ts`) and are written from it once the writer has caught up
+ * (`spill_drain.ts`). Only what even the spill file cannot take is lost, counted by site and
+ * action. Every write keeps the table at `maxRecords` (the writer deletes the oldest rows in
+ * step); retention deletes records by age, and by count what is left.
  */
 import type { Clock } from "../core/clock.ts";
 import type { Logger } from "../core/logger.ts";
-import { Admission, isVerdict, sampleKey } from "./admission.ts";
+import { Admission, DropCounts, isVerdict, sampleKey } from "./admission.ts";
+import { tallyRows } from "./lines.ts";
+import { OverloadReport } from "./overload_report.ts";
 import type { AccessRecord } from "./record.ts";
 import { recordLines } from "./record.ts";
 import type { SinkFeed } from "./sinks.ts";
+import { SpillFile } from "./spill.ts";
+import { SpillDrain } from "./spill_drain.ts";
 import type { AccessLogWriter } from "./writer.ts";
 
 export interface AccessLogOptions {
@@ -22,7 +29,17 @@ export interface AccessLogOptions {
   readonly maxRecords: number;
   /** How often the queue is drained (ms). */
   readonly flushIntervalMs?: number;
+  /**
+   * The spill file (beside the store in the server): rows that must not be lost and do not fit
+   * in memory go there. Without it (tests, tools) they are dropped and counted.
+   */
+  readonly spillPath?: string;
+  /** The spill file's size limit (bytes; default {@link SPILL_MAX_BYTES}). */
+  readonly spillMaxBytes?: number;
 }
+
+/** The spill file's default size limit: about half a million rows. */
+export const SPILL_MAX_BYTES = 256 * 1024 * 1024;
 
 export interface WriteQueueDeps {
   readonly writer: AccessLogWriter;
@@ -53,14 +70,29 @@ export interface RowBatch {
 export interface WriteQueueStats {
   readonly queued: number;
   readonly written: number;
-  /** Records lost: a verdict past the ceiling, or a batch the store refused. */
+  /**
+   * Records lost for good: what the spill file could not take (full, failing, or none
+   * configured) and spilled rows the writer kept refusing.
+   */
   readonly dropped: number;
-  /** Of `dropped`, records of blocked, challenged or logged requests. */
+  /** Of `dropped`, records of blocked, challenged or logged requests (the target: 0). */
   readonly dropped_verdicts: number;
+  /** `dropped` by site name (`""`: no site matched) and action (`pass`, `block`, ...). */
+  readonly dropped_sites: Record<string, Record<string, number>>;
   /** Passed requests' records left out while the writer was behind (sampled). */
   readonly sampled: number;
   /** `sampled` by site name (`""`: requests no site matched). */
   readonly sampled_sites: Record<string, number>;
+  /**
+   * The passed records' sampling now: one in this many kept (1: all, 0: none, the backlog past
+   * `queue_size`).
+   */
+  readonly sample_every: number;
+  /** Rows ever written to the spill file (verdicts past the ceiling, refused batches). */
+  readonly spilled: number;
+  /** Rows in the spill file waiting to be written to the store, and their bytes. */
+  readonly spill_rows: number;
+  readonly spill_bytes: number;
   readonly pruned: number;
   /** Times the low-priority writer thread fell behind and was replaced (`createWorkerWriter`). */
   readonly writer_escalations: number;
@@ -77,8 +109,6 @@ const DAY_MS = 86_400_000;
 const EARLY_FLUSH_AT = 64;
 
 const NOTHING = () => {};
-/** Sampling is logged at most this often (ms); the counters say the rest. */
-const SAMPLE_REPORT_MS = 10_000;
 
 /**
  * Resolves once both have (rejects as `Promise.all` does), with no value: `writing` is chained
@@ -98,11 +128,10 @@ export class WriteQueue {
   readonly #observe: ((record: AccessRecord) => void) | undefined;
   /** The queued records, each as its row's two lines of text. */
   #queue: string[] = [];
-  #dropped = 0;
-  #droppedVerdicts = 0;
-  #reportedDropped = 0;
-  #reportedSampled = 0;
-  #sampledReportAt = Number.NEGATIVE_INFINITY;
+  readonly #drops = new DropCounts();
+  readonly #report: OverloadReport;
+  readonly #spill: SpillFile | undefined;
+  readonly #drain: SpillDrain | undefined;
   readonly #admission: Admission;
   /** Rows held (queued and with the writer) below which everything is taken at once. */
   readonly #open: number;
@@ -132,19 +161,49 @@ export class WriteQueue {
     this.#observe = deps.observe;
     this.#admission = new Admission(options.queueSize);
     this.#open = this.#admission.highWater;
+    this.#report = new OverloadReport(deps.clock, deps.logger);
+    if (options.spillPath !== undefined) {
+      const spill = new SpillFile(options.spillPath, {
+        maxBytes: options.spillMaxBytes ?? SPILL_MAX_BYTES,
+        onLost: (lines, count, error) => {
+          this.#lose(lines);
+          this.#logger.error("access log spill file append failed", { rows: count, error });
+        },
+      });
+      this.#spill = spill;
+      this.#drain = new SpillDrain(spill, {
+        writer: this.#writer,
+        clock: deps.clock,
+        logger: deps.logger,
+        keep: options.maxRecords,
+        idle: () => this.#queue.length + this.#inFlight < this.#open,
+        sending: (n) => this.#inFlight += n,
+        written: (n) => {
+          this.#written += n;
+          this.#sinks.wake();
+        },
+        lost: (lines) => this.#lose(lines),
+      });
+    }
+    this.opened = this.#openSpill();
   }
+
+  /** Resolves once the spill file is open (at once without one). */
+  readonly opened: Promise<void>;
 
   /**
    * Queues a record, serialised now (nothing of it is kept: an object held until the flush
    * would outlive the young generation). Past the high-water mark a passed request's record
-   * may be left out (false, counted for its site); a verdict only past the ceiling (false,
-   * counted as dropped). Never blocks.
+   * may be left out (false, counted for its site); a verdict past the ceiling goes to the spill
+   * file (still true), and only when that is full is it lost (false, counted). Never blocks.
    */
   push(record: AccessRecord): boolean {
     this.#observe?.(record);
     const queue = this.#queue;
     const held = queue.length + this.#inFlight;
-    if (held >= this.#open && !this.#admit(record, held)) return false;
+    if (held >= this.#open && !this.#admit(record, held)) {
+      return isVerdict(record) && this.#overflow(recordLines(record), 1, record);
+    }
     queue.push(recordLines(record));
     // After this turn's I/O, so a busy loop hands over every record of the turn in one post
     // (each post wakes the writer thread). `setImmediate`, not `setTimeout(0)`: in Deno 2 a
@@ -176,8 +235,7 @@ export class WriteQueue {
         lines = batch.lines;
         count = batch.count;
         held += count;
-      } else {
-        this.#dropVerdicts(batch.count);
+      } else if (!this.#overflow(batch.lines, batch.count)) {
         whole = false;
       }
     }
@@ -195,12 +253,37 @@ export class WriteQueue {
     return whole;
   }
 
+  /**
+   * Verdict rows that do not fit in memory: to the spill file, or (full, failing, none) lost
+   * and counted by site and action (`record` when it is one record, else parsed from `lines`).
+   */
+  #overflow(lines: string, count: number, record?: AccessRecord): boolean {
+    if (this.#spill?.add(lines, count)) return true;
+    if (record) this.#drops.add(sampleKey(record.site), record.action, 1);
+    else this.#lose(lines);
+    return false;
+  }
+
+  /** A batch the writer refused: to the spill file to be written again, or lost. */
+  #refused(lines: string, count: number, err: unknown): void {
+    const spilled = this.#spill?.add(lines, count) ?? false;
+    if (!spilled) this.#lose(lines);
+    this.#logger.error("access log batch failed", { rows: count, spilled, error: err as Error });
+  }
+
+  /** Rows lost for good, counted by site and action. */
+  #lose(lines: string): void {
+    for (const [site, action, n] of tallyRows(lines)) this.#drops.add(site, action, n);
+  }
+
   /** The taken rows of a worker's batch to the writer, counted until it answers. */
   #send(lines: string, count: number): void {
+    const bulk = this.#inFlight >= this.#open;
     this.#inFlight += count;
     const sent = this.#writer.writeLines(lines, {
       count,
       defer: true,
+      bulk,
       keep: this.#o.maxRecords,
     });
     const done = sent.then((n) => {
@@ -208,8 +291,7 @@ export class WriteQueue {
       this.#sinks.wake();
       return n;
     }, (err) => {
-      this.#dropped += count;
-      this.#logger.error("access log batch failed", { rows: count, error: err as Error });
+      this.#refused(lines, count, err);
       return 0;
     }).finally(() => {
       this.#inFlight -= count;
@@ -218,21 +300,15 @@ export class WriteQueue {
     this.#writing = afterBoth(this.#writing, done);
   }
 
-  /** Above the high-water mark: whether `record` is taken; counts it when not. */
+  /**
+   * Above the high-water mark: whether `record` is queued in memory; a passed one not queued
+   * is counted as sampled (a verdict not queued goes on to `#overflow`).
+   */
   #admit(record: AccessRecord, held: number): boolean {
-    if (isVerdict(record)) {
-      if (this.#admission.verdict(held, 1)) return true;
-      this.#dropVerdicts(1);
-      return false;
-    }
+    if (isVerdict(record)) return this.#admission.verdict(held, 1);
     if (this.#admission.passed(held, 1)) return true;
     this.#admission.sample(sampleKey(record.site), 1);
     return false;
-  }
-
-  #dropVerdicts(n: number): void {
-    this.#dropped += n;
-    this.#droppedVerdicts += n;
   }
 
   /**
@@ -242,6 +318,7 @@ export class WriteQueue {
    * flush (a lookup, a listing, the stop) does not, and takes the deferred ones with it.
    */
   flush(partial = false, defer = false): Promise<number> {
+    this.#drain?.kick();
     if (this.#queue.length === 0) {
       this.#sinks.offer("", 0, !partial);
       // Rows sent as text may wait on the writer thread to be committed with the next ones;
@@ -297,20 +374,47 @@ export class WriteQueue {
     clearInterval(this.#flushTimer);
     if (this.#earlyFlush !== undefined) clearImmediate(this.#earlyFlush);
     this.#flushTimer = this.#earlyFlush = undefined;
+    await this.opened;
     await this.flush();
+    // What waits in the spill file is written now if the writer takes it, else after a start.
+    await this.#drain?.finish();
+    this.#reportDrops();
     // Sinks reading from the store catch up before the writer thread closes.
     await this.#sinks.close();
     await this.#writer.close();
+    await this.#spill?.close();
+  }
+
+  /** Opens the spill file (reading back what an earlier process left); none: resolves at once. */
+  async #openSpill(): Promise<void> {
+    if (!this.#spill) return;
+    try {
+      const rows = await this.#spill.open();
+      if (rows > 0) {
+        this.#logger.warn("access log spill file of an earlier run found; writing it back", {
+          rows,
+        });
+      }
+    } catch (err) {
+      this.#logger.error("access log spill file could not be opened; overflow is dropped", {
+        error: err as Error,
+      });
+    }
   }
 
   stats(): WriteQueueStats {
     return {
       queued: this.#queue.length + this.#inFlight,
       written: this.#written,
-      dropped: this.#dropped,
-      dropped_verdicts: this.#droppedVerdicts,
+      dropped: this.#drops.total,
+      dropped_verdicts: this.#drops.verdicts,
+      dropped_sites: this.#drops.bySite(),
       sampled: this.#admission.sampledTotal,
       sampled_sites: this.#admission.sampledBySite(),
+      sample_every: this.#admission.sampleEvery(this.#queue.length + this.#inFlight),
+      spilled: this.#spill?.spilled ?? 0,
+      spill_rows: this.#spill?.rows ?? 0,
+      spill_bytes: this.#spill?.bytes ?? 0,
       // Retention's deletions and those made in step with the writes.
       pruned: this.#pruned + this.#writer.trimmed(),
       writer_escalations: this.#writer.escalations?.() ?? 0,
@@ -320,17 +424,19 @@ export class WriteQueue {
 
   /** One batch of a flush to the writer; resolves with the rows written (0 when it failed). */
   #write(lines: string, count: number, defer: boolean): Promise<number> {
+    const bulk = defer && this.#inFlight >= this.#open;
     this.#inFlight += count;
-    return this.#writer.writeLines(lines, { count, defer, keep: this.#o.maxRecords }).then((n) => {
+    const o = { count, defer, bulk, keep: this.#o.maxRecords };
+    return this.#writer.writeLines(lines, o).then((n) => {
       this.#inFlight -= count;
       this.#written += n;
       return n;
     }, (err) => {
       this.#inFlight -= count;
-      // A failed batch is dropped rather than retried forever: the store is local, so a
-      // failure here is a full disk or a corrupt file, which retrying does not cure.
-      this.#dropped += count;
-      this.#logger.error("access log batch failed", { rows: count, error: err as Error });
+      // To the spill file, written again once the writer takes batches (a thread restarting,
+      // a locked store); the spill drain gives up on rows refused again and again (a full
+      // disk, a corrupt file), which retrying does not cure.
+      this.#refused(lines, count, err);
       return 0;
     });
   }
@@ -351,22 +457,15 @@ export class WriteQueue {
   }
 
   #reportDrops(): void {
-    const sampled = this.#admission.sampledTotal;
-    const now = this.#clock.now();
-    if (sampled !== this.#reportedSampled && now - this.#sampledReportAt >= SAMPLE_REPORT_MS) {
-      this.#sampledReportAt = now;
-      this.#logger.warn("access log sampling passed requests (the writer is behind)", {
-        sampled_since_last: sampled - this.#reportedSampled,
-        sampled_total: sampled,
-      });
-      this.#reportedSampled = sampled;
-    }
-    if (this.#dropped === this.#reportedDropped) return;
-    this.#logger.error("access log records dropped (verdicts past the ceiling or batch failed)", {
-      dropped_since_last: this.#dropped - this.#reportedDropped,
-      dropped_total: this.#dropped,
-      dropped_verdicts: this.#droppedVerdicts,
+    this.#report.report({
+      sampled: this.#admission.sampledTotal,
+      sampledSites: () => this.#admission.sampledBySite(),
+      sampleEvery: () => this.#admission.sampleEvery(this.#queue.length + this.#inFlight),
+      spilled: this.#spill?.spilled ?? 0,
+      spillRows: () => this.#spill?.rows ?? 0,
+      dropped: this.#drops.total,
+      droppedVerdicts: this.#drops.verdicts,
+      droppedSites: () => this.#drops.bySite(),
     });
-    this.#reportedDropped = this.#dropped;
   }
 }

@@ -15,6 +15,11 @@ export interface WriteOptions {
   /** May wait a little to be written with the next batches (fewer commits). */
   readonly defer?: boolean;
   /**
+   * The queue is behind: a deferred batch may wait for more rows (1,024 rather than 64) to be
+   * committed with them, which costs less a row.
+   */
+  readonly bulk?: boolean;
+  /**
    * Keep the newest `keep` rows: the same transaction deletes the oldest beyond them, at most
    * twice the rows written (`max_records` in step with the inserts).
    */

@@ -11,12 +11,17 @@ export type WriterReply =
   /** Deferred batches written together: a row count, or the error, per batch. */
   | { kind: "batches"; ids: number[]; results: Array<number | string>; pruned: number }
   | { kind: "failed"; id: number; error: string }
+  /**
+   * Writes a thread handed over unwritten: it was replaced because it fell behind, and the
+   * thread that took over writes them (`handOver`).
+   */
+  | { kind: "handover"; ids: number[] }
   /** The thread has its store connection: from now on it answers at its normal pace. */
   | { kind: "opened" }
   | { kind: "closed" };
 
 /** A reply that answers requests. */
-export type Answer = Exclude<WriterReply, { kind: "closed" | "opened" }>;
+export type Answer = Exclude<WriterReply, { kind: "closed" | "opened" | "handover" }>;
 
 export interface PendingRequest {
   readonly resolve: (v: never) => void;
@@ -26,6 +31,8 @@ export interface PendingRequest {
   readonly worker: Worker;
   /** A sink's start: asked again of the next thread at a switch (see `moveStarts`). */
   readonly start?: Record<string, unknown>;
+  /** A write: posted again to the next thread when the one it went to hands it over. */
+  readonly write?: Record<string, unknown>;
 }
 
 export class PendingRequests {
@@ -46,6 +53,7 @@ export class PendingRequests {
   post<T>(worker: Worker, message: Record<string, unknown>, posted: number): Promise<T> {
     const id = ++this.#next;
     const start = message.kind === "start-cursor" ? message : undefined;
+    const write = message.kind === "write" ? message : undefined;
     return new Promise<T>((resolve, reject) => {
       this.#pending.set(id, {
         resolve: resolve as (v: never) => void,
@@ -53,6 +61,7 @@ export class PendingRequests {
         posted,
         worker,
         start,
+        write,
       });
       worker.postMessage({ ...message, id });
     });
@@ -78,6 +87,22 @@ export class PendingRequests {
     const p = take(m.id);
     if (m.kind === "written") p?.resolve(m.written as never);
     else p?.reject(new Error(`Access-log batch failed: ${m.error}`));
+  }
+
+  /**
+   * Posts to `to` the writes (by id) a replaced thread handed over unwritten, under the same ids
+   * (their place in the order of requests, and when they were posted, stay). Returns how many.
+   */
+  handOver(ids: readonly number[], to: Worker): number {
+    let moved = 0;
+    for (const id of ids) {
+      const p = this.#pending.get(id);
+      if (p?.write === undefined) continue;
+      this.#pending.set(id, { ...p, worker: to });
+      to.postMessage({ ...p.write, id });
+      moved++;
+    }
+    return moved;
   }
 
   /** Rejects every request given to `worker` with `error`; returns how many. */

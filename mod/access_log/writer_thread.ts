@@ -37,17 +37,39 @@ import { lineFormat } from "./lines.ts";
  * loop on the core it shares (docs/bench/2026-11-26-access-log-writer-low-priority.md).
  */
 const DEFER_ROWS = 64;
+/**
+ * Deferred rows written together while the write queue is behind (its batches marked `bulk`):
+ * one transaction, one savepoint set and one answer for this many rows instead of 64 cost less
+ * a row, so a writer that fell behind catches up (docs/bench/2026-12-02-access-log-no-drop.md);
+ * the longer bursts then matter less than the backlog.
+ */
+const BULK_ROWS = 1024;
 /** The longest a deferred batch waits. */
 const DEFER_MS = 50;
 
 let repo: AccessLogRepo | undefined;
 let db: Db | undefined;
+/** Set by the main thread once this thread is replaced for falling behind (`worker_writer.ts`). */
+let handOverFlag: Int32Array | undefined;
+
+/** Whether writes not begun go back to the main thread, for the thread that replaced this one. */
+function handingOver(): boolean {
+  return handOverFlag !== undefined && Atomics.load(handOverFlag, 0) === 1;
+}
 
 type Message =
   /** `low`: run this thread at nice 19 (Linux only). */
-  | { kind: "open"; path: string; low?: boolean }
+  | { kind: "open"; path: string; low?: boolean; handOver?: SharedArrayBuffer }
   /** `lines`: rows as text (`lines.ts`), `count` of them. */
-  | { kind: "write"; id: number; lines: string; count: number; defer?: boolean; keep?: number }
+  | {
+    kind: "write";
+    id: number;
+    lines: string;
+    count: number;
+    defer?: boolean;
+    bulk?: boolean;
+    keep?: number;
+  }
   | { kind: "prune"; id: number; before: number; keep: number }
   | { kind: "read"; id: number; afterId: number; limit: number }
   | { kind: "start-cursor"; id: number; name: string; now: number; since?: number }
@@ -98,6 +120,10 @@ function writeWaiting(): void {
   const batches = waiting;
   waiting = [];
   waitingRows = 0;
+  if (handingOver()) {
+    self.postMessage({ kind: "handover", ids: batches.map((b) => b.id) });
+    return;
+  }
   const ids = batches.map((b) => b.id);
   const results: Array<number | string> = [];
   let pruned = 0;
@@ -127,15 +153,21 @@ function writeWaiting(): void {
 self.onmessage = (e: MessageEvent<Message>) => {
   const m = e.data;
   if (m.kind === "write" && m.keep !== undefined) keep = m.keep;
+  if (m.kind === "write" && handingOver()) {
+    writeWaiting();
+    self.postMessage({ kind: "handover", ids: [m.id] });
+    return;
+  }
   if (m.kind === "write" && m.defer && db !== undefined) {
     waiting.push({ id: m.id, lines: m.lines });
     waitingRows += m.count;
-    if (waitingRows >= DEFER_ROWS) writeWaiting();
+    if (waitingRows >= (m.bulk ? BULK_ROWS : DEFER_ROWS)) writeWaiting();
     else timer ??= setTimeout(writeWaiting, DEFER_MS);
     return;
   }
   writeWaiting();
   if (m.kind === "open") {
+    if (m.handOver) handOverFlag = new Int32Array(m.handOver);
     if (m.low) lowerPriority();
     db = openWriterStore(m.path);
     repo = createAccessLogRepo(db, lineFormat);

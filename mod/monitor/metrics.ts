@@ -128,6 +128,11 @@ function policySamples(out: Exposition, p: CompiledPolicy, swaps: number): void 
   out.sample("waf_sites", {}, p.sites.length);
 }
 
+/** A site label: the site's name, `_unmatched` for requests no site matched. */
+function siteLabel(site: string): string {
+  return site === "" ? "_unmatched" : site;
+}
+
 /** The access log's queue and writer, and its PostgreSQL sink when there is one. */
 export function accessLogSamples(out: Exposition, log: AccessLogStats): void {
   out.family("waf_access_log_queue_depth", "gauge", "Access-log records waiting to be written");
@@ -141,13 +146,18 @@ export function accessLogSamples(out: Exposition, log: AccessLogStats): void {
   out.family(
     "waf_access_log_dropped_total",
     "counter",
-    "Access-log records lost (verdicts past the queue's ceiling, or a batch the store refused)",
+    "Access-log records lost for good (the spill file full or failing, or spilled rows the " +
+      "store kept refusing), by site and verdict (pass, block, challenge, log)",
   );
-  out.sample("waf_access_log_dropped_total", {}, log.dropped);
+  for (const [site, byAction] of Object.entries(log.dropped_sites)) {
+    for (const [verdict, n] of Object.entries(byAction)) {
+      out.sample("waf_access_log_dropped_total", { site: siteLabel(site), verdict }, n);
+    }
+  }
   out.family(
     "waf_access_log_dropped_verdicts_total",
     "counter",
-    "Of the lost access-log records, those of blocked, challenged or logged requests",
+    "Of the lost access-log records, those of blocked, challenged or logged requests (all sites)",
   );
   out.sample("waf_access_log_dropped_verdicts_total", {}, log.dropped_verdicts);
   out.family(
@@ -156,8 +166,27 @@ export function accessLogSamples(out: Exposition, log: AccessLogStats): void {
     "Passed requests' access-log records left out (sampled) while the writer was behind, by site",
   );
   for (const [site, n] of Object.entries(log.sampled_sites)) {
-    out.sample("waf_access_log_sampled_total", { site: site === "" ? "_unmatched" : site }, n);
+    out.sample("waf_access_log_sampled_total", { site: siteLabel(site) }, n);
   }
+  out.family(
+    "waf_access_log_sample_every",
+    "gauge",
+    "The passed records' sampling now: one in this many written (1 all, 0 none)",
+  );
+  out.sample("waf_access_log_sample_every", {}, log.sample_every);
+  out.family(
+    "waf_access_log_spilled_total",
+    "counter",
+    "Access-log records written to the spill file (verdicts past the memory ceiling, refused " +
+      "batches), to be written to the store later",
+  );
+  out.sample("waf_access_log_spilled_total", {}, log.spilled);
+  out.family(
+    "waf_access_log_spill_rows",
+    "gauge",
+    "Access-log records waiting in the spill file",
+  );
+  out.sample("waf_access_log_spill_rows", {}, log.spill_rows);
   out.family(
     "waf_access_log_writer_escalations_total",
     "counter",

@@ -19,6 +19,7 @@ import {
 import type { AccessRecord } from "../../../mod/access_log/record.ts";
 import type { RowBatch } from "../../../mod/access_log/write_queue.ts";
 import type { AccessLogWriter } from "../../../mod/access_log/writer.ts";
+import { Admission } from "../../../mod/access_log/admission.ts";
 import { FakeClock } from "../../../mod/core/clock.ts";
 import { createMemoryLogger } from "../../../mod/core/logger.ts";
 
@@ -120,18 +121,36 @@ Deno.test("past the high-water mark passed records are sampled and counted per s
   await using _ = store;
   // Up to half the queue everything is taken.
   for (let i = 0; i < 50; i++) ok(log.push(record()));
-  // Between the mark and the queue's size, one passed record in 16 (the first of each 16).
+  // Between the mark and the queue's size, one passed record in N, N growing with the backlog
+  // (2 just past the mark); the first one past the mark is taken, the next one not.
   const taken = Array.from({ length: 32 }, () => log.push(record({ site: "blog" })));
-  assertEquals(taken.filter(Boolean).length, 2);
-  assertEquals([taken[0], taken[1], taken[16]], [true, false, true]);
+  const kept = taken.filter(Boolean).length;
+  assertEquals([taken[0], taken[1]], [true, false]);
+  ok(kept >= 32 / 16 && kept <= 32 / 2, `between 1 in 16 and 1 in 2 kept (${kept})`);
   const blocked = record({ action: "block", status: 403 });
   ok(log.push(blocked), "a verdict is taken past the mark");
-  assertEquals(log.stats().sampled, 30);
-  assertEquals(log.stats().sampled_sites, { blog: 30 });
+  assertEquals(log.stats().sampled, 32 - kept);
+  assertEquals(log.stats().sampled_sites, { blog: 32 - kept });
+  ok(log.stats().sample_every > 1, `sampling now (${log.stats().sample_every})`);
   assertEquals(log.stats().dropped, 0);
-  assertEquals(await log.flush(), 53);
-  assertEquals(repo.count(), 53);
-  ok(logger.lines.some((l) => l.includes("sampled_total=30")), "the sampling is logged");
+  assertEquals(await log.flush(), 51 + kept);
+  assertEquals(repo.count(), 51 + kept);
+  assertEquals(log.stats().sample_every, 1);
+  ok(logger.lines.some((l) => l.includes(`sampled_total=${32 - kept}`)), "the sampling is logged");
+});
+
+Deno.test("Admission: the 1-in-N sampling doubles from 2 to 256 between the high-water mark and the queue's size", () => {
+  const a = new Admission(1000);
+  assertEquals(a.highWater, 500);
+  assertEquals(
+    [0, 500, 501, 562, 563, 625, 750, 937, 999, 1000, 1001, 4000].map((h) => a.sampleEvery(h)),
+    [1, 1, 2, 2, 4, 8, 32, 128, 256, 256, 0, 0],
+  );
+  // Deterministic: 1 in 8 at a steady backlog, the first of each 8.
+  const kept = Array.from({ length: 32 }, () => a.passed(680, 1));
+  assertEquals(kept.filter(Boolean).length, 4);
+  assertEquals(kept.indexOf(true), 0);
+  ok(a.verdict(3999, 1) && !a.verdict(4000, 1), "verdicts are held up to four times the queue");
 });
 
 Deno.test("every write keeps the newest max_records rows; retention deletes by age", async () => {
@@ -455,15 +474,20 @@ Deno.test("rows the writer has not answered yet count against the queue's size",
   });
   for (let i = 0; i < 50; i++) ok(log.push(record()));
   const first = log.flush();
-  // The 50 with the writer count as held: at the high-water mark (50) one in 16 is taken.
+  // The 50 with the writer count as held: past the high-water mark (50) one in 2, then 4, ...
   for (let i = 0; i < 40; i++) log.push(record());
   assertEquals(log.stats(), {
-    queued: 53,
+    queued: 62,
     written: 0,
     dropped: 0,
     dropped_verdicts: 0,
-    sampled: 37,
-    sampled_sites: { shop: 37 },
+    dropped_sites: {},
+    sampled: 28,
+    sampled_sites: { shop: 28 },
+    sample_every: 4,
+    spilled: 0,
+    spill_rows: 0,
+    spill_bytes: 0,
     pruned: 0,
     writer_escalations: 0,
     writer_deescalations: 0,
@@ -474,7 +498,7 @@ Deno.test("rows the writer has not answered yet count against the queue's size",
   ok(log.push(record()), "once the writer answered, passed records are taken again");
   const rest = log.flush();
   answers.shift()!();
-  assertEquals(await rest, 4);
+  assertEquals(await rest, 13);
   assertEquals(log.stats().queued, 0);
 });
 
@@ -742,7 +766,7 @@ Deno.test("a flood of passed records past the queue's size, the writer stalled: 
   ok((sites["shop"] ?? 0) > (sites["blog"] ?? 0), JSON.stringify(sites));
 });
 
-Deno.test("verdicts past four times the queue's size are dropped and counted apart", async () => {
+Deno.test("without a spill file, verdicts past four times the queue's size are dropped and counted by site and verdict", async () => {
   await using store = await testStore();
   const repo = createAccessLogRepo(store.db, lineFormat);
   const stall = stalledWriter(directWriter(repo));
@@ -761,6 +785,7 @@ Deno.test("verdicts past four times the queue's size are dropped and counted apa
   assertEquals(log.pushRows({ ...passedRows([]), lines: rowLines(toRow(w)), count: 1 }), false);
   assertEquals(log.stats().dropped_verdicts, 2);
   assertEquals(log.stats().dropped, 2);
+  assertEquals(log.stats().dropped_sites, { shop: { block: 1, challenge: 1 } });
   assertEquals(log.stats().sampled, 0);
   const flushed = log.flush();
   stall.release();

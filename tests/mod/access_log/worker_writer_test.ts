@@ -69,7 +69,7 @@ Deno.test({
   },
 });
 
-Deno.test("a writer that falls behind is replaced by a second thread; every row of every batch is stored once", async () => {
+Deno.test("a writer that falls behind is replaced by a second thread, which takes the writes not begun; every row of every batch is stored once", async () => {
   await using store = await testStore();
   const path = `${store.dir}/waf.db`;
   const repo = createAccessLogRepo(store.db, lineFormat);
@@ -119,6 +119,8 @@ Deno.test("a writer that falls behind is replaced by a second thread; every row 
     ok(ids.every((id) => stored.has(id)));
     // Escalation happens once: a second slow answer does not start a third thread.
     assertEquals(writer.escalations(), 1);
+    // The batch the stuck thread had not begun was handed to the second one, not left waiting.
+    assertEquals(writer.handedOver(), 1);
   } finally {
     lock.close();
     await writer.close();
