@@ -26,6 +26,7 @@ import { deobfuscate } from "./shell_deobfuscate.ts";
 import { GLOB } from "./shell_glob.ts";
 import { Args, endsSegment, Scan } from "./shell_scan.ts";
 import { factorAlternation } from "./regex_factor.ts";
+import { gated } from "./literal_gate.ts";
 
 const MAX_CHARS = MAX_TEXT;
 
@@ -74,8 +75,8 @@ const COMMAND_OPTION =
   /(?:^|\s)(?:--(?:open-files-in-pager|upload-pack|receive-pack|exec|ext-diff)|-o\s*proxycommand|-o\s*localcommand)\s*=/i;
 /** Anything that opens a command position after the start of the value ({@link hasSeparator}). */
 const SEPARATOR_CHAR = /[;|&`\n\r]/;
-const SUBSTITUTION = /[$<>]\(/;
-const LITERAL_BREAK = /\\[nr]/i;
+const SUBSTITUTION = gated(/[$<>]\(/);
+const LITERAL_BREAK = gated(/\\[nr]/i);
 const IFS_WORD = /\$\{?ifs/i;
 const BRACE_WORDS = /\{[\w./~?*-]*,/;
 

@@ -47,6 +47,7 @@ import { jndi } from "./jndi.ts";
 import { restrictedFile } from "./restricted_files.ts";
 import { isInert } from "./char_classes.ts";
 import { budgetFor, WorkBudget } from "./work_budget.ts";
+import { gateOn } from "./literal_gate.ts";
 
 /** Long values are judged in windows of this many raw characters... */
 const WINDOW = MAX_TEXT;
@@ -153,6 +154,7 @@ class Analysis {
       }
       return;
     }
+    gateOn(value.decoded);
     if (!this.run(value, findings)) return;
     if (text.indexOf("/*") >= 0 && this.spend(text.length)) {
       const joined = joinSplitWords(value.decoded);

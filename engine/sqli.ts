@@ -22,12 +22,13 @@ import {
 import { COMPARE_WORDS } from "./sql_grammar.ts";
 import { makeFinding } from "./make_finding.ts";
 import { judgeFragment, judgeWord } from "./sql_fragments.ts";
+import { gated } from "./literal_gate.ts";
 
 /**
  * Primes and full-width quotes, which legacy code-page conversions ("best fit") turn into
  * ASCII quotes. Typographic quotes (`’`, `“`) are left alone: prose is full of them.
  */
-const LOOKALIKE_QUOTE = /[\u2032\uff07\u2033\uff02]/;
+const LOOKALIKE_QUOTE = gated(/[\u2032\uff07\u2033\uff02]/);
 const SINGLE_LOOKALIKE = /[\u2032\uff07]/g;
 const DOUBLE_LOOKALIKE = /[\u2033\uff02]/g;
 
