@@ -577,6 +577,9 @@ export function bareCommand(value: DetectorInput): Finding | undefined {
   return makeFinding(value, "rce", 72, "cmdi.command", word, 0);
 }
 
+/** Where the scan below finds a command position: each character it gives a context. */
+const SEPARATOR = /[;`|&\n\r]|[$<>]\(/g;
+
 /**
  * Reports shell commands in command position, shell obfuscation and known exploit shapes.
  *
@@ -652,7 +655,12 @@ export function cmdi(value: DetectorInput): Finding | undefined {
   // `{,ifconfig}`, `{l,-lh}s`: a brace expansion that builds a command word is no text's.
   if (top < 80 && BRACE_START.test(text) && startsWithCommand(scan)) top = 80;
   let topAt = 0;
+  // The regex engine finds the next separator faster than a loop reads every character.
   for (let i = 0; i < s.length; i++) {
+    SEPARATOR.lastIndex = i;
+    const next = SEPARATOR.exec(s);
+    if (next === null) break;
+    i = next.index;
     const c = s.charCodeAt(i);
     let ctx: Context | undefined;
     let from = i + 1;

@@ -343,8 +343,12 @@ function inspectInput(input: Input, findings: Finding[], analysis: Analysis): vo
   analysis.judge(value, text, findings);
 }
 
+const BINARY_CHAR = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\xff\ufffd]/;
+
 /** Control characters and Latin-1 bytes above ASCII: text decoded from binary data. */
 function isBinary(text: string): boolean {
+  // Text without one such character is text; the regex engine reads it faster than the loop.
+  if (!BINARY_CHAR.test(text)) return false;
   const n = text.length;
   const limit = n * BINARY_SHARE;
   // Text reads as text once the characters left cannot lift the count above the share.

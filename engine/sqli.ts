@@ -9,7 +9,7 @@
  */
 
 import type { DetectorInput, Finding } from "./types.ts";
-import { lexSql, MAX_SQL_TOKENS, type SqlToken } from "./sql_lexer.ts";
+import { lexRest, lexSql, MAX_SQL_TOKENS, type SqlToken } from "./sql_lexer.ts";
 import { evaluate, type SqlHit, type SqlStart } from "./sql_rules.ts";
 import {
   BREAKOUT_STATEMENTS,
@@ -188,7 +188,7 @@ function lexLong(text: string): SqlToken[] {
   if (head.length <= MAX_SQL_TOKENS) return head;
   // The second window starts here: its fragments are the first the first window left out.
   const later = head[WINDOW_STEP]!.start;
-  if (PROSE_TRIGGER.test(later === 0 ? text : text.slice(later))) return lexSql(text);
+  if (PROSE_TRIGGER.test(later === 0 ? text : text.slice(later))) return lexRest(text, head);
   head.length = MAX_SQL_TOKENS;
   return head;
 }
