@@ -26,6 +26,7 @@ import { deobfuscate } from "./shell_deobfuscate.ts";
 import { GLOB } from "./shell_glob.ts";
 import { Args, endsSegment, Scan } from "./shell_scan.ts";
 import { factorAlternation } from "./regex_factor.ts";
+import { gated } from "./literal_gate.ts";
 
 const MAX_CHARS = MAX_TEXT;
 
@@ -74,8 +75,8 @@ const COMMAND_OPTION =
   /(?:^|\s)(?:--(?:open-files-in-pager|upload-pack|receive-pack|exec|ext-diff)|-o\s*proxycommand|-o\s*localcommand)\s*=/i;
 /** Anything that opens a command position after the start of the value ({@link hasSeparator}). */
 const SEPARATOR_CHAR = /[;|&`\n\r]/;
-const SUBSTITUTION = /[$<>]\(/;
-const LITERAL_BREAK = /\\[nr]/i;
+const SUBSTITUTION = gated(/[$<>]\(/);
+const LITERAL_BREAK = gated(/\\[nr]/i);
 const IFS_WORD = /\$\{?ifs/i;
 const BRACE_WORDS = /\{[\w./~?*-]*,/;
 
@@ -576,6 +577,9 @@ export function bareCommand(value: DetectorInput): Finding | undefined {
   return makeFinding(value, "rce", 72, "cmdi.command", word, 0);
 }
 
+/** Where the scan below finds a command position: each character it gives a context. */
+const SEPARATOR = /[;`|&\n\r]|[$<>]\(/g;
+
 /**
  * Reports shell commands in command position, shell obfuscation and known exploit shapes.
  *
@@ -651,7 +655,12 @@ export function cmdi(value: DetectorInput): Finding | undefined {
   // `{,ifconfig}`, `{l,-lh}s`: a brace expansion that builds a command word is no text's.
   if (top < 80 && BRACE_START.test(text) && startsWithCommand(scan)) top = 80;
   let topAt = 0;
+  // The regex engine finds the next separator faster than a loop reads every character.
   for (let i = 0; i < s.length; i++) {
+    SEPARATOR.lastIndex = i;
+    const next = SEPARATOR.exec(s);
+    if (next === null) break;
+    i = next.index;
     const c = s.charCodeAt(i);
     let ctx: Context | undefined;
     let from = i + 1;

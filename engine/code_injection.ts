@@ -14,6 +14,7 @@ import { java, JAVA_HINT, SPRING_CLASSLOADER } from "./java.ts";
 import { factorAlternation } from "./regex_factor.ts";
 import { phpCode } from "./php.ts";
 import { scriptInjection } from "./script_injection.ts";
+import { gated } from "./literal_gate.ts";
 
 const MAX_CHARS = MAX_TEXT;
 
@@ -36,15 +37,17 @@ const PHP_OPEN =
 const PHP_EXEC_CALL =
   /(?:^|[^.\w$>])(?:system|exec|shell_exec|passthru|popen|proc_open|pcntl_exec|assert|eval|create_function|call_user_func(?:_array)?|file_put_contents|preg_replace)\s*\(\s*(?:["'`$@]|[a-z_]\w*\s*\()/i;
 /** Functions that read files or decode payloads: code-shaped, but also common in tutorials. */
-const PHP_OTHER_CALL =
-  /(?:^|[^.\w$>])(?:include(?:_once)?|require(?:_once)?|file_get_contents|fwrite|show_source|highlight_file|readfile|base64_decode|gzinflate|str_rot13|unserialize|print_r|var_dump)\s*\(\s*(?:["'`$@]|[a-z_]\w*\s*\()/i;
+const PHP_OTHER_CALL = gated(
+  /(?:^|[^.\w$>])(?:include(?:_once)?|require(?:_once)?|file_get_contents|fwrite|show_source|highlight_file|readfile|base64_decode|gzinflate|str_rot13|unserialize|print_r|var_dump)\s*\(\s*(?:["'`$@]|[a-z_]\w*\s*\()/i,
+);
 /** Information functions that attackers call with no argument to confirm execution. */
-const PHP_PROBE =
-  /(?:^|[^.\w$>])(?:phpinfo|phpversion|getcwd|get_current_user|php_uname|getmypid|posix_getpwuid|sys_get_temp_dir)\s*\(\s*\)/i;
+const PHP_PROBE = gated(
+  /(?:^|[^.\w$>])(?:phpinfo|phpversion|getcwd|get_current_user|php_uname|getmypid|posix_getpwuid|sys_get_temp_dir)\s*\(\s*\)/i,
+);
 /** `${@phpinfo()}`, `{${system(...)}}`: PHP complex variable syntax that calls a function. */
-const PHP_COMPLEX_CALL = /\$\{\s*@?\s*[a-z_]\w*\s*\(/i;
+const PHP_COMPLEX_CALL = gated(/\$\{\s*@?\s*[a-z_]\w*\s*\(/i);
 const PHP_SUPERGLOBAL = /\$_(?:GET|POST|REQUEST|COOKIE|SERVER|FILES|ENV|SESSION)\s*\[/;
-const PREG_EVAL = /preg_replace\s*\(\s*["'](.).{0,512}?\1[imsxu]*e[imsxu]*["']/i;
+const PREG_EVAL = gated(/preg_replace\s*\(\s*["'](.).{0,512}?\1[imsxu]*e[imsxu]*["']/i);
 
 const DRUPAL_RENDER =
   /\[#(?:post_render|pre_render|lazy_builder|access_callback|process|value_callback)\]/i;

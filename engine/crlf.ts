@@ -10,12 +10,13 @@
  */
 import type { DetectorInput, Finding } from "./types.ts";
 import { makeFinding } from "./make_finding.ts";
+import { gated } from "./literal_gate.ts";
 
 /** Line breaks, plus U+560A / U+560D whose low bytes are LF and CR. */
 const BREAK = /[\r\n\u560a\u560d\u0085\u2028]/;
 const INJECTED_HEADER =
   /[\r\n\u560a\u560d\u0085\u2028][^\r\n:]{0,3}?(?:set-cookie|location|content-type|content-length|content-security-policy|content-disposition|x-xss-protection|refresh|access-control-allow-[a-z]+|transfer-encoding|cache-control|x-forwarded-[a-z]+|host|cookie|link|x-frame-options|strict-transport-security)\s*:/i;
-const SPLIT = /[\r\n\u560a\u560d][^\r\n]{0,3}?(?:http\/\d\.\d\s+\d{3}|set-cookie\s*:)/i;
+const SPLIT = gated(/[\r\n\u560a\u560d][^\r\n]{0,3}?(?:http\/\d\.\d\s+\d{3}|set-cookie\s*:)/i);
 /**
  * A document start; {@link blankLineBefore} then looks back for the empty line that ends the
  * headers. Looking back from the rare tag (rather than forward from every line break) keeps a

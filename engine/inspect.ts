@@ -47,6 +47,7 @@ import { jndi } from "./jndi.ts";
 import { restrictedFile } from "./restricted_files.ts";
 import { isInert } from "./char_classes.ts";
 import { budgetFor, WorkBudget } from "./work_budget.ts";
+import { gateOn } from "./literal_gate.ts";
 
 /** Long values are judged in windows of this many raw characters... */
 const WINDOW = MAX_TEXT;
@@ -153,6 +154,7 @@ class Analysis {
       }
       return;
     }
+    gateOn(value.decoded);
     if (!this.run(value, findings)) return;
     if (text.indexOf("/*") >= 0 && this.spend(text.length)) {
       const joined = joinSplitWords(value.decoded);
@@ -341,8 +343,12 @@ function inspectInput(input: Input, findings: Finding[], analysis: Analysis): vo
   analysis.judge(value, text, findings);
 }
 
+const BINARY_CHAR = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\xff\ufffd]/;
+
 /** Control characters and Latin-1 bytes above ASCII: text decoded from binary data. */
 function isBinary(text: string): boolean {
+  // Text without one such character is text; the regex engine reads it faster than the loop.
+  if (!BINARY_CHAR.test(text)) return false;
   const n = text.length;
   const limit = n * BINARY_SHARE;
   // Text reads as text once the characters left cannot lift the count above the share.

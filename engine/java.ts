@@ -13,39 +13,46 @@ import { makeFinding, stronger } from "./make_finding.ts";
 import { asReported } from "./error_report.ts";
 import { factorAlternation } from "./regex_factor.ts";
 import { CLASS_NAMES, DATA_TYPES, GADGET_WORDS } from "./java_vocabulary.ts";
+import { gated } from "./literal_gate.ts";
 
-const JAVA_RUNTIME =
-  /java\.lang\.(?:Runtime|ProcessBuilder|System|Class|reflect|Thread|ClassLoader)(?!\w)|getRuntime\s*\(\s*\)|\.exec\s*\(\s*["'][^"']*["']\s*\)|new\s+ProcessBuilder\b|ProcessBuilder\s*\(|javax\.script\.ScriptEngineManager|\.getClass\s*\(\s*\)\s*\.forName\s*\(|Class\.forName\s*\(|getDeclaredMethod\s*\(|\.newInstance\s*\(\s*\)\s*\.|org\.apache\.commons\.(?:io|collections)|com\.sun\.org\.apache|javax\.naming\.InitialContext/;
-const OGNL =
-  /%\{\s*\(?\s*#|#_memberAccess|@ognl\.OgnlContext@|#context\s*\[|\(#[a-z_]\w*\s*=|@java\.lang\.\w+@|#(?:application|session|request|parameters|attr)\s*\[|\bognl\b.{0,256}?#/i;
-const STRUTS_PREFIX = /\b(?:redirect|redirectAction|action):\s*\$\{/i;
-export const SPRING_CLASSLOADER =
-  /\bclass\.(?:module\.)?classLoader\b|\bclass\.protectionDomain\b/i;
+const JAVA_RUNTIME = gated(
+  /java\.lang\.(?:Runtime|ProcessBuilder|System|Class|reflect|Thread|ClassLoader)(?!\w)|getRuntime\s*\(\s*\)|\.exec\s*\(\s*["'][^"']*["']\s*\)|new\s+ProcessBuilder\b|ProcessBuilder\s*\(|javax\.script\.ScriptEngineManager|\.getClass\s*\(\s*\)\s*\.forName\s*\(|Class\.forName\s*\(|getDeclaredMethod\s*\(|\.newInstance\s*\(\s*\)\s*\.|org\.apache\.commons\.(?:io|collections)|com\.sun\.org\.apache|javax\.naming\.InitialContext/,
+);
+const OGNL = gated(
+  /%\{\s*\(?\s*#|#_memberAccess|@ognl\.OgnlContext@|#context\s*\[|\(#[a-z_]\w*\s*=|@java\.lang\.\w+@|#(?:application|session|request|parameters|attr)\s*\[|\bognl\b.{0,256}?#/i,
+);
+const STRUTS_PREFIX = gated(/\b(?:redirect|redirectAction|action):\s*\$\{/i);
+export const SPRING_CLASSLOADER = gated(
+  /\bclass\.(?:module\.)?classLoader\b|\bclass\.protectionDomain\b/i,
+);
 /** Groovy's `"cmd".execute()` and escaped EL (`$\\A{...}`) that Nexus-style validators evaluate. */
-const GROOVY_HINT = /xecute|\$\\/i;
+const GROOVY_HINT = gated(/xecute|\$\\/i);
 const GROOVY_EL = /["'][^"'\n]{1,200}["']\s*\.execute\s*\(\s*\)|\$\\+[a-z]?\{[^}$]*[-+*/]/i;
 /** Node.js server-side code: reaching `process` or `child_process` from an evaluated string. */
-const NODE_CODE =
-  /\bchild_process\b|\.constructor\s*\.\s*constructor\s*\(|\bprocess\.mainModule\b|\b(?:execSync|spawnSync|execFileSync)\s*\(|\brequire\s*\(\s*["'](?:child_process|fs|net|vm)["']\s*\)/;
-const SPEL = /\bT\s*\(\s*java\.|new\s+java\.(?:lang|io|net|util)\.|#\{\s*T\s*\(/;
+const NODE_CODE = gated(
+  /\bchild_process\b|\.constructor\s*\.\s*constructor\s*\(|\bprocess\.mainModule\b|\b(?:execSync|spawnSync|execFileSync)\s*\(|\brequire\s*\(\s*["'](?:child_process|fs|net|vm)["']\s*\)/,
+);
+const SPEL = gated(/\bT\s*\(\s*java\.|new\s+java\.(?:lang|io|net|util)\.|#\{\s*T\s*\(/);
 /** Classes and packages that run code, load classes, read files or open connections. */
-const JAVA_CLASS = new RegExp(
-  "\\b(?:java\\.(?:lang\\.(?:Runtime|ProcessBuilder|ProcessImpl|UNIXProcess|System|Class|ClassLoader|" +
-    "Thread|reflect\\.\\w+|invoke\\.\\w+)|io\\.(?:ByteArrayInputStream|ObjectInputStream|" +
-    "ObjectOutputStream|FileInputStream|FileOutputStream|FileReader|FileWriter|RandomAccessFile)|" +
-    "net\\.(?:URLClassLoader|Socket|ServerSocket)|nio\\.file\\.Files|beans\\.(?:XMLDecoder|" +
-    "Expression)|rmi\\.(?:registry|server)\\.\\w+)|javax\\.(?:script\\.ScriptEngine(?:Manager)?|" +
-    "naming\\.(?:InitialContext|Context)|management\\.(?:BadAttributeValueExpException|remote\\.\\w+)|" +
-    "el\\.(?:ELProcessor|ExpressionFactory)|xml\\.transform\\.Templates)|sun\\.misc\\.(?:Unsafe|" +
-    "BASE64Decoder)|jdk\\.jshell\\.JShell|groovy\\.lang\\.GroovyShell|bsh\\.Interpreter|" +
-    "org\\.mozilla\\.javascript\\.\\w+|org\\.apache\\.commons\\.(?:collections\\d?\\.(?:functors|" +
-    "keyvalue|map)|beanutils)\\.\\w+|com\\.sun\\.(?:rowset\\.JdbcRowSetImpl|jndi\\.\\w+)|" +
-    "org\\.springframework\\.(?:expression|context\\.support|beans\\.factory\\.config)\\.\\w+|" +
-    "org\\.codehaus\\.groovy\\.runtime\\.\\w+|com\\.opensymphony\\.xwork2\\.\\w+|" +
-    "com\\.mchange\\.v2\\.c3p0\\.\\w+|org\\.python\\.util\\.PythonInterpreter|" +
-    "org\\.hibernate\\.(?:engine|tuple)\\.\\w+)(?![\\w])|" +
-    "\\b(?:ObjectInputStream|ScriptEngineManager|URLClassLoader|XMLDecoder)\\s*\\(|" +
-    "\\bgetEngineByName\\s*\\(",
+const JAVA_CLASS = gated(
+  new RegExp(
+    "\\b(?:java\\.(?:lang\\.(?:Runtime|ProcessBuilder|ProcessImpl|UNIXProcess|System|Class|ClassLoader|" +
+      "Thread|reflect\\.\\w+|invoke\\.\\w+)|io\\.(?:ByteArrayInputStream|ObjectInputStream|" +
+      "ObjectOutputStream|FileInputStream|FileOutputStream|FileReader|FileWriter|RandomAccessFile)|" +
+      "net\\.(?:URLClassLoader|Socket|ServerSocket)|nio\\.file\\.Files|beans\\.(?:XMLDecoder|" +
+      "Expression)|rmi\\.(?:registry|server)\\.\\w+)|javax\\.(?:script\\.ScriptEngine(?:Manager)?|" +
+      "naming\\.(?:InitialContext|Context)|management\\.(?:BadAttributeValueExpException|remote\\.\\w+)|" +
+      "el\\.(?:ELProcessor|ExpressionFactory)|xml\\.transform\\.Templates)|sun\\.misc\\.(?:Unsafe|" +
+      "BASE64Decoder)|jdk\\.jshell\\.JShell|groovy\\.lang\\.GroovyShell|bsh\\.Interpreter|" +
+      "org\\.mozilla\\.javascript\\.\\w+|org\\.apache\\.commons\\.(?:collections\\d?\\.(?:functors|" +
+      "keyvalue|map)|beanutils)\\.\\w+|com\\.sun\\.(?:rowset\\.JdbcRowSetImpl|jndi\\.\\w+)|" +
+      "org\\.springframework\\.(?:expression|context\\.support|beans\\.factory\\.config)\\.\\w+|" +
+      "org\\.codehaus\\.groovy\\.runtime\\.\\w+|com\\.opensymphony\\.xwork2\\.\\w+|" +
+      "com\\.mchange\\.v2\\.c3p0\\.\\w+|org\\.python\\.util\\.PythonInterpreter|" +
+      "org\\.hibernate\\.(?:engine|tuple)\\.\\w+)(?![\\w])|" +
+      "\\b(?:ObjectInputStream|ScriptEngineManager|URLClassLoader|XMLDecoder)\\s*\\(|" +
+      "\\bgetEngineByName\\s*\\(",
+  ),
 );
 /** Literals the rules need; a value without any of them holds no Java. */
 export const JAVA_HINT = factorAlternation(
@@ -54,9 +61,11 @@ export const JAVA_HINT = factorAlternation(
 
 const escapeName = (name: string) => name.replaceAll(".", "\\.");
 /** A listed class or package as a whole name (`java.io.File`, not `java.io.FileDescriptor`). */
-const LISTED_CLASS = new RegExp(
-  `(?<![\\w.$])(?:${CLASS_NAMES.map(escapeName).join("|")})(?![\\w])`,
-  "i",
+const LISTED_CLASS = gated(
+  new RegExp(
+    `(?<![\\w.$])(?:${CLASS_NAMES.map(escapeName).join("|")})(?![\\w])`,
+    "i",
+  ),
 );
 const LISTED_DATA_TYPE = new RegExp(`^(?:${DATA_TYPES.map(escapeName).join("|")})$`, "i");
 /** What may follow a class name that is the whole value: members, an inner class, `[]`. */
@@ -75,7 +84,9 @@ const GADGET_HINT = factorAlternation(
   /[Tt]ransformer|[Cc]losure|[Ff]actory|[Dd]ecoder|[Ww]riter|[Pp]roperty|TRANSFORMER|CLOSURE|FACTORY|DECODER|WRITER|PROPERTY/,
 );
 /** Literals every name rule below needs. */
-const NAME_HINT = /[Jj]ava|JAVA|apache|APACHE|omg\.|OMG\.|sun\.|SUN\.|opensymphony|OPENSYMPHONY/;
+const NAME_HINT = gated(
+  /[Jj]ava|JAVA|apache|APACHE|omg\.|OMG\.|sun\.|SUN\.|opensymphony|OPENSYMPHONY/,
+);
 /** Sources whose text is a name, whole by construction. */
 const NAME_SOURCES: ReadonlySet<string> = new Set([
   "query_name",
@@ -161,7 +172,7 @@ const STACK_FRAME = new RegExp(FRAME);
 const STACK_FRAMES = new RegExp(FRAME, "g");
 
 /** An EL expression: `${...}` (JSP, Spring) or `#{...}` (JSF, SpEL templates). */
-const EL_BLOCK = /[$#]\{([^{}]{1,400})\}/g;
+const EL_BLOCK = gated(/[$#]\{([^{}]{1,400})\}/g);
 /** Reflection and command calls inside an expression: `''.getClass().forName(...)`. */
 const EL_REFLECTION =
   /\.getClass\s*\(|\bforName\s*\(|\.getMethod\s*\(|\.getDeclaredMethods?\s*\(|\.invoke\s*\(|\.newInstance\s*\(|\bgetRuntime\s*\(|\.exec\s*\(|\.class\b|\.getClassLoader\s*\(|\.loadClass\s*\(/;

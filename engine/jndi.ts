@@ -7,6 +7,7 @@
  * prefixes that only return text, and then looks for `jndi:` in the result.
  */
 import type { DetectorInput, Finding } from "./types.ts";
+import { gated } from "./literal_gate.ts";
 
 /** Innermost lookup: `${...}` without any nested `${`. */
 const INNERMOST = /\$\{([^${}]*)\}/g;
@@ -38,7 +39,7 @@ function resolveLookup(body: string): string {
  * HTML5's named references for the lookup's signs (`&dollar;`, `&lbrace;`, `&lcub;`, with or
  * without the `;`): a value that a page or a log viewer unescapes before Log4j reads it.
  */
-const NAMED_SIGN = /&(dollar|lbrace|lcub|rbrace|rcub);?/gi;
+const NAMED_SIGN = gated(/&(dollar|lbrace|lcub|rbrace|rcub);?/gi);
 const SIGNS: Readonly<Record<string, string>> = {
   dollar: "$",
   lbrace: "{",

@@ -8,6 +8,7 @@
  * Anchoring at the start keeps code samples that merely contain `window[...]` deep inside
  * from matching.
  */
+import { gated } from "./literal_gate.ts";
 
 /** What may precede the injected code: a quote closing the string, then `;`, an operator. */
 const BREAKOUT_PREFIX =
@@ -16,8 +17,9 @@ const BREAKOUT_PREFIX =
 const GLOBAL_CALL =
   /^(?:window|self|top|parent|frames|globalThis|this|document|content|opener)\s*\[[^\]]{1,200}\]\s*(?:\[[^\]]{1,200}\]\s*)*\(/;
 /** The Function constructor reached through any object: turns a string into code. */
-const FUNCTION_CONSTRUCTOR =
-  /\bconstructor\s*\.\s*constructor\s*\(|\.constructor\s*\.\s*prototype\b|\bconstructor\s*\[\s*['"`]constructor|\.constructor\s*\(\s*['"`][^'"`]{0,200}\b(?:alert|prompt|confirm|eval|fetch|document|location|window)\b[^'"`]{0,200}['"`]\s*\)\s*\(/;
+const FUNCTION_CONSTRUCTOR = gated(
+  /\bconstructor\s*\.\s*constructor\s*\(|\.constructor\s*\.\s*prototype\b|\bconstructor\s*\[\s*['"`]constructor|\.constructor\s*\(\s*['"`][^'"`]{0,200}\b(?:alert|prompt|confirm|eval|fetch|document|location|window)\b[^'"`]{0,200}['"`]\s*\)\s*\(/,
+);
 /** Sinks that run or reveal code, called or aliased at the start of the injected code. */
 const SINKS = "alert|prompt|confirm|eval|print|setTimeout|setInterval|Function|importScripts";
 /**

@@ -8,6 +8,7 @@
 import type { DetectorInput, Finding } from "./types.ts";
 import { makeFinding, stronger } from "./make_finding.ts";
 import { percentDecode } from "./normalize.ts";
+import { gated } from "./literal_gate.ts";
 
 /** Attributes that LDAP injection payloads target. */
 const LDAP_ATTR =
@@ -47,9 +48,11 @@ const LDAP_OPERATOR_BREAKOUT = new RegExp(
  * that repeats a regular expression's `.`, `]` or `\w` (`(.*)(id=\d+)` in a log search) is no
  * wildcard.
  */
-const LDAP_WILDCARD_ITEM = new RegExp(
-  String.raw`(?<![.\]]|\\[a-z])\*[\s)]*\)\s*${ITEM}`,
-  "i",
+const LDAP_WILDCARD_ITEM = gated(
+  new RegExp(
+    String.raw`(?<![.\]]|\\[a-z])\*[\s)]*\)\s*${ITEM}`,
+    "i",
+  ),
 );
 /**
  * A value that closes a filter it never opened and opens another: `admin)(&)`,
@@ -63,7 +66,7 @@ const LDAP_LEADING_BREAKOUT = new RegExp(
   "i",
 );
 /** `*)(` followed by a filter operator: a wildcard match closed and a composition opened. */
-const LDAP_WILDCARD_CLOSE = /\*\)+\s*\(\s*[|&!(]/;
+const LDAP_WILDCARD_CLOSE = gated(/\*\)+\s*\(\s*[|&!(]/);
 /** `(|(attr=*)` composition with a wildcard value. */
 const LDAP_COMPOSITION = /\(\s*[|&!]\s*\(\s*[a-z][\w-]*\s*=\s*\*/i;
 /** An and/or list whose first item is whole, on any attribute: `(&(objectClass=user)`. */
@@ -81,7 +84,7 @@ const CLOSE_OPEN = /\)[\s|&!]*\(/;
 /** What every composition above starts with: `(&(`, `(|(`, `(!(`. */
 const OPEN_OPERATOR = /\(\s*[|&!]\s*\(/;
 /** A wildcard value closed twice and cut with a NUL byte (`*))%00`). */
-const LDAP_NUL = /\*\)\)(?:%00|\\x00|\\0)/i;
+const LDAP_NUL = gated(/\*\)\)(?:%00|\\x00|\\0)/i);
 /**
  * A value made only of filter syntax - wildcard, parentheses and a boolean operator
  * (`*()|&'`): the probe that shows whether a filter is built by concatenation.
@@ -104,8 +107,9 @@ const XPATH_FUNC_PATH =
 const XPATH_NAME_TEST =
   /['"]\s*(?:or|and)\s+(?:not\s*\(\s*)?(?:(?:name|local-name|string-length|count)\s*\(|(?:namespace-uri|substring(?:-before|-after)?|starts-with|ends-with|contains|matches|string|normalize-space|translate|lower-case|upper-case|position|last|boolean|doc-available|doc|concat|codepoints-to-string|string-to-codepoints)\()/i;
 /** XPath 2.0 and XQuery functions that fetch a URL: `doc('http://...')`, out of band. */
-const XPATH_FETCH =
-  /\b(?:doc|doc-available|unparsed-text(?:-lines|-available)?|collection)\s*\(\s*(?:concat\s*\(\s*)?['"]\s*(?:https?|ftp|file|gopher):/i;
+const XPATH_FETCH = gated(
+  /\b(?:doc|doc-available|unparsed-text(?:-lines|-available)?|collection)\s*\(\s*(?:concat\s*\(\s*)?['"]\s*(?:https?|ftp|file|gopher):/i,
+);
 /**
  * A predicate closed and a union opened: `')] | //user/*`, `[1]|//*`. Without a quote the
  * union must select from the root of the document (`//`): `| [x] | /usr/bin |` is a table row,
@@ -113,11 +117,15 @@ const XPATH_FETCH =
  * is a table row too, and `arr[0] | //comment` code. (`\s*(?:\)\s*)?`: a quote and spaces
  * cost linear time, which `\s*\)?\s*` did not.)
  */
-const XPATH_UNION = /['"]\s*(?:\)\s*)?\]\s*\|\s*\/\/?[\w*@]|\](?:\|\/\/[\w*@]|\s*\|\s*\/\/\*)/;
-const XPATH_AXIS =
-  /\b(?:child|descendant|descendant-or-self|ancestor|ancestor-or-self|parent|following-sibling|preceding-sibling|following|preceding|attribute|self)::(?:node\(\)|\*|text\(\)|[a-z])/i;
-const XPATH_MISC =
-  /codepoints-to-string\s*\(|string-to-codepoints\s*\(|\bstring-length\s*\(\s*\w+\s*\)\s*[=<>]/i;
+const XPATH_UNION = gated(
+  /['"]\s*(?:\)\s*)?\]\s*\|\s*\/\/?[\w*@]|\](?:\|\/\/[\w*@]|\s*\|\s*\/\/\*)/,
+);
+const XPATH_AXIS = gated(
+  /\b(?:child|descendant|descendant-or-self|ancestor|ancestor-or-self|parent|following-sibling|preceding-sibling|following|preceding|attribute|self)::(?:node\(\)|\*|text\(\)|[a-z])/i,
+);
+const XPATH_MISC = gated(
+  /codepoints-to-string\s*\(|string-to-codepoints\s*\(|\bstring-length\s*\(\s*\w+\s*\)\s*[=<>]/i,
+);
 
 /**
  * Reports LDAP filter and XPath predicate breakouts.

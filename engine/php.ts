@@ -12,6 +12,7 @@
 import type { DetectorInput, Finding } from "./types.ts";
 import { makeFinding, stronger } from "./make_finding.ts";
 import { CONFIG_DIRECTIVES, EXTENSION_PREFIXES, FUNCTION_NAMES } from "./php_vocabulary.ts";
+import { gated } from "./literal_gate.ts";
 
 const escapeName = (name: string) => name.replaceAll(".", "\\.");
 const byLength = (a: string, b: string) => b.length - a.length;
@@ -47,8 +48,9 @@ const COMMENT = /\/\*[^]*?\*\/|\s+/g;
 /** The statement's end those calls need: `);`, spaces or comments between. */
 const CALL_END = /\)\s*;/;
 /** The `php://` streams that read the request or write the response, and code-running wrappers. */
-const WRAPPER =
-  /\b(?:php:\/\/(?:std(?:in|out|err)|input|output|fd|memory|temp|filter)|(?:expect|phar|zlib|bzip2):\/\/)/i;
+const WRAPPER = gated(
+  /\b(?:php:\/\/(?:std(?:in|out|err)|input|output|fd|memory|temp|filter)|(?:expect|phar|zlib|bzip2):\/\/)/i,
+);
 
 const NAMES = [...FUNCTION_NAMES].sort(byLength).join("|");
 /**

@@ -20,9 +20,10 @@ import type { DetectorInput, Finding } from "./types.ts";
 import { makeFinding, stronger } from "./make_finding.ts";
 import { factorAlternation } from "./regex_factor.ts";
 import { proseWords } from "./php.ts";
+import { gated } from "./literal_gate.ts";
 
 /** What the Node.js and Ruby rules need. */
-const NODE_HINT = /process|require|constructor|__js_function|Function|global/;
+const NODE_HINT = gated(/process|require|constructor|__js_function|Function|global/);
 const RUBY_HINT = /Process|Kernel|IO|Open3|PTY/;
 /** Literals one of the rules needs. */
 const HINT = factorAlternation(

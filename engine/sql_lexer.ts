@@ -120,9 +120,25 @@ function isWordPart(c: number): boolean {
  * @returns the tokens of the whole text (or the first `limit`), each token read once
  */
 export function lexSql(text: string, limit = Infinity): SqlToken[] {
-  const out: SqlToken[] = [];
+  return lexInto(text, [], 0, limit);
+}
+
+/**
+ * Lexes the rest of `text` after `tokens`, the first tokens {@link lexSql} gave for it with a
+ * limit: the lexer carries no state but its position, so the result is what `lexSql(text)`
+ * gives, without reading the first part again.
+ *
+ * @param text the text `tokens` were read from
+ * @param tokens its first tokens; extended in place
+ * @returns `tokens`, now all of the text's
+ */
+export function lexRest(text: string, tokens: SqlToken[]): SqlToken[] {
+  return lexInto(text, tokens, tokens.at(-1)?.end ?? 0, Infinity);
+}
+
+function lexInto(text: string, out: SqlToken[], from: number, limit: number): SqlToken[] {
   const n = text.length;
-  let i = 0;
+  let i = from;
   // A closed token that is not a call; strings and block comments say whether they closed.
   const add = (kind: SqlTokenKind, value: string, start: number, end: number) => {
     out.push({ kind, text: value, closed: true, call: false, start, end });

@@ -9,7 +9,7 @@
  */
 
 import type { DetectorInput, Finding } from "./types.ts";
-import { lexSql, MAX_SQL_TOKENS, type SqlToken } from "./sql_lexer.ts";
+import { lexRest, lexSql, MAX_SQL_TOKENS, type SqlToken } from "./sql_lexer.ts";
 import { evaluate, type SqlHit, type SqlStart } from "./sql_rules.ts";
 import {
   BREAKOUT_STATEMENTS,
@@ -22,12 +22,13 @@ import {
 import { COMPARE_WORDS } from "./sql_grammar.ts";
 import { makeFinding } from "./make_finding.ts";
 import { judgeFragment, judgeWord } from "./sql_fragments.ts";
+import { gated } from "./literal_gate.ts";
 
 /**
  * Primes and full-width quotes, which legacy code-page conversions ("best fit") turn into
  * ASCII quotes. Typographic quotes (`’`, `“`) are left alone: prose is full of them.
  */
-const LOOKALIKE_QUOTE = /[\u2032\uff07\u2033\uff02]/;
+const LOOKALIKE_QUOTE = gated(/[\u2032\uff07\u2033\uff02]/);
 const SINGLE_LOOKALIKE = /[\u2032\uff07]/g;
 const DOUBLE_LOOKALIKE = /[\u2033\uff02]/g;
 
@@ -187,7 +188,7 @@ function lexLong(text: string): SqlToken[] {
   if (head.length <= MAX_SQL_TOKENS) return head;
   // The second window starts here: its fragments are the first the first window left out.
   const later = head[WINDOW_STEP]!.start;
-  if (PROSE_TRIGGER.test(later === 0 ? text : text.slice(later))) return lexSql(text);
+  if (PROSE_TRIGGER.test(later === 0 ? text : text.slice(later))) return lexRest(text, head);
   head.length = MAX_SQL_TOKENS;
   return head;
 }

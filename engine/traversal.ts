@@ -11,6 +11,7 @@ import type { DetectorInput, Finding } from "./types.ts";
 import { makeFinding, stronger } from "./make_finding.ts";
 import { MAX_TEXT } from "./limits.ts";
 import { factorAlternation } from "./regex_factor.ts";
+import { gated } from "./literal_gate.ts";
 
 /** Cheap gate: a value without any dot, slash or escape cannot hold a path. */
 const PREFILTER = factorAlternation(
@@ -105,11 +106,14 @@ const SERVER_FILE =
   /^[^\s]*\.(?:php\d?|phtml|inc|asp|aspx|asa|jsp|cgi|pl|py|rb|sh|ini|conf|cfg|config|log|xml|ya?ml|env|sql|bak|db|properties|passwd)(?:%00.*)?$/;
 
 /** Stream wrappers that turn an include into a read of arbitrary data or a command. */
-const WRAPPER =
-  /\b(?:php:\/\/(?:filter|input|fd|memory|temp|stdin)|phar:\/\/|zip:\/\/|expect:\/\/|glob:\/\/|compress\.(?:zlib|bzip2):\/\/|ogg:\/\/|rar:\/\/|ssh2\.\w+:\/\/|data:(?:\/\/)?text\/plain|file:\/\/?[/\\a-z.])/i;
+const WRAPPER = gated(
+  /\b(?:php:\/\/(?:filter|input|fd|memory|temp|stdin)|phar:\/\/|zip:\/\/|expect:\/\/|glob:\/\/|compress\.(?:zlib|bzip2):\/\/|ogg:\/\/|rar:\/\/|ssh2\.\w+:\/\/|data:(?:\/\/)?text\/plain|file:\/\/?[/\\a-z.])/i,
+);
 
 /** A NUL byte still encoded in the raw value right after a file name. */
-const NUL_TRUNCATION = /\.[a-z0-9]{1,5}(?:%00|%2500|\\0|\\x00|\\u0000)(?:$|[./\\a-z0-9#;%])/i;
+const NUL_TRUNCATION = gated(
+  /\.[a-z0-9]{1,5}(?:%00|%2500|\\0|\\x00|\\u0000)(?:$|[./\\a-z0-9#;%])/i,
+);
 
 /** Parameter names that suggest the value is handed to a file API. */
 export const FILE_PARAM =

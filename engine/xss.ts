@@ -24,13 +24,15 @@ import {
   SCRIPT_URL,
   URL_NOISE,
 } from "./xss_tags.ts";
+import { gated } from "./literal_gate.ts";
 
 /**
  * A `javascript:` URL that calls something, inside other text (`?goto=javascript:alert(1)`,
  * `getURL("javascript:...")`); `javascript:void(0)` links are common in page snapshots.
  */
-const SCRIPT_URL_CALL =
-  /(?:^|[\s=,;?&#"'`(:/\\>])(?:javascript|vbscript)\s*:(?!\s*(?:void\b|;|$))[^\n]{0,100}?[\w$\])]\s*[(`]/i;
+const SCRIPT_URL_CALL = gated(
+  /(?:^|[\s=,;?&#"'`(:/\\>])(?:javascript|vbscript)\s*:(?!\s*(?:void\b|;|$))[^\n]{0,100}?[\w$\])]\s*[(`]/i,
+);
 const URL_PAYLOAD = /[(`=<\\]|base64/;
 /**
  * A script string closed by the value, followed by an operator or `;`, then a call of a
@@ -44,8 +46,9 @@ const JS_BREAKOUT =
  * disagree about junk around the name (`onerror/=`, `onerror[c]=`) and about where a tag
  * ends, but nothing benign writes `onerror=alert(`.
  */
-const HANDLER_CALL =
-  /(?:^|[^\w$.-])on[a-z]{3,}[^\s=<>]{0,4}\s*=[^<>]{0,16}?\b(?:alert|prompt|confirm|eval|setTimeout|setInterval|Function|fetch|import)\s*[(`]/i;
+const HANDLER_CALL = gated(
+  /(?:^|[^\w$.-])on[a-z]{3,}[^\s=<>]{0,4}\s*=[^<>]{0,16}?\b(?:alert|prompt|confirm|eval|setTimeout|setInterval|Function|fetch|import)\s*[(`]/i,
+);
 /** A handler declared in a DTD (`<!ATTLIST img onerror CDATA "alert(1)">`), defaulted on every tag. */
 const DTD_HANDLER =
   /\bon[a-z]{3,}\s+CDATA\s+["'][^"']{0,200}?\b(?:alert|prompt|confirm|eval|setTimeout|setInterval|Function|fetch|import)\s*[(`]/i;
@@ -65,9 +68,9 @@ const SPLITTERS = /<!\[CDATA\[|\]\]>|<!--[^]{0,64}?-->/g;
 const CSS_DECLARATION_SCRIPT =
   /(?:^|[\s;{"'=])[a-z-]+\s*:\s*(?:expression\s*\(|url\s*\(\s*['"]?\s*javascript:)/;
 /** What script-running CSS needs before escapes and comments are resolved. */
-const CSS_HINT = /\\|\/\*|expression|behavio|binding|javascript|@import/i;
+const CSS_HINT = gated(/\\|\/\*|expression|behavio|binding|javascript|@import/i);
 /** A Netscape JavaScript entity (`&{alert(1)}`) assigned to an attribute. */
-const SCRIPT_ENTITY = /=\s*["'`]?&\{/;
+const SCRIPT_ENTITY = gated(/=\s*["'`]?&\{/);
 /**
  * Script-running CSS cut off or bound: `x:url(javascript` (the scheme at the value's end),
  * Mozilla's `-moz-binding:url(...)` and IE's `behavior:url(...)`, which load script-carrying XML
@@ -82,7 +85,7 @@ const CSS_SCRIPT_URL =
  */
 const ATTRIBUTE_START =
   /^(?:\s+|\s*["'`]\s*)(on(?:load|error|focus|blur|click|dblclick|mouse[a-z]{2,5}|key[a-z]{2,4}|pointer[a-z]{2,6}|toggle|begin|end|animation[a-z]{3,9}|transition[a-z]{3,6}|change|input|submit|resize|scroll|wheel|drag[a-z]{0,5}|drop|copy|cut|paste|contextmenu|show|pageshow|hashchange|message|popstate|unload|beforeunload|readystatechange|start|finish|bounce|select|search|invalid|auxclick)|formaction|srcdoc)\s*=/i;
-const URL_CALL = /url\s*\(/i;
+const URL_CALL = gated(/url\s*\(/i);
 const COMMENT_CLOSE_ONLY = /^\s*--!?>\s*$/;
 /** Cheap prefilter: none of these, no XSS. */
 const XSS_SYNTAX = /[<>"'`:(]/;
