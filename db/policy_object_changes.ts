@@ -33,7 +33,9 @@ function createPgPolicyChangeLog(db: Db, kind: string) {
   let uncertain: Set<string> | "many" | undefined;
   return {
     take(limit: number): string[] | "many" {
-      const rows = pick.all(kind, cursor, Math.floor(limit) + 1) as Array<{ seq: number; id: string }>;
+      const rows = pick.all(kind, cursor, Math.floor(limit) + 1) as Array<
+        { seq: number; id: string }
+      >;
       let ids: Set<string> | "many";
       if (rows.length > limit) {
         ids = "many";

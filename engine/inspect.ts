@@ -343,6 +343,7 @@ function inspectInput(input: Input, findings: Finding[], analysis: Analysis): vo
   analysis.judge(value, text, findings);
 }
 
+// deno-lint-ignore no-control-regex -- control characters are what it looks for
 const BINARY_CHAR = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\xff\ufffd]/;
 
 /** Control characters and Latin-1 bytes above ASCII: text decoded from binary data. */

@@ -59,7 +59,7 @@ function mask(sql: string): { code: string; literals: string[] } {
         j = q + 1;
         break;
       }
-      code += `\u0000${literals.length}\u0000`;
+      code += `\uE000${literals.length}\uE000`;
       literals.push(sql.slice(i, j));
       i = j;
     } else if (c === "-" && sql[i + 1] === "-") {
@@ -74,7 +74,7 @@ function mask(sql: string): { code: string; literals: string[] } {
 }
 
 function unmask(code: string, literals: readonly string[]): string {
-  return code.replace(/\u0000(\d+)\u0000/g, (_, n) => literals[Number(n)]!);
+  return code.replace(/\uE000(\d+)\uE000/g, (_, n) => literals[Number(n)]!);
 }
 
 /** Index of the `)` closing the `(` at `open`, or -1. */
@@ -197,12 +197,12 @@ export function translateStatement(sql: string): PgStatement {
     code = `${code.slice(0, open)}(${rest} OR ${m[1]} IS NULL)${code.slice(close + 1)}`;
   }
   code = code.replace(
-    /\bsqlite_master\s+WHERE\s+type\s*=\s*(\u0000\d+\u0000)\s+AND\s+name\s*=/gi,
+    /\bsqlite_master\s+WHERE\s+type\s*=\s*(\uE000\d+\uE000)\s+AND\s+name\s*=/gi,
     "information_schema.tables WHERE table_schema = current_schema() AND table_name =",
   );
   code = rewriteCalls(code, /json_extract/, (_, args) => {
     if (args.length !== 2) return undefined;
-    const lit = /^\s*\u0000(\d+)\u0000\s*$/.exec(args[1]!);
+    const lit = /^\s*\uE000(\d+)\uE000\s*$/.exec(args[1]!);
     if (!lit) throw new UnsupportedSqlError("json_extract with a computed path", sql);
     return `((${args[0]!.trim()})::jsonb #>> ${jsonPath(literals[Number(lit[1])]!, sql)})`;
   });
@@ -242,7 +242,7 @@ export function translateMigration(sql: string): string {
   const { code: masked, literals } = mask(sql);
   let code = masked;
   code = code.replace(
-    /CREATE TRIGGER (\w+) BEFORE (UPDATE|DELETE) ON (\w+)\s*(?:WHEN\s+([\s\S]*?))?\s*BEGIN\s+SELECT\s+RAISE\s*\(\s*ABORT\s*,\s*(\u0000\d+\u0000)\s*\)\s*;\s*END\s*;/gi,
+    /CREATE TRIGGER (\w+) BEFORE (UPDATE|DELETE) ON (\w+)\s*(?:WHEN\s+([\s\S]*?))?\s*BEGIN\s+SELECT\s+RAISE\s*\(\s*ABORT\s*,\s*(\uE000\d+\uE000)\s*\)\s*;\s*END\s*;/gi,
     (_, name: string, op: string, table: string, when: string | undefined, message: string) => {
       triggerTables.set(name, table);
       const row = op.toUpperCase() === "DELETE" ? "OLD" : "NEW";

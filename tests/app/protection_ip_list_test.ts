@@ -11,7 +11,7 @@ import { testConfig } from "../_helpers/server.ts";
 import { openProtectionStore } from "../../app/protection.ts";
 import { createPolicyObjectsRepo } from "../../db/policy_objects_repo.ts";
 import { createSitesRepo } from "../../db/sites_repo.ts";
-import { type Db, openStore, transaction } from "../../db/store.ts";
+import { type Db, transaction } from "../../db/store.ts";
 import { formatCidr, type IpAddress, maskWords, parseIp } from "../../engine/ip_address.ts";
 import { type IpList, ipListOf } from "../../engine/ip_list.ts";
 import { IpListFoldThread } from "../../mod/protection/ip_list_fold_thread.ts";
