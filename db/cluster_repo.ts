@@ -89,9 +89,12 @@ export function createClusterRepo(db: Db) {
   );
   const renewalById = db.prepare("SELECT * FROM cluster_node_renewals WHERE node_id = ?");
   const putRenewal = db.prepare(
-    `INSERT OR REPLACE INTO cluster_node_renewals
+    `INSERT INTO cluster_node_renewals
        (node_id, cert_serial, cert_fingerprint, cert_not_after, issued_at)
-     VALUES (:node_id, :cert_serial, :cert_fingerprint, :cert_not_after, :issued_at)`,
+     VALUES (:node_id, :cert_serial, :cert_fingerprint, :cert_not_after, :issued_at)
+     ON CONFLICT (node_id) DO UPDATE SET cert_serial = excluded.cert_serial,
+       cert_fingerprint = excluded.cert_fingerprint, cert_not_after = excluded.cert_not_after,
+       issued_at = excluded.issued_at`,
   );
   const setCertificate = db.prepare(
     `UPDATE cluster_nodes SET cert_serial = ?, cert_fingerprint = ?, cert_not_after = ?

@@ -13,7 +13,8 @@ export interface RollupRow {
 
 export function createMonitorRepo(db: Db) {
   const upsert = db.prepare(
-    "INSERT OR REPLACE INTO monitor_rollups (resolution, bucket, site_id, data) VALUES (?, ?, ?, ?)",
+    `INSERT INTO monitor_rollups (resolution, bucket, site_id, data) VALUES (?, ?, ?, ?)
+     ON CONFLICT (resolution, bucket, site_id) DO UPDATE SET data = excluded.data`,
   );
   const one = db.prepare(
     "SELECT * FROM monitor_rollups WHERE resolution = ? AND bucket = ? AND site_id = ?",
