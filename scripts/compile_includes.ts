@@ -9,6 +9,7 @@ export const COMPILE_INCLUDES: readonly string[] = [
   "console",
   "mod/access_log/writer_thread.ts",
   "app/data_worker.ts",
+  "db/pg/pg_worker.ts",
   "mod/protection/ip_list_fold_worker.ts",
   "mod/protection/pattern_tester_worker.ts",
   "mod/ops/store_jobs_worker.ts",

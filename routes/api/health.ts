@@ -50,7 +50,7 @@ export function healthRoutes(readiness: Readiness, cluster: ClusterHealth): Rout
             : store === "unavailable"
             ? "degraded"
             : "ready",
-          checks: { store },
+          ...(store === "ok" ? {} : { checks: { store } }),
         }, ready ? 200 : 503);
       },
     },

@@ -173,9 +173,11 @@ Deno.test({
       assertEquals(health.length, 2, JSON.stringify(health));
       ok(health.every((h) => h.includes(up.url.replace(/\/$/, "")) && h.includes("up")), health[0]);
       const pipeline = await page.locator("#pipeline dd").allTextContents();
-      // Queued, written, dropped, dropped verdicts, sampled, pruned.
-      assertEquals(pipeline.length, 6);
-      ok(pipeline.every((v) => /^\d/.test(v)), JSON.stringify(pipeline));
+      // Queued, written, dropped, dropped verdicts, sampled, the sampling rate now ("all" while
+      // nothing is sampled), spilled, spilled rows waiting, pruned.
+      assertEquals(pipeline.length, 9, JSON.stringify(pipeline));
+      assertEquals(pipeline[5], "all");
+      ok(pipeline.every((v, i) => i === 5 || /^\d/.test(v)), JSON.stringify(pipeline));
       await page.locator("#card-dropped .value", { hasText: /^0$/ }).waitFor();
       ok(admin.problems.length === 0, admin.problems.join("\n"));
     },
