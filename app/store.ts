@@ -52,20 +52,12 @@ export function openManagementStore(
   dataDir: string,
   options: { readonly now: number; readonly controllerId: string },
 ): ManagementStore {
-  const pg = productionPg(config);
-  if (!pg) {
+  if (!productionPg(config)) {
     const logPath = `${dataDir}/waf.db`;
     const db = openStore(logPath, { now: options.now });
     return { db, logDb: db, logPath };
   }
-  const db = openPgStore({
-    dsn: pg.dsn,
-    schema: pg.schema,
-    connectTimeoutMs: durationMs(pg.connect_timeout),
-    statementTimeoutMs: durationMs(pg.statement_timeout),
-    controllerId: options.controllerId,
-    now: options.now,
-  });
+  const db = openManagementDb(config, dataDir, options);
   try {
     const logPath = `${dataDir}/access_log.db`;
     return { db, logDb: openStore(logPath, { now: options.now }), logPath };
