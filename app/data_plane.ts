@@ -488,7 +488,22 @@ function startAccessLog(deps: DataPlaneDeps): { accessLog: AccessLog; pgSink: Pg
     observe: both(deps.events ? recordEvents(deps.events) : undefined, deps.observe),
   });
   accessLog.start();
-  return { accessLog, pgSink };
+  if (!production) return { accessLog, pgSink };
+  // Production: retention and the storage clean-up also apply to the deployment's table (this
+  // controller's own file keeps its `max_records` at every write).
+  const days = logs.retention_days * 86_400_000;
+  return {
+    accessLog: {
+      ...accessLog,
+      prune: async () =>
+        await accessLog.prune() +
+        await production.prune(clock.now() - days, logs.max_records),
+      pruneBefore: async (before) =>
+        await accessLog.pruneBefore(before) +
+        await production.prune(before, Number.MAX_SAFE_INTEGER),
+    },
+    pgSink,
+  };
 }
 
 function both<T>(
