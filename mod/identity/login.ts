@@ -13,7 +13,7 @@ import type { CaptchaPolicyStore } from "./captcha_policy.ts";
 import type { Clock } from "../core/clock.ts";
 import { AppError } from "../core/errors.ts";
 import { createLoginThrottle, LOGIN_LOCKOUT, type LoginThrottle } from "./login_throttle.ts";
-import { DUMMY_HASH, hashPassword, needsRehash, verifyPassword } from "./password_hash.ts";
+import { dummyHash, hashPassword, needsRehash, verifyPassword } from "./password_hash.ts";
 import type { Random } from "../core/random.ts";
 import type { RefusalAudit } from "./refusal_audit.ts";
 import type { NewSessionResult, Sessions } from "./sessions.ts";
@@ -174,7 +174,7 @@ class LoginService implements Login {
   /** The account, when the password is right (a dummy hash for an unknown user) and enabled. */
   async #checkPassword(a: Attempt): Promise<UserRow> {
     const user = this.#deps.repo.getByUsername(a.input.username);
-    const valid = await verifyPassword(a.input.password, user?.password_hash ?? DUMMY_HASH);
+    const valid = await verifyPassword(a.input.password, user?.password_hash ?? dummyHash());
     if (!user || !valid) {
       this.#refuse(a, {
         reason: user ? "wrong_password" : "unknown_user",
