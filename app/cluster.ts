@@ -1,8 +1,8 @@
 /**
  * Composes the cluster role of a process (docs/cluster.md). A controller shares the cluster CA,
  * the join tokens and the node registry with the other controllers of its store (one
- * deployment), and opens the mTLS cluster listener when `cluster.listen` is set. A node joins its controller with a one-time token (once; its identity
- * stays in its data directory).
+ * deployment), and opens the mTLS cluster listener when `cluster.listen` is set. A node joins
+ * its controller with a one-time token (once; its identity stays in its data directory).
  */
 import { createClusterRepo } from "../db/cluster_repo.ts";
 import type { Db } from "../db/store.ts";
