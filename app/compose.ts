@@ -434,18 +434,52 @@ function managementRoutes(base: Base, parts: Parts): RouteDef[] {
   return routes;
 }
 
+/**
+ * Tables no data-plane policy is compiled from: a remote commit that wrote only these does not
+ * rebuild the policy (a console user's session, an audit record, a node's heartbeat). Any other
+ * table, and any table added later, does.
+ */
+export const NOT_POLICY_TABLES: ReadonlySet<string> = new Set([
+  "access_log_cursors",
+  "access_logs",
+  "admin_sessions",
+  "ai_approvals",
+  "ai_conversations",
+  "ai_messages",
+  "ai_usage",
+  "api_tokens",
+  "audit_log",
+  "cluster_join_tokens",
+  "cluster_node_renewals",
+  "cluster_nodes",
+  "monitor_rollups",
+  "notification_attempts",
+  "notification_channels",
+  "notification_deliveries",
+  "notification_reads",
+  "notifications",
+  "ops_task_runs",
+  "ops_tasks",
+  "username_repairs",
+  "users",
+]);
+
 /** The composition's management app, start and close over the areas composed. */
 function finish(base: Base, parts: Parts): ComposedBase & Partial<AreaParts> {
   const { config, deps, readiness, core, coordinator } = base;
   const { db } = base.services;
-  // Another controller's commit: the data plane recompiles from the shared store, once per burst.
-  const remoteRebuild = debounce(() => {
+  // Another controller's commit: the data plane recompiles from the shared store, once per burst,
+  // unless the commit wrote only tables no policy is compiled from (sessions, audit, heartbeats).
+  const rebuild = debounce(() => {
     try {
       dataPlane?.policy.rebuild();
     } catch (err) {
       deps.logger.error("policy rebuild after a remote change failed", { error: err as Error });
     }
   }, REMOTE_CHANGE_DEBOUNCE_MS);
+  const remoteRebuild = Object.assign((tables: readonly string[] | null) => {
+    if (tables === null || !tables.every((t) => NOT_POLICY_TABLES.has(t))) rebuild();
+  }, { cancel: () => rebuild.cancel() });
   const { dataWorkers, apiAccess, cluster, tls, dataPlane, ai, plane, ops } = parts;
   const identity = parts.identity!;
   const routes = managementRoutes(base, parts);

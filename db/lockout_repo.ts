@@ -5,8 +5,7 @@
  * holds JSON per key, so the counts need no schema version of their own, and every controller of
  * a deployment reads and writes the same rows.
  */
-import type { Db } from "./store.ts";
-import { transaction } from "./store.ts";
+import { type Db, NO_CHANGE_NOTICE, transaction } from "./store.ts";
 
 /** One key's failures, as the lockout counts them. */
 export interface LockoutEntry {
@@ -25,13 +24,14 @@ export const LOCKOUT_PREFIX = "lockout.";
 
 export function createLockoutRepo(db: Db) {
   const get = db.prepare("SELECT value FROM settings WHERE key = ?");
+  // Counts are read back when needed: no other controller is told of each failure.
   const put = db.prepare(
-    `INSERT INTO settings (key, value, updated_at) VALUES (?, ?, ?)
+    `${NO_CHANGE_NOTICE} INSERT INTO settings (key, value, updated_at) VALUES (?, ?, ?)
      ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
   );
-  const del = db.prepare("DELETE FROM settings WHERE key = ?");
+  const del = db.prepare(`${NO_CHANGE_NOTICE} DELETE FROM settings WHERE key = ?`);
   const purge = db.prepare(
-    "DELETE FROM settings WHERE substr(key, 1, length(?)) = ? AND updated_at < ?",
+    `${NO_CHANGE_NOTICE} DELETE FROM settings WHERE substr(key, 1, length(?)) = ? AND updated_at < ?`,
   );
   return {
     /** The entry under `key` (a full settings key), or undefined. */

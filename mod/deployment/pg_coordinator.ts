@@ -4,8 +4,8 @@
  * store's pool so a busy store never delays a heartbeat.
  *
  * - Change feed: LISTEN `waf_store_changes`; every notice another controller's store sends
- *   (`{"controller": "...", "tables": [...]}`) reaches the listeners; this controller's own
- *   notices are ignored. After the LISTEN connection is lost and made again, the listeners are
+ *   (`{"controller": "...", "schema": "...", "tables": [...]}`) for this deployment's schema
+ *   reaches the listeners; this controller's own notices, and other schemas', are ignored. After the LISTEN connection is lost and made again, the listeners are
  *   told "anything changed" (`null`): notices sent meanwhile are lost.
  * - Leases: `task_leases`, one row per scheduled task, its holder renewing it with every
  *   heartbeat; a row not renewed for {@link STALE_MS} is taken by the next controller asking.
@@ -83,14 +83,15 @@ export function createPgCoordinator(options: PgCoordinatorOptions): PgCoordinato
     }
   };
   const onNotice = (payload: string) => {
-    let notice: { controller?: unknown; tables?: unknown };
+    let notice: { controller?: unknown; schema?: unknown; tables?: unknown };
     try {
       notice = JSON.parse(payload);
     } catch {
       tell(null);
       return;
     }
-    if (notice.controller === id) return;
+    // Another deployment's (its tables in another schema of the same database) is not ours.
+    if (notice.controller === id || notice.schema !== schema) return;
     tell(Array.isArray(notice.tables) ? notice.tables.map(String) : null);
   };
   const heartbeat = async () => {

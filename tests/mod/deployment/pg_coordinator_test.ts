@@ -13,7 +13,13 @@ const available = await hasPostgres();
 /** Two coordinators on a fresh schema with one fake clock; drops the schema after `fn`. */
 async function withTwo(
   fn: (
-    t: { a: PgCoordinator; b: PgCoordinator; sql: postgres.Sql; clock: { now: number } },
+    t: {
+      a: PgCoordinator;
+      b: PgCoordinator;
+      sql: postgres.Sql;
+      clock: { now: number };
+      schema: string;
+    },
   ) => Promise<void>,
 ): Promise<void> {
   const dsn = postgresDsn(available);
@@ -35,7 +41,7 @@ async function withTwo(
   try {
     await a.start({ name: "a", managementAddress: "https://a:9443" });
     await b.start({ name: "b", managementAddress: "https://b:9443" });
-    await fn({ a, b, sql, clock });
+    await fn({ a, b, sql, clock, schema });
   } finally {
     await a.stop().catch(() => {});
     await b.stop().catch(() => {});
@@ -53,19 +59,27 @@ Deno.test({
   name: "pg coordinator: a notice from A reaches B, not A itself (needs postgresql)",
   ignore: ignoreWithout(available),
   async fn() {
-    await withTwo(async ({ a, b, sql }) => {
+    await withTwo(async ({ a, b, sql, schema }) => {
       const heardByA: (readonly string[] | null)[] = [];
       a.onChange((t) => heardByA.push(t));
       const heard = nextChange(b);
+      // Another deployment's notice (its tables in another schema of the database) is not ours.
+      await sql`SELECT pg_notify(${CHANGE_CHANNEL}, ${
+        JSON.stringify({ controller: "ctrl-x", schema: `${schema}_other`, tables: ["users"] })
+      })`;
       // What the PostgreSQL store sends after A's commit.
-      const payload = JSON.stringify({ controller: "ctrl-a", tables: ["sites", "ip_lists"] });
+      const payload = JSON.stringify({
+        controller: "ctrl-a",
+        schema,
+        tables: ["sites", "ip_lists"],
+      });
       await sql`SELECT pg_notify(${CHANGE_CHANNEL}, ${payload})`;
       assertEquals(await heard, ["sites", "ip_lists"]);
       // B's own notice comes back to B's feed too; A hears it, proving A listens and that
       // its own earlier notice was skipped, not lost.
       const heardA = nextChange(a);
       await sql`SELECT pg_notify(${CHANGE_CHANNEL}, ${
-        JSON.stringify({ controller: "ctrl-b", tables: ["settings"] })
+        JSON.stringify({ controller: "ctrl-b", schema, tables: ["settings"] })
       })`;
       assertEquals(await heardA, ["settings"]);
       assertEquals(heardByA, [["settings"]]);
@@ -78,7 +92,7 @@ Deno.test({
     "pg coordinator: a lost LISTEN connection reconnects and asks for a full refresh (needs postgresql)",
   ignore: ignoreWithout(available),
   async fn() {
-    await withTwo(async ({ b, sql }) => {
+    await withTwo(async ({ b, sql, schema }) => {
       const refresh = nextChange(b);
       // Ends B's connections (the LISTEN one among them), as a database restart would.
       await sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
@@ -87,7 +101,7 @@ Deno.test({
       // And the feed works again after the reconnection.
       const again = nextChange(b);
       await sql`SELECT pg_notify(${CHANGE_CHANNEL}, ${
-        JSON.stringify({ controller: "ctrl-a", tables: ["users"] })
+        JSON.stringify({ controller: "ctrl-a", schema, tables: ["users"] })
       })`;
       assertEquals(await again, ["users"]);
     });
