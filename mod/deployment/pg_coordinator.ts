@@ -5,8 +5,9 @@
  *
  * - Change feed: LISTEN `waf_store_changes`; every notice another controller's store sends
  *   (`{"controller": "...", "schema": "...", "tables": [...]}`) for this deployment's schema
- *   reaches the listeners; this controller's own notices, and other schemas', are ignored. After the LISTEN connection is lost and made again, the listeners are
- *   told "anything changed" (`null`): notices sent meanwhile are lost.
+ *   reaches the listeners; this controller's own notices, and other schemas', are ignored.
+ *   After the LISTEN connection is lost and made again, the listeners are told "anything
+ *   changed" (`null`): notices sent meanwhile are lost.
  * - Leases: `task_leases`, one row per scheduled task, its holder renewing it with every
  *   heartbeat; a row not renewed for {@link STALE_MS} is taken by the next controller asking.
  * - Registry: `controllers`, one row per controller process, `last_seen_at` renewed every
