@@ -221,7 +221,11 @@ export class PgDatabase {
   }
 
   #notice(tables: Iterable<string>): PgStep {
-    const payload = JSON.stringify({ controller: this.controllerId, tables: [...tables] });
+    const payload = JSON.stringify({
+      controller: this.controllerId,
+      schema: this.schema,
+      tables: [...tables],
+    });
     return { text: "SELECT pg_notify($1, $2)", params: [CHANGE_CHANNEL, payload] };
   }
 

@@ -162,15 +162,20 @@ Deno.test({
 });
 
 Deno.test({
-  name: "a commit tells the other controllers which tables it wrote; a rollback tells nothing",
+  name:
+    "a commit tells the other controllers which tables it wrote, and in which schema; a rollback tells nothing",
   ignore: ignoreWithout(available),
   fn: () =>
     withSchema(async (schema) => {
       const db = open(schema, undefined, "controller-a");
       const listener = postgres(postgresDsn(available), { max: 1, onnotice: () => {} });
-      const heard: { controller: string; tables: string[] }[] = [];
+      const heard: { controller: string; schema: string; tables: string[] }[] = [];
       try {
-        await listener.listen("waf_store_changes", (p) => heard.push(JSON.parse(p)));
+        // The channel is database-wide: other tests' schemas notify on it too.
+        await listener.listen("waf_store_changes", (p) => {
+          const notice = JSON.parse(p);
+          if (notice.schema === schema) heard.push(notice);
+        });
         throws(() =>
           transaction(db, () => {
             db.prepare("INSERT INTO settings (key, value, updated_at) VALUES ('r', '1', 1)").run();
@@ -187,8 +192,8 @@ Deno.test({
         const until = Date.now() + 3_000;
         while (heard.length < 2 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
         assertEquals(heard, [
-          { controller: "controller-a", tables: ["settings", "audit_log"] },
-          { controller: "controller-a", tables: ["settings"] },
+          { controller: "controller-a", schema, tables: ["settings", "audit_log"] },
+          { controller: "controller-a", schema, tables: ["settings"] },
         ]);
       } finally {
         db.close();
