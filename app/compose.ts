@@ -42,6 +42,7 @@ import { createOps, type OpsPlane } from "./ops.ts";
 import { createDataWorkerPool, type DataWorkerPool, dataWorkersFor } from "./data_workers.ts";
 import { type Coordinator, debounce } from "../mod/deployment/coordinator.ts";
 import { openCoordinator } from "../mod/deployment/open.ts";
+import { relayRealtime } from "../mod/deployment/realtime_relay.ts";
 import { probeProductionStore } from "../mod/deployment/probe.ts";
 import { resolveDeploymentKeys } from "../mod/deployment/keys.ts";
 import { controllersRoutes } from "../routes/api/controllers.ts";
@@ -322,7 +323,12 @@ async function composeParts(base: Base, parts: Parts, chosen: ReadonlySet<Area>)
     });
   }
   if (chosen.has("monitor")) {
-    const plane = parts.plane = createMonitorPlane(core, dataPlane, services);
+    const plane = parts.plane = createMonitorPlane(core, dataPlane, {
+      ...services,
+      lease: base.coordinator.profile === "production"
+        ? (routine) => base.coordinator.acquire(`monitor.${routine}`)
+        : undefined,
+    });
     if (parts.cluster) plane.metrics.register(parts.cluster.collector);
     const workers = parts.dataWorkers;
     if (workers) plane.metrics.register((out) => workers.collect(out));
@@ -509,6 +515,8 @@ function finish(base: Base, parts: Parts): ComposedBase & Partial<AreaParts> {
     async start(baseUrl) {
       await identity.start(config.server.management.base_url ?? baseUrl);
       coordinator.onChange(remoteRebuild);
+      // Several controllers: a console on any of them sees the deployment's events, once each.
+      if (coordinator.profile === "production") relayRealtime(core.bus, coordinator);
       await coordinator.start({
         name: Deno.hostname(),
         managementAddress: config.server.management.base_url ?? baseUrl,

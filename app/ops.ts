@@ -95,6 +95,8 @@ export function maintenanceTasks(deps: OpsDeps, acme: Acme): TaskDef<never>[] {
         "Deletes access-log records older than storage.access_logs.retention_days, and any backlog beyond max_records (every write keeps that limit), in bounded slices on the writer thread.",
       schedule: { every_ms: 10 * MIN },
       runAtStart: true,
+      // Each controller's own access-log file.
+      scope: "controller",
       run: async () => ({ deleted: await dataPlane.accessLog.prune() }),
     },
     {
@@ -112,6 +114,9 @@ export function maintenanceTasks(deps: OpsDeps, acme: Acme): TaskDef<never>[] {
       description:
         "Purges ended sessions, expired CAPTCHA and throttle state and the setup token's file, writes the counts of aggregated refused sign-ins, and sweeps used two-factor codes.",
       schedule: { every_ms: MAINTENANCE_EVERY_MS },
+      // Mostly this process's memory (setup sessions, lockouts, throttles, the refused sign-ins
+      // it aggregated, used codes) and its setup file; the shared purges are idempotent deletes.
+      scope: "controller",
       run: async () => {
         await identity.maintenance();
         apiAccess.twoFactor.sweep();
@@ -197,6 +202,8 @@ export function maintenanceTasks(deps: OpsDeps, acme: Acme): TaskDef<never>[] {
       schedule: { every_ms: timeSync.intervalMs > 0 ? timeSync.intervalMs : HOUR },
       enabled: timeSync.periodic(),
       runAtStart: true,
+      // Each controller's own host clock (and the offset its checks apply).
+      scope: "controller",
       run: async () => {
         const v = await timeSync.sync();
         if (v.active === null) throw new Error("No time server answered");

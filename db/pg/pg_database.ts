@@ -221,7 +221,6 @@ export class PgDatabase {
   }
 
   #notice(tables: Iterable<string>): PgStep {
-    // The schema too: deployments in other schemas of the same database hear the channel.
     const payload = JSON.stringify({
       controller: this.controllerId,
       schema: this.schema,

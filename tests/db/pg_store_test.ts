@@ -162,18 +162,19 @@ Deno.test({
 });
 
 Deno.test({
-  name: "a commit tells the other controllers which tables it wrote; a rollback tells nothing",
+  name:
+    "a commit tells the other controllers which tables it wrote, and in which schema; a rollback tells nothing",
   ignore: ignoreWithout(available),
   fn: () =>
     withSchema(async (schema) => {
       const db = open(schema, undefined, "controller-a");
       const listener = postgres(postgresDsn(available), { max: 1, onnotice: () => {} });
-      const heard: { controller: string; tables: string[] }[] = [];
+      const heard: { controller: string; schema: string; tables: string[] }[] = [];
       try {
         // Only this schema's notices: other tests' deployments share the database's channel.
         await listener.listen("waf_store_changes", (p) => {
           const n = JSON.parse(p);
-          if (n.schema === schema) heard.push({ controller: n.controller, tables: n.tables });
+          if (n.schema === schema) heard.push(n);
         });
         throws(() =>
           transaction(db, () => {
@@ -200,8 +201,8 @@ Deno.test({
         while (heard.length < 2 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
         await new Promise((r) => setTimeout(r, 100));
         assertEquals(heard, [
-          { controller: "controller-a", tables: ["settings", "audit_log"] },
-          { controller: "controller-a", tables: ["settings"] },
+          { controller: "controller-a", schema, tables: ["settings", "audit_log"] },
+          { controller: "controller-a", schema, tables: ["settings"] },
         ]);
         assertEquals(db.prepare("SELECT COUNT(*) AS n FROM settings WHERE key = 'q'").get(), {
           n: 0,

@@ -4,7 +4,12 @@
  */
 import { assertEquals, ok } from "../../_helpers/assert.ts";
 import postgres from "postgres";
-import { CHANGE_CHANNEL, STALE_MS } from "../../../mod/deployment/coordinator.ts";
+import {
+  CHANGE_CHANNEL,
+  EVENT_CHANNEL,
+  type RelayedEvent,
+  STALE_MS,
+} from "../../../mod/deployment/coordinator.ts";
 import { createPgCoordinator, type PgCoordinator } from "../../../mod/deployment/pg_coordinator.ts";
 import { hasPostgres, ignoreWithout, postgresDsn } from "../../_helpers/services.ts";
 
@@ -159,6 +164,61 @@ Deno.test({
       // Stopping gives up the leases at once.
       await a.stop();
       assertEquals(await b.acquire("backup"), true);
+    });
+  },
+});
+
+Deno.test({
+  name:
+    "pg coordinator: notices and relayed events of another schema (another deployment on the database) are ignored (needs postgresql)",
+  ignore: ignoreWithout(available),
+  async fn() {
+    await withTwo(async ({ a, b, sql, schema }) => {
+      const changes: (readonly string[] | null)[] = [];
+      b.onChange((t) => changes.push(t));
+      const relayed: RelayedEvent[] = [];
+      const heard = new Promise<void>((resolve) =>
+        b.onRelay((e) => {
+          relayed.push(e);
+          resolve();
+        })
+      );
+      const mine: RelayedEvent[] = [];
+      a.onRelay((e) => mine.push(e));
+      await sql`SELECT pg_notify(${CHANGE_CHANNEL}, ${
+        JSON.stringify({ controller: "ctrl-x", schema: "elsewhere", tables: ["sites"] })
+      })`;
+      await sql`SELECT pg_notify(${EVENT_CHANNEL}, ${
+        JSON.stringify({
+          controller: "ctrl-x",
+          schema: "elsewhere",
+          kind: "config.changed",
+          time: 1,
+          site: null,
+          data: "{}",
+        })
+      })`;
+      const next = nextChange(b);
+      await sql`SELECT pg_notify(${CHANGE_CHANNEL}, ${
+        JSON.stringify({ controller: "ctrl-a", schema, tables: ["users"] })
+      })`;
+      assertEquals(await next, ["users"]);
+      assertEquals(changes, [["users"]]);
+      // A relays one event: B hears it (and not the other schema's), A does not hear itself.
+      a.relay({
+        kind: "config.changed",
+        time: 2,
+        site: { id: "s1", name: "shop" },
+        data: '{"n":1}',
+      });
+      await heard;
+      assertEquals(relayed, [{
+        kind: "config.changed",
+        time: 2,
+        site: { id: "s1", name: "shop" },
+        data: '{"n":1}',
+      }]);
+      assertEquals(mine, []);
     });
   },
 });
