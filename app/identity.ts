@@ -7,6 +7,7 @@
  */
 import { createSettingsRepo } from "../db/settings_repo.ts";
 import { createLockoutRepo } from "../db/lockout_repo.ts";
+import { createSpentIdsRepo } from "../db/spent_ids_repo.ts";
 import { type Db, transaction } from "../db/store.ts";
 import { createUsersRepo } from "../db/users_repo.ts";
 import type { Audit } from "../mod/core/audit.ts";
@@ -138,7 +139,12 @@ export async function createIdentity(deps: IdentityDeps): Promise<Identity> {
     key,
     roles,
   });
-  const captcha = createCaptcha({ key, clock: deps.clock, random: deps.random });
+  const captcha = createCaptcha({
+    key,
+    clock: deps.clock,
+    random: deps.random,
+    spent: createSpentIdsRepo(deps.db),
+  });
   const captchaPolicy = createCaptchaPolicy(settings);
   const login = createLogin({
     repo: usersRepo,

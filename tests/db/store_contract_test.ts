@@ -18,6 +18,7 @@ const CONTRACT = [
   "tests/mod/identity/token_cleanup_test.ts",
   "tests/mod/identity/refusal_audit_test.ts",
   "tests/mod/identity/shared_lockout_test.ts",
+  "tests/mod/identity/shared_captcha_test.ts",
   "tests/mod/cluster/cluster_ca_test.ts",
   "tests/mod/ops/scheduler_test.ts",
   "tests/mod/data_plane/sites_test.ts",
