@@ -17,7 +17,7 @@ import { missingProductionKeys, type ProductionProblem } from "../mod/config/pro
 import { parseListen } from "../mod/config/config_schema.ts";
 import type { Logger } from "../mod/core/logger.ts";
 import type { Random } from "../mod/core/random.ts";
-import { createReadiness, type Readiness } from "../mod/core/readiness.ts";
+import { createReadiness, type Readiness, storeState } from "../mod/core/readiness.ts";
 import { createEventLog } from "../mod/core/event_log.ts";
 import { managementTls } from "../mod/tls/tls.ts";
 import type { Pem } from "../mod/tls/x509.ts";
@@ -41,11 +41,13 @@ import { type ClusterPlane, createCluster } from "./cluster.ts";
 import { createOps, type OpsPlane } from "./ops.ts";
 import { createDataWorkerPool, type DataWorkerPool, dataWorkersFor } from "./data_workers.ts";
 import { type Coordinator, debounce } from "../mod/deployment/coordinator.ts";
+import { createStoreFacts, databaseLocation } from "../mod/deployment/store_facts.ts";
 import { openCoordinator } from "../mod/deployment/open.ts";
 import { relayRealtime } from "../mod/deployment/realtime_relay.ts";
 import { probeProductionStore } from "../mod/deployment/probe.ts";
 import { resolveDeploymentKeys } from "../mod/deployment/keys.ts";
 import { controllersRoutes } from "../routes/api/controllers.ts";
+import { systemStorageRoutes } from "../routes/api/system_storage.ts";
 
 /** How long remote change notices are gathered into one policy rebuild. */
 const REMOTE_CHANGE_DEBOUNCE_MS = 100;
@@ -294,8 +296,25 @@ async function openBase(options: ServerOptions, deps: ComposeDeps, dataPlane: bo
   };
   const core = createMonitorCore(services);
   const coordinator = openCoordinator({ db, config, clock: deps.clock, logger: deps.logger });
+  const storeFacts = createStoreFacts({
+    db,
+    profile: config.storage.profile,
+    location: databaseLocation(config, dataDir),
+    coordinator,
+    state: () => storeState(readiness),
+  });
   // `workerCount`: the data-plane threads `server.data.workers` asks for (1: the main thread).
-  return { config, deps, services, readiness, events, core, workerCount, coordinator };
+  return {
+    config,
+    deps,
+    services,
+    readiness,
+    events,
+    core,
+    workerCount,
+    coordinator,
+    storeFacts,
+  };
 }
 
 /** The areas after API access, in order; a failure leaves the caller to close what was made. */
@@ -342,6 +361,7 @@ async function composeParts(base: Base, parts: Parts, chosen: ReadonlySet<Area>)
       identity: parts.identity,
       apiAccess: parts.apiAccess!,
       lease: (task) => base.coordinator.acquire(`ops.${task}`),
+      storeFacts: base.storeFacts,
     });
   }
 }
@@ -436,7 +456,7 @@ function managementRoutes(base: Base, parts: Parts): RouteDef[] {
   if (plane) routes.push(...base.core.routes, ...plane.monitorRoutes, ...plane.systemRoutes);
   if (cluster) routes.push(...cluster.routes);
   if (ops) routes.push(...ops.routes);
-  routes.push(...controllersRoutes(base.coordinator));
+  routes.push(...controllersRoutes(base.coordinator), ...systemStorageRoutes(base.storeFacts));
   return routes;
 }
 

@@ -31,11 +31,16 @@ import type { DataPlane } from "./data_plane.ts";
 import type { Identity } from "./identity.ts";
 import { MAINTENANCE_EVERY_MS } from "./identity.ts";
 import type { MonitorCore, MonitorPlane } from "./monitor.ts";
+import type { StoreFacts } from "../mod/deployment/store_facts.ts";
 
 export interface OpsDeps {
   readonly db: Db;
   readonly audit: Audit;
   readonly dataDir: string;
+  /** The local SQLite file (`waf.db`, or `access_log.db` on the production profile). */
+  readonly logPath: string;
+  /** The management database's facts, for `GET /api/storage`. */
+  readonly storeFacts: StoreFacts;
   /** The deployment's sealing and signing keys, resolved once at start-up. */
   readonly keys: DeploymentKeys;
   readonly config: Config;
@@ -298,6 +303,8 @@ export function createOps(deps: OpsDeps): OpsPlane {
   }, maintenanceTasks(deps, acme));
   const storage = createStorage({
     dataDir: deps.dataDir,
+    localPath: deps.logPath,
+    management: deps.storeFacts.database,
     clock: deps.clock,
     accessLog: () => deps.dataPlane.accessLog.stats(),
     redisUrl: deps.config.storage.redis?.url,

@@ -75,6 +75,11 @@ export function schemaVersion(db: Db): number {
   return row?.v ?? 0;
 }
 
+/** One cheap round trip to the store (`SELECT 1`); throws when it cannot be reached. */
+export function pingStore(db: Db): void {
+  db.prepare("SELECT 1 AS one").get();
+}
+
 /** Reads the schema version without writing anything (read-only open). */
 function peekVersion(path: string): number {
   try {
