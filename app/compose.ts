@@ -535,6 +535,17 @@ function finish(base: Base, parts: Parts): ComposedBase & Partial<AreaParts> {
     async start(baseUrl) {
       await identity.start(config.server.management.base_url ?? baseUrl);
       coordinator.onChange(remoteRebuild);
+      // An ACME order on another controller: its HTTP-01 answers are served here too.
+      coordinator.onChange((tables) => {
+        if (tables !== null && !tables.includes("settings")) return;
+        try {
+          dataPlane?.acmeChallenges.refresh();
+        } catch (err) {
+          deps.logger.warn("ACME challenges could not be read from the store", {
+            error: err as Error,
+          });
+        }
+      });
       // Several controllers: a console on any of them sees the deployment's events, once each.
       if (coordinator.profile === "production") relayRealtime(core.bus, coordinator);
       await coordinator.start({

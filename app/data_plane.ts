@@ -23,7 +23,13 @@ import type { EventLog } from "../mod/core/event_log.ts";
 import type { Logger } from "../mod/core/logger.ts";
 import type { Notifications } from "../mod/core/notifications.ts";
 import { recordEvents } from "../mod/data_plane/record_events.ts";
-import { type AcmeChallenges, createAcmeChallenges } from "../mod/data_plane/acme_challenges.ts";
+import {
+  type AcmeChallenges,
+  createAcmeChallenges,
+  shareAcmeChallenges,
+  type SharedAcmeChallenges,
+} from "../mod/data_plane/acme_challenges.ts";
+import { createAcmeChallengesRepo } from "../db/acme_challenges_repo.ts";
 import { createPgShipper } from "../mod/access_log/pg_shipper.ts";
 import {
   createPgSinkConfig,
@@ -74,7 +80,7 @@ export interface DataPlane {
   readonly policy: Policy;
   readonly accessLog: AccessLog;
   /** Pending ACME HTTP-01 answers the data plane serves (the ACME issuer adds them). */
-  readonly acmeChallenges: AcmeChallenges;
+  readonly acmeChallenges: SharedAcmeChallenges;
   /** The PostgreSQL sink's run-time configuration (`PUT /api/storage/sink`). */
   readonly pgSink: PgSinkConfig;
   readonly proxy: Proxy;
@@ -207,7 +213,12 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     random,
     defaultLevel: () => settings.get(SETUP_KEYS.siteLevel) as SiteConfig["level"] | undefined,
   });
-  const acmeChallenges = deps.workers?.acmeChallenges ?? createAcmeChallenges();
+  // Shared through the store: the CA's request may reach any controller of the deployment.
+  const acmeChallenges = shareAcmeChallenges(
+    deps.workers?.acmeChallenges ?? createAcmeChallenges(),
+    createAcmeChallengesRepo(db, () => clock.now()),
+    (message, err) => logger.warn(message, { error: err as Error }),
+  );
   // Both listeners (HTTP here, HTTPS through the TLS front) run requests through the Hono app.
   const { proxy, data } = createProxyApp({
     acme: acmeChallenges,

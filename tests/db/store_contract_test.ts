@@ -19,6 +19,7 @@ const CONTRACT = [
   "tests/mod/identity/refusal_audit_test.ts",
   "tests/mod/identity/shared_lockout_test.ts",
   "tests/mod/identity/shared_captcha_test.ts",
+  "tests/mod/data_plane/shared_acme_challenges_test.ts",
   "tests/mod/cluster/cluster_ca_test.ts",
   "tests/mod/ops/scheduler_test.ts",
   "tests/mod/data_plane/sites_test.ts",
