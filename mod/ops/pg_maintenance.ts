@@ -12,6 +12,7 @@ import { openPostgres } from "../../db/pg_sink.ts";
 import type { ProductionStoreOptions } from "../config/production.ts";
 import { redactDsn } from "../config/production.ts";
 import { backupName, rotateBackups } from "./store_jobs.ts";
+import { pathExists } from "../core/fs.ts";
 
 /** One statement and its rows: the store's own connection or a pool of {@link openPostgres}. */
 export type Query = (text: string) => Promise<readonly Record<string, unknown>[]>;
@@ -140,7 +141,7 @@ export async function pgDumpBackup(
   };
   if (password !== undefined) env["PGPASSWORD"] = password;
   let out = `${folder}/${backupName(now, "dump")}`;
-  for (let i = 1; await exists(out); i++) {
+  for (let i = 1; await pathExists(out); i++) {
     out = `${folder}/${backupName(now, "dump").replace(/\.dump$/, `-${i}.dump`)}`;
   }
   const dump = await run(deps.pgDump ?? "pg_dump", [
@@ -163,14 +164,4 @@ export async function pgDumpBackup(
   }
   const bytes = (await Deno.stat(out)).size;
   return { path: out, bytes, removed: await rotateBackups(folder, keep) };
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.lstat(path);
-    return true;
-  } catch (err) {
-    if (err instanceof Deno.errors.NotFound) return false;
-    throw err;
-  }
 }
