@@ -30,8 +30,8 @@ Deno.test({
     await textMatches(admin, "#db-state", /answering/);
     await textMatches(admin, "#db-latency", /\d ms/);
     await textMatches(admin, "#controllers table", /this one.*yes/s);
-    // The scheduler's start-up run of the retention task took its lease.
-    await textMatches(admin, "#controllers table", /ops\.access-log-retention/);
+    // The scheduler's start-up run of the certificate check took its lease.
+    await textMatches(admin, "#controllers table", /ops\.certificate-check/);
     await admin.screenshot("system-deployment");
     assertEquals(admin.problems, []);
   });
@@ -78,7 +78,7 @@ Deno.test({
       await textMatches(admin, "#db-location", new RegExp(`postgres:\\*\\*\\*@.*${schema}`));
       await textMatches(admin, "#db-state", /answering/);
       await textMatches(admin, "#controllers table", /this one.*yes/s);
-      await textMatches(admin, "#controllers table", /ops\.access-log-retention, /);
+      await textMatches(admin, "#controllers table", /ops\.certificate-check/);
       ok(!(await admin.page.locator("main").innerText()).includes(PASSWORD));
       await admin.screenshot("system-deployment-production");
       assertEquals(admin.problems, []);
