@@ -6,6 +6,7 @@ import { addSite, apiFor, hit, steps } from "../_helpers/protection.ts";
 import { startTestServer } from "../_helpers/server.ts";
 import { startUpstream } from "../_helpers/upstream.ts";
 import { ignoreWithout } from "../_helpers/services.ts";
+import { waitFor } from "../_helpers/wait.ts";
 
 const CURL = { "user-agent": "curl/8.5.0" };
 /** A page-side condition (a string, so this file needs no DOM types). */
@@ -90,13 +91,18 @@ Deno.test({
   const cookies = await context.cookies();
   const clearance = cookies.find((c) => c.name === "waf_clearance");
   ok(clearance?.httpOnly);
-  const last = (await s.dataPlane.accessLog.list({ limit: 1 }))[0];
-  ok(last !== undefined);
-  const rec = JSON.parse(last.record);
+  // The cleared request's record (written as its response ends: it may trail the page by a
+  // moment, after the challenge's own records).
+  type Chain = { check: string; result: string; rule?: string }[];
+  let rec: { path: string; chain: Chain } | undefined;
+  await waitFor(async () => {
+    const rows = await s.dataPlane.accessLog.list({ limit: 10 });
+    rec = rows.map((r) => JSON.parse(r.record) as { path: string; chain: Chain })
+      .find((r) => r.path === "/welcome" && r.chain.some((c) => c.result === "clearance"));
+    return rec !== undefined;
+  }, "the cleared request's record");
   assertEquals(
-    rec.chain.map((c: { check: string; result: string; rule?: string }) =>
-      `${c.check}:${c.result}:${c.rule ?? ""}`
-    )
+    rec!.chain.map((c) => `${c.check}:${c.result}:${c.rule ?? ""}`)
       .filter((x: string) => x.startsWith("bot")),
     [`bot:clearance:${suspicious.id}`],
   );
