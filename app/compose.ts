@@ -40,7 +40,12 @@ import {
 import { type ClusterPlane, createCluster } from "./cluster.ts";
 import { createOps, type OpsPlane } from "./ops.ts";
 import { createDataWorkerPool, type DataWorkerPool, dataWorkersFor } from "./data_workers.ts";
-import { type Coordinator, debounce } from "../mod/deployment/coordinator.ts";
+import {
+  changesPolicy,
+  changesTasks,
+  type Coordinator,
+  debounce,
+} from "../mod/deployment/coordinator.ts";
 import { openCoordinator } from "../mod/deployment/open.ts";
 import { probeProductionStore } from "../mod/deployment/probe.ts";
 import { resolveDeploymentKeys } from "../mod/deployment/keys.ts";
@@ -474,7 +479,10 @@ function finish(base: Base, parts: Parts): ComposedBase & Partial<AreaParts> {
     tls,
     async start(baseUrl) {
       await identity.start(config.server.management.base_url ?? baseUrl);
-      coordinator.onChange(remoteRebuild);
+      coordinator.onChange((tables) => {
+        if (changesPolicy(tables)) remoteRebuild();
+        if (changesTasks(tables)) ops?.scheduler.rescheduled();
+      });
       await coordinator.start({
         name: Deno.hostname(),
         managementAddress: config.server.management.base_url ?? baseUrl,

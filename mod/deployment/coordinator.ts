@@ -34,6 +34,25 @@ export interface ControllerView {
  */
 export type ChangeListener = (tables: readonly string[] | null) => void;
 
+/**
+ * The tables the data plane's policy is compiled from (sites with their certificates; rules,
+ * IP lists, protection, edge, API-security and block-page objects): only another controller's
+ * write to one of these rebuilds this controller's policy. Every other write (sessions, audit,
+ * task runs, node heartbeats) leaves it as it is: a rebuild per remote write kept the data plane's
+ * thread compiling for most of a busy second.
+ */
+export const POLICY_TABLES: ReadonlySet<string> = new Set(["sites", "policy_objects"]);
+
+/** Whether a change notice can change the compiled policy (`null`: notices may have been missed). */
+export function changesPolicy(tables: readonly string[] | null): boolean {
+  return tables === null || tables.some((t) => POLICY_TABLES.has(t.toLowerCase()));
+}
+
+/** Whether a change notice can move a scheduled task's next run (`null`: it may have). */
+export function changesTasks(tables: readonly string[] | null): boolean {
+  return tables === null || tables.some((t) => t.toLowerCase() === "ops_tasks");
+}
+
 export interface Coordinator {
   readonly profile: "temporary" | "production";
   /** This process's id (the PostgreSQL store's `controllerId` on production). */
