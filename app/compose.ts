@@ -44,7 +44,7 @@ import {
   changesPolicy,
   changesTasks,
   type Coordinator,
-  debounce,
+  debounceRetrying,
 } from "../mod/deployment/coordinator.ts";
 import { openCoordinator } from "../mod/deployment/open.ts";
 import { probeProductionStore } from "../mod/deployment/probe.ts";
@@ -53,6 +53,8 @@ import { controllersRoutes } from "../routes/api/controllers.ts";
 
 /** How long remote change notices are gathered into one policy rebuild. */
 const REMOTE_CHANGE_DEBOUNCE_MS = 100;
+/** How soon a remote change's rebuild that failed is tried again. */
+const REMOTE_REBUILD_RETRY_MS = 1_000;
 
 export class ProductionStorageUnavailableError extends Error {
   constructor(readonly problems: readonly ProductionProblem[]) {
@@ -444,13 +446,16 @@ function finish(base: Base, parts: Parts): ComposedBase & Partial<AreaParts> {
   const { config, deps, readiness, core, coordinator } = base;
   const { db } = base.services;
   // Another controller's commit: the data plane recompiles from the shared store, once per burst.
-  const remoteRebuild = debounce(() => {
-    try {
-      dataPlane?.policy.rebuild();
-    } catch (err) {
-      deps.logger.error("policy rebuild after a remote change failed", { error: err as Error });
-    }
-  }, REMOTE_CHANGE_DEBOUNCE_MS);
+  // A failed rebuild (the store still coming back after an outage) is tried again.
+  const remoteRebuild = debounceRetrying(
+    () => void dataPlane?.policy.rebuild(),
+    REMOTE_CHANGE_DEBOUNCE_MS,
+    REMOTE_REBUILD_RETRY_MS,
+    (err) =>
+      deps.logger.warn("policy rebuild after a remote change failed; retrying", {
+        error: err instanceof Error ? err.message : String(err),
+      }),
+  );
   const { dataWorkers, apiAccess, cluster, tls, dataPlane, ai, plane, ops } = parts;
   const identity = parts.identity!;
   const routes = managementRoutes(base, parts);

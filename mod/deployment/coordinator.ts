@@ -133,3 +133,39 @@ export function debounce(fn: () => void, ms: number): { (): void; cancel(): void
   };
   return call;
 }
+
+/**
+ * {@link debounce} for work that may fail: a run that throws is told to `failed` and tried again
+ * `retryMs` later, until one succeeds or a newer burst runs it. A remote change's rebuild needs
+ * this: when the feed reconnects after an outage it says "anything changed" while the store may
+ * still be coming back, and a rebuild lost then would leave another controller's writes out of
+ * this controller's policy until the next change.
+ */
+export function debounceRetrying(
+  fn: () => void,
+  ms: number,
+  retryMs: number,
+  failed: (err: unknown) => void,
+): { (): void; cancel(): void } {
+  let retry: ReturnType<typeof setTimeout> | undefined;
+  const run = debounce(() => {
+    clearTimeout(retry);
+    retry = undefined;
+    try {
+      fn();
+    } catch (err) {
+      failed(err);
+      retry = setTimeout(() => {
+        retry = undefined;
+        run();
+      }, retryMs);
+    }
+  }, ms);
+  const call = () => run();
+  call.cancel = () => {
+    run.cancel();
+    clearTimeout(retry);
+    retry = undefined;
+  };
+  return call;
+}

@@ -1,6 +1,10 @@
 /** Which remote change notices rebuild the policy or wake the task scheduler. */
 import { assertEquals } from "../../_helpers/assert.ts";
-import { changesPolicy, changesTasks } from "../../../mod/deployment/coordinator.ts";
+import {
+  changesPolicy,
+  changesTasks,
+  debounceRetrying,
+} from "../../../mod/deployment/coordinator.ts";
 
 Deno.test("changesPolicy() is true for sites and policy objects, and for a missed-notices null", () => {
   assertEquals(changesPolicy(["sites"]), true);
@@ -19,4 +23,50 @@ Deno.test("changesTasks() is true for ops_tasks and null only", () => {
   assertEquals(changesTasks(["ops_tasks"]), true);
   assertEquals(changesTasks(null), true);
   assertEquals(changesTasks(["ops_task_runs", "sites"]), false);
+});
+
+Deno.test("debounceRetrying() runs once per burst and tries a failed run again until it succeeds", async () => {
+  let calls = 0;
+  const failures: unknown[] = [];
+  const run = debounceRetrying(
+    () => {
+      calls++;
+      if (calls < 3) throw new Error("The management database is unavailable");
+    },
+    5,
+    20,
+    (err) => failures.push(err),
+  );
+  try {
+    run();
+    run();
+    run();
+    const until = Date.now() + 2_000;
+    while (calls < 3 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+    assertEquals(calls, 3, "one run for the burst, two retries");
+    assertEquals(failures.length, 2);
+    // Succeeded: no further retry is armed.
+    await new Promise((r) => setTimeout(r, 60));
+    assertEquals(calls, 3);
+  } finally {
+    run.cancel();
+  }
+});
+
+Deno.test("debounceRetrying().cancel() stops a pending retry", async () => {
+  let calls = 0;
+  const run = debounceRetrying(
+    () => {
+      calls++;
+      throw new Error("down");
+    },
+    1,
+    20,
+    () => {},
+  );
+  run();
+  while (calls === 0) await new Promise((r) => setTimeout(r, 5));
+  run.cancel();
+  await new Promise((r) => setTimeout(r, 60));
+  assertEquals(calls, 1);
 });
