@@ -115,21 +115,43 @@ export function createLocalCoordinator(deps: {
 }
 
 /**
- * Calls `fn` once per burst: the first call arms a timer of `ms`, the calls until it fires share
- * it (one policy rebuild per burst of remote notices).
+ * Calls `fn` soon after the first call of a burst (on the next turn of the event loop, so the
+ * calls made meanwhile share it), then at most once per `ms`: calls while that window is open
+ * share one more run at its end. The first remote notice of a burst is applied at once - waiting
+ * `ms` first cost every write's propagation that much - and a burst still costs two rebuilds at
+ * most per window.
  */
 export function debounce(fn: () => void, ms: number): { (): void; cancel(): void } {
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const call = () => {
-    if (timer !== undefined) return;
+  /** A run is due on the next turn: calls now are served by it. */
+  let scheduled = false;
+  /** A call came while the window was open: one more run when it closes. */
+  let again = false;
+  const fire = () => {
+    scheduled = false;
     timer = setTimeout(() => {
       timer = undefined;
-      fn();
+      if (again) {
+        again = false;
+        call();
+      }
     }, ms);
+    fn();
+  };
+  const call = () => {
+    if (scheduled) return;
+    if (timer !== undefined) {
+      again = true;
+      return;
+    }
+    scheduled = true;
+    timer = setTimeout(fire, 0);
   };
   call.cancel = () => {
     clearTimeout(timer);
     timer = undefined;
+    scheduled = false;
+    again = false;
   };
   return call;
 }

@@ -1,8 +1,9 @@
-/** Which remote change notices rebuild the policy or wake the task scheduler. */
-import { assertEquals } from "../../_helpers/assert.ts";
+/** Which remote change notices rebuild the policy or wake the task scheduler, and how often. */
+import { assertEquals, ok } from "../../_helpers/assert.ts";
 import {
   changesPolicy,
   changesTasks,
+  debounce,
   debounceRetrying,
 } from "../../../mod/deployment/coordinator.ts";
 
@@ -69,4 +70,28 @@ Deno.test("debounceRetrying().cancel() stops a pending retry", async () => {
   run.cancel();
   await new Promise((r) => setTimeout(r, 60));
   assertEquals(calls, 1);
+});
+
+Deno.test("debounce() runs the first call of a burst at once, then at most once per window", async () => {
+  const runs: number[] = [];
+  const t0 = performance.now();
+  const run = debounce(() => runs.push(performance.now() - t0), 200);
+  try {
+    run();
+    run();
+    // The calls of one turn share the first run, which does not wait for the window.
+    await new Promise((r) => setTimeout(r, 50));
+    assertEquals(runs.length, 1);
+    ok(runs[0]! < 150, `the first run waited ${runs[0]} ms`);
+    // Calls inside the window share one run at its end.
+    run();
+    run();
+    assertEquals(runs.length, 1);
+    const until = Date.now() + 2_000;
+    while (runs.length < 2 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+    assertEquals(runs.length, 2);
+    ok(runs[1]! - runs[0]! >= 150, "the second run waited for the window");
+  } finally {
+    run.cancel();
+  }
 });
