@@ -9,6 +9,7 @@ import {
   createDeploymentLogSink,
   ensureDeploymentLog,
   openDeploymentPool,
+  pruneDeploymentLog,
 } from "../db/access_log_pg.ts";
 import { createPgAccessLogReader } from "../db/access_log_pg_queries.ts";
 import type { AccessLogReader } from "../db/access_log_reader.ts";
@@ -82,10 +83,19 @@ export type ProductionShipStats = Omit<PgShipperStats, "postgresql"> & {
   readonly production: true;
 };
 
+/** The production access log's parts: its shipper, its views and the deployment's retention. */
+export interface ProductionAccessLog {
+  readonly sink: Omit<AccessLogSink, "stats"> & { stats(): ProductionShipStats };
+  readonly views: LogViews;
+  /**
+   * Retention of the deployment's table: the rows older than `before`, then all but the newest
+   * `keep` (every controller's records together). Returns the rows deleted.
+   */
+  prune(before: number, keep: number): Promise<number>;
+}
+
 /** The shipper to the deployment's table and the views that read it. */
-export function productionAccessLog(
-  deps: ProductionLogDeps,
-): { sink: Omit<AccessLogSink, "stats"> & { stats(): ProductionShipStats }; views: LogViews } {
+export function productionAccessLog(deps: ProductionLogDeps): ProductionAccessLog {
   const db = deps.database;
   const connectTimeoutSeconds = Math.max(1, Math.ceil(db.connectTimeoutMs / 1000));
   const common = {
@@ -166,5 +176,9 @@ export function productionAccessLog(
     },
     close: () => sql.end({ timeout: 2 }),
   });
-  return { sink, views };
+  return {
+    sink,
+    views,
+    prune: async (before, keep) => (await ready(), await pruneDeploymentLog(sql, before, keep)),
+  };
 }

@@ -21,6 +21,7 @@ import { createOta } from "../mod/ops/ota.ts";
 import type { Random } from "../mod/core/random.ts";
 import { type DeploymentKeys, keyBytesAsync } from "../mod/core/deployment_keys.ts";
 import { createSecretBox } from "../mod/core/secret_box.ts";
+import { createLockoutRepo } from "../db/lockout_repo.ts";
 import { recoveryKey } from "../mod/identity/recovery_codes.ts";
 import { createTokenCleanup, type TokenCleanup } from "../mod/identity/token_cleanup.ts";
 import { createTwoFactor, type TwoFactor } from "../mod/identity/two_factor.ts";
@@ -114,6 +115,7 @@ export function createApiAccess(deps: ApiAccessDeps): ApiAccess {
     logger: deps.logger,
     transaction: tx,
     roles: deps.config.apisec.permissions,
+    lockouts: createLockoutRepo(deps.db),
   });
   const sink = { audit, transaction: tx };
   const routes: RouteDef[] = [

@@ -1,8 +1,8 @@
 /**
- * Composes the cluster role of a process (docs/cluster.md). A controller keeps the cluster CA,
- * the join tokens and the node registry, and opens the mTLS cluster listener when
- * `cluster.listen` is set. A node joins its controller with a one-time token (once; its identity
- * stays in its data directory).
+ * Composes the cluster role of a process (docs/cluster.md). A controller shares the cluster CA,
+ * the join tokens and the node registry with the other controllers of its store (one
+ * deployment), and opens the mTLS cluster listener when `cluster.listen` is set. A node joins
+ * its controller with a one-time token (once; its identity stays in its data directory).
  */
 import { createClusterRepo } from "../db/cluster_repo.ts";
 import type { Db } from "../db/store.ts";
@@ -44,6 +44,7 @@ import type { Listener } from "../net/listen.ts";
 import { listenMtls } from "../net/mtls_listen.ts";
 import type { Hono } from "hono";
 import type { DeploymentKeys } from "../mod/core/deployment_keys.ts";
+import { createSecretBox } from "../mod/core/secret_box.ts";
 
 /** Paths the cluster listener serves; everything else there is 404. */
 const CLUSTER_PATHS =
@@ -125,9 +126,20 @@ async function createController(deps: ClusterDeps): Promise<ClusterPlane> {
   if (listenAddr && listenAddr.hostname !== "0.0.0.0" && listenAddr.hostname !== "::") {
     names.add(listenAddr.hostname);
   }
-  const ca = await loadClusterCa(deps.dataDir, [...names], deps.clock.now(), deps.random);
-  const repo = createClusterRepo(deps.db);
   const tx = <T>(fn: () => T): T => transaction(deps.db, fn);
+  const ca = await loadClusterCa(
+    {
+      settings: createSettingsRepo(deps.db),
+      transaction: tx,
+      box: createSecretBox(deps.keys.sealing, deps.random),
+      dataDir: deps.dataDir,
+      random: deps.random,
+    },
+    [...names],
+    deps.clock.now(),
+  );
+  logCaOrigin(deps, ca);
+  const repo = createClusterRepo(deps.db);
   const base = { repo, audit: deps.audit, clock: deps.clock, random: deps.random, transaction: tx };
   const tokens = createJoinTokens({ ...base, caFingerprint: ca.fingerprint });
   const enrollment = createEnrollment({
@@ -193,6 +205,25 @@ async function createController(deps: ClusterDeps): Promise<ClusterPlane> {
       return Promise.resolve();
     },
   };
+}
+
+/** Says where the deployment's cluster CA came from when that is news for the operator. */
+function logCaOrigin(deps: Pick<ClusterDeps, "logger" | "dataDir">, ca: ClusterCa): void {
+  const fields = { fingerprint: ca.fingerprint };
+  if (ca.origin === "adopted") {
+    deps.logger.info("cluster CA moved from the data directory into the management store", {
+      ...fields,
+      file: `${deps.dataDir}/cluster/ca.key`,
+    });
+  } else if (ca.origin === "created") {
+    deps.logger.info("cluster CA created in the management store", fields);
+  }
+  if (ca.staleFile) {
+    deps.logger.warn(
+      "the data directory holds a cluster CA that is not the deployment's: nodes enrolled with it must join again",
+      { ...fields, file: `${deps.dataDir}/cluster/ca.crt` },
+    );
+  }
 }
 
 function refuseLocalWrite(): never {

@@ -17,7 +17,7 @@ import { missingProductionKeys, type ProductionProblem } from "../mod/config/pro
 import { parseListen } from "../mod/config/config_schema.ts";
 import type { Logger } from "../mod/core/logger.ts";
 import type { Random } from "../mod/core/random.ts";
-import { createReadiness, type Readiness } from "../mod/core/readiness.ts";
+import { createReadiness, type Readiness, storeState } from "../mod/core/readiness.ts";
 import { createEventLog } from "../mod/core/event_log.ts";
 import { managementTls } from "../mod/tls/tls.ts";
 import type { Pem } from "../mod/tls/x509.ts";
@@ -40,16 +40,14 @@ import {
 import { type ClusterPlane, createCluster } from "./cluster.ts";
 import { createOps, type OpsPlane } from "./ops.ts";
 import { createDataWorkerPool, type DataWorkerPool, dataWorkersFor } from "./data_workers.ts";
-import {
-  changesPolicy,
-  changesTasks,
-  type Coordinator,
-  debounceRetrying,
-} from "../mod/deployment/coordinator.ts";
+import { changesTasks, type Coordinator, debounceRetrying } from "../mod/deployment/coordinator.ts";
+import { createStoreFacts, databaseLocation } from "../mod/deployment/store_facts.ts";
 import { openCoordinator } from "../mod/deployment/open.ts";
+import { relayRealtime } from "../mod/deployment/realtime_relay.ts";
 import { probeProductionStore } from "../mod/deployment/probe.ts";
 import { resolveDeploymentKeys } from "../mod/deployment/keys.ts";
 import { controllersRoutes } from "../routes/api/controllers.ts";
+import { systemStorageRoutes } from "../routes/api/system_storage.ts";
 
 /** How long remote change notices are gathered into one policy rebuild. */
 const REMOTE_CHANGE_DEBOUNCE_MS = 100;
@@ -300,8 +298,25 @@ async function openBase(options: ServerOptions, deps: ComposeDeps, dataPlane: bo
   };
   const core = createMonitorCore(services);
   const coordinator = openCoordinator({ db, config, clock: deps.clock, logger: deps.logger });
+  const storeFacts = createStoreFacts({
+    db,
+    profile: config.storage.profile,
+    location: databaseLocation(config, dataDir),
+    coordinator,
+    state: () => storeState(readiness),
+  });
   // `workerCount`: the data-plane threads `server.data.workers` asks for (1: the main thread).
-  return { config, deps, services, readiness, events, core, workerCount, coordinator };
+  return {
+    config,
+    deps,
+    services,
+    readiness,
+    events,
+    core,
+    workerCount,
+    coordinator,
+    storeFacts,
+  };
 }
 
 /** The areas after API access, in order; a failure leaves the caller to close what was made. */
@@ -329,7 +344,12 @@ async function composeParts(base: Base, parts: Parts, chosen: ReadonlySet<Area>)
     });
   }
   if (chosen.has("monitor")) {
-    const plane = parts.plane = createMonitorPlane(core, dataPlane, services);
+    const plane = parts.plane = createMonitorPlane(core, dataPlane, {
+      ...services,
+      lease: base.coordinator.profile === "production"
+        ? (routine) => base.coordinator.acquire(`monitor.${routine}`)
+        : undefined,
+    });
     if (parts.cluster) plane.metrics.register(parts.cluster.collector);
     const workers = parts.dataWorkers;
     if (workers) plane.metrics.register((out) => workers.collect(out));
@@ -343,6 +363,7 @@ async function composeParts(base: Base, parts: Parts, chosen: ReadonlySet<Area>)
       identity: parts.identity,
       apiAccess: parts.apiAccess!,
       lease: (task) => base.coordinator.acquire(`ops.${task}`),
+      storeFacts: base.storeFacts,
     });
   }
 }
@@ -437,17 +458,49 @@ function managementRoutes(base: Base, parts: Parts): RouteDef[] {
   if (plane) routes.push(...base.core.routes, ...plane.monitorRoutes, ...plane.systemRoutes);
   if (cluster) routes.push(...cluster.routes);
   if (ops) routes.push(...ops.routes);
-  routes.push(...controllersRoutes(base.coordinator));
+  routes.push(...controllersRoutes(base.coordinator), ...systemStorageRoutes(base.storeFacts));
   return routes;
 }
+
+/**
+ * Tables no data-plane policy is compiled from: a remote commit that wrote only these does not
+ * rebuild the policy (a console user's session, an audit record, a node's heartbeat). Any other
+ * table, and any table added later, does.
+ */
+export const NOT_POLICY_TABLES: ReadonlySet<string> = new Set([
+  "access_log_cursors",
+  "access_logs",
+  "admin_sessions",
+  "ai_approvals",
+  "ai_conversations",
+  "ai_messages",
+  "ai_usage",
+  "api_tokens",
+  "audit_log",
+  "cluster_join_tokens",
+  "cluster_node_renewals",
+  "cluster_nodes",
+  "monitor_rollups",
+  "notification_attempts",
+  "notification_channels",
+  "notification_deliveries",
+  "notification_reads",
+  "notifications",
+  "ops_task_runs",
+  "ops_tasks",
+  "username_repairs",
+  "users",
+]);
 
 /** The composition's management app, start and close over the areas composed. */
 function finish(base: Base, parts: Parts): ComposedBase & Partial<AreaParts> {
   const { config, deps, readiness, core, coordinator } = base;
   const { db } = base.services;
-  // Another controller's commit: the data plane recompiles from the shared store, once per burst.
-  // A failed rebuild (the store still coming back after an outage) is tried again.
-  const remoteRebuild = debounceRetrying(
+  // Another controller's commit: the data plane recompiles from the shared store, at once and
+  // then at most once per burst, unless the commit wrote only tables no policy is compiled from
+  // (sessions, audit, heartbeats). A failed rebuild (the store still coming back after an
+  // outage, when the feed says "anything changed") is tried again.
+  const rebuild = debounceRetrying(
     () => void dataPlane?.policy.rebuild(),
     REMOTE_CHANGE_DEBOUNCE_MS,
     REMOTE_REBUILD_RETRY_MS,
@@ -456,6 +509,9 @@ function finish(base: Base, parts: Parts): ComposedBase & Partial<AreaParts> {
         error: err instanceof Error ? err.message : String(err),
       }),
   );
+  const remoteRebuild = Object.assign((tables: readonly string[] | null) => {
+    if (tables === null || !tables.every((t) => NOT_POLICY_TABLES.has(t))) rebuild();
+  }, { cancel: () => rebuild.cancel() });
   const { dataWorkers, apiAccess, cluster, tls, dataPlane, ai, plane, ops } = parts;
   const identity = parts.identity!;
   const routes = managementRoutes(base, parts);
@@ -484,10 +540,24 @@ function finish(base: Base, parts: Parts): ComposedBase & Partial<AreaParts> {
     tls,
     async start(baseUrl) {
       await identity.start(config.server.management.base_url ?? baseUrl);
+      coordinator.onChange(remoteRebuild);
+      // A schedule changed on another controller: this one's timer is armed for it too.
       coordinator.onChange((tables) => {
-        if (changesPolicy(tables)) remoteRebuild();
         if (changesTasks(tables)) ops?.scheduler.rescheduled();
       });
+      // An ACME order on another controller: its HTTP-01 answers are served here too.
+      coordinator.onChange((tables) => {
+        if (tables !== null && !tables.includes("settings")) return;
+        try {
+          dataPlane?.acmeChallenges.refresh();
+        } catch (err) {
+          deps.logger.warn("ACME challenges could not be read from the store", {
+            error: err as Error,
+          });
+        }
+      });
+      // Several controllers: a console on any of them sees the deployment's events, once each.
+      if (coordinator.profile === "production") relayRealtime(core.bus, coordinator);
       await coordinator.start({
         name: Deno.hostname(),
         managementAddress: config.server.management.base_url ?? baseUrl,

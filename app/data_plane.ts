@@ -23,7 +23,13 @@ import type { EventLog } from "../mod/core/event_log.ts";
 import type { Logger } from "../mod/core/logger.ts";
 import type { Notifications } from "../mod/core/notifications.ts";
 import { recordEvents } from "../mod/data_plane/record_events.ts";
-import { type AcmeChallenges, createAcmeChallenges } from "../mod/data_plane/acme_challenges.ts";
+import {
+  type AcmeChallenges,
+  createAcmeChallenges,
+  shareAcmeChallenges,
+  type SharedAcmeChallenges,
+} from "../mod/data_plane/acme_challenges.ts";
+import { createAcmeChallengesRepo } from "../db/acme_challenges_repo.ts";
 import { createPgShipper } from "../mod/access_log/pg_shipper.ts";
 import {
   createPgSinkConfig,
@@ -74,7 +80,7 @@ export interface DataPlane {
   readonly policy: Policy;
   readonly accessLog: AccessLog;
   /** Pending ACME HTTP-01 answers the data plane serves (the ACME issuer adds them). */
-  readonly acmeChallenges: AcmeChallenges;
+  readonly acmeChallenges: SharedAcmeChallenges;
   /** The PostgreSQL sink's run-time configuration (`PUT /api/storage/sink`). */
   readonly pgSink: PgSinkConfig;
   readonly proxy: Proxy;
@@ -207,7 +213,12 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     random,
     defaultLevel: () => settings.get(SETUP_KEYS.siteLevel) as SiteConfig["level"] | undefined,
   });
-  const acmeChallenges = deps.workers?.acmeChallenges ?? createAcmeChallenges();
+  // Shared through the store: the CA's request may reach any controller of the deployment.
+  const acmeChallenges = shareAcmeChallenges(
+    deps.workers?.acmeChallenges ?? createAcmeChallenges(),
+    createAcmeChallengesRepo(db, () => clock.now()),
+    (message, err) => logger.warn(message, { error: err as Error }),
+  );
   // Both listeners (HTTP here, HTTPS through the TLS front) run requests through the Hono app.
   const { proxy, data } = createProxyApp({
     acme: acmeChallenges,
@@ -488,7 +499,22 @@ function startAccessLog(deps: DataPlaneDeps): { accessLog: AccessLog; pgSink: Pg
     observe: both(deps.events ? recordEvents(deps.events) : undefined, deps.observe),
   });
   accessLog.start();
-  return { accessLog, pgSink };
+  if (!production) return { accessLog, pgSink };
+  // Production: retention and the storage clean-up also apply to the deployment's table (this
+  // controller's own file keeps its `max_records` at every write).
+  const days = logs.retention_days * 86_400_000;
+  return {
+    accessLog: {
+      ...accessLog,
+      prune: async () =>
+        await accessLog.prune() +
+        await production.prune(clock.now() - days, logs.max_records),
+      pruneBefore: async (before) =>
+        await accessLog.pruneBefore(before) +
+        await production.prune(before, Number.MAX_SAFE_INTEGER),
+    },
+    pgSink,
+  };
 }
 
 function both<T>(

@@ -1,9 +1,13 @@
 /**
  * Composes identity and access: setup, accounts, sessions, login with lockout and CAPTCHA,
  * the guard, their routes, and the maintenance task (expired `setup.url`, sessions, CAPTCHA
- * and lockout memory, the aggregated audit of refused logins and its retention). `app/server.ts` mounts the routes behind the guard.
+ * memory and lockout counts, the aggregated audit of refused logins and its retention). The
+ * lockout counts are in the store, shared by the deployment's controllers. `app/server.ts`
+ * mounts the routes behind the guard.
  */
 import { createSettingsRepo } from "../db/settings_repo.ts";
+import { createLockoutRepo } from "../db/lockout_repo.ts";
+import { createSpentIdsRepo } from "../db/spent_ids_repo.ts";
 import { type Db, transaction } from "../db/store.ts";
 import { createUsersRepo } from "../db/users_repo.ts";
 import type { Audit } from "../mod/core/audit.ts";
@@ -88,6 +92,8 @@ export async function createIdentity(deps: IdentityDeps): Promise<Identity> {
   const tx = <T>(fn: () => T): T => transaction(deps.db, fn);
   const settings = createSettingsRepo(deps.db);
   const usersRepo = createUsersRepo(deps.db);
+  // Failure counts in the store: the deployment's controllers count the same failures.
+  const lockouts = createLockoutRepo(deps.db);
   const { audit } = deps;
   const roles = deps.config.apisec.permissions;
   const key = await keyBytesAsync(deps.keys.signing, deps.random);
@@ -100,6 +106,7 @@ export async function createIdentity(deps: IdentityDeps): Promise<Identity> {
     roles,
     transaction: tx,
     notify: deps.notify,
+    lockouts,
   });
   const refusals = createRefusalAudit({
     audit,
@@ -118,6 +125,7 @@ export async function createIdentity(deps: IdentityDeps): Promise<Identity> {
     logger: deps.logger,
     dataDir: deps.dataDir,
     transaction: tx,
+    lockouts,
   });
   // A supplied token is checked before any listener opens; the message never quotes it.
   if (!setup.isComplete() && deps.env.setupToken !== undefined) {
@@ -131,7 +139,12 @@ export async function createIdentity(deps: IdentityDeps): Promise<Identity> {
     key,
     roles,
   });
-  const captcha = createCaptcha({ key, clock: deps.clock, random: deps.random });
+  const captcha = createCaptcha({
+    key,
+    clock: deps.clock,
+    random: deps.random,
+    spent: createSpentIdsRepo(deps.db),
+  });
   const captchaPolicy = createCaptchaPolicy(settings);
   const login = createLogin({
     repo: usersRepo,
@@ -145,6 +158,7 @@ export async function createIdentity(deps: IdentityDeps): Promise<Identity> {
     transaction: tx,
     verifyTotp: deps.verifyTotp,
     verifyRecoveryCode: deps.verifyRecoveryCode,
+    lockouts,
     lockedOut: deps.notify &&
       ((username, clientIp) => {
         try {
@@ -199,6 +213,7 @@ export async function createIdentity(deps: IdentityDeps): Promise<Identity> {
     tx(() => sessions.purge());
     captcha.sweep();
     login.throttle.sweep();
+    users.sweep();
     refusals.sweep();
   };
   return {

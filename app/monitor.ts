@@ -22,6 +22,7 @@ import { VERSION } from "../mod/core/version.ts";
 import { type Config, durationMs } from "../mod/config/config.ts";
 import { parseListen } from "../mod/config/config_schema.ts";
 import { SiteCounterSet } from "../mod/data_plane/site_counters.ts";
+import { createAttackSpike } from "../mod/monitor/attack_spike.ts";
 import { createCertificateWatch } from "../mod/monitor/certificates.ts";
 import { createDashboard } from "../mod/monitor/dashboard.ts";
 import { createEventBus, type EventBus } from "../mod/monitor/event_bus.ts";
@@ -35,6 +36,7 @@ import {
   startLagSampler,
 } from "../mod/monitor/metrics.ts";
 import { createRollups, type Rollups } from "../mod/monitor/rollups.ts";
+import { ALL } from "../mod/monitor/rollup_cells.ts";
 import { createUpstreamHealth } from "../mod/monitor/upstream_health.ts";
 import { createChannels } from "../mod/notify/channels.ts";
 import { createDispatcher, type Dispatcher } from "../mod/notify/dispatcher.ts";
@@ -62,6 +64,11 @@ export interface MonitorDeps {
   readonly clock: Clock;
   readonly random: Random;
   readonly logger: Logger;
+  /**
+   * The deployment-wide lease of a monitoring routine, given when several controllers may share
+   * the store (the production profile): the attack-spike alert judges on its holder only.
+   */
+  readonly lease?: (routine: string) => Promise<boolean>;
 }
 
 /** What exists before the data plane and identity: they publish into it. */
@@ -239,12 +246,22 @@ export function createMonitorPlane(
   metrics.register(timeCollector(core.timeSync));
 
   const alerts = config.monitor.alerts;
+  // Several controllers: the alert judges the deployment's counts, on the lease holder.
+  const spikeLease = deps.lease;
+  const spike = createAttackSpike({
+    notify: core.notify,
+    threshold: alerts.attack_spike_per_minute,
+    clock,
+    logger,
+    lease: spikeLease && (() => spikeLease("attack_spike")),
+    stored: (bucket) => rollups.stored("minute", bucket, ALL),
+  });
   const rollups = createRollups({
     repo: createMonitorRepo(deps.db),
     clock,
     counters: core.counters,
     drain: () => core.bus.flush(),
-    minuteClosed: attackSpikeAlert(core.notify, alerts.attack_spike_per_minute),
+    minuteClosed: spike.closed,
   });
   core.bus.listen(rollups.observe);
   const dashboard = createDashboard({
@@ -270,6 +287,13 @@ export function createMonitorPlane(
     start() {
       repeats.every(SAMPLE_EVERY_MS, "monitoring rollup", rollups.sample);
       repeats.every(PERSIST_EVERY_MS, "monitoring rollup persistence", rollups.persist);
+      if (spikeLease) {
+        repeats.every(SAMPLE_EVERY_MS, "attack spike check", () => {
+          spike.check().catch((err) =>
+            logger.error("attack spike check failed", { error: err as Error })
+          );
+        });
+      }
       core.dispatcher.start();
     },
     async stop() {
@@ -284,41 +308,6 @@ export function createMonitorPlane(
       await core.dispatcher.stop();
       await core.timeSync.stop();
     },
-  };
-}
-
-/**
- * The rollups' `minuteClosed`: an `attack.spike` notification when a minute blocked `threshold`
- * requests or more, at most one every ten minutes.
- */
-function attackSpikeAlert(notify: Notify, threshold: number) {
-  let lastSpike = -Infinity;
-  return (bucket: number, cell: { readonly b: Readonly<Record<string, number>> }): void => {
-    const blocked = Object.values(cell.b).reduce((a, b) => a + b, 0);
-    if (blocked < threshold || bucket - lastSpike < 10 * 60_000) return;
-    lastSpike = bucket;
-    const classes = Object.entries(cell.b).sort((a, b) => b[1] - a[1]).slice(0, 5);
-    notify({
-      level: "warning",
-      kind: "attack.spike",
-      title: `Attack spike: ${blocked} requests blocked in one minute`,
-      body: `${blocked} requests were blocked between ${new Date(bucket).toISOString()} and ${
-        new Date(bucket + 60_000).toISOString()
-      } (threshold ${threshold}). Top classes: ${classes.map(([k, v]) => `${k} ${v}`).join(", ")}.`,
-      data: {
-        minute: new Date(bucket).toISOString(),
-        blocked,
-        threshold,
-        classes: Object.fromEntries(classes),
-      },
-      params: {
-        minute: new Date(bucket).toISOString(),
-        blocked,
-        threshold,
-        classes: classes.map(([k, v]) => `${k} ${v}`).join(", "),
-      },
-      link: "/console/logs?action=block",
-    });
   };
 }
 

@@ -21,6 +21,9 @@ import type { Random } from "../mod/core/random.ts";
 import { createScheduler, type Scheduler } from "../mod/ops/scheduler.ts";
 import type { TaskDef } from "../mod/ops/task.ts";
 import { backupToFolder, runStoreJob } from "../mod/ops/store_jobs.ts";
+import { analyzePgStore, checkPgStore, pgDumpBackup } from "../mod/ops/pg_maintenance.ts";
+import { type ProductionStoreOptions, productionStoreOptions } from "../mod/config/production.ts";
+import { SCHEMA_VERSION } from "../db/migrations.ts";
 import type { RouteDef } from "../routes/api/route.ts";
 import { opsTaskRoutes } from "../routes/api/ops_tasks.ts";
 import type { ApiAccess } from "./api_access.ts";
@@ -28,11 +31,16 @@ import type { DataPlane } from "./data_plane.ts";
 import type { Identity } from "./identity.ts";
 import { MAINTENANCE_EVERY_MS } from "./identity.ts";
 import type { MonitorCore, MonitorPlane } from "./monitor.ts";
+import type { StoreFacts } from "../mod/deployment/store_facts.ts";
 
 export interface OpsDeps {
   readonly db: Db;
   readonly audit: Audit;
   readonly dataDir: string;
+  /** The local SQLite file (`waf.db`, or `access_log.db` on the production profile). */
+  readonly logPath: string;
+  /** The management database's facts, for `GET /api/storage`. */
+  readonly storeFacts: StoreFacts;
   /** The deployment's sealing and signing keys, resolved once at start-up. */
   readonly keys: DeploymentKeys;
   readonly config: Config;
@@ -80,6 +88,9 @@ const optimizeSettings = z.strictObject({
 export function maintenanceTasks(deps: OpsDeps, acme: Acme): TaskDef<never>[] {
   const { dataPlane, identity, apiAccess, core, plane, clock } = deps;
   const dbPath = `${deps.dataDir}/waf.db`;
+  const pg = deps.config.storage.profile === "production"
+    ? productionStoreOptions(deps.config)
+    : undefined;
   const timeSync = core.timeSync;
   const tasks: TaskDef<never>[] = [
     {
@@ -89,6 +100,8 @@ export function maintenanceTasks(deps: OpsDeps, acme: Acme): TaskDef<never>[] {
         "Deletes access-log records older than storage.access_logs.retention_days, and any backlog beyond max_records (every write keeps that limit), in bounded slices on the writer thread.",
       schedule: { every_ms: 10 * MIN },
       runAtStart: true,
+      // Each controller's own access-log file.
+      scope: "controller",
       run: async () => ({ deleted: await dataPlane.accessLog.prune() }),
     },
     {
@@ -106,6 +119,9 @@ export function maintenanceTasks(deps: OpsDeps, acme: Acme): TaskDef<never>[] {
       description:
         "Purges ended sessions, expired CAPTCHA and throttle state and the setup token's file, writes the counts of aggregated refused sign-ins, and sweeps used two-factor codes.",
       schedule: { every_ms: MAINTENANCE_EVERY_MS },
+      // Mostly this process's memory (setup sessions, lockouts, throttles, the refused sign-ins
+      // it aggregated, used codes) and its setup file; the shared purges are idempotent deletes.
+      scope: "controller",
       run: async () => {
         await identity.maintenance();
         apiAccess.twoFactor.sweep();
@@ -121,48 +137,50 @@ export function maintenanceTasks(deps: OpsDeps, acme: Acme): TaskDef<never>[] {
         await dataPlane.protection.feeds.tick();
       },
     },
-    {
-      id: "store-integrity",
-      title: "Store integrity check",
-      description:
-        "PRAGMA integrity_check on the store, on a thread of its own; a damaged store fails the run (and notifies).",
-      schedule: { cron: "30 3 * * *" },
-      jitterMs: 30 * MIN,
-      run: async () => {
-        const r = await runStoreJob({ kind: "integrity", path: dbPath });
-        if (r.kind !== "ok") throw new Error(`Integrity check failed: ${r.problems.join("; ")}`);
-        return { result: "ok", schema_version: r.schemaVersion };
+    ...(pg ? productionStoreTasks(deps, pg) : [
+      {
+        id: "store-integrity",
+        title: "Store integrity check",
+        description:
+          "PRAGMA integrity_check on the store, on a thread of its own; a damaged store fails the run (and notifies).",
+        schedule: { cron: "30 3 * * *" },
+        jitterMs: 30 * MIN,
+        run: async () => {
+          const r = await runStoreJob({ kind: "integrity", path: dbPath });
+          if (r.kind !== "ok") throw new Error(`Integrity check failed: ${r.problems.join("; ")}`);
+          return { result: "ok", schema_version: r.schemaVersion };
+        },
       },
-    },
-    {
-      id: "store-backup",
-      title: "Store backup",
-      description:
-        "An online, checked copy of the store (VACUUM INTO) into the backup folder as waf-YYYYMMDD-HHMMSS.db, keeping the newest `keep` copies.",
-      schedule: { cron: "0 2 * * *" },
-      jitterMs: 30 * MIN,
-      settings: backupSettings,
-      run: async ({ settings }: { settings: z.infer<typeof backupSettings> }) => {
-        const folder = settings.folder || `${deps.dataDir}/backups`;
-        return await backupToFolder(dbPath, folder, settings.keep, clock.now());
-      },
-    } as TaskDef<z.infer<typeof backupSettings>> as unknown as TaskDef<never>,
-    {
-      id: "store-optimize",
-      title: "Store optimisation",
-      description:
-        "PRAGMA optimize and a WAL checkpoint; VACUUM when at least vacuum_free_ratio of the pages are free (VACUUM holds the write lock while it rewrites the file).",
-      schedule: { cron: "0 4 * * 0" },
-      jitterMs: 30 * MIN,
-      settings: optimizeSettings,
-      run: async ({ settings }: { settings: z.infer<typeof optimizeSettings> }) => ({
-        ...await runStoreJob({
-          kind: "optimize",
-          path: dbPath,
-          vacuumFreeRatio: settings.vacuum_free_ratio,
+      {
+        id: "store-backup",
+        title: "Store backup",
+        description:
+          "An online, checked copy of the store (VACUUM INTO) into the backup folder as waf-YYYYMMDD-HHMMSS.db, keeping the newest `keep` copies.",
+        schedule: { cron: "0 2 * * *" },
+        jitterMs: 30 * MIN,
+        settings: backupSettings,
+        run: async ({ settings }: { settings: z.infer<typeof backupSettings> }) => {
+          const folder = settings.folder || `${deps.dataDir}/backups`;
+          return await backupToFolder(dbPath, folder, settings.keep, clock.now());
+        },
+      } as TaskDef<z.infer<typeof backupSettings>> as unknown as TaskDef<never>,
+      {
+        id: "store-optimize",
+        title: "Store optimisation",
+        description:
+          "PRAGMA optimize and a WAL checkpoint; VACUUM when at least vacuum_free_ratio of the pages are free (VACUUM holds the write lock while it rewrites the file).",
+        schedule: { cron: "0 4 * * 0" },
+        jitterMs: 30 * MIN,
+        settings: optimizeSettings,
+        run: async ({ settings }: { settings: z.infer<typeof optimizeSettings> }) => ({
+          ...await runStoreJob({
+            kind: "optimize",
+            path: dbPath,
+            vacuumFreeRatio: settings.vacuum_free_ratio,
+          }),
         }),
-      }),
-    } as TaskDef<z.infer<typeof optimizeSettings>> as unknown as TaskDef<never>,
+      } as TaskDef<z.infer<typeof optimizeSettings>> as unknown as TaskDef<never>,
+    ]),
     {
       id: "certificate-check",
       title: "Certificate expiry check",
@@ -189,6 +207,8 @@ export function maintenanceTasks(deps: OpsDeps, acme: Acme): TaskDef<never>[] {
       schedule: { every_ms: timeSync.intervalMs > 0 ? timeSync.intervalMs : HOUR },
       enabled: timeSync.periodic(),
       runAtStart: true,
+      // Each controller's own host clock (and the offset its checks apply).
+      scope: "controller",
       run: async () => {
         const v = await timeSync.sync();
         if (v.active === null) throw new Error("No time server answered");
@@ -197,6 +217,55 @@ export function maintenanceTasks(deps: OpsDeps, acme: Acme): TaskDef<never>[] {
     },
   ];
   return tasks;
+}
+
+/**
+ * The store's three tasks on production (the same ids, so a migrated deployment keeps their
+ * settings and history): the check, `pg_dump` and `ANALYZE` on PostgreSQL (mod/ops/pg_maintenance.ts).
+ */
+function productionStoreTasks(deps: OpsDeps, pg: ProductionStoreOptions): TaskDef<never>[] {
+  return [
+    {
+      id: "store-integrity",
+      title: "Store integrity check",
+      description:
+        "Reads and counts every management table of the production database and checks its schema version; a failure notifies.",
+      schedule: { cron: "30 3 * * *" },
+      jitterMs: 30 * MIN,
+      run: async () => {
+        const r = await checkPgStore(pg);
+        if (r.schema_version !== SCHEMA_VERSION) {
+          throw new Error(
+            `The production database is at schema version ${r.schema_version}; this build expects ${SCHEMA_VERSION}`,
+          );
+        }
+        return { result: "ok", schema_version: r.schema_version, tables: r.tables.length };
+      },
+    },
+    {
+      id: "store-backup",
+      title: "Store backup",
+      description:
+        "pg_dump (custom format) of the production database's schema into the backup folder as waf-YYYYMMDD-HHMMSS.dump, checked with pg_restore --list, keeping the newest `keep` copies. Needs the PostgreSQL client tools on this host; keep the deployment key file apart.",
+      schedule: { cron: "0 2 * * *" },
+      jitterMs: 30 * MIN,
+      settings: backupSettings,
+      run: async ({ settings }: { settings: z.infer<typeof backupSettings> }) => {
+        const folder = settings.folder || `${deps.dataDir}/backups`;
+        return { ...await pgDumpBackup(pg, folder, settings.keep, deps.clock.now()) };
+      },
+    } as TaskDef<z.infer<typeof backupSettings>> as unknown as TaskDef<never>,
+    {
+      id: "store-optimize",
+      title: "Store optimisation",
+      description:
+        "ANALYZE of every management table of the production database (PostgreSQL's autovacuum reclaims free space itself; vacuum_free_ratio applies to a SQLite store only).",
+      schedule: { cron: "0 4 * * 0" },
+      jitterMs: 30 * MIN,
+      settings: optimizeSettings,
+      run: async () => ({ ...await analyzePgStore(pg) }),
+    } as TaskDef<z.infer<typeof optimizeSettings>> as unknown as TaskDef<never>,
+  ];
 }
 
 export function createOps(deps: OpsDeps): OpsPlane {
@@ -234,6 +303,8 @@ export function createOps(deps: OpsDeps): OpsPlane {
   }, maintenanceTasks(deps, acme));
   const storage = createStorage({
     dataDir: deps.dataDir,
+    localPath: deps.logPath,
+    management: deps.storeFacts.database,
     clock: deps.clock,
     accessLog: () => deps.dataPlane.accessLog.stats(),
     redisUrl: deps.config.storage.redis?.url,

@@ -47,19 +47,23 @@ export function openManagementDb(
 }
 
 /** Opens the store `config` names; `controllerId` marks this process's change notices. */
+/** The local SQLite file that holds this controller's access log (`waf.db` on `temporary`). */
+export function accessLogPath(config: Config, dataDir: string): string {
+  return productionPg(config) ? `${dataDir}/access_log.db` : `${dataDir}/waf.db`;
+}
+
 export function openManagementStore(
   config: Config,
   dataDir: string,
   options: { readonly now: number; readonly controllerId: string },
 ): ManagementStore {
+  const logPath = accessLogPath(config, dataDir);
   if (!productionPg(config)) {
-    const logPath = `${dataDir}/waf.db`;
     const db = openStore(logPath, { now: options.now });
     return { db, logDb: db, logPath };
   }
   const db = openManagementDb(config, dataDir, options);
   try {
-    const logPath = `${dataDir}/access_log.db`;
     return { db, logDb: openStore(logPath, { now: options.now }), logPath };
   } catch (err) {
     db.close();

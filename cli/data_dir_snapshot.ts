@@ -5,6 +5,7 @@
  * else the entries that were not there before. A directory that existed keeps everything it had,
  * including its store's SQLite journal files (`waf.db-wal`), which may hold committed data.
  */
+import { pathExists } from "../mod/core/fs.ts";
 
 /** The data directory's state before the start. */
 export interface DirSnapshot {
@@ -13,16 +14,6 @@ export interface DirSnapshot {
   readonly missing: string | undefined;
   /** The names in `dir` when it existed. */
   readonly entries: ReadonlySet<string>;
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.lstat(path);
-    return true;
-  } catch (err) {
-    if (err instanceof Deno.errors.NotFound) return false;
-    throw err;
-  }
 }
 
 function parentOf(path: string): string {
@@ -40,7 +31,7 @@ async function names(dir: string): Promise<string[]> {
 /** Records what `dir` holds now (or which part of its path is missing). */
 export async function snapshotDir(dir: string): Promise<DirSnapshot> {
   let missing: string | undefined;
-  for (let at = dir; !(await exists(at)); at = parentOf(at)) missing = at;
+  for (let at = dir; !(await pathExists(at)); at = parentOf(at)) missing = at;
   return { dir, missing, entries: new Set(missing === undefined ? await names(dir) : []) };
 }
 

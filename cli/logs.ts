@@ -1,6 +1,8 @@
 /** `waf logs pack --dir DIR [--name FILE.zip]`: writes the support archive (see logs_pack.ts). */
 import { openExisting } from "../db/maintenance.ts";
-import type { SqliteDb as Db } from "../db/store.ts";
+import type { Db } from "../db/store.ts";
+import { accessLogPath, productionPg } from "../app/store.ts";
+import { openOperatorStore } from "./operator_store.ts";
 import { defaultArchiveName, hostFacts, packSupportArchive } from "../mod/ops/logs_pack.ts";
 import { VERSION } from "../mod/core/version.ts";
 import { type Command, EXIT_FAILURE, EXIT_OK } from "./context.ts";
@@ -27,12 +29,24 @@ export const logsPackCommand: Command = async (args, global, deps) => {
   }
   await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
   let db: Db | undefined;
-  try {
-    db = openExisting(storePath(loaded.dataDir), { readOnly: true });
-  } catch (err) {
-    if (!(err instanceof Deno.errors.NotFound)) {
-      deps.stderr(`${t("logs.store_skipped", { error: String(err) })}\n`);
+  let logDb: Db | undefined;
+  const openLocal = (path: string) => {
+    try {
+      return openExisting(path, { readOnly: true });
+    } catch (err) {
+      if (!(err instanceof Deno.errors.NotFound)) {
+        deps.stderr(`${t("logs.store_skipped", { error: String(err) })}\n`);
+      }
+      return undefined;
     }
+  };
+  if (productionPg(loaded.config)) {
+    // The audit from the deployment's database (its failure is said, and the pack goes on),
+    // this controller's access records from its own file.
+    db = openOperatorStore(loaded, deps, t, { create: false });
+    logDb = openLocal(accessLogPath(loaded.config, loaded.dataDir));
+  } else {
+    db = logDb = openLocal(storePath(loaded.dataDir));
   }
   try {
     const result = await packSupportArchive({
@@ -40,6 +54,7 @@ export const logsPackCommand: Command = async (args, global, deps) => {
       configPath: loaded.configPath,
       config: loaded.config,
       db,
+      logDb,
       version: VERSION,
       host: hostFacts(),
       knownSecrets: [deps.env.setupToken, deps.env.clusterJoinToken].filter((v) => v !== undefined),
@@ -57,5 +72,6 @@ export const logsPackCommand: Command = async (args, global, deps) => {
     return EXIT_FAILURE;
   } finally {
     db?.close();
+    if (logDb !== db) logDb?.close();
   }
 };

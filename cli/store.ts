@@ -14,7 +14,7 @@ import { startOperator, storePath } from "./operator.ts";
 import { stringFlag, usageError } from "./output.ts";
 import { productionPg } from "../app/store.ts";
 import { openPgStore, type PgDatabase } from "../db/pg/pg_database.ts";
-import { ROWID_COLUMNS } from "../db/pg/dialect.ts";
+import { checkPgTables } from "../mod/ops/pg_maintenance.ts";
 import { copyStore, StoreCopyError, type TableCopy } from "../db/pg/store_copy.ts";
 import { schemaVersion } from "../db/store.ts";
 import { maskUrlPassword } from "../mod/core/redact.ts";
@@ -131,21 +131,16 @@ function productionBackup(loaded: Loaded, out: string, deps: CommandDeps, t: Tra
 }
 
 /** On `production`, `waf store check`: connect, schema version, every table read and counted. */
-function productionCheck(loaded: Loaded, deps: CommandDeps, t: Translate): number {
+async function productionCheck(loaded: Loaded, deps: CommandDeps, t: Translate): Promise<number> {
   const db = openOperatorStore(loaded, deps, t, { create: false });
   if (!db) return EXIT_FAILURE;
   try {
-    const version = schemaVersion(db);
-    const lines: string[] = [];
-    for (const table of [...ROWID_COLUMNS.keys(), "schema_migrations"]) {
-      if (table === "access_logs" || table === "access_log_cursors") continue;
-      const row = db.prepare(`SELECT COUNT(*) AS n FROM ${table}`).get();
-      lines.push(`  ${table.padEnd(24)} ${Number(row?.n ?? 0)}`);
-    }
+    const check = await checkPgTables((text) => Promise.resolve(db.prepare(text).all()));
+    const lines = check.tables.map(({ table, rows }) => `  ${table.padEnd(24)} ${rows}`);
     deps.stdout(
-      `${t("store.check_production", { where: storeLocation(loaded), version })}\n${
-        lines.join("\n")
-      }\nok\n`,
+      `${
+        t("store.check_production", { where: storeLocation(loaded), version: schemaVersion(db) })
+      }\n${lines.join("\n")}\nok\n`,
     );
     return EXIT_OK;
   } catch (err) {

@@ -153,3 +153,37 @@ export function createDeploymentLogSink(
     },
   };
 }
+
+/** Rows one retention statement deletes at most (a short lock, a bounded statement). */
+export const DEPLOYMENT_PRUNE_SLICE = 5_000;
+
+/**
+ * Retention of the deployment's table: deletes the rows older than `before`, then all but the
+ * newest `keep`, in slices of {@link DEPLOYMENT_PRUNE_SLICE} rows (each its own statement, so
+ * the shippers' inserts never wait behind one long delete). Returns the rows deleted.
+ */
+export async function pruneDeploymentLog(
+  sql: postgres.Sql,
+  before: number,
+  keep: number,
+  slice = DEPLOYMENT_PRUNE_SLICE,
+): Promise<number> {
+  let deleted = 0;
+  for (;;) {
+    const r = await sql`DELETE FROM ${sql(T)} WHERE id IN (
+      SELECT id FROM ${sql(T)} WHERE time < ${before} ORDER BY id LIMIT ${slice})`;
+    deleted += r.count;
+    if (r.count < slice) break;
+  }
+  if (keep >= Number.MAX_SAFE_INTEGER) return deleted;
+  const edge = await sql`SELECT id FROM ${sql(T)} ORDER BY id DESC OFFSET ${keep} LIMIT 1`;
+  if (edge.length === 0) return deleted;
+  const last = Number(edge[0]!["id"]);
+  for (;;) {
+    const r = await sql`DELETE FROM ${sql(T)} WHERE id IN (
+      SELECT id FROM ${sql(T)} WHERE id <= ${last} ORDER BY id LIMIT ${slice})`;
+    deleted += r.count;
+    if (r.count < slice) break;
+  }
+  return deleted;
+}

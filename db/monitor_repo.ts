@@ -25,11 +25,18 @@ export function createMonitorRepo(db: Db) {
   );
   const prune = db.prepare("DELETE FROM monitor_rollups WHERE resolution = ? AND bucket < ?");
   return {
-    /** Writes the cells in one transaction. */
-    save(rows: readonly RollupRow[]): void {
+    /**
+     * Adds the cells to what is stored, in one transaction (the PostgreSQL store's takes the
+     * deployment's write lock, so controllers adding to one cell never lose each other's counts):
+     * `combine` merges a stored cell's data (undefined: none yet) with the row's.
+     */
+    add(rows: readonly RollupRow[], combine: (stored: string | undefined, add: string) => string) {
       if (rows.length === 0) return;
       transaction(db, () => {
-        for (const r of rows) upsert.run(r.resolution, r.bucket, r.site_id, r.data);
+        for (const r of rows) {
+          const stored = one.get(r.resolution, r.bucket, r.site_id) as RollupRow | undefined;
+          upsert.run(r.resolution, r.bucket, r.site_id, combine(stored?.data, r.data));
+        }
       });
     },
     get(resolution: Resolution, bucket: number, siteId: string): RollupRow | undefined {

@@ -64,6 +64,12 @@ export function createNotifyRepo(db: Db) {
     `SELECT * FROM notification_deliveries WHERE status = 'pending' AND next_attempt_at <= ?
      ORDER BY next_attempt_at LIMIT ?`,
   );
+  // A compare-and-set on the due time: of several controllers draining one store, the one whose
+  // update matches takes the attempt; the others see no change and leave the row alone.
+  const claim = db.prepare(
+    `UPDATE notification_deliveries SET next_attempt_at = ?
+     WHERE id = ? AND status = 'pending' AND next_attempt_at = ?`,
+  );
   const nextDue = db.prepare(
     "SELECT MIN(next_attempt_at) AS t FROM notification_deliveries WHERE status = 'pending'",
   );
@@ -123,6 +129,14 @@ export function createNotifyRepo(db: Db) {
     },
     due(now: number, limit: number): DeliveryRow[] {
       return due.all(now, limit) as unknown as DeliveryRow[];
+    },
+    /**
+     * Takes a due delivery for one attempt: moves its due time from `seen` to `until` (the
+     * attempt's deadline, after which a claimer that died is taken over); false when another
+     * claimer took it first.
+     */
+    claim(id: string, seen: number, until: number): boolean {
+      return Number(claim.run(until, id, seen).changes) === 1;
     },
     /** The earliest pending attempt time, or null. */
     nextDue(): number | null {

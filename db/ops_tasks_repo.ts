@@ -41,6 +41,9 @@ export function createOpsTasksRepo(db: Db, options: { keepRuns?: number } = {}) 
        updated_at = ? WHERE id = ?`,
   );
   const setNext = db.prepare("UPDATE ops_tasks SET next_run_at = ? WHERE id = ?");
+  const bringForward = db.prepare(
+    "UPDATE ops_tasks SET next_run_at = ? WHERE id = ? AND (next_run_at IS NULL OR next_run_at > ?)",
+  );
   const start = db.prepare(
     `INSERT INTO ops_task_runs (task_id, trigger, actor, started_at, result) VALUES (?, ?, ?, ?, 'running')`,
   );
@@ -89,6 +92,10 @@ export function createOpsTasksRepo(db: Db, options: { keepRuns?: number } = {}) 
     },
     setNext(id: string, at: number | null): void {
       setNext.run(at, id);
+    },
+    /** Moves the task's next run to `at` unless it is due earlier already. */
+    bringForward(id: string, at: number): void {
+      bringForward.run(at, id, at);
     },
     /** Records a run's start; returns its id. */
     started(taskId: string, trigger: string, actor: string | null, at: number): number {

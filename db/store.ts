@@ -7,6 +7,14 @@ import { DatabaseSync, type SQLOutputValue } from "node:sqlite";
 import { ADDED_COLUMNS, MIGRATIONS, SCHEMA_VERSION } from "./migrations.ts";
 
 /** A prepared statement of the management store, on either engine. */
+
+/**
+ * Marks a write no other controller reacts to (state such as the login lockout counts, read
+ * back from the store when needed): its commit sends no change notice, so it costs the other
+ * controllers nothing. A leading SQL comment, so SQLite runs the statement unchanged.
+ */
+export const NO_CHANGE_NOTICE = "/* no-change-notice */";
+
 export interface Statement {
   // deno-lint-ignore no-explicit-any
   get(...params: any[]): Record<string, SQLOutputValue> | undefined;
@@ -65,6 +73,11 @@ export function schemaVersion(db: Db): number {
     | { v: number | null }
     | undefined;
   return row?.v ?? 0;
+}
+
+/** One cheap round trip to the store (`SELECT 1`); throws when it cannot be reached. */
+export function pingStore(db: Db): void {
+  db.prepare("SELECT 1 AS one").get();
 }
 
 /** Reads the schema version without writing anything (read-only open). */

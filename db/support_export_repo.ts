@@ -5,17 +5,27 @@
 import { createAccessLogRepo } from "./access_log_repo.ts";
 import type { AccessLogFormat, StoredAccessLogRow } from "./access_log_rows.ts";
 import { type AuditRow, createAuditRepo } from "./audit_repo.ts";
-import type { SqliteDb as Db } from "./store.ts";
+import type { Db, SqliteDb } from "./store.ts";
 
 function hasTable(db: Db, name: string): boolean {
   return db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !==
     undefined;
 }
 
-/** `format`: how the access log's records read back (`lineFormat`, mod/access_log/lines.ts). */
-export function createSupportExportRepo(db: Db, format: AccessLogFormat) {
-  const audit = hasTable(db, "audit_log") ? createAuditRepo(db) : undefined;
-  const access = hasTable(db, "access_logs") ? createAccessLogRepo(db, format) : undefined;
+/**
+ * `db`: the management store (SQLite or PostgreSQL); `logDb`: the SQLite file of this
+ * controller's access log (the same store on `temporary`). `format`: how the access log's
+ * records read back (`lineFormat`, mod/access_log/lines.ts).
+ */
+export function createSupportExportRepo(
+  db: Db | undefined,
+  logDb: Db | undefined,
+  format: AccessLogFormat,
+) {
+  const audit = db && hasTable(db, "audit_log") ? createAuditRepo(db) : undefined;
+  const access = logDb && hasTable(logDb, "access_logs")
+    ? createAccessLogRepo(logDb as SqliteDb, format)
+    : undefined;
   return {
     /** The newest `limit` audit rows, oldest first; undefined when the table does not exist. */
     latestAudit(limit: number): AuditRow[] | undefined {

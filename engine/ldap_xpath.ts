@@ -83,8 +83,11 @@ const LDAP_EXTENSIBLE = new RegExp(
 const CLOSE_OPEN = /\)[\s|&!]*\(/;
 /** What every composition above starts with: `(&(`, `(|(`, `(!(`. */
 const OPEN_OPERATOR = /\(\s*[|&!]\s*\(/;
-/** A wildcard value closed twice and cut with a NUL byte (`*))%00`). */
-const LDAP_NUL = gated(/\*\)\)(?:%00|\\x00|\\0)/i);
+/**
+ * A wildcard value closed and cut with a NUL byte (`*))%00`, `*)%00`): the C string ends there,
+ * so what the application appends to the filter is never read.
+ */
+const LDAP_NUL = gated(/\*\)+(?:%00|\\x00|\\0)/i);
 /**
  * A value made only of filter syntax - wildcard, parentheses and a boolean operator
  * (`*()|&'`): the probe that shows whether a filter is built by concatenation.
@@ -135,12 +138,25 @@ const XPATH_MISC = gated(
  */
 export function ldapXpath(value: DetectorInput): Finding | undefined {
   const text = value.decoded;
+  let best = escapedLdap(value, text);
   if (
     text.indexOf("(") < 0 && text.indexOf(")") < 0 && text.indexOf("::") < 0 &&
     text.indexOf("]") < 0
   ) {
-    return undefined;
+    return best;
   }
+  best = stronger(best, ldap(value, text));
+  const xp = XPATH_NAME_TEST.exec(text) ?? XPATH_UNION.exec(text) ?? XPATH_FUNC_PATH.exec(text) ??
+    XPATH_AXIS.exec(text) ?? XPATH_MISC.exec(text) ??
+    (text.indexOf("'") >= 0 || text.indexOf('"') >= 0 ? XPATH_FETCH.exec(text) : null);
+  if (xp !== null) {
+    best = stronger(best, makeFinding(value, "xpath", 82, "xpath.injection", text, xp.index));
+  }
+  return best;
+}
+
+/** LDAP filter breakouts and compositions in `text`. */
+function ldap(value: DetectorInput, text: string): Finding | undefined {
   let best: Finding | undefined;
   if (text.indexOf(")") >= 0) {
     // One scan decides whether any breakout can match: each closes and reopens (`)(`, `)|(`).
@@ -167,11 +183,26 @@ export function ldapXpath(value: DetectorInput): Finding | undefined {
   if (comp !== null) {
     best = stronger(best, makeFinding(value, "ldap", 80, "ldap.composition", text, comp.index));
   }
-  const xp = XPATH_NAME_TEST.exec(text) ?? XPATH_UNION.exec(text) ?? XPATH_FUNC_PATH.exec(text) ??
-    XPATH_AXIS.exec(text) ?? XPATH_MISC.exec(text) ??
-    (text.indexOf("'") >= 0 || text.indexOf('"') >= 0 ? XPATH_FETCH.exec(text) : null);
-  if (xp !== null) {
-    best = stronger(best, makeFinding(value, "xpath", 82, "xpath.injection", text, xp.index));
-  }
   return best;
+}
+
+/**
+ * RFC 4515 escapes of the filter's own syntax: `\28` `(`, `\29` `)`, `\2a` `*`, `\7c` `|`,
+ * `\26` `&`, `\21` `!`, `\3d` `=`. An application that unescapes input before it builds the
+ * filter (or hands it to a second filter layer that does) reads `x\29\28cn=\2a` as `x)(cn=*`,
+ * so the unescaped form is judged as a filter; the escapes alone prove nothing (`\2a` is how a
+ * careful application writes a literal star).
+ */
+const LDAP_ESCAPE = /\\(2[1689a]|7c|3d)/gi;
+const LDAP_ESCAPE_HINT = /\\(?:2[1689a]|7c|3d)/i;
+
+function escapedLdap(value: DetectorInput, text: string): Finding | undefined {
+  if (text.indexOf("\\") < 0 || !LDAP_ESCAPE_HINT.test(text)) return undefined;
+  const plain = text.replace(
+    LDAP_ESCAPE,
+    (_, hex: string) => String.fromCharCode(parseInt(hex, 16)),
+  );
+  const found = ldap(value, plain);
+  if (found === undefined) return undefined;
+  return makeFinding(value, "ldap", 80, "ldap.escaped_breakout", plain, 0);
 }

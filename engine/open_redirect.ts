@@ -7,14 +7,25 @@
  * (`/%09/evil`), schemes without slashes (`https:evil`), a trusted name used as userinfo
  * (`https://trusted@evil`) or a URL smuggled into a nested redirect parameter. Those shapes
  * score high in redirect-style parameters and medium elsewhere.
+ *
+ * Where a value sits decides what it can be (see {@link targetKind}). Parameters and cookies
+ * (applications keep a return-to URL in either) are judged for every shape, and a plain URL to
+ * another host counts only under a redirect-style name. A path segment (`/redirect/%2F%5Cevil`)
+ * and a header that overrides the path (`X-Original-URL`) are judged for the shapes alone; the
+ * whole path (`GET /%5Cevil.com`, which a trailing-slash redirect answers with
+ * `Location: /\evil.com`) and the Referer for the shapes a value starts with, which no browser
+ * sends there. A User-Agent or a custom header is no redirect target and is not judged.
  */
 import type { DetectorInput, Finding } from "./types.ts";
 import { makeFinding } from "./make_finding.ts";
 import { percentDecode } from "./normalize.ts";
 
-/** Parameter names that applications feed to a redirect. */
+/**
+ * Parameter names that applications feed to a redirect; a JSON path, an XML element path
+ * (`/Envelope/Body/login/next`) or attribute (`/a@url`) is read by its last name.
+ */
 const REDIRECT_PARAM =
-  /^(?:.*[_.-])?(?:url|uri|redirect|redir|redirect_?ur[il]|next|return|return_?to|return_?url|returnto|continue|dest|destination|goto|go|target|forward|callback|out|to|rurl|r|u|link|location|success_?url|fail(?:ure)?_?url|back|backurl|ref|checkout_?url|login_?url|logout_?url)(?:[_.-].*)?$/i;
+  /^(?:.*[_./@-])?(?:url|uri|redirect|redir|redirect_?ur[il]|next|return|return_?to|return_?url|returnto|continue|dest|destination|goto|go|target|forward|callback|out|to|rurl|r|u|link|location|success_?url|fail(?:ure)?_?url|back|backurl|ref|checkout_?url|login_?url|logout_?url)(?:[_.-].*)?$/i;
 
 /** A host name or address right after the trick, so odd tokens that merely look alike pass. */
 const HOST = String
@@ -72,10 +83,53 @@ const CONTROL_IN_HOST =
   /^\s*(?:https?:)?[\\/]{2}[\w.-]*[\x00-\x1f]+[\w-]*(?:\.[\w-]+)*\.[a-z]{2,}(?=[\/?#\\:]|$)/i;
 /** Empty tags right before `//`, which a filter that strips tags removes. */
 const TAGS_BEFORE_SLASHES = /^(?:<\s*>)+\/\//;
+/**
+ * `&` inside the authority before another host (`http://evil&trusted`): a check that splits on
+ * `&` reads the trusted name, a browser the host before it. Nested query text has a `=` after
+ * the `&` (`https://a.example&utm=b.example`), a host does not.
+ */
+const AMPERSAND_HOST = new RegExp(
+  String.raw`^\s*https?:\/\/[^\/?#\\\s&]+&(?:${HOST})(?=[\/?#:\\]|$)`,
+  "i",
+);
 const NESTED_REDIRECT =
   /[?&](?:url|next|redirect|redir|rurl|redirect_uri|redirect_url|return|returnto|return_to|dest|goto|continue)=(?:\/\/|\/\\|\\\\|%2f%2f|%5c)/i;
 const PROTOCOL_RELATIVE = /^[\s]*\/\/[a-z0-9\u0080-\uffff%-]+(?:\.[a-z0-9\u0080-\uffff%-]+)+/i;
 const ABSOLUTE = /^[\s]*https?:\/\/[^/?#\s]+/i;
+
+/**
+ * What a value's place makes of it: `param` (a parameter, field or cookie: every shape, and a
+ * plain URL under a redirect-style name), `path` (a path segment, or a header that overrides the
+ * path: every shape, no plain URL), `start` (the whole path, or a header holding an absolute URL:
+ * the shapes a value starts with, which no browser sends there), or nothing.
+ */
+type TargetKind = "param" | "path" | "start";
+
+/**
+ * Headers an application may redirect to: the page before (`redirect_back`, `HTTP_REFERER`) and
+ * WebDAV's `Destination`, both absolute URLs; the original path and query a front proxy
+ * (`X-Original-URL`, `X-Rewrite-URL`) or a forward-auth server (`X-Forwarded-Uri`) hands over,
+ * which the application serves (`/redirect?url=//evil`) or sends the user back to after login.
+ */
+const URL_HEADERS: ReadonlyMap<string, TargetKind> = new Map([
+  ["referer", "start"],
+  ["destination", "start"],
+  ["x-original-url", "path"],
+  ["x-rewrite-url", "path"],
+  ["x-forwarded-uri", "path"],
+]);
+
+function targetKind(value: DetectorInput): TargetKind | undefined {
+  const input = value.input;
+  switch (input.source) {
+    case "path":
+      return input.name === "" ? "start" : "path";
+    case "header":
+      return URL_HEADERS.get(input.name);
+    default:
+      return "param";
+  }
+}
 
 /**
  * Reports redirect targets shaped to escape the application's own site.
@@ -97,13 +151,10 @@ export function openRedirect(value: DetectorInput): Finding | undefined {
   // A value that starts with `<` can only be the `<>//evil` shape: HTML posted to a CMS is not
   // judged as a redirect target.
   if (c0 === 60 && !TAGS_BEFORE_SLASHES.test(text)) return undefined;
-  const source = value.input.source;
-  if (source === "header" || source === "path" || source === "cookie") return undefined;
-  const redirectParam = REDIRECT_PARAM.test(value.input.name);
-  const shaped = BYPASS.exec(text) ?? SCHEME_ODD_SLASHES.exec(text) ?? SLASH_SCHEME.exec(text) ??
-    TRUSTED_USERINFO.exec(text) ?? AUTHORITY_CONFUSION.exec(text) ?? LOOKALIKE_DOT.exec(text) ??
-    HOST_DOT_SEGMENT.exec(text) ??
-    NESTED_REDIRECT.exec(text) ?? encodedUrl(value) ?? controlInHost(value);
+  const kind = targetKind(value);
+  if (kind === undefined) return undefined;
+  const redirectParam = kind === "param" && REDIRECT_PARAM.test(value.input.name);
+  const shaped = kind === "start" ? startShape(value) : shape(value);
   if (shaped !== null) {
     return makeFinding(
       value,
@@ -122,6 +173,27 @@ export function openRedirect(value: DetectorInput): Finding | undefined {
     return makeFinding(value, "open-redirect", 30, "open_redirect.absolute", text, 0);
   }
   return undefined;
+}
+
+/** Every shape, for a value that is a redirect target by itself. */
+function shape(value: DetectorInput): RegExpExecArray | null {
+  const text = value.decoded;
+  return BYPASS.exec(text) ?? SCHEME_ODD_SLASHES.exec(text) ?? SLASH_SCHEME.exec(text) ??
+    TRUSTED_USERINFO.exec(text) ?? AUTHORITY_CONFUSION.exec(text) ?? LOOKALIKE_DOT.exec(text) ??
+    HOST_DOT_SEGMENT.exec(text) ?? NESTED_REDIRECT.exec(text) ?? encodedUrl(value) ??
+    controlInHost(value) ?? AMPERSAND_HOST.exec(text);
+}
+
+/**
+ * The shapes a target starts with, which no browser or client sends in a path or a Referer:
+ * a plain `//host` path (`//search.html`, sloppy joins) and nested query text are left out.
+ */
+function startShape(value: DetectorInput): RegExpExecArray | null {
+  const text = value.decoded;
+  if (value.input.source === "path" && value.input.name === "") return BYPASS.exec(text);
+  return BYPASS.exec(text) ?? SCHEME_ODD_SLASHES.exec(text) ?? SLASH_SCHEME.exec(text) ??
+    TRUSTED_USERINFO.exec(text) ?? AUTHORITY_CONFUSION.exec(text) ?? LOOKALIKE_DOT.exec(text) ??
+    controlInHost(value) ?? AMPERSAND_HOST.exec(text);
 }
 
 /** Three or more percent-encoded letters in a value that decodes to an absolute URL. */

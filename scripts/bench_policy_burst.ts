@@ -18,7 +18,7 @@ import {
 } from "../mod/protection/protection_schema.ts";
 import { cpuTicks, median, run } from "./bench_kit.ts";
 import { login, startWaf, type Waf } from "./bench_login_flood.ts";
-import { seedStore } from "./bench_store.ts";
+import { seedStore } from "./bench_seed.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const WHO = { actor: { type: "cli" as const, name: "bench_policy_burst" } };

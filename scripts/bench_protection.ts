@@ -51,7 +51,7 @@ import { FEED_STATUS } from "../mod/protection/threat_feeds.ts";
 import { siteInputSchema } from "../mod/data_plane/site_schema.ts";
 import { SignJWT } from "jose";
 import { burstCase } from "./bench_policy_burst.ts";
-import { seedStore } from "./bench_store.ts";
+import { seedStore } from "./bench_seed.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const WHO = { actor: { type: "cli" as const, name: "bench_protection" } };

@@ -7,6 +7,7 @@
  * deno task corpus --mode http --target http://127.0.0.1:8080 --host example.test
  * deno task corpus --mode payloads --file ../shared/corpus/payloads/attacks.jsonl [--limit N]
  *                  [--class sqli [--placement path]]   # with --class: that placement's misses
+ *                  [--name next] [--header referer]    # parameter/cookie name, header
  * ```
  *
  * Files named `<set>__<case>__<placement>__<encoding>__<hash>.<black|white>` (gotestwaf-dev)
@@ -47,6 +48,8 @@ export async function main(args: string[]): Promise<number> {
       limit: { type: "string" },
       class: { type: "string" },
       placement: { type: "string", default: "query" },
+      name: { type: "string" },
+      header: { type: "string", default: "user-agent" },
       concurrency: { type: "string", default: "8" },
       quiet: { type: "boolean", default: false },
     },
@@ -59,7 +62,14 @@ export async function main(args: string[]): Promise<number> {
   if (values.mode === "payloads") {
     if (!(await exists(values.file))) return missing(values.file);
     const limit = values.limit === undefined ? undefined : Number(values.limit);
-    return await runPayloads(values.file, level, limit, values.class, values.placement);
+    return await runPayloads({
+      file: values.file,
+      level,
+      limit,
+      only: values.class,
+      missesIn: values.placement,
+      names: { param: values.name, header: values.header.toLowerCase() },
+    });
   }
   if (values.mode !== "engine" && values.mode !== "http") {
     console.error(`Unknown mode: "${values.mode}"`);

@@ -3,6 +3,10 @@
  * inspects (query parameter, form field, JSON string, User-Agent header, cookie, path
  * segment, multipart field, XML element text escaped as a SOAP client would) and run
  * through the engine in-process; detection is reported per class and placement.
+ *
+ * By default the parameter and the cookie are named `q` (a search box) and the header is the
+ * User-Agent; `--name` and `--header` put the payloads where a class means something else
+ * (`--name next --header referer`: where an application takes a redirect target).
  */
 
 import { inspect } from "../engine/inspect.ts";
@@ -43,19 +47,35 @@ function escapeXml(s: string): string {
   return s.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;");
 }
 
+/**
+ * Names of what carries the payload: the parameter and cookie (by default `q`, and `comment`
+ * for the multipart field), and the header.
+ */
+export interface PlaceNames {
+  readonly param?: string;
+  readonly header: string;
+}
+
+const DEFAULT_NAMES: PlaceNames = { header: "user-agent" };
+
 /** Builds the request for one placement, or undefined when the payload cannot go there. */
-export function place(payload: string, where: Placement): EngineRequest | undefined {
+export function place(
+  payload: string,
+  where: Placement,
+  names: PlaceNames = DEFAULT_NAMES,
+): EngineRequest | undefined {
   const enc = encodeURIComponent(payload);
+  const q = names.param ?? "q";
   switch (where) {
     case "query":
-      return { method: "GET", path: "/search", query: `q=${enc}`, headers: BASE_HEADERS };
+      return { method: "GET", path: "/search", query: `${q}=${enc}`, headers: BASE_HEADERS };
     case "form":
       return {
         method: "POST",
         path: "/search",
         query: "",
         headers: [...BASE_HEADERS, ["content-type", "application/x-www-form-urlencoded"]],
-        body: ENCODER.encode(`q=${enc}`),
+        body: ENCODER.encode(`${q}=${enc}`),
       };
     case "json":
       return {
@@ -63,7 +83,7 @@ export function place(payload: string, where: Placement): EngineRequest | undefi
         path: "/api/search",
         query: "",
         headers: [...BASE_HEADERS, ["content-type", "application/json"]],
-        body: ENCODER.encode(JSON.stringify({ q: payload })),
+        body: ENCODER.encode(JSON.stringify({ [q]: payload })),
       };
     case "header":
       if (NOT_HEADER_SAFE.test(payload)) return undefined;
@@ -71,12 +91,17 @@ export function place(payload: string, where: Placement): EngineRequest | undefi
         method: "GET",
         path: "/",
         query: "",
-        headers: [["user-agent", payload], ["accept", "*/*"]],
+        headers: names.header === "user-agent"
+          ? [["user-agent", payload], ["accept", "*/*"]]
+          : [...BASE_HEADERS, [names.header, payload]],
       };
     case "path":
       return { method: "GET", path: `/items/${enc}/view`, query: "", headers: BASE_HEADERS };
     case "multipart": {
-      const body = `--${BOUNDARY}\r\nContent-Disposition: form-data; name="comment"\r\n\r\n` +
+      const body =
+        `--${BOUNDARY}\r\nContent-Disposition: form-data; name="${
+          names.param ?? "comment"
+        }"\r\n\r\n` +
         `${payload}\r\n--${BOUNDARY}--\r\n`;
       return {
         method: "POST",
@@ -96,8 +121,8 @@ export function place(payload: string, where: Placement): EngineRequest | undefi
         query: "",
         headers: [...BASE_HEADERS, ["content-type", "text/xml"]],
         body: ENCODER.encode(
-          '<?xml version="1.0"?><Envelope><Body><search><q>' + escapeXml(payload) +
-            "</q></search></Body></Envelope>",
+          `<?xml version="1.0"?><Envelope><Body><search><${q}>` + escapeXml(payload) +
+            `</${q}></search></Body></Envelope>`,
         ),
       };
     case "cookie": {
@@ -106,28 +131,36 @@ export function place(payload: string, where: Placement): EngineRequest | undefi
         method: "GET",
         path: "/",
         query: "",
-        headers: [...BASE_HEADERS, ["cookie", `session=abc123; q=${value}`]],
+        headers: [...BASE_HEADERS, ["cookie", `session=abc123; ${q}=${value}`]],
       };
     }
   }
 }
 
+/** What {@link runPayloads} replays and how. */
+export interface PayloadRun {
+  /** Path of attacks.jsonl. */
+  readonly file: string;
+  readonly level: Level;
+  /** Payloads per class at most (evenly sampled). */
+  readonly limit?: number;
+  /** Restricts the run to one class, whose misses are listed. */
+  readonly only?: string;
+  /** The placement whose misses are listed (default `query`). */
+  readonly missesIn?: string;
+  /** The parameter and cookie name and the header (default `q` and User-Agent). */
+  readonly names?: PlaceNames;
+}
+
 /**
  * Runs the payload file and prints the class x placement table.
  *
- * @param file path of attacks.jsonl
- * @param level protection level
- * @param limit payloads per class at most (evenly sampled)
- * @param only restrict to one class (its misses are listed)
- * @param missesIn the placement whose misses are listed (default `query`)
+ * @param run the file, level, sampling, class and names
  */
-export async function runPayloads(
-  file: string,
-  level: Level,
-  limit: number | undefined,
-  only: string | undefined,
-  missesIn = "query",
-): Promise<number> {
+export async function runPayloads(run: PayloadRun): Promise<number> {
+  const { file, level, limit, only } = run;
+  const missesIn = run.missesIn ?? "query";
+  const names = run.names ?? DEFAULT_NAMES;
   const byClass = new Map<string, Payload[]>();
   for (const line of (await Deno.readTextFile(file)).split("\n")) {
     if (line.trim().length === 0) continue;
@@ -147,7 +180,7 @@ export async function runPayloads(
       let hit = 0;
       let total = 0;
       for (const p of list) {
-        const req = place(p.payload, where);
+        const req = place(p.payload, where, names);
         if (req === undefined) {
           skipped++;
           continue;

@@ -15,6 +15,16 @@
  * the method. The request files of each `--dir` are judged as they are. The corpora stay
  * outside the repository; a missing one exits with status 2. Exits 1 on the first differences
  * (up to ten are listed).
+ *
+ * With `--verdicts` only the verdict is compared (blocked or not, and by which rule where), so
+ * a change meant to alter verdicts can be reviewed: every request whose verdict changed is
+ * listed (up to `--max`, 200 by default), newly blocked ones first. `--class` keeps the
+ * payloads of the named classes only.
+ *
+ * ```sh
+ * deno run -A scripts/engine_same.ts --verdicts --class open-redirect --class ldap \
+ *   --payloads ../shared/corpus/payloads/attacks.jsonl --dir ../shared/corpus/blazehttp-dev
+ * ```
  */
 import { parseArgs } from "node:util";
 import { inspect } from "../engine/inspect.ts";
@@ -50,11 +60,19 @@ function requestsFor(payload: string): EngineRequest[] {
   return out;
 }
 
-async function* payloads(file: string): AsyncGenerator<string> {
+async function* payloads(file: string, classes: readonly string[]): AsyncGenerator<string> {
   const text = await Deno.readTextFile(file);
   for (const line of text.split("\n")) {
-    if (line.trim() !== "") yield (JSON.parse(line) as { payload: string }).payload;
+    if (line.trim() === "") continue;
+    const p = JSON.parse(line) as { payload: string; class: string };
+    if (classes.length === 0 || classes.includes(p.class)) yield p.payload;
   }
+}
+
+/** What decides a request: the blocking rule and where it fired, or `pass`. */
+function verdictOf(result: ReturnType<Inspect>): string {
+  const b = result.blocking;
+  return b === undefined ? "pass" : `${b.ruleId} ${b.score} ${b.location}`;
 }
 
 /** Entry point; returns the exit code. */
@@ -65,8 +83,12 @@ export async function main(args: string[]): Promise<number> {
       revision: { type: "string", default: "main" },
       payloads: { type: "string" },
       dir: { type: "string", multiple: true, default: [] },
+      class: { type: "string", multiple: true, default: [] },
+      verdicts: { type: "boolean", default: false },
+      max: { type: "string", default: "200" },
     },
   });
+  const max = values.verdicts ? Number(values.max) : 10;
   const sources = [...(values.payloads ? [values.payloads] : []), ...values.dir];
   if (sources.length === 0) {
     console.error("usage: engine_same.ts [--revision main] --payloads <file> | --dir <corpus>");
@@ -84,20 +106,25 @@ export async function main(args: string[]): Promise<number> {
   const after = inspect as Inspect;
   const differences: string[] = [];
   let judged = 0;
+  let changed = 0;
   const compare = (req: EngineRequest, what: string) => {
     for (const level of ["balanced", "strict"] as const) {
       const opts: InspectOptions = { level };
-      const a = JSON.stringify(before(req, opts));
-      const b = JSON.stringify(after(req, opts));
+      const ra = before(req, opts);
+      const rb = after(req, opts);
+      const a = values.verdicts ? verdictOf(ra) : JSON.stringify(ra);
+      const b = values.verdicts ? verdictOf(rb) : JSON.stringify(rb);
       judged++;
-      if (a !== b && differences.length < 10) {
+      if (a === b) continue;
+      changed++;
+      if (differences.length < max) {
         differences.push(`${what} (${level}):\n  ${values.revision}: ${a}\n  now: ${b}`);
       }
     }
   };
   if (values.payloads) {
     let n = 0;
-    for await (const payload of payloads(values.payloads)) {
+    for await (const payload of payloads(values.payloads, values.class)) {
       for (const req of requestsFor(payload)) compare(req, `payload ${JSON.stringify(payload)}`);
       n++;
     }
@@ -113,9 +140,11 @@ export async function main(args: string[]): Promise<number> {
     }
     console.log(`${dir}: ${n} requests`);
   }
-  console.log(`inspections compared: ${judged}, different: ${differences.length}`);
-  for (const d of differences) console.log(d);
-  return differences.length === 0 ? 0 : 1;
+  console.log(`inspections compared: ${judged}, different: ${changed}`);
+  // Newly blocked first: they are what a reviewer checks for false positives.
+  const order = (d: string) => (d.includes(": pass\n") ? 0 : 1);
+  for (const d of differences.sort((x, y) => order(x) - order(y))) console.log(d);
+  return changed === 0 ? 0 : 1;
 }
 
 if (import.meta.main) Deno.exit(await main(Deno.args));

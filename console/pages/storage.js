@@ -1,4 +1,6 @@
-// Storage: the store's files and the disk, rows and the oldest record per table, the access-log
+// Storage: the management database (engine, where it is, state and latency), the local store
+// file (the whole store on the temporary profile, this controller's access log on production)
+// and the disk, rows and the oldest record per table, the access-log
 // pipeline and its PostgreSQL sink, usage by kind, and (write:storage) the Redis connectivity
 // test, the sink's run-time configuration (the DSN is write-only) and the disk clean-up.
 import { post, put } from "../api.js";
@@ -14,6 +16,7 @@ import {
   useAction,
   useApi,
 } from "../components.js";
+import { DatabasePanel } from "../db_panel.js";
 import { fmtNumber, fmtTime, t } from "../i18n.js";
 import { html, useState } from "../lib/ui.js";
 import { can } from "../session.js";
@@ -207,8 +210,9 @@ export default function Storage() {
     ${
     s
       ? html`
+        <${DatabasePanel} facts=${s.management} />
         <dl class="facts" id="store">
-          <dt>${t("storage.store")}</dt>
+          <dt>${t(s.store.contents === "access_log" ? "storage.local_log" : "storage.store")}</dt>
           <dd><code>${s.store.path}</code>: ${bytes(s.store.bytes)} (WAL ${bytes(
             s.store.wal_bytes,
           )})</dd>

@@ -1,5 +1,6 @@
-// System: the version and runtime, the data plane's worker threads, time synchronisation (servers, offsets, measure now,
-// reselect), where the Prometheus metrics are, and the backup buttons: the backup API answers
+// System: the version and runtime, the management database and the deployment's controllers
+// (which holds which scheduled task), the data plane's worker threads, time synchronisation
+// (servers, offsets, measure now, reselect), where the Prometheus metrics are, and the backup buttons: the backup API answers
 // 501 by design (specification 4.3), so the page explains what to run on the host instead.
 import { post } from "../api.js";
 import {
@@ -13,6 +14,7 @@ import {
   useAction,
   useApi,
 } from "../components.js";
+import { ControllersPanel, DatabasePanel } from "../db_panel.js";
 import { fmtTime, t } from "../i18n.js";
 import { html, useEffect, useState } from "../lib/ui.js";
 import { can } from "../session.js";
@@ -90,6 +92,21 @@ function TimeSync() {
     <${ErrorBox} error=${action.error} />
     <${Done} text=${action.done} />
   </div>`;
+}
+
+/** The management database and the controllers of the deployment. */
+function Deployment() {
+  const state = useApi("/api/system/storage");
+  const d = state.data;
+  return html`
+    <${Loading} state=${state} />
+    ${d
+      ? html`
+        <${DatabasePanel} facts=${d} />
+        <${ControllersPanel} controllers=${d.controllers} />
+      `
+      : null}
+  `;
 }
 
 /** `server.data.workers` and, per worker thread, whether it serves and on which policy. */
@@ -208,6 +225,7 @@ export default function System() {
       `
       : null
   }
+    <${Deployment} />
     <${DataPlane} />
     <${TimeSync} />
     <${Metrics} />

@@ -18,6 +18,7 @@
  * SQLite's `RAISE(ABORT)` triggers become PL/pgSQL trigger functions.
  */
 import { MIGRATIONS } from "../migrations.ts";
+import { NO_CHANGE_NOTICE } from "../store.ts";
 
 export interface PgStatement {
   /** The statement as PostgreSQL takes it. */
@@ -28,6 +29,8 @@ export interface PgStatement {
   readonly writes: string | undefined;
   /** True when the statement answers the inserted row id as `rowid__`. */
   readonly returnsRowid: boolean;
+  /** False for a write marked `NO_CHANGE_NOTICE` (db/store.ts): no other controller is told of it. */
+  readonly notice: boolean;
 }
 
 export class UnsupportedSqlError extends Error {
@@ -156,7 +159,9 @@ export const ROWID_COLUMNS: ReadonlyMap<string, string | undefined> = (() => {
 const WRITES = /^\s*(?:INSERT(?:\s+OR\s+\w+)?\s+INTO|UPDATE|DELETE\s+FROM)\s+(\w+)/i;
 
 /** Translates one statement of the repositories. */
-export function translateStatement(sql: string): PgStatement {
+export function translateStatement(source: string): PgStatement {
+  const quiet = source.trimStart().startsWith(NO_CHANGE_NOTICE);
+  const sql = quiet ? source.trimStart().slice(NO_CHANGE_NOTICE.length) : source;
   const { code: masked, literals } = mask(sql);
   let code = masked;
   if (/\bINSERT\s+OR\s+REPLACE\b/i.test(code)) {
@@ -226,6 +231,7 @@ export function translateStatement(sql: string): PgStatement {
     names: names.length > 0 ? names : undefined,
     writes,
     returnsRowid,
+    notice: !quiet,
   };
 }
 

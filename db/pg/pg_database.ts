@@ -221,7 +221,11 @@ export class PgDatabase {
   }
 
   #notice(tables: Iterable<string>): PgStep {
-    const payload = JSON.stringify({ controller: this.controllerId, tables: [...tables] });
+    const payload = JSON.stringify({
+      controller: this.controllerId,
+      schema: this.schema,
+      tables: [...tables],
+    });
     return { text: "SELECT pg_notify($1, $2)", params: [CHANGE_CHANNEL, payload] };
   }
 
@@ -230,10 +234,10 @@ export class PgDatabase {
     const step: PgStep = { text: t.text, params };
     if (this.#inTx) {
       const [result] = this.#call([step], true);
-      if (t.writes) this.#written.add(t.writes);
+      if (t.writes && t.notice) this.#written.add(t.writes);
       return result!;
     }
-    const steps = t.writes ? [step, this.#notice([t.writes])] : [step];
+    const steps = t.writes && t.notice ? [step, this.#notice([t.writes])] : [step];
     return this.#call(steps, false)[0]!;
   }
 

@@ -117,7 +117,10 @@ const BATCH_ROWS = 500;
 
 /** A statement in PostgreSQL's own dialect (not translated), on the store's connection. */
 function pgQuery(target: PgDatabase, text: string, params: unknown[], writes?: string) {
-  return target.query({ text, names: undefined, writes, returnsRowid: false }, params);
+  return target.query(
+    { text, names: undefined, writes, returnsRowid: false, notice: true },
+    params,
+  );
 }
 
 /** Rows of `table` on the target that exist at all (the first one), for the emptiness check. */

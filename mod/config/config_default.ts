@@ -51,8 +51,18 @@ server:
 
 storage:
   # temporary: embedded SQLite under the data directory (no other service needed).
-  # production: an external store; this build has none, so it fails closed at start.
+  # production: the management state in PostgreSQL, shared by every controller of the
+  # deployment (README "Production profile"); without its database or key file, or with the
+  # database unreachable, start-up fails closed (ErrProductionStorageUnavailable).
   profile: temporary
+  # production:
+  #   postgresql:
+  #     dsn: "postgres://waf@db.internal:5432/waf"
+  #     pool_size: 10
+  #     connect_timeout: 5s
+  #     statement_timeout: 10s
+  #     schema: public
+  #   secrets_file: /etc/waf/deployment.key   # the same file on every controller
   # Optional asynchronous access-log sink; never blocks requests.
   # postgresql:
   #   dsn: "postgres://waf@127.0.0.1:5432/waf"

@@ -9,6 +9,8 @@ import { VERSION } from "../core/version.ts";
 
 /** The channel every committed write on the PostgreSQL store notifies. */
 export const CHANGE_CHANNEL = "waf_store_changes";
+/** The channel a controller relays its deployment-wide realtime events on. */
+export const EVENT_CHANNEL = "waf_realtime_events";
 /** How often a controller writes its heartbeat and renews its leases. */
 export const HEARTBEAT_MS = 5_000;
 /** A controller (and a lease) not renewed for this long is taken for dead. */
@@ -34,23 +36,19 @@ export interface ControllerView {
  */
 export type ChangeListener = (tables: readonly string[] | null) => void;
 
-/**
- * The tables the data plane's policy is compiled from (sites with their certificates; rules,
- * IP lists, protection, edge, API-security and block-page objects): only another controller's
- * write to one of these rebuilds this controller's policy. Every other write (sessions, audit,
- * task runs, node heartbeats) leaves it as it is: a rebuild per remote write kept the data plane's
- * thread compiling for most of a busy second.
- */
-export const POLICY_TABLES: ReadonlySet<string> = new Set(["sites", "policy_objects"]);
-
-/** Whether a change notice can change the compiled policy (`null`: notices may have been missed). */
-export function changesPolicy(tables: readonly string[] | null): boolean {
-  return tables === null || tables.some((t) => POLICY_TABLES.has(t.toLowerCase()));
-}
-
 /** Whether a change notice can move a scheduled task's next run (`null`: it may have). */
 export function changesTasks(tables: readonly string[] | null): boolean {
   return tables === null || tables.some((t) => t.toLowerCase() === "ops_tasks");
+}
+
+/** A realtime event another controller published (its bus event, as the feeds send it). */
+export interface RelayedEvent {
+  readonly kind: string;
+  /** Milliseconds since the epoch. */
+  readonly time: number;
+  readonly site: { readonly id: string; readonly name: string } | null;
+  /** The payload as JSON. */
+  readonly data: string;
 }
 
 export interface Coordinator {
@@ -63,6 +61,13 @@ export interface Coordinator {
   stop(): Promise<void>;
   /** Tells `listener` about every change another controller commits. */
   onChange(listener: ChangeListener): void;
+  /**
+   * Hands a realtime event of this controller to the others (best effort: one that does not fit
+   * a notice, or a feed that is down, is not relayed).
+   */
+  relay(event: RelayedEvent): void;
+  /** Tells `listener` about every realtime event another controller relays. */
+  onRelay(listener: (event: RelayedEvent) => void): void;
   /**
    * Takes (or keeps) the lease of `task`: true when this controller holds it now, so it alone
    * runs the task's due times; a lease not renewed for {@link STALE_MS} is taken over.
@@ -93,6 +98,8 @@ export function createLocalCoordinator(deps: {
       return Promise.resolve();
     },
     onChange() {},
+    relay() {},
+    onRelay() {},
     acquire(task) {
       held.add(task);
       return Promise.resolve(true);

@@ -4,9 +4,13 @@
  * store's pool so a busy store never delays a heartbeat.
  *
  * - Change feed: LISTEN `waf_store_changes`; every notice another controller's store sends
- *   (`{"controller": "...", "tables": [...]}`) reaches the listeners; this controller's own
- *   notices are ignored. After the LISTEN connection is lost and made again, the listeners are
- *   told "anything changed" (`null`): notices sent meanwhile are lost.
+ *   (`{"controller": "...", "schema": "...", "tables": [...]}`) reaches the listeners; this
+ *   controller's own notices, and those of another schema of the database, are ignored. After
+ *   the LISTEN connection is lost and made again, the listeners are told "anything changed"
+ *   (`null`): notices sent meanwhile are lost.
+ * - Realtime relay: LISTEN `waf_realtime_events`; a controller's deployment-wide realtime events
+ *   (`{"controller", "schema", "kind", "time", "site", "data"}`) reach the other controllers of
+ *   the same schema, never itself. An event too large for a notice is not relayed.
  * - Leases: `task_leases`, one row per scheduled task, its holder renewing it with every
  *   heartbeat; a row not renewed for {@link STALE_MS} is taken by the next controller asking.
  * - Registry: `controllers`, one row per controller process, `last_seen_at` renewed every
@@ -20,7 +24,9 @@ import {
   type ChangeListener,
   type ControllerView,
   type Coordinator,
+  EVENT_CHANNEL,
   HEARTBEAT_MS,
+  type RelayedEvent,
   STALE_MS,
 } from "./coordinator.ts";
 
@@ -44,6 +50,9 @@ export interface PgCoordinator extends Coordinator {
 }
 
 const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** PostgreSQL refuses a notice payload of 8000 bytes or more. */
+const MAX_NOTICE_BYTES = 7_900;
+const encoder = new TextEncoder();
 
 const TABLES = [
   `CREATE TABLE IF NOT EXISTS controllers (
@@ -68,10 +77,12 @@ export function createPgCoordinator(options: PgCoordinatorOptions): PgCoordinato
   });
   const id = options.controllerId;
   const listeners: ChangeListener[] = [];
+  const relayListeners: ((event: RelayedEvent) => void)[] = [];
   let self = { name: "", managementAddress: "" };
   let startedAt = 0;
   let timer: ReturnType<typeof setInterval> | undefined;
   let unlisten: (() => Promise<void>) | undefined;
+  let unlistenEvents: (() => Promise<void>) | undefined;
   let listens = 0;
   const warn = (message: string, err: unknown) =>
     options.warn?.(message, { error: err instanceof Error ? err.message : String(err) });
@@ -85,7 +96,7 @@ export function createPgCoordinator(options: PgCoordinatorOptions): PgCoordinato
     }
   };
   const onNotice = (payload: string) => {
-    let notice: { controller?: unknown; tables?: unknown };
+    let notice: { controller?: unknown; schema?: unknown; tables?: unknown };
     try {
       notice = JSON.parse(payload);
     } catch {
@@ -93,7 +104,33 @@ export function createPgCoordinator(options: PgCoordinatorOptions): PgCoordinato
       return;
     }
     if (notice.controller === id) return;
+    // NOTIFY channels are database-wide: a notice of another schema is another deployment's.
+    if (typeof notice.schema === "string" && notice.schema !== schema) return;
     tell(Array.isArray(notice.tables) ? notice.tables.map(String) : null);
+  };
+  const onEvent = (payload: string) => {
+    let e: { controller?: unknown; schema?: unknown } & Partial<RelayedEvent>;
+    try {
+      e = JSON.parse(payload);
+    } catch {
+      return;
+    }
+    // NOTIFY channels are database-wide: another deployment's schema may share the database.
+    if (e.schema !== schema || e.controller === id) return;
+    if (typeof e.kind !== "string" || typeof e.data !== "string") return;
+    const event: RelayedEvent = {
+      kind: e.kind,
+      time: Number(e.time),
+      site: e.site ?? null,
+      data: e.data,
+    };
+    for (const l of relayListeners) {
+      try {
+        l(event);
+      } catch (err) {
+        warn("realtime relay listener failed", err);
+      }
+    }
   };
   const heartbeat = async () => {
     const now = options.now();
@@ -118,6 +155,7 @@ export function createPgCoordinator(options: PgCoordinatorOptions): PgCoordinato
         if (listens++ > 0) tell(null);
       });
       unlisten = listening.unlisten;
+      unlistenEvents = (await sql.listen(EVENT_CHANNEL, onEvent)).unlisten;
       if (options.timers ?? true) {
         timer = setInterval(
           () => heartbeat().catch((err) => warn("heartbeat failed", err)),
@@ -130,11 +168,22 @@ export function createPgCoordinator(options: PgCoordinatorOptions): PgCoordinato
       clearInterval(timer);
       timer = undefined;
       await unlisten?.().catch(() => {});
+      await unlistenEvents?.().catch(() => {});
       await sql`DELETE FROM task_leases WHERE holder = ${id}`.catch(() => {});
       await sql.end({ timeout: 2 });
     },
     onChange(listener) {
       listeners.push(listener);
+    },
+    relay(event) {
+      const payload = JSON.stringify({ controller: id, schema, ...event });
+      if (encoder.encode(payload).length > MAX_NOTICE_BYTES) return;
+      sql`SELECT pg_notify(${EVENT_CHANNEL}, ${payload})`.catch((err) =>
+        warn("realtime relay failed", err)
+      );
+    },
+    onRelay(listener) {
+      relayListeners.push(listener);
     },
     async acquire(task) {
       const now = options.now();

@@ -4,8 +4,11 @@
  * `difficulty` leading zero bits (the same puzzle as the data plane's bot challenge,
  * `engine/bot.ts`), and the server checks it. Challenges and receipts expire
  * after two minutes and are single-use; a receipt is bound to one username and one client
- * address. Signed values carry this process's boot id, so nothing issued before a restart
- * (when the used-sets were lost) is accepted after it.
+ * address. With a store of spent ids (`spent`, the composition's: shared by every controller of
+ * a deployment, kept across restarts) a challenge fetched from one controller can be answered on
+ * another and its receipt spent on a third, each once. Without one (tests of this module), the
+ * used-sets are this process's memory and signed values carry its boot id, so nothing issued
+ * before a restart (when the sets were lost) is accepted after it.
  */
 import type { Clock } from "../core/clock.ts";
 import { safeEqual, sha256Hex } from "../core/digest.ts";
@@ -71,11 +74,39 @@ export function solveChallenge(challenge: string, difficulty: number): string {
   for (let n = 0;; n++) if (solves(challenge, String(n), difficulty)) return String(n);
 }
 
-export function createCaptcha(deps: { key: Uint8Array; clock: Clock; random: Random }) {
-  const boot = randomHex(deps.random, 8);
-  /** Ids already used, with their expiry so the sets can be swept. */
-  const usedChallenges = new Map<string, number>();
-  const usedReceipts = new Map<string, number>();
+/** Ids spent once for the whole deployment (db/spent_ids_repo.ts). */
+export interface SpentIds {
+  /** True the first time `id` of `kind` is spent, false after. */
+  spend(kind: string, id: string, expiresAt: number): boolean;
+  sweep(kind: string, now: number): number;
+}
+
+/** The used-sets in this process's memory (no store given). */
+function memorySpentIds(): SpentIds {
+  const sets = new Map<string, Map<string, number>>();
+  return {
+    spend(kind, id, expiresAt) {
+      let set = sets.get(kind);
+      if (!set) sets.set(kind, set = new Map());
+      if (set.has(id)) return false;
+      set.set(id, expiresAt);
+      return true;
+    },
+    sweep(kind, now) {
+      const set = sets.get(kind);
+      let n = 0;
+      for (const [id, exp] of set ?? []) if (exp <= now) n += Number(set!.delete(id));
+      return n;
+    },
+  };
+}
+
+export function createCaptcha(
+  deps: { key: Uint8Array; clock: Clock; random: Random; spent?: SpentIds },
+) {
+  // Spent ids kept in the store outlive the process: tokens need no boot id then.
+  const boot = deps.spent ? "shared" : randomHex(deps.random, 8);
+  const spent = deps.spent ?? memorySpentIds();
 
   const tokens = createSignedTokens(deps.key, { version: VERSION });
   const sign = (claims: ChallengeClaims | ReceiptClaims): string => tokens.sign(claims);
@@ -91,9 +122,8 @@ export function createCaptcha(deps: { key: Uint8Array; clock: Clock; random: Ran
 
   const sweep = () => {
     const now = deps.clock.now();
-    for (const set of [usedChallenges, usedReceipts]) {
-      for (const [id, exp] of set) if (exp <= now) set.delete(id);
-    }
+    spent.sweep("captcha_challenge", now);
+    spent.sweep("captcha_receipt", now);
   };
 
   return {
@@ -124,8 +154,7 @@ export function createCaptcha(deps: { key: Uint8Array; clock: Clock; random: Ran
       expires_at: string;
     } {
       const claims = open(input.challenge, "c") as ChallengeClaims;
-      if (usedChallenges.has(claims.id)) throw new CaptchaError("reused");
-      usedChallenges.set(claims.id, claims.e);
+      if (!spent.spend("captcha_challenge", claims.id, claims.e)) throw new CaptchaError("reused");
       if (claims.ip !== input.clientIp) throw new CaptchaError("wrong_client");
       if (!solves(input.challenge, input.nonce, claims.d)) throw new CaptchaError("wrong_answer");
       const receipt: ReceiptClaims = {
@@ -142,8 +171,7 @@ export function createCaptcha(deps: { key: Uint8Array; clock: Clock; random: Ran
     /** Spends a receipt for a login of `username` from `clientIp`; throws when refused. */
     consumeReceipt(receipt: string, username: string, clientIp: string): void {
       const claims = open(receipt, "r") as ReceiptClaims;
-      if (usedReceipts.has(claims.id)) throw new CaptchaError("reused");
-      usedReceipts.set(claims.id, claims.e);
+      if (!spent.spend("captcha_receipt", claims.id, claims.e)) throw new CaptchaError("reused");
       if (claims.ip !== clientIp) throw new CaptchaError("wrong_client");
       // Exact comparison: usernames are never normalised, receipts included.
       if (!safeEqual(claims.u, username)) throw new CaptchaError("wrong_username");

@@ -1,46 +1,41 @@
 /**
  * Failure counting with exponential backoff, keyed by whatever the caller limits on (a client
- * address, a username, the setup token). Counts live in process memory: they reset on restart,
- * which the CAPTCHA and the slow password hash make acceptable for a single-node console.
+ * address, a username, the setup token). Given the store (`shared`), the counts are the
+ * deployment's (shared_lockout.ts): every controller on one store counts the same failures, so
+ * a load balancer spreading an attacker's attempts gains nothing. Without it (unit tests) they
+ * live in this process's memory.
  */
 import type { Clock } from "../core/clock.ts";
+import {
+  bound,
+  failedOnce,
+  liveEntry,
+  type Lockout,
+  type LockoutEntry,
+  type LockoutOptions,
+} from "./lockout_counts.ts";
+import { createSharedLockout, type SharedLockout } from "./shared_lockout.ts";
 
-export interface LockoutOptions {
-  /** Failures allowed inside `windowMs` before the first lock. */
-  readonly threshold: number;
-  /** First lock length; each further failure doubles it, up to `maxLockMs`. */
-  readonly baseLockMs: number;
-  readonly maxLockMs: number;
-  /** A key with no failure for this long starts again from zero. */
-  readonly windowMs: number;
-  /** Keys kept at most (oldest dropped first), so a flood cannot exhaust memory. */
-  readonly maxKeys?: number;
-}
+export type { Lockout, LockoutOptions } from "./lockout_counts.ts";
+export type { LockoutStore, SharedLockout } from "./shared_lockout.ts";
 
-interface Entry {
-  failures: number;
-  lastFailure: number;
-  lockedUntil: number;
-}
-
-export function createLockout(clock: Clock, options: LockoutOptions) {
-  const entries = new Map<string, Entry>();
+export function createLockout(
+  clock: Clock,
+  options: LockoutOptions,
+  shared?: SharedLockout,
+): Lockout {
+  if (shared) return createSharedLockout(clock, options, shared);
+  const entries = new Map<string, LockoutEntry>();
   const maxKeys = options.maxKeys ?? 100_000;
 
-  const live = (key: string): Entry | undefined => {
-    const e = entries.get(key);
-    if (!e) return undefined;
-    const now = clock.now();
-    if (now - e.lastFailure > options.windowMs && now >= e.lockedUntil) {
-      entries.delete(key);
-      return undefined;
-    }
+  const live = (key: string): LockoutEntry | undefined => {
+    const e = liveEntry(entries.get(key), clock.now(), options);
+    if (!e) entries.delete(key);
     return e;
   };
 
   return {
-    /** Seconds until every key in `keys` may try again; 0 when none is locked. */
-    retryAfter(keys: readonly string[]): number {
+    retryAfter(keys) {
       const now = clock.now();
       let wait = 0;
       for (const k of keys) {
@@ -49,41 +44,23 @@ export function createLockout(clock: Clock, options: LockoutOptions) {
       }
       return Math.ceil(wait / 1000);
     },
-    /** Failures counted for `key` in the current window. */
-    failures(key: string): number {
-      return live(key)?.failures ?? 0;
-    },
-    /** Counts one failure against each key; locks a key once it passes the threshold. */
-    fail(keys: readonly string[]): void {
+    failures: (key) => live(key)?.failures ?? 0,
+    atLeast: (key, n) => (live(key)?.failures ?? 0) >= n,
+    fail(keys) {
       const now = clock.now();
-      for (const k of keys) {
-        let e = live(k);
-        if (!e) {
-          if (entries.size >= maxKeys) {
-            const oldest = entries.keys().next().value;
-            if (oldest !== undefined) entries.delete(oldest);
-          }
-          e = { failures: 0, lastFailure: now, lockedUntil: 0 };
-          entries.set(k, e);
-        }
-        e.failures++;
-        e.lastFailure = now;
-        const over = e.failures - options.threshold;
-        if (over >= 0) {
-          const lock = Math.min(options.maxLockMs, options.baseLockMs * 2 ** Math.min(over, 30));
-          e.lockedUntil = now + lock;
-        }
-      }
+      return keys.map((k) => {
+        const e = live(k);
+        if (!e) bound(entries, maxKeys);
+        const next = failedOnce(e, now, options);
+        entries.set(k, next);
+        return next.failures;
+      });
     },
-    /** Forgets `key` (after a success). */
-    reset(key: string): void {
+    reset(key) {
       entries.delete(key);
     },
-    /** Drops entries whose window and lock have both passed. */
-    sweep(): void {
+    sweep() {
       for (const k of [...entries.keys()]) live(k);
     },
   };
 }
-
-export type Lockout = ReturnType<typeof createLockout>;

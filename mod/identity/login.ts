@@ -12,8 +12,14 @@ import { type Captcha, CaptchaError } from "./captcha.ts";
 import type { CaptchaPolicyStore } from "./captcha_policy.ts";
 import type { Clock } from "../core/clock.ts";
 import { AppError } from "../core/errors.ts";
-import { createLoginThrottle, LOGIN_LOCKOUT, type LoginThrottle } from "./login_throttle.ts";
-import { DUMMY_HASH, hashPassword, needsRehash, verifyPassword } from "./password_hash.ts";
+import {
+  createLoginThrottle,
+  LOGIN_LIMITS,
+  LOGIN_LOCKOUT,
+  type LoginThrottle,
+} from "./login_throttle.ts";
+import type { LockoutStore } from "./lockout.ts";
+import { dummyHash, hashPassword, needsRehash, verifyPassword } from "./password_hash.ts";
 import type { Random } from "../core/random.ts";
 import type { RefusalAudit } from "./refusal_audit.ts";
 import type { NewSessionResult, Sessions } from "./sessions.ts";
@@ -50,6 +56,8 @@ export interface LoginDeps {
   readonly verifyRecoveryCode?: TotpVerifier;
   /** Told when failures lock a (username, client) pair (the `login.lockout` notification). */
   readonly lockedOut?: (username: string, clientIp: string) => void;
+  /** Where the failure counts live (the store: shared by the deployment's controllers). */
+  readonly lockouts?: LockoutStore;
 }
 
 const INVALID_CREDENTIALS = "Invalid username or password";
@@ -91,7 +99,7 @@ class LoginService implements Login {
 
   constructor(deps: LoginDeps) {
     this.#deps = deps;
-    this.throttle = createLoginThrottle(deps.clock);
+    this.throttle = createLoginThrottle(deps.clock, LOGIN_LIMITS, deps.lockouts);
   }
 
   options(clientIp: string, username?: string): LoginFormOptions {
@@ -174,7 +182,7 @@ class LoginService implements Login {
   /** The account, when the password is right (a dummy hash for an unknown user) and enabled. */
   async #checkPassword(a: Attempt): Promise<UserRow> {
     const user = this.#deps.repo.getByUsername(a.input.username);
-    const valid = await verifyPassword(a.input.password, user?.password_hash ?? DUMMY_HASH);
+    const valid = await verifyPassword(a.input.password, user?.password_hash ?? dummyHash());
     if (!user || !valid) {
       this.#refuse(a, {
         reason: user ? "wrong_password" : "unknown_user",

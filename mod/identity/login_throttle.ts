@@ -5,10 +5,11 @@
  * local operator nothing once they get it right). Two ceilings count across pairs and only ever
  * ask for a CAPTCHA, never refuse: a username that failed often from any addresses (a
  * distributed guess at one account), and a client that failed often across usernames (password
- * spraying). Counts live in process memory, bounded, and reset on restart.
+ * spraying). Given the store, the counts are the deployment's (every controller sees the same
+ * ones, and they survive a restart); without it they live in process memory, bounded.
  */
 import type { Clock } from "../core/clock.ts";
-import { createLockout } from "./lockout.ts";
+import { createLockout, type LockoutStore } from "./lockout.ts";
 
 export interface LoginLimits {
   /** Failures of one (username, client) pair before it is locked. */
@@ -54,12 +55,23 @@ export interface LoginPressure {
 
 const pairKey = (username: string, client: string) => `${username}\n${client}`;
 
-export function createLoginThrottle(clock: Clock, limits: LoginLimits = LOGIN_LIMITS) {
+export function createLoginThrottle(
+  clock: Clock,
+  limits: LoginLimits = LOGIN_LIMITS,
+  store?: LockoutStore,
+) {
   const window = { windowMs: limits.windowMs, baseLockMs: 0, maxLockMs: 0 };
-  const pairs = createLockout(clock, { ...limits });
+  const shared = (scope: string) => store && { store, scope };
+  const pairs = createLockout(clock, { ...limits }, shared("login.pair"));
   // Ceilings never lock: their threshold is out of reach, only their counts are read.
-  const usernames = createLockout(clock, { ...window, threshold: Infinity });
-  const clients = createLockout(clock, { ...window, threshold: Infinity });
+  const usernames = createLockout(
+    clock,
+    { ...window, threshold: Infinity },
+    shared("login.username"),
+  );
+  const clients = createLockout(clock, { ...window, threshold: Infinity }, shared("login.client"));
+  // The three counts of one failure are one write for the store.
+  const atomically = <T>(fn: () => T): T => store ? store.atomically(fn) : fn();
 
   return {
     /** Seconds until this pair may try again; 0 when it is not locked. */
@@ -68,11 +80,11 @@ export function createLoginThrottle(clock: Clock, limits: LoginLimits = LOGIN_LI
     },
     /** The counts behind the CAPTCHA decision (`username` unknown: the client alone). */
     pressure(client: string, username?: string): LoginPressure {
-      const clientHot = clients.failures(client) >= limits.clientCeiling;
+      const clientHot = clients.atLeast(client, limits.clientCeiling);
       if (username === undefined) return { pairFailures: 0, ceilingReached: clientHot };
       return {
         pairFailures: pairs.failures(pairKey(username, client)),
-        ceilingReached: clientHot || usernames.failures(username) >= limits.usernameCeiling,
+        ceilingReached: clientHot || usernames.atLeast(username, limits.usernameCeiling),
       };
     },
     /**
@@ -80,11 +92,12 @@ export function createLoginThrottle(clock: Clock, limits: LoginLimits = LOGIN_LI
      * failure locked the pair (the `login.lockout` notification).
      */
     fail(username: string, client: string): boolean {
-      const key = pairKey(username, client);
-      pairs.fail([key]);
-      usernames.fail([username]);
-      clients.fail([client]);
-      return pairs.failures(key) === limits.threshold;
+      return atomically(() => {
+        const [failures] = pairs.fail([pairKey(username, client)]);
+        usernames.fail([username]);
+        clients.fail([client]);
+        return failures === limits.threshold;
+      });
     },
     /** A success resets its own pair only: the ceilings keep counting an attack in progress. */
     succeed(username: string, client: string): void {

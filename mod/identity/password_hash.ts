@@ -13,6 +13,22 @@ import { b64url, fromB64url } from "../core/digest.ts";
 import { type Random, systemRandom } from "../core/random.ts";
 
 export const PBKDF2_ITERATIONS = 600_000;
+
+/**
+ * The iterations new hashes get: {@link PBKDF2_ITERATIONS}, always, in the product (no setting,
+ * variable or flag changes it). Only tests lower it, through {@link setHashIterationsForTests},
+ * the way they inject a fake clock: an in-process test's logins then cost microseconds instead
+ * of a quarter of a second of a core each.
+ */
+let iterations = PBKDF2_ITERATIONS;
+
+/**
+ * Tests only: the iterations of the hashes made from now on in this process (`undefined` puts
+ * back {@link PBKDF2_ITERATIONS}). Product code never calls it; tests/mod/identity checks that.
+ */
+export function setHashIterationsForTests(n: number | undefined): void {
+  iterations = n ?? PBKDF2_ITERATIONS;
+}
 const SALT_BYTES = 16;
 const KEY_BITS = 256;
 const PREFIX = "pbkdf2-sha256";
@@ -54,8 +70,8 @@ export async function hashPassword(
   random: Random = systemRandom,
 ): Promise<string> {
   const salt = random.bytes(SALT_BYTES);
-  const hash = await derive(password, salt, PBKDF2_ITERATIONS);
-  return `${PREFIX}$${PBKDF2_ITERATIONS}$${b64url(salt)}$${b64url(hash)}`;
+  const hash = await derive(password, salt, iterations);
+  return `${PREFIX}$${iterations}$${b64url(salt)}$${b64url(hash)}`;
 }
 
 function parse(encoded: string) {
@@ -80,11 +96,13 @@ export async function verifyPassword(password: string, encoded: string): Promise
 /** True when `encoded` was made with fewer iterations than today's (rehash at next login). */
 export function needsRehash(encoded: string): boolean {
   const parsed = parse(encoded);
-  return !parsed || parsed.iterations < PBKDF2_ITERATIONS;
+  return !parsed || parsed.iterations < iterations;
 }
 
 /**
  * A hash of a password nobody knows, so a login for an unknown user costs the same time as
  * one for a known user (no username enumeration by timing).
  */
-export const DUMMY_HASH = `${PREFIX}$${PBKDF2_ITERATIONS}$AAAAAAAAAAAAAAAAAAAAAA$${"A".repeat(43)}`;
+export function dummyHash(): string {
+  return `${PREFIX}$${iterations}$AAAAAAAAAAAAAAAAAAAAAA$${"A".repeat(43)}`;
+}

@@ -13,7 +13,7 @@ import type { Clock } from "../core/clock.ts";
 import { safeEqual, sha256Hex } from "../core/digest.ts";
 import { AppError } from "../core/errors.ts";
 import { type HostProbe, probeHost, type ProtectionLevel } from "./host_probe.ts";
-import { createLockout, type Lockout } from "./lockout.ts";
+import { createLockout, type Lockout, type LockoutStore } from "./lockout.ts";
 import type { Logger } from "../core/logger.ts";
 import type { Random } from "../core/random.ts";
 import { SETUP_SESSION_TTL_MS, SetupSessions } from "./setup_sessions.ts";
@@ -48,6 +48,8 @@ export interface SetupDeps {
   readonly logger: Logger;
   readonly dataDir: string;
   readonly transaction: <T>(fn: () => T) => T;
+  /** Where the failure counts live (the store: shared by the deployment's controllers). */
+  readonly lockouts?: LockoutStore;
 }
 
 const SETUP_ACTOR = { type: "anonymous", name: "setup" } as const;
@@ -103,7 +105,7 @@ class SetupService implements Setup {
       baseLockMs: 30_000,
       maxLockMs: 15 * 60_000,
       windowMs: 15 * 60_000,
-    });
+    }, deps.lockouts && { store: deps.lockouts, scope: "setup" });
     this.#sessions = new SetupSessions(deps.random);
   }
 

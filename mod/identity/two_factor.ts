@@ -14,7 +14,7 @@ import type { UserRow } from "../../db/users_repo.ts";
 import type { AuditEvent } from "../core/audit.ts";
 import { AppError } from "../core/errors.ts";
 import { assertMayManage, type Caller } from "./account_authority.ts";
-import type { Lockout } from "./lockout.ts";
+import type { Lockout, LockoutStore } from "./lockout.ts";
 import type { TotpCheck } from "./login.ts";
 import type { RoleMap } from "./permissions.ts";
 import { matchTotpStep } from "./totp.ts";
@@ -49,6 +49,8 @@ export interface SignedIn extends Caller {
 export interface TwoFactorDeps extends TwoFactorOnDeps, TwoFactorOffDeps, TwoFactorRecoveryDeps {
   /** The configured roles, to judge whether a caller may act on another account. */
   readonly roles: RoleMap;
+  /** Where the failure counts live (the store: shared by the deployment's controllers). */
+  readonly lockouts?: LockoutStore;
 }
 
 /** Two-factor authentication of accounts (what `createTwoFactor` returns). */

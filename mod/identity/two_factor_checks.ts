@@ -8,7 +8,7 @@ import type { Clock } from "../core/clock.ts";
 import { AppError } from "../core/errors.ts";
 import type { Logger } from "../core/logger.ts";
 import type { SecretBox } from "../core/secret_box.ts";
-import { createLockout, type Lockout } from "./lockout.ts";
+import { createLockout, type Lockout, type LockoutStore } from "./lockout.ts";
 import { LOGIN_LOCKOUT } from "./login_throttle.ts";
 import { assertNotLocked, confirmPassword, passwordKey } from "./password_confirm.ts";
 import { matchTotpStep } from "./totp.ts";
@@ -28,6 +28,8 @@ export interface TwoFactorChecksDeps {
   readonly box: SecretBox;
   readonly clock: Clock;
   readonly logger: Logger;
+  /** Where the failure counts live (the store: shared by the deployment's controllers). */
+  readonly lockouts?: LockoutStore;
 }
 
 /** The account, lockout, password, code and secret checks of two-factor operations. */
@@ -37,7 +39,11 @@ export class TwoFactorChecks {
 
   constructor(deps: TwoFactorChecksDeps) {
     this.#deps = deps;
-    this.lockout = createLockout(deps.clock, LOGIN_LOCKOUT);
+    this.lockout = createLockout(
+      deps.clock,
+      LOGIN_LOCKOUT,
+      deps.lockouts && { store: deps.lockouts, scope: "two_factor" },
+    );
   }
 
   /** The account with this id; 404 `NOT_FOUND` when there is none. */

@@ -18,7 +18,7 @@ import {
   isAdministrator,
 } from "./account_authority.ts";
 import { assertPassword, assertRepairable, assertRole, assertUsername } from "./account_rules.ts";
-import { createLockout, type Lockout } from "./lockout.ts";
+import { createLockout, type Lockout, type LockoutStore } from "./lockout.ts";
 import { LOGIN_LOCKOUT } from "./login_throttle.ts";
 import { assertNotLocked, confirmPassword, passwordKey } from "./password_confirm.ts";
 import { hashPassword } from "./password_hash.ts";
@@ -64,6 +64,8 @@ export interface UsersDeps {
   readonly transaction: <T>(fn: () => T) => T;
   /** Raises administrator notifications (an administrator's password set by someone else). */
   readonly notify?: Notify;
+  /** Where the failure counts live (the store: shared by the deployment's controllers). */
+  readonly lockouts?: LockoutStore;
 }
 
 /** The fields of an account an update may change. */
@@ -101,6 +103,8 @@ export interface Users {
    * users is neither demoted nor disabled.
    */
   update(id: string, input: UserUpdate, ctx: ChangeContext): Promise<PublicUser>;
+  /** Forgets wrong current passwords whose window and lock have passed. */
+  sweep(): void;
 }
 
 const taken = (username: string) =>
@@ -115,7 +119,15 @@ class UsersService implements Users {
 
   constructor(deps: UsersDeps) {
     this.#deps = deps;
-    this.#lockout = createLockout(deps.clock, LOGIN_LOCKOUT);
+    this.#lockout = createLockout(
+      deps.clock,
+      LOGIN_LOCKOUT,
+      deps.lockouts && { store: deps.lockouts, scope: "password" },
+    );
+  }
+
+  sweep(): void {
+    this.#lockout.sweep();
   }
 
   list(): PublicUser[] {

@@ -37,6 +37,8 @@ export interface BusEvent {
   json(): string;
   /** `{"id","kind","time","site_id","site","data"}` as JSON, made once (what the feeds send). */
   envelope(): string;
+  /** True for an event another controller of the deployment published (relayed to this bus). */
+  readonly relayed?: boolean;
 }
 
 function envelopeOf(e: BusEvent): string {
@@ -73,6 +75,26 @@ class PlainEvent implements BusEvent {
   }
   json(): string {
     return this.#json ??= JSON.stringify(this.payload);
+  }
+  envelope(): string {
+    return this.#envelope ??= envelopeOf(this);
+  }
+}
+
+/** Another controller's event: its payload arrives as JSON. */
+class RelayedEvent implements BusEvent {
+  #envelope: string | undefined;
+  readonly relayed = true;
+  constructor(
+    readonly id: number,
+    readonly kind: RealtimeKind,
+    readonly time: number,
+    readonly siteId: string | null,
+    readonly siteName: string | null,
+    readonly data: string,
+  ) {}
+  json(): string {
+    return this.data;
   }
   envelope(): string {
     return this.#envelope ??= envelopeOf(this);
@@ -250,6 +272,20 @@ export function createEventBus(deps: { clock: Clock }, options: BusOptions = {})
     ): number {
       const id = nextId;
       add(new PlainEvent({ id, kind, time: deps.clock.now(), site, payload }));
+      return id;
+    },
+    /**
+     * Publishes an event another controller published (`data`: its payload as JSON); listeners
+     * see it `relayed`, so it is not handed on again.
+     */
+    publishRelayed(e: {
+      readonly kind: RealtimeKind;
+      readonly time: number;
+      readonly site: { readonly id: string; readonly name: string } | null;
+      readonly data: string;
+    }): number {
+      const id = nextId;
+      add(new RelayedEvent(id, e.kind, e.time, e.site?.id ?? null, e.site?.name ?? null, e.data));
       return id;
     },
     /** The data plane's blocked and challenged requests (other actions are ignored). */

@@ -6,7 +6,7 @@
 import type { MonitorRepo, Resolution } from "../../db/monitor_repo.ts";
 import { LATENCY_BOUNDS_US, quantile } from "../core/histogram.ts";
 import { ACTIONS, STATUS_CLASSES } from "../data_plane/site_counters.ts";
-import type { HeavyHitter } from "./space_saving.ts";
+import { type HeavyHitter, SpaceSaving } from "./space_saving.ts";
 
 export const MINUTE_MS = 60_000;
 export const HOUR_MS = 3_600_000;
@@ -18,6 +18,8 @@ export const ALL = "";
 export const UNMATCHED = "-";
 export const NREQ = ACTIONS.length * STATUS_CLASSES.length;
 export const NLAT = LATENCY_BOUNDS_US.length + 3;
+/** Entries kept of an hour's top blocked paths and clients. */
+export const SKETCH_CAPACITY = 200;
 
 /** One bucket of one scope, as stored (JSON). */
 export interface Cell {
@@ -45,57 +47,66 @@ export const addInto = (into: number[], from: ArrayLike<number>) => {
   for (let i = 0; i < into.length; i++) into[i]! += from[i] ?? 0;
 };
 
-/** The open cells: read from the store at first use, written back in batches. */
+/** `add` counted into `into` (the top lists merged as sketches). */
+export function mergeCell(into: Cell, add: Cell): Cell {
+  addInto(into.r, add.r);
+  addInto(into.l, add.l);
+  addInto(into.u, add.u);
+  for (const [k, v] of Object.entries(add.b)) into.b[k] = (into.b[k] ?? 0) + v;
+  for (const key of ["tp", "tc"] as const) {
+    if (!add[key]?.length) continue;
+    const s = new SpaceSaving(SKETCH_CAPACITY);
+    s.merge(into[key] ?? []);
+    s.merge(add[key]);
+    into[key] = s.top();
+  }
+  return into;
+}
+
+/**
+ * The open cells: what this process counted since its last write, added to the stored cells in
+ * batches. Adding (not overwriting) is what lets several controllers of one deployment count
+ * into the same cells.
+ */
 export class OpenCells {
   readonly #repo: MonitorRepo;
   readonly #cells = new Map<
     string,
     { res: Resolution; bucket: number; site: string; cell: Cell }
   >();
-  readonly #dirty = new Set<string>();
   #lastPrune = 0;
 
   constructor(repo: MonitorRepo) {
     this.#repo = repo;
   }
 
-  /** The cell of a bucket and scope, marked changed. */
+  /** The cell counting a bucket and scope until the next write. */
   cellOf(res: Resolution, bucket: number, site: string): Cell {
     const key = `${res}|${bucket}|${site}`;
     let c = this.#cells.get(key);
     if (c === undefined) {
-      const stored = this.#repo.get(res, bucket, site);
-      c = { res, bucket, site, cell: stored ? JSON.parse(stored.data) as Cell : emptyCell() };
+      c = { res, bucket, site, cell: emptyCell() };
       this.#cells.set(key, c);
     }
-    this.#dirty.add(key);
     return c.cell;
   }
 
-  /** The open cell of a bucket and scope, if any (not marked changed). */
-  peek(res: Resolution, bucket: number, site: string): Cell | undefined {
-    return this.#cells.get(`${res}|${bucket}|${site}`)?.cell;
-  }
-
-  /** Writes the changed cells; closed ones leave memory, old ones leave the store. */
+  /** Adds what was counted to the stored cells; old ones leave the store. */
   write(now: number): void {
-    const rows = [];
-    for (const key of this.#dirty) {
-      const c = this.#cells.get(key)!;
-      rows.push({
-        resolution: c.res,
-        bucket: c.bucket,
-        site_id: c.site,
-        data: JSON.stringify(c.cell),
-      });
-    }
-    this.#repo.save(rows);
-    this.#dirty.clear();
-    const minute = Math.floor(now / MINUTE_MS) * MINUTE_MS;
-    const hour = Math.floor(now / HOUR_MS) * HOUR_MS;
-    for (const [key, c] of this.#cells) {
-      if (c.bucket < (c.res === "minute" ? minute : hour)) this.#cells.delete(key);
-    }
+    const rows = [...this.#cells.values()].map((c) => ({
+      resolution: c.res,
+      bucket: c.bucket,
+      site_id: c.site,
+      data: JSON.stringify(c.cell),
+    }));
+    this.#repo.add(
+      rows,
+      (stored, add) =>
+        stored === undefined
+          ? add
+          : JSON.stringify(mergeCell(JSON.parse(stored) as Cell, JSON.parse(add) as Cell)),
+    );
+    this.#cells.clear();
     if (now - this.#lastPrune >= HOUR_MS) {
       this.#lastPrune = now;
       this.#repo.prune("minute", now - MINUTE_RETENTION_MS);

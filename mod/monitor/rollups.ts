@@ -5,7 +5,8 @@
  * reading to the open cells. Cells live in memory while open and are written to the store in
  * batches (and reloaded after a restart, so an hour interrupted by one continues). The top
  * attacked paths and client addresses of each hour come from bounded space-saving sketches fed by
- * the event bus, never from a scan of the access log.
+ * the event bus, never from a scan of the access log. Cells are added to the stored ones, never
+ * overwritten: several controllers of one deployment count into the same cells.
  */
 import type { MonitorRepo, Resolution } from "../../db/monitor_repo.ts";
 import type { Clock } from "../core/clock.ts";
@@ -24,11 +25,10 @@ import {
   NLAT,
   NREQ,
   OpenCells,
+  SKETCH_CAPACITY,
   UNMATCHED,
 } from "./rollup_cells.ts";
 import { SpaceSaving } from "./space_saving.ts";
-
-const SKETCH_CAPACITY = 200;
 
 interface Snapshot {
   requests: Float64Array;
@@ -43,7 +43,10 @@ export interface RollupDeps {
   readonly counters: SiteCounterSet;
   /** Delivers events still in flight to {@link Rollups.observe} (the bus's flush). */
   readonly drain?: () => void;
-  /** Told once a minute closes, with the cell of all sites (the attack-spike alert). */
+  /**
+   * Told once a minute closes, with the stored cell of all sites (what this process counted in
+   * it is written first; on a deployment of several controllers, theirs so far too).
+   */
   readonly minuteClosed?: (bucket: number, cell: Cell) => void;
 }
 
@@ -82,7 +85,7 @@ class HourSketches {
     this.#clients.add(`${site}\t${record.client_ip}`);
   }
 
-  /** Merges what was counted into the hour's cell and starts afresh. */
+  /** Hands what was counted to the hour's open cell (merged into the stored one when written). */
   store(cells: OpenCells): void {
     if (this.#paths.size === 0 && this.#clients.size === 0) return;
     const cell = cells.cellOf("hour", this.hour, ALL);
@@ -131,8 +134,10 @@ export class Rollups {
       this.#openMinute = minute;
       // The closing minute first gets what arrived up to now (a timer tick is late, not early).
       this.#fold(closed, Math.floor(closed / HOUR_MS) * HOUR_MS);
-      const cell = this.#cells.peek("minute", closed, ALL);
-      if (cell !== undefined) this.#deps.minuteClosed?.(closed, cell);
+      if (this.#deps.minuteClosed === undefined) return;
+      this.#cells.write(now);
+      const cell = this.stored("minute", closed, ALL);
+      if (cell !== undefined) this.#deps.minuteClosed(closed, cell);
       return;
     }
     this.#fold(minute, hour);
@@ -157,6 +162,12 @@ export class Rollups {
     }
     this.#sketches.add(e.siteId ?? UNMATCHED, record);
   };
+
+  /** The stored cell of a bucket and scope (what this process holds open not included). */
+  stored(res: Resolution, bucket: number, site: string): Cell | undefined {
+    const row = this.#deps.repo.get(res, bucket, site);
+    return row === undefined ? undefined : JSON.parse(row.data) as Cell;
+  }
 
   /** Stored cells of a range, after writing what is open (management requests only). */
   cells(

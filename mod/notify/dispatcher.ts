@@ -3,6 +3,11 @@
  * becomes one stored delivery per subscribed channel, and a background loop sends what is due,
  * recording every attempt. A failed attempt is retried with growing delays, then the delivery is
  * marked failed; pending deliveries survive a restart. Each attempt has a deadline.
+ *
+ * Several controllers on one production store each run this loop over the same deliveries: an
+ * attempt begins only after its row is claimed (its due time moved past the attempt's deadline
+ * by a compare-and-set), so one delivery is sent by one controller; a claimer that dies
+ * mid-attempt leaves the row due again once that deadline has passed.
  */
 import type { DeliveryRow, NotifyRepo } from "../../db/notify_repo.ts";
 import type { Clock } from "../core/clock.ts";
@@ -17,6 +22,8 @@ import { sendMessage } from "./send.ts";
 /** Delays before the 2nd, 3rd, ... attempt; the attempt after the last delay is the last one. */
 export const RETRY_DELAYS_MS: readonly number[] = [10_000, 60_000, 300_000, 1_800_000];
 const BATCH = 8;
+/** How long past an attempt's deadline its claim holds (recording the outcome takes a moment). */
+const CLAIM_MARGIN_MS = 5_000;
 const KEEP_DELIVERIES_MS = 30 * 86_400_000;
 
 export interface DispatcherDeps {
@@ -235,9 +242,12 @@ export class Dispatcher {
 
   async #drain(): Promise<void> {
     for (;;) {
-      const due = this.#deps.repo.due(this.#deps.clock.now(), BATCH);
+      const now = this.#deps.clock.now();
+      const due = this.#deps.repo.due(now, BATCH);
       if (due.length === 0 || this.#stopped) return;
-      await Promise.all(due.map((d) => this.#attempt(d)));
+      const until = now + this.#timeoutMs + CLAIM_MARGIN_MS;
+      const mine = due.filter((d) => this.#deps.repo.claim(d.id, d.next_attempt_at!, until));
+      await Promise.all(mine.map((d) => this.#attempt(d)));
     }
   }
 

@@ -6,7 +6,7 @@
  */
 import { createSupportExportRepo } from "../../db/support_export_repo.ts";
 import { lineFormat } from "../access_log/lines.ts";
-import { schemaVersion, type SqliteDb as Db } from "../../db/store.ts";
+import { type Db, schemaVersion } from "../../db/store.ts";
 import type { Config } from "../config/config.ts";
 import { maskConfigValue, scrubText } from "../core/redact.ts";
 import { createZip, type ZipEntry } from "./zip.ts";
@@ -57,8 +57,10 @@ export interface PackInput {
   readonly dataDir: string;
   readonly configPath: string;
   readonly config: Config;
-  /** The store opened read-only, or undefined when there is none yet. */
+  /** The management store (read-only on `temporary`), or undefined when there is none yet. */
   readonly db: Db | undefined;
+  /** This controller's access-log file when it is not `db` (`access_log.db` on production). */
+  readonly logDb?: Db | undefined;
   readonly version: string;
   readonly host: HostFacts;
   /** Secret values the process knows (the setup token) that must not appear anywhere. */
@@ -135,8 +137,9 @@ function parseJson(text: string | null): unknown {
 }
 
 function exportEntries(input: PackInput, limits: PackLimits): ZipEntry[] {
-  if (!input.db) return [];
-  const repo = createSupportExportRepo(input.db, lineFormat);
+  const logDb = "logDb" in input ? input.logDb : input.db;
+  if (!input.db && !logDb) return [];
+  const repo = createSupportExportRepo(input.db, logDb, lineFormat);
   const out: ZipEntry[] = [];
   const audit = repo.latestAudit(limits.auditRows);
   if (audit) {
@@ -166,7 +169,7 @@ export const NEVER_INCLUDED = [
   "session ids, session secrets and cookies",
   "password hashes and API token hashes",
   "private keys (data-dir tls/*.key and any PEM private key in logs)",
-  "the store file itself (waf.db)",
+  "the store itself (waf.db, the production database, access_log.db)",
 ] as const;
 
 /** Builds the archive and writes it to `out`; never overwrites an existing file. */

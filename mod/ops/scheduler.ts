@@ -9,6 +9,14 @@
  * seen). A task runs once at a time: a manual run while it runs answers 409. Every run is
  * recorded with its duration, result and error; a finished run is published as `task.finished`
  * and a failed one raises an administrator notification.
+ *
+ * Several controllers on one production store (`lease` given): a `deployment` task's due time
+ * runs on the controller holding the task's lease, and only if the stored next run is still the
+ * one it saw (a compare-and-set in the run's start transaction, which the store serialises
+ * across controllers), so a due time runs once even while a lapsed lease changes hands. A
+ * controller that does not hold the lease looks again after `checkEveryMs` (the holder, or its
+ * successor once the lease is stale, runs it) and hands its own earlier deadline to the stored
+ * next run. A `controller` task keeps its next run in this process and runs on every controller.
  */
 import type { OpsTasksRepo, TaskRow } from "../../db/ops_tasks_repo.ts";
 import type { Clock } from "../core/clock.ts";
@@ -72,6 +80,12 @@ export class Scheduler {
   readonly #checkEveryMs: number;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #started = false;
+  /** `controller` tasks' next runs on this process (with a lease: several controllers). */
+  readonly #localNext = new Map<string, number | null>();
+  /** Deployment tasks whose lease another controller holds: not asked again before this time. */
+  readonly #notBefore = new Map<string, number>();
+  /** Own deadlines (`dueAt`) already handed to the stored next run. */
+  readonly #handed = new Map<string, number>();
 
   /** Rows for every task (a stored schedule wins over the default) and their first next run. */
   constructor(deps: SchedulerDeps, tasks: readonly TaskDef<never>[]) {
@@ -97,6 +111,11 @@ export class Scheduler {
         else if (r.next_run_at === null) repo.setNext(d.id, this.#plan(r, now));
       }
     });
+    for (const d of this.#defs.values()) {
+      if (deps.lease && d.scope === "controller") {
+        this.#localNext.set(d.id, this.#row(d.id).next_run_at);
+      }
+    }
   }
 
   ids(): string[] {
@@ -121,7 +140,7 @@ export class Scheduler {
       enabled: r.enabled === 1,
       settings: settingsOf(d, r),
       running: this.#running.has(id),
-      next_run_at: iso(dueOf(d, r)),
+      next_run_at: iso(this.#due(id, d, r, false)),
       last_run: last ? runView(last) : null,
     };
   }
@@ -148,6 +167,10 @@ export class Scheduler {
     const replan = patch.schedule !== undefined || patch.enabled !== undefined ||
       patch.jitter_ms !== undefined;
     repo.update({ ...next, next_run_at: replan ? this.#plan(next, clock.now()) : r.next_run_at });
+    if (replan) {
+      if (this.#localNext.has(id)) this.#localNext.set(id, this.#row(id).next_run_at);
+      this.#notBefore.delete(id);
+    }
     this.#arm();
     return this.get(id);
   }
@@ -158,7 +181,7 @@ export class Scheduler {
     if (this.#running.has(id)) {
       throw new AppError(409, "TASK_RUNNING", `Task "${id}" is running; try again when it ends`);
     }
-    const { runId, done } = this.#execute(id, "manual", actor);
+    const { runId, done } = this.#execute(id, "manual", actor)!;
     return {
       run: runView(this.#deps.repo.runs(id, 1).find((r) => r.id === runId)!),
       done,
@@ -175,19 +198,23 @@ export class Scheduler {
     const runs: Promise<unknown>[] = [];
     for (const [id, d] of this.#defs) {
       if (this.#running.has(id)) continue;
-      const due = dueOf(d, this.#row(id));
+      const r = this.#row(id);
+      const due = this.#due(id, d, r);
       if (due === null || due > now) continue;
-      if (this.#deps.lease) {
+      if (this.#deps.lease && d.scope !== "controller") {
         const held = await this.#deps.lease(id).catch((err) => {
           this.#deps.logger.warn("task lease check failed", { task: id, error: err as Error });
           return false;
         });
-        if (!held || this.#running.has(id)) continue;
-        // Another controller may have run this due time before its lease passed here.
-        const again = dueOf(d, this.#row(id));
-        if (again === null || again > this.#deps.clock.now()) continue;
+        if (!held) {
+          this.#elsewhere(id, d, r, now);
+          continue;
+        }
+        this.#notBefore.delete(id);
+        if (this.#running.has(id)) continue;
       }
-      runs.push(this.#execute(id, "schedule", null).done);
+      const started = this.#execute(id, "schedule", null, r.next_run_at);
+      if (started) runs.push(started.done);
     }
     await Promise.allSettled(runs);
   }
@@ -231,6 +258,34 @@ export class Scheduler {
     return this.#deps.repo.get(id)!;
   }
 
+  /**
+   * Where this process stands on the task's next run (null: none planned); `waiting`: not before
+   * it asks another controller's lease again.
+   */
+  #due(id: string, d: TaskDef<unknown>, r: TaskRow, waiting = true): number | null {
+    if (!r.enabled) return null;
+    if (this.#deps.lease && d.scope === "controller" && this.#localNext.has(id)) {
+      return this.#localNext.get(id)!;
+    }
+    const own = d.dueAt?.();
+    const handed = own !== undefined && this.#handed.get(id) === own;
+    const due = dueOf(handed ? { ...d, dueAt: undefined } : d, r);
+    const wait = waiting ? this.#notBefore.get(id) : undefined;
+    return due === null || wait === undefined ? due : Math.max(due, wait);
+  }
+
+  /**
+   * Another controller holds the task's lease: look again later (it runs the due time, or its
+   * successor once its lease is stale), and give it this process's earlier deadline.
+   */
+  #elsewhere(id: string, d: TaskDef<unknown>, r: TaskRow, now: number): void {
+    this.#notBefore.set(id, now + this.#checkEveryMs);
+    const own = d.dueAt?.();
+    if (own === undefined || this.#handed.get(id) === own) return;
+    if (r.next_run_at === null || own < r.next_run_at) this.#deps.repo.bringForward(id, own);
+    this.#handed.set(id, own);
+  }
+
   #jitter(ms: number): number {
     if (ms <= 0) return 0;
     const b = this.#deps.random.bytes(4);
@@ -244,19 +299,34 @@ export class Scheduler {
     return Number.isFinite(next) ? next + this.#jitter(r.jitter_ms) : null;
   }
 
+  /**
+   * Starts a run. A scheduled one of a deployment task is claimed first: undefined when the
+   * stored next run is no longer `seen` (another controller ran that due time).
+   */
   #execute(
     id: string,
     trigger: "schedule" | "manual",
     actor: string | null,
-  ): { runId: number; done: Promise<RunView> } {
+    seen?: number | null,
+  ): { runId: number; done: Promise<RunView> } | undefined {
     const { repo, clock } = this.#deps;
     const d = this.#def(id);
-    const r = this.#row(id);
+    const local = this.#deps.lease !== undefined && d.scope === "controller";
     const startedAt = clock.now();
-    const runId = this.#deps.transaction(() => {
-      if (trigger === "schedule") repo.setNext(id, this.#plan(r, startedAt));
-      return repo.started(id, trigger, actor, startedAt);
+    const claimed = this.#deps.transaction(() => {
+      const r = this.#row(id);
+      if (trigger === "schedule" && !local && seen !== undefined && r.next_run_at !== seen) {
+        return undefined;
+      }
+      if (trigger === "schedule") {
+        const next = this.#plan(r, startedAt);
+        if (local) this.#localNext.set(id, next);
+        repo.setNext(id, next);
+      }
+      return { r, runId: repo.started(id, trigger, actor, startedAt) };
     });
+    if (!claimed) return undefined;
+    const { r, runId } = claimed;
     const t0 = performance.now();
     const p = (async () => {
       let error: string | null = null;
@@ -331,7 +401,7 @@ export class Scheduler {
     try {
       for (const [id, d] of this.#defs) {
         if (this.#running.has(id)) continue;
-        const due = dueOf(d, this.#row(id));
+        const due = this.#due(id, d, this.#row(id));
         if (due !== null) wait = Math.min(wait, Math.max(0, due - now));
       }
     } catch (err) {

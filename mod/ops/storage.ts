@@ -1,14 +1,20 @@
 /**
- * The storage view (`GET /api/storage`) and the Redis connectivity test: the store's files and
- * the disk's free space, rows and the oldest record per table (counted on a worker thread), the
- * access-log pipeline and its PostgreSQL sink, the last Redis test, and the data directory's
- * usage by kind (runtime logs, backups, support packs).
+ * The storage view (`GET /api/storage`) and the Redis connectivity test: the management
+ * database (engine, where it is, schema version, whether it answers and its latency), this
+ * controller's local SQLite file and the disk's free space, rows and the oldest record per table
+ * of that file (counted on a worker thread), the access-log pipeline and its PostgreSQL sink, the
+ * last Redis test, and the data directory's usage by kind (runtime logs, backups, support packs).
+ *
+ * The local file is `<data-dir>/waf.db` on the `temporary` profile (it holds everything) and
+ * `<data-dir>/access_log.db` on `production` (this controller's access log only: the management
+ * state is on PostgreSQL, reported under `management`).
  */
 import { z } from "zod";
 import type { Audit, AuditEvent } from "../core/audit.ts";
 import { AppError, badRequest } from "../core/errors.ts";
 import type { Clock } from "../core/clock.ts";
 import type { PgSinkConfig } from "../access_log/pg_sink_config.ts";
+import type { DatabaseFacts } from "../deployment/store_facts.ts";
 import { LOG_FILE_NAME } from "./log_file.ts";
 import { maskRedisUrl, type RedisTestResult, testRedis } from "./redis_probe.ts";
 import { listBackups, runStoreJob } from "./store_jobs.ts";
@@ -72,6 +78,10 @@ async function oldFiles(dir: string, name: RegExp, cutoff: number) {
 
 export interface StorageDeps {
   readonly dataDir: string;
+  /** The local SQLite file: the whole store on `temporary`, the access log on `production`. */
+  readonly localPath: string;
+  /** The management database's facts (pinged when asked). */
+  readonly management: () => DatabaseFacts;
   readonly clock: Clock;
   /** The access-log pipeline's counters and its sinks' state. */
   readonly accessLog: () => {
@@ -145,7 +155,7 @@ async function disk(dir: string): Promise<{ free_bytes: number; total_bytes: num
 }
 
 export function createStorage(deps: StorageDeps) {
-  const dbPath = `${deps.dataDir}/waf.db`;
+  const dbPath = deps.localPath;
   let lastRedis: RedisTestResult | null = null;
 
   return {
@@ -159,16 +169,21 @@ export function createStorage(deps: StorageDeps) {
         folderUsage(`${deps.dataDir}/support`),
       ]);
       const log = deps.accessLog();
+      const management = deps.management();
       return {
         data_dir: deps.dataDir,
+        management,
         store: {
+          contents: management.engine === "sqlite" ? "management" : "access_log",
           path: dbPath,
           bytes: await fileSize(dbPath),
           wal_bytes: await fileSize(`${dbPath}-wal`),
           shm_bytes: await fileSize(`${dbPath}-shm`),
         },
         disk: free,
-        tables: tables.map((t) => ({ table: t.table, rows: t.rows, oldest: iso(t.oldest) })),
+        // On production the local file has the whole schema but only the access log is used.
+        tables: tables.filter((t) => management.engine === "sqlite" || t.table === "access_logs")
+          .map((t) => ({ table: t.table, rows: t.rows, oldest: iso(t.oldest) })),
         access_log: {
           queued: log.queued,
           written: log.written,
@@ -219,7 +234,7 @@ async function cleanup(
   ctx: Pick<AuditEvent, "actor" | "clientIp" | "traceId">,
 ) {
   const now = deps.clock.now();
-  const dbPath = `${deps.dataDir}/waf.db`;
+  const dbPath = deps.localPath;
   let before: number | undefined;
   if (input.access_logs_before !== undefined) {
     const text = input.access_logs_before;

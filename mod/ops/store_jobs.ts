@@ -50,12 +50,15 @@ export function runStoreJob<J extends StoreJob>(job: J): Promise<Result<J>> {
   }).finally(() => worker.terminate());
 }
 
-/** Backup file names the task writes and rotates: `waf-20260101-030000.db`. */
-const BACKUP_NAME = /^waf-\d{8}-\d{6}(-\d+)?\.db$/;
+/**
+ * Backup file names the task writes and rotates: `waf-20260101-030000.db` (a SQLite store) or
+ * `.dump` (`pg_dump`'s custom format, on production).
+ */
+const BACKUP_NAME = /^waf-\d{8}-\d{6}(-\d+)?\.(db|dump)$/;
 
-export function backupName(time: number): string {
+export function backupName(time: number, ext: "db" | "dump" = "db"): string {
   const d = new Date(time).toISOString();
-  return `waf-${d.slice(0, 10).replaceAll("-", "")}-${d.slice(11, 19).replaceAll(":", "")}.db`;
+  return `waf-${d.slice(0, 10).replaceAll("-", "")}-${d.slice(11, 19).replaceAll(":", "")}.${ext}`;
 }
 
 /** The task's backups in `folder`, newest first. */
@@ -74,7 +77,12 @@ export async function listBackups(
     if (err instanceof Deno.errors.NotFound) return [];
     throw err;
   }
-  return out.sort((a, b) => b.name.localeCompare(a.name));
+  // Newest first: by the name's time, then its `-N` (a later copy of the same second).
+  const key = (name: string) => {
+    const m = /^waf-(\d{8}-\d{6})(?:-(\d+))?/.exec(name)!;
+    return `${m[1]}.${(m[2] ?? "0").padStart(6, "0")}`;
+  };
+  return out.sort((a, b) => key(b.name).localeCompare(key(a.name)));
 }
 
 /** Removes all but the newest `keep` backups; returns the removed names. */

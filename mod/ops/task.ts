@@ -28,6 +28,13 @@ export interface TaskDef<S = Record<string, unknown>> {
   readonly runAtStart?: boolean;
   /** The task's own settings, with their defaults (validated on update). */
   readonly settings?: z.ZodType<S>;
+  /**
+   * Where the task acts. `deployment` (the default): shared state or the outside world, so one
+   * controller of the deployment runs each due time (the one holding the task's lease).
+   * `controller`: this process's own host or files (its clock, its local access log), so every
+   * controller runs it on a schedule of its own.
+   */
+  readonly scope?: "deployment" | "controller";
   /** An earlier deadline the task itself asks for (the token cleanup's sliding deadline). */
   readonly dueAt?: () => number | undefined;
   /** Does the work; what it returns is kept as the run's detail. Throws on failure. */

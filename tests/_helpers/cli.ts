@@ -1,4 +1,5 @@
 /** Runs the CLI in-process with captured output. */
+import "./fast_hash.ts";
 import { runCli } from "../../cli.ts";
 import type { CommandDeps } from "../../cli/context.ts";
 import { FakeClock } from "../../mod/core/clock.ts";

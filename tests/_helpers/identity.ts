@@ -1,4 +1,5 @@
 /** Setup, login and authenticated calls against a test WAF, in-process or listening (cookies by hand). */
+import "./fast_hash.ts";
 import type { TestBase } from "./server.ts";
 import { OPERATOR } from "../../mod/identity/account_authority.ts";
 import { REFUSAL_LIMITS } from "../../mod/identity/refusal_audit.ts";

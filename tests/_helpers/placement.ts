@@ -13,6 +13,7 @@ export const PLACEMENTS = [
   "json_key",
   "header",
   "user_agent",
+  "referer",
   "cookie",
   "cookie_name",
   "path",
@@ -90,6 +91,8 @@ export function place(value: string, where: Placement): EngineRequest {
       return { ...get("/", ""), headers: [...BROWSER, ["x-comment", value]] };
     case "user_agent":
       return { ...get("/", ""), headers: [["host", "shop.example.com"], ["user-agent", value]] };
+    case "referer":
+      return { ...get("/", ""), headers: [...BROWSER, ["referer", value]] };
     case "cookie":
       return { ...get("/", ""), headers: [...BROWSER, ["cookie", `session=abc123; q=${enc}`]] };
     case "cookie_name":

@@ -3,6 +3,7 @@
  * real (both listeners on port 0) or composed in-process without listeners, where management
  * requests go straight to the Hono app (`app.request`). The API helpers take either.
  */
+import "./fast_hash.ts";
 import { type Area, AREAS, composeAreas, type Composed } from "../../app/compose.ts";
 import { type RunningServer, type ServerDeps, startServer } from "../../app/server.ts";
 import { FakeClock } from "../../mod/core/clock.ts";

@@ -4,6 +4,7 @@
  * database (tests/db/store_contract_test.ts runs the store's tests that way, the same cases on
  * both engines).
  */
+import "./fast_hash.ts";
 import { openStore, type SqliteDb, transaction } from "../../db/store.ts";
 import { openPgStore } from "../../db/pg/pg_database.ts";
 

@@ -14,6 +14,7 @@ import { createUsersRepo } from "../../db/users_repo.ts";
 import { createSitesRepo } from "../../db/sites_repo.ts";
 import { createSettingsRepo } from "../../db/settings_repo.ts";
 import { verifyPassword } from "../../mod/identity/password_hash.ts";
+import { SCHEMA_VERSION } from "../../db/migrations.ts";
 
 const PG = await hasPostgres();
 const NOW = Date.UTC(2026, 0, 1);
@@ -267,6 +268,62 @@ Deno.test({
       } finally {
         pg.close();
       }
+    } finally {
+      dropSchema(schema);
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "after the move, waf logs pack exports the database's audit and this controller's access records (needs postgresql)",
+  ignore: ignoreWithout(PG),
+  async fn() {
+    await using tmp = await tempDir();
+    const dir = String(tmp);
+    await seeded(dir);
+    const schema = testSchemaName();
+    try {
+      const moved = await cli([
+        "store",
+        "migrate",
+        "--to-dsn",
+        postgresDsn(PG),
+        "--schema",
+        schema,
+        "--secrets-file",
+        `${dir}/deployment.key`,
+        "--data-dir",
+        dir,
+      ]);
+      assertEquals(moved.code, 0, moved.stderr);
+      await Deno.remove(`${dir}/waf.db`);
+      await Deno.writeTextFile(
+        `${dir}/waf.yaml`,
+        `storage:\n  profile: production\n  production:\n    postgresql:\n      dsn: "${
+          postgresDsn(PG)
+        }"\n      schema: ${schema}\n    secrets_file: ${dir}/deployment.key\n`,
+      );
+      // This controller's own access log file, as `waf serve` keeps it on production.
+      const local = openStore(`${dir}/access_log.db`, { now: NOW });
+      local.prepare(
+        "INSERT INTO access_logs (trace_id, time, action, path, record) VALUES ('local-1', ?, 'block', '/x', '{}')",
+      ).run(NOW);
+      local.close();
+      const packed = await cli(["logs", "pack", "--dir", `${dir}/out`, "--data-dir", dir]);
+      assertEquals(packed.code, 0, packed.stderr);
+      assertMatch(packed.stdout, /exports\/audit_log\.jsonl/);
+      assertMatch(packed.stdout, /exports\/access_logs\.jsonl/);
+      const zip = [...Deno.readDirSync(`${dir}/out`)][0]!.name;
+      const show = (name: string) =>
+        new Deno.Command("unzip", { args: ["-p", `${dir}/out/${zip}`, name], stdout: "piped" })
+          .outputSync();
+      const audit = new TextDecoder().decode(show("exports/audit_log.jsonl").stdout);
+      ok(audit.trim().split("\n").length >= 1, "the deployment's audit");
+      assertMatch(new TextDecoder().decode(show("exports/access_logs.jsonl").stdout), /local-1/);
+      const manifest = JSON.parse(new TextDecoder().decode(show("manifest.json").stdout));
+      assertEquals(manifest.schema_version, SCHEMA_VERSION);
+      ok(![...Deno.readDirSync(dir)].some((e) => e.name === "waf.db"), "no SQLite store made");
     } finally {
       dropSchema(schema);
     }

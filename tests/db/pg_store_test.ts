@@ -12,7 +12,7 @@ import { testSchemaName } from "../_helpers/store.ts";
 import { startRelayThread } from "../_helpers/tcp_relay_thread.ts";
 import { openPgStore, PgDatabase, StoreUnavailableError } from "../../db/pg/pg_database.ts";
 import { translateMigration, translateStatement } from "../../db/pg/dialect.ts";
-import { SchemaTooNewError, transaction } from "../../db/store.ts";
+import { NO_CHANGE_NOTICE, SchemaTooNewError, transaction } from "../../db/store.ts";
 import { MIGRATIONS, SCHEMA_VERSION } from "../../db/migrations.ts";
 
 const available = await hasPostgres();
@@ -162,15 +162,20 @@ Deno.test({
 });
 
 Deno.test({
-  name: "a commit tells the other controllers which tables it wrote; a rollback tells nothing",
+  name:
+    "a commit tells the other controllers which tables it wrote, and in which schema; a rollback tells nothing",
   ignore: ignoreWithout(available),
   fn: () =>
     withSchema(async (schema) => {
       const db = open(schema, undefined, "controller-a");
       const listener = postgres(postgresDsn(available), { max: 1, onnotice: () => {} });
-      const heard: { controller: string; tables: string[] }[] = [];
+      const heard: { controller: string; schema: string; tables: string[] }[] = [];
       try {
-        await listener.listen("waf_store_changes", (p) => heard.push(JSON.parse(p)));
+        // Only this schema's notices: other tests' deployments share the database's channel.
+        await listener.listen("waf_store_changes", (p) => {
+          const n = JSON.parse(p);
+          if (n.schema === schema) heard.push(n);
+        });
         throws(() =>
           transaction(db, () => {
             db.prepare("INSERT INTO settings (key, value, updated_at) VALUES ('r', '1', 1)").run();
@@ -183,13 +188,25 @@ Deno.test({
             "INSERT INTO audit_log (time, actor_type, action, result) VALUES (1, 'system', 'x', 'success')",
           ).run();
         });
+        // Writes marked as state no other controller reacts to are told of by no notice.
+        db.prepare(
+          `${NO_CHANGE_NOTICE} INSERT INTO settings (key, value, updated_at) VALUES ('q', '1', 1)`,
+        )
+          .run();
+        transaction(db, () => {
+          db.prepare(`${NO_CHANGE_NOTICE} DELETE FROM settings WHERE key = 'q'`).run();
+        });
         db.prepare("DELETE FROM settings WHERE key = 'k'").run();
         const until = Date.now() + 3_000;
         while (heard.length < 2 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+        await new Promise((r) => setTimeout(r, 100));
         assertEquals(heard, [
-          { controller: "controller-a", tables: ["settings", "audit_log"] },
-          { controller: "controller-a", tables: ["settings"] },
+          { controller: "controller-a", schema, tables: ["settings", "audit_log"] },
+          { controller: "controller-a", schema, tables: ["settings"] },
         ]);
+        assertEquals(db.prepare("SELECT COUNT(*) AS n FROM settings WHERE key = 'q'").get(), {
+          n: 0,
+        });
       } finally {
         db.close();
         await listener.end();

@@ -4,7 +4,7 @@
  * only hashed and never logged; the node's private key never leaves its data directory; every
  * refusal is audited.
  */
-import { assertEquals, ok } from "../_helpers/assert.ts";
+import { assertEquals, assertRejects, ok } from "../_helpers/assert.ts";
 import { eventually, nodeHealth, startController, startNode } from "../_helpers/cluster.ts";
 import { callJson } from "../_helpers/identity.ts";
 import { sha256Hex } from "../../mod/core/digest.ts";
@@ -73,7 +73,15 @@ Deno.test("a node joins with a one-time token: CSR signed by the cluster CA, key
   const identity = (await loadNodeIdentity(node.dir))!;
   assertEquals(identity.nodeId, parsed.nodeId);
   assertEquals((await Deno.stat(`${node.dir}/cluster/node.key`)).mode! & 0o777, 0o600);
-  assertEquals((await Deno.stat(`${ctl.server.dir}/cluster/ca.key`)).mode! & 0o777, 0o600);
+  // The CA's key is in the store, sealed, and in no file of the controller's data directory.
+  const stored = JSON.parse(
+    (ctl.server.db.prepare("SELECT value FROM settings WHERE key = 'cluster.ca'").get() as {
+      value: string;
+    }).value,
+  );
+  assertEquals(stored.cert.trim(), identity.caCert.trim());
+  ok(stored.key_sealed.startsWith("v1.") && !JSON.stringify(stored).includes("PRIVATE KEY"));
+  await assertRejects(() => Deno.stat(`${ctl.server.dir}/cluster/ca.key`), Deno.errors.NotFound);
   ok(await issuedBy(identity.cert, identity.caCert, Date.now()), "signed by the cluster CA");
   assertEquals(certificateUris(identity.cert), [nodeUri(parsed.nodeId)]);
 

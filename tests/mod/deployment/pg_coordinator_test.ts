@@ -4,7 +4,12 @@
  */
 import { assertEquals, ok } from "../../_helpers/assert.ts";
 import postgres from "postgres";
-import { CHANGE_CHANNEL, STALE_MS } from "../../../mod/deployment/coordinator.ts";
+import {
+  CHANGE_CHANNEL,
+  EVENT_CHANNEL,
+  type RelayedEvent,
+  STALE_MS,
+} from "../../../mod/deployment/coordinator.ts";
 import { createPgCoordinator, type PgCoordinator } from "../../../mod/deployment/pg_coordinator.ts";
 import { hasPostgres, ignoreWithout, postgresDsn } from "../../_helpers/services.ts";
 
@@ -13,7 +18,13 @@ const available = await hasPostgres();
 /** Two coordinators on a fresh schema with one fake clock; drops the schema after `fn`. */
 async function withTwo(
   fn: (
-    t: { a: PgCoordinator; b: PgCoordinator; sql: postgres.Sql; clock: { now: number } },
+    t: {
+      a: PgCoordinator;
+      b: PgCoordinator;
+      sql: postgres.Sql;
+      clock: { now: number };
+      schema: string;
+    },
   ) => Promise<void>,
 ): Promise<void> {
   const dsn = postgresDsn(available);
@@ -35,7 +46,7 @@ async function withTwo(
   try {
     await a.start({ name: "a", managementAddress: "https://a:9443" });
     await b.start({ name: "b", managementAddress: "https://b:9443" });
-    await fn({ a, b, sql, clock });
+    await fn({ a, b, sql, clock, schema });
   } finally {
     await a.stop().catch(() => {});
     await b.stop().catch(() => {});
@@ -53,19 +64,27 @@ Deno.test({
   name: "pg coordinator: a notice from A reaches B, not A itself (needs postgresql)",
   ignore: ignoreWithout(available),
   async fn() {
-    await withTwo(async ({ a, b, sql }) => {
+    await withTwo(async ({ a, b, sql, schema }) => {
       const heardByA: (readonly string[] | null)[] = [];
       a.onChange((t) => heardByA.push(t));
       const heard = nextChange(b);
+      // Another deployment's notice (its tables in another schema of the database) is not ours.
+      await sql`SELECT pg_notify(${CHANGE_CHANNEL}, ${
+        JSON.stringify({ controller: "ctrl-x", schema: `${schema}_other`, tables: ["users"] })
+      })`;
       // What the PostgreSQL store sends after A's commit.
-      const payload = JSON.stringify({ controller: "ctrl-a", tables: ["sites", "ip_lists"] });
+      const payload = JSON.stringify({
+        controller: "ctrl-a",
+        schema,
+        tables: ["sites", "ip_lists"],
+      });
       await sql`SELECT pg_notify(${CHANGE_CHANNEL}, ${payload})`;
       assertEquals(await heard, ["sites", "ip_lists"]);
       // B's own notice comes back to B's feed too; A hears it, proving A listens and that
       // its own earlier notice was skipped, not lost.
       const heardA = nextChange(a);
       await sql`SELECT pg_notify(${CHANGE_CHANNEL}, ${
-        JSON.stringify({ controller: "ctrl-b", tables: ["settings"] })
+        JSON.stringify({ controller: "ctrl-b", schema, tables: ["settings"] })
       })`;
       assertEquals(await heardA, ["settings"]);
       assertEquals(heardByA, [["settings"]]);
@@ -78,7 +97,7 @@ Deno.test({
     "pg coordinator: a lost LISTEN connection reconnects and asks for a full refresh (needs postgresql)",
   ignore: ignoreWithout(available),
   async fn() {
-    await withTwo(async ({ b, sql }) => {
+    await withTwo(async ({ b, sql, schema }) => {
       const refresh = nextChange(b);
       // Ends B's connections (the LISTEN one among them), as a database restart would.
       await sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
@@ -87,7 +106,7 @@ Deno.test({
       // And the feed works again after the reconnection.
       const again = nextChange(b);
       await sql`SELECT pg_notify(${CHANGE_CHANNEL}, ${
-        JSON.stringify({ controller: "ctrl-a", tables: ["users"] })
+        JSON.stringify({ controller: "ctrl-a", schema, tables: ["users"] })
       })`;
       assertEquals(await again, ["users"]);
     });
@@ -145,6 +164,61 @@ Deno.test({
       // Stopping gives up the leases at once.
       await a.stop();
       assertEquals(await b.acquire("backup"), true);
+    });
+  },
+});
+
+Deno.test({
+  name:
+    "pg coordinator: notices and relayed events of another schema (another deployment on the database) are ignored (needs postgresql)",
+  ignore: ignoreWithout(available),
+  async fn() {
+    await withTwo(async ({ a, b, sql, schema }) => {
+      const changes: (readonly string[] | null)[] = [];
+      b.onChange((t) => changes.push(t));
+      const relayed: RelayedEvent[] = [];
+      const heard = new Promise<void>((resolve) =>
+        b.onRelay((e) => {
+          relayed.push(e);
+          resolve();
+        })
+      );
+      const mine: RelayedEvent[] = [];
+      a.onRelay((e) => mine.push(e));
+      await sql`SELECT pg_notify(${CHANGE_CHANNEL}, ${
+        JSON.stringify({ controller: "ctrl-x", schema: "elsewhere", tables: ["sites"] })
+      })`;
+      await sql`SELECT pg_notify(${EVENT_CHANNEL}, ${
+        JSON.stringify({
+          controller: "ctrl-x",
+          schema: "elsewhere",
+          kind: "config.changed",
+          time: 1,
+          site: null,
+          data: "{}",
+        })
+      })`;
+      const next = nextChange(b);
+      await sql`SELECT pg_notify(${CHANGE_CHANNEL}, ${
+        JSON.stringify({ controller: "ctrl-a", schema, tables: ["users"] })
+      })`;
+      assertEquals(await next, ["users"]);
+      assertEquals(changes, [["users"]]);
+      // A relays one event: B hears it (and not the other schema's), A does not hear itself.
+      a.relay({
+        kind: "config.changed",
+        time: 2,
+        site: { id: "s1", name: "shop" },
+        data: '{"n":1}',
+      });
+      await heard;
+      assertEquals(relayed, [{
+        kind: "config.changed",
+        time: 2,
+        site: { id: "s1", name: "shop" },
+        data: '{"n":1}',
+      }]);
+      assertEquals(mine, []);
     });
   },
 });

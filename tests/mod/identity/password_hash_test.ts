@@ -1,12 +1,16 @@
 import { assertEquals, assertMatch, notEqual, ok } from "../../_helpers/assert.ts";
 import {
   constantTimeEqual,
-  DUMMY_HASH,
+  dummyHash,
   hashPassword,
   needsRehash,
   PBKDF2_ITERATIONS,
+  setHashIterationsForTests,
   verifyPassword,
 } from "../../../mod/identity/password_hash.ts";
+
+// The product's cost: this file measures what users get, whatever a helper set.
+setHashIterationsForTests(undefined);
 
 Deno.test("hashPassword() encodes PBKDF2-SHA256 with 600,000 iterations and a 16-byte salt", async () => {
   const h = await hashPassword("Correct-Horse-9");
@@ -31,7 +35,12 @@ Deno.test("verifyPassword() never matches a malformed hash or the dummy hash", a
   for (const bad of ["", "plain", "pbkdf2-sha256$x$y$z", "md5$1$aa$bb", "pbkdf2-sha256$0$AA$AA"]) {
     ok(!(await verifyPassword("anything", bad)), bad);
   }
-  ok(!(await verifyPassword("", DUMMY_HASH)));
+  ok(!(await verifyPassword("", dummyHash())));
+  assertMatch(
+    dummyHash(),
+    /^pbkdf2-sha256\$600000\$/,
+    "an unknown user costs what a known one does",
+  );
 });
 
 Deno.test("needsRehash() asks for a rehash of weaker hashes", async () => {
@@ -67,4 +76,36 @@ Deno.test("password derivations run one at a time, so a burst of logins cannot t
   } finally {
     crypto.subtle.deriveBits = original;
   }
+});
+
+Deno.test("in-process tests may lower the cost; no product code can", async () => {
+  setHashIterationsForTests(1_000);
+  try {
+    const h = await hashPassword("Correct-Horse-9");
+    assertMatch(h, /^pbkdf2-sha256\$1000\$/);
+    ok(await verifyPassword("Correct-Horse-9", h));
+    ok(!needsRehash(h));
+  } finally {
+    setHashIterationsForTests(undefined);
+  }
+  const h = await hashPassword("Correct-Horse-9");
+  assertMatch(h, /^pbkdf2-sha256\$600000\$/);
+  const root = new URL("../../../", import.meta.url).pathname;
+  const callers: string[] = [];
+  const walk = (dir: string) => {
+    for (const e of Deno.readDirSync(`${root}${dir}`)) {
+      const path = `${dir}/${e.name}`;
+      if (e.isDirectory) walk(path);
+      else if (/\.(ts|js)$/.test(e.name) && path !== "mod/identity/password_hash.ts") {
+        if (Deno.readTextFileSync(`${root}${path}`).includes("setHashIterationsForTests")) {
+          callers.push(path);
+        }
+      }
+    }
+  };
+  for (const dir of ["app", "cli", "console", "db", "engine", "mod", "net", "routes", "scripts"]) {
+    walk(dir);
+  }
+  assertEquals(callers, []);
+  ok(!Deno.readTextFileSync(`${root}main.ts`).includes("setHashIterationsForTests"));
 });

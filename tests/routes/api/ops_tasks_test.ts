@@ -15,6 +15,12 @@ import {
 import { type ApiTarget, callJson, type Session } from "../../_helpers/identity.ts";
 import type { BusEvent } from "../../../mod/monitor/event_bus.ts";
 import { checkFile } from "../../../mod/ops/backup.ts";
+import postgres from "postgres";
+import { hasPostgres, ignoreWithout, postgresDsn, runs } from "../../_helpers/services.ts";
+import { testSchemaName } from "../../_helpers/store.ts";
+import { tempDir } from "../../_helpers/temp.ts";
+import { SCHEMA_VERSION } from "../../../db/migrations.ts";
+import { DEPLOYMENT_LOG_TABLE, ensureDeploymentLog } from "../../../db/access_log_pg.ts";
 
 type Task = {
   id: string;
@@ -232,4 +238,81 @@ Deno.test("creating an API token brings the token cleanup's next run to within 1
   });
   assertEquals((ran.body.item as Task).last_run?.result, "ok");
   ok(Date.parse((ran.body.item as Task).next_run_at!) - server.clock.now() > 5 * 3_600_000);
+});
+
+const pgAvailable = await hasPostgres();
+
+Deno.test({
+  name:
+    "production: the store tasks check, dump and analyse the PostgreSQL store (needs postgresql)",
+  ignore: ignoreWithout(pgAvailable),
+  async fn() {
+    const schema = testSchemaName();
+    await using keys = await tempDir();
+    try {
+      const { server, admin } = await adminAndViewer({
+        storage: {
+          profile: "production",
+          production: {
+            postgresql: { dsn: postgresDsn(pgAvailable), schema },
+            secrets_file: `${keys}/deployment.key`,
+          },
+        },
+      }, ["ops"]);
+      await using _ = server;
+      const check = await runTask(server, admin, "store-integrity");
+      assertEquals(check.result, "ok", check.error ?? "");
+      assertEquals(check.detail.schema_version, SCHEMA_VERSION);
+      ok((check.detail.tables as number) > 20);
+      const optimize = await runTask(server, admin, "store-optimize");
+      assertEquals(optimize.result, "ok", optimize.error ?? "");
+      assertEquals(optimize.detail.analyzed, check.detail.tables);
+      const folder = `${server.dir}/dumps`;
+      const set = await callJson(server, "PUT", "/api/ops/tasks/store-backup", {
+        session: admin,
+        body: { settings: { folder, keep: 1 } },
+      });
+      assertEquals(set.status, 200);
+      const backup = await runTask(server, admin, "store-backup");
+      if (await runs("pg_dump").catch(() => false)) {
+        assertEquals(backup.result, "ok", backup.error ?? "");
+        ok((backup.detail.path as string).endsWith(".dump"));
+        assertEquals([...Deno.readDirSync(folder)].length, 1);
+      } else {
+        assertEquals(backup.result, "error");
+        ok(backup.error!.includes("pg_dump"), backup.error!);
+      }
+      // Retention reaches the deployment's access-log table (every controller's records).
+      const sql = postgres(postgresDsn(pgAvailable), {
+        max: 1,
+        onnotice: () => {},
+        connection: { search_path: schema },
+      });
+      try {
+        await ensureDeploymentLog(sql, schema);
+        const old = ["x1", "x2", "x3"].map((trace_id) => ({
+          controller_id: "another",
+          trace_id,
+          time: 1_000,
+          action: "block",
+          search_text: "",
+          record: "{}",
+        }));
+        await sql`INSERT INTO ${sql(DEPLOYMENT_LOG_TABLE)} ${sql(old)}`;
+        const retention = await runTask(server, admin, "access-log-retention");
+        assertEquals(retention.result, "ok", retention.error ?? "");
+        assertEquals(retention.detail.deleted, 3);
+        const left = await sql`SELECT COUNT(*)::int AS n FROM ${sql(DEPLOYMENT_LOG_TABLE)}`;
+        assertEquals(left[0]!["n"], 0);
+      } finally {
+        await sql.end();
+      }
+      // No SQLite store was made for the management state.
+      ok(![...Deno.readDirSync(server.dir)].some((e) => e.name === "waf.db"));
+    } finally {
+      const sql = postgres(postgresDsn(pgAvailable), { max: 1, onnotice: () => {} });
+      await sql.unsafe(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      await sql.end();
+    }
+  },
 });
