@@ -126,17 +126,6 @@ async function seenWithin(
   };
 }
 
-/** Both processes started, or neither left running. */
-async function bothStarted(
-  one: Promise<Served>,
-  two: Promise<Served>,
-): Promise<[Served, Served]> {
-  const [x, y] = await Promise.allSettled([one, two]);
-  if (x.status === "fulfilled" && y.status === "fulfilled") return [x.value, y.value];
-  for (const r of [x, y]) if (r.status === "fulfilled") await r.value[Symbol.asyncDispose]();
-  throw (x.status === "rejected" ? x.reason : (y as PromiseRejectedResult).reason);
-}
-
 Deno.test({
   name:
     "two production controllers and a node: shared sessions, writes enforced everywhere within 1 s, one task run, failover and a database outage (needs postgresql)",
@@ -180,20 +169,14 @@ Deno.test({
         upstreams: [up.url],
       });
       assertEquals(warm.status, 201, JSON.stringify(warm.body));
-      // The node joins the controller that issued its token. Either would do once the cluster
-      // CA is the deployment's (in the store); until then each controller has a CA of its own.
-      const issuer = a;
-      const token = await on(issuer)("POST", "/api/cluster/join-tokens", { note: "edge-1" });
+      await using b = await serve(dirB, yaml);
+      // The cluster CA and the join tokens are the deployment's: a token B issued joins the
+      // node to A.
+      const token = await on(b)("POST", "/api/cluster/join-tokens", { note: "edge-1" });
       assertEquals(token.status, 201, JSON.stringify(token.body));
-      // B and the node start side by side (each start is seconds of module loading).
-      const [startedB, startedNode] = await bothStarted(
-        serve(dirB, yaml),
-        serve(dirN, nodeYaml(issuer.clusterUrl!), {
-          WAF_CLUSTER_JOIN_TOKEN: token.body.token as string,
-        }),
-      );
-      await using b = startedB;
-      await using node = startedNode;
+      await using node = await serve(dirN, nodeYaml(a.clusterUrl!), {
+        WAF_CLUSTER_JOIN_TOKEN: token.body.token as string,
+      });
       await node.proc.waitFor(/connected to the cluster controller/, 20_000);
       for (const plane of [a, b, node]) {
         await eventually(
