@@ -40,7 +40,7 @@ import {
 import { type ClusterPlane, createCluster } from "./cluster.ts";
 import { createOps, type OpsPlane } from "./ops.ts";
 import { createDataWorkerPool, type DataWorkerPool, dataWorkersFor } from "./data_workers.ts";
-import { type Coordinator, debounce } from "../mod/deployment/coordinator.ts";
+import { changesTasks, type Coordinator, debounceRetrying } from "../mod/deployment/coordinator.ts";
 import { createStoreFacts, databaseLocation } from "../mod/deployment/store_facts.ts";
 import { openCoordinator } from "../mod/deployment/open.ts";
 import { relayRealtime } from "../mod/deployment/realtime_relay.ts";
@@ -51,6 +51,8 @@ import { systemStorageRoutes } from "../routes/api/system_storage.ts";
 
 /** How long remote change notices are gathered into one policy rebuild. */
 const REMOTE_CHANGE_DEBOUNCE_MS = 100;
+/** How soon a remote change's rebuild that failed is tried again. */
+const REMOTE_REBUILD_RETRY_MS = 1_000;
 
 export class ProductionStorageUnavailableError extends Error {
   constructor(readonly problems: readonly ProductionProblem[]) {
@@ -494,15 +496,19 @@ export const NOT_POLICY_TABLES: ReadonlySet<string> = new Set([
 function finish(base: Base, parts: Parts): ComposedBase & Partial<AreaParts> {
   const { config, deps, readiness, core, coordinator } = base;
   const { db } = base.services;
-  // Another controller's commit: the data plane recompiles from the shared store, once per burst,
-  // unless the commit wrote only tables no policy is compiled from (sessions, audit, heartbeats).
-  const rebuild = debounce(() => {
-    try {
-      dataPlane?.policy.rebuild();
-    } catch (err) {
-      deps.logger.error("policy rebuild after a remote change failed", { error: err as Error });
-    }
-  }, REMOTE_CHANGE_DEBOUNCE_MS);
+  // Another controller's commit: the data plane recompiles from the shared store, at once and
+  // then at most once per burst, unless the commit wrote only tables no policy is compiled from
+  // (sessions, audit, heartbeats). A failed rebuild (the store still coming back after an
+  // outage, when the feed says "anything changed") is tried again.
+  const rebuild = debounceRetrying(
+    () => void dataPlane?.policy.rebuild(),
+    REMOTE_CHANGE_DEBOUNCE_MS,
+    REMOTE_REBUILD_RETRY_MS,
+    (err) =>
+      deps.logger.warn("policy rebuild after a remote change failed; retrying", {
+        error: err instanceof Error ? err.message : String(err),
+      }),
+  );
   const remoteRebuild = Object.assign((tables: readonly string[] | null) => {
     if (tables === null || !tables.every((t) => NOT_POLICY_TABLES.has(t))) rebuild();
   }, { cancel: () => rebuild.cancel() });
@@ -535,6 +541,10 @@ function finish(base: Base, parts: Parts): ComposedBase & Partial<AreaParts> {
     async start(baseUrl) {
       await identity.start(config.server.management.base_url ?? baseUrl);
       coordinator.onChange(remoteRebuild);
+      // A schedule changed on another controller: this one's timer is armed for it too.
+      coordinator.onChange((tables) => {
+        if (changesTasks(tables)) ops?.scheduler.rescheduled();
+      });
       // An ACME order on another controller: its HTTP-01 answers are served here too.
       coordinator.onChange((tables) => {
         if (tables !== null && !tables.includes("settings")) return;

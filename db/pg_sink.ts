@@ -5,6 +5,7 @@
  * (a stalled one never errors by itself) and starts a fresh pool.
  */
 import postgres from "postgres";
+import { reconnectBackoff } from "./pg/backoff.ts";
 import type { AccessLogRow } from "./access_log_rows.ts";
 
 export interface PgSink {
@@ -107,6 +108,7 @@ export function openPostgres(options: PostgresOptions): postgres.Sql {
       max: options.poolSize,
       connect_timeout: options.connectTimeoutSeconds ?? 5,
       idle_timeout: 60,
+      backoff: reconnectBackoff,
       // The driver's own array-types query (sent on each new connection before the caller's)
       // runs in a promise nobody observes: a connection lost during it and then refused on
       // reconnect rejected it unhandled (`connect ECONNREFUSED`), which ends a Deno process.

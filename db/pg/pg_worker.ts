@@ -11,6 +11,7 @@
  */
 /// <reference lib="deno.worker" />
 import postgres from "postgres";
+import { reconnectBackoff } from "./backoff.ts";
 import { HEADER_BYTES } from "./pg_worker_layout.ts";
 
 export interface PgWorkerInit {
@@ -130,6 +131,7 @@ function init(m: PgWorkerInit): void {
   sql = postgres(m.dsn, {
     max: 1,
     idle_timeout: 0,
+    backoff: reconnectBackoff,
     connect_timeout: Math.max(1, Math.ceil(m.connectTimeoutMs / 1000)),
     onnotice: () => {},
     prepare: true,

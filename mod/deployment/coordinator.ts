@@ -36,6 +36,11 @@ export interface ControllerView {
  */
 export type ChangeListener = (tables: readonly string[] | null) => void;
 
+/** Whether a change notice can move a scheduled task's next run (`null`: it may have). */
+export function changesTasks(tables: readonly string[] | null): boolean {
+  return tables === null || tables.some((t) => t.toLowerCase() === "ops_tasks");
+}
+
 /** A realtime event another controller published (its bus event, as the feeds send it). */
 export interface RelayedEvent {
   readonly kind: string;
@@ -117,21 +122,79 @@ export function createLocalCoordinator(deps: {
 }
 
 /**
- * Calls `fn` once per burst: the first call arms a timer of `ms`, the calls until it fires share
- * it (one policy rebuild per burst of remote notices).
+ * Calls `fn` soon after the first call of a burst (on the next turn of the event loop, so the
+ * calls made meanwhile share it), then at most once per `ms`: calls while that window is open
+ * share one more run at its end. The first remote notice of a burst is applied at once - waiting
+ * `ms` first cost every write's propagation that much - and a burst still costs two rebuilds at
+ * most per window.
  */
 export function debounce(fn: () => void, ms: number): { (): void; cancel(): void } {
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const call = () => {
-    if (timer !== undefined) return;
+  /** A run is due on the next turn: calls now are served by it. */
+  let scheduled = false;
+  /** A call came while the window was open: one more run when it closes. */
+  let again = false;
+  const fire = () => {
+    scheduled = false;
     timer = setTimeout(() => {
       timer = undefined;
-      fn();
+      if (again) {
+        again = false;
+        call();
+      }
     }, ms);
+    fn();
+  };
+  const call = () => {
+    if (scheduled) return;
+    if (timer !== undefined) {
+      again = true;
+      return;
+    }
+    scheduled = true;
+    timer = setTimeout(fire, 0);
   };
   call.cancel = () => {
     clearTimeout(timer);
     timer = undefined;
+    scheduled = false;
+    again = false;
+  };
+  return call;
+}
+
+/**
+ * {@link debounce} for work that may fail: a run that throws is told to `failed` and tried again
+ * `retryMs` later, until one succeeds or a newer burst runs it. A remote change's rebuild needs
+ * this: when the feed reconnects after an outage it says "anything changed" while the store may
+ * still be coming back, and a rebuild lost then would leave another controller's writes out of
+ * this controller's policy until the next change.
+ */
+export function debounceRetrying(
+  fn: () => void,
+  ms: number,
+  retryMs: number,
+  failed: (err: unknown) => void,
+): { (): void; cancel(): void } {
+  let retry: ReturnType<typeof setTimeout> | undefined;
+  const run = debounce(() => {
+    clearTimeout(retry);
+    retry = undefined;
+    try {
+      fn();
+    } catch (err) {
+      failed(err);
+      retry = setTimeout(() => {
+        retry = undefined;
+        run();
+      }, retryMs);
+    }
+  }, ms);
+  const call = () => run();
+  call.cancel = () => {
+    run.cancel();
+    clearTimeout(retry);
+    retry = undefined;
   };
   return call;
 }

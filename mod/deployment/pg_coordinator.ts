@@ -17,6 +17,7 @@
  *   {@link HEARTBEAT_MS}; older than {@link STALE_MS} it is shown as not alive.
  */
 import postgres from "postgres";
+import { reconnectBackoff } from "../../db/pg/backoff.ts";
 import { VERSION } from "../core/version.ts";
 import {
   CHANGE_CHANNEL,
@@ -66,6 +67,7 @@ export function createPgCoordinator(options: PgCoordinatorOptions): PgCoordinato
   if (!SCHEMA_NAME.test(schema)) throw new Error(`invalid schema name ${JSON.stringify(schema)}`);
   const sql = postgres(options.dsn, {
     max: 2,
+    backoff: reconnectBackoff,
     connect_timeout: Math.max(1, Math.ceil(options.connectTimeoutMs / 1000)),
     connection: {
       search_path: schema,

@@ -66,6 +66,9 @@ type Finished = {
   readonly error: string | null;
 };
 
+/** How soon the timer looks again after the store could not tell the next runs. */
+const STORE_RETRY_MS = 5_000;
+
 export function createScheduler(deps: SchedulerDeps, tasks: readonly TaskDef<never>[]): Scheduler {
   return new Scheduler(deps, tasks);
 }
@@ -221,6 +224,15 @@ export class Scheduler {
     if (this.#started) return;
     this.#started = true;
     this.#tickThenArm();
+  }
+
+  /**
+   * Another controller changed a task's schedule in the shared store: the timer is armed again
+   * from the stored next runs, so this controller is at the new due time too (and the lease, not
+   * a timer that slept past it, decides which controller runs it).
+   */
+  rescheduled(): void {
+    this.#arm();
   }
 
   /** Resolves when the runs in flight now have ended. */
@@ -386,10 +398,19 @@ export class Scheduler {
     clearTimeout(this.#timer);
     const now = this.#deps.clock.now();
     let wait = this.#checkEveryMs;
-    for (const [id, d] of this.#defs) {
-      if (this.#running.has(id)) continue;
-      const due = this.#due(id, d, this.#row(id));
-      if (due !== null) wait = Math.min(wait, Math.max(0, due - now));
+    try {
+      for (const [id, d] of this.#defs) {
+        if (this.#running.has(id)) continue;
+        const due = this.#due(id, d, this.#row(id));
+        if (due !== null) wait = Math.min(wait, Math.max(0, due - now));
+      }
+    } catch (err) {
+      // The store cannot answer (the production database is away): the timer is armed anyway,
+      // so the schedule resumes by itself once it is back (a throw here left it unarmed).
+      this.#deps.logger.warn("scheduler cannot read the next runs; looking again soon", {
+        error: err as Error,
+      });
+      wait = Math.min(wait, STORE_RETRY_MS);
     }
     this.#timer = setTimeout(() => this.#tickThenArm(), Math.max(wait, 50));
     Deno.unrefTimer(this.#timer);

@@ -265,6 +265,34 @@ Deno.test({
     }),
 });
 
+Deno.test({
+  name:
+    "after an outage long enough to grow the driver's reconnect delay, the store is back within 2 s of the database",
+  ignore: ignoreWithout(available),
+  fn: () =>
+    withSchema(async (schema) => {
+      await using relay = await startRelayThread({ hostname: "127.0.0.1", port: 5432 });
+      const db = open(schema, `postgres://postgres@127.0.0.1:${relay.port}/test`);
+      try {
+        await relay.set("refuse");
+        throws(() => db.prepare("SELECT 1 AS one").get(), StoreUnavailableError);
+        // Eight failed probes: the driver's default delay would be 6 to 20 s by now.
+        const cut = performance.now();
+        while (performance.now() - cut < 8_000) await new Promise((r) => setTimeout(r, 200));
+        await relay.set("up");
+        const back = performance.now();
+        while (db.unavailable && performance.now() - back < 10_000) {
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        const took = performance.now() - back;
+        assert(took < 2_000, `back after ${Math.round(took)} ms`);
+        assertEquals(db.prepare("SELECT 1 AS one").get(), { one: 1 });
+      } finally {
+        db.close();
+      }
+    }),
+});
+
 Deno.test("PgDatabase is the store interface", () => {
   // A type-level check that the facade satisfies what the repositories take.
   const take = (_: import("../../db/store.ts").Db) => {};

@@ -309,3 +309,98 @@ Deno.test("two controllers on one store: a due time runs once, on the lease hold
   assertEquals(runs, 2);
   assertEquals(events.map((e) => e.who), ["a", "b"]);
 });
+
+Deno.test("rescheduled() wakes the timer at a due time another controller stored, and the lease lets one run it", async () => {
+  await using store = await testStore();
+  const clock = new FakeClock(START);
+  let runs = 0;
+  const task = (): TaskDef<never>[] => [{
+    id: "count",
+    title: "Count",
+    description: "",
+    schedule: { every_ms: 10 * MIN },
+    run: () => void runs++,
+  }];
+  // The deployment's lease: the first controller to ask holds it.
+  let holder: string | undefined;
+  const lease = (who: string) => () => Promise.resolve((holder ??= who) === who);
+  const withLease = (who: string) =>
+    createScheduler({
+      repo: createOpsTasksRepo(store.db),
+      clock,
+      random: systemRandom,
+      logger: createMemoryLogger(),
+      transaction: store.transaction,
+      // A timer that sleeps past the new due time unless woken.
+      checkEveryMs: 60 * MIN,
+      lease: lease(who),
+    }, task());
+  const a = withLease("a");
+  const b = withLease("b");
+  a.start();
+  b.start();
+  // start()'s first tick settles and arms each timer for the stored due time, 10 minutes away.
+  await new Promise((r) => setTimeout(r, 100));
+  try {
+    // B's API changes the schedule (B's own timer sleeps until the new due time, an hour of the
+    // fake clock, which is an hour of real time too); then the fake clock reaches it.
+    b.update("count", { schedule: { every_ms: 60 * MIN } });
+    clock.advance(60 * MIN);
+    a.rescheduled();
+    b.rescheduled();
+    const until = Date.now() + 5_000;
+    while (runs === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    await Promise.all([a.idle(), b.idle()]);
+    assertEquals(runs, 1);
+    assertEquals(a.runs("count", 10).filter((r) => r.trigger === "schedule").length, 1);
+    ok(holder === "a" || holder === "b");
+  } finally {
+    await a.stop();
+    await b.stop();
+  }
+});
+
+Deno.test("a store that cannot answer leaves the timer armed, and the due task runs once it answers again", async () => {
+  await using store = await testStore();
+  const clock = new FakeClock(START);
+  let runs = 0;
+  let down = true;
+  const repo = createOpsTasksRepo(store.db);
+  const flaky: typeof repo = {
+    ...repo,
+    get: (id) => {
+      if (down) throw new Error("The management database is unavailable");
+      return repo.get(id);
+    },
+  };
+  const logger = createMemoryLogger();
+  // Rows made while the store answers; then the database goes away.
+  down = false;
+  const scheduler = createScheduler({
+    repo: flaky,
+    clock,
+    random: systemRandom,
+    logger,
+    transaction: store.transaction,
+    checkEveryMs: 100,
+  }, [{
+    id: "count",
+    title: "Count",
+    description: "",
+    schedule: { every_ms: MIN },
+    run: () => void runs++,
+  }]);
+  down = true;
+  clock.advance(MIN);
+  scheduler.start();
+  try {
+    await new Promise((r) => setTimeout(r, 300));
+    assertEquals(runs, 0);
+    down = false;
+    const until = Date.now() + 3_000;
+    while (runs === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    assertEquals(runs, 1);
+  } finally {
+    await scheduler.stop();
+  }
+});
