@@ -20,10 +20,13 @@ import { SETUP_SESSION_TTL_MS, SetupSessions } from "./setup_sessions.ts";
 import {
   isSetupComplete,
   issueSetupToken,
+  readSetupToken,
   removeSetupUrl,
   SETUP_KEYS,
+  setupReceipt,
   setupUrlPath,
   type StoredSetupToken,
+  writeSetupUrl,
 } from "./setup_token.ts";
 import { OPERATOR } from "./account_authority.ts";
 import type { PublicUser, Users } from "./users.ts";
@@ -126,6 +129,30 @@ class SetupService implements Setup {
     }
     const now = deps.clock.now();
     deps.settings.set(SETUP_KEYS.baseUrl, baseUrl, now);
+    // A live link is never replaced by a start: with several controllers the first one's link
+    // must keep working while the others start (they share the store, not the link's file).
+    const live = this.#live();
+    if (live && (envToken === undefined || sha256Hex(envToken) === live.hash)) {
+      const token = envToken ?? await readSetupToken(deps.dataDir, live.hash);
+      if (token !== undefined) {
+        const path = await writeSetupUrl(
+          deps.dataDir,
+          `${baseUrl.replace(/\/+$/, "")}/setup#token=${token}`,
+        );
+        deps.logger.info("setup required: open the link stored in the setup file", {
+          setup_url: `${baseUrl.replace(/\/+$/, "")}/setup`,
+          setup_file: path,
+          receipt: setupReceipt(token),
+          valid_until: new Date(live.expires_at).toISOString(),
+        });
+      } else {
+        deps.logger.info(
+          'setup required: a setup link issued by another controller (or by "waf setup url") is live; open it, or run "waf setup url" here for a fresh one',
+          { valid_until: new Date(live.expires_at).toISOString() },
+        );
+      }
+      return;
+    }
     const issued = await issueSetupToken({
       settings: deps.settings,
       dataDir: deps.dataDir,

@@ -6,7 +6,7 @@
  */
 import type { SettingsRepo } from "../../db/settings_repo.ts";
 import type { UsersRepo } from "../../db/users_repo.ts";
-import { sha256Hex } from "../core/digest.ts";
+import { safeEqual, sha256Hex } from "../core/digest.ts";
 import { type Random, randomToken } from "../core/random.ts";
 
 /** How long a token and its `setup.url` file are valid. */
@@ -91,6 +91,18 @@ export async function writeSetupUrl(dataDir: string, url: string): Promise<strin
   await Deno.chmod(tmp, 0o600);
   await Deno.rename(tmp, path);
   return path;
+}
+
+/** The token of this data directory's `setup.url` when its SHA-256 is `hash`, else undefined. */
+export async function readSetupToken(dataDir: string, hash: string): Promise<string | undefined> {
+  let text: string;
+  try {
+    text = await Deno.readTextFile(setupUrlPath(dataDir));
+  } catch {
+    return undefined;
+  }
+  const token = /#token=([^\s]+)/.exec(text)?.[1];
+  return token !== undefined && safeEqual(sha256Hex(token), hash) ? token : undefined;
 }
 
 /** Deletes `setup.url`; true when there was one. */

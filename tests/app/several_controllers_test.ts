@@ -81,7 +81,6 @@ Deno.test({
       await using a = await controller({ dir: `${dir}/a`, schema, secretsFile, clock });
       await completeSetup(a);
       const admin = await login(a, ADMIN.username, ADMIN.password);
-      // B joins once the deployment is set up (a start before would mint a new setup token).
       await using b = await controller({ dir: `${dir}/b`, schema, secretsFile, clock });
       const created = await callJson(a, "POST", "/api/notification-channels", {
         session: admin,
@@ -120,6 +119,44 @@ Deno.test({
       assertEquals(holders.length, 1);
       // Time sync is each controller's own (its host clock): no lease is taken for it.
       ok(!(await a.coordinator.controllers()).some((c) => c.tasks.includes("ops.time-sync")));
+    } finally {
+      const sql = postgres(postgresDsn(available), { max: 1, onnotice: () => {} });
+      await sql.unsafe(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      await sql.end();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "a controller started while setup is pending keeps the first one's setup link working (needs postgresql)",
+  ignore: ignoreWithout(available),
+  async fn() {
+    const schema = testSchemaName();
+    await using dir = await tempDir();
+    const clock = new FakeClock(Date.now());
+    const secretsFile = `${dir}/deployment.key`;
+    try {
+      const a = await controller({ dir: `${dir}/a`, schema, secretsFile, clock });
+      const link = await Deno.readTextFile(`${dir}/a/runtime/setup.url`);
+      await using b = await controller({ dir: `${dir}/b`, schema, secretsFile, clock });
+      // B found the live link in the store: it wrote none of its own and replaced nothing.
+      ok(!(await Deno.stat(`${dir}/b/runtime/setup.url`).then(() => true, () => false)));
+      assertEquals(await Deno.readTextFile(`${dir}/a/runtime/setup.url`), link);
+      // A restart of A keeps its link too.
+      await a.close();
+      await using again = await controller({ dir: `${dir}/a`, schema, secretsFile, clock });
+      assertEquals(await Deno.readTextFile(`${dir}/a/runtime/setup.url`), link);
+      // The link made the deployment's first administrator, through B.
+      const token = link.trim().split("#token=")[1]!;
+      const r = await b.api("/api/setup", {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-waf-setup-token": token },
+        body: JSON.stringify(ADMIN),
+      });
+      assertEquals(r.status, 201, await r.text());
+      // Signed in on A with the account made through B (login throws on a refusal).
+      await login(again, ADMIN.username, ADMIN.password);
     } finally {
       const sql = postgres(postgresDsn(available), { max: 1, onnotice: () => {} });
       await sql.unsafe(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
