@@ -298,3 +298,48 @@ Deno.test("PgDatabase is the store interface", () => {
   const take = (_: import("../../db/store.ts").Db) => {};
   take({} as PgDatabase);
 });
+
+Deno.test({
+  name:
+    "a controller killed in the middle of a transaction leaves no half-applied change, and no lock held",
+  ignore: ignoreWithout(available),
+  fn: () =>
+    withSchema(async (schema) => {
+      open(schema).close(); // the schema and its tables
+      const child = new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          "-A",
+          new URL("../_helpers/killed_writer.ts", import.meta.url).pathname,
+          postgresDsn(available),
+          schema,
+        ],
+        stdout: "piped",
+        stderr: "inherit",
+      }).spawn();
+      const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+      let out = "";
+      while (!out.includes("written")) {
+        const { value, done } = await reader.read();
+        if (done) throw new Error(`the writer ended before writing: ${out}`);
+        out += value;
+      }
+      child.kill("SIGKILL");
+      await child.status;
+      reader.releaseLock();
+      const db = open(schema, undefined, "survivor");
+      try {
+        // The write lock the dead transaction held is gone with its connection: this one takes it.
+        transaction(db, () => {
+          db.prepare("INSERT INTO settings (key, value, updated_at) VALUES ('after', '1', 1)")
+            .run();
+        });
+        assertEquals(
+          db.prepare("SELECT key FROM settings WHERE key LIKE 'half.%' OR key = 'after'").all(),
+          [{ key: "after" }],
+        );
+      } finally {
+        db.close();
+      }
+    }),
+});
