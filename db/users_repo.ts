@@ -42,6 +42,21 @@ export interface SessionRow {
 
 export type NewSession = Omit<SessionRow, "revoked_at" | "last_seen_at">;
 
+/** Every column of `users`, in the order the session's joined read names them. */
+export const USER_COLUMNS = [
+  "id",
+  "username",
+  "password_hash",
+  "role",
+  "disabled",
+  "created_at",
+  "updated_at",
+  "totp_enabled",
+  "totp_secret_enc",
+  "totp_last_step",
+  "credential_epoch",
+] as const satisfies readonly (keyof UserRow)[];
+
 const EPOCH = "credential_epoch = credential_epoch + 1";
 
 export function createUsersRepo(db: Db) {
@@ -81,6 +96,11 @@ export function createUsersRepo(db: Db) {
      VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
   );
   const session = db.prepare("SELECT * FROM admin_sessions WHERE id_hash = ?");
+  // A request's session and its user in one statement (one round trip on PostgreSQL).
+  const sessionAndUser = db.prepare(
+    `SELECT s.*, ${USER_COLUMNS.map((c) => `u.${c} AS u__${c}`).join(", ")}
+     FROM admin_sessions s LEFT JOIN users u ON u.id = s.user_id WHERE s.id_hash = ?`,
+  );
   const touch = db.prepare("UPDATE admin_sessions SET last_seen_at = ? WHERE id_hash = ?");
   const revoke = db.prepare(
     "UPDATE admin_sessions SET revoked_at = ? WHERE id_hash = ? AND revoked_at IS NULL",
@@ -159,6 +179,23 @@ export function createUsersRepo(db: Db) {
     },
     getSession(idHash: string): SessionRow | undefined {
       return session.get(idHash) as SessionRow | undefined;
+    },
+    /** The session and its user (undefined when the user is gone), read together. */
+    getSessionAndUser(
+      idHash: string,
+    ): { session: SessionRow; user: UserRow | undefined } | undefined {
+      const row = sessionAndUser.get(idHash) as Record<string, unknown> | undefined;
+      if (!row) return undefined;
+      const s: Record<string, unknown> = {};
+      const u: Record<string, unknown> = {};
+      for (const [k, v] of Object.entries(row)) {
+        if (k.startsWith("u__")) u[k.slice(3)] = v;
+        else s[k] = v;
+      }
+      return {
+        session: s as unknown as SessionRow,
+        user: u["id"] === null || u["id"] === undefined ? undefined : u as unknown as UserRow,
+      };
     },
     touchSession(idHash: string, now: number): void {
       touch.run(now, idHash);

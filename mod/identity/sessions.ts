@@ -70,13 +70,13 @@ export function createSessions(deps: {
     authenticate(id: string): Authenticated | undefined {
       if (!ID_PATTERN.test(id)) return undefined;
       const hash = sha256Hex(id);
-      const session = deps.repo.getSession(hash);
-      if (!session || session.revoked_at !== null) return undefined;
+      const found = deps.repo.getSessionAndUser(hash);
+      if (!found || found.session.revoked_at !== null) return undefined;
+      const { session, user } = found;
       const now = deps.clock.now();
       if (now >= session.expires_at || now - session.last_seen_at >= SESSION_IDLE_MS) {
         return undefined;
       }
-      const user = deps.repo.get(session.user_id);
       if (!user || user.disabled || user.credential_epoch !== session.credential_epoch) {
         return undefined;
       }

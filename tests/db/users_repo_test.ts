@@ -1,6 +1,6 @@
 import { assertEquals, ok } from "../_helpers/assert.ts";
 import { testStore } from "../_helpers/store.ts";
-import { createUsersRepo } from "../../db/users_repo.ts";
+import { createUsersRepo, USER_COLUMNS } from "../../db/users_repo.ts";
 
 function seed(repo: ReturnType<typeof createUsersRepo>) {
   repo.insert({ id: "u1", username: "admin", password_hash: "h", role: "admin", now: 1 });
@@ -93,4 +93,26 @@ Deno.test("carrySession() moves one live session on from the epoch it was checke
   repo.setTotp("u1", "enc2", 14);
   assertEquals(repo.carrySession("kept", "u1", start + 2), false);
   assertEquals(repo.getSession("kept")!.credential_epoch, start + 1);
+});
+
+Deno.test("a session and its user read in one statement equal the two reads", async () => {
+  await using s = await testStore();
+  const repo = createUsersRepo(s.db);
+  const user = seed(repo);
+  repo.setTotp("u1", "enc", 3);
+  repo.insertSession({
+    id_hash: "h1",
+    user_id: "u1",
+    created_at: 10,
+    expires_at: 1000,
+    client_ip: "192.0.2.1",
+    user_agent: "ua",
+    credential_epoch: user.credential_epoch,
+  });
+  const both = repo.getSessionAndUser("h1")!;
+  assertEquals({ ...both.session }, { ...repo.getSession("h1") });
+  assertEquals({ ...both.user }, { ...repo.get("u1") });
+  // Every column of users is read: a column added later must be added to USER_COLUMNS too.
+  assertEquals(Object.keys(repo.get("u1")!).sort(), [...USER_COLUMNS].sort());
+  assertEquals(repo.getSessionAndUser("nope"), undefined);
 });
