@@ -14,6 +14,7 @@ import { NodeAgent } from "../mod/cluster/node_agent.ts";
 import { createRegistry, type Registry, registryCollector } from "../mod/cluster/registry.ts";
 import type { Collector } from "../mod/monitor/exposition.ts";
 import { createPolicyFollower, createPolicySource } from "../mod/cluster/policy_sync.ts";
+import { PolicyWatch } from "../mod/cluster/policy_watch.ts";
 import { createClusterPolicyRepo } from "../db/cluster_policy_repo.ts";
 import { createSettingsRepo } from "../db/settings_repo.ts";
 import { durationMs } from "../mod/core/duration.ts";
@@ -48,7 +49,7 @@ import { createSecretBox } from "../mod/core/secret_box.ts";
 
 /** Paths the cluster listener serves; everything else there is 404. */
 const CLUSTER_PATHS =
-  /^\/api\/cluster\/(?:ca|join|nodes\/[0-9a-f]{16}\/(?:heartbeat|policy|certificate))$/;
+  /^\/api\/cluster\/(?:ca|join|nodes\/[0-9a-f]{16}\/(?:heartbeat|policy|policy\/watch|certificate))$/;
 const JOIN_RETRY_MS = 3000;
 
 export interface ClusterDeps {
@@ -157,9 +158,11 @@ async function createController(deps: ClusterDeps): Promise<ClusterPlane> {
     publish: deps.publish,
   });
   const source = createPolicySource({ repo: policyRows(deps), clock: deps.clock });
+  const watch = new PolicyWatch({ current: () => source.current().version, logger: deps.logger });
   let sweeper: ReturnType<typeof setInterval> | undefined;
   const routes = clusterRoutes({
     policy: source,
+    watch,
     audit: deps.audit,
     transaction: tx,
     tokens,
@@ -179,11 +182,23 @@ async function createController(deps: ClusterDeps): Promise<ClusterPlane> {
       return true;
     },
     sweep: () => registry.sweep(),
-    policyChanged: () => source.changed(),
+    policyChanged() {
+      source.changed();
+      watch.changed();
+    },
     collector: registryCollector(() => registry.list()),
     localWrites: (r) => r,
     health: () => controllerHealth(registry.list()),
-    listen: (app) => listenCluster(listenAddr, ca, app),
+    async listen(app) {
+      const listener = await listenCluster(listenAddr, ca, app);
+      if (!listener) return undefined;
+      // Waiting watches are answered before the listener drains, so its shutdown does not wait.
+      const shutdown = () => {
+        watch.close();
+        return listener.shutdown();
+      };
+      return { ...listener, shutdown };
+    },
     start(data) {
       const sweep = () => {
         try {
@@ -202,6 +217,7 @@ async function createController(deps: ClusterDeps): Promise<ClusterPlane> {
     },
     stop() {
       if (sweeper !== undefined) clearInterval(sweeper);
+      watch.close();
       return Promise.resolve();
     },
   };

@@ -79,10 +79,14 @@ async function serve(options: MtlsListenOptions, req: IncomingMessage, res: Serv
     body = read;
   }
   const socket = req.socket as TLSSocket;
+  // Aborted when the client goes away (a node's waiting policy watch then stops waiting).
+  const gone = new AbortController();
+  res.once("close", () => gone.abort());
   const request = new Request(`https://${headers.get("host") ?? "cluster"}${req.url ?? "/"}`, {
     method,
     headers,
     body: body && body.length > 0 ? body : undefined,
+    signal: gone.signal,
   });
   const response = await options.handler(request, {
     remoteAddr: { hostname: socket.remoteAddress ?? "", port: socket.remotePort ?? 0 },

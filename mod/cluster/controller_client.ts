@@ -68,19 +68,23 @@ export class ControllerClient {
     });
   }
 
-  /** Sends a JSON request; network failures reject, HTTP failures resolve with their status. */
+  /**
+   * Sends a JSON request; network failures (and `signal` aborting) reject, HTTP failures resolve
+   * with their status.
+   */
   async request(
     method: "GET" | "POST",
     path: string,
     body?: unknown,
-    timeoutMs = TIMEOUT_MS,
+    options: { readonly timeoutMs?: number; readonly signal?: AbortSignal } = {},
   ): Promise<ControllerAnswer> {
+    const timeout = AbortSignal.timeout(options.timeoutMs ?? TIMEOUT_MS);
     const res = await fetch(`${this.#base}${path}`, {
       method,
       client: this.#client,
       headers: body === undefined ? {} : { "content-type": "application/json" },
       body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(timeoutMs),
+      signal: options.signal ? AbortSignal.any([timeout, options.signal]) : timeout,
     });
     const text = await res.text();
     let parsed: unknown = {};

@@ -2,9 +2,11 @@
  * The node's side of the cluster channel: every `cluster.heartbeat_interval` it reports to the
  * controller over mTLS (version, uptime, policy version, clock, data-plane counters, health) and
  * reads the controller's policy version from the answer; a policy follower (when given) fetches
- * a newer policy. A node that cannot reach its controller keeps serving with what it has and
- * says so in its health; a refused node (revoked) takes no policy. Within `RENEW_BEFORE_MS` of
- * its certificate's expiry it renews it over the same channel (a new key, made here).
+ * a newer policy, told of it at once by the policy watch (`node_watch.ts`), or by the heartbeat
+ * when the watch is not available. A node that cannot reach its controller keeps serving with
+ * what it has and says so in its health; a refused node (revoked) takes no policy. Within
+ * `RENEW_BEFORE_MS` of its certificate's expiry it renews it over the same channel (a new key,
+ * made here).
  */
 import type { Clock } from "../core/clock.ts";
 import type { Logger } from "../core/logger.ts";
@@ -12,6 +14,7 @@ import { VERSION } from "../core/version.ts";
 import { ACTIONS, type SiteCounters } from "../data_plane/site_counters.ts";
 import { type ControllerAnswer, ControllerClient } from "./controller_client.ts";
 import type { NodeIdentity } from "./node_identity.ts";
+import { NodeWatch, type WatchState } from "./node_watch.ts";
 import { certificateExpiry, createCsr } from "../tls/x509.ts";
 
 /** A node renews its certificate when it expires within this (30 days). */
@@ -61,6 +64,8 @@ export interface NodeAgentStatus {
   readonly last_attempt_at: string | null;
   /** When the next one is due (later than the interval while the controller refuses this node). */
   readonly next_attempt_at: string | null;
+  /** How the node hears of a new policy between heartbeats (`node_watch.ts`). */
+  readonly policy_watch: WatchState | "off";
 }
 
 /** Requests by action over every site since start. */
@@ -97,6 +102,9 @@ export class NodeAgent {
   #nextAttempt: number | null = null;
   /** Refused heartbeats in a row (the back-off's exponent). */
   #refusals = 0;
+  readonly #watch: NodeWatch | undefined;
+  /** The policy follows in progress, one after the other (heartbeat and watch may both ask). */
+  #following: Promise<boolean> = Promise.resolve(true);
 
   constructor(deps: NodeAgentDeps) {
     this.#deps = deps;
@@ -104,6 +112,16 @@ export class NodeAgent {
     this.#identity = deps.identity;
     this.#client = this.#connect(deps.identity);
     this.#certExpiry = certificateExpiry(deps.identity.cert);
+    this.#watch = deps.policy
+      ? new NodeWatch({
+        nodeId: deps.identity.nodeId,
+        logger: deps.logger,
+        intervalMs: deps.intervalMs,
+        client: () => this.#client,
+        version: () => deps.policy!.version(),
+        follow: (version) => this.follow(version),
+      })
+      : undefined;
   }
 
   #connect(id: NodeIdentity): ControllerClient {
@@ -165,6 +183,37 @@ export class NodeAgent {
 
   start(): void {
     this.#tick();
+    this.#watch?.start();
+  }
+
+  /** The policy watch (tests run `once()` to avoid waiting). */
+  watch(): NodeWatch | undefined {
+    return this.#watch;
+  }
+
+  /**
+   * Fetches and applies the controller's policy unless the node already enforces `version`;
+   * false when that failed (the current policy stays). Calls wait for the one before.
+   */
+  follow(version: string): Promise<boolean> {
+    const policy = this.#deps.policy;
+    if (!policy) return Promise.resolve(false);
+    const run = async (): Promise<boolean> => {
+      if (version === policy.version()) return true;
+      try {
+        await policy.follow(version, this.#client);
+        return true;
+      } catch (err) {
+        this.#lastError = "POLICY_SYNC_FAILED";
+        this.#deps.logger.error("cannot apply the controller's policy; keeping the current one", {
+          version,
+          error: String((err as Error)?.message ?? err),
+        });
+        return false;
+      }
+    };
+    this.#following = this.#following.then(run, run);
+    return this.#following;
   }
 
   status(): NodeAgentStatus {
@@ -179,6 +228,7 @@ export class NodeAgent {
       next_attempt_at: this.#nextAttempt === null
         ? null
         : new Date(this.#nextAttempt).toISOString(),
+      policy_watch: this.#watch?.state ?? "off",
     };
   }
 
@@ -253,15 +303,7 @@ export class NodeAgent {
     const version = answer.body["policy_version"];
     if (typeof version === "string") {
       this.#controllerVersion = version;
-      if (d.policy && version !== d.policy.version()) {
-        await d.policy.follow(version, this.#client).catch((err) => {
-          this.#lastError = "POLICY_SYNC_FAILED";
-          d.logger.error("cannot apply the controller's policy; keeping the current one", {
-            version,
-            error: String((err as Error)?.message ?? err),
-          });
-        });
-      }
+      if (d.policy && version !== d.policy.version()) await this.follow(version);
     }
     const now = d.clock.now();
     if (d.saveRenewal && this.#certExpiry - now < RENEW_BEFORE_MS && now >= this.#renewAfter) {
@@ -285,7 +327,7 @@ export class NodeAgent {
   async stop(): Promise<void> {
     this.#stopped = true;
     if (this.#timer !== undefined) clearTimeout(this.#timer);
-    await this.#running;
+    await Promise.all([this.#running, this.#watch?.stop(), this.#following]);
     this.#client.close();
   }
 }

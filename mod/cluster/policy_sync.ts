@@ -2,9 +2,10 @@
  * Policy distribution. The controller's policy is every row the compiled policy is built from
  * (sites with their certificates, rules, protection, edge, API security, block pages); its version
  * is the SHA-256 of those rows, recomputed after a policy swap. A node that learns of another
- * version from a heartbeat answer fetches the snapshot over the same mTLS channel, checks that it
- * hashes to the version, and in one store transaction replaces its rows and recompiles: if the
- * compile fails the transaction rolls back and the node keeps its last good policy.
+ * version (from its policy watch, `node_watch.ts`, or a heartbeat answer) fetches the snapshot
+ * over the same mTLS channel, checks that it hashes to the version, and in one store transaction
+ * replaces its rows and recompiles: if the compile fails the transaction rolls back and the node
+ * keeps its last good policy.
  */
 import { z } from "zod";
 import {
@@ -116,7 +117,7 @@ export function createPolicyFollower(deps: PolicyFollowerDeps): PolicyFollower {
         "GET",
         `/api/cluster/nodes/${deps.nodeId}/policy`,
         undefined,
-        30_000,
+        { timeoutMs: 30_000 },
       );
       if (res.status !== 200) {
         const code = (res.body["error"] as { code?: string } | undefined)?.code;
@@ -128,6 +129,8 @@ export function createPolicyFollower(deps: PolicyFollowerDeps): PolicyFollower {
       if (policyVersion(snapshot) !== snapshot.version) {
         throw new Error("the policy snapshot does not hash to its version");
       }
+      // Already enforced (the watch and a heartbeat both told of it): nothing to replace.
+      if (snapshot.version === current) return;
       deps.transaction(() => {
         deps.repo.replace(snapshot);
         deps.settings.set(POLICY_VERSION_KEY, snapshot.version, deps.clock.now());

@@ -10,11 +10,12 @@ import type { Enrollment } from "../../mod/cluster/enrollment.ts";
 import { type JoinTokens, MAX_TOKEN_TTL_S } from "../../mod/cluster/join_tokens.ts";
 import { clusterTotals, type Registry } from "../../mod/cluster/registry.ts";
 import type { PolicySource } from "../../mod/cluster/policy_sync.ts";
+import type { PolicyWatch } from "../../mod/cluster/policy_watch.ts";
 import { auditContext } from "./actor.ts";
 import { auditFailures, type AuditSink } from "./audited.ts";
 import type { Ctx } from "./env.ts";
 import { perm, PUBLIC, type RouteDef } from "./route.ts";
-import { readJson } from "./validate.ts";
+import { readJson, readQuery } from "./validate.ts";
 
 /** The controller's parts the routes use; undefined on a node. */
 export interface ControllerRouteDeps extends AuditSink {
@@ -25,6 +26,8 @@ export interface ControllerRouteDeps extends AuditSink {
   readonly caFingerprint: string;
   /** The controller's policy: its version (in heartbeat answers) and snapshot. */
   readonly policy: PolicySource;
+  /** Nodes' long-polls for a policy change. */
+  readonly watch: PolicyWatch;
 }
 
 const heartbeatBody = z.strictObject({
@@ -41,6 +44,8 @@ const heartbeatBody = z.strictObject({
     { message: "expected at most 8 KiB of health facts" },
   ),
 });
+
+const watchQuery = z.strictObject({ since: z.string().max(128).optional() });
 
 const renewBody = z.strictObject({ csr: z.string().max(16_384) });
 
@@ -174,6 +179,28 @@ function nodeChannelRoutes(need: Need): RouteDef[] {
       handler: (c) => {
         c.header("cache-control", "no-store");
         return c.json(need().policy.snapshot());
+      },
+    },
+    {
+      method: "GET",
+      path: "/api/cluster/nodes/:id/policy/watch",
+      access: { kind: "node" },
+      handler: async (c) => {
+        const d = need();
+        const { since } = readQuery(c, watchQuery);
+        const answer = await d.watch.wait(c.req.param("id")!, since ?? "", c.req.raw.signal);
+        c.header("cache-control", "no-store");
+        if (answer.kind === "busy") {
+          throw new AppError(
+            503,
+            "CLUSTER_WATCH_BUSY",
+            "The controller holds as many policy watches as it allows; follow by heartbeat",
+          );
+        }
+        if (answer.kind === "closed") {
+          throw new AppError(503, "CLUSTER_STOPPING", "The controller is shutting down");
+        }
+        return c.json({ changed: answer.changed, policy_version: answer.policy_version });
       },
     },
   ];
