@@ -329,7 +329,8 @@ function lexInto(
       let j = i;
       while (j < n && isSpace(text.charCodeAt(j))) j++;
       const call = text.charCodeAt(j) === 40;
-      const kind = LOGIC_WORDS.has(word) ? "logic" : "word";
+      // The connectives are two or three letters: longer words skip the set's hashing.
+      const kind = word.length <= 3 && LOGIC_WORDS.has(word) ? "logic" : "word";
       out.push({ kind, text: word, closed: true, call, start, end: i });
       continue;
     }
