@@ -102,8 +102,12 @@ export function gateOn(text: string): void {
 function tableOf(text: string): Table | undefined {
   const t = WINDOW;
   if (text === t.text || text === t.slice) return t;
-  // A slice of the window holds no triple the window does not.
-  if (t.text.length > text.length && (t.text.startsWith(text) || t.text.endsWith(text))) {
+  // A slice of the window holds no triple the window does not. Comparing a cut of the window
+  // (a view, no copy) is some hundred times faster than `startsWith` on a text built by
+  // concatenation (a window's lead-in), which reads it a character at a time.
+  const w = t.text;
+  const n = text.length;
+  if (w.length > n && (w.slice(0, n) === text || w.slice(w.length - n) === text)) {
     t.slice = text;
     return t;
   }

@@ -363,22 +363,27 @@ const MIN_BASE64_RUN = 12;
 
 /**
  * Decodes base64 runs embedded in a value (not only a value that is base64 as a whole)
- * when they decode to code-like text. One forward scan finds the runs (a regex retried at
- * every letter of ordinary text cost more than all the decoding).
+ * when they decode to code-like text. A run long enough to matter holds one of every
+ * {@link MIN_BASE64_RUN}-th character (12 characters in a row hold every position modulo
+ * 12), so the scan reads only those and widens each digit it finds into its run: ordinary
+ * text's words, shorter than that, are read about once, not a character at a time (a regex
+ * retried at every letter cost more than all the decoding).
  *
  * @returns the decoded texts, at most four
  */
 export function decodeBase64Runs(value: string): string[] {
   const out: string[] = [];
   const n = value.length;
-  let start = -1;
-  for (let i = 0; i <= n; i++) {
-    const c = i < n ? value.charCodeAt(i) : 0;
-    if (c < 128 && BASE64_DIGIT[c] === 1) {
-      if (start < 0) start = i;
-      continue;
-    }
-    if (start >= 0 && i - start >= MIN_BASE64_RUN) {
+  // Where the run read last ended: the next one starts after it.
+  let done = 0;
+  for (let p = MIN_BASE64_RUN - 1; p < n; p += MIN_BASE64_RUN) {
+    if (!isBase64Digit(value, p)) continue;
+    let start = p;
+    while (start > done && isBase64Digit(value, start - 1)) start--;
+    let i = p + 1;
+    while (i < n && isBase64Digit(value, i)) i++;
+    done = i;
+    if (i - start >= MIN_BASE64_RUN) {
       let end = i;
       while (end < n && end - i < 2 && value.charCodeAt(end) === 61 /* = */) end++;
       const text = decodeBase64Code(value.slice(start, end), true);
@@ -387,9 +392,15 @@ export function decodeBase64Runs(value: string): string[] {
         if (out.length >= MAX_BASE64_RUNS) break;
       }
     }
-    start = -1;
+    // The next position read is past the run.
+    while (p + MIN_BASE64_RUN < i) p += MIN_BASE64_RUN;
   }
   return out;
+}
+
+function isBase64Digit(value: string, at: number): boolean {
+  const c = value.charCodeAt(at);
+  return c < 128 && BASE64_DIGIT[c] === 1;
 }
 
 /** ASCII lower case, cheaper than `toLowerCase()` on mostly-ASCII text and locale-free. */

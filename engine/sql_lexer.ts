@@ -113,14 +113,29 @@ function isWordPart(c: number): boolean {
 }
 
 /**
+ * Tokens already read from a text that agrees with the one being lexed, to take instead of
+ * reading again: `tokens` of `text`, where the lexed text's position `i` is the donor's
+ * `i + shift`. With `plus`, the two texts are the same length and differ only where the
+ * donor holds `+` (the lexed text has a space there: the form-encoded reading); without it,
+ * the lexed text is the donor's from `shift` on (what follows a closing quote).
+ */
+export interface SqlDonor {
+  readonly text: string;
+  readonly tokens: readonly SqlToken[];
+  readonly shift: number;
+  readonly plus: boolean;
+}
+
+/**
  * Splits text into SQL tokens.
  *
  * @param text the text to read as SQL
  * @param limit tokens produced at most
+ * @param donor tokens of an agreeing text, taken where they are what this text gives
  * @returns the tokens of the whole text (or the first `limit`), each token read once
  */
-export function lexSql(text: string, limit = Infinity): SqlToken[] {
-  return lexInto(text, [], 0, limit);
+export function lexSql(text: string, limit = Infinity, donor?: SqlDonor): SqlToken[] {
+  return lexInto(text, [], 0, limit, donor);
 }
 
 /**
@@ -130,26 +145,109 @@ export function lexSql(text: string, limit = Infinity): SqlToken[] {
  *
  * @param text the text `tokens` were read from
  * @param tokens its first tokens; extended in place
+ * @param donor as for {@link lexSql}
  * @returns `tokens`, now all of the text's
  */
-export function lexRest(text: string, tokens: SqlToken[]): SqlToken[] {
-  return lexInto(text, tokens, tokens.at(-1)?.end ?? 0, Infinity);
+export function lexRest(text: string, tokens: SqlToken[], donor?: SqlDonor): SqlToken[] {
+  return lexInto(text, tokens, tokens.at(-1)?.end ?? 0, Infinity, donor);
 }
 
-function lexInto(text: string, out: SqlToken[], from: number, limit: number): SqlToken[] {
+/**
+ * Where the lexer reads a token's characters: a token is a function of the text from its
+ * start to this index (inclusive) and of nothing else. A word reads on over spaces to see a
+ * `(`; every other token reads at most one character past its end (a number's exponent, a
+ * string's doubled quote) or three past its start (`#>>`, `<=>`, `->>`).
+ */
+function reachOf(text: string, t: SqlToken): number {
+  if (t.kind === "word" || t.kind === "logic") {
+    let j = t.end;
+    while (j < text.length && isSpace(text.charCodeAt(j))) j++;
+    return j;
+  }
+  return Math.max(t.end + 1, t.start + 3);
+}
+
+/**
+ * Takes the donor's tokens from position `i` on while each is what lexing here would give:
+ * the donor's lexer stood at the same place (a token starts there) and read the same
+ * characters. Returns the position after the last token taken, or `i` when none was.
+ */
+function take(
+  text: string,
+  out: SqlToken[],
+  at: number,
+  limit: number,
+  donor: SqlDonor,
+  cursor: { k: number; plus: number },
+): number {
+  const tokens = donor.tokens;
+  const shift = donor.shift;
+  let i = at;
+  let k = cursor.k;
+  while (k < tokens.length && tokens[k]!.start - shift < i) k++;
+  while (out.length < limit) {
+    const t = tokens[k];
+    if (t === undefined || t.start - shift !== i) break;
+    if (donor.plus) {
+      // A `+` where the token reads makes the texts differ there: read it afresh.
+      if (cursor.plus < i) cursor.plus = nextPlus(donor.text, i);
+      if (cursor.plus <= reachOf(text, t)) break;
+      out.push(t);
+    } else {
+      out.push(
+        shift === 0 ? t : {
+          kind: t.kind,
+          text: t.text,
+          closed: t.closed,
+          call: t.call,
+          start: t.start - shift,
+          end: t.end - shift,
+        },
+      );
+    }
+    i = t.end - shift;
+    k++;
+    // Spaces between tokens are skipped alike; the next token is taken where it starts.
+    while (i < text.length && isSpace(text.charCodeAt(i))) i++;
+  }
+  cursor.k = k;
+  return i;
+}
+
+/** The first `+` at or after `at`; Infinity when there is none. */
+function nextPlus(text: string, at: number): number {
+  const p = text.indexOf("+", at);
+  return p < 0 ? Infinity : p;
+}
+
+function lexInto(
+  text: string,
+  out: SqlToken[],
+  from: number,
+  limit: number,
+  donor?: SqlDonor,
+): SqlToken[] {
   const n = text.length;
   let i = from;
+  const cursor = donor === undefined ? undefined : { k: 0, plus: -1 };
   // A closed token that is not a call; strings and block comments say whether they closed.
   const add = (kind: SqlTokenKind, value: string, start: number, end: number) => {
     out.push({ kind, text: value, closed: true, call: false, start, end });
   };
   while (i < n && out.length < limit) {
     const c = text.charCodeAt(i);
-    const start = i;
     if (isSpace(c)) {
       i++;
       continue;
     }
+    if (donor !== undefined) {
+      const taken = take(text, out, i, limit, donor, cursor!);
+      if (taken !== i) {
+        i = taken;
+        continue;
+      }
+    }
+    const start = i;
     const next = i + 1 < n ? text.charCodeAt(i + 1) : 0;
     if (c === 39 || c === 34) {
       i = skipString(text, i);
@@ -231,7 +329,8 @@ function lexInto(text: string, out: SqlToken[], from: number, limit: number): Sq
       let j = i;
       while (j < n && isSpace(text.charCodeAt(j))) j++;
       const call = text.charCodeAt(j) === 40;
-      const kind = LOGIC_WORDS.has(word) ? "logic" : "word";
+      // The connectives are two or three letters: longer words skip the set's hashing.
+      const kind = word.length <= 3 && LOGIC_WORDS.has(word) ? "logic" : "word";
       out.push({ kind, text: word, closed: true, call, start, end: i });
       continue;
     }

@@ -421,9 +421,35 @@ const EXPRESSION_WORDS: ReadonlySet<string> = new Set([
   "in",
 ]);
 
+/**
+ * Every word {@link wordRules} can hit on when no `.` stands before it (its name is then the
+ * word itself): the words its `switch` and conditions name, and the function and catalog sets
+ * it reads. Any other word hits nothing, so it is passed over without the lookups: the words
+ * of prose are almost all such words.
+ */
+export const WORD_RULE_WORDS: ReadonlySet<string> = new Set([
+  "union",
+  "select",
+  "waitfor",
+  "into",
+  "program",
+  "order",
+  "group",
+  "exec",
+  "execute",
+  "as",
+  "case",
+  "dual",
+  ...CONDITION_WORDS,
+  ...SCHEMA_NAMES,
+  ...DELAY_FUNCTIONS,
+  ...ERROR_FUNCTIONS,
+]);
+
 function wordRules(scan: RuleScan, i: number): void {
   const { text, tokens, strength } = scan;
   const t = tokens[i]!;
+  if (!WORD_RULE_WORDS.has(t.text) && tokens[i - 1]?.kind !== "dot") return;
   const name = qualifiedName(tokens, i);
   if (t.call && DELAY_FUNCTIONS.has(name)) return scan.hit("delay", i);
   if (t.call && ERROR_FUNCTIONS.has(name)) return scan.hit("error", i);

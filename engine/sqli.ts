@@ -9,7 +9,7 @@
  */
 
 import type { DetectorInput, Finding } from "./types.ts";
-import { lexRest, lexSql, MAX_SQL_TOKENS, type SqlToken } from "./sql_lexer.ts";
+import { lexRest, lexSql, MAX_SQL_TOKENS, type SqlDonor, type SqlToken } from "./sql_lexer.ts";
 import { evaluate, type SqlHit, type SqlStart } from "./sql_rules.ts";
 import {
   BREAKOUT_STATEMENTS,
@@ -74,12 +74,26 @@ export interface SqlVerdict {
  * @returns the strongest rule hit over all contexts, or undefined
  */
 export function analyzeSql(text: string): SqlVerdict | undefined {
+  return readSql(text, undefined).verdict;
+}
+
+/** What {@link readSql} found, and the tokens it read the value as (none when it did not lex). */
+interface SqlReading {
+  readonly verdict: SqlVerdict | undefined;
+  readonly tokens: readonly SqlToken[] | undefined;
+}
+
+/**
+ * {@link analyzeSql}, lexing with the tokens `donor` has where they are the same (see
+ * `SqlDonor`): the answer is the one lexing afresh gives.
+ */
+function readSql(text: string, donor: SqlDonor | undefined): SqlReading {
   const fragment = text.length <= 96 ? judgeFragment(text) : undefined;
   let best: SqlVerdict | undefined = fragment === undefined
     ? undefined
     : { rule: `sqli.${fragment.rule}`, score: fragment.score, offset: 0 };
-  if (text.length < 3 || !SQL_SYNTAX.test(text)) return best;
-  if (!SQL_TRIGGER.test(text) && !numberTrigger(text)) return best;
+  if (text.length < 3 || !SQL_SYNTAX.test(text)) return { verdict: best, tokens: undefined };
+  if (!SQL_TRIGGER.test(text) && !numberTrigger(text)) return { verdict: best, tokens: undefined };
   if (text.includes("/*!")) {
     const exec = EXECUTABLE_COMMENT.exec(text);
     if (exec !== null && (best === undefined || best.score < 75)) {
@@ -91,7 +105,7 @@ export function analyzeSql(text: string): SqlVerdict | undefined {
     const offset = (tokens[hit.at]?.start ?? 0) + shift;
     best = { rule: `sqli.${hit.rule}`, score: hit.score, offset };
   };
-  const all = lexLong(text);
+  const all = lexLong(text, donor);
   const raw = firstWindow(all);
   const start = codeStart(raw);
   consider(evaluate(text, raw, start), raw, 0);
@@ -100,16 +114,17 @@ export function analyzeSql(text: string): SqlVerdict | undefined {
     if (text.indexOf(quote) < 0) continue;
     const escaped = literalEnd(text, quote, true);
     if (stringArgument(text, escaped)) continue;
-    breakout(text, escaped, consider);
+    breakout(text, escaped, consider, all);
     // Without backslash escapes the literal ends earlier when a quote before it is escaped.
     if (text.indexOf("\\") >= 0) {
       const plain = literalEnd(text, quote, false);
-      if (plain !== escaped) breakout(text, plain, consider);
+      if (plain !== escaped) breakout(text, plain, consider, all);
     }
   }
-  return best === undefined || !TEMPLATE_RULES.has(best.rule) || !template(text)
+  const verdict = best === undefined || !TEMPLATE_RULES.has(best.rule) || !template(text)
     ? best
     : { rule: best.rule, score: Math.min(best.score, TEMPLATE_CAP), offset: best.offset };
+  return { verdict, tokens: all };
 }
 
 /**
@@ -164,12 +179,14 @@ function breakout(
   text: string,
   close: number,
   consider: (hit: SqlHit | undefined, tokens: readonly SqlToken[], shift: number) => void,
+  all: readonly SqlToken[],
 ): void {
   if (close < 0) return;
   const tail = text.slice(close + 1);
   // What follows the quote decides whether it breaks out; only then is the rest read.
   if (!continuesSql(lexSql(tail, 2))) return;
-  const rest = lexLong(tail);
+  // Once the tail's lexer reaches a token the value's lexer started, both read on alike.
+  const rest = lexLong(tail, { text, tokens: all, shift: close + 1, plus: false });
   const tokens = firstWindow(rest);
   consider(evaluate(tail, tokens, BREAKOUT), tokens, close + 1);
   readOn(tail, rest, consider, close + 1);
@@ -183,12 +200,12 @@ function firstWindow(tokens: readonly SqlToken[]): readonly SqlToken[] {
  * The tokens of a value: its first window, and the rest only when a rule read in prose could
  * start there (a JSON document or a page of markup without SQL words is lexed no further).
  */
-function lexLong(text: string): SqlToken[] {
-  const head = lexSql(text, MAX_SQL_TOKENS + 1);
+function lexLong(text: string, donor?: SqlDonor): SqlToken[] {
+  const head = lexSql(text, MAX_SQL_TOKENS + 1, donor);
   if (head.length <= MAX_SQL_TOKENS) return head;
   // The second window starts here: its fragments are the first the first window left out.
   const later = head[WINDOW_STEP]!.start;
-  if (PROSE_TRIGGER.test(later === 0 ? text : text.slice(later))) return lexRest(text, head);
+  if (PROSE_TRIGGER.test(later === 0 ? text : text.slice(later))) return lexRest(text, head, donor);
   head.length = MAX_SQL_TOKENS;
   return head;
 }
@@ -345,7 +362,8 @@ function codeStart(tokens: readonly SqlToken[]): SqlStart {
  * ```
  */
 export function sqli(input: DetectorInput): Finding | undefined {
-  let verdict = analyzeSql(input.decoded);
+  const reading = readSql(input.decoded, undefined);
+  let verdict = reading.verdict;
   if ((verdict === undefined || verdict.score < 70) && LOOKALIKE_QUOTE.test(input.decoded)) {
     // `' or '1′='1`: the prime becomes a quote where a database converts to a legacy code page.
     const ascii = analyzeSql(
@@ -355,7 +373,12 @@ export function sqli(input: DetectorInput): Finding | undefined {
   }
   if ((verdict === undefined || verdict.score < 70) && input.decoded.includes("+")) {
     // `1+union+select`: a form-encoded space that reached a JSON or multipart field as `+`.
-    const spaced = analyzeSql(input.decoded.replaceAll("+", " "));
+    // The spaced text differs only where the value has `+`: its other tokens are the same.
+    const tokens = reading.tokens;
+    const donor: SqlDonor | undefined = tokens === undefined
+      ? undefined
+      : { text: input.decoded, tokens, shift: 0, plus: true };
+    const spaced = readSql(input.decoded.replaceAll("+", " "), donor).verdict;
     if (spaced !== undefined && spaced.score > (verdict?.score ?? 0)) verdict = spaced;
   }
   if (verdict === undefined || verdict.score < 30) return undefined;

@@ -16,6 +16,16 @@
  * outside the repository; a missing one exits with status 2. Exits 1 on the first differences
  * (up to ten are listed).
  *
+ * With `--long N`, every Nth payload is also put into about 40 KB of prose (so it is judged in
+ * the windows of a long value, where the engine's shortcuts for long texts apply): as
+ * text/plain, as a JSON string, as a JSON string with `+` for its spaces among prose holding
+ * phone numbers (`+44 ...`), and as a form field, at an offset that moves with the payload so
+ * windows' edges fall on all parts of it.
+ *
+ * ```sh
+ * deno run -A scripts/engine_same.ts --long 25 --payloads ../shared/corpus/payloads/attacks.jsonl
+ * ```
+ *
  * With `--verdicts` only the verdict is compared (blocked or not, and by which rule where), so
  * a change meant to alter verdicts can be reviewed: every request whose verdict changed is
  * listed (up to `--max`, 200 by default), newly blocked ones first. `--class` keeps the
@@ -32,6 +42,7 @@ import type { EngineRequest, InspectOptions } from "../engine/types.ts";
 import { engineAt, type Inspect } from "./bench_engine_ab.ts";
 import { place, PLACEMENTS } from "./corpus_payloads.ts";
 import { parseRawRequest, toEngineRequest } from "./raw_http.ts";
+import { prose } from "../tests/bench/engine_body_kinds.ts";
 
 const HEADERS = [
   ["host", "shop.example"],
@@ -60,6 +71,30 @@ function requestsFor(payload: string): EngineRequest[] {
   return out;
 }
 
+/** Prose a long body is made of, and the same with phone numbers (`+` in a JSON string). */
+const LONG_PROSE = prose(40_000, 7);
+const LONG_PHONES = LONG_PROSE.replace(/ (\d+) /g, " +44 $1 ");
+
+/** The payload inside about 40 KB of prose, in each long-body shape (see `--long`). */
+function longRequestsFor(payload: string, n: number): EngineRequest[] {
+  const at = (n * 7919) % (LONG_PROSE.length - 1);
+  const text = LONG_PROSE.slice(0, at) + payload + LONG_PROSE.slice(at);
+  const phones = LONG_PHONES.slice(0, at) + payload.replaceAll(" ", "+") + LONG_PHONES.slice(at);
+  const post = (type: string, body: string): EngineRequest => ({
+    method: "POST",
+    path: "/notes",
+    query: "",
+    headers: [...HEADERS, ["content-type", type]],
+    body: new TextEncoder().encode(body),
+  });
+  return [
+    post("text/plain", text),
+    post("application/json", JSON.stringify({ note: text })),
+    post("application/json", JSON.stringify({ note: phones })),
+    post("application/x-www-form-urlencoded", new URLSearchParams({ note: text }).toString()),
+  ];
+}
+
 async function* payloads(file: string, classes: readonly string[]): AsyncGenerator<string> {
   const text = await Deno.readTextFile(file);
   for (const line of text.split("\n")) {
@@ -86,6 +121,7 @@ export async function main(args: string[]): Promise<number> {
       class: { type: "string", multiple: true, default: [] },
       verdicts: { type: "boolean", default: false },
       max: { type: "string", default: "200" },
+      long: { type: "string", default: "0" },
     },
   });
   const max = values.verdicts ? Number(values.max) : 10;
@@ -122,13 +158,20 @@ export async function main(args: string[]): Promise<number> {
       }
     }
   };
+  const long = Number(values.long);
   if (values.payloads) {
     let n = 0;
     for await (const payload of payloads(values.payloads, values.class)) {
-      for (const req of requestsFor(payload)) compare(req, `payload ${JSON.stringify(payload)}`);
+      const what = `payload ${JSON.stringify(payload)}`;
+      if (long > 0) {
+        // Only the long bodies: the short placements are what the run without it compares.
+        if (n % long === 0) {
+          for (const req of longRequestsFor(payload, n)) compare(req, `${what} (long)`);
+        }
+      } else for (const req of requestsFor(payload)) compare(req, what);
       n++;
     }
-    console.log(`payloads: ${n}`);
+    console.log(`payloads: ${n}${long > 0 ? `, every ${long}th in long bodies` : ""}`);
   }
   for (const dir of values.dir) {
     let n = 0;

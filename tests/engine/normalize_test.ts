@@ -98,6 +98,65 @@ Deno.test("decodeBase64Runs() finds base64 inside serialised values", () => {
   assert.deepEqual(decodeBase64Runs(value), ["' and 1=2 union select 1,2,3 -- "]);
 });
 
+/** Every maximal run read a character at a time: what the sampling scan must find. */
+function runsOneByOne(value: string): string[] {
+  const out: string[] = [];
+  const digit = /[A-Za-z0-9+/]/;
+  let start = -1;
+  for (let i = 0; i <= value.length; i++) {
+    if (i < value.length && digit.test(value[i]!)) {
+      if (start < 0) start = i;
+      continue;
+    }
+    if (start >= 0 && i - start >= 12) {
+      let end = i;
+      while (end < value.length && end - i < 2 && value[end] === "=") end++;
+      const text = decodeBase64Code(value.slice(start, end), true);
+      if (text !== undefined) {
+        out.push(text);
+        if (out.length >= 4) break;
+      }
+    }
+    start = -1;
+  }
+  return out;
+}
+
+Deno.test("decodeBase64Runs() finds the runs a character-by-character scan finds", () => {
+  const code = ["' or 1=1 --", "<script>alert(1)</script>", "$(id)", "{{7*7}}", "a;b|c"];
+  const runs = code.map((c) => btoa(c));
+  let compared = 0;
+  for (let seed = 0; seed < 400; seed++) {
+    // Runs of every length and offset among words, padding and other runs, up to five.
+    const parts: string[] = [];
+    for (let k = 0; k < 1 + (seed % 7); k++) {
+      const r = (seed * 31 + k * 17) % 11;
+      if (r < 3) parts.push(runs[(seed + k) % runs.length]!);
+      else if (r < 5) parts.push("x".repeat((seed + k) % 26));
+      else if (r < 7) parts.push(runs[k % runs.length]!.slice((seed + k) % 9));
+      else parts.push(["the", "order", "==", "=", " ", "%", "ab+/cd"][(seed + k) % 7]!);
+      parts.push(["", " ", "=", "==", '"', "-"][(seed + 2 * k) % 6]!);
+    }
+    const value = parts.join("");
+    for (const text of [value, value.slice(seed % 5), `${value} ${value}`]) {
+      assert.deepEqual(decodeBase64Runs(text), runsOneByOne(text), JSON.stringify(text));
+      compared++;
+    }
+  }
+  assert.equal(compared, 1200);
+  // The shortest runs (12 digits: nine bytes) at every offset, after a word that is too short.
+  for (const run of [btoa("' or 1=1-"), btoa("<svg/onload=x>")]) {
+    for (let at = 0; at < 30; at++) {
+      for (const lead of ["-", "abcdefghijk-", "ab-"]) {
+        const text = `${lead.repeat(at)}${run}-${run}`;
+        const found = decodeBase64Runs(text);
+        assert.deepEqual(found, runsOneByOne(text), JSON.stringify(text));
+        assert.equal(found.length, 2, JSON.stringify(text));
+      }
+    }
+  }
+});
+
 /** The layered decoding `normalize()` runs on every encoded value, spelled out. */
 function layered(value: string): string {
   let text = value;

@@ -1,5 +1,12 @@
 import assert from "node:assert/strict";
 import { analyzeSql, sqli } from "../../engine/sqli.ts";
+import { WORD_RULE_WORDS } from "../../engine/sql_rules.ts";
+import {
+  CONDITION_WORDS,
+  DELAY_FUNCTIONS,
+  ERROR_FUNCTIONS,
+  SCHEMA_NAMES,
+} from "../../engine/sql_vocabulary.ts";
 import type { DetectorInput } from "../../engine/types.ts";
 
 const cases = JSON.parse(
@@ -87,4 +94,27 @@ Deno.test("sqli() stays quiet on long prose that mentions SQL words far apart", 
     .repeat(80);
   const verdict = analyzeSql(prose);
   assert.ok(verdict === undefined || verdict.score < BLOCKS, `blocked: ${verdict?.rule}`);
+});
+
+Deno.test("WORD_RULE_WORDS holds every word wordRules() names, so other words can skip it", async () => {
+  const source = await Deno.readTextFile(new URL("../../engine/sql_rules.ts", import.meta.url));
+  const start = source.indexOf("function wordRules(");
+  const body = source.slice(start, source.indexOf("\n}\n", start));
+  // The words it compares a token's own text with: `case "union":`, `t.text === "dual"`.
+  const named = [
+    ...body.matchAll(/case "([a-z_]+)":/g),
+    ...body.matchAll(/\bt\.text === "([a-z_]+)"/g),
+  ].map((m) => m[1]!);
+  assert.ok(named.length >= 12);
+  for (const word of named) assert.ok(WORD_RULE_WORDS.has(word), word);
+  // The sets it looks the word up in.
+  for (const set of [CONDITION_WORDS, SCHEMA_NAMES, DELAY_FUNCTIONS, ERROR_FUNCTIONS]) {
+    for (const word of set) assert.ok(WORD_RULE_WORDS.has(word), word);
+  }
+  const sets = [...body.matchAll(/\b([A-Z_]+)\.has\((?:t\.text|name)\)/g)].map((m) => m[1])
+    .filter((set) => set !== "WORD_RULE_WORDS");
+  assert.deepEqual(
+    [...new Set(sets)].sort(),
+    ["CONDITION_WORDS", "DELAY_FUNCTIONS", "ERROR_FUNCTIONS", "SCHEMA_NAMES"],
+  );
 });
