@@ -22,7 +22,7 @@ import { createScheduler, type Scheduler } from "../mod/ops/scheduler.ts";
 import type { TaskDef } from "../mod/ops/task.ts";
 import { backupToFolder, runStoreJob } from "../mod/ops/store_jobs.ts";
 import { analyzePgStore, checkPgStore, pgDumpBackup } from "../mod/ops/pg_maintenance.ts";
-import { type ProductionStoreOptions, productionStoreOptions } from "../mod/config/production.ts";
+import { productionStoreOptions } from "../mod/config/production.ts";
 import { SCHEMA_VERSION } from "../db/migrations.ts";
 import type { RouteDef } from "../routes/api/route.ts";
 import { opsTaskRoutes } from "../routes/api/ops_tasks.ts";
@@ -137,50 +137,65 @@ export function maintenanceTasks(deps: OpsDeps, acme: Acme): TaskDef<never>[] {
         await dataPlane.protection.feeds.tick();
       },
     },
-    ...(pg ? productionStoreTasks(deps, pg) : [
-      {
-        id: "store-integrity",
-        title: "Store integrity check",
-        description:
-          "PRAGMA integrity_check on the store, on a thread of its own; a damaged store fails the run (and notifies).",
-        schedule: { cron: "30 3 * * *" },
-        jitterMs: 30 * MIN,
-        run: async () => {
-          const r = await runStoreJob({ kind: "integrity", path: dbPath });
-          if (r.kind !== "ok") throw new Error(`Integrity check failed: ${r.problems.join("; ")}`);
-          return { result: "ok", schema_version: r.schemaVersion };
-        },
+    // On production the same three tasks (ids, schedules, settings) act on the PostgreSQL store:
+    // the check, `pg_dump` and `ANALYZE` (mod/ops/pg_maintenance.ts).
+    {
+      id: "store-integrity",
+      title: "Store integrity check",
+      description: pg
+        ? "Reads and counts every management table of the production database and checks its schema version; a failure notifies."
+        : "PRAGMA integrity_check on the store, on a thread of its own; a damaged store fails the run (and notifies).",
+      schedule: { cron: "30 3 * * *" },
+      jitterMs: 30 * MIN,
+      run: async () => {
+        if (pg) {
+          const r = await checkPgStore(pg);
+          if (r.schema_version !== SCHEMA_VERSION) {
+            throw new Error(
+              `The production database is at schema version ${r.schema_version}; this build expects ${SCHEMA_VERSION}`,
+            );
+          }
+          return { result: "ok", schema_version: r.schema_version, tables: r.tables.length };
+        }
+        const r = await runStoreJob({ kind: "integrity", path: dbPath });
+        if (r.kind !== "ok") throw new Error(`Integrity check failed: ${r.problems.join("; ")}`);
+        return { result: "ok", schema_version: r.schemaVersion };
       },
-      {
-        id: "store-backup",
-        title: "Store backup",
-        description:
-          "An online, checked copy of the store (VACUUM INTO) into the backup folder as waf-YYYYMMDD-HHMMSS.db, keeping the newest `keep` copies.",
-        schedule: { cron: "0 2 * * *" },
-        jitterMs: 30 * MIN,
-        settings: backupSettings,
-        run: async ({ settings }: { settings: z.infer<typeof backupSettings> }) => {
-          const folder = settings.folder || `${deps.dataDir}/backups`;
-          return await backupToFolder(dbPath, folder, settings.keep, clock.now());
-        },
-      } as TaskDef<z.infer<typeof backupSettings>> as unknown as TaskDef<never>,
-      {
-        id: "store-optimize",
-        title: "Store optimisation",
-        description:
-          "PRAGMA optimize and a WAL checkpoint; VACUUM when at least vacuum_free_ratio of the pages are free (VACUUM holds the write lock while it rewrites the file).",
-        schedule: { cron: "0 4 * * 0" },
-        jitterMs: 30 * MIN,
-        settings: optimizeSettings,
-        run: async ({ settings }: { settings: z.infer<typeof optimizeSettings> }) => ({
+    },
+    {
+      id: "store-backup",
+      title: "Store backup",
+      description: pg
+        ? "pg_dump (custom format) of the production database's schema into the backup folder as waf-YYYYMMDD-HHMMSS.dump, checked with pg_restore --list, keeping the newest `keep` copies. Needs the PostgreSQL client tools on this host; keep the deployment key file apart."
+        : "An online, checked copy of the store (VACUUM INTO) into the backup folder as waf-YYYYMMDD-HHMMSS.db, keeping the newest `keep` copies.",
+      schedule: { cron: "0 2 * * *" },
+      jitterMs: 30 * MIN,
+      settings: backupSettings,
+      run: async ({ settings }: { settings: z.infer<typeof backupSettings> }) => {
+        const folder = settings.folder || `${deps.dataDir}/backups`;
+        return pg
+          ? { ...await pgDumpBackup(pg, folder, settings.keep, clock.now()) }
+          : await backupToFolder(dbPath, folder, settings.keep, clock.now());
+      },
+    } as TaskDef<z.infer<typeof backupSettings>> as unknown as TaskDef<never>,
+    {
+      id: "store-optimize",
+      title: "Store optimisation",
+      description: pg
+        ? "ANALYZE of every management table of the production database (PostgreSQL's autovacuum reclaims free space itself; vacuum_free_ratio applies to a SQLite store only)."
+        : "PRAGMA optimize and a WAL checkpoint; VACUUM when at least vacuum_free_ratio of the pages are free (VACUUM holds the write lock while it rewrites the file).",
+      schedule: { cron: "0 4 * * 0" },
+      jitterMs: 30 * MIN,
+      settings: optimizeSettings,
+      run: async ({ settings }: { settings: z.infer<typeof optimizeSettings> }) =>
+        pg ? { ...await analyzePgStore(pg) } : {
           ...await runStoreJob({
             kind: "optimize",
             path: dbPath,
             vacuumFreeRatio: settings.vacuum_free_ratio,
           }),
-        }),
-      } as TaskDef<z.infer<typeof optimizeSettings>> as unknown as TaskDef<never>,
-    ]),
+        },
+    } as TaskDef<z.infer<typeof optimizeSettings>> as unknown as TaskDef<never>,
     {
       id: "certificate-check",
       title: "Certificate expiry check",
@@ -217,55 +232,6 @@ export function maintenanceTasks(deps: OpsDeps, acme: Acme): TaskDef<never>[] {
     },
   ];
   return tasks;
-}
-
-/**
- * The store's three tasks on production (the same ids, so a migrated deployment keeps their
- * settings and history): the check, `pg_dump` and `ANALYZE` on PostgreSQL (mod/ops/pg_maintenance.ts).
- */
-function productionStoreTasks(deps: OpsDeps, pg: ProductionStoreOptions): TaskDef<never>[] {
-  return [
-    {
-      id: "store-integrity",
-      title: "Store integrity check",
-      description:
-        "Reads and counts every management table of the production database and checks its schema version; a failure notifies.",
-      schedule: { cron: "30 3 * * *" },
-      jitterMs: 30 * MIN,
-      run: async () => {
-        const r = await checkPgStore(pg);
-        if (r.schema_version !== SCHEMA_VERSION) {
-          throw new Error(
-            `The production database is at schema version ${r.schema_version}; this build expects ${SCHEMA_VERSION}`,
-          );
-        }
-        return { result: "ok", schema_version: r.schema_version, tables: r.tables.length };
-      },
-    },
-    {
-      id: "store-backup",
-      title: "Store backup",
-      description:
-        "pg_dump (custom format) of the production database's schema into the backup folder as waf-YYYYMMDD-HHMMSS.dump, checked with pg_restore --list, keeping the newest `keep` copies. Needs the PostgreSQL client tools on this host; keep the deployment key file apart.",
-      schedule: { cron: "0 2 * * *" },
-      jitterMs: 30 * MIN,
-      settings: backupSettings,
-      run: async ({ settings }: { settings: z.infer<typeof backupSettings> }) => {
-        const folder = settings.folder || `${deps.dataDir}/backups`;
-        return { ...await pgDumpBackup(pg, folder, settings.keep, deps.clock.now()) };
-      },
-    } as TaskDef<z.infer<typeof backupSettings>> as unknown as TaskDef<never>,
-    {
-      id: "store-optimize",
-      title: "Store optimisation",
-      description:
-        "ANALYZE of every management table of the production database (PostgreSQL's autovacuum reclaims free space itself; vacuum_free_ratio applies to a SQLite store only).",
-      schedule: { cron: "0 4 * * 0" },
-      jitterMs: 30 * MIN,
-      settings: optimizeSettings,
-      run: async () => ({ ...await analyzePgStore(pg) }),
-    } as TaskDef<z.infer<typeof optimizeSettings>> as unknown as TaskDef<never>,
-  ];
 }
 
 export function createOps(deps: OpsDeps): OpsPlane {
