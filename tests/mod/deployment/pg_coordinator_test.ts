@@ -26,6 +26,7 @@ async function withTwo(
       schema: string;
     },
   ) => Promise<void>,
+  ids: { a?: string; b?: string } = {},
 ): Promise<void> {
   const dsn = postgresDsn(available);
   const schema = `coord_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
@@ -41,8 +42,8 @@ async function withTwo(
       now: () => clock.now,
       timers: false,
     });
-  const a = make("ctrl-a");
-  const b = make("ctrl-b");
+  const a = make(ids.a ?? "ctrl-a");
+  const b = make(ids.b ?? "ctrl-b");
   try {
     await a.start({ name: "a", managementAddress: "https://a:9443" });
     await b.start({ name: "b", managementAddress: "https://b:9443" });
@@ -97,11 +98,14 @@ Deno.test({
     "pg coordinator: a lost LISTEN connection reconnects and asks for a full refresh (needs postgresql)",
   ignore: ignoreWithout(available),
   async fn() {
+    // B's id is this test's own: the connections it ends must not be another test's (tests
+    // run in parallel on one database, and other files name their controllers ctrl-b too).
+    const id = `ctrl-b-${crypto.randomUUID().slice(0, 8)}`;
     await withTwo(async ({ b, sql, schema }) => {
       const refresh = nextChange(b);
       // Ends B's connections (the LISTEN one among them), as a database restart would.
       await sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-        WHERE application_name = 'waf-coordinator ctrl-b'`;
+        WHERE application_name = ${"waf-coordinator " + id}`;
       assertEquals(await refresh, null);
       // And the feed works again after the reconnection.
       const again = nextChange(b);
@@ -109,7 +113,7 @@ Deno.test({
         JSON.stringify({ controller: "ctrl-a", schema, tables: ["users"] })
       })`;
       assertEquals(await again, ["users"]);
-    });
+    }, { b: id });
   },
 });
 
