@@ -4,8 +4,10 @@
  * pairs it parsed, and gets a proxied response back as status, header pairs and the upstream's
  * body as the upstream client produced it, which it writes itself. A `Response` built there only
  * to be taken apart again validated and sorted every header twice and put the body behind a
- * stream. Everything else (`Deno.serve` for HTTP/2 and upgrades, status and block pages, the
- * edge's header rules, cache and compression) keeps getting a real `Response`.
+ * stream. The data plane's own status and block pages take the same path for a request of
+ * the own server (`routes/proxy/status_page.ts`: the page's bytes whole, no body stream).
+ * Everything else (`Deno.serve` for HTTP/2 and upgrades, custom block pages, the edge's header
+ * rules, cache and compression) keeps getting a real `Response`.
  */
 import type { HeaderPairs } from "./http1_head.ts";
 

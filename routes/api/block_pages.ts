@@ -25,6 +25,7 @@ import { perm, type RouteDef } from "./route.ts";
 import { readJson, readQuery } from "./validate.ts";
 import type { Ctx } from "./env.ts";
 import type { BlockPagePreviews } from "../../mod/protection/block_page_previews.ts";
+import { pageResponse } from "../proxy/status_page.ts";
 
 /** Largest custom page accepted, in bytes of UTF-8. */
 export const MAX_CUSTOM_HTML = 64 * 1024;
@@ -114,7 +115,7 @@ function templateRoutes(): RouteDef[] {
           id,
           name: TEMPLATES[id]?.name ?? id,
           description: TEMPLATES[id]?.description ?? "",
-          preview: renderBlockPage(sample, SAMPLE_TRACE, id),
+          preview: pageResponse(renderBlockPage(sample, SAMPLE_TRACE, id)),
         }));
         return Promise.all(items.map(async (t) => ({ ...t, preview: await t.preview.text() })))
           .then((list) => c.json({ items: list }));
@@ -130,7 +131,7 @@ function templateRoutes(): RouteDef[] {
           throw new AppError(404, "NOT_FOUND", `No block-page template "${id}"`);
         }
         const sample = new Request("http://preview.invalid/", { headers: { accept: "text/html" } });
-        const page = await renderBlockPage(sample, SAMPLE_TRACE, id).text();
+        const page = await pageResponse(renderBlockPage(sample, SAMPLE_TRACE, id)).text();
         return htmlPage(page, 200, c.get("traceId"), PREVIEW_CSP);
       },
     },

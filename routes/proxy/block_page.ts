@@ -10,9 +10,9 @@
  */
 import type { CompiledProtection } from "../../mod/protection/protection_compile.ts";
 import { wantsJson } from "../../net/accept.ts";
-import { escapeHtml, type PageText, statusPage } from "./status_page.ts";
+import { escapeHtml, type PageAnswer, type PageText, statusPage } from "./status_page.ts";
 
-export type BlockTemplate = (req: Request, traceId: string) => Response;
+export type BlockTemplate = (req: Request, traceId: string) => PageAnswer;
 
 const MINIMAL: PageText = {
   status: 403,
@@ -51,7 +51,7 @@ export function renderBlockPage(
   req: Request,
   traceId: string,
   template: string = DEFAULT_BLOCK_TEMPLATE,
-): Response {
+): PageAnswer {
   return (templates.get(template) ?? minimal)(req, traceId);
 }
 
@@ -78,7 +78,11 @@ export function htmlPage(body: string, status: number, traceId: string, csp: str
 }
 
 /** The block page the request's protection settings select (built-in when there are none). */
-export function blockPage(req: Request, traceId: string, p: CompiledProtection | undefined) {
+export function blockPage(
+  req: Request,
+  traceId: string,
+  p: CompiledProtection | undefined,
+): PageAnswer {
   if (p === undefined) return renderBlockPage(req, traceId);
   const s = p.blockPage;
   if (s.custom_enabled && s.custom_html !== "" && !wantsJson(req)) {

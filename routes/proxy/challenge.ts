@@ -14,7 +14,7 @@ import {
 } from "../../mod/protection/protection_runtime.ts";
 import { type Random, randomHex } from "../../mod/core/random.ts";
 import { challengePage, safeReturn } from "./challenge_page.ts";
-import { type PageText, statusPage } from "./status_page.ts";
+import { type PageAnswer, type PageText, statusPage } from "./status_page.ts";
 
 export interface ChallengeDeps {
   readonly runtime: ProtectionRuntime;
@@ -45,7 +45,7 @@ export async function challengeAnswer(
   deps: ChallengeDeps,
   tx: Challenged,
   difficulty: number,
-): Promise<Response> {
+): Promise<PageAnswer> {
   const { req, record } = tx;
   const ua = req.headers.get("user-agent") ?? "";
   const puzzle = deps.runtime.issuer(difficulty, 60).issue(
@@ -79,7 +79,7 @@ export async function verifyAnswer(
   deps: ChallengeDeps,
   tx: Challenged,
   p: CompiledProtection,
-): Promise<Response> {
+): Promise<PageAnswer> {
   const { req, record, chain } = tx;
   const text = (await req.text().catch(() => "")).slice(0, MAX_VERIFY_BODY);
   const form = new URLSearchParams(text);

@@ -10,7 +10,7 @@ import type { Logger } from "../../mod/core/logger.ts";
 import type { Random } from "../../mod/core/random.ts";
 import { createTraceIds } from "../../mod/data_plane/trace_ids.ts";
 import { createProxy, type Proxy, type ProxyDeps, type ProxyHandler } from "./proxy.ts";
-import { internalErrorPage } from "./status_page.ts";
+import { internalErrorPage, pageResponse } from "./status_page.ts";
 
 /** What the listener tells the app about the connection a request came on. */
 export interface DataBindings {
@@ -45,7 +45,7 @@ export function createDataApp(
   app.onError((err, c) => {
     const id = traceId();
     logger.error("data plane request failed", { trace_id: id, error: err });
-    return internalErrorPage(c.req.raw, id);
+    return pageResponse(internalErrorPage(c.req.raw, id));
   });
   return {
     app,

@@ -5,6 +5,8 @@
  * never a management route.
  */
 import { wantsJson } from "../../net/accept.ts";
+import { DirectAnswer, ownHeaderPairs } from "../../net/direct_answer.ts";
+import type { HeaderPairs } from "../../net/http1_head.ts";
 
 export type DataHandler = (
   req: Request,
@@ -32,39 +34,84 @@ export interface PageText {
 }
 
 /**
+ * A page as the data plane answers it: a {@link DirectAnswer} (its body bytes whole) for a
+ * request of the own HTTP/1.1 server, which writes it without a `Response` or a body stream;
+ * a `Response` for everyone else (`Deno.serve`, the TLS front, `app.request()` in tests).
+ */
+export type PageAnswer = Response | DirectAnswer;
+
+/** The answer as a `Response`, for a caller that must have one (a Hono route, a preview). */
+export function pageResponse(answer: PageAnswer): Response {
+  return answer instanceof DirectAnswer ? answer.toResponse() : answer;
+}
+
+/** A page's HTML around its trace id: the part before it and the part after. */
+function htmlAround(title: string, message: string): readonly [string, string] {
+  return [
+    `<!doctype html><html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width,initial-scale=1"><title>${
+      escapeHtml(title)
+    }</title>
+<style>body{font-family:system-ui,sans-serif;background:#f5f6f8;color:#1f2933;display:flex;min-height:100vh;margin:0;align-items:center;justify-content:center}
+main{background:#fff;border-radius:8px;padding:2rem 2.5rem;max-width:34rem;box-shadow:0 1px 4px rgba(0,0,0,.08)}
+h1{font-size:1.4rem;margin:0 0 .75rem}code{background:#eef0f3;padding:.1rem .35rem;border-radius:4px}</style></head>
+<body><main><h1>${escapeHtml(title)}</h1><p>${escapeHtml(message)}</p>
+<p>traceId: <code>`,
+    `</code></p></main></body></html>`,
+  ];
+}
+
+/** The HTML halves of each constant page with its own message, built at its first use. */
+const around = new WeakMap<PageText, readonly [string, string]>();
+const utf8 = new TextEncoder();
+const HTML_TYPE = "text/html; charset=utf-8";
+const JSON_TYPE = "application/json; charset=utf-8";
+
+/**
  * A small self-contained status page (or JSON) carrying the trace id.
  *
  * @param req the request, whose `Accept` chooses HTML or JSON
  * @param page the page's status, code, title and message
  * @param traceId the request's trace id
  * @param message a message of this request's own instead of the page's
+ * @param extra further header fields (lower-case names), such as `retry-after`
  */
 export function statusPage(
   req: Request,
   page: PageText,
   traceId: string,
   message: string = page.message,
-): Response {
+  extra: HeaderPairs = [],
+): PageAnswer {
   const { status, code, title } = page;
-  const headers = {
+  const json = wantsJson(req);
+  let body: string;
+  if (json) body = JSON.stringify({ code, message, traceId });
+  else {
+    const own = message === page.message;
+    let halves = own ? around.get(page) : undefined;
+    if (halves === undefined) {
+      halves = htmlAround(title, message);
+      if (own) around.set(page, halves);
+    }
+    body = halves[0] + traceId + halves[1];
+  }
+  const type = json ? JSON_TYPE : HTML_TYPE;
+  if (ownHeaderPairs(req) !== undefined) {
+    const pairs: [string, string][] = [
+      ["cache-control", "no-store"],
+      ["x-waf-trace-id", traceId],
+      ["content-type", type],
+    ];
+    for (const pair of extra) pairs.push([pair[0], pair[1]]);
+    return new DirectAnswer(status, "", pairs, utf8.encode(body));
+  }
+  const headers = new Headers({
     "cache-control": "no-store",
     "x-waf-trace-id": traceId,
-    "content-type": "",
-  };
-  if (wantsJson(req)) {
-    headers["content-type"] = "application/json; charset=utf-8";
-    return new Response(JSON.stringify({ code, message, traceId }), { status, headers });
-  }
-  headers["content-type"] = "text/html; charset=utf-8";
-  const body = `<!doctype html><html lang="en"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width,initial-scale=1"><title>${
-    escapeHtml(title)
-  }</title>
-<style>body{font-family:system-ui,sans-serif;background:#f5f6f8;color:#1f2933;display:flex;min-height:100vh;margin:0;align-items:center;justify-content:center}
-main{background:#fff;border-radius:8px;padding:2rem 2.5rem;max-width:34rem;box-shadow:0 1px 4px rgba(0,0,0,.08)}
-h1{font-size:1.4rem;margin:0 0 .75rem}code{background:#eef0f3;padding:.1rem .35rem;border-radius:4px}</style></head>
-<body><main><h1>${escapeHtml(title)}</h1><p>${escapeHtml(message)}</p>
-<p>traceId: <code>${traceId}</code></p></main></body></html>`;
+    "content-type": type,
+  });
+  for (const [k, v] of extra) headers.set(k, v);
   return new Response(body, { status, headers });
 }
 
@@ -76,7 +123,7 @@ const NO_SITE: PageText = {
     "This address is protected by waf, but no site is configured for the requested host name.",
 };
 /** The 404 page for a host that no site serves. */
-export function noSitePage(req: Request, traceId: string): Response {
+export function noSitePage(req: Request, traceId: string): PageAnswer {
   return statusPage(req, NO_SITE, traceId);
 }
 
@@ -87,7 +134,7 @@ const PAYLOAD_TOO_LARGE: PageText = {
   message: "The request body is larger than this site accepts.",
 };
 /** 413: the body is over the site's limit (declared, or counted while streaming). */
-export function tooLargePage(req: Request, traceId: string): Response {
+export function tooLargePage(req: Request, traceId: string): PageAnswer {
   return statusPage(req, PAYLOAD_TOO_LARGE, traceId);
 }
 
@@ -98,7 +145,7 @@ const BODY_UNREADABLE: PageText = {
   message: "The request body ended early or was not framed correctly. Send the request again.",
 };
 /** 400: the client's body broke off or was framed wrongly. */
-export function unreadableBodyPage(req: Request, traceId: string): Response {
+export function unreadableBodyPage(req: Request, traceId: string): PageAnswer {
   return statusPage(req, BODY_UNREADABLE, traceId);
 }
 
@@ -109,7 +156,7 @@ const CHARSET_UNSUPPORTED: PageText = {
   message: "The body declares a character set that cannot be read. Send it as UTF-8.",
 };
 /** 400: the body declares a charset the engine cannot decode, so it cannot be judged. */
-export function unsupportedCharsetPage(req: Request, traceId: string): Response {
+export function unsupportedCharsetPage(req: Request, traceId: string): PageAnswer {
   return statusPage(req, CHARSET_UNSUPPORTED, traceId);
 }
 
@@ -120,7 +167,7 @@ const UPSTREAM_UNREACHABLE: PageText = {
   message: "The server behind this address could not be reached. Try again later.",
 };
 /** 502: no upstream of the site could be reached. */
-export function badGatewayPage(req: Request, traceId: string): Response {
+export function badGatewayPage(req: Request, traceId: string): PageAnswer {
   return statusPage(req, UPSTREAM_UNREACHABLE, traceId);
 }
 
@@ -131,7 +178,7 @@ const UPSTREAM_TIMEOUT: PageText = {
   message: "The server behind this address did not answer in time. Try again later.",
 };
 /** 504: the upstream did not answer within the site's response timeout. */
-export function gatewayTimeoutPage(req: Request, traceId: string): Response {
+export function gatewayTimeoutPage(req: Request, traceId: string): PageAnswer {
   return statusPage(req, UPSTREAM_TIMEOUT, traceId);
 }
 
@@ -142,10 +189,14 @@ const RATE_LIMITED: PageText = {
   message: "This client sent too many requests. Wait a moment and try again.",
 };
 /** 429 with `Retry-After`: the client is over the global rate limit. */
-export function rateLimitedPage(req: Request, traceId: string, retryAfterSeconds: number) {
-  const res = statusPage(req, RATE_LIMITED, traceId);
-  res.headers.set("retry-after", String(retryAfterSeconds));
-  return res;
+export function rateLimitedPage(
+  req: Request,
+  traceId: string,
+  retryAfterSeconds: number,
+): PageAnswer {
+  return statusPage(req, RATE_LIMITED, traceId, undefined, [
+    ["retry-after", String(retryAfterSeconds)],
+  ]);
 }
 
 const TOKEN_REQUIRED: PageText = {
@@ -166,21 +217,22 @@ const TOKEN_INVALID: PageText = {
  * 401 with `WWW-Authenticate: Bearer` (RFC 6750): the route needs a valid token. A missing token
  * gets the bare challenge; a refused one `error="invalid_token"` and why.
  */
-export function unauthorizedPage(req: Request, traceId: string, reason: string): Response {
-  const missing = reason === "missing";
-  const res = missing ? statusPage(req, TOKEN_REQUIRED, traceId) : statusPage(
+export function unauthorizedPage(req: Request, traceId: string, reason: string): PageAnswer {
+  if (reason === "missing") {
+    return statusPage(req, TOKEN_REQUIRED, traceId, undefined, [
+      ["www-authenticate", 'Bearer realm="api"'],
+    ]);
+  }
+  return statusPage(
     req,
     TOKEN_INVALID,
     traceId,
     `The bearer token was refused (${reason.replaceAll("_", " ")}).`,
+    [[
+      "www-authenticate",
+      `Bearer realm="api", error="invalid_token", error_description="${reason}"`,
+    ]],
   );
-  res.headers.set(
-    "www-authenticate",
-    missing
-      ? 'Bearer realm="api"'
-      : `Bearer realm="api", error="invalid_token", error_description="${reason}"`,
-  );
-  return res;
 }
 
 const INTERNAL: PageText = {
@@ -190,6 +242,6 @@ const INTERNAL: PageText = {
   message: "The firewall could not handle this request. Quote the trace id when you report it.",
 };
 /** 500: the transaction itself failed (logged with the trace id). */
-export function internalErrorPage(req: Request, traceId: string): Response {
+export function internalErrorPage(req: Request, traceId: string): PageAnswer {
   return statusPage(req, INTERNAL, traceId);
 }

@@ -92,6 +92,7 @@ import {
   gatewayTimeoutPage,
   internalErrorPage,
   noSitePage,
+  type PageAnswer,
   type PageText,
   rateLimitedPage,
   statusPage,
@@ -412,7 +413,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
   }
 
   /** Phase 1: site match, the challenge endpoint, the request-header checks, API security. */
-  private requestHeaders(): Maybe<Response | undefined> {
+  private requestHeaders(): Maybe<PageAnswer | undefined> {
     const { req, record, chain } = this;
     const site = this.policy.match(this.host);
     if (!site) {
@@ -448,7 +449,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
    * beside a dot segment): refused with 400 in block mode at `balanced` and `strict`; elsewhere
    * recorded (`monitor`: action `log`), and the controls judge it decoded as far as it goes.
    */
-  private pathCheck(site: CompiledSite): Response | undefined {
+  private pathCheck(site: CompiledSite): PageAnswer | undefined {
     const problem = this.view.normalPath.problem;
     if (problem === undefined) return undefined;
     const { record, chain } = this;
@@ -472,7 +473,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
   }
 
   /** The protection controls' header checks ({@link headerChecks}) and the challenge endpoint. */
-  private protectionHeaders(site: CompiledSite): Maybe<Response | undefined> {
+  private protectionHeaders(site: CompiledSite): Maybe<PageAnswer | undefined> {
     const { req, record } = this;
     const p = this.protection;
     const controls = this.#ctx.protection;
@@ -506,7 +507,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
   private headerVerdict(
     controls: ProtectionControls,
     p: CompiledProtection,
-  ): Maybe<Response | undefined> {
+  ): Maybe<PageAnswer | undefined> {
     const { req, record, chain } = this;
     const v = headerChecks(controls.runtime, p, this, chain);
     if (v.kind === "pass") return undefined;
@@ -522,7 +523,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
    * cheaper check first), the bearer token of a route that needs one, and finding the schema
    * entry whose body part runs in phase 2.
    */
-  private apiSecurity(site: CompiledSite): Maybe<Response | undefined> {
+  private apiSecurity(site: CompiledSite): Maybe<PageAnswer | undefined> {
     const a = this.policy.apisec;
     const rt = this.#ctx.apisec;
     if (a === undefined || rt === undefined) return undefined;
@@ -543,7 +544,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     site: CompiledSite,
     methods: readonly string[],
     counted: readonly string[] | undefined,
-  ): Maybe<Response | undefined> {
+  ): Maybe<PageAnswer | undefined> {
     // Only called once `apiSecurity()` found both.
     const a = this.policy.apisec!;
     const rt = this.#ctx.apisec!;
@@ -579,7 +580,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
    * `_method` field): a block or challenge ACL rule, a route limit, a token route or a schema
    * that applies because of it, exactly as if the method had been in the request line.
    */
-  private bodyMethods(site: CompiledSite): Maybe<Response | undefined> {
+  private bodyMethods(site: CompiledSite): Maybe<PageAnswer | undefined> {
     const before = this.#apiMethods ?? this.#headerMethods;
     if (before === undefined) return undefined;
     const methods = this.view.methods;
@@ -604,7 +605,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     a: NonNullable<CompiledPolicy["apisec"]>,
     rt: ApiSecRuntime,
     route: { readonly id: string },
-  ): Promise<Response | undefined> {
+  ): Promise<PageAnswer | undefined> {
     const { record, chain } = this;
     const v = await rt.authenticate(a.auth, this.view.header("authorization"), this.now);
     if (v.ok) {
@@ -617,7 +618,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
   }
 
   /** Phase 2: the body within the site's limits, custom rules, the semantic engine and ALAP. */
-  private requestBody(): Maybe<Response | undefined> {
+  private requestBody(): Maybe<PageAnswer | undefined> {
     const req = this.req;
     const site = this.#site!;
     const schema = this.#schema;
@@ -635,7 +636,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
   }
 
   /** Phase 2 once the body is planned: limits, schema, custom rules, then the engine. */
-  private bodyChecks(plan: BodyPlan, limit: number): Maybe<Response | undefined> {
+  private bodyChecks(plan: BodyPlan, limit: number): Maybe<PageAnswer | undefined> {
     const { req, record, chain } = this;
     const site = this.#site!;
     const schema = this.#schema;
@@ -691,7 +692,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
    * `strict` (the engine would judge bytes the upstream reads as other text); logged at `low` and
    * on a monitored site, where the body is judged as UTF-8.
    */
-  private charsetCheck(site: CompiledSite): Response | undefined {
+  private charsetCheck(site: CompiledSite): PageAnswer | undefined {
     const finding = unsupportedCharset(this.view.header("content-type"));
     if (finding === undefined) return undefined;
     const { record, chain } = this;
@@ -725,7 +726,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
   }
 
   /** Phase 2 once the body is known: methods it names, schema, custom rules, then the engine. */
-  private bodyRules(site: CompiledSite, plan: BodyPlan): Maybe<Response | undefined> {
+  private bodyRules(site: CompiledSite, plan: BodyPlan): Maybe<PageAnswer | undefined> {
     if (this.#request.body !== undefined) {
       const early = this.bodyMethods(site);
       if (early instanceof Promise) return early.then((r) => r ?? this.bodyChecked(site, plan));
@@ -735,11 +736,11 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
   }
 
   /** Phase 2's schema, custom rules and engine, then the body's tail. */
-  private bodyChecked(site: CompiledSite, plan: BodyPlan): Maybe<Response | undefined> {
+  private bodyChecked(site: CompiledSite, plan: BodyPlan): Maybe<PageAnswer | undefined> {
     const verdict = this.prefixRules(site, plan);
     const tail = startTail(site, plan, this.#request, this.#coding);
     if (tail === undefined) return verdict;
-    const next = (early: Response | undefined) => early ?? this.judgeTail(tail, plan);
+    const next = (early: PageAnswer | undefined) => early ?? this.judgeTail(tail, plan);
     return verdict instanceof Promise ? verdict.then(next) : next(verdict);
   }
 
@@ -748,7 +749,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
    * streams (request_body.ts holds its last chunk until it is judged), a buffered one decoded
    * past the prefix to its end, before it goes anywhere.
    */
-  private judgeTail(tail: TailJudge, plan: BodyPlan): Maybe<Response | undefined> {
+  private judgeTail(tail: TailJudge, plan: BodyPlan): Maybe<PageAnswer | undefined> {
     this.#tail = tail;
     if (plan.kind === "streaming") {
       tail.write(plan.prefix);
@@ -763,7 +764,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
    * The body's tail, judged: its refusal (403, or 413 past what is judged), or undefined with its
    * findings in the access record.
    */
-  private tailVerdict(tail: TailJudge): Response | undefined {
+  private tailVerdict(tail: TailJudge): PageAnswer | undefined {
     const { record, chain } = this;
     record.findings += tail.findings;
     // What stopped the body is the finding; otherwise the tail's when it is at least as strong.
@@ -790,7 +791,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
   }
 
   /** Phase 2's checks on what the engine reads whole: schema, custom rules, then the engine. */
-  private prefixRules(site: CompiledSite, plan: BodyPlan): Maybe<Response | undefined> {
+  private prefixRules(site: CompiledSite, plan: BodyPlan): Maybe<PageAnswer | undefined> {
     const { req, record, chain } = this;
     const schema = this.#schema;
     const p = this.protection;
@@ -853,7 +854,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     site: CompiledSite,
     p: CompiledProtection | undefined,
     controls: ProtectionControls | undefined,
-  ): Maybe<Response | undefined> {
+  ): Maybe<PageAnswer | undefined> {
     // A large body is judged in slices so the event loop keeps serving (inspect_sliced.ts); a
     // small request is judged at once.
     const raw = this.#rawBody;
@@ -876,7 +877,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     p: CompiledProtection | undefined,
     controls: ProtectionControls | undefined,
     raw: Uint8Array,
-  ): Promise<Response | undefined> {
+  ): Promise<PageAnswer | undefined> {
     const options = INSPECT_OPTIONS[site.level];
     const decoded = await inspectSliced(this.#request, options, this.#pace);
     // With ALAP exceptions the decoded verdict can be dropped, and the next blocking finding
@@ -905,7 +906,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     p: CompiledProtection | undefined,
     controls: ProtectionControls | undefined,
     inspection: Inspection,
-  ): Response | undefined {
+  ): PageAnswer | undefined {
     const { record, chain } = this;
     // Only what was read was judged: the budget (or the deadline) ended the inspection.
     if (inspection.truncated) record.inspection = "budget";
@@ -1062,7 +1063,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
   }
 
   /** Passes a WebSocket upgrade through to one upstream. */
-  private async webSocket(site: CompiledSite): Promise<Response> {
+  private async webSocket(site: CompiledSite): Promise<PageAnswer> {
     if (!webSocketKeepsPath(this.pathAndQuery)) {
       // The upstream would get another path than the one checked: refused, not resolved.
       this.record.action = "block";

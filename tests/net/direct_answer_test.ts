@@ -10,6 +10,8 @@ import { bytes } from "../_helpers/raw_socket.ts";
 import { startRawUpstream } from "../_helpers/raw_upstream.ts";
 import { startTestServer } from "../_helpers/server.ts";
 import { siteInput, SYSTEM } from "../_helpers/sites.ts";
+import { DirectAnswer, HEADER_PAIRS } from "../../net/direct_answer.ts";
+import { rateLimitedPage } from "../../routes/proxy/status_page.ts";
 
 /** One response as received: the head as latin1 text (one char a byte) and the body bytes. */
 interface Raw {
@@ -20,6 +22,20 @@ interface Raw {
 }
 
 const latin1 = (b: Uint8Array) => String.fromCharCode(...b);
+
+/** The data plane's answer to a `Request` (Deno.serve's paths), which must be a `Response`. */
+async function handleRequest(
+  s: Awaited<ReturnType<typeof startTestServer>>,
+  url: string,
+): Promise<Response> {
+  const res = await s.dataPlane.proxy.handle(
+    new Request(url, { headers: { host: new URL(url).host } }),
+    "127.0.0.1",
+    "http",
+  );
+  ok(res instanceof Response);
+  return res;
+}
 
 /** Reads `count` responses from `conn`; `bodyless[i]` says the i-th has no body (HEAD, 204, 304). */
 async function readResponses(conn: Deno.Conn, bodyless: boolean[]): Promise<Raw[]> {
@@ -216,14 +232,62 @@ Deno.test("a Request (Deno.serve's paths) still gets a Response", async () => {
   });
   await using s = await startTestServer();
   s.dataPlane.sites.create(siteInput({ upstreams: [up.url] }), SYSTEM);
-  const res = await s.dataPlane.proxy.handle(
-    new Request("http://shop.test/", { headers: { host: "shop.test" } }),
-    "127.0.0.1",
-    "http",
-  );
-  ok(res instanceof Response);
+  const res = await handleRequest(s, "http://shop.test/");
   assertEquals(res.status, 200);
   assertEquals(res.headers.getSetCookie(), ["a=1", "b=2"]);
   assertMatch(res.headers.get("x-waf-trace-id") ?? "", /^[0-9a-f]{32}$/);
   assertEquals(await res.text(), "ok");
+});
+
+Deno.test("pages of the own server are written whole: block, no-site and JSON, on one connection", async () => {
+  await using s = await startTestServer();
+  // No request here reaches the upstream: every one is answered by a page.
+  s.dataPlane.sites.create(siteInput({ upstreams: ["http://127.0.0.1:9"] }), SYSTEM);
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port: Number(new URL(s.dataUrl).port) });
+  try {
+    await conn.write(bytes(
+      "GET /?id=1%27%20OR%201=1-- HTTP/1.1\r\nhost: shop.test\r\naccept: text/html\r\n\r\n" +
+        "GET / HTTP/1.1\r\nhost: nobody.test\r\n\r\n" +
+        "GET /?id=1%27%20OR%201=1-- HTTP/1.1\r\nhost: shop.test\r\naccept: application/json\r\n\r\n",
+    ));
+    const [blocked, noSite, json] = await readResponses(conn, [false, false, false]);
+    for (const [r, status] of [[blocked!, 403], [noSite!, 404], [json!, 403]] as const) {
+      assertEquals(r.status, status);
+      assertEquals(r.lines.filter((l) => l === "cache-control: no-store").length, 1);
+      const id = r.lines.find((l) => l.startsWith("x-waf-trace-id: "))?.slice(16) ?? "";
+      assertMatch(id, /^[0-9a-f]{32}$/);
+      assertEquals(r.lines.filter((l) => l.startsWith("content-length: ")).length, 1);
+      ok(latin1(r.body).includes(id), "the page shows its trace id");
+      assertEquals(r.lines.filter((l) => l.startsWith("date: ")).length, 1);
+    }
+    ok(blocked!.lines.includes("content-type: text/html; charset=utf-8"));
+    assertMatch(new TextDecoder().decode(blocked!.body), /^<!doctype html>.*traceId: <code>/s);
+    ok(json!.lines.includes("content-type: application/json; charset=utf-8"));
+    const doc = JSON.parse(new TextDecoder().decode(json!.body));
+    assertEquals(doc.code, "BLOCKED");
+    assertEquals(doc.traceId, json!.lines.find((l) => l.startsWith("x-waf-trace-id: "))!.slice(16));
+  } finally {
+    conn.close();
+  }
+  // The same block through a `Request` is a `Response` with the same page.
+  const res = await handleRequest(s, "http://shop.test/?id=1%27%20OR%201=1--");
+  assertEquals(res.status, 403);
+  assertEquals(res.headers.get("cache-control"), "no-store");
+  ok((await res.text()).includes(res.headers.get("x-waf-trace-id")!));
+});
+
+Deno.test("a page for a request of the own server is a DirectAnswer holding its body whole", async () => {
+  const own = Object.assign(new Request("http://shop.test/"), {
+    [HEADER_PAIRS]: [["accept", "text/html"], ["host", "shop.test"]],
+  });
+  const page = rateLimitedPage(own, "ab".repeat(16), 7);
+  ok(page instanceof DirectAnswer);
+  ok(page.body instanceof Uint8Array);
+  assertEquals(page.status, 429);
+  assertEquals(page.headers.find(([k]) => k === "retry-after"), ["retry-after", "7"]);
+  // Everyone else gets a Response with the same fields and body.
+  const res = rateLimitedPage(new Request("http://shop.test/"), "ab".repeat(16), 7);
+  ok(res instanceof Response);
+  assertEquals(res.headers.get("retry-after"), "7");
+  assertEquals(new TextDecoder().decode(page.body as Uint8Array), await res.text());
 });
