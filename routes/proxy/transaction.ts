@@ -29,7 +29,7 @@ import type {
 import { type IpAddress, parseIp } from "../../engine/ip_address.ts";
 import type { PathProblem } from "../../engine/path_normalize.ts";
 import { RequestView } from "../../engine/request_view.ts";
-import { blocksAt } from "../../engine/inspect.ts";
+import { blocksAt, inspect } from "../../engine/inspect.ts";
 import type { CompiledDiscovery, CompiledSchema } from "../../mod/apisec/apisec_compile.ts";
 import type { ApiSecRuntime } from "../../mod/apisec/apisec_runtime.ts";
 import { findSchema, jsonKeys, violations } from "../../mod/apisec/apisec_validate.ts";
@@ -446,8 +446,10 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
 
   /**
    * A path that no reading makes unambiguous (a NUL, an overlong UTF-8 form, an encoded slash
-   * beside a dot segment): refused with 400 in block mode at `balanced` and `strict`; elsewhere
-   * recorded (`monitor`: action `log`), and the controls judge it decoded as far as it goes.
+   * beside a dot segment): refused in block mode at `balanced` and `strict`, with the block page
+   * when the engine finds an attack in the request line or headers and with 400 otherwise;
+   * elsewhere recorded (`monitor`: action `log`), and the controls judge it decoded as far as it
+   * goes.
    */
   private pathCheck(site: CompiledSite): PageAnswer | undefined {
     const problem = this.view.normalPath.problem;
@@ -465,6 +467,16 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
     if (site.mode === "block" && site.level !== "low") {
       chain.add("path", "refused", problem);
       record.action = "block";
+      // An attack the path carries (`/%2Fimg%2F..%2F..%2Fetc%2Fpasswd`) is answered as the
+      // attack, with the engine's finding: the 400 says only that servers read the path
+      // differently, and a client counting blocks by their status sees it as let through.
+      const attack = inspect(this.#request, INSPECT_OPTIONS[site.level]);
+      if (attack.blocking !== undefined) {
+        record.findings += attack.findings.length;
+        record.finding = recordOf(attack.blocking);
+        chain.add("engine", "block", attack.blocking.ruleId);
+        return blockPage(this.req, record.trace_id, this.protection);
+      }
       return statusPage(this.req, AMBIGUOUS_PATH, record.trace_id, AMBIGUOUS_REASON[problem]);
     }
     chain.add("path", "ambiguous", problem);
