@@ -9,6 +9,7 @@ import type { DetectorInput, Finding } from "./types.ts";
 import { makeFinding, stronger } from "./make_finding.ts";
 import { percentDecode } from "./normalize.ts";
 import { gated } from "./literal_gate.ts";
+import { ldapAccountValue } from "./ldap_account.ts";
 
 /** Attributes that LDAP injection payloads target. */
 const LDAP_ATTR =
@@ -138,7 +139,7 @@ const XPATH_MISC = gated(
  */
 export function ldapXpath(value: DetectorInput): Finding | undefined {
   const text = value.decoded;
-  let best = escapedLdap(value, text);
+  let best = stronger(escapedLdap(value, text), ldapAccountValue(value));
   if (
     text.indexOf("(") < 0 && text.indexOf(")") < 0 && text.indexOf("::") < 0 &&
     text.indexOf("]") < 0
