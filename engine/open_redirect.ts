@@ -94,6 +94,18 @@ const AMPERSAND_HOST = new RegExp(
 );
 const NESTED_REDIRECT =
   /[?&](?:url|next|redirect|redir|rurl|redirect_uri|redirect_url|return|returnto|return_to|dest|goto|continue)=(?:\/\/|\/\\|\\\\|%2f%2f|%5c)/i;
+/**
+ * Nested query parameters that set one off-site URL (`//host` or `scheme://host`, compared
+ * lower-cased): three or more redirect-style names holding the same one are a scanner spraying
+ * every name an application might read (`/?url=http://evil&next=http://evil&redir=...`).
+ * Applications name one target (`redirect_uri`), or several different ones (a payment's
+ * `success_url`, `cancel_url`, `notify_url` each point at their own page).
+ */
+const NESTED_PARAM = /[?&]([\w.-]{1,32})=((?:[a-z][\w+.-]*:)?\/\/[^\/?#&\s]+[^&#\s]*)/gi;
+const SPRAY_NAMES = 3;
+/** The names a spray counts: what redirects are named, not what shares and links are (`u`, `link`). */
+const SPRAY_NAME =
+  /^(?:url|next|redirect|redir|rurl|redirect_?ur[il]|return|return_?to|return_?url|dest|destination|goto|continue)$/;
 const PROTOCOL_RELATIVE = /^[\s]*\/\/[a-z0-9\u0080-\uffff%-]+(?:\.[a-z0-9\u0080-\uffff%-]+)+/i;
 const ABSOLUTE = /^[\s]*https?:\/\/[^/?#\s]+/i;
 
@@ -181,7 +193,23 @@ function shape(value: DetectorInput): RegExpExecArray | null {
   return BYPASS.exec(text) ?? SCHEME_ODD_SLASHES.exec(text) ?? SLASH_SCHEME.exec(text) ??
     TRUSTED_USERINFO.exec(text) ?? AUTHORITY_CONFUSION.exec(text) ?? LOOKALIKE_DOT.exec(text) ??
     HOST_DOT_SEGMENT.exec(text) ?? NESTED_REDIRECT.exec(text) ?? encodedUrl(value) ??
-    controlInHost(value) ?? AMPERSAND_HOST.exec(text);
+    controlInHost(value) ?? AMPERSAND_HOST.exec(text) ?? redirectSpray(text);
+}
+
+/** The first of {@link SPRAY_NAMES} or more redirect-style nested parameters naming one URL. */
+function redirectSpray(text: string): RegExpExecArray | null {
+  if (text.indexOf("&") < 0 || text.indexOf("//") < 0) return null;
+  const names = new Map<string, { first: RegExpExecArray; names: Set<string> }>();
+  for (const m of text.matchAll(NESTED_PARAM)) {
+    const name = m[1]!.toLowerCase();
+    if (!SPRAY_NAME.test(name)) continue;
+    const target = m[2]!.toLowerCase();
+    const seen = names.get(target) ?? { first: m, names: new Set<string>() };
+    seen.names.add(name);
+    if (seen.names.size >= SPRAY_NAMES) return seen.first;
+    names.set(target, seen);
+  }
+  return null;
 }
 
 /**
