@@ -161,12 +161,8 @@ function ldap(value: DetectorInput, text: string): Finding | undefined {
   let best: Finding | undefined;
   if (text.indexOf(")") >= 0) {
     // One scan decides whether any breakout can match: each closes and reopens (`)(`, `)|(`).
-    const br = CLOSE_OPEN.test(text)
-      ? LDAP_BREAKOUT.exec(text) ?? LDAP_WILDCARD_CLOSE.exec(text) ??
-        LDAP_OPERATOR_BREAKOUT.exec(text) ?? LDAP_WILDCARD_ITEM.exec(text) ??
-        LDAP_LEADING_BREAKOUT.exec(text)
-      : null;
-    if (br !== null) best = makeFinding(value, "ldap", 85, "ldap.filter_breakout", text, br.index);
+    const at = CLOSE_OPEN.test(text) ? breakout(text) : -1;
+    if (at >= 0) best = makeFinding(value, "ldap", 85, "ldap.filter_breakout", text, at);
     // The raw value still shows the `%00` the normaliser removed, once the transport's own
     // encoding is undone.
     const raw = value.raw.includes("%25") ? percentDecode(value.raw) : value.raw;
@@ -185,6 +181,56 @@ function ldap(value: DetectorInput, text: string): Finding | undefined {
     best = stronger(best, makeFinding(value, "ldap", 80, "ldap.composition", text, comp.index));
   }
   return best;
+}
+
+/** The breakouts read anywhere in a value, in the order they are tried. */
+const BREAKOUTS = [
+  LDAP_BREAKOUT,
+  LDAP_WILDCARD_CLOSE,
+  LDAP_OPERATOR_BREAKOUT,
+  LDAP_WILDCARD_ITEM,
+] as const;
+/** Matches of one rule read past before giving up (each costs one pass over the value). */
+const BREAKOUT_TRIES = 8;
+
+/**
+ * Where a breakout starts, or -1. A breakout closes a parenthesis the application opened: one the
+ * value opened itself is the value's own grouping, so C's casts and function pointers
+ * (`memcpy((char *)(&hdr), ...)`, `void (*)(int)`) and a regular expression's `(.*)(x=1)` are read
+ * past, and a later match in the same value is tried.
+ */
+function breakout(text: string): number {
+  for (const rule of BREAKOUTS) {
+    let from = 0;
+    for (let tries = 0; tries < BREAKOUT_TRIES; tries++) {
+      const m = rule.exec(from === 0 ? text : text.slice(from));
+      if (m === null) break;
+      const at = from + m.index;
+      if (closesUnopened(text, at)) return at;
+      from = at + 1;
+    }
+  }
+  // Leading breakouts have no `(` before their close by construction.
+  return LDAP_LEADING_BREAKOUT.exec(text)?.index ?? -1;
+}
+
+/** Whether the run of `)` at or after `at` closes more parentheses than the value opened. */
+function closesUnopened(text: string, at: number): boolean {
+  const close = text.indexOf(")", at);
+  if (close < 0) return true;
+  let open = 0;
+  for (let i = 0; i < close; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 40) open++;
+    else if (c === 41 && open > 0) open--;
+  }
+  let run = 0;
+  for (let i = close; i < text.length && run <= open; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 41) run++;
+    else if (c !== 32 && c !== 9) break;
+  }
+  return run > open;
 }
 
 /**
