@@ -471,11 +471,19 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
       // attack, with the engine's finding: the 400 says only that servers read the path
       // differently, and a client counting blocks by their status sees it as let through.
       const attack = inspect(this.#request, INSPECT_OPTIONS[site.level]);
-      if (attack.blocking !== undefined) {
+      let blocking = attack.blocking;
+      const p = this.protection;
+      const controls = this.#ctx.protection;
+      // An ALAP exception of the rule leaves the refusal a plain 400, as it would leave the request.
+      if (
+        blocking !== undefined && p !== undefined && controls !== undefined &&
+        (p.alapExceptions.length > 0 || p.alapSignatures.length > 0)
+      ) blocking = controls.runtime.adjust(p, site, this, attack).blocking;
+      if (blocking !== undefined) {
         record.findings += attack.findings.length;
-        record.finding = recordOf(attack.blocking);
-        chain.add("engine", "block", attack.blocking.ruleId);
-        return blockPage(this.req, record.trace_id, this.protection);
+        record.finding = recordOf(blocking);
+        chain.add("engine", "block", blocking.ruleId);
+        return blockPage(this.req, record.trace_id, p);
       }
       return statusPage(this.req, AMBIGUOUS_PATH, record.trace_id, AMBIGUOUS_REASON[problem]);
     }
