@@ -34,8 +34,9 @@ const PHP_OPEN =
  * every position. A match then starts one character early, which only moves the evidence.
  */
 /** Functions that run commands or code, called with a literal, a variable or a nested call. */
-const PHP_EXEC_CALL =
-  /(?:^|[^.\w$>])(?:system|exec|shell_exec|passthru|popen|proc_open|pcntl_exec|assert|eval|create_function|call_user_func(?:_array)?|file_put_contents|preg_replace)\s*\(\s*(?:["'`$@]|[a-z_]\w*\s*\()/i;
+const PHP_EXEC_CALL = gated(
+  /(?:^|[^.\w$>])(?:system|exec|shell_exec|passthru|popen|proc_open|pcntl_exec|assert|eval|create_function|call_user_func(?:_array)?|file_put_contents|preg_replace)\s*\(\s*(?:["'`$@]|[a-z_]\w*\s*\()/i,
+);
 /** Functions that read files or decode payloads: code-shaped, but also common in tutorials. */
 const PHP_OTHER_CALL = gated(
   /(?:^|[^.\w$>])(?:include(?:_once)?|require(?:_once)?|file_get_contents|fwrite|show_source|highlight_file|readfile|base64_decode|gzinflate|str_rot13|unserialize|print_r|var_dump)\s*\(\s*(?:["'`$@]|[a-z_]\w*\s*\()/i,

@@ -101,8 +101,9 @@ const LDAP_PROBE_PARTS = [/\*/, /[()]/, /[|&!]/] as const;
  * a path for every function but `count`: `count(*)` is SQL's row count (`having count(*) > 1`
  * in a search, an ORM's statement in a telemetry breadcrumb) far more often than XPath's.
  */
-const XPATH_FUNC_PATH =
-  /\b(?:count|name|local-name|string-length|substring|starts-with|contains|normalize-space|string|number|translate|concat)\s*\(\s*(?:\/|\.\.\/|@)|\b(?:name|local-name|string-length|substring|starts-with|contains|normalize-space|string|number|translate|concat)\s*\(\s*\*\s*[,)]/i;
+const XPATH_FUNC_PATH = gated(
+  /\b(?:count|name|local-name|string-length|substring|starts-with|contains|normalize-space|string|number|translate|concat)\s*\(\s*(?:\/|\.\.\/|@)|\b(?:name|local-name|string-length|substring|starts-with|contains|normalize-space|string|number|translate|concat)\s*\(\s*\*\s*[,)]/i,
+);
 /**
  * A quote closed and a condition on a node function joined: `' or substring(//u/p,1,1)='a`.
  * Functions named like English words (`last`, `position`, `string`, `doc`, `contains`) open

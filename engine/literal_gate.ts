@@ -11,6 +11,14 @@
  * skipped only where it cannot match and every match is the one the pattern finds by itself.
  * The idea is Google Code Search's trigram index (Russ Cox, "Regular Expression Matching with a
  * Trigram Index", 2012), and RE2's prefilter, applied to one text.
+ *
+ * The same pass also keeps where each triple occurs (a chain of positions per triple): when
+ * every match of a pattern starts at most `reach` characters before one of its literals (the
+ * pattern's parts before the literal have a bounded width), the pattern is tried only at the
+ * positions from `reach` before each occurrence of a literal up to it, in order, as a sticky
+ * pattern; the first that matches is the match a scan from the start finds (see
+ * {@link GatedRegExp}). A long text of prose holds `system`, `name`, `class` or `for` a few
+ * times: the pattern is tried there, not from every one of 16 K characters.
  */
 
 /** Texts shorter than this are scanned directly: the table would cost more than the scan. */
@@ -44,31 +52,94 @@ const CODE = new Uint8Array(65536).fill(62);
  */
 class Table {
   text = "";
-  /** The last slice of `text` this table answered for. */
+  /** The last slice of `text` this table answered for, and where it starts in `text`. */
   slice = "";
+  sliceShift = 0;
+  /** Whether `text` is all ASCII: its lower-case copy then has the same codes, place by place. */
+  ascii = false;
+  /** `text` in lower case, made when a detector's lower-case copy of it is first seen. */
+  lower: string | undefined;
   readonly one = new Uint8Array(64);
   readonly two = new Uint8Array(64 * 64);
   readonly three = new Uint8Array(64 * 64 * 64);
+  /** Per triple, where its last occurrence starts; valid where `three` holds it. */
+  readonly head = new Int32Array(64 * 64 * 64);
+  /** Per position, where the previous occurrence of the triple starting there starts, or -1. */
+  next = new Int32Array(0);
+  /** The text's codes. */
+  codes = new Uint8Array(0);
 
   fill(text: string): void {
     this.text = text;
     this.slice = "";
+    this.lower = undefined;
     const one = this.one;
     const two = this.two;
     const three = this.three;
     one.fill(0);
     two.fill(0);
     three.fill(0);
-    // The first two triples start with code 0 ("a"): a triple too many only means "maybe".
-    let p = 0;
     const n = text.length;
+    if (this.codes.length < n) {
+      this.codes = new Uint8Array(n);
+      this.next = new Int32Array(n);
+    }
+    const codes = this.codes;
+    const next = this.next;
+    const head = this.head;
+    // The first pair starts with code 0 ("a"): a pair too many only means "maybe". Triples
+    // are kept from the third character on, with the chain of where each one starts.
+    let p = 0;
+    let wide = 0;
     for (let i = 0; i < n; i++) {
-      const c = CODE[text.charCodeAt(i)]!;
+      const u = text.charCodeAt(i);
+      wide |= u;
+      const c = CODE[u]!;
+      codes[i] = c;
       p = ((p << 6) | c) & 0x3ffff;
       one[c] = 1;
       two[p & 0xfff] = 1;
-      three[p] = 1;
+      if (i >= 2) {
+        const start = i - 2;
+        next[start] = three[p] === 1 ? head[p]! : -1;
+        head[p] = start;
+        three[p] = 1;
+      }
     }
+    this.ascii = wide < 128;
+  }
+
+  /**
+   * Pushes onto `out` every start, in the text `shift` characters into this table's text and
+   * `length` long, from `reach` before an occurrence of `literal` (three codes or more) up to
+   * it; false once `out` would pass `limit` entries.
+   */
+  starts(
+    literal: Uint8Array,
+    reach: number,
+    shift: number,
+    length: number,
+    out: number[],
+    limit: number,
+  ): boolean {
+    const three = this.three;
+    const t = (literal[0]! << 12) | (literal[1]! << 6) | literal[2]!;
+    if (three[t] === 0) return true;
+    const codes = this.codes;
+    const next = this.next;
+    const n = literal.length;
+    for (let at = this.head[t]!; at >= 0; at = next[at]!) {
+      const o = at - shift;
+      if (o < 0) break;
+      if (o + n > length) continue;
+      let k = 3;
+      while (k < n && codes[at + k] === literal[k]) k++;
+      if (k < n) continue;
+      const from = o - reach < 0 ? 0 : o - reach;
+      if (out.length + (o - from + 1) > limit) return false;
+      for (let s = from; s <= o; s++) out.push(s);
+    }
+    return true;
   }
 
   /** False only when `codes` cannot occur in the text. */
@@ -105,22 +176,64 @@ function tableOf(text: string): Table | undefined {
   // A slice of the window holds no triple the window does not. Comparing a cut of the window
   // (a view, no copy) is some hundred times faster than `startsWith` on a text built by
   // concatenation (a window's lead-in), which reads it a character at a time.
-  const w = t.text;
   const n = text.length;
-  if (w.length > n && (w.slice(0, n) === text || w.slice(w.length - n) === text)) {
-    t.slice = text;
-    return t;
-  }
-  return undefined;
+  const w = t.text;
+  if (n > w.length) return undefined;
+  let shift = placeIn(w, text);
+  // A detector's lower-case copy of the window (or of a part of it): an ASCII text's copy has
+  // its codes at the same places.
+  if (shift < 0 && t.ascii && n >= MIN_GATED) shift = placeIn(t.lower ??= w.toLowerCase(), text);
+  if (shift < 0) return undefined;
+  t.slice = text;
+  t.sliceShift = shift;
+  return t;
 }
 
-/** Whether any of `need` may occur in `text` (true for texts the table does not know). */
-function mayMatch(need: readonly Uint8Array[], text: string): boolean {
-  if (text.length < MIN_GATED) return true;
+/** Where `text` lies in `w` when it is `w`, its start or its end; -1 otherwise. */
+function placeIn(w: string, text: string): number {
+  const n = text.length;
+  if (w.length === n) return w === text ? 0 : -1;
+  return w.slice(0, n) === text ? 0 : w.slice(w.length - n) === text ? w.length - n : -1;
+}
+
+/** Where `text` starts in the table's text (the table {@link tableOf} gave for it). */
+function shiftOf(table: Table, text: string): number {
+  return text === table.text ? 0 : table.sliceShift;
+}
+
+/** Most starts a pattern is tried at before it scans the text instead. */
+const MAX_STARTS = 384;
+/** The starts to try, reused by every positional search (one runs at a time). */
+const STARTS: number[] = [];
+const NO_STARTS: readonly number[] = [];
+
+/**
+ * Where a pattern can match in `text`: undefined when the table does not know the text or
+ * cannot say (scan it all), an empty list when none of `need` occurs, else, when `reach` is
+ * finite, the starts to try in ascending order (possibly repeated), or undefined when they are
+ * too many.
+ */
+function startsIn(need: Need, text: string): readonly number[] | undefined {
+  if (text.length < MIN_GATED) return undefined;
   const table = tableOf(text);
-  if (table === undefined) return true;
-  for (const codes of need) if (table.mayHold(codes)) return true;
-  return false;
+  if (table === undefined) return undefined;
+  let may = false;
+  for (const codes of need.codes) {
+    if (table.mayHold(codes)) {
+      may = true;
+      break;
+    }
+  }
+  if (!may) return NO_STARTS;
+  if (!need.positional) return undefined;
+  const shift = shiftOf(table, text);
+  const out = STARTS;
+  out.length = 0;
+  for (const codes of need.codes) {
+    if (!table.starts(codes, need.reach, shift, text.length, out, MAX_STARTS)) return undefined;
+  }
+  if (out.length > 1) out.sort((a, b) => a - b);
+  return out;
 }
 
 /**
@@ -129,20 +242,41 @@ function mayMatch(need: readonly Uint8Array[], text: string): boolean {
  * answers as a failed one does (`null`, and `lastIndex` back to 0 for a global or sticky one).
  */
 class GatedRegExp extends RegExp {
-  readonly #need: readonly Uint8Array[];
+  readonly #need: Need | undefined;
+  /** The pattern made sticky, to try it at one start (positional search only). */
+  #sticky: RegExp | undefined;
 
   constructor(pattern: string | RegExp, flags?: string) {
     super(pattern, flags);
-    this.#need = literalsOf(this.source, this.flags) ?? [];
+    const need = needOf(this.source, this.flags);
+    // A global or sticky pattern starts where `lastIndex` says: it is only gated.
+    this.#need = need === undefined || !need.positional || !(this.global || this.sticky)
+      ? need
+      : { ...need, positional: false };
   }
 
   override exec(text: string): RegExpExecArray | null {
     const s = String(text);
-    if (this.#need.length > 0 && !mayMatch(this.#need, s)) {
+    const need = this.#need;
+    const starts = need === undefined ? undefined : startsIn(need, s);
+    if (starts === undefined) return super.exec(s);
+    if (starts.length === 0) {
       if (this.global || this.sticky) this.lastIndex = 0;
       return null;
     }
-    return super.exec(s);
+    // Every match starts at one of `starts`, so the first start that matches, tried in order,
+    // is where a scan from the start finds its match, and the sticky pattern's match there is
+    // the scan's: the same pattern at the same position of the same text.
+    const sticky = this.#sticky ??= new RegExp(this.source, this.flags + "y");
+    let last = -1;
+    for (const at of starts) {
+      if (at === last) continue;
+      last = at;
+      sticky.lastIndex = at;
+      const m = sticky.exec(s);
+      if (m !== null) return m;
+    }
+    return null;
   }
 }
 
@@ -161,18 +295,43 @@ class GatedRegExp extends RegExp {
  * ```
  */
 export function gated(re: RegExp): RegExp {
-  const need = literalsOf(re.source, re.flags);
+  const need = needOf(re.source, re.flags);
   return need === undefined ? re : new GatedRegExp(re.source, re.flags);
 }
 
+/** What a pattern needs: one of its literals, and how far before one a match can start. */
+interface Need {
+  readonly codes: readonly Uint8Array[];
+  /** Most characters from a match's start to the start of the literal it holds. */
+  readonly reach: number;
+  /** Whether the pattern can be tried at the literals' places: `reach` is bounded, and
+   * every literal is three codes or more (the table keeps where triples are). */
+  readonly positional: boolean;
+}
+
+/** Most characters a positional pattern's literal can lie after the match's start. */
+const MAX_REACH = 24;
+
 /** Literal sets by flags and source: `split` builds a new pattern of the same kind per call. */
-const NEEDS = new Map<string, Uint8Array[] | undefined>();
+const NEEDS = new Map<string, Need | undefined>();
 
 /**
  * The literals one of which every match of the pattern contains, as codes; undefined when the
  * pattern has none (or a syntax this reader does not know, which it then leaves alone).
  */
 export function literalsOf(source: string, flags: string): Uint8Array[] | undefined {
+  return needOf(source, flags)?.codes as Uint8Array[] | undefined;
+}
+
+/**
+ * How far before the literal it holds a match of the pattern can start, at most (Infinity
+ * when unbounded); undefined when the pattern has no literal set.
+ */
+export function reachOf(source: string, flags: string): number | undefined {
+  return needOf(source, flags)?.reach;
+}
+
+function needOf(source: string, flags: string): Need | undefined {
   const key = `${flags}/${source}`;
   if (NEEDS.has(key)) return NEEDS.get(key);
   const need = readLiterals(source, flags);
@@ -180,7 +339,7 @@ export function literalsOf(source: string, flags: string): Uint8Array[] | undefi
   return need;
 }
 
-function readLiterals(source: string, flags: string): Uint8Array[] | undefined {
+function readLiterals(source: string, flags: string): Need | undefined {
   // Unicode case folding matches `ſ` for `s` and `K` (Kelvin) for `k`: not ASCII folding.
   if (flags.includes("v") || (flags.includes("i") && flags.includes("u"))) return undefined;
   let info: Info;
@@ -193,24 +352,36 @@ function readLiterals(source: string, flags: string): Uint8Array[] | undefined {
   }
   const need = required(info);
   if (need === undefined || need.length === 0 || need.length > MAX_NEED) return undefined;
-  return need.map((s) => Uint8Array.from(s, (ch) => CODE[ch.charCodeAt(0)]!));
+  const codes = need.map((s) => Uint8Array.from(s, (ch) => CODE[ch.charCodeAt(0)]!));
+  const reach = reachIn(info);
+  const positional = reach <= MAX_REACH && codes.every((c) => c.length >= 3);
+  return { codes, reach, positional };
 }
 
 /**
  * What a piece of pattern matches: `exact`, every string it can match (when few), or else
- * `need`, strings one of which every match contains; neither when nothing is known.
+ * `need`, strings one of which every match contains; neither when nothing is known. `width`
+ * is the most characters the piece matches (Infinity when unbounded); `reach` the most
+ * characters between the piece's start and the start of the `need` literal a match holds.
  */
 interface Info {
   readonly exact?: readonly string[];
   readonly need?: readonly string[];
+  readonly reach?: number;
+  readonly width: number;
 }
 
-const ANY: Info = {};
-const EMPTY: Info = { exact: [""] };
+const EMPTY: Info = { exact: [""], width: 0 };
+const UNBOUNDED: Info = { width: Infinity };
 
 function required(info: Info): readonly string[] | undefined {
   if (info.exact !== undefined) return info.exact.includes("") ? undefined : info.exact;
   return info.need;
+}
+
+/** An exact set's literals start where the piece starts. */
+function reachIn(info: Info): number {
+  return info.exact !== undefined ? 0 : info.reach ?? Infinity;
 }
 
 function unique(xs: readonly string[]): string[] {
@@ -222,13 +393,23 @@ function fold(s: string): string {
   return s.replace(/[A-Z]/g, (c) => String.fromCharCode(c.charCodeAt(0) + 32));
 }
 
-/** The better of two literal sets: the longer shortest literal, then the fewer literals. */
-function better(a: readonly string[] | undefined, b: readonly string[]): readonly string[] {
+/** A literal set and how far after the piece's start its literals start, at most. */
+interface Placed {
+  readonly set: readonly string[];
+  readonly reach: number;
+}
+
+/**
+ * The better of two literal sets: the longer shortest literal, then the fewer literals, then
+ * the nearer to the start.
+ */
+function better(a: Placed | undefined, b: Placed): Placed {
   if (a === undefined) return b;
-  const la = Math.min(...a.map((s) => s.length));
-  const lb = Math.min(...b.map((s) => s.length));
+  const la = Math.min(...a.set.map((s) => s.length));
+  const lb = Math.min(...b.set.map((s) => s.length));
   if (lb !== la) return lb > la ? b : a;
-  return b.length < a.length ? b : a;
+  if (b.set.length !== a.set.length) return b.set.length < a.set.length ? b : a;
+  return b.reach < a.reach ? b : a;
 }
 
 /** A recursive reader of JavaScript pattern syntax (the parts the engine's patterns use). */
@@ -237,6 +418,16 @@ class Reader {
 
   constructor(readonly src: string, readonly unicode: boolean) {}
 
+  /** A character's width: two code units in unicode mode (an astral character). */
+  get unit(): number {
+    return this.unicode ? 2 : 1;
+  }
+
+  /** Any one character: nothing known but its width. */
+  get any(): Info {
+    return { width: this.unit };
+  }
+
   alternation(): Info {
     const branches: Info[] = [this.sequence()];
     while (this.src[this.at] === "|") {
@@ -244,41 +435,55 @@ class Reader {
       branches.push(this.sequence());
     }
     if (branches.length === 1) return branches[0]!;
+    const width = Math.max(...branches.map((b) => b.width));
     if (branches.every((b) => b.exact !== undefined)) {
       const all = unique(branches.flatMap((b) => b.exact!));
-      if (all.length <= MAX_EXACT) return { exact: all };
+      if (all.length <= MAX_EXACT) return { exact: all, width };
     }
     const need: string[] = [];
+    let reach = 0;
     for (const b of branches) {
       const r = required(b);
-      if (r === undefined) return ANY;
+      if (r === undefined) return { width };
       need.push(...r);
+      reach = Math.max(reach, reachIn(b));
     }
-    return { need: unique(need) };
+    return { need: unique(need), reach, width };
   }
 
   sequence(): Info {
     let run: string[] = [""];
+    /** Where the run of exact pieces starts, at most; -1 before its first piece. */
+    let runStart = -1;
+    let width = 0;
     let exact = true;
-    let best: readonly string[] | undefined;
+    let best: Placed | undefined;
     const flush = () => {
-      if (!run.includes("")) best = better(best, run);
+      if (!run.includes("")) best = better(best, { set: run, reach: runStart });
       run = [""];
+      runStart = -1;
     };
     while (this.at < this.src.length && this.src[this.at] !== "|" && this.src[this.at] !== ")") {
       const item = this.quantified();
       if (item.exact !== undefined && run.length * item.exact.length <= MAX_EXACT) {
+        if (runStart < 0) runStart = width;
         run = unique(run.flatMap((a) => item.exact!.map((b) => a + b)));
+        width += item.width;
         continue;
       }
       exact = false;
       flush();
-      if (item.exact !== undefined) run = [...item.exact];
-      else if (item.need !== undefined) best = better(best, item.need);
+      if (item.exact !== undefined) {
+        run = [...item.exact];
+        runStart = width;
+      } else if (item.need !== undefined) {
+        best = better(best, { set: item.need, reach: width + reachIn(item) });
+      }
+      width += item.width;
     }
-    if (exact) return { exact: run };
+    if (exact) return { exact: run, width };
     flush();
-    return best === undefined ? ANY : { need: best };
+    return best === undefined ? { width } : { need: best.set, reach: best.reach, width };
   }
 
   quantified(): Info {
@@ -300,14 +505,16 @@ class Reader {
     } else return atom;
     if (src[this.at] === "?") this.at++;
     if (min === 1 && max === 1) return atom;
+    const width = atom.width === 0 ? 0 : atom.width * max;
     if (min === 0) {
       if (max === 1 && atom.exact !== undefined && atom.exact.length < MAX_EXACT) {
-        return { exact: unique(["", ...atom.exact]) };
+        return { exact: unique(["", ...atom.exact]), width };
       }
-      return ANY;
+      return { width };
     }
+    // The first repetition holds the literal, as the piece alone does.
     const r = required(atom);
-    return r === undefined ? ANY : { need: r };
+    return r === undefined ? { width } : { need: r, reach: reachIn(atom), width };
   }
 
   atom(): Info {
@@ -315,12 +522,12 @@ class Reader {
     const c = src[this.at++]!;
     if (c === "(") return this.group();
     if (c === "[") return this.charClass();
-    if (c === ".") return ANY;
+    if (c === ".") return this.any;
     if (c === "^" || c === "$") return EMPTY;
     if (c === "\\") return this.escape(false);
     if (c === "*" || c === "+" || c === "?" || c === ")") throw new Error("syntax");
     if (this.unicode && (c === "{" || c === "}" || c === "]")) throw new Error("syntax");
-    return { exact: [fold(c)] };
+    return { exact: [fold(c)], width: this.unit };
   }
 
   group(): Info {
@@ -364,7 +571,7 @@ class Reader {
       } else chars.push(fold(ch));
     }
     const set = unique(chars);
-    return known && set.length > 0 && set.length <= 8 ? { exact: set } : ANY;
+    return known && set.length > 0 && set.length <= 8 ? { exact: set, width: this.unit } : this.any;
   }
 
   /** After a backslash: a literal character, a class, or an assertion. */
@@ -372,12 +579,13 @@ class Reader {
     const src = this.src;
     const c = src[this.at++];
     if (c === undefined) throw new Error("syntax");
-    if (c === "b") return inClass ? { exact: ["\b"] } : EMPTY;
+    const unit = this.unit;
+    if (c === "b") return inClass ? { exact: ["\b"], width: unit } : EMPTY;
     if (c === "B") return EMPTY;
-    if ("dDwWsS".includes(c)) return ANY;
+    if ("dDwWsS".includes(c)) return this.any;
     const simple: Record<string, string> = { n: "\n", r: "\r", t: "\t", v: "\v", f: "\f" };
-    if (simple[c] !== undefined) return { exact: [simple[c]!] };
-    if (c === "0" && !/[0-9]/.test(src[this.at] ?? "")) return { exact: ["\0"] };
+    if (simple[c] !== undefined) return { exact: [simple[c]!], width: unit };
+    if (c === "0" && !/[0-9]/.test(src[this.at] ?? "")) return { exact: ["\0"], width: unit };
     if (/[0-9]/.test(c) || c === "k" || c === "p" || c === "P" || c === "c") {
       // Backreferences, names, properties and control letters: consumed as unknown.
       if (c === "k" || c === "p" || c === "P") {
@@ -386,13 +594,14 @@ class Reader {
         this.at = close + 1;
       } else if (c === "c") this.at++;
       else while (/[0-9]/.test(src[this.at] ?? "")) this.at++;
-      return ANY;
+      // A backreference matches what its group did: any width.
+      return c === "p" || c === "P" || c === "c" ? this.any : UNBOUNDED;
     }
     if (c === "x") {
       const hex = src.slice(this.at, this.at + 2);
       if (!/^[0-9a-fA-F]{2}$/.test(hex)) throw new Error("syntax");
       this.at += 2;
-      return { exact: [fold(String.fromCharCode(parseInt(hex, 16)))] };
+      return { exact: [fold(String.fromCharCode(parseInt(hex, 16)))], width: unit };
     }
     if (c === "u") {
       if (src[this.at] === "{") {
@@ -400,13 +609,13 @@ class Reader {
         if (close < 0) throw new Error("syntax");
         const cp = parseInt(src.slice(this.at + 1, close), 16);
         this.at = close + 1;
-        return { exact: [fold(String.fromCodePoint(cp))] };
+        return { exact: [fold(String.fromCodePoint(cp))], width: unit };
       }
       const hex = src.slice(this.at, this.at + 4);
       if (!/^[0-9a-fA-F]{4}$/.test(hex)) throw new Error("syntax");
       this.at += 4;
-      return { exact: [fold(String.fromCharCode(parseInt(hex, 16)))] };
+      return { exact: [fold(String.fromCharCode(parseInt(hex, 16)))], width: unit };
     }
-    return { exact: [fold(c)] };
+    return { exact: [fold(c)], width: unit };
   }
 }

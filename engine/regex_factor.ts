@@ -11,12 +11,14 @@
  * match captures may differ when branches overlap, so it is only for patterns used that way;
  * a pattern with capturing groups or backreferences is returned unchanged.)
  */
+import { gated } from "./literal_gate.ts";
 
 /** Factors every alternation of `re` (top level and inside non-capturing groups). */
 export function factorAlternation(re: RegExp): RegExp {
   if (CAPTURE.test(re.source)) return re;
   const folded = re.flags.includes("i");
-  return new RegExp(factorSource(re.source, folded), re.flags);
+  // Behind its literal gate (the same matches): these lists are run over every long window.
+  return gated(new RegExp(factorSource(re.source, folded), re.flags));
 }
 
 /** A capturing group or a backreference: factoring would renumber or break them. */

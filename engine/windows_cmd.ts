@@ -9,6 +9,7 @@
  */
 
 import { factorAlternation } from "./regex_factor.ts";
+import { gated } from "./literal_gate.ts";
 import { POWERSHELL_CMDLETS } from "./command_words.ts";
 
 /** A Windows verdict: score, rule and where the evidence starts. */
@@ -71,17 +72,19 @@ function judgeIf(text: string): WindowsHit | undefined {
 }
 
 /** A PowerShell verb before its noun: the verbs of the cmdlets below. */
-const CMDLET_VERB = new RegExp(
-  `\\b(?:${
-    [
-      ...new Set([
-        ...POWERSHELL_CMDLETS.map((c) => c.slice(0, c.indexOf("-"))),
-        "expand",
-        "compress",
-        "resolve",
-      ]),
-    ].join("|")
-  })-[a-z]`,
+const CMDLET_VERB = gated(
+  new RegExp(
+    `\\b(?:${
+      [
+        ...new Set([
+          ...POWERSHELL_CMDLETS.map((c) => c.slice(0, c.indexOf("-"))),
+          "expand",
+          "compress",
+          "resolve",
+        ]),
+      ].join("|")
+    })-[a-z]`,
+  ),
 );
 
 function mayBeWindows(lower: string): boolean {

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { gated, gateOn, literalsOf } from "../../engine/literal_gate.ts";
+import { gated, gateOn, literalsOf, reachOf } from "../../engine/literal_gate.ts";
+import { prose } from "../bench/engine_body_kinds.ts";
 
 const CODES = "abcdefghijklmnopqrstuvwxyz0123456789";
 const decode = (need: Uint8Array[] | undefined) =>
@@ -111,5 +112,78 @@ Deno.test("gated() finds what every engine pattern finds, in and around the test
     }
   }
   console.log(`${patterns.length} patterns gated, ${matched} matches compared`);
+  assert.ok(matched > 10_000, `only ${matched} matches exercised`);
+});
+
+Deno.test("reachOf() bounds how far before its literal a match starts", () => {
+  const reach = (re: RegExp) => reachOf(re.source, re.flags);
+  assert.equal(reach(/(?:^|[^.\w$>])(?:phpinfo|getcwd)\s*\(\s*\)/i), 1);
+  assert.equal(reach(/\bjava\.lang\.\w+/), 0);
+  assert.equal(reach(/[a-z]{2,4}-?system/), 4);
+  assert.equal(reach(/(?:ab|c)\s*system/), Infinity);
+  assert.equal(reach(/x(?=abc)yyy|zz\dqqq/), 3);
+});
+
+/** Where a literal of `need` (as codes) starts in `text` from `at` on, within `reach`. */
+function literalWithin(need: Uint8Array[], text: string, at: number, reach: number): boolean {
+  const codes = Uint8Array.from(text.split(""), (ch) => CODE_OF(ch));
+  for (let s = at; s <= at + reach && s < codes.length; s++) {
+    for (const lit of need) {
+      let k = 0;
+      while (k < lit.length && codes[s + k] === lit[k]) k++;
+      if (k === lit.length) return true;
+    }
+  }
+  return false;
+}
+
+/** The gate's code of one character (as `literal_gate.ts` folds it). */
+function CODE_OF(ch: string): number {
+  return literalsOf(ch.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&"), "")?.[0]?.[0] ?? -1;
+}
+
+Deno.test("every match of an engine pattern holds a literal within its reach", async () => {
+  const patterns = (await enginePatterns()).filter((re) => {
+    const r = reachOf(re.source, re.flags);
+    return r !== undefined && r !== Infinity;
+  });
+  let checked = 0;
+  for (const probe of await probes()) {
+    const text = "x " + probe;
+    for (const re of patterns) {
+      const need = literalsOf(re.source, re.flags)!;
+      const reach = reachOf(re.source, re.flags)!;
+      const global = new RegExp(re.source, re.flags + "g");
+      for (const m of text.matchAll(global)) {
+        checked++;
+        assert.ok(literalWithin(need, text, m.index, reach), `${re} at ${m.index} of ${text}`);
+        if (m[0].length === 0) break;
+      }
+    }
+  }
+  console.log(`${patterns.length} patterns with a bounded reach, ${checked} matches checked`);
+  assert.ok(checked > 5_000, `only ${checked} matches checked`);
+});
+
+Deno.test("gated() tried at its literals gives the scan's match inside prose", async () => {
+  const patterns = (await enginePatterns()).map((re) => [re, gated(re)] as const)
+    .filter(([re, g]) => re !== g);
+  const text = prose(6_000, 7);
+  let matched = 0;
+  let k = 0;
+  for (const probe of await probes()) {
+    // The probe at a moving place, the prose cut around it, as a window holds it.
+    const at = (k++ * 977) % 5_000;
+    const window = "x " + text.slice(0, at) + probe + text.slice(at, at + 1_200);
+    gateOn(window);
+    for (const [re, g] of patterns) {
+      const want = re.exec(window);
+      if (want !== null) matched++;
+      assert.deepEqual(g.exec(window), want, `${re} on ${JSON.stringify(probe)} at ${at}`);
+      const cut = window.slice(2);
+      assert.deepEqual(g.exec(cut), re.exec(cut), `${re} on a cut`);
+    }
+  }
+  console.log(`${matched} matches compared in prose`);
   assert.ok(matched > 10_000, `only ${matched} matches exercised`);
 });
