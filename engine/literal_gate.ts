@@ -62,12 +62,15 @@ class Table {
   readonly one = new Uint8Array(64);
   readonly two = new Uint8Array(64 * 64);
   readonly three = new Uint8Array(64 * 64 * 64);
-  /** Per triple, where its last occurrence starts; valid where `three` holds it. */
+  /**
+   * Per triple a positional pattern's literal starts with ({@link WANTED}), where its last
+   * occurrence starts; valid where `three` holds it.
+   */
   readonly head = new Int32Array(64 * 64 * 64);
   /** Per position, where the previous occurrence of the triple starting there starts, or -1. */
   next = new Int32Array(0);
-  /** The text's codes. */
-  codes = new Uint8Array(0);
+  /** {@link wantedVersion} when the text was read: later patterns' triples have no chains. */
+  version = 0;
 
   fill(text: string): void {
     this.text = text;
@@ -80,13 +83,11 @@ class Table {
     two.fill(0);
     three.fill(0);
     const n = text.length;
-    if (this.codes.length < n) {
-      this.codes = new Uint8Array(n);
-      this.next = new Int32Array(n);
-    }
-    const codes = this.codes;
+    if (this.next.length < n) this.next = new Int32Array(n);
+    this.version = wantedVersion;
     const next = this.next;
     const head = this.head;
+    const wanted = WANTED;
     // The first pair starts with code 0 ("a"): a pair too many only means "maybe". Triples
     // are kept from the third character on, with the chain of where each one starts.
     let p = 0;
@@ -95,14 +96,15 @@ class Table {
       const u = text.charCodeAt(i);
       wide |= u;
       const c = CODE[u]!;
-      codes[i] = c;
       p = ((p << 6) | c) & 0x3ffff;
       one[c] = 1;
       two[p & 0xfff] = 1;
       if (i >= 2) {
-        const start = i - 2;
-        next[start] = three[p] === 1 ? head[p]! : -1;
-        head[p] = start;
+        if (wanted[p] === 1) {
+          const start = i - 2;
+          next[start] = three[p] === 1 ? head[p]! : -1;
+          head[p] = start;
+        }
         three[p] = 1;
       }
     }
@@ -125,7 +127,7 @@ class Table {
     const three = this.three;
     const t = (literal[0]! << 12) | (literal[1]! << 6) | literal[2]!;
     if (three[t] === 0) return true;
-    const codes = this.codes;
+    const text = this.text;
     const next = this.next;
     const n = literal.length;
     for (let at = this.head[t]!; at >= 0; at = next[at]!) {
@@ -133,7 +135,7 @@ class Table {
       if (o < 0) break;
       if (o + n > length) continue;
       let k = 3;
-      while (k < n && codes[at + k] === literal[k]) k++;
+      while (k < n && CODE[text.charCodeAt(at + k)] === literal[k]) k++;
       if (k < n) continue;
       const from = o - reach < 0 ? 0 : o - reach;
       if (out.length + (o - from + 1) > limit) return false;
@@ -153,6 +155,26 @@ class Table {
     }
     return true;
   }
+}
+
+/**
+ * The first triples of the literals of every positional pattern made so far: the table keeps
+ * where those occur (a chain a triple costs a few stores a character, so only these).
+ */
+const WANTED = new Uint8Array(64 * 64 * 64);
+/** Counts the triples added to {@link WANTED}. */
+let wantedVersion = 0;
+
+/** Adds the first triples of `codes` to {@link WANTED}; the version that then holds them. */
+function want(codes: readonly Uint8Array[]): number {
+  for (const c of codes) {
+    const t = (c[0]! << 12) | (c[1]! << 6) | c[2]!;
+    if (WANTED[t] === 0) {
+      WANTED[t] = 1;
+      wantedVersion++;
+    }
+  }
+  return wantedVersion;
 }
 
 /** The table of the window being judged (see {@link gateOn}). */
@@ -225,7 +247,8 @@ function startsIn(need: Need, text: string): readonly number[] | undefined {
     }
   }
   if (!may) return NO_STARTS;
-  if (!need.positional) return undefined;
+  // A pattern whose triples the table did not chain (made after it read its text) scans.
+  if (!need.positional || need.version > table.version) return undefined;
   const shift = shiftOf(table, text);
   const out = STARTS;
   out.length = 0;
@@ -250,9 +273,11 @@ class GatedRegExp extends RegExp {
     super(pattern, flags);
     const need = needOf(this.source, this.flags);
     // A global or sticky pattern starts where `lastIndex` says: it is only gated.
-    this.#need = need === undefined || !need.positional || !(this.global || this.sticky)
+    this.#need = need === undefined || !need.positional
       ? need
-      : { ...need, positional: false };
+      : this.global || this.sticky
+      ? { ...need, positional: false }
+      : { ...need, version: want(need.codes) };
   }
 
   override exec(text: string): RegExpExecArray | null {
@@ -307,6 +332,8 @@ interface Need {
   /** Whether the pattern can be tried at the literals' places: `reach` is bounded, and
    * every literal is three codes or more (the table keeps where triples are). */
   readonly positional: boolean;
+  /** The {@link wantedVersion} from which tables chain its literals' first triples. */
+  readonly version: number;
 }
 
 /** Most characters a positional pattern's literal can lie after the match's start. */
@@ -355,7 +382,7 @@ function readLiterals(source: string, flags: string): Need | undefined {
   const codes = need.map((s) => Uint8Array.from(s, (ch) => CODE[ch.charCodeAt(0)]!));
   const reach = reachIn(info);
   const positional = reach <= MAX_REACH && codes.every((c) => c.length >= 3);
-  return { codes, reach, positional };
+  return { codes, reach, positional, version: 0 };
 }
 
 /**
