@@ -446,10 +446,29 @@ export const WORD_RULE_WORDS: ReadonlySet<string> = new Set([
   ...ERROR_FUNCTIONS,
 ]);
 
+/**
+ * The first character and length of every word of {@link WORD_RULE_WORDS}: a word whose pair
+ * is not here is not in the set, which two reads tell without hashing the word.
+ */
+const RULE_WORD_SHAPES = new Uint8Array(128 * 32);
+for (const w of WORD_RULE_WORDS) {
+  const c = w.charCodeAt(0);
+  if (c < 128 && w.length < 32) RULE_WORD_SHAPES[(c << 5) | w.length] = 1;
+}
+
+/** False only for a word {@link WORD_RULE_WORDS} does not hold. */
+export function mayBeRuleWord(word: string): boolean {
+  const c = word.charCodeAt(0);
+  const n = word.length;
+  return c >= 128 || n >= 32 || n === 0 || RULE_WORD_SHAPES[(c << 5) | n] === 1;
+}
+
 function wordRules(scan: RuleScan, i: number): void {
   const { text, tokens, strength } = scan;
   const t = tokens[i]!;
-  if (!WORD_RULE_WORDS.has(t.text) && tokens[i - 1]?.kind !== "dot") return;
+  if (
+    (!mayBeRuleWord(t.text) || !WORD_RULE_WORDS.has(t.text)) && tokens[i - 1]?.kind !== "dot"
+  ) return;
   const name = qualifiedName(tokens, i);
   if (t.call && DELAY_FUNCTIONS.has(name)) return scan.hit("delay", i);
   if (t.call && ERROR_FUNCTIONS.has(name)) return scan.hit("error", i);

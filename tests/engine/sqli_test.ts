@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { analyzeSql, sqli } from "../../engine/sqli.ts";
-import { WORD_RULE_WORDS } from "../../engine/sql_rules.ts";
+import { mayBeRuleWord, WORD_RULE_WORDS } from "../../engine/sql_rules.ts";
 import {
   CONDITION_WORDS,
   DELAY_FUNCTIONS,
@@ -117,4 +117,16 @@ Deno.test("WORD_RULE_WORDS holds every word wordRules() names, so other words ca
     [...new Set(sets)].sort(),
     ["CONDITION_WORDS", "DELAY_FUNCTIONS", "ERROR_FUNCTIONS", "SCHEMA_NAMES"],
   );
+});
+
+Deno.test("mayBeRuleWord() is true for every word WORD_RULE_WORDS holds and false for most prose", () => {
+  for (const word of WORD_RULE_WORDS) assert.ok(mayBeRuleWord(word), word);
+  // A word of another first letter and length, in any alphabet or length, is not one.
+  for (const word of ["", "é", "x".repeat(40), "ünion"]) {
+    assert.equal(mayBeRuleWord(word), true, word);
+  }
+  const prose = "the quick brown fox jumps over the lazy dog while people read books".split(" ");
+  const skipped = prose.filter((w) => !mayBeRuleWord(w));
+  for (const w of skipped) assert.ok(!WORD_RULE_WORDS.has(w), w);
+  assert.ok(skipped.length >= prose.length / 2, `only ${skipped.join(" ")} skipped`);
 });
