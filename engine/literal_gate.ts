@@ -268,6 +268,11 @@ class GatedRegExp extends RegExp {
   readonly #need: Need | undefined;
   /** The pattern made sticky, to try it at one start (positional search only). */
   #sticky: RegExp | undefined;
+  /**
+   * The same pattern as a plain one, for short texts when it keeps no `lastIndex`: the
+   * built-in `test` and `exec` of a plain pattern skip the look-up of an overridden `exec`.
+   */
+  readonly #plain: RegExp | undefined;
 
   constructor(pattern: string | RegExp, flags?: string) {
     super(pattern, flags);
@@ -278,10 +283,18 @@ class GatedRegExp extends RegExp {
       : this.global || this.sticky
       ? { ...need, positional: false }
       : { ...need, version: want(need.codes) };
+    this.#plain = this.global || this.sticky ? undefined : new RegExp(this.source, this.flags);
+  }
+
+  override test(text: string): boolean {
+    const s = String(text);
+    if (s.length < MIN_GATED && this.#plain !== undefined) return this.#plain.test(s);
+    return this.exec(s) !== null;
   }
 
   override exec(text: string): RegExpExecArray | null {
     const s = String(text);
+    if (s.length < MIN_GATED && this.#plain !== undefined) return this.#plain.exec(s);
     const need = this.#need;
     const starts = need === undefined ? undefined : startsIn(need, s);
     if (starts === undefined) return super.exec(s);

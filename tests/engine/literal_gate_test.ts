@@ -111,6 +111,13 @@ Deno.test("gated() finds what every engine pattern finds, in and around the test
       }
     }
   }
+  // A short text is answered by the pattern itself.
+  for (const probe of await probes()) {
+    for (const [re, g] of patterns) {
+      assert.deepEqual(g.exec(probe), re.exec(probe), `${re} on ${JSON.stringify(probe)}`);
+      assert.equal(g.test(probe), re.test(probe), `${re} on ${JSON.stringify(probe)}`);
+    }
+  }
   console.log(`${patterns.length} patterns gated, ${matched} matches compared`);
   assert.ok(matched > 10_000, `only ${matched} matches exercised`);
 });
