@@ -12,6 +12,7 @@ import { makeFinding, stronger } from "./make_finding.ts";
 import { MAX_TEXT } from "./limits.ts";
 import { factorAlternation } from "./regex_factor.ts";
 import { gated } from "./literal_gate.ts";
+import { CODE_LIBRARY, NO_CODE_ROOT, SENSITIVE_FILES } from "./lfi_files.ts";
 
 /** Cheap gate: a value without any dot, slash or escape cannot hold a path. */
 const PREFILTER = factorAlternation(
@@ -54,37 +55,7 @@ const STRING_ESCAPE = /\\[nrt"']/g;
  * Files and directories an application never has a reason to serve. `strong` ones are judged
  * attacks on their own when they form the value; `weak` ones only with a climb or at the start.
  */
-const STRONG_TARGET = new RegExp(
-  [
-    "etc/(?:passwd|shadow|master\\.passwd|group|gshadow|hosts|issue|motd|hostname|fstab|crontab|" +
-    "sudoers|profile|bashrc|resolv\\.conf|mtab|inittab|inetd\\.conf|network|security/|" +
-    "ssh/|mysql/|apache2?/|httpd/|nginx/|php\\d?(?:\\.\\d)?/|redhat-release|debian_version|" +
-    "lsb-release|os-release|proftpd|vsftpd|aliases|exports|syslog|sysconfig|shells|" +
-    "ld\\.so|x11/|init\\.d|rc\\.d|cron|apt/|knockd|ftpusers|samba/|my\\.cnf|pam\\.d)",
-    "proc/(?:self|\\d+|version|cpuinfo|meminfo|mounts|net/|sched_debug|interrupts|" +
-    "partitions|stat|modules|loadavg|filesystems|devices|ioports|swaps|kcore|cmdline)",
-    "(?:^|/)(?:boot|win|system)\\.ini",
-    "windows/(?:system32|system\\.ini|win\\.ini|repair|panther|debug|php\\.ini|" +
-    "system\\.ini|temp/|iis\\d|inf/|microsoft\\.net)",
-    "winnt/(?:system32|repair|win\\.ini|php\\.ini)",
-    "system32/(?:drivers|config|inetsrv|cmd\\.exe|logfiles)",
-    "(?:^|/)\\.(?:htaccess|htpasswd|bash_history|bashrc|zsh_history|mysql_history|passwd|netrc|" +
-    "forward|cshrc|tcshrc|rhosts|shosts|bash_logout|bash_profile|viminfo|pgpass|gitconfig|" +
-    "profile|ssh/|aws/|git/(?:config|head|index|logs)|svn/|npmrc|docker/|kube/)",
-    "(?:^|/)web-inf/",
-    "(?:^|/)meta-inf/",
-    "id_(?:rsa|dsa|ecdsa|ed25519)(?:\\.pub)?(?:$|[^a-z])",
-    "var/(?:log|lib|mail|spool|run|adm|www|cache|db)/",
-    "usr/local/(?:apache|etc|lib/php|zend|psa|cpanel|www)",
-    "(?:^|/)(?:private/etc|opt/lampp|xampp|apache\\d?/(?:conf|logs)|inetpub/)",
-    "(?:^|/)wp-config\\.php",
-    "(?:^|/)master\\.passwd",
-    "(?:^|/)dev/(?:tcp|udp|null|random|urandom|stdin|fd/|zero)",
-    "(?:^|/)(?:ntuser\\.dat|ntuser\\.ini|pagefile\\.sys|hiberfil\\.sys|unattend\\.xml|sysprep\\.inf)(?:$|[^a-z])",
-    "(?:^|/)(?:global\\.asa|web\\.config|php\\.ini|httpd\\.conf|my\\.cnf|my\\.ini|sam$|autoexec\\.bat|" +
-    "config\\.sys|access_log|error_log|access\\.log|error\\.log)",
-  ].join("|"),
-);
+const STRONG_TARGET = new RegExp(SENSITIVE_FILES.join("|"));
 
 /**
  * A UNC path to an administrative share (`\\host\c$\...`, `\\::1\admin$`): reads any file of
@@ -171,6 +142,57 @@ function isAnchored(folded: string, at: number): boolean {
   return true;
 }
 
+/**
+ * A value that is one absolute path and nothing else: a drive or a root, then plain names
+ * (letters, digits, blanks and the punctuation of `Program Files (x86)` or `v4.0.30319`).
+ */
+const WHOLE_PATH = /^[\s"']*(?:[a-z]:)?(?:[\\/]+[\p{L}\p{N}_ .()+,~@{}[\]-]+)+$/iu;
+/** Longer than any path a loader reports (Windows' own limit without `\\?\` is 260). */
+const MAX_MODULE_PATH = 1024;
+const BACKSLASHES = /\\/g;
+
+/**
+ * Whether the value names a module a program loaded, the way crash reports, telemetry and
+ * upload forms name one (`C:\Windows\System32\vcruntime140.dll`,
+ * `/usr/local/lib/php/extensions/redis.so`): one plain absolute path to a code library, with no
+ * escaped dot or slash and outside the directories that hold no code. Its directory being a
+ * system one says nothing: the file it names is an image, which no file-read attack is after,
+ * unless the name is itself a target (`system32\cmd.exe`, `C:\pagefile.sys`).
+ */
+function isModulePath(value: DetectorInput, text: string): boolean {
+  if (text.length > MAX_MODULE_PATH || !WHOLE_PATH.test(text)) return false;
+  // A plain path: every backslash is a separator, `\ntdll.dll` included (fold() reads `\n`
+  // as a string escape, which a path of plain names cannot hold).
+  const path = text.toLowerCase().replace(BACKSLASHES, "/").replace(MULTI_SLASH, "/");
+  const slash = path.lastIndexOf("/");
+  if (!CODE_LIBRARY.test(path.slice(slash + 1))) return false;
+  if (NO_CODE_ROOT.test(path) || ENCODED_DOT.test(value.raw)) return false;
+  const parent = path.lastIndexOf("/", slash - 1);
+  return !STRONG_TARGET.test(parent < 0 ? path : path.slice(parent));
+}
+
+/** Flat parameters, whose name is all the application says about what it does with them. */
+const FLAT_SOURCES: ReadonlySet<string> = new Set([
+  "query",
+  "form",
+  "cookie",
+  "multipart",
+  "header",
+]);
+
+/**
+ * A module path in a system directory: medium only where a flat parameter's name says a file
+ * API takes it (`?file=C:\Windows\System32\kernel32.dll`, a probe for an absolute read). In a
+ * JSON or XML document the keys describe the data (a stack frame's `package`, an image's
+ * `code_file`), and an upload's file name describes the file sent.
+ */
+function modulePath(value: DetectorInput, folded: string): Finding | undefined {
+  const input = value.input;
+  if (!FLAT_SOURCES.has(input.source) || input.name.endsWith(".filename")) return undefined;
+  if (!FILE_PARAM.test(input.name)) return undefined;
+  return makeFinding(value, "lfi", 45, "lfi.module_path", folded, 0);
+}
+
 /** The targets that are directories where services keep their data, not system files. */
 const DATA_DIRECTORY = /^\/?(?:var|usr\/local)\//;
 /** Two words and a space before a path: the path is named in a sentence. */
@@ -192,6 +214,9 @@ function judgePath(value: DetectorInput, text: string): Finding | undefined {
   const folded = fold(text);
   const climbs = countClimbs(folded);
   const target = STRONG_TARGET.exec(folded);
+  if (climbs === 0 && (target !== null || SYSTEM_ROOT.test(folded))) {
+    if (isModulePath(value, text)) return modulePath(value, folded);
+  }
   if (target !== null) {
     const at = target.index;
     if (climbs > 0) {
@@ -265,7 +290,9 @@ export function traversal(value: DetectorInput): Finding | undefined {
     // The whitespace test first: it is cheaper than two skeletons of a long text.
     if (
       !WHITESPACE.test(capped) && SKELETON_HINT.test(raw) &&
-      (SKELETON_TARGET.test(skeleton(raw)) || SKELETON_TARGET.test(skeleton(capped)))
+      (SKELETON_TARGET.test(skeleton(raw)) || SKELETON_TARGET.test(skeleton(capped))) &&
+      // A module path's words (`c/windows/system32/ntdll/dll`) climb nowhere: judged above.
+      !isModulePath(value, capped)
     ) {
       return makeFinding(value, "lfi", 90, "lfi.encoded_traversal", capped, 0);
     }
