@@ -63,6 +63,8 @@ const SEPARATOR = /[/\\]/;
 const SPACE = /\s/;
 /** Characters without which a path names none of the files above. */
 const HINT = /[.#~]/;
+/** A word with a trailing `~` and no extension: a token's end mark as often as a backup. */
+const BARE_TILDE = /^[\w-]+~$/;
 
 /**
  * Reports requests for restricted files, in the URL path or in a file parameter.
@@ -86,13 +88,14 @@ export function restrictedFile(value: DetectorInput): Finding | undefined {
   // `CLAUDE.md`): it asks the server for nothing. The names that reconfigure a server where
   // they land (`.htaccess`, `.user.ini`, `web.config`) are script uploads (upload.ts).
   if (source === "multipart" && value.input.name.endsWith(".filename")) return undefined;
-  const hit = restrictedSegment(text.trim(), false);
+  const trimmed = text.trim();
+  const hit = restrictedSegment(trimmed, false);
   if (hit === undefined) return undefined;
-  const score = CLIMB.test(text)
-    ? 88
-    : FILE_PARAM.test(value.input.name)
-    ? Math.min(hit.score, 75)
-    : 40;
+  const fileParam = FILE_PARAM.test(value.input.name);
+  // `SACAAEABAAAAACAAI~` (Universal Analytics' `_u`) ends like `config~`; outside a URL path
+  // and a file parameter nothing says it is a file name (CRS, too, reads `~` in the URL only).
+  if (!fileParam && BARE_TILDE.test(trimmed) && !CLIMB.test(text)) return undefined;
+  const score = CLIMB.test(text) ? 88 : fileParam ? Math.min(hit.score, 75) : 40;
   return makeFinding(value, "lfi", score, "lfi.restricted_file", text, hit.at);
 }
 
