@@ -137,7 +137,7 @@ export async function main(args: string[]): Promise<number> {
  * The `.black` and `.white` files under `dir`, as paths relative to it: sub-folders are walked,
  * so `crs-dev/PL1` (one folder per CRS rule file) replays whole.
  */
-async function corpusFiles(dir: string, prefix = ""): Promise<string[]> {
+export async function corpusFiles(dir: string, prefix = ""): Promise<string[]> {
   const files: string[] = [];
   for await (const e of Deno.readDir(`${dir}/${prefix}`)) {
     const rel = prefix === "" ? e.name : `${prefix}/${e.name}`;

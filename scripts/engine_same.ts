@@ -12,9 +12,9 @@
  * Each payload of the payload corpus is placed everywhere `deno task corpus --mode payloads`
  * places it, and also where the engine's shortcuts apply: a query and a form field encoded the
  * way browsers encode forms (spaces as `+`), the query as sent (unencoded), the Host header and
- * the method. The request files of each `--dir` are judged as they are. The corpora stay
- * outside the repository; a missing one exits with status 2. Exits 1 on the first differences
- * (up to ten are listed).
+ * the method. The request files (`.black`, `.white`) under each `--dir` and its sub-folders are
+ * judged as they are. The corpora stay outside the repository; a missing one exits with status 2.
+ * Exits 1 on the first differences (up to ten are listed).
  *
  * With `--long N`, every Nth payload is also put into about 40 KB of prose (so it is judged in
  * the windows of a long value, where the engine's shortcuts for long texts apply): as
@@ -41,6 +41,7 @@ import { inspect } from "../engine/inspect.ts";
 import type { EngineRequest, InspectOptions } from "../engine/types.ts";
 import { engineAt, type Inspect } from "./bench_engine_ab.ts";
 import { place, PLACEMENTS } from "./corpus_payloads.ts";
+import { corpusFiles } from "./corpus.ts";
 import { parseRawRequest, toEngineRequest } from "./raw_http.ts";
 import { prose } from "../tests/bench/engine_body_kinds.ts";
 
@@ -175,10 +176,9 @@ export async function main(args: string[]): Promise<number> {
   }
   for (const dir of values.dir) {
     let n = 0;
-    for await (const entry of Deno.readDir(dir)) {
-      if (!entry.isFile) continue;
-      const raw = parseRawRequest(await Deno.readFile(`${dir}/${entry.name}`));
-      compare(toEngineRequest(raw), `${dir}/${entry.name}`);
+    for (const file of await corpusFiles(dir)) {
+      const raw = parseRawRequest(await Deno.readFile(`${dir}/${file}`));
+      compare(toEngineRequest(raw), `${dir}/${file}`);
       n++;
     }
     console.log(`${dir}: ${n} requests`);
