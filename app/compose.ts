@@ -91,6 +91,8 @@ export interface ComposeDeps {
   readonly sleep?: (ms: number) => Promise<void>;
   /** Replaces the regex tester (tests give it a slow worker and a short time limit). */
   readonly patternTester?: PatternTester;
+  /** acme-client's first retry delay for a request that got no answer (default 2 s). */
+  readonly acmeRetryDelayMs?: number;
 }
 
 export interface ServerOptions {
@@ -364,6 +366,7 @@ async function composeParts(base: Base, parts: Parts, chosen: ReadonlySet<Area>)
       apiAccess: parts.apiAccess!,
       lease: (task) => base.coordinator.acquire(`ops.${task}`),
       storeFacts: base.storeFacts,
+      acmeRetryDelayMs: base.deps.acmeRetryDelayMs,
     });
   }
 }

@@ -52,10 +52,12 @@ export interface OpsDeps {
   readonly dataPlane: DataPlane;
   readonly identity: Identity;
   readonly apiAccess: ApiAccess;
-  /** How often the ACME client polls the CA while it validates (tests shorten it). */
   /** The deployment-wide lease of a scheduled task (several controllers: one runs it). */
   readonly lease?: (task: string) => Promise<boolean>;
+  /** How often the ACME client polls the CA while it validates (tests shorten it). */
   readonly acmeBackoff?: { attempts: number; minMs: number; maxMs: number };
+  /** The ACME client's first retry delay for a request that got no answer (tests shorten it). */
+  readonly acmeRetryDelayMs?: number;
 }
 
 export interface OpsPlane {
@@ -256,6 +258,7 @@ export function createOps(deps: OpsDeps): OpsPlane {
     notify: deps.core.notify,
     publish: (payload) => deps.core.bus.publish("acme.certificate", payload),
     backoff: deps.acmeBackoff,
+    retryDelayMs: deps.acmeRetryDelayMs,
   });
   const scheduler = createScheduler({
     repo: createOpsTasksRepo(deps.db),

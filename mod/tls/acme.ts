@@ -90,6 +90,8 @@ export interface AcmeDeps extends AccountDeps {
   readonly notify?: Notify;
   /** Publishes the realtime `acme.certificate` event. */
   readonly publish?: (payload: Record<string, unknown>) => void;
+  /** The first retry delay of a request that got no answer (default 2 s; tests shorten it). */
+  readonly retryDelayMs?: number;
 }
 
 /** An IP literal or a wildcard cannot be validated with HTTP-01. */
@@ -130,10 +132,11 @@ export function createAcme(deps: AcmeDeps): Acme {
 export class Acme {
   readonly #deps: AcmeDeps;
   readonly #inFlight = new Set<string>();
-  readonly #agent = new AcmeAgent();
+  readonly #agent: AcmeAgent;
 
   constructor(deps: AcmeDeps) {
     this.#deps = deps;
+    this.#agent = new AcmeAgent(deps.retryDelayMs);
   }
 
   issue(siteId: string, input: AcmeInput, who: AuditContext): Promise<AcmeSiteState> {

@@ -11,6 +11,8 @@ import type { AxiosAdapter } from "axios";
 import { AppError } from "../core/errors.ts";
 
 const DIRECTORY_TIMEOUT_MS = 10_000;
+/** acme-client's first retry comes this long after a request got no answer, the next ones later. */
+const RETRY_DELAY_MS = 2_000;
 
 /** acme-client's retry settings (not in its types). */
 interface AcmeRetrySettings {
@@ -87,6 +89,12 @@ function namedNetworkErrors(
 /** acme-client's HTTP agent is process-wide: orders run one at a time. */
 export class AcmeAgent {
   #queue: Promise<unknown> = Promise.resolve();
+  readonly #retryDelayMs: number;
+
+  /** `retryDelayMs`: the library's first retry delay (it waits that times the attempt number). */
+  constructor(retryDelayMs = RETRY_DELAY_MS) {
+    this.#retryDelayMs = retryDelayMs;
+  }
 
   /**
    * Runs `fn` with acme-client's HTTPS agent trusting the system's CAs and `extra`, after
@@ -103,10 +111,10 @@ export class AcmeAgent {
       acme.axios.defaults.httpsAgent = agent;
       acme.axios.defaults.timeout = 30_000;
       acme.axios.defaults.adapter = namedNetworkErrors(directory, acme, httpAdapter);
-      // The library's own retry settings: 3 retries, 2 s apart at first.
+      // The library's own retry settings: 3 retries, 2 s apart at first (in seconds).
       const settings = retrySettings(acme);
       settings.retryMaxAttempts = 3;
-      settings.retryDefaultDelay = 2;
+      settings.retryDefaultDelay = this.#retryDelayMs / 1000;
       await reachable(directory, agent);
       return await fn();
     });

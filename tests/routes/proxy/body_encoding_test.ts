@@ -274,20 +274,25 @@ Deno.test("a compressed body padded past the inspected prefix is more than can b
     balanced: [413, "protocol.oversize_body"],
     low: [200, "protocol.oversize_body"],
   };
-  for (const [coding, encode] of CODINGS) {
+  const bodies = CODINGS.map(([coding, encode]) => {
     const body = encode(text(padded));
     ok(body.length < 20_000, `${coding}: ${body.length} bytes`);
-    for (const level of ["balanced", "strict", "low"]) {
-      const { up, s } = await setup({ level });
-      await using _u = up;
-      await using _s = s;
-      for (const sent of [body, encode(text(plainPadding))]) {
-        const r = await post(s, sent, { ...headers, "content-encoding": coding });
+    return [coding, [body, encode(text(plainPadding))]] as const;
+  });
+  // One server a level, each coding's bodies sent to it in turn.
+  for (const level of ["balanced", "strict", "low"]) {
+    const { up, s } = await setup({ level });
+    await using _u = up;
+    await using _s = s;
+    for (const [coding, sent] of bodies) {
+      const forwarded = up.seen.length;
+      for (const body of sent) {
+        const r = await post(s, body, { ...headers, "content-encoding": coding });
         assertEquals(r.status, expected[level]![0], `${coding} at ${level}`);
         const f = await findingOf(s, r.trace);
         assertEquals([f.class, f.rule], ["request-smuggling", expected[level]![1]]);
       }
-      assertEquals(up.seen.length, level === "low" ? 2 : 0);
+      assertEquals(up.seen.length - forwarded, level === "low" ? 2 : 0, `${coding} at ${level}`);
     }
   }
   const { up, s } = await setup({ inspect_body_bytes: 64 * 1024 });
