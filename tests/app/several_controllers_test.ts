@@ -55,6 +55,26 @@ async function controller(
   });
 }
 
+/** A schema and a directory of the test's own and one fake clock; drops the schema after `fn`. */
+async function withDeployment(
+  fn: (t: { dir: string; schema: string; secretsFile: string; clock: FakeClock }) => Promise<void>,
+): Promise<void> {
+  const schema = testSchemaName();
+  await using dir = await tempDir();
+  try {
+    await fn({
+      dir,
+      schema,
+      secretsFile: `${dir}/deployment.key`,
+      clock: new FakeClock(Date.now()),
+    });
+  } finally {
+    const sql = postgres(postgresDsn(available), { max: 1, onnotice: () => {} });
+    await sql.unsafe(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    await sql.end();
+  }
+}
+
 function startReceiver() {
   const received: { event: string; title: string }[] = [];
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
@@ -75,12 +95,8 @@ Deno.test({
     "two controllers: a notification is delivered once and shows once on each feed; a deployment task runs once (needs postgresql)",
   ignore: ignoreWithout(available),
   async fn() {
-    const schema = testSchemaName();
-    await using dir = await tempDir();
     await using receiver = startReceiver();
-    const clock = new FakeClock(Date.now());
-    const secretsFile = `${dir}/deployment.key`;
-    try {
+    await withDeployment(async ({ dir, schema, secretsFile, clock }) => {
       await using a = await controller({ dir: `${dir}/a`, schema, secretsFile, clock });
       await completeSetup(a);
       const admin = await login(a, ADMIN.username, ADMIN.password);
@@ -122,11 +138,7 @@ Deno.test({
       assertEquals(holders.length, 1);
       // Time sync is each controller's own (its host clock): no lease is taken for it.
       ok(!(await a.coordinator.controllers()).some((c) => c.tasks.includes("ops.time-sync")));
-    } finally {
-      const sql = postgres(postgresDsn(available), { max: 1, onnotice: () => {} });
-      await sql.unsafe(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-      await sql.end();
-    }
+    });
   },
 });
 
@@ -135,11 +147,7 @@ Deno.test({
     "two controllers: a deployment task in flight on A is running through B's API: GET says so, a manual run answers 409 (needs postgresql)",
   ignore: ignoreWithout(available),
   async fn() {
-    const schema = testSchemaName();
-    await using dir = await tempDir();
-    const clock = new FakeClock(Date.now());
-    const secretsFile = `${dir}/deployment.key`;
-    try {
+    await withDeployment(async ({ dir, schema, secretsFile, clock }) => {
       await using a = await controller({ dir: `${dir}/a`, schema, secretsFile, clock });
       await completeSetup(a);
       const admin = await login(a, ADMIN.username, ADMIN.password);
@@ -167,11 +175,7 @@ Deno.test({
       const ran = await callJson(b, "POST", `${path}/run`, { session: admin, body: {} });
       assertEquals(ran.status, 200, JSON.stringify(ran.body));
       assertEquals((ran.body.run as { result: string }).result, "ok");
-    } finally {
-      const sql = postgres(postgresDsn(available), { max: 1, onnotice: () => {} });
-      await sql.unsafe(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-      await sql.end();
-    }
+    });
   },
 });
 
@@ -180,11 +184,7 @@ Deno.test({
     "a controller started while setup is pending keeps the first one's setup link working (needs postgresql)",
   ignore: ignoreWithout(available),
   async fn() {
-    const schema = testSchemaName();
-    await using dir = await tempDir();
-    const clock = new FakeClock(Date.now());
-    const secretsFile = `${dir}/deployment.key`;
-    try {
+    await withDeployment(async ({ dir, schema, secretsFile, clock }) => {
       const a = await controller({ dir: `${dir}/a`, schema, secretsFile, clock });
       const link = await Deno.readTextFile(`${dir}/a/runtime/setup.url`);
       await using b = await controller({ dir: `${dir}/b`, schema, secretsFile, clock });
@@ -205,10 +205,6 @@ Deno.test({
       assertEquals(r.status, 201, await r.text());
       // Signed in on A with the account made through B (login throws on a refusal).
       await login(again, ADMIN.username, ADMIN.password);
-    } finally {
-      const sql = postgres(postgresDsn(available), { max: 1, onnotice: () => {} });
-      await sql.unsafe(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-      await sql.end();
-    }
+    });
   },
 });
