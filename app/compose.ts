@@ -365,6 +365,12 @@ async function composeParts(base: Base, parts: Parts, chosen: ReadonlySet<Area>)
       identity: parts.identity,
       apiAccess: parts.apiAccess!,
       lease: (task) => base.coordinator.acquire(`ops.${task}`),
+      shared: base.coordinator.profile === "production"
+        ? {
+          controllerId: base.coordinator.controllerId,
+          controllers: () => base.coordinator.controllers(),
+        }
+        : undefined,
       storeFacts: base.storeFacts,
       acmeRetryDelayMs: base.deps.acmeRetryDelayMs,
     });

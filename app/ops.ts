@@ -19,6 +19,7 @@ import type { DeploymentKeys } from "../mod/core/deployment_keys.ts";
 import type { Logger } from "../mod/core/logger.ts";
 import type { Random } from "../mod/core/random.ts";
 import { createScheduler, type Scheduler } from "../mod/ops/scheduler.ts";
+import type { SharedStore } from "../mod/ops/run_owners.ts";
 import type { TaskDef } from "../mod/ops/task.ts";
 import { backupToFolder, runStoreJob } from "../mod/ops/store_jobs.ts";
 import { analyzePgStore, checkPgStore, pgDumpBackup } from "../mod/ops/pg_maintenance.ts";
@@ -54,6 +55,8 @@ export interface OpsDeps {
   readonly apiAccess: ApiAccess;
   /** The deployment-wide lease of a scheduled task (several controllers: one runs it). */
   readonly lease?: (task: string) => Promise<boolean>;
+  /** The controllers sharing the store (production): runs are judged against the registry. */
+  readonly shared?: SharedStore;
   /** How often the ACME client polls the CA while it validates (tests shorten it). */
   readonly acmeBackoff?: { attempts: number; minMs: number; maxMs: number };
   /** The ACME client's first retry delay for a request that got no answer (tests shorten it). */
@@ -269,6 +272,7 @@ export function createOps(deps: OpsDeps): OpsPlane {
     notify: deps.core.notify,
     publish: (kind, payload) => deps.core.bus.publish(kind, payload),
     lease: deps.lease,
+    shared: deps.shared,
   }, maintenanceTasks(deps, acme));
   const storage = createStorage({
     dataDir: deps.dataDir,

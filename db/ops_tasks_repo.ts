@@ -29,6 +29,9 @@ export interface RunRow {
   readonly detail: string | null;
 }
 
+/** The error of a run its process left behind. */
+const INTERRUPTED = "interrupted: the process stopped during the run";
+
 export function createOpsTasksRepo(db: Db, options: { keepRuns?: number } = {}) {
   const keepRuns = options.keepRuns ?? 200;
   const insertDefault = db.prepare(
@@ -45,7 +48,8 @@ export function createOpsTasksRepo(db: Db, options: { keepRuns?: number } = {}) 
     "UPDATE ops_tasks SET next_run_at = ? WHERE id = ? AND (next_run_at IS NULL OR next_run_at > ?)",
   );
   const start = db.prepare(
-    `INSERT INTO ops_task_runs (task_id, trigger, actor, started_at, result) VALUES (?, ?, ?, ?, 'running')`,
+    `INSERT INTO ops_task_runs (task_id, trigger, actor, started_at, result, detail)
+     VALUES (?, ?, ?, ?, 'running', ?)`,
   );
   const finish = db.prepare(
     `UPDATE ops_task_runs SET finished_at = ?, result = ?, duration_ms = ?, error = ?, detail = ?
@@ -54,6 +58,15 @@ export function createOpsTasksRepo(db: Db, options: { keepRuns?: number } = {}) 
   const interrupted = db.prepare(
     `UPDATE ops_task_runs SET finished_at = ?, result = 'error', error = ? WHERE result = 'running'`,
   );
+  const interruptedOne = db.prepare(
+    `UPDATE ops_task_runs SET finished_at = ?, result = 'error', error = ?
+     WHERE id = ? AND result = 'running'`,
+  );
+  const runningAll = db.prepare("SELECT * FROM ops_task_runs WHERE result = 'running' ORDER BY id");
+  const runningOf = db.prepare(
+    "SELECT * FROM ops_task_runs WHERE task_id = ? AND result = 'running' ORDER BY id",
+  );
+  const oneRun = db.prepare("SELECT * FROM ops_task_runs WHERE id = ?");
   const last = db.prepare(
     "SELECT * FROM ops_task_runs WHERE task_id = ? AND result != 'running' ORDER BY id DESC LIMIT 1",
   );
@@ -97,9 +110,18 @@ export function createOpsTasksRepo(db: Db, options: { keepRuns?: number } = {}) 
     bringForward(id: string, at: number): void {
       bringForward.run(at, id, at);
     },
-    /** Records a run's start; returns its id. */
-    started(taskId: string, trigger: string, actor: string | null, at: number): number {
-      return Number(start.run(taskId, trigger, actor, at).lastInsertRowid);
+    /**
+     * Records a run's start; returns its id. `detail`: what the row holds until the run's end
+     * writes its own (on several controllers, the controller running it).
+     */
+    started(
+      taskId: string,
+      trigger: string,
+      actor: string | null,
+      at: number,
+      detail: string | null = null,
+    ): number {
+      return Number(start.run(taskId, trigger, actor, at, detail).lastInsertRowid);
     },
     /** Records a run's end and keeps only the newest runs of the task. */
     finished(
@@ -118,7 +140,19 @@ export function createOpsTasksRepo(db: Db, options: { keepRuns?: number } = {}) 
     },
     /** Marks runs a stopped process left `running` as failed. */
     interrupted(at: number): number {
-      return Number(interrupted.run(at, "interrupted: the process stopped during the run").changes);
+      return Number(interrupted.run(at, INTERRUPTED).changes);
+    },
+    /** Marks one run left `running` as failed (its controller is gone); false if it ended. */
+    interruptedRun(id: number, at: number): boolean {
+      return Number(interruptedOne.run(at, INTERRUPTED, id).changes) === 1;
+    },
+    /** The runs still `running`, of one task or (null) of every task, oldest first. */
+    running(taskId: string | null): RunRow[] {
+      const rows = taskId === null ? runningAll.all() : runningOf.all(taskId);
+      return rows as unknown as RunRow[];
+    },
+    run(id: number): RunRow | undefined {
+      return oneRun.get(id) as RunRow | undefined;
     },
     last(taskId: string): RunRow | undefined {
       return last.get(taskId) as RunRow | undefined;

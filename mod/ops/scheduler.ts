@@ -17,6 +17,14 @@
  * controller that does not hold the lease looks again after `checkEveryMs` (the holder, or its
  * successor once the lease is stale, runs it) and hands its own earlier deadline to the stored
  * next run. A `controller` task keeps its next run in this process and runs on every controller.
+ *
+ * With `shared` as well (the production profile; mod/ops/run_owners.ts), a run records the
+ * controller that started it, so: a run left `running` is marked interrupted only once its
+ * controller is gone (at every tick, not by whichever controller starts), a `deployment` task
+ * running on another live controller counts as running here too (a manual run answers 409, a
+ * scheduled one waits for its end), and a `deployment` task that runs at start does so only when
+ * no other controller of the deployment is alive (the deployment starting, not one more
+ * controller joining it; the stored next run stands otherwise).
  */
 import type { OpsTasksRepo, TaskRow } from "../../db/ops_tasks_repo.ts";
 import type { Clock } from "../core/clock.ts";
@@ -24,6 +32,7 @@ import { AppError } from "../core/errors.ts";
 import type { Logger } from "../core/logger.ts";
 import type { Notify } from "../core/notifications.ts";
 import type { Random } from "../core/random.ts";
+import { RunOwners, type SharedStore } from "./run_owners.ts";
 import { describeSchedule, nextAfter } from "./schedule.ts";
 import {
   dueOf,
@@ -53,6 +62,12 @@ export interface SchedulerDeps {
    * production store: each due time runs on the lease holder only). Absent: always this process.
    */
   readonly lease?: (task: string) => Promise<boolean>;
+  /**
+   * The deployment of controllers sharing the store (production): runs are recorded with their
+   * controller and judged against the registry. Absent: one process, so every run left `running`
+   * when the scheduler is made is its own leftover.
+   */
+  readonly shared?: SharedStore;
 }
 
 /** What a finished run reports (`task.finished`, and the failure notification). */
@@ -65,6 +80,14 @@ type Finished = {
   readonly duration_ms: number;
   readonly error: string | null;
 };
+
+/** The refusal of a second run; `elsewhere`: the run in flight is another controller's. */
+const running = (id: string, elsewhere = false) =>
+  new AppError(
+    409,
+    "TASK_RUNNING",
+    `Task "${id}" is running${elsewhere ? " on another controller" : ""}; try again when it ends`,
+  );
 
 /** How soon the timer looks again after the store could not tell the next runs. */
 const STORE_RETRY_MS = 5_000;
@@ -86,6 +109,13 @@ export class Scheduler {
   readonly #notBefore = new Map<string, number>();
   /** Own deadlines (`dueAt`) already handed to the stored next run. */
   readonly #handed = new Map<string, number>();
+  /** The runs in flight in this process, by run id. */
+  readonly #runIds = new Set<number>();
+  readonly #owners: RunOwners | undefined;
+  /** `deployment` tasks that run at start, when the registry shows no other live controller. */
+  readonly #atStart = new Set<string>();
+  /** The tick in progress, if any. */
+  #ticking: Promise<void> | undefined;
 
   /** Rows for every task (a stored schedule wins over the default) and their first next run. */
   constructor(deps: SchedulerDeps, tasks: readonly TaskDef<never>[]) {
@@ -94,8 +124,10 @@ export class Scheduler {
     this.#checkEveryMs = deps.checkEveryMs ?? 30_000;
     const { repo } = deps;
     const now = deps.clock.now();
+    this.#owners = deps.shared && new RunOwners({ ...deps, shared: deps.shared });
     deps.transaction(() => {
-      repo.interrupted(now);
+      // One process: whatever is left `running` is its own. Shared: the first tick sweeps.
+      if (!this.#owners) repo.interrupted(now);
       for (const d of this.#defs.values()) {
         repo.ensure({
           id: d.id,
@@ -107,7 +139,8 @@ export class Scheduler {
         });
         const r = this.#row(d.id);
         if (!r.enabled) continue;
-        if (d.runAtStart) repo.setNext(d.id, now);
+        if (d.runAtStart && this.#owners && d.scope !== "controller") this.#atStart.add(d.id);
+        if (d.runAtStart && !this.#atStart.has(d.id)) repo.setNext(d.id, now);
         else if (r.next_run_at === null) repo.setNext(d.id, this.#plan(r, now));
       }
     });
@@ -139,7 +172,7 @@ export class Scheduler {
       jitter_ms: r.jitter_ms,
       enabled: r.enabled === 1,
       settings: settingsOf(d, r),
-      running: this.#running.has(id),
+      running: this.#running.has(id) || this.#runsElsewhere(id, d),
       next_run_at: iso(this.#due(id, d, r, false)),
       last_run: last ? runView(last) : null,
     };
@@ -175,15 +208,21 @@ export class Scheduler {
     return this.get(id);
   }
 
-  /** Starts a run now; 409 `TASK_RUNNING` while the task runs. */
-  runNow(id: string, actor: string): { run: RunView; done: Promise<RunView> } {
-    this.#def(id);
-    if (this.#running.has(id)) {
-      throw new AppError(409, "TASK_RUNNING", `Task "${id}" is running; try again when it ends`);
-    }
-    const { runId, done } = this.#execute(id, "manual", actor)!;
+  /**
+   * Starts a run now; 409 `TASK_RUNNING` while the task runs (a `deployment` task: on any live
+   * controller of the deployment).
+   */
+  async runNow(id: string, actor: string): Promise<{ run: RunView; done: Promise<RunView> }> {
+    const d = this.#def(id);
+    if (this.#running.has(id)) throw running(id);
+    // A run another controller left behind must not refuse this one once that controller is gone.
+    if (this.#owners && d.scope !== "controller") await this.#owners.sweep(this.#runIds);
+    if (this.#running.has(id)) throw running(id);
+    const started = this.#execute(id, "manual", actor);
+    if (started.kind !== "started") throw running(id, true);
+    const { runId, done } = started;
     return {
-      run: runView(this.#deps.repo.runs(id, 1).find((r) => r.id === runId)!),
+      run: runView(this.#deps.repo.run(runId)!),
       done,
     };
   }
@@ -194,6 +233,7 @@ export class Scheduler {
 
   /** Starts every due task that is not running; resolves when those runs end. */
   async tick(): Promise<void> {
+    if (this.#owners) await this.#owners.sweep(this.#runIds);
     const now = this.#deps.clock.now();
     const runs: Promise<unknown>[] = [];
     for (const [id, d] of this.#defs) {
@@ -214,7 +254,9 @@ export class Scheduler {
         if (this.#running.has(id)) continue;
       }
       const started = this.#execute(id, "schedule", null, r.next_run_at);
-      if (started) runs.push(started.done);
+      if (started.kind === "started") runs.push(started.done);
+      // Running on another controller: the due time waits for its end, looked at again later.
+      else if (started.kind === "elsewhere") this.#notBefore.set(id, now + this.#checkEveryMs);
     }
     await Promise.allSettled(runs);
   }
@@ -223,7 +265,7 @@ export class Scheduler {
   start(): void {
     if (this.#started) return;
     this.#started = true;
-    this.#tickThenArm();
+    this.#tickThenArm(this.#atStart.size > 0 ? this.#startShared() : undefined);
   }
 
   /**
@@ -235,8 +277,9 @@ export class Scheduler {
     this.#arm();
   }
 
-  /** Resolves when the runs in flight now have ended. */
+  /** Resolves when the tick in progress and the runs in flight now have ended. */
   async idle(): Promise<void> {
+    await this.#ticking;
     await Promise.allSettled([...this.#running.values()]);
   }
 
@@ -246,6 +289,27 @@ export class Scheduler {
     clearTimeout(this.#timer);
     this.#timer = undefined;
     await this.idle();
+  }
+
+  /** Whether a `deployment` task runs on another controller (shared store only). */
+  #runsElsewhere(id: string, d: TaskDef<unknown>): boolean {
+    return !!this.#owners && d.scope !== "controller" && this.#owners.elsewhere(id, this.#runIds);
+  }
+
+  /**
+   * The `deployment` tasks that run at start are due now only when no other controller is alive
+   * (one that is has been running them); a registry that cannot answer runs them, as one
+   * process would.
+   */
+  async #startShared(): Promise<void> {
+    const others = await this.#owners!.othersAlive();
+    if (others) return;
+    const now = this.#deps.clock.now();
+    this.#deps.transaction(() => {
+      for (const id of this.#atStart) {
+        if (this.#row(id).enabled) this.#deps.repo.setNext(id, now);
+      }
+    });
   }
 
   #def(id: string): TaskDef<unknown> {
@@ -300,15 +364,19 @@ export class Scheduler {
   }
 
   /**
-   * Starts a run. A scheduled one of a deployment task is claimed first: undefined when the
-   * stored next run is no longer `seen` (another controller ran that due time).
+   * Starts a run, claimed in one transaction (which the store serialises across controllers):
+   * `elsewhere` when a `deployment` task runs on another controller; for a scheduled run of a
+   * deployment task, `taken` when the stored next run is no longer `seen` (another controller
+   * ran that due time).
    */
   #execute(
     id: string,
     trigger: "schedule" | "manual",
     actor: string | null,
     seen?: number | null,
-  ): { runId: number; done: Promise<RunView> } | undefined {
+  ):
+    | { kind: "started"; runId: number; done: Promise<RunView> }
+    | { kind: "taken" | "elsewhere" } {
     const { repo, clock } = this.#deps;
     const d = this.#def(id);
     const local = this.#deps.lease !== undefined && d.scope === "controller";
@@ -316,16 +384,18 @@ export class Scheduler {
     const claimed = this.#deps.transaction(() => {
       const r = this.#row(id);
       if (trigger === "schedule" && !local && seen !== undefined && r.next_run_at !== seen) {
-        return undefined;
+        return "taken" as const;
       }
+      if (this.#runsElsewhere(id, d)) return "elsewhere" as const;
       if (trigger === "schedule") {
         const next = this.#plan(r, startedAt);
         if (local) this.#localNext.set(id, next);
         repo.setNext(id, next);
       }
-      return { r, runId: repo.started(id, trigger, actor, startedAt) };
+      const detail = this.#owners?.startDetail ?? null;
+      return { r, runId: repo.started(id, trigger, actor, startedAt, detail) };
     });
-    if (!claimed) return undefined;
+    if (typeof claimed === "string") return { kind: claimed };
     const { r, runId } = claimed;
     const t0 = performance.now();
     const p = (async () => {
@@ -356,10 +426,15 @@ export class Scheduler {
         duration_ms: durationMs,
         error,
       });
-      return runView(repo.runs(id, 1)[0]!);
-    })().finally(() => this.#running.delete(id));
+      // By id: another controller's run of the task may be newer (a controller task's, say).
+      return runView(repo.run(runId)!);
+    })().finally(() => {
+      this.#running.delete(id);
+      this.#runIds.delete(runId);
+    });
     this.#running.set(id, p);
-    return { runId, done: p };
+    this.#runIds.add(runId);
+    return { kind: "started", runId, done: p };
   }
 
   /** Publishes `task.finished` and notifies a failure; neither may fail the run. */
@@ -387,10 +462,15 @@ export class Scheduler {
     }
   }
 
-  #tickThenArm(): void {
-    this.tick().catch((err) =>
+  /** Ticks (after `first`, when given), then arms the timer. */
+  #tickThenArm(first?: Promise<void>): void {
+    const ticking = (first ? first.then(() => this.tick()) : this.tick()).catch((err) =>
       this.#deps.logger.error("scheduler tick failed", { error: err as Error })
-    ).finally(() => this.#arm());
+    ).finally(() => {
+      if (this.#ticking === ticking) this.#ticking = undefined;
+      this.#arm();
+    });
+    this.#ticking = ticking;
   }
 
   #arm(): void {

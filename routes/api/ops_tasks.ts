@@ -1,7 +1,8 @@
 /**
  * The task scheduler's routes: read tasks and their run history with `read:ops`; change a
  * schedule and run a task now with `write:ops`. Changes and manual runs are audited (a refused
- * one too, with its code: a second run while one is in flight answers 409 `TASK_RUNNING`).
+ * one too, with its code: a second run while one is in flight answers 409 `TASK_RUNNING`; on the
+ * production profile a deployment task in flight on any live controller counts).
  */
 import { z } from "zod";
 import { toSchedule } from "../../mod/ops/schedule.ts";
@@ -92,7 +93,7 @@ export function opsTaskRoutes(deps: OpsTaskRouteDeps): RouteDef[] {
           target: `task:${id}`,
         }, () => {
           const actor = actorOf(c);
-          return Promise.resolve(scheduler.runNow(id, actor.name ?? actor.type));
+          return scheduler.runNow(id, actor.name ?? actor.type);
         });
         let timer: ReturnType<typeof setTimeout> | undefined;
         const finished = await Promise.race([

@@ -1,8 +1,9 @@
 /**
  * Two composed controllers on one production database (the real PostgreSQL, a schema of the
  * test's own, dropped after; one key file, a data directory each): a notification raised on A is
- * delivered to a loopback webhook once and shows once on each controller's realtime feed, and a
- * deployment task's due time runs once while each controller runs its own time sync.
+ * delivered to a loopback webhook once and shows once on each controller's realtime feed, a
+ * deployment task's due time runs once while each controller runs its own time sync, and a
+ * deployment task in flight on one controller is running through the other's API.
  */
 import postgres from "postgres";
 import { assertEquals, ok } from "../_helpers/assert.ts";
@@ -15,6 +16,8 @@ import { testConfig } from "../_helpers/server.ts";
 import { tempDir } from "../_helpers/temp.ts";
 import { hasPostgres, ignoreWithout, postgresDsn } from "../_helpers/services.ts";
 import { ADMIN, callJson, completeSetup, login } from "../_helpers/identity.ts";
+import { errorCode } from "../_helpers/api_access.ts";
+import { createOpsTasksRepo } from "../../db/ops_tasks_repo.ts";
 import { testSchemaName } from "../_helpers/store.ts";
 import { waitFor } from "../_helpers/wait.ts";
 
@@ -52,6 +55,26 @@ async function controller(
   });
 }
 
+/** A schema and a directory of the test's own and one fake clock; drops the schema after `fn`. */
+async function withDeployment(
+  fn: (t: { dir: string; schema: string; secretsFile: string; clock: FakeClock }) => Promise<void>,
+): Promise<void> {
+  const schema = testSchemaName();
+  await using dir = await tempDir();
+  try {
+    await fn({
+      dir,
+      schema,
+      secretsFile: `${dir}/deployment.key`,
+      clock: new FakeClock(Date.now()),
+    });
+  } finally {
+    const sql = postgres(postgresDsn(available), { max: 1, onnotice: () => {} });
+    await sql.unsafe(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    await sql.end();
+  }
+}
+
 function startReceiver() {
   const received: { event: string; title: string }[] = [];
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
@@ -72,12 +95,8 @@ Deno.test({
     "two controllers: a notification is delivered once and shows once on each feed; a deployment task runs once (needs postgresql)",
   ignore: ignoreWithout(available),
   async fn() {
-    const schema = testSchemaName();
-    await using dir = await tempDir();
     await using receiver = startReceiver();
-    const clock = new FakeClock(Date.now());
-    const secretsFile = `${dir}/deployment.key`;
-    try {
+    await withDeployment(async ({ dir, schema, secretsFile, clock }) => {
       await using a = await controller({ dir: `${dir}/a`, schema, secretsFile, clock });
       await completeSetup(a);
       const admin = await login(a, ADMIN.username, ADMIN.password);
@@ -119,11 +138,44 @@ Deno.test({
       assertEquals(holders.length, 1);
       // Time sync is each controller's own (its host clock): no lease is taken for it.
       ok(!(await a.coordinator.controllers()).some((c) => c.tasks.includes("ops.time-sync")));
-    } finally {
-      const sql = postgres(postgresDsn(available), { max: 1, onnotice: () => {} });
-      await sql.unsafe(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-      await sql.end();
-    }
+    });
+  },
+});
+
+Deno.test({
+  name:
+    "two controllers: a deployment task in flight on A is running through B's API: GET says so, a manual run answers 409 (needs postgresql)",
+  ignore: ignoreWithout(available),
+  async fn() {
+    await withDeployment(async ({ dir, schema, secretsFile, clock }) => {
+      await using a = await controller({ dir: `${dir}/a`, schema, secretsFile, clock });
+      await completeSetup(a);
+      const admin = await login(a, ADMIN.username, ADMIN.password);
+      await using b = await controller({ dir: `${dir}/b`, schema, secretsFile, clock });
+      await Promise.all([a.ops.scheduler.idle(), b.ops.scheduler.idle()]);
+      // The check runs at start once: when A started the deployment, not when B joined it.
+      assertEquals(b.ops.scheduler.runs("certificate-check", 10).length, 1);
+      // A run in flight on A, as its row says (the check itself ends too soon to be caught).
+      const repo = createOpsTasksRepo(a.db);
+      const onA = JSON.stringify({ controller: a.coordinator.controllerId });
+      const run = repo.started("certificate-check", "manual", "admin", clock.now(), onA);
+      const path = "/api/ops/tasks/certificate-check";
+      const task = await callJson(b, "GET", path, { session: admin });
+      assertEquals((task.body.item as { running: boolean }).running, true);
+      const refused = await callJson(b, "POST", `${path}/run`, { session: admin, body: {} });
+      assertEquals([refused.status, errorCode(refused)], [409, "TASK_RUNNING"]);
+      // A's run ends: B runs the task.
+      repo.finished(run, "certificate-check", {
+        at: clock.now(),
+        result: "ok",
+        durationMs: 1,
+        error: null,
+        detail: null,
+      });
+      const ran = await callJson(b, "POST", `${path}/run`, { session: admin, body: {} });
+      assertEquals(ran.status, 200, JSON.stringify(ran.body));
+      assertEquals((ran.body.run as { result: string }).result, "ok");
+    });
   },
 });
 
@@ -132,11 +184,7 @@ Deno.test({
     "a controller started while setup is pending keeps the first one's setup link working (needs postgresql)",
   ignore: ignoreWithout(available),
   async fn() {
-    const schema = testSchemaName();
-    await using dir = await tempDir();
-    const clock = new FakeClock(Date.now());
-    const secretsFile = `${dir}/deployment.key`;
-    try {
+    await withDeployment(async ({ dir, schema, secretsFile, clock }) => {
       const a = await controller({ dir: `${dir}/a`, schema, secretsFile, clock });
       const link = await Deno.readTextFile(`${dir}/a/runtime/setup.url`);
       await using b = await controller({ dir: `${dir}/b`, schema, secretsFile, clock });
@@ -157,10 +205,6 @@ Deno.test({
       assertEquals(r.status, 201, await r.text());
       // Signed in on A with the account made through B (login throws on a refusal).
       await login(again, ADMIN.username, ADMIN.password);
-    } finally {
-      const sql = postgres(postgresDsn(available), { max: 1, onnotice: () => {} });
-      await sql.unsafe(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-      await sql.end();
-    }
+    });
   },
 });

@@ -243,7 +243,7 @@ Deno.test({
   });
 
   await t.step("the expiring certificate reaches the inbox and is marked read", async () => {
-    const run = server.ops.scheduler.runNow("certificate-check", "test");
+    const run = await server.ops.scheduler.runNow("certificate-check", "test");
     assertEquals((await run.done).detail, { expiring: 1 });
     await admin.open("notifications");
     const row = admin.page.locator("tr", { hasText: "The certificate of shop expires in" });

@@ -25,7 +25,7 @@ function fillAccessLog(s: TestServer, ageDays: number): void {
 
 /** Runs `task` and sends data-plane requests until it ends; returns their statuses. */
 async function answeredDuring(s: TestServer, task: string) {
-  const { done } = s.ops.scheduler.runNow(task, "test");
+  const { done } = await s.ops.scheduler.runNow(task, "test");
   let finished = false;
   const run = done.finally(() => finished = true);
   const statuses: number[] = [];

@@ -4,7 +4,9 @@
  * clock. A scheduled task's due time runs once (and a controller's own task on each), a lease
  * is taken over once its holder stops renewing, a notification delivery reaches a loopback
  * webhook once, the dashboard's rollups add both controllers' traffic, an attack spike spread
- * over both is notified once, and a deployment-wide realtime event reaches both feeds once.
+ * over both is notified once, and a deployment-wide realtime event reaches both feeds once. A
+ * run is its controller's: another controller starting leaves it alone, it is marked interrupted
+ * once its controller is gone, and a deployment task in flight anywhere refuses a second run.
  */
 import { assertEquals, ok } from "../../_helpers/assert.ts";
 import postgres from "postgres";
@@ -21,6 +23,7 @@ import { systemRandom } from "../../../mod/core/random.ts";
 import { createSecretBox } from "../../../mod/core/secret_box.ts";
 import { SiteCounterSet } from "../../../mod/data_plane/site_counters.ts";
 import { STALE_MS } from "../../../mod/deployment/coordinator.ts";
+import { AppError } from "../../../mod/core/errors.ts";
 import { createPgCoordinator, type PgCoordinator } from "../../../mod/deployment/pg_coordinator.ts";
 import { createAttackSpike, SPIKE_GRACE_MS } from "../../../mod/monitor/attack_spike.ts";
 import { ALL, MINUTE_MS, totals } from "../../../mod/monitor/rollup_cells.ts";
@@ -93,6 +96,22 @@ async function withTwo(
   }
 }
 
+/** A scheduler of controller `c` that shares the store with the others (the production wiring). */
+function sharedScheduler(c: Controller, clock: FakeClock, tasks: TaskDef<never>[]) {
+  return createScheduler({
+    repo: createOpsTasksRepo(c.db),
+    clock,
+    random: systemRandom,
+    logger: createMemoryLogger(),
+    transaction: c.tx,
+    lease: (task) => c.coordinator.acquire(`ops.${task}`),
+    shared: {
+      controllerId: c.coordinator.controllerId,
+      controllers: () => c.coordinator.controllers(),
+    },
+  }, tasks);
+}
+
 Deno.test({
   name:
     "two controllers: a deployment task's due time runs once, a controller's own task on each, and a stale lease is taken over (needs postgresql)",
@@ -117,15 +136,7 @@ Deno.test({
           run: () => void ran.push(`clock@${who}`),
         },
       ];
-      const make = (c: Controller) =>
-        createScheduler({
-          repo: createOpsTasksRepo(c.db),
-          clock,
-          random: systemRandom,
-          logger: createMemoryLogger(),
-          transaction: c.tx,
-          lease: (task) => c.coordinator.acquire(`ops.${task}`),
-        }, tasks(c.name));
+      const make = (c: Controller) => sharedScheduler(c, clock, tasks(c.name));
       const sa = make(a);
       const sb = make(b);
 
@@ -191,15 +202,7 @@ Deno.test({
           deadline = undefined;
         },
       });
-      const make = (c: Controller, def: TaskDef<never>) =>
-        createScheduler({
-          repo: createOpsTasksRepo(c.db),
-          clock,
-          random: systemRandom,
-          logger: createMemoryLogger(),
-          transaction: c.tx,
-          lease: (t) => c.coordinator.acquire(`ops.${t}`),
-        }, [def]);
+      const make = (c: Controller, def: TaskDef<never>) => sharedScheduler(c, clock, [def]);
       assertEquals(await a.coordinator.acquire("ops.cleanup"), true);
       const sa = make(a, task("a"));
       // B's own deadline (a token created on B) is in B's memory only.
@@ -211,6 +214,215 @@ Deno.test({
       assertEquals(ran, [], "B does not hold the lease");
       await sa.tick();
       assertEquals(ran, ["a"], "the holder ran B's deadline");
+    });
+  },
+});
+
+/** Runs that end when the test releases them, by `task@controller`. */
+function gate() {
+  const open = new Map<string, () => void>();
+  return {
+    run: (key: string) => () => new Promise<void>((r) => open.set(key, r)),
+    release(key: string) {
+      const r = open.get(key);
+      ok(r, `no run of ${key} in flight`);
+      open.delete(key);
+      r();
+    },
+    releaseAll() {
+      for (const key of [...open.keys()]) this.release(key);
+    },
+  };
+}
+
+/** The AppError `p` rejects with (fails when it is accepted). */
+async function refusal(p: Promise<unknown>): Promise<AppError> {
+  const err = await p.then(() => new Error("accepted"), (err: unknown) => err);
+  ok(err instanceof AppError, String(err));
+  return err;
+}
+
+const SIX_HOURS = 6 * 60 * MIN;
+
+/** A task due every six hours. */
+function sixHourly(
+  id: string,
+  run: TaskDef<never>["run"],
+  more: Partial<TaskDef<never>> = {},
+): TaskDef<never> {
+  return { id, title: id, description: "", schedule: { every_ms: SIX_HOURS }, run, ...more };
+}
+
+Deno.test({
+  name:
+    "two controllers: a controller that starts leaves another's run alone; runs whose controller is gone are marked interrupted (needs postgresql)",
+  ignore: ignoreWithout(available),
+  async fn() {
+    await withTwo(async ({ a, b, clock }) => {
+      const runs = gate();
+      const backup = (who: string) => [sixHourly("backup", runs.run(`backup@${who}`))];
+      const sa = sharedScheduler(a, clock, backup("a"));
+      const first = await sa.runNow("backup", "admin");
+      assertEquals(first.run.detail, { controller: "ctrl-a" }, "the run names its controller");
+      // B starts (made, started, ticking) while A's backup runs: the run stays A's.
+      const sb = sharedScheduler(b, clock, backup("b"));
+      sb.start();
+      await sb.idle();
+      await sb.stop();
+      assertEquals(sb.runs("backup", 10).map((r) => r.result), ["running"]);
+      runs.release("backup@a");
+      assertEquals((await first.done).result, "ok");
+      assertEquals(sb.runs("backup", 10).map((r) => [r.result, r.error]), [["ok", null]]);
+
+      // A's live run, and rows left `running`: B's own (an earlier scheduler of B), one naming no
+      // controller (an older build's), one of a controller not (yet) in the registry.
+      const second = await sa.runNow("backup", "admin");
+      const repo = createOpsTasksRepo(b.db);
+      const left = (owner: string | null) =>
+        repo.started(
+          "backup",
+          "manual",
+          "admin",
+          clock.now(),
+          owner && `{"controller":"${owner}"}`,
+        );
+      const own = left("ctrl-b");
+      const unowned = left(null);
+      const unknown = left("ctrl-new");
+      await sb.tick();
+      const result = (id: number) => {
+        const r = sb.runs("backup", 20).find((r) => r.id === id)!;
+        return r.result === "error" && r.error?.startsWith("interrupted")
+          ? "interrupted"
+          : r.result;
+      };
+      assertEquals(
+        [own, unowned, unknown, second.run.id].map(result),
+        ["interrupted", "interrupted", "running", "running"],
+      );
+
+      // A stops heartbeating: once the registry sees it gone, B marks its run; so is the unknown
+      // controller's, which never registered.
+      clock.advance(STALE_MS - 1_000);
+      await b.coordinator.heartbeat();
+      await sb.tick();
+      assertEquals([unknown, second.run.id].map(result), ["running", "running"]);
+      clock.advance(1_000);
+      await b.coordinator.heartbeat();
+      await sb.tick();
+      assertEquals([unknown, second.run.id].map(result), ["interrupted", "interrupted"]);
+      // A was only cut off (its heartbeat lapsed): its run's end still writes the real result.
+      runs.release("backup@a");
+      assertEquals((await second.done).result, "ok");
+      assertEquals(result(second.run.id), "ok");
+    });
+  },
+});
+
+Deno.test({
+  name:
+    "two controllers: a deployment task running on one is running on both: 409 TASK_RUNNING, and the scheduled run waits (needs postgresql)",
+  ignore: ignoreWithout(available),
+  async fn() {
+    await withTwo(async ({ a, b, clock }) => {
+      const runs = gate();
+      const tasks = (who: string) => [
+        sixHourly("backup", runs.run(`backup@${who}`)),
+        sixHourly("clock", runs.run(`clock@${who}`), { scope: "controller" }),
+      ];
+      const sa = sharedScheduler(a, clock, tasks("a"));
+      const sb = sharedScheduler(b, clock, tasks("b"));
+      try {
+        const onA = await sa.runNow("backup", "admin");
+        assertEquals([sa.get("backup").running, sb.get("backup").running], [true, true]);
+        const refused = await refusal(sb.runNow("backup", "admin"));
+        assertEquals([refused.status, refused.code], [409, "TASK_RUNNING"]);
+        ok(refused.message.includes("on another controller"), refused.message);
+        // A controller's own task running on A does not stop B's.
+        await sa.runNow("clock", "admin");
+        assertEquals(sb.get("clock").running, false);
+        await sb.runNow("clock", "admin");
+
+        // The due time comes on B, the lease holder, while A's manual run goes on: it waits.
+        assertEquals(await b.coordinator.acquire("ops.backup"), true);
+        clock.advance(SIX_HOURS);
+        await a.coordinator.heartbeat();
+        await sb.tick();
+        assertEquals(sb.runs("backup", 10).length, 1, "no second run while A's runs");
+        runs.release("backup@a");
+        assertEquals((await onA.done).result, "ok");
+        assertEquals(sb.get("backup").running, false);
+        clock.advance(30_000);
+        await a.coordinator.heartbeat();
+        const scheduled = sb.tick();
+        await waitFor(() => sb.isRunning("backup"), "B's scheduled run");
+        assertEquals(
+          sb.runs("backup", 10).map((r) => [r.trigger, r.result]),
+          [["schedule", "running"], ["manual", "ok"]],
+        );
+        runs.release("backup@b");
+        await scheduled;
+
+        // A run of a controller that is gone does not refuse one: B sees A stale and runs it.
+        const stuck = await sa.runNow("backup", "admin");
+        clock.advance(STALE_MS);
+        await b.coordinator.heartbeat();
+        const onB = await sb.runNow("backup", "admin");
+        assertEquals(onB.run.detail, { controller: "ctrl-b" });
+        const previous = sb.runs("backup", 10).find((r) => r.id === stuck.run.id)!;
+        assertEquals(previous.result, "error");
+        ok(previous.error?.startsWith("interrupted"));
+      } finally {
+        runs.releaseAll();
+        await Promise.all([sa.idle(), sb.idle()]);
+      }
+    });
+  },
+});
+
+Deno.test({
+  name:
+    "two controllers: a deployment task that runs at start runs when the deployment starts, not when a controller joins it (needs postgresql)",
+  ignore: ignoreWithout(available),
+  async fn() {
+    await withTwo(async ({ a, b, clock }) => {
+      const ran: string[] = [];
+      const tasks = (who: string) => [
+        sixHourly("check", () => void ran.push(`check@${who}`), { runAtStart: true }),
+        sixHourly("clock", () => void ran.push(`clock@${who}`), {
+          runAtStart: true,
+          scope: "controller",
+        }),
+      ];
+      const startOn = async (c: Controller) => {
+        const s = sharedScheduler(c, clock, tasks(c.name));
+        s.start();
+        await s.idle();
+        await s.stop();
+        return s;
+      };
+      // Only A is alive (B's registration is stale): the deployment starts with A.
+      clock.advance(STALE_MS);
+      await a.coordinator.heartbeat();
+      const sa = await startOn(a);
+      assertEquals(ran.sort(), ["check@a", "clock@a"]);
+      const planned = new Date(clock.now() + SIX_HOURS).toISOString();
+      assertEquals(sa.get("check").next_run_at, planned);
+
+      // B joins while A is alive: only B's own task runs, the stored next run stands.
+      ran.length = 0;
+      clock.advance(MIN);
+      await a.coordinator.heartbeat();
+      await b.coordinator.heartbeat();
+      const sb = await startOn(b);
+      assertEquals(ran, ["clock@b"]);
+      assertEquals(sb.get("check").next_run_at, planned);
+
+      // Every controller stopped; later B starts again: the deployment starts, so it runs.
+      ran.length = 0;
+      clock.advance(STALE_MS);
+      await startOn(b);
+      assertEquals(ran.sort(), ["check@b", "clock@b"]);
     });
   },
 });

@@ -40,6 +40,13 @@ function setup(
   return { scheduler, notes, events };
 }
 
+/** The AppError `p` rejects with (fails when it is accepted). */
+async function refusal(p: Promise<unknown>): Promise<AppError> {
+  const err = await p.then(() => new Error("accepted"), (err: unknown) => err);
+  ok(err instanceof AppError, String(err));
+  return err;
+}
+
 Deno.test("an interval task runs when due, records the run and plans the next one", async () => {
   await using store = await testStore();
   const clock = new FakeClock(START);
@@ -109,6 +116,25 @@ Deno.test("the schedule and the next run persist across a restart; a run left be
   ok(view.last_run?.error?.includes("interrupted"));
 });
 
+Deno.test("one process (no shared store): a new scheduler marks every run left running, whoever it names; runs name no controller", async () => {
+  await using store = await testStore();
+  const clock = new FakeClock(START);
+  createOpsTasksRepo(store.db).started("t", "schedule", null, START, '{"controller":"other"}');
+  const run = () => ({ ok: true });
+  const { scheduler } = setup(store, [{
+    id: "t",
+    title: "T",
+    description: "",
+    schedule: { every_ms: MIN },
+    run,
+  }], clock);
+  assertEquals(scheduler.runs("t", 10).map((r) => r.result), ["error"]);
+  assertEquals(scheduler.get("t").running, false);
+  const manual = await scheduler.runNow("t", "admin");
+  assertEquals(manual.run.detail, null);
+  assertEquals((await manual.done).detail, { ok: true });
+});
+
 Deno.test("a missed run happens at the next tick after a restart, not a period later", async () => {
   await using store = await testStore();
   const clock = new FakeClock(START);
@@ -169,23 +195,18 @@ Deno.test("one run at a time: a manual run while the task runs is refused with 4
     schedule: { every_ms: MIN },
     run: () => new Promise<void>((r) => release = r),
   }], clock);
-  const { run, done } = scheduler.runNow("slow", "admin");
+  const { run, done } = await scheduler.runNow("slow", "admin");
   assertEquals(run.result, "running");
   ok(scheduler.get("slow").running);
-  try {
-    scheduler.runNow("slow", "admin");
-    throw new Error("accepted");
-  } catch (err) {
-    ok(err instanceof AppError);
-    assertEquals([err.status, err.code], [409, "TASK_RUNNING"]);
-  }
+  const refused = await refusal(scheduler.runNow("slow", "admin"));
+  assertEquals([refused.status, refused.code], [409, "TASK_RUNNING"]);
   clock.advance(MIN);
   await scheduler.tick();
   assertEquals(scheduler.runs("slow", 10).length, 1, "the scheduled run skips a running task");
   release();
   assertEquals((await done).result, "ok");
   assertEquals((await done).actor, "admin");
-  const again = scheduler.runNow("slow", "admin");
+  const again = await scheduler.runNow("slow", "admin");
   assertEquals(again.run.result, "running", "free again");
   release();
   await again.done;
@@ -201,7 +222,7 @@ Deno.test("a failed run is recorded with its error, notifies and publishes task.
     schedule: { every_ms: MIN },
     run: () => Promise.reject(new Error("disk full")),
   }], clock);
-  const run = await scheduler.runNow("broken", "admin").done;
+  const run = await (await scheduler.runNow("broken", "admin")).done;
   assertEquals([run.result, run.error], ["error", "disk full"]);
   assertEquals(notes.length, 1);
   assertEquals(notes[0]!.kind, "task.failed");
@@ -264,7 +285,7 @@ Deno.test("settings are validated against the task's schema; a disabled task has
   }
   assertEquals(scheduler.update("s", { enabled: false }).next_run_at, null);
   await assertRejects(async () => {
-    await scheduler.runNow("nope", "admin").done;
+    await (await scheduler.runNow("nope", "admin")).done;
   }, AppError);
 });
 
