@@ -121,11 +121,24 @@ export function parseStats(json: string): EndpointStats | undefined {
     return undefined;
   }
   if (typeof v !== "object" || v === null) return undefined;
-  const ok = isCounts(v.methods) && isCounts(v.statuses) && typeof v.hits === "number" &&
-    typeof v.first_seen === "number" && typeof v.last_seen === "number" &&
-    isNames(v.query_params) && isNames(v.body_params) && isNames(v.content_types) &&
-    typeof v.example_path === "string";
-  return ok ? v as unknown as EndpointStats : undefined;
+  const { methods, hits, statuses, first_seen, last_seen } = v;
+  const { query_params, body_params, content_types, example_path } = v;
+  if (
+    !isCounts(methods) || !isCounts(statuses) || typeof hits !== "number" ||
+    typeof first_seen !== "number" || typeof last_seen !== "number" || !isNames(query_params) ||
+    !isNames(body_params) || !isNames(content_types) || typeof example_path !== "string"
+  ) return undefined;
+  return {
+    methods,
+    hits,
+    statuses,
+    first_seen,
+    last_seen,
+    query_params,
+    body_params,
+    content_types,
+    example_path,
+  };
 }
 
 /** The stored `data` after adding `add` (JSON statistics) to `stored` (none: a new row). */

@@ -151,11 +151,12 @@ export class EndpointTable {
       const stats = parseStats(row.data);
       if (stats === undefined) continue;
       const k = keyOf(row.site_id, row.template);
-      this.#endpoints.set(k, { ...stats, site_id: row.site_id, template: row.template });
+      this.#endpoints.set(k, { site_id: row.site_id, template: row.template, ...stats });
       const segs = row.template.split("/");
       for (let i = 1; i < segs.length; i++) {
+        if (segs[i] !== PARAM) continue;
         const parent = keyOf(row.site_id, segs.slice(0, i).join("/"));
-        if (segs[i] !== PARAM || this.#variable.has(parent)) continue;
+        if (this.#variable.has(parent)) continue;
         this.#variable.add(parent);
         learnt = true;
       }

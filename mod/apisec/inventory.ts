@@ -14,10 +14,14 @@
  * A failed write keeps those counts for the next flush, so nothing is lost or counted twice.
  *
  * Reads ({@link Inventory.endpoints}, what `GET /api/apisec/endpoints` and the assistant answer
- * from) first write this controller's counts, then read the stored inventory back (newest first,
- * within the bound): the answer is the deployment's, whichever controller is asked, and up to
- * date with what this controller sampled. Those reads run on the management plane; the data
- * plane only pushes samples. With one controller the answer is what it counted, as before.
+ * from) are the deployment's: the in-memory view is the stored inventory as last read plus all
+ * this controller counted since; a read {@link READ_REFRESH_MS} or more after the store was last
+ * read first writes this controller's counts, then reads the stored inventory back (newest first,
+ * within the bound).
+ * Reads within that age (a console paging or filtering) answer from the view: the other
+ * controllers' counts are then at most that much older than their last writes. Those reads run on
+ * the management plane; the data plane only pushes samples. With one controller the view is what
+ * it counted, as before.
  */
 import type { ApiSecEndpointsRepo } from "../../db/apisec_endpoints_repo.ts";
 import type { Clock } from "../core/clock.ts";
@@ -30,6 +34,8 @@ export type { Endpoint, Sample };
 const BUFFER_LIMIT = 10_000;
 const FLUSH_EVERY_MS = 30_000;
 const DRAIN_EVERY_MS = 2_000;
+/** A read finding the store last read longer ago than this reads it again. */
+export const READ_REFRESH_MS = 5_000;
 /**
  * Buffered samples that bring the drain forward (to the next macrotask, still off the request
  * path): samples then die young instead of surviving into the old generation under heavy traffic.
@@ -54,7 +60,10 @@ export interface Inventory {
    * false when that failed (the counts are kept for the next flush).
    */
   flush(): boolean;
-  /** The deployment's endpoints: this controller's counts written, then the store read back. */
+  /**
+   * The deployment's endpoints: the view, read again from the store (after writing this
+   * controller's counts) when last read {@link READ_REFRESH_MS} ago or longer.
+   */
   endpoints(): readonly Endpoint[];
   /** Counters of what the bounds left out. */
   stats(): { endpoints: number; overflow: number; dropped: number; buffered: number };
@@ -76,6 +85,7 @@ class ApiInventory implements Inventory {
   #buffer: Sample[] = [];
   #dropped = 0;
   #lastFlush: number;
+  #lastRead: number;
   #timer: ReturnType<typeof setInterval> | undefined;
   #eager: ReturnType<typeof setTimeout> | undefined;
 
@@ -83,6 +93,7 @@ class ApiInventory implements Inventory {
     this.#o = o;
     this.#max = o.maxEndpoints ?? 10_000;
     this.#lastFlush = o.clock.now();
+    this.#lastRead = this.#lastFlush;
     this.#table = new EndpointTable(this.#max, o.repo.load(this.#max));
   }
 
@@ -126,8 +137,14 @@ class ApiInventory implements Inventory {
   }
 
   endpoints(): readonly Endpoint[] {
+    const now = this.#o.clock.now();
+    if (now - this.#lastRead < READ_REFRESH_MS) {
+      this.drain();
+      return this.#table.values();
+    }
     this.flush();
     this.#table.refresh(this.#o.repo.load(this.#max));
+    this.#lastRead = now;
     return this.#table.values();
   }
 

@@ -16,10 +16,10 @@ import type { Db } from "../../../db/store.ts";
 import { FakeClock } from "../../../mod/core/clock.ts";
 import { createMemoryLogger } from "../../../mod/core/logger.ts";
 import { VARIETY_LIMIT } from "../../../mod/apisec/endpoint_table.ts";
-import { createInventory, type Inventory } from "../../../mod/apisec/inventory.ts";
+import { createInventory, type Inventory, READ_REFRESH_MS } from "../../../mod/apisec/inventory.ts";
 
-function inventoryOn(repo: ApiSecEndpointsRepo): Inventory {
-  return createInventory({ repo, clock: new FakeClock(T0), logger: createMemoryLogger() });
+function inventoryOn(repo: ApiSecEndpointsRepo, clock = new FakeClock(T0)): Inventory {
+  return createInventory({ repo, clock, logger: createMemoryLogger() });
 }
 
 interface StoredEndpoint {
@@ -44,25 +44,26 @@ function stored(db: Db): Map<string, StoredEndpoint> {
 
 /**
  * Two connections to one fresh store (the second closed after `fn`) and an inventory on each,
- * `a`'s repository through `wrapA` when given.
+ * on one clock, `a`'s repository through `wrapA` when given.
  */
 async function withTwo(
-  fn: (t: { db: Db; a: Inventory; b: Inventory }) => void,
+  fn: (t: { db: Db; a: Inventory; b: Inventory; clock: FakeClock }) => void,
   wrapA: (repo: ApiSecEndpointsRepo) => ApiSecEndpointsRepo = (repo) => repo,
 ): Promise<void> {
   await using store = await testStore();
   const other = store.reopen();
   try {
-    const a = inventoryOn(wrapA(createApiSecEndpointsRepo(store.db)));
-    const b = inventoryOn(createApiSecEndpointsRepo(other));
-    fn({ db: store.db, a, b });
+    const clock = new FakeClock(T0);
+    const a = inventoryOn(wrapA(createApiSecEndpointsRepo(store.db)), clock);
+    const b = inventoryOn(createApiSecEndpointsRepo(other), clock);
+    fn({ db: store.db, a, b, clock });
   } finally {
     other.close();
   }
 }
 
 Deno.test("two inventories on one store add up whatever the order of their flushes", () =>
-  withTwo(({ db, a, b }) => {
+  withTwo(({ db, a, b, clock }) => {
     a.sample(sample("/orders/1", { time: T0 + 10, queryNames: ["page"] }));
     a.sample(sample("/orders/2", { method: "POST", status: 201, time: T0 + 20 }));
     b.sample(sample("/orders/3", { time: T0 + 5, status: 404, queryNames: ["sort"] }));
@@ -80,8 +81,11 @@ Deno.test("two inventories on one store add up whatever the order of their flush
     assertEquals([e.first_seen, e.last_seen, e.example_path], [T0 + 5, T0 + 30, "/orders/4"]);
     assertEquals(e.query_params.sort(), ["page", "sort"]);
     assertEquals(stored(db).get("/health")!.hits, 1);
-    // Either controller answers with the deployment's inventory, its own latest samples included
-    // (b's read writes its sample first, a's then sees it).
+    // Within the refresh age a read answers from the view: its own counts, all of them.
+    assertEquals(a.endpoints().map((x) => [x.template, x.hits]), [["/orders/{id}", 3]]);
+    // Past it either controller answers with the deployment's inventory, its own latest samples
+    // included (b's read writes its sample first, a's then sees it).
+    clock.advance(READ_REFRESH_MS);
     b.sample(sample("/orders/6", { time: T0 + 40 }));
     for (const inv of [b, a]) {
       const all = inv.endpoints();
@@ -92,11 +96,19 @@ Deno.test("two inventories on one store add up whatever the order of their flush
       assertEquals(inv.stats().endpoints, 2);
     }
     assertEquals(stored(db).get("/orders/{id}")!.hits, 6, "a read wrote b's sample once");
+    // Its own samples since count in the view at once; the store is read again past the age.
+    a.sample(sample("/orders/8", { time: T0 + 45 }));
+    b.sample(sample("/orders/9", { time: T0 + 46 }));
+    assertEquals(a.endpoints().find((x) => x.template === "/orders/{id}")!.hits, 7);
+    ok(b.flush());
+    clock.advance(READ_REFRESH_MS);
+    assertEquals(a.endpoints().find((x) => x.template === "/orders/{id}")!.hits, 8);
+    assertEquals(stored(db).get("/orders/{id}")!.hits, 8);
     // A restart loads the deployment's counts, and adds only what it samples afterwards.
     const again = inventoryOn(createApiSecEndpointsRepo(db));
     again.sample(sample("/orders/7", { time: T0 + 50 }));
     ok(again.flush());
-    assertEquals(stored(db).get("/orders/{id}")!.hits, 7);
+    assertEquals(stored(db).get("/orders/{id}")!.hits, 9);
   }));
 
 Deno.test("a failed inventory write is retried at the next flush without counting anything twice", () => {
@@ -135,7 +147,7 @@ Deno.test("a failed inventory write is retried at the next flush without countin
 });
 
 Deno.test("a template merged away on one controller takes the other's stored counts into its new one", () =>
-  withTwo(({ db, a, b }) => {
+  withTwo(({ db, a, b, clock }) => {
     for (let i = 0; i < 3; i++) a.sample(sample("/u/alice/posts"));
     ok(a.flush());
     for (let i = 0; i < 2; i++) b.sample(sample("/u/alice/posts"));
@@ -151,6 +163,7 @@ Deno.test("a template merged away on one controller takes the other's stored cou
     b.sample(sample("/u/alice/posts"));
     ok(b.flush());
     assertEquals(stored(db).get("/u/alice/posts")!.hits, 1);
+    clock.advance(READ_REFRESH_MS);
     assertEquals(a.endpoints().map((e) => [e.template, e.hits]), [
       ["/u/{param}/posts", VARIETY_LIMIT + 7],
     ]);
@@ -170,7 +183,7 @@ Deno.test("a template merged away on one controller takes the other's stored cou
   }));
 
 Deno.test("clearing the inventory on one controller leaves the other adding only what it samples afterwards", () =>
-  withTwo(({ db, a, b }) => {
+  withTwo(({ db, a, b, clock }) => {
     a.sample(sample("/x"));
     b.sample(sample("/x"));
     ok(a.flush());
@@ -180,5 +193,6 @@ Deno.test("clearing the inventory on one controller leaves the other adding only
     b.sample(sample("/x"));
     ok(b.flush());
     assertEquals(stored(db).get("/x")!.hits, 1, "b's earlier counts are not written back");
+    clock.advance(READ_REFRESH_MS);
     assertEquals(a.endpoints().map((e) => [e.template, e.hits]), [["/x", 1]]);
   }));
