@@ -17,11 +17,11 @@
  * from) are the deployment's: the in-memory view is the stored inventory as last read plus all
  * this controller counted since; a read {@link READ_REFRESH_MS} or more after the store was last
  * read first writes this controller's counts, then reads the stored inventory back (newest first,
- * within the bound).
- * Reads within that age (a console paging or filtering) answer from the view: the other
- * controllers' counts are then at most that much older than their last writes. Those reads run on
- * the management plane; the data plane only pushes samples. With one controller the view is what
- * it counted, as before.
+ * within the bound). Reads within that age (a console paging or filtering) answer from the view:
+ * the other controllers' counts are then at most that much older than their last writes. A store
+ * that cannot be read leaves the view as it is (logged; the next read tries again). Those reads
+ * run on the management plane; the data plane only pushes samples. With one controller the view
+ * is what it counted, as before.
  */
 import type { ApiSecEndpointsRepo } from "../../db/apisec_endpoints_repo.ts";
 import type { Clock } from "../core/clock.ts";
@@ -34,7 +34,7 @@ export type { Endpoint, Sample };
 const BUFFER_LIMIT = 10_000;
 const FLUSH_EVERY_MS = 30_000;
 const DRAIN_EVERY_MS = 2_000;
-/** A read finding the store last read longer ago than this reads it again. */
+/** A read this long or longer after the store was last read reads it again. */
 export const READ_REFRESH_MS = 5_000;
 /**
  * Buffered samples that bring the drain forward (to the next macrotask, still off the request
@@ -143,8 +143,14 @@ class ApiInventory implements Inventory {
       return this.#table.values();
     }
     this.flush();
-    this.#table.refresh(this.#o.repo.load(this.#max));
-    this.#lastRead = now;
+    try {
+      this.#table.refresh(this.#o.repo.load(this.#max));
+      this.#lastRead = now;
+    } catch (err) {
+      this.#o.logger.warn("API inventory answered from memory: the store could not be read", {
+        error: err as Error,
+      });
+    }
     return this.#table.values();
   }
 

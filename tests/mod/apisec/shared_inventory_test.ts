@@ -196,3 +196,29 @@ Deno.test("clearing the inventory on one controller leaves the other adding only
     clock.advance(READ_REFRESH_MS);
     assertEquals(a.endpoints().map((e) => [e.template, e.hits]), [["/x", 1]]);
   }));
+
+Deno.test("a read that cannot reach the store answers from the view and tries again at the next read", () => {
+  let down = false;
+  const failing = (repo: ApiSecEndpointsRepo): ApiSecEndpointsRepo => ({
+    ...repo,
+    write: (...args) => {
+      if (down) throw new Error("store unavailable");
+      repo.write(...args);
+    },
+    load: (limit) => {
+      if (down) throw new Error("store unavailable");
+      return repo.load(limit);
+    },
+  });
+  return withTwo(({ db, a, b, clock }) => {
+    b.sample(sample("/x"));
+    ok(b.flush());
+    a.sample(sample("/x"));
+    down = true;
+    clock.advance(READ_REFRESH_MS);
+    assertEquals(a.endpoints().map((e) => [e.template, e.hits]), [["/x", 1]], "a's own view");
+    down = false;
+    assertEquals(a.endpoints().map((e) => [e.template, e.hits]), [["/x", 2]]);
+    assertEquals(stored(db).get("/x")!.hits, 2);
+  }, failing);
+});
