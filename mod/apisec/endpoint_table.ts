@@ -4,105 +4,77 @@
  * whose distinct values pass {@link VARIETY_LIMIT} is a parameter, becomes `{param}`, and the
  * endpoints already seen under it are merged. Memory is bounded: at most `maxEndpoints`
  * endpoints (new templates beyond it are counted, not kept), a few dozen names per endpoint, and
- * a bounded table of distinct values. The table remembers what changed since it was last stored.
+ * a bounded table of distinct values.
+ *
+ * The table holds two things per endpoint: its view (the deployment's statistics as last read
+ * from the store, plus what was counted here since) and what was counted here since the last
+ * write (the delta). A write adds the deltas to the stored rows (`combineStats`) and first folds
+ * the stored rows of merged-away templates into their new ones, so controllers sharing one store
+ * add up instead of overwriting each other; a failed write keeps the deltas for the next one.
  */
 import type { EndpointRow } from "../../db/apisec_endpoints_repo.ts";
 import { ID, isIdSegment, isPlaceholder, PARAM } from "./path_template.ts";
+import {
+  blankEndpoint,
+  copyEndpoint,
+  countSample,
+  type Endpoint,
+  mergeStats,
+  parseStats,
+  type Sample,
+  statsJson,
+} from "./endpoint_stats.ts";
 
-/** One sampled request, as the data plane saw it. */
-export interface Sample {
-  readonly siteId: string;
-  readonly method: string;
-  /** The decoded path. */
-  readonly path: string;
-  readonly status: number;
-  readonly time: number;
-  readonly queryNames: readonly string[];
-  readonly bodyNames: readonly string[];
-  /** The media type without parameters; empty without a body. */
-  readonly contentType: string;
-}
-
-export interface Endpoint {
-  readonly site_id: string;
-  template: string;
-  methods: Record<string, number>;
-  hits: number;
-  statuses: Record<string, number>;
-  first_seen: number;
-  last_seen: number;
-  query_params: string[];
-  body_params: string[];
-  content_types: string[];
-  /** One real path of the endpoint (coverage is checked against it). */
-  example_path: string;
-}
+export type { Endpoint, Sample };
 
 /** Distinct values at one position beyond which the position is a parameter. */
 export const VARIETY_LIMIT = 50;
-const MAX_NAMES = 50;
-const MAX_TYPES = 10;
 const VARIETY_KEYS_LIMIT = 50_000;
 /** Paths whose template is remembered (cleared whole when full or when clustering changes). */
 const TEMPLATE_CACHE_LIMIT = 4096;
 
-/** An endpoint the store no longer holds under this template (it was merged into another). */
+/**
+ * A template merged into another: its stored row is folded into `into`'s and deleted. Folding is
+ * idempotent (the row is gone after the first time), so a retried write counts it once.
+ */
 export interface GoneEndpoint {
   readonly site_id: string;
   readonly template: string;
+  readonly into: string;
 }
 
 const keyOf = (site: string, template: string) => `${site}\u0000${template}`;
 
-function addNames(into: string[], names: readonly string[], max: number): void {
-  for (const n of names) if (into.length < max && !into.includes(n)) into.push(n);
+/** Moves `e` (keyed `k` in `map`) to `template`, adding it to an endpoint already there. */
+function rekey(map: Map<string, Endpoint>, k: string, e: Endpoint, template: string): void {
+  map.delete(k);
+  const nk = keyOf(e.site_id, template);
+  const target = map.get(nk);
+  if (target) mergeStats(target, e);
+  else map.set(nk, { ...e, template });
 }
 
-function merge(into: Endpoint, from: Endpoint): void {
-  for (const [m, n] of Object.entries(from.methods)) into.methods[m] = (into.methods[m] ?? 0) + n;
-  for (const [s, n] of Object.entries(from.statuses)) {
-    into.statuses[s] = (into.statuses[s] ?? 0) + n;
-  }
-  into.hits += from.hits;
-  into.first_seen = Math.min(into.first_seen, from.first_seen);
-  if (from.last_seen > into.last_seen) {
-    into.last_seen = from.last_seen;
-    into.example_path = from.example_path;
-  }
-  addNames(into.query_params, from.query_params, MAX_NAMES);
-  addNames(into.body_params, from.body_params, MAX_NAMES);
-  addNames(into.content_types, from.content_types, MAX_TYPES);
-}
-
-/** The endpoints by site and template, what changed since the last write, and the clustering. */
+/** The endpoints by site and template, what was counted since the last write, the clustering. */
 export class EndpointTable {
   readonly #max: number;
+  /** The view: the stored statistics as last read, plus what was counted here since. */
   readonly #endpoints = new Map<string, Endpoint>();
+  /** What was counted here since the last successful write (no objects shared with the view). */
+  readonly #pending = new Map<string, Endpoint>();
+  /** Templates merged away since the last successful write, in the order it happened. */
+  readonly #gone = new Map<string, GoneEndpoint>();
   /** `site \0 parent template` -> distinct literal child segments seen. */
   readonly #variety = new Map<string, Set<string>>();
   /** Parents whose child position is a parameter. */
   readonly #variable = new Set<string>();
   /** `site \0 path` -> its template under the clustering in force. */
   readonly #templates = new Map<string, string>();
-  readonly #dirty = new Set<string>();
-  readonly #gone = new Map<string, GoneEndpoint>();
   #overflow = 0;
 
   /** A table of at most `maxEndpoints`, holding the stored `rows` to begin with. */
   constructor(maxEndpoints: number, rows: Iterable<EndpointRow>) {
     this.#max = maxEndpoints;
-    for (const row of rows) {
-      const e = {
-        ...JSON.parse(row.data) as Endpoint,
-        site_id: row.site_id,
-        template: row.template,
-      };
-      this.#endpoints.set(keyOf(row.site_id, row.template), e);
-      const segs = row.template.split("/");
-      for (let i = 1; i < segs.length; i++) {
-        if (segs[i] === PARAM) this.#variable.add(keyOf(row.site_id, segs.slice(0, i).join("/")));
-      }
-    }
+    this.refresh(rows);
   }
 
   /** How many endpoints are kept. */
@@ -130,63 +102,82 @@ export class EndpointTable {
         this.#overflow++;
         return;
       }
-      e = {
-        site_id: s.siteId,
-        template,
-        methods: {},
-        hits: 0,
-        statuses: {},
-        first_seen: s.time,
-        last_seen: s.time,
-        query_params: [],
-        body_params: [],
-        content_types: [],
-        example_path: s.path,
-      };
+      e = blankEndpoint(s, template);
       this.#endpoints.set(k, e);
-      this.#gone.delete(k);
     }
-    e.methods[s.method] = (e.methods[s.method] ?? 0) + 1;
-    const cls = `${Math.floor(s.status / 100)}xx`;
-    e.statuses[cls] = (e.statuses[cls] ?? 0) + 1;
-    e.hits++;
-    if (s.time >= e.last_seen) {
-      e.last_seen = s.time;
-      e.example_path = s.path;
+    countSample(e, s);
+    let d = this.#pending.get(k);
+    if (!d) {
+      d = blankEndpoint(s, template);
+      this.#pending.set(k, d);
     }
-    addNames(e.query_params, s.queryNames, MAX_NAMES);
-    addNames(e.body_params, s.bodyNames, MAX_NAMES);
-    if (s.contentType !== "") addNames(e.content_types, [s.contentType], MAX_TYPES);
-    this.#dirty.add(k);
+    countSample(d, s);
   }
 
-  /** The rows to write and the templates to delete since the last write; undefined: none. */
+  /**
+   * What to write since the last write: `gone`, the merged-away templates to fold first (in
+   * order), and `rows`, the deltas to add to the stored rows; undefined: nothing.
+   */
   changes(): { rows: EndpointRow[]; gone: GoneEndpoint[] } | undefined {
-    if (this.#dirty.size === 0 && this.#gone.size === 0) return undefined;
+    if (this.#pending.size === 0 && this.#gone.size === 0) return undefined;
     const rows: EndpointRow[] = [];
-    for (const k of this.#dirty) {
-      const e = this.#endpoints.get(k);
-      if (!e) continue;
-      const { site_id, template, ...data } = e;
-      rows.push({ site_id, template, data: JSON.stringify(data), last_seen: e.last_seen });
+    for (const d of this.#pending.values()) {
+      rows.push({
+        site_id: d.site_id,
+        template: d.template,
+        data: statsJson(d),
+        last_seen: d.last_seen,
+      });
     }
     return { rows, gone: [...this.#gone.values()] };
   }
 
   /** The last {@link changes} are stored. */
   written(): void {
-    this.#dirty.clear();
+    this.#pending.clear();
     this.#gone.clear();
+  }
+
+  /**
+   * Replaces the view with the stored `rows` (the deployment's inventory) plus what was counted
+   * here and not yet written. Positions the rows hold as `{param}` are parameters here too, and
+   * rows with a literal under one (another controller's older clustering) merge into their
+   * template here, and in the store at the next write.
+   */
+  refresh(rows: Iterable<EndpointRow>): void {
+    this.#endpoints.clear();
+    let learnt = false;
+    for (const row of rows) {
+      const stats = parseStats(row.data);
+      if (stats === undefined) continue;
+      const k = keyOf(row.site_id, row.template);
+      this.#endpoints.set(k, { site_id: row.site_id, template: row.template, ...stats });
+      const segs = row.template.split("/");
+      for (let i = 1; i < segs.length; i++) {
+        if (segs[i] !== PARAM) continue;
+        const parent = keyOf(row.site_id, segs.slice(0, i).join("/"));
+        if (this.#variable.has(parent)) continue;
+        this.#variable.add(parent);
+        learnt = true;
+      }
+    }
+    if (learnt) this.#templates.clear();
+    this.#settle(undefined, "");
+    for (const [k, d] of this.#pending) {
+      const e = this.#endpoints.get(k);
+      if (e) mergeStats(e, d);
+      else this.#endpoints.set(k, copyEndpoint(d));
+    }
   }
 
   /** Forgets every endpoint and what the clustering learnt. */
   clear(): void {
     this.#endpoints.clear();
+    this.#pending.clear();
+    this.#gone.clear();
     this.#templates.clear();
     this.#variety.clear();
     this.#variable.clear();
-    this.#dirty.clear();
-    this.#gone.clear();
   }
 
   /** {@link #templateOf}, remembered per path (a repeated path teaches clustering nothing new). */
@@ -216,6 +207,18 @@ export class EndpointTable {
     return out === "" ? "/" : out;
   }
 
+  /** A template under the clustering in force: literals under a parameter parent become one. */
+  #canonical(site: string, template: string): string {
+    const segs = template.split("/");
+    let out = "";
+    for (let i = 1; i < segs.length; i++) {
+      const seg = segs[i]!;
+      const literal = seg !== "" && !isPlaceholder(seg);
+      out += `/${literal && this.#variable.has(keyOf(site, out)) ? PARAM : seg}`;
+    }
+    return out === "" ? "/" : out;
+  }
+
   /** Counts `seg` as a value under `parent`; true when that makes the position a parameter. */
   #learn(site: string, parent: string, seg: string): boolean {
     const vk = keyOf(site, parent);
@@ -232,28 +235,29 @@ export class EndpointTable {
     if (seen.size <= VARIETY_LIMIT) return false;
     this.#variable.add(vk);
     this.#variety.delete(vk);
-    this.#collapse(site, parent);
+    this.#templates.clear();
+    this.#settle(site, parent);
     return true;
   }
 
-  /** Merges the endpoints under `parent`'s literal children into `parent/{param}/...`. */
-  #collapse(site: string, parent: string): void {
-    this.#templates.clear();
-    const depth = parent === "" ? 1 : parent.split("/").length;
-    for (const [k, e] of [...this.#endpoints]) {
-      if (e.site_id !== site || !e.template.startsWith(`${parent}/`)) continue;
-      const segs = e.template.split("/");
-      if (isPlaceholder(segs[depth] ?? PARAM)) continue;
-      segs[depth] = PARAM;
-      const template = segs.join("/");
-      this.#endpoints.delete(k);
-      this.#dirty.delete(k);
-      this.#gone.set(k, { site_id: site, template: e.template });
-      const target = this.#endpoints.get(keyOf(site, template));
-      if (target) merge(target, e);
-      else this.#endpoints.set(keyOf(site, template), { ...e, template });
-      this.#dirty.add(keyOf(site, template));
-      this.#gone.delete(keyOf(site, template));
+  /**
+   * Merges every endpoint (of `site`, under `parent`; undefined: all) whose template the
+   * clustering in force no longer gives into the one it gives, in the view and in the deltas,
+   * and remembers the merge for the store.
+   */
+  #settle(site: string | undefined, parent: string): void {
+    const prefix = `${parent}/`;
+    for (const map of [this.#endpoints, this.#pending]) {
+      for (const [k, e] of [...map]) {
+        if (site !== undefined && (e.site_id !== site || !e.template.startsWith(prefix))) continue;
+        const template = this.#canonical(e.site_id, e.template);
+        if (template === e.template) continue;
+        rekey(map, k, e, template);
+        const gk = `${k}\u0000${template}`;
+        if (!this.#gone.has(gk)) {
+          this.#gone.set(gk, { site_id: e.site_id, template: e.template, into: template });
+        }
+      }
     }
   }
 }

@@ -24,6 +24,7 @@ const CONTRACT = [
   "tests/mod/ops/scheduler_test.ts",
   "tests/mod/data_plane/sites_test.ts",
   "tests/mod/apisec/inventory_test.ts",
+  "tests/mod/apisec/shared_inventory_test.ts",
   "tests/app/protection_ip_list_test.ts",
 ];
 

@@ -1,26 +1,11 @@
 import { assertEquals, ok } from "../../_helpers/assert.ts";
+import { sample, T0 } from "../../_helpers/apisec_samples.ts";
 import { testStore } from "../../_helpers/store.ts";
 import { createApiSecEndpointsRepo } from "../../../db/apisec_endpoints_repo.ts";
 import { FakeClock } from "../../../mod/core/clock.ts";
 import { createMemoryLogger } from "../../../mod/core/logger.ts";
 import { VARIETY_LIMIT } from "../../../mod/apisec/endpoint_table.ts";
-import { createInventory, type Sample } from "../../../mod/apisec/inventory.ts";
-
-const T0 = Date.UTC(2026, 0, 1);
-
-function sample(path: string, extra: Partial<Sample> = {}): Sample {
-  return {
-    siteId: "s1",
-    method: "GET",
-    path,
-    status: 200,
-    time: T0,
-    queryNames: [],
-    bodyNames: [],
-    contentType: "",
-    ...extra,
-  };
-}
+import { createInventory } from "../../../mod/apisec/inventory.ts";
 
 function inventoryOn(db: Parameters<typeof createApiSecEndpointsRepo>[0], maxEndpoints?: number) {
   return createInventory({
