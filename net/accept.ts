@@ -27,9 +27,26 @@ function quality(accepts: ReturnType<typeof parseAccept>, type: string): number 
 export function wantsJson(req: Request): boolean {
   const header = req.headers.get("accept");
   if (header === null || !header.includes("json")) return false;
-  const accepts = parseAccept(header);
-  return quality(accepts, "application/json") > quality(accepts, "text/html");
+  let wants = preferences.get(header);
+  if (wants === undefined) {
+    const accepts = parseAccept(header);
+    wants = quality(accepts, "application/json") > quality(accepts, "text/html");
+    if (header.length <= MEMO_LONGEST) {
+      if (preferences.size >= MEMO_SIZE) preferences.clear();
+      preferences.set(header, wants);
+    }
+  }
+  return wants;
 }
+
+/**
+ * The answers for the `Accept` values seen last: clients send a handful of distinct values (a
+ * browser's, a fetch library's), so the data plane's pages parse each once, not per request.
+ * Bounded in count and in the length of a value kept, so odd values cannot grow it.
+ */
+const preferences = new Map<string, boolean>();
+const MEMO_SIZE = 256;
+const MEMO_LONGEST = 256;
 
 export type Encoding = "br" | "gzip";
 

@@ -17,6 +17,20 @@ Deno.test("wantsJson() honours q-values and prefers HTML on a tie or without a h
   assertEquals(wantsJson(req("application/json;q=0.5, text/*;q=0.8")), false);
 });
 
+Deno.test("wantsJson() answers a repeated or a long Accept value as it did the first time", () => {
+  const values = [
+    "application/json, text/html;q=0.5",
+    "text/html,application/json;q=0.9,*/*;q=0.8",
+    "application/json;q=0, text/plain",
+    `application/json, ${"text/x-filler;q=0.1, ".repeat(40)}text/html;q=0.5`,
+  ];
+  const first = values.map((v) => wantsJson(req(v)));
+  assertEquals(first, [true, false, false, true]);
+  // Past the memo's bound (hundreds of distinct values) every answer is still the parsed one.
+  for (let i = 0; i < 600; i++) wantsJson(req(`application/json;q=0.${i % 9 + 1}, text/x-${i}`));
+  for (let k = 0; k < 3; k++) assertEquals(values.map((v) => wantsJson(req(v))), first);
+});
+
 Deno.test("pickEncoding() never picks a coding the client marks q=0", () => {
   const both = { brotli: true, gzip: true };
   assertEquals(pickEncoding("gzip, br;q=0", both), "gzip");
