@@ -93,10 +93,31 @@ export const FILE_PARAM =
 /** `../` spelled in base64 (`Li4v`), so a base64 parameter hides nothing. */
 const BASE64_CLIMB = /^(?:Li4v|Li5c|Li4u)[A-Za-z0-9+/]*={0,2}$/;
 
-/** Folds every spelling of dot and slash to plain `.` and `/`, lower-case. */
-function fold(text: string): string {
+/**
+ * A value that is one backslash path and nothing else (`..\\..\\ntuser.dat`,
+ * `C:\\Windows\\repair\\sam`): every backslash in it separates names, so `\\n`, `\\r` and `\\t`
+ * open the names `ntuser.dat`, `repair` and `temp`, not string escapes.
+ */
+const BACKSLASH_PATH =
+  /^[\s"']*(?:[a-z]:|[\p{L}\p{N}_.()+,~@{}[\]$-]+)?(?:\\+[\p{L}\p{N}_ .()+,~@{}[\]$-]+)+\\?[\s"']*$/iu;
+/** A backslash before `n`, `r` or `t`: a string escape, or the start of a name in a path. */
+const ESCAPE_LIKE = /\\[nrt]/;
+/** A climb opening the value, backslash-separated. */
+const WINDOWS_CLIMB_PATH = /^[\s"']*\.\.\\/;
+
+/** Whether the value is one backslash path whose names may start with `n`, `r` or `t`. */
+function plainBackslashPath(text: string): boolean {
+  return ESCAPE_LIKE.test(text) && text.length <= MAX_MODULE_PATH && BACKSLASH_PATH.test(text);
+}
+
+/**
+ * Folds every spelling of dot and slash to plain `.` and `/`, lower-case. `escapes`: a
+ * backslash before `n`, `r`, `t` or a quote is a JSON or C string escape (a blank), not a
+ * separator.
+ */
+function fold(text: string, escapes = true): string {
   let t = text.toLowerCase();
-  if (t.indexOf("\\") >= 0) t = t.replace(STRING_ESCAPE, " ");
+  if (escapes && t.indexOf("\\") >= 0) t = t.replace(STRING_ESCAPE, " ");
   t = t.replace(ODD_SLASH, "/").replace(ODD_DOT, ".");
   if (t.indexOf("%") >= 0) {
     t = t.replace(
@@ -211,7 +232,8 @@ function inProse(folded: string, slash: number): boolean {
 }
 
 function judgePath(value: DetectorInput, text: string): Finding | undefined {
-  const folded = fold(text);
+  const windowsPath = plainBackslashPath(text);
+  const folded = fold(text, !windowsPath);
   const climbs = countClimbs(folded);
   const target = STRONG_TARGET.exec(folded);
   if (climbs === 0 && (target !== null || SYSTEM_ROOT.test(folded))) {
@@ -259,7 +281,9 @@ function judgePath(value: DetectorInput, text: string): Finding | undefined {
     return makeFinding(value, "lfi", 72, "lfi.traversal_file", folded, at);
   }
   // `..\x` opening the value: a Windows climb, which no link or relative URL spells.
-  if (WINDOWS_CLIMB.test(text)) return makeFinding(value, "lfi", 72, "lfi.traversal", folded, at);
+  if (WINDOWS_CLIMB.test(text) || (windowsPath && WINDOWS_CLIMB_PATH.test(text))) {
+    return makeFinding(value, "lfi", 72, "lfi.traversal", folded, at);
+  }
   const fileParam = FILE_PARAM.test(value.input.name);
   if (climbs === 2) {
     return makeFinding(value, "lfi", fileParam ? 72 : 50, "lfi.traversal", folded, at);
