@@ -98,12 +98,12 @@ export function statusPage(
   }
   const type = json ? JSON_TYPE : HTML_TYPE;
   if (ownHeaderPairs(req) !== undefined) {
-    const pairs: [string, string][] = [
+    const pairs: HeaderPairs = [
       ["cache-control", "no-store"],
       ["x-waf-trace-id", traceId],
       ["content-type", type],
+      ...extra,
     ];
-    for (const pair of extra) pairs.push([pair[0], pair[1]]);
     return new DirectAnswer(status, "", pairs, utf8.encode(body));
   }
   const headers = new Headers({

@@ -144,6 +144,11 @@ export interface ProxyContext {
 type Maybe<T> = T | Promise<T>;
 
 /** The engine's options per level, built once. */
+/** Whether ALAP has exceptions or signature blocks that can change the engine's verdict. */
+function alapAdjusts(p: CompiledProtection): boolean {
+  return p.alapExceptions.length > 0 || p.alapSignatures.length > 0;
+}
+
 const INSPECT_OPTIONS: Readonly<Record<Level, InspectOptions>> = {
   strict: { level: "strict" },
   balanced: { level: "balanced" },
@@ -476,8 +481,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
       const controls = this.#ctx.protection;
       // An ALAP exception of the rule leaves the refusal a plain 400, as it would leave the request.
       if (
-        blocking !== undefined && p !== undefined && controls !== undefined &&
-        (p.alapExceptions.length > 0 || p.alapSignatures.length > 0)
+        blocking !== undefined && p !== undefined && controls !== undefined && alapAdjusts(p)
       ) blocking = controls.runtime.adjust(p, site, this, attack).blocking;
       if (blocking !== undefined) {
         record.findings += attack.findings.length;
@@ -947,7 +951,7 @@ export class Transaction implements CheckRequest, ForwardFacts, UpstreamRequest 
       let observed = inspection;
       // ALAP's applied exceptions and signature blocks; without any (the usual case) nothing
       // to adjust, and no closure, clock read or result object for the request.
-      if (p.alapExceptions.length > 0 || p.alapSignatures.length > 0) {
+      if (alapAdjusts(p)) {
         const adjusted = controls.runtime.adjust(p, site, this, inspection);
         // Below `balanced` the coding finding is only logged: an exception of the rule that
         // blocked does not make it block (a signature block of its rule still does).
