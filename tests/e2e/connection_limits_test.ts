@@ -364,6 +364,7 @@ Deno.test({
   const port = Number(m[1]);
   const sockets: net.Socket[] = [];
   let failed = 0;
+  let closed = 0;
   await Promise.all(
     Array.from({ length: 1_100 }, () =>
       new Promise<void>((resolve) => {
@@ -373,7 +374,10 @@ Deno.test({
           failed++;
           resolve();
         });
-        sock.on("close", () => resolve());
+        sock.on("close", () => {
+          closed++;
+          resolve();
+        });
         sockets.push(sock);
       })),
   );
@@ -390,6 +394,9 @@ Deno.test({
     timedOut = count(text, "waf_connections_closed_total", "header_timeout");
     return timedOut > 0;
   }, "the idle sockets cut at the header deadline");
+  // "After" is when the server has ended every one of the flood's sockets (cut at the deadline or
+  // refused); until then a new connection from the same client may still be refused.
+  await waitFor(() => closed === sockets.length, "every idle socket ended by the server");
   const exited = await Promise.race([waf.wait(), sleep(100).then(() => "running")]);
   assertEquals(exited, "running", waf.output());
   // It serves again.
