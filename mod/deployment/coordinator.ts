@@ -15,6 +15,12 @@ export const EVENT_CHANNEL = "waf_realtime_events";
 export const HEARTBEAT_MS = 5_000;
 /** A controller (and a lease) not renewed for this long is taken for dead. */
 export const STALE_MS = 15_000;
+/**
+ * A controller not seen for this long leaves the registry: every restart registers a new id, so
+ * without this the table grows by one row a restart, and `GET /api/system/controllers` with it.
+ * A day keeps a stopped or dead controller visible (`alive: false`) long enough to be noticed.
+ */
+export const FORGET_MS = 24 * 60 * 60 * 1000;
 
 /** One controller of the deployment as `GET /api/system/controllers` answers it. */
 export interface ControllerView {

@@ -14,7 +14,8 @@
  * - Leases: `task_leases`, one row per scheduled task, its holder renewing it with every
  *   heartbeat; a row not renewed for {@link STALE_MS} is taken by the next controller asking.
  * - Registry: `controllers`, one row per controller process, `last_seen_at` renewed every
- *   {@link HEARTBEAT_MS}; older than {@link STALE_MS} it is shown as not alive.
+ *   {@link HEARTBEAT_MS}; older than {@link STALE_MS} it is shown as not alive, and older than
+ *   {@link FORGET_MS} the next heartbeat of any controller deletes it.
  */
 import postgres from "postgres";
 import { reconnectBackoff } from "../../db/pg/backoff.ts";
@@ -25,6 +26,7 @@ import {
   type ControllerView,
   type Coordinator,
   EVENT_CHANNEL,
+  FORGET_MS,
   HEARTBEAT_MS,
   type RelayedEvent,
   STALE_MS,
@@ -140,6 +142,7 @@ export function createPgCoordinator(options: PgCoordinatorOptions): PgCoordinato
       ON CONFLICT (id) DO UPDATE SET last_seen_at = EXCLUDED.last_seen_at,
         name = EXCLUDED.name, management_address = EXCLUDED.management_address`;
     await sql`UPDATE task_leases SET expires_at = ${now + STALE_MS} WHERE holder = ${id}`;
+    await sql`DELETE FROM controllers WHERE last_seen_at <= ${now - FORGET_MS}`;
   };
   return {
     profile: "production",

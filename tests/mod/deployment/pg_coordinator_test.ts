@@ -7,6 +7,7 @@ import postgres from "postgres";
 import {
   CHANGE_CHANNEL,
   EVENT_CHANNEL,
+  FORGET_MS,
   type RelayedEvent,
   STALE_MS,
 } from "../../../mod/deployment/coordinator.ts";
@@ -168,6 +169,32 @@ Deno.test({
       // Stopping gives up the leases at once.
       await a.stop();
       assertEquals(await b.acquire("backup"), true);
+    });
+  },
+});
+
+Deno.test({
+  name:
+    "pg coordinator: a controller not seen for a day leaves the registry at the next heartbeat (needs postgresql)",
+  ignore: ignoreWithout(available),
+  async fn() {
+    await withTwo(async ({ a, b, clock }) => {
+      // B is gone (a restart registers a new id); A keeps beating.
+      clock.now += FORGET_MS - 1;
+      await a.heartbeat();
+      assertEquals((await a.controllers()).map((c) => [c.id, c.alive]), [
+        ["ctrl-a", true],
+        ["ctrl-b", false],
+      ]);
+      clock.now += 1;
+      await a.heartbeat();
+      assertEquals((await a.controllers()).map((c) => c.id), ["ctrl-a"]);
+      // A controller that comes back registers again.
+      await b.heartbeat();
+      assertEquals((await a.controllers()).map((c) => [c.id, c.alive]), [
+        ["ctrl-a", true],
+        ["ctrl-b", true],
+      ]);
     });
   },
 });
