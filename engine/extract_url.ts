@@ -72,8 +72,11 @@ export function addPairs(
     const name = eq < 0 ? pair : pair.slice(0, eq);
     let value = eq < 0 ? "" : pair.slice(eq + 1);
     // Plain names are judged only when they may climb into the prototype (`__proto__.x`) or
-    // name a class (`java.lang.Runtime=1`).
-    if (!isPlainSegment(name) || name.indexOf("proto") >= 0 || name.indexOf(".") >= 0) {
+    // name a class (`java.lang.Runtime=1`); a piece without `=` is a flag, or a value sent
+    // without a name (a raw body posted as a form): judged as what it says (`INFORMATION_SCHEMA`).
+    if (
+      eq < 0 || !isPlainSegment(name) || name.indexOf("proto") >= 0 || name.indexOf(".") >= 0
+    ) {
       push(out, nameSource, name, name);
     }
     if (eq >= 0) {

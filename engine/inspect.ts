@@ -460,7 +460,7 @@ function judgeInert(input: Input, findings: Finding[]): void {
     const finding = upload ? scriptUpload(value) : prototypePollution(value);
     if (finding !== undefined) findings.push(finding);
   }
-  if (v.length >= 4 && v.length <= 28) {
+  if (v.length >= 4 && v.length <= 64) {
     // A catalog's name, an overflowing number, `document.cookie`: attacks without syntax.
     const word: DetectorInput = { input, location: locationOf(input), decoded: v, raw: v };
     const found = sqlWord(word) ?? xssWord(word);

@@ -36,7 +36,22 @@ export function isCatalogName(value: string): boolean {
   // A quoted name (`` `pg_catalog` ``) loses its quotes; a bare one is looked up as it is.
   const quoted = c === 96 || c === 34 || c === 91;
   if (quoted && !NAME.test(value)) return false;
-  return CATALOG_NAMES.has((quoted ? value.slice(1, -1) : value).toLowerCase());
+  const name = (quoted ? value.slice(1, -1) : value).toLowerCase();
+  return CATALOG_NAMES.has(name) || isQualifiedCatalog(name);
+}
+
+/**
+ * A table named through a system catalog (`information_schema.tables`,
+ * `pg_catalog.pg_shadow`, `master.dbo.sysdatabases`, `dbo.sysobjects`): reconnaissance as much as
+ * the catalog's own name. Only qualifiers no domain or file name starts with, so `mysql.com` and
+ * `all_users.csv` are no catalogs.
+ */
+const QUALIFIED_CATALOG =
+  /^(?:(?:information_schema|performance_schema|pg_catalog)\.\w|(?:master|msdb|tempdb|dbo)\.(?:dbo)?\.?sys(?:databases|objects|columns|users|x?logins|processes|files|types|servers|jobs|comments|indexes|tables|schemas)$)/;
+
+/** Whether a lower-case dotted name is a catalog-qualified table (see {@link QUALIFIED_CATALOG}). */
+function isQualifiedCatalog(name: string): boolean {
+  return name.indexOf(".") > 0 && QUALIFIED_CATALOG.test(name);
 }
 
 /**
@@ -47,17 +62,22 @@ export function isCatalogName(value: string): boolean {
  * @returns the verdict, or undefined
  */
 export function judgeWord(value: string): FragmentVerdict | undefined {
-  if (value.length < 4 || value.length > MAX_WORD) return undefined;
+  if (value.length < 4 || value.length > MAX_QUALIFIED) return undefined;
   const c = value.charCodeAt(0);
   if (c <= 57) return MAGIC_FLOAT.test(value) ? { rule: "overflow", score: 75 } : undefined;
   // Ids and tokens are mostly lower case already: look them up without a lower-cased copy.
   const name = hasUpper(value) ? value.toLowerCase() : value;
-  if (CATALOG_NAMES.has(name)) return { rule: "catalog", score: 75 };
+  if (value.length > MAX_WORD) {
+    return isQualifiedCatalog(name) ? { rule: "catalog", score: 75 } : undefined;
+  }
+  if (CATALOG_NAMES.has(name) || isQualifiedCatalog(name)) return { rule: "catalog", score: 75 };
   return SYSTEM_OBJECTS.has(name) ? { rule: "catalog", score: 60 } : undefined;
 }
 
 /** Longer than every catalog and system object name, and than the overflowing number. */
 const MAX_WORD = 28;
+/** Longer than a catalog-qualified table name (`information_schema.referential_constraints`). */
+const MAX_QUALIFIED = 64;
 
 function hasUpper(value: string): boolean {
   for (let i = 0; i < value.length; i++) {
@@ -81,9 +101,12 @@ const NAME = /^[`"[]?[a-z_][\w$.]*[`"\]]?$/i;
  */
 export function judgeFragment(text: string): FragmentVerdict | undefined {
   if (text.length > MAX_FRAGMENT) return undefined;
-  // What the readings below start from: a call's parenthesis, a quoted name, DECLARE or
-  // SELECT, a number. Most values hold none of them and are not copied.
-  if (text.indexOf("(") < 0 && !FRAGMENT_START.test(text)) return undefined;
+  // What the readings below start from: a call's parenthesis, a quoted or dotted name (dotted
+  // ones that are not inert, such as `master..sysdatabases`), DECLARE or SELECT, a number. Most
+  // values hold none of them and are not copied.
+  if (text.indexOf("(") < 0 && text.indexOf(".") < 0 && !FRAGMENT_START.test(text)) {
+    return undefined;
+  }
   const value = text.trim();
   if (value.length < 3) return undefined;
   if (MAGIC_FLOAT.test(value)) return { rule: "overflow", score: 75 };

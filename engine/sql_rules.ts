@@ -589,9 +589,20 @@ function unionRule(scan: RuleScan, i: number): void {
   }
   if (s?.kind !== "word" || s.text !== "select") return;
   if (selectList(text, tokens, j + 1)) scan.hit("union", i);
-  else if (strength !== "prose" && skipComments(tokens, j + 1) >= tokens.length) {
+  else if (strength !== "prose" && nothingButMarks(tokens, j + 1)) {
+    // `'union select`, `'union select/`: a payload cut off after its SELECT (often inside a
+    // comment the sender's tool split), with no column list a query could still go on with.
     scan.hit("union", i, -15);
   }
+}
+
+/** Whether the tokens from `j` on are only comments, operators and stray marks. */
+function nothingButMarks(tokens: readonly SqlToken[], j: number): boolean {
+  for (let k = j; k < tokens.length; k++) {
+    const kind = tokens[k]!.kind;
+    if (kind !== "comment" && kind !== "op" && kind !== "other") return false;
+  }
+  return true;
 }
 
 function stackedRule(scan: RuleScan, i: number): void {
