@@ -102,8 +102,33 @@ export function extract(req: EngineRequest): Input[] {
   return out;
 }
 
+/** A header value's bytes beyond ASCII (the server hands each byte over as one character). */
+const HIGH_BYTE = /[\x80-\xff]/;
+const STRICT_UTF8 = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * A header value as an application that reads its bytes as UTF-8 sees it (PHP, Python, Go,
+ * Ruby do; IIS then maps fullwidth `＜` to `<`, which the detectors fold too): bytes that form
+ * valid UTF-8 are decoded, anything else stays one character a byte.
+ */
+function utf8Reading(value: string): string {
+  if (!HIGH_BYTE.test(value)) return value;
+  const bytes = new Uint8Array(value.length);
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if (c > 0xff) return value; // already text, not bytes
+    bytes[i] = c;
+  }
+  try {
+    return STRICT_UTF8.decode(bytes);
+  } catch {
+    return value;
+  }
+}
+
 function addHeaders(out: Input[], headers: EngineRequest["headers"]): void {
-  for (const [name, value] of headers) {
+  for (const [name, raw] of headers) {
+    const value = name === "cookie" || !STANDARD_HEADERS.has(name) ? utf8Reading(raw) : raw;
     if (name === "cookie") {
       addCookies(out, value);
     } else if (name === "host") {

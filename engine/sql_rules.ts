@@ -148,6 +148,8 @@ export function evaluate(
       }
     } else if (t.kind === "word") {
       wordRules(scan, i);
+    } else if (t.kind === "comment" && strength !== "prose") {
+      gluedComment(scan, i);
     } else if (t.kind === "semi") {
       stackedRule(scan, i);
     } else if (t.kind === "var" && t.text.startsWith("@@") && t.text.length > 3) {
@@ -253,6 +255,65 @@ function statementRule(scan: RuleScan): void {
     const call = t.kind === "word" && t.call &&
       (text.charCodeAt(t.end) === 40 || KNOWN_FUNCTIONS.some((set) => set.has(t.text)));
     if (star || hex || t.kind === "var" || call) return scan.hit("statement", 0);
+  }
+}
+
+/** Keywords a comment written in place of a space sits beside (`SELECT/**\/id/**\/FROM`). */
+const GLUE_WORDS: ReadonlySet<string> = new Set([
+  "select",
+  "union",
+  "from",
+  "where",
+  "order",
+  "group",
+  "by",
+  "having",
+  "limit",
+  "insert",
+  "into",
+  "values",
+  "update",
+  "delete",
+  "drop",
+  "exec",
+  "execute",
+  "declare",
+  "waitfor",
+  "delay",
+  "sleep",
+  "benchmark",
+  "case",
+  "when",
+  "then",
+  "like",
+  "null",
+  "all",
+  "distinct",
+]);
+/** Longest comment read as a space (`/**\/`, `/*x*\/`, `/*foo*\/`); longer ones are remarks. */
+const MAX_GLUED_COMMENT = 24;
+
+/**
+ * A block comment in place of a space, glued to a keyword or between a function and its
+ * parenthesis (`SELECT/**\/id/**\/FROM/**\/users`, `json_extract/**\/(`): how injected SQL gets
+ * past filters that look for spaces; no one formats a query by hand that way, and CSS hacks
+ * (`html>/**\/body`) sit beside no SQL keyword. MySQL's executable comments (`/*!`) have their
+ * own rule in `sqli.ts`.
+ */
+function gluedComment(scan: RuleScan, i: number): void {
+  const { text, tokens } = scan;
+  const t = tokens[i]!;
+  const prev = tokens[i - 1];
+  const next = tokens[i + 1];
+  if (
+    t.text !== "/*" || !t.closed || prev === undefined || next === undefined ||
+    prev.end !== t.start || next.start !== t.end || t.end - t.start > MAX_GLUED_COMMENT ||
+    text.charCodeAt(t.start + 2) === 33
+  ) return;
+  const keyword = (x: SqlToken) =>
+    x.kind === "logic" || (x.kind === "word" && GLUE_WORDS.has(x.text));
+  if (keyword(prev) || keyword(next) || (prev.kind === "word" && next.kind === "lparen")) {
+    scan.hit("comment", i);
   }
 }
 
