@@ -286,7 +286,8 @@ export function decodeBase64Code(value: string, embedded = false): string | unde
   }
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    if ((c < 0x20 && c !== 9 && c !== 10 && c !== 13) || c > 0x7e) return undefined;
+    // White space includes \v and \f, which HTML and shells read as separators (`<svg\fonload=`).
+    if ((c < 0x20 && (c < 9 || c > 13)) || c > 0x7e) return undefined;
   }
   return (embedded ? CODE_LIKE : WORDS_OR_CODE).test(text) ? text : undefined;
 }
