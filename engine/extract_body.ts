@@ -157,7 +157,7 @@ function addText(text: string, type: string, prefix: string, ctx: BodyContext): 
   if (type.includes("x-www-form-urlencoded")) addPairs(out, text, "form", ctx.marks);
   else if (type.includes("graphql")) addGraphql(out, text, `${prefix}.query`);
   else if (type.includes("json")) addJson(text, prefix, ctx);
-  else if (type.includes("xml")) addXml(out, text, prefix);
+  else if (type.includes("xml")) addXml(out, text, prefix, !type.includes("svg"));
   else if (isText(text)) addSniffed(text, prefix, ctx);
 }
 
@@ -167,7 +167,7 @@ function addSniffed(text: string, prefix: string, ctx: BodyContext): void {
   const start = text.trimStart();
   const first = start[0];
   if (first === "{" || first === "[") addJson(text, prefix, ctx);
-  else if (first === "<") addXml(out, text, prefix);
+  else if (first === "<") addXml(out, text, prefix, false);
   else if (prefix === "" && FORM_SHAPE.test(text)) addPairs(out, text, "form", ctx.marks);
   else push(out, prefix === "" ? "body" : "multipart", prefix, text);
 }
@@ -214,14 +214,26 @@ function addJson(text: string, prefix: string, ctx: BodyContext): void {
   if (!clean) push(out, prefix === "" ? "body" : "multipart", prefix, text);
 }
 
-function addXml(out: Input[], text: string, prefix: string): void {
+/**
+ * An XML document: the whole of it, then each element's text and attribute. A document declared
+ * as XML (`application/soap+xml`) is an application's data, so its whole is judged only for what
+ * a document carries (a DTD's entities, SSI); its markup is the format's. Markup nobody declared
+ * as XML (a `text/plain` body or one without a type that starts with `<`) and SVG, which browsers
+ * render and run, are text an application may echo into a page: the whole is judged as any
+ * value is (`<script src=//evil.example/x.js>`).
+ *
+ * @param declared whether the content type names XML (other than SVG)
+ */
+function addXml(out: Input[], text: string, prefix: string, declared = true): void {
   const source = prefix === "" ? "xml" : "multipart";
   // The whole document carries the DTD (XXE) and whatever does not parse as XML.
   const at = out.length;
   push(out, source, prefix, text);
   const parsed = readXml(text, (path, value) => push(out, source, `${prefix}${path}`, value));
   const doc = out[at];
-  if (parsed && doc !== undefined && doc.value === text) out[at] = { ...doc, structured: true };
+  if (declared && parsed && doc !== undefined && doc.value === text) {
+    out[at] = { ...doc, structured: true };
+  }
 }
 
 /**
