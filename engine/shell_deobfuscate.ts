@@ -14,6 +14,11 @@ const EMPTY_PARAM = /\$(?:@|\*|\{\d\}|\d(?=[a-z])|\(\))/g;
  * `c$!at`, `una$$me`, `cat$u` (an unset variable before a space or slash).
  */
 const PARAM_IN_WORD = /(?<=[a-z])\$(?:[_!$]|[a-z](?=[\s/]|$))(?=[a-z/\s]|$)/g;
+/**
+ * An unset variable standing alone where a command starts (`;$a cat test.txt`): unquoted and
+ * empty, it expands to no word at all, so the next word is the command the shell runs.
+ */
+const PARAM_BEFORE_COMMAND = /(?<=(?:^|[;&|\n(`])\s*)\$\{?[a-z_]\w{0,7}\}?[ \t]+(?=[a-z])/g;
 /** `$SHELL -c ...`, `${BASH}`: the variables that name the running shell. */
 const SHELL_VARIABLE = /\$\{?(?:shell|bash)\}?(?=[\s;|&]|$)/g;
 const QUOTE_IN_WORD = /(?<=[a-z0-9_/.-])(?:''|""|'|")(?=[a-z0-9_/.-])/g;
@@ -70,7 +75,7 @@ export function deobfuscate(text: string): string {
   if (s.indexOf("$") >= 0 && s.indexOf("=") >= 0) s = substituteVariables(s);
   if (s.indexOf("$") >= 0) {
     s = s.replace(IFS, " ").replace(SUBSTRING, "/").replace(EMPTY_PARAM, "")
-      .replace(PARAM_IN_WORD, "").replace(SHELL_VARIABLE, "sh");
+      .replace(PARAM_IN_WORD, "").replace(SHELL_VARIABLE, "sh").replace(PARAM_BEFORE_COMMAND, "");
   }
   if (s.indexOf("\\") >= 0) s = s.replace(LITERAL_NEWLINE, "\n").replace(BACKSLASH_IN_WORD, "");
   if (s.indexOf("^") >= 0) s = s.replace(CARET_IN_WORD, "");

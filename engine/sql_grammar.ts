@@ -24,9 +24,16 @@ export const COMPARE_WORDS: ReadonlySet<string> = new Set([
   "similar",
 ]);
 
+/**
+ * Postfix null tests of PostgreSQL and SQLite (`email notnull`, `id isnull`): a predicate of one
+ * operand. Written with a parenthesis, `isnull(x)` is SQL Server's and MySQL's function instead.
+ */
+const POSTFIX_NULL_TESTS: ReadonlySet<string> = new Set(["isnull", "notnull"]);
+
 /** Clause keywords: never an operand, they start or end an expression. */
 export const CLAUSE_WORDS: ReadonlySet<string> = new Set([
   ...COMPARE_WORDS,
+  ...POSTFIX_NULL_TESTS,
   "select",
   "from",
   "where",
@@ -282,6 +289,9 @@ function readFlatComparison(
   let t = tokens[i];
   if (t?.kind === "logic" && t.text === "not") t = tokens[i = skipComments(tokens, i + 1)];
   if (t === undefined) return undefined;
+  if (t.kind === "word" && !t.call && POSTFIX_NULL_TESTS.has(t.text)) {
+    return { end: t.end, fixed: left.literal, complex: left.complex };
+  }
   const isOp = t.kind === "op" && COMPARE_OPS.has(t.text);
   const isWord = t.kind === "word" && COMPARE_WORDS.has(t.text);
   if (!isOp && !isWord) return undefined;
