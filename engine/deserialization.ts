@@ -27,7 +27,7 @@ const RULES: readonly Rule[] = [
     score: 92,
     ruleId: "deserialization.java_base64",
   },
-  { re: /(?:^|[^0-9a-f])aced0005[0-9a-f]{8,}/i, score: 92, ruleId: "deserialization.java_hex" },
+  { re: /(?:^|[^0-9a-f])aced0005[0-9a-f]{6,}/i, score: 92, ruleId: "deserialization.java_hex" },
   { re: /AAEAAAD\/{5,}/, score: 92, ruleId: "deserialization.dotnet_binary" },
   {
     re:

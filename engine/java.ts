@@ -241,6 +241,8 @@ export function java(value: DetectorInput, source: string): Finding | undefined 
 /** A Java serialisation stream's magic (`AC ED 00 05`) in base64 at its three alignments. */
 const STREAM_BASE64 = /^rO0AB[A-Za-z0-9_-]{8,}/;
 const STREAM_MARKER = /rO0ABQ|KztAAU|Cs7QAF/;
+/** The same stream written in hex (`aced0005` then a type code, `7372` for an object). */
+const STREAM_HEX = /^aced0005[0-9a-f]{6,}$/i;
 /** A whole value in the base64 alphabet, long enough to hide a class name. */
 const BASE64_TOKEN = /^[A-Za-z0-9_-]{8,2048}={0,2}$/;
 /** Words an exploit spells in base64 to pass a filter (CRS 944300, paranoia level 3). */
@@ -294,6 +296,9 @@ export function javaToken(value: DetectorInput): Finding | undefined {
     if (marker !== null) {
       return makeFinding(value, "deserialization", 55, "deserialization.java_marker", text, 0);
     }
+  }
+  if ((text.charCodeAt(0) | 0x20) === 97 && STREAM_HEX.test(text)) {
+    return makeFinding(value, "deserialization", 92, "deserialization.java_hex", text, 0);
   }
   if (text.length <= MAX_NAME && GADGET_HINT.test(text)) {
     const gadget = javaNames(value, text);

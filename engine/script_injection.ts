@@ -27,7 +27,7 @@ const NODE_HINT = gated(/process|require|constructor|__js_function|Function|glob
 const RUBY_HINT = /Process|Kernel|IO|Open3|PTY/;
 /** Literals one of the rules needs. */
 const HINT = factorAlternation(
-  /process|require|console|constructor|prototype|__proto__|__js_function|Function|while|Process|Kernel|IO|Open3|PTY|%x|\+|@\{|\\u|\\x/,
+  /process|require|console|constructor|prototype|__proto__|__js_function|Function|while|Process|Kernel|IO|Open3|PTY|%x|\+|@\{|\\u|\\x|open/,
 );
 
 /**
@@ -66,6 +66,12 @@ const RUBY_COMMAND =
 /** A string closed, a call added with `+`, the string reopened: `'+sleep(20.to_i)+'`. */
 const CONCAT_CALL =
   /["']\s*\+\s*(?:sleep|system|exec|eval|spawn|fork|syscall|send|require|open|popen|instance_eval|class_eval)\s*\(?[^'"\n]{0,80}?\)?\s*\+\s*["']/;
+/**
+ * Ruby's `Kernel#open` and Perl's two-argument `open` run a command when the name starts with a
+ * pipe: `open("|id")`, `open(FH, "| cat /etc/passwd")`. Called, with its parenthesis: prose
+ * writes `open "| Mon-Fri"`.
+ */
+const PIPE_OPEN = /\bopen\s*\(\s*(?:[A-Za-z_]\w{0,31}\s*,\s*)?["'`]\s*\|\s*[a-z/]/i;
 /** Perl's `@{[ code ]}`, which runs inside a double-quoted string. */
 const PERL_INTERPOLATION = /@\{\s*\[[^\]]{1,200}\]/;
 const JS_ESCAPE = /\\u\{([0-9a-f]{1,6})\}|\\u([0-9a-f]{4})|\\x([0-9a-f]{2})/gi;
@@ -112,6 +118,8 @@ export function scriptInjection(value: DetectorInput, text: string): Finding | u
   if (concat !== null) {
     best = stronger(best, found(value, 85, "rce.concatenated_call", src, concat.index));
   }
+  const pipe = src.indexOf("|") >= 0 ? PIPE_OPEN.exec(src) : null;
+  if (pipe !== null) best = stronger(best, found(value, 85, "rce.pipe_open", src, pipe.index));
   const perl = src.indexOf("@{") >= 0 ? PERL_INTERPOLATION.exec(src) : null;
   if (perl !== null) best = stronger(best, found(value, 60, "rce.perl_code", src, perl.index));
   return best;
