@@ -32,9 +32,14 @@ const SUPERGLOBAL =
  * template's `${name}` and TeX's `$ {x}^2 $` have neither a quote nor a `$` inside).
  */
 const VARIABLE_VARIABLE = /\$\s*\{\s*@?\s*(?:\$|["'][^"'\n]*["']\s*\})/;
-/** A variable, a variable variable or a braced expression, then indexes, members or comments. */
+/**
+ * A variable, a variable variable or a braced expression, then indexes, members or comments.
+ * The braces hold a quoted or `$` expression, or constants made only of underscores
+ * (`${_.__}(30)`: PHP reads undefined constants as their names, so that names the variable `___`),
+ * which only obfuscated code writes; a template's `${user.name}` is neither.
+ */
 const VARIABLE_CALL = new RegExp(
-  "(\\$+)(?:[A-Za-z_\\x7f-\\uffff][\\w\\x7f-\\uffff]*|(\\s*\\{\\s*[@$'\"][^{}\\n]{0,200}\\}))" +
+  "(\\$+)(?:[A-Za-z_\\x7f-\\uffff][\\w\\x7f-\\uffff]*|(\\s*\\{\\s*(?:[@$'\"][^{}\\n]{0,200}|_+(?:\\s*\\.\\s*_+)+\\s*|__+\\s*)\\}))" +
     "((?:\\s*(?:\\[(?:[^[\\]\\n]|\\[[^[\\]\\n]{0,50}\\]){0,100}\\]|\\{[^{}\\n]{1,100}\\}|->\\s*[\\w$]+|/\\*[^]{0,200}?\\*/|" +
     "//[^\\n]{0,200}\\n|#[^\\n]{0,200}\\n))*)(\\s*)\\(\\s*(\\)|[\"'$@\\d+-])?",
 );
