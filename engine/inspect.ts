@@ -460,10 +460,11 @@ function judgeInert(input: Input, findings: Finding[]): void {
     const finding = upload ? scriptUpload(value) : prototypePollution(value);
     if (finding !== undefined) findings.push(finding);
   }
-  if (v.length >= 4 && v.length <= 64) {
-    // A catalog's name, an overflowing number, `document.cookie`: attacks without syntax.
+  if (v.length >= 4 && (v.length <= 28 || (v.length <= 64 && v.indexOf(".") > 0))) {
+    // A catalog's name or a table in one (`information_schema.tables`), an overflowing number,
+    // `document.cookie`: attacks without syntax.
     const word: DetectorInput = { input, location: locationOf(input), decoded: v, raw: v };
-    const found = sqlWord(word) ?? xssWord(word);
+    const found = sqlWord(word) ?? (v.length <= 28 ? xssWord(word) : undefined);
     if (found !== undefined) findings.push(found);
   }
   const dotted = v.indexOf(".") >= 0;

@@ -27,7 +27,7 @@ const NODE_HINT = gated(/process|require|constructor|__js_function|Function|glob
 const RUBY_HINT = /Process|Kernel|IO|Open3|PTY/;
 /** Literals one of the rules needs. */
 const HINT = factorAlternation(
-  /process|require|console|constructor|prototype|__proto__|__js_function|Function|while|Process|Kernel|IO|Open3|PTY|%x|\+|@\{|\\u|\\x|open/,
+  /process|require|console|constructor|prototype|__proto__|__js_function|Function|while|Process|Kernel|IO|Open3|PTY|%x|\+|@\{|\\u|\\x/,
 );
 
 /**
@@ -87,7 +87,11 @@ const PROSE = 3;
  * @returns the strongest finding, class `rce`
  */
 export function scriptInjection(value: DetectorInput, text: string): Finding | undefined {
-  if (!HINT.test(text)) return undefined;
+  if (!HINT.test(text)) {
+    // A pipe is rare in text, `open` is not: this rule goes by the pipe, not the hint.
+    const pipe = text.indexOf("|") >= 0 ? PIPE_OPEN.exec(text) : null;
+    return pipe !== null ? found(value, 85, "rce.pipe_open", text, pipe.index) : undefined;
+  }
   const src = text.indexOf("\\u") >= 0 || text.indexOf("\\x") >= 0 ? unescapeJs(text) : text;
   // Whether the value is code alone, worked out once a rule needs it.
   let known: boolean | undefined;

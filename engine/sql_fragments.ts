@@ -101,10 +101,10 @@ const NAME = /^[`"[]?[a-z_][\w$.]*[`"\]]?$/i;
  */
 export function judgeFragment(text: string): FragmentVerdict | undefined {
   if (text.length > MAX_FRAGMENT) return undefined;
-  // What the readings below start from: a call's parenthesis, a quoted or dotted name (dotted
-  // ones that are not inert, such as `master..sysdatabases`), DECLARE or SELECT, a number. Most
-  // values hold none of them and are not copied.
-  if (text.indexOf("(") < 0 && text.indexOf(".") < 0 && !FRAGMENT_START.test(text)) {
+  // What the readings below start from: a call's parenthesis, a quoted name or one with an
+  // empty part (`master..sysdatabases`, not inert), DECLARE or SELECT, a number. Most values
+  // hold none of them and are not copied.
+  if (text.indexOf("(") < 0 && text.indexOf("..") < 0 && !FRAGMENT_START.test(text)) {
     return undefined;
   }
   const value = text.trim();
