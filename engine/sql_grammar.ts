@@ -33,7 +33,6 @@ const POSTFIX_NULL_TESTS: ReadonlySet<string> = new Set(["isnull", "notnull"]);
 /** Clause keywords: never an operand, they start or end an expression. */
 export const CLAUSE_WORDS: ReadonlySet<string> = new Set([
   ...COMPARE_WORDS,
-  ...POSTFIX_NULL_TESTS,
   "select",
   "from",
   "where",
