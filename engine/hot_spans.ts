@@ -130,12 +130,12 @@ const SHARED: ReadonlyArray<readonly [string, string | null]> = [
   ],
   // sqli (function calls), xss (`alert(1)`), code injection (`system(`, `eval(`), ldap_xpath
   // (`count(`), java (`T(`), css (`expression(`, `url(`): a word directly before `(`, or
-  // before `(` and an argument that opens with a digit, quote or variable; cmdi (`() {`),
+  // before `(` and an argument that opens with a digit, apostrophe or variable; cmdi (`() {`),
   // sqli subqueries, LDAP filters (`(&(`, `(|(`, `(cn=`).
   [
     "(",
     String
-      .raw`(?<=[\w$\]\x60])\(|(?<=\w\s+)\(\s*[\d'"@$\x60]|\(\s*\)|\(\s*(?:select\s*[\w*@(]|[&|!]|[\w-]+\s*[~<>:]?=)`,
+      .raw`(?<=[\w$\]\x60])\(|(?<=\w\s+)\(\s*[\d'@$\x60]|\(\s*\)|\(\s*(?:select\s*[\w*@(]|[&|!]|[\w-]+\s*[~<>:]?=)`,
   ],
   // LDAP (`)(`, `*)`), sqli (`);`, `) union`).
   [")", String.raw`\)\(|\)\s*(?:;|--|#|\/\*|union\b|\))`],
@@ -159,7 +159,8 @@ const SHARED: ReadonlyArray<readonly [string, string | null]> = [
  */
 const SQL_AFTER_QUOTE = String.raw`(?:\s*(?:(?:or|and|xor)\b\s*(?:not\s+)?(?:['"\d(@-]|` +
   String.raw`true\b|false\b|null\b|[\w.]+\s*(?:[=<>]|!=|\s(?:like|rlike|regexp|between)\s)|` +
-  String.raw`[\w.]+\s+(?:is\s+(?:not\s+)?null|in\s*\())|\|\||&&|union\b|select\s*[\w*@(]|` +
+  String
+    .raw`[\w.]+\s+(?:is\s+(?:not\s+)?null|in\s*\())|\|\||&&|union\b|select\s*(?:[*@(\d]|(?:all|distinct|top|null|concat|char|version|user|database|sleep|count|group_concat|load_file)\b)|` +
   String.raw`order\s+by\b|group\s+by\b|having\b|where\s+[\w.]+\s*[=<>!]|limit\s+\d|` +
   String.raw`like\s+['"\d%]|into\s+(?:out|dump)file|from\s+[\w.\x60]+\s*(?:where|;|--|#|$)|` +
   String.raw`procedure\b|sleep\s*\(|benchmark\s*\(|waitfor\b|exec\b|collate\b|div\b|` +
@@ -179,7 +180,7 @@ const EQUALS: readonly [string, null] = ["=", null];
 const FORM_EQUALS: readonly [string, string] = [
   "=",
   String
-    .raw`(?<=\b(?:or|and|xor|where|having)\s+(?:not\s+)?[\w'"().-]{1,32}\s*)=|(?<=\bon[a-z]{3,}\s*)=|(?<=\b(?:style|src|href|srcdoc|formaction|action|background|lowsrc|dynsrc|poster|xlink:href)\s*)=|=\s*['"]|(?<=['"])=`,
+    .raw`(?<=\b(?:or|and|xor|where|having)\s+(?:not\s+)?[\w'"().-]{1,32}\s*)=|(?<=\bon[a-z]{3,}\s*)=|(?<=\b(?:style|src|href|srcdoc|formaction|action|background|lowsrc|dynsrc|poster|xlink:href)\s*)=`,
 ];
 /** `&` as a shell operator: `&&`, or `&` before a space; a form's `&name=` is structure. */
 const FORM_AMPERSAND: readonly [string, string] = [
@@ -224,7 +225,7 @@ const WORDS: readonly RegExp[] = [
     .raw`\bexec(?:ute)?[\s+]+(?:xp_|sp_|master\.|immediate\b)|\bwaitfor[\s+]+(?:delay|time)\b|\bprocedure[\s+]+analyse\b|\binto[\s+]+(?:out|dump)file\b`,
   String.raw`\border[\s+]+by[\s+]+\d|\bgroup[\s+]+by\b|\bhaving[\s+]+[\w(]+[\s+]*[=<>!(]`,
   String.raw`\b(?:information_schema|sysobjects|pg_sleep|xp_cmdshell)\b|\b0x[0-9a-f]{4,}\b`,
-  String.raw`\b(?:or|and|xor)[\s+]+(?:not[\s+]+)?(?:true\b|false\b|null\b|['"@])`,
+  String.raw`\b(?:or|and|xor)[\s+]+(?:not[\s+]+)?(?:true\b|false\b|null\b|['@])`,
   String
     .raw`localhost|metadata|burpcollaborator|oastify|interactsh|requestbin|pipedream|ngrok`,
   String
@@ -248,10 +249,10 @@ const WORDS: readonly RegExp[] = [
   "__[a-z]",
   // cmdi's SPECIAL_HINT: what its special rules need (`sh,-c,`, `-exec`, `mkfifo`, `>&`).
   SPECIAL_HINT.source,
-  // windows_cmd's HINTS, less what English says (`if not`, `for all`): `@echo`, `if exist`,
+  // windows_cmd's HINTS, less what English says (`if not`, `if "`, `for all`): `@echo`, `if exist`,
   // `if errorlevel`, `env:`, the PowerShell aliases.
   String
-    .raw`@echo|\bfor\s+[/%]|\bif\s+(?:exist|errorlevel|defined|\/i|%|")|env:|\b(?:iwr|irm|saps|sal)\s|\.download`,
+    .raw`@echo|\bfor\s+[/%]|\bif\s+(?:exist|errorlevel|defined|\/i)\b|env:|\b(?:iwr|irm|saps|sal)\s|\.download`,
 ].map((source) => gated(new RegExp(source, "gi")));
 
 /** The checks of each kind, by candidate character, compiled once. */
@@ -461,7 +462,7 @@ export function hotSpans(
   starts.length = 0;
   ends.length = 0;
   let view = "";
-  for (let p = from; p < to;) {
+  for (let p = from; p < to && p < n;) {
     let end = Math.min(n, p + PIECE);
     while (end < n && end - p < 2 * PIECE && window.charCodeAt(end - 1) !== 38) end++;
     let text = normalize(window.slice(p, end), plus).text;
