@@ -94,7 +94,7 @@ function hasSeparator(t: string): boolean {
  * Literals one of the exploit-shape regexes needs; most values have none (`nc` only as the
  * word netcat is, or every "once" and "since" of a text would run them all).
  */
-export const SPECIAL_HINT = factorAlternation(
+const SPECIAL_HINT = factorAlternation(
   /\/dev\/|sh\s+-i|sh,-c,|-exec|\bnc(?:at)?\s|mkfifo|>&|comspec|cmd|powershell|iex|invoke-|--[a-z]|-o\s*[pl]/i,
 );
 const IFS_TRICK = /\$\{?ifs\}?|\$\{path:0:1\}|\$\{home:0:1\}/i;

@@ -26,7 +26,6 @@ import { gated, gateOn } from "./literal_gate.ts";
 import { SENSITIVE_FILES } from "./lfi_files.ts";
 import { classifyHost, isKubernetesApi } from "./host_address.ts";
 import { METADATA_PATH } from "./ssrf.ts";
-import { SPECIAL_HINT } from "./cmdi.ts";
 
 /**
  * What a long value is made of, which decides what is structure:
@@ -113,20 +112,20 @@ const SHARED: ReadonlyArray<readonly [string, string | null]> = [
   [
     ".",
     String
-      .raw`\.\.(?![\s.!?,"')\]]|$)|\.(?=[a-z_$])(?:(?<=\b(?:java|javax|sun|jdk|groovy|bsh|document|window|self|top|parent|frames|globalthis|this|constructor|process|db|server|response|request|wscript|location)\s*\.)|(?:bak|old|orig|swp|sql|ini|conf|config|log|inc|save|htaccess|htpasswd|git|svn|env|ssh|aws|docker|npmrc|ds_store|bash_history|internal|local)|(?<=\b(?:xip|nip|oast|ceye|dnslog|localtest|interact)\.))|\.(?=\d)(?<=\b\d{1,3}\.)\d{1,3}\.\d{1,3}\.\d{1,3}\b`,
+      .raw`\.\.(?![\s.!?,"')\]]|$)|\.(?=[a-z_$])(?:(?<=\b(?:java|javax|sun|jdk|groovy|bsh|document|window|self|top|parent|frames|globalthis|this|constructor|process|db|server|response|request|wscript|location)\s*\.)|(?:bak|old|orig|swp|sql|ini|conf|config|log|inc|save|htaccess|htpasswd|git|svn|env|ssh|aws|docker|npmrc|ds_store|bash_history|internal|local)|(?<=\b(?:xip|nip|oast|ceye|dnslog|localtest|interact)\.)|download)|\.(?=\d)(?<=\b\d{1,3}\.)\d{1,3}\.\d{1,3}\.\d{1,3}\b`,
   ],
   // traversal (`/..`, `/etc/`), sqli comments (`/*`), open_redirect (`//host`).
   [
     "/",
     String
-      .raw`\/\.\.|\/\*|\/(?:etc|proc|dev|bin|sbin|usr|var|tmp|root|boot|sys|home|opt|windows|winnt|inetpub|system32)|(?<!:)\/\/`,
+      .raw`\/\.\.|\/\*|\/(?:etc|proc|dev|bin|sbin|usr|var|tmp|root|boot|sys|home|opt|windows|winnt|inetpub|system32)|(?<!:)\/\/|(?<=\b(?:for|if)\s+)\/[a-z]\b`,
   ],
   // ssrf, rfi, open_redirect: schemes other than the web's, URLs that are not plain links;
   // xss script URLs; ldap_xpath (`child::`), php (`::`); php serialised objects.
   [
     ":",
     String
-      .raw`::|(?<=[a-z0-9]\s{0,3}):(?:(?<=\b(?:javascript|vbscript|livescript|mocha|data|file|php|phar|zip|glob|expect|jar|gopher|dict|ldaps?|rmi|dns|iiop|corba|nis|nds|netdoc|jdbc|tftp|sftp|ftps?|smb|ssh2|ogg|rar|unix|telnet|jrmp|mailto|wss?|view-source|compress\.\w+)\s*:)|(?<=\bhttps?:)(?!\/\/[a-z0-9])|(?<=\b[aOCs]:)\d+:[{"]|(?<=\b[a-z]:)[\/\\])`,
+      .raw`::|(?<=[a-z0-9]\s{0,3}):(?:(?<=\b(?:javascript|vbscript|livescript|mocha|data|file|php|phar|zip|glob|expect|jar|gopher|dict|ldaps?|rmi|dns|iiop|corba|nis|nds|netdoc|jdbc|tftp|sftp|ftps?|smb|ssh2|ogg|rar|unix|telnet|jrmp|mailto|wss?|view-source|compress\.\w+)\s*:)|(?<=\bhttps?:)(?!\/\/[a-z0-9])|(?<=\b[aOCs]:)\d+:[{"]|(?<=\b[a-z]:)[\/\\]|(?<=\benv):)`,
   ],
   // sqli (function calls), xss (`alert(1)`), code injection (`system(`, `eval(`), ldap_xpath
   // (`count(`), java (`T(`), css (`expression(`, `url(`): a word directly before `(`, or
@@ -145,6 +144,10 @@ const SHARED: ReadonlyArray<readonly [string, string | null]> = [
   // `@` outside an e-mail address: SQL variables (`@@version`, `declare @`), Razor and
   // SpEL, CSS `@import`, LDAP.
   ["@", String.raw`(?<![\w.+-])@|@(?![\w-])`],
+  // cmdi's SPECIAL_HINT, its options: `sh -i`, `sh,-c,`, `-exec`, `--output`, `-o /path`.
+  ["-", String.raw`(?<=\bsh\s+)-i|(?<=\bsh,)-c,|-exec|--[a-z]|-o\s*[pl]`],
+  // sqli tautologies (`or 'a'='a`, `and @x`): a quote or `@` after `or`, `and`, `xor`.
+  ["'", String.raw`(?<=\b(?:or|and|xor)[\s+]+(?:not[\s+]+)?)'`],
   // deserialization: YAML tags (`!!python/object`).
   ["!", String.raw`!!\w`],
   // ssrf: IPv6 literals.
@@ -223,13 +226,17 @@ const WORDS: readonly RegExp[] = [
     .raw`\b(?:insert[\s+]+into|delete[\s+]+from)\b|\bdrop[\s+]+(?:table|database|schema|view|procedure|function|user|index)\b|\bupdate[\s+]+\S+[\s+]+set\b`,
   String
     .raw`\bexec(?:ute)?[\s+]+(?:xp_|sp_|master\.|immediate\b)|\bwaitfor[\s+]+(?:delay|time)\b|\bprocedure[\s+]+analyse\b|\binto[\s+]+(?:out|dump)file\b`,
-  String.raw`\border[\s+]+by[\s+]+\d|\bgroup[\s+]+by\b|\bhaving[\s+]+[\w(]+[\s+]*[=<>!(]`,
+  String.raw`\border[\s+]+by[\s+]+\d`,
+  String.raw`\bgroup[\s+]+by\b`,
+  String.raw`\bhaving[\s+]+[\w(]+[\s+]*[=<>!(]`,
   String.raw`\b(?:information_schema|sysobjects|pg_sleep|xp_cmdshell)\b|\b0x[0-9a-f]{4,}\b`,
-  String.raw`\b(?:or|and|xor)[\s+]+(?:not[\s+]+)?(?:true\b|false\b|null\b|['@])`,
+  String.raw`(?<=\b(?:or|and|xor)[\s+]+(?:not[\s+]+)?)(?:true|false|null)\b`,
   String
     .raw`localhost|metadata|burpcollaborator|oastify|interactsh|requestbin|pipedream|ngrok`,
   String
-    .raw`runtime|processbuilder|classloader|ognl|memberaccess|xwork|beanutils|invokertransformer|templatesimpl|jndi|ysoserial|createobject|\bon\s+error\s+resume\b`,
+    .raw`processbuilder|classloader|ognl|memberaccess|xwork|beanutils|invokertransformer|templatesimpl|jndi|ysoserial|createobject`,
+  "runtime",
+  String.raw`\bon\s+error\s+resume\b`,
   String.raw`ro0ab|aced0005`,
   String
     .raw`\b(?:iex|invoke-\w+|powershell|pwsh|certutil|bitsadmin|mshta|rundll32|regsvr32|wmic|cmd(?:\.exe)?\s*\/[ck])\b`,
@@ -247,16 +254,20 @@ const WORDS: readonly RegExp[] = [
   "proto",
   // code injection and nosqli: dunder names (`__js_function`, `__class__`, `__import__`).
   "__[a-z]",
-  // cmdi's SPECIAL_HINT: what its special rules need (`sh,-c,`, `-exec`, `mkfifo`, `>&`).
-  SPECIAL_HINT.source,
-  // windows_cmd's HINTS, less what English says (`if not`, `if "`, `for all`): `@echo`, `if exist`,
-  // `if errorlevel`, `env:`, the PowerShell aliases.
+  // cmdi's SPECIAL_HINT, its words (its options are `-` checks above; `/dev/`, `>&` are
+  // triggers of their own).
+  String.raw`\bnc(?:at)?\s`,
+  "mkfifo|comspec",
+  // windows_cmd's HINTS, less what English says (`if not`, `if "`, `for all`): `if exist`,
+  // `if errorlevel`, the PowerShell aliases (`@echo`, `for /f`, `env:`, `.download` are
+  // `@`, `/`, `:` and `.` checks).
   String
-    .raw`@echo|\bfor\s+[/%]|\bif\s+(?:exist|errorlevel|defined|\/i)\b|env:|\b(?:iwr|irm|saps|sal)\s|\.download`,
+    .raw`(?<=\bif\s+)(?:exist|errorlevel|defined)\b`,
+  String.raw`\b(?:iwr|irm|saps|sal)\s`,
 ].map((source) => gated(new RegExp(source, "gi")));
 
 /** The checks of each kind, by candidate character, compiled once. */
-function checksOf(parts: ReadonlyArray<readonly [string, string | null]>): Checks {
+function checksOf(parts: ReadonlyArray<readonly [string, string | null]>, json = false): Checks {
   const map = new Map<number, RegExp>();
   const sources = new Map<number, string[]>();
   for (const [chars, source] of parts) {
@@ -276,7 +287,10 @@ function checksOf(parts: ReadonlyArray<readonly [string, string | null]>): Check
     map.set(code, list[0] === "[^]" ? ANY : sticky(list.join("|")));
     chars += `\\u${code.toString(16).padStart(4, "0")}`;
   }
-  return { byChar: map, candidate: new RegExp(`[${chars}]`, "g") };
+  // A JSON document's `":` is skipped by the candidate pattern, before any check.
+  const colon = json ? '|:(?<!":)' : "";
+  if (json) chars = chars.replace("\\u003a", "");
+  return { byChar: map, candidate: new RegExp(`[${chars}]${colon}`, "g") };
 }
 
 /** What every kind but a JSON document reads: its braces, both quotes, a backslash. */
@@ -284,7 +298,7 @@ const NOT_JSON = [...SHARED, WIDE, BRACE, QUOTE, DOUBLE_QUOTE, BACKSLASH];
 
 const CHECKS: Readonly<Record<TextKind, Checks>> = {
   text: checksOf([...NOT_JSON, EQUALS, AMPERSAND, UTF7]),
-  json: checksOf([...SHARED, WIDE, QUOTE, EQUALS, AMPERSAND, JSON_ESCAPE, UTF7]),
+  json: checksOf([...SHARED, WIDE, QUOTE, EQUALS, AMPERSAND, JSON_ESCAPE, UTF7], true),
   form: checksOf([...NOT_JSON, FORM_EQUALS, FORM_AMPERSAND]),
   encoded: checksOf([...NOT_JSON, EQUALS, AMPERSAND]),
 };
