@@ -6,12 +6,14 @@
  * (`union ... select`), a call (`sleep(`) or a comparison after `or`/`and`; a shell command needs
  * a separator (`;`, `|`, `&`, a backtick, a newline) or a substitution (`$(`); markup needs `<`;
  * a template needs `{{`, `${`, `{%`; a path needs `../` or a system directory; a URL attack needs
- * a scheme other than the web's, an address, or a URL that is not a plain link. The
- * {@link TRIGGERS} below are those shapes, read from the detectors' own gates and rules (each
- * part names where it comes from). A window is read once for them, and the detectors are run on
- * the text around each trigger ({@link MARGIN} each side, merged when close) exactly as they run
- * on a window; what lies far from every trigger is not judged. Short values (every value up to a
- * window long, that is every request of ordinary traffic) never come here.
+ * a scheme other than the web's, an address, or a URL that is not a plain link. The triggers
+ * below ({@link SHARED} and the kinds' own checks by the character a trigger starts with,
+ * {@link WORDS} for those without punctuation, base64 runs) are those shapes, read from the
+ * detectors' own gates, lists and rules; each part names where it comes from, and this file is
+ * the one place the vocabulary is kept. A window is read once for them, and the detectors are
+ * run on the text around each trigger ({@link MARGIN} each side, merged when close) exactly as
+ * they run on a window; what lies far from every trigger is not judged. Short values (every
+ * value up to a window long, that is every request of ordinary traffic) never come here.
  *
  * The text kinds differ in what is structure (see {@link TextKind}): a JSON document's quotes,
  * colons and braces, a form's `=` and `&`, are everywhere and trigger nothing there; their
