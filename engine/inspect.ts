@@ -48,6 +48,7 @@ import { restrictedFile } from "./restricted_files.ts";
 import { isInert } from "./char_classes.ts";
 import { budgetFor, WorkBudget } from "./work_budget.ts";
 import { gateOn } from "./literal_gate.ts";
+import { hotSpans, kindOf, MARGIN, type TextKind } from "./hot_spans.ts";
 
 /** Long values are judged in windows of this many raw characters... */
 const WINDOW = MAX_TEXT;
@@ -163,6 +164,23 @@ class Analysis {
     this.#revealHidden(value, text, findings, 0);
   }
 
+  /** Runs the SQL detector on one value, and on it with comments inside words dropped. */
+  judgeSql(value: DetectorInput, text: string, findings: Finding[]): void {
+    gateOn(value.decoded);
+    if (!this.run(value, findings, SQL_ONLY)) return;
+    if (text.indexOf("/*") >= 0 && this.spend(text.length)) {
+      const joined = joinSplitWords(value.decoded);
+      if (joined !== undefined) this.run({ ...value, decoded: joined }, findings, SQL_ONLY);
+    }
+    // What it hides, as a window's hidden texts are judged (full-width quotes folded).
+    if (!this.spend(text.length)) return;
+    for (const hidden of hiddenTexts(text)) {
+      if (!this.spend(hidden.length)) return;
+      const inner: DetectorInput = { ...value, decoded: normalize(hidden).text, raw: hidden };
+      if (!this.run(inner, findings, SQL_ONLY)) return;
+    }
+  }
+
   /** {@link runDetectors} when the budget has room for them; false when it had not. */
   run(
     value: DetectorInput,
@@ -244,7 +262,7 @@ export class InspectionRun {
   readonly #level: Level;
   #next = 0;
   /** The long input being judged in windows, and where its next window starts. */
-  #long: { input: Input; location: string; plus: PlusMode; at: number } | undefined;
+  #long: LongValue | undefined;
 
   constructor(req: EngineRequest, opts: InspectOptions) {
     this.#level = opts.level;
@@ -277,7 +295,13 @@ export class InspectionRun {
       // lone word can be a probing command (`whoami`).
       judgeInert(input, analysis.findings);
     } else if (input.value.length > WINDOW) {
-      this.#long = { input, location: locationOf(input), plus: plusMode(input), at: 0 };
+      this.#long = {
+        input,
+        location: locationOf(input),
+        plus: plusMode(input),
+        kind: kindOf(input.source, input.value),
+        at: 0,
+      };
       this.#window(this.#long);
     } else if (input.source === "header") inspectRemembered(HEADER_MEMO, input, analysis);
     else if (input.source === "path") inspectRemembered(PATH_MEMO, input, analysis);
@@ -303,25 +327,114 @@ export class InspectionRun {
     return { findings, blocking, truncated: this.#analysis.truncated };
   }
 
-  /** Judges the next window of the long input; forgets the input after its last one. */
-  #window(long: { input: Input; location: string; plus: PlusMode; at: number }): void {
+  /**
+   * Judges the next window of the long input, where some detector can fire in it (its hot
+   * spans, see hot_spans.ts: each trigger and the text around it, and the value's first and
+   * last characters), each part as a window is judged; forgets the input after its last one.
+   */
+  #window(long: LongValue): void {
     const v = long.input.value;
     const at = long.at;
     const window = v.slice(at, at + WINDOW);
-    if (this.#analysis.spend(window.length) && !isInert(window) && !isBinary(window)) {
-      const text = normalize(window, long.plus).text;
-      const value: DetectorInput = {
-        input: long.input,
-        location: long.location,
-        decoded: at > 0 ? CONTINUED + text : text,
-        raw: window,
-      };
-      this.#analysis.judge(value, text, this.#analysis.findings);
+    const last = at + WINDOW >= v.length;
+    if (!hotSpansOn) {
+      if (this.#analysis.spend(window.length) && !isInert(window) && !isBinary(window)) {
+        this.#judgeSpan(long, at, window);
+      }
+    } else if (this.#analysis.spend(window.length) && !isInert(window) && !isBinary(window)) {
+      // Each trigger is read by one window: from a margin past this window's start (the last
+      // window read what comes before) to a margin past the next window's start, so it has
+      // its whole margin on both sides in this window.
+      const spans = SPANS;
+      const sql = SQL_STARTS;
+      hotSpans(
+        window,
+        long.kind,
+        long.plus,
+        at > 0 ? MARGIN : 0,
+        last ? window.length : STEP + MARGIN,
+        spans,
+        sql,
+      );
+      // Detectors read the start of a value as a command, a statement or a path.
+      if (at === 0) spans.unshift(0, Math.min(MARGIN, window.length));
+      if (last) spans.push(Math.max(0, window.length - MARGIN), window.length);
+      let end = -1;
+      for (let k = 0; k < spans.length && !this.#analysis.truncated; k += 2) {
+        let s = spans[k]!;
+        let e = spans[k + 1]!;
+        // Spans that touch or overlap are one (the first and last parts added above).
+        while (k + 2 < spans.length && spans[k + 2]! <= e) {
+          e = Math.max(e, spans[k + 3]!);
+          k += 2;
+        }
+        if (s < end) s = end;
+        if (s >= e) continue;
+        end = e;
+        this.#judgeSpan(long, at + s, s === 0 && e === window.length ? window : window.slice(s, e));
+      }
+      // Each trigger read for SQL from close before it (see hot_spans.ts: a span's start
+      // decides which quotes SQL reads as opening a string).
+      // Uploads and structured documents are judged for what they are (see judge()), not as
+      // values an application puts in a query.
+      const plain = long.input.upload === undefined && long.input.structured !== true;
+      for (let k = 0; plain && k < sql.length && k < MAX_SQL_STARTS; k++) {
+        if (this.#analysis.truncated) break;
+        const s = sql[k]!;
+        this.#judgeSpan(long, at + s, window.slice(s, Math.min(window.length, s + MARGIN)), true);
+      }
     }
     long.at += STEP;
-    if (at + WINDOW >= v.length) this.#long = undefined;
+    if (last) this.#long = undefined;
+  }
+
+  /**
+   * Judges one part of a long value, starting at `from` in it, as a window is judged (or for
+   * SQL alone, `sql`).
+   */
+  #judgeSpan(long: LongValue, from: number, raw: string, sql = false): void {
+    if (isInert(raw)) return;
+    const text = normalize(raw, long.plus).text;
+    const value: DetectorInput = {
+      input: long.input,
+      location: long.location,
+      decoded: from > 0 ? CONTINUED + text : text,
+      raw,
+    };
+    if (sql) this.#analysis.judgeSql(value, text, this.#analysis.findings);
+    else this.#analysis.judge(value, text, this.#analysis.findings);
   }
 }
+
+/** A long value judged in windows: its input, how it reads, and where its next window starts. */
+interface LongValue {
+  readonly input: Input;
+  readonly location: string;
+  readonly plus: PlusMode;
+  readonly kind: TextKind;
+  at: number;
+}
+
+/** Whether long values are judged at their hot spans (the default) or in whole windows. */
+let hotSpansOn = true;
+
+/**
+ * Judges long values in whole windows (`false`), as before hot spans, or at their hot spans
+ * (`true`, the default): for tests and comparisons that check the second finds what the first
+ * does.
+ *
+ * @param on whether long values are judged at their hot spans
+ */
+export function judgeHotSpans(on: boolean): void {
+  hotSpansOn = on;
+}
+
+/** The hot spans of the window being judged, two offsets each (one window at a time). */
+const SPANS: number[] = [];
+/** Where the window's triggers are read for SQL alone (see hot_spans.ts). */
+const SQL_STARTS: number[] = [];
+/** Most SQL readings of a window's triggers; a window with more is an attack's anyway. */
+const MAX_SQL_STARTS = 32;
 
 const WHOLE: ReadonlySet<string> = new Set(["path", "body", "xml", "multipart"]);
 

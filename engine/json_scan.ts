@@ -133,23 +133,24 @@ const SIMPLE_ESCAPES: Readonly<Record<string, string>> = {
 
 function unescape(text: string, from: number, to: number): string {
   const raw = text.slice(from, to);
-  if (raw.indexOf("\\") < 0) return raw;
+  let i = raw.indexOf("\\");
+  if (i < 0) return raw;
+  // The runs between escapes are copied whole: a long string (a document posted as one JSON
+  // value) is not rebuilt a character at a time.
   let out = "";
-  for (let i = 0; i < raw.length; i++) {
-    const c = raw[i]!;
-    if (c !== "\\" || i + 1 >= raw.length) {
-      out += c;
-      continue;
-    }
+  let start = 0;
+  // A backslash that ends the text stays as it is.
+  while (i >= 0 && i + 1 < raw.length) {
+    out += raw.slice(start, i);
     const kind = raw[i + 1]!;
     if (kind === "u" && HEX4.test(raw.slice(i + 2, i + 6))) {
       out += String.fromCharCode(Number.parseInt(raw.slice(i + 2, i + 6), 16));
-      i += 5;
-      continue;
+      start = i + 6;
+    } else {
+      out += SIMPLE_ESCAPES[kind] ?? kind;
+      start = i + 2;
     }
-    const simple = SIMPLE_ESCAPES[kind];
-    out += simple ?? kind;
-    i++;
+    i = raw.indexOf("\\", start);
   }
-  return out;
+  return out + raw.slice(start);
 }

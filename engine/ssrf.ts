@@ -72,7 +72,7 @@ const JAR_REMOTE = /(?:^|[\s"'=(<,;|@>`])jar:(?:https?|ftp):\/\//i;
  * credentials) is named by its dated path, and ECS's `/v2/credentials/` is left to its address (169.254.170.2): Twilio's API has
  * `/v2/Credentials/CR...` and other APIs a credentials resource of their own.
  */
-const METADATA_PATH =
+export const METADATA_PATH =
   /^\/(?:latest\/(?:meta-data|user-data|dynamic\/instance-identity|api\/token)(?![\w.-])|computeMetadata\/v1(?:beta1)?\/|metadata\/(?:identity\/oauth2\/token|instance)(?![\w.-])|openstack\/(?:latest|\d{4}-\d\d-\d\d)\/(?:meta_data|user_data|vendor_data2?|network_data|password)|opc\/v[12]\/(?:instance|identity|vnics)|hetzner\/v1\/metadata|2018-06-01\/runtime\/invocation\/)/i;
 /** The Kubernetes API's paths (`/api/v1/namespaces/default/secrets`, `/apis/apps/v1/...`). */
 const KUBERNETES_API_PATH = /^\/(?:api|apis)\/[\w.-]+/;
