@@ -28,6 +28,7 @@ import { gated, gateOn } from "./literal_gate.ts";
 import { SENSITIVE_FILES } from "./lfi_files.ts";
 import { classifyHost, isKubernetesApi } from "./host_address.ts";
 import { METADATA_PATH } from "./ssrf.ts";
+import { CLASS_NAMES, GADGET_WORDS } from "./java_vocabulary.ts";
 
 /**
  * What a long value is made of, which decides what is structure:
@@ -237,6 +238,12 @@ const WORDS: readonly RegExp[] = [
     .raw`localhost|metadata|burpcollaborator|oastify|interactsh|requestbin|pipedream|ngrok`,
   String
     .raw`processbuilder|classloader|ognl|memberaccess|xwork|beanutils|invokertransformer|templatesimpl|jndi|ysoserial|createobject`,
+  // java (java_vocabulary.ts): the packages of its class list (`org.omg.`, `com.opensymphony.`)
+  // and its gadget words, as the detector's own lists.
+  [...new Set(CLASS_NAMES.map((name) => name.split(".").slice(0, 2).join(".").toLowerCase()))]
+    .map((prefix) => String.raw`\b${prefix.replaceAll(".", String.raw`\.`)}\.`)
+    .concat(GADGET_WORDS)
+    .join("|"),
   "runtime",
   String.raw`\bon\s+error\s+resume\b`,
   String.raw`ro0ab|aced0005`,
