@@ -675,7 +675,9 @@ export function cmdi(value: DetectorInput): Finding | undefined {
         from = i + 2;
       } else ctx = isSpace(s.charCodeAt(i + 1)) ? "strong" : "amp";
     } else if (c === 10 || c === 13) ctx = "line";
-    else if ((c === 36 || c === 60 || c === 62) && s.charCodeAt(i + 1) === 40 /* ( */) {
+    else if (
+      (c === 36 || c === 60 || (c === 62 && !closesTag(s, i))) && s.charCodeAt(i + 1) === 40 /* ( */
+    ) {
       // `$(id)`, and process substitution: `<(cmd)`, `>(tee log)`.
       ctx = "subst";
       from = i + 2;
@@ -691,4 +693,17 @@ export function cmdi(value: DetectorInput): Finding | undefined {
   }
   if (top > 0) best = stronger(best, makeFinding(value, "rce", top, "cmdi.command", s, topAt));
   return best;
+}
+
+/** A markup tag that ends where `at` is: `<p>`, `<td class="x">`, `</b>`. */
+const TAG_BEFORE = /<\/?[a-z][a-z0-9]*(?:\s[^<>]{0,200})?$/i;
+
+/**
+ * Whether the `>` at `at` closes a markup tag (`<p>(optional)</p>`): HTML, not the `>(` of a
+ * process substitution. In a shell, `<p>(id)` reads its input from a file named `p` first, and
+ * fails when there is none, so the command never runs.
+ */
+function closesTag(s: string, at: number): boolean {
+  const open = s.lastIndexOf("<", at);
+  return open >= 0 && at - open <= 220 && TAG_BEFORE.test(s.slice(open, at));
 }
