@@ -69,7 +69,7 @@ const COMMAND_PARAM =
 /** A brace expansion opening the value (`{,ifconfig}`, `{l,-lh}s`): it builds a command word. */
 const BRACE_START = /^\s*[\w./-]*\{[\w./~?*-]*,/;
 const REVERSE_SHELL =
-  /(?:^|[\s"'=])(?:ba|da|k|z)?sh,-c,|\/dev\/(?:tcp|udp)\/|\b(?:ba|z|k)?sh\s+-i\b|\bnc(?:at)?\s+(?:-\w+\s+)*-[a-z]*e\s|\bmkfifo\s|[0-9]>&[0-9]?\s*$|-e\s+\/bin\/(?:ba)?sh\b/i;
+  /(?:^|[\s"'=])(?:ba|da|k|z)?sh,-c,|\/dev\/(?:tcp|udp)\/|\b(?:ba|z|k)?sh\s+-i\b|\bnc(?:at)?\s+(?:-\w+\s+)*-[a-z]*e\s|\bmkfifo\s|[0-9]>&[0-9]?\s*$|-e\s+\/bin\/(?:ba)?sh\b|\bsocat\b[^\n]{0,200}?\b(?:exec|system):/i;
 /** Options of git, ssh and friends that take a command to run (argument injection). */
 const COMMAND_OPTION =
   /(?:^|\s)(?:--(?:open-files-in-pager|upload-pack|receive-pack|exec|ext-diff)|-o\s*proxycommand|-o\s*localcommand)\s*=/i;
@@ -95,7 +95,7 @@ function hasSeparator(t: string): boolean {
  * word netcat is, or every "once" and "since" of a text would run them all).
  */
 const SPECIAL_HINT = factorAlternation(
-  /\/dev\/|sh\s+-i|sh,-c,|-exec|\bnc(?:at)?\s|mkfifo|>&|comspec|cmd|powershell|iex|invoke-|--[a-z]|-o\s*[pl]/i,
+  /\/dev\/|sh\s+-i|sh,-c,|-exec|\bnc(?:at)?\s|mkfifo|socat|>&|comspec|cmd|powershell|iex|invoke-|--[a-z]|-o\s*[pl]/i,
 );
 const IFS_TRICK = /\$\{?ifs\}?|\$\{path:0:1\}|\$\{home:0:1\}/i;
 const WINDOWS_SHELL =

@@ -266,7 +266,7 @@ const WORDS: readonly RegExp[] = [
   // cmdi's SPECIAL_HINT, its words (its options are `-` checks above; `/dev/`, `>&` are
   // triggers of their own).
   String.raw`\bnc(?:at)?\s`,
-  "mkfifo|comspec",
+  "mkfifo|comspec|socat",
   // windows_cmd's HINTS, less what English says (`if not`, `if "`, `for all`): `if exist`,
   // `if errorlevel`, the PowerShell aliases (`@echo`, `for /f`, `env:`, `.download` are
   // `@`, `/`, `:` and `.` checks).

@@ -52,6 +52,30 @@ function unescapeNames(text: string): string {
   return text.replace(NAMED_SIGN, (_m, name: string) => SIGNS[name.toLowerCase()]!);
 }
 
+/** Commons Text's lookups that run a script or open a connection: `${script:`, `${dns:`, `${url:`. */
+const TEXT_INTERPOLATION =
+  /\$\{\s*(?:script\s*:\s*[a-z][\w-]*\s*:|dns\s*:\s*(?:address|canonical-name|name)\s*\||url\s*:\s*[\w-]+\s*:\s*(?:https?|ftp|file|jar):)/i;
+
+/** A lookup's finding, its evidence the 120 characters from where it starts. */
+function found(
+  value: DetectorInput,
+  cls: Finding["class"],
+  confidence: Finding["confidence"],
+  score: number,
+  ruleId: string,
+  text: string,
+  at: number,
+): Finding {
+  return {
+    class: cls,
+    confidence,
+    score,
+    location: value.location,
+    evidence: text.slice(at, at + 120),
+    ruleId,
+  };
+}
+
 /**
  * Reports a `${jndi:...}` lookup, also when hidden behind nested lookups.
  *
@@ -75,38 +99,23 @@ export function jndi(value: DetectorInput): Finding | undefined {
     at >= 0 &&
     /^jndi:\s*(?:ldaps?|rmi|dns|iiop|corba|nds|nis|http|https)?\s*:?/.test(lower.slice(at))
   ) {
-    return {
-      class: "jndi",
-      confidence: "critical",
-      score: 98,
-      location: value.location,
-      evidence: text.slice(start, start + 120),
-      ruleId: "jndi.lookup",
-    };
+    return found(value, "jndi", "critical", 98, "jndi.lookup", text, start);
+  }
+  // Apache Commons Text's interpolator (CVE-2022-42889, "Text4Shell"): `${script:js:...}` runs
+  // code, `${dns:...}` and `${url:...}` reach out from the server.
+  const text4shell = TEXT_INTERPOLATION.exec(text);
+  if (text4shell !== null) {
+    return found(value, "java", "high", 85, "java.text_interpolation", text, text4shell.index);
   }
   // A lookup nested in another one's key, or Log4j's thread-context lookup, is what CRS
   // paranoia level 1 stops (944150): `${${sys:x}}`, `${ctx:loginId}`.
   const nested = NESTED_LOOKUP.exec(text);
   if (nested !== null) {
-    return {
-      class: "jndi",
-      confidence: "high",
-      score: 72,
-      location: value.location,
-      evidence: text.slice(nested.index, nested.index + 120),
-      ruleId: "jndi.nested_lookup",
-    };
+    return found(value, "jndi", "high", 72, "jndi.nested_lookup", text, nested.index);
   }
   const data = DATA_LOOKUP.exec(text);
   if (data !== null) {
-    return {
-      class: "jndi",
-      confidence: "medium",
-      score: 50,
-      location: value.location,
-      evidence: text.slice(data.index, data.index + 120),
-      ruleId: "jndi.data_lookup",
-    };
+    return found(value, "jndi", "medium", 50, "jndi.data_lookup", text, data.index);
   }
   return undefined;
 }

@@ -20,6 +20,11 @@ const GLOBAL_CALL =
 const FUNCTION_CONSTRUCTOR = gated(
   /\bconstructor\s*\.\s*constructor\s*\(|\.constructor\s*\.\s*prototype\b|\bconstructor\s*\[\s*['"`]constructor|\.constructor\s*\(\s*['"`][^'"`]{0,200}\b(?:alert|prompt|confirm|eval|fetch|document|location|window)\b[^'"`]{0,200}['"`]\s*\)\s*\(/,
 );
+/**
+ * A property read with a quoted name (`['constructor']`, `["filter"]`), which is the dotted
+ * read (`.constructor`) spelled so that a filter looking for the dot does not see it.
+ */
+const QUOTED_PROPERTY = /\[\s*(['"`])([A-Za-z_$][\w$]{0,40})\1\s*\]/g;
 /** Sinks that run or reveal code, called or aliased at the start of the injected code. */
 const SINKS = "alert|prompt|confirm|eval|print|setTimeout|setInterval|Function|importScripts";
 /**
@@ -27,14 +32,16 @@ const SINKS = "alert|prompt|confirm|eval|print|setTimeout|setInterval|Function|i
  * optionally (`alert?.(`) or through `Function.prototype` (`alert.call(null,1)`).
  */
 const INVOKE = "\\s*(?:[(`;,]|\\?\\.\\s*\\(|\\.\\s*(?:call|apply|bind)\\s*\\()";
-const SINK_START = new RegExp(`^(?:[\\w$]+\\s*=\\s*)?(?:${SINKS})${INVOKE}`);
+const SINK_START = new RegExp(
+  `^(?:[\\w$]+\\s*=\\s*)?(?:(?:${SINKS})${INVOKE}|import\\s*\\(\\s*['"\`](?:[a-z][\\w+.-]*:)?\\/\\/)`,
+);
 /**
  * A sink called right after a statement separator or a closed block (`}alert(1)`), passed
  * as a callback (`.find(alert)`), or called through parentheses (`(alert)(1)`); "(eval)" in a
  * sentence is neither.
  */
 const SINK_AFTER_SEPARATOR = new RegExp(
-  `(?:^|[;,])\\s*(?:${SINKS})\\s*[(\`]|\\}\\s*(?:alert|prompt|confirm)\\s*[(\`]|[\\w$.\\])]\\(\\s*(?:alert|prompt|confirm|eval)\\s*\\)|\\(\\s*(?:alert|prompt|confirm|eval)\\s*\\)\\s*[(\`]`,
+  `(?:^|[;,])\\s*(?:${SINKS})\\s*[(\`]|\\bReflect\\s*\\.\\s*(?:apply|construct)\\s*\\(\\s*(?:${SINKS})\\s*,|\\}\\s*(?:alert|prompt|confirm)\\s*[(\`]|[\\w$.\\])]\\(\\s*(?:alert|prompt|confirm|eval)\\s*\\)|\\(\\s*(?:alert|prompt|confirm|eval)\\s*\\)\\s*[(\`]`,
 );
 /** `print` called with an argument: how other languages print, never a script probe. */
 const PRINT_WITH_ARGUMENT = /^print\s*\(\s*[^\s)]/;
@@ -146,6 +153,13 @@ function analyzeCall(text: string): JsVerdict | undefined {
   const fromString = text.includes("Function") || text.includes("${") || text.includes("`");
   if (fromString && CODE_FROM_STRING.test(text)) return { rule: "js_constructor", score: 75 };
   if (FUNCTION_CONSTRUCTOR.test(text)) return { rule: "js_constructor", score: 80 };
+  // `[]['constructor']['constructor']('...')()`: the same reads with quoted names.
+  if (text.includes("constructor") && text.includes("[")) {
+    const dotted = text.replace(QUOTED_PROPERTY, ".$2");
+    if (dotted !== text && FUNCTION_CONSTRUCTOR.test(dotted)) {
+      return { rule: "js_constructor", score: 80 };
+    }
+  }
   const prefix = BREAKOUT_PREFIX.exec(text);
   const code = prefix === null ? text : text.slice(prefix[0].length);
   if (GLOBAL_CALL.test(code)) return { rule: "js_global_call", score: 80 };

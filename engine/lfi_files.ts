@@ -5,7 +5,10 @@
  * Sources: {@link SENSITIVE_FILES} are the targets of the public traversal word lists (dotdotpwn
  * and PayloadsAllTheThings' `File Inclusion/Intruders` lists: Unix accounts and service
  * configuration, `/proc`, Windows' `win.ini`, `boot.ini`, `system32\drivers\etc\hosts`,
- * `system32\config\SAM`, `repair\sam`, IIS and XAMPP configuration and logs, `web.config`).
+ * `system32\config\SAM`, `repair\sam`, IIS and XAMPP configuration and logs, `web.config`), and
+ * from the OWASP Core Rule Set's `rules/lfi-os-files.data` (rule 930120, Apache-2.0) the
+ * histories and credential stores of a home directory, `tomcat-users.xml`, `anaconda-ks.cfg`
+ * and `/sys`.
  * {@link CODE_LIBRARY} follows the image formats' own file types: Microsoft's PE format
  * (executables, DLLs, drivers `.sys`, `.ocx`, `.drv`, `.cpl`, `.efi`, resource DLLs `.mui`,
  * Python's `.pyd`) with its program databases (`.pdb`), ELF shared objects (`lib<name>.so.<N>`,
@@ -31,7 +34,10 @@ export const SENSITIVE_FILES: readonly string[] = [
   "system32/(?:drivers|config|inetsrv|cmd\\.exe|logfiles)",
   "(?:^|/)\\.(?:htaccess|htpasswd|bash_history|bashrc|zsh_history|mysql_history|passwd|netrc|" +
   "forward|cshrc|tcshrc|rhosts|shosts|bash_logout|bash_profile|viminfo|pgpass|gitconfig|" +
-  "profile|ssh/|aws/|git/(?:config|head|index|logs)|svn/|npmrc|docker/|kube/)",
+  "profile|ssh/|aws/|git/(?:config|head|index|logs)|svn/|npmrc|docker/|kube/|" +
+  // shells' and REPLs' histories, and the stores of credentials (CRS lfi-os-files.data)
+  "[a-z0-9]+_history|lesshst|credentials|git-credentials|google_authenticator|msmtprc|" +
+  "s3cfg|boto|xauthority|my\\.cnf|pypirc|gnupg/|azure/|password-store)",
   "(?:^|/)web-inf/",
   "(?:^|/)meta-inf/",
   "id_(?:rsa|dsa|ecdsa|ed25519)(?:\\.pub)?(?:$|[^a-z])",
@@ -39,6 +45,11 @@ export const SENSITIVE_FILES: readonly string[] = [
   "usr/local/(?:apache|etc|lib/php|zend|psa|cpanel|www)",
   "(?:^|/)(?:private/etc|opt/lampp|xampp|apache\\d?/(?:conf|logs)|inetpub/)",
   "(?:^|/)wp-config\\.php",
+  // Tomcat's accounts, the installer's kickstart file with the root password, the kernel's
+  // views of the hardware (CRS lfi-os-files.data)
+  "tomcat-users\\.xml",
+  "(?:^|/)anaconda-ks\\.cfg",
+  "(?:^|/)sys/(?:kernel|devices|firmware|hypervisor|block)/",
   "(?:^|/)master\\.passwd",
   "(?:^|/)dev/(?:tcp|udp|null|random|urandom|stdin|fd/|zero)",
   "(?:^|/)(?:ntuser\\.dat|ntuser\\.ini|pagefile\\.sys|hiberfil\\.sys|unattend\\.xml|sysprep\\.inf)(?:$|[^a-z])",

@@ -188,6 +188,13 @@ export function phpCode(value: DetectorInput, text: string): Finding | undefined
   const paren = text.indexOf("(") >= 0;
   if (paren) {
     best = stronger(best, functionCall(value, text));
+    const reflected = text.indexOf("Reflection") >= 0 ? REFLECTED_CALL.exec(text) : null;
+    if (reflected !== null) {
+      best = stronger(
+        best,
+        makeFinding(value, "php", 85, "php.reflection_call", text, reflected.index),
+      );
+    }
     if (text.indexOf(";") >= 0 && (CALL_END.test(text) || text.indexOf("/*") >= 0)) {
       const compact = text.replace(COMMENT, "");
       const call = EXPRESSION_CALL.exec(compact);
@@ -246,6 +253,10 @@ function variables(value: DetectorInput, text: string): Finding | undefined {
   if (vv !== null) {
     best = stronger(best, makeFinding(value, "php", 80, "php.variable_variable", text, vv.index));
   }
+  const letterless = text.indexOf("$_") >= 0 ? letterlessCode(text) : -1;
+  if (letterless >= 0) {
+    best = stronger(best, makeFinding(value, "php", 85, "php.letterless", text, letterless));
+  }
   const sg = text.indexOf("$_") >= 0 || text.indexOf("$G") >= 0 || text.indexOf("$H") >= 0
     ? SUPERGLOBAL.exec(text)
     : null;
@@ -253,6 +264,34 @@ function variables(value: DetectorInput, text: string): Finding | undefined {
     best = stronger(best, makeFinding(value, "php", 75, "php.superglobal", text, sg.index));
   }
   return best;
+}
+
+/**
+ * A function that runs commands or code reached through reflection (`new ReflectionFunction(
+ * 'system')`, then `->invoke('id')`), which no call of the name itself shows.
+ */
+const REFLECTED_CALL =
+  /\bnew\s+Reflection(?:Function|Method)\s*\(\s*["'](?:system|exec|shell_exec|passthru|popen|proc_open|pcntl_exec|assert|create_function|call_user_func(?:_array)?|file_put_contents|include|require)["']/i;
+/** A variable named by underscores alone (`$_`, `$___`), and one assigned. */
+const UNDERSCORE_VARIABLE = /\$_+(?![\w\x7f-\uffff])/g;
+const UNDERSCORE_ASSIGNED = /\$_+\s*(?:=(?!=)|\+\+|\.=)/;
+/** Letters (and digits) in a letterless shell: at most this share of its characters. */
+const LETTER_SHARE = 0.1;
+const LETTER = /[A-Za-z0-9]/g;
+
+/**
+ * Where PHP written without letters starts (`$_=[];$_=@"$_";$_=$_['!'=='@'];$___=$_;...`), or
+ * -1: three underscore variables or more, one assigned, and hardly a letter in the value. The
+ * shells that build `system` from `"Array"[3]` and `++` are written so that no word is left for
+ * a filter to find; Perl's `$_` comes with Perl's words.
+ */
+function letterlessCode(text: string): number {
+  if (text.length > 4096) return -1;
+  const vars = text.match(UNDERSCORE_VARIABLE);
+  if (vars === null || vars.length < 3 || !UNDERSCORE_ASSIGNED.test(text)) return -1;
+  const letters = text.match(LETTER)?.length ?? 0;
+  const visible = text.replace(/\s+/g, "").length;
+  return letters <= visible * LETTER_SHARE ? text.indexOf("$_") : -1;
 }
 
 function functionCall(value: DetectorInput, text: string): Finding | undefined {

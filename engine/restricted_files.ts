@@ -16,7 +16,7 @@ import { makeFinding } from "./make_finding.ts";
 const DOT_DIRS = "git|svn|hg|bzr|cvs|circleci|vscode|idea|settings|vs|fleet|cursor|claude|" +
   "continue|codeium|windsurf|roo|gemini|junie|aider|aws|ssh|kube|docker|gnupg|config|npm|" +
   "composer|terraform|serverless|vagrant|history|local|cache|yarn|pnpm-store|zed|cline|kiro|" +
-  "rovodev|codex|opencode|a0proj|plandex|fabric|n8n";
+  "rovodev|codex|opencode|a0proj|plandex|fabric|n8n|azure|password-store|minikube|pki";
 /** Dotfiles (exact names, optionally with a suffix such as `.env.production`). */
 const DOT_FILES =
   "env(?:\\.[\\w-]+)?|htaccess|htpasswd|htdigest|user\\.ini|ds_store|npmrc|yarnrc(?:\\.yml)?|" +
@@ -26,7 +26,9 @@ const DOT_FILES =
   "cursorrules|cursorignore|windsurfrules|clinerules|roomodes|aider[\\w.-]*|" +
   "copilot-instructions\\.md|project|classpath|buildpath|editorconfig|sublime-[\\w-]+|" +
   "php_cs(?:\\.dist)?|php-cs-fixer[\\w.-]*|phpunit\\.xml|babelrc|eslintrc[\\w.]*|" +
-  "idea|vscode|swp|swo|aiignore|aiexclude|geminiignore|codeiumignore";
+  "idea|vscode|swp|swo|aiignore|aiexclude|geminiignore|codeiumignore|\\w+_history|" +
+  // credential stores of a home directory (CRS lfi-os-files.data)
+  "credentials|google_authenticator|msmtprc|xauthority|envrc";
 /** AI-assistant instruction files that are not dotfiles. */
 const ASSISTANT_FILES = /^(?:claude|agents|gemini|copilot-instructions)\.md$/i;
 /** Backup, swap and dump files left by editors and administrators. */

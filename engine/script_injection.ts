@@ -1,5 +1,5 @@
 /**
- * Server-side script injection for Node.js, Ruby and Perl: what a value that reaches `eval`,
+ * Server-side script injection for Node.js, Ruby, Perl and Python: what a value that reaches `eval`,
  * `vm.runInContext`, a template engine's expression or Ruby's `instance_eval` needs.
  *
  * - Node.js: the globals a payload climbs to (`process.mainModule`, `process.env`,
@@ -12,6 +12,8 @@
  *   `Open3.capture2(`), `%x(...)`, and a string broken out of with `+` around a call
  *   (`'+sleep(20.to_i)+'`).
  * - Perl: `@{[ ... ]}` interpolation, which runs code inside a string (paranoia level 2 in CRS).
+ * - Python: `__import__('os')` inside an expression, and the calls that spawn processes
+ *   (`os.system('id')`, `subprocess.check_output([...])`, `pty.spawn("/bin/sh")`).
  *
  * A global's name inside prose or a long text (a stack trace's `process.env`, a tutorial's
  * `console.info(x)`) is a medium signal; in a short value of code it blocks.
@@ -27,7 +29,7 @@ const NODE_HINT = gated(/process|require|constructor|__js_function|Function|glob
 const RUBY_HINT = /Process|Kernel|IO|Open3|PTY/;
 /** Literals one of the rules needs. */
 const HINT = factorAlternation(
-  /process|require|console|constructor|prototype|__proto__|__js_function|Function|while|Process|Kernel|IO|Open3|PTY|%x|\+|@\{|\\u|\\x/,
+  /process|require|console|constructor|prototype|__proto__|__js_function|__import__|Function|while|Process|Kernel|IO|Open3|PTY|%x|\+|@\{|\\u|\\x|os\.|subprocess|pty\./,
 );
 
 /**
@@ -72,6 +74,17 @@ const CONCAT_CALL =
  * writes `open "| Mon-Fri"`.
  */
 const PIPE_OPEN = /\bopen\s*\(\s*(?:[A-Za-z_]\w{0,31}\s*,\s*)?["'`]\s*\|\s*[a-z/]/i;
+/**
+ * Python: a module imported by name from inside an expression (`__import__('os')`), which is
+ * how a payload reaches `os` or `subprocess` from `eval` without an import statement.
+ */
+const PYTHON_IMPORT = /\b__import__\s*\(\s*["']\w+["']\s*\)/;
+/**
+ * Python's process calls with a literal command (`os.system('id')`,
+ * `subprocess.check_output(['id'])`, `pty.spawn("/bin/sh")`): code, or a tutorial quoting it.
+ */
+const PYTHON_SPAWN =
+  /\b(?:os\s*\.\s*(?:system|popen|exec[lv]p?e?|spawn[lv]p?e?|posix_spawnp?)|subprocess\s*\.\s*(?:call|run|Popen|check_output|check_call|getoutput|getstatusoutput)|pty\s*\.\s*spawn|commands\s*\.\s*getoutput)\s*\(\s*(?:["'\[]|f["'])/;
 /** Perl's `@{[ code ]}`, which runs inside a double-quoted string. */
 const PERL_INTERPOLATION = /@\{\s*\[[^\]]{1,200}\]/;
 const JS_ESCAPE = /\\u\{([0-9a-f]{1,6})\}|\\u([0-9a-f]{4})|\\x([0-9a-f]{2})/gi;
@@ -124,6 +137,14 @@ export function scriptInjection(value: DetectorInput, text: string): Finding | u
   }
   const pipe = src.indexOf("|") >= 0 ? PIPE_OPEN.exec(src) : null;
   if (pipe !== null) best = stronger(best, found(value, 85, "rce.pipe_open", src, pipe.index));
+  const python = src.indexOf("__import__") >= 0 ? PYTHON_IMPORT.exec(src) : null;
+  if (python !== null) {
+    best = stronger(best, found(value, 88, "rce.python_code", src, python.index));
+  }
+  const call = src.indexOf(".") >= 0 ? PYTHON_SPAWN.exec(src) : null;
+  if (call !== null) {
+    best = stronger(best, found(value, isCode() ? 80 : 45, "rce.python_code", src, call.index));
+  }
   const perl = src.indexOf("@{") >= 0 ? PERL_INTERPOLATION.exec(src) : null;
   if (perl !== null) best = stronger(best, found(value, 60, "rce.perl_code", src, perl.index));
   return best;

@@ -41,15 +41,21 @@ const ANSI_C_ESCAPE = /\\x([0-9a-f]{2})|\\([0-7]{1,3})/g;
 /** Assignments read from one value: a command is rarely built from more. */
 const MAX_VARIABLES = 16;
 
+/** A word in ANSI-C quotes anywhere (`;$'\151\144'` is `;id`): bash decodes its escapes. */
+const ANSI_C_WORD = /\$'([^']{0,256})'/g;
+
+/** The text of `$'...'` quotes: hexadecimal and octal escapes decoded, lower-cased. */
+function ansiC(body: string): string {
+  return body.replace(
+    ANSI_C_ESCAPE,
+    (_m, hex: string | undefined, octal: string | undefined) =>
+      String.fromCharCode(hex !== undefined ? parseInt(hex, 16) : parseInt(octal ?? "0", 8)),
+  ).toLowerCase();
+}
+
 /** The value an assignment gives, its quotes removed and `$'...'` escapes decoded. */
 function assigned(raw: string): string {
-  if (raw.startsWith("$'")) {
-    return raw.slice(2, -1).replace(
-      ANSI_C_ESCAPE,
-      (_m, hex: string | undefined, octal: string | undefined) =>
-        String.fromCharCode(hex !== undefined ? parseInt(hex, 16) : parseInt(octal ?? "0", 8)),
-    );
-  }
+  if (raw.startsWith("$'")) return ansiC(raw.slice(2, -1));
   const q = raw.charCodeAt(0);
   return q === 39 || q === 34 ? raw.slice(1, -1) : raw;
 }
@@ -73,6 +79,7 @@ export function deobfuscate(text: string): string {
   let s = text.toLowerCase();
   if (s.indexOf("\u001b") >= 0) s = s.replace(ANSI, "");
   if (s.indexOf("$") >= 0 && s.indexOf("=") >= 0) s = substituteVariables(s);
+  if (s.indexOf("$'") >= 0) s = s.replace(ANSI_C_WORD, (_m, body: string) => ansiC(body));
   if (s.indexOf("$") >= 0) {
     s = s.replace(IFS, " ").replace(SUBSTRING, "/").replace(EMPTY_PARAM, "")
       .replace(PARAM_IN_WORD, "").replace(SHELL_VARIABLE, "sh").replace(PARAM_BEFORE_COMMAND, "");

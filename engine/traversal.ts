@@ -16,7 +16,7 @@ import { CODE_LIBRARY, NO_CODE_ROOT, SENSITIVE_FILES } from "./lfi_files.ts";
 
 /** Cheap gate: a value without any dot, slash or escape cannot hold a path. */
 const PREFILTER = factorAlternation(
-  /\.\.|[\\%\uff0e\u2215\u2216\u2044\uefc8\uf025\u2024\u29f5\u29f8\uff0f\uff3c]|0x|etc|passwd|boot|win|proc|\.ht|-inf\/|wp-config|id_[rde]|\.ssh|\.git|\.svn|\.env|var\/|usr\/|dev\/|\.ini|\.conf|\.cnf|log|\.asa|\.config|\.bash|\.aws|\.docker|\.kube|\.npmrc|inetpub|xampp|lampp|system32|\.passwd|\.netrc|\.forward|\.[a-z]*shrc|\.[rs]hosts|\.profile|\.pgpass|\.viminfo|\.gitconfig|:\/\/|data:|li4v|li5c|sam$|autoexec|config\.sys|private\/|opt\/|ntuser|pagefile|hiberfil|unattend|sysprep/i,
+  /\.\.|[\\%\uff0e\u2215\u2216\u2044\uefc8\uf025\u2024\u29f5\u29f8\uff0f\uff3c]|0x|etc|passwd|boot|win|proc|\.ht|-inf\/|wp-config|id_[rde]|\.ssh|\.git|\.svn|\.env|var\/|usr\/|dev\/|\.ini|\.conf|\.cnf|log|\.asa|\.config|\.bash|\.aws|\.docker|\.kube|\.npmrc|inetpub|xampp|lampp|system32|\.passwd|\.netrc|\.forward|\.[a-z]*shrc|\.[rs]hosts|\.profile|\.pgpass|\.viminfo|\.gitconfig|:\/\/|data:|li4v|li5c|sam$|autoexec|config\.sys|private\/|opt\/|ntuser|pagefile|hiberfil|unattend|sysprep|_history|\.lesshst|\.credentials|\.git-credentials|\.google_auth|\.msmtprc|\.s3cfg|\.boto|\.xauthority|\.pypirc|\.gnupg|\.azure|\.password-store|tomcat-users|anaconda-ks|sys\//i,
 );
 /** Words of the system files the skeleton check looks for. */
 const SKELETON_HINT = /etc|boot|win|proc/i;
