@@ -40,6 +40,14 @@ export function addPath(out: Input[], path: string): void {
   }
 }
 
+/** A base64 token's digits: both cases and a digit, as encoded bytes have (`rO0ABXNy`). */
+const BASE64_DIGITS = /^[A-Za-z0-9+/]{8,}$/;
+
+/** Whether a name is a base64 token rather than a word (`description`, `page_size`). */
+function isBase64Token(name: string): boolean {
+  return BASE64_DIGITS.test(name) && /[A-Z]/.test(name) && /[a-z]/.test(name) && /\d/.test(name);
+}
+
 /**
  * Splits `name=value&...`. A piece without `=` that follows a value is glued back onto that
  * value (`q=<img src=j&#X41vascript:...>`, `cmd=1 && ls`): no browser sends such a piece,
@@ -75,6 +83,11 @@ export function addPairs(
     // name a class (`java.lang.Runtime=1`); a piece without `=` is a flag, or a value sent
     // without a name (a raw body posted as a form): judged as what it says (`INFORMATION_SCHEMA`).
     if (
+      (value === "" || value === "=") && eq >= 0 && pair.length % 4 === 0 && isBase64Token(name)
+    ) {
+      // `rO0ABX...==`: a base64 token sent without a name, its padding read as `=` and a value.
+      push(out, nameSource, pair, pair);
+    } else if (
       eq < 0 || !isPlainSegment(name) || name.indexOf("proto") >= 0 || name.indexOf(".") >= 0
     ) {
       push(out, nameSource, name, name);

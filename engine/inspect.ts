@@ -560,7 +560,7 @@ function inspectRemembered(memo: HeaderMemo, input: Input, analysis: Analysis): 
 
 /** Dotted words that can name a gadget class or a restricted file (the rest are versions, hosts). */
 const DOTTED_HINT =
-  /^(?:java|javax|sun|jdk|groovy|bsh|org|com|class)\.|^\.|\.(?:bak|old|orig|swp|sql|env)|rocessbuilder|untime|ransformer|losure|actory|ecoder|riter|roperty/i;
+  /^(?:java|javax|sun|jdk|groovy|bsh|org|com|class|net|ch|oracle)\.|^\.|\.(?:bak|old|orig|swp|sql|env)|rocessbuilder|untime|ransformer|losure|actory|ecoder|riter|roperty/i;
 
 function judgeInert(input: Input, findings: Finding[]): void {
   const v = input.value;

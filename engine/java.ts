@@ -153,7 +153,29 @@ export function javaClassName(value: DetectorInput): Finding | undefined {
   return asReported(className(value), value);
 }
 
+/**
+ * A class named for Fastjson's autotype under its `@type` key (`{"@type":"java.lang.
+ * AutoCloseable"}`): the parser instantiates it, whatever class it is, so any package counts
+ * (JSON-LD's `@type` holds a word, protobuf's a URL).
+ */
+const AUTOTYPE_CLASS = /^(?:com|org|java|javax|sun|net|ch|jdk|oracle)\.[\w$.]+$/;
+
 function className(value: DetectorInput): Finding | undefined {
+  const input = value.input;
+  if (
+    input.source === "json" && input.name.endsWith("@type") &&
+    (input.name.length === 5 || input.name.charCodeAt(input.name.length - 6) === 46) &&
+    AUTOTYPE_CLASS.test(value.decoded)
+  ) {
+    return makeFinding(
+      value,
+      "deserialization",
+      92,
+      "deserialization.fastjson_type",
+      value.decoded,
+      0,
+    );
+  }
   const m = JAVA_CLASS.exec(value.decoded);
   if (m !== null) return makeFinding(value, "java", 85, "java.class", value.decoded, m.index);
   const cl = SPRING_CLASSLOADER.exec(value.decoded);

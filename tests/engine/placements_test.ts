@@ -214,3 +214,33 @@ Deno.test("inspect() still sees a payload past the cap on inputs, in the query a
   const body = inspect(post("application/json", JSON.stringify({ items })), { level: "balanced" });
   assert.equal(body.blocking?.class, "xss");
 });
+
+Deno.test("inspect() blocks a class named for Fastjson's autotype under @type, not JSON-LD's or protobuf's type", () => {
+  const blocked = (body: string) =>
+    inspect(post("application/json", body), { level: "balanced" }).blocking?.ruleId;
+  assert.equal(blocked('{"@type":"java.lang.AutoCloseable"}'), "deserialization.fastjson_type");
+  assert.equal(
+    blocked('{"a":{"@type":"ch.qos.logback.core.db.DriverManagerConnectionSource"}}'),
+    "deserialization.fastjson_type",
+  );
+  assert.equal(
+    blocked('{"@context":"https://schema.org","@type":"Person","name":"Ada"}'),
+    undefined,
+  );
+  assert.equal(blocked('{"@type":"type.googleapis.com/google.rpc.ErrorInfo"}'), undefined);
+  assert.equal(blocked('{"type":"java.lang.String"}'), undefined);
+});
+
+Deno.test("inspect() judges a padded base64 token sent without a name, not an empty field", () => {
+  const token = "rO0ABXNyABFqYXZhLnV0aWwuSGFzaE1hcA==";
+  const get = (query: string) =>
+    inspect({ method: "GET", path: "/", query, headers: [] }, { level: "balanced" }).blocking
+      ?.ruleId;
+  assert.equal(get(token), "deserialization.java_base64");
+  assert.equal(
+    inspect(post("text/plain", token), { level: "balanced" }).blocking?.ruleId,
+    "deserialization.java_base64",
+  );
+  assert.equal(get("description=&page=2"), undefined);
+  assert.equal(get("aGVsbG8gd29ybGQ="), undefined);
+});
