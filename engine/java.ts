@@ -161,6 +161,9 @@ export function javaClassName(value: DetectorInput): Finding | undefined {
 const AUTOTYPE_CLASS = /^(?:com|org|java|javax|sun|net|ch|jdk|oracle)\.[\w$.]+$/;
 
 function className(value: DetectorInput): Finding | undefined {
+  const m = JAVA_CLASS.exec(value.decoded);
+  if (m !== null) return makeFinding(value, "java", 85, "java.class", value.decoded, m.index);
+  // A class of the list keeps its own finding; any other class under `@type` is autotype's.
   const input = value.input;
   if (
     input.source === "json" && input.name.endsWith("@type") &&
@@ -176,8 +179,6 @@ function className(value: DetectorInput): Finding | undefined {
       0,
     );
   }
-  const m = JAVA_CLASS.exec(value.decoded);
-  if (m !== null) return makeFinding(value, "java", 85, "java.class", value.decoded, m.index);
   const cl = SPRING_CLASSLOADER.exec(value.decoded);
   return cl === null
     ? javaNames(value, value.decoded)

@@ -195,6 +195,13 @@ export function readOperand(
         const end = skipGroup(tokens, skipComments(tokens, i));
         key += text.slice(tokens[i]?.start ?? t.end, tokens[end - 1]!.end);
         i = end;
+        // MySQL's full-text predicate: `MATCH (col) AGAINST ('x' IN BOOLEAN MODE)` is one operand.
+        const against = tokens[skipComments(tokens, i)];
+        if (t.text === "match" && against?.kind === "word" && against.text === "against") {
+          const close = skipGroup(tokens, skipComments(tokens, skipComments(tokens, i) + 1));
+          key += text.slice(against.start, tokens[close - 1]!.end);
+          i = close;
+        }
       }
       while (tokens[i]?.kind === "dot" && tokens[i + 1] !== undefined) {
         key += "." + tokens[i + 1]!.text;

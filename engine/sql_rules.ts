@@ -59,6 +59,7 @@ const SCORES = {
   concat: [80, 0, 0],
   operator: [70, 0, 0],
   orderby: [80, 75, 45],
+  procedure: [80, 75, 45],
   variable: [75, 70, 55],
   statement: [0, 70, 0],
   exec: [90, 90, 85],
@@ -494,6 +495,7 @@ export const WORD_RULE_WORDS: ReadonlySet<string> = new Set([
   "waitfor",
   "into",
   "program",
+  "procedure",
   "order",
   "group",
   "exec",
@@ -558,6 +560,15 @@ function wordRules(scan: RuleScan, i: number): void {
     case "program":
       // PostgreSQL COPY ... TO PROGRAM 'cmd' runs a shell command.
       if (tokens[i - 1]?.text === "to" && next?.kind === "str") scan.hit("file", i);
+      return;
+    case "procedure":
+      // MySQL's `PROCEDURE ANALYSE(...)` appended to a query reports its columns (and runs the
+      // error functions given as its arguments).
+      if (
+        next?.kind === "word" && next.call && (next.text === "analyse" || next.text === "analyze")
+      ) {
+        scan.hit("procedure", i);
+      }
       return;
     case "order":
     case "group": {
