@@ -32,9 +32,12 @@ const SINKS = "alert|prompt|confirm|eval|print|setTimeout|setInterval|Function|i
  * optionally (`alert?.(`) or through `Function.prototype` (`alert.call(null,1)`).
  */
 const INVOKE = "\\s*(?:[(`;,]|\\?\\.\\s*\\(|\\.\\s*(?:call|apply|bind)\\s*\\()";
-const SINK_START = new RegExp(
-  `^(?:[\\w$]+\\s*=\\s*)?(?:(?:${SINKS})${INVOKE}|import\\s*\\(\\s*['"\`](?:[a-z][\\w+.-]*:)?\\/\\/)`,
-);
+const SINK_START = new RegExp(`^(?:[\\w$]+\\s*=\\s*)?(?:${SINKS})${INVOKE}`);
+/**
+ * A module loaded from another host (`import('//evil.example/x.js')`): a script tag without
+ * markup. With its scheme at the very start it is also how a code sample loads from a CDN.
+ */
+const REMOTE_IMPORT = /^import\s*\(\s*['"`]([a-z][\w+.-]*:)?\/\//i;
 /**
  * A sink called right after a statement separator or a closed block (`}alert(1)`), passed
  * as a callback (`.find(alert)`), or called through parentheses (`(alert)(1)`); "(eval)" in a
@@ -169,6 +172,10 @@ function analyzeCall(text: string): JsVerdict | undefined {
   const python = !brokeOut && code.charCodeAt(0) === 112 /* p */ &&
     PRINT_WITH_ARGUMENT.test(code);
   const rest = python ? code.slice(5) : code;
+  const remote = python ? null : REMOTE_IMPORT.exec(code);
+  if (remote !== null) {
+    return { rule: "js_sink", score: brokeOut ? 80 : remote[1] === undefined ? 70 : PROSE_CALL };
+  }
   const start = python ? null : SINK_START.exec(code);
   if (start !== null) {
     // A bare `alert(` at the very start could be prose; after a breakout it is code.
