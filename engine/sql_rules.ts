@@ -677,6 +677,9 @@ function nothingButMarks(tokens: readonly SqlToken[], j: number): boolean {
   return true;
 }
 
+/** Stacked statements whose first two words are also a sentence's. */
+const ENGLISH_STATEMENTS: ReadonlySet<string> = new Set(["merge", "backup", "restore", "grant"]);
+
 function stackedRule(scan: RuleScan, i: number): void {
   const { text, tokens } = scan;
   const j = skipComments(tokens, i + 1);
@@ -684,6 +687,8 @@ function stackedRule(scan: RuleScan, i: number): void {
   if (t?.kind !== "word") return;
   const need = STACKED.get(t.text);
   if (need === undefined) return;
+  // "; merge into the left lane", "; backup database weekly": English, unless the value is SQL.
+  if (scan.strength === "prose" && ENGLISH_STATEMENTS.has(t.text)) return;
   const k = skipComments(tokens, j + 1);
   const next = tokens[k];
   if (t.text === "update") {

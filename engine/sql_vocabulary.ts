@@ -116,6 +116,10 @@ export const STACKED: ReadonlyMap<string, ReadonlySet<string> | "operand" | "any
   ["create", new Set(["table", "user", "database", "procedure", "function", "view", "login"])],
   ["alter", new Set(["table", "user", "database", "login"])],
   ["waitfor", new Set(["delay", "time"])],
+  ["merge", new Set(["into"])],
+  ["backup", new Set(["database", "log"])],
+  ["restore", new Set(["database"])],
+  ["grant", new Set(["all", "connect", "resource", "dba", "select", "insert", "execute", "admin"])],
   ["exec", "any"],
   ["execute", "any"],
   ["declare", "any"],
@@ -131,10 +135,7 @@ export const STACKED: ReadonlyMap<string, ReadonlySet<string> | "operand" | "any
  */
 export const BREAKOUT_STATEMENTS: ReadonlyMap<string, ReadonlySet<string>> = new Map([
   ...[...STACKED].filter((e): e is [string, ReadonlySet<string>] => typeof e[1] !== "string"),
-  ["grant", new Set(["all", "connect", "resource", "dba", "select", "insert", "execute", "admin"])],
   ["revoke", new Set(["all", "connect", "resource", "dba", "select", "insert", "execute"])],
-  ["backup", new Set(["database", "log"])],
-  ["restore", new Set(["database"])],
   ["update", new Set<string>()],
 ]);
 
