@@ -224,9 +224,11 @@ const WIDE: readonly [string, null] = [
  */
 const WORDS: readonly RegExp[] = [
   String.raw`\bunion\b[\s\S]{0,64}?\bselect\b`,
-  String.raw`\bselect[\s+]+(?:\S+[\s+]+){0,6}?from\b`,
+  // A word is what lies between blanks or `+`: with `\S+` a word could also swallow the `+`
+  // after it, so `select+w0+w1+...` had 2^n ways to split and took seconds to fail.
+  String.raw`\bselect[\s+]+(?:[^\s+]+[\s+]+){0,6}?from\b`,
   String
-    .raw`\b(?:insert[\s+]+into|delete[\s+]+from)\b|\bdrop[\s+]+(?:table|database|schema|view|procedure|function|user|index)\b|\bupdate[\s+]+\S+[\s+]+set\b`,
+    .raw`\b(?:insert[\s+]+into|delete[\s+]+from)\b|\bdrop[\s+]+(?:table|database|schema|view|procedure|function|user|index)\b|\bupdate[\s+]+[^\s+]+[\s+]+set\b`,
   String
     .raw`\bexec(?:ute)?[\s+]+(?:xp_|sp_|master\.|immediate\b)|\bwaitfor[\s+]+(?:delay|time)\b|\bprocedure[\s+]+analyse\b|\binto[\s+]+(?:out|dump)file\b`,
   String.raw`\border[\s+]+by[\s+]+\d`,

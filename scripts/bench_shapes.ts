@@ -133,6 +133,13 @@ const SHAPES: readonly Shape[] = [
   { name: "digit-comma", type: FORM, make: form("1,") },
   { name: "sql-or", type: FORM, make: form("or 1=1 ") },
   { name: "sql-select", type: FORM, make: form("select ") },
+  {
+    // `select` then a hundred words joined by `+` and no `from`, as raw text: the hot spans'
+    // `select ... from` trigger once split each run of words in every way (seconds a window).
+    name: "sql-select-plus-words",
+    type: TEXT,
+    make: (n) => fill("", `select+${Array.from({ length: 100 }, (_, i) => `w${i}`).join("+")} `, n),
+  },
   { name: "sql-union", type: FORM, make: form("union select ") },
   { name: "sql-and", type: FORM, make: form("and ") },
   { name: "sql-char", type: FORM, make: form("char(") },
