@@ -5,7 +5,7 @@
 
 import type { Input } from "./types.ts";
 import { addArrayParams } from "./array_path.ts";
-import { push } from "./extract_push.ts";
+import { MAX_INPUTS, push } from "./extract_push.ts";
 import { isPlainSegment } from "./char_classes.ts";
 
 /** A segment that could be base64 (URL-safe or standard without `/`) long enough to hide code. */
@@ -72,6 +72,9 @@ export function addPairs(
   const from = out.length;
   let next = 0;
   for (let i = 0; i < pieces.length; i++) {
+    // Once the request has all the inputs it can, the pieces left add nothing (no input, no
+    // mark): a long form's thousands of names are not decoded for nothing.
+    if (out.length >= MAX_INPUTS) break;
     const pair = pieces[i]!;
     const at = next;
     next += pair.length + 1;

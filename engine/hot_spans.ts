@@ -57,11 +57,25 @@ const SKIP = MARGIN / 2;
 const ANY = /[^]/y;
 
 /**
+ * What the characters around a candidate must be for a check to have any chance: false only
+ * where the check's pattern cannot match at `at` (a necessary condition, read with charCodeAt,
+ * so most candidates are decided without running the pattern; where it answers true the
+ * pattern decides).
+ */
+type May = (text: string, at: number) => boolean;
+
+/** A trigger's characters, its check (null: the character alone) and the check's {@link May}. */
+type Part = readonly [string, string | null, May?];
+
+/**
  * The check of each character a trigger starts with, as sticky patterns (`(?<=...)` reads what
- * precedes), and the pattern that finds those characters.
+ * precedes), and the pattern that finds those characters: `slot` gives each character's index
+ * into `checks` and `mays` (0 for none, 1 for {@link ANY}).
  */
 interface Checks {
-  readonly byChar: ReadonlyMap<number, RegExp>;
+  readonly slot: Uint8Array;
+  readonly checks: readonly (RegExp | null)[];
+  readonly mays: readonly (May | null)[];
   readonly candidate: RegExp;
 }
 
@@ -69,12 +83,130 @@ function sticky(source: string): RegExp {
   return new RegExp(source, "iy");
 }
 
+/** ASCII letters (the checks' `i` flag folds no other character into `[a-z]`). */
+function isLetter(c: number): boolean {
+  return (c >= 65 && c <= 90) || (c >= 97 && c <= 122);
+}
+
+function isDigit(c: number): boolean {
+  return c >= 48 && c <= 57;
+}
+
+/** `\w` (ASCII: no `u` flag). */
+function isWord(c: number): boolean {
+  return isLetter(c) || isDigit(c) || c === 95;
+}
+
+/** ASCII characters of `\s`; `\s` also holds some above ASCII, which callers answer "maybe". */
+function isAsciiSpace(c: number): boolean {
+  return c === 32 || (c >= 9 && c <= 13);
+}
+
+/** Where `\s*` from `at` can end at the earliest, or -1 when a character above ASCII may be one. */
+function pastAsciiSpace(text: string, at: number): number {
+  let j = at;
+  for (let c = text.charCodeAt(j); isAsciiSpace(c); c = text.charCodeAt(++j));
+  return text.charCodeAt(j) >= 128 ? -1 : j;
+}
+
+/**
+ * `.`: a dot segment needs a second `.`; a name a letter, `_` or `$` after it; an IPv4
+ * address a digit before it and one to three digits then `.` after it.
+ */
+const MAY_DOT: May = (text, at) => {
+  const n = text.charCodeAt(at + 1);
+  if (n === 46 || isLetter(n) || n === 95 || n === 36) return true;
+  if (!isDigit(n) || !isDigit(text.charCodeAt(at - 1))) return false;
+  let r = 1;
+  while (r <= 3 && isDigit(text.charCodeAt(at + 1 + r))) r++;
+  return r <= 3 && text.charCodeAt(at + 1 + r) === 46;
+};
+/** `-`: `-i`, `-c,`, `-exec`, `--x`, `-o`: one of `i`, `c`, `e`, `-`, `o` after it. */
+const MAY_DASH: May = (text, at) => {
+  const n = text.charCodeAt(at + 1);
+  const l = n | 32;
+  return n === 45 || l === 105 || l === 99 || l === 101 || l === 111;
+};
+/** `/`: `/..`, `/*`, `//` or a letter after it. */
+const MAY_SLASH: May = (text, at) => {
+  const n = text.charCodeAt(at + 1);
+  return n === 46 || n === 42 || n === 47 || isLetter(n);
+};
+/** `@` outside an e-mail address: not both a `[\w.+-]` before it and a `[\w-]` after it. */
+const MAY_AT: May = (text, at) => {
+  const p = text.charCodeAt(at - 1);
+  const n = text.charCodeAt(at + 1);
+  return !((isWord(p) || p === 46 || p === 43 || p === 45) && (isWord(n) || n === 45));
+};
+/** `[`: an IPv6 literal starts with a hex digit or `:`. */
+const MAY_BRACKET: May = (text, at) => {
+  const n = text.charCodeAt(at + 1);
+  return isDigit(n) || ((n | 32) >= 97 && (n | 32) <= 102) || n === 58;
+};
+/** `{` in a JSON document: not `{"` or `{}`. */
+const MAY_JSON_BRACE: May = (text, at) => {
+  const n = text.charCodeAt(at + 1);
+  return n !== 34 && n !== 125;
+};
+/** `)`: `)(`, or after spaces `;`, `-`, `#`, `/`, `u` (union) or `)`. */
+const MAY_CLOSE: May = (text, at) => {
+  if (text.charCodeAt(at + 1) === 40) return true;
+  const j = pastAsciiSpace(text, at + 1);
+  if (j < 0) return true;
+  const c = text.charCodeAt(j);
+  return c === 59 || c === 45 || c === 35 || c === 47 || (c | 32) === 117 || c === 41;
+};
+/** `!!\w`. */
+const MAY_BANG: May = (text, at) => text.charCodeAt(at + 1) === 33;
+/**
+ * A newline, after tabs and spaces: a lower-case letter, one of `./~-@!`, or the first letter
+ * of a header name (`bcc`, `cc`, `to`, `from`, `subject`, `reply-to`, `content-`, `mime-`,
+ * `set-cookie`, `location`, `x-`, `http/`) in either case.
+ */
+const MAY_NEWLINE: May = (text, at) => {
+  let j = at + 1;
+  let c = text.charCodeAt(j);
+  while (c === 9 || c === 32) c = text.charCodeAt(++j);
+  if (c >= 97 && c <= 122) return true;
+  if (c === 46 || c === 47 || c === 126 || c === 45 || c === 64 || c === 33) return true;
+  if (c < 65 || c > 90) return false;
+  const l = c | 32;
+  return l === 98 || l === 99 || l === 116 || l === 102 || l === 115 || l === 114 ||
+    l === 109 || l === 108 || l === 120 || l === 104;
+};
+/** A quote after `or`, `and`, `xor`: a space or `+` right before it. */
+const MAY_TAUTOLOGY_QUOTE: May = (text, at) => {
+  const p = text.charCodeAt(at - 1);
+  return p === 43 || isAsciiSpace(p) || p >= 128;
+};
+/** The first letters of {@link SQL_AFTER_QUOTE}'s keywords, a bit each (`a` is bit 0). */
+const SQL_QUOTE_LETTERS = [..."abcdefghilnopsuwx"].reduce(
+  (m, ch) => m | (1 << (ch.charCodeAt(0) - 97)),
+  0,
+);
+/**
+ * {@link SQL_AFTER_QUOTE} after the quote at `at`: a space (or a character above ASCII, which
+ * may be one), one of `()+\\|` or a digit, the first letter of one of its keywords, or the
+ * first character of one of its operators and comments.
+ */
+const MAY_SQL_AFTER_QUOTE: May = (text, at) => {
+  const c = text.charCodeAt(at + 1);
+  if (c >= 128 || isAsciiSpace(c) || isDigit(c)) return true;
+  if (isLetter(c)) {
+    return ((1 << ((c | 32) - 97)) & SQL_QUOTE_LETTERS) !== 0;
+  }
+  return c === 40 || c === 41 || c === 43 || c === 92 || c === 124 || c === 38 || c === 59 ||
+    c === 45 || c === 35 || c === 47 || c === 61 || c === 60 || c === 62 || c === 33;
+};
+/** `+A...` (UTF-7). */
+const MAY_UTF7: May = (text, at) => (text.charCodeAt(at + 1) | 32) === 97;
+
 /**
  * The checks every kind shares. Each names the detector (and gate or rule) it comes from; a
  * shape is listed once even when several detectors need it. `(?-i:...)` marks what only counts
  * in lower case.
  */
-const SHARED: ReadonlyArray<readonly [string, string | null]> = [
+const SHARED: readonly Part[] = [
   // cmdi GATE and shell_scan (separators, pipes, substitution, redirection); xss, html, ssi,
   // xxe, php and asp tags, ssti `<%`: markup starts with `<`; `>` ends a tag and redirects;
   // cmd.exe escapes with `^`.
@@ -97,13 +229,14 @@ const SHARED: ReadonlyArray<readonly [string, string | null]> = [
   ],
   // ssti GATE (`{{`, `{%`, `{#`, `#{`, `*{`, `@{`), cmdi BRACE_WORDS (`{cat,/etc/passwd}`);
   // a JSON object's `{"` and `{}` are structure.
-  ["{", String.raw`\{(?!\s*["}])`],
+  ["{", String.raw`\{(?!\s*["}])`, MAY_JSON_BRACE],
   // cmdi GATE (`\n` separates commands): a newline before a lower-case word, a path or a
   // dash; mail and crlf: a newline before a header name. A paragraph's capital is none.
   [
     "\n",
     String
       .raw`\n[\t ]*(?:(?-i:[a-z.\/~\-@!])|(?:bcc|cc|to|from|subject|reply-to|content-[\w-]+|mime-version|set-cookie|location|x-[\w-]+|http\/)\s*:)`,
+    MAY_NEWLINE,
   ],
   // cmd.exe (`%COMSPEC%`), ssti (`{%`, `%>`), escapes (left after decoding, or not decoded);
   // a percentage (`50% of`) is none.
@@ -116,12 +249,14 @@ const SHARED: ReadonlyArray<readonly [string, string | null]> = [
     ".",
     String
       .raw`\.\.(?![\s.!?,"')\]]|$)|\.(?=[a-z_$])(?:(?<=\b(?:java|javax|sun|jdk|groovy|bsh|document|window|self|top|parent|frames|globalthis|this|constructor|process|db|server|response|request|wscript|location)\s*\.)|(?:bak|old|orig|swp|sql|ini|conf|config|log|inc|save|htaccess|htpasswd|git|svn|env|ssh|aws|docker|npmrc|ds_store|bash_history|internal|local)|(?<=\b(?:xip|nip|oast|ceye|dnslog|localtest|interact)\.)|download)|\.(?=\d)(?<=\b\d{1,3}\.)\d{1,3}\.\d{1,3}\.\d{1,3}\b`,
+    MAY_DOT,
   ],
   // traversal (`/..`, `/etc/`), sqli comments (`/*`), open_redirect (`//host`).
   [
     "/",
     String
       .raw`\/\.\.|\/\*|\/(?:etc|proc|dev|bin|sbin|usr|var|tmp|root|boot|sys|home|opt|windows|winnt|inetpub|system32)|(?<!:)\/\/|(?<=\b(?:for|if)\s+)\/[a-z]\b`,
+    MAY_SLASH,
   ],
   // ssrf, rfi, open_redirect: schemes other than the web's, URLs that are not plain links;
   // xss script URLs; ldap_xpath (`child::`), php (`::`); php serialised objects.
@@ -140,21 +275,21 @@ const SHARED: ReadonlyArray<readonly [string, string | null]> = [
       .raw`(?<=[\w$\]\x60])\(|(?<=\w\s+)\(\s*[\d'@$\x60]|\(\s*\)|\(\s*(?:select\s*[\w*@(]|[&|!]|[\w-]+\s*[~<>:]?=)`,
   ],
   // LDAP (`)(`, `*)`), sqli (`);`, `) union`).
-  [")", String.raw`\)\(|\)\s*(?:;|--|#|\/\*|union\b|\))`],
+  [")", String.raw`\)\(|\)\s*(?:;|--|#|\/\*|union\b|\))`, MAY_CLOSE],
   ["*", String.raw`\*\s*\)|(?<=\/)\*|\*\/`],
   // restricted_files HINT: `file~`, `~/`.
   ["~", String.raw`(?<=\w)~(?=[\s"'\/]|$)|~\/`],
   // `@` outside an e-mail address: SQL variables (`@@version`, `declare @`), Razor and
   // SpEL, CSS `@import`, LDAP.
-  ["@", String.raw`(?<![\w.+-])@|@(?![\w-])`],
+  ["@", String.raw`(?<![\w.+-])@|@(?![\w-])`, MAY_AT],
   // cmdi's SPECIAL_HINT, its options: `sh -i`, `sh,-c,`, `-exec`, `--output`, `-o /path`.
-  ["-", String.raw`(?<=\bsh\s+)-i|(?<=\bsh,)-c,|-exec|--[a-z]|-o\s*[pl]`],
+  ["-", String.raw`(?<=\bsh\s+)-i|(?<=\bsh,)-c,|-exec|--[a-z]|-o\s*[pl]`, MAY_DASH],
   // sqli tautologies (`or 'a'='a`, `and @x`): a quote or `@` after `or`, `and`, `xor`.
-  ["'", String.raw`(?<=\b(?:or|and|xor)[\s+]+(?:not[\s+]+)?)'`],
+  ["'", String.raw`(?<=\b(?:or|and|xor)[\s+]+(?:not[\s+]+)?)'`, MAY_TAUTOLOGY_QUOTE],
   // deserialization: YAML tags (`!!python/object`).
-  ["!", String.raw`!!\w`],
+  ["!", String.raw`!!\w`, MAY_BANG],
   // ssrf: IPv6 literals.
-  ["[", String.raw`\[[0-9a-f]*:[0-9a-f:.]*\]`],
+  ["[", String.raw`\[[0-9a-f]*:[0-9a-f:.]*\]`, MAY_BRACKET],
 ];
 
 /**
@@ -173,42 +308,42 @@ const SQL_AFTER_QUOTE = String.raw`(?:\s*(?:(?:or|and|xor)\b\s*(?:not\s+)?(?:['"
   String.raw`is\s+(?:not\s+)?null|in\s*\(|not\s+(?:in|like|between|null|exists)\b|` +
   String.raw`between\s+['"\d]|;|--|#|\/\*|=|<|>|!=)|[()+\\|\d])`;
 
-const QUOTE: readonly [string, string] = ["'\u00b4\u2018\u2019", `.${SQL_AFTER_QUOTE}`];
-const DOUBLE_QUOTE: readonly [string, string] = ['"\u201c\u201d', `.${SQL_AFTER_QUOTE}`];
+const QUOTE: Part = ["'\u00b4\u2018\u2019", `.${SQL_AFTER_QUOTE}`, MAY_SQL_AFTER_QUOTE];
+const DOUBLE_QUOTE: Part = ['"\u201c\u201d', `.${SQL_AFTER_QUOTE}`, MAY_SQL_AFTER_QUOTE];
 /** `{` outside a JSON document: a JSON text in a value (NoSQL, SSTI), brace expansion. */
-const BRACE: readonly [string, null] = ["{", null];
+const BRACE: Part = ["{", null];
 /** `=` in running text: tautologies (`1=1`), attributes, assignments. */
-const EQUALS: readonly [string, null] = ["=", null];
+const EQUALS: Part = ["=", null];
 /**
  * `=` in a form, where it is structure: the comparisons of a tautology (`or 1=1`), an event
  * handler (`onload=`), an attribute that loads or runs (`src=`, `style=`).
  */
-const FORM_EQUALS: readonly [string, string] = [
+const FORM_EQUALS: Part = [
   "=",
   String
     .raw`(?<=\b(?:or|and|xor|where|having)\s+(?:not\s+)?[\w'"().-]{1,32}\s*)=|(?<=\bon[a-z]{3,}\s*)=|(?<=\b(?:style|src|href|srcdoc|formaction|action|background|lowsrc|dynsrc|poster|xlink:href)\s*)=`,
 ];
 /** `&` as a shell operator: `&&`, or `&` before a space; a form's `&name=` is structure. */
-const FORM_AMPERSAND: readonly [string, string] = [
+const FORM_AMPERSAND: Part = [
   "&",
   String.raw`&&|&(?=[\s;|])|&(?![\w.%\[\]-]*=|$)`,
 ];
-const AMPERSAND: readonly [string, null] = ["&", null];
+const AMPERSAND: Part = ["&", null];
 /** A backslash: traversal (`..\`), LDAP escapes (`\2a`), JavaScript and CSS escapes. */
-const BACKSLASH: readonly [string, null] = ["\\", null];
+const BACKSLASH: Part = ["\\", null];
 /**
  * A JSON document's escapes: a quote inside a string (`\"`) when SQL syntax follows it, a
  * newline (`\n`) as {@link SHARED}'s newline, and every other escape.
  */
-const JSON_ESCAPE: readonly [string, string] = [
+const JSON_ESCAPE: Part = [
   "\\",
   String
     .raw`\\"${SQL_AFTER_QUOTE}|\\[nr](?:\\[nrt])*[\t ]*(?:(?-i:[a-z.\/~\-@!])|\\"|(?:bcc|cc|to|from|subject|content-[\w-]+|set-cookie|location)\s*:)|\\[^"nrt]`,
 ];
 /** UTF-7 (`+ADw-`), which normalize() decodes where `+A` occurs. */
-const UTF7: readonly [string, string] = ["+", String.raw`\+A[\w+\/]{2,}-?`];
+const UTF7: Part = ["+", String.raw`\+A[\w+\/]{2,}-?`, MAY_UTF7];
 /** Fullwidth forms (`＜`), halfwidth and small forms. */
-const WIDE: readonly [string, null] = [
+const WIDE: Part = [
   String.fromCharCode(...Array.from({ length: 0xfff0 - 0xff00 }, (_, k) => 0xff00 + k)) +
   String.fromCharCode(...Array.from({ length: 0xfe70 - 0xfe50 }, (_, k) => 0xfe50 + k)),
   null,
@@ -277,11 +412,15 @@ const WORDS: readonly RegExp[] = [
   String.raw`\b(?:iwr|irm|saps|sal)\s`,
 ].map((source) => gated(new RegExp(source, "gi")));
 
-/** The checks of each kind, by candidate character, compiled once. */
-function checksOf(parts: ReadonlyArray<readonly [string, string | null]>, json = false): Checks {
-  const map = new Map<number, RegExp>();
+/**
+ * The checks of each kind, by candidate character, compiled once. A character's check is its
+ * parts' patterns joined; it has a {@link May} when each of them has one (the join can only
+ * match where one of them can).
+ */
+function checksOf(parts: readonly Part[], json = false): Checks {
   const sources = new Map<number, string[]>();
-  for (const [chars, source] of parts) {
+  const mays = new Map<number, (May | undefined)[]>();
+  for (const [chars, source, may] of parts) {
     for (const ch of chars) {
       const code = ch.charCodeAt(0);
       if (source === null) {
@@ -289,19 +428,47 @@ function checksOf(parts: ReadonlyArray<readonly [string, string | null]>, json =
         continue;
       }
       const list = sources.get(code) ?? [];
-      if (list[0] !== "[^]") list.push(source);
+      if (list[0] !== "[^]") {
+        list.push(source);
+        mays.set(code, [...mays.get(code) ?? [], may]);
+      }
       sources.set(code, list);
     }
   }
+  const slot = new Uint8Array(65536);
+  const checks: (RegExp | null)[] = [null, ANY];
+  const checkMays: (May | null)[] = [null, null];
+  /** Slots by joined source, so characters with the same check share one. */
+  const slots = new Map<string, number>();
   let chars = "";
   for (const [code, list] of sources) {
-    map.set(code, list[0] === "[^]" ? ANY : sticky(list.join("|")));
     chars += `\\u${code.toString(16).padStart(4, "0")}`;
+    if (list[0] === "[^]") {
+      slot[code] = 1;
+      continue;
+    }
+    const source = list.join("|");
+    let k = slots.get(source);
+    if (k === undefined) {
+      k = checks.length;
+      if (k > 255) throw new Error("hot_spans: too many checks");
+      slots.set(source, k);
+      checks.push(sticky(source));
+      const own = mays.get(code)!;
+      checkMays.push(
+        own.some((m) => m === undefined)
+          ? null
+          : own.length === 1
+          ? own[0]!
+          : (text, at) => own.some((m) => m!(text, at)),
+      );
+    }
+    slot[code] = k;
   }
   // A JSON document's `":` is skipped by the candidate pattern, before any check.
   const colon = json ? '|:(?<!":)' : "";
   if (json) chars = chars.replace("\\u003a", "");
-  return { byChar: map, candidate: new RegExp(`[${chars}]${colon}`, "g") };
+  return { slot, checks, mays: checkMays, candidate: new RegExp(`[${chars}]${colon}`, "g") };
 }
 
 /** What every kind but a JSON document reads: its braces, both quotes, a backslash. */
@@ -359,12 +526,15 @@ const HITS: number[] = [];
  */
 function scan(text: string, checks: Checks, from: number, to: number): void {
   const candidate = checks.candidate;
-  const byChar = checks.byChar;
+  const slot = checks.slot;
+  const byCheck = checks.checks;
+  const mays = checks.mays;
   candidate.lastIndex = from;
   // After a trigger, the next one is looked for half a margin on: what lies between is judged
-  // with it, with at least half a margin after it.
-  for (let m = candidate.exec(text); m !== null; m = candidate.exec(text)) {
-    const at = m.index;
+  // with it, with at least half a margin after it. Every candidate is one character long, so
+  // it ends where the pattern's `lastIndex` is, without a match array.
+  while (candidate.test(text)) {
+    const at = candidate.lastIndex - 1;
     if (at >= to) break;
     const code = text.charCodeAt(at);
     if (code === 58 && text.charCodeAt(at + 1) === 47 && text.charCodeAt(at + 2) === 47) {
@@ -374,8 +544,17 @@ function scan(text: string, checks: Checks, from: number, to: number): void {
       }
       continue;
     }
-    const check = byChar.get(code);
-    if (check === undefined) continue;
+    const k = slot[code]!;
+    if (k === 0) continue;
+    if (k === 1) {
+      // ANY: the character alone.
+      HITS.push(at, at + 1);
+      candidate.lastIndex = at + 1 + SKIP;
+      continue;
+    }
+    const may = mays[k]!;
+    if (may !== null && !may(text, at)) continue;
+    const check = byCheck[k]!;
     check.lastIndex = at;
     if (check.test(text)) {
       HITS.push(at, check.lastIndex);
@@ -611,4 +790,20 @@ function add(out: number[], start: number, end: number, n: number): void {
   if (last >= 1 && s - out[last]! <= JOIN) {
     if (e > out[last]!) out[last] = e;
   } else out.push(s, e);
+}
+
+/**
+ * The check a candidate character has in a kind, and its {@link May}: for tests, which hold
+ * the second to the first (where `may` answers false, `check` does not match).
+ *
+ * @param kind a text kind
+ * @param code a candidate character's code
+ */
+export function checkOf(
+  kind: TextKind,
+  code: number,
+): { readonly check: RegExp | null; readonly may: May | null } {
+  const checks = CHECKS[kind];
+  const k = checks.slot[code]!;
+  return { check: checks.checks[k]!, may: checks.mays[k]! };
 }

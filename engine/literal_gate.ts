@@ -47,8 +47,9 @@ const CODE = new Uint8Array(65536).fill(62);
 }
 
 /**
- * What one text holds: its codes, code pairs and code triples, a byte each (a store a
- * character, no read-modify-write, is what keeps the pass at a few nanoseconds a character).
+ * What one text holds: its codes and code pairs, a byte each, and its code triples, a bit each
+ * (32 KB, which stays in the nearest caches, where a byte each, 256 KB, did not: the pass's
+ * cost was its misses there).
  */
 class Table {
   text = "";
@@ -61,7 +62,7 @@ class Table {
   lower: string | undefined;
   readonly one = new Uint8Array(64);
   readonly two = new Uint8Array(64 * 64);
-  readonly three = new Uint8Array(64 * 64 * 64);
+  readonly three = new Int32Array((64 * 64 * 64) >> 5);
   /**
    * Per triple a positional pattern's literal starts with ({@link WANTED}), where its last
    * occurrence starts; valid where `three` holds it.
@@ -76,39 +77,89 @@ class Table {
     this.text = text;
     this.slice = "";
     this.lower = undefined;
-    const one = this.one;
-    const two = this.two;
-    const three = this.three;
-    one.fill(0);
-    two.fill(0);
-    three.fill(0);
+    this.one.fill(0);
+    this.two.fill(0);
+    this.three.fill(0);
     const n = text.length;
     if (this.next.length < n) this.next = new Int32Array(n);
     this.version = wantedVersion;
+    // An ASCII text is read as its UTF-8 bytes, the same codes place by place: a typed array
+    // reads faster than a (sliced) string's charCodeAt.
+    if (BYTES.length < n) BYTES = new Uint8Array(n);
+    const { read, written } = ENCODER.encodeInto(text, BYTES.subarray(0, n));
+    if (read === n && written === n) {
+      this.#fillBytes(BYTES, n);
+      this.ascii = true;
+    } else this.ascii = this.#fillText(text, n) < 128;
+  }
+
+  /**
+   * The pass over a text's bytes (an ASCII text) or its characters, one loop each so each reads
+   * one kind of unit: the first pair starts with code 0 ("a"), a pair too many only means
+   * "maybe"; triples are kept from the third character on, with the chain of where each wanted
+   * one starts. Returns the units or'ed together.
+   */
+  #fillBytes(units: Uint8Array, n: number): number {
+    const one = this.one;
+    const two = this.two;
+    const three = this.three;
     const next = this.next;
     const head = this.head;
     const wanted = WANTED;
-    // The first pair starts with code 0 ("a"): a pair too many only means "maybe". Triples
-    // are kept from the third character on, with the chain of where each one starts.
     let p = 0;
     let wide = 0;
     for (let i = 0; i < n; i++) {
-      const u = text.charCodeAt(i);
+      const u = units[i]!;
       wide |= u;
       const c = CODE[u]!;
       p = ((p << 6) | c) & 0x3ffff;
       one[c] = 1;
       two[p & 0xfff] = 1;
       if (i >= 2) {
-        if (wanted[p] === 1) {
+        const w = p >> 5;
+        const bit = 1 << (p & 31);
+        const old = three[w]!;
+        if ((wanted[w]! & bit) !== 0) {
           const start = i - 2;
-          next[start] = three[p] === 1 ? head[p]! : -1;
+          next[start] = (old & bit) !== 0 ? head[p]! : -1;
           head[p] = start;
         }
-        three[p] = 1;
+        three[w] = old | bit;
       }
     }
-    this.ascii = wide < 128;
+    return wide;
+  }
+
+  /** {@link #fillBytes} for a text with characters above ASCII. */
+  #fillText(units: string, n: number): number {
+    const one = this.one;
+    const two = this.two;
+    const three = this.three;
+    const next = this.next;
+    const head = this.head;
+    const wanted = WANTED;
+    let p = 0;
+    let wide = 0;
+    for (let i = 0; i < n; i++) {
+      const u = units.charCodeAt(i);
+      wide |= u;
+      const c = CODE[u]!;
+      p = ((p << 6) | c) & 0x3ffff;
+      one[c] = 1;
+      two[p & 0xfff] = 1;
+      if (i >= 2) {
+        const w = p >> 5;
+        const bit = 1 << (p & 31);
+        const old = three[w]!;
+        if ((wanted[w]! & bit) !== 0) {
+          const start = i - 2;
+          next[start] = (old & bit) !== 0 ? head[p]! : -1;
+          head[p] = start;
+        }
+        three[w] = old | bit;
+      }
+    }
+    return wide;
   }
 
   /**
@@ -124,9 +175,8 @@ class Table {
     out: number[],
     limit: number,
   ): boolean {
-    const three = this.three;
     const t = (literal[0]! << 12) | (literal[1]! << 6) | literal[2]!;
-    if (three[t] === 0) return true;
+    if (!this.#has(t)) return true;
     const text = this.text;
     const next = this.next;
     const n = literal.length;
@@ -149,11 +199,15 @@ class Table {
     const n = codes.length;
     if (n === 1) return this.one[codes[0]!] === 1;
     if (n === 2) return this.two[(codes[0]! << 6) | codes[1]!] === 1;
-    const three = this.three;
     for (let i = 2; i < n; i++) {
-      if (three[(codes[i - 2]! << 12) | (codes[i - 1]! << 6) | codes[i]!] === 0) return false;
+      if (!this.#has((codes[i - 2]! << 12) | (codes[i - 1]! << 6) | codes[i]!)) return false;
     }
     return true;
+  }
+
+  /** Whether the triple `t` occurs in the text. */
+  #has(t: number): boolean {
+    return (this.three[t >> 5]! & (1 << (t & 31))) !== 0;
   }
 }
 
@@ -161,7 +215,7 @@ class Table {
  * The first triples of the literals of every positional pattern made so far: the table keeps
  * where those occur (a chain a triple costs a few stores a character, so only these).
  */
-const WANTED = new Uint8Array(64 * 64 * 64);
+const WANTED = new Int32Array((64 * 64 * 64) >> 5);
 /** Counts the triples added to {@link WANTED}. */
 let wantedVersion = 0;
 
@@ -169,13 +223,17 @@ let wantedVersion = 0;
 function want(codes: readonly Uint8Array[]): number {
   for (const c of codes) {
     const t = (c[0]! << 12) | (c[1]! << 6) | c[2]!;
-    if (WANTED[t] === 0) {
-      WANTED[t] = 1;
+    if ((WANTED[t >> 5]! & (1 << (t & 31))) === 0) {
+      WANTED[t >> 5] = WANTED[t >> 5]! | (1 << (t & 31));
       wantedVersion++;
     }
   }
   return wantedVersion;
 }
+
+/** The bytes of an ASCII text being read into a table. */
+let BYTES = new Uint8Array(0);
+const ENCODER = new TextEncoder();
 
 /** The table of the window being judged (see {@link gateOn}). */
 const WINDOW = new Table();

@@ -194,3 +194,54 @@ Deno.test("normalize() decodes a value whose only escape is + as the layers do",
   }
   assert.equal(normalize("correct+horse+battery", "space").text, "correct horse battery");
 });
+
+Deno.test("percentDecode: form escapes decoded at once read as the general decoder reads them", () => {
+  // A lone `%` at the end is kept as it is and sends any text through the general decoder.
+  const pieces = [
+    "a",
+    "Z",
+    "0",
+    " ",
+    "+",
+    "%41",
+    "%2B",
+    "%2b",
+    "%25",
+    "%5B",
+    "%5d",
+    "%20",
+    "%00",
+    "%7F",
+    "%80",
+    "%C3%A9",
+    "%C3",
+    "%e2%80%99",
+    "%F0%9F%98%80",
+    "%u0041",
+    "%U00e9",
+    "%zz",
+    "%4",
+    "%",
+    "&amp;",
+    "é",
+    "\u2019",
+    "\ud83d",
+    "items",
+    "=",
+    "&",
+    "%26",
+    "%3D",
+    "%22",
+    "'",
+  ];
+  let seed = 7;
+  const next = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 4294967296;
+  for (let round = 0; round < 4000; round++) {
+    let s = "";
+    const length = 20 + Math.floor(next() * 200);
+    while (s.length < length) s += pieces[Math.floor(next() * pieces.length)];
+    for (const plus of [false, true]) {
+      assert.equal(percentDecode(s + "%", plus), percentDecode(s, plus) + "%", JSON.stringify(s));
+    }
+  }
+});
