@@ -17,7 +17,6 @@ export interface RawRequest {
   readonly body: Uint8Array;
 }
 
-
 /** Parses a request file; tolerates LF-only line endings and a missing blank line. */
 export function parseRawRequest(bytes: Uint8Array): RawRequest {
   let headEnd = -1;
