@@ -16,29 +16,15 @@
  * The baseline's `engine/` is extracted by `git archive` into a temporary directory.
  */
 
-import { cpuUsage } from "node:process";
 import { inspect } from "../engine/inspect.ts";
 import type { InspectOptions } from "../engine/types.ts";
 import { BENIGN_GET, BODY_KINDS, TARGET_KINDS } from "../tests/bench/engine_body_kinds.ts";
 import { engineAt, type Inspect } from "./bench_engine_ab.ts";
+import { cpuMs, loadAverage } from "./bench_kit.ts";
 
 /** The issue's targets. */
 const TARGET_MB_S = 40;
 const TARGET_GET_US = 20;
-
-function load(): string {
-  try {
-    return Deno.readTextFileSync("/proc/loadavg").split(" ").slice(0, 3).join(" ");
-  } catch {
-    return "unknown";
-  }
-}
-
-/** Milliseconds of CPU the process spent so far (user and system). */
-function cpuMs(): number {
-  const u = cpuUsage();
-  return (u.user + u.system) / 1000;
-}
 
 /** Least CPU milliseconds of `rounds` calls of each engine, alternated. */
 function best(before: () => void, after: () => void, rounds: number): [number, number] {
@@ -68,7 +54,9 @@ export async function main(args: string[]): Promise<number> {
   const before = await engineAt(revision);
   const after = inspect as Inspect;
   const opts: InspectOptions = { level: "balanced" };
-  console.log(`load average ${load()}; ${revision} against the working tree, best of ${rounds}`);
+  console.log(
+    `load average ${loadAverage()}; ${revision} against the working tree, best of ${rounds}`,
+  );
   console.log(`| 1 MiB body | ${revision} MB/s | now MB/s | now / ${revision} | target |`);
   console.log("|---|---:|---:|---:|---|");
   let met = true;
@@ -109,7 +97,7 @@ export async function main(args: string[]): Promise<number> {
       met ? "met" : "not met"
     }`,
   );
-  console.log(`load average ${load()}`);
+  console.log(`load average ${loadAverage()}`);
   return 0;
 }
 

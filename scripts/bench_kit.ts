@@ -1,5 +1,7 @@
 /** Process, package and port helpers shared by the benchmark scripts. */
 
+import { cpuUsage } from "node:process";
+
 /** Runs a command; stdout is captured, stderr captured unless `quiet` is false. */
 export async function run(
   cmd: string,
@@ -92,6 +94,15 @@ export async function stopAll(children: readonly Deno.ChildProcess[], dir: strin
     await c.status;
   }
   await Deno.remove(dir, { recursive: true }).catch(() => {});
+}
+
+/**
+ * Milliseconds of CPU this process spent so far (user and system, every thread): on a shared
+ * machine, time other processes run does not count, as it would with wall-clock time.
+ */
+export function cpuMs(): number {
+  const u = cpuUsage();
+  return (u.user + u.system) / 1000;
 }
 
 /** The load average (1, 5 and 15 minutes), to print next to every measurement. */

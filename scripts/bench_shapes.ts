@@ -18,7 +18,6 @@
  * deno task bench:shapes --proxy --runs 4 --only tag,entity
  * ```
  */
-import { cpuUsage } from "node:process";
 import { parseArgs } from "node:util";
 import { inspect } from "../engine/inspect.ts";
 import { normalize } from "../engine/normalize.ts";
@@ -26,7 +25,7 @@ import { sqli } from "../engine/sqli.ts";
 import { xss } from "../engine/xss.ts";
 import { DETECTORS } from "../engine/detectors.ts";
 import type { Detector, DetectorInput, EngineRequest } from "../engine/types.ts";
-import { cpuTicks, ensure, freePort } from "./bench_kit.ts";
+import { cpuMs, cpuTicks, ensure, freePort } from "./bench_kit.ts";
 import { startNginxUpstream, startWaf } from "./bench_proxy.ts";
 
 interface Shape {
@@ -257,15 +256,6 @@ function request(shape: Shape, body: Uint8Array): EngineRequest {
     headers: [["content-type", shape.type], ["user-agent", "bench/1"]],
     body,
   };
-}
-
-/**
- * Milliseconds of CPU the process spent (user and system): on a shared machine, time other
- * processes run does not count, as it would with wall-clock time.
- */
-function cpuMs(): number {
-  const u = cpuUsage();
-  return (u.user + u.system) / 1000;
 }
 
 /** Least CPU time of `runs` inspections, in milliseconds (the least disturbed by other load). */

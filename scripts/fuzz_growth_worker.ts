@@ -6,13 +6,8 @@
 
 /// <reference lib="deno.worker" />
 
-import { cpuUsage } from "node:process";
 import { inspect } from "../engine/inspect.ts";
-
-function cpuMs(): number {
-  const u = cpuUsage();
-  return (u.user + u.system) / 1000;
-}
+import { cpuMs } from "./bench_kit.ts";
 
 self.onmessage = (e: MessageEvent<{ type: string; body: Uint8Array }>) => {
   const req = {

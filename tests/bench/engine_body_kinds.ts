@@ -7,6 +7,7 @@
  */
 
 import type { EngineRequest } from "../../engine/types.ts";
+import { seeded } from "../_helpers/seeded.ts";
 
 /** The size of every body. */
 export const BODY_BYTES = 1 << 20;
@@ -18,18 +19,6 @@ const HEADERS: ReadonlyArray<readonly [string, string]> = [
   ["accept-language", "en-GB,en;q=0.9"],
   ["cookie", "sid=6f1c2a9e8b7d4c3f; theme=dark; consent=1"],
 ];
-
-/** A small deterministic generator (mulberry32), so the bodies are the same in every run. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /**
  * Common English words, some SQL and shell keywords among them as prose has them (select,
@@ -96,7 +85,7 @@ function sentence(next: () => number): string {
 
 /** English prose of `size` characters: sentences in paragraphs. */
 export function prose(size: number, seed = 1): string {
-  const next = random(seed);
+  const next = seeded(seed).next;
   const parts: string[] = [];
   let length = 0;
   while (length < size) {
@@ -150,7 +139,7 @@ function order(next: () => number, i: number): unknown {
 
 /** A JSON API document of about `size` bytes: `{"data":[orders...],"meta":{...}}`. */
 export function jsonDocument(size: number, seed = 2): string {
-  const next = random(seed);
+  const next = seeded(seed).next;
   const orders: string[] = [];
   let length = 0;
   const tail = `],"meta":{"page":1,"per_page":1000,"total":123456}}`;
@@ -164,7 +153,7 @@ export function jsonDocument(size: number, seed = 2): string {
 
 /** An urlencoded form of about `size` bytes with many fields, as a long admin form posts. */
 export function form(size: number, seed = 3): string {
-  const next = random(seed);
+  const next = seeded(seed).next;
   const parts: string[] = [];
   let length = 0;
   for (let i = 0; length < size; i++) {

@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { checkOf, type TextKind } from "../../engine/hot_spans.ts";
+import { seeded } from "../_helpers/seeded.ts";
 
 /** Pieces the texts are made of: what the checks read before and after a candidate. */
 const PIECES = [
@@ -96,19 +97,8 @@ const PIECES = [
   "'1",
 ];
 
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 Deno.test("hot spans: a pre-check skips a candidate only where its check fails", () => {
-  const next = random(33);
+  const next = seeded(33).next;
   const kinds: TextKind[] = ["text", "json", "form", "encoded"];
   let skipped = 0;
   let checked = 0;
