@@ -32,7 +32,7 @@ export const SENSITIVE_FILES: readonly string[] = [
   "system\\.ini|temp/|iis\\d|inf/|microsoft\\.net)",
   "winnt/(?:system32|repair|win\\.ini|php\\.ini)",
   "system32/(?:drivers|config|inetsrv|cmd\\.exe|logfiles)",
-  "(?:^|/)\\.(?:htaccess|htpasswd|bash_history|bashrc|zsh_history|mysql_history|passwd|netrc|" +
+  "(?:^|/)\\.(?:htaccess|htpasswd|bashrc|passwd|netrc|" +
   "forward|cshrc|tcshrc|rhosts|shosts|bash_logout|bash_profile|viminfo|pgpass|gitconfig|" +
   "profile|ssh/|aws/|git/(?:config|head|index|logs)|svn/|npmrc|docker/|kube/|" +
   // shells' and REPLs' histories, and the stores of credentials (CRS lfi-os-files.data)

@@ -278,6 +278,7 @@ const UNDERSCORE_ASSIGNED = /\$_+\s*(?:=(?!=)|\+\+|\.=)/;
 /** Letters (and digits) in a letterless shell: at most this share of its characters. */
 const LETTER_SHARE = 0.1;
 const LETTER = /[A-Za-z0-9]/g;
+const BLANKS = /\s+/g;
 
 /**
  * Where PHP written without letters starts (`$_=[];$_=@"$_";$_=$_['!'=='@'];$___=$_;...`), or
@@ -290,7 +291,7 @@ function letterlessCode(text: string): number {
   const vars = text.match(UNDERSCORE_VARIABLE);
   if (vars === null || vars.length < 3 || !UNDERSCORE_ASSIGNED.test(text)) return -1;
   const letters = text.match(LETTER)?.length ?? 0;
-  const visible = text.replace(/\s+/g, "").length;
+  const visible = text.replace(BLANKS, "").length;
   return letters <= visible * LETTER_SHARE ? text.indexOf("$_") : -1;
 }
 

@@ -21,7 +21,7 @@ const DOT_DIRS = "git|svn|hg|bzr|cvs|circleci|vscode|idea|settings|vs|fleet|curs
 const DOT_FILES =
   "env(?:\\.[\\w-]+)?|htaccess|htpasswd|htdigest|user\\.ini|ds_store|npmrc|yarnrc(?:\\.yml)?|" +
   "pypirc|netrc|pgpass|my\\.cnf|dockerenv|gitconfig|git-credentials|gitignore|gitmodules|" +
-  "gitlab-ci\\.yml|travis\\.yml|bash_history|zsh_history|mysql_history|psql_history|" +
+  "gitlab-ci\\.yml|travis\\.yml|" +
   "viminfo|lesshst|bashrc|zshrc|profile|bash_profile|boto|s3cfg|terraformrc|" +
   "cursorrules|cursorignore|windsurfrules|clinerules|roomodes|aider[\\w.-]*|" +
   "copilot-instructions\\.md|project|classpath|buildpath|editorconfig|sublime-[\\w-]+|" +
