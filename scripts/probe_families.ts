@@ -18,8 +18,8 @@
 
 import { parseArgs } from "node:util";
 import type { EngineRequest, Inspection, InspectOptions } from "../engine/types.ts";
+import { place } from "./corpus_payloads.ts";
 
-const BOUNDARY = "----probe7MA4YWxkTrZu0gW";
 const ENC = new TextEncoder();
 const UA: [string, string] = ["user-agent", "Mozilla/5.0 (X11; Linux x86_64) Chrome/126.0"];
 
@@ -37,26 +37,9 @@ function jsonEscapes(s: string): string {
 
 /** The placements beyond the query, each a request or undefined where it cannot go. */
 const PLACEMENTS: Record<string, (v: string) => EngineRequest | undefined> = {
-  header: (v) =>
-    // deno-lint-ignore no-control-regex -- a header cannot carry CR, LF or NUL
-    /[\r\n\0]|[^\x00-\xff]/.test(v)
-      ? undefined
-      : { method: "GET", path: "/", query: "", headers: [UA, ["x-3f9a1c", v]] },
-  cookie: (v) => ({
-    method: "GET",
-    path: "/",
-    query: "",
-    headers: [UA, ["cookie", `sid=abc; pref=${encodeURIComponent(v)}`]],
-  }),
-  multipart: (v) => ({
-    method: "POST",
-    path: "/upload",
-    query: "",
-    headers: [UA, ["content-type", `multipart/form-data; boundary=${BOUNDARY}`]],
-    body: ENC.encode(
-      `--${BOUNDARY}\r\nContent-Disposition: form-data; name="f"\r\n\r\n${v}\r\n--${BOUNDARY}--\r\n`,
-    ),
-  }),
+  header: (v) => place(v, "header", { header: "x-3f9a1c" }),
+  cookie: (v) => place(v, "cookie"),
+  multipart: (v) => place(v, "multipart"),
   soap: (v) => ({
     method: "POST",
     path: "/soap",
@@ -73,34 +56,10 @@ const PLACEMENTS: Record<string, (v: string) => EngineRequest | undefined> = {
     headers: [UA, ["content-type", "application/json"]],
     body: ENC.encode(`{"test":true,"a1b2":"${jsonEscapes(v)}"}`),
   }),
-  base64_query: (v) => ({
-    method: "GET",
-    path: "/",
-    query: `q=${encodeURIComponent(base64(v))}`,
-    headers: [UA],
-  }),
+  base64_query: (v) => place(base64(v), "query"),
   raw_body: (v) => ({ method: "POST", path: "/x", query: "", headers: [], body: ENC.encode(v) }),
-  path_segment: (v) => ({
-    method: "GET",
-    path: `/a/${encodeURIComponent(v)}`,
-    query: "",
-    headers: [UA],
-  }),
+  path_segment: (v) => place(v, "path"),
 };
-
-function query(v: string): EngineRequest {
-  return { method: "GET", path: "/get", query: `q=${encodeURIComponent(v)}`, headers: [UA] };
-}
-
-function json(v: string): EngineRequest {
-  return {
-    method: "POST",
-    path: "/api",
-    query: "",
-    headers: [UA, ["content-type", "application/json"]],
-    body: ENC.encode(JSON.stringify({ comment: v })),
-  };
-}
 
 /** Entry point; returns the exit code. */
 export async function main(args: string[]): Promise<number> {
@@ -128,8 +87,8 @@ export async function main(args: string[]): Promise<number> {
     );
     let missed = 0;
     for (const v of lines) {
-      const inQuery = inspect(query(v), opts);
-      const inJson = inspect(json(v), opts);
+      const inQuery = inspect(place(v, "query")!, opts);
+      const inJson = inspect(place(v, "json")!, opts);
       if (inQuery.blocking === undefined || inJson.blocking === undefined) {
         missed++;
         const best = inQuery.findings[0];
