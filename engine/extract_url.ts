@@ -42,10 +42,13 @@ export function addPath(out: Input[], path: string): void {
 
 /** A base64 token's digits: both cases and a digit, as encoded bytes have (`rO0ABXNy`). */
 const BASE64_DIGITS = /^[A-Za-z0-9+/]{8,}$/;
+const UPPER = /[A-Z]/;
+const LOWER = /[a-z]/;
+const DIGIT = /\d/;
 
 /** Whether a name is a base64 token rather than a word (`description`, `page_size`). */
 function isBase64Token(name: string): boolean {
-  return BASE64_DIGITS.test(name) && /[A-Z]/.test(name) && /[a-z]/.test(name) && /\d/.test(name);
+  return BASE64_DIGITS.test(name) && UPPER.test(name) && LOWER.test(name) && DIGIT.test(name);
 }
 
 /**

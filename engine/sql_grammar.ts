@@ -196,9 +196,10 @@ export function readOperand(
         key += text.slice(tokens[i]?.start ?? t.end, tokens[end - 1]!.end);
         i = end;
         // MySQL's full-text predicate: `MATCH (col) AGAINST ('x' IN BOOLEAN MODE)` is one operand.
-        const against = tokens[skipComments(tokens, i)];
+        const a = skipComments(tokens, i);
+        const against = tokens[a];
         if (t.text === "match" && against?.kind === "word" && against.text === "against") {
-          const close = skipGroup(tokens, skipComments(tokens, skipComments(tokens, i) + 1));
+          const close = skipGroup(tokens, skipComments(tokens, a + 1));
           key += text.slice(against.start, tokens[close - 1]!.end);
           i = close;
         }
