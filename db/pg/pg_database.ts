@@ -25,7 +25,7 @@ import {
   translateStatement,
 } from "./dialect.ts";
 import type { PgAnswerError, PgAnswerOk, PgRequest, PgStep, PgWorkerInit } from "./pg_worker.ts";
-import { HEADER_BYTES } from "./pg_worker_layout.ts";
+import { HEADER_BYTES, waitForAnswer } from "./pg_worker_layout.ts";
 import { SchemaTooNewError } from "../store.ts";
 
 /** The channel every committed write notifies (mod/deployment listens on it). */
@@ -198,8 +198,7 @@ export class PgDatabase {
     const request: PgRequest = { op: "run", id, steps, guarded };
     this.#worker.postMessage(request);
     const limit = this.#options.statementTimeoutMs + this.#options.connectTimeoutMs + 2_000;
-    const waited = Atomics.wait(this.#header, 0, 0, limit);
-    if (waited === "timed-out" || Atomics.load(this.#header, 3) !== id) {
+    if (!waitForAnswer(this.#header, id, limit)) {
       // The thread is stuck on a dead connection: a fresh one (the database rolls back whatever
       // transaction the old connection held when it goes).
       this.#worker.terminate();
@@ -345,7 +344,7 @@ export class PgDatabase {
     const id = ++this.#nextId;
     Atomics.store(this.#header, 0, 0);
     this.#worker.postMessage({ op: "close", id });
-    Atomics.wait(this.#header, 0, 0, 2_000);
+    waitForAnswer(this.#header, id, 2_000);
     this.#worker.terminate();
   }
 }
